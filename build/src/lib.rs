@@ -1,1 +1,515 @@
+//! `vigil-build`: compile a Vigil kernel crate to PTX from a `build.rs`.
+//!
+//! ```no_run
+//! // build.rs of the crate that launches the kernels
+//! fn main() {
+//!     vigil_build::PtxBuilder::new("kernels")
+//!         .build()
+//!         .unwrap_or_else(|e| panic!("{e}"));
+//! }
+//! ```
+//!
+//! and in that crate: `const PTX: &str = include_str!(env!("VIGIL_PTX_KERNELS"));`
+//! (the variable is `VIGIL_PTX_` + the kernel crate's library name in upper case).
+//!
+//! The helper runs a nested `cargo build --release --target
+//! nvptx64-nvidia-cuda -Zbuild-std=core` with its own target directory
+//! (beside the outer build's, so `core` is compiled once and reused), copies
+//! the PTX into `OUT_DIR`, and tells cargo to rerun when any source the
+//! kernel crate was built from changes. Users never run a second command.
+#![warn(missing_docs)]
 
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The GPU architecture used when neither the builder nor `VIGIL_CUDA_ARCH` names one.
+pub const DEFAULT_ARCH: &str = "sm_90";
+
+/// The target triple kernels are compiled for.
+pub const PTX_TARGET: &str = "nvptx64-nvidia-cuda";
+
+/// Why a PTX build failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// An environment variable cargo sets for build scripts is missing.
+    #[error("{0} is not set: PtxBuilder::build must run inside a build script (build.rs)")]
+    NotInBuildScript(&'static str),
+    /// The kernel crate's directory has no `Cargo.toml`.
+    #[error("no kernel crate at {path}: expected a Cargo.toml there")]
+    NoManifest {
+        /// Where the manifest was looked for.
+        path: PathBuf,
+    },
+    /// The GPU architecture is not of the form `sm_NN`.
+    #[error("invalid GPU architecture {arch:?} (from {source_name}): expected sm_NN with NN >= 70, e.g. sm_90")]
+    InvalidArch {
+        /// The rejected value.
+        arch: String,
+        /// Where it came from (the builder or `VIGIL_CUDA_ARCH`).
+        source_name: &'static str,
+    },
+    /// Cargo could not be started.
+    #[error("could not run {cargo:?} for the PTX build: {source}")]
+    Spawn {
+        /// The cargo executable.
+        cargo: OsString,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// The nested build failed; carries the compiler's messages.
+    #[error("PTX build of {krate} failed ({status}):\n{messages}\nhint: the kernel crate needs `#![cfg_attr(target_arch = \"nvptx64\", no_std, feature(abi_ptx))]` and `crate-type = [\"cdylib\", \"rlib\"]`; the toolchain needs the rust-src and llvm-bitcode-linker components (run `rustup toolchain install` in the workspace)")]
+    Failed {
+        /// The kernel crate's directory.
+        krate: String,
+        /// The nested cargo's exit status.
+        status: std::process::ExitStatus,
+        /// Its rendered error messages.
+        messages: String,
+    },
+    /// The nested build succeeded but produced no `.ptx` file.
+    #[error(
+        "the PTX build of {krate} produced no .ptx file: is its crate-type [\"cdylib\", \"rlib\"]?"
+    )]
+    NoPtx {
+        /// The kernel crate's directory.
+        krate: String,
+    },
+    /// Reading or writing a file failed.
+    #[error("{what} {path}: {source}")]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+}
+
+/// What a successful build produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PtxArtifact {
+    /// The PTX file inside `OUT_DIR`.
+    pub path: PathBuf,
+    /// The environment variable (set for the crate being built) that holds `path`.
+    pub env_var: String,
+    /// The kernel crate's library name.
+    pub lib_name: String,
+}
+
+/// Builds one kernel crate to PTX. See the crate docs.
+#[derive(Clone, Debug)]
+pub struct PtxBuilder {
+    crate_dir: PathBuf,
+    arch: Option<String>,
+    line_info: bool,
+    features: Vec<String>,
+}
+
+impl PtxBuilder {
+    /// A builder for the kernel crate in `crate_dir` (relative paths are
+    /// relative to the calling package's directory, as in `build.rs`).
+    pub fn new(crate_dir: impl AsRef<Path>) -> Self {
+        PtxBuilder {
+            crate_dir: crate_dir.as_ref().to_path_buf(),
+            arch: None,
+            line_info: false,
+            features: Vec::new(),
+        }
+    }
+
+    /// The GPU architecture (`sm_90`, `sm_80`, ...). Overrides `VIGIL_CUDA_ARCH`.
+    pub fn arch(mut self, arch: impl Into<String>) -> Self {
+        self.arch = Some(arch.into());
+        self
+    }
+
+    /// Keep source line information in the PTX (for profilers); off by default
+    /// because it multiplies the PTX's size.
+    pub fn line_info(mut self, on: bool) -> Self {
+        self.line_info = on;
+        self
+    }
+
+    /// Enables a cargo feature of the kernel crate.
+    pub fn feature(mut self, feature: impl Into<String>) -> Self {
+        self.features.push(feature.into());
+        self
+    }
+
+    /// Runs the build from a build script: compiles, copies the PTX into
+    /// `OUT_DIR`, and prints the `cargo:` lines (`rustc-env`, `rerun-if-*`).
+    pub fn build(self) -> Result<PtxArtifact, BuildError> {
+        let out_dir = env_path("OUT_DIR")?;
+        let manifest_dir = env_path("CARGO_MANIFEST_DIR")?;
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let crate_dir = manifest_dir.join(&self.crate_dir);
+        let target_dir = std::env::var_os("VIGIL_PTX_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| ptx_target_dir(&out_dir));
+        println!("cargo:rerun-if-env-changed=VIGIL_CUDA_ARCH");
+        println!("cargo:rerun-if-env-changed=VIGIL_PTX_TARGET_DIR");
+        let artifact = self.build_into(&cargo, &crate_dir, &target_dir, &out_dir)?;
+        println!(
+            "cargo:rustc-env={}={}",
+            artifact.env_var,
+            artifact.path.display()
+        );
+        Ok(artifact)
+    }
+
+    /// The build without the build-script plumbing: compiles the crate in
+    /// `crate_dir` with `cargo`, using `target_dir`, and copies the PTX into
+    /// `out_dir`. Prints `cargo:rerun-if-changed` lines for its sources.
+    pub fn build_into(
+        &self,
+        cargo: &OsString,
+        crate_dir: &Path,
+        target_dir: &Path,
+        out_dir: &Path,
+    ) -> Result<PtxArtifact, BuildError> {
+        let manifest = crate_dir.join("Cargo.toml");
+        if !manifest.is_file() {
+            return Err(BuildError::NoManifest { path: manifest });
+        }
+        let arch = self.resolve_arch()?;
+        let krate = crate_dir.display().to_string();
+
+        let mut cmd = Command::new(cargo);
+        cmd.arg("build")
+            .arg("--release")
+            .arg("--manifest-path")
+            .arg(&manifest)
+            .arg("--target")
+            .arg(PTX_TARGET)
+            .arg("-Zbuild-std=core")
+            .arg("--target-dir")
+            .arg(target_dir)
+            .arg("--message-format=json-render-diagnostics");
+        if !self.features.is_empty() {
+            cmd.arg("--features").arg(self.features.join(","));
+        }
+        // The outer build's settings are for the host; the nested one gets its own.
+        for var in [
+            "RUSTFLAGS",
+            "CARGO_ENCODED_RUSTFLAGS",
+            "CARGO_BUILD_RUSTFLAGS",
+            "CARGO_TARGET_DIR",
+            "CARGO_BUILD_TARGET",
+            "RUSTC_WRAPPER",
+            "RUSTC_WORKSPACE_WRAPPER",
+        ] {
+            cmd.env_remove(var);
+        }
+        cmd.env("CARGO_ENCODED_RUSTFLAGS", format!("-Ctarget-cpu={arch}"));
+        cmd.env(
+            "CARGO_PROFILE_RELEASE_DEBUG",
+            if self.line_info {
+                "line-tables-only"
+            } else {
+                "false"
+            },
+        );
+        cmd.env("CARGO_PROFILE_RELEASE_PANIC", "abort");
+
+        let output = cmd.output().map_err(|source| BuildError::Spawn {
+            cargo: cargo.clone(),
+            source,
+        })?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        if !output.status.success() {
+            let mut messages = String::from_utf8_lossy(&output.stderr).into_owned();
+            for line in stdout
+                .lines()
+                .filter(|l| l.contains("\"reason\":\"compiler-message\""))
+            {
+                if let Some(rendered) = json_string_field(line, "rendered") {
+                    let _ = writeln!(messages, "{rendered}");
+                }
+            }
+            return Err(BuildError::Failed {
+                krate,
+                status: output.status,
+                messages,
+            });
+        }
+        let ptx = stdout
+            .lines()
+            .filter(|l| l.contains("\"reason\":\"compiler-artifact\""))
+            .flat_map(ptx_filenames)
+            .last()
+            .ok_or_else(|| BuildError::NoPtx {
+                krate: krate.clone(),
+            })?;
+        let ptx = PathBuf::from(ptx);
+        let lib_name = ptx
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let dest = out_dir.join(format!("{lib_name}.ptx"));
+        std::fs::copy(&ptx, &dest).map_err(|source| BuildError::Io {
+            what: "copying the PTX to",
+            path: dest.clone(),
+            source,
+        })?;
+
+        // Rerun when any source file the kernel crate was built from changes.
+        let dep_info = ptx.with_extension("d");
+        if let Ok(deps) = std::fs::read_to_string(&dep_info) {
+            for path in dep_info_sources(&deps) {
+                if !path.contains("/rustlib/src/") {
+                    println!("cargo:rerun-if-changed={path}");
+                }
+            }
+        }
+        println!("cargo:rerun-if-changed={}", crate_dir.display());
+        Ok(PtxArtifact {
+            path: dest,
+            env_var: env_var_for(&lib_name),
+            lib_name,
+        })
+    }
+
+    fn resolve_arch(&self) -> Result<String, BuildError> {
+        let (arch, source_name) = match (&self.arch, std::env::var("VIGIL_CUDA_ARCH")) {
+            (Some(a), _) => (a.clone(), "PtxBuilder::arch"),
+            (None, Ok(a)) => (a, "VIGIL_CUDA_ARCH"),
+            (None, Err(_)) => (DEFAULT_ARCH.to_string(), "the default"),
+        };
+        validate_arch(&arch)
+            .then_some(arch.clone())
+            .ok_or(BuildError::InvalidArch { arch, source_name })
+    }
+}
+
+/// True for `sm_NN` / `sm_NNa` with NN >= 70 (the oldest with the scoped atomics Vigil emits).
+pub fn validate_arch(arch: &str) -> bool {
+    let Some(rest) = arch.strip_prefix("sm_") else {
+        return false;
+    };
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    let suffix = &rest[digits.len()..];
+    matches!(digits.parse::<u32>(), Ok(n) if n >= 70)
+        && (suffix.is_empty() || suffix == "a" || suffix == "f")
+}
+
+/// `VIGIL_PTX_` + the library name in upper case.
+pub fn env_var_for(lib_name: &str) -> String {
+    format!(
+        "VIGIL_PTX_{}",
+        lib_name.to_ascii_uppercase().replace('-', "_")
+    )
+}
+
+/// Where nested PTX builds go: `vigil-ptx` beside the outer build's profile
+/// directory (`target/vigil-ptx` for `target/<profile>/build/<pkg>/out`), so
+/// every kernel crate of a workspace shares one compiled `core`.
+pub fn ptx_target_dir(out_dir: &Path) -> PathBuf {
+    out_dir
+        .ancestors()
+        .find(|p| p.file_name().is_some_and(|n| n == "build"))
+        .and_then(|build| build.parent())
+        .and_then(|profile| profile.parent())
+        .map(|t| t.join("vigil-ptx"))
+        .unwrap_or_else(|| out_dir.join("vigil-ptx"))
+}
+
+fn env_path(var: &'static str) -> Result<PathBuf, BuildError> {
+    std::env::var_os(var)
+        .map(PathBuf::from)
+        .ok_or(BuildError::NotInBuildScript(var))
+}
+
+/// The `.ptx` paths in a `compiler-artifact` JSON line's `filenames`.
+fn ptx_filenames(line: &str) -> Vec<String> {
+    let Some(start) = line.find("\"filenames\":[") else {
+        return Vec::new();
+    };
+    let rest = &line[start + "\"filenames\":[".len()..];
+    let Some(end) = rest.find(']') else {
+        return Vec::new();
+    };
+    rest[..end]
+        .split(',')
+        .filter_map(|s| unescape_json(s.trim().trim_matches('"')))
+        .filter(|s| s.ends_with(".ptx"))
+        .collect()
+}
+
+/// A top-level string field of a JSON line (`"rendered":"..."`), unescaped.
+fn json_string_field(line: &str, field: &str) -> Option<String> {
+    let key = format!("\"{field}\":\"");
+    let start = line.find(&key)? + key.len();
+    let bytes = line[start..].as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'"' => return unescape_json(&line[start..start + i]),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+fn unescape_json(s: &str) -> Option<String> {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next()? {
+            'n' => out.push('\n'),
+            't' => out.push('\t'),
+            'r' => out.push('\r'),
+            'u' => {
+                let hex: String = chars.by_ref().take(4).collect();
+                out.push(char::from_u32(u32::from_str_radix(&hex, 16).ok()?).unwrap_or('\u{fffd}'));
+            }
+            other => out.push(other),
+        }
+    }
+    Some(out)
+}
+
+/// The source paths of a makefile-style dep-info file (`out: src1 src2 ...`).
+fn dep_info_sources(deps: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in deps.lines() {
+        let Some((_, srcs)) = line.split_once(": ") else {
+            continue;
+        };
+        let mut cur = String::new();
+        let mut escaped = false;
+        for c in srcs.chars() {
+            match (c, escaped) {
+                ('\\', false) => escaped = true,
+                (' ', false) => {
+                    if !cur.is_empty() {
+                        out.push(std::mem::take(&mut cur));
+                    }
+                }
+                (c, _) => {
+                    cur.push(c);
+                    escaped = false;
+                }
+            }
+        }
+        if !cur.is_empty() {
+            out.push(cur);
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arch_names_are_validated() {
+        for ok in ["sm_70", "sm_80", "sm_90", "sm_90a", "sm_100", "sm_120f"] {
+            assert!(validate_arch(ok), "{ok}");
+        }
+        for bad in [
+            "sm_60",
+            "sm90",
+            "compute_90",
+            "sm_",
+            "sm_9x",
+            "90",
+            "sm_90b",
+        ] {
+            assert!(!validate_arch(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn invalid_arch_error_names_value_and_source() {
+        let e = PtxBuilder::new(".")
+            .arch("sm_9")
+            .resolve_arch()
+            .unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("\"sm_9\"") && msg.contains("PtxBuilder::arch") && msg.contains("sm_NN"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn env_var_is_upper_lib_name() {
+        assert_eq!(env_var_for("vigil_kernels"), "VIGIL_PTX_VIGIL_KERNELS");
+        assert_eq!(env_var_for("my-kernels"), "VIGIL_PTX_MY_KERNELS");
+    }
+
+    #[test]
+    fn ptx_target_dir_sits_beside_the_profile_dir() {
+        let out = Path::new("/w/target/release/build/app-1234/out");
+        assert_eq!(ptx_target_dir(out), Path::new("/w/target/vigil-ptx"));
+        let out = Path::new("/w/target/x86_64-unknown-linux-gnu/debug/build/app-1/out");
+        assert_eq!(
+            ptx_target_dir(out),
+            Path::new("/w/target/x86_64-unknown-linux-gnu/vigil-ptx")
+        );
+        assert_eq!(
+            ptx_target_dir(Path::new("/tmp/out")),
+            Path::new("/tmp/out/vigil-ptx")
+        );
+    }
+
+    #[test]
+    fn artifact_lines_yield_ptx_paths() {
+        let line = r#"{"reason":"compiler-artifact","target":{"name":"k"},"filenames":["/t/nvptx64-nvidia-cuda/release/k.ptx","/t/nvptx64-nvidia-cuda/release/libk.rlib"],"fresh":true}"#;
+        assert_eq!(
+            ptx_filenames(line),
+            vec!["/t/nvptx64-nvidia-cuda/release/k.ptx".to_string()]
+        );
+        assert!(
+            ptx_filenames(r#"{"reason":"compiler-artifact","filenames":["/t/libk.rlib"]}"#)
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn rendered_diagnostics_are_unescaped() {
+        let line = r#"{"reason":"compiler-message","message":{"rendered":"error: bad\n  --> src/lib.rs:1:1 \"x\"\n"}}"#;
+        assert_eq!(
+            json_string_field(line, "rendered").unwrap(),
+            "error: bad\n  --> src/lib.rs:1:1 \"x\"\n"
+        );
+    }
+
+    #[test]
+    fn dep_info_lists_sources_with_escaped_spaces() {
+        let d = "/t/k.ptx: /w/src/lib.rs /w/my\\ dir/a.rs\n\n/w/src/lib.rs:\n";
+        assert_eq!(
+            dep_info_sources(d),
+            vec!["/w/my dir/a.rs".to_string(), "/w/src/lib.rs".to_string()]
+        );
+    }
+
+    #[test]
+    fn missing_manifest_is_a_typed_error() {
+        let dir = std::env::temp_dir().join("vigil-build-no-such-crate");
+        let e = PtxBuilder::new(&dir)
+            .build_into(&"cargo".into(), &dir, &dir, &dir)
+            .unwrap_err();
+        assert!(matches!(e, BuildError::NoManifest { .. }));
+        assert!(e.to_string().contains("no kernel crate at"));
+    }
+
+    #[test]
+    fn outside_a_build_script_is_a_typed_error() {
+        if std::env::var_os("OUT_DIR").is_none() {
+            let e = PtxBuilder::new("k").build().unwrap_err();
+            assert!(e.to_string().contains("build script"), "{e}");
+        }
+    }
+}

@@ -1,1 +1,76 @@
+//! `vigil-device`: the API a Vigil kernel is written against.
+//!
+//! A kernel is a Rust function marked [`kernel`]. It reads its coordinates
+//! from [`thread_idx`], [`block_idx`] and friends, touches global memory only
+//! through the typed handles in [`global`] (`load`, `store` and atomics with
+//! an explicit [`Ordering`] and [`Scope`]), and may use block-shared memory
+//! ([`shared_array!`], [`dynamic_shared`]), barriers ([`sync_threads`]),
+//! fences ([`fence`]) and warp collectives ([`warp`]).
+//!
+//! The same source builds for `nvptx64-nvidia-cuda` (the PTX a GPU runs) and
+//! for the host (the CPU backend). Platform specifics live in one small
+//! module per platform (`arch::ptx`, `arch::host`); everything else is
+//! platform-neutral.
+//!
+//! Every global access is generic over a [`Sanitizer`]: [`Plain`] compiles
+//! to nothing, so the plain entry point costs what a hand-written kernel
+//! costs; the sanitized variant of the same body calls the race detector at
+//! each access, with the caller's source location from `#[track_caller]`.
 #![cfg_attr(target_arch = "nvptx64", no_std)]
+#![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch, stdarch_nvptx))]
+#![warn(missing_docs)]
+
+mod arch;
+pub mod atomic;
+pub mod global;
+pub mod index;
+pub mod kernel;
+pub mod sanitizer;
+pub mod shared_mem;
+pub mod sync;
+pub mod warp;
+
+/// The interface between kernels and the CPU backend's executor: the
+/// executor implements these traits and installs a [`ThreadContext`] per
+/// GPU thread with [`enter_thread`](host_runtime::enter_thread).
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod host_runtime {
+    pub use crate::arch::host::{enter_thread, BlockRuntime, SanitizerRuntime, ThreadContext};
+    pub use crate::sanitizer::{AtomicAccess, Checked};
+}
+
+pub use atomic::{Atomic, AtomicArith, AtomicBits, AtomicMinMax};
+pub use global::{GlobalPtr, GlobalPtrMut, GlobalSlice, GlobalSliceMut, Vec4};
+pub use index::{block_dim, block_idx, grid_dim, thread_idx, Dim3};
+pub use kernel::{Kernel, KernelParam};
+pub use sanitizer::{Plain, Sanitizer};
+pub use shared_mem::dynamic_shared;
+pub use sync::{fence, sync_threads};
+pub use vigil_macros::kernel;
+pub use vigil_shared::{AccessKind, Ordering, Scope};
+
+#[doc(hidden)]
+pub use vigil_shared as __shared;
+
+/// Everything a kernel usually needs, for `use vigil_device::prelude::*;`.
+pub mod prelude {
+    pub use crate::global::{GlobalPtr, GlobalPtrMut, GlobalSlice, GlobalSliceMut, Vec4};
+    pub use crate::index::{
+        block_dim, block_idx, global_index_x, grid_dim, grid_stride_x, thread_idx, Dim3,
+    };
+    pub use crate::sanitizer::{Plain, Sanitizer};
+    pub use crate::shared_mem::dynamic_shared;
+    pub use crate::sync::{fence, sync_threads};
+    pub use crate::warp;
+    pub use crate::{kernel, shared_array};
+    pub use vigil_shared::{Ordering, Scope};
+}
+
+/// Kernels cannot unwind; a panic in the PTX build (an out-of-bounds index,
+/// an explicit `panic!`) traps, which the host sees as a launch failure.
+#[cfg(all(target_arch = "nvptx64", not(feature = "custom-panic-handler")))]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    // SAFETY: `trap` has no preconditions; it aborts the kernel.
+    unsafe { core::arch::nvptx::trap() }
+}

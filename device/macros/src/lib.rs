@@ -1,1 +1,349 @@
+//! `#[kernel]`: turns a Rust function into a Vigil GPU kernel.
+//!
+//! See `vigil_device::kernel` for what the attribute generates. The macro
+//! only rewrites signatures; the body is kept as written.
+#![warn(missing_docs)]
 
+use proc_macro::TokenStream;
+use proc_macro2::{Span, TokenStream as TokenStream2};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{
+    parse_macro_input, FnArg, GenericArgument, GenericParam, Ident, ItemFn, Pat, PathArguments,
+    ReturnType, Type,
+};
+
+/// Scalar types a kernel may take by value, and the reason others are refused.
+const SCALARS: &[&str] = &[
+    "u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64", "usize", "isize", "f32", "f64",
+];
+
+const SUPPORTED: &str = "kernel parameters must be scalars (u8, i8, u16, i16, u32, i32, u64, i64, usize, isize, f32, f64) \
+     or global-memory handles (GlobalPtr<T>, GlobalPtrMut<T>, GlobalSlice<T>, GlobalSliceMut<T> with T: bytemuck::Pod)";
+
+/// Marks a function as a GPU kernel.
+///
+/// ```ignore
+/// #[kernel]
+/// pub fn axpy(a: f32, x: GlobalSlice<f32>, y: GlobalSliceMut<f32>) {
+///     let i = global_index_x();
+///     if i < y.len() {
+///         y.store(i, a * x.load(i) + y.load(i));
+///     }
+/// }
+/// ```
+///
+/// generates the body as `fn axpy<S: Sanitizer>(...)`, the PTX entry point
+/// `axpy` (the plain variant) in the `nvptx64` build, and a launch marker
+/// `struct axpy {}` implementing `vigil_device::Kernel`. To reach the
+/// sanitizer type in the body (for `fence::<S>`), declare it:
+/// `fn k<S: Sanitizer>(flag: GlobalPtrMut<u32, S>)`.
+#[proc_macro_attribute]
+pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    if !attr.is_empty() {
+        let attr = TokenStream2::from(attr);
+        return syn::Error::new_spanned(attr, "#[kernel] takes no arguments")
+            .to_compile_error()
+            .into();
+    }
+    let func = parse_macro_input!(item as ItemFn);
+    match expand(func) {
+        Ok(ts) => ts.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+/// How one parameter crosses to the device.
+enum ParamKind {
+    Scalar,
+    /// A global-memory handle: its type name (`GlobalSlice`, ...) and element type.
+    Handle {
+        handle: Ident,
+        elem: Type,
+    },
+}
+
+struct Param {
+    name: Ident,
+    mutability: Option<syn::token::Mut>,
+    ty: Type,
+    kind: ParamKind,
+}
+
+fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
+    let sig = &func.sig;
+    if let Some(t) = &sig.asyncness {
+        return Err(syn::Error::new_spanned(t, "a kernel cannot be async"));
+    }
+    if let Some(t) = &sig.constness {
+        return Err(syn::Error::new_spanned(t, "a kernel cannot be const"));
+    }
+    if let Some(t) = &sig.unsafety {
+        return Err(syn::Error::new_spanned(t, "a kernel cannot be unsafe: its parameters are checked handles; use unsafe blocks inside"));
+    }
+    if let Some(abi) = &sig.abi {
+        return Err(syn::Error::new_spanned(
+            abi,
+            "a kernel takes no ABI: #[kernel] emits the extern \"ptx-kernel\" entry point itself",
+        ));
+    }
+    if let Some(v) = &sig.variadic {
+        return Err(syn::Error::new_spanned(v, "a kernel cannot be variadic"));
+    }
+    if let ReturnType::Type(_, ty) = &sig.output {
+        let unit = matches!(&**ty, Type::Tuple(t) if t.elems.is_empty());
+        if !unit {
+            return Err(syn::Error::new_spanned(ty, "a kernel returns nothing: write results through a GlobalSliceMut or GlobalPtrMut parameter"));
+        }
+    }
+    if let Some(w) = &sig.generics.where_clause {
+        return Err(syn::Error::new_spanned(w, "a kernel takes no where clause; bound the sanitizer parameter inline: fn k<S: Sanitizer>(...)"));
+    }
+
+    // The sanitizer type parameter: the user's single type parameter, or a hidden one.
+    let mut user_san = None;
+    for g in &sig.generics.params {
+        match g {
+            GenericParam::Type(t) if user_san.is_none() => user_san = Some(t.clone()),
+            other => {
+                return Err(syn::Error::new_spanned(
+                    other,
+                    "a kernel takes at most one generic parameter, the sanitizer type (fn k<S: Sanitizer>(...)); \
+                     lifetimes, const generics and other type parameters cannot cross to the GPU",
+                ))
+            }
+        }
+    }
+    let san = user_san
+        .as_ref()
+        .map(|t| t.ident.clone())
+        .unwrap_or_else(|| Ident::new("__VigilSanitizer", Span::call_site()));
+    let san_bounds = user_san.as_ref().map(|t| {
+        let b = &t.bounds;
+        quote!(+ #b)
+    });
+
+    let params = sig
+        .inputs
+        .iter()
+        .map(parse_param)
+        .collect::<syn::Result<Vec<_>>>()?;
+
+    let name = &sig.ident;
+    let name_str = name.to_string();
+    let vis = &func.vis;
+    let attrs = &func.attrs;
+    let body = &func.block;
+    let has_inline = attrs.iter().any(|a| a.path().is_ident("inline"));
+    let inline = if has_inline {
+        quote!()
+    } else {
+        quote!(#[inline(always)])
+    };
+
+    let with_san = |s: &TokenStream2| -> Vec<TokenStream2> {
+        params
+            .iter()
+            .map(|p| match &p.kind {
+                ParamKind::Scalar => {
+                    let ty = &p.ty;
+                    quote!(#ty)
+                }
+                ParamKind::Handle { handle, elem } => quote!(::vigil_device::#handle<#elem, #s>),
+            })
+            .collect()
+    };
+    let names: Vec<&Ident> = params.iter().map(|p| &p.name).collect();
+    let muts: Vec<_> = params.iter().map(|p| p.mutability).collect();
+    let body_tys = with_san(&quote!(#san));
+    let plain_tys = with_san(&quote!(::vigil_device::Plain));
+    let host_tys = with_san(&quote!(__VigilHostSanitizer));
+    let ty_strs: Vec<String> = params.iter().map(|p| type_string(&p.ty)).collect();
+    let name_strs: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+
+    // PTX entry parameters: scalars as themselves, handles as pointer (+ length).
+    let mut entry_params = Vec::new();
+    let mut entry_build = Vec::new();
+    for p in &params {
+        let n = &p.name;
+        match &p.kind {
+            ParamKind::Scalar => {
+                let ty = &p.ty;
+                entry_params.push(quote!(#n: #ty));
+                entry_build.push(quote!(let #n = #n;));
+            }
+            ParamKind::Handle { handle, elem } => {
+                let ptr = format_ident!("{}__ptr", n);
+                let len = format_ident!("{}__len", n);
+                let mutable = handle.to_string().ends_with("Mut");
+                let ptr_ty = if mutable {
+                    quote!(*mut #elem)
+                } else {
+                    quote!(*const #elem)
+                };
+                entry_params.push(quote!(#ptr: #ptr_ty));
+                let h = quote!(::vigil_device::#handle::<#elem, ::vigil_device::Plain>);
+                if handle.to_string().starts_with("GlobalSlice") {
+                    entry_params.push(quote!(#len: usize));
+                    entry_build.push(quote! {
+                        // SAFETY: the host passed a device allocation of `len` elements.
+                        let #n = unsafe { #h::from_raw_parts(#ptr, #len) };
+                    });
+                } else {
+                    entry_build.push(quote! {
+                        // SAFETY: the host passed a device allocation of at least one element.
+                        let #n = unsafe { #h::from_raw(#ptr) };
+                    });
+                }
+            }
+        }
+    }
+    let entry_ident = format_ident!("__vigil_ptx_entry_{}", name);
+    let marker_doc = format!("Launch handle of the kernel `{name_str}`: pass it to the host API (`module.kernel::<{name_str}>()`).");
+
+    Ok(quote! {
+        #(#attrs)*
+        #inline
+        #[allow(clippy::too_many_arguments)]
+        #vis fn #name<#san: ::vigil_device::Sanitizer #san_bounds>(#(#muts #names: #body_tys),*) #body
+
+        #[doc = #marker_doc]
+        #[allow(non_camel_case_types)]
+        #vis struct #name {}
+
+        impl ::vigil_device::Kernel for #name {
+            const NAME: &'static str = #name_str;
+            const PARAMS: &'static [::vigil_device::__shared::params::ParamDesc] = &[
+                #(::vigil_device::__shared::params::ParamDesc {
+                    name: #name_strs,
+                    rust_type: #ty_strs,
+                    parts: <#plain_tys as ::vigil_device::KernelParam>::PARTS,
+                }),*
+            ];
+            type Params = (#(#plain_tys,)*);
+
+            #[cfg(not(target_arch = "nvptx64"))]
+            unsafe fn run_host<__VigilHostSanitizer: ::vigil_device::Sanitizer>(params: &[u8]) {
+                let mut __vigil_cursor = ::vigil_device::__shared::params::ParamCursor::new();
+                #(
+                    // SAFETY: the caller packed this kernel's parameters in order.
+                    let #names = unsafe { <#host_tys as ::vigil_device::KernelParam>::read(params, &mut __vigil_cursor) };
+                )*
+                #name::<__VigilHostSanitizer>(#(#names),*)
+            }
+        }
+
+        #[cfg(target_arch = "nvptx64")]
+        #[doc(hidden)]
+        #[export_name = #name_str]
+        #[allow(non_snake_case, clippy::too_many_arguments)]
+        pub unsafe extern "ptx-kernel" fn #entry_ident(#(#entry_params),*) {
+            #(#entry_build)*
+            #name::<::vigil_device::Plain>(#(#names),*)
+        }
+    })
+}
+
+fn parse_param(arg: &FnArg) -> syn::Result<Param> {
+    let FnArg::Typed(pt) = arg else {
+        return Err(syn::Error::new_spanned(
+            arg,
+            "a kernel is a free function; it cannot take self",
+        ));
+    };
+    let Pat::Ident(pi) = &*pt.pat else {
+        return Err(syn::Error::new_spanned(
+            &pt.pat,
+            "kernel parameters must be plain names (no patterns)",
+        ));
+    };
+    if pi.by_ref.is_some() || pi.subpat.is_some() {
+        return Err(syn::Error::new_spanned(
+            &pt.pat,
+            "kernel parameters must be plain names (no patterns)",
+        ));
+    }
+    let ty = (*pt.ty).clone();
+    let kind = classify(&ty)?;
+    Ok(Param {
+        name: pi.ident.clone(),
+        mutability: pi.mutability,
+        ty,
+        kind,
+    })
+}
+
+fn classify(ty: &Type) -> syn::Result<ParamKind> {
+    let unsupported = |why: &str| {
+        let msg = format!(
+            "unsupported kernel parameter type `{}`: {why}{SUPPORTED}",
+            type_string(ty)
+        );
+        Err(syn::Error::new(ty.span(), msg))
+    };
+    match ty {
+        Type::Path(tp) if tp.qself.is_none() => {
+            let last = tp.path.segments.last().expect("a path has a segment");
+            let ident = last.ident.to_string();
+            if ["GlobalPtr", "GlobalPtrMut", "GlobalSlice", "GlobalSliceMut"]
+                .contains(&ident.as_str())
+            {
+                let PathArguments::AngleBracketed(ab) = &last.arguments else {
+                    return unsupported(
+                        "a global-memory handle needs its element type, e.g. GlobalSlice<f32>; ",
+                    );
+                };
+                let tys: Vec<&Type> = ab
+                    .args
+                    .iter()
+                    .filter_map(|a| {
+                        if let GenericArgument::Type(t) = a {
+                            Some(t)
+                        } else {
+                            None
+                        }
+                    })
+                    .collect();
+                if tys.is_empty() || tys.len() > 2 || tys.len() != ab.args.len() {
+                    return unsupported("a global-memory handle takes its element type and optionally the sanitizer type; ");
+                }
+                return Ok(ParamKind::Handle {
+                    handle: last.ident.clone(),
+                    elem: tys[0].clone(),
+                });
+            }
+            if tp.path.segments.len() == 1
+                && last.arguments.is_empty()
+                && SCALARS.contains(&ident.as_str())
+            {
+                return Ok(ParamKind::Scalar);
+            }
+            match ident.as_str() {
+                "bool" => unsupported("bool has no fixed PTX parameter ABI, pass a u32 (0 or 1) instead; "),
+                "char" => unsupported("pass a u32 instead; "),
+                "u128" | "i128" => unsupported("128-bit integers are not PTX parameter types, pass two u64s; "),
+                "Vec" | "Box" | "String" => unsupported("host heap types cannot cross to the GPU, pass a GlobalSlice<T>; "),
+                _ => unsupported("structs and other named types are not supported yet, pass their fields as separate parameters; "),
+            }
+        }
+        Type::Reference(_) => unsupported(
+            "references cannot cross to the GPU, use GlobalSlice<T> / GlobalSliceMut<T>; ",
+        ),
+        Type::Ptr(_) => unsupported(
+            "raw pointers carry no length or sanitizer hooks, use GlobalPtr<T> / GlobalSlice<T>; ",
+        ),
+        Type::Array(_) | Type::Tuple(_) | Type::Slice(_) => {
+            unsupported("pass each element as its own parameter, or the data in a GlobalSlice<T>; ")
+        }
+        _ => unsupported(""),
+    }
+}
+
+fn type_string(ty: &Type) -> String {
+    quote_spanned!(ty.span()=> #ty)
+        .to_string()
+        .replace(" < ", "<")
+        .replace(" >", ">")
+        .replace(" ,", ",")
+        .replace("< ", "<")
+}

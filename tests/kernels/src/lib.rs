@@ -1,1 +1,6 @@
+//! Kernels for Vigil's examples and tests, written as a user writes them:
+//! built to PTX by `vigil-build` and, unchanged, for the host (CPU backend).
+#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, stdarch_nvptx))]
 
+pub mod examples;
+pub mod tests;

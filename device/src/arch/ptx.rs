@@ -1,0 +1,328 @@
+//! The PTX implementation of the platform layer: special registers,
+//! `bar.sync`, scoped atomics and fences as inline PTX.
+
+use crate::index::Dim3;
+use core::arch::asm;
+use core::arch::nvptx;
+use vigil_shared::{Ordering, Scope};
+
+// Dynamic shared memory: one module-wide extern array whose size the launch sets.
+core::arch::global_asm!(".extern .shared .align 16 .b8 __vigil_dynamic_smem[];");
+
+macro_rules! sreg {
+    ($($name:ident => $f:ident),* $(,)?) => {$(
+        #[inline(always)]
+        #[allow(dead_code)]
+        pub fn $name() -> u32 {
+            // SAFETY: reading a special register has no preconditions.
+            unsafe { nvptx::$f() as u32 }
+        }
+    )*};
+}
+
+sreg! {
+    thread_idx_x => _thread_idx_x, thread_idx_y => _thread_idx_y, thread_idx_z => _thread_idx_z,
+    block_idx_x => _block_idx_x, block_idx_y => _block_idx_y, block_idx_z => _block_idx_z,
+    block_dim_x => _block_dim_x, block_dim_y => _block_dim_y, block_dim_z => _block_dim_z,
+    grid_dim_x => _grid_dim_x, grid_dim_y => _grid_dim_y, grid_dim_z => _grid_dim_z,
+}
+
+#[inline(always)]
+pub fn thread_idx() -> Dim3 {
+    Dim3::new(thread_idx_x(), thread_idx_y(), thread_idx_z())
+}
+#[inline(always)]
+pub fn block_idx() -> Dim3 {
+    Dim3::new(block_idx_x(), block_idx_y(), block_idx_z())
+}
+#[inline(always)]
+pub fn block_dim() -> Dim3 {
+    Dim3::new(block_dim_x(), block_dim_y(), block_dim_z())
+}
+#[inline(always)]
+pub fn grid_dim() -> Dim3 {
+    Dim3::new(grid_dim_x(), grid_dim_y(), grid_dim_z())
+}
+
+/// The SM this thread runs on (`%smid`).
+#[inline(always)]
+#[allow(dead_code)]
+pub fn smid() -> u32 {
+    let r: u32;
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { asm!("mov.u32 {r}, %smid;", r = out(reg32) r, options(nomem, nostack)) };
+    r
+}
+
+/// The lane of this thread within its warp (`%laneid`).
+#[inline(always)]
+pub fn lane_id() -> u32 {
+    let r: u32;
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { asm!("mov.u32 {r}, %laneid;", r = out(reg32) r, options(nomem, nostack)) };
+    r
+}
+
+#[inline(always)]
+pub fn sync_threads() {
+    // SAFETY: a block-wide barrier; CUDA's rule that every thread reaches it is the caller's.
+    unsafe { nvptx::_syncthreads() }
+}
+
+#[inline(always)]
+pub fn fence(ordering: Ordering, scope: Scope) {
+    // SAFETY: fences only constrain ordering.
+    unsafe {
+        match (ordering, scope) {
+            (Ordering::Relaxed, _) => {}
+            (Ordering::SeqCst, Scope::Block) => asm!("fence.sc.cta;", options(nostack)),
+            (Ordering::SeqCst, Scope::Device) => asm!("fence.sc.gpu;", options(nostack)),
+            (Ordering::SeqCst, Scope::System) => asm!("fence.sc.sys;", options(nostack)),
+            (_, Scope::Block) => asm!("fence.acq_rel.cta;", options(nostack)),
+            (_, Scope::Device) => asm!("fence.acq_rel.gpu;", options(nostack)),
+            (_, Scope::System) => asm!("fence.acq_rel.sys;", options(nostack)),
+        }
+    }
+}
+
+/// A plain load from global memory.
+///
+/// # Safety
+/// `p` must be valid for reads and aligned.
+#[inline(always)]
+pub unsafe fn load<T: Copy>(p: *const T) -> T {
+    // SAFETY: forwarded from the caller.
+    unsafe { p.read() }
+}
+
+/// A plain store to global memory.
+///
+/// # Safety
+/// `p` must be valid for writes and aligned.
+#[inline(always)]
+pub unsafe fn store<T: Copy>(p: *mut T, v: T) {
+    // SAFETY: forwarded from the caller.
+    unsafe { p.write(v) }
+}
+
+/// Base of the launch's dynamic shared memory and its size in bytes.
+#[inline(always)]
+pub fn dynamic_shared() -> (*mut u8, usize) {
+    let p: u64;
+    let n: u32;
+    // SAFETY: taking the address of the module's extern shared array and
+    // reading `%dynamic_smem_size` have no preconditions.
+    unsafe {
+        asm!("cvta.shared.u64 {p}, __vigil_dynamic_smem;", p = out(reg64) p, options(nomem, nostack));
+        asm!("mov.u32 {n}, %dynamic_smem_size;", n = out(reg32) n, options(nomem, nostack));
+    }
+    (p as *mut u8, n as usize)
+}
+
+// Scoped atomics. PTX spells ordering and scope in the opcode, so each
+// operation is a match over the (ordering, scope) pairs it accepts; with
+// constant arguments the match folds to one instruction.
+
+macro_rules! sem_scope_match {
+    // RMW and CAS: relaxed, acquire, release, acq_rel (SeqCst as acq_rel).
+    (rmw $o:expr, $s:expr, $go:ident) => {
+        match ($o, $s) {
+            (Ordering::Relaxed, Scope::Block) => $go!("relaxed", "cta"),
+            (Ordering::Relaxed, Scope::Device) => $go!("relaxed", "gpu"),
+            (Ordering::Relaxed, Scope::System) => $go!("relaxed", "sys"),
+            (Ordering::Acquire, Scope::Block) => $go!("acquire", "cta"),
+            (Ordering::Acquire, Scope::Device) => $go!("acquire", "gpu"),
+            (Ordering::Acquire, Scope::System) => $go!("acquire", "sys"),
+            (Ordering::Release, Scope::Block) => $go!("release", "cta"),
+            (Ordering::Release, Scope::Device) => $go!("release", "gpu"),
+            (Ordering::Release, Scope::System) => $go!("release", "sys"),
+            (_, Scope::Block) => $go!("acq_rel", "cta"),
+            (_, Scope::Device) => $go!("acq_rel", "gpu"),
+            (_, Scope::System) => $go!("acq_rel", "sys"),
+        }
+    };
+    // Loads: relaxed or acquire.
+    (load $o:expr, $s:expr, $go:ident) => {
+        match ($o.acquires(), $s) {
+            (false, Scope::Block) => $go!("relaxed", "cta"),
+            (false, Scope::Device) => $go!("relaxed", "gpu"),
+            (false, Scope::System) => $go!("relaxed", "sys"),
+            (true, Scope::Block) => $go!("acquire", "cta"),
+            (true, Scope::Device) => $go!("acquire", "gpu"),
+            (true, Scope::System) => $go!("acquire", "sys"),
+        }
+    };
+    // Stores: relaxed or release.
+    (store $o:expr, $s:expr, $go:ident) => {
+        match ($o.releases(), $s) {
+            (false, Scope::Block) => $go!("relaxed", "cta"),
+            (false, Scope::Device) => $go!("relaxed", "gpu"),
+            (false, Scope::System) => $go!("relaxed", "sys"),
+            (true, Scope::Block) => $go!("release", "cta"),
+            (true, Scope::Device) => $go!("release", "gpu"),
+            (true, Scope::System) => $go!("release", "sys"),
+        }
+    };
+}
+
+macro_rules! atomics_for {
+    ($ty:ty, $reg:ident, $bits:literal) => {
+        impl crate::atomic::sealed::ArchAtomic for $ty {
+            #[inline(always)]
+            unsafe fn arch_load(p: *const Self, o: Ordering, s: Scope) -> Self {
+                let r: $ty;
+                macro_rules! go {
+                    ($sem:literal, $sc:literal) => {
+                        // SAFETY: `p` is a valid aligned global address (caller's contract).
+                        unsafe { asm!(concat!("ld.", $sem, ".", $sc, ".global.b", $bits, " {r}, [{p}];"), r = out($reg) r, p = in(reg64) p, options(nostack)) }
+                    };
+                }
+                sem_scope_match!(load o, s, go);
+                r
+            }
+
+            #[inline(always)]
+            unsafe fn arch_store(p: *mut Self, v: Self, o: Ordering, s: Scope) {
+                macro_rules! go {
+                    ($sem:literal, $sc:literal) => {
+                        // SAFETY: `p` is a valid aligned global address (caller's contract).
+                        unsafe { asm!(concat!("st.", $sem, ".", $sc, ".global.b", $bits, " [{p}], {v};"), p = in(reg64) p, v = in($reg) v, options(nostack)) }
+                    };
+                }
+                sem_scope_match!(store o, s, go)
+            }
+
+            #[inline(always)]
+            unsafe fn arch_exchange(p: *mut Self, v: Self, o: Ordering, s: Scope) -> Self {
+                let r: $ty;
+                macro_rules! go {
+                    ($sem:literal, $sc:literal) => {
+                        // SAFETY: `p` is a valid aligned global address (caller's contract).
+                        unsafe { asm!(concat!("atom.", $sem, ".", $sc, ".global.exch.b", $bits, " {r}, [{p}], {v};"), r = out($reg) r, p = in(reg64) p, v = in($reg) v, options(nostack)) }
+                    };
+                }
+                sem_scope_match!(rmw o, s, go);
+                r
+            }
+
+            #[inline(always)]
+            unsafe fn arch_cas(p: *mut Self, cmp: Self, new: Self, o: Ordering, s: Scope) -> Self {
+                let r: $ty;
+                macro_rules! go {
+                    ($sem:literal, $sc:literal) => {
+                        // SAFETY: `p` is a valid aligned global address (caller's contract).
+                        unsafe { asm!(concat!("atom.", $sem, ".", $sc, ".global.cas.b", $bits, " {r}, [{p}], {c}, {n};"), r = out($reg) r, p = in(reg64) p, c = in($reg) cmp, n = in($reg) new, options(nostack)) }
+                    };
+                }
+                sem_scope_match!(rmw o, s, go);
+                r
+            }
+        }
+    };
+}
+
+atomics_for!(u32, reg32, "32");
+atomics_for!(i32, reg32, "32");
+atomics_for!(f32, reg32, "32");
+atomics_for!(u64, reg64, "64");
+atomics_for!(i64, reg64, "64");
+atomics_for!(f64, reg64, "64");
+
+/// Read-modify-write atomics named by their PTX operation (`add.u32`, `min.s64`, `or.b32`, ...).
+macro_rules! rmw_op {
+    ($trait:path, $method:ident, $ty:ty, $reg:ident, $op:literal) => {
+        impl $trait for $ty {
+            #[inline(always)]
+            unsafe fn $method(p: *mut Self, v: Self, o: Ordering, s: Scope) -> Self {
+                let r: $ty;
+                macro_rules! go {
+                    ($sem:literal, $sc:literal) => {
+                        // SAFETY: `p` is a valid aligned global address (caller's contract).
+                        unsafe { asm!(concat!("atom.", $sem, ".", $sc, ".global.", $op, " {r}, [{p}], {v};"), r = out($reg) r, p = in(reg64) p, v = in($reg) v, options(nostack)) }
+                    };
+                }
+                sem_scope_match!(rmw o, s, go);
+                r
+            }
+        }
+    };
+}
+
+use crate::atomic::sealed::{ArchAdd, ArchAnd, ArchMax, ArchMin, ArchOr, ArchXor};
+rmw_op!(ArchAdd, arch_add, u32, reg32, "add.u32");
+rmw_op!(ArchAdd, arch_add, i32, reg32, "add.s32");
+rmw_op!(ArchAdd, arch_add, u64, reg64, "add.u64");
+rmw_op!(ArchAdd, arch_add, i64, reg64, "add.u64");
+rmw_op!(ArchAdd, arch_add, f32, reg32, "add.f32");
+rmw_op!(ArchAdd, arch_add, f64, reg64, "add.f64");
+rmw_op!(ArchMin, arch_min, u32, reg32, "min.u32");
+rmw_op!(ArchMin, arch_min, i32, reg32, "min.s32");
+rmw_op!(ArchMin, arch_min, u64, reg64, "min.u64");
+rmw_op!(ArchMin, arch_min, i64, reg64, "min.s64");
+rmw_op!(ArchMax, arch_max, u32, reg32, "max.u32");
+rmw_op!(ArchMax, arch_max, i32, reg32, "max.s32");
+rmw_op!(ArchMax, arch_max, u64, reg64, "max.u64");
+rmw_op!(ArchMax, arch_max, i64, reg64, "max.s64");
+rmw_op!(ArchAnd, arch_and, u32, reg32, "and.b32");
+rmw_op!(ArchAnd, arch_and, i32, reg32, "and.b32");
+rmw_op!(ArchAnd, arch_and, u64, reg64, "and.b64");
+rmw_op!(ArchAnd, arch_and, i64, reg64, "and.b64");
+rmw_op!(ArchOr, arch_or, u32, reg32, "or.b32");
+rmw_op!(ArchOr, arch_or, i32, reg32, "or.b32");
+rmw_op!(ArchOr, arch_or, u64, reg64, "or.b64");
+rmw_op!(ArchOr, arch_or, i64, reg64, "or.b64");
+rmw_op!(ArchXor, arch_xor, u32, reg32, "xor.b32");
+rmw_op!(ArchXor, arch_xor, i32, reg32, "xor.b32");
+rmw_op!(ArchXor, arch_xor, u64, reg64, "xor.b64");
+rmw_op!(ArchXor, arch_xor, i64, reg64, "xor.b64");
+
+// Warp collectives.
+
+/// `shfl.sync` of one 32-bit value; `mode` is `idx`, `up`, `down` or `bfly`.
+macro_rules! shfl {
+    ($name:ident, $mode:literal) => {
+        #[inline(always)]
+        pub fn $name(mask: u32, v: u32, lane_or_delta: u32, clamp: u32) -> u32 {
+            let r: u32;
+            // SAFETY: `shfl.sync` with the caller's member mask; CUDA's
+            // convergence rule for the mask is the caller's.
+            unsafe {
+                asm!(concat!("shfl.sync.", $mode, ".b32 {r}, {v}, {l}, {c}, {m};"),
+                    r = out(reg32) r, v = in(reg32) v, l = in(reg32) lane_or_delta,
+                    c = in(reg32) clamp, m = in(reg32) mask, options(nomem, nostack))
+            };
+            r
+        }
+    };
+}
+shfl!(shfl_idx, "idx");
+shfl!(shfl_up, "up");
+shfl!(shfl_down, "down");
+shfl!(shfl_xor, "bfly");
+
+#[inline(always)]
+pub fn vote_ballot(mask: u32, pred: bool) -> u32 {
+    let r: u32;
+    // SAFETY: `vote.sync.ballot` with the caller's member mask.
+    unsafe {
+        asm!("{{ .reg .pred p; setp.ne.u32 p, {x}, 0; vote.sync.ballot.b32 {r}, p, {m}; }}",
+            r = out(reg32) r, x = in(reg32) pred as u32, m = in(reg32) mask, options(nomem, nostack))
+    };
+    r
+}
+
+#[inline(always)]
+pub fn vote_any(mask: u32, pred: bool) -> bool {
+    vote_ballot(mask, pred) != 0
+}
+
+#[inline(always)]
+pub fn vote_all(mask: u32, pred: bool) -> bool {
+    let r: u32;
+    // SAFETY: `vote.sync.all` with the caller's member mask.
+    unsafe {
+        asm!("{{ .reg .pred p, q; setp.ne.u32 p, {x}, 0; vote.sync.all.pred q, p, {m}; selp.u32 {r}, 1, 0, q; }}",
+            r = out(reg32) r, x = in(reg32) pred as u32, m = in(reg32) mask, options(nomem, nostack))
+    };
+    r != 0
+}

@@ -1,0 +1,62 @@
+//! Thread, block and grid coordinates.
+
+use crate::arch::imp;
+
+/// A three-dimensional extent or coordinate, as CUDA's `dim3`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Dim3 {
+    /// The x component.
+    pub x: u32,
+    /// The y component.
+    pub y: u32,
+    /// The z component.
+    pub z: u32,
+}
+
+impl Dim3 {
+    /// A coordinate or extent from its three components.
+    pub const fn new(x: u32, y: u32, z: u32) -> Self {
+        Dim3 { x, y, z }
+    }
+
+    /// The number of elements in an extent (`x * y * z`), widened so it cannot overflow.
+    pub const fn volume(self) -> u64 {
+        self.x as u64 * self.y as u64 * self.z as u64
+    }
+}
+
+/// This thread's index within its block (`threadIdx`).
+#[inline(always)]
+pub fn thread_idx() -> Dim3 {
+    imp::thread_idx()
+}
+
+/// This block's index within the grid (`blockIdx`).
+#[inline(always)]
+pub fn block_idx() -> Dim3 {
+    imp::block_idx()
+}
+
+/// The number of threads per block (`blockDim`).
+#[inline(always)]
+pub fn block_dim() -> Dim3 {
+    imp::block_dim()
+}
+
+/// The number of blocks in the grid (`gridDim`).
+#[inline(always)]
+pub fn grid_dim() -> Dim3 {
+    imp::grid_dim()
+}
+
+/// `blockIdx.x * blockDim.x + threadIdx.x`, the usual flat index of a 1-D launch.
+#[inline(always)]
+pub fn global_index_x() -> usize {
+    imp::block_idx_x() as usize * imp::block_dim_x() as usize + imp::thread_idx_x() as usize
+}
+
+/// `gridDim.x * blockDim.x`, the step of a grid-stride loop.
+#[inline(always)]
+pub fn grid_stride_x() -> usize {
+    imp::grid_dim_x() as usize * imp::block_dim_x() as usize
+}

@@ -1,0 +1,120 @@
+//! The hooks between a kernel body and the race sanitizer.
+//!
+//! A `#[kernel]` body is generic over `S: Sanitizer`. Every global access
+//! calls `S`'s hooks with the caller's source location; [`Plain`]'s hooks
+//! are empty and inline away, so the plain entry point compiles to the PTX a
+//! hand-written kernel would. The checked implementations live with each
+//! platform's runtime (the CPU backend installs one through
+//! `host_runtime`; the GPU runtime arrives with the sanitized PTX entry).
+
+use core::panic::Location;
+use vigil_shared::{AccessKind, Ordering, Scope};
+
+/// One atomic operation as the sanitizer sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AtomicAccess {
+    /// Address of the first byte.
+    pub addr: usize,
+    /// Size in bytes (4 or 8).
+    pub size: usize,
+    /// `AtomicRead`, `AtomicWrite` or `AtomicRmw` (what it does if it succeeds).
+    pub kind: AccessKind,
+    /// The ordering the operation was issued with (after normalisation:
+    /// loads are relaxed or acquire, stores relaxed or release).
+    pub ordering: Ordering,
+    /// The scope the operation was issued with.
+    pub scope: Scope,
+}
+
+/// The race sanitizer's view of a kernel's memory operations.
+///
+/// Implementations are zero-sized markers whose state, if any, is found from
+/// the executing thread (a per-SM thread state on the GPU, a thread-local
+/// on the CPU), so handles carrying `S` cost nothing.
+pub trait Sanitizer: Copy + Default + Send + Sync + 'static {
+    /// True when the hooks do anything.
+    const ENABLED: bool;
+
+    /// A plain (non-atomic) load or store of `size` bytes at `addr`.
+    fn access(addr: usize, size: usize, kind: AccessKind, loc: &'static Location<'static>);
+
+    /// An atomic operation: `op` performs it and returns its result and
+    /// whether it wrote (a failed compare-exchange did not). The sanitizer
+    /// may hold the shadow cell's lock around `op` so that what the atomic
+    /// read and what the shadow says it read agree.
+    fn atomic<R>(
+        access: AtomicAccess,
+        loc: &'static Location<'static>,
+        op: impl FnOnce() -> (R, bool),
+    ) -> R;
+
+    /// A fence of the given ordering and scope.
+    fn fence(ordering: Ordering, scope: Scope, loc: &'static Location<'static>);
+}
+
+/// No sanitizer: every hook is empty. The plain entry point uses this.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Plain;
+
+impl Sanitizer for Plain {
+    const ENABLED: bool = false;
+
+    #[inline(always)]
+    fn access(_: usize, _: usize, _: AccessKind, _: &'static Location<'static>) {}
+
+    #[inline(always)]
+    fn atomic<R>(
+        _: AtomicAccess,
+        _: &'static Location<'static>,
+        op: impl FnOnce() -> (R, bool),
+    ) -> R {
+        op().0
+    }
+
+    #[inline(always)]
+    fn fence(_: Ordering, _: Scope, _: &'static Location<'static>) {}
+}
+
+/// The sanitized variant on the CPU backend: every hook goes to the
+/// sanitizer runtime the executor installed for the calling thread
+/// (see `host_runtime::SanitizerRuntime`).
+#[cfg(not(target_arch = "nvptx64"))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Checked;
+
+#[cfg(not(target_arch = "nvptx64"))]
+impl Sanitizer for Checked {
+    const ENABLED: bool = true;
+
+    #[inline]
+    fn access(addr: usize, size: usize, kind: AccessKind, loc: &'static Location<'static>) {
+        crate::arch::host::with_sanitizer(|rt| rt.access(addr, size, kind, loc));
+    }
+
+    #[inline]
+    fn atomic<R>(
+        access: AtomicAccess,
+        loc: &'static Location<'static>,
+        op: impl FnOnce() -> (R, bool),
+    ) -> R {
+        let mut op = Some(op);
+        let mut out = None;
+        crate::arch::host::with_sanitizer(|rt| {
+            rt.atomic(access, loc, &mut || {
+                let (r, wrote) = (op.take().expect("atomic op runs once"))();
+                out = Some(r);
+                wrote
+            })
+        });
+        match out {
+            Some(r) => r,
+            // No runtime installed: run the operation unobserved.
+            None => (op.take().expect("atomic op runs once"))().0,
+        }
+    }
+
+    #[inline]
+    fn fence(ordering: Ordering, scope: Scope, loc: &'static Location<'static>) {
+        crate::arch::host::with_sanitizer(|rt| rt.fence(ordering, scope, loc));
+    }
+}

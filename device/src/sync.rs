@@ -1,0 +1,31 @@
+//! Barriers and fences.
+
+use crate::arch::imp;
+use crate::sanitizer::Sanitizer;
+use vigil_shared::{Ordering, Scope};
+
+/// Waits until every thread of the block has reached this barrier, and makes
+/// the block's shared- and global-memory writes before it visible to the
+/// block's reads after it (`__syncthreads`, `bar.sync 0`).
+///
+/// Every thread of the block must reach the same barrier, as in CUDA.
+#[inline(always)]
+pub fn sync_threads() {
+    imp::sync_threads()
+}
+
+/// A memory fence of the given ordering and scope (`fence.acq_rel.gpu`,
+/// `fence.sc.sys`, ...). `Relaxed` is a no-op; `Acquire`, `Release` and
+/// `AcqRel` emit `fence.acq_rel`; `SeqCst` emits `fence.sc`.
+///
+/// The fence is generic over the kernel's sanitizer so that the sanitized
+/// variant sees it: a release fence followed by a relaxed atomic store
+/// publishes like a release store, as the PTX memory model says. Inside a
+/// `#[kernel]`, name the sanitizer parameter (`fn k<S: Sanitizer>(...)`) and
+/// call `fence::<S>(...)`.
+#[inline(always)]
+#[track_caller]
+pub fn fence<S: Sanitizer>(ordering: Ordering, scope: Scope) {
+    S::fence(ordering, scope, core::panic::Location::caller());
+    imp::fence(ordering, scope)
+}

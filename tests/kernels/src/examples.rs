@@ -1,0 +1,98 @@
+//! The kernels behind the README's examples.
+
+use vigil_device::prelude::*;
+
+/// `y = a * x + y`, one element per thread. Threads past the end do nothing,
+/// so any grid that covers `y.len()` works.
+#[kernel]
+pub fn axpy(a: f32, x: GlobalSlice<f32>, y: GlobalSliceMut<f32>) {
+    let i = global_index_x();
+    if i < y.len() {
+        y.store(i, a * x.load(i) + y.load(i));
+    }
+}
+
+/// Threads per block `reduce_sum` is written for (one partial per warp fits one shared array).
+pub const REDUCE_BLOCK: u32 = 1024;
+
+/// Sums `x` into one partial per block: `partials[blockIdx.x]`. Each thread
+/// sums a grid-stride share, warps reduce with shuffles, the block's warp
+/// sums meet in shared memory. Run it again on the partials with one block
+/// to get the total. Needs `blockDim.x` a multiple of 32 and at most 1024.
+#[kernel]
+pub fn reduce_sum(x: GlobalSlice<f32>, partials: GlobalSliceMut<f32>) {
+    let warp_sums = shared_array!(f32; 32);
+    let mut acc = 0.0f32;
+    let mut i = global_index_x();
+    while i < x.len() {
+        acc += x.load(i);
+        i += grid_stride_x();
+    }
+    acc = warp_reduce(acc);
+    let t = thread_idx().x;
+    let lane = warp::lane_id();
+    if lane == 0 {
+        warp_sums.store((t / 32) as usize, acc);
+    }
+    sync_threads();
+    if t < 32 {
+        let warps = block_dim().x.div_ceil(32);
+        let v = if t < warps {
+            warp_sums.load(t as usize)
+        } else {
+            0.0
+        };
+        let total = warp_reduce(v);
+        if t == 0 {
+            partials.store(block_idx().x as usize, total);
+        }
+    }
+}
+
+#[inline(always)]
+fn warp_reduce(mut v: f32) -> f32 {
+    let mut offset = 16;
+    while offset > 0 {
+        v += warp::shfl_down(warp::FULL_MASK, v, offset);
+        offset /= 2;
+    }
+    v
+}
+
+/// Counts `data[i] % bins.len()` into `bins` with relaxed device-scope atomics.
+#[kernel]
+pub fn histogram(data: GlobalSlice<u32>, bins: GlobalSliceMut<u32>) {
+    let n = bins.len() as u32;
+    let mut i = global_index_x();
+    while i < data.len() {
+        let b = data.load(i) % n;
+        bins.at(b as usize)
+            .atomic_add(1, Ordering::Relaxed, Scope::Device);
+        i += grid_stride_x();
+    }
+}
+
+/// The hand-written equivalent of `axpy`, for checking that `#[kernel]`'s
+/// plain entry point costs nothing: same parameters, same checks (an index
+/// past `x`'s end traps, as `x.load` does), so their PTX bodies must match.
+///
+/// # Safety
+/// `x` and `y` must be valid device pointers to `x_len` and `y_len` elements.
+#[cfg(target_arch = "nvptx64")]
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn axpy_handwritten(
+    a: f32,
+    x: *const f32,
+    x_len: usize,
+    y: *mut f32,
+    y_len: usize,
+) {
+    use core::arch::nvptx::*;
+    let i = _block_idx_x() as usize * _block_dim_x() as usize + _thread_idx_x() as usize;
+    if i < y_len {
+        if i >= x_len {
+            trap();
+        }
+        *y.add(i) = a * *x.add(i) + *y.add(i);
+    }
+}
