@@ -1,0 +1,349 @@
+//! The one error type of the host API.
+//!
+//! Every fallible call returns [`Result`]. Variants carry enough context to
+//! act on without a debugger: which driver call failed and its `CUresult`,
+//! which kernel, which argument (index, name, Rust type), which range.
+
+use vigil_shared::params::PtxType;
+
+/// `std::result::Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in the host API.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The CUDA driver library (`libcuda.so.1`) could not be loaded.
+    #[error(
+        "CUDA driver library not found (searched: {searched}); install the NVIDIA driver \
+         or put libcuda.so.1 on the loader path"
+    )]
+    DriverNotFound {
+        /// The library names that were tried.
+        searched: String,
+    },
+
+    /// The driver loaded but there is no usable CUDA device.
+    #[error("no CUDA device: {reason}")]
+    NoDevice {
+        /// What the driver said.
+        reason: String,
+    },
+
+    /// A device ordinal past the number of devices.
+    #[error("CUDA device {ordinal} does not exist ({count} device(s) present)")]
+    InvalidDevice {
+        /// The ordinal asked for.
+        ordinal: usize,
+        /// How many devices there are.
+        count: usize,
+    },
+
+    /// A driver call returned an error.
+    #[error("{call} failed: {name} ({code})")]
+    Driver {
+        /// The driver function, e.g. `cuMemAlloc_v2`.
+        call: &'static str,
+        /// The `CUresult` name, e.g. `CUDA_ERROR_OUT_OF_MEMORY`.
+        name: String,
+        /// The numeric `CUresult`.
+        code: u32,
+    },
+
+    /// A driver entry point could not be called (a missing symbol in an old
+    /// driver library: the dynamic loader panicked and the panic was caught).
+    #[error("{call}: the CUDA driver library could not provide it: {message}")]
+    DriverSymbol {
+        /// The driver function.
+        call: &'static str,
+        /// The loader's message.
+        message: String,
+    },
+
+    /// The driver rejected PTX text; `log` is the JIT compiler's error log.
+    #[error("loading PTX failed: {name} ({code}); JIT log:\n{log}")]
+    PtxLoad {
+        /// The `CUresult` name.
+        name: String,
+        /// The numeric `CUresult`.
+        code: u32,
+        /// The JIT error log (may be empty).
+        log: String,
+    },
+
+    /// PTX text that cannot be handed to the driver or parsed for entry
+    /// signatures.
+    #[error("malformed PTX: {message}")]
+    PtxText {
+        /// What is wrong.
+        message: String,
+    },
+
+    /// A kernel launch (`cuLaunchKernel`) failed.
+    #[error("launching kernel `{kernel}` failed: {name} ({code})")]
+    Launch {
+        /// The PTX entry point.
+        kernel: String,
+        /// The `CUresult` name.
+        name: String,
+        /// The numeric `CUresult`.
+        code: u32,
+    },
+
+    /// The module has no entry point of that name.
+    #[error(
+        "kernel `{kernel}` not found in the PTX module (entry points: {})",
+        list(available)
+    )]
+    KernelNotFound {
+        /// The entry point looked up.
+        kernel: String,
+        /// The entry points the PTX declares.
+        available: Vec<String>,
+    },
+
+    /// The Rust declaration of a kernel and its PTX entry disagree on the
+    /// number of PTX parameters (stale PTX, or the wrong module).
+    #[error(
+        "kernel `{kernel}`: Rust signature lowers to {expected} PTX parameter(s) but the PTX \
+         entry declares {found} (stale or mismatched PTX?)"
+    )]
+    SignatureCount {
+        /// The PTX entry point.
+        kernel: String,
+        /// PTX scalars the Rust side passes.
+        expected: usize,
+        /// PTX parameters the entry declares.
+        found: usize,
+    },
+
+    /// The Rust declaration of a kernel parameter and its PTX `.param`
+    /// disagree on a scalar type.
+    #[error(
+        "kernel `{kernel}`: parameter {index} `{name}: {rust_type}` passes {} but PTX parameter \
+         {ptx_index} `{ptx_name}` is declared `{ptx_decl}` (stale or mismatched PTX?)",
+        expected.name()
+    )]
+    SignatureType {
+        /// The PTX entry point.
+        kernel: String,
+        /// Index of the Rust-level parameter (or of the hidden argument,
+        /// counted after the user parameters).
+        index: usize,
+        /// Its name in the kernel source.
+        name: &'static str,
+        /// Its Rust type as written.
+        rust_type: &'static str,
+        /// The PTX scalar the Rust side passes.
+        expected: PtxType,
+        /// Index of the PTX `.param`.
+        ptx_index: usize,
+        /// Name of the PTX `.param`.
+        ptx_name: String,
+        /// The PTX declaration, e.g. `.u64 .ptr .align 1`.
+        ptx_decl: String,
+    },
+
+    /// The arguments of a launch do not fill the kernel's parameter list.
+    #[error("kernel `{kernel}`: {given} {what}(s) given but the kernel takes {expected}")]
+    ArgumentCount {
+        /// The kernel.
+        kernel: String,
+        /// What is counted: `argument` or `PTX scalar`.
+        what: &'static str,
+        /// How many were given.
+        given: usize,
+        /// How many the kernel takes.
+        expected: usize,
+    },
+
+    /// One argument of a launch is unusable.
+    #[error("kernel `{kernel}`: argument {index} `{name}: {rust_type}`: {problem}")]
+    Argument {
+        /// The kernel.
+        kernel: String,
+        /// Index of the argument.
+        index: usize,
+        /// The parameter's name (or `?` when unknown, e.g. in untyped launches).
+        name: String,
+        /// The parameter's Rust type as written (or its PTX type).
+        rust_type: String,
+        /// What is wrong with it.
+        problem: Box<ArgProblem>,
+    },
+
+    /// A launch configuration the device cannot run.
+    #[error("kernel `{kernel}`: invalid launch configuration: {problem}")]
+    LaunchConfig {
+        /// The kernel.
+        kernel: String,
+        /// What is wrong.
+        problem: LaunchConfigError,
+    },
+
+    /// A range outside a device buffer or slice.
+    #[error("range {start}..{end} out of bounds for a device slice of length {len}")]
+    OutOfBounds {
+        /// First element of the range.
+        start: usize,
+        /// One past the last element of the range.
+        end: usize,
+        /// Length of the slice.
+        len: usize,
+    },
+
+    /// A copy between two sides of different lengths.
+    #[error("{op}: length mismatch: destination has {dst} element(s), source has {src}")]
+    LengthMismatch {
+        /// The operation.
+        op: &'static str,
+        /// Destination length in elements.
+        dst: usize,
+        /// Source length in elements.
+        src: usize,
+    },
+
+    /// An object used with a stream, buffer or module of another device.
+    #[error(
+        "{op}: object belongs to device {found}, but the stream/context is on device {expected}"
+    )]
+    WrongDevice {
+        /// The operation.
+        op: &'static str,
+        /// The device of the stream or context used.
+        expected: usize,
+        /// The device of the object passed.
+        found: usize,
+    },
+
+    /// A byte size that does not fit in `usize`.
+    #[error("size overflow: {count} element(s) of {elem_size} byte(s)")]
+    SizeOverflow {
+        /// Element count.
+        count: usize,
+        /// Element size in bytes.
+        elem_size: usize,
+    },
+}
+
+fn list(v: &[String]) -> String {
+    if v.is_empty() {
+        "none".to_owned()
+    } else {
+        v.join(", ")
+    }
+}
+
+impl Error {
+    /// The numeric `CUresult` when the error came from the driver.
+    pub fn driver_code(&self) -> Option<u32> {
+        match self {
+            Error::Driver { code, .. }
+            | Error::PtxLoad { code, .. }
+            | Error::Launch { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    /// True when the error says that this machine cannot run CUDA at all
+    /// (no driver library, no device), as opposed to a failure of one call.
+    pub fn is_no_gpu(&self) -> bool {
+        matches!(self, Error::DriverNotFound { .. } | Error::NoDevice { .. })
+    }
+}
+
+/// What is wrong with one launch argument.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArgProblem {
+    /// A pointer parameter (one element) given an empty buffer.
+    #[error("a pointer parameter needs at least one element, the buffer is empty")]
+    EmptyForPointer,
+    /// The argument's memory lives on another device than the launch.
+    #[error("buffer is on device {found}, the launch is on device {expected}")]
+    WrongDevice {
+        /// The launch's device.
+        expected: usize,
+        /// The buffer's device.
+        found: usize,
+    },
+    /// The scalars an argument packed differ from what its parameter type
+    /// lowers to (a faulty `KernelArg` implementation) or from the PTX.
+    #[error("packs {} but the parameter expects {}", types(got), types(expected))]
+    Abi {
+        /// Scalars the parameter type lowers to.
+        expected: Vec<PtxType>,
+        /// Scalars the argument packed.
+        got: Vec<PtxType>,
+    },
+    /// An untyped argument whose scalar does not match the PTX declaration.
+    #[error("passes {} but PTX parameter {ptx_index} `{ptx_name}` is declared `{ptx_decl}`", given.name())]
+    PtxType {
+        /// The scalar passed.
+        given: PtxType,
+        /// Index of the PTX `.param`.
+        ptx_index: usize,
+        /// Name of the PTX `.param`.
+        ptx_name: String,
+        /// Its declaration.
+        ptx_decl: String,
+    },
+}
+
+fn types(v: &[PtxType]) -> String {
+    let names: Vec<&str> = v.iter().map(|t| t.name()).collect();
+    format!("[{}]", names.join(", "))
+}
+
+/// What is wrong with a launch configuration.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LaunchConfigError {
+    /// A grid or block dimension of zero.
+    #[error("{which} is 0 (every grid and block dimension must be at least 1)")]
+    ZeroDim {
+        /// Which dimension, e.g. `block.y`.
+        which: &'static str,
+    },
+    /// A dimension above the device limit.
+    #[error("{which} = {value} exceeds the device limit {limit}")]
+    DimTooLarge {
+        /// Which dimension, e.g. `grid.y`.
+        which: &'static str,
+        /// The requested value.
+        value: u32,
+        /// The device limit.
+        limit: u32,
+    },
+    /// More threads per block than the device (or this kernel) allows.
+    #[error("block of {threads} threads exceeds the limit of {limit} threads per block{}", for_kernel(*per_kernel))]
+    BlockTooLarge {
+        /// Threads per block requested.
+        threads: u64,
+        /// The limit.
+        limit: u32,
+        /// True when the limit is the kernel's own (registers), not the device's.
+        per_kernel: bool,
+    },
+    /// More dynamic shared memory than the device allows per block.
+    #[error(
+        "{requested} bytes of dynamic shared memory plus {static_bytes} static exceed the \
+         device limit of {limit} bytes per block"
+    )]
+    SharedMemTooLarge {
+        /// Dynamic shared memory requested.
+        requested: u32,
+        /// The kernel's static shared memory.
+        static_bytes: u32,
+        /// The per-block limit (opt-in maximum).
+        limit: u32,
+    },
+}
+
+fn for_kernel(per_kernel: bool) -> &'static str {
+    if per_kernel {
+        " for this kernel (register use)"
+    } else {
+        ""
+    }
+}

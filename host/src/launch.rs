@@ -1,0 +1,389 @@
+//! Launch configurations and kernel launches.
+//!
+//! Every launch is checked before any driver call: the configuration
+//! against the device's limits and the kernel's own (threads per block,
+//! shared memory), and the packed arguments against the PTX parameter list
+//! (count, each scalar's type, each buffer's device).
+
+use crate::args::{pack_args, pack_values, KernelArgValue, KernelArgs};
+use crate::error::{ArgProblem, Error, LaunchConfigError, Result};
+use crate::module::{Function, KernelFn};
+use crate::params::{ParamBuffer, SlotOrigin};
+use crate::ptx::PtxParam;
+use crate::stream::Stream;
+use cudarc::driver::sys;
+use vigil_device::Kernel;
+use vigil_shared::params::ParamDesc;
+
+/// A grid or block extent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Dim3 {
+    /// Extent in x.
+    pub x: u32,
+    /// Extent in y.
+    pub y: u32,
+    /// Extent in z.
+    pub z: u32,
+}
+
+impl Dim3 {
+    /// An extent from its three components.
+    pub const fn new(x: u32, y: u32, z: u32) -> Dim3 {
+        Dim3 { x, y, z }
+    }
+
+    /// `x * y * z`, widened so it cannot overflow.
+    pub const fn volume(self) -> u64 {
+        self.x as u64 * self.y as u64 * self.z as u64
+    }
+}
+
+impl From<u32> for Dim3 {
+    fn from(x: u32) -> Dim3 {
+        Dim3::new(x, 1, 1)
+    }
+}
+impl From<(u32, u32)> for Dim3 {
+    fn from((x, y): (u32, u32)) -> Dim3 {
+        Dim3::new(x, y, 1)
+    }
+}
+impl From<(u32, u32, u32)> for Dim3 {
+    fn from((x, y, z): (u32, u32, u32)) -> Dim3 {
+        Dim3::new(x, y, z)
+    }
+}
+impl From<[u32; 3]> for Dim3 {
+    fn from([x, y, z]: [u32; 3]) -> Dim3 {
+        Dim3::new(x, y, z)
+    }
+}
+impl From<vigil_device::Dim3> for Dim3 {
+    fn from(d: vigil_device::Dim3) -> Dim3 {
+        Dim3::new(d.x, d.y, d.z)
+    }
+}
+
+/// Grid, block and dynamic shared memory of a launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LaunchConfig {
+    /// Blocks in the grid.
+    pub grid: Dim3,
+    /// Threads in a block.
+    pub block: Dim3,
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_mem_bytes: u32,
+}
+
+impl LaunchConfig {
+    /// A configuration with no dynamic shared memory.
+    pub fn new(grid: impl Into<Dim3>, block: impl Into<Dim3>) -> LaunchConfig {
+        LaunchConfig {
+            grid: grid.into(),
+            block: block.into(),
+            shared_mem_bytes: 0,
+        }
+    }
+
+    /// The same configuration with `bytes` of dynamic shared memory.
+    pub fn with_shared_mem(self, bytes: u32) -> LaunchConfig {
+        LaunchConfig {
+            shared_mem_bytes: bytes,
+            ..self
+        }
+    }
+
+    /// One thread per element: `block` threads per block and enough blocks
+    /// in x to cover `n` (at least one block, so `n = 0` still launches).
+    /// A grid too large for the device is reported at launch.
+    pub fn for_num_elems(n: usize, block: u32) -> LaunchConfig {
+        let blocks = (n as u64).div_ceil(u64::from(block.max(1))).max(1);
+        LaunchConfig::new(u32::try_from(blocks).unwrap_or(u32::MAX), block)
+    }
+
+    /// A grid-stride loop over `n` elements: like
+    /// [`LaunchConfig::for_num_elems`] but with at most `max_blocks` blocks
+    /// (e.g. a few per SM, see [`Context::sm_count`](crate::Context::sm_count)).
+    pub fn for_grid_stride(n: usize, block: u32, max_blocks: u32) -> LaunchConfig {
+        let mut c = LaunchConfig::for_num_elems(n, block);
+        c.grid.x = c.grid.x.min(max_blocks.max(1));
+        c
+    }
+
+    /// Threads in one block.
+    pub fn block_threads(&self) -> u64 {
+        self.block.volume()
+    }
+
+    /// Threads in the whole grid.
+    pub fn total_threads(&self) -> u64 {
+        self.grid.volume().saturating_mul(self.block.volume())
+    }
+
+    /// Checks the configuration against device limits. Pure: no GPU needed.
+    pub fn validate(&self, limits: &DeviceLimits) -> Result<(), LaunchConfigError> {
+        let dims = [
+            ("grid.x", self.grid.x, limits.max_grid_dim[0]),
+            ("grid.y", self.grid.y, limits.max_grid_dim[1]),
+            ("grid.z", self.grid.z, limits.max_grid_dim[2]),
+            ("block.x", self.block.x, limits.max_block_dim[0]),
+            ("block.y", self.block.y, limits.max_block_dim[1]),
+            ("block.z", self.block.z, limits.max_block_dim[2]),
+        ];
+        if let Some(&(which, ..)) = dims.iter().find(|d| d.1 == 0) {
+            return Err(LaunchConfigError::ZeroDim { which });
+        }
+        let threads = self.block_threads();
+        if threads > u64::from(limits.max_threads_per_block) {
+            return Err(LaunchConfigError::BlockTooLarge {
+                threads,
+                limit: limits.max_threads_per_block,
+                per_kernel: false,
+            });
+        }
+        if let Some(&(which, value, limit)) = dims.iter().find(|d| d.1 > d.2) {
+            return Err(LaunchConfigError::DimTooLarge {
+                which,
+                value,
+                limit,
+            });
+        }
+        self.check_shared(0, limits)
+    }
+
+    fn check_shared(
+        &self,
+        static_bytes: u32,
+        limits: &DeviceLimits,
+    ) -> Result<(), LaunchConfigError> {
+        let limit = limits
+            .max_shared_mem_per_block_optin
+            .max(limits.max_shared_mem_per_block);
+        if u64::from(self.shared_mem_bytes) + u64::from(static_bytes) > u64::from(limit) {
+            return Err(LaunchConfigError::SharedMemTooLarge {
+                requested: self.shared_mem_bytes,
+                static_bytes,
+                limit,
+            });
+        }
+        Ok(())
+    }
+
+    /// Checks the configuration against the device and one kernel's own
+    /// limits (register-bound threads per block, static shared memory).
+    pub fn validate_for(
+        &self,
+        limits: &DeviceLimits,
+        max_threads_per_block: u32,
+        static_shared_bytes: u32,
+    ) -> Result<(), LaunchConfigError> {
+        self.validate(limits)?;
+        let threads = self.block_threads();
+        if threads > u64::from(max_threads_per_block) {
+            return Err(LaunchConfigError::BlockTooLarge {
+                threads,
+                limit: max_threads_per_block,
+                per_kernel: true,
+            });
+        }
+        self.check_shared(static_shared_bytes, limits)
+    }
+}
+
+/// A device's launch limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DeviceLimits {
+    /// Maximum threads per block.
+    pub max_threads_per_block: u32,
+    /// Maximum block extent per dimension.
+    pub max_block_dim: [u32; 3],
+    /// Maximum grid extent per dimension.
+    pub max_grid_dim: [u32; 3],
+    /// Shared memory per block without opt-in, in bytes.
+    pub max_shared_mem_per_block: u32,
+    /// Shared memory per block with opt-in, in bytes.
+    pub max_shared_mem_per_block_optin: u32,
+}
+
+impl DeviceLimits {
+    /// The limits every CUDA device of compute capability 7.0 or later has
+    /// (threads 1024; block 1024 x 1024 x 64; grid 2^31-1 x 65535 x 65535;
+    /// 48 KiB shared memory, no opt-in assumed).
+    pub const CUDA_BASELINE: DeviceLimits = DeviceLimits {
+        max_threads_per_block: 1024,
+        max_block_dim: [1024, 1024, 64],
+        max_grid_dim: [i32::MAX as u32, 65535, 65535],
+        max_shared_mem_per_block: 48 * 1024,
+        max_shared_mem_per_block_optin: 48 * 1024,
+    };
+}
+
+impl Default for DeviceLimits {
+    fn default() -> DeviceLimits {
+        DeviceLimits::CUDA_BASELINE
+    }
+}
+
+/// Checks packed arguments against a PTX parameter list. `names` (the
+/// kernel's Rust parameters, when known) improves the messages. Pure.
+pub fn check_params(
+    kernel: &str,
+    buf: &ParamBuffer,
+    ptx: &[PtxParam],
+    names: &[ParamDesc],
+    device: Option<usize>,
+) -> Result<()> {
+    let slots = buf.slots();
+    if slots.len() != ptx.len() {
+        return Err(Error::ArgumentCount {
+            kernel: kernel.to_owned(),
+            what: "PTX scalar",
+            given: slots.len(),
+            expected: ptx.len(),
+        });
+    }
+    for (ptx_index, (slot, decl)) in slots.iter().zip(ptx).enumerate() {
+        let problem = if !decl.accepts(slot.ty) {
+            ArgProblem::PtxType {
+                given: slot.ty,
+                ptx_index,
+                ptx_name: decl.name.clone(),
+                ptx_decl: decl.decl.clone(),
+            }
+        } else {
+            match (slot.device, device) {
+                (Some(found), Some(expected)) if found != expected => {
+                    ArgProblem::WrongDevice { expected, found }
+                }
+                _ => continue,
+            }
+        };
+        let (index, name, rust_type) = match slot.origin {
+            SlotOrigin::Arg(i) => match names.get(i) {
+                Some(d) => (i, d.name.to_owned(), d.rust_type.to_owned()),
+                None => (i, "?".to_owned(), slot.ty.name().to_owned()),
+            },
+            SlotOrigin::Hidden(i) => (i, format!("hidden #{i}"), slot.ty.name().to_owned()),
+        };
+        return Err(Error::Argument {
+            kernel: kernel.to_owned(),
+            index,
+            name,
+            rust_type,
+            problem: Box::new(problem),
+        });
+    }
+    Ok(())
+}
+
+impl Stream {
+    /// Launches kernel `K` with typed arguments (a tuple, checked against
+    /// `K::Params` at compile time). The launch is asynchronous; errors of
+    /// the kernel itself surface at the next synchronisation.
+    ///
+    /// ```ignore
+    /// stream.launch(&axpy, LaunchConfig::for_num_elems(n, 256), (2.0f32, &x, &mut y))?;
+    /// ```
+    pub fn launch<K: Kernel, A: KernelArgs<K::Params>>(
+        &self,
+        kernel: &KernelFn<K>,
+        config: LaunchConfig,
+        args: A,
+    ) -> Result<()> {
+        let buf = pack_args::<K, A>(args)?;
+        self.launch_checked(kernel.function(), config, &buf, K::PARAMS)
+    }
+
+    /// Launches a function with arguments already packed (e.g. by
+    /// [`pack_args`] followed by [`ParamBuffer::append_hidden`]). The buffer
+    /// is checked against the PTX parameter list first.
+    ///
+    /// # Safety
+    /// Every pointer in `buf` must be valid for the accesses the kernel
+    /// makes through it while the kernel runs (buffers packed by
+    /// [`pack_args`] are; raw pointers pushed by hand must be too).
+    pub unsafe fn launch_packed(
+        &self,
+        func: &Function,
+        config: LaunchConfig,
+        buf: &ParamBuffer,
+    ) -> Result<()> {
+        self.launch_checked(func, config, buf, &[])
+    }
+
+    /// Launches a function with untyped arguments, checked at run time
+    /// against the PTX parameter list (count and each scalar's type).
+    ///
+    /// # Safety
+    /// Nothing ties the PTX code to a Rust declaration: the caller
+    /// guarantees that the kernel accesses only memory the arguments grant
+    /// (within each slice's length; writes only through `slice_mut` /
+    /// `ptr_mut` arguments).
+    pub unsafe fn launch_dynamic(
+        &self,
+        func: &Function,
+        config: LaunchConfig,
+        args: &[KernelArgValue<'_>],
+    ) -> Result<()> {
+        let buf = pack_values(func.name(), args)?;
+        self.launch_checked(func, config, &buf, &[])
+    }
+
+    fn launch_checked(
+        &self,
+        func: &Function,
+        config: LaunchConfig,
+        buf: &ParamBuffer,
+        names: &[ParamDesc],
+    ) -> Result<()> {
+        let ctx = self.context();
+        let kernel = func.name();
+        ctx.expect_device("launch", func.module().context().ordinal())?;
+        let attrs = func.attrs();
+        let limits = ctx.limits();
+        config
+            .validate_for(
+                limits,
+                attrs.max_threads_per_block,
+                attrs.static_shared_bytes,
+            )
+            .map_err(|problem| Error::LaunchConfig {
+                kernel: kernel.to_owned(),
+                problem,
+            })?;
+        check_params(kernel, buf, func.params(), names, Some(ctx.ordinal()))?;
+        ctx.bind()?;
+        func.ensure_dynamic_smem(config.shared_mem_bytes, limits.max_shared_mem_per_block)?;
+        let mut params = buf.kernel_params();
+        let (g, b) = (config.grid, config.block);
+        let r = crate::driver::call_raw("cuLaunchKernel", || {
+            // SAFETY: `func` is a live function of the current context;
+            // `params` holds one pointer per PTX parameter (checked above),
+            // each into `buf`, which outlives the call (the driver copies
+            // the values before returning); the configuration was validated.
+            unsafe {
+                sys::cuLaunchKernel(
+                    func.raw(),
+                    g.x,
+                    g.y,
+                    g.z,
+                    b.x,
+                    b.y,
+                    b.z,
+                    config.shared_mem_bytes,
+                    self.raw(),
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            }
+        })?;
+        match r {
+            sys::CUresult::CUDA_SUCCESS => Ok(()),
+            r => Err(Error::Launch {
+                kernel: kernel.to_owned(),
+                name: format!("{r:?}"),
+                code: r as u32,
+            }),
+        }
+    }
+}

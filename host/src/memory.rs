@@ -1,0 +1,559 @@
+//! Device memory: [`DeviceBuffer`] (owning) and the borrowed views
+//! [`DeviceSlice`] / [`DeviceSliceMut`].
+//!
+//! Copies take the [`Stream`] they are ordered on. Copies that read or write
+//! host memory return only when the host side is done with it (the host
+//! slice is only borrowed for the call); device-to-device copies and fills
+//! are asynchronous, ordered on the stream like launches.
+
+use crate::context::Context;
+use crate::driver::drv;
+use crate::error::{Error, Result};
+use crate::stream::Stream;
+use bytemuck::Pod;
+use cudarc::driver::sys;
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem::size_of;
+use std::ops::{Bound, RangeBounds};
+
+/// An owned array of `len` elements of `T` in device global memory.
+///
+/// Freed on drop (`cuMemFree`, which waits for work still using it). A
+/// zero-length buffer owns no device memory and has a null pointer.
+pub struct DeviceBuffer<T: Pod> {
+    ctx: Context,
+    ptr: sys::CUdeviceptr,
+    len: usize,
+    _elem: PhantomData<T>,
+}
+
+/// A borrowed, read-only view of device memory (like `&[T]`).
+pub struct DeviceSlice<'a, T> {
+    ctx: &'a Context,
+    ptr: sys::CUdeviceptr,
+    len: usize,
+    _elem: PhantomData<&'a [T]>,
+}
+
+/// A borrowed, writable view of device memory (like `&mut [T]`).
+pub struct DeviceSliceMut<'a, T> {
+    ctx: &'a Context,
+    ptr: sys::CUdeviceptr,
+    len: usize,
+    _elem: PhantomData<&'a mut [T]>,
+}
+
+/// Anything that can be viewed as a read-only device slice: buffers and
+/// both kinds of slices. Copy sources and read-only kernel arguments take it.
+pub trait AsDeviceSlice<T> {
+    /// The whole object as a read-only view.
+    fn as_device_slice(&self) -> DeviceSlice<'_, T>;
+}
+
+/// Anything that can be viewed as a writable device slice.
+pub trait AsDeviceSliceMut<T>: AsDeviceSlice<T> {
+    /// The whole object as a writable view.
+    fn as_device_slice_mut(&mut self) -> DeviceSliceMut<'_, T>;
+}
+
+fn byte_len<T>(len: usize) -> Result<usize> {
+    len.checked_mul(size_of::<T>()).ok_or(Error::SizeOverflow {
+        count: len,
+        elem_size: size_of::<T>(),
+    })
+}
+
+/// Resolves `range` against a slice of length `len`.
+pub(crate) fn resolve_range(range: impl RangeBounds<usize>, len: usize) -> Result<(usize, usize)> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.saturating_add(1),
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.saturating_add(1),
+        Bound::Excluded(&e) => e,
+        Bound::Unbounded => len,
+    };
+    if start > end || end > len {
+        return Err(Error::OutOfBounds { start, end, len });
+    }
+    Ok((start, end))
+}
+
+impl<T: Pod> DeviceBuffer<T> {
+    /// Allocates `len` elements whose contents are unspecified (any bit
+    /// pattern is a valid `T`). Use [`DeviceBuffer::alloc_zeroed`] or
+    /// [`DeviceBuffer::from_slice`] unless every element is written first.
+    pub fn alloc(stream: &Stream, len: usize) -> Result<DeviceBuffer<T>> {
+        let ctx = stream.context();
+        let bytes = byte_len::<T>(len)?;
+        let mut ptr: sys::CUdeviceptr = 0;
+        if bytes > 0 {
+            ctx.bind()?;
+            // SAFETY: `ptr` is a valid out-pointer; the context is current.
+            drv!(cuMemAlloc_v2(&mut ptr, bytes))?;
+        }
+        Ok(DeviceBuffer {
+            ctx: ctx.clone(),
+            ptr,
+            len,
+            _elem: PhantomData,
+        })
+    }
+
+    /// Allocates `len` zeroed elements (the fill is ordered on `stream`).
+    pub fn alloc_zeroed(stream: &Stream, len: usize) -> Result<DeviceBuffer<T>> {
+        let mut buf = DeviceBuffer::alloc(stream, len)?;
+        buf.fill_zero(stream)?;
+        Ok(buf)
+    }
+
+    /// Allocates a buffer holding a copy of `data`.
+    pub fn from_slice(stream: &Stream, data: &[T]) -> Result<DeviceBuffer<T>> {
+        let mut buf = DeviceBuffer::alloc(stream, data.len())?;
+        buf.copy_from_host(stream, data)?;
+        Ok(buf)
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the buffer has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Size in bytes.
+    pub fn size_bytes(&self) -> usize {
+        self.len * size_of::<T>()
+    }
+
+    /// The device address of the first element (0 when empty).
+    pub fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// The context the buffer was allocated on.
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// The whole buffer as a read-only view.
+    pub fn as_slice(&self) -> DeviceSlice<'_, T> {
+        DeviceSlice {
+            ctx: &self.ctx,
+            ptr: self.ptr,
+            len: self.len,
+            _elem: PhantomData,
+        }
+    }
+
+    /// The whole buffer as a writable view.
+    pub fn as_slice_mut(&mut self) -> DeviceSliceMut<'_, T> {
+        DeviceSliceMut {
+            ctx: &self.ctx,
+            ptr: self.ptr,
+            len: self.len,
+            _elem: PhantomData,
+        }
+    }
+
+    /// A read-only view of `range`; [`Error::OutOfBounds`] past the end.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceSlice<'_, T>> {
+        self.as_slice().slice(range)
+    }
+
+    /// A writable view of `range`; [`Error::OutOfBounds`] past the end.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<DeviceSliceMut<'_, T>> {
+        self.as_slice_mut().into_slice_mut(range)
+    }
+
+    /// Copies `src` from the host into the buffer; lengths must match.
+    /// Returns when the copy has completed.
+    pub fn copy_from_host(&mut self, stream: &Stream, src: &[T]) -> Result<()> {
+        self.as_slice_mut().copy_from_host(stream, src)
+    }
+
+    /// Copies the buffer into `dst` on the host; lengths must match.
+    /// Returns when the copy has completed.
+    pub fn copy_to_host(&self, stream: &Stream, dst: &mut [T]) -> Result<()> {
+        self.as_slice().copy_to_host(stream, dst)
+    }
+
+    /// Copies the buffer into a new `Vec`.
+    pub fn to_vec(&self, stream: &Stream) -> Result<Vec<T>> {
+        self.as_slice().to_vec(stream)
+    }
+
+    /// Enqueues a device-to-device copy from `src`; lengths must match.
+    pub fn copy_from(&mut self, stream: &Stream, src: &impl AsDeviceSlice<T>) -> Result<()> {
+        self.as_slice_mut().copy_from(stream, src)
+    }
+
+    /// Enqueues setting every byte to zero.
+    pub fn fill_zero(&mut self, stream: &Stream) -> Result<()> {
+        self.as_slice_mut().fill_zero(stream)
+    }
+}
+
+impl<'a, T: Pod> DeviceSlice<'a, T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the slice has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The device address of the first element.
+    pub fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// The context the memory belongs to.
+    pub fn context(&self) -> &'a Context {
+        self.ctx
+    }
+
+    /// A sub-view of `range`; [`Error::OutOfBounds`] past the end.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceSlice<'a, T>> {
+        let (start, end) = resolve_range(range, self.len)?;
+        Ok(DeviceSlice {
+            ctx: self.ctx,
+            ptr: self.ptr + (start * size_of::<T>()) as u64,
+            len: end - start,
+            _elem: PhantomData,
+        })
+    }
+
+    /// Copies the slice into `dst` on the host; lengths must match.
+    /// Returns when the copy has completed.
+    pub fn copy_to_host(&self, stream: &Stream, dst: &mut [T]) -> Result<()> {
+        check_len("copy_to_host", dst.len(), self.len)?;
+        stream
+            .context()
+            .expect_device("copy_to_host", self.ctx.ordinal())?;
+        if self.len == 0 {
+            return Ok(());
+        }
+        let bytes = byte_len::<T>(self.len)?;
+        self.ctx.bind()?;
+        // SAFETY: `dst` is writable for `bytes` bytes and the device range
+        // lies inside a live allocation borrowed for `'a`.
+        drv!(cuMemcpyDtoHAsync_v2(
+            dst.as_mut_ptr().cast(),
+            self.ptr,
+            bytes,
+            stream.raw()
+        ))?;
+        // `dst` is only borrowed for this call: wait for the copy to land.
+        stream.synchronize()
+    }
+
+    /// Copies the slice into a new `Vec`.
+    pub fn to_vec(&self, stream: &Stream) -> Result<Vec<T>> {
+        let mut v = vec![T::zeroed(); self.len];
+        self.copy_to_host(stream, &mut v)?;
+        Ok(v)
+    }
+}
+
+impl<'a, T: Pod> DeviceSliceMut<'a, T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the slice has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The device address of the first element.
+    pub fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// The context the memory belongs to.
+    pub fn context(&self) -> &'a Context {
+        self.ctx
+    }
+
+    /// A read-only view of the same memory.
+    pub fn as_slice(&self) -> DeviceSlice<'_, T> {
+        DeviceSlice {
+            ctx: self.ctx,
+            ptr: self.ptr,
+            len: self.len,
+            _elem: PhantomData,
+        }
+    }
+
+    /// A shorter-lived writable view of the same memory.
+    pub fn reborrow(&mut self) -> DeviceSliceMut<'_, T> {
+        DeviceSliceMut {
+            ctx: self.ctx,
+            ptr: self.ptr,
+            len: self.len,
+            _elem: PhantomData,
+        }
+    }
+
+    /// A writable sub-view of `range`, borrowing `self`.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<DeviceSliceMut<'_, T>> {
+        self.reborrow().into_slice_mut(range)
+    }
+
+    /// A writable sub-view of `range`, consuming `self`.
+    pub fn into_slice_mut(self, range: impl RangeBounds<usize>) -> Result<DeviceSliceMut<'a, T>> {
+        let (start, end) = resolve_range(range, self.len)?;
+        Ok(DeviceSliceMut {
+            ctx: self.ctx,
+            ptr: self.ptr + (start * size_of::<T>()) as u64,
+            len: end - start,
+            _elem: PhantomData,
+        })
+    }
+
+    /// Splits into `[0, mid)` and `[mid, len)`; [`Error::OutOfBounds`] when
+    /// `mid > len`.
+    pub fn split_at_mut(
+        self,
+        mid: usize,
+    ) -> Result<(DeviceSliceMut<'a, T>, DeviceSliceMut<'a, T>)> {
+        if mid > self.len {
+            return Err(Error::OutOfBounds {
+                start: mid,
+                end: mid,
+                len: self.len,
+            });
+        }
+        let tail = self.ptr + (mid * size_of::<T>()) as u64;
+        Ok((
+            DeviceSliceMut {
+                ctx: self.ctx,
+                ptr: self.ptr,
+                len: mid,
+                _elem: PhantomData,
+            },
+            DeviceSliceMut {
+                ctx: self.ctx,
+                ptr: tail,
+                len: self.len - mid,
+                _elem: PhantomData,
+            },
+        ))
+    }
+
+    /// Copies `src` from the host; lengths must match. Returns when the copy
+    /// has completed.
+    pub fn copy_from_host(&mut self, stream: &Stream, src: &[T]) -> Result<()> {
+        check_len("copy_from_host", self.len, src.len())?;
+        stream
+            .context()
+            .expect_device("copy_from_host", self.ctx.ordinal())?;
+        if self.len == 0 {
+            return Ok(());
+        }
+        let bytes = byte_len::<T>(self.len)?;
+        self.ctx.bind()?;
+        // SAFETY: `src` is readable for `bytes` bytes and the device range
+        // lies inside a live allocation mutably borrowed for `'a`.
+        drv!(cuMemcpyHtoDAsync_v2(
+            self.ptr,
+            src.as_ptr().cast(),
+            bytes,
+            stream.raw()
+        ))?;
+        // `src` is only borrowed for this call, and if it is page-locked the
+        // copy is truly asynchronous: wait for it.
+        stream.synchronize()
+    }
+
+    /// Copies to `dst` on the host; lengths must match.
+    pub fn copy_to_host(&self, stream: &Stream, dst: &mut [T]) -> Result<()> {
+        self.as_slice().copy_to_host(stream, dst)
+    }
+
+    /// Copies into a new `Vec`.
+    pub fn to_vec(&self, stream: &Stream) -> Result<Vec<T>> {
+        self.as_slice().to_vec(stream)
+    }
+
+    /// Enqueues a device-to-device copy from `src`; lengths must match.
+    pub fn copy_from(&mut self, stream: &Stream, src: &impl AsDeviceSlice<T>) -> Result<()> {
+        let src = src.as_device_slice();
+        check_len("copy_from", self.len, src.len)?;
+        let ctx = stream.context();
+        ctx.expect_device("copy_from (destination)", self.ctx.ordinal())?;
+        ctx.expect_device("copy_from (source)", src.ctx.ordinal())?;
+        if self.len == 0 {
+            return Ok(());
+        }
+        let bytes = byte_len::<T>(self.len)?;
+        ctx.bind()?;
+        // SAFETY: both ranges lie inside live allocations of this device
+        // (the source borrowed shared, the destination exclusively); device
+        // memory stays allocated until queued work that uses it finishes.
+        drv!(cuMemcpyDtoDAsync_v2(self.ptr, src.ptr, bytes, stream.raw()))
+    }
+
+    /// Enqueues setting every byte to zero.
+    pub fn fill_zero(&mut self, stream: &Stream) -> Result<()> {
+        stream
+            .context()
+            .expect_device("fill_zero", self.ctx.ordinal())?;
+        if self.len == 0 {
+            return Ok(());
+        }
+        let bytes = byte_len::<T>(self.len)?;
+        self.ctx.bind()?;
+        // SAFETY: the range lies inside a live allocation mutably borrowed.
+        drv!(cuMemsetD8Async(self.ptr, 0, bytes, stream.raw()))
+    }
+}
+
+fn check_len(op: &'static str, dst: usize, src: usize) -> Result<()> {
+    if dst == src {
+        Ok(())
+    } else {
+        Err(Error::LengthMismatch { op, dst, src })
+    }
+}
+
+impl<T: Pod> Drop for DeviceBuffer<T> {
+    fn drop(&mut self) {
+        if self.ptr == 0 {
+            return;
+        }
+        let r = self.ctx.bind().and_then(|()| {
+            // SAFETY: `ptr` came from cuMemAlloc and is freed exactly once.
+            drv!(cuMemFree_v2(self.ptr))
+        });
+        if let Err(e) = r {
+            eprintln!(
+                "vigil: freeing a device buffer of {} bytes: {e}",
+                self.size_bytes()
+            );
+        }
+    }
+}
+
+impl<T> Clone for DeviceSlice<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for DeviceSlice<'_, T> {}
+
+impl<T: Pod> AsDeviceSlice<T> for DeviceBuffer<T> {
+    fn as_device_slice(&self) -> DeviceSlice<'_, T> {
+        self.as_slice()
+    }
+}
+impl<T: Pod> AsDeviceSliceMut<T> for DeviceBuffer<T> {
+    fn as_device_slice_mut(&mut self) -> DeviceSliceMut<'_, T> {
+        self.as_slice_mut()
+    }
+}
+impl<T: Pod> AsDeviceSlice<T> for DeviceSlice<'_, T> {
+    fn as_device_slice(&self) -> DeviceSlice<'_, T> {
+        *self
+    }
+}
+impl<T: Pod> AsDeviceSlice<T> for DeviceSliceMut<'_, T> {
+    fn as_device_slice(&self) -> DeviceSlice<'_, T> {
+        self.as_slice()
+    }
+}
+impl<T: Pod> AsDeviceSliceMut<T> for DeviceSliceMut<'_, T> {
+    fn as_device_slice_mut(&mut self) -> DeviceSliceMut<'_, T> {
+        self.reborrow()
+    }
+}
+
+fn debug_view(
+    f: &mut fmt::Formatter<'_>,
+    name: &str,
+    elem: &str,
+    device: usize,
+    ptr: u64,
+    len: usize,
+) -> fmt::Result {
+    f.debug_struct(name)
+        .field("elem", &elem)
+        .field("device", &device)
+        .field("ptr", &format_args!("{ptr:#x}"))
+        .field("len", &len)
+        .finish()
+}
+
+impl<T: Pod> fmt::Debug for DeviceBuffer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        debug_view(
+            f,
+            "DeviceBuffer",
+            std::any::type_name::<T>(),
+            self.ctx.ordinal(),
+            self.ptr,
+            self.len,
+        )
+    }
+}
+impl<T> fmt::Debug for DeviceSlice<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        debug_view(
+            f,
+            "DeviceSlice",
+            std::any::type_name::<T>(),
+            self.ctx.ordinal(),
+            self.ptr,
+            self.len,
+        )
+    }
+}
+impl<T> fmt::Debug for DeviceSliceMut<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        debug_view(
+            f,
+            "DeviceSliceMut",
+            std::any::type_name::<T>(),
+            self.ctx.ordinal(),
+            self.ptr,
+            self.len,
+        )
+    }
+}
+
+/// The raw parts of a device view, for argument packing.
+pub(crate) struct RawView {
+    pub(crate) device: usize,
+    pub(crate) ptr: u64,
+    pub(crate) len: usize,
+}
+
+impl<T> DeviceSlice<'_, T> {
+    pub(crate) fn raw_view(&self) -> RawView {
+        RawView {
+            device: self.ctx.ordinal(),
+            ptr: self.ptr,
+            len: self.len,
+        }
+    }
+}
+
+impl<T> DeviceSliceMut<'_, T> {
+    pub(crate) fn raw_view(&self) -> RawView {
+        RawView {
+            device: self.ctx.ordinal(),
+            ptr: self.ptr,
+            len: self.len,
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! Reading kernel entry signatures from PTX text.
+//!
+//! A module's PTX declares each kernel as
+//! `.visible .entry name(.param .f32 name_param_0, .param .u64 .ptr .align 1 name_param_1, ...)`.
+//! Vigil parses these lists so that a launch can be checked against what the
+//! GPU code really takes (a stale PTX file is a typed error, not a crash).
+
+use crate::error::{Error, Result};
+use vigil_shared::params::PtxType;
+
+/// One `.entry` of a PTX module.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PtxEntry {
+    /// The entry point's name.
+    pub name: String,
+    /// Its `.param`s, in order.
+    pub params: Vec<PtxParam>,
+}
+
+/// One `.param` of a PTX entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PtxParam {
+    /// The parameter's name, e.g. `axpy_param_0`.
+    pub name: String,
+    /// Its scalar type; `None` for what Vigil never passes (byte arrays,
+    /// vector or half types).
+    pub ty: Option<PtxType>,
+    /// The declaration between `.param` and the name, e.g. `.u64 .ptr .align 1`.
+    pub decl: String,
+}
+
+impl PtxParam {
+    /// True when a scalar of type `given` may be passed for this parameter.
+    pub fn accepts(&self, given: PtxType) -> bool {
+        self.ty.is_some_and(|decl| given.matches_ptx_decl(decl))
+    }
+}
+
+/// Parses every `.entry` signature of a PTX module.
+pub fn parse_entries(ptx: &str) -> Result<Vec<PtxEntry>> {
+    let text = strip_comments(ptx);
+    let mut entries = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(at) = find_directive(rest, ".entry") {
+        rest = &rest[at + ".entry".len()..];
+        let trimmed = rest.trim_start();
+        let name_len = trimmed
+            .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '%' | '.')))
+            .unwrap_or(trimmed.len());
+        if name_len == 0 {
+            return Err(ptx_error("`.entry` without a name".to_owned()));
+        }
+        let name = trimmed[..name_len].to_owned();
+        let after = trimmed[name_len..].trim_start();
+        let mut params = Vec::new();
+        if let Some(list) = after.strip_prefix('(') {
+            let close = list
+                .find(')')
+                .ok_or_else(|| ptx_error(format!("entry `{name}`: unclosed parameter list")))?;
+            for decl in list[..close]
+                .split(',')
+                .map(str::trim)
+                .filter(|d| !d.is_empty())
+            {
+                params.push(parse_param(&name, decl)?);
+            }
+            rest = &list[close + 1..];
+        } else {
+            rest = after;
+        }
+        entries.push(PtxEntry { name, params });
+    }
+    Ok(entries)
+}
+
+fn ptx_error(message: String) -> Error {
+    Error::PtxText { message }
+}
+
+/// Finds `directive` as a whole token (not e.g. `.entry` inside `.entryfoo`).
+fn find_directive(text: &str, directive: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(i) = text[from..].find(directive) {
+        let at = from + i;
+        let before_ok = at == 0 || text[..at].ends_with(|c: char| c.is_whitespace());
+        let after_ok = text[at + directive.len()..].starts_with(|c: char| c.is_whitespace());
+        if before_ok && after_ok {
+            return Some(at);
+        }
+        from = at + directive.len();
+    }
+    None
+}
+
+fn parse_param(entry: &str, decl: &str) -> Result<PtxParam> {
+    let tokens: Vec<&str> = decl.split_whitespace().collect();
+    let bad = || ptx_error(format!("entry `{entry}`: cannot parse parameter `{decl}`"));
+    if tokens.len() < 3 || tokens[0] != ".param" {
+        return Err(bad());
+    }
+    let name_tok = tokens[tokens.len() - 1];
+    let mods = &tokens[1..tokens.len() - 1];
+    let is_array = name_tok.contains('[');
+    let name = name_tok.split('[').next().unwrap_or(name_tok).to_owned();
+    let is_ptr = mods.contains(&".ptr");
+    let mut ty = None;
+    let mut skip_next = false;
+    let mut unknown = false;
+    for &m in mods {
+        if skip_next {
+            skip_next = false;
+            continue;
+        }
+        match m {
+            ".align" => skip_next = true,
+            ".ptr" | ".global" | ".shared" | ".const" | ".local" => {}
+            _ if !m.starts_with('.') => return Err(bad()),
+            _ => match scalar_type(m) {
+                Some(t) if ty.is_none() && !unknown => ty = Some(t),
+                _ => unknown = true,
+            },
+        }
+    }
+    let ty = match ty {
+        _ if is_array || unknown => None,
+        Some(PtxType::B64) if is_ptr => Some(PtxType::Ptr),
+        t => t,
+    };
+    Ok(PtxParam {
+        name,
+        ty,
+        decl: mods.join(" "),
+    })
+}
+
+/// PTX type token to scalar (`None` for types Vigil never passes, such as
+/// `.f16`: such parameters parse, and accept no argument).
+fn scalar_type(tok: &str) -> Option<PtxType> {
+    Some(match tok {
+        ".u8" | ".s8" | ".b8" => PtxType::B8,
+        ".u16" | ".s16" | ".b16" => PtxType::B16,
+        ".u32" | ".s32" | ".b32" => PtxType::B32,
+        ".u64" | ".s64" | ".b64" => PtxType::B64,
+        ".f32" => PtxType::F32,
+        ".f64" => PtxType::F64,
+        _ => return None,
+    })
+}
+
+/// Removes `//` and `/* */` comments, leaving string literals intact.
+fn strip_comments(ptx: &str) -> String {
+    let mut out = String::with_capacity(ptx.len());
+    let mut chars = ptx.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                out.push(c);
+                for s in chars.by_ref() {
+                    out.push(s);
+                    if s == '"' {
+                        break;
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'/') => {
+                for s in chars.by_ref() {
+                    if s == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'*') => {
+                chars.next();
+                let mut prev = ' ';
+                for s in chars.by_ref() {
+                    if prev == '*' && s == '/' {
+                        break;
+                    }
+                    prev = s;
+                }
+                out.push(' ');
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
