@@ -1,0 +1,372 @@
+//! `#[repr(C)]` layouts shared by the host, the PTX runtime and the CPU
+//! backend, with compile-time size and offset assertions.
+//!
+//! Everything here is plain data ([`bytemuck::Pod`]): the host fills it with
+//! ordinary writes and copies, the device reads it through atomics at the
+//! word offsets the `*_WORD` constants name (the assertions tie the two).
+
+use bytemuck::{Pod, Zeroable};
+use core::mem::{offset_of, size_of};
+
+use crate::memory_model::{AccessKind, Scope};
+
+/// Bytes of user memory one shadow cell covers.
+pub const WORD_BYTES: u64 = 4;
+/// Bytes of shadow per 4-byte word in the common (compact) state.
+pub const COMPACT_SHADOW_BYTES_PER_WORD: u64 = size_of::<crate::shadow::ShadowCell>() as u64;
+/// Bytes of shadow per 4-byte word once inflated (the compact cell, now a
+/// tagged pool index, plus its pool record).
+pub const INFLATED_SHADOW_BYTES_PER_WORD: u64 =
+    COMPACT_SHADOW_BYTES_PER_WORD + size_of::<InflatedRecord>() as u64;
+/// Access clocks an inflated record keeps (reads and writes together; the
+/// latest write of every byte is never evicted).
+pub const RECORD_ACCESS_SLOTS: usize = 8;
+/// Release heads (release-sequence clocks) an inflated record keeps.
+pub const RECORD_RELEASE_SLOTS: usize = 4;
+/// Slots in a stream's ring of kernel exit clocks (design 3.2).
+pub const STREAM_RING_SLOTS: u32 = 3;
+
+const _: () = assert!(
+    COMPACT_SHADOW_BYTES_PER_WORD <= 8,
+    "the compact budget is 8 bytes per word"
+);
+
+/// Per-device constants of the sanitizer, at the start of each device's
+/// runtime-state region (see [`crate::address::global_state_of`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct GlobalState {
+    /// Base of the 1 TiB shadow/user reservation (1 TiB aligned).
+    pub reserve_base: u64,
+    /// Base of the per-device runtime-state reservation (device 0's region).
+    pub globals_base: u64,
+    /// Device address of the report buffer ([`ReportBufferHeader`] + records).
+    pub report_buffer: u64,
+    /// Device address of the inflated-record pool ([`PoolHeader`] + records).
+    pub pool_base: u64,
+    /// Seed of the random replacement of evicted access clocks.
+    pub rng_seed: u32,
+    /// SMs per device (sanitizer threads per device).
+    pub num_sms: u32,
+    /// Devices taking part.
+    pub num_devices: u32,
+    /// `num_sms * num_devices`: the length of every vector clock.
+    pub num_threads: u32,
+    /// Snapshots in each thread's clock buffer.
+    pub clock_buffer_size: u32,
+    /// Records the report buffer holds.
+    pub report_capacity: u32,
+    /// Records the inflated pool holds.
+    pub pool_capacity: u32,
+    /// Bytes of one thread state (header, clocks and clock buffer).
+    pub thread_state_bytes: u32,
+}
+const _: () = assert!(size_of::<GlobalState>() == 64);
+const _: () = assert!(offset_of!(GlobalState, reserve_base) == 0);
+const _: () = assert!(offset_of!(GlobalState, globals_base) == 8);
+const _: () = assert!(offset_of!(GlobalState, report_buffer) == 16);
+const _: () = assert!(offset_of!(GlobalState, pool_base) == 24);
+const _: () = assert!(offset_of!(GlobalState, rng_seed) == 32);
+const _: () = assert!(offset_of!(GlobalState, num_threads) == 44);
+const _: () = assert!(offset_of!(GlobalState, clock_buffer_size) == 48);
+const _: () = assert!(offset_of!(GlobalState, thread_state_bytes) == 60);
+
+/// Header of one sanitizer thread's state. In memory it is followed by
+/// `num_threads` u32 each of: the vector clock, the pending clock acquired
+/// by relaxed reads from same-device releasers, the same from other-device
+/// releasers (both consumed by acquire fences), then `clock_buffer_size`
+/// published snapshots of the vector clock.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct ThreadStateHeader {
+    /// Reader/writer lock ([`crate::atomic::RwSpinLock`]).
+    pub lock: u32,
+    /// The sanitizer thread id (`device_rank * num_sms + smid`).
+    pub tid: u32,
+    /// Snapshots published so far; the last token issued (tokens start at 1).
+    pub clock_head: u32,
+    /// [`DIRTY`](ThreadStateHeader::DIRTY) / [`PUBLISHED`](ThreadStateHeader::PUBLISHED) flags.
+    pub dirty: u32,
+    /// Counter of the seeded eviction choices made by this thread.
+    pub read_counter: u32,
+    /// Token of the last release fence of scope device or wider (0: none).
+    pub fence_token_device: u32,
+    /// Token of the last release fence of scope system (0: none).
+    pub fence_token_system: u32,
+    /// Token of the last published snapshot (0: none).
+    pub last_token: u32,
+}
+impl ThreadStateHeader {
+    /// The vector clock changed since the last snapshot.
+    pub const DIRTY: u32 = 1;
+    /// The current epoch was published: the next access bumps it first.
+    pub const PUBLISHED: u32 = 2;
+    /// u32 words in the header.
+    pub const WORDS: usize = size_of::<Self>() / 4;
+    /// Word index of [`ThreadStateHeader::lock`].
+    pub const LOCK_WORD: usize = offset_of!(Self, lock) / 4;
+    /// Word index of [`ThreadStateHeader::tid`].
+    pub const TID_WORD: usize = offset_of!(Self, tid) / 4;
+    /// Word index of [`ThreadStateHeader::clock_head`].
+    pub const HEAD_WORD: usize = offset_of!(Self, clock_head) / 4;
+    /// Word index of [`ThreadStateHeader::dirty`].
+    pub const DIRTY_WORD: usize = offset_of!(Self, dirty) / 4;
+    /// Word index of [`ThreadStateHeader::read_counter`].
+    pub const COUNTER_WORD: usize = offset_of!(Self, read_counter) / 4;
+    /// Word index of [`ThreadStateHeader::fence_token_device`].
+    pub const FENCE_DEVICE_WORD: usize = offset_of!(Self, fence_token_device) / 4;
+    /// Word index of [`ThreadStateHeader::fence_token_system`].
+    pub const FENCE_SYSTEM_WORD: usize = offset_of!(Self, fence_token_system) / 4;
+    /// Word index of [`ThreadStateHeader::last_token`].
+    pub const LAST_TOKEN_WORD: usize = offset_of!(Self, last_token) / 4;
+}
+const _: () = assert!(size_of::<ThreadStateHeader>() == 32);
+const _: () = assert!(offset_of!(ThreadStateHeader, lock) == 0);
+const _: () = assert!(offset_of!(ThreadStateHeader, clock_head) == 8);
+const _: () = assert!(offset_of!(ThreadStateHeader, last_token) == 28);
+
+/// u32 words of one thread state: header, vector clock, two pending
+/// clocks, clock buffer.
+pub const fn thread_state_words(num_threads: u32, clock_buffer_size: u32) -> usize {
+    ThreadStateHeader::WORDS + (3 + clock_buffer_size as usize) * num_threads as usize
+}
+
+/// Bytes of one thread state, rounded up to 16 bytes.
+pub const fn thread_state_bytes(num_threads: u32, clock_buffer_size: u32) -> u64 {
+    ((thread_state_words(num_threads, clock_buffer_size) as u64 * 4) + 15) & !15
+}
+
+/// A scalar clock: one access (or one release) of one thread.
+///
+/// For accesses `epoch` is the thread's epoch at the access; for a release
+/// head ([`ScalarClock::RELEASE`] set) it is a token naming a snapshot in the
+/// thread's clock buffer.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct ScalarClock {
+    /// Epoch, or clock-buffer token for a release head.
+    pub epoch: u32,
+    /// Sanitizer thread id.
+    pub tid: u16,
+    /// [`Scope`] of the atomic (`as u8`); meaningless for plain accesses.
+    pub scope: u8,
+    /// Bit 0 valid, bit 1 write, bit 2 atomic, bit 3 release, bits 4..8 the
+    /// byte mask within the word.
+    pub flags: u8,
+}
+impl ScalarClock {
+    /// The slot is in use.
+    pub const VALID: u8 = 1;
+    /// The access wrote.
+    pub const WRITE: u8 = 2;
+    /// The access was atomic.
+    pub const ATOMIC: u8 = 4;
+    /// `epoch` is a clock-buffer token of a release.
+    pub const RELEASE: u8 = 8;
+    /// Shift of the byte mask in `flags`.
+    pub const MASK_SHIFT: u8 = 4;
+}
+const _: () = assert!(size_of::<ScalarClock>() == 8);
+const _: () = assert!(offset_of!(ScalarClock, tid) == 4);
+const _: () = assert!(offset_of!(ScalarClock, flags) == 7);
+
+/// The inflated form of a shadow cell, kept in a separate pool and found
+/// from the compact cell's tagged index (see [`crate::shadow`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct InflatedRecord {
+    /// Spin lock ([`crate::atomic::SpinLock`]).
+    pub lock: u32,
+    /// Bit 0: an access clock was evicted from this record (precision lost).
+    pub meta: u32,
+    /// Last write of the word for release-sequence continuation: bit 31
+    /// valid, bit 30 atomic, bits 16..18 scope, bits 0..16 tid.
+    pub last_write: u32,
+    /// Reserved, zero.
+    pub reserved: u32,
+    /// Access clocks (reads and writes), oldest first.
+    pub accesses: [ScalarClock; RECORD_ACCESS_SLOTS],
+    /// Release heads whose release sequence the word's value continues.
+    pub releases: [ScalarClock; RECORD_RELEASE_SLOTS],
+    /// Padding to 128 bytes.
+    pub pad: [u32; 4],
+}
+impl InflatedRecord {
+    /// u32 words in a record.
+    pub const WORDS: usize = size_of::<Self>() / 4;
+    /// Word index of the lock.
+    pub const LOCK_WORD: usize = offset_of!(Self, lock) / 4;
+    /// Word index of `meta`.
+    pub const META_WORD: usize = offset_of!(Self, meta) / 4;
+    /// Word index of `last_write`.
+    pub const LAST_WRITE_WORD: usize = offset_of!(Self, last_write) / 4;
+    /// Word index of the first access clock.
+    pub const ACCESS_WORD: usize = offset_of!(Self, accesses) / 4;
+    /// Word index of the first release head.
+    pub const RELEASE_WORD: usize = offset_of!(Self, releases) / 4;
+}
+const _: () = assert!(size_of::<InflatedRecord>() == 128);
+const _: () = assert!(offset_of!(InflatedRecord, accesses) == 16);
+const _: () = assert!(offset_of!(InflatedRecord, releases) == 80);
+
+/// Header of the inflated-record pool; records follow at
+/// [`PoolHeader::WORDS`], [`InflatedRecord::WORDS`] words each.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct PoolHeader {
+    /// Records handed out (bump allocator).
+    pub next: u32,
+    /// Records the pool holds.
+    pub capacity: u32,
+    /// Access clocks evicted so far (precision lost), over all records.
+    pub evictions: u32,
+    /// Records lost to a lost inflation race (allocated, never published).
+    pub wasted: u32,
+}
+impl PoolHeader {
+    /// u32 words in the header.
+    pub const WORDS: usize = size_of::<Self>() / 4;
+}
+const _: () = assert!(size_of::<PoolHeader>() == 16);
+
+/// What a report record says.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReportKind {
+    /// A read unordered with an earlier write.
+    ReadAfterWrite = 1,
+    /// A write unordered with an earlier read.
+    WriteAfterRead = 2,
+    /// A write unordered with an earlier write.
+    WriteAfterWrite = 3,
+    /// An atomic and a plain access, unordered, at least one writing.
+    AtomicNonAtomic = 4,
+    /// Two atomics whose scopes do not include each other's threads.
+    ScopeMismatch = 5,
+    /// Error: a thread's epoch can no longer be represented.
+    EpochOverflow = 16,
+    /// Error: an acquire needed a snapshot its releaser already overwrote.
+    ClockBufferExhausted = 17,
+    /// Error: the inflated-record pool is full.
+    ShadowPoolExhausted = 18,
+    /// Error: a word needed more release heads than a record keeps.
+    ReleaseSlotsExhausted = 19,
+}
+impl ReportKind {
+    /// The kind from its `u32` value.
+    pub const fn from_u32(v: u32) -> Option<Self> {
+        Some(match v {
+            1 => Self::ReadAfterWrite,
+            2 => Self::WriteAfterRead,
+            3 => Self::WriteAfterWrite,
+            4 => Self::AtomicNonAtomic,
+            5 => Self::ScopeMismatch,
+            16 => Self::EpochOverflow,
+            17 => Self::ClockBufferExhausted,
+            18 => Self::ShadowPoolExhausted,
+            19 => Self::ReleaseSlotsExhausted,
+            _ => return None,
+        })
+    }
+
+    /// True for the error kinds (not race verdicts).
+    pub const fn is_error(self) -> bool {
+        self as u32 >= 16
+    }
+}
+
+/// Where an access comes from: passed by the instrumented kernel (or the
+/// CPU backend) with every hook and copied into reports.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct AccessSite {
+    /// Pointer to the UTF-8 file name (from `#[track_caller]`), 0 if none.
+    pub file_ptr: u64,
+    /// Length of the file name in bytes.
+    pub file_len: u32,
+    /// Source line.
+    pub line: u32,
+    /// Source column.
+    pub col: u32,
+    /// An id naming the site, for front ends that intern locations.
+    pub location_id: u32,
+    /// Kernel (launch) id.
+    pub kernel_id: u32,
+    /// Linear block index in the grid.
+    pub block: u32,
+    /// Linear thread index in the block.
+    pub thread: u32,
+    /// Reserved, zero.
+    pub reserved: u32,
+}
+const _: () = assert!(size_of::<AccessSite>() == 40);
+
+/// One record in the report buffer: a race or an engine error.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct RaceReport {
+    /// [`ReportKind`] as u32.
+    pub kind: u32,
+    /// Bytes of the current access.
+    pub size: u32,
+    /// Address of the current access.
+    pub address: u64,
+    /// The current access's source site.
+    pub site: AccessSite,
+    /// Current sanitizer thread.
+    pub tid: u32,
+    /// Current device rank.
+    pub device: u32,
+    /// Current SM.
+    pub sm: u32,
+    /// Current epoch.
+    pub epoch: u32,
+    /// Current access: [`AccessKind`] in bits 0..8, [`Scope`] in bits 8..16.
+    pub access: u32,
+    /// Earlier access's sanitizer thread.
+    pub prior_tid: u32,
+    /// Earlier access's epoch.
+    pub prior_epoch: u32,
+    /// Earlier access: [`AccessKind`] in bits 0..8, [`Scope`] in bits 8..16.
+    pub prior_access: u32,
+    /// Byte mask (within the first racing word) the two accesses share.
+    pub overlap_mask: u32,
+    /// For errors: the value that did not fit (epoch, token, ...).
+    pub detail: u32,
+}
+const _: () = assert!(size_of::<RaceReport>() == 96);
+const _: () = assert!(offset_of!(RaceReport, site) == 16);
+const _: () = assert!(offset_of!(RaceReport, tid) == 56);
+const _: () = assert!(offset_of!(RaceReport, prior_tid) == 76);
+
+impl RaceReport {
+    /// u32 words in a record.
+    pub const WORDS: usize = size_of::<Self>() / 4;
+
+    /// The record's kind, if it is a known one.
+    pub fn report_kind(&self) -> Option<ReportKind> {
+        ReportKind::from_u32(self.kind)
+    }
+
+    /// Packs an access kind and scope the way `access`/`prior_access` hold them.
+    pub const fn pack_access(kind: AccessKind, scope: Scope) -> u32 {
+        kind as u32 | (scope as u32) << 8
+    }
+}
+
+/// Header of the report buffer; records follow at [`ReportBufferHeader::WORDS`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct ReportBufferHeader {
+    /// Records claimed so far (may exceed `capacity`; the rest were dropped).
+    pub count: u32,
+    /// Records the buffer holds.
+    pub capacity: u32,
+    /// Reserved, zero.
+    pub reserved: [u32; 2],
+}
+impl ReportBufferHeader {
+    /// u32 words in the header.
+    pub const WORDS: usize = size_of::<Self>() / 4;
+}
+const _: () = assert!(size_of::<ReportBufferHeader>() == 16);

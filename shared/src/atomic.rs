@@ -1,0 +1,218 @@
+//! The abstract atomics the sanitizer's protocols are written against, and
+//! the two locks built from them.
+//!
+//! Every protocol (the thread-state reader/writer lock, the lock-free shadow
+//! cell update and its inflation, the multi-cell atomic path, the clock
+//! buffer's seqlock) goes through [`AtomicFamily`], so one source runs on
+//! `core::sync::atomic` (PTX and the CPU backend) and, in the tests, on
+//! `loom`'s model-checked atomics.
+//!
+//! Lock order (documented once, relied on everywhere): a sanitizer thread's
+//! own [`ThreadStateHeader`](crate::abi::ThreadStateHeader) lock, then shadow
+//! cells / inflated records in ascending address order, then the lock-free
+//! pool allocator and report buffer. Nothing waits for a lock that comes
+//! earlier in that order while holding a later one, so no cycle can form.
+
+use core::sync::atomic::Ordering as MemOrder;
+
+/// A 32-bit atomic word.
+pub trait AtomicU32Ops {
+    /// Atomic load.
+    fn load(&self, order: MemOrder) -> u32;
+    /// Atomic store.
+    fn store(&self, value: u32, order: MemOrder);
+    /// Strong compare-and-exchange.
+    fn compare_exchange(
+        &self,
+        current: u32,
+        new: u32,
+        success: MemOrder,
+        failure: MemOrder,
+    ) -> Result<u32, u32>;
+    /// Atomic add, returning the previous value.
+    fn fetch_add(&self, value: u32, order: MemOrder) -> u32;
+    /// Atomic subtract, returning the previous value.
+    fn fetch_sub(&self, value: u32, order: MemOrder) -> u32;
+    /// Atomic maximum, returning the previous value.
+    fn fetch_max(&self, value: u32, order: MemOrder) -> u32;
+}
+
+/// A 64-bit atomic word (one compact shadow cell).
+pub trait AtomicU64Ops {
+    /// Atomic load.
+    fn load(&self, order: MemOrder) -> u64;
+    /// Atomic store.
+    fn store(&self, value: u64, order: MemOrder);
+    /// Strong compare-and-exchange.
+    fn compare_exchange(
+        &self,
+        current: u64,
+        new: u64,
+        success: MemOrder,
+        failure: MemOrder,
+    ) -> Result<u64, u64>;
+}
+
+/// A family of atomic types plus the two primitives the protocols need
+/// besides them: a fence and a polite spin.
+pub trait AtomicFamily {
+    /// The 32-bit atomic of this family.
+    type U32: AtomicU32Ops;
+    /// The 64-bit atomic of this family.
+    type U64: AtomicU64Ops;
+    /// A memory fence.
+    fn fence(order: MemOrder);
+    /// Called in every spin loop (loom needs a yield here to terminate).
+    fn spin();
+}
+
+/// `core::sync::atomic`: what the PTX build and the CPU backend use.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CoreAtomics;
+
+macro_rules! impl_core_u32 {
+    ($t:ty) => {
+        impl AtomicU32Ops for $t {
+            #[inline(always)]
+            fn load(&self, order: MemOrder) -> u32 {
+                <$t>::load(self, order)
+            }
+            #[inline(always)]
+            fn store(&self, value: u32, order: MemOrder) {
+                <$t>::store(self, value, order)
+            }
+            #[inline(always)]
+            fn compare_exchange(
+                &self,
+                current: u32,
+                new: u32,
+                success: MemOrder,
+                failure: MemOrder,
+            ) -> Result<u32, u32> {
+                <$t>::compare_exchange(self, current, new, success, failure)
+            }
+            #[inline(always)]
+            fn fetch_add(&self, value: u32, order: MemOrder) -> u32 {
+                <$t>::fetch_add(self, value, order)
+            }
+            #[inline(always)]
+            fn fetch_sub(&self, value: u32, order: MemOrder) -> u32 {
+                <$t>::fetch_sub(self, value, order)
+            }
+            #[inline(always)]
+            fn fetch_max(&self, value: u32, order: MemOrder) -> u32 {
+                <$t>::fetch_max(self, value, order)
+            }
+        }
+    };
+}
+impl_core_u32!(core::sync::atomic::AtomicU32);
+
+impl AtomicU64Ops for core::sync::atomic::AtomicU64 {
+    #[inline(always)]
+    fn load(&self, order: MemOrder) -> u64 {
+        core::sync::atomic::AtomicU64::load(self, order)
+    }
+    #[inline(always)]
+    fn store(&self, value: u64, order: MemOrder) {
+        core::sync::atomic::AtomicU64::store(self, value, order)
+    }
+    #[inline(always)]
+    fn compare_exchange(
+        &self,
+        current: u64,
+        new: u64,
+        success: MemOrder,
+        failure: MemOrder,
+    ) -> Result<u64, u64> {
+        core::sync::atomic::AtomicU64::compare_exchange(self, current, new, success, failure)
+    }
+}
+
+impl AtomicFamily for CoreAtomics {
+    type U32 = core::sync::atomic::AtomicU32;
+    type U64 = core::sync::atomic::AtomicU64;
+    #[inline(always)]
+    fn fence(order: MemOrder) {
+        core::sync::atomic::fence(order)
+    }
+    #[inline(always)]
+    fn spin() {
+        core::hint::spin_loop()
+    }
+}
+
+/// A test-and-set spin lock in one 32-bit word (0 = free, 1 = held); used
+/// for inflated shadow records.
+pub struct SpinLock;
+
+impl SpinLock {
+    /// Spins until the lock word is taken.
+    #[inline]
+    pub fn lock<F: AtomicFamily>(word: &F::U32) {
+        while word
+            .compare_exchange(0, 1, MemOrder::Acquire, MemOrder::Relaxed)
+            .is_err()
+        {
+            F::spin();
+        }
+    }
+
+    /// Releases a lock taken with [`SpinLock::lock`].
+    #[inline]
+    pub fn unlock<F: AtomicFamily>(word: &F::U32) {
+        word.store(0, MemOrder::Release);
+    }
+}
+
+/// A reader/writer spin lock in one 32-bit word: bit 31 is the writer, the
+/// low bits count readers. Plain accesses of a sanitizer thread read its
+/// clock under the read side; clock changes (acquire, release, epoch bump,
+/// kernel hand-off) take the write side.
+pub struct RwSpinLock;
+
+impl RwSpinLock {
+    /// The writer bit.
+    pub const WRITER: u32 = 1 << 31;
+
+    /// Takes the lock shared.
+    #[inline]
+    pub fn read_lock<F: AtomicFamily>(word: &F::U32) {
+        loop {
+            let s = word.load(MemOrder::Relaxed);
+            if s & Self::WRITER == 0
+                && word
+                    .compare_exchange(s, s + 1, MemOrder::Acquire, MemOrder::Relaxed)
+                    .is_ok()
+            {
+                return;
+            }
+            F::spin();
+        }
+    }
+
+    /// Releases a shared hold.
+    #[inline]
+    pub fn read_unlock<F: AtomicFamily>(word: &F::U32) {
+        word.fetch_sub(1, MemOrder::Release);
+    }
+
+    /// Takes the lock exclusively (waits for readers to drain).
+    #[inline]
+    pub fn write_lock<F: AtomicFamily>(word: &F::U32) {
+        while word
+            .compare_exchange(0, Self::WRITER, MemOrder::Acquire, MemOrder::Relaxed)
+            .is_err()
+        {
+            F::spin();
+        }
+    }
+
+    /// Releases an exclusive hold.
+    #[inline]
+    pub fn write_unlock<F: AtomicFamily>(word: &F::U32) {
+        // Readers cannot enter while the writer bit is set, so the word is
+        // exactly WRITER here.
+        word.store(0, MemOrder::Release);
+    }
+}

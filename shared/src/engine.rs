@@ -1,0 +1,969 @@
+//! The happens-before engine: the hooks a GPU runtime or the CPU backend
+//! calls for every global access, atomic, fence and kernel boundary.
+//!
+//! # Model
+//!
+//! A *sanitizer thread* is an SM (`tid = device_rank * num_sms + smid`)
+//! with a vector clock. Access `b` by `u` is ordered after an earlier
+//! access `a` iff `VC_u[a.tid] >= a.epoch`. Two accesses race when they
+//! overlap in at least one byte, at least one writes, they are unordered,
+//! and they are not both atomics whose scopes include each other's threads
+//! (block: same SM; device: same device; system: all).
+//!
+//! Each word keeps a set of access clocks. A new access `n` removes the
+//! bytes of an earlier clock `a` only when `a` is ordered before `n` *and*
+//! every future access racing with `a` would also race with `n` (`n` writes
+//! or `a` only read; `n` is plain, or `a` is an atomic of at least `n`'s
+//! scope on `n`'s thread or device). That rule keeps exactly the clocks an
+//! exact detector with unbounded history needs, so the engine agrees with
+//! such a detector on every access as long as no word needs more clocks
+//! than a record keeps; beyond that, a seeded random clock other than the
+//! newest write of any byte is evicted (precision lost, counted, never a
+//! false report).
+//!
+//! Synchronisation follows the PTX model: a release (or a release fence
+//! followed by an atomic write) publishes the clock into the thread's clock
+//! buffer and leaves a *release head* (thread, scope, token) on the word;
+//! read-modify-writes morally strong with the previous write continue the
+//! release sequence (each head keeps its own scope, so mixed scopes are
+//! handled exactly rather than rejected); any other write ends it. An
+//! atomic read morally strong with the last write joins every head whose
+//! scope and its own include each other (acquire), and records every head
+//! whose scope includes it in a pending clock that a later acquire fence
+//! joins (the fence pattern). A failed compare-exchange is an atomic read
+//! with the failure ordering. `fence.sc` is treated as `fence.acq_rel`
+//! (the SC-fence total order is not modelled); block-scope fences order
+//! nothing across sanitizer threads and are no-ops.
+//!
+//! Errors (epoch overflow, a snapshot overwritten before an acquire read
+//! it, pool or release-slot exhaustion) come back as [`Outcome::Error`]
+//! records of their own kinds, never as race verdicts.
+//!
+//! Lock order: the thread's own state lock, then cells in ascending word
+//! order (see [`crate::atomic`]).
+
+use core::sync::atomic::Ordering as MemOrder;
+
+use crate::abi::{
+    AccessSite, GlobalState, InflatedRecord, RaceReport, ReportKind, RECORD_ACCESS_SLOTS,
+    RECORD_RELEASE_SLOTS, WORD_BYTES,
+};
+use crate::atomic::{AtomicFamily, AtomicU32Ops, AtomicU64Ops, SpinLock};
+use crate::clock::{ClockError, PendingLevel, ThreadClocks};
+use crate::memory_model::{AccessKind, Ordering, Scope};
+use crate::report::{push_report, CurrentAccess};
+use crate::shadow::{
+    AccessClock, CellView, LastAtomicWrite, Pool, ReleaseHead, ShadowCell, WordState,
+};
+
+/// The 32-bit atomic of a memory's family.
+pub type U32Of<M> = <<M as EngineMemory>::Atomics as AtomicFamily>::U32;
+/// The 64-bit atomic of a memory's family.
+pub type U64Of<M> = <<M as EngineMemory>::Atomics as AtomicFamily>::U64;
+
+/// Where the engine finds its state. The GPU runtime implements it over
+/// the reservations (address arithmetic in [`crate::address`]); the CPU
+/// backend and the tests use [`SliceMemory`].
+pub trait EngineMemory {
+    /// The atomics the memory is made of.
+    type Atomics: AtomicFamily;
+    /// The words of thread `tid`'s state ([`crate::abi::thread_state_words`] long).
+    fn thread_state(&self, tid: u32) -> &[U32Of<Self>];
+    /// The shadow cell of word `word` (counted from the real base), or
+    /// `None` for memory the sanitizer does not manage.
+    fn shadow_cell(&self, word: u64) -> Option<&U64Of<Self>>;
+    /// The inflated-record pool ([`crate::abi::PoolHeader`] + records).
+    fn pool(&self) -> &[U32Of<Self>];
+    /// The report buffer (empty: reports are only returned).
+    fn reports(&self) -> &[U32Of<Self>];
+}
+
+/// Engine memory made of slices: all thread states back to back, the shadow
+/// cells of words `0..shadow.len()`, the pool and the report buffer.
+pub struct SliceMemory<'a, F: AtomicFamily> {
+    /// Thread states, `thread_state_words` each, in tid order.
+    pub thread_states: &'a [F::U32],
+    /// Words per thread state.
+    pub thread_state_words: usize,
+    /// Shadow cells.
+    pub shadow: &'a [F::U64],
+    /// Inflated-record pool.
+    pub pool: &'a [F::U32],
+    /// Report buffer.
+    pub reports: &'a [F::U32],
+}
+
+impl<F: AtomicFamily> EngineMemory for SliceMemory<'_, F> {
+    type Atomics = F;
+    #[inline(always)]
+    fn thread_state(&self, tid: u32) -> &[F::U32] {
+        let at = tid as usize * self.thread_state_words;
+        &self.thread_states[at..at + self.thread_state_words]
+    }
+    #[inline(always)]
+    fn shadow_cell(&self, word: u64) -> Option<&F::U64> {
+        self.shadow.get(usize::try_from(word).ok()?)
+    }
+    #[inline(always)]
+    fn pool(&self) -> &[F::U32] {
+        self.pool
+    }
+    #[inline(always)]
+    fn reports(&self) -> &[F::U32] {
+        self.reports
+    }
+}
+
+/// The constants the engine needs (a subset of [`GlobalState`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EngineConfig {
+    /// SMs per device.
+    pub num_sms: u32,
+    /// Sanitizer threads in all.
+    pub num_threads: u32,
+    /// Snapshots per clock buffer.
+    pub clock_buffer_size: u32,
+    /// Seed of evictions.
+    pub rng_seed: u32,
+    /// Address of shadow word 0.
+    pub real_base: u64,
+}
+
+impl EngineConfig {
+    /// The configuration a device's [`GlobalState`] describes.
+    pub const fn from_globals(g: &GlobalState) -> Self {
+        EngineConfig {
+            num_sms: g.num_sms,
+            num_threads: g.num_threads,
+            clock_buffer_size: g.clock_buffer_size,
+            rng_seed: g.rng_seed,
+            real_base: crate::address::real_base(g.reserve_base),
+        }
+    }
+}
+
+/// What an atomic does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AtomicOpKind {
+    /// `ld.<ordering>.<scope>`.
+    Load,
+    /// `st.<ordering>.<scope>`.
+    Store,
+    /// `atom.<op>` / `red.<op>`: always reads and writes.
+    Rmw,
+    /// `atom.cas`: a read-modify-write when it succeeds, an atomic read
+    /// with the failure ordering when it fails.
+    CompareExchange,
+}
+
+/// An atomic operation's kind, orderings and scope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AtomicOp {
+    /// What it does.
+    pub kind: AtomicOpKind,
+    /// Ordering (of the success case, for compare-exchange).
+    pub ordering: Ordering,
+    /// Ordering of a failed compare-exchange.
+    pub failure_ordering: Ordering,
+    /// Scope.
+    pub scope: Scope,
+}
+
+impl AtomicOp {
+    /// An atomic with one ordering for both outcomes.
+    pub const fn new(kind: AtomicOpKind, ordering: Ordering, scope: Scope) -> Self {
+        AtomicOp {
+            kind,
+            ordering,
+            failure_ordering: ordering,
+            scope,
+        }
+    }
+}
+
+/// The result of a hook.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// No race.
+    Clean,
+    /// A race; the record was also pushed to the report buffer.
+    Race(RaceReport),
+    /// The engine could not decide (see [`ReportKind::is_error`]); pushed too.
+    Error(RaceReport),
+}
+
+impl Outcome {
+    /// True for [`Outcome::Race`].
+    pub fn is_race(&self) -> bool {
+        matches!(self, Outcome::Race(_))
+    }
+
+    /// True for [`Outcome::Error`].
+    pub fn is_error(&self) -> bool {
+        matches!(self, Outcome::Error(_))
+    }
+}
+
+/// How a locked word is held.
+#[derive(Clone, Copy, Debug)]
+enum Held {
+    /// Compact cell set to LOCKED; the old value to restore on failure.
+    Compact(u64),
+    /// Inflated record `index`, its spin lock held.
+    Record(u32),
+}
+
+/// One word locked by [`Engine::lock_words`]: its decoded state, to be
+/// changed and written back by [`Engine::unlock_words`].
+#[derive(Clone, Copy, Debug)]
+pub struct LockedWord {
+    /// Word index.
+    pub word: u64,
+    /// Decoded state.
+    pub state: WordState,
+    held: Held,
+}
+
+/// The engine over one memory.
+pub struct Engine<'m, M: EngineMemory> {
+    mem: &'m M,
+    cfg: EngineConfig,
+}
+
+const FULL_WORD: u8 = 0b1111;
+
+#[inline(always)]
+fn mix(seed: u32, tid: u32, counter: u32) -> u32 {
+    // splitmix64 finaliser: cheap, reproducible for a given seed.
+    let mut z = (seed as u64) << 32 ^ (tid as u64) << 16 ^ counter as u64;
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) as u32
+}
+
+impl<'m, M: EngineMemory> Engine<'m, M> {
+    /// An engine over `mem` with the given constants.
+    pub fn new(mem: &'m M, cfg: EngineConfig) -> Self {
+        Engine { mem, cfg }
+    }
+
+    /// The constants.
+    pub fn config(&self) -> &EngineConfig {
+        &self.cfg
+    }
+
+    #[inline(always)]
+    fn clocks(&self, tid: u32) -> ThreadClocks<'m, M::Atomics> {
+        ThreadClocks::new(
+            self.mem.thread_state(tid),
+            self.cfg.num_threads,
+            self.cfg.clock_buffer_size,
+        )
+    }
+
+    #[inline(always)]
+    fn pool(&self) -> Pool<'m, M::Atomics> {
+        Pool::new(self.mem.pool())
+    }
+
+    #[inline(always)]
+    fn device(&self, tid: u32) -> u32 {
+        tid / self.cfg.num_sms.max(1)
+    }
+
+    /// True when `scope`, taken by thread `owner`, includes thread `other`.
+    #[inline(always)]
+    pub fn includes(&self, scope: Scope, owner: u32, other: u32) -> bool {
+        match scope {
+            Scope::Block => owner == other,
+            Scope::Device => self.device(owner) == self.device(other),
+            Scope::System => true,
+        }
+    }
+
+    #[inline(always)]
+    fn mutual(&self, a_tid: u32, a_scope: Scope, b_tid: u32, b_scope: Scope) -> bool {
+        a_tid == b_tid
+            || (self.includes(a_scope, a_tid, b_tid) && self.includes(b_scope, b_tid, a_tid))
+    }
+
+    /// Sets up thread `tid`'s state (epoch 1, empty clocks). Call once per
+    /// thread before any hook, with nothing else using the state.
+    pub fn init_thread(&self, tid: u32) {
+        self.clocks(tid).init(tid);
+    }
+
+    /// The current epoch of thread `tid`.
+    pub fn epoch(&self, tid: u32) -> u32 {
+        self.clocks(tid).get(tid)
+    }
+
+    /// Entry `j` of thread `tid`'s vector clock.
+    pub fn clock_entry(&self, tid: u32, j: u32) -> u32 {
+        self.clocks(tid).get(j)
+    }
+
+    // ----- the per-word algorithm -------------------------------------------
+
+    /// Could `a` and `n` both be atomics that may not race?
+    #[inline(always)]
+    fn compatible(&self, a: &AccessClock, n: &AccessClock) -> bool {
+        a.atomic
+            && n.atomic
+            && self.includes(a.scope, a.tid, n.tid)
+            && self.includes(n.scope, n.tid, a.tid)
+    }
+
+    /// Does every future race with `a` imply one with `n`, given `a` is
+    /// ordered before `n`?
+    #[inline(always)]
+    fn subsumes(&self, n: &AccessClock, a: &AccessClock) -> bool {
+        (n.write || !a.write)
+            && (!n.atomic
+                || (a.atomic
+                    && a.scope >= n.scope
+                    && (a.tid == n.tid
+                        || (self.device(a.tid) == self.device(n.tid) && a.scope >= Scope::Device))))
+    }
+
+    /// Checks `n` against the word's clocks and records it. Returns the
+    /// first racing earlier clock and whether a clock was evicted.
+    fn record_access(
+        &self,
+        st: &mut WordState,
+        n: AccessClock,
+        clocks: &ThreadClocks<'m, M::Atomics>,
+    ) -> (Option<AccessClock>, bool) {
+        let mut race = None;
+        // Bytes of earlier clocks of the very same access merge into the new
+        // one after the loop (checks use the access's own bytes only).
+        let mut merged = 0u8;
+        let mut i = 0;
+        while i < st.len {
+            let a = st.accesses[i];
+            let overlap = a.mask & n.mask != 0;
+            let ordered = clocks.get(a.tid) >= a.epoch;
+            if race.is_none()
+                && overlap
+                && (a.write || n.write)
+                && !ordered
+                && !self.compatible(&a, &n)
+            {
+                race = Some(a);
+            }
+            if ordered && overlap && self.subsumes(&n, &a) {
+                st.accesses[i].mask &= !n.mask;
+            }
+            if a.same_access(&n) {
+                // The same access apart from bytes merges into the new clock,
+                // which takes the newest position.
+                merged |= st.accesses[i].mask;
+                st.accesses[i].mask = 0;
+            }
+            if st.accesses[i].mask == 0 {
+                st.remove(i);
+                continue;
+            }
+            i += 1;
+        }
+        st.push(AccessClock {
+            mask: n.mask | merged,
+            ..n
+        });
+        if st.len <= RECORD_ACCESS_SLOTS {
+            return (race, false);
+        }
+        // Evict: never the newest clock, never the latest write of a byte.
+        let mut protected = [false; RECORD_ACCESS_SLOTS + 1];
+        protected[st.len - 1] = true;
+        for byte in 0..4 {
+            if let Some(k) = (0..st.len)
+                .rev()
+                .find(|&k| st.accesses[k].write && st.accesses[k].mask & (1 << byte) != 0)
+            {
+                protected[k] = true;
+            }
+        }
+        let candidates = protected[..st.len].iter().filter(|p| !**p).count() as u32;
+        let pick = mix(self.cfg.rng_seed, n.tid, clocks.next_counter()) % candidates.max(1);
+        let victim = (0..st.len)
+            .filter(|&k| !protected[k])
+            .nth(pick as usize)
+            .unwrap_or(0);
+        st.remove(victim);
+        st.lossy = true;
+        (race, true)
+    }
+
+    // ----- locking words --------------------------------------------------
+
+    fn lock_word(&self, word: u64) -> Option<LockedWord> {
+        let cell = self.mem.shadow_cell(word)?;
+        loop {
+            let c = cell.load(MemOrder::Acquire);
+            match ShadowCell(c).view() {
+                CellView::Locked => M::Atomics::spin(),
+                CellView::Inflated(i) => {
+                    let rec = self.pool().record(i);
+                    SpinLock::lock::<M::Atomics>(&rec[InflatedRecord::LOCK_WORD]);
+                    let state = WordState::from_record::<M::Atomics>(rec);
+                    return Some(LockedWord {
+                        word,
+                        state,
+                        held: Held::Record(i),
+                    });
+                }
+                CellView::Compact => {
+                    if cell
+                        .compare_exchange(
+                            c,
+                            ShadowCell::LOCKED.0,
+                            MemOrder::Acquire,
+                            MemOrder::Relaxed,
+                        )
+                        .is_ok()
+                    {
+                        return Some(LockedWord {
+                            word,
+                            state: WordState::from_compact(ShadowCell(c)),
+                            held: Held::Compact(c),
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    fn unlock_word(&self, w: &mut LockedWord) -> Result<(), ReportKind> {
+        let mut result = Ok(());
+        if w.state.release_len > RECORD_RELEASE_SLOTS {
+            // Keep the newest heads; acquirers of the dropped ones may see
+            // false races, so the error is reported.
+            let drop = w.state.release_len - RECORD_RELEASE_SLOTS;
+            for _ in 0..drop {
+                w.state.remove_release(0);
+            }
+            result = Err(ReportKind::ReleaseSlotsExhausted);
+        }
+        let Some(cell) = self.mem.shadow_cell(w.word) else {
+            return result;
+        };
+        match w.held {
+            Held::Compact(old) => match w.state.to_compact() {
+                Some(c) => cell.store(c.0, MemOrder::Release),
+                None => match self.pool().allocate() {
+                    Some(i) => {
+                        w.state.to_record::<M::Atomics>(self.pool().record(i));
+                        cell.store(ShadowCell::inflated(i).0, MemOrder::Release);
+                    }
+                    None => {
+                        cell.store(old, MemOrder::Release);
+                        return Err(ReportKind::ShadowPoolExhausted);
+                    }
+                },
+            },
+            Held::Record(i) => {
+                let rec = self.pool().record(i);
+                w.state.to_record::<M::Atomics>(rec);
+                SpinLock::unlock::<M::Atomics>(&rec[InflatedRecord::LOCK_WORD]);
+            }
+        }
+        result
+    }
+
+    /// Locks the cells of `words` in ascending order (whatever order they
+    /// are given in; duplicates and unmanaged words yield `None`), so two
+    /// multi-cell atomics can never wait on each other in a cycle.
+    pub fn lock_words<const N: usize>(&self, mut words: [u64; N]) -> [Option<LockedWord>; N] {
+        words.sort_unstable();
+        let mut out = [None; N];
+        for i in 0..N {
+            if i > 0 && words[i] == words[i - 1] {
+                continue;
+            }
+            out[i] = self.lock_word(words[i]);
+        }
+        out
+    }
+
+    /// Writes back and unlocks words locked by [`Engine::lock_words`], in
+    /// reverse order; returns the first error (pool or release slots full).
+    pub fn unlock_words<const N: usize>(
+        &self,
+        mut locked: [Option<LockedWord>; N],
+    ) -> Result<(), ReportKind> {
+        let mut result = Ok(());
+        for w in locked.iter_mut().rev().flatten() {
+            if let Err(e) = self.unlock_word(w) {
+                result = result.and(Err(e));
+            }
+        }
+        result
+    }
+
+    // ----- hooks ---------------------------------------------------------
+
+    fn emit(&self, r: RaceReport) {
+        push_report::<M::Atomics>(self.mem.reports(), &r);
+    }
+
+    fn error_outcome(
+        &self,
+        cur: &CurrentAccess<'_>,
+        kind: ReportKind,
+        epoch: u32,
+        detail: u32,
+    ) -> Outcome {
+        let r = cur.error(kind, epoch, detail);
+        self.emit(r);
+        Outcome::Error(r)
+    }
+
+    /// Splits `[addr, addr + size)` into words: `(first word, last word)`,
+    /// or `None` for unmanaged memory.
+    #[inline(always)]
+    fn word_span(&self, addr: u64, size: u32) -> Option<(u64, u64)> {
+        if addr < self.cfg.real_base || size == 0 {
+            return None;
+        }
+        let off = addr - self.cfg.real_base;
+        Some((off / WORD_BYTES, (off + size as u64 - 1) / WORD_BYTES))
+    }
+
+    #[inline(always)]
+    fn byte_mask(&self, addr: u64, size: u32, word: u64) -> u8 {
+        let start = self.cfg.real_base + word * WORD_BYTES;
+        let lo = addr.max(start) - start;
+        let hi = (addr + size as u64).min(start + WORD_BYTES) - start;
+        (((1u32 << hi) - 1) & !((1u32 << lo) - 1)) as u8
+    }
+
+    /// A plain (non-atomic) read or write of `size` bytes at `addr` by
+    /// sanitizer thread `tid`. Lock-free on compact cells (one 64-bit CAS
+    /// per word, none when nothing changes).
+    pub fn access(
+        &self,
+        tid: u32,
+        addr: u64,
+        size: u32,
+        write: bool,
+        site: &AccessSite,
+    ) -> Outcome {
+        let kind = if write {
+            AccessKind::Write
+        } else {
+            AccessKind::Read
+        };
+        let cur = CurrentAccess {
+            address: addr,
+            size,
+            tid,
+            num_sms: self.cfg.num_sms,
+            kind,
+            scope: Scope::Block,
+            site,
+        };
+        let Some((first, last)) = self.word_span(addr, size) else {
+            return Outcome::Clean;
+        };
+        let clocks = self.clocks(tid);
+        if let Err(ClockError::EpochOverflow(e)) | Err(ClockError::SnapshotGone(e)) =
+            clocks.lock_shared_fresh(tid)
+        {
+            return self.error_outcome(&cur, ReportKind::EpochOverflow, e, e);
+        }
+        let epoch = clocks.get(tid);
+        let mut outcome = Outcome::Clean;
+        for word in first..=last {
+            let n = AccessClock {
+                tid,
+                epoch,
+                mask: self.byte_mask(addr, size, word),
+                write,
+                atomic: false,
+                scope: Scope::Block,
+            };
+            match self.plain_word(word, n, &clocks) {
+                Ok(Some(prior)) if !matches!(outcome, Outcome::Race(_)) => {
+                    outcome = Outcome::Race(cur.race(epoch, &prior, &n));
+                }
+                Ok(_) => {}
+                Err(kind) => {
+                    clocks.unlock_shared();
+                    if let Outcome::Race(r) = outcome {
+                        self.emit(r);
+                    }
+                    return self.error_outcome(&cur, kind, epoch, word as u32);
+                }
+            }
+        }
+        clocks.unlock_shared();
+        if let Outcome::Race(r) = outcome {
+            self.emit(r);
+        }
+        outcome
+    }
+
+    fn plain_word(
+        &self,
+        word: u64,
+        n: AccessClock,
+        clocks: &ThreadClocks<'m, M::Atomics>,
+    ) -> Result<Option<AccessClock>, ReportKind> {
+        let Some(cell) = self.mem.shadow_cell(word) else {
+            return Ok(None);
+        };
+        let pool = self.pool();
+        let mut spare: Option<u32> = None;
+        let result = loop {
+            let c = cell.load(MemOrder::Acquire);
+            match ShadowCell(c).view() {
+                CellView::Locked => M::Atomics::spin(),
+                CellView::Inflated(i) => {
+                    let rec = pool.record(i);
+                    SpinLock::lock::<M::Atomics>(&rec[InflatedRecord::LOCK_WORD]);
+                    let mut st = WordState::from_record::<M::Atomics>(rec);
+                    let (race, evicted) = self.record_access(&mut st, n, clocks);
+                    if n.write {
+                        // A plain write ends every release sequence.
+                        st.release_len = 0;
+                        st.last_atomic_write = None;
+                    }
+                    st.to_record::<M::Atomics>(rec);
+                    SpinLock::unlock::<M::Atomics>(&rec[InflatedRecord::LOCK_WORD]);
+                    if evicted {
+                        pool.note_eviction();
+                    }
+                    break Ok(race);
+                }
+                CellView::Compact => {
+                    let mut st = WordState::from_compact(ShadowCell(c));
+                    let (race, evicted) = self.record_access(&mut st, n, clocks);
+                    match st.to_compact() {
+                        Some(new) => {
+                            if new.0 == c
+                                || cell
+                                    .compare_exchange(c, new.0, MemOrder::AcqRel, MemOrder::Relaxed)
+                                    .is_ok()
+                            {
+                                break Ok(race);
+                            }
+                        }
+                        None => {
+                            let Some(i) = spare.or_else(|| pool.allocate()) else {
+                                break Err(ReportKind::ShadowPoolExhausted);
+                            };
+                            spare = Some(i);
+                            // The record is private until the CAS publishes it.
+                            st.to_record::<M::Atomics>(pool.record(i));
+                            if cell
+                                .compare_exchange(
+                                    c,
+                                    ShadowCell::inflated(i).0,
+                                    MemOrder::AcqRel,
+                                    MemOrder::Relaxed,
+                                )
+                                .is_ok()
+                            {
+                                spare = None;
+                                if evicted {
+                                    pool.note_eviction();
+                                }
+                                break Ok(race);
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        if spare.is_some() {
+            pool.note_wasted();
+        }
+        result
+    }
+
+    /// An atomic of 4 or 8 naturally aligned bytes at `addr`. `perform` does
+    /// the real operation while the word's cells are locked, so the shadow
+    /// sees atomics in the order memory does, and returns whether it wrote
+    /// (false for a load or a failed compare-exchange).
+    pub fn atomic(
+        &self,
+        tid: u32,
+        addr: u64,
+        size: u32,
+        op: AtomicOp,
+        site: &AccessSite,
+        perform: impl FnOnce() -> bool,
+    ) -> Outcome {
+        let mut cur = CurrentAccess {
+            address: addr,
+            size,
+            tid,
+            num_sms: self.cfg.num_sms,
+            kind: AccessKind::AtomicRead,
+            scope: op.scope,
+            site,
+        };
+        let clocks = self.clocks(tid);
+        if let Err(ClockError::EpochOverflow(e)) | Err(ClockError::SnapshotGone(e)) =
+            clocks.lock_exclusive_fresh(tid)
+        {
+            perform();
+            return self.error_outcome(&cur, ReportKind::EpochOverflow, e, e);
+        }
+        let Some((first, last)) = self.word_span(addr, size) else {
+            perform();
+            clocks.unlock_exclusive();
+            return Outcome::Clean;
+        };
+        let mut locked = self.lock_words([first, last]);
+        let wrote = perform();
+        let (kind, ordering) = match op.kind {
+            AtomicOpKind::Load => (AccessKind::AtomicRead, op.ordering),
+            AtomicOpKind::Store => (AccessKind::AtomicWrite, op.ordering),
+            AtomicOpKind::Rmw => (AccessKind::AtomicRmw, op.ordering),
+            AtomicOpKind::CompareExchange if wrote => (AccessKind::AtomicRmw, op.ordering),
+            AtomicOpKind::CompareExchange => (AccessKind::AtomicRead, op.failure_ordering),
+        };
+        cur.kind = kind;
+        let reads = kind != AccessKind::AtomicWrite;
+        let writes = kind.writes();
+        let mut error: Option<(ReportKind, u32)> = None;
+        let mut acquired = [[false; RECORD_RELEASE_SLOTS + 1]; 2];
+        let mut chain = [false; 2];
+
+        // Acquire: join (or note as pending) the release heads read.
+        for (w, lw) in locked.iter().enumerate() {
+            let Some(lw) = lw else { continue };
+            let st = &lw.state;
+            chain[w] = matches!(st.last_atomic_write, Some(l) if self.mutual(l.tid, l.scope, tid, op.scope));
+            if !reads || !chain[w] {
+                continue;
+            }
+            for (k, h) in st.releases[..st.release_len].iter().enumerate() {
+                if h.tid == tid
+                    || h.tid >= self.cfg.num_threads
+                    || !self.includes(h.scope, h.tid, tid)
+                {
+                    continue;
+                }
+                let now = ordering.acquires() && self.includes(op.scope, tid, h.tid);
+                let level = if self.device(h.tid) == self.device(tid) {
+                    PendingLevel::Device
+                } else {
+                    PendingLevel::System
+                };
+                let r = self.clocks(h.tid).read_snapshot(h.token, |j, v| {
+                    clocks.join_pending(level, j, v);
+                    if now {
+                        clocks.join_entry(j, v);
+                    }
+                });
+                if r.is_err() {
+                    error = error.or(Some((ReportKind::ClockBufferExhausted, h.token)));
+                } else {
+                    acquired[w][k] = now;
+                }
+            }
+        }
+
+        // Check and record the access itself (after the acquire: it is
+        // ordered after what it acquired).
+        let epoch = clocks.get(tid);
+        let mut race = None;
+        let mut evictions = 0;
+        for lw in locked.iter_mut().flatten() {
+            let n = AccessClock {
+                tid,
+                epoch,
+                mask: FULL_WORD,
+                write: writes,
+                atomic: true,
+                scope: op.scope,
+            };
+            let (prior, evicted) = self.record_access(&mut lw.state, n, &clocks);
+            evictions += evicted as u32;
+            if let (None, Some(p)) = (race, prior) {
+                race = Some(cur.race(epoch, &p, &n));
+            }
+        }
+
+        // Release: continue, end or start release sequences.
+        if writes {
+            let own = if ordering.releases() && op.scope >= Scope::Device {
+                Some(clocks.publish())
+            } else {
+                None
+            };
+            let (fence_device, fence_system) = clocks.fence_tokens();
+            for (w, lw) in locked.iter_mut().enumerate() {
+                let Some(lw) = lw else { continue };
+                let st = &mut lw.state;
+                let acq = &mut acquired[w];
+                if !(kind == AccessKind::AtomicRmw && chain[w]) {
+                    st.release_len = 0;
+                }
+                if fence_system != 0 {
+                    self.add_head(
+                        st,
+                        acq,
+                        ReleaseHead {
+                            tid,
+                            scope: Scope::System,
+                            token: fence_system,
+                        },
+                    );
+                }
+                if fence_device != 0 && fence_device != fence_system {
+                    self.add_head(
+                        st,
+                        acq,
+                        ReleaseHead {
+                            tid,
+                            scope: Scope::Device,
+                            token: fence_device,
+                        },
+                    );
+                }
+                if let Some(token) = own {
+                    self.add_head(
+                        st,
+                        acq,
+                        ReleaseHead {
+                            tid,
+                            scope: op.scope,
+                            token,
+                        },
+                    );
+                }
+                st.last_atomic_write = Some(LastAtomicWrite {
+                    tid,
+                    scope: op.scope,
+                });
+            }
+        }
+
+        for _ in 0..evictions {
+            self.pool().note_eviction();
+        }
+        if let Err(e) = self.unlock_words(locked) {
+            error = error.or(Some((e, first as u32)));
+        }
+        clocks.unlock_exclusive();
+        if let Some(r) = race {
+            self.emit(r);
+        }
+        match (error, race) {
+            (Some((k, d)), _) => self.error_outcome(&cur, k, epoch, d),
+            (None, Some(r)) => Outcome::Race(r),
+            (None, None) => Outcome::Clean,
+        }
+    }
+
+    /// Adds a release head, dropping the heads it makes redundant: a head
+    /// `h` goes when the new one's snapshot contains `h`'s (same thread and
+    /// a later token, or `h` acquired by this very operation) and every
+    /// acquirer morally strong with `h` is morally strong with it (same
+    /// device, scope at least `h`'s).
+    fn add_head(
+        &self,
+        st: &mut WordState,
+        acquired: &mut [bool; RECORD_RELEASE_SLOTS + 1],
+        n: ReleaseHead,
+    ) {
+        let mut k = 0;
+        while k < st.release_len {
+            let h = st.releases[k];
+            let contains = (h.tid == n.tid && n.token >= h.token) || acquired[k];
+            if contains && self.device(h.tid) == self.device(n.tid) && n.scope >= h.scope {
+                st.remove_release(k);
+                let mut j = k;
+                while j + 1 < acquired.len() {
+                    acquired[j] = acquired[j + 1];
+                    j += 1;
+                }
+                continue;
+            }
+            if h.tid == n.tid && h.token >= n.token && h.scope >= n.scope {
+                return; // already covered
+            }
+            k += 1;
+        }
+        if st.release_len < st.releases.len() {
+            st.releases[st.release_len] = n;
+            acquired[st.release_len] = false;
+            st.release_len += 1;
+        } else {
+            // Full even with one spare slot: drop the oldest (reported by
+            // unlock_word as ReleaseSlotsExhausted since len stays over).
+            st.remove_release(0);
+            st.releases[st.release_len] = n;
+            st.release_len += 1;
+        }
+    }
+
+    /// A memory fence (`fence.<ordering>.<scope>`) by thread `tid`. An
+    /// acquire fence joins what earlier relaxed reads saw released; a
+    /// release fence publishes the clock so later atomic writes carry it.
+    pub fn fence(&self, tid: u32, ordering: Ordering, scope: Scope) {
+        if scope == Scope::Block || ordering == Ordering::Relaxed {
+            return;
+        }
+        let clocks = self.clocks(tid);
+        clocks.lock_exclusive();
+        if ordering.acquires() {
+            clocks.acquire_pending(PendingLevel::Device);
+            if scope == Scope::System {
+                clocks.acquire_pending(PendingLevel::System);
+            }
+        }
+        if ordering.releases() {
+            let token = clocks.publish();
+            let (_, system) = clocks.fence_tokens();
+            clocks.set_fence_tokens(
+                token,
+                if scope == Scope::System {
+                    token
+                } else {
+                    system
+                },
+            );
+        }
+        clocks.unlock_exclusive();
+    }
+
+    /// CTA entry of kernel `kernel_id` (counted from 1 per stream) on
+    /// thread `tid`: joins the exit clocks of the stream's previous kernel
+    /// from `ring` (3 slots of `num_threads` u32) and forgets fence state.
+    pub fn kernel_entry(&self, tid: u32, ring: &[U32Of<M>], kernel_id: u32) {
+        let clocks = self.clocks(tid);
+        let n = self.cfg.num_threads as usize;
+        clocks.lock_exclusive();
+        clocks.reset_fence_state();
+        if kernel_id > 0 {
+            let slot = ((kernel_id - 1) % crate::abi::STREAM_RING_SLOTS) as usize;
+            for j in 0..n {
+                if j as u32 != tid {
+                    clocks.join_entry(j as u32, ring[slot * n + j].load(MemOrder::Relaxed));
+                }
+            }
+        }
+        clocks.unlock_exclusive();
+    }
+
+    /// CTA exit of kernel `kernel_id` on thread `tid`: publishes the clock
+    /// into the ring slot of this kernel (`red.max` per entry); the next
+    /// access starts a new epoch.
+    pub fn kernel_exit(&self, tid: u32, ring: &[U32Of<M>], kernel_id: u32) {
+        let clocks = self.clocks(tid);
+        let n = self.cfg.num_threads as usize;
+        let slot = (kernel_id % crate::abi::STREAM_RING_SLOTS) as usize;
+        clocks.lock_exclusive();
+        for j in 0..n {
+            ring[slot * n + j].fetch_max(clocks.get(j as u32), MemOrder::Relaxed);
+        }
+        clocks.mark_published();
+        clocks.unlock_exclusive();
+    }
+}

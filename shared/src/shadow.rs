@@ -1,0 +1,591 @@
+//! Shadow cells: the compact 8-byte encoding of a word's access history,
+//! its inflated pool record, and the decoded [`WordState`] both turn into.
+//!
+//! # Compact cell (one `u64` per 4-byte word, updated with one 64-bit CAS)
+//!
+//! | bits    | field | meaning                                                   |
+//! |---------|-------|-----------------------------------------------------------|
+//! | 0..4    | WM    | bytes of the word the write clock covers (0: no write)    |
+//! | 4..8    | RM    | bytes of the word the read clock covers (0: no read)      |
+//! | 8..10   | WK    | write kind: 0 plain, 1 atomic.cta, 2 atomic.gpu, 3 .sys   |
+//! | 10..12  | RK    | read kind, same encoding                                  |
+//! | 12..23  | WT    | writer's sanitizer thread id (11 bits)                    |
+//! | 23..38  | WE    | writer's epoch (15 bits)                                  |
+//! | 38..49  | RT    | reader's thread id (11 bits)                              |
+//! | 49..64  | RE    | reader's epoch (15 bits)                                  |
+//!
+//! With WM = RM = 0 the cell is not compact: all zero is the empty word;
+//! bit 63 set means *inflated*, with the pool index in bits 12..44; bit 62
+//! set means *locked* by an atomic in flight (the holder keeps the old value
+//! and stores the new one to unlock). A word stays compact while it has at
+//! most one write clock and one read clock (atomic or plain, any byte
+//! masks), no release heads, thread ids below 2^11 and epochs below 2^15;
+//! anything else inflates into an [`InflatedRecord`] (128 bytes: 8 access
+//! clocks with 32-bit epochs, 4 release heads, the last atomic writer).
+
+use core::sync::atomic::Ordering as MemOrder;
+
+use crate::abi::{
+    InflatedRecord, PoolHeader, ScalarClock, RECORD_ACCESS_SLOTS, RECORD_RELEASE_SLOTS,
+};
+use crate::atomic::{AtomicFamily, AtomicU32Ops};
+use crate::memory_model::Scope;
+
+/// Thread-id bits of a compact clock.
+pub const COMPACT_TID_BITS: u32 = 11;
+/// Epoch bits of a compact clock.
+pub const COMPACT_EPOCH_BITS: u32 = 15;
+
+const WM_SHIFT: u32 = 0;
+const RM_SHIFT: u32 = 4;
+const WK_SHIFT: u32 = 8;
+const RK_SHIFT: u32 = 10;
+const WT_SHIFT: u32 = 12;
+const WE_SHIFT: u32 = WT_SHIFT + COMPACT_TID_BITS;
+const RT_SHIFT: u32 = WE_SHIFT + COMPACT_EPOCH_BITS;
+const RE_SHIFT: u32 = RT_SHIFT + COMPACT_TID_BITS;
+const _: () = assert!(
+    RE_SHIFT + COMPACT_EPOCH_BITS == 64,
+    "the compact cell is exactly 64 bits"
+);
+const INFLATED_BIT: u64 = 1 << 63;
+const LOCKED_BIT: u64 = 1 << 62;
+const INDEX_SHIFT: u32 = 12;
+
+/// One compact shadow cell (see the module docs for the bit layout).
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct ShadowCell(pub u64);
+const _: () = assert!(core::mem::size_of::<ShadowCell>() == 8);
+
+/// What a cell's raw value says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CellView {
+    /// A compact state (possibly empty).
+    Compact,
+    /// Inflated: the state lives in pool record `index`.
+    Inflated(u32),
+    /// Held by an atomic in flight.
+    Locked,
+}
+
+impl ShadowCell {
+    /// The empty word.
+    pub const EMPTY: ShadowCell = ShadowCell(0);
+    /// The locked marker.
+    pub const LOCKED: ShadowCell = ShadowCell(LOCKED_BIT);
+
+    /// A cell pointing at pool record `index`.
+    #[inline(always)]
+    pub const fn inflated(index: u32) -> ShadowCell {
+        ShadowCell(INFLATED_BIT | (index as u64) << INDEX_SHIFT)
+    }
+
+    /// Classifies the raw value.
+    #[inline(always)]
+    pub const fn view(self) -> CellView {
+        if self.0 & 0xff != 0 || self.0 == 0 {
+            CellView::Compact
+        } else if self.0 & INFLATED_BIT != 0 {
+            CellView::Inflated(((self.0 >> INDEX_SHIFT) & 0xffff_ffff) as u32)
+        } else {
+            CellView::Locked
+        }
+    }
+}
+
+/// Kind bits of a compact clock: 0 plain, 1 + scope for atomics.
+#[inline(always)]
+const fn kind_bits(atomic: bool, scope: Scope) -> u64 {
+    if atomic {
+        1 + scope as u64
+    } else {
+        0
+    }
+}
+
+#[inline(always)]
+const fn scope_from(v: u8) -> Scope {
+    match v {
+        0 => Scope::Block,
+        1 => Scope::Device,
+        _ => Scope::System,
+    }
+}
+
+/// One access clock: who accessed which bytes of the word, when, how.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AccessClock {
+    /// Sanitizer thread.
+    pub tid: u32,
+    /// Epoch of the thread at the access.
+    pub epoch: u32,
+    /// Bytes of the word (bit i = byte i).
+    pub mask: u8,
+    /// The access wrote.
+    pub write: bool,
+    /// The access was atomic.
+    pub atomic: bool,
+    /// Scope of the atomic (Block for plain accesses).
+    pub scope: Scope,
+}
+
+impl AccessClock {
+    const NONE: AccessClock = AccessClock {
+        tid: 0,
+        epoch: 0,
+        mask: 0,
+        write: false,
+        atomic: false,
+        scope: Scope::Block,
+    };
+
+    /// Same access apart from the byte mask.
+    #[inline(always)]
+    pub fn same_access(&self, o: &AccessClock) -> bool {
+        self.tid == o.tid
+            && self.epoch == o.epoch
+            && self.write == o.write
+            && self.atomic == o.atomic
+            && self.scope == o.scope
+    }
+
+    fn to_scalar(self) -> ScalarClock {
+        let mut flags = ScalarClock::VALID | self.mask << ScalarClock::MASK_SHIFT;
+        if self.write {
+            flags |= ScalarClock::WRITE;
+        }
+        if self.atomic {
+            flags |= ScalarClock::ATOMIC;
+        }
+        ScalarClock {
+            epoch: self.epoch,
+            tid: self.tid as u16,
+            scope: self.scope as u8,
+            flags,
+        }
+    }
+
+    fn from_scalar(s: ScalarClock) -> AccessClock {
+        AccessClock {
+            tid: s.tid as u32,
+            epoch: s.epoch,
+            mask: s.flags >> ScalarClock::MASK_SHIFT,
+            write: s.flags & ScalarClock::WRITE != 0,
+            atomic: s.flags & ScalarClock::ATOMIC != 0,
+            scope: scope_from(s.scope),
+        }
+    }
+}
+
+/// A release head: a release (or a release fence followed by an atomic
+/// write) whose release sequence the word's current value continues.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReleaseHead {
+    /// Releasing thread.
+    pub tid: u32,
+    /// Scope of the release (of the fence, for a fence pattern).
+    pub scope: Scope,
+    /// Clock-buffer token of the releaser's snapshot.
+    pub token: u32,
+}
+
+impl ReleaseHead {
+    const NONE: ReleaseHead = ReleaseHead {
+        tid: 0,
+        scope: Scope::Block,
+        token: 0,
+    };
+}
+
+/// The last atomic write of a word (release sequences continue only
+/// through read-modify-writes morally strong with it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LastAtomicWrite {
+    /// Writer.
+    pub tid: u32,
+    /// Its scope.
+    pub scope: Scope,
+}
+
+/// The decoded state of one word, compact or inflated alike. One more
+/// access slot than a record keeps, so an update can overflow by one before
+/// eviction picks a victim.
+#[derive(Clone, Copy, Debug)]
+pub struct WordState {
+    /// Access clocks, oldest first.
+    pub accesses: [AccessClock; RECORD_ACCESS_SLOTS + 1],
+    /// Used entries of `accesses`.
+    pub len: usize,
+    /// Release heads.
+    pub releases: [ReleaseHead; RECORD_RELEASE_SLOTS + 1],
+    /// Used entries of `releases`.
+    pub release_len: usize,
+    /// The last write if it was atomic (None after a plain write or none).
+    pub last_atomic_write: Option<LastAtomicWrite>,
+    /// An access clock of this word was evicted at some point.
+    pub lossy: bool,
+}
+
+impl WordState {
+    /// The empty word.
+    pub const EMPTY: WordState = WordState {
+        accesses: [AccessClock::NONE; RECORD_ACCESS_SLOTS + 1],
+        len: 0,
+        releases: [ReleaseHead::NONE; RECORD_RELEASE_SLOTS + 1],
+        release_len: 0,
+        last_atomic_write: None,
+        lossy: false,
+    };
+
+    /// Appends an access clock (caller keeps `len` within bounds).
+    #[inline]
+    pub fn push(&mut self, a: AccessClock) {
+        self.accesses[self.len] = a;
+        self.len += 1;
+    }
+
+    /// Removes access clock `i`, keeping the order.
+    #[inline]
+    pub fn remove(&mut self, i: usize) {
+        let mut k = i;
+        while k + 1 < self.len {
+            self.accesses[k] = self.accesses[k + 1];
+            k += 1;
+        }
+        self.len -= 1;
+    }
+
+    /// Removes release head `i`, keeping the order.
+    #[inline]
+    pub fn remove_release(&mut self, i: usize) {
+        let mut k = i;
+        while k + 1 < self.release_len {
+            self.releases[k] = self.releases[k + 1];
+            k += 1;
+        }
+        self.release_len -= 1;
+    }
+
+    /// Decodes a compact cell (caller checked [`CellView::Compact`]).
+    pub fn from_compact(c: ShadowCell) -> WordState {
+        let mut s = WordState::EMPTY;
+        let v = c.0;
+        let field = |shift: u32, bits: u32| ((v >> shift) & ((1u64 << bits) - 1)) as u32;
+        let wm = field(WM_SHIFT, 4) as u8;
+        let rm = field(RM_SHIFT, 4) as u8;
+        if wm != 0 {
+            let k = field(WK_SHIFT, 2);
+            s.push(AccessClock {
+                tid: field(WT_SHIFT, COMPACT_TID_BITS),
+                epoch: field(WE_SHIFT, COMPACT_EPOCH_BITS),
+                mask: wm,
+                write: true,
+                atomic: k != 0,
+                scope: scope_from(k.saturating_sub(1) as u8),
+            });
+        }
+        if rm != 0 {
+            let k = field(RK_SHIFT, 2);
+            s.push(AccessClock {
+                tid: field(RT_SHIFT, COMPACT_TID_BITS),
+                epoch: field(RE_SHIFT, COMPACT_EPOCH_BITS),
+                mask: rm,
+                write: false,
+                atomic: k != 0,
+                scope: scope_from(k.saturating_sub(1) as u8),
+            });
+        }
+        s
+    }
+
+    /// Encodes the state compactly if it fits (see the module docs).
+    pub fn to_compact(&self) -> Option<ShadowCell> {
+        if self.release_len != 0 || self.lossy {
+            return None;
+        }
+        let fits =
+            |a: &AccessClock| a.tid < 1 << COMPACT_TID_BITS && a.epoch < 1 << COMPACT_EPOCH_BITS;
+        let mut v = 0u64;
+        let (mut have_w, mut have_r) = (false, false);
+        for a in &self.accesses[..self.len] {
+            if !fits(a) {
+                return None;
+            }
+            let k = kind_bits(a.atomic, a.scope);
+            if a.write {
+                if have_w {
+                    return None;
+                }
+                have_w = true;
+                v |= (a.mask as u64) << WM_SHIFT
+                    | k << WK_SHIFT
+                    | (a.tid as u64) << WT_SHIFT
+                    | (a.epoch as u64) << WE_SHIFT;
+            } else {
+                if have_r {
+                    return None;
+                }
+                have_r = true;
+                v |= (a.mask as u64) << RM_SHIFT
+                    | k << RK_SHIFT
+                    | (a.tid as u64) << RT_SHIFT
+                    | (a.epoch as u64) << RE_SHIFT;
+            }
+        }
+        Some(ShadowCell(v))
+    }
+
+    /// Decodes an inflated record held in `words` (its lock held by the caller).
+    pub fn from_record<F: AtomicFamily>(words: &[F::U32]) -> WordState {
+        let mut s = WordState::EMPTY;
+        let w = |i: usize| words[i].load(MemOrder::Relaxed);
+        s.lossy = w(InflatedRecord::META_WORD) & 1 != 0;
+        let lw = w(InflatedRecord::LAST_WRITE_WORD);
+        if lw & (1 << 31) != 0 {
+            s.last_atomic_write = Some(LastAtomicWrite {
+                tid: lw & 0xffff,
+                scope: scope_from((lw >> 16) as u8 & 3),
+            });
+        }
+        for i in 0..RECORD_ACCESS_SLOTS {
+            let sc = read_scalar::<F>(words, InflatedRecord::ACCESS_WORD + 2 * i);
+            if sc.flags & ScalarClock::VALID != 0 {
+                s.push(AccessClock::from_scalar(sc));
+            }
+        }
+        for i in 0..RECORD_RELEASE_SLOTS {
+            let sc = read_scalar::<F>(words, InflatedRecord::RELEASE_WORD + 2 * i);
+            if sc.flags & ScalarClock::VALID != 0 {
+                s.releases[s.release_len] = ReleaseHead {
+                    tid: sc.tid as u32,
+                    scope: scope_from(sc.scope),
+                    token: sc.epoch,
+                };
+                s.release_len += 1;
+            }
+        }
+        s
+    }
+
+    /// Writes the state into record `words` (lock held, or record private).
+    /// The caller has trimmed `len` and `release_len` to the record's slots.
+    pub fn to_record<F: AtomicFamily>(&self, words: &[F::U32]) {
+        let meta = words[InflatedRecord::META_WORD].load(MemOrder::Relaxed);
+        words[InflatedRecord::META_WORD].store((meta & !1) | self.lossy as u32, MemOrder::Relaxed);
+        let lw = match self.last_atomic_write {
+            Some(l) => 1 << 31 | (l.scope as u32) << 16 | (l.tid & 0xffff),
+            None => 0,
+        };
+        words[InflatedRecord::LAST_WRITE_WORD].store(lw, MemOrder::Relaxed);
+        for i in 0..RECORD_ACCESS_SLOTS {
+            let sc = if i < self.len {
+                self.accesses[i].to_scalar()
+            } else {
+                ScalarClock::default()
+            };
+            write_scalar::<F>(words, InflatedRecord::ACCESS_WORD + 2 * i, sc);
+        }
+        for i in 0..RECORD_RELEASE_SLOTS {
+            let sc = if i < self.release_len {
+                let h = self.releases[i];
+                ScalarClock {
+                    epoch: h.token,
+                    tid: h.tid as u16,
+                    scope: h.scope as u8,
+                    flags: ScalarClock::VALID | ScalarClock::RELEASE,
+                }
+            } else {
+                ScalarClock::default()
+            };
+            write_scalar::<F>(words, InflatedRecord::RELEASE_WORD + 2 * i, sc);
+        }
+    }
+}
+
+#[inline(always)]
+fn read_scalar<F: AtomicFamily>(words: &[F::U32], at: usize) -> ScalarClock {
+    let w0 = words[at].load(MemOrder::Relaxed);
+    let w1 = words[at + 1].load(MemOrder::Relaxed);
+    // Little-endian field order of ScalarClock: tid (2 bytes), scope, flags.
+    ScalarClock {
+        epoch: w0,
+        tid: w1 as u16,
+        scope: (w1 >> 16) as u8,
+        flags: (w1 >> 24) as u8,
+    }
+}
+
+#[inline(always)]
+fn write_scalar<F: AtomicFamily>(words: &[F::U32], at: usize, s: ScalarClock) {
+    words[at].store(s.epoch, MemOrder::Relaxed);
+    words[at + 1].store(
+        s.tid as u32 | (s.scope as u32) << 16 | (s.flags as u32) << 24,
+        MemOrder::Relaxed,
+    );
+}
+
+/// The inflated-record pool: a [`PoolHeader`] and records, bump-allocated.
+pub struct Pool<'a, F: AtomicFamily> {
+    words: &'a [F::U32],
+}
+
+impl<'a, F: AtomicFamily> Pool<'a, F> {
+    /// A view of the pool in `words`.
+    #[inline]
+    pub fn new(words: &'a [F::U32]) -> Self {
+        Pool { words }
+    }
+
+    /// Records that fit in the memory and the header's capacity.
+    #[inline]
+    pub fn capacity(&self) -> u32 {
+        let by_len =
+            (self.words.len().saturating_sub(PoolHeader::WORDS) / InflatedRecord::WORDS) as u32;
+        if self.words.len() < PoolHeader::WORDS {
+            return 0;
+        }
+        by_len.min(self.words[1].load(MemOrder::Relaxed))
+    }
+
+    /// Claims a fresh record (zeroed), or `None` when the pool is full.
+    pub fn allocate(&self) -> Option<u32> {
+        if self.words.len() < PoolHeader::WORDS {
+            return None;
+        }
+        let i = self.words[0].fetch_add(1, MemOrder::Relaxed);
+        if i >= self.capacity() {
+            return None;
+        }
+        for w in self.record(i) {
+            w.store(0, MemOrder::Relaxed);
+        }
+        Some(i)
+    }
+
+    /// The words of record `i`.
+    #[inline(always)]
+    pub fn record(&self, i: u32) -> &'a [F::U32] {
+        let at = PoolHeader::WORDS + i as usize * InflatedRecord::WORDS;
+        &self.words[at..at + InflatedRecord::WORDS]
+    }
+
+    /// Counts evicted access clocks.
+    #[inline]
+    pub fn note_eviction(&self) {
+        if self.words.len() >= PoolHeader::WORDS {
+            self.words[2].fetch_add(1, MemOrder::Relaxed);
+        }
+    }
+
+    /// Counts records lost to an inflation race.
+    #[inline]
+    pub fn note_wasted(&self) {
+        if self.words.len() >= PoolHeader::WORDS {
+            self.words[3].fetch_add(1, MemOrder::Relaxed);
+        }
+    }
+
+    /// Evictions so far.
+    pub fn evictions(&self) -> u32 {
+        self.words.get(2).map_or(0, |w| w.load(MemOrder::Relaxed))
+    }
+
+    /// Records wasted so far.
+    pub fn wasted(&self) -> u32 {
+        self.words.get(3).map_or(0, |w| w.load(MemOrder::Relaxed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compact_round_trip() {
+        let mut s = WordState::EMPTY;
+        s.push(AccessClock {
+            tid: 2047,
+            epoch: 32767,
+            mask: 0b1111,
+            write: true,
+            atomic: true,
+            scope: Scope::System,
+        });
+        s.push(AccessClock {
+            tid: 5,
+            epoch: 9,
+            mask: 0b0010,
+            write: false,
+            atomic: false,
+            scope: Scope::Block,
+        });
+        let c = s.to_compact().unwrap();
+        assert_eq!(c.view(), CellView::Compact);
+        let d = WordState::from_compact(c);
+        assert_eq!(&d.accesses[..2], &s.accesses[..2]);
+        assert_eq!(d.len, 2);
+    }
+
+    #[test]
+    fn what_does_not_fit_inflates() {
+        let mut s = WordState::EMPTY;
+        s.push(AccessClock {
+            tid: 2048,
+            epoch: 1,
+            mask: 1,
+            write: true,
+            atomic: false,
+            scope: Scope::Block,
+        });
+        assert!(s.to_compact().is_none());
+        let mut s = WordState::EMPTY;
+        s.push(AccessClock {
+            tid: 1,
+            epoch: 1 << 15,
+            mask: 1,
+            write: false,
+            atomic: false,
+            scope: Scope::Block,
+        });
+        assert!(s.to_compact().is_none());
+        let mut s = WordState::EMPTY;
+        s.push(AccessClock {
+            tid: 1,
+            epoch: 1,
+            mask: 1,
+            write: false,
+            atomic: false,
+            scope: Scope::Block,
+        });
+        s.push(AccessClock {
+            tid: 2,
+            epoch: 1,
+            mask: 1,
+            write: false,
+            atomic: false,
+            scope: Scope::Block,
+        });
+        assert!(s.to_compact().is_none());
+        let mut s = WordState::EMPTY;
+        s.releases[0] = ReleaseHead {
+            tid: 1,
+            scope: Scope::Device,
+            token: 1,
+        };
+        s.release_len = 1;
+        assert!(s.to_compact().is_none());
+    }
+
+    #[test]
+    fn special_cells() {
+        assert_eq!(ShadowCell::EMPTY.view(), CellView::Compact);
+        assert_eq!(ShadowCell::LOCKED.view(), CellView::Locked);
+        assert_eq!(ShadowCell::inflated(0).view(), CellView::Inflated(0));
+        assert_eq!(
+            ShadowCell::inflated(u32::MAX).view(),
+            CellView::Inflated(u32::MAX)
+        );
+        assert_eq!(WordState::EMPTY.to_compact(), Some(ShadowCell::EMPTY));
+    }
+}

@@ -1,0 +1,508 @@
+//! Test support: a reference oracle (exact happens-before, full vector
+//! clocks, unbounded per-byte history) and a harness that runs the same
+//! program through the engine over plain host memory.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicU32, AtomicU64};
+
+use vigil_shared::abi::{
+    thread_state_words, AccessSite, InflatedRecord, PoolHeader, RaceReport, ReportBufferHeader,
+};
+use vigil_shared::atomic::CoreAtomics;
+use vigil_shared::engine::{AtomicOp, AtomicOpKind, Engine, EngineConfig, Outcome, SliceMemory};
+use vigil_shared::shadow::Pool;
+use vigil_shared::{Ordering, Scope};
+
+/// One step of a test program.
+#[derive(Clone, Debug)]
+pub enum Op {
+    /// A plain access.
+    Plain {
+        tid: u32,
+        addr: u64,
+        size: u32,
+        write: bool,
+    },
+    /// An atomic; `succeeds` says whether a compare-exchange succeeds.
+    Atomic {
+        tid: u32,
+        addr: u64,
+        size: u32,
+        kind: AtomicOpKind,
+        ord: Ordering,
+        fail: Ordering,
+        scope: Scope,
+        succeeds: bool,
+    },
+    /// A fence.
+    Fence {
+        tid: u32,
+        ord: Ordering,
+        scope: Scope,
+    },
+    /// A grid-wide kernel boundary on the one stream.
+    Kernel,
+}
+
+/// A program: its thread layout and steps.
+#[derive(Clone, Debug)]
+pub struct Program {
+    pub num_sms: u32,
+    pub num_devices: u32,
+    pub ops: Vec<Op>,
+}
+
+impl Program {
+    pub fn threads(&self) -> u32 {
+        self.num_sms * self.num_devices
+    }
+}
+
+pub fn plain(tid: u32, addr: u64, size: u32, write: bool) -> Op {
+    Op::Plain {
+        tid,
+        addr,
+        size,
+        write,
+    }
+}
+pub fn load(tid: u32, addr: u64, ord: Ordering, scope: Scope) -> Op {
+    Op::Atomic {
+        tid,
+        addr,
+        size: 4,
+        kind: AtomicOpKind::Load,
+        ord,
+        fail: ord,
+        scope,
+        succeeds: false,
+    }
+}
+pub fn store(tid: u32, addr: u64, ord: Ordering, scope: Scope) -> Op {
+    Op::Atomic {
+        tid,
+        addr,
+        size: 4,
+        kind: AtomicOpKind::Store,
+        ord,
+        fail: ord,
+        scope,
+        succeeds: true,
+    }
+}
+pub fn rmw(tid: u32, addr: u64, ord: Ordering, scope: Scope) -> Op {
+    Op::Atomic {
+        tid,
+        addr,
+        size: 4,
+        kind: AtomicOpKind::Rmw,
+        ord,
+        fail: ord,
+        scope,
+        succeeds: true,
+    }
+}
+pub fn cas(tid: u32, addr: u64, ord: Ordering, fail: Ordering, scope: Scope, succeeds: bool) -> Op {
+    Op::Atomic {
+        tid,
+        addr,
+        size: 4,
+        kind: AtomicOpKind::CompareExchange,
+        ord,
+        fail,
+        scope,
+        succeeds,
+    }
+}
+pub fn fence(tid: u32, ord: Ordering, scope: Scope) -> Op {
+    Op::Fence { tid, ord, scope }
+}
+
+// ----- the oracle -----------------------------------------------------------
+
+#[derive(Clone, Debug)]
+struct Acc {
+    tid: u32,
+    epoch: u32,
+    write: bool,
+    atomic: bool,
+    scope: Scope,
+}
+
+#[derive(Clone, Debug, Default)]
+struct WordSync {
+    /// Release heads: releasing thread, scope, its clock at the release.
+    heads: Vec<(u32, Scope, Vec<u32>)>,
+    /// The last write, if atomic: thread and scope.
+    last_atomic: Option<(u32, Scope)>,
+}
+
+/// Exact happens-before detector: every access ever made to every byte is
+/// kept, every release keeps a full copy of the releaser's clock.
+pub struct Oracle {
+    sms: u32,
+    n: usize,
+    vc: Vec<Vec<u32>>,
+    history: Vec<Vec<Acc>>,
+    sync: Vec<WordSync>,
+    /// Per thread, per scope (block, device, system): the clock at the last
+    /// release fence of at least that scope.
+    fence_clock: Vec<[Option<Vec<u32>>; 3]>,
+    /// Per thread: releases its atomic reads observed (for acquire fences).
+    observed: Vec<Vec<(u32, Vec<u32>)>>,
+}
+
+fn join(dst: &mut [u32], src: &[u32]) {
+    for (d, s) in dst.iter_mut().zip(src) {
+        *d = (*d).max(*s);
+    }
+}
+
+impl Oracle {
+    pub fn new(sms: u32, devices: u32, bytes: usize) -> Self {
+        let n = (sms * devices) as usize;
+        let vc = (0..n)
+            .map(|t| (0..n).map(|j| if j == t { 1 } else { 0 }).collect())
+            .collect();
+        Oracle {
+            sms,
+            n,
+            vc,
+            history: vec![Vec::new(); bytes],
+            sync: vec![WordSync::default(); bytes / 4],
+            fence_clock: vec![[None, None, None]; n],
+            observed: vec![Vec::new(); n],
+        }
+    }
+
+    fn includes(&self, scope: Scope, owner: u32, other: u32) -> bool {
+        match scope {
+            Scope::Block => owner == other,
+            Scope::Device => owner / self.sms == other / self.sms,
+            Scope::System => true,
+        }
+    }
+
+    fn morally_strong(&self, a: u32, sa: Scope, b: u32, sb: Scope) -> bool {
+        a == b || (self.includes(sa, a, b) && self.includes(sb, b, a))
+    }
+
+    /// Checks and records an access; returns the threads of every earlier
+    /// access it races with.
+    fn access(
+        &mut self,
+        tid: u32,
+        addr: u64,
+        size: u32,
+        write: bool,
+        atomic: bool,
+        scope: Scope,
+    ) -> Vec<u32> {
+        let mut racing = Vec::new();
+        let epoch = self.vc[tid as usize][tid as usize];
+        for b in addr..addr + size as u64 {
+            for a in &self.history[b as usize] {
+                let ordered = self.vc[tid as usize][a.tid as usize] >= a.epoch;
+                let compatible = a.atomic
+                    && atomic
+                    && self.includes(a.scope, a.tid, tid)
+                    && self.includes(scope, tid, a.tid);
+                if (a.write || write) && !ordered && !compatible {
+                    racing.push(a.tid);
+                }
+            }
+            self.history[b as usize].push(Acc {
+                tid,
+                epoch,
+                write,
+                atomic,
+                scope,
+            });
+        }
+        racing
+    }
+
+    fn bump(&mut self, tid: u32) {
+        self.vc[tid as usize][tid as usize] += 1;
+    }
+
+    /// Runs one step; for accesses returns the racing earlier threads.
+    pub fn step(&mut self, op: &Op) -> Option<Vec<u32>> {
+        match *op {
+            Op::Plain {
+                tid,
+                addr,
+                size,
+                write,
+            } => {
+                let r = self.access(tid, addr, size, write, false, Scope::Block);
+                if write {
+                    for w in addr / 4..=(addr + size as u64 - 1) / 4 {
+                        self.sync[w as usize] = WordSync::default();
+                    }
+                }
+                Some(r)
+            }
+            Op::Atomic {
+                tid,
+                addr,
+                size,
+                kind,
+                ord,
+                fail,
+                scope,
+                succeeds,
+            } => {
+                let (reads, writes, rmw, ord) = match kind {
+                    AtomicOpKind::Load => (true, false, false, ord),
+                    AtomicOpKind::Store => (false, true, false, ord),
+                    AtomicOpKind::Rmw => (true, true, true, ord),
+                    AtomicOpKind::CompareExchange if succeeds => (true, true, true, ord),
+                    AtomicOpKind::CompareExchange => (true, false, false, fail),
+                };
+                let words: Vec<usize> = (addr / 4..=(addr + size as u64 - 1) / 4)
+                    .map(|w| w as usize)
+                    .collect();
+                let chain: Vec<bool> = words
+                    .iter()
+                    .map(|&w| matches!(self.sync[w].last_atomic, Some((t, s)) if self.morally_strong(t, s, tid, scope)))
+                    .collect();
+                if reads {
+                    for (i, &w) in words.iter().enumerate() {
+                        if !chain[i] {
+                            continue;
+                        }
+                        for (ht, hs, snap) in self.sync[w].heads.clone() {
+                            if ht == tid || !self.includes(hs, ht, tid) {
+                                continue;
+                            }
+                            self.observed[tid as usize].push((ht, snap.clone()));
+                            if ord.acquires() && self.includes(scope, tid, ht) {
+                                join(&mut self.vc[tid as usize], &snap);
+                            }
+                        }
+                    }
+                }
+                let r = self.access(tid, addr, size, writes, true, scope);
+                if writes {
+                    let own = ord.releases().then(|| self.vc[tid as usize].clone());
+                    for (i, &w) in words.iter().enumerate() {
+                        if !(rmw && chain[i]) {
+                            self.sync[w].heads.clear();
+                        }
+                        for (level, s) in [Scope::Block, Scope::Device, Scope::System]
+                            .into_iter()
+                            .enumerate()
+                        {
+                            if let Some(c) = &self.fence_clock[tid as usize][level] {
+                                self.sync[w].heads.push((tid, s, c.clone()));
+                            }
+                        }
+                        if let Some(c) = &own {
+                            self.sync[w].heads.push((tid, scope, c.clone()));
+                        }
+                        self.sync[w].last_atomic = Some((tid, scope));
+                    }
+                    if own.is_some() {
+                        self.bump(tid);
+                    }
+                }
+                Some(r)
+            }
+            Op::Fence { tid, ord, scope } => {
+                if ord.acquires() {
+                    for (t, snap) in self.observed[tid as usize].clone() {
+                        if self.includes(scope, tid, t) {
+                            join(&mut self.vc[tid as usize], &snap);
+                        }
+                    }
+                }
+                if ord.releases() {
+                    let c = self.vc[tid as usize].clone();
+                    for level in 0..=scope as usize {
+                        self.fence_clock[tid as usize][level] = Some(c.clone());
+                    }
+                    self.bump(tid);
+                }
+                None
+            }
+            Op::Kernel => {
+                let mut all = vec![0; self.n];
+                for c in &self.vc {
+                    join(&mut all, c);
+                }
+                for t in 0..self.n {
+                    self.vc[t] = all.clone();
+                    self.vc[t][t] += 1;
+                    self.fence_clock[t] = [None, None, None];
+                    self.observed[t].clear();
+                }
+                None
+            }
+        }
+    }
+}
+
+// ----- the engine harness -----------------------------------------------------
+
+pub const CLOCK_BUFFER: u32 = 64;
+
+/// Host memory for the engine: thread states, shadow, pool, reports, one
+/// stream ring.
+pub struct Harness {
+    pub cfg: EngineConfig,
+    ts_words: usize,
+    ts: Vec<AtomicU32>,
+    shadow: Vec<AtomicU64>,
+    pool: Vec<AtomicU32>,
+    reports: Vec<AtomicU32>,
+    ring: Vec<AtomicU32>,
+    kernel: u32,
+}
+
+fn zeroed32(n: usize) -> Vec<AtomicU32> {
+    (0..n).map(|_| AtomicU32::new(0)).collect()
+}
+
+impl Harness {
+    pub fn new(sms: u32, devices: u32, words: usize, pool_records: usize) -> Self {
+        let n = sms * devices;
+        let cfg = EngineConfig {
+            num_sms: sms,
+            num_threads: n,
+            clock_buffer_size: CLOCK_BUFFER,
+            rng_seed: 0x5eed,
+            real_base: 0,
+        };
+        let ts_words = thread_state_words(n, CLOCK_BUFFER);
+        let pool = zeroed32(PoolHeader::WORDS + pool_records * InflatedRecord::WORDS);
+        pool[1].store(pool_records as u32, std::sync::atomic::Ordering::Relaxed);
+        let reports = zeroed32(ReportBufferHeader::WORDS + 64 * RaceReport::WORDS);
+        reports[1].store(64, std::sync::atomic::Ordering::Relaxed);
+        let h = Harness {
+            cfg,
+            ts_words,
+            ts: zeroed32(ts_words * n as usize),
+            shadow: (0..words).map(|_| AtomicU64::new(0)).collect(),
+            pool,
+            reports,
+            ring: zeroed32(3 * n as usize),
+            kernel: 1,
+        };
+        h.with(|e, ring| {
+            for t in 0..n {
+                e.init_thread(t);
+                e.kernel_entry(t, ring, 1);
+            }
+        });
+        h
+    }
+
+    pub fn with<R>(
+        &self,
+        f: impl FnOnce(&Engine<'_, SliceMemory<'_, CoreAtomics>>, &[AtomicU32]) -> R,
+    ) -> R {
+        let mem = SliceMemory::<CoreAtomics> {
+            thread_states: &self.ts,
+            thread_state_words: self.ts_words,
+            shadow: &self.shadow,
+            pool: &self.pool,
+            reports: &self.reports,
+        };
+        let e = Engine::new(&mem, self.cfg);
+        f(&e, &self.ring)
+    }
+
+    pub fn evictions(&self) -> u32 {
+        Pool::<CoreAtomics>::new(&self.pool).evictions()
+    }
+
+    pub fn pool_used(&self) -> u32 {
+        self.pool[0].load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub fn reports(&self) -> &[AtomicU32] {
+        &self.reports
+    }
+
+    /// Runs one step; for accesses returns the engine's outcome.
+    pub fn step(&mut self, op: &Op) -> Option<Outcome> {
+        let site = AccessSite::default();
+        match *op {
+            Op::Plain {
+                tid,
+                addr,
+                size,
+                write,
+            } => Some(self.with(|e, _| e.access(tid, addr, size, write, &site))),
+            Op::Atomic {
+                tid,
+                addr,
+                size,
+                kind,
+                ord,
+                fail,
+                scope,
+                succeeds,
+            } => {
+                let op = AtomicOp {
+                    kind,
+                    ordering: ord,
+                    failure_ordering: fail,
+                    scope,
+                };
+                let wrote = match kind {
+                    AtomicOpKind::Load => false,
+                    AtomicOpKind::CompareExchange => succeeds,
+                    _ => true,
+                };
+                Some(self.with(|e, _| e.atomic(tid, addr, size, op, &site, || wrote)))
+            }
+            Op::Fence { tid, ord, scope } => {
+                self.with(|e, _| e.fence(tid, ord, scope));
+                None
+            }
+            Op::Kernel => {
+                let k = self.kernel;
+                let n = self.cfg.num_threads;
+                self.with(|e, ring| {
+                    for t in 0..n {
+                        e.kernel_exit(t, ring, k);
+                    }
+                    for t in 0..n {
+                        e.kernel_entry(t, ring, k + 1);
+                    }
+                });
+                self.kernel += 1;
+                None
+            }
+        }
+    }
+}
+
+/// Per-access verdicts of both detectors on one program.
+pub struct Comparison {
+    /// For each access: the oracle's racing threads, and the engine's outcome.
+    pub steps: Vec<(Vec<u32>, Outcome)>,
+    pub evictions: u32,
+    pub errors: usize,
+}
+
+pub fn compare(p: &Program, words: usize) -> Comparison {
+    let mut oracle = Oracle::new(p.num_sms, p.num_devices, words * 4);
+    let mut engine = Harness::new(p.num_sms, p.num_devices, words, 4096);
+    let mut steps = Vec::new();
+    for op in &p.ops {
+        let o = oracle.step(op);
+        let e = engine.step(op);
+        if let (Some(o), Some(e)) = (o, e) {
+            steps.push((o, e));
+        }
+    }
+    let errors = steps.iter().filter(|(_, e)| e.is_error()).count();
+    Comparison {
+        steps,
+        evictions: engine.evictions(),
+        errors,
+    }
+}
