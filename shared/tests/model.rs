@@ -96,12 +96,93 @@ fn op(threads: u32) -> impl Strategy<Value = Op> {
     prop_oneof![10 => plain, 8 => atomic, 2 => fence, 1 => Just(Op::Kernel)]
 }
 
+/// A message-passing chain over `hops`: the first thread writes a data
+/// word, each hop releases a flag (release store, release/acq_rel RMW, a
+/// release fence then a relaxed store, or a plain relaxed store), optionally
+/// another thread continues the release sequence with a relaxed RMW or
+/// breaks it with a relaxed store, and the next thread acquires (acquire
+/// load or RMW, relaxed load then acquire fence, failed CAS with acquire
+/// failure ordering, or a relaxed load); the last thread then touches the
+/// data. Every choice of scope and style is random, so the chain is
+/// race-free or not depending on the memory model.
+fn motif(threads: u32) -> impl Strategy<Value = Vec<Op>> {
+    let hop = (0..threads, 0..5u8, 0..5u8, scope(), scope(), scope(), 0..threads, 0..4u8);
+    (0..threads, 0..WORDS as u64, 1..WORDS as u64, prop_oneof![Just(1u32), Just(2), Just(4)], any::<bool>(), prop::collection::vec(hop, 1..4))
+        .prop_map(|(first, data, flag_off, size, last_writes, hops)| {
+            let flag = (data + flag_off) % WORDS as u64 * 4;
+            let data = data * 4;
+            let mut ops = vec![Op::Plain { tid: first, addr: data, size, write: true }];
+            let mut from = first;
+            for (to, rel, acq, s_rel, s_acq, s_mid, mid, middle) in hops {
+                match rel {
+                    0 => ops.push(store(from, flag, Ordering::Release, s_rel)),
+                    1 => ops.push(rmw(from, flag, if s_rel == Scope::Block { Ordering::Release } else { Ordering::AcqRel }, s_rel)),
+                    2 => {
+                        ops.push(fence(from, Ordering::Release, s_rel));
+                        ops.push(store(from, flag, Ordering::Relaxed, s_mid));
+                    }
+                    3 => ops.push(rmw(from, flag, Ordering::Release, s_rel)),
+                    _ => ops.push(store(from, flag, Ordering::Relaxed, s_rel)),
+                }
+                match middle {
+                    0 => ops.push(rmw(mid, flag, Ordering::Relaxed, s_mid)),
+                    1 => ops.push(store(mid, flag, Ordering::Relaxed, s_mid)),
+                    _ => {}
+                }
+                match acq {
+                    0 => ops.push(load(to, flag, Ordering::Acquire, s_acq)),
+                    1 => ops.push(rmw(to, flag, Ordering::Acquire, s_acq)),
+                    2 => {
+                        ops.push(load(to, flag, Ordering::Relaxed, s_acq));
+                        ops.push(fence(to, Ordering::Acquire, s_mid));
+                    }
+                    3 => ops.push(cas(to, flag, Ordering::AcqRel, Ordering::Acquire, s_acq, false)),
+                    _ => ops.push(load(to, flag, Ordering::Relaxed, s_acq)),
+                }
+                from = to;
+            }
+            ops.push(Op::Plain { tid: from, addr: data, size, write: last_writes });
+            ops
+        })
+}
+
+/// Many threads reading one word (plain or atomic, any bytes), then one
+/// writing it: pushes words past the record's capacity.
+fn readers(threads: u32) -> impl Strategy<Value = Vec<Op>> {
+    let read = (0..threads, 0..4u64, prop_oneof![Just(1u32), Just(2), Just(4)], any::<bool>(), scope());
+    (0..WORDS as u64, prop::collection::vec(read, 4..14), 0..threads, any::<bool>()).prop_map(|(word, reads, writer, atomic_write)| {
+        let mut ops: Vec<Op> = reads
+            .into_iter()
+            .map(|(tid, off, size, atomic, scope)| {
+                if atomic {
+                    load(tid, word * 4, Ordering::Relaxed, scope)
+                } else {
+                    let off = (off & !(size as u64 - 1)).min(4 - size as u64);
+                    Op::Plain { tid, addr: word * 4 + off, size, write: false }
+                }
+            })
+            .collect();
+        ops.push(if atomic_write { rmw(writer, word * 4, Ordering::Relaxed, Scope::Device) } else { plain(writer, word * 4, 4, true) });
+        ops
+    })
+}
+
 fn program() -> impl Strategy<Value = Program> {
     (1u32..=3, 1u32..=3).prop_flat_map(|(sms, devices)| {
-        prop::collection::vec(op(sms * devices), 1..40).prop_map(move |ops| Program {
+        let n = sms * devices;
+        let segment = prop_oneof![
+            3 => prop::collection::vec(op(n), 1..12),
+            3 => motif(n),
+            1 => readers(n),
+        ];
+        let segments = prop_oneof![
+            2 => prop::collection::vec(segment.clone(), 1..5),
+            1 => motif(n).prop_map(|m| vec![m]),
+        ];
+        segments.prop_map(move |segments| Program {
             num_sms: sms,
             num_devices: devices,
-            ops,
+            ops: segments.into_iter().flatten().collect(),
         })
     })
 }
@@ -117,6 +198,7 @@ struct Figures {
     over_detected: u32,
     errors: u32,
     racy_programs: u32,
+    accesses: u32,
 }
 
 #[test]
@@ -145,6 +227,7 @@ fn engine_matches_oracle_on_random_programs() {
             if let Outcome::Race(r) = engine {
                 if !o || !oracle.contains(&r.prior_tid) {
                     fp += 1;
+                    f.false_positives += fp;
                     drop(f);
                     prop_assert!(
                         false,
@@ -159,6 +242,7 @@ fn engine_matches_oracle_on_random_programs() {
         }
         f.false_positives += fp;
         f.racy_programs += (races > 0) as u32;
+        f.accesses += c.steps.len() as u32;
         if c.errors > 0 {
             return Ok(());
         }
@@ -180,7 +264,8 @@ fn engine_matches_oracle_on_random_programs() {
     });
     let f = figures.into_inner();
     println!("programs checked: {}", f.programs);
-    println!("programs with races: {}", f.racy_programs);
+    println!("accesses checked: {}", f.accesses);
+    println!("programs with races: {} (race-free: {})", f.racy_programs, f.programs - f.racy_programs);
     println!("false positives: {}", f.false_positives);
     println!("exact matches: {}/{}", f.exact, f.exact_total);
     println!("over-capacity programs: {}", f.over_capacity);

@@ -421,6 +421,11 @@ impl Harness {
         self.pool[0].load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Overwrites word `i` of thread `tid`'s state (tests of error paths).
+    pub fn set_thread_word(&self, tid: u32, i: usize, v: u32) {
+        self.ts[tid as usize * self.ts_words + i].store(v, std::sync::atomic::Ordering::Relaxed);
+    }
+
     pub fn reports(&self) -> &[AtomicU32] {
         &self.reports
     }

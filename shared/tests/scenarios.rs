@@ -1,0 +1,315 @@
+//! Named regression scenarios (the GSan test list and then some), each run
+//! through both the engine and the reference oracle: the verdict of the
+//! last access is asserted for both, and every access must agree.
+
+mod common;
+
+use common::*;
+use vigil_shared::abi::{ReportKind, ThreadStateHeader, COMPACT_SHADOW_BYTES_PER_WORD, INFLATED_SHADOW_BYTES_PER_WORD};
+use vigil_shared::engine::Outcome;
+use vigil_shared::report::{read_report, reports_written};
+use vigil_shared::{Ordering::*, Scope::*};
+
+const DATA: u64 = 0;
+const FLAG: u64 = 8;
+const FLAG2: u64 = 12;
+
+/// Runs `ops` on `sms` x `devices` threads through both detectors, checks
+/// they agree on every access, and returns the last access's outcome.
+fn run(sms: u32, devices: u32, ops: &[Op]) -> Outcome {
+    let p = Program { num_sms: sms, num_devices: devices, ops: ops.to_vec() };
+    let c = compare(&p, 4);
+    for (i, (oracle, engine)) in c.steps.iter().enumerate() {
+        assert_eq!(!oracle.is_empty(), engine.is_race(), "access {i}: oracle {oracle:?}, engine {engine:?}");
+    }
+    c.steps.last().unwrap().1
+}
+
+fn race_kind(o: Outcome) -> Option<ReportKind> {
+    match o {
+        Outcome::Race(r) => r.report_kind(),
+        _ => None,
+    }
+}
+
+// ----- RAW / WAR / WAW across threads ---------------------------------------------
+
+#[test]
+fn raw_across_threads() {
+    let o = run(2, 1, &[plain(0, DATA, 4, true), plain(1, DATA, 4, false)]);
+    assert_eq!(race_kind(o), Some(ReportKind::ReadAfterWrite));
+    let Outcome::Race(r) = o else { unreachable!() };
+    assert_eq!((r.tid, r.prior_tid, r.prior_epoch), (1, 0, 1));
+}
+
+#[test]
+fn war_across_threads() {
+    assert_eq!(race_kind(run(2, 1, &[plain(0, DATA, 4, false), plain(1, DATA, 4, true)])), Some(ReportKind::WriteAfterRead));
+}
+
+#[test]
+fn waw_across_threads() {
+    assert_eq!(race_kind(run(2, 1, &[plain(0, DATA, 4, true), plain(1, DATA, 4, true)])), Some(ReportKind::WriteAfterWrite));
+}
+
+#[test]
+fn same_thread_and_read_read_do_not_race() {
+    assert_eq!(run(2, 1, &[plain(0, DATA, 4, true), plain(0, DATA, 4, false), plain(0, DATA, 4, true)]), Outcome::Clean);
+    assert_eq!(run(2, 1, &[plain(0, DATA, 4, false), plain(1, DATA, 4, false)]), Outcome::Clean);
+}
+
+#[test]
+fn disjoint_bytes_of_one_word_do_not_race() {
+    assert_eq!(run(2, 1, &[plain(0, DATA, 1, true), plain(1, DATA + 1, 1, true), plain(1, DATA + 2, 2, false)]), Outcome::Clean);
+    assert_eq!(race_kind(run(2, 1, &[plain(0, DATA, 2, true), plain(1, DATA + 1, 1, false)])), Some(ReportKind::ReadAfterWrite));
+}
+
+#[test]
+fn kernel_boundary_orders_everything_before() {
+    assert_eq!(run(2, 2, &[plain(0, DATA, 4, true), Op::Kernel, plain(3, DATA, 4, true)]), Outcome::Clean);
+}
+
+// ----- release/acquire pairs in each scope --------------------------------------
+
+fn message_passing(producer: u32, consumer: u32, rel: vigil_shared::Scope, acq: vigil_shared::Scope) -> Vec<Op> {
+    vec![plain(producer, DATA, 4, true), store(producer, FLAG, Release, rel), load(consumer, FLAG, Acquire, acq), plain(consumer, DATA, 4, false)]
+}
+
+#[test]
+fn release_acquire_block_scope_only_orders_one_sm() {
+    // Two SMs: a CTA-scope pair synchronises nothing across them.
+    assert_eq!(race_kind(run(2, 1, &message_passing(0, 1, Block, Block))), Some(ReportKind::ReadAfterWrite));
+}
+
+#[test]
+fn release_acquire_device_scope() {
+    assert_eq!(run(2, 2, &message_passing(0, 1, Device, Device)), Outcome::Clean);
+    // Across devices a device-scope pair does not synchronise.
+    assert!(run(2, 2, &message_passing(0, 2, Device, Device)).is_race());
+}
+
+#[test]
+fn release_acquire_system_scope() {
+    assert_eq!(run(2, 2, &message_passing(0, 3, System, System)), Outcome::Clean);
+    // Both sides must include each other.
+    assert!(run(2, 2, &message_passing(0, 3, System, Device)).is_race());
+    assert_eq!(run(2, 2, &message_passing(0, 1, System, Device)), Outcome::Clean);
+}
+
+#[test]
+fn acq_rel_rmw_pairs() {
+    let ops = [plain(0, DATA, 4, true), rmw(0, FLAG, AcqRel, Device), rmw(1, FLAG, AcqRel, Device), plain(1, DATA, 4, true)];
+    assert_eq!(run(2, 1, &ops), Outcome::Clean);
+}
+
+// ----- relaxed and CTA-scope misuse ---------------------------------------------
+
+#[test]
+fn relaxed_flag_does_not_synchronise() {
+    let ops = [plain(0, DATA, 4, true), store(0, FLAG, Relaxed, Device), load(1, FLAG, Acquire, Device), plain(1, DATA, 4, false)];
+    assert!(run(2, 1, &ops).is_race());
+    let ops = [plain(0, DATA, 4, true), store(0, FLAG, Release, Device), load(1, FLAG, Relaxed, Device), plain(1, DATA, 4, false)];
+    assert!(run(2, 1, &ops).is_race());
+}
+
+#[test]
+fn cta_scope_atomics_race_across_sms() {
+    let o = run(2, 1, &[rmw(0, FLAG, Relaxed, Block), rmw(1, FLAG, Relaxed, Block)]);
+    assert_eq!(race_kind(o), Some(ReportKind::ScopeMismatch));
+}
+
+#[test]
+fn compatible_scope_atomics_do_not_race() {
+    assert_eq!(run(2, 2, &[rmw(0, FLAG, Relaxed, Device), rmw(1, FLAG, Relaxed, Device)]), Outcome::Clean);
+    assert!(run(2, 2, &[rmw(0, FLAG, Relaxed, Device), rmw(2, FLAG, Relaxed, Device)]).is_race());
+    assert_eq!(run(2, 2, &[rmw(0, FLAG, Relaxed, System), rmw(2, FLAG, Relaxed, System)]), Outcome::Clean);
+}
+
+#[test]
+fn atomic_and_plain_mix_races() {
+    assert_eq!(race_kind(run(2, 1, &[rmw(0, FLAG, Relaxed, Device), plain(1, FLAG, 4, false)])), Some(ReportKind::AtomicNonAtomic));
+    // Two concurrent atomic writers, then a plain read ordered after only one.
+    let ops = [store(0, FLAG, Relaxed, Device), store(1, FLAG, Relaxed, Device), plain(1, FLAG, 4, false)];
+    assert_eq!(race_kind(run(2, 1, &ops)), Some(ReportKind::AtomicNonAtomic));
+}
+
+// ----- transitive release chains ------------------------------------------------
+
+#[test]
+fn transitive_release_chain() {
+    let ops = [
+        plain(0, DATA, 4, true),
+        store(0, FLAG, Release, Device),
+        load(1, FLAG, Acquire, Device),
+        store(1, FLAG2, Release, System),
+        load(3, FLAG2, Acquire, System),
+        plain(3, DATA, 4, true),
+    ];
+    assert_eq!(run(2, 2, &ops), Outcome::Clean);
+    // Break the middle link: relaxed load.
+    let mut broken = ops.to_vec();
+    broken[2] = load(1, FLAG, Relaxed, Device);
+    assert!(run(2, 2, &broken).is_race());
+}
+
+// ----- RMW release sequences ----------------------------------------------------
+
+#[test]
+fn rmw_continues_release_sequence() {
+    let ops = [plain(0, DATA, 4, true), store(0, FLAG, Release, Device), rmw(1, FLAG, Relaxed, Device), load(2, FLAG, Acquire, Device), plain(2, DATA, 4, false)];
+    assert_eq!(run(3, 1, &ops), Outcome::Clean);
+}
+
+#[test]
+fn plain_or_relaxed_store_ends_release_sequence() {
+    let ops = [plain(0, DATA, 4, true), store(0, FLAG, Release, Device), store(1, FLAG, Relaxed, Device), load(2, FLAG, Acquire, Device), plain(2, DATA, 4, false)];
+    assert!(run(3, 1, &ops).is_race());
+}
+
+#[test]
+fn mixed_scope_release_sequence_keeps_each_heads_scope() {
+    // Release at device scope on device 0, continued by a system-scope RMW,
+    // acquired at system scope on device 1: the head's scope excludes the
+    // acquirer, so no synchronisation (GSan rejects this case).
+    let ops = [plain(0, DATA, 4, true), store(0, FLAG, Release, Device), rmw(1, FLAG, Relaxed, System), load(2, FLAG, Acquire, System), plain(2, DATA, 4, false)];
+    assert!(run(2, 2, &ops).is_race());
+    // The same with a system-scope release synchronises through the RMW.
+    let mut ok = ops.to_vec();
+    ok[1] = store(0, FLAG, Release, System);
+    assert_eq!(run(2, 2, &ok), Outcome::Clean);
+    // A device-scope acq_rel RMW on device 0 adds its own head: the consumer
+    // on device 0 then synchronises with both releasers.
+    let ops = [
+        plain(0, DATA, 4, true),
+        store(0, FLAG, Release, System),
+        plain(1, DATA + 4, 4, true),
+        rmw(1, FLAG, AcqRel, Device),
+        load(0, FLAG, Acquire, Device),
+        plain(0, DATA + 4, 4, false),
+    ];
+    assert_eq!(run(2, 2, &ops), Outcome::Clean);
+}
+
+#[test]
+fn failed_cas_is_a_read() {
+    // A failed CAS reads: it races with a plain write, as an atomic read.
+    assert_eq!(race_kind(run(2, 1, &[plain(0, FLAG, 4, true), cas(1, FLAG, AcqRel, Relaxed, Device, false)])), Some(ReportKind::AtomicNonAtomic));
+    // ... and does not race with an earlier plain read.
+    assert_eq!(run(2, 1, &[plain(0, FLAG, 4, false), cas(1, FLAG, AcqRel, Relaxed, Device, false)]), Outcome::Clean);
+    // With acquire failure ordering it acquires.
+    let ops = [plain(0, DATA, 4, true), store(0, FLAG, Release, Device), cas(1, FLAG, AcqRel, Acquire, Device, false), plain(1, DATA, 4, true)];
+    assert_eq!(run(2, 1, &ops), Outcome::Clean);
+}
+
+// ----- fences -------------------------------------------------------------------
+
+#[test]
+fn fence_patterns_synchronise() {
+    let ops = [
+        plain(0, DATA, 4, true),
+        fence(0, Release, Device),
+        store(0, FLAG, Relaxed, Device),
+        load(1, FLAG, Relaxed, Device),
+        fence(1, Acquire, Device),
+        plain(1, DATA, 4, false),
+    ];
+    assert_eq!(run(2, 1, &ops), Outcome::Clean);
+    // A CTA-scope fence does not order across SMs.
+    let mut cta = ops.to_vec();
+    cta[4] = fence(1, Acquire, Block);
+    assert!(run(2, 1, &cta).is_race());
+    // Across devices the fence must be system scope.
+    let mut dev = ops.to_vec();
+    dev[3] = load(2, FLAG, Relaxed, System);
+    dev[2] = store(0, FLAG, Relaxed, System);
+    dev[4] = fence(2, SeqCst, Device);
+    dev[5] = plain(2, DATA, 4, false);
+    assert!(run(2, 2, &dev).is_race());
+    dev[1] = fence(0, AcqRel, System);
+    dev[4] = fence(2, SeqCst, System);
+    assert_eq!(run(2, 2, &dev), Outcome::Clean);
+}
+
+// ----- budget, capacity and errors ---------------------------------------------
+
+#[test]
+fn common_states_stay_compact() {
+    assert_eq!(COMPACT_SHADOW_BYTES_PER_WORD, 8);
+    assert_eq!(INFLATED_SHADOW_BYTES_PER_WORD, 136);
+    let mut h = Harness::new(2, 1, 4, 16);
+    // Written by one thread, read since by one other; plain and atomic.
+    for op in [plain(0, DATA, 4, true), Op::Kernel, plain(1, DATA, 4, false), rmw(0, FLAG, Relaxed, Device), load(1, FLAG, Acquire, Device)] {
+        h.step(&op);
+    }
+    assert_eq!(h.pool_used(), 0, "common states must not inflate");
+    // Two concurrent readers inflate.
+    h.step(&plain(0, DATA, 4, false));
+    assert_eq!(h.pool_used(), 1);
+    // A release needs a release head: inflates too.
+    h.step(&store(0, FLAG2, Release, Device));
+    assert_eq!(h.pool_used(), 2);
+}
+
+#[test]
+fn over_capacity_still_catches_the_writer_race() {
+    // Nine unordered readers on one word, then a write by a tenth thread
+    // ordered after none: eviction loses some readers, never the race.
+    let mut ops: Vec<Op> = (0..9).map(|t| plain(t, DATA, 4, false)).collect();
+    ops.push(plain(9, DATA, 4, true));
+    let p = Program { num_sms: 10, num_devices: 1, ops };
+    let c = compare(&p, 4);
+    assert!(c.evictions > 0);
+    assert!(c.steps.last().unwrap().1.is_race());
+}
+
+#[test]
+fn reports_reach_the_buffer_with_prior_thread_and_epoch() {
+    let mut h = Harness::new(2, 1, 4, 16);
+    h.step(&plain(0, DATA, 4, true));
+    h.step(&Op::Kernel);
+    h.step(&store(0, FLAG, Release, Device));
+    h.step(&plain(0, DATA + 4, 4, true)); // epoch 3 after the release
+    h.step(&plain(1, DATA + 4, 2, false));
+    assert_eq!(reports_written::<vigil_shared::atomic::CoreAtomics>(h.reports()), 1);
+    let r = read_report::<vigil_shared::atomic::CoreAtomics>(h.reports(), 0).unwrap();
+    assert_eq!(r.report_kind(), Some(ReportKind::ReadAfterWrite));
+    assert_eq!((r.address, r.size, r.tid, r.prior_tid, r.prior_epoch, r.overlap_mask), (4, 2, 1, 0, 3, 0b0011));
+}
+
+#[test]
+fn epoch_overflow_is_an_error_not_a_verdict() {
+    let mut h = Harness::new(2, 1, 4, 16);
+    // Drive thread 0's epoch to the limit by hand, published.
+    h.set_thread_word(0, ThreadStateHeader::WORDS, vigil_shared::clock::MAX_EPOCH);
+    h.set_thread_word(0, ThreadStateHeader::DIRTY_WORD, ThreadStateHeader::PUBLISHED);
+    match h.step(&plain(0, DATA, 4, true)).unwrap() {
+        Outcome::Error(r) => assert_eq!(r.report_kind(), Some(ReportKind::EpochOverflow)),
+        o => panic!("expected an epoch overflow error, got {o:?}"),
+    }
+}
+
+#[test]
+fn clock_buffer_exhaustion_is_an_error_not_a_verdict() {
+    let mut h = Harness::new(2, 1, 4, 64);
+    h.step(&plain(0, DATA, 4, true));
+    h.step(&store(0, FLAG, Release, Device));
+    // Overwrite every slot of thread 0's clock buffer.
+    for _ in 0..CLOCK_BUFFER {
+        h.step(&plain(0, DATA + 4, 4, true));
+        h.step(&store(0, FLAG2, Release, Device));
+    }
+    match h.step(&load(1, FLAG, Acquire, Device)).unwrap() {
+        Outcome::Error(r) => assert_eq!(r.report_kind(), Some(ReportKind::ClockBufferExhausted)),
+        o => panic!("expected a clock-buffer error, got {o:?}"),
+    }
+}
+
+#[test]
+fn pool_exhaustion_is_an_error_not_a_verdict() {
+    let mut h = Harness::new(3, 1, 4, 0);
+    h.step(&plain(0, DATA, 4, false));
+    match h.step(&plain(1, DATA, 4, false)).unwrap() {
+        Outcome::Error(r) => assert_eq!(r.report_kind(), Some(ReportKind::ShadowPoolExhausted)),
+        o => panic!("expected a pool error, got {o:?}"),
+    }
+}
