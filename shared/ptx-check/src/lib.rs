@@ -1,0 +1,148 @@
+//! A PTX kernel that drives `vigil-shared`'s engine over memory passed in
+//! by pointer: a plain access, an atomic (with the real `atom.add` done
+//! under the cell locks) and a fence. It exists to prove the engine builds
+//! for `nvptx64-nvidia-cuda` and that `ptxas` accepts the result; the host
+//! build of the same function ([`check_hooks`]) is what the GPU runtime's
+//! wrapper will look like.
+#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, stdarch_nvptx))]
+#![warn(missing_docs)]
+
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering as MemOrder};
+
+use vigil_shared::abi::{thread_state_words, AccessSite, GlobalState};
+use vigil_shared::atomic::CoreAtomics;
+use vigil_shared::engine::{AtomicOp, AtomicOpKind, Engine, EngineConfig, Outcome, SliceMemory};
+use vigil_shared::{Ordering, Scope};
+
+/// Raw device memory of the sanitizer, as the runtime hands it to a kernel.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct RawSanitizerMemory {
+    /// The device's constants.
+    pub globals: *const GlobalState,
+    /// All thread states, back to back.
+    pub thread_states: *const AtomicU32,
+    /// Shadow cells of the checked range, word 0 at `globals.reserve_base + 2^39`.
+    pub shadow: *const AtomicU64,
+    /// Shadow cells available.
+    pub shadow_cells: u64,
+    /// Inflated-record pool.
+    pub pool: *const AtomicU32,
+    /// Pool words.
+    pub pool_words: u64,
+    /// Report buffer.
+    pub reports: *const AtomicU32,
+    /// Report buffer words.
+    pub report_words: u64,
+}
+
+/// Runs a plain access, an atomic add on `data` and a fence through the
+/// engine as sanitizer thread `tid`; returns a bit set of outcomes (bit 0:
+/// race, bit 1: error).
+///
+/// # Safety
+/// Every pointer of `mem` must be valid for the length it states (the
+/// thread states for `globals.num_threads` states) for the whole call, and
+/// `data` must point to a live `u32`.
+pub unsafe fn check_hooks(mem: &RawSanitizerMemory, tid: u32, addr: u64, write: bool, data: *const AtomicU32) -> u32 {
+    // SAFETY: the caller guarantees `globals` is valid.
+    let g = unsafe { &*mem.globals };
+    let ts_words = thread_state_words(g.num_threads, g.clock_buffer_size);
+    // SAFETY: the caller guarantees each region is valid for its length,
+    // and atomics may alias freely with other threads' views.
+    let slices = unsafe {
+        (
+            core::slice::from_raw_parts(mem.thread_states, ts_words * g.num_threads as usize),
+            core::slice::from_raw_parts(mem.shadow, mem.shadow_cells as usize),
+            core::slice::from_raw_parts(mem.pool, mem.pool_words as usize),
+            core::slice::from_raw_parts(mem.reports, mem.report_words as usize),
+        )
+    };
+    let memory = SliceMemory::<CoreAtomics> {
+        thread_states: slices.0,
+        thread_state_words: ts_words,
+        shadow: slices.1,
+        pool: slices.2,
+        reports: slices.3,
+    };
+    let engine = Engine::new(&memory, EngineConfig::from_globals(g));
+    let site = AccessSite { line: line!(), ..AccessSite::default() };
+    let mut bits = 0;
+    let mut note = |o: Outcome| {
+        bits |= o.is_race() as u32 | (o.is_error() as u32) << 1;
+    };
+    note(engine.access(tid, addr, 4, write, &site));
+    let op = AtomicOp::new(AtomicOpKind::Rmw, Ordering::AcqRel, Scope::Device);
+    // SAFETY: the caller guarantees `data` is valid.
+    let data = unsafe { &*data };
+    note(engine.atomic(tid, addr + 4, 4, op, &site, || {
+        data.fetch_add(1, MemOrder::Relaxed);
+        true
+    }));
+    engine.fence(tid, Ordering::AcqRel, Scope::System);
+    bits
+}
+
+/// The PTX entry point: one sanitizer thread per block, as `blockIdx.x`.
+///
+/// # Safety
+/// As [`check_hooks`]; `out` must be valid for one `u32` per block.
+#[cfg(target_arch = "nvptx64")]
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn vigil_engine_check(mem: RawSanitizerMemory, addr: u64, write: u32, data: *const AtomicU32, out: *mut u32) {
+    // SAFETY: reading a special register has no preconditions.
+    let block = unsafe { core::arch::nvptx::_block_idx_x() } as u32;
+    // SAFETY: forwarded from this kernel's contract.
+    let bits = unsafe { check_hooks(&mem, block, addr, write != 0, data) };
+    // SAFETY: `out` holds one u32 per block.
+    unsafe { out.add(block as usize).write(bits) };
+}
+
+/// PTX has no unwinding: a panic (a failed bounds check) traps the kernel.
+#[cfg(target_arch = "nvptx64")]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    // SAFETY: `trap` aborts the kernel; it has no other effect.
+    unsafe { core::arch::nvptx::trap() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vigil_shared::abi::{InflatedRecord, PoolHeader, RaceReport, ReportBufferHeader};
+
+    #[test]
+    fn host_build_of_the_kernel_body_detects_a_race() {
+        let (n, cb) = (2u32, 4u32);
+        let g = GlobalState { num_sms: 2, num_devices: 1, num_threads: n, clock_buffer_size: cb, rng_seed: 1, ..GlobalState::default() };
+        let z32 = |k: usize| (0..k).map(|_| AtomicU32::new(0)).collect::<Vec<_>>();
+        let ts = z32(thread_state_words(n, cb) * n as usize);
+        let shadow: Vec<AtomicU64> = (0..8).map(|_| AtomicU64::new(0)).collect();
+        let pool = z32(PoolHeader::WORDS + 4 * InflatedRecord::WORDS);
+        pool[1].store(4, MemOrder::Relaxed);
+        let reports = z32(ReportBufferHeader::WORDS + 4 * RaceReport::WORDS);
+        reports[1].store(4, MemOrder::Relaxed);
+        let mem = RawSanitizerMemory {
+            globals: &g,
+            thread_states: ts.as_ptr(),
+            shadow: shadow.as_ptr(),
+            shadow_cells: shadow.len() as u64,
+            pool: pool.as_ptr(),
+            pool_words: pool.len() as u64,
+            reports: reports.as_ptr(),
+            report_words: reports.len() as u64,
+        };
+        let data = AtomicU32::new(0);
+        let real = vigil_shared::address::real_base(0);
+        let memory = SliceMemory::<CoreAtomics> { thread_states: &ts, thread_state_words: thread_state_words(n, cb), shadow: &shadow, pool: &pool, reports: &reports };
+        let engine = Engine::new(&memory, EngineConfig::from_globals(&g));
+        engine.init_thread(0);
+        engine.init_thread(1);
+        // SAFETY: every pointer above outlives the calls.
+        unsafe {
+            assert_eq!(check_hooks(&mem, 0, real, true, &data), 0);
+            assert_eq!(check_hooks(&mem, 1, real, false, &data), 1, "plain read after an unordered write races");
+        }
+        assert_eq!(data.load(MemOrder::Relaxed), 2);
+    }
+}
