@@ -196,6 +196,65 @@ tuple_args!(
 /// Packs typed arguments for kernel `K` into a new [`ParamBuffer`], checking
 /// each against `K::PARAMS`. Needs no GPU: the CPU backend hands the same
 /// bytes to `K::run_host`.
+///
+/// For a kernel `fn scale(a: f32, n: u64)`:
+///
+/// ```
+/// # use vigil::{pack_args, Kernel, ParamDesc, PtxType};
+/// # use vigil::device::Sanitizer;
+/// # #[allow(non_camel_case_types)]
+/// # struct scale {}
+/// # impl Kernel for scale {
+/// #     const NAME: &'static str = "scale";
+/// #     const PARAMS: &'static [ParamDesc] = &[
+/// #         ParamDesc { name: "a", rust_type: "f32", parts: &[PtxType::F32] },
+/// #         ParamDesc { name: "n", rust_type: "u64", parts: &[PtxType::B64] },
+/// #     ];
+/// #     type Params = (f32, u64);
+/// #     unsafe fn run_host<S: Sanitizer>(_: &[u8]) {}
+/// # }
+/// let buf = pack_args::<scale, _>((2.0, 10u64)).unwrap();
+/// assert_eq!(buf.len(), 16); // f32 at 0, u64 at 8
+/// assert_eq!(buf.read::<u64>(1), Some(10));
+/// ```
+///
+/// A wrong type is a compile error:
+///
+/// ```compile_fail
+/// # use vigil::{pack_args, Kernel, ParamDesc, PtxType};
+/// # use vigil::device::Sanitizer;
+/// # #[allow(non_camel_case_types)]
+/// # struct scale {}
+/// # impl Kernel for scale {
+/// #     const NAME: &'static str = "scale";
+/// #     const PARAMS: &'static [ParamDesc] = &[
+/// #         ParamDesc { name: "a", rust_type: "f32", parts: &[PtxType::F32] },
+/// #         ParamDesc { name: "n", rust_type: "u64", parts: &[PtxType::B64] },
+/// #     ];
+/// #     type Params = (f32, u64);
+/// #     unsafe fn run_host<S: Sanitizer>(_: &[u8]) {}
+/// # }
+/// let buf = pack_args::<scale, _>((2.0, 10u32));
+/// ```
+///
+/// and so is a wrong number of arguments:
+///
+/// ```compile_fail
+/// # use vigil::{pack_args, Kernel, ParamDesc, PtxType};
+/// # use vigil::device::Sanitizer;
+/// # #[allow(non_camel_case_types)]
+/// # struct scale {}
+/// # impl Kernel for scale {
+/// #     const NAME: &'static str = "scale";
+/// #     const PARAMS: &'static [ParamDesc] = &[
+/// #         ParamDesc { name: "a", rust_type: "f32", parts: &[PtxType::F32] },
+/// #         ParamDesc { name: "n", rust_type: "u64", parts: &[PtxType::B64] },
+/// #     ];
+/// #     type Params = (f32, u64);
+/// #     unsafe fn run_host<S: Sanitizer>(_: &[u8]) {}
+/// # }
+/// let buf = pack_args::<scale, _>((2.0,));
+/// ```
 pub fn pack_args<K: Kernel, A: KernelArgs<K::Params>>(args: A) -> Result<ParamBuffer> {
     if K::PARAMS.len() != A::COUNT {
         return Err(Error::ArgumentCount {

@@ -4,6 +4,7 @@
 //! act on without a debugger: which driver call failed and its `CUresult`,
 //! which kernel, which argument (index, name, Rust type), which range.
 
+use crate::ptx::PtxParam;
 use vigil_shared::params::PtxType;
 
 /// `std::result::Result` with [`Error`].
@@ -121,14 +122,14 @@ pub enum Error {
     /// disagree on a scalar type.
     #[error(
         "kernel `{kernel}`: parameter {index} `{name}: {rust_type}` passes {} but PTX parameter \
-         {ptx_index} `{ptx_name}` is declared `{ptx_decl}` (stale or mismatched PTX?)",
-        expected.name()
+         {ptx_index} `{}` is declared `{}` (stale or mismatched PTX?)",
+        expected.name(), ptx.name, ptx.decl
     )]
     SignatureType {
         /// The PTX entry point.
         kernel: String,
-        /// Index of the Rust-level parameter (or of the hidden argument,
-        /// counted after the user parameters).
+        /// Index of the Rust-level parameter (hidden parameters count on
+        /// after the user parameters).
         index: usize,
         /// Its name in the kernel source.
         name: &'static str,
@@ -138,10 +139,8 @@ pub enum Error {
         expected: PtxType,
         /// Index of the PTX `.param`.
         ptx_index: usize,
-        /// Name of the PTX `.param`.
-        ptx_name: String,
-        /// The PTX declaration, e.g. `.u64 .ptr .align 1`.
-        ptx_decl: String,
+        /// The PTX `.param` (name and declaration, e.g. `.u64 .ptr .align 1`).
+        ptx: Box<PtxParam>,
     },
 
     /// The arguments of a launch do not fill the kernel's parameter list.

@@ -62,6 +62,9 @@ pub use stream::Stream;
 /// The kernel-side crate, re-exported so users name one dependency.
 pub use vigil_device as device;
 pub use vigil_device::Kernel;
+/// The parameter ABI shared with the device side (`#[kernel]` emits
+/// `ParamDesc`s; packed scalars are `PtxType`s).
+pub use vigil_shared::params::{ParamCursor, ParamDesc, PtxType};
 
 /// The raw CUDA driver API (cudarc's `driver::sys`), for calls Vigil does
 /// not wrap. Every handle type exposes its raw value (`raw()`).

@@ -557,3 +557,45 @@ impl<T> DeviceSliceMut<'_, T> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_resolve_or_fail_without_panicking() {
+        assert_eq!(resolve_range(.., 10).unwrap(), (0, 10));
+        assert_eq!(resolve_range(2..5, 10).unwrap(), (2, 5));
+        assert_eq!(resolve_range(2..=5, 10).unwrap(), (2, 6));
+        assert_eq!(resolve_range(..=9, 10).unwrap(), (0, 10));
+        assert_eq!(resolve_range(10.., 10).unwrap(), (10, 10));
+        assert_eq!(resolve_range(0..0, 0).unwrap(), (0, 0));
+        let r = (Bound::Excluded(3), Bound::Unbounded);
+        assert_eq!(resolve_range(r, 10).unwrap(), (4, 10));
+        for (s, e) in [(0, 11), (11, 11), (5, 4)] {
+            assert_eq!(
+                resolve_range(s..e, 10).unwrap_err(),
+                Error::OutOfBounds {
+                    start: s,
+                    end: e,
+                    len: 10
+                }
+            );
+        }
+        assert!(resolve_range(..=usize::MAX, 10).is_err());
+        let r = (Bound::Excluded(usize::MAX), Bound::Unbounded);
+        assert!(resolve_range(r, 10).is_err());
+    }
+
+    #[test]
+    fn byte_sizes_overflow_into_errors() {
+        assert_eq!(byte_len::<u64>(3).unwrap(), 24);
+        assert_eq!(
+            byte_len::<u64>(usize::MAX).unwrap_err(),
+            Error::SizeOverflow {
+                count: usize::MAX,
+                elem_size: 8
+            }
+        );
+    }
+}

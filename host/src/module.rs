@@ -206,8 +206,7 @@ pub fn check_signature(
                 rust_type: p.rust_type,
                 expected: t,
                 ptx_index,
-                ptx_name: decl.name.clone(),
-                ptx_decl: decl.decl.clone(),
+                ptx: Box::new(decl.clone()),
             });
         }
     }

@@ -220,3 +220,60 @@ impl KernelParams<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Pushes scalar kind `k` (0..7) carrying `v`, returning its PTX type.
+    fn push_kind(b: &mut ParamBuffer, k: u8, v: u64) -> PtxType {
+        match k {
+            0 => b.push(v as u8),
+            1 => b.push(v as i16),
+            2 => b.push(v as u32),
+            3 => b.push(v),
+            4 => b.push(f32::from_bits(v as u32)),
+            5 => b.push(f64::from_bits(v)),
+            _ => b.push_pointer(v, None),
+        };
+        b.slots().last().map(|s| s.ty).unwrap_or(PtxType::B8)
+    }
+
+    proptest! {
+        #[test]
+        fn any_sequence_packs_at_cursor_offsets(items in proptest::collection::vec((0u8..7, any::<u64>()), 0..40),
+                                                hidden in proptest::collection::vec(any::<u64>(), 0..4)) {
+            let mut b = ParamBuffer::new();
+            let mut c = ParamCursor::new();
+            for (i, &(k, v)) in items.iter().enumerate() {
+                b.begin_arg(i);
+                let ty = push_kind(&mut b, k, v);
+                let slot = b.slots()[i];
+                prop_assert_eq!(slot.offset, c.next(ty));
+                prop_assert_eq!(slot.offset % ty.align(), 0);
+                prop_assert_eq!(slot.origin, SlotOrigin::Arg(i));
+            }
+            for (j, &h) in hidden.iter().enumerate() {
+                let at = b.append_hidden(h);
+                prop_assert_eq!(at, c.next(PtxType::B64));
+                prop_assert_eq!(b.slots().last().unwrap().origin, SlotOrigin::Hidden(j));
+            }
+            prop_assert_eq!(b.len(), c.len());
+            prop_assert_eq!(b.as_bytes().as_ptr() as usize % 8, 0);
+            // Values read back bit-exactly, and the pointer array points at them.
+            let base = b.as_bytes().as_ptr() as usize;
+            let params = b.kernel_params();
+            for (i, s) in b.slots().iter().enumerate() {
+                prop_assert_eq!(params.as_slice()[i] as usize, base + s.offset);
+                let bytes = &b.as_bytes()[s.offset..s.offset + s.ty.size()];
+                let mut full = [0u8; 8];
+                full[..bytes.len()].copy_from_slice(bytes);
+                let got = u64::from_ne_bytes(full);
+                let want = items.get(i).map(|&(_, v)| v).unwrap_or_else(|| hidden[i - items.len()]);
+                let mask = if s.ty.size() == 8 { u64::MAX } else { (1u64 << (8 * s.ty.size())) - 1 };
+                prop_assert_eq!(got, want & mask);
+            }
+        }
+    }
+}

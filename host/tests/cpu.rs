@@ -11,21 +11,8 @@ use vigil::{
 };
 use vigil_shared::params::{ParamCursor, ParamDesc, PtxType};
 
-const AXPY_PTX: &str = include_str!("data/axpy.ptx");
-
-// ---------------------------------------------------------------------------
-// Hand-written kernels (what `#[kernel]` generates) and a fake device view.
-
-const SLICE: &[PtxType] = &[PtxType::Ptr, PtxType::B64];
-const PTR: &[PtxType] = &[PtxType::Ptr];
-
-const fn desc(name: &'static str, rust_type: &'static str, parts: &'static [PtxType]) -> ParamDesc {
-    ParamDesc {
-        name,
-        rust_type,
-        parts,
-    }
-}
+mod common;
+use common::*;
 
 /// `fn mixed(a: u8, p: GlobalPtr<u32>, b: u16, c: f64, s: GlobalSlice<f32>, d: f32, e: i8, out: GlobalSliceMut<u64>)`
 #[allow(non_camel_case_types)]
@@ -52,34 +39,6 @@ impl Kernel for mixed {
         i8,
         GlobalSliceMut<u64>,
     );
-    unsafe fn run_host<S: Sanitizer>(_: &[u8]) {}
-}
-
-/// `fn axpy(a: f32, x: GlobalSlice<f32>, y: GlobalSliceMut<f32>)`
-#[allow(non_camel_case_types)]
-struct axpy {}
-impl Kernel for axpy {
-    const NAME: &'static str = "axpy";
-    const PARAMS: &'static [ParamDesc] = &[
-        desc("a", "f32", &[PtxType::F32]),
-        desc("x", "GlobalSlice<f32>", SLICE),
-        desc("y", "GlobalSliceMut<f32>", SLICE),
-    ];
-    type Params = (f32, GlobalSlice<f32>, GlobalSliceMut<f32>);
-    unsafe fn run_host<S: Sanitizer>(_: &[u8]) {}
-}
-
-/// Same Rust name as `axpy`, but declares `n: u32` where the PTX has a float.
-#[allow(non_camel_case_types)]
-struct axpy_stale {}
-impl Kernel for axpy_stale {
-    const NAME: &'static str = "axpy";
-    const PARAMS: &'static [ParamDesc] = &[
-        desc("n", "u32", &[PtxType::B32]),
-        desc("x", "GlobalSlice<f32>", SLICE),
-        desc("y", "GlobalSliceMut<f32>", SLICE),
-    ];
-    type Params = (u32, GlobalSlice<f32>, GlobalSliceMut<f32>);
     unsafe fn run_host<S: Sanitizer>(_: &[u8]) {}
 }
 
@@ -510,12 +469,12 @@ fn stale_ptx_type_mismatch_names_kernel_and_parameter() {
             name,
             expected,
             ptx_index,
-            ptx_name,
+            ptx,
             ..
         } => {
             assert_eq!((kernel.as_str(), *index, *name), ("axpy", 0, "n"));
             assert_eq!(*expected, PtxType::B32);
-            assert_eq!((*ptx_index, ptx_name.as_str()), (0, "axpy_param_0"));
+            assert_eq!((*ptx_index, ptx.name.as_str()), (0, "axpy_param_0"));
         }
         e => panic!("unexpected {e:?}"),
     }
@@ -964,4 +923,26 @@ fn no_gpu_is_an_error_not_a_panic() {
             }
         }
     }
+}
+
+#[test]
+fn handles_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<vigil::Context>();
+    check::<vigil::Stream>();
+    check::<vigil::Event>();
+    check::<vigil::Module>();
+    check::<vigil::Function>();
+    check::<vigil::KernelFn<axpy>>();
+    check::<vigil::DeviceBuffer<f32>>();
+    check::<vigil::DeviceSlice<'static, f32>>();
+    check::<vigil::DeviceSliceMut<'static, f32>>();
+    check::<ParamBuffer>();
+    check::<Error>();
+    // Small enough to return by value everywhere (and to wrap).
+    assert!(
+        std::mem::size_of::<Error>() <= 96,
+        "{}",
+        std::mem::size_of::<Error>()
+    );
 }
