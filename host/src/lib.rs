@@ -47,6 +47,7 @@ mod params;
 pub mod ptx;
 mod stream;
 pub mod testing;
+pub mod vmm;
 
 pub use args::{pack_args, pack_values, ErasedView, KernelArg, KernelArgValue, KernelArgs};
 pub use context::{Context, DeviceProps};

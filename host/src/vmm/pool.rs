@@ -1,0 +1,328 @@
+//! [`CachingPool`]: a caching allocator above [`Vmm`], stream-aware like
+//! PyTorch's.
+//!
+//! Creating and mapping physical memory costs tens to hundreds of
+//! microseconds, so freed blocks are kept, per device and [`size_class`],
+//! and handed out again:
+//!
+//! - on the stream that freed them at once (stream order already puts the
+//!   new user after the old one);
+//! - on another stream only once an event recorded on the freeing stream at
+//!   the free has completed (checked without blocking; a block whose event
+//!   is pending is skipped, never waited for);
+//! - with its whole shadow zeroed on the new stream first, so the sanitizer
+//!   never sees the previous owner's accesses.
+//!
+//! When the device runs out of memory, the pool empties its cache and
+//! retries once. [`CachingPool::empty_cache`] returns every cached block to
+//! the driver.
+
+use super::layout::{round_up, REAL_CAPACITY};
+use super::{lock, Allocation, DeviceAllocator, Vmm, VmmError, VmmResult};
+use crate::{Event, Stream};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// Cached blocks whose events are polled per request, at most (the rest of
+/// a long list is left for later requests or `empty_cache`).
+const MAX_EVENT_POLLS: usize = 8;
+
+/// The size class of a request of `size` bytes on a device with
+/// allocation granularity `granularity` (a power of two): the size rounded
+/// to the granularity, and above four granules to a quarter of its power of
+/// two, so a cached block wastes at most 25% and reuse finds equal classes.
+pub fn size_class(size: u64, granularity: u64) -> u64 {
+    let g = round_up(size.max(1), granularity);
+    if g <= 4 * granularity {
+        return g;
+    }
+    let step = (1u64 << (63 - g.leading_zeros())) / 4;
+    round_up(g, step.max(granularity))
+}
+
+/// Counters of a [`CachingPool`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Requests served from the cache.
+    pub hits: u64,
+    /// Requests that went to the VMM layer.
+    pub misses: u64,
+    /// Blocks handed out and not yet freed.
+    pub live_blocks: u64,
+    /// Blocks in the cache.
+    pub cached_blocks: u64,
+    /// Mapped bytes in the cache.
+    pub cached_bytes: u64,
+    /// Times the cache was emptied (explicitly or on out-of-memory).
+    pub empties: u64,
+}
+
+struct Cached {
+    alloc: Allocation,
+    stream: usize,
+    event: Event,
+}
+
+struct Live {
+    alloc: Allocation,
+    class: u64,
+}
+
+#[derive(Default)]
+struct PoolState {
+    cached: HashMap<(usize, u64), Vec<Cached>>,
+    live: HashMap<u64, Live>,
+    spare_events: HashMap<usize, Vec<Event>>,
+    stats: PoolStats,
+}
+
+/// The caching pool. Thread-safe; see the module documentation.
+pub struct CachingPool {
+    vmm: Vmm,
+    state: Mutex<PoolState>,
+}
+
+impl std::fmt::Debug for CachingPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CachingPool")
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+fn stream_key(stream: &Stream) -> usize {
+    stream.raw() as usize
+}
+
+impl CachingPool {
+    /// A pool over `vmm`. With caching off in the configuration
+    /// ([`super::VmmConfig::caching`]) every call goes straight through.
+    pub fn new(vmm: Vmm) -> CachingPool {
+        CachingPool {
+            vmm,
+            state: Mutex::new(PoolState::default()),
+        }
+    }
+
+    /// The allocator below.
+    pub fn vmm(&self) -> &Vmm {
+        &self.vmm
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> PoolStats {
+        lock(&self.state).stats
+    }
+
+    /// Allocates `size` bytes for work on `stream`, from the cache when a
+    /// block of the same class may be reused on `stream`, else from the VMM
+    /// layer. The returned allocation's `size` is `size`; `mapped_bytes` is
+    /// the class.
+    pub fn alloc(&self, stream: &Stream, size: u64) -> VmmResult<Allocation> {
+        if size == 0 {
+            return Err(VmmError::ZeroSize);
+        }
+        if size > REAL_CAPACITY {
+            return Err(VmmError::TooLarge {
+                size,
+                capacity: REAL_CAPACITY,
+            });
+        }
+        let ctx = stream.context();
+        let ordinal = ctx.ordinal();
+        let dev = self.vmm.device(ctx)?;
+        let class = size_class(size, dev.granularity);
+        let caching = self.vmm.config().caching();
+        if caching {
+            if let Some(mut alloc) = self.take_cached(ordinal, class, stream) {
+                if let Err(e) = self.vmm.reset_shadow(&alloc, stream) {
+                    // Not handed out: give it back to the driver.
+                    let _ = self.vmm.free(alloc.ptr, stream);
+                    return Err(e);
+                }
+                alloc.size = size;
+                let mut st = lock(&self.state);
+                st.stats.hits += 1;
+                st.stats.live_blocks += 1;
+                st.live.insert(alloc.ptr, Live { alloc, class });
+                return Ok(alloc);
+            }
+        }
+        let mut alloc = match self.vmm.alloc(stream, class) {
+            Err(e) if caching && e.is_out_of_memory() => {
+                self.empty_cache()?;
+                self.vmm.alloc(stream, class)?
+            }
+            r => r?,
+        };
+        alloc.size = size;
+        let mut st = lock(&self.state);
+        st.stats.misses += 1;
+        st.stats.live_blocks += 1;
+        st.live.insert(alloc.ptr, Live { alloc, class });
+        Ok(alloc)
+    }
+
+    fn take_cached(&self, ordinal: usize, class: u64, stream: &Stream) -> Option<Allocation> {
+        let mut st = lock(&self.state);
+        let list = st.cached.get_mut(&(ordinal, class))?;
+        let key = stream_key(stream);
+        let pos = list.iter().rposition(|c| c.stream == key).or_else(|| {
+            list.iter()
+                .rev()
+                .take(MAX_EVENT_POLLS)
+                .position(|c| c.event.is_complete().unwrap_or(false))
+                .map(|i| list.len() - 1 - i)
+        })?;
+        let c = list.swap_remove(pos);
+        st.stats.cached_blocks -= 1;
+        st.stats.cached_bytes -= c.alloc.mapped_bytes;
+        st.spare_events.entry(ordinal).or_default().push(c.event);
+        Some(c.alloc)
+    }
+
+    /// Returns the block at `ptr` to the cache; `stream` is the last stream
+    /// that used it (an event recorded there guards reuse elsewhere).
+    /// Double frees, interior and foreign pointers are typed errors.
+    pub fn free(&self, ptr: u64, stream: &Stream) -> VmmResult<()> {
+        let mut st = lock(&self.state);
+        let Some(live) = st.live.remove(&ptr) else {
+            return Err(self.classify(&st, ptr));
+        };
+        st.stats.live_blocks -= 1;
+        if !self.vmm.config().caching() {
+            drop(st);
+            return self.vmm.free(ptr, stream);
+        }
+        let ordinal = live.alloc.device;
+        let spare = st.spare_events.get_mut(&ordinal).and_then(Vec::pop);
+        let event = match spare.map_or_else(|| Event::new_untimed(stream.context()), Ok) {
+            Ok(e) => e,
+            Err(e) => {
+                st.stats.live_blocks += 1;
+                st.live.insert(ptr, live);
+                return Err(e.into());
+            }
+        };
+        if let Err(e) = event.record(stream) {
+            st.stats.live_blocks += 1;
+            st.live.insert(ptr, live);
+            return Err(e.into());
+        }
+        st.stats.cached_blocks += 1;
+        st.stats.cached_bytes += live.alloc.mapped_bytes;
+        st.cached
+            .entry((ordinal, live.class))
+            .or_default()
+            .push(Cached {
+                alloc: live.alloc,
+                stream: stream_key(stream),
+                event,
+            });
+        Ok(())
+    }
+
+    fn classify(&self, st: &PoolState, ptr: u64) -> VmmError {
+        if st.cached.values().flatten().any(|c| c.alloc.ptr == ptr) {
+            return VmmError::DoubleFree { ptr };
+        }
+        if let Some(l) = st
+            .live
+            .values()
+            .find(|l| ptr > l.alloc.ptr && ptr < l.alloc.ptr + l.alloc.mapped_bytes)
+        {
+            return VmmError::InteriorPointer {
+                ptr,
+                base: l.alloc.ptr,
+                size: l.alloc.size,
+            };
+        }
+        // Not a block of this pool: the VMM layer says what it is (a block
+        // freed from the pool to the driver is a double free there too).
+        match self.vmm.take_record(ptr) {
+            Ok(rec) => {
+                self.vmm.restore_record(rec);
+                VmmError::NotAllocated { ptr }
+            }
+            Err(e) => e,
+        }
+    }
+
+    /// Waits for every cached block's event and returns the blocks to the
+    /// driver (unmap, release, coalesce). Returns the first error; blocks
+    /// that failed stay out of the tree.
+    pub fn empty_cache(&self) -> VmmResult<()> {
+        let blocks: Vec<Cached> = {
+            let mut st = lock(&self.state);
+            st.stats.empties += 1;
+            st.stats.cached_blocks = 0;
+            st.stats.cached_bytes = 0;
+            st.spare_events.clear();
+            st.cached.drain().flat_map(|(_, v)| v).collect()
+        };
+        let mut first = Ok(());
+        for c in blocks {
+            let r = c
+                .event
+                .synchronize()
+                .map_err(VmmError::from)
+                .and_then(|()| self.vmm.take_record(c.alloc.ptr))
+                .and_then(|rec| self.vmm.release_record(rec));
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+}
+
+impl DeviceAllocator for CachingPool {
+    fn allocate(&self, stream: &Stream, size: u64) -> VmmResult<Allocation> {
+        self.alloc(stream, size)
+    }
+    fn deallocate(&self, ptr: u64, stream: &Stream) -> VmmResult<()> {
+        self.free(ptr, stream)
+    }
+}
+
+impl Drop for CachingPool {
+    fn drop(&mut self) {
+        if let Err(e) = self.empty_cache() {
+            eprintln!("vigil: emptying the allocation cache: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::size_class;
+
+    #[test]
+    fn size_classes() {
+        let g = 2 << 20;
+        assert_eq!(size_class(1, g), g);
+        assert_eq!(size_class(1 << 20, g), g);
+        assert_eq!(size_class(g, g), g);
+        assert_eq!(size_class(g + 1, g), 2 * g);
+        assert_eq!(size_class(4 * g, g), 4 * g);
+        assert_eq!(size_class(4 * g + 1, g), 5 * g);
+        assert_eq!(size_class(256 << 20, g), 256 << 20);
+        assert_eq!(size_class((256 << 20) + 1, g), 320 << 20);
+        for s in [
+            1u64,
+            3 << 20,
+            9 << 20,
+            100 << 20,
+            1 << 30,
+            (1 << 30) + 12345,
+        ] {
+            let c = size_class(s, g);
+            assert!(c >= s && c.is_multiple_of(g), "{s} -> {c}");
+            assert!(
+                c - s < g || (c - s) * 4 <= c,
+                "{s} -> {c} wastes more than 25%"
+            );
+            assert_eq!(size_class(c, g), c, "classes are fixed points");
+        }
+    }
+}
