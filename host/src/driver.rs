@@ -72,7 +72,11 @@ fn init_once() -> Result<()> {
     let present = catch_unwind(|| unsafe { sys::is_culib_present() }).unwrap_or(false);
     if !present {
         let searched = catch_unwind(|| cudarc::get_lib_name_candidates("cuda"))
-            .map(|v| v.join(", "))
+            .map(|mut v| {
+                let mut seen = std::collections::HashSet::new();
+                v.retain(|name| seen.insert(name.clone()));
+                v.join(", ")
+            })
             .unwrap_or_else(|_| "libcuda.so".to_owned());
         return Err(Error::DriverNotFound { searched });
     }

@@ -1,6 +1,7 @@
 //! Helpers for tests that need a GPU.
 
 use crate::context::Context;
+use std::io::Write;
 
 /// Name of the variable that turns "no GPU" from a skip into a failure.
 pub const REQUIRE_GPU_ENV: &str = "VIGIL_REQUIRE_GPU";
@@ -22,7 +23,9 @@ pub fn require_gpu() -> Option<Context> {
             if gpu_required() {
                 panic!("{REQUIRE_GPU_ENV}=1 but no CUDA GPU is usable: {e}");
             }
-            eprintln!("skipping: no CUDA GPU ({e})");
+            // Written to the stderr handle directly so that the test
+            // harness's output capture does not hide it.
+            let _ = writeln!(std::io::stderr(), "skipping: no CUDA GPU ({e})");
             None
         }
     }
