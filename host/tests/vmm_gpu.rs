@@ -1,0 +1,696 @@
+//! GPU tests of the shadow-memory allocator (`vigil::vmm`). Each skips with
+//! a printed reason when no GPU is usable, and fails instead when
+//! `VIGIL_REQUIRE_GPU=1`.
+//!
+//! Data is written and read back through two hand-written PTX kernels
+//! (`vmm_fill`, `vmm_copy_inc`) launched with `Stream::launch_packed`; the
+//! shadow is inspected with stream-ordered copies. Tests take one lock so
+//! the free-memory check sees no other test's allocations.
+
+use std::sync::{Mutex, MutexGuard};
+use vigil::sys;
+use vigil::testing::require_gpu;
+use vigil::vmm::layout::{
+    global_state_of, round_up, shadow_address, PER_DEVICE_STATE_STRIDE, REAL_CAPACITY,
+    RESERVE_BYTES, THREAD_STATES_OFFSET,
+};
+use vigil::vmm::{Allocation, CachingPool, Vmm, VmmConfig, VmmError};
+use vigil::{Context, LaunchConfig, Module, ParamBuffer, Stream};
+use vigil_shared::abi::{GlobalState, ThreadStateHeader};
+
+const PTX: &str = r#"
+.version 7.0
+.target sm_70
+.address_size 64
+
+.visible .entry vmm_fill(
+	.param .u64 vmm_fill_out,
+	.param .u64 vmm_fill_n,
+	.param .u32 vmm_fill_seed
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<8>;
+
+	ld.param.u64 	%rd1, [vmm_fill_out];
+	ld.param.u64 	%rd2, [vmm_fill_n];
+	ld.param.u32 	%r1, [vmm_fill_seed];
+	cvta.to.global.u64 	%rd1, %rd1;
+	mov.u32 	%r2, %ctaid.x;
+	mov.u32 	%r3, %ntid.x;
+	mov.u32 	%r4, %tid.x;
+	mov.u32 	%r5, %nctaid.x;
+	mul.wide.u32 	%rd3, %r2, %r3;
+	cvt.u64.u32 	%rd4, %r4;
+	add.s64 	%rd3, %rd3, %rd4;
+	mul.wide.u32 	%rd5, %r5, %r3;
+$L_fill:
+	setp.ge.u64 	%p1, %rd3, %rd2;
+	@%p1 bra 	$L_fill_done;
+	cvt.u32.u64 	%r6, %rd3;
+	mul.lo.s32 	%r7, %r6, -1640531535;
+	xor.b32 	%r7, %r7, %r1;
+	shl.b64 	%rd6, %rd3, 2;
+	add.s64 	%rd7, %rd1, %rd6;
+	st.global.u32 	[%rd7], %r7;
+	add.s64 	%rd3, %rd3, %rd5;
+	bra.uni 	$L_fill;
+$L_fill_done:
+	ret;
+}
+
+.visible .entry vmm_copy_inc(
+	.param .u64 vmm_copy_inc_src,
+	.param .u64 vmm_copy_inc_dst,
+	.param .u64 vmm_copy_inc_n
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<12>;
+
+	ld.param.u64 	%rd1, [vmm_copy_inc_src];
+	ld.param.u64 	%rd8, [vmm_copy_inc_dst];
+	ld.param.u64 	%rd2, [vmm_copy_inc_n];
+	cvta.to.global.u64 	%rd1, %rd1;
+	cvta.to.global.u64 	%rd8, %rd8;
+	mov.u32 	%r2, %ctaid.x;
+	mov.u32 	%r3, %ntid.x;
+	mov.u32 	%r4, %tid.x;
+	mov.u32 	%r5, %nctaid.x;
+	mul.wide.u32 	%rd3, %r2, %r3;
+	cvt.u64.u32 	%rd4, %r4;
+	add.s64 	%rd3, %rd3, %rd4;
+	mul.wide.u32 	%rd5, %r5, %r3;
+$L_copy:
+	setp.ge.u64 	%p1, %rd3, %rd2;
+	@%p1 bra 	$L_copy_done;
+	shl.b64 	%rd6, %rd3, 2;
+	add.s64 	%rd7, %rd1, %rd6;
+	ld.global.u32 	%r6, [%rd7];
+	add.s32 	%r6, %r6, 1;
+	add.s64 	%rd9, %rd8, %rd6;
+	st.global.u32 	[%rd9], %r6;
+	add.s64 	%rd3, %rd3, %rd5;
+	bra.uni 	$L_copy;
+$L_copy_done:
+	ret;
+}
+"#;
+
+const MIB: u64 = 1 << 20;
+
+/// Serialises the tests of this binary (free-memory accounting).
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+struct Gpu {
+    ctx: Context,
+    stream: Stream,
+    vmm: Vmm,
+    module: Module,
+    _serial: MutexGuard<'static, ()>,
+}
+
+fn gpu() -> Option<Gpu> {
+    let serial = serial();
+    let ctx = require_gpu()?;
+    let stream = Stream::new(&ctx).expect("stream");
+    let vmm = Vmm::new(&ctx, VmmConfig::default()).expect("Vmm::new");
+    let module = Module::from_ptx(&ctx, PTX).expect("load the test PTX");
+    Some(Gpu {
+        ctx,
+        stream,
+        vmm,
+        module,
+        _serial: serial,
+    })
+}
+
+fn expected(i: u64, seed: u32) -> u32 {
+    (i as u32).wrapping_mul(2_654_435_761) ^ seed
+}
+
+fn launch_cfg(words: u64) -> LaunchConfig {
+    let blocks = words.div_ceil(256).clamp(1, 8192) as u32;
+    LaunchConfig::new(blocks, 256)
+}
+
+impl Gpu {
+    /// `out[i] = expected(i, seed)` for `words` u32 words at `ptr`.
+    fn fill(&self, stream: &Stream, ptr: u64, words: u64, seed: u32) {
+        let f = self.module.function("vmm_fill").unwrap();
+        let p = fill_params(ptr, words, seed, self.ctx.ordinal());
+        // SAFETY: the kernel writes `words` u32 at `ptr`, inside a live
+        // mapped allocation of at least that size.
+        unsafe { stream.launch_packed(&f, launch_cfg(words), &p) }.expect("launch vmm_fill");
+    }
+
+    /// `dst[i] = src[i] + 1` for `words` words.
+    fn copy_inc(&self, src: u64, dst: u64, words: u64) {
+        let f = self.module.function("vmm_copy_inc").unwrap();
+        let p = copy_params(src, dst, words, self.ctx.ordinal());
+        // SAFETY: both ranges are live allocations of at least `words` words.
+        unsafe { self.stream.launch_packed(&f, launch_cfg(words), &p) }
+            .expect("launch vmm_copy_inc");
+    }
+}
+
+fn fill_params(ptr: u64, words: u64, seed: u32, device: usize) -> ParamBuffer {
+    let mut p = ParamBuffer::new();
+    p.begin_arg(0);
+    p.push_pointer(ptr, Some(device));
+    p.begin_arg(1);
+    p.push(words);
+    p.begin_arg(2);
+    p.push(seed);
+    p
+}
+
+fn copy_params(src: u64, dst: u64, words: u64, device: usize) -> ParamBuffer {
+    let mut p = ParamBuffer::new();
+    p.begin_arg(0);
+    p.push_pointer(src, Some(device));
+    p.begin_arg(1);
+    p.push_pointer(dst, Some(device));
+    p.begin_arg(2);
+    p.push(words);
+    p
+}
+
+/// Runs without a GPU: the test kernels' PTX parses and accepts the
+/// arguments the tests pack.
+#[test]
+fn test_kernels_accept_their_packed_arguments() {
+    let entries = vigil::ptx::parse_entries(PTX).expect("parse the test PTX");
+    for (name, buf) in [
+        ("vmm_fill", fill_params(1 << 40, 8, 1, 0)),
+        ("vmm_copy_inc", copy_params(4, 8, 2, 0)),
+    ] {
+        let e = entries.iter().find(|e| e.name == name).expect(name);
+        vigil::check_params(name, &buf, &e.params, &[], Some(0)).expect(name);
+    }
+}
+
+/// Copies `n` u32 words from device address `ptr` (ordered on `stream`).
+fn read_u32(stream: &Stream, ptr: u64, n: u64) -> Vec<u32> {
+    let mut v = vec![0u32; n as usize];
+    stream.context().bind().unwrap();
+    // SAFETY: `v` is writable for `4n` bytes; the device range is mapped.
+    let r = unsafe {
+        sys::cuMemcpyDtoHAsync_v2(v.as_mut_ptr().cast(), ptr, 4 * n as usize, stream.raw())
+    };
+    assert_eq!(
+        r,
+        sys::CUresult::CUDA_SUCCESS,
+        "cuMemcpyDtoHAsync at {ptr:#x}"
+    );
+    stream.synchronize().unwrap();
+    v
+}
+
+/// Copies bytes to device address `ptr` (ordered on `stream`).
+fn write_bytes(stream: &Stream, ptr: u64, bytes: &[u8]) {
+    stream.context().bind().unwrap();
+    // SAFETY: `bytes` is readable for its length; the device range is mapped.
+    let r =
+        unsafe { sys::cuMemcpyHtoDAsync_v2(ptr, bytes.as_ptr().cast(), bytes.len(), stream.raw()) };
+    assert_eq!(
+        r,
+        sys::CUresult::CUDA_SUCCESS,
+        "cuMemcpyHtoDAsync at {ptr:#x}"
+    );
+    stream.synchronize().unwrap();
+}
+
+/// Sets `n` u32 words at `ptr` to `value` on `stream` (asynchronous).
+fn memset_u32(stream: &Stream, ptr: u64, value: u32, n: u64) {
+    stream.context().bind().unwrap();
+    // SAFETY: the device range of `4n` bytes is mapped and writable.
+    let r = unsafe { sys::cuMemsetD32Async(ptr, value, n as usize, stream.raw()) };
+    assert_eq!(
+        r,
+        sys::CUresult::CUDA_SUCCESS,
+        "cuMemsetD32Async at {ptr:#x}"
+    );
+}
+
+/// Asserts the shadow of `a` is all zero (whole shadow up to 16 MiB, else
+/// its first and last 8 MiB).
+fn assert_shadow_zero(stream: &Stream, a: &Allocation) {
+    let words = a.shadow_bytes / 4;
+    let chunks: Vec<(u64, u64)> = if a.shadow_bytes <= 16 * MIB {
+        vec![(a.shadow_ptr, words)]
+    } else {
+        let w = 8 * MIB / 4;
+        vec![
+            (a.shadow_ptr, w),
+            (a.shadow_ptr + a.shadow_bytes - 8 * MIB, w),
+        ]
+    };
+    for (ptr, n) in chunks {
+        let v = read_u32(stream, ptr, n);
+        if let Some(i) = v.iter().position(|&x| x != 0) {
+            panic!(
+                "shadow of {:#x} not zero: word {i} at {ptr:#x} is {:#x}",
+                a.ptr, v[i]
+            );
+        }
+    }
+}
+
+#[test]
+fn sizes_round_trip_through_kernels_with_zeroed_shadow() {
+    let Some(g) = gpu() else { return };
+    let first = g.vmm.alloc(&g.stream, 1).expect("alloc 1 byte");
+    let gran = first.mapped_bytes;
+    eprintln!(
+        "allocation granularity {gran} bytes; reservation at {:#x}",
+        g.vmm.reserve_base()
+    );
+    g.vmm.free(first.ptr, &g.stream).unwrap();
+    assert!(gran.is_power_of_two() && gran >= 64 * 1024);
+    for size in [1, gran - 1, gran, gran + 1, 1 << 30] {
+        let a = g
+            .vmm
+            .alloc(&g.stream, size)
+            .unwrap_or_else(|e| panic!("alloc {size}: {e}"));
+        let b = g.vmm.alloc(&g.stream, size).unwrap();
+        for x in [&a, &b] {
+            assert_eq!(x.size, size);
+            assert_eq!(x.mapped_bytes, round_up(size, gran));
+            assert_eq!(x.ptr % gran, 0);
+            assert!(
+                x.ptr >= g.vmm.real_base()
+                    && x.ptr + x.mapped_bytes <= g.vmm.real_base() + REAL_CAPACITY
+            );
+            assert_eq!(x.shadow_ptr, shadow_address(x.ptr));
+            assert_eq!(x.shadow_bytes, 2 * x.mapped_bytes);
+            assert_eq!(g.vmm.lookup(x.ptr + size - 1), Some(*x));
+        }
+        assert!(
+            a.ptr + a.mapped_bytes <= b.ptr || b.ptr + b.mapped_bytes <= a.ptr,
+            "overlap"
+        );
+        g.stream.synchronize().unwrap();
+        assert_shadow_zero(&g.stream, &a);
+        assert_shadow_zero(&g.stream, &b);
+        let words = size.div_ceil(4);
+        let seed = size as u32 ^ 0x5a5a_0001;
+        g.fill(&g.stream, a.ptr, words, seed);
+        g.copy_inc(a.ptr, b.ptr, words);
+        let got = read_u32(&g.stream, b.ptr, words);
+        for (i, &w) in got.iter().enumerate() {
+            assert_eq!(
+                w,
+                expected(i as u64, seed).wrapping_add(1),
+                "size {size}: word {i}"
+            );
+        }
+        g.vmm.free(a.ptr, &g.stream).unwrap();
+        g.vmm.free(b.ptr, &g.stream).unwrap();
+    }
+    // A byte-exact host round trip on a 1-byte allocation.
+    let a = g.vmm.alloc(&g.stream, 1).unwrap();
+    write_bytes(&g.stream, a.ptr, &[0xa7, 1, 2, 3]);
+    assert_eq!(
+        read_u32(&g.stream, a.ptr, 1)[0],
+        u32::from_le_bytes([0xa7, 1, 2, 3])
+    );
+    g.vmm.free(a.ptr, &g.stream).unwrap();
+    assert_eq!(g.vmm.live_allocations(), 0);
+    assert_eq!(g.vmm.reserved_bytes(), 0, "every block coalesced back");
+}
+
+#[test]
+fn runtime_state_is_written_at_the_rank_stride() {
+    let Some(g) = gpu() else { return };
+    let a = g.vmm.alloc(&g.stream, 4096).unwrap();
+    assert_eq!(
+        g.vmm.reserve_base() % RESERVE_BYTES,
+        0,
+        "reservation aligned to 1 TiB"
+    );
+    let gs = g.vmm.global_state(g.ctx.ordinal()).unwrap();
+    let base = g.vmm.runtime_state_ptr(g.ctx.ordinal()).unwrap();
+    assert_eq!(base % PER_DEVICE_STATE_STRIDE, 0);
+    assert_eq!(
+        base,
+        g.vmm.globals_base() + g.ctx.ordinal() as u64 * PER_DEVICE_STATE_STRIDE
+    );
+    assert_eq!(gs.reserve_base, g.vmm.reserve_base());
+    assert_eq!(gs.globals_base, g.vmm.globals_base());
+    assert_eq!(gs.num_sms, g.ctx.sm_count());
+    assert_eq!(gs.num_threads, gs.num_sms * gs.num_devices);
+    assert_eq!(
+        gs.clock_buffer_size,
+        VmmConfig::default().clock_buffer_size()
+    );
+    assert_eq!(gs.rng_seed, VmmConfig::default().seed());
+    let raw = read_u32(&g.stream, base, 16);
+    let on_device: GlobalState = bytemuck::pod_read_unaligned(bytemuck::cast_slice(&raw));
+    assert_eq!(on_device, gs);
+    let sm = gs.num_sms - 1;
+    let ts = base + THREAD_STATES_OFFSET + sm as u64 * gs.thread_state_bytes as u64;
+    assert_eq!(global_state_of(ts), base, "pointer-mask trick");
+    let header = read_u32(
+        &g.stream,
+        ts,
+        ThreadStateHeader::WORDS as u64 + gs.num_threads as u64,
+    );
+    let tid = g.ctx.ordinal() as u32 * gs.num_sms + sm;
+    assert_eq!(header[ThreadStateHeader::TID_WORD], tid);
+    assert_eq!(
+        header[ThreadStateHeader::WORDS + tid as usize],
+        1,
+        "own epoch starts at 1"
+    );
+    let pool_header = read_u32(&g.stream, gs.pool_base, 4);
+    assert_eq!(pool_header[1], gs.pool_capacity);
+    g.vmm
+        .set_report_buffer(g.ctx.ordinal(), 0xdead_0000, 7)
+        .unwrap();
+    let raw = read_u32(&g.stream, base, 16);
+    let on_device: GlobalState = bytemuck::pod_read_unaligned(bytemuck::cast_slice(&raw));
+    assert_eq!(
+        (on_device.report_buffer, on_device.report_capacity),
+        (0xdead_0000, 7)
+    );
+    g.vmm.free(a.ptr, &g.stream).unwrap();
+}
+
+#[test]
+fn pool_reuses_blocks_per_stream_and_resets_their_shadow() {
+    let Some(g) = gpu() else { return };
+    let pool = CachingPool::new(g.vmm.clone());
+    let (s1, s2, s3) = (
+        &g.stream,
+        Stream::new(&g.ctx).unwrap(),
+        Stream::new(&g.ctx).unwrap(),
+    );
+    let a = pool.alloc(s1, MIB).unwrap();
+    assert_eq!(a.size, MIB);
+    memset_u32(s1, a.shadow_ptr, 0xabab_abab, a.shadow_bytes / 4);
+    pool.free(a.ptr, s1).unwrap();
+    // Same stream: reused at once, shadow zeroed on it.
+    let b = pool.alloc(s1, MIB).unwrap();
+    assert_eq!(b.ptr, a.ptr);
+    assert_eq!(pool.stats().hits, 1);
+    assert_shadow_zero(s1, &b);
+    // Another stream, after the free's event completed: reused.
+    memset_u32(s1, b.shadow_ptr, 0xcdcd_cdcd, b.shadow_bytes / 4);
+    pool.free(b.ptr, s1).unwrap();
+    s1.synchronize().unwrap();
+    let c = pool.alloc(&s2, MIB).unwrap();
+    assert_eq!(c.ptr, a.ptr);
+    assert_shadow_zero(&s2, &c);
+    // Another stream while the freeing stream is still busy: not reused.
+    let busy = g.vmm.alloc(&s2, 1 << 30).unwrap();
+    for _ in 0..32 {
+        memset_u32(&s2, busy.ptr, 7, busy.mapped_bytes / 4);
+    }
+    pool.free(c.ptr, &s2).unwrap();
+    let d = pool.alloc(&s3, MIB).unwrap();
+    assert_ne!(
+        d.ptr, c.ptr,
+        "a block whose free has not completed on its stream was reused elsewhere"
+    );
+    s2.synchronize().unwrap();
+    pool.free(d.ptr, &s3).unwrap();
+    g.vmm.free(busy.ptr, &s2).unwrap();
+    // Other size classes do not mix.
+    let e = pool.alloc(s1, 3 * MIB).unwrap();
+    assert!(e.ptr != a.ptr && e.ptr != d.ptr);
+    pool.free(e.ptr, s1).unwrap();
+    let st = pool.stats();
+    assert_eq!(st.live_blocks, 0);
+    assert_eq!(st.cached_blocks, 3);
+    pool.empty_cache().unwrap();
+    assert_eq!(pool.stats().cached_blocks, 0);
+    assert_eq!(g.vmm.live_allocations(), 0);
+}
+
+#[test]
+fn ten_thousand_cycles_return_free_memory() {
+    let Some(g) = gpu() else { return };
+    let pool = CachingPool::new(g.vmm.clone());
+    // Warm up: runtime state, driver-internal pools.
+    for _ in 0..10 {
+        let a = g.vmm.alloc(&g.stream, MIB).unwrap();
+        g.vmm.free(a.ptr, &g.stream).unwrap();
+        let p = pool.alloc(&g.stream, MIB).unwrap();
+        pool.free(p.ptr, &g.stream).unwrap();
+    }
+    pool.empty_cache().unwrap();
+    g.ctx.synchronize().unwrap();
+    let (free0, total) = g.ctx.memory_info().unwrap();
+    let sizes = [1, 2 * MIB, 3 * MIB, 5 * MIB, 64 * MIB];
+    let t = std::time::Instant::now();
+    for i in 0..10_000 {
+        let a = g.vmm.alloc(&g.stream, sizes[i % sizes.len()]).unwrap();
+        g.vmm.free(a.ptr, &g.stream).unwrap();
+    }
+    let uncached = t.elapsed();
+    let t = std::time::Instant::now();
+    for i in 0..10_000 {
+        let a = pool.alloc(&g.stream, sizes[i % sizes.len()]).unwrap();
+        pool.free(a.ptr, &g.stream).unwrap();
+    }
+    let cached = t.elapsed();
+    pool.empty_cache().unwrap();
+    g.ctx.synchronize().unwrap();
+    let (free1, _) = g.ctx.memory_info().unwrap();
+    eprintln!(
+        "10,000 cycles: uncached {:?} ({:.1} us each), cached {:?} ({:.1} us each); free {free0} -> {free1} of {total}",
+        uncached,
+        uncached.as_secs_f64() * 1e6 / 1e4,
+        cached,
+        cached.as_secs_f64() * 1e6 / 1e4
+    );
+    assert_eq!(
+        free1, free0,
+        "device free memory did not return to its starting value"
+    );
+    assert_eq!(g.vmm.live_allocations(), 0);
+    assert_eq!(g.vmm.reserved_bytes(), 0);
+}
+
+#[test]
+fn allocation_from_several_host_threads() {
+    let Some(g) = gpu() else { return };
+    let pool = CachingPool::new(g.vmm.clone());
+    std::thread::scope(|s| {
+        for t in 0..8u32 {
+            let (g, pool) = (&g, &pool);
+            s.spawn(move || {
+                let stream = Stream::new(&g.ctx).unwrap();
+                let mut live: Vec<(Allocation, u32, bool)> = Vec::new();
+                for i in 0..200u32 {
+                    let size = MIB * (1 + ((t * 7 + i * 13) % 9) as u64) + (i as u64 % 3);
+                    let use_pool = i % 2 == 0;
+                    let a = if use_pool {
+                        pool.alloc(&stream, size)
+                    } else {
+                        g.vmm.alloc(&stream, size)
+                    }
+                    .unwrap_or_else(|e| panic!("thread {t} alloc {i}: {e}"));
+                    let tag = t << 16 | i;
+                    memset_u32(&stream, a.ptr, tag, a.size / 4);
+                    live.push((a, tag, use_pool));
+                    if live.len() > 4 {
+                        let (a, tag, use_pool) = live.remove(0);
+                        let words = a.size / 4;
+                        let first = read_u32(&stream, a.ptr, 1)[0];
+                        let last = read_u32(&stream, a.ptr + 4 * (words - 1), 1)[0];
+                        assert_eq!(
+                            (first, last),
+                            (tag, tag),
+                            "thread {t}: block {:#x} was overwritten",
+                            a.ptr
+                        );
+                        if use_pool {
+                            pool.free(a.ptr, &stream)
+                        } else {
+                            g.vmm.free(a.ptr, &stream)
+                        }
+                        .unwrap();
+                    }
+                }
+                for (a, _, use_pool) in live {
+                    if use_pool {
+                        pool.free(a.ptr, &stream)
+                    } else {
+                        g.vmm.free(a.ptr, &stream)
+                    }
+                    .unwrap();
+                }
+                stream.synchronize().unwrap();
+            });
+        }
+    });
+    assert_eq!(pool.stats().live_blocks, 0);
+    pool.empty_cache().unwrap();
+    assert_eq!(g.vmm.live_allocations(), 0);
+}
+
+#[test]
+fn export_import_round_trip_in_one_process() {
+    let Some(g) = gpu() else { return };
+    let a = g.vmm.alloc(&g.stream, 3 * MIB).unwrap();
+    let words = a.size / 4;
+    g.fill(&g.stream, a.ptr, words, 42);
+    memset_u32(&g.stream, a.shadow_ptr, 0x1234_5678, 16);
+    g.stream.synchronize().unwrap();
+    let exported = g.vmm.export(a.ptr).expect("export");
+    assert_eq!(
+        (exported.mapped_bytes, exported.shadow_bytes),
+        (a.mapped_bytes, a.shadow_bytes)
+    );
+    // A second allocator (its own reservation) maps the same memory.
+    let other = Vmm::new(&g.ctx, VmmConfig::default()).unwrap();
+    let b = other.import(&g.ctx, &exported).expect("import");
+    assert_ne!(b.ptr, a.ptr);
+    let got = read_u32(&g.stream, b.ptr, words);
+    assert!(
+        got.iter()
+            .enumerate()
+            .all(|(i, &w)| w == expected(i as u64, 42)),
+        "imported data differs"
+    );
+    assert_eq!(
+        read_u32(&g.stream, b.shadow_ptr, 16),
+        vec![0x1234_5678; 16],
+        "imported shadow differs"
+    );
+    // Writes through the import are visible through the original.
+    g.fill(&g.stream, b.ptr, words, 7);
+    let got = read_u32(&g.stream, a.ptr, words);
+    assert!(
+        got.iter()
+            .enumerate()
+            .all(|(i, &w)| w == expected(i as u64, 7)),
+        "write through import not visible"
+    );
+    other.free(b.ptr, &g.stream).unwrap();
+    assert_eq!(
+        read_u32(&g.stream, a.ptr, 1)[0],
+        expected(0, 7),
+        "freeing the import must not unmap the original"
+    );
+    // Runtime state: exported from one allocator, mapped at its rank in a fresh one.
+    let rt = g
+        .vmm
+        .export_runtime_state(g.ctx.ordinal())
+        .expect("export runtime state");
+    let third = Vmm::new(&g.ctx, VmmConfig::default()).unwrap();
+    third
+        .import_runtime_state(&g.ctx, &rt)
+        .expect("import runtime state");
+    let at = third.runtime_state_of_rank(rt.rank).unwrap();
+    assert_eq!(at % PER_DEVICE_STATE_STRIDE, 0);
+    let raw = read_u32(&g.stream, at, 16);
+    let seen: GlobalState = bytemuck::pod_read_unaligned(bytemuck::cast_slice(&raw));
+    assert_eq!(seen, g.vmm.global_state(g.ctx.ordinal()).unwrap());
+    assert!(matches!(
+        third.import_runtime_state(&g.ctx, &rt),
+        Err(VmmError::RuntimeStateExists { .. })
+    ));
+    assert!(matches!(
+        third.set_config(VmmConfig::default()),
+        Err(VmmError::ConfigFrozen { .. })
+    ));
+    g.vmm.free(a.ptr, &g.stream).unwrap();
+}
+
+#[test]
+fn bad_input_is_a_typed_error() {
+    let Some(g) = gpu() else { return };
+    let (vmm, s) = (&g.vmm, &g.stream);
+    // Configuration can change before the first allocation, not after.
+    vmm.set_config(VmmConfig::builder().seed(9).build().unwrap())
+        .unwrap();
+    assert!(matches!(vmm.alloc(s, 0), Err(VmmError::ZeroSize)));
+    assert!(matches!(
+        vmm.alloc(s, REAL_CAPACITY + 1),
+        Err(VmmError::TooLarge { .. })
+    ));
+    let a = vmm.alloc(s, 100).unwrap();
+    assert!(matches!(
+        vmm.set_config(VmmConfig::default()),
+        Err(VmmError::ConfigFrozen { .. })
+    ));
+    assert!(matches!(
+        vmm.free(0x1000, s),
+        Err(VmmError::ForeignPointer { ptr: 0x1000, .. })
+    ));
+    match vmm.free(a.ptr + 4, s) {
+        Err(VmmError::InteriorPointer { base, size, .. }) => assert_eq!((base, size), (a.ptr, 100)),
+        r => panic!("interior free: {r:?}"),
+    }
+    let never = vmm.real_base() + (100 << 30);
+    assert!(matches!(
+        vmm.free(never, s),
+        Err(VmmError::NotAllocated { .. })
+    ));
+    vmm.free(a.ptr, s).unwrap();
+    assert!(matches!(
+        vmm.free(a.ptr, s),
+        Err(VmmError::DoubleFree { .. })
+    ));
+    assert!(matches!(
+        vmm.export(a.ptr),
+        Err(VmmError::DoubleFree { .. })
+    ));
+    for e in [
+        vmm.free(a.ptr, s).unwrap_err(),
+        vmm.free(0x1000, s).unwrap_err(),
+    ] {
+        eprintln!("  typed error: {e}");
+    }
+    // The same through the pool.
+    let pool = CachingPool::new(vmm.clone());
+    assert!(matches!(pool.alloc(s, 0), Err(VmmError::ZeroSize)));
+    let p = pool.alloc(s, 10).unwrap();
+    assert!(matches!(
+        pool.free(p.ptr + 8, s),
+        Err(VmmError::InteriorPointer { .. })
+    ));
+    assert!(matches!(
+        pool.free(0x1000, s),
+        Err(VmmError::ForeignPointer { .. })
+    ));
+    pool.free(p.ptr, s).unwrap();
+    assert!(matches!(
+        pool.free(p.ptr, s),
+        Err(VmmError::DoubleFree { .. })
+    ));
+    drop(pool);
+    // A device outside the configured topology.
+    let outside = Vmm::new(
+        &g.ctx,
+        VmmConfig::builder()
+            .device_ranks(vec![g.ctx.ordinal() + 1])
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(matches!(
+        outside.alloc(s, 1),
+        Err(VmmError::NotInTopology { .. })
+    ));
+    // Runtime state too large for the 1 GiB stride: 32 ranks of this GPU's SMs.
+    let huge = VmmConfig::builder()
+        .device_ranks((0..32).collect())
+        .clock_buffer_size(4096)
+        .build()
+        .unwrap();
+    let big = Vmm::new(&g.ctx, huge).unwrap();
+    match big.alloc(s, 1) {
+        Err(e @ VmmError::RuntimeStateTooLarge { .. }) => eprintln!("  typed error: {e}"),
+        r => panic!("expected RuntimeStateTooLarge, got {r:?}"),
+    }
+    assert_eq!(vmm.live_allocations(), 0);
+}
