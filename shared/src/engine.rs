@@ -230,8 +230,6 @@ pub struct Engine<'m, M: EngineMemory> {
     cfg: EngineConfig,
 }
 
-const FULL_WORD: u8 = 0b1111;
-
 #[inline(always)]
 fn mix(seed: u32, tid: u32, counter: u32) -> u32 {
     // splitmix64 finaliser: cheap, reproducible for a given seed.
@@ -683,7 +681,9 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         result
     }
 
-    /// An atomic of 4 or 8 naturally aligned bytes at `addr`. `perform` does
+    /// A naturally aligned atomic of `size` bytes at `addr` (4 or 8 in PTX;
+    /// an 8-byte one spans two cells, locked in address order; access
+    /// clocks are per byte, release heads per word). `perform` does
     /// the real operation while the word's cells are locked, so the shadow
     /// sees atomics in the order memory does, and returns whether it wrote
     /// (false for a load or a failed compare-exchange).
@@ -777,7 +777,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             let n = AccessClock {
                 tid,
                 epoch,
-                mask: FULL_WORD,
+                mask: self.byte_mask(addr, size, lw.word),
                 write: writes,
                 atomic: true,
                 scope: op.scope,

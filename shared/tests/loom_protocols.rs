@@ -78,34 +78,58 @@ impl Mem {
         let z32 = |n: usize| (0..n).map(|_| A32(LU32::new(0))).collect::<Vec<_>>();
         let pool = z32(PoolHeader::WORDS + records * InflatedRecord::WORDS);
         pool[1].store(records as u32, MemOrder::Relaxed);
-        let m = Mem { threads, ts_words, ts: z32(ts_words * threads as usize), shadow: (0..words).map(|_| A64(LU64::new(0))).collect(), pool };
+        let m = Mem {
+            threads,
+            ts_words,
+            ts: z32(ts_words * threads as usize),
+            shadow: (0..words).map(|_| A64(LU64::new(0))).collect(),
+            pool,
+        };
         m.with(|e| (0..threads).for_each(|t| e.init_thread(t)));
         Arc::new(m)
     }
 
     fn with<R>(&self, f: impl FnOnce(&Engine<'_, SliceMemory<'_, LoomAtomics>>) -> R) -> R {
-        let mem = SliceMemory::<LoomAtomics> { thread_states: &self.ts, thread_state_words: self.ts_words, shadow: &self.shadow, pool: &self.pool, reports: &[] };
-        let cfg = EngineConfig { num_sms: self.threads, num_threads: self.threads, clock_buffer_size: CB, rng_seed: 1, real_base: 0 };
+        let mem = SliceMemory::<LoomAtomics> {
+            thread_states: &self.ts,
+            thread_state_words: self.ts_words,
+            shadow: &self.shadow,
+            pool: &self.pool,
+            reports: &[],
+        };
+        let cfg = EngineConfig {
+            num_sms: self.threads,
+            num_threads: self.threads,
+            clock_buffer_size: CB,
+            rng_seed: 1,
+            real_base: 0,
+        };
         f(&Engine::new(&mem, cfg))
     }
 
     fn word(&self, w: usize) -> WordState {
         match ShadowCell(self.shadow[w].load(MemOrder::Acquire)).view() {
-            CellView::Compact => WordState::from_compact(ShadowCell(self.shadow[w].load(MemOrder::Acquire))),
-            CellView::Inflated(i) => WordState::from_record::<LoomAtomics>(Pool::<LoomAtomics>::new(&self.pool).record(i)),
+            CellView::Compact => {
+                WordState::from_compact(ShadowCell(self.shadow[w].load(MemOrder::Acquire)))
+            }
+            CellView::Inflated(i) => WordState::from_record::<LoomAtomics>(
+                Pool::<LoomAtomics>::new(&self.pool).record(i),
+            ),
             CellView::Locked => panic!("word {w} left locked"),
         }
     }
 
     fn has(&self, w: usize, tid: u32, write: bool) -> bool {
         let s = self.word(w);
-        s.accesses[..s.len].iter().any(|a| a.tid == tid && a.write == write)
+        s.accesses[..s.len]
+            .iter()
+            .any(|a| a.tid == tid && a.write == write)
     }
 }
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(2);
+    b.preemption_bound = None;
     b.check(f);
 }
 
@@ -127,7 +151,10 @@ fn two_accesses_inflating_one_cell_lose_nothing() {
         for h in handles {
             h.join().unwrap();
         }
-        assert!(matches!(ShadowCell(m.shadow[0].load(MemOrder::Relaxed)).view(), CellView::Inflated(_)));
+        assert!(matches!(
+            ShadowCell(m.shadow[0].load(MemOrder::Relaxed)).view(),
+            CellView::Inflated(_)
+        ));
         for t in 0..3 {
             assert!(m.has(0, t, false), "reader {t} lost");
         }
@@ -150,7 +177,14 @@ fn overlapping_cells_locked_in_opposite_orders_do_not_deadlock() {
                     m.with(|e| {
                         let mut locked = e.lock_words(orders[t as usize]);
                         for w in locked.iter_mut().flatten() {
-                            w.state.push(AccessClock { tid: t, epoch: 1, mask: 0b1111, write: true, atomic: true, scope: Scope::Device });
+                            w.state.push(AccessClock {
+                                tid: t,
+                                epoch: 1,
+                                mask: 0b1111,
+                                write: true,
+                                atomic: true,
+                                scope: Scope::Device,
+                            });
                         }
                         e.unlock_words(locked).unwrap();
                     })
@@ -244,7 +278,10 @@ fn clock_buffer_reader_never_accepts_an_overwritten_snapshot() {
             })
         };
         let mut seen = [u32::MAX; 3];
-        if owner.read_snapshot(first, |j, v| seen[j as usize] = v).is_ok() {
+        if owner
+            .read_snapshot(first, |j, v| seen[j as usize] = v)
+            .is_ok()
+        {
             assert_eq!(seen, [1, 0, 0], "accepted a torn or newer snapshot");
         }
         writer.join().unwrap();

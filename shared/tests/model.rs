@@ -13,7 +13,7 @@ use vigil_shared::engine::{AtomicOpKind, Outcome};
 use vigil_shared::{Ordering, Scope};
 
 const WORDS: usize = 4;
-const PROGRAMS: u32 = 10_000;
+const PROGRAMS: u32 = 20_000;
 
 fn scope() -> impl Strategy<Value = Scope> {
     prop_oneof![Just(Scope::Block), Just(Scope::Device), Just(Scope::System)]
@@ -106,17 +106,47 @@ fn op(threads: u32) -> impl Strategy<Value = Op> {
 /// data. Every choice of scope and style is random, so the chain is
 /// race-free or not depending on the memory model.
 fn motif(threads: u32) -> impl Strategy<Value = Vec<Op>> {
-    let hop = (0..threads, 0..5u8, 0..5u8, scope(), scope(), scope(), 0..threads, 0..4u8);
-    (0..threads, 0..WORDS as u64, 1..WORDS as u64, prop_oneof![Just(1u32), Just(2), Just(4)], any::<bool>(), prop::collection::vec(hop, 1..4))
+    let hop = (
+        0..threads,
+        0..5u8,
+        0..5u8,
+        scope(),
+        scope(),
+        scope(),
+        0..threads,
+        0..4u8,
+    );
+    (
+        0..threads,
+        0..WORDS as u64,
+        1..WORDS as u64,
+        prop_oneof![Just(1u32), Just(2), Just(4)],
+        any::<bool>(),
+        prop::collection::vec(hop, 1..4),
+    )
         .prop_map(|(first, data, flag_off, size, last_writes, hops)| {
             let flag = (data + flag_off) % WORDS as u64 * 4;
             let data = data * 4;
-            let mut ops = vec![Op::Plain { tid: first, addr: data, size, write: true }];
+            let mut ops = vec![Op::Plain {
+                tid: first,
+                addr: data,
+                size,
+                write: true,
+            }];
             let mut from = first;
             for (to, rel, acq, s_rel, s_acq, s_mid, mid, middle) in hops {
                 match rel {
                     0 => ops.push(store(from, flag, Ordering::Release, s_rel)),
-                    1 => ops.push(rmw(from, flag, if s_rel == Scope::Block { Ordering::Release } else { Ordering::AcqRel }, s_rel)),
+                    1 => ops.push(rmw(
+                        from,
+                        flag,
+                        if s_rel == Scope::Block {
+                            Ordering::Release
+                        } else {
+                            Ordering::AcqRel
+                        },
+                        s_rel,
+                    )),
                     2 => {
                         ops.push(fence(from, Ordering::Release, s_rel));
                         ops.push(store(from, flag, Ordering::Relaxed, s_mid));
@@ -136,12 +166,24 @@ fn motif(threads: u32) -> impl Strategy<Value = Vec<Op>> {
                         ops.push(load(to, flag, Ordering::Relaxed, s_acq));
                         ops.push(fence(to, Ordering::Acquire, s_mid));
                     }
-                    3 => ops.push(cas(to, flag, Ordering::AcqRel, Ordering::Acquire, s_acq, false)),
+                    3 => ops.push(cas(
+                        to,
+                        flag,
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                        s_acq,
+                        false,
+                    )),
                     _ => ops.push(load(to, flag, Ordering::Relaxed, s_acq)),
                 }
                 from = to;
             }
-            ops.push(Op::Plain { tid: from, addr: data, size, write: last_writes });
+            ops.push(Op::Plain {
+                tid: from,
+                addr: data,
+                size,
+                write: last_writes,
+            });
             ops
         })
 }
@@ -149,22 +191,43 @@ fn motif(threads: u32) -> impl Strategy<Value = Vec<Op>> {
 /// Many threads reading one word (plain or atomic, any bytes), then one
 /// writing it: pushes words past the record's capacity.
 fn readers(threads: u32) -> impl Strategy<Value = Vec<Op>> {
-    let read = (0..threads, 0..4u64, prop_oneof![Just(1u32), Just(2), Just(4)], any::<bool>(), scope());
-    (0..WORDS as u64, prop::collection::vec(read, 4..14), 0..threads, any::<bool>()).prop_map(|(word, reads, writer, atomic_write)| {
-        let mut ops: Vec<Op> = reads
-            .into_iter()
-            .map(|(tid, off, size, atomic, scope)| {
-                if atomic {
-                    load(tid, word * 4, Ordering::Relaxed, scope)
-                } else {
-                    let off = (off & !(size as u64 - 1)).min(4 - size as u64);
-                    Op::Plain { tid, addr: word * 4 + off, size, write: false }
-                }
-            })
-            .collect();
-        ops.push(if atomic_write { rmw(writer, word * 4, Ordering::Relaxed, Scope::Device) } else { plain(writer, word * 4, 4, true) });
-        ops
-    })
+    let read = (
+        0..threads,
+        0..4u64,
+        prop_oneof![Just(1u32), Just(2), Just(4)],
+        any::<bool>(),
+        scope(),
+    );
+    (
+        0..WORDS as u64,
+        prop::collection::vec(read, 4..14),
+        0..threads,
+        any::<bool>(),
+    )
+        .prop_map(|(word, reads, writer, atomic_write)| {
+            let mut ops: Vec<Op> = reads
+                .into_iter()
+                .map(|(tid, off, size, atomic, scope)| {
+                    if atomic {
+                        load(tid, word * 4, Ordering::Relaxed, scope)
+                    } else {
+                        let off = (off & !(size as u64 - 1)).min(4 - size as u64);
+                        Op::Plain {
+                            tid,
+                            addr: word * 4 + off,
+                            size,
+                            write: false,
+                        }
+                    }
+                })
+                .collect();
+            ops.push(if atomic_write {
+                rmw(writer, word * 4, Ordering::Relaxed, Scope::Device)
+            } else {
+                plain(writer, word * 4, 4, true)
+            });
+            ops
+        })
 }
 
 fn program() -> impl Strategy<Value = Program> {
@@ -265,7 +328,11 @@ fn engine_matches_oracle_on_random_programs() {
     let f = figures.into_inner();
     println!("programs checked: {}", f.programs);
     println!("accesses checked: {}", f.accesses);
-    println!("programs with races: {} (race-free: {})", f.racy_programs, f.programs - f.racy_programs);
+    println!(
+        "programs with races: {} (race-free: {})",
+        f.racy_programs,
+        f.programs - f.racy_programs
+    );
     println!("false positives: {}", f.false_positives);
     println!("exact matches: {}/{}", f.exact, f.exact_total);
     println!("over-capacity programs: {}", f.over_capacity);

@@ -5,7 +5,9 @@
 mod common;
 
 use common::*;
-use vigil_shared::abi::{ReportKind, ThreadStateHeader, COMPACT_SHADOW_BYTES_PER_WORD, INFLATED_SHADOW_BYTES_PER_WORD};
+use vigil_shared::abi::{
+    ReportKind, ThreadStateHeader, COMPACT_SHADOW_BYTES_PER_WORD, INFLATED_SHADOW_BYTES_PER_WORD,
+};
 use vigil_shared::engine::Outcome;
 use vigil_shared::report::{read_report, reports_written};
 use vigil_shared::{Ordering::*, Scope::*};
@@ -17,10 +19,18 @@ const FLAG2: u64 = 12;
 /// Runs `ops` on `sms` x `devices` threads through both detectors, checks
 /// they agree on every access, and returns the last access's outcome.
 fn run(sms: u32, devices: u32, ops: &[Op]) -> Outcome {
-    let p = Program { num_sms: sms, num_devices: devices, ops: ops.to_vec() };
+    let p = Program {
+        num_sms: sms,
+        num_devices: devices,
+        ops: ops.to_vec(),
+    };
     let c = compare(&p, 4);
     for (i, (oracle, engine)) in c.steps.iter().enumerate() {
-        assert_eq!(!oracle.is_empty(), engine.is_race(), "access {i}: oracle {oracle:?}, engine {engine:?}");
+        assert_eq!(
+            !oracle.is_empty(),
+            engine.is_race(),
+            "access {i}: oracle {oracle:?}, engine {engine:?}"
+        );
     }
     c.steps.last().unwrap().1
 }
@@ -44,61 +54,141 @@ fn raw_across_threads() {
 
 #[test]
 fn war_across_threads() {
-    assert_eq!(race_kind(run(2, 1, &[plain(0, DATA, 4, false), plain(1, DATA, 4, true)])), Some(ReportKind::WriteAfterRead));
+    assert_eq!(
+        race_kind(run(
+            2,
+            1,
+            &[plain(0, DATA, 4, false), plain(1, DATA, 4, true)]
+        )),
+        Some(ReportKind::WriteAfterRead)
+    );
 }
 
 #[test]
 fn waw_across_threads() {
-    assert_eq!(race_kind(run(2, 1, &[plain(0, DATA, 4, true), plain(1, DATA, 4, true)])), Some(ReportKind::WriteAfterWrite));
+    assert_eq!(
+        race_kind(run(
+            2,
+            1,
+            &[plain(0, DATA, 4, true), plain(1, DATA, 4, true)]
+        )),
+        Some(ReportKind::WriteAfterWrite)
+    );
 }
 
 #[test]
 fn same_thread_and_read_read_do_not_race() {
-    assert_eq!(run(2, 1, &[plain(0, DATA, 4, true), plain(0, DATA, 4, false), plain(0, DATA, 4, true)]), Outcome::Clean);
-    assert_eq!(run(2, 1, &[plain(0, DATA, 4, false), plain(1, DATA, 4, false)]), Outcome::Clean);
+    assert_eq!(
+        run(
+            2,
+            1,
+            &[
+                plain(0, DATA, 4, true),
+                plain(0, DATA, 4, false),
+                plain(0, DATA, 4, true)
+            ]
+        ),
+        Outcome::Clean
+    );
+    assert_eq!(
+        run(2, 1, &[plain(0, DATA, 4, false), plain(1, DATA, 4, false)]),
+        Outcome::Clean
+    );
 }
 
 #[test]
 fn disjoint_bytes_of_one_word_do_not_race() {
-    assert_eq!(run(2, 1, &[plain(0, DATA, 1, true), plain(1, DATA + 1, 1, true), plain(1, DATA + 2, 2, false)]), Outcome::Clean);
-    assert_eq!(race_kind(run(2, 1, &[plain(0, DATA, 2, true), plain(1, DATA + 1, 1, false)])), Some(ReportKind::ReadAfterWrite));
+    assert_eq!(
+        run(
+            2,
+            1,
+            &[
+                plain(0, DATA, 1, true),
+                plain(1, DATA + 1, 1, true),
+                plain(1, DATA + 2, 2, false)
+            ]
+        ),
+        Outcome::Clean
+    );
+    assert_eq!(
+        race_kind(run(
+            2,
+            1,
+            &[plain(0, DATA, 2, true), plain(1, DATA + 1, 1, false)]
+        )),
+        Some(ReportKind::ReadAfterWrite)
+    );
 }
 
 #[test]
 fn kernel_boundary_orders_everything_before() {
-    assert_eq!(run(2, 2, &[plain(0, DATA, 4, true), Op::Kernel, plain(3, DATA, 4, true)]), Outcome::Clean);
+    assert_eq!(
+        run(
+            2,
+            2,
+            &[plain(0, DATA, 4, true), Op::Kernel, plain(3, DATA, 4, true)]
+        ),
+        Outcome::Clean
+    );
 }
 
 // ----- release/acquire pairs in each scope --------------------------------------
 
-fn message_passing(producer: u32, consumer: u32, rel: vigil_shared::Scope, acq: vigil_shared::Scope) -> Vec<Op> {
-    vec![plain(producer, DATA, 4, true), store(producer, FLAG, Release, rel), load(consumer, FLAG, Acquire, acq), plain(consumer, DATA, 4, false)]
+fn message_passing(
+    producer: u32,
+    consumer: u32,
+    rel: vigil_shared::Scope,
+    acq: vigil_shared::Scope,
+) -> Vec<Op> {
+    vec![
+        plain(producer, DATA, 4, true),
+        store(producer, FLAG, Release, rel),
+        load(consumer, FLAG, Acquire, acq),
+        plain(consumer, DATA, 4, false),
+    ]
 }
 
 #[test]
 fn release_acquire_block_scope_only_orders_one_sm() {
     // Two SMs: a CTA-scope pair synchronises nothing across them.
-    assert_eq!(race_kind(run(2, 1, &message_passing(0, 1, Block, Block))), Some(ReportKind::ReadAfterWrite));
+    assert_eq!(
+        race_kind(run(2, 1, &message_passing(0, 1, Block, Block))),
+        Some(ReportKind::ReadAfterWrite)
+    );
 }
 
 #[test]
 fn release_acquire_device_scope() {
-    assert_eq!(run(2, 2, &message_passing(0, 1, Device, Device)), Outcome::Clean);
+    assert_eq!(
+        run(2, 2, &message_passing(0, 1, Device, Device)),
+        Outcome::Clean
+    );
     // Across devices a device-scope pair does not synchronise.
     assert!(run(2, 2, &message_passing(0, 2, Device, Device)).is_race());
 }
 
 #[test]
 fn release_acquire_system_scope() {
-    assert_eq!(run(2, 2, &message_passing(0, 3, System, System)), Outcome::Clean);
+    assert_eq!(
+        run(2, 2, &message_passing(0, 3, System, System)),
+        Outcome::Clean
+    );
     // Both sides must include each other.
     assert!(run(2, 2, &message_passing(0, 3, System, Device)).is_race());
-    assert_eq!(run(2, 2, &message_passing(0, 1, System, Device)), Outcome::Clean);
+    assert_eq!(
+        run(2, 2, &message_passing(0, 1, System, Device)),
+        Outcome::Clean
+    );
 }
 
 #[test]
 fn acq_rel_rmw_pairs() {
-    let ops = [plain(0, DATA, 4, true), rmw(0, FLAG, AcqRel, Device), rmw(1, FLAG, AcqRel, Device), plain(1, DATA, 4, true)];
+    let ops = [
+        plain(0, DATA, 4, true),
+        rmw(0, FLAG, AcqRel, Device),
+        rmw(1, FLAG, AcqRel, Device),
+        plain(1, DATA, 4, true),
+    ];
     assert_eq!(run(2, 1, &ops), Outcome::Clean);
 }
 
@@ -106,31 +196,78 @@ fn acq_rel_rmw_pairs() {
 
 #[test]
 fn relaxed_flag_does_not_synchronise() {
-    let ops = [plain(0, DATA, 4, true), store(0, FLAG, Relaxed, Device), load(1, FLAG, Acquire, Device), plain(1, DATA, 4, false)];
+    let ops = [
+        plain(0, DATA, 4, true),
+        store(0, FLAG, Relaxed, Device),
+        load(1, FLAG, Acquire, Device),
+        plain(1, DATA, 4, false),
+    ];
     assert!(run(2, 1, &ops).is_race());
-    let ops = [plain(0, DATA, 4, true), store(0, FLAG, Release, Device), load(1, FLAG, Relaxed, Device), plain(1, DATA, 4, false)];
+    let ops = [
+        plain(0, DATA, 4, true),
+        store(0, FLAG, Release, Device),
+        load(1, FLAG, Relaxed, Device),
+        plain(1, DATA, 4, false),
+    ];
     assert!(run(2, 1, &ops).is_race());
 }
 
 #[test]
 fn cta_scope_atomics_race_across_sms() {
-    let o = run(2, 1, &[rmw(0, FLAG, Relaxed, Block), rmw(1, FLAG, Relaxed, Block)]);
+    let o = run(
+        2,
+        1,
+        &[rmw(0, FLAG, Relaxed, Block), rmw(1, FLAG, Relaxed, Block)],
+    );
     assert_eq!(race_kind(o), Some(ReportKind::ScopeMismatch));
 }
 
 #[test]
 fn compatible_scope_atomics_do_not_race() {
-    assert_eq!(run(2, 2, &[rmw(0, FLAG, Relaxed, Device), rmw(1, FLAG, Relaxed, Device)]), Outcome::Clean);
-    assert!(run(2, 2, &[rmw(0, FLAG, Relaxed, Device), rmw(2, FLAG, Relaxed, Device)]).is_race());
-    assert_eq!(run(2, 2, &[rmw(0, FLAG, Relaxed, System), rmw(2, FLAG, Relaxed, System)]), Outcome::Clean);
+    assert_eq!(
+        run(
+            2,
+            2,
+            &[rmw(0, FLAG, Relaxed, Device), rmw(1, FLAG, Relaxed, Device)]
+        ),
+        Outcome::Clean
+    );
+    assert!(run(
+        2,
+        2,
+        &[rmw(0, FLAG, Relaxed, Device), rmw(2, FLAG, Relaxed, Device)]
+    )
+    .is_race());
+    assert_eq!(
+        run(
+            2,
+            2,
+            &[rmw(0, FLAG, Relaxed, System), rmw(2, FLAG, Relaxed, System)]
+        ),
+        Outcome::Clean
+    );
 }
 
 #[test]
 fn atomic_and_plain_mix_races() {
-    assert_eq!(race_kind(run(2, 1, &[rmw(0, FLAG, Relaxed, Device), plain(1, FLAG, 4, false)])), Some(ReportKind::AtomicNonAtomic));
+    assert_eq!(
+        race_kind(run(
+            2,
+            1,
+            &[rmw(0, FLAG, Relaxed, Device), plain(1, FLAG, 4, false)]
+        )),
+        Some(ReportKind::AtomicNonAtomic)
+    );
     // Two concurrent atomic writers, then a plain read ordered after only one.
-    let ops = [store(0, FLAG, Relaxed, Device), store(1, FLAG, Relaxed, Device), plain(1, FLAG, 4, false)];
-    assert_eq!(race_kind(run(2, 1, &ops)), Some(ReportKind::AtomicNonAtomic));
+    let ops = [
+        store(0, FLAG, Relaxed, Device),
+        store(1, FLAG, Relaxed, Device),
+        plain(1, FLAG, 4, false),
+    ];
+    assert_eq!(
+        race_kind(run(2, 1, &ops)),
+        Some(ReportKind::AtomicNonAtomic)
+    );
 }
 
 // ----- transitive release chains ------------------------------------------------
@@ -156,13 +293,25 @@ fn transitive_release_chain() {
 
 #[test]
 fn rmw_continues_release_sequence() {
-    let ops = [plain(0, DATA, 4, true), store(0, FLAG, Release, Device), rmw(1, FLAG, Relaxed, Device), load(2, FLAG, Acquire, Device), plain(2, DATA, 4, false)];
+    let ops = [
+        plain(0, DATA, 4, true),
+        store(0, FLAG, Release, Device),
+        rmw(1, FLAG, Relaxed, Device),
+        load(2, FLAG, Acquire, Device),
+        plain(2, DATA, 4, false),
+    ];
     assert_eq!(run(3, 1, &ops), Outcome::Clean);
 }
 
 #[test]
 fn plain_or_relaxed_store_ends_release_sequence() {
-    let ops = [plain(0, DATA, 4, true), store(0, FLAG, Release, Device), store(1, FLAG, Relaxed, Device), load(2, FLAG, Acquire, Device), plain(2, DATA, 4, false)];
+    let ops = [
+        plain(0, DATA, 4, true),
+        store(0, FLAG, Release, Device),
+        store(1, FLAG, Relaxed, Device),
+        load(2, FLAG, Acquire, Device),
+        plain(2, DATA, 4, false),
+    ];
     assert!(run(3, 1, &ops).is_race());
 }
 
@@ -171,7 +320,13 @@ fn mixed_scope_release_sequence_keeps_each_heads_scope() {
     // Release at device scope on device 0, continued by a system-scope RMW,
     // acquired at system scope on device 1: the head's scope excludes the
     // acquirer, so no synchronisation (GSan rejects this case).
-    let ops = [plain(0, DATA, 4, true), store(0, FLAG, Release, Device), rmw(1, FLAG, Relaxed, System), load(2, FLAG, Acquire, System), plain(2, DATA, 4, false)];
+    let ops = [
+        plain(0, DATA, 4, true),
+        store(0, FLAG, Release, Device),
+        rmw(1, FLAG, Relaxed, System),
+        load(2, FLAG, Acquire, System),
+        plain(2, DATA, 4, false),
+    ];
     assert!(run(2, 2, &ops).is_race());
     // The same with a system-scope release synchronises through the RMW.
     let mut ok = ops.to_vec();
@@ -193,11 +348,36 @@ fn mixed_scope_release_sequence_keeps_each_heads_scope() {
 #[test]
 fn failed_cas_is_a_read() {
     // A failed CAS reads: it races with a plain write, as an atomic read.
-    assert_eq!(race_kind(run(2, 1, &[plain(0, FLAG, 4, true), cas(1, FLAG, AcqRel, Relaxed, Device, false)])), Some(ReportKind::AtomicNonAtomic));
+    assert_eq!(
+        race_kind(run(
+            2,
+            1,
+            &[
+                plain(0, FLAG, 4, true),
+                cas(1, FLAG, AcqRel, Relaxed, Device, false)
+            ]
+        )),
+        Some(ReportKind::AtomicNonAtomic)
+    );
     // ... and does not race with an earlier plain read.
-    assert_eq!(run(2, 1, &[plain(0, FLAG, 4, false), cas(1, FLAG, AcqRel, Relaxed, Device, false)]), Outcome::Clean);
+    assert_eq!(
+        run(
+            2,
+            1,
+            &[
+                plain(0, FLAG, 4, false),
+                cas(1, FLAG, AcqRel, Relaxed, Device, false)
+            ]
+        ),
+        Outcome::Clean
+    );
     // With acquire failure ordering it acquires.
-    let ops = [plain(0, DATA, 4, true), store(0, FLAG, Release, Device), cas(1, FLAG, AcqRel, Acquire, Device, false), plain(1, DATA, 4, true)];
+    let ops = [
+        plain(0, DATA, 4, true),
+        store(0, FLAG, Release, Device),
+        cas(1, FLAG, AcqRel, Acquire, Device, false),
+        plain(1, DATA, 4, true),
+    ];
     assert_eq!(run(2, 1, &ops), Outcome::Clean);
 }
 
@@ -238,7 +418,13 @@ fn common_states_stay_compact() {
     assert_eq!(INFLATED_SHADOW_BYTES_PER_WORD, 136);
     let mut h = Harness::new(2, 1, 4, 16);
     // Written by one thread, read since by one other; plain and atomic.
-    for op in [plain(0, DATA, 4, true), Op::Kernel, plain(1, DATA, 4, false), rmw(0, FLAG, Relaxed, Device), load(1, FLAG, Acquire, Device)] {
+    for op in [
+        plain(0, DATA, 4, true),
+        Op::Kernel,
+        plain(1, DATA, 4, false),
+        rmw(0, FLAG, Relaxed, Device),
+        load(1, FLAG, Acquire, Device),
+    ] {
         h.step(&op);
     }
     assert_eq!(h.pool_used(), 0, "common states must not inflate");
@@ -256,7 +442,11 @@ fn over_capacity_still_catches_the_writer_race() {
     // ordered after none: eviction loses some readers, never the race.
     let mut ops: Vec<Op> = (0..9).map(|t| plain(t, DATA, 4, false)).collect();
     ops.push(plain(9, DATA, 4, true));
-    let p = Program { num_sms: 10, num_devices: 1, ops };
+    let p = Program {
+        num_sms: 10,
+        num_devices: 1,
+        ops,
+    };
     let c = compare(&p, 4);
     assert!(c.evictions > 0);
     assert!(c.steps.last().unwrap().1.is_race());
@@ -270,10 +460,23 @@ fn reports_reach_the_buffer_with_prior_thread_and_epoch() {
     h.step(&store(0, FLAG, Release, Device));
     h.step(&plain(0, DATA + 4, 4, true)); // epoch 3 after the release
     h.step(&plain(1, DATA + 4, 2, false));
-    assert_eq!(reports_written::<vigil_shared::atomic::CoreAtomics>(h.reports()), 1);
+    assert_eq!(
+        reports_written::<vigil_shared::atomic::CoreAtomics>(h.reports()),
+        1
+    );
     let r = read_report::<vigil_shared::atomic::CoreAtomics>(h.reports(), 0).unwrap();
     assert_eq!(r.report_kind(), Some(ReportKind::ReadAfterWrite));
-    assert_eq!((r.address, r.size, r.tid, r.prior_tid, r.prior_epoch, r.overlap_mask), (4, 2, 1, 0, 3, 0b0011));
+    assert_eq!(
+        (
+            r.address,
+            r.size,
+            r.tid,
+            r.prior_tid,
+            r.prior_epoch,
+            r.overlap_mask
+        ),
+        (4, 2, 1, 0, 3, 0b0011)
+    );
 }
 
 #[test]
@@ -281,7 +484,11 @@ fn epoch_overflow_is_an_error_not_a_verdict() {
     let mut h = Harness::new(2, 1, 4, 16);
     // Drive thread 0's epoch to the limit by hand, published.
     h.set_thread_word(0, ThreadStateHeader::WORDS, vigil_shared::clock::MAX_EPOCH);
-    h.set_thread_word(0, ThreadStateHeader::DIRTY_WORD, ThreadStateHeader::PUBLISHED);
+    h.set_thread_word(
+        0,
+        ThreadStateHeader::DIRTY_WORD,
+        ThreadStateHeader::PUBLISHED,
+    );
     match h.step(&plain(0, DATA, 4, true)).unwrap() {
         Outcome::Error(r) => assert_eq!(r.report_kind(), Some(ReportKind::EpochOverflow)),
         o => panic!("expected an epoch overflow error, got {o:?}"),

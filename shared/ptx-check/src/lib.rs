@@ -44,7 +44,13 @@ pub struct RawSanitizerMemory {
 /// Every pointer of `mem` must be valid for the length it states (the
 /// thread states for `globals.num_threads` states) for the whole call, and
 /// `data` must point to a live `u32`.
-pub unsafe fn check_hooks(mem: &RawSanitizerMemory, tid: u32, addr: u64, write: bool, data: *const AtomicU32) -> u32 {
+pub unsafe fn check_hooks(
+    mem: &RawSanitizerMemory,
+    tid: u32,
+    addr: u64,
+    write: bool,
+    data: *const AtomicU32,
+) -> u32 {
     // SAFETY: the caller guarantees `globals` is valid.
     let g = unsafe { &*mem.globals };
     let ts_words = thread_state_words(g.num_threads, g.clock_buffer_size);
@@ -66,7 +72,10 @@ pub unsafe fn check_hooks(mem: &RawSanitizerMemory, tid: u32, addr: u64, write: 
         reports: slices.3,
     };
     let engine = Engine::new(&memory, EngineConfig::from_globals(g));
-    let site = AccessSite { line: line!(), ..AccessSite::default() };
+    let site = AccessSite {
+        line: line!(),
+        ..AccessSite::default()
+    };
     let mut bits = 0;
     let mut note = |o: Outcome| {
         bits |= o.is_race() as u32 | (o.is_error() as u32) << 1;
@@ -89,7 +98,13 @@ pub unsafe fn check_hooks(mem: &RawSanitizerMemory, tid: u32, addr: u64, write: 
 /// As [`check_hooks`]; `out` must be valid for one `u32` per block.
 #[cfg(target_arch = "nvptx64")]
 #[no_mangle]
-pub unsafe extern "ptx-kernel" fn vigil_engine_check(mem: RawSanitizerMemory, addr: u64, write: u32, data: *const AtomicU32, out: *mut u32) {
+pub unsafe extern "ptx-kernel" fn vigil_engine_check(
+    mem: RawSanitizerMemory,
+    addr: u64,
+    write: u32,
+    data: *const AtomicU32,
+    out: *mut u32,
+) {
     // SAFETY: reading a special register has no preconditions.
     let block = unsafe { core::arch::nvptx::_block_idx_x() } as u32;
     // SAFETY: forwarded from this kernel's contract.
@@ -114,7 +129,14 @@ mod tests {
     #[test]
     fn host_build_of_the_kernel_body_detects_a_race() {
         let (n, cb) = (2u32, 4u32);
-        let g = GlobalState { num_sms: 2, num_devices: 1, num_threads: n, clock_buffer_size: cb, rng_seed: 1, ..GlobalState::default() };
+        let g = GlobalState {
+            num_sms: 2,
+            num_devices: 1,
+            num_threads: n,
+            clock_buffer_size: cb,
+            rng_seed: 1,
+            ..GlobalState::default()
+        };
         let z32 = |k: usize| (0..k).map(|_| AtomicU32::new(0)).collect::<Vec<_>>();
         let ts = z32(thread_state_words(n, cb) * n as usize);
         let shadow: Vec<AtomicU64> = (0..8).map(|_| AtomicU64::new(0)).collect();
@@ -134,14 +156,24 @@ mod tests {
         };
         let data = AtomicU32::new(0);
         let real = vigil_shared::address::real_base(0);
-        let memory = SliceMemory::<CoreAtomics> { thread_states: &ts, thread_state_words: thread_state_words(n, cb), shadow: &shadow, pool: &pool, reports: &reports };
+        let memory = SliceMemory::<CoreAtomics> {
+            thread_states: &ts,
+            thread_state_words: thread_state_words(n, cb),
+            shadow: &shadow,
+            pool: &pool,
+            reports: &reports,
+        };
         let engine = Engine::new(&memory, EngineConfig::from_globals(&g));
         engine.init_thread(0);
         engine.init_thread(1);
         // SAFETY: every pointer above outlives the calls.
         unsafe {
             assert_eq!(check_hooks(&mem, 0, real, true, &data), 0);
-            assert_eq!(check_hooks(&mem, 1, real, false, &data), 1, "plain read after an unordered write races");
+            assert_eq!(
+                check_hooks(&mem, 1, real, false, &data),
+                1,
+                "plain read after an unordered write races"
+            );
         }
         assert_eq!(data.load(MemOrder::Relaxed), 2);
     }

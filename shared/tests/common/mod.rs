@@ -319,8 +319,11 @@ impl Oracle {
                 }
                 if ord.releases() {
                     let c = self.vc[tid as usize].clone();
-                    for level in 0..=scope as usize {
-                        self.fence_clock[tid as usize][level] = Some(c.clone());
+                    for slot in self.fence_clock[tid as usize]
+                        .iter_mut()
+                        .take(scope as usize + 1)
+                    {
+                        *slot = Some(c.clone());
                     }
                     self.bump(tid);
                 }
