@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Prepares a GPU run: builds every test binary, example and benchmark in
+# release mode, with the PTX, into gpu-run/ (git-ignored), plus gpu-run/run-all.sh,
+# which runs them all with VIGIL_REQUIRE_GPU=1 (GPU tests fail instead of skipping).
+#
+# Then, on a machine with a GPU (this repo's device tool: carry "gpu-run"):
+#   bash gpu-run/run-all.sh
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+out="$root/gpu-run"
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/examples" "$out/ptx"
+
+# Smaller binaries travel faster; locations in reports come from
+# #[track_caller], not from debug info.
+export CARGO_PROFILE_RELEASE_DEBUG=false
+export CARGO_PROFILE_RELEASE_STRIP=debuginfo
+
+echo "== building test binaries"
+cargo test --workspace --release --no-run --message-format=json 2>/dev/null \
+  | python3 -c '
+import json, sys, shutil, os
+out = sys.argv[1]
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m.get("profile", {}).get("test"):
+        name = m["target"]["name"].replace("-", "_")
+        kind = m["target"]["kind"][0]
+        dest = os.path.join(out, "bin", f"{kind}-{name}")
+        shutil.copy(m["executable"], dest)
+        print("  ", os.path.basename(dest))
+' "$out"
+
+echo "== building examples"
+cargo build --workspace --release --examples --message-format=json 2>/dev/null \
+  | python3 -c '
+import json, sys, shutil, os
+out = sys.argv[1]
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and "example" in m["target"]["kind"]:
+        dest = os.path.join(out, "examples", m["target"]["name"])
+        shutil.copy(m["executable"], dest)
+        print("  ", os.path.basename(dest))
+' "$out"
+
+cp target/vigil-ptx/nvptx64-nvidia-cuda/release/*.ptx "$out/ptx/" 2>/dev/null || true
+cp scripts/gpu-run-all.sh "$out/run-all.sh"
+du -sh "$out"
+echo "prepared: run 'bash gpu-run/run-all.sh' on the GPU machine"

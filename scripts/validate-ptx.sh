@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Builds the PTX of every kernel crate in the workspace and checks each file
+# with `ptxas -arch=$ARCH -v` (default sm_90). Fails if any file is rejected
+# or if no PTX was produced.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+arch=${VIGIL_CUDA_ARCH:-sm_90}
+ptxas=$("$root/scripts/ptxas.sh")
+ptx_dir="$root/target/vigil-ptx/nvptx64-nvidia-cuda/release"
+
+# Kernel crates built by a build.rs (vigil-build) land in target/vigil-ptx.
+cargo build -p vigil-tests --quiet
+# Crates that are PTX-only checks are built directly into the same directory.
+for krate in $(cargo metadata --no-deps --format-version 1 | python3 -c '
+import json, sys
+for p in json.load(sys.stdin)["packages"]:
+    if p["metadata"] and p["metadata"].get("vigil", {}).get("ptx-check"):
+        print(p["name"])'); do
+  CARGO_ENCODED_RUSTFLAGS="-Ctarget-cpu=$arch" CARGO_PROFILE_RELEASE_DEBUG=false \
+    cargo build -p "$krate" --release --target nvptx64-nvidia-cuda -Zbuild-std=core \
+    --target-dir "$root/target/vigil-ptx" --quiet
+done
+
+shopt -s nullglob
+files=("$ptx_dir"/*.ptx)
+if [ ${#files[@]} -eq 0 ]; then
+  echo "validate-ptx: no PTX files under $ptx_dir" >&2
+  exit 1
+fi
+for f in "${files[@]}"; do
+  echo "== ptxas -arch=$arch -v $(basename "$f")"
+  "$ptxas" -arch="$arch" -v "$f" -o /dev/null 2>&1 | grep -E "error|warning|Compiling entry|Used" || true
+  "$ptxas" -arch="$arch" "$f" -o /dev/null
+done
+echo "validate-ptx: ${#files[@]} PTX file(s) accepted by ptxas -arch=$arch"

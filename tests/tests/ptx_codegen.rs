@@ -1,0 +1,97 @@
+//! Properties of the generated PTX that need no GPU: the plain entry point
+//! of a `#[kernel]` compiles to the same instructions as the hand-written
+//! kernel, and every kernel's parameter list is what its Rust signature says.
+
+use vigil::ptx::parse_entries;
+use vigil::Kernel;
+use vigil_tests::KERNELS_PTX;
+
+/// The instruction lines of one `.entry`, with names that differ between
+/// two identical kernels (parameter names, labels) replaced, and a negated
+/// predicate branch written as the opposite comparison (LLVM emits either).
+fn body(ptx: &str, entry: &str) -> Vec<String> {
+    let start = ptx
+        .find(&format!(".entry {entry}("))
+        .unwrap_or_else(|| panic!("no entry {entry}"));
+    let text = &ptx[start..];
+    let end = text.find("\n}").expect("entry end");
+    let body = &text[text.find('{').expect("body")..end];
+    let mut lines: Vec<String> = body
+        .lines()
+        .map(|l| l.trim())
+        .filter(|l| !l.is_empty() && !l.starts_with("//"))
+        .map(|l| {
+            let l = l.replace(&format!("{entry}_param_"), "param_");
+            let l = l.split("//").next().unwrap_or("").trim().to_string();
+            // Labels are numbered per function (`$L__BB3_2`): keep the block number only.
+            l.split_whitespace()
+                .map(|w| {
+                    if w.starts_with("$L__BB") {
+                        w.rsplit('_').next().unwrap_or(w).to_string()
+                    } else {
+                        w.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    // `setp.lt a, b; @!p bra` == `setp.ge a, b; @p bra`.
+    for i in 0..lines.len().saturating_sub(1) {
+        if lines[i].starts_with("setp.lt.") && lines[i + 1].starts_with("@!") {
+            lines[i] = lines[i].replacen("setp.lt.", "setp.ge.", 1);
+            lines[i + 1] = lines[i + 1].replacen("@!", "@", 1);
+        }
+    }
+    lines
+}
+
+#[test]
+fn plain_entry_matches_the_hand_written_kernel() {
+    let generated = body(KERNELS_PTX, "axpy");
+    let hand = body(KERNELS_PTX, "axpy_handwritten");
+    assert!(
+        generated.len() > 10,
+        "suspiciously short body: {generated:?}"
+    );
+    assert_eq!(
+        generated, hand,
+        "the #[kernel] entry costs something a hand-written kernel does not"
+    );
+}
+
+#[test]
+fn every_kernel_entry_matches_its_rust_signature() {
+    let entries = parse_entries(KERNELS_PTX).expect("parse PTX");
+    fn check<K: Kernel>(entries: &[vigil::ptx::PtxEntry]) {
+        let entry = entries
+            .iter()
+            .find(|e| e.name == K::NAME)
+            .unwrap_or_else(|| panic!("no PTX entry {}", K::NAME));
+        vigil::check_signature(K::NAME, K::PARAMS, &[], &entry.params)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    use vigil_kernels::{examples as e, tests as t};
+    check::<e::axpy>(&entries);
+    check::<e::reduce_sum>(&entries);
+    check::<e::histogram>(&entries);
+    check::<t::atomic_ops_u32>(&entries);
+    check::<t::atomic_ops_i64>(&entries);
+    check::<t::atomic_ops_f64>(&entries);
+    check::<t::shared_reverse>(&entries);
+    check::<t::warp_ops>(&entries);
+    check::<t::index_map>(&entries);
+    check::<t::block_ids>(&entries);
+}
+
+#[test]
+fn plain_kernels_use_no_local_memory_stack() {
+    // A `#[kernel]` that only loads, stores and does arithmetic must not
+    // spill to the stack (a sign of hidden formatting or panic machinery).
+    let text = &KERNELS_PTX[KERNELS_PTX.find(".entry axpy(").unwrap()..];
+    let body = &text[..text.find("\n}").unwrap()];
+    assert!(
+        !body.contains("__local_depot") && !body.contains("%SP"),
+        "axpy uses a stack frame:\n{body}"
+    );
+}
