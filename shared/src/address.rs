@@ -7,7 +7,7 @@
 //! 512 GiB of the lower half.
 //!
 //! The runtime-state reservation holds one region per device at a fixed
-//! [`PER_DEVICE_STATE_STRIDE`]: a [`GlobalState`](crate::abi::GlobalState)
+//! [`PER_DEVICE_STATE_STRIDE`]: a [`GlobalState`]
 //! at the region's start, then that device's thread states. Masking a
 //! thread-state pointer with `!(stride - 1)` yields its `GlobalState`.
 

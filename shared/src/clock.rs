@@ -4,10 +4,10 @@
 //! A thread's *epoch* is its own entry of its vector clock. Epochs start at
 //! 1 (0 means "no access") and advance lazily: publishing the clock (a
 //! release, a release fence, a kernel exit) sets
-//! [`PUBLISHED`](ThreadStateHeader::PUBLISHED), and the next access bumps the
+//! [`PUBLISHED`](crate::abi::ThreadStateHeader::PUBLISHED), and the next access bumps the
 //! epoch first, so accesses after a release are never covered by its
 //! snapshot while back-to-back releases with nothing between them share one
-//! epoch and one snapshot (the [`DIRTY`](ThreadStateHeader::DIRTY) bit says
+//! epoch and one snapshot (the [`DIRTY`](crate::abi::ThreadStateHeader::DIRTY) bit says
 //! whether the clock changed since the last snapshot).
 //!
 //! The clock buffer is a ring of `clock_buffer_size` snapshots. A release

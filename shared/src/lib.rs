@@ -9,6 +9,25 @@
 //! locks), [`clock`] (vector clocks, epochs, clock buffers), [`shadow`]
 //! (compact cells and inflated records), [`engine`] (the detection
 //! algorithm and its hooks), [`report`] (race records and the buffer).
+//!
+//! Where the sanitizer differs from design.md section 3 (as built):
+//! - Shadow: an 8-byte compact cell per word (one write clock and one read
+//!   clock with byte masks, 11-bit thread ids, 15-bit epochs; bit table in
+//!   [`shadow`]) inflating into a 128-byte pooled record (8 access clocks
+//!   with 32-bit epochs, 4 release heads) for rarer states, instead of a
+//!   fixed 24-byte cell with a lock. Plain accesses update compact cells
+//!   with one CAS and no lock; atomics lock their cells (compact cells via a
+//!   LOCKED marker) in address order around the real operation.
+//! - History: an earlier access clock is dropped only when the new access
+//!   is ordered after it and at least as race-prone, so verdicts equal an
+//!   exact detector's until a word needs more than 8 clocks (then a seeded
+//!   random non-latest-write clock is evicted and counted).
+//! - Epochs advance lazily, only after the clock was published (release,
+//!   release fence, kernel exit), not at every CTA entry, so they last.
+//! - Release sequences keep one head per releaser with its own scope, so
+//!   mixed-scope sequences are exact rather than rejected; release/acquire
+//!   fences pair with relaxed atomics per the PTX model (`fence.sc` is
+//!   treated as `fence.acq_rel`).
 #![no_std]
 #![warn(missing_docs)]
 
