@@ -32,10 +32,13 @@ pub mod warp;
 
 /// The interface between kernels and the CPU backend's executor: the
 /// executor implements these traits and installs a [`ThreadContext`] per
-/// GPU thread with [`enter_thread`](host_runtime::enter_thread).
+/// GPU thread with [`set_current`](host_runtime::set_current) (or
+/// [`enter_thread`](host_runtime::enter_thread) around a call).
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod host_runtime {
-    pub use crate::arch::host::{enter_thread, BlockRuntime, SanitizerRuntime, ThreadContext};
+    pub use crate::arch::host::{
+        enter_thread, set_current, BlockRuntime, SanitizerRuntime, ThreadContext, WarpOp,
+    };
     pub use crate::sanitizer::{AtomicAccess, Checked};
 }
 

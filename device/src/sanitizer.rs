@@ -88,7 +88,7 @@ impl Sanitizer for Checked {
 
     #[inline]
     fn access(addr: usize, size: usize, kind: AccessKind, loc: &'static Location<'static>) {
-        crate::arch::host::with_sanitizer(|rt| rt.access(addr, size, kind, loc));
+        crate::arch::host::with_sanitizer(|rt, t| rt.access(t, addr, size, kind, loc));
     }
 
     #[inline]
@@ -99,8 +99,8 @@ impl Sanitizer for Checked {
     ) -> R {
         let mut op = Some(op);
         let mut out = None;
-        crate::arch::host::with_sanitizer(|rt| {
-            rt.atomic(access, loc, &mut || {
+        crate::arch::host::with_sanitizer(|rt, t| {
+            rt.atomic(t, access, loc, &mut || {
                 let (r, wrote) = (op.take().expect("atomic op runs once"))();
                 out = Some(r);
                 wrote
@@ -115,6 +115,6 @@ impl Sanitizer for Checked {
 
     #[inline]
     fn fence(ordering: Ordering, scope: Scope, loc: &'static Location<'static>) {
-        crate::arch::host::with_sanitizer(|rt| rt.fence(ordering, scope, loc));
+        crate::arch::host::with_sanitizer(|rt, t| rt.fence(t, ordering, scope, loc));
     }
 }

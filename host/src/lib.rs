@@ -37,6 +37,7 @@
 
 mod args;
 mod context;
+pub mod cpu;
 mod driver;
 mod error;
 mod event;

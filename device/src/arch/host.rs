@@ -1,9 +1,10 @@
 //! The host implementation of the platform layer, used by the CPU backend.
 //!
-//! A CPU executor runs each GPU thread of a block on a host thread (or
-//! task) and installs a [`ThreadContext`] for it with [`enter_thread`]; the
-//! kernel API reads coordinates from it and hands barriers, shared memory
-//! and warp collectives to the block's [`BlockRuntime`]. Global memory is
+//! A CPU executor runs each GPU thread of a block on a host thread (or a
+//! coroutine) and installs a [`ThreadContext`] for it ([`set_current`], or
+//! [`enter_thread`] around a call); the kernel API reads coordinates from it
+//! and hands barriers, shared memory and warp collectives to the block's
+//! [`BlockRuntime`]. Global memory is
 //! host memory; plain accesses are relaxed atomics of the access's width so
 //! that racy kernels stay defined behaviour on the host, and scoped atomics
 //! map to `core::sync::atomic` with the same ordering.
@@ -18,8 +19,19 @@ use vigil_shared::{AccessKind, Ordering, Scope};
 
 /// What a block's threads share: the barrier, shared memory and the
 /// exchange behind warp collectives. Implemented by the CPU executor.
-pub trait BlockRuntime: Sync {
-    /// Blocks until every thread of the block has called it (`__syncthreads`).
+///
+/// The calls that block ([`sync_threads`](BlockRuntime::sync_threads),
+/// [`warp_collective`](BlockRuntime::warp_collective)) may run other GPU
+/// threads on the same OS thread before they return (the CPU executor runs
+/// a block's threads as coroutines and switches at these calls). They may
+/// replace the OS thread's current [`ThreadContext`] meanwhile: the
+/// platform layer reinstalls the caller's context when they return, so an
+/// implementation need not. No `Sync` bound: a block's threads may share
+/// one OS thread, and the runtime is reached only through the thread-local
+/// context.
+pub trait BlockRuntime {
+    /// Blocks until every thread of the block that has not exited has
+    /// called it (`__syncthreads`).
     fn sync_threads(&self);
     /// This block's storage for the static shared array with identity `key`
     /// (one per `shared_array!` expansion), `bytes` long and aligned to
@@ -27,26 +39,110 @@ pub trait BlockRuntime: Sync {
     fn static_shared(&self, key: std::any::TypeId, bytes: usize, align: usize) -> *mut u8;
     /// This block's dynamic shared memory and its size in bytes.
     fn dynamic_shared(&self) -> (*mut u8, usize);
-    /// A warp collective: every lane of `mask` in the calling thread's warp
-    /// contributes `value` and receives the whole warp's values (index =
-    /// lane; lanes outside the mask hold 0).
-    fn warp_exchange(&self, lane: u32, mask: u32, value: u64) -> [u64; 32];
+    /// A warp collective: the calling thread (lane `lane` of its warp)
+    /// contributes `value`, waits until every non-exited lane of `mask` has
+    /// contributed, and returns [`WarpOp::result`] for itself over the
+    /// contributions.
+    fn warp_collective(&self, lane: u32, mask: u32, value: u64, op: WarpOp) -> u64;
 }
 
-/// The sanitizer runtime of the CPU backend, installed per thread so that
-/// the `Checked` hooks can reach it. Implemented by the host crate.
+/// What a warp collective computes for each lane from the lanes' values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WarpOp {
+    /// The value of lane `src & 31` (`__shfl_sync`).
+    Idx(u32),
+    /// The value of lane `lane - delta`, or the caller's own below lane 0.
+    Up(u32),
+    /// The value of lane `lane + delta`, or the caller's own past lane 31.
+    Down(u32),
+    /// The value of lane `lane ^ lane_mask`, or the caller's own past lane 31.
+    Xor(u32),
+    /// A bit per contributing lane of the mask whose value is non-zero.
+    Ballot,
+    /// 1 when any contributing lane of the mask has a non-zero value.
+    Any,
+    /// 1 when every contributing lane of the mask has a non-zero value.
+    All,
+}
+
+impl WarpOp {
+    /// The result for `lane`, whose mask is `mask`, when the lanes in
+    /// `contributed` gave `values` (index = lane; other entries are 0).
+    /// Votes count only lanes that are in `mask` and contributed, as CUDA's
+    /// `*_sync` votes count only the mask's non-exited threads.
+    pub fn result(self, lane: u32, mask: u32, contributed: u32, values: &[u64; 32]) -> u64 {
+        // The lane a shuffle reads: `src` inside the warp, else the caller's
+        // own (PTX keeps the caller's value when the source is out of range).
+        let shuffle = |src: i64| -> u64 {
+            let from = if (0..32).contains(&src) {
+                src as usize
+            } else {
+                lane as usize
+            };
+            values[from]
+        };
+        // The lanes that vote: in the mask and contributing.
+        let voters = mask & contributed;
+        let ballot = || {
+            (0..32)
+                .filter(|&l| voters & (1 << l) != 0 && values[l] != 0)
+                .fold(0u32, |b, l| b | (1 << l))
+        };
+        match self {
+            WarpOp::Idx(src) => shuffle(i64::from(src & 31)),
+            WarpOp::Up(d) => shuffle(i64::from(lane) - i64::from(d)),
+            WarpOp::Down(d) => shuffle(i64::from(lane) + i64::from(d)),
+            WarpOp::Xor(m) => shuffle(i64::from(lane ^ m)),
+            WarpOp::Ballot => u64::from(ballot()),
+            WarpOp::Any => u64::from(ballot() != 0),
+            WarpOp::All => u64::from(ballot() == voters),
+        }
+    }
+}
+
+/// The sanitizer runtime of the CPU backend, installed per GPU thread (in
+/// its [`ThreadContext`]) so that the `Checked` hooks can reach it.
+/// Implemented by the host crate.
+///
+/// The executor calls [`block_start`](SanitizerRuntime::block_start) on the
+/// worker that runs a block before any of its threads runs and
+/// [`block_end`](SanitizerRuntime::block_end) after all have finished (or
+/// the block was abandoned after a panic). Virtual SM `smid` runs one block
+/// at a time, so per-SM sanitizer state is never shared by two live blocks.
 pub trait SanitizerRuntime: Sync {
-    /// A plain access.
-    fn access(&self, addr: usize, size: usize, kind: AccessKind, loc: &'static Location<'static>);
-    /// An atomic: `op` performs it and returns whether it wrote.
+    /// A block starts on virtual SM `smid` (GSan: a CTA entry bumps the SM's epoch).
+    fn block_start(&self, smid: u32, block_idx: Dim3) {
+        let _ = (smid, block_idx);
+    }
+    /// The block that ran on virtual SM `smid` is over.
+    fn block_end(&self, smid: u32, block_idx: Dim3) {
+        let _ = (smid, block_idx);
+    }
+    /// A plain access by `thread`.
+    fn access(
+        &self,
+        thread: &ThreadContext<'_>,
+        addr: usize,
+        size: usize,
+        kind: AccessKind,
+        loc: &'static Location<'static>,
+    );
+    /// An atomic by `thread`: `op` performs it and returns whether it wrote.
     fn atomic(
         &self,
+        thread: &ThreadContext<'_>,
         access: AtomicAccess,
         loc: &'static Location<'static>,
         op: &mut dyn FnMut() -> bool,
     );
-    /// A fence.
-    fn fence(&self, ordering: Ordering, scope: Scope, loc: &'static Location<'static>);
+    /// A fence by `thread`.
+    fn fence(
+        &self,
+        thread: &ThreadContext<'_>,
+        ordering: Ordering,
+        scope: Scope,
+        loc: &'static Location<'static>,
+    );
 }
 
 /// Everything the kernel API needs to know about the calling GPU thread.
@@ -68,50 +164,110 @@ pub struct ThreadContext<'a> {
     pub sanitizer: Option<&'a dyn SanitizerRuntime>,
 }
 
+impl ThreadContext<'_> {
+    /// The thread's linear index in its block (x fastest).
+    #[inline]
+    pub fn linear_thread_index(&self) -> u32 {
+        let (t, d) = (self.thread_idx, self.block_dim);
+        t.x + d.x * (t.y + d.y * t.z)
+    }
+}
+
 thread_local! {
-    static CURRENT: Cell<Option<ThreadContext<'static>>> = const { Cell::new(None) };
+    /// The GPU thread the OS thread is running, as a pointer so that
+    /// switching between GPU threads costs one store.
+    static CURRENT: Cell<*const ThreadContext<'static>> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Makes `ctx` the OS thread's current GPU thread (`None`: no GPU thread):
+/// the kernel API called afterwards on this OS thread reads it. Cheap (one
+/// thread-local store), for executors that switch GPU threads on one OS
+/// thread.
+///
+/// # Safety
+/// `ctx`, and everything it borrows, must stay valid until it is replaced
+/// by another call or [`enter_thread`] restores a previous one, and no
+/// kernel API may be called on this OS thread after it dies.
+#[inline]
+pub unsafe fn set_current(ctx: Option<&ThreadContext<'_>>) {
+    let p = ctx.map_or(std::ptr::null(), |c| c as *const ThreadContext<'_>);
+    CURRENT.with(|c| c.set(p.cast()));
 }
 
 /// Runs `f` as the GPU thread described by `ctx`: the kernel API called
 /// inside `f` on this host thread sees `ctx`'s coordinates and runtimes.
 /// Contexts nest (the previous one is restored afterwards, even on panic).
 pub fn enter_thread<R>(ctx: ThreadContext<'_>, f: impl FnOnce() -> R) -> R {
-    // SAFETY: the context is only reachable through `CURRENT` while `f`
-    // runs; the guard restores the previous value before `ctx`'s borrows end,
-    // so extending the lifetime to 'static is never observable.
-    let ctx: ThreadContext<'static> = unsafe { std::mem::transmute(ctx) };
-    struct Restore(Option<ThreadContext<'static>>);
+    struct Restore(*const ThreadContext<'static>);
     impl Drop for Restore {
         fn drop(&mut self) {
             CURRENT.with(|c| c.set(self.0));
         }
     }
-    let _restore = Restore(CURRENT.with(|c| c.replace(Some(ctx))));
+    let _restore = Restore(CURRENT.with(|c| c.get()));
+    // SAFETY: `ctx` lives on this frame until `f` returns or unwinds, and
+    // the guard restores the previous context before the frame goes away.
+    unsafe { set_current(Some(&ctx)) };
     f()
 }
 
+/// Calls `f` with the current GPU thread's context.
+#[inline]
 #[track_caller]
-fn current() -> ThreadContext<'static> {
-    CURRENT.with(|c| c.get()).unwrap_or_else(|| {
-        panic!(
-            "vigil: a kernel API function was called outside a kernel launch on the CPU backend; \
-             launch the kernel through vigil's Context (CPU device) instead of calling it directly"
-        )
-    })
+fn with_current<R>(f: impl FnOnce(&ThreadContext<'_>) -> R) -> R {
+    let p = CURRENT.with(|c| c.get());
+    if p.is_null() {
+        outside_kernel()
+    }
+    // SAFETY: a non-null current context is valid while installed
+    // (`set_current`'s contract, or `enter_thread`'s frame).
+    f(unsafe { &*p })
 }
 
-/// Calls `f` with the installed sanitizer runtime, if any.
+/// Calls a blocking block-runtime operation for the current GPU thread and
+/// reinstalls its context afterwards (the runtime may have run other GPU
+/// threads on this OS thread meanwhile).
 #[inline]
-pub(crate) fn with_sanitizer(f: impl FnOnce(&dyn SanitizerRuntime)) {
-    if let Some(rt) = CURRENT.with(|c| c.get()).and_then(|c| c.sanitizer) {
-        f(rt)
+fn blocking<R>(f: impl FnOnce(&ThreadContext<'_>) -> R) -> R {
+    let p = CURRENT.with(|c| c.get());
+    if p.is_null() {
+        outside_kernel()
+    }
+    // SAFETY: as in `with_current`; the context outlives the call even when
+    // other GPU threads run meanwhile (it belongs to this GPU thread).
+    let r = f(unsafe { &*p });
+    CURRENT.with(|c| c.set(p));
+    r
+}
+
+#[cold]
+#[track_caller]
+fn outside_kernel() -> ! {
+    panic!(
+        "vigil: a kernel API function was called outside a kernel launch on the CPU backend; \
+         launch the kernel through vigil's Context (CPU device) instead of calling it directly"
+    )
+}
+
+/// Calls `f` with the installed sanitizer runtime and the calling thread's
+/// context, if a sanitizer is installed.
+#[inline]
+pub(crate) fn with_sanitizer(f: impl FnOnce(&dyn SanitizerRuntime, &ThreadContext<'_>)) {
+    let p = CURRENT.with(|c| c.get());
+    if p.is_null() {
+        return;
+    }
+    // SAFETY: as in `with_current`.
+    let ctx = unsafe { &*p };
+    if let Some(rt) = ctx.sanitizer {
+        f(rt, ctx)
     }
 }
 
 macro_rules! coord {
     ($($name:ident => $field:ident . $c:ident),* $(,)?) => {$(
         #[inline]
-        pub fn $name() -> u32 { current().$field.$c }
+        pub fn $name() -> u32 { with_current(|c| c.$field.$c) }
     )*};
 }
 coord! {
@@ -120,35 +276,29 @@ coord! {
 }
 
 pub fn thread_idx() -> Dim3 {
-    current().thread_idx
+    with_current(|c| c.thread_idx)
 }
 pub fn block_idx() -> Dim3 {
-    current().block_idx
+    with_current(|c| c.block_idx)
 }
 pub fn block_dim() -> Dim3 {
-    current().block_dim
+    with_current(|c| c.block_dim)
 }
 pub fn grid_dim() -> Dim3 {
-    current().grid_dim
+    with_current(|c| c.grid_dim)
 }
 #[allow(dead_code)]
 pub fn smid() -> u32 {
-    current().smid
+    with_current(|c| c.smid)
 }
 
 /// The lane of this thread within its warp: its linear index in the block mod 32.
 pub fn lane_id() -> u32 {
-    (linear_thread_index() % 32) as u32
-}
-
-fn linear_thread_index() -> u64 {
-    let c = current();
-    let (t, d) = (c.thread_idx, c.block_dim);
-    t.x as u64 + d.x as u64 * (t.y as u64 + d.y as u64 * t.z as u64)
+    with_current(|c| c.linear_thread_index() % 32)
 }
 
 pub fn sync_threads() {
-    current().block.sync_threads()
+    blocking(|c| c.block.sync_threads())
 }
 
 pub fn fence(ordering: Ordering, _scope: Scope) {
@@ -204,10 +354,12 @@ unsafe fn copy_relaxed(src: *const u8, dst: *mut u8, n: usize, shared_is_src: bo
     } else {
         dst as usize
     };
+    // Whether a `w`-byte unit at offset `i` is in bounds and aligned on the shared side.
+    let fits = |i: usize, w: usize| i + w <= n && (shared + i).is_multiple_of(w);
     let mut i = 0;
     macro_rules! unit {
         ($a:ty, $u:ty, $w:expr) => {
-            while i + $w <= n && (shared + i) % $w == 0 {
+            while fits(i, $w) {
                 // SAFETY: in bounds (`i + w <= n`), aligned on the shared side;
                 // the private side is accessed unaligned.
                 unsafe {
@@ -234,58 +386,41 @@ unsafe fn copy_relaxed(src: *const u8, dst: *mut u8, n: usize, shared_is_src: bo
 }
 
 pub fn dynamic_shared() -> (*mut u8, usize) {
-    current().block.dynamic_shared()
+    with_current(|c| c.block.dynamic_shared())
 }
 
 /// This block's storage for one `shared_array!` expansion (identified by `key`).
 pub fn static_shared(key: std::any::TypeId, bytes: usize, align: usize) -> *mut u8 {
-    current().block.static_shared(key, bytes, align)
+    with_current(|c| c.block.static_shared(key, bytes, align))
 }
 
-fn warp_exchange(mask: u32, v: u64) -> (u32, [u64; 32]) {
-    let c = current();
-    let lane = lane_id();
-    (lane, c.block.warp_exchange(lane, mask, v))
-}
-
-/// The lane a shuffle reads from: `src` when it is inside the warp, else
-/// the caller's own lane (PTX keeps the caller's value out of range).
-fn source_lane(lane: u32, src: i64) -> usize {
-    if (0..32).contains(&src) {
-        src as usize
-    } else {
-        lane as usize
-    }
+fn warp_collective(mask: u32, v: u64, op: WarpOp) -> u64 {
+    blocking(|c| {
+        c.block
+            .warp_collective(c.linear_thread_index() % 32, mask, v, op)
+    })
 }
 
 pub fn shfl_idx(mask: u32, v: u32, src_lane: u32, _clamp: u32) -> u32 {
-    let (lane, all) = warp_exchange(mask, v as u64);
-    all[source_lane(lane, (src_lane & 31) as i64)] as u32
+    warp_collective(mask, v.into(), WarpOp::Idx(src_lane)) as u32
 }
 pub fn shfl_up(mask: u32, v: u32, delta: u32, _clamp: u32) -> u32 {
-    let (lane, all) = warp_exchange(mask, v as u64);
-    all[source_lane(lane, lane as i64 - delta as i64)] as u32
+    warp_collective(mask, v.into(), WarpOp::Up(delta)) as u32
 }
 pub fn shfl_down(mask: u32, v: u32, delta: u32, _clamp: u32) -> u32 {
-    let (lane, all) = warp_exchange(mask, v as u64);
-    all[source_lane(lane, lane as i64 + delta as i64)] as u32
+    warp_collective(mask, v.into(), WarpOp::Down(delta)) as u32
 }
 pub fn shfl_xor(mask: u32, v: u32, lane_mask: u32, _clamp: u32) -> u32 {
-    let (lane, all) = warp_exchange(mask, v as u64);
-    all[source_lane(lane, (lane ^ lane_mask) as i64)] as u32
+    warp_collective(mask, v.into(), WarpOp::Xor(lane_mask)) as u32
 }
 pub fn vote_ballot(mask: u32, pred: bool) -> u32 {
-    let (_, all) = warp_exchange(mask, pred as u64);
-    (0..32)
-        .filter(|&l| mask & (1 << l) != 0 && all[l] != 0)
-        .fold(0, |b, l| b | (1 << l))
+    warp_collective(mask, pred.into(), WarpOp::Ballot) as u32
 }
 pub fn vote_any(mask: u32, pred: bool) -> bool {
-    vote_ballot(mask, pred) != 0
+    warp_collective(mask, pred.into(), WarpOp::Any) != 0
 }
 pub fn vote_all(mask: u32, pred: bool) -> bool {
-    let (_, all) = warp_exchange(mask, pred as u64);
-    (0..32).all(|l| mask & (1 << l) == 0 || all[l] != 0)
+    warp_collective(mask, pred.into(), WarpOp::All) != 0
 }
 
 fn load_order(o: Ordering) -> sa::Ordering {

@@ -1,0 +1,415 @@
+//! One block's shared state on a worker: the barrier and warp-collective
+//! bookkeeping and the block's shared memory. It implements
+//! [`BlockRuntime`] for the block's threads, which all run as coroutines on
+//! the worker's OS thread, so plain `Cell`s suffice: no two of them ever
+//! run at once. One `BlockState` per worker, reused block after block.
+
+use corosensei::Yielder;
+use std::alloc::Layout;
+use std::any::TypeId;
+use std::cell::{Cell, RefCell};
+use std::ptr::NonNull;
+use vigil_device::host_runtime::{BlockRuntime, WarpOp};
+
+/// Where a GPU thread of the running block stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ThreadState {
+    /// Its coroutine has not been created yet.
+    NotStarted,
+    /// It can run (it was just released from a barrier or a collective).
+    Ready,
+    /// It is running (or was the last to run and has not blocked).
+    Running,
+    /// It waits at `sync_threads`.
+    AtBarrier,
+    /// It waits in a warp collective.
+    AtWarp,
+    /// It returned.
+    Done,
+}
+
+/// One GPU thread's slot: its state and its part in a warp collective.
+struct ThreadSlot {
+    state: Cell<ThreadState>,
+    /// The value it contributes to the pending collective.
+    value: Cell<u64>,
+    /// The collective's mask, as this thread gave it.
+    mask: Cell<u32>,
+    /// What the collective computes for this thread.
+    op: Cell<WarpOp>,
+    /// The collective's result for this thread, set when it is released.
+    result: Cell<u64>,
+}
+
+impl ThreadSlot {
+    fn new() -> Self {
+        ThreadSlot {
+            state: Cell::new(ThreadState::NotStarted),
+            value: Cell::new(0),
+            mask: Cell::new(0),
+            op: Cell::new(WarpOp::Ballot),
+            result: Cell::new(0),
+        }
+    }
+}
+
+/// One warp's collective in progress.
+#[derive(Default)]
+struct WarpSlot {
+    /// Lanes waiting in a collective (they have contributed).
+    waiting: Cell<u32>,
+    /// The union of the waiting lanes' masks.
+    need: Cell<u32>,
+    /// Lanes that exist and have not returned.
+    live: Cell<u32>,
+}
+
+/// The type of the coroutines' yielder: nothing goes in or out; why a
+/// thread suspended is in its [`ThreadState`].
+pub(crate) type ThreadYielder = Yielder<(), ()>;
+
+/// The running block's state on one worker.
+pub(crate) struct BlockState {
+    threads: Vec<ThreadSlot>,
+    warps: Vec<WarpSlot>,
+    /// Threads in the block.
+    count: Cell<u32>,
+    /// Threads that have not returned.
+    live: Cell<u32>,
+    /// Threads waiting at the barrier.
+    at_barrier: Cell<u32>,
+    /// The linear index of the thread the scheduler resumed last.
+    current: Cell<u32>,
+    /// The running coroutine's yielder: set by each coroutine when it
+    /// starts and again whenever it is resumed, so it always belongs to the
+    /// coroutine that is running.
+    yielder: Cell<*const ThreadYielder>,
+    shared: SharedMemory,
+}
+
+/// The most threads a block can have (and so the most slots needed).
+pub(crate) const MAX_THREADS: usize = 1024;
+
+impl BlockState {
+    /// State for blocks of up to [`MAX_THREADS`] threads.
+    pub(crate) fn new() -> Self {
+        BlockState {
+            threads: (0..MAX_THREADS).map(|_| ThreadSlot::new()).collect(),
+            warps: (0..MAX_THREADS / 32).map(|_| WarpSlot::default()).collect(),
+            count: Cell::new(0),
+            live: Cell::new(0),
+            at_barrier: Cell::new(0),
+            current: Cell::new(0),
+            yielder: Cell::new(std::ptr::null()),
+            shared: SharedMemory::default(),
+        }
+    }
+
+    /// Prepares for a new block of `count` threads with `dynamic_bytes` of
+    /// zeroed dynamic shared memory; static shared arrays are zeroed again
+    /// on their first request.
+    pub(crate) fn begin_block(&self, count: u32, dynamic_bytes: usize) {
+        assert!(count as usize <= MAX_THREADS && count > 0);
+        self.count.set(count);
+        self.live.set(count);
+        self.at_barrier.set(0);
+        for t in &self.threads[..count as usize] {
+            t.state.set(ThreadState::NotStarted);
+        }
+        for (w, warp) in self.warps.iter().enumerate() {
+            let lanes = count.saturating_sub(32 * w as u32).min(32);
+            warp.live.set(lane_bits(lanes));
+            warp.waiting.set(0);
+            warp.need.set(0);
+        }
+        self.shared.begin_block(dynamic_bytes);
+    }
+
+    /// The state of thread `t`.
+    pub(crate) fn state(&self, t: u32) -> ThreadState {
+        self.threads[t as usize].state.get()
+    }
+
+    /// Marks thread `t` as the one about to be resumed.
+    pub(crate) fn set_running(&self, t: u32) {
+        self.current.set(t);
+        self.threads[t as usize].state.set(ThreadState::Running);
+    }
+
+    /// Called by a coroutine whenever it gains control (start and after
+    /// each suspension), so that suspending reaches its own yielder.
+    pub(crate) fn set_yielder(&self, y: *const ThreadYielder) {
+        self.yielder.set(y);
+    }
+
+    /// Threads that have not returned.
+    pub(crate) fn live(&self) -> u32 {
+        self.live.get()
+    }
+
+    /// Records that thread `t` returned; its warp's pending collective may
+    /// now be complete (CUDA's collectives count only non-exited lanes).
+    pub(crate) fn thread_exited(&self, t: u32) {
+        self.threads[t as usize].state.set(ThreadState::Done);
+        self.live.set(self.live.get() - 1);
+        let warp = &self.warps[t as usize / 32];
+        warp.live.set(warp.live.get() & !(1 << (t % 32)));
+        self.try_release_warp(t / 32);
+    }
+
+    /// Releases the barrier if every live thread waits at it. Returns
+    /// whether it did.
+    pub(crate) fn try_release_barrier(&self) -> bool {
+        let waiting = self.at_barrier.get();
+        if waiting == 0 || waiting != self.live.get() {
+            return false;
+        }
+        for t in &self.threads[..self.count.get() as usize] {
+            if t.state.get() == ThreadState::AtBarrier {
+                t.state.set(ThreadState::Ready);
+            }
+        }
+        self.at_barrier.set(0);
+        true
+    }
+
+    /// Says which threads wait where, for a deadlock report.
+    pub(crate) fn describe_waits(&self) -> String {
+        let mut parts = vec![format!(
+            "{} of {} live thread(s) wait at sync_threads",
+            self.at_barrier.get(),
+            self.live.get()
+        )];
+        for (w, warp) in self.warps.iter().enumerate() {
+            let (waiting, need) = (warp.waiting.get(), warp.need.get());
+            if waiting != 0 {
+                parts.push(format!(
+                    "warp {w}: lanes {waiting:#010x} wait in a warp collective whose mask \
+                     {need:#010x} also names live lanes {:#010x} that never joined",
+                    need & warp.live.get() & !waiting
+                ));
+            }
+        }
+        parts.join("; ")
+    }
+
+    /// Suspends the running coroutine until the scheduler resumes it.
+    fn suspend(&self) {
+        let y = self.yielder.get();
+        debug_assert!(!y.is_null(), "a block thread suspended outside a coroutine");
+        // SAFETY: `yielder` is the running coroutine's own yielder (each
+        // coroutine sets it when it starts and after every resumption, and
+        // only one runs at a time); it lives on that coroutine's stack,
+        // which is the stack we are on.
+        unsafe { (*y).suspend(()) };
+        self.yielder.set(y);
+    }
+
+    /// Completes warp `w`'s pending collective for every waiting lane whose
+    /// mask's live lanes have all contributed.
+    fn try_release_warp(&self, w: u32) {
+        let warp = &self.warps[w as usize];
+        let (waiting, live) = (warp.waiting.get(), warp.live.get());
+        if waiting == 0 {
+            return;
+        }
+        if warp.need.get() & live & !waiting == 0 {
+            // The usual case: every waiting lane is satisfied.
+            self.release_lanes(w, waiting);
+            return;
+        }
+        // Lanes with different masks wait together: release those whose
+        // own mask is complete.
+        let base = w as usize * 32;
+        let satisfied = bits(waiting)
+            .filter(|&l| self.threads[base + l].mask.get() & live & !waiting == 0)
+            .fold(0u32, |s, l| s | (1 << l));
+        if satisfied != 0 {
+            self.release_lanes(w, satisfied);
+        }
+    }
+
+    /// Computes each of `lanes`' results from the waiting lanes'
+    /// contributions and marks them ready.
+    fn release_lanes(&self, w: u32, lanes: u32) {
+        let warp = &self.warps[w as usize];
+        let base = w as usize * 32;
+        let contributed = warp.waiting.get();
+        let mut values = [0u64; 32];
+        for l in bits(contributed) {
+            values[l] = self.threads[base + l].value.get();
+        }
+        for l in bits(lanes) {
+            let t = &self.threads[base + l];
+            let r =
+                t.op.get()
+                    .result(l as u32, t.mask.get(), contributed, &values);
+            t.result.set(r);
+            t.state.set(ThreadState::Ready);
+        }
+        let still = contributed & !lanes;
+        warp.waiting.set(still);
+        let need = bits(still).fold(0, |n, l| n | self.threads[base + l].mask.get());
+        warp.need.set(need);
+    }
+}
+
+impl BlockRuntime for BlockState {
+    fn sync_threads(&self) {
+        let t = self.current.get();
+        self.threads[t as usize].state.set(ThreadState::AtBarrier);
+        self.at_barrier.set(self.at_barrier.get() + 1);
+        self.suspend();
+    }
+
+    fn static_shared(&self, key: TypeId, bytes: usize, align: usize) -> *mut u8 {
+        self.shared.static_array(key, bytes, align)
+    }
+
+    fn dynamic_shared(&self) -> (*mut u8, usize) {
+        self.shared.dynamic()
+    }
+
+    fn warp_collective(&self, lane: u32, mask: u32, value: u64, op: WarpOp) -> u64 {
+        let t = self.current.get();
+        debug_assert_eq!(lane, t % 32);
+        let slot = &self.threads[t as usize];
+        slot.value.set(value);
+        slot.mask.set(mask);
+        slot.op.set(op);
+        slot.state.set(ThreadState::AtWarp);
+        let warp = &self.warps[t as usize / 32];
+        warp.waiting.set(warp.waiting.get() | (1 << lane));
+        warp.need.set(warp.need.get() | mask);
+        self.try_release_warp(t / 32);
+        // The lane that completes the collective goes on without a switch;
+        // the others wait until the scheduler resumes them.
+        if slot.state.get() == ThreadState::AtWarp {
+            self.suspend();
+        } else {
+            slot.state.set(ThreadState::Running);
+        }
+        slot.result.get()
+    }
+}
+
+/// The low `n` bits set.
+fn lane_bits(n: u32) -> u32 {
+    if n >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << n) - 1
+    }
+}
+
+/// The indices of the set bits of `m`, lowest first.
+fn bits(m: u32) -> impl Iterator<Item = usize> {
+    (0..32).filter(move |&l| m & (1 << l) != 0)
+}
+
+/// A zeroed heap allocation with a chosen alignment.
+struct AlignedBuf {
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+impl AlignedBuf {
+    /// `bytes` zeroed bytes aligned to `align` (at least one byte is
+    /// allocated so that the pointer is always a real allocation).
+    fn zeroed(bytes: usize, align: usize) -> Self {
+        let layout = Layout::from_size_align(bytes.max(1), align.max(16))
+            .expect("shared memory size and alignment fit a Layout");
+        // SAFETY: the layout has a non-zero size.
+        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr = NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        AlignedBuf { ptr, layout }
+    }
+
+    /// Zeroes the first `bytes` bytes.
+    fn zero(&self, bytes: usize) {
+        assert!(bytes <= self.layout.size());
+        // SAFETY: in bounds of the allocation (checked above); no reference
+        // into it exists while the block's threads are not running.
+        unsafe { self.ptr.as_ptr().write_bytes(0, bytes) };
+    }
+
+    fn size(&self) -> usize {
+        self.layout.size()
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `zeroed` with this layout.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) };
+    }
+}
+
+/// One `shared_array!` expansion's storage on this worker.
+struct StaticArray {
+    key: TypeId,
+    buf: AlignedBuf,
+    bytes: usize,
+    /// The block generation in which it was last zeroed.
+    generation: u64,
+}
+
+/// A worker's shared memory: static arrays (allocated on first use, kept
+/// for later blocks and launches, zeroed again on each block's first
+/// request) and the launch's dynamic shared memory (zeroed per block).
+/// Each worker has its own, so blocks running at the same time never share.
+#[derive(Default)]
+struct SharedMemory {
+    statics: RefCell<Vec<StaticArray>>,
+    generation: Cell<u64>,
+    dynamic: RefCell<Option<AlignedBuf>>,
+    dynamic_bytes: Cell<usize>,
+}
+
+/// Alignment of dynamic shared memory (CUDA guarantees at least 16).
+const DYNAMIC_ALIGN: usize = 128;
+
+impl SharedMemory {
+    fn begin_block(&self, dynamic_bytes: usize) {
+        self.generation.set(self.generation.get() + 1);
+        let mut dynamic = self.dynamic.borrow_mut();
+        match &*dynamic {
+            Some(buf) if buf.size() >= dynamic_bytes => buf.zero(dynamic_bytes),
+            _ => *dynamic = Some(AlignedBuf::zeroed(dynamic_bytes, DYNAMIC_ALIGN)),
+        }
+        self.dynamic_bytes.set(dynamic_bytes);
+    }
+
+    fn dynamic(&self) -> (*mut u8, usize) {
+        let dynamic = self.dynamic.borrow();
+        let buf = dynamic
+            .as_ref()
+            .expect("begin_block allocates dynamic shared memory");
+        (buf.ptr.as_ptr(), self.dynamic_bytes.get())
+    }
+
+    fn static_array(&self, key: TypeId, bytes: usize, align: usize) -> *mut u8 {
+        let generation = self.generation.get();
+        let mut statics = self.statics.borrow_mut();
+        if let Some(a) = statics.iter_mut().find(|a| a.key == key) {
+            assert!(
+                a.bytes == bytes && a.buf.layout.align() >= align,
+                "vigil: one shared_array! expansion asked for two sizes"
+            );
+            if a.generation != generation {
+                a.buf.zero(bytes);
+                a.generation = generation;
+            }
+            return a.buf.ptr.as_ptr();
+        }
+        let buf = AlignedBuf::zeroed(bytes, align);
+        let ptr = buf.ptr.as_ptr();
+        statics.push(StaticArray {
+            key,
+            buf,
+            bytes,
+            generation,
+        });
+        ptr
+    }
+}

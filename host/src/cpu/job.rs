@@ -1,0 +1,146 @@
+//! One launch as the workers see it: the grid, the kernel, and the shared
+//! counters through which workers claim blocks and report failures.
+
+use super::error::CpuError;
+use super::fiber::Worker;
+use super::KernelEntry;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+use vigil_device::host_runtime::SanitizerRuntime;
+use vigil_device::Dim3;
+
+/// A launch in progress.
+pub(crate) struct Job<'a> {
+    grid: Dim3,
+    block: Dim3,
+    threads: u32,
+    dynamic_shared_bytes: usize,
+    entry: KernelEntry,
+    params: &'a [u8],
+    sanitizer: Option<&'a dyn SanitizerRuntime>,
+    /// The next linear block index to claim.
+    next: AtomicU64,
+    total: u64,
+    /// Set when a block failed: no further block starts.
+    stop: AtomicBool,
+    /// The failure of the lowest-numbered failed block.
+    failure: Mutex<Option<(u64, CpuError)>>,
+    resumes: AtomicU64,
+}
+
+impl<'a> Job<'a> {
+    /// A job for a validated configuration.
+    pub(crate) fn new(
+        grid: Dim3,
+        block: Dim3,
+        dynamic_shared_bytes: usize,
+        entry: KernelEntry,
+        params: &'a [u8],
+        sanitizer: Option<&'a dyn SanitizerRuntime>,
+    ) -> Self {
+        Job {
+            grid,
+            block,
+            threads: u32::try_from(block.volume()).expect("validated block size"),
+            dynamic_shared_bytes,
+            entry,
+            params,
+            sanitizer,
+            next: AtomicU64::new(0),
+            total: grid.volume(),
+            stop: AtomicBool::new(false),
+            failure: Mutex::new(None),
+            resumes: AtomicU64::new(0),
+        }
+    }
+
+    /// Claims and runs blocks on `worker` until none is left or one failed.
+    pub(crate) fn run_on(&self, worker: &mut Worker) {
+        let mut resumes = 0;
+        while !self.stop.load(Ordering::Relaxed) {
+            let linear = self.next.fetch_add(1, Ordering::Relaxed);
+            if linear >= self.total {
+                break;
+            }
+            match worker.run_block(self, linear) {
+                Ok(n) => resumes += n,
+                Err(e) => self.fail(linear, e),
+            }
+        }
+        self.resumes.fetch_add(resumes, Ordering::Relaxed);
+    }
+
+    /// Records the failure of block `linear` and stops the launch.
+    pub(crate) fn fail(&self, linear: u64, error: CpuError) {
+        self.stop.store(true, Ordering::Relaxed);
+        let mut failure = self.failure.lock().unwrap_or_else(PoisonError::into_inner);
+        if failure.as_ref().is_none_or(|(l, _)| linear < *l) {
+            *failure = Some((linear, error));
+        }
+    }
+
+    /// The launch's outcome: the first failure, or how many coroutine
+    /// resumptions it took.
+    pub(crate) fn outcome(self) -> Result<u64, CpuError> {
+        let failure = self
+            .failure
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        match failure {
+            Some((_, e)) => Err(e),
+            None => Ok(self.resumes.into_inner()),
+        }
+    }
+
+    /// `blockIdx` of linear block `linear` (x fastest, as CUDA numbers blocks).
+    pub(crate) fn block_index(&self, linear: u64) -> Dim3 {
+        unlinear(linear, self.grid)
+    }
+
+    /// `threadIdx` of linear thread `t` of a block.
+    pub(crate) fn thread_index(&self, t: u32) -> Dim3 {
+        unlinear(u64::from(t), self.block)
+    }
+
+    /// Threads per block.
+    pub(crate) fn threads_per_block(&self) -> u32 {
+        self.threads
+    }
+
+    /// `blockDim`.
+    pub(crate) fn block_dim(&self) -> Dim3 {
+        self.block
+    }
+
+    /// `gridDim`.
+    pub(crate) fn grid_dim(&self) -> Dim3 {
+        self.grid
+    }
+
+    /// Dynamic shared memory per block, in bytes.
+    pub(crate) fn dynamic_shared_bytes(&self) -> usize {
+        self.dynamic_shared_bytes
+    }
+
+    /// The per-thread entry point.
+    pub(crate) fn entry(&self) -> KernelEntry {
+        self.entry
+    }
+
+    /// The packed parameters.
+    pub(crate) fn params(&self) -> &'a [u8] {
+        self.params
+    }
+
+    /// The sanitizer runtime, if any.
+    pub(crate) fn sanitizer(&self) -> Option<&'a dyn SanitizerRuntime> {
+        self.sanitizer
+    }
+}
+
+/// The coordinate of linear index `i` in `extent`, x fastest.
+fn unlinear(i: u64, extent: Dim3) -> Dim3 {
+    let (x, y) = (u64::from(extent.x), u64::from(extent.y));
+    // Each component is below its extent, a u32.
+    Dim3::new((i % x) as u32, (i / x % y) as u32, (i / (x * y)) as u32)
+}
