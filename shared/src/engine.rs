@@ -31,9 +31,10 @@
 //! scope and its own include each other (acquire), and records every head
 //! whose scope includes it in a pending clock that a later acquire fence
 //! joins (the fence pattern). A failed compare-exchange is an atomic read
-//! with the failure ordering. `fence.sc` is treated as `fence.acq_rel`
-//! (the SC-fence total order is not modelled); block-scope fences order
-//! nothing across sanitizer threads and are no-ops.
+//! with the failure ordering. `fence.sc` is `fence.acq_rel` plus the
+//! SC-fence order: it synchronises with every earlier SC fence whose scope
+//! and its own include each other's threads (see `Engine::sc_fence`).
+//! Block-scope fences order nothing across sanitizer threads: no-ops.
 //!
 //! Errors (epoch overflow, a snapshot overwritten before an acquire read
 //! it, pool or release-slot exhaustion) come back as [`Outcome::Error`]
@@ -76,6 +77,19 @@ pub trait EngineMemory {
     fn pool(&self) -> &[U32Of<Self>];
     /// The report buffer (empty: reports are only returned).
     fn reports(&self) -> &[U32Of<Self>];
+    /// The SC-fence clocks ([`sc_fence_words`] words: one accumulator per
+    /// device, then the system one, each a lock word and a clock). Empty:
+    /// `fence.sc` acts as `fence.acq_rel` (no SC-order synchronisation).
+    fn sc_fence_clocks(&self) -> &[U32Of<Self>] {
+        &[]
+    }
+}
+
+/// u32 words of the SC-fence clocks for `num_devices` devices and
+/// `num_threads` sanitizer threads: `num_devices + 1` accumulators of one
+/// lock word and one vector clock each.
+pub const fn sc_fence_words(num_devices: u32, num_threads: u32) -> usize {
+    (num_devices as usize + 1) * (1 + num_threads as usize)
 }
 
 /// Engine memory made of slices: all thread states back to back, the shadow
@@ -91,6 +105,8 @@ pub struct SliceMemory<'a, F: AtomicFamily> {
     pub pool: &'a [F::U32],
     /// Report buffer.
     pub reports: &'a [F::U32],
+    /// SC-fence clocks ([`sc_fence_words`] long; empty to leave them out).
+    pub sc_fences: &'a [F::U32],
 }
 
 impl<F: AtomicFamily> EngineMemory for SliceMemory<'_, F> {
@@ -111,6 +127,10 @@ impl<F: AtomicFamily> EngineMemory for SliceMemory<'_, F> {
     #[inline(always)]
     fn reports(&self) -> &[F::U32] {
         self.reports
+    }
+    #[inline(always)]
+    fn sc_fence_clocks(&self) -> &[F::U32] {
+        self.sc_fences
     }
 }
 
@@ -903,9 +923,11 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         }
     }
 
-    /// A memory fence (`fence.<ordering>.<scope>`) by thread `tid`. An
-    /// acquire fence joins what earlier relaxed reads saw released; a
-    /// release fence publishes the clock so later atomic writes carry it.
+    /// A memory fence (`fence.<ordering>.<scope>`; `SeqCst` is `fence.sc`,
+    /// what `membar`/`__threadfence` are) by thread `tid`. An acquire fence
+    /// joins what earlier relaxed reads saw released; an SC fence also
+    /// synchronises with earlier SC fences; a release fence publishes the
+    /// clock so later atomic writes carry it.
     pub fn fence(&self, tid: u32, ordering: Ordering, scope: Scope) {
         if scope == Scope::Block || ordering == Ordering::Relaxed {
             return;
@@ -917,6 +939,9 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             if scope == Scope::System {
                 clocks.acquire_pending(PendingLevel::System);
             }
+        }
+        if ordering == Ordering::SeqCst {
+            self.sc_fence(tid, scope, &clocks);
         }
         if ordering.releases() {
             let token = clocks.publish();
@@ -931,6 +956,49 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             );
         }
         clocks.unlock_exclusive();
+    }
+
+    /// The SC-order part of `fence.sc`: SC fences are totally ordered (here:
+    /// by who takes the accumulator locks first), and an earlier SC fence
+    /// synchronises with a later one when their scopes include each other's
+    /// threads. Accumulator `d` joins the clocks of SC fences on device `d`
+    /// of device or system scope; the last one joins system-scope SC fences.
+    /// A device-scope fence acquires its device's accumulator, a system-scope
+    /// one also the system accumulator; then each publishes into the ones it
+    /// belongs to. Lock order: thread state, device accumulator, system one.
+    fn sc_fence(&self, tid: u32, scope: Scope, clocks: &ThreadClocks<'m, M::Atomics>) {
+        let words = self.mem.sc_fence_clocks();
+        let n = self.cfg.num_threads as usize;
+        let devices = self.cfg.num_threads / self.cfg.num_sms.max(1);
+        if words.len() < sc_fence_words(devices, self.cfg.num_threads) {
+            return;
+        }
+        let stride = 1 + n;
+        let dev = self.device(tid) as usize;
+        let device_acc = &words[dev * stride..(dev + 1) * stride];
+        let system_acc = &words[devices as usize * stride..(devices as usize + 1) * stride];
+        let system = scope == Scope::System;
+        SpinLock::lock::<M::Atomics>(&device_acc[0]);
+        if system {
+            SpinLock::lock::<M::Atomics>(&system_acc[0]);
+        }
+        for j in 0..n {
+            clocks.join_entry(j as u32, device_acc[1 + j].load(MemOrder::Relaxed));
+            if system {
+                clocks.join_entry(j as u32, system_acc[1 + j].load(MemOrder::Relaxed));
+            }
+        }
+        for j in 0..n {
+            let v = clocks.get(j as u32);
+            device_acc[1 + j].fetch_max(v, MemOrder::Relaxed);
+            if system {
+                system_acc[1 + j].fetch_max(v, MemOrder::Relaxed);
+            }
+        }
+        if system {
+            SpinLock::unlock::<M::Atomics>(&system_acc[0]);
+        }
+        SpinLock::unlock::<M::Atomics>(&device_acc[0]);
     }
 
     /// CTA entry of kernel `kernel_id` (counted from 1 per stream) on

@@ -26,8 +26,8 @@
 //!   release fence, kernel exit), not at every CTA entry, so they last.
 //! - Release sequences keep one head per releaser with its own scope, so
 //!   mixed-scope sequences are exact rather than rejected; release/acquire
-//!   fences pair with relaxed atomics per the PTX model (`fence.sc` is
-//!   treated as `fence.acq_rel`).
+//!   fences pair with relaxed atomics per the PTX model, and `fence.sc`
+//!   also synchronises through per-device and system SC-fence clocks.
 #![no_std]
 #![warn(missing_docs)]
 

@@ -96,6 +96,7 @@ impl Mem {
             shadow: &self.shadow,
             pool: &self.pool,
             reports: &[],
+            sc_fences: &[],
         };
         let cfg = EngineConfig {
             num_sms: self.threads,
@@ -285,5 +286,55 @@ fn clock_buffer_reader_never_accepts_an_overwritten_snapshot() {
             assert_eq!(seen, [1, 0, 0], "accepted a torn or newer snapshot");
         }
         writer.join().unwrap();
+    });
+}
+
+/// Engine memory with SC-fence clocks, for the SC-order model.
+struct ScMem {
+    base: Arc<Mem>,
+    sc: Vec<A32>,
+}
+
+#[test]
+fn concurrent_sc_fences_are_totally_ordered() {
+    model(|| {
+        let m = Arc::new(ScMem {
+            base: Mem::new(2, 1, 0),
+            sc: (0..vigil_shared::engine::sc_fence_words(1, 2))
+                .map(|_| A32(LU32::new(0)))
+                .collect(),
+        });
+        let run = |m: &ScMem, t: u32| {
+            let b = &m.base;
+            let mem = SliceMemory::<LoomAtomics> {
+                thread_states: &b.ts,
+                thread_state_words: b.ts_words,
+                shadow: &b.shadow,
+                pool: &b.pool,
+                reports: &[],
+                sc_fences: &m.sc,
+            };
+            let cfg = EngineConfig {
+                num_sms: 2,
+                num_threads: 2,
+                clock_buffer_size: CB,
+                rng_seed: 1,
+                real_base: 0,
+            };
+            let e = Engine::new(&mem, cfg);
+            e.fence(t, Ordering::SeqCst, Scope::Device);
+            e.clock_entry(t, 1 - t)
+        };
+        let other = {
+            let m = m.clone();
+            loom::thread::spawn(move || run(&m, 1))
+        };
+        let saw_1 = run(&m, 0);
+        let saw_0 = other.join().unwrap();
+        // Whichever fence came second in SC order acquired the first's clock.
+        assert!(
+            saw_0 >= 1 || saw_1 >= 1,
+            "two SC fences ordered neither way"
+        );
     });
 }

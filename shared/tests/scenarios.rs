@@ -410,6 +410,42 @@ fn fence_patterns_synchronise() {
     assert_eq!(run(2, 2, &dev), Outcome::Clean);
 }
 
+#[test]
+fn sc_fences_order_plain_accesses() {
+    // Two fence.sc with scopes covering each other: one precedes the other
+    // in SC order, so the accesses around them are ordered (no flag needed).
+    let sc = |dev_scope| {
+        vec![
+            plain(0, DATA, 4, true),
+            fence(0, SeqCst, dev_scope),
+            fence(1, SeqCst, dev_scope),
+            plain(1, DATA, 4, true),
+        ]
+    };
+    assert_eq!(run(2, 1, &sc(Device)), Outcome::Clean);
+    // acq_rel fences alone order nothing.
+    let mut acq_rel = sc(Device);
+    acq_rel[1] = fence(0, AcqRel, Device);
+    assert!(run(2, 1, &acq_rel).is_race());
+    // Across devices both need system scope.
+    let cross = |s0, s1| {
+        vec![
+            plain(0, DATA, 4, true),
+            fence(0, SeqCst, s0),
+            fence(2, SeqCst, s1),
+            plain(2, DATA, 4, true),
+        ]
+    };
+    assert!(run(2, 2, &cross(Device, System)).is_race());
+    assert!(run(2, 2, &cross(System, Device)).is_race());
+    assert_eq!(run(2, 2, &cross(System, System)), Outcome::Clean);
+    // A device-scope SC fence pairs with a system one on its own device.
+    let mut mixed = cross(System, System);
+    mixed[2] = fence(1, SeqCst, Device);
+    mixed[3] = plain(1, DATA, 4, true);
+    assert_eq!(run(2, 2, &mixed), Outcome::Clean);
+}
+
 // ----- budget, capacity and errors ---------------------------------------------
 
 #[test]

@@ -34,6 +34,10 @@ pub struct RawSanitizerMemory {
     pub reports: *const AtomicU32,
     /// Report buffer words.
     pub report_words: u64,
+    /// SC-fence clocks (`sc_fence_words` long).
+    pub sc_fences: *const AtomicU32,
+    /// SC-fence clock words.
+    pub sc_fence_words: u64,
 }
 
 /// Runs a plain access, an atomic add on `data` and a fence through the
@@ -62,6 +66,7 @@ pub unsafe fn check_hooks(
             core::slice::from_raw_parts(mem.shadow, mem.shadow_cells as usize),
             core::slice::from_raw_parts(mem.pool, mem.pool_words as usize),
             core::slice::from_raw_parts(mem.reports, mem.report_words as usize),
+            core::slice::from_raw_parts(mem.sc_fences, mem.sc_fence_words as usize),
         )
     };
     let memory = SliceMemory::<CoreAtomics> {
@@ -70,6 +75,7 @@ pub unsafe fn check_hooks(
         shadow: slices.1,
         pool: slices.2,
         reports: slices.3,
+        sc_fences: slices.4,
     };
     let engine = Engine::new(&memory, EngineConfig::from_globals(g));
     let site = AccessSite {
@@ -88,7 +94,7 @@ pub unsafe fn check_hooks(
         data.fetch_add(1, MemOrder::Relaxed);
         true
     }));
-    engine.fence(tid, Ordering::AcqRel, Scope::System);
+    engine.fence(tid, Ordering::SeqCst, Scope::System);
     bits
 }
 
@@ -144,6 +150,7 @@ mod tests {
         pool[1].store(4, MemOrder::Relaxed);
         let reports = z32(ReportBufferHeader::WORDS + 4 * RaceReport::WORDS);
         reports[1].store(4, MemOrder::Relaxed);
+        let sc = z32(vigil_shared::engine::sc_fence_words(1, n));
         let mem = RawSanitizerMemory {
             globals: &g,
             thread_states: ts.as_ptr(),
@@ -153,6 +160,8 @@ mod tests {
             pool_words: pool.len() as u64,
             reports: reports.as_ptr(),
             report_words: reports.len() as u64,
+            sc_fences: sc.as_ptr(),
+            sc_fence_words: sc.len() as u64,
         };
         let data = AtomicU32::new(0);
         let real = vigil_shared::address::real_base(0);
@@ -162,6 +171,7 @@ mod tests {
             shadow: &shadow,
             pool: &pool,
             reports: &reports,
+            sc_fences: &[],
         };
         let engine = Engine::new(&memory, EngineConfig::from_globals(&g));
         engine.init_thread(0);

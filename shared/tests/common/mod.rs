@@ -9,7 +9,9 @@ use vigil_shared::abi::{
     thread_state_words, AccessSite, InflatedRecord, PoolHeader, RaceReport, ReportBufferHeader,
 };
 use vigil_shared::atomic::CoreAtomics;
-use vigil_shared::engine::{AtomicOp, AtomicOpKind, Engine, EngineConfig, Outcome, SliceMemory};
+use vigil_shared::engine::{
+    sc_fence_words, AtomicOp, AtomicOpKind, Engine, EngineConfig, Outcome, SliceMemory,
+};
 use vigil_shared::shadow::Pool;
 use vigil_shared::{Ordering, Scope};
 
@@ -150,6 +152,8 @@ pub struct Oracle {
     fence_clock: Vec<[Option<Vec<u32>>; 3]>,
     /// Per thread: releases its atomic reads observed (for acquire fences).
     observed: Vec<Vec<(u32, Vec<u32>)>>,
+    /// Every SC fence so far, in SC order: thread, scope, clock after it.
+    sc_fences: Vec<(u32, Scope, Vec<u32>)>,
 }
 
 fn join(dst: &mut [u32], src: &[u32]) {
@@ -172,6 +176,7 @@ impl Oracle {
             sync: vec![WordSync::default(); bytes / 4],
             fence_clock: vec![[None, None, None]; n],
             observed: vec![Vec::new(); n],
+            sc_fences: Vec::new(),
         }
     }
 
@@ -317,6 +322,15 @@ impl Oracle {
                         }
                     }
                 }
+                if ord == Ordering::SeqCst {
+                    for (t, s, snap) in self.sc_fences.clone() {
+                        if self.morally_strong(t, s, tid, scope) {
+                            join(&mut self.vc[tid as usize], &snap);
+                        }
+                    }
+                    self.sc_fences
+                        .push((tid, scope, self.vc[tid as usize].clone()));
+                }
                 if ord.releases() {
                     let c = self.vc[tid as usize].clone();
                     for slot in self.fence_clock[tid as usize]
@@ -359,6 +373,7 @@ pub struct Harness {
     shadow: Vec<AtomicU64>,
     pool: Vec<AtomicU32>,
     reports: Vec<AtomicU32>,
+    sc: Vec<AtomicU32>,
     ring: Vec<AtomicU32>,
     kernel: u32,
 }
@@ -389,6 +404,7 @@ impl Harness {
             shadow: (0..words).map(|_| AtomicU64::new(0)).collect(),
             pool,
             reports,
+            sc: zeroed32(sc_fence_words(devices, n)),
             ring: zeroed32(3 * n as usize),
             kernel: 1,
         };
@@ -411,6 +427,7 @@ impl Harness {
             shadow: &self.shadow,
             pool: &self.pool,
             reports: &self.reports,
+            sc_fences: &self.sc,
         };
         let e = Engine::new(&mem, self.cfg);
         f(&e, &self.ring)
