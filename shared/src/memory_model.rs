@@ -23,13 +23,19 @@ impl Ordering {
     /// True for orderings with acquire semantics.
     #[inline(always)]
     pub const fn acquires(self) -> bool {
-        matches!(self, Ordering::Acquire | Ordering::AcqRel | Ordering::SeqCst)
+        matches!(
+            self,
+            Ordering::Acquire | Ordering::AcqRel | Ordering::SeqCst
+        )
     }
 
     /// True for orderings with release semantics.
     #[inline(always)]
     pub const fn releases(self) -> bool {
-        matches!(self, Ordering::Release | Ordering::AcqRel | Ordering::SeqCst)
+        matches!(
+            self,
+            Ordering::Release | Ordering::AcqRel | Ordering::SeqCst
+        )
     }
 
     /// The PTX spelling of the ordering qualifier (`relaxed`, `acquire`, ...).
@@ -86,11 +92,17 @@ pub enum AccessKind {
 impl AccessKind {
     /// True when the access may modify memory.
     pub const fn writes(self) -> bool {
-        matches!(self, AccessKind::Write | AccessKind::AtomicWrite | AccessKind::AtomicRmw)
+        matches!(
+            self,
+            AccessKind::Write | AccessKind::AtomicWrite | AccessKind::AtomicRmw
+        )
     }
 
     /// True when the access is atomic.
     pub const fn is_atomic(self) -> bool {
-        matches!(self, AccessKind::AtomicRead | AccessKind::AtomicWrite | AccessKind::AtomicRmw)
+        matches!(
+            self,
+            AccessKind::AtomicRead | AccessKind::AtomicWrite | AccessKind::AtomicRmw
+        )
     }
 }
