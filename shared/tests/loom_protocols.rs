@@ -338,3 +338,22 @@ fn concurrent_sc_fences_are_totally_ordered() {
         );
     });
 }
+
+#[test]
+fn plain_access_and_atomic_on_one_cell_both_land_and_race() {
+    model(|| {
+        let m = Mem::new(2, 1, 2);
+        let atomic = {
+            let m = m.clone();
+            loom::thread::spawn(move || {
+                let op = AtomicOp::new(AtomicOpKind::Rmw, Ordering::Relaxed, Scope::Device);
+                m.with(|e| e.atomic(0, 0, 4, op, &AccessSite::default(), || true))
+            })
+        };
+        let plain = m.with(|e| e.access(1, 0, 4, true, &AccessSite::default()));
+        let atomic = atomic.join().unwrap();
+        // Whichever came second saw the first: exactly one race report.
+        assert_eq!(plain.is_race() as u32 + atomic.is_race() as u32, 1);
+        assert!(m.has(0, 0, true) && m.has(0, 1, true));
+    });
+}
