@@ -425,9 +425,27 @@ fn pool_reuses_blocks_per_stream_and_resets_their_shadow() {
     let e = pool.alloc(s1, 3 * MIB).unwrap();
     assert!(e.ptr != a.ptr && e.ptr != d.ptr);
     pool.free(e.ptr, s1).unwrap();
+    s1.synchronize().unwrap();
+    // A device-wide free (a buffer's Drop) is reusable on any stream.
+    let big = Stream::new(&g.ctx).unwrap();
+    let f = pool.alloc(&big, 3 * MIB).unwrap();
+    assert_eq!(f.ptr, e.ptr, "freed on s1, whose event has completed");
+    memset_u32(&big, f.shadow_ptr, 1, f.shadow_bytes / 4);
+    pool.free_idle(f.ptr).unwrap();
+    let h = pool.alloc(&s3, 3 * MIB).unwrap();
+    assert_eq!(h.ptr, f.ptr);
+    assert_shadow_zero(&s3, &h);
+    pool.free(h.ptr, &s3).unwrap();
     let st = pool.stats();
     assert_eq!(st.live_blocks, 0);
     assert_eq!(st.cached_blocks, 3);
+    // Vmm::free_idle waits for the device itself.
+    let v = g.vmm.alloc(s1, MIB).unwrap();
+    g.vmm.free_idle(v.ptr).unwrap();
+    assert!(matches!(
+        pool.free(v.ptr, s1),
+        Err(VmmError::DoubleFree { .. })
+    ));
     pool.empty_cache().unwrap();
     assert_eq!(pool.stats().cached_blocks, 0);
     assert_eq!(g.vmm.live_allocations(), 0);

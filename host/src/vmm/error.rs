@@ -87,6 +87,15 @@ pub enum VmmError {
         ptr: u64,
     },
 
+    /// A live allocation of the VMM layer handed to the caching pool.
+    #[error(
+        "{ptr:#x} was allocated with Vmm::alloc, not by this caching pool; free it with Vmm::free"
+    )]
+    NotFromPool {
+        /// The pointer given.
+        ptr: u64,
+    },
+
     /// A pointer inside the real half that was never handed out.
     #[error("{ptr:#x} lies in the real half but was never allocated")]
     NotAllocated {

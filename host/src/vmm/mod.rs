@@ -93,6 +93,9 @@ pub trait DeviceAllocator: Send + Sync {
     fn allocate(&self, stream: &Stream, size: u64) -> VmmResult<Allocation>;
     /// Frees the allocation at `ptr`; `stream` is the last stream that used it.
     fn deallocate(&self, ptr: u64, stream: &Stream) -> VmmResult<()>;
+    /// Frees the allocation at `ptr` after waiting for its whole device, for
+    /// owners that do not know the last stream (a buffer's `Drop`).
+    fn deallocate_idle(&self, ptr: u64) -> VmmResult<()>;
 }
 
 pub(crate) struct Record {
@@ -409,6 +412,38 @@ impl Vmm {
         }
     }
 
+    /// `Ok` when `ptr` is a live allocation's base, else why it is not.
+    pub(crate) fn check_live(&self, ptr: u64) -> VmmResult<()> {
+        let st = lock(&self.shared.state);
+        if st.live.contains_key(&ptr) {
+            Ok(())
+        } else {
+            Err(self.classify(&st, ptr))
+        }
+    }
+
+    /// Waits until all work on device `ordinal` has finished.
+    pub(crate) fn sync_device(&self, ordinal: usize) -> VmmResult<()> {
+        let ctx = lock(&self.shared.devices)
+            .get(&ordinal)
+            .map(|d| d.ctx.clone());
+        match ctx {
+            Some(ctx) => Ok(ctx.synchronize()?),
+            None => Err(VmmError::NoRuntimeState { ordinal }),
+        }
+    }
+
+    /// Frees the allocation at `ptr` after waiting for its whole device
+    /// (when the last stream that used it is not known).
+    pub fn free_idle(&self, ptr: u64) -> VmmResult<()> {
+        let rec = self.take_record(ptr)?;
+        if let Err(e) = self.sync_device(rec.alloc.device) {
+            self.restore_record(rec);
+            return Err(e);
+        }
+        self.release_record(rec)
+    }
+
     /// Puts a record back (a free that could not wait for its stream).
     pub(crate) fn restore_record(&self, rec: Record) {
         lock(&self.shared.state).live.insert(rec.alloc.ptr, rec);
@@ -513,6 +548,9 @@ impl DeviceAllocator for Vmm {
     }
     fn deallocate(&self, ptr: u64, stream: &Stream) -> VmmResult<()> {
         self.free(ptr, stream)
+    }
+    fn deallocate_idle(&self, ptr: u64) -> VmmResult<()> {
+        self.free_idle(ptr)
     }
 }
 

@@ -59,9 +59,15 @@ pub struct PoolStats {
 
 struct Cached {
     alloc: Allocation,
+    /// The freeing stream ([`IDLE`] after a device-wide wait).
     stream: usize,
-    event: Event,
+    /// Recorded on `stream` at the free; `None` after a device-wide wait.
+    event: Option<Event>,
 }
+
+/// The stream key of blocks freed after a device-wide wait (no real
+/// stream handle is 0: the legacy default stream is never used here).
+const IDLE: usize = 0;
 
 struct Live {
     alloc: Allocation,
@@ -171,13 +177,19 @@ impl CachingPool {
             list.iter()
                 .rev()
                 .take(MAX_EVENT_POLLS)
-                .position(|c| c.event.is_complete().unwrap_or(false))
+                .position(|c| {
+                    c.event
+                        .as_ref()
+                        .is_none_or(|e| e.is_complete().unwrap_or(false))
+                })
                 .map(|i| list.len() - 1 - i)
         })?;
         let c = list.swap_remove(pos);
         st.stats.cached_blocks -= 1;
         st.stats.cached_bytes -= c.alloc.mapped_bytes;
-        st.spare_events.entry(ordinal).or_default().push(c.event);
+        if let Some(e) = c.event {
+            st.spare_events.entry(ordinal).or_default().push(e);
+        }
         Some(c.alloc)
     }
 
@@ -186,40 +198,66 @@ impl CachingPool {
     /// Double frees, interior and foreign pointers are typed errors.
     pub fn free(&self, ptr: u64, stream: &Stream) -> VmmResult<()> {
         let mut st = lock(&self.state);
-        let Some(live) = st.live.remove(&ptr) else {
-            return Err(self.classify(&st, ptr));
-        };
-        st.stats.live_blocks -= 1;
+        let live = Self::take_live(&mut st, ptr).map_err(|()| self.classify(&st, ptr))?;
         if !self.vmm.config().caching() {
             drop(st);
             return self.vmm.free(ptr, stream);
         }
         let ordinal = live.alloc.device;
         let spare = st.spare_events.get_mut(&ordinal).and_then(Vec::pop);
-        let event = match spare.map_or_else(|| Event::new_untimed(stream.context()), Ok) {
-            Ok(e) => e,
-            Err(e) => {
-                st.stats.live_blocks += 1;
-                st.live.insert(ptr, live);
-                return Err(e.into());
+        let event = spare.map_or_else(|| Event::new_untimed(stream.context()), Ok);
+        match event.and_then(|e| e.record(stream).map(|()| e)) {
+            Ok(e) => {
+                Self::cache(&mut st, live, stream_key(stream), Some(e));
+                Ok(())
             }
-        };
-        if let Err(e) = event.record(stream) {
-            st.stats.live_blocks += 1;
-            st.live.insert(ptr, live);
-            return Err(e.into());
+            Err(e) => {
+                Self::restore_live(&mut st, live);
+                Err(e.into())
+            }
         }
+    }
+
+    /// Returns the block at `ptr` to the cache after waiting for its whole
+    /// device, so any stream may reuse it at once (for owners that do not
+    /// know the last stream, like a buffer's `Drop`).
+    pub fn free_idle(&self, ptr: u64) -> VmmResult<()> {
+        let live = {
+            let mut st = lock(&self.state);
+            Self::take_live(&mut st, ptr).map_err(|()| self.classify(&st, ptr))?
+        };
+        if !self.vmm.config().caching() {
+            return self.vmm.free_idle(ptr);
+        }
+        let r = self.vmm.sync_device(live.alloc.device);
+        let mut st = lock(&self.state);
+        match r {
+            Ok(()) => Self::cache(&mut st, live, IDLE, None),
+            Err(_) => Self::restore_live(&mut st, live),
+        }
+        r
+    }
+
+    fn take_live(st: &mut PoolState, ptr: u64) -> Result<Live, ()> {
+        let live = st.live.remove(&ptr).ok_or(())?;
+        st.stats.live_blocks -= 1;
+        Ok(live)
+    }
+
+    fn restore_live(st: &mut PoolState, live: Live) {
+        st.stats.live_blocks += 1;
+        st.live.insert(live.alloc.ptr, live);
+    }
+
+    fn cache(st: &mut PoolState, live: Live, stream: usize, event: Option<Event>) {
         st.stats.cached_blocks += 1;
         st.stats.cached_bytes += live.alloc.mapped_bytes;
-        st.cached
-            .entry((ordinal, live.class))
-            .or_default()
-            .push(Cached {
-                alloc: live.alloc,
-                stream: stream_key(stream),
-                event,
-            });
-        Ok(())
+        let key = (live.alloc.device, live.class);
+        st.cached.entry(key).or_default().push(Cached {
+            alloc: live.alloc,
+            stream,
+            event,
+        });
     }
 
     fn classify(&self, st: &PoolState, ptr: u64) -> VmmError {
@@ -239,11 +277,8 @@ impl CachingPool {
         }
         // Not a block of this pool: the VMM layer says what it is (a block
         // freed from the pool to the driver is a double free there too).
-        match self.vmm.take_record(ptr) {
-            Ok(rec) => {
-                self.vmm.restore_record(rec);
-                VmmError::NotAllocated { ptr }
-            }
+        match self.vmm.check_live(ptr) {
+            Ok(()) => VmmError::NotFromPool { ptr },
             Err(e) => e,
         }
     }
@@ -264,7 +299,8 @@ impl CachingPool {
         for c in blocks {
             let r = c
                 .event
-                .synchronize()
+                .as_ref()
+                .map_or(Ok(()), Event::synchronize)
                 .map_err(VmmError::from)
                 .and_then(|()| self.vmm.take_record(c.alloc.ptr))
                 .and_then(|rec| self.vmm.release_record(rec));
@@ -282,6 +318,9 @@ impl DeviceAllocator for CachingPool {
     }
     fn deallocate(&self, ptr: u64, stream: &Stream) -> VmmResult<()> {
         self.free(ptr, stream)
+    }
+    fn deallocate_idle(&self, ptr: u64) -> VmmResult<()> {
+        self.free_idle(ptr)
     }
 }
 
