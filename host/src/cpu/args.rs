@@ -19,12 +19,17 @@ pub trait HostArgs {
 
 impl HostArgs for ParamBuffer {
     fn push_host_slice<T: bytemuck::Pod>(&mut self, s: &[T]) -> &mut Self {
-        self.push_pointer(s.as_ptr() as u64, None);
+        self.push_pointer(s.as_ptr().expose_provenance() as u64, None);
         self.push(s.len() as u64);
         self
     }
 
     fn push_host_slice_mut<T: bytemuck::Pod>(&mut self, s: &mut [T]) -> &mut Self {
-        self.push_host_slice(s)
+        // The address must come from the mutable borrow: the kernel writes
+        // through it, which a pointer derived from a shared borrow forbids
+        // (and the optimiser exploits).
+        self.push_pointer(s.as_mut_ptr().expose_provenance() as u64, None);
+        self.push(s.len() as u64);
+        self
     }
 }
