@@ -11,8 +11,8 @@ use std::sync::{Mutex, MutexGuard};
 use vigil::sys;
 use vigil::testing::require_gpu;
 use vigil::vmm::layout::{
-    global_state_of, round_up, shadow_address, PER_DEVICE_STATE_STRIDE, REAL_CAPACITY,
-    RESERVE_BYTES, THREAD_STATES_OFFSET,
+    global_state_of, round_up, shadow_address, shadow_bytes_for, PER_DEVICE_STATE_STRIDE,
+    REAL_CAPACITY, RESERVE_BYTES, THREAD_STATES_OFFSET,
 };
 use vigil::vmm::{Allocation, CachingPool, Vmm, VmmConfig, VmmError};
 use vigil::{Context, LaunchConfig, Module, ParamBuffer, Stream};
@@ -238,18 +238,14 @@ fn memset_u32(stream: &Stream, ptr: u64, value: u32, n: u64) {
     );
 }
 
-/// Asserts the shadow of `a` is all zero (whole shadow up to 16 MiB, else
-/// its first and last 8 MiB).
-fn assert_shadow_zero(stream: &Stream, a: &Allocation) {
-    let words = a.shadow_bytes / 4;
-    let chunks: Vec<(u64, u64)> = if a.shadow_bytes <= 16 * MIB {
-        vec![(a.shadow_ptr, words)]
+/// Asserts the first `bytes` of the shadow of `a` are zero (all of them up
+/// to 16 MiB, else the first and last 8 MiB).
+fn assert_shadow_zero_for(stream: &Stream, a: &Allocation, bytes: u64) {
+    let chunks: Vec<(u64, u64)> = if bytes <= 16 * MIB {
+        vec![(a.shadow_ptr, bytes / 4)]
     } else {
         let w = 8 * MIB / 4;
-        vec![
-            (a.shadow_ptr, w),
-            (a.shadow_ptr + a.shadow_bytes - 8 * MIB, w),
-        ]
+        vec![(a.shadow_ptr, w), (a.shadow_ptr + bytes - 8 * MIB, w)]
     };
     for (ptr, n) in chunks {
         let v = read_u32(stream, ptr, n);
@@ -260,6 +256,16 @@ fn assert_shadow_zero(stream: &Stream, a: &Allocation) {
             );
         }
     }
+}
+
+/// A fresh allocation's whole shadow is zero.
+fn assert_shadow_zero(stream: &Stream, a: &Allocation) {
+    assert_shadow_zero_for(stream, a, a.shadow_bytes);
+}
+
+/// A reused block's shadow is zero for the bytes its new owner asked for.
+fn assert_reused_shadow_zero(stream: &Stream, a: &Allocation) {
+    assert_shadow_zero_for(stream, a, shadow_bytes_for(a.size));
 }
 
 #[test]
@@ -399,14 +405,15 @@ fn pool_reuses_blocks_per_stream_and_resets_their_shadow() {
     let b = pool.alloc(s1, MIB).unwrap();
     assert_eq!(b.ptr, a.ptr);
     assert_eq!(pool.stats().hits, 1);
-    assert_shadow_zero(s1, &b);
+    assert_reused_shadow_zero(s1, &b);
     // Another stream, after the free's event completed: reused.
     memset_u32(s1, b.shadow_ptr, 0xcdcd_cdcd, b.shadow_bytes / 4);
     pool.free(b.ptr, s1).unwrap();
     s1.synchronize().unwrap();
-    let c = pool.alloc(&s2, MIB).unwrap();
+    // (2 MiB: the same class, so the whole shadow is reset this time.)
+    let c = pool.alloc(&s2, 2 * MIB).unwrap();
     assert_eq!(c.ptr, a.ptr);
-    assert_shadow_zero(&s2, &c);
+    assert_reused_shadow_zero(&s2, &c);
     // Another stream while the freeing stream is still busy: not reused.
     let busy = g.vmm.alloc(&s2, 1 << 30).unwrap();
     for _ in 0..32 {
@@ -434,7 +441,7 @@ fn pool_reuses_blocks_per_stream_and_resets_their_shadow() {
     pool.free_idle(f.ptr).unwrap();
     let h = pool.alloc(&s3, 3 * MIB).unwrap();
     assert_eq!(h.ptr, f.ptr);
-    assert_shadow_zero(&s3, &h);
+    assert_reused_shadow_zero(&s3, &h);
     pool.free(h.ptr, &s3).unwrap();
     let st = pool.stats();
     assert_eq!(st.live_blocks, 0);
@@ -448,6 +455,22 @@ fn pool_reuses_blocks_per_stream_and_resets_their_shadow() {
     ));
     pool.empty_cache().unwrap();
     assert_eq!(pool.stats().cached_blocks, 0);
+    // Lazy reset: skipped only while no sanitized launch was noted.
+    let lazy = CachingPool::new(g.vmm.clone());
+    g.vmm.set_lazy_shadow_reset(true);
+    let x = lazy.alloc(s1, MIB).unwrap();
+    lazy.free(x.ptr, s1).unwrap();
+    let y = lazy.alloc(s1, MIB).unwrap();
+    assert_eq!((y.ptr, lazy.stats().resets_skipped), (x.ptr, 1));
+    memset_u32(s1, y.shadow_ptr, 5, y.shadow_bytes / 4);
+    g.vmm.note_sanitized_launch();
+    lazy.free(y.ptr, s1).unwrap();
+    let z = lazy.alloc(s1, MIB).unwrap();
+    assert_eq!((z.ptr, lazy.stats().resets_skipped), (x.ptr, 1));
+    assert_reused_shadow_zero(s1, &z);
+    lazy.free(z.ptr, s1).unwrap();
+    g.vmm.set_lazy_shadow_reset(false);
+    drop(lazy);
     assert_eq!(g.vmm.live_allocations(), 0);
 }
 

@@ -41,7 +41,7 @@ use reservation::Reservation;
 use runtime_state::DeviceRuntime;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use vigil_shared::abi::GlobalState;
 
@@ -120,6 +120,10 @@ pub(crate) struct DeviceEntry {
 pub(crate) struct Shared {
     pub config: Mutex<VmmConfig>,
     pub frozen: AtomicBool,
+    /// Sanitized launches noted so far (see [`Vmm::note_sanitized_launch`]).
+    pub launch_epoch: AtomicU64,
+    /// Caching pools may skip resetting a clean shadow.
+    pub lazy_reset: AtomicBool,
     pub state: Mutex<State>,
     pub devices: Mutex<HashMap<usize, Arc<DeviceEntry>>>,
     /// Indexed by rank.
@@ -179,6 +183,8 @@ impl Vmm {
             shared: Arc::new(Shared {
                 config: Mutex::new(config),
                 frozen: AtomicBool::new(false),
+                launch_epoch: AtomicU64::new(0),
+                lazy_reset: AtomicBool::new(false),
                 state: Mutex::new(State {
                     buddy,
                     live: HashMap::new(),
@@ -485,8 +491,10 @@ impl Vmm {
         Ok(())
     }
 
-    /// Zeroes the whole shadow of a live allocation on `stream` (the
-    /// caching pool does this before handing a block out again).
+    /// Zeroes, on `stream`, the shadow of the first `alloc.size` bytes of a
+    /// live allocation (the caching pool does this before handing a block
+    /// out again: whatever its next user may access legitimately starts
+    /// clean; a later, larger reuse of the block resets more).
     pub fn reset_shadow(&self, alloc: &Allocation, stream: &Stream) -> VmmResult<()> {
         let found = stream.context().ordinal();
         if found != alloc.device {
@@ -498,7 +506,38 @@ impl Vmm {
             });
         }
         stream.context().bind()?;
-        physical::PhysOps::zero_async(&Cuda, alloc.shadow_ptr, alloc.shadow_bytes, stream.raw())
+        let bytes = shadow_bytes_for(alloc.size).min(alloc.shadow_bytes);
+        physical::PhysOps::zero_async(&Cuda, alloc.shadow_ptr, bytes, stream.raw())
+    }
+
+    /// Notes that a sanitized kernel is about to be enqueued: from now on
+    /// any shadow may change. The sanitized launch path calls this before
+    /// every launch; [`CachingPool`]s with lazy reset rely on it.
+    pub fn note_sanitized_launch(&self) {
+        self.shared.launch_epoch.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Lets caching pools skip the shadow reset of a reused block when no
+    /// sanitized launch was noted since its shadow was last zeroed. Only
+    /// correct when every sanitized launch calls
+    /// [`Vmm::note_sanitized_launch`]; off by default.
+    pub fn set_lazy_shadow_reset(&self, on: bool) {
+        self.shared.lazy_reset.store(on, Ordering::Release);
+    }
+
+    /// Whether lazy shadow reset is on.
+    pub fn lazy_shadow_reset(&self) -> bool {
+        self.shared.lazy_reset.load(Ordering::Acquire)
+    }
+
+    /// The number of sanitized launches noted so far.
+    pub fn shadow_epoch(&self) -> u64 {
+        self.shared.launch_epoch.load(Ordering::Acquire)
+    }
+
+    /// Whether the configuration keeps freed blocks in caching pools.
+    pub fn caching(&self) -> bool {
+        lock(&self.shared.config).caching()
     }
 
     /// The `GlobalState` written for device `ordinal`.

@@ -10,14 +10,17 @@
 //! - on another stream only once an event recorded on the freeing stream at
 //!   the free has completed (checked without blocking; a block whose event
 //!   is pending is skipped, never waited for);
-//! - with its whole shadow zeroed on the new stream first, so the sanitizer
-//!   never sees the previous owner's accesses.
+//! - with the shadow of the requested bytes zeroed on the new stream first,
+//!   so the sanitizer never sees the previous owner's accesses there. With
+//!   [`Vmm::set_lazy_shadow_reset`] on, the reset is skipped when no
+//!   sanitized launch was noted ([`Vmm::note_sanitized_launch`]) since the
+//!   block's shadow was last zeroed (nothing can have written it).
 //!
 //! When the device runs out of memory, the pool empties its cache and
 //! retries once. [`CachingPool::empty_cache`] returns every cached block to
 //! the driver.
 
-use super::layout::{round_up, REAL_CAPACITY};
+use super::layout::{round_up, shadow_bytes_for, REAL_CAPACITY};
 use super::{lock, Allocation, DeviceAllocator, Vmm, VmmError, VmmResult};
 use crate::{Event, Stream};
 use std::collections::HashMap;
@@ -55,6 +58,9 @@ pub struct PoolStats {
     pub cached_bytes: u64,
     /// Times the cache was emptied (explicitly or on out-of-memory).
     pub empties: u64,
+    /// Reuses whose shadow reset was skipped (lazy reset on, no sanitized
+    /// launch since the block's shadow was zeroed).
+    pub resets_skipped: u64,
 }
 
 struct Cached {
@@ -63,6 +69,7 @@ struct Cached {
     stream: usize,
     /// Recorded on `stream` at the free; `None` after a device-wide wait.
     event: Option<Event>,
+    clean: Clean,
 }
 
 /// The stream key of blocks freed after a device-wide wait (no real
@@ -72,6 +79,15 @@ const IDLE: usize = 0;
 struct Live {
     alloc: Allocation,
     class: u64,
+    clean: Clean,
+}
+
+/// The shadow of a block was zeroed when the VMM's sanitized-launch epoch
+/// was `epoch`, for its first `bytes` bytes.
+#[derive(Clone, Copy, Debug)]
+struct Clean {
+    epoch: u64,
+    bytes: u64,
 }
 
 #[derive(Default)]
@@ -138,22 +154,44 @@ impl CachingPool {
         let ordinal = ctx.ordinal();
         let dev = self.vmm.device(ctx)?;
         let class = size_class(size, dev.granularity);
-        let caching = self.vmm.config().caching();
+        let caching = self.vmm.caching();
         if caching {
-            if let Some(mut alloc) = self.take_cached(ordinal, class, stream) {
-                if let Err(e) = self.vmm.reset_shadow(&alloc, stream) {
-                    // Not handed out: give it back to the driver.
-                    let _ = self.vmm.free(alloc.ptr, stream);
-                    return Err(e);
-                }
+            if let Some((mut alloc, clean)) = self.take_cached(ordinal, class, stream) {
                 alloc.size = size;
+                let needed = shadow_bytes_for(size).min(alloc.shadow_bytes);
+                let still_clean = self.vmm.lazy_shadow_reset()
+                    && clean.epoch == self.vmm.shadow_epoch()
+                    && clean.bytes >= needed;
+                let clean = if still_clean {
+                    clean
+                } else {
+                    let epoch = self.vmm.shadow_epoch();
+                    if let Err(e) = self.vmm.reset_shadow(&alloc, stream) {
+                        // Not handed out: give it back to the driver.
+                        let _ = self.vmm.free(alloc.ptr, stream);
+                        return Err(e);
+                    }
+                    Clean {
+                        epoch,
+                        bytes: needed,
+                    }
+                };
                 let mut st = lock(&self.state);
                 st.stats.hits += 1;
+                st.stats.resets_skipped += still_clean as u64;
                 st.stats.live_blocks += 1;
-                st.live.insert(alloc.ptr, Live { alloc, class });
+                st.live.insert(
+                    alloc.ptr,
+                    Live {
+                        alloc,
+                        class,
+                        clean,
+                    },
+                );
                 return Ok(alloc);
             }
         }
+        let epoch = self.vmm.shadow_epoch();
         let mut alloc = match self.vmm.alloc(stream, class) {
             Err(e) if caching && e.is_out_of_memory() => {
                 self.empty_cache()?;
@@ -165,11 +203,27 @@ impl CachingPool {
         let mut st = lock(&self.state);
         st.stats.misses += 1;
         st.stats.live_blocks += 1;
-        st.live.insert(alloc.ptr, Live { alloc, class });
+        let clean = Clean {
+            epoch,
+            bytes: alloc.shadow_bytes,
+        };
+        st.live.insert(
+            alloc.ptr,
+            Live {
+                alloc,
+                class,
+                clean,
+            },
+        );
         Ok(alloc)
     }
 
-    fn take_cached(&self, ordinal: usize, class: u64, stream: &Stream) -> Option<Allocation> {
+    fn take_cached(
+        &self,
+        ordinal: usize,
+        class: u64,
+        stream: &Stream,
+    ) -> Option<(Allocation, Clean)> {
         let mut st = lock(&self.state);
         let list = st.cached.get_mut(&(ordinal, class))?;
         let key = stream_key(stream);
@@ -190,7 +244,7 @@ impl CachingPool {
         if let Some(e) = c.event {
             st.spare_events.entry(ordinal).or_default().push(e);
         }
-        Some(c.alloc)
+        Some((c.alloc, c.clean))
     }
 
     /// Returns the block at `ptr` to the cache; `stream` is the last stream
@@ -199,7 +253,7 @@ impl CachingPool {
     pub fn free(&self, ptr: u64, stream: &Stream) -> VmmResult<()> {
         let mut st = lock(&self.state);
         let live = Self::take_live(&mut st, ptr).map_err(|()| self.classify(&st, ptr))?;
-        if !self.vmm.config().caching() {
+        if !self.vmm.caching() {
             drop(st);
             return self.vmm.free(ptr, stream);
         }
@@ -226,7 +280,7 @@ impl CachingPool {
             let mut st = lock(&self.state);
             Self::take_live(&mut st, ptr).map_err(|()| self.classify(&st, ptr))?
         };
-        if !self.vmm.config().caching() {
+        if !self.vmm.caching() {
             return self.vmm.free_idle(ptr);
         }
         let r = self.vmm.sync_device(live.alloc.device);
@@ -257,6 +311,7 @@ impl CachingPool {
             alloc: live.alloc,
             stream,
             event,
+            clean: live.clean,
         });
     }
 
