@@ -315,6 +315,42 @@ fn warp_votes_count_only_present_lanes_of_a_partial_warp() {
     }
 }
 
+/// Even and odd lanes run separate collectives at the same time, each
+/// with its own mask: the even lanes read lane 0, the odd ones lane 1.
+#[kernel]
+fn interleaved_masks(out: GlobalSliceMut<u32>) {
+    let lane = warp::lane_id();
+    let mask = if lane % 2 == 0 {
+        0x5555_5555
+    } else {
+        0xaaaa_aaaa
+    };
+    let v = warp::shfl(mask, lane * 10 + 7, lane % 2);
+    let b = warp::ballot(mask, lane % 4 < 2);
+    let i = global_index_x();
+    out.store(2 * i, v);
+    out.store(2 * i + 1, b);
+}
+
+#[test]
+fn warp_collectives_with_interleaved_masks() {
+    let ex = executor();
+    let mut out = vec![0u32; 2 * 64];
+    let mut p = ParamBuffer::new();
+    p.push_host_slice_mut(&mut out);
+    run::<interleaved_masks>(&ex, LaunchConfig::new(1, 64), &p);
+    for (i, got) in out.chunks(2).enumerate() {
+        let lane = i % 32;
+        // Lanes with lane % 4 < 2 vote true: 0, 1, 4, 5, ...
+        let (want_v, want_b) = if lane % 2 == 0 {
+            (7, 0x1111_1111)
+        } else {
+            (17, 0x2222_2222)
+        };
+        assert_eq!(got, [want_v, want_b], "thread {i}");
+    }
+}
+
 /// Runs `index_map` on a launch shape and checks that every thread ran
 /// once with the right coordinates.
 fn check_index_map(ex: &CpuExecutor, grid: (u32, u32, u32), block: (u32, u32, u32)) {
@@ -616,4 +652,28 @@ fn many_workers_map_blocks_to_distinct_virtual_sms() {
     try_run(&ex, cfg, checked_entry::<examples::axpy>(), &p, Some(&rec)).unwrap();
     assert_eq!(rec.blocks.load(AtomicOrdering::Relaxed), 50);
     assert!(y.iter().all(|&v| v == 1.0));
+}
+
+#[test]
+fn launches_from_several_host_threads_are_serialised_and_correct() {
+    let ex = executor();
+    std::thread::scope(|scope| {
+        for seed in 0..4u64 {
+            let ex = &ex;
+            scope.spawn(move || {
+                for round in 0..5 {
+                    let data = lcg(20_000, seed * 100 + round);
+                    let mut bins = vec![0u32; 16];
+                    let mut p = ParamBuffer::new();
+                    p.push_host_slice(&data).push_host_slice_mut(&mut bins);
+                    run::<examples::histogram>(ex, LaunchConfig::new(6, 128), &p);
+                    let mut want = vec![0u32; 16];
+                    for d in &data {
+                        want[(d % 16) as usize] += 1;
+                    }
+                    assert_eq!(bins, want, "thread {seed} round {round}");
+                }
+            });
+        }
+    });
 }

@@ -60,6 +60,9 @@ struct WarpSlot {
     waiting: Cell<u32>,
     /// The union of the waiting lanes' masks.
     need: Cell<u32>,
+    /// True while every waiting lane gave the same mask (then `need` is
+    /// that mask), as conforming code does.
+    uniform: Cell<bool>,
     /// Lanes that exist and have not returned.
     live: Cell<u32>,
 }
@@ -121,6 +124,7 @@ impl BlockState {
             warp.live.set(lane_bits(lanes));
             warp.waiting.set(0);
             warp.need.set(0);
+            warp.uniform.set(true);
         }
         self.shared.begin_block(dynamic_bytes);
     }
@@ -218,6 +222,10 @@ impl BlockState {
             self.release_lanes(w, waiting);
             return;
         }
+        if warp.uniform.get() {
+            // One mask, not complete yet: nobody is satisfied.
+            return;
+        }
         // Lanes with different masks wait together: release those whose
         // own mask is complete.
         let base = w as usize * 32;
@@ -249,8 +257,11 @@ impl BlockState {
         }
         let still = contributed & !lanes;
         warp.waiting.set(still);
-        let need = bits(still).fold(0, |n, l| n | self.threads[base + l].mask.get());
+        let mut masks = bits(still).map(|l| self.threads[base + l].mask.get());
+        let first = masks.next().unwrap_or(0);
+        let (need, uniform) = masks.fold((first, true), |(n, u), m| (n | m, u && m == first));
         warp.need.set(need);
+        warp.uniform.set(uniform);
     }
 }
 
@@ -279,8 +290,16 @@ impl BlockRuntime for BlockState {
         slot.op.set(op);
         slot.state.set(ThreadState::AtWarp);
         let warp = &self.warps[t as usize / 32];
-        warp.waiting.set(warp.waiting.get() | (1 << lane));
-        warp.need.set(warp.need.get() | mask);
+        let waiting = warp.waiting.get();
+        if waiting == 0 {
+            warp.need.set(mask);
+            warp.uniform.set(true);
+        } else {
+            warp.uniform
+                .set(warp.uniform.get() && warp.need.get() == mask);
+            warp.need.set(warp.need.get() | mask);
+        }
+        warp.waiting.set(waiting | (1 << lane));
         self.try_release_warp(t / 32);
         // The lane that completes the collective goes on without a switch;
         // the others wait until the scheduler resumes them.

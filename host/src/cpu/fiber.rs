@@ -15,14 +15,17 @@ use super::block::{BlockState, ThreadState, ThreadYielder};
 use super::error::CpuError;
 use super::job::Job;
 use super::panic;
-use corosensei::stack::DefaultStack;
+use super::stack::ColouredStack;
 use corosensei::{Coroutine, CoroutineResult};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use vigil_device::host_runtime::{set_current, BlockRuntime, ThreadContext};
 use vigil_device::Dim3;
 
-/// A GPU thread's coroutine.
-type ThreadCoroutine = Coroutine<(), (), (), DefaultStack>;
+/// A GPU thread's coroutine: returns the panic payload if the thread panicked.
+type ThreadCoroutine = Coroutine<(), (), Result<(), PanicPayload>, ColouredStack>;
+
+/// What a panicking thread left behind.
+type PanicPayload = Box<dyn std::any::Any + Send>;
 
 /// One worker's scheduler and the resources it reuses from block to block.
 pub(crate) struct Worker {
@@ -30,7 +33,7 @@ pub(crate) struct Worker {
     smid: u32,
     stack_size: usize,
     /// Stacks of finished coroutines, for the next ones.
-    stacks: Vec<DefaultStack>,
+    stacks: Vec<ColouredStack>,
     /// The running block's coroutines, by linear thread index.
     tasks: Vec<Option<ThreadCoroutine>>,
     block: BlockState,
@@ -119,13 +122,14 @@ impl Worker {
 
     /// Creates thread `t`'s coroutine.
     fn spawn(&mut self, job: &Job<'_>, block_idx: Dim3, t: u32) -> Result<(), CpuError> {
-        let stack = match self.stacks.pop() {
+        let mut stack = match self.stacks.pop() {
             Some(s) => s,
-            None => DefaultStack::new(self.stack_size).map_err(|e| CpuError::Resource {
+            None => ColouredStack::new(self.stack_size).map_err(|e| CpuError::Resource {
                 what: "allocate a coroutine stack",
                 reason: e.to_string(),
             })?,
         };
+        stack.set_colour(t % 32);
         let block: &BlockState = &self.block;
         let ctx = ThreadContext {
             thread_idx: job.thread_index(t),
@@ -144,10 +148,14 @@ impl Worker {
             // (the platform layer's contract), and the worker clears it
             // before the block's borrows end.
             unsafe { set_current(Some(&ctx)) };
-            // SAFETY: the launch's caller guarantees that `params` holds the
-            // kernel's arguments and that its pointers are valid (`launch`'s
-            // contract).
-            unsafe { entry(params) };
+            // The panic is caught here, once per thread, rather than around
+            // every resumption.
+            catch_unwind(AssertUnwindSafe(|| {
+                // SAFETY: the launch's caller guarantees that `params` holds
+                // the kernel's arguments and that its pointers are valid
+                // (`launch`'s contract).
+                unsafe { entry(params) }
+            }))
         };
         // SAFETY: the body borrows the block state, the job's parameters and
         // sanitizer, all of which outlive the coroutine: `run_block` drives
@@ -164,12 +172,15 @@ impl Worker {
         let co = self.tasks[t as usize]
             .as_mut()
             .expect("a runnable thread has a coroutine");
-        match catch_unwind(AssertUnwindSafe(|| co.resume(()))) {
-            Ok(CoroutineResult::Yield(())) => Ok(()),
-            Ok(CoroutineResult::Return(())) => {
-                if let Some(co) = self.tasks[t as usize].take() {
-                    self.stacks.push(co.into_stack());
-                }
+        let outcome = match co.resume(()) {
+            CoroutineResult::Yield(()) => return Ok(()),
+            CoroutineResult::Return(outcome) => outcome,
+        };
+        if let Some(co) = self.tasks[t as usize].take() {
+            self.stacks.push(co.into_stack());
+        }
+        match outcome {
+            Ok(()) => {
                 self.block.thread_exited(t);
                 Ok(())
             }

@@ -4,7 +4,7 @@
 //! # Model
 //!
 //! - **Workers and virtual SMs.** [`CpuExecutor::new`] starts a fixed pool
-//!   of worker threads (by default one per available core). Worker `i` is
+//!   of worker threads (by default one per available core, at most 16). Worker `i` is
 //!   virtual SM `i`: every block it runs sees `smid == i` in its
 //!   [`ThreadContext`](vigil_device::host_runtime::ThreadContext). A worker
 //!   runs one block at a time, start to finish, so two blocks that run at
@@ -47,6 +47,7 @@ mod fiber;
 mod job;
 mod panic;
 mod pool;
+mod stack;
 
 pub use args::HostArgs;
 pub use error::CpuError;
@@ -145,9 +146,18 @@ impl CpuExecutor {
         })
     }
 
-    /// The default worker count: the machine's available parallelism.
+    /// The most workers [`CpuExecutor::default_workers`] picks. A worker
+    /// keeps a stack (two memory mappings: guard page and stack) per thread
+    /// of the largest block it has run, up to 1,024; sixteen workers stay
+    /// well inside Linux's default limit of 65,530 mappings per process.
+    pub const MAX_DEFAULT_WORKERS: usize = 16;
+
+    /// The default worker count: the machine's available parallelism, at
+    /// most [`CpuExecutor::MAX_DEFAULT_WORKERS`].
     pub fn default_workers() -> usize {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(Self::MAX_DEFAULT_WORKERS)
     }
 
     /// The number of virtual SMs, which is the number of workers. Blocks
