@@ -220,7 +220,8 @@ pub struct PoolHeader {
     pub capacity: u32,
     /// Access clocks evicted so far (precision lost), over all records.
     pub evictions: u32,
-    /// Records lost to a lost inflation race (allocated, never published).
+    /// Records allocated but never published (0: inflation claims the
+    /// cell before allocating).
     pub wasted: u32,
 }
 impl PoolHeader {

@@ -633,7 +633,6 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             return Ok(None);
         };
         let pool = self.pool();
-        let mut spare: Option<u32> = None;
         let result = loop {
             let c = cell.load(MemOrder::Acquire);
             match ShadowCell(c).view() {
@@ -669,35 +668,35 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                             }
                         }
                         None => {
-                            let Some(i) = spare.or_else(|| pool.allocate()) else {
-                                break Err(ReportKind::ShadowPoolExhausted);
-                            };
-                            spare = Some(i);
-                            // The record is private until the CAS publishes it.
-                            st.to_record::<M::Atomics>(pool.record(i));
+                            // Claim the cell before taking a record, so that
+                            // threads inflating one word at once do not each
+                            // burn a record: the losers see LOCKED and retry.
                             if cell
                                 .compare_exchange(
                                     c,
-                                    ShadowCell::inflated(i).0,
-                                    MemOrder::AcqRel,
+                                    ShadowCell::LOCKED.0,
+                                    MemOrder::Acquire,
                                     MemOrder::Relaxed,
                                 )
-                                .is_ok()
+                                .is_err()
                             {
-                                spare = None;
-                                if evicted {
-                                    pool.note_eviction();
-                                }
-                                break Ok(race);
+                                continue;
                             }
+                            let Some(i) = pool.allocate() else {
+                                cell.store(c, MemOrder::Release);
+                                break Err(ReportKind::ShadowPoolExhausted);
+                            };
+                            st.to_record::<M::Atomics>(pool.record(i));
+                            cell.store(ShadowCell::inflated(i).0, MemOrder::Release);
+                            if evicted {
+                                pool.note_eviction();
+                            }
+                            break Ok(race);
                         }
                     }
                 }
             }
         };
-        if spare.is_some() {
-            pool.note_wasted();
-        }
         result
     }
 

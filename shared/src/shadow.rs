@@ -16,8 +16,9 @@
 //!
 //! With WM = RM = 0 the cell is not compact: all zero is the empty word;
 //! bit 63 set means *inflated*, with the pool index in bits 12..44; bit 62
-//! set means *locked* by an atomic in flight (the holder keeps the old value
-//! and stores the new one to unlock). A word stays compact while it has at
+//! set means *locked* by an atomic in flight or an inflation in progress
+//! (the holder keeps the old value and stores the new one to unlock). A
+//! word stays compact while it has at
 //! most one write clock and one read clock (atomic or plain, any byte
 //! masks), no release heads, thread ids below 2^11 and epochs below 2^15;
 //! anything else inflates into an [`InflatedRecord`] (128 bytes: 8 access
@@ -453,6 +454,10 @@ impl<'a, F: AtomicFamily> Pool<'a, F> {
         if self.words.len() < PoolHeader::WORDS {
             return None;
         }
+        // Check first so a full pool's counter does not keep growing.
+        if self.words[0].load(MemOrder::Relaxed) >= self.capacity() {
+            return None;
+        }
         let i = self.words[0].fetch_add(1, MemOrder::Relaxed);
         if i >= self.capacity() {
             return None;
@@ -478,7 +483,8 @@ impl<'a, F: AtomicFamily> Pool<'a, F> {
         }
     }
 
-    /// Counts records lost to an inflation race.
+    /// Counts records lost to an inflation race (none since inflation
+    /// claims the cell first; kept for the ABI's counter).
     #[inline]
     pub fn note_wasted(&self) {
         if self.words.len() >= PoolHeader::WORDS {

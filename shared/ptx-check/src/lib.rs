@@ -119,6 +119,157 @@ pub unsafe extern "ptx-kernel" fn vigil_engine_check(
     unsafe { out.add(block as usize).write(bits) };
 }
 
+/// Sets up thread state `blockIdx.x` (epoch 1, empty clocks): one block
+/// per sanitizer thread, one thread per block doing the work.
+///
+/// # Safety
+/// `thread_states` must hold `gridDim.x` thread states for `num_threads`
+/// threads and `clock_buffer_size` snapshots.
+#[cfg(target_arch = "nvptx64")]
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn vigil_engine_init(
+    thread_states: *const AtomicU32,
+    num_threads: u32,
+    clock_buffer_size: u32,
+) {
+    // SAFETY: reading special registers has no preconditions.
+    let (block, thread) = unsafe {
+        (
+            core::arch::nvptx::_block_idx_x() as u32,
+            core::arch::nvptx::_thread_idx_x(),
+        )
+    };
+    if thread != 0 {
+        return;
+    }
+    let words = thread_state_words(num_threads, clock_buffer_size);
+    // SAFETY: the caller guarantees one state per block.
+    let state =
+        unsafe { core::slice::from_raw_parts(thread_states.add(block as usize * words), words) };
+    vigil_shared::clock::ThreadClocks::<CoreAtomics>::new(state, num_threads, clock_buffer_size)
+        .init(block);
+}
+
+/// What [`stress_body`] does per iteration.
+pub mod stress_mode {
+    /// Each GPU thread writes then reads its own word, then adds one to a
+    /// shared counter with a relaxed device-scope atomic: race-free.
+    pub const RACE_FREE: u32 = 0;
+    /// Every GPU thread writes one of 32 words shared by all blocks: racy.
+    pub const RACY: u32 = 1;
+    /// [`RACE_FREE`]'s memory traffic without the engine (the baseline).
+    pub const PLAIN: u32 = 2;
+}
+
+/// The body of the GPU stress kernel for GPU thread `gid` of sanitizer
+/// thread `tid`: `iters` rounds of the accesses [`stress_mode`] names on
+/// `data` (word `w` at address `real_base + 4 w`), through the engine.
+/// Returns outcome bits as [`check_hooks`] does.
+///
+/// # Safety
+/// As [`check_hooks`]; `data` must hold `total_threads + 1` words (the last
+/// is the counter).
+pub unsafe fn stress_body(
+    mem: &RawSanitizerMemory,
+    tid: u32,
+    gid: u32,
+    total_threads: u32,
+    mode: u32,
+    iters: u32,
+    data: *const AtomicU32,
+) -> u32 {
+    // SAFETY: the caller guarantees `data` holds total_threads + 1 words.
+    let data = unsafe { core::slice::from_raw_parts(data, total_threads as usize + 1) };
+    let counter = &data[total_threads as usize];
+    if mode == stress_mode::PLAIN {
+        for k in 0..iters {
+            data[gid as usize].store(k, MemOrder::Relaxed);
+            let v = data[gid as usize].load(MemOrder::Relaxed);
+            counter.fetch_add(1 + v - k, MemOrder::Relaxed);
+        }
+        return 0;
+    }
+    // SAFETY: forwarded from the caller.
+    let g = unsafe { &*mem.globals };
+    let ts_words = thread_state_words(g.num_threads, g.clock_buffer_size);
+    // SAFETY: forwarded from the caller.
+    let memory = unsafe {
+        SliceMemory::<CoreAtomics> {
+            thread_states: core::slice::from_raw_parts(
+                mem.thread_states,
+                ts_words * g.num_threads as usize,
+            ),
+            thread_state_words: ts_words,
+            shadow: core::slice::from_raw_parts(mem.shadow, mem.shadow_cells as usize),
+            pool: core::slice::from_raw_parts(mem.pool, mem.pool_words as usize),
+            reports: core::slice::from_raw_parts(mem.reports, mem.report_words as usize),
+            sc_fences: core::slice::from_raw_parts(mem.sc_fences, mem.sc_fence_words as usize),
+        }
+    };
+    let engine = Engine::new(&memory, EngineConfig::from_globals(g));
+    let real = vigil_shared::address::real_base(g.reserve_base);
+    let site = AccessSite {
+        line: line!(),
+        thread: gid,
+        block: tid,
+        ..AccessSite::default()
+    };
+    let op = AtomicOp::new(AtomicOpKind::Rmw, Ordering::Relaxed, Scope::Device);
+    let mut bits = 0;
+    let mut note = |o: Outcome| bits |= o.is_race() as u32 | (o.is_error() as u32) << 1;
+    for k in 0..iters {
+        if mode == stress_mode::RACY {
+            let w = (gid + k) % 32;
+            note(engine.access(tid, real + 4 * w as u64, 4, true, &site));
+            data[w as usize].store(k, MemOrder::Relaxed);
+            continue;
+        }
+        let at = real + 4 * gid as u64;
+        note(engine.access(tid, at, 4, true, &site));
+        data[gid as usize].store(k, MemOrder::Relaxed);
+        note(engine.access(tid, at, 4, false, &site));
+        let v = data[gid as usize].load(MemOrder::Relaxed);
+        note(
+            engine.atomic(tid, real + 4 * total_threads as u64, 4, op, &site, || {
+                counter.fetch_add(1 + v - k, MemOrder::Relaxed);
+                true
+            }),
+        );
+    }
+    bits
+}
+
+/// The GPU stress kernel: block `b` is sanitizer thread `b`; every GPU
+/// thread runs [`stress_body`] and stores its outcome bits in `out`.
+///
+/// # Safety
+/// As [`stress_body`]; `out` holds one u32 per GPU thread.
+#[cfg(target_arch = "nvptx64")]
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn vigil_engine_stress(
+    mem: *const RawSanitizerMemory,
+    mode: u32,
+    iters: u32,
+    data: *const AtomicU32,
+    out: *mut u32,
+) {
+    // SAFETY: reading special registers has no preconditions.
+    let (block, thread, block_dim, grid_dim) = unsafe {
+        use core::arch::nvptx::*;
+        (
+            _block_idx_x() as u32,
+            _thread_idx_x() as u32,
+            _block_dim_x() as u32,
+            _grid_dim_x() as u32,
+        )
+    };
+    let gid = block * block_dim + thread;
+    // SAFETY: forwarded from this kernel's contract.
+    let bits = unsafe { stress_body(&*mem, block, gid, block_dim * grid_dim, mode, iters, data) };
+    // SAFETY: `out` holds one u32 per GPU thread.
+    unsafe { out.add(gid as usize).write(bits) };
+}
+
 /// PTX has no unwinding: a panic (a failed bounds check) traps the kernel.
 #[cfg(target_arch = "nvptx64")]
 #[panic_handler]
