@@ -31,8 +31,9 @@ pub mod sync;
 pub mod warp;
 
 /// The interface between kernels and the CPU backend's executor: the
-/// executor implements these traits and installs a [`ThreadContext`] per
-/// GPU thread with [`set_current`](host_runtime::set_current) (or
+/// executor implements these traits and installs a
+/// [`ThreadContext`](host_runtime::ThreadContext) per GPU thread with
+/// [`set_current`](host_runtime::set_current) (or
 /// [`enter_thread`](host_runtime::enter_thread) around a call).
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod host_runtime {
