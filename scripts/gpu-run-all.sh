@@ -7,7 +7,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 export VIGIL_REQUIRE_GPU=1
 export RUST_BACKTRACE=1
-log_dir=${OUT:-/tmp}/vigil-gpu-logs
+log_dir=/tmp/vigil-gpu-logs
 mkdir -p "$log_dir"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || true
 pass=0
@@ -47,5 +47,6 @@ for e in "$here"/examples/*; do
   n=$(basename "$e")
   matches "$n" && run "example-$n" "$e"
 done
+if [ -n "${OUT:-}" ]; then tar czf "$OUT/gpu-logs.tgz" -C "$log_dir" . ; fi
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -5,7 +5,12 @@
 #
 # Then, on a machine with a GPU (this repo's device tool: carry "gpu-run"):
 #   bash gpu-run/run-all.sh
+#
+# Arguments are cargo package selectors (default --workspace), e.g.
+#   scripts/prepare-gpu-run.sh -p vigil -p vigil-tests
 set -euo pipefail
+packages=("$@")
+[ ${#packages[@]} -gt 0 ] || packages=(--workspace)
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 out="$root/gpu-run"
@@ -18,7 +23,7 @@ export CARGO_PROFILE_RELEASE_DEBUG=false
 export CARGO_PROFILE_RELEASE_STRIP=debuginfo
 
 echo "== building test binaries"
-cargo test --workspace --release --no-run --message-format=json 2>/dev/null \
+cargo test "${packages[@]}" --release --no-run --message-format=json-render-diagnostics \
   | python3 -c '
 import json, sys, shutil, os
 out = sys.argv[1]
@@ -36,7 +41,7 @@ for line in sys.stdin:
 ' "$out"
 
 echo "== building examples"
-cargo build --workspace --release --examples --message-format=json 2>/dev/null \
+cargo build "${packages[@]}" --release --examples --message-format=json-render-diagnostics \
   | python3 -c '
 import json, sys, shutil, os
 out = sys.argv[1]

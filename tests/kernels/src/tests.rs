@@ -137,7 +137,8 @@ pub fn shared_reverse(x: GlobalSlice<u32>, y: GlobalSliceMut<u32>, z: GlobalSlic
 /// Per thread, eight warp-collective results into `out[tid*8 ..]`:
 /// shfl_down(lane,1), shfl_up(lane,1), shfl_xor(lane,1), shfl(lane, 0)
 /// (broadcast of lane 0's value + 100), ballot(lane odd), any(lane == 5),
-/// all(lane < 32), and a 64-bit shuffle_xor of (lane << 32 | lane).
+/// all(lane < 32), and a 64-bit shuffle_xor by 2 of (lane << 32 | lane),
+/// stored as 0 when both halves came from lane ^ 2.
 #[kernel]
 pub fn warp_ops(out: GlobalSliceMut<u32>) {
     let tid = global_index_x();
@@ -156,7 +157,8 @@ pub fn warp_ops(out: GlobalSliceMut<u32>) {
     out.store(base + 6, warp::all(m, lane < 32) as u32);
     let wide = ((lane as u64) << 32) | lane as u64;
     let x = warp::shfl_xor(m, wide, 2);
-    out.store(base + 7, ((x >> 32) as u32) ^ (x as u32) ^ (lane ^ 2));
+    let from = lane ^ 2;
+    out.store(base + 7, (((x >> 32) as u32) ^ from) | ((x as u32) ^ from));
 }
 
 /// Writes `linear + 1` at each thread's linear index in a 3-D launch
