@@ -166,9 +166,12 @@ impl SpinLock {
 }
 
 /// A reader/writer spin lock in one 32-bit word: bit 31 is the writer, the
-/// low bits count readers. Plain accesses of a sanitizer thread read its
-/// clock under the read side; clock changes (acquire, release, epoch bump,
-/// kernel hand-off) take the write side.
+/// low bits count readers. Clock changes of a sanitizer thread (acquire,
+/// release, epoch bump, kernel hand-off, every atomic and fence) take the
+/// write side; the read side gives a consistent view of the clock to
+/// whoever needs one (the engine's plain accesses do without it, see
+/// [`crate::clock::ThreadClocks::fresh_epoch_unlocked`], because 256 GPU
+/// threads taking a shared lock per access cost more than the check).
 pub struct RwSpinLock;
 
 impl RwSpinLock {

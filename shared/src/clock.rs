@@ -152,6 +152,28 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
         RwSpinLock::read_unlock::<F>(self.lock_word());
     }
 
+    /// Prepares a plain access without holding the lock across it: starts a
+    /// new epoch if the current one was published (under the write lock,
+    /// once per publication) and returns the epoch to record.
+    ///
+    /// Plain accesses then read vector-clock entries without the lock. A
+    /// clock change made concurrently by another GPU thread of the same
+    /// sanitizer thread may be seen in part; each entry only grows, and
+    /// that thread is unordered with this access unless the program orders
+    /// them (a barrier, or an atomic, which takes the write lock), in which
+    /// case the change is complete and visible: a partial view can only
+    /// hide a race between GPU threads of one SM, which the sanitizer
+    /// cannot see anyway, never invent one.
+    pub fn fresh_epoch_unlocked(&self, tid: u32) -> Result<u32, ClockError> {
+        if self.word(H::DIRTY_WORD).load(MemOrder::Acquire) & H::PUBLISHED != 0 {
+            RwSpinLock::write_lock::<F>(self.lock_word());
+            let r = self.fresh_epoch(tid);
+            RwSpinLock::write_unlock::<F>(self.lock_word());
+            r?;
+        }
+        Ok(self.get(tid))
+    }
+
     /// Takes the write side and bumps a published epoch (clock changes run under this).
     pub fn lock_exclusive_fresh(&self, tid: u32) -> Result<(), ClockError> {
         RwSpinLock::write_lock::<F>(self.lock_word());

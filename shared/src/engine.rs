@@ -558,8 +558,9 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
     }
 
     /// A plain (non-atomic) read or write of `size` bytes at `addr` by
-    /// sanitizer thread `tid`. Lock-free on compact cells (one 64-bit CAS
-    /// per word, none when nothing changes).
+    /// sanitizer thread `tid`. Takes no lock on the thread state (see
+    /// [`ThreadClocks::fresh_epoch_unlocked`]) and none on compact cells:
+    /// one 64-bit CAS per word, none when nothing changes.
     pub fn access(
         &self,
         tid: u32,
@@ -586,12 +587,12 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             return Outcome::Clean;
         };
         let clocks = self.clocks(tid);
-        if let Err(ClockError::EpochOverflow(e)) | Err(ClockError::SnapshotGone(e)) =
-            clocks.lock_shared_fresh(tid)
-        {
-            return self.error_outcome(&cur, ReportKind::EpochOverflow, e, e);
-        }
-        let epoch = clocks.get(tid);
+        let epoch = match clocks.fresh_epoch_unlocked(tid) {
+            Ok(e) => e,
+            Err(ClockError::EpochOverflow(e)) | Err(ClockError::SnapshotGone(e)) => {
+                return self.error_outcome(&cur, ReportKind::EpochOverflow, e, e);
+            }
+        };
         let mut outcome = Outcome::Clean;
         for word in first..=last {
             let n = AccessClock {
@@ -608,7 +609,6 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                 }
                 Ok(_) => {}
                 Err(kind) => {
-                    clocks.unlock_shared();
                     if let Outcome::Race(r) = outcome {
                         self.emit(r);
                     }
@@ -616,7 +616,6 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                 }
             }
         }
-        clocks.unlock_shared();
         if let Outcome::Race(r) = outcome {
             self.emit(r);
         }

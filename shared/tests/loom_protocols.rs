@@ -357,3 +357,29 @@ fn plain_access_and_atomic_on_one_cell_both_land_and_race() {
         assert!(m.has(0, 0, true) && m.has(0, 1, true));
     });
 }
+
+#[test]
+fn plain_access_without_the_lock_beside_a_clock_change_of_its_own_thread() {
+    model(|| {
+        let m = Mem::new(2, 2, 2);
+        // Thread 1 releases word 1; then two GPU threads of sanitizer thread
+        // 0 run at once: one acquires word 1 (a clock change under the write
+        // lock), the other reads word 0 without the lock.
+        let release = AtomicOp::new(AtomicOpKind::Store, Ordering::Release, Scope::Device);
+        m.with(|e| e.atomic(1, 4, 4, release, &AccessSite::default(), || true));
+        let acquirer = {
+            let m = m.clone();
+            loom::thread::spawn(move || {
+                let acquire = AtomicOp::new(AtomicOpKind::Load, Ordering::Acquire, Scope::Device);
+                m.with(|e| e.atomic(0, 4, 4, acquire, &AccessSite::default(), || false))
+            })
+        };
+        let plain = m.with(|e| e.access(0, 0, 4, false, &AccessSite::default()));
+        let acquired = acquirer.join().unwrap();
+        assert!(
+            !plain.is_race() && !plain.is_error() && !acquired.is_race() && !acquired.is_error()
+        );
+        assert!(m.has(0, 0, false));
+        assert_eq!(m.with(|e| e.clock_entry(0, 1)), 1, "the acquire was lost");
+    });
+}

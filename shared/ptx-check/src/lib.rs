@@ -152,13 +152,18 @@ pub unsafe extern "ptx-kernel" fn vigil_engine_init(
 
 /// What [`stress_body`] does per iteration.
 pub mod stress_mode {
-    /// Each GPU thread writes then reads its own word, then adds one to a
-    /// shared counter with a relaxed device-scope atomic: race-free.
-    pub const RACE_FREE: u32 = 0;
+    /// Each GPU thread writes then reads its own word through the engine
+    /// (a streaming kernel): race-free.
+    pub const STREAM: u32 = 0;
+    /// Each GPU thread adds one to a shared counter with a relaxed
+    /// device-scope atomic through the engine: race-free.
+    pub const ATOMIC: u32 = 1;
     /// Every GPU thread writes one of 32 words shared by all blocks: racy.
-    pub const RACY: u32 = 1;
-    /// [`RACE_FREE`]'s memory traffic without the engine (the baseline).
-    pub const PLAIN: u32 = 2;
+    pub const RACY: u32 = 2;
+    /// [`STREAM`]'s memory traffic without the engine (baseline).
+    pub const PLAIN_STREAM: u32 = 3;
+    /// [`ATOMIC`]'s memory traffic without the engine (baseline).
+    pub const PLAIN_ATOMIC: u32 = 4;
 }
 
 /// The body of the GPU stress kernel for GPU thread `gid` of sanitizer
@@ -181,13 +186,21 @@ pub unsafe fn stress_body(
     // SAFETY: the caller guarantees `data` holds total_threads + 1 words.
     let data = unsafe { core::slice::from_raw_parts(data, total_threads as usize + 1) };
     let counter = &data[total_threads as usize];
-    if mode == stress_mode::PLAIN {
-        for k in 0..iters {
-            data[gid as usize].store(k, MemOrder::Relaxed);
-            let v = data[gid as usize].load(MemOrder::Relaxed);
-            counter.fetch_add(1 + v - k, MemOrder::Relaxed);
+    let own = &data[gid as usize];
+    match mode {
+        stress_mode::PLAIN_STREAM => {
+            for k in 0..iters {
+                own.store(k + own.load(MemOrder::Relaxed), MemOrder::Relaxed);
+            }
+            return 0;
         }
-        return 0;
+        stress_mode::PLAIN_ATOMIC => {
+            for _ in 0..iters {
+                counter.fetch_add(1, MemOrder::Relaxed);
+            }
+            return 0;
+        }
+        _ => {}
     }
     // SAFETY: forwarded from the caller.
     let g = unsafe { &*mem.globals };
@@ -218,23 +231,28 @@ pub unsafe fn stress_body(
     let mut bits = 0;
     let mut note = |o: Outcome| bits |= o.is_race() as u32 | (o.is_error() as u32) << 1;
     for k in 0..iters {
-        if mode == stress_mode::RACY {
-            let w = (gid + k) % 32;
-            note(engine.access(tid, real + 4 * w as u64, 4, true, &site));
-            data[w as usize].store(k, MemOrder::Relaxed);
-            continue;
+        match mode {
+            stress_mode::STREAM => {
+                let at = real + 4 * gid as u64;
+                note(engine.access(tid, at, 4, false, &site));
+                let v = own.load(MemOrder::Relaxed);
+                note(engine.access(tid, at, 4, true, &site));
+                own.store(k + v, MemOrder::Relaxed);
+            }
+            stress_mode::ATOMIC => {
+                note(
+                    engine.atomic(tid, real + 4 * total_threads as u64, 4, op, &site, || {
+                        counter.fetch_add(1, MemOrder::Relaxed);
+                        true
+                    }),
+                );
+            }
+            _ => {
+                let w = (gid + k) % 32;
+                note(engine.access(tid, real + 4 * w as u64, 4, true, &site));
+                data[w as usize].store(k, MemOrder::Relaxed);
+            }
         }
-        let at = real + 4 * gid as u64;
-        note(engine.access(tid, at, 4, true, &site));
-        data[gid as usize].store(k, MemOrder::Relaxed);
-        note(engine.access(tid, at, 4, false, &site));
-        let v = data[gid as usize].load(MemOrder::Relaxed);
-        note(
-            engine.atomic(tid, real + 4 * total_threads as u64, 4, op, &site, || {
-                counter.fetch_add(1 + v - k, MemOrder::Relaxed);
-                true
-            }),
-        );
     }
     bits
 }
