@@ -152,8 +152,8 @@ pub unsafe extern "ptx-kernel" fn vigil_engine_init(
 
 /// What [`stress_body`] does per iteration.
 pub mod stress_mode {
-    /// Each GPU thread writes then reads its own word through the engine
-    /// (a streaming kernel): race-free.
+    /// Each GPU thread reads then writes word `gid + k * total` in round
+    /// `k` through the engine (a streaming kernel): race-free.
     pub const STREAM: u32 = 0;
     /// Each GPU thread adds one to a shared counter with a relaxed
     /// device-scope atomic through the engine: race-free.
@@ -172,8 +172,8 @@ pub mod stress_mode {
 /// Returns outcome bits as [`check_hooks`] does.
 ///
 /// # Safety
-/// As [`check_hooks`]; `data` must hold `total_threads + 1` words (the last
-/// is the counter).
+/// As [`check_hooks`]; `data` must hold `total_threads * iters + 1` words
+/// (the last is the counter).
 pub unsafe fn stress_body(
     mem: &RawSanitizerMemory,
     tid: u32,
@@ -183,14 +183,17 @@ pub unsafe fn stress_body(
     iters: u32,
     data: *const AtomicU32,
 ) -> u32 {
-    // SAFETY: the caller guarantees `data` holds total_threads + 1 words.
-    let data = unsafe { core::slice::from_raw_parts(data, total_threads as usize + 1) };
-    let counter = &data[total_threads as usize];
-    let own = &data[gid as usize];
+    let words = total_threads as usize * iters as usize;
+    // SAFETY: the caller guarantees `data` holds total_threads * iters + 1 words.
+    let data = unsafe { core::slice::from_raw_parts(data, words + 1) };
+    let counter = &data[words];
+    // Round k touches word gid + k * total_threads: coalesced, streaming.
+    let word = |k: u32| gid as usize + k as usize * total_threads as usize;
     match mode {
         stress_mode::PLAIN_STREAM => {
             for k in 0..iters {
-                own.store(k + own.load(MemOrder::Relaxed), MemOrder::Relaxed);
+                let w = &data[word(k)];
+                w.store(k + w.load(MemOrder::Relaxed), MemOrder::Relaxed);
             }
             return 0;
         }
@@ -233,15 +236,15 @@ pub unsafe fn stress_body(
     for k in 0..iters {
         match mode {
             stress_mode::STREAM => {
-                let at = real + 4 * gid as u64;
+                let at = real + 4 * word(k) as u64;
                 note(engine.access(tid, at, 4, false, &site));
-                let v = own.load(MemOrder::Relaxed);
+                let v = data[word(k)].load(MemOrder::Relaxed);
                 note(engine.access(tid, at, 4, true, &site));
-                own.store(k + v, MemOrder::Relaxed);
+                data[word(k)].store(k + v, MemOrder::Relaxed);
             }
             stress_mode::ATOMIC => {
                 note(
-                    engine.atomic(tid, real + 4 * total_threads as u64, 4, op, &site, || {
+                    engine.atomic(tid, real + 4 * words as u64, 4, op, &site, || {
                         counter.fetch_add(1, MemOrder::Relaxed);
                         true
                     }),
