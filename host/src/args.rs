@@ -18,6 +18,7 @@
 //! tell (an empty buffer for a pointer, a buffer of another device) is an
 //! [`Error::Argument`] before any driver call.
 
+use crate::context::DeviceId;
 use crate::error::{ArgProblem, Error, Result};
 use crate::memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceSlice, DeviceSliceMut, RawView};
 use crate::params::ParamBuffer;
@@ -63,7 +64,7 @@ macro_rules! scalar_arg {
 scalar_arg!(u8, i8, u16, i16, u32, i32, u64, i64, usize, isize, f32, f64);
 
 fn pack_slice(v: RawView, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
-    buf.push_pointer(v.ptr, Some(v.device));
+    buf.push_pointer_on(v.ptr, Some(v.device));
     buf.push(v.len as u64);
     Ok(())
 }
@@ -72,7 +73,7 @@ fn pack_ptr(v: RawView, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
     if v.len == 0 {
         return Err(ArgProblem::EmptyForPointer);
     }
-    buf.push_pointer(v.ptr, Some(v.device));
+    buf.push_pointer_on(v.ptr, Some(v.device));
     Ok(())
 }
 
@@ -273,7 +274,7 @@ pub fn pack_args<K: Kernel, A: KernelArgs<K::Params>>(args: A) -> Result<ParamBu
 /// A device memory view with its element type erased, for untyped launches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ErasedView<'a> {
-    device: usize,
+    device: DeviceId,
     ptr: u64,
     len: usize,
     _borrow: PhantomData<&'a ()>,

@@ -4,7 +4,11 @@
 //! act on without a debugger: which driver call failed and its `CUresult`,
 //! which kernel, which argument (index, name, Rust type), which range.
 
+use crate::context::DeviceId;
+use crate::cpu::CpuError;
 use crate::ptx::PtxParam;
+use crate::report::RaceReports;
+use crate::vmm::{ConfigError, VmmError};
 use vigil_shared::params::PtxType;
 
 /// `std::result::Result` with [`Error`].
@@ -203,16 +207,14 @@ pub enum Error {
     },
 
     /// An object used with a stream, buffer or module of another device.
-    #[error(
-        "{op}: object belongs to device {found}, but the stream/context is on device {expected}"
-    )]
+    #[error("{op}: object belongs to {found}, but the stream/context is on {expected}")]
     WrongDevice {
         /// The operation.
         op: &'static str,
         /// The device of the stream or context used.
-        expected: usize,
+        expected: DeviceId,
         /// The device of the object passed.
-        found: usize,
+        found: DeviceId,
     },
 
     /// A byte size that does not fit in `usize`.
@@ -223,6 +225,72 @@ pub enum Error {
         /// Element size in bytes.
         elem_size: usize,
     },
+
+    /// The shadow-memory allocator of a sanitized GPU context refused
+    /// (see [`VmmError`]). Host-API errors the allocator passes through
+    /// ([`VmmError::Host`]) convert back to themselves, not to this variant.
+    #[error("sanitizer allocator: {0}")]
+    Vmm(Box<VmmError>),
+
+    /// A `VIGIL_*` variable or builder option with a value it does not
+    /// accept; the error names the variable, the value and what is accepted.
+    #[error("configuration: {0}")]
+    Config(#[from] ConfigError),
+
+    /// A kernel failed on the CPU backend (a panicking thread, a deadlock,
+    /// an invalid configuration, or a resource the executor could not get).
+    #[error("CPU backend: {0}")]
+    Cpu(#[from] CpuError),
+
+    /// The sanitizer found data races (or engine errors); returned by
+    /// [`Context::synchronize`](crate::Context::synchronize) and
+    /// [`Stream::synchronize`](crate::Stream::synchronize) of a sanitized
+    /// context. The context stays usable.
+    #[error("{0}")]
+    Races(RaceReports),
+
+    /// An operation the context's backend cannot do (e.g. a driver
+    /// attribute on the CPU backend, an untyped launch without host code).
+    #[error("{op} is not supported on {backend}: {reason}")]
+    Unsupported {
+        /// The operation.
+        op: &'static str,
+        /// The device it was tried on.
+        backend: DeviceId,
+        /// Why, and what to do instead.
+        reason: &'static str,
+    },
+
+    /// The CPU sanitizer failed (e.g. its shadow arena is full).
+    #[error("CPU sanitizer: {message}")]
+    Sanitizer {
+        /// What went wrong.
+        message: String,
+    },
+
+    /// The CPU backend could not allocate host memory for a buffer.
+    #[error("the CPU backend could not allocate {bytes} bytes of host memory")]
+    HostOutOfMemory {
+        /// Bytes asked for.
+        bytes: usize,
+    },
+
+    /// Timing between two events that cannot be timed (not recorded yet, or
+    /// created without timing).
+    #[error("cannot time between these events: {reason}")]
+    EventTiming {
+        /// What is wrong.
+        reason: &'static str,
+    },
+}
+
+impl From<VmmError> for Error {
+    fn from(e: VmmError) -> Error {
+        match e {
+            VmmError::Host(e) => e,
+            e => Error::Vmm(Box::new(e)),
+        }
+    }
 }
 
 fn list(v: &[String]) -> String {
@@ -249,6 +317,14 @@ impl Error {
     pub fn is_no_gpu(&self) -> bool {
         matches!(self, Error::DriverNotFound { .. } | Error::NoDevice { .. })
     }
+
+    /// The race reports when the error is [`Error::Races`].
+    pub fn races(&self) -> Option<&RaceReports> {
+        match self {
+            Error::Races(r) => Some(r),
+            _ => None,
+        }
+    }
 }
 
 /// What is wrong with one launch argument.
@@ -259,12 +335,12 @@ pub enum ArgProblem {
     #[error("a pointer parameter needs at least one element, the buffer is empty")]
     EmptyForPointer,
     /// The argument's memory lives on another device than the launch.
-    #[error("buffer is on device {found}, the launch is on device {expected}")]
+    #[error("buffer is on {found}, the launch is on {expected}")]
     WrongDevice {
         /// The launch's device.
-        expected: usize,
+        expected: DeviceId,
         /// The buffer's device.
-        found: usize,
+        found: DeviceId,
     },
     /// The scalars an argument packed differ from what its parameter type
     /// lowers to (a faulty `KernelArg` implementation) or from the PTX.

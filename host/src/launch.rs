@@ -3,13 +3,20 @@
 //! Every launch is checked before any driver call: the configuration
 //! against the device's limits and the kernel's own (threads per block,
 //! shared memory), and the packed arguments against the PTX parameter list
-//! (count, each scalar's type, each buffer's device).
+//! (count, each scalar's type, each buffer's device). The checks are the
+//! same on every backend; only the final step differs: `cuLaunchKernel` on
+//! a GPU, the [`CpuExecutor`](crate::cpu::CpuExecutor) running the kernel's
+//! host entry (plain or checked, as
+//! [`Context::launch_variant`](crate::Context::launch_variant) says) on the
+//! CPU backend, synchronously, in issue order.
 
 use crate::args::{pack_args, pack_values, KernelArgValue, KernelArgs};
+use crate::context::{CpuDevice, DeviceId, LaunchVariant};
 use crate::error::{ArgProblem, Error, LaunchConfigError, Result};
 use crate::module::{Function, KernelFn};
 use crate::params::{ParamBuffer, SlotOrigin};
 use crate::ptx::PtxParam;
+use crate::sanitize::{next_id, LaunchInfo};
 use crate::stream::Stream;
 use cudarc::driver::sys;
 use vigil_device::Kernel;
@@ -225,13 +232,25 @@ impl Default for DeviceLimits {
 }
 
 /// Checks packed arguments against a PTX parameter list. `names` (the
-/// kernel's Rust parameters, when known) improves the messages. Pure.
+/// kernel's Rust parameters, when known) improves the messages; `device`
+/// is the launch's CUDA ordinal, when known. Pure.
 pub fn check_params(
     kernel: &str,
     buf: &ParamBuffer,
     ptx: &[PtxParam],
     names: &[ParamDesc],
     device: Option<usize>,
+) -> Result<()> {
+    check_params_on(kernel, buf, ptx, names, device.map(DeviceId::Cuda))
+}
+
+/// [`check_params`] for a launch on any device (e.g. [`DeviceId::Cpu`]).
+pub fn check_params_on(
+    kernel: &str,
+    buf: &ParamBuffer,
+    ptx: &[PtxParam],
+    names: &[ParamDesc],
+    device: Option<DeviceId>,
 ) -> Result<()> {
     let slots = buf.slots();
     if slots.len() != ptx.len() {
@@ -278,8 +297,10 @@ pub fn check_params(
 
 impl Stream {
     /// Launches kernel `K` with typed arguments (a tuple, checked against
-    /// `K::Params` at compile time). The launch is asynchronous; errors of
-    /// the kernel itself surface at the next synchronisation.
+    /// `K::Params` at compile time). On a GPU the launch is asynchronous and
+    /// errors of the kernel itself surface at the next synchronisation; on
+    /// the CPU backend the kernel has run when this returns, and a
+    /// panicking thread or a deadlock is [`Error::Cpu`].
     ///
     /// ```ignore
     /// stream.launch(&axpy, LaunchConfig::for_num_elems(n, 256), (2.0f32, &x, &mut y))?;
@@ -314,6 +335,10 @@ impl Stream {
     /// Launches a function with untyped arguments, checked at run time
     /// against the PTX parameter list (count and each scalar's type).
     ///
+    /// On the CPU backend only functions of a typed kernel
+    /// ([`KernelFn::function`]) have host code to run; others are
+    /// [`Error::Unsupported`].
+    ///
     /// # Safety
     /// Nothing ties the PTX code to a Rust declaration: the caller
     /// guarantees that the kernel accesses only memory the arguments grant
@@ -338,7 +363,7 @@ impl Stream {
     ) -> Result<()> {
         let ctx = self.context();
         let kernel = func.name();
-        ctx.expect_device("launch", func.module().context().ordinal())?;
+        ctx.expect_device("launch", func.module().context().device())?;
         let attrs = func.attrs();
         let limits = ctx.limits();
         config
@@ -351,7 +376,10 @@ impl Stream {
                 kernel: kernel.to_owned(),
                 problem,
             })?;
-        check_params(kernel, buf, func.params(), names, Some(ctx.ordinal()))?;
+        check_params_on(kernel, buf, func.params(), names, Some(ctx.device()))?;
+        if let Some(cpu) = ctx.cpu_device() {
+            return self.launch_cpu(cpu, func, config, buf);
+        }
         ctx.bind()?;
         func.ensure_dynamic_smem(config.shared_mem_bytes, limits.max_shared_mem_per_block)?;
         let mut params = buf.kernel_params();
@@ -385,5 +413,60 @@ impl Stream {
                 code: r as u32,
             }),
         }
+    }
+
+    /// The CPU backend's launch: the kernel's host entry on the executor,
+    /// now, under the context's queue, with the sanitizer's hooks when it
+    /// runs checked.
+    fn launch_cpu(
+        &self,
+        cpu: &CpuDevice,
+        func: &Function,
+        config: LaunchConfig,
+        buf: &ParamBuffer,
+    ) -> Result<()> {
+        let host = func.host_entry().ok_or(Error::Unsupported {
+            op: "an untyped launch",
+            backend: DeviceId::Cpu,
+            reason: "the CPU backend runs a kernel's Rust body, and this function was \
+                     looked up by name; use Module::kernel::<K>() and Stream::launch",
+        })?;
+        let _q = cpu.queue();
+        let params = buf.as_bytes();
+        let sanitizer = match self.context().launch_variant() {
+            LaunchVariant::Sanitized => cpu.sanitizer.as_deref(),
+            LaunchVariant::Plain => None,
+        };
+        let stats = match sanitizer {
+            None => {
+                // SAFETY: `host.plain` is the kernel's plain host entry and
+                // `params` its arguments, checked against its declaration;
+                // every pointer in it is a live host buffer of this backend
+                // borrowed by the caller for the call (launch_packed and
+                // launch_dynamic put this on their callers), and the launch
+                // is over when `launch` returns.
+                unsafe { cpu.executor.launch(&config, host.plain, params, None) }
+            }
+            Some(s) => {
+                let info = LaunchInfo {
+                    kernel: func.name(),
+                    launch_id: next_id(),
+                    stream: self.id(),
+                    config,
+                    num_virtual_sms: cpu.executor.num_virtual_sms(),
+                };
+                s.on_launch_begin(&info);
+                let runtime = s.runtime_for_launch(&info);
+                // SAFETY: as above, with the checked entry of the same kernel.
+                let r = unsafe {
+                    cpu.executor
+                        .launch(&config, host.checked, params, Some(runtime))
+                };
+                s.on_launch_end(&info, r.as_ref());
+                r
+            }
+        }?;
+        cpu.set_last_launch(stats);
+        Ok(())
     }
 }

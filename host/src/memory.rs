@@ -5,22 +5,38 @@
 //! host memory return only when the host side is done with it (the host
 //! slice is only borrowed for the call); device-to-device copies and fills
 //! are asynchronous, ordered on the stream like launches.
+//!
+//! Where the memory comes from depends on the context
+//! ([`Context`](crate::Context) lists the modes): `cuMemAlloc` on a plain
+//! GPU context, the sanitizer's shadow allocator on a sanitized one, and
+//! zeroed host memory aligned to [`HOST_ALIGN`] bytes on the CPU backend.
+//! The API, the checks and the copy semantics are the same everywhere; only
+//! the final allocation, copy or free ([`transfer`], [`allocate`],
+//! [`release`]) differs.
 
-use crate::context::Context;
+use crate::context::{Backend, Context, DeviceId};
 use crate::driver::drv;
 use crate::error::{Error, Result};
+use crate::sanitize::HostAllocation;
 use crate::stream::Stream;
 use bytemuck::Pod;
 use cudarc::driver::sys;
 use std::fmt;
 use std::marker::PhantomData;
-use std::mem::size_of;
+use std::mem::{align_of, size_of};
 use std::ops::{Bound, RangeBounds};
 
-/// An owned array of `len` elements of `T` in device global memory.
+/// Alignment of CPU-backend buffers in bytes (at least; more for element
+/// types that need it), as `cuMemAlloc` aligns device buffers.
+pub const HOST_ALIGN: usize = 256;
+
+/// An owned array of `len` elements of `T` in device global memory (host
+/// memory on the CPU backend).
 ///
-/// Freed on drop (`cuMemFree`, which waits for work still using it). A
-/// zero-length buffer owns no device memory and has a null pointer.
+/// Freed on drop (`cuMemFree`, which waits for work still using it; on a
+/// sanitized GPU context the block goes back to the shadow allocator's
+/// cache after a device-wide wait). A zero-length buffer owns no memory and
+/// has a null pointer.
 pub struct DeviceBuffer<T: Pod> {
     ctx: Context,
     ptr: sys::CUdeviceptr,
@@ -84,17 +100,17 @@ pub(crate) fn resolve_range(range: impl RangeBounds<usize>, len: usize) -> Resul
 
 impl<T: Pod> DeviceBuffer<T> {
     /// Allocates `len` elements whose contents are unspecified (any bit
-    /// pattern is a valid `T`). Use [`DeviceBuffer::alloc_zeroed`] or
-    /// [`DeviceBuffer::from_slice`] unless every element is written first.
+    /// pattern is a valid `T`; on the CPU backend they are zero). Use
+    /// [`DeviceBuffer::alloc_zeroed`] or [`DeviceBuffer::from_slice`] unless
+    /// every element is written first.
     pub fn alloc(stream: &Stream, len: usize) -> Result<DeviceBuffer<T>> {
         let ctx = stream.context();
         let bytes = byte_len::<T>(len)?;
-        let mut ptr: sys::CUdeviceptr = 0;
-        if bytes > 0 {
-            ctx.bind()?;
-            // SAFETY: `ptr` is a valid out-pointer; the context is current.
-            drv!(cuMemAlloc_v2(&mut ptr, bytes))?;
-        }
+        let ptr = if bytes > 0 {
+            allocate(stream, bytes, align_of::<T>())?
+        } else {
+            0
+        };
         Ok(DeviceBuffer {
             ctx: ctx.clone(),
             ptr,
@@ -132,7 +148,8 @@ impl<T: Pod> DeviceBuffer<T> {
         self.len * size_of::<T>()
     }
 
-    /// The device address of the first element (0 when empty).
+    /// The device address of the first element (0 when empty; a host
+    /// address on the CPU backend).
     pub fn device_ptr(&self) -> u64 {
         self.ptr
     }
@@ -238,22 +255,18 @@ impl<'a, T: Pod> DeviceSlice<'a, T> {
         check_len("copy_to_host", dst.len(), self.len)?;
         stream
             .context()
-            .expect_device("copy_to_host", self.ctx.ordinal())?;
+            .expect_device("copy_to_host", self.ctx.device())?;
         if self.len == 0 {
             return Ok(());
         }
-        let bytes = byte_len::<T>(self.len)?;
-        self.ctx.bind()?;
-        // SAFETY: `dst` is writable for `bytes` bytes and the device range
-        // lies inside a live allocation borrowed for `'a`.
-        drv!(cuMemcpyDtoHAsync_v2(
-            dst.as_mut_ptr().cast(),
-            self.ptr,
-            bytes,
-            stream.raw()
-        ))?;
-        // `dst` is only borrowed for this call: wait for the copy to land.
-        stream.synchronize()
+        // The device range lies inside a live allocation borrowed for `'a`.
+        transfer(
+            stream,
+            Transfer::ToHost {
+                dst: bytemuck::cast_slice_mut(dst),
+                src: self.ptr,
+            },
+        )
     }
 
     /// Copies the slice into a new `Vec`.
@@ -357,23 +370,19 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
         check_len("copy_from_host", self.len, src.len())?;
         stream
             .context()
-            .expect_device("copy_from_host", self.ctx.ordinal())?;
+            .expect_device("copy_from_host", self.ctx.device())?;
         if self.len == 0 {
             return Ok(());
         }
-        let bytes = byte_len::<T>(self.len)?;
-        self.ctx.bind()?;
-        // SAFETY: `src` is readable for `bytes` bytes and the device range
-        // lies inside a live allocation mutably borrowed for `'a`.
-        drv!(cuMemcpyHtoDAsync_v2(
-            self.ptr,
-            src.as_ptr().cast(),
-            bytes,
-            stream.raw()
-        ))?;
-        // `src` is only borrowed for this call, and if it is page-locked the
-        // copy is truly asynchronous: wait for it.
-        stream.synchronize()
+        // The device range lies inside a live allocation mutably borrowed
+        // for `'a`.
+        transfer(
+            stream,
+            Transfer::FromHost {
+                dst: self.ptr,
+                src: bytemuck::cast_slice(src),
+            },
+        )
     }
 
     /// Copies to `dst` on the host; lengths must match.
@@ -391,31 +400,40 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
         let src = src.as_device_slice();
         check_len("copy_from", self.len, src.len)?;
         let ctx = stream.context();
-        ctx.expect_device("copy_from (destination)", self.ctx.ordinal())?;
-        ctx.expect_device("copy_from (source)", src.ctx.ordinal())?;
+        ctx.expect_device("copy_from (destination)", self.ctx.device())?;
+        ctx.expect_device("copy_from (source)", src.ctx.device())?;
         if self.len == 0 {
             return Ok(());
         }
-        let bytes = byte_len::<T>(self.len)?;
-        ctx.bind()?;
-        // SAFETY: both ranges lie inside live allocations of this device
-        // (the source borrowed shared, the destination exclusively); device
+        // Both ranges lie inside live allocations of this device (the
+        // source borrowed shared, the destination exclusively); device
         // memory stays allocated until queued work that uses it finishes.
-        drv!(cuMemcpyDtoDAsync_v2(self.ptr, src.ptr, bytes, stream.raw()))
+        transfer(
+            stream,
+            Transfer::DeviceToDevice {
+                dst: self.ptr,
+                src: src.ptr,
+                bytes: byte_len::<T>(self.len)?,
+            },
+        )
     }
 
     /// Enqueues setting every byte to zero.
     pub fn fill_zero(&mut self, stream: &Stream) -> Result<()> {
         stream
             .context()
-            .expect_device("fill_zero", self.ctx.ordinal())?;
+            .expect_device("fill_zero", self.ctx.device())?;
         if self.len == 0 {
             return Ok(());
         }
-        let bytes = byte_len::<T>(self.len)?;
-        self.ctx.bind()?;
-        // SAFETY: the range lies inside a live allocation mutably borrowed.
-        drv!(cuMemsetD8Async(self.ptr, 0, bytes, stream.raw()))
+        // The range lies inside a live allocation mutably borrowed.
+        transfer(
+            stream,
+            Transfer::Zero {
+                dst: self.ptr,
+                bytes: byte_len::<T>(self.len)?,
+            },
+        )
     }
 }
 
@@ -432,10 +450,9 @@ impl<T: Pod> Drop for DeviceBuffer<T> {
         if self.ptr == 0 {
             return;
         }
-        let r = self.ctx.bind().and_then(|()| {
-            // SAFETY: `ptr` came from cuMemAlloc and is freed exactly once.
-            drv!(cuMemFree_v2(self.ptr))
-        });
+        // SAFETY: `ptr` came from `allocate` on this context with this size
+        // and alignment, and is released exactly once.
+        let r = unsafe { release(&self.ctx, self.ptr, self.size_bytes(), align_of::<T>()) };
         if let Err(e) = r {
             eprintln!(
                 "vigil: freeing a device buffer of {} bytes: {e}",
@@ -482,7 +499,7 @@ fn debug_view(
     f: &mut fmt::Formatter<'_>,
     name: &str,
     elem: &str,
-    device: usize,
+    device: DeviceId,
     ptr: u64,
     len: usize,
 ) -> fmt::Result {
@@ -500,7 +517,7 @@ impl<T: Pod> fmt::Debug for DeviceBuffer<T> {
             f,
             "DeviceBuffer",
             std::any::type_name::<T>(),
-            self.ctx.ordinal(),
+            self.ctx.device(),
             self.ptr,
             self.len,
         )
@@ -512,7 +529,7 @@ impl<T> fmt::Debug for DeviceSlice<'_, T> {
             f,
             "DeviceSlice",
             std::any::type_name::<T>(),
-            self.ctx.ordinal(),
+            self.ctx.device(),
             self.ptr,
             self.len,
         )
@@ -524,16 +541,154 @@ impl<T> fmt::Debug for DeviceSliceMut<'_, T> {
             f,
             "DeviceSliceMut",
             std::any::type_name::<T>(),
-            self.ctx.ordinal(),
+            self.ctx.device(),
             self.ptr,
             self.len,
         )
     }
 }
 
+/// The alignment of a CPU-backend buffer whose elements need `align`.
+fn host_align(align: usize) -> u64 {
+    HOST_ALIGN.max(align) as u64
+}
+
+/// Allocates `bytes > 0` bytes for work on `stream`, as the context's mode
+/// says; returns the device address (a host address on the CPU backend).
+fn allocate(stream: &Stream, bytes: usize, align: usize) -> Result<u64> {
+    let ctx = stream.context();
+    match ctx.backend() {
+        Backend::Cuda(c) => match &c.pool {
+            Some(pool) => Ok(pool.alloc(stream, bytes as u64)?.ptr),
+            None => {
+                ctx.bind()?;
+                let mut ptr: sys::CUdeviceptr = 0;
+                // SAFETY: `ptr` is a valid out-pointer; the context is current.
+                drv!(cuMemAlloc_v2(&mut ptr, bytes))?;
+                Ok(ptr)
+            }
+        },
+        Backend::Cpu(cpu) => {
+            let size = bytes as u64;
+            let ptr = cpu.allocator().allocate(size, host_align(align))?;
+            if let Some(s) = &cpu.sanitizer {
+                let _q = cpu.queue();
+                s.on_alloc(HostAllocation { ptr, size });
+            }
+            Ok(ptr)
+        }
+    }
+}
+
+/// Frees what [`allocate`] returned.
+///
+/// # Safety
+/// `ptr` came from [`allocate`] on `ctx` with `bytes` and `align`, and is
+/// released once, with no view of it left.
+unsafe fn release(ctx: &Context, ptr: u64, bytes: usize, align: usize) -> Result<()> {
+    match ctx.backend() {
+        Backend::Cuda(c) => match &c.pool {
+            // The last stream that used the buffer is not known: the pool
+            // waits for the whole device before the block may be reused.
+            Some(pool) => Ok(pool.free_idle(ptr)?),
+            None => {
+                ctx.bind()?;
+                // SAFETY: `ptr` came from cuMemAlloc and is freed exactly once.
+                drv!(cuMemFree_v2(ptr))
+            }
+        },
+        Backend::Cpu(cpu) => {
+            let size = bytes as u64;
+            if let Some(s) = &cpu.sanitizer {
+                let _q = cpu.queue();
+                s.on_free(HostAllocation { ptr, size });
+            }
+            // SAFETY: allocated by this context's allocator with this size
+            // and alignment (the caller's contract).
+            unsafe { cpu.allocator().deallocate(ptr, size, host_align(align)) }
+        }
+    }
+}
+
+/// One copy or fill, ordered on a stream.
+enum Transfer<'h> {
+    /// Host to device; returns when `src` has been read.
+    FromHost { dst: u64, src: &'h [u8] },
+    /// Device to host; returns when `dst` has been written.
+    ToHost { dst: &'h mut [u8], src: u64 },
+    /// Device to device (asynchronous on a GPU).
+    DeviceToDevice { dst: u64, src: u64, bytes: usize },
+    /// Zeroes `bytes` bytes (asynchronous on a GPU).
+    Zero { dst: u64, bytes: usize },
+}
+
+/// Runs a copy or fill on `stream`'s device. The caller has checked
+/// lengths and devices, and every device range is inside a live
+/// allocation it borrows (exclusively where written).
+fn transfer(stream: &Stream, op: Transfer<'_>) -> Result<()> {
+    let ctx = stream.context();
+    let waits = matches!(op, Transfer::FromHost { .. } | Transfer::ToHost { .. });
+    match ctx.backend() {
+        Backend::Cuda(_) => {
+            ctx.bind()?;
+            let s = stream.raw();
+            match op {
+                // SAFETY: `src` is readable for its length; the device range
+                // is live and writable (caller).
+                Transfer::FromHost { dst, src } => {
+                    drv!(cuMemcpyHtoDAsync_v2(dst, src.as_ptr().cast(), src.len(), s))?
+                }
+                // SAFETY: `dst` is writable for its length; the device range
+                // is live (caller).
+                Transfer::ToHost { dst, src } => drv!(cuMemcpyDtoHAsync_v2(
+                    dst.as_mut_ptr().cast(),
+                    src,
+                    dst.len(),
+                    s
+                ))?,
+                // SAFETY: both ranges are live device memory (caller).
+                Transfer::DeviceToDevice { dst, src, bytes } => {
+                    drv!(cuMemcpyDtoDAsync_v2(dst, src, bytes, s))?
+                }
+                // SAFETY: the range is live device memory (caller).
+                Transfer::Zero { dst, bytes } => drv!(cuMemsetD8Async(dst, 0, bytes, s))?,
+            }
+        }
+        Backend::Cpu(cpu) => {
+            let _q = cpu.queue();
+            let at = |addr: u64| std::ptr::with_exposed_provenance_mut::<u8>(addr as usize);
+            // SAFETY: every device range is a live host allocation of this
+            // backend, borrowed by the caller (exclusively where written),
+            // and no kernel runs on it meanwhile: the context's operations
+            // run one at a time and the borrow keeps other launches off it.
+            unsafe {
+                match op {
+                    Transfer::FromHost { dst, src } => {
+                        std::ptr::copy_nonoverlapping(src.as_ptr(), at(dst), src.len())
+                    }
+                    Transfer::ToHost { dst, src } => {
+                        std::ptr::copy_nonoverlapping(at(src), dst.as_mut_ptr(), dst.len())
+                    }
+                    Transfer::DeviceToDevice { dst, src, bytes } => {
+                        std::ptr::copy(at(src), at(dst), bytes)
+                    }
+                    Transfer::Zero { dst, bytes } => std::ptr::write_bytes(at(dst), 0, bytes),
+                }
+            }
+        }
+    }
+    if waits {
+        // The host slice is only borrowed for this call (and if it is
+        // page-locked the copy is truly asynchronous): wait for it.
+        stream.wait_idle()
+    } else {
+        Ok(())
+    }
+}
+
 /// The raw parts of a device view, for argument packing.
 pub(crate) struct RawView {
-    pub(crate) device: usize,
+    pub(crate) device: DeviceId,
     pub(crate) ptr: u64,
     pub(crate) len: usize,
 }
@@ -541,7 +696,7 @@ pub(crate) struct RawView {
 impl<T> DeviceSlice<'_, T> {
     pub(crate) fn raw_view(&self) -> RawView {
         RawView {
-            device: self.ctx.ordinal(),
+            device: self.ctx.device(),
             ptr: self.ptr,
             len: self.len,
         }
@@ -551,7 +706,7 @@ impl<T> DeviceSlice<'_, T> {
 impl<T> DeviceSliceMut<'_, T> {
     pub(crate) fn raw_view(&self) -> RawView {
         RawView {
-            device: self.ctx.ordinal(),
+            device: self.ctx.device(),
             ptr: self.ptr,
             len: self.len,
         }

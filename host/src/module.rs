@@ -7,8 +7,15 @@
 //! handles. Loading a module checks what can be checked (the entry exists,
 //! its parameter list matches the Rust declaration scalar by scalar); it
 //! cannot check what hand-written PTX does.
+//!
+//! On the CPU backend the PTX is not compiled: [`Module::from_ptx`] only
+//! parses its entry signatures, so a stale or mismatched PTX fails the same
+//! checks as on a GPU, and [`Module::kernel`] returns a [`KernelFn`] whose
+//! launches run the kernel's Rust body (`K::run_host`) on the
+//! [`CpuExecutor`](crate::cpu::CpuExecutor).
 
 use crate::context::Context;
+use crate::cpu::{checked_entry, plain_entry, KernelEntry};
 use crate::driver::{call_raw, drv};
 use crate::error::{Error, Result};
 use crate::ptx::{parse_entries, PtxEntry, PtxParam};
@@ -33,7 +40,8 @@ pub struct Module {
 
 struct ModuleInner {
     ctx: Context,
-    raw: sys::CUmodule,
+    /// The loaded module; `None` on the CPU backend.
+    raw: Option<sys::CUmodule>,
     entries: Result<Vec<PtxEntry>>,
 }
 
@@ -47,6 +55,8 @@ impl Module {
     /// JIT-compiles and loads PTX text on `ctx`'s device.
     ///
     /// A driver rejection returns [`Error::PtxLoad`] with the JIT error log.
+    /// On the CPU backend the text is checked (no NUL) and its entry
+    /// signatures parsed, but not compiled.
     pub fn from_ptx(ctx: &Context, ptx: &str) -> Result<Module> {
         let image = CString::new(ptx).map_err(|e| Error::PtxText {
             message: format!(
@@ -55,38 +65,10 @@ impl Module {
             ),
         })?;
         let entries = parse_entries(ptx);
-        ctx.bind()?;
-        let mut log = vec![0u8; JIT_LOG_BYTES];
-        let mut options = [
-            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
-            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-        ];
-        // The driver reads option values as pointer-sized words: a pointer
-        // for the buffer, an integer for its size (updated to bytes written).
-        let mut values: [*mut c_void; 2] = [log.as_mut_ptr().cast(), JIT_LOG_BYTES as *mut c_void];
-        let mut raw: sys::CUmodule = std::ptr::null_mut();
-        let r = call_raw("cuModuleLoadDataEx", || {
-            // SAFETY: `image` is NUL-terminated PTX; `options` and `values`
-            // are arrays of two entries that outlive the call; `log` is
-            // writable for `JIT_LOG_BYTES` bytes; the context is current.
-            unsafe {
-                sys::cuModuleLoadDataEx(
-                    &mut raw,
-                    image.as_ptr().cast(),
-                    options.len() as u32,
-                    options.as_mut_ptr(),
-                    values.as_mut_ptr(),
-                )
-            }
-        })?;
-        if r != sys::CUresult::CUDA_SUCCESS {
-            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
-            return Err(Error::PtxLoad {
-                name: format!("{r:?}"),
-                code: r as u32,
-                log: String::from_utf8_lossy(&log[..end]).trim_end().to_owned(),
-            });
-        }
+        let raw = match ctx.cuda_device() {
+            Some(_) => Some(load(ctx, &image)?),
+            None => None,
+        };
         Ok(Module {
             inner: Arc::new(ModuleInner {
                 ctx: ctx.clone(),
@@ -110,7 +92,7 @@ impl Module {
     /// [`Stream::launch_dynamic`](crate::Stream::launch_dynamic).
     pub fn function(&self, name: &str) -> Result<Function> {
         let entry = self.entry(name)?;
-        Function::new(self, entry)
+        Function::new(self, entry, None)
     }
 
     /// Looks up the plain entry point of kernel `K` and checks its PTX
@@ -133,7 +115,7 @@ impl Module {
         let e = self.entry(entry)?;
         check_signature(entry, K::PARAMS, hidden, &e.params)?;
         Ok(KernelFn {
-            func: Function::new(self, e)?,
+            func: Function::new(self, e, Some(HostEntry::of::<K>()))?,
             _kernel: PhantomData,
         })
     }
@@ -150,6 +132,44 @@ impl Module {
     }
 }
 
+/// JIT-compiles and loads PTX on `ctx`'s GPU (`cuModuleLoadDataEx`),
+/// returning the JIT error log on failure.
+fn load(ctx: &Context, image: &CString) -> Result<sys::CUmodule> {
+    ctx.bind()?;
+    let mut log = vec![0u8; JIT_LOG_BYTES];
+    let mut options = [
+        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+    ];
+    // The driver reads option values as pointer-sized words: a pointer
+    // for the buffer, an integer for its size (updated to bytes written).
+    let mut values: [*mut c_void; 2] = [log.as_mut_ptr().cast(), JIT_LOG_BYTES as *mut c_void];
+    let mut raw: sys::CUmodule = std::ptr::null_mut();
+    let r = call_raw("cuModuleLoadDataEx", || {
+        // SAFETY: `image` is NUL-terminated PTX; `options` and `values`
+        // are arrays of two entries that outlive the call; `log` is
+        // writable for `JIT_LOG_BYTES` bytes; the context is current.
+        unsafe {
+            sys::cuModuleLoadDataEx(
+                &mut raw,
+                image.as_ptr().cast(),
+                options.len() as u32,
+                options.as_mut_ptr(),
+                values.as_mut_ptr(),
+            )
+        }
+    })?;
+    if r != sys::CUresult::CUDA_SUCCESS {
+        let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+        return Err(Error::PtxLoad {
+            name: format!("{r:?}"),
+            code: r as u32,
+            log: String::from_utf8_lossy(&log[..end]).trim_end().to_owned(),
+        });
+    }
+    Ok(raw)
+}
+
 impl fmt::Debug for Module {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let names: Vec<&str> = match &self.inner.entries {
@@ -157,7 +177,7 @@ impl fmt::Debug for Module {
             Err(_) => Vec::new(),
         };
         f.debug_struct("Module")
-            .field("device", &self.inner.ctx.ordinal())
+            .field("device", &self.inner.ctx.device())
             .field("entries", &names)
             .finish()
     }
@@ -165,10 +185,11 @@ impl fmt::Debug for Module {
 
 impl Drop for ModuleInner {
     fn drop(&mut self) {
+        let Some(raw) = self.raw else { return };
         let r = self.ctx.bind().and_then(|()| {
             // SAFETY: `raw` was loaded in `from_ptx` and is unloaded once;
             // every `Function` holds the `Arc`, so none outlives it.
-            drv!(cuModuleUnload(self.raw))
+            drv!(cuModuleUnload(raw))
         });
         if let Err(e) = r {
             eprintln!("vigil: unloading a module: {e}");
@@ -225,11 +246,33 @@ pub struct FunctionAttrs {
     pub num_regs: u32,
 }
 
+/// The host entry points of a kernel (what the CPU backend runs).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HostEntry {
+    /// `K::run_host::<Plain>`.
+    pub(crate) plain: KernelEntry,
+    /// `K::run_host::<Checked>`.
+    pub(crate) checked: KernelEntry,
+}
+
+impl HostEntry {
+    fn of<K: Kernel>() -> HostEntry {
+        HostEntry {
+            plain: plain_entry::<K>(),
+            checked: checked_entry::<K>(),
+        }
+    }
+}
+
 /// A kernel entry point without a Rust signature (checked at launch against
 /// the parsed PTX parameter list).
 pub struct Function {
     module: Module,
+    /// The CUDA function; null on the CPU backend.
     raw: sys::CUfunction,
+    /// The kernel's host code, when the function came from a Rust kernel
+    /// ([`Module::kernel`]); the CPU backend can only launch those.
+    host: Option<HostEntry>,
     name: String,
     params: Vec<PtxParam>,
     attrs: FunctionAttrs,
@@ -245,40 +288,61 @@ unsafe impl Send for Function {}
 unsafe impl Sync for Function {}
 
 impl Function {
-    fn new(module: &Module, entry: &PtxEntry) -> Result<Function> {
+    fn new(module: &Module, entry: &PtxEntry, host: Option<HostEntry>) -> Result<Function> {
         let name_c = CString::new(entry.name.as_str()).map_err(|_| Error::PtxText {
             message: format!("entry name `{}` contains NUL", entry.name),
         })?;
-        module.inner.ctx.bind()?;
-        let mut raw: sys::CUfunction = std::ptr::null_mut();
-        // SAFETY: valid out-pointer, live module, NUL-terminated name.
-        drv!(cuModuleGetFunction(
-            &mut raw,
-            module.inner.raw,
-            name_c.as_ptr()
-        ))?;
-        let attr = |a: sys::CUfunction_attribute| -> Result<u32> {
-            let mut v = 0i32;
-            // SAFETY: valid out-pointer; `raw` is a live function.
-            drv!(cuFuncGetAttribute(&mut v, a, raw))?;
-            Ok(v.max(0) as u32)
-        };
-        use sys::CUfunction_attribute::*;
-        let attrs = FunctionAttrs {
-            max_threads_per_block: attr(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
-            static_shared_bytes: attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
-            num_regs: attr(CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+        let (raw, attrs) = match module.inner.raw {
+            Some(m) => cuda_function(&module.inner.ctx, m, &name_c)?,
+            // The CPU backend: the device's limits, no static shared memory
+            // to account for (the executor gives each block its own).
+            None => (
+                std::ptr::null_mut(),
+                FunctionAttrs {
+                    max_threads_per_block: module.inner.ctx.max_threads_per_block(),
+                    static_shared_bytes: 0,
+                    num_regs: 0,
+                },
+            ),
         };
         Ok(Function {
             module: module.clone(),
             raw,
+            host,
             name: entry.name.clone(),
             params: entry.params.clone(),
             attrs,
             dyn_smem_optin: AtomicU32::new(0),
         })
     }
+}
 
+/// Looks a function up in a loaded CUDA module, with its attributes.
+fn cuda_function(
+    ctx: &Context,
+    module: sys::CUmodule,
+    name_c: &CString,
+) -> Result<(sys::CUfunction, FunctionAttrs)> {
+    ctx.bind()?;
+    let mut raw: sys::CUfunction = std::ptr::null_mut();
+    // SAFETY: valid out-pointer, live module, NUL-terminated name.
+    drv!(cuModuleGetFunction(&mut raw, module, name_c.as_ptr()))?;
+    let attr = |a: sys::CUfunction_attribute| -> Result<u32> {
+        let mut v = 0i32;
+        // SAFETY: valid out-pointer; `raw` is a live function.
+        drv!(cuFuncGetAttribute(&mut v, a, raw))?;
+        Ok(v.max(0) as u32)
+    };
+    use sys::CUfunction_attribute::*;
+    let attrs = FunctionAttrs {
+        max_threads_per_block: attr(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+        static_shared_bytes: attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+        num_regs: attr(CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+    };
+    Ok((raw, attrs))
+}
+
+impl Function {
     /// The entry point's name.
     pub fn name(&self) -> &str {
         &self.name
@@ -299,9 +363,14 @@ impl Function {
         &self.module
     }
 
-    /// The raw `CUfunction`.
+    /// The raw `CUfunction`; null on the CPU backend.
     pub fn raw(&self) -> sys::CUfunction {
         self.raw
+    }
+
+    /// The kernel's host code (set for functions of [`Module::kernel`]).
+    pub(crate) fn host_entry(&self) -> Option<HostEntry> {
+        self.host
     }
 
     /// Raises the function's dynamic shared memory limit to `bytes` when a

@@ -7,6 +7,7 @@
 //! pointing into the buffer, borrowed from it, so no pointer can outlive the
 //! values it points to. Packing needs no GPU.
 
+use crate::context::DeviceId;
 use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::mem::size_of;
@@ -54,8 +55,8 @@ pub struct ParamSlot {
     pub ty: PtxType,
     /// Which argument it belongs to.
     pub origin: SlotOrigin,
-    /// For device pointers: the device ordinal the memory belongs to, when known.
-    pub device: Option<usize>,
+    /// For device pointers: the device the memory belongs to, when known.
+    pub device: Option<DeviceId>,
 }
 
 /// A kernel's arguments packed for a launch.
@@ -91,7 +92,7 @@ impl ParamBuffer {
         self.origin = Some(SlotOrigin::Arg(index));
     }
 
-    fn write(&mut self, ty: PtxType, bytes: &[u8], device: Option<usize>) -> usize {
+    fn write(&mut self, ty: PtxType, bytes: &[u8], device: Option<DeviceId>) -> usize {
         debug_assert_eq!(bytes.len(), ty.size());
         let at = self.cursor.next(ty);
         let end = at + bytes.len();
@@ -116,9 +117,16 @@ impl ParamBuffer {
     }
 
     /// Packs one device pointer (a PTX `.u64`) of the current argument;
-    /// `device` is the ordinal of the device the memory is on, when known
-    /// (launches check it against the stream's device). Returns its offset.
+    /// `device` is the ordinal of the CUDA device the memory is on, when
+    /// known (launches check it against the stream's device). Returns its
+    /// offset.
     pub fn push_pointer(&mut self, addr: u64, device: Option<usize>) -> usize {
+        self.push_pointer_on(addr, device.map(DeviceId::Cuda))
+    }
+
+    /// [`ParamBuffer::push_pointer`] for memory of any device (e.g.
+    /// [`DeviceId::Cpu`] for the CPU backend's buffers).
+    pub fn push_pointer_on(&mut self, addr: u64, device: Option<DeviceId>) -> usize {
         self.write(PtxType::Ptr, &addr.to_ne_bytes(), device)
     }
 
@@ -129,7 +137,8 @@ impl ParamBuffer {
         self.push(value)
     }
 
-    /// Appends a hidden device-pointer argument; returns its offset.
+    /// Appends a hidden device-pointer argument (`device`: CUDA ordinal);
+    /// returns its offset.
     pub fn append_hidden_pointer(&mut self, addr: u64, device: Option<usize>) -> usize {
         self.begin_hidden();
         self.push_pointer(addr, device)

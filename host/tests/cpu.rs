@@ -6,8 +6,9 @@ use vigil::device::global::{GlobalPtr, GlobalSlice, GlobalSliceMut};
 use vigil::device::Sanitizer;
 use vigil::ptx::{parse_entries, PtxParam};
 use vigil::{
-    check_params, check_signature, pack_args, pack_values, ArgProblem, DeviceLimits, Dim3, Error,
-    Kernel, KernelArg, KernelArgValue, LaunchConfig, LaunchConfigError, ParamBuffer, SlotOrigin,
+    check_params, check_signature, pack_args, pack_values, ArgProblem, DeviceId, DeviceLimits,
+    Dim3, Error, Kernel, KernelArg, KernelArgValue, LaunchConfig, LaunchConfigError, ParamBuffer,
+    SlotOrigin,
 };
 use vigil_shared::params::{ParamCursor, ParamDesc, PtxType};
 
@@ -148,7 +149,7 @@ fn mixed_scalars_and_pointers_are_aligned_in_order() {
     let tys: Vec<PtxType> = b.slots().iter().map(|s| s.ty).collect();
     use PtxType::*;
     assert_eq!(tys, [B8, Ptr, B16, F64, Ptr, B64, F32, B8, B32]);
-    assert_eq!(b.slots()[4].device, Some(1));
+    assert_eq!(b.slots()[4].device, Some(DeviceId::Cuda(1)));
     assert_eq!(b.slots()[1].device, None);
 }
 
@@ -625,8 +626,8 @@ fn buffers_of_another_device_are_rejected_before_launch() {
             assert_eq!(
                 **problem,
                 ArgProblem::WrongDevice {
-                    expected: 0,
-                    found: 1
+                    expected: DeviceId::Cuda(0),
+                    found: DeviceId::Cuda(1)
                 }
             );
         }

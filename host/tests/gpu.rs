@@ -1,20 +1,57 @@
-//! GPU tests of the host API. Each skips with a printed reason when no GPU
-//! is usable, and fails instead when `VIGIL_REQUIRE_GPU=1`.
+//! Tests of the host API through real launches, written once and run on
+//! both backends: `gpu::*` on a CUDA GPU (each skips with a printed reason
+//! when no GPU is usable, and fails instead when `VIGIL_REQUIRE_GPU=1`) and
+//! `cpu::*` on the CPU backend, so the two cannot drift. A few GPU-only
+//! checks (device attributes, the JIT log, launch overhead) follow.
 
 use vigil::testing::require_gpu;
 use vigil::{
-    ArgProblem, DeviceBuffer, Error, Event, KernelArgValue, LaunchConfig, LaunchConfigError,
-    Module, Stream,
+    ArgProblem, Context, DeviceBuffer, Error, Event, KernelArgValue, LaunchConfig,
+    LaunchConfigError, Module, Stream,
 };
+// The real kernel (its host body runs on the CPU backend); its PTX is
+// `AXPY_PTX`.
+use vigil_kernels::examples::axpy;
 
 mod common;
-use common::*;
+use common::{axpy_stale, AXPY_PTX};
 
-fn setup() -> Option<(vigil::Context, Stream, Module)> {
-    let ctx = require_gpu()?;
-    let stream = Stream::new(&ctx).expect("stream");
-    let module = Module::from_ptx(&ctx, AXPY_PTX).expect("load axpy PTX");
-    Some((ctx, stream, module))
+/// Instantiates each check (a `fn(&Context)`) once per backend.
+macro_rules! on_both_backends {
+    ($($check:ident),* $(,)?) => {
+        mod gpu {
+            $(
+                #[test]
+                fn $check() {
+                    let Some(ctx) = vigil::testing::require_gpu() else { return };
+                    super::$check(&ctx);
+                }
+            )*
+        }
+        mod cpu {
+            $(
+                #[test]
+                fn $check() {
+                    super::$check(&vigil::Context::cpu().expect("CPU backend"));
+                }
+            )*
+        }
+    };
+}
+
+on_both_backends!(
+    buffers_copy_slice_and_check_lengths,
+    typed_axpy_matches_the_cpu,
+    mismatched_or_missing_kernels_are_typed_errors,
+    launch_checks_happen_before_the_driver,
+    untyped_launch_is_checked_against_the_ptx,
+    events_time_and_order_streams,
+);
+
+fn setup(ctx: &Context) -> (Stream, Module) {
+    let stream = Stream::new(ctx).expect("stream");
+    let module = Module::from_ptx(ctx, AXPY_PTX).expect("load axpy PTX");
+    (stream, module)
 }
 
 fn data(n: usize, seed: u32) -> Vec<f32> {
@@ -58,11 +95,8 @@ fn context_reports_the_device() {
     ));
 }
 
-#[test]
-fn buffers_copy_slice_and_check_lengths() {
-    let Some((_ctx, stream, _m)) = setup() else {
-        return;
-    };
+fn buffers_copy_slice_and_check_lengths(ctx: &Context) {
+    let (stream, _m) = setup(ctx);
     let host = data(1000, 1);
     let buf = DeviceBuffer::from_slice(&stream, &host).unwrap();
     assert_eq!(buf.len(), 1000);
@@ -154,11 +188,8 @@ fn buffers_copy_slice_and_check_lengths() {
     assert!(e1.is_empty());
 }
 
-#[test]
-fn typed_axpy_matches_the_cpu() {
-    let Some((ctx, stream, module)) = setup() else {
-        return;
-    };
+fn typed_axpy_matches_the_cpu(ctx: &Context) {
+    let (stream, module) = setup(ctx);
     let axpy = module.kernel::<axpy>().unwrap();
     assert_eq!(axpy.name(), "axpy");
     for n in [1usize, 255, 1000, 1 << 20] {
@@ -177,12 +208,17 @@ fn typed_axpy_matches_the_cpu() {
             assert_eq!(got[i], 2.5f32 * x[i] + y[i], "n {n} i {i}");
         }
     }
-    // Grid wider than 65535 blocks in x, and slices as arguments.
-    let n = 1 << 24;
+    // Grid wider than 65535 blocks in x, and slices as arguments (on the
+    // CPU with one-thread blocks, to keep the thread count small).
+    let (n, block) = if ctx.is_cpu() {
+        (70_000, 1)
+    } else {
+        (1 << 24, 128)
+    };
     let x = vec![1.0f32; n];
     let dx = DeviceBuffer::from_slice(&stream, &x).unwrap();
     let mut dy = DeviceBuffer::<f32>::alloc_zeroed(&stream, n).unwrap();
-    let cfg = LaunchConfig::for_num_elems(n, 128);
+    let cfg = LaunchConfig::for_num_elems(n, block);
     assert!(cfg.grid.x > 65_535);
     stream
         .launch(&axpy, cfg, (3.0f32, dx.as_slice(), dy.as_slice_mut()))
@@ -205,11 +241,8 @@ fn typed_axpy_matches_the_cpu() {
     ctx.synchronize().unwrap();
 }
 
-#[test]
-fn mismatched_or_missing_kernels_are_typed_errors() {
-    let Some((_ctx, _stream, module)) = setup() else {
-        return;
-    };
+fn mismatched_or_missing_kernels_are_typed_errors(ctx: &Context) {
+    let (_stream, module) = setup(ctx);
     let e = module.kernel::<axpy_stale>().unwrap_err();
     assert!(
         matches!(
@@ -244,11 +277,8 @@ fn bad_ptx_returns_the_jit_log() {
     assert!(matches!(e, Error::PtxText { .. }), "{e}");
 }
 
-#[test]
-fn launch_checks_happen_before_the_driver() {
-    let Some((_ctx, stream, module)) = setup() else {
-        return;
-    };
+fn launch_checks_happen_before_the_driver(ctx: &Context) {
+    let (stream, module) = setup(ctx);
     let axpy = module.kernel::<axpy>().unwrap();
     let dx = DeviceBuffer::from_slice(&stream, &[1.0f32; 4]).unwrap();
     let mut dy = DeviceBuffer::<f32>::alloc_zeroed(&stream, 4).unwrap();
@@ -319,12 +349,10 @@ fn launch_checks_happen_before_the_driver() {
     assert_eq!(dy.to_vec(&stream).unwrap(), [1.0; 4]);
 }
 
-#[test]
-fn untyped_launch_is_checked_against_the_ptx() {
-    let Some((_ctx, stream, module)) = setup() else {
-        return;
-    };
+fn untyped_launch_is_checked_against_the_ptx(ctx: &Context) {
+    let (stream, module) = setup(ctx);
     let f = module.function("axpy").unwrap();
+    let typed = module.kernel::<axpy>().unwrap();
     assert!(f.attrs().max_threads_per_block > 0);
     let x = data(100, 4);
     let dx = DeviceBuffer::from_slice(&stream, &x).unwrap();
@@ -347,19 +375,24 @@ fn untyped_launch_is_checked_against_the_ptx() {
             KernelArgValue::slice(&dx),
             KernelArgValue::slice_mut(&mut dy),
         ];
-        stream.launch_dynamic(&f, cfg, &args).unwrap();
+        let r = stream.launch_dynamic(&f, cfg, &args);
+        if ctx.is_cpu() {
+            // A function looked up by name has no host code to run there;
+            // the typed kernel's function does.
+            assert!(matches!(r, Err(Error::Unsupported { .. })), "{r:?}");
+            stream.launch_dynamic(typed.function(), cfg, &args).unwrap();
+        } else {
+            r.unwrap();
+        }
     }
     let got = dy.to_vec(&stream).unwrap();
     assert!(got.iter().zip(&x).all(|(g, x)| *g == 2.0 * x));
 }
 
-#[test]
-fn events_time_and_order_streams() {
-    let Some((ctx, stream, module)) = setup() else {
-        return;
-    };
+fn events_time_and_order_streams(ctx: &Context) {
+    let (stream, module) = setup(ctx);
     let axpy = module.kernel::<axpy>().unwrap();
-    let n = 1 << 24;
+    let n = if ctx.is_cpu() { 1 << 16 } else { 1 << 24 };
     let dx = DeviceBuffer::from_slice(&stream, &vec![1.0f32; n]).unwrap();
     let mut dy = DeviceBuffer::<f32>::alloc_zeroed(&stream, n).unwrap();
     let start = stream.record_event().unwrap();
@@ -372,7 +405,7 @@ fn events_time_and_order_streams() {
         .unwrap();
     let end = stream.record_event().unwrap();
     // A second stream waits for the first before copying the result.
-    let other = Stream::new(&ctx).unwrap();
+    let other = Stream::new(ctx).unwrap();
     other.wait_event(&end).unwrap();
     let mut copy = DeviceBuffer::<f32>::alloc(&other, n).unwrap();
     copy.copy_from(&other, &dy).unwrap();
@@ -386,7 +419,7 @@ fn events_time_and_order_streams() {
     assert!(ms > 0.0);
     let got = copy.to_vec(&other).unwrap();
     assert!(got.iter().all(|&v| v == 1.0));
-    let untimed = Event::new_untimed(&ctx).unwrap();
+    let untimed = Event::new_untimed(ctx).unwrap();
     untimed.record(&other).unwrap();
     other.synchronize().unwrap();
     assert!(other.is_idle().unwrap());
@@ -398,9 +431,8 @@ fn events_time_and_order_streams() {
 
 #[test]
 fn host_launch_overhead_is_small() {
-    let Some((_ctx, stream, module)) = setup() else {
-        return;
-    };
+    let Some(ctx) = require_gpu() else { return };
+    let (stream, module) = setup(&ctx);
     let axpy = module.kernel::<axpy>().unwrap();
     let dx = DeviceBuffer::from_slice(&stream, &[1.0f32; 256]).unwrap();
     let mut dy = DeviceBuffer::<f32>::alloc_zeroed(&stream, 256).unwrap();

@@ -159,7 +159,12 @@ fn in_range(source_name: &str, value: u64, lo: u64, hi: u64) -> Result<u64, Conf
     }
 }
 
-fn parse_int(source_name: &str, text: &str, lo: u64, hi: u64) -> Result<u64, ConfigError> {
+pub(crate) fn parse_int(
+    source_name: &str,
+    text: &str,
+    lo: u64,
+    hi: u64,
+) -> Result<u64, ConfigError> {
     let t = text.trim();
     let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         Some(hex) => u64::from_str_radix(hex, 16),
@@ -172,7 +177,7 @@ fn parse_int(source_name: &str, text: &str, lo: u64, hi: u64) -> Result<u64, Con
     }
 }
 
-fn parse_bool(source_name: &str, text: &str) -> Result<bool, ConfigError> {
+pub(crate) fn parse_bool(source_name: &str, text: &str) -> Result<bool, ConfigError> {
     match text.trim().to_ascii_lowercase().as_str() {
         "1" | "on" | "true" | "yes" => Ok(true),
         "0" | "off" | "false" | "no" => Ok(false),
