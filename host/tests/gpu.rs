@@ -1,13 +1,15 @@
 //! Tests of the host API through real launches, written once and run on
-//! both backends: `gpu::*` on a CUDA GPU (each skips with a printed reason
-//! when no GPU is usable, and fails instead when `VIGIL_REQUIRE_GPU=1`) and
-//! `cpu::*` on the CPU backend, so the two cannot drift. A few GPU-only
-//! checks (device attributes, the JIT log, launch overhead) follow.
+//! every backend: `gpu::*` on a CUDA GPU, `gpu_sanitized::*` on a sanitized
+//! GPU context (every buffer from the shadow allocator; each skips with a
+//! printed reason when no GPU is usable, and fails instead when
+//! `VIGIL_REQUIRE_GPU=1`) and `cpu::*` on the CPU backend, so they cannot
+//! drift. A few GPU-only checks (device attributes, the JIT log, launch
+//! overhead, the sanitized mode's allocator) follow.
 
 use vigil::testing::require_gpu;
 use vigil::{
     ArgProblem, Context, DeviceBuffer, Error, Event, KernelArgValue, LaunchConfig,
-    LaunchConfigError, Module, Stream,
+    LaunchConfigError, LaunchVariant, Module, Stream,
 };
 // The real kernel (its host body runs on the CPU backend); its PTX is
 // `AXPY_PTX`.
@@ -24,6 +26,20 @@ macro_rules! on_both_backends {
                 #[test]
                 fn $check() {
                     let Some(ctx) = vigil::testing::require_gpu() else { return };
+                    super::$check(&ctx);
+                }
+            )*
+        }
+        mod gpu_sanitized {
+            $(
+                #[test]
+                fn $check() {
+                    let Some(plain) = vigil::testing::require_gpu() else { return };
+                    let ctx = vigil::Context::builder()
+                        .gpu(plain.ordinal())
+                        .sanitize(true)
+                        .build()
+                        .expect("sanitized GPU context");
                     super::$check(&ctx);
                 }
             )*
@@ -455,4 +471,80 @@ fn host_launch_overhead_is_small() {
     let per_pack = t.elapsed().as_secs_f64() * 1e6 / n as f64;
     eprintln!("host time per typed launch: {per_launch:.2} us (packing alone {per_pack:.3} us)");
     assert_eq!(dy.to_vec(&stream).unwrap()[0], (100 + n) as f32);
+}
+
+#[test]
+fn sanitized_gpu_buffers_come_from_the_shadow_allocator() {
+    let Some(plain) = require_gpu() else { return };
+    let ctx = Context::builder()
+        .gpu(plain.ordinal())
+        .sanitize(true)
+        .build()
+        .unwrap();
+    assert!(ctx.is_sanitized() && !plain.is_sanitized());
+    assert_eq!(ctx.device(), plain.device());
+    // The sanitized launch path is a later change: the plain entry runs.
+    assert_eq!(ctx.launch_variant(), LaunchVariant::Plain);
+    let pool = ctx
+        .sanitizer_pool()
+        .expect("a sanitized GPU context has a pool");
+    let (stream, module) = setup(&ctx);
+    let k = module.kernel::<axpy>().unwrap();
+    let n = 100_000;
+    let (xs, ys) = (data(n, 5), data(n, 6));
+    let x = DeviceBuffer::from_slice(&stream, &xs).unwrap();
+    let mut y = DeviceBuffer::from_slice(&stream, &ys).unwrap();
+    for b in [x.device_ptr(), y.device_ptr()] {
+        let a = pool
+            .vmm()
+            .lookup(b)
+            .expect("buffer inside the shadow allocator");
+        assert_eq!(a.ptr, b);
+        assert!(a.shadow_bytes >= 2 * (n as u64 * 4) && a.shadow_ptr < a.ptr);
+    }
+    stream
+        .launch(
+            &k,
+            LaunchConfig::for_num_elems(n, 256),
+            (2.0f32, &x, &mut y),
+        )
+        .unwrap();
+    let got = y.to_vec(&stream).unwrap();
+    assert!((0..n).all(|i| got[i] == 2.0 * xs[i] + ys[i]));
+    // Buffers of a plain context of the same device are usable too.
+    let plain_stream = Stream::new(&plain).unwrap();
+    let z = DeviceBuffer::from_slice(&plain_stream, &xs).unwrap();
+    assert!(pool.vmm().lookup(z.device_ptr()).is_none());
+    stream
+        .launch(
+            &k,
+            LaunchConfig::for_num_elems(n, 256),
+            (1.0f32, &z, &mut y),
+        )
+        .unwrap();
+    ctx.synchronize().unwrap();
+    // Dropping returns the block to the cache (still mapped) rather than
+    // to the driver; a new buffer comes from the pool, zeroed. (Other
+    // tests share the process's pool concurrently: no exact counts.)
+    let ptr = y.device_ptr();
+    drop(y);
+    if pool.vmm().caching() {
+        assert!(pool.vmm().lookup(ptr).is_some(), "cached, not unmapped");
+    }
+    let again = DeviceBuffer::<f32>::alloc_zeroed(&stream, n).unwrap();
+    assert!(pool.vmm().lookup(again.device_ptr()).is_some());
+    assert!(again.to_vec(&stream).unwrap().iter().all(|&v| v == 0.0));
+    let stats = pool.stats();
+    assert!(
+        stats.hits + stats.misses >= 3 && stats.live_blocks >= 2,
+        "{stats:?}"
+    );
+    // A second sanitized context shares the process's allocator.
+    let other = Context::builder()
+        .gpu(plain.ordinal())
+        .sanitize(true)
+        .build()
+        .unwrap();
+    assert!(std::ptr::eq(other.sanitizer_pool().unwrap(), pool));
+    assert!(ctx.take_race_reports().is_empty());
 }

@@ -1,28 +1,70 @@
-//! GPU tests of the kernel API through real kernels: every example against
-//! a CPU reference, every atomic operation in every ordering and scope,
-//! shared memory, warp collectives and edge launch shapes. Each test skips
-//! with a printed reason without a GPU and fails with `VIGIL_REQUIRE_GPU=1`.
+//! Tests of the kernel API through real kernels: every example against a
+//! host reference, every atomic operation in every ordering and scope,
+//! shared memory, warp collectives and edge launch shapes.
+//!
+//! Each check is written once, as a `fn(&Context)`, and instantiated per
+//! backend by [`on_every_backend!`]: `gpu::*` on a CUDA GPU (skips with a
+//! printed reason without one, fails with `VIGIL_REQUIRE_GPU=1`) and
+//! `cpu::*` on the CPU backend, so the two suites cannot drift. Where a
+//! size only matters for the GPU (millions of threads), the CPU runs a
+//! smaller one of the same shape.
 
 use vigil::testing::require_gpu;
-use vigil::{DeviceBuffer, LaunchConfig, Module, Stream};
+use vigil::{Context, DeviceBuffer, LaunchConfig, Module, Stream};
 use vigil_kernels::{examples, tests as k};
 use vigil_tests::{Rng, KERNELS_PTX};
 
-fn setup() -> Option<(vigil::Context, Stream, Module)> {
-    let ctx = require_gpu()?;
-    let stream = Stream::new(&ctx).expect("stream");
-    let module = Module::from_ptx(&ctx, KERNELS_PTX).expect("load vigil-kernels PTX");
-    Some((ctx, stream, module))
+/// Instantiates each check once for the GPU and once for the CPU backend.
+macro_rules! on_every_backend {
+    ($($check:ident),* $(,)?) => {
+        mod gpu {
+            $(
+                #[test]
+                fn $check() {
+                    let Some(ctx) = super::require_gpu() else { return };
+                    super::$check(&ctx);
+                }
+            )*
+        }
+        mod cpu {
+            $(
+                #[test]
+                fn $check() {
+                    super::$check(&super::Context::cpu().expect("CPU backend"));
+                }
+            )*
+        }
+    };
 }
 
-#[test]
-fn axpy_matches_cpu_for_awkward_sizes() {
-    let Some((_ctx, stream, module)) = setup() else {
-        return;
-    };
+on_every_backend!(
+    axpy_matches_cpu_for_awkward_sizes,
+    reduce_sum_matches_cpu,
+    histogram_matches_cpu,
+    atomics_u32_every_op_ordering_and_scope,
+    atomics_i32_every_op_ordering_and_scope,
+    atomics_u64_every_op_ordering_and_scope,
+    atomics_i64_every_op_ordering_and_scope,
+    atomics_f32_every_ordering_and_scope,
+    atomics_f64_every_ordering_and_scope,
+    static_and_dynamic_shared_memory_are_per_block,
+    warp_shuffles_and_votes_follow_cuda,
+    every_thread_of_edge_launch_shapes_runs_once,
+    grids_wider_than_65535_blocks_reach_every_block,
+);
+
+fn setup(ctx: &Context) -> (Stream, Module) {
+    let stream = Stream::new(ctx).expect("stream");
+    let module = Module::from_ptx(ctx, KERNELS_PTX).expect("load vigil-kernels PTX");
+    (stream, module)
+}
+
+fn axpy_matches_cpu_for_awkward_sizes(ctx: &Context) {
+    let (stream, module) = setup(ctx);
     let kernel = module.kernel::<examples::axpy>().unwrap();
     let mut rng = Rng::new(1);
-    for n in [1usize, 31, 255, 257, 1000, 65_537, 1 << 20] {
+    let largest = if ctx.is_cpu() { 1 << 18 } else { 1 << 20 };
+    for n in [1usize, 31, 255, 257, 1000, 65_537, largest] {
         let (xs, ys) = (rng.f32s(n), rng.f32s(n));
         let x = DeviceBuffer::from_slice(&stream, &xs).unwrap();
         let mut y = DeviceBuffer::from_slice(&stream, &ys).unwrap();
@@ -40,11 +82,8 @@ fn axpy_matches_cpu_for_awkward_sizes() {
     }
 }
 
-#[test]
-fn reduce_sum_matches_cpu() {
-    let Some((ctx, stream, module)) = setup() else {
-        return;
-    };
+fn reduce_sum_matches_cpu(ctx: &Context) {
+    let (stream, module) = setup(ctx);
     let kernel = module.kernel::<examples::reduce_sum>().unwrap();
     for n in [1usize, 1023, 1025, 3 << 20] {
         let xs = Rng::new(n as u64).f32s(n);
@@ -76,11 +115,8 @@ fn reduce_sum_matches_cpu() {
     }
 }
 
-#[test]
-fn histogram_matches_cpu() {
-    let Some((_ctx, stream, module)) = setup() else {
-        return;
-    };
+fn histogram_matches_cpu(ctx: &Context) {
+    let (stream, module) = setup(ctx);
     let kernel = module.kernel::<examples::histogram>().unwrap();
     for (n, bins) in [(1usize, 1usize), (1000, 7), (1 << 20, 256)] {
         let values = Rng::new(n as u64).u32s(n, 1 << 16);
@@ -111,11 +147,8 @@ fn atomic_launch(scope_sel: u32) -> (LaunchConfig, usize) {
 
 macro_rules! check_int_atomics {
     ($name:ident, $kernel:path, $t:ty) => {
-        #[test]
-        fn $name() {
-            let Some((_ctx, stream, module)) = setup() else {
-                return;
-            };
+        fn $name(ctx: &Context) {
+            let (stream, module) = setup(ctx);
             let kernel = module.kernel::<$kernel>().unwrap();
             let bits = (std::mem::size_of::<$t>() * 8) as usize;
             for order in 0..4u32 {
@@ -182,11 +215,8 @@ check_int_atomics!(
 
 macro_rules! check_float_atomics {
     ($name:ident, $kernel:path, $t:ty) => {
-        #[test]
-        fn $name() {
-            let Some((_ctx, stream, module)) = setup() else {
-                return;
-            };
+        fn $name(ctx: &Context) {
+            let (stream, module) = setup(ctx);
             let kernel = module.kernel::<$kernel>().unwrap();
             for order in 0..4u32 {
                 for scope in 0..3u32 {
@@ -213,11 +243,8 @@ macro_rules! check_float_atomics {
 check_float_atomics!(atomics_f32_every_ordering_and_scope, k::atomic_ops_f32, f32);
 check_float_atomics!(atomics_f64_every_ordering_and_scope, k::atomic_ops_f64, f64);
 
-#[test]
-fn static_and_dynamic_shared_memory_are_per_block() {
-    let Some((_ctx, stream, module)) = setup() else {
-        return;
-    };
+fn static_and_dynamic_shared_memory_are_per_block(ctx: &Context) {
+    let (stream, module) = setup(ctx);
     let kernel = module.kernel::<k::shared_reverse>().unwrap();
     let (blocks, threads) = (6usize, 256usize);
     let xs = Rng::new(7).u32s(blocks * threads, u32::MAX);
@@ -234,11 +261,8 @@ fn static_and_dynamic_shared_memory_are_per_block() {
     assert_eq!(z.to_vec(&stream).unwrap(), want, "dynamic shared");
 }
 
-#[test]
-fn warp_shuffles_and_votes_follow_cuda() {
-    let Some((_ctx, stream, module)) = setup() else {
-        return;
-    };
+fn warp_shuffles_and_votes_follow_cuda(ctx: &Context) {
+    let (stream, module) = setup(ctx);
     let kernel = module.kernel::<k::warp_ops>().unwrap();
     let threads = 64usize;
     let mut out = DeviceBuffer::<u32>::alloc_zeroed(&stream, threads * 8).unwrap();
@@ -269,13 +293,11 @@ fn warp_shuffles_and_votes_follow_cuda() {
     }
 }
 
-#[test]
-fn every_thread_of_edge_launch_shapes_runs_once() {
-    let Some((_ctx, stream, module)) = setup() else {
-        return;
-    };
+fn every_thread_of_edge_launch_shapes_runs_once(ctx: &Context) {
+    let (stream, module) = setup(ctx);
     let kernel = module.kernel::<k::index_map>().unwrap();
-    let shapes: [((u32, u32, u32), (u32, u32, u32)); 6] = [
+    type Extent = (u32, u32, u32);
+    let shapes: [(Extent, Extent); 6] = [
         ((1, 1, 1), (1, 1, 1)),
         ((3, 2, 2), (5, 3, 2)),
         ((7, 1, 1), (100, 1, 1)),
@@ -283,7 +305,12 @@ fn every_thread_of_edge_launch_shapes_runs_once() {
         ((1, 1, 1), (1024, 1, 1)),
         ((65_536 + 3, 1, 1), (33, 1, 1)),
     ];
-    for (grid, block) in shapes {
+    for (i, (grid, mut block)) in shapes.into_iter().enumerate() {
+        if ctx.is_cpu() && i == 5 {
+            // The same grid with one-thread blocks: millions of threads
+            // only cost time on the CPU.
+            block = (1, 1, 1);
+        }
         let cfg = LaunchConfig::new(grid, block);
         let total = cfg.total_threads() as usize;
         let mut out = DeviceBuffer::<u32>::alloc_zeroed(&stream, total).unwrap();
@@ -297,13 +324,10 @@ fn every_thread_of_edge_launch_shapes_runs_once() {
     }
 }
 
-#[test]
-fn grids_wider_than_65535_blocks_reach_every_block() {
-    let Some((_ctx, stream, module)) = setup() else {
-        return;
-    };
+fn grids_wider_than_65535_blocks_reach_every_block(ctx: &Context) {
+    let (stream, module) = setup(ctx);
     let kernel = module.kernel::<k::block_ids>().unwrap();
-    let (blocks, threads) = (200_000usize, 32usize);
+    let (blocks, threads) = (200_000usize, if ctx.is_cpu() { 1 } else { 32usize });
     let mut out = DeviceBuffer::<u32>::alloc_zeroed(&stream, blocks * threads).unwrap();
     stream
         .launch(
