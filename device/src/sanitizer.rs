@@ -100,10 +100,17 @@ impl Sanitizer for Checked {
         let mut op = Some(op);
         let mut out = None;
         crate::arch::host::with_sanitizer(|rt, t| {
-            rt.atomic(t, access, loc, &mut || {
-                let (r, wrote) = (op.take().expect("atomic op runs once"))();
-                out = Some(r);
-                wrote
+            // Poll here, outside the runtime's hook: inside it the
+            // operation does not poll (see `arch::host::in_sanitizer_atomic`).
+            if access.kind != AccessKind::AtomicWrite {
+                crate::arch::host::poll(access.addr);
+            }
+            crate::arch::host::in_sanitizer_atomic(|| {
+                rt.atomic(t, access, loc, &mut || {
+                    let (r, wrote) = (op.take().expect("atomic op runs once"))();
+                    out = Some(r);
+                    wrote
+                })
             })
         });
         match out {

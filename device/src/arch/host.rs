@@ -44,6 +44,17 @@ pub trait BlockRuntime {
     /// contributed, and returns [`WarpOp::result`] for itself over the
     /// contributions.
     fn warp_collective(&self, lane: u32, mask: u32, value: u64, op: WarpOp) -> u64;
+    /// The calling thread is about to read `addr` (a plain or atomic load,
+    /// or a compare-exchange after a failed one): it may be polling a flag
+    /// that another thread of the block will set. A runtime that runs a
+    /// block's threads cooperatively lets the others run when a thread
+    /// keeps polling one address, so that spin-waits between threads of a
+    /// block finish as they do under the GPU's independent thread
+    /// scheduling. May run other GPU threads before it returns, like
+    /// [`sync_threads`](BlockRuntime::sync_threads). Default: nothing.
+    fn poll_hint(&self, addr: usize) {
+        let _ = addr;
+    }
 }
 
 /// What a warp collective computes for each lane from the lanes' values.
@@ -240,6 +251,43 @@ fn blocking<R>(f: impl FnOnce(&ThreadContext<'_>) -> R) -> R {
     r
 }
 
+thread_local! {
+    /// True while a sanitizer runtime performs an atomic operation (it may
+    /// hold a shadow lock meanwhile, so no other GPU thread may run).
+    static IN_SANITIZER_ATOMIC: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f`, a sanitizer runtime's handling of an atomic operation, with
+/// polling switched off: the operation runs inside the runtime's hook,
+/// possibly under a lock that another GPU thread of this OS thread would
+/// spin on. The caller polls before entering the hook instead.
+#[inline]
+pub(crate) fn in_sanitizer_atomic<R>(f: impl FnOnce() -> R) -> R {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            IN_SANITIZER_ATOMIC.with(|c| c.set(self.0));
+        }
+    }
+    let _reset = Reset(IN_SANITIZER_ATOMIC.with(|c| c.replace(true)));
+    f()
+}
+
+/// Tells the block runtime that the current GPU thread reads `addr` (see
+/// [`BlockRuntime::poll_hint`]), unless a sanitizer runtime is performing
+/// the read inside its atomic hook.
+#[inline]
+pub(crate) fn poll(addr: usize) {
+    let p = CURRENT.with(|c| c.get());
+    if p.is_null() || IN_SANITIZER_ATOMIC.with(|c| c.get()) {
+        return;
+    }
+    // SAFETY: as in `with_current`.
+    let ctx = unsafe { &*p };
+    ctx.block.poll_hint(addr);
+    CURRENT.with(|c| c.set(p));
+}
+
 #[cold]
 #[track_caller]
 fn outside_kernel() -> ! {
@@ -315,6 +363,7 @@ pub fn fence(ordering: Ordering, _scope: Scope) {
 /// # Safety
 /// `p` must be valid for reads and aligned.
 pub unsafe fn load<T: Copy>(p: *const T) -> T {
+    poll(p as usize);
     let mut out = std::mem::MaybeUninit::<T>::uninit();
     // SAFETY: `p` is valid for `size_of::<T>()` bytes (caller) and `out` is
     // writable for as many; both are distinct.
@@ -450,26 +499,28 @@ fn fail_order(o: Ordering) -> sa::Ordering {
     load_order(o)
 }
 
+/// Atomic load and compare-exchange without the polling hint, for the
+/// read-modify-write loops (whose retries are not polling).
+trait RawAtomic: Copy {
+    /// # Safety
+    /// `p` must be valid, aligned memory.
+    unsafe fn raw_load(p: *const Self, o: Ordering) -> Self;
+    /// Returns the value found.
+    ///
+    /// # Safety
+    /// `p` must be valid, aligned memory.
+    unsafe fn raw_cas(p: *mut Self, cmp: Self, new: Self, o: Ordering) -> Self;
+}
+
 macro_rules! host_atomics {
     ($t:ty, $a:ty, $bits:ty, |$x:ident| $to:expr, |$y:ident| $from:expr) => {
-        impl ArchAtomic for $t {
-            unsafe fn arch_load(p: *const Self, o: Ordering, _: Scope) -> Self {
+        impl RawAtomic for $t {
+            unsafe fn raw_load(p: *const Self, o: Ordering) -> Self {
                 // SAFETY: valid aligned memory (caller's contract).
                 let $y = unsafe { <$a>::from_ptr(p as *mut $bits) }.load(load_order(o));
                 $from
             }
-            unsafe fn arch_store(p: *mut Self, v: Self, o: Ordering, _: Scope) {
-                let $x = v;
-                // SAFETY: valid aligned memory (caller's contract).
-                unsafe { <$a>::from_ptr(p as *mut $bits) }.store($to, store_order(o))
-            }
-            unsafe fn arch_exchange(p: *mut Self, v: Self, o: Ordering, _: Scope) -> Self {
-                let $x = v;
-                // SAFETY: valid aligned memory (caller's contract).
-                let $y = unsafe { <$a>::from_ptr(p as *mut $bits) }.swap($to, rmw_order(o));
-                $from
-            }
-            unsafe fn arch_cas(p: *mut Self, cmp: Self, new: Self, o: Ordering, _: Scope) -> Self {
+            unsafe fn raw_cas(p: *mut Self, cmp: Self, new: Self, o: Ordering) -> Self {
                 let c = {
                     let $x = cmp;
                     $to
@@ -486,6 +537,33 @@ macro_rules! host_atomics {
                 $from
             }
         }
+        impl ArchAtomic for $t {
+            unsafe fn arch_load(p: *const Self, o: Ordering, _: Scope) -> Self {
+                poll(p as usize);
+                // SAFETY: valid aligned memory (caller's contract).
+                unsafe { <$t as RawAtomic>::raw_load(p, o) }
+            }
+            unsafe fn arch_store(p: *mut Self, v: Self, o: Ordering, _: Scope) {
+                let $x = v;
+                // SAFETY: valid aligned memory (caller's contract).
+                unsafe { <$a>::from_ptr(p as *mut $bits) }.store($to, store_order(o))
+            }
+            unsafe fn arch_exchange(p: *mut Self, v: Self, o: Ordering, _: Scope) -> Self {
+                let $x = v;
+                // SAFETY: valid aligned memory (caller's contract).
+                let $y = unsafe { <$a>::from_ptr(p as *mut $bits) }.swap($to, rmw_order(o));
+                $from
+            }
+            unsafe fn arch_cas(p: *mut Self, cmp: Self, new: Self, o: Ordering, _: Scope) -> Self {
+                // SAFETY: valid aligned memory (caller's contract).
+                let found = unsafe { <$t as RawAtomic>::raw_cas(p, cmp, new, o) };
+                if !crate::atomic::sealed::BitEq::bit_eq(found, cmp) {
+                    // A failed compare-exchange is how a spin lock polls.
+                    poll(p as usize);
+                }
+                found
+            }
+        }
     };
 }
 host_atomics!(u32, AtomicU32, u32, |x| x, |y| y);
@@ -500,13 +578,13 @@ host_atomics!(f64, AtomicU64, u64, |x| x.to_bits(), |y| f64::from_bits(y));
 macro_rules! host_rmw {
     ($trait:ident :: $m:ident, $f:expr, $($t:ty),*) => {$(
         impl $trait for $t {
-            unsafe fn $m(p: *mut Self, v: Self, o: Ordering, s: Scope) -> Self {
+            unsafe fn $m(p: *mut Self, v: Self, o: Ordering, _: Scope) -> Self {
                 let f: fn($t, $t) -> $t = $f;
                 // SAFETY: valid aligned memory (caller's contract).
-                let mut cur = unsafe { <$t as ArchAtomic>::arch_load(p, Ordering::Relaxed, s) };
+                let mut cur = unsafe { <$t as RawAtomic>::raw_load(p, Ordering::Relaxed) };
                 loop {
                     // SAFETY: as above.
-                    let seen = unsafe { <$t as ArchAtomic>::arch_cas(p, cur, f(cur, v), o, s) };
+                    let seen = unsafe { <$t as RawAtomic>::raw_cas(p, cur, f(cur, v), o) };
                     if crate::atomic::sealed::BitEq::bit_eq(seen, cur) {
                         return cur;
                     }

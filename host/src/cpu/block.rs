@@ -24,6 +24,9 @@ pub(crate) enum ThreadState {
     AtBarrier,
     /// It waits in a warp collective.
     AtWarp,
+    /// It kept polling one address and stepped aside: it runs again after
+    /// the other runnable threads of the block have had their turn.
+    Yielded,
     /// It returned.
     Done,
 }
@@ -39,6 +42,9 @@ struct ThreadSlot {
     op: Cell<WarpOp>,
     /// The collective's result for this thread, set when it is released.
     result: Cell<u64>,
+    /// The address this thread read last, and how many times in a row.
+    poll_addr: Cell<usize>,
+    poll_count: Cell<u32>,
 }
 
 impl ThreadSlot {
@@ -49,6 +55,8 @@ impl ThreadSlot {
             mask: Cell::new(0),
             op: Cell::new(WarpOp::Ballot),
             result: Cell::new(0),
+            poll_addr: Cell::new(0),
+            poll_count: Cell::new(0),
         }
     }
 }
@@ -90,6 +98,10 @@ pub(crate) struct BlockState {
     shared: SharedMemory,
 }
 
+/// Reads of one address in a row after which a thread counts as spinning
+/// and steps aside for the rest of its block.
+const SPIN_POLLS: u32 = 32;
+
 /// The most threads a block can have (and so the most slots needed).
 pub(crate) const MAX_THREADS: usize = 1024;
 
@@ -118,6 +130,7 @@ impl BlockState {
         self.at_barrier.set(0);
         for t in &self.threads[..count as usize] {
             t.state.set(ThreadState::NotStarted);
+            t.poll_count.set(0);
         }
         for (w, warp) in self.warps.iter().enumerate() {
             let lanes = count.saturating_sub(32 * w as u32).min(32);
@@ -175,6 +188,19 @@ impl BlockState {
         }
         self.at_barrier.set(0);
         true
+    }
+
+    /// Makes the threads that stepped aside runnable again. Returns
+    /// whether there were any.
+    pub(crate) fn wake_yielded(&self) -> bool {
+        let mut any = false;
+        for t in &self.threads[..self.count.get() as usize] {
+            if t.state.get() == ThreadState::Yielded {
+                t.state.set(ThreadState::Ready);
+                any = true;
+            }
+        }
+        any
     }
 
     /// Says which threads wait where, for a deadlock report.
@@ -279,6 +305,25 @@ impl BlockRuntime for BlockState {
 
     fn dynamic_shared(&self) -> (*mut u8, usize) {
         self.shared.dynamic()
+    }
+
+    fn poll_hint(&self, addr: usize) {
+        let slot = &self.threads[self.current.get() as usize];
+        if slot.poll_addr.get() != addr {
+            slot.poll_addr.set(addr);
+            slot.poll_count.set(1);
+            return;
+        }
+        let polls = slot.poll_count.get() + 1;
+        if polls < SPIN_POLLS {
+            slot.poll_count.set(polls);
+            return;
+        }
+        // Spinning: let the block's other threads run (one of them may be
+        // the one that sets the flag).
+        slot.poll_count.set(0);
+        slot.state.set(ThreadState::Yielded);
+        self.suspend();
     }
 
     fn warp_collective(&self, lane: u32, mask: u32, value: u64, op: WarpOp) -> u64 {

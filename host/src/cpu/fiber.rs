@@ -9,7 +9,10 @@
 //! next warp, so a warp's collectives complete while its 32 stacks are
 //! still in cache. When a pass over all warps leaves every live thread at
 //! the barrier it releases them; when it leaves threads blocked with no
-//! way forward it reports a deadlock instead of hanging.
+//! way forward it reports a deadlock instead of hanging. A thread that
+//! keeps polling one address (a spin-wait on a flag) steps aside until the
+//! next pass, so that the thread that sets the flag gets to run, as under
+//! the GPU's independent thread scheduling.
 
 use super::block::{BlockState, ThreadState, ThreadYielder};
 use super::error::CpuError;
@@ -111,7 +114,10 @@ impl Worker {
             if self.block.live() == 0 {
                 return Ok(resumes);
             }
-            if !self.block.try_release_barrier() && !progressed {
+            if self.block.try_release_barrier() || self.block.wake_yielded() {
+                continue;
+            }
+            if !progressed {
                 return Err(CpuError::Deadlock {
                     block: block_idx,
                     detail: self.block.describe_waits(),

@@ -35,10 +35,16 @@
 //!   thread's context and calls its `block_start` / `block_end` hooks on
 //!   the block's worker.
 //!
+//! - **Spin-waits.** A thread that reads one address over and over (a
+//!   plain or atomic load, or a failing compare-exchange, 32 times in a
+//!   row) steps aside until the block's other runnable threads have run,
+//!   so a thread spinning on a flag set by another thread of its block
+//!   finishes as it does under the GPU's independent thread scheduling.
+//!
 //! Launches on one executor run one at a time. A kernel whose blocks wait
-//! for each other (a persistent kernel spinning on a flag) needs at least
-//! as many workers as blocks, as on a GPU it needs them co-resident; a
-//! thread spinning on another thread of its own block never yields to it.
+//! for each other (a persistent kernel spinning on a flag set by another
+//! block) needs at least as many workers as blocks that wait at once, as
+//! on a GPU it needs them co-resident.
 
 mod args;
 mod block;
