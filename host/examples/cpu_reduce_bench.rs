@@ -5,16 +5,19 @@
 //! cargo run --release -p vigil --example cpu_reduce_bench [-- --workers N --iters N]
 //! ```
 //!
-//! The checked variant runs with a no-op `SanitizerRuntime`: it measures
-//! the cost of the sanitizer hooks' plumbing only, until the real CPU
-//! sanitizer is wired in. Prints wall times; it is not a timed test.
+//! Three variants over the same buffers (allocated from the CPU
+//! sanitizer's shadow arena): plain; checked with a no-op
+//! `SanitizerRuntime` (the cost of the hooks' plumbing alone); checked with
+//! the real CPU sanitizer ([`CpuRaceSanitizer`]: the happens-before engine
+//! over host shadow memory). Prints wall times; it is not a timed test.
 
 use std::panic::Location;
 use std::time::Duration;
 use vigil::cpu::{checked_entry, plain_entry, CpuExecutor, HostArgs, KernelEntry};
+use vigil::cpu_sanitizer::CpuRaceSanitizer;
 use vigil::device::host_runtime::{AtomicAccess, SanitizerRuntime, ThreadContext};
 use vigil::device::{AccessKind, Ordering, Scope};
-use vigil::{LaunchConfig, ParamBuffer};
+use vigil::{LaunchConfig, ParamBuffer, StreamId};
 use vigil_kernels::examples::{reduce_sum, REDUCE_BLOCK};
 
 const BLOCKS: u32 = 4096;
@@ -37,41 +40,69 @@ impl SanitizerRuntime for NoopSanitizer {
     fn fence(&self, _: &ThreadContext<'_>, _: Ordering, _: Scope, _: &Location<'_>) {}
 }
 
+/// Sanitized buffers from the sanitizer's arena: the input and the partials.
+struct Buffers<'a> {
+    x: &'a [f32],
+    partials: &'a mut [f32],
+    total: &'a mut [f32],
+}
+
+impl<'a> Buffers<'a> {
+    fn new(san: &'a CpuRaceSanitizer, x: &[f32]) -> Self {
+        let slice = |n: usize| -> &'a mut [f32] {
+            let a = san
+                .alloc((n * size_of::<f32>()) as u64)
+                .expect("sanitized buffer");
+            // SAFETY: a fresh, zeroed, suitably aligned arena allocation of
+            // `n` f32s that lives as long as `san` and is used only here.
+            unsafe { std::slice::from_raw_parts_mut(a.address as *mut f32, n) }
+        };
+        let xs = slice(x.len());
+        xs.copy_from_slice(x);
+        Buffers {
+            x: xs,
+            partials: slice(BLOCKS as usize),
+            total: slice(1),
+        }
+    }
+}
+
 /// Runs the reduction once; returns its wall time and the total.
 fn reduce(
     ex: &CpuExecutor,
     entry: KernelEntry,
     sanitizer: Option<&dyn SanitizerRuntime>,
-    x: &[f32],
+    real: Option<&CpuRaceSanitizer>,
+    b: &mut Buffers<'_>,
 ) -> (Duration, u64, f32) {
-    let mut partials = vec![0.0f32; BLOCKS as usize];
+    let stream = StreamId(1);
+    let launch = |grid: u32, params: &ParamBuffer| {
+        if let Some(s) = real {
+            s.begin_launch(stream, "reduce_sum", grid.into(), REDUCE_BLOCK.into());
+        }
+        // SAFETY: `reduce_sum`'s parameters, packed in order from live
+        // slices that nothing else touches until the launch returns.
+        let stats = unsafe {
+            ex.launch(
+                &LaunchConfig::new(grid, REDUCE_BLOCK),
+                entry,
+                params.as_bytes(),
+                sanitizer,
+            )
+        }
+        .expect("reduction launch");
+        if let Some(s) = real {
+            s.end_launch();
+        }
+        stats
+    };
     let mut p = ParamBuffer::new();
-    p.push_host_slice(x).push_host_slice_mut(&mut partials);
-    // SAFETY: `reduce_sum`'s parameters, packed in order from live slices
-    // that nothing touches until the launch returns.
-    let stats = unsafe {
-        ex.launch(
-            &LaunchConfig::new(BLOCKS, REDUCE_BLOCK),
-            entry,
-            p.as_bytes(),
-            sanitizer,
-        )
-    }
-    .expect("reduction launch");
-    let mut total = [0.0f32];
+    p.push_host_slice(b.x).push_host_slice_mut(b.partials);
+    let stats = launch(BLOCKS, &p);
     let mut p = ParamBuffer::new();
-    p.push_host_slice(&partials).push_host_slice_mut(&mut total);
-    // SAFETY: as above.
-    unsafe {
-        ex.launch(
-            &LaunchConfig::new(1, REDUCE_BLOCK),
-            entry,
-            p.as_bytes(),
-            sanitizer,
-        )
-    }
-    .expect("final reduction launch");
-    (stats.elapsed, stats.resumes, total[0])
+    p.push_host_slice(b.partials).push_host_slice_mut(b.total);
+    launch(1, &p);
+    (stats.elapsed, stats.resumes, b.total[0])
 }
 
 /// The value of `--name N` on the command line, or `default`.
@@ -100,22 +131,44 @@ fn main() {
         iters
     );
     let noop = NoopSanitizer;
-    let variants: [(&str, KernelEntry, Option<&dyn SanitizerRuntime>); 2] = [
-        ("plain", plain_entry::<reduce_sum>(), None),
+    let san = CpuRaceSanitizer::new().expect("start the CPU sanitizer");
+    let mut buffers = Buffers::new(&san, &x);
+    type Variant<'a> = (
+        &'a str,
+        KernelEntry,
+        Option<&'a dyn SanitizerRuntime>,
+        Option<&'a CpuRaceSanitizer>,
+    );
+    let variants: [Variant<'_>; 3] = [
+        ("plain", plain_entry::<reduce_sum>(), None, None),
         (
             "checked, no-op sanitizer runtime (hook cost only)",
             checked_entry::<reduce_sum>(),
             Some(&noop),
+            None,
+        ),
+        (
+            "checked, CPU race sanitizer",
+            checked_entry::<reduce_sum>(),
+            Some(&san),
+            Some(&san),
         ),
     ];
-    for (name, entry, sanitizer) in variants {
+    for (name, entry, sanitizer, real) in variants {
         let mut times = Vec::with_capacity(iters);
         let mut resumes = 0;
         for _ in 0..iters {
-            let (t, r, total) = reduce(&ex, entry, sanitizer, &x);
+            let (t, r, total) = reduce(&ex, entry, sanitizer, real, &mut buffers);
             assert_eq!(total, want, "{name}: wrong total");
             times.push(t);
             resumes = r;
+            if let Some(s) = real {
+                // The host waited for the launches: the next run is ordered
+                // after this one.
+                s.host_sync(vigil::HostSync::Context);
+                let reports = s.take();
+                assert!(reports.is_empty(), "{name}: unexpected races:\n{reports}");
+            }
         }
         let best = times.iter().min().copied().unwrap_or_default();
         let all: Vec<String> = times

@@ -376,8 +376,8 @@ impl ContextBuilder {
                         Some(default_cpu_sanitizer(&params).ok_or(Error::Unsupported {
                             op: "the sanitizer",
                             backend: DeviceId::Cpu,
-                            reason: "no CPU sanitizer runtime is built in yet; supply one \
-                                     with ContextBuilder::cpu_sanitizer",
+                            reason: "the CPU sanitizer could not reserve its memory (see \
+                                     stderr); supply one with ContextBuilder::cpu_sanitizer",
                         })?)
                     }
                 };

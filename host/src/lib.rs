@@ -44,6 +44,7 @@
 mod args;
 mod context;
 pub mod cpu;
+pub mod cpu_sanitizer;
 mod driver;
 mod error;
 mod event;

@@ -234,10 +234,17 @@ pub struct CpuSanitizerParams {
 /// and none is supplied with
 /// [`ContextBuilder::cpu_sanitizer`](crate::ContextBuilder::cpu_sanitizer).
 ///
-/// The hook for the CPU sanitizer runtime: it returns `None` until that
-/// runtime exists, and the context then reports
+/// It is [`CpuRaceSanitizer`](crate::cpu_sanitizer::CpuRaceSanitizer) with
+/// the settings `params` give; `None` (said on stderr) when its memory
+/// cannot be reserved, and the context then reports
 /// [`Error::Unsupported`](crate::Error::Unsupported).
 pub(crate) fn default_cpu_sanitizer(params: &CpuSanitizerParams) -> Option<Arc<dyn CpuSanitizer>> {
-    let _ = params;
-    None
+    use crate::cpu_sanitizer::{CpuRaceSanitizer, CpuSanitizerConfig};
+    match CpuRaceSanitizer::with_config(&CpuSanitizerConfig::from_params(params)) {
+        Ok(s) => Some(Arc::new(s)),
+        Err(e) => {
+            eprintln!("vigil: the CPU sanitizer could not start: {e}");
+            None
+        }
+    }
 }

@@ -1,0 +1,562 @@
+//! The race-scenario suite: every case is a real kernel
+//! (`vigil_kernels::races`) launched through the public host API on a
+//! sanitized context, with its verdict asserted: the exact set of distinct
+//! reports, each by kind and both source locations (file and line, found
+//! by the `// @marker` comments in `races.rs`), or no report at all.
+//!
+//! The suite is written once ([`scenarios`]) and instantiated per backend
+//! by [`race_scenarios!`]: one line per backend, so backends cannot drift.
+//!
+//! Most cases run on one CPU worker so that blocks run in index order and
+//! the kind of a race (which access came second) is deterministic; the
+//! sanitizer gives consecutive blocks different clock slots whatever the
+//! worker count, so races between blocks are seen either way. The
+//! persistent-kernel cases use two workers, so the spinning block really
+//! waits for a block running beside it.
+
+use std::collections::BTreeSet;
+use vigil::{Context, ReportKind};
+
+/// Makes a sanitized context with `workers` CPU workers (ignored on a GPU),
+/// or `None` when the backend is not available here (the case is skipped).
+type MakeContext = fn(usize) -> Option<Context>;
+
+/// A sanitized CPU context (the built-in CPU sanitizer).
+fn cpu_context(workers: usize) -> Option<Context> {
+    Some(
+        Context::builder()
+            .cpu()
+            .sanitize(true)
+            .cpu_workers(workers)
+            .build()
+            .expect("a sanitized CPU context"),
+    )
+}
+
+/// Instantiates every scenario for one backend: a module `$backend` with
+/// one `#[test]` per scenario, each calling `scenarios::<name>($make)`.
+macro_rules! race_scenarios {
+    ($backend:ident, $make:expr) => {
+        mod $backend {
+            race_scenarios!(@tests $make;
+                block_vs_block_raw, block_vs_block_war, block_vs_block_waw,
+                disjoint_writes, adjacent_bytes_of_one_word,
+                two_kernels_on_one_stream, two_streams_unordered,
+                two_streams_ordered_by_an_event, two_streams_ordered_by_host_sync,
+                release_acquire_device_scope, release_acquire_system_scope,
+                relaxed_flag, block_scope_atomics_across_blocks,
+                release_without_acquire, acquire_without_release,
+                transitive_chain_acquire_release, transitive_chain_middle_does_not_acquire,
+                transitive_chain_middle_does_not_release,
+                atomic_counters, atomic_and_plain_mixed,
+                fences_with_relaxed_atomics, relaxed_atomics_without_fences,
+                persistent_spin_release_acquire, persistent_spin_relaxed,
+                report_buffer_overflow);
+        }
+    };
+    (@tests $make:expr; $($name:ident),* $(,)?) => {$(
+        #[test]
+        fn $name() {
+            super::scenarios::$name($make)
+        }
+    )*};
+}
+
+race_scenarios!(cpu, super::cpu_context);
+// The GPU instantiation, once sanitized GPU launches exist:
+// race_scenarios!(gpu, super::gpu_context);
+
+/// A distinct report as the suite compares them: kind, line of the
+/// current access, line of the prior access.
+type Verdict = (ReportKind, u32, u32);
+
+/// The line of `races.rs` that carries `// @marker`.
+fn line_of(marker: &str) -> u32 {
+    const SOURCE: &str = include_str!("../kernels/src/races.rs");
+    let tag = format!("// @{marker}");
+    let mut found = SOURCE
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim_end().ends_with(&tag));
+    let (i, _) = found
+        .next()
+        .unwrap_or_else(|| panic!("no `{tag}` marker in races.rs"));
+    assert!(found.next().is_none(), "marker `{tag}` is not unique");
+    i as u32 + 1
+}
+
+/// The expected report: `kind`, the current access at `current`'s marker,
+/// the prior one at `prior`'s.
+fn race(kind: ReportKind, current: &str, prior: &str) -> Verdict {
+    (kind, line_of(current), line_of(prior))
+}
+
+/// Checks the outcome of a synchronisation against the expected distinct
+/// reports (none: `Ok`).
+fn check(what: &str, outcome: vigil::Result<()>, expected: &[Verdict]) {
+    let reports = match outcome {
+        Ok(()) => vigil::RaceReports::new(),
+        Err(vigil::Error::Races(r)) => r,
+        Err(e) => panic!("{what}: synchronisation failed: {e}"),
+    };
+    let mut got = BTreeSet::new();
+    for r in reports.iter() {
+        let cur = r.current.location.as_ref().expect("current location");
+        let prior = r
+            .prior
+            .location
+            .as_ref()
+            .unwrap_or_else(|| panic!("{what}: prior location missing in\n{r}"));
+        for l in [cur, prior] {
+            assert!(
+                l.file.ends_with("races.rs"),
+                "{what}: location outside the kernels: {l}\n{reports}"
+            );
+        }
+        got.insert((r.kind as u32, cur.line, prior.line));
+    }
+    let want: BTreeSet<_> = expected
+        .iter()
+        .map(|(k, c, p)| (*k as u32, *c, *p))
+        .collect();
+    assert_eq!(
+        got, want,
+        "{what}: distinct reports (kind, current line, prior line) differ; the sanitizer said:\n{reports}"
+    );
+    assert_eq!(reports.dropped(), 0, "{what}: reports dropped");
+}
+
+mod scenarios {
+    use super::{check, race, MakeContext};
+    use vigil::{
+        Context, DeviceBuffer, Kernel, KernelFn, LaunchConfig, Module, ReportKind, Stream,
+    };
+    use vigil_kernels::races::*;
+    use vigil_tests::KERNELS_PTX;
+
+    const RAW: ReportKind = ReportKind::ReadAfterWrite;
+    const WAR: ReportKind = ReportKind::WriteAfterRead;
+    const WAW: ReportKind = ReportKind::WriteAfterWrite;
+    const MIX: ReportKind = ReportKind::AtomicNonAtomic;
+    const SCOPE: ReportKind = ReportKind::ScopeMismatch;
+
+    // Ordering and scope codes of `vigil_kernels::races::{ordering, scope}`.
+    const RELAXED: u32 = 0;
+    const ACQUIRE: u32 = 1;
+    const RELEASE: u32 = 2;
+    const BLOCK: u32 = 0;
+    const DEVICE: u32 = 1;
+    const SYSTEM: u32 = 2;
+
+    /// A sanitized context, a stream and the kernels' module.
+    struct Bench {
+        ctx: Context,
+        stream: Stream,
+        module: Module,
+    }
+
+    impl Bench {
+        fn new(make: MakeContext, workers: usize) -> Option<Bench> {
+            let ctx = make(workers)?;
+            let stream = Stream::new(&ctx).expect("stream");
+            let module = Module::from_ptx(&ctx, KERNELS_PTX).expect("kernels module");
+            Some(Bench {
+                ctx,
+                stream,
+                module,
+            })
+        }
+
+        fn kernel<K: Kernel>(&self) -> KernelFn<K> {
+            self.module.kernel::<K>().expect("kernel in the module")
+        }
+
+        fn zeros(&self, n: usize) -> DeviceBuffer<u32> {
+            DeviceBuffer::alloc_zeroed(&self.stream, n).expect("buffer")
+        }
+
+        fn sync(&self) -> vigil::Result<()> {
+            self.ctx.synchronize()
+        }
+    }
+
+    /// Two one-thread blocks.
+    fn two_blocks() -> LaunchConfig {
+        LaunchConfig::new(2, 1)
+    }
+
+    /// Runs `race_raw`-like kernels of two one-thread blocks on one worker.
+    macro_rules! two_block_case {
+        ($make:expr, $k:ty, ($($arg:ident),*)) => {{
+            let Some(b) = Bench::new($make, 1) else { return };
+            $(let mut $arg = b.zeros(1);)*
+            b.stream
+                .launch(&b.kernel::<$k>(), two_blocks(), ($(&mut $arg,)*))
+                .expect("launch");
+            b.sync()
+        }};
+    }
+
+    pub fn block_vs_block_raw(make: MakeContext) {
+        let out = two_block_case!(make, race_raw, (data, out));
+        check("RAW", out, &[race(RAW, "raw-read", "raw-write")]);
+    }
+
+    pub fn block_vs_block_war(make: MakeContext) {
+        let out = two_block_case!(make, race_war, (data, out));
+        check("WAR", out, &[race(WAR, "war-write", "war-read")]);
+    }
+
+    pub fn block_vs_block_waw(make: MakeContext) {
+        let out = two_block_case!(make, race_waw, (data));
+        check("WAW", out, &[race(WAW, "waw-second", "waw-first")]);
+    }
+
+    pub fn disjoint_writes(make: MakeContext) {
+        let Some(b) = Bench::new(make, 2) else { return };
+        let mut data = b.zeros(256);
+        b.stream
+            .launch(
+                &b.kernel::<disjoint_writes>(),
+                LaunchConfig::new(4, 64),
+                (&mut data,),
+            )
+            .expect("launch");
+        check("disjoint writes", b.sync(), &[]);
+        let want: Vec<u32> = (0..256).collect();
+        assert_eq!(data.to_vec(&b.stream).unwrap(), want);
+    }
+
+    pub fn adjacent_bytes_of_one_word(make: MakeContext) {
+        let Some(b) = Bench::new(make, 1) else { return };
+        let mut data = DeviceBuffer::<u8>::alloc_zeroed(&b.stream, 4).expect("buffer");
+        b.stream
+            .launch(
+                &b.kernel::<adjacent_bytes>(),
+                LaunchConfig::new(4, 1),
+                (&mut data,),
+            )
+            .expect("launch");
+        check("adjacent bytes", b.sync(), &[]);
+        assert_eq!(data.to_vec(&b.stream).unwrap(), [1, 2, 3, 4]);
+    }
+
+    /// `write_one` on `first`, then `read_one` on `second` (after `between`).
+    fn write_then_read(
+        make: MakeContext,
+        between: impl FnOnce(&Bench, &Stream, &Stream),
+        same_stream: bool,
+    ) -> vigil::Result<()> {
+        let Some(b) = Bench::new(make, 1) else {
+            return Ok(());
+        };
+        let other = Stream::new(&b.ctx).expect("stream");
+        let second = if same_stream { &b.stream } else { &other };
+        let (mut data, mut out) = (b.zeros(1), b.zeros(1));
+        b.stream
+            .launch(
+                &b.kernel::<write_one>(),
+                LaunchConfig::new(1, 1),
+                (&mut data, 5u32),
+            )
+            .expect("write launch");
+        between(&b, &b.stream, second);
+        second
+            .launch(
+                &b.kernel::<read_one>(),
+                LaunchConfig::new(1, 1),
+                (&mut data, &mut out),
+            )
+            .expect("read launch");
+        b.sync()
+    }
+
+    pub fn two_kernels_on_one_stream(make: MakeContext) {
+        let out = write_then_read(make, |_, _, _| {}, true);
+        check("one stream", out, &[]);
+    }
+
+    pub fn two_streams_unordered(make: MakeContext) {
+        let out = write_then_read(make, |_, _, _| {}, false);
+        check(
+            "two unordered streams",
+            out,
+            &[race(RAW, "read-one", "write-one")],
+        );
+    }
+
+    pub fn two_streams_ordered_by_an_event(make: MakeContext) {
+        let out = write_then_read(
+            make,
+            |_, first, second| {
+                let ev = first.record_event().expect("record");
+                second.wait_event(&ev).expect("wait");
+            },
+            false,
+        );
+        check("streams ordered by an event", out, &[]);
+    }
+
+    pub fn two_streams_ordered_by_host_sync(make: MakeContext) {
+        let out = write_then_read(
+            make,
+            |b, _, _| b.sync().expect("nothing races before the sync"),
+            false,
+        );
+        check("streams ordered by host sync", out, &[]);
+    }
+
+    /// `flag_handoff` with the given codes; returns what `synchronize` said
+    /// and checks the value handed off.
+    fn handoff(make: MakeContext, store: u32, load: u32, scope: u32) -> vigil::Result<()> {
+        let Some(b) = Bench::new(make, 1) else {
+            return Ok(());
+        };
+        let (mut data, mut flag, mut out) = (b.zeros(1), b.zeros(1), b.zeros(1));
+        b.stream
+            .launch(
+                &b.kernel::<flag_handoff>(),
+                two_blocks(),
+                (&mut data, &mut flag, &mut out, store, load, scope),
+            )
+            .expect("launch");
+        let verdict = b.sync();
+        assert_eq!(out.to_vec(&b.stream).unwrap(), [42]);
+        verdict
+    }
+
+    const HANDOFF_RACE: (&str, &str) = ("handoff-read", "handoff-write");
+
+    pub fn release_acquire_device_scope(make: MakeContext) {
+        check(
+            "release/acquire, device",
+            handoff(make, RELEASE, ACQUIRE, DEVICE),
+            &[],
+        );
+    }
+
+    pub fn release_acquire_system_scope(make: MakeContext) {
+        check(
+            "release/acquire, system",
+            handoff(make, RELEASE, ACQUIRE, SYSTEM),
+            &[],
+        );
+    }
+
+    pub fn relaxed_flag(make: MakeContext) {
+        let (c, p) = HANDOFF_RACE;
+        check(
+            "relaxed flag",
+            handoff(make, RELAXED, RELAXED, DEVICE),
+            &[race(RAW, c, p)],
+        );
+    }
+
+    pub fn block_scope_atomics_across_blocks(make: MakeContext) {
+        let (c, p) = HANDOFF_RACE;
+        check(
+            "block-scope flag",
+            handoff(make, RELEASE, ACQUIRE, BLOCK),
+            &[
+                race(SCOPE, "handoff-flag-load", "handoff-flag-store"),
+                race(RAW, c, p),
+            ],
+        );
+    }
+
+    pub fn release_without_acquire(make: MakeContext) {
+        let (c, p) = HANDOFF_RACE;
+        check(
+            "release without acquire",
+            handoff(make, RELEASE, RELAXED, DEVICE),
+            &[race(RAW, c, p)],
+        );
+    }
+
+    pub fn acquire_without_release(make: MakeContext) {
+        let (c, p) = HANDOFF_RACE;
+        check(
+            "acquire without release",
+            handoff(make, RELAXED, ACQUIRE, DEVICE),
+            &[race(RAW, c, p)],
+        );
+    }
+
+    fn chain(make: MakeContext, mid_load: u32, mid_store: u32) -> vigil::Result<()> {
+        let Some(b) = Bench::new(make, 1) else {
+            return Ok(());
+        };
+        let (mut data, mut flags, mut out) = (b.zeros(1), b.zeros(2), b.zeros(1));
+        b.stream
+            .launch(
+                &b.kernel::<transitive_chain>(),
+                LaunchConfig::new(3, 1),
+                (&mut data, &mut flags, &mut out, mid_load, mid_store),
+            )
+            .expect("launch");
+        let verdict = b.sync();
+        assert_eq!(out.to_vec(&b.stream).unwrap(), [7]);
+        verdict
+    }
+
+    pub fn transitive_chain_acquire_release(make: MakeContext) {
+        check(
+            "chain, middle acquires and releases",
+            chain(make, ACQUIRE, RELEASE),
+            &[],
+        );
+    }
+
+    pub fn transitive_chain_middle_does_not_acquire(make: MakeContext) {
+        check(
+            "chain, middle does not acquire",
+            chain(make, RELAXED, RELEASE),
+            &[race(RAW, "chain-read", "chain-write")],
+        );
+    }
+
+    pub fn transitive_chain_middle_does_not_release(make: MakeContext) {
+        check(
+            "chain, middle does not release",
+            chain(make, ACQUIRE, RELAXED),
+            &[race(RAW, "chain-read", "chain-write")],
+        );
+    }
+
+    pub fn atomic_counters(make: MakeContext) {
+        let Some(b) = Bench::new(make, 2) else { return };
+        let mut counter = b.zeros(1);
+        b.stream
+            .launch(
+                &b.kernel::<atomic_counter>(),
+                LaunchConfig::new(8, 128),
+                (&mut counter,),
+            )
+            .expect("launch");
+        check("atomic counters", b.sync(), &[]);
+        assert_eq!(counter.to_vec(&b.stream).unwrap(), [1024]);
+    }
+
+    pub fn atomic_and_plain_mixed(make: MakeContext) {
+        let out = two_block_case!(make, atomic_plain_mix, (data));
+        check(
+            "atomic and plain",
+            out,
+            &[race(MIX, "mix-plain", "mix-atomic")],
+        );
+    }
+
+    fn fenced(make: MakeContext, fences: u32) -> vigil::Result<()> {
+        let Some(b) = Bench::new(make, 1) else {
+            return Ok(());
+        };
+        let (mut data, mut flag, mut out) = (b.zeros(1), b.zeros(1), b.zeros(1));
+        b.stream
+            .launch(
+                &b.kernel::<fenced_relaxed>(),
+                two_blocks(),
+                (&mut data, &mut flag, &mut out, fences),
+            )
+            .expect("launch");
+        let verdict = b.sync();
+        assert_eq!(out.to_vec(&b.stream).unwrap(), [9]);
+        verdict
+    }
+
+    pub fn fences_with_relaxed_atomics(make: MakeContext) {
+        check(
+            "release fence + relaxed store / relaxed load + acquire fence",
+            fenced(make, 1),
+            &[],
+        );
+    }
+
+    pub fn relaxed_atomics_without_fences(make: MakeContext) {
+        check(
+            "relaxed atomics without fences",
+            fenced(make, 0),
+            &[race(RAW, "fence-read", "fence-write")],
+        );
+    }
+
+    /// `persistent_spin` on two workers: block 1 spins while block 0 runs.
+    fn persistent(make: MakeContext, store: u32, load: u32) -> vigil::Result<()> {
+        const THREADS: u32 = 64;
+        let Some(b) = Bench::new(make, 2) else {
+            return Ok(());
+        };
+        let n = THREADS as usize;
+        let (mut data, mut flag, mut out) = (b.zeros(n), b.zeros(1), b.zeros(n));
+        b.stream
+            .launch(
+                &b.kernel::<persistent_spin>(),
+                LaunchConfig::new(2, THREADS),
+                (&mut data, &mut flag, &mut out, store, load),
+            )
+            .expect("launch");
+        let verdict = b.sync();
+        let want: Vec<u32> = (1..=THREADS).collect();
+        assert_eq!(out.to_vec(&b.stream).unwrap(), want);
+        verdict
+    }
+
+    pub fn persistent_spin_release_acquire(make: MakeContext) {
+        check(
+            "persistent kernel, release/acquire",
+            persistent(make, RELEASE, ACQUIRE),
+            &[],
+        );
+    }
+
+    pub fn persistent_spin_relaxed(make: MakeContext) {
+        check(
+            "persistent kernel, relaxed",
+            persistent(make, RELAXED, RELAXED),
+            &[race(RAW, "persist-read", "persist-write")],
+        );
+    }
+
+    pub fn report_buffer_overflow(make: MakeContext) {
+        let Some(b) = Bench::new(make, 1) else { return };
+        // 256 threads x 16 elements, written by both blocks: 4,096 races,
+        // more than the report buffer holds.
+        let mut data = b.zeros(4096);
+        b.stream
+            .launch(
+                &b.kernel::<many_races>(),
+                LaunchConfig::new(2, 256),
+                (&mut data, 16u32),
+            )
+            .expect("launch");
+        let reports = match b.sync() {
+            Err(vigil::Error::Races(r)) => r,
+            other => panic!("expected races, got {other:?}"),
+        };
+        assert!(reports.dropped() > 0, "no overflow counted:\n{reports}");
+        assert_eq!(reports.len(), 1, "one distinct race expected:\n{reports}");
+        let r = &reports.reports()[0];
+        assert_eq!(r.kind, WAW);
+        let line = super::line_of("many-write");
+        assert_eq!(r.current.location.as_ref().map(|l| l.line), Some(line));
+        assert_eq!(r.prior.location.as_ref().map(|l| l.line), Some(line));
+        let text = reports.to_string();
+        assert!(
+            text.contains("could not be recorded"),
+            "the overflow is not said:\n{text}"
+        );
+        assert!(
+            u64::from(1u32) + reports.duplicates() + reports.dropped() >= 4096,
+            "races went uncounted:\n{text}"
+        );
+        // The context stays usable and clean afterwards.
+        let mut fresh = b.zeros(64);
+        b.stream
+            .launch(
+                &b.kernel::<disjoint_writes>(),
+                LaunchConfig::new(1, 64),
+                (&mut fresh,),
+            )
+            .expect("launch after the overflow");
+        check("after the overflow", b.sync(), &[]);
+    }
+}
