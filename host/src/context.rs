@@ -1,28 +1,7 @@
 //! [`Context`]: one device (a CUDA GPU or the CPU backend), how its memory
 //! is allocated and how kernels run on it.
 //!
-//! # Backends and modes
-//!
-//! | constructor                                  | device | memory                        | launches |
-//! |----------------------------------------------|--------|-------------------------------|----------|
-//! | [`Context::new`], [`Context::default_device`] | GPU    | `cuMemAlloc`                  | plain PTX entry |
-//! | builder, GPU, sanitizer on                   | GPU    | the shadow allocator ([`CachingPool`] over [`Vmm`](crate::vmm::Vmm)) | plain PTX entry for now (see [`LaunchVariant`]) |
-//! | [`Context::cpu`], builder, CPU               | CPU    | aligned, zeroed host memory   | `K::run_host` on the [`CpuExecutor`] |
-//! | builder, CPU, sanitizer on                   | CPU    | host memory, reported to the [`CpuSanitizer`] | the checked host entry with the sanitizer's runtime |
-//!
-//! [`Context::from_env`] picks with `VIGIL_DEVICE` (`auto`, the default:
-//! the GPU when there is one, else the CPU backend, said once on stderr)
-//! and `VIGIL_SANITIZE`; [`ContextBuilder`] offers the same options in code.
-//! Kernel and host code are the same on every backend.
-//!
-//! | variable         | accepted                                             | default |
-//! |------------------|------------------------------------------------------|---------|
-//! | `VIGIL_DEVICE`   | `auto`, `cpu`, `gpu` (device 0), `gpu:<ordinal>`     | `auto`  |
-//! | `VIGIL_SANITIZE` | `1`/`0`, `on`/`off`, `true`/`false`, `yes`/`no`      | off     |
-//!
-//! The sanitizer's own variables (`VIGIL_SEED`, `VIGIL_CLOCK_BUFFER_SIZE`,
-//! ...) are [`VmmConfig`]'s. A malformed value is [`Error::Config`], naming
-//! the variable, the value and what is accepted.
+//! See [`Context`] for the backends, modes and environment variables.
 
 use crate::cpu::{CpuExecutor, LaunchStats};
 use crate::driver::{self, drv};
@@ -72,7 +51,30 @@ pub enum LaunchVariant {
 }
 
 /// A handle to one device: a CUDA GPU (its primary context) or the CPU
-/// backend. See the [module documentation](self) for backends and modes.
+/// backend.
+///
+/// # Backends and modes
+///
+/// | constructor                                  | device | memory                        | launches |
+/// |----------------------------------------------|--------|-------------------------------|----------|
+/// | [`Context::new`], [`Context::default_device`] | GPU    | `cuMemAlloc`                  | plain PTX entry |
+/// | builder, GPU, sanitizer on                   | GPU    | the shadow allocator ([`CachingPool`] over [`Vmm`](crate::vmm::Vmm)) | plain PTX entry for now (see [`LaunchVariant`]) |
+/// | [`Context::cpu`], builder, CPU               | CPU    | aligned, zeroed host memory   | `K::run_host` on the [`CpuExecutor`] |
+/// | builder, CPU, sanitizer on                   | CPU    | host memory, reported to the [`CpuSanitizer`] | the checked host entry with the sanitizer's runtime |
+///
+/// [`Context::from_env`] picks with `VIGIL_DEVICE` (`auto`, the default:
+/// the GPU when there is one, else the CPU backend, said once on stderr)
+/// and `VIGIL_SANITIZE`; [`ContextBuilder`] offers the same options in code.
+/// Kernel and host code are the same on every backend.
+///
+/// | variable         | accepted                                             | default |
+/// |------------------|------------------------------------------------------|---------|
+/// | `VIGIL_DEVICE`   | `auto`, `cpu`, `gpu` (device 0), `gpu:<ordinal>`     | `auto`  |
+/// | `VIGIL_SANITIZE` | `1`/`0`, `on`/`off`, `true`/`false`, `yes`/`no`      | off     |
+///
+/// The sanitizer's own variables (`VIGIL_SEED`, `VIGIL_CLOCK_BUFFER_SIZE`,
+/// ...) are [`VmmConfig`]'s. A malformed value is [`Error::Config`], naming
+/// the variable, the value and what is accepted.
 ///
 /// Cheap to clone (reference counted); every stream, buffer and module keeps
 /// its context alive. GPU methods make the context current on the calling

@@ -17,6 +17,10 @@ use std::time::Instant;
 /// An event. Record it on a stream, then wait for it (host:
 /// [`Event::synchronize`]; another stream: [`Stream::wait_event`]) or time
 /// the work between two events ([`Event::elapsed_ms`]).
+///
+/// On the CPU backend an event records the host time at which the work
+/// issued before it finished (CPU work runs when issued), so timing works
+/// the same way; the sanitizer learns the stream position it marks.
 pub struct Event {
     ctx: Context,
     id: EventId,

@@ -9,7 +9,7 @@
 //! host synchronisation. [`Context::synchronize`](crate::Context::synchronize)
 //! and [`Stream::synchronize`](crate::Stream::synchronize) then collect
 //! [`CpuSanitizer::take_reports`] and return them as
-//! [`Error::Races`](crate::Error::Races).
+//! [`Error::Races`](crate::Error#variant.Races).
 //!
 //! # Ordering guarantee
 //!

@@ -19,6 +19,13 @@ use std::fmt;
 
 /// A stream: a CUDA stream (created non-blocking: it does not synchronise
 /// with the legacy default stream), or a CPU context's queue.
+///
+/// On the CPU backend every operation runs synchronously on the calling
+/// thread, in issue order, one at a time per context: a valid schedule of
+/// the same queues, so code written for the GPU's ordering rules works
+/// unchanged. The sanitizer still follows stream order, events and host
+/// synchronisation (see [`crate::sanitize`]), not the order the CPU
+/// happened to run things in.
 pub struct Stream {
     ctx: Context,
     id: StreamId,
