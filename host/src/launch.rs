@@ -380,6 +380,17 @@ impl Stream {
         if let Some(cpu) = ctx.cpu_device() {
             return self.launch_cpu(cpu, func, config, buf);
         }
+        if ctx.launch_variant() == LaunchVariant::Sanitized {
+            // Where the sanitized GPU launch goes (a later change): the
+            // `name__vigil` entry, the runtime's hidden arguments appended
+            // to `buf`, `Vmm::note_sanitized_launch`. Until then
+            // `launch_variant` never picks it on a GPU.
+            return Err(Error::Unsupported {
+                op: "a sanitized GPU launch",
+                backend: ctx.device(),
+                reason: "the sanitized GPU launch path is not written yet",
+            });
+        }
         ctx.bind()?;
         func.ensure_dynamic_smem(config.shared_mem_bytes, limits.max_shared_mem_per_block)?;
         let mut params = buf.kernel_params();
