@@ -633,10 +633,15 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         };
         let pool = self.pool();
         let result = loop {
-            let c = cell.load(MemOrder::Acquire);
+            // Relaxed: a compact cell is self-contained (no other memory is
+            // published with it), so the common path needs no fence.
+            let c = cell.load(MemOrder::Relaxed);
             match ShadowCell(c).view() {
                 CellView::Locked => M::Atomics::spin(),
                 CellView::Inflated(i) => {
+                    // Pairs with the inflater's release store: the record's
+                    // first contents were written before the tag.
+                    M::Atomics::fence(MemOrder::Acquire);
                     let rec = pool.record(i);
                     SpinLock::lock::<M::Atomics>(&rec[InflatedRecord::LOCK_WORD]);
                     let mut st = WordState::from_record::<M::Atomics>(rec);
@@ -660,7 +665,12 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                         Some(new) => {
                             if new.0 == c
                                 || cell
-                                    .compare_exchange(c, new.0, MemOrder::AcqRel, MemOrder::Relaxed)
+                                    .compare_exchange(
+                                        c,
+                                        new.0,
+                                        MemOrder::Relaxed,
+                                        MemOrder::Relaxed,
+                                    )
                                     .is_ok()
                             {
                                 break Ok(race);
