@@ -757,7 +757,11 @@ impl HostBufferAllocator for CpuRaceSanitizer {
 
     unsafe fn deallocate(&self, ptr: u64, _size: u64, _align: u64) -> crate::Result<()> {
         // SAFETY: forwarded from the caller (the buffer is no longer used).
-        unsafe { self.free(ptr) }.map_err(|_| crate::Error::HostOutOfMemory { bytes: 0 })
+        unsafe { self.free(ptr) }.map_err(|_| crate::Error::Unsupported {
+            op: "freeing a sanitized CPU buffer",
+            backend: crate::DeviceId::Cpu,
+            reason: "the address is not a live buffer of the CPU sanitizer's arena",
+        })
     }
 }
 

@@ -266,3 +266,25 @@ pub fn many_races(data: GlobalSliceMut<u32>, per_thread: u32) {
         i += 1;
     }
 }
+
+/// The demo's racy kernel: counts the positive values of `data` into
+/// `count[0]` with a plain read and a plain write, so blocks running at
+/// the same time lose each other's increments.
+#[kernel]
+pub fn count_positive_racy(data: GlobalSlice<i32>, count: GlobalSliceMut<u32>) {
+    let i = global_index_x();
+    if i < data.len() && data.load(i) > 0 {
+        let c = count.load(0); // @demo-racy-read
+        count.store(0, c + 1); // @demo-racy-write
+    }
+}
+
+/// The demo's fixed kernel: the same count with one relaxed device-scope
+/// atomic add per positive value.
+#[kernel]
+pub fn count_positive_fixed(data: GlobalSlice<i32>, count: GlobalSliceMut<u32>) {
+    let i = global_index_x();
+    if i < data.len() && data.load(i) > 0 {
+        count.at(0).atomic_add(1, Ordering::Relaxed, Scope::Device);
+    }
+}
