@@ -608,3 +608,55 @@ host_rmw!(ArchMax::arch_max, |a, b| a.max(b), u32, i32, u64, i64);
 host_rmw!(ArchAnd::arch_and, |a, b| a & b, u32, i32, u64, i64);
 host_rmw!(ArchOr::arch_or, |a, b| a | b, u32, i32, u64, i64);
 host_rmw!(ArchXor::arch_xor, |a, b| a ^ b, u32, i32, u64, i64);
+
+#[cfg(test)]
+mod tests {
+    use super::WarpOp;
+
+    /// Lane `l` contributes `l + 10`; lanes outside `contributed` gave nothing.
+    fn values(contributed: u32) -> [u64; 32] {
+        let mut v = [0u64; 32];
+        for (l, x) in v.iter_mut().enumerate() {
+            if contributed & (1 << l) != 0 {
+                *x = l as u64 + 10;
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn shuffles_read_the_source_lane_or_keep_their_own() {
+        let all = values(u32::MAX);
+        let r = |op: WarpOp, lane: u32| op.result(lane, u32::MAX, u32::MAX, &all);
+        assert_eq!(r(WarpOp::Idx(7), 3), 17);
+        assert_eq!(r(WarpOp::Idx(39), 3), 17, "source lane taken mod 32");
+        assert_eq!(r(WarpOp::Up(2), 5), 13);
+        assert_eq!(r(WarpOp::Up(2), 1), 11, "below lane 0: own value");
+        assert_eq!(r(WarpOp::Down(4), 27), 41);
+        assert_eq!(r(WarpOp::Down(4), 28), 38, "past lane 31: own value");
+        assert_eq!(r(WarpOp::Xor(1), 6), 17);
+        assert_eq!(r(WarpOp::Xor(32), 6), 16, "xor out of the warp: own value");
+    }
+
+    #[test]
+    fn votes_count_contributing_lanes_of_the_mask_only() {
+        // Lanes 0..8 contributed; lane l votes true when l is odd.
+        let contributed = 0xff;
+        let mut v = [0u64; 32];
+        for (l, x) in v.iter_mut().enumerate().take(8) {
+            *x = (l % 2) as u64;
+        }
+        let vote = |op: WarpOp, mask: u32| op.result(0, mask, contributed, &v);
+        assert_eq!(vote(WarpOp::Ballot, u32::MAX), 0xaa);
+        assert_eq!(vote(WarpOp::Ballot, 0x0f), 0x0a);
+        assert_eq!(vote(WarpOp::Any, 0x55), 0);
+        assert_eq!(vote(WarpOp::Any, 0x03), 1);
+        assert_eq!(vote(WarpOp::All, 0xaa), 1);
+        assert_eq!(
+            vote(WarpOp::All, 0xaaaa_aaaa),
+            1,
+            "absent lanes do not vote"
+        );
+        assert_eq!(vote(WarpOp::All, 0x03), 0);
+    }
+}
