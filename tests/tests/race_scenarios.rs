@@ -51,7 +51,7 @@ macro_rules! race_scenarios {
                 atomic_counters, atomic_and_plain_mixed,
                 fences_with_relaxed_atomics, relaxed_atomics_without_fences,
                 persistent_spin_release_acquire, persistent_spin_relaxed,
-                report_buffer_overflow);
+                report_buffer_overflow, a_reused_buffer_starts_clean);
         }
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {$(
@@ -558,5 +558,38 @@ mod scenarios {
             )
             .expect("launch after the overflow");
         check("after the overflow", b.sync(), &[]);
+    }
+
+    /// A buffer freed and allocated again at the same address must not
+    /// inherit the old buffer's shadow: a read on an unordered stream
+    /// after the reallocation races with nothing.
+    pub fn a_reused_buffer_starts_clean(make: MakeContext) {
+        let Some(b) = Bench::new(make, 1) else { return };
+        let other = Stream::new(&b.ctx).expect("stream");
+        let mut out = b.zeros(1);
+        let mut data = b.zeros(1);
+        let old = data.device_ptr();
+        b.stream
+            .launch(
+                &b.kernel::<write_one>(),
+                LaunchConfig::new(1, 1),
+                (&mut data, 5u32),
+            )
+            .expect("write launch");
+        drop(data);
+        let mut data = b.zeros(1);
+        // Without the reuse the case proves nothing.
+        if data.device_ptr() != old {
+            eprintln!("the allocator did not reuse the address; nothing to check");
+            return;
+        }
+        other
+            .launch(
+                &b.kernel::<read_one>(),
+                LaunchConfig::new(1, 1),
+                (&mut data, &mut out),
+            )
+            .expect("read launch");
+        check("a reused buffer", b.sync(), &[]);
     }
 }
