@@ -414,6 +414,58 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         (race, true)
     }
 
+    /// The common case of [`Engine::record_access`] for a plain access on a
+    /// compact cell, in registers: the same rules on at most two clocks.
+    /// Returns the new cell and the racing clock, or `None` when the result
+    /// does not stay compact (the caller then takes the general path).
+    #[inline(always)]
+    fn plain_compact(
+        &self,
+        c: ShadowCell,
+        n: &AccessClock,
+        clocks: &ThreadClocks<'m, M::Atomics>,
+    ) -> Option<(ShadowCell, Option<AccessClock>)> {
+        const NONE: AccessClock = AccessClock {
+            tid: 0,
+            epoch: 0,
+            mask: 0,
+            write: false,
+            atomic: false,
+            scope: Scope::Block,
+        };
+        let mut w = c.write_clock().unwrap_or(NONE);
+        let mut r = c.read_clock().unwrap_or(NONE);
+        let mut race = None;
+        let mut merged = 0u8;
+        for a in [&mut w, &mut r] {
+            if a.mask == 0 {
+                continue;
+            }
+            let overlap = a.mask & n.mask != 0;
+            let ordered = clocks.get(a.tid) >= a.epoch;
+            // A plain access is never compatible with anything.
+            if race.is_none() && overlap && (a.write || n.write) && !ordered {
+                race = Some(*a);
+            }
+            if ordered && overlap && (n.write || !a.write) {
+                a.mask &= !n.mask;
+            }
+            if a.same_access(n) {
+                merged |= a.mask;
+                a.mask = 0;
+            }
+        }
+        let slot = if n.write { &mut w } else { &mut r };
+        if slot.mask != 0 {
+            return None;
+        }
+        *slot = AccessClock {
+            mask: n.mask | merged,
+            ..*n
+        };
+        Some((ShadowCell::from_clocks(&w, &r)?, race))
+    }
+
     // ----- locking words --------------------------------------------------
 
     fn lock_word(&self, word: u64) -> Option<LockedWord> {
@@ -659,6 +711,16 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                     break Ok(race);
                 }
                 CellView::Compact => {
+                    if let Some((new, race)) = self.plain_compact(ShadowCell(c), &n, clocks) {
+                        if new.0 == c
+                            || cell
+                                .compare_exchange(c, new.0, MemOrder::Relaxed, MemOrder::Relaxed)
+                                .is_ok()
+                        {
+                            break Ok(race);
+                        }
+                        continue;
+                    }
                     let mut st = WordState::from_compact(ShadowCell(c));
                     let (race, evicted) = self.record_access(&mut st, n, clocks);
                     match st.to_compact() {
@@ -1041,5 +1103,93 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         }
         clocks.mark_published();
         clocks.unlock_exclusive();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::atomic::CoreAtomics;
+    use core::sync::atomic::AtomicU32;
+
+    /// The compact fast path and the general path agree on every compact
+    /// state and plain access they both handle.
+    #[test]
+    fn compact_fast_path_matches_the_general_path() {
+        const N: u32 = 3;
+        let words = crate::abi::thread_state_words(N, 2);
+        let ts: [AtomicU32; 3 * (8 + 5 * 3)] = core::array::from_fn(|_| AtomicU32::new(0));
+        assert_eq!(ts.len(), words * N as usize);
+        let mem = SliceMemory::<CoreAtomics> {
+            thread_states: &ts,
+            thread_state_words: words,
+            shadow: &[],
+            pool: &[],
+            reports: &[],
+            sc_fences: &[],
+        };
+        let cfg = EngineConfig {
+            num_sms: 1,
+            num_threads: N,
+            clock_buffer_size: 2,
+            rng_seed: 1,
+            real_base: 0,
+        };
+        let e = Engine::new(&mem, cfg);
+        for t in 0..N {
+            e.init_thread(t);
+        }
+        // Thread 0 has seen thread 1 up to epoch 2 and thread 2 up to 0.
+        let c0 = e.clocks(0);
+        c0.lock_exclusive();
+        c0.join_entry(1, 2);
+        c0.unlock_exclusive();
+        let clock = |i: u32, write: bool| AccessClock {
+            tid: i % 3,
+            epoch: 1 + (i / 3) % 3,
+            mask: [0b0001, 0b0011, 0b1100, 0b1111, 0b0110][(i / 9 % 5) as usize],
+            write,
+            atomic: i / 45 % 2 == 1,
+            scope: [Scope::Block, Scope::Device, Scope::System][(i / 90 % 3) as usize],
+        };
+        let mut checked = 0;
+        for wi in 0..271u32 {
+            for ri in 0..271u32 {
+                let mut st = WordState::EMPTY;
+                if wi < 270 {
+                    st.push(clock(wi, true));
+                }
+                if ri < 270 {
+                    st.push(clock(ri, false));
+                }
+                let Some(cell) = st.to_compact() else {
+                    continue;
+                };
+                for ni in 0..90u32 {
+                    let mut n = clock(ni, ni % 2 == 0);
+                    n.tid = 0;
+                    n.epoch = 1;
+                    n.atomic = false;
+                    n.scope = Scope::Block;
+                    let mut general = WordState::from_compact(cell);
+                    let (race, _) = e.record_access(&mut general, n, &c0);
+                    if let Some((fast, fast_race)) = e.plain_compact(cell, &n, &c0) {
+                        assert_eq!(
+                            Some(fast),
+                            general.to_compact(),
+                            "state {cell:?} access {n:?}"
+                        );
+                        assert_eq!(fast_race, race, "state {cell:?} access {n:?}");
+                        checked += 1;
+                    } else {
+                        assert!(
+                            general.to_compact().is_none(),
+                            "fast path gave up on {cell:?} {n:?}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(checked > 100_000, "{checked}");
     }
 }

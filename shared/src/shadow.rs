@@ -95,6 +95,75 @@ impl ShadowCell {
     }
 }
 
+impl ShadowCell {
+    #[inline(always)]
+    const fn field(self, shift: u32, bits: u32) -> u32 {
+        ((self.0 >> shift) & ((1u64 << bits) - 1)) as u32
+    }
+
+    /// The write clock of a compact cell, if any.
+    #[inline(always)]
+    pub const fn write_clock(self) -> Option<AccessClock> {
+        let mask = self.field(WM_SHIFT, 4) as u8;
+        if mask == 0 {
+            return None;
+        }
+        let k = self.field(WK_SHIFT, 2);
+        Some(AccessClock {
+            tid: self.field(WT_SHIFT, COMPACT_TID_BITS),
+            epoch: self.field(WE_SHIFT, COMPACT_EPOCH_BITS),
+            mask,
+            write: true,
+            atomic: k != 0,
+            scope: scope_from(k.saturating_sub(1) as u8),
+        })
+    }
+
+    /// The read clock of a compact cell, if any.
+    #[inline(always)]
+    pub const fn read_clock(self) -> Option<AccessClock> {
+        let mask = self.field(RM_SHIFT, 4) as u8;
+        if mask == 0 {
+            return None;
+        }
+        let k = self.field(RK_SHIFT, 2);
+        Some(AccessClock {
+            tid: self.field(RT_SHIFT, COMPACT_TID_BITS),
+            epoch: self.field(RE_SHIFT, COMPACT_EPOCH_BITS),
+            mask,
+            write: false,
+            atomic: k != 0,
+            scope: scope_from(k.saturating_sub(1) as u8),
+        })
+    }
+
+    /// Encodes a write clock and a read clock (masks 0: absent), or `None`
+    /// when one does not fit the compact widths.
+    #[inline(always)]
+    pub const fn from_clocks(w: &AccessClock, r: &AccessClock) -> Option<ShadowCell> {
+        const fn fits(a: &AccessClock) -> bool {
+            a.mask == 0 || (a.tid < 1 << COMPACT_TID_BITS && a.epoch < 1 << COMPACT_EPOCH_BITS)
+        }
+        if !fits(w) || !fits(r) {
+            return None;
+        }
+        let mut v = 0u64;
+        if w.mask != 0 {
+            v |= (w.mask as u64) << WM_SHIFT
+                | kind_bits(w.atomic, w.scope) << WK_SHIFT
+                | (w.tid as u64) << WT_SHIFT
+                | (w.epoch as u64) << WE_SHIFT;
+        }
+        if r.mask != 0 {
+            v |= (r.mask as u64) << RM_SHIFT
+                | kind_bits(r.atomic, r.scope) << RK_SHIFT
+                | (r.tid as u64) << RT_SHIFT
+                | (r.epoch as u64) << RE_SHIFT;
+        }
+        Some(ShadowCell(v))
+    }
+}
+
 /// Kind bits of a compact clock: 0 plain, 1 + scope for atomics.
 #[inline(always)]
 const fn kind_bits(atomic: bool, scope: Scope) -> u64 {
@@ -271,31 +340,11 @@ impl WordState {
     /// Decodes a compact cell (caller checked [`CellView::Compact`]).
     pub fn from_compact(c: ShadowCell) -> WordState {
         let mut s = WordState::EMPTY;
-        let v = c.0;
-        let field = |shift: u32, bits: u32| ((v >> shift) & ((1u64 << bits) - 1)) as u32;
-        let wm = field(WM_SHIFT, 4) as u8;
-        let rm = field(RM_SHIFT, 4) as u8;
-        if wm != 0 {
-            let k = field(WK_SHIFT, 2);
-            s.push(AccessClock {
-                tid: field(WT_SHIFT, COMPACT_TID_BITS),
-                epoch: field(WE_SHIFT, COMPACT_EPOCH_BITS),
-                mask: wm,
-                write: true,
-                atomic: k != 0,
-                scope: scope_from(k.saturating_sub(1) as u8),
-            });
+        if let Some(w) = c.write_clock() {
+            s.push(w);
         }
-        if rm != 0 {
-            let k = field(RK_SHIFT, 2);
-            s.push(AccessClock {
-                tid: field(RT_SHIFT, COMPACT_TID_BITS),
-                epoch: field(RE_SHIFT, COMPACT_EPOCH_BITS),
-                mask: rm,
-                write: false,
-                atomic: k != 0,
-                scope: scope_from(k.saturating_sub(1) as u8),
-            });
+        if let Some(r) = c.read_clock() {
+            s.push(r);
         }
         s
     }
