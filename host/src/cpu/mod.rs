@@ -4,8 +4,8 @@
 //! # Model
 //!
 //! - **Workers and virtual SMs.** [`CpuExecutor::new`] starts a fixed pool
-//!   of worker threads (by default one per available core, at most 16). Worker `i` is
-//!   virtual SM `i`: every block it runs sees `smid == i` in its
+//!   of worker threads (by default one per available core, at most 16).
+//!   Worker `i` is virtual SM `i`: every block it runs sees `smid == i` in its
 //!   [`ThreadContext`](vigil_device::host_runtime::ThreadContext). A worker
 //!   runs one block at a time, start to finish, so two blocks that run at
 //!   the same time never share a virtual SM, which is what the
@@ -13,8 +13,8 @@
 //!   Blocks are claimed in linear order (x fastest) from a shared counter.
 //! - **Threads as coroutines.** A block's threads run as stackful
 //!   coroutines (`corosensei`) on their worker's OS thread, each on its own
-//!   small stack (256 KiB by default, with a guard page, reused from block to
-//!   block). A thread runs until it returns or blocks at `sync_threads` or
+//!   small stack (256 KiB by default, with a guard page, reused from block
+//!   to block, its top cache-coloured by lane). A thread runs until it returns or blocks at `sync_threads` or
 //!   a warp collective; a kernel that never blocks runs each thread to
 //!   completion in turn. Barriers release when every thread that has not
 //!   exited waits; warp collectives complete when every non-exited lane of
@@ -34,7 +34,6 @@
 //!   with a [`SanitizerRuntime`]: the executor installs it in every
 //!   thread's context and calls its `block_start` / `block_end` hooks on
 //!   the block's worker.
-//!
 //! - **Spin-waits.** A thread that reads one address over and over (a
 //!   plain or atomic load, or a failing compare-exchange, 32 times in a
 //!   row) steps aside until the block's other runnable threads have run,
