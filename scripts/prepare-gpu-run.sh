@@ -22,6 +22,9 @@ mkdir -p "$out/bin" "$out/examples" "$out/ptx"
 export CARGO_PROFILE_RELEASE_DEBUG=false
 export CARGO_PROFILE_RELEASE_STRIP=debuginfo
 
+echo "== building and validating the PTX"
+bash "$root/scripts/validate-ptx.sh" | tail -n 1
+
 echo "== building test binaries"
 cargo test "${packages[@]}" --release --no-run --message-format=json-render-diagnostics \
   | python3 -c '
@@ -35,7 +38,8 @@ for line in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m.get("profile", {}).get("test"):
         name = m["target"]["name"].replace("-", "_")
         kind = m["target"]["kind"][0]
-        dest = os.path.join(out, "bin", f"{kind}-{name}")
+        pkg = m["package_id"].split("#")[-1].split("@")[0].split("/")[-1]
+        dest = os.path.join(out, "bin", f"{pkg}-{kind}-{name}")
         shutil.copy(m["executable"], dest)
         print("  ", os.path.basename(dest))
 ' "$out"
