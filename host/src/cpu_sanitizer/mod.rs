@@ -50,7 +50,10 @@
 //!   name another reader, often at the same source line). Block, thread
 //!   and kernel of the prior access are given only when the entry was made
 //!   by the racing clock slot, and the kernel only for the last 2,048
-//!   launches.
+//!   launches. A report whose entry is missing or names another slot waits
+//!   briefly (a bounded spin) for the prior access's entry: that access
+//!   writes it just after the engine recorded it, possibly on another
+//!   worker.
 //! - **Reports** go to a bounded buffer
 //!   ([`CpuSanitizerConfig::report_capacity`] records; more are counted as
 //!   dropped, never a crash) and come back de-duplicated by kind and
@@ -90,6 +93,10 @@ use vigil_shared::{AccessKind, Ordering, Scope};
 /// Launches whose shapes and names the sanitizer remembers (for naming
 /// the kernel, block and thread of a prior access).
 const LAUNCH_HISTORY: usize = 2048;
+
+/// Polls of a word's side-table entry, when a race is reported, waiting
+/// for the prior access's entry to appear (see the module docs).
+const SIDE_TABLE_WAIT_POLLS: u32 = 1 << 14;
 
 /// Settings of a [`CpuRaceSanitizer`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -552,14 +559,24 @@ impl CpuRaceSanitizer {
         let (prior_access, prior_scope) = unpack_access(r.prior_access);
         let kind = r.report_kind().unwrap_or(ReportKind::WriteAfterWrite);
         let base = self.cfg.real_base;
-        let side = (r.address >= base && !kind.is_error())
-            .then(|| {
-                let prior_writes = prior_access.writes();
-                self.mem
-                    .arena
-                    .last_access((r.address - base) / 4, prior_writes)
-            })
-            .flatten();
+        let side = if r.address >= base && !kind.is_error() {
+            let word = (r.address - base) / 4;
+            let lookup = || self.mem.arena.last_access(word, prior_access.writes());
+            // The prior access updates the side table just after the
+            // engine recorded it: when it runs on another worker, its entry
+            // may still be on its way. Wait a little for it.
+            let mut side = lookup();
+            for _ in 0..SIDE_TABLE_WAIT_POLLS {
+                if side.is_some_and(|e| u32::from(e.tid) == r.prior_tid) {
+                    break;
+                }
+                std::hint::spin_loop();
+                side = lookup();
+            }
+            side
+        } else {
+            None
+        };
         let launches = lock(&self.launches);
         let current = &launches[r.site.kernel_id as usize % LAUNCH_HISTORY];
         let mut prior = PriorAccess {
