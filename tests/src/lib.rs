@@ -3,6 +3,15 @@
 
 use vigil::{Event, Result, Stream};
 
+/// The examples' programs, one function each, so that the example binaries
+/// and the tests run the same code (the tests on the CPU backend).
+pub mod programs {
+    pub mod axpy;
+    pub mod demo;
+    pub mod histogram;
+    pub mod reduce_sum;
+}
+
 /// The PTX of the `vigil-kernels` crate, built by `vigil-build` in `build.rs`.
 pub const KERNELS_PTX: &str = include_str!(env!("VIGIL_PTX_VIGIL_KERNELS"));
 
