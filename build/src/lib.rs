@@ -1,12 +1,10 @@
 //! `vigil-build`: compile a Vigil kernel crate to PTX from a `build.rs`.
 //!
 //! ```no_run
-//! // build.rs of the crate that launches the kernels
-//! fn main() {
-//!     vigil_build::PtxBuilder::new("kernels")
-//!         .build()
-//!         .unwrap_or_else(|e| panic!("{e}"));
-//! }
+//! // in build.rs (of the crate that launches the kernels), inside `fn main`:
+//! vigil_build::PtxBuilder::new("kernels")
+//!     .build()
+//!     .unwrap_or_else(|e| panic!("{e}"));
 //! ```
 //!
 //! and in that crate: `const PTX: &str = include_str!(env!("VIGIL_PTX_KERNELS"));`
@@ -342,7 +340,7 @@ fn ptx_filenames(line: &str) -> Vec<String> {
 fn json_string_field(line: &str, field: &str) -> Option<String> {
     let key = format!("\"{field}\":\"");
     let start = line.find(&key)? + key.len();
-    let bytes = line[start..].as_bytes();
+    let bytes = &line.as_bytes()[start..];
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {

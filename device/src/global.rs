@@ -478,7 +478,9 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalSlice<T, S> {
 
 fn cast_parts<T, U>(addr: usize, len: usize) -> Option<(usize, usize)> {
     let bytes = len * size_of::<T>();
-    if size_of::<U>() == 0 || addr % core::mem::align_of::<U>() != 0 || bytes % size_of::<U>() != 0
+    if size_of::<U>() == 0
+        || !addr.is_multiple_of(core::mem::align_of::<U>())
+        || !bytes.is_multiple_of(size_of::<U>())
     {
         return None;
     }

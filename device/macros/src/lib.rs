@@ -59,7 +59,7 @@ enum ParamKind {
     /// A global-memory handle: its type name (`GlobalSlice`, ...) and element type.
     Handle {
         handle: Ident,
-        elem: Type,
+        elem: Box<Type>,
     },
 }
 
@@ -309,7 +309,7 @@ fn classify(ty: &Type) -> syn::Result<ParamKind> {
                 }
                 return Ok(ParamKind::Handle {
                     handle: last.ident.clone(),
-                    elem: tys[0].clone(),
+                    elem: Box::new(tys[0].clone()),
                 });
             }
             if tp.path.segments.len() == 1
