@@ -153,8 +153,16 @@ mod tests {
     #[test]
     fn packed_size_counts_slice_parts() {
         const P: [ParamDesc; 2] = [
-            ParamDesc { name: "a", rust_type: "f32", parts: &[PtxType::F32] },
-            ParamDesc { name: "x", rust_type: "GlobalSlice<f32>", parts: &[PtxType::Ptr, PtxType::B64] },
+            ParamDesc {
+                name: "a",
+                rust_type: "f32",
+                parts: &[PtxType::F32],
+            },
+            ParamDesc {
+                name: "x",
+                rust_type: "GlobalSlice<f32>",
+                parts: &[PtxType::Ptr, PtxType::B64],
+            },
         ];
         assert_eq!(packed_size(&P), 24);
     }
