@@ -4,13 +4,17 @@
 //! for `nvptx64-nvidia-cuda` and that `ptxas` accepts the result; the host
 //! build of the same function ([`check_hooks`]) is what the GPU runtime's
 //! wrapper will look like.
-#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, stdarch_nvptx))]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    no_std,
+    feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)
+)]
 #![warn(missing_docs)]
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering as MemOrder};
 
 use vigil_shared::abi::{thread_state_words, AccessSite, GlobalState};
-use vigil_shared::atomic::CoreAtomics;
+use vigil_shared::atomic::{AtomicFamily, CoreAtomics};
 use vigil_shared::engine::{AtomicOp, AtomicOpKind, Engine, EngineConfig, Outcome, SliceMemory};
 use vigil_shared::{Ordering, Scope};
 
@@ -164,6 +168,9 @@ pub mod stress_mode {
     pub const PLAIN_STREAM: u32 = 3;
     /// [`ATOMIC`]'s memory traffic without the engine (baseline).
     pub const PLAIN_ATOMIC: u32 = 4;
+    /// Flag: run the engine on device-scope (`.gpu`) atomics instead of
+    /// `core`'s system-scope ones (what a single-GPU runtime would use).
+    pub const GPU_SCOPE: u32 = 0x100;
 }
 
 /// The body of the GPU stress kernel for GPU thread `gid` of sanitizer
@@ -205,21 +212,67 @@ pub unsafe fn stress_body(
         }
         _ => {}
     }
+    #[cfg(target_arch = "nvptx64")]
+    if mode & stress_mode::GPU_SCOPE != 0 {
+        // SAFETY: forwarded from the caller; GpuU32/GpuU64 are plain words.
+        return unsafe {
+            stress_engine::<gpu_atomics::GpuAtomics>(
+                mem,
+                tid,
+                gid,
+                total_threads,
+                mode & !stress_mode::GPU_SCOPE,
+                iters,
+                data,
+                words,
+            )
+        };
+    }
+    // SAFETY: forwarded from the caller.
+    unsafe { stress_engine::<CoreAtomics>(mem, tid, gid, total_threads, mode, iters, data, words) }
+}
+
+/// The engine rounds of [`stress_body`] over atomic family `F`.
+///
+/// # Safety
+/// As [`stress_body`]; `F`'s atomics must be plain 4- and 8-byte words.
+#[allow(clippy::too_many_arguments)]
+unsafe fn stress_engine<F: AtomicFamily>(
+    mem: &RawSanitizerMemory,
+    tid: u32,
+    gid: u32,
+    total_threads: u32,
+    mode: u32,
+    iters: u32,
+    data: &[AtomicU32],
+    words: usize,
+) -> u32 {
+    let counter = &data[words];
+    let word = |k: u32| gid as usize + k as usize * total_threads as usize;
     // SAFETY: forwarded from the caller.
     let g = unsafe { &*mem.globals };
     let ts_words = thread_state_words(g.num_threads, g.clock_buffer_size);
     // SAFETY: forwarded from the caller.
     let memory = unsafe {
-        SliceMemory::<CoreAtomics> {
+        SliceMemory::<F> {
             thread_states: core::slice::from_raw_parts(
-                mem.thread_states,
+                mem.thread_states.cast::<F::U32>(),
                 ts_words * g.num_threads as usize,
             ),
             thread_state_words: ts_words,
-            shadow: core::slice::from_raw_parts(mem.shadow, mem.shadow_cells as usize),
-            pool: core::slice::from_raw_parts(mem.pool, mem.pool_words as usize),
-            reports: core::slice::from_raw_parts(mem.reports, mem.report_words as usize),
-            sc_fences: core::slice::from_raw_parts(mem.sc_fences, mem.sc_fence_words as usize),
+            shadow: core::slice::from_raw_parts(
+                mem.shadow.cast::<F::U64>(),
+                mem.shadow_cells as usize,
+            ),
+            pool: core::slice::from_raw_parts(mem.pool.cast::<F::U32>(), mem.pool_words as usize),
+            reports: core::slice::from_raw_parts(
+                mem.reports.cast::<F::U32>(),
+                mem.report_words as usize,
+            ),
+            sc_fences: core::slice::from_raw_parts(
+                mem.sc_fences.cast::<F::U32>(),
+                mem.sc_fence_words as usize,
+            ),
         }
     };
     let engine = Engine::new(&memory, EngineConfig::from_globals(g));
@@ -289,6 +342,203 @@ pub unsafe extern "ptx-kernel" fn vigil_engine_stress(
     let bits = unsafe { stress_body(&*mem, block, gid, block_dim * grid_dim, mode, iters, data) };
     // SAFETY: `out` holds one u32 per GPU thread.
     unsafe { out.add(gid as usize).write(bits) };
+}
+
+/// An [`AtomicFamily`] of device-scope PTX atomics (`ld/st/atom .gpu`),
+/// which are cheaper than `core`'s `.sys` ones when one GPU is checked.
+#[cfg(target_arch = "nvptx64")]
+pub mod gpu_atomics {
+    use core::arch::asm;
+    use core::cell::UnsafeCell;
+    use core::sync::atomic::Ordering as MemOrder;
+    use vigil_shared::atomic::{AtomicFamily, AtomicU32Ops, AtomicU64Ops};
+
+    /// A 32-bit word accessed with `.gpu` atomics.
+    #[repr(transparent)]
+    pub struct GpuU32(UnsafeCell<u32>);
+    /// A 64-bit word accessed with `.gpu` atomics.
+    #[repr(transparent)]
+    pub struct GpuU64(UnsafeCell<u64>);
+    // SAFETY: every access goes through a PTX atomic instruction.
+    unsafe impl Sync for GpuU32 {}
+    // SAFETY: as above.
+    unsafe impl Sync for GpuU64 {}
+
+    /// The family.
+    pub struct GpuAtomics;
+
+    macro_rules! cas_sem {
+        ($s:expr, $f:expr) => {
+            match ($s, $f) {
+                (MemOrder::Relaxed, MemOrder::Relaxed) => 0,
+                (MemOrder::Acquire, _) | (MemOrder::Relaxed, _) => 1,
+                (MemOrder::Release, MemOrder::Relaxed) => 2,
+                _ => 3,
+            }
+        };
+    }
+
+    impl AtomicU32Ops for GpuU32 {
+        #[inline(always)]
+        fn load(&self, o: MemOrder) -> u32 {
+            let v: u32;
+            let p = self.0.get();
+            // SAFETY: `p` is a valid, aligned global word.
+            unsafe {
+                if o == MemOrder::Relaxed {
+                    asm!("ld.relaxed.gpu.u32 {v}, [{p}];", v = out(reg32) v, p = in(reg64) p);
+                } else {
+                    asm!("ld.acquire.gpu.u32 {v}, [{p}];", v = out(reg32) v, p = in(reg64) p);
+                }
+            }
+            v
+        }
+        #[inline(always)]
+        fn store(&self, v: u32, o: MemOrder) {
+            let p = self.0.get();
+            // SAFETY: as in `load`.
+            unsafe {
+                if o == MemOrder::Relaxed {
+                    asm!("st.relaxed.gpu.u32 [{p}], {v};", v = in(reg32) v, p = in(reg64) p);
+                } else {
+                    asm!("st.release.gpu.u32 [{p}], {v};", v = in(reg32) v, p = in(reg64) p);
+                }
+            }
+        }
+        #[inline(always)]
+        fn compare_exchange(&self, c: u32, n: u32, s: MemOrder, f: MemOrder) -> Result<u32, u32> {
+            let old: u32;
+            let p = self.0.get();
+            // SAFETY: as in `load`.
+            unsafe {
+                match cas_sem!(s, f) {
+                    0 => {
+                        asm!("atom.relaxed.gpu.cas.b32 {o}, [{p}], {c}, {n};", o = out(reg32) old, p = in(reg64) p, c = in(reg32) c, n = in(reg32) n)
+                    }
+                    1 => {
+                        asm!("atom.acquire.gpu.cas.b32 {o}, [{p}], {c}, {n};", o = out(reg32) old, p = in(reg64) p, c = in(reg32) c, n = in(reg32) n)
+                    }
+                    2 => {
+                        asm!("atom.release.gpu.cas.b32 {o}, [{p}], {c}, {n};", o = out(reg32) old, p = in(reg64) p, c = in(reg32) c, n = in(reg32) n)
+                    }
+                    _ => {
+                        asm!("atom.acq_rel.gpu.cas.b32 {o}, [{p}], {c}, {n};", o = out(reg32) old, p = in(reg64) p, c = in(reg32) c, n = in(reg32) n)
+                    }
+                }
+            }
+            if old == c {
+                Ok(old)
+            } else {
+                Err(old)
+            }
+        }
+        #[inline(always)]
+        fn fetch_add(&self, v: u32, o: MemOrder) -> u32 {
+            let old: u32;
+            let p = self.0.get();
+            // SAFETY: as in `load`.
+            unsafe {
+                if o == MemOrder::Relaxed {
+                    asm!("atom.relaxed.gpu.add.u32 {o}, [{p}], {v};", o = out(reg32) old, p = in(reg64) p, v = in(reg32) v);
+                } else {
+                    asm!("atom.acq_rel.gpu.add.u32 {o}, [{p}], {v};", o = out(reg32) old, p = in(reg64) p, v = in(reg32) v);
+                }
+            }
+            old
+        }
+        #[inline(always)]
+        fn fetch_sub(&self, v: u32, o: MemOrder) -> u32 {
+            self.fetch_add(v.wrapping_neg(), o)
+        }
+        #[inline(always)]
+        fn fetch_max(&self, v: u32, o: MemOrder) -> u32 {
+            let old: u32;
+            let p = self.0.get();
+            // SAFETY: as in `load`.
+            unsafe {
+                if o == MemOrder::Relaxed {
+                    asm!("atom.relaxed.gpu.max.u32 {o}, [{p}], {v};", o = out(reg32) old, p = in(reg64) p, v = in(reg32) v);
+                } else {
+                    asm!("atom.acq_rel.gpu.max.u32 {o}, [{p}], {v};", o = out(reg32) old, p = in(reg64) p, v = in(reg32) v);
+                }
+            }
+            old
+        }
+    }
+
+    impl AtomicU64Ops for GpuU64 {
+        #[inline(always)]
+        fn load(&self, o: MemOrder) -> u64 {
+            let v: u64;
+            let p = self.0.get();
+            // SAFETY: `p` is a valid, aligned global word.
+            unsafe {
+                if o == MemOrder::Relaxed {
+                    asm!("ld.relaxed.gpu.u64 {v}, [{p}];", v = out(reg64) v, p = in(reg64) p);
+                } else {
+                    asm!("ld.acquire.gpu.u64 {v}, [{p}];", v = out(reg64) v, p = in(reg64) p);
+                }
+            }
+            v
+        }
+        #[inline(always)]
+        fn store(&self, v: u64, o: MemOrder) {
+            let p = self.0.get();
+            // SAFETY: as in `load`.
+            unsafe {
+                if o == MemOrder::Relaxed {
+                    asm!("st.relaxed.gpu.u64 [{p}], {v};", v = in(reg64) v, p = in(reg64) p);
+                } else {
+                    asm!("st.release.gpu.u64 [{p}], {v};", v = in(reg64) v, p = in(reg64) p);
+                }
+            }
+        }
+        #[inline(always)]
+        fn compare_exchange(&self, c: u64, n: u64, s: MemOrder, f: MemOrder) -> Result<u64, u64> {
+            let old: u64;
+            let p = self.0.get();
+            // SAFETY: as in `load`.
+            unsafe {
+                match cas_sem!(s, f) {
+                    0 => {
+                        asm!("atom.relaxed.gpu.cas.b64 {o}, [{p}], {c}, {n};", o = out(reg64) old, p = in(reg64) p, c = in(reg64) c, n = in(reg64) n)
+                    }
+                    1 => {
+                        asm!("atom.acquire.gpu.cas.b64 {o}, [{p}], {c}, {n};", o = out(reg64) old, p = in(reg64) p, c = in(reg64) c, n = in(reg64) n)
+                    }
+                    2 => {
+                        asm!("atom.release.gpu.cas.b64 {o}, [{p}], {c}, {n};", o = out(reg64) old, p = in(reg64) p, c = in(reg64) c, n = in(reg64) n)
+                    }
+                    _ => {
+                        asm!("atom.acq_rel.gpu.cas.b64 {o}, [{p}], {c}, {n};", o = out(reg64) old, p = in(reg64) p, c = in(reg64) c, n = in(reg64) n)
+                    }
+                }
+            }
+            if old == c {
+                Ok(old)
+            } else {
+                Err(old)
+            }
+        }
+    }
+
+    impl AtomicFamily for GpuAtomics {
+        type U32 = GpuU32;
+        type U64 = GpuU64;
+        #[inline(always)]
+        fn fence(o: MemOrder) {
+            // SAFETY: a fence has no operands.
+            unsafe {
+                if o == MemOrder::SeqCst {
+                    asm!("fence.sc.gpu;");
+                } else {
+                    asm!("fence.acq_rel.gpu;");
+                }
+            }
+        }
+        #[inline(always)]
+        fn spin() {}
+    }
 }
 
 /// PTX has no unwinding: a panic (a failed bounds check) traps the kernel.

@@ -163,6 +163,15 @@ fn engine_ptx_runs_on_the_gpu() {
         secs / base_stream
     );
     assert_eq!(races, 0, "false positive on the GPU (stream)");
+    let gpu_scope = stress_mode::STREAM | stress_mode::GPU_SCOPE;
+    let (secs, bits, _, races, ..) = fresh(gpu_scope, ITERS);
+    println!(
+        "gpu stream, engine on .gpu-scope atomics: {:.3} ms ({:.1}x); reports {races}",
+        secs * 1e3,
+        secs / base_stream
+    );
+    assert_eq!(races, 0, "false positive on the GPU (stream, .gpu)");
+    assert!(bits.iter().all(|b| *b == 0), "race or error (stream, .gpu)");
     assert!(
         bits.iter().all(|b| *b == 0),
         "a GPU thread saw a race or an engine error (stream)"
@@ -184,6 +193,19 @@ fn engine_ptx_runs_on_the_gpu() {
         "an atomic done under the engine's cell lock was lost"
     );
     assert_eq!(races, 0, "false positive on the GPU (atomics)");
+    let gpu_scope = stress_mode::ATOMIC | stress_mode::GPU_SCOPE;
+    let (secs, bits, counter, races, ..) = fresh(gpu_scope, ATOMIC_ITERS);
+    println!(
+        "gpu atomics, engine on .gpu-scope atomics: {:.3} ms ({:.1}x); reports {races}",
+        secs * 1e3,
+        secs / base_atomic
+    );
+    assert_eq!(counter, total * ATOMIC_ITERS, "atomic lost (.gpu)");
+    assert_eq!(races, 0, "false positive on the GPU (atomics, .gpu)");
+    assert!(
+        bits.iter().all(|b| *b == 0),
+        "race or error (atomics, .gpu)"
+    );
     assert!(
         bits.iter().all(|b| *b == 0),
         "a GPU thread saw a race or an engine error (atomics)"
