@@ -163,6 +163,10 @@ fn engine_ptx_runs_on_the_gpu() {
         secs / base_stream
     );
     assert_eq!(races, 0, "false positive on the GPU (stream)");
+    assert!(
+        bits.iter().all(|b| *b == 0),
+        "a GPU thread saw a race or an engine error (stream)"
+    );
     let gpu_scope = stress_mode::STREAM | stress_mode::GPU_SCOPE;
     let (secs, bits, _, races, ..) = fresh(gpu_scope, ITERS);
     println!(
@@ -172,10 +176,6 @@ fn engine_ptx_runs_on_the_gpu() {
     );
     assert_eq!(races, 0, "false positive on the GPU (stream, .gpu)");
     assert!(bits.iter().all(|b| *b == 0), "race or error (stream, .gpu)");
-    assert!(
-        bits.iter().all(|b| *b == 0),
-        "a GPU thread saw a race or an engine error (stream)"
-    );
 
     let (base_atomic, _, base_counter, ..) = fresh(stress_mode::PLAIN_ATOMIC, ATOMIC_ITERS);
     assert_eq!(base_counter, total * ATOMIC_ITERS);
@@ -193,6 +193,10 @@ fn engine_ptx_runs_on_the_gpu() {
         "an atomic done under the engine's cell lock was lost"
     );
     assert_eq!(races, 0, "false positive on the GPU (atomics)");
+    assert!(
+        bits.iter().all(|b| *b == 0),
+        "a GPU thread saw a race or an engine error (atomics)"
+    );
     let gpu_scope = stress_mode::ATOMIC | stress_mode::GPU_SCOPE;
     let (secs, bits, counter, races, ..) = fresh(gpu_scope, ATOMIC_ITERS);
     println!(
@@ -205,10 +209,6 @@ fn engine_ptx_runs_on_the_gpu() {
     assert!(
         bits.iter().all(|b| *b == 0),
         "race or error (atomics, .gpu)"
-    );
-    assert!(
-        bits.iter().all(|b| *b == 0),
-        "a GPU thread saw a race or an engine error (atomics)"
     );
 
     let (_, bits, _, races, records, _) = fresh(stress_mode::RACY, ATOMIC_ITERS);
