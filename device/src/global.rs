@@ -114,6 +114,38 @@ macro_rules! handle_common {
     };
 }
 
+/// The constructor and length queries both slice handles share.
+macro_rules! slice_common {
+    ($name:ident, $ptr:ty) => {
+        impl<T, S> $name<T, S> {
+            /// A handle from a raw device pointer and a length in elements.
+            ///
+            /// # Safety
+            /// `ptr` must be valid, aligned global memory for `len` elements for the whole launch.
+            #[inline(always)]
+            pub const unsafe fn from_raw_parts(ptr: $ptr, len: usize) -> Self {
+                $name {
+                    ptr,
+                    len,
+                    _s: PhantomData,
+                }
+            }
+
+            /// The number of elements.
+            #[inline(always)]
+            pub fn len(&self) -> usize {
+                self.len
+            }
+
+            /// True when the slice holds no element.
+            #[inline(always)]
+            pub fn is_empty(&self) -> bool {
+                self.len == 0
+            }
+        }
+    };
+}
+
 /// A read-only pointer to one element of global memory.
 pub struct GlobalPtr<T, S = Plain> {
     ptr: *const T,
@@ -135,6 +167,7 @@ pub struct GlobalSlice<T, S = Plain> {
     _s: PhantomData<S>,
 }
 handle_common!(GlobalSlice, *const T);
+slice_common!(GlobalSlice, *const T);
 
 /// A read-write array in global memory.
 pub struct GlobalSliceMut<T, S = Plain> {
@@ -143,6 +176,7 @@ pub struct GlobalSliceMut<T, S = Plain> {
     _s: PhantomData<S>,
 }
 handle_common!(GlobalSliceMut, *mut T);
+slice_common!(GlobalSliceMut, *mut T);
 
 impl<T: bytemuck::Pod, S: Sanitizer> GlobalPtr<T, S> {
     /// A handle from a raw device pointer.
@@ -403,31 +437,6 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalPtrMut<T, S> {
 }
 
 impl<T: bytemuck::Pod, S: Sanitizer> GlobalSlice<T, S> {
-    /// A handle from a raw device pointer and a length in elements.
-    ///
-    /// # Safety
-    /// `ptr` must be valid, aligned global memory for `len` elements for the whole launch.
-    #[inline(always)]
-    pub const unsafe fn from_raw_parts(ptr: *const T, len: usize) -> Self {
-        GlobalSlice {
-            ptr,
-            len,
-            _s: PhantomData,
-        }
-    }
-
-    /// The number of elements.
-    #[inline(always)]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// True when the slice holds no element.
-    #[inline(always)]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Reads element `i`. Panics (traps on the GPU) when `i >= len`.
     #[inline(always)]
     #[track_caller]
@@ -488,31 +497,6 @@ fn cast_parts<T, U>(addr: usize, len: usize) -> Option<(usize, usize)> {
 }
 
 impl<T: bytemuck::Pod, S: Sanitizer> GlobalSliceMut<T, S> {
-    /// A handle from a raw device pointer and a length in elements.
-    ///
-    /// # Safety
-    /// `ptr` must be valid, aligned global memory for `len` elements for the whole launch.
-    #[inline(always)]
-    pub const unsafe fn from_raw_parts(ptr: *mut T, len: usize) -> Self {
-        GlobalSliceMut {
-            ptr,
-            len,
-            _s: PhantomData,
-        }
-    }
-
-    /// The number of elements.
-    #[inline(always)]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// True when the slice holds no element.
-    #[inline(always)]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Reads element `i`. Panics (traps on the GPU) when `i >= len`.
     #[inline(always)]
     #[track_caller]

@@ -25,6 +25,32 @@ impl Dim3 {
     }
 }
 
+impl From<u32> for Dim3 {
+    /// A 1-D extent `(x, 1, 1)`.
+    fn from(x: u32) -> Dim3 {
+        Dim3::new(x, 1, 1)
+    }
+}
+
+impl From<(u32, u32)> for Dim3 {
+    /// A 2-D extent `(x, y, 1)`.
+    fn from((x, y): (u32, u32)) -> Dim3 {
+        Dim3::new(x, y, 1)
+    }
+}
+
+impl From<(u32, u32, u32)> for Dim3 {
+    fn from((x, y, z): (u32, u32, u32)) -> Dim3 {
+        Dim3::new(x, y, z)
+    }
+}
+
+impl From<[u32; 3]> for Dim3 {
+    fn from([x, y, z]: [u32; 3]) -> Dim3 {
+        Dim3::new(x, y, z)
+    }
+}
+
 /// This thread's index within its block (`threadIdx`).
 #[inline(always)]
 pub fn thread_idx() -> Dim3 {

@@ -22,54 +22,9 @@ use cudarc::driver::sys;
 use vigil_device::Kernel;
 use vigil_shared::params::ParamDesc;
 
-/// A grid or block extent.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Dim3 {
-    /// Extent in x.
-    pub x: u32,
-    /// Extent in y.
-    pub y: u32,
-    /// Extent in z.
-    pub z: u32,
-}
-
-impl Dim3 {
-    /// An extent from its three components.
-    pub const fn new(x: u32, y: u32, z: u32) -> Dim3 {
-        Dim3 { x, y, z }
-    }
-
-    /// `x * y * z`, widened so it cannot overflow.
-    pub const fn volume(self) -> u64 {
-        self.x as u64 * self.y as u64 * self.z as u64
-    }
-}
-
-impl From<u32> for Dim3 {
-    fn from(x: u32) -> Dim3 {
-        Dim3::new(x, 1, 1)
-    }
-}
-impl From<(u32, u32)> for Dim3 {
-    fn from((x, y): (u32, u32)) -> Dim3 {
-        Dim3::new(x, y, 1)
-    }
-}
-impl From<(u32, u32, u32)> for Dim3 {
-    fn from((x, y, z): (u32, u32, u32)) -> Dim3 {
-        Dim3::new(x, y, z)
-    }
-}
-impl From<[u32; 3]> for Dim3 {
-    fn from([x, y, z]: [u32; 3]) -> Dim3 {
-        Dim3::new(x, y, z)
-    }
-}
-impl From<vigil_device::Dim3> for Dim3 {
-    fn from(d: vigil_device::Dim3) -> Dim3 {
-        Dim3::new(d.x, d.y, d.z)
-    }
-}
+/// A grid or block extent: the device crate's coordinate type, so a
+/// kernel's `block_dim()` and a launch's `block` are one type.
+pub use vigil_device::Dim3;
 
 /// Grid, block and dynamic shared memory of a launch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -10,6 +10,36 @@ pub mod programs {
     pub mod demo;
     pub mod histogram;
     pub mod reduce_sum;
+
+    use vigil::{Context, Kernel, KernelFn, Module, Stream};
+
+    /// What every example starts from: a stream, its kernel loaded from
+    /// [`KERNELS_PTX`](crate::KERNELS_PTX), and the name of the backend that
+    /// bandwidth lines measure.
+    pub struct Setup<K: Kernel> {
+        /// `"GPU"` or `"CPU backend"`.
+        pub on: &'static str,
+        /// A fresh stream on the context.
+        pub stream: Stream,
+        /// The example's kernel.
+        pub kernel: KernelFn<K>,
+    }
+
+    impl<K: Kernel> Setup<K> {
+        /// Loads `K` on `ctx` and prints which device the example `name` runs on.
+        pub fn new(ctx: &Context, name: &str) -> vigil::Result<Setup<K>> {
+            let stream = Stream::new(ctx)?;
+            let kernel = Module::from_ptx(ctx, crate::KERNELS_PTX)?.kernel::<K>()?;
+            println!(
+                "{name}: {} on {} ({} SMs)",
+                ctx.name(),
+                ctx.device(),
+                ctx.sm_count()
+            );
+            let on = if ctx.is_cpu() { "CPU backend" } else { "GPU" };
+            Ok(Setup { on, stream, kernel })
+        }
+    }
 }
 
 /// The PTX of the `vigil-kernels` crate, built by `vigil-build` in `build.rs`.

@@ -1,8 +1,9 @@
 //! `y = a*x + y`, checked against the CPU, with its bandwidth beside a
 //! device-to-device copy of the same size measured in the same run.
 
-use crate::{gb_per_s, time_ms, Rng, KERNELS_PTX};
-use vigil::{Context, DeviceBuffer, LaunchConfig, Module, Stream};
+use super::Setup;
+use crate::{gb_per_s, time_ms, Rng};
+use vigil::{Context, DeviceBuffer, LaunchConfig};
 use vigil_kernels::examples::axpy;
 
 /// Runs the example on `ctx` with `n` elements of data from `seed`, timing
@@ -13,17 +14,8 @@ pub fn run(
     seed: u64,
     reps: usize,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    // Bandwidth lines say what they measured (a GPU or the CPU backend).
-    let on = if ctx.is_cpu() { "CPU backend" } else { "GPU" };
-    let stream = Stream::new(ctx)?;
-    let module = Module::from_ptx(ctx, KERNELS_PTX)?;
-    let kernel = module.kernel::<axpy>()?;
-    println!(
-        "axpy: {} on {} ({} SMs), n = {n}, seed = {seed}",
-        ctx.name(),
-        ctx.device(),
-        ctx.sm_count()
-    );
+    let Setup { on, stream, kernel } = Setup::<axpy>::new(ctx, "axpy")?;
+    println!("axpy: n = {n}, seed = {seed}");
 
     let mut rng = Rng::new(seed);
     let (a, xs, ys) = (1.5f32, rng.f32s(n), rng.f32s(n));

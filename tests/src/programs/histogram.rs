@@ -1,8 +1,9 @@
 //! A 256-bin histogram with device-scope atomics, checked exactly against
 //! the CPU, with its bandwidth.
 
-use crate::{gb_per_s, time_ms, Rng, KERNELS_PTX};
-use vigil::{Context, DeviceBuffer, LaunchConfig, Module, Stream};
+use super::Setup;
+use crate::{gb_per_s, time_ms, Rng};
+use vigil::{Context, DeviceBuffer, LaunchConfig};
 use vigil_kernels::examples::histogram;
 const BINS: usize = 256;
 
@@ -14,16 +15,8 @@ pub fn run(
     seed: u64,
     reps: usize,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    // Bandwidth lines say what they measured (a GPU or the CPU backend).
-    let on = if ctx.is_cpu() { "CPU backend" } else { "GPU" };
-    let stream = Stream::new(ctx)?;
-    let module = Module::from_ptx(ctx, KERNELS_PTX)?;
-    let kernel = module.kernel::<histogram>()?;
-    println!(
-        "histogram: {} ({} SMs), n = {n}, {BINS} bins, seed = {seed}",
-        ctx.name(),
-        ctx.sm_count()
-    );
+    let Setup { on, stream, kernel } = Setup::<histogram>::new(ctx, "histogram")?;
+    println!("histogram: n = {n}, {BINS} bins, seed = {seed}");
 
     let values = Rng::new(seed).u32s(n, 1 << 20);
     let data = DeviceBuffer::from_slice(&stream, &values)?;

@@ -1,8 +1,9 @@
 //! A block reduction (grid-stride loads, warp shuffles, shared memory,
 //! barriers) checked against an f64 CPU sum, with its bandwidth.
 
-use crate::{gb_per_s, time_ms, Rng, KERNELS_PTX};
-use vigil::{Context, DeviceBuffer, LaunchConfig, Module, Stream};
+use super::Setup;
+use crate::{gb_per_s, time_ms, Rng};
+use vigil::{Context, DeviceBuffer, LaunchConfig};
 use vigil_kernels::examples::{reduce_sum, REDUCE_BLOCK};
 
 /// Runs the example on `ctx` with `n` elements of data from `seed`, timing
@@ -13,16 +14,8 @@ pub fn run(
     seed: u64,
     reps: usize,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    // Bandwidth lines say what they measured (a GPU or the CPU backend).
-    let on = if ctx.is_cpu() { "CPU backend" } else { "GPU" };
-    let stream = Stream::new(ctx)?;
-    let module = Module::from_ptx(ctx, KERNELS_PTX)?;
-    let kernel = module.kernel::<reduce_sum>()?;
-    println!(
-        "reduce_sum: {} ({} SMs), n = {n}, seed = {seed}",
-        ctx.name(),
-        ctx.sm_count()
-    );
+    let Setup { on, stream, kernel } = Setup::<reduce_sum>::new(ctx, "reduce_sum")?;
+    println!("reduce_sum: n = {n}, seed = {seed}");
 
     let xs = Rng::new(seed).f32s(n);
     let x = DeviceBuffer::from_slice(&stream, &xs)?;
