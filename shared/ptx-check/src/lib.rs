@@ -378,148 +378,95 @@ pub mod gpu_atomics {
         };
     }
 
+    /// `load`, `store` and `compare_exchange` of one word width: `$u` is the
+    /// width's `.uN` spelling (loads, stores), `$b` its `.bN` one (`cas`).
+    macro_rules! word_ops {
+        ($t:ty, $reg:ident, $u:literal, $b:literal) => {
+            #[inline(always)]
+            fn load(&self, o: MemOrder) -> $t {
+                let v: $t;
+                let p = self.0.get();
+                // SAFETY: `p` is a valid, aligned global word.
+                unsafe {
+                    if o == MemOrder::Relaxed {
+                        asm!(concat!("ld.relaxed.gpu.", $u, " {v}, [{p}];"), v = out($reg) v, p = in(reg64) p);
+                    } else {
+                        asm!(concat!("ld.acquire.gpu.", $u, " {v}, [{p}];"), v = out($reg) v, p = in(reg64) p);
+                    }
+                }
+                v
+            }
+            #[inline(always)]
+            fn store(&self, v: $t, o: MemOrder) {
+                let p = self.0.get();
+                // SAFETY: as in `load`.
+                unsafe {
+                    if o == MemOrder::Relaxed {
+                        asm!(concat!("st.relaxed.gpu.", $u, " [{p}], {v};"), v = in($reg) v, p = in(reg64) p);
+                    } else {
+                        asm!(concat!("st.release.gpu.", $u, " [{p}], {v};"), v = in($reg) v, p = in(reg64) p);
+                    }
+                }
+            }
+            #[inline(always)]
+            fn compare_exchange(&self, c: $t, n: $t, s: MemOrder, f: MemOrder) -> Result<$t, $t> {
+                let old: $t;
+                let p = self.0.get();
+                macro_rules! cas {
+                    ($sem:literal) => {
+                        asm!(concat!("atom.", $sem, ".gpu.cas.", $b, " {o}, [{p}], {c}, {n};"), o = out($reg) old, p = in(reg64) p, c = in($reg) c, n = in($reg) n)
+                    };
+                }
+                // SAFETY: as in `load`.
+                unsafe {
+                    match cas_sem!(s, f) {
+                        0 => cas!("relaxed"),
+                        1 => cas!("acquire"),
+                        2 => cas!("release"),
+                        _ => cas!("acq_rel"),
+                    }
+                }
+                if old == c {
+                    Ok(old)
+                } else {
+                    Err(old)
+                }
+            }
+        };
+    }
+
+    /// A read-modify-write in relaxed or acq_rel form (`$op` = `add.u32`, ...).
+    macro_rules! rmw_u32 {
+        ($name:ident, $op:literal) => {
+            #[inline(always)]
+            fn $name(&self, v: u32, o: MemOrder) -> u32 {
+                let old: u32;
+                let p = self.0.get();
+                // SAFETY: as in `load`.
+                unsafe {
+                    if o == MemOrder::Relaxed {
+                        asm!(concat!("atom.relaxed.gpu.", $op, " {o}, [{p}], {v};"), o = out(reg32) old, p = in(reg64) p, v = in(reg32) v);
+                    } else {
+                        asm!(concat!("atom.acq_rel.gpu.", $op, " {o}, [{p}], {v};"), o = out(reg32) old, p = in(reg64) p, v = in(reg32) v);
+                    }
+                }
+                old
+            }
+        };
+    }
+
     impl AtomicU32Ops for GpuU32 {
-        #[inline(always)]
-        fn load(&self, o: MemOrder) -> u32 {
-            let v: u32;
-            let p = self.0.get();
-            // SAFETY: `p` is a valid, aligned global word.
-            unsafe {
-                if o == MemOrder::Relaxed {
-                    asm!("ld.relaxed.gpu.u32 {v}, [{p}];", v = out(reg32) v, p = in(reg64) p);
-                } else {
-                    asm!("ld.acquire.gpu.u32 {v}, [{p}];", v = out(reg32) v, p = in(reg64) p);
-                }
-            }
-            v
-        }
-        #[inline(always)]
-        fn store(&self, v: u32, o: MemOrder) {
-            let p = self.0.get();
-            // SAFETY: as in `load`.
-            unsafe {
-                if o == MemOrder::Relaxed {
-                    asm!("st.relaxed.gpu.u32 [{p}], {v};", v = in(reg32) v, p = in(reg64) p);
-                } else {
-                    asm!("st.release.gpu.u32 [{p}], {v};", v = in(reg32) v, p = in(reg64) p);
-                }
-            }
-        }
-        #[inline(always)]
-        fn compare_exchange(&self, c: u32, n: u32, s: MemOrder, f: MemOrder) -> Result<u32, u32> {
-            let old: u32;
-            let p = self.0.get();
-            // SAFETY: as in `load`.
-            unsafe {
-                match cas_sem!(s, f) {
-                    0 => {
-                        asm!("atom.relaxed.gpu.cas.b32 {o}, [{p}], {c}, {n};", o = out(reg32) old, p = in(reg64) p, c = in(reg32) c, n = in(reg32) n)
-                    }
-                    1 => {
-                        asm!("atom.acquire.gpu.cas.b32 {o}, [{p}], {c}, {n};", o = out(reg32) old, p = in(reg64) p, c = in(reg32) c, n = in(reg32) n)
-                    }
-                    2 => {
-                        asm!("atom.release.gpu.cas.b32 {o}, [{p}], {c}, {n};", o = out(reg32) old, p = in(reg64) p, c = in(reg32) c, n = in(reg32) n)
-                    }
-                    _ => {
-                        asm!("atom.acq_rel.gpu.cas.b32 {o}, [{p}], {c}, {n};", o = out(reg32) old, p = in(reg64) p, c = in(reg32) c, n = in(reg32) n)
-                    }
-                }
-            }
-            if old == c {
-                Ok(old)
-            } else {
-                Err(old)
-            }
-        }
-        #[inline(always)]
-        fn fetch_add(&self, v: u32, o: MemOrder) -> u32 {
-            let old: u32;
-            let p = self.0.get();
-            // SAFETY: as in `load`.
-            unsafe {
-                if o == MemOrder::Relaxed {
-                    asm!("atom.relaxed.gpu.add.u32 {o}, [{p}], {v};", o = out(reg32) old, p = in(reg64) p, v = in(reg32) v);
-                } else {
-                    asm!("atom.acq_rel.gpu.add.u32 {o}, [{p}], {v};", o = out(reg32) old, p = in(reg64) p, v = in(reg32) v);
-                }
-            }
-            old
-        }
+        word_ops!(u32, reg32, "u32", "b32");
+        rmw_u32!(fetch_add, "add.u32");
+        rmw_u32!(fetch_max, "max.u32");
         #[inline(always)]
         fn fetch_sub(&self, v: u32, o: MemOrder) -> u32 {
             self.fetch_add(v.wrapping_neg(), o)
         }
-        #[inline(always)]
-        fn fetch_max(&self, v: u32, o: MemOrder) -> u32 {
-            let old: u32;
-            let p = self.0.get();
-            // SAFETY: as in `load`.
-            unsafe {
-                if o == MemOrder::Relaxed {
-                    asm!("atom.relaxed.gpu.max.u32 {o}, [{p}], {v};", o = out(reg32) old, p = in(reg64) p, v = in(reg32) v);
-                } else {
-                    asm!("atom.acq_rel.gpu.max.u32 {o}, [{p}], {v};", o = out(reg32) old, p = in(reg64) p, v = in(reg32) v);
-                }
-            }
-            old
-        }
     }
 
     impl AtomicU64Ops for GpuU64 {
-        #[inline(always)]
-        fn load(&self, o: MemOrder) -> u64 {
-            let v: u64;
-            let p = self.0.get();
-            // SAFETY: `p` is a valid, aligned global word.
-            unsafe {
-                if o == MemOrder::Relaxed {
-                    asm!("ld.relaxed.gpu.u64 {v}, [{p}];", v = out(reg64) v, p = in(reg64) p);
-                } else {
-                    asm!("ld.acquire.gpu.u64 {v}, [{p}];", v = out(reg64) v, p = in(reg64) p);
-                }
-            }
-            v
-        }
-        #[inline(always)]
-        fn store(&self, v: u64, o: MemOrder) {
-            let p = self.0.get();
-            // SAFETY: as in `load`.
-            unsafe {
-                if o == MemOrder::Relaxed {
-                    asm!("st.relaxed.gpu.u64 [{p}], {v};", v = in(reg64) v, p = in(reg64) p);
-                } else {
-                    asm!("st.release.gpu.u64 [{p}], {v};", v = in(reg64) v, p = in(reg64) p);
-                }
-            }
-        }
-        #[inline(always)]
-        fn compare_exchange(&self, c: u64, n: u64, s: MemOrder, f: MemOrder) -> Result<u64, u64> {
-            let old: u64;
-            let p = self.0.get();
-            // SAFETY: as in `load`.
-            unsafe {
-                match cas_sem!(s, f) {
-                    0 => {
-                        asm!("atom.relaxed.gpu.cas.b64 {o}, [{p}], {c}, {n};", o = out(reg64) old, p = in(reg64) p, c = in(reg64) c, n = in(reg64) n)
-                    }
-                    1 => {
-                        asm!("atom.acquire.gpu.cas.b64 {o}, [{p}], {c}, {n};", o = out(reg64) old, p = in(reg64) p, c = in(reg64) c, n = in(reg64) n)
-                    }
-                    2 => {
-                        asm!("atom.release.gpu.cas.b64 {o}, [{p}], {c}, {n};", o = out(reg64) old, p = in(reg64) p, c = in(reg64) c, n = in(reg64) n)
-                    }
-                    _ => {
-                        asm!("atom.acq_rel.gpu.cas.b64 {o}, [{p}], {c}, {n};", o = out(reg64) old, p = in(reg64) p, c = in(reg64) c, n = in(reg64) n)
-                    }
-                }
-            }
-            if old == c {
-                Ok(old)
-            } else {
-                Err(old)
-            }
-        }
+        word_ops!(u64, reg64, "u64", "b64");
     }
 
     impl AtomicFamily for GpuAtomics {
