@@ -2,9 +2,10 @@
 //! a printed reason when no GPU is usable, and fails instead when
 //! `VIGIL_REQUIRE_GPU=1`.
 //!
-//! Data is written and read back through two hand-written PTX kernels
-//! (`vmm_fill`, `vmm_copy_inc`) launched with `Stream::launch_packed`; the
-//! shadow is inspected with stream-ordered copies. Tests take one lock so
+//! Data is written and read back through two `vigil-kernels` kernels
+//! (`fill_pattern`, `copy_inc`), launched with `Stream::launch_packed` on the
+//! allocator's raw addresses; the shadow is inspected with stream-ordered
+//! copies. Tests take one lock so
 //! the free-memory check sees no other test's allocations.
 
 use std::sync::{Mutex, MutexGuard};
@@ -16,88 +17,9 @@ use vigil::vmm::layout::{
 };
 use vigil::vmm::{Allocation, CachingPool, Vmm, VmmConfig, VmmError};
 use vigil::{Context, LaunchConfig, Module, ParamBuffer, Stream};
+use vigil_kernels::tests::{copy_inc, fill_pattern, pattern};
 use vigil_shared::abi::{GlobalState, ThreadStateHeader};
-
-const PTX: &str = r#"
-.version 7.0
-.target sm_70
-.address_size 64
-
-.visible .entry vmm_fill(
-	.param .u64 vmm_fill_out,
-	.param .u64 vmm_fill_n,
-	.param .u32 vmm_fill_seed
-)
-{
-	.reg .pred 	%p<2>;
-	.reg .b32 	%r<8>;
-	.reg .b64 	%rd<8>;
-
-	ld.param.u64 	%rd1, [vmm_fill_out];
-	ld.param.u64 	%rd2, [vmm_fill_n];
-	ld.param.u32 	%r1, [vmm_fill_seed];
-	cvta.to.global.u64 	%rd1, %rd1;
-	mov.u32 	%r2, %ctaid.x;
-	mov.u32 	%r3, %ntid.x;
-	mov.u32 	%r4, %tid.x;
-	mov.u32 	%r5, %nctaid.x;
-	mul.wide.u32 	%rd3, %r2, %r3;
-	cvt.u64.u32 	%rd4, %r4;
-	add.s64 	%rd3, %rd3, %rd4;
-	mul.wide.u32 	%rd5, %r5, %r3;
-$L_fill:
-	setp.ge.u64 	%p1, %rd3, %rd2;
-	@%p1 bra 	$L_fill_done;
-	cvt.u32.u64 	%r6, %rd3;
-	mul.lo.s32 	%r7, %r6, -1640531535;
-	xor.b32 	%r7, %r7, %r1;
-	shl.b64 	%rd6, %rd3, 2;
-	add.s64 	%rd7, %rd1, %rd6;
-	st.global.u32 	[%rd7], %r7;
-	add.s64 	%rd3, %rd3, %rd5;
-	bra.uni 	$L_fill;
-$L_fill_done:
-	ret;
-}
-
-.visible .entry vmm_copy_inc(
-	.param .u64 vmm_copy_inc_src,
-	.param .u64 vmm_copy_inc_dst,
-	.param .u64 vmm_copy_inc_n
-)
-{
-	.reg .pred 	%p<2>;
-	.reg .b32 	%r<8>;
-	.reg .b64 	%rd<12>;
-
-	ld.param.u64 	%rd1, [vmm_copy_inc_src];
-	ld.param.u64 	%rd8, [vmm_copy_inc_dst];
-	ld.param.u64 	%rd2, [vmm_copy_inc_n];
-	cvta.to.global.u64 	%rd1, %rd1;
-	cvta.to.global.u64 	%rd8, %rd8;
-	mov.u32 	%r2, %ctaid.x;
-	mov.u32 	%r3, %ntid.x;
-	mov.u32 	%r4, %tid.x;
-	mov.u32 	%r5, %nctaid.x;
-	mul.wide.u32 	%rd3, %r2, %r3;
-	cvt.u64.u32 	%rd4, %r4;
-	add.s64 	%rd3, %rd3, %rd4;
-	mul.wide.u32 	%rd5, %r5, %r3;
-$L_copy:
-	setp.ge.u64 	%p1, %rd3, %rd2;
-	@%p1 bra 	$L_copy_done;
-	shl.b64 	%rd6, %rd3, 2;
-	add.s64 	%rd7, %rd1, %rd6;
-	ld.global.u32 	%r6, [%rd7];
-	add.s32 	%r6, %r6, 1;
-	add.s64 	%rd9, %rd8, %rd6;
-	st.global.u32 	[%rd9], %r6;
-	add.s64 	%rd3, %rd3, %rd5;
-	bra.uni 	$L_copy;
-$L_copy_done:
-	ret;
-}
-"#;
+use vigil_tests::KERNELS_PTX;
 
 const MIB: u64 = 1 << 20;
 
@@ -120,7 +42,7 @@ fn gpu() -> Option<Gpu> {
     let ctx = require_gpu()?;
     let stream = Stream::new(&ctx).expect("stream");
     let vmm = Vmm::new(&ctx, VmmConfig::default()).expect("Vmm::new");
-    let module = Module::from_ptx(&ctx, PTX).expect("load the test PTX");
+    let module = Module::from_ptx(&ctx, KERNELS_PTX).expect("load the vigil-kernels PTX");
     Some(Gpu {
         ctx,
         stream,
@@ -131,7 +53,7 @@ fn gpu() -> Option<Gpu> {
 }
 
 fn expected(i: u64, seed: u32) -> u32 {
-    (i as u32).wrapping_mul(2_654_435_761) ^ seed
+    pattern(i as usize, seed)
 }
 
 fn launch_cfg(words: u64) -> LaunchConfig {
@@ -142,20 +64,24 @@ fn launch_cfg(words: u64) -> LaunchConfig {
 impl Gpu {
     /// `out[i] = expected(i, seed)` for `words` u32 words at `ptr`.
     fn fill(&self, stream: &Stream, ptr: u64, words: u64, seed: u32) {
-        let f = self.module.function("vmm_fill").unwrap();
+        let k = self.module.kernel::<fill_pattern>().unwrap();
         let p = fill_params(ptr, words, seed, self.ctx.ordinal());
         // SAFETY: the kernel writes `words` u32 at `ptr`, inside a live
         // mapped allocation of at least that size.
-        unsafe { stream.launch_packed(&f, launch_cfg(words), &p) }.expect("launch vmm_fill");
+        unsafe { stream.launch_packed(k.function(), launch_cfg(words), &p) }
+            .expect("launch fill_pattern");
     }
 
     /// `dst[i] = src[i] + 1` for `words` words.
     fn copy_inc(&self, src: u64, dst: u64, words: u64) {
-        let f = self.module.function("vmm_copy_inc").unwrap();
+        let k = self.module.kernel::<copy_inc>().unwrap();
         let p = copy_params(src, dst, words, self.ctx.ordinal());
         // SAFETY: both ranges are live allocations of at least `words` words.
-        unsafe { self.stream.launch_packed(&f, launch_cfg(words), &p) }
-            .expect("launch vmm_copy_inc");
+        unsafe {
+            self.stream
+                .launch_packed(k.function(), launch_cfg(words), &p)
+        }
+        .expect("launch copy_inc");
     }
 }
 
@@ -163,9 +89,8 @@ fn fill_params(ptr: u64, words: u64, seed: u32, device: usize) -> ParamBuffer {
     let mut p = ParamBuffer::new();
     p.begin_arg(0);
     p.push_pointer(ptr, Some(device));
-    p.begin_arg(1);
     p.push(words);
-    p.begin_arg(2);
+    p.begin_arg(1);
     p.push(seed);
     p
 }
@@ -174,9 +99,9 @@ fn copy_params(src: u64, dst: u64, words: u64, device: usize) -> ParamBuffer {
     let mut p = ParamBuffer::new();
     p.begin_arg(0);
     p.push_pointer(src, Some(device));
+    p.push(words);
     p.begin_arg(1);
     p.push_pointer(dst, Some(device));
-    p.begin_arg(2);
     p.push(words);
     p
 }
@@ -185,10 +110,10 @@ fn copy_params(src: u64, dst: u64, words: u64, device: usize) -> ParamBuffer {
 /// arguments the tests pack.
 #[test]
 fn test_kernels_accept_their_packed_arguments() {
-    let entries = vigil::ptx::parse_entries(PTX).expect("parse the test PTX");
+    let entries = vigil::ptx::parse_entries(KERNELS_PTX).expect("parse the vigil-kernels PTX");
     for (name, buf) in [
-        ("vmm_fill", fill_params(1 << 40, 8, 1, 0)),
-        ("vmm_copy_inc", copy_params(4, 8, 2, 0)),
+        ("fill_pattern", fill_params(1 << 40, 8, 1, 0)),
+        ("copy_inc", copy_params(4, 8, 2, 0)),
     ] {
         let e = entries.iter().find(|e| e.name == name).expect(name);
         vigil::check_params(name, &buf, &e.params, &[], Some(0)).expect(name);

@@ -191,3 +191,31 @@ pub fn block_ids(out: GlobalSliceMut<u32>) {
         out.store(i, block_idx().x);
     }
 }
+
+/// The word `fill_pattern` writes at index `i` for `seed`: a value the host
+/// recomputes to check where data landed.
+#[inline(always)]
+pub fn pattern(i: usize, seed: u32) -> u32 {
+    (i as u32).wrapping_mul(2_654_435_761) ^ seed
+}
+
+/// `out[i] = pattern(i, seed)` over a grid-stride loop.
+#[kernel]
+pub fn fill_pattern(out: GlobalSliceMut<u32>, seed: u32) {
+    let mut i = global_index_x();
+    while i < out.len() {
+        out.store(i, pattern(i, seed));
+        i += grid_stride_x();
+    }
+}
+
+/// `dst[i] = src[i] + 1` over a grid-stride loop (up to the shorter length).
+#[kernel]
+pub fn copy_inc(src: GlobalSlice<u32>, dst: GlobalSliceMut<u32>) {
+    let n = src.len().min(dst.len());
+    let mut i = global_index_x();
+    while i < n {
+        dst.store(i, src.load(i).wrapping_add(1));
+        i += grid_stride_x();
+    }
+}
