@@ -104,34 +104,29 @@ impl ShadowCell {
     /// The write clock of a compact cell, if any.
     #[inline(always)]
     pub const fn write_clock(self) -> Option<AccessClock> {
-        let mask = self.field(WM_SHIFT, 4) as u8;
-        if mask == 0 {
-            return None;
-        }
-        let k = self.field(WK_SHIFT, 2);
-        Some(AccessClock {
-            tid: self.field(WT_SHIFT, COMPACT_TID_BITS),
-            epoch: self.field(WE_SHIFT, COMPACT_EPOCH_BITS),
-            mask,
-            write: true,
-            atomic: k != 0,
-            scope: scope_from(k.saturating_sub(1) as u8),
-        })
+        self.clock_at(WM_SHIFT, WK_SHIFT, WT_SHIFT, WE_SHIFT, true)
     }
 
     /// The read clock of a compact cell, if any.
     #[inline(always)]
     pub const fn read_clock(self) -> Option<AccessClock> {
-        let mask = self.field(RM_SHIFT, 4) as u8;
+        self.clock_at(RM_SHIFT, RK_SHIFT, RT_SHIFT, RE_SHIFT, false)
+    }
+
+    /// The clock whose mask, kind, tid and epoch fields start at the given
+    /// shifts (the write and the read clock have the same shape).
+    #[inline(always)]
+    const fn clock_at(self, m: u32, k: u32, t: u32, e: u32, write: bool) -> Option<AccessClock> {
+        let mask = self.field(m, 4) as u8;
         if mask == 0 {
             return None;
         }
-        let k = self.field(RK_SHIFT, 2);
+        let k = self.field(k, 2);
         Some(AccessClock {
-            tid: self.field(RT_SHIFT, COMPACT_TID_BITS),
-            epoch: self.field(RE_SHIFT, COMPACT_EPOCH_BITS),
+            tid: self.field(t, COMPACT_TID_BITS),
+            epoch: self.field(e, COMPACT_EPOCH_BITS),
             mask,
-            write: false,
+            write,
             atomic: k != 0,
             scope: scope_from(k.saturating_sub(1) as u8),
         })
