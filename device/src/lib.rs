@@ -23,6 +23,7 @@
 mod arch;
 pub mod atomic;
 pub mod global;
+pub mod gpu_sanitizer;
 pub mod index;
 pub mod kernel;
 pub mod sanitizer;

@@ -8,6 +8,7 @@
 //! `host_runtime`; the GPU runtime arrives with the sanitized PTX entry).
 
 use core::panic::Location;
+use vigil_shared::engine::{AtomicOp, AtomicOpKind};
 use vigil_shared::{AccessKind, Ordering, Scope};
 
 /// One atomic operation as the sanitizer sees it.
@@ -24,6 +25,32 @@ pub struct AtomicAccess {
     pub ordering: Ordering,
     /// The scope the operation was issued with.
     pub scope: Scope,
+}
+
+impl AtomicAccess {
+    /// The engine's description of this operation. A read-modify-write is
+    /// the engine's compare-exchange: one that says it did not write (a
+    /// failed compare-exchange) is an atomic read with the failure
+    /// ordering (acquire if the operation acquires), one that wrote is
+    /// the read-modify-write itself.
+    pub fn engine_op(&self) -> AtomicOp {
+        let kind = match self.kind {
+            AccessKind::AtomicRead | AccessKind::Read => AtomicOpKind::Load,
+            AccessKind::AtomicWrite | AccessKind::Write => AtomicOpKind::Store,
+            AccessKind::AtomicRmw => AtomicOpKind::CompareExchange,
+        };
+        let failure_ordering = if self.ordering.acquires() {
+            Ordering::Acquire
+        } else {
+            Ordering::Relaxed
+        };
+        AtomicOp {
+            kind,
+            ordering: self.ordering,
+            failure_ordering,
+            scope: self.scope,
+        }
+    }
 }
 
 /// The race sanitizer's view of a kernel's memory operations.

@@ -8,7 +8,9 @@
 //! (reservations and shadow addresses), [`atomic`] (abstract atomics and
 //! locks), [`clock`] (vector clocks, epochs, clock buffers), [`shadow`]
 //! (compact cells and inflated records), [`engine`] (the detection
-//! algorithm and its hooks), [`report`] (race records and the buffer).
+//! algorithm and its hooks), [`report`] (race records and the buffer),
+//! [`gpu`] (the GPU sanitizer's launch ABI: hidden parameters, slots,
+//! stream clocks, side table, report records).
 //!
 //! Where the sanitizer differs from design.md section 3 (as built):
 //! - Shadow: an 8-byte compact cell per word (one write clock and one read
@@ -39,6 +41,7 @@ pub mod address;
 pub mod atomic;
 pub mod clock;
 pub mod engine;
+pub mod gpu;
 pub mod report;
 pub mod shadow;
 

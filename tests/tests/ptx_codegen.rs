@@ -4,6 +4,7 @@
 
 use vigil::ptx::parse_entries;
 use vigil::Kernel;
+use vigil_shared::gpu::{HIDDEN_PARAMS, SANITIZED_SUFFIX};
 use vigil_tests::KERNELS_PTX;
 
 /// The instruction lines of one `.entry`, with names that differ between
@@ -63,13 +64,18 @@ fn plain_entry_matches_the_hand_written_kernel() {
 #[test]
 fn every_kernel_entry_matches_its_rust_signature() {
     let entries = parse_entries(KERNELS_PTX).expect("parse PTX");
+    /// The plain entry takes the Rust parameters; the sanitized one
+    /// (`name__vigil`) the same plus the GPU sanitizer's hidden ones.
     fn check<K: Kernel>(entries: &[vigil::ptx::PtxEntry]) {
-        let entry = entries
-            .iter()
-            .find(|e| e.name == K::NAME)
-            .unwrap_or_else(|| panic!("no PTX entry {}", K::NAME));
-        vigil::check_signature(K::NAME, K::PARAMS, &[], &entry.params)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let sanitized = format!("{}{}", K::NAME, SANITIZED_SUFFIX);
+        for (name, hidden) in [(K::NAME, &[][..]), (sanitized.as_str(), HIDDEN_PARAMS)] {
+            let entry = entries
+                .iter()
+                .find(|e| e.name == name)
+                .unwrap_or_else(|| panic!("no PTX entry {name}"));
+            vigil::check_signature(name, K::PARAMS, hidden, &entry.params)
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
     }
     use vigil_kernels::{examples as e, tests as t};
     check::<e::axpy>(&entries);
@@ -82,6 +88,9 @@ fn every_kernel_entry_matches_its_rust_signature() {
     check::<t::warp_ops>(&entries);
     check::<t::index_map>(&entries);
     check::<t::block_ids>(&entries);
+    use vigil_kernels::races as r;
+    check::<r::write_one>(&entries);
+    check::<r::persistent_spin>(&entries);
 }
 
 #[test]

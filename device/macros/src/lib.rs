@@ -163,41 +163,61 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
 
     // PTX entry parameters: scalars as themselves, handles as pointer (+ length).
     let mut entry_params = Vec::new();
-    let mut entry_build = Vec::new();
     for p in &params {
         let n = &p.name;
         match &p.kind {
             ParamKind::Scalar => {
                 let ty = &p.ty;
                 entry_params.push(quote!(#n: #ty));
-                entry_build.push(quote!(let #n = #n;));
             }
             ParamKind::Handle { handle, elem } => {
                 let ptr = format_ident!("{}__ptr", n);
                 let len = format_ident!("{}__len", n);
-                let mutable = handle.to_string().ends_with("Mut");
-                let ptr_ty = if mutable {
+                let ptr_ty = if handle.to_string().ends_with("Mut") {
                     quote!(*mut #elem)
                 } else {
                     quote!(*const #elem)
                 };
                 entry_params.push(quote!(#ptr: #ptr_ty));
-                let h = quote!(::vigil_device::#handle::<#elem, ::vigil_device::Plain>);
                 if handle.to_string().starts_with("GlobalSlice") {
                     entry_params.push(quote!(#len: usize));
-                    entry_build.push(quote! {
-                        // SAFETY: the host passed a device allocation of `len` elements.
-                        let #n = unsafe { #h::from_raw_parts(#ptr, #len) };
-                    });
-                } else {
-                    entry_build.push(quote! {
-                        // SAFETY: the host passed a device allocation of at least one element.
-                        let #n = unsafe { #h::from_raw(#ptr) };
-                    });
                 }
             }
         }
     }
+    // Rebuilds the handles from the entry's scalars, with sanitizer `s`.
+    let entry_build = |s: &TokenStream2| -> Vec<TokenStream2> {
+        params
+            .iter()
+            .map(|p| {
+                let n = &p.name;
+                match &p.kind {
+                    ParamKind::Scalar => quote!(let #n = #n;),
+                    ParamKind::Handle { handle, elem } => {
+                        let ptr = format_ident!("{}__ptr", n);
+                        let len = format_ident!("{}__len", n);
+                        let h = quote!(::vigil_device::#handle::<#elem, #s>);
+                        if handle.to_string().starts_with("GlobalSlice") {
+                            quote! {
+                                // SAFETY: the host passed a device allocation of `len` elements.
+                                let #n = unsafe { #h::from_raw_parts(#ptr, #len) };
+                            }
+                        } else {
+                            quote! {
+                                // SAFETY: the host passed a device allocation of at least one element.
+                                let #n = unsafe { #h::from_raw(#ptr) };
+                            }
+                        }
+                    }
+                }
+            })
+            .collect()
+    };
+    let plain_build = entry_build(&quote!(::vigil_device::Plain));
+    let gpu_san = quote!(::vigil_device::gpu_sanitizer::GpuSanitizer);
+    let sanitized_build = entry_build(&gpu_san);
+    let sanitized_name = format!("{name_str}__vigil");
+    let sanitized_ident = format_ident!("__vigil_ptx_sanitized_entry_{}", name);
     let entry_ident = format_ident!("__vigil_ptx_entry_{}", name);
     let marker_doc = format!("Launch handle of the kernel `{name_str}`: pass it to the host API (`module.kernel::<{name_str}>()`).");
 
@@ -238,8 +258,36 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
         #[export_name = #name_str]
         #[allow(non_snake_case, clippy::too_many_arguments)]
         pub unsafe extern "ptx-kernel" fn #entry_ident(#(#entry_params),*) {
-            #(#entry_build)*
+            #(#plain_build)*
             #name::<::vigil_device::Plain>(#(#names),*)
+        }
+
+        /// The sanitized variant: the same body with the GPU sanitizer,
+        /// taking the hidden parameters (`vigil_shared::gpu::HIDDEN_PARAMS`)
+        /// after the user's.
+        #[cfg(target_arch = "nvptx64")]
+        #[doc(hidden)]
+        #[export_name = #sanitized_name]
+        #[allow(non_snake_case, clippy::too_many_arguments)]
+        pub unsafe extern "ptx-kernel" fn #sanitized_ident(
+            #(#entry_params,)*
+            __vigil_runtime: u64,
+            __vigil_stream: u64,
+            __vigil_kernel: u32,
+            __vigil_launch: u32,
+        ) {
+            #(#sanitized_build)*
+            // SAFETY: the host's sanitized launch passes a live runtime and
+            // stream clocks (see `vigil_shared::gpu`).
+            unsafe {
+                ::vigil_device::gpu_sanitizer::run_cta(
+                    __vigil_runtime,
+                    __vigil_stream,
+                    __vigil_kernel,
+                    __vigil_launch,
+                    || #name::<#gpu_san>(#(#names),*),
+                )
+            }
         }
     })
 }

@@ -326,3 +326,25 @@ pub fn vote_all(mask: u32, pred: bool) -> bool {
     };
     r != 0
 }
+
+// The GPU sanitizer's per-CTA state: one module-wide `.shared` block that
+// only sanitized entries touch (ptxas allocates it only for them).
+core::arch::global_asm!(".shared .align 16 .b8 __vigil_cta_state[32];");
+
+/// Generic address of the CTA's sanitizer state (32 bytes of `.shared`).
+#[inline(always)]
+pub fn cta_state() -> *mut u8 {
+    let p: u64;
+    // SAFETY: taking the address of the module's shared block has no preconditions.
+    unsafe {
+        asm!("cvta.shared.u64 {p}, __vigil_cta_state;", p = out(reg64) p, options(nomem, nostack))
+    };
+    p as *mut u8
+}
+
+/// Aborts the kernel (`trap`): the host sees a launch failure.
+#[inline(always)]
+pub fn trap() -> ! {
+    // SAFETY: `trap` has no preconditions; it aborts the kernel.
+    unsafe { nvptx::trap() }
+}

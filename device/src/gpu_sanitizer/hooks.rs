@@ -1,0 +1,221 @@
+//! [`GpuSanitizer`]: the [`Sanitizer`] of sanitized PTX entries.
+//!
+//! Every hook finds its sanitizer thread in the CTA's shared state, skips
+//! addresses outside the managed half at once (local, shared, foreign
+//! memory: never dereferenced), runs the engine, and on a race pushes a
+//! record with the earlier access's side entry. A hook handles one
+//! thread's access; the word span it checks is computed once
+//! ([`checked_words`]) so that a warp-cooperative version can merge the
+//! spans of a warp's lanes into one shadow update in that one place.
+
+use core::panic::Location;
+
+use vigil_shared::abi::AccessSite;
+use vigil_shared::engine::{Engine, Outcome};
+use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, SideEntry};
+use vigil_shared::{AccessKind, Ordering, Scope};
+
+use super::cta::CtaState;
+use super::memory::RuntimeMemory;
+use super::report::Reporter;
+use crate::arch::ptx as arch;
+use crate::sanitizer::{AtomicAccess, Sanitizer};
+
+/// The GPU race sanitizer: the type sanitized entry points run their body
+/// with (`name::<GpuSanitizer>`). Zero-sized; its state is the CTA's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GpuSanitizer;
+
+#[inline(always)]
+fn linear_block() -> u32 {
+    let (b, g) = (arch::block_idx(), arch::grid_dim());
+    (b.z * g.y + b.y) * g.x + b.x
+}
+
+#[inline(always)]
+fn linear_thread() -> u32 {
+    let (t, d) = (arch::thread_idx(), arch::block_dim());
+    (t.z * d.y + t.y) * d.x + t.x
+}
+
+/// Words `first..=last` of an access of `size` bytes at managed `addr`.
+#[inline(always)]
+fn checked_words(mem: &RuntimeMemory<'_>, addr: u64, size: u32) -> (u64, u64) {
+    (
+        mem.word_of(addr),
+        mem.word_of(addr + u64::from(size.max(1)) - 1),
+    )
+}
+
+/// One hook's context: the CTA's sanitizer thread and this access's site.
+struct Hook {
+    cta: CtaState,
+    site: AccessSite,
+    location: u64,
+}
+
+impl Hook {
+    #[inline(always)]
+    fn new(loc: &'static Location<'static>) -> Hook {
+        let cta = CtaState::current();
+        Hook {
+            site: AccessSite {
+                file_ptr: loc.file().as_ptr() as u64,
+                file_len: loc.file().len() as u32,
+                line: loc.line(),
+                col: loc.column(),
+                location_id: 0,
+                kernel_id: cta.launch,
+                block: linear_block(),
+                thread: linear_thread(),
+                reserved: 0,
+            },
+            location: loc as *const Location<'static> as u64,
+            cta,
+        }
+    }
+
+    /// Reports a race or error (with the earlier access, if still known)
+    /// and notes this access in the side table.
+    #[inline(always)]
+    fn finish(
+        &self,
+        engine: &Engine<'_, RuntimeMemory<'_>>,
+        out: Outcome,
+        words: (u64, u64),
+        wrote: bool,
+    ) {
+        let rt = self.cta.runtime();
+        // SAFETY: the runtime's side table and report buffer are live.
+        let reporter = unsafe { Reporter::new(rt) };
+        if let Outcome::Race(r) | Outcome::Error(r) = out {
+            report(&reporter, rt, &r, words);
+        }
+        reporter.note(
+            words.0,
+            words.1,
+            wrote,
+            SideEntry {
+                location: self.location,
+                word: 0,
+                tid: self.cta.tid,
+                epoch: engine.epoch(self.cta.tid),
+                block: self.site.block,
+                thread: self.site.thread,
+                launch: self.cta.launch,
+            },
+        );
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn report(
+    reporter: &Reporter<'_>,
+    rt: &GpuRuntime,
+    r: &vigil_shared::abi::RaceReport,
+    words: (u64, u64),
+) {
+    let prior = if vigil_shared::abi::ReportKind::from_u32(r.kind).is_some_and(|k| k.is_error()) {
+        SideEntry::default()
+    } else {
+        reporter.prior_of(r, words.0, words.1)
+    };
+    reporter.push(&GpuReportRecord { report: *r, prior });
+    if rt.flags & GpuRuntime::HALT_ON_RACE != 0 {
+        arch::trap();
+    }
+}
+
+#[inline(never)]
+fn check_access(addr: u64, size: u32, write: bool, loc: &'static Location<'static>) {
+    let hook = Hook::new(loc);
+    // SAFETY: the CTA's runtime is live for the launch.
+    let mem = unsafe { RuntimeMemory::new(hook.cta.runtime()) };
+    if !mem.manages(addr) {
+        return;
+    }
+    let engine = Engine::new(&mem, mem.config());
+    let out = engine.access(hook.cta.tid, addr, size, write, &hook.site);
+    hook.finish(&engine, out, checked_words(&mem, addr, size), write);
+}
+
+/// An atomic through the engine; `perform` does the real operation (with
+/// the word's shadow locked) and says whether it wrote.
+#[inline(never)]
+fn check_atomic(
+    access: AtomicAccess,
+    loc: &'static Location<'static>,
+    perform: &mut dyn FnMut() -> bool,
+) {
+    let hook = Hook::new(loc);
+    // SAFETY: the CTA's runtime is live for the launch.
+    let mem = unsafe { RuntimeMemory::new(hook.cta.runtime()) };
+    let addr = access.addr as u64;
+    if !mem.manages(addr) {
+        perform();
+        return;
+    }
+    let engine = Engine::new(&mem, mem.config());
+    let mut wrote = false;
+    let out = engine.atomic(
+        hook.cta.tid,
+        addr,
+        access.size as u32,
+        access.engine_op(),
+        &hook.site,
+        || {
+            wrote = perform();
+            wrote
+        },
+    );
+    let words = checked_words(&mem, addr, access.size as u32);
+    hook.finish(&engine, out, words, wrote);
+}
+
+#[inline(never)]
+fn check_fence(ordering: Ordering, scope: Scope) {
+    let cta = CtaState::current();
+    // SAFETY: the CTA's runtime is live for the launch.
+    let mem = unsafe { RuntimeMemory::new(cta.runtime()) };
+    Engine::new(&mem, mem.config()).fence(cta.tid, ordering, scope);
+}
+
+impl Sanitizer for GpuSanitizer {
+    const ENABLED: bool = true;
+
+    #[inline(always)]
+    fn access(addr: usize, size: usize, kind: AccessKind, loc: &'static Location<'static>) {
+        check_access(addr as u64, size as u32, kind.writes(), loc);
+    }
+
+    #[inline(always)]
+    fn atomic<R>(
+        access: AtomicAccess,
+        loc: &'static Location<'static>,
+        op: impl FnOnce() -> (R, bool),
+    ) -> R {
+        let mut op = Some(op);
+        let mut result = None;
+        // One non-generic engine call for every atomic in the module: the
+        // operation goes in behind `dyn`, so the engine's atomic path is
+        // compiled once, not once per call site.
+        check_atomic(access, loc, &mut || {
+            let (r, wrote) = op.take().map(|f| f()).unzip();
+            result = r;
+            wrote.unwrap_or(false)
+        });
+        match (result, op) {
+            (Some(r), _) => r,
+            // The engine runs the operation on every path; if it ever did
+            // not, run it here rather than lose it.
+            (None, Some(f)) => f().0,
+            (None, None) => arch::trap(),
+        }
+    }
+
+    #[inline(always)]
+    fn fence(ordering: Ordering, scope: Scope, _loc: &'static Location<'static>) {
+        check_fence(ordering, scope);
+    }
+}

@@ -1,0 +1,187 @@
+//! The engine's memory on the GPU: [`EngineMemory`] over the device
+//! addresses a [`GpuRuntime`] and its [`GlobalState`] name. Pure address
+//! arithmetic (no intrinsics), so the host build tests it over ordinary
+//! memory.
+
+use core::sync::atomic::{AtomicU32, AtomicU64};
+
+use vigil_shared::abi::{thread_state_words, GlobalState, InflatedRecord, PoolHeader};
+use vigil_shared::address::{is_managed, real_base, thread_state_address, REAL_CAPACITY};
+use vigil_shared::atomic::CoreAtomics;
+use vigil_shared::engine::{EngineConfig, EngineMemory};
+use vigil_shared::gpu::GpuRuntime;
+
+/// A device's sanitizer memory, read from its [`GpuRuntime`].
+pub struct RuntimeMemory<'r> {
+    runtime: &'r GpuRuntime,
+    globals: &'r GlobalState,
+    threads_per_device: u32,
+    state_words: usize,
+}
+
+impl<'r> RuntimeMemory<'r> {
+    /// The memory a runtime describes.
+    ///
+    /// # Safety
+    /// `runtime` and every address in it (and in its `GlobalState`) must
+    /// be valid device memory laid out as `vigil_shared::gpu` says, for `'r`.
+    #[inline(always)]
+    pub unsafe fn new(runtime: &'r GpuRuntime) -> Self {
+        // SAFETY: the caller guarantees `globals` is a live GlobalState.
+        let globals = unsafe { &*(runtime.globals as *const GlobalState) };
+        RuntimeMemory {
+            runtime,
+            globals,
+            threads_per_device: globals.num_sms * runtime.slots_per_sm.max(1),
+            state_words: thread_state_words(globals.num_threads, globals.clock_buffer_size),
+        }
+    }
+
+    /// The runtime.
+    #[inline(always)]
+    pub fn runtime(&self) -> &'r GpuRuntime {
+        self.runtime
+    }
+
+    /// The engine's constants: each slot is one sanitizer thread, so a
+    /// device has `num_sms * slots` of them.
+    #[inline(always)]
+    pub fn config(&self) -> EngineConfig {
+        EngineConfig {
+            num_sms: self.threads_per_device,
+            ..EngineConfig::from_globals(self.globals)
+        }
+    }
+
+    /// True for an address of the reservation's user half: every other
+    /// address (local, shared, another allocator's) is skipped.
+    #[inline(always)]
+    pub fn manages(&self, addr: u64) -> bool {
+        is_managed(addr, self.globals.reserve_base)
+    }
+
+    /// Word index of a managed address (from the real base).
+    #[inline(always)]
+    pub fn word_of(&self, addr: u64) -> u64 {
+        (addr - real_base(self.globals.reserve_base)) / 4
+    }
+
+    /// `len` atomics of type `A` at device address `addr`.
+    ///
+    /// # Safety
+    /// As [`RuntimeMemory::new`]: the range is live runtime memory.
+    #[inline(always)]
+    unsafe fn words<A>(&self, addr: u64, len: usize) -> &'r [A] {
+        // SAFETY: forwarded from the caller; atomics may alias freely.
+        unsafe { core::slice::from_raw_parts(addr as *const A, len) }
+    }
+}
+
+impl EngineMemory for RuntimeMemory<'_> {
+    type Atomics = CoreAtomics;
+
+    #[inline(always)]
+    fn thread_state(&self, tid: u32) -> &[AtomicU32] {
+        let g = self.globals;
+        let tpd = self.threads_per_device.max(1);
+        let addr = thread_state_address(
+            g.globals_base,
+            tid / tpd,
+            tid % tpd,
+            g.num_threads,
+            g.clock_buffer_size,
+        );
+        // SAFETY: every device region holds `threads_per_device` states
+        // (the host sized it so; `new`'s contract).
+        unsafe { self.words(addr, self.state_words) }
+    }
+
+    #[inline(always)]
+    fn shadow_cell(&self, word: u64) -> Option<&AtomicU64> {
+        if word >= REAL_CAPACITY / 4 {
+            return None;
+        }
+        let addr = self.globals.reserve_base + 8 * word;
+        // SAFETY: the shadow of a managed word is mapped whenever the word
+        // is (the allocator maps both together); a word that is not
+        // mapped faults in the kernel's own access as well.
+        Some(unsafe { &*(addr as *const AtomicU64) })
+    }
+
+    #[inline(always)]
+    fn pool(&self) -> &[AtomicU32] {
+        let words = PoolHeader::WORDS + self.globals.pool_capacity as usize * InflatedRecord::WORDS;
+        // SAFETY: the pool holds a header and `pool_capacity` records.
+        unsafe { self.words(self.globals.pool_base, words) }
+    }
+
+    /// Empty: the GPU runtime pushes its own records (with the side
+    /// table's earlier access), see [`super::report`].
+    #[inline(always)]
+    fn reports(&self) -> &[AtomicU32] {
+        &[]
+    }
+
+    #[inline(always)]
+    fn sc_fence_clocks(&self) -> &[AtomicU32] {
+        let rt = self.runtime;
+        if rt.sc_fences == 0 {
+            return &[];
+        }
+        // SAFETY: `sc_fence_words` words at `sc_fences` (runtime contract).
+        unsafe { self.words(rt.sc_fences, rt.sc_fence_words as usize) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vigil_shared::abi::thread_state_bytes;
+    use vigil_shared::address::{PER_DEVICE_STATE_STRIDE, THREAD_STATES_OFFSET};
+
+    /// The thread state of every slot lies inside its device's region, one
+    /// after the other, and the engine sees `sms * slots` threads a device.
+    #[test]
+    fn slot_thread_states_tile_the_device_regions() {
+        let (sms, slots, devices, cb) = (3u32, 4u32, 2u32, 2u32);
+        let n = sms * slots * devices;
+        let g = GlobalState {
+            globals_base: 1 << 40,
+            reserve_base: 4 << 40,
+            num_sms: sms,
+            num_devices: devices,
+            num_threads: n,
+            clock_buffer_size: cb,
+            ..GlobalState::default()
+        };
+        let rt = GpuRuntime {
+            globals: &g as *const GlobalState as u64,
+            slots_per_sm: slots,
+            ..GpuRuntime::default()
+        };
+        // SAFETY: only addresses are computed, nothing is dereferenced.
+        let mem = unsafe { RuntimeMemory::new(&rt) };
+        assert_eq!(mem.config().num_sms, sms * slots);
+        assert_eq!(mem.config().num_threads, n);
+        let bytes = thread_state_bytes(n, cb);
+        for tid in 0..n {
+            let s = mem.thread_state(tid);
+            let addr = s.as_ptr() as u64;
+            let dev = u64::from(tid / (sms * slots));
+            let local = u64::from(tid % (sms * slots));
+            assert_eq!(
+                addr,
+                (1 << 40) + dev * PER_DEVICE_STATE_STRIDE + THREAD_STATES_OFFSET + local * bytes
+            );
+            assert_eq!(s.len(), thread_state_words(n, cb));
+        }
+        let real = real_base(4 << 40);
+        assert!(mem.manages(real) && !mem.manages(real - 1) && !mem.manages(0));
+        assert_eq!(mem.word_of(real + 9), 2);
+        assert!(mem.shadow_cell(REAL_CAPACITY / 4).is_none());
+        assert_eq!(
+            mem.shadow_cell(5).map(|c| c as *const AtomicU64 as u64),
+            Some((4 << 40) + 40)
+        );
+    }
+}

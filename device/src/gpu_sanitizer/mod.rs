@@ -1,0 +1,35 @@
+//! The GPU race sanitizer's device runtime (design 3.2, 3.3): what a
+//! sanitized PTX entry (`name__vigil`) runs around and inside the body.
+//!
+//! - `memory`: the engine's memory over the device's runtime state
+//!   (one file, so changes to the engine's memory interface land here).
+//! - `slots`: per-SM slots, one sanitizer thread per resident CTA.
+//! - `report`: the side table of earlier accesses and the report buffer.
+//! - `cta` (PTX): CTA entry and exit around the body.
+//! - `hooks` (PTX): [`GpuSanitizer`], the hooks every global access calls.
+//!
+//! The first three are plain atomics over memory and are unit-tested in
+//! the host build; the PTX-only parts use `arch::ptx` for `%smid`,
+//! barriers, the CTA's shared state and `trap`.
+//!
+//! Not covered yet: races between threads of one CTA (they share a
+//! sanitizer thread, as in GSan), and races between CTAs that ran one
+//! after the other on one slot of one SM (the slot's thread state carries
+//! over; round-robin slot claims make that rare while slots last).
+
+#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+mod memory;
+#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+mod report;
+#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+mod slots;
+
+#[cfg(target_arch = "nvptx64")]
+mod cta;
+#[cfg(target_arch = "nvptx64")]
+mod hooks;
+
+#[cfg(target_arch = "nvptx64")]
+pub use cta::run_cta;
+#[cfg(target_arch = "nvptx64")]
+pub use hooks::GpuSanitizer;

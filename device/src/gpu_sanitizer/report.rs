@@ -1,0 +1,209 @@
+//! Reports and the side table: the device half of design 3.3.
+//!
+//! After every checked access a thread notes who it was in the side table
+//! (one entry per word for the last write, one for the last read). When
+//! the engine finds a race, the runtime copies the side entry of the
+//! earlier access next to the engine's record into the host-mapped report
+//! buffer; the host turns both into a two-sided report. Pure atomics over
+//! memory, so the host build tests it.
+
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use vigil_shared::abi::{RaceReport, ReportBufferHeader};
+use vigil_shared::gpu::{side_index, GpuReportRecord, GpuRuntime, SideEntry};
+use vigil_shared::AccessKind;
+
+/// How often a report looks again for the earlier access's side entry:
+/// that access notes itself just after its shadow update, so a race found
+/// in between would otherwise lose its second half.
+const SIDE_ENTRY_POLLS: u32 = 64;
+
+/// The side table and report buffer of a runtime.
+pub struct Reporter<'r> {
+    side: &'r [AtomicU64],
+    side_log2: u32,
+    reports: &'r [AtomicU32],
+}
+
+impl<'r> Reporter<'r> {
+    /// The reporter of `rt`.
+    ///
+    /// # Safety
+    /// `rt.side_table` must hold `2^side_log2` entries (or be 0) and
+    /// `rt.reports` a header and `report_capacity` records (or be 0),
+    /// live for `'r`.
+    #[inline(always)]
+    pub unsafe fn new(rt: &'r GpuRuntime) -> Self {
+        let side_len = (1usize << rt.side_log2) * SideEntry::U64S;
+        let report_len =
+            ReportBufferHeader::WORDS + rt.report_capacity as usize * GpuReportRecord::WORDS;
+        // SAFETY: the caller guarantees both regions (or 0 for none).
+        unsafe {
+            Reporter {
+                side: words_at(rt.side_table, side_len),
+                side_log2: rt.side_log2,
+                reports: words_at(rt.reports, report_len),
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn entry(&self, word: u64, write: bool) -> Option<&'r [AtomicU64]> {
+        let at = side_index(word, write, self.side_log2) as usize * SideEntry::U64S;
+        self.side.get(at..at + SideEntry::U64S)
+    }
+
+    /// Notes an access to words `first..=last`.
+    #[inline(always)]
+    pub fn note(&self, first: u64, last: u64, write: bool, e: SideEntry) {
+        for word in first..=last {
+            let Some(slot) = self.entry(word, write) else {
+                return;
+            };
+            let v: [u64; SideEntry::U64S] = bytemuck::cast(SideEntry {
+                word: word as u32,
+                ..e
+            });
+            for (w, x) in slot.iter().zip(v) {
+                w.store(x, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The side entry of the earlier access `r` names, if the table still
+    /// holds it (word and thread match).
+    pub fn prior_of(&self, r: &RaceReport, first: u64, last: u64) -> SideEntry {
+        let write = kind_writes(r.prior_access & 0xff);
+        for _ in 0..SIDE_ENTRY_POLLS {
+            for word in first..=last {
+                let Some(slot) = self.entry(word, write) else {
+                    return SideEntry::default();
+                };
+                let mut v = [0u64; SideEntry::U64S];
+                for (x, w) in v.iter_mut().zip(slot) {
+                    *x = w.load(Ordering::Relaxed);
+                }
+                let e: SideEntry = bytemuck::cast(v);
+                if e.location != 0 && e.word == word as u32 && e.tid == r.prior_tid {
+                    return e;
+                }
+            }
+        }
+        SideEntry::default()
+    }
+
+    /// Appends a record; false when the buffer was full (the claim is
+    /// still counted, so the host knows how many were dropped).
+    pub fn push(&self, rec: &GpuReportRecord) -> bool {
+        let w = self.reports;
+        if w.len() < ReportBufferHeader::WORDS {
+            return false;
+        }
+        let cap = w[1].load(Ordering::Relaxed) as usize;
+        let i = w[0].fetch_add(1, Ordering::Relaxed) as usize;
+        let at = ReportBufferHeader::WORDS + i * GpuReportRecord::WORDS;
+        if i >= cap || at + GpuReportRecord::WORDS > w.len() {
+            return false;
+        }
+        let src: &[u32; GpuReportRecord::WORDS] = bytemuck::cast_ref(rec);
+        for (d, s) in w[at..].iter().zip(src) {
+            d.store(*s, Ordering::Relaxed);
+        }
+        true
+    }
+}
+
+/// `len` atomics at device address `addr`; none for address 0.
+///
+/// # Safety
+/// A non-zero `addr` must be valid for `len` elements for `'r`.
+#[inline(always)]
+unsafe fn words_at<'r, A>(addr: u64, len: usize) -> &'r [A] {
+    if addr == 0 {
+        return &[];
+    }
+    // SAFETY: forwarded from the caller; atomics alias freely.
+    unsafe { core::slice::from_raw_parts(addr as *const A, len) }
+}
+
+/// True when an engine-packed access kind writes.
+fn kind_writes(kind: u32) -> bool {
+    kind == AccessKind::Write as u32
+        || kind == AccessKind::AtomicWrite as u32
+        || kind == AccessKind::AtomicRmw as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words32(n: usize) -> Vec<AtomicU32> {
+        (0..n).map(|_| AtomicU32::new(0)).collect()
+    }
+
+    #[test]
+    fn records_past_capacity_are_counted_not_written() {
+        let buf = words32(ReportBufferHeader::WORDS + 2 * GpuReportRecord::WORDS + 5);
+        buf[1].store(2, Ordering::Relaxed);
+        let rt = GpuRuntime {
+            reports: buf.as_ptr() as u64,
+            report_capacity: 2,
+            ..GpuRuntime::default()
+        };
+        // SAFETY: `buf` holds a header and two records.
+        let rep = unsafe { Reporter::new(&rt) };
+        let rec = |k| GpuReportRecord {
+            report: RaceReport {
+                kind: k,
+                ..RaceReport::default()
+            },
+            ..GpuReportRecord::default()
+        };
+        assert!(rep.push(&rec(1)));
+        assert!(rep.push(&rec(2)));
+        assert!(!rep.push(&rec(3)));
+        assert_eq!(buf[0].load(Ordering::Relaxed), 3);
+        let tail = ReportBufferHeader::WORDS + 2 * GpuReportRecord::WORDS;
+        assert!(buf[tail..].iter().all(|w| w.load(Ordering::Relaxed) == 0));
+        assert_eq!(
+            buf[ReportBufferHeader::WORDS + GpuReportRecord::WORDS].load(Ordering::Relaxed),
+            2
+        );
+    }
+
+    #[test]
+    fn a_race_finds_its_earlier_access_in_the_side_table() {
+        let side: Vec<AtomicU64> = (0..(1 << 6) * SideEntry::U64S)
+            .map(|_| AtomicU64::new(0))
+            .collect();
+        let rt = GpuRuntime {
+            side_table: side.as_ptr() as u64,
+            side_log2: 6,
+            ..GpuRuntime::default()
+        };
+        // SAFETY: `side` holds 2^6 entries.
+        let rep = unsafe { Reporter::new(&rt) };
+        let e = |tid, block| SideEntry {
+            location: 0x1000,
+            tid,
+            block,
+            ..SideEntry::default()
+        };
+        rep.note(10, 11, true, e(3, 7));
+        rep.note(10, 10, false, e(4, 8));
+        let race = |prior_tid, kind: AccessKind| RaceReport {
+            prior_tid,
+            prior_access: kind as u32,
+            ..RaceReport::default()
+        };
+        let w = rep.prior_of(&race(3, AccessKind::Write), 11, 11);
+        assert_eq!((w.block, w.word), (7, 11));
+        let r = rep.prior_of(&race(4, AccessKind::Read), 10, 10);
+        assert_eq!(r.block, 8);
+        // A thread the table does not hold for the word: no guess.
+        assert_eq!(
+            rep.prior_of(&race(9, AccessKind::Write), 10, 11),
+            SideEntry::default()
+        );
+    }
+}

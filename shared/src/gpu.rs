@@ -1,0 +1,317 @@
+//! The GPU sanitizer's launch ABI: what the host hands a sanitized PTX
+//! entry (`name__vigil`) and what the device hands back.
+//!
+//! A sanitized entry takes [`HIDDEN_PARAMS`] after the user's parameters:
+//! the device's [`GpuRuntime`] (in device memory, one per device and
+//! context), the launching stream's [`StreamClocks`], the kernel's number
+//! on that stream and its context-wide launch id.
+//!
+//! Sanitizer threads: every resident CTA claims one of
+//! [`GpuRuntime::slots_per_sm`] slots of its SM at entry and releases it at
+//! exit, so two live CTAs never share a thread state and occupancy is not
+//! capped (design 3.2). Thread ids are
+//! `tid = (rank * num_sms + smid) * slots + slot` ([`slot_tid`]); the
+//! engine sees `num_sms * slots` "SMs" per device, so its device of a tid
+//! is still `tid / threads_per_device`.
+//!
+//! Reports: the device writes [`GpuReportRecord`]s (the engine's record plus
+//! the earlier access's [`SideEntry`]) into a host-mapped buffer with a
+//! [`ReportBufferHeader`](crate::abi::ReportBufferHeader); claims past the
+//! capacity are counted, never written.
+
+use bytemuck::{Pod, Zeroable};
+use core::mem::{offset_of, size_of};
+
+use crate::abi::RaceReport;
+use crate::params::{ParamDesc, PtxType};
+
+/// Largest number of sanitizer slots per SM (resident CTAs per SM on
+/// sm_90 is at most 32, and the slot mask is one `u32`).
+pub const MAX_SLOTS_PER_SM: u32 = 32;
+
+/// Thread ids the engine's common (compact) path represents.
+pub const THREAD_ID_LIMIT: u32 = 1 << crate::shadow::COMPACT_TID_BITS;
+
+/// Slots per SM for `num_sms` SMs on each of `num_devices` devices: as many
+/// as the thread-id space allows, at most [`MAX_SLOTS_PER_SM`]; 0 when not
+/// even one slot per SM fits.
+pub const fn slots_per_sm(num_sms: u32, num_devices: u32) -> u32 {
+    let sms = num_sms as u64 * num_devices as u64;
+    if sms == 0 {
+        return 0;
+    }
+    let s = THREAD_ID_LIMIT as u64 / sms;
+    if s > MAX_SLOTS_PER_SM as u64 {
+        MAX_SLOTS_PER_SM
+    } else {
+        s as u32
+    }
+}
+
+/// The sanitizer thread of slot `slot` of SM `smid` on device `rank`.
+#[inline(always)]
+pub const fn slot_tid(rank: u32, smid: u32, num_sms: u32, slots: u32, slot: u32) -> u32 {
+    (rank * num_sms + smid) * slots + slot
+}
+
+/// Where a sanitizer thread runs: the inverse of [`slot_tid`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotPlace {
+    /// Device rank.
+    pub device: u32,
+    /// SM on that device.
+    pub sm: u32,
+    /// Slot on that SM.
+    pub slot: u32,
+}
+
+impl SlotPlace {
+    /// Splits `tid` for `num_sms` SMs with `slots` slots each.
+    pub const fn of(tid: u32, num_sms: u32, slots: u32) -> SlotPlace {
+        let slots = if slots == 0 { 1 } else { slots };
+        let sms = if num_sms == 0 { 1 } else { num_sms };
+        let sm_global = tid / slots;
+        SlotPlace {
+            device: sm_global / sms,
+            sm: sm_global % sms,
+            slot: tid % slots,
+        }
+    }
+}
+
+/// The PTX parameters a sanitized entry takes after the user's.
+pub const HIDDEN_PARAMS: &[ParamDesc] = &[
+    ParamDesc {
+        name: "__vigil_runtime",
+        rust_type: "*const GpuRuntime",
+        parts: &[PtxType::Ptr],
+    },
+    ParamDesc {
+        name: "__vigil_stream",
+        rust_type: "*const StreamClocks",
+        parts: &[PtxType::Ptr],
+    },
+    ParamDesc {
+        name: "__vigil_kernel",
+        rust_type: "u32",
+        parts: &[PtxType::B32],
+    },
+    ParamDesc {
+        name: "__vigil_launch",
+        rust_type: "u32",
+        parts: &[PtxType::B32],
+    },
+];
+
+/// Suffix of a sanitized entry's name (`axpy` -> `axpy__vigil`).
+pub const SANITIZED_SUFFIX: &str = "__vigil";
+
+/// Per-device sanitizer runtime, in device memory, written once by the
+/// host. Every pointer is a device address.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct GpuRuntime {
+    /// This device's [`GlobalState`](crate::abi::GlobalState) (its
+    /// runtime-state region; thread states follow at
+    /// [`THREAD_STATES_OFFSET`](crate::address::THREAD_STATES_OFFSET)).
+    pub globals: u64,
+    /// [`SmSlots`] per SM of this device.
+    pub slot_table: u64,
+    /// Side table: [`SideEntry`] x `2^side_log2`.
+    pub side_table: u64,
+    /// Report buffer (host-mapped): header + [`GpuReportRecord`]s.
+    pub reports: u64,
+    /// SC-fence clocks (`sc_fence_words` u32; 0: none).
+    pub sc_fences: u64,
+    /// u32 words at `sc_fences`.
+    pub sc_fence_words: u32,
+    /// log2 of the side table's entries.
+    pub side_log2: u32,
+    /// Slots per SM ([`slots_per_sm`]).
+    pub slots_per_sm: u32,
+    /// Records the report buffer holds.
+    pub report_capacity: u32,
+    /// [`GpuRuntime::HALT_ON_RACE`], ...
+    pub flags: u32,
+    /// This device's rank.
+    pub rank: u32,
+}
+impl GpuRuntime {
+    /// Trap the kernel after the first race or error it records.
+    pub const HALT_ON_RACE: u32 = 1;
+}
+const _: () = assert!(size_of::<GpuRuntime>() == 64);
+const _: () = assert!(offset_of!(GpuRuntime, globals) == 0);
+const _: () = assert!(offset_of!(GpuRuntime, slot_table) == 8);
+const _: () = assert!(offset_of!(GpuRuntime, side_table) == 16);
+const _: () = assert!(offset_of!(GpuRuntime, reports) == 24);
+const _: () = assert!(offset_of!(GpuRuntime, sc_fences) == 32);
+const _: () = assert!(offset_of!(GpuRuntime, sc_fence_words) == 40);
+const _: () = assert!(offset_of!(GpuRuntime, slots_per_sm) == 48);
+const _: () = assert!(offset_of!(GpuRuntime, flags) == 56);
+
+/// The slots of one SM: a busy mask and a round-robin hint, so that CTAs
+/// running one after another on an SM take different slots (and thread
+/// states) while slots last.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct SmSlots {
+    /// Bit `s` set: slot `s` is held by a live CTA.
+    pub busy: u32,
+    /// Claims so far (the next claim starts looking at `next % slots`).
+    pub next: u32,
+}
+impl SmSlots {
+    /// u32 words per SM.
+    pub const WORDS: usize = size_of::<Self>() / 4;
+}
+const _: () = assert!(size_of::<SmSlots>() == 8);
+
+/// Most join sources a stream's next kernel takes (events waited on, host
+/// synchronisations); more are merged by the host keeping the newest.
+pub const MAX_JOINS: usize = 31;
+
+/// A stream's clocks, in device memory: the join list its next kernel
+/// acquires (written by the host in stream order before a launch) and the
+/// ring of kernel exit clocks (design 3.2), `3 * num_threads` u32 after
+/// the header.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub struct StreamClocks {
+    /// Join sources in `joins`.
+    pub join_count: u32,
+    /// Reserved, zero.
+    pub reserved: u32,
+    /// Device addresses of `num_threads`-entry clocks to join at entry
+    /// (ring slots of other streams, event clocks).
+    pub joins: [u64; MAX_JOINS],
+}
+impl StreamClocks {
+    /// Bytes before the ring.
+    pub const RING_OFFSET: u64 = size_of::<Self>() as u64;
+    /// Bytes of a stream's clocks for `num_threads` threads.
+    pub const fn bytes(num_threads: u32) -> u64 {
+        Self::RING_OFFSET + 4 * crate::abi::STREAM_RING_SLOTS as u64 * num_threads as u64
+    }
+    /// Device address of ring slot `slot` of the clocks at `base`.
+    pub const fn ring_slot(base: u64, num_threads: u32, slot: u32) -> u64 {
+        base + Self::RING_OFFSET + 4 * slot as u64 * num_threads as u64
+    }
+}
+const _: () = assert!(size_of::<StreamClocks>() == 8 + 8 * MAX_JOINS);
+const _: () = assert!(offset_of!(StreamClocks, joins) == 8);
+const _: () = assert!(StreamClocks::RING_OFFSET % 16 == 0);
+
+/// Who last read (or wrote) a word, for the "earlier access" half of a
+/// report: written after every checked access, looked up when a race
+/// names an earlier access. A hash table: an entry is trusted only when
+/// its word, thread and epoch match the engine's record.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct SideEntry {
+    /// Device address of the access's `core::panic::Location` (0: empty).
+    pub location: u64,
+    /// Word index (from the real base), low 32 bits.
+    pub word: u32,
+    /// Sanitizer thread.
+    pub tid: u32,
+    /// Its epoch at the access.
+    pub epoch: u32,
+    /// Linear block index.
+    pub block: u32,
+    /// Linear thread index in the block.
+    pub thread: u32,
+    /// Launch id of the kernel.
+    pub launch: u32,
+}
+impl SideEntry {
+    /// u64 words in an entry.
+    pub const U64S: usize = size_of::<Self>() / 8;
+}
+const _: () = assert!(size_of::<SideEntry>() == 32);
+const _: () = assert!(offset_of!(SideEntry, word) == 8);
+const _: () = assert!(offset_of!(SideEntry, launch) == 28);
+
+/// The side-table entry of `word`'s last write (`write`) or read, in a
+/// table of `2^log2` entries.
+#[inline(always)]
+pub const fn side_index(word: u64, write: bool, log2: u32) -> u64 {
+    // Fibonacci hashing picks a bucket of two entries: read, then write.
+    let bucket = if log2 <= 1 {
+        0
+    } else {
+        word.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (65 - log2)
+    };
+    bucket << 1 | write as u64
+}
+
+/// One report of the GPU sanitizer: the engine's record and what the side
+/// table knew about the earlier access when the race was found.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct GpuReportRecord {
+    /// The engine's record.
+    pub report: RaceReport,
+    /// The earlier access (all zero when the side table had lost it).
+    pub prior: SideEntry,
+}
+impl GpuReportRecord {
+    /// u32 words in a record.
+    pub const WORDS: usize = size_of::<Self>() / 4;
+}
+const _: () = assert!(size_of::<GpuReportRecord>() == 128);
+const _: () = assert!(offset_of!(GpuReportRecord, prior) == 96);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_fill_the_thread_id_space() {
+        // An H100: 132 SMs, 2048 ids -> 15 slots.
+        assert_eq!(slots_per_sm(132, 1), THREAD_ID_LIMIT / 132);
+        assert!(slots_per_sm(132, 1) * 132 <= THREAD_ID_LIMIT);
+        assert_eq!(slots_per_sm(2, 1), MAX_SLOTS_PER_SM);
+        assert_eq!(slots_per_sm(THREAD_ID_LIMIT + 1, 1), 0);
+        assert_eq!(slots_per_sm(0, 1), 0);
+    }
+
+    #[test]
+    fn slot_tids_round_trip() {
+        let (sms, slots) = (132, 15);
+        let mut seen = [u32::MAX; 2 * 3 * 3];
+        let mut n = 0;
+        for rank in 0..2 {
+            for sm in [0, 1, 131] {
+                for slot in [0, 7, 14] {
+                    let tid = slot_tid(rank, sm, sms, slots, slot);
+                    assert!(!seen.contains(&tid));
+                    seen[n] = tid;
+                    n += 1;
+                    assert_eq!(
+                        SlotPlace::of(tid, sms, slots),
+                        SlotPlace {
+                            device: rank,
+                            sm,
+                            slot
+                        }
+                    );
+                    // The engine's device split agrees.
+                    assert_eq!(tid / (sms * slots), rank);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn side_index_stays_in_the_table_and_splits_reads_from_writes() {
+        for log2 in [1, 10, 20] {
+            for word in [0u64, 1, 2, 1 << 30, u64::MAX / 7] {
+                let r = side_index(word, false, log2);
+                let w = side_index(word, true, log2);
+                assert!(r < 1 << log2 && w < 1 << log2);
+                assert_ne!(r, w);
+            }
+        }
+    }
+}
