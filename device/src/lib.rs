@@ -46,7 +46,7 @@ pub mod host_runtime {
 
 pub use atomic::{Atomic, AtomicArith, AtomicBits, AtomicMinMax};
 pub use global::{GlobalPtr, GlobalPtrMut, GlobalSlice, GlobalSliceMut, Vec4};
-pub use index::{block_dim, block_idx, grid_dim, thread_idx, Dim3};
+pub use index::{block_dim, block_idx, grid_dim, sm_id, thread_idx, Dim3};
 pub use kernel::{Kernel, KernelParam};
 pub use sanitizer::{Plain, Sanitizer};
 pub use shared_mem::dynamic_shared;
@@ -61,7 +61,7 @@ pub use vigil_shared as __shared;
 pub mod prelude {
     pub use crate::global::{GlobalPtr, GlobalPtrMut, GlobalSlice, GlobalSliceMut, Vec4};
     pub use crate::index::{
-        block_dim, block_idx, global_index_x, grid_dim, grid_stride_x, thread_idx, Dim3,
+        block_dim, block_idx, global_index_x, grid_dim, grid_stride_x, sm_id, thread_idx, Dim3,
     };
     pub use crate::sanitizer::{Plain, Sanitizer};
     pub use crate::shared_mem::dynamic_shared;

@@ -586,6 +586,7 @@ impl Context {
     pub fn launch_variant(&self) -> LaunchVariant {
         match &self.inner.backend {
             Backend::Cpu(c) if c.sanitizer.is_some() => LaunchVariant::Sanitized,
+            Backend::Cuda(c) if c.pool.is_some() => LaunchVariant::Sanitized,
             Backend::Cpu(_) | Backend::Cuda(_) => LaunchVariant::Plain,
         }
     }
@@ -686,7 +687,9 @@ impl Context {
             Backend::Cuda(_) => {
                 self.bind()?;
                 // SAFETY: the context is current on this thread.
-                drv!(cuCtxSynchronize())
+                drv!(cuCtxSynchronize())?;
+                crate::gpu_sanitizer::on_host_wait(self, crate::gpu_sanitizer::HostWait::All);
+                races_to_result(crate::gpu_sanitizer::take_reports(self))
             }
             Backend::Cpu(c) => {
                 c.host_sync(HostSync::Context);
@@ -699,8 +702,10 @@ impl Context {
     /// synchronising (empty when the sanitizer is off, and on a GPU until
     /// its sanitized launch path lands).
     pub fn take_race_reports(&self) -> RaceReports {
-        self.cpu_device()
-            .map_or_else(RaceReports::new, CpuDevice::take_reports)
+        match self.cpu_device() {
+            Some(c) => c.take_reports(),
+            None => crate::gpu_sanitizer::take_reports(self),
+        }
     }
 
     /// Makes this context current on the calling thread (a no-op when it

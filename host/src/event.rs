@@ -81,7 +81,9 @@ impl Event {
             Handle::Cuda(raw) => {
                 self.ctx.bind()?;
                 // SAFETY: both handles are live and of the same context.
-                drv!(cuEventRecord(*raw, stream.raw()))
+                drv!(cuEventRecord(*raw, stream.raw()))?;
+                crate::gpu_sanitizer::on_event_record(&self.ctx, self.id, stream.id());
+                Ok(())
             }
             Handle::Cpu { recorded, .. } => {
                 let cpu = self.ctx.cpu_device();
@@ -101,7 +103,10 @@ impl Event {
             Handle::Cuda(raw) => {
                 self.ctx.bind()?;
                 // SAFETY: `raw` is a live event.
-                drv!(cuEventSynchronize(*raw))
+                drv!(cuEventSynchronize(*raw))?;
+                let wait = crate::gpu_sanitizer::HostWait::Event(self.id);
+                crate::gpu_sanitizer::on_host_wait(&self.ctx, wait);
+                Ok(())
             }
             Handle::Cpu { .. } => {
                 if let Some(c) = self.ctx.cpu_device() {

@@ -11,7 +11,7 @@
 //! CPU backend, synchronously, in issue order.
 
 use crate::args::{pack_args, pack_values, KernelArgValue, KernelArgs};
-use crate::context::{CpuDevice, DeviceId, LaunchVariant};
+use crate::context::{Context, CpuDevice, DeviceId, LaunchVariant};
 use crate::error::{ArgProblem, Error, LaunchConfigError, Result};
 use crate::module::{Function, KernelFn};
 use crate::params::{ParamBuffer, SlotOrigin};
@@ -186,6 +186,21 @@ impl Default for DeviceLimits {
     }
 }
 
+/// Checks a launch configuration against the device and the function.
+fn validate_config(ctx: &Context, func: &Function, config: &LaunchConfig) -> Result<()> {
+    let attrs = func.attrs();
+    config
+        .validate_for(
+            ctx.limits(),
+            attrs.max_threads_per_block,
+            attrs.static_shared_bytes,
+        )
+        .map_err(|problem| Error::LaunchConfig {
+            kernel: func.name().to_owned(),
+            problem,
+        })
+}
+
 /// Checks packed arguments against a PTX parameter list. `names` (the
 /// kernel's Rust parameters, when known) improves the messages; `device`
 /// is the launch's CUDA ordinal, when known. Pure.
@@ -319,33 +334,36 @@ impl Stream {
         let ctx = self.context();
         let kernel = func.name();
         ctx.expect_device("launch", func.module().context().device())?;
-        let attrs = func.attrs();
-        let limits = ctx.limits();
-        config
-            .validate_for(
-                limits,
-                attrs.max_threads_per_block,
-                attrs.static_shared_bytes,
-            )
-            .map_err(|problem| Error::LaunchConfig {
-                kernel: kernel.to_owned(),
-                problem,
-            })?;
+        validate_config(ctx, func, &config)?;
         check_params_on(kernel, buf, func.params(), names, Some(ctx.device()))?;
         if let Some(cpu) = ctx.cpu_device() {
             return self.launch_cpu(cpu, func, config, buf);
         }
         if ctx.launch_variant() == LaunchVariant::Sanitized {
-            // Where the sanitized GPU launch goes (a later change): the
-            // `name__vigil` entry, the runtime's hidden arguments appended
-            // to `buf`, `Vmm::note_sanitized_launch`. Until then
-            // `launch_variant` never picks it on a GPU.
-            return Err(Error::Unsupported {
-                op: "a sanitized GPU launch",
-                backend: ctx.device(),
-                reason: "the sanitized GPU launch path is not written yet",
-            });
+            // The `name__vigil` entry with the sanitizer's hidden arguments.
+            let san = crate::gpu_sanitizer::for_context(ctx)?;
+            let (func, buf) = san.prepare_launch(self, func, &config, buf)?;
+            // The sanitized entry uses more registers: it may allow fewer threads.
+            validate_config(ctx, &func, &config)?;
+            let hidden: Vec<ParamDesc> = names
+                .iter()
+                .chain(vigil_shared::gpu::HIDDEN_PARAMS)
+                .copied()
+                .collect();
+            check_params_on(kernel, &buf, func.params(), &hidden, Some(ctx.device()))?;
+            if let Some(pool) = ctx.sanitizer_pool() {
+                pool.vmm().note_sanitized_launch();
+            }
+            return self.launch_gpu(&func, config, &buf);
         }
+        self.launch_gpu(func, config, buf)
+    }
+
+    /// `cuLaunchKernel` of a checked launch on a GPU stream.
+    fn launch_gpu(&self, func: &Function, config: LaunchConfig, buf: &ParamBuffer) -> Result<()> {
+        let ctx = self.context();
+        let kernel = func.name();
+        let limits = ctx.limits();
         ctx.bind()?;
         func.ensure_dynamic_smem(config.shared_mem_bytes, limits.max_shared_mem_per_block)?;
         let mut params = buf.kernel_params();

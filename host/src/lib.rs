@@ -48,6 +48,7 @@ pub mod cpu_sanitizer;
 mod driver;
 mod error;
 mod event;
+mod gpu_sanitizer;
 mod launch;
 mod memory;
 mod module;

@@ -77,7 +77,7 @@ impl Stream {
         self.wait_idle()?;
         match self.ctx.cpu_device() {
             Some(c) => races_to_result(c.take_reports()),
-            None => Ok(()),
+            None => races_to_result(crate::gpu_sanitizer::take_reports(&self.ctx)),
         }
     }
 
@@ -92,7 +92,10 @@ impl Stream {
             None => {
                 self.ctx.bind()?;
                 // SAFETY: `raw` is a live stream of the current context.
-                drv!(cuStreamSynchronize(self.raw))
+                drv!(cuStreamSynchronize(self.raw))?;
+                let wait = crate::gpu_sanitizer::HostWait::Stream(self.id);
+                crate::gpu_sanitizer::on_host_wait(&self.ctx, wait);
+                Ok(())
             }
         }
     }
@@ -127,7 +130,9 @@ impl Stream {
         }
         self.ctx.bind()?;
         // SAFETY: both handles are live; flags must be 0.
-        drv!(cuStreamWaitEvent(self.raw, event.raw(), 0))
+        drv!(cuStreamWaitEvent(self.raw, event.raw(), 0))?;
+        crate::gpu_sanitizer::on_stream_wait(&self.ctx, self.id, event.id());
+        Ok(())
     }
 
     /// Creates a timing event and records it on this stream.

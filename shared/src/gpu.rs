@@ -10,9 +10,11 @@
 //! [`GpuRuntime::slots_per_sm`] slots of its SM at entry and releases it at
 //! exit, so two live CTAs never share a thread state and occupancy is not
 //! capped (design 3.2). Thread ids are
-//! `tid = (rank * num_sms + smid) * slots + slot` ([`slot_tid`]); the
-//! engine sees `num_sms * slots` "SMs" per device, so its device of a tid
-//! is still `tid / threads_per_device`.
+//! `tid = (rank * num_sms + smid) * slots + slot` ([`slot_tid`]). The
+//! host writes `num_sms * slots` (sanitizer threads per device) as the
+//! [`GlobalState`](crate::abi::GlobalState)'s `num_sms`, so the engine's
+//! device of a tid is still `tid / num_sms` and a device region holds one
+//! thread state per slot.
 //!
 //! Reports: the device writes [`GpuReportRecord`]s (the engine's record plus
 //! the earlier access's [`SideEntry`]) into a host-mapped buffer with a
@@ -24,6 +26,7 @@ use core::mem::{offset_of, size_of};
 
 use crate::abi::RaceReport;
 use crate::params::{ParamDesc, PtxType};
+use crate::{AccessKind, Scope};
 
 /// Largest number of sanitizer slots per SM (resident CTAs per SM on
 /// sm_90 is at most 32, and the slot mask is one `u32`).
@@ -262,9 +265,45 @@ impl GpuReportRecord {
 const _: () = assert!(size_of::<GpuReportRecord>() == 128);
 const _: () = assert!(offset_of!(GpuReportRecord, prior) == 96);
 
+/// The access kind and scope of a [`RaceReport`]'s `access` or
+/// `prior_access` (the inverse of [`RaceReport::pack_access`]).
+pub const fn unpack_access(v: u32) -> (AccessKind, Scope) {
+    let kind = match v & 0xff {
+        0 => AccessKind::Read,
+        1 => AccessKind::Write,
+        2 => AccessKind::AtomicRead,
+        3 => AccessKind::AtomicWrite,
+        _ => AccessKind::AtomicRmw,
+    };
+    let scope = match (v >> 8) & 0xff {
+        0 => Scope::Block,
+        1 => Scope::Device,
+        _ => Scope::System,
+    };
+    (kind, scope)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn access_packing_round_trips() {
+        for kind in [
+            AccessKind::Read,
+            AccessKind::Write,
+            AccessKind::AtomicRead,
+            AccessKind::AtomicWrite,
+            AccessKind::AtomicRmw,
+        ] {
+            for scope in [Scope::Block, Scope::Device, Scope::System] {
+                assert_eq!(
+                    unpack_access(RaceReport::pack_access(kind, scope)),
+                    (kind, scope)
+                );
+            }
+        }
+    }
 
     #[test]
     fn slots_fill_the_thread_id_space() {

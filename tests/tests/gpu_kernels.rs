@@ -4,8 +4,10 @@
 //!
 //! Each check is written once, as a `fn(&Context)`, and instantiated per
 //! backend by [`on_every_backend!`]: `gpu::*` on a CUDA GPU (skips with a
-//! printed reason without one, fails with `VIGIL_REQUIRE_GPU=1`) and
-//! `cpu::*` on the CPU backend, so the two suites cannot drift. Where a
+//! printed reason without one, fails with `VIGIL_REQUIRE_GPU=1`),
+//! `gpu_sanitized::*` on the same GPU with the race sanitizer (the
+//! sanitized entries and the sanitizer's atomics must give the same
+//! results) and `cpu::*` on the CPU backend, so the suites cannot drift. Where a
 //! size only matters for the GPU (millions of threads), the CPU runs a
 //! smaller one of the same shape.
 
@@ -22,6 +24,22 @@ macro_rules! on_every_backend {
                 #[test]
                 fn $check() {
                     let Some(ctx) = super::require_gpu() else { return };
+                    super::$check(&ctx);
+                }
+            )*
+        }
+        mod gpu_sanitized {
+            $(
+                #[test]
+                fn $check() {
+                    if super::require_gpu().is_none() {
+                        return;
+                    }
+                    let ctx = super::Context::builder()
+                        .gpu(0)
+                        .sanitize(true)
+                        .build()
+                        .expect("a sanitized GPU context");
                     super::$check(&ctx);
                 }
             )*

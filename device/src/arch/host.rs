@@ -335,7 +335,6 @@ pub fn block_dim() -> Dim3 {
 pub fn grid_dim() -> Dim3 {
     with_current(|c| c.grid_dim)
 }
-#[allow(dead_code)]
 pub fn smid() -> u32 {
     with_current(|c| c.smid)
 }

@@ -46,7 +46,6 @@ pub fn grid_dim() -> Dim3 {
 
 /// The SM this thread runs on (`%smid`).
 #[inline(always)]
-#[allow(dead_code)]
 pub fn smid() -> u32 {
     let r: u32;
     // SAFETY: reading a special register has no preconditions.

@@ -32,7 +32,7 @@ impl<'r> RuntimeMemory<'r> {
         RuntimeMemory {
             runtime,
             globals,
-            threads_per_device: globals.num_sms * runtime.slots_per_sm.max(1),
+            threads_per_device: globals.num_sms,
             state_words: thread_state_words(globals.num_threads, globals.clock_buffer_size),
         }
     }
@@ -43,14 +43,12 @@ impl<'r> RuntimeMemory<'r> {
         self.runtime
     }
 
-    /// The engine's constants: each slot is one sanitizer thread, so a
-    /// device has `num_sms * slots` of them.
+    /// The engine's constants. Each slot is one sanitizer thread, so the
+    /// host writes `num_sms * slots` as the `GlobalState`'s `num_sms`
+    /// (sanitizer threads per device, what the engine splits tids by).
     #[inline(always)]
     pub fn config(&self) -> EngineConfig {
-        EngineConfig {
-            num_sms: self.threads_per_device,
-            ..EngineConfig::from_globals(self.globals)
-        }
+        EngineConfig::from_globals(self.globals)
     }
 
     /// True for an address of the reservation's user half: every other
@@ -148,7 +146,7 @@ mod tests {
         let g = GlobalState {
             globals_base: 1 << 40,
             reserve_base: 4 << 40,
-            num_sms: sms,
+            num_sms: sms * slots,
             num_devices: devices,
             num_threads: n,
             clock_buffer_size: cb,

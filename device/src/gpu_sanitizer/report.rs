@@ -10,8 +10,7 @@
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use vigil_shared::abi::{RaceReport, ReportBufferHeader};
-use vigil_shared::gpu::{side_index, GpuReportRecord, GpuRuntime, SideEntry};
-use vigil_shared::AccessKind;
+use vigil_shared::gpu::{side_index, unpack_access, GpuReportRecord, GpuRuntime, SideEntry};
 
 /// How often a report looks again for the earlier access's side entry:
 /// that access notes itself just after its shadow update, so a race found
@@ -73,7 +72,7 @@ impl<'r> Reporter<'r> {
     /// The side entry of the earlier access `r` names, if the table still
     /// holds it (word and thread match).
     pub fn prior_of(&self, r: &RaceReport, first: u64, last: u64) -> SideEntry {
-        let write = kind_writes(r.prior_access & 0xff);
+        let write = unpack_access(r.prior_access).0.writes();
         for _ in 0..SIDE_ENTRY_POLLS {
             for word in first..=last {
                 let Some(slot) = self.entry(word, write) else {
@@ -126,16 +125,10 @@ unsafe fn words_at<'r, A>(addr: u64, len: usize) -> &'r [A] {
     unsafe { core::slice::from_raw_parts(addr as *const A, len) }
 }
 
-/// True when an engine-packed access kind writes.
-fn kind_writes(kind: u32) -> bool {
-    kind == AccessKind::Write as u32
-        || kind == AccessKind::AtomicWrite as u32
-        || kind == AccessKind::AtomicRmw as u32
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use vigil_shared::AccessKind;
 
     fn words32(n: usize) -> Vec<AtomicU32> {
         (0..n).map(|_| AtomicU32::new(0)).collect()

@@ -288,3 +288,11 @@ pub fn count_positive_fixed(data: GlobalSlice<i32>, count: GlobalSliceMut<u32>) 
         count.at(0).atomic_add(1, Ordering::Relaxed, Scope::Device);
     }
 }
+
+/// Every block writes the element of the SM it runs on (one thread each):
+/// a race here is between CTAs that shared an SM (GPU sanitizer slots).
+#[kernel]
+pub fn same_sm_writes(data: GlobalSliceMut<u32>) {
+    let sm = sm_id() as usize % data.len();
+    data.store(sm, block_idx().x); // @same-sm-write
+}

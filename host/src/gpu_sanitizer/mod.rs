@@ -1,0 +1,323 @@
+//! The host side of the GPU race sanitizer: sanitized launches, stream and
+//! event clocks, and reports (design 3.2, 3.3).
+//!
+//! One [`GpuSanitizer`] per device (process-wide, like the shadow
+//! allocator it sits on) owns the device's [`GpuRuntime`] descriptor, its
+//! per-SM slot table, the side table of earlier accesses, the SC-fence
+//! clocks and a host-mapped report buffer, plus every stream's clocks. A
+//! sanitized launch ([`GpuSanitizer::prepare_launch`]) picks the kernel's
+//! `name__vigil` entry and appends the hidden arguments
+//! ([`HIDDEN_PARAMS`]); events, stream waits and host synchronisations
+//! feed the clock bookkeeping (`clocks`); a synchronisation collects the
+//! records and decodes them (`decode`) into
+//! [`RaceReport`](crate::report::RaceReport)s.
+//!
+//! - `slots`: how many sanitizer slots each SM gets.
+//! - `clocks`: which clocks a launch acquires (pure bookkeeping).
+//! - `device_memory`: the sanitizer's own device and mapped memory.
+//! - `location`: source locations read back from device memory.
+//! - `decode`: report records to race reports.
+
+mod clocks;
+mod decode;
+mod device_memory;
+mod location;
+mod slots;
+
+pub(crate) use slots::slots_per_sm_fitting;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering as MemOrder};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use vigil_shared::abi::ReportBufferHeader;
+use vigil_shared::engine::sc_fence_words;
+use vigil_shared::gpu::{
+    GpuReportRecord, GpuRuntime, SideEntry, SmSlots, StreamClocks, HIDDEN_PARAMS, SANITIZED_SUFFIX,
+};
+
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::launch::LaunchConfig;
+use crate::module::Function;
+use crate::params::ParamBuffer;
+use crate::report::{RaceAllocation, RaceReports};
+use crate::sanitize::{EventId, StreamId};
+use crate::stream::Stream;
+
+use clocks::ClockBook;
+use decode::{Decoder, LaunchHistory, LaunchRecord};
+use device_memory::{read_device, DeviceBlock, MappedBlock};
+use location::{LocationCache, LocationLayout};
+
+/// log2 of the side table's entries (32 MiB).
+const SIDE_LOG2: u32 = 20;
+/// Records the report buffer holds (128 bytes each).
+const REPORT_CAPACITY: u32 = 4096;
+
+/// What is guarded by the sanitizer's lock.
+struct State {
+    book: ClockBook,
+    streams: HashMap<StreamId, DeviceBlock>,
+    launches: LaunchHistory,
+    locations: LocationCache,
+}
+
+/// The GPU sanitizer of one device.
+pub(crate) struct GpuSanitizer {
+    ctx: Context,
+    num_sms: u32,
+    slots: u32,
+    num_threads: u32,
+    runtime: DeviceBlock,
+    _slot_table: DeviceBlock,
+    _side_table: DeviceBlock,
+    _sc_fences: DeviceBlock,
+    reports: MappedBlock,
+    layout: Option<LocationLayout>,
+    next_launch: AtomicU32,
+    state: Mutex<State>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn registry() -> &'static Mutex<HashMap<usize, Arc<GpuSanitizer>>> {
+    static SANITIZERS: OnceLock<Mutex<HashMap<usize, Arc<GpuSanitizer>>>> = OnceLock::new();
+    SANITIZERS.get_or_init(Default::default)
+}
+
+/// The sanitizer of a sanitized GPU context's device, if it has one yet.
+fn existing(ctx: &Context) -> Option<Arc<GpuSanitizer>> {
+    if ctx.is_cpu() || !ctx.is_sanitized() {
+        return None;
+    }
+    lock(registry()).get(&ctx.ordinal()).cloned()
+}
+
+/// The sanitizer of `ctx`'s device, made on first use.
+pub(crate) fn for_context(ctx: &Context) -> Result<Arc<GpuSanitizer>> {
+    let mut reg = lock(registry());
+    if let Some(s) = reg.get(&ctx.ordinal()) {
+        return Ok(s.clone());
+    }
+    let s = Arc::new(GpuSanitizer::new(ctx)?);
+    reg.insert(ctx.ordinal(), s.clone());
+    Ok(s)
+}
+
+fn as_bytes<T: bytemuck::Pod>(v: &T) -> &[u8] {
+    bytemuck::bytes_of(v)
+}
+
+impl GpuSanitizer {
+    fn new(ctx: &Context) -> Result<GpuSanitizer> {
+        let pool = ctx.sanitizer_pool().ok_or(Error::Unsupported {
+            op: "a sanitized GPU launch",
+            backend: ctx.device(),
+            reason: "the context has no shadow allocator (build it with sanitize(true))",
+        })?;
+        let vmm = pool.vmm();
+        vmm.device(ctx)?;
+        let ordinal = ctx.ordinal();
+        let runtime_state = vmm.runtime_of(ordinal)?;
+        let g = runtime_state.global;
+        let num_sms = ctx.sm_count().max(1);
+        let slots = (g.num_sms / num_sms).max(1);
+        ctx.bind()?;
+        let slot_table = DeviceBlock::zeroed(num_sms as usize * std::mem::size_of::<SmSlots>())?;
+        let side_table =
+            DeviceBlock::zeroed((1usize << SIDE_LOG2) * std::mem::size_of::<SideEntry>())?;
+        let sc_words = sc_fence_words(g.num_devices, g.num_threads);
+        let sc_fences = DeviceBlock::zeroed(sc_words * 4)?;
+        let reports = MappedBlock::zeroed(
+            std::mem::size_of::<ReportBufferHeader>()
+                + REPORT_CAPACITY as usize * std::mem::size_of::<GpuReportRecord>(),
+        )?;
+        reports.words()[1].store(REPORT_CAPACITY, MemOrder::Relaxed);
+        let desc = GpuRuntime {
+            globals: vmm.runtime_state_ptr(ordinal)?,
+            slot_table: slot_table.addr,
+            side_table: side_table.addr,
+            reports: reports.device,
+            sc_fences: sc_fences.addr,
+            sc_fence_words: sc_words as u32,
+            side_log2: SIDE_LOG2,
+            slots_per_sm: slots,
+            report_capacity: REPORT_CAPACITY,
+            flags: 0,
+            rank: runtime_state.rank,
+        };
+        let runtime = DeviceBlock::zeroed(std::mem::size_of::<GpuRuntime>())?;
+        runtime.write(as_bytes(&desc))?;
+        Ok(GpuSanitizer {
+            ctx: ctx.clone(),
+            num_sms,
+            slots,
+            num_threads: g.num_threads,
+            runtime,
+            _slot_table: slot_table,
+            _side_table: side_table,
+            _sc_fences: sc_fences,
+            reports,
+            layout: LocationLayout::probe(),
+            next_launch: AtomicU32::new(1),
+            state: Mutex::new(State {
+                book: ClockBook::new(g.num_threads),
+                streams: HashMap::new(),
+                launches: LaunchHistory::default(),
+                locations: LocationCache::default(),
+            }),
+        })
+    }
+
+    /// The sanitized entry of `func` and its arguments: `buf` with the
+    /// hidden ones appended. Enqueues the stream's join list on `stream`
+    /// when it changed, so it lands before the kernel starts.
+    pub fn prepare_launch(
+        &self,
+        stream: &Stream,
+        func: &Function,
+        config: &LaunchConfig,
+        buf: &ParamBuffer,
+    ) -> Result<(Function, ParamBuffer)> {
+        let sanitized = func
+            .module()
+            .function(&format!("{}{SANITIZED_SUFFIX}", func.name()))?;
+        let ordinal = Some(self.ctx.ordinal());
+        let mut st = lock(&self.state);
+        let id = stream.id();
+        if !st.book.has_stream(id) {
+            self.ctx.bind()?;
+            let block = DeviceBlock::zeroed(StreamClocks::bytes(self.num_threads) as usize)?;
+            st.book.add_stream(id, block.addr);
+            st.streams.insert(id, block);
+        }
+        let plan = st.book.launch(id).ok_or(Error::Unsupported {
+            op: "a sanitized GPU launch",
+            backend: self.ctx.device(),
+            reason: "the stream has no sanitizer clocks",
+        })?;
+        if let Some(header) = &plan.write {
+            self.ctx.bind()?;
+            DeviceBlock::write_async(plan.stream_clocks, as_bytes(header), stream.raw())?;
+        }
+        let launch = self.next_launch.fetch_add(1, MemOrder::Relaxed);
+        st.launches.insert(
+            launch,
+            LaunchRecord {
+                kernel: func.name().to_owned(),
+                grid: config.grid,
+                block: config.block,
+            },
+        );
+        drop(st);
+        let mut args = buf.clone();
+        args.append_hidden_pointer(self.runtime.addr, ordinal);
+        args.append_hidden_pointer(plan.stream_clocks, ordinal);
+        args.append_hidden(plan.kernel);
+        args.append_hidden(launch);
+        debug_assert_eq!(HIDDEN_PARAMS.len(), 4);
+        Ok((sanitized, args))
+    }
+
+    /// Reads and clears the report buffer (call after synchronising with
+    /// every kernel that may write it).
+    fn collect(&self) -> RaceReports {
+        let words = self.reports.words();
+        let claimed = words[0].swap(0, MemOrder::Relaxed);
+        let stored = claimed.min(REPORT_CAPACITY) as usize;
+        let mut out = RaceReports::new();
+        if claimed == 0 {
+            return out;
+        }
+        let mut st = lock(&self.state);
+        let State {
+            launches,
+            locations,
+            ..
+        } = &mut *st;
+        let ctx = &self.ctx;
+        let mut read = |addr: u64, len: usize| {
+            ctx.bind().ok()?;
+            read_device(addr, len).ok()
+        };
+        let vmm = ctx.sanitizer_pool().map(|p| p.vmm());
+        let allocation = |addr: u64| {
+            let a = vmm?.lookup(addr)?;
+            Some(RaceAllocation {
+                base: a.ptr,
+                size: a.size,
+                offset: addr - a.ptr,
+            })
+        };
+        let mut decoder = Decoder {
+            num_sms: self.num_sms,
+            slots: self.slots,
+            launches,
+            layout: self.layout,
+            locations,
+            read: &mut read,
+            allocation: &allocation,
+        };
+        for i in 0..stored {
+            let at = ReportBufferHeader::WORDS + i * GpuReportRecord::WORDS;
+            let mut raw = [0u32; GpuReportRecord::WORDS];
+            for (d, w) in raw.iter_mut().zip(&words[at..]) {
+                *d = w.load(MemOrder::Relaxed);
+            }
+            let rec: GpuReportRecord = bytemuck::cast(raw);
+            if let Some(r) = decoder.decode(&rec) {
+                out.push(r);
+            }
+        }
+        out.add_dropped(u64::from(claimed) - stored as u64);
+        out
+    }
+}
+
+// ----- hooks the front end calls ------------------------------------------
+
+/// `event` was recorded on `stream`.
+pub(crate) fn on_event_record(ctx: &Context, event: EventId, stream: StreamId) {
+    if let Some(s) = existing(ctx) {
+        lock(&s.state).book.record(event, stream);
+    }
+}
+
+/// `stream` waits for `event`.
+pub(crate) fn on_stream_wait(ctx: &Context, stream: StreamId, event: EventId) {
+    if let Some(s) = existing(ctx) {
+        lock(&s.state).book.wait(stream, event);
+    }
+}
+
+/// What the host waited for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum HostWait {
+    /// One stream.
+    Stream(StreamId),
+    /// One event.
+    Event(EventId),
+    /// The whole context.
+    All,
+}
+
+/// The host waited: later work is ordered after what it waited for.
+pub(crate) fn on_host_wait(ctx: &Context, wait: HostWait) {
+    if let Some(s) = existing(ctx) {
+        let book = &mut lock(&s.state).book;
+        match wait {
+            HostWait::Stream(id) => book.sync_stream(id),
+            HostWait::Event(id) => book.sync_event(id),
+            HostWait::All => book.sync_all(),
+        }
+    }
+}
+
+/// The races found on `ctx`'s device since the last collection (after a
+/// synchronisation; empty without a GPU sanitizer).
+pub(crate) fn take_reports(ctx: &Context) -> RaceReports {
+    existing(ctx).map_or_else(RaceReports::new, |s| s.collect())
+}

@@ -1,0 +1,113 @@
+//! GPU-only cases of the race sanitizer (the race-scenario suite covers
+//! what both backends share): memory it does not manage, grids of
+//! thousands of CTAs, and CTAs sharing an SM. (`gpu_kernels.rs` runs the
+//! kernel API suite sanitized too.) Each test skips without a GPU (fails
+//! with `VIGIL_REQUIRE_GPU=1`).
+
+use vigil::testing::require_gpu;
+use vigil::{Context, DeviceBuffer, LaunchConfig, Module, ReportKind, Stream};
+use vigil_kernels::races::{disjoint_writes, race_waw, read_one, same_sm_writes};
+use vigil_tests::KERNELS_PTX;
+
+/// A sanitized context on GPU 0, a stream and the kernels.
+fn sanitized() -> Option<(Context, Stream, Module)> {
+    require_gpu()?;
+    let ctx = Context::builder()
+        .gpu(0)
+        .sanitize(true)
+        .build()
+        .expect("a sanitized GPU context");
+    let stream = Stream::new(&ctx).expect("stream");
+    let module = Module::from_ptx(&ctx, KERNELS_PTX).expect("kernels module");
+    Some((ctx, stream, module))
+}
+
+/// Memory from outside the shadow allocator (a plain context's buffer on
+/// the same device) is not checked: a real race there is not reported,
+/// nothing crashes, and the kernel's writes land.
+#[test]
+fn accesses_outside_managed_memory_are_ignored() {
+    let Some((ctx, stream, module)) = sanitized() else {
+        return;
+    };
+    let plain = Context::new(0).expect("plain context");
+    let plain_stream = Stream::new(&plain).expect("stream");
+    let mut outside = DeviceBuffer::<u32>::alloc_zeroed(&plain_stream, 1).expect("buffer");
+    plain_stream.synchronize().expect("zeroed");
+    assert!(
+        ctx.sanitizer_pool()
+            .and_then(|p| p.vmm().lookup(outside.device_ptr()))
+            .is_none(),
+        "the plain buffer must not come from the shadow allocator"
+    );
+    stream
+        .launch(
+            &module.kernel::<race_waw>().unwrap(),
+            LaunchConfig::new(64, 1),
+            (&mut outside,),
+        )
+        .expect("launch");
+    ctx.synchronize().expect("no report for unmanaged memory");
+    let v = outside.to_vec(&plain_stream).unwrap()[0];
+    assert!(v == 1 || v == 2, "the kernel's write landed: {v}");
+}
+
+/// 2^22 elements in 16,384 CTAs of 256 threads (many per SM over time),
+/// written once each and then read by a second kernel on the same stream
+/// and a third on another stream ordered by an event: no report.
+#[test]
+fn thousands_of_ctas_per_launch_raise_no_false_race() {
+    let Some((ctx, stream, module)) = sanitized() else {
+        return;
+    };
+    let n = 1usize << 22;
+    let mut data = DeviceBuffer::<u32>::alloc_zeroed(&stream, n).unwrap();
+    let cfg = LaunchConfig::for_num_elems(n, 256);
+    assert!(cfg.grid.x as usize >= 16 * 1024);
+    let disjoint = module.kernel::<disjoint_writes>().unwrap();
+    stream.launch(&disjoint, cfg, (&mut data,)).unwrap();
+    stream.launch(&disjoint, cfg, (&mut data,)).unwrap();
+    let other = Stream::new(&ctx).unwrap();
+    let ev = stream.record_event().unwrap();
+    other.wait_event(&ev).unwrap();
+    let mut out = DeviceBuffer::<u32>::alloc_zeroed(&stream, 1).unwrap();
+    stream.synchronize().expect("zeroed output, no race so far");
+    other
+        .launch(
+            &module.kernel::<read_one>().unwrap(),
+            LaunchConfig::new(1, 1),
+            (&mut data, &mut out),
+        )
+        .unwrap();
+    ctx.synchronize()
+        .expect("no false race between ordered CTAs");
+    let got = data.to_vec(&stream).unwrap();
+    assert!(got.iter().enumerate().all(|(i, &v)| v == i as u32));
+}
+
+/// Every block writes the element of its SM: each race is between two
+/// CTAs that shared an SM, which holds only if resident CTAs get their own
+/// sanitizer threads (slots).
+#[test]
+fn ctas_sharing_an_sm_race_with_each_other() {
+    let Some((ctx, stream, module)) = sanitized() else {
+        return;
+    };
+    let sms = ctx.sm_count() as usize;
+    let mut data = DeviceBuffer::<u32>::alloc_zeroed(&stream, sms).unwrap();
+    stream
+        .launch(
+            &module.kernel::<same_sm_writes>().unwrap(),
+            LaunchConfig::new(8 * sms as u32, 32),
+            (&mut data,),
+        )
+        .unwrap();
+    let reports = match ctx.synchronize() {
+        Err(vigil::Error::Races(r)) => r,
+        other => panic!("expected races between CTAs of one SM, got {other:?}"),
+    };
+    let r = &reports.reports()[0];
+    assert_eq!(r.kind, ReportKind::WriteAfterWrite, "{reports}");
+    assert_eq!(r.current.smid, r.prior.smid, "{reports}");
+    assert_ne!(Some(r.current.block), r.prior.block, "{reports}");
+}
