@@ -137,17 +137,23 @@ impl Module {
 fn load(ctx: &Context, image: &CString) -> Result<sys::CUmodule> {
     ctx.bind()?;
     let mut log = vec![0u8; JIT_LOG_BYTES];
-    let mut options = [
+    let mut options = vec![
         sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
         sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
     ];
     // The driver reads option values as pointer-sized words: a pointer
     // for the buffer, an integer for its size (updated to bytes written).
-    let mut values: [*mut c_void; 2] = [log.as_mut_ptr().cast(), JIT_LOG_BYTES as *mut c_void];
+    let mut values: Vec<*mut c_void> = vec![log.as_mut_ptr().cast(), JIT_LOG_BYTES as *mut c_void];
+    if ctx.launch_variant() == crate::context::LaunchVariant::Sanitized {
+        // Sanitized entries call the race detector: capped registers keep
+        // 1024-thread blocks launchable and more CTAs resident.
+        options.push(sys::CUjit_option::CU_JIT_MAX_REGISTERS);
+        values.push(crate::gpu_sanitizer::MAX_REGISTERS as usize as *mut c_void);
+    }
     let mut raw: sys::CUmodule = std::ptr::null_mut();
     let r = call_raw("cuModuleLoadDataEx", || {
         // SAFETY: `image` is NUL-terminated PTX; `options` and `values`
-        // are arrays of two entries that outlive the call; `log` is
+        // are arrays of equal length that outlive the call; `log` is
         // writable for `JIT_LOG_BYTES` bytes; the context is current.
         unsafe {
             sys::cuModuleLoadDataEx(

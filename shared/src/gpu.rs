@@ -24,7 +24,11 @@
 use bytemuck::{Pod, Zeroable};
 use core::mem::{offset_of, size_of};
 
+use core::sync::atomic::Ordering as MemOrder;
+
 use crate::abi::RaceReport;
+use crate::atomic::{AtomicFamily, AtomicU32Ops};
+use crate::clock::ThreadClocks;
 use crate::params::{ParamDesc, PtxType};
 use crate::{AccessKind, Scope};
 
@@ -265,6 +269,50 @@ impl GpuReportRecord {
 const _: () = assert!(size_of::<GpuReportRecord>() == 128);
 const _: () = assert!(offset_of!(GpuReportRecord, prior) == 96);
 
+/// Lane `lane` of `lanes`' share of a CTA entry: joins entries `lane`,
+/// `lane + lanes`, ... of clock `src` (`num_threads` entries: a stream
+/// ring slot or a join source) into thread `tid`'s vector clock, except
+/// its own entry. The CTA's threads together do what
+/// [`Engine::kernel_entry`](crate::engine::Engine::kernel_entry) does for
+/// one clock, each on distinct entries; one of them holds the thread
+/// state's write lock for all.
+pub fn join_clock_part<F: AtomicFamily>(
+    clocks: &ThreadClocks<'_, F>,
+    tid: u32,
+    src: &[F::U32],
+    lane: u32,
+    lanes: u32,
+) {
+    let mut j = lane;
+    while j < clocks.num_threads() {
+        if j != tid {
+            if let Some(v) = src.get(j as usize) {
+                clocks.join_entry(j, v.load(MemOrder::Relaxed));
+            }
+        }
+        j += lanes.max(1);
+    }
+}
+
+/// Lane `lane` of `lanes`' share of a CTA exit: `dst[j] = max(dst[j],
+/// VC[j])` for entries `lane`, `lane + lanes`, ... (what
+/// [`Engine::kernel_exit`](crate::engine::Engine::kernel_exit) does before
+/// marking the clock published, which one lane does after all shares).
+pub fn publish_clock_part<F: AtomicFamily>(
+    clocks: &ThreadClocks<'_, F>,
+    dst: &[F::U32],
+    lane: u32,
+    lanes: u32,
+) {
+    let mut j = lane;
+    while j < clocks.num_threads() {
+        if let Some(d) = dst.get(j as usize) {
+            d.fetch_max(clocks.get(j), MemOrder::Relaxed);
+        }
+        j += lanes.max(1);
+    }
+}
+
 /// The access kind and scope of a [`RaceReport`]'s `access` or
 /// `prior_access` (the inverse of [`RaceReport::pack_access`]).
 pub const fn unpack_access(v: u32) -> (AccessKind, Scope) {
@@ -286,6 +334,62 @@ pub const fn unpack_access(v: u32) -> (AccessKind, Scope) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The lanes' shares of a CTA entry and exit, all done, equal the
+    /// engine's single-threaded kernel entry and exit.
+    #[test]
+    fn cta_shares_equal_the_engines_kernel_boundaries() {
+        use crate::abi::thread_state_words;
+        use crate::atomic::CoreAtomics;
+        use crate::engine::{Engine, EngineConfig, EngineMemory, SliceMemory};
+        use core::sync::atomic::AtomicU32;
+        const N: u32 = 7;
+        const WORDS: usize = 8 + 5 * 7;
+        let make = || -> [AtomicU32; 7 * WORDS] { core::array::from_fn(|_| AtomicU32::new(0)) };
+        let (ts_a, ts_b) = (make(), make());
+        let ring: [AtomicU32; 3 * 7] =
+            core::array::from_fn(|i| AtomicU32::new((i as u32 * 5) % 11));
+        let mem = |ts| SliceMemory::<CoreAtomics> {
+            thread_states: ts,
+            thread_state_words: thread_state_words(N, 2),
+            shadow: &[],
+            pool: &[],
+            reports: &[],
+            sc_fences: &[],
+        };
+        let cfg = EngineConfig {
+            num_sms: N,
+            num_threads: N,
+            clock_buffer_size: 2,
+            rng_seed: 1,
+            real_base: 0,
+        };
+        let (ma, mb) = (mem(&ts_a[..]), mem(&ts_b[..]));
+        let (ea, eb) = (Engine::new(&ma, cfg), Engine::new(&mb, cfg));
+        let tid = 3;
+        ea.init_thread(tid);
+        eb.init_thread(tid);
+        // Entry of kernel 2 joins ring slot 1.
+        ea.kernel_entry(tid, &ring, 2);
+        let clocks = ThreadClocks::<CoreAtomics>::new(mb.thread_state(tid), N, 2);
+        for lane in 0..3 {
+            join_clock_part(&clocks, tid, &ring[7..14], lane, 3);
+        }
+        for j in 0..N {
+            assert_eq!(ea.clock_entry(tid, j), eb.clock_entry(tid, j), "entry {j}");
+        }
+        assert!(eb.clock_entry(tid, 0) > 0, "something was joined");
+        // Exit of kernel 2 publishes into ring slot 2.
+        let out_a: [AtomicU32; 3 * 7] = core::array::from_fn(|_| AtomicU32::new(1));
+        let out_b: [AtomicU32; 3 * 7] = core::array::from_fn(|_| AtomicU32::new(1));
+        ea.kernel_exit(tid, &out_a, 2);
+        for lane in 0..2 {
+            publish_clock_part(&clocks, &out_b[14..], lane, 2);
+        }
+        for (a, b) in out_a.iter().zip(&out_b) {
+            assert_eq!(a.load(MemOrder::Relaxed), b.load(MemOrder::Relaxed));
+        }
+    }
 
     #[test]
     fn access_packing_round_trips() {

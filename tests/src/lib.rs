@@ -17,7 +17,7 @@ pub mod programs {
     /// [`KERNELS_PTX`](crate::KERNELS_PTX), and the name of the backend that
     /// bandwidth lines measure.
     pub struct Setup<K: Kernel> {
-        /// `"GPU"` or `"CPU backend"`.
+        /// `"GPU"` or `"CPU backend"` (with the sanitizer, if on).
         pub on: &'static str,
         /// A fresh stream on the context.
         pub stream: Stream,
@@ -36,9 +36,24 @@ pub mod programs {
                 ctx.device(),
                 ctx.sm_count()
             );
-            let on = if ctx.is_cpu() { "CPU backend" } else { "GPU" };
+            let on = match (ctx.is_cpu(), ctx.is_sanitized()) {
+                (true, false) => "CPU backend",
+                (true, true) => "CPU backend, race sanitizer on",
+                (false, false) => "GPU",
+                (false, true) => "GPU, race sanitizer on",
+            };
             Ok(Setup { on, stream, kernel })
         }
+    }
+
+    /// Ends an example: waits for the device and returns the sanitizer's
+    /// reports as an error (the examples are race-free: none expected).
+    pub fn finish(ctx: &Context) -> Result<(), Box<dyn std::error::Error>> {
+        ctx.synchronize()?;
+        if ctx.is_sanitized() {
+            println!("sanitizer: no race reported");
+        }
+        Ok(())
     }
 }
 

@@ -111,3 +111,37 @@ fn ctas_sharing_an_sm_race_with_each_other() {
     assert_eq!(r.current.smid, r.prior.smid, "{reports}");
     assert_ne!(Some(r.current.block), r.prior.block, "{reports}");
 }
+
+/// CTAs of 256 threads resident per SM, plain entry against sanitized
+/// entry, for the three examples' kernels (printed as `figure:` lines).
+/// Every sanitized entry must still fit at least one such CTA per SM, and
+/// the slots must cover what the occupancy allows.
+#[test]
+fn ctas_per_sm_sanitized_against_plain() {
+    use vigil::Kernel;
+    use vigil_kernels::examples::{axpy, histogram, reduce_sum};
+    let Some((ctx, _stream, module)) = sanitized() else {
+        return;
+    };
+    ctx.bind().unwrap();
+    let occupancy = |name: &str| {
+        let f = module.function(name).expect("entry");
+        let mut n = 0i32;
+        // SAFETY: `f` is a live function of the current context; 256
+        // threads with its static shared memory is a valid block.
+        let r = unsafe {
+            vigil::sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut n, f.raw(), 256, 0)
+        };
+        assert_eq!(r, vigil::sys::CUresult::CUDA_SUCCESS, "{name}");
+        (n, f.attrs().num_regs)
+    };
+    for name in [axpy::NAME, reduce_sum::NAME, histogram::NAME] {
+        let (plain, plain_regs) = occupancy(name);
+        let (checked, checked_regs) = occupancy(&format!("{name}__vigil"));
+        println!(
+            "figure: {name}: CTAs/SM at 256 threads: plain {plain} ({plain_regs} regs), \
+             sanitized {checked} ({checked_regs} regs)"
+        );
+        assert!(checked >= 1, "{name}__vigil cannot run a 256-thread CTA");
+    }
+}

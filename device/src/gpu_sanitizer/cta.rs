@@ -1,19 +1,25 @@
 //! CTA entry and exit of a sanitized entry point (design 3.2).
 //!
 //! Entry: the block's first thread claims a slot of its SM, initialises
-//! the slot's thread state if it was never used, acquires the exit clocks
-//! of the stream's previous kernel and of the stream's join list, and
-//! broadcasts the sanitizer thread through shared memory; a barrier makes
-//! it visible to the block before any access. Exit: a barrier (every
-//! thread of the block is done), then the first thread publishes the
-//! clock into the stream's ring and frees the slot.
+//! the slot's thread state if it was never used, locks it and broadcasts
+//! the sanitizer thread through shared memory; after a barrier every
+//! thread joins its share of the entries of the stream's previous kernel's
+//! exit clock and of the stream's join list, and after a second barrier
+//! the first thread unlocks. Exit: a barrier (every thread of the block is
+//! done), every thread publishes its share of the clock into the stream's
+//! ring, and after a barrier the first thread marks the epoch published
+//! and frees the slot. Sharing the `O(num_threads)` clock work among the
+//! block keeps a CTA's entry and exit short.
 
 use core::sync::atomic::AtomicU32;
 
+use vigil_shared::abi::STREAM_RING_SLOTS;
 use vigil_shared::atomic::CoreAtomics;
 use vigil_shared::clock::ThreadClocks;
-use vigil_shared::engine::{Engine, EngineMemory};
-use vigil_shared::gpu::{slot_tid, GpuRuntime, SmSlots, StreamClocks, MAX_JOINS};
+use vigil_shared::engine::EngineMemory;
+use vigil_shared::gpu::{
+    join_clock_part, publish_clock_part, slot_tid, GpuRuntime, SmSlots, StreamClocks, MAX_JOINS,
+};
 
 use super::memory::RuntimeMemory;
 use super::slots::SmSlotWords;
@@ -53,9 +59,12 @@ impl CtaState {
     }
 }
 
+/// This thread's linear index in the block and the block's size: the
+/// lanes that share the CTA's entry and exit work.
 #[inline(always)]
-fn first_thread() -> bool {
-    arch::thread_idx_x() == 0 && arch::thread_idx_y() == 0 && arch::thread_idx_z() == 0
+pub(super) fn lane() -> (u32, u32) {
+    let (t, d) = (arch::thread_idx(), arch::block_dim());
+    ((t.z * d.y + t.y) * d.x + t.x, d.x * d.y * d.z)
 }
 
 /// `len` u32 atomics at device address `addr`.
@@ -83,44 +92,78 @@ pub unsafe fn run_cta(runtime: u64, stream: u64, kernel: u32, launch: u32, body:
     unsafe { exit(stream, kernel) };
 }
 
-#[inline(never)]
-unsafe fn enter(runtime: u64, stream: u64, kernel: u32, launch: u32) {
-    if first_thread() {
-        // SAFETY: the caller passes a live runtime.
-        let rt = unsafe { &*(runtime as *const GpuRuntime) };
-        // SAFETY: as above.
+/// The memory, constants and thread clocks of the CTA's sanitizer thread.
+struct Cta {
+    mem: RuntimeMemory<'static>,
+    n: usize,
+    num_sms: u32,
+}
+
+impl Cta {
+    /// # Safety
+    /// `rt` must be a live runtime (run_cta's contract).
+    #[inline(always)]
+    unsafe fn new(rt: &'static GpuRuntime) -> Cta {
+        // SAFETY: forwarded from the caller.
         let mem = unsafe { RuntimeMemory::new(rt) };
         let cfg = mem.config();
-        let num_sms = cfg.num_sms / rt.slots_per_sm.max(1);
-        let smid = arch::smid();
-        // SAFETY: the slot table holds `SmSlots` for every SM.
-        let table = unsafe { words(rt.slot_table, num_sms as usize * SmSlots::WORDS) };
-        let slot = SmSlotWords::of(table, smid).claim(rt.slots_per_sm, || {});
-        let tid = slot_tid(rt.rank, smid, num_sms, rt.slots_per_sm.max(1), slot);
-        let engine = Engine::new(&mem, cfg);
-        // Lazy initialisation: the host only zeroes the thread states.
-        let clocks = ThreadClocks::<CoreAtomics>::new(
-            mem.thread_state(tid),
+        Cta {
+            n: cfg.num_threads as usize,
+            num_sms: cfg.num_sms / rt.slots_per_sm.max(1),
+            mem,
+        }
+    }
+
+    #[inline(always)]
+    fn clocks(&self, tid: u32) -> ThreadClocks<'_, CoreAtomics> {
+        let cfg = self.mem.config();
+        ThreadClocks::new(
+            self.mem.thread_state(tid),
             cfg.num_threads,
             cfg.clock_buffer_size,
-        );
-        if clocks.tid() != tid || clocks.get(tid) == 0 {
-            engine.init_thread(tid);
-        }
-        let n = cfg.num_threads as usize;
+        )
+    }
+
+    #[inline(always)]
+    fn slots(&self) -> &'static [AtomicU32] {
+        let rt = self.mem.runtime();
+        // SAFETY: the slot table holds `SmSlots` for every SM.
+        unsafe { words(rt.slot_table, self.num_sms as usize * SmSlots::WORDS) }
+    }
+
+    /// Ring slot `slot` of the stream clocks at `stream`.
+    #[inline(always)]
+    fn ring_slot(&self, stream: u64, slot: u32) -> &'static [AtomicU32] {
+        let addr = StreamClocks::ring_slot(stream, self.n as u32, slot);
         // SAFETY: the stream's clocks hold a header and a 3-slot ring.
-        let (ring, sc) = unsafe {
-            (
-                words(stream + StreamClocks::RING_OFFSET, 3 * n),
-                &*(stream as *const StreamClocks),
-            )
-        };
-        engine.kernel_entry(tid, ring, kernel);
-        // A join source is one clock: a one-slot ring read as kernel 1.
-        for &clock in &sc.joins[..(sc.join_count as usize).min(MAX_JOINS)] {
-            // SAFETY: the host lists live `num_threads`-entry clocks.
-            engine.kernel_entry(tid, unsafe { words(clock, n) }, 1);
+        unsafe { words(addr, self.n) }
+    }
+}
+
+#[inline(never)]
+unsafe fn enter(runtime: u64, stream: u64, kernel: u32, launch: u32) {
+    // SAFETY: the caller passes a live runtime.
+    let rt = unsafe { &*(runtime as *const GpuRuntime) };
+    // SAFETY: as above.
+    let cta = unsafe { Cta::new(rt) };
+    let (lane, lanes) = lane();
+    if lane == 0 {
+        // Claim a slot and broadcast it; the thread state stays locked for
+        // writing until every lane has joined its share of the clocks.
+        let smid = arch::smid();
+        let slot = SmSlotWords::of(cta.slots(), smid).claim(rt.slots_per_sm, || {});
+        let tid = slot_tid(rt.rank, smid, cta.num_sms, rt.slots_per_sm.max(1), slot);
+        let clocks = cta.clocks(tid);
+        // Lazy initialisation: the host only zeroes the thread states.
+        if clocks.tid() != tid || clocks.get(tid) == 0 {
+            clocks.init(tid);
         }
+        // A new epoch now if the last one was published (its previous
+        // CTA's exit), once, rather than at the block's first accesses.
+        if clocks.lock_exclusive_fresh(tid).is_err() {
+            clocks.lock_exclusive(); // epoch overflow: accesses report it
+        }
+        clocks.reset_fence_state();
         let state = CtaState {
             runtime,
             tid,
@@ -132,29 +175,43 @@ unsafe fn enter(runtime: u64, stream: u64, kernel: u32, launch: u32) {
         unsafe { (arch::cta_state() as *mut CtaState).write(state) };
     }
     arch::sync_threads();
+    let tid = CtaState::current().tid;
+    let clocks = cta.clocks(tid);
+    // The stream's previous kernel, then the join list (events waited on,
+    // host synchronisations): each lane its share of the entries.
+    if kernel > 0 {
+        let prev = cta.ring_slot(stream, (kernel - 1) % STREAM_RING_SLOTS);
+        join_clock_part(&clocks, tid, prev, lane, lanes);
+    }
+    // SAFETY: the stream's clocks start with their header.
+    let sc = unsafe { &*(stream as *const StreamClocks) };
+    for &clock in &sc.joins[..(sc.join_count as usize).min(MAX_JOINS)] {
+        // SAFETY: the host lists live `num_threads`-entry clocks.
+        join_clock_part(&clocks, tid, unsafe { words(clock, cta.n) }, lane, lanes);
+    }
+    arch::sync_threads();
+    if lane == 0 {
+        clocks.unlock_exclusive();
+    }
 }
 
 #[inline(never)]
 unsafe fn exit(stream: u64, kernel: u32) {
-    // Every thread's accesses are done (and visible to the first thread)
-    // before the clock is published and the slot handed on.
+    // Every thread's accesses are done (and visible to the block) before
+    // the clock is published and the slot handed on.
     arch::sync_threads();
-    if first_thread() {
-        let st = CtaState::current();
-        let rt = st.runtime();
-        // SAFETY: the launch's runtime and stream are live (run_cta's contract).
-        let mem = unsafe { RuntimeMemory::new(rt) };
-        let cfg = mem.config();
-        let n = cfg.num_threads as usize;
-        let num_sms = cfg.num_sms / rt.slots_per_sm.max(1);
-        // SAFETY: as above.
-        let (ring, table) = unsafe {
-            (
-                words(stream + StreamClocks::RING_OFFSET, 3 * n),
-                words(rt.slot_table, num_sms as usize * SmSlots::WORDS),
-            )
-        };
-        Engine::new(&mem, cfg).kernel_exit(st.tid, ring, kernel);
-        SmSlotWords::of(table, st.smid).release(st.slot);
+    let st = CtaState::current();
+    // SAFETY: the launch's runtime is live (run_cta's contract).
+    let cta = unsafe { Cta::new(st.runtime()) };
+    let clocks = cta.clocks(st.tid);
+    let (lane, lanes) = lane();
+    let ring = cta.ring_slot(stream, kernel % STREAM_RING_SLOTS);
+    publish_clock_part(&clocks, ring, lane, lanes);
+    arch::sync_threads();
+    if lane == 0 {
+        clocks.lock_exclusive();
+        clocks.mark_published();
+        clocks.unlock_exclusive();
+        SmSlotWords::of(cta.slots(), st.smid).release(st.slot);
     }
 }

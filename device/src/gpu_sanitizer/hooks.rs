@@ -15,7 +15,7 @@ use vigil_shared::engine::{Engine, Outcome};
 use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, SideEntry};
 use vigil_shared::{AccessKind, Ordering, Scope};
 
-use super::cta::CtaState;
+use super::cta::{lane, CtaState};
 use super::memory::RuntimeMemory;
 use super::report::Reporter;
 use crate::arch::ptx as arch;
@@ -30,12 +30,6 @@ pub struct GpuSanitizer;
 fn linear_block() -> u32 {
     let (b, g) = (arch::block_idx(), arch::grid_dim());
     (b.z * g.y + b.y) * g.x + b.x
-}
-
-#[inline(always)]
-fn linear_thread() -> u32 {
-    let (t, d) = (arch::thread_idx(), arch::block_dim());
-    (t.z * d.y + t.y) * d.x + t.x
 }
 
 /// Words `first..=last` of an access of `size` bytes at managed `addr`.
@@ -67,7 +61,7 @@ impl Hook {
                 location_id: 0,
                 kernel_id: cta.launch,
                 block: linear_block(),
-                thread: linear_thread(),
+                thread: lane().0,
                 reserved: 0,
             },
             location: loc as *const Location<'static> as u64,

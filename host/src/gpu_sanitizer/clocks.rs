@@ -45,7 +45,8 @@ fn merge(into: &mut Vec<Source>, add: &[Source]) {
 
 #[derive(Debug)]
 struct StreamBook {
-    /// Device address of the stream's `StreamClocks`.
+    /// Device address of the stream's `StreamClocks` (0 until its first
+    /// sanitized launch allocates them).
     base: u64,
     /// Kernels launched so far.
     kernels: u32,
@@ -90,17 +91,24 @@ impl ClockBook {
 
     /// True once `stream` has its device clocks.
     pub fn has_stream(&self, stream: StreamId) -> bool {
-        self.streams.contains_key(&stream)
+        self.streams.get(&stream).is_some_and(|s| s.base != 0)
     }
 
-    /// Adds `stream` with its zeroed `StreamClocks` at `base`.
-    pub fn add_stream(&mut self, stream: StreamId, base: u64) {
+    /// `stream`'s book, made on first mention (a wait or a record may come
+    /// before its first launch): it starts with the host synchronisations.
+    fn book(&mut self, stream: StreamId) -> &mut StreamBook {
+        let host = &self.host;
         self.streams.entry(stream).or_insert_with(|| StreamBook {
-            base,
+            base: 0,
             kernels: 0,
-            pending: self.host.clone(),
+            pending: host.clone(),
             written: Vec::new(),
-        });
+        })
+    }
+
+    /// Gives `stream` its zeroed `StreamClocks` at `base`.
+    pub fn add_stream(&mut self, stream: StreamId, base: u64) {
+        self.book(stream).base = base;
     }
 
     /// The sources a point at the current end of `stream` carries.
@@ -119,7 +127,7 @@ impl ClockBook {
 
     /// A kernel launched on `stream` (added with [`ClockBook::add_stream`]).
     pub fn launch(&mut self, stream: StreamId) -> Option<LaunchPlan> {
-        let s = self.streams.get_mut(&stream)?;
+        let s = self.streams.get_mut(&stream).filter(|s| s.base != 0)?;
         s.kernels += 1;
         let joins: Vec<u64> = s.pending.drain(..).map(|j| j.addr).collect();
         let write = (joins != s.written).then(|| {
@@ -148,9 +156,7 @@ impl ClockBook {
     /// `stream`'s later work waits for `event`.
     pub fn wait(&mut self, stream: StreamId, event: EventId) {
         let sources = self.events.get(&event).cloned().unwrap_or_default();
-        if let Some(s) = self.streams.get_mut(&stream) {
-            merge(&mut s.pending, &sources);
-        }
+        merge(&mut self.book(stream).pending, &sources);
     }
 
     /// The host waited for `sources`: all later work is ordered after it.
@@ -266,6 +272,38 @@ mod tests {
         let mut got = joins(&p).unwrap();
         got.sort();
         assert_eq!(got, vec![slot(0x1000, 3), slot(0x7000, 1), slot(0x9000, 1)]);
+    }
+
+    #[test]
+    fn a_wait_before_the_streams_first_launch_is_kept() {
+        let mut b = ClockBook::new(N);
+        b.add_stream(A, 0x1000);
+        b.launch(A).unwrap();
+        b.record(E, A);
+        b.wait(B, E);
+        assert!(!b.has_stream(B));
+        b.add_stream(B, 0x9000);
+        assert_eq!(joins(&b.launch(B).unwrap()), Some(vec![slot(0x1000, 1)]));
+    }
+
+    /// After many synchronisations of many streams the list is full; the
+    /// event's source, the newest, is still in it.
+    #[test]
+    fn a_full_join_list_keeps_the_newest_source() {
+        let mut b = ClockBook::new(N);
+        for i in 0..2 * MAX_JOINS as u64 {
+            b.add_stream(StreamId(100 + i), 0x10_0000 * (i + 1));
+            b.launch(StreamId(100 + i)).unwrap();
+            b.sync_all();
+        }
+        b.add_stream(A, 0x1000);
+        b.launch(A).unwrap();
+        b.record(E, A);
+        b.wait(B, E);
+        b.add_stream(B, 0x9000);
+        let j = joins(&b.launch(B).unwrap()).unwrap();
+        assert_eq!(j.len(), MAX_JOINS);
+        assert!(j.contains(&slot(0x1000, 1)));
     }
 
     #[test]

@@ -16,7 +16,9 @@ pub(crate) struct DeviceBlock {
 }
 
 impl DeviceBlock {
-    /// Allocates and zeroes `bytes` (the caller bound the context).
+    /// Allocates and zeroes `bytes` (the caller bound the context). The
+    /// zeroes have landed when this returns: the memset runs on the legacy
+    /// stream, which Vigil's non-blocking streams do not wait for.
     pub fn zeroed(bytes: usize) -> Result<DeviceBlock> {
         let mut addr = 0u64;
         // SAFETY: `addr` is a valid out-pointer; the context is current.
@@ -24,14 +26,16 @@ impl DeviceBlock {
         let block = DeviceBlock { addr, bytes };
         // SAFETY: the range was just allocated.
         drv!(cuMemsetD8_v2(addr, 0, bytes))?;
+        settle()?;
         Ok(block)
     }
 
-    /// Copies `bytes` to offset 0 now (synchronous).
+    /// Copies `bytes` to offset 0; landed when this returns.
     pub fn write(&self, bytes: &[u8]) -> Result<()> {
         let n = bytes.len().min(self.bytes);
         // SAFETY: `bytes` is readable for `n` bytes; the block holds `n`.
-        drv!(cuMemcpyHtoD_v2(self.addr, bytes.as_ptr().cast(), n))
+        drv!(cuMemcpyHtoD_v2(self.addr, bytes.as_ptr().cast(), n))?;
+        settle()
     }
 
     /// Copies `bytes` to device address `dst` in `stream`'s order. The
@@ -56,6 +60,13 @@ impl Drop for DeviceBlock {
             eprintln!("vigil: freeing GPU sanitizer memory: {e}");
         }
     }
+}
+
+/// Waits for the legacy stream, where the "synchronous" memset and
+/// pageable copy may still be in flight when they return.
+fn settle() -> Result<()> {
+    // SAFETY: the null stream of the current context.
+    drv!(cuStreamSynchronize(std::ptr::null_mut()))
 }
 
 /// Reads `len` bytes of device memory at `addr` (synchronous).

@@ -45,5 +45,5 @@ pub fn run(
     let (axpy_bw, copy_bw) = (gb_per_s(3 * bytes, axpy_ms), gb_per_s(2 * bytes, copy_ms));
     println!("bandwidth ({on}): axpy {axpy_bw:.1} GB/s ({axpy_ms:.3} ms), device-to-device copy {copy_bw:.1} GB/s ({copy_ms:.3} ms)");
     println!("ratio: axpy / copy = {:.1}%", 100.0 * axpy_bw / copy_bw);
-    Ok(())
+    super::finish(ctx)
 }

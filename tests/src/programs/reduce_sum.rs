@@ -56,5 +56,5 @@ pub fn run(
         gb_per_s(n * 4, ms),
         n * 4 / 1_000_000
     );
-    Ok(())
+    super::finish(ctx)
 }
