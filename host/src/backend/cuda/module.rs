@@ -1,0 +1,153 @@
+//! [`CudaModule`] (PTX loaded by the driver's JIT) and [`CudaFunction`]
+//! (one entry point of it, with its attributes).
+
+use super::device::CudaDevice;
+use super::driver::{call_raw, drv};
+use crate::error::{Error, Result};
+use crate::types::FunctionAttrs;
+use cudarc::driver::sys;
+use std::ffi::{c_void, CStr};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+const JIT_LOG_BYTES: usize = 16 * 1024;
+
+/// A loaded module; unloaded on drop. The front end keeps it alive (in
+/// an `Arc`) while any function of it exists.
+pub(crate) struct CudaModule {
+    device: Arc<CudaDevice>,
+    raw: sys::CUmodule,
+}
+
+// SAFETY: a CUmodule may be used from any thread (the driver API is
+// thread-safe); the module is immutable after loading.
+unsafe impl Send for CudaModule {}
+// SAFETY: as above.
+unsafe impl Sync for CudaModule {}
+
+impl CudaModule {
+    /// JIT-compiles NUL-terminated PTX on `device`; a compile failure is
+    /// [`Error::PtxLoad`] with the JIT's log.
+    pub(crate) fn load(device: &Arc<CudaDevice>, image: &CStr) -> Result<CudaModule> {
+        device.bind()?;
+        let mut log = vec![0u8; JIT_LOG_BYTES];
+        let mut options = [
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        ];
+        // The driver reads option values as pointer-sized words: a pointer
+        // for the buffer, an integer for its size (updated to bytes written).
+        let mut values: [*mut c_void; 2] = [log.as_mut_ptr().cast(), JIT_LOG_BYTES as *mut c_void];
+        let mut raw: sys::CUmodule = std::ptr::null_mut();
+        let r = call_raw("cuModuleLoadDataEx", || {
+            // SAFETY: `image` is NUL-terminated PTX; `options` and `values`
+            // are arrays of two entries that outlive the call; `log` is
+            // writable for `JIT_LOG_BYTES` bytes; the context is current.
+            unsafe {
+                sys::cuModuleLoadDataEx(
+                    &mut raw,
+                    image.as_ptr().cast(),
+                    options.len() as u32,
+                    options.as_mut_ptr(),
+                    values.as_mut_ptr(),
+                )
+            }
+        })?;
+        if r != sys::CUresult::CUDA_SUCCESS {
+            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            return Err(Error::PtxLoad {
+                name: format!("{r:?}"),
+                code: r as u32,
+                log: String::from_utf8_lossy(&log[..end]).trim_end().to_owned(),
+            });
+        }
+        Ok(CudaModule {
+            device: device.clone(),
+            raw,
+        })
+    }
+
+    /// Looks up entry `name` and queries its attributes.
+    pub(crate) fn function(&self, name: &CStr) -> Result<CudaFunction> {
+        self.device.bind()?;
+        let mut raw: sys::CUfunction = std::ptr::null_mut();
+        // SAFETY: valid out-pointer, live module, NUL-terminated name.
+        drv!(cuModuleGetFunction(&mut raw, self.raw, name.as_ptr()))?;
+        let attr = |a: sys::CUfunction_attribute| -> Result<u32> {
+            let mut v = 0i32;
+            // SAFETY: valid out-pointer; `raw` is a live function.
+            drv!(cuFuncGetAttribute(&mut v, a, raw))?;
+            Ok(v.max(0) as u32)
+        };
+        use sys::CUfunction_attribute::*;
+        let attrs = FunctionAttrs {
+            max_threads_per_block: attr(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            static_shared_bytes: attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+            num_regs: attr(CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+        };
+        Ok(CudaFunction {
+            raw,
+            attrs,
+            dyn_smem_optin: AtomicU32::new(0),
+        })
+    }
+}
+
+impl Drop for CudaModule {
+    fn drop(&mut self) {
+        let r = self.device.bind().and_then(|()| {
+            // SAFETY: `raw` was loaded in `load` and is unloaded once; every
+            // function of it is dropped before (the front end's `Arc`).
+            drv!(cuModuleUnload(self.raw))
+        });
+        if let Err(e) = r {
+            eprintln!("vigil: unloading a module: {e}");
+        }
+    }
+}
+
+/// One entry point of a [`CudaModule`].
+pub(crate) struct CudaFunction {
+    raw: sys::CUfunction,
+    attrs: FunctionAttrs,
+    /// The dynamic shared memory this function has been opted in to.
+    dyn_smem_optin: AtomicU32,
+}
+
+// SAFETY: a CUfunction may be used from any thread (the driver API is
+// thread-safe); the only mutable state is an atomic.
+unsafe impl Send for CudaFunction {}
+// SAFETY: as above.
+unsafe impl Sync for CudaFunction {}
+
+impl CudaFunction {
+    /// The raw `CUfunction`.
+    pub(crate) fn raw(&self) -> sys::CUfunction {
+        self.raw
+    }
+
+    /// What the driver reports about the function.
+    pub(crate) fn attrs(&self) -> FunctionAttrs {
+        self.attrs
+    }
+
+    /// Opts the function in to `bytes` of dynamic shared memory when that
+    /// is above the device's default per-block limit (the context is
+    /// current; `bytes` was validated against the opt-in limit).
+    pub(crate) fn ensure_dynamic_smem(&self, bytes: u32, default_limit: u32) -> Result<()> {
+        if bytes.saturating_add(self.attrs.static_shared_bytes) <= default_limit
+            || bytes <= self.dyn_smem_optin.load(Ordering::Relaxed)
+        {
+            return Ok(());
+        }
+        // SAFETY: `raw` is a live function; the value was validated against
+        // the device's opt-in limit by the caller.
+        drv!(cuFuncSetAttribute(
+            self.raw,
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            bytes as i32
+        ))?;
+        self.dyn_smem_optin.fetch_max(bytes, Ordering::Relaxed);
+        Ok(())
+    }
+}

@@ -1,0 +1,33 @@
+//! Internals for Vigil's own tests, benchmarks and tools. **No stability
+//! promise**: anything here may change in any release. A kernel author
+//! needs none of it (the crate root has the whole user API).
+//!
+//! - [`cpu`]: the CPU backend's executor, its sanitizer hooks and its race
+//!   sanitizer, for driving them without a [`Context`](crate::Context);
+//! - [`vmm`]: the sanitizer's shadow-memory allocator on CUDA virtual
+//!   memory, and the CUDA handles it takes;
+//! - [`ptx`]: the PTX `.entry` signature parser;
+//! - [`testing`]: GPU-test helpers (`VIGIL_REQUIRE_GPU`);
+//! - [`sys`]: the raw CUDA driver API (cudarc's `driver::sys`), for calls
+//!   Vigil does not wrap; every handle type exposes its raw value (`raw()`).
+
+pub use crate::abi::ptx;
+pub mod testing;
+/// The raw CUDA driver API (cudarc's `driver::sys`).
+pub use cudarc::driver::sys;
+
+pub mod cpu {
+    //! The CPU backend's parts: the executor, the hooks a CPU context
+    //! calls on its sanitizer, and the CPU race sanitizer.
+    pub use crate::backend::cpu::executor::*;
+    pub use crate::backend::cpu::hooks;
+    pub use crate::backend::cpu::sanitizer;
+}
+
+pub mod vmm {
+    //! The shadow-memory allocator (design 3.1) and the CUDA handles its
+    //! calls accept besides a GPU [`Context`](crate::Context) and
+    //! [`Stream`](crate::Stream).
+    pub use crate::backend::cuda::vmm::*;
+    pub use crate::backend::cuda::{AsCudaDevice, AsCudaStream, CudaDevice, CudaEvent, CudaStream};
+}
