@@ -66,6 +66,7 @@ pub use api::context::Context;
 pub use api::event::Event;
 pub use api::memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceBuffer, DeviceSlice, DeviceSliceMut};
 pub use api::module::{Function, KernelFn, Module};
+pub use api::stream::Stream;
 pub use backend::cpu::hooks::{
     CpuSanitizer, HostAllocation, HostBufferAllocator, HostSync, LaunchInfo, SystemAllocator,
 };

@@ -9,7 +9,7 @@
 //! size only matters for the GPU (millions of threads), the CPU runs a
 //! smaller one of the same shape.
 
-use vigil::testing::require_gpu;
+use vigil::unstable::testing::require_gpu;
 use vigil::{Context, DeviceBuffer, LaunchConfig, Module, Stream};
 use vigil_kernels::{examples, tests as k};
 use vigil_tests::{Rng, KERNELS_PTX};

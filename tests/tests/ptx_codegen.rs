@@ -2,7 +2,7 @@
 //! of a `#[kernel]` compiles to the same instructions as the hand-written
 //! kernel, and every kernel's parameter list is what its Rust signature says.
 
-use vigil::ptx::parse_entries;
+use vigil::unstable::ptx::parse_entries;
 use vigil::Kernel;
 use vigil_tests::KERNELS_PTX;
 
@@ -63,7 +63,7 @@ fn plain_entry_matches_the_hand_written_kernel() {
 #[test]
 fn every_kernel_entry_matches_its_rust_signature() {
     let entries = parse_entries(KERNELS_PTX).expect("parse PTX");
-    fn check<K: Kernel>(entries: &[vigil::ptx::PtxEntry]) {
+    fn check<K: Kernel>(entries: &[vigil::unstable::ptx::PtxEntry]) {
         let entry = entries
             .iter()
             .find(|e| e.name == K::NAME)

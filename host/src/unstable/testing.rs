@@ -14,7 +14,7 @@ pub const REQUIRE_GPU_ENV: &str = "VIGIL_REQUIRE_GPU";
 /// (a GPU run must not pass by skipping).
 ///
 /// ```ignore
-/// let Some(ctx) = vigil::testing::require_gpu() else { return };
+/// let Some(ctx) = vigil::unstable::testing::require_gpu() else { return };
 /// ```
 pub fn require_gpu() -> Option<Context> {
     match Context::default_device() {
