@@ -2,9 +2,7 @@
 //! CPU executor size), in code or from `VIGIL_*` variables.
 
 use crate::api::context::Context;
-use crate::backend::cpu::hooks::CpuSanitizer;
-use crate::backend::cuda::driver;
-use crate::backend::{self, CpuOptions};
+use crate::backend::{self, CpuOptions, CpuSanitizer};
 use crate::error::{Error, Result};
 use crate::sanitizer::config::{parse_bool, parse_int, ConfigError, VmmConfig};
 use std::fmt;
@@ -177,7 +175,7 @@ impl ContextBuilder {
             return Err(e);
         }
         let device = match self.device {
-            DeviceChoice::Auto => match driver::gpu_available() {
+            DeviceChoice::Auto => match backend::gpu_available() {
                 Ok(()) => DeviceChoice::Gpu(0),
                 Err(e) if e.is_no_gpu() => {
                     say_cpu_fallback(&e);

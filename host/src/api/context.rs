@@ -6,10 +6,7 @@
 //! dispatch point); nothing here calls the driver or the executor.
 
 use crate::api::builder::ContextBuilder;
-use crate::backend::cpu::executor::{CpuExecutor, LaunchStats};
-use crate::backend::cuda::vmm::CachingPool;
-use crate::backend::cuda::{AsCudaDevice, CudaDevice};
-use crate::backend::Backend;
+use crate::backend::{AsCudaDevice, Backend, CachingPool, CpuExecutor, CudaDevice, LaunchStats};
 use crate::error::{Error, Result};
 use crate::sanitizer::report::RaceReports;
 use crate::types::{DeviceId, DeviceLimits, DeviceProps, LaunchVariant};

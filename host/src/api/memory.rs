@@ -16,7 +16,7 @@
 
 use crate::api::context::Context;
 use crate::api::stream::Stream;
-use crate::backend::transfer::Transfer;
+use crate::backend::Transfer;
 use crate::error::{Error, Result};
 use crate::types::DeviceId;
 use bytemuck::Pod;

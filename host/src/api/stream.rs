@@ -11,8 +11,7 @@
 
 use crate::api::context::{races_to_result, Context};
 use crate::api::event::Event;
-use crate::backend::cuda::{AsCudaStream, CudaStream};
-use crate::backend::StreamHandle;
+use crate::backend::{AsCudaStream, CudaStream, StreamHandle};
 use crate::error::Result;
 use crate::types::{next_id, StreamId};
 use cudarc::driver::sys;

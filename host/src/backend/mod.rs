@@ -15,8 +15,17 @@ pub(crate) mod cpu;
 pub(crate) mod cuda;
 pub(crate) mod transfer;
 
+// The backend types the front end names in its public signatures (what a
+// context reports, which sanitizer it takes, the CUDA-only tools' inputs):
+// the front end imports them from here, never from a backend's folder.
+pub(crate) use cpu::executor::{CpuExecutor, LaunchStats};
+pub(crate) use cpu::hooks::CpuSanitizer;
 pub(crate) use cpu::launch::HostEntry;
 pub(crate) use cpu::CpuOptions;
+pub(crate) use cuda::driver::gpu_available;
+pub(crate) use cuda::vmm::CachingPool;
+pub(crate) use cuda::{AsCudaDevice, AsCudaStream, CudaDevice, CudaStream};
+pub(crate) use transfer::Transfer;
 
 use crate::abi::params::ParamBuffer;
 use crate::error::{Error, Result};
@@ -25,18 +34,15 @@ use crate::sanitizer::report::RaceReports;
 use crate::types::{
     DeviceId, DeviceProps, EventId, FunctionAttrs, LaunchConfig, LaunchVariant, StreamId,
 };
-use cpu::executor::{CpuExecutor, LaunchStats};
 use cpu::hooks::HostSync;
 use cpu::launch::CpuLaunch;
 use cpu::{CpuBackend, CpuEvent};
 use cuda::launch::CudaLaunch;
 use cuda::module::{CudaFunction, CudaModule};
-use cuda::vmm::CachingPool;
-use cuda::{CudaBackend, CudaDevice, CudaEvent, CudaStream};
+use cuda::{CudaBackend, CudaEvent};
 use cudarc::driver::sys;
 use std::ffi::CStr;
 use std::sync::Arc;
-use transfer::Transfer;
 
 /// How a context reaches its device.
 pub(crate) enum Backend {
