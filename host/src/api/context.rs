@@ -22,7 +22,7 @@ use std::sync::Arc;
 /// | constructor                                  | device | memory                        | launches |
 /// |----------------------------------------------|--------|-------------------------------|----------|
 /// | [`Context::new`], [`Context::default_device`] | GPU    | `cuMemAlloc`                  | plain PTX entry |
-/// | builder, GPU, sanitizer on                   | GPU    | the shadow allocator ([`CachingPool`] over [`Vmm`](crate::vmm::Vmm)) | plain PTX entry for now (see [`LaunchVariant`]) |
+/// | builder, GPU, sanitizer on                   | GPU    | the shadow allocator ([`CachingPool`] over [`Vmm`](crate::unstable::vmm::Vmm)) | plain PTX entry for now (see [`LaunchVariant`]) |
 /// | [`Context::cpu`], builder, CPU               | CPU    | aligned, zeroed host memory   | `K::run_host` on the [`CpuExecutor`] |
 /// | builder, CPU, sanitizer on                   | CPU    | host memory, reported to the [`CpuSanitizer`] | the checked host entry with the sanitizer's runtime |
 ///

@@ -12,7 +12,7 @@
 //! parses its entry signatures, so a stale or mismatched PTX fails the same
 //! checks as on a GPU, and [`Module::kernel`] returns a [`KernelFn`] whose
 //! launches run the kernel's Rust body (`K::run_host`) on the
-//! [`CpuExecutor`](crate::cpu::CpuExecutor).
+//! [`CpuExecutor`](crate::unstable::cpu::CpuExecutor).
 
 use crate::abi::check::check_signature;
 use crate::abi::ptx::{parse_entries, PtxEntry, PtxParam};

@@ -24,7 +24,7 @@ use std::fmt;
 /// thread, in issue order, one at a time per context: a valid schedule of
 /// the same queues, so code written for the GPU's ordering rules works
 /// unchanged. The sanitizer still follows stream order, events and host
-/// synchronisation (see [`crate::sanitize`]), not the order the CPU
+/// synchronisation (see [`hooks`](crate::unstable::cpu::hooks)), not the order the CPU
 /// happened to run things in.
 pub struct Stream {
     ctx: Context,
