@@ -19,7 +19,7 @@ pub use cudarc::driver::sys;
 pub mod cpu {
     //! The CPU backend's parts: the executor, the hooks a CPU context
     //! calls on its sanitizer, and the CPU race sanitizer.
-    pub use crate::backend::cpu::executor::*;
+    pub use crate::backend::cpu::executor::{self, *};
     pub use crate::backend::cpu::hooks;
     pub use crate::backend::cpu::sanitizer;
 }

@@ -24,7 +24,7 @@ use std::sync::Arc;
 /// | [`Context::new`], [`Context::default_device`] | GPU    | `cuMemAlloc`                  | plain PTX entry |
 /// | builder, GPU, sanitizer on                   | GPU    | the shadow allocator ([`CachingPool`] over [`Vmm`](crate::unstable::vmm::Vmm)) | plain PTX entry for now (see [`LaunchVariant`]) |
 /// | [`Context::cpu`], builder, CPU               | CPU    | aligned, zeroed host memory   | `K::run_host` on the [`CpuExecutor`] |
-/// | builder, CPU, sanitizer on                   | CPU    | host memory, reported to the [`CpuSanitizer`] | the checked host entry with the sanitizer's runtime |
+/// | builder, CPU, sanitizer on                   | CPU    | host memory, reported to the [`CpuSanitizer`](crate::CpuSanitizer) | the checked host entry with the sanitizer's runtime |
 ///
 /// [`Context::from_env`] picks with `VIGIL_DEVICE` (`auto`, the default:
 /// the GPU when there is one, else the CPU backend, said once on stderr)
@@ -37,7 +37,7 @@ use std::sync::Arc;
 /// | `VIGIL_SANITIZE` | `1`/`0`, `on`/`off`, `true`/`false`, `yes`/`no`      | off     |
 ///
 /// The sanitizer's own variables (`VIGIL_SEED`, `VIGIL_CLOCK_BUFFER_SIZE`,
-/// ...) are [`VmmConfig`]'s. A malformed value is [`Error::Config`], naming
+/// ...) are [`VmmConfig`](crate::VmmConfig)'s. A malformed value is [`Error::Config`], naming
 /// the variable, the value and what is accepted.
 ///
 /// Cheap to clone (reference counted); every stream, buffer and module keeps

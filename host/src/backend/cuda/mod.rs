@@ -84,7 +84,7 @@ fn sanitizer_pool(home: &Arc<CudaDevice>, config: VmmConfig) -> Result<Arc<Cachi
     Ok(p)
 }
 
-/// What the CUDA-only tools ([`vmm`]) accept as a device: a GPU
+/// What the CUDA-only tools ([`vmm`](crate::unstable::vmm)) accept as a device: a GPU
 /// [`Context`](crate::Context) or a [`CudaDevice`]. A CPU context is
 /// [`Error::Unsupported`](crate::Error::Unsupported).
 pub trait AsCudaDevice {
@@ -92,7 +92,7 @@ pub trait AsCudaDevice {
     fn cuda_device(&self) -> Result<&Arc<CudaDevice>>;
 }
 
-/// What the CUDA-only tools ([`vmm`]) accept as a stream: a GPU
+/// What the CUDA-only tools ([`vmm`](crate::unstable::vmm)) accept as a stream: a GPU
 /// [`Stream`](crate::Stream) or a [`CudaStream`].
 pub trait AsCudaStream {
     /// The CUDA stream behind `self`.

@@ -97,7 +97,7 @@ pub struct LaunchStats {
 
 /// Runs kernel grids on the host: blocks in parallel on a pool of worker
 /// threads (one virtual SM each), a block's threads as coroutines on its
-/// worker. See the [module documentation](self) for the model.
+/// worker. See the [module documentation](crate::unstable::cpu::executor) for the model.
 pub struct CpuExecutor {
     pool: Pool,
     stack_size: usize,
