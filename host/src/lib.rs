@@ -58,8 +58,7 @@ mod sanitizer;
 mod types;
 pub mod unstable;
 
-pub use abi::check::{check_params, check_params_on, check_signature};
-pub use abi::params::{KernelParams, ParamBuffer, ParamScalar, ParamSlot, SlotOrigin};
+pub use abi::params::{ParamBuffer, ParamScalar};
 pub use api::args::{pack_args, pack_values, ErasedView, KernelArg, KernelArgValue, KernelArgs};
 pub use api::builder::{ContextBuilder, DeviceChoice, ENV_DEVICE, ENV_SANITIZE};
 pub use api::context::Context;

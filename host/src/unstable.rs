@@ -6,12 +6,20 @@
 //!   sanitizer, for driving them without a [`Context`](crate::Context);
 //! - [`vmm`]: the sanitizer's shadow-memory allocator on CUDA virtual
 //!   memory, and the CUDA handles it takes;
-//! - [`ptx`]: the PTX `.entry` signature parser;
+//! - [`ptx`], [`abi`]: the PTX `.entry` signature parser and the checks of
+//!   packed arguments and Rust signatures against it;
 //! - [`testing`]: GPU-test helpers (`VIGIL_REQUIRE_GPU`);
 //! - [`sys`]: the raw CUDA driver API (cudarc's `driver::sys`), for calls
 //!   Vigil does not wrap; every handle type exposes its raw value (`raw()`).
 
 pub use crate::abi::ptx;
+
+pub mod abi {
+    //! The launch ABI's checks and the parameter buffer's slot records:
+    //! what the launch path runs before any driver call, callable alone.
+    pub use crate::abi::check::{check_params, check_params_on, check_signature};
+    pub use crate::abi::params::{KernelParams, ParamSlot, SlotOrigin};
+}
 pub mod testing;
 /// The raw CUDA driver API (cudarc's `driver::sys`).
 pub use cudarc::driver::sys;

@@ -4,11 +4,11 @@
 
 use vigil::device::global::{GlobalPtr, GlobalSlice, GlobalSliceMut};
 use vigil::device::Sanitizer;
+use vigil::unstable::abi::{check_params, check_signature, SlotOrigin};
 use vigil::unstable::ptx::{parse_entries, PtxParam};
 use vigil::{
-    check_params, check_signature, pack_args, pack_values, ArgProblem, DeviceId, DeviceLimits,
-    Dim3, Error, Kernel, KernelArg, KernelArgValue, LaunchConfig, LaunchConfigError, ParamBuffer,
-    SlotOrigin,
+    pack_args, pack_values, ArgProblem, DeviceId, DeviceLimits, Dim3, Error, Kernel, KernelArg,
+    KernelArgValue, LaunchConfig, LaunchConfigError, ParamBuffer,
 };
 use vigil_shared::params::{ParamCursor, ParamDesc, PtxType};
 

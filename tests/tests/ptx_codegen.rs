@@ -68,7 +68,7 @@ fn every_kernel_entry_matches_its_rust_signature() {
             .iter()
             .find(|e| e.name == K::NAME)
             .unwrap_or_else(|| panic!("no PTX entry {}", K::NAME));
-        vigil::check_signature(K::NAME, K::PARAMS, &[], &entry.params)
+        vigil::unstable::abi::check_signature(K::NAME, K::PARAMS, &[], &entry.params)
             .unwrap_or_else(|e| panic!("{e}"));
     }
     use vigil_kernels::{examples as e, tests as t};

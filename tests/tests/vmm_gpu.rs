@@ -117,7 +117,7 @@ fn test_kernels_accept_their_packed_arguments() {
         ("copy_inc", copy_params(4, 8, 2, 0)),
     ] {
         let e = entries.iter().find(|e| e.name == name).expect(name);
-        vigil::check_params(name, &buf, &e.params, &[], Some(0)).expect(name);
+        vigil::unstable::abi::check_params(name, &buf, &e.params, &[], Some(0)).expect(name);
     }
 }
 
