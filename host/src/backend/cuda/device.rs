@@ -99,6 +99,14 @@ impl CudaDevice {
         Ok(())
     }
 
+    /// Destroys one of the device's objects from a `Drop`: binds, runs
+    /// `destroy`, and reports a failure on stderr (a drop cannot return it).
+    pub(crate) fn destroy(&self, what: &str, destroy: impl FnOnce() -> Result<()>) {
+        if let Err(e) = self.bind().and_then(|()| destroy()) {
+            eprintln!("vigil: destroying {what}: {e}");
+        }
+    }
+
     /// Queries a device attribute.
     pub fn attribute(&self, attr: sys::CUdevice_attribute) -> Result<i32> {
         get_attr(self.device, attr)

@@ -76,12 +76,9 @@ impl CudaEvent {
 
 impl Drop for CudaEvent {
     fn drop(&mut self) {
-        let r = self.device.bind().and_then(|()| {
+        self.device.destroy("an event", || {
             // SAFETY: `raw` is live and owned by `self`.
             drv!(cuEventDestroy_v2(self.raw))
         });
-        if let Err(e) = r {
-            eprintln!("vigil: destroying an event: {e}");
-        }
     }
 }

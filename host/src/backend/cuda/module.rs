@@ -95,14 +95,11 @@ impl CudaModule {
 
 impl Drop for CudaModule {
     fn drop(&mut self) {
-        let r = self.device.bind().and_then(|()| {
+        self.device.destroy("a module", || {
             // SAFETY: `raw` was loaded in `load` and is unloaded once; every
             // function of it is dropped before (the front end's `Arc`).
             drv!(cuModuleUnload(self.raw))
         });
-        if let Err(e) = r {
-            eprintln!("vigil: unloading a module: {e}");
-        }
     }
 }
 

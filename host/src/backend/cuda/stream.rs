@@ -70,13 +70,10 @@ impl CudaStream {
 
 impl Drop for CudaStream {
     fn drop(&mut self) {
-        let r = self.device.bind().and_then(|()| {
+        self.device.destroy("a stream", || {
             // SAFETY: `raw` is live and owned by `self`; pending work still
             // completes after cuStreamDestroy returns.
             drv!(cuStreamDestroy_v2(self.raw))
         });
-        if let Err(e) = r {
-            eprintln!("vigil: destroying a stream: {e}");
-        }
     }
 }

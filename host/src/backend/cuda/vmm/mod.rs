@@ -331,15 +331,7 @@ impl Vmm {
     /// state and freezes the configuration.
     pub fn alloc(&self, stream: &impl AsCudaStream, size: u64) -> VmmResult<Allocation> {
         let stream = stream.cuda_stream()?;
-        if size == 0 {
-            return Err(VmmError::ZeroSize);
-        }
-        if size > REAL_CAPACITY {
-            return Err(VmmError::TooLarge {
-                size,
-                capacity: REAL_CAPACITY,
-            });
-        }
+        check_size(size)?;
         let ctx = stream.device();
         let dev = self.device(ctx)?;
         let ordinal = ctx.ordinal();
@@ -596,6 +588,21 @@ impl DeviceAllocator for Vmm {
     fn deallocate_idle(&self, ptr: u64) -> VmmResult<()> {
         self.free_idle(ptr)
     }
+}
+
+/// [`VmmError::ZeroSize`] or [`VmmError::TooLarge`] for a size no
+/// allocation can have.
+pub(crate) fn check_size(size: u64) -> VmmResult<()> {
+    if size == 0 {
+        return Err(VmmError::ZeroSize);
+    }
+    if size > REAL_CAPACITY {
+        return Err(VmmError::TooLarge {
+            size,
+            capacity: REAL_CAPACITY,
+        });
+    }
+    Ok(())
 }
 
 /// Returns a virtual block to the tree unless disarmed (the first undo

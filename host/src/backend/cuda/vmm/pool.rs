@@ -21,8 +21,8 @@
 //! the driver.
 
 use super::super::{AsCudaStream, CudaEvent, CudaStream};
-use super::layout::{round_up, shadow_bytes_for, REAL_CAPACITY};
-use super::{lock, Allocation, DeviceAllocator, Vmm, VmmError, VmmResult};
+use super::layout::{round_up, shadow_bytes_for};
+use super::{check_size, lock, Allocation, DeviceAllocator, Vmm, VmmError, VmmResult};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -142,15 +142,7 @@ impl CachingPool {
     /// the class.
     pub fn alloc(&self, stream: &impl AsCudaStream, size: u64) -> VmmResult<Allocation> {
         let stream = stream.cuda_stream()?;
-        if size == 0 {
-            return Err(VmmError::ZeroSize);
-        }
-        if size > REAL_CAPACITY {
-            return Err(VmmError::TooLarge {
-                size,
-                capacity: REAL_CAPACITY,
-            });
-        }
+        check_size(size)?;
         let ctx = stream.device();
         let ordinal = ctx.ordinal();
         let dev = self.vmm.device(ctx)?;
