@@ -39,6 +39,19 @@
 //! without either; with the sanitizer on it reports races
 //! ([`RaceReports`], [`Error::Races`]).
 //!
+//! # The API at a glance
+//!
+//! | to | use |
+//! |----|-----|
+//! | open a device | [`Context`] ([`Context::from_env`], [`Context::cpu`], [`Context::new`]), [`ContextBuilder`], [`DeviceChoice`], [`ENV_DEVICE`], [`ENV_SANITIZE`] |
+//! | order and time work | [`Stream`], [`Event`] |
+//! | hold device memory | [`DeviceBuffer`], [`DeviceSlice`], [`DeviceSliceMut`], [`AsDeviceSlice`], [`AsDeviceSliceMut`] |
+//! | load and launch kernels | [`Module`], [`KernelFn`], [`Kernel`], [`LaunchConfig`], [`Dim3`], [`Stream::launch`] |
+//! | launch without a Rust signature | [`Function`], [`KernelArgValue`] with [`Stream::launch_dynamic`], [`ParamBuffer`] with [`Stream::launch_packed`] |
+//! | read races | [`RaceReports`], [`RaceReport`], [`Error::Races`]; settings: [`VmmConfig`] |
+//! | plug in another CPU sanitizer | [`CpuSanitizer`] (with [`ContextBuilder::cpu_sanitizer`]), [`HostBufferAllocator`] |
+//! | handle errors | [`Error`], [`Result`], [`ArgProblem`], [`LaunchConfigError`] |
+//!
 //! Everything a kernel author needs is at the crate root. Vigil's own
 //! tests and benchmarks reach the internals (the CPU executor, the shadow
 //! allocator, PTX parsing, the raw driver API) through [`unstable`], which
