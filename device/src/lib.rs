@@ -25,6 +25,7 @@ pub mod atomic;
 pub mod global;
 pub mod index;
 pub mod kernel;
+pub mod math;
 pub mod sanitizer;
 pub mod shared_mem;
 pub mod sync;
