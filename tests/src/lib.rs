@@ -123,3 +123,30 @@ pub fn size_arg(default: usize) -> usize {
         .and_then(|s| s.parse().ok())
         .unwrap_or(default)
 }
+
+/// Instantiates each check `fn(&Context)` of a test file once for the GPU
+/// (`gpu::<check>`: skips with a printed reason without one, fails with
+/// `VIGIL_REQUIRE_GPU=1`) and once for the CPU backend (`cpu::<check>`), so
+/// the two suites cannot drift.
+#[macro_export]
+macro_rules! on_every_backend {
+    ($($check:ident),* $(,)?) => {
+        mod gpu {
+            $(
+                #[test]
+                fn $check() {
+                    let Some(ctx) = ::vigil::testing::require_gpu() else { return };
+                    super::$check(&ctx);
+                }
+            )*
+        }
+        mod cpu {
+            $(
+                #[test]
+                fn $check() {
+                    super::$check(&::vigil::Context::cpu().expect("CPU backend"));
+                }
+            )*
+        }
+    };
+}

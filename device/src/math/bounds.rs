@@ -21,10 +21,11 @@ impl ErrorBound {
         ErrorBound { ulp }
     }
 
-    /// Whether `got` is within the bound of the exact value `exact`. NaN must
-    /// meet NaN, an infinite or overflowing exact value needs the same
+    /// Whether `got` is within the bound of `exact`, an `f64` reference. NaN
+    /// must meet NaN, an infinite or overflowing exact value needs the same
     /// infinity, and a result below the smallest normal is measured in the
-    /// subnormal ulp (2^-149).
+    /// subnormal ulp (2^-149). The reference's own rounding (2^-52 of it) is
+    /// allowed on top, so a correctly rounded result always passes.
     pub fn admits(&self, got: f32, exact: f64) -> bool {
         if exact.is_nan() || got.is_nan() {
             return exact.is_nan() && got.is_nan();
@@ -35,7 +36,8 @@ impl ErrorBound {
         }
         let diff = got as f64 - exact;
         let diff = if diff < 0.0 { -diff } else { diff };
-        diff <= self.ulp * ulp_of(rounded)
+        let magnitude = if exact < 0.0 { -exact } else { exact };
+        diff <= self.ulp * ulp_of(rounded) + magnitude * f64::EPSILON
     }
 
     /// The distance of `got` from `exact` in ulps of `exact` rounded to `f32`

@@ -281,8 +281,8 @@ fn exp2_wide<P: Primitives>(t: f64) -> f32 {
 }
 
 /// `x^y = 2^(y log2 |x|)` with `y log2 |x|` in `f64`, and C's rules:
-/// `x^0 = 1^y = 1`, a negative `x` needs an integer `y` (odd `y` keeps the
-/// sign), else NaN.
+/// `x^0 = 1^y = 1`, a finite negative `x` needs an integer `y` (odd `y`
+/// keeps the sign), else NaN.
 #[inline(always)]
 pub(super) fn pow<P: Primitives>(x: f32, y: f32) -> f32 {
     if y == 0.0 || x == 1.0 {
@@ -295,16 +295,16 @@ pub(super) fn pow<P: Primitives>(x: f32, y: f32) -> f32 {
     let magnitude = exp2_wide::<P>(y as f64 * log2_wide(ax));
     // An `ax` of 1 with infinite `y` gives 0 * inf above; C says 1.
     let magnitude = if ax == 1.0 { 1.0 } else { magnitude };
-    if x.is_sign_positive() {
-        return magnitude;
-    }
     let y_is_integer = P::rint(y) == y;
-    if !y_is_integer {
+    // Every f32 of magnitude >= 2^24 is even.
+    let y_is_odd = y_is_integer && y.abs() < 16_777_216.0 && (y as i32) & 1 == 1;
+    let negative = x.is_sign_negative();
+    // A finite negative base has no real power of non-integer order; -0 and
+    // -inf have one (C: pow(-0, 0.5) = 0, pow(-inf, 0.5) = inf).
+    if negative && !y_is_integer && ax != 0.0 && ax.is_finite() {
         return f32::NAN;
     }
-    // Every f32 of magnitude >= 2^24 is even.
-    let y_is_odd = y.abs() < 16_777_216.0 && (y as i32) & 1 == 1;
-    if y_is_odd {
+    if negative && y_is_odd {
         -magnitude
     } else {
         magnitude
@@ -445,5 +445,12 @@ mod tests {
         assert_eq!(pow::<Std>(0.0, -1.0), f32::INFINITY);
         assert_eq!(pow::<Std>(0.0, 2.0), 0.0);
         assert_eq!(pow::<Std>(-1.0, f32::INFINITY), 1.0);
+        assert_eq!(pow::<Std>(-0.0, 0.5), 0.0);
+        assert_eq!(pow::<Std>(f32::NEG_INFINITY, 0.5), f32::INFINITY);
+        assert_eq!(pow::<Std>(-0.0, 3.0).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(
+            pow::<Std>(f32::NEG_INFINITY, -3.0).to_bits(),
+            (-0.0f32).to_bits()
+        );
     }
 }
