@@ -51,7 +51,7 @@ pub use kernel::{Kernel, KernelParam};
 pub use sanitizer::{Plain, Sanitizer};
 pub use shared_mem::dynamic_shared;
 pub use sync::{fence, sync_threads};
-pub use vigil_macros::kernel;
+pub use vigil_macros::{include_ptx, kernel};
 pub use vigil_shared::{AccessKind, Ordering, Scope};
 
 #[doc(hidden)]
