@@ -164,6 +164,12 @@ mod tests {
     }
 
     #[test]
+    fn the_template_ships_the_file_the_error_asks_for() {
+        let template = include_str!("../../templates/vigil-app/rust-toolchain.toml");
+        assert_eq!(template, toolchain_file());
+    }
+
+    #[test]
     fn a_stable_rustc_is_refused_with_the_file_to_write() {
         let dir = std::env::temp_dir().join(format!("vigil-build-tc-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("app")).unwrap();
