@@ -11,6 +11,10 @@ pub fn softplus(ctx: &Context, xs: &[f32]) -> vigil::Result<Vec<f32>> {
     let kernel = Module::from_ptx(ctx, PTX)?.kernel::<my_kernels::softplus>()?;
     let x = DeviceBuffer::from_slice(&stream, xs)?;
     let mut y = DeviceBuffer::<f32>::alloc_zeroed(&stream, xs.len())?;
-    stream.launch(&kernel, LaunchConfig::for_num_elems(xs.len(), 256), (&x, &mut y))?;
+    stream.launch(
+        &kernel,
+        LaunchConfig::for_num_elems(xs.len(), 256),
+        (&x, &mut y),
+    )?;
     y.to_vec(&stream)
 }

@@ -10,6 +10,9 @@ pub fn softplus(x: GlobalSlice<f32>, y: GlobalSliceMut<f32>) {
     let i = global_index_x();
     if i < y.len() {
         let v = x.load(i);
-        y.store(i, math::max(v, 0.0) + math::ln(1.0 + math::exp(-math::abs(v))));
+        y.store(
+            i,
+            math::max(v, 0.0) + math::ln(1.0 + math::exp(-math::abs(v))),
+        );
     }
 }
