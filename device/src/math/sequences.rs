@@ -64,11 +64,12 @@ pub(super) fn exp<P: Primitives>(x: f32) -> f32 {
     scale(P::ex2_reduced(r), n)
 }
 
-// fdlibm's logf: ln(1 + f) = f - f^2/2 + s (f^2/2 + R(s^2)), s = f / (2 + f).
-const LG1: f32 = 0.666_666_6;
-const LG2: f32 = 0.400_009_72;
-const LG3: f32 = 0.284_987_87;
-const LG4: f32 = 0.242_790_79;
+// fdlibm's logf: ln(1 + f) = f - f^2/2 + s (f^2/2 + R(s^2)), s = f / (2 + f);
+// the constants as fdlibm gives them, by their bits.
+const LG1: f32 = f32::from_bits(0x3f2a_aaaa);
+const LG2: f32 = f32::from_bits(0x3ecc_ce13);
+const LG3: f32 = f32::from_bits(0x3e91_e9ee);
+const LG4: f32 = f32::from_bits(0x3e78_9e26);
 
 /// `x = 2^k (1 + f)` with `1 + f` in [sqrt(2)/2, sqrt(2)], or the result
 /// itself for zero, negative, infinite, NaN and 1.
@@ -113,8 +114,8 @@ fn log_tail(f: f32, hfsq: f32) -> f32 {
 /// The natural logarithm (fdlibm's `logf`, within 1 ulp).
 #[inline(always)]
 pub(super) fn ln(x: f32) -> f32 {
-    const LN2_HI: f32 = 6.931_381_2e-1;
-    const LN2_LO: f32 = 9.058_000_6e-6;
+    const LN2_HI: f32 = f32::from_bits(0x3f31_7180);
+    const LN2_LO: f32 = f32::from_bits(0x3717_f7d1);
     match log_reduce(x) {
         Err(special) => special,
         Ok((f, k)) => {
@@ -128,8 +129,8 @@ pub(super) fn ln(x: f32) -> f32 {
 /// high part times the high part of 1/ln 2 is exact).
 #[inline(always)]
 pub(super) fn log2(x: f32) -> f32 {
-    const IVLN2_HI: f32 = 1.442_871_1;
-    const IVLN2_LO: f32 = -1.760_528_5e-4;
+    const IVLN2_HI: f32 = f32::from_bits(0x3fb8_b000);
+    const IVLN2_LO: f32 = f32::from_bits(0xb938_9ad4);
     match log_reduce(x) {
         Err(special) => special,
         Ok((f, k)) => {
@@ -175,7 +176,7 @@ fn cos_poly(r: f32) -> f32 {
 #[inline(always)]
 pub(super) fn sin<P: Primitives>(x: f32) -> f32 {
     if !x.is_finite() {
-        return x - x;
+        return f32::NAN;
     }
     let (j, r) = trig_reduce::<P>(x.abs());
     // Octants 0/4: sin r, 2/6: cos r; the second half of the circle negates.
@@ -192,7 +193,7 @@ pub(super) fn sin<P: Primitives>(x: f32) -> f32 {
 #[inline(always)]
 pub(super) fn cos<P: Primitives>(x: f32) -> f32 {
     if !x.is_finite() {
-        return x - x;
+        return f32::NAN;
     }
     let (j, r) = trig_reduce::<P>(x.abs());
     // Octants 0: cos r, 2: -sin r, 4: -cos r, 6: sin r.
