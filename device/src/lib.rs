@@ -1,6 +1,6 @@
 //! `vigil-device`: the API a Vigil kernel is written against.
 //!
-//! A kernel is a Rust function marked [`kernel`]. It reads its coordinates
+//! A kernel is a Rust function marked [`kernel`](macro@kernel). It reads its coordinates
 //! from [`thread_idx`], [`block_idx`] and friends, touches global memory only
 //! through the typed handles in [`global`] (`load`, `store` and atomics with
 //! an explicit [`Ordering`] and [`Scope`]), and may use block-shared memory

@@ -4,7 +4,7 @@
 use vigil_device::math;
 use vigil_device::prelude::*;
 
-/// The functions [`math_f32`] and [`math_f64`] apply, by number.
+/// The functions [`math_f32`](fn@math_f32) and [`math_f64`](fn@math_f64) apply, by number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
 pub enum MathOp {
@@ -63,7 +63,7 @@ impl MathOp {
         MathOp::Pow,
     ];
 
-    /// The operations [`math_f64`] supports (those generic over `Real`).
+    /// The operations [`math_f64`](fn@math_f64) supports (those generic over `Real`).
     pub const REAL: [MathOp; 8] = [
         MathOp::Sqrt,
         MathOp::Rsqrt,
