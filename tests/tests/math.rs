@@ -179,7 +179,7 @@ fn f64_instruction_functions_are_exact_or_correctly_rounded(ctx: &Context) {
     let kernel = module.kernel::<math_f64>().unwrap();
     let mut rng = Rng::new(0x0066_3634);
     let n = input_count(ctx);
-    for op in MathOp::REAL {
+    for &op in MathOp::REAL {
         // f64 inputs: f32 bit patterns widened plus a random low half, in the f32 domain.
         let widen = |v: Vec<f32>, rng: &mut Rng| -> Vec<f64> {
             v.into_iter()

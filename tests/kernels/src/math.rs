@@ -63,17 +63,9 @@ impl MathOp {
         MathOp::Pow,
     ];
 
-    /// The operations [`math_f64`](fn@math_f64) supports (those generic over `Real`).
-    pub const REAL: [MathOp; 8] = [
-        MathOp::Sqrt,
-        MathOp::Rsqrt,
-        MathOp::Fma,
-        MathOp::Min,
-        MathOp::Max,
-        MathOp::Abs,
-        MathOp::Floor,
-        MathOp::Ceil,
-    ];
+    /// The operations [`math_f64`](fn@math_f64) supports (those generic
+    /// over `Real`): the first eight.
+    pub const REAL: &[MathOp] = Self::ALL.split_at(8).0;
 }
 
 /// The `Real` operations on any float type; `None` for the f32-only ones.
