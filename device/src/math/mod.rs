@@ -17,10 +17,12 @@
 //!
 //! # Accuracy on the GPU
 //!
-//! The error of each function's GPU result, as the [`ErrorBound`] in
-//! [`bounds`] that the tests check (`tests/tests/math.rs`, on the GPU and on
-//! the CPU backend, against an `f64` reference), beside CUDA's own
-//! (CUDA C Programming Guide, "Mathematical Functions", default flags):
+//! The error of each function's GPU result in ulps from the correctly
+//! rounded result (the measure of CUDA's tables and of the PTX ISA), as the
+//! [`ErrorBound`] in [`bounds`] that the tests check (`tests/tests/math.rs`,
+//! on the GPU and on the CPU backend, against an `f64` reference), beside
+//! CUDA's own (CUDA C Programming Guide, "Mathematical Functions", default
+//! flags):
 //!
 //! | function | GPU lowering | Vigil bound | CUDA |
 //! | --- | --- | --- | --- |
