@@ -12,8 +12,8 @@
 //! fails instead.
 
 use std::time::Instant;
-use vigil::sys;
-use vigil::vmm::{CachingPool, Vmm, VmmConfig};
+use vigil::unstable::sys;
+use vigil::unstable::vmm::{CachingPool, Vmm, VmmConfig};
 use vigil::{Context, Stream};
 
 const MIB: u64 = 1 << 20;
@@ -74,7 +74,7 @@ fn stream_ordered(ctx: &Context, stream: &Stream, size: u64, iters: u32) -> f64 
 }
 
 fn main() {
-    let Some(ctx) = vigil::testing::require_gpu() else {
+    let Some(ctx) = vigil::unstable::testing::require_gpu() else {
         return;
     };
     let stream = Stream::new(&ctx).expect("stream");

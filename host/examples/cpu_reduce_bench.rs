@@ -13,10 +13,10 @@
 
 use std::panic::Location;
 use std::time::Duration;
-use vigil::cpu::{checked_entry, plain_entry, CpuExecutor, HostArgs, KernelEntry};
-use vigil::cpu_sanitizer::CpuRaceSanitizer;
 use vigil::device::host_runtime::{AtomicAccess, SanitizerRuntime, ThreadContext};
 use vigil::device::{AccessKind, Ordering, Scope};
+use vigil::unstable::cpu::sanitizer::CpuRaceSanitizer;
+use vigil::unstable::cpu::{checked_entry, plain_entry, CpuExecutor, HostArgs, KernelEntry};
 use vigil::{LaunchConfig, ParamBuffer, StreamId};
 use vigil_kernels::examples::{reduce_sum, REDUCE_BLOCK};
 

@@ -4,11 +4,12 @@
 //! act on without a debugger: which driver call failed and its `CUresult`,
 //! which kernel, which argument (index, name, Rust type), which range.
 
-use crate::context::DeviceId;
-use crate::cpu::CpuError;
-use crate::ptx::PtxParam;
-use crate::report::RaceReports;
-use crate::vmm::{ConfigError, VmmError};
+use crate::abi::ptx::PtxParam;
+use crate::backend::cpu::executor::CpuError;
+use crate::backend::cuda::vmm::VmmError;
+use crate::sanitizer::config::ConfigError;
+use crate::sanitizer::report::RaceReports;
+use crate::types::{DeviceId, LaunchConfigError};
 use vigil_shared::params::PtxType;
 
 /// `std::result::Result` with [`Error`].
@@ -368,57 +369,4 @@ pub enum ArgProblem {
 fn types(v: &[PtxType]) -> String {
     let names: Vec<&str> = v.iter().map(|t| t.name()).collect();
     format!("[{}]", names.join(", "))
-}
-
-/// What is wrong with a launch configuration.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum LaunchConfigError {
-    /// A grid or block dimension of zero.
-    #[error("{which} is 0 (every grid and block dimension must be at least 1)")]
-    ZeroDim {
-        /// Which dimension, e.g. `block.y`.
-        which: &'static str,
-    },
-    /// A dimension above the device limit.
-    #[error("{which} = {value} exceeds the device limit {limit}")]
-    DimTooLarge {
-        /// Which dimension, e.g. `grid.y`.
-        which: &'static str,
-        /// The requested value.
-        value: u32,
-        /// The device limit.
-        limit: u32,
-    },
-    /// More threads per block than the device (or this kernel) allows.
-    #[error("block of {threads} threads exceeds the limit of {limit} threads per block{}", for_kernel(*per_kernel))]
-    BlockTooLarge {
-        /// Threads per block requested.
-        threads: u64,
-        /// The limit.
-        limit: u32,
-        /// True when the limit is the kernel's own (registers), not the device's.
-        per_kernel: bool,
-    },
-    /// More dynamic shared memory than the device allows per block.
-    #[error(
-        "{requested} bytes of dynamic shared memory plus {static_bytes} static exceed the \
-         device limit of {limit} bytes per block"
-    )]
-    SharedMemTooLarge {
-        /// Dynamic shared memory requested.
-        requested: u32,
-        /// The kernel's static shared memory.
-        static_bytes: u32,
-        /// The per-block limit (opt-in maximum).
-        limit: u32,
-    },
-}
-
-fn for_kernel(per_kernel: bool) -> &'static str {
-    if per_kernel {
-        " for this kernel (register use)"
-    } else {
-        ""
-    }
 }

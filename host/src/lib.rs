@@ -7,7 +7,7 @@
 //! - [`Context`]: a device (a CUDA GPU's primary context, or the CPU
 //!   backend), its mode (plain or sanitized) and its attributes;
 //!   [`Context::from_env`] picks the GPU when there is one and the CPU
-//!   backend otherwise;
+//!   backend otherwise; [`ContextBuilder`] sets the same options in code;
 //! - [`Stream`] and [`Event`]: ordering, synchronisation, timing;
 //! - [`DeviceBuffer`], [`DeviceSlice`], [`DeviceSliceMut`]: device memory;
 //! - [`Module`]: PTX loaded on a device; [`KernelFn`] is a kernel in it whose
@@ -16,7 +16,9 @@
 //!   against the kernel's parameter types at compile time, the values
 //!   (buffer devices, non-empty pointers) and the [`LaunchConfig`] before
 //!   any driver call, and the arguments are packed into one aligned
-//!   [`ParamBuffer`] that the driver's `void*` array points into.
+//!   [`ParamBuffer`] that the driver's `void*` array points into;
+//! - [`RaceReports`]: what the sanitizer found, returned by
+//!   [`Context::synchronize`] as [`Error::Races`].
 //!
 //! ```ignore
 //! use vigil::{Context, DeviceBuffer, LaunchConfig, Module, Stream};
@@ -35,63 +37,69 @@
 //! ([`Error::DriverNotFound`], [`Error::NoDevice`]); nothing panics. The
 //! CPU backend ([`Context::cpu`]) runs the same kernels and host code
 //! without either; with the sanitizer on it reports races
-//! ([`RaceReports`], [`Error::Races`]) through a [`CpuSanitizer`].
-//! Argument packing ([`pack_args`], [`ParamBuffer`]) needs no GPU.
+//! ([`RaceReports`], [`Error::Races`]).
+//!
+//! # The API at a glance
+//!
+//! | to | use |
+//! |----|-----|
+//! | open a device | [`Context`] ([`Context::from_env`], [`Context::cpu`], [`Context::new`]), [`ContextBuilder`], [`DeviceChoice`], [`ENV_DEVICE`], [`ENV_SANITIZE`] |
+//! | order and time work | [`Stream`], [`Event`] |
+//! | hold device memory | [`DeviceBuffer`], [`DeviceSlice`], [`DeviceSliceMut`], [`AsDeviceSlice`], [`AsDeviceSliceMut`] |
+//! | load and launch kernels | [`Module`], [`KernelFn`], [`Kernel`], [`LaunchConfig`], [`Dim3`], [`Stream::launch`] |
+//! | launch without a Rust signature | [`Function`], [`KernelArgValue`] with [`Stream::launch_dynamic`], [`ParamBuffer`] with [`Stream::launch_packed`] |
+//! | read races | [`RaceReports`], [`RaceReport`], [`Error::Races`]; settings: [`VmmConfig`] |
+//! | plug in another CPU sanitizer | [`CpuSanitizer`] (with [`ContextBuilder::cpu_sanitizer`]), [`HostBufferAllocator`] |
+//! | handle errors | [`Error`], [`Result`], [`ArgProblem`], [`LaunchConfigError`] |
+//!
+//! Everything a kernel author needs is at the crate root. Vigil's own
+//! tests and benchmarks reach the internals (the CPU executor, the shadow
+//! allocator, PTX parsing, the raw driver API) through [`unstable`], which
+//! makes no stability promise.
 #![warn(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-mod args;
-mod context;
-pub mod cpu;
-pub mod cpu_sanitizer;
-mod driver;
+// Layers, bottom up; a layer imports only from the ones above it in this
+// list (ARCHITECTURE.md): leaf types and the error; the launch ABI and the
+// sanitizers' shared host side; the backends; the front end.
+mod abi;
+mod api;
+mod backend;
 mod error;
-mod event;
-mod gpu_sanitizer;
-mod launch;
-mod memory;
-mod module;
-mod params;
-pub mod ptx;
-mod report;
-pub mod sanitize;
-mod stream;
-pub mod testing;
-pub mod vmm;
+mod sanitizer;
+mod types;
+pub mod unstable;
 
-pub use args::{pack_args, pack_values, ErasedView, KernelArg, KernelArgValue, KernelArgs};
-pub use context::{
-    Context, ContextBuilder, DeviceChoice, DeviceId, DeviceProps, LaunchVariant, ENV_DEVICE,
-    ENV_SANITIZE,
+pub use abi::params::{ParamBuffer, ParamScalar};
+pub use api::args::{pack_args, pack_values, ErasedView, KernelArg, KernelArgValue, KernelArgs};
+pub use api::builder::{ContextBuilder, DeviceChoice, ENV_DEVICE, ENV_SANITIZE};
+pub use api::context::Context;
+pub use api::event::Event;
+pub use api::memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceBuffer, DeviceSlice, DeviceSliceMut};
+pub use api::module::{Function, KernelFn, Module};
+pub use api::stream::Stream;
+pub use backend::cpu::hooks::{
+    CpuSanitizer, HostAllocation, HostBufferAllocator, HostSync, LaunchInfo, SystemAllocator,
 };
-pub use driver::{device_count, driver_version, gpu_available};
-pub use error::{ArgProblem, Error, LaunchConfigError, Result};
-pub use event::Event;
-pub use launch::{check_params, check_params_on, DeviceLimits, Dim3, LaunchConfig};
-pub use memory::{
-    AsDeviceSlice, AsDeviceSliceMut, DeviceBuffer, DeviceSlice, DeviceSliceMut, HOST_ALIGN,
-};
-pub use module::{check_signature, Function, FunctionAttrs, KernelFn, Module};
-pub use params::{KernelParams, ParamBuffer, ParamScalar, ParamSlot, SlotOrigin};
-pub use report::{
+pub use backend::cpu::memory::HOST_ALIGN;
+pub use backend::cuda::driver::{device_count, driver_version, gpu_available};
+pub use error::{ArgProblem, Error, Result};
+pub use sanitizer::config::{ConfigError, VmmConfig, VmmConfigBuilder};
+pub use sanitizer::report::{
     kind_name, PriorAccess, RaceAccess, RaceAllocation, RaceReport, RaceReports, SourceLocation,
 };
-pub use sanitize::{
-    CpuSanitizer, EventId, HostAllocation, HostBufferAllocator, HostSync, LaunchInfo, StreamId,
-    SystemAllocator,
+pub use types::{
+    DeviceId, DeviceLimits, DeviceProps, Dim3, EventId, FunctionAttrs, LaunchConfig,
+    LaunchConfigError, LaunchVariant, StreamId,
 };
-pub use stream::Stream;
 
 /// The kernel-side crate, re-exported so users name one dependency.
 pub use vigil_device as device;
+pub use vigil_device::include_ptx;
 pub use vigil_device::Kernel;
 /// The parameter ABI shared with the device side (`#[kernel]` emits
 /// `ParamDesc`s; packed scalars are `PtxType`s).
 pub use vigil_shared::params::{ParamCursor, ParamDesc, PtxType};
 /// The vocabulary of race reports, shared with the engine.
 pub use vigil_shared::{abi::ReportKind, AccessKind, Scope};
-
-/// The raw CUDA driver API (cudarc's `driver::sys`), for calls Vigil does
-/// not wrap. Every handle type exposes its raw value (`raw()`).
-pub use cudarc::driver::sys;

@@ -4,11 +4,11 @@
 
 use vigil::device::global::{GlobalPtr, GlobalSlice, GlobalSliceMut};
 use vigil::device::Sanitizer;
-use vigil::ptx::{parse_entries, PtxParam};
+use vigil::unstable::abi::{check_params, check_signature, SlotOrigin};
+use vigil::unstable::ptx::{parse_entries, PtxParam};
 use vigil::{
-    check_params, check_signature, pack_args, pack_values, ArgProblem, DeviceId, DeviceLimits,
-    Dim3, Error, Kernel, KernelArg, KernelArgValue, LaunchConfig, LaunchConfigError, ParamBuffer,
-    SlotOrigin,
+    pack_args, pack_values, ArgProblem, DeviceId, DeviceLimits, Dim3, Error, Kernel, KernelArg,
+    KernelArgValue, LaunchConfig, LaunchConfigError, ParamBuffer,
 };
 use vigil_shared::params::{ParamCursor, ParamDesc, PtxType};
 
@@ -919,8 +919,8 @@ fn no_gpu_is_an_error_not_a_panic() {
                     "{e}"
                 );
             }
-            if !vigil::testing::gpu_required() {
-                assert!(vigil::testing::require_gpu().is_none());
+            if !vigil::unstable::testing::gpu_required() {
+                assert!(vigil::unstable::testing::require_gpu().is_none());
             }
         }
     }

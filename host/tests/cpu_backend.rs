@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::panic::Location;
 use std::sync::atomic::{AtomicU64, Ordering as MemOrder};
 use std::sync::{Arc, Mutex};
-use vigil::cpu::{CpuError, CpuExecutor, LaunchStats};
 use vigil::device::host_runtime::{AtomicAccess, SanitizerRuntime, ThreadContext};
-use vigil::vmm::{Vmm, VmmConfig, VmmError};
+use vigil::unstable::cpu::{CpuError, CpuExecutor, LaunchStats};
+use vigil::unstable::vmm::{Vmm, VmmConfig, VmmError};
 use vigil::{
     AccessKind, Context, CpuSanitizer, DeviceBuffer, DeviceId, Dim3, Error, Event, HostAllocation,
     HostSync, LaunchConfig, LaunchInfo, LaunchVariant, Module, PriorAccess, RaceAccess,
@@ -47,7 +47,7 @@ fn a_cpu_context_describes_itself() {
     for e in [
         ctx.bind().unwrap_err(),
         ctx.memory_info().unwrap_err(),
-        ctx.attribute(vigil::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_WARP_SIZE)
+        ctx.attribute(vigil::unstable::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_WARP_SIZE)
             .unwrap_err(),
     ] {
         assert!(

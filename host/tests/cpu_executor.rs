@@ -4,10 +4,12 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Mutex;
-use vigil::cpu::{checked_entry, plain_entry, CpuError, CpuExecutor, HostArgs, KernelEntry};
 use vigil::device::host_runtime::{AtomicAccess, SanitizerRuntime, ThreadContext};
 use vigil::device::prelude::*;
 use vigil::device::{AccessKind, Kernel};
+use vigil::unstable::cpu::{
+    checked_entry, plain_entry, CpuError, CpuExecutor, HostArgs, KernelEntry,
+};
 use vigil::{LaunchConfig, LaunchConfigError, ParamBuffer};
 use vigil_kernels::{examples, tests as k};
 
@@ -27,7 +29,7 @@ fn try_run(
     entry: KernelEntry,
     params: &ParamBuffer,
     sanitizer: Option<&dyn SanitizerRuntime>,
-) -> Result<vigil::cpu::LaunchStats, CpuError> {
+) -> Result<vigil::unstable::cpu::LaunchStats, CpuError> {
     // SAFETY: every test packs the kernel's parameters in order from host
     // slices that it leaves alone until the launch returns.
     unsafe { ex.launch(&cfg, entry, params.as_bytes(), sanitizer) }

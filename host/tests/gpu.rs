@@ -6,7 +6,7 @@
 //! drift. A few GPU-only checks (device attributes, the JIT log, launch
 //! overhead, the sanitized mode's allocator) follow.
 
-use vigil::testing::require_gpu;
+use vigil::unstable::testing::require_gpu;
 use vigil::{
     ArgProblem, Context, DeviceBuffer, Error, Event, KernelArgValue, LaunchConfig,
     LaunchConfigError, LaunchVariant, Module, Stream,
@@ -25,7 +25,7 @@ macro_rules! on_both_backends {
             $(
                 #[test]
                 fn $check() {
-                    let Some(ctx) = vigil::testing::require_gpu() else { return };
+                    let Some(ctx) = vigil::unstable::testing::require_gpu() else { return };
                     super::$check(&ctx);
                 }
             )*
@@ -34,7 +34,7 @@ macro_rules! on_both_backends {
             $(
                 #[test]
                 fn $check() {
-                    let Some(plain) = vigil::testing::require_gpu() else { return };
+                    let Some(plain) = vigil::unstable::testing::require_gpu() else { return };
                     let ctx = vigil::Context::builder()
                         .gpu(plain.ordinal())
                         .sanitize(true)

@@ -3,10 +3,10 @@
 //! and `VIGIL_*` configuration parsing. No GPU needed.
 
 use std::collections::HashMap;
-use vigil::vmm::buddy::model::ReferenceBuddy;
-use vigil::vmm::buddy::{BuddyError, BuddyTree};
-use vigil::vmm::layout::REAL_CAPACITY;
-use vigil::vmm::{size_class, VmmConfig, MIN_BLOCK};
+use vigil::unstable::vmm::buddy::model::ReferenceBuddy;
+use vigil::unstable::vmm::buddy::{BuddyError, BuddyTree};
+use vigil::unstable::vmm::layout::REAL_CAPACITY;
+use vigil::unstable::vmm::{size_class, VmmConfig, MIN_BLOCK};
 
 /// xorshift64*: deterministic pseudo-random numbers without a dependency.
 struct Rng(u64);

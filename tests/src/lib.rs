@@ -58,7 +58,7 @@ pub mod programs {
 }
 
 /// The PTX of the `vigil-kernels` crate, built by `vigil-build` in `build.rs`.
-pub const KERNELS_PTX: &str = include_str!(env!("VIGIL_PTX_VIGIL_KERNELS"));
+pub const KERNELS_PTX: &str = vigil::include_ptx!("vigil-kernels");
 
 /// A seed for example data: `VIGIL_EXAMPLE_SEED` if set (to reproduce a
 /// run), else fresh from the clock. Printed by the examples.
@@ -137,4 +137,52 @@ pub fn size_arg(default: usize) -> usize {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(default)
+}
+
+/// Instantiates each check `fn(&Context)` of a test file once for the GPU
+/// (`gpu::<check>`: skips with a printed reason without one, fails with
+/// `VIGIL_REQUIRE_GPU=1`) and once for the CPU backend (`cpu::<check>`), so
+/// the two suites cannot drift. Led by `with_sanitized_gpu;`, also once on
+/// a sanitized GPU context (`gpu_sanitized::<check>`: the sanitized entries
+/// must compute the same results).
+#[macro_export]
+macro_rules! on_every_backend {
+    (with_sanitized_gpu; $($check:ident),* $(,)?) => {
+        $crate::on_every_backend!($($check),*);
+        mod gpu_sanitized {
+            $(
+                #[test]
+                fn $check() {
+                    if ::vigil::unstable::testing::require_gpu().is_none() {
+                        return;
+                    }
+                    let ctx = ::vigil::Context::builder()
+                        .gpu(0)
+                        .sanitize(true)
+                        .build()
+                        .expect("a sanitized GPU context");
+                    super::$check(&ctx);
+                }
+            )*
+        }
+    };
+    ($($check:ident),* $(,)?) => {
+        mod gpu {
+            $(
+                #[test]
+                fn $check() {
+                    let Some(ctx) = ::vigil::unstable::testing::require_gpu() else { return };
+                    super::$check(&ctx);
+                }
+            )*
+        }
+        mod cpu {
+            $(
+                #[test]
+                fn $check() {
+                    super::$check(&::vigil::Context::cpu().expect("CPU backend"));
+                }
+            )*
+        }
+    };
 }

@@ -4,7 +4,7 @@
 //! kernel API suite sanitized too.) Each test skips without a GPU (fails
 //! with `VIGIL_REQUIRE_GPU=1`).
 
-use vigil::testing::require_gpu;
+use vigil::unstable::testing::require_gpu;
 use vigil::{Context, DeviceBuffer, LaunchConfig, Module, ReportKind, Stream};
 use vigil_kernels::races::{disjoint_writes, race_waw, read_one, same_sm_writes};
 use vigil_tests::KERNELS_PTX;
@@ -130,9 +130,14 @@ fn ctas_per_sm_sanitized_against_plain() {
         // SAFETY: `f` is a live function of the current context; 256
         // threads with its static shared memory is a valid block.
         let r = unsafe {
-            vigil::sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut n, f.raw(), 256, 0)
+            vigil::unstable::sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                &mut n,
+                f.raw(),
+                256,
+                0,
+            )
         };
-        assert_eq!(r, vigil::sys::CUresult::CUDA_SUCCESS, "{name}");
+        assert_eq!(r, vigil::unstable::sys::CUresult::CUDA_SUCCESS, "{name}");
         (n, f.attrs().num_regs)
     };
     for name in [axpy::NAME, reduce_sum::NAME, histogram::NAME] {

@@ -2,7 +2,7 @@
 //! of a `#[kernel]` compiles to the same instructions as the hand-written
 //! kernel, and every kernel's parameter list is what its Rust signature says.
 
-use vigil::ptx::parse_entries;
+use vigil::unstable::ptx::parse_entries;
 use vigil::Kernel;
 use vigil_shared::gpu::{HIDDEN_PARAMS, SANITIZED_SUFFIX};
 use vigil_tests::KERNELS_PTX;
@@ -66,14 +66,14 @@ fn every_kernel_entry_matches_its_rust_signature() {
     let entries = parse_entries(KERNELS_PTX).expect("parse PTX");
     /// The plain entry takes the Rust parameters; the sanitized one
     /// (`name__vigil`) the same plus the GPU sanitizer's hidden ones.
-    fn check<K: Kernel>(entries: &[vigil::ptx::PtxEntry]) {
+    fn check<K: Kernel>(entries: &[vigil::unstable::ptx::PtxEntry]) {
         let sanitized = format!("{}{}", K::NAME, SANITIZED_SUFFIX);
         for (name, hidden) in [(K::NAME, &[][..]), (sanitized.as_str(), HIDDEN_PARAMS)] {
             let entry = entries
                 .iter()
                 .find(|e| e.name == name)
                 .unwrap_or_else(|| panic!("no PTX entry {name}"));
-            vigil::check_signature(name, K::PARAMS, hidden, &entry.params)
+            vigil::unstable::abi::check_signature(name, K::PARAMS, hidden, &entry.params)
                 .unwrap_or_else(|e| panic!("{e}"));
         }
     }

@@ -37,7 +37,7 @@ fn cpu_context(workers: usize) -> Option<Context> {
 /// is skipped, or fails with `VIGIL_REQUIRE_GPU=1`). The worker count is
 /// the CPU backend's; a GPU runs blocks as its SMs take them.
 fn gpu_context(_workers: usize) -> Option<Context> {
-    vigil::testing::require_gpu()?;
+    vigil::unstable::testing::require_gpu()?;
     Some(
         Context::builder()
             .gpu(0)

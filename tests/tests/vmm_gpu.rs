@@ -1,4 +1,4 @@
-//! GPU tests of the shadow-memory allocator (`vigil::vmm`). Each skips with
+//! GPU tests of the shadow-memory allocator (`vigil::unstable::vmm`). Each skips with
 //! a printed reason when no GPU is usable, and fails instead when
 //! `VIGIL_REQUIRE_GPU=1`.
 //!
@@ -9,13 +9,13 @@
 //! the free-memory check sees no other test's allocations.
 
 use std::sync::{Mutex, MutexGuard};
-use vigil::sys;
-use vigil::testing::require_gpu;
-use vigil::vmm::layout::{
+use vigil::unstable::sys;
+use vigil::unstable::testing::require_gpu;
+use vigil::unstable::vmm::layout::{
     global_state_of, round_up, shadow_address, shadow_bytes_for, PER_DEVICE_STATE_STRIDE,
     REAL_CAPACITY, RESERVE_BYTES, THREAD_STATES_OFFSET,
 };
-use vigil::vmm::{Allocation, CachingPool, Vmm, VmmConfig, VmmError};
+use vigil::unstable::vmm::{Allocation, CachingPool, Vmm, VmmConfig, VmmError};
 use vigil::{Context, LaunchConfig, Module, ParamBuffer, Stream};
 use vigil_kernels::tests::{copy_inc, fill_pattern, pattern};
 use vigil_shared::abi::{GlobalState, ThreadStateHeader};
@@ -110,13 +110,14 @@ fn copy_params(src: u64, dst: u64, words: u64, device: usize) -> ParamBuffer {
 /// arguments the tests pack.
 #[test]
 fn test_kernels_accept_their_packed_arguments() {
-    let entries = vigil::ptx::parse_entries(KERNELS_PTX).expect("parse the vigil-kernels PTX");
+    let entries =
+        vigil::unstable::ptx::parse_entries(KERNELS_PTX).expect("parse the vigil-kernels PTX");
     for (name, buf) in [
         ("fill_pattern", fill_params(1 << 40, 8, 1, 0)),
         ("copy_inc", copy_params(4, 8, 2, 0)),
     ] {
         let e = entries.iter().find(|e| e.name == name).expect(name);
-        vigil::check_params(name, &buf, &e.params, &[], Some(0)).expect(name);
+        vigil::unstable::abi::check_params(name, &buf, &e.params, &[], Some(0)).expect(name);
     }
 }
 

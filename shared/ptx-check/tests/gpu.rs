@@ -37,12 +37,12 @@ const ATOMIC_ITERS: u32 = 1;
 
 #[test]
 fn engine_ptx_runs_on_the_gpu() {
-    let Some(ctx) = vigil::testing::require_gpu() else {
+    let Some(ctx) = vigil::unstable::testing::require_gpu() else {
         return;
     };
     let Some(ptx) = find_ptx() else {
         assert!(
-            !vigil::testing::gpu_required(),
+            !vigil::unstable::testing::gpu_required(),
             "VIGIL_REQUIRE_GPU=1 but vigil_shared_ptx_check.ptx was not found"
         );
         eprintln!("skipping: vigil_shared_ptx_check.ptx not built");

@@ -1,0 +1,208 @@
+//! [`ContextBuilder`]: which device a [`Context`] opens and how (sanitizer,
+//! CPU executor size), in code or from `VIGIL_*` variables.
+
+use crate::api::context::Context;
+use crate::backend::{self, CpuOptions, CpuSanitizer};
+use crate::error::{Error, Result};
+use crate::sanitizer::config::{parse_bool, parse_int, ConfigError, VmmConfig};
+use std::fmt;
+use std::sync::Arc;
+
+/// Which device a [`ContextBuilder`] opens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeviceChoice {
+    /// GPU 0 when a GPU is usable, else the CPU backend (said once on stderr).
+    Auto,
+    /// The CPU backend.
+    Cpu,
+    /// CUDA device with this ordinal (an error without a GPU).
+    Gpu(usize),
+}
+
+/// Environment variable: which device [`Context::from_env`] opens.
+pub const ENV_DEVICE: &str = "VIGIL_DEVICE";
+/// Environment variable: sanitizer on or off.
+pub const ENV_SANITIZE: &str = "VIGIL_SANITIZE";
+
+fn parse_device(text: &str) -> Result<DeviceChoice, ConfigError> {
+    let t = text.trim().to_ascii_lowercase();
+    let bad = || ConfigError {
+        source_name: ENV_DEVICE.to_owned(),
+        value: text.to_owned(),
+        accepted: "one of `auto`, `cpu`, `gpu` (device 0) or `gpu:<ordinal>`".to_owned(),
+    };
+    match t.as_str() {
+        "auto" => Ok(DeviceChoice::Auto),
+        "cpu" => Ok(DeviceChoice::Cpu),
+        "gpu" | "cuda" => Ok(DeviceChoice::Gpu(0)),
+        _ => {
+            let n = t
+                .strip_prefix("gpu:")
+                .or_else(|| t.strip_prefix("cuda:"))
+                .ok_or_else(bad)?;
+            let n = parse_int(ENV_DEVICE, n, 0, i32::MAX as u64).map_err(|_| bad())?;
+            Ok(DeviceChoice::Gpu(n as usize))
+        }
+    }
+}
+
+/// Builds a [`Context`]: device, sanitizer, CPU executor size. Setters
+/// record the first error, which [`ContextBuilder::build`] returns.
+///
+/// ```no_run
+/// # fn main() -> vigil::Result<()> {
+/// let ctx = vigil::Context::builder().env_vars().sanitize(true).build()?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct ContextBuilder {
+    device: DeviceChoice,
+    sanitize: bool,
+    vmm_config: VmmConfig,
+    cpu_workers: usize,
+    cpu_sanitizer: Option<Arc<dyn CpuSanitizer>>,
+    error: Option<Error>,
+}
+
+impl fmt::Debug for ContextBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ContextBuilder")
+            .field("device", &self.device)
+            .field("sanitize", &self.sanitize)
+            .field("vmm_config", &self.vmm_config)
+            .field("cpu_workers", &self.cpu_workers)
+            .field("cpu_sanitizer", &self.cpu_sanitizer.is_some())
+            .field("error", &self.error)
+            .finish()
+    }
+}
+
+impl Default for ContextBuilder {
+    fn default() -> Self {
+        ContextBuilder {
+            device: DeviceChoice::Auto,
+            sanitize: false,
+            vmm_config: VmmConfig::default(),
+            cpu_workers: 0,
+            cpu_sanitizer: None,
+            error: None,
+        }
+    }
+}
+
+impl ContextBuilder {
+    fn record(mut self, r: Result<()>) -> Self {
+        if let (Err(e), None) = (r, &self.error) {
+            self.error = Some(e);
+        }
+        self
+    }
+
+    /// Which device to open (default [`DeviceChoice::Auto`]).
+    pub fn device(mut self, device: DeviceChoice) -> Self {
+        self.device = device;
+        self
+    }
+
+    /// The CPU backend.
+    pub fn cpu(self) -> Self {
+        self.device(DeviceChoice::Cpu)
+    }
+
+    /// CUDA device `ordinal`.
+    pub fn gpu(self, ordinal: usize) -> Self {
+        self.device(DeviceChoice::Gpu(ordinal))
+    }
+
+    /// Turns the sanitizer on or off (default off). On a GPU, buffers then
+    /// come from the shadow allocator; on the CPU, launches run checked.
+    pub fn sanitize(mut self, on: bool) -> Self {
+        self.sanitize = on;
+        self
+    }
+
+    /// The sanitizer's settings (default [`VmmConfig::default`], or the
+    /// `VIGIL_*` variables after [`ContextBuilder::env_vars`]).
+    pub fn vmm_config(mut self, config: VmmConfig) -> Self {
+        self.vmm_config = config;
+        self
+    }
+
+    /// Worker threads (virtual SMs) of a CPU context's own executor; `0`
+    /// (the default) shares one process-wide executor of
+    /// [`CpuExecutor::default_workers`](crate::unstable::cpu::CpuExecutor::default_workers) workers.
+    pub fn cpu_workers(mut self, workers: usize) -> Self {
+        self.cpu_workers = workers;
+        self
+    }
+
+    /// The sanitizer a CPU context uses; implies [`ContextBuilder::sanitize`]`(true)`.
+    pub fn cpu_sanitizer(mut self, sanitizer: Arc<dyn CpuSanitizer>) -> Self {
+        self.cpu_sanitizer = Some(sanitizer);
+        self.sanitize = true;
+        self
+    }
+
+    /// Applies the `VIGIL_*` variables that `lookup` returns: `VIGIL_DEVICE`,
+    /// `VIGIL_SANITIZE` and the sanitizer's ([`VmmConfig`]). Absent variables
+    /// leave the current value; setters called later override. Tests pass a
+    /// map; [`ContextBuilder::env_vars`] reads the process environment.
+    pub fn env(mut self, lookup: impl Fn(&str) -> Option<String>) -> Self {
+        if let Some(v) = lookup(ENV_DEVICE) {
+            let r = parse_device(&v).map(|d| self.device = d);
+            self = self.record(r.map_err(Error::from));
+        }
+        if let Some(v) = lookup(ENV_SANITIZE) {
+            let r = parse_bool(ENV_SANITIZE, &v).map(|on| self.sanitize = on);
+            self = self.record(r.map_err(Error::from));
+        }
+        let r = VmmConfig::builder().env(&lookup).build();
+        match r {
+            Ok(c) => self.vmm_config = c,
+            Err(e) => self = self.record(Err(e.into())),
+        }
+        self
+    }
+
+    /// [`ContextBuilder::env`] over the process environment.
+    pub fn env_vars(self) -> Self {
+        self.env(|name| std::env::var(name).ok())
+    }
+
+    /// Opens the device.
+    pub fn build(self) -> Result<Context> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let device = match self.device {
+            DeviceChoice::Auto => match backend::gpu_available() {
+                Ok(()) => DeviceChoice::Gpu(0),
+                Err(e) if e.is_no_gpu() => {
+                    say_cpu_fallback(&e);
+                    DeviceChoice::Cpu
+                }
+                Err(e) => return Err(e),
+            },
+            d => d,
+        };
+        let backend = match device {
+            DeviceChoice::Gpu(ordinal) => {
+                backend::open_cuda(ordinal, self.sanitize, self.vmm_config)?
+            }
+            DeviceChoice::Auto | DeviceChoice::Cpu => backend::open_cpu(CpuOptions {
+                workers: self.cpu_workers,
+                sanitize: self.sanitize,
+                sanitizer: self.cpu_sanitizer,
+                config: self.vmm_config,
+            })?,
+        };
+        Ok(Context::from_backend(backend))
+    }
+}
+
+fn say_cpu_fallback(e: &Error) {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| {
+        eprintln!("vigil: no CUDA GPU ({e}); using the CPU backend");
+    });
+}

@@ -1,0 +1,290 @@
+//! [`Context`]: one device (a CUDA GPU or the CPU backend), how its memory
+//! is allocated and how kernels run on it.
+//!
+//! See [`Context`] for the backends, modes and environment variables.
+//! Every operation is handed to the context's [`Backend`] (the one
+//! dispatch point); nothing here calls the driver or the executor.
+
+use crate::api::builder::ContextBuilder;
+use crate::backend::{AsCudaDevice, Backend, CachingPool, CpuExecutor, CudaDevice, LaunchStats};
+use crate::error::{Error, Result};
+use crate::sanitizer::report::RaceReports;
+use crate::types::{DeviceId, DeviceLimits, DeviceProps, LaunchVariant};
+use cudarc::driver::sys;
+use std::fmt;
+use std::sync::Arc;
+
+/// A handle to one device: a CUDA GPU (its primary context) or the CPU
+/// backend.
+///
+/// # Backends and modes
+///
+/// | constructor                                  | device | memory                        | launches |
+/// |----------------------------------------------|--------|-------------------------------|----------|
+/// | [`Context::new`], [`Context::default_device`] | GPU    | `cuMemAlloc`                  | plain PTX entry |
+/// | builder, GPU, sanitizer on                   | GPU    | the shadow allocator ([`CachingPool`] over [`Vmm`](crate::unstable::vmm::Vmm)) | plain PTX entry for now (see [`LaunchVariant`]) |
+/// | [`Context::cpu`], builder, CPU               | CPU    | aligned, zeroed host memory   | `K::run_host` on the [`CpuExecutor`] |
+/// | builder, CPU, sanitizer on                   | CPU    | host memory, reported to the [`CpuSanitizer`](crate::CpuSanitizer) | the checked host entry with the sanitizer's runtime |
+///
+/// [`Context::from_env`] picks with `VIGIL_DEVICE` (`auto`, the default:
+/// the GPU when there is one, else the CPU backend, said once on stderr)
+/// and `VIGIL_SANITIZE`; [`ContextBuilder`] offers the same options in code.
+/// Kernel and host code are the same on every backend.
+///
+/// | variable         | accepted                                             | default |
+/// |------------------|------------------------------------------------------|---------|
+/// | `VIGIL_DEVICE`   | `auto`, `cpu`, `gpu` (device 0), `gpu:<ordinal>`     | `auto`  |
+/// | `VIGIL_SANITIZE` | `1`/`0`, `on`/`off`, `true`/`false`, `yes`/`no`      | off     |
+///
+/// The sanitizer's own variables (`VIGIL_SEED`, `VIGIL_CLOCK_BUFFER_SIZE`,
+/// ...) are [`VmmConfig`](crate::VmmConfig)'s. A malformed value is [`Error::Config`], naming
+/// the variable, the value and what is accepted.
+///
+/// Cheap to clone (reference counted); every stream, buffer and module keeps
+/// its context alive. GPU methods make the context current on the calling
+/// thread before each driver call, so a `Context` may be used from any
+/// thread.
+#[derive(Clone)]
+pub struct Context {
+    inner: Arc<Backend>,
+}
+
+impl Context {
+    /// Opens CUDA device `ordinal` (retains its primary context), plain mode.
+    ///
+    /// Fails with [`Error::DriverNotFound`] when there is no driver library,
+    /// [`Error::NoDevice`] when there is no device and
+    /// [`Error::InvalidDevice`] when `ordinal` is past the last device.
+    /// Never panics. For the CPU backend or the sanitizer, see
+    /// [`Context::from_env`] and [`Context::builder`].
+    pub fn new(ordinal: usize) -> Result<Context> {
+        Context::builder().gpu(ordinal).build()
+    }
+
+    /// Wraps an opened backend (the builder's last step).
+    pub(crate) fn from_backend(backend: Backend) -> Context {
+        Context {
+            inner: Arc::new(backend),
+        }
+    }
+
+    /// Opens CUDA device 0 (plain mode).
+    pub fn default_device() -> Result<Context> {
+        Context::new(0)
+    }
+
+    /// The CPU backend, plain mode, on the process-wide executor. Buffers
+    /// live in host memory; launches run `K::run_host` on the
+    /// [`CpuExecutor`]. Works on any machine.
+    pub fn cpu() -> Result<Context> {
+        Context::builder().cpu().build()
+    }
+
+    /// The context the environment asks for: `VIGIL_DEVICE` (default
+    /// `auto`: GPU 0 if usable, else the CPU backend, said once on
+    /// stderr), `VIGIL_SANITIZE` and the sanitizer's variables. The
+    /// constructor for programs that should run anywhere.
+    pub fn from_env() -> Result<Context> {
+        Context::builder().env_vars().build()
+    }
+
+    /// A builder: device, sanitizer, executor size, environment.
+    pub fn builder() -> ContextBuilder {
+        ContextBuilder::default()
+    }
+
+    /// The backend every operation of the front end is handed to.
+    pub(crate) fn backend(&self) -> &Backend {
+        &self.inner
+    }
+
+    /// The device: [`DeviceId::Cuda`] with the ordinal, or [`DeviceId::Cpu`].
+    pub fn device(&self) -> DeviceId {
+        self.inner.device_id()
+    }
+
+    /// True on the CPU backend.
+    pub fn is_cpu(&self) -> bool {
+        self.device() == DeviceId::Cpu
+    }
+
+    /// True when the sanitizer is on. On the CPU backend launches then run
+    /// checked and [`Context::synchronize`] returns races. On a GPU every
+    /// buffer comes from the shadow allocator ([`Context::sanitizer_pool`]),
+    /// but launches still run the plain entry: the sanitized GPU launch
+    /// path is not written yet ([`Context::launch_variant`] says which runs).
+    pub fn is_sanitized(&self) -> bool {
+        self.inner.is_sanitized()
+    }
+
+    /// Which kernel variant this context's launches run: the single place
+    /// that decides it. [`LaunchVariant::Sanitized`] on a sanitized CPU
+    /// context; [`LaunchVariant::Plain`] otherwise, including a sanitized
+    /// GPU context until its launch path (the `name__vigil` entry with
+    /// hidden arguments) lands.
+    pub fn launch_variant(&self) -> LaunchVariant {
+        if self.is_sanitized() && self.inner.runs_sanitized_launches() {
+            LaunchVariant::Sanitized
+        } else {
+            LaunchVariant::Plain
+        }
+    }
+
+    /// The shadow allocator's caching pool of a sanitized GPU context.
+    pub fn sanitizer_pool(&self) -> Option<&CachingPool> {
+        self.inner.sanitizer_pool()
+    }
+
+    /// The CPU executor of a CPU context.
+    pub fn cpu_executor(&self) -> Option<&CpuExecutor> {
+        self.inner.cpu_executor()
+    }
+
+    /// What the last launch on a CPU context did (blocks, workers, time).
+    pub fn last_cpu_launch(&self) -> Option<LaunchStats> {
+        self.inner.last_cpu_launch()
+    }
+
+    /// The CUDA device ordinal (0 on the CPU backend; see [`Context::device`]).
+    pub fn ordinal(&self) -> usize {
+        match self.device() {
+            DeviceId::Cuda(n) => n,
+            DeviceId::Cpu => 0,
+        }
+    }
+
+    /// Everything queried about the device.
+    pub fn props(&self) -> &DeviceProps {
+        self.inner.props()
+    }
+
+    /// The device's name.
+    pub fn name(&self) -> &str {
+        &self.props().name
+    }
+
+    /// Compute capability `(major, minor)` (`(0, 0)` on the CPU backend).
+    pub fn compute_capability(&self) -> (u32, u32) {
+        self.props().compute_capability
+    }
+
+    /// Number of streaming multiprocessors (virtual SMs on the CPU backend).
+    pub fn sm_count(&self) -> u32 {
+        self.props().sm_count
+    }
+
+    /// Total global memory in bytes.
+    pub fn total_memory(&self) -> usize {
+        self.props().total_memory
+    }
+
+    /// Maximum threads per block.
+    pub fn max_threads_per_block(&self) -> u32 {
+        self.props().limits.max_threads_per_block
+    }
+
+    /// Maximum shared memory per block in bytes without opting in (48 KiB).
+    pub fn max_shared_mem_per_block(&self) -> u32 {
+        self.props().limits.max_shared_mem_per_block
+    }
+
+    /// Maximum shared memory per block in bytes with opt-in (Vigil opts in
+    /// automatically when a launch asks for more than the default).
+    pub fn max_shared_mem_per_block_optin(&self) -> u32 {
+        self.props().limits.max_shared_mem_per_block_optin
+    }
+
+    /// Launch limits of the device.
+    pub fn limits(&self) -> &DeviceLimits {
+        &self.props().limits
+    }
+
+    /// Queries any device attribute (raw driver enum); GPU only.
+    pub fn attribute(&self, attr: sys::CUdevice_attribute) -> Result<i32> {
+        self.inner.attribute(attr)
+    }
+
+    /// Free and total device memory in bytes (`cuMemGetInfo`); GPU only.
+    pub fn memory_info(&self) -> Result<(usize, usize)> {
+        self.inner.memory_info()
+    }
+
+    /// Waits until all work on the device (every stream) has finished.
+    ///
+    /// On a sanitized CPU context, then returns the races found since the
+    /// last collection as [`Error::Races`] (the context stays usable).
+    pub fn synchronize(&self) -> Result<()> {
+        self.inner.synchronize()?;
+        races_to_result(self.take_race_reports())
+    }
+
+    /// Takes the races found since the last collection without
+    /// synchronising (empty when the sanitizer is off, and on a GPU until
+    /// its sanitized launch path lands).
+    pub fn take_race_reports(&self) -> RaceReports {
+        self.inner.take_reports()
+    }
+
+    /// Makes this context current on the calling thread (a no-op when it
+    /// already is). Every GPU method calls it; code that calls the driver
+    /// directly through [`Context::raw`] should too. On the CPU backend,
+    /// [`Error::Unsupported`].
+    pub fn bind(&self) -> Result<()> {
+        self.inner.bind()
+    }
+
+    /// The raw `CUcontext` (for driver calls Vigil does not wrap); null on
+    /// the CPU backend.
+    pub fn raw(&self) -> sys::CUcontext {
+        self.inner
+            .cuda_device()
+            .map_or(std::ptr::null_mut(), |d| d.raw())
+    }
+
+    /// The raw `CUdevice` (-1 on the CPU backend).
+    pub fn raw_device(&self) -> sys::CUdevice {
+        self.inner.cuda_device().map_or(-1, |d| d.raw_device())
+    }
+
+    /// Checks that an object of device `found` may be used here.
+    pub(crate) fn expect_device(&self, op: &'static str, found: DeviceId) -> Result<()> {
+        let expected = self.device();
+        if found == expected {
+            Ok(())
+        } else {
+            Err(Error::WrongDevice {
+                op,
+                expected,
+                found,
+            })
+        }
+    }
+}
+
+/// `Ok` without reports, else [`Error::Races`].
+pub(crate) fn races_to_result(reports: RaceReports) -> Result<()> {
+    if reports.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Races(reports))
+    }
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("device", &self.device())
+            .field("name", &self.props().name)
+            .field("compute_capability", &self.props().compute_capability)
+            .field("sanitized", &self.is_sanitized())
+            .finish()
+    }
+}
+
+impl AsCudaDevice for Context {
+    fn cuda_device(&self) -> Result<&Arc<CudaDevice>> {
+        self.inner
+            .cuda_device()
+            .ok_or_else(|| self.inner.gpu_only("a CUDA device"))
+    }
+}

@@ -1,0 +1,237 @@
+//! [`Module`]: PTX loaded on a device, and the kernels in it
+//! ([`KernelFn`] typed, [`Function`] untyped).
+//!
+//! Trust model: Vigil's typed launches are safe on the premise that the PTX
+//! was compiled from the kernel's Rust source (the build helper embeds it),
+//! so that the kernel only touches memory through its bounds-checked
+//! handles. Loading a module checks what can be checked (the entry exists,
+//! its parameter list matches the Rust declaration scalar by scalar); it
+//! cannot check what hand-written PTX does.
+//!
+//! On the CPU backend the PTX is not compiled: [`Module::from_ptx`] only
+//! parses its entry signatures, so a stale or mismatched PTX fails the same
+//! checks as on a GPU, and [`Module::kernel`] returns a [`KernelFn`] whose
+//! launches run the kernel's Rust body (`K::run_host`) on the
+//! [`CpuExecutor`](crate::unstable::cpu::CpuExecutor).
+
+use crate::abi::check::check_signature;
+use crate::abi::ptx::{parse_entries, PtxEntry, PtxParam};
+use crate::api::context::Context;
+use crate::backend::{FunctionHandle, HostEntry, ModuleHandle};
+use crate::error::{Error, Result};
+use crate::types::FunctionAttrs;
+use cudarc::driver::sys;
+use std::ffi::CString;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use vigil_device::Kernel;
+use vigil_shared::params::ParamDesc;
+
+/// A PTX module loaded on one device. Cheap to clone; kernels looked up in
+/// it keep it loaded.
+#[derive(Clone)]
+pub struct Module {
+    inner: Arc<ModuleInner>,
+}
+
+struct ModuleInner {
+    /// The backend's module (dropped before the context).
+    handle: ModuleHandle,
+    ctx: Context,
+    entries: Result<Vec<PtxEntry>>,
+}
+
+impl Module {
+    /// JIT-compiles and loads PTX text on `ctx`'s device.
+    ///
+    /// A driver rejection returns [`Error::PtxLoad`] with the JIT error log.
+    /// On the CPU backend the text is checked (no NUL) and its entry
+    /// signatures parsed, but not compiled.
+    pub fn from_ptx(ctx: &Context, ptx: &str) -> Result<Module> {
+        let image = CString::new(ptx).map_err(|e| Error::PtxText {
+            message: format!(
+                "PTX text contains a NUL byte at offset {}",
+                e.nul_position()
+            ),
+        })?;
+        let entries = parse_entries(ptx);
+        let handle = ctx.backend().load_module(&image)?;
+        Ok(Module {
+            inner: Arc::new(ModuleInner {
+                handle,
+                ctx: ctx.clone(),
+                entries,
+            }),
+        })
+    }
+
+    /// The module's context.
+    pub fn context(&self) -> &Context {
+        &self.inner.ctx
+    }
+
+    /// The entry points and their parameter lists, as parsed from the PTX.
+    pub fn entries(&self) -> Result<&[PtxEntry]> {
+        self.inner.entries.as_deref().map_err(Clone::clone)
+    }
+
+    /// Looks up a kernel by name without a Rust signature; launch it with
+    /// [`Stream::launch_dynamic`](crate::Stream::launch_dynamic).
+    pub fn function(&self, name: &str) -> Result<Function> {
+        let entry = self.entry(name)?;
+        Function::new(self, entry, None)
+    }
+
+    /// Looks up the plain entry point of kernel `K` and checks its PTX
+    /// parameter list against `K::PARAMS` (count, then every scalar).
+    pub fn kernel<K: Kernel>(&self) -> Result<KernelFn<K>> {
+        self.kernel_variant::<K>(K::NAME, &[])
+    }
+
+    /// Looks up another entry point compiled from kernel `K` (e.g. its
+    /// sanitized variant), whose parameters are `K::PARAMS` followed by
+    /// `hidden`; checks the PTX signature against both. A typed
+    /// [`Stream::launch`](crate::Stream::launch) fills only the user
+    /// arguments, so variants with hidden parameters are launched with
+    /// [`Stream::launch_packed`](crate::Stream::launch_packed).
+    pub fn kernel_variant<K: Kernel>(
+        &self,
+        entry: &str,
+        hidden: &[ParamDesc],
+    ) -> Result<KernelFn<K>> {
+        let e = self.entry(entry)?;
+        check_signature(entry, K::PARAMS, hidden, &e.params)?;
+        Ok(KernelFn {
+            func: Function::new(self, e, Some(HostEntry::of::<K>()))?,
+            _kernel: PhantomData,
+        })
+    }
+
+    fn entry(&self, name: &str) -> Result<&PtxEntry> {
+        let entries = self.entries()?;
+        entries
+            .iter()
+            .find(|e| e.name == name)
+            .ok_or_else(|| Error::KernelNotFound {
+                kernel: name.to_owned(),
+                available: entries.iter().map(|e| e.name.clone()).collect(),
+            })
+    }
+}
+
+/// JIT-compiles and loads PTX on `ctx`'s GPU (`cuModuleLoadDataEx`),
+/// returning the JIT error log on failure.
+impl fmt::Debug for Module {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = match &self.inner.entries {
+            Ok(v) => v.iter().map(|e| e.name.as_str()).collect(),
+            Err(_) => Vec::new(),
+        };
+        f.debug_struct("Module")
+            .field("device", &self.inner.ctx.device())
+            .field("entries", &names)
+            .finish()
+    }
+}
+
+/// A kernel entry point without a Rust signature (checked at launch against
+/// the parsed PTX parameter list).
+pub struct Function {
+    /// The backend's function (on the CPU backend, the kernel's host code
+    /// when it came from a Rust kernel, [`Module::kernel`]).
+    handle: FunctionHandle,
+    module: Module,
+    name: String,
+    params: Vec<PtxParam>,
+    attrs: FunctionAttrs,
+}
+
+impl Function {
+    fn new(module: &Module, entry: &PtxEntry, host: Option<HostEntry>) -> Result<Function> {
+        let name_c = CString::new(entry.name.as_str()).map_err(|_| Error::PtxText {
+            message: format!("entry name `{}` contains NUL", entry.name),
+        })?;
+        let (handle, attrs) =
+            module
+                .inner
+                .ctx
+                .backend()
+                .function(&module.inner.handle, &name_c, host)?;
+        Ok(Function {
+            handle,
+            module: module.clone(),
+            name: entry.name.clone(),
+            params: entry.params.clone(),
+            attrs,
+        })
+    }
+}
+
+/// Looks a function up in a loaded CUDA module, with its attributes.
+impl Function {
+    /// The entry point's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The PTX parameter list.
+    pub fn params(&self) -> &[PtxParam] {
+        &self.params
+    }
+
+    /// Register and shared-memory attributes.
+    pub fn attrs(&self) -> &FunctionAttrs {
+        &self.attrs
+    }
+
+    /// The module the function lives in.
+    pub fn module(&self) -> &Module {
+        &self.module
+    }
+
+    /// The raw `CUfunction`; null on the CPU backend.
+    pub fn raw(&self) -> sys::CUfunction {
+        self.module.inner.ctx.backend().function_raw(&self.handle)
+    }
+
+    /// The backend's half of the function.
+    pub(crate) fn handle(&self) -> &FunctionHandle {
+        &self.handle
+    }
+}
+
+impl fmt::Debug for Function {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Function")
+            .field("name", &self.name)
+            .field("params", &self.params.len())
+            .field("attrs", &self.attrs)
+            .finish()
+    }
+}
+
+/// Kernel `K` in a loaded module, its PTX signature checked against `K`'s
+/// Rust declaration. Launch it with [`Stream::launch`](crate::Stream::launch).
+pub struct KernelFn<K: Kernel> {
+    func: Function,
+    _kernel: PhantomData<fn() -> K>,
+}
+
+impl<K: Kernel> KernelFn<K> {
+    /// The untyped function (for [`Stream::launch_packed`](crate::Stream::launch_packed)).
+    pub fn function(&self) -> &Function {
+        &self.func
+    }
+
+    /// The entry point's name.
+    pub fn name(&self) -> &str {
+        &self.func.name
+    }
+}
+
+impl<K: Kernel> fmt::Debug for KernelFn<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("KernelFn").field(&self.func).finish()
+    }
+}

@@ -1,0 +1,827 @@
+//! The race sanitizer of the CPU backend: the happens-before engine of
+//! `vigil-shared`, driven by the CPU executor's hooks, over shadow memory
+//! in host memory. [`CpuRaceSanitizer`] implements both the per-thread
+//! hooks ([`SanitizerRuntime`]) and the context's hook
+//! ([`CpuSanitizer`](crate::CpuSanitizer)).
+//!
+//! # Design
+//!
+//! - **Memory** ([`CpuRaceSanitizer::alloc`]): sanitized buffers come from
+//!   one `MAP_NORESERVE` reservation laid out as user memory, then its
+//!   shadow (one 8-byte engine cell per 4-byte word, so a word's cell is
+//!   `shadow_base + 8 * word`, the GPU's arithmetic) and a side table.
+//!   The VMM's buddy tree hands out ranges; a free gives the pages back
+//!   (`MADV_DONTNEED`), so the range's shadow and side table read as empty
+//!   for the next buffer. Memory outside the arena is not checked.
+//! - **Sanitizer threads.** The engine's unit is a sanitizer thread with a
+//!   vector clock (an SM on the GPU). Here each block, when it starts,
+//!   takes a *clock slot* out of [`CpuSanitizerConfig::threads`] (the next
+//!   one round-robin over the whole context that no running block holds)
+//!   and gives it back when it ends. Two running blocks never share a slot
+//!   (the GPU's one-CTA-per-SM rule), and consecutive blocks, including
+//!   those of consecutive kernels, get different slots whichever worker
+//!   runs them, so verdicts do not depend on how the executor happened to
+//!   spread blocks over its workers. A block that reuses a slot continues
+//!   its clock: like two CTAs run one after the other on one GPU SM, it is
+//!   ordered after the slot's earlier blocks, so races between blocks at
+//!   least `threads` block starts apart can go unseen.
+//! - **Kernels, streams, events, host synchronisation.** The context runs
+//!   one operation at a time, so one ring of three clock slots (the
+//!   engine's per-stream ring) serves every launch: at launch begin the
+//!   clock the launch must acquire goes into the slot its CTAs join at
+//!   entry (`Engine::kernel_entry`) and the exit slot is cleared; every CTA
+//!   publishes into the exit slot at its end (`Engine::kernel_exit`). The
+//!   host keeps, per stream, the clock of everything issued on it: at launch
+//!   end it joins the launch's exit clock. An event record snapshots the
+//!   recording stream's clock; a stream wait joins that snapshot into the
+//!   waiting stream's clock (so its next launch acquires it). A host
+//!   synchronisation joins what it waited for (every finished kernel, one
+//!   stream's clock, or one event's) into a host clock that every later
+//!   launch, on any stream, acquires. Kernels on unrelated streams are
+//!   therefore unordered even though the CPU ran them one after the other.
+//! - **Prior-access locations.** The engine keeps (thread, epoch) per
+//!   access, not where it came from. A side table next to the shadow keeps,
+//!   per word, the last write's and the last read's `&'static Location`,
+//!   block, thread, clock slot and launch (two relaxed atomic stores after
+//!   each hook). A race names the matching entry: the last write for a
+//!   race with a write (exact, since an earlier unordered write would have
+//!   been reported first), the last read for a race with a read (best
+//!   effort when several unordered readers read the word: the entry may
+//!   name another reader, often at the same source line). Block, thread
+//!   and kernel of the prior access are given only when the entry was made
+//!   by the racing clock slot, and the kernel only for the last 2,048
+//!   launches. A report whose entry is missing or names another slot waits
+//!   briefly (a bounded spin) for the prior access's entry: that access
+//!   writes it just after the engine recorded it, possibly on another
+//!   worker.
+//! - **Reports** go to a bounded buffer
+//!   ([`CpuSanitizerConfig::report_capacity`] records; more are counted as
+//!   dropped, never a crash) and come back de-duplicated by kind and
+//!   location pair as [`RaceReports`]. In reports the current access's
+//!   `smid` is the virtual SM (worker) that ran it; the prior access's
+//!   `tid` and `smid` are its clock slot.
+
+mod arena;
+
+pub use arena::{Allocation, ArenaError};
+
+use super::executor::{CpuError, LaunchStats};
+use super::hooks::{
+    CpuSanitizer, CpuSanitizerParams, HostAllocation, HostBufferAllocator, HostSync, LaunchInfo,
+};
+use crate::sanitizer::report::{
+    PriorAccess, RaceAccess, RaceAllocation, RaceReport, RaceReports, SourceLocation,
+};
+use crate::types::{EventId, StreamId};
+use arena::{Arena, SideEntry, ZeroedWords};
+use std::collections::HashMap;
+use std::panic::Location;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering as MemOrder};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use vigil_device::host_runtime::{AtomicAccess, SanitizerRuntime, ThreadContext};
+use vigil_device::Dim3;
+use vigil_shared::abi::{
+    thread_state_words, AccessSite, InflatedRecord, PoolHeader, RaceReport as RawReport,
+    ReportKind, STREAM_RING_SLOTS,
+};
+use vigil_shared::atomic::CoreAtomics;
+use vigil_shared::engine::{
+    sc_fence_words, AtomicOp, AtomicOpKind, Engine, EngineConfig, EngineMemory, Outcome,
+};
+use vigil_shared::{AccessKind, Ordering, Scope};
+
+/// Launches whose shapes and names the sanitizer remembers (for naming
+/// the kernel, block and thread of a prior access).
+const LAUNCH_HISTORY: usize = 2048;
+
+/// Polls of a word's side-table entry, when a race is reported, waiting
+/// for the prior access's entry to appear (see the module docs).
+const SIDE_TABLE_WAIT_POLLS: u32 = 1 << 14;
+
+/// Settings of a [`CpuRaceSanitizer`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuSanitizerConfig {
+    /// Bytes of sanitized memory the arena can hand out (a power of two).
+    pub capacity: u64,
+    /// Smallest buffer block (a power of two; buffers are aligned to it).
+    pub min_block: u64,
+    /// Clock slots (sanitizer threads), at most 2,047 and at least the
+    /// executor's worker count. See the module docs.
+    pub threads: u32,
+    /// Snapshots in each clock slot's clock buffer.
+    pub clock_buffer_size: u32,
+    /// Inflated shadow records (128 bytes each, committed when used).
+    pub pool_records: u32,
+    /// Race records kept between collections; more are counted, not kept.
+    pub report_capacity: usize,
+    /// Seed of the engine's random evictions.
+    pub seed: u32,
+}
+
+impl Default for CpuSanitizerConfig {
+    fn default() -> Self {
+        CpuSanitizerConfig {
+            capacity: 16 << 30,
+            min_block: 64 << 10,
+            threads: 64,
+            clock_buffer_size: 32,
+            pool_records: 1 << 22,
+            report_capacity: 1024,
+            seed: 0x5eed,
+        }
+    }
+}
+
+impl CpuSanitizerConfig {
+    /// The settings a context's parameters ask for: the VMM configuration's
+    /// seed, clock-buffer size and pool size, and at least one clock slot
+    /// per virtual SM.
+    pub fn from_params(p: &CpuSanitizerParams) -> Self {
+        let d = CpuSanitizerConfig::default();
+        CpuSanitizerConfig {
+            threads: d.threads.max(p.num_virtual_sms).min(2047),
+            clock_buffer_size: p.config.clock_buffer_size(),
+            pool_records: p.config.shadow_pool_records().max(1 << 16),
+            seed: p.config.seed(),
+            ..d
+        }
+    }
+}
+
+/// Why a [`CpuRaceSanitizer`] could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum CpuSanitizerError {
+    /// A setting out of range.
+    #[error("CPU sanitizer setting `{name}` = {value} is invalid: expected {accepted}")]
+    Config {
+        /// The setting.
+        name: &'static str,
+        /// Its value.
+        value: u64,
+        /// What is accepted.
+        accepted: &'static str,
+    },
+    /// Memory could not be reserved or allocated.
+    #[error(transparent)]
+    Arena(#[from] ArenaError),
+}
+
+/// The engine's memory: thread states, the arena's shadow, the pool and
+/// the SC-fence clocks. Reports do not go through the engine's buffer (the
+/// hooks collect them with their source locations instead).
+struct Memory {
+    arena: Arena,
+    thread_states: Box<[AtomicU32]>,
+    thread_state_words: usize,
+    pool: ZeroedWords,
+    sc_fences: Box<[AtomicU32]>,
+}
+
+impl EngineMemory for Memory {
+    type Atomics = CoreAtomics;
+    #[inline(always)]
+    fn thread_state(&self, tid: u32) -> &[AtomicU32] {
+        let at = tid as usize * self.thread_state_words;
+        &self.thread_states[at..at + self.thread_state_words]
+    }
+    #[inline(always)]
+    fn shadow_cell(&self, word: u64) -> Option<&AtomicU64> {
+        self.arena.shadow_cell(word)
+    }
+    #[inline(always)]
+    fn pool(&self) -> &[AtomicU32] {
+        &self.pool
+    }
+    #[inline(always)]
+    fn reports(&self) -> &[AtomicU32] {
+        &[]
+    }
+    #[inline(always)]
+    fn sc_fence_clocks(&self) -> &[AtomicU32] {
+        &self.sc_fences
+    }
+}
+
+fn zeroed(n: usize) -> Box<[AtomicU32]> {
+    (0..n).map(|_| AtomicU32::new(0)).collect()
+}
+
+/// What the sanitizer remembers of a launch.
+#[derive(Clone, Debug)]
+struct LaunchRecord {
+    kernel: String,
+    grid: crate::Dim3,
+    block: crate::Dim3,
+}
+
+impl Default for LaunchRecord {
+    fn default() -> Self {
+        LaunchRecord {
+            kernel: String::new(),
+            grid: crate::Dim3::new(1, 1, 1),
+            block: crate::Dim3::new(1, 1, 1),
+        }
+    }
+}
+
+/// Host-side clocks (see the module docs), changed only between launches.
+#[derive(Default)]
+struct HostClocks {
+    /// Per stream: the clock of everything issued on it.
+    streams: HashMap<StreamId, Vec<u32>>,
+    /// Per event: the clock its last record captured.
+    events: HashMap<EventId, Vec<u32>>,
+    /// The exit clocks of every finished kernel, joined.
+    finished: Vec<u32>,
+    /// What every later launch acquires (host synchronisation).
+    host: Vec<u32>,
+    /// The stream of the launch in progress.
+    current: Option<StreamId>,
+}
+
+/// The CPU backend's race sanitizer. See the [module docs](self).
+pub struct CpuRaceSanitizer {
+    mem: Memory,
+    cfg: EngineConfig,
+    /// Clock slots held by a running block.
+    busy: Box<[AtomicBool]>,
+    /// The next slot to try.
+    next_slot: AtomicU32,
+    /// The clock slot of the block each virtual SM runs, by `smid`.
+    slot_of_sm: Box<[AtomicU32]>,
+    /// The engine's ring of kernel exit clocks (3 slots).
+    ring: Box<[AtomicU32]>,
+    /// The engine kernel id of the launch in progress (launches so far).
+    kernel_id: AtomicU32,
+    launches: Mutex<Vec<LaunchRecord>>,
+    host: Mutex<HostClocks>,
+    reports: Mutex<Vec<RaceReport>>,
+    report_capacity: usize,
+    dropped: AtomicUsize,
+}
+
+impl std::fmt::Debug for CpuRaceSanitizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CpuRaceSanitizer")
+            .field("threads", &self.cfg.num_threads)
+            .field("live_buffers", &self.mem.arena.live_count())
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// `a = max(a, b)` entry by entry.
+fn join(a: &mut [u32], b: &[u32]) {
+    for (x, y) in a.iter_mut().zip(b) {
+        *x = (*x).max(*y);
+    }
+}
+
+/// Linear index of `i` in `extent`, x fastest.
+fn linear(i: Dim3, extent: Dim3) -> u64 {
+    u64::from(i.x) + u64::from(extent.x) * (u64::from(i.y) + u64::from(extent.y) * u64::from(i.z))
+}
+
+/// The coordinate of linear index `i` in `extent`, x fastest.
+fn unlinear(i: u64, extent: crate::Dim3) -> crate::Dim3 {
+    let (x, y) = (u64::from(extent.x.max(1)), u64::from(extent.y.max(1)));
+    crate::Dim3::new((i % x) as u32, (i / x % y) as u32, (i / (x * y)) as u32)
+}
+
+impl CpuRaceSanitizer {
+    /// A sanitizer with the default settings.
+    pub fn new() -> Result<Self, CpuSanitizerError> {
+        Self::with_config(&CpuSanitizerConfig::default())
+    }
+
+    /// A sanitizer with the given settings.
+    pub fn with_config(c: &CpuSanitizerConfig) -> Result<Self, CpuSanitizerError> {
+        let bad = |name, value: u64, accepted| CpuSanitizerError::Config {
+            name,
+            value,
+            accepted,
+        };
+        if !(1..2048).contains(&c.threads) {
+            return Err(bad("threads", c.threads.into(), "1..=2047"));
+        }
+        if !(1..=4096).contains(&c.clock_buffer_size) {
+            return Err(bad(
+                "clock_buffer_size",
+                c.clock_buffer_size.into(),
+                "1..=4096",
+            ));
+        }
+        if !c.capacity.is_power_of_two() || c.capacity < c.min_block {
+            return Err(bad(
+                "capacity",
+                c.capacity,
+                "a power of two, at least min_block",
+            ));
+        }
+        let arena = Arena::new(c.capacity, c.min_block)?;
+        let n = c.threads;
+        let words = thread_state_words(n, c.clock_buffer_size);
+        let pool =
+            ZeroedWords::new(PoolHeader::WORDS + c.pool_records as usize * InflatedRecord::WORDS)?;
+        pool[1].store(c.pool_records, MemOrder::Relaxed);
+        let cfg = EngineConfig {
+            num_sms: n,
+            num_threads: n,
+            clock_buffer_size: c.clock_buffer_size,
+            rng_seed: c.seed,
+            real_base: arena.real_base(),
+        };
+        let san = CpuRaceSanitizer {
+            mem: Memory {
+                arena,
+                thread_states: zeroed(words * n as usize),
+                thread_state_words: words,
+                pool,
+                sc_fences: zeroed(sc_fence_words(1, n)),
+            },
+            cfg,
+            busy: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            next_slot: AtomicU32::new(0),
+            slot_of_sm: zeroed(n as usize),
+            ring: zeroed(STREAM_RING_SLOTS as usize * n as usize),
+            kernel_id: AtomicU32::new(0),
+            launches: Mutex::new(vec![LaunchRecord::default(); LAUNCH_HISTORY]),
+            host: Mutex::new(HostClocks {
+                finished: vec![0; n as usize],
+                host: vec![0; n as usize],
+                ..HostClocks::default()
+            }),
+            reports: Mutex::new(Vec::new()),
+            report_capacity: c.report_capacity,
+            dropped: AtomicUsize::new(0),
+        };
+        for tid in 0..n {
+            san.engine().init_thread(tid);
+        }
+        Ok(san)
+    }
+
+    #[inline(always)]
+    fn engine(&self) -> Engine<'_, Memory> {
+        Engine::new(&self.mem, self.cfg)
+    }
+
+    /// Clock slots (sanitizer threads).
+    pub fn threads(&self) -> u32 {
+        self.cfg.num_threads
+    }
+
+    /// Allocates a sanitized buffer of `size` bytes (zeroed, empty shadow).
+    pub fn alloc(&self, size: u64) -> Result<Allocation, ArenaError> {
+        self.mem.arena.alloc(size)
+    }
+
+    /// Frees a buffer from [`CpuRaceSanitizer::alloc`] by its address; its
+    /// memory, shadow and side-table entries are reset.
+    ///
+    /// # Safety
+    /// No kernel may be running on the buffer, and nothing may use its
+    /// memory afterwards.
+    pub unsafe fn free(&self, address: u64) -> Result<(), ArenaError> {
+        self.mem.arena.free(address)
+    }
+
+    /// The live buffer containing `address`, if any.
+    pub fn allocation_of(&self, address: u64) -> Option<Allocation> {
+        self.mem.arena.allocation_of(address)
+    }
+
+    /// Starts a launch of `kernel` (grid and block shape) on `stream`:
+    /// call before `CpuExecutor::launch` (with `self` as the runtime) and
+    /// [`CpuRaceSanitizer::end_launch`] after it. Launches must not
+    /// overlap.
+    pub fn begin_launch(
+        &self,
+        stream: StreamId,
+        kernel: &str,
+        grid: crate::Dim3,
+        block: crate::Dim3,
+    ) {
+        let n = self.cfg.num_threads as usize;
+        let k = self.kernel_id.fetch_add(1, MemOrder::Relaxed) + 1;
+        lock(&self.launches)[k as usize % LAUNCH_HISTORY] = LaunchRecord {
+            kernel: kernel.to_owned(),
+            grid,
+            block,
+        };
+        let mut h = lock(&self.host);
+        let host = h.host.clone();
+        let clock = h.streams.entry(stream).or_insert_with(|| vec![0; n]);
+        join(clock, &host);
+        let entry = ((k - 1) % STREAM_RING_SLOTS) as usize;
+        let exit = (k % STREAM_RING_SLOTS) as usize;
+        for (j, v) in clock.iter().enumerate() {
+            self.ring[entry * n + j].store(*v, MemOrder::Relaxed);
+            self.ring[exit * n + j].store(0, MemOrder::Relaxed);
+        }
+        h.current = Some(stream);
+    }
+
+    /// Ends the launch begun last: its exit clock becomes part of its
+    /// stream's clock. Call also after a failed launch.
+    pub fn end_launch(&self) {
+        let n = self.cfg.num_threads as usize;
+        let exit = (self.kernel_id.load(MemOrder::Relaxed) % STREAM_RING_SLOTS) as usize;
+        let clock: Vec<u32> = (0..n)
+            .map(|j| self.ring[exit * n + j].load(MemOrder::Relaxed))
+            .collect();
+        let mut h = lock(&self.host);
+        join(&mut h.finished, &clock);
+        if let Some(s) = h.current.take() {
+            join(h.streams.entry(s).or_insert_with(|| vec![0; n]), &clock);
+        }
+    }
+
+    /// Records `event` at the current end of `stream`.
+    pub fn record_event(&self, event: EventId, stream: StreamId) {
+        let mut h = lock(&self.host);
+        let clock = h
+            .streams
+            .get(&stream)
+            .cloned()
+            .unwrap_or_else(|| h.host.clone());
+        h.events.insert(event, clock);
+    }
+
+    /// Orders `stream`'s later launches after `event`'s last record.
+    pub fn wait_event(&self, stream: StreamId, event: EventId) {
+        let n = self.cfg.num_threads as usize;
+        let mut h = lock(&self.host);
+        if let Some(ev) = h.events.get(&event).cloned() {
+            join(h.streams.entry(stream).or_insert_with(|| vec![0; n]), &ev);
+        }
+    }
+
+    /// The host waited for `sync`: every later launch is ordered after
+    /// what it waited for.
+    pub fn host_sync(&self, sync: HostSync) {
+        let mut h = lock(&self.host);
+        let waited = match sync {
+            HostSync::Context => Some(h.finished.clone()),
+            HostSync::Stream(s) => h.streams.get(&s).cloned(),
+            HostSync::Event(e) => h.events.get(&e).cloned(),
+        };
+        if let Some(w) = waited {
+            join(&mut h.host, &w);
+        }
+    }
+
+    /// Takes the reports found since the last call, de-duplicated.
+    pub fn take(&self) -> RaceReports {
+        let raw = std::mem::take(&mut *lock(&self.reports));
+        let mut out: RaceReports = raw.into_iter().collect();
+        out.add_dropped(self.dropped.swap(0, MemOrder::Relaxed) as u64);
+        out
+    }
+
+    /// Takes a free clock slot, preferring the next one round-robin.
+    fn claim_slot(&self) -> u32 {
+        let n = self.cfg.num_threads;
+        loop {
+            let start = self.next_slot.fetch_add(1, MemOrder::Relaxed);
+            for i in 0..n {
+                let s = start.wrapping_add(i) % n;
+                if !self.busy[s as usize].swap(true, MemOrder::Acquire) {
+                    return s;
+                }
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    /// The clock slot of the block running on `smid`.
+    #[inline(always)]
+    fn slot(&self, smid: u32) -> u32 {
+        self.slot_of_sm[smid as usize].load(MemOrder::Relaxed)
+    }
+
+    #[inline(always)]
+    fn site(&self, t: &ThreadContext<'_>, loc: &'static Location<'static>) -> AccessSite {
+        AccessSite {
+            file_ptr: loc.file().as_ptr() as u64,
+            file_len: loc.file().len() as u32,
+            line: loc.line(),
+            col: loc.column(),
+            location_id: 0,
+            kernel_id: self.kernel_id.load(MemOrder::Relaxed),
+            block: linear(t.block_idx, t.grid_dim) as u32,
+            thread: t.linear_thread_index(),
+            reserved: 0,
+        }
+    }
+
+    /// Records the access in the side table (after the engine saw it).
+    #[inline(always)]
+    fn note(
+        &self,
+        site: &AccessSite,
+        tid: u32,
+        addr: usize,
+        size: usize,
+        write: bool,
+        loc: &'static Location<'static>,
+    ) {
+        let base = self.cfg.real_base;
+        let addr = addr as u64;
+        if addr < base || size == 0 {
+            return;
+        }
+        let entry = SideEntry {
+            loc: loc as *const Location<'static> as u64,
+            block: site.block,
+            thread: site.thread as u16,
+            tid: tid as u16,
+            launch: (site.kernel_id as usize % LAUNCH_HISTORY) as u16,
+        };
+        let (first, last) = ((addr - base) / 4, (addr - base + size as u64 - 1) / 4);
+        for word in first..=last {
+            self.mem.arena.note_access(word, write, entry);
+        }
+    }
+
+    /// Turns an engine record into a report and stores it (or counts it).
+    #[cold]
+    #[inline(never)]
+    fn report(&self, t: &ThreadContext<'_>, r: &RawReport, loc: &'static Location<'static>) {
+        if lock(&self.reports).len() >= self.report_capacity {
+            self.dropped.fetch_add(1, MemOrder::Relaxed);
+            return;
+        }
+        let (access, scope) = unpack_access(r.access);
+        let (prior_access, prior_scope) = unpack_access(r.prior_access);
+        let kind = r.report_kind().unwrap_or(ReportKind::WriteAfterWrite);
+        let base = self.cfg.real_base;
+        let side = if r.address >= base && !kind.is_error() {
+            let word = (r.address - base) / 4;
+            let lookup = || self.mem.arena.last_access(word, prior_access.writes());
+            // The prior access updates the side table just after the
+            // engine recorded it: when it runs on another worker, its entry
+            // may still be on its way. Wait a little for it.
+            let mut side = lookup();
+            for _ in 0..SIDE_TABLE_WAIT_POLLS {
+                if side.is_some_and(|e| u32::from(e.tid) == r.prior_tid) {
+                    break;
+                }
+                std::hint::spin_loop();
+                side = lookup();
+            }
+            side
+        } else {
+            None
+        };
+        let launches = lock(&self.launches);
+        let current = &launches[r.site.kernel_id as usize % LAUNCH_HISTORY];
+        let mut prior = PriorAccess {
+            access: prior_access,
+            scope: prior_scope,
+            tid: r.prior_tid,
+            device: 0,
+            smid: r.prior_tid,
+            epoch: r.prior_epoch,
+            block: None,
+            thread: None,
+            kernel: None,
+            location: None,
+        };
+        if let Some(e) = side {
+            // SAFETY: side entries only hold addresses of
+            // `&'static Location<'static>` values, written by `note`.
+            let l: &'static Location<'static> = unsafe { &*(e.loc as *const Location<'static>) };
+            prior.location = Some(SourceLocation::from_std(l));
+            if u32::from(e.tid) == r.prior_tid {
+                let launch = &launches[e.launch as usize];
+                prior.block = Some(unlinear(u64::from(e.block), launch.grid));
+                prior.thread = Some(unlinear(u64::from(e.thread), launch.block));
+                prior.kernel = Some(launch.kernel.clone());
+            }
+        }
+        let report = RaceReport {
+            kind,
+            address: r.address,
+            size: r.size,
+            allocation: self.allocation_of(r.address).map(|a| RaceAllocation {
+                base: a.address,
+                size: a.size,
+                offset: r.address - a.address,
+            }),
+            kernel: current.kernel.clone(),
+            current: RaceAccess {
+                access,
+                scope,
+                device: 0,
+                smid: t.smid,
+                block: t.block_idx,
+                thread: t.thread_idx,
+                location: Some(SourceLocation::from_std(loc)),
+            },
+            prior,
+        };
+        drop(launches);
+        let mut reports = lock(&self.reports);
+        if reports.len() < self.report_capacity {
+            reports.push(report);
+        } else {
+            self.dropped.fetch_add(1, MemOrder::Relaxed);
+        }
+    }
+
+    #[inline(always)]
+    fn outcome(&self, t: &ThreadContext<'_>, out: Outcome, loc: &'static Location<'static>) {
+        if let Outcome::Race(r) | Outcome::Error(r) = out {
+            self.report(t, &r, loc);
+        }
+    }
+}
+
+/// An engine-packed access (kind in bits 0..8, scope in 8..16).
+fn unpack_access(v: u32) -> (AccessKind, Scope) {
+    let kind = match v & 0xff {
+        0 => AccessKind::Read,
+        1 => AccessKind::Write,
+        2 => AccessKind::AtomicRead,
+        3 => AccessKind::AtomicWrite,
+        _ => AccessKind::AtomicRmw,
+    };
+    let scope = match (v >> 8) & 0xff {
+        0 => Scope::Block,
+        1 => Scope::Device,
+        _ => Scope::System,
+    };
+    (kind, scope)
+}
+
+/// The engine's atomic operation for an access the kernel API describes.
+fn atomic_op(a: &AtomicAccess) -> AtomicOp {
+    let kind = match a.kind {
+        AccessKind::AtomicRead | AccessKind::Read => AtomicOpKind::Load,
+        AccessKind::AtomicWrite | AccessKind::Write => AtomicOpKind::Store,
+        // A failed compare-exchange says it did not write: the engine's
+        // compare-exchange then treats it as an atomic read; a
+        // read-modify-write that always writes is its success case.
+        AccessKind::AtomicRmw => AtomicOpKind::CompareExchange,
+    };
+    let failure_ordering = if a.ordering.acquires() {
+        Ordering::Acquire
+    } else {
+        Ordering::Relaxed
+    };
+    AtomicOp {
+        kind,
+        ordering: a.ordering,
+        failure_ordering,
+        scope: a.scope,
+    }
+}
+
+impl SanitizerRuntime for CpuRaceSanitizer {
+    fn block_start(&self, smid: u32, _block_idx: Dim3) {
+        assert!(
+            (smid as usize) < self.slot_of_sm.len(),
+            "vigil: the CPU sanitizer has {} clock slots, fewer than the executor's virtual SMs; \
+             configure at least one slot per worker",
+            self.slot_of_sm.len()
+        );
+        let slot = self.claim_slot();
+        self.slot_of_sm[smid as usize].store(slot, MemOrder::Relaxed);
+        let k = self.kernel_id.load(MemOrder::Relaxed);
+        self.engine().kernel_entry(slot, &self.ring, k);
+    }
+
+    fn block_end(&self, smid: u32, _block_idx: Dim3) {
+        let slot = self.slot(smid);
+        let k = self.kernel_id.load(MemOrder::Relaxed);
+        self.engine().kernel_exit(slot, &self.ring, k);
+        self.busy[slot as usize].store(false, MemOrder::Release);
+    }
+
+    fn access(
+        &self,
+        t: &ThreadContext<'_>,
+        addr: usize,
+        size: usize,
+        kind: AccessKind,
+        loc: &'static Location<'static>,
+    ) {
+        let tid = self.slot(t.smid);
+        let site = self.site(t, loc);
+        let write = kind.writes();
+        let out = self
+            .engine()
+            .access(tid, addr as u64, size as u32, write, &site);
+        self.outcome(t, out, loc);
+        self.note(&site, tid, addr, size, write, loc);
+    }
+
+    fn atomic(
+        &self,
+        t: &ThreadContext<'_>,
+        access: AtomicAccess,
+        loc: &'static Location<'static>,
+        op: &mut dyn FnMut() -> bool,
+    ) {
+        let tid = self.slot(t.smid);
+        let site = self.site(t, loc);
+        let mut wrote = false;
+        let out = self.engine().atomic(
+            tid,
+            access.addr as u64,
+            access.size as u32,
+            atomic_op(&access),
+            &site,
+            || {
+                wrote = op();
+                wrote
+            },
+        );
+        self.outcome(t, out, loc);
+        self.note(&site, tid, access.addr, access.size, wrote, loc);
+    }
+
+    fn fence(
+        &self,
+        t: &ThreadContext<'_>,
+        ordering: Ordering,
+        scope: Scope,
+        _loc: &'static Location<'static>,
+    ) {
+        self.engine().fence(self.slot(t.smid), ordering, scope);
+    }
+}
+
+/// Buffers of a sanitized CPU context come from the arena (aligned to
+/// [`CpuSanitizerConfig::min_block`], at least 64 KiB by default).
+impl HostBufferAllocator for CpuRaceSanitizer {
+    fn allocate(&self, size: u64, align: u64) -> crate::Result<u64> {
+        let oom = || crate::Error::HostOutOfMemory {
+            bytes: usize::try_from(size).unwrap_or(usize::MAX),
+        };
+        let a = self.alloc(size).map_err(|_| oom())?;
+        if a.address % align.max(1) != 0 {
+            // SAFETY: just allocated, never handed out.
+            let _ = unsafe { self.free(a.address) };
+            return Err(oom());
+        }
+        Ok(a.address)
+    }
+
+    unsafe fn deallocate(&self, ptr: u64, _size: u64, _align: u64) -> crate::Result<()> {
+        // SAFETY: forwarded from the caller (the buffer is no longer used).
+        unsafe { self.free(ptr) }.map_err(|_| crate::Error::Unsupported {
+            op: "freeing a sanitized CPU buffer",
+            backend: crate::DeviceId::Cpu,
+            reason: "the address is not a live buffer of the CPU sanitizer's arena",
+        })
+    }
+}
+
+impl CpuSanitizer for CpuRaceSanitizer {
+    fn runtime_for_launch(&self, _launch: &LaunchInfo<'_>) -> &dyn SanitizerRuntime {
+        self
+    }
+
+    fn on_launch_begin(&self, launch: &LaunchInfo<'_>) {
+        self.begin_launch(
+            launch.stream,
+            launch.kernel,
+            launch.config.grid,
+            launch.config.block,
+        );
+    }
+
+    fn on_launch_end(&self, _launch: &LaunchInfo<'_>, _outcome: Result<&LaunchStats, &CpuError>) {
+        self.end_launch();
+    }
+
+    fn on_free(&self, alloc: HostAllocation) {
+        // Buffers of the arena are reset by `deallocate`; others are not checked.
+        let _ = alloc;
+    }
+
+    fn allocator(&self) -> Option<&dyn HostBufferAllocator> {
+        Some(self)
+    }
+
+    fn on_event_record(&self, event: EventId, stream: StreamId) {
+        self.record_event(event, stream);
+    }
+
+    fn on_stream_wait(&self, stream: StreamId, event: EventId) {
+        self.wait_event(stream, event);
+    }
+
+    fn on_host_sync(&self, sync: HostSync) {
+        self.host_sync(sync);
+    }
+
+    fn take_reports(&self) -> RaceReports {
+        self.take()
+    }
+}

@@ -1,0 +1,127 @@
+//! Kernel launches on a GPU: the one function where the launch variant
+//! (plain or sanitized, as `Context::launch_variant` decided) picks the
+//! entry point and the hidden arguments.
+//!
+//! The sanitized entry's PTX signature (the user's parameters, then
+//! [`HIDDEN_PARAMS`]) is checked against the Rust kernel by the codegen
+//! test; a launch checks the user's part like a plain one.
+
+use super::driver::call_raw;
+use super::module::CudaFunction;
+use super::stream::CudaStream;
+use super::CudaBackend;
+use crate::abi::params::ParamBuffer;
+use crate::error::{Error, Result};
+use crate::types::{LaunchConfig, LaunchVariant, StreamId};
+use cudarc::driver::sys;
+use vigil_shared::gpu::{HIDDEN_PARAMS, SANITIZED_SUFFIX};
+
+/// One checked launch, as the front end hands it over: configuration and
+/// arguments were validated against the device, the kernel's attributes
+/// and its PTX parameter list.
+pub(crate) struct CudaLaunch<'a> {
+    /// The kernel's name (for errors).
+    pub(crate) kernel: &'a str,
+    pub(crate) func: &'a CudaFunction,
+    pub(crate) stream: &'a CudaStream,
+    pub(crate) stream_id: StreamId,
+    pub(crate) config: LaunchConfig,
+    pub(crate) params: &'a ParamBuffer,
+}
+
+impl CudaBackend {
+    /// Enqueues `launch` as `variant`. [`LaunchVariant::Sanitized`] takes
+    /// the kernel's `name__vigil` entry, checks the configuration against
+    /// it (it uses more registers), and appends the GPU sanitizer's hidden
+    /// arguments ([`HIDDEN_PARAMS`]) to the parameters.
+    pub(crate) fn launch(&self, launch: &CudaLaunch<'_>, variant: LaunchVariant) -> Result<()> {
+        match variant {
+            LaunchVariant::Plain => self.launch_entry(launch.func, launch, launch.params),
+            LaunchVariant::Sanitized => {
+                let name = format!("{}{SANITIZED_SUFFIX}", launch.kernel);
+                let func = launch
+                    .func
+                    .sanitized()
+                    .ok_or_else(|| Error::KernelNotFound {
+                        kernel: name.clone(),
+                        available: Vec::new(),
+                    })?;
+                let attrs = func.attrs();
+                launch
+                    .config
+                    .validate_for(
+                        &self.device().props().limits,
+                        attrs.max_threads_per_block,
+                        attrs.static_shared_bytes,
+                    )
+                    .map_err(|problem| Error::LaunchConfig {
+                        kernel: name,
+                        problem,
+                    })?;
+                let san = self.gpu_sanitizer()?;
+                let params = san.prepare_launch(
+                    launch.stream,
+                    launch.stream_id,
+                    launch.kernel,
+                    &launch.config,
+                    launch.params,
+                )?;
+                debug_assert_eq!(
+                    params.slots().len(),
+                    launch.params.slots().len()
+                        + HIDDEN_PARAMS.iter().map(|p| p.parts.len()).sum::<usize>()
+                );
+                if let Some(pool) = self.pool() {
+                    pool.vmm().note_sanitized_launch();
+                }
+                self.launch_entry(func, launch, &params)
+            }
+        }
+    }
+
+    /// `cuLaunchKernel` of `func` with `launch`'s configuration and the
+    /// packed `params`.
+    fn launch_entry(
+        &self,
+        func: &CudaFunction,
+        launch: &CudaLaunch<'_>,
+        params: &ParamBuffer,
+    ) -> Result<()> {
+        let config = launch.config;
+        self.device().bind()?;
+        let limits = &self.device().props().limits;
+        func.ensure_dynamic_smem(config.shared_mem_bytes, limits.max_shared_mem_per_block)?;
+        let mut params = params.kernel_params();
+        let (g, b) = (config.grid, config.block);
+        let r = call_raw("cuLaunchKernel", || {
+            // SAFETY: `func` is a live function of the current context;
+            // `params` holds one pointer per PTX parameter (checked by the
+            // front end), each into the parameter buffer, which outlives
+            // the call (the driver copies the values before returning);
+            // the configuration was validated.
+            unsafe {
+                sys::cuLaunchKernel(
+                    func.raw(),
+                    g.x,
+                    g.y,
+                    g.z,
+                    b.x,
+                    b.y,
+                    b.z,
+                    config.shared_mem_bytes,
+                    launch.stream.raw(),
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            }
+        })?;
+        match r {
+            sys::CUresult::CUDA_SUCCESS => Ok(()),
+            r => Err(Error::Launch {
+                kernel: launch.kernel.to_owned(),
+                name: format!("{r:?}"),
+                code: r as u32,
+            }),
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! Device memory of a GPU context: `cuMemAlloc`/`cuMemFree` on a plain
+//! context, the shadow allocator's caching pool on a sanitized one, and the
+//! asynchronous copies and fills.
+
+use super::driver::drv;
+use super::stream::CudaStream;
+use super::CudaBackend;
+use crate::backend::transfer::Transfer;
+use crate::error::Result;
+use cudarc::driver::sys;
+
+impl CudaBackend {
+    /// Allocates `bytes > 0` bytes for work on `stream`.
+    pub(crate) fn allocate(&self, stream: &CudaStream, bytes: usize) -> Result<u64> {
+        match self.pool() {
+            Some(pool) => Ok(pool.alloc(stream, bytes as u64)?.ptr),
+            None => {
+                self.device().bind()?;
+                let mut ptr: sys::CUdeviceptr = 0;
+                // SAFETY: `ptr` is a valid out-pointer; the context is current.
+                drv!(cuMemAlloc_v2(&mut ptr, bytes))?;
+                Ok(ptr)
+            }
+        }
+    }
+
+    /// Frees what [`CudaBackend::allocate`] returned.
+    ///
+    /// # Safety
+    /// `ptr` came from `allocate` on this backend and is freed once.
+    pub(crate) unsafe fn release(&self, ptr: u64) -> Result<()> {
+        match self.pool() {
+            // The last stream that used the buffer is not known: the pool
+            // waits for the whole device before the block may be reused.
+            Some(pool) => Ok(pool.free_idle(ptr)?),
+            None => {
+                self.device().bind()?;
+                // SAFETY: `ptr` came from cuMemAlloc and is freed exactly once.
+                drv!(cuMemFree_v2(ptr))
+            }
+        }
+    }
+
+    /// Enqueues a copy or fill on `stream` (the front end waits for the
+    /// stream afterwards when host memory is involved).
+    pub(crate) fn transfer(&self, stream: &CudaStream, op: Transfer<'_>) -> Result<()> {
+        self.device().bind()?;
+        let s = stream.raw();
+        match op {
+            // SAFETY: `src` is readable for its length; the device range
+            // is live and writable (caller).
+            Transfer::FromHost { dst, src } => {
+                drv!(cuMemcpyHtoDAsync_v2(dst, src.as_ptr().cast(), src.len(), s))
+            }
+            // SAFETY: `dst` is writable for its length; the device range
+            // is live (caller).
+            Transfer::ToHost { dst, src } => drv!(cuMemcpyDtoHAsync_v2(
+                dst.as_mut_ptr().cast(),
+                src,
+                dst.len(),
+                s
+            )),
+            // SAFETY: both ranges are live device memory (caller).
+            Transfer::DeviceToDevice { dst, src, bytes } => {
+                drv!(cuMemcpyDtoDAsync_v2(dst, src, bytes, s))
+            }
+            // SAFETY: the range is live device memory (caller).
+            Transfer::Zero { dst, bytes } => drv!(cuMemsetD8Async(dst, 0, bytes, s)),
+        }
+    }
+}

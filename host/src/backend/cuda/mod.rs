@@ -1,0 +1,132 @@
+//! The CUDA backend: every driver call of the crate lives in this folder.
+//!
+//! - [`driver`]: loading `libcuda`, `cuInit`, `CUresult` to [`Error`](crate::Error);
+//! - [`device`]: a retained primary context ([`CudaDevice`]) and its queries;
+//! - [`stream`], [`event`], [`module`]: owned driver handles;
+//! - [`memory`]: plain (`cuMemAlloc`) or shadow-allocator memory, copies, fills;
+//! - [`launch`]: `cuLaunchKernel` of the plain or the sanitized entry;
+//! - [`sanitizer`]: the GPU race sanitizer's host side (runtime memory,
+//!   hidden arguments, stream and event clocks, report collection);
+//! - [`vmm`]: the sanitizer's shadow-memory allocator on CUDA virtual memory.
+//!
+//! It depends on the shared pieces below it (types, error, ABI, sanitizer
+//! configuration), never on the front end.
+
+pub(crate) mod device;
+pub(crate) mod driver;
+pub(crate) mod event;
+pub(crate) mod launch;
+mod memory;
+pub(crate) mod module;
+pub(crate) mod sanitizer;
+pub(crate) mod stream;
+pub mod vmm;
+
+pub use device::CudaDevice;
+pub use event::CudaEvent;
+pub use stream::CudaStream;
+
+use crate::error::Result;
+use crate::sanitizer::config::VmmConfig;
+use crate::types::DeviceId;
+use std::sync::{Arc, Mutex};
+use vmm::{CachingPool, Vmm};
+
+/// The CUDA state of one context: its device and, in sanitized mode, the
+/// shadow allocator every buffer comes from.
+pub(crate) struct CudaBackend {
+    device: Arc<CudaDevice>,
+    pool: Option<Arc<CachingPool>>,
+}
+
+impl CudaBackend {
+    /// Opens device `ordinal`; with `sanitize`, every buffer comes from the
+    /// process-wide shadow allocator configured by `config`.
+    pub(crate) fn open(ordinal: usize, sanitize: bool, config: VmmConfig) -> Result<CudaBackend> {
+        let device = CudaDevice::open(ordinal)?;
+        let pool = match sanitize {
+            true => Some(sanitizer_pool(&device, config)?),
+            false => None,
+        };
+        Ok(CudaBackend { device, pool })
+    }
+
+    /// The device.
+    pub(crate) fn device(&self) -> &Arc<CudaDevice> {
+        &self.device
+    }
+
+    /// The device's identity.
+    pub(crate) fn device_id(&self) -> DeviceId {
+        DeviceId::Cuda(self.device.ordinal())
+    }
+
+    /// The shadow allocator's pool (sanitized mode).
+    pub(crate) fn pool(&self) -> Option<&CachingPool> {
+        self.pool.as_deref()
+    }
+
+    /// The device's GPU race sanitizer, made on first use (sanitized mode).
+    pub(crate) fn gpu_sanitizer(&self) -> Result<Arc<sanitizer::GpuSanitizer>> {
+        let pool = self.pool.as_ref().ok_or(crate::error::Error::Unsupported {
+            op: "a sanitized GPU launch",
+            backend: self.device_id(),
+            reason: "the context has no shadow allocator (build it with sanitize(true))",
+        })?;
+        sanitizer::for_device(&self.device, pool)
+    }
+
+    /// The device's GPU race sanitizer if this context is sanitized and a
+    /// sanitized launch made it (what events, waits and host
+    /// synchronisations report to).
+    pub(crate) fn sanitizer_if_any(&self) -> Option<Arc<sanitizer::GpuSanitizer>> {
+        self.pool.as_ref()?;
+        sanitizer::existing(&self.device)
+    }
+}
+
+/// The process-wide shadow allocator of sanitized GPU contexts (design 3.1:
+/// one reservation per process, shared by every device). Created by the
+/// first sanitized context with its configuration; a later context with
+/// another configuration replaces it while nothing has been allocated,
+/// else gets [`VmmError::ConfigFrozen`](vmm::VmmError::ConfigFrozen).
+fn sanitizer_pool(home: &Arc<CudaDevice>, config: VmmConfig) -> Result<Arc<CachingPool>> {
+    static POOL: Mutex<Option<Arc<CachingPool>>> = Mutex::new(None);
+    let mut pool = POOL.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(p) = pool.as_ref() {
+        if p.vmm().config() != config {
+            p.vmm().set_config(config)?;
+        }
+        return Ok(p.clone());
+    }
+    let p = Arc::new(CachingPool::new(Vmm::new(home, config)?));
+    *pool = Some(p.clone());
+    Ok(p)
+}
+
+/// What the CUDA-only tools ([`vmm`](crate::unstable::vmm)) accept as a device: a GPU
+/// [`Context`](crate::Context) or a [`CudaDevice`]. A CPU context is
+/// [`Error::Unsupported`](crate::Error::Unsupported).
+pub trait AsCudaDevice {
+    /// The CUDA device behind `self`.
+    fn cuda_device(&self) -> Result<&Arc<CudaDevice>>;
+}
+
+/// What the CUDA-only tools ([`vmm`](crate::unstable::vmm)) accept as a stream: a GPU
+/// [`Stream`](crate::Stream) or a [`CudaStream`].
+pub trait AsCudaStream {
+    /// The CUDA stream behind `self`.
+    fn cuda_stream(&self) -> Result<&CudaStream>;
+}
+
+impl AsCudaDevice for Arc<CudaDevice> {
+    fn cuda_device(&self) -> Result<&Arc<CudaDevice>> {
+        Ok(self)
+    }
+}
+
+impl AsCudaStream for CudaStream {
+    fn cuda_stream(&self) -> Result<&CudaStream> {
+        Ok(self)
+    }
+}

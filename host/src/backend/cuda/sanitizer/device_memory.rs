@@ -1,0 +1,134 @@
+//! The GPU sanitizer's own memory: plain device allocations (runtime
+//! descriptor, slot table, side table, stream clocks) and the host-mapped
+//! report buffer. Each is zeroed when made and freed on drop.
+
+use cudarc::driver::sys;
+use std::ffi::c_void;
+
+use crate::backend::cuda::driver::drv;
+use crate::error::Result;
+
+/// `bytes` of zeroed device memory of the current context.
+#[derive(Debug)]
+pub(crate) struct DeviceBlock {
+    pub addr: u64,
+    pub bytes: usize,
+}
+
+impl DeviceBlock {
+    /// Allocates and zeroes `bytes` (the caller bound the context). The
+    /// zeroes have landed when this returns: the memset runs on the legacy
+    /// stream, which Vigil's non-blocking streams do not wait for.
+    pub fn zeroed(bytes: usize) -> Result<DeviceBlock> {
+        let mut addr = 0u64;
+        // SAFETY: `addr` is a valid out-pointer; the context is current.
+        drv!(cuMemAlloc_v2(&mut addr, bytes.max(1)))?;
+        let block = DeviceBlock { addr, bytes };
+        // SAFETY: the range was just allocated.
+        drv!(cuMemsetD8_v2(addr, 0, bytes))?;
+        settle()?;
+        Ok(block)
+    }
+
+    /// Copies `bytes` to offset 0; landed when this returns.
+    pub fn write(&self, bytes: &[u8]) -> Result<()> {
+        let n = bytes.len().min(self.bytes);
+        // SAFETY: `bytes` is readable for `n` bytes; the block holds `n`.
+        drv!(cuMemcpyHtoD_v2(self.addr, bytes.as_ptr().cast(), n))?;
+        settle()
+    }
+
+    /// Copies `bytes` to device address `dst` in `stream`'s order. The
+    /// driver stages pageable memory before returning, so `bytes` may go.
+    pub fn write_async(dst: u64, bytes: &[u8], stream: sys::CUstream) -> Result<()> {
+        // SAFETY: `bytes` is readable for its length; `dst` is device
+        // memory of the current context owned by the caller.
+        drv!(cuMemcpyHtoDAsync_v2(
+            dst,
+            bytes.as_ptr().cast(),
+            bytes.len(),
+            stream
+        ))
+    }
+}
+
+impl Drop for DeviceBlock {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `zeroed`, freed once; cuMemFree waits for
+        // work still using it.
+        if let Err(e) = drv!(cuMemFree_v2(self.addr)) {
+            eprintln!("vigil: freeing GPU sanitizer memory: {e}");
+        }
+    }
+}
+
+/// Waits for the legacy stream, where the "synchronous" memset and
+/// pageable copy may still be in flight when they return.
+fn settle() -> Result<()> {
+    // SAFETY: the null stream of the current context.
+    drv!(cuStreamSynchronize(std::ptr::null_mut()))
+}
+
+/// Reads `len` bytes of device memory at `addr` (synchronous).
+pub(crate) fn read_device(addr: u64, len: usize) -> Result<Vec<u8>> {
+    let mut out = vec![0u8; len];
+    // SAFETY: `out` is writable for `len` bytes; `addr` is device memory
+    // of the current context (the caller checked it came from a kernel).
+    drv!(cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), addr, len))?;
+    Ok(out)
+}
+
+/// Zeroed page-locked host memory mapped into the device's address
+/// space: the device writes reports there without a copy back.
+#[derive(Debug)]
+pub(crate) struct MappedBlock {
+    host: *mut c_void,
+    pub device: u64,
+    pub bytes: usize,
+}
+
+// SAFETY: the block is plain memory; access is synchronised by the
+// sanitizer's lock and by stream synchronisation with the device.
+unsafe impl Send for MappedBlock {}
+// SAFETY: as above.
+unsafe impl Sync for MappedBlock {}
+
+impl MappedBlock {
+    /// Allocates `bytes` of mapped host memory (the caller bound the context).
+    pub fn zeroed(bytes: usize) -> Result<MappedBlock> {
+        let mut host: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `host` is a valid out-pointer; the context is current.
+        drv!(cuMemHostAlloc(
+            &mut host,
+            bytes,
+            sys::CU_MEMHOSTALLOC_DEVICEMAP
+        ))?;
+        // SAFETY: just allocated, `bytes` long.
+        unsafe { std::ptr::write_bytes(host.cast::<u8>(), 0, bytes) };
+        let mut block = MappedBlock {
+            host,
+            device: 0,
+            bytes,
+        };
+        // SAFETY: `host` is a mapped allocation; flags must be 0.
+        drv!(cuMemHostGetDevicePointer_v2(&mut block.device, host, 0))?;
+        Ok(block)
+    }
+
+    /// The block as `u32` words (the device updates them: read them only
+    /// after synchronising with the kernels that write).
+    pub fn words(&self) -> &[std::sync::atomic::AtomicU32] {
+        // SAFETY: the allocation is `bytes` long, page-aligned, and lives
+        // as long as `self`; atomics tolerate the device's concurrent writes.
+        unsafe { std::slice::from_raw_parts(self.host.cast(), self.bytes / 4) }
+    }
+}
+
+impl Drop for MappedBlock {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `zeroed`, freed once.
+        if let Err(e) = drv!(cuMemFreeHost(self.host)) {
+            eprintln!("vigil: freeing the GPU report buffer: {e}");
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! The CUDA backend's sanitized launch seam: the GPU race sanitizer's
+//! launches, stream and event clocks, and report collection (design 3.2,
+//! 3.3). Decoding records into reports is shared host code
+//! (`crate::sanitizer::gpu_report`).
+//!
+//! One [`GpuSanitizer`] per device (process-wide, like the shadow
+//! allocator it sits on) owns the device's [`GpuRuntime`] descriptor, its
+//! per-SM slot table, the side table of earlier accesses, the SC-fence
+//! clocks and a host-mapped report buffer, plus every stream's clocks. A
+//! sanitized launch ([`GpuSanitizer::prepare_launch`]) picks the kernel's
+//! `name__vigil` entry and appends the hidden arguments
+//! ([`HIDDEN_PARAMS`]); events, stream waits and host synchronisations
+//! feed the clock bookkeeping (`clocks`); a synchronisation collects the
+//! records and decodes them into
+//! [`RaceReport`](crate::sanitizer::report::RaceReport)s.
+//!
+//! - `slots`: how many sanitizer slots each SM gets.
+//! - `clocks`: which clocks a launch acquires (pure bookkeeping).
+//! - `device_memory`: the sanitizer's own device and mapped memory.
+
+mod clocks;
+mod device_memory;
+mod slots;
+
+pub(crate) use slots::slots_per_sm_fitting;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering as MemOrder};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use vigil_shared::abi::ReportBufferHeader;
+use vigil_shared::engine::sc_fence_words;
+use vigil_shared::gpu::{
+    GpuReportRecord, GpuRuntime, SideEntry, SmSlots, StreamClocks, HIDDEN_PARAMS,
+};
+
+use super::device::CudaDevice;
+use super::stream::CudaStream;
+use super::vmm::CachingPool;
+use crate::abi::params::ParamBuffer;
+use crate::error::{Error, Result};
+use crate::sanitizer::gpu_report::{Decoder, LaunchHistory, LaunchRecord};
+use crate::sanitizer::location::{LocationCache, LocationLayout};
+use crate::sanitizer::report::{RaceAllocation, RaceReports};
+use crate::types::{EventId, LaunchConfig, StreamId};
+
+use clocks::ClockBook;
+use device_memory::{read_device, DeviceBlock, MappedBlock};
+
+/// Registers per thread a sanitized context's modules are compiled with
+/// (`CU_JIT_MAX_REGISTERS`): the race detector's calls otherwise take 167
+/// to 255 on sm_90, one 256-thread CTA per SM and no 1024-thread blocks.
+pub(crate) const MAX_REGISTERS: u32 = 64;
+
+/// log2 of the side table's entries (32 MiB).
+const SIDE_LOG2: u32 = 20;
+/// Records the report buffer holds (128 bytes each).
+const REPORT_CAPACITY: u32 = 1024;
+
+/// What is guarded by the sanitizer's lock.
+struct State {
+    book: ClockBook,
+    streams: HashMap<StreamId, DeviceBlock>,
+    launches: LaunchHistory,
+    locations: LocationCache,
+}
+
+/// The GPU sanitizer of one device.
+pub(crate) struct GpuSanitizer {
+    device: Arc<CudaDevice>,
+    pool: Arc<CachingPool>,
+    num_sms: u32,
+    slots: u32,
+    num_threads: u32,
+    runtime: DeviceBlock,
+    _slot_table: DeviceBlock,
+    _side_table: DeviceBlock,
+    _sc_fences: DeviceBlock,
+    reports: MappedBlock,
+    layout: Option<LocationLayout>,
+    next_launch: AtomicU32,
+    state: Mutex<State>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn registry() -> &'static Mutex<HashMap<usize, Arc<GpuSanitizer>>> {
+    static SANITIZERS: OnceLock<Mutex<HashMap<usize, Arc<GpuSanitizer>>>> = OnceLock::new();
+    SANITIZERS.get_or_init(Default::default)
+}
+
+/// The sanitizer of `device` (allocating from `pool`), made on first use;
+/// one per device in the process, like the shadow allocator under it.
+pub(crate) fn for_device(
+    device: &Arc<CudaDevice>,
+    pool: &Arc<CachingPool>,
+) -> Result<Arc<GpuSanitizer>> {
+    let mut reg = lock(registry());
+    if let Some(s) = reg.get(&device.ordinal()) {
+        return Ok(s.clone());
+    }
+    let s = Arc::new(GpuSanitizer::new(device, pool)?);
+    reg.insert(device.ordinal(), s.clone());
+    Ok(s)
+}
+
+/// The sanitizer of `device`, if a sanitized launch made it already.
+pub(crate) fn existing(device: &CudaDevice) -> Option<Arc<GpuSanitizer>> {
+    lock(registry()).get(&device.ordinal()).cloned()
+}
+
+fn as_bytes<T: bytemuck::Pod>(v: &T) -> &[u8] {
+    bytemuck::bytes_of(v)
+}
+
+impl GpuSanitizer {
+    fn new(device: &Arc<CudaDevice>, pool: &Arc<CachingPool>) -> Result<GpuSanitizer> {
+        let vmm = pool.vmm();
+        vmm.device(device)?;
+        let ordinal = device.ordinal();
+        let runtime_state = vmm.runtime_of(ordinal)?;
+        let g = runtime_state.global;
+        let num_sms = device.sm_count().max(1);
+        let slots = (g.num_sms / num_sms).max(1);
+        device.bind()?;
+        let slot_table = DeviceBlock::zeroed(num_sms as usize * std::mem::size_of::<SmSlots>())?;
+        let side_table =
+            DeviceBlock::zeroed((1usize << SIDE_LOG2) * std::mem::size_of::<SideEntry>())?;
+        let sc_words = sc_fence_words(g.num_devices, g.num_threads);
+        let sc_fences = DeviceBlock::zeroed(sc_words * 4)?;
+        let reports = MappedBlock::zeroed(
+            std::mem::size_of::<ReportBufferHeader>()
+                + REPORT_CAPACITY as usize * std::mem::size_of::<GpuReportRecord>(),
+        )?;
+        reports.words()[1].store(REPORT_CAPACITY, MemOrder::Relaxed);
+        let desc = GpuRuntime {
+            globals: vmm.runtime_state_ptr(ordinal)?,
+            slot_table: slot_table.addr,
+            side_table: side_table.addr,
+            reports: reports.device,
+            sc_fences: sc_fences.addr,
+            sc_fence_words: sc_words as u32,
+            side_log2: SIDE_LOG2,
+            slots_per_sm: slots,
+            report_capacity: REPORT_CAPACITY,
+            flags: 0,
+            rank: runtime_state.rank,
+        };
+        let runtime = DeviceBlock::zeroed(std::mem::size_of::<GpuRuntime>())?;
+        runtime.write(as_bytes(&desc))?;
+        Ok(GpuSanitizer {
+            device: device.clone(),
+            pool: pool.clone(),
+            num_sms,
+            slots,
+            num_threads: g.num_threads,
+            runtime,
+            _slot_table: slot_table,
+            _side_table: side_table,
+            _sc_fences: sc_fences,
+            reports,
+            layout: LocationLayout::probe(),
+            next_launch: AtomicU32::new(1),
+            state: Mutex::new(State {
+                book: ClockBook::new(g.num_threads),
+                streams: HashMap::new(),
+                launches: LaunchHistory::default(),
+                locations: LocationCache::default(),
+            }),
+        })
+    }
+
+    /// The arguments of a sanitized launch of `kernel` on `stream`: `buf`
+    /// with the hidden ones appended. Enqueues the stream's join list on
+    /// `stream` when it changed, so it lands before the kernel starts.
+    pub fn prepare_launch(
+        &self,
+        stream: &CudaStream,
+        stream_id: StreamId,
+        kernel: &str,
+        config: &LaunchConfig,
+        buf: &ParamBuffer,
+    ) -> Result<ParamBuffer> {
+        let ordinal = Some(self.device.ordinal());
+        let mut st = lock(&self.state);
+        if !st.book.has_stream(stream_id) {
+            self.device.bind()?;
+            let block = DeviceBlock::zeroed(StreamClocks::bytes(self.num_threads) as usize)?;
+            st.book.add_stream(stream_id, block.addr);
+            st.streams.insert(stream_id, block);
+        }
+        let plan = st.book.launch(stream_id).ok_or(Error::Unsupported {
+            op: "a sanitized GPU launch",
+            backend: crate::types::DeviceId::Cuda(self.device.ordinal()),
+            reason: "the stream has no sanitizer clocks",
+        })?;
+        if let Some(header) = &plan.write {
+            self.device.bind()?;
+            DeviceBlock::write_async(plan.stream_clocks, as_bytes(header), stream.raw())?;
+        }
+        let launch = self.next_launch.fetch_add(1, MemOrder::Relaxed);
+        st.launches.insert(
+            launch,
+            LaunchRecord {
+                kernel: kernel.to_owned(),
+                grid: config.grid,
+                block: config.block,
+            },
+        );
+        drop(st);
+        let mut args = buf.clone();
+        args.append_hidden_pointer(self.runtime.addr, ordinal);
+        args.append_hidden_pointer(plan.stream_clocks, ordinal);
+        args.append_hidden(plan.kernel);
+        args.append_hidden(launch);
+        debug_assert_eq!(HIDDEN_PARAMS.len(), 4);
+        Ok(args)
+    }
+
+    /// Reads and clears the report buffer (call after synchronising with
+    /// every kernel that may write it).
+    fn collect(&self) -> RaceReports {
+        let words = self.reports.words();
+        let claimed = words[0].swap(0, MemOrder::Relaxed);
+        let stored = claimed.min(REPORT_CAPACITY) as usize;
+        let mut out = RaceReports::new();
+        if claimed == 0 {
+            return out;
+        }
+        let mut st = lock(&self.state);
+        let State {
+            launches,
+            locations,
+            ..
+        } = &mut *st;
+        let device = &self.device;
+        let mut read = |addr: u64, len: usize| {
+            device.bind().ok()?;
+            read_device(addr, len).ok()
+        };
+        let vmm = self.pool.vmm();
+        let allocation = |addr: u64| {
+            let a = vmm.lookup(addr)?;
+            Some(RaceAllocation {
+                base: a.ptr,
+                size: a.size,
+                offset: addr - a.ptr,
+            })
+        };
+        let mut decoder = Decoder {
+            num_sms: self.num_sms,
+            slots: self.slots,
+            launches,
+            layout: self.layout,
+            locations,
+            read: &mut read,
+            allocation: &allocation,
+        };
+        for i in 0..stored {
+            let at = ReportBufferHeader::WORDS + i * GpuReportRecord::WORDS;
+            let mut raw = [0u32; GpuReportRecord::WORDS];
+            for (d, w) in raw.iter_mut().zip(&words[at..]) {
+                *d = w.load(MemOrder::Relaxed);
+            }
+            let rec: GpuReportRecord = bytemuck::cast(raw);
+            if let Some(r) = decoder.decode(&rec) {
+                out.push(r);
+            }
+        }
+        out.add_dropped(u64::from(claimed) - stored as u64);
+        out
+    }
+}
+
+// ----- what the backend's dispatch reports ---------------------------------
+
+/// What the host waited for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum HostWait {
+    /// One stream.
+    Stream(StreamId),
+    /// One event.
+    Event(EventId),
+    /// The whole device.
+    All,
+}
+
+impl GpuSanitizer {
+    /// `event` was recorded on `stream`.
+    pub fn on_event_record(&self, event: EventId, stream: StreamId) {
+        lock(&self.state).book.record(event, stream);
+    }
+
+    /// `stream` waits for `event`.
+    pub fn on_stream_wait(&self, stream: StreamId, event: EventId) {
+        lock(&self.state).book.wait(stream, event);
+    }
+
+    /// The host waited: later work is ordered after what it waited for.
+    pub fn on_host_wait(&self, wait: HostWait) {
+        let book = &mut lock(&self.state).book;
+        match wait {
+            HostWait::Stream(id) => book.sync_stream(id),
+            HostWait::Event(id) => book.sync_event(id),
+            HostWait::All => book.sync_all(),
+        }
+    }
+
+    /// The races found since the last collection (call after a
+    /// synchronisation with every kernel that may still report).
+    pub fn take_reports(&self) -> RaceReports {
+        self.collect()
+    }
+}

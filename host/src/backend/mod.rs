@@ -1,0 +1,501 @@
+//! The backend interface: the ONE place that dispatches an operation to
+//! the context's backend.
+//!
+//! [`Backend`] is an enum of the two backends ([`cuda`], [`cpu`]), and the
+//! handles the front end keeps for streams, events, modules and functions
+//! are enums with one variant per backend. Every `match` on them is in this
+//! file; the front end calls a method here and never sees a variant. An
+//! enum rather than a trait object: the set of backends is closed and
+//! small, each handle stays a plain value (no `Box<dyn>` per stream or
+//! event), a pairing of handles (an event recorded on a stream) is one
+//! exhaustive `match` rather than a downcast, and adding an operation is
+//! one method here plus one in each backend.
+
+pub(crate) mod cpu;
+pub(crate) mod cuda;
+pub(crate) mod transfer;
+
+// The backend types the front end names in its public signatures (what a
+// context reports, which sanitizer it takes, the CUDA-only tools' inputs):
+// the front end imports them from here, never from a backend's folder.
+pub(crate) use cpu::executor::{CpuExecutor, LaunchStats};
+pub(crate) use cpu::hooks::CpuSanitizer;
+pub(crate) use cpu::launch::HostEntry;
+pub(crate) use cpu::CpuOptions;
+pub(crate) use cuda::driver::gpu_available;
+pub(crate) use cuda::vmm::CachingPool;
+pub(crate) use cuda::{AsCudaDevice, AsCudaStream, CudaDevice, CudaStream};
+pub(crate) use transfer::Transfer;
+
+use crate::abi::params::ParamBuffer;
+use crate::error::{Error, Result};
+use crate::sanitizer::config::VmmConfig;
+use crate::sanitizer::report::RaceReports;
+use crate::types::{
+    DeviceId, DeviceProps, EventId, FunctionAttrs, LaunchConfig, LaunchVariant, StreamId,
+};
+use cpu::hooks::HostSync;
+use cpu::launch::CpuLaunch;
+use cpu::{CpuBackend, CpuEvent};
+use cuda::launch::CudaLaunch;
+use cuda::module::{CudaFunction, CudaModule};
+use cuda::sanitizer::HostWait;
+use cuda::{CudaBackend, CudaEvent};
+use cudarc::driver::sys;
+use std::ffi::CStr;
+use std::sync::Arc;
+
+/// How a context reaches its device.
+pub(crate) enum Backend {
+    Cuda(CudaBackend),
+    Cpu(CpuBackend),
+}
+
+/// A stream's backend half.
+pub(crate) enum StreamHandle {
+    Cuda(CudaStream),
+    /// CPU work runs when issued; the stream is only its id.
+    Cpu,
+}
+
+/// An event's backend half.
+pub(crate) enum EventHandle {
+    Cuda(CudaEvent),
+    Cpu(CpuEvent),
+}
+
+/// A module's backend half.
+pub(crate) enum ModuleHandle {
+    Cuda(CudaModule),
+    /// The CPU backend does not compile PTX (it runs the Rust body).
+    Cpu,
+}
+
+/// A function's backend half.
+pub(crate) enum FunctionHandle {
+    Cuda(CudaFunction),
+    /// The kernel's host code, when the function came from a Rust kernel;
+    /// the CPU backend can only launch those.
+    Cpu(Option<HostEntry>),
+}
+
+/// One checked launch, as the front end hands it over.
+pub(crate) struct Launch<'a> {
+    pub(crate) kernel: &'a str,
+    pub(crate) func: &'a FunctionHandle,
+    pub(crate) stream: &'a StreamHandle,
+    pub(crate) stream_id: StreamId,
+    pub(crate) config: LaunchConfig,
+    pub(crate) params: &'a ParamBuffer,
+}
+
+/// Opens a GPU backend (`sanitize`: buffers from the shadow allocator).
+pub(crate) fn open_cuda(ordinal: usize, sanitize: bool, config: VmmConfig) -> Result<Backend> {
+    Ok(Backend::Cuda(CudaBackend::open(ordinal, sanitize, config)?))
+}
+
+/// Opens a CPU backend.
+pub(crate) fn open_cpu(options: CpuOptions) -> Result<Backend> {
+    Ok(Backend::Cpu(CpuBackend::open(options)?))
+}
+
+impl Backend {
+    /// The error for a handle of the other backend (cannot happen through
+    /// the front end, which checks devices first).
+    fn foreign(&self, op: &'static str) -> Error {
+        Error::Unsupported {
+            op,
+            backend: self.device_id(),
+            reason: "the handle belongs to another backend",
+        }
+    }
+
+    /// The error for a GPU-only operation on the CPU backend.
+    pub(crate) fn gpu_only(&self, op: &'static str) -> Error {
+        Error::Unsupported {
+            op,
+            backend: self.device_id(),
+            reason: "it is a CUDA driver operation",
+        }
+    }
+
+    pub(crate) fn device_id(&self) -> DeviceId {
+        match self {
+            Backend::Cuda(c) => c.device_id(),
+            Backend::Cpu(_) => DeviceId::Cpu,
+        }
+    }
+
+    pub(crate) fn props(&self) -> &DeviceProps {
+        match self {
+            Backend::Cuda(c) => c.device().props(),
+            Backend::Cpu(c) => c.props(),
+        }
+    }
+
+    /// True in sanitized mode (GPU: shadow allocator; CPU: a sanitizer).
+    pub(crate) fn is_sanitized(&self) -> bool {
+        match self {
+            Backend::Cuda(c) => c.pool().is_some(),
+            Backend::Cpu(c) => c.sanitizer().is_some(),
+        }
+    }
+
+    /// Whether the backend can run the sanitized kernel variant (both can:
+    /// the CPU's checked host entry, the GPU's `name__vigil` entry).
+    pub(crate) fn runs_sanitized_launches(&self) -> bool {
+        true
+    }
+
+    pub(crate) fn cuda_device(&self) -> Option<&Arc<CudaDevice>> {
+        match self {
+            Backend::Cuda(c) => Some(c.device()),
+            Backend::Cpu(_) => None,
+        }
+    }
+
+    pub(crate) fn sanitizer_pool(&self) -> Option<&CachingPool> {
+        match self {
+            Backend::Cuda(c) => c.pool(),
+            Backend::Cpu(_) => None,
+        }
+    }
+
+    pub(crate) fn cpu_executor(&self) -> Option<&CpuExecutor> {
+        match self {
+            Backend::Cuda(_) => None,
+            Backend::Cpu(c) => Some(c.executor()),
+        }
+    }
+
+    pub(crate) fn last_cpu_launch(&self) -> Option<LaunchStats> {
+        match self {
+            Backend::Cuda(_) => None,
+            Backend::Cpu(c) => c.last_launch(),
+        }
+    }
+
+    fn cuda(&self, op: &'static str) -> Result<&Arc<CudaDevice>> {
+        self.cuda_device().ok_or_else(|| self.gpu_only(op))
+    }
+
+    pub(crate) fn attribute(&self, attr: sys::CUdevice_attribute) -> Result<i32> {
+        self.cuda("Context::attribute")?.attribute(attr)
+    }
+
+    pub(crate) fn memory_info(&self) -> Result<(usize, usize)> {
+        self.cuda("Context::memory_info")?.memory_info()
+    }
+
+    pub(crate) fn bind(&self) -> Result<()> {
+        self.cuda("Context::bind")?.bind()
+    }
+
+    /// Waits for all work of the device (the host's wait is noted by the
+    /// CPU sanitizer).
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        match self {
+            Backend::Cuda(c) => {
+                c.device().synchronize()?;
+                if let Some(s) = c.sanitizer_if_any() {
+                    s.on_host_wait(HostWait::All);
+                }
+                Ok(())
+            }
+            Backend::Cpu(c) => {
+                c.host_sync(HostSync::Context);
+                Ok(())
+            }
+        }
+    }
+
+    /// The races found since the last collection.
+    pub(crate) fn take_reports(&self) -> RaceReports {
+        match self {
+            Backend::Cuda(c) => c
+                .sanitizer_if_any()
+                .map_or_else(RaceReports::new, |s| s.take_reports()),
+            Backend::Cpu(c) => c.take_reports(),
+        }
+    }
+
+    pub(crate) fn new_stream(&self) -> Result<StreamHandle> {
+        match self {
+            Backend::Cuda(c) => Ok(StreamHandle::Cuda(CudaStream::new(c.device())?)),
+            Backend::Cpu(_) => Ok(StreamHandle::Cpu),
+        }
+    }
+
+    /// Blocks until the stream's work has finished.
+    pub(crate) fn stream_wait_idle(&self, stream: &StreamHandle, id: StreamId) -> Result<()> {
+        match (self, stream) {
+            (Backend::Cuda(c), StreamHandle::Cuda(s)) => {
+                s.synchronize()?;
+                if let Some(san) = c.sanitizer_if_any() {
+                    san.on_host_wait(HostWait::Stream(id));
+                }
+                Ok(())
+            }
+            (Backend::Cpu(c), StreamHandle::Cpu) => {
+                c.host_sync(HostSync::Stream(id));
+                Ok(())
+            }
+            _ => Err(self.foreign("Stream::synchronize")),
+        }
+    }
+
+    pub(crate) fn stream_is_idle(&self, stream: &StreamHandle) -> Result<bool> {
+        match stream {
+            StreamHandle::Cuda(s) => s.is_idle(),
+            StreamHandle::Cpu => Ok(true),
+        }
+    }
+
+    /// Makes later work on `stream` wait for `event`'s last record.
+    pub(crate) fn stream_wait_event(
+        &self,
+        stream: (&StreamHandle, StreamId),
+        event: (&EventHandle, EventId),
+    ) -> Result<()> {
+        match (self, stream.0, event.0) {
+            (Backend::Cuda(c), StreamHandle::Cuda(s), EventHandle::Cuda(e)) => {
+                s.wait_event(e)?;
+                if let Some(san) = c.sanitizer_if_any() {
+                    san.on_stream_wait(stream.1, event.1);
+                }
+                Ok(())
+            }
+            (Backend::Cpu(c), StreamHandle::Cpu, EventHandle::Cpu(_)) => {
+                c.notify(|s| s.on_stream_wait(stream.1, event.1));
+                Ok(())
+            }
+            _ => Err(self.foreign("Stream::wait_event")),
+        }
+    }
+
+    pub(crate) fn stream_raw(&self, stream: &StreamHandle) -> sys::CUstream {
+        match stream {
+            StreamHandle::Cuda(s) => s.raw(),
+            StreamHandle::Cpu => std::ptr::null_mut(),
+        }
+    }
+
+    /// The CUDA stream behind a handle, for the CUDA-only tools.
+    pub(crate) fn cuda_stream<'s>(&self, stream: &'s StreamHandle) -> Result<&'s CudaStream> {
+        match stream {
+            StreamHandle::Cuda(s) => Ok(s),
+            StreamHandle::Cpu => Err(self.gpu_only("a CUDA stream")),
+        }
+    }
+
+    pub(crate) fn new_event(&self, timed: bool) -> Result<EventHandle> {
+        match self {
+            Backend::Cuda(c) => Ok(EventHandle::Cuda(CudaEvent::new(c.device(), timed)?)),
+            Backend::Cpu(_) => Ok(EventHandle::Cpu(CpuEvent::new(timed))),
+        }
+    }
+
+    /// Records `event` at the current end of `stream`.
+    pub(crate) fn event_record(
+        &self,
+        event: (&EventHandle, EventId),
+        stream: (&StreamHandle, StreamId),
+    ) -> Result<()> {
+        match (self, event.0, stream.0) {
+            (Backend::Cuda(c), EventHandle::Cuda(e), StreamHandle::Cuda(s)) => {
+                e.record(s)?;
+                if let Some(san) = c.sanitizer_if_any() {
+                    san.on_event_record(event.1, stream.1);
+                }
+                Ok(())
+            }
+            (Backend::Cpu(c), EventHandle::Cpu(e), StreamHandle::Cpu) => {
+                let _q = c.queue();
+                e.record();
+                if let Some(s) = c.sanitizer() {
+                    s.on_event_record(event.1, stream.1);
+                }
+                Ok(())
+            }
+            _ => Err(self.foreign("Event::record")),
+        }
+    }
+
+    pub(crate) fn event_synchronize(&self, event: &EventHandle, id: EventId) -> Result<()> {
+        match (self, event) {
+            (Backend::Cuda(c), EventHandle::Cuda(e)) => {
+                e.synchronize()?;
+                if let Some(san) = c.sanitizer_if_any() {
+                    san.on_host_wait(HostWait::Event(id));
+                }
+                Ok(())
+            }
+            (Backend::Cpu(_), EventHandle::Cuda(_)) => Err(self.foreign("Event::synchronize")),
+            (Backend::Cpu(c), EventHandle::Cpu(_)) => {
+                c.host_sync(HostSync::Event(id));
+                Ok(())
+            }
+            (Backend::Cuda(_), EventHandle::Cpu(_)) => Err(self.foreign("Event::synchronize")),
+        }
+    }
+
+    pub(crate) fn event_is_complete(&self, event: &EventHandle) -> Result<bool> {
+        match event {
+            EventHandle::Cuda(e) => e.is_complete(),
+            EventHandle::Cpu(_) => Ok(true),
+        }
+    }
+
+    pub(crate) fn event_elapsed_ms(&self, start: &EventHandle, end: &EventHandle) -> Result<f32> {
+        match (start, end) {
+            (EventHandle::Cuda(a), EventHandle::Cuda(b)) => a.elapsed_ms(b),
+            (EventHandle::Cpu(a), EventHandle::Cpu(b)) => a.elapsed_ms(b),
+            // Same device (checked by the caller) means same backend.
+            _ => Err(Error::EventTiming {
+                reason: "the events belong to different backends",
+            }),
+        }
+    }
+
+    pub(crate) fn event_raw(&self, event: &EventHandle) -> sys::CUevent {
+        match event {
+            EventHandle::Cuda(e) => e.raw(),
+            EventHandle::Cpu(_) => std::ptr::null_mut(),
+        }
+    }
+
+    /// Loads NUL-terminated PTX (the CPU backend keeps nothing: it runs the
+    /// kernels' Rust bodies).
+    pub(crate) fn load_module(&self, image: &CStr) -> Result<ModuleHandle> {
+        match self {
+            Backend::Cuda(c) => {
+                // Sanitized contexts launch the `__vigil` entries: capped
+                // registers keep them launchable with large blocks.
+                let cap = c.pool().map(|_| cuda::sanitizer::MAX_REGISTERS);
+                Ok(ModuleHandle::Cuda(CudaModule::load(
+                    c.device(),
+                    image,
+                    cap,
+                )?))
+            }
+            Backend::Cpu(_) => Ok(ModuleHandle::Cpu),
+        }
+    }
+
+    /// Entry `name` of `module`, with `host` (the kernel's Rust body, when
+    /// known), and its attributes.
+    pub(crate) fn function(
+        &self,
+        module: &ModuleHandle,
+        name: &CStr,
+        host: Option<HostEntry>,
+    ) -> Result<(FunctionHandle, FunctionAttrs)> {
+        match module {
+            ModuleHandle::Cuda(m) => {
+                let f = m.function(name)?;
+                let attrs = f.attrs();
+                Ok((FunctionHandle::Cuda(f), attrs))
+            }
+            // The device's limits, no static shared memory to account for
+            // (the executor gives each block its own).
+            ModuleHandle::Cpu => Ok((
+                FunctionHandle::Cpu(host),
+                FunctionAttrs {
+                    max_threads_per_block: self.props().limits.max_threads_per_block,
+                    static_shared_bytes: 0,
+                    num_regs: 0,
+                },
+            )),
+        }
+    }
+
+    pub(crate) fn function_raw(&self, func: &FunctionHandle) -> sys::CUfunction {
+        match func {
+            FunctionHandle::Cuda(f) => f.raw(),
+            FunctionHandle::Cpu(_) => std::ptr::null_mut(),
+        }
+    }
+
+    /// Allocates `bytes > 0` bytes for work on `stream`.
+    pub(crate) fn allocate(
+        &self,
+        stream: &StreamHandle,
+        bytes: usize,
+        align: usize,
+    ) -> Result<u64> {
+        match (self, stream) {
+            (Backend::Cuda(c), StreamHandle::Cuda(s)) => c.allocate(s, bytes),
+            (Backend::Cpu(c), StreamHandle::Cpu) => c.allocate(bytes, align),
+            _ => Err(self.foreign("DeviceBuffer::alloc")),
+        }
+    }
+
+    /// Frees what [`Backend::allocate`] returned.
+    ///
+    /// # Safety
+    /// `ptr` came from `allocate` on this backend with `bytes` and `align`,
+    /// and is released once, with no view of it left.
+    pub(crate) unsafe fn release(&self, ptr: u64, bytes: usize, align: usize) -> Result<()> {
+        match self {
+            // SAFETY: the caller's contract.
+            Backend::Cuda(c) => unsafe { c.release(ptr) },
+            // SAFETY: the caller's contract.
+            Backend::Cpu(c) => unsafe { c.release(ptr, bytes, align) },
+        }
+    }
+
+    /// Runs a copy or fill on `stream`; one that touches host memory
+    /// returns when the stream has reached it (the host slice is only
+    /// borrowed for the call).
+    pub(crate) fn transfer(
+        &self,
+        stream: (&StreamHandle, StreamId),
+        op: Transfer<'_>,
+    ) -> Result<()> {
+        let waits = op.touches_host();
+        match (self, stream.0) {
+            (Backend::Cuda(c), StreamHandle::Cuda(s)) => c.transfer(s, op)?,
+            (Backend::Cpu(c), StreamHandle::Cpu) => c.transfer(op),
+            _ => return Err(self.foreign("a copy")),
+        }
+        if waits {
+            self.stream_wait_idle(stream.0, stream.1)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Runs a checked launch as `variant`.
+    pub(crate) fn launch(&self, launch: &Launch<'_>, variant: LaunchVariant) -> Result<()> {
+        match (self, launch.func, launch.stream) {
+            (Backend::Cuda(c), FunctionHandle::Cuda(func), StreamHandle::Cuda(stream)) => {
+                let l = CudaLaunch {
+                    kernel: launch.kernel,
+                    func,
+                    stream,
+                    stream_id: launch.stream_id,
+                    config: launch.config,
+                    params: launch.params,
+                };
+                c.launch(&l, variant)
+            }
+            (Backend::Cpu(c), FunctionHandle::Cpu(host), StreamHandle::Cpu) => {
+                let host = host.ok_or(Error::Unsupported {
+                    op: "an untyped launch",
+                    backend: DeviceId::Cpu,
+                    reason: "the CPU backend runs a kernel's Rust body, and this function \
+                             was looked up by name; use Module::kernel::<K>() and Stream::launch",
+                })?;
+                let l = CpuLaunch {
+                    kernel: launch.kernel,
+                    host,
+                    stream: launch.stream_id,
+                    config: launch.config,
+                    params: launch.params,
+                };
+                c.launch(&l, variant)
+            }
+            _ => Err(self.foreign("launch")),
+        }
+    }
+}

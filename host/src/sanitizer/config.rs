@@ -1,0 +1,451 @@
+//! [`VmmConfig`]: the allocator's settings, from a builder and from
+//! `VIGIL_*` environment variables (design 3.5). Malformed values are a
+//! [`ConfigError`] naming the variable (or builder option), the value and
+//! what is accepted. The configuration freezes at the first allocation
+//! ([`Vmm::set_config`](crate::unstable::vmm::Vmm::set_config) then fails with
+//! [`VmmError::ConfigFrozen`](crate::unstable::vmm::VmmError::ConfigFrozen)).
+//!
+//! | variable                     | accepted                                   | default |
+//! |------------------------------|--------------------------------------------|---------|
+//! | `VIGIL_CLOCK_BUFFER_SIZE`    | integer in 1..=4096 (snapshots per thread) | 32      |
+//! | `VIGIL_SEED`                 | u32, decimal or `0x` hex                   | 0x5eed  |
+//! | `VIGIL_DEVICE_RANKS`         | comma-separated distinct device ordinals (0..32), rank order, or `all` | `all` |
+//! | `VIGIL_SHADOW_POOL_RECORDS`  | integer in 0..=4194304 (inflated records per device) | 65536 |
+//! | `VIGIL_ALLOC_CACHE`          | `1`/`0`, `on`/`off`, `true`/`false`        | on      |
+//! | `VIGIL_SHAREABLE_HANDLES`    | `1`/`0`, `on`/`off`, `true`/`false`        | on      |
+
+use vigil_shared::address::MAX_DEVICES;
+
+/// Largest accepted clock-buffer size.
+pub const MAX_CLOCK_BUFFER_SIZE: u32 = 4096;
+/// Largest accepted number of inflated shadow records per device.
+pub const MAX_SHADOW_POOL_RECORDS: u32 = 1 << 22;
+
+/// Environment variable: snapshots in each sanitizer thread's clock buffer.
+pub const ENV_CLOCK_BUFFER_SIZE: &str = "VIGIL_CLOCK_BUFFER_SIZE";
+/// Environment variable: seed of the random eviction of access clocks.
+pub const ENV_SEED: &str = "VIGIL_SEED";
+/// Environment variable: device ordinals in rank order.
+pub const ENV_DEVICE_RANKS: &str = "VIGIL_DEVICE_RANKS";
+/// Environment variable: inflated shadow records per device.
+pub const ENV_SHADOW_POOL_RECORDS: &str = "VIGIL_SHADOW_POOL_RECORDS";
+/// Environment variable: caching pool on or off.
+pub const ENV_ALLOC_CACHE: &str = "VIGIL_ALLOC_CACHE";
+/// Environment variable: request POSIX-fd shareable handles.
+pub const ENV_SHAREABLE_HANDLES: &str = "VIGIL_SHAREABLE_HANDLES";
+
+/// A malformed configuration value.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{source_name}={value:?} is invalid: expected {accepted}")]
+pub struct ConfigError {
+    /// The variable (`VIGIL_SEED`) or builder option (`seed`).
+    pub source_name: String,
+    /// The value given.
+    pub value: String,
+    /// What is accepted.
+    pub accepted: String,
+}
+
+/// The allocator's settings. Build one with [`VmmConfig::builder`] or
+/// [`VmmConfig::from_env`]; [`VmmConfig::default`] is the table's defaults.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VmmConfig {
+    clock_buffer_size: u32,
+    seed: u32,
+    device_ranks: Option<Vec<usize>>,
+    shadow_pool_records: u32,
+    caching: bool,
+    shareable_handles: bool,
+}
+
+impl Default for VmmConfig {
+    fn default() -> Self {
+        VmmConfig {
+            clock_buffer_size: 32,
+            seed: 0x5eed,
+            device_ranks: None,
+            shadow_pool_records: 1 << 16,
+            caching: true,
+            shareable_handles: true,
+        }
+    }
+}
+
+impl VmmConfig {
+    /// A builder starting from the defaults.
+    pub fn builder() -> VmmConfigBuilder {
+        VmmConfigBuilder {
+            config: VmmConfig::default(),
+            error: None,
+        }
+    }
+
+    /// The defaults overridden by the `VIGIL_*` variables of this process.
+    pub fn from_env() -> Result<VmmConfig, ConfigError> {
+        VmmConfig::builder()
+            .env(|name| std::env::var(name).ok())
+            .build()
+    }
+
+    /// Snapshots in each sanitizer thread's clock buffer.
+    pub fn clock_buffer_size(&self) -> u32 {
+        self.clock_buffer_size
+    }
+
+    /// Seed of the random eviction of access clocks.
+    pub fn seed(&self) -> u32 {
+        self.seed
+    }
+
+    /// Device ordinals in rank order; `None` means every device, rank =
+    /// ordinal.
+    pub fn device_ranks(&self) -> Option<&[usize]> {
+        self.device_ranks.as_deref()
+    }
+
+    /// Inflated shadow records per device.
+    pub fn shadow_pool_records(&self) -> u32 {
+        self.shadow_pool_records
+    }
+
+    /// Whether the caching pool keeps freed blocks.
+    pub fn caching(&self) -> bool {
+        self.caching
+    }
+
+    /// Whether physical handles are created POSIX-fd shareable.
+    pub fn shareable_handles(&self) -> bool {
+        self.shareable_handles
+    }
+
+    /// The rank of device `ordinal`, and the number of ranks, given
+    /// `device_count` devices when no explicit topology is configured.
+    pub fn rank_of(&self, ordinal: usize, device_count: usize) -> Option<(u32, u32)> {
+        match &self.device_ranks {
+            Some(ranks) => ranks
+                .iter()
+                .position(|&o| o == ordinal)
+                .map(|r| (r as u32, ranks.len() as u32)),
+            None => (ordinal < device_count).then_some((ordinal as u32, device_count as u32)),
+        }
+    }
+}
+
+/// Builds a [`VmmConfig`]; setters check their value and the first error
+/// is returned by [`VmmConfigBuilder::build`].
+#[derive(Clone, Debug)]
+pub struct VmmConfigBuilder {
+    config: VmmConfig,
+    error: Option<ConfigError>,
+}
+
+fn err(source_name: &str, value: impl ToString, accepted: impl ToString) -> ConfigError {
+    ConfigError {
+        source_name: source_name.to_owned(),
+        value: value.to_string(),
+        accepted: accepted.to_string(),
+    }
+}
+
+fn in_range(source_name: &str, value: u64, lo: u64, hi: u64) -> Result<u64, ConfigError> {
+    if (lo..=hi).contains(&value) {
+        Ok(value)
+    } else {
+        Err(err(
+            source_name,
+            value,
+            format!("an integer in {lo}..={hi}"),
+        ))
+    }
+}
+
+pub(crate) fn parse_int(
+    source_name: &str,
+    text: &str,
+    lo: u64,
+    hi: u64,
+) -> Result<u64, ConfigError> {
+    let t = text.trim();
+    let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => t.parse::<u64>(),
+    };
+    let accepted = format!("an integer in {lo}..={hi} (decimal or 0x hex)");
+    match parsed {
+        Ok(v) if (lo..=hi).contains(&v) => Ok(v),
+        _ => Err(err(source_name, text, accepted)),
+    }
+}
+
+pub(crate) fn parse_bool(source_name: &str, text: &str) -> Result<bool, ConfigError> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "1" | "on" | "true" | "yes" => Ok(true),
+        "0" | "off" | "false" | "no" => Ok(false),
+        _ => Err(err(
+            source_name,
+            text,
+            "one of 1/0, on/off, true/false, yes/no",
+        )),
+    }
+}
+
+fn check_ranks(source_name: &str, shown: &str, ranks: &[usize]) -> Result<(), ConfigError> {
+    let accepted = format!(
+        "1 to {MAX_DEVICES} distinct device ordinals below {MAX_DEVICES}, comma-separated in rank order \
+         (e.g. `0,1`), or `all`"
+    );
+    let mut seen = [false; MAX_DEVICES as usize];
+    if ranks.is_empty() || ranks.len() > MAX_DEVICES as usize {
+        return Err(err(source_name, shown, accepted));
+    }
+    for &o in ranks {
+        if o >= MAX_DEVICES as usize || std::mem::replace(&mut seen[o], true) {
+            return Err(err(source_name, shown, accepted));
+        }
+    }
+    Ok(())
+}
+
+fn parse_ranks(source_name: &str, text: &str) -> Result<Option<Vec<usize>>, ConfigError> {
+    if text.trim().eq_ignore_ascii_case("all") {
+        return Ok(None);
+    }
+    let ranks: Vec<usize> = text
+        .split(',')
+        .map(|p| parse_int(source_name, p, 0, MAX_DEVICES - 1).map(|v| v as usize))
+        .collect::<Result<_, _>>()
+        .map_err(|_| {
+            err(
+                source_name,
+                text,
+                "comma-separated device ordinals (e.g. `0,1`) or `all`",
+            )
+        })?;
+    check_ranks(source_name, text, &ranks)?;
+    Ok(Some(ranks))
+}
+
+impl VmmConfigBuilder {
+    fn record(mut self, r: Result<(), ConfigError>) -> Self {
+        if let (Err(e), None) = (r, &self.error) {
+            self.error = Some(e);
+        }
+        self
+    }
+
+    /// Snapshots in each sanitizer thread's clock buffer (1..=4096).
+    pub fn clock_buffer_size(mut self, n: u32) -> Self {
+        let r = in_range(
+            "clock_buffer_size",
+            n as u64,
+            1,
+            MAX_CLOCK_BUFFER_SIZE as u64,
+        )
+        .map(|_| self.config.clock_buffer_size = n);
+        self.record(r)
+    }
+
+    /// Seed of the random eviction of access clocks.
+    pub fn seed(mut self, seed: u32) -> Self {
+        self.config.seed = seed;
+        self
+    }
+
+    /// Device ordinals in rank order (distinct, below 32).
+    pub fn device_ranks(mut self, ranks: Vec<usize>) -> Self {
+        let r = check_ranks("device_ranks", &format!("{ranks:?}"), &ranks)
+            .map(|()| self.config.device_ranks = Some(ranks));
+        self.record(r)
+    }
+
+    /// Every device, rank = ordinal (the default).
+    pub fn all_devices(mut self) -> Self {
+        self.config.device_ranks = None;
+        self
+    }
+
+    /// Inflated shadow records per device (0..=4194304).
+    pub fn shadow_pool_records(mut self, n: u32) -> Self {
+        let r = in_range(
+            "shadow_pool_records",
+            n as u64,
+            0,
+            MAX_SHADOW_POOL_RECORDS as u64,
+        )
+        .map(|_| self.config.shadow_pool_records = n);
+        self.record(r)
+    }
+
+    /// Whether the caching pool keeps freed blocks.
+    pub fn caching(mut self, on: bool) -> Self {
+        self.config.caching = on;
+        self
+    }
+
+    /// Whether physical handles are created POSIX-fd shareable (needed for
+    /// export/import).
+    pub fn shareable_handles(mut self, on: bool) -> Self {
+        self.config.shareable_handles = on;
+        self
+    }
+
+    /// Applies the `VIGIL_*` variables that `lookup` returns (pass
+    /// `|n| std::env::var(n).ok()` for the process environment; tests pass
+    /// a map). Variables that are absent leave the current value.
+    pub fn env(mut self, lookup: impl Fn(&str) -> Option<String>) -> Self {
+        let mut apply =
+            |name: &str, f: &mut dyn FnMut(&str, &mut VmmConfig) -> Result<(), ConfigError>| {
+                if let Some(v) = lookup(name) {
+                    let r = f(&v, &mut self.config);
+                    if let (Err(e), None) = (r, &self.error) {
+                        self.error = Some(e);
+                    }
+                }
+            };
+        apply(ENV_CLOCK_BUFFER_SIZE, &mut |v, c| {
+            c.clock_buffer_size =
+                parse_int(ENV_CLOCK_BUFFER_SIZE, v, 1, MAX_CLOCK_BUFFER_SIZE as u64)? as u32;
+            Ok(())
+        });
+        apply(ENV_SEED, &mut |v, c| {
+            c.seed = parse_int(ENV_SEED, v, 0, u32::MAX as u64)? as u32;
+            Ok(())
+        });
+        apply(ENV_DEVICE_RANKS, &mut |v, c| {
+            c.device_ranks = parse_ranks(ENV_DEVICE_RANKS, v)?;
+            Ok(())
+        });
+        apply(ENV_SHADOW_POOL_RECORDS, &mut |v, c| {
+            c.shadow_pool_records = parse_int(
+                ENV_SHADOW_POOL_RECORDS,
+                v,
+                0,
+                MAX_SHADOW_POOL_RECORDS as u64,
+            )? as u32;
+            Ok(())
+        });
+        apply(ENV_ALLOC_CACHE, &mut |v, c| {
+            c.caching = parse_bool(ENV_ALLOC_CACHE, v)?;
+            Ok(())
+        });
+        apply(ENV_SHAREABLE_HANDLES, &mut |v, c| {
+            c.shareable_handles = parse_bool(ENV_SHAREABLE_HANDLES, v)?;
+            Ok(())
+        });
+        self
+    }
+
+    /// The configuration, or the first malformed value.
+    pub fn build(self) -> Result<VmmConfig, ConfigError> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.config),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn from(vars: &[(&str, &str)]) -> Result<VmmConfig, ConfigError> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        VmmConfig::builder().env(|n| map.get(n).cloned()).build()
+    }
+
+    #[test]
+    fn defaults_without_variables() {
+        assert_eq!(from(&[]).unwrap(), VmmConfig::default());
+    }
+
+    #[test]
+    fn parses_every_variable() {
+        let c = from(&[
+            ("VIGIL_CLOCK_BUFFER_SIZE", "64"),
+            ("VIGIL_SEED", "0xdeadbeef"),
+            ("VIGIL_DEVICE_RANKS", "2, 0,1"),
+            ("VIGIL_SHADOW_POOL_RECORDS", "0"),
+            ("VIGIL_ALLOC_CACHE", "off"),
+            ("VIGIL_SHAREABLE_HANDLES", "FALSE"),
+            ("VIGIL_UNRELATED", "whatever"),
+        ])
+        .unwrap();
+        assert_eq!(c.clock_buffer_size(), 64);
+        assert_eq!(c.seed(), 0xdead_beef);
+        assert_eq!(c.device_ranks(), Some(&[2usize, 0, 1][..]));
+        assert_eq!(c.rank_of(0, 8), Some((1, 3)));
+        assert_eq!(c.rank_of(5, 8), None);
+        assert_eq!(c.shadow_pool_records(), 0);
+        assert!(!c.caching());
+        assert!(!c.shareable_handles());
+        let all = from(&[("VIGIL_DEVICE_RANKS", "all")]).unwrap();
+        assert_eq!(all.device_ranks(), None);
+        assert_eq!(all.rank_of(3, 4), Some((3, 4)));
+        assert_eq!(all.rank_of(4, 4), None);
+    }
+
+    #[test]
+    fn malformed_values_name_variable_and_range() {
+        let cases: &[(&str, &str, &str)] = &[
+            ("VIGIL_CLOCK_BUFFER_SIZE", "0", "1..=4096"),
+            ("VIGIL_CLOCK_BUFFER_SIZE", "4097", "1..=4096"),
+            ("VIGIL_CLOCK_BUFFER_SIZE", "sixteen", "1..=4096"),
+            ("VIGIL_CLOCK_BUFFER_SIZE", "-1", "1..=4096"),
+            ("VIGIL_SEED", "0x1_0000_0000", "0..=4294967295"),
+            ("VIGIL_SEED", "4294967296", "0..=4294967295"),
+            ("VIGIL_DEVICE_RANKS", "0,0", "distinct"),
+            ("VIGIL_DEVICE_RANKS", "32", "ordinals"),
+            ("VIGIL_DEVICE_RANKS", "", "ordinals"),
+            ("VIGIL_DEVICE_RANKS", "0;1", "ordinals"),
+            ("VIGIL_SHADOW_POOL_RECORDS", "99999999", "0..=4194304"),
+            ("VIGIL_ALLOC_CACHE", "maybe", "on/off"),
+            ("VIGIL_SHAREABLE_HANDLES", "2", "on/off"),
+        ];
+        for &(var, val, accepted) in cases {
+            let e = from(&[(var, val)]).unwrap_err();
+            assert_eq!(e.source_name, var);
+            assert_eq!(e.value, val);
+            let msg = e.to_string();
+            assert!(msg.starts_with(var), "{msg}");
+            assert!(msg.contains(accepted), "{var}={val}: {msg}");
+        }
+    }
+
+    #[test]
+    fn builder_checks_values() {
+        let c = VmmConfig::builder()
+            .clock_buffer_size(8)
+            .seed(3)
+            .device_ranks(vec![1, 0])
+            .caching(false)
+            .build()
+            .unwrap();
+        assert_eq!(
+            (c.clock_buffer_size(), c.seed(), c.caching()),
+            (8, 3, false)
+        );
+        assert_eq!(c.rank_of(1, 2), Some((0, 2)));
+        let e = VmmConfig::builder()
+            .clock_buffer_size(0)
+            .build()
+            .unwrap_err();
+        assert_eq!(e.source_name, "clock_buffer_size");
+        assert!(e.to_string().contains("1..=4096"));
+        let e = VmmConfig::builder()
+            .device_ranks(vec![])
+            .build()
+            .unwrap_err();
+        assert_eq!(e.source_name, "device_ranks");
+        // The first error wins; later valid setters do not clear it.
+        let e = VmmConfig::builder()
+            .shadow_pool_records(u32::MAX)
+            .clock_buffer_size(4)
+            .build()
+            .unwrap_err();
+        assert_eq!(e.source_name, "shadow_pool_records");
+    }
+}

@@ -1,0 +1,459 @@
+//! Race reports as the host hands them to the user (design 3.3):
+//! [`RaceReport`] (one race or engine error, decoded: kernel, allocation and
+//! offset, both accesses with their source locations) and [`RaceReports`]
+//! (a de-duplicated collection, printed readably or written as JSON, and
+//! carried by [`Error::Races`](crate::Error::Races)).
+//!
+//! The kind and access vocabulary is `vigil-shared`'s ([`ReportKind`],
+//! [`AccessKind`], [`Scope`]), the same the engine records on both backends.
+
+use crate::types::Dim3;
+use std::fmt::{self, Write as _};
+use vigil_shared::abi::ReportKind;
+use vigil_shared::{AccessKind, Scope};
+
+/// A source location (`file:line:column`, from `#[track_caller]`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SourceLocation {
+    /// The file, as the compiler names it.
+    pub file: String,
+    /// Line, from 1.
+    pub line: u32,
+    /// Column, from 1.
+    pub column: u32,
+}
+
+impl SourceLocation {
+    /// The location of a `#[track_caller]` caller.
+    pub fn from_std(loc: &std::panic::Location<'_>) -> SourceLocation {
+        SourceLocation {
+            file: loc.file().to_owned(),
+            line: loc.line(),
+            column: loc.column(),
+        }
+    }
+}
+
+impl fmt::Display for SourceLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.column)
+    }
+}
+
+/// The allocation a racing address falls in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RaceAllocation {
+    /// First byte of the allocation (a buffer's `device_ptr`).
+    pub base: u64,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Offset of the racing address from `base`, in bytes.
+    pub offset: u64,
+}
+
+/// The access that detected the race (the later one).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RaceAccess {
+    /// What the access did.
+    pub access: AccessKind,
+    /// Its scope (meaningful for atomics).
+    pub scope: Scope,
+    /// Device rank of the thread.
+    pub device: u32,
+    /// (Virtual) SM the block ran on.
+    pub smid: u32,
+    /// `blockIdx`.
+    pub block: Dim3,
+    /// `threadIdx`.
+    pub thread: Dim3,
+    /// Where in the kernel source, when known.
+    pub location: Option<SourceLocation>,
+}
+
+/// The earlier access the race is with. The engine keeps less about it:
+/// its sanitizer thread and epoch always, the rest where it is known.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PriorAccess {
+    /// What the access did.
+    pub access: AccessKind,
+    /// Its scope (meaningful for atomics).
+    pub scope: Scope,
+    /// Sanitizer thread (`device_rank * num_sms + smid`).
+    pub tid: u32,
+    /// Device rank of that thread.
+    pub device: u32,
+    /// SM of that thread.
+    pub smid: u32,
+    /// The thread's epoch at the access.
+    pub epoch: u32,
+    /// `blockIdx`, when known.
+    pub block: Option<Dim3>,
+    /// `threadIdx`, when known.
+    pub thread: Option<Dim3>,
+    /// The kernel that made it, when known.
+    pub kernel: Option<String>,
+    /// Where in the kernel source, when known.
+    pub location: Option<SourceLocation>,
+}
+
+/// One race (or engine error) found by the sanitizer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RaceReport {
+    /// What kind of race (or, for [`ReportKind::is_error`] kinds, which
+    /// engine limit was hit).
+    pub kind: ReportKind,
+    /// Address of the current access.
+    pub address: u64,
+    /// Bytes of the current access.
+    pub size: u32,
+    /// The allocation the address falls in, when known.
+    pub allocation: Option<RaceAllocation>,
+    /// The kernel (PTX entry name) of the current access.
+    pub kernel: String,
+    /// The current access.
+    pub current: RaceAccess,
+    /// The earlier access.
+    pub prior: PriorAccess,
+}
+
+/// A readable name of a report kind.
+pub fn kind_name(kind: ReportKind) -> &'static str {
+    match kind {
+        ReportKind::ReadAfterWrite => "read-after-write race",
+        ReportKind::WriteAfterRead => "write-after-read race",
+        ReportKind::WriteAfterWrite => "write-after-write race",
+        ReportKind::AtomicNonAtomic => "atomic/non-atomic race",
+        ReportKind::ScopeMismatch => "atomic scope race",
+        ReportKind::EpochOverflow => "sanitizer error: epoch overflow",
+        ReportKind::ClockBufferExhausted => "sanitizer error: clock buffer exhausted",
+        ReportKind::ShadowPoolExhausted => "sanitizer error: shadow record pool exhausted",
+        ReportKind::ReleaseSlotsExhausted => "sanitizer error: release slots exhausted",
+    }
+}
+
+fn access_name(a: AccessKind) -> &'static str {
+    match a {
+        AccessKind::Read => "read",
+        AccessKind::Write => "write",
+        AccessKind::AtomicRead => "atomic read",
+        AccessKind::AtomicWrite => "atomic write",
+        AccessKind::AtomicRmw => "atomic read-modify-write",
+    }
+}
+
+fn scope_suffix(a: AccessKind, s: Scope) -> String {
+    if a.is_atomic() {
+        format!(" (.{})", s.ptx())
+    } else {
+        String::new()
+    }
+}
+
+struct Coord(Dim3);
+
+impl fmt::Display for Coord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "({}, {}, {})", self.0.x, self.0.y, self.0.z)
+    }
+}
+
+impl fmt::Display for RaceReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} on {} byte(s) at {:#x}",
+            kind_name(self.kind),
+            self.size,
+            self.address
+        )?;
+        if let Some(a) = &self.allocation {
+            write!(
+                f,
+                " (offset {} of the {}-byte allocation at {:#x})",
+                a.offset, a.size, a.base
+            )?;
+        }
+        writeln!(f, " in kernel `{}`", self.kernel)?;
+        let c = &self.current;
+        write!(
+            f,
+            "  this access: {}{} by block {} thread {} on device {} SM {}",
+            access_name(c.access),
+            scope_suffix(c.access, c.scope),
+            Coord(c.block),
+            Coord(c.thread),
+            c.device,
+            c.smid
+        )?;
+        match &c.location {
+            Some(l) => writeln!(f, " at {l}")?,
+            None => writeln!(f)?,
+        }
+        let p = &self.prior;
+        write!(
+            f,
+            "  earlier:     {}{} by sanitizer thread {} (device {} SM {}, epoch {})",
+            access_name(p.access),
+            scope_suffix(p.access, p.scope),
+            p.tid,
+            p.device,
+            p.smid,
+            p.epoch
+        )?;
+        if let Some(b) = p.block {
+            write!(f, ", block {}", Coord(b))?;
+        }
+        if let Some(t) = p.thread {
+            write!(f, " thread {}", Coord(t))?;
+        }
+        if let Some(k) = &p.kernel {
+            write!(f, " in kernel `{k}`")?;
+        }
+        if let Some(l) = &p.location {
+            write!(f, " at {l}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The de-duplication key of a report: same kind and location pair.
+type DedupKey = (ReportKind, Option<SourceLocation>, Option<SourceLocation>);
+
+fn key_of(r: &RaceReport) -> DedupKey {
+    (r.kind, r.current.location.clone(), r.prior.location.clone())
+}
+
+/// A de-duplicated collection of reports: the first report of each
+/// (kind, current location, earlier location) is kept, later ones are
+/// counted in [`RaceReports::duplicates`]; reports the runtime could not
+/// record (a full buffer) are counted in [`RaceReports::dropped`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RaceReports {
+    reports: Vec<RaceReport>,
+    duplicates: u64,
+    dropped: u64,
+}
+
+impl RaceReports {
+    /// An empty collection.
+    pub fn new() -> RaceReports {
+        RaceReports::default()
+    }
+
+    /// Adds a report unless one with the same kind and locations is
+    /// already there (then it only counts as a duplicate). Returns whether
+    /// it was kept.
+    pub fn push(&mut self, report: RaceReport) -> bool {
+        let key = key_of(&report);
+        if self.reports.iter().any(|r| key_of(r) == key) {
+            self.duplicates += 1;
+            false
+        } else {
+            self.reports.push(report);
+            true
+        }
+    }
+
+    /// Adds `n` to the count of reports the runtime had to drop.
+    pub fn add_dropped(&mut self, n: u64) {
+        self.dropped = self.dropped.saturating_add(n);
+    }
+
+    /// Moves every report of `other` in (de-duplicating) and adds its counts.
+    pub fn merge(&mut self, other: RaceReports) {
+        self.duplicates += other.duplicates;
+        self.add_dropped(other.dropped);
+        for r in other.reports {
+            self.push(r);
+        }
+    }
+
+    /// The distinct reports, in the order they were first seen.
+    pub fn reports(&self) -> &[RaceReport] {
+        &self.reports
+    }
+
+    /// An iterator over the distinct reports.
+    pub fn iter(&self) -> std::slice::Iter<'_, RaceReport> {
+        self.reports.iter()
+    }
+
+    /// Number of distinct reports.
+    pub fn len(&self) -> usize {
+        self.reports.len()
+    }
+
+    /// True when there is no report and nothing was dropped.
+    pub fn is_empty(&self) -> bool {
+        self.reports.is_empty() && self.dropped == 0
+    }
+
+    /// Reports that repeated a kept one's kind and locations.
+    pub fn duplicates(&self) -> u64 {
+        self.duplicates
+    }
+
+    /// Reports the runtime could not record (report buffer full).
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// The collection as one JSON object:
+    /// `{"reports": [...], "duplicates": n, "dropped": n}`.
+    pub fn to_json(&self) -> String {
+        let mut s = String::from("{\"reports\":[");
+        for (i, r) in self.reports.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            r.write_json(&mut s);
+        }
+        let _ = write!(
+            s,
+            "],\"duplicates\":{},\"dropped\":{}}}",
+            self.duplicates, self.dropped
+        );
+        s
+    }
+}
+
+impl FromIterator<RaceReport> for RaceReports {
+    fn from_iter<I: IntoIterator<Item = RaceReport>>(iter: I) -> RaceReports {
+        let mut r = RaceReports::new();
+        iter.into_iter().for_each(|x| {
+            r.push(x);
+        });
+        r
+    }
+}
+
+impl<'a> IntoIterator for &'a RaceReports {
+    type Item = &'a RaceReport;
+    type IntoIter = std::slice::Iter<'a, RaceReport>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.reports.iter()
+    }
+}
+
+impl fmt::Display for RaceReports {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "vigil: {} data race report(s)", self.reports.len())?;
+        if self.duplicates > 0 {
+            write!(f, " ({} duplicate(s) not shown)", self.duplicates)?;
+        }
+        if self.dropped > 0 {
+            write!(
+                f,
+                "; {} more could not be recorded (report buffer full)",
+                self.dropped
+            )?;
+        }
+        for (i, r) in self.reports.iter().enumerate() {
+            write!(f, "\n[{}] {r}", i + 1)?;
+        }
+        Ok(())
+    }
+}
+
+/// Appends `s` as a JSON string literal.
+fn json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn json_dim(out: &mut String, d: Option<Dim3>) {
+    match d {
+        Some(d) => {
+            let _ = write!(out, "[{},{},{}]", d.x, d.y, d.z);
+        }
+        None => out.push_str("null"),
+    }
+}
+
+fn json_loc(out: &mut String, l: &Option<SourceLocation>) {
+    match l {
+        Some(l) => {
+            out.push_str("{\"file\":");
+            json_str(out, &l.file);
+            let _ = write!(out, ",\"line\":{},\"column\":{}}}", l.line, l.column);
+        }
+        None => out.push_str("null"),
+    }
+}
+
+impl RaceReport {
+    /// The report as one JSON object (field names as in the struct; kinds
+    /// and accesses as their readable names, addresses as numbers).
+    pub fn to_json(&self) -> String {
+        let mut s = String::new();
+        self.write_json(&mut s);
+        s
+    }
+
+    fn write_json(&self, s: &mut String) {
+        s.push_str("{\"kind\":");
+        json_str(s, kind_name(self.kind));
+        let _ = write!(
+            s,
+            ",\"address\":{},\"size\":{},\"allocation\":",
+            self.address, self.size
+        );
+        match &self.allocation {
+            Some(a) => {
+                let _ = write!(
+                    s,
+                    "{{\"base\":{},\"size\":{},\"offset\":{}}}",
+                    a.base, a.size, a.offset
+                );
+            }
+            None => s.push_str("null"),
+        }
+        s.push_str(",\"kernel\":");
+        json_str(s, &self.kernel);
+        let c = &self.current;
+        s.push_str(",\"current\":{\"access\":");
+        json_str(s, access_name(c.access));
+        s.push_str(",\"scope\":");
+        json_str(s, c.scope.ptx());
+        let _ = write!(s, ",\"device\":{},\"smid\":{},\"block\":", c.device, c.smid);
+        json_dim(s, Some(c.block));
+        s.push_str(",\"thread\":");
+        json_dim(s, Some(c.thread));
+        s.push_str(",\"location\":");
+        json_loc(s, &c.location);
+        let p = &self.prior;
+        s.push_str("},\"prior\":{\"access\":");
+        json_str(s, access_name(p.access));
+        s.push_str(",\"scope\":");
+        json_str(s, p.scope.ptx());
+        let _ = write!(
+            s,
+            ",\"tid\":{},\"device\":{},\"smid\":{},\"epoch\":{},\"block\":",
+            p.tid, p.device, p.smid, p.epoch
+        );
+        json_dim(s, p.block);
+        s.push_str(",\"thread\":");
+        json_dim(s, p.thread);
+        s.push_str(",\"kernel\":");
+        match &p.kernel {
+            Some(k) => json_str(s, k),
+            None => s.push_str("null"),
+        }
+        s.push_str(",\"location\":");
+        json_loc(s, &p.location);
+        s.push_str("}}");
+    }
+}

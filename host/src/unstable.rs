@@ -1,0 +1,41 @@
+//! Internals for Vigil's own tests, benchmarks and tools. **No stability
+//! promise**: anything here may change in any release. A kernel author
+//! needs none of it (the crate root has the whole user API).
+//!
+//! - [`cpu`]: the CPU backend's executor, its sanitizer hooks and its race
+//!   sanitizer, for driving them without a [`Context`](crate::Context);
+//! - [`vmm`]: the sanitizer's shadow-memory allocator on CUDA virtual
+//!   memory, and the CUDA handles it takes;
+//! - [`ptx`], [`abi`]: the PTX `.entry` signature parser and the checks of
+//!   packed arguments and Rust signatures against it;
+//! - [`testing`]: GPU-test helpers (`VIGIL_REQUIRE_GPU`);
+//! - [`sys`]: the raw CUDA driver API (cudarc's `driver::sys`), for calls
+//!   Vigil does not wrap; every handle type exposes its raw value (`raw()`).
+
+pub use crate::abi::ptx;
+
+pub mod abi {
+    //! The launch ABI's checks and the parameter buffer's slot records:
+    //! what the launch path runs before any driver call, callable alone.
+    pub use crate::abi::check::{check_params, check_params_on, check_signature};
+    pub use crate::abi::params::{KernelParams, ParamSlot, SlotOrigin};
+}
+pub mod testing;
+/// The raw CUDA driver API (cudarc's `driver::sys`).
+pub use cudarc::driver::sys;
+
+pub mod cpu {
+    //! The CPU backend's parts: the executor, the hooks a CPU context
+    //! calls on its sanitizer, and the CPU race sanitizer.
+    pub use crate::backend::cpu::executor::{self, *};
+    pub use crate::backend::cpu::hooks;
+    pub use crate::backend::cpu::sanitizer;
+}
+
+pub mod vmm {
+    //! The shadow-memory allocator (design 3.1) and the CUDA handles its
+    //! calls accept besides a GPU [`Context`](crate::Context) and
+    //! [`Stream`](crate::Stream).
+    pub use crate::backend::cuda::vmm::*;
+    pub use crate::backend::cuda::{AsCudaDevice, AsCudaStream, CudaDevice, CudaEvent, CudaStream};
+}
