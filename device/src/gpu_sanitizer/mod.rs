@@ -6,7 +6,7 @@
 //! - `slots`: per-SM slots, one sanitizer thread per resident CTA.
 //! - `report`: the side table of earlier accesses and the report buffer.
 //! - `cta` (PTX): CTA entry and exit around the body.
-//! - `hooks` (PTX): [`GpuSanitizer`], the hooks every global access calls.
+//! - `hooks` (PTX): `GpuSanitizer`, the hooks every global access calls.
 //!
 //! The first three are plain atomics over memory and are unit-tested in
 //! the host build; the PTX-only parts use `arch::ptx` for `%smid`,

@@ -22,7 +22,7 @@ use std::sync::Arc;
 /// | constructor                                  | device | memory                        | launches |
 /// |----------------------------------------------|--------|-------------------------------|----------|
 /// | [`Context::new`], [`Context::default_device`] | GPU    | `cuMemAlloc`                  | plain PTX entry |
-/// | builder, GPU, sanitizer on                   | GPU    | the shadow allocator ([`CachingPool`] over [`Vmm`](crate::unstable::vmm::Vmm)) | plain PTX entry for now (see [`LaunchVariant`]) |
+/// | builder, GPU, sanitizer on                   | GPU    | the shadow allocator ([`CachingPool`] over [`Vmm`](crate::unstable::vmm::Vmm)) | the sanitized PTX entry `name__vigil` (see [`LaunchVariant`]) |
 /// | [`Context::cpu`], builder, CPU               | CPU    | aligned, zeroed host memory   | `K::run_host` on the [`CpuExecutor`] |
 /// | builder, CPU, sanitizer on                   | CPU    | host memory, reported to the [`CpuSanitizer`](crate::CpuSanitizer) | the checked host entry with the sanitizer's runtime |
 ///
@@ -108,20 +108,18 @@ impl Context {
         self.device() == DeviceId::Cpu
     }
 
-    /// True when the sanitizer is on. On the CPU backend launches then run
-    /// checked and [`Context::synchronize`] returns races. On a GPU every
-    /// buffer comes from the shadow allocator ([`Context::sanitizer_pool`]),
-    /// but launches still run the plain entry: the sanitized GPU launch
-    /// path is not written yet ([`Context::launch_variant`] says which runs).
+    /// True when the sanitizer is on: launches run checked (the CPU
+    /// backend's checked host entry; on a GPU the `name__vigil` entry, with
+    /// every buffer from the shadow allocator, [`Context::sanitizer_pool`])
+    /// and [`Context::synchronize`] returns races.
     pub fn is_sanitized(&self) -> bool {
         self.inner.is_sanitized()
     }
 
     /// Which kernel variant this context's launches run: the single place
-    /// that decides it. [`LaunchVariant::Sanitized`] on a sanitized CPU
-    /// context; [`LaunchVariant::Plain`] otherwise, including a sanitized
-    /// GPU context until its launch path (the `name__vigil` entry with
-    /// hidden arguments) lands.
+    /// that decides it. [`LaunchVariant::Sanitized`] on a sanitized context
+    /// (CPU: the checked host entry; GPU: the `name__vigil` entry with the
+    /// sanitizer's hidden arguments); [`LaunchVariant::Plain`] otherwise.
     pub fn launch_variant(&self) -> LaunchVariant {
         if self.is_sanitized() && self.inner.runs_sanitized_launches() {
             LaunchVariant::Sanitized
@@ -219,8 +217,8 @@ impl Context {
     }
 
     /// Takes the races found since the last collection without
-    /// synchronising (empty when the sanitizer is off, and on a GPU until
-    /// its sanitized launch path lands).
+    /// synchronising (empty when the sanitizer is off; on a GPU, records of
+    /// kernels still running may come at a later call).
     pub fn take_race_reports(&self) -> RaceReports {
         self.inner.take_reports()
     }
