@@ -56,6 +56,22 @@ pub enum Error {
         code: u32,
     },
 
+    /// A kernel trapped or faulted (an out-of-bounds index traps, so does a
+    /// sanitized kernel whose sanitizer ran out of room). The driver then
+    /// fails every later call on the context with the same error.
+    #[error(
+        "{call}: a kernel faulted ({name}, {code}); the CUDA context is now unusable: \
+         every later call on it fails, so end the process (or reset the device) to use the GPU again"
+    )]
+    KernelFault {
+        /// The driver function that reported it, e.g. `cuCtxSynchronize`.
+        call: &'static str,
+        /// The `CUresult` name, e.g. `CUDA_ERROR_ILLEGAL_INSTRUCTION`.
+        name: String,
+        /// The numeric `CUresult`.
+        code: u32,
+    },
+
     /// A driver entry point could not be called (a missing symbol in an old
     /// driver library: the dynamic loader panicked and the panic was caught).
     #[error("{call}: the CUDA driver library could not provide it: {message}")]
@@ -307,6 +323,7 @@ impl Error {
     pub fn driver_code(&self) -> Option<u32> {
         match self {
             Error::Driver { code, .. }
+            | Error::KernelFault { code, .. }
             | Error::PtxLoad { code, .. }
             | Error::Launch { code, .. } => Some(*code),
             _ => None,

@@ -296,3 +296,10 @@ pub fn same_sm_writes(data: GlobalSliceMut<u32>) {
     let sm = sm_id() as usize % data.len();
     data.store(sm, block_idx().x); // @same-sm-write
 }
+
+/// Writes `data[i]` without checking `i` first: an index past the end
+/// panics, which traps the kernel on a GPU.
+#[kernel]
+pub fn write_at(data: GlobalSliceMut<u32>, i: u32) {
+    data.store(i as usize, 1);
+}

@@ -29,12 +29,22 @@ pub(crate) fn call_raw(name: &'static str, f: impl FnOnce() -> CUresult) -> Resu
     })
 }
 
-/// The error for a failed driver call.
+/// The error for a failed driver call: [`Error::KernelFault`] for the
+/// sticky errors a faulting kernel leaves on its context, else
+/// [`Error::Driver`].
 pub(crate) fn driver_error(call: &'static str, r: CUresult) -> Error {
-    Error::Driver {
-        call,
-        name: format!("{r:?}"),
-        code: r as u32,
+    use CUresult::*;
+    let (name, code) = (format!("{r:?}"), r as u32);
+    match r {
+        CUDA_ERROR_ILLEGAL_ADDRESS
+        | CUDA_ERROR_LAUNCH_FAILED
+        | CUDA_ERROR_ILLEGAL_INSTRUCTION
+        | CUDA_ERROR_MISALIGNED_ADDRESS
+        | CUDA_ERROR_INVALID_ADDRESS_SPACE
+        | CUDA_ERROR_INVALID_PC
+        | CUDA_ERROR_HARDWARE_STACK_ERROR
+        | CUDA_ERROR_ASSERT => Error::KernelFault { call, name, code },
+        _ => Error::Driver { call, name, code },
     }
 }
 
@@ -140,4 +150,21 @@ pub fn driver_version() -> Result<(u32, u32)> {
     drv!(cuDriverGetVersion(&mut v))?;
     let v = v.max(0) as u32;
     Ok((v / 1000, (v % 1000) / 10))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A trap is told apart from other failures, and says the context is
+    /// gone.
+    #[test]
+    fn a_trapped_kernel_is_a_kernel_fault() {
+        let e = driver_error("cuCtxSynchronize", CUresult::CUDA_ERROR_ILLEGAL_INSTRUCTION);
+        assert!(matches!(e, Error::KernelFault { .. }), "{e:?}");
+        assert!(e.to_string().contains("context is now unusable"), "{e}");
+        assert_eq!(e.driver_code(), Some(715));
+        let oom = driver_error("cuMemAlloc_v2", CUresult::CUDA_ERROR_OUT_OF_MEMORY);
+        assert!(matches!(oom, Error::Driver { .. }), "{oom:?}");
+    }
 }
