@@ -78,12 +78,14 @@ pub struct PriorAccess {
     pub access: AccessKind,
     /// Its scope (meaningful for atomics).
     pub scope: Scope,
-    /// Sanitizer thread (`device_rank * num_sms + smid`).
+    /// Sanitizer thread (on a GPU, one per resident CTA slot of an SM; on
+    /// the CPU backend, a clock slot a block held).
     pub tid: u32,
     /// Device rank of that thread.
     pub device: u32,
-    /// SM of that thread.
-    pub smid: u32,
+    /// SM of that thread, when its id says it (a GPU); `None` on the CPU
+    /// backend, where a clock slot is not tied to a virtual SM.
+    pub smid: Option<u32>,
     /// The thread's epoch at the access.
     pub epoch: u32,
     /// `blockIdx`, when known.
@@ -192,14 +194,16 @@ impl fmt::Display for RaceReport {
         let p = &self.prior;
         write!(
             f,
-            "  earlier:     {}{} by sanitizer thread {} (device {} SM {}, epoch {})",
+            "  earlier:     {}{} by sanitizer thread {} (device {}",
             access_name(p.access),
             scope_suffix(p.access, p.scope),
             p.tid,
             p.device,
-            p.smid,
-            p.epoch
         )?;
+        if let Some(sm) = p.smid {
+            write!(f, " SM {sm}")?;
+        }
+        write!(f, ", epoch {})", p.epoch)?;
         if let Some(b) = p.block {
             write!(f, ", block {}", Coord(b))?;
         }
@@ -314,6 +318,22 @@ impl RaceReports {
             self.duplicates, self.dropped
         );
         s
+    }
+
+    /// Appends [`RaceReports::to_json`] and a newline to the file at
+    /// `path` (created if missing): one line per call, so a file written
+    /// over a run is JSON Lines.
+    pub fn append_json(&self, path: &std::path::Path) -> std::io::Result<()> {
+        use std::io::Write as _;
+        let mut line = self.to_json();
+        line.push('\n');
+        // One write call per line: appends from several contexts or
+        // processes do not interleave within a line.
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?
+            .write_all(line.as_bytes())
     }
 }
 
@@ -439,11 +459,14 @@ impl RaceReport {
         json_str(s, access_name(p.access));
         s.push_str(",\"scope\":");
         json_str(s, p.scope.ptx());
-        let _ = write!(
-            s,
-            ",\"tid\":{},\"device\":{},\"smid\":{},\"epoch\":{},\"block\":",
-            p.tid, p.device, p.smid, p.epoch
-        );
+        let _ = write!(s, ",\"tid\":{},\"device\":{},\"smid\":", p.tid, p.device);
+        match p.smid {
+            Some(sm) => {
+                let _ = write!(s, "{sm}");
+            }
+            None => s.push_str("null"),
+        }
+        let _ = write!(s, ",\"epoch\":{},\"block\":", p.epoch);
         json_dim(s, p.block);
         s.push_str(",\"thread\":");
         json_dim(s, p.thread);

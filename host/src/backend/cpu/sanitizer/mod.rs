@@ -57,11 +57,15 @@
 //! - **Reports** go to a bounded buffer
 //!   ([`CpuSanitizerConfig::report_capacity`] records; more are counted as
 //!   dropped, never a crash) and come back de-duplicated by kind and
-//!   location pair as [`RaceReports`]. In reports the current access's
-//!   `smid` is the virtual SM (worker) that ran it; the prior access's
-//!   `tid` and `smid` are its clock slot.
+//!   location pair as [`RaceReports`]. Records become reports through the
+//!   decoder both backends share ([`crate::sanitizer::decode`]), with a
+//!   resolver over host memory and the launch history (`resolve.rs`). In
+//!   reports the current access's `smid` is the virtual SM (worker) that
+//!   ran it; the prior access's `tid` is its clock slot, which names no
+//!   SM (`smid` is `None`).
 
 mod arena;
+mod resolve;
 
 pub use arena::{Allocation, ArenaError};
 
@@ -69,11 +73,11 @@ use super::executor::{CpuError, LaunchStats};
 use super::hooks::{
     CpuSanitizer, CpuSanitizerParams, HostAllocation, HostBufferAllocator, HostSync, LaunchInfo,
 };
-use crate::sanitizer::report::{
-    PriorAccess, RaceAccess, RaceAllocation, RaceReport, RaceReports, SourceLocation,
-};
+use crate::sanitizer::decode::{decode_report, unpack_access, PriorSite};
+use crate::sanitizer::report::{RaceReport, RaceReports};
 use crate::types::{EventId, StreamId};
 use arena::{Arena, SideEntry, ZeroedWords};
+use resolve::CpuResolver;
 use std::collections::HashMap;
 use std::panic::Location;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering as MemOrder};
@@ -283,12 +287,6 @@ fn join(a: &mut [u32], b: &[u32]) {
 /// Linear index of `i` in `extent`, x fastest.
 fn linear(i: Dim3, extent: Dim3) -> u64 {
     u64::from(i.x) + u64::from(extent.x) * (u64::from(i.y) + u64::from(extent.y) * u64::from(i.z))
-}
-
-/// The coordinate of linear index `i` in `extent`, x fastest.
-fn unlinear(i: u64, extent: crate::Dim3) -> crate::Dim3 {
-    let (x, y) = (u64::from(extent.x.max(1)), u64::from(extent.y.max(1)));
-    crate::Dim3::new((i % x) as u32, (i / x % y) as u32, (i / (x * y)) as u32)
 }
 
 impl CpuRaceSanitizer {
@@ -547,19 +545,20 @@ impl CpuRaceSanitizer {
         }
     }
 
-    /// Turns an engine record into a report and stores it (or counts it).
+    /// Turns an engine record into a report (through the shared decoder)
+    /// and stores it, or counts it; `smid` is the virtual SM the reporting
+    /// access ran on.
     #[cold]
     #[inline(never)]
-    fn report(&self, t: &ThreadContext<'_>, r: &RawReport, loc: &'static Location<'static>) {
+    fn report(&self, r: &RawReport, smid: u32) {
         if lock(&self.reports).len() >= self.report_capacity {
             self.dropped.fetch_add(1, MemOrder::Relaxed);
             return;
         }
-        let (access, scope) = unpack_access(r.access);
-        let (prior_access, prior_scope) = unpack_access(r.prior_access);
-        let kind = r.report_kind().unwrap_or(ReportKind::WriteAfterWrite);
+        let (prior_access, _) = unpack_access(r.prior_access);
+        let is_error = r.report_kind().is_none_or(ReportKind::is_error);
         let base = self.cfg.real_base;
-        let side = if r.address >= base && !kind.is_error() {
+        let side = if r.address >= base && !is_error {
             let word = (r.address - base) / 4;
             let lookup = || self.mem.arena.last_access(word, prior_access.writes());
             // The prior access updates the side table just after the
@@ -577,85 +576,36 @@ impl CpuRaceSanitizer {
         } else {
             None
         };
+        let prior = side.map(|e| PriorSite {
+            location: e.loc,
+            tid: u32::from(e.tid),
+            block: e.block,
+            thread: u32::from(e.thread),
+            launch: u32::from(e.launch),
+        });
         let launches = lock(&self.launches);
-        let current = &launches[r.site.kernel_id as usize % LAUNCH_HISTORY];
-        let mut prior = PriorAccess {
-            access: prior_access,
-            scope: prior_scope,
-            tid: r.prior_tid,
-            device: 0,
-            smid: r.prior_tid,
-            epoch: r.prior_epoch,
-            block: None,
-            thread: None,
-            kernel: None,
-            location: None,
+        let resolver = CpuResolver {
+            sanitizer: self,
+            launches: &launches,
+            current: (r.tid, smid),
         };
-        if let Some(e) = side {
-            // SAFETY: side entries only hold addresses of
-            // `&'static Location<'static>` values, written by `note`.
-            let l: &'static Location<'static> = unsafe { &*(e.loc as *const Location<'static>) };
-            prior.location = Some(SourceLocation::from_std(l));
-            if u32::from(e.tid) == r.prior_tid {
-                let launch = &launches[e.launch as usize];
-                prior.block = Some(unlinear(u64::from(e.block), launch.grid));
-                prior.thread = Some(unlinear(u64::from(e.thread), launch.block));
-                prior.kernel = Some(launch.kernel.clone());
-            }
-        }
-        let report = RaceReport {
-            kind,
-            address: r.address,
-            size: r.size,
-            allocation: self.allocation_of(r.address).map(|a| RaceAllocation {
-                base: a.address,
-                size: a.size,
-                offset: r.address - a.address,
-            }),
-            kernel: current.kernel.clone(),
-            current: RaceAccess {
-                access,
-                scope,
-                device: 0,
-                smid: t.smid,
-                block: t.block_idx,
-                thread: t.thread_idx,
-                location: Some(SourceLocation::from_std(loc)),
-            },
-            prior,
-        };
+        let report = decode_report(r, prior.as_ref(), &resolver);
         drop(launches);
         let mut reports = lock(&self.reports);
-        if reports.len() < self.report_capacity {
-            reports.push(report);
-        } else {
-            self.dropped.fetch_add(1, MemOrder::Relaxed);
+        match report {
+            Some(report) if reports.len() < self.report_capacity => reports.push(report),
+            _ => {
+                self.dropped.fetch_add(1, MemOrder::Relaxed);
+            }
         }
     }
 
     #[inline(always)]
-    fn outcome(&self, t: &ThreadContext<'_>, out: Outcome, loc: &'static Location<'static>) {
+    fn outcome(&self, t: &ThreadContext<'_>, out: Outcome) {
         if let Outcome::Race(r) | Outcome::Error(r) = out {
-            self.report(t, &r, loc);
+            self.report(&r, t.smid);
         }
     }
-}
-
-/// An engine-packed access (kind in bits 0..8, scope in 8..16).
-fn unpack_access(v: u32) -> (AccessKind, Scope) {
-    let kind = match v & 0xff {
-        0 => AccessKind::Read,
-        1 => AccessKind::Write,
-        2 => AccessKind::AtomicRead,
-        3 => AccessKind::AtomicWrite,
-        _ => AccessKind::AtomicRmw,
-    };
-    let scope = match (v >> 8) & 0xff {
-        0 => Scope::Block,
-        1 => Scope::Device,
-        _ => Scope::System,
-    };
-    (kind, scope)
 }
 
 /// The engine's atomic operation for an access the kernel API describes.
@@ -716,7 +666,7 @@ impl SanitizerRuntime for CpuRaceSanitizer {
         let out = self
             .engine()
             .access(tid, addr as u64, size as u32, write, &site);
-        self.outcome(t, out, loc);
+        self.outcome(t, out);
         self.note(&site, tid, addr, size, write, loc);
     }
 
@@ -741,7 +691,7 @@ impl SanitizerRuntime for CpuRaceSanitizer {
                 wrote
             },
         );
-        self.outcome(t, out, loc);
+        self.outcome(t, out);
         self.note(&site, tid, access.addr, access.size, wrote, loc);
     }
 
