@@ -72,7 +72,9 @@ pub use arena::{Allocation, ArenaError};
 use super::executor::{CpuError, LaunchStats};
 use super::hooks::{
     CpuSanitizer, CpuSanitizerParams, HostAllocation, HostBufferAllocator, HostSync, LaunchInfo,
+    TransferInfo,
 };
+use crate::backend::transfer::TransferKind;
 use crate::sanitizer::decode::{decode_report, unpack_access, PriorSite};
 use crate::sanitizer::report::{RaceReport, RaceReports};
 use crate::types::{EventId, StreamId};
@@ -93,6 +95,15 @@ use vigil_shared::engine::{
     sc_fence_words, AtomicOp, AtomicOpKind, Engine, EngineConfig, EngineMemory, Outcome,
 };
 use vigil_shared::{AccessKind, Ordering, Scope};
+
+/// Bytes of a host-issued copy checked as one access: a racy copy gives
+/// one report per chunk (de-duplicated into one), and the shadow of a
+/// chunk after a race is still updated.
+const TRANSFER_CHUNK: u64 = 64 << 10;
+
+/// The `smid` a copy's or fill's accesses are reported with (it runs on
+/// the host, not on a virtual SM).
+const TRANSFER_SM: u32 = 0;
 
 /// Launches whose shapes and names the sanitizer remembers (for naming
 /// the kernel, block and thread of a prior access).
@@ -120,6 +131,8 @@ pub struct CpuSanitizerConfig {
     pub report_capacity: usize,
     /// Seed of the engine's random evictions.
     pub seed: u32,
+    /// Stop a launch at its first race (see [`CpuRaceSanitizer::take_halt`]).
+    pub halt_on_error: bool,
 }
 
 impl Default for CpuSanitizerConfig {
@@ -132,6 +145,7 @@ impl Default for CpuSanitizerConfig {
             pool_records: 1 << 22,
             report_capacity: 1024,
             seed: 0x5eed,
+            halt_on_error: false,
         }
     }
 }
@@ -147,6 +161,7 @@ impl CpuSanitizerConfig {
             clock_buffer_size: p.config.clock_buffer_size(),
             pool_records: p.config.shadow_pool_records().max(1 << 16),
             seed: p.config.seed(),
+            halt_on_error: p.config.halt_on_error(),
             ..d
         }
     }
@@ -262,6 +277,9 @@ pub struct CpuRaceSanitizer {
     reports: Mutex<Vec<RaceReport>>,
     report_capacity: usize,
     dropped: AtomicUsize,
+    halt_on_error: bool,
+    /// A kernel hook stopped the launch in progress at a race.
+    halted: AtomicBool,
 }
 
 impl std::fmt::Debug for CpuRaceSanitizer {
@@ -355,6 +373,8 @@ impl CpuRaceSanitizer {
             reports: Mutex::new(Vec::new()),
             report_capacity: c.report_capacity,
             dropped: AtomicUsize::new(0),
+            halt_on_error: c.halt_on_error,
+            halted: AtomicBool::new(false),
         };
         for tid in 0..n {
             san.engine().init_thread(tid);
@@ -604,7 +624,70 @@ impl CpuRaceSanitizer {
     fn outcome(&self, t: &ThreadContext<'_>, out: Outcome) {
         if let Outcome::Race(r) | Outcome::Error(r) = out {
             self.report(&r, t.smid);
+            if self.halt_on_error {
+                self.halt();
+            }
         }
+    }
+
+    /// Stops the launch in progress: unwinds the racing thread's block
+    /// (the executor starts no further block), flagged so that the
+    /// backend ends the launch without an error ([`CpuRaceSanitizer::take_halt`]).
+    #[cold]
+    #[inline(never)]
+    fn halt(&self) -> ! {
+        self.halted.store(true, MemOrder::Relaxed);
+        panic!("vigil: the sanitizer stopped the launch at its first race (halt on error)");
+    }
+
+    /// True once after a launch that a race stopped (halt on error).
+    pub fn take_halt(&self) -> bool {
+        self.halted.swap(false, MemOrder::Relaxed)
+    }
+
+    /// Checks a host-issued copy or fill as accesses of `stream`: a
+    /// one-thread "launch" named after the transfer (`host-to-device copy
+    /// on stream #2`), ordered on its stream like a kernel, reading and
+    /// writing the device ranges at `caller`. Races are reported, never
+    /// halted on (the host thread is not a kernel thread to unwind).
+    pub fn transfer(
+        &self,
+        stream: StreamId,
+        kind: TransferKind,
+        reads: Option<(u64, u64)>,
+        writes: Option<(u64, u64)>,
+        caller: &'static Location<'static>,
+    ) {
+        let one = crate::Dim3::new(1, 1, 1);
+        self.begin_launch(stream, &format!("{kind} on {stream}"), one, one);
+        let slot = self.claim_slot();
+        let k = self.kernel_id.load(MemOrder::Relaxed);
+        self.engine().kernel_entry(slot, &self.ring, k);
+        let site = AccessSite {
+            file_ptr: caller.file().as_ptr() as u64,
+            file_len: caller.file().len() as u32,
+            line: caller.line(),
+            col: caller.column(),
+            kernel_id: k,
+            ..AccessSite::default()
+        };
+        let ranges = reads.map(|r| (r, false)).into_iter();
+        for ((addr, bytes), write) in ranges.chain(writes.map(|w| (w, true))) {
+            let end = addr.saturating_add(bytes);
+            let mut at = addr;
+            while at < end {
+                let size = (end - at).min(TRANSFER_CHUNK) as usize;
+                let out = self.engine().access(slot, at, size as u32, write, &site);
+                if let Outcome::Race(r) | Outcome::Error(r) = out {
+                    self.report(&r, TRANSFER_SM);
+                }
+                self.note(&site, slot, at as usize, size, write, caller);
+                at += size as u64;
+            }
+        }
+        self.engine().kernel_exit(slot, &self.ring, k);
+        self.busy[slot as usize].store(false, MemOrder::Release);
+        self.end_launch();
     }
 }
 
@@ -748,6 +831,14 @@ impl CpuSanitizer for CpuRaceSanitizer {
 
     fn on_launch_end(&self, _launch: &LaunchInfo<'_>, _outcome: Result<&LaunchStats, &CpuError>) {
         self.end_launch();
+    }
+
+    fn on_transfer(&self, t: &TransferInfo) {
+        self.transfer(t.stream, t.kind, t.reads, t.writes, t.caller);
+    }
+
+    fn take_halt(&self) -> bool {
+        CpuRaceSanitizer::take_halt(self)
     }
 
     fn on_free(&self, alloc: HostAllocation) {
