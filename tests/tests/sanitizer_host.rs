@@ -449,3 +449,41 @@ fn malformed_settings_name_the_variable() {
         .unwrap_err();
     assert!(e.to_string().contains("report_path"), "{e}");
 }
+
+/// Run as a child by [`a_misspelt_variable_is_warned_about_once`]: reads
+/// the environment twice, as a program opening two contexts would.
+#[test]
+#[ignore = "run as a child process by a_misspelt_variable_is_warned_about_once"]
+fn child_reads_the_environment_twice() {
+    for _ in 0..2 {
+        let b = Context::builder().cpu().env_vars();
+        let ctx = b.build().expect("a CPU context");
+        // The misspelling changes nothing: the context is not sanitized.
+        assert!(!ctx.is_sanitized());
+    }
+}
+
+#[test]
+fn a_misspelt_variable_is_warned_about_once() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "child_reads_the_environment_twice",
+            "--nocapture",
+        ])
+        .env("VIGIL_SANITISE", "1")
+        .env_remove("VIGIL_SANITIZE")
+        .output()
+        .expect("the test binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("1 passed"),
+        "the child test did not run: {stdout}"
+    );
+    let warning =
+        "vigil: unknown environment variable VIGIL_SANITISE (ignored); did you mean VIGIL_SANITIZE?";
+    assert_eq!(stderr.matches(warning).count(), 1, "{stderr}");
+}

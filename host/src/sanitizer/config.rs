@@ -116,7 +116,10 @@ impl VmmConfig {
     }
 
     /// The defaults overridden by the `VIGIL_*` variables of this process.
+    /// Warns once per process about unknown `VIGIL_*` variables
+    /// ([`warn_unknown_variables`](super::env::warn_unknown_variables)).
     pub fn from_env() -> Result<VmmConfig, ConfigError> {
+        super::env::warn_unknown_variables();
         VmmConfig::builder()
             .env(|name| std::env::var(name).ok())
             .build()

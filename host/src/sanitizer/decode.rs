@@ -13,7 +13,9 @@
 //! as a [`PriorSite`]; they are trusted only when it names the thread the
 //! engine recorded.
 
-use super::report::{PriorAccess, RaceAccess, RaceAllocation, RaceReport, SourceLocation};
+use super::report::{
+    PriorAccess, RaceAccess, RaceAllocation, RaceReport, RaceReports, SourceLocation,
+};
 use crate::types::Dim3;
 use vigil_shared::abi::{RaceReport as RawReport, ReportKind};
 use vigil_shared::{AccessKind, Scope};
@@ -153,6 +155,30 @@ pub fn decode_report(
         current,
         prior: decode_prior(raw, kind, prior, resolver),
     })
+}
+
+/// Decodes a report buffer's records into de-duplicated [`RaceReports`]:
+/// `claimed` is how many records the runtime tried to write (a buffer
+/// header's count, which may exceed the records it held); claims that
+/// were not written, and records of unknown kinds, count as dropped.
+pub fn decode_all<'r>(
+    records: impl IntoIterator<Item = (&'r RawReport, Option<&'r PriorSite>)>,
+    claimed: u64,
+    resolver: &dyn ReportResolver,
+) -> RaceReports {
+    let mut out = RaceReports::new();
+    let mut seen = 0u64;
+    for (raw, prior) in records {
+        seen += 1;
+        match decode_report(raw, prior, resolver) {
+            Some(r) => {
+                out.push(r);
+            }
+            None => out.add_dropped(1),
+        }
+    }
+    out.add_dropped(claimed.saturating_sub(seen));
+    out
 }
 
 /// The earlier access: the engine's thread and epoch, and what the side
@@ -344,6 +370,32 @@ mod tests {
         let r = decode_report(&raw(ReportKind::ShadowPoolExhausted), Some(&site), &Table).unwrap();
         assert_eq!(r.prior.location, None);
         assert!(r.kind.is_error());
+    }
+
+    #[test]
+    fn a_buffer_decodes_into_deduplicated_reports_with_drops_counted() {
+        let site = PriorSite {
+            location: 7,
+            tid: 8,
+            launch: 1,
+            ..PriorSite::default()
+        };
+        let mut bad = raw(ReportKind::ReadAfterWrite);
+        bad.kind = 99;
+        let (a, b) = (
+            raw(ReportKind::ReadAfterWrite),
+            raw(ReportKind::WriteAfterRead),
+        );
+        let records = [
+            (&a, Some(&site)),
+            (&a, Some(&site)),
+            (&b, None),
+            (&bad, None),
+        ];
+        // 6 claims, 4 records written: 2 never written, 1 unreadable.
+        let out = decode_all(records, 6, &Table);
+        assert_eq!((out.len(), out.duplicates(), out.dropped()), (2, 1, 3));
+        assert_eq!(out.reports()[1].kind, ReportKind::WriteAfterRead);
     }
 
     #[test]

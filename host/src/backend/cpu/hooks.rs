@@ -5,8 +5,9 @@
 //! host entry ([`checked_entry`](super::executor::checked_entry)) with the
 //! [`SanitizerRuntime`] that [`CpuSanitizer::runtime_for_launch`] returns,
 //! and reports everything that orders work to the sanitizer: launches
-//! (begin and end), allocations and frees, event records, stream waits and
-//! host synchronisation. [`Context::synchronize`](crate::Context::synchronize)
+//! (begin and end), allocations and frees, copies and fills (accesses of
+//! their stream, [`CpuSanitizer::on_transfer`]), event records, stream
+//! waits and host synchronisation. [`Context::synchronize`](crate::Context::synchronize)
 //! and [`Stream::synchronize`](crate::Stream::synchronize) then collect
 //! [`CpuSanitizer::take_reports`] and return them as
 //! [`Error::Races`](crate::Error#variant.Races).
