@@ -38,8 +38,9 @@ use std::sync::Arc;
 /// | `VIGIL_SANITIZE` | `1`/`0`, `on`/`off`, `true`/`false`, `yes`/`no`      | off     |
 ///
 /// The sanitizer's own variables (`VIGIL_SEED`, `VIGIL_CLOCK_BUFFER_SIZE`,
-/// ...) are [`VmmConfig`](crate::VmmConfig)'s. A malformed value is [`Error::Config`], naming
-/// the variable, the value and what is accepted.
+/// `VIGIL_HALT_ON_ERROR`, `VIGIL_REPORT`, ...) are [`VmmConfig`](crate::VmmConfig)'s. A malformed value is [`Error::Config`], naming
+/// the variable, the value and what is accepted; an unknown `VIGIL_*`
+/// variable is warned about once on stderr, with the closest known name.
 ///
 /// Cheap to clone (reference counted); every stream, buffer and module keeps
 /// its context alive. GPU methods make the context current on the calling

@@ -26,7 +26,8 @@
 //! the file is never truncated, so earlier runs' lines stay (JSON Lines).
 //!
 //! Every `VIGIL_*` name the project reads is listed once, in
-//! [`env`](super::env); an unknown one is warned about on stderr.
+//! [`unstable::env`](crate::unstable::env); an unknown one is warned about
+//! on stderr.
 
 use std::path::{Path, PathBuf};
 use vigil_shared::address::MAX_DEVICES;
@@ -117,7 +118,7 @@ impl VmmConfig {
 
     /// The defaults overridden by the `VIGIL_*` variables of this process.
     /// Warns once per process about unknown `VIGIL_*` variables
-    /// ([`warn_unknown_variables`](super::env::warn_unknown_variables)).
+    /// ([`warn_unknown_variables`](crate::unstable::env::warn_unknown_variables)).
     pub fn from_env() -> Result<VmmConfig, ConfigError> {
         super::env::warn_unknown_variables();
         VmmConfig::builder()
