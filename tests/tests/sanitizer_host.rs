@@ -164,57 +164,62 @@ impl Between {
     }
 }
 
-const ORDERINGS: [Between; 2] = [Between::Event, Between::HostSync];
+/// What one case saw, and between which accesses it expects a race when
+/// nothing orders them.
+struct Observed {
+    races: RaceReports,
+    current: Side,
+    prior: Side,
+}
+
+/// Runs `case` with nothing ordering its two operations (exactly one race,
+/// of `kind`, between the accesses it names), then with an event and with
+/// a host synchronisation between them (no race).
+fn racy_unless_ordered(kind: ReportKind, case: impl Fn(Between) -> Observed) {
+    let o = case(Between::Nothing);
+    assert_one_race(&o.races, kind, o.current, o.prior);
+    for between in [Between::Event, Between::HostSync] {
+        let o = case(between);
+        assert!(o.races.is_empty(), "{between:?}: {}", o.races);
+    }
+}
 
 /// A kernel on stream b reads `data` while a host-to-device copy on
 /// stream a writes it: the copy (issued second) is the reporting access.
 #[test]
 fn host_to_device_copy_after_a_kernel_read_on_another_stream() {
-    let run = |between: Between| {
+    racy_unless_ordered(ReportKind::WriteAfterRead, |between| {
         let t = Bench::new();
         let (mut data, mut out) = (t.zeros(1), t.zeros(1));
         t.read(&t.b, &mut data, &mut out);
         between.apply(&t.b, &t.a);
         let line = line!() + 1;
         data.copy_from_host(&t.a, &[7]).unwrap();
-        (t.races(), line, t)
-    };
-    let (races, line, t) = run(Between::Nothing);
-    assert_one_race(
-        &races,
-        ReportKind::WriteAfterRead,
-        copy_side("host-to-device copy", &t.a, line),
-        kernel_side("read_one", "read-one"),
-    );
-    for between in ORDERINGS {
-        assert!(run(between).0.is_empty(), "{between:?}");
-    }
+        Observed {
+            races: t.races(),
+            current: copy_side("host-to-device copy", &t.a, line),
+            prior: kernel_side("read_one", "read-one"),
+        }
+    });
 }
 
 /// A kernel on stream a writes `data`; a device-to-host copy on stream b
 /// reads it.
 #[test]
 fn device_to_host_copy_after_a_kernel_write_on_another_stream() {
-    let run = |between: Between| {
+    racy_unless_ordered(ReportKind::ReadAfterWrite, |between| {
         let t = Bench::new();
         let mut data = t.zeros(1);
         t.write(&t.a, &mut data, 5);
         between.apply(&t.a, &t.b);
         let line = line!() + 1;
-        let got = data.to_vec(&t.b).unwrap();
-        assert_eq!(got, [5]);
-        (t.races(), line, t)
-    };
-    let (races, line, t) = run(Between::Nothing);
-    assert_one_race(
-        &races,
-        ReportKind::ReadAfterWrite,
-        copy_side("device-to-host copy", &t.b, line),
-        kernel_side("write_one", "write-one"),
-    );
-    for between in ORDERINGS {
-        assert!(run(between).0.is_empty(), "{between:?}");
-    }
+        assert_eq!(data.to_vec(&t.b).unwrap(), [5]);
+        Observed {
+            races: t.races(),
+            current: copy_side("device-to-host copy", &t.b, line),
+            prior: kernel_side("write_one", "write-one"),
+        }
+    });
 }
 
 /// A device-to-device copy on stream a writes `data`; a kernel on stream
@@ -222,7 +227,7 @@ fn device_to_host_copy_after_a_kernel_write_on_another_stream() {
 /// access, named with its stream and line.
 #[test]
 fn kernel_read_after_a_device_to_device_copy_on_another_stream() {
-    let run = |between: Between| {
+    racy_unless_ordered(ReportKind::ReadAfterWrite, |between| {
         let t = Bench::new();
         let (mut data, mut out) = (t.zeros(1), t.zeros(1));
         let src = DeviceBuffer::from_slice(&t.a, &[9u32]).unwrap();
@@ -232,86 +237,67 @@ fn kernel_read_after_a_device_to_device_copy_on_another_stream() {
         t.read(&t.b, &mut data, &mut out);
         let races = t.races();
         assert_eq!(out.to_vec(&t.a).unwrap(), [9]);
-        (races, line, t)
-    };
-    let (races, line, t) = run(Between::Nothing);
-    assert_one_race(
-        &races,
-        ReportKind::ReadAfterWrite,
-        kernel_side("read_one", "read-one"),
-        copy_side("device-to-device copy", &t.a, line),
-    );
-    for between in ORDERINGS {
-        assert!(run(between).0.is_empty(), "{between:?}");
-    }
+        Observed {
+            races,
+            current: kernel_side("read_one", "read-one"),
+            prior: copy_side("device-to-device copy", &t.a, line),
+        }
+    });
 }
 
 /// A kernel on stream a writes the source of a device-to-device copy on
 /// stream b: the copy's read races.
 #[test]
 fn device_to_device_copy_reading_what_a_kernel_writes() {
-    let run = |between: Between| {
+    racy_unless_ordered(ReportKind::ReadAfterWrite, |between| {
         let t = Bench::new();
         let (mut src, mut dst) = (t.zeros(1), t.zeros(1));
         t.write(&t.a, &mut src, 3);
         between.apply(&t.a, &t.b);
         let line = line!() + 1;
         dst.copy_from(&t.b, &src).unwrap();
-        (t.races(), line, t)
-    };
-    let (races, line, t) = run(Between::Nothing);
-    assert_one_race(
-        &races,
-        ReportKind::ReadAfterWrite,
-        copy_side("device-to-device copy", &t.b, line),
-        kernel_side("write_one", "write-one"),
-    );
-    for between in ORDERINGS {
-        assert!(run(between).0.is_empty(), "{between:?}");
-    }
+        Observed {
+            races: t.races(),
+            current: copy_side("device-to-device copy", &t.b, line),
+            prior: kernel_side("write_one", "write-one"),
+        }
+    });
 }
 
-/// Memsets against kernels, both ways round: a memset on stream a then a
-/// kernel write on stream b, and a kernel write on stream a then a memset
-/// on stream b.
+/// A memset on stream a, then a kernel write on stream b.
 #[test]
-fn memsets_race_with_kernels_on_other_streams() {
-    let memset_first = |between: Between| {
+fn kernel_write_after_a_memset_on_another_stream() {
+    racy_unless_ordered(ReportKind::WriteAfterWrite, |between| {
         let t = Bench::new();
         let mut data = t.zeros(1);
         let line = line!() + 1;
         data.fill_zero(&t.a).unwrap();
         between.apply(&t.a, &t.b);
         t.write(&t.b, &mut data, 1);
-        (t.races(), line, t)
-    };
-    let (races, line, t) = memset_first(Between::Nothing);
-    assert_one_race(
-        &races,
-        ReportKind::WriteAfterWrite,
-        kernel_side("write_one", "write-one"),
-        copy_side("memset", &t.a, line),
-    );
-    let kernel_first = |between: Between| {
+        Observed {
+            races: t.races(),
+            current: kernel_side("write_one", "write-one"),
+            prior: copy_side("memset", &t.a, line),
+        }
+    });
+}
+
+/// A kernel write on stream a, then a memset on stream b.
+#[test]
+fn memset_after_a_kernel_write_on_another_stream() {
+    racy_unless_ordered(ReportKind::WriteAfterWrite, |between| {
         let t = Bench::new();
         let mut data = t.zeros(1);
         t.write(&t.a, &mut data, 1);
         between.apply(&t.a, &t.b);
         let line = line!() + 1;
         data.fill_zero(&t.b).unwrap();
-        (t.races(), line, t)
-    };
-    let (races, line, t) = kernel_first(Between::Nothing);
-    assert_one_race(
-        &races,
-        ReportKind::WriteAfterWrite,
-        copy_side("memset", &t.b, line),
-        kernel_side("write_one", "write-one"),
-    );
-    for between in ORDERINGS {
-        assert!(memset_first(between).0.is_empty(), "{between:?}");
-        assert!(kernel_first(between).0.is_empty(), "{between:?}");
-    }
+        Observed {
+            races: t.races(),
+            current: copy_side("memset", &t.b, line),
+            prior: kernel_side("write_one", "write-one"),
+        }
+    });
 }
 
 /// Copies and kernels on one stream are ordered: no report.
