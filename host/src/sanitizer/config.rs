@@ -1,4 +1,4 @@
-//! [`VmmConfig`]: the allocator's settings, from a builder and from
+//! [`VmmConfig`]: the sanitizer's settings (both backends), from a builder and from
 //! `VIGIL_*` environment variables (design 3.5). Malformed values are a
 //! [`ConfigError`] naming the variable (or builder option), the value and
 //! what is accepted. The configuration freezes at the first allocation
@@ -70,7 +70,8 @@ pub struct ConfigError {
     pub accepted: String,
 }
 
-/// The allocator's settings. Build one with [`VmmConfig::builder`] or
+/// The sanitizer's settings (the shadow allocator's, the engine's, and
+/// what happens to reports). Build one with [`VmmConfig::builder`] or
 /// [`VmmConfig::from_env`]; [`VmmConfig::default`] is the table's defaults.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VmmConfig {
