@@ -45,12 +45,25 @@ pub const KNOWN_VARIABLES: &[(&str, &str)] = &[
         "VIGIL_CUDA_ARCH",
         "the PTX target architecture of the build",
     ),
+    (
+        "VIGIL_TEMPLATE_TARGET_DIR",
+        "target directory of the template check",
+    ),
+    (
+        "VIGIL_SCALE_PROGRAMS",
+        "programs of the engine's scale sweep",
+    ),
+    (
+        "VIGIL_GRID_BARRIER_BLOCKS",
+        "blocks of the grid-barrier scenario",
+    ),
 ];
 
 /// Prefixes of variable families: `VIGIL_PTX_<LIB>` (the PTX path a
-/// build script sets) and `VIGIL_PTX_TARGET_DIR` (the nested build's
-/// target directory).
-pub const KNOWN_PREFIXES: &[&str] = &["VIGIL_PTX_"];
+/// build script sets), `VIGIL_PTX_TARGET_DIR` (the nested build's target
+/// directory) and `VIGIL_FAILED_VIGIL_PTX_<LIB>` (a kernel crate whose PTX
+/// build failed).
+pub const KNOWN_PREFIXES: &[&str] = &["VIGIL_PTX_", "VIGIL_FAILED_"];
 
 /// True for a variable the project reads.
 pub fn is_known(name: &str) -> bool {
