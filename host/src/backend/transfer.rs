@@ -1,6 +1,7 @@
 //! [`Transfer`]: one copy or fill, as the front end hands it to a backend,
 //! and [`TransferKind`], how the sanitizers name it.
 
+use crate::types::StreamId;
 use std::fmt;
 
 /// One copy or fill, ordered on a stream. Built by the front end after it
@@ -29,6 +30,14 @@ pub enum TransferKind {
     DeviceToDevice,
     /// A fill (writes device memory).
     Memset,
+}
+
+impl TransferKind {
+    /// How reports name a transfer of this kind on `stream`, on every
+    /// backend (`host-to-device copy on stream #2`).
+    pub fn on_stream(self, stream: StreamId) -> String {
+        format!("{self} on {stream}")
+    }
 }
 
 impl fmt::Display for TransferKind {

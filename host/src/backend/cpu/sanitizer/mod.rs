@@ -659,7 +659,7 @@ impl CpuRaceSanitizer {
         caller: &'static Location<'static>,
     ) {
         let one = crate::Dim3::new(1, 1, 1);
-        self.begin_launch(stream, &format!("{kind} on {stream}"), one, one);
+        self.begin_launch(stream, &kind.on_stream(stream), one, one);
         let slot = self.claim_slot();
         let k = self.kernel_id.load(MemOrder::Relaxed);
         self.engine().kernel_entry(slot, &self.ring, k);
