@@ -98,6 +98,7 @@ pub use types::{
 
 /// The kernel-side crate, re-exported so users name one dependency.
 pub use vigil_device as device;
+pub use vigil_device::include_ptx;
 pub use vigil_device::Kernel;
 /// The parameter ABI shared with the device side (`#[kernel]` emits
 /// `ParamDesc`s; packed scalars are `PtxType`s).

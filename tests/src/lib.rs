@@ -43,7 +43,7 @@ pub mod programs {
 }
 
 /// The PTX of the `vigil-kernels` crate, built by `vigil-build` in `build.rs`.
-pub const KERNELS_PTX: &str = include_str!(env!("VIGIL_PTX_VIGIL_KERNELS"));
+pub const KERNELS_PTX: &str = vigil::include_ptx!("vigil-kernels");
 
 /// A seed for example data: `VIGIL_EXAMPLE_SEED` if set (to reproduce a
 /// run), else fresh from the clock. Printed by the examples.
@@ -122,4 +122,31 @@ pub fn size_arg(default: usize) -> usize {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(default)
+}
+
+/// Instantiates each check `fn(&Context)` of a test file once for the GPU
+/// (`gpu::<check>`: skips with a printed reason without one, fails with
+/// `VIGIL_REQUIRE_GPU=1`) and once for the CPU backend (`cpu::<check>`), so
+/// the two suites cannot drift.
+#[macro_export]
+macro_rules! on_every_backend {
+    ($($check:ident),* $(,)?) => {
+        mod gpu {
+            $(
+                #[test]
+                fn $check() {
+                    let Some(ctx) = ::vigil::unstable::testing::require_gpu() else { return };
+                    super::$check(&ctx);
+                }
+            )*
+        }
+        mod cpu {
+            $(
+                #[test]
+                fn $check() {
+                    super::$check(&::vigil::Context::cpu().expect("CPU backend"));
+                }
+            )*
+        }
+    };
 }

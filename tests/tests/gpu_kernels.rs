@@ -3,39 +3,15 @@
 //! shared memory, warp collectives and edge launch shapes.
 //!
 //! Each check is written once, as a `fn(&Context)`, and instantiated per
-//! backend by [`on_every_backend!`]: `gpu::*` on a CUDA GPU (skips with a
+//! backend by [`vigil_tests::on_every_backend!`]: `gpu::*` on a CUDA GPU (skips with a
 //! printed reason without one, fails with `VIGIL_REQUIRE_GPU=1`) and
 //! `cpu::*` on the CPU backend, so the two suites cannot drift. Where a
 //! size only matters for the GPU (millions of threads), the CPU runs a
 //! smaller one of the same shape.
 
-use vigil::unstable::testing::require_gpu;
 use vigil::{Context, DeviceBuffer, LaunchConfig, Module, Stream};
 use vigil_kernels::{examples, tests as k};
-use vigil_tests::{Rng, KERNELS_PTX};
-
-/// Instantiates each check once for the GPU and once for the CPU backend.
-macro_rules! on_every_backend {
-    ($($check:ident),* $(,)?) => {
-        mod gpu {
-            $(
-                #[test]
-                fn $check() {
-                    let Some(ctx) = super::require_gpu() else { return };
-                    super::$check(&ctx);
-                }
-            )*
-        }
-        mod cpu {
-            $(
-                #[test]
-                fn $check() {
-                    super::$check(&super::Context::cpu().expect("CPU backend"));
-                }
-            )*
-        }
-    };
-}
+use vigil_tests::{on_every_backend, Rng, KERNELS_PTX};
 
 on_every_backend!(
     axpy_matches_cpu_for_awkward_sizes,
