@@ -321,6 +321,7 @@ fn report(file: &str, line: u32, kind: ReportKind) -> RaceReport {
             block: Dim3::new(1, 0, 0),
             thread: Dim3::new(3, 0, 0),
             location: Some(loc(line)),
+            host_issued: false,
         },
         prior: PriorAccess {
             access: AccessKind::AtomicRmw,
@@ -333,6 +334,7 @@ fn report(file: &str, line: u32, kind: ReportKind) -> RaceReport {
             thread: None,
             kernel: Some("racy".to_owned()),
             location: Some(loc(line + 1)),
+            host_issued: false,
         },
     }
 }

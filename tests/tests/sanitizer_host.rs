@@ -99,6 +99,8 @@ struct Side {
     by: String,
     /// File (its last path component) and line.
     at: (String, u32),
+    /// A copy or fill issued by the host, not a kernel thread.
+    host: bool,
 }
 
 /// A kernel access at `marker` in `races.rs`.
@@ -106,6 +108,7 @@ fn kernel_side(name: &str, marker: &str) -> Side {
     Side {
         by: name.to_owned(),
         at: ("races.rs".to_owned(), kernel_line(marker)),
+        host: false,
     }
 }
 
@@ -114,14 +117,16 @@ fn copy_side(what: &str, stream: &Stream, line: u32) -> Side {
     Side {
         by: format!("{what} on stream #{}", stream.id().0),
         at: ("sanitizer_host.rs".to_owned(), line),
+        host: true,
     }
 }
 
-fn side_of(by: Option<&str>, loc: Option<&vigil::SourceLocation>) -> Side {
+fn side_of(by: Option<&str>, loc: Option<&vigil::SourceLocation>, host: bool) -> Side {
     let loc = loc.expect("a source location");
     Side {
         by: by.expect("who made the access").to_owned(),
         at: (loc.file.rsplit('/').next().unwrap().to_owned(), loc.line),
+        host,
     }
 }
 
@@ -131,13 +136,21 @@ fn assert_one_race(races: &RaceReports, kind: ReportKind, current: Side, prior: 
     assert_eq!(races.len(), 1, "one distinct race expected:\n{races}");
     let r: &RaceReport = &races.reports()[0];
     assert_eq!(r.kind, kind, "{r}");
+    let text = r.to_string();
+    for side in [&current, &prior] {
+        if side.host {
+            let named = format!("the host-issued {}", side.by);
+            assert!(text.contains(&named), "{named} not in {text}");
+        }
+    }
+    let (c, p) = (&r.current, &r.prior);
     assert_eq!(
-        side_of(Some(&r.kernel), r.current.location.as_ref()),
+        side_of(Some(&r.kernel), c.location.as_ref(), c.host_issued),
         current,
         "{r}"
     );
     assert_eq!(
-        side_of(r.prior.kernel.as_deref(), r.prior.location.as_ref()),
+        side_of(p.kernel.as_deref(), p.location.as_ref(), p.host_issued),
         prior,
         "{r}"
     );

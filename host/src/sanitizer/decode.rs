@@ -46,6 +46,9 @@ pub struct LaunchShape {
     pub grid: Dim3,
     /// Threads per block.
     pub block: Dim3,
+    /// A host-issued copy or fill (checked as a one-thread launch), not a
+    /// kernel.
+    pub host_issued: bool,
 }
 
 /// Where a sanitizer thread runs.
@@ -118,10 +121,10 @@ pub fn decode_report(
     let (access, scope) = unpack_access(raw.access);
     let site = &raw.site;
     let launch = resolver.launch(site.kernel_id);
-    let (grid, block) = launch
+    let (grid, block, host_issued) = launch
         .as_ref()
-        .map_or((Dim3::new(1, 1, 1), Dim3::new(1, 1, 1)), |l| {
-            (l.grid, l.block)
+        .map_or((Dim3::new(1, 1, 1), Dim3::new(1, 1, 1), false), |l| {
+            (l.grid, l.block, l.host_issued)
         });
     let here = resolver.place(raw.tid);
     let current = RaceAccess {
@@ -139,6 +142,7 @@ pub fn decode_report(
                 line: site.line,
                 column: site.col,
             }),
+        host_issued,
     };
     Some(RaceReport {
         kind,
@@ -203,6 +207,7 @@ fn decode_prior(
         thread: None,
         kernel: None,
         location: None,
+        host_issued: false,
     };
     let Some(site) = site.filter(|_| !kind.is_error()) else {
         return prior;
@@ -215,6 +220,7 @@ fn decode_prior(
             prior.block = Some(unlinear(u64::from(site.block), l.grid));
             prior.thread = Some(unlinear(u64::from(site.thread), l.block));
             prior.kernel = Some(l.kernel);
+            prior.host_issued = l.host_issued;
         }
     }
     prior
@@ -245,10 +251,12 @@ mod tests {
                 kernel: k.into(),
                 grid: Dim3::new(4, 2, 1),
                 block: Dim3::new(32, 2, 1),
+                host_issued: k == "memset on stream #1",
             };
             match launch {
                 1 => Some(shape("first")),
                 2 => Some(shape("second")),
+                3 => Some(shape("memset on stream #1")),
                 _ => None,
             }
         }
@@ -327,6 +335,37 @@ mod tests {
         assert_eq!(p.thread, Some(Dim3::new(1, 0, 0)));
         assert_eq!(p.kernel.as_deref(), Some("first"));
         assert_eq!(p.location.as_ref().unwrap().to_string(), "k.rs:3:9");
+    }
+
+    #[test]
+    fn host_issued_accesses_are_named_by_their_transfer() {
+        let site = PriorSite {
+            location: 7,
+            tid: 8,
+            launch: 3,
+            ..PriorSite::default()
+        };
+        let mut x = raw(ReportKind::ReadAfterWrite);
+        let r = decode_report(&x, Some(&site), &Table).unwrap();
+        assert!(r.prior.host_issued && !r.current.host_issued);
+        let text = r.to_string();
+        assert!(
+            text.contains(", the host-issued memset on stream #1 at k.rs:3:9"),
+            "{text}"
+        );
+        assert!(text.contains("in kernel `second`"), "{text}");
+        x.site.kernel_id = 3;
+        let r = decode_report(&x, None, &Table).unwrap();
+        assert!(r.current.host_issued);
+        let text = r.to_string();
+        assert!(text.contains(" in a memset on stream #1\n"), "{text}");
+        assert!(
+            text.contains(
+                "this access: read by the host-issued memset on stream #1 on device 1 at k.rs:5:6"
+            ),
+            "{text}"
+        );
+        assert!(r.to_json().contains("\"host_issued\":true"));
     }
 
     #[test]

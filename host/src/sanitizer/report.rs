@@ -66,8 +66,13 @@ pub struct RaceAccess {
     pub block: Dim3,
     /// `threadIdx`.
     pub thread: Dim3,
-    /// Where in the kernel source, when known.
+    /// Where in the kernel source (or, for a host-issued access, in the
+    /// host code that issued it), when known.
     pub location: Option<SourceLocation>,
+    /// The access is a host-issued copy or fill (the report's `kernel`
+    /// names it, e.g. `memset on stream #2`), not a kernel thread: block,
+    /// thread and SM do not apply.
+    pub host_issued: bool,
 }
 
 /// The earlier access the race is with. The engine keeps less about it:
@@ -92,10 +97,14 @@ pub struct PriorAccess {
     pub block: Option<Dim3>,
     /// `threadIdx`, when known.
     pub thread: Option<Dim3>,
-    /// The kernel that made it, when known.
+    /// The kernel that made it (or the host-issued copy or fill), when
+    /// known.
     pub kernel: Option<String>,
-    /// Where in the kernel source, when known.
+    /// Where in the kernel source (or the host code), when known.
     pub location: Option<SourceLocation>,
+    /// The access is known to be a host-issued copy or fill (named by
+    /// `kernel`), not a kernel thread.
+    pub host_issued: bool,
 }
 
 /// One race (or engine error) found by the sanitizer.
@@ -175,18 +184,29 @@ impl fmt::Display for RaceReport {
                 a.offset, a.size, a.base
             )?;
         }
-        writeln!(f, " in kernel `{}`", self.kernel)?;
         let c = &self.current;
-        write!(
-            f,
-            "  this access: {}{} by block {} thread {} on device {} SM {}",
-            access_name(c.access),
-            scope_suffix(c.access, c.scope),
-            Coord(c.block),
-            Coord(c.thread),
-            c.device,
-            c.smid
-        )?;
+        if c.host_issued {
+            writeln!(f, " in a {}", self.kernel)?;
+            write!(
+                f,
+                "  this access: {} by the host-issued {} on device {}",
+                access_name(c.access),
+                self.kernel,
+                c.device
+            )?;
+        } else {
+            writeln!(f, " in kernel `{}`", self.kernel)?;
+            write!(
+                f,
+                "  this access: {}{} by block {} thread {} on device {} SM {}",
+                access_name(c.access),
+                scope_suffix(c.access, c.scope),
+                Coord(c.block),
+                Coord(c.thread),
+                c.device,
+                c.smid
+            )?;
+        }
         match &c.location {
             Some(l) => writeln!(f, " at {l}")?,
             None => writeln!(f)?,
@@ -204,14 +224,19 @@ impl fmt::Display for RaceReport {
             write!(f, " SM {sm}")?;
         }
         write!(f, ", epoch {})", p.epoch)?;
-        if let Some(b) = p.block {
-            write!(f, ", block {}", Coord(b))?;
-        }
-        if let Some(t) = p.thread {
-            write!(f, " thread {}", Coord(t))?;
-        }
-        if let Some(k) = &p.kernel {
-            write!(f, " in kernel `{k}`")?;
+        match &p.kernel {
+            Some(k) if p.host_issued => write!(f, ", the host-issued {k}")?,
+            k => {
+                if let Some(b) = p.block {
+                    write!(f, ", block {}", Coord(b))?;
+                }
+                if let Some(t) = p.thread {
+                    write!(f, " thread {}", Coord(t))?;
+                }
+                if let Some(k) = k {
+                    write!(f, " in kernel `{k}`")?;
+                }
+            }
         }
         if let Some(l) = &p.location {
             write!(f, " at {l}")?;
@@ -454,6 +479,7 @@ impl RaceReport {
         json_dim(s, Some(c.thread));
         s.push_str(",\"location\":");
         json_loc(s, &c.location);
+        let _ = write!(s, ",\"host_issued\":{}", c.host_issued);
         let p = &self.prior;
         s.push_str("},\"prior\":{\"access\":");
         json_str(s, access_name(p.access));
@@ -477,6 +503,6 @@ impl RaceReport {
         }
         s.push_str(",\"location\":");
         json_loc(s, &p.location);
-        s.push_str("}}");
+        let _ = write!(s, ",\"host_issued\":{}}}}}", p.host_issued);
     }
 }

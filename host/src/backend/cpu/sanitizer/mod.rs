@@ -231,6 +231,8 @@ struct LaunchRecord {
     kernel: String,
     grid: crate::Dim3,
     block: crate::Dim3,
+    /// A host-issued copy or fill, not a kernel.
+    host_issued: bool,
 }
 
 impl Default for LaunchRecord {
@@ -239,6 +241,7 @@ impl Default for LaunchRecord {
             kernel: String::new(),
             grid: crate::Dim3::new(1, 1, 1),
             block: crate::Dim3::new(1, 1, 1),
+            host_issued: false,
         }
     }
 }
@@ -429,6 +432,7 @@ impl CpuRaceSanitizer {
             kernel: kernel.to_owned(),
             grid,
             block,
+            host_issued: false,
         };
         let mut h = lock(&self.host);
         let host = h.host.clone();
@@ -660,8 +664,9 @@ impl CpuRaceSanitizer {
     ) {
         let one = crate::Dim3::new(1, 1, 1);
         self.begin_launch(stream, &kind.on_stream(stream), one, one);
-        let slot = self.claim_slot();
         let k = self.kernel_id.load(MemOrder::Relaxed);
+        lock(&self.launches)[k as usize % LAUNCH_HISTORY].host_issued = true;
+        let slot = self.claim_slot();
         self.engine().kernel_entry(slot, &self.ring, k);
         let site = AccessSite {
             file_ptr: caller.file().as_ptr() as u64,

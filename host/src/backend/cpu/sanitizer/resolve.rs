@@ -46,6 +46,7 @@ impl ReportResolver for CpuResolver<'_> {
             kernel: r.kernel.clone(),
             grid: r.grid,
             block: r.block,
+            host_issued: r.host_issued,
         })
     }
 
