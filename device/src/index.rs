@@ -23,14 +23,6 @@ impl Dim3 {
     pub const fn volume(self) -> u64 {
         self.x as u64 * self.y as u64 * self.z as u64
     }
-
-    /// The coordinate of linear index `i` (x fastest) in `extent`, as a
-    /// kernel's linear block or thread index counts.
-    pub const fn from_linear(i: u64, extent: Dim3) -> Dim3 {
-        let x = if extent.x == 0 { 1 } else { extent.x as u64 };
-        let y = if extent.y == 0 { 1 } else { extent.y as u64 };
-        Dim3::new((i % x) as u32, (i / x % y) as u32, (i / x / y) as u32)
-    }
 }
 
 impl From<u32> for Dim3 {

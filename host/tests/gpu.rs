@@ -546,5 +546,5 @@ fn sanitized_gpu_buffers_come_from_the_shadow_allocator() {
         .build()
         .unwrap();
     assert!(std::ptr::eq(other.sanitizer_pool().unwrap(), pool));
-    assert!(ctx.take_race_reports().is_empty());
+    assert!(ctx.take_reports().is_empty());
 }

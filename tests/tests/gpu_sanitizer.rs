@@ -108,7 +108,7 @@ fn ctas_sharing_an_sm_race_with_each_other() {
     };
     let r = &reports.reports()[0];
     assert_eq!(r.kind, ReportKind::WriteAfterWrite, "{reports}");
-    assert_eq!(r.current.smid, r.prior.smid, "{reports}");
+    assert_eq!(Some(r.current.smid), r.prior.smid, "{reports}");
     assert_ne!(Some(r.current.block), r.prior.block, "{reports}");
 }
 

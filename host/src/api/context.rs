@@ -9,6 +9,7 @@ use crate::api::builder::ContextBuilder;
 use crate::backend::{AsCudaDevice, Backend, CachingPool, CpuExecutor, CudaDevice, LaunchStats};
 use crate::error::{Error, Result};
 use crate::sanitizer::report::RaceReports;
+use crate::sanitizer::sink::ReportSink;
 use crate::types::{DeviceId, DeviceLimits, DeviceProps, LaunchVariant};
 use cudarc::driver::sys;
 use std::fmt;
@@ -37,8 +38,9 @@ use std::sync::Arc;
 /// | `VIGIL_SANITIZE` | `1`/`0`, `on`/`off`, `true`/`false`, `yes`/`no`      | off     |
 ///
 /// The sanitizer's own variables (`VIGIL_SEED`, `VIGIL_CLOCK_BUFFER_SIZE`,
-/// ...) are [`VmmConfig`](crate::VmmConfig)'s. A malformed value is [`Error::Config`], naming
-/// the variable, the value and what is accepted.
+/// `VIGIL_HALT_ON_ERROR`, `VIGIL_REPORT`, ...) are [`VmmConfig`](crate::VmmConfig)'s. A malformed value is [`Error::Config`], naming
+/// the variable, the value and what is accepted; an unknown `VIGIL_*`
+/// variable is warned about once on stderr, with the closest known name.
 ///
 /// Cheap to clone (reference counted); every stream, buffer and module keeps
 /// its context alive. GPU methods make the context current on the calling
@@ -46,7 +48,14 @@ use std::sync::Arc;
 /// thread.
 #[derive(Clone)]
 pub struct Context {
-    inner: Arc<Backend>,
+    inner: Arc<ContextInner>,
+}
+
+/// What the clones of a context share.
+struct ContextInner {
+    backend: Backend,
+    /// Where collected race reports go (the `VIGIL_REPORT` file).
+    reports: ReportSink,
 }
 
 impl Context {
@@ -62,9 +71,9 @@ impl Context {
     }
 
     /// Wraps an opened backend (the builder's last step).
-    pub(crate) fn from_backend(backend: Backend) -> Context {
+    pub(crate) fn from_backend(backend: Backend, reports: ReportSink) -> Context {
         Context {
-            inner: Arc::new(backend),
+            inner: Arc::new(ContextInner { backend, reports }),
         }
     }
 
@@ -95,12 +104,12 @@ impl Context {
 
     /// The backend every operation of the front end is handed to.
     pub(crate) fn backend(&self) -> &Backend {
-        &self.inner
+        &self.inner.backend
     }
 
     /// The device: [`DeviceId::Cuda`] with the ordinal, or [`DeviceId::Cpu`].
     pub fn device(&self) -> DeviceId {
-        self.inner.device_id()
+        self.inner.backend.device_id()
     }
 
     /// True on the CPU backend.
@@ -113,7 +122,7 @@ impl Context {
     /// every buffer from the shadow allocator, [`Context::sanitizer_pool`])
     /// and [`Context::synchronize`] returns races.
     pub fn is_sanitized(&self) -> bool {
-        self.inner.is_sanitized()
+        self.inner.backend.is_sanitized()
     }
 
     /// Which kernel variant this context's launches run: the single place
@@ -121,7 +130,7 @@ impl Context {
     /// (CPU: the checked host entry; GPU: the `name__vigil` entry with the
     /// sanitizer's hidden arguments); [`LaunchVariant::Plain`] otherwise.
     pub fn launch_variant(&self) -> LaunchVariant {
-        if self.is_sanitized() && self.inner.runs_sanitized_launches() {
+        if self.is_sanitized() && self.inner.backend.runs_sanitized_launches() {
             LaunchVariant::Sanitized
         } else {
             LaunchVariant::Plain
@@ -130,17 +139,17 @@ impl Context {
 
     /// The shadow allocator's caching pool of a sanitized GPU context.
     pub fn sanitizer_pool(&self) -> Option<&CachingPool> {
-        self.inner.sanitizer_pool()
+        self.inner.backend.sanitizer_pool()
     }
 
     /// The CPU executor of a CPU context.
     pub fn cpu_executor(&self) -> Option<&CpuExecutor> {
-        self.inner.cpu_executor()
+        self.inner.backend.cpu_executor()
     }
 
     /// What the last launch on a CPU context did (blocks, workers, time).
     pub fn last_cpu_launch(&self) -> Option<LaunchStats> {
-        self.inner.last_cpu_launch()
+        self.inner.backend.last_cpu_launch()
     }
 
     /// The CUDA device ordinal (0 on the CPU backend; see [`Context::device`]).
@@ -153,7 +162,7 @@ impl Context {
 
     /// Everything queried about the device.
     pub fn props(&self) -> &DeviceProps {
-        self.inner.props()
+        self.inner.backend.props()
     }
 
     /// The device's name.
@@ -199,28 +208,49 @@ impl Context {
 
     /// Queries any device attribute (raw driver enum); GPU only.
     pub fn attribute(&self, attr: sys::CUdevice_attribute) -> Result<i32> {
-        self.inner.attribute(attr)
+        self.inner.backend.attribute(attr)
     }
 
     /// Free and total device memory in bytes (`cuMemGetInfo`); GPU only.
     pub fn memory_info(&self) -> Result<(usize, usize)> {
-        self.inner.memory_info()
+        self.inner.backend.memory_info()
     }
 
     /// Waits until all work on the device (every stream) has finished.
     ///
-    /// On a sanitized CPU context, then returns the races found since the
+    /// On a sanitized context, then returns the races found since the
     /// last collection as [`Error::Races`] (the context stays usable).
     pub fn synchronize(&self) -> Result<()> {
-        self.inner.synchronize()?;
-        races_to_result(self.take_race_reports())
+        self.inner.backend.synchronize()?;
+        races_to_result(self.take_reports())
     }
 
     /// Takes the races found since the last collection without
-    /// synchronising (empty when the sanitizer is off; on a GPU, records of
-    /// kernels still running may come at a later call).
+    /// synchronising: de-duplicated, with the count of those the runtime
+    /// could not record. Empty when the sanitizer is off (on a GPU, records
+    /// of kernels still running may come at a later call). A report file
+    /// (`VIGIL_REPORT`) receives them as one JSON line, as at a
+    /// synchronisation.
+    ///
+    /// ```no_run
+    /// # fn main() -> vigil::Result<()> {
+    /// let ctx = vigil::Context::builder().cpu().sanitize(true).build()?;
+    /// // ... launches ...
+    /// for race in ctx.take_reports().iter() {
+    ///     eprintln!("{race}");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn take_reports(&self) -> RaceReports {
+        let reports = self.inner.backend.take_reports();
+        self.inner.reports.deliver(&reports);
+        reports
+    }
+
+    /// The old name of [`Context::take_reports`].
+    #[doc(hidden)]
     pub fn take_race_reports(&self) -> RaceReports {
-        self.inner.take_reports()
+        self.take_reports()
     }
 
     /// Makes this context current on the calling thread (a no-op when it
@@ -228,20 +258,24 @@ impl Context {
     /// directly through [`Context::raw`] should too. On the CPU backend,
     /// [`Error::Unsupported`].
     pub fn bind(&self) -> Result<()> {
-        self.inner.bind()
+        self.inner.backend.bind()
     }
 
     /// The raw `CUcontext` (for driver calls Vigil does not wrap); null on
     /// the CPU backend.
     pub fn raw(&self) -> sys::CUcontext {
         self.inner
+            .backend
             .cuda_device()
             .map_or(std::ptr::null_mut(), |d| d.raw())
     }
 
     /// The raw `CUdevice` (-1 on the CPU backend).
     pub fn raw_device(&self) -> sys::CUdevice {
-        self.inner.cuda_device().map_or(-1, |d| d.raw_device())
+        self.inner
+            .backend
+            .cuda_device()
+            .map_or(-1, |d| d.raw_device())
     }
 
     /// Checks that an object of device `found` may be used here.
@@ -282,7 +316,8 @@ impl fmt::Debug for Context {
 impl AsCudaDevice for Context {
     fn cuda_device(&self) -> Result<&Arc<CudaDevice>> {
         self.inner
+            .backend
             .cuda_device()
-            .ok_or_else(|| self.inner.gpu_only("a CUDA device"))
+            .ok_or_else(|| self.inner.backend.gpu_only("a CUDA device"))
     }
 }

@@ -17,9 +17,13 @@
 //! - `slots`: how many sanitizer slots each SM gets.
 //! - `clocks`: which clocks a launch acquires (pure bookkeeping).
 //! - `device_memory`: the sanitizer's own device and mapped memory.
+//! - `location`: source locations read back from device memory.
+//! - `resolve`: what the records' numbers mean, for the shared decoder.
 
 mod clocks;
 mod device_memory;
+mod location;
+mod resolve;
 mod slots;
 
 pub(crate) use slots::slots_per_sm_fitting;
@@ -39,13 +43,14 @@ use super::stream::CudaStream;
 use super::vmm::CachingPool;
 use crate::abi::params::ParamBuffer;
 use crate::error::{Error, Result};
-use crate::sanitizer::gpu_report::{Decoder, LaunchHistory, LaunchRecord};
-use crate::sanitizer::location::{LocationCache, LocationLayout};
-use crate::sanitizer::report::{RaceAllocation, RaceReports};
+use crate::sanitizer::decode::{decode_all, LaunchShape, PriorSite};
+use crate::sanitizer::report::RaceReports;
 use crate::types::{EventId, LaunchConfig, StreamId};
 
 use clocks::ClockBook;
 use device_memory::{read_device, DeviceBlock, MappedBlock};
+use location::{LocationCache, LocationLayout};
+use resolve::{GpuResolver, LaunchHistory};
 
 /// Registers per thread a sanitized context's modules are compiled with
 /// (`CU_JIT_MAX_REGISTERS`): the race detector's calls otherwise take 167
@@ -145,7 +150,12 @@ impl GpuSanitizer {
             side_log2: SIDE_LOG2,
             slots_per_sm: slots,
             report_capacity: REPORT_CAPACITY,
-            flags: 0,
+            // VIGIL_HALT_ON_ERROR: the racing thread traps after its record.
+            flags: if vmm.config().halt_on_error() {
+                GpuRuntime::HALT_ON_RACE
+            } else {
+                0
+            },
             rank: runtime_state.rank,
         };
         let runtime = DeviceBlock::zeroed(std::mem::size_of::<GpuRuntime>())?;
@@ -203,10 +213,11 @@ impl GpuSanitizer {
         let launch = self.next_launch.fetch_add(1, MemOrder::Relaxed);
         st.launches.insert(
             launch,
-            LaunchRecord {
+            LaunchShape {
                 kernel: kernel.to_owned(),
                 grid: config.grid,
                 block: config.block,
+                host_issued: false,
             },
         );
         drop(st);
@@ -220,15 +231,37 @@ impl GpuSanitizer {
     }
 
     /// Reads and clears the report buffer (call after synchronising with
-    /// every kernel that may write it).
+    /// every kernel that may write it) and decodes its records.
     fn collect(&self) -> RaceReports {
         let words = self.reports.words();
         let claimed = words[0].swap(0, MemOrder::Relaxed);
-        let stored = claimed.min(REPORT_CAPACITY) as usize;
-        let mut out = RaceReports::new();
         if claimed == 0 {
-            return out;
+            return RaceReports::new();
         }
+        let stored = claimed.min(REPORT_CAPACITY) as usize;
+        let records: Vec<GpuReportRecord> = (0..stored)
+            .map(|i| {
+                let at = ReportBufferHeader::WORDS + i * GpuReportRecord::WORDS;
+                let mut raw = [0u32; GpuReportRecord::WORDS];
+                for (d, w) in raw.iter_mut().zip(&words[at..]) {
+                    *d = w.load(MemOrder::Relaxed);
+                }
+                bytemuck::cast(raw)
+            })
+            .collect();
+        let priors: Vec<Option<PriorSite>> = records
+            .iter()
+            .map(|r| {
+                let e = &r.prior;
+                (e.location != 0).then_some(PriorSite {
+                    location: e.location,
+                    tid: e.tid,
+                    block: e.block,
+                    thread: e.thread,
+                    launch: e.launch,
+                })
+            })
+            .collect();
         let mut st = lock(&self.state);
         let State {
             launches,
@@ -236,41 +269,29 @@ impl GpuSanitizer {
             ..
         } = &mut *st;
         let device = &self.device;
-        let mut read = |addr: u64, len: usize| {
+        let read = |addr: u64, len: usize| {
             device.bind().ok()?;
             read_device(addr, len).ok()
         };
         let vmm = self.pool.vmm();
-        let allocation = |addr: u64| {
-            let a = vmm.lookup(addr)?;
-            Some(RaceAllocation {
-                base: a.ptr,
-                size: a.size,
-                offset: addr - a.ptr,
-            })
-        };
-        let mut decoder = Decoder {
+        let allocation = |addr: u64| vmm.lookup(addr).map(|a| (a.ptr, a.size));
+        let resolver = GpuResolver {
             num_sms: self.num_sms,
             slots: self.slots,
             launches,
             layout: self.layout,
-            locations,
-            read: &mut read,
+            locations: std::cell::RefCell::new(locations),
+            read: &read,
             allocation: &allocation,
         };
-        for i in 0..stored {
-            let at = ReportBufferHeader::WORDS + i * GpuReportRecord::WORDS;
-            let mut raw = [0u32; GpuReportRecord::WORDS];
-            for (d, w) in raw.iter_mut().zip(&words[at..]) {
-                *d = w.load(MemOrder::Relaxed);
-            }
-            let rec: GpuReportRecord = bytemuck::cast(raw);
-            if let Some(r) = decoder.decode(&rec) {
-                out.push(r);
-            }
-        }
-        out.add_dropped(u64::from(claimed) - stored as u64);
-        out
+        decode_all(
+            records
+                .iter()
+                .map(|r| &r.report)
+                .zip(priors.iter().map(Option::as_ref)),
+            u64::from(claimed),
+            &resolver,
+        )
     }
 }
 

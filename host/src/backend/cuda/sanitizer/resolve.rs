@@ -1,0 +1,173 @@
+//! The GPU sanitizer's [`ReportResolver`]: what the numbers in its records
+//! mean. Locations and file names are read back from the module's device
+//! memory (cached), launches come from the sanitizer's launch history,
+//! thread ids split into device, SM and slot, and addresses into the
+//! shadow allocator's allocations. Reports then go through the shared
+//! decoder, like the CPU backend's.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+
+use vigil_shared::gpu::SlotPlace;
+
+use super::location::{LocationCache, LocationLayout};
+use crate::sanitizer::decode::{LaunchShape, ReportResolver, ThreadPlace};
+use crate::sanitizer::report::SourceLocation;
+
+/// Launches remembered for naming kernels and blocks in reports.
+const LAUNCH_HISTORY: usize = 4096;
+
+/// The last [`LAUNCH_HISTORY`] launches by launch id.
+#[derive(Debug, Default)]
+pub(crate) struct LaunchHistory {
+    by_id: HashMap<u32, LaunchShape>,
+    order: VecDeque<u32>,
+}
+
+impl LaunchHistory {
+    /// Remembers launch `id`.
+    pub fn insert(&mut self, id: u32, shape: LaunchShape) {
+        if self.order.len() == LAUNCH_HISTORY {
+            if let Some(old) = self.order.pop_front() {
+                self.by_id.remove(&old);
+            }
+        }
+        self.order.push_back(id);
+        self.by_id.insert(id, shape);
+    }
+}
+
+/// Resolves one collection's records.
+pub(crate) struct GpuResolver<'a> {
+    /// SMs per device.
+    pub num_sms: u32,
+    /// Slots per SM.
+    pub slots: u32,
+    /// Launches by id.
+    pub launches: &'a LaunchHistory,
+    /// How a `Location` is laid out (`None`: earlier locations unknown).
+    pub layout: Option<LocationLayout>,
+    /// Locations and file names read so far.
+    pub locations: RefCell<&'a mut LocationCache>,
+    /// Reads device memory.
+    pub read: &'a dyn Fn(u64, usize) -> Option<Vec<u8>>,
+    /// The allocation holding an address: `(base, size)`.
+    pub allocation: &'a dyn Fn(u64) -> Option<(u64, u64)>,
+}
+
+impl ReportResolver for GpuResolver<'_> {
+    fn location(&self, location: u64) -> Option<SourceLocation> {
+        let mut read = |a: u64, l: usize| (self.read)(a, l);
+        self.locations
+            .borrow_mut()
+            .location(location, self.layout, &mut read)
+    }
+
+    fn file_name(&self, ptr: u64, len: u32) -> Option<String> {
+        let mut read = |a: u64, l: usize| (self.read)(a, l);
+        self.locations
+            .borrow_mut()
+            .file(ptr, len as usize, &mut read)
+    }
+
+    fn launch(&self, launch: u32) -> Option<LaunchShape> {
+        self.launches.by_id.get(&launch).cloned()
+    }
+
+    fn place(&self, tid: u32) -> ThreadPlace {
+        let p = SlotPlace::of(tid, self.num_sms, self.slots);
+        ThreadPlace {
+            device: p.device,
+            sm: Some(p.sm),
+        }
+    }
+
+    fn allocation(&self, address: u64) -> Option<(u64, u64)> {
+        (self.allocation)(address)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sanitizer::decode::{decode_report, PriorSite};
+    use crate::types::Dim3;
+    use std::panic::Location;
+    use vigil_shared::abi::{AccessSite, RaceReport as RawReport, ReportKind};
+    use vigil_shared::gpu::slot_tid;
+    use vigil_shared::{AccessKind, Scope};
+
+    /// A GPU record decodes to both accesses' device, SM, block, thread and
+    /// location, device memory simulated by host memory.
+    #[test]
+    fn a_gpu_record_names_both_accesses() {
+        let (sms, slots) = (132, 15);
+        let mut launches = LaunchHistory::default();
+        let shape = |k: &str| LaunchShape {
+            kernel: k.to_owned(),
+            grid: Dim3::new(4, 2, 1),
+            block: Dim3::new(32, 2, 1),
+            host_issued: false,
+        };
+        launches.insert(7, shape("writer"));
+        launches.insert(8, shape("reader"));
+        let prior_loc = Location::caller();
+        let file = "kernels/src/races.rs";
+        let raw = RawReport {
+            kind: ReportKind::ReadAfterWrite as u32,
+            size: 4,
+            address: 0x1000_0010,
+            site: AccessSite {
+                file_ptr: file.as_ptr() as u64,
+                file_len: file.len() as u32,
+                line: 12,
+                col: 5,
+                kernel_id: 8,
+                block: 5,
+                thread: 33,
+                ..AccessSite::default()
+            },
+            tid: slot_tid(0, 3, sms, slots, 2),
+            access: RawReport::pack_access(AccessKind::Read, Scope::Block),
+            prior_tid: slot_tid(0, 130, sms, slots, 14),
+            prior_epoch: 3,
+            prior_access: RawReport::pack_access(AccessKind::Write, Scope::Block),
+            ..RawReport::default()
+        };
+        let prior = PriorSite {
+            location: prior_loc as *const Location<'_> as u64,
+            tid: raw.prior_tid,
+            block: 1,
+            thread: 2,
+            launch: 7,
+        };
+        let read = |addr: u64, len: usize| {
+            // SAFETY: the test only passes addresses of live host data.
+            Some(unsafe { std::slice::from_raw_parts(addr as *const u8, len) }.to_vec())
+        };
+        let mut cache = LocationCache::default();
+        let resolver = GpuResolver {
+            num_sms: sms,
+            slots,
+            launches: &launches,
+            layout: LocationLayout::probe(),
+            locations: RefCell::new(&mut cache),
+            read: &read,
+            allocation: &|_| Some((0x1000_0000, 64)),
+        };
+        let r = decode_report(&raw, Some(&prior), &resolver).unwrap();
+        assert_eq!(r.kind, ReportKind::ReadAfterWrite);
+        assert_eq!(r.kernel, "reader");
+        assert_eq!(r.allocation.unwrap().offset, 0x10);
+        assert_eq!((r.current.device, r.current.smid), (0, 3));
+        assert_eq!(r.current.block, Dim3::new(1, 1, 0));
+        assert_eq!(r.current.thread, Dim3::new(1, 1, 0));
+        let cur = r.current.location.unwrap();
+        assert_eq!((cur.file.as_str(), cur.line, cur.column), (file, 12, 5));
+        assert_eq!((r.prior.smid, r.prior.epoch), (Some(130), 3));
+        assert_eq!(r.prior.kernel.as_deref(), Some("writer"));
+        assert_eq!(r.prior.block, Some(Dim3::new(1, 0, 0)));
+        assert_eq!(r.prior.thread, Some(Dim3::new(2, 0, 0)));
+        assert_eq!(r.prior.location, Some(SourceLocation::from_std(prior_loc)));
+    }
+}
