@@ -215,7 +215,7 @@ impl Backend {
         match self {
             Backend::Cuda(c) => c
                 .sanitizer_if_any()
-                .map_or_else(RaceReports::new, |s| s.take_reports()),
+                .map_or_else(RaceReports::new, |s| s.take_reports(c.owner())),
             Backend::Cpu(c) => c.take_reports(),
         }
     }

@@ -60,6 +60,7 @@ impl CudaBackend {
                     })?;
                 let san = self.gpu_sanitizer()?;
                 let params = san.prepare_launch(
+                    self.owner(),
                     launch.stream,
                     launch.stream_id,
                     launch.kernel,

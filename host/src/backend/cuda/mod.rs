@@ -37,6 +37,9 @@ use vmm::{CachingPool, Vmm};
 pub(crate) struct CudaBackend {
     device: Arc<CudaDevice>,
     pool: Option<Arc<CachingPool>>,
+    /// This context's id among the device's sanitized contexts: its
+    /// launches' reports come back to it (the GPU sanitizer is per device).
+    owner: u64,
 }
 
 impl CudaBackend {
@@ -48,7 +51,11 @@ impl CudaBackend {
             true => Some(sanitizer_pool(&device, config)?),
             false => None,
         };
-        Ok(CudaBackend { device, pool })
+        Ok(CudaBackend {
+            device,
+            pool,
+            owner: crate::types::next_id(),
+        })
     }
 
     /// The device.
@@ -74,6 +81,11 @@ impl CudaBackend {
             reason: "the context has no shadow allocator (build it with sanitize(true))",
         })?;
         sanitizer::for_device(&self.device, pool)
+    }
+
+    /// This context's id as the owner of its launches' reports.
+    pub(crate) fn owner(&self) -> u64 {
+        self.owner
     }
 
     /// The device's GPU race sanitizer if this context is sanitized and a

@@ -68,6 +68,9 @@ struct State {
     streams: HashMap<StreamId, DeviceBlock>,
     launches: LaunchHistory,
     locations: LocationCache,
+    /// Records read from the buffer, by the context that launched the
+    /// reporting kernel, until that context collects them.
+    pending: HashMap<u64, Vec<GpuReportRecord>>,
 }
 
 /// The GPU sanitizer of one device.
@@ -178,6 +181,7 @@ impl GpuSanitizer {
                 streams: HashMap::new(),
                 launches: LaunchHistory::default(),
                 locations: LocationCache::default(),
+                pending: HashMap::new(),
             }),
         })
     }
@@ -187,6 +191,7 @@ impl GpuSanitizer {
     /// `stream` when it changed, so it lands before the kernel starts.
     pub fn prepare_launch(
         &self,
+        owner: u64,
         stream: &CudaStream,
         stream_id: StreamId,
         kernel: &str,
@@ -213,6 +218,7 @@ impl GpuSanitizer {
         let launch = self.next_launch.fetch_add(1, MemOrder::Relaxed);
         st.launches.insert(
             launch,
+            owner,
             LaunchShape {
                 kernel: kernel.to_owned(),
                 grid: config.grid,
@@ -231,24 +237,32 @@ impl GpuSanitizer {
     }
 
     /// Reads and clears the report buffer (call after synchronising with
-    /// every kernel that may write it) and decodes its records.
-    fn collect(&self) -> RaceReports {
+    /// every kernel that may write it), files its records by owner, and
+    /// decodes `owner`'s. Claims the buffer could not hold count as
+    /// dropped for the collecting context (whose they were is not known).
+    fn collect(&self, owner: u64) -> RaceReports {
         let words = self.reports.words();
         let claimed = words[0].swap(0, MemOrder::Relaxed);
-        if claimed == 0 {
+        let stored = claimed.min(REPORT_CAPACITY) as usize;
+        let mut st = lock(&self.state);
+        for i in 0..stored {
+            let at = ReportBufferHeader::WORDS + i * GpuReportRecord::WORDS;
+            let mut raw = [0u32; GpuReportRecord::WORDS];
+            for (d, w) in raw.iter_mut().zip(&words[at..]) {
+                *d = w.load(MemOrder::Relaxed);
+            }
+            let rec: GpuReportRecord = bytemuck::cast(raw);
+            let by = st
+                .launches
+                .owner(rec.report.site.kernel_id)
+                .unwrap_or(owner);
+            st.pending.entry(by).or_default().push(rec);
+        }
+        let records = st.pending.remove(&owner).unwrap_or_default();
+        let dropped = u64::from(claimed) - stored as u64;
+        if records.is_empty() && dropped == 0 {
             return RaceReports::new();
         }
-        let stored = claimed.min(REPORT_CAPACITY) as usize;
-        let records: Vec<GpuReportRecord> = (0..stored)
-            .map(|i| {
-                let at = ReportBufferHeader::WORDS + i * GpuReportRecord::WORDS;
-                let mut raw = [0u32; GpuReportRecord::WORDS];
-                for (d, w) in raw.iter_mut().zip(&words[at..]) {
-                    *d = w.load(MemOrder::Relaxed);
-                }
-                bytemuck::cast(raw)
-            })
-            .collect();
         let priors: Vec<Option<PriorSite>> = records
             .iter()
             .map(|r| {
@@ -262,7 +276,6 @@ impl GpuSanitizer {
                 })
             })
             .collect();
-        let mut st = lock(&self.state);
         let State {
             launches,
             locations,
@@ -289,7 +302,7 @@ impl GpuSanitizer {
                 .iter()
                 .map(|r| &r.report)
                 .zip(priors.iter().map(Option::as_ref)),
-            u64::from(claimed),
+            records.len() as u64 + dropped,
             &resolver,
         )
     }
@@ -329,9 +342,11 @@ impl GpuSanitizer {
         }
     }
 
-    /// The races found since the last collection (call after a
-    /// synchronisation with every kernel that may still report).
-    pub fn take_reports(&self) -> RaceReports {
-        self.collect()
+    /// The races of `owner`'s launches found since its last collection
+    /// (call after a synchronisation with every kernel that may still
+    /// report). Other contexts' records wait for their own collection, so
+    /// contexts sharing the device do not take each other's reports.
+    pub fn take_reports(&self, owner: u64) -> RaceReports {
+        self.collect(owner)
     }
 }

@@ -18,22 +18,28 @@ use crate::sanitizer::report::SourceLocation;
 const LAUNCH_HISTORY: usize = 4096;
 
 /// The last [`LAUNCH_HISTORY`] launches by launch id.
+/// (Each with the context that launched it, whose reports they are.)
 #[derive(Debug, Default)]
 pub(crate) struct LaunchHistory {
-    by_id: HashMap<u32, LaunchShape>,
+    by_id: HashMap<u32, (u64, LaunchShape)>,
     order: VecDeque<u32>,
 }
 
 impl LaunchHistory {
-    /// Remembers launch `id`.
-    pub fn insert(&mut self, id: u32, shape: LaunchShape) {
+    /// Remembers launch `id` by context `owner`.
+    pub fn insert(&mut self, id: u32, owner: u64, shape: LaunchShape) {
         if self.order.len() == LAUNCH_HISTORY {
             if let Some(old) = self.order.pop_front() {
                 self.by_id.remove(&old);
             }
         }
         self.order.push_back(id);
-        self.by_id.insert(id, shape);
+        self.by_id.insert(id, (owner, shape));
+    }
+
+    /// The context that made launch `id`, if still remembered.
+    pub fn owner(&self, id: u32) -> Option<u64> {
+        self.by_id.get(&id).map(|(o, _)| *o)
     }
 }
 
@@ -71,7 +77,7 @@ impl ReportResolver for GpuResolver<'_> {
     }
 
     fn launch(&self, launch: u32) -> Option<LaunchShape> {
-        self.launches.by_id.get(&launch).cloned()
+        self.launches.by_id.get(&launch).map(|(_, s)| s.clone())
     }
 
     fn place(&self, tid: u32) -> ThreadPlace {
@@ -109,8 +115,9 @@ mod tests {
             block: Dim3::new(32, 2, 1),
             host_issued: false,
         };
-        launches.insert(7, shape("writer"));
-        launches.insert(8, shape("reader"));
+        launches.insert(7, 1, shape("writer"));
+        launches.insert(8, 2, shape("reader"));
+        assert_eq!((launches.owner(7), launches.owner(9)), (Some(1), None));
         let prior_loc = Location::caller();
         let file = "kernels/src/races.rs";
         let raw = RawReport {
