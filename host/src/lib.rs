@@ -60,9 +60,10 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-// Layers, bottom up; a layer imports only from the ones above it in this
-// list (ARCHITECTURE.md): leaf types and the error; the launch ABI and the
-// sanitizers' shared host side; the backends; the front end.
+// Layers, bottom up; a layer imports only from the ones before it in this
+// list (ARCHITECTURE.md; `tests/layers.rs` checks it): leaf types; the
+// sanitizers' shared host side; the errors; the launch ABI; the backends;
+// the front end.
 mod abi;
 mod api;
 mod backend;

@@ -6,6 +6,7 @@
 //! GPU code really takes (a stale PTX file is a typed error, not a crash).
 
 use crate::error::{Error, Result};
+pub use crate::types::PtxParam;
 use vigil_shared::params::PtxType;
 
 /// One `.entry` of a PTX module.
@@ -15,25 +16,6 @@ pub struct PtxEntry {
     pub name: String,
     /// Its `.param`s, in order.
     pub params: Vec<PtxParam>,
-}
-
-/// One `.param` of a PTX entry.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PtxParam {
-    /// The parameter's name, e.g. `axpy_param_0`.
-    pub name: String,
-    /// Its scalar type; `None` for what Vigil never passes (byte arrays,
-    /// vector or half types).
-    pub ty: Option<PtxType>,
-    /// The declaration between `.param` and the name, e.g. `.u64 .ptr .align 1`.
-    pub decl: String,
-}
-
-impl PtxParam {
-    /// True when a scalar of type `given` may be passed for this parameter.
-    pub fn accepts(&self, given: PtxType) -> bool {
-        self.ty.is_some_and(|decl| given.matches_ptx_decl(decl))
-    }
 }
 
 /// Parses every `.entry` signature of a PTX module.

@@ -15,10 +15,10 @@
 //! the GPU's independent thread scheduling.
 
 use super::block::{BlockState, ThreadState, ThreadYielder};
-use super::error::CpuError;
 use super::job::Job;
 use super::panic;
 use super::stack::ColouredStack;
+use crate::error::CpuError;
 use corosensei::{Coroutine, CoroutineResult};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use vigil_device::host_runtime::{set_current, BlockRuntime, ThreadContext};

@@ -1,9 +1,9 @@
 //! One launch as the workers see it: the grid, the kernel, and the shared
 //! counters through which workers claim blocks and report failures.
 
-use super::error::CpuError;
 use super::fiber::Worker;
 use super::KernelEntry;
+use crate::error::CpuError;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use vigil_device::host_runtime::SanitizerRuntime;

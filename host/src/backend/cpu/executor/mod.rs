@@ -47,15 +47,14 @@
 
 mod args;
 mod block;
-mod error;
 mod fiber;
 mod job;
 mod panic;
 mod pool;
 mod stack;
 
+pub use crate::error::CpuError;
 pub use args::HostArgs;
-pub use error::CpuError;
 
 use crate::types::{DeviceLimits, LaunchConfig};
 use job::Job;

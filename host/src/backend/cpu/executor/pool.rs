@@ -3,10 +3,10 @@
 //! shared memory). A launch hands every worker the same [`Job`] and waits
 //! until all of them have finished with it.
 
-use super::error::CpuError;
 use super::fiber::Worker;
 use super::job::Job;
 use super::panic;
+use crate::error::CpuError;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;

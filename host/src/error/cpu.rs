@@ -1,4 +1,4 @@
-//! The CPU executor's error type.
+//! [`CpuError`]: why a launch on the CPU backend failed.
 
 use crate::types::LaunchConfigError;
 use std::fmt;
@@ -9,7 +9,7 @@ use vigil_device::Dim3;
 #[non_exhaustive]
 pub enum CpuError {
     /// The launch configuration is outside the CPU device's limits (the
-    /// same limits a CUDA device has; see [`CpuExecutor::limits`](super::CpuExecutor::limits)).
+    /// same limits a CUDA device has; see [`CpuExecutor::LIMITS`](crate::unstable::cpu::CpuExecutor::LIMITS)).
     #[error("invalid launch configuration: {0}")]
     Config(#[from] LaunchConfigError),
 

@@ -4,12 +4,15 @@
 //! act on without a debugger: which driver call failed and its `CUresult`,
 //! which kernel, which argument (index, name, Rust type), which range.
 
-use crate::abi::ptx::PtxParam;
-use crate::backend::cpu::executor::CpuError;
-use crate::backend::cuda::vmm::VmmError;
+mod cpu;
+mod vmm;
+
+pub use cpu::CpuError;
+pub use vmm::{VmmError, VmmResult};
+
 use crate::sanitizer::config::ConfigError;
 use crate::sanitizer::report::RaceReports;
-use crate::types::{DeviceId, LaunchConfigError};
+use crate::types::{DeviceId, LaunchConfigError, PtxParam};
 use vigil_shared::params::PtxType;
 
 /// `std::result::Result` with [`Error`].
