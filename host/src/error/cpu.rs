@@ -2,6 +2,7 @@
 
 use crate::types::LaunchConfigError;
 use std::fmt;
+use std::time::Duration;
 use vigil_device::Dim3;
 
 /// Everything that can make a CPU launch fail.
@@ -45,6 +46,40 @@ pub enum CpuError {
         detail: String,
     },
 
+    /// Every running thread of the launch spins on memory that no thread
+    /// changes (and the rest wait at a barrier or in a warp collective), so
+    /// none can ever finish (on a GPU this hangs). The blocks that were
+    /// running are abandoned and no further block starts.
+    #[error(
+        "livelock: every running thread spins on memory that no thread changes{}: {}",
+        Unstarted(*unstarted),
+        Blocks(blocks)
+    )]
+    Livelock {
+        /// The blocks that were running, with their spinning threads.
+        blocks: Vec<StalledBlock>,
+        /// Blocks of the grid that had not started (they wait for a
+        /// worker: on a GPU they would need to be co-resident).
+        unstarted: u64,
+    },
+
+    /// The launch ran longer than the configured limit
+    /// (`VIGIL_LAUNCH_TIMEOUT` or
+    /// [`ContextBuilder::launch_timeout`](crate::ContextBuilder::launch_timeout)).
+    /// Threads still running were abandoned at their next memory read.
+    #[error(
+        "launch timed out after {limit:?} (VIGIL_LAUNCH_TIMEOUT); {finished} of {total} block(s) \
+         had finished"
+    )]
+    Timeout {
+        /// The limit.
+        limit: Duration,
+        /// Blocks that had run to completion.
+        finished: u64,
+        /// Blocks of the grid.
+        total: u64,
+    },
+
     /// The operating system refused a resource (a worker thread, a coroutine stack).
     #[error("CPU executor could not {what}: {reason}")]
     Resource {
@@ -77,5 +112,90 @@ impl fmt::Display for At<'_> {
             Some(loc) => write!(f, " at {loc}"),
             None => Ok(()),
         }
+    }
+}
+
+/// One running block of a launch that ended in a livelock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StalledBlock {
+    /// `blockIdx`.
+    pub block: Dim3,
+    /// Its threads that spin, each on one location.
+    pub spinning: Vec<SpinningThread>,
+    /// Where its other live threads wait (barrier, warp collective), when
+    /// some do.
+    pub waiting: Option<String>,
+}
+
+/// A thread that keeps reading one location whose value does not change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpinningThread {
+    /// `threadIdx`.
+    pub thread: Dim3,
+    /// The address it polls.
+    pub address: u64,
+    /// The size of each read, in bytes.
+    pub bytes: usize,
+    /// The kernel source line of the read (`file:line:column`), from a
+    /// backtrace of the thread; `None` without debug information.
+    pub location: Option<String>,
+}
+
+/// Formats ` (N block(s) not started)` when some are.
+struct Unstarted(u64);
+
+impl fmt::Display for Unstarted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            0 => Ok(()),
+            n => write!(
+                f,
+                " ({n} block(s) not started: every worker is busy with a spinning block)"
+            ),
+        }
+    }
+}
+
+/// Formats the stalled blocks, grouping a block's spinning threads by
+/// location and address.
+struct Blocks<'a>(&'a [StalledBlock]);
+
+impl fmt::Display for Blocks<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, b) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "block {}:", Coord(b.block))?;
+            let mut groups: Vec<(&SpinningThread, usize)> = Vec::new();
+            for t in &b.spinning {
+                let same = |g: &&mut (&SpinningThread, usize)| {
+                    g.0.address == t.address && g.0.location == t.location
+                };
+                match groups.iter_mut().find(same) {
+                    Some(g) => g.1 += 1,
+                    None => groups.push((t, 1)),
+                }
+            }
+            for (first, n) in groups {
+                let location = first.location.as_deref().unwrap_or("an unknown location");
+                let who = if n == 1 {
+                    format!("thread {}", Coord(first.thread))
+                } else {
+                    format!("{n} threads (first {})", Coord(first.thread))
+                };
+                write!(
+                    f,
+                    " {who} poll{} {} byte(s) at {:#x} at {location};",
+                    if n == 1 { "s" } else { "" },
+                    first.bytes,
+                    first.address
+                )?;
+            }
+            if let Some(w) = &b.waiting {
+                write!(f, " {w}")?;
+            }
+        }
+        Ok(())
     }
 }

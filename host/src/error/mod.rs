@@ -7,7 +7,7 @@
 mod cpu;
 mod vmm;
 
-pub use cpu::CpuError;
+pub use cpu::{CpuError, SpinningThread, StalledBlock};
 pub use vmm::{VmmError, VmmResult};
 
 use crate::sanitizer::config::ConfigError;
