@@ -13,6 +13,7 @@ use crate::types::{DeviceId, DeviceLimits, DeviceProps, LaunchVariant};
 use cudarc::driver::sys;
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A handle to one device: a CUDA GPU (its primary context) or the CPU
 /// backend.
@@ -35,6 +36,7 @@ use std::sync::Arc;
 /// |------------------|------------------------------------------------------|---------|
 /// | `VIGIL_DEVICE`   | `auto`, `cpu`, `gpu` (device 0), `gpu:<ordinal>`     | `auto`  |
 /// | `VIGIL_SANITIZE` | `1`/`0`, `on`/`off`, `true`/`false`, `yes`/`no`      | off     |
+/// | `VIGIL_LAUNCH_TIMEOUT` | a duration (`30`, `2.5s`, `500ms`, `10m`) or `off` | off |
 ///
 /// The sanitizer's own variables (`VIGIL_SEED`, `VIGIL_CLOCK_BUFFER_SIZE`,
 /// ...) are [`VmmConfig`](crate::VmmConfig)'s. A malformed value is [`Error::Config`], naming
@@ -47,6 +49,7 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct Context {
     inner: Arc<Backend>,
+    launch_timeout: Option<Duration>,
 }
 
 impl Context {
@@ -62,10 +65,17 @@ impl Context {
     }
 
     /// Wraps an opened backend (the builder's last step).
-    pub(crate) fn from_backend(backend: Backend) -> Context {
+    pub(crate) fn from_backend(backend: Backend, launch_timeout: Option<Duration>) -> Context {
         Context {
             inner: Arc::new(backend),
+            launch_timeout,
         }
+    }
+
+    /// The longest a launch may run, or a GPU wait may block
+    /// ([`ContextBuilder::launch_timeout`], `VIGIL_LAUNCH_TIMEOUT`).
+    pub fn launch_timeout(&self) -> Option<Duration> {
+        self.launch_timeout
     }
 
     /// Opens CUDA device 0 (plain mode).
@@ -214,7 +224,7 @@ impl Context {
     /// On a sanitized CPU context, then returns the races found since the
     /// last collection as [`Error::Races`] (the context stays usable).
     pub fn synchronize(&self) -> Result<()> {
-        self.inner.synchronize()?;
+        self.inner.synchronize(self.launch_timeout)?;
         races_to_result(self.take_race_reports())
     }
 

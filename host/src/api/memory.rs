@@ -558,7 +558,9 @@ fn allocate(stream: &Stream, bytes: usize, align: usize) -> Result<u64> {
 /// lengths and devices, and every device range is inside a live
 /// allocation it borrows (exclusively where written).
 fn transfer(stream: &Stream, op: Transfer<'_>) -> Result<()> {
-    stream.context().backend().transfer(stream.handle(), op)
+    let ctx = stream.context();
+    ctx.backend()
+        .transfer(stream.handle(), op, ctx.launch_timeout())
 }
 
 /// The raw parts of a device view, for argument packing.

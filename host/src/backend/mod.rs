@@ -43,6 +43,7 @@ use cuda::{CudaBackend, CudaEvent};
 use cudarc::driver::sys;
 use std::ffi::CStr;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// How a context reaches its device.
 pub(crate) enum Backend {
@@ -86,6 +87,9 @@ pub(crate) struct Launch<'a> {
     pub(crate) stream_id: StreamId,
     pub(crate) config: LaunchConfig,
     pub(crate) params: &'a ParamBuffer,
+    /// The context's launch timeout (the CPU backend bounds the launch; a
+    /// GPU launch is asynchronous, and its waits are bounded instead).
+    pub(crate) timeout: Option<Duration>,
 }
 
 /// Opens a GPU backend (`sanitize`: buffers from the shadow allocator).
@@ -192,9 +196,10 @@ impl Backend {
 
     /// Waits for all work of the device (the host's wait is noted by the
     /// CPU sanitizer).
-    pub(crate) fn synchronize(&self) -> Result<()> {
+    /// On a GPU, gives up after `timeout` ([`Error::Timeout`]).
+    pub(crate) fn synchronize(&self, timeout: Option<Duration>) -> Result<()> {
         match self {
-            Backend::Cuda(c) => c.device().synchronize(),
+            Backend::Cuda(c) => c.synchronize_within(timeout),
             Backend::Cpu(c) => {
                 c.host_sync(HostSync::Context);
                 Ok(())
@@ -218,10 +223,16 @@ impl Backend {
         }
     }
 
-    /// Blocks until the stream's work has finished.
-    pub(crate) fn stream_wait_idle(&self, stream: &StreamHandle, id: StreamId) -> Result<()> {
+    /// Blocks until the stream's work has finished; on a GPU, at most
+    /// `timeout` ([`Error::Timeout`]).
+    pub(crate) fn stream_wait_idle(
+        &self,
+        stream: &StreamHandle,
+        id: StreamId,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
         match (self, stream) {
-            (Backend::Cuda(_), StreamHandle::Cuda(s)) => s.synchronize(),
+            (Backend::Cuda(_), StreamHandle::Cuda(s)) => s.synchronize_within(timeout),
             (Backend::Cpu(c), StreamHandle::Cpu) => {
                 c.host_sync(HostSync::Stream(id));
                 Ok(())
@@ -295,9 +306,14 @@ impl Backend {
         }
     }
 
-    pub(crate) fn event_synchronize(&self, event: &EventHandle, id: EventId) -> Result<()> {
+    pub(crate) fn event_synchronize(
+        &self,
+        event: &EventHandle,
+        id: EventId,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
         match (self, event) {
-            (_, EventHandle::Cuda(e)) => e.synchronize(),
+            (_, EventHandle::Cuda(e)) => e.synchronize_within(timeout),
             (Backend::Cpu(c), EventHandle::Cpu(_)) => {
                 c.host_sync(HostSync::Event(id));
                 Ok(())
@@ -409,6 +425,7 @@ impl Backend {
         &self,
         stream: (&StreamHandle, StreamId),
         op: Transfer<'_>,
+        timeout: Option<Duration>,
     ) -> Result<()> {
         let waits = op.touches_host();
         match (self, stream.0) {
@@ -417,7 +434,7 @@ impl Backend {
             _ => return Err(self.foreign("a copy")),
         }
         if waits {
-            self.stream_wait_idle(stream.0, stream.1)
+            self.stream_wait_idle(stream.0, stream.1, timeout)
         } else {
             Ok(())
         }
@@ -449,6 +466,7 @@ impl Backend {
                     stream: launch.stream_id,
                     config: launch.config,
                     params: launch.params,
+                    timeout: launch.timeout,
                 };
                 c.launch(&l, variant)
             }

@@ -13,6 +13,7 @@ pub use vmm::{VmmError, VmmResult};
 use crate::sanitizer::config::ConfigError;
 use crate::sanitizer::report::RaceReports;
 use crate::types::{DeviceId, LaunchConfigError, PtxParam};
+use std::time::Duration;
 use vigil_shared::params::PtxType;
 
 /// `std::result::Result` with [`Error`].
@@ -277,6 +278,25 @@ pub enum Error {
     HostOutOfMemory {
         /// Bytes asked for.
         bytes: usize,
+    },
+
+    /// A wait on a GPU did not finish within the launch timeout
+    /// (`VIGIL_LAUNCH_TIMEOUT`,
+    /// [`ContextBuilder::launch_timeout`](crate::ContextBuilder::launch_timeout)).
+    /// The kernel may still be running; the context may be unusable until
+    /// it ends. (On the CPU backend the launch itself fails, with
+    /// [`CpuError::Timeout`].)
+    #[error(
+        "{op} on {backend} did not finish within {limit:?} (VIGIL_LAUNCH_TIMEOUT): a kernel may \
+         still be running, and the context may be unusable until it ends"
+    )]
+    Timeout {
+        /// The wait, e.g. `Stream::synchronize`.
+        op: &'static str,
+        /// The device.
+        backend: DeviceId,
+        /// The limit.
+        limit: Duration,
     },
 
     /// Timing between two events that cannot be timed (not recorded yet, or

@@ -189,6 +189,43 @@ pub(crate) fn parse_bool(source_name: &str, text: &str) -> Result<bool, ConfigEr
     }
 }
 
+/// A duration: a non-negative decimal number of seconds with an optional
+/// unit (`ms`, `s`, `m`), e.g. `30`, `2.5s`, `500ms`, `10m`; `0`, `off` or
+/// `none` for no limit (`None`).
+pub(crate) fn parse_duration(
+    source_name: &str,
+    text: &str,
+) -> Result<Option<std::time::Duration>, ConfigError> {
+    let t = text.trim().to_ascii_lowercase();
+    if matches!(t.as_str(), "off" | "none") {
+        return Ok(None);
+    }
+    let (number, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (t.as_str(), 1.0)
+    };
+    let bad = || {
+        err(
+            source_name,
+            text,
+            "a duration such as `30`, `2.5s`, `500ms` or `10m` (seconds without a unit), \
+             or `0`/`off` for no limit",
+        )
+    };
+    let value: f64 = number.trim().parse().map_err(|_| bad())?;
+    let seconds = value * scale;
+    if !seconds.is_finite() || seconds < 0.0 {
+        return Err(bad());
+    }
+    let d = std::time::Duration::try_from_secs_f64(seconds).map_err(|_| bad())?;
+    Ok((!d.is_zero()).then_some(d))
+}
+
 fn check_ranks(source_name: &str, shown: &str, ranks: &[usize]) -> Result<(), ConfigError> {
     let accepted = format!(
         "1 to {MAX_DEVICES} distinct device ordinals below {MAX_DEVICES}, comma-separated in rank order \

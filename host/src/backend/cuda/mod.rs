@@ -6,7 +6,8 @@
 //! - [`memory`]: plain (`cuMemAlloc`) or shadow-allocator memory, copies, fills;
 //! - [`launch`]: `cuLaunchKernel`, and the seam where the sanitized GPU
 //!   launch goes;
-//! - [`vmm`]: the sanitizer's shadow-memory allocator on CUDA virtual memory.
+//! - [`vmm`]: the sanitizer's shadow-memory allocator on CUDA virtual memory;
+//! - `wait`: waits bounded by the launch timeout.
 //!
 //! It depends on the shared pieces below it (types, error, ABI, sanitizer
 //! configuration), never on the front end.
@@ -19,6 +20,7 @@ mod memory;
 pub(crate) mod module;
 pub(crate) mod stream;
 pub mod vmm;
+mod wait;
 
 pub use device::CudaDevice;
 pub use event::CudaEvent;
