@@ -51,6 +51,7 @@
 //! | read races | [`RaceReports`], [`RaceReport`], [`Error::Races`]; settings: [`VmmConfig`] |
 //! | plug in another CPU sanitizer | [`CpuSanitizer`] (with [`ContextBuilder::cpu_sanitizer`]), [`HostBufferAllocator`] |
 //! | handle errors | [`Error`], [`Result`], [`ArgProblem`], [`LaunchConfigError`] |
+//! | test kernels on every backend | [`macro@test`] (`#[vigil::test]`), [`test_main!`], [`testing`] |
 //!
 //! Everything a kernel author needs is at the crate root. Vigil's own
 //! tests and benchmarks reach the internals (the CPU executor, the shadow
@@ -60,15 +61,17 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-// Layers, bottom up; a layer imports only from the ones before it in this
-// list (ARCHITECTURE.md; `tests/layers.rs` checks it): leaf types; the
-// sanitizers' shared host side; the errors; the launch ABI; the backends;
-// the front end.
+// Layers, bottom up (ARCHITECTURE.md; `tests/layers.rs` checks that a
+// layer imports only from layers below it): `types` (leaf types);
+// `sanitizer` (the sanitizers' shared host side); `error`; `abi` (the
+// launch ABI); `backend` (the CUDA and CPU backends, then the dispatch
+// point); `api` (the front end); `testing` (the harness) and `unstable`.
 mod abi;
 mod api;
 mod backend;
 mod error;
 mod sanitizer;
+pub mod testing;
 mod types;
 pub mod unstable;
 
@@ -94,6 +97,8 @@ pub use types::{
     DeviceId, DeviceLimits, DeviceProps, Dim3, EventId, FunctionAttrs, LaunchConfig,
     LaunchConfigError, LaunchVariant, StreamId,
 };
+
+pub use vigil_test_macros::test;
 
 /// The kernel-side crate, re-exported so users name one dependency.
 pub use vigil_device as device;

@@ -35,7 +35,8 @@ fn layer_of(path: &[&str]) -> Option<Layer> {
         ["backend", "cpu", ..] => layer(5, "backend/cpu/"),
         ["backend", ..] => layer(6, "backend/mod.rs"),
         ["api", ..] => layer(7, "api/"),
-        ["unstable", ..] | ["lib"] => layer(8, "lib.rs, unstable"),
+        ["testing", ..] => layer(8, "testing/"),
+        ["unstable", ..] | ["lib"] => layer(9, "lib.rs, unstable"),
         _ => return None,
     })
 }

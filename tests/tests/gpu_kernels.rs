@@ -2,56 +2,16 @@
 //! host reference, every atomic operation in every ordering and scope,
 //! shared memory, warp collectives and edge launch shapes.
 //!
-//! Each check is written once, as a `fn(&Context)`, and instantiated per
-//! backend by [`on_every_backend!`]: `gpu::*` on a CUDA GPU (skips with a
-//! printed reason without one, fails with `VIGIL_REQUIRE_GPU=1`) and
-//! `cpu::*` on the CPU backend, so the two suites cannot drift. Where a
+//! Each check is written once, as a `#[vigil::test] fn(&Context)`, and
+//! Vigil's harness runs it per backend, sanitized: `gpu::*` on a CUDA GPU
+//! (reported as skipped without one, a failure with `VIGIL_REQUIRE_GPU=1`)
+//! and `cpu::*` on the CPU backend, so the two suites cannot drift. Where a
 //! size only matters for the GPU (millions of threads), the CPU runs a
 //! smaller one of the same shape.
 
-use vigil::unstable::testing::require_gpu;
 use vigil::{Context, DeviceBuffer, LaunchConfig, Module, Stream};
 use vigil_kernels::{examples, tests as k};
 use vigil_tests::{Rng, KERNELS_PTX};
-
-/// Instantiates each check once for the GPU and once for the CPU backend.
-macro_rules! on_every_backend {
-    ($($check:ident),* $(,)?) => {
-        mod gpu {
-            $(
-                #[test]
-                fn $check() {
-                    let Some(ctx) = super::require_gpu() else { return };
-                    super::$check(&ctx);
-                }
-            )*
-        }
-        mod cpu {
-            $(
-                #[test]
-                fn $check() {
-                    super::$check(&super::Context::cpu().expect("CPU backend"));
-                }
-            )*
-        }
-    };
-}
-
-on_every_backend!(
-    axpy_matches_cpu_for_awkward_sizes,
-    reduce_sum_matches_cpu,
-    histogram_matches_cpu,
-    atomics_u32_every_op_ordering_and_scope,
-    atomics_i32_every_op_ordering_and_scope,
-    atomics_u64_every_op_ordering_and_scope,
-    atomics_i64_every_op_ordering_and_scope,
-    atomics_f32_every_ordering_and_scope,
-    atomics_f64_every_ordering_and_scope,
-    static_and_dynamic_shared_memory_are_per_block,
-    warp_shuffles_and_votes_follow_cuda,
-    every_thread_of_edge_launch_shapes_runs_once,
-    grids_wider_than_65535_blocks_reach_every_block,
-);
 
 fn setup(ctx: &Context) -> (Stream, Module) {
     let stream = Stream::new(ctx).expect("stream");
@@ -59,6 +19,7 @@ fn setup(ctx: &Context) -> (Stream, Module) {
     (stream, module)
 }
 
+#[vigil::test]
 fn axpy_matches_cpu_for_awkward_sizes(ctx: &Context) {
     let (stream, module) = setup(ctx);
     let kernel = module.kernel::<examples::axpy>().unwrap();
@@ -82,6 +43,7 @@ fn axpy_matches_cpu_for_awkward_sizes(ctx: &Context) {
     }
 }
 
+#[vigil::test]
 fn reduce_sum_matches_cpu(ctx: &Context) {
     let (stream, module) = setup(ctx);
     let kernel = module.kernel::<examples::reduce_sum>().unwrap();
@@ -115,6 +77,7 @@ fn reduce_sum_matches_cpu(ctx: &Context) {
     }
 }
 
+#[vigil::test]
 fn histogram_matches_cpu(ctx: &Context) {
     let (stream, module) = setup(ctx);
     let kernel = module.kernel::<examples::histogram>().unwrap();
@@ -147,6 +110,7 @@ fn atomic_launch(scope_sel: u32) -> (LaunchConfig, usize) {
 
 macro_rules! check_int_atomics {
     ($name:ident, $kernel:path, $t:ty) => {
+        #[vigil::test]
         fn $name(ctx: &Context) {
             let (stream, module) = setup(ctx);
             let kernel = module.kernel::<$kernel>().unwrap();
@@ -215,6 +179,7 @@ check_int_atomics!(
 
 macro_rules! check_float_atomics {
     ($name:ident, $kernel:path, $t:ty) => {
+        #[vigil::test]
         fn $name(ctx: &Context) {
             let (stream, module) = setup(ctx);
             let kernel = module.kernel::<$kernel>().unwrap();
@@ -243,6 +208,7 @@ macro_rules! check_float_atomics {
 check_float_atomics!(atomics_f32_every_ordering_and_scope, k::atomic_ops_f32, f32);
 check_float_atomics!(atomics_f64_every_ordering_and_scope, k::atomic_ops_f64, f64);
 
+#[vigil::test]
 fn static_and_dynamic_shared_memory_are_per_block(ctx: &Context) {
     let (stream, module) = setup(ctx);
     let kernel = module.kernel::<k::shared_reverse>().unwrap();
@@ -261,6 +227,7 @@ fn static_and_dynamic_shared_memory_are_per_block(ctx: &Context) {
     assert_eq!(z.to_vec(&stream).unwrap(), want, "dynamic shared");
 }
 
+#[vigil::test]
 fn warp_shuffles_and_votes_follow_cuda(ctx: &Context) {
     let (stream, module) = setup(ctx);
     let kernel = module.kernel::<k::warp_ops>().unwrap();
@@ -293,6 +260,7 @@ fn warp_shuffles_and_votes_follow_cuda(ctx: &Context) {
     }
 }
 
+#[vigil::test]
 fn every_thread_of_edge_launch_shapes_runs_once(ctx: &Context) {
     let (stream, module) = setup(ctx);
     let kernel = module.kernel::<k::index_map>().unwrap();
@@ -324,6 +292,7 @@ fn every_thread_of_edge_launch_shapes_runs_once(ctx: &Context) {
     }
 }
 
+#[vigil::test]
 fn grids_wider_than_65535_blocks_reach_every_block(ctx: &Context) {
     let (stream, module) = setup(ctx);
     let kernel = module.kernel::<k::block_ids>().unwrap();
@@ -342,3 +311,5 @@ fn grids_wider_than_65535_blocks_reach_every_block(ctx: &Context) {
         .enumerate()
         .all(|(i, &b)| b as usize == i / threads));
 }
+
+vigil::test_main!();

@@ -22,7 +22,7 @@ pub(crate) use cpu::executor::{CpuExecutor, LaunchStats};
 pub(crate) use cpu::hooks::CpuSanitizer;
 pub(crate) use cpu::launch::HostEntry;
 pub(crate) use cpu::CpuOptions;
-pub(crate) use cuda::driver::gpu_available;
+pub(crate) use cuda::driver::{device_count, gpu_available};
 pub(crate) use cuda::vmm::CachingPool;
 pub(crate) use cuda::{AsCudaDevice, AsCudaStream, CudaDevice, CudaStream};
 pub(crate) use transfer::Transfer;

@@ -3,5 +3,6 @@
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, stdarch_nvptx))]
 
 pub mod examples;
+pub mod hangs;
 pub mod races;
 pub mod tests;

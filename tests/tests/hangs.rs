@@ -1,0 +1,93 @@
+//! A kernel that never finishes is an error, not a hung test run. On the
+//! CPU backend a launch whose threads all spin on a flag nobody sets fails
+//! with a livelock naming the spinning thread and its kernel line, and a
+//! launch timeout ends one the detector cannot see. On a GPU, with a launch
+//! timeout, `synchronize` returns `Error::Timeout`, and the context works
+//! again once the kernel ends.
+
+use std::time::{Duration, Instant};
+use vigil::unstable::cpu::CpuError;
+use vigil::{Context, DeviceBuffer, DeviceId, Error, LaunchConfig, Module, Stream};
+use vigil_kernels::hangs::{wait_for_either_flag, wait_for_flag};
+use vigil_tests::KERNELS_PTX;
+
+/// The same device as `ctx`, with a launch timeout of `limit`.
+fn with_timeout(ctx: &Context, limit: Duration) -> vigil::Result<Context> {
+    let builder = Context::builder()
+        .sanitize(ctx.is_sanitized())
+        .launch_timeout(Some(limit));
+    match ctx.device() {
+        DeviceId::Cuda(ordinal) => builder.gpu(ordinal),
+        DeviceId::Cpu => builder.cpu(),
+    }
+    .build()
+}
+
+#[vigil::test]
+fn a_spin_on_a_flag_nobody_sets_is_an_error(ctx: &Context) -> vigil::Result<()> {
+    let ctx = &with_timeout(ctx, Duration::from_millis(500))?;
+    let stream = Stream::new(ctx)?;
+    let wait = Module::from_ptx(ctx, KERNELS_PTX)?.kernel::<wait_for_flag>()?;
+    let mut flag = DeviceBuffer::<u32>::alloc_zeroed(&stream, 1)?;
+    let start = Instant::now();
+    let launched = stream.launch(&wait, LaunchConfig::new(2, 64), (&mut flag, 0u32));
+    if ctx.is_cpu() {
+        // Detected long before the timeout.
+        let err = launched.unwrap_err();
+        let msg = err.to_string();
+        match &err {
+            Error::Cpu(CpuError::Livelock { blocks, unstarted }) => {
+                assert!(blocks.len() + *unstarted as usize == 2, "{msg}");
+                let t = &blocks[0].spinning[0];
+                assert_eq!((t.address, t.bytes), (flag.device_ptr(), 4), "{msg}");
+                let loc = t.location.as_deref().unwrap_or_default();
+                assert!(loc.contains("hangs.rs:"), "{msg}");
+            }
+            other => panic!("expected a livelock, got: {other}"),
+        }
+        assert!(start.elapsed() < Duration::from_millis(500), "{msg}");
+        return Ok(());
+    }
+    launched?;
+    let err = stream.synchronize().unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Timeout {
+                op: "Stream::synchronize",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("may still be running"), "{err}");
+    // Set the flag from another stream: the kernel ends, the context is
+    // usable again.
+    let other = Stream::new(ctx)?;
+    flag.copy_from_host(&other, &[1])?;
+    stream.synchronize()?;
+    ctx.synchronize()?;
+    Ok(())
+}
+
+#[vigil::test(cpu)]
+fn a_launch_timeout_ends_a_cpu_launch_the_detector_cannot_see(ctx: &Context) -> vigil::Result<()> {
+    let limit = Duration::from_millis(200);
+    let ctx = &with_timeout(ctx, limit)?;
+    let stream = Stream::new(ctx)?;
+    let wait = Module::from_ptx(ctx, KERNELS_PTX)?.kernel::<wait_for_either_flag>()?;
+    let mut flags = DeviceBuffer::<u32>::alloc_zeroed(&stream, 2)?;
+    let err = stream
+        .launch(&wait, LaunchConfig::new(3, 32), (&mut flags,))
+        .unwrap_err();
+    match &err {
+        Error::Cpu(CpuError::Timeout {
+            limit: l, total, ..
+        }) => assert_eq!((*l, *total), (limit, 3)),
+        other => panic!("expected a timeout, got: {other}"),
+    }
+    assert!(err.to_string().contains("VIGIL_LAUNCH_TIMEOUT"), "{err}");
+    Ok(())
+}
+
+vigil::test_main!();
