@@ -56,9 +56,11 @@ fn options(attr: TokenStream) -> Result<Options, String> {
                 }
             },
             TokenTree::Punct(p) if p.as_char() == ',' => {}
-            other => return Err(format!(
+            other => {
+                return Err(format!(
                 "#[vigil::test]: unexpected `{other}` (accepted: cpu, gpu, plain, comma-separated)"
-            )),
+            ))
+            }
         }
     }
     if only_cpu && only_gpu {
