@@ -1,6 +1,6 @@
 //! Vigil's test harness (`#[vigil::test]`) judged by what it prints and
 //! returns: a missing GPU is a skip (a failure under `VIGIL_REQUIRE_GPU=1`),
-//! a race the sanitizer finds fails the test with its report, a failing or
+//! a test may skip itself with a reason, a race the sanitizer finds fails the test with its report, a failing or
 //! panicking body fails it, and libtest's filters and `--list` work.
 
 use vigil::testing::__private::run_cases;
@@ -41,6 +41,14 @@ case!(RACES_UNSANITIZED = "races_unsanitized", racy, cpu: true, gpu: false, sani
 case!(FAILS = "fails", |_| Err("the answer was 41".to_owned()), cpu: true, gpu: false, sanitize: true);
 case!(PANICS = "panics", |_| panic!("index out of range"), cpu: true, gpu: false, sanitize: true);
 
+case!(
+    SKIPS = "skips",
+    |_| vigil::testing::skip("its input was not built"),
+    cpu: true,
+    gpu: false,
+    sanitize: true
+);
+
 /// Runs `cases` with `args` on a machine without a GPU; the exit code and
 /// the output.
 fn run(args: &[&str], cases: &[&'static TestCase], require_gpu: bool) -> (i32, String) {
@@ -65,6 +73,17 @@ fn a_missing_gpu_is_a_skip_with_its_reason_once_and_a_count() {
         out.contains("1 passed; 0 failed; 1 skipped (no CUDA GPU)"),
         "{out}"
     );
+}
+
+#[test]
+fn a_test_can_skip_itself_with_a_reason() {
+    let (code, out) = run(&[], &[&SKIPS], false);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("test cpu::skips ... skipped (its input was not built)"),
+        "{out}"
+    );
+    assert!(out.contains("0 passed; 0 failed; 1 skipped;"), "{out}");
 }
 
 #[test]

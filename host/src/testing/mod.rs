@@ -41,6 +41,9 @@
 //! the sanitizer. `VIGIL_SANITIZE`, `VIGIL_LAUNCH_TIMEOUT` and the
 //! sanitizer's variables apply to every trial's context.
 //!
+//! A test can skip itself for a reason of its own with [`skip`] (it is
+//! then reported as skipped with that reason, not as passed).
+//!
 //! Trials are named `cpu::<path>`, `gpu::<path>` (device 0), `gpu1::<path>`,
 //! ...; the usual `cargo test` filters and libtest's `--exact`, `--skip`,
 //! `--list`, `--test-threads` and `-q` work.
@@ -52,7 +55,7 @@ mod run;
 
 pub use case::{Outcome, TestCase, TestOutcome};
 pub use gpu::{gpu_required, require_gpu, REQUIRE_GPU_ENV};
-pub use run::run;
+pub use run::{run, skip};
 
 /// Expands to the `main` of a `harness = false` test target: runs every
 /// `#[vigil::test]` of the binary ([`run`]) and exits with its status.

@@ -33,7 +33,19 @@ struct Trial {
 enum Verdict {
     Passed,
     Failed(String),
-    Skipped,
+    /// With the test's own reason ([`skip`]); `None`: no GPU.
+    Skipped(Option<String>),
+}
+
+/// The payload with which [`skip`] unwinds.
+struct SkipTest(String);
+
+/// Ends the running `#[vigil::test]` as skipped, with `reason` (e.g. an
+/// input file that was not built). The harness prints it on the test's
+/// line and counts the test as skipped, not passed.
+pub fn skip(reason: impl Into<String>) -> ! {
+    // `resume_unwind` does not run the panic hook: no panic message.
+    std::panic::resume_unwind(Box::new(SkipTest(reason.into())))
 }
 
 /// The backend's part of a trial's name: `cpu`, `gpu` (device 0), `gpu1`, ...
@@ -88,7 +100,7 @@ fn run_trial(trial: &Trial, machine: &Machine) -> Verdict {
             true => Verdict::Failed(format!(
                 "{REQUIRE_GPU_ENV}=1 but no CUDA GPU is usable: {reason}"
             )),
-            false => Verdict::Skipped,
+            false => Verdict::Skipped(None),
         };
     }
     let ctx = match context(trial.case, trial.target) {
@@ -98,7 +110,10 @@ fn run_trial(trial: &Trial, machine: &Machine) -> Verdict {
     let body = trial.case.body;
     let outcome: Outcome = match catch_unwind(AssertUnwindSafe(|| body(&ctx))) {
         Ok(outcome) => outcome,
-        Err(payload) => Err(panic_message(payload.as_ref())),
+        Err(payload) => match payload.downcast::<SkipTest>() {
+            Ok(skip) => return Verdict::Skipped(Some(skip.0)),
+            Err(payload) => Err(panic_message(payload.as_ref())),
+        },
     };
     let outcome = outcome.and_then(|()| match ctx.synchronize() {
         Ok(()) => Ok(()),
@@ -217,9 +232,10 @@ pub(crate) fn run_with(
                 let mut t = tally.lock().unwrap_or_else(|e| e.into_inner());
                 let t = &mut *t;
                 let (word, dot) = match &verdict {
-                    Verdict::Passed => ("ok", '.'),
-                    Verdict::Failed(_) => ("FAILED", 'F'),
-                    Verdict::Skipped => ("skipped", 's'),
+                    Verdict::Passed => ("ok".to_owned(), '.'),
+                    Verdict::Failed(_) => ("FAILED".to_owned(), 'F'),
+                    Verdict::Skipped(None) => ("skipped".to_owned(), 's'),
+                    Verdict::Skipped(Some(why)) => (format!("skipped ({why})"), 's'),
                 };
                 let _ = match args.terse {
                     true => write!(t.out, "{dot}"),
@@ -229,7 +245,7 @@ pub(crate) fn run_with(
                 match verdict {
                     Verdict::Passed => t.passed += 1,
                     Verdict::Failed(m) => t.failed.push((trial.name.clone(), m)),
-                    Verdict::Skipped => t.skipped += 1,
+                    Verdict::Skipped(_) => t.skipped += 1,
                 }
             });
         }
@@ -250,9 +266,9 @@ pub(crate) fn run_with(
         }
     }
     let status = if t.failed.is_empty() { "ok" } else { "FAILED" };
-    let skip_reason = match t.skipped {
-        0 => "",
-        _ => " (no CUDA GPU)",
+    let skip_reason = match (gpus, to_skip) {
+        (Err(_), 1..) => " (no CUDA GPU)",
+        _ => "",
     };
     let _ = writeln!(
         out,
