@@ -267,13 +267,13 @@ fn mismatched_or_missing_kernels_are_typed_errors(ctx: &Context) {
 #[vigil::test(gpu, plain)]
 fn bad_ptx_returns_the_jit_log(ctx: &Context) {
     let bad = ".version 7.8\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n\tbogus.instruction %r1;\n\tret;\n}\n";
-    let e = Module::from_ptx(&ctx, bad).unwrap_err();
+    let e = Module::from_ptx(ctx, bad).unwrap_err();
     eprintln!("{e}");
     match &e {
         Error::PtxLoad { log, .. } => assert!(!log.is_empty(), "JIT log should explain: {e}"),
         e => panic!("unexpected {e:?}"),
     }
-    let e = Module::from_ptx(&ctx, "abc\0def").unwrap_err();
+    let e = Module::from_ptx(ctx, "abc\0def").unwrap_err();
     assert!(matches!(e, Error::PtxText { .. }), "{e}");
 }
 
@@ -431,7 +431,7 @@ fn events_time_and_order_streams(ctx: &Context) {
 
 #[vigil::test(gpu, plain)]
 fn host_launch_overhead_is_small(ctx: &Context) {
-    let (stream, module) = setup(&ctx);
+    let (stream, module) = setup(ctx);
     let axpy = module.kernel::<axpy>().unwrap();
     let dx = DeviceBuffer::from_slice(&stream, &[1.0f32; 256]).unwrap();
     let mut dy = DeviceBuffer::<f32>::alloc_zeroed(&stream, 256).unwrap();
@@ -494,7 +494,7 @@ fn sanitized_gpu_buffers_come_from_the_shadow_allocator(plain: &Context) {
     let got = y.to_vec(&stream).unwrap();
     assert!((0..n).all(|i| got[i] == 2.0 * xs[i] + ys[i]));
     // Buffers of a plain context of the same device are usable too.
-    let plain_stream = Stream::new(&plain).unwrap();
+    let plain_stream = Stream::new(plain).unwrap();
     let z = DeviceBuffer::from_slice(&plain_stream, &xs).unwrap();
     assert!(pool.vmm().lookup(z.device_ptr()).is_none());
     stream
