@@ -48,6 +48,7 @@ sanitized_and_plain!(
     launch_checks_happen_before_the_driver,
     untyped_launch_is_checked_against_the_ptx,
     events_time_and_order_streams,
+    text_that_is_not_ptx_is_a_typed_error,
 );
 
 fn setup(ctx: &Context) -> (Stream, Module) {
@@ -275,6 +276,37 @@ fn bad_ptx_returns_the_jit_log(ctx: &Context) {
     }
     let e = Module::from_ptx(ctx, "abc\0def").unwrap_err();
     assert!(matches!(e, Error::PtxText { .. }), "{e}");
+}
+
+/// Every backend checks PTX text before taking it (the CPU backend, which
+/// never compiles it, used to accept anything).
+fn text_that_is_not_ptx_is_a_typed_error(ctx: &Context) {
+    let cases = [
+        ("this is not ptx", "this text with `this is not ptx`"),
+        ("", "empty"),
+        (
+            ".version 8.0\n.visible .entry k()\n{\n ret;\n}\n",
+            "`.target`",
+        ),
+        (
+            ".version 8.0\n.target sm_80\n.visible .func f()\n{\n ret;\n}\n",
+            "no `.entry`",
+        ),
+        (
+            ".version 8.0\n.target sm_80\n.visible .entry k()\n{\n ret;\n",
+            "not closed",
+        ),
+        ("abc\0def", "NUL byte"),
+    ];
+    for (text, says) in cases {
+        match Module::from_ptx(ctx, text) {
+            Err(Error::PtxText { message }) => {
+                assert!(message.contains(says), "{text:?}: {message}")
+            }
+            Err(e) => panic!("{text:?}: expected a PTX text error, got {e}"),
+            Ok(_) => panic!("{text:?} was accepted as PTX on {}", ctx.device()),
+        }
+    }
 }
 
 fn launch_checks_happen_before_the_driver(ctx: &Context) {
