@@ -1,6 +1,4 @@
-//! Builds the `vigil-kernels` crate to PTX and embeds it (VIGIL_PTX_VIGIL_KERNELS).
+//! Builds the `vigil-kernels` crate to PTX, for `vigil::include_ptx!("vigil-kernels")`.
 fn main() {
-    if let Err(e) = vigil_build::PtxBuilder::new("kernels").build() {
-        panic!("{e}");
-    }
+    vigil_build::PtxBuilder::new("kernels").build_or_exit();
 }

@@ -2,13 +2,19 @@
 //!
 //! ```no_run
 //! // in build.rs (of the crate that launches the kernels), inside `fn main`:
-//! vigil_build::PtxBuilder::new("kernels")
-//!     .build()
-//!     .unwrap_or_else(|e| panic!("{e}"));
+//! vigil_build::PtxBuilder::new("kernels").build_or_exit();
 //! ```
 //!
-//! and in that crate: `const PTX: &str = include_str!(env!("VIGIL_PTX_KERNELS"));`
-//! (the variable is `VIGIL_PTX_` + the kernel crate's library name in upper case).
+//! and in that crate: `const PTX: &str = vigil::include_ptx!("kernels");`
+//! (the kernel crate's library or package name; underneath, the build sets
+//! `VIGIL_PTX_<LIB>` to the PTX file, see [`env_var_for`]).
+//!
+//! Before building, the helper checks the toolchain (nightly, `rust-src`,
+//! `llvm-bitcode-linker`) and, if it falls short, says which
+//! `rust-toolchain.toml` to write ([`toolchain_file`]). A failed build shows
+//! each compiler error once: errors that compiling the kernel crate for the
+//! host also reports are left to cargo's host build (see
+//! [`BuildError::ReportedByHostBuild`]).
 //!
 //! The helper runs a nested `cargo build --release --target
 //! nvptx64-nvidia-cuda -Zbuild-std=core` with its own target directory
@@ -17,10 +23,15 @@
 //! kernel crate was built from changes. Users never run a second command.
 #![warn(missing_docs)]
 
+mod diagnostics;
+mod json;
+mod toolchain;
+
+use json::ptx_filenames;
 use std::ffi::OsString;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+pub use toolchain::{toolchain_file, ToolchainProblem, PINNED_TOOLCHAIN};
 
 /// The GPU architecture used when neither the builder nor `VIGIL_CUDA_ARCH` names one.
 pub const DEFAULT_ARCH: &str = "sm_90";
@@ -56,15 +67,36 @@ pub enum BuildError {
         /// The underlying error.
         source: std::io::Error,
     },
-    /// The nested build failed; carries the compiler's messages.
-    #[error("PTX build of {krate} failed ({status}):\n{messages}\nhint: the kernel crate needs `#![cfg_attr(target_arch = \"nvptx64\", no_std, feature(abi_ptx))]` and `crate-type = [\"cdylib\", \"rlib\"]`; the toolchain needs the rust-src and llvm-bitcode-linker components (run `rustup toolchain install` in the workspace)")]
+    /// The toolchain cannot build PTX (not a nightly, or a component missing).
+    #[error("{0}")]
+    Toolchain(ToolchainProblem),
+    /// The nested build failed. Shows each compiler error once, with a hint
+    /// where one applies.
+    #[error("{}", failure_report(.krate, .status, .errors, .cargo_output, *.left_to_host_build))]
     Failed {
         /// The kernel crate's directory.
         krate: String,
         /// The nested cargo's exit status.
         status: std::process::ExitStatus,
-        /// Its rendered error messages.
-        messages: String,
+        /// The rendered compiler errors to show (each once).
+        errors: Vec<String>,
+        /// Cargo's own output, shown when there are no compiler errors
+        /// (a manifest or resolution problem).
+        cargo_output: String,
+        /// How many further errors the host build of the kernel crate also
+        /// reports, and cargo shows there.
+        left_to_host_build: usize,
+    },
+    /// The nested build failed with only errors that compiling the kernel
+    /// crate for the host (a dependency of this crate) reports too. Cargo
+    /// shows them there, so the build script does not repeat them:
+    /// [`PtxBuilder::build_or_exit`] lets the build go on to that failure.
+    #[error("the PTX build of `{package}` failed with the same {errors} error(s) that compiling `{package}` for the host reports; they are shown once, there")]
+    ReportedByHostBuild {
+        /// The kernel crate's package name.
+        package: String,
+        /// How many errors.
+        errors: usize,
     },
     /// The nested build succeeded but produced no `.ptx` file.
     #[error(
@@ -149,13 +181,159 @@ impl PtxBuilder {
             .unwrap_or_else(|| ptx_target_dir(&out_dir));
         println!("cargo:rerun-if-env-changed=VIGIL_CUDA_ARCH");
         println!("cargo:rerun-if-env-changed=VIGIL_PTX_TARGET_DIR");
-        let artifact = self.build_into(&cargo, &crate_dir, &target_dir, &out_dir)?;
+        let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+        toolchain::check(Path::new(&rustc), &manifest_dir).map_err(BuildError::Toolchain)?;
+        let artifact = match self.build_into(&cargo, &crate_dir, &target_dir, &out_dir) {
+            Err(failed @ BuildError::Failed { .. }) => {
+                let e = self.leave_shared_errors_to_host_build(
+                    failed,
+                    &cargo,
+                    &crate_dir,
+                    &target_dir,
+                    &manifest_dir,
+                );
+                // The build script may succeed without a PTX (see
+                // `build_or_exit`): it must still rerun once the kernel crate changes.
+                println!("cargo:rerun-if-changed={}", crate_dir.display());
+                return Err(e);
+            }
+            other => other?,
+        };
         println!(
             "cargo:rustc-env={}={}",
             artifact.env_var,
             artifact.path.display()
         );
         Ok(artifact)
+    }
+
+    /// [`build`](Self::build) for a `build.rs`'s `main`: on success the
+    /// artifact; on an error, the error on stderr and exit status 1 (no
+    /// panic, so no backtrace). When the only errors are ones compiling the
+    /// kernel crate for the host reports as well
+    /// ([`BuildError::ReportedByHostBuild`]), returns `None` and lets cargo
+    /// show them there, once.
+    pub fn build_or_exit(self) -> Option<PtxArtifact> {
+        match self.build() {
+            Ok(artifact) => Some(artifact),
+            Err(BuildError::ReportedByHostBuild { package, errors }) => {
+                println!("cargo:rustc-env={}=1", failed_env_var_for(&package));
+                println!(
+                    "cargo:warning=the PTX build of `{package}` failed with the {errors} error(s) that compiling it for the host shows"
+                );
+                None
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                std::process::exit(1)
+            }
+        }
+    }
+
+    /// Given a failed build, compiles the kernel crate for the host (into
+    /// the PTX target directory, so it never waits on the outer build's
+    /// lock) and keeps only the errors the host build does not report when
+    /// cargo is about to compile that crate for the host anyway (this crate
+    /// depends on it).
+    fn leave_shared_errors_to_host_build(
+        &self,
+        failed: BuildError,
+        cargo: &OsString,
+        crate_dir: &Path,
+        target_dir: &Path,
+        manifest_dir: &Path,
+    ) -> BuildError {
+        let BuildError::Failed {
+            krate,
+            status,
+            errors,
+            cargo_output,
+            ..
+        } = failed
+        else {
+            return failed;
+        };
+        let read = |dir: &Path| std::fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();
+        let package = diagnostics::package_name(&read(crate_dir));
+        let host_errors = match &package {
+            Some(p) if !errors.is_empty() && diagnostics::depends_on(&read(manifest_dir), p) => {
+                let mut check = self.nested_cargo(cargo, "check", crate_dir, target_dir);
+                check.env_remove("CARGO_PROFILE_RELEASE_PANIC");
+                check
+                    .output()
+                    .ok()
+                    .map(|o| diagnostics::compiler_errors(&String::from_utf8_lossy(&o.stdout)))
+            }
+            _ => None,
+        };
+        let (Some(package), Some(host_errors)) = (package, host_errors) else {
+            return BuildError::Failed {
+                krate,
+                status,
+                errors,
+                cargo_output,
+                left_to_host_build: 0,
+            };
+        };
+        let ptx_only = diagnostics::ptx_only(&errors, &host_errors);
+        if ptx_only.is_empty() {
+            return BuildError::ReportedByHostBuild {
+                package,
+                errors: errors.len(),
+            };
+        }
+        BuildError::Failed {
+            krate,
+            status,
+            left_to_host_build: errors.len() - ptx_only.len(),
+            errors: ptx_only,
+            cargo_output,
+        }
+    }
+
+    /// A nested `cargo <subcommand> --release` of the crate in `crate_dir`
+    /// with JSON messages, in `target_dir`, without the outer build's
+    /// host-only settings.
+    fn nested_cargo(
+        &self,
+        cargo: &OsString,
+        subcommand: &str,
+        crate_dir: &Path,
+        target_dir: &Path,
+    ) -> Command {
+        let mut cmd = Command::new(cargo);
+        cmd.arg(subcommand)
+            .arg("--release")
+            .arg("--manifest-path")
+            .arg(crate_dir.join("Cargo.toml"))
+            .arg("--target-dir")
+            .arg(target_dir)
+            .arg("--message-format=json");
+        if !self.features.is_empty() {
+            cmd.arg("--features").arg(self.features.join(","));
+        }
+        // The outer build's settings are for the host; the nested one gets its own.
+        for var in [
+            "RUSTFLAGS",
+            "CARGO_ENCODED_RUSTFLAGS",
+            "CARGO_BUILD_RUSTFLAGS",
+            "CARGO_TARGET_DIR",
+            "CARGO_BUILD_TARGET",
+            "RUSTC_WRAPPER",
+            "RUSTC_WORKSPACE_WRAPPER",
+        ] {
+            cmd.env_remove(var);
+        }
+        cmd.env(
+            "CARGO_PROFILE_RELEASE_DEBUG",
+            if self.line_info {
+                "line-tables-only"
+            } else {
+                "false"
+            },
+        );
+        cmd.env("CARGO_PROFILE_RELEASE_PANIC", "abort");
+        cmd
     }
 
     /// The build without the build-script plumbing: compiles the crate in
@@ -175,42 +353,9 @@ impl PtxBuilder {
         let arch = self.resolve_arch()?;
         let krate = crate_dir.display().to_string();
 
-        let mut cmd = Command::new(cargo);
-        cmd.arg("build")
-            .arg("--release")
-            .arg("--manifest-path")
-            .arg(&manifest)
-            .arg("--target")
-            .arg(PTX_TARGET)
-            .arg("-Zbuild-std=core")
-            .arg("--target-dir")
-            .arg(target_dir)
-            .arg("--message-format=json-render-diagnostics");
-        if !self.features.is_empty() {
-            cmd.arg("--features").arg(self.features.join(","));
-        }
-        // The outer build's settings are for the host; the nested one gets its own.
-        for var in [
-            "RUSTFLAGS",
-            "CARGO_ENCODED_RUSTFLAGS",
-            "CARGO_BUILD_RUSTFLAGS",
-            "CARGO_TARGET_DIR",
-            "CARGO_BUILD_TARGET",
-            "RUSTC_WRAPPER",
-            "RUSTC_WORKSPACE_WRAPPER",
-        ] {
-            cmd.env_remove(var);
-        }
+        let mut cmd = self.nested_cargo(cargo, "build", crate_dir, target_dir);
+        cmd.arg("--target").arg(PTX_TARGET).arg("-Zbuild-std=core");
         cmd.env("CARGO_ENCODED_RUSTFLAGS", format!("-Ctarget-cpu={arch}"));
-        cmd.env(
-            "CARGO_PROFILE_RELEASE_DEBUG",
-            if self.line_info {
-                "line-tables-only"
-            } else {
-                "false"
-            },
-        );
-        cmd.env("CARGO_PROFILE_RELEASE_PANIC", "abort");
 
         let output = cmd.output().map_err(|source| BuildError::Spawn {
             cargo: cargo.clone(),
@@ -218,19 +363,12 @@ impl PtxBuilder {
         })?;
         let stdout = String::from_utf8_lossy(&output.stdout);
         if !output.status.success() {
-            let mut messages = String::from_utf8_lossy(&output.stderr).into_owned();
-            for line in stdout
-                .lines()
-                .filter(|l| l.contains("\"reason\":\"compiler-message\""))
-            {
-                if let Some(rendered) = json_string_field(line, "rendered") {
-                    let _ = writeln!(messages, "{rendered}");
-                }
-            }
             return Err(BuildError::Failed {
                 krate,
                 status: output.status,
-                messages,
+                errors: diagnostics::compiler_errors(&stdout),
+                cargo_output: String::from_utf8_lossy(&output.stderr).into_owned(),
+                left_to_host_build: 0,
             });
         }
         let ptx = stdout
@@ -301,6 +439,42 @@ pub fn env_var_for(lib_name: &str) -> String {
     )
 }
 
+/// The variable `build_or_exit` sets when the PTX of `package` failed with
+/// errors left to its host build (`include_ptx!` then points there).
+pub fn failed_env_var_for(package: &str) -> String {
+    format!("VIGIL_FAILED_{}", env_var_for(package))
+}
+
+/// [`BuildError::Failed`]'s text: the errors, a note on those left to the
+/// host build, and the hints that apply.
+fn failure_report(
+    krate: &str,
+    status: &std::process::ExitStatus,
+    errors: &[String],
+    cargo_output: &str,
+    left_to_host_build: usize,
+) -> String {
+    let mut out = format!("the PTX build of the kernel crate at {krate} failed ({status}):\n");
+    if errors.is_empty() {
+        out.push_str(cargo_output.trim_end());
+        out.push('\n');
+    }
+    for e in errors {
+        out.push_str(e.trim_end());
+        out.push_str("\n\n");
+    }
+    if left_to_host_build > 0 {
+        out.push_str(&format!(
+            "({left_to_host_build} more error(s) that compiling the kernel crate for the host also reports are shown there)\n"
+        ));
+    }
+    for hint in diagnostics::hints(errors) {
+        out.push_str(&hint);
+        out.push('\n');
+    }
+    out.trim_end().to_string()
+}
+
 /// Where nested PTX builds go: `vigil-ptx` beside the outer build's profile
 /// directory (`target/vigil-ptx` for `target/<profile>/build/<pkg>/out`), so
 /// every kernel crate of a workspace shares one compiled `core`.
@@ -318,60 +492,6 @@ fn env_path(var: &'static str) -> Result<PathBuf, BuildError> {
     std::env::var_os(var)
         .map(PathBuf::from)
         .ok_or(BuildError::NotInBuildScript(var))
-}
-
-/// The `.ptx` paths in a `compiler-artifact` JSON line's `filenames`.
-fn ptx_filenames(line: &str) -> Vec<String> {
-    let Some(start) = line.find("\"filenames\":[") else {
-        return Vec::new();
-    };
-    let rest = &line[start + "\"filenames\":[".len()..];
-    let Some(end) = rest.find(']') else {
-        return Vec::new();
-    };
-    rest[..end]
-        .split(',')
-        .filter_map(|s| unescape_json(s.trim().trim_matches('"')))
-        .filter(|s| s.ends_with(".ptx"))
-        .collect()
-}
-
-/// A top-level string field of a JSON line (`"rendered":"..."`), unescaped.
-fn json_string_field(line: &str, field: &str) -> Option<String> {
-    let key = format!("\"{field}\":\"");
-    let start = line.find(&key)? + key.len();
-    let bytes = &line.as_bytes()[start..];
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\\' => i += 2,
-            b'"' => return unescape_json(&line[start..start + i]),
-            _ => i += 1,
-        }
-    }
-    None
-}
-
-fn unescape_json(s: &str) -> Option<String> {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match chars.next()? {
-            'n' => out.push('\n'),
-            't' => out.push('\t'),
-            'r' => out.push('\r'),
-            'u' => {
-                let hex: String = chars.by_ref().take(4).collect();
-                out.push(char::from_u32(u32::from_str_radix(&hex, 16).ok()?).unwrap_or('\u{fffd}'));
-            }
-            other => out.push(other),
-        }
-    }
-    Some(out)
 }
 
 /// The source paths of a makefile-style dep-info file (`out: src1 src2 ...`).
@@ -459,28 +579,6 @@ mod tests {
         assert_eq!(
             ptx_target_dir(Path::new("/tmp/out")),
             Path::new("/tmp/out/vigil-ptx")
-        );
-    }
-
-    #[test]
-    fn artifact_lines_yield_ptx_paths() {
-        let line = r#"{"reason":"compiler-artifact","target":{"name":"k"},"filenames":["/t/nvptx64-nvidia-cuda/release/k.ptx","/t/nvptx64-nvidia-cuda/release/libk.rlib"],"fresh":true}"#;
-        assert_eq!(
-            ptx_filenames(line),
-            vec!["/t/nvptx64-nvidia-cuda/release/k.ptx".to_string()]
-        );
-        assert!(
-            ptx_filenames(r#"{"reason":"compiler-artifact","filenames":["/t/libk.rlib"]}"#)
-                .is_empty()
-        );
-    }
-
-    #[test]
-    fn rendered_diagnostics_are_unescaped() {
-        let line = r#"{"reason":"compiler-message","message":{"rendered":"error: bad\n  --> src/lib.rs:1:1 \"x\"\n"}}"#;
-        assert_eq!(
-            json_string_field(line, "rendered").unwrap(),
-            "error: bad\n  --> src/lib.rs:1:1 \"x\"\n"
         );
     }
 

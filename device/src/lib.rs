@@ -1,6 +1,6 @@
 //! `vigil-device`: the API a Vigil kernel is written against.
 //!
-//! A kernel is a Rust function marked [`kernel`]. It reads its coordinates
+//! A kernel is a Rust function marked [`kernel`](macro@kernel). It reads its coordinates
 //! from [`thread_idx`], [`block_idx`] and friends, touches global memory only
 //! through the typed handles in [`global`] (`load`, `store` and atomics with
 //! an explicit [`Ordering`] and [`Scope`]), and may use block-shared memory
@@ -25,6 +25,7 @@ pub mod atomic;
 pub mod global;
 pub mod index;
 pub mod kernel;
+pub mod math;
 pub mod sanitizer;
 pub mod shared_mem;
 pub mod sync;
@@ -50,7 +51,7 @@ pub use kernel::{Kernel, KernelParam};
 pub use sanitizer::{Plain, Sanitizer};
 pub use shared_mem::dynamic_shared;
 pub use sync::{fence, sync_threads};
-pub use vigil_macros::kernel;
+pub use vigil_macros::{include_ptx, kernel};
 pub use vigil_shared::{AccessKind, Ordering, Scope};
 
 #[doc(hidden)]

@@ -6,7 +6,7 @@
 
 use core::marker::PhantomData;
 
-/// A block-shared array of `N` elements of `T`, as returned by [`shared_array!`].
+/// A block-shared array of `N` elements of `T`, as returned by [`shared_array!`](crate::shared_array!).
 ///
 /// Every thread of the block sees the same storage. It starts with
 /// unspecified contents on the GPU (zeroed on the CPU backend).

@@ -102,6 +102,7 @@ pub use vigil_test_macros::test;
 
 /// The kernel-side crate, re-exported so users name one dependency.
 pub use vigil_device as device;
+pub use vigil_device::include_ptx;
 pub use vigil_device::Kernel;
 /// The parameter ABI shared with the device side (`#[kernel]` emits
 /// `ParamDesc`s; packed scalars are `PtxType`s).

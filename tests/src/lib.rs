@@ -43,7 +43,7 @@ pub mod programs {
 }
 
 /// The PTX of the `vigil-kernels` crate, built by `vigil-build` in `build.rs`.
-pub const KERNELS_PTX: &str = include_str!(env!("VIGIL_PTX_VIGIL_KERNELS"));
+pub const KERNELS_PTX: &str = vigil::include_ptx!("vigil-kernels");
 
 /// A seed for example data: `VIGIL_EXAMPLE_SEED` if set (to reproduce a
 /// run), else fresh from the clock. Printed by the examples.

@@ -4,6 +4,8 @@
 //! only rewrites signatures; the body is kept as written.
 #![warn(missing_docs)]
 
+mod include_ptx;
+
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2};
 use quote::{format_ident, quote, quote_spanned};
@@ -20,6 +22,17 @@ const SCALARS: &[&str] = &[
 
 const SUPPORTED: &str = "kernel parameters must be scalars (u8, i8, u16, i16, u32, i32, u64, i64, usize, isize, f32, f64) \
      or global-memory handles (GlobalPtr<T>, GlobalPtrMut<T>, GlobalSlice<T>, GlobalSliceMut<T> with T: bytemuck::Pod)";
+
+/// The PTX of a kernel crate that this crate's `build.rs` built with
+/// `vigil_build::PtxBuilder`, as a `&'static str`: `include_ptx!("kernels")`
+/// for the kernel crate whose library is `kernels` (a package name with
+/// `-` works too). If that crate was not built, the compile error names the
+/// kernel crates that were. Use it as `vigil::include_ptx!`.
+#[proc_macro]
+pub fn include_ptx(input: TokenStream) -> TokenStream {
+    let name = parse_macro_input!(input as syn::LitStr);
+    include_ptx::expand(&name).into()
+}
 
 /// Marks a function as a GPU kernel.
 ///

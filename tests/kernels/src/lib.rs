@@ -4,5 +4,6 @@
 
 pub mod examples;
 pub mod hangs;
+pub mod math;
 pub mod races;
 pub mod tests;

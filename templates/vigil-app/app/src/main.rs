@@ -1,0 +1,7 @@
+fn main() -> vigil::Result<()> {
+    let ctx = vigil::Context::from_env()?;
+    let xs: Vec<f32> = (-4..=4).map(|i| i as f32).collect();
+    let ys = my_app::softplus(&ctx, &xs)?;
+    println!("softplus on {}: {xs:?} -> {ys:?}", ctx.name());
+    Ok(())
+}
