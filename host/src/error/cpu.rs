@@ -177,7 +177,7 @@ impl fmt::Display for Blocks<'_> {
                     None => groups.push((t, 1)),
                 }
             }
-            for (first, n) in groups {
+            for (g, (first, n)) in groups.into_iter().enumerate() {
                 let location = first.location.as_deref().unwrap_or("an unknown location");
                 let who = if n == 1 {
                     format!("thread {}", Coord(first.thread))
@@ -186,14 +186,15 @@ impl fmt::Display for Blocks<'_> {
                 };
                 write!(
                     f,
-                    " {who} poll{} {} byte(s) at {:#x} at {location};",
+                    "{} {who} poll{} {} byte(s) at {:#x} at {location}",
+                    if g == 0 { "" } else { "," },
                     if n == 1 { "s" } else { "" },
                     first.bytes,
                     first.address
                 )?;
             }
             if let Some(w) = &b.waiting {
-                write!(f, " {w}")?;
+                write!(f, " ({w})")?;
             }
         }
         Ok(())
