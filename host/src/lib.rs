@@ -43,7 +43,7 @@
 //!
 //! | to | use |
 //! |----|-----|
-//! | open a device | [`Context`] ([`Context::from_env`], [`Context::cpu`], [`Context::new`]), [`ContextBuilder`], [`DeviceChoice`], [`ENV_DEVICE`], [`ENV_SANITIZE`] |
+//! | open a device | [`Context`] ([`Context::from_env`], [`Context::cpu`], [`Context::new`]), [`ContextBuilder`], [`DeviceChoice`], [`ENV_DEVICE`], [`ENV_SANITIZE`], [`ENV_LAUNCH_TIMEOUT`] |
 //! | order and time work | [`Stream`], [`Event`] |
 //! | hold device memory | [`DeviceBuffer`], [`DeviceSlice`], [`DeviceSliceMut`], [`AsDeviceSlice`], [`AsDeviceSliceMut`] |
 //! | load and launch kernels | [`Module`], [`KernelFn`], [`Kernel`], [`LaunchConfig`], [`Dim3`], [`Stream::launch`] |
@@ -77,7 +77,9 @@ pub mod unstable;
 
 pub use abi::params::{ParamBuffer, ParamScalar};
 pub use api::args::{pack_args, pack_values, ErasedView, KernelArg, KernelArgValue, KernelArgs};
-pub use api::builder::{ContextBuilder, DeviceChoice, ENV_DEVICE, ENV_SANITIZE};
+pub use api::builder::{
+    ContextBuilder, DeviceChoice, ENV_DEVICE, ENV_LAUNCH_TIMEOUT, ENV_SANITIZE,
+};
 pub use api::context::Context;
 pub use api::event::Event;
 pub use api::memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceBuffer, DeviceSlice, DeviceSliceMut};

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 use vigil::unstable::cpu::CpuError;
-use vigil::{Context, DeviceBuffer, DeviceId, Error, LaunchConfig, Module, Stream};
+use vigil::{Context, DeviceBuffer, DeviceId, Error, Event, LaunchConfig, Module, Stream};
 use vigil_kernels::hangs::{wait_for_either_flag, wait_for_flag};
 use vigil_tests::KERNELS_PTX;
 
@@ -53,18 +53,22 @@ fn a_spin_on_a_flag_nobody_sets_is_an_error(ctx: &Context) -> vigil::Result<()> 
         return Ok(());
     }
     launched?;
-    let err = stream.synchronize().unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Timeout {
-                op: "Stream::synchronize",
-                ..
-            }
-        ),
-        "{err}"
-    );
-    assert!(err.to_string().contains("may still be running"), "{err}");
+    let done = Event::new(ctx)?;
+    done.record(&stream)?;
+    // Each kind of wait gives up with a typed error.
+    let waits = [
+        ("Stream::synchronize", stream.synchronize()),
+        ("Event::synchronize", done.synchronize()),
+        ("Context::synchronize", ctx.synchronize()),
+    ];
+    for (what, r) in waits {
+        let err = r.unwrap_err();
+        assert!(
+            matches!(err, Error::Timeout { op, .. } if op == what),
+            "{err}"
+        );
+        assert!(err.to_string().contains("may still be running"), "{err}");
+    }
     // Set the flag from another stream: the kernel ends, the context is
     // usable again.
     let other = Stream::new(ctx)?;
