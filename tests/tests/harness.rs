@@ -145,7 +145,7 @@ fn libtest_filters_and_list_select_trials_by_backend_and_name() {
     );
     let (code, out) = run(&["--exact", "cpu::fails"], &all, false);
     assert_eq!(code, 101, "{out}");
-    assert!(out.contains("running 1 tests"), "{out}");
+    assert!(out.contains("running 1 test\n"), "{out}");
     let (code, out) = run(&["--bogus"], &all, false);
     assert_eq!(code, 101);
     assert!(out.contains("--bogus"), "{out}");

@@ -88,7 +88,9 @@ fn context(case: &TestCase, target: Target) -> Result<Context, Error> {
     match target {
         Target::Cpu => builder.cpu().build(),
         Target::Gpu(Some(ordinal)) => builder.gpu(ordinal).build(),
-        Target::Gpu(None) => unreachable!("a trial without a GPU does not run"),
+        Target::Gpu(None) => Err(Error::NoDevice {
+            reason: "this machine has no usable CUDA GPU".to_owned(),
+        }),
     }
 }
 
@@ -199,7 +201,8 @@ pub(crate) fn run_with(
         .iter()
         .filter(|t| t.target == Target::Gpu(None))
         .count();
-    let _ = writeln!(out, "\nrunning {} tests", selected.len());
+    let plural = if selected.len() == 1 { "" } else { "s" };
+    let _ = writeln!(out, "\nrunning {} test{plural}", selected.len());
     if let (Err(reason), true) = (gpus, to_skip > 0) {
         let what = match machine.require_gpu {
             true => "fail",
