@@ -87,9 +87,11 @@ pub use api::module::{Function, KernelFn, Module};
 pub use api::stream::Stream;
 pub use backend::cpu::hooks::{
     CpuSanitizer, HostAllocation, HostBufferAllocator, HostSync, LaunchInfo, SystemAllocator,
+    TransferInfo,
 };
 pub use backend::cpu::memory::HOST_ALIGN;
 pub use backend::cuda::driver::{device_count, driver_version, gpu_available};
+pub use backend::transfer::TransferKind;
 pub use error::{ArgProblem, Error, Result};
 pub use sanitizer::config::{ConfigError, VmmConfig, VmmConfigBuilder};
 pub use sanitizer::report::{

@@ -8,6 +8,12 @@
 //!   memory, and the CUDA handles it takes;
 //! - [`ptx`], [`abi`]: the PTX `.entry` signature parser and the checks of
 //!   packed arguments and Rust signatures against it;
+//! - [`decode`]: the decoder from the engine's raw report records to
+//!   [`RaceReport`](crate::RaceReport)s, for a sanitizer plugged in with
+//!   [`ContextBuilder::cpu_sanitizer`](crate::ContextBuilder::cpu_sanitizer)
+//!   or a GPU runtime's report buffer;
+//! - [`env`](mod@env): every `VIGIL_*` variable the project reads, and the
+//!   unknown-variable warning;
 //! - [`testing`]: GPU-test helpers (`VIGIL_REQUIRE_GPU`);
 //! - [`sys`]: the raw CUDA driver API (cudarc's `driver::sys`), for calls
 //!   Vigil does not wrap; every handle type exposes its raw value (`raw()`).
@@ -20,6 +26,7 @@ pub mod abi {
     pub use crate::abi::check::{check_params, check_params_on, check_signature};
     pub use crate::abi::params::{KernelParams, ParamSlot, SlotOrigin};
 }
+pub use crate::sanitizer::{decode, env};
 pub mod testing;
 /// The raw CUDA driver API (cudarc's `driver::sys`).
 pub use cudarc::driver::sys;

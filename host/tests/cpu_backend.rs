@@ -66,7 +66,7 @@ fn a_cpu_context_describes_itself() {
         );
     }
     ctx.synchronize().unwrap();
-    assert!(ctx.take_race_reports().is_empty());
+    assert!(ctx.take_reports().is_empty());
     // The VMM allocator refuses a CPU context with a typed error.
     let e = Vmm::new(&ctx, VmmConfig::default()).unwrap_err();
     assert!(
@@ -352,18 +352,20 @@ fn report(file: &str, line: u32, kind: ReportKind) -> RaceReport {
             block: Dim3::new(1, 0, 0),
             thread: Dim3::new(3, 0, 0),
             location: Some(loc(line)),
+            host_issued: false,
         },
         prior: PriorAccess {
             access: AccessKind::AtomicRmw,
             scope: Scope::Block,
             tid: 0,
             device: 0,
-            smid: 0,
+            smid: Some(0),
             epoch: 2,
             block: Some(Dim3::new(0, 0, 0)),
             thread: None,
             kernel: Some("racy".to_owned()),
             location: Some(loc(line + 1)),
+            host_issued: false,
         },
     }
 }
@@ -462,7 +464,7 @@ fn the_sanitizer_hears_of_everything_that_orders_work() {
         .lock()
         .unwrap()
         .push(report("src/k.rs", 30, ReportKind::AtomicNonAtomic));
-    assert_eq!(ctx.take_race_reports().len(), 1);
+    assert_eq!(ctx.take_reports().len(), 1);
 
     drop(y);
     assert_eq!(fake.log(), ["free 256"]);

@@ -560,7 +560,7 @@ fn sanitized_gpu_buffers_come_from_the_shadow_allocator(plain: &Context) {
         .build()
         .unwrap();
     assert!(std::ptr::eq(other.sanitizer_pool().unwrap(), pool));
-    assert!(ctx.take_race_reports().is_empty());
+    assert!(ctx.take_reports().is_empty());
 }
 
 vigil::test_main!();

@@ -171,8 +171,11 @@ mod scenarios {
             self.module.kernel::<K>().expect("kernel in the module")
         }
 
+        /// `n` zeros, ready for every stream: a blocking copy (a memset
+        /// is an access of its stream, which a kernel on another stream
+        /// would race with).
         fn zeros(&self, n: usize) -> DeviceBuffer<u32> {
-            DeviceBuffer::alloc_zeroed(&self.stream, n).expect("buffer")
+            DeviceBuffer::from_slice(&self.stream, &vec![0; n]).expect("buffer")
         }
 
         fn sync(&self) -> vigil::Result<()> {

@@ -4,7 +4,11 @@
 use crate::api::context::Context;
 use crate::backend::{self, CpuOptions, CpuSanitizer};
 use crate::error::{Error, Result};
-use crate::sanitizer::config::{parse_bool, parse_duration, parse_int, ConfigError, VmmConfig};
+use crate::sanitizer::config::{
+    parse_bool, parse_duration, parse_int, ConfigError, VmmConfig, VmmConfigBuilder,
+};
+use crate::sanitizer::env::warn_unknown_variables;
+use crate::sanitizer::sink::ReportSink;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,13 +24,7 @@ pub enum DeviceChoice {
     Gpu(usize),
 }
 
-/// Environment variable: which device [`Context::from_env`] opens.
-pub const ENV_DEVICE: &str = "VIGIL_DEVICE";
-/// Environment variable: sanitizer on or off.
-pub const ENV_SANITIZE: &str = "VIGIL_SANITIZE";
-/// Environment variable: the longest a launch may run (see
-/// [`ContextBuilder::launch_timeout`]), e.g. `30s`, `500ms`; `off` for none.
-pub const ENV_LAUNCH_TIMEOUT: &str = "VIGIL_LAUNCH_TIMEOUT";
+pub use crate::sanitizer::config::{ENV_DEVICE, ENV_LAUNCH_TIMEOUT, ENV_SANITIZE};
 
 fn parse_device(text: &str) -> Result<DeviceChoice, ConfigError> {
     let t = text.trim().to_ascii_lowercase();
@@ -178,16 +176,48 @@ impl ContextBuilder {
             let r = parse_duration(ENV_LAUNCH_TIMEOUT, &v).map(|d| self.launch_timeout = d);
             self = self.record(r.map_err(Error::from));
         }
-        let r = VmmConfig::builder().env(&lookup).build();
-        match r {
+        self.with_config(|c| c.env(&lookup))
+    }
+
+    /// Applies `f` to the sanitizer's settings so far, recording its error.
+    fn with_config(mut self, f: impl FnOnce(VmmConfigBuilder) -> VmmConfigBuilder) -> Self {
+        match f(self.vmm_config.clone().into_builder()).build() {
             Ok(c) => self.vmm_config = c,
             Err(e) => self = self.record(Err(e.into())),
         }
         self
     }
 
-    /// [`ContextBuilder::env`] over the process environment.
+    /// Seed of the sanitizer's random evictions (`VIGIL_SEED`).
+    pub fn seed(self, seed: u32) -> Self {
+        self.with_config(|c| c.seed(seed))
+    }
+
+    /// Snapshots in each sanitizer thread's clock buffer, 1..=4096
+    /// (`VIGIL_CLOCK_BUFFER_SIZE`).
+    pub fn clock_buffer_size(self, n: u32) -> Self {
+        self.with_config(|c| c.clock_buffer_size(n))
+    }
+
+    /// Stop a sanitized launch at its first race (`VIGIL_HALT_ON_ERROR`;
+    /// what "stop" means on each backend:
+    /// [`VmmConfigBuilder::halt_on_error`]).
+    pub fn halt_on_error(self, on: bool) -> Self {
+        self.with_config(|c| c.halt_on_error(on))
+    }
+
+    /// Append the race reports of every collection that found some to
+    /// `path` as one line of JSON (`VIGIL_REPORT`).
+    pub fn report_path(self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.with_config(|c| c.report_path(path))
+    }
+
+    /// [`ContextBuilder::env`] over the process environment. The first
+    /// call in a process also warns on stderr about every `VIGIL_*`
+    /// variable Vigil does not read, naming the closest known one
+    /// (a misspelling gets "did you mean `VIGIL_SANITIZE`?").
     pub fn env_vars(self) -> Self {
+        warn_unknown_variables();
         self.env(|name| std::env::var(name).ok())
     }
 
@@ -207,6 +237,7 @@ impl ContextBuilder {
             },
             d => d,
         };
+        let sink = ReportSink::new(&self.vmm_config);
         let backend = match device {
             DeviceChoice::Gpu(ordinal) => {
                 backend::open_cuda(ordinal, self.sanitize, self.vmm_config)?
@@ -218,7 +249,7 @@ impl ContextBuilder {
                 config: self.vmm_config,
             })?,
         };
-        Ok(Context::from_backend(backend, self.launch_timeout))
+        Ok(Context::from_backend(backend, sink, self.launch_timeout))
     }
 }
 

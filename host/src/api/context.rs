@@ -9,6 +9,7 @@ use crate::api::builder::ContextBuilder;
 use crate::backend::{AsCudaDevice, Backend, CachingPool, CpuExecutor, CudaDevice, LaunchStats};
 use crate::error::{Error, Result};
 use crate::sanitizer::report::RaceReports;
+use crate::sanitizer::sink::ReportSink;
 use crate::types::{DeviceId, DeviceLimits, DeviceProps, LaunchVariant};
 use cudarc::driver::sys;
 use std::fmt;
@@ -39,8 +40,9 @@ use std::time::Duration;
 /// | `VIGIL_LAUNCH_TIMEOUT` | a duration (`30`, `2.5s`, `500ms`, `10m`) or `off` | off |
 ///
 /// The sanitizer's own variables (`VIGIL_SEED`, `VIGIL_CLOCK_BUFFER_SIZE`,
-/// ...) are [`VmmConfig`](crate::VmmConfig)'s. A malformed value is [`Error::Config`], naming
-/// the variable, the value and what is accepted.
+/// `VIGIL_HALT_ON_ERROR`, `VIGIL_REPORT`, ...) are [`VmmConfig`](crate::VmmConfig)'s. A malformed value is [`Error::Config`], naming
+/// the variable, the value and what is accepted; an unknown `VIGIL_*`
+/// variable is warned about once on stderr, with the closest known name.
 ///
 /// Cheap to clone (reference counted); every stream, buffer and module keeps
 /// its context alive. GPU methods make the context current on the calling
@@ -48,7 +50,15 @@ use std::time::Duration;
 /// thread.
 #[derive(Clone)]
 pub struct Context {
-    inner: Arc<Backend>,
+    inner: Arc<ContextInner>,
+}
+
+/// What the clones of a context share.
+struct ContextInner {
+    backend: Backend,
+    /// Where collected race reports go (the `VIGIL_REPORT` file).
+    reports: ReportSink,
+    /// The longest a launch or a GPU wait may take.
     launch_timeout: Option<Duration>,
 }
 
@@ -65,17 +75,24 @@ impl Context {
     }
 
     /// Wraps an opened backend (the builder's last step).
-    pub(crate) fn from_backend(backend: Backend, launch_timeout: Option<Duration>) -> Context {
+    pub(crate) fn from_backend(
+        backend: Backend,
+        reports: ReportSink,
+        launch_timeout: Option<Duration>,
+    ) -> Context {
         Context {
-            inner: Arc::new(backend),
-            launch_timeout,
+            inner: Arc::new(ContextInner {
+                backend,
+                reports,
+                launch_timeout,
+            }),
         }
     }
 
     /// The longest a launch may run, or a GPU wait may block
     /// ([`ContextBuilder::launch_timeout`], `VIGIL_LAUNCH_TIMEOUT`).
     pub fn launch_timeout(&self) -> Option<Duration> {
-        self.launch_timeout
+        self.inner.launch_timeout
     }
 
     /// Opens CUDA device 0 (plain mode).
@@ -105,12 +122,12 @@ impl Context {
 
     /// The backend every operation of the front end is handed to.
     pub(crate) fn backend(&self) -> &Backend {
-        &self.inner
+        &self.inner.backend
     }
 
     /// The device: [`DeviceId::Cuda`] with the ordinal, or [`DeviceId::Cpu`].
     pub fn device(&self) -> DeviceId {
-        self.inner.device_id()
+        self.inner.backend.device_id()
     }
 
     /// True on the CPU backend.
@@ -124,7 +141,7 @@ impl Context {
     /// but launches still run the plain entry: the sanitized GPU launch
     /// path is not written yet ([`Context::launch_variant`] says which runs).
     pub fn is_sanitized(&self) -> bool {
-        self.inner.is_sanitized()
+        self.inner.backend.is_sanitized()
     }
 
     /// Which kernel variant this context's launches run: the single place
@@ -133,7 +150,7 @@ impl Context {
     /// GPU context until its launch path (the `name__vigil` entry with
     /// hidden arguments) lands.
     pub fn launch_variant(&self) -> LaunchVariant {
-        if self.is_sanitized() && self.inner.runs_sanitized_launches() {
+        if self.is_sanitized() && self.inner.backend.runs_sanitized_launches() {
             LaunchVariant::Sanitized
         } else {
             LaunchVariant::Plain
@@ -142,17 +159,17 @@ impl Context {
 
     /// The shadow allocator's caching pool of a sanitized GPU context.
     pub fn sanitizer_pool(&self) -> Option<&CachingPool> {
-        self.inner.sanitizer_pool()
+        self.inner.backend.sanitizer_pool()
     }
 
     /// The CPU executor of a CPU context.
     pub fn cpu_executor(&self) -> Option<&CpuExecutor> {
-        self.inner.cpu_executor()
+        self.inner.backend.cpu_executor()
     }
 
     /// What the last launch on a CPU context did (blocks, workers, time).
     pub fn last_cpu_launch(&self) -> Option<LaunchStats> {
-        self.inner.last_cpu_launch()
+        self.inner.backend.last_cpu_launch()
     }
 
     /// The CUDA device ordinal (0 on the CPU backend; see [`Context::device`]).
@@ -165,7 +182,7 @@ impl Context {
 
     /// Everything queried about the device.
     pub fn props(&self) -> &DeviceProps {
-        self.inner.props()
+        self.inner.backend.props()
     }
 
     /// The device's name.
@@ -211,28 +228,49 @@ impl Context {
 
     /// Queries any device attribute (raw driver enum); GPU only.
     pub fn attribute(&self, attr: sys::CUdevice_attribute) -> Result<i32> {
-        self.inner.attribute(attr)
+        self.inner.backend.attribute(attr)
     }
 
     /// Free and total device memory in bytes (`cuMemGetInfo`); GPU only.
     pub fn memory_info(&self) -> Result<(usize, usize)> {
-        self.inner.memory_info()
+        self.inner.backend.memory_info()
     }
 
     /// Waits until all work on the device (every stream) has finished.
     ///
-    /// On a sanitized CPU context, then returns the races found since the
+    /// On a sanitized context, then returns the races found since the
     /// last collection as [`Error::Races`] (the context stays usable).
     pub fn synchronize(&self) -> Result<()> {
-        self.inner.synchronize(self.launch_timeout)?;
-        races_to_result(self.take_race_reports())
+        self.inner.backend.synchronize(self.inner.launch_timeout)?;
+        races_to_result(self.take_reports())
     }
 
     /// Takes the races found since the last collection without
-    /// synchronising (empty when the sanitizer is off, and on a GPU until
-    /// its sanitized launch path lands).
+    /// synchronising: de-duplicated, with the count of those the runtime
+    /// could not record. Empty when the sanitizer is off (and on a GPU
+    /// until its sanitized launch path lands). A report file
+    /// (`VIGIL_REPORT`) receives them as one JSON line, as at a
+    /// synchronisation.
+    ///
+    /// ```no_run
+    /// # fn main() -> vigil::Result<()> {
+    /// let ctx = vigil::Context::builder().cpu().sanitize(true).build()?;
+    /// // ... launches ...
+    /// for race in ctx.take_reports().iter() {
+    ///     eprintln!("{race}");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn take_reports(&self) -> RaceReports {
+        let reports = self.inner.backend.take_reports();
+        self.inner.reports.deliver(&reports);
+        reports
+    }
+
+    /// The old name of [`Context::take_reports`].
+    #[doc(hidden)]
     pub fn take_race_reports(&self) -> RaceReports {
-        self.inner.take_reports()
+        self.take_reports()
     }
 
     /// Makes this context current on the calling thread (a no-op when it
@@ -240,20 +278,24 @@ impl Context {
     /// directly through [`Context::raw`] should too. On the CPU backend,
     /// [`Error::Unsupported`].
     pub fn bind(&self) -> Result<()> {
-        self.inner.bind()
+        self.inner.backend.bind()
     }
 
     /// The raw `CUcontext` (for driver calls Vigil does not wrap); null on
     /// the CPU backend.
     pub fn raw(&self) -> sys::CUcontext {
         self.inner
+            .backend
             .cuda_device()
             .map_or(std::ptr::null_mut(), |d| d.raw())
     }
 
     /// The raw `CUdevice` (-1 on the CPU backend).
     pub fn raw_device(&self) -> sys::CUdevice {
-        self.inner.cuda_device().map_or(-1, |d| d.raw_device())
+        self.inner
+            .backend
+            .cuda_device()
+            .map_or(-1, |d| d.raw_device())
     }
 
     /// Checks that an object of device `found` may be used here.
@@ -294,7 +336,8 @@ impl fmt::Debug for Context {
 impl AsCudaDevice for Context {
     fn cuda_device(&self) -> Result<&Arc<CudaDevice>> {
         self.inner
+            .backend
             .cuda_device()
-            .ok_or_else(|| self.inner.gpu_only("a CUDA device"))
+            .ok_or_else(|| self.inner.backend.gpu_only("a CUDA device"))
     }
 }

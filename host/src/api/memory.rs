@@ -24,6 +24,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::mem::{align_of, size_of};
 use std::ops::{Bound, RangeBounds};
+use std::panic::Location;
 
 /// An owned array of `len` elements of `T` in device global memory (host
 /// memory on the CPU backend).
@@ -115,6 +116,7 @@ impl<T: Pod> DeviceBuffer<T> {
     }
 
     /// Allocates `len` zeroed elements (the fill is ordered on `stream`).
+    #[track_caller]
     pub fn alloc_zeroed(stream: &Stream, len: usize) -> Result<DeviceBuffer<T>> {
         let mut buf = DeviceBuffer::alloc(stream, len)?;
         buf.fill_zero(stream)?;
@@ -122,6 +124,7 @@ impl<T: Pod> DeviceBuffer<T> {
     }
 
     /// Allocates a buffer holding a copy of `data`.
+    #[track_caller]
     pub fn from_slice(stream: &Stream, data: &[T]) -> Result<DeviceBuffer<T>> {
         let mut buf = DeviceBuffer::alloc(stream, data.len())?;
         buf.copy_from_host(stream, data)?;
@@ -186,27 +189,32 @@ impl<T: Pod> DeviceBuffer<T> {
 
     /// Copies `src` from the host into the buffer; lengths must match.
     /// Returns when the copy has completed.
+    #[track_caller]
     pub fn copy_from_host(&mut self, stream: &Stream, src: &[T]) -> Result<()> {
         self.as_slice_mut().copy_from_host(stream, src)
     }
 
     /// Copies the buffer into `dst` on the host; lengths must match.
     /// Returns when the copy has completed.
+    #[track_caller]
     pub fn copy_to_host(&self, stream: &Stream, dst: &mut [T]) -> Result<()> {
         self.as_slice().copy_to_host(stream, dst)
     }
 
     /// Copies the buffer into a new `Vec`.
+    #[track_caller]
     pub fn to_vec(&self, stream: &Stream) -> Result<Vec<T>> {
         self.as_slice().to_vec(stream)
     }
 
     /// Enqueues a device-to-device copy from `src`; lengths must match.
+    #[track_caller]
     pub fn copy_from(&mut self, stream: &Stream, src: &impl AsDeviceSlice<T>) -> Result<()> {
         self.as_slice_mut().copy_from(stream, src)
     }
 
     /// Enqueues setting every byte to zero.
+    #[track_caller]
     pub fn fill_zero(&mut self, stream: &Stream) -> Result<()> {
         self.as_slice_mut().fill_zero(stream)
     }
@@ -246,6 +254,7 @@ impl<'a, T: Pod> DeviceSlice<'a, T> {
 
     /// Copies the slice into `dst` on the host; lengths must match.
     /// Returns when the copy has completed.
+    #[track_caller]
     pub fn copy_to_host(&self, stream: &Stream, dst: &mut [T]) -> Result<()> {
         check_len("copy_to_host", dst.len(), self.len)?;
         stream
@@ -265,6 +274,7 @@ impl<'a, T: Pod> DeviceSlice<'a, T> {
     }
 
     /// Copies the slice into a new `Vec`.
+    #[track_caller]
     pub fn to_vec(&self, stream: &Stream) -> Result<Vec<T>> {
         let mut v = vec![T::zeroed(); self.len];
         self.copy_to_host(stream, &mut v)?;
@@ -361,6 +371,7 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
 
     /// Copies `src` from the host; lengths must match. Returns when the copy
     /// has completed.
+    #[track_caller]
     pub fn copy_from_host(&mut self, stream: &Stream, src: &[T]) -> Result<()> {
         check_len("copy_from_host", self.len, src.len())?;
         stream
@@ -381,16 +392,19 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
     }
 
     /// Copies to `dst` on the host; lengths must match.
+    #[track_caller]
     pub fn copy_to_host(&self, stream: &Stream, dst: &mut [T]) -> Result<()> {
         self.as_slice().copy_to_host(stream, dst)
     }
 
     /// Copies into a new `Vec`.
+    #[track_caller]
     pub fn to_vec(&self, stream: &Stream) -> Result<Vec<T>> {
         self.as_slice().to_vec(stream)
     }
 
     /// Enqueues a device-to-device copy from `src`; lengths must match.
+    #[track_caller]
     pub fn copy_from(&mut self, stream: &Stream, src: &impl AsDeviceSlice<T>) -> Result<()> {
         let src = src.as_device_slice();
         check_len("copy_from", self.len, src.len)?;
@@ -414,6 +428,7 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
     }
 
     /// Enqueues setting every byte to zero.
+    #[track_caller]
     pub fn fill_zero(&mut self, stream: &Stream) -> Result<()> {
         stream
             .context()
@@ -557,10 +572,17 @@ fn allocate(stream: &Stream, bytes: usize, align: usize) -> Result<u64> {
 /// Runs a copy or fill on `stream`'s device. The caller has checked
 /// lengths and devices, and every device range is inside a live
 /// allocation it borrows (exclusively where written).
+/// Runs `op` on `stream`, named by the user's call site (every public
+/// copy and fill method is `#[track_caller]` down to here).
+#[track_caller]
 fn transfer(stream: &Stream, op: Transfer<'_>) -> Result<()> {
     let ctx = stream.context();
-    ctx.backend()
-        .transfer(stream.handle(), op, ctx.launch_timeout())
+    ctx.backend().transfer(
+        stream.handle(),
+        op,
+        Location::caller(),
+        ctx.launch_timeout(),
+    )
 }
 
 /// The raw parts of a device view, for argument packing.

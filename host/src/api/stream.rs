@@ -59,7 +59,7 @@ impl Stream {
     /// last collection as [`Error::Races`](crate::Error::Races).
     pub fn synchronize(&self) -> Result<()> {
         self.wait_idle()?;
-        races_to_result(self.ctx.take_race_reports())
+        races_to_result(self.ctx.take_reports())
     }
 
     /// Blocks until all work enqueued so far has finished, without

@@ -42,6 +42,7 @@ use cuda::module::{CudaFunction, CudaModule};
 use cuda::{CudaBackend, CudaEvent};
 use cudarc::driver::sys;
 use std::ffi::CStr;
+use std::panic::Location;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -421,16 +422,18 @@ impl Backend {
     /// Runs a copy or fill on `stream`; one that touches host memory
     /// returns when the stream has reached it (the host slice is only
     /// borrowed for the call).
+    /// `caller` is where the host code issued it (the sanitizers name it).
     pub(crate) fn transfer(
         &self,
         stream: (&StreamHandle, StreamId),
         op: Transfer<'_>,
+        caller: &'static Location<'static>,
         timeout: Option<Duration>,
     ) -> Result<()> {
         let waits = op.touches_host();
         match (self, stream.0) {
             (Backend::Cuda(c), StreamHandle::Cuda(s)) => c.transfer(s, op)?,
-            (Backend::Cpu(c), StreamHandle::Cpu) => c.transfer(op),
+            (Backend::Cpu(c), StreamHandle::Cpu) => c.transfer(stream.1, op, caller),
             _ => return Err(self.foreign("a copy")),
         }
         if waits {

@@ -1,4 +1,4 @@
-//! [`VmmConfig`]: the allocator's settings, from a builder and from
+//! [`VmmConfig`]: the sanitizer's settings (both backends), from a builder and from
 //! `VIGIL_*` environment variables (design 3.5). Malformed values are a
 //! [`ConfigError`] naming the variable (or builder option), the value and
 //! what is accepted. The configuration freezes at the first allocation
@@ -13,7 +13,23 @@
 //! | `VIGIL_SHADOW_POOL_RECORDS`  | integer in 0..=4194304 (inflated records per device) | 65536 |
 //! | `VIGIL_ALLOC_CACHE`          | `1`/`0`, `on`/`off`, `true`/`false`        | on      |
 //! | `VIGIL_SHAREABLE_HANDLES`    | `1`/`0`, `on`/`off`, `true`/`false`        | on      |
+//! | `VIGIL_HALT_ON_ERROR`        | `1`/`0`, `on`/`off`, `true`/`false`        | off     |
+//! | `VIGIL_REPORT`               | a file path (not empty)                    | none    |
+//!
+//! `VIGIL_HALT_ON_ERROR` stops a sanitized launch at its first race (see
+//! [`VmmConfigBuilder::halt_on_error`] for what that means on each
+//! backend). `VIGIL_REPORT=path` appends the races of every collection
+//! (each [`Context::synchronize`](crate::Context::synchronize),
+//! [`Stream::synchronize`](crate::Stream::synchronize) or
+//! [`Context::take_reports`](crate::Context::take_reports) that found
+//! some) to `path` as one line of JSON ([`RaceReports::to_json`](crate::RaceReports::to_json));
+//! the file is never truncated, so earlier runs' lines stay (JSON Lines).
+//!
+//! Every `VIGIL_*` name the project reads is listed once, in
+//! [`unstable::env`](crate::unstable::env); an unknown one is warned about
+//! on stderr.
 
+use std::path::{Path, PathBuf};
 use vigil_shared::address::MAX_DEVICES;
 
 /// Largest accepted clock-buffer size.
@@ -33,6 +49,18 @@ pub const ENV_SHADOW_POOL_RECORDS: &str = "VIGIL_SHADOW_POOL_RECORDS";
 pub const ENV_ALLOC_CACHE: &str = "VIGIL_ALLOC_CACHE";
 /// Environment variable: request POSIX-fd shareable handles.
 pub const ENV_SHAREABLE_HANDLES: &str = "VIGIL_SHAREABLE_HANDLES";
+/// Environment variable: stop a sanitized launch at its first race.
+pub const ENV_HALT_ON_ERROR: &str = "VIGIL_HALT_ON_ERROR";
+/// Environment variable: file the race reports are appended to as JSON.
+pub const ENV_REPORT: &str = "VIGIL_REPORT";
+/// Environment variable: which device [`Context::from_env`](crate::Context::from_env) opens.
+pub const ENV_DEVICE: &str = "VIGIL_DEVICE";
+/// Environment variable: sanitizer on or off.
+pub const ENV_SANITIZE: &str = "VIGIL_SANITIZE";
+/// Environment variable: the longest a launch may run (see
+/// [`ContextBuilder::launch_timeout`](crate::ContextBuilder::launch_timeout)),
+/// e.g. `30s`, `500ms`; `off` for none.
+pub const ENV_LAUNCH_TIMEOUT: &str = "VIGIL_LAUNCH_TIMEOUT";
 
 /// A malformed configuration value.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -46,7 +74,8 @@ pub struct ConfigError {
     pub accepted: String,
 }
 
-/// The allocator's settings. Build one with [`VmmConfig::builder`] or
+/// The sanitizer's settings (the shadow allocator's, the engine's, and
+/// what happens to reports). Build one with [`VmmConfig::builder`] or
 /// [`VmmConfig::from_env`]; [`VmmConfig::default`] is the table's defaults.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VmmConfig {
@@ -56,6 +85,8 @@ pub struct VmmConfig {
     shadow_pool_records: u32,
     caching: bool,
     shareable_handles: bool,
+    halt_on_error: bool,
+    report_path: Option<PathBuf>,
 }
 
 impl Default for VmmConfig {
@@ -67,6 +98,8 @@ impl Default for VmmConfig {
             shadow_pool_records: 1 << 16,
             caching: true,
             shareable_handles: true,
+            halt_on_error: false,
+            report_path: None,
         }
     }
 }
@@ -80,8 +113,19 @@ impl VmmConfig {
         }
     }
 
+    /// A builder starting from this configuration.
+    pub fn into_builder(self) -> VmmConfigBuilder {
+        VmmConfigBuilder {
+            config: self,
+            error: None,
+        }
+    }
+
     /// The defaults overridden by the `VIGIL_*` variables of this process.
+    /// Warns once per process about unknown `VIGIL_*` variables
+    /// ([`warn_unknown_variables`](crate::unstable::env::warn_unknown_variables)).
     pub fn from_env() -> Result<VmmConfig, ConfigError> {
+        super::env::warn_unknown_variables();
         VmmConfig::builder()
             .env(|name| std::env::var(name).ok())
             .build()
@@ -116,6 +160,16 @@ impl VmmConfig {
     /// Whether physical handles are created POSIX-fd shareable.
     pub fn shareable_handles(&self) -> bool {
         self.shareable_handles
+    }
+
+    /// Whether a sanitized launch stops at its first race.
+    pub fn halt_on_error(&self) -> bool {
+        self.halt_on_error
+    }
+
+    /// The file race reports are appended to as JSON, if any.
+    pub fn report_path(&self) -> Option<&Path> {
+        self.report_path.as_deref()
     }
 
     /// The rank of device `ordinal`, and the number of ranks, given
@@ -226,6 +280,19 @@ pub(crate) fn parse_duration(
     Ok((!d.is_zero()).then_some(d))
 }
 
+fn check_path(source_name: &str, path: &Path) -> Result<(), ConfigError> {
+    let text = path.to_string_lossy();
+    if text.trim().is_empty() || path.is_dir() {
+        Err(err(
+            source_name,
+            text,
+            "a path to a file (created if missing, appended to)",
+        ))
+    } else {
+        Ok(())
+    }
+}
+
 fn check_ranks(source_name: &str, shown: &str, ranks: &[usize]) -> Result<(), ConfigError> {
     let accepted = format!(
         "1 to {MAX_DEVICES} distinct device ordinals below {MAX_DEVICES}, comma-separated in rank order \
@@ -326,6 +393,30 @@ impl VmmConfigBuilder {
         self
     }
 
+    /// Whether a sanitized launch stops at its first race (default off).
+    ///
+    /// - CPU backend: the racing thread's block is unwound at the racing
+    ///   access (which is not performed), blocks already running on other
+    ///   workers finish, and no further block starts. The launch returns
+    ///   `Ok`; the next synchronisation returns the race(s) as
+    ///   [`Error::Races`](crate::Error::Races) and the context stays usable.
+    /// - GPU: the racing thread records the report and traps, so the kernel
+    ///   stops within microseconds; the trap makes the CUDA context
+    ///   unusable (a sticky error), the reports already in the host-mapped
+    ///   buffer are still returned, and a new context can be created.
+    pub fn halt_on_error(mut self, on: bool) -> Self {
+        self.config.halt_on_error = on;
+        self
+    }
+
+    /// Appends the race reports of every collection that found some to
+    /// `path`, one line of JSON each (see the [module docs](self)).
+    pub fn report_path(mut self, path: impl Into<PathBuf>) -> Self {
+        let path = path.into();
+        let r = check_path("report_path", &path).map(|()| self.config.report_path = Some(path));
+        self.record(r)
+    }
+
     /// Applies the `VIGIL_*` variables that `lookup` returns (pass
     /// `|n| std::env::var(n).ok()` for the process environment; tests pass
     /// a map). Variables that are absent leave the current value.
@@ -369,6 +460,16 @@ impl VmmConfigBuilder {
             c.shareable_handles = parse_bool(ENV_SHAREABLE_HANDLES, v)?;
             Ok(())
         });
+        apply(ENV_HALT_ON_ERROR, &mut |v, c| {
+            c.halt_on_error = parse_bool(ENV_HALT_ON_ERROR, v)?;
+            Ok(())
+        });
+        apply(ENV_REPORT, &mut |v, c| {
+            let path = PathBuf::from(v);
+            check_path(ENV_REPORT, &path)?;
+            c.report_path = Some(path);
+            Ok(())
+        });
         self
     }
 
@@ -408,6 +509,8 @@ mod tests {
             ("VIGIL_SHADOW_POOL_RECORDS", "0"),
             ("VIGIL_ALLOC_CACHE", "off"),
             ("VIGIL_SHAREABLE_HANDLES", "FALSE"),
+            ("VIGIL_HALT_ON_ERROR", "yes"),
+            ("VIGIL_REPORT", "races.jsonl"),
             ("VIGIL_UNRELATED", "whatever"),
         ])
         .unwrap();
@@ -419,6 +522,8 @@ mod tests {
         assert_eq!(c.shadow_pool_records(), 0);
         assert!(!c.caching());
         assert!(!c.shareable_handles());
+        assert!(c.halt_on_error());
+        assert_eq!(c.report_path(), Some(Path::new("races.jsonl")));
         let all = from(&[("VIGIL_DEVICE_RANKS", "all")]).unwrap();
         assert_eq!(all.device_ranks(), None);
         assert_eq!(all.rank_of(3, 4), Some((3, 4)));
@@ -441,6 +546,9 @@ mod tests {
             ("VIGIL_SHADOW_POOL_RECORDS", "99999999", "0..=4194304"),
             ("VIGIL_ALLOC_CACHE", "maybe", "on/off"),
             ("VIGIL_SHAREABLE_HANDLES", "2", "on/off"),
+            ("VIGIL_HALT_ON_ERROR", "sometimes", "on/off"),
+            ("VIGIL_REPORT", "", "a path to a file"),
+            ("VIGIL_REPORT", "/", "a path to a file"),
         ];
         for &(var, val, accepted) in cases {
             let e = from(&[(var, val)]).unwrap_err();
@@ -459,12 +567,18 @@ mod tests {
             .seed(3)
             .device_ranks(vec![1, 0])
             .caching(false)
+            .halt_on_error(true)
+            .report_path("out/races.jsonl")
             .build()
             .unwrap();
         assert_eq!(
             (c.clock_buffer_size(), c.seed(), c.caching()),
             (8, 3, false)
         );
+        assert!(c.halt_on_error());
+        assert_eq!(c.report_path(), Some(Path::new("out/races.jsonl")));
+        let e = VmmConfig::builder().report_path("").build().unwrap_err();
+        assert_eq!(e.source_name, "report_path");
         assert_eq!(c.rank_of(1, 2), Some((0, 2)));
         let e = VmmConfig::builder()
             .clock_buffer_size(0)

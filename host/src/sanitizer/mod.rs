@@ -3,7 +3,14 @@
 //! - [`config`]: the settings ([`VmmConfig`](config::VmmConfig)), from a
 //!   builder or `VIGIL_*` variables through one parser (which
 //!   [`ContextBuilder::env`](crate::ContextBuilder::env) uses too);
+//! - [`env`]: every `VIGIL_*` variable the project reads, in one list, and
+//!   the warning for unknown ones;
 //! - [`report`]: decoded race reports, de-duplication, text and JSON;
+//! - [`decode`]: the one decoder from the engine's raw records to
+//!   reports, with the [`ReportResolver`](decode::ReportResolver) each
+//!   backend implements;
+//! - [`sink`]: where a context's reports go when collected (the
+//!   `VIGIL_REPORT` file);
 //! - [`buddy`]: the buddy tree both shadow allocators hand ranges out with
 //!   (the CPU sanitizer's host arena and the GPU's virtual reservation).
 //!
@@ -12,4 +19,7 @@
 
 pub mod buddy;
 pub mod config;
+pub mod decode;
+pub mod env;
 pub mod report;
+pub mod sink;

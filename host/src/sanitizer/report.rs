@@ -66,8 +66,13 @@ pub struct RaceAccess {
     pub block: Dim3,
     /// `threadIdx`.
     pub thread: Dim3,
-    /// Where in the kernel source, when known.
+    /// Where in the kernel source (or, for a host-issued access, in the
+    /// host code that issued it), when known.
     pub location: Option<SourceLocation>,
+    /// The access is a host-issued copy or fill (the report's `kernel`
+    /// names it, e.g. `memset on stream #2`), not a kernel thread: block,
+    /// thread and SM do not apply.
+    pub host_issued: bool,
 }
 
 /// The earlier access the race is with. The engine keeps less about it:
@@ -78,22 +83,28 @@ pub struct PriorAccess {
     pub access: AccessKind,
     /// Its scope (meaningful for atomics).
     pub scope: Scope,
-    /// Sanitizer thread (`device_rank * num_sms + smid`).
+    /// Sanitizer thread (on a GPU, one per resident CTA slot of an SM; on
+    /// the CPU backend, a clock slot a block held).
     pub tid: u32,
     /// Device rank of that thread.
     pub device: u32,
-    /// SM of that thread.
-    pub smid: u32,
+    /// SM of that thread, when its id says it (a GPU); `None` on the CPU
+    /// backend, where a clock slot is not tied to a virtual SM.
+    pub smid: Option<u32>,
     /// The thread's epoch at the access.
     pub epoch: u32,
     /// `blockIdx`, when known.
     pub block: Option<Dim3>,
     /// `threadIdx`, when known.
     pub thread: Option<Dim3>,
-    /// The kernel that made it, when known.
+    /// The kernel that made it (or the host-issued copy or fill), when
+    /// known.
     pub kernel: Option<String>,
-    /// Where in the kernel source, when known.
+    /// Where in the kernel source (or the host code), when known.
     pub location: Option<SourceLocation>,
+    /// The access is known to be a host-issued copy or fill (named by
+    /// `kernel`), not a kernel thread.
+    pub host_issued: bool,
 }
 
 /// One race (or engine error) found by the sanitizer.
@@ -173,18 +184,29 @@ impl fmt::Display for RaceReport {
                 a.offset, a.size, a.base
             )?;
         }
-        writeln!(f, " in kernel `{}`", self.kernel)?;
         let c = &self.current;
-        write!(
-            f,
-            "  this access: {}{} by block {} thread {} on device {} SM {}",
-            access_name(c.access),
-            scope_suffix(c.access, c.scope),
-            Coord(c.block),
-            Coord(c.thread),
-            c.device,
-            c.smid
-        )?;
+        if c.host_issued {
+            writeln!(f, " in a {}", self.kernel)?;
+            write!(
+                f,
+                "  this access: {} by the host-issued {} on device {}",
+                access_name(c.access),
+                self.kernel,
+                c.device
+            )?;
+        } else {
+            writeln!(f, " in kernel `{}`", self.kernel)?;
+            write!(
+                f,
+                "  this access: {}{} by block {} thread {} on device {} SM {}",
+                access_name(c.access),
+                scope_suffix(c.access, c.scope),
+                Coord(c.block),
+                Coord(c.thread),
+                c.device,
+                c.smid
+            )?;
+        }
         match &c.location {
             Some(l) => writeln!(f, " at {l}")?,
             None => writeln!(f)?,
@@ -192,22 +214,29 @@ impl fmt::Display for RaceReport {
         let p = &self.prior;
         write!(
             f,
-            "  earlier:     {}{} by sanitizer thread {} (device {} SM {}, epoch {})",
+            "  earlier:     {}{} by sanitizer thread {} (device {}",
             access_name(p.access),
             scope_suffix(p.access, p.scope),
             p.tid,
             p.device,
-            p.smid,
-            p.epoch
         )?;
-        if let Some(b) = p.block {
-            write!(f, ", block {}", Coord(b))?;
+        if let Some(sm) = p.smid {
+            write!(f, " SM {sm}")?;
         }
-        if let Some(t) = p.thread {
-            write!(f, " thread {}", Coord(t))?;
-        }
-        if let Some(k) = &p.kernel {
-            write!(f, " in kernel `{k}`")?;
+        write!(f, ", epoch {})", p.epoch)?;
+        match &p.kernel {
+            Some(k) if p.host_issued => write!(f, ", the host-issued {k}")?,
+            k => {
+                if let Some(b) = p.block {
+                    write!(f, ", block {}", Coord(b))?;
+                }
+                if let Some(t) = p.thread {
+                    write!(f, " thread {}", Coord(t))?;
+                }
+                if let Some(k) = k {
+                    write!(f, " in kernel `{k}`")?;
+                }
+            }
         }
         if let Some(l) = &p.location {
             write!(f, " at {l}")?;
@@ -314,6 +343,22 @@ impl RaceReports {
             self.duplicates, self.dropped
         );
         s
+    }
+
+    /// Appends [`RaceReports::to_json`] and a newline to the file at
+    /// `path` (created if missing): one line per call, so a file written
+    /// over a run is JSON Lines.
+    pub fn append_json(&self, path: &std::path::Path) -> std::io::Result<()> {
+        use std::io::Write as _;
+        let mut line = self.to_json();
+        line.push('\n');
+        // One write call per line: appends from several contexts or
+        // processes do not interleave within a line.
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?
+            .write_all(line.as_bytes())
     }
 }
 
@@ -434,16 +479,20 @@ impl RaceReport {
         json_dim(s, Some(c.thread));
         s.push_str(",\"location\":");
         json_loc(s, &c.location);
+        let _ = write!(s, ",\"host_issued\":{}", c.host_issued);
         let p = &self.prior;
         s.push_str("},\"prior\":{\"access\":");
         json_str(s, access_name(p.access));
         s.push_str(",\"scope\":");
         json_str(s, p.scope.ptx());
-        let _ = write!(
-            s,
-            ",\"tid\":{},\"device\":{},\"smid\":{},\"epoch\":{},\"block\":",
-            p.tid, p.device, p.smid, p.epoch
-        );
+        let _ = write!(s, ",\"tid\":{},\"device\":{},\"smid\":", p.tid, p.device);
+        match p.smid {
+            Some(sm) => {
+                let _ = write!(s, "{sm}");
+            }
+            None => s.push_str("null"),
+        }
+        let _ = write!(s, ",\"epoch\":{},\"block\":", p.epoch);
         json_dim(s, p.block);
         s.push_str(",\"thread\":");
         json_dim(s, p.thread);
@@ -454,6 +503,6 @@ impl RaceReport {
         }
         s.push_str(",\"location\":");
         json_loc(s, &p.location);
-        s.push_str("}}");
+        let _ = write!(s, ",\"host_issued\":{}}}}}", p.host_issued);
     }
 }

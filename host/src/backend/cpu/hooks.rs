@@ -5,8 +5,9 @@
 //! host entry ([`checked_entry`](super::executor::checked_entry)) with the
 //! [`SanitizerRuntime`] that [`CpuSanitizer::runtime_for_launch`] returns,
 //! and reports everything that orders work to the sanitizer: launches
-//! (begin and end), allocations and frees, event records, stream waits and
-//! host synchronisation. [`Context::synchronize`](crate::Context::synchronize)
+//! (begin and end), allocations and frees, copies and fills (accesses of
+//! their stream, [`CpuSanitizer::on_transfer`]), event records, stream
+//! waits and host synchronisation. [`Context::synchronize`](crate::Context::synchronize)
 //! and [`Stream::synchronize`](crate::Stream::synchronize) then collect
 //! [`CpuSanitizer::take_reports`] and return them as
 //! [`Error::Races`](crate::Error#variant.Races).
@@ -25,10 +26,12 @@
 //! even though the CPU ran them one after the other.
 
 use super::executor::{CpuError, LaunchStats};
+use crate::backend::transfer::TransferKind;
 use crate::error::{Error, Result};
 use crate::sanitizer::config::VmmConfig;
 use crate::sanitizer::report::RaceReports;
 use crate::types::{EventId, LaunchConfig, StreamId};
+use std::panic::Location;
 use std::sync::Arc;
 use vigil_device::host_runtime::SanitizerRuntime;
 /// One launch, as the sanitizer sees it.
@@ -54,6 +57,24 @@ pub struct HostAllocation {
     pub ptr: u64,
     /// Size in bytes.
     pub size: u64,
+}
+
+/// A host-issued copy or fill, as the sanitizer sees it: its device
+/// reads and writes are accesses of `stream`, ordered like a launch on it
+/// (after what the stream waited for; before its later work).
+#[derive(Clone, Copy, Debug)]
+pub struct TransferInfo {
+    /// What it does (names the accesses in reports).
+    pub kind: TransferKind,
+    /// The stream it was issued on.
+    pub stream: StreamId,
+    /// The device range it reads, as (address, bytes).
+    pub reads: Option<(u64, u64)>,
+    /// The device range it writes, as (address, bytes).
+    pub writes: Option<(u64, u64)>,
+    /// Where the host code issued it (`#[track_caller]` through the copy
+    /// methods).
+    pub caller: &'static Location<'static>,
 }
 
 /// What the host waited for.
@@ -160,6 +181,21 @@ pub trait CpuSanitizer: Send + Sync {
     /// allocation).
     fn on_free(&self, alloc: HostAllocation) {
         let _ = alloc;
+    }
+
+    /// A copy or fill is about to run on its stream (a copy to or from
+    /// host memory is followed by [`on_host_sync`](CpuSanitizer::on_host_sync)
+    /// of its stream, as it waits for it).
+    fn on_transfer(&self, transfer: &TransferInfo) {
+        let _ = transfer;
+    }
+
+    /// `true` once after a launch that the sanitizer stopped at its first
+    /// race (halt on error: it unwound the racing block): the backend then
+    /// ends the launch without an error and the next synchronisation
+    /// returns the race.
+    fn take_halt(&self) -> bool {
+        false
     }
 
     /// `event` was recorded at the current end of `stream`.

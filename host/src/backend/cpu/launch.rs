@@ -88,6 +88,11 @@ impl CpuBackend {
                     )
                 };
                 s.on_launch_end(&info, r.as_ref());
+                if r.is_err() && s.take_halt() {
+                    // Stopped at its first race (halt on error): not a
+                    // failure; the next synchronisation returns the race.
+                    return Ok(());
+                }
                 r
             }
         }?;

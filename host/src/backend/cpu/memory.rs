@@ -2,10 +2,12 @@
 //! allocator (the sanitizer's arena in sanitized mode), reported to the
 //! sanitizer; copies and fills run at once under the context's queue.
 
-use super::hooks::HostAllocation;
+use super::hooks::{HostAllocation, TransferInfo};
 use super::CpuBackend;
 use crate::backend::transfer::Transfer;
 use crate::error::Result;
+use crate::types::StreamId;
+use std::panic::Location;
 
 /// Alignment of CPU-backend buffers in bytes (at least; more for element
 /// types that need it), as `cuMemAlloc` aligns device buffers.
@@ -38,9 +40,24 @@ impl CpuBackend {
         unsafe { self.allocator().deallocate(ptr, size, host_align(align)) }
     }
 
-    /// Runs a copy or fill now, in issue order.
-    pub(crate) fn transfer(&self, op: Transfer<'_>) {
+    /// Runs a copy or fill on `stream` now, in issue order (told to the
+    /// sanitizer first: its device accesses are the stream's).
+    pub(crate) fn transfer(
+        &self,
+        stream: StreamId,
+        op: Transfer<'_>,
+        caller: &'static Location<'static>,
+    ) {
         let _q = self.queue();
+        if let Some(s) = self.sanitizer() {
+            s.on_transfer(&TransferInfo {
+                kind: op.kind(),
+                stream,
+                reads: op.device_reads(),
+                writes: op.device_writes(),
+                caller,
+            });
+        }
         let at = |addr: u64| std::ptr::with_exposed_provenance_mut::<u8>(addr as usize);
         // SAFETY: every device range is a live host allocation of this
         // backend, borrowed by the caller (exclusively where written), and

@@ -57,23 +57,29 @@
 //! - **Reports** go to a bounded buffer
 //!   ([`CpuSanitizerConfig::report_capacity`] records; more are counted as
 //!   dropped, never a crash) and come back de-duplicated by kind and
-//!   location pair as [`RaceReports`]. In reports the current access's
-//!   `smid` is the virtual SM (worker) that ran it; the prior access's
-//!   `tid` and `smid` are its clock slot.
+//!   location pair as [`RaceReports`]. Records become reports through the
+//!   decoder both backends share ([`crate::sanitizer::decode`]), with a
+//!   resolver over host memory and the launch history (`resolve.rs`). In
+//!   reports the current access's `smid` is the virtual SM (worker) that
+//!   ran it; the prior access's `tid` is its clock slot, which names no
+//!   SM (`smid` is `None`).
 
 mod arena;
+mod resolve;
 
 pub use arena::{Allocation, ArenaError};
 
 use super::executor::{CpuError, LaunchStats};
 use super::hooks::{
     CpuSanitizer, CpuSanitizerParams, HostAllocation, HostBufferAllocator, HostSync, LaunchInfo,
+    TransferInfo,
 };
-use crate::sanitizer::report::{
-    PriorAccess, RaceAccess, RaceAllocation, RaceReport, RaceReports, SourceLocation,
-};
+use crate::backend::transfer::TransferKind;
+use crate::sanitizer::decode::{decode_report, unpack_access, PriorSite};
+use crate::sanitizer::report::{RaceReport, RaceReports};
 use crate::types::{EventId, StreamId};
 use arena::{Arena, SideEntry, ZeroedWords};
+use resolve::CpuResolver;
 use std::collections::HashMap;
 use std::panic::Location;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering as MemOrder};
@@ -89,6 +95,15 @@ use vigil_shared::engine::{
     sc_fence_words, AtomicOp, AtomicOpKind, Engine, EngineConfig, EngineMemory, Outcome,
 };
 use vigil_shared::{AccessKind, Ordering, Scope};
+
+/// Bytes of a host-issued copy checked as one access: a racy copy gives
+/// one report per chunk (de-duplicated into one), and the shadow of a
+/// chunk after a race is still updated.
+const TRANSFER_CHUNK: u64 = 64 << 10;
+
+/// The `smid` a copy's or fill's accesses are reported with (it runs on
+/// the host, not on a virtual SM).
+const TRANSFER_SM: u32 = 0;
 
 /// Launches whose shapes and names the sanitizer remembers (for naming
 /// the kernel, block and thread of a prior access).
@@ -116,6 +131,8 @@ pub struct CpuSanitizerConfig {
     pub report_capacity: usize,
     /// Seed of the engine's random evictions.
     pub seed: u32,
+    /// Stop a launch at its first race (see [`CpuRaceSanitizer::take_halt`]).
+    pub halt_on_error: bool,
 }
 
 impl Default for CpuSanitizerConfig {
@@ -128,6 +145,7 @@ impl Default for CpuSanitizerConfig {
             pool_records: 1 << 22,
             report_capacity: 1024,
             seed: 0x5eed,
+            halt_on_error: false,
         }
     }
 }
@@ -143,6 +161,7 @@ impl CpuSanitizerConfig {
             clock_buffer_size: p.config.clock_buffer_size(),
             pool_records: p.config.shadow_pool_records().max(1 << 16),
             seed: p.config.seed(),
+            halt_on_error: p.config.halt_on_error(),
             ..d
         }
     }
@@ -212,6 +231,8 @@ struct LaunchRecord {
     kernel: String,
     grid: crate::Dim3,
     block: crate::Dim3,
+    /// A host-issued copy or fill, not a kernel.
+    host_issued: bool,
 }
 
 impl Default for LaunchRecord {
@@ -220,6 +241,7 @@ impl Default for LaunchRecord {
             kernel: String::new(),
             grid: crate::Dim3::new(1, 1, 1),
             block: crate::Dim3::new(1, 1, 1),
+            host_issued: false,
         }
     }
 }
@@ -258,6 +280,9 @@ pub struct CpuRaceSanitizer {
     reports: Mutex<Vec<RaceReport>>,
     report_capacity: usize,
     dropped: AtomicUsize,
+    halt_on_error: bool,
+    /// A kernel hook stopped the launch in progress at a race.
+    halted: AtomicBool,
 }
 
 impl std::fmt::Debug for CpuRaceSanitizer {
@@ -283,12 +308,6 @@ fn join(a: &mut [u32], b: &[u32]) {
 /// Linear index of `i` in `extent`, x fastest.
 fn linear(i: Dim3, extent: Dim3) -> u64 {
     u64::from(i.x) + u64::from(extent.x) * (u64::from(i.y) + u64::from(extent.y) * u64::from(i.z))
-}
-
-/// The coordinate of linear index `i` in `extent`, x fastest.
-fn unlinear(i: u64, extent: crate::Dim3) -> crate::Dim3 {
-    let (x, y) = (u64::from(extent.x.max(1)), u64::from(extent.y.max(1)));
-    crate::Dim3::new((i % x) as u32, (i / x % y) as u32, (i / (x * y)) as u32)
 }
 
 impl CpuRaceSanitizer {
@@ -357,6 +376,8 @@ impl CpuRaceSanitizer {
             reports: Mutex::new(Vec::new()),
             report_capacity: c.report_capacity,
             dropped: AtomicUsize::new(0),
+            halt_on_error: c.halt_on_error,
+            halted: AtomicBool::new(false),
         };
         for tid in 0..n {
             san.engine().init_thread(tid);
@@ -411,6 +432,7 @@ impl CpuRaceSanitizer {
             kernel: kernel.to_owned(),
             grid,
             block,
+            host_issued: false,
         };
         let mut h = lock(&self.host);
         let host = h.host.clone();
@@ -547,19 +569,20 @@ impl CpuRaceSanitizer {
         }
     }
 
-    /// Turns an engine record into a report and stores it (or counts it).
+    /// Turns an engine record into a report (through the shared decoder)
+    /// and stores it, or counts it; `smid` is the virtual SM the reporting
+    /// access ran on.
     #[cold]
     #[inline(never)]
-    fn report(&self, t: &ThreadContext<'_>, r: &RawReport, loc: &'static Location<'static>) {
+    fn report(&self, r: &RawReport, smid: u32) {
         if lock(&self.reports).len() >= self.report_capacity {
             self.dropped.fetch_add(1, MemOrder::Relaxed);
             return;
         }
-        let (access, scope) = unpack_access(r.access);
-        let (prior_access, prior_scope) = unpack_access(r.prior_access);
-        let kind = r.report_kind().unwrap_or(ReportKind::WriteAfterWrite);
+        let (prior_access, _) = unpack_access(r.prior_access);
+        let is_error = r.report_kind().is_none_or(ReportKind::is_error);
         let base = self.cfg.real_base;
-        let side = if r.address >= base && !kind.is_error() {
+        let side = if r.address >= base && !is_error {
             let word = (r.address - base) / 4;
             let lookup = || self.mem.arena.last_access(word, prior_access.writes());
             // The prior access updates the side table just after the
@@ -577,85 +600,100 @@ impl CpuRaceSanitizer {
         } else {
             None
         };
+        let prior = side.map(|e| PriorSite {
+            location: e.loc,
+            tid: u32::from(e.tid),
+            block: e.block,
+            thread: u32::from(e.thread),
+            launch: u32::from(e.launch),
+        });
         let launches = lock(&self.launches);
-        let current = &launches[r.site.kernel_id as usize % LAUNCH_HISTORY];
-        let mut prior = PriorAccess {
-            access: prior_access,
-            scope: prior_scope,
-            tid: r.prior_tid,
-            device: 0,
-            smid: r.prior_tid,
-            epoch: r.prior_epoch,
-            block: None,
-            thread: None,
-            kernel: None,
-            location: None,
+        let resolver = CpuResolver {
+            sanitizer: self,
+            launches: &launches,
+            current: (r.tid, smid),
         };
-        if let Some(e) = side {
-            // SAFETY: side entries only hold addresses of
-            // `&'static Location<'static>` values, written by `note`.
-            let l: &'static Location<'static> = unsafe { &*(e.loc as *const Location<'static>) };
-            prior.location = Some(SourceLocation::from_std(l));
-            if u32::from(e.tid) == r.prior_tid {
-                let launch = &launches[e.launch as usize];
-                prior.block = Some(unlinear(u64::from(e.block), launch.grid));
-                prior.thread = Some(unlinear(u64::from(e.thread), launch.block));
-                prior.kernel = Some(launch.kernel.clone());
-            }
-        }
-        let report = RaceReport {
-            kind,
-            address: r.address,
-            size: r.size,
-            allocation: self.allocation_of(r.address).map(|a| RaceAllocation {
-                base: a.address,
-                size: a.size,
-                offset: r.address - a.address,
-            }),
-            kernel: current.kernel.clone(),
-            current: RaceAccess {
-                access,
-                scope,
-                device: 0,
-                smid: t.smid,
-                block: t.block_idx,
-                thread: t.thread_idx,
-                location: Some(SourceLocation::from_std(loc)),
-            },
-            prior,
-        };
+        let report = decode_report(r, prior.as_ref(), &resolver);
         drop(launches);
         let mut reports = lock(&self.reports);
-        if reports.len() < self.report_capacity {
-            reports.push(report);
-        } else {
-            self.dropped.fetch_add(1, MemOrder::Relaxed);
+        match report {
+            Some(report) if reports.len() < self.report_capacity => reports.push(report),
+            _ => {
+                self.dropped.fetch_add(1, MemOrder::Relaxed);
+            }
         }
     }
 
     #[inline(always)]
-    fn outcome(&self, t: &ThreadContext<'_>, out: Outcome, loc: &'static Location<'static>) {
+    fn outcome(&self, t: &ThreadContext<'_>, out: Outcome) {
         if let Outcome::Race(r) | Outcome::Error(r) = out {
-            self.report(t, &r, loc);
+            self.report(&r, t.smid);
+            if self.halt_on_error {
+                self.halt();
+            }
         }
     }
-}
 
-/// An engine-packed access (kind in bits 0..8, scope in 8..16).
-fn unpack_access(v: u32) -> (AccessKind, Scope) {
-    let kind = match v & 0xff {
-        0 => AccessKind::Read,
-        1 => AccessKind::Write,
-        2 => AccessKind::AtomicRead,
-        3 => AccessKind::AtomicWrite,
-        _ => AccessKind::AtomicRmw,
-    };
-    let scope = match (v >> 8) & 0xff {
-        0 => Scope::Block,
-        1 => Scope::Device,
-        _ => Scope::System,
-    };
-    (kind, scope)
+    /// Stops the launch in progress: unwinds the racing thread's block
+    /// (the executor starts no further block), flagged so that the
+    /// backend ends the launch without an error ([`CpuRaceSanitizer::take_halt`]).
+    #[cold]
+    #[inline(never)]
+    fn halt(&self) -> ! {
+        self.halted.store(true, MemOrder::Relaxed);
+        panic!("vigil: the sanitizer stopped the launch at its first race (halt on error)");
+    }
+
+    /// True once after a launch that a race stopped (halt on error).
+    pub fn take_halt(&self) -> bool {
+        self.halted.swap(false, MemOrder::Relaxed)
+    }
+
+    /// Checks a host-issued copy or fill as accesses of `stream`: a
+    /// one-thread "launch" named after the transfer (`host-to-device copy
+    /// on stream #2`), ordered on its stream like a kernel, reading and
+    /// writing the device ranges at `caller`. Races are reported, never
+    /// halted on (the host thread is not a kernel thread to unwind).
+    pub fn transfer(
+        &self,
+        stream: StreamId,
+        kind: TransferKind,
+        reads: Option<(u64, u64)>,
+        writes: Option<(u64, u64)>,
+        caller: &'static Location<'static>,
+    ) {
+        let one = crate::Dim3::new(1, 1, 1);
+        self.begin_launch(stream, &kind.on_stream(stream), one, one);
+        let k = self.kernel_id.load(MemOrder::Relaxed);
+        lock(&self.launches)[k as usize % LAUNCH_HISTORY].host_issued = true;
+        let slot = self.claim_slot();
+        self.engine().kernel_entry(slot, &self.ring, k);
+        let site = AccessSite {
+            file_ptr: caller.file().as_ptr() as u64,
+            file_len: caller.file().len() as u32,
+            line: caller.line(),
+            col: caller.column(),
+            kernel_id: k,
+            ..AccessSite::default()
+        };
+        let ranges = reads.map(|r| (r, false)).into_iter();
+        for ((addr, bytes), write) in ranges.chain(writes.map(|w| (w, true))) {
+            let end = addr.saturating_add(bytes);
+            let mut at = addr;
+            while at < end {
+                let size = (end - at).min(TRANSFER_CHUNK) as usize;
+                let out = self.engine().access(slot, at, size as u32, write, &site);
+                if let Outcome::Race(r) | Outcome::Error(r) = out {
+                    self.report(&r, TRANSFER_SM);
+                }
+                self.note(&site, slot, at as usize, size, write, caller);
+                at += size as u64;
+            }
+        }
+        self.engine().kernel_exit(slot, &self.ring, k);
+        self.busy[slot as usize].store(false, MemOrder::Release);
+        self.end_launch();
+    }
 }
 
 /// The engine's atomic operation for an access the kernel API describes.
@@ -716,7 +754,7 @@ impl SanitizerRuntime for CpuRaceSanitizer {
         let out = self
             .engine()
             .access(tid, addr as u64, size as u32, write, &site);
-        self.outcome(t, out, loc);
+        self.outcome(t, out);
         self.note(&site, tid, addr, size, write, loc);
     }
 
@@ -741,7 +779,7 @@ impl SanitizerRuntime for CpuRaceSanitizer {
                 wrote
             },
         );
-        self.outcome(t, out, loc);
+        self.outcome(t, out);
         self.note(&site, tid, access.addr, access.size, wrote, loc);
     }
 
@@ -798,6 +836,14 @@ impl CpuSanitizer for CpuRaceSanitizer {
 
     fn on_launch_end(&self, _launch: &LaunchInfo<'_>, _outcome: Result<&LaunchStats, &CpuError>) {
         self.end_launch();
+    }
+
+    fn on_transfer(&self, t: &TransferInfo) {
+        self.transfer(t.stream, t.kind, t.reads, t.writes, t.caller);
+    }
+
+    fn take_halt(&self) -> bool {
+        CpuRaceSanitizer::take_halt(self)
     }
 
     fn on_free(&self, alloc: HostAllocation) {
