@@ -907,3 +907,55 @@ fn a_launch_timeout_stops_a_thread_that_never_yields() {
     run::<spin_on_a_later_thread>(&ex, LaunchConfig::new(1, 64), &p);
     assert_eq!(data, [41, 1, 42]);
 }
+
+/// Block 0 waits for a flag that block 1 sets after `work` steps of its
+/// own (reads and writes of changing addresses: work, not a spin).
+#[kernel]
+fn wait_for_a_slow_block(data: GlobalSliceMut<u32>, work: u32) {
+    if thread_idx().x != 0 {
+        return;
+    }
+    if block_idx().x == 0 {
+        while data.at(0).atomic_load(Ordering::Acquire, Scope::Device) == 0 {}
+    } else {
+        let mut acc = 0u32;
+        for i in 0..work {
+            let slot = 1 + (i % 64) as usize;
+            acc = acc.wrapping_add(data.load(slot));
+            data.store(slot, acc | 1);
+        }
+        data.at(0).atomic_store(1, Ordering::Release, Scope::Device);
+    }
+}
+
+#[test]
+fn a_block_spinning_on_another_that_works_is_no_livelock_unless_it_cannot_start() {
+    let params = |data: &mut Vec<u32>| {
+        let mut p = ParamBuffer::new();
+        p.push_host_slice_mut(data);
+        p.push(1_000_000u32);
+        p
+    };
+    // Two workers: block 0 stalls long before block 1 is done, but block
+    // 1's worker is busy working, so the launch is not stuck.
+    let mut data = vec![0u32; 65];
+    run::<wait_for_a_slow_block>(&executor(), LaunchConfig::new(2, 32), &params(&mut data));
+    assert_eq!(data[0], 1);
+    // One worker: block 1 can never start while block 0 spins (on a GPU
+    // the two blocks would need to be co-resident).
+    let one = CpuExecutor::new(1).unwrap();
+    let mut data = vec![0u32; 65];
+    let entry = plain_entry::<wait_for_a_slow_block>();
+    let err = try_run(
+        &one,
+        LaunchConfig::new(2, 32),
+        entry,
+        &params(&mut data),
+        None,
+    )
+    .unwrap_err();
+    let msg = err.to_string();
+    let (blocks, unstarted) = livelock_of(err);
+    assert_eq!((blocks.len(), unstarted), (1, 1), "{msg}");
+    assert!(msg.contains("1 block(s) not started"), "{msg}");
+}
