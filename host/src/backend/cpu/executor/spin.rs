@@ -114,7 +114,10 @@ impl SpinWatch {
             if c.epoch == s.epoch && same_workers {
                 let rechecked = c.checks.iter().zip(&now).all(|(a, b)| b.1 >= a.1 + 2);
                 if rechecked {
-                    return Some(s.stalls.values().map(|st| st.block.clone()).collect());
+                    let mut blocks: Vec<StalledBlock> =
+                        s.stalls.values().map(|st| st.block.clone()).collect();
+                    blocks.sort_by_key(|b| (b.block.z, b.block.y, b.block.x));
+                    return Some(blocks);
                 }
                 return None;
             }
