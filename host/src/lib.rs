@@ -43,7 +43,7 @@
 //!
 //! | to | use |
 //! |----|-----|
-//! | open a device | [`Context`] ([`Context::from_env`], [`Context::cpu`], [`Context::new`]), [`ContextBuilder`], [`DeviceChoice`], [`ENV_DEVICE`], [`ENV_SANITIZE`] |
+//! | open a device | [`Context`] ([`Context::from_env`], [`Context::cpu`], [`Context::new`]), [`ContextBuilder`], [`DeviceChoice`], [`ENV_DEVICE`], [`ENV_SANITIZE`], [`ENV_LAUNCH_TIMEOUT`] |
 //! | order and time work | [`Stream`], [`Event`] |
 //! | hold device memory | [`DeviceBuffer`], [`DeviceSlice`], [`DeviceSliceMut`], [`AsDeviceSlice`], [`AsDeviceSliceMut`] |
 //! | load and launch kernels | [`Module`], [`KernelFn`], [`Kernel`], [`LaunchConfig`], [`Dim3`], [`Stream::launch`] |
@@ -51,6 +51,7 @@
 //! | read races | [`RaceReports`], [`RaceReport`], [`Error::Races`]; settings: [`VmmConfig`] |
 //! | plug in another CPU sanitizer | [`CpuSanitizer`] (with [`ContextBuilder::cpu_sanitizer`]), [`HostBufferAllocator`] |
 //! | handle errors | [`Error`], [`Result`], [`ArgProblem`], [`LaunchConfigError`] |
+//! | test kernels on every backend | [`macro@test`] (`#[vigil::test]`), [`test_main!`], [`testing`] |
 //!
 //! Everything a kernel author needs is at the crate root. Vigil's own
 //! tests and benchmarks reach the internals (the CPU executor, the shadow
@@ -60,20 +61,25 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-// Layers, bottom up; a layer imports only from the ones above it in this
-// list (ARCHITECTURE.md): leaf types and the error; the launch ABI and the
-// sanitizers' shared host side; the backends; the front end.
+// Layers, bottom up (ARCHITECTURE.md; `tests/layers.rs` checks that a
+// layer imports only from layers below it): `types` (leaf types);
+// `sanitizer` (the sanitizers' shared host side); `error`; `abi` (the
+// launch ABI); `backend` (the CUDA and CPU backends, then the dispatch
+// point); `api` (the front end); `testing` (the harness) and `unstable`.
 mod abi;
 mod api;
 mod backend;
 mod error;
 mod sanitizer;
+pub mod testing;
 mod types;
 pub mod unstable;
 
 pub use abi::params::{ParamBuffer, ParamScalar};
 pub use api::args::{pack_args, pack_values, ErasedView, KernelArg, KernelArgValue, KernelArgs};
-pub use api::builder::{ContextBuilder, DeviceChoice, ENV_DEVICE, ENV_SANITIZE};
+pub use api::builder::{
+    ContextBuilder, DeviceChoice, ENV_DEVICE, ENV_LAUNCH_TIMEOUT, ENV_SANITIZE,
+};
 pub use api::context::Context;
 pub use api::event::Event;
 pub use api::memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceBuffer, DeviceSlice, DeviceSliceMut};
@@ -95,6 +101,8 @@ pub use types::{
     DeviceId, DeviceLimits, DeviceProps, Dim3, EventId, FunctionAttrs, LaunchConfig,
     LaunchConfigError, LaunchVariant, StreamId,
 };
+
+pub use vigil_test_macros::test;
 
 /// The kernel-side crate, re-exported so users name one dependency.
 pub use vigil_device as device;

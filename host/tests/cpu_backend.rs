@@ -110,6 +110,10 @@ fn environment_picks_backend_and_sanitizer() {
         ("VIGIL_SANITIZE", "maybe", "on/off"),
         ("VIGIL_SEED", "seed", "0..=4294967295"),
         ("VIGIL_CLOCK_BUFFER_SIZE", "0", "1..=4096"),
+        ("VIGIL_LAUNCH_TIMEOUT", "soon", "`500ms`"),
+        ("VIGIL_LAUNCH_TIMEOUT", "-1s", "`off`"),
+        ("VIGIL_LAUNCH_TIMEOUT", "5h", "`10m`"),
+        ("VIGIL_LAUNCH_TIMEOUT", "1e400", "seconds"),
     ];
     for &(var, value, accepted) in cases {
         let e = Context::builder()
@@ -139,6 +143,33 @@ fn environment_picks_backend_and_sanitizer() {
         }
         Err(e) => assert!(matches!(e, Error::Unsupported { .. }), "{e:?}"),
     }
+}
+
+#[test]
+fn the_launch_timeout_comes_from_the_environment_or_the_builder() {
+    use std::time::Duration;
+    let timeout = |value: &str| {
+        Context::builder()
+            .cpu()
+            .env(env(&[("VIGIL_LAUNCH_TIMEOUT", value)]))
+            .build()
+            .unwrap()
+            .launch_timeout()
+    };
+    assert_eq!(timeout("30"), Some(Duration::from_secs(30)));
+    assert_eq!(timeout(" 2.5s "), Some(Duration::from_millis(2500)));
+    assert_eq!(timeout("500ms"), Some(Duration::from_millis(500)));
+    assert_eq!(timeout("10m"), Some(Duration::from_secs(600)));
+    for off in ["0", "off", "none", "0ms"] {
+        assert_eq!(timeout(off), None, "{off}");
+    }
+    assert_eq!(Context::cpu().unwrap().launch_timeout(), None);
+    let ctx = Context::builder()
+        .cpu()
+        .launch_timeout(Some(Duration::from_secs(3)))
+        .build()
+        .unwrap();
+    assert_eq!(ctx.launch_timeout(), Some(Duration::from_secs(3)));
 }
 
 #[test]

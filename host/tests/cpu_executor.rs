@@ -747,3 +747,215 @@ fn spin_waits_on_threads_of_the_same_block_finish() {
         assert_eq!((lock[0], counter[0]), (0, 128));
     }
 }
+
+/// Thread 0 of each block waits for a flag that no thread sets (with plain
+/// loads when `plain`, else acquire loads); with `barrier`, the block's other
+/// threads wait at `sync_threads` meanwhile, else they return.
+#[kernel]
+fn wait_for_a_flag_nobody_sets(flag: GlobalSliceMut<u32>, plain: u32, barrier: u32) {
+    if thread_idx().x == 0 {
+        if plain != 0 {
+            while flag.load(0) == 0 {}
+        } else {
+            while flag.at(0).atomic_load(Ordering::Acquire, Scope::Device) == 0 {}
+        }
+    }
+    if barrier != 0 {
+        sync_threads();
+    }
+}
+
+/// Thread 0 counts up in `data[1]` until `data[0]` is set (it polls only
+/// `data[0]`); thread 32 polls the count until it reaches `target`, then
+/// sets `data[0]`. Both only spin, but the count changes all the while.
+#[kernel]
+fn spin_while_another_spinner_counts(data: GlobalSliceMut<u32>, target: u32) {
+    let t = thread_idx().x;
+    if t == 0 {
+        let mut i = 0;
+        while data.at(0).atomic_load(Ordering::Acquire, Scope::Block) == 0 {
+            i += 1;
+            data.at(1).atomic_store(i, Ordering::Relaxed, Scope::Block);
+        }
+    } else if t == 32 {
+        while data.at(1).atomic_load(Ordering::Relaxed, Scope::Block) < target {}
+        data.at(0).atomic_store(1, Ordering::Release, Scope::Block);
+    }
+}
+
+/// Thread 0 polls two flags in turn, neither ever set: it never reads one
+/// address twice in a row, so only a time limit ends it.
+#[kernel]
+fn poll_two_flags_forever(flags: GlobalSliceMut<u32>) {
+    if thread_idx().x == 0 {
+        while flags.load(0) == 0 && flags.load(1) == 0 {}
+    }
+}
+
+fn livelock_of(err: CpuError) -> (Vec<vigil::unstable::cpu::StalledBlock>, u64) {
+    match err {
+        CpuError::Livelock { blocks, unstarted } => (blocks, unstarted),
+        other => panic!("expected a livelock, got: {other}"),
+    }
+}
+
+#[test]
+fn a_launch_whose_threads_all_spin_on_unchanging_memory_fails_with_their_locations() {
+    let ex = executor();
+    let rec = Recorder::new(ex.num_virtual_sms(), "cpu_executor.rs");
+    let entries = [
+        ("plain", plain_entry::<wait_for_a_flag_nobody_sets>()),
+        ("checked", checked_entry::<wait_for_a_flag_nobody_sets>()),
+    ];
+    for (variant, entry) in entries {
+        for plain in [0u32, 1] {
+            let mut flag = vec![0u32; 1];
+            let mut p = ParamBuffer::new();
+            p.push_host_slice_mut(&mut flag);
+            p.push(plain);
+            p.push(0u32);
+            let addr = flag.as_ptr() as u64;
+            let sanitizer = (variant == "checked").then_some(&rec as &dyn SanitizerRuntime);
+            // Four blocks on two workers: two spin, two never start.
+            let err = try_run(&ex, LaunchConfig::new(4, 64), entry, &p, sanitizer).unwrap_err();
+            let msg = err.to_string();
+            let (blocks, unstarted) = livelock_of(err);
+            assert_eq!((blocks.len(), unstarted), (2, 2), "{variant}: {msg}");
+            for b in &blocks {
+                assert_eq!(b.spinning.len(), 1, "{msg}");
+                let t = &b.spinning[0];
+                assert_eq!(
+                    (t.thread, t.address, t.bytes),
+                    (Dim3::new(0, 0, 0), addr, 4)
+                );
+                let loc = t.location.as_deref().unwrap_or_default();
+                assert!(loc.contains("cpu_executor.rs:"), "{variant}/{plain}: {msg}");
+                assert!(b.waiting.is_none(), "{msg}");
+            }
+            assert!(msg.contains("cpu_executor.rs:") && msg.contains("2 block(s) not started"));
+        }
+    }
+}
+
+#[test]
+fn a_livelock_names_the_threads_waiting_at_a_barrier_too() {
+    let ex = executor();
+    let mut flag = vec![0u32; 1];
+    let mut p = ParamBuffer::new();
+    p.push_host_slice_mut(&mut flag);
+    p.push(1u32);
+    p.push(1u32);
+    let entry = plain_entry::<wait_for_a_flag_nobody_sets>();
+    let err = try_run(&ex, LaunchConfig::new(1, 96), entry, &p, None).unwrap_err();
+    let msg = err.to_string();
+    let (blocks, unstarted) = livelock_of(err);
+    assert_eq!((blocks.len(), unstarted), (1, 0));
+    let waiting = blocks[0].waiting.as_deref().unwrap_or_default();
+    assert!(
+        waiting.contains("95 of 96 live thread(s) wait at sync_threads"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn spinning_threads_whose_polled_memory_changes_are_no_livelock() {
+    let ex = executor();
+    // Far more passes than the detector's threshold before thread 32 is
+    // satisfied: only the changing count tells this from a livelock.
+    let mut data = vec![0u32; 2];
+    let mut p = ParamBuffer::new();
+    p.push_host_slice_mut(&mut data);
+    p.push(20_000u32);
+    run::<spin_while_another_spinner_counts>(&ex, LaunchConfig::new(1, 64), &p);
+    assert_eq!(data[0], 1);
+    assert!(data[1] >= 20_000);
+}
+
+#[test]
+fn a_launch_timeout_stops_a_thread_that_never_yields() {
+    let ex = executor();
+    let mut flags = vec![0u32; 2];
+    let mut p = ParamBuffer::new();
+    p.push_host_slice_mut(&mut flags);
+    let limit = std::time::Duration::from_millis(200);
+    let start = std::time::Instant::now();
+    let entry = plain_entry::<poll_two_flags_forever>();
+    // SAFETY: the parameters are the kernel's, from a live host slice.
+    let err = unsafe {
+        ex.launch_with_timeout(
+            &LaunchConfig::new(3, 32),
+            entry,
+            p.as_bytes(),
+            None,
+            Some(limit),
+        )
+    }
+    .unwrap_err();
+    assert!(start.elapsed() < std::time::Duration::from_secs(20));
+    match &err {
+        CpuError::Timeout {
+            limit: l, total, ..
+        } => assert_eq!((*l, *total), (limit, 3)),
+        other => panic!("expected a timeout, got: {other}"),
+    }
+    assert!(err.to_string().contains("VIGIL_LAUNCH_TIMEOUT"), "{err}");
+    // The executor is usable afterwards.
+    let mut data = vec![0u32; 3];
+    let mut p = ParamBuffer::new();
+    p.push_host_slice_mut(&mut data);
+    p.push(0u32);
+    run::<spin_on_a_later_thread>(&ex, LaunchConfig::new(1, 64), &p);
+    assert_eq!(data, [41, 1, 42]);
+}
+
+/// Block 0 waits for a flag that block 1 sets after `work` steps of its
+/// own (reads and writes of changing addresses: work, not a spin).
+#[kernel]
+fn wait_for_a_slow_block(data: GlobalSliceMut<u32>, work: u32) {
+    if thread_idx().x != 0 {
+        return;
+    }
+    if block_idx().x == 0 {
+        while data.at(0).atomic_load(Ordering::Acquire, Scope::Device) == 0 {}
+    } else {
+        let mut acc = 0u32;
+        for i in 0..work {
+            let slot = 1 + (i % 64) as usize;
+            acc = acc.wrapping_add(data.load(slot));
+            data.store(slot, acc | 1);
+        }
+        data.at(0).atomic_store(1, Ordering::Release, Scope::Device);
+    }
+}
+
+#[test]
+fn a_block_spinning_on_another_that_works_is_no_livelock_unless_it_cannot_start() {
+    let params = |data: &mut Vec<u32>| {
+        let mut p = ParamBuffer::new();
+        p.push_host_slice_mut(data);
+        p.push(1_000_000u32);
+        p
+    };
+    // Two workers: block 0 stalls long before block 1 is done, but block
+    // 1's worker is busy working, so the launch is not stuck.
+    let mut data = vec![0u32; 65];
+    run::<wait_for_a_slow_block>(&executor(), LaunchConfig::new(2, 32), &params(&mut data));
+    assert_eq!(data[0], 1);
+    // One worker: block 1 can never start while block 0 spins (on a GPU
+    // the two blocks would need to be co-resident).
+    let one = CpuExecutor::new(1).unwrap();
+    let mut data = vec![0u32; 65];
+    let entry = plain_entry::<wait_for_a_slow_block>();
+    let err = try_run(
+        &one,
+        LaunchConfig::new(2, 32),
+        entry,
+        &params(&mut data),
+        None,
+    )
+    .unwrap_err();
+    let msg = err.to_string();
+    let (blocks, unstarted) = livelock_of(err);
+    assert_eq!((blocks.len(), unstarted), (1, 1), "{msg}");
+    assert!(msg.contains("1 block(s) not started"), "{msg}");
+}

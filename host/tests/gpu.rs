@@ -1,12 +1,12 @@
-//! Tests of the host API through real launches, written once and run on
-//! every backend: `gpu::*` on a CUDA GPU, `gpu_sanitized::*` on a sanitized
-//! GPU context (every buffer from the shadow allocator; each skips with a
-//! printed reason when no GPU is usable, and fails instead when
-//! `VIGIL_REQUIRE_GPU=1`) and `cpu::*` on the CPU backend, so they cannot
-//! drift. A few GPU-only checks (device attributes, the JIT log, launch
-//! overhead, the sanitized mode's allocator) follow.
+//! Tests of the host API through real launches, written once and run by
+//! Vigil's harness on every backend, sanitized (`*::sanitized::*`: on a GPU
+//! every buffer comes from the shadow allocator) and plain
+//! (`*::plain::*`): `gpu::*` on a CUDA GPU (reported as skipped without
+//! one, a failure with `VIGIL_REQUIRE_GPU=1`) and `cpu::*` on the CPU
+//! backend, so they cannot drift. A few GPU-only checks (device
+//! attributes, the JIT log, launch overhead, the sanitized mode's
+//! allocator) follow.
 
-use vigil::unstable::testing::require_gpu;
 use vigil::{
     ArgProblem, Context, DeviceBuffer, Error, Event, KernelArgValue, LaunchConfig,
     LaunchConfigError, LaunchVariant, Module, Stream,
@@ -18,50 +18,37 @@ use vigil_kernels::examples::axpy;
 mod common;
 use common::{axpy_stale, AXPY_PTX};
 
-/// Instantiates each check (a `fn(&Context)`) once per backend.
-macro_rules! on_both_backends {
+/// Runs each check (a `fn(&Context)`) on every backend through Vigil's
+/// harness, once sanitized and once plain.
+macro_rules! sanitized_and_plain {
     ($($check:ident),* $(,)?) => {
-        mod gpu {
+        mod sanitized {
             $(
-                #[test]
-                fn $check() {
-                    let Some(ctx) = vigil::unstable::testing::require_gpu() else { return };
-                    super::$check(&ctx);
+                #[vigil::test]
+                fn $check(ctx: &vigil::Context) {
+                    super::$check(ctx);
                 }
             )*
         }
-        mod gpu_sanitized {
+        mod plain {
             $(
-                #[test]
-                fn $check() {
-                    let Some(plain) = vigil::unstable::testing::require_gpu() else { return };
-                    let ctx = vigil::Context::builder()
-                        .gpu(plain.ordinal())
-                        .sanitize(true)
-                        .build()
-                        .expect("sanitized GPU context");
-                    super::$check(&ctx);
-                }
-            )*
-        }
-        mod cpu {
-            $(
-                #[test]
-                fn $check() {
-                    super::$check(&vigil::Context::cpu().expect("CPU backend"));
+                #[vigil::test(plain)]
+                fn $check(ctx: &vigil::Context) {
+                    super::$check(ctx);
                 }
             )*
         }
     };
 }
 
-on_both_backends!(
+sanitized_and_plain!(
     buffers_copy_slice_and_check_lengths,
     typed_axpy_matches_the_cpu,
     mismatched_or_missing_kernels_are_typed_errors,
     launch_checks_happen_before_the_driver,
     untyped_launch_is_checked_against_the_ptx,
     events_time_and_order_streams,
+    text_that_is_not_ptx_is_a_typed_error,
 );
 
 fn setup(ctx: &Context) -> (Stream, Module) {
@@ -81,9 +68,8 @@ fn data(n: usize, seed: u32) -> Vec<f32> {
         .collect()
 }
 
-#[test]
-fn context_reports_the_device() {
-    let Some(ctx) = require_gpu() else { return };
+#[vigil::test(gpu, plain)]
+fn context_reports_the_device(ctx: &Context) {
     eprintln!(
         "device {}: {} cc {:?}, {} SMs, {} MiB, max threads/block {}, smem {} / opt-in {}",
         ctx.ordinal(),
@@ -279,18 +265,48 @@ fn mismatched_or_missing_kernels_are_typed_errors(ctx: &Context) {
     assert_eq!(module.entries().unwrap().len(), 1);
 }
 
-#[test]
-fn bad_ptx_returns_the_jit_log() {
-    let Some(ctx) = require_gpu() else { return };
+#[vigil::test(gpu, plain)]
+fn bad_ptx_returns_the_jit_log(ctx: &Context) {
     let bad = ".version 7.8\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n\tbogus.instruction %r1;\n\tret;\n}\n";
-    let e = Module::from_ptx(&ctx, bad).unwrap_err();
+    let e = Module::from_ptx(ctx, bad).unwrap_err();
     eprintln!("{e}");
     match &e {
         Error::PtxLoad { log, .. } => assert!(!log.is_empty(), "JIT log should explain: {e}"),
         e => panic!("unexpected {e:?}"),
     }
-    let e = Module::from_ptx(&ctx, "abc\0def").unwrap_err();
+    let e = Module::from_ptx(ctx, "abc\0def").unwrap_err();
     assert!(matches!(e, Error::PtxText { .. }), "{e}");
+}
+
+/// Every backend checks PTX text before taking it (the CPU backend, which
+/// never compiles it, used to accept anything).
+fn text_that_is_not_ptx_is_a_typed_error(ctx: &Context) {
+    let cases = [
+        ("this is not ptx", "this text with `this is not ptx`"),
+        ("", "empty"),
+        (
+            ".version 8.0\n.visible .entry k()\n{\n ret;\n}\n",
+            "`.target`",
+        ),
+        (
+            ".version 8.0\n.target sm_80\n.visible .func f()\n{\n ret;\n}\n",
+            "no `.entry`",
+        ),
+        (
+            ".version 8.0\n.target sm_80\n.visible .entry k()\n{\n ret;\n",
+            "not closed",
+        ),
+        ("abc\0def", "NUL byte"),
+    ];
+    for (text, says) in cases {
+        match Module::from_ptx(ctx, text) {
+            Err(Error::PtxText { message }) => {
+                assert!(message.contains(says), "{text:?}: {message}")
+            }
+            Err(e) => panic!("{text:?}: expected a PTX text error, got {e}"),
+            Ok(_) => panic!("{text:?} was accepted as PTX on {}", ctx.device()),
+        }
+    }
 }
 
 fn launch_checks_happen_before_the_driver(ctx: &Context) {
@@ -445,10 +461,9 @@ fn events_time_and_order_streams(ctx: &Context) {
     );
 }
 
-#[test]
-fn host_launch_overhead_is_small() {
-    let Some(ctx) = require_gpu() else { return };
-    let (stream, module) = setup(&ctx);
+#[vigil::test(gpu, plain)]
+fn host_launch_overhead_is_small(ctx: &Context) {
+    let (stream, module) = setup(ctx);
     let axpy = module.kernel::<axpy>().unwrap();
     let dx = DeviceBuffer::from_slice(&stream, &[1.0f32; 256]).unwrap();
     let mut dy = DeviceBuffer::<f32>::alloc_zeroed(&stream, 256).unwrap();
@@ -473,9 +488,8 @@ fn host_launch_overhead_is_small() {
     assert_eq!(dy.to_vec(&stream).unwrap()[0], (100 + n) as f32);
 }
 
-#[test]
-fn sanitized_gpu_buffers_come_from_the_shadow_allocator() {
-    let Some(plain) = require_gpu() else { return };
+#[vigil::test(gpu, plain)]
+fn sanitized_gpu_buffers_come_from_the_shadow_allocator(plain: &Context) {
     let ctx = Context::builder()
         .gpu(plain.ordinal())
         .sanitize(true)
@@ -512,7 +526,7 @@ fn sanitized_gpu_buffers_come_from_the_shadow_allocator() {
     let got = y.to_vec(&stream).unwrap();
     assert!((0..n).all(|i| got[i] == 2.0 * xs[i] + ys[i]));
     // Buffers of a plain context of the same device are usable too.
-    let plain_stream = Stream::new(&plain).unwrap();
+    let plain_stream = Stream::new(plain).unwrap();
     let z = DeviceBuffer::from_slice(&plain_stream, &xs).unwrap();
     assert!(pool.vmm().lookup(z.device_ptr()).is_none());
     stream
@@ -548,3 +562,5 @@ fn sanitized_gpu_buffers_come_from_the_shadow_allocator() {
     assert!(std::ptr::eq(other.sanitizer_pool().unwrap(), pool));
     assert!(ctx.take_reports().is_empty());
 }
+
+vigil::test_main!();

@@ -1,5 +1,6 @@
-//! `vigil_device::math` in a kernel, on the GPU and on the CPU backend, on
-//! the same inputs, each result against an `f64` reference within the error
+//! `vigil_device::math` in a kernel, on the GPU and on the CPU backend
+//! (each test runs on both under Vigil's harness, sanitized), on the same
+//! inputs, each result against an `f64` reference within the error
 //! bound the math module documents (`vigil_device::math::bounds`).
 //!
 //! Inputs are random bit patterns (so every binade, subnormals included, is
@@ -9,12 +10,7 @@
 use vigil::device::math::bounds::{self, ErrorBound};
 use vigil::{Context, DeviceBuffer, LaunchConfig, Module, Stream};
 use vigil_kernels::math::{math_f32, math_f64, MathOp};
-use vigil_tests::{on_every_backend, Rng, KERNELS_PTX};
-
-on_every_backend!(
-    f32_functions_are_within_their_documented_bounds,
-    f64_instruction_functions_are_exact_or_correctly_rounded,
-);
+use vigil_tests::{Rng, KERNELS_PTX};
 
 /// Inputs per function: enough to meet each function's worst cases on the
 /// GPU; the CPU backend (coroutines per thread) gets fewer.
@@ -116,6 +112,7 @@ fn pow_exponents(rng: &mut Rng, n: usize) -> Vec<f32> {
         .collect()
 }
 
+#[vigil::test]
 fn f32_functions_are_within_their_documented_bounds(ctx: &Context) {
     let stream = Stream::new(ctx).unwrap();
     let module = Module::from_ptx(ctx, KERNELS_PTX).unwrap();
@@ -173,6 +170,7 @@ fn f32_functions_are_within_their_documented_bounds(ctx: &Context) {
     );
 }
 
+#[vigil::test]
 fn f64_instruction_functions_are_exact_or_correctly_rounded(ctx: &Context) {
     let stream = Stream::new(ctx).unwrap();
     let module = Module::from_ptx(ctx, KERNELS_PTX).unwrap();
@@ -236,3 +234,5 @@ fn f64_instruction_functions_are_exact_or_correctly_rounded(ctx: &Context) {
         }
     }
 }
+
+vigil::test_main!();

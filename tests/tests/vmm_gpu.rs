@@ -1,6 +1,6 @@
-//! GPU tests of the shadow-memory allocator (`vigil::unstable::vmm`). Each skips with
-//! a printed reason when no GPU is usable, and fails instead when
-//! `VIGIL_REQUIRE_GPU=1`.
+//! GPU tests of the shadow-memory allocator (`vigil::unstable::vmm`), run
+//! by Vigil's harness on each GPU: reported as skipped when no GPU is
+//! usable, a failure instead when `VIGIL_REQUIRE_GPU=1`.
 //!
 //! Data is written and read back through two `vigil-kernels` kernels
 //! (`fill_pattern`, `copy_inc`), launched with `Stream::launch_packed` on the
@@ -10,7 +10,6 @@
 
 use std::sync::{Mutex, MutexGuard};
 use vigil::unstable::sys;
-use vigil::unstable::testing::require_gpu;
 use vigil::unstable::vmm::layout::{
     global_state_of, round_up, shadow_address, shadow_bytes_for, PER_DEVICE_STATE_STRIDE,
     REAL_CAPACITY, RESERVE_BYTES, THREAD_STATES_OFFSET,
@@ -37,19 +36,19 @@ struct Gpu {
     _serial: MutexGuard<'static, ()>,
 }
 
-fn gpu() -> Option<Gpu> {
+fn gpu(ctx: &Context) -> Gpu {
     let serial = serial();
-    let ctx = require_gpu()?;
+    let ctx = ctx.clone();
     let stream = Stream::new(&ctx).expect("stream");
     let vmm = Vmm::new(&ctx, VmmConfig::default()).expect("Vmm::new");
     let module = Module::from_ptx(&ctx, KERNELS_PTX).expect("load the vigil-kernels PTX");
-    Some(Gpu {
+    Gpu {
         ctx,
         stream,
         vmm,
         module,
         _serial: serial,
-    })
+    }
 }
 
 fn expected(i: u64, seed: u32) -> u32 {
@@ -108,8 +107,8 @@ fn copy_params(src: u64, dst: u64, words: u64, device: usize) -> ParamBuffer {
 
 /// Runs without a GPU: the test kernels' PTX parses and accepts the
 /// arguments the tests pack.
-#[test]
-fn test_kernels_accept_their_packed_arguments() {
+#[vigil::test(cpu, plain)]
+fn test_kernels_accept_their_packed_arguments(_: &Context) {
     let entries =
         vigil::unstable::ptx::parse_entries(KERNELS_PTX).expect("parse the vigil-kernels PTX");
     for (name, buf) in [
@@ -194,9 +193,9 @@ fn assert_reused_shadow_zero(stream: &Stream, a: &Allocation) {
     assert_shadow_zero_for(stream, a, shadow_bytes_for(a.size));
 }
 
-#[test]
-fn sizes_round_trip_through_kernels_with_zeroed_shadow() {
-    let Some(g) = gpu() else { return };
+#[vigil::test(gpu, plain)]
+fn sizes_round_trip_through_kernels_with_zeroed_shadow(ctx: &Context) {
+    let g = gpu(ctx);
     let first = g.vmm.alloc(&g.stream, 1).expect("alloc 1 byte");
     let gran = first.mapped_bytes;
     eprintln!(
@@ -257,9 +256,9 @@ fn sizes_round_trip_through_kernels_with_zeroed_shadow() {
     assert_eq!(g.vmm.reserved_bytes(), 0, "every block coalesced back");
 }
 
-#[test]
-fn runtime_state_is_written_at_the_rank_stride() {
-    let Some(g) = gpu() else { return };
+#[vigil::test(gpu, plain)]
+fn runtime_state_is_written_at_the_rank_stride(ctx: &Context) {
+    let g = gpu(ctx);
     let a = g.vmm.alloc(&g.stream, 4096).unwrap();
     assert_eq!(
         g.vmm.reserve_base() % RESERVE_BYTES,
@@ -314,9 +313,9 @@ fn runtime_state_is_written_at_the_rank_stride() {
     g.vmm.free(a.ptr, &g.stream).unwrap();
 }
 
-#[test]
-fn pool_reuses_blocks_per_stream_and_resets_their_shadow() {
-    let Some(g) = gpu() else { return };
+#[vigil::test(gpu, plain)]
+fn pool_reuses_blocks_per_stream_and_resets_their_shadow(ctx: &Context) {
+    let g = gpu(ctx);
     let pool = CachingPool::new(g.vmm.clone());
     let (s1, s2, s3) = (
         &g.stream,
@@ -400,9 +399,9 @@ fn pool_reuses_blocks_per_stream_and_resets_their_shadow() {
     assert_eq!(g.vmm.live_allocations(), 0);
 }
 
-#[test]
-fn ten_thousand_cycles_return_free_memory() {
-    let Some(g) = gpu() else { return };
+#[vigil::test(gpu, plain)]
+fn ten_thousand_cycles_return_free_memory(ctx: &Context) {
+    let g = gpu(ctx);
     let pool = CachingPool::new(g.vmm.clone());
     // Warm up: runtime state, driver-internal pools.
     for _ in 0..10 {
@@ -445,9 +444,9 @@ fn ten_thousand_cycles_return_free_memory() {
     assert_eq!(g.vmm.reserved_bytes(), 0);
 }
 
-#[test]
-fn allocation_from_several_host_threads() {
-    let Some(g) = gpu() else { return };
+#[vigil::test(gpu, plain)]
+fn allocation_from_several_host_threads(ctx: &Context) {
+    let g = gpu(ctx);
     let pool = CachingPool::new(g.vmm.clone());
     std::thread::scope(|s| {
         for t in 0..8u32 {
@@ -503,9 +502,9 @@ fn allocation_from_several_host_threads() {
     assert_eq!(g.vmm.live_allocations(), 0);
 }
 
-#[test]
-fn export_import_round_trip_in_one_process() {
-    let Some(g) = gpu() else { return };
+#[vigil::test(gpu, plain)]
+fn export_import_round_trip_in_one_process(ctx: &Context) {
+    let g = gpu(ctx);
     let a = g.vmm.alloc(&g.stream, 3 * MIB).unwrap();
     let words = a.size / 4;
     g.fill(&g.stream, a.ptr, words, 42);
@@ -572,9 +571,9 @@ fn export_import_round_trip_in_one_process() {
     g.vmm.free(a.ptr, &g.stream).unwrap();
 }
 
-#[test]
-fn bad_input_is_a_typed_error() {
-    let Some(g) = gpu() else { return };
+#[vigil::test(gpu, plain)]
+fn bad_input_is_a_typed_error(ctx: &Context) {
+    let g = gpu(ctx);
     let (vmm, s) = (&g.vmm, &g.stream);
     // Configuration can change before the first allocation, not after.
     vmm.set_config(VmmConfig::builder().seed(9).build().unwrap())
@@ -661,3 +660,5 @@ fn bad_input_is_a_typed_error() {
     }
     assert_eq!(vmm.live_allocations(), 0);
 }
+
+vigil::test_main!();

@@ -44,16 +44,16 @@ pub trait BlockRuntime {
     /// contributed, and returns [`WarpOp::result`] for itself over the
     /// contributions.
     fn warp_collective(&self, lane: u32, mask: u32, value: u64, op: WarpOp) -> u64;
-    /// The calling thread is about to read `addr` (a plain or atomic load,
-    /// or a compare-exchange after a failed one): it may be polling a flag
+    /// The calling thread is about to read `bytes` bytes at `addr` (a plain
+    /// or atomic load, or a compare-exchange after a failed one): it may be polling a flag
     /// that another thread of the block will set. A runtime that runs a
     /// block's threads cooperatively lets the others run when a thread
     /// keeps polling one address, so that spin-waits between threads of a
     /// block finish as they do under the GPU's independent thread
     /// scheduling. May run other GPU threads before it returns, like
     /// [`sync_threads`](BlockRuntime::sync_threads). Default: nothing.
-    fn poll_hint(&self, addr: usize) {
-        let _ = addr;
+    fn poll_hint(&self, addr: usize, bytes: usize) {
+        let _ = (addr, bytes);
     }
 }
 
@@ -273,18 +273,18 @@ pub(crate) fn in_sanitizer_atomic<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// Tells the block runtime that the current GPU thread reads `addr` (see
+/// Tells the block runtime that the current GPU thread reads `bytes` bytes at `addr` (see
 /// [`BlockRuntime::poll_hint`]), unless a sanitizer runtime is performing
 /// the read inside its atomic hook.
 #[inline]
-pub(crate) fn poll(addr: usize) {
+pub(crate) fn poll(addr: usize, bytes: usize) {
     let p = CURRENT.with(|c| c.get());
     if p.is_null() || IN_SANITIZER_ATOMIC.with(|c| c.get()) {
         return;
     }
     // SAFETY: as in `with_current`.
     let ctx = unsafe { &*p };
-    ctx.block.poll_hint(addr);
+    ctx.block.poll_hint(addr, bytes);
     CURRENT.with(|c| c.set(p));
 }
 
@@ -362,7 +362,7 @@ pub fn fence(ordering: Ordering, _scope: Scope) {
 /// # Safety
 /// `p` must be valid for reads and aligned.
 pub unsafe fn load<T: Copy>(p: *const T) -> T {
-    poll(p as usize);
+    poll(p as usize, std::mem::size_of::<T>());
     let mut out = std::mem::MaybeUninit::<T>::uninit();
     // SAFETY: `p` is valid for `size_of::<T>()` bytes (caller) and `out` is
     // writable for as many; both are distinct.
@@ -538,7 +538,7 @@ macro_rules! host_atomics {
         }
         impl ArchAtomic for $t {
             unsafe fn arch_load(p: *const Self, o: Ordering, _: Scope) -> Self {
-                poll(p as usize);
+                poll(p as usize, std::mem::size_of::<Self>());
                 // SAFETY: valid aligned memory (caller's contract).
                 unsafe { <$t as RawAtomic>::raw_load(p, o) }
             }
@@ -558,7 +558,7 @@ macro_rules! host_atomics {
                 let found = unsafe { <$t as RawAtomic>::raw_cas(p, cmp, new, o) };
                 if !crate::atomic::sealed::BitEq::bit_eq(found, cmp) {
                     // A failed compare-exchange is how a spin lock polls.
-                    poll(p as usize);
+                    poll(p as usize, std::mem::size_of::<Self>());
                 }
                 found
             }

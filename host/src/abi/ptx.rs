@@ -6,6 +6,7 @@
 //! GPU code really takes (a stale PTX file is a typed error, not a crash).
 
 use crate::error::{Error, Result};
+pub use crate::types::PtxParam;
 use vigil_shared::params::PtxType;
 
 /// One `.entry` of a PTX module.
@@ -15,25 +16,6 @@ pub struct PtxEntry {
     pub name: String,
     /// Its `.param`s, in order.
     pub params: Vec<PtxParam>,
-}
-
-/// One `.param` of a PTX entry.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PtxParam {
-    /// The parameter's name, e.g. `axpy_param_0`.
-    pub name: String,
-    /// Its scalar type; `None` for what Vigil never passes (byte arrays,
-    /// vector or half types).
-    pub ty: Option<PtxType>,
-    /// The declaration between `.param` and the name, e.g. `.u64 .ptr .align 1`.
-    pub decl: String,
-}
-
-impl PtxParam {
-    /// True when a scalar of type `given` may be passed for this parameter.
-    pub fn accepts(&self, given: PtxType) -> bool {
-        self.ty.is_some_and(|decl| given.matches_ptx_decl(decl))
-    }
 }
 
 /// Parses every `.entry` signature of a PTX module.
@@ -71,6 +53,75 @@ pub fn parse_entries(ptx: &str) -> Result<Vec<PtxEntry>> {
         entries.push(PtxEntry { name, params });
     }
     Ok(entries)
+}
+
+/// Checks that `ptx` is a PTX module before any backend takes it: it
+/// starts with `.version <major>.<minor>`, has a `.target`, declares at
+/// least one `.entry`, and its braces balance. The error says what is
+/// missing and what the text has instead.
+pub fn check_module(ptx: &str) -> Result<()> {
+    let text = strip_comments(ptx);
+    let first_line = text.lines().map(str::trim).find(|l| !l.is_empty());
+    let Some(first_line) = first_line else {
+        return Err(ptx_error(
+            "the text is empty (a PTX module starts with `.version`)".to_owned(),
+        ));
+    };
+    let mut tokens = text.split_whitespace();
+    if tokens.next() != Some(".version") {
+        return Err(ptx_error(format!(
+            "a PTX module starts with `.version <major>.<minor>`, this text with `{}`",
+            shorten(first_line)
+        )));
+    }
+    let version = tokens.next().unwrap_or_default();
+    let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !version
+        .split_once('.')
+        .is_some_and(|(a, b)| numeric(a) && numeric(b))
+    {
+        return Err(ptx_error(format!(
+            "`.version` must be followed by <major>.<minor> (e.g. `8.0`), not `{}`",
+            shorten(version)
+        )));
+    }
+    let target = find_directive(&text, ".target")
+        .and_then(|at| text[at + ".target".len()..].split_whitespace().next());
+    if target.is_none_or(|t| t.starts_with('.')) {
+        return Err(ptx_error(
+            "no `.target` directive naming an architecture (e.g. `.target sm_80`)".to_owned(),
+        ));
+    }
+    if find_directive(&text, ".entry").is_none() {
+        return Err(ptx_error(
+            "the module declares no `.entry` (no kernel to launch)".to_owned(),
+        ));
+    }
+    let mut depth = 0i64;
+    for c in text.chars() {
+        depth += match c {
+            '{' => 1,
+            '}' => -1,
+            _ => 0,
+        };
+        if depth < 0 {
+            return Err(ptx_error("a `}` closes no block".to_owned()));
+        }
+    }
+    if depth != 0 {
+        return Err(ptx_error(format!(
+            "{depth} block(s) not closed (missing `}}`)"
+        )));
+    }
+    Ok(())
+}
+
+/// At most 40 characters of `s`, for an error message.
+fn shorten(s: &str) -> String {
+    match s.char_indices().nth(40) {
+        Some((at, _)) => format!("{}...", &s[..at]),
+        None => s.to_owned(),
+    }
 }
 
 fn ptx_error(message: String) -> Error {
@@ -185,4 +236,33 @@ fn strip_comments(ptx: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_module;
+    use crate::error::Error;
+
+    const GOOD: &str = "// generated\n.version 8.0\n.target sm_80\n.address_size 64\n\
+                        .visible .entry k(.param .u64 k_param_0)\n{\n ret;\n}\n";
+
+    fn problem(ptx: &str) -> String {
+        match check_module(ptx) {
+            Err(Error::PtxText { message }) => message,
+            other => panic!("expected a PTX text error for {ptx:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_module_needs_version_target_an_entry_and_balanced_braces() {
+        assert_eq!(check_module(GOOD), Ok(()));
+        assert!(problem("this is not ptx").contains("this text with `this is not ptx`"));
+        assert!(problem("").contains("empty"));
+        assert!(problem("  // only a comment\n").contains("empty"));
+        assert!(problem(".version eight\n.target sm_80").contains("<major>.<minor>"));
+        assert!(problem(&GOOD.replace(".target sm_80", "")).contains("`.target`"));
+        assert!(problem(&GOOD.replace(".entry", ".func")).contains("no `.entry`"));
+        assert!(problem(&GOOD.replace("ret;\n}", "ret;")).contains("not closed"));
+        assert!(problem(&GOOD.replace("{", "")).contains("closes no block"));
+    }
 }

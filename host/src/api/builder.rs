@@ -1,14 +1,17 @@
 //! [`ContextBuilder`]: which device a [`Context`] opens and how (sanitizer,
-//! CPU executor size), in code or from `VIGIL_*` variables.
+//! CPU executor size, launch timeout), in code or from `VIGIL_*` variables.
 
 use crate::api::context::Context;
 use crate::backend::{self, CpuOptions, CpuSanitizer};
 use crate::error::{Error, Result};
-use crate::sanitizer::config::{parse_bool, parse_int, ConfigError, VmmConfig, VmmConfigBuilder};
+use crate::sanitizer::config::{
+    parse_bool, parse_duration, parse_int, ConfigError, VmmConfig, VmmConfigBuilder,
+};
 use crate::sanitizer::env::warn_unknown_variables;
 use crate::sanitizer::sink::ReportSink;
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Which device a [`ContextBuilder`] opens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -21,7 +24,7 @@ pub enum DeviceChoice {
     Gpu(usize),
 }
 
-pub use crate::sanitizer::config::{ENV_DEVICE, ENV_SANITIZE};
+pub use crate::sanitizer::config::{ENV_DEVICE, ENV_LAUNCH_TIMEOUT, ENV_SANITIZE};
 
 fn parse_device(text: &str) -> Result<DeviceChoice, ConfigError> {
     let t = text.trim().to_ascii_lowercase();
@@ -60,6 +63,7 @@ pub struct ContextBuilder {
     vmm_config: VmmConfig,
     cpu_workers: usize,
     cpu_sanitizer: Option<Arc<dyn CpuSanitizer>>,
+    launch_timeout: Option<Duration>,
     error: Option<Error>,
 }
 
@@ -71,6 +75,7 @@ impl fmt::Debug for ContextBuilder {
             .field("vmm_config", &self.vmm_config)
             .field("cpu_workers", &self.cpu_workers)
             .field("cpu_sanitizer", &self.cpu_sanitizer.is_some())
+            .field("launch_timeout", &self.launch_timeout)
             .field("error", &self.error)
             .finish()
     }
@@ -84,6 +89,7 @@ impl Default for ContextBuilder {
             vmm_config: VmmConfig::default(),
             cpu_workers: 0,
             cpu_sanitizer: None,
+            launch_timeout: None,
             error: None,
         }
     }
@@ -142,8 +148,19 @@ impl ContextBuilder {
         self
     }
 
+    /// The longest a launch may run (default: no limit). On the CPU
+    /// backend a longer launch fails with
+    /// [`CpuError::Timeout`](crate::unstable::cpu::CpuError::Timeout) (its
+    /// threads stop at their next memory read); on a GPU, a wait
+    /// (`synchronize` of a context, stream or event) gives up after this
+    /// long with [`Error::Timeout`] instead of blocking forever.
+    pub fn launch_timeout(mut self, limit: Option<Duration>) -> Self {
+        self.launch_timeout = limit.filter(|d| !d.is_zero());
+        self
+    }
+
     /// Applies the `VIGIL_*` variables that `lookup` returns: `VIGIL_DEVICE`,
-    /// `VIGIL_SANITIZE` and the sanitizer's ([`VmmConfig`]). Absent variables
+    /// `VIGIL_SANITIZE`, `VIGIL_LAUNCH_TIMEOUT` and the sanitizer's ([`VmmConfig`]). Absent variables
     /// leave the current value; setters called later override. Tests pass a
     /// map; [`ContextBuilder::env_vars`] reads the process environment.
     pub fn env(mut self, lookup: impl Fn(&str) -> Option<String>) -> Self {
@@ -153,6 +170,10 @@ impl ContextBuilder {
         }
         if let Some(v) = lookup(ENV_SANITIZE) {
             let r = parse_bool(ENV_SANITIZE, &v).map(|on| self.sanitize = on);
+            self = self.record(r.map_err(Error::from));
+        }
+        if let Some(v) = lookup(ENV_LAUNCH_TIMEOUT) {
+            let r = parse_duration(ENV_LAUNCH_TIMEOUT, &v).map(|d| self.launch_timeout = d);
             self = self.record(r.map_err(Error::from));
         }
         self.with_config(|c| c.env(&lookup))
@@ -228,7 +249,7 @@ impl ContextBuilder {
                 config: self.vmm_config,
             })?,
         };
-        Ok(Context::from_backend(backend, sink))
+        Ok(Context::from_backend(backend, sink, self.launch_timeout))
     }
 }
 

@@ -14,6 +14,7 @@ use crate::types::{DeviceId, DeviceLimits, DeviceProps, LaunchVariant};
 use cudarc::driver::sys;
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A handle to one device: a CUDA GPU (its primary context) or the CPU
 /// backend.
@@ -36,6 +37,7 @@ use std::sync::Arc;
 /// |------------------|------------------------------------------------------|---------|
 /// | `VIGIL_DEVICE`   | `auto`, `cpu`, `gpu` (device 0), `gpu:<ordinal>`     | `auto`  |
 /// | `VIGIL_SANITIZE` | `1`/`0`, `on`/`off`, `true`/`false`, `yes`/`no`      | off     |
+/// | `VIGIL_LAUNCH_TIMEOUT` | a duration (`30`, `2.5s`, `500ms`, `10m`) or `off` | off |
 ///
 /// The sanitizer's own variables (`VIGIL_SEED`, `VIGIL_CLOCK_BUFFER_SIZE`,
 /// `VIGIL_HALT_ON_ERROR`, `VIGIL_REPORT`, ...) are [`VmmConfig`](crate::VmmConfig)'s. A malformed value is [`Error::Config`], naming
@@ -56,6 +58,8 @@ struct ContextInner {
     backend: Backend,
     /// Where collected race reports go (the `VIGIL_REPORT` file).
     reports: ReportSink,
+    /// The longest a launch or a GPU wait may take.
+    launch_timeout: Option<Duration>,
 }
 
 impl Context {
@@ -71,10 +75,24 @@ impl Context {
     }
 
     /// Wraps an opened backend (the builder's last step).
-    pub(crate) fn from_backend(backend: Backend, reports: ReportSink) -> Context {
+    pub(crate) fn from_backend(
+        backend: Backend,
+        reports: ReportSink,
+        launch_timeout: Option<Duration>,
+    ) -> Context {
         Context {
-            inner: Arc::new(ContextInner { backend, reports }),
+            inner: Arc::new(ContextInner {
+                backend,
+                reports,
+                launch_timeout,
+            }),
         }
+    }
+
+    /// The longest a launch may run, or a GPU wait may block
+    /// ([`ContextBuilder::launch_timeout`], `VIGIL_LAUNCH_TIMEOUT`).
+    pub fn launch_timeout(&self) -> Option<Duration> {
+        self.inner.launch_timeout
     }
 
     /// Opens CUDA device 0 (plain mode).
@@ -221,7 +239,7 @@ impl Context {
     /// On a sanitized context, then returns the races found since the
     /// last collection as [`Error::Races`] (the context stays usable).
     pub fn synchronize(&self) -> Result<()> {
-        self.inner.backend.synchronize()?;
+        self.inner.backend.synchronize(self.inner.launch_timeout)?;
         races_to_result(self.take_reports())
     }
 

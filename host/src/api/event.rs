@@ -55,7 +55,9 @@ impl Event {
 
     /// Blocks until the work before the last record has finished.
     pub fn synchronize(&self) -> Result<()> {
-        self.ctx.backend().event_synchronize(&self.handle, self.id)
+        self.ctx
+            .backend()
+            .event_synchronize(&self.handle, self.id, self.ctx.launch_timeout())
     }
 
     /// True when the work before the last record has finished (does not

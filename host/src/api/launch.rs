@@ -110,6 +110,7 @@ impl Stream {
             stream_id,
             config,
             params: buf,
+            timeout: ctx.launch_timeout(),
         };
         ctx.backend().launch(&launch, ctx.launch_variant())
     }

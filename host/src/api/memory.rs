@@ -576,10 +576,13 @@ fn allocate(stream: &Stream, bytes: usize, align: usize) -> Result<u64> {
 /// copy and fill method is `#[track_caller]` down to here).
 #[track_caller]
 fn transfer(stream: &Stream, op: Transfer<'_>) -> Result<()> {
-    stream
-        .context()
-        .backend()
-        .transfer(stream.handle(), op, Location::caller())
+    let ctx = stream.context();
+    ctx.backend().transfer(
+        stream.handle(),
+        op,
+        Location::caller(),
+        ctx.launch_timeout(),
+    )
 }
 
 /// The raw parts of a device view, for argument packing.

@@ -15,7 +15,7 @@
 //! [`CpuExecutor`](crate::unstable::cpu::CpuExecutor).
 
 use crate::abi::check::check_signature;
-use crate::abi::ptx::{parse_entries, PtxEntry, PtxParam};
+use crate::abi::ptx::{check_module, parse_entries, PtxEntry, PtxParam};
 use crate::api::context::Context;
 use crate::backend::{FunctionHandle, HostEntry, ModuleHandle};
 use crate::error::{Error, Result};
@@ -45,9 +45,11 @@ struct ModuleInner {
 impl Module {
     /// JIT-compiles and loads PTX text on `ctx`'s device.
     ///
-    /// A driver rejection returns [`Error::PtxLoad`] with the JIT error log.
-    /// On the CPU backend the text is checked (no NUL) and its entry
-    /// signatures parsed, but not compiled.
+    /// On every backend the text is checked first: no NUL byte, a
+    /// `.version` first, a `.target`, at least one `.entry`, balanced
+    /// braces ([`Error::PtxText`] says what is wrong). A driver rejection
+    /// then returns [`Error::PtxLoad`] with the JIT error log; the CPU
+    /// backend parses the entry signatures but does not compile the text.
     pub fn from_ptx(ctx: &Context, ptx: &str) -> Result<Module> {
         let image = CString::new(ptx).map_err(|e| Error::PtxText {
             message: format!(
@@ -55,6 +57,7 @@ impl Module {
                 e.nul_position()
             ),
         })?;
+        check_module(ptx)?;
         let entries = parse_entries(ptx);
         let handle = ctx.backend().load_module(&image)?;
         Ok(Module {

@@ -65,7 +65,9 @@ impl Stream {
     /// Blocks until all work enqueued so far has finished, without
     /// collecting race reports (copies to and from host memory use it).
     pub(crate) fn wait_idle(&self) -> Result<()> {
-        self.ctx.backend().stream_wait_idle(&self.handle, self.id)
+        self.ctx
+            .backend()
+            .stream_wait_idle(&self.handle, self.id, self.ctx.launch_timeout())
     }
 
     /// True when all work enqueued so far has finished (does not block;

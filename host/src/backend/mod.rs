@@ -22,7 +22,7 @@ pub(crate) use cpu::executor::{CpuExecutor, LaunchStats};
 pub(crate) use cpu::hooks::CpuSanitizer;
 pub(crate) use cpu::launch::HostEntry;
 pub(crate) use cpu::CpuOptions;
-pub(crate) use cuda::driver::gpu_available;
+pub(crate) use cuda::driver::{device_count, gpu_available};
 pub(crate) use cuda::vmm::CachingPool;
 pub(crate) use cuda::{AsCudaDevice, AsCudaStream, CudaDevice, CudaStream};
 pub(crate) use transfer::Transfer;
@@ -45,6 +45,7 @@ use cudarc::driver::sys;
 use std::ffi::CStr;
 use std::panic::Location;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// How a context reaches its device.
 pub(crate) enum Backend {
@@ -88,6 +89,9 @@ pub(crate) struct Launch<'a> {
     pub(crate) stream_id: StreamId,
     pub(crate) config: LaunchConfig,
     pub(crate) params: &'a ParamBuffer,
+    /// The context's launch timeout (the CPU backend bounds the launch; a
+    /// GPU launch is asynchronous, and its waits are bounded instead).
+    pub(crate) timeout: Option<Duration>,
 }
 
 /// Opens a GPU backend (`sanitize`: buffers from the shadow allocator).
@@ -194,10 +198,11 @@ impl Backend {
 
     /// Waits for all work of the device (the host's wait is noted by the
     /// CPU sanitizer).
-    pub(crate) fn synchronize(&self) -> Result<()> {
+    /// On a GPU, gives up after `timeout` ([`Error::Timeout`]).
+    pub(crate) fn synchronize(&self, timeout: Option<Duration>) -> Result<()> {
         match self {
             Backend::Cuda(c) => {
-                c.device().synchronize()?;
+                c.synchronize_within(timeout)?;
                 if let Some(s) = c.sanitizer_if_any() {
                     s.on_host_wait(HostWait::All);
                 }
@@ -227,11 +232,17 @@ impl Backend {
         }
     }
 
-    /// Blocks until the stream's work has finished.
-    pub(crate) fn stream_wait_idle(&self, stream: &StreamHandle, id: StreamId) -> Result<()> {
+    /// Blocks until the stream's work has finished; on a GPU, at most
+    /// `timeout` ([`Error::Timeout`]).
+    pub(crate) fn stream_wait_idle(
+        &self,
+        stream: &StreamHandle,
+        id: StreamId,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
         match (self, stream) {
             (Backend::Cuda(c), StreamHandle::Cuda(s)) => {
-                s.synchronize()?;
+                s.synchronize_within(timeout)?;
                 if let Some(san) = c.sanitizer_if_any() {
                     san.on_host_wait(HostWait::Stream(id));
                 }
@@ -322,10 +333,15 @@ impl Backend {
         }
     }
 
-    pub(crate) fn event_synchronize(&self, event: &EventHandle, id: EventId) -> Result<()> {
+    pub(crate) fn event_synchronize(
+        &self,
+        event: &EventHandle,
+        id: EventId,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
         match (self, event) {
             (Backend::Cuda(c), EventHandle::Cuda(e)) => {
-                e.synchronize()?;
+                e.synchronize_within(timeout)?;
                 if let Some(san) = c.sanitizer_if_any() {
                     san.on_host_wait(HostWait::Event(id));
                 }
@@ -454,6 +470,7 @@ impl Backend {
         stream: (&StreamHandle, StreamId),
         op: Transfer<'_>,
         caller: &'static Location<'static>,
+        timeout: Option<Duration>,
     ) -> Result<()> {
         let waits = op.touches_host();
         match (self, stream.0) {
@@ -462,7 +479,7 @@ impl Backend {
             _ => return Err(self.foreign("a copy")),
         }
         if waits {
-            self.stream_wait_idle(stream.0, stream.1)
+            self.stream_wait_idle(stream.0, stream.1, timeout)
         } else {
             Ok(())
         }
@@ -495,6 +512,7 @@ impl Backend {
                     stream: launch.stream_id,
                     config: launch.config,
                     params: launch.params,
+                    timeout: launch.timeout,
                 };
                 c.launch(&l, variant)
             }

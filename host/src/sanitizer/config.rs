@@ -57,6 +57,10 @@ pub const ENV_REPORT: &str = "VIGIL_REPORT";
 pub const ENV_DEVICE: &str = "VIGIL_DEVICE";
 /// Environment variable: sanitizer on or off.
 pub const ENV_SANITIZE: &str = "VIGIL_SANITIZE";
+/// Environment variable: the longest a launch may run (see
+/// [`ContextBuilder::launch_timeout`](crate::ContextBuilder::launch_timeout)),
+/// e.g. `30s`, `500ms`; `off` for none.
+pub const ENV_LAUNCH_TIMEOUT: &str = "VIGIL_LAUNCH_TIMEOUT";
 
 /// A malformed configuration value.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -237,6 +241,43 @@ pub(crate) fn parse_bool(source_name: &str, text: &str) -> Result<bool, ConfigEr
             "one of 1/0, on/off, true/false, yes/no",
         )),
     }
+}
+
+/// A duration: a non-negative decimal number of seconds with an optional
+/// unit (`ms`, `s`, `m`), e.g. `30`, `2.5s`, `500ms`, `10m`; `0`, `off` or
+/// `none` for no limit (`None`).
+pub(crate) fn parse_duration(
+    source_name: &str,
+    text: &str,
+) -> Result<Option<std::time::Duration>, ConfigError> {
+    let t = text.trim().to_ascii_lowercase();
+    if matches!(t.as_str(), "off" | "none") {
+        return Ok(None);
+    }
+    let (number, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (t.as_str(), 1.0)
+    };
+    let bad = || {
+        err(
+            source_name,
+            text,
+            "a duration such as `30`, `2.5s`, `500ms` or `10m` (seconds without a unit), \
+             or `0`/`off` for no limit",
+        )
+    };
+    let value: f64 = number.trim().parse().map_err(|_| bad())?;
+    let seconds = value * scale;
+    if !seconds.is_finite() || seconds < 0.0 {
+        return Err(bad());
+    }
+    let d = std::time::Duration::try_from_secs_f64(seconds).map_err(|_| bad())?;
+    Ok((!d.is_zero()).then_some(d))
 }
 
 fn check_path(source_name: &str, path: &Path) -> Result<(), ConfigError> {

@@ -6,9 +6,11 @@ mod device;
 mod function_attrs;
 mod ids;
 mod launch_config;
+mod ptx_param;
 
 pub use device::{DeviceId, DeviceProps, LaunchVariant};
 pub use function_attrs::FunctionAttrs;
 pub(crate) use ids::next_id;
 pub use ids::{EventId, StreamId};
 pub use launch_config::{DeviceLimits, Dim3, LaunchConfig, LaunchConfigError};
+pub use ptx_param::PtxParam;

@@ -1,8 +1,8 @@
 //! The engine's PTX build on a real GPU: thread-state setup, a race-free
 //! and a racy stress kernel (every GPU thread of a block shares one
 //! sanitizer thread, so the locks and CASes run under real contention),
-//! and the slowdown against the same traffic without the engine. Skips
-//! without a GPU or without the PTX (built by `scripts/validate-ptx.sh` or
+//! and the slowdown against the same traffic without the engine. Vigil's
+//! harness reports it as skipped without a GPU or without the PTX (built by `scripts/validate-ptx.sh` or
 //! `cargo build -p vigil-shared-ptx-check --release --target
 //! nvptx64-nvidia-cuda -Zbuild-std=core`), unless `VIGIL_REQUIRE_GPU=1`.
 
@@ -35,21 +35,17 @@ const ITERS: u32 = 1024;
 /// few words there, and the engine serialises those (see the report).
 const ATOMIC_ITERS: u32 = 1;
 
-#[test]
-fn engine_ptx_runs_on_the_gpu() {
-    let Some(ctx) = vigil::unstable::testing::require_gpu() else {
-        return;
-    };
+#[vigil::test(gpu, plain)]
+fn engine_ptx_runs_on_the_gpu(ctx: &vigil::Context) {
     let Some(ptx) = find_ptx() else {
         assert!(
-            !vigil::unstable::testing::gpu_required(),
+            !vigil::testing::gpu_required(),
             "VIGIL_REQUIRE_GPU=1 but vigil_shared_ptx_check.ptx was not found"
         );
-        eprintln!("skipping: vigil_shared_ptx_check.ptx not built");
-        return;
+        vigil::testing::skip("vigil_shared_ptx_check.ptx not built");
     };
-    let stream = Stream::new(&ctx).unwrap();
-    let module = Module::from_ptx(&ctx, &ptx).unwrap();
+    let stream = Stream::new(ctx).unwrap();
+    let module = Module::from_ptx(ctx, &ptx).unwrap();
     let init = module.function("vigil_engine_init").unwrap();
     let stress = module.function("vigil_engine_stress").unwrap();
     let blocks = ctx.sm_count();
@@ -222,3 +218,5 @@ fn engine_ptx_runs_on_the_gpu() {
         "engine error on the GPU (racy)"
     );
 }
+
+vigil::test_main!();

@@ -3,6 +3,7 @@
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, stdarch_nvptx))]
 
 pub mod examples;
+pub mod hangs;
 pub mod math;
 pub mod races;
 pub mod tests;

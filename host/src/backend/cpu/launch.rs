@@ -8,6 +8,7 @@ use super::CpuBackend;
 use crate::abi::params::ParamBuffer;
 use crate::error::Result;
 use crate::types::{next_id, LaunchConfig, LaunchVariant, StreamId};
+use std::time::Duration;
 use vigil_device::Kernel;
 
 /// The host entry points of a kernel (what the CPU backend runs).
@@ -34,6 +35,8 @@ pub(crate) struct CpuLaunch<'a> {
     pub(crate) stream: StreamId,
     pub(crate) config: LaunchConfig,
     pub(crate) params: &'a ParamBuffer,
+    /// The longest the launch may run.
+    pub(crate) timeout: Option<Duration>,
 }
 
 impl CpuBackend {
@@ -55,8 +58,13 @@ impl CpuBackend {
                 // launch_dynamic put this on their callers), and the launch
                 // is over when `launch` returns.
                 unsafe {
-                    self.executor
-                        .launch(&config, launch.host.plain, params, None)
+                    self.executor.launch_with_timeout(
+                        &config,
+                        launch.host.plain,
+                        params,
+                        None,
+                        launch.timeout,
+                    )
                 }
             }
             Some(s) => {
@@ -71,8 +79,13 @@ impl CpuBackend {
                 let runtime = s.runtime_for_launch(&info);
                 // SAFETY: as above, with the checked entry of the same kernel.
                 let r = unsafe {
-                    self.executor
-                        .launch(&config, launch.host.checked, params, Some(runtime))
+                    self.executor.launch_with_timeout(
+                        &config,
+                        launch.host.checked,
+                        params,
+                        Some(runtime),
+                        launch.timeout,
+                    )
                 };
                 s.on_launch_end(&info, r.as_ref());
                 if r.is_err() && s.take_halt() {

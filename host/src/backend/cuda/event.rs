@@ -38,6 +38,11 @@ impl CudaEvent {
         })
     }
 
+    /// The device the event belongs to.
+    pub fn device(&self) -> &Arc<CudaDevice> {
+        &self.device
+    }
+
     /// The raw `CUevent`.
     pub fn raw(&self) -> sys::CUevent {
         self.raw

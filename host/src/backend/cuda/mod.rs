@@ -7,7 +7,8 @@
 //! - [`launch`]: `cuLaunchKernel` of the plain or the sanitized entry;
 //! - [`sanitizer`]: the GPU race sanitizer's host side (runtime memory,
 //!   hidden arguments, stream and event clocks, report collection);
-//! - [`vmm`]: the sanitizer's shadow-memory allocator on CUDA virtual memory.
+//! - [`vmm`]: the sanitizer's shadow-memory allocator on CUDA virtual memory;
+//! - `wait`: waits bounded by the launch timeout.
 //!
 //! It depends on the shared pieces below it (types, error, ABI, sanitizer
 //! configuration), never on the front end.
@@ -21,6 +22,7 @@ pub(crate) mod module;
 pub(crate) mod sanitizer;
 pub(crate) mod stream;
 pub mod vmm;
+mod wait;
 
 pub use device::CudaDevice;
 pub use event::CudaEvent;

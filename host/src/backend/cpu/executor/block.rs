@@ -3,12 +3,19 @@
 //! [`BlockRuntime`] for the block's threads, which all run as coroutines on
 //! the worker's OS thread, so plain `Cell`s suffice: no two of them ever
 //! run at once. One `BlockState` per worker, reused block after block.
+//!
+//! It also keeps what the livelock detector ([`super::spin`]) reads: a
+//! count of progress events (a thread starts, returns, arrives at or
+//! leaves a barrier or collective, or starts spinning somewhere new) and
+//! where each spinning thread polls.
 
 use corosensei::Yielder;
 use std::alloc::Layout;
 use std::any::TypeId;
+use std::backtrace::Backtrace;
 use std::cell::{Cell, RefCell};
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
 use vigil_device::host_runtime::{BlockRuntime, WarpOp};
 
 /// Where a GPU thread of the running block stands.
@@ -45,6 +52,11 @@ struct ThreadSlot {
     /// The address this thread read last, and how many times in a row.
     poll_addr: Cell<usize>,
     poll_count: Cell<u32>,
+    /// Where it spun when it last stepped aside: address and read size.
+    spin_site: Cell<Option<(usize, usize)>>,
+    /// Its stack when it stepped aside while the block was suspected of a
+    /// livelock (for the error's source location).
+    backtrace: RefCell<Option<Backtrace>>,
 }
 
 impl ThreadSlot {
@@ -57,6 +69,8 @@ impl ThreadSlot {
             result: Cell::new(0),
             poll_addr: Cell::new(0),
             poll_count: Cell::new(0),
+            spin_site: Cell::new(None),
+            backtrace: RefCell::new(None),
         }
     }
 }
@@ -96,6 +110,23 @@ pub(crate) struct BlockState {
     /// coroutine that is running.
     yielder: Cell<*const ThreadYielder>,
     shared: SharedMemory,
+    /// Progress events so far (see the module documentation).
+    events: Cell<u64>,
+    /// Whether a thread that steps aside records its backtrace.
+    capture: Cell<bool>,
+    /// The launch's abort flag: once set, a thread that polls steps aside
+    /// at once so that the worker can abandon the block.
+    abort: Cell<*const AtomicBool>,
+}
+
+/// A thread of the block that stepped aside while spinning.
+pub(crate) struct Spinner {
+    /// Linear thread index in the block.
+    pub(crate) thread: u32,
+    /// The address it polls.
+    pub(crate) addr: usize,
+    /// The size of each read.
+    pub(crate) bytes: usize,
 }
 
 /// Reads of one address in a row after which a thread counts as spinning
@@ -117,20 +148,31 @@ impl BlockState {
             current: Cell::new(0),
             yielder: Cell::new(std::ptr::null()),
             shared: SharedMemory::default(),
+            events: Cell::new(0),
+            capture: Cell::new(false),
+            abort: Cell::new(std::ptr::null()),
         }
     }
 
     /// Prepares for a new block of `count` threads with `dynamic_bytes` of
     /// zeroed dynamic shared memory; static shared arrays are zeroed again
     /// on their first request.
-    pub(crate) fn begin_block(&self, count: u32, dynamic_bytes: usize) {
+    ///
+    /// A thread that polls while `abort` is set steps aside at once; the
+    /// flag must outlive the block (the worker calls `end_block` before
+    /// the launch that owns it ends).
+    pub(crate) fn begin_block(&self, count: u32, dynamic_bytes: usize, abort: &AtomicBool) {
         assert!(count as usize <= MAX_THREADS && count > 0);
         self.count.set(count);
         self.live.set(count);
         self.at_barrier.set(0);
+        self.abort.set(abort);
+        self.capture.set(false);
         for t in &self.threads[..count as usize] {
             t.state.set(ThreadState::NotStarted);
             t.poll_count.set(0);
+            t.spin_site.set(None);
+            t.backtrace.replace(None);
         }
         for (w, warp) in self.warps.iter().enumerate() {
             let lanes = count.saturating_sub(32 * w as u32).min(32);
@@ -140,6 +182,67 @@ impl BlockState {
             warp.uniform.set(true);
         }
         self.shared.begin_block(dynamic_bytes);
+    }
+
+    /// Forgets the launch's abort flag (the block is over).
+    pub(crate) fn end_block(&self) {
+        self.abort.set(std::ptr::null());
+    }
+
+    /// Whether the launch was aborted.
+    fn aborted(&self) -> bool {
+        let abort = self.abort.get();
+        // SAFETY: set in `begin_block` from a flag that outlives the block
+        // and cleared in `end_block`; null outside a block.
+        !abort.is_null() && unsafe { &*abort }.load(Ordering::Relaxed)
+    }
+
+    /// Progress events so far.
+    pub(crate) fn events(&self) -> u64 {
+        self.events.get()
+    }
+
+    /// Counts a progress event.
+    pub(crate) fn progress(&self) {
+        self.events.set(self.events.get() + 1);
+    }
+
+    /// The threads that stepped aside while spinning (before
+    /// [`BlockState::wake_yielded`] makes them runnable again).
+    pub(crate) fn spinners(&self) -> Vec<Spinner> {
+        let count = self.count.get() as usize;
+        (0..count)
+            .filter(|&t| self.threads[t].state.get() == ThreadState::Yielded)
+            .filter_map(|t| {
+                let (addr, bytes) = self.threads[t].spin_site.get()?;
+                Some(Spinner {
+                    thread: t as u32,
+                    addr,
+                    bytes,
+                })
+            })
+            .collect()
+    }
+
+    /// Makes spinning threads record their backtrace the next time they
+    /// step aside (`on`), or drops the recorded ones (`!on`).
+    pub(crate) fn capture_backtraces(&self, on: bool) {
+        self.capture.set(on);
+        if !on {
+            for t in &self.threads[..self.count.get() as usize] {
+                t.backtrace.replace(None);
+            }
+        }
+    }
+
+    /// Thread `t`'s recorded backtrace, if it has one.
+    pub(crate) fn take_backtrace(&self, t: u32) -> Option<Backtrace> {
+        self.threads[t as usize].backtrace.take()
+    }
+
+    /// Whether thread `t` has recorded a backtrace.
+    pub(crate) fn has_backtrace(&self, t: u32) -> bool {
+        self.threads[t as usize].backtrace.borrow().is_some()
     }
 
     /// The state of thread `t`.
@@ -169,6 +272,7 @@ impl BlockState {
     pub(crate) fn thread_exited(&self, t: u32) {
         self.threads[t as usize].state.set(ThreadState::Done);
         self.live.set(self.live.get() - 1);
+        self.progress();
         let warp = &self.warps[t as usize / 32];
         warp.live.set(warp.live.get() & !(1 << (t % 32)));
         self.try_release_warp(t / 32);
@@ -187,6 +291,7 @@ impl BlockState {
             }
         }
         self.at_barrier.set(0);
+        self.progress();
         true
     }
 
@@ -296,6 +401,7 @@ impl BlockRuntime for BlockState {
         let t = self.current.get();
         self.threads[t as usize].state.set(ThreadState::AtBarrier);
         self.at_barrier.set(self.at_barrier.get() + 1);
+        self.progress();
         self.suspend();
     }
 
@@ -307,8 +413,14 @@ impl BlockRuntime for BlockState {
         self.shared.dynamic()
     }
 
-    fn poll_hint(&self, addr: usize) {
+    fn poll_hint(&self, addr: usize, bytes: usize) {
         let slot = &self.threads[self.current.get() as usize];
+        if self.aborted() {
+            // The launch is over: hand control back for good.
+            slot.state.set(ThreadState::Yielded);
+            self.suspend();
+            return;
+        }
         if slot.poll_addr.get() != addr {
             slot.poll_addr.set(addr);
             slot.poll_count.set(1);
@@ -322,6 +434,12 @@ impl BlockRuntime for BlockState {
         // Spinning: let the block's other threads run (one of them may be
         // the one that sets the flag).
         slot.poll_count.set(0);
+        if slot.spin_site.replace(Some((addr, bytes))) != Some((addr, bytes)) {
+            self.progress();
+        }
+        if self.capture.get() && slot.backtrace.borrow().is_none() {
+            slot.backtrace.replace(Some(Backtrace::force_capture()));
+        }
         slot.state.set(ThreadState::Yielded);
         self.suspend();
     }
@@ -345,6 +463,7 @@ impl BlockRuntime for BlockState {
             warp.need.set(warp.need.get() | mask);
         }
         warp.waiting.set(waiting | (1 << lane));
+        self.progress();
         self.try_release_warp(t / 32);
         // The lane that completes the collective goes on without a switch;
         // the others wait until the scheduler resumes them.

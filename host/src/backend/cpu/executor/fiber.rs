@@ -12,13 +12,17 @@
 //! way forward it reports a deadlock instead of hanging. A thread that
 //! keeps polling one address (a spin-wait on a flag) steps aside until the
 //! next pass, so that the thread that sets the flag gets to run, as under
-//! the GPU's independent thread scheduling.
+//! the GPU's independent thread scheduling. When every running thread of
+//! the launch only spins, on memory that stays the same, the launch ends
+//! with a livelock error ([`super::spin`]); when the launch is aborted
+//! (a livelock elsewhere, a timeout) the block is abandoned.
 
 use super::block::{BlockState, ThreadState, ThreadYielder};
-use super::error::CpuError;
 use super::job::Job;
 use super::panic;
+use super::spin::{self, BlockSpin};
 use super::stack::ColouredStack;
+use crate::error::CpuError;
 use corosensei::{Coroutine, CoroutineResult};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use vigil_device::host_runtime::{set_current, BlockRuntime, ThreadContext};
@@ -69,7 +73,8 @@ impl Worker {
     pub(crate) fn run_block(&mut self, job: &Job<'_>, linear: u64) -> Result<u64, CpuError> {
         let block_idx = job.block_index(linear);
         let threads = job.threads_per_block();
-        self.block.begin_block(threads, job.dynamic_shared_bytes());
+        self.block
+            .begin_block(threads, job.dynamic_shared_bytes(), job.abort_flag());
         self.tasks.clear();
         self.tasks.resize_with(threads as usize, || None);
         if let Some(s) = job.sanitizer() {
@@ -77,6 +82,7 @@ impl Worker {
         }
         let result = self.schedule(job, block_idx);
         self.recycle();
+        self.block.end_block();
         // SAFETY: clearing installs nothing.
         unsafe { set_current(None) };
         if let Some(s) = job.sanitizer() {
@@ -85,11 +91,15 @@ impl Worker {
         result
     }
 
-    /// Runs the block's threads until all return, one panics, or they deadlock.
+    /// Runs the block's threads until all return, one panics, they
+    /// deadlock, the launch livelocks, or the launch is aborted (then the
+    /// block is abandoned and the job holds the launch's error).
     fn schedule(&mut self, job: &Job<'_>, block_idx: Dim3) -> Result<u64, CpuError> {
         let threads = job.threads_per_block();
         let mut resumes = 0u64;
+        let mut spin = BlockSpin::default();
         loop {
+            let events = self.block.events();
             let mut progressed = false;
             for warp in 0..threads.div_ceil(32) {
                 let lanes = warp * 32..threads.min(warp * 32 + 32);
@@ -97,7 +107,10 @@ impl Worker {
                     let mut ran = false;
                     for t in lanes.clone() {
                         match self.block.state(t) {
-                            ThreadState::NotStarted => self.spawn(job, block_idx, t)?,
+                            ThreadState::NotStarted => {
+                                self.spawn(job, block_idx, t)?;
+                                self.block.progress();
+                            }
                             ThreadState::Ready => {}
                             _ => continue,
                         }
@@ -111,10 +124,35 @@ impl Worker {
                     progressed = true;
                 }
             }
-            if self.block.live() == 0 {
+            if self.block.live() == 0 || job.aborted() {
                 return Ok(resumes);
             }
-            if self.block.try_release_barrier() || self.block.wake_yielded() {
+            if self.block.try_release_barrier() {
+                continue;
+            }
+            let spinners = self.block.spinners();
+            if self.block.wake_yielded() {
+                if self.block.events() != events {
+                    spin.progress(&self.block, job.spin_watch(), self.smid);
+                } else if let Some(blocks) = spin.quiet_pass(
+                    &self.block,
+                    &spinners,
+                    job.spin_watch(),
+                    self.smid,
+                    |spinners, block| {
+                        let waiting = (block.live() as usize > spinners.len())
+                            .then(|| block.describe_waits());
+                        spin::stalled_block(
+                            block_idx,
+                            spinners,
+                            block,
+                            |t| job.thread_index(t),
+                            waiting,
+                        )
+                    },
+                ) {
+                    return Err(job.abort(spin::livelock(blocks, job.unstarted())));
+                }
                 continue;
             }
             if !progressed {

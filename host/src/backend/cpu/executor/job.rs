@@ -1,9 +1,10 @@
 //! One launch as the workers see it: the grid, the kernel, and the shared
 //! counters through which workers claim blocks and report failures.
 
-use super::error::CpuError;
 use super::fiber::Worker;
+use super::spin::SpinWatch;
 use super::KernelEntry;
+use crate::error::CpuError;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use vigil_device::host_runtime::SanitizerRuntime;
@@ -23,6 +24,12 @@ pub(crate) struct Job<'a> {
     total: u64,
     /// Set when a block failed: no further block starts.
     stop: AtomicBool,
+    /// Set when the launch is abandoned (a livelock, a timeout): running
+    /// blocks stop at their next scheduler pass or memory read.
+    abort: AtomicBool,
+    /// Blocks that ran to completion.
+    finished: AtomicU64,
+    spin: SpinWatch,
     /// The failure of the lowest-numbered failed block.
     failure: Mutex<Option<(u64, CpuError)>>,
     resumes: AtomicU64,
@@ -49,6 +56,9 @@ impl<'a> Job<'a> {
             next: AtomicU64::new(0),
             total: grid.volume(),
             stop: AtomicBool::new(false),
+            abort: AtomicBool::new(false),
+            finished: AtomicU64::new(0),
+            spin: SpinWatch::default(),
             failure: Mutex::new(None),
             resumes: AtomicU64::new(0),
         }
@@ -63,11 +73,50 @@ impl<'a> Job<'a> {
                 break;
             }
             match worker.run_block(self, linear) {
-                Ok(n) => resumes += n,
+                Ok(n) if !self.aborted() => {
+                    resumes += n;
+                    self.finished.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(_) => {}
                 Err(e) => self.fail(linear, e),
             }
         }
+        self.spin.leave();
         self.resumes.fetch_add(resumes, Ordering::Relaxed);
+    }
+
+    /// Abandons the launch with `error` (which wins over block failures):
+    /// no block starts, running ones stop. Returns `error`'s copy for the
+    /// caller's own result.
+    pub(crate) fn abort(&self, error: CpuError) -> CpuError {
+        self.abort.store(true, Ordering::Relaxed);
+        self.fail(0, error.clone());
+        error
+    }
+
+    /// Whether the launch was abandoned.
+    pub(crate) fn aborted(&self) -> bool {
+        self.abort.load(Ordering::Relaxed)
+    }
+
+    /// The flag [`Job::abort`] sets, for the block runtime to poll.
+    pub(crate) fn abort_flag(&self) -> &AtomicBool {
+        &self.abort
+    }
+
+    /// The launch-wide livelock detector.
+    pub(crate) fn spin_watch(&self) -> &SpinWatch {
+        &self.spin
+    }
+
+    /// Blocks that have not been claimed by a worker.
+    pub(crate) fn unstarted(&self) -> u64 {
+        self.total.saturating_sub(self.next.load(Ordering::Relaxed))
+    }
+
+    /// Blocks that ran to completion, and the grid's block count.
+    pub(crate) fn progress(&self) -> (u64, u64) {
+        (self.finished.load(Ordering::Relaxed), self.total)
     }
 
     /// Records the failure of block `linear` and stops the launch.

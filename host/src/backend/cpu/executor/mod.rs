@@ -39,6 +39,12 @@
 //!   row) steps aside until the block's other runnable threads have run,
 //!   so a thread spinning on a flag set by another thread of its block
 //!   finishes as it does under the GPU's independent thread scheduling.
+//! - **No hangs.** When every running thread of the launch spins on memory
+//!   that keeps its value (the others waiting at a barrier or in a warp
+//!   collective), the launch fails with [`CpuError::Livelock`], naming
+//!   each spinning thread, the address it polls and the kernel line of the
+//!   read. [`CpuExecutor::launch_with_timeout`] bounds a launch's wall time
+//!   ([`CpuError::Timeout`]); threads stop at their next memory read.
 //!
 //! Launches on one executor run one at a time. A kernel whose blocks wait
 //! for each other (a persistent kernel spinning on a flag set by another
@@ -47,15 +53,15 @@
 
 mod args;
 mod block;
-mod error;
 mod fiber;
 mod job;
 mod panic;
 mod pool;
+mod spin;
 mod stack;
 
+pub use crate::error::{CpuError, SpinningThread, StalledBlock};
 pub use args::HostArgs;
-pub use error::CpuError;
 
 use crate::types::{DeviceLimits, LaunchConfig};
 use job::Job;
@@ -194,7 +200,8 @@ impl CpuExecutor {
     /// [`CpuError::Config`] for a configuration outside
     /// [`CpuExecutor::LIMITS`] (nothing runs); [`CpuError::KernelPanic`] or
     /// [`CpuError::Deadlock`] when a block fails (blocks that already ran
-    /// keep their effects); [`CpuError::Resource`] when a stack cannot be
+    /// keep their effects); [`CpuError::Livelock`] when every running
+    /// thread spins on memory that no thread changes; [`CpuError::Resource`] when a stack cannot be
     /// allocated.
     ///
     /// # Safety
@@ -208,6 +215,28 @@ impl CpuExecutor {
         params: &[u8],
         sanitizer: Option<&dyn SanitizerRuntime>,
     ) -> Result<LaunchStats, CpuError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch_with_timeout(config, entry, params, sanitizer, None) }
+    }
+
+    /// [`CpuExecutor::launch`], failing with [`CpuError::Timeout`] when it
+    /// runs longer than `timeout` (`None`: no limit). The kernel's threads
+    /// stop at their next memory read; one that never reads memory cannot
+    /// be stopped, and the call then waits for it.
+    ///
+    /// # Errors
+    /// As [`CpuExecutor::launch`], and [`CpuError::Timeout`].
+    ///
+    /// # Safety
+    /// As [`CpuExecutor::launch`].
+    pub unsafe fn launch_with_timeout(
+        &self,
+        config: &LaunchConfig,
+        entry: KernelEntry,
+        params: &[u8],
+        sanitizer: Option<&dyn SanitizerRuntime>,
+        timeout: Option<Duration>,
+    ) -> Result<LaunchStats, CpuError> {
         config.validate(&Self::LIMITS)?;
         let start = Instant::now();
         let (g, b) = (config.grid, config.block);
@@ -219,7 +248,7 @@ impl CpuExecutor {
             params,
             sanitizer,
         );
-        self.pool.run(&job);
+        self.pool.run(&job, timeout);
         let resumes = job.outcome()?;
         Ok(LaunchStats {
             blocks: g.volume(),

@@ -3,13 +3,14 @@
 //! shared memory). A launch hands every worker the same [`Job`] and waits
 //! until all of them have finished with it.
 
-use super::error::CpuError;
 use super::fiber::Worker;
 use super::job::Job;
 use super::panic;
+use crate::error::CpuError;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 /// A job handed to the workers, its lifetime erased.
 #[derive(Clone, Copy)]
@@ -90,20 +91,46 @@ impl Pool {
         self.threads.len()
     }
 
-    /// Runs `job` on every worker and returns when all have finished with it.
-    pub(crate) fn run(&self, job: &Job<'_>) {
+    /// Runs `job` on every worker and returns when all have finished with
+    /// it. After `timeout` the job is aborted with [`CpuError::Timeout`];
+    /// its threads stop at their next memory read (a thread that never
+    /// reads memory cannot be stopped, and the wait goes on).
+    pub(crate) fn run(&self, job: &Job<'_>, timeout: Option<Duration>) {
         let _launch = self.launch.lock().unwrap_or_else(PoisonError::into_inner);
+        let deadline = timeout.and_then(|t| Some((Instant::now().checked_add(t)?, t)));
+        job.spin_watch().begin(self.threads.len());
         let mut slot = self.shared.lock();
         slot.generation += 1;
         slot.job = Some(JobPtr((job as *const Job<'_>).cast()));
         slot.remaining = self.threads.len();
         self.shared.wake.notify_all();
+        let mut timed_out = false;
         while slot.remaining > 0 {
-            slot = self
-                .shared
-                .done
-                .wait(slot)
-                .unwrap_or_else(PoisonError::into_inner);
+            slot = match deadline {
+                Some((at, limit)) if !timed_out => {
+                    let left = at.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        timed_out = true;
+                        let (finished, total) = job.progress();
+                        job.abort(CpuError::Timeout {
+                            limit,
+                            finished,
+                            total,
+                        });
+                        continue;
+                    }
+                    self.shared
+                        .done
+                        .wait_timeout(slot, left)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0
+                }
+                _ => self
+                    .shared
+                    .done
+                    .wait(slot)
+                    .unwrap_or_else(PoisonError::into_inner),
+            };
         }
         slot.job = None;
     }

@@ -4,12 +4,16 @@
 //! act on without a debugger: which driver call failed and its `CUresult`,
 //! which kernel, which argument (index, name, Rust type), which range.
 
-use crate::abi::ptx::PtxParam;
-use crate::backend::cpu::executor::CpuError;
-use crate::backend::cuda::vmm::VmmError;
+mod cpu;
+mod vmm;
+
+pub use cpu::{CpuError, SpinningThread, StalledBlock};
+pub use vmm::{VmmError, VmmResult};
+
 use crate::sanitizer::config::ConfigError;
 use crate::sanitizer::report::RaceReports;
-use crate::types::{DeviceId, LaunchConfigError};
+use crate::types::{DeviceId, LaunchConfigError, PtxParam};
+use std::time::Duration;
 use vigil_shared::params::PtxType;
 
 /// `std::result::Result` with [`Error`].
@@ -290,6 +294,25 @@ pub enum Error {
     HostOutOfMemory {
         /// Bytes asked for.
         bytes: usize,
+    },
+
+    /// A wait on a GPU did not finish within the launch timeout
+    /// (`VIGIL_LAUNCH_TIMEOUT`,
+    /// [`ContextBuilder::launch_timeout`](crate::ContextBuilder::launch_timeout)).
+    /// The kernel may still be running; the context may be unusable until
+    /// it ends. (On the CPU backend the launch itself fails, with
+    /// [`CpuError::Timeout`].)
+    #[error(
+        "{op} on {backend} did not finish within {limit:?} (VIGIL_LAUNCH_TIMEOUT): a kernel may \
+         still be running, and the context may be unusable until it ends"
+    )]
+    Timeout {
+        /// The wait, e.g. `Stream::synchronize`.
+        op: &'static str,
+        /// The device.
+        backend: DeviceId,
+        /// The limit.
+        limit: Duration,
     },
 
     /// Timing between two events that cannot be timed (not recorded yet, or
