@@ -91,9 +91,7 @@ use vigil_shared::abi::{
     ReportKind, STREAM_RING_SLOTS,
 };
 use vigil_shared::atomic::CoreAtomics;
-use vigil_shared::engine::{
-    sc_fence_words, AtomicOp, AtomicOpKind, Engine, EngineConfig, EngineMemory, Outcome,
-};
+use vigil_shared::engine::{sc_fence_words, Engine, EngineConfig, EngineMemory, Outcome};
 use vigil_shared::{AccessKind, Ordering, Scope};
 
 /// Bytes of a host-issued copy checked as one access: a racy copy gives
@@ -696,29 +694,6 @@ impl CpuRaceSanitizer {
     }
 }
 
-/// The engine's atomic operation for an access the kernel API describes.
-fn atomic_op(a: &AtomicAccess) -> AtomicOp {
-    let kind = match a.kind {
-        AccessKind::AtomicRead | AccessKind::Read => AtomicOpKind::Load,
-        AccessKind::AtomicWrite | AccessKind::Write => AtomicOpKind::Store,
-        // A failed compare-exchange says it did not write: the engine's
-        // compare-exchange then treats it as an atomic read; a
-        // read-modify-write that always writes is its success case.
-        AccessKind::AtomicRmw => AtomicOpKind::CompareExchange,
-    };
-    let failure_ordering = if a.ordering.acquires() {
-        Ordering::Acquire
-    } else {
-        Ordering::Relaxed
-    };
-    AtomicOp {
-        kind,
-        ordering: a.ordering,
-        failure_ordering,
-        scope: a.scope,
-    }
-}
-
 impl SanitizerRuntime for CpuRaceSanitizer {
     fn block_start(&self, smid: u32, _block_idx: Dim3) {
         assert!(
@@ -772,7 +747,7 @@ impl SanitizerRuntime for CpuRaceSanitizer {
             tid,
             access.addr as u64,
             access.size as u32,
-            atomic_op(&access),
+            access.engine_op(),
             &site,
             || {
                 wrote = op();
