@@ -244,21 +244,19 @@ impl GpuSanitizer {
         let words = self.reports.words();
         let claimed = words[0].swap(0, MemOrder::Relaxed);
         let stored = claimed.min(REPORT_CAPACITY) as usize;
-        let mut st = lock(&self.state);
-        for i in 0..stored {
+        let read = (0..stored).map(|i| {
             let at = ReportBufferHeader::WORDS + i * GpuReportRecord::WORDS;
             let mut raw = [0u32; GpuReportRecord::WORDS];
             for (d, w) in raw.iter_mut().zip(&words[at..]) {
                 *d = w.load(MemOrder::Relaxed);
             }
-            let rec: GpuReportRecord = bytemuck::cast(raw);
-            let by = st
-                .launches
-                .owner(rec.report.site.kernel_id)
-                .unwrap_or(owner);
-            st.pending.entry(by).or_default().push(rec);
-        }
-        let records = st.pending.remove(&owner).unwrap_or_default();
+            bytemuck::cast::<_, GpuReportRecord>(raw)
+        });
+        let mut st = lock(&self.state);
+        let State {
+            pending, launches, ..
+        } = &mut *st;
+        let records = file_records(pending, launches, read, owner);
         let dropped = u64::from(claimed) - stored as u64;
         if records.is_empty() && dropped == 0 {
             return RaceReports::new();
@@ -308,6 +306,22 @@ impl GpuSanitizer {
     }
 }
 
+/// Files `records` under the context that launched each one's reporting
+/// kernel (the collecting `owner` when the launch is no longer known) and
+/// takes `owner`'s, oldest first.
+fn file_records(
+    pending: &mut HashMap<u64, Vec<GpuReportRecord>>,
+    launches: &LaunchHistory,
+    records: impl IntoIterator<Item = GpuReportRecord>,
+    owner: u64,
+) -> Vec<GpuReportRecord> {
+    for rec in records {
+        let by = launches.owner(rec.report.site.kernel_id).unwrap_or(owner);
+        pending.entry(by).or_default().push(rec);
+    }
+    pending.remove(&owner).unwrap_or_default()
+}
+
 // ----- what the backend's dispatch reports ---------------------------------
 
 /// What the host waited for.
@@ -348,5 +362,46 @@ impl GpuSanitizer {
     /// contexts sharing the device do not take each other's reports.
     pub fn take_reports(&self, owner: u64) -> RaceReports {
         self.collect(owner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::Dim3;
+
+    /// Two contexts share a device: each collection returns the collector's
+    /// records only; the other's wait for its own collection; a record of
+    /// a forgotten launch goes to whoever collects.
+    #[test]
+    fn each_context_collects_its_own_records() {
+        let mut launches = LaunchHistory::default();
+        let shape = LaunchShape {
+            kernel: "k".to_owned(),
+            grid: Dim3::new(1, 1, 1),
+            block: Dim3::new(1, 1, 1),
+            host_issued: false,
+        };
+        launches.insert(1, 10, shape.clone());
+        launches.insert(2, 20, shape);
+        let rec = |launch: u32, line: u32| {
+            let mut r = GpuReportRecord::default();
+            r.report.site.kernel_id = launch;
+            r.report.site.line = line;
+            r
+        };
+        let lines =
+            |v: Vec<GpuReportRecord>| v.iter().map(|r| r.report.site.line).collect::<Vec<_>>();
+        let mut pending = HashMap::new();
+        let first = file_records(
+            &mut pending,
+            &launches,
+            [rec(1, 1), rec(2, 2), rec(9, 3)],
+            10,
+        );
+        assert_eq!(lines(first), [1, 3]);
+        let second = file_records(&mut pending, &launches, [rec(2, 4)], 20);
+        assert_eq!(lines(second), [2, 4]);
+        assert!(pending.is_empty());
     }
 }
