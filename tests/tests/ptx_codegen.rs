@@ -104,3 +104,23 @@ fn plain_kernels_use_no_local_memory_stack() {
         "axpy uses a stack frame:\n{body}"
     );
 }
+
+/// A PTX whose sanitized entry does not take the hidden parameters (built
+/// by an older Vigil) is refused when the kernel is looked up, not
+/// launched with arguments it would misread.
+#[test]
+fn a_stale_sanitized_entry_is_refused_at_lookup() {
+    let stale = "
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry write_one(.param .u64 p0, .param .u64 p1, .param .u32 p2) { ret; }
+.visible .entry write_one__vigil(.param .u64 p0, .param .u64 p1, .param .u32 p2) { ret; }
+";
+    let ctx = vigil::Context::cpu().expect("CPU backend");
+    let module = vigil::Module::from_ptx(&ctx, stale).expect("parses");
+    let e = module
+        .kernel::<vigil_kernels::races::write_one>()
+        .expect_err("the sanitized entry lacks the hidden parameters");
+    assert!(e.to_string().contains("write_one__vigil"), "{e}");
+}

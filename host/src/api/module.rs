@@ -88,7 +88,19 @@ impl Module {
 
     /// Looks up the plain entry point of kernel `K` and checks its PTX
     /// parameter list against `K::PARAMS` (count, then every scalar).
+    /// When the PTX has the kernel's sanitized entry (`name__vigil`, what a
+    /// sanitized GPU context launches), its parameters are checked too:
+    /// `K::PARAMS` followed by the GPU sanitizer's hidden ones.
     pub fn kernel<K: Kernel>(&self) -> Result<KernelFn<K>> {
+        let sanitized = format!("{}{}", K::NAME, vigil_shared::gpu::SANITIZED_SUFFIX);
+        if let Ok(e) = self.entry(&sanitized) {
+            check_signature(
+                &sanitized,
+                K::PARAMS,
+                vigil_shared::gpu::HIDDEN_PARAMS,
+                &e.params,
+            )?;
+        }
         self.kernel_variant::<K>(K::NAME, &[])
     }
 
