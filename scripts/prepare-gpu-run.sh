@@ -39,7 +39,7 @@ for line in sys.stdin:
         name = m["target"]["name"].replace("-", "_")
         kind = m["target"]["kind"][0]
         if kind == "proc-macro":
-            # Links the Rust toolchain's libstd .so, which the GPU machines lack.
+            # Links the libstd .so of the Rust toolchain, absent on the GPU machines.
             print("   (skipped: needs the Rust shared libraries)", name)
             continue
         pkg = m["package_id"].split("#")[-1].split("@")[0].split("/")[-1]
