@@ -39,8 +39,8 @@ for line in sys.stdin:
         name = m["target"]["name"].replace("-", "_")
         kind = m["target"]["kind"][0]
         if kind == "proc-macro":
-            # Links Rust's own libstd-*.so, which the GPU machines lack.
-            print("   (skipped, needs Rust's shared libraries)", name)
+            # Links the libstd .so of the Rust toolchain, absent on the GPU machines.
+            print("   (skipped: needs the Rust shared libraries)", name)
             continue
         pkg = m["package_id"].split("#")[-1].split("@")[0].split("/")[-1]
         dest = os.path.join(out, "bin", f"{pkg}-{kind}-{name}")
