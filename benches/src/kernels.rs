@@ -1,0 +1,204 @@
+//! The two implementations of every suite kernel: Vigil's (typed launches
+//! of PTX built from Rust) and the nvcc twin's (a cubin of
+//! `benches/cuda/twins.cu`, launched through the raw driver API).
+
+use crate::error::{driver, BenchError, Result};
+use std::collections::HashMap;
+use std::ffi::CString;
+use vigil::unstable::sys;
+use vigil::{Context, KernelFn, LaunchConfig, Module, ParamBuffer, Stream};
+use vigil_bench_kernels::{block, streaming, tiles};
+use vigil_kernels::examples;
+
+/// The PTX of `vigil-bench-kernels`, built by `vigil-build` in `build.rs`.
+pub const BENCH_PTX: &str = vigil::include_ptx!("vigil-bench-kernels");
+
+/// Every Vigil kernel of the suite, loaded on one context. On a sanitized
+/// context a typed launch runs the sanitized variant (when the backend has
+/// one, [`Context::launch_variant`]).
+pub struct VigilKernels {
+    /// `copy`.
+    pub copy: KernelFn<streaming::copy>,
+    /// `axpy` (the examples' kernel).
+    pub axpy: KernelFn<examples::axpy>,
+    /// `reduce_sum` (the examples' kernel).
+    pub reduce_sum: KernelFn<examples::reduce_sum>,
+    /// `histogram` (the examples' kernel).
+    pub histogram: KernelFn<examples::histogram>,
+    /// `counter`.
+    pub counter: KernelFn<streaming::counter>,
+    /// `stencil5`.
+    pub stencil5: KernelFn<streaming::stencil5>,
+    /// `transpose`.
+    pub transpose: KernelFn<tiles::transpose>,
+    /// `sgemm`.
+    pub sgemm: KernelFn<tiles::sgemm>,
+    /// `softmax`.
+    pub softmax: KernelFn<block::softmax>,
+    /// `scan`.
+    pub scan: KernelFn<block::scan>,
+}
+
+impl VigilKernels {
+    /// Loads the suite's two PTX modules on `ctx` and checks every kernel's
+    /// signature.
+    pub fn load(ctx: &Context) -> Result<VigilKernels> {
+        let bench = Module::from_ptx(ctx, BENCH_PTX)?;
+        let shared = Module::from_ptx(ctx, vigil_tests::KERNELS_PTX)?;
+        Ok(VigilKernels {
+            copy: bench.kernel()?,
+            axpy: shared.kernel()?,
+            reduce_sum: shared.kernel()?,
+            histogram: shared.kernel()?,
+            counter: bench.kernel()?,
+            stencil5: bench.kernel()?,
+            transpose: bench.kernel()?,
+            sgemm: bench.kernel()?,
+            softmax: bench.kernel()?,
+            scan: bench.kernel()?,
+        })
+    }
+}
+
+/// One argument of a twin's raw launch.
+#[derive(Clone, Copy, Debug)]
+pub enum RawArg {
+    /// A device pointer.
+    Ptr(u64),
+    /// A 64-bit size.
+    U64(u64),
+    /// A float scalar.
+    F32(f32),
+}
+
+impl RawArg {
+    /// A slice as the twins take it: pointer, then length.
+    pub fn slice((ptr, len): (u64, u64)) -> [RawArg; 2] {
+        [RawArg::Ptr(ptr), RawArg::U64(len)]
+    }
+}
+
+/// The nvcc twins: a cubin (or PTX) loaded with `cuModuleLoadData`, its
+/// entry points looked up once.
+pub struct Twins {
+    ctx: Context,
+    module: sys::CUmodule,
+    functions: HashMap<String, sys::CUfunction>,
+}
+
+impl Twins {
+    /// The entry points `twins.cu` defines.
+    pub const NAMES: [&'static str; 10] = [
+        "copy",
+        "axpy",
+        "reduce_sum",
+        "histogram",
+        "counter",
+        "stencil5",
+        "transpose",
+        "sgemm",
+        "softmax",
+        "scan",
+    ];
+
+    /// Loads `image` (the bytes of a cubin, or PTX text) on `ctx`'s GPU.
+    pub fn load(ctx: &Context, image: &[u8]) -> Result<Twins> {
+        ctx.bind()?;
+        let mut bytes = image.to_vec();
+        bytes.push(0); // PTX text must be NUL-terminated; a cubin ignores it.
+        let mut module: sys::CUmodule = std::ptr::null_mut();
+        // SAFETY: `module` is a valid out-pointer, `bytes` a live image the
+        // driver copies before returning; the context is current.
+        driver("cuModuleLoadData", unsafe {
+            sys::cuModuleLoadData(&mut module, bytes.as_ptr().cast())
+        })?;
+        let mut twins = Twins {
+            ctx: ctx.clone(),
+            module,
+            functions: HashMap::new(),
+        };
+        for name in Self::NAMES {
+            let c_name = CString::new(name).map_err(|e| BenchError::Usage(e.to_string()))?;
+            let mut f: sys::CUfunction = std::ptr::null_mut();
+            // SAFETY: `f` is a valid out-pointer; `module` was loaded above.
+            driver("cuModuleGetFunction", unsafe {
+                sys::cuModuleGetFunction(&mut f, twins.module, c_name.as_ptr())
+            })?;
+            twins.functions.insert(name.to_owned(), f);
+        }
+        Ok(twins)
+    }
+
+    /// Launches twin `name` on `stream` with `args` through `cuLaunchKernel`.
+    pub fn launch(
+        &self,
+        name: &str,
+        config: LaunchConfig,
+        stream: &Stream,
+        args: &[RawArg],
+    ) -> Result<()> {
+        let f = *self
+            .functions
+            .get(name)
+            .ok_or_else(|| BenchError::Usage(format!("no twin named `{name}`")))?;
+        let mut buf = ParamBuffer::with_capacity(8 * args.len(), args.len());
+        for (i, arg) in args.iter().enumerate() {
+            buf.begin_arg(i);
+            match *arg {
+                RawArg::Ptr(p) => buf.push_pointer(p, None),
+                RawArg::U64(v) => buf.push(v),
+                RawArg::F32(v) => buf.push(v),
+            };
+        }
+        raw_launch(f, config, stream, &buf)
+    }
+}
+
+/// `cuLaunchKernel` of `f` with `buf`'s parameters on `stream`: no
+/// checks, the baseline a typed launch is compared with.
+pub fn raw_launch(
+    f: sys::CUfunction,
+    config: LaunchConfig,
+    stream: &Stream,
+    buf: &ParamBuffer,
+) -> Result<()> {
+    let mut params = buf.kernel_params();
+    let (g, b) = (config.grid, config.block);
+    // SAFETY: `f` is a live function of the stream's context; `params`
+    // holds one pointer per kernel parameter into `buf`, which outlives the
+    // call; the caller passes device pointers the kernel may use.
+    driver("cuLaunchKernel", unsafe {
+        sys::cuLaunchKernel(
+            f,
+            g.x,
+            g.y,
+            g.z,
+            b.x,
+            b.y,
+            b.z,
+            config.shared_mem_bytes,
+            stream.raw(),
+            params.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    })
+}
+
+impl Drop for Twins {
+    fn drop(&mut self) {
+        if self.ctx.bind().is_ok() {
+            // SAFETY: the module was loaded by `Twins::load` and is unloaded
+            // once; its functions are not used after this.
+            unsafe { sys::cuModuleUnload(self.module) };
+        }
+    }
+}
+
+/// Which implementation a case's launch runs.
+#[derive(Clone, Copy)]
+pub enum Impl<'a> {
+    /// Vigil's kernels (plain or sanitized, as the context decides).
+    Vigil(&'a VigilKernels),
+    /// The nvcc twins.
+    Twin(&'a Twins),
+}

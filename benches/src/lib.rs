@@ -1,0 +1,30 @@
+//! Vigil's benchmark suite (issue 10): one program that measures, on one
+//! GPU in one run, every suite kernel as Vigil compiles it, as nvcc
+//! compiles its CUDA C++ twin (`benches/cuda/twins.cu`), with Vigil's
+//! sanitizer on, and the twin under `compute-sanitizer`; plus the host
+//! overheads of launching and allocating. It writes `bench-results.md` and
+//! `bench-results.json`.
+//!
+//! Layers, bottom up: [`error`] and [`data`] (host arrays, device
+//! buffers, reference checks); [`kernels`] (the two implementations);
+//! [`cases`] (sizes, inputs, references, one launch per case); [`timing`];
+//! the runs ([`smoke`] on the CPU backend, [`gpu`] on a GPU, [`tools`] for
+//! compute-sanitizer, [`overhead`] and [`alloc`] for host costs); and
+//! [`report`], which turns results into the table and the JSON.
+#![warn(missing_docs)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+pub mod alloc;
+pub mod cases;
+pub mod data;
+pub mod error;
+pub mod gpu;
+pub mod kernels;
+pub mod overhead;
+pub mod report;
+pub mod results;
+pub mod smoke;
+pub mod timing;
+pub mod tools;
+
+pub use error::{BenchError, Result};
