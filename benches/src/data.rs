@@ -250,8 +250,8 @@ impl Expect {
                 return Err(mismatch(format!("index {g} is out of range")));
             };
             let err = (have - want).abs() / self.scale;
-            // `!(err <= tol)` also catches NaN (an unwritten, poisoned element).
-            if !(err <= self.tol) {
+            // NaN is an unwritten (poisoned) element.
+            if err.is_nan() || err > self.tol {
                 return Err(mismatch(format!(
                     "element {g} is {have}, the reference {want} (scaled error {err:.3e}, tolerance {:.1e})",
                     self.tol

@@ -130,7 +130,12 @@ impl Twins {
     }
 
     /// Launches twin `name` on `stream` with `args` through `cuLaunchKernel`.
-    pub fn launch(
+    ///
+    /// # Safety
+    /// The twin is CUDA C++ with no bounds checks: `args` must match its
+    /// parameter list, and every pointer must be a live device buffer of
+    /// the stream's context at least as long as the length passed with it.
+    pub unsafe fn launch(
         &self,
         name: &str,
         config: LaunchConfig,
@@ -150,13 +155,19 @@ impl Twins {
                 RawArg::F32(v) => buf.push(v),
             };
         }
-        raw_launch(f, config, stream, &buf)
+        // SAFETY: `f` is a function of this module; the caller vouches
+        // for the arguments.
+        unsafe { raw_launch(f, config, stream, &buf) }
     }
 }
 
 /// `cuLaunchKernel` of `f` with `buf`'s parameters on `stream`: no
 /// checks, the baseline a typed launch is compared with.
-pub fn raw_launch(
+///
+/// # Safety
+/// `f` must be a live function of the stream's context whose parameter
+/// list `buf` matches, with pointers the kernel may access as it does.
+pub unsafe fn raw_launch(
     f: sys::CUfunction,
     config: LaunchConfig,
     stream: &Stream,
@@ -164,9 +175,9 @@ pub fn raw_launch(
 ) -> Result<()> {
     let mut params = buf.kernel_params();
     let (g, b) = (config.grid, config.block);
-    // SAFETY: `f` is a live function of the stream's context; `params`
-    // holds one pointer per kernel parameter into `buf`, which outlives the
-    // call; the caller passes device pointers the kernel may use.
+    // SAFETY: `params` holds one pointer per kernel parameter into `buf`,
+    // which outlives the call (the driver copies the values); the caller
+    // vouches for `f` and the values.
     driver("cuLaunchKernel", unsafe {
         sys::cuLaunchKernel(
             f,

@@ -39,7 +39,9 @@ pub fn launch_overhead(ctx: &Context, kernels: &VigilKernels) -> Result<LaunchOv
     let raw_us = host_us(
         BATCHES,
         PER_BATCH,
-        || raw_launch(f, cfg, &stream, &packed),
+        // SAFETY: `copy`'s own function and its arguments packed by
+        // `pack_args` from live buffers of this context.
+        || unsafe { raw_launch(f, cfg, &stream, &packed) },
         || Ok(stream.synchronize()?),
     )?;
     Ok(LaunchOverhead { typed_us, raw_us })

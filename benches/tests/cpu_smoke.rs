@@ -9,13 +9,18 @@ use vigil_bench::smoke;
 fn every_suite_kernel_matches_its_reference_on_the_cpu_backend() {
     let seed = vigil_tests::example_seed();
     let outcomes = smoke::run(seed).expect("CPU contexts and kernels");
-    assert_eq!(outcomes.len(), 2 * NAMES.len(), "plain and sanitized, every case");
+    assert_eq!(
+        outcomes.len(),
+        2 * NAMES.len(),
+        "plain and sanitized, every case"
+    );
     let failures: Vec<String> = outcomes
         .iter()
         .filter_map(|o| {
-            o.result.as_ref().err().map(|e| {
-                format!("{} (sanitized: {}): {e}", o.case, o.sanitized)
-            })
+            o.result
+                .as_ref()
+                .err()
+                .map(|e| format!("{} (sanitized: {}): {e}", o.case, o.sanitized))
         })
         .collect();
     assert!(failures.is_empty(), "seed {seed}:\n{}", failures.join("\n"));

@@ -50,12 +50,16 @@ pub fn reduce_sum(scale: Scale, sms: u32, rng: &mut Rng) -> Case {
                 }
                 Impl::Twin(t) => {
                     let args = [RawArg::slice(ins.raw(0)?), RawArg::slice(partials.raw(0)?)];
-                    t.launch("reduce_sum", first, s, &args.concat())?;
+                    // SAFETY: the case's own live buffers, each with its length, in the
+                    // twin's parameter order (twins.cu mirrors the Vigil kernel).
+                    unsafe { t.launch("reduce_sum", first, s, &args.concat()) }?;
                     let args = [
                         RawArg::slice(partials.raw(0)?),
                         RawArg::slice(total.raw(0)?),
                     ];
-                    t.launch("reduce_sum", second, s, &args.concat())
+                    // SAFETY: the case's own live buffers, each with its length, in the
+                    // twin's parameter order (twins.cu mirrors the Vigil kernel).
+                    unsafe { t.launch("reduce_sum", second, s, &args.concat()) }
                 }
             }
         }),
@@ -102,7 +106,9 @@ fn histogram(
             Impl::Vigil(k) => Ok(s.launch(&k.histogram, cfg, (ins.u32(0)?, outs.u32_mut(0)?))?),
             Impl::Twin(t) => {
                 let args = [RawArg::slice(ins.raw(0)?), RawArg::slice(outs.raw(0)?)];
-                t.launch("histogram", cfg, s, &args.concat())
+                // SAFETY: the case's own live buffers, each with its length, in the
+                // twin's parameter order (twins.cu mirrors the Vigil kernel).
+                unsafe { t.launch("histogram", cfg, s, &args.concat()) }
             }
         }),
     }
@@ -133,7 +139,9 @@ pub fn softmax(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
                     &RawArg::slice(ins.raw(0)?),
                     &RawArg::slice(outs.raw(0)?),
                 ];
-                t.launch("softmax", cfg, s, &args.concat())
+                // SAFETY: the case's own live buffers, each with its length, in the
+                // twin's parameter order (twins.cu mirrors the Vigil kernel).
+                unsafe { t.launch("softmax", cfg, s, &args.concat()) }
             }
         }),
     }
@@ -183,7 +191,9 @@ pub fn scan(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
             Impl::Vigil(k) => Ok(s.launch(&k.scan, cfg, (ins.u32(0)?, outs.u32_mut(0)?))?),
             Impl::Twin(t) => {
                 let args = [RawArg::slice(ins.raw(0)?), RawArg::slice(outs.raw(0)?)];
-                t.launch("scan", cfg, s, &args.concat())
+                // SAFETY: the case's own live buffers, each with its length, in the
+                // twin's parameter order (twins.cu mirrors the Vigil kernel).
+                unsafe { t.launch("scan", cfg, s, &args.concat()) }
             }
         }),
     }

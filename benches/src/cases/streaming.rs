@@ -31,7 +31,9 @@ pub fn copy(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
             Impl::Vigil(k) => Ok(s.launch(&k.copy, cfg, (ins.f32(0)?, outs.f32_mut(0)?))?),
             Impl::Twin(t) => {
                 let args = [RawArg::slice(ins.raw(0)?), RawArg::slice(outs.raw(0)?)];
-                t.launch("copy", cfg, s, &args.concat())
+                // SAFETY: the case's own live buffers, each with its length, in the
+                // twin's parameter order (twins.cu mirrors the Vigil kernel).
+                unsafe { t.launch("copy", cfg, s, &args.concat()) }
             }
         }),
     }
@@ -66,7 +68,9 @@ pub fn axpy(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
                     &RawArg::slice(ins.raw(0)?),
                     &RawArg::slice(outs.raw(0)?),
                 ];
-                t.launch("axpy", cfg, s, &args.concat())
+                // SAFETY: the case's own live buffers, each with its length, in the
+                // twin's parameter order (twins.cu mirrors the Vigil kernel).
+                unsafe { t.launch("axpy", cfg, s, &args.concat()) }
             }
         }),
     }
@@ -97,7 +101,9 @@ pub fn stencil5(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
                     &RawArg::slice(ins.raw(0)?),
                     &RawArg::slice(outs.raw(0)?),
                 ];
-                t.launch("stencil5", cfg, s, &args.concat())
+                // SAFETY: the case's own live buffers, each with its length, in the
+                // twin's parameter order (twins.cu mirrors the Vigil kernel).
+                unsafe { t.launch("stencil5", cfg, s, &args.concat()) }
             }
         }),
     }
@@ -133,7 +139,9 @@ pub fn counter(scale: Scale, _sms: u32, _rng: &mut Rng) -> Case {
             Impl::Vigil(k) => Ok(s.launch(&k.counter, cfg, (n, outs.u32_mut(0)?))?),
             Impl::Twin(t) => {
                 let args = [&[RawArg::U64(n as u64)][..], &RawArg::slice(outs.raw(0)?)];
-                t.launch("counter", cfg, s, &args.concat())
+                // SAFETY: the case's own live buffers, each with its length, in the
+                // twin's parameter order (twins.cu mirrors the Vigil kernel).
+                unsafe { t.launch("counter", cfg, s, &args.concat()) }
             }
         }),
     }

@@ -38,7 +38,9 @@ pub fn transpose(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
                     &RawArg::slice(ins.raw(0)?),
                     &RawArg::slice(outs.raw(0)?),
                 ];
-                t.launch("transpose", cfg, s, &args.concat())
+                // SAFETY: the case's own live buffers, each with its length, in the
+                // twin's parameter order (twins.cu mirrors the Vigil kernel).
+                unsafe { t.launch("transpose", cfg, s, &args.concat()) }
             }
         }),
     }
@@ -103,7 +105,9 @@ pub fn sgemm(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
                     &RawArg::slice(ins.raw(1)?),
                     &RawArg::slice(outs.raw(0)?),
                 ];
-                t.launch("sgemm", cfg, s, &args.concat())
+                // SAFETY: the case's own live buffers, each with its length, in the
+                // twin's parameter order (twins.cu mirrors the Vigil kernel).
+                unsafe { t.launch("sgemm", cfg, s, &args.concat()) }
             }
         }),
     }
