@@ -8,7 +8,7 @@
 //! Layers, bottom up: [`error`] and [`data`] (host arrays, device
 //! buffers, reference checks); [`kernels`] (the two implementations);
 //! [`cases`] (sizes, inputs, references, one launch per case); [`timing`];
-//! the runs ([`smoke`] on the CPU backend, [`gpu`] on a GPU, [`tools`] for
+//! the runs ([`smoke`] on the CPU backend, [`suite`] on a GPU (or, to try it, the CPU backend), [`tools`] for
 //! compute-sanitizer, [`overhead`] and [`alloc`] for host costs); and
 //! [`report`], which turns results into the table and the JSON.
 #![warn(missing_docs)]
@@ -18,12 +18,12 @@ pub mod alloc;
 pub mod cases;
 pub mod data;
 pub mod error;
-pub mod gpu;
 pub mod kernels;
 pub mod overhead;
 pub mod report;
 pub mod results;
 pub mod smoke;
+pub mod suite;
 pub mod timing;
 pub mod tools;
 

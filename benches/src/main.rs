@@ -5,6 +5,7 @@
 //! vigil-bench [--twins twins.cubin] [--out DIR] [--seed N] [--repeats N] [--only a,b]
 //!             [--no-tools] [--compute-sanitizer PATH] [--tool-timeout SECONDS]
 //!                                         the GPU run: writes DIR/bench-results.{md,json}
+//! vigil-bench --cpu [--out DIR]            the same run on the CPU backend, small sizes (a try-out)
 //! vigil-bench --tool-child --twins F ...  (internal) the twins under compute-sanitizer
 //! ```
 //!
@@ -15,13 +16,15 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-use vigil_bench::gpu::{self, Options};
+use vigil_bench::suite::{self, Device, Options};
+use vigil_bench::timing::Plan;
 use vigil_bench::tools::{self, ToolOptions};
 use vigil_bench::{report, smoke, BenchError, Result};
 
 /// The parsed command line.
 struct Args {
     cpu_smoke: bool,
+    cpu: bool,
     tool_child: bool,
     no_tools: bool,
     twins: Option<PathBuf>,
@@ -36,6 +39,7 @@ struct Args {
 fn parse() -> Result<Args> {
     let mut args = Args {
         cpu_smoke: false,
+        cpu: false,
         tool_child: false,
         no_tools: false,
         twins: None,
@@ -58,6 +62,7 @@ fn parse() -> Result<Args> {
     while let Some(flag) = it.next() {
         match flag.as_str() {
             "--cpu-smoke" => args.cpu_smoke = true,
+            "--cpu" => args.cpu = true,
             "--tool-child" => args.tool_child = true,
             "--no-tools" => args.no_tools = true,
             "--twins" => args.twins = Some(value(&mut it, &flag)?.into()),
@@ -75,7 +80,7 @@ fn parse() -> Result<Args> {
             "--tool-timeout" => args.tool_timeout = number(value(&mut it, &flag)?, &flag)?,
             "-h" | "--help" => {
                 return Err(BenchError::Usage(
-                    "usage: vigil-bench [--cpu-smoke] [--twins FILE] [--out DIR] [--seed N] [--repeats N] [--only a,b] [--no-tools] [--compute-sanitizer PATH] [--tool-timeout S]".to_owned(),
+                    "usage: vigil-bench [--cpu-smoke | --cpu] [--twins FILE] [--out DIR] [--seed N] [--repeats N] [--only a,b] [--no-tools] [--compute-sanitizer PATH] [--tool-timeout S]".to_owned(),
                 ))
             }
             other => return Err(BenchError::Usage(format!("unknown argument {other:?} (try --help)"))),
@@ -84,11 +89,11 @@ fn parse() -> Result<Args> {
     if let Some(unknown) = args
         .only
         .iter()
-        .find(|o| !gpu::selected(&[]).contains(&o.as_str()))
+        .find(|o| !suite::selected(&[]).contains(&o.as_str()))
     {
         return Err(BenchError::Usage(format!(
             "--only: no case named {unknown:?}; the cases are {}",
-            gpu::selected(&[]).join(", ")
+            suite::selected(&[]).join(", ")
         )));
     }
     Ok(args)
@@ -128,7 +133,9 @@ fn gpu_run(args: &Args) -> Result<()> {
         }),
         _ => None,
     };
-    let results = gpu::run(&Options {
+    let results = suite::run(&Options {
+        device: if args.cpu { Device::Cpu } else { Device::Gpu },
+        plan: if args.cpu { Plan::QUICK } else { Plan::GPU },
         twins: args.twins.clone(),
         seed: args.seed,
         repeats: args.repeats,

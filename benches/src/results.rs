@@ -4,7 +4,7 @@ use crate::alloc::AllocFigures;
 use crate::cases::{Case, Class, Work};
 use crate::error::Result;
 use crate::overhead::LaunchOverhead;
-use crate::timing::Timing;
+use crate::timing::{Plan, Timing};
 
 /// One column of one kernel: its repeats, or why there is no number.
 #[derive(Clone, Debug, PartialEq)]
@@ -145,6 +145,10 @@ pub struct SuiteResults {
     pub date: String,
     /// The seed of the inputs.
     pub seed: u64,
+    /// How each series was timed.
+    pub plan: Plan,
+    /// Timed repeats per series.
+    pub repeats: usize,
     /// One per kernel, in table order.
     pub cases: Vec<CaseResult>,
     /// Host overheads.

@@ -3,11 +3,10 @@
 //! reference (and, sanitized, against false race reports). Runs in
 //! `cargo test`; needs no GPU.
 
-use crate::cases::{Scale, CASES};
+use crate::cases::{case_rng, Scale, CASES};
 use crate::error::Result;
 use crate::kernels::{Impl, VigilKernels};
 use vigil::{Context, Stream};
-use vigil_tests::Rng;
 
 /// The outcome of one case on one context.
 #[derive(Debug)]
@@ -24,11 +23,10 @@ pub struct SmokeOutcome {
 pub fn run_on(ctx: &Context, seed: u64) -> Result<Vec<SmokeOutcome>> {
     let stream = Stream::new(ctx)?;
     let kernels = VigilKernels::load(ctx)?;
-    let mut rng = Rng::new(seed);
     Ok(CASES
         .iter()
         .map(|&(name, make)| {
-            let case = make(Scale::Smoke, ctx.sm_count(), &mut rng);
+            let case = make(Scale::Smoke, ctx.sm_count(), &mut case_rng(seed, name));
             let result = case.instantiate(&stream).and_then(|mut inst| {
                 let (_, worst) = case.run_checked(Impl::Vigil(&kernels), &stream, &mut inst)?;
                 // A sanitized context reports races here; these kernels have none.

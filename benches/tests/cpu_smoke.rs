@@ -2,8 +2,20 @@
 //! backend, plain and sanitized, agrees with its host reference, and the
 //! sanitizer reports no race on these race-free kernels.
 
+use vigil::{Context, LaunchVariant};
 use vigil_bench::cases::NAMES;
 use vigil_bench::smoke;
+
+#[test]
+fn the_sanitized_smoke_context_runs_the_checked_kernels() {
+    // Otherwise "no races reported" below would prove nothing.
+    let ctx = Context::builder()
+        .cpu()
+        .sanitize(true)
+        .build()
+        .expect("CPU context");
+    assert_eq!(ctx.launch_variant(), LaunchVariant::Sanitized);
+}
 
 #[test]
 fn every_suite_kernel_matches_its_reference_on_the_cpu_backend() {

@@ -170,6 +170,17 @@ pub const NAMES: [&str; CASES.len()] = {
     names
 };
 
+/// The random source of case `name`'s inputs for a run seeded `seed`: the
+/// same in every process of the run (the compute-sanitizer children too),
+/// whichever cases are selected.
+pub fn case_rng(seed: u64, name: &str) -> Rng {
+    // FNV-1a of the name, so that every case draws its own inputs.
+    let h = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    Rng::new(seed ^ h)
+}
+
 /// The constructor of the case called `name`.
 pub fn find(name: &str) -> Option<CaseFn> {
     CASES

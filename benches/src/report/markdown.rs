@@ -150,7 +150,7 @@ pub fn to_markdown(results: &SuiteResults) -> String {
         }
         None => {}
     }
-    let g = Plan::GPU;
+    let g = results.plan;
     let t = Plan::TOOL;
     let _ = write!(
         s,
@@ -162,10 +162,7 @@ pub fn to_markdown(results: &SuiteResults) -> String {
         g.per_batch,
         g.warmup,
         g.batches,
-        results.cases.first().map_or(0, |r| match &r.vigil {
-            Cell::Timed(ts) => ts.len(),
-            _ => 0,
-        }),
+        results.repeats,
         t.warmup,
         t.per_batch,
     );

@@ -236,3 +236,124 @@ pub fn utc_now() -> String {
         rem % 3600 / 60
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::{CaseResult, Cell, SuiteResults};
+    use crate::timing::Timing;
+
+    fn timed(ms: f64) -> Cell {
+        let t = Timing {
+            median_ms: ms,
+            min_ms: ms,
+            max_ms: ms,
+            wall_ms: ms,
+            launches: 10,
+        };
+        Cell::Timed(vec![t, t])
+    }
+
+    fn case(name: &'static str, class: Class, vigil: f64, twin: f64) -> CaseResult {
+        CaseResult {
+            name,
+            class,
+            size: "n".to_owned(),
+            work: Work::Bytes(1_000_000_000),
+            vigil: timed(vigil),
+            twin: timed(twin),
+            sanitized: Cell::Unavailable(crate::suite::SANITIZED_NOT_BUILT.to_owned()),
+            memcheck: timed(40.0),
+            racecheck: timed(2.0),
+            checks: Default::default(),
+        }
+    }
+
+    fn suite(cases: Vec<CaseResult>) -> SuiteResults {
+        SuiteResults {
+            cases,
+            device: crate::results::DeviceInfo {
+                copy_gbps: 2000.0,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn ratios_and_rates_come_from_the_repeats() {
+        let r = case(
+            "copy",
+            Class::Memory {
+                sanitizer_target: true,
+            },
+            1.0,
+            0.8,
+        );
+        let x = Ratios::of(&r, 2000.0);
+        assert_eq!(x.vigil_over_nvcc, Some(1.25));
+        assert_eq!(x.vigil_rate, Some(1000.0)); // 1 GB in 1 ms
+        assert_eq!(x.vigil_of_copy, Some(0.5));
+        assert_eq!(
+            x.sanitized_over_plain, None,
+            "no sanitized number, no ratio"
+        );
+    }
+
+    #[test]
+    fn a_target_is_met_only_when_every_figure_is_measured_and_within() {
+        let mem = Class::Memory {
+            sanitizer_target: true,
+        };
+        let within = suite(vec![
+            case("copy", mem, 1.0, 1.0),
+            case("axpy", mem, 1.04, 1.0),
+        ]);
+        assert_eq!(targets(&within)[0].status, Status::Met);
+        let slow = suite(vec![
+            case("copy", mem, 1.0, 1.0),
+            case("axpy", mem, 1.2, 1.0),
+        ]);
+        assert_eq!(targets(&slow)[0].status, Status::NotMet);
+        let mut missing = suite(vec![case("copy", mem, 1.0, 1.0)]);
+        missing.cases[0].twin = Cell::Failed("nvcc failed".to_owned());
+        assert_eq!(targets(&missing)[0].status, Status::Unmeasured);
+        // The sanitized targets are unmeasured, not met, without numbers.
+        assert_eq!(targets(&within)[2].status, Status::Unmeasured);
+    }
+
+    #[test]
+    fn outputs_say_why_a_cell_is_empty() {
+        let results = suite(vec![case(
+            "copy",
+            Class::Memory {
+                sanitizer_target: true,
+            },
+            1.0,
+            1.0,
+        )]);
+        let md = to_markdown(&results);
+        assert!(md.contains(crate::suite::SANITIZED_NOT_BUILT), "{md}");
+        let json = to_json(&results).to_string();
+        assert!(
+            json.contains(
+                r#""vigil_sanitized":{"unavailable":"n/a (sanitized GPU launch not built)"}"#
+            ),
+            "{json}"
+        );
+        assert!(json.contains(r#""vigil_over_nvcc":1"#), "{json}");
+    }
+
+    #[test]
+    fn json_escapes_strings_and_drops_non_finite_numbers() {
+        let j = Json::obj([("a\"b", Json::str("x\ny\\")), ("n", Json::Num(f64::NAN))]);
+        assert_eq!(j.to_string(), r#"{"a\"b":"x\ny\\","n":null}"#);
+    }
+
+    #[test]
+    fn utc_now_is_a_date_and_time() {
+        let s = utc_now();
+        assert_eq!(s.len(), "2026-01-01 00:00".len(), "{s}");
+        assert!(s.starts_with("20"), "{s}");
+    }
+}
