@@ -1,7 +1,7 @@
 //! The suite run: every case on one GPU, Vigil plain against the nvcc
 //! twin, then Vigil sanitized, each checked against the host reference
 //! before it is timed; then the host overheads and the twins under
-//! compute-sanitizer ([`tools`](crate::tools)). A failure in one cell is
+//! compute-sanitizer ([`tools`]). A failure in one cell is
 //! recorded and the run moves on.
 //!
 //! The same run goes on the CPU backend ([`Device::Cpu`], small sizes),
@@ -108,7 +108,7 @@ pub fn run(opts: &Options) -> Result<SuiteResults> {
         sm_count: ctx.sm_count(),
         copy_gbps: copy_bandwidth(&stream, opts.device.scale(), opts.plan)?,
         driver: vigil::driver_version().map_or_else(
-            |e| format!("unknown ({e})"),
+            |_| "not found".to_owned(),
             |(major, minor)| format!("{major}.{minor}"),
         ),
     };

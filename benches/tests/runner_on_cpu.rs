@@ -50,5 +50,9 @@ fn the_suite_runs_checks_times_and_reports_every_kernel_on_the_cpu_backend() {
     }
     let json = to_json(&results).to_string();
     assert!(json.starts_with('{') && json.ends_with('}'));
-    assert_eq!(json.matches(r#""name":"#).count(), NAMES.len() + 1, "cases and device");
+    assert_eq!(
+        json.matches(r#""name":"#).count(),
+        NAMES.len() + 1,
+        "cases and device"
+    );
 }

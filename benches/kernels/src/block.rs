@@ -4,7 +4,7 @@ use vigil_device::math;
 use vigil_device::prelude::*;
 use vigil_device::shared_mem::SharedArray;
 
-/// Threads per block of [`scan`]: each block scans its own 1,024 elements.
+/// Threads per block of [`scan()`]: each block scans its own 1,024 elements.
 pub const SCAN_BLOCK: u32 = 1024;
 
 /// Inclusive prefix sum of `x` within each block of [`SCAN_BLOCK`]
@@ -54,7 +54,7 @@ fn warp_inclusive_scan(mut v: u32, lane: u32) -> u32 {
     v
 }
 
-/// Threads per block of [`softmax`] (one block per row).
+/// Threads per block of [`softmax()`] (one block per row).
 pub const SOFTMAX_BLOCK: u32 = 256;
 
 /// Row softmax of a `rows` x `cols` row-major matrix, one block per row:

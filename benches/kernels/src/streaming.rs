@@ -11,9 +11,9 @@ pub fn copy(x: GlobalSlice<f32>, y: GlobalSliceMut<f32>) {
     }
 }
 
-/// Weight of the centre point of [`stencil5`].
+/// Weight of the centre point of [`stencil5()`].
 pub const STENCIL_CENTRE: f32 = 0.5;
-/// Weight of each of the four neighbours of [`stencil5`].
+/// Weight of each of the four neighbours of [`stencil5()`].
 pub const STENCIL_NEIGHBOUR: f32 = 0.125;
 
 /// A 2-D 5-point stencil on a `height` x `width` row-major grid: interior

@@ -2,9 +2,9 @@
 
 use vigil_device::prelude::*;
 
-/// Side of the square tiles of [`transpose`] and [`sgemm`].
+/// Side of the square tiles of [`transpose()`] and [`sgemm()`].
 pub const TILE: u32 = 32;
-/// Rows of threads per block of [`transpose`] (each thread moves
+/// Rows of threads per block of [`transpose()`] (each thread moves
 /// `TILE / TRANSPOSE_ROWS` elements).
 pub const TRANSPOSE_ROWS: u32 = 8;
 

@@ -186,7 +186,7 @@ pub fn to_json(results: &SuiteResults) -> Json {
     let text = |r: &Option<Result<f64, String>>| match r {
         None => Json::Null,
         Some(Ok(v)) => Json::Num(*v),
-        Some(Err(e)) => Json::obj([("unavailable", Json::str(e.as_str()))]),
+        Some(Err(e)) => Json::obj([("not_measured", Json::str(e.as_str()))]),
     };
     let host = &results.host;
     let launch = match &host.launch {
@@ -195,7 +195,7 @@ pub fn to_json(results: &SuiteResults) -> Json {
             ("typed_us", Json::Num(l.typed_us)),
             ("raw_cuLaunchKernel_us", Json::Num(l.raw_us)),
         ]),
-        Some(Err(e)) => Json::obj([("failed", Json::str(e.as_str()))]),
+        Some(Err(e)) => Json::obj([("not_measured", Json::str(e.as_str()))]),
     };
     let alloc = match &host.alloc {
         None => Json::Null,
@@ -206,7 +206,7 @@ pub fn to_json(results: &SuiteResults) -> Json {
             ("vmm_uncached_us", Json::Num(a.vmm_us)),
             ("vmm_cached_us", Json::Num(a.cached_us)),
         ]),
-        Some(Err(e)) => Json::obj([("failed", Json::str(e.as_str()))]),
+        Some(Err(e)) => Json::obj([("not_measured", Json::str(e.as_str()))]),
     };
     Json::obj([
         (
@@ -219,7 +219,8 @@ pub fn to_json(results: &SuiteResults) -> Json {
             ]),
         ),
         ("date_utc", Json::str(results.date.as_str())),
-        ("seed", Json::Num(results.seed as f64)),
+        // A string: a u64 seed does not fit a JSON number exactly.
+        ("seed", Json::str(results.seed.to_string())),
         ("cases", Json::Arr(cases)),
         (
             "host",

@@ -119,7 +119,7 @@ pub fn to_markdown(results: &SuiteResults) -> String {
             );
         }
         Some(Err(e)) => {
-            let _ = writeln!(s, "- launch: failed: {e}");
+            let _ = writeln!(s, "- launch: {e}");
         }
         None => {}
     }
@@ -146,7 +146,7 @@ pub fn to_markdown(results: &SuiteResults) -> String {
             );
         }
         Some(Err(e)) => {
-            let _ = writeln!(s, "- allocation: failed: {e}");
+            let _ = writeln!(s, "- allocation: {e}");
         }
         None => {}
     }
