@@ -8,6 +8,7 @@
 // Plain CUDA C++: no templates, no headers beyond what nvcc includes.
 
 #define TILE 32
+#define SGEMM_TILE 16
 #define FULL_MASK 0xffffffffu
 
 extern "C" __global__ void copy(const float* __restrict__ x, unsigned long long x_len,
@@ -99,17 +100,17 @@ extern "C" __global__ void sgemm(unsigned long long m, unsigned long long n, uns
                                  const float* __restrict__ a, unsigned long long a_len,
                                  const float* __restrict__ b, unsigned long long b_len,
                                  float* __restrict__ c, unsigned long long c_len) {
-    __shared__ float ta[TILE][TILE];
-    __shared__ float tb[TILE][TILE];
+    __shared__ float ta[SGEMM_TILE][SGEMM_TILE];
+    __shared__ float tb[SGEMM_TILE][SGEMM_TILE];
     unsigned tx = threadIdx.x, ty = threadIdx.y;
-    unsigned long long row = (unsigned long long)blockIdx.y * TILE + ty;
-    unsigned long long col = (unsigned long long)blockIdx.x * TILE + tx;
+    unsigned long long row = (unsigned long long)blockIdx.y * SGEMM_TILE + ty;
+    unsigned long long col = (unsigned long long)blockIdx.x * SGEMM_TILE + tx;
     float acc = 0.0f;
-    for (unsigned long long t = 0; t < k; t += TILE) {
+    for (unsigned long long t = 0; t < k; t += SGEMM_TILE) {
         ta[ty][tx] = (row < m && t + tx < k) ? a[row * k + t + tx] : 0.0f;
         tb[ty][tx] = (t + ty < k && col < n) ? b[(t + ty) * n + col] : 0.0f;
         __syncthreads();
-        for (int kk = 0; kk < TILE; ++kk) acc += ta[ty][kk] * tb[kk][tx];
+        for (int kk = 0; kk < SGEMM_TILE; ++kk) acc += ta[ty][kk] * tb[kk][tx];
         __syncthreads();
     }
     if (row < m && col < n) c[row * n + col] = acc;

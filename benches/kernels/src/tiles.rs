@@ -2,13 +2,17 @@
 
 use vigil_device::prelude::*;
 
-/// Side of the square tiles of [`transpose()`] and [`sgemm()`].
+/// Side of the square tiles of [`transpose()`].
 pub const TILE: u32 = 32;
+/// Side of the square tiles of [`sgemm()`] (16 x 16 threads per block:
+/// at 32 x 32 the kernel's registers would not fit 1,024 threads).
+pub const SGEMM_TILE: u32 = 16;
 /// Rows of threads per block of [`transpose()`] (each thread moves
 /// `TILE / TRANSPOSE_ROWS` elements).
 pub const TRANSPOSE_ROWS: u32 = 8;
 
 const T: usize = TILE as usize;
+const S: usize = SGEMM_TILE as usize;
 
 /// `y = x^T` for a `height` x `width` row-major `x` (so `y` is `width` x
 /// `height`), through a padded shared-memory tile so that both the loads
@@ -42,8 +46,8 @@ pub fn transpose(width: usize, height: usize, x: GlobalSlice<f32>, y: GlobalSlic
 }
 
 /// `c = a * b` for row-major `a` (`m` x `k`), `b` (`k` x `n`) and `c`
-/// (`m` x `n`): each block computes a `TILE` x `TILE` tile of `c` from
-/// `TILE` x `TILE` tiles of `a` and `b` staged in shared memory, one output
+/// (`m` x `n`): each block computes a `SGEMM_TILE` x `SGEMM_TILE` tile of `c`
+/// from `SGEMM_TILE` x `SGEMM_TILE` tiles of `a` and `b` staged in shared memory, one output
 /// per thread. Launch with blocks of `TILE` x `TILE` threads and a grid of
 /// `ceil(n / TILE)` x `ceil(m / TILE)` blocks.
 #[kernel]
@@ -55,11 +59,11 @@ pub fn sgemm(
     b: GlobalSlice<f32>,
     c: GlobalSliceMut<f32>,
 ) {
-    let ta = shared_array!(f32; T * T);
-    let tb = shared_array!(f32; T * T);
+    let ta = shared_array!(f32; S * S);
+    let tb = shared_array!(f32; S * S);
     let (tx, ty) = (thread_idx().x as usize, thread_idx().y as usize);
-    let row = block_idx().y as usize * T + ty;
-    let col = block_idx().x as usize * T + tx;
+    let row = block_idx().y as usize * S + ty;
+    let col = block_idx().x as usize * S + tx;
     let mut acc = 0.0f32;
     let mut t = 0;
     while t < k {
@@ -73,16 +77,16 @@ pub fn sgemm(
         } else {
             0.0
         };
-        ta.store(ty * T + tx, av);
-        tb.store(ty * T + tx, bv);
+        ta.store(ty * S + tx, av);
+        tb.store(ty * S + tx, bv);
         sync_threads();
         let mut kk = 0;
-        while kk < T {
-            acc += ta.load(ty * T + kk) * tb.load(kk * T + tx);
+        while kk < S {
+            acc += ta.load(ty * S + kk) * tb.load(kk * S + tx);
             kk += 1;
         }
         sync_threads();
-        t += T;
+        t += S;
     }
     if row < m && col < n {
         c.store(row * n + col, acc);

@@ -4,7 +4,7 @@ use super::{Case, Class, Output, Scale, Work};
 use crate::data::{BufferList, Expect, HostData};
 use crate::kernels::{Impl, RawArg};
 use vigil::LaunchConfig;
-use vigil_bench_kernels::tiles::{TILE, TRANSPOSE_ROWS};
+use vigil_bench_kernels::tiles::{SGEMM_TILE, TILE, TRANSPOSE_ROWS};
 use vigil_tests::Rng;
 
 /// Transpose of an 8192 x 8192 matrix.
@@ -70,8 +70,11 @@ pub fn sgemm(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
         None => (0..m * n).map(element).collect(),
     };
     let cfg = LaunchConfig::new(
-        ((n as u32).div_ceil(TILE), (m as u32).div_ceil(TILE)),
-        (TILE, TILE),
+        (
+            (n as u32).div_ceil(SGEMM_TILE),
+            (m as u32).div_ceil(SGEMM_TILE),
+        ),
+        (SGEMM_TILE, SGEMM_TILE),
     );
     let mut c = Output::f32s(m * n, None);
     c.expect = Some(Expect {
