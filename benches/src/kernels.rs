@@ -2,6 +2,7 @@
 //! of PTX built from Rust) and the nvcc twin's (a cubin of
 //! `benches/cuda/twins.cu`, launched through the raw driver API).
 
+use crate::data::DevData;
 use crate::error::{driver, BenchError, Result};
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -72,9 +73,16 @@ pub enum RawArg {
 }
 
 impl RawArg {
-    /// A slice as the twins take it: pointer, then length.
-    pub fn slice((ptr, len): (u64, u64)) -> [RawArg; 2] {
-        [RawArg::Ptr(ptr), RawArg::U64(len)]
+    /// The twins' arguments for `scalars` followed by every buffer of
+    /// `ins`, then of `outs`, each as pointer and length: the order
+    /// `twins.cu` declares its parameters in, which mirrors the Vigil
+    /// kernels' lowering (scalars first in every suite kernel).
+    pub fn list(scalars: &[RawArg], ins: &[DevData], outs: &[DevData]) -> Vec<RawArg> {
+        let buffers = ins
+            .iter()
+            .chain(outs)
+            .flat_map(|b| [RawArg::Ptr(b.device_ptr()), RawArg::U64(b.len() as u64)]);
+        scalars.iter().copied().chain(buffers).collect()
     }
 }
 
@@ -129,19 +137,24 @@ impl Twins {
         Ok(twins)
     }
 
-    /// Launches twin `name` on `stream` with `args` through `cuLaunchKernel`.
+    /// Launches twin `name` on `stream` through `cuLaunchKernel` with
+    /// `scalars`, then each buffer of `ins` and of `outs` ([`RawArg::list`]).
     ///
     /// # Safety
-    /// The twin is CUDA C++ with no bounds checks: `args` must match its
-    /// parameter list, and every pointer must be a live device buffer of
-    /// the stream's context at least as long as the length passed with it.
+    /// The twin is CUDA C++ with no bounds checks: its parameter list must
+    /// be `scalars` and then the buffers, as `twins.cu` declares it for the
+    /// case that calls this (the buffers themselves are live, of the
+    /// stream's context, and passed with their lengths).
     pub unsafe fn launch(
         &self,
         name: &str,
         config: LaunchConfig,
         stream: &Stream,
-        args: &[RawArg],
+        scalars: &[RawArg],
+        ins: &[DevData],
+        outs: &[DevData],
     ) -> Result<()> {
+        let args = RawArg::list(scalars, ins, outs);
         let f = *self
             .functions
             .get(name)

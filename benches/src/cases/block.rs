@@ -49,17 +49,11 @@ pub fn reduce_sum(scale: Scale, sms: u32, rng: &mut Rng) -> Case {
                     Ok(s.launch(&k.reduce_sum, second, (partials.f32(0)?, total.f32_mut(0)?))?)
                 }
                 Impl::Twin(t) => {
-                    let args = [RawArg::slice(ins.raw(0)?), RawArg::slice(partials.raw(0)?)];
-                    // SAFETY: the case's own live buffers, each with its length, in the
-                    // twin's parameter order (twins.cu mirrors the Vigil kernel).
-                    unsafe { t.launch("reduce_sum", first, s, &args.concat()) }?;
-                    let args = [
-                        RawArg::slice(partials.raw(0)?),
-                        RawArg::slice(total.raw(0)?),
-                    ];
-                    // SAFETY: the case's own live buffers, each with its length, in the
-                    // twin's parameter order (twins.cu mirrors the Vigil kernel).
-                    unsafe { t.launch("reduce_sum", second, s, &args.concat()) }
+                    // SAFETY: twins.cu declares `reduce_sum` as (x, x_len,
+                    // partials, partials_len), like the Vigil kernel.
+                    unsafe { t.launch("reduce_sum", first, s, &[], ins, partials) }?;
+                    // SAFETY: as above, reducing the partials into the total.
+                    unsafe { t.launch("reduce_sum", second, s, &[], partials, total) }
                 }
             }
         }),
@@ -105,10 +99,9 @@ fn histogram(
         launch: Box::new(move |imp, s, ins, outs| match imp {
             Impl::Vigil(k) => Ok(s.launch(&k.histogram, cfg, (ins.u32(0)?, outs.u32_mut(0)?))?),
             Impl::Twin(t) => {
-                let args = [RawArg::slice(ins.raw(0)?), RawArg::slice(outs.raw(0)?)];
-                // SAFETY: the case's own live buffers, each with its length, in the
-                // twin's parameter order (twins.cu mirrors the Vigil kernel).
-                unsafe { t.launch("histogram", cfg, s, &args.concat()) }
+                // SAFETY: twins.cu declares `histogram` with these scalars, then
+                // the case's buffers (pointer, length), like the Vigil kernel.
+                unsafe { t.launch("histogram", cfg, s, &[], ins, outs) }
             }
         }),
     }
@@ -134,14 +127,9 @@ pub fn softmax(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
                 Ok(s.launch(&k.softmax, cfg, (cols, ins.f32(0)?, outs.f32_mut(0)?))?)
             }
             Impl::Twin(t) => {
-                let args = [
-                    &[RawArg::U64(cols as u64)][..],
-                    &RawArg::slice(ins.raw(0)?),
-                    &RawArg::slice(outs.raw(0)?),
-                ];
-                // SAFETY: the case's own live buffers, each with its length, in the
-                // twin's parameter order (twins.cu mirrors the Vigil kernel).
-                unsafe { t.launch("softmax", cfg, s, &args.concat()) }
+                // SAFETY: twins.cu declares `softmax` with these scalars, then
+                // the case's buffers (pointer, length), like the Vigil kernel.
+                unsafe { t.launch("softmax", cfg, s, &[RawArg::U64(cols as u64)], ins, outs) }
             }
         }),
     }
@@ -190,10 +178,9 @@ pub fn scan(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
         launch: Box::new(move |imp, s, ins, outs| match imp {
             Impl::Vigil(k) => Ok(s.launch(&k.scan, cfg, (ins.u32(0)?, outs.u32_mut(0)?))?),
             Impl::Twin(t) => {
-                let args = [RawArg::slice(ins.raw(0)?), RawArg::slice(outs.raw(0)?)];
-                // SAFETY: the case's own live buffers, each with its length, in the
-                // twin's parameter order (twins.cu mirrors the Vigil kernel).
-                unsafe { t.launch("scan", cfg, s, &args.concat()) }
+                // SAFETY: twins.cu declares `scan` with these scalars, then
+                // the case's buffers (pointer, length), like the Vigil kernel.
+                unsafe { t.launch("scan", cfg, s, &[], ins, outs) }
             }
         }),
     }

@@ -30,10 +30,9 @@ pub fn copy(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
         launch: Box::new(move |imp, s, ins, outs| match imp {
             Impl::Vigil(k) => Ok(s.launch(&k.copy, cfg, (ins.f32(0)?, outs.f32_mut(0)?))?),
             Impl::Twin(t) => {
-                let args = [RawArg::slice(ins.raw(0)?), RawArg::slice(outs.raw(0)?)];
-                // SAFETY: the case's own live buffers, each with its length, in the
-                // twin's parameter order (twins.cu mirrors the Vigil kernel).
-                unsafe { t.launch("copy", cfg, s, &args.concat()) }
+                // SAFETY: twins.cu declares `copy` with these scalars, then
+                // the case's buffers (pointer, length), like the Vigil kernel.
+                unsafe { t.launch("copy", cfg, s, &[], ins, outs) }
             }
         }),
     }
@@ -63,14 +62,9 @@ pub fn axpy(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
         launch: Box::new(move |imp, s, ins, outs| match imp {
             Impl::Vigil(k) => Ok(s.launch(&k.axpy, cfg, (A, ins.f32(0)?, outs.f32_mut(0)?))?),
             Impl::Twin(t) => {
-                let args = [
-                    &[RawArg::F32(A)][..],
-                    &RawArg::slice(ins.raw(0)?),
-                    &RawArg::slice(outs.raw(0)?),
-                ];
-                // SAFETY: the case's own live buffers, each with its length, in the
-                // twin's parameter order (twins.cu mirrors the Vigil kernel).
-                unsafe { t.launch("axpy", cfg, s, &args.concat()) }
+                // SAFETY: twins.cu declares `axpy` with these scalars, then
+                // the case's buffers (pointer, length), like the Vigil kernel.
+                unsafe { t.launch("axpy", cfg, s, &[RawArg::F32(A)], ins, outs) }
             }
         }),
     }
@@ -96,14 +90,18 @@ pub fn stencil5(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
                 Ok(s.launch(&k.stencil5, cfg, (w, h, ins.f32(0)?, outs.f32_mut(0)?))?)
             }
             Impl::Twin(t) => {
-                let args = [
-                    &[RawArg::U64(w as u64), RawArg::U64(h as u64)][..],
-                    &RawArg::slice(ins.raw(0)?),
-                    &RawArg::slice(outs.raw(0)?),
-                ];
-                // SAFETY: the case's own live buffers, each with its length, in the
-                // twin's parameter order (twins.cu mirrors the Vigil kernel).
-                unsafe { t.launch("stencil5", cfg, s, &args.concat()) }
+                // SAFETY: twins.cu declares `stencil5` with these scalars, then
+                // the case's buffers (pointer, length), like the Vigil kernel.
+                unsafe {
+                    t.launch(
+                        "stencil5",
+                        cfg,
+                        s,
+                        &[RawArg::U64(w as u64), RawArg::U64(h as u64)],
+                        ins,
+                        outs,
+                    )
+                }
             }
         }),
     }
@@ -135,13 +133,12 @@ pub fn counter(scale: Scale, _sms: u32, _rng: &mut Rng) -> Case {
         work: Work::Atomics(n as u64),
         inputs: Vec::new(),
         outputs: vec![Output::u32s(1, Reset::Zero, Some(Expect::exact(want)))],
-        launch: Box::new(move |imp, s, _ins, outs| match imp {
+        launch: Box::new(move |imp, s, ins, outs| match imp {
             Impl::Vigil(k) => Ok(s.launch(&k.counter, cfg, (n, outs.u32_mut(0)?))?),
             Impl::Twin(t) => {
-                let args = [&[RawArg::U64(n as u64)][..], &RawArg::slice(outs.raw(0)?)];
-                // SAFETY: the case's own live buffers, each with its length, in the
-                // twin's parameter order (twins.cu mirrors the Vigil kernel).
-                unsafe { t.launch("counter", cfg, s, &args.concat()) }
+                // SAFETY: twins.cu declares `counter` with these scalars, then
+                // the case's buffers (pointer, length), like the Vigil kernel.
+                unsafe { t.launch("counter", cfg, s, &[RawArg::U64(n as u64)], ins, outs) }
             }
         }),
     }

@@ -33,14 +33,18 @@ pub fn transpose(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
                 Ok(s.launch(&k.transpose, cfg, (w, h, ins.f32(0)?, outs.f32_mut(0)?))?)
             }
             Impl::Twin(t) => {
-                let args = [
-                    &[RawArg::U64(w as u64), RawArg::U64(h as u64)][..],
-                    &RawArg::slice(ins.raw(0)?),
-                    &RawArg::slice(outs.raw(0)?),
-                ];
-                // SAFETY: the case's own live buffers, each with its length, in the
-                // twin's parameter order (twins.cu mirrors the Vigil kernel).
-                unsafe { t.launch("transpose", cfg, s, &args.concat()) }
+                // SAFETY: twins.cu declares `transpose` with these scalars, then
+                // the case's buffers (pointer, length), like the Vigil kernel.
+                unsafe {
+                    t.launch(
+                        "transpose",
+                        cfg,
+                        s,
+                        &[RawArg::U64(w as u64), RawArg::U64(h as u64)],
+                        ins,
+                        outs,
+                    )
+                }
             }
         }),
     }
@@ -98,19 +102,22 @@ pub fn sgemm(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
                 (m, n, k, ins.f32(0)?, ins.f32(1)?, outs.f32_mut(0)?),
             )?),
             Impl::Twin(t) => {
-                let args = [
-                    &[
-                        RawArg::U64(m as u64),
-                        RawArg::U64(n as u64),
-                        RawArg::U64(k as u64),
-                    ][..],
-                    &RawArg::slice(ins.raw(0)?),
-                    &RawArg::slice(ins.raw(1)?),
-                    &RawArg::slice(outs.raw(0)?),
-                ];
-                // SAFETY: the case's own live buffers, each with its length, in the
-                // twin's parameter order (twins.cu mirrors the Vigil kernel).
-                unsafe { t.launch("sgemm", cfg, s, &args.concat()) }
+                // SAFETY: twins.cu declares `sgemm` with these scalars, then
+                // the case's buffers (pointer, length), like the Vigil kernel.
+                unsafe {
+                    t.launch(
+                        "sgemm",
+                        cfg,
+                        s,
+                        &[
+                            RawArg::U64(m as u64),
+                            RawArg::U64(n as u64),
+                            RawArg::U64(k as u64),
+                        ],
+                        ins,
+                        outs,
+                    )
+                }
             }
         }),
     }
