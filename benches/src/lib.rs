@@ -8,9 +8,16 @@
 //! Layers, bottom up: [`error`] and [`data`] (host arrays, device
 //! buffers, reference checks); [`kernels`] (the two implementations);
 //! [`cases`] (sizes, inputs, references, one launch per case); [`timing`];
-//! the runs ([`smoke`] on the CPU backend, [`suite`] on a GPU (or, to try it, the CPU backend), [`tools`] for
-//! compute-sanitizer, [`overhead`] and [`alloc`] for host costs); and
+//! the runs ([`smoke`] on the CPU backend; [`suite`] on a GPU, or on the
+//! CPU backend to try it; [`tools`] for compute-sanitizer; [`overhead`]
+//! and [`alloc`] for host costs); [`results`], what a run found; and
 //! [`report`], which turns results into the table and the JSON.
+//!
+//! ```text
+//! scripts/prepare-bench.sh     # release build and CUDA sources into bench-run/
+//! bash bench-run/run.sh        # on the GPU machine
+//! cargo run -p vigil-bench -- --cpu-smoke
+//! ```
 #![warn(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 

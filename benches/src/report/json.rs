@@ -4,6 +4,8 @@
 use super::{rate_unit, targets, Ratios};
 use crate::cases::{Class, Work};
 use crate::results::{Cell, SuiteResults};
+use crate::timing::Plan;
+use crate::tools::TOOL_REPEATS;
 use std::fmt::{self, Write};
 
 /// A JSON value.
@@ -123,6 +125,15 @@ fn work(w: Work) -> Json {
     }
 }
 
+fn plan(p: Plan) -> Json {
+    Json::obj([
+        ("warmup_launches", Json::Num(p.warmup as f64)),
+        ("batches", Json::Num(p.batches as f64)),
+        ("max_launches_per_batch", Json::Num(p.per_batch as f64)),
+        ("budget_s", Json::Num(p.budget.as_secs_f64())),
+    ])
+}
+
 fn class(c: Class) -> Json {
     Json::str(c.label())
 }
@@ -221,6 +232,15 @@ pub fn to_json(results: &SuiteResults) -> Json {
         ("date_utc", Json::str(results.date.as_str())),
         // A string: a u64 seed does not fit a JSON number exactly.
         ("seed", Json::str(results.seed.to_string())),
+        (
+            "method",
+            Json::obj([
+                ("device_time", plan(results.plan)),
+                ("repeats", Json::Num(results.repeats as f64)),
+                ("compute_sanitizer_wall_time", plan(Plan::TOOL)),
+                ("compute_sanitizer_repeats", Json::Num(TOOL_REPEATS as f64)),
+            ]),
+        ),
         ("cases", Json::Arr(cases)),
         (
             "host",
