@@ -14,8 +14,11 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>
 args=()
 if command -v nvcc >/dev/null; then
   nvcc --version | tail -n 2
+  # The cubin runs; the PTX beside it lets vigil-bench check each twin's
+  # parameter list against the Vigil kernel's.
   if nvcc -O3 -arch=sm_90 -cubin -Xptxas -v -o "$here/twins.cubin" "$here/cuda/twins.cu" \
-    >"$out/nvcc-twins.log" 2>&1; then
+    >"$out/nvcc-twins.log" 2>&1 &&
+    nvcc -O3 -arch=sm_90 -ptx -o "$here/twins.ptx" "$here/cuda/twins.cu" >>"$out/nvcc-twins.log" 2>&1; then
     args+=(--twins "$here/twins.cubin")
   else
     echo "nvcc failed; the twin columns will say so. Its output:"

@@ -6,6 +6,9 @@ use crate::data::DevData;
 use crate::error::{driver, BenchError, Result};
 use std::collections::HashMap;
 use std::ffi::CString;
+use std::path::Path;
+use vigil::unstable::abi::check_params;
+use vigil::unstable::ptx::{parse_entries, PtxEntry, PtxParam};
 use vigil::unstable::sys;
 use vigil::{Context, KernelFn, LaunchConfig, Module, ParamBuffer, Stream};
 use vigil_bench_kernels::{block, streaming, tiles};
@@ -84,14 +87,73 @@ impl RawArg {
             .flat_map(|b| [RawArg::Ptr(b.device_ptr()), RawArg::U64(b.len() as u64)]);
         scalars.iter().copied().chain(buffers).collect()
     }
+
+    /// Packs `args` for a launch (pointers without a device: the twins'
+    /// launches check types and count, not devices).
+    pub fn pack(args: &[RawArg]) -> ParamBuffer {
+        let mut buf = ParamBuffer::with_capacity(8 * args.len(), args.len());
+        for (i, arg) in args.iter().enumerate() {
+            buf.begin_arg(i);
+            match *arg {
+                RawArg::Ptr(p) => buf.push_pointer(p, None),
+                RawArg::U64(v) => buf.push(v),
+                RawArg::F32(v) => buf.push(v),
+            };
+        }
+        buf
+    }
 }
 
 /// The nvcc twins: a cubin (or PTX) loaded with `cuModuleLoadData`, its
-/// entry points looked up once.
+/// entry points looked up once, and, when nvcc's PTX of them is at hand,
+/// their parameter lists (checked against the Vigil kernels' at load and
+/// against every launch's arguments).
 pub struct Twins {
     ctx: Context,
     module: sys::CUmodule,
     functions: HashMap<String, sys::CUfunction>,
+    params: HashMap<String, Vec<PtxParam>>,
+}
+
+/// The twins' parameter lists from nvcc's PTX of `twins.cu`, after checking
+/// that each twin takes the same scalars as the Vigil kernel of its name
+/// (`twins.cu` mirrors the Vigil kernels' lowering; a drift would pass
+/// wrong arguments).
+pub fn twin_signatures(twins_ptx: &str) -> Result<HashMap<String, Vec<PtxParam>>> {
+    let twins = parse_entries(twins_ptx)?;
+    let mut vigil = parse_entries(BENCH_PTX)?;
+    vigil.extend(parse_entries(vigil_tests::KERNELS_PTX)?);
+    let find = |entries: &[PtxEntry], name: &str, whose: &str| {
+        entries
+            .iter()
+            .find(|e| e.name == name)
+            .map(|e| e.params.clone())
+            .ok_or_else(|| BenchError::Usage(format!("{whose} has no entry `{name}`")))
+    };
+    // The PTX type (`.u64`, `.f32`) of each parameter; nvcc and rustc
+    // differ in the qualifiers after it.
+    let types = |params: &[PtxParam]| -> Vec<String> {
+        params
+            .iter()
+            .map(|p| p.decl.split_whitespace().next().unwrap_or("").to_owned())
+            .collect()
+    };
+    let mut out = HashMap::new();
+    for name in Twins::NAMES {
+        let (t, v) = (
+            find(&twins, name, "twins.cu")?,
+            find(&vigil, name, "Vigil")?,
+        );
+        if types(&t) != types(&v) {
+            return Err(BenchError::Usage(format!(
+                "twin `{name}` takes ({}), the Vigil kernel ({})",
+                types(&t).join(", "),
+                types(&v).join(", ")
+            )));
+        }
+        out.insert(name.to_owned(), t);
+    }
+    Ok(out)
 }
 
 impl Twins {
@@ -109,8 +171,14 @@ impl Twins {
         "scan",
     ];
 
-    /// Loads `image` (the bytes of a cubin, or PTX text) on `ctx`'s GPU.
-    pub fn load(ctx: &Context, image: &[u8]) -> Result<Twins> {
+    /// Loads `image` (the bytes of a cubin, or PTX text) on `ctx`'s GPU;
+    /// `ptx`, nvcc's PTX of the same source, adds the signature checks
+    /// ([`twin_signatures`]).
+    pub fn load(ctx: &Context, image: &[u8], ptx: Option<&str>) -> Result<Twins> {
+        let params = match ptx {
+            Some(text) => twin_signatures(text)?,
+            None => HashMap::new(),
+        };
         ctx.bind()?;
         let mut bytes = image.to_vec();
         bytes.push(0); // PTX text must be NUL-terminated; a cubin ignores it.
@@ -124,6 +192,7 @@ impl Twins {
             ctx: ctx.clone(),
             module,
             functions: HashMap::new(),
+            params,
         };
         for name in Self::NAMES {
             let c_name = CString::new(name).map_err(|e| BenchError::Usage(e.to_string()))?;
@@ -135,6 +204,30 @@ impl Twins {
             twins.functions.insert(name.to_owned(), f);
         }
         Ok(twins)
+    }
+
+    /// Loads the cubin at `path`, with nvcc's PTX beside it (same name,
+    /// `.ptx`) for the signature checks when it is there.
+    pub fn from_files(ctx: &Context, path: &Path) -> Result<Twins> {
+        let read = |p: &Path| {
+            std::fs::read(p).map_err(|source| BenchError::Io {
+                what: format!("reading {}", p.display()),
+                source,
+            })
+        };
+        let image = read(path)?;
+        let ptx_path = path.with_extension("ptx");
+        let ptx = match ptx_path.exists() {
+            true => Some(String::from_utf8_lossy(&read(&ptx_path)?).into_owned()),
+            false => None,
+        };
+        Twins::load(ctx, &image, ptx.as_deref())
+    }
+
+    /// True when the twins' parameter lists were checked against the
+    /// Vigil kernels' (nvcc's PTX was given to [`Twins::load`]).
+    pub fn signatures_checked(&self) -> bool {
+        !self.params.is_empty()
     }
 
     /// Launches twin `name` on `stream` through `cuLaunchKernel` with
@@ -159,14 +252,9 @@ impl Twins {
             .functions
             .get(name)
             .ok_or_else(|| BenchError::Usage(format!("no twin named `{name}`")))?;
-        let mut buf = ParamBuffer::with_capacity(8 * args.len(), args.len());
-        for (i, arg) in args.iter().enumerate() {
-            buf.begin_arg(i);
-            match *arg {
-                RawArg::Ptr(p) => buf.push_pointer(p, None),
-                RawArg::U64(v) => buf.push(v),
-                RawArg::F32(v) => buf.push(v),
-            };
+        let buf = RawArg::pack(&args);
+        if let Some(params) = self.params.get(name) {
+            check_params(name, &buf, params, &[], None)?;
         }
         // SAFETY: `f` is a function of this module; the caller vouches
         // for the arguments.
@@ -225,4 +313,39 @@ pub enum Impl<'a> {
     Vigil(&'a VigilKernels),
     /// The nvcc twins.
     Twin(&'a Twins),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn twins_that_mirror_the_vigil_kernels_pass_the_signature_check() {
+        // Vigil's own PTX mirrors itself exactly.
+        let both = format!("{BENCH_PTX}\n{}", vigil_tests::KERNELS_PTX);
+        let params = twin_signatures(&both).expect("the Vigil kernels mirror themselves");
+        assert_eq!(params.len(), Twins::NAMES.len());
+        // What a launch of `axpy` packs passes the launch-time check...
+        let axpy = RawArg::pack(&[
+            RawArg::F32(2.0),
+            RawArg::Ptr(0x1000),
+            RawArg::U64(4),
+            RawArg::Ptr(0x2000),
+            RawArg::U64(4),
+        ]);
+        check_params("axpy", &axpy, &params["axpy"], &[], None).expect("axpy's arguments");
+        // ...and a missing length does not.
+        let short = RawArg::pack(&[RawArg::F32(2.0), RawArg::Ptr(0x1000), RawArg::Ptr(0x2000)]);
+        assert!(check_params("axpy", &short, &params["axpy"], &[], None).is_err());
+    }
+
+    #[test]
+    fn a_twin_whose_parameters_drift_is_refused_by_name() {
+        let twins = ".visible .entry copy(.param .u64 copy_param_0, .param .u64 copy_param_1)";
+        let err = twin_signatures(twins).expect_err("copy lost its lengths");
+        assert!(
+            err.to_string().contains("twin `copy` takes (.u64, .u64)"),
+            "{err}"
+        );
+    }
 }

@@ -115,12 +115,14 @@ pub fn run(opts: &Options) -> Result<SuiteResults> {
     let twins = match &opts.twins {
         _ if ctx.is_cpu() => Err(GPU_ONLY.to_owned()),
         None => Err("n/a (no --twins cubin; bench-run/run.sh compiles it)".to_owned()),
-        Some(path) => std::fs::read(path)
-            .map_err(|e| format!("reading {}: {e}", path.display()))
-            .and_then(|image| Twins::load(&ctx, &image).map_err(|e| e.to_string())),
+        Some(path) => Twins::from_files(&ctx, path).map_err(|e| e.to_string()),
     };
-    if let Err(why) = &twins {
-        results.notes.push(format!("nvcc twins not loaded: {why}"));
+    match &twins {
+        Err(why) => results.notes.push(format!("nvcc twins not loaded: {why}")),
+        Ok(t) if !t.signatures_checked() => results
+            .notes
+            .push("nvcc twins loaded without their PTX: parameter lists not checked".to_owned()),
+        Ok(_) => {}
     }
     let sanitized = sanitized_context(opts.device);
     for &(name, make) in CASES.iter() {

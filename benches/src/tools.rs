@@ -225,11 +225,7 @@ pub fn parse_child_output(lines: &[String]) -> (HashMap<&'static str, Cell>, Opt
 pub fn child_main(twins: &Path, seed: u64, only: &[String]) -> Result<()> {
     let ctx = Context::new(0)?;
     let stream = Stream::new(&ctx)?;
-    let image = std::fs::read(twins).map_err(|source| BenchError::Io {
-        what: format!("reading {}", twins.display()),
-        source,
-    })?;
-    let twins = Twins::load(&ctx, &image)?;
+    let twins = Twins::from_files(&ctx, twins)?;
     for &(name, make) in CASES.iter() {
         if !crate::suite::selected(only).contains(&name) {
             continue;
