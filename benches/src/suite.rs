@@ -147,8 +147,15 @@ pub fn run(opts: &Options) -> Result<SuiteResults> {
         results.cases.push(r);
     }
     results.host = host_overheads(&ctx, &kernels, sanitized);
+    // The children load the same twins: without them there is nothing to run.
+    let skip_tools = match (&twins, &opts.tools) {
+        _ if ctx.is_cpu() => Some(GPU_ONLY.to_owned()),
+        (_, None) => Some("not run (--no-tools)".to_owned()),
+        (Err(why), Some(_)) => Some(format!("not run: the twins did not load ({why})")),
+        (Ok(_), Some(_)) => None,
+    };
     drop(twins);
-    if let (Some(t), false) = (&opts.tools, ctx.is_cpu()) {
+    if let (Some(t), None) = (&opts.tools, &skip_tools) {
         for tool in Tool::ALL {
             let cells = tools::run_tool(t, tool, &selected(&opts.only), &mut results.notes);
             for r in &mut results.cases {
@@ -162,16 +169,10 @@ pub fn run(opts: &Options) -> Result<SuiteResults> {
                 }
             }
         }
-    } else {
+    } else if let Some(why) = skip_tools {
         for r in &mut results.cases {
-            let why = if ctx.is_cpu() {
-                GPU_ONLY
-            } else {
-                "not run (--no-tools)"
-            };
-            let skipped = Cell::Unavailable(why.to_owned());
-            r.memcheck = skipped.clone();
-            r.racecheck = skipped;
+            r.memcheck = Cell::Unavailable(why.clone());
+            r.racecheck = Cell::Unavailable(why.clone());
         }
     }
     Ok(results)
