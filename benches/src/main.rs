@@ -4,6 +4,7 @@
 //! vigil-bench --cpu-smoke                 every Vigil kernel once on the CPU backend, checked
 //! vigil-bench [--twins twins.cubin] [--out DIR] [--seed N] [--repeats N] [--only a,b]
 //!             [--no-tools] [--compute-sanitizer PATH] [--tool-timeout SECONDS]
+//!             [--tool-case-limit SECONDS]
 //!                                         the GPU run: writes DIR/bench-results.{md,json}
 //! vigil-bench --cpu [--out DIR]            the same run on the CPU backend, small sizes (a try-out)
 //! vigil-bench --tool-child --twins F ...  (internal) the twins under compute-sanitizer
@@ -34,6 +35,7 @@ struct Args {
     only: Vec<String>,
     compute_sanitizer: PathBuf,
     tool_timeout: u64,
+    tool_case_limit: u64,
 }
 
 fn parse() -> Result<Args> {
@@ -48,7 +50,8 @@ fn parse() -> Result<Args> {
         repeats: 2,
         only: Vec::new(),
         compute_sanitizer: PathBuf::from("compute-sanitizer"),
-        tool_timeout: 80,
+        tool_timeout: 90,
+        tool_case_limit: 25,
     };
     let mut it = std::env::args().skip(1);
     let value = |it: &mut dyn Iterator<Item = String>, flag: &str| {
@@ -78,9 +81,10 @@ fn parse() -> Result<Args> {
             }
             "--compute-sanitizer" => args.compute_sanitizer = value(&mut it, &flag)?.into(),
             "--tool-timeout" => args.tool_timeout = number(value(&mut it, &flag)?, &flag)?,
+            "--tool-case-limit" => args.tool_case_limit = number(value(&mut it, &flag)?, &flag)?,
             "-h" | "--help" => {
                 return Err(BenchError::Usage(
-                    "usage: vigil-bench [--cpu-smoke | --cpu] [--twins FILE] [--out DIR] [--seed N] [--repeats N] [--only a,b] [--no-tools] [--compute-sanitizer PATH] [--tool-timeout S]".to_owned(),
+                    "usage: vigil-bench [--cpu-smoke | --cpu] [--twins FILE] [--out DIR] [--seed N] [--repeats N] [--only a,b] [--no-tools] [--compute-sanitizer PATH] [--tool-timeout S] [--tool-case-limit S]".to_owned(),
                 ))
             }
             other => return Err(BenchError::Usage(format!("unknown argument {other:?} (try --help)"))),
@@ -130,6 +134,7 @@ fn gpu_run(args: &Args) -> Result<()> {
             twins: twins.clone(),
             seed: args.seed,
             timeout: Duration::from_secs(args.tool_timeout),
+            case_limit: Duration::from_secs(args.tool_case_limit),
         }),
         _ => None,
     };

@@ -28,6 +28,8 @@ use vigil::{Context, Stream};
 
 /// Marks a child's result line: `TAG case repeat wall_ms launches`.
 const RESULT_TAG: &str = "vigil-bench-tool-result";
+/// Marks a child's line before it starts a case: `TAG case`.
+const START_TAG: &str = "vigil-bench-tool-start\t";
 /// Marks a child's error line: `TAG case message`.
 const ERROR_TAG: &str = "vigil-bench-tool-error";
 /// Timed repeats in a child.
@@ -66,12 +68,17 @@ pub struct ToolOptions {
     pub twins: PathBuf,
     /// Seed of the inputs.
     pub seed: u64,
-    /// Wall-time limit of one tool's child (all cases).
+    /// Wall-time limit of one tool's runs (all cases).
     pub timeout: Duration,
+    /// Wall-time limit of one case under the tool.
+    pub case_limit: Duration,
 }
 
-/// Runs `cases` under `tool` in one child; returns a cell per case and
-/// appends what the tool reported to `notes`.
+/// Runs `cases` under `tool`: one child for all of them, restarted on the
+/// cases left when one case runs past [`ToolOptions::case_limit`] (that
+/// case's cell then says so; a kernel cannot be interrupted, only its
+/// process ended). Returns a cell per case and appends what the tool
+/// reported to `notes`.
 pub fn run_tool(
     opts: &ToolOptions,
     tool: Tool,
@@ -79,56 +86,96 @@ pub fn run_tool(
     notes: &mut Vec<String>,
 ) -> HashMap<&'static str, Cell> {
     eprintln!("vigil-bench: compute-sanitizer --tool {}", tool.name());
-    let mut cmd = Command::new(&opts.compute_sanitizer);
-    cmd.args(["--tool", tool.name(), "--print-limit", "10"])
-        .arg(&opts.exe)
-        .args(["--tool-child", "--seed", &opts.seed.to_string(), "--twins"])
-        .arg(&opts.twins)
-        .args(["--only", &cases.join(",")])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        // Its own process group, so that a timeout ends the tool and the
-        // program it runs together.
-        .process_group(0);
-    let (lines, status) = match run_with_timeout(cmd, opts.timeout) {
-        Ok(x) => x,
-        Err(e) => {
-            notes.push(format!("compute-sanitizer --tool {}: {e}", tool.name()));
-            return HashMap::new();
+    let deadline = Instant::now() + opts.timeout;
+    let mut remaining: Vec<&str> = cases.to_vec();
+    let mut cells: HashMap<&'static str, Cell> = HashMap::new();
+    while !remaining.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
         }
-    };
-    let (cells, summary) = parse_child_output(&lines);
-    let status = match status {
-        Some(code) => format!("exit code {code}"),
-        None => format!("stopped after the {} s limit", opts.timeout.as_secs()),
-    };
-    notes.push(format!(
-        "compute-sanitizer --tool {}: {status}; {}",
-        tool.name(),
-        summary.unwrap_or_else(|| "no summary line".to_owned())
-    ));
-    let timed_out = cells.len() < cases.len();
+        let mut cmd = Command::new(&opts.compute_sanitizer);
+        cmd.args(["--tool", tool.name(), "--print-limit", "10"])
+            .arg(&opts.exe)
+            .args(["--tool-child", "--seed", &opts.seed.to_string(), "--twins"])
+            .arg(&opts.twins)
+            .args(["--only", &remaining.join(",")])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            // Its own process group, so that a timeout ends the tool and
+            // the program it runs together.
+            .process_group(0);
+        let run = match run_child(cmd, left, opts.case_limit) {
+            Ok(run) => run,
+            Err(e) => {
+                notes.push(format!("compute-sanitizer --tool {}: {e}", tool.name()));
+                break;
+            }
+        };
+        let (got, summary) = parse_child_output(&run.lines);
+        cells.extend(got);
+        let status = match (run.exit_code, &run.stopped_in) {
+            (Some(code), _) => format!("exit code {code}"),
+            (None, Some(case)) => format!("stopped in `{case}` at the time limit"),
+            (None, None) => "ended by a signal".to_owned(),
+        };
+        notes.push(format!(
+            "compute-sanitizer --tool {} ({}): {status}; {}",
+            tool.name(),
+            remaining.join(", "),
+            summary.unwrap_or_else(|| "no summary line".to_owned())
+        ));
+        remaining.retain(|c| !cells.contains_key(c));
+        match run
+            .stopped_in
+            .and_then(|c| remaining.iter().position(|r| *r == c))
+        {
+            // The case that ran over is done for; go on with the others.
+            Some(at) => {
+                if let Some(case) = CASES.iter().map(|&(n, _)| n).find(|n| *n == remaining[at]) {
+                    let limit = if Instant::now() >= deadline {
+                        opts.timeout
+                    } else {
+                        opts.case_limit
+                    };
+                    cells.insert(
+                        case,
+                        Cell::Failed(format!("over the {} s limit", limit.as_secs_f64())),
+                    );
+                }
+                remaining.remove(at);
+            }
+            None => break,
+        }
+    }
     CASES
         .iter()
         .map(|&(name, _)| name)
         .filter(|name| cases.contains(name))
         .map(|name| {
-            let cell = cells.get(name).cloned().unwrap_or_else(|| {
-                Cell::Failed(if timed_out {
-                    "no result before the tool run ended".to_owned()
-                } else {
-                    "no result".to_owned()
-                })
-            });
+            let cell = cells
+                .get(name)
+                .cloned()
+                .unwrap_or_else(|| Cell::Failed("no result before the tool run ended".to_owned()));
             (name, cell)
         })
         .collect()
 }
 
-/// Runs `cmd`, collecting its stdout lines, and kills its process group
-/// after `timeout`. Returns the lines and the exit code (`None` when killed
-/// or ended by a signal).
-fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Result<(Vec<String>, Option<i32>)> {
+/// What one child run left.
+struct ChildRun {
+    /// Its stdout lines.
+    lines: Vec<String>,
+    /// Its exit code; `None` when it was killed or ended by a signal.
+    exit_code: Option<i32>,
+    /// The case it was in when a limit killed it.
+    stopped_in: Option<String>,
+}
+
+/// Runs `cmd`, collecting its stdout lines as they come, and kills its
+/// process group when the whole run passes `timeout` or one case (from its
+/// start line to the next) passes `case_limit`.
+fn run_child(mut cmd: Command, timeout: Duration, case_limit: Duration) -> Result<ChildRun> {
     let mut child = cmd.spawn().map_err(|source| BenchError::Io {
         what: format!("starting {:?}", cmd.get_program()),
         source,
@@ -146,12 +193,28 @@ fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Result<(Vec<String>,
             }
         }
     });
-    let deadline = Instant::now() + timeout;
-    let status = loop {
+    let start = Instant::now();
+    let mut lines = Vec::new();
+    let mut current: Option<(String, Instant)> = None;
+    let mut stopped_in = None;
+    let exit_code = loop {
+        while let Ok(line) = rx.try_recv() {
+            if let Some(case) = line.strip_prefix(START_TAG).map(|c| c.trim()) {
+                current = Some((case.to_owned(), Instant::now()));
+            }
+            lines.push(line);
+        }
         match child.try_wait() {
             Ok(Some(status)) => break status.code(),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
-            _ => {
+            Ok(None) => {
+                let case_over = current
+                    .as_ref()
+                    .is_some_and(|(_, since)| since.elapsed() > case_limit);
+                if !case_over && start.elapsed() < timeout {
+                    std::thread::sleep(Duration::from_millis(100));
+                    continue;
+                }
+                stopped_in = current.as_ref().map(|(c, _)| c.clone());
                 // SAFETY: `kill` with a negative pid signals the process
                 // group this function started (`process_group(0)` made the
                 // child its leader); no memory is involved.
@@ -159,6 +222,7 @@ fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Result<(Vec<String>,
                 let _ = child.wait();
                 break None;
             }
+            Err(_) => break None,
         }
     };
     // The pipe closes when the process group is gone; should a grandchild
@@ -171,7 +235,12 @@ fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Result<(Vec<String>,
     if reader.is_finished() {
         let _ = reader.join();
     }
-    Ok((rx.try_iter().collect(), status))
+    lines.extend(rx.try_iter());
+    Ok(ChildRun {
+        lines,
+        exit_code,
+        stopped_in,
+    })
 }
 
 /// Reads the child's result and error lines, and the tool's summary line.
@@ -230,6 +299,7 @@ pub fn child_main(twins: &Path, seed: u64, only: &[String]) -> Result<()> {
         if !crate::suite::selected(only).contains(&name) {
             continue;
         }
+        println!("{START_TAG}{name}");
         let case = make(Scale::Full, ctx.sm_count(), &mut case_rng(seed, name));
         let outcome = case.instantiate(&stream).and_then(|mut inst| {
             let mut times = Vec::with_capacity(TOOL_REPEATS);
@@ -287,5 +357,59 @@ mod tests {
             Some(&Cell::Failed("launch failed".to_owned()))
         );
         assert_eq!(cells.len(), 2, "unknown cases are ignored");
+    }
+
+    /// A stand-in for compute-sanitizer that runs the child protocol: each
+    /// case of `--only` is started and timed at once, except `axpy`, which
+    /// hangs like a kernel that never ends.
+    const FAKE_TOOL: &str = r#"#!/bin/sh
+only=""
+while [ $# -gt 0 ]; do
+  if [ "$1" = "--only" ]; then only="$2"; fi
+  shift
+done
+for case in $(echo "$only" | tr ',' ' '); do
+  printf 'vigil-bench-tool-start\t%s\n' "$case"
+  if [ "$case" = axpy ]; then exec sleep 30; fi
+  printf 'vigil-bench-tool-result\t%s\t0\t1.5\t3\n' "$case"
+done
+echo "========= ERROR SUMMARY: 0 errors"
+"#;
+
+    #[test]
+    fn a_case_past_its_limit_is_killed_and_the_others_still_run() {
+        use std::os::unix::fs::PermissionsExt;
+        let script =
+            std::env::temp_dir().join(format!("vigil-bench-fake-tool-{}", std::process::id()));
+        std::fs::write(&script, FAKE_TOOL).expect("write the stand-in");
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
+            .expect("make it executable");
+        let opts = ToolOptions {
+            compute_sanitizer: script.clone(),
+            exe: PathBuf::from("vigil-bench"),
+            twins: PathBuf::from("twins.cubin"),
+            seed: 1,
+            timeout: Duration::from_secs(20),
+            case_limit: Duration::from_millis(500),
+        };
+        let mut notes = Vec::new();
+        let t = Instant::now();
+        let cells = run_tool(&opts, Tool::Memcheck, &["copy", "axpy", "scan"], &mut notes);
+        let _ = std::fs::remove_file(&script);
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the hung case was not killed"
+        );
+        assert_eq!(cells["copy"].wall_ms(), Some(1.5));
+        assert_eq!(
+            cells["axpy"],
+            Cell::Failed("over the 0.5 s limit".to_owned())
+        );
+        assert_eq!(
+            cells["scan"].wall_ms(),
+            Some(1.5),
+            "restarted after axpy: {notes:?}"
+        );
+        assert_eq!(notes.len(), 2, "one note per child: {notes:?}");
     }
 }
