@@ -1,0 +1,94 @@
+//! Kernels that stage tiles of a matrix in shared memory.
+
+use vigil_device::prelude::*;
+
+/// Side of the square tiles of [`transpose()`].
+pub const TILE: u32 = 32;
+/// Side of the square tiles of [`sgemm()`] (16 x 16 threads per block:
+/// at 32 x 32 the kernel's registers would not fit 1,024 threads).
+pub const SGEMM_TILE: u32 = 16;
+/// Rows of threads per block of [`transpose()`] (each thread moves
+/// `TILE / TRANSPOSE_ROWS` elements).
+pub const TRANSPOSE_ROWS: u32 = 8;
+
+const T: usize = TILE as usize;
+const S: usize = SGEMM_TILE as usize;
+
+/// `y = x^T` for a `height` x `width` row-major `x` (so `y` is `width` x
+/// `height`), through a padded shared-memory tile so that both the loads
+/// and the stores are coalesced. Launch with blocks of `TILE` x
+/// `TRANSPOSE_ROWS` threads and a grid of `ceil(width / TILE)` x
+/// `ceil(height / TILE)` blocks.
+#[kernel]
+pub fn transpose(width: usize, height: usize, x: GlobalSlice<f32>, y: GlobalSliceMut<f32>) {
+    // One column of padding keeps a warp's column reads off a single bank.
+    let tile = shared_array!(f32; T * (T + 1));
+    let (tx, ty) = (thread_idx().x as usize, thread_idx().y as usize);
+    let rows = block_dim().y as usize;
+    let (bx, by) = (block_idx().x as usize * T, block_idx().y as usize * T);
+    let mut j = ty;
+    while j < T {
+        let (r, c) = (by + j, bx + tx);
+        if r < height && c < width {
+            tile.store(j * (T + 1) + tx, x.load(r * width + c));
+        }
+        j += rows;
+    }
+    sync_threads();
+    j = ty;
+    while j < T {
+        let (r, c) = (bx + j, by + tx);
+        if r < width && c < height {
+            y.store(r * height + c, tile.load(tx * (T + 1) + j));
+        }
+        j += rows;
+    }
+}
+
+/// `c = a * b` for row-major `a` (`m` x `k`), `b` (`k` x `n`) and `c`
+/// (`m` x `n`): each block computes a `SGEMM_TILE` x `SGEMM_TILE` tile of `c`
+/// from `SGEMM_TILE` x `SGEMM_TILE` tiles of `a` and `b` staged in shared memory, one output
+/// per thread. Launch with blocks of `TILE` x `TILE` threads and a grid of
+/// `ceil(n / TILE)` x `ceil(m / TILE)` blocks.
+#[kernel]
+pub fn sgemm(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: GlobalSlice<f32>,
+    b: GlobalSlice<f32>,
+    c: GlobalSliceMut<f32>,
+) {
+    let ta = shared_array!(f32; S * S);
+    let tb = shared_array!(f32; S * S);
+    let (tx, ty) = (thread_idx().x as usize, thread_idx().y as usize);
+    let row = block_idx().y as usize * S + ty;
+    let col = block_idx().x as usize * S + tx;
+    let mut acc = 0.0f32;
+    let mut t = 0;
+    while t < k {
+        let av = if row < m && t + tx < k {
+            a.load(row * k + t + tx)
+        } else {
+            0.0
+        };
+        let bv = if t + ty < k && col < n {
+            b.load((t + ty) * n + col)
+        } else {
+            0.0
+        };
+        ta.store(ty * S + tx, av);
+        tb.store(ty * S + tx, bv);
+        sync_threads();
+        let mut kk = 0;
+        while kk < S {
+            acc += ta.load(ty * S + kk) * tb.load(kk * S + tx);
+            kk += 1;
+        }
+        sync_threads();
+        t += S;
+    }
+    if row < m && col < n {
+        c.store(row * n + col, acc);
+    }
+}

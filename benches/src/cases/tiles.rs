@@ -1,0 +1,124 @@
+//! Cases of the shared-memory tile kernels: `transpose` and `sgemm`.
+
+use super::{Case, Class, Output, Scale, Work};
+use crate::data::{BufferList, Expect, HostData};
+use crate::kernels::{Impl, RawArg};
+use vigil::LaunchConfig;
+use vigil_bench_kernels::tiles::{SGEMM_TILE, TILE, TRANSPOSE_ROWS};
+use vigil_tests::Rng;
+
+/// Transpose of an 8192 x 8192 matrix.
+pub fn transpose(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
+    let (w, h) = scale.pick((8192, 8192), (70, 33));
+    let x = rng.f32s(w * h);
+    let want: Vec<f32> = (0..w * h).map(|i| x[(i % h) * w + i / h]).collect();
+    let cfg = LaunchConfig::new(
+        ((w as u32).div_ceil(TILE), (h as u32).div_ceil(TILE)),
+        (TILE, TRANSPOSE_ROWS),
+    );
+    Case {
+        name: "transpose",
+        class: Class::Memory {
+            sanitizer_target: false,
+        },
+        size: format!("{h} x {w} f32"),
+        work: Work::Bytes(8 * (w * h) as u64),
+        inputs: vec![HostData::F32(x)],
+        outputs: vec![Output::f32s(
+            w * h,
+            Some(Expect::exact(HostData::F32(want))),
+        )],
+        launch: Box::new(move |imp, s, ins, outs| match imp {
+            Impl::Vigil(k) => {
+                Ok(s.launch(&k.transpose, cfg, (w, h, ins.f32(0)?, outs.f32_mut(0)?))?)
+            }
+            Impl::Twin(t) => {
+                // SAFETY: twins.cu declares `transpose` with these scalars, then
+                // the case's buffers (pointer, length), like the Vigil kernel.
+                unsafe {
+                    t.launch(
+                        "transpose",
+                        cfg,
+                        s,
+                        &[RawArg::U64(w as u64), RawArg::U64(h as u64)],
+                        ins,
+                        outs,
+                    )
+                }
+            }
+        }),
+    }
+}
+
+/// `c = a * b` for 2048 x 2048 matrices (at full scale the host reference
+/// covers 512 random elements of `c`).
+pub fn sgemm(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
+    let (m, n, k) = scale.pick((2048, 2048, 2048), (40, 72, 50));
+    let (a, b) = (rng.f32s(m * k), rng.f32s(k * n));
+    let at: Option<Vec<usize>> = match scale {
+        Scale::Full => Some(
+            (0..512)
+                .map(|_| (rng.next_u64() % (m * n) as u64) as usize)
+                .collect(),
+        ),
+        Scale::Smoke => None,
+    };
+    let element = |i: usize| -> f32 {
+        let (r, c) = (i / n, i % n);
+        (0..k)
+            .map(|j| f64::from(a[r * k + j]) * f64::from(b[j * n + c]))
+            .sum::<f64>() as f32
+    };
+    let want = match &at {
+        Some(at) => at.iter().map(|&i| element(i)).collect(),
+        None => (0..m * n).map(element).collect(),
+    };
+    let cfg = LaunchConfig::new(
+        (
+            (n as u32).div_ceil(SGEMM_TILE),
+            (m as u32).div_ceil(SGEMM_TILE),
+        ),
+        (SGEMM_TILE, SGEMM_TILE),
+    );
+    let mut c = Output::f32s(m * n, None);
+    c.expect = Some(Expect {
+        want: HostData::F32(want),
+        at,
+        tol: 1e-5,
+        // A sum of `k` products of uniform [-1, 1) values is about sqrt(k).
+        scale: (k as f64).sqrt(),
+    });
+    Case {
+        name: "sgemm",
+        class: Class::Compute,
+        size: format!("{m} x {n} x {k} f32"),
+        work: Work::Flops(2 * (m * n * k) as u64),
+        inputs: vec![HostData::F32(a), HostData::F32(b)],
+        outputs: vec![c],
+        launch: Box::new(move |imp, s, ins, outs| match imp {
+            Impl::Vigil(kf) => Ok(s.launch(
+                &kf.sgemm,
+                cfg,
+                (m, n, k, ins.f32(0)?, ins.f32(1)?, outs.f32_mut(0)?),
+            )?),
+            Impl::Twin(t) => {
+                // SAFETY: twins.cu declares `sgemm` with these scalars, then
+                // the case's buffers (pointer, length), like the Vigil kernel.
+                unsafe {
+                    t.launch(
+                        "sgemm",
+                        cfg,
+                        s,
+                        &[
+                            RawArg::U64(m as u64),
+                            RawArg::U64(n as u64),
+                            RawArg::U64(k as u64),
+                        ],
+                        ins,
+                        outs,
+                    )
+                }
+            }
+        }),
+    }
+}

@@ -1,0 +1,37 @@
+//! Vigil's benchmark suite (issue 10): one program that measures, on one
+//! GPU in one run, every suite kernel as Vigil compiles it, as nvcc
+//! compiles its CUDA C++ twin (`benches/cuda/twins.cu`), with Vigil's
+//! sanitizer on, and the twin under `compute-sanitizer`; plus the host
+//! overheads of launching and allocating. It writes `bench-results.md` and
+//! `bench-results.json`.
+//!
+//! Layers, bottom up: [`error`] and [`data`] (host arrays, device
+//! buffers, reference checks); [`kernels`] (the two implementations);
+//! [`cases`] (sizes, inputs, references, one launch per case); [`timing`];
+//! the runs ([`smoke`] on the CPU backend; [`suite`] on a GPU, or on the
+//! CPU backend to try it; [`tools`] for compute-sanitizer; [`overhead`]
+//! and [`alloc`] for host costs); [`results`], what a run found; and
+//! [`report`], which turns results into the table and the JSON.
+//!
+//! ```text
+//! scripts/prepare-bench.sh     # release build and CUDA sources into bench-run/
+//! bash bench-run/run.sh        # on the GPU machine
+//! cargo run -p vigil-bench -- --cpu-smoke
+//! ```
+#![warn(missing_docs)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+pub mod alloc;
+pub mod cases;
+pub mod data;
+pub mod error;
+pub mod kernels;
+pub mod overhead;
+pub mod report;
+pub mod results;
+pub mod smoke;
+pub mod suite;
+pub mod timing;
+pub mod tools;
+
+pub use error::{BenchError, Result};

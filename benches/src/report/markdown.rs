@@ -1,0 +1,176 @@
+//! `bench-results.md`: the table, issue 10's targets, the host overheads
+//! and how it was measured.
+
+use super::{rate_unit, targets, Ratios};
+use crate::results::{Cell, SuiteResults};
+use crate::timing::Plan;
+use crate::tools::TOOL_REPEATS;
+use std::fmt::Write;
+
+/// Long cell texts become numbered footnotes under the table.
+#[derive(Default)]
+struct Footnotes(Vec<String>);
+
+impl Footnotes {
+    fn cite(&mut self, text: &str) -> String {
+        let n = match self.0.iter().position(|t| t == text) {
+            Some(i) => i + 1,
+            None => {
+                self.0.push(text.to_owned());
+                self.0.len()
+            }
+        };
+        format!("[{n}]")
+    }
+
+    /// A cell: each repeat's median (ms), or a short word and a footnote.
+    fn cell(&mut self, c: &Cell, wall: bool) -> String {
+        match c {
+            Cell::Timed(ts) => ts
+                .iter()
+                .map(|t| fmt_ms(if wall { t.wall_ms } else { t.median_ms }))
+                .collect::<Vec<_>>()
+                .join(" / "),
+            Cell::Unavailable(why) => format!("n/a {}", self.cite(why)),
+            Cell::Failed(why) => format!("failed {}", self.cite(why)),
+        }
+    }
+}
+
+fn fmt_ms(ms: f64) -> String {
+    if ms >= 100.0 {
+        format!("{ms:.0}")
+    } else if ms >= 1.0 {
+        format!("{ms:.2}")
+    } else {
+        format!("{ms:.4}")
+    }
+}
+
+fn fmt_opt(v: Option<f64>, suffix: &str) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}{suffix}"))
+}
+
+/// The whole run as Markdown.
+pub fn to_markdown(results: &SuiteResults) -> String {
+    let mut s = String::new();
+    let d = &results.device;
+    let bw = d.copy_gbps;
+    let mut notes = Footnotes::default();
+    let _ = writeln!(
+        s,
+        "### Vigil benchmark: {} ({} SMs), {} UTC\n",
+        d.name, d.sm_count, results.date
+    );
+    let _ = writeln!(
+        s,
+        "CUDA driver {}; device-to-device copy {bw:.0} GB/s (read + write, measured in this run); input seed {}.\n",
+        d.driver, results.seed
+    );
+    s.push_str("| kernel | class | size | Vigil ms | nvcc ms | Vigil/nvcc | Vigil rate (of copy bw) | nvcc rate | sanitized ms | sanitized/plain | memcheck ms | racecheck ms | sanitized/memcheck | results |\n");
+    s.push_str("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
+    for r in &results.cases {
+        let x = Ratios::of(r, bw);
+        let unit = rate_unit(r.work);
+        let of_copy = x
+            .vigil_of_copy
+            .map_or(String::new(), |f| format!(" ({:.0}%)", 100.0 * f));
+        let checks = match (&r.checks.vigil, &r.checks.twin, r.checks.vigil_vs_twin) {
+            (Some(Ok(_)), Some(Ok(_)), Some(d)) => format!("ok; Vigil vs nvcc {d:.1e}"),
+            (Some(Ok(_)), None, _) => "Vigil ok".to_owned(),
+            (Some(Err(e)), _, _) | (_, Some(Err(e)), _) => format!("MISMATCH {}", notes.cite(e)),
+            _ => "-".to_owned(),
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {}{of_copy} | {} | {} | {} | {} | {} | {} | {checks} |",
+            r.name,
+            r.class.label(),
+            r.size,
+            notes.cell(&r.vigil, false),
+            notes.cell(&r.twin, false),
+            fmt_opt(x.vigil_over_nvcc, ""),
+            fmt_opt(x.vigil_rate, &format!(" {unit}")),
+            fmt_opt(x.twin_rate, &format!(" {unit}")),
+            notes.cell(&r.sanitized, false),
+            fmt_opt(x.sanitized_over_plain, "x"),
+            notes.cell(&r.memcheck, true),
+            notes.cell(&r.racecheck, true),
+            fmt_opt(x.sanitized_over_memcheck, ""),
+        );
+    }
+    s.push('\n');
+    for (i, n) in notes.0.iter().enumerate() {
+        let _ = writeln!(s, "[{}] {}  ", i + 1, n.replace('\n', " "));
+    }
+    s.push_str("\n**Targets (issue 10)**\n\n| target | status | figures |\n| --- | --- | --- |\n");
+    for t in targets(results) {
+        let _ = writeln!(s, "| {} | {} | {} |", t.name, t.status.label(), t.detail);
+    }
+    s.push_str("\n**Host overheads**\n\n");
+    match &results.host.launch {
+        Some(Ok(l)) => {
+            let _ = writeln!(
+                s,
+                "- launch (host time per call): typed `Stream::launch` {:.2} us, raw `cuLaunchKernel` {:.2} us, difference {:.2} us",
+                l.typed_us,
+                l.raw_us,
+                l.typed_us - l.raw_us
+            );
+        }
+        Some(Err(e)) => {
+            let _ = writeln!(s, "- launch: {e}");
+        }
+        None => {}
+    }
+    match &results.host.sanitized_launch_us {
+        Some(Ok(us)) => {
+            let _ = writeln!(s, "- sanitized typed launch: {us:.2} us");
+        }
+        Some(Err(e)) => {
+            let _ = writeln!(s, "- sanitized typed launch: {e}");
+        }
+        None => {}
+    }
+    match &results.host.alloc {
+        Some(Ok(a)) => {
+            let _ = writeln!(
+                s,
+                "- allocate + free {} MiB: `cuMemAlloc` {:.2} us, `cuMemAllocAsync` {:.2} us, shadow allocator uncached {:.2} us, cached (sanitized contexts) {:.2} us ({:.2}x `cuMemAllocAsync`)",
+                a.size >> 20,
+                a.plain_us,
+                a.stream_ordered_us,
+                a.vmm_us,
+                a.cached_us,
+                a.cached_us / a.stream_ordered_us
+            );
+        }
+        Some(Err(e)) => {
+            let _ = writeln!(s, "- allocation: {e}");
+        }
+        None => {}
+    }
+    let g = results.plan;
+    let t = Plan::TOOL;
+    let _ = write!(
+        s,
+        "\n**How it was measured.** Every kernel is checked against a host reference (and Vigil's output against the twin's) on fresh random inputs before it is timed. \
+         Device columns: CUDA events around batches of up to {} back-to-back launches after {} warm-ups, the median of {} batches, per launch; each cell shows {} repeat(s) as `r1 / r2`. \
+         compute-sanitizer columns: the twin in a child process under the tool, host wall time per launch (synchronised), {} warm-up and up to {} launches per repeat, {TOOL_REPEATS} repeats, same sizes. \
+         `memcheck` sees out-of-bounds and misaligned accesses (global, shared, local) and leaks, no races; `racecheck` sees shared-memory hazards within a block only; Vigil's sanitizer sees races on global memory between threads, blocks, kernels, streams and the host, not shared memory. \
+         Rates count the fewest bytes a run must move (each input read once, each output written once), or 2mnk flops, or atomics.\n",
+        g.per_batch,
+        g.warmup,
+        g.batches,
+        results.repeats,
+        t.warmup,
+        t.per_batch,
+    );
+    if !results.notes.is_empty() {
+        s.push_str("\nNotes:\n");
+        for n in &results.notes {
+            let _ = writeln!(s, "- {n}");
+        }
+    }
+    s
+}

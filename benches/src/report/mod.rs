@@ -1,0 +1,359 @@
+//! Turns [`SuiteResults`] into `bench-results.md` and `bench-results.json`:
+//! the derived figures (ratios, rates, issue 10's targets) are computed once
+//! here and written by both.
+
+mod json;
+mod markdown;
+
+pub use json::{to_json, Json};
+pub use markdown::to_markdown;
+
+use crate::cases::{Class, Work};
+use crate::results::{CaseResult, SuiteResults};
+
+/// The figures derived from one kernel's cells.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Ratios {
+    /// Vigil plain over the nvcc twin (device time).
+    pub vigil_over_nvcc: Option<f64>,
+    /// Vigil sanitized over Vigil plain (device time).
+    pub sanitized_over_plain: Option<f64>,
+    /// Vigil sanitized over the twin under memcheck (host wall time per launch).
+    pub sanitized_over_memcheck: Option<f64>,
+    /// Vigil plain's rate: GB/s, GFLOP/s or G atomics/s, as the work says.
+    pub vigil_rate: Option<f64>,
+    /// The twin's rate, in the same unit.
+    pub twin_rate: Option<f64>,
+    /// Vigil plain's GB/s as a fraction of the measured copy bandwidth.
+    pub vigil_of_copy: Option<f64>,
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    }
+}
+
+/// The rate of `work` done in `ms` milliseconds, in 10^9 units per second.
+fn rate(work: Work, ms: Option<f64>) -> Option<f64> {
+    let units = match work {
+        Work::Bytes(b) => b,
+        Work::Flops(f) => f,
+        Work::Atomics(a) => a,
+    };
+    ms.filter(|&ms| ms > 0.0)
+        .map(|ms| units as f64 / (ms * 1e-3) / 1e9)
+}
+
+/// The unit of [`Ratios::vigil_rate`] for `work`.
+pub fn rate_unit(work: Work) -> &'static str {
+    match work {
+        Work::Bytes(_) => "GB/s",
+        Work::Flops(_) => "GFLOP/s",
+        Work::Atomics(_) => "G atomics/s",
+    }
+}
+
+impl Ratios {
+    /// The figures of `r`, with `copy_gbps` the device's copy bandwidth.
+    pub fn of(r: &CaseResult, copy_gbps: f64) -> Ratios {
+        let vigil_rate = rate(r.work, r.vigil.device_ms());
+        Ratios {
+            vigil_over_nvcc: ratio(r.vigil.device_ms(), r.twin.device_ms()),
+            sanitized_over_plain: ratio(r.sanitized.device_ms(), r.vigil.device_ms()),
+            sanitized_over_memcheck: ratio(r.sanitized.wall_ms(), r.memcheck.wall_ms()),
+            vigil_rate,
+            twin_rate: rate(r.work, r.twin.device_ms()),
+            vigil_of_copy: match r.work {
+                Work::Bytes(_) if copy_gbps > 0.0 => vigil_rate.map(|g| g / copy_gbps),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// Whether a target was met.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Every figure it needs was measured and is within bounds.
+    Met,
+    /// Some measured figure is out of bounds.
+    NotMet,
+    /// A figure it needs is missing.
+    Unmeasured,
+}
+
+impl Status {
+    /// `met`, `NOT met`, `not measured`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Met => "met",
+            Status::NotMet => "NOT met",
+            Status::Unmeasured => "not measured",
+        }
+    }
+}
+
+/// One of issue 10's targets, judged on a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Target {
+    /// The target as the issue states it.
+    pub name: &'static str,
+    /// The verdict.
+    pub status: Status,
+    /// The figures behind it.
+    pub detail: String,
+}
+
+/// Judges every figure of `figures` (kernel name, value) with `within`:
+/// met when all are measured and within bounds, not met when any measured
+/// one is out of bounds.
+fn judge(
+    name: &'static str,
+    figures: Vec<(&str, Option<f64>)>,
+    within: impl Fn(f64) -> bool,
+) -> Target {
+    let mut status = if figures.is_empty() {
+        Status::Unmeasured
+    } else {
+        Status::Met
+    };
+    let mut parts = Vec::with_capacity(figures.len());
+    for (kernel, value) in figures {
+        match value {
+            Some(v) => {
+                if !within(v) {
+                    status = Status::NotMet;
+                }
+                parts.push(format!("{kernel} {v:.3}"));
+            }
+            None => {
+                if status == Status::Met {
+                    status = Status::Unmeasured;
+                }
+                parts.push(format!("{kernel} -"));
+            }
+        }
+    }
+    Target {
+        name,
+        status,
+        detail: parts.join(", "),
+    }
+}
+
+/// Issue 10's targets on `results`.
+pub fn targets(results: &SuiteResults) -> Vec<Target> {
+    let bw = results.device.copy_gbps;
+    let with =
+        |pick: fn(&Class) -> bool, f: fn(&Ratios) -> Option<f64>| -> Vec<(&str, Option<f64>)> {
+            results
+                .cases
+                .iter()
+                .filter(|r| pick(&r.class))
+                .map(|r| (r.name, f(&Ratios::of(r, bw))))
+                .collect()
+        };
+    let memory = |c: &Class| matches!(c, Class::Memory { .. });
+    let bandwidth = |c: &Class| {
+        matches!(
+            c,
+            Class::Memory {
+                sanitizer_target: true
+            }
+        )
+    };
+    let contended = |c: &Class| matches!(c, Class::Atomics { contended: true });
+    let all = |_: &Class| true;
+    let slowdowns: Vec<f64> = with(all, |r| r.sanitized_over_plain)
+        .iter()
+        .filter_map(|(_, v)| *v)
+        .collect();
+    let geomean = if slowdowns.is_empty() || slowdowns.len() < results.cases.len() {
+        None
+    } else {
+        Some((slowdowns.iter().map(|v| v.ln()).sum::<f64>() / slowdowns.len() as f64).exp())
+    };
+    let launch = match &results.host.launch {
+        Some(Ok(l)) => Some(l.typed_us - l.raw_us),
+        _ => None,
+    };
+    vec![
+        judge(
+            "Vigil plain / nvcc <= 1.05 on every memory-bound kernel",
+            with(memory, |r| r.vigil_over_nvcc),
+            |v| v <= 1.05,
+        ),
+        judge(
+            "sanitized / plain <= 5x, geometric mean over the suite",
+            vec![("geomean", geomean)],
+            |v| v <= 5.0,
+        ),
+        judge(
+            "sanitized / plain <= 5x on every bandwidth-bound kernel",
+            with(bandwidth, |r| r.sanitized_over_plain),
+            |v| v <= 5.0,
+        ),
+        judge(
+            "sanitized >= 10x faster than memcheck on every bandwidth-bound kernel (ratio <= 0.1)",
+            with(bandwidth, |r| r.sanitized_over_memcheck),
+            |v| v <= 0.1,
+        ),
+        judge(
+            "contended atomics: sanitized / plain <= 50x",
+            with(contended, |r| r.sanitized_over_plain),
+            |v| v <= 50.0,
+        ),
+        judge(
+            "typed launch within 1 us of raw cuLaunchKernel (difference in us)",
+            vec![("typed - raw", launch)],
+            |v| v <= 1.0,
+        ),
+    ]
+}
+
+/// The current UTC time as `YYYY-MM-DD HH:MM` (from the system clock,
+/// civil-calendar arithmetic; no time-zone database needed for UTC).
+pub fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Howard Hinnant's days-to-civil algorithm.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::{CaseResult, Cell, SuiteResults};
+    use crate::timing::Timing;
+
+    fn timed(ms: f64) -> Cell {
+        let t = Timing {
+            median_ms: ms,
+            min_ms: ms,
+            max_ms: ms,
+            wall_ms: ms,
+            launches: 10,
+        };
+        Cell::Timed(vec![t, t])
+    }
+
+    fn case(name: &'static str, class: Class, vigil: f64, twin: f64) -> CaseResult {
+        CaseResult {
+            name,
+            class,
+            size: "n".to_owned(),
+            work: Work::Bytes(1_000_000_000),
+            vigil: timed(vigil),
+            twin: timed(twin),
+            sanitized: Cell::Unavailable(crate::suite::SANITIZED_NOT_BUILT.to_owned()),
+            memcheck: timed(40.0),
+            racecheck: timed(2.0),
+            checks: Default::default(),
+        }
+    }
+
+    fn suite(cases: Vec<CaseResult>) -> SuiteResults {
+        SuiteResults {
+            cases,
+            device: crate::results::DeviceInfo {
+                copy_gbps: 2000.0,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn ratios_and_rates_come_from_the_repeats() {
+        let r = case(
+            "copy",
+            Class::Memory {
+                sanitizer_target: true,
+            },
+            1.0,
+            0.8,
+        );
+        let x = Ratios::of(&r, 2000.0);
+        assert_eq!(x.vigil_over_nvcc, Some(1.25));
+        assert_eq!(x.vigil_rate, Some(1000.0)); // 1 GB in 1 ms
+        assert_eq!(x.vigil_of_copy, Some(0.5));
+        assert_eq!(
+            x.sanitized_over_plain, None,
+            "no sanitized number, no ratio"
+        );
+    }
+
+    #[test]
+    fn a_target_is_met_only_when_every_figure_is_measured_and_within() {
+        let mem = Class::Memory {
+            sanitizer_target: true,
+        };
+        let within = suite(vec![
+            case("copy", mem, 1.0, 1.0),
+            case("axpy", mem, 1.04, 1.0),
+        ]);
+        assert_eq!(targets(&within)[0].status, Status::Met);
+        let slow = suite(vec![
+            case("copy", mem, 1.0, 1.0),
+            case("axpy", mem, 1.2, 1.0),
+        ]);
+        assert_eq!(targets(&slow)[0].status, Status::NotMet);
+        let mut missing = suite(vec![case("copy", mem, 1.0, 1.0)]);
+        missing.cases[0].twin = Cell::Failed("nvcc failed".to_owned());
+        assert_eq!(targets(&missing)[0].status, Status::Unmeasured);
+        // The sanitized targets are unmeasured, not met, without numbers.
+        assert_eq!(targets(&within)[2].status, Status::Unmeasured);
+    }
+
+    #[test]
+    fn outputs_say_why_a_cell_is_empty() {
+        let results = suite(vec![case(
+            "copy",
+            Class::Memory {
+                sanitizer_target: true,
+            },
+            1.0,
+            1.0,
+        )]);
+        let md = to_markdown(&results);
+        assert!(md.contains(crate::suite::SANITIZED_NOT_BUILT), "{md}");
+        let json = to_json(&results).to_string();
+        assert!(
+            json.contains(
+                r#""vigil_sanitized":{"unavailable":"n/a (sanitized GPU launch not built)"}"#
+            ),
+            "{json}"
+        );
+        assert!(json.contains(r#""vigil_over_nvcc":1"#), "{json}");
+    }
+
+    #[test]
+    fn json_escapes_strings_and_drops_non_finite_numbers() {
+        let j = Json::obj([("a\"b", Json::str("x\ny\\")), ("n", Json::Num(f64::NAN))]);
+        assert_eq!(j.to_string(), r#"{"a\"b":"x\ny\\","n":null}"#);
+    }
+
+    #[test]
+    fn utc_now_is_a_date_and_time() {
+        let s = utc_now();
+        assert_eq!(s.len(), "2026-01-01 00:00".len(), "{s}");
+        assert!(s.starts_with("20"), "{s}");
+    }
+}

@@ -1,0 +1,158 @@
+//! What a run found, as plain data: [`report`](crate::report) renders it.
+
+use crate::alloc::AllocFigures;
+use crate::cases::{Case, Class, Work};
+use crate::error::Result;
+use crate::overhead::LaunchOverhead;
+use crate::timing::{Plan, Timing};
+
+/// One column of one kernel: its repeats, or why there is no number.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cell {
+    /// One [`Timing`] per repeat.
+    Timed(Vec<Timing>),
+    /// Not measured, and why (e.g. the sanitized GPU launch is not built).
+    Unavailable(String),
+    /// Measuring failed, and how.
+    Failed(String),
+}
+
+impl Cell {
+    /// A cell from the repeats' results: the first error fails it.
+    pub fn from_repeats(repeats: Vec<Result<Timing>>) -> Cell {
+        let mut timed = Vec::with_capacity(repeats.len());
+        for r in repeats {
+            match r {
+                Ok(t) => timed.push(t),
+                Err(e) => return Cell::Failed(e.to_string()),
+            }
+        }
+        if timed.is_empty() {
+            Cell::Unavailable("not run".to_owned())
+        } else {
+            Cell::Timed(timed)
+        }
+    }
+
+    /// The mean over repeats of each repeat's median device time (ms).
+    pub fn device_ms(&self) -> Option<f64> {
+        self.mean(|t| t.median_ms)
+    }
+
+    /// The mean over repeats of the host wall time per launch (ms).
+    pub fn wall_ms(&self) -> Option<f64> {
+        self.mean(|t| t.wall_ms)
+    }
+
+    fn mean(&self, f: impl Fn(&Timing) -> f64) -> Option<f64> {
+        match self {
+            Cell::Timed(ts) if !ts.is_empty() => {
+                Some(ts.iter().map(f).sum::<f64>() / ts.len() as f64)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// How results compared with the reference and with each other.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Checks {
+    /// Vigil plain: largest scaled error, or the mismatch.
+    pub vigil: Option<std::result::Result<f64, String>>,
+    /// The nvcc twin.
+    pub twin: Option<std::result::Result<f64, String>>,
+    /// Vigil sanitized.
+    pub sanitized: Option<std::result::Result<f64, String>>,
+    /// Largest scaled difference between Vigil's and the twin's outputs.
+    pub vigil_vs_twin: Option<f64>,
+}
+
+/// Every measurement of one kernel.
+#[derive(Clone, Debug)]
+pub struct CaseResult {
+    /// The kernel.
+    pub name: &'static str,
+    /// What limits it.
+    pub class: Class,
+    /// Its problem size.
+    pub size: String,
+    /// The work of one run.
+    pub work: Work,
+    /// Vigil, plain context.
+    pub vigil: Cell,
+    /// The nvcc twin.
+    pub twin: Cell,
+    /// Vigil, sanitized context.
+    pub sanitized: Cell,
+    /// The twin under `compute-sanitizer --tool memcheck` (host wall time).
+    pub memcheck: Cell,
+    /// The twin under `compute-sanitizer --tool racecheck` (host wall time).
+    pub racecheck: Cell,
+    /// Result checks.
+    pub checks: Checks,
+}
+
+impl CaseResult {
+    /// An empty result for `case` (every cell "not run").
+    pub fn new(case: &Case) -> CaseResult {
+        let not_run = Cell::Unavailable("not run".to_owned());
+        CaseResult {
+            name: case.name,
+            class: case.class,
+            size: case.size.clone(),
+            work: case.work,
+            vigil: not_run.clone(),
+            twin: not_run.clone(),
+            sanitized: not_run.clone(),
+            memcheck: not_run.clone(),
+            racecheck: not_run,
+            checks: Checks::default(),
+        }
+    }
+}
+
+/// The host-side measurements.
+#[derive(Clone, Debug, Default)]
+pub struct HostOverheads {
+    /// Typed against raw launches, or why not measured.
+    pub launch: Option<std::result::Result<LaunchOverhead, String>>,
+    /// A sanitized typed launch (µs), or why not measured.
+    pub sanitized_launch_us: Option<std::result::Result<f64, String>>,
+    /// Allocation at 1 MiB, or why not measured.
+    pub alloc: Option<std::result::Result<AllocFigures, String>>,
+}
+
+/// The device a run measured.
+#[derive(Clone, Debug, Default)]
+pub struct DeviceInfo {
+    /// Its name.
+    pub name: String,
+    /// Multiprocessors.
+    pub sm_count: u32,
+    /// Device-to-device copy bandwidth measured in the run (GB/s, bytes
+    /// read plus bytes written).
+    pub copy_gbps: f64,
+    /// The CUDA driver's version (`major.minor`).
+    pub driver: String,
+}
+
+/// Everything one run measured.
+#[derive(Clone, Debug, Default)]
+pub struct SuiteResults {
+    /// The device.
+    pub device: DeviceInfo,
+    /// When the run started (UTC, `YYYY-MM-DD HH:MM`).
+    pub date: String,
+    /// The seed of the inputs.
+    pub seed: u64,
+    /// How each series was timed.
+    pub plan: Plan,
+    /// Timed repeats per series.
+    pub repeats: usize,
+    /// One per kernel, in table order.
+    pub cases: Vec<CaseResult>,
+    /// Host overheads.
+    pub host: HostOverheads,
+    /// Remarks to print under the table (tool versions, findings, skips).
+    pub notes: Vec<String>,
+}
