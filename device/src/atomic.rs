@@ -4,6 +4,7 @@
 //! (`atomic_add`, `atomic_compare_exchange`, ...); these traits say which
 //! element types they exist for, matching what PTX's `atom` accepts.
 
+use core::panic::Location;
 use vigil_shared::{Ordering, Scope};
 
 pub(crate) mod sealed {
@@ -11,20 +12,32 @@ pub(crate) mod sealed {
 
     /// Load, store, exchange and compare-exchange, implemented per platform.
     pub trait ArchAtomic: Copy {
+        /// `loc` is the kernel's source location of the load (the CPU
+        /// backend names it when the load spins forever).
+        ///
         /// # Safety
         /// `p` must be valid, aligned global memory.
-        unsafe fn arch_load(p: *const Self, o: Ordering, s: Scope) -> Self;
+        unsafe fn arch_load(p: *const Self, o: Ordering, s: Scope, loc: &'static Location<'static>) -> Self;
         /// # Safety
         /// `p` must be valid, aligned global memory.
         unsafe fn arch_store(p: *mut Self, v: Self, o: Ordering, s: Scope);
         /// # Safety
         /// `p` must be valid, aligned global memory.
         unsafe fn arch_exchange(p: *mut Self, v: Self, o: Ordering, s: Scope) -> Self;
-        /// Returns the value found; the swap happened iff it equals `cmp` bitwise.
+        /// Returns the value found; the swap happened iff it equals `cmp`
+        /// bitwise. `loc` is the kernel's source location, as for
+        /// [`arch_load`](ArchAtomic::arch_load).
         ///
         /// # Safety
         /// `p` must be valid, aligned global memory.
-        unsafe fn arch_cas(p: *mut Self, cmp: Self, new: Self, o: Ordering, s: Scope) -> Self;
+        unsafe fn arch_cas(
+            p: *mut Self,
+            cmp: Self,
+            new: Self,
+            o: Ordering,
+            s: Scope,
+            loc: &'static Location<'static>,
+        ) -> Self;
     }
 
     macro_rules! arch_rmw_trait {

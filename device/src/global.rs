@@ -71,7 +71,7 @@ unsafe fn plain_load<T: bytemuck::Pod, S: Sanitizer>(p: *const T) -> T {
         Location::caller(),
     );
     // SAFETY: the caller guarantees `p` is in bounds and aligned.
-    unsafe { imp::load(p) }
+    unsafe { imp::load(p, Location::caller()) }
 }
 
 /// A plain store through the sanitizer.
@@ -226,9 +226,10 @@ fn atomic_load<T: Atomic, S: Sanitizer>(p: *const T, ordering: Ordering, scope: 
         ordering,
         scope,
     };
+    let loc = Location::caller();
     // SAFETY: `p` is valid and aligned (handle invariant).
-    S::atomic(access, Location::caller(), || {
-        (unsafe { T::arch_load(p, ordering, scope) }, false)
+    S::atomic(access, loc, || {
+        (unsafe { T::arch_load(p, ordering, scope, loc) }, false)
     })
 }
 
@@ -423,9 +424,11 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalPtrMut<T, S> {
     where
         T: Atomic,
     {
+        let loc = Location::caller();
         let found = self.rmw(AccessKind::AtomicRmw, ordering, scope, |p| {
             // SAFETY: valid and aligned (handle invariant).
-            let found = unsafe { T::arch_cas(p, current, new, normalise_rmw(ordering), scope) };
+            let found =
+                unsafe { T::arch_cas(p, current, new, normalise_rmw(ordering), scope, loc) };
             (found, found.bit_eq(current))
         });
         if found.bit_eq(current) {

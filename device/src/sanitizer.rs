@@ -130,7 +130,7 @@ impl Sanitizer for Checked {
             // Poll here, outside the runtime's hook: inside it the
             // operation does not poll (see `arch::host::in_sanitizer_atomic`).
             if access.kind != AccessKind::AtomicWrite {
-                crate::arch::host::poll(access.addr, access.size);
+                crate::arch::host::poll(access.addr, access.size, loc);
             }
             crate::arch::host::in_sanitizer_atomic(|| {
                 rt.atomic(t, access, loc, &mut || {

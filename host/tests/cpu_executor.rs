@@ -828,7 +828,7 @@ fn a_launch_whose_threads_all_spin_on_unchanging_memory_fails_with_their_locatio
                     (t.thread, t.address, t.bytes),
                     (Dim3::new(0, 0, 0), addr, 4)
                 );
-                let loc = t.location.as_deref().unwrap_or_default();
+                let loc = t.location.as_str();
                 assert!(loc.contains("cpu_executor.rs:"), "{variant}/{plain}: {msg}");
                 assert!(b.waiting.is_none(), "{msg}");
             }

@@ -50,7 +50,7 @@ fn a_spin_on_a_flag_nobody_sets_is_an_error(ctx: &Context) -> vigil::Result<()> 
                 assert!(blocks.len() + *unstarted as usize == 2, "{msg}");
                 let t = &blocks[0].spinning[0];
                 assert_eq!((t.address, t.bytes), (flag.device_ptr(), 4), "{msg}");
-                let loc = t.location.as_deref().unwrap_or_default();
+                let loc = t.location.as_str();
                 assert!(loc.contains("hangs.rs:"), "{msg}");
             }
             other => panic!("expected a livelock, got: {other}"),

@@ -51,9 +51,12 @@ pub trait BlockRuntime {
     /// keeps polling one address, so that spin-waits between threads of a
     /// block finish as they do under the GPU's independent thread
     /// scheduling. May run other GPU threads before it returns, like
-    /// [`sync_threads`](BlockRuntime::sync_threads). Default: nothing.
-    fn poll_hint(&self, addr: usize, bytes: usize) {
-        let _ = (addr, bytes);
+    /// [`sync_threads`](BlockRuntime::sync_threads). `loc` is the
+    /// kernel's source location of the read (the caller's
+    /// `#[track_caller]` location), so that a runtime can say where a
+    /// thread spins without a backtrace. Default: nothing.
+    fn poll_hint(&self, addr: usize, bytes: usize, loc: &'static Location<'static>) {
+        let _ = (addr, bytes, loc);
     }
 }
 
@@ -273,18 +276,19 @@ pub(crate) fn in_sanitizer_atomic<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// Tells the block runtime that the current GPU thread reads `bytes` bytes at `addr` (see
+/// Tells the block runtime that the current GPU thread reads `bytes` bytes
+/// at `addr`, from the kernel's source location `loc` (see
 /// [`BlockRuntime::poll_hint`]), unless a sanitizer runtime is performing
 /// the read inside its atomic hook.
 #[inline]
-pub(crate) fn poll(addr: usize, bytes: usize) {
+pub(crate) fn poll(addr: usize, bytes: usize, loc: &'static Location<'static>) {
     let p = CURRENT.with(|c| c.get());
     if p.is_null() || IN_SANITIZER_ATOMIC.with(|c| c.get()) {
         return;
     }
     // SAFETY: as in `with_current`.
     let ctx = unsafe { &*p };
-    ctx.block.poll_hint(addr, bytes);
+    ctx.block.poll_hint(addr, bytes, loc);
     CURRENT.with(|c| c.set(p));
 }
 
@@ -359,10 +363,12 @@ pub fn fence(ordering: Ordering, _scope: Scope) {
 /// A plain load, done as relaxed atomic loads of the widest naturally
 /// aligned units so concurrent racy accesses stay defined on the host.
 ///
+/// `loc` is the kernel's source location of the load (see [`poll`]).
+///
 /// # Safety
 /// `p` must be valid for reads and aligned.
-pub unsafe fn load<T: Copy>(p: *const T) -> T {
-    poll(p as usize, std::mem::size_of::<T>());
+pub unsafe fn load<T: Copy>(p: *const T, loc: &'static Location<'static>) -> T {
+    poll(p as usize, std::mem::size_of::<T>(), loc);
     let mut out = std::mem::MaybeUninit::<T>::uninit();
     // SAFETY: `p` is valid for `size_of::<T>()` bytes (caller) and `out` is
     // writable for as many; both are distinct.
@@ -537,8 +543,13 @@ macro_rules! host_atomics {
             }
         }
         impl ArchAtomic for $t {
-            unsafe fn arch_load(p: *const Self, o: Ordering, _: Scope) -> Self {
-                poll(p as usize, std::mem::size_of::<Self>());
+            unsafe fn arch_load(
+                p: *const Self,
+                o: Ordering,
+                _: Scope,
+                loc: &'static Location<'static>,
+            ) -> Self {
+                poll(p as usize, std::mem::size_of::<Self>(), loc);
                 // SAFETY: valid aligned memory (caller's contract).
                 unsafe { <$t as RawAtomic>::raw_load(p, o) }
             }
@@ -553,12 +564,19 @@ macro_rules! host_atomics {
                 let $y = unsafe { <$a>::from_ptr(p as *mut $bits) }.swap($to, rmw_order(o));
                 $from
             }
-            unsafe fn arch_cas(p: *mut Self, cmp: Self, new: Self, o: Ordering, _: Scope) -> Self {
+            unsafe fn arch_cas(
+                p: *mut Self,
+                cmp: Self,
+                new: Self,
+                o: Ordering,
+                _: Scope,
+                loc: &'static Location<'static>,
+            ) -> Self {
                 // SAFETY: valid aligned memory (caller's contract).
                 let found = unsafe { <$t as RawAtomic>::raw_cas(p, cmp, new, o) };
                 if !crate::atomic::sealed::BitEq::bit_eq(found, cmp) {
                     // A failed compare-exchange is how a spin lock polls.
-                    poll(p as usize, std::mem::size_of::<Self>());
+                    poll(p as usize, std::mem::size_of::<Self>(), loc);
                 }
                 found
             }

@@ -4,6 +4,7 @@
 use crate::index::Dim3;
 use core::arch::asm;
 use core::arch::nvptx;
+use core::panic::Location;
 use vigil_shared::{Ordering, Scope};
 
 // Dynamic shared memory: one module-wide extern array whose size the launch sets.
@@ -89,7 +90,7 @@ pub fn fence(ordering: Ordering, scope: Scope) {
 /// # Safety
 /// `p` must be valid for reads and aligned.
 #[inline(always)]
-pub unsafe fn load<T: Copy>(p: *const T) -> T {
+pub unsafe fn load<T: Copy>(p: *const T, _: &'static Location<'static>) -> T {
     // SAFETY: forwarded from the caller.
     unsafe { p.read() }
 }
@@ -168,7 +169,7 @@ macro_rules! atomics_for {
     ($ty:ty, $reg:ident, $bits:literal) => {
         impl crate::atomic::sealed::ArchAtomic for $ty {
             #[inline(always)]
-            unsafe fn arch_load(p: *const Self, o: Ordering, s: Scope) -> Self {
+            unsafe fn arch_load(p: *const Self, o: Ordering, s: Scope, _: &'static Location<'static>) -> Self {
                 let r: $ty;
                 macro_rules! go {
                     ($sem:literal, $sc:literal) => {
@@ -205,7 +206,7 @@ macro_rules! atomics_for {
             }
 
             #[inline(always)]
-            unsafe fn arch_cas(p: *mut Self, cmp: Self, new: Self, o: Ordering, s: Scope) -> Self {
+            unsafe fn arch_cas(p: *mut Self, cmp: Self, new: Self, o: Ordering, s: Scope, _: &'static Location<'static>) -> Self {
                 let r: $ty;
                 macro_rules! go {
                     ($sem:literal, $sc:literal) => {

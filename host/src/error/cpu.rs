@@ -136,9 +136,9 @@ pub struct SpinningThread {
     pub address: u64,
     /// The size of each read, in bytes.
     pub bytes: usize,
-    /// The kernel source line of the read (`file:line:column`), from a
-    /// backtrace of the thread; `None` without debug information.
-    pub location: Option<String>,
+    /// The kernel source location of the read (`file:line:column`), known
+    /// in every build (it needs no debug information).
+    pub location: String,
 }
 
 /// Formats ` (N block(s) not started)` when some are.
@@ -178,7 +178,7 @@ impl fmt::Display for Blocks<'_> {
                 }
             }
             for (g, (first, n)) in groups.into_iter().enumerate() {
-                let location = first.location.as_deref().unwrap_or("an unknown location");
+                let location = &first.location;
                 let who = if n == 1 {
                     format!("thread {}", Coord(first.thread))
                 } else {

@@ -12,7 +12,7 @@
 use corosensei::Yielder;
 use std::alloc::Layout;
 use std::any::TypeId;
-use std::backtrace::Backtrace;
+use std::panic::Location;
 use std::cell::{Cell, RefCell};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,11 +52,8 @@ struct ThreadSlot {
     /// The address this thread read last, and how many times in a row.
     poll_addr: Cell<usize>,
     poll_count: Cell<u32>,
-    /// Where it spun when it last stepped aside: address and read size.
-    spin_site: Cell<Option<(usize, usize)>>,
-    /// Its stack when it stepped aside while the block was suspected of a
-    /// livelock (for the error's source location).
-    backtrace: RefCell<Option<Backtrace>>,
+    /// Where it spun when it last stepped aside.
+    spin_site: Cell<Option<SpinSite>>,
 }
 
 impl ThreadSlot {
@@ -70,7 +67,6 @@ impl ThreadSlot {
             poll_addr: Cell::new(0),
             poll_count: Cell::new(0),
             spin_site: Cell::new(None),
-            backtrace: RefCell::new(None),
         }
     }
 }
@@ -112,21 +108,30 @@ pub(crate) struct BlockState {
     shared: SharedMemory,
     /// Progress events so far (see the module documentation).
     events: Cell<u64>,
-    /// Whether a thread that steps aside records its backtrace.
-    capture: Cell<bool>,
     /// The launch's abort flag: once set, a thread that polls steps aside
     /// at once so that the worker can abandon the block.
     abort: Cell<*const AtomicBool>,
+}
+
+/// Where a thread polls: the read's address, size and kernel source
+/// location (the `#[track_caller]` location of the load or atomic, so it
+/// is known in every build, with or without debug information).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SpinSite {
+    /// The address it polls.
+    pub(crate) addr: usize,
+    /// The size of each read.
+    pub(crate) bytes: usize,
+    /// The kernel's source location of the read.
+    pub(crate) location: &'static Location<'static>,
 }
 
 /// A thread of the block that stepped aside while spinning.
 pub(crate) struct Spinner {
     /// Linear thread index in the block.
     pub(crate) thread: u32,
-    /// The address it polls.
-    pub(crate) addr: usize,
-    /// The size of each read.
-    pub(crate) bytes: usize,
+    /// Where it polls.
+    pub(crate) site: SpinSite,
 }
 
 /// Reads of one address in a row after which a thread counts as spinning
@@ -149,7 +154,6 @@ impl BlockState {
             yielder: Cell::new(std::ptr::null()),
             shared: SharedMemory::default(),
             events: Cell::new(0),
-            capture: Cell::new(false),
             abort: Cell::new(std::ptr::null()),
         }
     }
@@ -167,12 +171,10 @@ impl BlockState {
         self.live.set(count);
         self.at_barrier.set(0);
         self.abort.set(abort);
-        self.capture.set(false);
         for t in &self.threads[..count as usize] {
             t.state.set(ThreadState::NotStarted);
             t.poll_count.set(0);
             t.spin_site.set(None);
-            t.backtrace.replace(None);
         }
         for (w, warp) in self.warps.iter().enumerate() {
             let lanes = count.saturating_sub(32 * w as u32).min(32);
@@ -214,35 +216,12 @@ impl BlockState {
         (0..count)
             .filter(|&t| self.threads[t].state.get() == ThreadState::Yielded)
             .filter_map(|t| {
-                let (addr, bytes) = self.threads[t].spin_site.get()?;
                 Some(Spinner {
                     thread: t as u32,
-                    addr,
-                    bytes,
+                    site: self.threads[t].spin_site.get()?,
                 })
             })
             .collect()
-    }
-
-    /// Makes spinning threads record their backtrace the next time they
-    /// step aside (`on`), or drops the recorded ones (`!on`).
-    pub(crate) fn capture_backtraces(&self, on: bool) {
-        self.capture.set(on);
-        if !on {
-            for t in &self.threads[..self.count.get() as usize] {
-                t.backtrace.replace(None);
-            }
-        }
-    }
-
-    /// Thread `t`'s recorded backtrace, if it has one.
-    pub(crate) fn take_backtrace(&self, t: u32) -> Option<Backtrace> {
-        self.threads[t as usize].backtrace.take()
-    }
-
-    /// Whether thread `t` has recorded a backtrace.
-    pub(crate) fn has_backtrace(&self, t: u32) -> bool {
-        self.threads[t as usize].backtrace.borrow().is_some()
     }
 
     /// The state of thread `t`.
@@ -413,7 +392,7 @@ impl BlockRuntime for BlockState {
         self.shared.dynamic()
     }
 
-    fn poll_hint(&self, addr: usize, bytes: usize) {
+    fn poll_hint(&self, addr: usize, bytes: usize, location: &'static Location<'static>) {
         let slot = &self.threads[self.current.get() as usize];
         if self.aborted() {
             // The launch is over: hand control back for good.
@@ -434,11 +413,13 @@ impl BlockRuntime for BlockState {
         // Spinning: let the block's other threads run (one of them may be
         // the one that sets the flag).
         slot.poll_count.set(0);
-        if slot.spin_site.replace(Some((addr, bytes))) != Some((addr, bytes)) {
+        let site = SpinSite {
+            addr,
+            bytes,
+            location,
+        };
+        if slot.spin_site.replace(Some(site)) != Some(site) {
             self.progress();
-        }
-        if self.capture.get() && slot.backtrace.borrow().is_none() {
-            slot.backtrace.replace(Some(Backtrace::force_capture()));
         }
         slot.state.set(ThreadState::Yielded);
         self.suspend();

@@ -133,7 +133,7 @@ impl Worker {
             let spinners = self.block.spinners();
             if self.block.wake_yielded() {
                 if self.block.events() != events {
-                    spin.progress(&self.block, job.spin_watch(), self.smid);
+                    spin.progress(job.spin_watch(), self.smid);
                 } else if let Some(blocks) = spin.quiet_pass(
                     &self.block,
                     &spinners,
@@ -145,7 +145,6 @@ impl Worker {
                         spin::stalled_block(
                             block_idx,
                             spinners,
-                            block,
                             |t| job.thread_index(t),
                             waiting,
                         )

@@ -7,8 +7,10 @@
 //! started, returned, reached or left a barrier or collective, or began
 //! spinning somewhere new) and the bytes at every spinning thread's polled
 //! location equal those after the previous pass. After [`STALL_PASSES`]
-//! quiet passes the block's spinning threads record a backtrace (for the
-//! source line of their read) and the block is published as stalled.
+//! quiet passes the block is published as stalled, with each spinning
+//! thread's polled address and the kernel source location of its read
+//! (passed down by the load or atomic's `#[track_caller]`, so it is known
+//! in release builds without debug information too).
 //!
 //! Per launch ([`SpinWatch`], in the job): the launch is stuck when every
 //! worker that has not finished with the launch runs a stalled block (so
@@ -18,9 +20,8 @@
 //! spinning thread may still store (to a location another thread polls),
 //! and a worker descheduled by the OS must not be trusted on old values.
 
-use super::block::{BlockState, Spinner};
+use super::block::{BlockState, SpinSite, Spinner};
 use crate::error::{CpuError, SpinningThread, StalledBlock};
-use std::backtrace::Backtrace;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -134,7 +135,7 @@ impl SpinWatch {
 #[derive(Default)]
 pub(crate) struct BlockSpin {
     /// The spinning threads' sites and polled bytes after the last pass.
-    sites: Vec<(u32, usize, usize)>,
+    sites: Vec<(u32, SpinSite)>,
     values: Vec<u8>,
     quiet: u32,
     published: bool,
@@ -143,10 +144,7 @@ pub(crate) struct BlockSpin {
 
 impl BlockSpin {
     /// A pass of the block had a progress event.
-    pub(crate) fn progress(&mut self, block: &BlockState, watch: &SpinWatch, smid: u32) {
-        if self.quiet >= STALL_PASSES {
-            block.capture_backtraces(false);
-        }
+    pub(crate) fn progress(&mut self, watch: &SpinWatch, smid: u32) {
         if self.published {
             watch.withdraw(smid);
         }
@@ -164,32 +162,22 @@ impl BlockSpin {
         smid: u32,
         describe: impl FnOnce(&[Spinner], &BlockState) -> StalledBlock,
     ) -> Option<Vec<StalledBlock>> {
-        let sites: Vec<(u32, usize, usize)> = spinners
-            .iter()
-            .map(|s| (s.thread, s.addr, s.bytes))
-            .collect();
+        let sites: Vec<(u32, SpinSite)> = spinners.iter().map(|s| (s.thread, s.site)).collect();
         let mut values = Vec::new();
         for s in spinners {
-            read_polled(s.addr, s.bytes, &mut values);
+            read_polled(s.site.addr, s.site.bytes, &mut values);
         }
         if sites != self.sites || values != self.values {
-            self.progress(block, watch, smid);
+            self.progress(watch, smid);
             self.sites = sites;
             self.values = values;
             return None;
         }
         self.quiet += 1;
-        if self.quiet == STALL_PASSES {
-            block.capture_backtraces(true);
-            return None;
-        }
         if self.quiet < STALL_PASSES {
             return None;
         }
         if !self.published {
-            if !spinners.iter().all(|s| block.has_backtrace(s.thread)) {
-                return None;
-            }
             watch.publish(smid, describe(spinners, block));
             self.published = true;
         }
@@ -209,12 +197,11 @@ fn read_polled(addr: usize, bytes: usize, out: &mut Vec<u8>) {
     }
 }
 
-/// The spinning threads of a stalled block, with the source line of each
-/// one's read.
+/// The spinning threads of a stalled block, with the source location of
+/// each one's read.
 pub(crate) fn stalled_block(
     block_idx: Dim3,
     spinners: &[Spinner],
-    block: &BlockState,
     thread_index: impl Fn(u32) -> Dim3,
     waiting: Option<String>,
 ) -> StalledBlock {
@@ -224,11 +211,9 @@ pub(crate) fn stalled_block(
             .iter()
             .map(|s| SpinningThread {
                 thread: thread_index(s.thread),
-                address: s.addr as u64,
-                bytes: s.bytes,
-                location: block
-                    .take_backtrace(s.thread)
-                    .and_then(|b| kernel_frame(&b)),
+                address: s.site.addr as u64,
+                bytes: s.site.bytes,
+                location: s.site.location.to_string(),
             })
             .collect(),
         waiting,
@@ -238,74 +223,4 @@ pub(crate) fn stalled_block(
 /// The error for a stuck launch.
 pub(crate) fn livelock(blocks: Vec<StalledBlock>, unstarted: u64) -> CpuError {
     CpuError::Livelock { blocks, unstarted }
-}
-
-/// The `file:line:column` of the innermost frame that belongs to neither
-/// Vigil nor the standard library (the kernel's own read), when the
-/// backtrace has debug information.
-fn kernel_frame(backtrace: &Backtrace) -> Option<String> {
-    let text = backtrace.to_string();
-    let mut in_kernel = false;
-    for line in text.lines() {
-        let line = line.trim();
-        if let Some(at) = line.strip_prefix("at ") {
-            if in_kernel {
-                return Some(at.trim_start_matches("./").to_owned());
-            }
-            continue;
-        }
-        // A frame line: `N: symbol`.
-        let Some((_, symbol)) = line.split_once(": ") else {
-            continue;
-        };
-        in_kernel = !is_runtime_symbol(symbol);
-    }
-    None
-}
-
-/// True for a frame of the executor, the kernel API, the coroutine
-/// library or the standard library.
-fn is_runtime_symbol(symbol: &str) -> bool {
-    // `<T as path::Trait>::f`: the impl's trait decides; `<path::T>::f`
-    // and `path::f` their path.
-    let path = match symbol.strip_prefix('<') {
-        Some(inner) => inner.split_once(" as ").map_or(inner, |(_, t)| t),
-        None => symbol,
-    };
-    const RUNTIME: [&str; 8] = [
-        "std::",
-        "core::",
-        "alloc::",
-        "vigil::",
-        "vigil_device::",
-        "corosensei::",
-        "__rust",
-        "rust_",
-    ];
-    RUNTIME.iter().any(|p| path.starts_with(p))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_runtime_symbol;
-
-    #[test]
-    fn runtime_frames_are_told_from_kernel_frames() {
-        assert!(is_runtime_symbol(
-            "vigil::backend::cpu::executor::block::BlockState::suspend"
-        ));
-        assert!(is_runtime_symbol(
-            "<u32 as vigil_device::atomic::sealed::ArchAtomic>::arch_load"
-        ));
-        assert!(is_runtime_symbol(
-            "<vigil_device::global::GlobalSlice<u32>>::load"
-        ));
-        assert!(is_runtime_symbol(
-            "std::backtrace::Backtrace::force_capture"
-        ));
-        assert!(!is_runtime_symbol(
-            "vigil_kernels::spin_forever::<vigil_device::sanitizer::Plain>"
-        ));
-        assert!(!is_runtime_symbol("my_kernels::wait_flag"));
-    }
 }
