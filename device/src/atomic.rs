@@ -17,7 +17,12 @@ pub(crate) mod sealed {
         ///
         /// # Safety
         /// `p` must be valid, aligned global memory.
-        unsafe fn arch_load(p: *const Self, o: Ordering, s: Scope, loc: &'static Location<'static>) -> Self;
+        unsafe fn arch_load(
+            p: *const Self,
+            o: Ordering,
+            s: Scope,
+            loc: &'static Location<'static>,
+        ) -> Self;
         /// # Safety
         /// `p` must be valid, aligned global memory.
         unsafe fn arch_store(p: *mut Self, v: Self, o: Ordering, s: Scope);

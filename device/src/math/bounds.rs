@@ -99,3 +99,26 @@ pub const EXACT: ErrorBound = ErrorBound::ulp(0.0);
 
 /// [`pow`](super::pow).
 pub const POW: ErrorBound = ErrorBound::ulp(3.0);
+
+/// The arguments where [`SIN_COS`] is hardest to meet: for every multiple
+/// `k pi/2` up to [`SIN_COS_MAX_ARG`] (a zero of sin or of cos), the `f32`
+/// nearest to it and its two neighbours on each side, of both signs. There
+/// the result is tiny and all of it comes from the range reduction's
+/// cancellation, so tests run these besides random inputs.
+///
+/// ```
+/// use vigil_device::math::bounds;
+/// let xs: Vec<f32> = bounds::sin_cos_near_zeros().collect();
+/// assert!(xs.contains(&core::f32::consts::PI));
+/// assert!(xs.iter().all(|x| x.abs() <= bounds::SIN_COS_MAX_ARG));
+/// ```
+pub fn sin_cos_near_zeros() -> impl Iterator<Item = f32> {
+    let last = (SIN_COS_MAX_ARG as f64 / core::f64::consts::FRAC_PI_2) as u32;
+    (1..=last).flat_map(|k| {
+        let nearest = (k as f64 * core::f64::consts::FRAC_PI_2) as f32;
+        (-2i32..=2)
+            .map(move |d| f32::from_bits(nearest.to_bits().wrapping_add_signed(d)))
+            .filter(|x| *x <= SIN_COS_MAX_ARG)
+            .flat_map(|x| [x, -x])
+    })
+}

@@ -100,11 +100,11 @@ pub(super) fn log2(x: f32) -> f32 {
 }
 #[inline(always)]
 pub(super) fn sin(x: f32) -> f32 {
-    sequences::sin::<Ptx>(x)
+    sequences::sin(x)
 }
 #[inline(always)]
 pub(super) fn cos(x: f32) -> f32 {
-    sequences::cos::<Ptx>(x)
+    sequences::cos(x)
 }
 #[inline(always)]
 pub(super) fn tanh(x: f32) -> f32 {

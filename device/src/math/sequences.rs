@@ -142,20 +142,37 @@ pub(super) fn log2(x: f32) -> f32 {
     }
 }
 
-/// `x = j pi/4 + r`, `|r| <= pi/4`: `j` as an octant in 0..8 and `r` by
-/// three `fma`s with pi/4 split in three `f32` parts (about 72 bits).
+/// pi/4 with its low 24 bits cleared (29 significant bits), so that its
+/// product with any octant count below 2^24 is exact in `f64`.
+const PI_4_HI: f64 = f64::from_bits(core::f64::consts::FRAC_PI_4.to_bits() & !0xff_ffff);
+/// The rest of pi/4 rounded to `f64` (about 2^-31): the two parts carry
+/// pi/4 to about 2^-84.
+const PI_4_LO: f64 = 4.960_467_898_402_702e-10;
+
+/// `x = j pi/4 + r` for `0 <= ax < 2^24 pi/4`, `|r| <= pi/4` (about):
+/// `j` as an octant in 0..8 and `r` by a two-part Cody-Waite reduction in
+/// `f64`. `ax - j PI_4_HI` is exact; the product `j PI_4_LO` (below 2^-7)
+/// rounds by at most 2^-60 and the constants' truncation costs
+/// `j 2^-84`, so the remainder's absolute error stays below 2^-58, far
+/// below the `f32` ulp (2^-52) of the smallest remainder of an `f32`
+/// argument up to 8192 (4.19e-9, at `x = 252.89821`, near 161 pi/2); it
+/// is then rounded once to `f32`.
+///
+/// Near a zero of sin or cos the remainder is tiny (about 2^-23 at
+/// `|x| = 8192`, far less than the f32 ulp of `x`), so every bit of it
+/// comes from cancellation: a reduction in `f32` parts, even with `fma`,
+/// rounds an intermediate of size ~`j 2^-25` and loses the result's
+/// relative accuracy (4.6 ulp was seen at `x = -7231.9463`).
 #[inline(always)]
-fn trig_reduce<P: Primitives>(ax: f32) -> (u32, f32) {
-    const FOUR_OVER_PI: f32 = core::f32::consts::FRAC_2_PI * 2.0;
-    const P1: f32 = core::f64::consts::FRAC_PI_4 as f32;
-    const P2: f32 = (core::f64::consts::FRAC_PI_4 - P1 as f64) as f32;
-    const P3: f32 = (core::f64::consts::FRAC_PI_4 - P1 as f64 - P2 as f64) as f32;
-    let mut j = (ax * FOUR_OVER_PI) as u32;
+fn trig_reduce(ax: f32) -> (u32, f32) {
+    const FOUR_OVER_PI: f64 = 4.0 * core::f64::consts::FRAC_1_PI;
+    let x = ax as f64;
+    let mut j = (x * FOUR_OVER_PI) as u32;
     // An odd octant rounds up, so the remainder is centred on a multiple of pi/2.
     j += j & 1;
-    let y = j as f32;
-    let r = P::fma(-y, P3, P::fma(-y, P2, P::fma(-y, P1, ax)));
-    (j & 7, r)
+    let y = j as f64;
+    let r = (x - y * PI_4_HI) - y * PI_4_LO;
+    (j & 7, r as f32)
 }
 
 /// sin(r) for `|r| <= pi/4` (Cephes' minimax coefficients).
@@ -174,11 +191,11 @@ fn cos_poly(r: f32) -> f32 {
 
 /// The sine.
 #[inline(always)]
-pub(super) fn sin<P: Primitives>(x: f32) -> f32 {
+pub(super) fn sin(x: f32) -> f32 {
     if !x.is_finite() {
         return f32::NAN;
     }
-    let (j, r) = trig_reduce::<P>(x.abs());
+    let (j, r) = trig_reduce(x.abs());
     // Octants 0/4: sin r, 2/6: cos r; the second half of the circle negates.
     let v = if j & 2 != 0 { cos_poly(r) } else { sin_poly(r) };
     let negate = (j >= 4) != (x < 0.0);
@@ -191,11 +208,11 @@ pub(super) fn sin<P: Primitives>(x: f32) -> f32 {
 
 /// The cosine.
 #[inline(always)]
-pub(super) fn cos<P: Primitives>(x: f32) -> f32 {
+pub(super) fn cos(x: f32) -> f32 {
     if !x.is_finite() {
         return f32::NAN;
     }
-    let (j, r) = trig_reduce::<P>(x.abs());
+    let (j, r) = trig_reduce(x.abs());
     // Octants 0: cos r, 2: -sin r, 4: -cos r, 6: sin r.
     let v = if j & 2 != 0 { sin_poly(r) } else { cos_poly(r) };
     if j == 2 || j == 4 {
@@ -390,11 +407,27 @@ mod tests {
     fn sin_and_cos_up_to_the_documented_argument() {
         let m = bounds::SIN_COS_MAX_ARG;
         check("sin", bounds::SIN_COS, inputs(-m, m), |x| {
-            (sin::<Std>(x), (x as f64).sin())
+            (sin(x), (x as f64).sin())
         });
         check("cos", bounds::SIN_COS, inputs(-m, m), |x| {
-            (cos::<Std>(x), (x as f64).cos())
+            (cos(x), (x as f64).cos())
         });
+    }
+
+    #[test]
+    fn sin_and_cos_near_their_zeros() {
+        check(
+            "sin near zeros",
+            bounds::SIN_COS,
+            bounds::sin_cos_near_zeros(),
+            |x| (sin(x), (x as f64).sin()),
+        );
+        check(
+            "cos near zeros",
+            bounds::SIN_COS,
+            bounds::sin_cos_near_zeros(),
+            |x| (cos(x), (x as f64).cos()),
+        );
     }
 
     #[test]
@@ -436,7 +469,7 @@ mod tests {
         assert!(ln(-1.0).is_nan() && log2(-0.5).is_nan() && ln(f32::NAN).is_nan());
         assert_eq!(log2(f32::INFINITY), f32::INFINITY);
         assert_eq!(log2(f32::from_bits(1)), -149.0);
-        assert!(sin::<Std>(f32::INFINITY).is_nan() && cos::<Std>(f32::NAN).is_nan());
+        assert!(sin(f32::INFINITY).is_nan() && cos(f32::NAN).is_nan());
         assert_eq!(tanh::<Std>(f32::NEG_INFINITY), -1.0);
         assert_eq!(pow::<Std>(-2.0, 3.0), -8.0);
         assert_eq!(pow::<Std>(-2.0, 2.0), 4.0);
