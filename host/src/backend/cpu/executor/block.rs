@@ -12,8 +12,8 @@
 use corosensei::Yielder;
 use std::alloc::Layout;
 use std::any::TypeId;
-use std::panic::Location;
 use std::cell::{Cell, RefCell};
+use std::panic::Location;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
 use vigil_device::host_runtime::{BlockRuntime, WarpOp};

@@ -142,12 +142,7 @@ impl Worker {
                     |spinners, block| {
                         let waiting = (block.live() as usize > spinners.len())
                             .then(|| block.describe_waits());
-                        spin::stalled_block(
-                            block_idx,
-                            spinners,
-                            |t| job.thread_index(t),
-                            waiting,
-                        )
+                        spin::stalled_block(block_idx, spinners, |t| job.thread_index(t), waiting)
                     },
                 ) {
                     return Err(job.abort(spin::livelock(blocks, job.unstarted())));
