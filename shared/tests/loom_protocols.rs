@@ -185,6 +185,7 @@ fn overlapping_cells_locked_in_opposite_orders_do_not_deadlock() {
                                 write: true,
                                 atomic: true,
                                 scope: Scope::Device,
+                                extent: 0b1111,
                             });
                         }
                         e.unlock_words(locked).unwrap();
@@ -214,19 +215,20 @@ fn overlapping_multi_cell_atomics_serialise_with_memory() {
                 let (m, data) = (m.clone(), data.clone());
                 loom::thread::spawn(move || {
                     let op = AtomicOp::new(AtomicOpKind::Rmw, Ordering::Relaxed, Scope::Device);
-                    let o = m.with(|e| {
+                    m.with(|e| {
                         e.atomic(t, addr, size, op, &AccessSite::default(), || {
                             data.fetch_add(1, MemOrder::Relaxed);
                             true
                         })
-                    });
-                    assert!(!o.is_race() && !o.is_error());
+                    })
                 })
             })
             .collect();
-        for h in handles {
-            h.join().unwrap();
-        }
+        let outcomes: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        // Not the same bytes, so not morally strong: whichever came second
+        // reports the race, never both, never an error.
+        assert_eq!(outcomes.iter().filter(|o| o.is_race()).count(), 1);
+        assert!(outcomes.iter().all(|o| !o.is_error()));
         assert_eq!(data.load(MemOrder::Relaxed), 2);
         assert!(m.has(0, 0, true) && m.has(1, 0, true) && m.has(1, 1, true));
     });

@@ -309,14 +309,15 @@ fn engine_matches_oracle_on_random_programs() {
         if c.errors > 0 {
             return Ok(());
         }
-        if c.evictions == 0 {
+        if c.precision_lost == 0 {
             f.exact_total += 1;
             f.exact += exact as u32;
             drop(f);
             prop_assert!(
                 exact,
-                "within capacity the engine must match the oracle exactly: {:?}",
-                c.steps
+                "within capacity the engine must match the oracle exactly: {:?}\nprogram {:?}",
+                c.steps,
+                p
             );
         } else {
             f.over_capacity += 1;

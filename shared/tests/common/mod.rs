@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use vigil_shared::abi::{
     thread_state_words, AccessSite, InflatedRecord, PoolHeader, RaceReport, ReportBufferHeader,
+    ThreadStateHeader,
 };
 use vigil_shared::atomic::CoreAtomics;
 use vigil_shared::engine::{
@@ -129,14 +130,17 @@ struct Acc {
     write: bool,
     atomic: bool,
     scope: Scope,
+    /// The bytes the whole access covered: atomics are morally strong only
+    /// when they cover exactly the same bytes.
+    range: (u64, u32),
 }
 
 #[derive(Clone, Debug, Default)]
 struct WordSync {
     /// Release heads: releasing thread, scope, its clock at the release.
     heads: Vec<(u32, Scope, Vec<u32>)>,
-    /// The last write, if atomic: thread and scope.
-    last_atomic: Option<(u32, Scope)>,
+    /// The last write, if atomic: thread, scope and bytes.
+    last_atomic: Option<(u32, Scope, (u64, u32))>,
 }
 
 /// Exact happens-before detector: every access ever made to every byte is
@@ -210,6 +214,7 @@ impl Oracle {
                 let ordered = self.vc[tid as usize][a.tid as usize] >= a.epoch;
                 let compatible = a.atomic
                     && atomic
+                    && a.range == (addr, size)
                     && self.includes(a.scope, a.tid, tid)
                     && self.includes(scope, tid, a.tid);
                 if (a.write || write) && !ordered && !compatible {
@@ -222,6 +227,7 @@ impl Oracle {
                 write,
                 atomic,
                 scope,
+                range: (addr, size),
             });
         }
         racing
@@ -270,7 +276,10 @@ impl Oracle {
                     .collect();
                 let chain: Vec<bool> = words
                     .iter()
-                    .map(|&w| matches!(self.sync[w].last_atomic, Some((t, s)) if self.morally_strong(t, s, tid, scope)))
+                    .map(|&w| {
+                        matches!(self.sync[w].last_atomic, Some((t, s, r))
+                        if r == (addr, size) && self.morally_strong(t, s, tid, scope))
+                    })
                     .collect();
                 if reads {
                     for (i, &w) in words.iter().enumerate() {
@@ -306,7 +315,7 @@ impl Oracle {
                         if let Some(c) = &own {
                             self.sync[w].heads.push((tid, scope, c.clone()));
                         }
-                        self.sync[w].last_atomic = Some((tid, scope));
+                        self.sync[w].last_atomic = Some((tid, scope, (addr, size)));
                     }
                     if own.is_some() {
                         self.bump(tid);
@@ -437,6 +446,21 @@ impl Harness {
         Pool::<CoreAtomics>::new(&self.pool).evictions()
     }
 
+    /// Release heads merged into wide heads.
+    pub fn merged_heads(&self) -> u32 {
+        Pool::<CoreAtomics>::new(&self.pool).merged_heads()
+    }
+
+    /// Acquires that found their snapshot overwritten (all threads).
+    pub fn coarsened(&self) -> u32 {
+        (0..self.cfg.num_threads)
+            .map(|t| {
+                self.ts[t as usize * self.ts_words + ThreadStateHeader::COARSENED_WORD]
+                    .load(std::sync::atomic::Ordering::Relaxed)
+            })
+            .sum()
+    }
+
     pub fn pool_used(&self) -> u32 {
         self.pool[0].load(std::sync::atomic::Ordering::Relaxed)
     }
@@ -509,7 +533,9 @@ impl Harness {
 pub struct Comparison {
     /// For each access: the oracle's racing threads, and the engine's outcome.
     pub steps: Vec<(Vec<u32>, Outcome)>,
-    pub evictions: u32,
+    /// Access clocks evicted, release heads merged, snapshots coarsened:
+    /// the engine's documented precision losses (0: it must be exact).
+    pub precision_lost: u32,
     pub errors: usize,
 }
 
@@ -527,7 +553,7 @@ pub fn compare(p: &Program, words: usize) -> Comparison {
     let errors = steps.iter().filter(|(_, e)| e.is_error()).count();
     Comparison {
         steps,
-        evictions: engine.evictions(),
+        precision_lost: engine.evictions() + engine.merged_heads() + engine.coarsened(),
         errors,
     }
 }
