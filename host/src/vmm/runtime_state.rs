@@ -110,6 +110,8 @@ pub(crate) fn region_image(global: &GlobalState, layout: &RegionLayout, rank: u3
         capacity: global.pool_capacity,
         evictions: 0,
         wasted: 0,
+        merged_heads: 0,
+        reserved: [0; 3],
     };
     let at = layout.pool_offset as usize;
     bytes[at..at + std::mem::size_of::<PoolHeader>()].copy_from_slice(bytemuck::bytes_of(&header));
