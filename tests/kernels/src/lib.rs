@@ -4,4 +4,5 @@
 
 pub mod examples;
 pub mod races;
+pub mod scale_races;
 pub mod tests;
