@@ -163,12 +163,15 @@ pub const THREAD_STATE_CLOCKS: usize = 4;
 /// u32 words of one thread state: header, vector clock, two pending
 /// clocks, overflow clock, clock buffer.
 ///
-/// Memory: a device holds `threads_per_device` states of
-/// `4 * (THREAD_STATE_CLOCKS + clock_buffer_size) * num_threads` bytes. For
-/// 132 SMs x 16 CTA slots (2,112 sanitizer threads per GPU) and the default
-/// 32 snapshots that is 2,112 x 36 x 2,112 x 4 B = 642 MiB on one GPU, and
-/// with 8 such GPUs (16,896 threads, every clock 8 times longer) 5.1 GiB
-/// per GPU (41 GiB in all); 8 snapshots take 214 MiB and 1.7 GiB.
+/// Memory: a device holds one state per sanitizer thread of its own, each
+/// about `4 * (THREAD_STATE_CLOCKS + clock_buffer_size) * num_threads`
+/// bytes. For 132 SMs x 16 CTA slots (2,112 sanitizer threads per GPU) and
+/// the default 32 snapshots: 2,112 x 36 x 2,112 x 4 B = 613 MiB on one
+/// GPU; with 8 such GPUs (16,896 threads, every clock 8 times longer)
+/// 4.8 GiB per GPU, 38.3 GiB in all. With 8 snapshots (enough once
+/// releases share snapshots): 204 MiB, and 1.6 GiB per GPU (12.8 GiB in
+/// all). Release heads and derived snapshots need nothing more: heads live
+/// in the word's pooled record, derived snapshots in the buffer.
 pub const fn thread_state_words(num_threads: u32, clock_buffer_size: u32) -> usize {
     ThreadStateHeader::WORDS
         + (THREAD_STATE_CLOCKS + clock_buffer_size as usize) * num_threads as usize

@@ -23,21 +23,40 @@
 //!
 //! Synchronisation follows the PTX model: a release (or a release fence
 //! followed by an atomic write) publishes the clock into the thread's clock
-//! buffer and leaves a *release head* (thread, scope, token) on the word;
-//! read-modify-writes morally strong with the previous write continue the
-//! release sequence (each head keeps its own scope, so mixed scopes are
-//! handled exactly rather than rejected); any other write ends it. An
-//! atomic read morally strong with the last write joins every head whose
-//! scope and its own include each other (acquire), and records every head
-//! whose scope includes it in a pending clock that a later acquire fence
-//! joins (the fence pattern). A failed compare-exchange is an atomic read
-//! with the failure ordering. `fence.sc` is `fence.acq_rel` plus the
-//! SC-fence order: it synchronises with every earlier SC fence whose scope
-//! and its own include each other's threads (see `Engine::sc_fence`).
-//! Block-scope fences order nothing across sanitizer threads: no-ops.
+//! buffer and leaves a *release head* (thread, scope, token, epoch) on the
+//! word; read-modify-writes morally strong with the previous write continue
+//! the release sequence; any other write ends it. An atomic read morally
+//! strong with the last write joins every head whose scope and its own
+//! include each other (acquire), and records every head whose scope
+//! includes it in a pending clock that a later acquire fence joins (the
+//! fence pattern). A failed compare-exchange is an atomic read with the
+//! failure ordering. `fence.sc` is `fence.acq_rel` plus the SC-fence
+//! order: it synchronises with every earlier SC fence whose scope and its
+//! own include each other's threads (see `Engine::sc_fence`). Block-scope
+//! fences order nothing across sanitizer threads: no-ops.
 //!
-//! Errors (epoch overflow, a snapshot overwritten before an acquire read
-//! it, pool or release-slot exhaustion) come back as [`Outcome::Error`]
+//! Morally strong means: scopes including each other's threads and the
+//! same bytes ([`crate::shadow::atomic_extent`]); atomics overlapping
+//! without covering the same bytes race
+//! ([`ReportKind::AtomicSizeMismatch`]) and do not synchronise.
+//!
+//! # Release history at scale
+//!
+//! Acquirers treat all heads of one *class* (releasing device, scope)
+//! alike, so a word keeps one head per class: a new head of a class
+//! present is joined with it into a *derived* snapshot in the new
+//! releaser's buffer (`Engine::add_head`). Any number of releasers into one
+//! word (fences plus relaxed RMWs, release RMWs) thus need at most two
+//! heads per device, exactly. A word released from more classes than its
+//! record's slots merges all into one *wide* head every acquirer acquires
+//! (counted in [`crate::abi::PoolHeader::merged_heads`]). An acquire whose
+//! snapshot was overwritten joins the releaser's overflow clock (counted
+//! per releaser, see [`crate::clock`]). Both losses make acquirers ordered
+//! after more than the model says: races can be missed, never invented.
+//!
+//! Reports name the first byte both accesses touch.
+//!
+//! Errors (epoch overflow, pool exhaustion) come back as [`Outcome::Error`]
 //! records of their own kinds, never as race verdicts.
 //!
 //! Lock order: the thread's own state lock, then cells in ascending word
@@ -500,18 +519,10 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
     }
 
     fn unlock_word(&self, w: &mut LockedWord) -> Result<(), ReportKind> {
-        let mut result = Ok(());
-        if w.state.release_len > RECORD_RELEASE_SLOTS {
-            // Keep the newest heads; acquirers of the dropped ones may see
-            // false races, so the error is reported.
-            let drop = w.state.release_len - RECORD_RELEASE_SLOTS;
-            for _ in 0..drop {
-                w.state.remove_release(0);
-            }
-            result = Err(ReportKind::ReleaseSlotsExhausted);
-        }
+        // `Engine::add_head` keeps heads within the record's slots.
+        debug_assert!(w.state.release_len <= RECORD_RELEASE_SLOTS);
         let Some(cell) = self.mem.shadow_cell(w.word) else {
-            return result;
+            return Ok(());
         };
         match w.held {
             Held::Compact(old) => match w.state.to_compact() {
@@ -533,7 +544,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                 SpinLock::unlock::<M::Atomics>(&rec[InflatedRecord::LOCK_WORD]);
             }
         }
-        result
+        Ok(())
     }
 
     /// Locks the cells of `words` in ascending order (whatever order they
@@ -552,7 +563,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
     }
 
     /// Writes back and unlocks words locked by [`Engine::lock_words`], in
-    /// reverse order; returns the first error (pool or release slots full).
+    /// reverse order; returns the first error (a full pool).
     pub fn unlock_words<const N: usize>(
         &self,
         mut locked: [Option<LockedWord>; N],
