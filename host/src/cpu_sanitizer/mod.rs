@@ -2,7 +2,7 @@
 //! `vigil-shared`, driven by the CPU executor's hooks, over shadow memory
 //! in host memory. [`CpuRaceSanitizer`] implements both the per-thread
 //! hooks ([`SanitizerRuntime`]) and the context's hook
-//! ([`CpuSanitizer`](crate::sanitize::CpuSanitizer)).
+//! ([`CpuSanitizer`]).
 //!
 //! # Design
 //!
