@@ -15,23 +15,9 @@
 //! waits for a block running beside it.
 
 use std::collections::BTreeSet;
-use vigil::{Context, ReportKind};
+use vigil::ReportKind;
 
-/// Makes a sanitized context with `workers` CPU workers (ignored on a GPU),
-/// or `None` when the backend is not available here (the case is skipped).
-type MakeContext = fn(usize) -> Option<Context>;
-
-/// A sanitized CPU context (the built-in CPU sanitizer).
-fn cpu_context(workers: usize) -> Option<Context> {
-    Some(
-        Context::builder()
-            .cpu()
-            .sanitize(true)
-            .cpu_workers(workers)
-            .build()
-            .expect("a sanitized CPU context"),
-    )
-}
+mod common;
 
 /// Instantiates every scenario for one backend: a module `$backend` with
 /// one `#[test]` per scenario, each calling `scenarios::<name>($make)`.
@@ -62,7 +48,7 @@ macro_rules! race_scenarios {
     )*};
 }
 
-race_scenarios!(cpu, super::cpu_context);
+race_scenarios!(cpu, super::common::cpu_context);
 // The GPU instantiation, once sanitized GPU launches exist:
 // race_scenarios!(gpu, super::gpu_context);
 
@@ -72,17 +58,7 @@ type Verdict = (ReportKind, u32, u32);
 
 /// The line of `races.rs` that carries `// @marker`.
 fn line_of(marker: &str) -> u32 {
-    const SOURCE: &str = include_str!("../kernels/src/races.rs");
-    let tag = format!("// @{marker}");
-    let mut found = SOURCE
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| l.trim_end().ends_with(&tag));
-    let (i, _) = found
-        .next()
-        .unwrap_or_else(|| panic!("no `{tag}` marker in races.rs"));
-    assert!(found.next().is_none(), "marker `{tag}` is not unique");
-    i as u32 + 1
+    common::marker_line(include_str!("../kernels/src/races.rs"), "races.rs", marker)
 }
 
 /// The expected report: `kind`, the current access at `current`'s marker,
@@ -127,12 +103,10 @@ fn check(what: &str, outcome: vigil::Result<()>, expected: &[Verdict]) {
 }
 
 mod scenarios {
-    use super::{check, race, MakeContext};
-    use vigil::{
-        Context, DeviceBuffer, Kernel, KernelFn, LaunchConfig, Module, ReportKind, Stream,
-    };
+    use super::common::{Bench, MakeContext};
+    use super::{check, race};
+    use vigil::{DeviceBuffer, LaunchConfig, ReportKind, Stream};
     use vigil_kernels::races::*;
-    use vigil_tests::KERNELS_PTX;
 
     const RAW: ReportKind = ReportKind::ReadAfterWrite;
     const WAR: ReportKind = ReportKind::WriteAfterRead;
@@ -147,38 +121,6 @@ mod scenarios {
     const BLOCK: u32 = 0;
     const DEVICE: u32 = 1;
     const SYSTEM: u32 = 2;
-
-    /// A sanitized context, a stream and the kernels' module.
-    struct Bench {
-        ctx: Context,
-        stream: Stream,
-        module: Module,
-    }
-
-    impl Bench {
-        fn new(make: MakeContext, workers: usize) -> Option<Bench> {
-            let ctx = make(workers)?;
-            let stream = Stream::new(&ctx).expect("stream");
-            let module = Module::from_ptx(&ctx, KERNELS_PTX).expect("kernels module");
-            Some(Bench {
-                ctx,
-                stream,
-                module,
-            })
-        }
-
-        fn kernel<K: Kernel>(&self) -> KernelFn<K> {
-            self.module.kernel::<K>().expect("kernel in the module")
-        }
-
-        fn zeros(&self, n: usize) -> DeviceBuffer<u32> {
-            DeviceBuffer::alloc_zeroed(&self.stream, n).expect("buffer")
-        }
-
-        fn sync(&self) -> vigil::Result<()> {
-            self.ctx.synchronize()
-        }
-    }
 
     /// Two one-thread blocks.
     fn two_blocks() -> LaunchConfig {

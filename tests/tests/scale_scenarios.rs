@@ -12,23 +12,9 @@
 //! exist.
 
 use std::collections::BTreeSet;
-use vigil::{Context, RaceReports, ReportKind};
+use vigil::{RaceReports, ReportKind};
 
-/// Makes a sanitized context with `workers` CPU workers (ignored on a GPU),
-/// or `None` when the backend is not available here (the case is skipped).
-type MakeContext = fn(usize) -> Option<Context>;
-
-/// A sanitized CPU context.
-fn cpu_context(workers: usize) -> Option<Context> {
-    Some(
-        Context::builder()
-            .cpu()
-            .sanitize(true)
-            .cpu_workers(workers)
-            .build()
-            .expect("a sanitized CPU context"),
-    )
-}
+mod common;
 
 macro_rules! scale_scenarios {
     ($backend:ident, $make:expr) => {
@@ -55,21 +41,12 @@ macro_rules! scale_scenarios {
 /// Grid sizes every scenario runs with.
 const BLOCKS: [u32; 2] = [64, 1024];
 
-scale_scenarios!(cpu, super::cpu_context);
+scale_scenarios!(cpu, super::common::cpu_context);
 
 /// The line of `scale_races.rs` that carries `// @marker`.
 fn line_of(marker: &str) -> u32 {
-    const SOURCE: &str = include_str!("../kernels/src/scale_races.rs");
-    let tag = format!("// @{marker}");
-    let mut found = SOURCE
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| l.trim_end().ends_with(&tag));
-    let (i, _) = found
-        .next()
-        .unwrap_or_else(|| panic!("no `{tag}` marker in scale_races.rs"));
-    assert!(found.next().is_none(), "marker `{tag}` is not unique");
-    i as u32 + 1
+    let source = include_str!("../kernels/src/scale_races.rs");
+    common::marker_line(source, "scale_races.rs", marker)
 }
 
 /// Checks a synchronisation's outcome: the distinct (kind, current line,
@@ -118,12 +95,10 @@ fn check(
 }
 
 mod scenarios {
-    use super::{check, MakeContext};
-    use vigil::{
-        Context, DeviceBuffer, Kernel, KernelFn, LaunchConfig, Module, ReportKind, Stream,
-    };
+    use super::check;
+    use super::common::{Bench, MakeContext};
+    use vigil::{LaunchConfig, ReportKind};
     use vigil_kernels::scale_races::*;
-    use vigil_tests::KERNELS_PTX;
 
     const RAW: ReportKind = ReportKind::ReadAfterWrite;
     const WAR: ReportKind = ReportKind::WriteAfterRead;
@@ -135,39 +110,6 @@ mod scenarios {
     const ACQ_REL: u32 = 3;
     const SEQ_CST: u32 = 4;
 
-    struct Bench {
-        ctx: Context,
-        stream: Stream,
-        module: Module,
-        workers: usize,
-    }
-
-    impl Bench {
-        fn new(make: MakeContext, workers: usize) -> Option<Bench> {
-            let ctx = make(workers)?;
-            let stream = Stream::new(&ctx).expect("stream");
-            let module = Module::from_ptx(&ctx, KERNELS_PTX).expect("kernels module");
-            Some(Bench {
-                ctx,
-                stream,
-                module,
-                workers,
-            })
-        }
-
-        fn kernel<K: Kernel>(&self) -> KernelFn<K> {
-            self.module.kernel::<K>().expect("kernel in the module")
-        }
-
-        fn zeros<T: bytemuck::Pod + Default>(&self, n: usize) -> DeviceBuffer<T> {
-            DeviceBuffer::alloc_zeroed(&self.stream, n).expect("buffer")
-        }
-
-        fn sync(&self) -> vigil::Result<()> {
-            self.ctx.synchronize()
-        }
-    }
-
     fn one_thread_blocks(blocks: u32) -> LaunchConfig {
         LaunchConfig::new(blocks, 1)
     }
@@ -178,9 +120,9 @@ mod scenarios {
             return (Ok(()), 2);
         };
         let (mut partials, mut counter, mut result) = (
-            b.zeros::<u32>(blocks as usize),
-            b.zeros::<u32>(1),
-            b.zeros::<u32>(1),
+            b.zeros_of::<u32>(blocks as usize),
+            b.zeros_of::<u32>(1),
+            b.zeros_of::<u32>(1),
         );
         b.stream
             .launch(
@@ -234,9 +176,9 @@ mod scenarios {
             return;
         };
         let (mut data, mut counter, mut out) = (
-            b.zeros::<u32>(blocks as usize),
-            b.zeros::<u32>(1),
-            b.zeros::<u32>(blocks as usize),
+            b.zeros_of::<u32>(blocks as usize),
+            b.zeros_of::<u32>(1),
+            b.zeros_of::<u32>(blocks as usize),
         );
         b.stream
             .launch(
@@ -257,7 +199,8 @@ mod scenarios {
             return (Ok(()), 1);
         };
         let n = blocks as usize;
-        let (mut tiles, mut flags, mut out) = (b.zeros::<u32>(n), b.zeros::<u32>(n), b.zeros(1));
+        let (mut tiles, mut flags, mut out) =
+            (b.zeros_of::<u32>(n), b.zeros_of::<u32>(n), b.zeros(1));
         b.stream
             .launch(
                 &b.kernel::<lagging_consumer>(),
@@ -289,7 +232,7 @@ mod scenarios {
         let Some(b) = Bench::new(make, 1) else {
             return (Ok(()), 1);
         };
-        let mut data = b.zeros::<u64>(1);
+        let mut data = b.zeros_of::<u64>(1);
         b.stream
             .launch(
                 &b.kernel::<mixed_width_atomics>(),
@@ -329,7 +272,7 @@ mod scenarios {
     pub fn wide_access_second(make: MakeContext, blocks: u32) {
         let Some(b) = Bench::new(make, 1) else { return };
         let n = blocks as usize;
-        let (mut data, mut out) = (b.zeros::<u32>(2 * n), b.zeros::<u32>(n / 2));
+        let (mut data, mut out) = (b.zeros_of::<u32>(2 * n), b.zeros_of::<u32>(n / 2));
         b.stream
             .launch(
                 &b.kernel::<wide_access_second>(),
@@ -356,7 +299,7 @@ mod scenarios {
 
     pub fn in_place_stencil(make: MakeContext, blocks: u32) {
         let Some(b) = Bench::new(make, 1) else { return };
-        let mut x = b.zeros::<u32>(blocks as usize);
+        let mut x = b.zeros_of::<u32>(blocks as usize);
         b.stream
             .launch(
                 &b.kernel::<in_place_stencil>(),
