@@ -193,6 +193,7 @@ pub(crate) fn write(dst: u64, bytes: &[u8], ordinal: usize) -> VmmResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::mem::size_of;
     use vigil_shared::abi::ThreadStateHeader;
 
     #[test]
@@ -219,8 +220,9 @@ mod tests {
         assert_eq!(word(ThreadStateHeader::TID_WORD), 5);
         assert_eq!(word(ThreadStateHeader::WORDS + 5), 1);
         assert_eq!(word(ThreadStateHeader::WORDS + 4), 0);
-        let ph: PoolHeader =
-            bytemuck::pod_read_unaligned(&img[layout.pool_offset as usize..][..16]);
+        let ph: PoolHeader = bytemuck::pod_read_unaligned(
+            &img[layout.pool_offset as usize..][..size_of::<PoolHeader>()],
+        );
         assert_eq!(ph.capacity, 1 << 16);
     }
 
