@@ -4,8 +4,8 @@
 //! (design 3.1).
 //!
 //! ```text
-//! base                      base + cap            base + 3 cap                 base + 19 cap
-//! | user memory (cap bytes) | shadow (8 B / word) | side table (64 B / word)   |
+//! base                      base + cap            base + 3 cap           base + 11 cap          base + 19 cap
+//! | user memory (cap bytes) | shadow (8 B / word) | side plane 0 (32 B / w) | side plane 1 (32 B / w) |
 //! ```
 //!
 //! The whole range is one `mmap(PROT_READ | PROT_WRITE, MAP_PRIVATE |
@@ -22,18 +22,20 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering as MemOrder};
 use std::sync::{Mutex, PoisonError, RwLock};
 use vigil_shared::abi::{COMPACT_SHADOW_BYTES_PER_WORD, WORD_BYTES};
 
-/// Side-table bytes per 4-byte word: [`SIDE_ENTRIES`] writes' and as many
-/// reads' [`SideEntry`], 16 bytes each.
-pub(crate) const SIDE_BYTES_PER_WORD: u64 = 2 * SIDE_ENTRIES as u64 * 16;
-
 /// Accesses of each kind (write, read) the side table keeps per word: the
 /// last ones of distinct clock slots, so a race with the second-last
 /// accessor (the other block of a stencil, whose read the racing block's
-/// own read followed) still finds its entry.
+/// own read followed) still finds its entry. Entry `k` of every word lives
+/// in *plane* `k`, so words touched by one clock slot only (the common
+/// case) touch plane 0 only.
 pub(crate) const SIDE_ENTRIES: usize = 2;
 
-/// u64 words of one word's side table: (location, meta) per entry.
-const SIDE_WORDS: usize = 4 * SIDE_ENTRIES;
+/// Side-table bytes per 4-byte word and plane: the write's and the read's
+/// [`SideEntry`], 16 bytes each.
+const SIDE_PLANE_BYTES_PER_WORD: u64 = 32;
+
+/// Side-table bytes per 4-byte word, all planes.
+pub(crate) const SIDE_BYTES_PER_WORD: u64 = SIDE_ENTRIES as u64 * SIDE_PLANE_BYTES_PER_WORD;
 
 /// Where an access came from, as the side table keeps it: the
 /// `&'static Location` of the access (as a pointer) and who made it.
@@ -203,57 +205,71 @@ impl Arena {
         })
     }
 
-    /// The side-table words of `word`: [`SIDE_ENTRIES`] (location, meta)
-    /// pairs of writes, newest first, then as many of reads.
+    /// The side-table entry `plane` of `word`'s writes (or reads):
+    /// `[location, meta]`.
     #[inline(always)]
-    fn side(&self, word: u64) -> Option<&[AtomicU64; SIDE_WORDS]> {
+    fn side(&self, word: u64, plane: usize, write: bool) -> Option<&[AtomicU64; 2]> {
         if word >= self.words() {
             return None;
         }
-        let start = self.capacity + self.capacity / WORD_BYTES * COMPACT_SHADOW_BYTES_PER_WORD;
-        // SAFETY: the side region starts at `start` and holds `words()`
-        // entries of SIDE_BYTES_PER_WORD bytes, 8-aligned; `word` is in
-        // range; only atomics touch it.
-        Some(unsafe {
-            &*(self.base.add(start as usize) as *const [AtomicU64; SIDE_WORDS]).add(word as usize)
-        })
+        let start = self.capacity
+            + self.capacity / WORD_BYTES * COMPACT_SHADOW_BYTES_PER_WORD
+            + plane as u64 * self.words() * SIDE_PLANE_BYTES_PER_WORD
+            + word * SIDE_PLANE_BYTES_PER_WORD
+            + if write { 0 } else { 16 };
+        // SAFETY: plane `plane` (< SIDE_ENTRIES) of the side region starts
+        // after the shadow and holds `words()` pairs of 16-byte entries,
+        // 8-aligned; `word` is in range; only atomics touch it.
+        Some(unsafe { &*(self.base.add(start as usize) as *const [AtomicU64; 2]) })
     }
 
     /// Records `entry` as the newest write (or read) of `word`: it replaces
     /// the newest entry when that one is of the same clock slot, else the
-    /// newest moves down and the oldest goes. Relaxed stores: a concurrent
-    /// update may pair one access's location with another's block and
-    /// thread (the table is best effort).
+    /// newest moves down a plane and the oldest goes. Relaxed stores: a
+    /// concurrent update may pair one access's location with another's
+    /// block and thread (the table is best effort).
     #[inline(always)]
     pub(crate) fn note_access(&self, word: u64, write: bool, entry: SideEntry) {
-        if let Some(s) = self.side(word) {
-            let at = if write { 0 } else { 2 * SIDE_ENTRIES };
-            let newest = s[at + 1].load(MemOrder::Relaxed);
-            let same_slot =
-                s[at].load(MemOrder::Relaxed) != 0 && SideEntry::unpack(0, newest).tid == entry.tid;
-            if !same_slot {
-                for k in (1..SIDE_ENTRIES).rev() {
-                    let (loc, meta) = (&s[at + 2 * (k - 1)], &s[at + 2 * (k - 1) + 1]);
-                    s[at + 2 * k].store(loc.load(MemOrder::Relaxed), MemOrder::Relaxed);
-                    s[at + 2 * k + 1].store(meta.load(MemOrder::Relaxed), MemOrder::Relaxed);
+        let Some(newest) = self.side(word, 0, write) else {
+            return;
+        };
+        // One swap, not a load then a store: a load of a page never
+        // touched maps the zero page and the store faults it again.
+        let old_meta = newest[1].swap(entry.pack(), MemOrder::Relaxed);
+        let old_loc = newest[0].load(MemOrder::Relaxed);
+        newest[0].store(entry.pack_loc(), MemOrder::Relaxed);
+        // Keep the replaced entry in the next plane only when it is another
+        // slot's of the same launch (two blocks racing): an empty entry, one
+        // of this slot or of an earlier launch just goes, so words each
+        // launch touches from one block never touch plane 1.
+        let old = SideEntry::unpack(old_loc, old_meta);
+        if old_loc != 0 && old.tid != entry.tid && old.launch == entry.launch {
+            for k in (2..SIDE_ENTRIES).rev() {
+                if let (Some(to), Some(from)) =
+                    (self.side(word, k, write), self.side(word, k - 1, write))
+                {
+                    to[0].store(from[0].load(MemOrder::Relaxed), MemOrder::Relaxed);
+                    to[1].store(from[1].load(MemOrder::Relaxed), MemOrder::Relaxed);
                 }
             }
-            s[at].store(entry.pack_loc(), MemOrder::Relaxed);
-            s[at + 1].store(entry.pack(), MemOrder::Relaxed);
+            if let Some(next) = self.side(word, 1, write) {
+                next[0].store(old_loc, MemOrder::Relaxed);
+                next[1].store(old_meta, MemOrder::Relaxed);
+            }
         }
     }
 
     /// The newest write (or read) recorded for `word` by clock slot `tid`,
     /// or else the newest one of any slot.
     pub(crate) fn last_access(&self, word: u64, write: bool, tid: u32) -> Option<SideEntry> {
-        let s = self.side(word)?;
-        let at = if write { 0 } else { 2 * SIDE_ENTRIES };
-        let entries = (0..SIDE_ENTRIES).filter_map(|k| {
-            let loc = s[at + 2 * k].load(MemOrder::Relaxed);
-            (loc != 0).then(|| SideEntry::unpack(loc, s[at + 2 * k + 1].load(MemOrder::Relaxed)))
-        });
         let mut newest = None;
-        for e in entries {
+        for k in 0..SIDE_ENTRIES {
+            let s = self.side(word, k, write)?;
+            let loc = s[0].load(MemOrder::Relaxed);
+            if loc == 0 {
+                continue;
+            }
+            let e = SideEntry::unpack(loc, s[1].load(MemOrder::Relaxed));
             if u32::from(e.tid) == tid {
                 return Some(e);
             }
@@ -308,10 +324,14 @@ impl Arena {
             shadow0 + words(block.offset) * COMPACT_SHADOW_BYTES_PER_WORD,
             words(block.size) * COMPACT_SHADOW_BYTES_PER_WORD,
         );
-        self.discard(
-            side0 + words(block.offset) * SIDE_BYTES_PER_WORD,
-            words(block.size) * SIDE_BYTES_PER_WORD,
-        );
+        for plane in 0..SIDE_ENTRIES as u64 {
+            self.discard(
+                side0
+                    + plane * words(self.capacity) * SIDE_PLANE_BYTES_PER_WORD
+                    + words(block.offset) * SIDE_PLANE_BYTES_PER_WORD,
+                words(block.size) * SIDE_PLANE_BYTES_PER_WORD,
+            );
+        }
         Ok(())
     }
 

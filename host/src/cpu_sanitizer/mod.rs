@@ -43,7 +43,8 @@
 //!   access, not where it came from. A side table next to the shadow keeps,
 //!   per word, the last two writes' and the last two reads'
 //!   `&'static Location`, block, thread, virtual SM, clock slot and launch,
-//!   of distinct clock slots (relaxed atomic stores after each hook). A
+//!   of distinct clock slots of one launch (relaxed atomic stores after
+//!   each hook; an access of a later launch replaces the newest entry). A
 //!   race names the entry of the racing clock slot (the engine reports the
 //!   first conflicting byte, so the entry is that of the right word): for a
 //!   write the racing write is the last one of its slot (an earlier
