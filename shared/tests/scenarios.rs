@@ -484,7 +484,7 @@ fn over_capacity_still_catches_the_writer_race() {
         ops,
     };
     let c = compare(&p, 4);
-    assert!(c.evictions > 0);
+    assert!(c.precision_lost > 0);
     assert!(c.steps.last().unwrap().1.is_race());
 }
 
@@ -531,20 +531,77 @@ fn epoch_overflow_is_an_error_not_a_verdict() {
     }
 }
 
+/// Runs `ops` on `threads` threads of one device over `words` words through
+/// both detectors; returns the comparison.
+fn run_wide(threads: u32, words: usize, ops: Vec<Op>) -> Comparison {
+    compare(
+        &Program {
+            num_sms: threads,
+            num_devices: 1,
+            ops,
+        },
+        words,
+    )
+}
+
+/// One producer publishes 4,096 tiles (data word, then a release store of
+/// the tile's own flag) before a lagging consumer acquires the first flag:
+/// only the producer's own entry changes between the releases, so they
+/// share one snapshot and the engine stays exact.
 #[test]
-fn clock_buffer_exhaustion_is_an_error_not_a_verdict() {
-    let mut h = Harness::new(2, 1, 4, 64);
-    h.step(&plain(0, DATA, 4, true));
-    h.step(&store(0, FLAG, Release, Device));
-    // Overwrite every slot of thread 0's clock buffer.
-    for _ in 0..CLOCK_BUFFER {
-        h.step(&plain(0, DATA + 4, 4, true));
-        h.step(&store(0, FLAG2, Release, Device));
+fn lagging_consumer_of_4096_releases_is_exact() {
+    const TILES: u64 = 4096;
+    let mut ops = Vec::new();
+    for t in 0..TILES {
+        ops.push(plain(0, 8 * t, 4, true));
+        ops.push(store(0, 8 * t + 4, Release, Device));
     }
-    match h.step(&load(1, FLAG, Acquire, Device)).unwrap() {
-        Outcome::Error(r) => assert_eq!(r.report_kind(), Some(ReportKind::ClockBufferExhausted)),
-        o => panic!("expected a clock-buffer error, got {o:?}"),
+    for t in [0, 1, TILES / 2, TILES - 1] {
+        ops.push(load(1, 8 * t + 4, Acquire, Device));
+        ops.push(plain(1, 8 * t, 4, false));
     }
+    // A tile written again after its release races with the reader.
+    ops.push(plain(0, 8, 4, true));
+    let c = run_wide(2, 2 * TILES as usize, ops);
+    assert_eq!((c.errors, c.precision_lost), (0, 0));
+    for (i, (oracle, engine)) in c.steps.iter().enumerate() {
+        assert_eq!(!oracle.is_empty(), engine.is_race(), "access {i}");
+    }
+    assert!(c.steps.last().unwrap().1.is_race());
+    assert_eq!(c.steps.iter().filter(|s| s.1.is_race()).count(), 1);
+}
+
+/// A producer that acquires between its releases needs a snapshot per
+/// release; once its buffer wrapped, an acquire of an overwritten snapshot
+/// joins the overflow clock: no error and no false report, only (counted)
+/// races missed against accesses made after that release.
+#[test]
+fn overwritten_snapshot_degrades_to_the_overflow_clock() {
+    let n = u64::from(CLOCK_BUFFER) + 4;
+    let mut ops = vec![plain(0, 0, 4, true), store(0, 4, Release, Device)];
+    // Written after the first release: racy for a reader of the first flag.
+    ops.push(plain(0, 8, 4, true));
+    for t in 1..=n {
+        ops.push(store(2, 12, Release, Device));
+        ops.push(load(0, 12, Acquire, Device));
+        ops.push(store(0, 16 + 4 * t, Release, Device));
+    }
+    ops.push(load(1, 4, Acquire, Device));
+    ops.push(plain(1, 0, 4, false));
+    ops.push(plain(1, 8, 4, false));
+    let c = run_wide(3, 24 + 4 * n as usize, ops);
+    assert_eq!(c.errors, 0);
+    assert!(c.precision_lost > 0, "the snapshot was not overwritten");
+    for (i, (oracle, engine)) in c.steps.iter().enumerate() {
+        assert!(
+            oracle.len() >= engine.is_race() as usize,
+            "access {i}: false report"
+        );
+    }
+    let last = c.steps.len() - 1;
+    assert!(c.steps[last - 1].0.is_empty() && !c.steps[last - 1].1.is_race());
+    assert!(!c.steps[last].0.is_empty(), "the oracle sees the race");
+    assert!(!c.steps[last].1.is_race(), "missed, as documented");
 }
 
 #[test]

@@ -33,6 +33,9 @@ pub struct PriorSite {
     pub thread: u32,
     /// Launch id (as [`ReportResolver::launch`] takes it).
     pub launch: u32,
+    /// The SM the access ran on, when the side table keeps it (the CPU
+    /// backend's virtual SM); `None` leaves it to [`ReportResolver::place`].
+    pub sm: Option<u32>,
 }
 
 /// What a launch was: its kernel's name and shape.
@@ -202,6 +205,7 @@ fn decode_prior(
         prior.location = resolver.location(site.location);
     }
     if site.tid == raw.prior_tid {
+        prior.smid = site.sm.or(prior.smid);
         if let Some(l) = resolver.launch(site.launch) {
             prior.block = Some(unlinear(u64::from(site.block), l.grid));
             prior.thread = Some(unlinear(u64::from(site.thread), l.block));
@@ -293,6 +297,7 @@ mod tests {
             block: 7,
             thread: 1,
             launch: 1,
+            sm: None,
         };
         let r = decode_report(&raw(ReportKind::AtomicNonAtomic), Some(&site), &Table).unwrap();
         assert_eq!(r.kind, ReportKind::AtomicNonAtomic);
