@@ -304,17 +304,25 @@ pub struct PoolHeader {
     /// Release heads merged into wide heads because a word had more
     /// classes of releasers than [`RECORD_RELEASE_SLOTS`] (precision lost).
     pub merged_heads: u32,
+    /// Accesses to words that needed a record when the pool was full: the
+    /// word stayed compact with its newest write and read clocks that fit
+    /// and the older ones dropped (precision lost: races with the dropped
+    /// clocks may be missed, none invented).
+    pub degraded: u32,
     /// Reserved, zero.
-    pub reserved: [u32; 3],
+    pub reserved: [u32; 2],
 }
 impl PoolHeader {
     /// u32 words in the header.
     pub const WORDS: usize = size_of::<Self>() / 4;
     /// Word index of [`PoolHeader::merged_heads`].
     pub const MERGED_WORD: usize = offset_of!(Self, merged_heads) / 4;
+    /// Word index of [`PoolHeader::degraded`].
+    pub const DEGRADED_WORD: usize = offset_of!(Self, degraded) / 4;
 }
 const _: () = assert!(size_of::<PoolHeader>() == 32);
 const _: () = assert!(offset_of!(PoolHeader, merged_heads) == 16);
+const _: () = assert!(offset_of!(PoolHeader, degraded) == 20);
 
 /// What a report record says.
 #[repr(u32)]
@@ -339,7 +347,9 @@ pub enum ReportKind {
     /// No longer emitted (the overflow clock stands in, counted in
     /// [`ThreadStateHeader::coarsened`]); the code stays reserved.
     ClockBufferExhausted = 17,
-    /// Error: the inflated-record pool is full.
+    /// Error: the inflated-record pool is full and the word has release
+    /// heads (a word without them stays compact with older clocks dropped,
+    /// counted in [`PoolHeader::degraded`]).
     ShadowPoolExhausted = 18,
     /// Error: a word needed more release heads than a record keeps. No
     /// longer emitted (heads are joined per class, then merged, counted in

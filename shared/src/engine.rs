@@ -56,8 +56,16 @@
 //!
 //! Reports name the first byte both accesses touch.
 //!
-//! Errors (epoch overflow, pool exhaustion) come back as [`Outcome::Error`]
-//! records of their own kinds, never as race verdicts.
+//! A word that needs a record when the pool is full stays compact with its
+//! newest write and read clocks, the older ones dropped (counted in
+//! [`crate::abi::PoolHeader::degraded`]: races may be missed, none
+//! invented). A plain write followed by an ordered atomic of another thread
+//! is such a word: an atomic unordered with the write races with it but not
+//! with the first atomic, so exactness needs both write clocks.
+//!
+//! Errors (epoch overflow, a full pool for a word with release heads) come
+//! back as [`Outcome::Error`] records of their own kinds, never as race
+//! verdicts.
 //!
 //! Lock order: the thread's own state lock, then cells in ascending word
 //! order (see [`crate::atomic`]).
@@ -532,10 +540,16 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                         w.state.to_record::<M::Atomics>(self.pool().record(i));
                         cell.store(ShadowCell::inflated(i).0, MemOrder::Release);
                     }
-                    None => {
-                        cell.store(old, MemOrder::Release);
-                        return Err(ReportKind::ShadowPoolExhausted);
-                    }
+                    None => match w.state.to_compact_dropping_clocks() {
+                        Some(c) => {
+                            cell.store(c.0, MemOrder::Release);
+                            self.pool().note_degraded();
+                        }
+                        None => {
+                            cell.store(old, MemOrder::Release);
+                            return Err(ReportKind::ShadowPoolExhausted);
+                        }
+                    },
                 },
             },
             Held::Record(i) => {
@@ -769,8 +783,20 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                                 continue;
                             }
                             let Some(i) = pool.allocate() else {
-                                cell.store(c, MemOrder::Release);
-                                break Err(ReportKind::ShadowPoolExhausted);
+                                // Full pool: keep the word compact with its
+                                // older clocks dropped (counted), or fail
+                                // when it has release heads.
+                                break match st.to_compact_dropping_clocks() {
+                                    Some(d) => {
+                                        cell.store(d.0, MemOrder::Release);
+                                        pool.note_degraded();
+                                        Ok(race)
+                                    }
+                                    None => {
+                                        cell.store(c, MemOrder::Release);
+                                        Err(ReportKind::ShadowPoolExhausted)
+                                    }
+                                };
                             };
                             st.to_record::<M::Atomics>(pool.record(i));
                             cell.store(ShadowCell::inflated(i).0, MemOrder::Release);

@@ -434,6 +434,28 @@ impl WordState {
         Some(ShadowCell(v))
     }
 
+    /// The compact cell closest to this state, for when the pool has no
+    /// record left: the newest write clock and the newest read clock that
+    /// fit a compact cell, the older clocks dropped. Dropping access clocks
+    /// only removes checks (races with them may be missed, none invented).
+    /// `None` when the word has release heads: a compact cell cannot keep
+    /// them, and an acquirer that lost them would report false races.
+    pub fn to_compact_dropping_clocks(&self) -> Option<ShadowCell> {
+        if self.release_len != 0 {
+            return None;
+        }
+        let mut kept = WordState::EMPTY;
+        let (mut write, mut read) = (false, false);
+        for a in self.accesses[..self.len].iter().rev() {
+            let taken = if a.write { &mut write } else { &mut read };
+            if !*taken && a.fits_compact() {
+                *taken = true;
+                kept.push(*a);
+            }
+        }
+        kept.to_compact()
+    }
+
     /// Decodes an inflated record held in `words` (its lock held by the caller).
     pub fn from_record<F: AtomicFamily>(words: &[F::U32]) -> WordState {
         let mut s = WordState::EMPTY;
@@ -612,6 +634,22 @@ impl<'a, F: AtomicFamily> Pool<'a, F> {
         if self.words.len() >= PoolHeader::WORDS {
             self.words[PoolHeader::MERGED_WORD].fetch_add(1, MemOrder::Relaxed);
         }
+    }
+
+    /// Counts an access kept compact with older clocks dropped (the pool
+    /// was full).
+    #[inline]
+    pub fn note_degraded(&self) {
+        if self.words.len() >= PoolHeader::WORDS {
+            self.words[PoolHeader::DEGRADED_WORD].fetch_add(1, MemOrder::Relaxed);
+        }
+    }
+
+    /// Accesses degraded so far (see [`PoolHeader::degraded`]).
+    pub fn degraded(&self) -> u32 {
+        self.words
+            .get(PoolHeader::DEGRADED_WORD)
+            .map_or(0, |w| w.load(MemOrder::Relaxed))
     }
 
     /// Release heads merged so far.

@@ -605,10 +605,34 @@ fn overwritten_snapshot_degrades_to_the_overflow_clock() {
 }
 
 #[test]
-fn pool_exhaustion_is_an_error_not_a_verdict() {
+fn a_full_pool_keeps_words_without_heads_compact_and_counts_it() {
+    // Two concurrent readers need a record; with none left the word keeps
+    // the newest read (counted), and the writer racing with both is still
+    // caught.
     let mut h = Harness::new(3, 1, 4, 0);
     h.step(&plain(0, DATA, 4, false));
-    match h.step(&plain(1, DATA, 4, false)).unwrap() {
+    assert_eq!(h.step(&plain(1, DATA, 4, false)), Some(Outcome::Clean));
+    assert_eq!(h.degraded(), 1);
+    match h.step(&plain(2, DATA, 4, true)).unwrap() {
+        Outcome::Race(r) => assert_eq!(r.prior_tid, 1),
+        o => panic!("expected the write to race, got {o:?}"),
+    }
+    // A memset-like plain write then an ordered atomic from another thread
+    // (two write clocks) degrades too, and atomics after it stay clean.
+    let mut h = Harness::new(3, 1, 4, 0);
+    h.step(&plain(0, FLAG, 4, true));
+    h.step(&Op::Kernel);
+    assert_eq!(h.step(&rmw(1, FLAG, Relaxed, Device)), Some(Outcome::Clean));
+    assert_eq!(h.step(&rmw(2, FLAG, Relaxed, Device)), Some(Outcome::Clean));
+    assert!(h.degraded() >= 1);
+}
+
+#[test]
+fn pool_exhaustion_with_release_heads_is_an_error_not_a_verdict() {
+    // A release head cannot be dropped (an acquirer would then report
+    // false races): with no record left that is an error.
+    let mut h = Harness::new(3, 1, 4, 0);
+    match h.step(&store(0, FLAG, Release, Device)).unwrap() {
         Outcome::Error(r) => assert_eq!(r.report_kind(), Some(ReportKind::ShadowPoolExhausted)),
         o => panic!("expected a pool error, got {o:?}"),
     }

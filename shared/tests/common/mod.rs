@@ -514,6 +514,11 @@ impl Harness {
         Pool::<CoreAtomics>::new(&self.pool).merged_heads()
     }
 
+    /// Accesses kept compact with older clocks dropped (full pool).
+    pub fn degraded(&self) -> u32 {
+        Pool::<CoreAtomics>::new(&self.pool).degraded()
+    }
+
     /// Acquires that found their snapshot overwritten (all threads).
     pub fn coarsened(&self) -> u32 {
         (0..self.cfg.num_threads)
@@ -602,6 +607,8 @@ pub struct Comparison {
     /// Of those, the release-history ones (heads merged, snapshots
     /// coarsened), not the access-history evictions.
     pub release_precision_lost: u32,
+    /// Accesses kept compact with older clocks dropped (full pool).
+    pub degraded: u32,
     pub errors: usize,
 }
 
@@ -612,12 +619,16 @@ pub fn compare(p: &Program, words: usize) -> Comparison {
 /// [`compare`] with `clock_buffer` snapshots per thread and a pool of one
 /// record per word.
 pub fn compare_with(p: &Program, words: usize, clock_buffer: u32) -> Comparison {
+    compare_in(p, words, words.max(4096), clock_buffer)
+}
+
+/// [`compare_with`] on a pool of `pool` records.
+pub fn compare_in(p: &Program, words: usize, pool: usize, clock_buffer: u32) -> Comparison {
     let mut oracle = Oracle::new(p.num_sms, p.num_devices, words * 4);
     // Small programs (the random-program test) keep one head per release
     // in the oracle, which cross-checks the engine's joins; large ones
     // could not afford it.
     oracle.join_heads = p.threads() > 64;
-    let pool = words.max(4096);
     let mut engine =
         Harness::with_clock_buffer(p.num_sms, p.num_devices, words, pool, clock_buffer);
     let mut steps = Vec::new();
@@ -633,6 +644,7 @@ pub fn compare_with(p: &Program, words: usize, clock_buffer: u32) -> Comparison 
         steps,
         precision_lost: engine.evictions() + engine.merged_heads() + engine.coarsened(),
         release_precision_lost: engine.merged_heads() + engine.coarsened(),
+        degraded: engine.degraded(),
         errors,
     }
 }

@@ -111,7 +111,8 @@ pub(crate) fn region_image(global: &GlobalState, layout: &RegionLayout, rank: u3
         evictions: 0,
         wasted: 0,
         merged_heads: 0,
-        reserved: [0; 3],
+        degraded: 0,
+        reserved: [0; 2],
     };
     let at = layout.pool_offset as usize;
     bytes[at..at + std::mem::size_of::<PoolHeader>()].copy_from_slice(bytemuck::bytes_of(&header));
