@@ -107,24 +107,11 @@ fn check(what: &str, outcome: vigil::Result<()>, expected: &[Verdict]) {
 }
 
 mod scenarios {
+    use super::common::codes::*;
     use super::common::{Bench, MakeContext};
     use super::{check, race};
-    use vigil::{DeviceBuffer, LaunchConfig, ReportKind, Stream};
+    use vigil::{DeviceBuffer, LaunchConfig, Stream};
     use vigil_kernels::races::*;
-
-    const RAW: ReportKind = ReportKind::ReadAfterWrite;
-    const WAR: ReportKind = ReportKind::WriteAfterRead;
-    const WAW: ReportKind = ReportKind::WriteAfterWrite;
-    const MIX: ReportKind = ReportKind::AtomicNonAtomic;
-    const SCOPE: ReportKind = ReportKind::ScopeMismatch;
-
-    // Ordering and scope codes of `vigil_kernels::races::{ordering, scope}`.
-    const RELAXED: u32 = 0;
-    const ACQUIRE: u32 = 1;
-    const RELEASE: u32 = 2;
-    const BLOCK: u32 = 0;
-    const DEVICE: u32 = 1;
-    const SYSTEM: u32 = 2;
 
     /// Two one-thread blocks.
     fn two_blocks() -> LaunchConfig {

@@ -98,29 +98,22 @@ fn check(
 
 mod scenarios {
     use super::check;
+    use super::common::codes::*;
     use super::common::{Bench, MakeContext};
-    use vigil::{LaunchConfig, ReportKind};
+    use vigil::LaunchConfig;
     use vigil_kernels::scale_races::*;
-
-    const RAW: ReportKind = ReportKind::ReadAfterWrite;
-    const WAR: ReportKind = ReportKind::WriteAfterRead;
-    const SIZE: ReportKind = ReportKind::AtomicSizeMismatch;
-
-    // Ordering codes of `vigil_kernels::races::ordering`.
-    const ACQUIRE: u32 = 1;
-    const RELEASE: u32 = 2;
-    const ACQ_REL: u32 = 3;
-    const SEQ_CST: u32 = 4;
 
     fn one_thread_blocks(blocks: u32) -> LaunchConfig {
         LaunchConfig::new(blocks, 1)
     }
 
     /// `last_block_reduction` with `fence_code`; checks the sum.
-    fn reduction(make: MakeContext, blocks: u32, fence_code: u32) -> (vigil::Result<()>, usize) {
-        let Some(b) = Bench::new(make, 2) else {
-            return (Ok(()), 2);
-        };
+    fn reduction(
+        make: MakeContext,
+        blocks: u32,
+        fence_code: u32,
+    ) -> Option<(vigil::Result<()>, usize)> {
+        let b = Bench::new(make, 2)?;
         let (mut partials, mut counter, mut result) = (
             b.zeros_of::<u32>(blocks as usize),
             b.zeros_of::<u32>(1),
@@ -138,23 +131,29 @@ mod scenarios {
             result.to_vec(&b.stream).unwrap(),
             [blocks * (blocks + 1) / 2]
         );
-        (verdict, b.sms())
+        Some((verdict, b.sms()))
     }
 
     pub fn last_block_reduction_fence_and_relaxed(make: MakeContext, blocks: u32) {
         for code in [RELEASE, ACQ_REL, SEQ_CST] {
-            let (out, w) = reduction(make, blocks, code);
+            let Some((out, w)) = reduction(make, blocks, code) else {
+                return;
+            };
             check("threadFenceReduction, fence + relaxed", out, w, &[]);
         }
     }
 
     pub fn last_block_reduction_acq_rel(make: MakeContext, blocks: u32) {
-        let (out, w) = reduction(make, blocks, 0);
+        let Some((out, w)) = reduction(make, blocks, 0) else {
+            return;
+        };
         check("threadFenceReduction, acq_rel", out, w, &[]);
     }
 
     pub fn last_block_reduction_without_release(make: MakeContext, blocks: u32) {
-        let (out, w) = reduction(make, blocks, ACQUIRE);
+        let Some((out, w)) = reduction(make, blocks, ACQUIRE) else {
+            return;
+        };
         check(
             "threadFenceReduction, acquire fence only",
             out,
@@ -196,10 +195,12 @@ mod scenarios {
 
     /// `lagging_consumer` with `store_code`, on one worker (the consumer,
     /// the last block, runs after every producer published).
-    fn lagging(make: MakeContext, blocks: u32, store_code: u32) -> (vigil::Result<()>, usize) {
-        let Some(b) = Bench::new(make, 1) else {
-            return (Ok(()), 1);
-        };
+    fn lagging(
+        make: MakeContext,
+        blocks: u32,
+        store_code: u32,
+    ) -> Option<(vigil::Result<()>, usize)> {
+        let b = Bench::new(make, 1)?;
         let n = blocks as usize;
         let (mut tiles, mut flags, mut out) =
             (b.zeros_of::<u32>(n), b.zeros_of::<u32>(n), b.zeros(1));
@@ -212,16 +213,20 @@ mod scenarios {
             .expect("launch");
         let verdict = b.sync();
         assert_eq!(out.to_vec(&b.stream).unwrap(), [(blocks - 1) * blocks / 2]);
-        (verdict, b.sms())
+        Some((verdict, b.sms()))
     }
 
     pub fn lagging_consumer_of_producers(make: MakeContext, blocks: u32) {
-        let (out, w) = lagging(make, blocks, RELEASE);
+        let Some((out, w)) = lagging(make, blocks, RELEASE) else {
+            return;
+        };
         check("lagging consumer", out, w, &[]);
     }
 
     pub fn lagging_consumer_relaxed_stores(make: MakeContext, blocks: u32) {
-        let (out, w) = lagging(make, blocks, 0);
+        let Some((out, w)) = lagging(make, blocks, 0) else {
+            return;
+        };
         check(
             "lagging consumer, relaxed flags",
             out,
@@ -230,10 +235,12 @@ mod scenarios {
         );
     }
 
-    fn mixed(make: MakeContext, blocks: u32, same_width: u32) -> (vigil::Result<()>, usize) {
-        let Some(b) = Bench::new(make, 1) else {
-            return (Ok(()), 1);
-        };
+    fn mixed(
+        make: MakeContext,
+        blocks: u32,
+        same_width: u32,
+    ) -> Option<(vigil::Result<()>, usize)> {
+        let b = Bench::new(make, 1)?;
         let mut data = b.zeros_of::<u64>(1);
         b.stream
             .launch(
@@ -250,11 +257,13 @@ mod scenarios {
             (u64::from(blocks / 2), u64::from(blocks / 2))
         };
         assert_eq!(v, wide + (narrow << 32));
-        (verdict, b.sms())
+        Some((verdict, b.sms()))
     }
 
     pub fn mixed_width_atomics_race(make: MakeContext, blocks: u32) {
-        let (out, w) = mixed(make, blocks, 0);
+        let Some((out, w)) = mixed(make, blocks, 0) else {
+            return;
+        };
         check(
             "u64 and u32 atomics on overlapping bytes",
             out,
@@ -267,7 +276,9 @@ mod scenarios {
     }
 
     pub fn same_width_atomics_do_not(make: MakeContext, blocks: u32) {
-        let (out, w) = mixed(make, blocks, 1);
+        let Some((out, w)) = mixed(make, blocks, 1) else {
+            return;
+        };
         check("u64 atomics only", out, w, &[]);
     }
 

@@ -205,8 +205,11 @@ fn decode_prior(
         prior.location = resolver.location(site.location);
     }
     if site.tid == raw.prior_tid {
-        prior.smid = site.sm.or(prior.smid);
         if let Some(l) = resolver.launch(site.launch) {
+            // A host-issued transfer runs on no SM, whatever the entry says.
+            if !l.host_issued {
+                prior.smid = site.sm.or(prior.smid);
+            }
             prior.block = Some(unlinear(u64::from(site.block), l.grid));
             prior.thread = Some(unlinear(u64::from(site.thread), l.block));
             prior.kernel = Some(l.kernel);
@@ -297,7 +300,7 @@ mod tests {
             block: 7,
             thread: 1,
             launch: 1,
-            sm: None,
+            sm: Some(5),
         };
         let r = decode_report(&raw(ReportKind::AtomicNonAtomic), Some(&site), &Table).unwrap();
         assert_eq!(r.kind, ReportKind::AtomicNonAtomic);
@@ -322,7 +325,8 @@ mod tests {
             (p.access, p.scope),
             (AccessKind::AtomicWrite, Scope::Device)
         );
-        assert_eq!((p.tid, p.device, p.smid, p.epoch), (8, 0, Some(2), 3));
+        // The side entry's SM wins over the thread id's.
+        assert_eq!((p.tid, p.device, p.smid, p.epoch), (8, 0, Some(5), 3));
         assert_eq!(p.block, Some(Dim3::new(3, 1, 0)));
         assert_eq!(p.thread, Some(Dim3::new(1, 0, 0)));
         assert_eq!(p.kernel.as_deref(), Some("first"));

@@ -113,3 +113,26 @@ impl Bench {
         self.ctx.synchronize()
     }
 }
+
+/// Short names both suites give report kinds, and the ordering and scope
+/// codes of `vigil_kernels::races::{ordering, scope}`.
+pub mod codes {
+    use vigil::ReportKind;
+
+    pub const RAW: ReportKind = ReportKind::ReadAfterWrite;
+    pub const WAR: ReportKind = ReportKind::WriteAfterRead;
+    pub const WAW: ReportKind = ReportKind::WriteAfterWrite;
+    pub const MIX: ReportKind = ReportKind::AtomicNonAtomic;
+    pub const SCOPE: ReportKind = ReportKind::ScopeMismatch;
+    pub const SIZE: ReportKind = ReportKind::AtomicSizeMismatch;
+
+    pub const RELAXED: u32 = 0;
+    pub const ACQUIRE: u32 = 1;
+    pub const RELEASE: u32 = 2;
+    pub const ACQ_REL: u32 = 3;
+    pub const SEQ_CST: u32 = 4;
+
+    pub const BLOCK: u32 = 0;
+    pub const DEVICE: u32 = 1;
+    pub const SYSTEM: u32 = 2;
+}
