@@ -21,8 +21,21 @@ pub const INFLATED_SHADOW_BYTES_PER_WORD: u64 =
 /// Access clocks an inflated record keeps (reads and writes together; the
 /// latest write of every byte is never evicted).
 pub const RECORD_ACCESS_SLOTS: usize = 8;
-/// Release heads (release-sequence clocks) an inflated record keeps.
+/// Release heads an inflated record keeps. A word keeps one head per
+/// class of releaser (device, scope) whatever the number of releasers (the
+/// heads of one class are joined exactly), so 4 slots are exact for words
+/// released from up to two devices; beyond, heads are merged into one
+/// *wide* head that every acquirer acquires (counted in
+/// [`PoolHeader::merged_heads`]: races may be missed, none invented).
 pub const RECORD_RELEASE_SLOTS: usize = 4;
+/// Thread-id bits of the engine: records, release heads and reports keep
+/// 16-bit sanitizer thread ids, so at most [`MAX_THREADS`] sanitizer
+/// threads over all devices (8 GPUs x 132 SMs x 32 CTA slots = 33,792 fit).
+/// Compact cells keep fewer bits ([`crate::shadow::COMPACT_TID_BITS`]);
+/// a clock with a larger id simply makes its word inflate.
+pub const THREAD_ID_BITS: u32 = 16;
+/// The most sanitizer threads (`num_threads`) the engine supports.
+pub const MAX_THREADS: u32 = 1 << THREAD_ID_BITS;
 /// Slots in a stream's ring of kernel exit clocks (design 3.2).
 pub const STREAM_RING_SLOTS: u32 = 3;
 
@@ -74,8 +87,9 @@ const _: () = assert!(offset_of!(GlobalState, thread_state_bytes) == 60);
 /// Header of one sanitizer thread's state. In memory it is followed by
 /// `num_threads` u32 each of: the vector clock, the pending clock acquired
 /// by relaxed reads from same-device releasers, the same from other-device
-/// releasers (both consumed by acquire fences), then `clock_buffer_size`
-/// published snapshots of the vector clock.
+/// releasers (both consumed by acquire fences), the *overflow clock* (the
+/// join of every snapshot the ring overwrote), then `clock_buffer_size`
+/// published snapshots (see [`crate::clock`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct ThreadStateHeader {
@@ -95,6 +109,15 @@ pub struct ThreadStateHeader {
     pub fence_token_system: u32,
     /// Token of the last published snapshot (0: none).
     pub last_token: u32,
+    /// Own epoch at the last release fence of scope device or wider.
+    pub fence_epoch_device: u32,
+    /// Own epoch at the last release fence of scope system.
+    pub fence_epoch_system: u32,
+    /// Acquires of this thread's releases that found their snapshot
+    /// overwritten and used the overflow clock instead (precision lost).
+    pub coarsened: u32,
+    /// Reserved, zero.
+    pub reserved: u32,
 }
 impl ThreadStateHeader {
     /// The vector clock changed since the last snapshot.
@@ -119,16 +142,39 @@ impl ThreadStateHeader {
     pub const FENCE_SYSTEM_WORD: usize = offset_of!(Self, fence_token_system) / 4;
     /// Word index of [`ThreadStateHeader::last_token`].
     pub const LAST_TOKEN_WORD: usize = offset_of!(Self, last_token) / 4;
+    /// Word index of [`ThreadStateHeader::fence_epoch_device`].
+    pub const FENCE_EPOCH_DEVICE_WORD: usize = offset_of!(Self, fence_epoch_device) / 4;
+    /// Word index of [`ThreadStateHeader::fence_epoch_system`].
+    pub const FENCE_EPOCH_SYSTEM_WORD: usize = offset_of!(Self, fence_epoch_system) / 4;
+    /// Word index of [`ThreadStateHeader::coarsened`].
+    pub const COARSENED_WORD: usize = offset_of!(Self, coarsened) / 4;
 }
-const _: () = assert!(size_of::<ThreadStateHeader>() == 32);
+const _: () = assert!(size_of::<ThreadStateHeader>() == 48);
+const _: () = assert!(offset_of!(ThreadStateHeader, fence_epoch_device) == 32);
+const _: () = assert!(offset_of!(ThreadStateHeader, coarsened) == 40);
 const _: () = assert!(offset_of!(ThreadStateHeader, lock) == 0);
 const _: () = assert!(offset_of!(ThreadStateHeader, clock_head) == 8);
 const _: () = assert!(offset_of!(ThreadStateHeader, last_token) == 28);
 
+/// Clocks of `num_threads` entries in a thread state besides its clock
+/// buffer: the vector clock, two pending clocks, the overflow clock.
+pub const THREAD_STATE_CLOCKS: usize = 4;
+
 /// u32 words of one thread state: header, vector clock, two pending
-/// clocks, clock buffer.
+/// clocks, overflow clock, clock buffer.
+///
+/// Memory: a device holds one state per sanitizer thread of its own, each
+/// about `4 * (THREAD_STATE_CLOCKS + clock_buffer_size) * num_threads`
+/// bytes. For 132 SMs x 16 CTA slots (2,112 sanitizer threads per GPU) and
+/// the default 32 snapshots: 2,112 x 36 x 2,112 x 4 B = 613 MiB on one
+/// GPU; with 8 such GPUs (16,896 threads, every clock 8 times longer)
+/// 4.8 GiB per GPU, 38.3 GiB in all. With 8 snapshots (enough once
+/// releases share snapshots): 204 MiB, and 1.6 GiB per GPU (12.8 GiB in
+/// all). Release heads and derived snapshots need nothing more: heads live
+/// in the word's pooled record, derived snapshots in the buffer.
 pub const fn thread_state_words(num_threads: u32, clock_buffer_size: u32) -> usize {
-    ThreadStateHeader::WORDS + (3 + clock_buffer_size as usize) * num_threads as usize
+    ThreadStateHeader::WORDS
+        + (THREAD_STATE_CLOCKS + clock_buffer_size as usize) * num_threads as usize
 }
 
 /// Bytes of one thread state, rounded up to 16 bytes.
@@ -148,7 +194,9 @@ pub struct ScalarClock {
     pub epoch: u32,
     /// Sanitizer thread id.
     pub tid: u16,
-    /// [`Scope`] of the atomic (`as u8`); meaningless for plain accesses.
+    /// Bits 0..2: [`Scope`] of the atomic (`as u8`); bits 2..8: the
+    /// atomic's extent ([`crate::shadow::AccessClock::extent`]). Zero for
+    /// plain accesses.
     pub scope: u8,
     /// Bit 0 valid, bit 1 write, bit 2 atomic, bit 3 release, bits 4..8 the
     /// byte mask within the word.
@@ -165,10 +213,41 @@ impl ScalarClock {
     pub const RELEASE: u8 = 8;
     /// Shift of the byte mask in `flags`.
     pub const MASK_SHIFT: u8 = 4;
+    /// Shift of the extent in `scope`.
+    pub const EXTENT_SHIFT: u8 = 2;
 }
 const _: () = assert!(size_of::<ScalarClock>() == 8);
 const _: () = assert!(offset_of!(ScalarClock, tid) == 4);
 const _: () = assert!(offset_of!(ScalarClock, flags) == 7);
+
+/// A release head as a record keeps it: the releaser, its scope, the
+/// snapshot (clock-buffer token) and the releaser's epoch at the release
+/// (the snapshot may predate it; see [`crate::clock`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct ReleaseSlot {
+    /// Own epoch of the releaser at the release.
+    pub epoch: u32,
+    /// Clock-buffer token of the snapshot.
+    pub token: u32,
+    /// Releasing sanitizer thread.
+    pub tid: u16,
+    /// [`Scope`] of the release (`as u8`).
+    pub scope: u8,
+    /// Bit 0 valid, bit 1 derived (the snapshot joins other releasers'),
+    /// bit 2 wide (merged heads: every acquirer acquires it).
+    pub flags: u8,
+}
+impl ReleaseSlot {
+    /// The slot is in use.
+    pub const VALID: u8 = 1;
+    /// The snapshot is a join made for this word, not the releaser's clock.
+    pub const DERIVED: u8 = 2;
+    /// Merged heads of several classes (precision lost).
+    pub const WIDE: u8 = 4;
+}
+const _: () = assert!(size_of::<ReleaseSlot>() == 12);
+const _: () = assert!(offset_of!(ReleaseSlot, tid) == 8);
 
 /// The inflated form of a shadow cell, kept in a separate pool and found
 /// from the compact cell's tagged index (see [`crate::shadow`]).
@@ -180,16 +259,14 @@ pub struct InflatedRecord {
     /// Bit 0: an access clock was evicted from this record (precision lost).
     pub meta: u32,
     /// Last write of the word for release-sequence continuation: bit 31
-    /// valid, bit 30 atomic, bits 16..18 scope, bits 0..16 tid.
+    /// valid, bits 24..30 extent, bits 16..18 scope, bits 0..16 tid.
     pub last_write: u32,
     /// Reserved, zero.
     pub reserved: u32,
     /// Access clocks (reads and writes), oldest first.
     pub accesses: [ScalarClock; RECORD_ACCESS_SLOTS],
     /// Release heads whose release sequence the word's value continues.
-    pub releases: [ScalarClock; RECORD_RELEASE_SLOTS],
-    /// Padding to 128 bytes.
-    pub pad: [u32; 4],
+    pub releases: [ReleaseSlot; RECORD_RELEASE_SLOTS],
 }
 impl InflatedRecord {
     /// u32 words in a record.
@@ -208,6 +285,7 @@ impl InflatedRecord {
 const _: () = assert!(size_of::<InflatedRecord>() == 128);
 const _: () = assert!(offset_of!(InflatedRecord, accesses) == 16);
 const _: () = assert!(offset_of!(InflatedRecord, releases) == 80);
+const _: () = assert!(size_of::<ReleaseSlot>() * RECORD_RELEASE_SLOTS == 48);
 
 /// Header of the inflated-record pool; records follow at
 /// [`PoolHeader::WORDS`], [`InflatedRecord::WORDS`] words each.
@@ -223,12 +301,28 @@ pub struct PoolHeader {
     /// Records allocated but never published (0: inflation claims the
     /// cell before allocating).
     pub wasted: u32,
+    /// Release heads merged into wide heads because a word had more
+    /// classes of releasers than [`RECORD_RELEASE_SLOTS`] (precision lost).
+    pub merged_heads: u32,
+    /// Accesses to words that needed a record when the pool was full: the
+    /// word stayed compact with its newest write and read clocks that fit
+    /// and the older ones dropped (precision lost: races with the dropped
+    /// clocks may be missed, none invented).
+    pub degraded: u32,
+    /// Reserved, zero.
+    pub reserved: [u32; 2],
 }
 impl PoolHeader {
     /// u32 words in the header.
     pub const WORDS: usize = size_of::<Self>() / 4;
+    /// Word index of [`PoolHeader::merged_heads`].
+    pub const MERGED_WORD: usize = offset_of!(Self, merged_heads) / 4;
+    /// Word index of [`PoolHeader::degraded`].
+    pub const DEGRADED_WORD: usize = offset_of!(Self, degraded) / 4;
 }
-const _: () = assert!(size_of::<PoolHeader>() == 16);
+const _: () = assert!(size_of::<PoolHeader>() == 32);
+const _: () = assert!(offset_of!(PoolHeader, merged_heads) == 16);
+const _: () = assert!(offset_of!(PoolHeader, degraded) == 20);
 
 /// What a report record says.
 #[repr(u32)]
@@ -244,13 +338,22 @@ pub enum ReportKind {
     AtomicNonAtomic = 4,
     /// Two atomics whose scopes do not include each other's threads.
     ScopeMismatch = 5,
+    /// Two atomics that overlap without covering the same bytes (not
+    /// morally strong in the PTX model, whatever their scopes).
+    AtomicSizeMismatch = 6,
     /// Error: a thread's epoch can no longer be represented.
     EpochOverflow = 16,
     /// Error: an acquire needed a snapshot its releaser already overwrote.
+    /// No longer emitted (the overflow clock stands in, counted in
+    /// [`ThreadStateHeader::coarsened`]); the code stays reserved.
     ClockBufferExhausted = 17,
-    /// Error: the inflated-record pool is full.
+    /// Error: the inflated-record pool is full and the word has release
+    /// heads (a word without them stays compact with older clocks dropped,
+    /// counted in [`PoolHeader::degraded`]).
     ShadowPoolExhausted = 18,
-    /// Error: a word needed more release heads than a record keeps.
+    /// Error: a word needed more release heads than a record keeps. No
+    /// longer emitted (heads are joined per class, then merged, counted in
+    /// [`PoolHeader::merged_heads`]); the code stays reserved.
     ReleaseSlotsExhausted = 19,
 }
 impl ReportKind {
@@ -262,6 +365,7 @@ impl ReportKind {
             3 => Self::WriteAfterWrite,
             4 => Self::AtomicNonAtomic,
             5 => Self::ScopeMismatch,
+            6 => Self::AtomicSizeMismatch,
             16 => Self::EpochOverflow,
             17 => Self::ClockBufferExhausted,
             18 => Self::ShadowPoolExhausted,
@@ -310,7 +414,8 @@ pub struct RaceReport {
     pub kind: u32,
     /// Bytes of the current access.
     pub size: u32,
-    /// Address of the current access.
+    /// For races, the first byte both accesses touch; for errors, the
+    /// address of the current access.
     pub address: u64,
     /// The current access's source site.
     pub site: AccessSite,

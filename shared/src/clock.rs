@@ -11,12 +11,25 @@
 //! whether the clock changed since the last snapshot).
 //!
 //! The clock buffer is a ring of `clock_buffer_size` snapshots. A release
-//! stores a *token* (1-based publication count) in the shadow; an acquire
-//! reads the snapshot back through a seqlock: the writer announces the new
-//! head before overwriting a slot, the reader checks the head after reading,
-//! and a snapshot already overwritten is a
-//! [`ClockBufferExhausted`](crate::abi::ReportKind::ClockBufferExhausted)
-//! error, never a guess.
+//! stores a *token* (1-based publication count) and the releaser's epoch in
+//! the shadow; an acquire joins the snapshot with the releaser's entry
+//! raised to that epoch. So a release after which only the own entry
+//! changed reuses the last snapshot (the [`DIRTY`](crate::abi::ThreadStateHeader::DIRTY)
+//! bit tracks changes of the other entries only): a thread publishing
+//! thousands of releases without acquiring in between needs one snapshot.
+//! The engine also publishes *derived* snapshots (joins of several
+//! releasers' heads of one word, [`ThreadClocks::begin_snapshot`]).
+//!
+//! An acquire reads the snapshot back through a seqlock: the writer
+//! announces the new head before overwriting a slot, the reader checks the
+//! head after reading. Before a slot is overwritten, its snapshot is joined
+//! into the thread's *overflow clock*, so a reader that finds its snapshot
+//! gone joins the overflow clock instead: it contains the snapshot, so the
+//! acquire can only be ordered after more than it should (races missed,
+//! never invented); such acquires are counted in
+//! [`coarsened`](crate::abi::ThreadStateHeader::coarsened). The buffer is
+//! exact for any number of releases while each acquirer reads one of the
+//! releaser's last `clock_buffer_size` distinct snapshots.
 
 use core::sync::atomic::Ordering as MemOrder;
 
@@ -36,6 +49,21 @@ pub enum PendingLevel {
     Device = 0,
     /// Releaser on another device.
     System = 1,
+}
+
+/// A release fence's publication: snapshot token and own epoch (token 0:
+/// no such fence).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FenceRelease {
+    /// Clock-buffer token.
+    pub token: u32,
+    /// Own epoch at the fence.
+    pub epoch: u32,
+}
+
+impl FenceRelease {
+    /// No fence.
+    pub const NONE: FenceRelease = FenceRelease { token: 0, epoch: 0 };
 }
 
 /// Why a clock operation failed.
@@ -111,9 +139,14 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
     }
 
     #[inline(always)]
+    fn overflow_word(&self, j: usize) -> &F::U32 {
+        self.word(H::WORDS + 3 * self.num_threads + j)
+    }
+
+    #[inline(always)]
     fn slot_word(&self, token: u32, j: usize) -> &F::U32 {
         let slot = ((token - 1) % self.buffer_slots) as usize;
-        self.word(H::WORDS + (3 + slot) * self.num_threads + j)
+        self.word(H::WORDS + (crate::abi::THREAD_STATE_CLOCKS + slot) * self.num_threads + j)
     }
 
     /// Resets the state of thread `tid`: epoch 1, everything else empty.
@@ -205,7 +238,9 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
                 return Err(ClockError::EpochOverflow(e));
             }
             self.set(tid, e + 1);
-            self.set_header(H::DIRTY_WORD, H::DIRTY);
+            // Only the own entry changed: the last snapshot still serves
+            // (heads carry the epoch), so DIRTY is left as it was.
+            self.set_header(H::DIRTY_WORD, flags & !H::PUBLISHED);
         }
         Ok(())
     }
@@ -218,20 +253,16 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
     }
 
     /// Under the write lock: publishes the vector clock into the clock
-    /// buffer and returns its token; reuses the last token when the clock
-    /// has not changed since.
+    /// buffer and returns its token (heads pair it with the current epoch);
+    /// reuses the last token when no entry but the own one changed since.
     pub fn publish(&self) -> u32 {
         let flags = self.header(H::DIRTY_WORD);
         let last = self.header(H::LAST_TOKEN_WORD);
-        if flags & H::DIRTY == 0 && last != 0 {
+        if flags & H::DIRTY == 0 && self.is_fresh(last, self.header(H::HEAD_WORD)) {
             self.set_header(H::DIRTY_WORD, flags | H::PUBLISHED);
             return last;
         }
-        let token = self.header(H::HEAD_WORD).wrapping_add(1).max(1);
-        // Announce first (seqlock): a reader of the snapshot this slot held
-        // sees the new head after its read and reports the snapshot gone.
-        self.word(H::HEAD_WORD).store(token, MemOrder::Relaxed);
-        F::fence(MemOrder::Release);
+        let token = self.begin_snapshot();
         for j in 0..self.num_threads {
             let v = self.get(j as u32);
             self.slot_word(token, j).store(v, MemOrder::Relaxed);
@@ -239,6 +270,48 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
         self.set_header(H::LAST_TOKEN_WORD, token);
         self.set_header(H::DIRTY_WORD, H::PUBLISHED);
         token
+    }
+
+    /// Under the write lock: claims the next slot of the buffer for a new
+    /// snapshot and returns its token; the caller fills the slot with
+    /// [`ThreadClocks::slot_store`] / [`ThreadClocks::slot_max`] before the
+    /// token becomes visible to any reader. The snapshot the slot held goes
+    /// into the overflow clock first.
+    pub fn begin_snapshot(&self) -> u32 {
+        let token = self.header(H::HEAD_WORD).wrapping_add(1).max(1);
+        if token > self.buffer_slots {
+            for j in 0..self.num_threads {
+                let v = self.slot_word(token, j).load(MemOrder::Relaxed);
+                self.overflow_word(j).fetch_max(v, MemOrder::Relaxed);
+            }
+        }
+        // Announce (seqlock) after the overflow clock took the old snapshot:
+        // a reader that sees the new head falls back to the overflow clock.
+        F::fence(MemOrder::Release);
+        self.word(H::HEAD_WORD).store(token, MemOrder::Relaxed);
+        F::fence(MemOrder::Release);
+        token
+    }
+
+    /// Entry `j` of snapshot `token` (being filled) set to `v`.
+    #[inline(always)]
+    pub fn slot_store(&self, token: u32, j: u32, v: u32) {
+        self.slot_word(token, j as usize)
+            .store(v, MemOrder::Relaxed)
+    }
+
+    /// Entry `j` of snapshot `token` (being filled) raised to `v`.
+    #[inline(always)]
+    pub fn slot_max(&self, token: u32, j: u32, v: u32) {
+        let w = self.slot_word(token, j as usize);
+        if v > w.load(MemOrder::Relaxed) {
+            w.store(v, MemOrder::Relaxed);
+        }
+    }
+
+    #[inline(always)]
+    fn is_fresh(&self, token: u32, head: u32) -> bool {
+        token != 0 && token <= head && head - token < self.buffer_slots
     }
 
     /// Reads snapshot `token` of *this* thread state (another thread's,
@@ -249,18 +322,42 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
         token: u32,
         mut sink: impl FnMut(u32, u32),
     ) -> Result<(), ClockError> {
-        let fresh = |head: u32| token != 0 && token <= head && head - token < self.buffer_slots;
-        if !fresh(self.word(H::HEAD_WORD).load(MemOrder::Acquire)) {
+        if !self.is_fresh(token, self.word(H::HEAD_WORD).load(MemOrder::Acquire)) {
             return Err(ClockError::SnapshotGone(token));
         }
         for j in 0..self.num_threads {
             sink(j as u32, self.slot_word(token, j).load(MemOrder::Relaxed));
         }
         F::fence(MemOrder::Acquire);
-        if !fresh(self.word(H::HEAD_WORD).load(MemOrder::Relaxed)) {
+        if !self.is_fresh(token, self.word(H::HEAD_WORD).load(MemOrder::Relaxed)) {
             return Err(ClockError::SnapshotGone(token));
         }
         Ok(())
+    }
+
+    /// What a release head of this thread (snapshot `token`, own `epoch`)
+    /// carries, entry by entry into `sink` (entries may come twice; sinks
+    /// join). When the snapshot is gone the overflow clock, which contains
+    /// it, stands in (counted); returns false then.
+    pub fn read_release(&self, token: u32, epoch: u32, mut sink: impl FnMut(u32, u32)) -> bool {
+        let exact = self.read_snapshot(token, &mut sink).is_ok();
+        if !exact {
+            // Pairs with the release fence before the head announcement
+            // that made the snapshot gone: the overflow clock holds it.
+            F::fence(MemOrder::Acquire);
+            for j in 0..self.num_threads {
+                sink(j as u32, self.overflow_word(j).load(MemOrder::Relaxed));
+            }
+            self.word(H::COARSENED_WORD).fetch_add(1, MemOrder::Relaxed);
+        }
+        sink(self.tid(), epoch);
+        exact
+    }
+
+    /// Acquires that used the overflow clock for one of this thread's
+    /// releases (see [`ThreadClocks::read_release`]).
+    pub fn coarsened(&self) -> u32 {
+        self.word(H::COARSENED_WORD).load(MemOrder::Relaxed)
     }
 
     /// Under the write lock: `VC[j] = max(VC[j], v)`; marks the clock dirty
@@ -295,8 +392,7 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
     /// Under the write lock: forgets fence state at a CTA entry (a fence in
     /// one CTA never pairs with an atomic of another).
     pub fn reset_fence_state(&self) {
-        self.set_header(H::FENCE_DEVICE_WORD, 0);
-        self.set_header(H::FENCE_SYSTEM_WORD, 0);
+        self.set_fence_tokens(FenceRelease::NONE, FenceRelease::NONE);
         for j in 0..self.num_threads {
             self.pending_word(PendingLevel::Device, j)
                 .store(0, MemOrder::Relaxed);
@@ -305,20 +401,28 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
         }
     }
 
-    /// Tokens of the last release fences: `(device or wider, system)`.
+    /// The last release fences: `(device or wider, system)`.
     #[inline]
-    pub fn fence_tokens(&self) -> (u32, u32) {
+    pub fn fence_tokens(&self) -> (FenceRelease, FenceRelease) {
         (
-            self.header(H::FENCE_DEVICE_WORD),
-            self.header(H::FENCE_SYSTEM_WORD),
+            FenceRelease {
+                token: self.header(H::FENCE_DEVICE_WORD),
+                epoch: self.header(H::FENCE_EPOCH_DEVICE_WORD),
+            },
+            FenceRelease {
+                token: self.header(H::FENCE_SYSTEM_WORD),
+                epoch: self.header(H::FENCE_EPOCH_SYSTEM_WORD),
+            },
         )
     }
 
-    /// Under the write lock: records a release fence's token.
+    /// Under the write lock: records the last release fences.
     #[inline]
-    pub fn set_fence_tokens(&self, device: u32, system: u32) {
-        self.set_header(H::FENCE_DEVICE_WORD, device);
-        self.set_header(H::FENCE_SYSTEM_WORD, system);
+    pub fn set_fence_tokens(&self, device: FenceRelease, system: FenceRelease) {
+        self.set_header(H::FENCE_DEVICE_WORD, device.token);
+        self.set_header(H::FENCE_EPOCH_DEVICE_WORD, device.epoch);
+        self.set_header(H::FENCE_SYSTEM_WORD, system.token);
+        self.set_header(H::FENCE_EPOCH_SYSTEM_WORD, system.epoch);
     }
 
     /// Next value of the seeded eviction counter.

@@ -23,22 +23,49 @@
 //!
 //! Synchronisation follows the PTX model: a release (or a release fence
 //! followed by an atomic write) publishes the clock into the thread's clock
-//! buffer and leaves a *release head* (thread, scope, token) on the word;
-//! read-modify-writes morally strong with the previous write continue the
-//! release sequence (each head keeps its own scope, so mixed scopes are
-//! handled exactly rather than rejected); any other write ends it. An
-//! atomic read morally strong with the last write joins every head whose
-//! scope and its own include each other (acquire), and records every head
-//! whose scope includes it in a pending clock that a later acquire fence
-//! joins (the fence pattern). A failed compare-exchange is an atomic read
-//! with the failure ordering. `fence.sc` is `fence.acq_rel` plus the
-//! SC-fence order: it synchronises with every earlier SC fence whose scope
-//! and its own include each other's threads (see `Engine::sc_fence`).
-//! Block-scope fences order nothing across sanitizer threads: no-ops.
+//! buffer and leaves a *release head* (thread, scope, token, epoch) on the
+//! word; read-modify-writes morally strong with the previous write continue
+//! the release sequence; any other write ends it. An atomic read morally
+//! strong with the last write joins every head whose scope and its own
+//! include each other (acquire), and records every head whose scope
+//! includes it in a pending clock that a later acquire fence joins (the
+//! fence pattern). A failed compare-exchange is an atomic read with the
+//! failure ordering. `fence.sc` is `fence.acq_rel` plus the SC-fence
+//! order: it synchronises with every earlier SC fence whose scope and its
+//! own include each other's threads (see `Engine::sc_fence`). Block-scope
+//! fences order nothing across sanitizer threads: no-ops.
 //!
-//! Errors (epoch overflow, a snapshot overwritten before an acquire read
-//! it, pool or release-slot exhaustion) come back as [`Outcome::Error`]
-//! records of their own kinds, never as race verdicts.
+//! Morally strong means: scopes including each other's threads and the
+//! same bytes ([`crate::shadow::atomic_extent`]); atomics overlapping
+//! without covering the same bytes race
+//! ([`ReportKind::AtomicSizeMismatch`]) and do not synchronise.
+//!
+//! # Release history at scale
+//!
+//! Acquirers treat all heads of one *class* (releasing device, scope)
+//! alike, so a word keeps one head per class: a new head of a class
+//! present is joined with it into a *derived* snapshot in the new
+//! releaser's buffer (`Engine::add_head`). Any number of releasers into one
+//! word (fences plus relaxed RMWs, release RMWs) thus need at most two
+//! heads per device, exactly. A word released from more classes than its
+//! record's slots merges all into one *wide* head every acquirer acquires
+//! (counted in [`crate::abi::PoolHeader::merged_heads`]). An acquire whose
+//! snapshot was overwritten joins the releaser's overflow clock (counted
+//! per releaser, see [`crate::clock`]). Both losses make acquirers ordered
+//! after more than the model says: races can be missed, never invented.
+//!
+//! Reports name the first byte both accesses touch.
+//!
+//! A word that needs a record when the pool is full stays compact with its
+//! newest write and read clocks, the older ones dropped (counted in
+//! [`crate::abi::PoolHeader::degraded`]: races may be missed, none
+//! invented). A plain write followed by an ordered atomic of another thread
+//! is such a word: an atomic unordered with the write races with it but not
+//! with the first atomic, so exactness needs both write clocks.
+//!
+//! Errors (epoch overflow, a full pool for a word with release heads) come
+//! back as [`Outcome::Error`] records of their own kinds, never as race
+//! verdicts.
 //!
 //! Lock order: the thread's own state lock, then cells in ascending word
 //! order (see [`crate::atomic`]).
@@ -50,11 +77,11 @@ use crate::abi::{
     RECORD_RELEASE_SLOTS, WORD_BYTES,
 };
 use crate::atomic::{AtomicFamily, AtomicU32Ops, AtomicU64Ops, SpinLock};
-use crate::clock::{ClockError, PendingLevel, ThreadClocks};
+use crate::clock::{ClockError, FenceRelease, PendingLevel, ThreadClocks};
 use crate::memory_model::{AccessKind, Ordering, Scope};
 use crate::report::{push_report, CurrentAccess};
 use crate::shadow::{
-    AccessClock, CellView, LastAtomicWrite, Pool, ReleaseHead, ShadowCell, WordState,
+    atomic_extent, AccessClock, CellView, LastAtomicWrite, Pool, ReleaseHead, ShadowCell, WordState,
 };
 
 /// The 32-bit atomic of a memory's family.
@@ -329,6 +356,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
     fn compatible(&self, a: &AccessClock, n: &AccessClock) -> bool {
         a.atomic
             && n.atomic
+            && a.extent == n.extent
             && self.includes(a.scope, a.tid, n.tid)
             && self.includes(n.scope, n.tid, a.tid)
     }
@@ -340,6 +368,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         (n.write || !a.write)
             && (!n.atomic
                 || (a.atomic
+                    && a.extent == n.extent
                     && a.scope >= n.scope
                     && (a.tid == n.tid
                         || (self.device(a.tid) == self.device(n.tid) && a.scope >= Scope::Device))))
@@ -425,16 +454,8 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         n: &AccessClock,
         clocks: &ThreadClocks<'m, M::Atomics>,
     ) -> Option<(ShadowCell, Option<AccessClock>)> {
-        const NONE: AccessClock = AccessClock {
-            tid: 0,
-            epoch: 0,
-            mask: 0,
-            write: false,
-            atomic: false,
-            scope: Scope::Block,
-        };
-        let mut w = c.write_clock().unwrap_or(NONE);
-        let mut r = c.read_clock().unwrap_or(NONE);
+        let mut w = c.write_clock().unwrap_or(AccessClock::NONE);
+        let mut r = c.read_clock().unwrap_or(AccessClock::NONE);
         let mut race = None;
         let mut merged = 0u8;
         for a in [&mut w, &mut r] {
@@ -506,18 +527,10 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
     }
 
     fn unlock_word(&self, w: &mut LockedWord) -> Result<(), ReportKind> {
-        let mut result = Ok(());
-        if w.state.release_len > RECORD_RELEASE_SLOTS {
-            // Keep the newest heads; acquirers of the dropped ones may see
-            // false races, so the error is reported.
-            let drop = w.state.release_len - RECORD_RELEASE_SLOTS;
-            for _ in 0..drop {
-                w.state.remove_release(0);
-            }
-            result = Err(ReportKind::ReleaseSlotsExhausted);
-        }
+        // `Engine::add_head` keeps heads within the record's slots.
+        debug_assert!(w.state.release_len <= RECORD_RELEASE_SLOTS);
         let Some(cell) = self.mem.shadow_cell(w.word) else {
-            return result;
+            return Ok(());
         };
         match w.held {
             Held::Compact(old) => match w.state.to_compact() {
@@ -527,10 +540,16 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                         w.state.to_record::<M::Atomics>(self.pool().record(i));
                         cell.store(ShadowCell::inflated(i).0, MemOrder::Release);
                     }
-                    None => {
-                        cell.store(old, MemOrder::Release);
-                        return Err(ReportKind::ShadowPoolExhausted);
-                    }
+                    None => match w.state.to_compact_dropping_clocks() {
+                        Some(c) => {
+                            cell.store(c.0, MemOrder::Release);
+                            self.pool().note_degraded();
+                        }
+                        None => {
+                            cell.store(old, MemOrder::Release);
+                            return Err(ReportKind::ShadowPoolExhausted);
+                        }
+                    },
                 },
             },
             Held::Record(i) => {
@@ -539,7 +558,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                 SpinLock::unlock::<M::Atomics>(&rec[InflatedRecord::LOCK_WORD]);
             }
         }
-        result
+        Ok(())
     }
 
     /// Locks the cells of `words` in ascending order (whatever order they
@@ -558,7 +577,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
     }
 
     /// Writes back and unlocks words locked by [`Engine::lock_words`], in
-    /// reverse order; returns the first error (pool or release slots full).
+    /// reverse order; returns the first error (a full pool).
     pub fn unlock_words<const N: usize>(
         &self,
         mut locked: [Option<LockedWord>; N],
@@ -609,6 +628,14 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         (((1u32 << hi) - 1) & !((1u32 << lo) - 1)) as u8
     }
 
+    /// The first byte two clocks of word `word` share: the address a race
+    /// report names.
+    #[inline(always)]
+    fn conflict_address(&self, word: u64, prior: &AccessClock, n: &AccessClock) -> u64 {
+        let shared = (prior.mask & n.mask).max(1);
+        self.cfg.real_base + word * WORD_BYTES + shared.trailing_zeros() as u64
+    }
+
     /// A plain (non-atomic) read or write of `size` bytes at `addr` by
     /// sanitizer thread `tid`. Takes no lock on the thread state (see
     /// [`ThreadClocks::fresh_epoch_unlocked`]) and none on compact cells:
@@ -654,10 +681,12 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                 write,
                 atomic: false,
                 scope: Scope::Block,
+                extent: 0,
             };
             match self.plain_word(word, n, &clocks) {
                 Ok(Some(prior)) if !matches!(outcome, Outcome::Race(_)) => {
-                    outcome = Outcome::Race(cur.race(epoch, &prior, &n));
+                    let at = self.conflict_address(word, &prior, &n);
+                    outcome = Outcome::Race(cur.race(at, epoch, &prior, &n));
                 }
                 Ok(_) => {}
                 Err(kind) => {
@@ -754,8 +783,20 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                                 continue;
                             }
                             let Some(i) = pool.allocate() else {
-                                cell.store(c, MemOrder::Release);
-                                break Err(ReportKind::ShadowPoolExhausted);
+                                // Full pool: keep the word compact with its
+                                // older clocks dropped (counted), or fail
+                                // when it has release heads.
+                                break match st.to_compact_dropping_clocks() {
+                                    Some(d) => {
+                                        cell.store(d.0, MemOrder::Release);
+                                        pool.note_degraded();
+                                        Ok(race)
+                                    }
+                                    None => {
+                                        cell.store(c, MemOrder::Release);
+                                        Err(ReportKind::ShadowPoolExhausted)
+                                    }
+                                };
                             };
                             st.to_record::<M::Atomics>(pool.record(i));
                             cell.store(ShadowCell::inflated(i).0, MemOrder::Release);
@@ -822,39 +863,45 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         let mut error: Option<(ReportKind, u32)> = None;
         let mut acquired = [[false; RECORD_RELEASE_SLOTS + 1]; 2];
         let mut chain = [false; 2];
+        let extent = |lw: &LockedWord| atomic_extent(size, self.byte_mask(addr, size, lw.word));
 
-        // Acquire: join (or note as pending) the release heads read.
+        // Acquire: join (or note as pending) the release heads read. Only
+        // an atomic morally strong with the last write (scopes including
+        // each other, the very same bytes) reads from its release sequence.
         for (w, lw) in locked.iter().enumerate() {
             let Some(lw) = lw else { continue };
             let st = &lw.state;
-            chain[w] = matches!(st.last_atomic_write, Some(l) if self.mutual(l.tid, l.scope, tid, op.scope));
+            let ext = extent(lw);
+            chain[w] = matches!(st.last_atomic_write, Some(l)
+                if l.extent == ext && self.mutual(l.tid, l.scope, tid, op.scope));
             if !reads || !chain[w] {
                 continue;
             }
             for (k, h) in st.releases[..st.release_len].iter().enumerate() {
-                if h.tid == tid
-                    || h.tid >= self.cfg.num_threads
-                    || !self.includes(h.scope, h.tid, tid)
+                if h.tid >= self.cfg.num_threads || !(h.wide || self.includes(h.scope, h.tid, tid))
                 {
                     continue;
                 }
-                let now = ordering.acquires() && self.includes(op.scope, tid, h.tid);
-                let level = if self.device(h.tid) == self.device(tid) {
+                // A block-scope acquire synchronises with its own thread's
+                // releases only, which its clock already contains (derived
+                // heads of its own may carry others'). A wide head stands
+                // for heads of any device and scope: it is acquired as if
+                // it were of this thread's device.
+                let now = ordering.acquires()
+                    && op.scope != Scope::Block
+                    && (h.wide || self.includes(op.scope, tid, h.tid));
+                let level = if h.wide || self.device(h.tid) == self.device(tid) {
                     PendingLevel::Device
                 } else {
                     PendingLevel::System
                 };
-                let r = self.clocks(h.tid).read_snapshot(h.token, |j, v| {
+                self.clocks(h.tid).read_release(h.token, h.epoch, |j, v| {
                     clocks.join_pending(level, j, v);
                     if now {
                         clocks.join_entry(j, v);
                     }
                 });
-                if r.is_err() {
-                    error = error.or(Some((ReportKind::ClockBufferExhausted, h.token)));
-                } else {
-                    acquired[w][k] = now;
-                }
+                acquired[w][k] = now;
             }
         }
 
@@ -864,18 +911,20 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         let mut race = None;
         let mut evictions = 0;
         for lw in locked.iter_mut().flatten() {
+            let mask = self.byte_mask(addr, size, lw.word);
             let n = AccessClock {
                 tid,
                 epoch,
-                mask: self.byte_mask(addr, size, lw.word),
+                mask,
                 write: writes,
                 atomic: true,
                 scope: op.scope,
+                extent: atomic_extent(size, mask),
             };
             let (prior, evicted) = self.record_access(&mut lw.state, n, &clocks);
             evictions += evicted as u32;
             if let (None, Some(p)) = (race, prior) {
-                race = Some(cur.race(epoch, &p, &n));
+                race = Some(cur.race(self.conflict_address(lw.word, &p, &n), epoch, &p, &n));
             }
         }
 
@@ -889,47 +938,39 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             let (fence_device, fence_system) = clocks.fence_tokens();
             for (w, lw) in locked.iter_mut().enumerate() {
                 let Some(lw) = lw else { continue };
+                let ext = extent(lw);
                 let st = &mut lw.state;
                 let acq = &mut acquired[w];
                 if !(kind == AccessKind::AtomicRmw && chain[w]) {
                     st.release_len = 0;
                 }
-                if fence_system != 0 {
-                    self.add_head(
-                        st,
-                        acq,
-                        ReleaseHead {
-                            tid,
-                            scope: Scope::System,
-                            token: fence_system,
-                        },
-                    );
+                let mut heads = [None; 3];
+                if fence_system.token != 0 {
+                    heads[0] = Some((Scope::System, fence_system.token, fence_system.epoch));
                 }
-                if fence_device != 0 && fence_device != fence_system {
-                    self.add_head(
-                        st,
-                        acq,
-                        ReleaseHead {
-                            tid,
-                            scope: Scope::Device,
-                            token: fence_device,
-                        },
-                    );
+                if fence_device.token != 0 && fence_device != fence_system {
+                    heads[1] = Some((Scope::Device, fence_device.token, fence_device.epoch));
                 }
                 if let Some(token) = own {
-                    self.add_head(
-                        st,
-                        acq,
-                        ReleaseHead {
-                            tid,
-                            scope: op.scope,
-                            token,
-                        },
-                    );
+                    heads[2] = Some((op.scope, token, epoch));
+                }
+                for (i, (scope, token, epoch)) in heads.into_iter().flatten().enumerate() {
+                    let n = ReleaseHead {
+                        tid,
+                        scope,
+                        token,
+                        epoch,
+                        derived: false,
+                        wide: false,
+                    };
+                    // Only the own release's snapshot postdates the acquire.
+                    let after_acquire = own.is_some() && i + 1 == heads.iter().flatten().count();
+                    self.add_head(st, acq, n, after_acquire, &clocks);
                 }
                 st.last_atomic_write = Some(LastAtomicWrite {
                     tid,
                     scope: op.scope,
+                    extent: ext,
                 });
             }
         }
@@ -951,22 +992,42 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         }
     }
 
-    /// Adds a release head, dropping the heads it makes redundant: a head
-    /// `h` goes when the new one's snapshot contains `h`'s (same thread and
-    /// a later token, or `h` acquired by this very operation) and every
-    /// acquirer morally strong with `h` is morally strong with it (same
-    /// device, scope at least `h`'s).
+    /// The class of a head: acquirers treat heads of one releasing device
+    /// and one scope alike (the same inclusion and pending level), so such
+    /// heads can be joined into one without changing any verdict.
+    #[inline(always)]
+    fn same_class(&self, a: &ReleaseHead, b: &ReleaseHead) -> bool {
+        !a.wide && !b.wide && a.scope == b.scope && self.device(a.tid) == self.device(b.tid)
+    }
+
+    /// Adds release head `n` of thread `n.tid` (the caller, holding its
+    /// write lock) to a word: drops the heads `n` contains (earlier plain
+    /// releases of the same thread of at most its scope, and, when `n`'s
+    /// snapshot was taken after this operation's acquire, heads of its class
+    /// that were acquired); joins `n` with the head of its class (a derived
+    /// snapshot in `n.tid`'s buffer); and when the word has more classes
+    /// than slots, merges every head into one wide head (counted: an
+    /// acquirer may then acquire more than it read, so races may be missed,
+    /// never invented).
     fn add_head(
         &self,
         st: &mut WordState,
         acquired: &mut [bool; RECORD_RELEASE_SLOTS + 1],
         n: ReleaseHead,
+        after_acquire: bool,
+        clocks: &ThreadClocks<'m, M::Atomics>,
     ) {
+        let plain_of_n = |h: &ReleaseHead| h.tid == n.tid && !h.derived && !h.wide;
         let mut k = 0;
         while k < st.release_len {
             let h = st.releases[k];
-            let contains = (h.tid == n.tid && n.token >= h.token) || acquired[k];
-            if contains && self.device(h.tid) == self.device(n.tid) && n.scope >= h.scope {
+            if plain_of_n(&h) && h.token >= n.token && h.epoch >= n.epoch && h.scope >= n.scope {
+                return; // already covered
+            }
+            let contained =
+                (plain_of_n(&h) && n.token >= h.token && n.epoch >= h.epoch && h.scope <= n.scope)
+                    || (after_acquire && acquired[k] && self.same_class(&h, &n));
+            if contained {
                 st.remove_release(k);
                 let mut j = k;
                 while j + 1 < acquired.len() {
@@ -975,21 +1036,58 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                 }
                 continue;
             }
-            if h.tid == n.tid && h.token >= n.token && h.scope >= n.scope {
-                return; // already covered
-            }
             k += 1;
         }
-        if st.release_len < st.releases.len() {
+        if let Some(k) = (0..st.release_len).find(|&k| self.same_class(&st.releases[k], &n)) {
+            let h = st.releases[k];
+            st.releases[k] = self.derive_head(n, &[h], false, clocks);
+            return;
+        }
+        if st.release_len < RECORD_RELEASE_SLOTS {
             st.releases[st.release_len] = n;
             acquired[st.release_len] = false;
             st.release_len += 1;
-        } else {
-            // Full even with one spare slot: drop the oldest (reported by
-            // unlock_word as ReleaseSlotsExhausted since len stays over).
-            st.remove_release(0);
-            st.releases[st.release_len] = n;
-            st.release_len += 1;
+            return;
+        }
+        let all = st.releases;
+        let merged = self.derive_head(n, &all[..st.release_len], true, clocks);
+        for _ in 0..st.release_len {
+            self.pool().note_merge();
+        }
+        st.releases[0] = merged;
+        st.release_len = 1;
+        acquired[0] = false;
+    }
+
+    /// Publishes into `n.tid`'s clock buffer (the caller's, under its write
+    /// lock) the join of what head `n` and `others` carry, and returns the
+    /// head naming it.
+    fn derive_head(
+        &self,
+        n: ReleaseHead,
+        others: &[ReleaseHead],
+        wide: bool,
+        clocks: &ThreadClocks<'m, M::Atomics>,
+    ) -> ReleaseHead {
+        let token = clocks.begin_snapshot();
+        for j in 0..self.cfg.num_threads {
+            clocks.slot_store(token, j, 0);
+        }
+        clocks.read_release(n.token, n.epoch, |j, v| clocks.slot_max(token, j, v));
+        let mut scope = n.scope;
+        for h in others {
+            if h.tid < self.cfg.num_threads {
+                self.clocks(h.tid)
+                    .read_release(h.token, h.epoch, |j, v| clocks.slot_max(token, j, v));
+            }
+            scope = scope.max(h.scope);
+        }
+        ReleaseHead {
+            token,
+            scope: if wide { Scope::System } else { scope },
+            derived: true,
+            wide: wide || others.iter().any(|h| h.wide),
+            ..n
         }
     }
 
@@ -1014,16 +1112,12 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             self.sc_fence(tid, scope, &clocks);
         }
         if ordering.releases() {
-            let token = clocks.publish();
+            let this = FenceRelease {
+                token: clocks.publish(),
+                epoch: clocks.get(tid),
+            };
             let (_, system) = clocks.fence_tokens();
-            clocks.set_fence_tokens(
-                token,
-                if scope == Scope::System {
-                    token
-                } else {
-                    system
-                },
-            );
+            clocks.set_fence_tokens(this, if scope == Scope::System { this } else { system });
         }
         clocks.unlock_exclusive();
     }
@@ -1118,7 +1212,7 @@ mod tests {
     fn compact_fast_path_matches_the_general_path() {
         const N: u32 = 3;
         let words = crate::abi::thread_state_words(N, 2);
-        let ts: [AtomicU32; 3 * (8 + 5 * 3)] = core::array::from_fn(|_| AtomicU32::new(0));
+        let ts: [AtomicU32; 3 * (12 + 6 * 3)] = core::array::from_fn(|_| AtomicU32::new(0));
         assert_eq!(ts.len(), words * N as usize);
         let mem = SliceMemory::<CoreAtomics> {
             thread_states: &ts,
@@ -1144,13 +1238,18 @@ mod tests {
         c0.lock_exclusive();
         c0.join_entry(1, 2);
         c0.unlock_exclusive();
-        let clock = |i: u32, write: bool| AccessClock {
-            tid: i % 3,
-            epoch: 1 + (i / 3) % 3,
-            mask: [0b0001, 0b0011, 0b1100, 0b1111, 0b0110][(i / 9 % 5) as usize],
-            write,
-            atomic: i / 45 % 2 == 1,
-            scope: [Scope::Block, Scope::Device, Scope::System][(i / 90 % 3) as usize],
+        let clock = |i: u32, write: bool| {
+            let mask = [0b0001, 0b0011, 0b1100, 0b1111, 0b0110][(i / 9 % 5) as usize];
+            let atomic = i / 45 % 2 == 1;
+            AccessClock {
+                tid: i % 3,
+                epoch: 1 + (i / 3) % 3,
+                mask,
+                write,
+                atomic,
+                scope: [Scope::Block, Scope::Device, Scope::System][(i / 90 % 3) as usize],
+                extent: if atomic { mask } else { 0 },
+            }
         };
         let mut checked = 0;
         for wi in 0..271u32 {
@@ -1171,6 +1270,7 @@ mod tests {
                     n.epoch = 1;
                     n.atomic = false;
                     n.scope = Scope::Block;
+                    n.extent = 0;
                     let mut general = WordState::from_compact(cell);
                     let (race, _) = e.record_access(&mut general, n, &c0);
                     if let Some((fast, fast_race)) = e.plain_compact(cell, &n, &c0) {

@@ -344,7 +344,7 @@ mod tests {
         use crate::engine::{Engine, EngineConfig, EngineMemory, SliceMemory};
         use core::sync::atomic::AtomicU32;
         const N: u32 = 7;
-        const WORDS: usize = 8 + 5 * 7;
+        const WORDS: usize = thread_state_words(N, 2);
         let make = || -> [AtomicU32; 7 * WORDS] { core::array::from_fn(|_| AtomicU32::new(0)) };
         let (ts_a, ts_b) = (make(), make());
         let ring: [AtomicU32; 3 * 7] =

@@ -16,17 +16,31 @@
 //! - Shadow: an 8-byte compact cell per word (one write clock and one read
 //!   clock with byte masks, 11-bit thread ids, 15-bit epochs; bit table in
 //!   [`shadow`]) inflating into a 128-byte pooled record (8 access clocks
-//!   with 32-bit epochs, 4 release heads) for rarer states, instead of a
-//!   fixed 24-byte cell with a lock. Plain accesses update compact cells
-//!   with one CAS and no lock; atomics lock their cells (compact cells via a
-//!   LOCKED marker) in address order around the real operation.
+//!   with 32-bit epochs and 16-bit thread ids, 4 release heads) for rarer
+//!   states, instead of a fixed 24-byte cell with a lock. Plain accesses
+//!   update compact cells with one CAS and no lock; atomics lock their
+//!   cells (compact cells via a LOCKED marker) in address order around the
+//!   real operation.
+//! - Thread ids: up to [`abi::MAX_THREADS`] (2^16) sanitizer threads;
+//!   clocks of larger ids than the compact cell holds inflate their word.
 //! - History: an earlier access clock is dropped only when the new access
 //!   is ordered after it and at least as race-prone, so verdicts equal an
 //!   exact detector's until a word needs more than 8 clocks (then a seeded
 //!   random non-latest-write clock is evicted and counted).
 //! - Epochs advance lazily, only after the clock was published (release,
 //!   release fence, kernel exit), not at every CTA entry, so they last.
-//! - Release sequences keep one head per releaser with its own scope, so
+//! - Release history scales with the program ([`clock`], [`engine`]): a
+//!   release head carries the releaser's epoch, so releases between which
+//!   only the own entry changed share one snapshot; heads of one class
+//!   (releasing device, scope) on a word are joined into one derived
+//!   snapshot, so any number of releasers fit a word's 4 head slots
+//!   exactly (beyond 2 devices' worth of classes, heads merge into a wide
+//!   head); a snapshot overwritten in its ring before an acquire read it is
+//!   replaced by the releaser's overflow clock. Both losses only hide
+//!   races, never invent them, and are counted; no capacity error remains.
+//! - Atomics race unless morally strong: scopes including each other's
+//!   threads *and* the very same bytes (mixed-size atomics race).
+//! - Release sequences keep one head per class with its own scope, so
 //!   mixed-scope sequences are exact rather than rejected; release/acquire
 //!   fences pair with relaxed atomics per the PTX model, and `fence.sc`
 //!   also synchronises through per-device and system SC-fence clocks.

@@ -27,6 +27,8 @@ pub fn access_kind(a: &AccessClock, rmw: bool) -> AccessKind {
 pub fn classify(prior: &AccessClock, current: &AccessClock) -> ReportKind {
     if prior.atomic != current.atomic {
         ReportKind::AtomicNonAtomic
+    } else if prior.atomic && prior.extent != current.extent {
+        ReportKind::AtomicSizeMismatch
     } else if prior.atomic {
         ReportKind::ScopeMismatch
     } else if prior.write && current.write {
@@ -74,9 +76,18 @@ impl CurrentAccess<'_> {
         }
     }
 
-    /// A race record naming the earlier access.
-    pub fn race(&self, epoch: u32, prior: &AccessClock, current: &AccessClock) -> RaceReport {
+    /// A race record naming the earlier access; `address` is the first
+    /// byte both accesses touch (`current` and `prior` are their clocks on
+    /// that byte's word).
+    pub fn race(
+        &self,
+        address: u64,
+        epoch: u32,
+        prior: &AccessClock,
+        current: &AccessClock,
+    ) -> RaceReport {
         let mut r = self.base(classify(prior, current), epoch);
+        r.address = address;
         r.prior_tid = prior.tid;
         r.prior_epoch = prior.epoch;
         r.prior_access = RaceReport::pack_access(access_kind(prior, false), prior.scope);

@@ -20,19 +20,22 @@
 //! (the holder keeps the old value and stores the new one to unlock). A
 //! word stays compact while it has at
 //! most one write clock and one read clock (atomic or plain, any byte
-//! masks), no release heads, thread ids below 2^11 and epochs below 2^15;
-//! anything else inflates into an [`InflatedRecord`] (128 bytes: 8 access
-//! clocks with 32-bit epochs, 4 release heads, the last atomic writer).
+//! masks), no release heads, thread ids below 2^11 and epochs below 2^15,
+//! and each atomic clock still covers its whole extent within the word
+//! and is at most 4 bytes wide; anything else inflates into an
+//! [`InflatedRecord`] (128 bytes: 8 access clocks with 32-bit epochs and
+//! 16-bit thread ids, 4 release heads, the last atomic writer).
 
 use core::sync::atomic::Ordering as MemOrder;
 
 use crate::abi::{
-    InflatedRecord, PoolHeader, ScalarClock, RECORD_ACCESS_SLOTS, RECORD_RELEASE_SLOTS,
+    InflatedRecord, PoolHeader, ReleaseSlot, ScalarClock, RECORD_ACCESS_SLOTS, RECORD_RELEASE_SLOTS,
 };
 use crate::atomic::{AtomicFamily, AtomicU32Ops};
 use crate::memory_model::Scope;
 
-/// Thread-id bits of a compact clock.
+/// Thread-id bits of a compact clock: threads with larger ids (up to
+/// [`crate::abi::MAX_THREADS`]) are exact too, their words inflate.
 pub const COMPACT_TID_BITS: u32 = 11;
 /// Epoch bits of a compact clock.
 pub const COMPACT_EPOCH_BITS: u32 = 15;
@@ -129,6 +132,8 @@ impl ShadowCell {
             write,
             atomic: k != 0,
             scope: scope_from(k.saturating_sub(1) as u8),
+            // A compact atomic clock covers exactly its extent.
+            extent: if k != 0 { mask } else { 0 },
         })
     }
 
@@ -137,7 +142,7 @@ impl ShadowCell {
     #[inline(always)]
     pub const fn from_clocks(w: &AccessClock, r: &AccessClock) -> Option<ShadowCell> {
         const fn fits(a: &AccessClock) -> bool {
-            a.mask == 0 || (a.tid < 1 << COMPACT_TID_BITS && a.epoch < 1 << COMPACT_EPOCH_BITS)
+            a.mask == 0 || a.fits_compact()
         }
         if !fits(w) || !fits(r) {
             return None;
@@ -178,6 +183,25 @@ const fn scope_from(v: u8) -> Scope {
     }
 }
 
+/// Width class bits of [`AccessClock::extent`]: the atomic spans 8 bytes.
+pub const EXTENT_WIDE8: u8 = 1 << 4;
+/// Width class bits of [`AccessClock::extent`]: the atomic spans 16 bytes.
+pub const EXTENT_WIDE16: u8 = 2 << 4;
+
+/// The extent of a naturally aligned atomic of `size` bytes within one of
+/// its words, given its byte mask there: the mask, plus a width class for
+/// atomics wider than a word. Two atomics access the same memory location
+/// (the PTX model's morally-strong condition) iff their extents are equal
+/// on a word they share.
+#[inline(always)]
+pub const fn atomic_extent(size: u32, mask: u8) -> u8 {
+    mask | match size {
+        0..=4 => 0,
+        5..=8 => EXTENT_WIDE8,
+        _ => EXTENT_WIDE16,
+    }
+}
+
 /// One access clock: who accessed which bytes of the word, when, how.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AccessClock {
@@ -193,16 +217,22 @@ pub struct AccessClock {
     pub atomic: bool,
     /// Scope of the atomic (Block for plain accesses).
     pub scope: Scope,
+    /// For atomics, [`atomic_extent`]: which bytes of the word the atomic
+    /// covered, plus its width class (kept when later accesses take bytes
+    /// off `mask`); 0 for plain accesses.
+    pub extent: u8,
 }
 
 impl AccessClock {
-    const NONE: AccessClock = AccessClock {
+    /// No access.
+    pub const NONE: AccessClock = AccessClock {
         tid: 0,
         epoch: 0,
         mask: 0,
         write: false,
         atomic: false,
         scope: Scope::Block,
+        extent: 0,
     };
 
     /// Same access apart from the byte mask.
@@ -213,6 +243,16 @@ impl AccessClock {
             && self.write == o.write
             && self.atomic == o.atomic
             && self.scope == o.scope
+            && self.extent == o.extent
+    }
+
+    /// Fits a compact cell: small id and epoch, and an atomic covers its
+    /// whole extent, at most one word.
+    #[inline(always)]
+    pub const fn fits_compact(&self) -> bool {
+        self.tid < 1 << COMPACT_TID_BITS
+            && self.epoch < 1 << COMPACT_EPOCH_BITS
+            && (!self.atomic || self.extent == self.mask)
     }
 
     fn to_scalar(self) -> ScalarClock {
@@ -226,7 +266,7 @@ impl AccessClock {
         ScalarClock {
             epoch: self.epoch,
             tid: self.tid as u16,
-            scope: self.scope as u8,
+            scope: self.scope as u8 | self.extent << ScalarClock::EXTENT_SHIFT,
             flags,
         }
     }
@@ -238,21 +278,31 @@ impl AccessClock {
             mask: s.flags >> ScalarClock::MASK_SHIFT,
             write: s.flags & ScalarClock::WRITE != 0,
             atomic: s.flags & ScalarClock::ATOMIC != 0,
-            scope: scope_from(s.scope),
+            scope: scope_from(s.scope & 3),
+            extent: s.scope >> ScalarClock::EXTENT_SHIFT,
         }
     }
 }
 
 /// A release head: a release (or a release fence followed by an atomic
-/// write) whose release sequence the word's current value continues.
+/// write) whose release sequence the word's current value continues. What
+/// an acquirer joins is the snapshot `token` of thread `tid`, with entry
+/// `tid` raised to `epoch`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReleaseHead {
-    /// Releasing thread.
+    /// Releasing thread (for a derived head, the last one).
     pub tid: u32,
     /// Scope of the release (of the fence, for a fence pattern).
     pub scope: Scope,
-    /// Clock-buffer token of the releaser's snapshot.
+    /// Clock-buffer token of the snapshot in `tid`'s buffer.
     pub token: u32,
+    /// Own epoch of `tid` at the release.
+    pub epoch: u32,
+    /// The snapshot joins other releasers' heads of the same class (it is
+    /// not `tid`'s clock at some point).
+    pub derived: bool,
+    /// Heads of several classes merged: every acquirer acquires it.
+    pub wide: bool,
 }
 
 impl ReleaseHead {
@@ -260,6 +310,9 @@ impl ReleaseHead {
         tid: 0,
         scope: Scope::Block,
         token: 0,
+        epoch: 0,
+        derived: false,
+        wide: false,
     };
 }
 
@@ -271,6 +324,8 @@ pub struct LastAtomicWrite {
     pub tid: u32,
     /// Its scope.
     pub scope: Scope,
+    /// Its extent ([`atomic_extent`]).
+    pub extent: u8,
 }
 
 /// The decoded state of one word, compact or inflated alike. One more
@@ -349,12 +404,10 @@ impl WordState {
         if self.release_len != 0 || self.lossy {
             return None;
         }
-        let fits =
-            |a: &AccessClock| a.tid < 1 << COMPACT_TID_BITS && a.epoch < 1 << COMPACT_EPOCH_BITS;
         let mut v = 0u64;
         let (mut have_w, mut have_r) = (false, false);
         for a in &self.accesses[..self.len] {
-            if !fits(a) {
+            if !a.fits_compact() {
                 return None;
             }
             let k = kind_bits(a.atomic, a.scope);
@@ -381,6 +434,28 @@ impl WordState {
         Some(ShadowCell(v))
     }
 
+    /// The compact cell closest to this state, for when the pool has no
+    /// record left: the newest write clock and the newest read clock that
+    /// fit a compact cell, the older clocks dropped. Dropping access clocks
+    /// only removes checks (races with them may be missed, none invented).
+    /// `None` when the word has release heads: a compact cell cannot keep
+    /// them, and an acquirer that lost them would report false races.
+    pub fn to_compact_dropping_clocks(&self) -> Option<ShadowCell> {
+        if self.release_len != 0 {
+            return None;
+        }
+        let mut kept = WordState::EMPTY;
+        let (mut write, mut read) = (false, false);
+        for a in self.accesses[..self.len].iter().rev() {
+            let taken = if a.write { &mut write } else { &mut read };
+            if !*taken && a.fits_compact() {
+                *taken = true;
+                kept.push(*a);
+            }
+        }
+        kept.to_compact()
+    }
+
     /// Decodes an inflated record held in `words` (its lock held by the caller).
     pub fn from_record<F: AtomicFamily>(words: &[F::U32]) -> WordState {
         let mut s = WordState::EMPTY;
@@ -391,6 +466,7 @@ impl WordState {
             s.last_atomic_write = Some(LastAtomicWrite {
                 tid: lw & 0xffff,
                 scope: scope_from((lw >> 16) as u8 & 3),
+                extent: (lw >> 24) as u8 & 0x3f,
             });
         }
         for i in 0..RECORD_ACCESS_SLOTS {
@@ -400,12 +476,17 @@ impl WordState {
             }
         }
         for i in 0..RECORD_RELEASE_SLOTS {
-            let sc = read_scalar::<F>(words, InflatedRecord::RELEASE_WORD + 2 * i);
-            if sc.flags & ScalarClock::VALID != 0 {
+            let at = InflatedRecord::RELEASE_WORD + RELEASE_SLOT_WORDS * i;
+            let meta = w(at + 2);
+            let flags = (meta >> 24) as u8;
+            if flags & ReleaseSlot::VALID != 0 {
                 s.releases[s.release_len] = ReleaseHead {
-                    tid: sc.tid as u32,
-                    scope: scope_from(sc.scope),
-                    token: sc.epoch,
+                    tid: meta & 0xffff,
+                    scope: scope_from((meta >> 16) as u8 & 3),
+                    token: w(at + 1),
+                    epoch: w(at),
+                    derived: flags & ReleaseSlot::DERIVED != 0,
+                    wide: flags & ReleaseSlot::WIDE != 0,
                 };
                 s.release_len += 1;
             }
@@ -419,7 +500,9 @@ impl WordState {
         let meta = words[InflatedRecord::META_WORD].load(MemOrder::Relaxed);
         words[InflatedRecord::META_WORD].store((meta & !1) | self.lossy as u32, MemOrder::Relaxed);
         let lw = match self.last_atomic_write {
-            Some(l) => 1 << 31 | (l.scope as u32) << 16 | (l.tid & 0xffff),
+            Some(l) => {
+                1 << 31 | (l.extent as u32 & 0x3f) << 24 | (l.scope as u32) << 16 | (l.tid & 0xffff)
+            }
             None => 0,
         };
         words[InflatedRecord::LAST_WRITE_WORD].store(lw, MemOrder::Relaxed);
@@ -432,21 +515,30 @@ impl WordState {
             write_scalar::<F>(words, InflatedRecord::ACCESS_WORD + 2 * i, sc);
         }
         for i in 0..RECORD_RELEASE_SLOTS {
-            let sc = if i < self.release_len {
+            let at = InflatedRecord::RELEASE_WORD + RELEASE_SLOT_WORDS * i;
+            let (epoch, token, meta) = if i < self.release_len {
                 let h = self.releases[i];
-                ScalarClock {
-                    epoch: h.token,
-                    tid: h.tid as u16,
-                    scope: h.scope as u8,
-                    flags: ScalarClock::VALID | ScalarClock::RELEASE,
-                }
+                let flags = ReleaseSlot::VALID
+                    | if h.derived { ReleaseSlot::DERIVED } else { 0 }
+                    | if h.wide { ReleaseSlot::WIDE } else { 0 };
+                (
+                    h.epoch,
+                    h.token,
+                    (h.tid & 0xffff) | (h.scope as u32) << 16 | (flags as u32) << 24,
+                )
             } else {
-                ScalarClock::default()
+                (0, 0, 0)
             };
-            write_scalar::<F>(words, InflatedRecord::RELEASE_WORD + 2 * i, sc);
+            words[at].store(epoch, MemOrder::Relaxed);
+            words[at + 1].store(token, MemOrder::Relaxed);
+            words[at + 2].store(meta, MemOrder::Relaxed);
         }
     }
 }
+
+/// u32 words of one [`ReleaseSlot`] (little-endian: epoch, token, then
+/// tid, scope and flags in one word).
+const RELEASE_SLOT_WORDS: usize = core::mem::size_of::<ReleaseSlot>() / 4;
 
 #[inline(always)]
 fn read_scalar<F: AtomicFamily>(words: &[F::U32], at: usize) -> ScalarClock {
@@ -536,6 +628,37 @@ impl<'a, F: AtomicFamily> Pool<'a, F> {
         }
     }
 
+    /// Counts release heads merged into a wide head.
+    #[inline]
+    pub fn note_merge(&self) {
+        if self.words.len() >= PoolHeader::WORDS {
+            self.words[PoolHeader::MERGED_WORD].fetch_add(1, MemOrder::Relaxed);
+        }
+    }
+
+    /// Counts an access kept compact with older clocks dropped (the pool
+    /// was full).
+    #[inline]
+    pub fn note_degraded(&self) {
+        if self.words.len() >= PoolHeader::WORDS {
+            self.words[PoolHeader::DEGRADED_WORD].fetch_add(1, MemOrder::Relaxed);
+        }
+    }
+
+    /// Accesses degraded so far (see [`PoolHeader::degraded`]).
+    pub fn degraded(&self) -> u32 {
+        self.words
+            .get(PoolHeader::DEGRADED_WORD)
+            .map_or(0, |w| w.load(MemOrder::Relaxed))
+    }
+
+    /// Release heads merged so far.
+    pub fn merged_heads(&self) -> u32 {
+        self.words
+            .get(PoolHeader::MERGED_WORD)
+            .map_or(0, |w| w.load(MemOrder::Relaxed))
+    }
+
     /// Evictions so far.
     pub fn evictions(&self) -> u32 {
         self.words.get(2).map_or(0, |w| w.load(MemOrder::Relaxed))
@@ -561,6 +684,7 @@ mod tests {
             write: true,
             atomic: true,
             scope: Scope::System,
+            extent: 0b1111,
         });
         s.push(AccessClock {
             tid: 5,
@@ -569,6 +693,7 @@ mod tests {
             write: false,
             atomic: false,
             scope: Scope::Block,
+            extent: 0,
         });
         let c = s.to_compact().unwrap();
         assert_eq!(c.view(), CellView::Compact);
@@ -587,6 +712,7 @@ mod tests {
             write: true,
             atomic: false,
             scope: Scope::Block,
+            extent: 0,
         });
         assert!(s.to_compact().is_none());
         let mut s = WordState::EMPTY;
@@ -597,6 +723,7 @@ mod tests {
             write: false,
             atomic: false,
             scope: Scope::Block,
+            extent: 0,
         });
         assert!(s.to_compact().is_none());
         let mut s = WordState::EMPTY;
@@ -607,6 +734,7 @@ mod tests {
             write: false,
             atomic: false,
             scope: Scope::Block,
+            extent: 0,
         });
         s.push(AccessClock {
             tid: 2,
@@ -615,6 +743,7 @@ mod tests {
             write: false,
             atomic: false,
             scope: Scope::Block,
+            extent: 0,
         });
         assert!(s.to_compact().is_none());
         let mut s = WordState::EMPTY;
@@ -622,6 +751,9 @@ mod tests {
             tid: 1,
             scope: Scope::Device,
             token: 1,
+            epoch: 1,
+            derived: false,
+            wide: false,
         };
         s.release_len = 1;
         assert!(s.to_compact().is_none());

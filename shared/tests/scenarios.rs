@@ -484,7 +484,7 @@ fn over_capacity_still_catches_the_writer_race() {
         ops,
     };
     let c = compare(&p, 4);
-    assert!(c.evictions > 0);
+    assert!(c.precision_lost > 0);
     assert!(c.steps.last().unwrap().1.is_race());
 }
 
@@ -531,27 +531,108 @@ fn epoch_overflow_is_an_error_not_a_verdict() {
     }
 }
 
+/// Runs `ops` on `threads` threads of one device over `words` words through
+/// both detectors; returns the comparison.
+fn run_wide(threads: u32, words: usize, ops: Vec<Op>) -> Comparison {
+    compare(
+        &Program {
+            num_sms: threads,
+            num_devices: 1,
+            ops,
+        },
+        words,
+    )
+}
+
+/// One producer publishes 4,096 tiles (data word, then a release store of
+/// the tile's own flag) before a lagging consumer acquires the first flag:
+/// only the producer's own entry changes between the releases, so they
+/// share one snapshot and the engine stays exact.
 #[test]
-fn clock_buffer_exhaustion_is_an_error_not_a_verdict() {
-    let mut h = Harness::new(2, 1, 4, 64);
-    h.step(&plain(0, DATA, 4, true));
-    h.step(&store(0, FLAG, Release, Device));
-    // Overwrite every slot of thread 0's clock buffer.
-    for _ in 0..CLOCK_BUFFER {
-        h.step(&plain(0, DATA + 4, 4, true));
-        h.step(&store(0, FLAG2, Release, Device));
+fn lagging_consumer_of_4096_releases_is_exact() {
+    const TILES: u64 = 4096;
+    let mut ops = Vec::new();
+    for t in 0..TILES {
+        ops.push(plain(0, 8 * t, 4, true));
+        ops.push(store(0, 8 * t + 4, Release, Device));
     }
-    match h.step(&load(1, FLAG, Acquire, Device)).unwrap() {
-        Outcome::Error(r) => assert_eq!(r.report_kind(), Some(ReportKind::ClockBufferExhausted)),
-        o => panic!("expected a clock-buffer error, got {o:?}"),
+    for t in [0, 1, TILES / 2, TILES - 1] {
+        ops.push(load(1, 8 * t + 4, Acquire, Device));
+        ops.push(plain(1, 8 * t, 4, false));
     }
+    // A tile written again after its release races with the reader.
+    ops.push(plain(0, 8, 4, true));
+    let c = run_wide(2, 2 * TILES as usize, ops);
+    assert_eq!((c.errors, c.precision_lost), (0, 0));
+    for (i, (oracle, engine)) in c.steps.iter().enumerate() {
+        assert_eq!(!oracle.is_empty(), engine.is_race(), "access {i}");
+    }
+    assert!(c.steps.last().unwrap().1.is_race());
+    assert_eq!(c.steps.iter().filter(|s| s.1.is_race()).count(), 1);
+}
+
+/// A producer that acquires between its releases needs a snapshot per
+/// release; once its buffer wrapped, an acquire of an overwritten snapshot
+/// joins the overflow clock: no error and no false report, only (counted)
+/// races missed against accesses made after that release.
+#[test]
+fn overwritten_snapshot_degrades_to_the_overflow_clock() {
+    let n = u64::from(CLOCK_BUFFER) + 4;
+    let mut ops = vec![plain(0, 0, 4, true), store(0, 4, Release, Device)];
+    // Written after the first release: racy for a reader of the first flag.
+    ops.push(plain(0, 8, 4, true));
+    for t in 1..=n {
+        ops.push(store(2, 12, Release, Device));
+        ops.push(load(0, 12, Acquire, Device));
+        ops.push(store(0, 16 + 4 * t, Release, Device));
+    }
+    ops.push(load(1, 4, Acquire, Device));
+    ops.push(plain(1, 0, 4, false));
+    ops.push(plain(1, 8, 4, false));
+    let c = run_wide(3, 24 + 4 * n as usize, ops);
+    assert_eq!(c.errors, 0);
+    assert!(c.precision_lost > 0, "the snapshot was not overwritten");
+    for (i, (oracle, engine)) in c.steps.iter().enumerate() {
+        assert!(
+            oracle.len() >= engine.is_race() as usize,
+            "access {i}: false report"
+        );
+    }
+    let last = c.steps.len() - 1;
+    assert!(c.steps[last - 1].0.is_empty() && !c.steps[last - 1].1.is_race());
+    assert!(!c.steps[last].0.is_empty(), "the oracle sees the race");
+    assert!(!c.steps[last].1.is_race(), "missed, as documented");
 }
 
 #[test]
-fn pool_exhaustion_is_an_error_not_a_verdict() {
+fn a_full_pool_keeps_words_without_heads_compact_and_counts_it() {
+    // Two concurrent readers need a record; with none left the word keeps
+    // the newest read (counted), and the writer racing with both is still
+    // caught.
     let mut h = Harness::new(3, 1, 4, 0);
     h.step(&plain(0, DATA, 4, false));
-    match h.step(&plain(1, DATA, 4, false)).unwrap() {
+    assert_eq!(h.step(&plain(1, DATA, 4, false)), Some(Outcome::Clean));
+    assert_eq!(h.degraded(), 1);
+    match h.step(&plain(2, DATA, 4, true)).unwrap() {
+        Outcome::Race(r) => assert_eq!(r.prior_tid, 1),
+        o => panic!("expected the write to race, got {o:?}"),
+    }
+    // A memset-like plain write then an ordered atomic from another thread
+    // (two write clocks) degrades too, and atomics after it stay clean.
+    let mut h = Harness::new(3, 1, 4, 0);
+    h.step(&plain(0, FLAG, 4, true));
+    h.step(&Op::Kernel);
+    assert_eq!(h.step(&rmw(1, FLAG, Relaxed, Device)), Some(Outcome::Clean));
+    assert_eq!(h.step(&rmw(2, FLAG, Relaxed, Device)), Some(Outcome::Clean));
+    assert!(h.degraded() >= 1);
+}
+
+#[test]
+fn pool_exhaustion_with_release_heads_is_an_error_not_a_verdict() {
+    // A release head cannot be dropped (an acquirer would then report
+    // false races): with no record left that is an error.
+    let mut h = Harness::new(3, 1, 4, 0);
+    match h.step(&store(0, FLAG, Release, Device)).unwrap() {
         Outcome::Error(r) => assert_eq!(r.report_kind(), Some(ReportKind::ShadowPoolExhausted)),
         o => panic!("expected a pool error, got {o:?}"),
     }

@@ -15,37 +15,9 @@
 //! waits for a block running beside it.
 
 use std::collections::BTreeSet;
-use vigil::{Context, ReportKind};
+use vigil::ReportKind;
 
-/// Makes a sanitized context with `workers` CPU workers (ignored on a GPU),
-/// or `None` when the backend is not available here (the case is skipped).
-type MakeContext = fn(usize) -> Option<Context>;
-
-/// A sanitized CPU context (the built-in CPU sanitizer).
-fn cpu_context(workers: usize) -> Option<Context> {
-    Some(
-        Context::builder()
-            .cpu()
-            .sanitize(true)
-            .cpu_workers(workers)
-            .build()
-            .expect("a sanitized CPU context"),
-    )
-}
-
-/// A sanitized context on GPU 0, or `None` without a usable GPU (the case
-/// is skipped, or fails with `VIGIL_REQUIRE_GPU=1`). The worker count is
-/// the CPU backend's; a GPU runs blocks as its SMs take them.
-fn gpu_context(_workers: usize) -> Option<Context> {
-    vigil::unstable::testing::require_gpu()?;
-    Some(
-        Context::builder()
-            .gpu(0)
-            .sanitize(true)
-            .build()
-            .expect("a sanitized GPU context"),
-    )
-}
+mod common;
 
 /// Instantiates every scenario for one backend: a module `$backend` with
 /// one `#[test]` per scenario, each calling `scenarios::<name>($make)`.
@@ -81,42 +53,16 @@ macro_rules! race_scenarios {
     )*};
 }
 
-race_scenarios!(cpu, super::cpu_context);
-race_scenarios!(gpu, super::gpu_context);
+race_scenarios!(cpu, super::common::cpu_context);
+race_scenarios!(gpu, super::common::gpu_context);
 
 /// A distinct report as the suite compares them: kind, line of the
 /// current access, line of the prior access.
 type Verdict = (ReportKind, u32, u32);
 
-/// A verdict up to which of its two accesses came second: blocks that run
-/// at once on a GPU take turns in no fixed order, so a read-after-write
-/// race may be seen as a write-after-read one (the same two lines), and a
-/// symmetric race from either side.
-fn unordered((kind, current, prior): (u32, u32, u32)) -> (u32, u32, u32) {
-    let (raw, war) = (
-        ReportKind::ReadAfterWrite as u32,
-        ReportKind::WriteAfterRead as u32,
-    );
-    match kind {
-        k if k == war => (raw, prior, current),
-        k if k == raw => (raw, current, prior),
-        k => (k, current.min(prior), current.max(prior)),
-    }
-}
-
 /// The line of `races.rs` that carries `// @marker`.
 fn line_of(marker: &str) -> u32 {
-    const SOURCE: &str = include_str!("../kernels/src/races.rs");
-    let tag = format!("// @{marker}");
-    let mut found = SOURCE
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| l.trim_end().ends_with(&tag));
-    let (i, _) = found
-        .next()
-        .unwrap_or_else(|| panic!("no `{tag}` marker in races.rs"));
-    assert!(found.next().is_none(), "marker `{tag}` is not unique");
-    i as u32 + 1
+    common::marker_line(include_str!("../kernels/src/races.rs"), "races.rs", marker)
 }
 
 /// The expected report: `kind`, the current access at `current`'s marker,
@@ -147,11 +93,11 @@ fn check(what: &str, outcome: vigil::Result<()>, expected: &[Verdict]) {
                 "{what}: location outside the kernels: {l}\n{reports}"
             );
         }
-        got.insert(unordered((r.kind as u32, cur.line, prior.line)));
+        got.insert(common::unordered((r.kind as u32, cur.line, prior.line)));
     }
     let want: BTreeSet<_> = expected
         .iter()
-        .map(|(k, c, p)| unordered((*k as u32, *c, *p)))
+        .map(|(k, c, p)| common::unordered((*k as u32, *c, *p)))
         .collect();
     assert_eq!(
         got, want,
@@ -161,61 +107,11 @@ fn check(what: &str, outcome: vigil::Result<()>, expected: &[Verdict]) {
 }
 
 mod scenarios {
-    use super::{check, race, MakeContext};
-    use vigil::{
-        Context, DeviceBuffer, Kernel, KernelFn, LaunchConfig, Module, ReportKind, Stream,
-    };
+    use super::common::codes::*;
+    use super::common::{Bench, MakeContext};
+    use super::{check, race};
+    use vigil::{DeviceBuffer, LaunchConfig, Stream};
     use vigil_kernels::races::*;
-    use vigil_tests::KERNELS_PTX;
-
-    const RAW: ReportKind = ReportKind::ReadAfterWrite;
-    const WAR: ReportKind = ReportKind::WriteAfterRead;
-    const WAW: ReportKind = ReportKind::WriteAfterWrite;
-    const MIX: ReportKind = ReportKind::AtomicNonAtomic;
-    const SCOPE: ReportKind = ReportKind::ScopeMismatch;
-
-    // Ordering and scope codes of `vigil_kernels::races::{ordering, scope}`.
-    const RELAXED: u32 = 0;
-    const ACQUIRE: u32 = 1;
-    const RELEASE: u32 = 2;
-    const BLOCK: u32 = 0;
-    const DEVICE: u32 = 1;
-    const SYSTEM: u32 = 2;
-
-    /// A sanitized context, a stream and the kernels' module.
-    struct Bench {
-        ctx: Context,
-        stream: Stream,
-        module: Module,
-    }
-
-    impl Bench {
-        fn new(make: MakeContext, workers: usize) -> Option<Bench> {
-            let ctx = make(workers)?;
-            let stream = Stream::new(&ctx).expect("stream");
-            let module = Module::from_ptx(&ctx, KERNELS_PTX).expect("kernels module");
-            Some(Bench {
-                ctx,
-                stream,
-                module,
-            })
-        }
-
-        fn kernel<K: Kernel>(&self) -> KernelFn<K> {
-            self.module.kernel::<K>().expect("kernel in the module")
-        }
-
-        /// `n` zeros, ready for every stream: a blocking copy (a memset
-        /// is an access of its stream, which a kernel on another stream
-        /// would race with).
-        fn zeros(&self, n: usize) -> DeviceBuffer<u32> {
-            DeviceBuffer::from_slice(&self.stream, &vec![0; n]).expect("buffer")
-        }
-
-        fn sync(&self) -> vigil::Result<()> {
-            self.ctx.synchronize()
-        }
-    }
 
     /// Two one-thread blocks.
     fn two_blocks() -> LaunchConfig {

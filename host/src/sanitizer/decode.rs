@@ -33,6 +33,9 @@ pub struct PriorSite {
     pub thread: u32,
     /// Launch id (as [`ReportResolver::launch`] takes it).
     pub launch: u32,
+    /// The SM the access ran on, when the side table keeps it (the CPU
+    /// backend's virtual SM); `None` leaves it to [`ReportResolver::place`].
+    pub sm: Option<u32>,
 }
 
 /// What a launch was: its kernel's name and shape.
@@ -203,6 +206,10 @@ fn decode_prior(
     }
     if site.tid == raw.prior_tid {
         if let Some(l) = resolver.launch(site.launch) {
+            // A host-issued transfer runs on no SM, whatever the entry says.
+            if !l.host_issued {
+                prior.smid = site.sm.or(prior.smid);
+            }
             prior.block = Some(unlinear(u64::from(site.block), l.grid));
             prior.thread = Some(unlinear(u64::from(site.thread), l.block));
             prior.kernel = Some(l.kernel);
@@ -293,6 +300,7 @@ mod tests {
             block: 7,
             thread: 1,
             launch: 1,
+            sm: Some(5),
         };
         let r = decode_report(&raw(ReportKind::AtomicNonAtomic), Some(&site), &Table).unwrap();
         assert_eq!(r.kind, ReportKind::AtomicNonAtomic);
@@ -317,7 +325,8 @@ mod tests {
             (p.access, p.scope),
             (AccessKind::AtomicWrite, Scope::Device)
         );
-        assert_eq!((p.tid, p.device, p.smid, p.epoch), (8, 0, Some(2), 3));
+        // The side entry's SM wins over the thread id's.
+        assert_eq!((p.tid, p.device, p.smid, p.epoch), (8, 0, Some(5), 3));
         assert_eq!(p.block, Some(Dim3::new(3, 1, 0)));
         assert_eq!(p.thread, Some(Dim3::new(1, 0, 0)));
         assert_eq!(p.kernel.as_deref(), Some("first"));

@@ -135,6 +135,7 @@ pub fn kind_name(kind: ReportKind) -> &'static str {
         ReportKind::WriteAfterWrite => "write-after-write race",
         ReportKind::AtomicNonAtomic => "atomic/non-atomic race",
         ReportKind::ScopeMismatch => "atomic scope race",
+        ReportKind::AtomicSizeMismatch => "mixed-size atomic race",
         ReportKind::EpochOverflow => "sanitizer error: epoch overflow",
         ReportKind::ClockBufferExhausted => "sanitizer error: clock buffer exhausted",
         ReportKind::ShadowPoolExhausted => "sanitizer error: shadow record pool exhausted",

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use vigil_shared::abi::{
     thread_state_words, AccessSite, InflatedRecord, PoolHeader, RaceReport, ReportBufferHeader,
+    ThreadStateHeader,
 };
 use vigil_shared::atomic::CoreAtomics;
 use vigil_shared::engine::{
@@ -129,14 +130,17 @@ struct Acc {
     write: bool,
     atomic: bool,
     scope: Scope,
+    /// The bytes the whole access covered: atomics are morally strong only
+    /// when they cover exactly the same bytes.
+    range: (u64, u32),
 }
 
 #[derive(Clone, Debug, Default)]
 struct WordSync {
     /// Release heads: releasing thread, scope, its clock at the release.
     heads: Vec<(u32, Scope, Vec<u32>)>,
-    /// The last write, if atomic: thread and scope.
-    last_atomic: Option<(u32, Scope)>,
+    /// The last write, if atomic: thread, scope and bytes.
+    last_atomic: Option<(u32, Scope, (u64, u32))>,
 }
 
 /// Exact happens-before detector: every access ever made to every byte is
@@ -150,8 +154,15 @@ pub struct Oracle {
     /// Per thread, per scope (block, device, system): the clock at the last
     /// release fence of at least that scope.
     fence_clock: Vec<[Option<Vec<u32>>; 3]>,
-    /// Per thread: releases its atomic reads observed (for acquire fences).
-    observed: Vec<Vec<(u32, Vec<u32>)>>,
+    /// Per thread: the join of the releases its atomic reads observed, by
+    /// whether the releaser is on the reader's device (an acquire fence of
+    /// device scope takes the first, of system scope both; block-scope
+    /// fences acquire only the reader's own releases, which it contains).
+    observed: Vec<[Vec<u32>; 2]>,
+    /// Join release heads of one class (releasing device, scope) into one
+    /// (exact, since acquirers treat them alike; lets the oracle follow
+    /// thousands of releasers into one word). Off: one head per release.
+    pub join_heads: bool,
     /// Every SC fence so far, in SC order: thread, scope, clock after it.
     sc_fences: Vec<(u32, Scope, Vec<u32>)>,
 }
@@ -175,7 +186,8 @@ impl Oracle {
             history: vec![Vec::new(); bytes],
             sync: vec![WordSync::default(); bytes / 4],
             fence_clock: vec![[None, None, None]; n],
-            observed: vec![Vec::new(); n],
+            observed: vec![[vec![0; n], vec![0; n]]; n],
+            join_heads: false,
             sc_fences: Vec::new(),
         }
     }
@@ -210,6 +222,7 @@ impl Oracle {
                 let ordered = self.vc[tid as usize][a.tid as usize] >= a.epoch;
                 let compatible = a.atomic
                     && atomic
+                    && a.range == (addr, size)
                     && self.includes(a.scope, a.tid, tid)
                     && self.includes(scope, tid, a.tid);
                 if (a.write || write) && !ordered && !compatible {
@@ -222,9 +235,27 @@ impl Oracle {
                 write,
                 atomic,
                 scope,
+                range: (addr, size),
             });
         }
         racing
+    }
+
+    /// Adds a release head to word `w` (joined into its class's head when
+    /// [`Oracle::join_heads`] is on).
+    fn add_head(&mut self, w: usize, tid: u32, scope: Scope, clock: Vec<u32>) {
+        let sms = self.sms;
+        let heads = &mut self.sync[w].heads;
+        if self.join_heads {
+            if let Some(h) = heads
+                .iter_mut()
+                .find(|h| h.1 == scope && h.0 / sms == tid / sms)
+            {
+                join(&mut h.2, &clock);
+                return;
+            }
+        }
+        heads.push((tid, scope, clock));
     }
 
     fn bump(&mut self, tid: u32) {
@@ -270,23 +301,34 @@ impl Oracle {
                     .collect();
                 let chain: Vec<bool> = words
                     .iter()
-                    .map(|&w| matches!(self.sync[w].last_atomic, Some((t, s)) if self.morally_strong(t, s, tid, scope)))
+                    .map(|&w| {
+                        matches!(self.sync[w].last_atomic, Some((t, s, r))
+                        if r == (addr, size) && self.morally_strong(t, s, tid, scope))
+                    })
                     .collect();
                 if reads {
+                    let mut acquired = vec![0; self.n];
+                    let mut seen = [vec![0; self.n], vec![0; self.n]];
                     for (i, &w) in words.iter().enumerate() {
                         if !chain[i] {
                             continue;
                         }
-                        for (ht, hs, snap) in self.sync[w].heads.clone() {
-                            if ht == tid || !self.includes(hs, ht, tid) {
+                        for (ht, hs, snap) in &self.sync[w].heads {
+                            // (An acquirer's own releases are in its clock.)
+                            if !self.includes(*hs, *ht, tid) {
                                 continue;
                             }
-                            self.observed[tid as usize].push((ht, snap.clone()));
-                            if ord.acquires() && self.includes(scope, tid, ht) {
-                                join(&mut self.vc[tid as usize], &snap);
+                            let other_device = (*ht / self.sms != tid / self.sms) as usize;
+                            join(&mut seen[other_device], snap);
+                            if ord.acquires() && self.includes(scope, tid, *ht) {
+                                join(&mut acquired, snap);
                             }
                         }
                     }
+                    for (o, s) in self.observed[tid as usize].iter_mut().zip(&seen) {
+                        join(o, s);
+                    }
+                    join(&mut self.vc[tid as usize], &acquired);
                 }
                 let r = self.access(tid, addr, size, writes, true, scope);
                 if writes {
@@ -299,14 +341,14 @@ impl Oracle {
                             .into_iter()
                             .enumerate()
                         {
-                            if let Some(c) = &self.fence_clock[tid as usize][level] {
-                                self.sync[w].heads.push((tid, s, c.clone()));
+                            if let Some(c) = self.fence_clock[tid as usize][level].clone() {
+                                self.add_head(w, tid, s, c);
                             }
                         }
                         if let Some(c) = &own {
-                            self.sync[w].heads.push((tid, scope, c.clone()));
+                            self.add_head(w, tid, scope, c.clone());
                         }
-                        self.sync[w].last_atomic = Some((tid, scope));
+                        self.sync[w].last_atomic = Some((tid, scope, (addr, size)));
                     }
                     if own.is_some() {
                         self.bump(tid);
@@ -315,21 +357,34 @@ impl Oracle {
                 Some(r)
             }
             Op::Fence { tid, ord, scope } => {
-                if ord.acquires() {
-                    for (t, snap) in self.observed[tid as usize].clone() {
-                        if self.includes(scope, tid, t) {
-                            join(&mut self.vc[tid as usize], &snap);
-                        }
+                if ord.acquires() && scope != Scope::Block {
+                    let [same, other] = self.observed[tid as usize].clone();
+                    join(&mut self.vc[tid as usize], &same);
+                    if scope == Scope::System {
+                        join(&mut self.vc[tid as usize], &other);
                     }
                 }
                 if ord == Ordering::SeqCst {
-                    for (t, s, snap) in self.sc_fences.clone() {
-                        if self.morally_strong(t, s, tid, scope) {
-                            join(&mut self.vc[tid as usize], &snap);
+                    let mut acquired = vec![0; self.n];
+                    for (t, s, snap) in &self.sc_fences {
+                        if self.morally_strong(*t, *s, tid, scope) {
+                            join(&mut acquired, snap);
                         }
                     }
-                    self.sc_fences
-                        .push((tid, scope, self.vc[tid as usize].clone()));
+                    join(&mut self.vc[tid as usize], &acquired);
+                    let c = self.vc[tid as usize].clone();
+                    let sms = self.sms;
+                    // Joined per class like release heads (a block-scope SC
+                    // fence orders only its own thread: not kept then).
+                    let class = self
+                        .sc_fences
+                        .iter_mut()
+                        .find(|f| f.1 == scope && f.0 / sms == tid / sms);
+                    match class {
+                        Some(f) if self.join_heads => join(&mut f.2, &c),
+                        _ if self.join_heads && scope == Scope::Block => {}
+                        _ => self.sc_fences.push((tid, scope, c)),
+                    }
                 }
                 if ord.releases() {
                     let c = self.vc[tid as usize].clone();
@@ -352,7 +407,7 @@ impl Oracle {
                     self.vc[t] = all.clone();
                     self.vc[t][t] += 1;
                     self.fence_clock[t] = [None, None, None];
-                    self.observed[t].clear();
+                    self.observed[t] = [vec![0; self.n], vec![0; self.n]];
                 }
                 None
             }
@@ -379,20 +434,37 @@ pub struct Harness {
 }
 
 fn zeroed32(n: usize) -> Vec<AtomicU32> {
-    (0..n).map(|_| AtomicU32::new(0)).collect()
+    let v = vec![0u32; n];
+    // SAFETY: AtomicU32 has the size, alignment and bit validity of u32,
+    // and the vector is moved, not shared (zeroed allocation: fast even
+    // for the gigabyte-sized states of 4,096-thread programs).
+    unsafe {
+        let mut v = std::mem::ManuallyDrop::new(v);
+        Vec::from_raw_parts(v.as_mut_ptr().cast::<AtomicU32>(), v.len(), v.capacity())
+    }
 }
 
 impl Harness {
     pub fn new(sms: u32, devices: u32, words: usize, pool_records: usize) -> Self {
+        Self::with_clock_buffer(sms, devices, words, pool_records, CLOCK_BUFFER)
+    }
+
+    pub fn with_clock_buffer(
+        sms: u32,
+        devices: u32,
+        words: usize,
+        pool_records: usize,
+        clock_buffer: u32,
+    ) -> Self {
         let n = sms * devices;
         let cfg = EngineConfig {
             num_sms: sms,
             num_threads: n,
-            clock_buffer_size: CLOCK_BUFFER,
+            clock_buffer_size: clock_buffer,
             rng_seed: 0x5eed,
             real_base: 0,
         };
-        let ts_words = thread_state_words(n, CLOCK_BUFFER);
+        let ts_words = thread_state_words(n, clock_buffer);
         let pool = zeroed32(PoolHeader::WORDS + pool_records * InflatedRecord::WORDS);
         pool[1].store(pool_records as u32, std::sync::atomic::Ordering::Relaxed);
         let reports = zeroed32(ReportBufferHeader::WORDS + 64 * RaceReport::WORDS);
@@ -435,6 +507,26 @@ impl Harness {
 
     pub fn evictions(&self) -> u32 {
         Pool::<CoreAtomics>::new(&self.pool).evictions()
+    }
+
+    /// Release heads merged into wide heads.
+    pub fn merged_heads(&self) -> u32 {
+        Pool::<CoreAtomics>::new(&self.pool).merged_heads()
+    }
+
+    /// Accesses kept compact with older clocks dropped (full pool).
+    pub fn degraded(&self) -> u32 {
+        Pool::<CoreAtomics>::new(&self.pool).degraded()
+    }
+
+    /// Acquires that found their snapshot overwritten (all threads).
+    pub fn coarsened(&self) -> u32 {
+        (0..self.cfg.num_threads)
+            .map(|t| {
+                self.ts[t as usize * self.ts_words + ThreadStateHeader::COARSENED_WORD]
+                    .load(std::sync::atomic::Ordering::Relaxed)
+            })
+            .sum()
     }
 
     pub fn pool_used(&self) -> u32 {
@@ -509,13 +601,36 @@ impl Harness {
 pub struct Comparison {
     /// For each access: the oracle's racing threads, and the engine's outcome.
     pub steps: Vec<(Vec<u32>, Outcome)>,
-    pub evictions: u32,
+    /// Access clocks evicted, release heads merged, snapshots coarsened:
+    /// the engine's documented precision losses (0: it must be exact).
+    pub precision_lost: u32,
+    /// Of those, the release-history ones (heads merged, snapshots
+    /// coarsened), not the access-history evictions.
+    pub release_precision_lost: u32,
+    /// Accesses kept compact with older clocks dropped (full pool).
+    pub degraded: u32,
     pub errors: usize,
 }
 
 pub fn compare(p: &Program, words: usize) -> Comparison {
+    compare_with(p, words, CLOCK_BUFFER)
+}
+
+/// [`compare`] with `clock_buffer` snapshots per thread and a pool of one
+/// record per word.
+pub fn compare_with(p: &Program, words: usize, clock_buffer: u32) -> Comparison {
+    compare_in(p, words, words.max(4096), clock_buffer)
+}
+
+/// [`compare_with`] on a pool of `pool` records.
+pub fn compare_in(p: &Program, words: usize, pool: usize, clock_buffer: u32) -> Comparison {
     let mut oracle = Oracle::new(p.num_sms, p.num_devices, words * 4);
-    let mut engine = Harness::new(p.num_sms, p.num_devices, words, 4096);
+    // Small programs (the random-program test) keep one head per release
+    // in the oracle, which cross-checks the engine's joins; large ones
+    // could not afford it.
+    oracle.join_heads = p.threads() > 64;
+    let mut engine =
+        Harness::with_clock_buffer(p.num_sms, p.num_devices, words, pool, clock_buffer);
     let mut steps = Vec::new();
     for op in &p.ops {
         let o = oracle.step(op);
@@ -527,7 +642,9 @@ pub fn compare(p: &Program, words: usize) -> Comparison {
     let errors = steps.iter().filter(|(_, e)| e.is_error()).count();
     Comparison {
         steps,
-        evictions: engine.evictions(),
+        precision_lost: engine.evictions() + engine.merged_heads() + engine.coarsened(),
+        release_precision_lost: engine.merged_heads() + engine.coarsened(),
+        degraded: engine.degraded(),
         errors,
     }
 }

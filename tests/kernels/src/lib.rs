@@ -6,4 +6,5 @@ pub mod examples;
 pub mod hangs;
 pub mod math;
 pub mod races;
+pub mod scale_races;
 pub mod tests;

@@ -4,8 +4,8 @@
 //! (design 3.1).
 //!
 //! ```text
-//! base                      base + cap            base + 3 cap                 base + 11 cap
-//! | user memory (cap bytes) | shadow (8 B / word) | side table (32 B / word)   |
+//! base                      base + cap            base + 3 cap           base + 11 cap          base + 19 cap
+//! | user memory (cap bytes) | shadow (8 B / word) | side plane 0 (32 B / w) | side plane 1 (32 B / w) |
 //! ```
 //!
 //! The whole range is one `mmap(PROT_READ | PROT_WRITE, MAP_PRIVATE |
@@ -22,16 +22,30 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering as MemOrder};
 use std::sync::{Mutex, PoisonError, RwLock};
 use vigil_shared::abi::{COMPACT_SHADOW_BYTES_PER_WORD, WORD_BYTES};
 
-/// Side-table bytes per 4-byte word: the last write's and the last read's
+/// Accesses of each kind (write, read) the side table keeps per word: the
+/// last ones of distinct clock slots, so a race with the second-last
+/// accessor (the other block of a stencil, whose read the racing block's
+/// own read followed) still finds its entry. Entry `k` of every word lives
+/// in *plane* `k`, so words touched by one clock slot only (the common
+/// case) touch plane 0 only.
+pub(crate) const SIDE_ENTRIES: usize = 2;
+
+/// Side-table bytes per 4-byte word and plane: the write's and the read's
 /// [`SideEntry`], 16 bytes each.
-pub(crate) const SIDE_BYTES_PER_WORD: u64 = 32;
+const SIDE_PLANE_BYTES_PER_WORD: u64 = 32;
+
+/// Side-table bytes per 4-byte word, all planes.
+pub(crate) const SIDE_BYTES_PER_WORD: u64 = SIDE_ENTRIES as u64 * SIDE_PLANE_BYTES_PER_WORD;
 
 /// Where an access came from, as the side table keeps it: the
 /// `&'static Location` of the access (as a pointer) and who made it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct SideEntry {
-    /// `&'static Location<'static>` as an address (0: none recorded).
+    /// `&'static Location<'static>` as an address (0: none recorded; below
+    /// 2^48, user-space addresses).
     pub loc: u64,
+    /// The (virtual) SM, i.e. CPU worker, that ran the access (below 2^16).
+    pub smid: u16,
     /// Linear block index (wrapping at 2^32).
     pub block: u32,
     /// Linear thread index in the block (below 1,024).
@@ -43,6 +57,12 @@ pub(crate) struct SideEntry {
 }
 
 impl SideEntry {
+    /// The location word: the location's address and the SM above it.
+    #[inline(always)]
+    fn pack_loc(&self) -> u64 {
+        self.loc & LOC_MASK | u64::from(self.smid) << 48
+    }
+
     #[inline(always)]
     fn pack(&self) -> u64 {
         u64::from(self.block)
@@ -54,7 +74,8 @@ impl SideEntry {
     #[inline(always)]
     fn unpack(loc: u64, meta: u64) -> Self {
         SideEntry {
-            loc,
+            loc: loc & LOC_MASK,
+            smid: (loc >> 48) as u16,
             block: meta as u32,
             thread: (meta >> 32) as u16 & 0x3ff,
             tid: (meta >> 42) as u16 & 0x7ff,
@@ -62,6 +83,9 @@ impl SideEntry {
         }
     }
 }
+
+/// Bits of a location word holding the location's address.
+const LOC_MASK: u64 = (1 << 48) - 1;
 
 /// One live buffer of the arena.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -181,39 +205,77 @@ impl Arena {
         })
     }
 
-    /// The side-table words of `word`: `[write loc, write meta, read loc, read meta]`.
+    /// The side-table entry `plane` of `word`'s writes (or reads):
+    /// `[location, meta]`.
     #[inline(always)]
-    fn side(&self, word: u64) -> Option<&[AtomicU64; 4]> {
+    fn side(&self, word: u64, plane: usize, write: bool) -> Option<&[AtomicU64; 2]> {
         if word >= self.words() {
             return None;
         }
-        let start = self.capacity + self.capacity / WORD_BYTES * COMPACT_SHADOW_BYTES_PER_WORD;
-        // SAFETY: the side region starts at `start` and holds `words()`
-        // entries of 32 bytes, 8-aligned; `word` is in range; only atomics
-        // touch it.
-        Some(unsafe {
-            &*(self.base.add(start as usize) as *const [AtomicU64; 4]).add(word as usize)
-        })
+        let start = self.capacity
+            + self.capacity / WORD_BYTES * COMPACT_SHADOW_BYTES_PER_WORD
+            + plane as u64 * self.words() * SIDE_PLANE_BYTES_PER_WORD
+            + word * SIDE_PLANE_BYTES_PER_WORD
+            + if write { 0 } else { 16 };
+        // SAFETY: plane `plane` (< SIDE_ENTRIES) of the side region starts
+        // after the shadow and holds `words()` pairs of 16-byte entries,
+        // 8-aligned; `word` is in range; only atomics touch it.
+        Some(unsafe { &*(self.base.add(start as usize) as *const [AtomicU64; 2]) })
     }
 
-    /// Records `entry` as the last write (or read) of `word`. Two relaxed
-    /// stores: a concurrent update may pair one access's location with
-    /// another's block and thread (the table is best effort).
+    /// Records `entry` as the newest write (or read) of `word`: it replaces
+    /// the newest entry when that one is of the same clock slot, else the
+    /// newest moves down a plane and the oldest goes. Relaxed stores: a
+    /// concurrent update may pair one access's location with another's
+    /// block and thread (the table is best effort).
     #[inline(always)]
     pub(crate) fn note_access(&self, word: u64, write: bool, entry: SideEntry) {
-        if let Some(s) = self.side(word) {
-            let at = if write { 0 } else { 2 };
-            s[at].store(entry.loc, MemOrder::Relaxed);
-            s[at + 1].store(entry.pack(), MemOrder::Relaxed);
+        let Some(newest) = self.side(word, 0, write) else {
+            return;
+        };
+        // One swap, not a load then a store: a load of a page never
+        // touched maps the zero page and the store faults it again.
+        let old_meta = newest[1].swap(entry.pack(), MemOrder::Relaxed);
+        let old_loc = newest[0].load(MemOrder::Relaxed);
+        newest[0].store(entry.pack_loc(), MemOrder::Relaxed);
+        // Keep the replaced entry in the next plane only when it is another
+        // slot's of the same launch (two blocks racing): an empty entry, one
+        // of this slot or of an earlier launch just goes, so words each
+        // launch touches from one block never touch plane 1.
+        let old = SideEntry::unpack(old_loc, old_meta);
+        if old_loc != 0 && old.tid != entry.tid && old.launch == entry.launch {
+            for k in (2..SIDE_ENTRIES).rev() {
+                if let (Some(to), Some(from)) =
+                    (self.side(word, k, write), self.side(word, k - 1, write))
+                {
+                    to[0].store(from[0].load(MemOrder::Relaxed), MemOrder::Relaxed);
+                    to[1].store(from[1].load(MemOrder::Relaxed), MemOrder::Relaxed);
+                }
+            }
+            if let Some(next) = self.side(word, 1, write) {
+                next[0].store(old_loc, MemOrder::Relaxed);
+                next[1].store(old_meta, MemOrder::Relaxed);
+            }
         }
     }
 
-    /// The last write (or read) recorded for `word`, if any.
-    pub(crate) fn last_access(&self, word: u64, write: bool) -> Option<SideEntry> {
-        let s = self.side(word)?;
-        let at = if write { 0 } else { 2 };
-        let loc = s[at].load(MemOrder::Relaxed);
-        (loc != 0).then(|| SideEntry::unpack(loc, s[at + 1].load(MemOrder::Relaxed)))
+    /// The newest write (or read) recorded for `word` by clock slot `tid`,
+    /// or else the newest one of any slot.
+    pub(crate) fn last_access(&self, word: u64, write: bool, tid: u32) -> Option<SideEntry> {
+        let mut newest = None;
+        for k in 0..SIDE_ENTRIES {
+            let s = self.side(word, k, write)?;
+            let loc = s[0].load(MemOrder::Relaxed);
+            if loc == 0 {
+                continue;
+            }
+            let e = SideEntry::unpack(loc, s[1].load(MemOrder::Relaxed));
+            if u32::from(e.tid) == tid {
+                return Some(e);
+            }
+            newest = newest.or(Some(e));
+        }
+        newest
     }
 
     /// Hands out `size` bytes (at least one); the memory reads as zero the
@@ -262,10 +324,14 @@ impl Arena {
             shadow0 + words(block.offset) * COMPACT_SHADOW_BYTES_PER_WORD,
             words(block.size) * COMPACT_SHADOW_BYTES_PER_WORD,
         );
-        self.discard(
-            side0 + words(block.offset) * SIDE_BYTES_PER_WORD,
-            words(block.size) * SIDE_BYTES_PER_WORD,
-        );
+        for plane in 0..SIDE_ENTRIES as u64 {
+            self.discard(
+                side0
+                    + plane * words(self.capacity) * SIDE_PLANE_BYTES_PER_WORD
+                    + words(block.offset) * SIDE_PLANE_BYTES_PER_WORD,
+                words(block.size) * SIDE_PLANE_BYTES_PER_WORD,
+            );
+        }
         Ok(())
     }
 
@@ -395,14 +461,23 @@ mod tests {
         a.shadow_cell(word).unwrap().store(7, MemOrder::Relaxed);
         let e = SideEntry {
             loc: 0x1234,
+            smid: 7,
             block: 3,
             thread: 1023,
             tid: 2047,
             launch: 2047,
         };
         a.note_access(word, true, e);
-        assert_eq!(a.last_access(word, true), Some(e));
-        assert_eq!(a.last_access(word, false), None);
+        assert_eq!(a.last_access(word, true, 2047), Some(e));
+        assert_eq!(a.last_access(word, false, 2047), None);
+        // A read by slot 1, then by slot 2, then slot 2 again: slot 1's
+        // entry is still there.
+        for (tid, block) in [(1, 10), (2, 20), (2, 21)] {
+            a.note_access(word, false, SideEntry { tid, block, ..e });
+        }
+        assert_eq!(a.last_access(word, false, 1).map(|e| e.block), Some(10));
+        assert_eq!(a.last_access(word, false, 2).map(|e| e.block), Some(21));
+        assert_eq!(a.last_access(word, false, 5).map(|e| e.block), Some(21));
         assert_eq!(a.allocation_of(b.address + 99).map(|x| x.id), Some(b.id));
         assert_eq!(a.allocation_of(b.address + 100), None);
         a.free(b.address).unwrap();
@@ -410,7 +485,7 @@ mod tests {
         let c = a.alloc(100).unwrap();
         assert_eq!(c.address, b.address);
         assert_eq!(a.shadow_cell(word).unwrap().load(MemOrder::Relaxed), 0);
-        assert_eq!(a.last_access(word, true), None);
+        assert_eq!(a.last_access(word, true, 2047), None);
         assert_eq!(a.live_count(), 1);
     }
 

@@ -41,28 +41,31 @@
 //!   therefore unordered even though the CPU ran them one after the other.
 //! - **Prior-access locations.** The engine keeps (thread, epoch) per
 //!   access, not where it came from. A side table next to the shadow keeps,
-//!   per word, the last write's and the last read's `&'static Location`,
-//!   block, thread, clock slot and launch (two relaxed atomic stores after
-//!   each hook). A race names the matching entry: the last write for a
-//!   race with a write (exact, since an earlier unordered write would have
-//!   been reported first), the last read for a race with a read (best
-//!   effort when several unordered readers read the word: the entry may
-//!   name another reader, often at the same source line). Block, thread
-//!   and kernel of the prior access are given only when the entry was made
-//!   by the racing clock slot, and the kernel only for the last 2,048
-//!   launches. A report whose entry is missing or names another slot waits
-//!   briefly (a bounded spin) for the prior access's entry: that access
-//!   writes it just after the engine recorded it, possibly on another
-//!   worker.
+//!   per word, the last two writes' and the last two reads'
+//!   `&'static Location`, block, thread, virtual SM, clock slot and launch,
+//!   of distinct clock slots of one launch (relaxed atomic stores after
+//!   each hook; an access of a later launch replaces the newest entry). A
+//!   race names the entry of the racing clock slot (the engine reports the
+//!   first conflicting byte, so the entry is that of the right word): for a
+//!   write the racing write is the last one of its slot (an earlier
+//!   unordered write would have been reported first), for a read the
+//!   slot's last read of the word, so a block's own read of a word does not
+//!   hide the other block's read it races with. Block, thread, SM and
+//!   kernel of the prior access are given only when the entry of the racing
+//!   slot is found, and the kernel only for the last 2,048 launches. A
+//!   report whose entry is missing waits briefly (a bounded spin) for it:
+//!   the prior access writes it just after the engine recorded it, possibly
+//!   on another worker.
 //! - **Reports** go to a bounded buffer
 //!   ([`CpuSanitizerConfig::report_capacity`] records; more are counted as
 //!   dropped, never a crash) and come back de-duplicated by kind and
 //!   location pair as [`RaceReports`]. Records become reports through the
 //!   decoder both backends share ([`crate::sanitizer::decode`]), with a
 //!   resolver over host memory and the launch history (`resolve.rs`). In
-//!   reports the current access's `smid` is the virtual SM (worker) that
-//!   ran it; the prior access's `tid` is its clock slot, which names no
-//!   SM (`smid` is `None`).
+//!   reports `smid` is the virtual SM (worker) that ran the access: the
+//!   current access's from its worker, the prior access's from the side
+//!   table entry it left (its `tid` is its clock slot, which names no SM;
+//!   `smid` is `None` when the side table has no entry of that thread).
 
 mod arena;
 mod resolve;
@@ -540,9 +543,11 @@ impl CpuRaceSanitizer {
 
     /// Records the access in the side table (after the engine saw it).
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn note(
         &self,
         site: &AccessSite,
+        smid: u32,
         tid: u32,
         addr: usize,
         size: usize,
@@ -556,6 +561,7 @@ impl CpuRaceSanitizer {
         }
         let entry = SideEntry {
             loc: loc as *const Location<'static> as u64,
+            smid: smid as u16,
             block: site.block,
             thread: site.thread as u16,
             tid: tid as u16,
@@ -582,7 +588,11 @@ impl CpuRaceSanitizer {
         let base = self.cfg.real_base;
         let side = if r.address >= base && !is_error {
             let word = (r.address - base) / 4;
-            let lookup = || self.mem.arena.last_access(word, prior_access.writes());
+            let lookup = || {
+                self.mem
+                    .arena
+                    .last_access(word, prior_access.writes(), r.prior_tid)
+            };
             // The prior access updates the side table just after the
             // engine recorded it: when it runs on another worker, its entry
             // may still be on its way. Wait a little for it.
@@ -604,6 +614,7 @@ impl CpuRaceSanitizer {
             block: e.block,
             thread: u32::from(e.thread),
             launch: u32::from(e.launch),
+            sm: Some(u32::from(e.smid)),
         });
         let launches = lock(&self.launches);
         let resolver = CpuResolver {
@@ -684,7 +695,7 @@ impl CpuRaceSanitizer {
                 if let Outcome::Race(r) | Outcome::Error(r) = out {
                     self.report(&r, TRANSFER_SM);
                 }
-                self.note(&site, slot, at as usize, size, write, caller);
+                self.note(&site, TRANSFER_SM, slot, at as usize, size, write, caller);
                 at += size as u64;
             }
         }
@@ -730,7 +741,7 @@ impl SanitizerRuntime for CpuRaceSanitizer {
             .engine()
             .access(tid, addr as u64, size as u32, write, &site);
         self.outcome(t, out);
-        self.note(&site, tid, addr, size, write, loc);
+        self.note(&site, t.smid, tid, addr, size, write, loc);
     }
 
     fn atomic(
@@ -755,7 +766,7 @@ impl SanitizerRuntime for CpuRaceSanitizer {
             },
         );
         self.outcome(t, out);
-        self.note(&site, tid, access.addr, access.size, wrote, loc);
+        self.note(&site, t.smid, tid, access.addr, access.size, wrote, loc);
     }
 
     fn fence(

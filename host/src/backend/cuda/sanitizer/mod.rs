@@ -271,6 +271,7 @@ impl GpuSanitizer {
                     block: e.block,
                     thread: e.thread,
                     launch: e.launch,
+                    sm: None,
                 })
             })
             .collect();

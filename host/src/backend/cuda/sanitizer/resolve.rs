@@ -147,6 +147,7 @@ mod tests {
             block: 1,
             thread: 2,
             launch: 7,
+            sm: None,
         };
         let read = |addr: u64, len: usize| {
             // SAFETY: the test only passes addresses of live host data.

@@ -110,6 +110,9 @@ pub(crate) fn region_image(global: &GlobalState, layout: &RegionLayout, rank: u3
         capacity: global.pool_capacity,
         evictions: 0,
         wasted: 0,
+        merged_heads: 0,
+        degraded: 0,
+        reserved: [0; 2],
     };
     let at = layout.pool_offset as usize;
     bytes[at..at + std::mem::size_of::<PoolHeader>()].copy_from_slice(bytemuck::bytes_of(&header));
@@ -191,6 +194,7 @@ pub(crate) fn write(dst: u64, bytes: &[u8], ordinal: usize) -> VmmResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::mem::size_of;
     use vigil_shared::abi::ThreadStateHeader;
 
     #[test]
@@ -217,8 +221,9 @@ mod tests {
         assert_eq!(word(ThreadStateHeader::TID_WORD), 5);
         assert_eq!(word(ThreadStateHeader::WORDS + 5), 1);
         assert_eq!(word(ThreadStateHeader::WORDS + 4), 0);
-        let ph: PoolHeader =
-            bytemuck::pod_read_unaligned(&img[layout.pool_offset as usize..][..16]);
+        let ph: PoolHeader = bytemuck::pod_read_unaligned(
+            &img[layout.pool_offset as usize..][..size_of::<PoolHeader>()],
+        );
         assert_eq!(ph.capacity, 1 << 16);
     }
 

@@ -1,0 +1,138 @@
+//! What the scenario suites (`race_scenarios.rs`, `scale_scenarios.rs`)
+//! share: how a backend's sanitized context is made, the bench every case
+//! runs on, and the lookup of `// @marker` lines in the kernels' sources.
+#![allow(dead_code)] // each suite uses its part
+
+use vigil::{Context, DeviceBuffer, Kernel, KernelFn, Module, ReportKind, Stream};
+use vigil_tests::KERNELS_PTX;
+
+/// Makes a sanitized context with `workers` CPU workers (ignored on a GPU),
+/// or `None` when the backend is not available here (the case is skipped).
+pub type MakeContext = fn(usize) -> Option<Context>;
+
+/// A sanitized CPU context (the built-in CPU sanitizer).
+pub fn cpu_context(workers: usize) -> Option<Context> {
+    Some(
+        Context::builder()
+            .cpu()
+            .sanitize(true)
+            .cpu_workers(workers)
+            .build()
+            .expect("a sanitized CPU context"),
+    )
+}
+
+/// A sanitized context on GPU 0, or `None` without a usable GPU (the case
+/// is skipped, or fails with `VIGIL_REQUIRE_GPU=1`). The worker count is
+/// the CPU backend's; a GPU runs blocks as its SMs take them.
+pub fn gpu_context(_workers: usize) -> Option<Context> {
+    vigil::unstable::testing::require_gpu()?;
+    Some(
+        Context::builder()
+            .gpu(0)
+            .sanitize(true)
+            .build()
+            .expect("a sanitized GPU context"),
+    )
+}
+
+/// The line of `source` (the text of kernel file `file`) that carries
+/// `// @marker`; the marker must be unique.
+pub fn marker_line(source: &str, file: &str, marker: &str) -> u32 {
+    let tag = format!("// @{marker}");
+    let mut found = source
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim_end().ends_with(&tag));
+    let (i, _) = found
+        .next()
+        .unwrap_or_else(|| panic!("no `{tag}` marker in {file}"));
+    assert!(found.next().is_none(), "marker `{tag}` is not unique");
+    i as u32 + 1
+}
+
+/// A verdict (kind, current line, prior line) up to which of its two
+/// accesses came second: blocks that run at once on a GPU take turns in no
+/// fixed order, so a read-after-write race may be seen as a
+/// write-after-read one (the same two lines), and a symmetric race from
+/// either side.
+pub fn unordered((kind, current, prior): (u32, u32, u32)) -> (u32, u32, u32) {
+    let (raw, war) = (
+        ReportKind::ReadAfterWrite as u32,
+        ReportKind::WriteAfterRead as u32,
+    );
+    match kind {
+        k if k == war => (raw, prior, current),
+        k if k == raw => (raw, current, prior),
+        k => (k, current.min(prior), current.max(prior)),
+    }
+}
+
+/// A sanitized context, a stream and the kernels' module.
+pub struct Bench {
+    pub ctx: Context,
+    pub stream: Stream,
+    pub module: Module,
+}
+
+impl Bench {
+    pub fn new(make: MakeContext, workers: usize) -> Option<Bench> {
+        let ctx = make(workers)?;
+        let stream = Stream::new(&ctx).expect("stream");
+        let module = Module::from_ptx(&ctx, KERNELS_PTX).expect("kernels module");
+        Some(Bench {
+            ctx,
+            stream,
+            module,
+        })
+    }
+
+    pub fn kernel<K: Kernel>(&self) -> KernelFn<K> {
+        self.module.kernel::<K>().expect("kernel in the module")
+    }
+
+    /// `n` zeroed `u32`s, ready for every stream.
+    pub fn zeros(&self, n: usize) -> DeviceBuffer<u32> {
+        self.zeros_of(n)
+    }
+
+    /// `n` zeroed elements of `T`, ready for every stream: a blocking copy
+    /// (a memset is an access of its stream, which a kernel on another
+    /// stream would race with).
+    pub fn zeros_of<T: bytemuck::Pod>(&self, n: usize) -> DeviceBuffer<T> {
+        DeviceBuffer::from_slice(&self.stream, &vec![T::zeroed(); n]).expect("buffer")
+    }
+
+    /// The SMs an access can be reported on (the CPU backend's virtual
+    /// SMs are its workers).
+    pub fn sms(&self) -> usize {
+        self.ctx.sm_count() as usize
+    }
+
+    pub fn sync(&self) -> vigil::Result<()> {
+        self.ctx.synchronize()
+    }
+}
+
+/// Short names both suites give report kinds, and the ordering and scope
+/// codes of `vigil_kernels::races::{ordering, scope}`.
+pub mod codes {
+    use vigil::ReportKind;
+
+    pub const RAW: ReportKind = ReportKind::ReadAfterWrite;
+    pub const WAR: ReportKind = ReportKind::WriteAfterRead;
+    pub const WAW: ReportKind = ReportKind::WriteAfterWrite;
+    pub const MIX: ReportKind = ReportKind::AtomicNonAtomic;
+    pub const SCOPE: ReportKind = ReportKind::ScopeMismatch;
+    pub const SIZE: ReportKind = ReportKind::AtomicSizeMismatch;
+
+    pub const RELAXED: u32 = 0;
+    pub const ACQUIRE: u32 = 1;
+    pub const RELEASE: u32 = 2;
+    pub const ACQ_REL: u32 = 3;
+    pub const SEQ_CST: u32 = 4;
+
+    pub const BLOCK: u32 = 0;
+    pub const DEVICE: u32 = 1;
+    pub const SYSTEM: u32 = 2;
+}
