@@ -51,9 +51,14 @@ fn write_cut(name: &str, text: &str) {
 #[test]
 fn each_context_loads_only_the_entries_it_launches() {
     let all = entry_names(KERNELS_PTX);
-    let (sanitized_names, plain_names): (Vec<_>, Vec<_>) =
-        all.iter().cloned().partition(|n| n.ends_with(SANITIZED_SUFFIX));
-    assert!(sanitized_names.len() >= 10 && plain_names.len() >= 10, "{all:?}");
+    let (sanitized_names, plain_names): (Vec<_>, Vec<_>) = all
+        .iter()
+        .cloned()
+        .partition(|n| n.ends_with(SANITIZED_SUFFIX));
+    assert!(
+        sanitized_names.len() >= 10 && plain_names.len() >= 10,
+        "{all:?}"
+    );
 
     let plain = cut_for(KERNELS_PTX, LaunchVariant::Plain);
     let sanitized = cut_for(KERNELS_PTX, LaunchVariant::Sanitized);
@@ -90,6 +95,44 @@ fn each_context_loads_only_the_entries_it_launches() {
         );
         write_cut(&format!("vigil_kernels.{label}.ptx"), cut);
     }
-    assert!(plain.len() * 4 < KERNELS_PTX.len(), "the plain cut is small");
+    assert!(
+        plain.len() * 4 < KERNELS_PTX.len(),
+        "the plain cut is small"
+    );
     assert!(sanitized.len() < KERNELS_PTX.len());
+}
+
+/// On a GPU: both kinds of context load the module and look up a
+/// `#[kernel]`; asking a plain context for a sanitized entry, or either
+/// for an entry its cut left out, is a typed error that says why.
+#[test]
+fn an_entry_cut_away_is_a_typed_error_on_a_gpu() {
+    use vigil::{Context, Error, Module};
+    use vigil_kernels::examples::axpy;
+    if vigil::unstable::testing::require_gpu().is_none() {
+        return;
+    }
+    for (sanitize, variant, missing) in [
+        (false, LaunchVariant::Plain, "axpy__vigil"),
+        // A hand-written kernel has no sanitized twin to launch.
+        (true, LaunchVariant::Sanitized, "axpy_handwritten"),
+    ] {
+        let ctx = Context::builder()
+            .gpu(0)
+            .sanitize(sanitize)
+            .build()
+            .expect("GPU context");
+        assert_eq!(ctx.launch_variant(), variant);
+        let module = Module::from_ptx(&ctx, KERNELS_PTX).expect("the cut loads");
+        module
+            .kernel::<axpy>()
+            .expect("a #[kernel] in either context");
+        match module.function(missing) {
+            Err(e @ Error::EntryNotLoaded { .. }) => {
+                assert!(e.to_string().contains(missing), "{e}");
+                assert!(matches!(e, Error::EntryNotLoaded { variant: v, .. } if v == variant));
+            }
+            other => panic!("{missing} in a {variant:?} context: {other:?}"),
+        }
+    }
 }
