@@ -10,6 +10,7 @@
 //! its original order. Text it does not understand is returned whole: the
 //! cut never produces PTX the full text would not.
 
+use super::ptx::strip_comments;
 use crate::types::LaunchVariant;
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -93,7 +94,7 @@ fn reachable(items: &[Item<'_>], keep_entry: impl Fn(&str) -> bool) -> Vec<bool>
         if std::mem::replace(&mut keep[i], true) {
             continue;
         }
-        for ident in identifiers(&code_only(items[i].text)) {
+        for ident in identifiers(&strip_comments(items[i].text)) {
             for &j in by_name.get(ident).into_iter().flatten() {
                 if !keep[j] {
                     work.push(j);
@@ -182,7 +183,7 @@ fn classify(text: &str, line_directive: bool) -> Option<Item<'_>> {
             is_entry: false,
         });
     }
-    let code = code_only(text);
+    let code = strip_comments(text);
     // The declaration part: before the body or the initialiser.
     let head = code.split(['{', '=']).next().unwrap_or_default();
     let tokens: Vec<&str> = head
@@ -226,31 +227,6 @@ fn classify(text: &str, line_directive: bool) -> Option<Item<'_>> {
 
 fn is_ident_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '%')
-}
-
-/// `text` without comments and string literals (neither can name a
-/// function or variable).
-fn code_only(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(['/', '"']) {
-        out.push_str(&rest[..at]);
-        let tail = &rest[at..];
-        let skip = if tail.starts_with("//") {
-            tail.find('\n').unwrap_or(tail.len())
-        } else if tail.starts_with("/*") {
-            tail.find("*/").map_or(tail.len(), |e| e + 2)
-        } else if tail.starts_with('"') {
-            tail[1..].find('"').map_or(tail.len(), |e| e + 2)
-        } else {
-            out.push('/');
-            1
-        };
-        out.push(' ');
-        rest = &tail[skip..];
-    }
-    out.push_str(rest);
-    out
 }
 
 /// Every identifier-like token of `code`.
