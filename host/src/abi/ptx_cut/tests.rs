@@ -78,3 +78,123 @@ fn text_the_cut_does_not_understand_comes_back_whole() {
         assert_eq!(plain(&odd), odd);
     }
 }
+
+/// A random module: `refs[i]` are the items item `i` names (functions by
+/// call or by address, variables by load, functions in an initialiser).
+#[derive(Debug, Clone)]
+struct Graph {
+    /// Per function: its references, whether it is an entry, whether a
+    /// sanitized one, whether it has a prototype first.
+    funcs: Vec<(Vec<usize>, bool, bool, bool)>,
+    /// Per variable: the functions its initialiser takes the address of.
+    vars: Vec<Vec<usize>>,
+}
+
+fn graph() -> impl proptest::strategy::Strategy<Value = Graph> {
+    use proptest::prelude::*;
+    (1usize..12, 0usize..4).prop_flat_map(|(nf, nv)| {
+        let refs = proptest::collection::vec(0..nf + nv, 0..4);
+        let funcs =
+            proptest::collection::vec((refs, any::<bool>(), any::<bool>(), any::<bool>()), nf);
+        let vars = proptest::collection::vec(proptest::collection::vec(0..nf, 0..3), nv);
+        (funcs, vars).prop_map(|(funcs, vars)| Graph { funcs, vars })
+    })
+}
+
+impl Graph {
+    fn name(&self, item: usize) -> String {
+        match self.funcs.get(item) {
+            Some((_, true, true, _)) => format!("f{item}__vigil"),
+            Some(_) => format!("f{item}"),
+            None => format!("v{}", item - self.funcs.len()),
+        }
+    }
+
+    /// The module's pieces: header, variables, prototypes, definitions;
+    /// each tagged with the item (function or variable index) it is.
+    fn pieces(&self) -> Vec<(Option<usize>, String)> {
+        let nf = self.funcs.len();
+        let mut out = vec![(
+            None,
+            ".version 7.8\n.target sm_90\n.address_size 64\n".to_owned(),
+        )];
+        for (v, inits) in self.vars.iter().enumerate() {
+            let init: Vec<String> = inits
+                .iter()
+                .map(|&f| format!("generic({})", self.name(f)))
+                .collect();
+            let text = match init.is_empty() {
+                true => format!("\n.global .align 8 .u64 v{v}[1];"),
+                false => format!(
+                    "\n.global .align 8 .u64 v{v}[{}] = {{{}}};",
+                    init.len(),
+                    init.join(", ")
+                ),
+            };
+            out.push((Some(nf + v), text));
+        }
+        for (f, (_, entry, _, proto)) in self.funcs.iter().enumerate() {
+            if *proto && !entry {
+                out.push((
+                    Some(f),
+                    format!("\n.func {}(\n\t.param .b64 p\n)\n;", self.name(f)),
+                ));
+            }
+        }
+        for (f, (refs, entry, _, _)) in self.funcs.iter().enumerate() {
+            let kind = if *entry { ".visible .entry" } else { ".func" };
+            let mut body = format!(
+                "\n\t// .globl\t{0}\n{kind} {0}(\n\t.param .b64 p\n)\n{{\n",
+                self.name(f)
+            );
+            for (k, &r) in refs.iter().enumerate() {
+                let line = match (r < nf, k % 2) {
+                    (true, 0) => format!(
+                        "\t{{ // callseq\n\tcall.uni {}, (param0);\n\t}}\n",
+                        self.name(r)
+                    ),
+                    (true, _) => format!("\tmov.u64 %rd{k}, {};\n", self.name(r)),
+                    (false, _) => format!("\tld.global.u64 %rd{k}, [{}];\n", self.name(r)),
+                };
+                body.push_str(&line);
+            }
+            body.push_str("\tret;\n}");
+            out.push((Some(f), body));
+        }
+        out
+    }
+
+    /// The reference: items reachable from the entries `keep` accepts.
+    fn reachable(&self, keep: impl Fn(&str) -> bool) -> Vec<bool> {
+        let nf = self.funcs.len();
+        let mut seen = vec![false; nf + self.vars.len()];
+        let mut work: Vec<usize> = (0..nf)
+            .filter(|&f| self.funcs[f].1 && keep(&self.name(f)))
+            .collect();
+        while let Some(i) = work.pop() {
+            if !std::mem::replace(&mut seen[i], true) {
+                work.extend(match i < nf {
+                    true => self.funcs[i].0.clone(),
+                    false => self.vars[i - nf].clone(),
+                });
+            }
+        }
+        seen
+    }
+}
+
+proptest::proptest! {
+    #[test]
+    fn a_cut_is_the_reachable_items_in_order_byte_for_byte(g in graph(), sanitized: bool) {
+        let keep = |n: &str| n.ends_with("__vigil") == sanitized;
+        let pieces = g.pieces();
+        let ptx: String = pieces.iter().map(|(_, t)| t.as_str()).collect();
+        let reach = g.reachable(keep);
+        let expected: String = pieces
+            .iter()
+            .filter(|(item, _)| item.is_none_or(|i| reach[i]))
+            .map(|(_, t)| t.as_str())
+            .collect();
+        proptest::prop_assert_eq!(cut(&ptx, keep), expected);
+    }
+}
