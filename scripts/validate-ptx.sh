@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the PTX of every kernel crate in the workspace and checks each file
-# with `ptxas -arch=$ARCH -v` (default sm_90). Fails if any file is rejected
+# Builds the PTX of every kernel crate in the workspace, and the per-context
+# cuts of vigil_kernels.ptx, and checks each file with `ptxas -arch=$ARCH -v`
+# (default sm_90). Fails if any file is rejected
 # or if no PTX was produced.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,8 +23,14 @@ for p in json.load(sys.stdin)["packages"]:
     --target-dir "$root/target/vigil-ptx" --quiet
 done
 
+# The cuts that plain and sanitized GPU contexts load (what the driver
+# really JIT-compiles), written by the ptx_cut test.
+cut_dir="$root/target/tmp/ptx-cuts"
+rm -rf "$cut_dir"
+cargo test -p vigil-tests --test ptx_cut --quiet >/dev/null
+
 shopt -s nullglob
-files=("$ptx_dir"/*.ptx)
+files=("$ptx_dir"/*.ptx "$cut_dir"/*.ptx)
 if [ ${#files[@]} -eq 0 ]; then
   echo "validate-ptx: no PTX files under $ptx_dir" >&2
   exit 1

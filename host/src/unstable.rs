@@ -8,6 +8,7 @@
 //!   memory, and the CUDA handles it takes;
 //! - [`ptx`], [`abi`]: the PTX `.entry` signature parser and the checks of
 //!   packed arguments and Rust signatures against it;
+//! - [`ptx_cut`]: the cut of a module to the entries one context launches;
 //! - [`decode`]: the decoder from the engine's raw report records to
 //!   [`RaceReport`](crate::RaceReport)s, for a sanitizer plugged in with
 //!   [`ContextBuilder::cpu_sanitizer`](crate::ContextBuilder::cpu_sanitizer)
@@ -18,7 +19,7 @@
 //! - [`sys`]: the raw CUDA driver API (cudarc's `driver::sys`), for calls
 //!   Vigil does not wrap; every handle type exposes its raw value (`raw()`).
 
-pub use crate::abi::ptx;
+pub use crate::abi::{ptx, ptx_cut};
 
 pub mod abi {
     //! The launch ABI's checks and the parameter buffer's slot records:

@@ -8,3 +8,4 @@
 pub(crate) mod check;
 pub(crate) mod params;
 pub mod ptx;
+pub mod ptx_cut;

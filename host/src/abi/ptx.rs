@@ -199,7 +199,7 @@ fn scalar_type(tok: &str) -> Option<PtxType> {
 }
 
 /// Removes `//` and `/* */` comments, leaving string literals intact.
-fn strip_comments(ptx: &str) -> String {
+pub(crate) fn strip_comments(ptx: &str) -> String {
     let mut out = String::with_capacity(ptx.len());
     let mut chars = ptx.chars().peekable();
     while let Some(c) = chars.next() {

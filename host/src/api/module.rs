@@ -45,21 +45,27 @@ struct ModuleInner {
 impl Module {
     /// JIT-compiles and loads PTX text on `ctx`'s device.
     ///
+    /// A GPU context hands the driver only the entries its launches run
+    /// ([`Context::launch_variant`]): a plain context the plain entries, a
+    /// sanitized one the `name__vigil` entries, each with the functions
+    /// and variables it reaches (the JIT never compiles code the context
+    /// cannot launch). Looking up an entry that was cut away is
+    /// [`Error::EntryNotLoaded`].
+    ///
     /// On every backend the text is checked first: no NUL byte, a
     /// `.version` first, a `.target`, at least one `.entry`, balanced
     /// braces ([`Error::PtxText`] says what is wrong). A driver rejection
     /// then returns [`Error::PtxLoad`] with the JIT error log; the CPU
     /// backend parses the entry signatures but does not compile the text.
     pub fn from_ptx(ctx: &Context, ptx: &str) -> Result<Module> {
-        let image = CString::new(ptx).map_err(|e| Error::PtxText {
-            message: format!(
-                "PTX text contains a NUL byte at offset {}",
-                e.nul_position()
-            ),
-        })?;
+        if let Some(at) = ptx.find('\0') {
+            return Err(Error::PtxText {
+                message: format!("PTX text contains a NUL byte at offset {at}"),
+            });
+        }
         check_module(ptx)?;
         let entries = parse_entries(ptx);
-        let handle = ctx.backend().load_module(&image)?;
+        let handle = ctx.backend().load_module(ptx, ctx.launch_variant())?;
         Ok(Module {
             inner: Arc::new(ModuleInner {
                 handle,

@@ -28,6 +28,7 @@ pub(crate) use cuda::{AsCudaDevice, AsCudaStream, CudaDevice, CudaStream};
 pub(crate) use transfer::Transfer;
 
 use crate::abi::params::ParamBuffer;
+use crate::abi::ptx_cut::cut_for;
 use crate::error::{Error, Result};
 use crate::sanitizer::config::VmmConfig;
 use crate::sanitizer::report::RaceReports;
@@ -42,7 +43,7 @@ use cuda::module::{CudaFunction, CudaModule};
 use cuda::sanitizer::HostWait;
 use cuda::{CudaBackend, CudaEvent};
 use cudarc::driver::sys;
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
 use std::panic::Location;
 use std::sync::Arc;
 use std::time::Duration;
@@ -381,17 +382,28 @@ impl Backend {
         }
     }
 
-    /// Loads NUL-terminated PTX (the CPU backend keeps nothing: it runs the
-    /// kernels' Rust bodies).
-    pub(crate) fn load_module(&self, image: &CStr) -> Result<ModuleHandle> {
+    /// Loads PTX without NUL bytes for contexts that launch `variant`: the
+    /// CUDA backend JIT-compiles only what that variant runs
+    /// ([`cut_for`]); the CPU backend keeps nothing (it runs the kernels'
+    /// Rust bodies).
+    pub(crate) fn load_module(&self, ptx: &str, variant: LaunchVariant) -> Result<ModuleHandle> {
         match self {
             Backend::Cuda(c) => {
+                let image = CString::new(cut_for(ptx, variant).into_owned()).map_err(|e| {
+                    Error::PtxText {
+                        message: format!(
+                            "PTX text contains a NUL byte at offset {}",
+                            e.nul_position()
+                        ),
+                    }
+                })?;
                 // Sanitized contexts launch the `__vigil` entries: capped
                 // registers keep them launchable with large blocks.
                 let cap = c.pool().map(|_| cuda::sanitizer::MAX_REGISTERS);
                 Ok(ModuleHandle::Cuda(CudaModule::load(
                     c.device(),
-                    image,
+                    &image,
+                    variant,
                     cap,
                 )?))
             }

@@ -128,6 +128,20 @@ pub enum Error {
         available: Vec<String>,
     },
 
+    /// The PTX declares the entry, but this GPU context did not load it:
+    /// a context loads only the entries its launch variant runs (plain
+    /// entries in a plain context, `name__vigil` entries in a sanitized one).
+    #[error(
+        "entry `{kernel}` is in the PTX but not loaded in this {variant:?} GPU context \
+         (a context JIT-compiles only the entries its launches run)"
+    )]
+    EntryNotLoaded {
+        /// The entry point looked up.
+        kernel: String,
+        /// The context's launch variant.
+        variant: crate::types::LaunchVariant,
+    },
+
     /// The Rust declaration of a kernel and its PTX entry disagree on the
     /// number of PTX parameters (stale PTX, or the wrong module).
     #[error(

@@ -4,7 +4,7 @@
 use super::device::CudaDevice;
 use super::driver::{call_raw, drv};
 use crate::error::{Error, Result};
-use crate::types::FunctionAttrs;
+use crate::types::{FunctionAttrs, LaunchVariant};
 use cudarc::driver::sys;
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -18,6 +18,8 @@ const JIT_LOG_BYTES: usize = 16 * 1024;
 pub(crate) struct CudaModule {
     device: Arc<CudaDevice>,
     raw: sys::CUmodule,
+    /// The launch variant whose entries it was loaded with.
+    variant: LaunchVariant,
 }
 
 // SAFETY: a CUmodule may be used from any thread (the driver API is
@@ -27,12 +29,13 @@ unsafe impl Send for CudaModule {}
 unsafe impl Sync for CudaModule {}
 
 impl CudaModule {
-    /// JIT-compiles NUL-terminated PTX on `device`, with at most
-    /// `max_registers` registers per thread when given; a compile failure
-    /// is [`Error::PtxLoad`] with the JIT's log.
+    /// JIT-compiles NUL-terminated PTX (cut for `variant`) on `device`,
+    /// with at most `max_registers` registers per thread when given; a
+    /// compile failure is [`Error::PtxLoad`] with the JIT's log.
     pub(crate) fn load(
         device: &Arc<CudaDevice>,
         image: &CStr,
+        variant: LaunchVariant,
         max_registers: Option<u32>,
     ) -> Result<CudaModule> {
         device.bind()?;
@@ -75,21 +78,37 @@ impl CudaModule {
         Ok(CudaModule {
             device: device.clone(),
             raw,
+            variant,
         })
     }
 
     /// Looks up entry `name` and queries its attributes, with its
-    /// sanitized variant (`name__vigil`) when the module has one.
+    /// sanitized variant (`name__vigil`) when the module has one. A module
+    /// loaded for a sanitized context holds only the `name__vigil` entries
+    /// (see [`cut_for`](crate::abi::ptx_cut::cut_for)): there the function
+    /// is the sanitized entry itself, the only one such a context launches.
+    /// An entry the module was cut without is [`Error::EntryNotLoaded`].
     pub(crate) fn function(&self, name: &CStr) -> Result<CudaFunction> {
-        let mut f = self.entry(name)?;
         let mut sanitized = name.to_bytes().to_vec();
         sanitized.extend_from_slice(SANITIZED_SUFFIX.as_bytes());
-        if let Ok(sanitized) = std::ffi::CString::new(sanitized) {
-            f.sanitized = self
-                .lookup(&sanitized)?
-                .map(|raw| self.with_attrs(raw).map(Box::new))
-                .transpose()?;
-        }
+        let sanitized = match std::ffi::CString::new(sanitized) {
+            Ok(s) => self.lookup(&s)?,
+            Err(_) => None,
+        };
+        let primary = match (self.lookup(name)?, sanitized) {
+            (Some(raw), _) => raw,
+            (None, Some(raw)) => raw,
+            (None, None) => {
+                return Err(Error::EntryNotLoaded {
+                    kernel: name.to_string_lossy().into_owned(),
+                    variant: self.variant,
+                })
+            }
+        };
+        let mut f = self.with_attrs(primary)?;
+        f.sanitized = sanitized
+            .map(|raw| self.with_attrs(raw).map(Box::new))
+            .transpose()?;
         Ok(f)
     }
 
@@ -106,15 +125,6 @@ impl CudaModule {
             sys::CUresult::CUDA_ERROR_NOT_FOUND => Ok(None),
             r => Err(super::driver::driver_error("cuModuleGetFunction", r)),
         }
-    }
-
-    /// Entry `name` with its attributes (no sanitized variant).
-    fn entry(&self, name: &CStr) -> Result<CudaFunction> {
-        self.device.bind()?;
-        let mut raw: sys::CUfunction = std::ptr::null_mut();
-        // SAFETY: valid out-pointer, live module, NUL-terminated name.
-        drv!(cuModuleGetFunction(&mut raw, self.raw, name.as_ptr()))?;
-        self.with_attrs(raw)
     }
 
     /// A function of this module with its attributes queried.

@@ -1,0 +1,239 @@
+//! Cutting a PTX module down to the entries one context launches.
+//!
+//! `#[kernel]` puts each kernel's plain entry and its sanitized entry
+//! (`name__vigil`, with the race engine inlined) into one PTX file. The
+//! driver JIT-compiles every function it is handed, so a plain context
+//! would pay for all sanitized code (and a sanitized one for all plain
+//! code). [`cut`] keeps the header, the kept entries, and every function
+//! or module-scope variable they reach (through `call` targets, function
+//! addresses, variable uses and initialisers), each byte-for-byte and in
+//! its original order. Text it does not understand is returned whole: the
+//! cut never produces PTX the full text would not.
+
+use super::ptx::strip_comments;
+use crate::types::LaunchVariant;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use vigil_shared::gpu::SANITIZED_SUFFIX;
+
+/// Header directives: one line each, kept in every cut.
+const LINE_DIRECTIVES: &[&str] = &[".version", ".target", ".address_size", ".file"];
+
+/// One top-level item of a PTX module.
+struct Item<'a> {
+    /// Its text, with the comments and blank lines before it.
+    text: &'a str,
+    /// The function or variable it declares or defines; `None` for a
+    /// header directive (always kept).
+    name: Option<&'a str>,
+    /// Whether it is an `.entry`.
+    is_entry: bool,
+}
+
+/// What a context launching `variant` needs of `ptx`: a plain context
+/// the entries without the sanitized suffix, a sanitized one only the
+/// `name__vigil` entries (the only ones it launches), each with what it
+/// reaches. See [`cut`].
+pub fn cut_for(ptx: &str, variant: LaunchVariant) -> Cow<'_, str> {
+    let sanitized = variant == LaunchVariant::Sanitized;
+    cut(ptx, |name| name.ends_with(SANITIZED_SUFFIX) == sanitized)
+}
+
+/// `ptx` with only the entries `keep_entry` accepts and what they reach;
+/// the whole text when it has a top-level item the cut does not
+/// understand, or when the cut would keep everything anyway.
+///
+/// ```
+/// use vigil::unstable::ptx_cut::cut;
+/// let ptx = ".version 7.8\n.target sm_90\n.address_size 64\n\
+///            .func helper()\n{\n\tret;\n}\n\
+///            .visible .entry a()\n{\n\tcall.uni helper, ();\n\tret;\n}\n\
+///            .visible .entry b()\n{\n\tret;\n}\n";
+/// let only_b = cut(ptx, |name| name == "b");
+/// assert!(only_b.contains(".entry b(") && !only_b.contains("helper"));
+/// ```
+pub fn cut(ptx: &str, keep_entry: impl Fn(&str) -> bool) -> Cow<'_, str> {
+    match split(ptx) {
+        Some(items) => {
+            let keep = reachable(&items, keep_entry);
+            if keep.iter().all(|&k| k) {
+                return Cow::Borrowed(ptx);
+            }
+            let mut out = String::with_capacity(ptx.len());
+            for (item, _) in items.iter().zip(&keep).filter(|(_, &k)| k) {
+                out.push_str(item.text);
+            }
+            let consumed: usize = items.iter().map(|i| i.text.len()).sum();
+            out.push_str(&ptx[consumed..]);
+            Cow::Owned(out)
+        }
+        None => Cow::Borrowed(ptx),
+    }
+}
+
+/// Which items to keep: header directives, the entries `keep_entry`
+/// accepts, and every named item their text refers to, transitively.
+fn reachable(items: &[Item<'_>], keep_entry: impl Fn(&str) -> bool) -> Vec<bool> {
+    let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, item) in items.iter().enumerate() {
+        if let Some(name) = item.name {
+            by_name.entry(name).or_default().push(i);
+        }
+    }
+    let mut keep = vec![false; items.len()];
+    let mut work: Vec<usize> = items
+        .iter()
+        .enumerate()
+        .filter(|(_, it)| match it.name {
+            None => true,
+            Some(name) => it.is_entry && keep_entry(name),
+        })
+        .map(|(i, _)| i)
+        .collect();
+    while let Some(i) = work.pop() {
+        if std::mem::replace(&mut keep[i], true) {
+            continue;
+        }
+        for ident in identifiers(&strip_comments(items[i].text)) {
+            for &j in by_name.get(ident).into_iter().flatten() {
+                if !keep[j] {
+                    work.push(j);
+                }
+            }
+        }
+    }
+    keep
+}
+
+/// Splits `ptx` into top-level items, or `None` when one is not a header
+/// directive, a function (`.entry`/`.func`, defined or declared) or a
+/// module-scope variable with a name.
+fn split(ptx: &str) -> Option<Vec<Item<'_>>> {
+    let bytes = ptx.as_bytes();
+    let mut items = Vec::new();
+    let (mut start, mut i) = (0, 0);
+    let (mut braces, mut parens) = (0i64, 0i64);
+    let mut line_item = false;
+    let mut has_code = false;
+    while i < bytes.len() {
+        let mut end = None;
+        match bytes[i] {
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                i += ptx[i..].find('\n').unwrap_or(ptx.len() - i);
+                continue;
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                i += 2 + ptx[i + 2..].find("*/")? + 2;
+                continue;
+            }
+            b'"' => {
+                i += 1 + ptx[i + 1..].find('"')? + 1;
+                continue;
+            }
+            b'\n' if line_item => end = Some(i + 1),
+            c if c.is_ascii_whitespace() => {}
+            c => {
+                if !has_code {
+                    has_code = true;
+                    line_item = braces == 0
+                        && LINE_DIRECTIVES.iter().any(|d| {
+                            ptx[i..].starts_with(d)
+                                && ptx[i + d.len()..].starts_with(|c: char| c.is_whitespace())
+                        });
+                }
+                match c {
+                    b'{' => braces += 1,
+                    b'(' => parens += 1,
+                    b')' => parens -= 1,
+                    b'}' => {
+                        braces -= 1;
+                        // An initialiser's `}` is followed by the `;`
+                        // that ends its item; a body's ends the function.
+                        let initialiser = ptx[i + 1..].trim_start().starts_with(';');
+                        if braces == 0 && parens == 0 && !initialiser {
+                            end = Some(i + 1);
+                        }
+                    }
+                    b';' if braces == 0 && parens == 0 => end = Some(i + 1),
+                    _ => {}
+                }
+                if braces < 0 || parens < 0 {
+                    return None;
+                }
+            }
+        }
+        i += 1;
+        if let Some(end) = end {
+            items.push(classify(&ptx[start..end], line_item)?);
+            start = end;
+            i = end;
+            (line_item, has_code) = (false, false);
+        }
+    }
+    // What follows the last item may only be whitespace and comments.
+    (!has_code).then_some(items)
+}
+
+/// The item `text` is, or `None` when the cut does not understand it.
+fn classify(text: &str, line_directive: bool) -> Option<Item<'_>> {
+    if line_directive {
+        return Some(Item {
+            text,
+            name: None,
+            is_entry: false,
+        });
+    }
+    let code = strip_comments(text);
+    // The declaration part: before the body or the initialiser.
+    let head = code.split(['{', '=']).next().unwrap_or_default();
+    let tokens: Vec<&str> = head
+        .split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | ',' | ';'))
+        .filter(|t| !t.is_empty())
+        .collect();
+    let kind = tokens.iter().position(|t| matches!(*t, ".entry" | ".func"));
+    let name = match kind {
+        // `.func (.param .b32 func_retval0) name(...)`: the name is the
+        // first token after `.func` that is not in the return list.
+        Some(at) => {
+            let after = head.split_once(tokens[at])?.1.trim_start();
+            let after = match after.strip_prefix('(') {
+                Some(ret) => ret.split_once(')')?.1.trim_start(),
+                None => after,
+            };
+            after.split(|c: char| !is_ident_char(c)).next()?
+        }
+        None => {
+            let is_var = tokens
+                .iter()
+                .any(|t| matches!(*t, ".global" | ".shared" | ".const"));
+            if !is_var {
+                return None;
+            }
+            // `.global .align 4 .b8 name[8]`: the last token names it.
+            tokens.last()?.split('[').next()?
+        }
+    };
+    if name.is_empty() || name.starts_with('.') || !name.chars().all(is_ident_char) {
+        return None;
+    }
+    // Names are slices of `text`, not of the comment-free copy.
+    let at = text.find(name)?;
+    Some(Item {
+        text,
+        name: Some(&text[at..at + name.len()]),
+        is_entry: kind.is_some_and(|at| tokens[at] == ".entry"),
+    })
+}
+
+fn is_ident_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '%')
+}
+
+/// Every identifier-like token of `code`.
+fn identifiers(code: &str) -> impl Iterator<Item = &str> {
+    code.split(|c: char| !is_ident_char(c))
+        .filter(|t| !t.is_empty())
+}
+
+#[cfg(test)]
+mod tests;

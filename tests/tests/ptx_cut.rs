@@ -1,0 +1,138 @@
+//! The cut of `vigil_kernels.ptx` that each kind of GPU context loads
+//! (`vigil::unstable::ptx_cut`), on the real module: a plain context gets
+//! every plain entry byte-for-byte and none of the sanitizer, a sanitized
+//! one every `__vigil` entry and no plain one. The cuts are written to
+//! `target/tmp/ptx-cuts/` for `scripts/validate-ptx.sh` to hand to ptxas.
+
+use vigil::unstable::ptx::parse_entries;
+use vigil::unstable::ptx_cut::cut_for;
+use vigil::LaunchVariant;
+use vigil_shared::gpu::SANITIZED_SUFFIX;
+use vigil_tests::KERNELS_PTX;
+
+/// The text of `.entry name` (from its directive to its closing brace).
+fn entry_text<'a>(ptx: &'a str, name: &str) -> &'a str {
+    let start = ptx
+        .find(&format!(".entry {name}("))
+        .unwrap_or_else(|| panic!("no entry {name}"));
+    let len = ptx[start..].find("\n}\n").expect("entry end") + 3;
+    &ptx[start..start + len]
+}
+
+fn entry_names(ptx: &str) -> Vec<String> {
+    let entries = parse_entries(ptx).expect("entries parse");
+    entries.into_iter().map(|e| e.name).collect()
+}
+
+/// The distinct functions a module declares or defines (`.func` items).
+fn funcs(ptx: &str) -> usize {
+    let names: std::collections::HashSet<&str> = ptx
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix(".func"))
+        .filter_map(|rest| {
+            let rest = rest.trim_start();
+            let rest = match rest.strip_prefix('(') {
+                Some(ret) => ret.split_once(')')?.1,
+                None => rest,
+            };
+            rest.split(|c: char| c == '(' || c.is_whitespace())
+                .find(|t| !t.is_empty())
+        })
+        .collect();
+    names.len()
+}
+
+fn write_cut(name: &str, text: &str) {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("ptx-cuts");
+    std::fs::create_dir_all(&dir).expect("cut directory");
+    std::fs::write(dir.join(name), text).expect("cut written");
+}
+
+#[test]
+fn each_context_loads_only_the_entries_it_launches() {
+    let all = entry_names(KERNELS_PTX);
+    let (sanitized_names, plain_names): (Vec<_>, Vec<_>) = all
+        .iter()
+        .cloned()
+        .partition(|n| n.ends_with(SANITIZED_SUFFIX));
+    assert!(
+        sanitized_names.len() >= 10 && plain_names.len() >= 10,
+        "{all:?}"
+    );
+
+    let plain = cut_for(KERNELS_PTX, LaunchVariant::Plain);
+    let sanitized = cut_for(KERNELS_PTX, LaunchVariant::Sanitized);
+    assert_eq!(entry_names(&plain), plain_names);
+    assert_eq!(entry_names(&sanitized), sanitized_names);
+    for name in &plain_names {
+        assert_eq!(entry_text(&plain, name), entry_text(KERNELS_PTX, name));
+    }
+    for name in &sanitized_names {
+        assert_eq!(entry_text(&sanitized, name), entry_text(KERNELS_PTX, name));
+    }
+    // The race engine and the device runtime are only the sanitized
+    // entries' (their mangled names say so).
+    for engine in ["gpu_sanitizer", "vigil_shared"] {
+        assert!(!plain.contains(engine), "plain cut keeps `{engine}` code");
+        assert!(sanitized.contains(engine));
+    }
+
+    println!(
+        "whole: {} bytes, {} entries, {} functions",
+        KERNELS_PTX.len(),
+        all.len(),
+        funcs(KERNELS_PTX)
+    );
+    for (label, cut, entries) in [
+        ("plain", &plain, &plain_names),
+        ("sanitized", &sanitized, &sanitized_names),
+    ] {
+        println!(
+            "{label} cut: {} bytes, {} entries, {} functions",
+            cut.len(),
+            entries.len(),
+            funcs(cut)
+        );
+        write_cut(&format!("vigil_kernels.{label}.ptx"), cut);
+    }
+    assert!(
+        plain.len() * 4 < KERNELS_PTX.len(),
+        "the plain cut is small"
+    );
+    assert!(sanitized.len() < KERNELS_PTX.len());
+}
+
+/// On a GPU: both kinds of context load the module and look up a
+/// `#[kernel]`; asking a plain context for a sanitized entry, or either
+/// for an entry its cut left out, is a typed error that says why.
+#[test]
+fn an_entry_cut_away_is_a_typed_error_on_a_gpu() {
+    use vigil::{Context, Error, Module};
+    use vigil_kernels::examples::axpy;
+    if vigil::unstable::testing::require_gpu().is_none() {
+        return;
+    }
+    for (sanitize, variant, missing) in [
+        (false, LaunchVariant::Plain, "axpy__vigil"),
+        // A hand-written kernel has no sanitized twin to launch.
+        (true, LaunchVariant::Sanitized, "axpy_handwritten"),
+    ] {
+        let ctx = Context::builder()
+            .gpu(0)
+            .sanitize(sanitize)
+            .build()
+            .expect("GPU context");
+        assert_eq!(ctx.launch_variant(), variant);
+        let module = Module::from_ptx(&ctx, KERNELS_PTX).expect("the cut loads");
+        module
+            .kernel::<axpy>()
+            .expect("a #[kernel] in either context");
+        match module.function(missing) {
+            Err(e @ Error::EntryNotLoaded { .. }) => {
+                assert!(e.to_string().contains(missing), "{e}");
+                assert!(matches!(e, Error::EntryNotLoaded { variant: v, .. } if v == variant));
+            }
+            other => panic!("{missing} in a {variant:?} context: {other:?}"),
+        }
+    }
+}
