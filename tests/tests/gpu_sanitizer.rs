@@ -123,8 +123,15 @@ fn ctas_per_sm_sanitized_against_plain() {
     let Some((ctx, _stream, module)) = sanitized() else {
         return;
     };
-    ctx.bind().unwrap();
-    let occupancy = |name: &str| {
+    // Each kind of context loads only the entries it launches, so the
+    // plain entries are measured in a plain context's module.
+    let plain_ctx = Context::builder()
+        .gpu(0)
+        .build()
+        .expect("a plain GPU context");
+    let plain_module = Module::from_ptx(&plain_ctx, KERNELS_PTX).expect("kernels module");
+    let occupancy = |ctx: &Context, module: &Module, name: &str| {
+        ctx.bind().unwrap();
         let f = module.function(name).expect("entry");
         let mut n = 0i32;
         // SAFETY: `f` is a live function of the current context; 256
@@ -141,8 +148,8 @@ fn ctas_per_sm_sanitized_against_plain() {
         (n, f.attrs().num_regs)
     };
     for name in [axpy::NAME, reduce_sum::NAME, histogram::NAME] {
-        let (plain, plain_regs) = occupancy(name);
-        let (checked, checked_regs) = occupancy(&format!("{name}__vigil"));
+        let (plain, plain_regs) = occupancy(&plain_ctx, &plain_module, name);
+        let (checked, checked_regs) = occupancy(&ctx, &module, &format!("{name}__vigil"));
         println!(
             "figure: {name}: CTAs/SM at 256 threads: plain {plain} ({plain_regs} regs), \
              sanitized {checked} ({checked_regs} regs)"

@@ -31,12 +31,23 @@ struct Item<'a> {
 }
 
 /// What a context launching `variant` needs of `ptx`: a plain context
-/// the entries without the sanitized suffix, a sanitized one only the
-/// `name__vigil` entries (the only ones it launches), each with what it
-/// reaches. See [`cut`].
+/// the entries without the sanitized suffix; a sanitized one the
+/// `name__vigil` entries plus every plain entry that has no sanitized twin
+/// (hand-written PTX, which such a context launches unchecked), each with
+/// what it reaches. See [`cut`].
 pub fn cut_for(ptx: &str, variant: LaunchVariant) -> Cow<'_, str> {
-    let sanitized = variant == LaunchVariant::Sanitized;
-    cut(ptx, |name| name.ends_with(SANITIZED_SUFFIX) == sanitized)
+    match variant {
+        LaunchVariant::Plain => cut(ptx, |name| !name.ends_with(SANITIZED_SUFFIX)),
+        LaunchVariant::Sanitized => cut(ptx, |name| {
+            name.ends_with(SANITIZED_SUFFIX) || !has_sanitized_twin(ptx, name)
+        }),
+    }
+}
+
+/// Whether `ptx` defines an entry `name__vigil`.
+fn has_sanitized_twin(ptx: &str, name: &str) -> bool {
+    let twin = format!(".entry {name}{SANITIZED_SUFFIX}(");
+    ptx.contains(&twin)
 }
 
 /// `ptx` with only the entries `keep_entry` accepts and what they reach;

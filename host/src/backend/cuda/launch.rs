@@ -39,13 +39,12 @@ impl CudaBackend {
             LaunchVariant::Plain => self.launch_entry(launch.func, launch, launch.params),
             LaunchVariant::Sanitized => {
                 let name = format!("{}{SANITIZED_SUFFIX}", launch.kernel);
-                let func = launch
-                    .func
-                    .sanitized()
-                    .ok_or_else(|| Error::KernelNotFound {
-                        kernel: name.clone(),
-                        available: Vec::new(),
-                    })?;
+                let Some(func) = launch.func.sanitized() else {
+                    // Hand-written PTX has no instrumented twin: it runs
+                    // unchecked, said once per kernel.
+                    warn_unchecked_once(launch.kernel);
+                    return self.launch_entry(launch.func, launch, launch.params);
+                };
                 let attrs = func.attrs();
                 launch
                     .config
@@ -124,5 +123,23 @@ impl CudaBackend {
                 code: r as u32,
             }),
         }
+    }
+}
+
+/// Says once per kernel name that a sanitized context launched `kernel`
+/// without checking it (it has no `name__vigil` entry).
+fn warn_unchecked_once(kernel: &str) {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+    static WARNED: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
+    let mut warned = WARNED
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if warned.insert(kernel.to_owned()) {
+        eprintln!(
+            "vigil: kernel `{kernel}` has no sanitized entry (`{kernel}{SANITIZED_SUFFIX}`, emitted by \
+             #[kernel]); it runs unchecked: the race sanitizer does not see its accesses"
+        );
     }
 }
