@@ -31,8 +31,9 @@ cargo test -p vigil-tests --test ptx_cut --quiet >/dev/null
 
 shopt -s nullglob
 # A module with cuts is checked through its cuts (together they hold every
-# entry, and they are what the driver JIT-compiles); the sanitized cut alone
-# takes ptxas minutes, so nothing is compiled twice.
+# entry, and they are what the driver JIT-compiles), each the way the driver
+# compiles it: a sanitized cut as relocatable code (`-c`, the JIT linker's
+# mode; whole-program it takes ptxas minutes), everything else whole-program.
 files=("$cut_dir"/*.ptx)
 for f in "$ptx_dir"/*.ptx; do
   stem=$(basename "$f" .ptx)
@@ -44,8 +45,10 @@ if [ ${#files[@]} -eq 0 ]; then
   exit 1
 fi
 for f in "${files[@]}"; do
-  echo "== ptxas -arch=$arch -v $(basename "$f")"
-  if ! log=$("$ptxas" -arch="$arch" -v "$f" -o /dev/null 2>&1); then
+  mode=()
+  case "$f" in *.sanitized.ptx) mode=(-c) ;; esac
+  echo "== ptxas -arch=$arch ${mode[*]} -v $(basename "$f")"
+  if ! log=$("$ptxas" -arch="$arch" "${mode[@]}" -v "$f" -o /dev/null 2>&1); then
     echo "$log" >&2
     echo "validate-ptx: ptxas rejected $f" >&2
     exit 1

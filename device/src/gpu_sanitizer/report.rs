@@ -1,7 +1,7 @@
 //! Reports and the side table: the device half of design 3.3.
 //!
 //! After every checked access a thread notes who it was in the side table
-//! (one entry per word for the last write, one for the last read). When
+//! (per word and sanitizer thread, its last write and its last read). When
 //! the engine finds a race, the runtime copies the side entry of the
 //! earlier access next to the engine's record into the host-mapped report
 //! buffer; the host turns both into a two-sided report. Pure atomics over
@@ -47,16 +47,16 @@ impl<'r> Reporter<'r> {
     }
 
     #[inline(always)]
-    fn entry(&self, word: u64, write: bool) -> Option<&'r [AtomicU64]> {
-        let at = side_index(word, write, self.side_log2) as usize * SideEntry::U64S;
+    fn entry(&self, word: u64, tid: u32, write: bool) -> Option<&'r [AtomicU64]> {
+        let at = side_index(word, tid, write, self.side_log2) as usize * SideEntry::U64S;
         self.side.get(at..at + SideEntry::U64S)
     }
 
-    /// Notes an access to words `first..=last`.
+    /// Notes an access to words `first..=last` by `e.tid`.
     #[inline(always)]
     pub fn note(&self, first: u64, last: u64, write: bool, e: SideEntry) {
         for word in first..=last {
-            let Some(slot) = self.entry(word, write) else {
+            let Some(slot) = self.entry(word, e.tid, write) else {
                 return;
             };
             let v: [u64; SideEntry::U64S] = bytemuck::cast(SideEntry {
@@ -75,7 +75,7 @@ impl<'r> Reporter<'r> {
         let write = unpack_access(r.prior_access).0.writes();
         for _ in 0..SIDE_ENTRY_POLLS {
             for word in first..=last {
-                let Some(slot) = self.entry(word, write) else {
+                let Some(slot) = self.entry(word, r.prior_tid, write) else {
                     return SideEntry::default();
                 };
                 let mut v = [0u64; SideEntry::U64S];
@@ -198,5 +198,44 @@ mod tests {
             rep.prior_of(&race(9, AccessKind::Write), 10, 11),
             SideEntry::default()
         );
+    }
+
+    #[test]
+    fn another_blocks_access_survives_the_word_owners_own() {
+        let side: Vec<AtomicU64> = (0..(1 << 16) * SideEntry::U64S)
+            .map(|_| AtomicU64::new(0))
+            .collect();
+        let rt = GpuRuntime {
+            side_table: side.as_ptr() as u64,
+            side_log2: 16,
+            ..GpuRuntime::default()
+        };
+        // SAFETY: `side` holds 2^16 entries.
+        let rep = unsafe { Reporter::new(&rt) };
+        let at = |tid, block| SideEntry {
+            location: 0x2000 + u64::from(tid),
+            tid,
+            block,
+            ..SideEntry::default()
+        };
+        // In-place stencil: block 1 reads word 5 (its neighbour's), then
+        // block 0 reads its own word 5; block 0's write races with block
+        // 1's read, which the report must still name.
+        rep.note(5, 5, false, at(1, 1));
+        rep.note(5, 5, false, at(0, 0));
+        // A hot atomic word: one u32 atomic, then 200 other threads' u64s.
+        rep.note(9, 9, true, at(700, 3));
+        for tid in 0..200 {
+            rep.note(9, 10, true, at(1000 + tid, 4));
+        }
+        let race = |prior_tid, kind: AccessKind| RaceReport {
+            prior_tid,
+            prior_access: kind as u32,
+            ..RaceReport::default()
+        };
+        let p = rep.prior_of(&race(1, AccessKind::Read), 5, 5);
+        assert_eq!((p.tid, p.block, p.word), (1, 1, 5));
+        let p = rep.prior_of(&race(700, AccessKind::Write), 9, 10);
+        assert_eq!((p.tid, p.block, p.word), (700, 3, 9));
     }
 }
