@@ -497,8 +497,9 @@ fn sanitized_gpu_buffers_come_from_the_shadow_allocator(plain: &Context) {
         .unwrap();
     assert!(ctx.is_sanitized() && !plain.is_sanitized());
     assert_eq!(ctx.device(), plain.device());
-    // The sanitized launch path is a later change: the plain entry runs.
-    assert_eq!(ctx.launch_variant(), LaunchVariant::Plain);
+    // A sanitized context launches the `__vigil` entries.
+    assert_eq!(ctx.launch_variant(), LaunchVariant::Sanitized);
+    assert_eq!(plain.launch_variant(), LaunchVariant::Plain);
     let pool = ctx
         .sanitizer_pool()
         .expect("a sanitized GPU context has a pool");

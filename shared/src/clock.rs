@@ -207,6 +207,19 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
         Ok(self.get(tid))
     }
 
+    /// The epoch thread `tid`'s next access will record, without changing
+    /// anything: the current one, or the next when the current was
+    /// published ([`ThreadClocks::fresh_epoch_unlocked`] starts it).
+    pub fn next_access_epoch(&self, tid: u32) -> u32 {
+        let e = self.get(tid);
+        let published = self.word(H::DIRTY_WORD).load(MemOrder::Relaxed) & H::PUBLISHED != 0;
+        if published && e < MAX_EPOCH {
+            e + 1
+        } else {
+            e
+        }
+    }
+
     /// Takes the write side and bumps a published epoch (clock changes run under this).
     pub fn lock_exclusive_fresh(&self, tid: u32) -> Result<(), ClockError> {
         RwSpinLock::write_lock::<F>(self.lock_word());

@@ -344,6 +344,12 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         self.clocks(tid).get(tid)
     }
 
+    /// The epoch thread `tid`'s next access will carry (the runtime notes
+    /// an access's site before the access, under this epoch).
+    pub fn next_access_epoch(&self, tid: u32) -> u32 {
+        self.clocks(tid).next_access_epoch(tid)
+    }
+
     /// Entry `j` of thread `tid`'s vector clock.
     pub fn clock_entry(&self, tid: u32, j: u32) -> u32 {
         self.clocks(tid).get(j)

@@ -476,6 +476,9 @@ mod tests {
         }
         idx.sort_unstable();
         let collisions = idx.windows(2).filter(|w| w[0] == w[1]).count();
-        assert!(collisions <= 8, "{collisions} of 2112 threads share entries");
+        assert!(
+            collisions <= 8,
+            "{collisions} of 2112 threads share entries"
+        );
     }
 }

@@ -69,22 +69,15 @@ impl Hook {
         }
     }
 
-    /// Reports a race or error (with the earlier access, if still known)
-    /// and notes this access in the side table.
+    /// Notes this access in the side table, before the engine makes it
+    /// visible in the shadow: a later access that races with it finds its
+    /// entry at once (noted after, a racing thread on another SM could
+    /// look before the note lands and lose the earlier half).
     #[inline(always)]
-    fn finish(
-        &self,
-        engine: &Engine<'_, RuntimeMemory<'_>>,
-        out: Outcome,
-        words: (u64, u64),
-        wrote: bool,
-    ) {
+    fn note(&self, engine: &Engine<'_, RuntimeMemory<'_>>, words: (u64, u64), wrote: bool) {
         let rt = self.cta.runtime();
         // SAFETY: the runtime's side table and report buffer are live.
         let reporter = unsafe { Reporter::new(rt) };
-        if let Outcome::Race(r) | Outcome::Error(r) = out {
-            report(&reporter, rt, &r, words);
-        }
         reporter.note(
             words.0,
             words.1,
@@ -93,12 +86,23 @@ impl Hook {
                 location: self.location,
                 word: 0,
                 tid: self.cta.tid,
-                epoch: engine.epoch(self.cta.tid),
+                epoch: engine.next_access_epoch(self.cta.tid),
                 block: self.site.block,
                 thread: self.site.thread,
                 launch: self.cta.launch,
             },
         );
+    }
+
+    /// Reports a race or error, with the earlier access if still known.
+    #[inline(always)]
+    fn finish(&self, out: Outcome, words: (u64, u64)) {
+        if let Outcome::Race(r) | Outcome::Error(r) = out {
+            let rt = self.cta.runtime();
+            // SAFETY: the runtime's side table and report buffer are live.
+            let reporter = unsafe { Reporter::new(rt) };
+            report(&reporter, rt, &r, words);
+        }
     }
 }
 
@@ -130,8 +134,10 @@ fn check_access(addr: u64, size: u32, write: bool, loc: &'static Location<'stati
         return;
     }
     let engine = Engine::new(&mem, mem.config());
+    let words = checked_words(&mem, addr, size);
+    hook.note(&engine, words, write);
     let out = engine.access(hook.cta.tid, addr, size, write, &hook.site);
-    hook.finish(&engine, out, checked_words(&mem, addr, size), write);
+    hook.finish(out, words);
 }
 
 /// An atomic through the engine; `perform` does the real operation (with
@@ -151,6 +157,11 @@ fn check_atomic(
         return;
     }
     let engine = Engine::new(&mem, mem.config());
+    let words = checked_words(&mem, addr, access.size as u32);
+    // What the operation does if it succeeds; a compare-exchange that
+    // fails only reads, and is noted as a read once that is known.
+    let writes = access.kind.writes();
+    hook.note(&engine, words, writes);
     let mut wrote = false;
     let out = engine.atomic(
         hook.cta.tid,
@@ -163,8 +174,10 @@ fn check_atomic(
             wrote
         },
     );
-    let words = checked_words(&mem, addr, access.size as u32);
-    hook.finish(&engine, out, words, wrote);
+    if writes && !wrote {
+        hook.note(&engine, words, false);
+    }
+    hook.finish(out, words);
 }
 
 #[inline(never)]

@@ -70,7 +70,8 @@ impl<'r> Reporter<'r> {
     }
 
     /// The side entry of the earlier access `r` names, if the table still
-    /// holds it (word and thread match).
+    /// holds it (word, thread and epoch match: an entry an earlier launch
+    /// left for a reused address has an older epoch).
     pub fn prior_of(&self, r: &RaceReport, first: u64, last: u64) -> SideEntry {
         let write = unpack_access(r.prior_access).0.writes();
         for _ in 0..SIDE_ENTRY_POLLS {
@@ -83,7 +84,11 @@ impl<'r> Reporter<'r> {
                     *x = w.load(Ordering::Relaxed);
                 }
                 let e: SideEntry = bytemuck::cast(v);
-                if e.location != 0 && e.word == word as u32 && e.tid == r.prior_tid {
+                if e.location != 0
+                    && e.word == word as u32
+                    && e.tid == r.prior_tid
+                    && e.epoch == r.prior_epoch
+                {
                     return e;
                 }
             }

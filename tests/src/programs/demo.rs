@@ -4,6 +4,7 @@
 //! (a plain read and a plain write), the fixed one with an atomic add.
 
 use crate::{Rng, KERNELS_PTX};
+use std::time::{Duration, Instant};
 use vigil::{Context, DeviceBuffer, Error, LaunchConfig, Module, RaceReports, Stream};
 use vigil_kernels::races::{count_positive_fixed, count_positive_racy};
 
@@ -44,12 +45,15 @@ pub fn run(ctx: &Context) -> Result<DemoOutcome, Box<dyn std::error::Error>> {
 
     println!("1. count_positive_racy: `count = count + 1` with a plain load and store");
     let mut count = DeviceBuffer::<u32>::alloc_zeroed(&stream, 1)?;
+    let started = Instant::now();
     stream.launch(
         &module.kernel::<count_positive_racy>()?,
         config,
         (&data, &mut count),
     )?;
-    let racy_reports = match ctx.synchronize() {
+    let synced = ctx.synchronize();
+    let racy_time = started.elapsed();
+    let racy_reports = match synced {
         Err(Error::Races(reports)) => {
             println!("{reports}");
             reports
@@ -66,19 +70,23 @@ pub fn run(ctx: &Context) -> Result<DemoOutcome, Box<dyn std::error::Error>> {
     } else {
         " (updates were lost)"
     };
-    println!("   counted {got}, expected {expected}{luck}\n");
+    println!("   counted {got}, expected {expected}{luck}");
+    println!("   (kernel and race check: {:.1} ms)\n", ms(racy_time));
 
     println!("2. count_positive_fixed: one atomic add per positive value");
     let mut count = DeviceBuffer::<u32>::alloc_zeroed(&stream, 1)?;
+    let started = Instant::now();
     stream.launch(
         &module.kernel::<count_positive_fixed>()?,
         config,
         (&data, &mut count),
     )?;
     ctx.synchronize()?;
+    let fixed_time = started.elapsed();
     let fixed_count = count.to_vec(&stream)?[0];
     let got = fixed_count;
     println!("   no race reported; counted {got}, expected {expected}");
+    println!("   (kernel and race check: {:.1} ms)", ms(fixed_time));
     if got as usize != expected {
         return Err(format!("the fixed kernel counted {got}, expected {expected}").into());
     }
@@ -87,4 +95,9 @@ pub fn run(ctx: &Context) -> Result<DemoOutcome, Box<dyn std::error::Error>> {
         fixed_count,
         expected,
     })
+}
+
+/// Milliseconds, for the printed timings.
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
 }

@@ -76,6 +76,10 @@ impl CudaDevice {
         // for the whole process; a context of our own is unaffected by it.
         let props = primary.props.clone();
         drop(primary);
+        // The poisoned context must not stay current while the new one is
+        // made (the driver reports a current context's sticky error).
+        // SAFETY: a null context unbinds the calling thread.
+        drv!(cuCtxSetCurrent(std::ptr::null_mut()))?;
         let mut raw: sys::CUcontext = std::ptr::null_mut();
         // SAFETY: `raw` is a valid out-pointer; `device` came from
         // cuDeviceGet; flags 0 (automatic scheduling).

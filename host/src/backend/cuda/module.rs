@@ -172,7 +172,11 @@ impl JitOptions {
         if r == sys::CUresult::CUDA_SUCCESS {
             return Ok(());
         }
-        let end = self.log.iter().position(|&b| b == 0).unwrap_or(self.log.len());
+        let end = self
+            .log
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(self.log.len());
         Err(Error::PtxLoad {
             name: format!("{r:?}"),
             code: r as u32,
