@@ -209,13 +209,14 @@ const _: () = assert!(size_of::<StreamClocks>() == 8 + 8 * MAX_JOINS);
 const _: () = assert!(offset_of!(StreamClocks, joins) == 8);
 const _: () = assert!(StreamClocks::RING_OFFSET % 16 == 0);
 
-/// What a sanitizer thread last read (or wrote) of a word, for the
-/// "earlier access" half of a report: written after every checked access,
-/// looked up when a race names an earlier access. A hash table keyed by
-/// word *and* thread, so that the race's own earlier thread is what a
-/// lookup finds however many other threads touched the word since (a hot
-/// atomic, an in-place stencil); an entry is trusted only when its word
-/// and thread match the engine's record.
+/// What a sanitizer thread last read (or wrote) of a word in one epoch,
+/// for the "earlier access" half of a report: noted with every checked
+/// access, looked up when a race names an earlier access. A hash table
+/// keyed by word, thread *and* epoch, so that a lookup finds the race's
+/// own earlier access however many other threads (or later blocks of the
+/// same CTA slot) touched the word since (a hot atomic, an in-place
+/// stencil); an entry is trusted only when all three match the engine's
+/// record, so a stale entry of a reused address is never shown.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct SideEntry {
@@ -243,12 +244,15 @@ const _: () = assert!(offset_of!(SideEntry, word) == 8);
 const _: () = assert!(offset_of!(SideEntry, launch) == 28);
 
 /// The side-table entry of sanitizer thread `tid`'s last write (`write`)
-/// or read of `word`, in a table of `2^log2` entries.
+/// or read of `word` in `epoch`, in a table of `2^log2` entries. Keyed by
+/// the epoch too: a CTA slot's next block (a new epoch) touching the same
+/// word leaves the earlier block's entry in place.
 #[inline(always)]
-pub const fn side_index(word: u64, tid: u32, write: bool, log2: u32) -> u64 {
-    // Fibonacci hashing of (word, thread) picks a bucket of two entries:
-    // read, then write.
-    let key = word ^ (tid as u64).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
+pub const fn side_index(word: u64, tid: u32, epoch: u32, write: bool, log2: u32) -> u64 {
+    // Fibonacci hashing of (word, thread, epoch) picks a bucket of two
+    // entries: read, then write.
+    let who = (tid as u64) | (epoch as u64) << 32;
+    let key = word ^ who.wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
     let bucket = if log2 <= 1 {
         0
     } else {
@@ -456,8 +460,8 @@ mod tests {
         for log2 in [1, 10, 20] {
             for word in [0u64, 1, 2, 1 << 30, u64::MAX / 7] {
                 for tid in [0, 1, 2111, 65_535] {
-                    let r = side_index(word, tid, false, log2);
-                    let w = side_index(word, tid, true, log2);
+                    let r = side_index(word, tid, 7, false, log2);
+                    let w = side_index(word, tid, 7, true, log2);
                     assert!(r < 1 << log2 && w < 1 << log2);
                     assert_ne!(r, w);
                 }
@@ -472,7 +476,7 @@ mod tests {
         // almost every race finds its earlier access.
         let mut idx = [0u64; 2112];
         for (tid, i) in idx.iter_mut().enumerate() {
-            *i = side_index(0x1234_5678, tid as u32, true, 20);
+            *i = side_index(0x1234_5678, tid as u32, 1, true, 20);
         }
         idx.sort_unstable();
         let collisions = idx.windows(2).filter(|w| w[0] == w[1]).count();

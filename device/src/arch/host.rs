@@ -339,6 +339,11 @@ pub fn block_dim() -> Dim3 {
 pub fn grid_dim() -> Dim3 {
     with_current(|c| c.grid_dim)
 }
+/// Waits a little in a spin loop (the GPU's `nanosleep`; a spin hint here).
+pub fn backoff() {
+    core::hint::spin_loop()
+}
+
 pub fn smid() -> u32 {
     with_current(|c| c.smid)
 }

@@ -342,6 +342,15 @@ pub fn cta_state() -> *mut u8 {
     p as *mut u8
 }
 
+/// Waits a little in a spin loop (`nanosleep`, about 100 ns): a lock
+/// holder's own accesses to the lock's line are not starved by thousands
+/// of waiters hammering it.
+#[inline(always)]
+pub fn backoff() {
+    // SAFETY: `nanosleep` only delays this thread (sm_70+).
+    unsafe { asm!("nanosleep.u32 100;", options(nomem, nostack)) }
+}
+
 /// Aborts the kernel (`trap`): the host sees a launch failure.
 #[inline(always)]
 pub fn trap() -> ! {

@@ -14,7 +14,7 @@
 use core::sync::atomic::AtomicU32;
 
 use vigil_shared::abi::STREAM_RING_SLOTS;
-use vigil_shared::atomic::CoreAtomics;
+use super::memory::GpuAtomics;
 use vigil_shared::clock::ThreadClocks;
 use vigil_shared::engine::EngineMemory;
 use vigil_shared::gpu::{
@@ -115,7 +115,7 @@ impl Cta {
     }
 
     #[inline(always)]
-    fn clocks(&self, tid: u32) -> ThreadClocks<'_, CoreAtomics> {
+    fn clocks(&self, tid: u32) -> ThreadClocks<'_, GpuAtomics> {
         let cfg = self.mem.config();
         ThreadClocks::new(
             self.mem.thread_state(tid),

@@ -7,7 +7,7 @@ use core::sync::atomic::{AtomicU32, AtomicU64};
 
 use vigil_shared::abi::{thread_state_words, GlobalState, InflatedRecord, PoolHeader};
 use vigil_shared::address::{is_managed, real_base, thread_state_address, REAL_CAPACITY};
-use vigil_shared::atomic::CoreAtomics;
+use vigil_shared::atomic::AtomicFamily;
 use vigil_shared::engine::{EngineConfig, EngineMemory};
 use vigil_shared::gpu::GpuRuntime;
 
@@ -75,8 +75,26 @@ impl<'r> RuntimeMemory<'r> {
     }
 }
 
+/// The engine's atomics on the GPU: `core`'s, with spin loops that back
+/// off (`nanosleep`) so that a contended word's lock holder gets through.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GpuAtomics;
+
+impl AtomicFamily for GpuAtomics {
+    type U32 = AtomicU32;
+    type U64 = AtomicU64;
+    #[inline(always)]
+    fn fence(order: core::sync::atomic::Ordering) {
+        core::sync::atomic::fence(order)
+    }
+    #[inline(always)]
+    fn spin() {
+        crate::arch::imp::backoff()
+    }
+}
+
 impl EngineMemory for RuntimeMemory<'_> {
-    type Atomics = CoreAtomics;
+    type Atomics = GpuAtomics;
 
     #[inline(always)]
     fn thread_state(&self, tid: u32) -> &[AtomicU32] {

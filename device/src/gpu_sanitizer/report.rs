@@ -47,16 +47,16 @@ impl<'r> Reporter<'r> {
     }
 
     #[inline(always)]
-    fn entry(&self, word: u64, tid: u32, write: bool) -> Option<&'r [AtomicU64]> {
-        let at = side_index(word, tid, write, self.side_log2) as usize * SideEntry::U64S;
+    fn entry(&self, word: u64, tid: u32, epoch: u32, write: bool) -> Option<&'r [AtomicU64]> {
+        let at = side_index(word, tid, epoch, write, self.side_log2) as usize * SideEntry::U64S;
         self.side.get(at..at + SideEntry::U64S)
     }
 
-    /// Notes an access to words `first..=last` by `e.tid`.
+    /// Notes an access to words `first..=last` by `e.tid` in `e.epoch`.
     #[inline(always)]
     pub fn note(&self, first: u64, last: u64, write: bool, e: SideEntry) {
         for word in first..=last {
-            let Some(slot) = self.entry(word, e.tid, write) else {
+            let Some(slot) = self.entry(word, e.tid, e.epoch, write) else {
                 return;
             };
             let v: [u64; SideEntry::U64S] = bytemuck::cast(SideEntry {
@@ -76,7 +76,7 @@ impl<'r> Reporter<'r> {
         let write = unpack_access(r.prior_access).0.writes();
         for _ in 0..SIDE_ENTRY_POLLS {
             for word in first..=last {
-                let Some(slot) = self.entry(word, r.prior_tid, write) else {
+                let Some(slot) = self.entry(word, r.prior_tid, r.prior_epoch, write) else {
                     return SideEntry::default();
                 };
                 let mut v = [0u64; SideEntry::U64S];
@@ -242,5 +242,18 @@ mod tests {
         assert_eq!((p.tid, p.block, p.word), (1, 1, 5));
         let p = rep.prior_of(&race(700, AccessKind::Write), 9, 10);
         assert_eq!((p.tid, p.block, p.word), (700, 3, 9));
+        // The slot's next block (a later epoch) reads word 5 too: the
+        // report of the first block's read still finds that read.
+        rep.note(
+            5,
+            5,
+            false,
+            SideEntry {
+                epoch: 1,
+                ..at(1, 6)
+            },
+        );
+        let p = rep.prior_of(&race(1, AccessKind::Read), 5, 5);
+        assert_eq!((p.block, p.epoch), (1, 0));
     }
 }
