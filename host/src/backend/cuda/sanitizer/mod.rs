@@ -14,14 +14,26 @@
 //! records and decodes them into
 //! [`RaceReport`](crate::sanitizer::report::RaceReport)s.
 //!
+//! Host-issued copies and fills are checked by the range-access entry
+//! ([`RANGE_ACCESS_ENTRY`](vigil_shared::gpu::RANGE_ACCESS_ENTRY), in every kernel crate's PTX): a transfer is a
+//! launch of it on the transfer's stream ([`GpuSanitizer::prepare_transfer`]),
+//! planned like a kernel's. The entry comes from the first module loaded
+//! on the device that has it ([`GpuSanitizer::offer_module`]); transfers
+//! before that are planned at once and queued, and run when the entry
+//! arrives, one after the other, each waited for (no kernel of the device
+//! has run before then, so nothing is missed, and every clock a later
+//! launch joins is in place before it starts).
+//!
 //! - `slots`: how many sanitizer slots each SM gets.
 //! - `clocks`: which clocks a launch acquires (pure bookkeeping).
 //! - `device_memory`: the sanitizer's own device and mapped memory.
 //! - `location`: source locations read back from device memory.
+//! - `host_sites`: the host call sites of copies and fills, as tags.
 //! - `resolve`: what the records' numbers mean, for the shared decoder.
 
 mod clocks;
 mod device_memory;
+mod host_sites;
 mod location;
 mod resolve;
 mod slots;
@@ -29,26 +41,32 @@ mod slots;
 pub(crate) use slots::slots_per_sm_fitting;
 
 use std::collections::HashMap;
+use std::ffi::CStr;
+use std::panic::Location;
 use std::sync::atomic::{AtomicU32, Ordering as MemOrder};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use vigil_shared::abi::ReportBufferHeader;
 use vigil_shared::engine::sc_fence_words;
 use vigil_shared::gpu::{
-    GpuReportRecord, GpuRuntime, SideEntry, SmSlots, StreamClocks, HIDDEN_PARAMS,
+    range_access_blocks, GpuReportRecord, GpuRuntime, SideEntry, SmSlots, StreamClocks,
+    HIDDEN_PARAMS, RANGE_ACCESS_PARAMS, RANGE_BLOCK_THREADS,
 };
 
 use super::device::CudaDevice;
+use super::module::{CudaFunction, CudaModule};
 use super::stream::CudaStream;
 use super::vmm::CachingPool;
 use crate::abi::params::ParamBuffer;
+use crate::backend::transfer::TransferKind;
 use crate::error::{Error, Result};
 use crate::sanitizer::decode::{decode_all, LaunchShape, PriorSite};
 use crate::sanitizer::report::RaceReports;
 use crate::types::{EventId, LaunchConfig, StreamId};
 
-use clocks::ClockBook;
+use clocks::{ClockBook, LaunchPlan};
 use device_memory::{read_device, DeviceBlock, MappedBlock};
+use host_sites::HostSites;
 use location::{LocationCache, LocationLayout};
 use resolve::{GpuResolver, LaunchHistory};
 
@@ -56,6 +74,11 @@ use resolve::{GpuResolver, LaunchHistory};
 /// (`CU_JIT_MAX_REGISTERS`): the race detector's calls otherwise take 167
 /// to 255 on sm_90, one 256-thread CTA per SM and no 1024-thread blocks.
 pub(crate) const MAX_REGISTERS: u32 = 64;
+
+/// The range-access entry
+/// ([`RANGE_ACCESS_ENTRY`](vigil_shared::gpu::RANGE_ACCESS_ENTRY)) as a module looks it
+/// up: by its plain name, which in a sanitized module finds `name__vigil`.
+const RANGE_ACCESS_LOOKUP: &CStr = c"vigil_range_access";
 
 /// log2 of the side table's entries (32 MiB).
 const SIDE_LOG2: u32 = 20;
@@ -71,6 +94,50 @@ struct State {
     /// Records read from the buffer, by the context that launched the
     /// reporting kernel, until that context collects them.
     pending: HashMap<u64, Vec<GpuReportRecord>>,
+    /// Call sites of the transfers checked so far.
+    sites: HostSites,
+    /// The range-access entry, or the transfer checks waiting for it.
+    range: RangeState,
+}
+
+/// The range-access entry of a module loaded on this device (kept loaded
+/// for as long as the sanitizer lives).
+pub(crate) struct RangeEntry {
+    _module: Arc<CudaModule>,
+    /// The entry.
+    pub func: CudaFunction,
+}
+
+/// One launch of the range-access entry: a host-issued copy or fill.
+pub(crate) struct RangeCheck {
+    /// What reports call it (`memset on stream #2`).
+    pub name: String,
+    /// Its arguments, hidden ones included.
+    pub args: ParamBuffer,
+    /// Its grid.
+    pub config: LaunchConfig,
+    /// The stream-clock header to write just before it, for a check that
+    /// waited for the entry (`(address, header)`).
+    header: Option<(u64, StreamClocks)>,
+}
+
+impl RangeCheck {
+    /// Enqueues the header it waits for, if any, on `stream` (the
+    /// caller bound the context).
+    pub fn write_header(&self, stream: &CudaStream) -> Result<()> {
+        match &self.header {
+            Some((addr, header)) => DeviceBlock::write_async(*addr, as_bytes(header), stream.raw()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Where the device's range-access entry stands.
+enum RangeState {
+    /// No module with the entry loaded yet: the planned checks, in order.
+    Waiting(Vec<RangeCheck>),
+    /// The entry.
+    Ready(Arc<RangeEntry>),
 }
 
 /// The GPU sanitizer of one device.
@@ -182,6 +249,8 @@ impl GpuSanitizer {
                 launches: LaunchHistory::default(),
                 locations: LocationCache::default(),
                 pending: HashMap::new(),
+                sites: HostSites::default(),
+                range: RangeState::Waiting(Vec::new()),
             }),
         })
     }
@@ -198,8 +267,32 @@ impl GpuSanitizer {
         config: &LaunchConfig,
         buf: &ParamBuffer,
     ) -> Result<ParamBuffer> {
-        let ordinal = Some(self.device.ordinal());
         let mut st = lock(&self.state);
+        let shape = LaunchShape {
+            kernel: kernel.to_owned(),
+            grid: config.grid,
+            block: config.block,
+            host_issued: false,
+        };
+        let (plan, launch) = self.plan(&mut st, owner, stream_id, shape)?;
+        if let Some(header) = &plan.write {
+            self.device.bind()?;
+            DeviceBlock::write_async(plan.stream_clocks, as_bytes(header), stream.raw())?;
+        }
+        drop(st);
+        Ok(self.with_hidden(buf, &plan, launch))
+    }
+
+    /// Plans a sanitized launch of `shape` on `stream_id` by `owner` (the
+    /// stream's clocks made on its first): its place in the stream's
+    /// clocks and its launch id.
+    fn plan(
+        &self,
+        st: &mut State,
+        owner: u64,
+        stream_id: StreamId,
+        shape: LaunchShape,
+    ) -> Result<(LaunchPlan, u32)> {
         if !st.book.has_stream(stream_id) {
             self.device.bind()?;
             let block = DeviceBlock::zeroed(StreamClocks::bytes(self.num_threads) as usize)?;
@@ -211,29 +304,113 @@ impl GpuSanitizer {
             backend: crate::types::DeviceId::Cuda(self.device.ordinal()),
             reason: "the stream has no sanitizer clocks",
         })?;
-        if let Some(header) = &plan.write {
-            self.device.bind()?;
-            DeviceBlock::write_async(plan.stream_clocks, as_bytes(header), stream.raw())?;
-        }
         let launch = self.next_launch.fetch_add(1, MemOrder::Relaxed);
-        st.launches.insert(
-            launch,
-            owner,
-            LaunchShape {
-                kernel: kernel.to_owned(),
-                grid: config.grid,
-                block: config.block,
-                host_issued: false,
-            },
-        );
-        drop(st);
+        st.launches.insert(launch, owner, shape);
+        Ok((plan, launch))
+    }
+
+    /// `buf` with the hidden arguments of a launch planned as `plan`.
+    fn with_hidden(&self, buf: &ParamBuffer, plan: &LaunchPlan, launch: u32) -> ParamBuffer {
+        let ordinal = Some(self.device.ordinal());
         let mut args = buf.clone();
         args.append_hidden_pointer(self.runtime.addr, ordinal);
         args.append_hidden_pointer(plan.stream_clocks, ordinal);
         args.append_hidden(plan.kernel);
         args.append_hidden(launch);
         debug_assert_eq!(HIDDEN_PARAMS.len(), 4);
-        Ok(args)
+        args
+    }
+
+    /// Plans the check of a host-issued `kind` transfer on `stream` that
+    /// reads and writes the given device ranges (`(address, bytes)`),
+    /// issued at `caller`: a launch of the range-access entry, named after
+    /// the transfer. Returns it with the entry to launch it on `stream`
+    /// now, before the transfer; or queues it, header and all, until a
+    /// module brings the entry ([`GpuSanitizer::offer_module`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn prepare_transfer(
+        &self,
+        owner: u64,
+        stream: &CudaStream,
+        stream_id: StreamId,
+        kind: TransferKind,
+        reads: Option<(u64, u64)>,
+        writes: Option<(u64, u64)>,
+        caller: &'static Location<'static>,
+    ) -> Result<Option<(Arc<RangeEntry>, RangeCheck)>> {
+        let (reads, writes) = (reads.unwrap_or((0, 0)), writes.unwrap_or((0, 0)));
+        let config = LaunchConfig::new(range_access_blocks(reads.1, writes.1), RANGE_BLOCK_THREADS);
+        let name = kind.on_stream(stream_id);
+        let mut st = lock(&self.state);
+        let site = st.sites.tag(caller);
+        let shape = LaunchShape {
+            kernel: name.clone(),
+            grid: config.grid,
+            block: config.block,
+            host_issued: true,
+        };
+        let (plan, launch) = self.plan(&mut st, owner, stream_id, shape)?;
+        let mut user = ParamBuffer::with_capacity(48, RANGE_ACCESS_PARAMS.len());
+        let ordinal = Some(self.device.ordinal());
+        for (i, (addr, bytes)) in [reads, writes].into_iter().enumerate() {
+            user.begin_arg(2 * i);
+            user.push_pointer(addr, ordinal);
+            user.begin_arg(2 * i + 1);
+            user.push(bytes);
+        }
+        user.begin_arg(4);
+        user.push(site);
+        user.begin_arg(5);
+        user.push(caller.line());
+        user.begin_arg(6);
+        user.push(caller.column());
+        let mut check = RangeCheck {
+            name,
+            args: self.with_hidden(&user, &plan, launch),
+            config,
+            header: plan.write.map(|h| (plan.stream_clocks, h)),
+        };
+        match &mut st.range {
+            RangeState::Ready(entry) => {
+                self.device.bind()?;
+                check.write_header(stream)?;
+                check.header = None;
+                Ok(Some((entry.clone(), check)))
+            }
+            RangeState::Waiting(queue) => {
+                queue.push(check);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Takes the range-access entry from `module` if the device has none
+    /// yet and the module has it; returns it with the checks that waited
+    /// for it, in the order they were planned (the caller runs them, each
+    /// to its end before the next). `None` when nothing changed.
+    pub fn offer_module(
+        &self,
+        module: &Arc<CudaModule>,
+    ) -> Result<Option<(Arc<RangeEntry>, Vec<RangeCheck>)>> {
+        let mut st = lock(&self.state);
+        if matches!(st.range, RangeState::Ready(_)) {
+            return Ok(None);
+        }
+        let func = match module.function(RANGE_ACCESS_LOOKUP) {
+            Ok(f) => f,
+            Err(Error::EntryNotLoaded { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let entry = Arc::new(RangeEntry {
+            _module: module.clone(),
+            func,
+        });
+        let waiting = std::mem::replace(&mut st.range, RangeState::Ready(entry.clone()));
+        let queued = match waiting {
+            RangeState::Waiting(q) => q,
+            RangeState::Ready(_) => Vec::new(),
+        };
+        Ok(Some((entry, queued)))
     }
 
     /// Reads and clears the report buffer (call after synchronising with
@@ -278,6 +455,7 @@ impl GpuSanitizer {
         let State {
             launches,
             locations,
+            sites,
             ..
         } = &mut *st;
         let device = &self.device;
@@ -293,6 +471,7 @@ impl GpuSanitizer {
             launches,
             layout: self.layout,
             locations: std::cell::RefCell::new(locations),
+            host_sites: sites,
             read: &read,
             allocation: &allocation,
         };
@@ -370,6 +549,13 @@ impl GpuSanitizer {
 mod tests {
     use super::*;
     use crate::types::Dim3;
+    use vigil_shared::gpu::{RANGE_ACCESS_ENTRY, SANITIZED_SUFFIX};
+
+    #[test]
+    fn the_range_access_lookup_finds_the_shared_entry() {
+        let lookup = RANGE_ACCESS_LOOKUP.to_str().unwrap();
+        assert_eq!(format!("{lookup}{SANITIZED_SUFFIX}"), RANGE_ACCESS_ENTRY);
+    }
 
     /// Two contexts share a device: each collection returns the collector's
     /// records only; the other's wait for its own collection; a record of

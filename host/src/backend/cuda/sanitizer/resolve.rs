@@ -1,6 +1,7 @@
 //! The GPU sanitizer's [`ReportResolver`]: what the numbers in its records
 //! mean. Locations and file names are read back from the module's device
-//! memory (cached), launches come from the sanitizer's launch history,
+//! memory (cached), or are host call sites of copies and fills (tags, see
+//! `host_sites`), launches come from the sanitizer's launch history,
 //! thread ids split into device, SM and slot, and addresses into the
 //! shadow allocator's allocations. Reports then go through the shared
 //! decoder, like the CPU backend's.
@@ -10,6 +11,7 @@ use std::collections::{HashMap, VecDeque};
 
 use vigil_shared::gpu::SlotPlace;
 
+use super::host_sites::HostSites;
 use super::location::{LocationCache, LocationLayout};
 use crate::sanitizer::decode::{LaunchShape, ReportResolver, ThreadPlace};
 use crate::sanitizer::report::SourceLocation;
@@ -55,6 +57,8 @@ pub(crate) struct GpuResolver<'a> {
     pub layout: Option<LocationLayout>,
     /// Locations and file names read so far.
     pub locations: RefCell<&'a mut LocationCache>,
+    /// Call sites of host-issued copies and fills, by tag.
+    pub host_sites: &'a HostSites,
     /// Reads device memory.
     pub read: &'a dyn Fn(u64, usize) -> Option<Vec<u8>>,
     /// The allocation holding an address: `(base, size)`.
@@ -63,6 +67,9 @@ pub(crate) struct GpuResolver<'a> {
 
 impl ReportResolver for GpuResolver<'_> {
     fn location(&self, location: u64) -> Option<SourceLocation> {
+        if HostSites::is_tag(location) {
+            return self.host_sites.location(location);
+        }
         let mut read = |a: u64, l: usize| (self.read)(a, l);
         self.locations
             .borrow_mut()
@@ -70,6 +77,9 @@ impl ReportResolver for GpuResolver<'_> {
     }
 
     fn file_name(&self, ptr: u64, len: u32) -> Option<String> {
+        if HostSites::is_tag(ptr) {
+            return self.host_sites.file(ptr);
+        }
         let mut read = |a: u64, l: usize| (self.read)(a, l);
         self.locations
             .borrow_mut()
@@ -160,6 +170,7 @@ mod tests {
             launches: &launches,
             layout: LocationLayout::probe(),
             locations: RefCell::new(&mut cache),
+            host_sites: &HostSites::default(),
             read: &read,
             allocation: &|_| Some((0x1000_0000, 64)),
         };
