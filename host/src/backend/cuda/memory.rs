@@ -35,7 +35,14 @@ impl CudaBackend {
         match self.pool() {
             // The last stream that used the buffer is not known: the pool
             // waits for the whole device before the block may be reused.
-            Some(pool) => Ok(pool.free_idle(ptr)?),
+            Some(pool) => {
+                // Transfer checks still waiting for the range-access entry
+                // must not touch the block once it is reused.
+                if let (Some(san), Some(a)) = (self.sanitizer_if_any(), pool.vmm().lookup(ptr)) {
+                    san.forget_waiting(a.ptr, a.size);
+                }
+                Ok(pool.free_idle(ptr)?)
+            }
             None => {
                 self.device().bind()?;
                 // SAFETY: `ptr` came from cuMemAlloc and is freed exactly once.

@@ -32,7 +32,8 @@ impl CudaBackend {
             san.prepare_transfer(self.owner(), stream, id, op.kind(), reads, writes, caller)?;
         match planned {
             Some((entry, check)) => {
-                self.launch_sanitized(&entry.func, &check.name, stream, check.config, &check.args)
+                let args = san.range_args(&check);
+                self.launch_sanitized(&entry.func, &check.name, stream, check.config, &args)
             }
             None => Ok(()),
         }
@@ -49,16 +50,18 @@ impl CudaBackend {
         if self.pool().is_none() {
             return Ok(());
         }
-        let Some((entry, waiting)) = self.gpu_sanitizer()?.offer_module(module)? else {
+        let san = self.gpu_sanitizer()?;
+        let Some((entry, waiting)) = san.offer_module(module)? else {
             return Ok(());
         };
         if waiting.is_empty() {
             return Ok(());
         }
         let own = CudaStream::new(self.device())?;
-        for check in waiting {
+        for mut check in waiting {
             check.write_header(&own)?;
-            self.launch_sanitized(&entry.func, &check.name, &own, check.config, &check.args)?;
+            let args = san.range_args(&check);
+            self.launch_sanitized(&entry.func, &check.name, &own, check.config, &args)?;
             own.synchronize()?;
         }
         Ok(())

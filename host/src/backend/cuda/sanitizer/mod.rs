@@ -112,22 +112,38 @@ pub(crate) struct RangeEntry {
 pub(crate) struct RangeCheck {
     /// What reports call it (`memset on stream #2`).
     pub name: String,
-    /// Its arguments, hidden ones included.
-    pub args: ParamBuffer,
     /// Its grid.
     pub config: LaunchConfig,
-    /// The stream-clock header to write just before it, for a check that
-    /// waited for the entry (`(address, header)`).
-    header: Option<(u64, StreamClocks)>,
+    /// The ranges it reads and writes (`(address, bytes)`).
+    ranges: [(u64, u64); 2],
+    /// The call site's tag, line and column.
+    site: (u64, u32, u32),
+    /// Its place in its stream's clocks; the header is still to be
+    /// written for a check that waited for the entry.
+    plan: LaunchPlan,
+    /// Its launch id.
+    launch: u32,
 }
 
 impl RangeCheck {
     /// Enqueues the header it waits for, if any, on `stream` (the
     /// caller bound the context).
-    pub fn write_header(&self, stream: &CudaStream) -> Result<()> {
-        match &self.header {
-            Some((addr, header)) => DeviceBlock::write_async(*addr, as_bytes(header), stream.raw()),
+    pub fn write_header(&mut self, stream: &CudaStream) -> Result<()> {
+        match self.plan.write.take() {
+            Some(h) => {
+                DeviceBlock::write_async(self.plan.stream_clocks, as_bytes(&h), stream.raw())
+            }
             None => Ok(()),
+        }
+    }
+
+    /// Checks nothing of `[base, base + bytes)` any more (the memory was
+    /// freed before the check could run); still runs, for its clocks.
+    fn forget(&mut self, base: u64, bytes: u64) {
+        for r in &mut self.ranges {
+            if r.0 < base.saturating_add(bytes) && base < r.0.saturating_add(r.1) {
+                *r = (0, 0);
+            }
         }
     }
 }
@@ -325,8 +341,8 @@ impl GpuSanitizer {
     /// reads and writes the given device ranges (`(address, bytes)`),
     /// issued at `caller`: a launch of the range-access entry, named after
     /// the transfer. Returns it with the entry to launch it on `stream`
-    /// now, before the transfer; or queues it, header and all, until a
-    /// module brings the entry ([`GpuSanitizer::offer_module`]).
+    /// now, before the transfer (its header enqueued); or queues it until
+    /// a module brings the entry ([`GpuSanitizer::offer_module`]).
     #[allow(clippy::too_many_arguments)]
     pub fn prepare_transfer(
         &self,
@@ -350,36 +366,55 @@ impl GpuSanitizer {
             host_issued: true,
         };
         let (plan, launch) = self.plan(&mut st, owner, stream_id, shape)?;
-        let mut user = ParamBuffer::with_capacity(48, RANGE_ACCESS_PARAMS.len());
-        let ordinal = Some(self.device.ordinal());
-        for (i, (addr, bytes)) in [reads, writes].into_iter().enumerate() {
-            user.begin_arg(2 * i);
-            user.push_pointer(addr, ordinal);
-            user.begin_arg(2 * i + 1);
-            user.push(bytes);
-        }
-        user.begin_arg(4);
-        user.push(site);
-        user.begin_arg(5);
-        user.push(caller.line());
-        user.begin_arg(6);
-        user.push(caller.column());
         let mut check = RangeCheck {
             name,
-            args: self.with_hidden(&user, &plan, launch),
             config,
-            header: plan.write.map(|h| (plan.stream_clocks, h)),
+            ranges: [reads, writes],
+            site: (site, caller.line(), caller.column()),
+            plan,
+            launch,
         };
         match &mut st.range {
             RangeState::Ready(entry) => {
                 self.device.bind()?;
                 check.write_header(stream)?;
-                check.header = None;
                 Ok(Some((entry.clone(), check)))
             }
             RangeState::Waiting(queue) => {
                 queue.push(check);
                 Ok(None)
+            }
+        }
+    }
+
+    /// The arguments of `check`'s launch ([`RANGE_ACCESS_PARAMS`], then
+    /// the hidden ones).
+    pub fn range_args(&self, check: &RangeCheck) -> ParamBuffer {
+        let mut user = ParamBuffer::with_capacity(48, RANGE_ACCESS_PARAMS.len());
+        let ordinal = Some(self.device.ordinal());
+        for (i, (addr, bytes)) in check.ranges.into_iter().enumerate() {
+            user.begin_arg(2 * i);
+            user.push_pointer(addr, ordinal);
+            user.begin_arg(2 * i + 1);
+            user.push(bytes);
+        }
+        let (site, line, column) = check.site;
+        user.begin_arg(4);
+        user.push(site);
+        user.begin_arg(5);
+        user.push(line);
+        user.begin_arg(6);
+        user.push(column);
+        self.with_hidden(&user, &check.plan, check.launch)
+    }
+
+    /// `[base, base + bytes)` is being freed: checks still waiting for
+    /// the entry no longer look at it (the block's shadow is reset before
+    /// it is reused; a late check must not write it again).
+    pub fn forget_waiting(&self, base: u64, bytes: u64) {
+        if let RangeState::Waiting(queue) = &mut lock(&self.state).range {
+            for check in queue {
+                check.forget(base, bytes);
             }
         }
     }
@@ -550,6 +585,30 @@ mod tests {
     use super::*;
     use crate::types::Dim3;
     use vigil_shared::gpu::{RANGE_ACCESS_ENTRY, SANITIZED_SUFFIX};
+
+    /// A check that waited for the entry forgets exactly the ranges that
+    /// overlap freed memory, and still runs (for its clocks).
+    #[test]
+    fn a_waiting_check_forgets_freed_ranges() {
+        let mut check = RangeCheck {
+            name: "device-to-device copy on stream #1".to_owned(),
+            config: LaunchConfig::new(1, 1),
+            ranges: [(0x1000, 0x100), (0x2000, 0x100)],
+            site: (0, 1, 1),
+            plan: LaunchPlan {
+                stream_clocks: 0x9000,
+                kernel: 1,
+                write: None,
+            },
+            launch: 1,
+        };
+        check.forget(0x1100, 0x100); // adjacent: kept
+        assert_eq!(check.ranges, [(0x1000, 0x100), (0x2000, 0x100)]);
+        check.forget(0x2080, 0x1000); // overlaps the written range
+        assert_eq!(check.ranges, [(0x1000, 0x100), (0, 0)]);
+        check.forget(0x0, 0x1001);
+        assert_eq!(check.ranges, [(0, 0), (0, 0)]);
+    }
 
     #[test]
     fn the_range_access_lookup_finds_the_shared_entry() {

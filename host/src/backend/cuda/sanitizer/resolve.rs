@@ -189,4 +189,111 @@ mod tests {
         assert_eq!(r.prior.thread, Some(Dim3::new(2, 0, 0)));
         assert_eq!(r.prior.location, Some(SourceLocation::from_std(prior_loc)));
     }
+
+    /// A range check's record: the copy's side is named by its transfer
+    /// and host call site (a tag, not device memory), on no SM, whichever
+    /// side of the race it is.
+    #[test]
+    fn a_host_issued_side_is_named_by_its_call_site() {
+        let (sms, slots) = (132, 15);
+        let one = Dim3::new(1, 1, 1);
+        let mut launches = LaunchHistory::default();
+        let shape = |k: &str, host_issued| LaunchShape {
+            kernel: k.to_owned(),
+            grid: one,
+            block: one,
+            host_issued,
+        };
+        launches.insert(3, 1, shape("memset on stream #4", true));
+        launches.insert(4, 1, shape("write_one", false));
+        let mut sites = HostSites::default();
+        let call = Location::caller();
+        let tag = sites.tag(call);
+        let kernel_loc = Location::caller();
+        let read = |addr: u64, len: usize| {
+            assert!(
+                !HostSites::is_tag(addr),
+                "a tag is never read as device memory"
+            );
+            // SAFETY: the test only passes addresses of live host data.
+            Some(unsafe { std::slice::from_raw_parts(addr as *const u8, len) }.to_vec())
+        };
+        let mut cache = LocationCache::default();
+        let resolver = GpuResolver {
+            num_sms: sms,
+            slots,
+            launches: &launches,
+            layout: LocationLayout::probe(),
+            locations: RefCell::new(&mut cache),
+            host_sites: &sites,
+            read: &read,
+            allocation: &|_| None,
+        };
+        let file = kernel_loc.file();
+        let (copy_tid, kernel_tid) = (slot_tid(0, 5, sms, slots, 0), slot_tid(0, 9, sms, slots, 1));
+        // The copy is the current access; the kernel wrote before.
+        let raw = RawReport {
+            kind: ReportKind::WriteAfterWrite as u32,
+            size: 4,
+            address: 0x1000,
+            site: AccessSite {
+                file_ptr: tag,
+                file_len: 0,
+                line: call.line(),
+                col: call.column(),
+                kernel_id: 3,
+                ..AccessSite::default()
+            },
+            tid: copy_tid,
+            access: RawReport::pack_access(AccessKind::Write, Scope::Block),
+            prior_tid: kernel_tid,
+            prior_access: RawReport::pack_access(AccessKind::Write, Scope::Block),
+            ..RawReport::default()
+        };
+        let kernel_prior = PriorSite {
+            location: kernel_loc as *const Location<'_> as u64,
+            tid: kernel_tid,
+            launch: 4,
+            ..PriorSite::default()
+        };
+        let r = decode_report(&raw, Some(&kernel_prior), &resolver).unwrap();
+        assert_eq!(r.kernel, "memset on stream #4");
+        assert!(r.current.host_issued && !r.prior.host_issued);
+        assert_eq!(r.current.location, Some(SourceLocation::from_std(call)));
+        assert_eq!(r.prior.kernel.as_deref(), Some("write_one"));
+        assert_eq!(r.prior.smid, Some(9));
+        assert_eq!(r.prior.location.as_ref().unwrap().file, file);
+        assert!(r
+            .to_string()
+            .contains("the host-issued memset on stream #4"));
+        // The kernel is the current access; the copy came first.
+        let raw = RawReport {
+            site: AccessSite {
+                file_ptr: file.as_ptr() as u64,
+                file_len: file.len() as u32,
+                line: kernel_loc.line(),
+                col: kernel_loc.column(),
+                kernel_id: 4,
+                ..AccessSite::default()
+            },
+            tid: kernel_tid,
+            prior_tid: copy_tid,
+            ..raw
+        };
+        let copy_prior = PriorSite {
+            location: tag,
+            tid: copy_tid,
+            launch: 3,
+            ..PriorSite::default()
+        };
+        let r = decode_report(&raw, Some(&copy_prior), &resolver).unwrap();
+        assert_eq!(r.kernel, "write_one");
+        assert!(r.prior.host_issued && !r.current.host_issued);
+        assert_eq!(r.prior.kernel.as_deref(), Some("memset on stream #4"));
+        assert_eq!(r.prior.location, Some(SourceLocation::from_std(call)));
+        assert_eq!(r.prior.smid, None, "a copy runs on no SM");
+        assert!(r
+            .to_string()
+            .contains("the host-issued memset on stream #4"));
+    }
 }
