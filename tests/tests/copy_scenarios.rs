@@ -153,7 +153,7 @@ mod scenarios {
 
     impl Between {
         /// The streams of the first and the second operation.
-        fn streams<'t>(self, t: &'t TwoStreams) -> (&'t Stream, &'t Stream) {
+        fn streams(self, t: &TwoStreams) -> (&Stream, &Stream) {
             match self {
                 Between::StreamOrder => (&t.a, &t.a),
                 _ => (&t.a, &t.b),
