@@ -11,13 +11,14 @@
 //! skips without a GPU (fails with `VIGIL_REQUIRE_GPU=1`). Each case
 //! prints what the sanitizer said (`--nocapture` shows it).
 
+#[macro_use]
 mod common;
 
 /// Instantiates every scenario for one backend.
 macro_rules! copy_scenarios {
     ($backend:ident, $make:expr) => {
         mod $backend {
-            copy_scenarios!(@tests $make;
+            scenario_tests!($make;
                 host_to_device_copy_after_a_kernel_read_on_another_stream,
                 device_to_host_copy_after_a_kernel_write_on_another_stream,
                 kernel_read_after_a_device_to_device_copy_on_another_stream,
@@ -28,16 +29,6 @@ macro_rules! copy_scenarios {
                 many_large_copies_and_kernels_on_one_stream_do_not_race);
         }
     };
-    (@tests $make:expr; $($name:ident),* $(,)?) => {$(
-        #[test]
-        fn $name() {
-            // Skip (or fail, with VIGIL_REQUIRE_GPU=1) without the backend.
-            if $make(1).is_none() {
-                return;
-            }
-            super::scenarios::$name($make)
-        }
-    )*};
 }
 
 copy_scenarios!(cpu, super::common::cpu_context);

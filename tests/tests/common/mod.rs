@@ -8,6 +8,24 @@ use vigil::{
 };
 use vigil_tests::KERNELS_PTX;
 
+/// One `#[test]` per scenario name, each calling
+/// `super::scenarios::<name>($make)` (from the module the suite
+/// instantiates for a backend), skipped without the backend: it returns
+/// (or fails, with `VIGIL_REQUIRE_GPU=1`) when `$make` makes no context,
+/// so a case that expects a race cannot pass by not running.
+#[allow(unused_macros)] // used by the suites, not by every test file
+macro_rules! scenario_tests {
+    ($make:expr; $($name:ident),* $(,)?) => {$(
+        #[test]
+        fn $name() {
+            if $make(1).is_none() {
+                return;
+            }
+            super::scenarios::$name($make)
+        }
+    )*};
+}
+
 /// Makes a sanitized context with `workers` CPU workers (ignored on a GPU),
 /// or `None` when the backend is not available here (the case is skipped).
 pub type MakeContext = fn(usize) -> Option<Context>;

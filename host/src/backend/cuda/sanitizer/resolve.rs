@@ -113,11 +113,40 @@ mod tests {
     use vigil_shared::gpu::slot_tid;
     use vigil_shared::{AccessKind, Scope};
 
+    const SMS: u32 = 132;
+    const SLOTS: u32 = 15;
+
+    /// Device memory simulated by host memory (a tag is never read).
+    fn host_memory(addr: u64, len: usize) -> Option<Vec<u8>> {
+        assert!(!HostSites::is_tag(addr), "a tag read as device memory");
+        // SAFETY: the tests only pass addresses of live host data.
+        Some(unsafe { std::slice::from_raw_parts(addr as *const u8, len) }.to_vec())
+    }
+
+    /// A resolver for an H100's SMs and slots over host memory.
+    fn resolver<'a>(
+        launches: &'a LaunchHistory,
+        cache: &'a mut LocationCache,
+        host_sites: &'a HostSites,
+        allocation: &'a dyn Fn(u64) -> Option<(u64, u64)>,
+    ) -> GpuResolver<'a> {
+        GpuResolver {
+            num_sms: SMS,
+            slots: SLOTS,
+            launches,
+            layout: LocationLayout::probe(),
+            locations: RefCell::new(cache),
+            host_sites,
+            read: &host_memory,
+            allocation,
+        }
+    }
+
     /// A GPU record decodes to both accesses' device, SM, block, thread and
     /// location, device memory simulated by host memory.
     #[test]
     fn a_gpu_record_names_both_accesses() {
-        let (sms, slots) = (132, 15);
+        let (sms, slots) = (SMS, SLOTS);
         let mut launches = LaunchHistory::default();
         let shape = |k: &str| LaunchShape {
             kernel: k.to_owned(),
@@ -159,21 +188,9 @@ mod tests {
             launch: 7,
             sm: None,
         };
-        let read = |addr: u64, len: usize| {
-            // SAFETY: the test only passes addresses of live host data.
-            Some(unsafe { std::slice::from_raw_parts(addr as *const u8, len) }.to_vec())
-        };
         let mut cache = LocationCache::default();
-        let resolver = GpuResolver {
-            num_sms: sms,
-            slots,
-            launches: &launches,
-            layout: LocationLayout::probe(),
-            locations: RefCell::new(&mut cache),
-            host_sites: &HostSites::default(),
-            read: &read,
-            allocation: &|_| Some((0x1000_0000, 64)),
-        };
+        let sites = HostSites::default();
+        let resolver = resolver(&launches, &mut cache, &sites, &|_| Some((0x1000_0000, 64)));
         let r = decode_report(&raw, Some(&prior), &resolver).unwrap();
         assert_eq!(r.kind, ReportKind::ReadAfterWrite);
         assert_eq!(r.kernel, "reader");
@@ -195,7 +212,7 @@ mod tests {
     /// side of the race it is.
     #[test]
     fn a_host_issued_side_is_named_by_its_call_site() {
-        let (sms, slots) = (132, 15);
+        let (sms, slots) = (SMS, SLOTS);
         let one = Dim3::new(1, 1, 1);
         let mut launches = LaunchHistory::default();
         let shape = |k: &str, host_issued| LaunchShape {
@@ -210,25 +227,8 @@ mod tests {
         let call = Location::caller();
         let tag = sites.tag(call);
         let kernel_loc = Location::caller();
-        let read = |addr: u64, len: usize| {
-            assert!(
-                !HostSites::is_tag(addr),
-                "a tag is never read as device memory"
-            );
-            // SAFETY: the test only passes addresses of live host data.
-            Some(unsafe { std::slice::from_raw_parts(addr as *const u8, len) }.to_vec())
-        };
         let mut cache = LocationCache::default();
-        let resolver = GpuResolver {
-            num_sms: sms,
-            slots,
-            launches: &launches,
-            layout: LocationLayout::probe(),
-            locations: RefCell::new(&mut cache),
-            host_sites: &sites,
-            read: &read,
-            allocation: &|_| None,
-        };
+        let resolver = resolver(&launches, &mut cache, &sites, &|_| None);
         let file = kernel_loc.file();
         let (copy_tid, kernel_tid) = (slot_tid(0, 5, sms, slots, 0), slot_tid(0, 9, sms, slots, 1));
         // The copy is the current access; the kernel wrote before.
