@@ -9,6 +9,7 @@ use std::panic::Location;
 use std::sync::Arc;
 
 use super::module::CudaModule;
+use super::sanitizer::{GpuSanitizer, RangeCheck, RangeEntry};
 use super::stream::CudaStream;
 use super::CudaBackend;
 use crate::backend::transfer::Transfer;
@@ -51,17 +52,34 @@ impl CudaBackend {
             return Ok(());
         }
         let san = self.gpu_sanitizer()?;
-        let Some((entry, waiting)) = san.offer_module(module)? else {
+        let Some((entry, mut batch)) = san.offer_module(module)? else {
             return Ok(());
         };
-        if waiting.is_empty() {
-            return Ok(());
+        // After a failure the rest is dropped, but the entry still becomes
+        // ready: later transfers are checked, not queued for ever.
+        let mut ran = Ok(());
+        while !batch.is_empty() {
+            if ran.is_ok() {
+                ran = self.run_waiting(&san, &entry, batch);
+            }
+            batch = san.take_flushing();
         }
+        ran
+    }
+
+    /// Runs checks that waited for the entry, one at a time.
+    fn run_waiting(
+        &self,
+        san: &GpuSanitizer,
+        entry: &RangeEntry,
+        batch: Vec<RangeCheck>,
+    ) -> Result<()> {
         let own = CudaStream::new(self.device())?;
-        for mut check in waiting {
+        for mut check in batch {
             check.write_header(&own)?;
             let args = san.range_args(&check);
             self.launch_sanitized(&entry.func, &check.name, &own, check.config, &args)?;
+            // The next check may join this one's exit clock.
             own.synchronize()?;
         }
         Ok(())

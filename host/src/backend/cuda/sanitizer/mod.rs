@@ -152,7 +152,10 @@ impl RangeCheck {
 enum RangeState {
     /// No module with the entry loaded yet: the planned checks, in order.
     Waiting(Vec<RangeCheck>),
-    /// The entry.
+    /// The entry came; the module load that brought it runs the checks
+    /// that waited, and checks planned meanwhile queue behind them.
+    Flushing(Arc<RangeEntry>, Vec<RangeCheck>),
+    /// The entry: every check runs on its transfer's stream.
     Ready(Arc<RangeEntry>),
 }
 
@@ -380,7 +383,7 @@ impl GpuSanitizer {
                 check.write_header(stream)?;
                 Ok(Some((entry.clone(), check)))
             }
-            RangeState::Waiting(queue) => {
+            RangeState::Waiting(queue) | RangeState::Flushing(_, queue) => {
                 queue.push(check);
                 Ok(None)
             }
@@ -412,7 +415,9 @@ impl GpuSanitizer {
     /// the entry no longer look at it (the block's shadow is reset before
     /// it is reused; a late check must not write it again).
     pub fn forget_waiting(&self, base: u64, bytes: u64) {
-        if let RangeState::Waiting(queue) = &mut lock(&self.state).range {
+        if let RangeState::Waiting(queue) | RangeState::Flushing(_, queue) =
+            &mut lock(&self.state).range
+        {
             for check in queue {
                 check.forget(base, bytes);
             }
@@ -421,14 +426,16 @@ impl GpuSanitizer {
 
     /// Takes the range-access entry from `module` if the device has none
     /// yet and the module has it; returns it with the checks that waited
-    /// for it, in the order they were planned (the caller runs them, each
-    /// to its end before the next). `None` when nothing changed.
+    /// for it, in the order they were planned. The caller runs them, each
+    /// to its end before the next, then the ones planned meanwhile
+    /// ([`GpuSanitizer::take_flushing`]) until none is left; until then
+    /// new checks still queue. `None` when nothing changed.
     pub fn offer_module(
         &self,
         module: &Arc<CudaModule>,
     ) -> Result<Option<(Arc<RangeEntry>, Vec<RangeCheck>)>> {
         let mut st = lock(&self.state);
-        if matches!(st.range, RangeState::Ready(_)) {
+        if !matches!(st.range, RangeState::Waiting(_)) {
             return Ok(None);
         }
         let func = match module.function(RANGE_ACCESS_LOOKUP) {
@@ -440,12 +447,28 @@ impl GpuSanitizer {
             _module: module.clone(),
             func,
         });
-        let waiting = std::mem::replace(&mut st.range, RangeState::Ready(entry.clone()));
-        let queued = match waiting {
-            RangeState::Waiting(q) => q,
-            RangeState::Ready(_) => Vec::new(),
+        let next = RangeState::Flushing(entry.clone(), Vec::new());
+        let RangeState::Waiting(queued) = std::mem::replace(&mut st.range, next) else {
+            return Ok(None); // checked above, under the same lock
         };
+        if queued.is_empty() {
+            st.range = RangeState::Ready(entry.clone());
+        }
         Ok(Some((entry, queued)))
+    }
+
+    /// The checks planned while the waiting ones ran; when there are none,
+    /// the entry is ready for every later transfer.
+    pub fn take_flushing(&self) -> Vec<RangeCheck> {
+        let mut st = lock(&self.state);
+        match &mut st.range {
+            RangeState::Flushing(entry, queue) if queue.is_empty() => {
+                st.range = RangeState::Ready(entry.clone());
+                Vec::new()
+            }
+            RangeState::Flushing(_, queue) => std::mem::take(queue),
+            _ => Vec::new(),
+        }
     }
 
     /// Reads and clears the report buffer (call after synchronising with
