@@ -7,9 +7,9 @@
 //! stream's clocks, events and host synchronisations order it exactly as
 //! they order kernels; each thread checks chunks of
 //! [`RANGE_CHUNK_BYTES`] grid-stride, as plain reads or writes made at the
-//! host call site the `site` tag names. Defined here, `#[no_mangle]`, so
-//! every kernel crate's PTX carries it (the sanitized cut keeps it: it is
-//! a `__vigil` entry; the plain cut drops it).
+//! host call site the `site` tag names. Defined here under its exported
+//! name, so every kernel crate's PTX carries it (the sanitized cut keeps
+//! it: it is a `__vigil` entry; the plain cut drops it).
 
 use vigil_shared::gpu::{RANGE_ACCESS_ENTRY, RANGE_CHUNK_BYTES};
 
