@@ -25,6 +25,7 @@ macro_rules! copy_scenarios {
                 device_to_device_copy_reading_what_a_kernel_writes,
                 kernel_write_after_a_memset_on_another_stream,
                 memset_after_a_kernel_write_on_another_stream,
+                a_kernel_after_a_blocking_copy_on_another_stream_is_ordered,
                 copies_and_kernels_on_one_stream_do_not_race,
                 many_large_copies_and_kernels_on_one_stream_do_not_race);
         }
@@ -324,6 +325,20 @@ mod scenarios {
                 prior: kernel_side("write_one", "write-one"),
             }
         });
+    }
+
+    /// A copy from host memory returns when it is done: it is a host
+    /// synchronisation of its stream, so a kernel on another stream after
+    /// it is ordered (no report), and reads what it wrote.
+    pub fn a_kernel_after_a_blocking_copy_on_another_stream_is_ordered(make: MakeContext) {
+        let t = TwoStreams::new(make(1).expect("the backend"));
+        let (mut data, mut out) = (t.zeros(1), t.zeros(1));
+        data.copy_from_host(&t.a, &[4]).unwrap();
+        t.read(&t.b, &mut data, &mut out);
+        assert_eq!(out.to_vec(&t.b).unwrap(), [4]);
+        let races = t.races();
+        println!("{}: {races}", t.ctx.device());
+        assert!(races.is_empty(), "{races}");
     }
 
     /// Copies and kernels on one stream are ordered: no report.
