@@ -17,7 +17,10 @@
 //! costs; the sanitized variant of the same body calls the race detector at
 //! each access, with the caller's source location from `#[track_caller]`.
 #![cfg_attr(target_arch = "nvptx64", no_std)]
-#![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch, stdarch_nvptx))]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(abi_ptx, asm_experimental_arch, stdarch_nvptx)
+)]
 #![warn(missing_docs)]
 
 mod arch;

@@ -340,6 +340,89 @@ pub const fn unpack_access(v: u32) -> (AccessKind, Scope) {
     (kind, scope)
 }
 
+/// The sanitized entry that checks a host-issued copy or fill: every
+/// kernel crate's PTX has it (`vigil-device` defines it), and a sanitized
+/// context launches it on the transfer's stream just before the transfer,
+/// so the transfer's device ranges are accesses ordered like a kernel on
+/// that stream. Its parameters are [`RANGE_ACCESS_PARAMS`], then
+/// [`HIDDEN_PARAMS`].
+pub const RANGE_ACCESS_ENTRY: &str = "vigil_range_access__vigil";
+
+/// The range-access entry's own parameters: the range it reads and the
+/// range it writes (address and bytes; 0 bytes for none) and the host
+/// call site: a tag the host resolves (reported as the access's file and
+/// location), with its line and column.
+pub const RANGE_ACCESS_PARAMS: &[ParamDesc] = &[
+    ParamDesc {
+        name: "read_addr",
+        rust_type: "u64",
+        parts: &[PtxType::B64],
+    },
+    ParamDesc {
+        name: "read_bytes",
+        rust_type: "u64",
+        parts: &[PtxType::B64],
+    },
+    ParamDesc {
+        name: "write_addr",
+        rust_type: "u64",
+        parts: &[PtxType::B64],
+    },
+    ParamDesc {
+        name: "write_bytes",
+        rust_type: "u64",
+        parts: &[PtxType::B64],
+    },
+    ParamDesc {
+        name: "site",
+        rust_type: "u64",
+        parts: &[PtxType::B64],
+    },
+    ParamDesc {
+        name: "line",
+        rust_type: "u32",
+        parts: &[PtxType::B32],
+    },
+    ParamDesc {
+        name: "column",
+        rust_type: "u32",
+        parts: &[PtxType::B32],
+    },
+];
+
+/// The bit that marks a `site` (and the side entries of its accesses) as
+/// a host call site the host resolves, not the device address of a
+/// `Location`: user-space addresses never have it. Host-issued accesses
+/// never halt on a race (the copy is not a kernel thread to stop).
+pub const HOST_SITE_TAG: u64 = 1 << 63;
+
+/// Bytes of a range one thread of the range-access entry checks as one
+/// access: a racing range gives at most one report per chunk.
+pub const RANGE_CHUNK_BYTES: u64 = 4096;
+
+/// Threads per block of a range-access launch.
+pub const RANGE_BLOCK_THREADS: u32 = 64;
+
+/// The grid (blocks of [`RANGE_BLOCK_THREADS`]) that checks ranges of
+/// `read_bytes` and `write_bytes`: one thread per chunk of the longer,
+/// at least one block. The entry loops grid-stride, so any grid is right.
+pub const fn range_access_blocks(read_bytes: u64, write_bytes: u64) -> u32 {
+    let bytes = if read_bytes > write_bytes {
+        read_bytes
+    } else {
+        write_bytes
+    };
+    let chunks = bytes.div_ceil(RANGE_CHUNK_BYTES);
+    let blocks = chunks.div_ceil(RANGE_BLOCK_THREADS as u64);
+    if blocks == 0 {
+        1
+    } else if blocks > 65_535 {
+        65_535
+    } else {
+        blocks as u32
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,8 @@
 //! GPU-only cases of the race sanitizer (the race-scenario suite covers
 //! what both backends share): memory it does not manage, grids of
-//! thousands of CTAs, and CTAs sharing an SM. (`gpu_kernels.rs` runs the
+//! thousands of CTAs, CTAs sharing an SM, and what checking copies costs
+//! (the range-access entry only in sanitized contexts; a checked memset's
+//! time, printed as a `figure:`). (`gpu_kernels.rs` runs the
 //! kernel API suite sanitized too.) Each test skips without a GPU (fails
 //! with `VIGIL_REQUIRE_GPU=1`).
 
@@ -156,4 +158,54 @@ fn ctas_per_sm_sanitized_against_plain() {
         );
         assert!(checked >= 1, "{name}__vigil cannot run a 256-thread CTA");
     }
+}
+
+/// Copies and fills are checked only in a sanitized context: a plain
+/// context's module does not even hold the range-access entry (the plain
+/// cut drops it), a sanitized one's does.
+#[test]
+fn only_a_sanitized_context_loads_the_range_access_entry() {
+    use vigil_shared::gpu::RANGE_ACCESS_ENTRY;
+    let Some((_ctx, _stream, module)) = sanitized() else {
+        return;
+    };
+    module
+        .function(RANGE_ACCESS_ENTRY)
+        .expect("the range-access entry in a sanitized context's module");
+    let plain = Context::builder().gpu(0).build().expect("a plain context");
+    let plain_module = Module::from_ptx(&plain, KERNELS_PTX).expect("kernels module");
+    let got = plain_module.function(RANGE_ACCESS_ENTRY);
+    assert!(
+        matches!(got, Err(vigil::Error::EntryNotLoaded { .. })),
+        "a plain context loaded the range-access entry: {:?}",
+        got.err()
+    );
+}
+
+/// What checking a fill costs: a 64 MiB memset, plain against sanitized
+/// (printed as `figure:` lines); both zero the buffer.
+#[test]
+fn a_checked_memset_costs_one_range_check() {
+    use std::time::Instant;
+    let Some((ctx, stream, _module)) = sanitized() else {
+        return;
+    };
+    let plain = Context::builder().gpu(0).build().expect("a plain context");
+    let plain_stream = Stream::new(&plain).expect("stream");
+    let n = 16 << 20; // 64 MiB of u32
+    let ones = vec![1u32; n];
+    for (what, stream) in [("plain", &plain_stream), ("sanitized", &stream)] {
+        let mut buf = DeviceBuffer::from_slice(stream, &ones).expect("buffer");
+        let mut best = f64::MAX;
+        for _ in 0..3 {
+            let start = Instant::now();
+            buf.fill_zero(stream).expect("fill");
+            stream.synchronize().expect("no race on one stream");
+            best = best.min(start.elapsed().as_secs_f64() * 1e3);
+        }
+        println!("figure: memset of 64 MiB on one stream, {what}: {best:.3} ms");
+        let back = buf.to_vec(stream).expect("read back");
+        assert!(back.iter().all(|&v| v == 0), "{what}: the fill landed");
+    }
+    assert!(ctx.take_reports().is_empty());
 }

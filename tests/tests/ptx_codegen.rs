@@ -4,7 +4,7 @@
 
 use vigil::unstable::ptx::parse_entries;
 use vigil::Kernel;
-use vigil_shared::gpu::{HIDDEN_PARAMS, SANITIZED_SUFFIX};
+use vigil_shared::gpu::{HIDDEN_PARAMS, RANGE_ACCESS_ENTRY, RANGE_ACCESS_PARAMS, SANITIZED_SUFFIX};
 use vigil_tests::KERNELS_PTX;
 
 /// The instruction lines of one `.entry`, with names that differ between
@@ -91,6 +91,18 @@ fn every_kernel_entry_matches_its_rust_signature() {
     use vigil_kernels::races as r;
     check::<r::write_one>(&entries);
     check::<r::persistent_spin>(&entries);
+    // The range-access entry (vigil-device's) takes what the host packs.
+    let range = entries
+        .iter()
+        .find(|e| e.name == RANGE_ACCESS_ENTRY)
+        .expect("the range-access entry in every kernel crate's PTX");
+    vigil::unstable::abi::check_signature(
+        RANGE_ACCESS_ENTRY,
+        RANGE_ACCESS_PARAMS,
+        HIDDEN_PARAMS,
+        &range.params,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[test]

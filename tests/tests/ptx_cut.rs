@@ -83,6 +83,12 @@ fn each_context_loads_only_the_entries_it_launches() {
     for name in &sanitized_names {
         assert_eq!(entry_text(&sanitized, name), entry_text(KERNELS_PTX, name));
     }
+    // Every kernel crate carries the range-access entry (vigil-device's),
+    // which a sanitized context checks copies and fills with; a plain
+    // context does not even load it.
+    let range = vigil_shared::gpu::RANGE_ACCESS_ENTRY.to_owned();
+    assert!(sanitized_names.contains(&range), "{sanitized_names:?}");
+    assert!(!plain.contains(&range));
     // The race engine and the device runtime are only the sanitized
     // entries' (their mangled names say so).
     for engine in ["gpu_sanitizer", "vigil_shared"] {

@@ -12,7 +12,7 @@ use core::panic::Location;
 
 use vigil_shared::abi::AccessSite;
 use vigil_shared::engine::{Engine, Outcome};
-use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, SideEntry};
+use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, SideEntry, HOST_SITE_TAG};
 use vigil_shared::{AccessKind, Ordering, Scope};
 
 use super::cta::{lane, CtaState};
@@ -27,7 +27,7 @@ use crate::sanitizer::{AtomicAccess, Sanitizer};
 pub struct GpuSanitizer;
 
 #[inline(always)]
-fn linear_block() -> u32 {
+pub(super) fn linear_block() -> u32 {
     let (b, g) = (arch::block_idx(), arch::grid_dim());
     (b.z * g.y + b.y) * g.x + b.x
 }
@@ -49,22 +49,37 @@ struct Hook {
 }
 
 impl Hook {
+    /// A kernel access at `#[track_caller]` location `loc` (in the
+    /// module's memory: the host reads it back).
     #[inline(always)]
     fn new(loc: &'static Location<'static>) -> Hook {
+        let file = loc.file();
+        Hook::at(
+            file.as_ptr() as u64,
+            file.len() as u32,
+            (loc.line(), loc.column()),
+            loc as *const Location<'static> as u64,
+        )
+    }
+
+    /// An access whose file is `file_ptr`/`file_len` at `(line, column)`,
+    /// and whose side entries name `location`.
+    #[inline(always)]
+    fn at(file_ptr: u64, file_len: u32, (line, col): (u32, u32), location: u64) -> Hook {
         let cta = CtaState::current();
         Hook {
             site: AccessSite {
-                file_ptr: loc.file().as_ptr() as u64,
-                file_len: loc.file().len() as u32,
-                line: loc.line(),
-                col: loc.column(),
+                file_ptr,
+                file_len,
+                line,
+                col,
                 location_id: 0,
                 kernel_id: cta.launch,
                 block: linear_block(),
                 thread: lane().0,
                 reserved: 0,
             },
-            location: loc as *const Location<'static> as u64,
+            location,
             cta,
         }
     }
@@ -101,7 +116,10 @@ impl Hook {
             let rt = self.cta.runtime();
             // SAFETY: the runtime's side table and report buffer are live.
             let reporter = unsafe { Reporter::new(rt) };
-            report(&reporter, rt, &r, words);
+            // A host-issued copy is not a kernel thread to stop.
+            let halt =
+                rt.flags & GpuRuntime::HALT_ON_RACE != 0 && self.location & HOST_SITE_TAG == 0;
+            report(&reporter, &r, words, halt);
         }
     }
 }
@@ -110,9 +128,9 @@ impl Hook {
 #[inline(never)]
 fn report(
     reporter: &Reporter<'_>,
-    rt: &GpuRuntime,
     r: &vigil_shared::abi::RaceReport,
     words: (u64, u64),
+    halt: bool,
 ) {
     let prior = if vigil_shared::abi::ReportKind::from_u32(r.kind).is_some_and(|k| k.is_error()) {
         SideEntry::default()
@@ -120,14 +138,39 @@ fn report(
         reporter.prior_of(r, words.0, words.1)
     };
     reporter.push(&GpuReportRecord { report: *r, prior });
-    if rt.flags & GpuRuntime::HALT_ON_RACE != 0 {
+    if halt {
         arch::trap();
     }
 }
 
-#[inline(never)]
+#[inline(always)]
 fn check_access(addr: u64, size: u32, write: bool, loc: &'static Location<'static>) {
-    let hook = Hook::new(loc);
+    let file = loc.file();
+    let location = loc as *const Location<'static> as u64;
+    let at = (loc.line(), loc.column());
+    check_plain(
+        addr,
+        size,
+        write,
+        (file.as_ptr() as u64, file.len() as u32),
+        at,
+        location,
+    );
+}
+
+/// A plain access of `size` bytes at `addr` by a host-issued copy or fill
+/// (the range-access entry): its file and side entries carry `site`, a tag
+/// the host resolves to the call site (no `Location` in device memory).
+#[inline(always)]
+pub(super) fn check_host_access(addr: u64, size: u32, write: bool, site: u64, at: (u32, u32)) {
+    check_plain(addr, size, write, (site, 0), at, site);
+}
+
+/// A plain access through the engine, noted in the side table as made at
+/// `location` (file `file` = pointer and length, `at` = line and column).
+#[inline(never)]
+fn check_plain(addr: u64, size: u32, write: bool, file: (u64, u32), at: (u32, u32), location: u64) {
+    let hook = Hook::at(file.0, file.1, at, location);
     // SAFETY: the CTA's runtime is live for the launch.
     let mem = unsafe { RuntimeMemory::new(hook.cta.runtime()) };
     if !mem.manages(addr) {

@@ -7,6 +7,8 @@
 //! - `report`: the side table of earlier accesses and the report buffer.
 //! - `cta` (PTX): CTA entry and exit around the body.
 //! - `hooks` (PTX): `GpuSanitizer`, the hooks every global access calls.
+//! - `range` (PTX): the range-access entry, which checks a host-issued
+//!   copy or fill as accesses of its stream.
 //!
 //! The first three are plain atomics over memory and are unit-tested in
 //! the host build; the PTX-only parts use `arch::ptx` for `%smid`,
@@ -28,8 +30,12 @@ mod slots;
 mod cta;
 #[cfg(target_arch = "nvptx64")]
 mod hooks;
+#[cfg(target_arch = "nvptx64")]
+mod range;
 
 #[cfg(target_arch = "nvptx64")]
 pub use cta::run_cta;
 #[cfg(target_arch = "nvptx64")]
 pub use hooks::GpuSanitizer;
+#[cfg(target_arch = "nvptx64")]
+pub use range::range_access;

@@ -69,7 +69,9 @@ pub(crate) enum EventHandle {
 
 /// A module's backend half.
 pub(crate) enum ModuleHandle {
-    Cuda(CudaModule),
+    /// Shared with the device's GPU sanitizer when it keeps the module's
+    /// range-access entry.
+    Cuda(Arc<CudaModule>),
     /// The CPU backend does not compile PTX (it runs the Rust body).
     Cpu,
 }
@@ -400,12 +402,11 @@ impl Backend {
                 // Sanitized contexts launch the `__vigil` entries: capped
                 // registers keep them launchable with large blocks.
                 let cap = c.pool().map(|_| cuda::sanitizer::MAX_REGISTERS);
-                Ok(ModuleHandle::Cuda(CudaModule::load(
-                    c.device(),
-                    &image,
-                    variant,
-                    cap,
-                )?))
+                let module = Arc::new(CudaModule::load(c.device(), &image, variant, cap)?);
+                // A sanitized context checks copies with the module's
+                // range-access entry, if the device has none yet.
+                c.offer_module(&module)?;
+                Ok(ModuleHandle::Cuda(module))
             }
             Backend::Cpu(_) => Ok(ModuleHandle::Cpu),
         }
@@ -486,7 +487,7 @@ impl Backend {
     ) -> Result<()> {
         let waits = op.touches_host();
         match (self, stream.0) {
-            (Backend::Cuda(c), StreamHandle::Cuda(s)) => c.transfer(s, op)?,
+            (Backend::Cuda(c), StreamHandle::Cuda(s)) => c.transfer((s, stream.1), op, caller)?,
             (Backend::Cpu(c), StreamHandle::Cpu) => c.transfer(stream.1, op, caller),
             _ => return Err(self.foreign("a copy")),
         }
@@ -505,11 +506,10 @@ impl Backend {
                     kernel: launch.kernel,
                     func,
                     stream,
-                    stream_id: launch.stream_id,
                     config: launch.config,
                     params: launch.params,
                 };
-                c.launch(&l, variant)
+                c.launch(&l, launch.stream_id, variant)
             }
             (Backend::Cpu(c), FunctionHandle::Cpu(host), StreamHandle::Cpu) => {
                 let host = host.ok_or(Error::Unsupported {

@@ -206,10 +206,12 @@ fn decode_prior(
     }
     if site.tid == raw.prior_tid {
         if let Some(l) = resolver.launch(site.launch) {
-            // A host-issued transfer runs on no SM, whatever the entry says.
-            if !l.host_issued {
-                prior.smid = site.sm.or(prior.smid);
-            }
+            // A host-issued transfer runs on no SM, whatever the entry or
+            // the thread id (a GPU range check's CTA) says.
+            prior.smid = match l.host_issued {
+                true => None,
+                false => site.sm.or(prior.smid),
+            };
             prior.block = Some(unlinear(u64::from(site.block), l.grid));
             prior.thread = Some(unlinear(u64::from(site.thread), l.block));
             prior.kernel = Some(l.kernel);

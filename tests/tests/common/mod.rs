@@ -3,8 +3,28 @@
 //! runs on, and the lookup of `// @marker` lines in the kernels' sources.
 #![allow(dead_code)] // each suite uses its part
 
-use vigil::{Context, DeviceBuffer, Kernel, KernelFn, Module, ReportKind, Stream};
+use vigil::{
+    Context, DeviceBuffer, Kernel, KernelFn, LaunchConfig, Module, RaceReports, ReportKind, Stream,
+};
 use vigil_tests::KERNELS_PTX;
+
+/// One `#[test]` per scenario name, each calling
+/// `super::scenarios::<name>($make)` (from the module the suite
+/// instantiates for a backend), skipped without the backend: it returns
+/// (or fails, with `VIGIL_REQUIRE_GPU=1`) when `$make` makes no context,
+/// so a case that expects a race cannot pass by not running.
+#[allow(unused_macros)] // used by the suites, not by every test file
+macro_rules! scenario_tests {
+    ($make:expr; $($name:ident),* $(,)?) => {$(
+        #[test]
+        fn $name() {
+            if $make(1).is_none() {
+                return;
+            }
+            super::scenarios::$name($make)
+        }
+    )*};
+}
 
 /// Makes a sanitized context with `workers` CPU workers (ignored on a GPU),
 /// or `None` when the backend is not available here (the case is skipped).
@@ -111,6 +131,63 @@ impl Bench {
 
     pub fn sync(&self) -> vigil::Result<()> {
         self.ctx.synchronize()
+    }
+}
+
+/// A sanitized context, the kernels' module and two streams: the bench of
+/// the cases between streams (host-issued copies, reports).
+pub struct TwoStreams {
+    pub ctx: Context,
+    pub module: Module,
+    pub a: Stream,
+    pub b: Stream,
+}
+
+impl TwoStreams {
+    pub fn new(ctx: Context) -> TwoStreams {
+        let module = Module::from_ptx(&ctx, KERNELS_PTX).expect("kernels module");
+        let (a, b) = (Stream::new(&ctx).unwrap(), Stream::new(&ctx).unwrap());
+        TwoStreams { ctx, module, a, b }
+    }
+
+    pub fn kernel<K: Kernel>(&self) -> KernelFn<K> {
+        self.module.kernel::<K>().expect("kernel in the module")
+    }
+
+    /// A buffer of `n` zeros, ready for every stream (a blocking copy).
+    pub fn zeros(&self, n: usize) -> DeviceBuffer<u32> {
+        DeviceBuffer::from_slice(&self.a, &vec![0; n]).expect("buffer")
+    }
+
+    /// `write_one(data, v)` on `s`.
+    pub fn write(&self, s: &Stream, data: &mut DeviceBuffer<u32>, v: u32) {
+        use vigil_kernels::races::write_one;
+        s.launch(
+            &self.kernel::<write_one>(),
+            LaunchConfig::new(1, 1),
+            (data, v),
+        )
+        .expect("write_one");
+    }
+
+    /// `read_one(data, out)` on `s`.
+    pub fn read(&self, s: &Stream, data: &mut DeviceBuffer<u32>, out: &mut DeviceBuffer<u32>) {
+        use vigil_kernels::races::read_one;
+        s.launch(
+            &self.kernel::<read_one>(),
+            LaunchConfig::new(1, 1),
+            (data, out),
+        )
+        .expect("read_one");
+    }
+
+    /// The distinct races of the next synchronisation (none: `Ok`).
+    pub fn races(&self) -> RaceReports {
+        match self.ctx.synchronize() {
+            Ok(()) => RaceReports::new(),
+            Err(vigil::Error::Races(r)) => r,
+            Err(e) => panic!("synchronize failed: {e}"),
+        }
     }
 }
 

@@ -24,7 +24,6 @@ pub(crate) struct CudaLaunch<'a> {
     pub(crate) kernel: &'a str,
     pub(crate) func: &'a CudaFunction,
     pub(crate) stream: &'a CudaStream,
-    pub(crate) stream_id: StreamId,
     pub(crate) config: LaunchConfig,
     pub(crate) params: &'a ParamBuffer,
 }
@@ -34,7 +33,12 @@ impl CudaBackend {
     /// the kernel's `name__vigil` entry, checks the configuration against
     /// it (it uses more registers), and appends the GPU sanitizer's hidden
     /// arguments ([`HIDDEN_PARAMS`]) to the parameters.
-    pub(crate) fn launch(&self, launch: &CudaLaunch<'_>, variant: LaunchVariant) -> Result<()> {
+    pub(crate) fn launch(
+        &self,
+        launch: &CudaLaunch<'_>,
+        stream_id: StreamId,
+        variant: LaunchVariant,
+    ) -> Result<()> {
         match variant {
             LaunchVariant::Plain => self.launch_entry(launch.func, launch, launch.params),
             LaunchVariant::Sanitized => {
@@ -61,7 +65,7 @@ impl CudaBackend {
                 let params = san.prepare_launch(
                     self.owner(),
                     launch.stream,
-                    launch.stream_id,
+                    stream_id,
                     launch.kernel,
                     &launch.config,
                     launch.params,
@@ -71,12 +75,33 @@ impl CudaBackend {
                     launch.params.slots().len()
                         + HIDDEN_PARAMS.iter().map(|p| p.parts.len()).sum::<usize>()
                 );
-                if let Some(pool) = self.pool() {
-                    pool.vmm().note_sanitized_launch();
-                }
-                self.launch_entry(func, launch, &params)
+                self.launch_sanitized(func, launch.kernel, launch.stream, launch.config, &params)
             }
         }
+    }
+
+    /// [`CudaBackend::launch_entry`] of a sanitized entry (a kernel's or
+    /// the range-access entry), noted for the shadow allocator (a reused
+    /// block's shadow must be reset after one).
+    pub(super) fn launch_sanitized(
+        &self,
+        func: &CudaFunction,
+        kernel: &str,
+        stream: &CudaStream,
+        config: LaunchConfig,
+        params: &ParamBuffer,
+    ) -> Result<()> {
+        if let Some(pool) = self.pool() {
+            pool.vmm().note_sanitized_launch();
+        }
+        let launch = CudaLaunch {
+            kernel,
+            func,
+            stream,
+            config,
+            params,
+        };
+        self.launch_entry(func, &launch, params)
     }
 
     /// `cuLaunchKernel` of `func` with `launch`'s configuration and the

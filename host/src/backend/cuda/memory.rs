@@ -1,13 +1,16 @@
 //! Device memory of a GPU context: `cuMemAlloc`/`cuMemFree` on a plain
 //! context, the shadow allocator's caching pool on a sanitized one, and the
-//! asynchronous copies and fills.
+//! asynchronous copies and fills (checked first in a sanitized context,
+//! see `transfer_check`).
 
 use super::driver::drv;
 use super::stream::CudaStream;
 use super::CudaBackend;
 use crate::backend::transfer::Transfer;
 use crate::error::Result;
+use crate::types::StreamId;
 use cudarc::driver::sys;
+use std::panic::Location;
 
 impl CudaBackend {
     /// Allocates `bytes > 0` bytes for work on `stream`.
@@ -32,7 +35,14 @@ impl CudaBackend {
         match self.pool() {
             // The last stream that used the buffer is not known: the pool
             // waits for the whole device before the block may be reused.
-            Some(pool) => Ok(pool.free_idle(ptr)?),
+            Some(pool) => {
+                // Transfer checks still waiting for the range-access entry
+                // must not touch the block once it is reused.
+                if let (Some(san), Some(a)) = (self.sanitizer_if_any(), pool.vmm().lookup(ptr)) {
+                    san.forget_waiting(a.ptr, a.size);
+                }
+                Ok(pool.free_idle(ptr)?)
+            }
             None => {
                 self.device().bind()?;
                 // SAFETY: `ptr` came from cuMemAlloc and is freed exactly once.
@@ -42,8 +52,17 @@ impl CudaBackend {
     }
 
     /// Enqueues a copy or fill on `stream` (the front end waits for the
-    /// stream afterwards when host memory is involved).
-    pub(crate) fn transfer(&self, stream: &CudaStream, op: Transfer<'_>) -> Result<()> {
+    /// stream afterwards when host memory is involved). A sanitized
+    /// context checks it first, as accesses of the stream made at `caller`.
+    pub(crate) fn transfer(
+        &self,
+        (stream, id): (&CudaStream, StreamId),
+        op: Transfer<'_>,
+        caller: &'static Location<'static>,
+    ) -> Result<()> {
+        if self.pool().is_some() {
+            self.check_transfer((stream, id), &op, caller)?;
+        }
         self.device().bind()?;
         let s = stream.raw();
         match op {

@@ -4,6 +4,8 @@
 //! - [`device`]: a retained primary context ([`CudaDevice`]) and its queries;
 //! - [`stream`], [`event`], [`module`]: owned driver handles;
 //! - [`memory`]: plain (`cuMemAlloc`) or shadow-allocator memory, copies, fills;
+//! - `transfer_check`: a sanitized context's copies and fills as launches
+//!   of the range-access entry;
 //! - [`launch`]: `cuLaunchKernel` of the plain or the sanitized entry;
 //! - [`sanitizer`]: the GPU race sanitizer's host side (runtime memory,
 //!   hidden arguments, stream and event clocks, report collection);
@@ -21,6 +23,7 @@ mod memory;
 pub(crate) mod module;
 pub(crate) mod sanitizer;
 pub(crate) mod stream;
+mod transfer_check;
 pub mod vmm;
 mod wait;
 

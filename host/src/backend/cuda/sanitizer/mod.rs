@@ -14,18 +14,27 @@
 //! records and decodes them into
 //! [`RaceReport`](crate::sanitizer::report::RaceReport)s.
 //!
+//! Host-issued copies and fills are launches of the range-access entry,
+//! planned like kernels (`range_checks`).
+//!
 //! - `slots`: how many sanitizer slots each SM gets.
 //! - `clocks`: which clocks a launch acquires (pure bookkeeping).
 //! - `device_memory`: the sanitizer's own device and mapped memory.
 //! - `location`: source locations read back from device memory.
+//! - `host_sites`: the host call sites of copies and fills, as tags.
+//! - `range_checks`: copies and fills as launches of the range-access entry.
 //! - `resolve`: what the records' numbers mean, for the shared decoder.
 
 mod clocks;
 mod device_memory;
+mod host_sites;
 mod location;
+mod range_checks;
 mod resolve;
 mod slots;
 
+use range_checks::RangeState;
+pub(crate) use range_checks::{RangeCheck, RangeEntry};
 pub(crate) use slots::slots_per_sm_fitting;
 
 use std::collections::HashMap;
@@ -47,8 +56,9 @@ use crate::sanitizer::decode::{decode_all, LaunchShape, PriorSite};
 use crate::sanitizer::report::RaceReports;
 use crate::types::{EventId, LaunchConfig, StreamId};
 
-use clocks::ClockBook;
+use clocks::{ClockBook, LaunchPlan};
 use device_memory::{read_device, DeviceBlock, MappedBlock};
+use host_sites::HostSites;
 use location::{LocationCache, LocationLayout};
 use resolve::{GpuResolver, LaunchHistory};
 
@@ -71,6 +81,10 @@ struct State {
     /// Records read from the buffer, by the context that launched the
     /// reporting kernel, until that context collects them.
     pending: HashMap<u64, Vec<GpuReportRecord>>,
+    /// Call sites of the transfers checked so far.
+    sites: HostSites,
+    /// The range-access entry, or the transfer checks waiting for it.
+    range: RangeState,
 }
 
 /// The GPU sanitizer of one device.
@@ -182,6 +196,8 @@ impl GpuSanitizer {
                 launches: LaunchHistory::default(),
                 locations: LocationCache::default(),
                 pending: HashMap::new(),
+                sites: HostSites::default(),
+                range: RangeState::Waiting(Vec::new()),
             }),
         })
     }
@@ -198,8 +214,32 @@ impl GpuSanitizer {
         config: &LaunchConfig,
         buf: &ParamBuffer,
     ) -> Result<ParamBuffer> {
-        let ordinal = Some(self.device.ordinal());
         let mut st = lock(&self.state);
+        let shape = LaunchShape {
+            kernel: kernel.to_owned(),
+            grid: config.grid,
+            block: config.block,
+            host_issued: false,
+        };
+        let (plan, launch) = self.plan(&mut st, owner, stream_id, shape)?;
+        if let Some(header) = &plan.write {
+            self.device.bind()?;
+            DeviceBlock::write_async(plan.stream_clocks, as_bytes(header), stream.raw())?;
+        }
+        drop(st);
+        Ok(self.with_hidden(buf, &plan, launch))
+    }
+
+    /// Plans a sanitized launch of `shape` on `stream_id` by `owner` (the
+    /// stream's clocks made on its first): its place in the stream's
+    /// clocks and its launch id.
+    fn plan(
+        &self,
+        st: &mut State,
+        owner: u64,
+        stream_id: StreamId,
+        shape: LaunchShape,
+    ) -> Result<(LaunchPlan, u32)> {
         if !st.book.has_stream(stream_id) {
             self.device.bind()?;
             let block = DeviceBlock::zeroed(StreamClocks::bytes(self.num_threads) as usize)?;
@@ -211,29 +251,21 @@ impl GpuSanitizer {
             backend: crate::types::DeviceId::Cuda(self.device.ordinal()),
             reason: "the stream has no sanitizer clocks",
         })?;
-        if let Some(header) = &plan.write {
-            self.device.bind()?;
-            DeviceBlock::write_async(plan.stream_clocks, as_bytes(header), stream.raw())?;
-        }
         let launch = self.next_launch.fetch_add(1, MemOrder::Relaxed);
-        st.launches.insert(
-            launch,
-            owner,
-            LaunchShape {
-                kernel: kernel.to_owned(),
-                grid: config.grid,
-                block: config.block,
-                host_issued: false,
-            },
-        );
-        drop(st);
+        st.launches.insert(launch, owner, shape);
+        Ok((plan, launch))
+    }
+
+    /// `buf` with the hidden arguments of a launch planned as `plan`.
+    fn with_hidden(&self, buf: &ParamBuffer, plan: &LaunchPlan, launch: u32) -> ParamBuffer {
+        let ordinal = Some(self.device.ordinal());
         let mut args = buf.clone();
         args.append_hidden_pointer(self.runtime.addr, ordinal);
         args.append_hidden_pointer(plan.stream_clocks, ordinal);
         args.append_hidden(plan.kernel);
         args.append_hidden(launch);
         debug_assert_eq!(HIDDEN_PARAMS.len(), 4);
-        Ok(args)
+        args
     }
 
     /// Reads and clears the report buffer (call after synchronising with
@@ -278,6 +310,7 @@ impl GpuSanitizer {
         let State {
             launches,
             locations,
+            sites,
             ..
         } = &mut *st;
         let device = &self.device;
@@ -293,6 +326,7 @@ impl GpuSanitizer {
             launches,
             layout: self.layout,
             locations: std::cell::RefCell::new(locations),
+            host_sites: sites,
             read: &read,
             allocation: &allocation,
         };

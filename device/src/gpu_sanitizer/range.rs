@@ -1,0 +1,86 @@
+//! The range-access entry ([`RANGE_ACCESS_ENTRY`]): a host-issued copy or
+//! fill as accesses of its stream.
+//!
+//! A sanitized context launches it on the transfer's stream just before
+//! the transfer, with the ranges the transfer reads and writes. It runs
+//! inside the CTA entry and exit hooks like every sanitized kernel, so the
+//! stream's clocks, events and host synchronisations order it exactly as
+//! they order kernels; each thread checks chunks of
+//! [`RANGE_CHUNK_BYTES`] grid-stride, as plain reads or writes made at the
+//! host call site the `site` tag names. Defined here under its exported
+//! name, so every kernel crate's PTX carries it (the sanitized cut keeps
+//! it: it is a `__vigil` entry; the plain cut drops it).
+
+use vigil_shared::gpu::{RANGE_ACCESS_ENTRY, RANGE_CHUNK_BYTES};
+
+use super::cta::{lane, run_cta};
+use super::hooks::{check_host_access, linear_block};
+
+/// True when `a` and `b` are the same string (in a constant).
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+// `export_name` takes a literal: it must be the shared constant.
+const _: () = assert!(same(RANGE_ACCESS_ENTRY, "vigil_range_access__vigil"));
+
+/// Checks `[read_addr, +read_bytes)` as reads and `[write_addr,
+/// +write_bytes)` as writes made at host call site `site` (a tag the host
+/// resolves), `line`, `column`; the last four parameters are the hidden
+/// ones of every sanitized entry.
+///
+/// # Safety
+/// Launched by the host's sanitized transfer path only: the hidden
+/// parameters are a live runtime and stream clocks (as for `run_cta`).
+#[export_name = "vigil_range_access__vigil"]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "ptx-kernel" fn range_access(
+    read_addr: u64,
+    read_bytes: u64,
+    write_addr: u64,
+    write_bytes: u64,
+    site: u64,
+    line: u32,
+    column: u32,
+    runtime: u64,
+    stream: u64,
+    kernel: u32,
+    launch: u32,
+) {
+    // SAFETY: the host's sanitized launch passes a live runtime and
+    // stream clocks (this function's contract).
+    unsafe {
+        run_cta(runtime, stream, kernel, launch, || {
+            let at = (line, column);
+            check_range(read_addr, read_bytes, false, site, at);
+            check_range(write_addr, write_bytes, true, site, at);
+        })
+    }
+}
+
+/// This thread's chunks of `[addr, addr + bytes)`, grid-stride.
+#[inline(always)]
+fn check_range(addr: u64, bytes: u64, write: bool, site: u64, at: (u32, u32)) {
+    let (lane, lanes) = lane();
+    let g = crate::arch::ptx::grid_dim();
+    let threads = u64::from(lanes) * u64::from(g.x * g.y * g.z);
+    let mut chunk = u64::from(linear_block()) * u64::from(lanes) + u64::from(lane);
+    let chunks = bytes.div_ceil(RANGE_CHUNK_BYTES);
+    while chunk < chunks {
+        let start = chunk * RANGE_CHUNK_BYTES;
+        let size = (bytes - start).min(RANGE_CHUNK_BYTES) as u32;
+        check_host_access(addr + start, size, write, site, at);
+        chunk += threads.max(1);
+    }
+}
