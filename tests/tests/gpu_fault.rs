@@ -15,7 +15,7 @@ use vigil_kernels::tests::{fill_pattern, pattern};
 use vigil_tests::KERNELS_PTX;
 
 /// Set in the child process that runs the trapping kernel.
-const CHILD: &str = "VIGIL_GPU_FAULT_CHILD";
+const CHILD: &str = "GPU_FAULT_TEST_CHILD";
 const TEST: &str = "a_trapping_sanitized_kernel_is_a_kernel_fault";
 
 #[test]
