@@ -30,6 +30,7 @@ macro_rules! race_scenarios {
                 disjoint_writes, adjacent_bytes_of_one_word,
                 two_kernels_on_one_stream, two_streams_unordered,
                 two_streams_ordered_by_an_event, two_streams_ordered_by_host_sync,
+                host_sync_after_many_streams,
                 release_acquire_device_scope, release_acquire_system_scope,
                 relaxed_flag, block_scope_atomics_across_blocks,
                 release_without_acquire, acquire_without_release,
@@ -173,6 +174,15 @@ mod scenarios {
         let Some(b) = Bench::new(make, 1) else {
             return Ok(());
         };
+        write_then_read_on(&b, between, same_stream)
+    }
+
+    /// [`write_then_read`] on an existing bench.
+    fn write_then_read_on(
+        b: &Bench,
+        between: impl FnOnce(&Bench, &Stream, &Stream),
+        same_stream: bool,
+    ) -> vigil::Result<()> {
         let other = Stream::new(&b.ctx).expect("stream");
         let second = if same_stream { &b.stream } else { &other };
         let (mut data, mut out) = (b.zeros(1), b.zeros(1));
@@ -183,7 +193,7 @@ mod scenarios {
                 (&mut data, 5u32),
             )
             .expect("write launch");
-        between(&b, &b.stream, second);
+        between(b, &b.stream, second);
         second
             .launch(
                 &b.kernel::<read_one>(),
@@ -227,6 +237,29 @@ mod scenarios {
             false,
         );
         check("streams ordered by host sync", out, &[]);
+    }
+
+    /// A host synchronisation orders the work before it however many
+    /// streams the context used before (a long-running test process, a
+    /// server): 40 streams each run a kernel and are synchronised, then
+    /// the ordered write-sync-read of two more streams is race-free.
+    pub fn host_sync_after_many_streams(make: MakeContext) {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        for _ in 0..40 {
+            let s = Stream::new(&b.ctx).expect("stream");
+            let mut x = b.zeros(1);
+            s.launch(
+                &b.kernel::<write_one>(),
+                LaunchConfig::new(1, 1),
+                (&mut x, 1u32),
+            )
+            .expect("launch");
+            b.sync().expect("each stream's own buffer: no race");
+        }
+        let out = write_then_read_on(&b, |b, _, _| b.sync().expect("no race before"), false);
+        check("host sync after 40 streams", out, &[]);
     }
 
     /// `flag_handoff` with the given codes; returns what `synchronize` said

@@ -13,8 +13,8 @@
 
 use core::sync::atomic::AtomicU32;
 
-use vigil_shared::abi::STREAM_RING_SLOTS;
 use super::memory::GpuAtomics;
+use vigil_shared::abi::STREAM_RING_SLOTS;
 use vigil_shared::clock::ThreadClocks;
 use vigil_shared::engine::EngineMemory;
 use vigil_shared::gpu::{

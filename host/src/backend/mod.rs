@@ -207,7 +207,7 @@ impl Backend {
             Backend::Cuda(c) => {
                 c.synchronize_within(timeout)?;
                 if let Some(s) = c.sanitizer_if_any() {
-                    s.on_host_wait(HostWait::All);
+                    s.on_host_wait(HostWait::All)?;
                 }
                 Ok(())
             }
@@ -247,7 +247,7 @@ impl Backend {
             (Backend::Cuda(c), StreamHandle::Cuda(s)) => {
                 s.synchronize_within(timeout)?;
                 if let Some(san) = c.sanitizer_if_any() {
-                    san.on_host_wait(HostWait::Stream(id));
+                    san.on_host_wait(HostWait::Stream(id))?;
                 }
                 Ok(())
             }
@@ -346,7 +346,7 @@ impl Backend {
             (Backend::Cuda(c), EventHandle::Cuda(e)) => {
                 e.synchronize_within(timeout)?;
                 if let Some(san) = c.sanitizer_if_any() {
-                    san.on_host_wait(HostWait::Event(id));
+                    san.on_host_wait(HostWait::Event(id))?;
                 }
                 Ok(())
             }

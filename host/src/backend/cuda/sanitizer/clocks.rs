@@ -8,11 +8,15 @@
 //! else is a *source*: the exit clock of another stream's latest kernel,
 //! named by the address of its ring slot. An event records its stream's
 //! sources; a wait adds the event's sources to the waiting stream's list;
-//! a host synchronisation adds the synchronised work's sources to every
-//! stream's list, and to the list a stream not yet launched on starts
-//! with. A ring slot only grows (each later kernel of its stream is
-//! ordered after the earlier ones), so a source read later never orders
-//! less than it did when it was taken.
+//! a host synchronisation folds the synchronised work's sources into the
+//! device's *host clock* (their element-wise maximum, which the caller
+//! computes: that work is done, so its clocks are final) and adds that one
+//! clock to every stream's list, and to the list a stream not yet
+//! launched on starts with. So host synchronisations never fill a join
+//! list, however many streams a process makes. A ring slot only grows
+//! (each later kernel of its stream is ordered after the earlier ones),
+//! and so does the host clock, so a source read later never orders less
+//! than it did when it was taken.
 
 use std::collections::HashMap;
 
@@ -29,18 +33,23 @@ pub(crate) struct Source {
     addr: u64,
 }
 
+/// The pseudo-stream of the host clock's source.
+const HOST: StreamId = StreamId(u64::MAX);
+
 /// Merges `add` into `into`: one source per stream (the newest), and at
-/// most [`MAX_JOINS`] (the oldest dropped: it can only miss orderings
-/// the dropped stream's later kernels would have carried).
-fn merge(into: &mut Vec<Source>, add: &[Source]) {
+/// most [`MAX_JOINS`]. Past that the oldest is dropped, which loses an
+/// ordering (a later access may be reported against work it is ordered
+/// after); only event waits can get there (host synchronisations fold
+/// into one source), from more than 31 streams a stream waits on without
+/// launching in between, and it is counted ([`ClockBook::dropped_joins`]).
+fn merge(into: &mut Vec<Source>, add: &[Source]) -> usize {
     for s in add {
         into.retain(|o| o.stream != s.stream);
         into.push(*s);
     }
-    if into.len() > MAX_JOINS {
-        let extra = into.len() - MAX_JOINS;
-        into.drain(..extra);
-    }
+    let extra = into.len().saturating_sub(MAX_JOINS);
+    into.drain(..extra);
+    extra
 }
 
 #[derive(Debug)]
@@ -50,6 +59,8 @@ struct StreamBook {
     base: u64,
     /// Kernels launched so far.
     kernels: u32,
+    /// `kernels` when the host clock last folded this stream's clock.
+    folded: u32,
     /// Sources the next kernel joins.
     pending: Vec<Source>,
     /// The join list the device copy holds now.
@@ -74,19 +85,32 @@ pub(crate) struct ClockBook {
     num_threads: u32,
     streams: HashMap<StreamId, StreamBook>,
     events: HashMap<EventId, Vec<Source>>,
-    /// What a stream's first kernel joins: the host synchronisations so far.
+    /// What a stream's first kernel joins: the host clock, once a host
+    /// synchronisation gave it content.
     host: Vec<Source>,
+    /// Device address of the host clock (`num_threads` u32s).
+    host_clock: u64,
+    /// Sources dropped from full join lists (see [`merge`]).
+    dropped: u64,
 }
 
 impl ClockBook {
-    /// Bookkeeping for clocks of `num_threads` entries.
-    pub fn new(num_threads: u32) -> ClockBook {
+    /// Bookkeeping for clocks of `num_threads` entries, with the host
+    /// clock at device address `host_clock`.
+    pub fn new(num_threads: u32, host_clock: u64) -> ClockBook {
         ClockBook {
             num_threads,
             streams: HashMap::new(),
             events: HashMap::new(),
             host: Vec::new(),
+            host_clock,
+            dropped: 0,
         }
+    }
+
+    /// Sources dropped from full join lists so far.
+    pub fn dropped_joins(&self) -> u64 {
+        self.dropped
     }
 
     /// True once `stream` has its device clocks.
@@ -101,6 +125,7 @@ impl ClockBook {
         self.streams.entry(stream).or_insert_with(|| StreamBook {
             base: 0,
             kernels: 0,
+            folded: 0,
             pending: host.clone(),
             written: Vec::new(),
         })
@@ -156,37 +181,90 @@ impl ClockBook {
     /// `stream`'s later work waits for `event`.
     pub fn wait(&mut self, stream: StreamId, event: EventId) {
         let sources = self.events.get(&event).cloned().unwrap_or_default();
-        merge(&mut self.book(stream).pending, &sources);
+        self.dropped += merge(&mut self.book(stream).pending, &sources) as u64;
     }
 
-    /// The host waited for `sources`: all later work is ordered after it.
-    fn host_waited(&mut self, sources: &[Source]) {
-        merge(&mut self.host, sources);
+    /// The host waited for `sources` (their kernels are done): returns the
+    /// ring slots the caller must fold into the host clock (element-wise
+    /// maximum) before planning any later launch; every later launch joins
+    /// the host clock, which replaces the folded sources in every list.
+    #[must_use]
+    fn host_waited(&mut self, sources: &[Source]) -> Vec<u64> {
+        let fold: Vec<u64> = sources
+            .iter()
+            .filter(|s| s.stream != HOST)
+            .map(|s| s.addr)
+            .collect();
+        if fold.is_empty() {
+            return fold;
+        }
+        let host = Source {
+            stream: HOST,
+            addr: self.host_clock,
+        };
+        self.host = vec![host];
         for s in self.streams.values_mut() {
-            merge(&mut s.pending, sources);
+            s.pending.retain(|p| !sources.contains(p));
+            merge(&mut s.pending, &[host]);
+        }
+        for e in self.events.values_mut() {
+            if e.iter().any(|p| sources.contains(p)) {
+                e.retain(|p| !sources.contains(p));
+                merge(e, &[host]);
+            }
+        }
+        fold
+    }
+
+    /// The sources at the end of `stream` the host clock does not hold
+    /// yet (its latest kernel's, when one ran since the last fold).
+    fn unfolded(&mut self, stream: StreamId) -> Vec<Source> {
+        let sources = self.sources(stream);
+        match self.streams.get_mut(&stream) {
+            Some(s) => {
+                let ring_done = s.kernels == s.folded;
+                s.folded = s.kernels;
+                let ring = (s.kernels > 0).then(|| {
+                    StreamClocks::ring_slot(s.base, self.num_threads, s.kernels % STREAM_RING_SLOTS)
+                });
+                sources
+                    .into_iter()
+                    .filter(|p| !(ring_done && Some(p.addr) == ring && p.stream == stream))
+                    .collect()
+            }
+            None => sources,
         }
     }
 
-    /// The host waited for everything on `stream`.
-    pub fn sync_stream(&mut self, stream: StreamId) {
-        let sources = self.sources(stream);
-        self.host_waited(&sources);
+    /// The host waited for everything on `stream`; returns the ring slots
+    /// to fold into the host clock (see [`ClockBook::host_waited`]).
+    #[must_use]
+    pub fn sync_stream(&mut self, stream: StreamId) -> Vec<u64> {
+        let sources = self.unfolded(stream);
+        self.host_waited(&sources)
     }
 
-    /// The host waited for `event`.
-    pub fn sync_event(&mut self, event: EventId) {
+    /// The host waited for `event`; returns the ring slots to fold.
+    #[must_use]
+    pub fn sync_event(&mut self, event: EventId) -> Vec<u64> {
         let sources = self.events.get(&event).cloned().unwrap_or_default();
-        self.host_waited(&sources);
+        self.host_waited(&sources)
     }
 
-    /// The host waited for every stream.
-    pub fn sync_all(&mut self) {
+    /// The host waited for every stream; returns the ring slots to fold
+    /// (one per stream that ran a kernel since the last fold).
+    #[must_use]
+    pub fn sync_all(&mut self) -> Vec<u64> {
         let mut all = Vec::new();
         let ids: Vec<StreamId> = self.streams.keys().copied().collect();
         for id in ids {
-            merge(&mut all, &self.sources(id));
+            for p in self.unfolded(id) {
+                if !all.contains(&p) {
+                    all.push(p);
+                }
+            }
         }
-        self.host_waited(&all);
+        self.host_waited(&all)
     }
 }
 
@@ -199,8 +277,10 @@ mod tests {
     const B: StreamId = StreamId(2);
     const E: EventId = EventId(9);
 
+    const HOST_CLOCK: u64 = 0xf000;
+
     fn book() -> ClockBook {
-        let mut b = ClockBook::new(N);
+        let mut b = ClockBook::new(N, HOST_CLOCK);
         b.add_stream(A, 0x1000);
         b.add_stream(B, 0x9000);
         b
@@ -258,25 +338,39 @@ mod tests {
         let mut b = book();
         b.launch(A).unwrap();
         b.launch(A).unwrap();
-        b.sync_stream(A);
-        assert_eq!(joins(&b.launch(B).unwrap()), Some(vec![slot(0x1000, 2)]));
+        assert_eq!(b.sync_stream(A), vec![slot(0x1000, 2)]);
+        assert_eq!(joins(&b.launch(B).unwrap()), Some(vec![HOST_CLOCK]));
         b.add_stream(StreamId(7), 0x7000);
         assert_eq!(
             joins(&b.launch(StreamId(7)).unwrap()),
-            Some(vec![slot(0x1000, 2)])
+            Some(vec![HOST_CLOCK])
         );
-        // A synchronisation of everything keeps one source per stream.
+        // A synchronisation of everything folds each stream's newest exit
+        // clock that the host clock does not hold yet: A's third kernel,
+        // B's and 7's first. The join lists still name the host clock.
         b.launch(A).unwrap();
-        b.sync_all();
-        let p = b.launch(B).unwrap();
-        let mut got = joins(&p).unwrap();
-        got.sort();
-        assert_eq!(got, vec![slot(0x1000, 3), slot(0x7000, 1), slot(0x9000, 1)]);
+        let mut fold = b.sync_all();
+        fold.sort();
+        assert_eq!(
+            fold,
+            vec![slot(0x1000, 3), slot(0x7000, 1), slot(0x9000, 1)]
+        );
+        assert_eq!(
+            b.launch(B).unwrap().write,
+            None,
+            "B's list is the host clock already"
+        );
+        assert_eq!(b.launch(A).unwrap().write, None);
+        // Nothing ran since on 7: a second sync folds only A and B.
+        let mut fold = b.sync_all();
+        fold.sort();
+        assert_eq!(fold, vec![slot(0x1000, 4), slot(0x9000, 2)]);
+        assert_eq!(b.sync_all(), Vec::<u64>::new(), "nothing new to fold");
     }
 
     #[test]
     fn a_wait_before_the_streams_first_launch_is_kept() {
-        let mut b = ClockBook::new(N);
+        let mut b = ClockBook::new(N, HOST_CLOCK);
         b.add_stream(A, 0x1000);
         b.launch(A).unwrap();
         b.record(E, A);
@@ -286,24 +380,46 @@ mod tests {
         assert_eq!(joins(&b.launch(B).unwrap()), Some(vec![slot(0x1000, 1)]));
     }
 
-    /// After many synchronisations of many streams the list is full; the
-    /// event's source, the newest, is still in it.
+    /// Host synchronisations of any number of streams never fill a join
+    /// list: they all fold into the host clock.
     #[test]
-    fn a_full_join_list_keeps_the_newest_source() {
-        let mut b = ClockBook::new(N);
-        for i in 0..2 * MAX_JOINS as u64 {
-            b.add_stream(StreamId(100 + i), 0x10_0000 * (i + 1));
-            b.launch(StreamId(100 + i)).unwrap();
-            b.sync_all();
+    fn many_synchronised_streams_leave_one_host_source() {
+        let mut b = ClockBook::new(N, HOST_CLOCK);
+        for i in 0..4 * MAX_JOINS as u64 {
+            let s = StreamId(100 + i);
+            b.add_stream(s, 0x10_0000 * (i + 1));
+            b.launch(s).unwrap();
+            assert_eq!(
+                b.sync_all().len(),
+                1,
+                "only the new stream's kernel to fold"
+            );
         }
         b.add_stream(A, 0x1000);
         b.launch(A).unwrap();
         b.record(E, A);
         b.wait(B, E);
         b.add_stream(B, 0x9000);
-        let j = joins(&b.launch(B).unwrap()).unwrap();
-        assert_eq!(j.len(), MAX_JOINS);
-        assert!(j.contains(&slot(0x1000, 1)));
+        let mut j = joins(&b.launch(B).unwrap()).unwrap();
+        j.sort();
+        assert_eq!(j, vec![slot(0x1000, 1), HOST_CLOCK]);
+        assert_eq!(b.dropped_joins(), 0);
+    }
+
+    /// An event list past `MAX_JOINS` drops its oldest source, counted.
+    #[test]
+    fn a_full_event_join_list_is_counted() {
+        let mut b = ClockBook::new(N, HOST_CLOCK);
+        b.add_stream(B, 0x9000);
+        for i in 0..MAX_JOINS as u64 + 3 {
+            let s = StreamId(100 + i);
+            b.add_stream(s, 0x10_0000 * (i + 1));
+            b.launch(s).unwrap();
+            b.record(EventId(1000 + i), s);
+            b.wait(B, EventId(1000 + i));
+        }
+        assert_eq!(joins(&b.launch(B).unwrap()).unwrap().len(), MAX_JOINS);
+        assert_eq!(b.dropped_joins(), 3);
     }
 
     #[test]

@@ -44,7 +44,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use vigil_shared::abi::ReportBufferHeader;
 use vigil_shared::engine::sc_fence_words;
 use vigil_shared::gpu::{
-    GpuReportRecord, GpuRuntime, SideEntry, SmSlots, StreamClocks, HIDDEN_PARAMS,
+    GpuReportRecord, GpuRuntime, SideEntry, SmSlots, StreamClocks, HIDDEN_PARAMS, MAX_JOINS,
 };
 
 use super::device::CudaDevice;
@@ -75,6 +75,8 @@ const REPORT_CAPACITY: u32 = 1024;
 /// What is guarded by the sanitizer's lock.
 struct State {
     book: ClockBook,
+    /// The host clock's value (what `host_clock` on the device holds).
+    host_clock: Vec<u32>,
     streams: HashMap<StreamId, DeviceBlock>,
     launches: LaunchHistory,
     locations: LocationCache,
@@ -95,6 +97,8 @@ pub(crate) struct GpuSanitizer {
     slots: u32,
     num_threads: u32,
     runtime: DeviceBlock,
+    /// The clock every host synchronisation folds into (see `clocks`).
+    host_clock: DeviceBlock,
     _slot_table: DeviceBlock,
     _side_table: DeviceBlock,
     _sc_fences: DeviceBlock,
@@ -176,6 +180,8 @@ impl GpuSanitizer {
             rank: runtime_state.rank,
         };
         let runtime = DeviceBlock::zeroed(std::mem::size_of::<GpuRuntime>())?;
+        let host_clock = DeviceBlock::zeroed(g.num_threads as usize * 4)?;
+        let host_clock_addr = host_clock.addr;
         runtime.write(as_bytes(&desc))?;
         Ok(GpuSanitizer {
             device: device.clone(),
@@ -184,6 +190,7 @@ impl GpuSanitizer {
             slots,
             num_threads: g.num_threads,
             runtime,
+            host_clock,
             _slot_table: slot_table,
             _side_table: side_table,
             _sc_fences: sc_fences,
@@ -191,7 +198,8 @@ impl GpuSanitizer {
             layout: LocationLayout::probe(),
             next_launch: AtomicU32::new(1),
             state: Mutex::new(State {
-                book: ClockBook::new(g.num_threads),
+                book: ClockBook::new(g.num_threads, host_clock_addr),
+                host_clock: vec![0; g.num_threads as usize],
                 streams: HashMap::new(),
                 launches: LaunchHistory::default(),
                 locations: LocationCache::default(),
@@ -378,17 +386,43 @@ impl GpuSanitizer {
 
     /// `stream` waits for `event`.
     pub fn on_stream_wait(&self, stream: StreamId, event: EventId) {
-        lock(&self.state).book.wait(stream, event);
+        let book = &mut lock(&self.state).book;
+        let before = book.dropped_joins();
+        book.wait(stream, event);
+        if before == 0 && book.dropped_joins() > 0 {
+            eprintln!(
+                "vigil: a stream waited on events of more than {MAX_JOINS} other streams \
+                 without a kernel in between; the oldest of those orderings were dropped, \
+                 so a later race report on that stream may be a false alarm"
+            );
+        }
     }
 
     /// The host waited: later work is ordered after what it waited for.
-    pub fn on_host_wait(&self, wait: HostWait) {
-        let book = &mut lock(&self.state).book;
-        match wait {
-            HostWait::Stream(id) => book.sync_stream(id),
-            HostWait::Event(id) => book.sync_event(id),
-            HostWait::All => book.sync_all(),
+    /// The exit clocks of the work waited for (done, so final) are folded
+    /// into the host clock here, under the state lock, before any later
+    /// launch can be planned to join it.
+    pub fn on_host_wait(&self, wait: HostWait) -> Result<()> {
+        let mut st = lock(&self.state);
+        let st = &mut *st;
+        let fold = match wait {
+            HostWait::Stream(id) => st.book.sync_stream(id),
+            HostWait::Event(id) => st.book.sync_event(id),
+            HostWait::All => st.book.sync_all(),
+        };
+        if fold.is_empty() {
+            return Ok(());
         }
+        self.device.bind()?;
+        for addr in fold {
+            let bytes = read_device(addr, st.host_clock.len() * 4)?;
+            for (h, c) in st.host_clock.iter_mut().zip(bytes.chunks_exact(4)) {
+                *h = (*h).max(u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+            }
+        }
+        // Entries only grow, so a kernel of another stream reading the
+        // host clock while it is written never orders less than before.
+        self.host_clock.write(bytemuck::cast_slice(&st.host_clock))
     }
 
     /// The races of `owner`'s launches found since its last collection
