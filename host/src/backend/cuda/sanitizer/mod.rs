@@ -416,8 +416,8 @@ impl GpuSanitizer {
         self.device.bind()?;
         for addr in fold {
             let bytes = read_device(addr, st.host_clock.len() * 4)?;
-            for (h, c) in st.host_clock.iter_mut().zip(bytes.chunks_exact(4)) {
-                *h = (*h).max(u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+            for (h, c) in st.host_clock.iter_mut().zip(bytes.as_chunks::<4>().0) {
+                *h = (*h).max(u32::from_le_bytes(*c));
             }
         }
         // Entries only grow, so a kernel of another stream reading the
