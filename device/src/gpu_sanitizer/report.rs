@@ -10,7 +10,9 @@
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use vigil_shared::abi::{RaceReport, ReportBufferHeader};
-use vigil_shared::gpu::{side_index, unpack_access, GpuReportRecord, GpuRuntime, SideEntry};
+use vigil_shared::gpu::{
+    side_set, unpack_access, GpuReportRecord, GpuRuntime, SideEntry, SIDE_WAYS,
+};
 
 /// How often a report looks again for the earlier access's side entry:
 /// that access notes itself just after its shadow update, so a race found
@@ -46,26 +48,58 @@ impl<'r> Reporter<'r> {
         }
     }
 
+    /// Way `way` of the set of `tid`'s write (`write`) or read of `word`
+    /// in `epoch`.
     #[inline(always)]
-    fn entry(&self, word: u64, tid: u32, epoch: u32, write: bool) -> Option<&'r [AtomicU64]> {
-        let at = side_index(word, tid, epoch, write, self.side_log2) as usize * SideEntry::U64S;
+    fn way(
+        &self,
+        word: u64,
+        tid: u32,
+        epoch: u32,
+        write: bool,
+        way: u64,
+    ) -> Option<&'r [AtomicU64]> {
+        let at =
+            (side_set(word, tid, epoch, write, self.side_log2) + way) as usize * SideEntry::U64S;
         self.side.get(at..at + SideEntry::U64S)
     }
 
-    /// Notes an access to words `first..=last` by `e.tid` in `e.epoch`.
+    /// Notes an access to words `first..=last` by `e.tid` in `e.epoch`:
+    /// into the way of its set that holds this very key already, else an
+    /// empty one, else one of an older launch, else the way the key's
+    /// word picks. Relaxed stores: concurrent notes into one set may mix
+    /// two entries' fields, which [`Reporter::prior_of`] rejects by key.
     #[inline(always)]
     pub fn note(&self, first: u64, last: u64, write: bool, e: SideEntry) {
         for word in first..=last {
-            let Some(slot) = self.entry(word, e.tid, e.epoch, write) else {
-                return;
-            };
-            let v: [u64; SideEntry::U64S] = bytemuck::cast(SideEntry {
-                word: word as u32,
-                ..e
-            });
-            for (w, x) in slot.iter().zip(v) {
-                w.store(x, Ordering::Relaxed);
+            let mut pick = None;
+            let mut fallback = word % SIDE_WAYS;
+            for way in 0..SIDE_WAYS {
+                let Some(slot) = self.way(word, e.tid, e.epoch, write, way) else {
+                    return;
+                };
+                let held = load_entry(slot);
+                if held.location == 0
+                    || (held.word == word as u32 && held.tid == e.tid && held.epoch == e.epoch)
+                {
+                    pick = Some(slot);
+                    break;
+                }
+                if held.launch != e.launch {
+                    fallback = way;
+                }
             }
+            let slot = match pick.or_else(|| self.way(word, e.tid, e.epoch, write, fallback)) {
+                Some(slot) => slot,
+                None => return,
+            };
+            store_entry(
+                slot,
+                bytemuck::cast(SideEntry {
+                    word: word as u32,
+                    ..e
+                }),
+            );
         }
     }
 
@@ -76,20 +110,18 @@ impl<'r> Reporter<'r> {
         let write = unpack_access(r.prior_access).0.writes();
         for _ in 0..SIDE_ENTRY_POLLS {
             for word in first..=last {
-                let Some(slot) = self.entry(word, r.prior_tid, r.prior_epoch, write) else {
-                    return SideEntry::default();
-                };
-                let mut v = [0u64; SideEntry::U64S];
-                for (x, w) in v.iter_mut().zip(slot) {
-                    *x = w.load(Ordering::Relaxed);
-                }
-                let e: SideEntry = bytemuck::cast(v);
-                if e.location != 0
-                    && e.word == word as u32
-                    && e.tid == r.prior_tid
-                    && e.epoch == r.prior_epoch
-                {
-                    return e;
+                for way in 0..SIDE_WAYS {
+                    let Some(slot) = self.way(word, r.prior_tid, r.prior_epoch, write, way) else {
+                        return SideEntry::default();
+                    };
+                    let e = load_entry(slot);
+                    if e.location != 0
+                        && e.word == word as u32
+                        && e.tid == r.prior_tid
+                        && e.epoch == r.prior_epoch
+                    {
+                        return e;
+                    }
                 }
             }
         }
@@ -114,6 +146,22 @@ impl<'r> Reporter<'r> {
             d.store(*s, Ordering::Relaxed);
         }
         true
+    }
+}
+
+#[inline(always)]
+fn load_entry(slot: &[AtomicU64]) -> SideEntry {
+    let mut v = [0u64; SideEntry::U64S];
+    for (x, w) in v.iter_mut().zip(slot) {
+        *x = w.load(Ordering::Relaxed);
+    }
+    bytemuck::cast(v)
+}
+
+#[inline(always)]
+fn store_entry(slot: &[AtomicU64], v: [u64; SideEntry::U64S]) {
+    for (w, x) in slot.iter().zip(v) {
+        w.store(x, Ordering::Relaxed);
     }
 }
 
@@ -255,5 +303,56 @@ mod tests {
         );
         let p = rep.prior_of(&race(1, AccessKind::Read), 5, 5);
         assert_eq!((p.block, p.epoch), (1, 0));
+    }
+
+    #[test]
+    fn every_block_of_a_racy_kernel_finds_its_earlier_access() {
+        // A last-block reduction without release: 1,024 blocks each write
+        // their partial (and note it), 2,000 other accesses note after
+        // them, then the last block's 1,024 racing reads all look theirs up.
+        let side: Vec<AtomicU64> = (0..(1 << 16) * SideEntry::U64S)
+            .map(|_| AtomicU64::new(0))
+            .collect();
+        let rt = GpuRuntime {
+            side_table: side.as_ptr() as u64,
+            side_log2: 16,
+            ..GpuRuntime::default()
+        };
+        // SAFETY: `side` holds 2^16 entries.
+        let rep = unsafe { Reporter::new(&rt) };
+        let at = |tid: u32, epoch: u32, block: u32| SideEntry {
+            location: 0x3000,
+            tid,
+            epoch,
+            block,
+            launch: 5,
+            ..SideEntry::default()
+        };
+        for b in 0..1024u32 {
+            rep.note(
+                u64::from(b),
+                u64::from(b),
+                true,
+                at(b % 500, 1 + b / 500, b),
+            );
+        }
+        for k in 0..2000u32 {
+            rep.note(
+                5000 + u64::from(k),
+                5000 + u64::from(k),
+                k % 2 == 0,
+                at(k % 500, 9, 0),
+            );
+        }
+        for b in 0..1024u32 {
+            let race = RaceReport {
+                prior_tid: b % 500,
+                prior_epoch: 1 + b / 500,
+                prior_access: AccessKind::Write as u32,
+                ..RaceReport::default()
+            };
+            let p = rep.prior_of(&race, u64::from(b), u64::from(b));
+            assert_eq!((p.location, p.block), (0x3000, b), "block {b}'s write lost");
+        }
     }
 }
