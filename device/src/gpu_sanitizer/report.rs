@@ -65,41 +65,53 @@ impl<'r> Reporter<'r> {
     }
 
     /// Notes an access to words `first..=last` by `e.tid` in `e.epoch`:
-    /// into the way of its set that holds this very key already, else an
-    /// empty one, else one of an older launch, else the way the key's
-    /// word picks. Relaxed stores: concurrent notes into one set may mix
-    /// two entries' fields, which [`Reporter::prior_of`] rejects by key.
+    /// into the way of its set that holds this very key already, else the
+    /// first empty one or one of an older launch, claimed by a
+    /// compare-exchange of its key word (two blocks noting into one set at
+    /// once take different ways), else the way the word picks. Readers
+    /// check the whole key, so a half-written entry is only a miss that
+    /// [`Reporter::prior_of`] polls past.
     #[inline(always)]
     pub fn note(&self, first: u64, last: u64, write: bool, e: SideEntry) {
         for word in first..=last {
-            let mut pick = None;
-            let mut fallback = word % SIDE_WAYS;
+            let new: [u64; SideEntry::U64S] = bytemuck::cast(SideEntry {
+                word: word as u32,
+                ..e
+            });
+            let mut placed = false;
             for way in 0..SIDE_WAYS {
                 let Some(slot) = self.way(word, e.tid, e.epoch, write, way) else {
                     return;
                 };
-                let held = load_entry(slot);
-                if held.location == 0
-                    || (held.word == word as u32 && held.tid == e.tid && held.epoch == e.epoch)
+                let raw = load_raw(slot);
+                let held: SideEntry = bytemuck::cast(raw);
+                let mine = held.location != 0
+                    && held.word == word as u32
+                    && held.tid == e.tid
+                    && held.epoch == e.epoch;
+                let free = held.location == 0 || held.launch != e.launch;
+                if mine
+                    || (free
+                        && slot[KEY_WORD]
+                            .compare_exchange(
+                                raw[KEY_WORD],
+                                new[KEY_WORD],
+                                Ordering::Relaxed,
+                                Ordering::Relaxed,
+                            )
+                            .is_ok())
                 {
-                    pick = Some(slot);
+                    store_entry(slot, new);
+                    placed = true;
                     break;
                 }
-                if held.launch != e.launch {
-                    fallback = way;
+            }
+            if !placed {
+                // Every way holds another access of this launch: the word's.
+                if let Some(slot) = self.way(word, e.tid, e.epoch, write, word % SIDE_WAYS) {
+                    store_entry(slot, new);
                 }
             }
-            let slot = match pick.or_else(|| self.way(word, e.tid, e.epoch, write, fallback)) {
-                Some(slot) => slot,
-                None => return,
-            };
-            store_entry(
-                slot,
-                bytemuck::cast(SideEntry {
-                    word: word as u32,
-                    ..e
-                }),
-            );
         }
     }
 
@@ -149,13 +161,24 @@ impl<'r> Reporter<'r> {
     }
 }
 
+/// The u64 of a [`SideEntry`] holding its word and thread: the word a
+/// note claims a way with.
+const KEY_WORD: usize = 1;
+const _: () = assert!(core::mem::offset_of!(SideEntry, word) == KEY_WORD * 8);
+const _: () = assert!(core::mem::offset_of!(SideEntry, tid) == KEY_WORD * 8 + 4);
+
 #[inline(always)]
-fn load_entry(slot: &[AtomicU64]) -> SideEntry {
+fn load_raw(slot: &[AtomicU64]) -> [u64; SideEntry::U64S] {
     let mut v = [0u64; SideEntry::U64S];
     for (x, w) in v.iter_mut().zip(slot) {
         *x = w.load(Ordering::Relaxed);
     }
-    bytemuck::cast(v)
+    v
+}
+
+#[inline(always)]
+fn load_entry(slot: &[AtomicU64]) -> SideEntry {
+    bytemuck::cast(load_raw(slot))
 }
 
 #[inline(always)]
@@ -353,6 +376,51 @@ mod tests {
             };
             let p = rep.prior_of(&race, u64::from(b), u64::from(b));
             assert_eq!((p.location, p.block), (0x3000, b), "block {b}'s write lost");
+        }
+    }
+
+    #[test]
+    fn blocks_noting_into_one_set_at_once_take_different_ways() {
+        // A table of one set pair: every key lands in the same set of 4
+        // ways. Four blocks note at the same moment; all four are found.
+        for round in 0..200u32 {
+            let side: Vec<AtomicU64> = (0..8 * SideEntry::U64S)
+                .map(|_| AtomicU64::new(0))
+                .collect();
+            let rt = GpuRuntime {
+                side_table: side.as_ptr() as u64,
+                side_log2: 3,
+                ..GpuRuntime::default()
+            };
+            // SAFETY: `side` holds 2^3 entries.
+            let rep = unsafe { Reporter::new(&rt) };
+            let start = std::sync::Barrier::new(4);
+            std::thread::scope(|s| {
+                for tid in 0..4u32 {
+                    let (rep, start) = (&rep, &start);
+                    s.spawn(move || {
+                        start.wait();
+                        let e = SideEntry {
+                            location: 0x4000,
+                            tid,
+                            epoch: round,
+                            block: tid + 1,
+                            launch: round,
+                            ..SideEntry::default()
+                        };
+                        rep.note(7, 7, true, e);
+                    });
+                }
+            });
+            for tid in 0..4u32 {
+                let race = RaceReport {
+                    prior_tid: tid,
+                    prior_epoch: round,
+                    prior_access: AccessKind::Write as u32,
+                    ..RaceReport::default()
+                };
+                assert_eq!(rep.prior_of(&race, 7, 7).block, tid + 1, "round {round}");
+            }
         }
     }
 }
