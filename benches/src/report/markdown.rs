@@ -1,8 +1,8 @@
 //! `bench-results.md`: the table, issue 10's targets, the host overheads
 //! and how it was measured.
 
-use super::{rate_unit, targets, Ratios};
-use crate::results::{Cell, SuiteResults};
+use super::{fmt_figure, rate_unit, targets, Ratios};
+use crate::results::{Cell, Limit, SuiteResults};
 use crate::timing::Plan;
 use crate::tools::TOOL_REPEATS;
 use std::fmt::Write;
@@ -33,7 +33,31 @@ impl Footnotes {
                 .join(" / "),
             Cell::Unavailable(why) => format!("n/a {}", self.cite(why)),
             Cell::Failed(why) => format!("failed {}", self.cite(why)),
+            Cell::Killed { at_least_ms, by } => {
+                let limit = match by {
+                    Limit::Case(d) => format!(
+                        "the child was killed at the {} s per-case limit (counted from the case's first launch); a kernel cannot be stopped otherwise",
+                        d.as_secs_f64()
+                    ),
+                    Limit::Budget => "the child was killed when its phase's share of --budget ran out".to_owned(),
+                };
+                match at_least_ms {
+                    Some(ms) => format!("> {} (killed) {}", fmt_bound(*ms), self.cite(&limit)),
+                    None => format!("killed before its first launch {}", self.cite(&limit)),
+                }
+            }
+            Cell::Skipped(why) => format!("skipped: {why}"),
+            Cell::Pending => "not run yet".to_owned(),
         }
+    }
+}
+
+/// A killed cell's bound: seconds when long, like the brief's `> 20 s`.
+fn fmt_bound(ms: f64) -> String {
+    if ms >= 1000.0 {
+        format!("{:.1} s", ms / 1e3)
+    } else {
+        format!("{} ms", fmt_ms(ms))
     }
 }
 
@@ -50,6 +74,9 @@ fn fmt_ms(ms: f64) -> String {
 fn fmt_opt(v: Option<f64>, suffix: &str) -> String {
     v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}{suffix}"))
 }
+
+/// Columns of the table.
+const COLUMNS: usize = 14;
 
 /// The whole run as Markdown.
 pub fn to_markdown(results: &SuiteResults) -> String {
@@ -89,15 +116,18 @@ pub fn to_markdown(results: &SuiteResults) -> String {
             r.size,
             notes.cell(&r.vigil, false),
             notes.cell(&r.twin, false),
-            fmt_opt(x.vigil_over_nvcc, ""),
+            fmt_figure(x.vigil_over_nvcc, 2, ""),
             fmt_opt(x.vigil_rate, &format!(" {unit}")),
             fmt_opt(x.twin_rate, &format!(" {unit}")),
             notes.cell(&r.sanitized, false),
-            fmt_opt(x.sanitized_over_plain, "x"),
+            fmt_figure(x.sanitized_over_plain, 2, "x"),
             notes.cell(&r.memcheck, true),
             notes.cell(&r.racecheck, true),
-            fmt_opt(x.sanitized_over_memcheck, ""),
+            fmt_figure(x.sanitized_over_memcheck, 2, ""),
         );
+    }
+    for name in &results.not_run_yet {
+        let _ = writeln!(s, "| {name} |{}", " not run yet |".repeat(COLUMNS - 1));
     }
     s.push('\n');
     for (i, n) in notes.0.iter().enumerate() {
@@ -166,6 +196,22 @@ pub fn to_markdown(results: &SuiteResults) -> String {
         t.warmup,
         t.per_batch,
     );
+    let _ = write!(
+        s,
+        "\nVigil sanitized runs in a child process per run of cases, each case limited from its first launch and the column within its share of the budget; so do the compute-sanitizer columns. \
+         `> T (killed)`: the child was killed while a launch had run for T (host wall time), so one run takes longer than T, and the ratios built on it are bounds (`> N x`). \
+         `skipped: budget`: no time was left in the budget to start it.\n"
+    );
+    if !results.phases.is_empty() {
+        s.push_str("\nPhases (wall time):");
+        for p in &results.phases {
+            let share = p
+                .share_s
+                .map_or(String::new(), |b| format!(" of a {b:.0} s share"));
+            let _ = write!(s, " {} {:.1} s{share};", p.name, p.seconds);
+        }
+        s.push('\n');
+    }
     if !results.notes.is_empty() {
         s.push_str("\nNotes:\n");
         for n in &results.notes {
