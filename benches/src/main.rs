@@ -12,8 +12,9 @@
 //! vigil-bench --sanitized-child [--cpu] ... (internal) Vigil sanitized, time-boxed by the parent
 //! ```
 //!
-//! `--budget` (default 240 s) is the wall time the sanitized column and the
-//! two compute-sanitizer columns share; cases that no longer fit read
+//! `--budget` (default 390 s) is the whole run's wall time: the plain
+//! columns take what they need, and the sanitized column and the two
+//! compute-sanitizer columns share the rest; cases that no longer fit read
 //! "skipped: budget". `--case-limit` (default 20 s) ends one case's child
 //! that long after its first launch began; the cell then reads
 //! `> T s (killed)`, T being how long that launch had run.
@@ -143,11 +144,16 @@ fn write_report(out: &std::path::Path, results: &SuiteResults) -> Result<String>
         source,
     })?;
     for (name, text) in [("bench-results.md", &md), ("bench-results.json", &json)] {
+        // Written aside and renamed: a run killed mid-write keeps the
+        // previous complete file.
         let path = out.join(name);
-        std::fs::write(&path, text).map_err(|source| BenchError::Io {
-            what: format!("writing {}", path.display()),
-            source,
-        })?;
+        let partial = out.join(format!(".{name}.partial"));
+        std::fs::write(&partial, text)
+            .and_then(|()| std::fs::rename(&partial, &path))
+            .map_err(|source| BenchError::Io {
+                what: format!("writing {}", path.display()),
+                source,
+            })?;
     }
     Ok(md)
 }

@@ -269,3 +269,49 @@ pub struct PhaseTime {
     /// Its share of the run's budget (s), for the phases that have one.
     pub share_s: Option<f64>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Figure::{Exactly, LessThan, MoreThan};
+
+    #[test]
+    fn a_ratio_of_bounds_is_bounded_on_the_side_the_bounds_prove() {
+        assert_eq!(Exactly(6.0).over(Exactly(2.0)), Some(Exactly(3.0)));
+        // A slower-than numerator, or a faster-than denominator: larger.
+        assert_eq!(MoreThan(6.0).over(Exactly(2.0)), Some(MoreThan(3.0)));
+        assert_eq!(Exactly(6.0).over(LessThan(2.0)), Some(MoreThan(3.0)));
+        // The other way round: smaller.
+        assert_eq!(Exactly(6.0).over(MoreThan(2.0)), Some(LessThan(3.0)));
+        assert_eq!(LessThan(6.0).over(Exactly(2.0)), Some(LessThan(3.0)));
+        // Two lower bounds prove nothing about their ratio.
+        assert_eq!(MoreThan(6.0).over(MoreThan(2.0)), None);
+        assert_eq!(Exactly(6.0).over(Exactly(0.0)), None);
+    }
+
+    #[test]
+    fn a_bound_decides_a_limit_only_when_it_proves_it() {
+        assert_eq!(Exactly(4.0).at_most(5.0), Some(true));
+        assert_eq!(Exactly(6.0).at_most(5.0), Some(false));
+        assert_eq!(MoreThan(60.0).at_most(50.0), Some(false));
+        assert_eq!(MoreThan(40.0).at_most(50.0), None);
+        assert_eq!(LessThan(0.05).at_most(0.1), Some(true));
+        assert_eq!(LessThan(0.5).at_most(0.1), None);
+    }
+
+    #[test]
+    fn a_killed_cell_gives_its_lower_bound_and_no_measurement() {
+        let killed = Cell::Killed {
+            at_least_ms: Some(20_000.0),
+            by: Limit::Case(Duration::from_secs(20)),
+        };
+        assert_eq!(killed.device_ms(), None);
+        assert_eq!(killed.device_figure(), Some(MoreThan(20_000.0)));
+        assert_eq!(killed.wall_figure(), Some(MoreThan(20_000.0)));
+        let before_launch = Cell::Killed {
+            at_least_ms: None,
+            by: Limit::Budget,
+        };
+        assert_eq!(before_launch.device_figure(), None);
+    }
+}

@@ -56,6 +56,7 @@ pub fn run_sanitized(
 /// race reports: these kernels have none), then the timed repeats, each
 /// step reported ([`Line`]) as it goes.
 pub fn child_main(device: Device, seed: u64, repeats: usize, only: &[String]) -> Result<()> {
+    crate::child::runner::die_with_parent();
     let ctx = device.builder().sanitize(true).build()?;
     let stream = Stream::new(&ctx)?;
     let kernels = VigilKernels::load(&ctx)?;

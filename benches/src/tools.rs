@@ -96,6 +96,7 @@ pub fn run_tool(
 /// [`TOOL_REPEATS`] repeats of its launches by wall time, reporting each
 /// step ([`Line`]) as it goes.
 pub fn child_main(twins: &Path, seed: u64, only: &[String]) -> Result<()> {
+    crate::child::runner::die_with_parent();
     let ctx = Context::new(0)?;
     let stream = Stream::new(&ctx)?;
     let twins = Twins::from_files(&ctx, twins)?;

@@ -122,6 +122,14 @@ pub fn run_cases(
             // Its own process group, so that a kill ends a tool and the
             // program it runs together.
             .process_group(0);
+        // SAFETY: the closure runs in the forked child before exec and
+        // makes one async-signal-safe system call, touching no memory.
+        unsafe {
+            cmd.pre_exec(|| {
+                die_with_parent();
+                Ok(())
+            })
+        };
         let run = match cmd.spawn() {
             Ok(child) => watch(child, limits, on_case),
             Err(e) => {
@@ -275,6 +283,16 @@ fn watch(
         run.finished.push(c);
     }
     run
+}
+
+/// Asks the kernel to kill this process when its parent dies, so that a
+/// measuring child (which has a process group of its own, out of reach of
+/// a signal to the parent's) never outlives a parent ended from outside.
+/// Children call it too, for the program a tool runs. Async-signal-safe.
+pub fn die_with_parent() {
+    // SAFETY: `prctl(PR_SET_PDEATHSIG, SIGKILL)` takes plain integers and
+    // changes only this process's death signal.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
 }
 
 /// Kills `child`'s process group and reaps it; returns when it was killed.

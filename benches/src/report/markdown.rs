@@ -198,19 +198,22 @@ pub fn to_markdown(results: &SuiteResults) -> String {
     );
     let _ = write!(
         s,
-        "\nVigil sanitized runs in a child process per run of cases, each case limited from its first launch and the column within its share of the budget; so do the compute-sanitizer columns. \
+        "\nVigil sanitized runs in a child process, as do the compute-sanitizer columns: each case within a limit counted from its first launch, each column within its share of the run's budget. \
          `> T (killed)`: the child was killed while a launch had run for T (host wall time), so one run takes longer than T, and the ratios built on it are bounds (`> N x`). \
          `skipped: budget`: no time was left in the budget to start it.\n"
     );
     if !results.phases.is_empty() {
-        s.push_str("\nPhases (wall time):");
-        for p in &results.phases {
-            let share = p
-                .share_s
-                .map_or(String::new(), |b| format!(" of a {b:.0} s share"));
-            let _ = write!(s, " {} {:.1} s{share};", p.name, p.seconds);
-        }
-        s.push('\n');
+        let phases: Vec<String> = results
+            .phases
+            .iter()
+            .map(|p| {
+                let share = p
+                    .share_s
+                    .map_or(String::new(), |b| format!(" (of a {b:.0} s share)"));
+                format!("{} {:.1} s{share}", p.name, p.seconds)
+            })
+            .collect();
+        let _ = writeln!(s, "\nPhases (wall time): {}.", phases.join(", "));
     }
     if !results.notes.is_empty() {
         s.push_str("\nNotes:\n");

@@ -370,6 +370,44 @@ mod tests {
     }
 
     #[test]
+    fn a_killed_sanitized_cell_bounds_its_ratios_and_can_fail_a_target() {
+        use crate::results::{Figure, Limit};
+        use std::time::Duration;
+        let contended = Class::Atomics { contended: true };
+        let killed_at = |ms: f64| {
+            let mut r = case("counter", contended, 10.0, 10.0);
+            r.sanitized = Cell::Killed {
+                at_least_ms: Some(ms),
+                by: Limit::Case(Duration::from_secs(20)),
+            };
+            suite(vec![r])
+        };
+        // > 20 s over 10 ms plain: more than 2000x, so not within 50x.
+        let slow = killed_at(20_000.0);
+        let x = Ratios::of(&slow.cases[0], 2000.0);
+        assert_eq!(x.sanitized_over_plain, Some(Figure::MoreThan(2000.0)));
+        assert_eq!(x.sanitized_over_memcheck, Some(Figure::MoreThan(500.0)));
+        let t = targets(&slow);
+        assert_eq!(t[4].status, Status::NotMet, "{:?}", t[4]);
+        assert_eq!(t[1].status, Status::NotMet, "geomean > 2000x: {:?}", t[1]);
+        // Killed after 100 ms: more than 10x proves nothing against 50x.
+        assert_eq!(targets(&killed_at(100.0))[4].status, Status::Unmeasured);
+        let md = to_markdown(&slow);
+        assert!(
+            md.contains("| > 20.0 s (killed) [1] | > 2000.00x |"),
+            "{md}"
+        );
+        assert!(md.contains("20 s per-case limit"), "{md}");
+        let json = to_json(&slow).to_string();
+        assert!(
+            json.contains(
+                r#""vigil_sanitized":{"killed":{"at_least_ms":20000,"limit":{"case_limit_s":20}}}"#
+            ) && json.contains(r#""sanitized_over_plain":{"more_than":2000}"#),
+            "{json}"
+        );
+    }
+
+    #[test]
     fn json_escapes_strings_and_drops_non_finite_numbers() {
         let j = Json::obj([("a\"b", Json::str("x\ny\\")), ("n", Json::Num(f64::NAN))]);
         assert_eq!(j.to_string(), r#"{"a\"b":"x\ny\\","n":null}"#);
