@@ -3,8 +3,7 @@
 //! can run for minutes (contended atomics), and only ending its process
 //! stops it, so the parent's context never waits on one.
 
-use crate::cases::{case_rng, CASES};
-use crate::child::measure::{first_launch, timed_repeats, ChildPlan};
+use crate::child::measure::{each_case, first_launch, timed_repeats, ChildPlan};
 use crate::child::protocol::Line;
 use crate::child::{run_cases, CaseOutcome, ChildLimits};
 use crate::device::Device;
@@ -56,7 +55,6 @@ pub fn run_sanitized(
 /// race reports: these kernels have none), then the timed repeats, each
 /// step reported ([`Line`]) as it goes.
 pub fn child_main(device: Device, seed: u64, repeats: usize, only: &[String]) -> Result<()> {
-    crate::child::runner::die_with_parent();
     let ctx = device.builder().sanitize(true).build()?;
     let stream = Stream::new(&ctx)?;
     let kernels = VigilKernels::load(&ctx)?;
@@ -66,35 +64,25 @@ pub fn child_main(device: Device, seed: u64, repeats: usize, only: &[String]) ->
         events: true,
     };
     let imp = Impl::Vigil(&kernels);
-    for &(name, make) in CASES.iter() {
-        if !crate::suite::selected(only).contains(&name) {
-            continue;
+    each_case(only, device.scale(), ctx.sm_count(), seed, |name, case| {
+        let mut inst = case.instantiate(&stream)?;
+        case.reset(&stream, &mut inst)?;
+        stream.synchronize()?;
+        let first = first_launch(
+            name,
+            || case.run(imp, &stream, &mut inst),
+            || Ok(ctx.synchronize()?),
+        )?;
+        let checked = case.check(&stream, &inst).map(|(_, worst)| worst);
+        let failed = checked.is_err();
+        Line::Check(name, checked.map_err(|e| e.to_string())).emit();
+        if !failed {
+            timed_repeats(name, &stream, plan, first, || {
+                case.run(imp, &stream, &mut inst)
+            })?;
+            ctx.synchronize()?;
         }
-        Line::Case(name).emit();
-        let case = make(device.scale(), ctx.sm_count(), &mut case_rng(seed, name));
-        let outcome = (|| -> Result<()> {
-            let mut inst = case.instantiate(&stream)?;
-            case.reset(&stream, &mut inst)?;
-            stream.synchronize()?;
-            let first = first_launch(
-                name,
-                || case.run(imp, &stream, &mut inst),
-                || Ok(ctx.synchronize()?),
-            )?;
-            let checked = case.check(&stream, &inst).map(|(_, worst)| worst);
-            let failed = checked.is_err();
-            Line::Check(name, checked.map_err(|e| e.to_string())).emit();
-            if !failed {
-                timed_repeats(name, &stream, plan, first, || {
-                    case.run(imp, &stream, &mut inst)
-                })?;
-                ctx.synchronize()?;
-            }
-            Ok(())
-        })();
-        if let Err(e) = outcome {
-            Line::Error(name, e.to_string()).emit();
-        }
-    }
+        Ok(())
+    });
     Ok(())
 }

@@ -12,9 +12,8 @@
 //! - Vigil's sanitizer: races on global memory between threads, blocks,
 //!   kernels, streams and the host; shared memory is not checked.
 
-use crate::cases::{case_rng, Scale, CASES};
-use crate::child::measure::{first_launch, timed_repeats, ChildPlan};
-use crate::child::protocol::Line;
+use crate::cases::Scale;
+use crate::child::measure::{each_case, first_launch, timed_repeats, ChildPlan};
 use crate::child::{run_cases, CaseOutcome, ChildLimits};
 use crate::error::Result;
 use crate::kernels::{Impl, Twins};
@@ -96,7 +95,6 @@ pub fn run_tool(
 /// [`TOOL_REPEATS`] repeats of its launches by wall time, reporting each
 /// step ([`Line`]) as it goes.
 pub fn child_main(twins: &Path, seed: u64, only: &[String]) -> Result<()> {
-    crate::child::runner::die_with_parent();
     let ctx = Context::new(0)?;
     let stream = Stream::new(&ctx)?;
     let twins = Twins::from_files(&ctx, twins)?;
@@ -105,27 +103,18 @@ pub fn child_main(twins: &Path, seed: u64, only: &[String]) -> Result<()> {
         repeats: TOOL_REPEATS,
         events: false,
     };
-    for &(name, make) in CASES.iter() {
-        if !crate::suite::selected(only).contains(&name) {
-            continue;
-        }
-        Line::Case(name).emit();
-        let case = make(Scale::Full, ctx.sm_count(), &mut case_rng(seed, name));
-        let outcome = case.instantiate(&stream).and_then(|mut inst| {
-            let imp = Impl::Twin(&twins);
-            let first = first_launch(
-                name,
-                || case.run(imp, &stream, &mut inst),
-                || Ok(stream.synchronize()?),
-            )?;
-            timed_repeats(name, &stream, plan, first, || {
-                case.run(imp, &stream, &mut inst)
-            })
-        });
-        if let Err(e) = outcome {
-            Line::Error(name, e.to_string()).emit();
-        }
-    }
+    each_case(only, Scale::Full, ctx.sm_count(), seed, |name, case| {
+        let mut inst = case.instantiate(&stream)?;
+        let imp = Impl::Twin(&twins);
+        let first = first_launch(
+            name,
+            || case.run(imp, &stream, &mut inst),
+            || Ok(stream.synchronize()?),
+        )?;
+        timed_repeats(name, &stream, plan, first, || {
+            case.run(imp, &stream, &mut inst)
+        })
+    });
     Ok(())
 }
 

@@ -65,11 +65,7 @@ fn the_suite_runs_checks_times_and_reports_every_kernel_on_the_cpu_backend() {
         .find(|r| r.not_run_yet.is_empty())
         .expect("a report after the plain phase");
     assert!(halfway.cases.iter().all(|r| r.sanitized == Cell::Pending));
-    assert!(
-        reports.len() >= 1 + 2 * NAMES.len(),
-        "{} reports",
-        reports.len()
-    );
+    assert!(reports.len() > 2 * NAMES.len(), "{} reports", reports.len());
     let phases: Vec<&str> = results.phases.iter().map(|p| p.name).collect();
     assert_eq!(
         phases,

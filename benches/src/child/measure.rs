@@ -3,6 +3,7 @@
 //! soon as it is known (what was reported survives a kill).
 
 use super::protocol::Line;
+use crate::cases::{case_rng, Case, Scale, CASES};
 use crate::error::Result;
 use crate::timing::{measure_with, Plan, Timing};
 use std::time::Instant;
@@ -17,6 +18,28 @@ pub struct ChildPlan {
     pub repeats: usize,
     /// Device events (`false`: host wall time alone, as under a tool).
     pub events: bool,
+}
+
+/// Runs `body` on every case `only` selects, in table order, at `scale`
+/// with the run's inputs (`seed`), between its [`Line::Case`] and, should
+/// it fail, its [`Line::Error`].
+pub fn each_case(
+    only: &[String],
+    scale: Scale,
+    sm_count: u32,
+    seed: u64,
+    mut body: impl FnMut(&'static str, &Case) -> Result<()>,
+) {
+    for &(name, make) in CASES.iter() {
+        if !crate::suite::selected(only).contains(&name) {
+            continue;
+        }
+        Line::Case(name).emit();
+        let case = make(scale, sm_count, &mut case_rng(seed, name));
+        if let Err(e) = body(name, &case) {
+            Line::Error(name, e.to_string()).emit();
+        }
+    }
 }
 
 /// Runs `launch` once for `case` (synchronised by `finish`) between

@@ -229,8 +229,7 @@ fn watch(
                     *current = Some((case, Progress::default()));
                 }
                 Some(line) => {
-                    if let Some((c, p)) = current.as_mut().filter(|(c, _)| *c == line.case()) {
-                        let _ = c;
+                    if let Some((_, p)) = current.as_mut().filter(|(c, _)| *c == line.case()) {
                         p.apply(line, at);
                     }
                 }
@@ -288,8 +287,10 @@ fn watch(
 /// Asks the kernel to kill this process when its parent dies, so that a
 /// measuring child (which has a process group of its own, out of reach of
 /// a signal to the parent's) never outlives a parent ended from outside.
-/// Children call it too, for the program a tool runs. Async-signal-safe.
-pub fn die_with_parent() {
+/// Called in the forked child before exec (async-signal-safe). Not called
+/// again in the program a tool runs: the tool may start it from a thread
+/// that ends early, which would kill it at once.
+fn die_with_parent() {
     // SAFETY: `prctl(PR_SET_PDEATHSIG, SIGKILL)` takes plain integers and
     // changes only this process's death signal.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
