@@ -2,7 +2,7 @@
 //! the nvcc twin, each checked against the host reference before it is
 //! timed; the host overheads; then, sharing one time budget, Vigil
 //! sanitized and the twins under each compute-sanitizer tool, all in
-//! time-boxed child processes ([`sanitized`], [`tools`]). A failure in one
+//! time-boxed child processes ([`crate::sanitized`], [`tools`]). A failure in one
 //! cell is recorded and the run moves on; the results so far go to a
 //! callback after every case of every phase, so a run ended from outside
 //! still leaves its report.

@@ -93,7 +93,7 @@ pub fn run_tool(
 
 /// The child: loads the twins, then for every selected case times
 /// [`TOOL_REPEATS`] repeats of its launches by wall time, reporting each
-/// step ([`Line`]) as it goes.
+/// step ([`crate::child::protocol::Line`]) as it goes.
 pub fn child_main(twins: &Path, seed: u64, only: &[String]) -> Result<()> {
     let ctx = Context::new(0)?;
     let stream = Stream::new(&ctx)?;
