@@ -121,3 +121,22 @@ fn a_sanitized_child_past_its_limit_is_killed_and_its_cell_gives_the_bound() {
         "{json}"
     );
 }
+
+#[test]
+fn cases_the_budget_cannot_fit_are_marked_skipped_not_dropped() {
+    let mut opts = options(&["copy", "scan"], Duration::from_secs(60));
+    opts.budget = Duration::ZERO;
+    let results = run(&opts, &mut |_| {}).expect("a run");
+    assert_eq!(results.cases.len(), 2);
+    for r in &results.cases {
+        assert!(matches!(r.vigil, Cell::Timed(_)), "plain is not budgeted");
+        assert_eq!(
+            r.sanitized,
+            Cell::Skipped("budget".to_owned()),
+            "{}",
+            r.name
+        );
+    }
+    let md = to_markdown(&results);
+    assert_eq!(md.matches("| skipped: budget |").count(), 2, "{md}");
+}
