@@ -243,8 +243,10 @@ pub struct SuiteResults {
     pub date: String,
     /// The seed of the inputs.
     pub seed: u64,
-    /// How each series was timed.
+    /// How each plain series was timed.
     pub plan: Plan,
+    /// How each sanitized series was timed (in its child).
+    pub sanitized_plan: Plan,
     /// Timed repeats per series.
     pub repeats: usize,
     /// One per kernel, in table order.

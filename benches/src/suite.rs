@@ -152,6 +152,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&SuiteResults)) -> Result<Su
         date: crate::report::utc_now(),
         seed: opts.seed,
         plan: opts.plan,
+        sanitized_plan: opts.device.sanitized_plan(),
         repeats: opts.repeats.max(1),
         not_run_yet: selected(&opts.only),
         ..SuiteResults::default()

@@ -262,6 +262,7 @@ pub fn to_json(results: &SuiteResults) -> Json {
             "method",
             Json::obj([
                 ("device_time", plan(results.plan)),
+                ("sanitized_device_time", plan(results.sanitized_plan)),
                 ("repeats", Json::Num(results.repeats as f64)),
                 ("compute_sanitizer_wall_time", plan(Plan::TOOL)),
                 ("compute_sanitizer_repeats", Json::Num(TOOL_REPEATS as f64)),
