@@ -27,6 +27,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use vigil::{Context, DeviceBuffer, LaunchVariant, Stream};
 
+pub use crate::cases::selected;
 pub use crate::device::Device;
 
 /// What the cell of a sanitized run says until the GPU sanitizer lands.
@@ -107,15 +108,6 @@ impl Phase {
             Phase::Tool(Tool::Racecheck) => &mut r.racecheck,
         }
     }
-}
-
-/// The cases `only` selects, in table order.
-pub fn selected(only: &[String]) -> Vec<&'static str> {
-    CASES
-        .iter()
-        .map(|&(name, _)| name)
-        .filter(|name| only.is_empty() || only.iter().any(|o| o == name))
-        .collect()
 }
 
 /// Times a phase and records it.

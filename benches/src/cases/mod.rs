@@ -170,6 +170,15 @@ pub const NAMES: [&str; CASES.len()] = {
     names
 };
 
+/// The cases `only` selects, in table order.
+pub fn selected(only: &[String]) -> Vec<&'static str> {
+    CASES
+        .iter()
+        .map(|&(name, _)| name)
+        .filter(|name| only.is_empty() || only.iter().any(|o| o == name))
+        .collect()
+}
+
 /// The random source of case `name`'s inputs for a run seeded `seed`: the
 /// same in every process of the run (the compute-sanitizer children too),
 /// whichever cases are selected.

@@ -3,7 +3,7 @@
 //! soon as it is known (what was reported survives a kill).
 
 use super::protocol::Line;
-use crate::cases::{case_rng, Case, Scale, CASES};
+use crate::cases::{case_rng, selected, Case, Scale, CASES};
 use crate::error::Result;
 use crate::timing::{measure_with, Plan, Timing};
 use std::time::Instant;
@@ -31,7 +31,7 @@ pub fn each_case(
     mut body: impl FnMut(&'static str, &Case) -> Result<()>,
 ) {
     for &(name, make) in CASES.iter() {
-        if !crate::suite::selected(only).contains(&name) {
+        if !selected(only).contains(&name) {
             continue;
         }
         Line::Case(name).emit();
