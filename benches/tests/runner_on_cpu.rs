@@ -88,9 +88,10 @@ fn the_suite_runs_checks_times_and_reports_every_kernel_on_the_cpu_backend() {
 
 #[test]
 fn a_sanitized_child_past_its_limit_is_killed_and_its_cell_gives_the_bound() {
-    // sgemm's sanitized launch on the CPU backend takes tens of ms: a 1 ms
-    // limit ends it mid-launch.
-    let limit = Duration::from_millis(1);
+    // A zero limit ends the child as soon as the parent reads that the
+    // first launch began; sgemm's sanitized launch on the CPU backend takes
+    // milliseconds, far longer than the parent takes to react.
+    let limit = Duration::ZERO;
     let t = Instant::now();
     let results = run(&options(&["sgemm"], limit), &mut |_| {}).expect("a run");
     assert!(t.elapsed() < Duration::from_secs(60));
@@ -105,7 +106,10 @@ fn a_sanitized_child_past_its_limit_is_killed_and_its_cell_gives_the_bound() {
         }
         other => panic!("sanitized sgemm: {other:?}"),
     };
-    assert!(bound >= 1.0, "killed after the limit, bound {bound} ms");
+    assert!(
+        bound > 0.0 && bound < 1000.0,
+        "the bound is how long the launch had run: {bound} ms"
+    );
     assert!(matches!(r.vigil, Cell::Timed(_)), "plain: {:?}", r.vigil);
     let plain = r.vigil.device_ms().expect("plain timed");
     match Ratios::of(r, results.device.copy_gbps).sanitized_over_plain {

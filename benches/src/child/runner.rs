@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 /// A child is not started with less than this left of the budget's share
 /// (a GPU context and the module JIT alone take seconds).
 const MIN_START: Duration = Duration::from_secs(2);
-/// How often the parent looks at the child.
+/// How long the parent waits for a line before it looks at the child again.
 const POLL: Duration = Duration::from_millis(5);
 /// How long the parent waits for a killed child's output to drain.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
@@ -215,33 +215,31 @@ fn watch(
         summary: None,
         out_of_time: false,
     };
-    let mut take = |rx: &mpsc::Receiver<(String, Instant)>,
-                    current: &mut Option<(&'static str, Progress)>,
-                    run: &mut ChildRun| {
-        for (text, at) in rx.try_iter() {
-            match Line::parse(&text) {
-                Some(Line::Case(case)) => {
-                    if let Some((c, p)) = current.take() {
-                        on_case(c, p.outcome(End::Next));
-                        run.finished.push(c);
-                    }
-                    eprintln!("vigil-bench:   {case}");
-                    *current = Some((case, Progress::default()));
-                }
-                Some(line) => {
-                    if let Some((_, p)) = current.as_mut().filter(|(c, _)| *c == line.case()) {
-                        p.apply(line, at);
-                    }
-                }
-                None if text.contains("SUMMARY") => {
-                    run.summary = Some(text.trim_start_matches('=').trim().to_owned());
-                }
-                None => {}
+    let mut handle = |text: String,
+                      at: Instant,
+                      current: &mut Option<(&'static str, Progress)>,
+                      run: &mut ChildRun| match Line::parse(&text) {
+        Some(Line::Case(case)) => {
+            if let Some((c, p)) = current.take() {
+                on_case(c, p.outcome(End::Next));
+                run.finished.push(c);
+            }
+            eprintln!("vigil-bench:   {case}");
+            *current = Some((case, Progress::default()));
+        }
+        Some(line) => {
+            if let Some((_, p)) = current.as_mut().filter(|(c, _)| *c == line.case()) {
+                p.apply(line, at);
             }
         }
+        None if text.contains("SUMMARY") => {
+            run.summary = Some(text.trim_start_matches('=').trim().to_owned());
+        }
+        None => {}
     };
+    // One line at a time, the limits checked after each, and no wait past
+    // the next limit: a case is killed as soon as it is over.
     let end = loop {
-        take(&rx, &mut current, &mut run);
         match child.try_wait() {
             Ok(Some(status)) => {
                 run.status = status.to_string();
@@ -254,20 +252,29 @@ fn watch(
             }
         }
         let now = Instant::now();
-        let over_case = current
+        let case_ends = current
             .as_ref()
             .and_then(|(_, p)| p.launched_at)
-            .is_some_and(|t| now.saturating_duration_since(t) > limits.case);
+            .map(|t| t + limits.case);
         if now >= limits.deadline {
             run.out_of_time = true;
             run.status = "killed at the end of its budget".to_owned();
             break End::Killed(Limit::Budget, kill(&mut child));
         }
-        if over_case {
+        if case_ends.is_some_and(|end| now >= end) {
             run.status = format!("killed at the {} s case limit", limits.case.as_secs_f64());
             break End::Killed(Limit::Case(limits.case), kill(&mut child));
         }
-        std::thread::sleep(POLL);
+        let wait = case_ends
+            .map_or(POLL, |end| end.saturating_duration_since(now))
+            .min(POLL)
+            .min(limits.deadline.saturating_duration_since(now));
+        match rx.recv_timeout(wait) {
+            Ok((text, at)) => handle(text, at, &mut current, &mut run),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            // Its output closed: it is ending; `try_wait` will say so.
+            Err(mpsc::RecvTimeoutError::Disconnected) => std::thread::sleep(POLL),
+        }
     };
     // The pipe closes when the process group is gone; should a grandchild
     // have left the group and kept it open, give up on the reader after a
@@ -276,7 +283,9 @@ fn watch(
     while !reader.is_finished() && Instant::now() < grace {
         std::thread::sleep(POLL);
     }
-    take(&rx, &mut current, &mut run);
+    for (text, at) in rx.try_iter() {
+        handle(text, at, &mut current, &mut run);
+    }
     if let Some((c, p)) = current.take() {
         on_case(c, p.outcome(end));
         run.finished.push(c);
