@@ -4,9 +4,18 @@
 # `nvcc -O3 -arch=sm_90 -cubin`, then runs vigil-bench, which times Vigil,
 # the twins, Vigil sanitized and the twins under compute-sanitizer, and
 # writes bench-results.md and bench-results.json to $OUT (or the current
-# directory). A failing step is reported and the run goes on without it.
-# Arguments go to vigil-bench.
+# directory), rewritten after every case, so that a run ended from outside
+# still leaves its table. A failing step is reported and the run goes on
+# without it. Arguments go to vigil-bench (after the defaults, so they win).
+#
+# Time: the whole script aims at BENCH_TOTAL_S seconds (default 400, under
+# seven minutes on an H100): what nvcc leaves of it is vigil-bench's
+# --budget, which the sanitized and compute-sanitizer columns share after
+# the plain columns; a sanitized or tool case is killed 20 s after its
+# first launch (--case-limit), its cell then reading "> T s (killed)".
 set -uo pipefail
+script_start=$(date +%s)
+total=${BENCH_TOTAL_S:-400}
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$PWD}
 export PATH="$PATH:/usr/local/cuda/bin"
@@ -34,7 +43,10 @@ else
   args+=(--no-tools)
 fi
 start=$(date +%s)
-"$here/vigil-bench" "${args[@]}" --out "$out" "$@"
+budget=$((total - (start - script_start)))
+if [ "$budget" -lt 60 ]; then budget=60; fi
+echo "vigil-bench: budget $budget s, 20 s per sanitized or tool case"
+"$here/vigil-bench" "${args[@]}" --budget "$budget" --case-limit 20 --out "$out" "$@"
 rc=$?
 echo "vigil-bench: exit code $rc after $(( $(date +%s) - start )) s"
 exit $rc

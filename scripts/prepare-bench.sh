@@ -5,7 +5,8 @@
 #
 # Then, on the GPU machine (this repo's device tool: carry "bench-run"):
 #   bash bench-run/run.sh            # writes bench-results.{md,json} to $OUT or .
-# Arguments after run.sh go to vigil-bench (e.g. --only copy,axpy --no-tools).
+# It ends within about 400 s (BENCH_TOTAL_S). Arguments after run.sh go to
+# vigil-bench (e.g. --only copy,axpy --no-tools --budget 600 --case-limit 60).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"

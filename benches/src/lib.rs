@@ -8,10 +8,13 @@
 //! Layers, bottom up: [`error`] and [`data`] (host arrays, device
 //! buffers, reference checks); [`kernels`] (the two implementations);
 //! [`cases`] (sizes, inputs, references, one launch per case); [`timing`];
+//! [`device`] and [`budget`]; [`child`], time-boxed measuring children;
 //! the runs ([`smoke`] on the CPU backend; [`suite`] on a GPU, or on the
-//! CPU backend to try it; [`tools`] for compute-sanitizer; [`overhead`]
+//! CPU backend to try it; [`sanitized`], Vigil sanitized in a child;
+//! [`tools`], the twins under compute-sanitizer in a child; [`overhead`]
 //! and [`alloc`] for host costs); [`results`], what a run found; and
-//! [`report`], which turns results into the table and the JSON.
+//! [`report`], which turns results into the table and the JSON (rewritten
+//! after every case, so that a run ended from outside leaves its table).
 //!
 //! ```text
 //! scripts/prepare-bench.sh     # release build and CUDA sources into bench-run/
@@ -22,13 +25,17 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod alloc;
+pub mod budget;
 pub mod cases;
+pub mod child;
 pub mod data;
+pub mod device;
 pub mod error;
 pub mod kernels;
 pub mod overhead;
 pub mod report;
 pub mod results;
+pub mod sanitized;
 pub mod smoke;
 pub mod suite;
 pub mod timing;

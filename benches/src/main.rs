@@ -3,12 +3,21 @@
 //! ```text
 //! vigil-bench --cpu-smoke                 every Vigil kernel once on the CPU backend, checked
 //! vigil-bench [--twins twins.cubin] [--out DIR] [--seed N] [--repeats N] [--only a,b]
-//!             [--no-tools] [--compute-sanitizer PATH] [--tool-timeout SECONDS]
-//!             [--tool-case-limit SECONDS]
+//!             [--no-tools] [--compute-sanitizer PATH] [--budget SECONDS]
+//!             [--case-limit SECONDS]
 //!                                         the GPU run: writes DIR/bench-results.{md,json}
-//! vigil-bench --cpu [--out DIR]            the same run on the CPU backend, small sizes (a try-out)
+//!                                         after every case, the rest marked "not run yet"
+//! vigil-bench --cpu [--out DIR] ...        the same run on the CPU backend, small sizes (a try-out)
 //! vigil-bench --tool-child --twins F ...  (internal) the twins under compute-sanitizer
+//! vigil-bench --sanitized-child [--cpu] ... (internal) Vigil sanitized, time-boxed by the parent
 //! ```
+//!
+//! `--budget` (default 390 s) is the whole run's wall time: the plain
+//! columns take what they need, and the sanitized column and the two
+//! compute-sanitizer columns share the rest; cases that no longer fit read
+//! "skipped: budget". `--case-limit` (default 20 s) ends one case's child
+//! that long after its first launch began; the cell then reads
+//! `> T s (killed)`, T being how long that launch had run.
 //!
 //! `scripts/prepare-bench.sh` builds it and gathers the CUDA sources;
 //! `bash bench-run/run.sh` on the GPU machine compiles the twins with nvcc
@@ -17,16 +26,17 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-use vigil_bench::suite::{self, Device, Options};
+use vigil_bench::results::SuiteResults;
+use vigil_bench::suite::{self, Device, Options, DEFAULT_BUDGET_S, DEFAULT_CASE_LIMIT_S};
 use vigil_bench::timing::Plan;
-use vigil_bench::tools::{self, ToolOptions};
-use vigil_bench::{report, smoke, BenchError, Result};
+use vigil_bench::{report, sanitized, smoke, tools, BenchError, Result};
 
 /// The parsed command line.
 struct Args {
     cpu_smoke: bool,
     cpu: bool,
     tool_child: bool,
+    sanitized_child: bool,
     no_tools: bool,
     twins: Option<PathBuf>,
     out: PathBuf,
@@ -34,8 +44,8 @@ struct Args {
     repeats: usize,
     only: Vec<String>,
     compute_sanitizer: PathBuf,
-    tool_timeout: u64,
-    tool_case_limit: u64,
+    budget: u64,
+    case_limit: u64,
 }
 
 fn parse() -> Result<Args> {
@@ -43,6 +53,7 @@ fn parse() -> Result<Args> {
         cpu_smoke: false,
         cpu: false,
         tool_child: false,
+        sanitized_child: false,
         no_tools: false,
         twins: None,
         out: PathBuf::from("."),
@@ -50,8 +61,8 @@ fn parse() -> Result<Args> {
         repeats: 2,
         only: Vec::new(),
         compute_sanitizer: PathBuf::from("compute-sanitizer"),
-        tool_timeout: 90,
-        tool_case_limit: 25,
+        budget: DEFAULT_BUDGET_S,
+        case_limit: DEFAULT_CASE_LIMIT_S,
     };
     let mut it = std::env::args().skip(1);
     let value = |it: &mut dyn Iterator<Item = String>, flag: &str| {
@@ -67,6 +78,7 @@ fn parse() -> Result<Args> {
             "--cpu-smoke" => args.cpu_smoke = true,
             "--cpu" => args.cpu = true,
             "--tool-child" => args.tool_child = true,
+            "--sanitized-child" => args.sanitized_child = true,
             "--no-tools" => args.no_tools = true,
             "--twins" => args.twins = Some(value(&mut it, &flag)?.into()),
             "--out" => args.out = value(&mut it, &flag)?.into(),
@@ -80,11 +92,11 @@ fn parse() -> Result<Args> {
                     .collect()
             }
             "--compute-sanitizer" => args.compute_sanitizer = value(&mut it, &flag)?.into(),
-            "--tool-timeout" => args.tool_timeout = number(value(&mut it, &flag)?, &flag)?,
-            "--tool-case-limit" => args.tool_case_limit = number(value(&mut it, &flag)?, &flag)?,
+            "--budget" => args.budget = number(value(&mut it, &flag)?, &flag)?,
+            "--case-limit" => args.case_limit = number(value(&mut it, &flag)?, &flag)?,
             "-h" | "--help" => {
                 return Err(BenchError::Usage(
-                    "usage: vigil-bench [--cpu-smoke | --cpu] [--twins FILE] [--out DIR] [--seed N] [--repeats N] [--only a,b] [--no-tools] [--compute-sanitizer PATH] [--tool-timeout S] [--tool-case-limit S]".to_owned(),
+                    "usage: vigil-bench [--cpu-smoke | --cpu] [--twins FILE] [--out DIR] [--seed N] [--repeats N] [--only a,b] [--no-tools] [--compute-sanitizer PATH] [--budget S] [--case-limit S]".to_owned(),
                 ))
             }
             other => return Err(BenchError::Usage(format!("unknown argument {other:?} (try --help)"))),
@@ -123,43 +135,57 @@ fn cpu_smoke(seed: u64) -> Result<bool> {
     Ok(ok)
 }
 
-fn gpu_run(args: &Args) -> Result<()> {
-    let tools = match (&args.twins, args.no_tools) {
-        (Some(twins), false) => Some(ToolOptions {
-            compute_sanitizer: args.compute_sanitizer.clone(),
-            exe: std::env::current_exe().map_err(|source| BenchError::Io {
-                what: "finding this program".to_owned(),
+/// Writes the Markdown and the JSON of `results` to `out`.
+fn write_report(out: &std::path::Path, results: &SuiteResults) -> Result<String> {
+    let md = report::to_markdown(results);
+    let json = report::to_json(results).to_string();
+    std::fs::create_dir_all(out).map_err(|source| BenchError::Io {
+        what: format!("creating {}", out.display()),
+        source,
+    })?;
+    for (name, text) in [("bench-results.md", &md), ("bench-results.json", &json)] {
+        // Written aside and renamed: a run killed mid-write keeps the
+        // previous complete file.
+        let path = out.join(name);
+        let partial = out.join(format!(".{name}.partial"));
+        std::fs::write(&partial, text)
+            .and_then(|()| std::fs::rename(&partial, &path))
+            .map_err(|source| BenchError::Io {
+                what: format!("writing {}", path.display()),
                 source,
-            })?,
-            twins: twins.clone(),
-            seed: args.seed,
-            timeout: Duration::from_secs(args.tool_timeout),
-            case_limit: Duration::from_secs(args.tool_case_limit),
-        }),
-        _ => None,
-    };
-    let results = suite::run(&Options {
+            })?;
+    }
+    Ok(md)
+}
+
+fn gpu_run(args: &Args) -> Result<()> {
+    let exe = std::env::current_exe().map_err(|source| BenchError::Io {
+        what: "finding this program".to_owned(),
+        source,
+    })?;
+    let opts = Options {
         device: if args.cpu { Device::Cpu } else { Device::Gpu },
         plan: if args.cpu { Plan::QUICK } else { Plan::GPU },
         twins: args.twins.clone(),
         seed: args.seed,
         repeats: args.repeats,
         only: args.only.clone(),
-        tools,
+        exe,
+        compute_sanitizer: (!args.no_tools).then(|| args.compute_sanitizer.clone()),
+        budget: Duration::from_secs(args.budget),
+        case_limit: Duration::from_secs(args.case_limit),
+    };
+    // Rewritten after every case: a run ended from outside leaves a table.
+    let mut write_error = None;
+    let results = suite::run(&opts, &mut |so_far| {
+        if let Err(e) = write_report(&args.out, so_far) {
+            write_error.get_or_insert(e);
+        }
     })?;
-    let md = report::to_markdown(&results);
-    let json = report::to_json(&results).to_string();
-    std::fs::create_dir_all(&args.out).map_err(|source| BenchError::Io {
-        what: format!("creating {}", args.out.display()),
-        source,
-    })?;
-    for (name, text) in [("bench-results.md", &md), ("bench-results.json", &json)] {
-        let path = args.out.join(name);
-        std::fs::write(&path, text).map_err(|source| BenchError::Io {
-            what: format!("writing {}", path.display()),
-            source,
-        })?;
+    if let Some(e) = write_error {
+        return Err(e);
     }
+    let md = write_report(&args.out, &results)?;
     println!("{md}");
     println!(
         "wrote {} and {}",
@@ -179,6 +205,9 @@ fn main() -> ExitCode {
                 .clone()
                 .ok_or_else(|| BenchError::Usage("--tool-child needs --twins".to_owned()))?;
             tools::child_main(&twins, args.seed, &args.only).map(|()| true)
+        } else if args.sanitized_child {
+            let device = if args.cpu { Device::Cpu } else { Device::Gpu };
+            sanitized::child_main(device, args.seed, args.repeats, &args.only).map(|()| true)
         } else {
             gpu_run(&args).map(|()| true)
         }

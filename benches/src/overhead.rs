@@ -16,6 +16,10 @@ const ELEMENTS: usize = 256;
 const PER_BATCH: usize = 200;
 /// Timed batches; the median is reported.
 const BATCHES: usize = 25;
+/// Sanitized launches are timed in fewer, smaller batches: their kernels
+/// run in the parent (outside the children's limits), so they are kept
+/// few, and a batch must still fit the launch queue.
+const SANITIZED_BATCHES: (usize, usize) = (10, 50);
 
 /// Host microseconds per launch call.
 #[derive(Clone, Copy, Debug)]
@@ -32,7 +36,7 @@ pub fn launch_overhead(ctx: &Context, kernels: &VigilKernels) -> Result<LaunchOv
     let x = DeviceBuffer::<f32>::alloc_zeroed(&stream, ELEMENTS)?;
     let mut y = DeviceBuffer::<f32>::alloc_zeroed(&stream, ELEMENTS)?;
     let cfg = LaunchConfig::for_num_elems(ELEMENTS, 256);
-    let typed_us = typed_launch_us(&stream, kernels, &x, &mut y)?;
+    let typed_us = typed_launch_us(&stream, kernels, &x, &mut y, (BATCHES, PER_BATCH))?;
     let packed = pack_args::<copy, _>((&x, &mut y))?;
     let f = kernels.copy.function().raw();
     ctx.bind()?;
@@ -48,17 +52,18 @@ pub fn launch_overhead(ctx: &Context, kernels: &VigilKernels) -> Result<LaunchOv
 }
 
 /// Host microseconds per typed launch of `copy` on `stream` (plain or
-/// sanitized, as its context decides).
+/// sanitized, as its context decides), the median of `(batches, per_batch)`.
 pub fn typed_launch_us(
     stream: &Stream,
     kernels: &VigilKernels,
     x: &DeviceBuffer<f32>,
     y: &mut DeviceBuffer<f32>,
+    (batches, per_batch): (usize, usize),
 ) -> Result<f64> {
     let cfg = LaunchConfig::for_num_elems(x.len(), 256);
     host_us(
-        BATCHES,
-        PER_BATCH,
+        batches,
+        per_batch,
         || Ok(stream.launch(&kernels.copy, cfg, (x, &mut *y))?),
         || Ok(stream.synchronize()?),
     )
@@ -73,7 +78,7 @@ pub fn sanitized_launch_us(ctx: &Context, kernels: &VigilKernels) -> Result<Opti
     let stream = Stream::new(ctx)?;
     let x = DeviceBuffer::<f32>::alloc_zeroed(&stream, ELEMENTS)?;
     let mut y = DeviceBuffer::<f32>::alloc_zeroed(&stream, ELEMENTS)?;
-    let us = typed_launch_us(&stream, kernels, &x, &mut y)?;
+    let us = typed_launch_us(&stream, kernels, &x, &mut y, SANITIZED_BATCHES)?;
     ctx.synchronize()?;
     Ok(Some(us))
 }

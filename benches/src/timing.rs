@@ -36,6 +36,15 @@ impl Plan {
         per_batch: 1,
         budget: Duration::from_secs(1),
     };
+    /// Vigil sanitized (in its child process): 2 warm-ups, 7 batches of up
+    /// to 10 launches, about 1 s; a sanitizer's slowdown needs no finer
+    /// figure, and the per-case limit and the run's budget stay affordable.
+    pub const SANITIZED: Plan = Plan {
+        warmup: 2,
+        batches: 7,
+        per_batch: 10,
+        budget: Duration::from_secs(1),
+    };
     /// Under compute-sanitizer (one repeat): 1 warm-up, one batch of up
     /// to 3 launches, about 3 s.
     pub const TOOL: Plan = Plan {
@@ -68,6 +77,19 @@ pub struct Timing {
     pub launches: usize,
 }
 
+impl Timing {
+    /// One launch of `ms`, timed by the host clock alone.
+    pub fn single(ms: f64) -> Timing {
+        Timing {
+            median_ms: ms,
+            min_ms: ms,
+            max_ms: ms,
+            wall_ms: ms,
+            launches: 1,
+        }
+    }
+}
+
 /// Runs `run` as `plan` says on `stream` and times it with events.
 ///
 /// The first warm-up launch is timed by the host clock; when it alone
@@ -93,14 +115,7 @@ pub fn measure_with(
     stream.synchronize()?;
     let first = t.elapsed().as_secs_f64();
     if first > plan.budget.as_secs_f64() {
-        let ms = first * 1e3;
-        return Ok(Timing {
-            median_ms: ms,
-            min_ms: ms,
-            max_ms: ms,
-            wall_ms: ms,
-            launches: 1,
-        });
+        return Ok(Timing::single(first * 1e3));
     }
     let t = Instant::now();
     for _ in 1..plan.warmup.max(1) {
@@ -114,10 +129,17 @@ pub fn measure_with(
     };
     let affordable = plan.budget.as_secs_f64() / (plan.batches.max(1) as f64 * per_launch);
     let per_batch = (affordable as usize).clamp(1, plan.per_batch.max(1));
+    // Launches too slow for one per batch: fewer batches, so that the
+    // series stays near its budget (never fewer than one).
+    let batches = if affordable < 1.0 {
+        ((plan.budget.as_secs_f64() / per_launch) as usize).clamp(1, plan.batches.max(1))
+    } else {
+        plan.batches.max(1)
+    };
     let (start, end) = (Event::new(ctx)?, Event::new(ctx)?);
-    let mut batches = Vec::with_capacity(plan.batches);
+    let mut times = Vec::with_capacity(batches);
     let wall = Instant::now();
-    for _ in 0..plan.batches.max(1) {
+    for _ in 0..batches {
         let t = Instant::now();
         if events {
             start.record(stream)?;
@@ -133,15 +155,15 @@ pub fn measure_with(
             stream.synchronize()?;
             t.elapsed().as_secs_f64() * 1e3
         };
-        batches.push(ms / per_batch as f64);
+        times.push(ms / per_batch as f64);
     }
-    let launches = batches.len() * per_batch;
+    let launches = times.len() * per_batch;
     let wall_ms = wall.elapsed().as_secs_f64() * 1e3 / launches as f64;
-    batches.sort_by(f64::total_cmp);
+    times.sort_by(f64::total_cmp);
     Ok(Timing {
-        median_ms: batches[batches.len() / 2],
-        min_ms: batches[0],
-        max_ms: batches[batches.len() - 1],
+        median_ms: times[times.len() / 2],
+        min_ms: times[0],
+        max_ms: times[times.len() - 1],
         wall_ms,
         launches,
     })

@@ -170,6 +170,15 @@ pub const NAMES: [&str; CASES.len()] = {
     names
 };
 
+/// The cases `only` selects, in table order.
+pub fn selected(only: &[String]) -> Vec<&'static str> {
+    CASES
+        .iter()
+        .map(|&(name, _)| name)
+        .filter(|name| only.is_empty() || only.iter().any(|o| o == name))
+        .collect()
+}
+
 /// The random source of case `name`'s inputs for a run seeded `seed`: the
 /// same in every process of the run (the compute-sanitizer children too),
 /// whichever cases are selected.
@@ -222,6 +231,13 @@ impl Case {
         stream: &Stream,
         inst: &mut Instance,
     ) -> Result<(Vec<HostData>, f64)> {
+        self.reset(stream, inst)?;
+        self.run(imp, stream, inst)?;
+        self.check(stream, inst)
+    }
+
+    /// Initialises every output as its [`Reset`] says, before a checked run.
+    pub fn reset(&self, stream: &Stream, inst: &mut Instance) -> Result<()> {
         for (o, buf) in self.outputs.iter().zip(inst.outs.iter_mut()) {
             match o.reset {
                 Reset::Poison => buf.poison(stream)?,
@@ -229,7 +245,13 @@ impl Case {
                 Reset::Initial => buf.set(stream, &o.initial)?,
             }
         }
-        (self.launch)(imp, stream, &inst.ins, &mut inst.outs)?;
+        Ok(())
+    }
+
+    /// Downloads every output after one run from [`Case::reset`] outputs
+    /// and checks it against its reference; returns the outputs and the
+    /// largest scaled error.
+    pub fn check(&self, stream: &Stream, inst: &Instance) -> Result<(Vec<HostData>, f64)> {
         let mut worst = 0.0f64;
         let mut got = Vec::with_capacity(inst.outs.len());
         for (i, (o, buf)) in self.outputs.iter().zip(&inst.outs).enumerate() {

@@ -3,7 +3,7 @@
 
 use super::{rate_unit, targets, Ratios};
 use crate::cases::{Class, Work};
-use crate::results::{Cell, SuiteResults};
+use crate::results::{Cell, Figure, Limit, SuiteResults};
 use crate::timing::Plan;
 use crate::tools::TOOL_REPEATS;
 use std::fmt::{self, Write};
@@ -15,6 +15,8 @@ pub enum Json {
     Null,
     /// A number.
     Num(f64),
+    /// `true` or `false`.
+    Bool(bool),
     /// A string.
     Str(String),
     /// An array.
@@ -60,6 +62,7 @@ impl fmt::Display for Json {
             Json::Null => f.write_str("null"),
             Json::Num(v) if v.is_finite() => write!(f, "{v}"),
             Json::Num(_) => f.write_str("null"),
+            Json::Bool(b) => write!(f, "{b}"),
             Json::Str(s) => escape(s, f),
             Json::Arr(items) => {
                 f.write_char('[')?;
@@ -106,6 +109,32 @@ fn cell(c: &Cell) -> Json {
         )]),
         Cell::Unavailable(why) => Json::obj([("unavailable", Json::str(why.as_str()))]),
         Cell::Failed(why) => Json::obj([("failed", Json::str(why.as_str()))]),
+        Cell::Killed { at_least_ms, by } => Json::obj([(
+            "killed",
+            Json::obj([
+                ("at_least_ms", Json::num(*at_least_ms)),
+                (
+                    "limit",
+                    match by {
+                        Limit::Case(d) => Json::obj([("case_limit_s", Json::Num(d.as_secs_f64()))]),
+                        Limit::Budget => Json::str("budget"),
+                    },
+                ),
+            ]),
+        )]),
+        Cell::Skipped(why) => Json::obj([("skipped", Json::str(why.as_str()))]),
+        Cell::Pending => Json::obj([("not_run_yet", Json::Bool(true))]),
+    }
+}
+
+/// A figure: a number when measured, `{"more_than": x}` or
+/// `{"less_than": x}` when a killed cell bounds it, `null` when missing.
+fn figure(f: Option<Figure>) -> Json {
+    match f {
+        None => Json::Null,
+        Some(Figure::Exactly(v)) => Json::Num(v),
+        Some(Figure::MoreThan(v)) => Json::obj([("more_than", Json::Num(v))]),
+        Some(Figure::LessThan(v)) => Json::obj([("less_than", Json::Num(v))]),
     }
 }
 
@@ -159,12 +188,9 @@ pub fn to_json(results: &SuiteResults) -> Json {
                 (
                     "ratios",
                     Json::obj([
-                        ("vigil_over_nvcc", Json::num(x.vigil_over_nvcc)),
-                        ("sanitized_over_plain", Json::num(x.sanitized_over_plain)),
-                        (
-                            "sanitized_over_memcheck",
-                            Json::num(x.sanitized_over_memcheck),
-                        ),
+                        ("vigil_over_nvcc", figure(x.vigil_over_nvcc)),
+                        ("sanitized_over_plain", figure(x.sanitized_over_plain)),
+                        ("sanitized_over_memcheck", figure(x.sanitized_over_memcheck)),
                     ]),
                 ),
                 (
@@ -236,12 +262,33 @@ pub fn to_json(results: &SuiteResults) -> Json {
             "method",
             Json::obj([
                 ("device_time", plan(results.plan)),
+                ("sanitized_device_time", plan(results.sanitized_plan)),
                 ("repeats", Json::Num(results.repeats as f64)),
                 ("compute_sanitizer_wall_time", plan(Plan::TOOL)),
                 ("compute_sanitizer_repeats", Json::Num(TOOL_REPEATS as f64)),
             ]),
         ),
         ("cases", Json::Arr(cases)),
+        (
+            "cases_not_run_yet",
+            Json::Arr(results.not_run_yet.iter().map(|n| Json::str(*n)).collect()),
+        ),
+        (
+            "phases",
+            Json::Arr(
+                results
+                    .phases
+                    .iter()
+                    .map(|p| {
+                        Json::obj([
+                            ("phase", Json::str(p.name)),
+                            ("seconds", Json::Num(p.seconds)),
+                            ("budget_share_s", Json::num(p.share_s)),
+                        ])
+                    })
+                    .collect(),
+            ),
+        ),
         (
             "host",
             Json::obj([

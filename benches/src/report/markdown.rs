@@ -1,8 +1,8 @@
 //! `bench-results.md`: the table, issue 10's targets, the host overheads
 //! and how it was measured.
 
-use super::{rate_unit, targets, Ratios};
-use crate::results::{Cell, SuiteResults};
+use super::{fmt_figure, rate_unit, targets, Ratios};
+use crate::results::{Cell, Limit, SuiteResults};
 use crate::timing::Plan;
 use crate::tools::TOOL_REPEATS;
 use std::fmt::Write;
@@ -33,7 +33,31 @@ impl Footnotes {
                 .join(" / "),
             Cell::Unavailable(why) => format!("n/a {}", self.cite(why)),
             Cell::Failed(why) => format!("failed {}", self.cite(why)),
+            Cell::Killed { at_least_ms, by } => {
+                let limit = match by {
+                    Limit::Case(d) => format!(
+                        "the child was killed at the {} s per-case limit (counted from the case's first launch); a kernel cannot be stopped otherwise",
+                        d.as_secs_f64()
+                    ),
+                    Limit::Budget => "the child was killed when its phase's share of --budget ran out".to_owned(),
+                };
+                match at_least_ms {
+                    Some(ms) => format!("> {} (killed) {}", fmt_bound(*ms), self.cite(&limit)),
+                    None => format!("killed before its first launch {}", self.cite(&limit)),
+                }
+            }
+            Cell::Skipped(why) => format!("skipped: {why}"),
+            Cell::Pending => "not run yet".to_owned(),
         }
+    }
+}
+
+/// A killed cell's bound: seconds when long, like the brief's `> 20 s`.
+fn fmt_bound(ms: f64) -> String {
+    if ms >= 1000.0 {
+        format!("{:.1} s", ms / 1e3)
+    } else {
+        format!("{} ms", fmt_ms(ms))
     }
 }
 
@@ -50,6 +74,9 @@ fn fmt_ms(ms: f64) -> String {
 fn fmt_opt(v: Option<f64>, suffix: &str) -> String {
     v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}{suffix}"))
 }
+
+/// Columns of the table.
+const COLUMNS: usize = 14;
 
 /// The whole run as Markdown.
 pub fn to_markdown(results: &SuiteResults) -> String {
@@ -89,15 +116,18 @@ pub fn to_markdown(results: &SuiteResults) -> String {
             r.size,
             notes.cell(&r.vigil, false),
             notes.cell(&r.twin, false),
-            fmt_opt(x.vigil_over_nvcc, ""),
+            fmt_figure(x.vigil_over_nvcc, 2, ""),
             fmt_opt(x.vigil_rate, &format!(" {unit}")),
             fmt_opt(x.twin_rate, &format!(" {unit}")),
             notes.cell(&r.sanitized, false),
-            fmt_opt(x.sanitized_over_plain, "x"),
+            fmt_figure(x.sanitized_over_plain, 2, "x"),
             notes.cell(&r.memcheck, true),
             notes.cell(&r.racecheck, true),
-            fmt_opt(x.sanitized_over_memcheck, ""),
+            fmt_figure(x.sanitized_over_memcheck, 2, ""),
         );
+    }
+    for name in &results.not_run_yet {
+        let _ = writeln!(s, "| {name} |{}", " not run yet |".repeat(COLUMNS - 1));
     }
     s.push('\n');
     for (i, n) in notes.0.iter().enumerate() {
@@ -151,11 +181,13 @@ pub fn to_markdown(results: &SuiteResults) -> String {
         None => {}
     }
     let g = results.plan;
+    let z = results.sanitized_plan;
     let t = Plan::TOOL;
     let _ = write!(
         s,
         "\n**How it was measured.** Every kernel is checked against a host reference (and Vigil's output against the twin's) on fresh random inputs before it is timed. \
-         Device columns: CUDA events around batches of up to {} back-to-back launches after {} warm-ups, the median of {} batches, per launch; each cell shows {} repeat(s) as `r1 / r2`. \
+         Device columns: CUDA events around batches of up to {} back-to-back launches after {} warm-ups, the median of {} batches, per launch; each cell shows {} repeat(s) as `r1 / r2`; \
+         the sanitized column the same in its child with up to {} launches per batch after {} warm-ups, {} batches, about {} s per repeat, and a first launch slower than that timed once by the host clock. \
          compute-sanitizer columns: the twin in a child process under the tool, host wall time per launch (synchronised), {} warm-up and up to {} launches per repeat, {TOOL_REPEATS} repeats, same sizes. \
          `memcheck` sees out-of-bounds and misaligned accesses (global, shared, local) and leaks, no races; `racecheck` sees shared-memory hazards within a block only; Vigil's sanitizer sees races on global memory between threads, blocks, kernels, streams and the host, not shared memory. \
          Rates count the fewest bytes a run must move (each input read once, each output written once), or 2mnk flops, or atomics.\n",
@@ -163,9 +195,32 @@ pub fn to_markdown(results: &SuiteResults) -> String {
         g.warmup,
         g.batches,
         results.repeats,
+        z.per_batch,
+        z.warmup,
+        z.batches,
+        z.budget.as_secs_f64(),
         t.warmup,
         t.per_batch,
     );
+    let _ = write!(
+        s,
+        "\nVigil sanitized runs in a child process, as do the compute-sanitizer columns: each case within a limit counted from its first launch, each column within its share of the run's budget. \
+         `> T (killed)`: the child was killed while a launch had run for T (host wall time), so one run takes longer than T, and the ratios built on it are bounds (`> N x`). \
+         `skipped: budget`: no time was left in the budget to start it.\n"
+    );
+    if !results.phases.is_empty() {
+        let phases: Vec<String> = results
+            .phases
+            .iter()
+            .map(|p| {
+                let share = p
+                    .share_s
+                    .map_or(String::new(), |b| format!(" (of a {b:.0} s share)"));
+                format!("{} {:.1} s{share}", p.name, p.seconds)
+            })
+            .collect();
+        let _ = writeln!(s, "\nPhases (wall time): {}.", phases.join(", "));
+    }
     if !results.notes.is_empty() {
         s.push_str("\nNotes:\n");
         for n in &results.notes {

@@ -9,17 +9,18 @@ pub use json::{to_json, Json};
 pub use markdown::to_markdown;
 
 use crate::cases::{Class, Work};
-use crate::results::{CaseResult, SuiteResults};
+use crate::results::{CaseResult, Figure, SuiteResults};
 
-/// The figures derived from one kernel's cells.
+/// The figures derived from one kernel's cells: a ratio involving a
+/// killed cell is the bound that cell proves.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Ratios {
     /// Vigil plain over the nvcc twin (device time).
-    pub vigil_over_nvcc: Option<f64>,
+    pub vigil_over_nvcc: Option<Figure>,
     /// Vigil sanitized over Vigil plain (device time).
-    pub sanitized_over_plain: Option<f64>,
+    pub sanitized_over_plain: Option<Figure>,
     /// Vigil sanitized over the twin under memcheck (host wall time per launch).
-    pub sanitized_over_memcheck: Option<f64>,
+    pub sanitized_over_memcheck: Option<Figure>,
     /// Vigil plain's rate: GB/s, GFLOP/s or G atomics/s, as the work says.
     pub vigil_rate: Option<f64>,
     /// The twin's rate, in the same unit.
@@ -28,11 +29,8 @@ pub struct Ratios {
     pub vigil_of_copy: Option<f64>,
 }
 
-fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
-        _ => None,
-    }
+fn ratio(a: Option<Figure>, b: Option<Figure>) -> Option<Figure> {
+    a?.over(b?)
 }
 
 /// The rate of `work` done in `ms` milliseconds, in 10^9 units per second.
@@ -60,9 +58,9 @@ impl Ratios {
     pub fn of(r: &CaseResult, copy_gbps: f64) -> Ratios {
         let vigil_rate = rate(r.work, r.vigil.device_ms());
         Ratios {
-            vigil_over_nvcc: ratio(r.vigil.device_ms(), r.twin.device_ms()),
-            sanitized_over_plain: ratio(r.sanitized.device_ms(), r.vigil.device_ms()),
-            sanitized_over_memcheck: ratio(r.sanitized.wall_ms(), r.memcheck.wall_ms()),
+            vigil_over_nvcc: ratio(r.vigil.device_figure(), r.twin.device_figure()),
+            sanitized_over_plain: ratio(r.sanitized.device_figure(), r.vigil.device_figure()),
+            sanitized_over_memcheck: ratio(r.sanitized.wall_figure(), r.memcheck.wall_figure()),
             vigil_rate,
             twin_rate: rate(r.work, r.twin.device_ms()),
             vigil_of_copy: match r.work {
@@ -106,14 +104,11 @@ pub struct Target {
     pub detail: String,
 }
 
-/// Judges every figure of `figures` (kernel name, value) with `within`:
-/// met when all are measured and within bounds, not met when any measured
-/// one is out of bounds.
-fn judge(
-    name: &'static str,
-    figures: Vec<(&str, Option<f64>)>,
-    within: impl Fn(f64) -> bool,
-) -> Target {
+/// Judges every figure of `figures` (kernel name, value) against `max`:
+/// met when every one is proved at most `max`, not met when any is proved
+/// above it (a killed cell's lower bound can prove that), unmeasured
+/// otherwise.
+fn judge(name: &'static str, figures: Vec<(&str, Option<Figure>)>, max: f64) -> Target {
     let mut status = if figures.is_empty() {
         Status::Unmeasured
     } else {
@@ -121,20 +116,13 @@ fn judge(
     };
     let mut parts = Vec::with_capacity(figures.len());
     for (kernel, value) in figures {
-        match value {
-            Some(v) => {
-                if !within(v) {
-                    status = Status::NotMet;
-                }
-                parts.push(format!("{kernel} {v:.3}"));
-            }
-            None => {
-                if status == Status::Met {
-                    status = Status::Unmeasured;
-                }
-                parts.push(format!("{kernel} -"));
-            }
+        match value.and_then(|v| v.at_most(max)) {
+            Some(true) => {}
+            Some(false) => status = Status::NotMet,
+            None if status == Status::Met => status = Status::Unmeasured,
+            None => {}
         }
+        parts.push(format!("{kernel} {}", fmt_figure(value, 3, "")));
     }
     Target {
         name,
@@ -143,18 +131,55 @@ fn judge(
     }
 }
 
+/// A figure for the table: `1.234`, `> 1.234`, `< 1.234`, or `-`.
+pub fn fmt_figure(v: Option<Figure>, decimals: usize, suffix: &str) -> String {
+    match v {
+        None => "-".to_owned(),
+        Some(Figure::Exactly(v)) => format!("{v:.decimals$}{suffix}"),
+        Some(Figure::MoreThan(v)) => format!("> {v:.decimals$}{suffix}"),
+        Some(Figure::LessThan(v)) => format!("< {v:.decimals$}{suffix}"),
+    }
+}
+
+/// The geometric mean of `figures`: exact when all are, a lower bound
+/// when some are lower bounds, `None` when any is missing or an upper bound.
+fn geometric_mean(figures: &[Option<Figure>]) -> Option<Figure> {
+    if figures.is_empty() {
+        return None;
+    }
+    let mut bounded = false;
+    let mut log_sum = 0.0;
+    for f in figures {
+        match f {
+            Some(Figure::Exactly(v)) => log_sum += v.ln(),
+            Some(Figure::MoreThan(v)) => {
+                bounded = true;
+                log_sum += v.ln();
+            }
+            _ => return None,
+        }
+    }
+    let mean = (log_sum / figures.len() as f64).exp();
+    Some(if bounded {
+        Figure::MoreThan(mean)
+    } else {
+        Figure::Exactly(mean)
+    })
+}
+
 /// Issue 10's targets on `results`.
 pub fn targets(results: &SuiteResults) -> Vec<Target> {
     let bw = results.device.copy_gbps;
-    let with =
-        |pick: fn(&Class) -> bool, f: fn(&Ratios) -> Option<f64>| -> Vec<(&str, Option<f64>)> {
-            results
-                .cases
-                .iter()
-                .filter(|r| pick(&r.class))
-                .map(|r| (r.name, f(&Ratios::of(r, bw))))
-                .collect()
-        };
+    let with = |pick: fn(&Class) -> bool,
+                f: fn(&Ratios) -> Option<Figure>|
+     -> Vec<(&str, Option<Figure>)> {
+        results
+            .cases
+            .iter()
+            .filter(|r| pick(&r.class))
+            .map(|r| (r.name, f(&Ratios::of(r, bw))))
+            .collect()
+    };
     let memory = |c: &Class| matches!(c, Class::Memory { .. });
     let bandwidth = |c: &Class| {
         matches!(
@@ -166,49 +191,49 @@ pub fn targets(results: &SuiteResults) -> Vec<Target> {
     };
     let contended = |c: &Class| matches!(c, Class::Atomics { contended: true });
     let all = |_: &Class| true;
-    let slowdowns: Vec<f64> = with(all, |r| r.sanitized_over_plain)
-        .iter()
-        .filter_map(|(_, v)| *v)
+    let slowdowns: Vec<Option<Figure>> = with(all, |r| r.sanitized_over_plain)
+        .into_iter()
+        .map(|(_, v)| v)
         .collect();
-    let geomean = if slowdowns.is_empty() || slowdowns.len() < results.cases.len() {
-        None
+    let geomean = if results.not_run_yet.is_empty() {
+        geometric_mean(&slowdowns)
     } else {
-        Some((slowdowns.iter().map(|v| v.ln()).sum::<f64>() / slowdowns.len() as f64).exp())
+        None
     };
     let launch = match &results.host.launch {
-        Some(Ok(l)) => Some(l.typed_us - l.raw_us),
+        Some(Ok(l)) => Some(Figure::Exactly(l.typed_us - l.raw_us)),
         _ => None,
     };
     vec![
         judge(
             "Vigil plain / nvcc <= 1.05 on every memory-bound kernel",
             with(memory, |r| r.vigil_over_nvcc),
-            |v| v <= 1.05,
+            1.05,
         ),
         judge(
             "sanitized / plain <= 5x, geometric mean over the suite",
             vec![("geomean", geomean)],
-            |v| v <= 5.0,
+            5.0,
         ),
         judge(
             "sanitized / plain <= 5x on every bandwidth-bound kernel",
             with(bandwidth, |r| r.sanitized_over_plain),
-            |v| v <= 5.0,
+            5.0,
         ),
         judge(
             "sanitized >= 10x faster than memcheck on every bandwidth-bound kernel (ratio <= 0.1)",
             with(bandwidth, |r| r.sanitized_over_memcheck),
-            |v| v <= 0.1,
+            0.1,
         ),
         judge(
             "contended atomics: sanitized / plain <= 50x",
             with(contended, |r| r.sanitized_over_plain),
-            |v| v <= 50.0,
+            50.0,
         ),
         judge(
             "typed launch within 1 us of raw cuLaunchKernel (difference in us)",
             vec![("typed - raw", launch)],
-            |v| v <= 1.0,
+            1.0,
         ),
     ]
 }
@@ -291,7 +316,7 @@ mod tests {
             0.8,
         );
         let x = Ratios::of(&r, 2000.0);
-        assert_eq!(x.vigil_over_nvcc, Some(1.25));
+        assert_eq!(x.vigil_over_nvcc, Some(Figure::Exactly(1.25)));
         assert_eq!(x.vigil_rate, Some(1000.0)); // 1 GB in 1 ms
         assert_eq!(x.vigil_of_copy, Some(0.5));
         assert_eq!(
@@ -342,6 +367,44 @@ mod tests {
             "{json}"
         );
         assert!(json.contains(r#""vigil_over_nvcc":1"#), "{json}");
+    }
+
+    #[test]
+    fn a_killed_sanitized_cell_bounds_its_ratios_and_can_fail_a_target() {
+        use crate::results::{Figure, Limit};
+        use std::time::Duration;
+        let contended = Class::Atomics { contended: true };
+        let killed_at = |ms: f64| {
+            let mut r = case("counter", contended, 10.0, 10.0);
+            r.sanitized = Cell::Killed {
+                at_least_ms: Some(ms),
+                by: Limit::Case(Duration::from_secs(20)),
+            };
+            suite(vec![r])
+        };
+        // > 20 s over 10 ms plain: more than 2000x, so not within 50x.
+        let slow = killed_at(20_000.0);
+        let x = Ratios::of(&slow.cases[0], 2000.0);
+        assert_eq!(x.sanitized_over_plain, Some(Figure::MoreThan(2000.0)));
+        assert_eq!(x.sanitized_over_memcheck, Some(Figure::MoreThan(500.0)));
+        let t = targets(&slow);
+        assert_eq!(t[4].status, Status::NotMet, "{:?}", t[4]);
+        assert_eq!(t[1].status, Status::NotMet, "geomean > 2000x: {:?}", t[1]);
+        // Killed after 100 ms: more than 10x proves nothing against 50x.
+        assert_eq!(targets(&killed_at(100.0))[4].status, Status::Unmeasured);
+        let md = to_markdown(&slow);
+        assert!(
+            md.contains("| > 20.0 s (killed) [1] | > 2000.00x |"),
+            "{md}"
+        );
+        assert!(md.contains("20 s per-case limit"), "{md}");
+        let json = to_json(&slow).to_string();
+        assert!(
+            json.contains(
+                r#""vigil_sanitized":{"killed":{"at_least_ms":20000,"limit":{"case_limit_s":20}}}"#
+            ) && json.contains(r#""sanitized_over_plain":{"more_than":2000}"#),
+            "{json}"
+        );
     }
 
     #[test]
