@@ -18,9 +18,11 @@ pub const COMPACT_SHADOW_BYTES_PER_WORD: u64 = size_of::<crate::shadow::ShadowCe
 /// tagged pool index, plus its pool record).
 pub const INFLATED_SHADOW_BYTES_PER_WORD: u64 =
     COMPACT_SHADOW_BYTES_PER_WORD + size_of::<InflatedRecord>() as u64;
-/// Access clocks an inflated record keeps (reads and writes together; the
-/// latest write of every byte is never evicted).
+/// Access clocks an inflated record keeps itself (reads and writes
+/// together); older ones move to its chain of [`ChainRecord`]s.
 pub const RECORD_ACCESS_SLOTS: usize = 8;
+/// Access clocks one [`ChainRecord`] keeps.
+pub const CHAIN_ACCESS_SLOTS: usize = 14;
 /// Release heads an inflated record keeps. A word keeps one head per
 /// class of releaser (device, scope) whatever the number of releasers (the
 /// heads of one class are joined exactly), so 4 slots are exact for words
@@ -261,9 +263,10 @@ pub struct InflatedRecord {
     /// Last write of the word for release-sequence continuation: bit 31
     /// valid, bits 24..30 extent, bits 16..18 scope, bits 0..16 tid.
     pub last_write: u32,
-    /// Reserved, zero.
-    pub reserved: u32,
-    /// Access clocks (reads and writes), oldest first.
+    /// Pool index + 1 of the first [`ChainRecord`] holding the word's older
+    /// access clocks (0: none). The record's lock covers its whole chain.
+    pub chain: u32,
+    /// The newest access clocks (reads and writes), oldest first.
     pub accesses: [ScalarClock; RECORD_ACCESS_SLOTS],
     /// Release heads whose release sequence the word's value continues.
     pub releases: [ReleaseSlot; RECORD_RELEASE_SLOTS],
@@ -277,6 +280,8 @@ impl InflatedRecord {
     pub const META_WORD: usize = offset_of!(Self, meta) / 4;
     /// Word index of `last_write`.
     pub const LAST_WRITE_WORD: usize = offset_of!(Self, last_write) / 4;
+    /// Word index of `chain`.
+    pub const CHAIN_WORD: usize = offset_of!(Self, chain) / 4;
     /// Word index of the first access clock.
     pub const ACCESS_WORD: usize = offset_of!(Self, accesses) / 4;
     /// Word index of the first release head.
@@ -286,9 +291,36 @@ const _: () = assert!(size_of::<InflatedRecord>() == 128);
 const _: () = assert!(offset_of!(InflatedRecord, accesses) == 16);
 const _: () = assert!(offset_of!(InflatedRecord, releases) == 80);
 const _: () = assert!(size_of::<ReleaseSlot>() * RECORD_RELEASE_SLOTS == 48);
+const _: () = assert!(offset_of!(InflatedRecord, chain) == 12);
 
-/// Header of the inflated-record pool; records follow at
-/// [`PoolHeader::WORDS`], [`InflatedRecord::WORDS`] words each.
+/// A pool record continuing an [`InflatedRecord`]'s access history: a word
+/// needing more access clocks than its record keeps links records like
+/// this one from the same pool (see [`crate::engine`]), and gives each
+/// back to the pool's free list once its clocks are gone. A free record
+/// links the free list through `next` too.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct ChainRecord {
+    /// Pool index + 1 of the next record of the chain (0: the last).
+    pub next: u32,
+    /// Reserved, zero.
+    pub reserved: [u32; 3],
+    /// Access clocks, in no particular order (unused slots not valid).
+    pub accesses: [ScalarClock; CHAIN_ACCESS_SLOTS],
+}
+impl ChainRecord {
+    /// Word index of `next`.
+    pub const NEXT_WORD: usize = offset_of!(Self, next) / 4;
+    /// Word index of the first access clock.
+    pub const ACCESS_WORD: usize = offset_of!(Self, accesses) / 4;
+}
+const _: () = assert!(size_of::<ChainRecord>() == size_of::<InflatedRecord>());
+const _: () = assert!(offset_of!(ChainRecord, next) == 0);
+const _: () = assert!(offset_of!(ChainRecord, accesses) == 16);
+
+/// Header of the inflated-record pool; records ([`InflatedRecord`]s and
+/// [`ChainRecord`]s alike) follow at [`PoolHeader::WORDS`],
+/// [`InflatedRecord::WORDS`] words each.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct PoolHeader {
@@ -309,12 +341,27 @@ pub struct PoolHeader {
     /// and the older ones dropped (precision lost: races with the dropped
     /// clocks may be missed, none invented).
     pub degraded: u32,
-    /// Reserved, zero.
+    /// The free list of records given back (emptied [`ChainRecord`]s):
+    /// `reserved[0]` its spin lock, `reserved[1]` the pool index + 1 of its
+    /// first record (0: empty), linked through [`ChainRecord::next`]. Zero
+    /// at start (the name stays for the hosts that build the header).
     pub reserved: [u32; 2],
 }
 impl PoolHeader {
     /// u32 words in the header.
     pub const WORDS: usize = size_of::<Self>() / 4;
+    /// Word index of [`PoolHeader::next`].
+    pub const NEXT_WORD: usize = offset_of!(Self, next) / 4;
+    /// Word index of [`PoolHeader::capacity`].
+    pub const CAPACITY_WORD: usize = offset_of!(Self, capacity) / 4;
+    /// Word index of [`PoolHeader::evictions`].
+    pub const EVICTIONS_WORD: usize = offset_of!(Self, evictions) / 4;
+    /// Word index of [`PoolHeader::wasted`].
+    pub const WASTED_WORD: usize = offset_of!(Self, wasted) / 4;
+    /// Word index of the free list's spin lock.
+    pub const FREE_LOCK_WORD: usize = offset_of!(Self, reserved) / 4;
+    /// Word index of the free list's first record (index + 1).
+    pub const FREE_HEAD_WORD: usize = Self::FREE_LOCK_WORD + 1;
     /// Word index of [`PoolHeader::merged_heads`].
     pub const MERGED_WORD: usize = offset_of!(Self, merged_heads) / 4;
     /// Word index of [`PoolHeader::degraded`].
@@ -323,6 +370,7 @@ impl PoolHeader {
 const _: () = assert!(size_of::<PoolHeader>() == 32);
 const _: () = assert!(offset_of!(PoolHeader, merged_heads) == 16);
 const _: () = assert!(offset_of!(PoolHeader, degraded) == 20);
+const _: () = assert!(offset_of!(PoolHeader, reserved) == 24);
 
 /// What a report record says.
 #[repr(u32)]

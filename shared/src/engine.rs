@@ -73,8 +73,8 @@
 use core::sync::atomic::Ordering as MemOrder;
 
 use crate::abi::{
-    AccessSite, GlobalState, InflatedRecord, RaceReport, ReportKind, RECORD_ACCESS_SLOTS,
-    RECORD_RELEASE_SLOTS, WORD_BYTES,
+    AccessSite, GlobalState, InflatedRecord, RaceReport, ReportKind, CHAIN_ACCESS_SLOTS,
+    RECORD_ACCESS_SLOTS, RECORD_RELEASE_SLOTS, WORD_BYTES,
 };
 use crate::atomic::{AtomicFamily, AtomicU32Ops, AtomicU64Ops, SpinLock};
 use crate::clock::{ClockError, FenceRelease, PendingLevel, ThreadClocks};
@@ -375,7 +375,10 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
     }
 
     /// Checks `n` against the word's clocks and records it. Returns the
-    /// first racing earlier clock and whether a clock was evicted.
+    /// first racing earlier clock and whether a clock was evicted. Older
+    /// clocks live in the record's chain (walked first, one record at a
+    /// time); when the record overflows, its oldest clock moves there, and
+    /// only when the pool has no record for it is a clock evicted.
     fn record_access(
         &self,
         st: &mut WordState,
@@ -386,29 +389,14 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         // Bytes of earlier clocks of the very same access merge into the new
         // one after the loop (checks use the access's own bytes only).
         let mut merged = 0u8;
+        let room = if st.chain != 0 {
+            self.check_chain(st, &n, clocks, &mut race, &mut merged)
+        } else {
+            None
+        };
         let mut i = 0;
         while i < st.len {
-            let a = st.accesses[i];
-            let overlap = a.mask & n.mask != 0;
-            let ordered = clocks.get(a.tid) >= a.epoch;
-            if race.is_none()
-                && overlap
-                && (a.write || n.write)
-                && !ordered
-                && !self.compatible(&a, &n)
-            {
-                race = Some(a);
-            }
-            if ordered && overlap && self.subsumes(&n, &a) {
-                st.accesses[i].mask &= !n.mask;
-            }
-            if a.same_access(&n) {
-                // The same access apart from bytes merges into the new clock,
-                // which takes the newest position.
-                merged |= st.accesses[i].mask;
-                st.accesses[i].mask = 0;
-            }
-            if st.accesses[i].mask == 0 {
+            if !self.check_clock(&mut st.accesses[i], &n, clocks, &mut race, &mut merged) {
                 st.remove(i);
                 continue;
             }
@@ -418,10 +406,11 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             mask: n.mask | merged,
             ..n
         });
-        if st.len <= RECORD_ACCESS_SLOTS {
+        if st.len <= RECORD_ACCESS_SLOTS || self.spill(st, room) {
             return (race, false);
         }
-        // Evict: never the newest clock, never the latest write of a byte.
+        // Full pool: evict, never the newest clock, never the latest write
+        // of a byte.
         let mut protected = [false; RECORD_ACCESS_SLOTS + 1];
         protected[st.len - 1] = true;
         for byte in 0..4 {
@@ -441,6 +430,106 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         st.remove(victim);
         st.lossy = true;
         (race, true)
+    }
+
+    /// Checks new access `n` against earlier clock `a`: notes `a` in `race`
+    /// if it is the first racing one, takes off `a` the bytes `n` subsumes,
+    /// and merges `a` into `n` (`merged`) when it is the same access.
+    /// Returns whether `a` keeps any byte.
+    #[inline(always)]
+    fn check_clock(
+        &self,
+        a: &mut AccessClock,
+        n: &AccessClock,
+        clocks: &ThreadClocks<'m, M::Atomics>,
+        race: &mut Option<AccessClock>,
+        merged: &mut u8,
+    ) -> bool {
+        let overlap = a.mask & n.mask != 0;
+        let ordered = clocks.get(a.tid) >= a.epoch;
+        if race.is_none() && overlap && (a.write || n.write) && !ordered && !self.compatible(a, n) {
+            *race = Some(*a);
+        }
+        if ordered && overlap && self.subsumes(n, a) {
+            a.mask &= !n.mask;
+        }
+        if a.same_access(n) {
+            // The same access apart from bytes merges into the new clock,
+            // which takes the newest position.
+            *merged |= a.mask;
+            a.mask = 0;
+        }
+        a.mask != 0
+    }
+
+    /// [`Engine::check_clock`] over the clocks of `st`'s chain, record by
+    /// record (the word's lock held), writing back what changed and giving
+    /// emptied records back to the pool. Returns a free slot of the chain.
+    fn check_chain(
+        &self,
+        st: &mut WordState,
+        n: &AccessClock,
+        clocks: &ThreadClocks<'m, M::Atomics>,
+        race: &mut Option<AccessClock>,
+        merged: &mut u8,
+    ) -> Option<(u32, usize)> {
+        let pool = self.pool();
+        let mut room = None;
+        let mut prev = None;
+        let mut link = st.chain;
+        while link != 0 {
+            let i = link - 1;
+            link = pool.chain_next(i);
+            let (mut live, mut free_slot) = (false, None);
+            for slot in 0..CHAIN_ACCESS_SLOTS {
+                let Some(mut a) = pool.chain_clock(i, slot) else {
+                    free_slot = free_slot.or(Some(slot));
+                    continue;
+                };
+                let mask = a.mask;
+                if self.check_clock(&mut a, n, clocks, race, merged) {
+                    live = true;
+                    if a.mask != mask {
+                        pool.set_chain_clock(i, slot, Some(a));
+                    }
+                } else {
+                    pool.set_chain_clock(i, slot, None);
+                    free_slot = free_slot.or(Some(slot));
+                }
+            }
+            if live {
+                room = room.or(free_slot.map(|slot| (i, slot)));
+                prev = Some(i);
+                continue;
+            }
+            match prev {
+                None => st.chain = link,
+                Some(p) => pool.set_chain_next(p, link),
+            }
+            pool.free(i);
+        }
+        room
+    }
+
+    /// Moves the oldest clock of an overflowing record into its chain: into
+    /// `room` (a free chain slot), or a new chain record in front. False
+    /// when the pool has no record for it.
+    fn spill(&self, st: &mut WordState, room: Option<(u32, usize)>) -> bool {
+        let pool = self.pool();
+        let (i, slot) = match room {
+            Some(r) => r,
+            None => {
+                let Some(i) = pool.allocate_chain() else {
+                    return false;
+                };
+                pool.set_chain_next(i, st.chain);
+                st.chain = i + 1;
+                (i, 0)
+            }
+        };
+        pool.set_chain_clock(i, slot, Some(st.accesses[0]));
+        st.remove(0);
+        true
     }
 
     /// The common case of [`Engine::record_access`] for a plain access on a

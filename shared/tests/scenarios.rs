@@ -472,19 +472,59 @@ fn common_states_stay_compact() {
     assert_eq!(h.pool_used(), 2);
 }
 
-#[test]
-fn over_capacity_still_catches_the_writer_race() {
-    // Nine unordered readers on one word, then a write by a tenth thread
-    // ordered after none: eviction loses some readers, never the race.
+/// Nine unordered readers on one word, then a write by a tenth thread
+/// ordered after none.
+fn nine_readers_then_a_writer() -> Program {
     let mut ops: Vec<Op> = (0..9).map(|t| plain(t, DATA, 4, false)).collect();
     ops.push(plain(9, DATA, 4, true));
-    let p = Program {
+    Program {
         num_sms: 10,
         num_devices: 1,
         ops,
-    };
-    let c = compare(&p, 4);
+    }
+}
+
+#[test]
+fn a_long_access_history_grows_a_chain_and_stays_exact() {
+    // The ninth reader overflows the record: its oldest clock moves to a
+    // chain record, nothing is evicted, the writer races with all nine.
+    let c = compare(&nine_readers_then_a_writer(), 4);
+    assert_eq!(c.precision_lost, 0);
+    assert!(c.steps.iter().all(|(o, e)| o.is_empty() != e.is_race()));
+    let mut racing = c.steps.last().unwrap().0.clone();
+    racing.sort_unstable();
+    racing.dedup();
+    assert_eq!(
+        racing,
+        (0..9).collect::<Vec<_>>(),
+        "the oracle's racing readers"
+    );
+
+    // A write ordered after every reader subsumes them: the chain record
+    // goes back to the pool, and the next long history reuses it.
+    let mut h = Harness::new(11, 1, 4, 16);
+    for t in 0..9 {
+        h.step(&plain(t, DATA, 4, false));
+    }
+    assert_eq!((h.pool_used(), h.pool_in_use()), (2, 2));
+    h.step(&Op::Kernel);
+    assert_eq!(h.step(&plain(9, DATA, 4, true)), Some(Outcome::Clean));
+    assert_eq!((h.pool_used(), h.pool_in_use()), (2, 1));
+    h.step(&Op::Kernel);
+    for t in 0..9 {
+        assert_eq!(h.step(&plain(t, DATA, 4, false)), Some(Outcome::Clean));
+    }
+    assert_eq!((h.pool_used(), h.pool_in_use()), (2, 2));
+    assert_eq!(h.evictions(), 0);
+}
+
+#[test]
+fn over_capacity_still_catches_the_writer_race() {
+    // A pool of one record has none for a chain: eviction (counted) loses
+    // some readers, never the race.
+    let c = compare_in(&nine_readers_then_a_writer(), 4, 1, CLOCK_BUFFER);
     assert!(c.precision_lost > 0);
+    assert_eq!(c.errors, 0);
     assert!(c.steps.last().unwrap().1.is_race());
 }
 

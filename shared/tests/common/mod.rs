@@ -529,8 +529,14 @@ impl Harness {
             .sum()
     }
 
+    /// Records handed out by the bump allocator so far.
     pub fn pool_used(&self) -> u32 {
-        self.pool[0].load(std::sync::atomic::Ordering::Relaxed)
+        self.pool[PoolHeader::NEXT_WORD].load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Records handed out and not given back to the free list.
+    pub fn pool_in_use(&self) -> u32 {
+        Pool::<CoreAtomics>::new(&self.pool).in_use()
     }
 
     /// Overwrites word `i` of thread `tid`'s state (tests of error paths).
