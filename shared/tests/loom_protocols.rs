@@ -6,7 +6,10 @@ use loom::sync::atomic::{AtomicU32 as LU32, AtomicU64 as LU64};
 use loom::sync::Arc;
 use std::sync::atomic::Ordering as MemOrder;
 
-use vigil_shared::abi::{thread_state_words, AccessSite, InflatedRecord, PoolHeader};
+use vigil_shared::abi::{
+    thread_state_words, AccessSite, InflatedRecord, PoolHeader, CHAIN_ACCESS_SLOTS,
+    RECORD_ACCESS_SLOTS,
+};
 use vigil_shared::atomic::{AtomicFamily, AtomicU32Ops, AtomicU64Ops};
 use vigil_shared::clock::ThreadClocks;
 use vigil_shared::engine::{AtomicOp, AtomicOpKind, Engine, EngineConfig, SliceMemory};
@@ -425,5 +428,73 @@ fn concurrent_releasers_into_one_word_are_both_acquired() {
             m.with(|e| (e.clock_entry(2, 0), e.clock_entry(2, 1))),
             (1, 1)
         );
+    });
+}
+
+#[test]
+fn the_pool_free_list_hands_a_record_to_one_owner_at_a_time() {
+    model(|| {
+        let m = Mem::new(1, 0, 2);
+        let pool = Pool::<LoomAtomics>::new(&m.pool);
+        // Record 0 given back: one taker pops it, the other bumps record 1
+        // or, after the first gave it back, pops it again.
+        let first = pool.allocate().unwrap();
+        pool.free(first);
+        let own = |m: &Mem| {
+            let pool = Pool::<LoomAtomics>::new(&m.pool);
+            let i = pool.allocate().expect("a record for each taker");
+            // Zeroed, and no other owner touches it while it is held.
+            let mark = &pool.record(i)[5];
+            assert_eq!(mark.0.fetch_add(1, MemOrder::Relaxed), 0);
+            mark.0.fetch_sub(1, MemOrder::Relaxed);
+            pool.free(i);
+        };
+        let other = {
+            let m = m.clone();
+            loom::thread::spawn(move || own(&m))
+        };
+        own(&m);
+        other.join().unwrap();
+        assert_eq!(pool.in_use(), 0);
+    });
+}
+
+#[test]
+fn concurrent_readers_growing_one_chain_keep_every_clock() {
+    let mut b = loom::model::Builder::new();
+    // The chain walk is long; two preemptions cover the lock hand-offs.
+    b.preemption_bound = Some(2);
+    b.max_branches = 100_000;
+    b.check(|| {
+        let readers = RECORD_ACCESS_SLOTS as u32 + 2;
+        let m = Mem::new(readers, 1, 3);
+        // A full record of unordered readers; the last two read at once,
+        // each spilling one clock into the same chain.
+        for t in 0..readers - 2 {
+            m.with(|e| e.access(t, 0, 4, false, &AccessSite::default()));
+        }
+        let other = {
+            let m = m.clone();
+            loom::thread::spawn(move || {
+                m.with(|e| e.access(readers - 1, 0, 4, false, &AccessSite::default()))
+            })
+        };
+        let o = m.with(|e| e.access(readers - 2, 0, 4, false, &AccessSite::default()));
+        assert!(!o.is_race() && !o.is_error());
+        other.join().unwrap();
+        let pool = Pool::<LoomAtomics>::new(&m.pool);
+        let st = m.word(0);
+        let mut tids: Vec<u32> = st.accesses[..st.len].iter().map(|a| a.tid).collect();
+        let mut link = st.chain;
+        while link != 0 {
+            tids.extend(
+                (0..CHAIN_ACCESS_SLOTS)
+                    .filter_map(|s| pool.chain_clock(link - 1, s).map(|a| a.tid)),
+            );
+            link = pool.chain_next(link - 1);
+        }
+        tids.sort_unstable();
+        assert_eq!(tids, (0..readers).collect::<Vec<_>>());
+        assert_eq!((pool.in_use(), pool.evictions()), (2, 0));
     });
 }
