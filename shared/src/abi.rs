@@ -15,7 +15,7 @@ pub const WORD_BYTES: u64 = 4;
 /// Bytes of shadow per 4-byte word in the common (compact) state.
 pub const COMPACT_SHADOW_BYTES_PER_WORD: u64 = size_of::<crate::shadow::ShadowCell>() as u64;
 /// Bytes of shadow per 4-byte word once inflated (the compact cell, now a
-/// tagged pool index, plus its pool record).
+/// tagged pool index, plus its pool record), before any chain record.
 pub const INFLATED_SHADOW_BYTES_PER_WORD: u64 =
     COMPACT_SHADOW_BYTES_PER_WORD + size_of::<InflatedRecord>() as u64;
 /// Access clocks an inflated record keeps itself (reads and writes
@@ -324,11 +324,13 @@ const _: () = assert!(offset_of!(ChainRecord, accesses) == 16);
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct PoolHeader {
-    /// Records handed out (bump allocator).
+    /// Records handed out by the bump allocator (given-back ones are
+    /// reused from the free list first).
     pub next: u32,
     /// Records the pool holds.
     pub capacity: u32,
-    /// Access clocks evicted so far (precision lost), over all records.
+    /// Access clocks evicted so far because no record was left for a
+    /// word's chain (precision lost), over all records.
     pub evictions: u32,
     /// Records allocated but never published (0: inflation claims the
     /// cell before allocating).

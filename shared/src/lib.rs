@@ -16,17 +16,20 @@
 //! - Shadow: an 8-byte compact cell per word (one write clock and one read
 //!   clock with byte masks, 11-bit thread ids, 15-bit epochs; bit table in
 //!   [`shadow`]) inflating into a 128-byte pooled record (8 access clocks
-//!   with 32-bit epochs and 16-bit thread ids, 4 release heads) for rarer
-//!   states, instead of a fixed 24-byte cell with a lock. Plain accesses
+//!   with 32-bit epochs and 16-bit thread ids, 4 release heads, a link to
+//!   chain records of 14 more clocks each) for rarer states, instead of a
+//!   fixed 24-byte cell with a lock. Plain accesses
 //!   update compact cells with one CAS and no lock; atomics lock their
 //!   cells (compact cells via a LOCKED marker) in address order around the
 //!   real operation.
 //! - Thread ids: up to [`abi::MAX_THREADS`] (2^16) sanitizer threads;
 //!   clocks of larger ids than the compact cell holds inflate their word.
 //! - History: an earlier access clock is dropped only when the new access
-//!   is ordered after it and at least as race-prone, so verdicts equal an
-//!   exact detector's until a word needs more than 8 clocks (then a seeded
-//!   random non-latest-write clock is evicted and counted).
+//!   is ordered after it and at least as race-prone, and a word needing
+//!   more than its record's 8 clocks chains records from the pool (given
+//!   back when emptied), so verdicts equal an exact detector's while the
+//!   pool has room (chains may fill 7/8 of it). Only then is a seeded random
+//!   non-latest-write clock evicted, counted.
 //! - Epochs advance lazily, only after the clock was published (release,
 //!   release fence, kernel exit), not at every CTA entry, so they last.
 //! - Release history scales with the program ([`clock`], [`engine`]): a
@@ -36,8 +39,9 @@
 //!   snapshot, so any number of releasers fit a word's 4 head slots
 //!   exactly (beyond 2 devices' worth of classes, heads merge into a wide
 //!   head); a snapshot overwritten in its ring before an acquire read it is
-//!   replaced by the releaser's overflow clock. Both losses only hide
-//!   races, never invent them, and are counted; no capacity error remains.
+//!   replaced by the releaser's overflow clock (the ring does not grow
+//!   from the pool). Both losses only hide races, never invent them, and
+//!   are counted; no capacity error remains.
 //! - Atomics race unless morally strong: scopes including each other's
 //!   threads *and* the very same bytes (mixed-size atomics race).
 //! - Release sequences keep one head per class with its own scope, so
