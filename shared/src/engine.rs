@@ -20,15 +20,17 @@
 //! each, linked by pool index, walked one record at a time under the
 //! record's lock; a chain record emptied by later accesses goes back to the
 //! pool's free list). So the engine agrees with an exact detector on every
-//! access while the pool has room: chains may take the pool up to 7/8 of
-//! its capacity (the rest stays for words that inflate). Only when no
+//! access while the pool has room: chains may take all but an eighth of
+//! the pool (rounded up; that stays for words that inflate). Only when no
 //! record is left is a seeded random clock other than the newest write of
 //! any byte evicted (precision lost, counted in
 //! [`crate::abi::PoolHeader::evictions`], never a false report). A word
 //! with `h` clocks needs `1 + ceil((h - 8) / 14)` records of 128 bytes: a
 //! counter hit by 4,096 sanitizer threads' compatible atomics, 293 records
 //! (37 KiB); the default GPU pool of 65,536 records (8 MiB per device)
-//! holds about 800,000 chained clocks.
+//! holds about 800,000 chained clocks. An access walks all its word's
+//! clocks, so it costs O(h) under the word's lock: only words with long
+//! histories pay, and a compact word never has a chain.
 //!
 //! Synchronisation follows the PTX model: a release (or a release fence
 //! followed by an atomic write) publishes the clock into the thread's clock

@@ -28,8 +28,8 @@
 //!   is ordered after it and at least as race-prone, and a word needing
 //!   more than its record's 8 clocks chains records from the pool (given
 //!   back when emptied), so verdicts equal an exact detector's while the
-//!   pool has room (chains may fill 7/8 of it). Only then is a seeded random
-//!   non-latest-write clock evicted, counted.
+//!   pool has room (chains may fill all but an eighth of it). Only then is
+//!   a seeded random non-latest-write clock evicted, counted.
 //! - Epochs advance lazily, only after the clock was published (release,
 //!   release fence, kernel exit), not at every CTA entry, so they last.
 //! - Release history scales with the program ([`clock`], [`engine`]): a

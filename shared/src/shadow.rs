@@ -575,9 +575,9 @@ fn write_scalar<F: AtomicFamily>(words: &[F::U32], at: usize, s: ScalarClock) {
     );
 }
 
-/// Chain records leave this fraction of the pool (1/N) to words that
-/// inflate, so long access histories cannot starve words with release
-/// heads of their record.
+/// Chain records leave this fraction of the pool (1/N, rounded up) to
+/// words that inflate, so long access histories cannot starve words with
+/// release heads of their record.
 pub const INFLATION_HEADROOM_DIVISOR: u32 = 8;
 
 /// The inflated-record pool: a [`PoolHeader`] and records, bump-allocated,
@@ -635,13 +635,13 @@ impl<'a, F: AtomicFamily> Pool<'a, F> {
 
     /// Claims a record for an access-history chain: like
     /// [`Pool::allocate`], but new records only while more than
-    /// 1/[`INFLATION_HEADROOM_DIVISOR`] of the pool is left.
+    /// 1/[`INFLATION_HEADROOM_DIVISOR`] of the pool (rounded up) is left.
     pub fn allocate_chain(&self) -> Option<u32> {
         let next = self.header(PoolHeader::NEXT_WORD)?;
         let cap = self.capacity();
         let free = self.header(PoolHeader::FREE_HEAD_WORD)?;
         if free.load(MemOrder::Relaxed) == 0
-            && next.load(MemOrder::Relaxed) >= cap - cap / INFLATION_HEADROOM_DIVISOR
+            && next.load(MemOrder::Relaxed) >= cap - cap.div_ceil(INFLATION_HEADROOM_DIVISOR)
         {
             return None;
         }
