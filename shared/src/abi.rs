@@ -91,7 +91,9 @@ const _: () = assert!(offset_of!(GlobalState, thread_state_bytes) == 60);
 /// by relaxed reads from same-device releasers, the same from other-device
 /// releasers (both consumed by acquire fences), the *overflow clock* (the
 /// join of every snapshot the ring overwrote), then `clock_buffer_size`
-/// published snapshots (see [`crate::clock`]).
+/// published snapshots (see [`crate::clock`]), then the release history's
+/// [`RELEASE_HISTORY_FIXED_WORDS`] words and one reference count per
+/// snapshot slot (see [`crate::history`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct ThreadStateHeader {
@@ -173,11 +175,60 @@ pub const THREAD_STATE_CLOCKS: usize = 4;
 /// 4.8 GiB per GPU, 38.3 GiB in all. With 8 snapshots (enough once
 /// releases share snapshots): 204 MiB, and 1.6 GiB per GPU (12.8 GiB in
 /// all). Release heads and derived snapshots need nothing more: heads live
-/// in the word's pooled record, derived snapshots in the buffer.
+/// in the word's pooled record, derived snapshots in the buffer. A
+/// snapshot still named by a head when its slot is reused moves to the
+/// record pool (`ceil(num_threads / 28)` records: 76 for 2,112 threads,
+/// 604 for 16,896), given back when the last head naming it goes.
 pub const fn thread_state_words(num_threads: u32, clock_buffer_size: u32) -> usize {
     ThreadStateHeader::WORDS
         + (THREAD_STATE_CLOCKS + clock_buffer_size as usize) * num_threads as usize
+        + RELEASE_HISTORY_FIXED_WORDS
+        + clock_buffer_size as usize
 }
+
+/// u32 words of a thread state's release history besides its reference
+/// counts: a spin lock, then the pool index + 1 of the first snapshot
+/// spilled into the pool (0: none).
+pub const RELEASE_HISTORY_FIXED_WORDS: usize = 2;
+
+/// Clock entries one [`SpillRecord`] holds.
+pub const SPILL_ENTRIES: usize = 28;
+
+/// A pool record holding part of a snapshot spilled out of its thread's
+/// clock buffer because release heads still named it when its slot was
+/// needed again (see [`crate::history`]). A snapshot of `num_threads`
+/// entries takes `ceil(num_threads / SPILL_ENTRIES)` records linked through
+/// `next`; the first one's `token`, `refs` and `next_snapshot` describe it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct SpillRecord {
+    /// Pool index + 1 of the snapshot's next record (0: the last); links
+    /// the pool's free list too, like [`ChainRecord::next`].
+    pub next: u32,
+    /// First record: the snapshot's clock-buffer token.
+    pub token: u32,
+    /// First record: release heads naming the snapshot.
+    pub refs: u32,
+    /// First record: pool index + 1 of the thread's next spilled snapshot.
+    pub next_snapshot: u32,
+    /// Clock entries `k * SPILL_ENTRIES ..` of the snapshot (record `k`).
+    pub entries: [u32; SPILL_ENTRIES],
+}
+impl SpillRecord {
+    /// Word index of `next`.
+    pub const NEXT_WORD: usize = offset_of!(Self, next) / 4;
+    /// Word index of `token`.
+    pub const TOKEN_WORD: usize = offset_of!(Self, token) / 4;
+    /// Word index of `refs`.
+    pub const REFS_WORD: usize = offset_of!(Self, refs) / 4;
+    /// Word index of `next_snapshot`.
+    pub const NEXT_SNAPSHOT_WORD: usize = offset_of!(Self, next_snapshot) / 4;
+    /// Word index of the first entry.
+    pub const ENTRY_WORD: usize = offset_of!(Self, entries) / 4;
+}
+const _: () = assert!(size_of::<SpillRecord>() == 128);
+const _: () = assert!(offset_of!(SpillRecord, next) == offset_of!(ChainRecord, next));
+const _: () = assert!(offset_of!(SpillRecord, entries) == 16);
 
 /// Bytes of one thread state, rounded up to 16 bytes.
 pub const fn thread_state_bytes(num_threads: u32, clock_buffer_size: u32) -> u64 {

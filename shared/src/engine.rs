@@ -318,6 +318,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             self.cfg.num_threads,
             self.cfg.clock_buffer_size,
         )
+        .with_pool(self.mem.pool())
     }
 
     #[inline(always)]
@@ -589,6 +590,31 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         Some((ShadowCell::from_clocks(&w, &r)?, race))
     }
 
+    /// Writes `st` into record `rec` (its lock held, or the record still
+    /// private), taking a snapshot reference for each release head new to
+    /// the record and dropping one for each head gone from it (see
+    /// [`crate::history`]).
+    fn write_back(&self, st: &WordState, rec: &[U32Of<M>]) {
+        let (old, old_len) = WordState::heads_of_record::<M::Atomics>(rec);
+        let mut kept = [false; RECORD_RELEASE_SLOTS];
+        let refs = |h: &ReleaseHead, delta: i32| {
+            if h.tid < self.cfg.num_threads {
+                self.clocks(h.tid).change_refs(h.token, delta);
+            }
+        };
+        for h in &st.releases[..st.release_len] {
+            let same = |k: &usize| !kept[*k] && old[*k].tid == h.tid && old[*k].token == h.token;
+            match (0..old_len).find(same) {
+                Some(k) => kept[k] = true,
+                None => refs(h, 1),
+            }
+        }
+        for (h, _) in old[..old_len].iter().zip(kept).filter(|(_, k)| !k) {
+            refs(h, -1);
+        }
+        st.to_record::<M::Atomics>(rec);
+    }
+
     // ----- locking words --------------------------------------------------
 
     fn lock_word(&self, word: u64) -> Option<LockedWord> {
@@ -639,7 +665,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                 Some(c) => cell.store(c.0, MemOrder::Release),
                 None => match self.pool().allocate() {
                     Some(i) => {
-                        w.state.to_record::<M::Atomics>(self.pool().record(i));
+                        self.write_back(&w.state, self.pool().record(i));
                         cell.store(ShadowCell::inflated(i).0, MemOrder::Release);
                     }
                     None => match w.state.to_compact_dropping_clocks() {
@@ -656,7 +682,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             },
             Held::Record(i) => {
                 let rec = self.pool().record(i);
-                w.state.to_record::<M::Atomics>(rec);
+                self.write_back(&w.state, rec);
                 SpinLock::unlock::<M::Atomics>(&rec[InflatedRecord::LOCK_WORD]);
             }
         }
@@ -834,7 +860,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                         st.release_len = 0;
                         st.last_atomic_write = None;
                     }
-                    st.to_record::<M::Atomics>(rec);
+                    self.write_back(&st, rec);
                     SpinLock::unlock::<M::Atomics>(&rec[InflatedRecord::LOCK_WORD]);
                     if evicted {
                         pool.note_eviction();
@@ -900,7 +926,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                                     }
                                 };
                             };
-                            st.to_record::<M::Atomics>(pool.record(i));
+                            self.write_back(&st, pool.record(i));
                             cell.store(ShadowCell::inflated(i).0, MemOrder::Release);
                             if evicted {
                                 pool.note_eviction();
@@ -1314,7 +1340,7 @@ mod tests {
     fn compact_fast_path_matches_the_general_path() {
         const N: u32 = 3;
         let words = crate::abi::thread_state_words(N, 2);
-        let ts: [AtomicU32; 3 * (12 + 6 * 3)] = core::array::from_fn(|_| AtomicU32::new(0));
+        let ts: [AtomicU32; 3 * (12 + 6 * 3 + 4)] = core::array::from_fn(|_| AtomicU32::new(0));
         assert_eq!(ts.len(), words * N as usize);
         let mem = SliceMemory::<CoreAtomics> {
             thread_states: &ts,

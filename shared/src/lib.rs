@@ -60,6 +60,7 @@ pub mod atomic;
 pub mod clock;
 pub mod engine;
 pub mod gpu;
+pub mod history;
 pub mod report;
 pub mod shadow;
 

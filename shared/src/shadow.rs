@@ -487,12 +487,26 @@ impl WordState {
                 s.push(AccessClock::from_scalar(sc));
             }
         }
+        let (heads, len) = Self::heads_of_record::<F>(words);
+        s.releases[..RECORD_RELEASE_SLOTS].copy_from_slice(&heads);
+        s.release_len = len;
+        s
+    }
+
+    /// The release heads of the record in `words` (its lock held by the
+    /// caller) and how many there are.
+    pub fn heads_of_record<F: AtomicFamily>(
+        words: &[F::U32],
+    ) -> ([ReleaseHead; RECORD_RELEASE_SLOTS], usize) {
+        let w = |i: usize| words[i].load(MemOrder::Relaxed);
+        let mut heads = [ReleaseHead::NONE; RECORD_RELEASE_SLOTS];
+        let mut len = 0;
         for i in 0..RECORD_RELEASE_SLOTS {
             let at = InflatedRecord::RELEASE_WORD + RELEASE_SLOT_WORDS * i;
             let meta = w(at + 2);
             let flags = (meta >> 24) as u8;
             if flags & ReleaseSlot::VALID != 0 {
-                s.releases[s.release_len] = ReleaseHead {
+                heads[len] = ReleaseHead {
                     tid: meta & 0xffff,
                     scope: scope_from((meta >> 16) as u8 & 3),
                     token: w(at + 1),
@@ -500,10 +514,10 @@ impl WordState {
                     derived: flags & ReleaseSlot::DERIVED != 0,
                     wide: flags & ReleaseSlot::WIDE != 0,
                 };
-                s.release_len += 1;
+                len += 1;
             }
         }
-        s
+        (heads, len)
     }
 
     /// Writes the state into record `words` (lock held, or record private).
