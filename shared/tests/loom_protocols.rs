@@ -498,3 +498,42 @@ fn concurrent_readers_growing_one_chain_keep_every_clock() {
         assert_eq!((pool.in_use(), pool.evictions()), (2, 0));
     });
 }
+
+#[test]
+fn a_spill_racing_with_the_last_reference_leaks_nothing() {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(2);
+    b.max_branches = 100_000;
+    b.check(|| {
+        let m = Mem::new(3, 5, 8);
+        let site = AccessSite::default();
+        let op = |kind, ordering| AtomicOp::new(kind, ordering, Scope::Device);
+        let store = op(AtomicOpKind::Store, Ordering::Release);
+        let load = op(AtomicOpKind::Load, Ordering::Acquire);
+        m.with(|e| {
+            // Thread 0's first snapshot, named by word 0's head; thread 2
+            // publishes twice (words 4 and 8) for thread 0 to acquire.
+            e.atomic(0, 0, 4, store, &site, || true);
+            e.atomic(2, 4, 4, store, &site, || true);
+            e.atomic(2, 8, 4, store, &site, || true);
+        });
+        // Thread 1 ends word 0's release sequence (dropping the last
+        // reference) while thread 0 makes two new snapshots, reusing the
+        // first one's slot (a buffer of 2).
+        let other = {
+            let m = m.clone();
+            loom::thread::spawn(move || m.with(|e| e.access(1, 0, 4, true, &AccessSite::default())))
+        };
+        m.with(|e| {
+            e.atomic(0, 4, 4, load, &site, || false);
+            e.atomic(0, 12, 4, store, &site, || true);
+            e.atomic(0, 8, 4, load, &site, || false);
+            e.atomic(0, 16, 4, store, &site, || true);
+        });
+        other.join().unwrap();
+        let pool = Pool::<LoomAtomics>::new(&m.pool);
+        // Spilled or not, the snapshot is gone with its last head: only
+        // the five words' records remain.
+        assert_eq!(pool.in_use(), 5);
+    });
+}
