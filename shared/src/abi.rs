@@ -118,7 +118,8 @@ pub struct ThreadStateHeader {
     /// Own epoch at the last release fence of scope system.
     pub fence_epoch_system: u32,
     /// Acquires of this thread's releases that found their snapshot
-    /// overwritten and used the overflow clock instead (precision lost).
+    /// overwritten and not spilled into the pool (see [`crate::history`]),
+    /// and used the overflow clock instead (precision lost).
     pub coarsened: u32,
     /// Reserved, zero.
     pub reserved: u32,

@@ -10,9 +10,10 @@
 //! Lock order (documented once, relied on everywhere): a sanitizer thread's
 //! own [`ThreadStateHeader`](crate::abi::ThreadStateHeader) lock, then shadow
 //! cells / inflated records in ascending address order (a record's lock
-//! covers its chain records), then the pool's free-list lock (a leaf: its
-//! holder takes no other lock), the lock-free pool allocator and the report
-//! buffer. Nothing waits for a lock that comes earlier in that order while
+//! covers its chain records), then one thread's release-history lock (see
+//! [`crate::history`]; never two at once), then the pool's free-list lock
+//! (a leaf: its holder takes no other lock), the lock-free pool allocator
+//! and the report buffer. Nothing waits for a lock that comes earlier in that order while
 //! holding a later one, so no cycle can form.
 
 use core::sync::atomic::Ordering as MemOrder;

@@ -22,14 +22,15 @@
 //!
 //! An acquire reads the snapshot back through a seqlock: the writer
 //! announces the new head before overwriting a slot, the reader checks the
-//! head after reading. Before a slot is overwritten, its snapshot is joined
-//! into the thread's *overflow clock*, so a reader that finds its snapshot
-//! gone joins the overflow clock instead: it contains the snapshot, so the
-//! acquire can only be ordered after more than it should (races missed,
-//! never invented); such acquires are counted in
-//! [`coarsened`](crate::abi::ThreadStateHeader::coarsened). The buffer is
-//! exact for any number of releases while each acquirer reads one of the
-//! releaser's last `clock_buffer_size` distinct snapshots.
+//! head after reading. Before a slot is overwritten, a snapshot that
+//! release heads still name is copied into the record pool (see
+//! [`crate::history`]), where such a reader finds it; and every snapshot
+//! is joined into the thread's *overflow clock*, so a reader that finds
+//! its snapshot in neither (the pool was full, or no pool was given) joins
+//! the overflow clock instead: it contains the snapshot, so the acquire
+//! can only be ordered after more than it should (races missed, never
+//! invented); such acquires are counted in
+//! [`coarsened`](crate::abi::ThreadStateHeader::coarsened).
 
 use core::sync::atomic::Ordering as MemOrder;
 

@@ -60,11 +60,15 @@
 //! word (fences plus relaxed RMWs, release RMWs) thus need at most two
 //! heads per device, exactly. A word released from more classes than its
 //! record's slots merges all into one *wide* head every acquirer acquires
-//! (counted in [`crate::abi::PoolHeader::merged_heads`]). An acquire whose
-//! snapshot was overwritten joins the releaser's overflow clock (counted
-//! per releaser, see [`crate::clock`]; the snapshot ring does not grow
-//! from the pool). Both losses make acquirers ordered after more than the
-//! model says: races can be missed, never invented.
+//! (counted in [`crate::abi::PoolHeader::merged_heads`]). Each head stored
+//! in a record holds a reference to its snapshot (taken and dropped when
+//! the record is written back, `Engine::write_back`), and a snapshot still
+//! referenced when its ring slot is reused moves into the record pool
+//! ([`crate::history`]), so lagging acquirers stay exact while the pool
+//! has room. Only an acquire whose snapshot is in neither joins the
+//! releaser's overflow clock (counted per releaser, see [`crate::clock`]).
+//! Both losses make acquirers ordered after more than the model says:
+//! races can be missed, never invented.
 //!
 //! Reports name the first byte both accesses touch.
 //!

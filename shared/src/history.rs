@@ -23,7 +23,9 @@
 //! (counted in [`coarsened`](crate::abi::ThreadStateHeader::coarsened)).
 //! The overflow clock still takes every overwritten snapshot, so a head
 //! whose snapshot was overwritten before its reference was taken (within
-//! the operation that made it) is only coarsened.
+//! the operation that made it, or between a release fence and the atomic
+//! that makes the fence's head: fence tokens hold no reference) is only
+//! coarsened.
 
 use core::sync::atomic::Ordering as MemOrder;
 

@@ -8,7 +8,8 @@
 //! (reservations and shadow addresses), [`atomic`] (abstract atomics and
 //! locks), [`clock`] (vector clocks, epochs, clock buffers), [`shadow`]
 //! (compact cells and inflated records), [`engine`] (the detection
-//! algorithm and its hooks), [`report`] (race records and the buffer),
+//! algorithm and its hooks), [`history`] (snapshots spilled into the
+//! record pool), [`report`] (race records and the buffer),
 //! [`gpu`] (the GPU sanitizer's launch ABI: hidden parameters, slots,
 //! stream clocks, side table, report records).
 //!
@@ -38,10 +39,11 @@
 //!   (releasing device, scope) on a word are joined into one derived
 //!   snapshot, so any number of releasers fit a word's 4 head slots
 //!   exactly (beyond 2 devices' worth of classes, heads merge into a wide
-//!   head); a snapshot overwritten in its ring before an acquire read it is
-//!   replaced by the releaser's overflow clock (the ring does not grow
-//!   from the pool). Both losses only hide races, never invent them, and
-//!   are counted; no capacity error remains.
+//!   head); a snapshot that heads still name when its ring slot is reused
+//!   moves into the record pool ([`history`]: reference-counted, given
+//!   back with its last head), and only when the pool has no room is it
+//!   replaced by the releaser's overflow clock. Both losses only hide
+//!   races, never invent them, and are counted; no capacity error remains.
 //! - Atomics race unless morally strong: scopes including each other's
 //!   threads *and* the very same bytes (mixed-size atomics race).
 //! - Release sequences keep one head per class with its own scope, so
