@@ -597,7 +597,8 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
     /// Writes `st` into record `rec` (its lock held, or the record still
     /// private), taking a snapshot reference for each release head new to
     /// the record and dropping one for each head gone from it (see
-    /// [`crate::history`]).
+    /// [`crate::history`]). Out of line: four paths write records back.
+    #[inline(never)]
     fn write_back(&self, st: &WordState, rec: &[U32Of<M>]) {
         let (old, old_len) = WordState::heads_of_record::<M::Atomics>(rec);
         let mut kept = [false; RECORD_RELEASE_SLOTS];

@@ -79,6 +79,9 @@ impl<F: AtomicFamily> ThreadClocks<'_, F> {
     /// Under the write and history locks, before the slot of `token` is
     /// reused: spills the snapshot it held if references remain (as many
     /// records as the pool gives; none: the overflow clock stands in).
+    // Cold (the ring wrapped under named snapshots): kept out of line so
+    // the hooks that reach it stay small on the GPU.
+    #[inline(never)]
     pub(crate) fn retire_slot(&self, token: u32) {
         let refs = self.slot_refs(token);
         let (held, victim) = (
@@ -135,6 +138,9 @@ impl<F: AtomicFamily> ThreadClocks<'_, F> {
     /// was dropped, by anyone), giving a spilled snapshot's records back
     /// when its last reference goes. A snapshot neither in the ring nor
     /// spilled has no count.
+    // Cold (the ring wrapped under named snapshots): kept out of line so
+    // the hooks that reach it stay small on the GPU.
+    #[inline(never)]
     pub fn change_refs(&self, token: u32, delta: i32) {
         if token == 0 || !self.lock_history() {
             return;
@@ -174,6 +180,9 @@ impl<F: AtomicFamily> ThreadClocks<'_, F> {
 
     /// Reads spilled snapshot `token` into `sink`; false when it is not
     /// spilled (gone: the caller joins the overflow clock).
+    // Cold (the ring wrapped under named snapshots): kept out of line so
+    // the hooks that reach it stay small on the GPU.
+    #[inline(never)]
     pub(crate) fn read_spilled(&self, token: u32, mut sink: impl FnMut(u32, u32)) -> bool {
         if !self.lock_history() {
             return false;
