@@ -668,7 +668,13 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         match w.held {
             Held::Compact(old) => match w.state.to_compact() {
                 Some(c) => cell.store(c.0, MemOrder::Release),
-                None => match self.pool().allocate() {
+                None => match self.pool().allocate().or_else(|| {
+                    // Heads cannot be dropped: spilled snapshots give way.
+                    let heads = w.state.release_len != 0;
+                    (heads && self.reclaim_spilled())
+                        .then(|| self.pool().allocate())
+                        .flatten()
+                }) {
                     Some(i) => {
                         self.write_back(&w.state, self.pool().record(i));
                         cell.store(ShadowCell::inflated(i).0, MemOrder::Release);
@@ -692,6 +698,20 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             }
         }
         Ok(())
+    }
+
+    /// Gives every snapshot spilled into the pool back, for a word with
+    /// release heads that finds the pool full (it cannot stay compact):
+    /// acquirers of those snapshots fall back to their releasers' overflow
+    /// clocks, which hold them (counted). Visits every thread: only on
+    /// this path, which otherwise reports `ShadowPoolExhausted`.
+    #[inline(never)]
+    fn reclaim_spilled(&self) -> bool {
+        let mut freed = false;
+        for t in 0..self.cfg.num_threads {
+            freed |= self.clocks(t).drop_spilled();
+        }
+        freed
     }
 
     /// Locks the cells of `words` in ascending order (whatever order they

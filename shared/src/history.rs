@@ -21,6 +21,9 @@
 //! without a pool (an empty slice, see [`ThreadClocks::with_pool`]), or a
 //! pool with no record left, fall back to the overflow clock as before
 //! (counted in [`coarsened`](crate::abi::ThreadStateHeader::coarsened)).
+//! Spilled snapshots also give way to a word with release heads that finds
+//! the pool full ([`ThreadClocks::drop_spilled`]): their readers coarsen
+//! rather than that word failing.
 //! The overflow clock still takes every overwritten snapshot, so a head
 //! whose snapshot was overwritten before its reference was taken (within
 //! the operation that made it, or between a release fence and the atomic
@@ -211,6 +214,30 @@ impl<F: AtomicFamily> ThreadClocks<'_, F> {
         }
         self.unlock_history();
         found
+    }
+
+    /// Gives all of this thread's spilled snapshots back to the pool (their
+    /// readers fall back to the overflow clock, which holds them); returns
+    /// whether there were any.
+    #[inline(never)]
+    pub fn drop_spilled(&self) -> bool {
+        if !self.lock_history() {
+            return false;
+        }
+        let list = self.history_word(SPILLED);
+        let mut link = list.load(MemOrder::Relaxed);
+        let any = link != 0;
+        list.store(0, MemOrder::Relaxed);
+        if let Some(pool) = self.spill_pool() {
+            while link != 0 {
+                let next =
+                    pool.record(link - 1)[SpillRecord::NEXT_SNAPSHOT_WORD].load(MemOrder::Relaxed);
+                self.free_spilled(&pool, link - 1);
+                link = next;
+            }
+        }
+        self.unlock_history();
+        any
     }
 
     /// Snapshots of this thread spilled into the pool (for tests and

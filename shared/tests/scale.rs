@@ -265,12 +265,41 @@ impl Figures {
     }
 }
 
-/// Runs `programs` random scale programs (hot words and chains) on a pool
-/// of `pool` records (`None`: the default, one per word and at least
-/// 4,096) and compares each with the oracle. Fails on a false positive, a
+/// Words an atomic of `p` touches.
+fn atomic_words(p: &Program) -> usize {
+    let mut words: Vec<u64> = p
+        .ops
+        .iter()
+        .filter_map(|op| match op {
+            Op::Atomic { addr, .. } => Some(addr / 4),
+            _ => None,
+        })
+        .collect();
+    words.sort_unstable();
+    words.dedup();
+    words.len()
+}
+
+/// The record pool a program runs on.
+#[derive(Clone, Copy, Debug)]
+enum PoolSize {
+    /// One record per word, at least 4,096: room for every access chain
+    /// and spilled snapshot the programs here need.
+    Default,
+    /// One record per word an atomic touches: every word that may have
+    /// release heads gets its record, nothing is left for chains and
+    /// spilled snapshots but what those words leave.
+    AtomicWords,
+    /// This many records (hot-word programs only: a chain program needs a
+    /// record per flag).
+    Tiny(usize),
+}
+
+/// Runs `programs` random scale programs (hot words and chains) on `pool`
+/// and compares each with the oracle. Fails on a false positive, a
 /// capacity report, or a missed race in a program that lost no precision
 /// (every miss must be a counted one).
-fn check_programs(programs: u32, pool: Option<usize>) -> Figures {
+fn check_programs(programs: u32, pool: PoolSize) -> Figures {
     let config = Config {
         cases: programs,
         failure_persistence: None,
@@ -280,12 +309,15 @@ fn check_programs(programs: u32, pool: Option<usize>) -> Figures {
         TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
     let figures = RefCell::new(Figures::default());
     let strategy = match pool {
-        None => prop_oneof![hot_word(), chain()].boxed(),
-        // Chains need one record per flag (release heads): not tiny.
-        Some(_) => hot_word().boxed(),
+        PoolSize::Tiny(_) => hot_word().boxed(),
+        _ => prop_oneof![hot_word(), chain()].boxed(),
     };
     let result = runner.run(&strategy, |sp| {
-        let records = pool.unwrap_or(sp.words.max(4096));
+        let records = match pool {
+            PoolSize::Default => sp.words.max(4096),
+            PoolSize::AtomicWords => atomic_words(&sp.program),
+            PoolSize::Tiny(n) => n,
+        };
         let c = compare_in(&sp.program, sp.words, records, CLOCK_BUFFER_AT_SCALE);
         let mut f = figures.borrow_mut();
         f.programs += 1;
@@ -333,7 +365,7 @@ fn engine_matches_oracle_at_scale() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(12);
-    let f = check_programs(programs, None);
+    let f = check_programs(programs, PoolSize::Default);
     assert_eq!(f.false_positives, 0);
     assert_eq!(f.capacity_reports, 0);
     assert_eq!(f.evictions, 0, "the access history grows from the pool");
@@ -341,16 +373,22 @@ fn engine_matches_oracle_at_scale() {
     assert!(f.max_hot_threads >= 4096, "no 4,096-thread hot word drawn");
 }
 
-/// The same hot-word programs on a pool of 4 records: the hot word's
-/// record and a short chain, then counted evictions. The engine may miss
-/// races then, never report a false one, and every miss is counted.
+/// Hot-word programs on a pool of 4 records (the hot word's record and a
+/// short chain, then counted evictions), and all programs on a pool of one
+/// record per word an atomic touches (spilled snapshots give way to those
+/// words: counted coarsening). The engine may miss races then, never report a false one,
+/// and every miss is counted.
 #[test]
-fn a_tiny_pool_only_misses_and_counts_it() {
-    let f = check_programs(8, Some(4));
-    assert_eq!(f.false_positives, 0);
-    assert_eq!(f.capacity_reports, 0);
-    assert_eq!(f.uncounted_misses, 0);
-    assert!(f.evictions > 0, "no program outgrew the tiny pool");
+fn a_small_pool_only_misses_and_counts_it() {
+    let tiny = check_programs(8, PoolSize::Tiny(4));
+    let per_word = check_programs(8, PoolSize::AtomicWords);
+    for f in [&tiny, &per_word] {
+        assert_eq!(f.false_positives, 0);
+        assert_eq!(f.capacity_reports, 0);
+        assert_eq!(f.uncounted_misses, 0);
+    }
+    assert!(tiny.evictions > 0, "no program outgrew the tiny pool");
+    assert!(per_word.lossy_programs > 0, "no program outgrew the pool");
 }
 
 /// The hot-word pattern of the issue at 4,096 threads, every style, on one

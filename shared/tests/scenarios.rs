@@ -663,6 +663,26 @@ fn a_snapshot_still_named_when_its_slot_is_reused_spills_into_the_pool() {
     assert_eq!((h.spilled_snapshots(), h.pool_in_use()), (4, in_use - 1));
 }
 
+/// A word with release heads finding the pool full takes the records of
+/// spilled snapshots rather than failing (their acquirers would coarsen).
+#[test]
+fn spilled_snapshots_give_way_to_a_word_with_release_heads() {
+    let (p, words) = producer_outrunning_its_buffer();
+    let extra = 24;
+    let mut h = Harness::new(3, 1, words + extra, 96);
+    for op in &p.ops {
+        h.step(op);
+    }
+    assert_eq!(h.spilled_snapshots(), 5);
+    // New flags fill the pool; those finding it full take the spilled
+    // snapshots' records.
+    for k in 0..extra {
+        let o = h.step(&store(2, 4 * (words + k) as u64, Release, Device));
+        assert!(!o.unwrap().is_error(), "flag {k}");
+    }
+    assert_eq!((h.spilled_snapshots(), h.pool_used()), (0, 96));
+}
+
 /// With no pool record to spare, the overwritten snapshot is only in the
 /// overflow clock: no error and no false report, only (counted) races
 /// missed against accesses made after that release.
