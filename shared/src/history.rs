@@ -157,28 +157,31 @@ impl<F: AtomicFamily> ThreadClocks<'_, F> {
         if self.is_fresh(token, head) {
             step(self.slot_refs(token));
         } else if let Some(pool) = self.spill_pool() {
-            let list = self.history_word(SPILLED);
-            let mut prev: Option<u32> = None;
-            let mut link = list.load(MemOrder::Relaxed);
-            while link != 0 {
-                let rec = pool.record(link - 1);
-                let next = rec[SpillRecord::NEXT_SNAPSHOT_WORD].load(MemOrder::Relaxed);
-                if rec[SpillRecord::TOKEN_WORD].load(MemOrder::Relaxed) == token {
-                    if step(&rec[SpillRecord::REFS_WORD]) == 0 {
-                        match prev {
-                            None => list.store(next, MemOrder::Relaxed),
-                            Some(p) => pool.record(p - 1)[SpillRecord::NEXT_SNAPSHOT_WORD]
-                                .store(next, MemOrder::Relaxed),
-                        }
-                        self.free_spilled(&pool, link - 1);
-                    }
-                    break;
+            if let Some((link, first)) = self.find_spilled(&pool, token) {
+                let rec = pool.record(first);
+                if step(&rec[SpillRecord::REFS_WORD]) == 0 {
+                    let next = rec[SpillRecord::NEXT_SNAPSHOT_WORD].load(MemOrder::Relaxed);
+                    link.store(next, MemOrder::Relaxed);
+                    self.free_spilled(&pool, first);
                 }
-                prev = Some(link);
-                link = next;
             }
         }
         self.unlock_history();
+    }
+
+    /// Under the history lock: spilled snapshot `token`'s first record, and
+    /// the word linking to it (the list head or the previous snapshot's
+    /// `next_snapshot`).
+    fn find_spilled<'s>(&'s self, pool: &Pool<'s, F>, token: u32) -> Option<(&'s F::U32, u32)> {
+        let mut link = self.history_word(SPILLED);
+        loop {
+            let first = link.load(MemOrder::Relaxed).checked_sub(1)?;
+            let rec = pool.record(first);
+            if rec[SpillRecord::TOKEN_WORD].load(MemOrder::Relaxed) == token {
+                return Some((link, first));
+            }
+            link = &rec[SpillRecord::NEXT_SNAPSHOT_WORD];
+        }
     }
 
     /// Reads spilled snapshot `token` into `sink`; false when it is not
@@ -190,30 +193,24 @@ impl<F: AtomicFamily> ThreadClocks<'_, F> {
         if !self.lock_history() {
             return false;
         }
-        let mut found = false;
-        if let Some(pool) = self.spill_pool() {
-            let mut link = self.history_word(SPILLED).load(MemOrder::Relaxed);
-            while link != 0 {
-                let rec = pool.record(link - 1);
-                if rec[SpillRecord::TOKEN_WORD].load(MemOrder::Relaxed) == token {
-                    found = true;
-                    let (mut at, mut j) = (link - 1, 0);
-                    while j < self.num_threads {
-                        let part = pool.record(at);
-                        for k in 0..SPILL_ENTRIES.min(self.num_threads - j) {
-                            let v = part[SpillRecord::ENTRY_WORD + k].load(MemOrder::Relaxed);
-                            sink((j + k) as u32, v);
-                        }
-                        j += SPILL_ENTRIES;
-                        at = pool.chain_next(at).wrapping_sub(1);
-                    }
-                    break;
+        let found = self.spill_pool().and_then(|pool| {
+            let (_, mut at) = self.find_spilled(&pool, token)?;
+            let mut j = 0;
+            while j < self.num_threads {
+                let part = pool.record(at);
+                for k in 0..SPILL_ENTRIES.min(self.num_threads - j) {
+                    sink(
+                        (j + k) as u32,
+                        part[SpillRecord::ENTRY_WORD + k].load(MemOrder::Relaxed),
+                    );
                 }
-                link = rec[SpillRecord::NEXT_SNAPSHOT_WORD].load(MemOrder::Relaxed);
+                j += SPILL_ENTRIES;
+                at = pool.chain_next(at).wrapping_sub(1);
             }
-        }
+            Some(())
+        });
         self.unlock_history();
-        found
+        found.is_some()
     }
 
     /// Gives all of this thread's spilled snapshots back to the pool (their

@@ -137,6 +137,15 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
     b.check(f);
 }
 
+/// [`model`] for long engine paths (chain walks, spills): two preemptions
+/// cover the lock hand-offs.
+fn long_model(f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(2);
+    b.max_branches = 100_000;
+    b.check(f);
+}
+
 #[test]
 fn two_accesses_inflating_one_cell_lose_nothing() {
     model(|| {
@@ -461,11 +470,7 @@ fn the_pool_free_list_hands_a_record_to_one_owner_at_a_time() {
 
 #[test]
 fn concurrent_readers_growing_one_chain_keep_every_clock() {
-    let mut b = loom::model::Builder::new();
-    // The chain walk is long; two preemptions cover the lock hand-offs.
-    b.preemption_bound = Some(2);
-    b.max_branches = 100_000;
-    b.check(|| {
+    long_model(|| {
         let readers = RECORD_ACCESS_SLOTS as u32 + 2;
         let m = Mem::new(readers, 1, 3);
         // A full record of unordered readers; the last two read at once,
@@ -501,10 +506,7 @@ fn concurrent_readers_growing_one_chain_keep_every_clock() {
 
 #[test]
 fn a_spill_racing_with_the_last_reference_leaks_nothing() {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(2);
-    b.max_branches = 100_000;
-    b.check(|| {
+    long_model(|| {
         let m = Mem::new(3, 5, 8);
         let site = AccessSite::default();
         let op = |kind, ordering| AtomicOp::new(kind, ordering, Scope::Device);
