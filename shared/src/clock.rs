@@ -306,8 +306,9 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
         if history {
             self.retire_slot(token);
         }
-        // Announce (seqlock) after the overflow clock took the old snapshot:
-        // a reader that sees the new head falls back to the overflow clock.
+        // Announce (seqlock) after the overflow clock (and the pool) took
+        // the old snapshot: a reader that sees the new head falls back to
+        // them.
         F::fence(MemOrder::Release);
         self.word(H::HEAD_WORD).store(token, MemOrder::Relaxed);
         F::fence(MemOrder::Release);
