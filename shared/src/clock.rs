@@ -363,11 +363,18 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
     /// What a release head of this thread (snapshot `token`, own `epoch`)
     /// carries, entry by entry into `sink` (entries may come twice; sinks
     /// join). A snapshot gone from the ring is read from the pool when it
-    /// was spilled there; when it is gone from both, the overflow clock,
-    /// which contains it, stands in (counted); returns false then.
+    /// was spilled there; when it is gone from both (or was overwritten
+    /// while read), the overflow clock, which contains it, stands in
+    /// (counted); returns false then.
     pub fn read_release(&self, token: u32, epoch: u32, mut sink: impl FnMut(u32, u32)) -> bool {
-        let exact =
-            self.read_snapshot(token, &mut sink).is_ok() || self.read_spilled(token, &mut sink);
+        let exact = if self.is_fresh(token, self.word(H::HEAD_WORD).load(MemOrder::Acquire)) {
+            // A slot overwritten while read may have handed newer entries
+            // to the sink: not exact then (counted), even if spilled.
+            self.read_snapshot(token, &mut sink).is_ok()
+        } else {
+            // Gone before any entry was read: the pool copy is exact.
+            self.read_spilled(token, &mut sink)
+        };
         if !exact {
             // Pairs with the release fence before the head announcement
             // that made the snapshot gone: the overflow clock holds it.
