@@ -15,12 +15,14 @@ pub const WORD_BYTES: u64 = 4;
 /// Bytes of shadow per 4-byte word in the common (compact) state.
 pub const COMPACT_SHADOW_BYTES_PER_WORD: u64 = size_of::<crate::shadow::ShadowCell>() as u64;
 /// Bytes of shadow per 4-byte word once inflated (the compact cell, now a
-/// tagged pool index, plus its pool record).
+/// tagged pool index, plus its pool record), before any chain record.
 pub const INFLATED_SHADOW_BYTES_PER_WORD: u64 =
     COMPACT_SHADOW_BYTES_PER_WORD + size_of::<InflatedRecord>() as u64;
-/// Access clocks an inflated record keeps (reads and writes together; the
-/// latest write of every byte is never evicted).
+/// Access clocks an inflated record keeps itself (reads and writes
+/// together); older ones move to its chain of [`ChainRecord`]s.
 pub const RECORD_ACCESS_SLOTS: usize = 8;
+/// Access clocks one [`ChainRecord`] keeps.
+pub const CHAIN_ACCESS_SLOTS: usize = 14;
 /// Release heads an inflated record keeps. A word keeps one head per
 /// class of releaser (device, scope) whatever the number of releasers (the
 /// heads of one class are joined exactly), so 4 slots are exact for words
@@ -89,7 +91,9 @@ const _: () = assert!(offset_of!(GlobalState, thread_state_bytes) == 60);
 /// by relaxed reads from same-device releasers, the same from other-device
 /// releasers (both consumed by acquire fences), the *overflow clock* (the
 /// join of every snapshot the ring overwrote), then `clock_buffer_size`
-/// published snapshots (see [`crate::clock`]).
+/// published snapshots (see [`crate::clock`]), then the release history's
+/// [`RELEASE_HISTORY_FIXED_WORDS`] words and one reference count per
+/// snapshot slot (see [`crate::history`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct ThreadStateHeader {
@@ -114,7 +118,8 @@ pub struct ThreadStateHeader {
     /// Own epoch at the last release fence of scope system.
     pub fence_epoch_system: u32,
     /// Acquires of this thread's releases that found their snapshot
-    /// overwritten and used the overflow clock instead (precision lost).
+    /// overwritten and not spilled into the pool (see [`crate::history`]),
+    /// and used the overflow clock instead (precision lost).
     pub coarsened: u32,
     /// Reserved, zero.
     pub reserved: u32,
@@ -171,11 +176,60 @@ pub const THREAD_STATE_CLOCKS: usize = 4;
 /// 4.8 GiB per GPU, 38.3 GiB in all. With 8 snapshots (enough once
 /// releases share snapshots): 204 MiB, and 1.6 GiB per GPU (12.8 GiB in
 /// all). Release heads and derived snapshots need nothing more: heads live
-/// in the word's pooled record, derived snapshots in the buffer.
+/// in the word's pooled record, derived snapshots in the buffer. A
+/// snapshot still named by a head when its slot is reused moves to the
+/// record pool (`ceil(num_threads / 28)` records: 76 for 2,112 threads,
+/// 604 for 16,896), given back when the last head naming it goes.
 pub const fn thread_state_words(num_threads: u32, clock_buffer_size: u32) -> usize {
     ThreadStateHeader::WORDS
         + (THREAD_STATE_CLOCKS + clock_buffer_size as usize) * num_threads as usize
+        + RELEASE_HISTORY_FIXED_WORDS
+        + clock_buffer_size as usize
 }
+
+/// u32 words of a thread state's release history besides its reference
+/// counts: a spin lock, then the pool index + 1 of the first snapshot
+/// spilled into the pool (0: none).
+pub const RELEASE_HISTORY_FIXED_WORDS: usize = 2;
+
+/// Clock entries one [`SpillRecord`] holds.
+pub const SPILL_ENTRIES: usize = 28;
+
+/// A pool record holding part of a snapshot spilled out of its thread's
+/// clock buffer because release heads still named it when its slot was
+/// needed again (see [`crate::history`]). A snapshot of `num_threads`
+/// entries takes `ceil(num_threads / SPILL_ENTRIES)` records linked through
+/// `next`; the first one's `token`, `refs` and `next_snapshot` describe it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct SpillRecord {
+    /// Pool index + 1 of the snapshot's next record (0: the last); links
+    /// the pool's free list too, like [`ChainRecord::next`].
+    pub next: u32,
+    /// First record: the snapshot's clock-buffer token.
+    pub token: u32,
+    /// First record: release heads naming the snapshot.
+    pub refs: u32,
+    /// First record: pool index + 1 of the thread's next spilled snapshot.
+    pub next_snapshot: u32,
+    /// Clock entries `k * SPILL_ENTRIES ..` of the snapshot (record `k`).
+    pub entries: [u32; SPILL_ENTRIES],
+}
+impl SpillRecord {
+    /// Word index of `next`.
+    pub const NEXT_WORD: usize = offset_of!(Self, next) / 4;
+    /// Word index of `token`.
+    pub const TOKEN_WORD: usize = offset_of!(Self, token) / 4;
+    /// Word index of `refs`.
+    pub const REFS_WORD: usize = offset_of!(Self, refs) / 4;
+    /// Word index of `next_snapshot`.
+    pub const NEXT_SNAPSHOT_WORD: usize = offset_of!(Self, next_snapshot) / 4;
+    /// Word index of the first entry.
+    pub const ENTRY_WORD: usize = offset_of!(Self, entries) / 4;
+}
+const _: () = assert!(size_of::<SpillRecord>() == 128);
+const _: () = assert!(offset_of!(SpillRecord, next) == offset_of!(ChainRecord, next));
+const _: () = assert!(offset_of!(SpillRecord, entries) == 16);
 
 /// Bytes of one thread state, rounded up to 16 bytes.
 pub const fn thread_state_bytes(num_threads: u32, clock_buffer_size: u32) -> u64 {
@@ -261,9 +315,10 @@ pub struct InflatedRecord {
     /// Last write of the word for release-sequence continuation: bit 31
     /// valid, bits 24..30 extent, bits 16..18 scope, bits 0..16 tid.
     pub last_write: u32,
-    /// Reserved, zero.
-    pub reserved: u32,
-    /// Access clocks (reads and writes), oldest first.
+    /// Pool index + 1 of the first [`ChainRecord`] holding the word's older
+    /// access clocks (0: none). The record's lock covers its whole chain.
+    pub chain: u32,
+    /// The newest access clocks (reads and writes), oldest first.
     pub accesses: [ScalarClock; RECORD_ACCESS_SLOTS],
     /// Release heads whose release sequence the word's value continues.
     pub releases: [ReleaseSlot; RECORD_RELEASE_SLOTS],
@@ -277,6 +332,8 @@ impl InflatedRecord {
     pub const META_WORD: usize = offset_of!(Self, meta) / 4;
     /// Word index of `last_write`.
     pub const LAST_WRITE_WORD: usize = offset_of!(Self, last_write) / 4;
+    /// Word index of `chain`.
+    pub const CHAIN_WORD: usize = offset_of!(Self, chain) / 4;
     /// Word index of the first access clock.
     pub const ACCESS_WORD: usize = offset_of!(Self, accesses) / 4;
     /// Word index of the first release head.
@@ -286,17 +343,46 @@ const _: () = assert!(size_of::<InflatedRecord>() == 128);
 const _: () = assert!(offset_of!(InflatedRecord, accesses) == 16);
 const _: () = assert!(offset_of!(InflatedRecord, releases) == 80);
 const _: () = assert!(size_of::<ReleaseSlot>() * RECORD_RELEASE_SLOTS == 48);
+const _: () = assert!(offset_of!(InflatedRecord, chain) == 12);
 
-/// Header of the inflated-record pool; records follow at
-/// [`PoolHeader::WORDS`], [`InflatedRecord::WORDS`] words each.
+/// A pool record continuing an [`InflatedRecord`]'s access history: a word
+/// needing more access clocks than its record keeps links records like
+/// this one from the same pool (see [`crate::engine`]), and gives each
+/// back to the pool's free list once its clocks are gone. A free record
+/// links the free list through `next` too.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct ChainRecord {
+    /// Pool index + 1 of the next record of the chain (0: the last).
+    pub next: u32,
+    /// Reserved, zero.
+    pub reserved: [u32; 3],
+    /// Access clocks, in no particular order (unused slots not valid).
+    pub accesses: [ScalarClock; CHAIN_ACCESS_SLOTS],
+}
+impl ChainRecord {
+    /// Word index of `next`.
+    pub const NEXT_WORD: usize = offset_of!(Self, next) / 4;
+    /// Word index of the first access clock.
+    pub const ACCESS_WORD: usize = offset_of!(Self, accesses) / 4;
+}
+const _: () = assert!(size_of::<ChainRecord>() == size_of::<InflatedRecord>());
+const _: () = assert!(offset_of!(ChainRecord, next) == 0);
+const _: () = assert!(offset_of!(ChainRecord, accesses) == 16);
+
+/// Header of the inflated-record pool; records ([`InflatedRecord`]s and
+/// [`ChainRecord`]s alike) follow at [`PoolHeader::WORDS`],
+/// [`InflatedRecord::WORDS`] words each.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct PoolHeader {
-    /// Records handed out (bump allocator).
+    /// Records handed out by the bump allocator (given-back ones are
+    /// reused from the free list first).
     pub next: u32,
     /// Records the pool holds.
     pub capacity: u32,
-    /// Access clocks evicted so far (precision lost), over all records.
+    /// Access clocks evicted so far because no record was left for a
+    /// word's chain (precision lost), over all records.
     pub evictions: u32,
     /// Records allocated but never published (0: inflation claims the
     /// cell before allocating).
@@ -309,12 +395,27 @@ pub struct PoolHeader {
     /// and the older ones dropped (precision lost: races with the dropped
     /// clocks may be missed, none invented).
     pub degraded: u32,
-    /// Reserved, zero.
+    /// The free list of records given back (emptied [`ChainRecord`]s):
+    /// `reserved[0]` its spin lock, `reserved[1]` the pool index + 1 of its
+    /// first record (0: empty), linked through [`ChainRecord::next`]. Zero
+    /// at start (the name stays for the hosts that build the header).
     pub reserved: [u32; 2],
 }
 impl PoolHeader {
     /// u32 words in the header.
     pub const WORDS: usize = size_of::<Self>() / 4;
+    /// Word index of [`PoolHeader::next`].
+    pub const NEXT_WORD: usize = offset_of!(Self, next) / 4;
+    /// Word index of [`PoolHeader::capacity`].
+    pub const CAPACITY_WORD: usize = offset_of!(Self, capacity) / 4;
+    /// Word index of [`PoolHeader::evictions`].
+    pub const EVICTIONS_WORD: usize = offset_of!(Self, evictions) / 4;
+    /// Word index of [`PoolHeader::wasted`].
+    pub const WASTED_WORD: usize = offset_of!(Self, wasted) / 4;
+    /// Word index of the free list's spin lock.
+    pub const FREE_LOCK_WORD: usize = offset_of!(Self, reserved) / 4;
+    /// Word index of the free list's first record (index + 1).
+    pub const FREE_HEAD_WORD: usize = Self::FREE_LOCK_WORD + 1;
     /// Word index of [`PoolHeader::merged_heads`].
     pub const MERGED_WORD: usize = offset_of!(Self, merged_heads) / 4;
     /// Word index of [`PoolHeader::degraded`].
@@ -323,6 +424,7 @@ impl PoolHeader {
 const _: () = assert!(size_of::<PoolHeader>() == 32);
 const _: () = assert!(offset_of!(PoolHeader, merged_heads) == 16);
 const _: () = assert!(offset_of!(PoolHeader, degraded) == 20);
+const _: () = assert!(offset_of!(PoolHeader, reserved) == 24);
 
 /// What a report record says.
 #[repr(u32)]

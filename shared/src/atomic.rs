@@ -9,9 +9,12 @@
 //!
 //! Lock order (documented once, relied on everywhere): a sanitizer thread's
 //! own [`ThreadStateHeader`](crate::abi::ThreadStateHeader) lock, then shadow
-//! cells / inflated records in ascending address order, then the lock-free
-//! pool allocator and report buffer. Nothing waits for a lock that comes
-//! earlier in that order while holding a later one, so no cycle can form.
+//! cells / inflated records in ascending address order (a record's lock
+//! covers its chain records), then one thread's release-history lock (see
+//! [`crate::history`]; never two at once), then the pool's free-list lock
+//! (a leaf: its holder takes no other lock), the lock-free pool allocator
+//! and the report buffer. Nothing waits for a lock that comes earlier in that order while
+//! holding a later one, so no cycle can form.
 
 use core::sync::atomic::Ordering as MemOrder;
 
@@ -143,7 +146,7 @@ impl AtomicFamily for CoreAtomics {
 }
 
 /// A test-and-set spin lock in one 32-bit word (0 = free, 1 = held); used
-/// for inflated shadow records.
+/// for inflated shadow records and the pool's free list.
 pub struct SpinLock;
 
 impl SpinLock {

@@ -22,14 +22,15 @@
 //!
 //! An acquire reads the snapshot back through a seqlock: the writer
 //! announces the new head before overwriting a slot, the reader checks the
-//! head after reading. Before a slot is overwritten, its snapshot is joined
-//! into the thread's *overflow clock*, so a reader that finds its snapshot
-//! gone joins the overflow clock instead: it contains the snapshot, so the
-//! acquire can only be ordered after more than it should (races missed,
-//! never invented); such acquires are counted in
-//! [`coarsened`](crate::abi::ThreadStateHeader::coarsened). The buffer is
-//! exact for any number of releases while each acquirer reads one of the
-//! releaser's last `clock_buffer_size` distinct snapshots.
+//! head after reading. Before a slot is overwritten, a snapshot that
+//! release heads still name is copied into the record pool (see
+//! [`crate::history`]), where such a reader finds it; and every snapshot
+//! is joined into the thread's *overflow clock*, so a reader that finds
+//! its snapshot in neither (the pool was full, or no pool was given) joins
+//! the overflow clock instead: it contains the snapshot, so the acquire
+//! can only be ordered after more than it should (races missed, never
+//! invented); such acquires are counted in
+//! [`coarsened`](crate::abi::ThreadStateHeader::coarsened).
 
 use core::sync::atomic::Ordering as MemOrder;
 
@@ -78,9 +79,12 @@ pub enum ClockError {
 /// A view of one thread state: header, vector clock, pending clocks and
 /// clock buffer, laid out as [`crate::abi::thread_state_words`] says.
 pub struct ThreadClocks<'a, F: AtomicFamily> {
-    words: &'a [F::U32],
-    num_threads: usize,
-    buffer_slots: u32,
+    pub(crate) words: &'a [F::U32],
+    pub(crate) num_threads: usize,
+    pub(crate) buffer_slots: u32,
+    /// The record pool snapshots still named by heads spill into (empty:
+    /// they are only joined into the overflow clock).
+    pub(crate) pool: &'a [F::U32],
 }
 
 impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
@@ -92,11 +96,21 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
             words,
             num_threads: num_threads as usize,
             buffer_slots,
+            pool: &[],
         }
     }
 
+    /// The same view, spilling snapshots still named by release heads into
+    /// record pool `pool` ([`crate::abi::PoolHeader`] + records) when their
+    /// slot is needed again, instead of only joining them into the
+    /// overflow clock (see [`crate::history`]).
+    #[inline]
+    pub fn with_pool(self, pool: &'a [F::U32]) -> Self {
+        ThreadClocks { pool, ..self }
+    }
+
     #[inline(always)]
-    fn word(&self, i: usize) -> &F::U32 {
+    pub(crate) fn word(&self, i: usize) -> &F::U32 {
         &self.words[i]
     }
 
@@ -144,7 +158,7 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
     }
 
     #[inline(always)]
-    fn slot_word(&self, token: u32, j: usize) -> &F::U32 {
+    pub(crate) fn slot_word(&self, token: u32, j: usize) -> &F::U32 {
         let slot = ((token - 1) % self.buffer_slots) as usize;
         self.word(H::WORDS + (crate::abi::THREAD_STATE_CLOCKS + slot) * self.num_threads + j)
     }
@@ -298,11 +312,22 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
                 self.overflow_word(j).fetch_max(v, MemOrder::Relaxed);
             }
         }
-        // Announce (seqlock) after the overflow clock took the old snapshot:
-        // a reader that sees the new head falls back to the overflow clock.
+        // The old snapshot moves to the pool if heads still name it; the
+        // history lock makes the move and the announcement one step for
+        // reference holders.
+        let history = self.lock_history();
+        if history {
+            self.retire_slot(token);
+        }
+        // Announce (seqlock) after the overflow clock (and the pool) took
+        // the old snapshot: a reader that sees the new head falls back to
+        // them.
         F::fence(MemOrder::Release);
         self.word(H::HEAD_WORD).store(token, MemOrder::Relaxed);
         F::fence(MemOrder::Release);
+        if history {
+            self.unlock_history();
+        }
         token
     }
 
@@ -323,7 +348,7 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
     }
 
     #[inline(always)]
-    fn is_fresh(&self, token: u32, head: u32) -> bool {
+    pub(crate) fn is_fresh(&self, token: u32, head: u32) -> bool {
         token != 0 && token <= head && head - token < self.buffer_slots
     }
 
@@ -350,10 +375,19 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
 
     /// What a release head of this thread (snapshot `token`, own `epoch`)
     /// carries, entry by entry into `sink` (entries may come twice; sinks
-    /// join). When the snapshot is gone the overflow clock, which contains
-    /// it, stands in (counted); returns false then.
+    /// join). A snapshot gone from the ring is read from the pool when it
+    /// was spilled there; when it is gone from both (or was overwritten
+    /// while read), the overflow clock, which contains it, stands in
+    /// (counted); returns false then.
     pub fn read_release(&self, token: u32, epoch: u32, mut sink: impl FnMut(u32, u32)) -> bool {
-        let exact = self.read_snapshot(token, &mut sink).is_ok();
+        let exact = if self.is_fresh(token, self.word(H::HEAD_WORD).load(MemOrder::Acquire)) {
+            // A slot overwritten while read may have handed newer entries
+            // to the sink: not exact then (counted), even if spilled.
+            self.read_snapshot(token, &mut sink).is_ok()
+        } else {
+            // Gone before any entry was read: the pool copy is exact.
+            self.read_spilled(token, &mut sink)
+        };
         if !exact {
             // Pairs with the release fence before the head announcement
             // that made the snapshot gone: the overflow clock holds it.

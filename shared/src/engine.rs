@@ -15,11 +15,22 @@
 //! every future access racing with `a` would also race with `n` (`n` writes
 //! or `a` only read; `n` is plain, or `a` is an atomic of at least `n`'s
 //! scope on `n`'s thread or device). That rule keeps exactly the clocks an
-//! exact detector with unbounded history needs, so the engine agrees with
-//! such a detector on every access as long as no word needs more clocks
-//! than a record keeps; beyond that, a seeded random clock other than the
-//! newest write of any byte is evicted (precision lost, counted, never a
-//! false report).
+//! exact detector with unbounded history needs. A record keeps its word's 8
+//! newest clocks; older ones move to a chain of pool records (14 clocks
+//! each, linked by pool index, walked one record at a time under the
+//! record's lock; a chain record emptied by later accesses goes back to the
+//! pool's free list). So the engine agrees with an exact detector on every
+//! access while the pool has room: chains may take all but an eighth of
+//! the pool (rounded up; that stays for words that inflate). Only when no
+//! record is left is a seeded random clock other than the newest write of
+//! any byte evicted (precision lost, counted in
+//! [`crate::abi::PoolHeader::evictions`], never a false report). A word
+//! with `h` clocks needs `1 + ceil((h - 8) / 14)` records of 128 bytes: a
+//! counter hit by 4,096 sanitizer threads' compatible atomics, 293 records
+//! (37 KiB); the default GPU pool of 65,536 records (8 MiB per device)
+//! holds about 800,000 chained clocks. An access walks all its word's
+//! clocks, so it costs O(h) under the word's lock: only words with long
+//! histories pay, and a compact word never has a chain.
 //!
 //! Synchronisation follows the PTX model: a release (or a release fence
 //! followed by an atomic write) publishes the clock into the thread's clock
@@ -49,10 +60,15 @@
 //! word (fences plus relaxed RMWs, release RMWs) thus need at most two
 //! heads per device, exactly. A word released from more classes than its
 //! record's slots merges all into one *wide* head every acquirer acquires
-//! (counted in [`crate::abi::PoolHeader::merged_heads`]). An acquire whose
-//! snapshot was overwritten joins the releaser's overflow clock (counted
-//! per releaser, see [`crate::clock`]). Both losses make acquirers ordered
-//! after more than the model says: races can be missed, never invented.
+//! (counted in [`crate::abi::PoolHeader::merged_heads`]). Each head stored
+//! in a record holds a reference to its snapshot (taken and dropped when
+//! the record is written back, `Engine::write_back`), and a snapshot still
+//! referenced when its ring slot is reused moves into the record pool
+//! ([`crate::history`]), so lagging acquirers stay exact while the pool
+//! has room. Only an acquire whose snapshot is in neither joins the
+//! releaser's overflow clock (counted per releaser, see [`crate::clock`]).
+//! Both losses make acquirers ordered after more than the model says:
+//! races can be missed, never invented.
 //!
 //! Reports name the first byte both accesses touch.
 //!
@@ -68,13 +84,14 @@
 //! verdicts.
 //!
 //! Lock order: the thread's own state lock, then cells in ascending word
-//! order (see [`crate::atomic`]).
+//! order (a record's lock covers its chain), then the pool's free-list
+//! lock (see [`crate::atomic`]).
 
 use core::sync::atomic::Ordering as MemOrder;
 
 use crate::abi::{
-    AccessSite, GlobalState, InflatedRecord, RaceReport, ReportKind, RECORD_ACCESS_SLOTS,
-    RECORD_RELEASE_SLOTS, WORD_BYTES,
+    AccessSite, GlobalState, InflatedRecord, RaceReport, ReportKind, CHAIN_ACCESS_SLOTS,
+    RECORD_ACCESS_SLOTS, RECORD_RELEASE_SLOTS, WORD_BYTES,
 };
 use crate::atomic::{AtomicFamily, AtomicU32Ops, AtomicU64Ops, SpinLock};
 use crate::clock::{ClockError, FenceRelease, PendingLevel, ThreadClocks};
@@ -305,6 +322,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             self.cfg.num_threads,
             self.cfg.clock_buffer_size,
         )
+        .with_pool(self.mem.pool())
     }
 
     #[inline(always)]
@@ -381,7 +399,10 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
     }
 
     /// Checks `n` against the word's clocks and records it. Returns the
-    /// first racing earlier clock and whether a clock was evicted.
+    /// first racing earlier clock and whether a clock was evicted. Older
+    /// clocks live in the record's chain (walked first, one record at a
+    /// time); when the record overflows, its oldest clock moves there, and
+    /// only when the pool has no record for it is a clock evicted.
     fn record_access(
         &self,
         st: &mut WordState,
@@ -392,29 +413,14 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         // Bytes of earlier clocks of the very same access merge into the new
         // one after the loop (checks use the access's own bytes only).
         let mut merged = 0u8;
+        let room = if st.chain != 0 {
+            self.check_chain(st, &n, clocks, &mut race, &mut merged)
+        } else {
+            None
+        };
         let mut i = 0;
         while i < st.len {
-            let a = st.accesses[i];
-            let overlap = a.mask & n.mask != 0;
-            let ordered = clocks.get(a.tid) >= a.epoch;
-            if race.is_none()
-                && overlap
-                && (a.write || n.write)
-                && !ordered
-                && !self.compatible(&a, &n)
-            {
-                race = Some(a);
-            }
-            if ordered && overlap && self.subsumes(&n, &a) {
-                st.accesses[i].mask &= !n.mask;
-            }
-            if a.same_access(&n) {
-                // The same access apart from bytes merges into the new clock,
-                // which takes the newest position.
-                merged |= st.accesses[i].mask;
-                st.accesses[i].mask = 0;
-            }
-            if st.accesses[i].mask == 0 {
+            if !self.check_clock(&mut st.accesses[i], &n, clocks, &mut race, &mut merged) {
                 st.remove(i);
                 continue;
             }
@@ -424,10 +430,11 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             mask: n.mask | merged,
             ..n
         });
-        if st.len <= RECORD_ACCESS_SLOTS {
+        if st.len <= RECORD_ACCESS_SLOTS || self.spill(st, room) {
             return (race, false);
         }
-        // Evict: never the newest clock, never the latest write of a byte.
+        // Full pool: evict, never the newest clock, never the latest write
+        // of a byte.
         let mut protected = [false; RECORD_ACCESS_SLOTS + 1];
         protected[st.len - 1] = true;
         for byte in 0..4 {
@@ -447,6 +454,106 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         st.remove(victim);
         st.lossy = true;
         (race, true)
+    }
+
+    /// Checks new access `n` against earlier clock `a`: notes `a` in `race`
+    /// if it is the first racing one, takes off `a` the bytes `n` subsumes,
+    /// and merges `a` into `n` (`merged`) when it is the same access.
+    /// Returns whether `a` keeps any byte.
+    #[inline(always)]
+    fn check_clock(
+        &self,
+        a: &mut AccessClock,
+        n: &AccessClock,
+        clocks: &ThreadClocks<'m, M::Atomics>,
+        race: &mut Option<AccessClock>,
+        merged: &mut u8,
+    ) -> bool {
+        let overlap = a.mask & n.mask != 0;
+        let ordered = clocks.get(a.tid) >= a.epoch;
+        if race.is_none() && overlap && (a.write || n.write) && !ordered && !self.compatible(a, n) {
+            *race = Some(*a);
+        }
+        if ordered && overlap && self.subsumes(n, a) {
+            a.mask &= !n.mask;
+        }
+        if a.same_access(n) {
+            // The same access apart from bytes merges into the new clock,
+            // which takes the newest position.
+            *merged |= a.mask;
+            a.mask = 0;
+        }
+        a.mask != 0
+    }
+
+    /// [`Engine::check_clock`] over the clocks of `st`'s chain, record by
+    /// record (the word's lock held), writing back what changed and giving
+    /// emptied records back to the pool. Returns a free slot of the chain.
+    fn check_chain(
+        &self,
+        st: &mut WordState,
+        n: &AccessClock,
+        clocks: &ThreadClocks<'m, M::Atomics>,
+        race: &mut Option<AccessClock>,
+        merged: &mut u8,
+    ) -> Option<(u32, usize)> {
+        let pool = self.pool();
+        let mut room = None;
+        let mut prev = None;
+        let mut link = st.chain;
+        while link != 0 {
+            let i = link - 1;
+            link = pool.chain_next(i);
+            let (mut live, mut free_slot) = (false, None);
+            for slot in 0..CHAIN_ACCESS_SLOTS {
+                let Some(mut a) = pool.chain_clock(i, slot) else {
+                    free_slot = free_slot.or(Some(slot));
+                    continue;
+                };
+                let mask = a.mask;
+                if self.check_clock(&mut a, n, clocks, race, merged) {
+                    live = true;
+                    if a.mask != mask {
+                        pool.set_chain_clock(i, slot, Some(a));
+                    }
+                } else {
+                    pool.set_chain_clock(i, slot, None);
+                    free_slot = free_slot.or(Some(slot));
+                }
+            }
+            if live {
+                room = room.or(free_slot.map(|slot| (i, slot)));
+                prev = Some(i);
+                continue;
+            }
+            match prev {
+                None => st.chain = link,
+                Some(p) => pool.set_chain_next(p, link),
+            }
+            pool.free(i);
+        }
+        room
+    }
+
+    /// Moves the oldest clock of an overflowing record into its chain: into
+    /// `room` (a free chain slot), or a new chain record in front. False
+    /// when the pool has no record for it.
+    fn spill(&self, st: &mut WordState, room: Option<(u32, usize)>) -> bool {
+        let pool = self.pool();
+        let (i, slot) = match room {
+            Some(r) => r,
+            None => {
+                let Some(i) = pool.allocate_chain() else {
+                    return false;
+                };
+                pool.set_chain_next(i, st.chain);
+                st.chain = i + 1;
+                (i, 0)
+            }
+        };
+        pool.set_chain_clock(i, slot, Some(st.accesses[0]));
+        st.remove(0);
+        true
     }
 
     /// The common case of [`Engine::record_access`] for a plain access on a
@@ -491,6 +598,32 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             ..*n
         };
         Some((ShadowCell::from_clocks(&w, &r)?, race))
+    }
+
+    /// Writes `st` into record `rec` (its lock held, or the record still
+    /// private), taking a snapshot reference for each release head new to
+    /// the record and dropping one for each head gone from it (see
+    /// [`crate::history`]). Out of line: four paths write records back.
+    #[inline(never)]
+    fn write_back(&self, st: &WordState, rec: &[U32Of<M>]) {
+        let (old, old_len) = WordState::heads_of_record::<M::Atomics>(rec);
+        let mut kept = [false; RECORD_RELEASE_SLOTS];
+        let refs = |h: &ReleaseHead, delta: i32| {
+            if h.tid < self.cfg.num_threads {
+                self.clocks(h.tid).change_refs(h.token, delta);
+            }
+        };
+        for h in &st.releases[..st.release_len] {
+            let same = |k: &usize| !kept[*k] && old[*k].tid == h.tid && old[*k].token == h.token;
+            match (0..old_len).find(same) {
+                Some(k) => kept[k] = true,
+                None => refs(h, 1),
+            }
+        }
+        for (h, _) in old[..old_len].iter().zip(kept).filter(|(_, k)| !k) {
+            refs(h, -1);
+        }
+        st.to_record::<M::Atomics>(rec);
     }
 
     // ----- locking words --------------------------------------------------
@@ -541,9 +674,15 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         match w.held {
             Held::Compact(old) => match w.state.to_compact() {
                 Some(c) => cell.store(c.0, MemOrder::Release),
-                None => match self.pool().allocate() {
+                None => match self.pool().allocate().or_else(|| {
+                    // Heads cannot be dropped: spilled snapshots give way.
+                    let heads = w.state.release_len != 0;
+                    (heads && self.reclaim_spilled())
+                        .then(|| self.pool().allocate())
+                        .flatten()
+                }) {
                     Some(i) => {
-                        w.state.to_record::<M::Atomics>(self.pool().record(i));
+                        self.write_back(&w.state, self.pool().record(i));
                         cell.store(ShadowCell::inflated(i).0, MemOrder::Release);
                     }
                     None => match w.state.to_compact_dropping_clocks() {
@@ -560,11 +699,25 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             },
             Held::Record(i) => {
                 let rec = self.pool().record(i);
-                w.state.to_record::<M::Atomics>(rec);
+                self.write_back(&w.state, rec);
                 SpinLock::unlock::<M::Atomics>(&rec[InflatedRecord::LOCK_WORD]);
             }
         }
         Ok(())
+    }
+
+    /// Gives every snapshot spilled into the pool back, for a word with
+    /// release heads that finds the pool full (it cannot stay compact):
+    /// acquirers of those snapshots fall back to their releasers' overflow
+    /// clocks, which hold them (counted). Visits every thread: only on
+    /// this path, which otherwise reports `ShadowPoolExhausted`.
+    #[inline(never)]
+    fn reclaim_spilled(&self) -> bool {
+        let mut freed = false;
+        for t in 0..self.cfg.num_threads {
+            freed |= self.clocks(t).drop_spilled();
+        }
+        freed
     }
 
     /// Locks the cells of `words` in ascending order (whatever order they
@@ -738,7 +891,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                         st.release_len = 0;
                         st.last_atomic_write = None;
                     }
-                    st.to_record::<M::Atomics>(rec);
+                    self.write_back(&st, rec);
                     SpinLock::unlock::<M::Atomics>(&rec[InflatedRecord::LOCK_WORD]);
                     if evicted {
                         pool.note_eviction();
@@ -804,7 +957,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                                     }
                                 };
                             };
-                            st.to_record::<M::Atomics>(pool.record(i));
+                            self.write_back(&st, pool.record(i));
                             cell.store(ShadowCell::inflated(i).0, MemOrder::Release);
                             if evicted {
                                 pool.note_eviction();
@@ -1218,7 +1371,7 @@ mod tests {
     fn compact_fast_path_matches_the_general_path() {
         const N: u32 = 3;
         let words = crate::abi::thread_state_words(N, 2);
-        let ts: [AtomicU32; 3 * (12 + 6 * 3)] = core::array::from_fn(|_| AtomicU32::new(0));
+        let ts: [AtomicU32; 3 * (12 + 6 * 3 + 4)] = core::array::from_fn(|_| AtomicU32::new(0));
         assert_eq!(ts.len(), words * N as usize);
         let mem = SliceMemory::<CoreAtomics> {
             thread_states: &ts,

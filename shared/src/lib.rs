@@ -8,7 +8,8 @@
 //! (reservations and shadow addresses), [`atomic`] (abstract atomics and
 //! locks), [`clock`] (vector clocks, epochs, clock buffers), [`shadow`]
 //! (compact cells and inflated records), [`engine`] (the detection
-//! algorithm and its hooks), [`report`] (race records and the buffer),
+//! algorithm and its hooks), [`history`] (snapshots spilled into the
+//! record pool), [`report`] (race records and the buffer),
 //! [`gpu`] (the GPU sanitizer's launch ABI: hidden parameters, slots,
 //! stream clocks, side table, report records).
 //!
@@ -16,17 +17,20 @@
 //! - Shadow: an 8-byte compact cell per word (one write clock and one read
 //!   clock with byte masks, 11-bit thread ids, 15-bit epochs; bit table in
 //!   [`shadow`]) inflating into a 128-byte pooled record (8 access clocks
-//!   with 32-bit epochs and 16-bit thread ids, 4 release heads) for rarer
-//!   states, instead of a fixed 24-byte cell with a lock. Plain accesses
+//!   with 32-bit epochs and 16-bit thread ids, 4 release heads, a link to
+//!   chain records of 14 more clocks each) for rarer states, instead of a
+//!   fixed 24-byte cell with a lock. Plain accesses
 //!   update compact cells with one CAS and no lock; atomics lock their
 //!   cells (compact cells via a LOCKED marker) in address order around the
 //!   real operation.
 //! - Thread ids: up to [`abi::MAX_THREADS`] (2^16) sanitizer threads;
 //!   clocks of larger ids than the compact cell holds inflate their word.
 //! - History: an earlier access clock is dropped only when the new access
-//!   is ordered after it and at least as race-prone, so verdicts equal an
-//!   exact detector's until a word needs more than 8 clocks (then a seeded
-//!   random non-latest-write clock is evicted and counted).
+//!   is ordered after it and at least as race-prone, and a word needing
+//!   more than its record's 8 clocks chains records from the pool (given
+//!   back when emptied), so verdicts equal an exact detector's while the
+//!   pool has room (chains may fill all but an eighth of it). Only then is
+//!   a seeded random non-latest-write clock evicted, counted.
 //! - Epochs advance lazily, only after the clock was published (release,
 //!   release fence, kernel exit), not at every CTA entry, so they last.
 //! - Release history scales with the program ([`clock`], [`engine`]): a
@@ -35,7 +39,9 @@
 //!   (releasing device, scope) on a word are joined into one derived
 //!   snapshot, so any number of releasers fit a word's 4 head slots
 //!   exactly (beyond 2 devices' worth of classes, heads merge into a wide
-//!   head); a snapshot overwritten in its ring before an acquire read it is
+//!   head); a snapshot that heads still name when its ring slot is reused
+//!   moves into the record pool ([`history`]: reference-counted, given
+//!   back with its last head), and only when the pool has no room is it
 //!   replaced by the releaser's overflow clock. Both losses only hide
 //!   races, never invent them, and are counted; no capacity error remains.
 //! - Atomics race unless morally strong: scopes including each other's
@@ -56,6 +62,7 @@ pub mod atomic;
 pub mod clock;
 pub mod engine;
 pub mod gpu;
+pub mod history;
 pub mod report;
 pub mod shadow;
 

@@ -24,14 +24,18 @@
 //! and each atomic clock still covers its whole extent within the word
 //! and is at most 4 bytes wide; anything else inflates into an
 //! [`InflatedRecord`] (128 bytes: 8 access clocks with 32-bit epochs and
-//! 16-bit thread ids, 4 release heads, the last atomic writer).
+//! 16-bit thread ids, 4 release heads, the last atomic writer). A record
+//! whose word needs more access clocks chains [`ChainRecord`]s (14 clocks
+//! each) from the same pool, walked one record at a time under the
+//! record's lock and given back to the pool's free list once emptied.
 
 use core::sync::atomic::Ordering as MemOrder;
 
 use crate::abi::{
-    InflatedRecord, PoolHeader, ReleaseSlot, ScalarClock, RECORD_ACCESS_SLOTS, RECORD_RELEASE_SLOTS,
+    ChainRecord, InflatedRecord, PoolHeader, ReleaseSlot, ScalarClock, RECORD_ACCESS_SLOTS,
+    RECORD_RELEASE_SLOTS,
 };
-use crate::atomic::{AtomicFamily, AtomicU32Ops};
+use crate::atomic::{AtomicFamily, AtomicU32Ops, SpinLock};
 use crate::memory_model::Scope;
 
 /// Thread-id bits of a compact clock: threads with larger ids (up to
@@ -345,6 +349,9 @@ pub struct WordState {
     pub last_atomic_write: Option<LastAtomicWrite>,
     /// An access clock of this word was evicted at some point.
     pub lossy: bool,
+    /// Pool index + 1 of the first [`ChainRecord`] holding older access
+    /// clocks (0: none; always 0 for a compact word).
+    pub chain: u32,
 }
 
 impl WordState {
@@ -356,6 +363,7 @@ impl WordState {
         release_len: 0,
         last_atomic_write: None,
         lossy: false,
+        chain: 0,
     };
 
     /// Appends an access clock (caller keeps `len` within bounds).
@@ -401,7 +409,7 @@ impl WordState {
 
     /// Encodes the state compactly if it fits (see the module docs).
     pub fn to_compact(&self) -> Option<ShadowCell> {
-        if self.release_len != 0 || self.lossy {
+        if self.release_len != 0 || self.lossy || self.chain != 0 {
             return None;
         }
         let mut v = 0u64;
@@ -441,6 +449,9 @@ impl WordState {
     /// `None` when the word has release heads: a compact cell cannot keep
     /// them, and an acquirer that lost them would report false races.
     pub fn to_compact_dropping_clocks(&self) -> Option<ShadowCell> {
+        // A compact word has no chain, and a word with a chain is inflated
+        // already: this never has chained clocks to drop.
+        debug_assert_eq!(self.chain, 0);
         if self.release_len != 0 {
             return None;
         }
@@ -461,6 +472,7 @@ impl WordState {
         let mut s = WordState::EMPTY;
         let w = |i: usize| words[i].load(MemOrder::Relaxed);
         s.lossy = w(InflatedRecord::META_WORD) & 1 != 0;
+        s.chain = w(InflatedRecord::CHAIN_WORD);
         let lw = w(InflatedRecord::LAST_WRITE_WORD);
         if lw & (1 << 31) != 0 {
             s.last_atomic_write = Some(LastAtomicWrite {
@@ -475,12 +487,26 @@ impl WordState {
                 s.push(AccessClock::from_scalar(sc));
             }
         }
+        let (heads, len) = Self::heads_of_record::<F>(words);
+        s.releases[..RECORD_RELEASE_SLOTS].copy_from_slice(&heads);
+        s.release_len = len;
+        s
+    }
+
+    /// The release heads of the record in `words` (its lock held by the
+    /// caller) and how many there are.
+    pub fn heads_of_record<F: AtomicFamily>(
+        words: &[F::U32],
+    ) -> ([ReleaseHead; RECORD_RELEASE_SLOTS], usize) {
+        let w = |i: usize| words[i].load(MemOrder::Relaxed);
+        let mut heads = [ReleaseHead::NONE; RECORD_RELEASE_SLOTS];
+        let mut len = 0;
         for i in 0..RECORD_RELEASE_SLOTS {
             let at = InflatedRecord::RELEASE_WORD + RELEASE_SLOT_WORDS * i;
             let meta = w(at + 2);
             let flags = (meta >> 24) as u8;
             if flags & ReleaseSlot::VALID != 0 {
-                s.releases[s.release_len] = ReleaseHead {
+                heads[len] = ReleaseHead {
                     tid: meta & 0xffff,
                     scope: scope_from((meta >> 16) as u8 & 3),
                     token: w(at + 1),
@@ -488,10 +514,10 @@ impl WordState {
                     derived: flags & ReleaseSlot::DERIVED != 0,
                     wide: flags & ReleaseSlot::WIDE != 0,
                 };
-                s.release_len += 1;
+                len += 1;
             }
         }
-        s
+        (heads, len)
     }
 
     /// Writes the state into record `words` (lock held, or record private).
@@ -506,6 +532,7 @@ impl WordState {
             None => 0,
         };
         words[InflatedRecord::LAST_WRITE_WORD].store(lw, MemOrder::Relaxed);
+        words[InflatedRecord::CHAIN_WORD].store(self.chain, MemOrder::Relaxed);
         for i in 0..RECORD_ACCESS_SLOTS {
             let sc = if i < self.len {
                 self.accesses[i].to_scalar()
@@ -562,7 +589,13 @@ fn write_scalar<F: AtomicFamily>(words: &[F::U32], at: usize, s: ScalarClock) {
     );
 }
 
-/// The inflated-record pool: a [`PoolHeader`] and records, bump-allocated.
+/// Chain records leave this fraction of the pool (1/N, rounded up) to
+/// words that inflate, so long access histories cannot starve words with
+/// release heads of their record.
+pub const INFLATION_HEADROOM_DIVISOR: u32 = 8;
+
+/// The inflated-record pool: a [`PoolHeader`] and records, bump-allocated,
+/// with a free list of the chain records given back.
 pub struct Pool<'a, F: AtomicFamily> {
     words: &'a [F::U32],
 }
@@ -574,34 +607,88 @@ impl<'a, F: AtomicFamily> Pool<'a, F> {
         Pool { words }
     }
 
+    #[inline(always)]
+    fn header(&self, i: usize) -> Option<&'a F::U32> {
+        self.words
+            .get(i)
+            .filter(|_| self.words.len() >= PoolHeader::WORDS)
+    }
+
     /// Records that fit in the memory and the header's capacity.
     #[inline]
     pub fn capacity(&self) -> u32 {
         let by_len =
             (self.words.len().saturating_sub(PoolHeader::WORDS) / InflatedRecord::WORDS) as u32;
-        if self.words.len() < PoolHeader::WORDS {
-            return 0;
-        }
-        by_len.min(self.words[1].load(MemOrder::Relaxed))
+        self.header(PoolHeader::CAPACITY_WORD)
+            .map_or(0, |c| by_len.min(c.load(MemOrder::Relaxed)))
     }
 
-    /// Claims a fresh record (zeroed), or `None` when the pool is full.
+    /// Claims a fresh record (zeroed): one given back, else a new one;
+    /// `None` when the pool is full.
     pub fn allocate(&self) -> Option<u32> {
-        if self.words.len() < PoolHeader::WORDS {
-            return None;
-        }
-        // Check first so a full pool's counter does not keep growing.
-        if self.words[0].load(MemOrder::Relaxed) >= self.capacity() {
-            return None;
-        }
-        let i = self.words[0].fetch_add(1, MemOrder::Relaxed);
-        if i >= self.capacity() {
-            return None;
-        }
+        let next = self.header(PoolHeader::NEXT_WORD)?;
+        let i = match self.pop_free() {
+            Some(i) => i,
+            None => {
+                // Check first so a full pool's counter does not keep growing.
+                if next.load(MemOrder::Relaxed) >= self.capacity() {
+                    return None;
+                }
+                let i = next.fetch_add(1, MemOrder::Relaxed);
+                if i >= self.capacity() {
+                    return None;
+                }
+                i
+            }
+        };
         for w in self.record(i) {
             w.store(0, MemOrder::Relaxed);
         }
         Some(i)
+    }
+
+    /// Claims a record for an access-history chain: like
+    /// [`Pool::allocate`], but new records only while more than
+    /// 1/[`INFLATION_HEADROOM_DIVISOR`] of the pool (rounded up) is left.
+    pub fn allocate_chain(&self) -> Option<u32> {
+        let next = self.header(PoolHeader::NEXT_WORD)?;
+        let cap = self.capacity();
+        let free = self.header(PoolHeader::FREE_HEAD_WORD)?;
+        if free.load(MemOrder::Relaxed) == 0
+            && next.load(MemOrder::Relaxed) >= cap - cap.div_ceil(INFLATION_HEADROOM_DIVISOR)
+        {
+            return None;
+        }
+        self.allocate()
+    }
+
+    /// Pops the free list (under its lock, a leaf in the lock order).
+    fn pop_free(&self) -> Option<u32> {
+        let head = self.header(PoolHeader::FREE_HEAD_WORD)?;
+        if head.load(MemOrder::Relaxed) == 0 {
+            return None;
+        }
+        let lock = &self.words[PoolHeader::FREE_LOCK_WORD];
+        SpinLock::lock::<F>(lock);
+        let first = head.load(MemOrder::Relaxed);
+        if first != 0 {
+            let rest = self.chain_next(first - 1);
+            head.store(rest, MemOrder::Relaxed);
+        }
+        SpinLock::unlock::<F>(lock);
+        first.checked_sub(1)
+    }
+
+    /// Gives record `i` back (no longer referenced by anyone).
+    pub fn free(&self, i: u32) {
+        let Some(head) = self.header(PoolHeader::FREE_HEAD_WORD) else {
+            return;
+        };
+        let lock = &self.words[PoolHeader::FREE_LOCK_WORD];
+        SpinLock::lock::<F>(lock);
+        self.set_chain_next(i, head.load(MemOrder::Relaxed));
+        head.store(i + 1, MemOrder::Relaxed);
+        SpinLock::unlock::<F>(lock);
     }
 
     /// The words of record `i`.
@@ -611,62 +698,101 @@ impl<'a, F: AtomicFamily> Pool<'a, F> {
         &self.words[at..at + InflatedRecord::WORDS]
     }
 
+    /// The link (index + 1, 0: none) after chain record `i`.
+    #[inline(always)]
+    pub fn chain_next(&self, i: u32) -> u32 {
+        self.record(i)[ChainRecord::NEXT_WORD].load(MemOrder::Relaxed)
+    }
+
+    /// Sets the link after chain record `i`.
+    #[inline(always)]
+    pub fn set_chain_next(&self, i: u32, link: u32) {
+        self.record(i)[ChainRecord::NEXT_WORD].store(link, MemOrder::Relaxed);
+    }
+
+    /// Access clock `slot` of chain record `i`, if the slot is in use.
+    #[inline(always)]
+    pub fn chain_clock(&self, i: u32, slot: usize) -> Option<AccessClock> {
+        let sc = read_scalar::<F>(self.record(i), ChainRecord::ACCESS_WORD + 2 * slot);
+        (sc.flags & ScalarClock::VALID != 0).then(|| AccessClock::from_scalar(sc))
+    }
+
+    /// Sets (or with `None` frees) access clock `slot` of chain record `i`.
+    #[inline(always)]
+    pub fn set_chain_clock(&self, i: u32, slot: usize, a: Option<AccessClock>) {
+        let sc = a.map_or(ScalarClock::default(), AccessClock::to_scalar);
+        write_scalar::<F>(self.record(i), ChainRecord::ACCESS_WORD + 2 * slot, sc);
+    }
+
+    #[inline]
+    fn count(&self, i: usize) {
+        if let Some(w) = self.header(i) {
+            w.fetch_add(1, MemOrder::Relaxed);
+        }
+    }
+
+    #[inline]
+    fn counter(&self, i: usize) -> u32 {
+        self.header(i).map_or(0, |w| w.load(MemOrder::Relaxed))
+    }
+
     /// Counts evicted access clocks.
     #[inline]
     pub fn note_eviction(&self) {
-        if self.words.len() >= PoolHeader::WORDS {
-            self.words[2].fetch_add(1, MemOrder::Relaxed);
-        }
+        self.count(PoolHeader::EVICTIONS_WORD);
     }
 
     /// Counts records lost to an inflation race (none since inflation
     /// claims the cell first; kept for the ABI's counter).
     #[inline]
     pub fn note_wasted(&self) {
-        if self.words.len() >= PoolHeader::WORDS {
-            self.words[3].fetch_add(1, MemOrder::Relaxed);
-        }
+        self.count(PoolHeader::WASTED_WORD);
     }
 
     /// Counts release heads merged into a wide head.
     #[inline]
     pub fn note_merge(&self) {
-        if self.words.len() >= PoolHeader::WORDS {
-            self.words[PoolHeader::MERGED_WORD].fetch_add(1, MemOrder::Relaxed);
-        }
+        self.count(PoolHeader::MERGED_WORD);
     }
 
     /// Counts an access kept compact with older clocks dropped (the pool
     /// was full).
     #[inline]
     pub fn note_degraded(&self) {
-        if self.words.len() >= PoolHeader::WORDS {
-            self.words[PoolHeader::DEGRADED_WORD].fetch_add(1, MemOrder::Relaxed);
-        }
+        self.count(PoolHeader::DEGRADED_WORD);
     }
 
     /// Accesses degraded so far (see [`PoolHeader::degraded`]).
     pub fn degraded(&self) -> u32 {
-        self.words
-            .get(PoolHeader::DEGRADED_WORD)
-            .map_or(0, |w| w.load(MemOrder::Relaxed))
+        self.counter(PoolHeader::DEGRADED_WORD)
     }
 
     /// Release heads merged so far.
     pub fn merged_heads(&self) -> u32 {
-        self.words
-            .get(PoolHeader::MERGED_WORD)
-            .map_or(0, |w| w.load(MemOrder::Relaxed))
+        self.counter(PoolHeader::MERGED_WORD)
     }
 
     /// Evictions so far.
     pub fn evictions(&self) -> u32 {
-        self.words.get(2).map_or(0, |w| w.load(MemOrder::Relaxed))
+        self.counter(PoolHeader::EVICTIONS_WORD)
     }
 
     /// Records wasted so far.
     pub fn wasted(&self) -> u32 {
-        self.words.get(3).map_or(0, |w| w.load(MemOrder::Relaxed))
+        self.counter(PoolHeader::WASTED_WORD)
+    }
+
+    /// Records handed out and not given back (a walk of the free list:
+    /// for tests and statistics, with no engine operation in flight).
+    pub fn in_use(&self) -> u32 {
+        let handed = self.counter(PoolHeader::NEXT_WORD).min(self.capacity());
+        let mut free = 0;
+        let mut link = self.counter(PoolHeader::FREE_HEAD_WORD);
+        while link != 0 && free < handed {
+            free += 1;
+            link = self.chain_next(link - 1);
+        }
+        handed - free
     }
 }
 

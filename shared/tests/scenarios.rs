@@ -472,19 +472,59 @@ fn common_states_stay_compact() {
     assert_eq!(h.pool_used(), 2);
 }
 
-#[test]
-fn over_capacity_still_catches_the_writer_race() {
-    // Nine unordered readers on one word, then a write by a tenth thread
-    // ordered after none: eviction loses some readers, never the race.
+/// Nine unordered readers on one word, then a write by a tenth thread
+/// ordered after none.
+fn nine_readers_then_a_writer() -> Program {
     let mut ops: Vec<Op> = (0..9).map(|t| plain(t, DATA, 4, false)).collect();
     ops.push(plain(9, DATA, 4, true));
-    let p = Program {
+    Program {
         num_sms: 10,
         num_devices: 1,
         ops,
-    };
-    let c = compare(&p, 4);
+    }
+}
+
+#[test]
+fn a_long_access_history_grows_a_chain_and_stays_exact() {
+    // The ninth reader overflows the record: its oldest clock moves to a
+    // chain record, nothing is evicted, the writer races with all nine.
+    let c = compare(&nine_readers_then_a_writer(), 4);
+    assert_eq!(c.precision_lost, 0);
+    assert!(c.steps.iter().all(|(o, e)| o.is_empty() != e.is_race()));
+    let mut racing = c.steps.last().unwrap().0.clone();
+    racing.sort_unstable();
+    racing.dedup();
+    assert_eq!(
+        racing,
+        (0..9).collect::<Vec<_>>(),
+        "the oracle's racing readers"
+    );
+
+    // A write ordered after every reader subsumes them: the chain record
+    // goes back to the pool, and the next long history reuses it.
+    let mut h = Harness::new(11, 1, 4, 16);
+    for t in 0..9 {
+        h.step(&plain(t, DATA, 4, false));
+    }
+    assert_eq!((h.pool_used(), h.pool_in_use()), (2, 2));
+    h.step(&Op::Kernel);
+    assert_eq!(h.step(&plain(9, DATA, 4, true)), Some(Outcome::Clean));
+    assert_eq!((h.pool_used(), h.pool_in_use()), (2, 1));
+    h.step(&Op::Kernel);
+    for t in 0..9 {
+        assert_eq!(h.step(&plain(t, DATA, 4, false)), Some(Outcome::Clean));
+    }
+    assert_eq!((h.pool_used(), h.pool_in_use()), (2, 2));
+    assert_eq!(h.evictions(), 0);
+}
+
+#[test]
+fn over_capacity_still_catches_the_writer_race() {
+    // A pool of one record has none for a chain: eviction (counted) loses
+    // some readers, never the race.
+    let c = compare_in(&nine_readers_then_a_writer(), 4, 1, CLOCK_BUFFER);
     assert!(c.precision_lost > 0);
+    assert_eq!(c.errors, 0);
     assert!(c.steps.last().unwrap().1.is_race());
 }
 
@@ -572,11 +612,10 @@ fn lagging_consumer_of_4096_releases_is_exact() {
 }
 
 /// A producer that acquires between its releases needs a snapshot per
-/// release; once its buffer wrapped, an acquire of an overwritten snapshot
-/// joins the overflow clock: no error and no false report, only (counted)
-/// races missed against accesses made after that release.
-#[test]
-fn overwritten_snapshot_degrades_to_the_overflow_clock() {
+/// release, so its buffer wraps before a lagging consumer acquires its
+/// first flag; a word written after that release races with the
+/// consumer's read. Returns the program and its words.
+fn producer_outrunning_its_buffer() -> (Program, usize) {
     let n = u64::from(CLOCK_BUFFER) + 4;
     let mut ops = vec![plain(0, 0, 4, true), store(0, 4, Release, Device)];
     // Written after the first release: racy for a reader of the first flag.
@@ -589,7 +628,74 @@ fn overwritten_snapshot_degrades_to_the_overflow_clock() {
     ops.push(load(1, 4, Acquire, Device));
     ops.push(plain(1, 0, 4, false));
     ops.push(plain(1, 8, 4, false));
-    let c = run_wide(3, 24 + 4 * n as usize, ops);
+    let p = Program {
+        num_sms: 3,
+        num_devices: 1,
+        ops,
+    };
+    (p, 24 + 4 * n as usize)
+}
+
+/// The first flag's head still names the overwritten snapshot: it moved to
+/// the pool, the lagging acquire reads it exactly, and it goes back to the
+/// pool once no head names it.
+#[test]
+fn a_snapshot_still_named_when_its_slot_is_reused_spills_into_the_pool() {
+    let (p, words) = producer_outrunning_its_buffer();
+    let c = compare(&p, words);
+    assert_eq!((c.errors, c.precision_lost), (0, 0));
+    for (i, (oracle, engine)) in c.steps.iter().enumerate() {
+        assert_eq!(!oracle.is_empty(), engine.is_race(), "access {i}");
+    }
+    assert!(c.steps.last().unwrap().1.is_race(), "the race is found");
+
+    let mut h = Harness::new(3, 1, words, 4096);
+    for op in &p.ops {
+        h.step(op);
+    }
+    // Every flag's head names its own snapshot: the ring of 64 wrapped
+    // five times under named snapshots (the first five flags').
+    assert_eq!(h.spilled_snapshots(), 5);
+    let in_use = h.pool_in_use();
+    // A plain write ends the first flag's release sequence: its head goes,
+    // and with it the spilled snapshot (one record for three threads).
+    h.step(&plain(1, 4, 4, true));
+    assert_eq!((h.spilled_snapshots(), h.pool_in_use()), (4, in_use - 1));
+}
+
+/// A word with release heads finding the pool full takes the records of
+/// spilled snapshots rather than failing (their acquirers would coarsen).
+#[test]
+fn spilled_snapshots_give_way_to_a_word_with_release_heads() {
+    let (p, words) = producer_outrunning_its_buffer();
+    let extra = 24;
+    let mut h = Harness::new(3, 1, words + extra, 96);
+    for op in &p.ops {
+        h.step(op);
+    }
+    assert_eq!(h.spilled_snapshots(), 5);
+    // New flags fill the pool; those finding it full take the spilled
+    // snapshots' records.
+    for k in 0..extra {
+        let o = h.step(&store(2, 4 * (words + k) as u64, Release, Device));
+        assert!(!o.unwrap().is_error(), "flag {k}");
+    }
+    assert_eq!((h.spilled_snapshots(), h.pool_used()), (0, 96));
+}
+
+/// With no pool record to spare, the overwritten snapshot is only in the
+/// overflow clock: no error and no false report, only (counted) races
+/// missed against accesses made after that release.
+#[test]
+fn overwritten_snapshot_degrades_to_the_overflow_clock() {
+    let (p, words) = producer_outrunning_its_buffer();
+    // One record per word with release heads, none for a spill.
+    let c = compare_in(
+        &p,
+        words,
+        2 + u64::from(CLOCK_BUFFER) as usize + 4,
+        CLOCK_BUFFER,
+    );
     assert_eq!(c.errors, 0);
     assert!(c.precision_lost > 0, "the snapshot was not overwritten");
     for (i, (oracle, engine)) in c.steps.iter().enumerate() {

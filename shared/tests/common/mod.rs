@@ -10,6 +10,7 @@ use vigil_shared::abi::{
     ThreadStateHeader,
 };
 use vigil_shared::atomic::CoreAtomics;
+use vigil_shared::clock::ThreadClocks;
 use vigil_shared::engine::{
     sc_fence_words, AtomicOp, AtomicOpKind, Engine, EngineConfig, Outcome, SliceMemory,
 };
@@ -529,8 +530,30 @@ impl Harness {
             .sum()
     }
 
+    /// Records handed out by the bump allocator so far.
     pub fn pool_used(&self) -> u32 {
-        self.pool[0].load(std::sync::atomic::Ordering::Relaxed)
+        self.pool[PoolHeader::NEXT_WORD].load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Snapshots spilled into the pool, over all threads.
+    pub fn spilled_snapshots(&self) -> u32 {
+        (0..self.cfg.num_threads as usize)
+            .map(|t| {
+                let words = &self.ts[t * self.ts_words..(t + 1) * self.ts_words];
+                ThreadClocks::<CoreAtomics>::new(
+                    words,
+                    self.cfg.num_threads,
+                    self.cfg.clock_buffer_size,
+                )
+                .with_pool(&self.pool)
+                .spilled_snapshots()
+            })
+            .sum()
+    }
+
+    /// Records handed out and not given back to the free list.
+    pub fn pool_in_use(&self) -> u32 {
+        Pool::<CoreAtomics>::new(&self.pool).in_use()
     }
 
     /// Overwrites word `i` of thread `tid`'s state (tests of error paths).
