@@ -191,7 +191,18 @@ pub struct EngineConfig {
     pub rng_seed: u32,
     /// Address of shadow word 0.
     pub real_base: u64,
+    /// Chain records one word's access history may take from the pool
+    /// before its clocks are evicted (counted: races may be missed, none
+    /// invented). Walking the chain is part of every access to the word,
+    /// so this bounds the cost of a word thousands of sanitizer threads
+    /// hit (a histogram bin, a counter) as much as its memory.
+    pub chain_records_per_word: u32,
 }
+
+/// The default of [`EngineConfig::chain_records_per_word`]: 4 records of
+/// [`crate::abi::CHAIN_ACCESS_SLOTS`] clocks beside the record's own
+/// [`RECORD_ACCESS_SLOTS`], 64 concurrent access clocks per word.
+pub const DEFAULT_CHAIN_RECORDS_PER_WORD: u32 = 4;
 
 impl EngineConfig {
     /// The configuration a device's [`GlobalState`] describes.
@@ -202,6 +213,7 @@ impl EngineConfig {
             clock_buffer_size: g.clock_buffer_size,
             rng_seed: g.rng_seed,
             real_base: crate::address::real_base(g.reserve_base),
+            chain_records_per_word: DEFAULT_CHAIN_RECORDS_PER_WORD,
         }
     }
 }
@@ -413,10 +425,10 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         // Bytes of earlier clocks of the very same access merge into the new
         // one after the loop (checks use the access's own bytes only).
         let mut merged = 0u8;
-        let room = if st.chain != 0 {
+        let (room, chained) = if st.chain != 0 {
             self.check_chain(st, &n, clocks, &mut race, &mut merged)
         } else {
-            None
+            (None, 0)
         };
         let mut i = 0;
         while i < st.len {
@@ -430,7 +442,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             mask: n.mask | merged,
             ..n
         });
-        if st.len <= RECORD_ACCESS_SLOTS || self.spill(st, room) {
+        if st.len <= RECORD_ACCESS_SLOTS || self.spill(st, room, chained) {
             return (race, false);
         }
         // Full pool: evict, never the newest clock, never the latest write
@@ -496,10 +508,11 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         clocks: &ThreadClocks<'m, M::Atomics>,
         race: &mut Option<AccessClock>,
         merged: &mut u8,
-    ) -> Option<(u32, usize)> {
+    ) -> (Option<(u32, usize)>, u32) {
         let pool = self.pool();
         let mut room = None;
         let mut prev = None;
+        let mut records = 0;
         let mut link = st.chain;
         while link != 0 {
             let i = link - 1;
@@ -524,6 +537,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             if live {
                 room = room.or(free_slot.map(|slot| (i, slot)));
                 prev = Some(i);
+                records += 1;
                 continue;
             }
             match prev {
@@ -532,16 +546,19 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             }
             pool.free(i);
         }
-        room
+        (room, records)
     }
 
     /// Moves the oldest clock of an overflowing record into its chain: into
     /// `room` (a free chain slot), or a new chain record in front. False
-    /// when the pool has no record for it.
-    fn spill(&self, st: &mut WordState, room: Option<(u32, usize)>) -> bool {
+    /// when the word's chain already has `chained` =
+    /// [`EngineConfig::chain_records_per_word`] records or the pool has no
+    /// record for it.
+    fn spill(&self, st: &mut WordState, room: Option<(u32, usize)>, chained: u32) -> bool {
         let pool = self.pool();
         let (i, slot) = match room {
             Some(r) => r,
+            None if chained >= self.cfg.chain_records_per_word => return false,
             None => {
                 let Some(i) = pool.allocate_chain() else {
                     return false;
@@ -1387,6 +1404,7 @@ mod tests {
             clock_buffer_size: 2,
             rng_seed: 1,
             real_base: 0,
+            chain_records_per_word: DEFAULT_CHAIN_RECORDS_PER_WORD,
         };
         let e = Engine::new(&mem, cfg);
         for t in 0..N {

@@ -107,6 +107,7 @@ impl Mem {
             clock_buffer_size: CB,
             rng_seed: 1,
             real_base: 0,
+            chain_records_per_word: vigil_shared::engine::DEFAULT_CHAIN_RECORDS_PER_WORD,
         };
         f(&Engine::new(&mem, cfg))
     }
@@ -343,6 +344,7 @@ fn concurrent_sc_fences_are_totally_ordered() {
                 clock_buffer_size: CB,
                 rng_seed: 1,
                 real_base: 0,
+                chain_records_per_word: vigil_shared::engine::DEFAULT_CHAIN_RECORDS_PER_WORD,
             };
             let e = Engine::new(&mem, cfg);
             e.fence(t, Ordering::SeqCst, Scope::Device);

@@ -15,7 +15,7 @@ use std::cell::RefCell;
 use common::*;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
-use vigil_shared::engine::Outcome;
+use vigil_shared::engine::{Outcome, DEFAULT_CHAIN_RECORDS_PER_WORD};
 use vigil_shared::{Ordering, Scope};
 
 /// Snapshots per thread in these programs (small, so that 4,096 threads
@@ -389,6 +389,44 @@ fn a_small_pool_only_misses_and_counts_it() {
     }
     assert!(tiny.evictions > 0, "no program outgrew the tiny pool");
     assert!(per_word.lossy_programs > 0, "no program outgrew the pool");
+}
+
+/// The runtimes' default cap on a word's chain
+/// ([`DEFAULT_CHAIN_RECORDS_PER_WORD`]): a hot word of 4,096 threads
+/// outgrows it, and the engine then only misses races, each counted.
+#[test]
+fn the_default_chain_cap_only_misses_and_counts_it() {
+    let n = 4096u32;
+    let mut ops = Vec::new();
+    for t in 0..n - 1 {
+        ops.push(rmw(t, HOT, Ordering::Relaxed, Scope::Device));
+    }
+    // A plain write unordered with every one of them: the oracle sees a
+    // race with each; the engine must report at least one, and no more
+    // than the oracle.
+    ops.push(plain(n - 1, HOT, 4, true));
+    let p = Program {
+        num_sms: n,
+        num_devices: 1,
+        ops,
+    };
+    let c = compare_capped(
+        &p,
+        2,
+        4096,
+        CLOCK_BUFFER_AT_SCALE,
+        DEFAULT_CHAIN_RECORDS_PER_WORD,
+    );
+    let (oracle, engine) = c.steps.last().expect("the write");
+    assert!(
+        !oracle.is_empty() && engine.is_race(),
+        "the write's race is found"
+    );
+    for (o, e) in &c.steps {
+        assert!(!e.is_race() || !o.is_empty(), "a false report");
+        assert!(!e.is_error(), "a capacity report");
+    }
+    assert!(c.precision_lost > 0, "4,095 clocks fit the default cap?");
 }
 
 /// The hot-word pattern of the issue at 4,096 threads, every style, on one

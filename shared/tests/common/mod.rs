@@ -464,6 +464,10 @@ impl Harness {
             clock_buffer_size: clock_buffer,
             rng_seed: 0x5eed,
             real_base: 0,
+            // The oracle tests check exactness while memory allows: only
+            // the pool bounds a word's chain here (the runtimes' default
+            // cap is checked on its own, `compare_capped`).
+            chain_records_per_word: u32::MAX,
         };
         let ts_words = thread_state_words(n, clock_buffer);
         let pool = zeroed32(PoolHeader::WORDS + pool_records * InflatedRecord::WORDS);
@@ -647,6 +651,18 @@ pub fn compare_with(p: &Program, words: usize, clock_buffer: u32) -> Comparison 
 
 /// [`compare_with`] on a pool of `pool` records.
 pub fn compare_in(p: &Program, words: usize, pool: usize, clock_buffer: u32) -> Comparison {
+    compare_capped(p, words, pool, clock_buffer, u32::MAX)
+}
+
+/// [`compare_in`] with at most `chain_cap` chain records per word (the
+/// runtimes' [`EngineConfig::chain_records_per_word`]).
+pub fn compare_capped(
+    p: &Program,
+    words: usize,
+    pool: usize,
+    clock_buffer: u32,
+    chain_cap: u32,
+) -> Comparison {
     let mut oracle = Oracle::new(p.num_sms, p.num_devices, words * 4);
     // Small programs (the random-program test) keep one head per release
     // in the oracle, which cross-checks the engine's joins; large ones
@@ -654,6 +670,7 @@ pub fn compare_in(p: &Program, words: usize, pool: usize, clock_buffer: u32) -> 
     oracle.join_heads = p.threads() > 64;
     let mut engine =
         Harness::with_clock_buffer(p.num_sms, p.num_devices, words, pool, clock_buffer);
+    engine.cfg.chain_records_per_word = chain_cap;
     let mut steps = Vec::new();
     for op in &p.ops {
         let o = oracle.step(op);

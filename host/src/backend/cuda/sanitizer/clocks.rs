@@ -8,11 +8,11 @@
 //! else is a *source*: the exit clock of another stream's latest kernel,
 //! named by the address of its ring slot. An event records its stream's
 //! sources; a wait adds the event's sources to the waiting stream's list;
-//! a host synchronisation folds the synchronised work's sources into the
-//! device's *host clock* (their element-wise maximum, which the caller
-//! computes: that work is done, so its clocks are final) and adds that one
-//! clock to every stream's list, and to the list a stream not yet
-//! launched on starts with. So host synchronisations never fill a join
+//! a host synchronisation folds the synchronised work's sources into a
+//! new *host clock* (their element-wise maximum with the previous one,
+//! which the caller computes into a fresh block: that work is done, so its
+//! clocks are final) and puts that one clock in every stream's list, and
+//! in the list a stream not yet launched on starts with. So host synchronisations never fill a join
 //! list, however many streams a process makes. A ring slot only grows
 //! (each later kernel of its stream is ordered after the earlier ones),
 //! and so does the host clock, so a source read later never orders less
@@ -30,7 +30,8 @@ use crate::types::{EventId, StreamId};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Source {
     stream: StreamId,
-    addr: u64,
+    /// Device address of the clock (`num_threads` u32s).
+    pub addr: u64,
 }
 
 /// The pseudo-stream of the host clock's source.
@@ -88,22 +89,18 @@ pub(crate) struct ClockBook {
     /// What a stream's first kernel joins: the host clock, once a host
     /// synchronisation gave it content.
     host: Vec<Source>,
-    /// Device address of the host clock (`num_threads` u32s).
-    host_clock: u64,
     /// Sources dropped from full join lists (see [`merge`]).
     dropped: u64,
 }
 
 impl ClockBook {
-    /// Bookkeeping for clocks of `num_threads` entries, with the host
-    /// clock at device address `host_clock`.
-    pub fn new(num_threads: u32, host_clock: u64) -> ClockBook {
+    /// Bookkeeping for clocks of `num_threads` entries.
+    pub fn new(num_threads: u32) -> ClockBook {
         ClockBook {
             num_threads,
             streams: HashMap::new(),
             events: HashMap::new(),
             host: Vec::new(),
-            host_clock,
             dropped: 0,
         }
     }
@@ -184,36 +181,32 @@ impl ClockBook {
         self.dropped += merge(&mut self.book(stream).pending, &sources) as u64;
     }
 
-    /// The host waited for `sources` (their kernels are done): returns the
-    /// ring slots the caller must fold into the host clock (element-wise
-    /// maximum) before planning any later launch; every later launch joins
-    /// the host clock, which replaces the folded sources in every list.
-    #[must_use]
-    fn host_waited(&mut self, sources: &[Source]) -> Vec<u64> {
-        let fold: Vec<u64> = sources
-            .iter()
-            .filter(|s| s.stream != HOST)
-            .map(|s| s.addr)
-            .collect();
-        if fold.is_empty() {
-            return fold;
-        }
-        let host = Source {
-            stream: HOST,
-            addr: self.host_clock,
-        };
+    /// The clocks the host waited for (their kernels are done) that the
+    /// host clock must fold: `sources` less the host clock itself.
+    fn to_fold(sources: Vec<Source>) -> Vec<Source> {
+        sources.into_iter().filter(|s| s.stream != HOST).collect()
+    }
+
+    /// The caller folded `folded` (from a `sync_*`) with the current host
+    /// clock into a new one at `addr`: every later launch joins it. A new
+    /// block each time, never the old one rewritten: a kernel launched
+    /// before the wait but running after it still reads the host clock it
+    /// was launched with, so it is not ordered after what it is not.
+    pub fn adopt_host_clock(&mut self, addr: u64, folded: &[Source]) {
+        let host = Source { stream: HOST, addr };
         self.host = vec![host];
         for s in self.streams.values_mut() {
-            s.pending.retain(|p| !sources.contains(p));
+            s.pending.retain(|p| !folded.contains(p));
             merge(&mut s.pending, &[host]);
         }
+        // An event's sources are joined only by work issued after this
+        // wait, which the host clock orders after them anyway.
         for e in self.events.values_mut() {
-            if e.iter().any(|p| sources.contains(p)) {
-                e.retain(|p| !sources.contains(p));
+            if e.iter().any(|p| folded.contains(p)) {
+                e.retain(|p| !folded.contains(p));
                 merge(e, &[host]);
             }
         }
-        fold
     }
 
     /// The sources at the end of `stream` the host clock does not hold
@@ -236,25 +229,23 @@ impl ClockBook {
         }
     }
 
-    /// The host waited for everything on `stream`; returns the ring slots
-    /// to fold into the host clock (see [`ClockBook::host_waited`]).
+    /// The host waited for everything on `stream`; returns the clocks to
+    /// fold into a new host clock (see [`ClockBook::adopt_host_clock`]).
     #[must_use]
-    pub fn sync_stream(&mut self, stream: StreamId) -> Vec<u64> {
-        let sources = self.unfolded(stream);
-        self.host_waited(&sources)
+    pub fn sync_stream(&mut self, stream: StreamId) -> Vec<Source> {
+        Self::to_fold(self.unfolded(stream))
     }
 
-    /// The host waited for `event`; returns the ring slots to fold.
+    /// The host waited for `event`; returns the clocks to fold.
     #[must_use]
-    pub fn sync_event(&mut self, event: EventId) -> Vec<u64> {
-        let sources = self.events.get(&event).cloned().unwrap_or_default();
-        self.host_waited(&sources)
+    pub fn sync_event(&mut self, event: EventId) -> Vec<Source> {
+        Self::to_fold(self.events.get(&event).cloned().unwrap_or_default())
     }
 
-    /// The host waited for every stream; returns the ring slots to fold
-    /// (one per stream that ran a kernel since the last fold).
+    /// The host waited for every stream; returns the clocks to fold (one
+    /// per stream that ran a kernel since the last fold).
     #[must_use]
-    pub fn sync_all(&mut self) -> Vec<u64> {
+    pub fn sync_all(&mut self) -> Vec<Source> {
         let mut all = Vec::new();
         let ids: Vec<StreamId> = self.streams.keys().copied().collect();
         for id in ids {
@@ -264,7 +255,7 @@ impl ClockBook {
                 }
             }
         }
-        self.host_waited(&all)
+        Self::to_fold(all)
     }
 }
 
@@ -280,7 +271,7 @@ mod tests {
     const HOST_CLOCK: u64 = 0xf000;
 
     fn book() -> ClockBook {
-        let mut b = ClockBook::new(N, HOST_CLOCK);
+        let mut b = ClockBook::new(N);
         b.add_stream(A, 0x1000);
         b.add_stream(B, 0x9000);
         b
@@ -333,12 +324,24 @@ mod tests {
         assert_eq!(joins(&b.launch(c).unwrap()), Some(vec![slot(0x1000, 1)]));
     }
 
+    /// What a host wait folds, as addresses, sorted; adopts a new host
+    /// clock at `next` for it (when there is anything to fold).
+    fn fold(b: &mut ClockBook, sources: Vec<Source>, next: u64) -> Vec<u64> {
+        let mut addrs: Vec<u64> = sources.iter().map(|s| s.addr).collect();
+        addrs.sort();
+        if !sources.is_empty() {
+            b.adopt_host_clock(next, &sources);
+        }
+        addrs
+    }
+
     #[test]
     fn host_sync_orders_every_stream_even_new_ones() {
         let mut b = book();
         b.launch(A).unwrap();
         b.launch(A).unwrap();
-        assert_eq!(b.sync_stream(A), vec![slot(0x1000, 2)]);
+        let f = b.sync_stream(A);
+        assert_eq!(fold(&mut b, f, HOST_CLOCK), vec![slot(0x1000, 2)]);
         assert_eq!(joins(&b.launch(B).unwrap()), Some(vec![HOST_CLOCK]));
         b.add_stream(StreamId(7), 0x7000);
         assert_eq!(
@@ -346,31 +349,29 @@ mod tests {
             Some(vec![HOST_CLOCK])
         );
         // A synchronisation of everything folds each stream's newest exit
-        // clock that the host clock does not hold yet: A's third kernel,
-        // B's and 7's first. The join lists still name the host clock.
+        // clock that the host clock does not hold yet (A's third kernel,
+        // B's and 7's first) into a new host clock, which every later
+        // launch joins instead of the old one.
         b.launch(A).unwrap();
-        let mut fold = b.sync_all();
-        fold.sort();
+        let f = b.sync_all();
         assert_eq!(
-            fold,
+            fold(&mut b, f, HOST_CLOCK + 0x100),
             vec![slot(0x1000, 3), slot(0x7000, 1), slot(0x9000, 1)]
         );
-        assert_eq!(
-            b.launch(B).unwrap().write,
-            None,
-            "B's list is the host clock already"
-        );
-        assert_eq!(b.launch(A).unwrap().write, None);
+        assert_eq!(joins(&b.launch(B).unwrap()), Some(vec![HOST_CLOCK + 0x100]));
+        assert_eq!(joins(&b.launch(A).unwrap()), Some(vec![HOST_CLOCK + 0x100]));
         // Nothing ran since on 7: a second sync folds only A and B.
-        let mut fold = b.sync_all();
-        fold.sort();
-        assert_eq!(fold, vec![slot(0x1000, 4), slot(0x9000, 2)]);
-        assert_eq!(b.sync_all(), Vec::<u64>::new(), "nothing new to fold");
+        let f = b.sync_all();
+        assert_eq!(
+            fold(&mut b, f, HOST_CLOCK + 0x200),
+            vec![slot(0x1000, 4), slot(0x9000, 2)]
+        );
+        assert!(b.sync_all().is_empty(), "nothing new to fold");
     }
 
     #[test]
     fn a_wait_before_the_streams_first_launch_is_kept() {
-        let mut b = ClockBook::new(N, HOST_CLOCK);
+        let mut b = ClockBook::new(N);
         b.add_stream(A, 0x1000);
         b.launch(A).unwrap();
         b.record(E, A);
@@ -384,17 +385,16 @@ mod tests {
     /// list: they all fold into the host clock.
     #[test]
     fn many_synchronised_streams_leave_one_host_source() {
-        let mut b = ClockBook::new(N, HOST_CLOCK);
+        let mut b = ClockBook::new(N);
         for i in 0..4 * MAX_JOINS as u64 {
             let s = StreamId(100 + i);
             b.add_stream(s, 0x10_0000 * (i + 1));
             b.launch(s).unwrap();
-            assert_eq!(
-                b.sync_all().len(),
-                1,
-                "only the new stream's kernel to fold"
-            );
+            let f = b.sync_all();
+            assert_eq!(f.len(), 1, "only the new stream's kernel to fold");
+            fold(&mut b, f, HOST_CLOCK + i);
         }
+        let last = HOST_CLOCK + 4 * MAX_JOINS as u64 - 1;
         b.add_stream(A, 0x1000);
         b.launch(A).unwrap();
         b.record(E, A);
@@ -402,14 +402,14 @@ mod tests {
         b.add_stream(B, 0x9000);
         let mut j = joins(&b.launch(B).unwrap()).unwrap();
         j.sort();
-        assert_eq!(j, vec![slot(0x1000, 1), HOST_CLOCK]);
+        assert_eq!(j, vec![slot(0x1000, 1), last]);
         assert_eq!(b.dropped_joins(), 0);
     }
 
     /// An event list past `MAX_JOINS` drops its oldest source, counted.
     #[test]
     fn a_full_event_join_list_is_counted() {
-        let mut b = ClockBook::new(N, HOST_CLOCK);
+        let mut b = ClockBook::new(N);
         b.add_stream(B, 0x9000);
         for i in 0..MAX_JOINS as u64 + 3 {
             let s = StreamId(100 + i);

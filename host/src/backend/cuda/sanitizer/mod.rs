@@ -75,8 +75,11 @@ const REPORT_CAPACITY: u32 = 1024;
 /// What is guarded by the sanitizer's lock.
 struct State {
     book: ClockBook,
-    /// The host clock's value (what `host_clock` on the device holds).
+    /// The newest host clock's value.
     host_clock: Vec<u32>,
+    /// Device blocks of the host clocks launches may still read, newest
+    /// last (see `clocks`).
+    host_clocks: Vec<DeviceBlock>,
     streams: HashMap<StreamId, DeviceBlock>,
     launches: LaunchHistory,
     locations: LocationCache,
@@ -97,8 +100,6 @@ pub(crate) struct GpuSanitizer {
     slots: u32,
     num_threads: u32,
     runtime: DeviceBlock,
-    /// The clock every host synchronisation folds into (see `clocks`).
-    host_clock: DeviceBlock,
     _slot_table: DeviceBlock,
     _side_table: DeviceBlock,
     _sc_fences: DeviceBlock,
@@ -180,8 +181,6 @@ impl GpuSanitizer {
             rank: runtime_state.rank,
         };
         let runtime = DeviceBlock::zeroed(std::mem::size_of::<GpuRuntime>())?;
-        let host_clock = DeviceBlock::zeroed(g.num_threads as usize * 4)?;
-        let host_clock_addr = host_clock.addr;
         runtime.write(as_bytes(&desc))?;
         Ok(GpuSanitizer {
             device: device.clone(),
@@ -190,7 +189,6 @@ impl GpuSanitizer {
             slots,
             num_threads: g.num_threads,
             runtime,
-            host_clock,
             _slot_table: slot_table,
             _side_table: side_table,
             _sc_fences: sc_fences,
@@ -198,8 +196,9 @@ impl GpuSanitizer {
             layout: LocationLayout::probe(),
             next_launch: AtomicU32::new(1),
             state: Mutex::new(State {
-                book: ClockBook::new(g.num_threads, host_clock_addr),
+                book: ClockBook::new(g.num_threads),
                 host_clock: vec![0; g.num_threads as usize],
+                host_clocks: Vec::new(),
                 streams: HashMap::new(),
                 launches: LaunchHistory::default(),
                 locations: LocationCache::default(),
@@ -400,8 +399,9 @@ impl GpuSanitizer {
 
     /// The host waited: later work is ordered after what it waited for.
     /// The exit clocks of the work waited for (done, so final) are folded
-    /// into the host clock here, under the state lock, before any later
-    /// launch can be planned to join it.
+    /// with the host clock into a new host clock block, under the state
+    /// lock, before any later launch can be planned to join it. Blocks of
+    /// older host clocks go once the whole device is idle.
     pub fn on_host_wait(&self, wait: HostWait) -> Result<()> {
         let mut st = lock(&self.state);
         let st = &mut *st;
@@ -410,19 +410,26 @@ impl GpuSanitizer {
             HostWait::Event(id) => st.book.sync_event(id),
             HostWait::All => st.book.sync_all(),
         };
+        if matches!(wait, HostWait::All) {
+            // Nothing runs: no launch still reads an older host clock.
+            let keep = st.host_clocks.len().saturating_sub(1);
+            st.host_clocks.drain(..keep);
+        }
         if fold.is_empty() {
             return Ok(());
         }
         self.device.bind()?;
-        for addr in fold {
-            let bytes = read_device(addr, st.host_clock.len() * 4)?;
+        for source in &fold {
+            let bytes = read_device(source.addr, st.host_clock.len() * 4)?;
             for (h, c) in st.host_clock.iter_mut().zip(bytes.as_chunks::<4>().0) {
                 *h = (*h).max(u32::from_le_bytes(*c));
             }
         }
-        // Entries only grow, so a kernel of another stream reading the
-        // host clock while it is written never orders less than before.
-        self.host_clock.write(bytemuck::cast_slice(&st.host_clock))
+        let block = DeviceBlock::zeroed(st.host_clock.len() * 4)?;
+        block.write(bytemuck::cast_slice(&st.host_clock))?;
+        st.book.adopt_host_clock(block.addr, &fold);
+        st.host_clocks.push(block);
+        Ok(())
     }
 
     /// The races of `owner`'s launches found since its last collection
