@@ -66,11 +66,12 @@ impl<'r> Reporter<'r> {
 
     /// Notes an access to words `first..=last` by `e.tid` in `e.epoch`:
     /// into the way of its set that holds this very key already, else the
-    /// first empty one or one of an older launch, claimed by a
-    /// compare-exchange of its key word (two blocks noting into one set at
-    /// once take different ways), else the way the word picks. Readers
-    /// check the whole key, so a half-written entry is only a miss that
-    /// [`Reporter::prior_of`] polls past.
+    /// first empty one or one of an older launch, claimed by turning its
+    /// location word into [`CLAIMED`] with a compare-exchange (two blocks
+    /// noting into one set at once take different ways) and published by
+    /// storing the location last; else the way the word picks. Readers
+    /// check the whole key and skip claimed ways, so a half-written entry
+    /// is only a miss that [`Reporter::prior_of`] polls past.
     #[inline(always)]
     pub fn note(&self, first: u64, last: u64, write: bool, e: SideEntry) {
         for word in first..=last {
@@ -86,19 +87,16 @@ impl<'r> Reporter<'r> {
                 let raw = load_raw(slot);
                 let held: SideEntry = bytemuck::cast(raw);
                 let mine = held.location != 0
+                    && held.location != CLAIMED
                     && held.word == word as u32
                     && held.tid == e.tid
                     && held.epoch == e.epoch;
-                let free = held.location == 0 || held.launch != e.launch;
+                let free =
+                    held.location == 0 || (held.location != CLAIMED && held.launch != e.launch);
                 if mine
                     || (free
-                        && slot[KEY_WORD]
-                            .compare_exchange(
-                                raw[KEY_WORD],
-                                new[KEY_WORD],
-                                Ordering::Relaxed,
-                                Ordering::Relaxed,
-                            )
+                        && slot[0]
+                            .compare_exchange(raw[0], CLAIMED, Ordering::Relaxed, Ordering::Relaxed)
                             .is_ok())
                 {
                     store_entry(slot, new);
@@ -128,6 +126,7 @@ impl<'r> Reporter<'r> {
                     };
                     let e = load_entry(slot);
                     if e.location != 0
+                        && e.location != CLAIMED
                         && e.word == word as u32
                         && e.tid == r.prior_tid
                         && e.epoch == r.prior_epoch
@@ -161,16 +160,16 @@ impl<'r> Reporter<'r> {
     }
 }
 
-/// The u64 of a [`SideEntry`] holding its word and thread: the word a
-/// note claims a way with.
-const KEY_WORD: usize = 1;
-const _: () = assert!(core::mem::offset_of!(SideEntry, word) == KEY_WORD * 8);
-const _: () = assert!(core::mem::offset_of!(SideEntry, tid) == KEY_WORD * 8 + 4);
+/// The location word of a side-table way being written by the note that
+/// claimed it (no `Location` lives at the top of the address space).
+const CLAIMED: u64 = u64::MAX;
 
+/// Reads an entry, its location word first (pairs with [`store_entry`]).
 #[inline(always)]
 fn load_raw(slot: &[AtomicU64]) -> [u64; SideEntry::U64S] {
     let mut v = [0u64; SideEntry::U64S];
-    for (x, w) in v.iter_mut().zip(slot) {
+    v[0] = slot[0].load(Ordering::Acquire);
+    for (x, w) in v.iter_mut().zip(slot).skip(1) {
         *x = w.load(Ordering::Relaxed);
     }
     v
@@ -181,11 +180,14 @@ fn load_entry(slot: &[AtomicU64]) -> SideEntry {
     bytemuck::cast(load_raw(slot))
 }
 
+/// Writes an entry, its location word last: until then readers see the
+/// way as empty or claimed, never as a finished entry of mixed halves.
 #[inline(always)]
 fn store_entry(slot: &[AtomicU64], v: [u64; SideEntry::U64S]) {
-    for (w, x) in slot.iter().zip(v) {
+    for (w, x) in slot.iter().zip(v).skip(1) {
         w.store(x, Ordering::Relaxed);
     }
+    slot[0].store(v[0], Ordering::Release);
 }
 
 /// `len` atomics at device address `addr`; none for address 0.
