@@ -187,6 +187,17 @@ impl ClockBook {
         sources.into_iter().filter(|s| s.stream != HOST).collect()
     }
 
+    /// The host waited for `sources`, but some of their kernels have not
+    /// run yet (transfer checks queued until a module brings their entry):
+    /// instead of folding them, every later launch joins their ring slots
+    /// (read when it runs, by when the queued checks have run).
+    pub fn keep_sources(&mut self, sources: &[Source]) {
+        self.dropped += merge(&mut self.host, sources) as u64;
+        for s in self.streams.values_mut() {
+            self.dropped += merge(&mut s.pending, sources) as u64;
+        }
+    }
+
     /// The caller folded `folded` (from a `sync_*`) with the current host
     /// clock into a new one at `addr`: every later launch joins it. A new
     /// block each time, never the old one rewritten: a kernel launched
@@ -194,7 +205,10 @@ impl ClockBook {
     /// was launched with, so it is not ordered after what it is not.
     pub fn adopt_host_clock(&mut self, addr: u64, folded: &[Source]) {
         let host = Source { stream: HOST, addr };
-        self.host = vec![host];
+        // Kept sources not folded this time stay (see `keep_sources`).
+        self.host
+            .retain(|p| p.stream != HOST && !folded.contains(p));
+        self.host.push(host);
         for s in self.streams.values_mut() {
             s.pending.retain(|p| !folded.contains(p));
             merge(&mut s.pending, &[host]);
@@ -404,6 +418,22 @@ mod tests {
         j.sort();
         assert_eq!(j, vec![slot(0x1000, 1), last]);
         assert_eq!(b.dropped_joins(), 0);
+    }
+
+    /// Sources kept unfolded (their kernels queued) reach later launches
+    /// as ring slots, beside the host clock.
+    #[test]
+    fn kept_sources_are_joined_as_ring_slots() {
+        let mut b = book();
+        b.launch(A).unwrap();
+        let f = b.sync_stream(A);
+        fold(&mut b, f, HOST_CLOCK);
+        b.launch(A).unwrap();
+        let kept = b.sync_stream(A);
+        b.keep_sources(&kept);
+        let mut j = joins(&b.launch(B).unwrap()).unwrap();
+        j.sort();
+        assert_eq!(j, vec![slot(0x1000, 2), HOST_CLOCK]);
     }
 
     /// An event list past `MAX_JOINS` drops its oldest source, counted.

@@ -92,6 +92,17 @@ pub(super) enum RangeState {
     Ready(Arc<RangeEntry>),
 }
 
+impl RangeState {
+    /// True while planned checks have not run yet (their exit clocks are
+    /// not written: a host wait cannot fold them).
+    pub(super) fn has_unrun_checks(&self) -> bool {
+        match self {
+            RangeState::Waiting(q) | RangeState::Flushing(_, q) => !q.is_empty(),
+            RangeState::Ready(_) => false,
+        }
+    }
+}
+
 impl GpuSanitizer {
     /// Plans the check of a host-issued `kind` transfer on `stream` that
     /// reads and writes the given device ranges (`(address, bytes)`),
