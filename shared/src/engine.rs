@@ -197,15 +197,25 @@ pub struct EngineConfig {
     /// so this bounds the cost of a word thousands of sanitizer threads
     /// hit (a histogram bin, a counter) as much as its memory.
     pub chain_records_per_word: u32,
+    /// Whether a snapshot still referenced when its ring slot is reused
+    /// is copied into the pool ([`crate::history`]) rather than its
+    /// acquirers joining the overflow clock (counted coarsening).
+    pub spill_snapshots: bool,
 }
 
-/// The default of [`EngineConfig::chain_records_per_word`]: 4 records of
-/// [`crate::abi::CHAIN_ACCESS_SLOTS`] clocks beside the record's own
-/// [`RECORD_ACCESS_SLOTS`], 64 concurrent access clocks per word.
-pub const DEFAULT_CHAIN_RECORDS_PER_WORD: u32 = 4;
+/// The GPU runtime's [`EngineConfig::chain_records_per_word`]: no chain.
+/// Measured on an H100, a chained history made a racing or atomic word
+/// that thousands of sanitizer threads hit several times slower (the
+/// demo's racy counter past two minutes, a 256-bin histogram 2x) and its
+/// records and spilled snapshots exhausted the pool in the atomics tests;
+/// the runtime keeps the bounded history (8 clocks, then counted
+/// evictions) until warp-level checks make hot words cheap.
+pub const RUNTIME_CHAIN_RECORDS_PER_WORD: u32 = 0;
 
 impl EngineConfig {
-    /// The configuration a device's [`GlobalState`] describes.
+    /// The configuration a device's [`GlobalState`] describes, with the
+    /// GPU runtime's bounded history ([`RUNTIME_CHAIN_RECORDS_PER_WORD`],
+    /// no snapshot spills).
     pub const fn from_globals(g: &GlobalState) -> Self {
         EngineConfig {
             num_sms: g.num_sms,
@@ -213,7 +223,19 @@ impl EngineConfig {
             clock_buffer_size: g.clock_buffer_size,
             rng_seed: g.rng_seed,
             real_base: crate::address::real_base(g.reserve_base),
-            chain_records_per_word: DEFAULT_CHAIN_RECORDS_PER_WORD,
+            chain_records_per_word: RUNTIME_CHAIN_RECORDS_PER_WORD,
+            spill_snapshots: false,
+        }
+    }
+
+    /// This configuration with the exact history: chains and spilled
+    /// snapshots grow from the pool with no cap but the pool itself (the
+    /// CPU backend's and the oracle tests' configuration).
+    pub const fn with_exact_history(self) -> Self {
+        EngineConfig {
+            chain_records_per_word: u32::MAX,
+            spill_snapshots: true,
+            ..self
         }
     }
 }
@@ -329,12 +351,16 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
 
     #[inline(always)]
     fn clocks(&self, tid: u32) -> ThreadClocks<'m, M::Atomics> {
-        ThreadClocks::new(
+        let clocks = ThreadClocks::new(
             self.mem.thread_state(tid),
             self.cfg.num_threads,
             self.cfg.clock_buffer_size,
-        )
-        .with_pool(self.mem.pool())
+        );
+        if self.cfg.spill_snapshots {
+            clocks.with_pool(self.mem.pool())
+        } else {
+            clocks
+        }
     }
 
     #[inline(always)]
@@ -1404,7 +1430,8 @@ mod tests {
             clock_buffer_size: 2,
             rng_seed: 1,
             real_base: 0,
-            chain_records_per_word: DEFAULT_CHAIN_RECORDS_PER_WORD,
+            chain_records_per_word: u32::MAX,
+            spill_snapshots: true,
         };
         let e = Engine::new(&mem, cfg);
         for t in 0..N {

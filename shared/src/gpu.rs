@@ -465,7 +465,8 @@ mod tests {
             clock_buffer_size: 2,
             rng_seed: 1,
             real_base: 0,
-            chain_records_per_word: crate::engine::DEFAULT_CHAIN_RECORDS_PER_WORD,
+            chain_records_per_word: crate::engine::RUNTIME_CHAIN_RECORDS_PER_WORD,
+            spill_snapshots: false,
         };
         let (ma, mb) = (mem(&ts_a[..]), mem(&ts_b[..]));
         let (ea, eb) = (Engine::new(&ma, cfg), Engine::new(&mb, cfg));

@@ -107,7 +107,8 @@ impl Mem {
             clock_buffer_size: CB,
             rng_seed: 1,
             real_base: 0,
-            chain_records_per_word: vigil_shared::engine::DEFAULT_CHAIN_RECORDS_PER_WORD,
+            chain_records_per_word: u32::MAX,
+            spill_snapshots: true,
         };
         f(&Engine::new(&mem, cfg))
     }
@@ -344,7 +345,8 @@ fn concurrent_sc_fences_are_totally_ordered() {
                 clock_buffer_size: CB,
                 rng_seed: 1,
                 real_base: 0,
-                chain_records_per_word: vigil_shared::engine::DEFAULT_CHAIN_RECORDS_PER_WORD,
+                chain_records_per_word: u32::MAX,
+                spill_snapshots: true,
             };
             let e = Engine::new(&mem, cfg);
             e.fence(t, Ordering::SeqCst, Scope::Device);

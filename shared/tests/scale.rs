@@ -15,7 +15,7 @@ use std::cell::RefCell;
 use common::*;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
-use vigil_shared::engine::{Outcome, DEFAULT_CHAIN_RECORDS_PER_WORD};
+use vigil_shared::engine::{Outcome, RUNTIME_CHAIN_RECORDS_PER_WORD};
 use vigil_shared::{Ordering, Scope};
 
 /// Snapshots per thread in these programs (small, so that 4,096 threads
@@ -391,9 +391,9 @@ fn a_small_pool_only_misses_and_counts_it() {
     assert!(per_word.lossy_programs > 0, "no program outgrew the pool");
 }
 
-/// The runtimes' default cap on a word's chain
-/// ([`DEFAULT_CHAIN_RECORDS_PER_WORD`]): a hot word of 4,096 threads
-/// outgrows it, and the engine then only misses races, each counted.
+/// The GPU runtime's bounded history ([`RUNTIME_CHAIN_RECORDS_PER_WORD`]):
+/// a hot word of 4,096 threads outgrows it, and the engine then only
+/// misses races, each counted.
 #[test]
 fn the_default_chain_cap_only_misses_and_counts_it() {
     let n = 4096u32;
@@ -415,7 +415,7 @@ fn the_default_chain_cap_only_misses_and_counts_it() {
         2,
         4096,
         CLOCK_BUFFER_AT_SCALE,
-        DEFAULT_CHAIN_RECORDS_PER_WORD,
+        RUNTIME_CHAIN_RECORDS_PER_WORD,
     );
     let (oracle, engine) = c.steps.last().expect("the write");
     assert!(

@@ -468,6 +468,7 @@ impl Harness {
             // the pool bounds a word's chain here (the runtimes' default
             // cap is checked on its own, `compare_capped`).
             chain_records_per_word: u32::MAX,
+            spill_snapshots: true,
         };
         let ts_words = thread_state_words(n, clock_buffer);
         let pool = zeroed32(PoolHeader::WORDS + pool_records * InflatedRecord::WORDS);
@@ -655,7 +656,8 @@ pub fn compare_in(p: &Program, words: usize, pool: usize, clock_buffer: u32) -> 
 }
 
 /// [`compare_in`] with at most `chain_cap` chain records per word (the
-/// runtimes' [`EngineConfig::chain_records_per_word`]).
+/// GPU runtime's [`EngineConfig::chain_records_per_word`]), and without
+/// spilled snapshots unless the cap is `u32::MAX`.
 pub fn compare_capped(
     p: &Program,
     words: usize,
@@ -671,6 +673,8 @@ pub fn compare_capped(
     let mut engine =
         Harness::with_clock_buffer(p.num_sms, p.num_devices, words, pool, clock_buffer);
     engine.cfg.chain_records_per_word = chain_cap;
+    // A capped history is the GPU runtime's: no spilled snapshots either.
+    engine.cfg.spill_snapshots = chain_cap == u32::MAX;
     let mut steps = Vec::new();
     for op in &p.ops {
         let o = oracle.step(op);

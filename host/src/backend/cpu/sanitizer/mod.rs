@@ -353,7 +353,8 @@ impl CpuRaceSanitizer {
             clock_buffer_size: c.clock_buffer_size,
             rng_seed: c.seed,
             real_base: arena.real_base(),
-            chain_records_per_word: vigil_shared::engine::DEFAULT_CHAIN_RECORDS_PER_WORD,
+            chain_records_per_word: u32::MAX,
+            spill_snapshots: true,
         };
         let san = CpuRaceSanitizer {
             mem: Memory {
