@@ -30,7 +30,11 @@
 //!   more than its record's 8 clocks chains records from the pool (given
 //!   back when emptied), so verdicts equal an exact detector's while the
 //!   pool has room (chains may fill all but an eighth of it). Only then is
-//!   a seeded random non-latest-write clock evicted, counted.
+//!   a seeded random non-latest-write clock evicted, counted. Chains and
+//!   spilled snapshots are [`engine::EngineConfig::with_exact_history`]
+//!   (the CPU backend's and the oracle's); the GPU runtime's
+//!   [`engine::EngineConfig::from_globals`] keeps 8 clocks a word and the
+//!   overflow clock ([`engine::RUNTIME_CHAIN_RECORDS_PER_WORD`] says why).
 //! - Epochs advance lazily, only after the clock was published (release,
 //!   release fence, kernel exit), not at every CTA entry, so they last.
 //! - Release history scales with the program ([`clock`], [`engine`]): a
