@@ -1,0 +1,276 @@
+//! One block's race state: per-thread clocks and a compact per-word shadow
+//! of the words the block touched in its current barrier interval. Pure
+//! data and rules (no locks, no reports), so it is tested on its own.
+//!
+//! Two accesses by different threads of the block race when they overlap,
+//! at least one writes, they are in the same barrier interval, not both
+//! are atomic, and no warp collective or acquire orders them (see
+//! [`ThreadClock::orders`]).
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::panic::Location;
+use vigil_shared::AccessKind;
+
+/// Accesses a word remembers per barrier interval. A write is checked
+/// against all of them, so with several readers at least one differs from
+/// the writer's thread; an overflowing word forgets its oldest read, which
+/// can only hide a race.
+pub(crate) const WAYS: usize = 4;
+
+/// Bytes per shadow word.
+pub(crate) const WORD: u64 = 4;
+
+/// What one thread of the block knows: its barrier epoch (barriers it
+/// arrived at), the block's access count at its last acquire, and its
+/// warp clock (one entry per lane of its warp, joined by collectives).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ThreadClock {
+    /// Barriers the thread arrived at.
+    pub(crate) epoch: u32,
+    /// Accesses of the block numbered below this one are ordered before
+    /// the thread's later accesses (it acquired after them).
+    pub(crate) acquired: u64,
+    /// Lane clocks of the thread's warp as the thread knows them; its own
+    /// entry counts the collectives it joined, from 1.
+    pub(crate) warp: [u32; 32],
+}
+
+impl ThreadClock {
+    /// The clock of thread `thread` (linear index in its block) at block start.
+    pub(crate) fn new(thread: u32) -> Self {
+        let mut warp = [0; 32];
+        warp[(thread % 32) as usize] = 1;
+        ThreadClock {
+            epoch: 0,
+            acquired: 0,
+            warp,
+        }
+    }
+
+    /// True when `prior` happened before this thread's next access: an
+    /// earlier barrier interval, an acquire after it, or a warp collective
+    /// of its warp that this thread joined after `prior`'s thread did.
+    pub(crate) fn orders(&self, prior: &Access, me: u32) -> bool {
+        prior.thread == me
+            || prior.epoch != self.epoch
+            || prior.seq < self.acquired
+            || (prior.thread / 32 == me / 32 && self.warp[(prior.thread % 32) as usize] >= prior.clock)
+    }
+}
+
+/// One remembered access to one word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Access {
+    /// Linear thread index in the block.
+    pub(crate) thread: u32,
+    /// The thread's barrier epoch at the access.
+    pub(crate) epoch: u32,
+    /// The thread's own warp-clock entry at the access.
+    pub(crate) clock: u32,
+    /// The block's access number.
+    pub(crate) seq: u64,
+    /// The bytes of the word it touched (bit `i`: byte `i`).
+    pub(crate) bytes: u8,
+    /// What it did.
+    pub(crate) kind: AccessKind,
+    /// Where in the kernel.
+    pub(crate) location: &'static Location<'static>,
+}
+
+/// A word's accesses of the current barrier interval.
+#[derive(Clone, Copy, Debug)]
+struct Word {
+    epoch: u32,
+    len: u8,
+    accesses: [Option<Access>; WAYS],
+}
+
+/// A race between `prior` and the access being made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Conflict {
+    /// The earlier access.
+    pub(crate) prior: Access,
+    /// The first byte both touch.
+    pub(crate) address: u64,
+}
+
+/// A multiplicative hasher for word numbers (keys are `u64`s, not attacker-chosen).
+#[derive(Default)]
+pub(crate) struct WordHasher(u64);
+
+impl Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// The state of the block running on one virtual SM.
+#[derive(Default)]
+pub(crate) struct BlockShadow {
+    threads: Vec<ThreadClock>,
+    words: HashMap<u64, Word, BuildHasherDefault<WordHasher>>,
+    /// Accesses so far in the block.
+    seq: u64,
+}
+
+impl BlockShadow {
+    /// Forgets the previous block (keeps the allocations).
+    pub(crate) fn reset(&mut self) {
+        self.threads.clear();
+        self.words.clear();
+        self.seq = 0;
+    }
+
+    /// Thread `t`'s clock, created at its start value on first use.
+    pub(crate) fn thread(&mut self, t: u32) -> &mut ThreadClock {
+        let t = t as usize;
+        if self.threads.len() <= t {
+            let from = self.threads.len() as u32;
+            self.threads
+                .extend((from..=t as u32).map(ThreadClock::new));
+        }
+        &mut self.threads[t]
+    }
+
+    /// Thread `t` arrives at a barrier.
+    pub(crate) fn barrier(&mut self, t: u32) {
+        self.thread(t).epoch += 1;
+    }
+
+    /// Thread `t` acquires (an acquiring atomic or fence): every access the
+    /// block made so far is ordered before its later ones. This is coarser
+    /// than the memory model (it does not ask which release it read from),
+    /// so it can hide a race, never invent one.
+    pub(crate) fn acquire(&mut self, t: u32) {
+        let seq = self.seq;
+        self.thread(t).acquired = seq;
+    }
+
+    /// A warp collective of warp `warp` released `lanes` after `contributed`
+    /// joined it: each released lane's warp clock becomes the join of the
+    /// contributors' and its own entry advances.
+    pub(crate) fn warp_joined(&mut self, warp: u32, lanes: u32, contributed: u32) {
+        let base = warp * 32;
+        let mut joined = [0u32; 32];
+        for l in bits(contributed | lanes) {
+            let c = &self.thread(base + l).warp;
+            for (j, v) in joined.iter_mut().zip(c) {
+                *j = (*j).max(*v);
+            }
+        }
+        for l in bits(lanes) {
+            let c = self.thread(base + l);
+            c.warp = joined;
+            c.warp[l as usize] += 1;
+        }
+    }
+
+    /// Thread `t` accesses `size` bytes at `addr` (`kind`, at `location`);
+    /// calls `race` with each earlier access of the interval it races with.
+    pub(crate) fn access(
+        &mut self,
+        t: u32,
+        addr: u64,
+        size: u64,
+        kind: AccessKind,
+        location: &'static Location<'static>,
+        mut race: impl FnMut(Conflict),
+    ) {
+        if size == 0 {
+            return;
+        }
+        let seq = self.seq;
+        self.seq += 1;
+        let clock = self.thread(t).clone();
+        let me = Access {
+            thread: t,
+            epoch: clock.epoch,
+            clock: clock.warp[(t % 32) as usize],
+            seq,
+            bytes: 0,
+            kind,
+            location,
+        };
+        let end = addr + size;
+        let mut word = addr / WORD;
+        while word * WORD < end {
+            let lo = (word * WORD).max(addr);
+            let hi = (word * WORD + WORD).min(end);
+            let bytes = (((1u32 << (hi - lo)) - 1) << (lo - word * WORD)) as u8;
+            let w = self.words.entry(word).or_insert(Word {
+                epoch: clock.epoch,
+                len: 0,
+                accesses: [None; WAYS],
+            });
+            if w.epoch != clock.epoch {
+                // An earlier interval: a barrier orders all of it.
+                w.epoch = clock.epoch;
+                w.len = 0;
+                w.accesses = [None; WAYS];
+            }
+            let cur = Access { bytes, ..me };
+            for p in w.accesses[..w.len as usize].iter().flatten() {
+                if p.bytes & bytes != 0 && conflicts(p.kind, kind) && !clock.orders(p, t) {
+                    let first = (p.bytes & bytes).trailing_zeros();
+                    race(Conflict {
+                        prior: *p,
+                        address: word * WORD + u64::from(first),
+                    });
+                }
+            }
+            remember(w, cur);
+            word += 1;
+        }
+    }
+}
+
+/// True when an access of kind `a` and one of kind `b` to the same bytes
+/// can race: one writes, and not both are atomic.
+fn conflicts(a: AccessKind, b: AccessKind) -> bool {
+    (a.writes() || b.writes()) && !(a.is_atomic() && b.is_atomic())
+}
+
+/// Adds `cur` to the word: a write supersedes every access whose bytes it
+/// covers (each was checked against it, so a later access that conflicts
+/// with one conflicts with `cur` too, or is ordered after both); a read
+/// supersedes the same thread's reads it covers. A full word forgets its
+/// oldest read (or, with none, its oldest access).
+fn remember(w: &mut Word, cur: Access) {
+    let covered = |p: &Access| {
+        p.bytes & !cur.bytes == 0
+            && (cur.kind.writes() || (p.thread == cur.thread && !p.kind.writes()))
+    };
+    let mut kept = [None; WAYS];
+    let mut n = 0;
+    for p in w.accesses[..w.len as usize].iter().flatten() {
+        if !covered(p) {
+            kept[n] = Some(*p);
+            n += 1;
+        }
+    }
+    if n == WAYS {
+        let drop = kept
+            .iter()
+            .position(|p| p.is_some_and(|p| !p.kind.writes()))
+            .unwrap_or(0);
+        kept.copy_within(drop + 1.., drop);
+        n -= 1;
+    }
+    kept[n] = Some(cur);
+    w.accesses = kept;
+    w.len = (n + 1) as u8;
+}
+
+/// The indices of the set bits of `m`.
+fn bits(m: u32) -> impl Iterator<Item = u32> {
+    (0..32).filter(move |l| m & (1 << l) != 0)
+}
