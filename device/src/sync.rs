@@ -15,7 +15,7 @@ use vigil_shared::{Ordering, Scope};
 #[inline(always)]
 #[track_caller]
 pub fn sync_threads() {
-    imp::sync_threads(core::panic::Location::caller())
+    imp::sync_threads_at(core::panic::Location::caller())
 }
 
 /// A memory fence of the given ordering and scope (`fence.acq_rel.gpu`,

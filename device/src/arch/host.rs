@@ -381,7 +381,7 @@ pub fn lane_id() -> u32 {
 /// `__syncthreads` at the kernel's `loc`: the sanitizer (when one is
 /// installed: the host runs the sanitized variant then) sees the arrival
 /// first.
-pub fn sync_threads(loc: &'static Location<'static>) {
+pub fn sync_threads_at(loc: &'static Location<'static>) {
     Checked::barrier(loc);
     blocking(|c| c.block.sync_threads(loc))
 }

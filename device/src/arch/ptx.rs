@@ -63,12 +63,17 @@ pub fn lane_id() -> u32 {
     r
 }
 
-/// `bar.sync 0`. The location is the caller's, for the CPU backend's
-/// barrier checks; the GPU does not use it yet.
 #[inline(always)]
-pub fn sync_threads(_loc: &'static Location<'static>) {
+pub fn sync_threads() {
     // SAFETY: a block-wide barrier; CUDA's rule that every thread reaches it is the caller's.
     unsafe { nvptx::_syncthreads() }
+}
+
+/// The kernel API's `sync_threads` at the kernel's `loc` (the CPU
+/// backend's barrier checks use it; the GPU does not yet).
+#[inline(always)]
+pub fn sync_threads_at(_loc: &'static Location<'static>) {
+    sync_threads()
 }
 
 /// A shared-memory access: the GPU's sanitizer does not see these yet
