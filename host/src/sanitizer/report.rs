@@ -112,7 +112,9 @@ pub struct PriorAccess {
     /// SM of that thread, when its id says it (a GPU); `None` on the CPU
     /// backend, where a clock slot is not tied to a virtual SM.
     pub smid: Option<u32>,
-    /// The thread's epoch at the access.
+    /// The thread's epoch at the access (for a race inside a block
+    /// ([`MemorySpace::Shared`], or two threads of one block in global
+    /// memory), the barrier interval: barriers its thread had arrived at).
     pub epoch: u32,
     /// `blockIdx`, when known.
     pub block: Option<Dim3>,
