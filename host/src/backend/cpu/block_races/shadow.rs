@@ -157,13 +157,16 @@ impl BlockShadow {
 
     /// A warp collective of warp `warp` released `lanes` after `contributed`
     /// joined it: each released lane's warp clock becomes the join of the
-    /// contributors' and its own entry advances.
+    /// contributors' and its own entry advances; what a contributor had
+    /// acquired, the released lanes have too.
     pub(crate) fn warp_joined(&mut self, warp: u32, lanes: u32, contributed: u32) {
         let base = warp * 32;
         let mut joined = [0u32; 32];
+        let mut acquired = 0;
         for l in bits(contributed | lanes) {
-            let c = &self.thread(base + l).warp;
-            for (j, v) in joined.iter_mut().zip(c) {
+            let c = self.thread(base + l);
+            acquired = acquired.max(c.acquired);
+            for (j, v) in joined.iter_mut().zip(&c.warp) {
                 *j = (*j).max(*v);
             }
         }
@@ -171,6 +174,7 @@ impl BlockShadow {
             let c = self.thread(base + l);
             c.warp = joined;
             c.warp[l as usize] += 1;
+            c.acquired = acquired;
         }
     }
 
@@ -227,7 +231,7 @@ impl BlockShadow {
                     });
                 }
             }
-            remember(w, cur);
+            remember(w, cur, |p| clock.orders(p, t));
             word += 1;
         }
     }
@@ -239,16 +243,26 @@ fn conflicts(a: AccessKind, b: AccessKind) -> bool {
     (a.writes() || b.writes()) && !(a.is_atomic() && b.is_atomic())
 }
 
-/// Adds `cur` to the word: a write supersedes every access whose bytes it
-/// covers (each was checked against it, so a later access that conflicts
-/// with one conflicts with `cur` too, or is ordered after both); a read
-/// supersedes the same thread's reads it covers. A full word forgets its
+/// True when `cur`, made after `prior` and ordered after it, stands for it
+/// from now on: every later access that conflicts with `prior` conflicts
+/// with `cur` (and one ordered after `cur` is ordered after `prior`). A
+/// plain write stands for anything, an atomic write for atomics, a plain
+/// read for its own thread's plain reads.
+fn supersedes(cur: &Access, prior: &Access) -> bool {
+    match (cur.kind.is_atomic(), cur.kind.writes()) {
+        (false, true) => true,
+        (true, true) => prior.kind.is_atomic(),
+        (false, false) => prior.thread == cur.thread && prior.kind == AccessKind::Read,
+        (true, false) => prior.thread == cur.thread && prior.kind == cur.kind,
+    }
+}
+
+/// Adds `cur` to the word, dropping the accesses it covers, is ordered
+/// after (`ordered`) and [`supersedes`] (a racy one stays: a later access
+/// ordered after `cur` may still race with it). A full word forgets its
 /// oldest read (or, with none, its oldest access).
-fn remember(w: &mut Word, cur: Access) {
-    let covered = |p: &Access| {
-        p.bytes & !cur.bytes == 0
-            && (cur.kind.writes() || (p.thread == cur.thread && !p.kind.writes()))
-    };
+fn remember(w: &mut Word, cur: Access, ordered: impl Fn(&Access) -> bool) {
+    let covered = |p: &Access| p.bytes & !cur.bytes == 0 && ordered(p) && supersedes(&cur, p);
     let mut kept = [None; WAYS];
     let mut n = 0;
     for p in w.accesses[..w.len as usize].iter().flatten() {
@@ -273,4 +287,134 @@ fn remember(w: &mut Word, cur: Access) {
 /// The indices of the set bits of `m`.
 fn bits(m: u32) -> impl Iterator<Item = u32> {
     (0..32).filter(move |l| m & (1 << l) != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    /// Threads of the generated blocks: three lanes of warp 0, one of warp 1.
+    const THREADS: [u32; 4] = [0, 1, 2, 33];
+
+    #[derive(Clone, Debug)]
+    enum Step {
+        Access { t: u32, addr: u64, size: u64, kind: AccessKind },
+        Barrier,
+        Warp { lanes: u32 },
+        Acquire { t: u32 },
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        let thread = proptest::sample::select(THREADS.to_vec());
+        let kind = proptest::sample::select(vec![
+            AccessKind::Read,
+            AccessKind::Write,
+            AccessKind::AtomicRmw,
+        ]);
+        let access = (thread.clone(), 0u64..12, 0usize..3, kind).prop_map(|(t, a, s, kind)| {
+            let size = [1u64, 2, 4][s];
+            Step::Access {
+                t,
+                addr: a / size * size,
+                size,
+                kind,
+            }
+        });
+        prop_oneof![
+            8 => access,
+            1 => Just(Step::Barrier),
+            2 => (1u32..8).prop_map(|lanes| Step::Warp { lanes }),
+            1 => thread.prop_map(|t| Step::Acquire { t }),
+        ]
+    }
+
+    /// The reference: every access kept, happens-before as explicit sets
+    /// of earlier accesses each thread is ordered after.
+    struct Reference {
+        accesses: Vec<(u32, u64, u64, AccessKind)>,
+        known: Vec<BTreeSet<usize>>,
+    }
+
+    impl Reference {
+        fn slot(t: u32) -> usize {
+            THREADS.iter().position(|&x| x == t).unwrap()
+        }
+
+        /// The earlier accesses the access races with (by index).
+        fn access(&mut self, t: u32, addr: u64, size: u64, kind: AccessKind) -> BTreeSet<usize> {
+            let me = Self::slot(t);
+            let races = self
+                .accesses
+                .iter()
+                .enumerate()
+                .filter(|(i, &(pt, pa, ps, pk))| {
+                    pt != t
+                        && pa < addr + size
+                        && addr < pa + ps
+                        && conflicts(pk, kind)
+                        && !self.known[me].contains(i)
+                })
+                .map(|(i, _)| i)
+                .collect();
+            self.known[me].insert(self.accesses.len());
+            self.accesses.push((t, addr, size, kind));
+            races
+        }
+
+        fn everything(&self) -> BTreeSet<usize> {
+            (0..self.accesses.len()).collect()
+        }
+    }
+
+    proptest! {
+        /// Until a word holds `WAYS` accesses (after which it may forget
+        /// one), an access is reported racing exactly when the reference
+        /// finds an earlier access it races with, and every access it is
+        /// reported racing with is one of those.
+        #[test]
+        fn agrees_with_a_reference_that_keeps_every_access(
+            steps in proptest::collection::vec(step(), 1..40)
+        ) {
+            let loc = Location::caller();
+            let mut shadow = BlockShadow::default();
+            let mut reference = Reference { accesses: Vec::new(), known: vec![BTreeSet::new(); THREADS.len()] };
+            for s in steps {
+                match s {
+                    Step::Access { t, addr, size, kind } => {
+                        let want = reference.access(t, addr, size, kind);
+                        let mut got = Vec::new();
+                        shadow.access(t, addr, size, kind, loc, |c| got.push(c.prior.seq as usize));
+                        prop_assert_eq!(got.is_empty(), want.is_empty(), "got {:?}, want {:?}", got, want);
+                        for g in &got {
+                            prop_assert!(want.contains(g), "reported {} not in {:?}", g, want);
+                        }
+                        if shadow.words.values().any(|w| w.len as usize == WAYS) {
+                            break;
+                        }
+                    }
+                    Step::Barrier => {
+                        for t in THREADS {
+                            shadow.barrier(t);
+                        }
+                        let all = reference.everything();
+                        reference.known.iter_mut().for_each(|k| *k = all.clone());
+                    }
+                    Step::Warp { lanes } => {
+                        shadow.warp_joined(0, lanes, lanes);
+                        let members: Vec<usize> = (0..3).filter(|l| lanes & (1 << l) != 0).collect();
+                        let union: BTreeSet<usize> = members.iter().flat_map(|&l| reference.known[l].clone()).collect();
+                        for l in members {
+                            reference.known[l] = union.clone();
+                        }
+                    }
+                    Step::Acquire { t } => {
+                        shadow.acquire(t);
+                        reference.known[Reference::slot(t)] = reference.everything();
+                    }
+                }
+            }
+        }
+    }
 }
