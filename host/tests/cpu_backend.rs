@@ -12,8 +12,8 @@ use vigil::unstable::cpu::{CpuError, CpuExecutor, LaunchStats};
 use vigil::unstable::vmm::{Vmm, VmmConfig, VmmError};
 use vigil::{
     AccessKind, Context, CpuSanitizer, DeviceBuffer, DeviceId, Dim3, Error, Event, HostAllocation,
-    HostSync, LaunchConfig, LaunchInfo, LaunchVariant, MemorySpace, Module, PriorAccess, RaceAccess,
-    RaceAllocation, RaceReport, RaceReports, ReportKind, Scope, SourceLocation, Stream,
+    HostSync, LaunchConfig, LaunchInfo, LaunchVariant, MemorySpace, Module, PriorAccess,
+    RaceAccess, RaceAllocation, RaceReport, RaceReports, ReportKind, Scope, SourceLocation, Stream,
 };
 use vigil_kernels::examples::axpy;
 

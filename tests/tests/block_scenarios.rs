@@ -83,7 +83,9 @@ mod scenarios {
     }
 
     pub fn tree_reduce_missing_barrier(make: MakeContext) {
-        let Some((outcome, _)) = tree_reduce_case(make, 1) else { return };
+        let Some((outcome, _)) = tree_reduce_case(make, 1) else {
+            return;
+        };
         check(
             "tree reduction missing a barrier",
             outcome,
@@ -92,7 +94,9 @@ mod scenarios {
     }
 
     pub fn tree_reduce_fixed(make: MakeContext) {
-        let Some((outcome, sum)) = tree_reduce_case(make, 0) else { return };
+        let Some((outcome, sum)) = tree_reduce_case(make, 0) else {
+            return;
+        };
         check("tree reduction", outcome, &[]);
         assert_eq!(sum, (1..=64).sum::<u32>());
     }
@@ -126,7 +130,9 @@ mod scenarios {
     }
 
     pub fn transpose_tile_reused_without_barrier(make: MakeContext) {
-        let Some(outcome) = transpose_case(make, 0) else { return };
+        let Some(outcome) = transpose_case(make, 0) else {
+            return;
+        };
         check(
             "transpose tile reused without a barrier",
             outcome,
@@ -135,7 +141,9 @@ mod scenarios {
     }
 
     pub fn transpose_tile_fixed(make: MakeContext) {
-        let Some(outcome) = transpose_case(make, 1) else { return };
+        let Some(outcome) = transpose_case(make, 1) else {
+            return;
+        };
         check("transpose tile reused after a barrier", outcome, &[]);
     }
 
@@ -145,7 +153,11 @@ mod scenarios {
         let x = vigil::DeviceBuffer::from_slice(&b.stream, &input).unwrap();
         let mut out = b.zeros(32);
         b.stream
-            .launch(&b.kernel::<warp_handoff>(), one_block(64), (&x, &mut out, barrier))
+            .launch(
+                &b.kernel::<warp_handoff>(),
+                one_block(64),
+                (&x, &mut out, barrier),
+            )
             .expect("launch");
         let outcome = b.sync();
         if barrier == 1 {
@@ -156,7 +168,9 @@ mod scenarios {
     }
 
     pub fn warp_handoff_without_barrier(make: MakeContext) {
-        let Some(outcome) = handoff_case(make, 0) else { return };
+        let Some(outcome) = handoff_case(make, 0) else {
+            return;
+        };
         check(
             "producer warp to consumer warp without a barrier",
             outcome,
@@ -165,8 +179,14 @@ mod scenarios {
     }
 
     pub fn warp_handoff_with_barrier(make: MakeContext) {
-        let Some(outcome) = handoff_case(make, 1) else { return };
-        check("producer warp to consumer warp with a barrier", outcome, &[]);
+        let Some(outcome) = handoff_case(make, 1) else {
+            return;
+        };
+        check(
+            "producer warp to consumer warp with a barrier",
+            outcome,
+            &[],
+        );
     }
 
     fn neighbours_case(make: MakeContext, mode: u32) -> Option<vigil::Result<()>> {
@@ -175,7 +195,11 @@ mod scenarios {
         let x = vigil::DeviceBuffer::from_slice(&b.stream, &input).unwrap();
         let mut out = b.zeros(32);
         b.stream
-            .launch(&b.kernel::<warp_neighbours>(), one_block(32), (&x, &mut out, mode))
+            .launch(
+                &b.kernel::<warp_neighbours>(),
+                one_block(32),
+                (&x, &mut out, mode),
+            )
             .expect("launch");
         let outcome = b.sync();
         if mode == 1 {
@@ -186,7 +210,9 @@ mod scenarios {
     }
 
     pub fn warp_neighbours_without_sync(make: MakeContext) {
-        let Some(outcome) = neighbours_case(make, 0) else { return };
+        let Some(outcome) = neighbours_case(make, 0) else {
+            return;
+        };
         check(
             "warp-synchronous exchange without a collective",
             outcome,
@@ -195,12 +221,20 @@ mod scenarios {
     }
 
     pub fn warp_neighbours_full_vote(make: MakeContext) {
-        let Some(outcome) = neighbours_case(make, 1) else { return };
-        check("warp-synchronous exchange after a full-warp vote", outcome, &[]);
+        let Some(outcome) = neighbours_case(make, 1) else {
+            return;
+        };
+        check(
+            "warp-synchronous exchange after a full-warp vote",
+            outcome,
+            &[],
+        );
     }
 
     pub fn warp_neighbours_half_votes(make: MakeContext) {
-        let Some(outcome) = neighbours_case(make, 2) else { return };
+        let Some(outcome) = neighbours_case(make, 2) else {
+            return;
+        };
         check(
             "warp-synchronous exchange after half-warp votes",
             outcome,
@@ -208,7 +242,10 @@ mod scenarios {
         );
     }
 
-    fn histogram_case(make: MakeContext, plain_reset: u32) -> Option<(vigil::Result<()>, Vec<u32>)> {
+    fn histogram_case(
+        make: MakeContext,
+        plain_reset: u32,
+    ) -> Option<(vigil::Result<()>, Vec<u32>)> {
         let b = Bench::new(make, 1)?;
         let input: Vec<u32> = (0..128).map(|i| i * 7 + 3).collect();
         let x = vigil::DeviceBuffer::from_slice(&b.stream, &input).unwrap();
@@ -225,7 +262,9 @@ mod scenarios {
     }
 
     pub fn shared_atomics(make: MakeContext) {
-        let Some((outcome, bins)) = histogram_case(make, 0) else { return };
+        let Some((outcome, bins)) = histogram_case(make, 0) else {
+            return;
+        };
         check("shared-memory atomics", outcome, &[]);
         let mut want = vec![0u32; 8];
         for i in 0..128u32 {
@@ -235,7 +274,9 @@ mod scenarios {
     }
 
     pub fn shared_atomics_and_a_plain_store(make: MakeContext) {
-        let Some((outcome, _)) = histogram_case(make, 1) else { return };
+        let Some((outcome, _)) = histogram_case(make, 1) else {
+            return;
+        };
         check(
             "shared-memory atomics and a plain store",
             outcome,
@@ -249,7 +290,11 @@ mod scenarios {
         let mut out = b.zeros(32);
         let outcome = b
             .stream
-            .launch(&b.kernel::<divergent_barrier>(), one_block(32), (&mut out, mode))
+            .launch(
+                &b.kernel::<divergent_barrier>(),
+                one_block(32),
+                (&mut out, mode),
+            )
             .and_then(|()| b.sync());
         match outcome {
             Err(Error::Cpu(e)) => Some(e),
@@ -259,7 +304,10 @@ mod scenarios {
 
     /// Asserts `e` is a divergent barrier at `marker`'s line naming `detail`.
     fn assert_divergent(e: &CpuError, marker: &str, detail: &[&str]) {
-        let CpuError::DivergentBarrier { barrier, detail: d, .. } = e else {
+        let CpuError::DivergentBarrier {
+            barrier, detail: d, ..
+        } = e
+        else {
             panic!("expected a divergent barrier, got {e}");
         };
         let at = format!("block_races.rs:{}:", line_of(marker));
@@ -270,21 +318,32 @@ mod scenarios {
     }
 
     pub fn divergent_barrier_returned_threads(make: MakeContext) {
-        let Some(e) = divergent_case(make, 0) else { return };
+        let Some(e) = divergent_case(make, 0) else {
+            return;
+        };
         assert_divergent(
             &e,
             "divergent-low",
-            &["thread(s) 0..=15 wait here", "thread(s) 16..=31 returned without reaching it"],
+            &[
+                "thread(s) 0..=15 wait here",
+                "thread(s) 16..=31 returned without reaching it",
+            ],
         );
     }
 
     pub fn divergent_barrier_two_calls(make: MakeContext) {
-        let Some(e) = divergent_case(make, 1) else { return };
+        let Some(e) = divergent_case(make, 1) else {
+            return;
+        };
         let other = format!("block_races.rs:{}:", line_of("divergent-high"));
         assert_divergent(
             &e,
             "divergent-low",
-            &["thread(s) 0..=15 wait here", "thread(s) 16..=31 wait at the sync_threads at", &other],
+            &[
+                "thread(s) 0..=15 wait here",
+                "thread(s) 16..=31 wait at the sync_threads at",
+                &other,
+            ],
         );
     }
 
@@ -307,7 +366,9 @@ mod scenarios {
     }
 
     pub fn global_same_block_race(make: MakeContext) {
-        let Some(outcome) = global_case(make, 0) else { return };
+        let Some(outcome) = global_case(make, 0) else {
+            return;
+        };
         check(
             "same-block global race",
             outcome,
@@ -316,7 +377,9 @@ mod scenarios {
     }
 
     pub fn global_same_block_fixed(make: MakeContext) {
-        let Some(outcome) = global_case(make, 1) else { return };
+        let Some(outcome) = global_case(make, 1) else {
+            return;
+        };
         check("same-block global accesses after a barrier", outcome, &[]);
     }
 }

@@ -79,11 +79,7 @@ pub fn sync_threads_at(_loc: &'static Location<'static>) {
 /// A shared-memory access: the GPU's sanitizer does not see these yet
 /// (a free function cannot tell the sanitized entry from the plain one).
 #[inline(always)]
-pub fn shared_access(
-    _access: crate::sanitizer::SharedAccess,
-    _loc: &'static Location<'static>,
-) {
-}
+pub fn shared_access(_access: crate::sanitizer::SharedAccess, _loc: &'static Location<'static>) {}
 
 #[inline(always)]
 pub fn fence(ordering: Ordering, scope: Scope) {

@@ -55,7 +55,8 @@ impl ThreadClock {
         prior.thread == me
             || prior.epoch != self.epoch
             || prior.seq < self.acquired
-            || (prior.thread / 32 == me / 32 && self.warp[(prior.thread % 32) as usize] >= prior.clock)
+            || (prior.thread / 32 == me / 32
+                && self.warp[(prior.thread % 32) as usize] >= prior.clock)
     }
 }
 
@@ -135,8 +136,7 @@ impl BlockShadow {
         let t = t as usize;
         if self.threads.len() <= t {
             let from = self.threads.len() as u32;
-            self.threads
-                .extend((from..=t as u32).map(ThreadClock::new));
+            self.threads.extend((from..=t as u32).map(ThreadClock::new));
         }
         &mut self.threads[t]
     }
@@ -300,10 +300,19 @@ mod tests {
 
     #[derive(Clone, Debug)]
     enum Step {
-        Access { t: u32, addr: u64, size: u64, kind: AccessKind },
+        Access {
+            t: u32,
+            addr: u64,
+            size: u64,
+            kind: AccessKind,
+        },
         Barrier,
-        Warp { lanes: u32 },
-        Acquire { t: u32 },
+        Warp {
+            lanes: u32,
+        },
+        Acquire {
+            t: u32,
+        },
     }
 
     fn step() -> impl Strategy<Value = Step> {

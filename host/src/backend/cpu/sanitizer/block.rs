@@ -36,14 +36,9 @@ impl CpuRaceSanitizer {
         a: BlockAccess,
         loc: &'static Location<'static>,
     ) {
-        let conflicts = self.block.access(
-            t.smid,
-            t.linear_thread_index(),
-            a.addr,
-            a.size,
-            a.kind,
-            loc,
-        );
+        let conflicts =
+            self.block
+                .access(t.smid, t.linear_thread_index(), a.addr, a.size, a.kind, loc);
         if !conflicts.is_empty() {
             self.report_in_block(t, &a, loc, &conflicts);
         }

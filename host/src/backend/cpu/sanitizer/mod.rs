@@ -75,7 +75,6 @@ pub use arena::{Allocation, ArenaError};
 
 use super::block_races::BlockRaces;
 use super::executor::{CpuError, LaunchStats};
-use block::BlockAccess;
 use super::hooks::{
     CpuSanitizer, CpuSanitizerParams, HostAllocation, HostBufferAllocator, HostSync, LaunchInfo,
     TransferInfo,
@@ -85,6 +84,7 @@ use crate::sanitizer::decode::{decode_report, unpack_access, PriorSite};
 use crate::sanitizer::report::{MemorySpace, RaceReport, RaceReports};
 use crate::types::{EventId, StreamId};
 use arena::{Arena, SideEntry, ZeroedWords};
+use block::BlockAccess;
 use resolve::CpuResolver;
 use std::collections::HashMap;
 use std::panic::Location;
