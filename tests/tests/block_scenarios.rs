@@ -59,27 +59,38 @@ mod scenarios {
     use super::common::codes::*;
     use super::common::{Bench, MakeContext};
     use super::{check, line_of, race, CpuError, Error, LaunchConfig};
+    use vigil::{DeviceBuffer, Kernel, KernelArgs};
     use vigil_kernels::block_races::*;
 
-    /// One block of `threads` threads on one worker.
-    fn one_block(threads: u32) -> LaunchConfig {
-        LaunchConfig::new(1, threads)
+    /// Launches `K` as one block of `threads` threads and synchronises.
+    fn run_one_block<K: Kernel, A: KernelArgs<K::Params>>(
+        b: &Bench,
+        threads: u32,
+        args: A,
+    ) -> vigil::Result<()> {
+        b.stream
+            .launch(&b.kernel::<K>(), LaunchConfig::new(1, threads), args)
+            .and_then(|()| b.sync())
+    }
+
+    /// `data` on the device.
+    fn upload(b: &Bench, data: &[u32]) -> DeviceBuffer<u32> {
+        DeviceBuffer::from_slice(&b.stream, data).expect("buffer")
+    }
+
+    /// The contents of `buf`.
+    fn download(b: &Bench, buf: &DeviceBuffer<u32>) -> Vec<u32> {
+        buf.to_vec(&b.stream).expect("copy back")
     }
 
     fn tree_reduce_case(make: MakeContext, skip_barrier: u32) -> Option<(vigil::Result<()>, u32)> {
         let b = Bench::new(make, 1)?;
         let input: Vec<u32> = (1..=64).collect();
-        let x = vigil::DeviceBuffer::from_slice(&b.stream, &input).unwrap();
+        let x = upload(&b, &input);
         let mut out = b.zeros(1);
-        b.stream
-            .launch(
-                &b.kernel::<tree_reduce>(),
-                one_block(TREE_THREADS),
-                (&x, &mut out, skip_barrier),
-            )
-            .expect("launch");
-        let outcome = b.sync();
-        Some((outcome, out.to_vec(&b.stream).unwrap()[0]))
+        let outcome =
+            run_one_block::<tree_reduce, _>(&b, TREE_THREADS, (&x, &mut out, skip_barrier));
+        Some((outcome, download(&b, &out)[0]))
     }
 
     pub fn tree_reduce_missing_barrier(make: MakeContext) {
@@ -106,25 +117,19 @@ mod scenarios {
         let n = TILE * TILE;
         let a: Vec<u32> = (0..n as u32).collect();
         let bm: Vec<u32> = (0..n as u32).map(|v| v + 1000).collect();
-        let (da, db) = (
-            vigil::DeviceBuffer::from_slice(&b.stream, &a).unwrap(),
-            vigil::DeviceBuffer::from_slice(&b.stream, &bm).unwrap(),
-        );
+        let (da, db) = (upload(&b, &a), upload(&b, &bm));
         let (mut at, mut bt) = (b.zeros(n), b.zeros(n));
-        b.stream
-            .launch(
-                &b.kernel::<tile_transpose_twice>(),
-                one_block(n as u32),
-                (&da, &db, &mut at, &mut bt, reuse_barrier),
-            )
-            .expect("launch");
-        let outcome = b.sync();
+        let outcome = run_one_block::<tile_transpose_twice, _>(
+            &b,
+            n as u32,
+            (&da, &db, &mut at, &mut bt, reuse_barrier),
+        );
         if reuse_barrier == 1 {
             let t = |m: &[u32]| -> Vec<u32> {
                 (0..n).map(|i| m[(i % TILE) * TILE + i / TILE]).collect()
             };
-            assert_eq!(at.to_vec(&b.stream).unwrap(), t(&a));
-            assert_eq!(bt.to_vec(&b.stream).unwrap(), t(&bm));
+            assert_eq!(download(&b, &at), t(&a));
+            assert_eq!(download(&b, &bt), t(&bm));
         }
         Some(outcome)
     }
@@ -150,19 +155,12 @@ mod scenarios {
     fn handoff_case(make: MakeContext, barrier: u32) -> Option<vigil::Result<()>> {
         let b = Bench::new(make, 1)?;
         let input: Vec<u32> = (0..32).collect();
-        let x = vigil::DeviceBuffer::from_slice(&b.stream, &input).unwrap();
+        let x = upload(&b, &input);
         let mut out = b.zeros(32);
-        b.stream
-            .launch(
-                &b.kernel::<warp_handoff>(),
-                one_block(64),
-                (&x, &mut out, barrier),
-            )
-            .expect("launch");
-        let outcome = b.sync();
+        let outcome = run_one_block::<warp_handoff, _>(&b, 64, (&x, &mut out, barrier));
         if barrier == 1 {
             let want: Vec<u32> = input.iter().map(|v| 2 * v).collect();
-            assert_eq!(out.to_vec(&b.stream).unwrap(), want);
+            assert_eq!(download(&b, &out), want);
         }
         Some(outcome)
     }
@@ -192,19 +190,12 @@ mod scenarios {
     fn neighbours_case(make: MakeContext, mode: u32) -> Option<vigil::Result<()>> {
         let b = Bench::new(make, 1)?;
         let input: Vec<u32> = (100..132).collect();
-        let x = vigil::DeviceBuffer::from_slice(&b.stream, &input).unwrap();
+        let x = upload(&b, &input);
         let mut out = b.zeros(32);
-        b.stream
-            .launch(
-                &b.kernel::<warp_neighbours>(),
-                one_block(32),
-                (&x, &mut out, mode),
-            )
-            .expect("launch");
-        let outcome = b.sync();
+        let outcome = run_one_block::<warp_neighbours, _>(&b, 32, (&x, &mut out, mode));
         if mode == 1 {
             let want: Vec<u32> = (0..32).map(|l| input[(l + 1) % 32]).collect();
-            assert_eq!(out.to_vec(&b.stream).unwrap(), want);
+            assert_eq!(download(&b, &out), want);
         }
         Some(outcome)
     }
@@ -248,17 +239,10 @@ mod scenarios {
     ) -> Option<(vigil::Result<()>, Vec<u32>)> {
         let b = Bench::new(make, 1)?;
         let input: Vec<u32> = (0..128).map(|i| i * 7 + 3).collect();
-        let x = vigil::DeviceBuffer::from_slice(&b.stream, &input).unwrap();
+        let x = upload(&b, &input);
         let mut bins = b.zeros(8);
-        b.stream
-            .launch(
-                &b.kernel::<shared_histogram>(),
-                one_block(128),
-                (&x, &mut bins, plain_reset),
-            )
-            .expect("launch");
-        let outcome = b.sync();
-        Some((outcome, bins.to_vec(&b.stream).unwrap()))
+        let outcome = run_one_block::<shared_histogram, _>(&b, 128, (&x, &mut bins, plain_reset));
+        Some((outcome, download(&b, &bins)))
     }
 
     pub fn shared_atomics(make: MakeContext) {
@@ -288,14 +272,7 @@ mod scenarios {
     fn divergent_case(make: MakeContext, mode: u32) -> Option<CpuError> {
         let b = Bench::new(make, 1)?;
         let mut out = b.zeros(32);
-        let outcome = b
-            .stream
-            .launch(
-                &b.kernel::<divergent_barrier>(),
-                one_block(32),
-                (&mut out, mode),
-            )
-            .and_then(|()| b.sync());
+        let outcome = run_one_block::<divergent_barrier, _>(&b, 32, (&mut out, mode));
         match outcome {
             Err(Error::Cpu(e)) => Some(e),
             other => panic!("a divergent barrier must fail the launch, got {other:?}"),
@@ -350,17 +327,10 @@ mod scenarios {
     fn global_case(make: MakeContext, barrier: u32) -> Option<vigil::Result<()>> {
         let b = Bench::new(make, 1)?;
         let (mut data, mut out) = (b.zeros(64), b.zeros(64));
-        b.stream
-            .launch(
-                &b.kernel::<global_neighbours>(),
-                one_block(64),
-                (&mut data, &mut out, barrier),
-            )
-            .expect("launch");
-        let outcome = b.sync();
+        let outcome = run_one_block::<global_neighbours, _>(&b, 64, (&mut data, &mut out, barrier));
         if barrier == 1 {
             let want: Vec<u32> = (0..64).map(|t| (t + 1) % 64 + 1).collect();
-            assert_eq!(out.to_vec(&b.stream).unwrap(), want);
+            assert_eq!(download(&b, &out), want);
         }
         Some(outcome)
     }
