@@ -12,7 +12,6 @@ use crate::arch::imp;
 use crate::atomic::AtomicArith;
 use crate::sanitizer::SharedAccess;
 use core::marker::PhantomData;
-use core::panic::Location;
 use vigil_shared::{AccessKind, Ordering, Scope};
 
 /// A block-shared array of `N` elements of `T`, as returned by [`shared_array!`](crate::shared_array!).
@@ -63,7 +62,7 @@ impl<T: bytemuck::Pod, const N: usize> SharedArray<T, N> {
     #[track_caller]
     pub fn load(&self, i: usize) -> T {
         assert!(i < N, "shared array index out of bounds");
-        imp::shared_access(self.access(i, AccessKind::Read), Location::caller());
+        imp::shared_access(|| self.access(i, AccessKind::Read));
         // SAFETY: in bounds of the block's storage (checked above).
         unsafe { self.ptr.add(i).read_volatile() }
     }
@@ -73,7 +72,7 @@ impl<T: bytemuck::Pod, const N: usize> SharedArray<T, N> {
     #[track_caller]
     pub fn store(&self, i: usize, v: T) {
         assert!(i < N, "shared array index out of bounds");
-        imp::shared_access(self.access(i, AccessKind::Write), Location::caller());
+        imp::shared_access(|| self.access(i, AccessKind::Write));
         // SAFETY: in bounds of the block's storage (checked above).
         unsafe { self.ptr.add(i).write_volatile(v) }
     }
@@ -89,7 +88,7 @@ impl<T: bytemuck::Pod, const N: usize> SharedArray<T, N> {
         T: AtomicArith,
     {
         assert!(i < N, "shared array index out of bounds");
-        imp::shared_access(self.access(i, AccessKind::AtomicRmw), Location::caller());
+        imp::shared_access(|| self.access(i, AccessKind::AtomicRmw));
         // SAFETY: in bounds of the block's storage (checked above) and
         // aligned (the storage is aligned for `T`).
         unsafe { T::arch_add(self.ptr.add(i), v, Ordering::Relaxed, Scope::Block) }

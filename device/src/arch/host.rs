@@ -386,11 +386,13 @@ pub fn sync_threads_at(loc: &'static Location<'static>) {
     blocking(|c| c.block.sync_threads(loc))
 }
 
-/// A shared-memory access at the kernel's `loc`, for the sanitizer when
-/// one is installed.
+/// A shared-memory access (`access` describes it) at the caller's
+/// location (`#[track_caller]`: the kernel's, through the shared array's
+/// accessor), for the sanitizer when one is installed.
 #[inline]
-pub fn shared_access(access: SharedAccess, loc: &'static Location<'static>) {
-    Checked::shared_access(access, loc)
+#[track_caller]
+pub fn shared_access(access: impl FnOnce() -> SharedAccess) {
+    Checked::shared_access(access(), Location::caller())
 }
 
 pub fn fence(ordering: Ordering, _scope: Scope) {
