@@ -7,6 +7,7 @@
 //! are atomic, and no warp collective or acquire orders them (see
 //! [`ThreadClock::orders`]).
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::Location;
@@ -79,12 +80,28 @@ pub(crate) struct Access {
     pub(crate) location: &'static Location<'static>,
 }
 
-/// A word's accesses of the current barrier interval.
+/// A word's accesses of the current barrier interval: the first `len` of
+/// `accesses` (the others are stale copies, never read).
 #[derive(Clone, Copy, Debug)]
 struct Word {
     epoch: u32,
     len: u8,
-    accesses: [Option<Access>; WAYS],
+    accesses: [Access; WAYS],
+}
+
+impl Word {
+    /// A word whose only access of the interval is `first`.
+    fn new(first: Access) -> Self {
+        Word {
+            epoch: first.epoch,
+            len: 1,
+            accesses: [first; WAYS],
+        }
+    }
+
+    fn live(&self) -> &[Access] {
+        &self.accesses[..self.len as usize]
+    }
 }
 
 /// A race between `prior` and the access being made.
@@ -160,18 +177,25 @@ impl BlockShadow {
     /// contributors' and its own entry advances; what a contributor had
     /// acquired, the released lanes have too.
     pub(crate) fn warp_joined(&mut self, warp: u32, lanes: u32, contributed: u32) {
-        let base = warp * 32;
+        let base = warp as usize * 32;
+        let members = contributed | lanes;
+        if members == 0 {
+            return;
+        }
+        self.thread(base as u32 + (31 - members.leading_zeros()));
+        let end = (base + 32).min(self.threads.len());
+        let clocks = &mut self.threads[base..end];
         let mut joined = [0u32; 32];
         let mut acquired = 0;
-        for l in bits(contributed | lanes) {
-            let c = self.thread(base + l);
+        for l in bits(members) {
+            let c = &clocks[l as usize];
             acquired = acquired.max(c.acquired);
             for (j, v) in joined.iter_mut().zip(&c.warp) {
                 *j = (*j).max(*v);
             }
         }
         for l in bits(lanes) {
-            let c = self.thread(base + l);
+            let c = &mut clocks[l as usize];
             c.warp = joined;
             c.warp[l as usize] += 1;
             c.acquired = acquired;
@@ -194,7 +218,8 @@ impl BlockShadow {
         }
         let seq = self.seq;
         self.seq += 1;
-        let clock = self.thread(t).clone();
+        self.thread(t);
+        let clock = &self.threads[t as usize];
         let me = Access {
             thread: t,
             epoch: clock.epoch,
@@ -210,29 +235,30 @@ impl BlockShadow {
             let lo = (word * WORD).max(addr);
             let hi = (word * WORD + WORD).min(end);
             let bytes = (((1u32 << (hi - lo)) - 1) << (lo - word * WORD)) as u8;
-            let w = self.words.entry(word).or_insert(Word {
-                epoch: clock.epoch,
-                len: 0,
-                accesses: [None; WAYS],
-            });
+            let cur = Access { bytes, ..me };
+            word += 1;
+            let w = match self.words.entry(word - 1) {
+                Entry::Vacant(v) => {
+                    v.insert(Word::new(cur));
+                    continue;
+                }
+                Entry::Occupied(o) => o.into_mut(),
+            };
             if w.epoch != clock.epoch {
                 // An earlier interval: a barrier orders all of it.
-                w.epoch = clock.epoch;
-                w.len = 0;
-                w.accesses = [None; WAYS];
+                *w = Word::new(cur);
+                continue;
             }
-            let cur = Access { bytes, ..me };
-            for p in w.accesses[..w.len as usize].iter().flatten() {
+            for p in w.live() {
                 if p.bytes & bytes != 0 && conflicts(p.kind, kind) && !clock.orders(p, t) {
                     let first = (p.bytes & bytes).trailing_zeros();
                     race(Conflict {
                         prior: *p,
-                        address: word * WORD + u64::from(first),
+                        address: (word - 1) * WORD + u64::from(first),
                     });
                 }
             }
             remember(w, cur, |p| clock.orders(p, t));
-            word += 1;
         }
     }
 }
@@ -263,30 +289,34 @@ fn supersedes(cur: &Access, prior: &Access) -> bool {
 /// oldest read (or, with none, its oldest access).
 fn remember(w: &mut Word, cur: Access, ordered: impl Fn(&Access) -> bool) {
     let covered = |p: &Access| p.bytes & !cur.bytes == 0 && ordered(p) && supersedes(&cur, p);
-    let mut kept = [None; WAYS];
     let mut n = 0;
-    for p in w.accesses[..w.len as usize].iter().flatten() {
-        if !covered(p) {
-            kept[n] = Some(*p);
+    for i in 0..w.len as usize {
+        let p = w.accesses[i];
+        if !covered(&p) {
+            w.accesses[n] = p;
             n += 1;
         }
     }
     if n == WAYS {
-        let drop = kept
+        let drop = w
+            .accesses
             .iter()
-            .position(|p| p.is_some_and(|p| !p.kind.writes()))
+            .position(|p| !p.kind.writes())
             .unwrap_or(0);
-        kept.copy_within(drop + 1.., drop);
+        w.accesses.copy_within(drop + 1.., drop);
         n -= 1;
     }
-    kept[n] = Some(cur);
-    w.accesses = kept;
+    w.accesses[n] = cur;
     w.len = (n + 1) as u8;
 }
 
-/// The indices of the set bits of `m`.
-fn bits(m: u32) -> impl Iterator<Item = u32> {
-    (0..32).filter(move |l| m & (1 << l) != 0)
+/// The indices of the set bits of `m`, lowest first.
+fn bits(mut m: u32) -> impl Iterator<Item = u32> {
+    std::iter::from_fn(move || {
+        let l = m.trailing_zeros();
+        m &= m.wrapping_sub(1);
+        (l < 32).then_some(l)
+    })
 }
 
 #[cfg(test)]
