@@ -99,6 +99,10 @@ pub trait Sanitizer: Copy + Default + Send + Sync + 'static {
     /// block-scope atomic). Races inside a block are checked against the
     /// block's barrier intervals, not the global clocks. Default: nothing
     /// (so [`Plain`] and a runtime without block checks stay as they are).
+    ///
+    /// Called today only on the host (the CPU backend's [`Checked`], from
+    /// the platform layer); the GPU runtime keeps the default until shared
+    /// arrays carry their sanitizer type.
     #[inline(always)]
     fn shared_access(access: SharedAccess, loc: &'static Location<'static>) {
         let _ = (access, loc);
@@ -106,7 +110,8 @@ pub trait Sanitizer: Copy + Default + Send + Sync + 'static {
 
     /// The calling thread arrives at `sync_threads` (at `loc`): its
     /// accesses before it are ordered before every access of the block
-    /// after it. Default: nothing.
+    /// after it. Default: nothing (called, like
+    /// [`shared_access`](Sanitizer::shared_access), only on the host today).
     #[inline(always)]
     fn barrier(loc: &'static Location<'static>) {
         let _ = loc;
