@@ -119,6 +119,12 @@ pub(crate) struct BlockState {
     abort: Cell<*const AtomicBool>,
     /// Barriers released so far in the block.
     round: Cell<u32>,
+    /// The call the first waiting thread of this round waits at, whether
+    /// a later one waits at another, and threads returned in this round:
+    /// the release checks these before it looks at any thread.
+    barrier_site: Cell<Option<&'static Location<'static>>>,
+    sites_differ: Cell<bool>,
+    returned_in_round: Cell<u32>,
     /// The launch's sanitizer runtime, told about warp collectives (see
     /// [`SanitizerRuntime::warp_joined`]), and the worker's virtual SM.
     sanitizer: Cell<Option<&'static dyn SanitizerRuntime>>,
@@ -177,6 +183,9 @@ impl BlockState {
             events: Cell::new(0),
             abort: Cell::new(std::ptr::null()),
             round: Cell::new(0),
+            barrier_site: Cell::new(None),
+            sites_differ: Cell::new(false),
+            returned_in_round: Cell::new(0),
             sanitizer: Cell::new(None),
             smid: Cell::new(0),
         }
@@ -204,6 +213,8 @@ impl BlockState {
         self.at_barrier.set(0);
         self.abort.set(abort);
         self.round.set(0);
+        self.sites_differ.set(false);
+        self.returned_in_round.set(0);
         self.smid.set(smid);
         // SAFETY: the launch's sanitizer outlives the block (caller), and
         // `end_block` forgets it before the block's borrows end.
@@ -292,6 +303,7 @@ impl BlockState {
     pub(crate) fn thread_exited(&self, t: u32) {
         self.threads[t as usize].state.set(ThreadState::Done);
         self.threads[t as usize].exit_round.set(self.round.get());
+        self.returned_in_round.set(self.returned_in_round.get() + 1);
         self.live.set(self.live.get() - 1);
         self.progress();
         let warp = &self.warps[t as usize / 32];
@@ -317,6 +329,8 @@ impl BlockState {
         }
         self.at_barrier.set(0);
         self.round.set(self.round.get() + 1);
+        self.sites_differ.set(false);
+        self.returned_in_round.set(0);
         self.progress();
         Ok(true)
     }
@@ -343,6 +357,9 @@ impl BlockState {
     /// Checks that every waiting thread waits at one call and that no
     /// thread returned in this barrier round.
     fn check_barrier(&self) -> Result<(), DivergentBarrier> {
+        if !self.sites_differ.get() && self.returned_in_round.get() == 0 {
+            return Ok(());
+        }
         let sites = self.barrier_sites();
         let returned: Vec<u32> = (0..self.count.get())
             .filter(|&t| {
@@ -504,6 +521,11 @@ impl BlockRuntime for BlockState {
     fn sync_threads(&self, loc: &'static Location<'static>) {
         let t = self.current.get();
         self.threads[t as usize].barrier_at.set(Some(loc));
+        if self.at_barrier.get() == 0 {
+            self.barrier_site.set(Some(loc));
+        } else if self.barrier_site.get() != Some(loc) {
+            self.sites_differ.set(true);
+        }
         self.threads[t as usize].state.set(ThreadState::AtBarrier);
         self.at_barrier.set(self.at_barrier.get() + 1);
         self.progress();
