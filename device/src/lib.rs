@@ -45,7 +45,7 @@ pub mod host_runtime {
     pub use crate::arch::host::{
         enter_thread, set_current, BlockRuntime, SanitizerRuntime, ThreadContext, WarpOp,
     };
-    pub use crate::sanitizer::{AtomicAccess, Checked};
+    pub use crate::sanitizer::{AtomicAccess, Checked, SharedAccess};
 }
 
 pub use atomic::{Atomic, AtomicArith, AtomicBits, AtomicMinMax};

@@ -53,6 +53,23 @@ impl AtomicAccess {
     }
 }
 
+/// One access to block-shared memory as the sanitizer sees it: the bytes,
+/// what the access does, and the shared array they belong to (its first
+/// byte and size), so that a report can name the array and the offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SharedAccess {
+    /// Address of the first byte (a generic address).
+    pub addr: usize,
+    /// Size in bytes.
+    pub size: usize,
+    /// `Read`, `Write` or, for a shared atomic, `AtomicRmw` (block scope).
+    pub kind: AccessKind,
+    /// First byte of the shared array the access falls in.
+    pub array: usize,
+    /// Size of that array in bytes.
+    pub array_bytes: usize,
+}
+
 /// The race sanitizer's view of a kernel's memory operations.
 ///
 /// Implementations are zero-sized markers whose state, if any, is found from
@@ -77,6 +94,28 @@ pub trait Sanitizer: Copy + Default + Send + Sync + 'static {
 
     /// A fence of the given ordering and scope.
     fn fence(ordering: Ordering, scope: Scope, loc: &'static Location<'static>);
+
+    /// An access to block-shared memory (a plain load or store, or a
+    /// block-scope atomic). Races inside a block are checked against the
+    /// block's barrier intervals, not the global clocks. Default: nothing
+    /// (so [`Plain`] and a runtime without block checks stay as they are).
+    ///
+    /// Called today only on the host (the CPU backend's [`Checked`], from
+    /// the platform layer); the GPU runtime keeps the default until shared
+    /// arrays carry their sanitizer type.
+    #[inline(always)]
+    fn shared_access(access: SharedAccess, loc: &'static Location<'static>) {
+        let _ = (access, loc);
+    }
+
+    /// The calling thread arrives at `sync_threads` (at `loc`): its
+    /// accesses before it are ordered before every access of the block
+    /// after it. Default: nothing (called, like
+    /// [`shared_access`](Sanitizer::shared_access), only on the host today).
+    #[inline(always)]
+    fn barrier(loc: &'static Location<'static>) {
+        let _ = loc;
+    }
 }
 
 /// No sanitizer: every hook is empty. The plain entry point uses this.
@@ -150,5 +189,15 @@ impl Sanitizer for Checked {
     #[inline]
     fn fence(ordering: Ordering, scope: Scope, loc: &'static Location<'static>) {
         crate::arch::host::with_sanitizer(|rt, t| rt.fence(t, ordering, scope, loc));
+    }
+
+    #[inline]
+    fn shared_access(access: SharedAccess, loc: &'static Location<'static>) {
+        crate::arch::host::with_sanitizer(|rt, t| rt.shared_access(t, access, loc));
+    }
+
+    #[inline]
+    fn barrier(loc: &'static Location<'static>) {
+        crate::arch::host::with_sanitizer(|rt, t| rt.barrier(t, loc));
     }
 }

@@ -1,10 +1,18 @@
 //! Block-shared memory: static arrays declared in the kernel body and the
 //! launch's dynamic shared memory.
 //!
-//! Shared memory is not checked by the global-memory sanitizer; handles to
-//! it are plain raw-pointer views ([`SharedArray`]).
+//! Handles are plain raw-pointer views ([`SharedArray`]). Their loads,
+//! stores and atomics tell the platform layer where they are
+//! (`#[track_caller]`), which hands them to the sanitizer's
+//! [`shared_access`](crate::Sanitizer::shared_access) hook when the
+//! sanitized variant runs (on the CPU backend, when a sanitizer runtime is
+//! installed; on the GPU the hook is not wired yet, see ARCHITECTURE.md).
 
+use crate::arch::imp;
+use crate::atomic::AtomicArith;
+use crate::sanitizer::SharedAccess;
 use core::marker::PhantomData;
+use vigil_shared::{AccessKind, Ordering, Scope};
 
 /// A block-shared array of `N` elements of `T`, as returned by [`shared_array!`](crate::shared_array!).
 ///
@@ -37,11 +45,24 @@ impl<T: bytemuck::Pod, const N: usize> SharedArray<T, N> {
         N == 0
     }
 
+    /// Element `i`'s access of `kind` as the sanitizer sees it.
+    #[inline(always)]
+    fn access(&self, i: usize, kind: AccessKind) -> SharedAccess {
+        SharedAccess {
+            addr: self.ptr.wrapping_add(i) as usize,
+            size: core::mem::size_of::<T>(),
+            kind,
+            array: self.ptr as usize,
+            array_bytes: core::mem::size_of::<T>() * N,
+        }
+    }
+
     /// Reads element `i`. Panics (traps on the GPU) when `i >= N`.
     #[inline(always)]
     #[track_caller]
     pub fn load(&self, i: usize) -> T {
         assert!(i < N, "shared array index out of bounds");
+        imp::shared_access(|| self.access(i, AccessKind::Read));
         // SAFETY: in bounds of the block's storage (checked above).
         unsafe { self.ptr.add(i).read_volatile() }
     }
@@ -51,8 +72,26 @@ impl<T: bytemuck::Pod, const N: usize> SharedArray<T, N> {
     #[track_caller]
     pub fn store(&self, i: usize, v: T) {
         assert!(i < N, "shared array index out of bounds");
+        imp::shared_access(|| self.access(i, AccessKind::Write));
         // SAFETY: in bounds of the block's storage (checked above).
         unsafe { self.ptr.add(i).write_volatile(v) }
+    }
+
+    /// Adds `v` to element `i` atomically (relaxed, block scope:
+    /// `atomicAdd_block` on shared memory) and returns the previous value.
+    /// Atomics on the same element never race with each other. Panics
+    /// (traps on the GPU) when `i >= N`.
+    #[inline(always)]
+    #[track_caller]
+    pub fn atomic_add(&self, i: usize, v: T) -> T
+    where
+        T: AtomicArith,
+    {
+        assert!(i < N, "shared array index out of bounds");
+        imp::shared_access(|| self.access(i, AccessKind::AtomicRmw));
+        // SAFETY: in bounds of the block's storage (checked above) and
+        // aligned (the storage is aligned for `T`).
+        unsafe { T::arch_add(self.ptr.add(i), v, Ordering::Relaxed, Scope::Block) }
     }
 
     /// The raw pointer to element 0.

@@ -8,10 +8,14 @@ use vigil_shared::{Ordering, Scope};
 /// the block's shared- and global-memory writes before it visible to the
 /// block's reads after it (`__syncthreads`, `bar.sync 0`).
 ///
-/// Every thread of the block must reach the same barrier, as in CUDA.
+/// Every thread of the block must reach the same barrier, as in CUDA. On
+/// the CPU backend a barrier that only some threads reach, or that threads
+/// reach from different calls, is an error naming this call's location
+/// (`#[track_caller]`) and the threads that were missing.
 #[inline(always)]
+#[track_caller]
 pub fn sync_threads() {
-    imp::sync_threads()
+    imp::sync_threads_at(core::panic::Location::caller())
 }
 
 /// A memory fence of the given ordering and scope (`fence.acq_rel.gpu`,

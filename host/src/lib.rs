@@ -95,7 +95,8 @@ pub use backend::transfer::TransferKind;
 pub use error::{ArgProblem, Error, Result};
 pub use sanitizer::config::{ConfigError, VmmConfig, VmmConfigBuilder};
 pub use sanitizer::report::{
-    kind_name, PriorAccess, RaceAccess, RaceAllocation, RaceReport, RaceReports, SourceLocation,
+    kind_name, MemorySpace, PriorAccess, RaceAccess, RaceAllocation, RaceReport, RaceReports,
+    SourceLocation,
 };
 pub use types::{
     DeviceId, DeviceLimits, DeviceProps, Dim3, EventId, FunctionAttrs, LaunchConfig,

@@ -12,8 +12,8 @@ use vigil::unstable::cpu::{CpuError, CpuExecutor, LaunchStats};
 use vigil::unstable::vmm::{Vmm, VmmConfig, VmmError};
 use vigil::{
     AccessKind, Context, CpuSanitizer, DeviceBuffer, DeviceId, Dim3, Error, Event, HostAllocation,
-    HostSync, LaunchConfig, LaunchInfo, LaunchVariant, Module, PriorAccess, RaceAccess,
-    RaceAllocation, RaceReport, RaceReports, ReportKind, Scope, SourceLocation, Stream,
+    HostSync, LaunchConfig, LaunchInfo, LaunchVariant, MemorySpace, Module, PriorAccess,
+    RaceAccess, RaceAllocation, RaceReport, RaceReports, ReportKind, Scope, SourceLocation, Stream,
 };
 use vigil_kernels::examples::axpy;
 
@@ -343,6 +343,7 @@ fn report(file: &str, line: u32, kind: ReportKind) -> RaceReport {
             size: 64,
             offset: 4,
         }),
+        space: MemorySpace::Global,
         kernel: "racy".to_owned(),
         current: RaceAccess {
             access: AccessKind::Write,

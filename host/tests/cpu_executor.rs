@@ -476,7 +476,7 @@ fn a_panic_releases_the_threads_waiting_at_a_barrier() {
 fn barrier_against_warp(out: GlobalSliceMut<u32>) {
     let lane = warp::lane_id();
     if lane < 16 {
-        sync_threads();
+        sync_threads(); // @deadlock-barrier
     } else {
         out.store(lane as usize, warp::shfl(warp::FULL_MASK, lane, 0));
     }
@@ -497,9 +497,20 @@ fn a_deadlock_is_reported_not_hung() {
     )
     .unwrap_err();
     assert!(matches!(err, CpuError::Deadlock { .. }), "{err}");
-    assert!(err
-        .to_string()
-        .contains("16 of 32 live thread(s) wait at sync_threads"));
+    let text = err.to_string();
+    assert!(text.contains("16 of 32 live thread(s) wait at sync_threads"));
+    // The barrier's location and the threads that never reach it.
+    let line = include_str!("cpu_executor.rs")
+        .lines()
+        .position(|l| l.ends_with("// @deadlock-barrier"))
+        .expect("marker")
+        + 1;
+    let at = format!("thread(s) 0..=15 wait at host/tests/cpu_executor.rs:{line}:");
+    assert!(text.contains(&at), "{text} does not say {at}");
+    assert!(
+        text.contains("thread(s) 16..=31 never reach that barrier"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -14,7 +14,6 @@
 //! persistent-kernel cases use two workers, so the spinning block really
 //! waits for a block running beside it.
 
-use std::collections::BTreeSet;
 use vigil::ReportKind;
 
 #[macro_use]
@@ -65,36 +64,7 @@ fn race(kind: ReportKind, current: &str, prior: &str) -> Verdict {
 /// Checks the outcome of a synchronisation against the expected distinct
 /// reports (none: `Ok`).
 fn check(what: &str, outcome: vigil::Result<()>, expected: &[Verdict]) {
-    let reports = match outcome {
-        Ok(()) => vigil::RaceReports::new(),
-        Err(vigil::Error::Races(r)) => r,
-        Err(e) => panic!("{what}: synchronisation failed: {e}"),
-    };
-    let mut got = BTreeSet::new();
-    for r in reports.iter() {
-        let cur = r.current.location.as_ref().expect("current location");
-        let prior = r
-            .prior
-            .location
-            .as_ref()
-            .unwrap_or_else(|| panic!("{what}: prior location missing in\n{r}"));
-        for l in [cur, prior] {
-            assert!(
-                l.file.ends_with("races.rs"),
-                "{what}: location outside the kernels: {l}\n{reports}"
-            );
-        }
-        got.insert(common::unordered((r.kind as u32, cur.line, prior.line)));
-    }
-    let want: BTreeSet<_> = expected
-        .iter()
-        .map(|(k, c, p)| common::unordered((*k as u32, *c, *p)))
-        .collect();
-    assert_eq!(
-        got, want,
-        "{what}: distinct reports (kind, current line, prior line) differ; the sanitizer said:\n{reports}"
-    );
-    assert_eq!(reports.dropped(), 0, "{what}: reports dropped");
+    common::check_reports(what, "src/races.rs", outcome, expected);
 }
 
 mod scenarios {

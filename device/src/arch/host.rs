@@ -11,7 +11,7 @@
 
 use crate::atomic::sealed::{ArchAdd, ArchAnd, ArchAtomic, ArchMax, ArchMin, ArchOr, ArchXor};
 use crate::index::Dim3;
-use crate::sanitizer::AtomicAccess;
+use crate::sanitizer::{AtomicAccess, Checked, Sanitizer, SharedAccess};
 use core::panic::Location;
 use std::cell::Cell;
 use std::sync::atomic::{self as sa, AtomicU16, AtomicU32, AtomicU64, AtomicU8};
@@ -31,8 +31,10 @@ use vigil_shared::{AccessKind, Ordering, Scope};
 /// context.
 pub trait BlockRuntime {
     /// Blocks until every thread of the block that has not exited has
-    /// called it (`__syncthreads`).
-    fn sync_threads(&self);
+    /// called it (`__syncthreads`); `loc` is the call's source location
+    /// (the kernel author's, through `#[track_caller]`), so that a runtime
+    /// can say which barrier threads diverged at.
+    fn sync_threads(&self, loc: &'static Location<'static>);
     /// This block's storage for the static shared array with identity `key`
     /// (one per `shared_array!` expansion), `bytes` long and aligned to
     /// `align`, zero-initialised on the block's first request.
@@ -157,6 +159,29 @@ pub trait SanitizerRuntime: Sync {
         scope: Scope,
         loc: &'static Location<'static>,
     );
+    /// An access to block-shared memory by `thread`. Default: nothing.
+    fn shared_access(
+        &self,
+        thread: &ThreadContext<'_>,
+        access: SharedAccess,
+        loc: &'static Location<'static>,
+    ) {
+        let _ = (thread, access, loc);
+    }
+    /// `thread` arrives at `sync_threads` at `loc` (before it waits).
+    /// Default: nothing.
+    fn barrier(&self, thread: &ThreadContext<'_>, loc: &'static Location<'static>) {
+        let _ = (thread, loc);
+    }
+    /// A warp collective of warp `warp` of the block on virtual SM `smid`
+    /// released `lanes`, with `contributed` the lanes whose values it
+    /// combined: each released lane is now ordered after everything the
+    /// contributing lanes did before they joined. Called by the executor,
+    /// which alone knows when a mask's lanes have all arrived. Default:
+    /// nothing.
+    fn warp_joined(&self, smid: u32, warp: u32, lanes: u32, contributed: u32) {
+        let _ = (smid, warp, lanes, contributed);
+    }
 }
 
 /// Everything the kernel API needs to know about the calling GPU thread.
@@ -353,8 +378,21 @@ pub fn lane_id() -> u32 {
     with_current(|c| c.linear_thread_index() % 32)
 }
 
-pub fn sync_threads() {
-    blocking(|c| c.block.sync_threads())
+/// `__syncthreads` at the kernel's `loc`: the sanitizer (when one is
+/// installed: the host runs the sanitized variant then) sees the arrival
+/// first.
+pub fn sync_threads_at(loc: &'static Location<'static>) {
+    Checked::barrier(loc);
+    blocking(|c| c.block.sync_threads(loc))
+}
+
+/// A shared-memory access (`access` describes it) at the caller's
+/// location (`#[track_caller]`: the kernel's, through the shared array's
+/// accessor), for the sanitizer when one is installed.
+#[inline]
+#[track_caller]
+pub fn shared_access(access: impl FnOnce() -> SharedAccess) {
+    Checked::shared_access(access(), Location::caller())
 }
 
 pub fn fence(ordering: Ordering, _scope: Scope) {

@@ -69,6 +69,19 @@ pub fn sync_threads() {
     unsafe { nvptx::_syncthreads() }
 }
 
+/// The kernel API's `sync_threads` at the kernel's `loc` (the CPU
+/// backend's barrier checks use it; the GPU does not yet).
+#[inline(always)]
+pub fn sync_threads_at(_loc: &'static Location<'static>) {
+    sync_threads()
+}
+
+/// A shared-memory access (`access` describes it): the GPU's sanitizer
+/// does not see these yet (a free function cannot tell the sanitized entry
+/// from the plain one), so nothing is evaluated.
+#[inline(always)]
+pub fn shared_access(_access: impl FnOnce() -> crate::sanitizer::SharedAccess) {}
+
 #[inline(always)]
 pub fn fence(ordering: Ordering, scope: Scope) {
     // SAFETY: fences only constrain ordering.

@@ -46,6 +46,23 @@ pub enum CpuError {
         detail: String,
     },
 
+    /// Threads of a block diverged at a barrier: some wait at one
+    /// `sync_threads` while others wait at another call, or returned since
+    /// the previous barrier without reaching it (CUDA requires every thread
+    /// of the block to reach the same barrier; on a GPU this hangs or
+    /// silently corrupts). Threads are named by their linear index in the
+    /// block (x fastest).
+    #[error("divergent barrier in block {} at {barrier}: {detail}", Coord(*block))]
+    DivergentBarrier {
+        /// `blockIdx` of the block.
+        block: Dim3,
+        /// The `sync_threads` call (`file:line:column`) the first waiting
+        /// thread waits at.
+        barrier: String,
+        /// Which threads wait there, and where the others are.
+        detail: String,
+    },
+
     /// Every running thread of the launch spins on memory that no thread
     /// changes (and the rest wait at a barrier or in a warp collective), so
     /// none can ever finish (on a GPU this hangs). The blocks that were

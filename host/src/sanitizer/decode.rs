@@ -14,7 +14,7 @@
 //! engine recorded.
 
 use super::report::{
-    PriorAccess, RaceAccess, RaceAllocation, RaceReport, RaceReports, SourceLocation,
+    MemorySpace, PriorAccess, RaceAccess, RaceAllocation, RaceReport, RaceReports, SourceLocation,
 };
 use crate::types::Dim3;
 use vigil_shared::abi::{RaceReport as RawReport, ReportKind};
@@ -144,6 +144,7 @@ pub fn decode_report(
                 size,
                 offset: raw.address - base,
             }),
+        space: MemorySpace::Global,
         kernel: launch.map_or_else(|| UNKNOWN_KERNEL.to_owned(), |l| l.kernel),
         current,
         prior: decode_prior(raw, kind, prior, resolver),

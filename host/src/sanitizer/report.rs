@@ -51,6 +51,27 @@ pub struct RaceAllocation {
     pub offset: u64,
 }
 
+/// The memory a race is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MemorySpace {
+    /// Global (device) memory: the allocation is a buffer.
+    Global,
+    /// A block's shared memory: the race is between threads of one block,
+    /// and the allocation is the shared array (a `shared_array!`'s
+    /// storage, or the launch's dynamic shared memory) of that block.
+    Shared,
+}
+
+impl MemorySpace {
+    /// `"global"` or `"shared"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            MemorySpace::Global => "global",
+            MemorySpace::Shared => "shared",
+        }
+    }
+}
+
 /// The access that detected the race (the later one).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RaceAccess {
@@ -91,7 +112,9 @@ pub struct PriorAccess {
     /// SM of that thread, when its id says it (a GPU); `None` on the CPU
     /// backend, where a clock slot is not tied to a virtual SM.
     pub smid: Option<u32>,
-    /// The thread's epoch at the access.
+    /// The thread's epoch at the access (for a race inside a block
+    /// ([`MemorySpace::Shared`], or two threads of one block in global
+    /// memory), the barrier interval: barriers its thread had arrived at).
     pub epoch: u32,
     /// `blockIdx`, when known.
     pub block: Option<Dim3>,
@@ -117,8 +140,11 @@ pub struct RaceReport {
     pub address: u64,
     /// Bytes of the current access.
     pub size: u32,
-    /// The allocation the address falls in, when known.
+    /// The allocation the address falls in, when known (for shared
+    /// memory, the shared array).
     pub allocation: Option<RaceAllocation>,
+    /// Global or shared memory.
+    pub space: MemorySpace,
     /// The kernel (PTX entry name) of the current access.
     pub kernel: String,
     /// The current access.
@@ -179,11 +205,17 @@ impl fmt::Display for RaceReport {
             self.address
         )?;
         if let Some(a) = &self.allocation {
+            let what = match self.space {
+                MemorySpace::Global => "allocation",
+                MemorySpace::Shared => "shared array",
+            };
             write!(
                 f,
-                " (offset {} of the {}-byte allocation at {:#x})",
+                " (offset {} of the {}-byte {what} at {:#x})",
                 a.offset, a.size, a.base
             )?;
+        } else if self.space == MemorySpace::Shared {
+            write!(f, " (shared memory)")?;
         }
         let c = &self.current;
         if c.host_issued {
@@ -467,6 +499,8 @@ impl RaceReport {
             }
             None => s.push_str("null"),
         }
+        s.push_str(",\"space\":");
+        json_str(s, self.space.name());
         s.push_str(",\"kernel\":");
         json_str(s, &self.kernel);
         let c = &self.current;

@@ -88,6 +88,48 @@ pub fn unordered((kind, current, prior): (u32, u32, u32)) -> (u32, u32, u32) {
     }
 }
 
+/// Checks the outcome of a synchronisation against the expected distinct
+/// reports, each (kind, current line, prior line) of kernel file `file`
+/// (none: `Ok`), up to which of a race's two accesses came second
+/// ([`unordered`]).
+pub fn check_reports(
+    what: &str,
+    file: &str,
+    outcome: vigil::Result<()>,
+    expected: &[(ReportKind, u32, u32)],
+) {
+    let reports = match outcome {
+        Ok(()) => vigil::RaceReports::new(),
+        Err(vigil::Error::Races(r)) => r,
+        Err(e) => panic!("{what}: synchronisation failed: {e}"),
+    };
+    let mut got = std::collections::BTreeSet::new();
+    for r in reports.iter() {
+        let cur = r.current.location.as_ref().expect("current location");
+        let prior = r
+            .prior
+            .location
+            .as_ref()
+            .unwrap_or_else(|| panic!("{what}: prior location missing in\n{r}"));
+        for l in [cur, prior] {
+            assert!(
+                l.file.ends_with(file),
+                "{what}: location outside the kernels: {l}\n{reports}"
+            );
+        }
+        got.insert(unordered((r.kind as u32, cur.line, prior.line)));
+    }
+    let want: std::collections::BTreeSet<_> = expected
+        .iter()
+        .map(|(k, c, p)| unordered((*k as u32, *c, *p)))
+        .collect();
+    assert_eq!(
+        got, want,
+        "{what}: distinct reports (kind, current line, prior line) differ; the sanitizer said:\n{reports}"
+    );
+    assert_eq!(reports.dropped(), 0, "{what}: reports dropped");
+}
+
 /// A sanitized context, a stream and the kernels' module.
 pub struct Bench {
     pub ctx: Context,

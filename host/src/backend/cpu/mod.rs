@@ -12,6 +12,7 @@
 //! It depends on the shared pieces below it, never on the front end or on
 //! the CUDA backend.
 
+pub(crate) mod block_races;
 pub(crate) mod event;
 pub mod executor;
 pub mod hooks;

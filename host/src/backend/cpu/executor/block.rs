@@ -16,7 +16,7 @@ use std::cell::{Cell, RefCell};
 use std::panic::Location;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
-use vigil_device::host_runtime::{BlockRuntime, WarpOp};
+use vigil_device::host_runtime::{BlockRuntime, SanitizerRuntime, WarpOp};
 
 /// Where a GPU thread of the running block stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,6 +54,10 @@ struct ThreadSlot {
     poll_count: Cell<u32>,
     /// Where it spun when it last stepped aside.
     spin_site: Cell<Option<SpinSite>>,
+    /// The `sync_threads` call it waits at (or waited at last).
+    barrier_at: Cell<Option<&'static Location<'static>>>,
+    /// The barrier round in which it returned.
+    exit_round: Cell<u32>,
 }
 
 impl ThreadSlot {
@@ -67,6 +71,8 @@ impl ThreadSlot {
             poll_addr: Cell::new(0),
             poll_count: Cell::new(0),
             spin_site: Cell::new(None),
+            barrier_at: Cell::new(None),
+            exit_round: Cell::new(0),
         }
     }
 }
@@ -111,6 +117,27 @@ pub(crate) struct BlockState {
     /// The launch's abort flag: once set, a thread that polls steps aside
     /// at once so that the worker can abandon the block.
     abort: Cell<*const AtomicBool>,
+    /// Barriers released so far in the block.
+    round: Cell<u32>,
+    /// The call the first waiting thread of this round waits at, whether
+    /// a later one waits at another, and threads returned in this round:
+    /// the release checks these before it looks at any thread.
+    barrier_site: Cell<Option<&'static Location<'static>>>,
+    sites_differ: Cell<bool>,
+    returned_in_round: Cell<u32>,
+    /// The launch's sanitizer runtime, told about warp collectives (see
+    /// [`SanitizerRuntime::warp_joined`]), and the worker's virtual SM.
+    sanitizer: Cell<Option<&'static dyn SanitizerRuntime>>,
+    smid: Cell<u32>,
+}
+
+/// Why a barrier cannot be released: threads diverged at it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct DivergentBarrier {
+    /// The `sync_threads` call the first waiting thread waits at.
+    pub(crate) barrier: &'static Location<'static>,
+    /// Which threads wait there, and where the others are.
+    pub(crate) detail: String,
 }
 
 /// Where a thread polls: the read's address, size and kernel source
@@ -155,6 +182,12 @@ impl BlockState {
             shared: SharedMemory::default(),
             events: Cell::new(0),
             abort: Cell::new(std::ptr::null()),
+            round: Cell::new(0),
+            barrier_site: Cell::new(None),
+            sites_differ: Cell::new(false),
+            returned_in_round: Cell::new(0),
+            sanitizer: Cell::new(None),
+            smid: Cell::new(0),
         }
     }
 
@@ -163,18 +196,36 @@ impl BlockState {
     /// on their first request.
     ///
     /// A thread that polls while `abort` is set steps aside at once; the
-    /// flag must outlive the block (the worker calls `end_block` before
-    /// the launch that owns it ends).
-    pub(crate) fn begin_block(&self, count: u32, dynamic_bytes: usize, abort: &AtomicBool) {
+    /// flag and `sanitizer` must outlive the block (the worker calls
+    /// `end_block` before the launch that owns them ends). `smid` is the
+    /// worker's virtual SM, for the sanitizer.
+    pub(crate) fn begin_block(
+        &self,
+        count: u32,
+        dynamic_bytes: usize,
+        abort: &AtomicBool,
+        smid: u32,
+        sanitizer: Option<&dyn SanitizerRuntime>,
+    ) {
         assert!(count as usize <= MAX_THREADS && count > 0);
         self.count.set(count);
         self.live.set(count);
         self.at_barrier.set(0);
         self.abort.set(abort);
+        self.round.set(0);
+        self.sites_differ.set(false);
+        self.returned_in_round.set(0);
+        self.smid.set(smid);
+        // SAFETY: the launch's sanitizer outlives the block (caller), and
+        // `end_block` forgets it before the block's borrows end.
+        self.sanitizer.set(sanitizer.map(|s| unsafe {
+            std::mem::transmute::<&dyn SanitizerRuntime, &'static dyn SanitizerRuntime>(s)
+        }));
         for t in &self.threads[..count as usize] {
             t.state.set(ThreadState::NotStarted);
             t.poll_count.set(0);
             t.spin_site.set(None);
+            t.barrier_at.set(None);
         }
         for (w, warp) in self.warps.iter().enumerate() {
             let lanes = count.saturating_sub(32 * w as u32).min(32);
@@ -186,9 +237,10 @@ impl BlockState {
         self.shared.begin_block(dynamic_bytes);
     }
 
-    /// Forgets the launch's abort flag (the block is over).
+    /// Forgets the launch's abort flag and sanitizer (the block is over).
     pub(crate) fn end_block(&self) {
         self.abort.set(std::ptr::null());
+        self.sanitizer.set(None);
     }
 
     /// Whether the launch was aborted.
@@ -250,6 +302,8 @@ impl BlockState {
     /// now be complete (CUDA's collectives count only non-exited lanes).
     pub(crate) fn thread_exited(&self, t: u32) {
         self.threads[t as usize].state.set(ThreadState::Done);
+        self.threads[t as usize].exit_round.set(self.round.get());
+        self.returned_in_round.set(self.returned_in_round.get() + 1);
         self.live.set(self.live.get() - 1);
         self.progress();
         let warp = &self.warps[t as usize / 32];
@@ -258,20 +312,84 @@ impl BlockState {
     }
 
     /// Releases the barrier if every live thread waits at it. Returns
-    /// whether it did.
-    pub(crate) fn try_release_barrier(&self) -> bool {
+    /// whether it did, or why it must not: the waiting threads wait at
+    /// different `sync_threads` calls, or some threads of the block
+    /// returned since the last barrier without reaching this one (CUDA
+    /// requires every thread of the block to reach the same barrier).
+    pub(crate) fn try_release_barrier(&self) -> Result<bool, DivergentBarrier> {
         let waiting = self.at_barrier.get();
         if waiting == 0 || waiting != self.live.get() {
-            return false;
+            return Ok(false);
         }
+        self.check_barrier()?;
         for t in &self.threads[..self.count.get() as usize] {
             if t.state.get() == ThreadState::AtBarrier {
                 t.state.set(ThreadState::Ready);
             }
         }
         self.at_barrier.set(0);
+        self.round.set(self.round.get() + 1);
+        self.sites_differ.set(false);
+        self.returned_in_round.set(0);
         self.progress();
-        true
+        Ok(true)
+    }
+
+    /// The threads waiting at the barrier, grouped by the call they wait
+    /// at (first arrival's call first).
+    fn barrier_sites(&self) -> Vec<(&'static Location<'static>, Vec<u32>)> {
+        let mut sites: Vec<(&'static Location<'static>, Vec<u32>)> = Vec::new();
+        for (i, t) in self.threads[..self.count.get() as usize].iter().enumerate() {
+            if t.state.get() != ThreadState::AtBarrier {
+                continue;
+            }
+            let Some(at) = t.barrier_at.get() else {
+                continue;
+            };
+            match sites.iter_mut().find(|(l, _)| *l == at) {
+                Some((_, ts)) => ts.push(i as u32),
+                None => sites.push((at, vec![i as u32])),
+            }
+        }
+        sites
+    }
+
+    /// Checks that every waiting thread waits at one call and that no
+    /// thread returned in this barrier round.
+    fn check_barrier(&self) -> Result<(), DivergentBarrier> {
+        if !self.sites_differ.get() && self.returned_in_round.get() == 0 {
+            return Ok(());
+        }
+        let sites = self.barrier_sites();
+        let returned: Vec<u32> = (0..self.count.get())
+            .filter(|&t| {
+                let s = &self.threads[t as usize];
+                s.state.get() == ThreadState::Done && s.exit_round.get() == self.round.get()
+            })
+            .collect();
+        if sites.len() <= 1 && returned.is_empty() {
+            return Ok(());
+        }
+        let Some((barrier, here)) = sites.first() else {
+            return Ok(());
+        };
+        let mut parts = vec![format!("thread(s) {} wait here", thread_list(here))];
+        for (at, ts) in &sites[1..] {
+            parts.push(format!(
+                "thread(s) {} wait at the sync_threads at {at} instead",
+                thread_list(ts)
+            ));
+        }
+        if !returned.is_empty() {
+            parts.push(format!(
+                "thread(s) {} returned without reaching it",
+                thread_list(&returned)
+            ));
+        }
+        Err(DivergentBarrier {
+            barrier,
+            detail: parts.join("; "),
+        })
     }
 
     /// Makes the threads that stepped aside runnable again. Returns
@@ -287,13 +405,34 @@ impl BlockState {
         any
     }
 
-    /// Says which threads wait where, for a deadlock report.
+    /// Says which threads wait where, for a deadlock report: the barrier
+    /// call(s) waited at, the live threads missing from the barrier, and
+    /// the warp collectives waiting for lanes.
     pub(crate) fn describe_waits(&self) -> String {
         let mut parts = vec![format!(
             "{} of {} live thread(s) wait at sync_threads",
             self.at_barrier.get(),
             self.live.get()
         )];
+        for (at, ts) in self.barrier_sites() {
+            parts.push(format!("thread(s) {} wait at {at}", thread_list(&ts)));
+        }
+        if self.at_barrier.get() != 0 {
+            let missing: Vec<u32> = (0..self.count.get())
+                .filter(|&t| {
+                    !matches!(
+                        self.threads[t as usize].state.get(),
+                        ThreadState::AtBarrier | ThreadState::Done
+                    )
+                })
+                .collect();
+            if !missing.is_empty() {
+                parts.push(format!(
+                    "thread(s) {} never reach that barrier",
+                    thread_list(&missing)
+                ));
+            }
+        }
         for (w, warp) in self.warps.iter().enumerate() {
             let (waiting, need) = (warp.waiting.get(), warp.need.get());
             if waiting != 0 {
@@ -365,6 +504,9 @@ impl BlockState {
             t.result.set(r);
             t.state.set(ThreadState::Ready);
         }
+        if let Some(s) = self.sanitizer.get() {
+            s.warp_joined(self.smid.get(), w, lanes, contributed);
+        }
         let still = contributed & !lanes;
         warp.waiting.set(still);
         let mut masks = bits(still).map(|l| self.threads[base + l].mask.get());
@@ -376,8 +518,14 @@ impl BlockState {
 }
 
 impl BlockRuntime for BlockState {
-    fn sync_threads(&self) {
+    fn sync_threads(&self, loc: &'static Location<'static>) {
         let t = self.current.get();
+        self.threads[t as usize].barrier_at.set(Some(loc));
+        if self.at_barrier.get() == 0 {
+            self.barrier_site.set(Some(loc));
+        } else if self.barrier_site.get() != Some(loc) {
+            self.sites_differ.set(true);
+        }
         self.threads[t as usize].state.set(ThreadState::AtBarrier);
         self.at_barrier.set(self.at_barrier.get() + 1);
         self.progress();
@@ -455,6 +603,25 @@ impl BlockRuntime for BlockState {
         }
         slot.result.get()
     }
+}
+
+/// Linear thread indices as ranges: `0..=15, 20, 32..=63`.
+fn thread_list(ts: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ts.len() {
+        let mut j = i;
+        while j + 1 < ts.len() && ts[j + 1] == ts[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            ts[i].to_string()
+        } else {
+            format!("{}..={}", ts[i], ts[j])
+        });
+        i = j + 1;
+    }
+    out.join(", ")
 }
 
 /// The low `n` bits set.

@@ -73,8 +73,13 @@ impl Worker {
     pub(crate) fn run_block(&mut self, job: &Job<'_>, linear: u64) -> Result<u64, CpuError> {
         let block_idx = job.block_index(linear);
         let threads = job.threads_per_block();
-        self.block
-            .begin_block(threads, job.dynamic_shared_bytes(), job.abort_flag());
+        self.block.begin_block(
+            threads,
+            job.dynamic_shared_bytes(),
+            job.abort_flag(),
+            self.smid,
+            job.sanitizer(),
+        );
         self.tasks.clear();
         self.tasks.resize_with(threads as usize, || None);
         if let Some(s) = job.sanitizer() {
@@ -127,8 +132,16 @@ impl Worker {
             if self.block.live() == 0 || job.aborted() {
                 return Ok(resumes);
             }
-            if self.block.try_release_barrier() {
-                continue;
+            match self.block.try_release_barrier() {
+                Ok(true) => continue,
+                Ok(false) => {}
+                Err(d) => {
+                    return Err(CpuError::DivergentBarrier {
+                        block: block_idx,
+                        barrier: d.barrier.to_string(),
+                        detail: d.detail,
+                    })
+                }
             }
             let spinners = self.block.spinners();
             if self.block.wake_yielded() {

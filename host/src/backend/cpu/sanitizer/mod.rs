@@ -68,10 +68,12 @@
 //!   `smid` is `None` when the side table has no entry of that thread).
 
 mod arena;
+mod block;
 mod resolve;
 
 pub use arena::{Allocation, ArenaError};
 
+use super::block_races::BlockRaces;
 use super::executor::{CpuError, LaunchStats};
 use super::hooks::{
     CpuSanitizer, CpuSanitizerParams, HostAllocation, HostBufferAllocator, HostSync, LaunchInfo,
@@ -79,15 +81,16 @@ use super::hooks::{
 };
 use crate::backend::transfer::TransferKind;
 use crate::sanitizer::decode::{decode_report, unpack_access, PriorSite};
-use crate::sanitizer::report::{RaceReport, RaceReports};
+use crate::sanitizer::report::{MemorySpace, RaceReport, RaceReports};
 use crate::types::{EventId, StreamId};
 use arena::{Arena, SideEntry, ZeroedWords};
+use block::BlockAccess;
 use resolve::CpuResolver;
 use std::collections::HashMap;
 use std::panic::Location;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering as MemOrder};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use vigil_device::host_runtime::{AtomicAccess, SanitizerRuntime, ThreadContext};
+use vigil_device::host_runtime::{AtomicAccess, SanitizerRuntime, SharedAccess, ThreadContext};
 use vigil_device::Dim3;
 use vigil_shared::abi::{
     thread_state_words, AccessSite, InflatedRecord, PoolHeader, RaceReport as RawReport,
@@ -284,6 +287,8 @@ pub struct CpuRaceSanitizer {
     halt_on_error: bool,
     /// A kernel hook stopped the launch in progress at a race.
     halted: AtomicBool,
+    /// Races between threads of one block, per virtual SM.
+    block: BlockRaces,
 }
 
 impl std::fmt::Debug for CpuRaceSanitizer {
@@ -381,6 +386,7 @@ impl CpuRaceSanitizer {
             dropped: AtomicUsize::new(0),
             halt_on_error: c.halt_on_error,
             halted: AtomicBool::new(false),
+            block: BlockRaces::new(n as usize),
         };
         for tid in 0..n {
             san.engine().init_thread(tid);
@@ -707,6 +713,34 @@ impl CpuRaceSanitizer {
     }
 }
 
+impl CpuRaceSanitizer {
+    /// The block-level check of a global access inside the arena (memory
+    /// outside it is not checked, as for the engine).
+    #[inline(always)]
+    fn check_global_in_block(
+        &self,
+        t: &ThreadContext<'_>,
+        addr: usize,
+        size: usize,
+        kind: AccessKind,
+        scope: Scope,
+        loc: &'static Location<'static>,
+    ) {
+        if (addr as u64) < self.cfg.real_base {
+            return;
+        }
+        let a = BlockAccess {
+            addr: addr as u64,
+            size: size as u64,
+            kind,
+            scope,
+            space: MemorySpace::Global,
+            array: None,
+        };
+        self.check_in_block(t, a, loc);
+    }
+}
+
 impl SanitizerRuntime for CpuRaceSanitizer {
     fn block_start(&self, smid: u32, _block_idx: Dim3) {
         assert!(
@@ -719,6 +753,7 @@ impl SanitizerRuntime for CpuRaceSanitizer {
         self.slot_of_sm[smid as usize].store(slot, MemOrder::Relaxed);
         let k = self.kernel_id.load(MemOrder::Relaxed);
         self.engine().kernel_entry(slot, &self.ring, k);
+        self.block.block_start(smid);
     }
 
     fn block_end(&self, smid: u32, _block_idx: Dim3) {
@@ -744,6 +779,7 @@ impl SanitizerRuntime for CpuRaceSanitizer {
             .access(tid, addr as u64, size as u32, write, &site);
         self.outcome(t, out);
         self.note(&site, t.smid, tid, addr, size, write, loc);
+        self.check_global_in_block(t, addr, size, kind, Scope::Block, loc);
     }
 
     fn atomic(
@@ -769,6 +805,10 @@ impl SanitizerRuntime for CpuRaceSanitizer {
         );
         self.outcome(t, out);
         self.note(&site, t.smid, tid, access.addr, access.size, wrote, loc);
+        self.check_global_in_block(t, access.addr, access.size, access.kind, access.scope, loc);
+        if access.ordering.acquires() {
+            self.block.acquire(t.smid, t.linear_thread_index());
+        }
     }
 
     fn fence(
@@ -779,6 +819,34 @@ impl SanitizerRuntime for CpuRaceSanitizer {
         _loc: &'static Location<'static>,
     ) {
         self.engine().fence(self.slot(t.smid), ordering, scope);
+        if ordering.acquires() {
+            self.block.acquire(t.smid, t.linear_thread_index());
+        }
+    }
+
+    fn shared_access(
+        &self,
+        t: &ThreadContext<'_>,
+        access: SharedAccess,
+        loc: &'static Location<'static>,
+    ) {
+        let a = BlockAccess {
+            addr: access.addr as u64,
+            size: access.size as u64,
+            kind: access.kind,
+            scope: Scope::Block,
+            space: MemorySpace::Shared,
+            array: Some((access.array as u64, access.array_bytes as u64)),
+        };
+        self.check_in_block(t, a, loc);
+    }
+
+    fn barrier(&self, t: &ThreadContext<'_>, _loc: &'static Location<'static>) {
+        self.block.barrier(t.smid, t.linear_thread_index());
+    }
+
+    fn warp_joined(&self, smid: u32, warp: u32, lanes: u32, contributed: u32) {
+        self.block.warp_joined(smid, warp, lanes, contributed);
     }
 }
 

@@ -1,0 +1,98 @@
+//! Races between threads of one block on the CPU backend: shared memory,
+//! and global memory touched by two threads of a block (the engine in
+//! [`super::sanitizer`] sees a whole block as one sanitizer thread, so it
+//! orders those by program order and cannot see them).
+//!
+//! Each virtual SM runs one block at a time, all of whose threads are
+//! coroutines on the SM's worker, so the state is per SM ([`BlockRaces`]),
+//! behind an uncontended lock. It follows the block's barrier intervals
+//! (every thread's `sync_threads` arrivals; the executor releases a barrier
+//! only when every live thread waits at it, or fails the block), the warp
+//! collectives the executor releases, and the threads' acquires; the
+//! per-word rules are in [`shadow`]. Shared memory and global memory use
+//! the same table, keyed by address: a block's shared arrays live in its
+//! worker's host memory, away from the sanitizer's arena, so their words
+//! never meet. Only words the block touches have an entry, so a kernel
+//! pays for the shared arrays it uses, and a block's table starts empty.
+
+mod shadow;
+
+use shadow::BlockShadow;
+pub(crate) use shadow::Conflict;
+use std::panic::Location;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use vigil_shared::abi::ReportKind;
+use vigil_shared::AccessKind;
+
+/// The block-level race state of every virtual SM.
+pub(crate) struct BlockRaces {
+    sms: Box<[Mutex<BlockShadow>]>,
+}
+
+impl BlockRaces {
+    /// State for `sms` virtual SMs.
+    pub(crate) fn new(sms: usize) -> Self {
+        BlockRaces {
+            sms: (0..sms).map(|_| Mutex::default()).collect(),
+        }
+    }
+
+    fn sm(&self, smid: u32) -> MutexGuard<'_, BlockShadow> {
+        self.sms[smid as usize]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A block starts on `smid`: its table and clocks start empty.
+    pub(crate) fn block_start(&self, smid: u32) {
+        self.sm(smid).reset();
+    }
+
+    /// Thread `thread` (linear index) of the block on `smid` accesses
+    /// `size` bytes at `addr`; returns the earlier accesses of its barrier
+    /// interval it races with (none, usually: no allocation then).
+    pub(crate) fn access(
+        &self,
+        smid: u32,
+        thread: u32,
+        addr: u64,
+        size: u64,
+        kind: AccessKind,
+        location: &'static Location<'static>,
+    ) -> Vec<Conflict> {
+        let mut races = Vec::new();
+        self.sm(smid)
+            .access(thread, addr, size, kind, location, |c| races.push(c));
+        races
+    }
+
+    /// Thread `thread` of the block on `smid` arrives at a barrier.
+    pub(crate) fn barrier(&self, smid: u32, thread: u32) {
+        self.sm(smid).barrier(thread);
+    }
+
+    /// Thread `thread` of the block on `smid` acquires.
+    pub(crate) fn acquire(&self, smid: u32, thread: u32) {
+        self.sm(smid).acquire(thread);
+    }
+
+    /// A warp collective of the block on `smid` released `lanes` of warp
+    /// `warp` (see [`BlockShadow::warp_joined`]).
+    pub(crate) fn warp_joined(&self, smid: u32, warp: u32, lanes: u32, contributed: u32) {
+        self.sm(smid).warp_joined(warp, lanes, contributed);
+    }
+}
+
+/// The report kind of a race between an earlier access `prior` and the
+/// current access `current`.
+pub(crate) fn race_kind(prior: AccessKind, current: AccessKind) -> ReportKind {
+    if prior.is_atomic() || current.is_atomic() {
+        ReportKind::AtomicNonAtomic
+    } else if !current.writes() {
+        ReportKind::ReadAfterWrite
+    } else if prior.writes() {
+        ReportKind::WriteAfterWrite
+    } else {
+        ReportKind::WriteAfterRead
+    }
+}

@@ -1,0 +1,459 @@
+//! One block's race state: per-thread clocks and a compact per-word shadow
+//! of the words the block touched in its current barrier interval. Pure
+//! data and rules (no locks, no reports), so it is tested on its own.
+//!
+//! Two accesses by different threads of the block race when they overlap,
+//! at least one writes, they are in the same barrier interval, not both
+//! are atomic, and no warp collective or acquire orders them (see
+//! [`ThreadClock::orders`]).
+
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::panic::Location;
+use vigil_shared::AccessKind;
+
+/// Accesses a word remembers per barrier interval. A write is checked
+/// against all of them, so with several readers at least one differs from
+/// the writer's thread; an overflowing word forgets its oldest read, which
+/// can only hide a race.
+pub(crate) const WAYS: usize = 4;
+
+/// Bytes per shadow word.
+pub(crate) const WORD: u64 = 4;
+
+/// What one thread of the block knows: its barrier epoch (barriers it
+/// arrived at), the block's access count at its last acquire, and its
+/// warp clock (one entry per lane of its warp, joined by collectives).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ThreadClock {
+    /// Barriers the thread arrived at.
+    pub(crate) epoch: u32,
+    /// Accesses of the block numbered below this one are ordered before
+    /// the thread's later accesses (it acquired after them).
+    pub(crate) acquired: u64,
+    /// Lane clocks of the thread's warp as the thread knows them; its own
+    /// entry counts the collectives it joined, from 1.
+    pub(crate) warp: [u32; 32],
+}
+
+impl ThreadClock {
+    /// The clock of thread `thread` (linear index in its block) at block start.
+    pub(crate) fn new(thread: u32) -> Self {
+        let mut warp = [0; 32];
+        warp[(thread % 32) as usize] = 1;
+        ThreadClock {
+            epoch: 0,
+            acquired: 0,
+            warp,
+        }
+    }
+
+    /// True when `prior` happened before this thread's next access: an
+    /// earlier barrier interval, an acquire after it, or a warp collective
+    /// of its warp that this thread joined after `prior`'s thread did.
+    pub(crate) fn orders(&self, prior: &Access, me: u32) -> bool {
+        prior.thread == me
+            || prior.epoch != self.epoch
+            || prior.seq < self.acquired
+            || (prior.thread / 32 == me / 32
+                && self.warp[(prior.thread % 32) as usize] >= prior.clock)
+    }
+}
+
+/// One remembered access to one word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Access {
+    /// Linear thread index in the block.
+    pub(crate) thread: u32,
+    /// The thread's barrier epoch at the access.
+    pub(crate) epoch: u32,
+    /// The thread's own warp-clock entry at the access.
+    pub(crate) clock: u32,
+    /// The block's access number.
+    pub(crate) seq: u64,
+    /// The bytes of the word it touched (bit `i`: byte `i`).
+    pub(crate) bytes: u8,
+    /// What it did.
+    pub(crate) kind: AccessKind,
+    /// Where in the kernel.
+    pub(crate) location: &'static Location<'static>,
+}
+
+/// A word's accesses of the current barrier interval: the first `len` of
+/// `accesses` (the others are stale copies, never read).
+#[derive(Clone, Copy, Debug)]
+struct Word {
+    epoch: u32,
+    len: u8,
+    accesses: [Access; WAYS],
+}
+
+impl Word {
+    /// A word whose only access of the interval is `first`.
+    fn new(first: Access) -> Self {
+        Word {
+            epoch: first.epoch,
+            len: 1,
+            accesses: [first; WAYS],
+        }
+    }
+
+    fn live(&self) -> &[Access] {
+        &self.accesses[..self.len as usize]
+    }
+}
+
+/// A race between `prior` and the access being made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Conflict {
+    /// The earlier access.
+    pub(crate) prior: Access,
+    /// The first byte both touch.
+    pub(crate) address: u64,
+}
+
+/// A multiplicative hasher for word numbers (keys are `u64`s, not attacker-chosen).
+#[derive(Default)]
+pub(crate) struct WordHasher(u64);
+
+impl Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// The state of the block running on one virtual SM.
+#[derive(Default)]
+pub(crate) struct BlockShadow {
+    threads: Vec<ThreadClock>,
+    words: HashMap<u64, Word, BuildHasherDefault<WordHasher>>,
+    /// Accesses so far in the block.
+    seq: u64,
+}
+
+impl BlockShadow {
+    /// Forgets the previous block (keeps the allocations).
+    pub(crate) fn reset(&mut self) {
+        self.threads.clear();
+        self.words.clear();
+        self.seq = 0;
+    }
+
+    /// Thread `t`'s clock, created at its start value on first use.
+    pub(crate) fn thread(&mut self, t: u32) -> &mut ThreadClock {
+        let t = t as usize;
+        if self.threads.len() <= t {
+            let from = self.threads.len() as u32;
+            self.threads.extend((from..=t as u32).map(ThreadClock::new));
+        }
+        &mut self.threads[t]
+    }
+
+    /// Thread `t` arrives at a barrier.
+    pub(crate) fn barrier(&mut self, t: u32) {
+        self.thread(t).epoch += 1;
+    }
+
+    /// Thread `t` acquires (an acquiring atomic or fence): every access the
+    /// block made so far is ordered before its later ones. This is coarser
+    /// than the memory model (it does not ask which release it read from),
+    /// so it can hide a race, never invent one.
+    pub(crate) fn acquire(&mut self, t: u32) {
+        let seq = self.seq;
+        self.thread(t).acquired = seq;
+    }
+
+    /// A warp collective of warp `warp` released `lanes` after `contributed`
+    /// joined it: each released lane's warp clock becomes the join of the
+    /// contributors' and its own entry advances; what a contributor had
+    /// acquired, the released lanes have too.
+    pub(crate) fn warp_joined(&mut self, warp: u32, lanes: u32, contributed: u32) {
+        let base = warp as usize * 32;
+        let members = contributed | lanes;
+        if members == 0 {
+            return;
+        }
+        self.thread(base as u32 + (31 - members.leading_zeros()));
+        let end = (base + 32).min(self.threads.len());
+        let clocks = &mut self.threads[base..end];
+        let mut joined = [0u32; 32];
+        let mut acquired = 0;
+        for l in bits(members) {
+            let c = &clocks[l as usize];
+            acquired = acquired.max(c.acquired);
+            for (j, v) in joined.iter_mut().zip(&c.warp) {
+                *j = (*j).max(*v);
+            }
+        }
+        for l in bits(lanes) {
+            let c = &mut clocks[l as usize];
+            c.warp = joined;
+            c.warp[l as usize] += 1;
+            c.acquired = acquired;
+        }
+    }
+
+    /// Thread `t` accesses `size` bytes at `addr` (`kind`, at `location`);
+    /// calls `race` with each earlier access of the interval it races with.
+    pub(crate) fn access(
+        &mut self,
+        t: u32,
+        addr: u64,
+        size: u64,
+        kind: AccessKind,
+        location: &'static Location<'static>,
+        mut race: impl FnMut(Conflict),
+    ) {
+        if size == 0 {
+            return;
+        }
+        let seq = self.seq;
+        self.seq += 1;
+        self.thread(t);
+        let clock = &self.threads[t as usize];
+        let me = Access {
+            thread: t,
+            epoch: clock.epoch,
+            clock: clock.warp[(t % 32) as usize],
+            seq,
+            bytes: 0,
+            kind,
+            location,
+        };
+        let end = addr + size;
+        let mut word = addr / WORD;
+        while word * WORD < end {
+            let lo = (word * WORD).max(addr);
+            let hi = (word * WORD + WORD).min(end);
+            let bytes = (((1u32 << (hi - lo)) - 1) << (lo - word * WORD)) as u8;
+            let cur = Access { bytes, ..me };
+            word += 1;
+            let w = match self.words.entry(word - 1) {
+                Entry::Vacant(v) => {
+                    v.insert(Word::new(cur));
+                    continue;
+                }
+                Entry::Occupied(o) => o.into_mut(),
+            };
+            if w.epoch != clock.epoch {
+                // An earlier interval: a barrier orders all of it.
+                *w = Word::new(cur);
+                continue;
+            }
+            for p in w.live() {
+                if p.bytes & bytes != 0 && conflicts(p.kind, kind) && !clock.orders(p, t) {
+                    let first = (p.bytes & bytes).trailing_zeros();
+                    race(Conflict {
+                        prior: *p,
+                        address: (word - 1) * WORD + u64::from(first),
+                    });
+                }
+            }
+            remember(w, cur, |p| clock.orders(p, t));
+        }
+    }
+}
+
+/// True when an access of kind `a` and one of kind `b` to the same bytes
+/// can race: one writes, and not both are atomic.
+fn conflicts(a: AccessKind, b: AccessKind) -> bool {
+    (a.writes() || b.writes()) && !(a.is_atomic() && b.is_atomic())
+}
+
+/// True when `cur`, made after `prior` and ordered after it, stands for it
+/// from now on: every later access that conflicts with `prior` conflicts
+/// with `cur` (and one ordered after `cur` is ordered after `prior`). A
+/// plain write stands for anything, an atomic write for atomics, a plain
+/// read for its own thread's plain reads.
+fn supersedes(cur: &Access, prior: &Access) -> bool {
+    match (cur.kind.is_atomic(), cur.kind.writes()) {
+        (false, true) => true,
+        (true, true) => prior.kind.is_atomic(),
+        (false, false) => prior.thread == cur.thread && prior.kind == AccessKind::Read,
+        (true, false) => prior.thread == cur.thread && prior.kind == cur.kind,
+    }
+}
+
+/// Adds `cur` to the word, dropping the accesses it covers, is ordered
+/// after (`ordered`) and [`supersedes`] (a racy one stays: a later access
+/// ordered after `cur` may still race with it). A full word forgets its
+/// oldest read (or, with none, its oldest access).
+fn remember(w: &mut Word, cur: Access, ordered: impl Fn(&Access) -> bool) {
+    let covered = |p: &Access| p.bytes & !cur.bytes == 0 && ordered(p) && supersedes(&cur, p);
+    let mut n = 0;
+    for i in 0..w.len as usize {
+        let p = w.accesses[i];
+        if !covered(&p) {
+            w.accesses[n] = p;
+            n += 1;
+        }
+    }
+    if n == WAYS {
+        let drop = w
+            .accesses
+            .iter()
+            .position(|p| !p.kind.writes())
+            .unwrap_or(0);
+        w.accesses.copy_within(drop + 1.., drop);
+        n -= 1;
+    }
+    w.accesses[n] = cur;
+    w.len = (n + 1) as u8;
+}
+
+/// The indices of the set bits of `m`, lowest first.
+fn bits(mut m: u32) -> impl Iterator<Item = u32> {
+    std::iter::from_fn(move || {
+        let l = m.trailing_zeros();
+        m &= m.wrapping_sub(1);
+        (l < 32).then_some(l)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    /// Threads of the generated blocks: three lanes of warp 0, one of warp 1.
+    const THREADS: [u32; 4] = [0, 1, 2, 33];
+
+    #[derive(Clone, Debug)]
+    enum Step {
+        Access {
+            t: u32,
+            addr: u64,
+            size: u64,
+            kind: AccessKind,
+        },
+        Barrier,
+        Warp {
+            lanes: u32,
+        },
+        Acquire {
+            t: u32,
+        },
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        let thread = proptest::sample::select(THREADS.to_vec());
+        let kind = proptest::sample::select(vec![
+            AccessKind::Read,
+            AccessKind::Write,
+            AccessKind::AtomicRmw,
+        ]);
+        let access = (thread.clone(), 0u64..12, 0usize..3, kind).prop_map(|(t, a, s, kind)| {
+            let size = [1u64, 2, 4][s];
+            Step::Access {
+                t,
+                addr: a / size * size,
+                size,
+                kind,
+            }
+        });
+        prop_oneof![
+            8 => access,
+            1 => Just(Step::Barrier),
+            2 => (1u32..8).prop_map(|lanes| Step::Warp { lanes }),
+            1 => thread.prop_map(|t| Step::Acquire { t }),
+        ]
+    }
+
+    /// The reference: every access kept, happens-before as explicit sets
+    /// of earlier accesses each thread is ordered after.
+    struct Reference {
+        accesses: Vec<(u32, u64, u64, AccessKind)>,
+        known: Vec<BTreeSet<usize>>,
+    }
+
+    impl Reference {
+        fn slot(t: u32) -> usize {
+            THREADS.iter().position(|&x| x == t).unwrap()
+        }
+
+        /// The earlier accesses the access races with (by index).
+        fn access(&mut self, t: u32, addr: u64, size: u64, kind: AccessKind) -> BTreeSet<usize> {
+            let me = Self::slot(t);
+            let races = self
+                .accesses
+                .iter()
+                .enumerate()
+                .filter(|(i, &(pt, pa, ps, pk))| {
+                    pt != t
+                        && pa < addr + size
+                        && addr < pa + ps
+                        && conflicts(pk, kind)
+                        && !self.known[me].contains(i)
+                })
+                .map(|(i, _)| i)
+                .collect();
+            self.known[me].insert(self.accesses.len());
+            self.accesses.push((t, addr, size, kind));
+            races
+        }
+
+        fn everything(&self) -> BTreeSet<usize> {
+            (0..self.accesses.len()).collect()
+        }
+    }
+
+    proptest! {
+        /// Until a word holds `WAYS` accesses (after which it may forget
+        /// one), an access is reported racing exactly when the reference
+        /// finds an earlier access it races with, and every access it is
+        /// reported racing with is one of those.
+        #[test]
+        fn agrees_with_a_reference_that_keeps_every_access(
+            steps in proptest::collection::vec(step(), 1..40)
+        ) {
+            let loc = Location::caller();
+            let mut shadow = BlockShadow::default();
+            let mut reference = Reference { accesses: Vec::new(), known: vec![BTreeSet::new(); THREADS.len()] };
+            for s in steps {
+                match s {
+                    Step::Access { t, addr, size, kind } => {
+                        let want = reference.access(t, addr, size, kind);
+                        let mut got = Vec::new();
+                        shadow.access(t, addr, size, kind, loc, |c| got.push(c.prior.seq as usize));
+                        prop_assert_eq!(got.is_empty(), want.is_empty(), "got {:?}, want {:?}", got, want);
+                        for g in &got {
+                            prop_assert!(want.contains(g), "reported {} not in {:?}", g, want);
+                        }
+                        if shadow.words.values().any(|w| w.len as usize == WAYS) {
+                            break;
+                        }
+                    }
+                    Step::Barrier => {
+                        for t in THREADS {
+                            shadow.barrier(t);
+                        }
+                        let all = reference.everything();
+                        reference.known.iter_mut().for_each(|k| *k = all.clone());
+                    }
+                    Step::Warp { lanes } => {
+                        shadow.warp_joined(0, lanes, lanes);
+                        let members: Vec<usize> = (0..3).filter(|l| lanes & (1 << l) != 0).collect();
+                        let union: BTreeSet<usize> = members.iter().flat_map(|&l| reference.known[l].clone()).collect();
+                        for l in members {
+                            reference.known[l] = union.clone();
+                        }
+                    }
+                    Step::Acquire { t } => {
+                        shadow.acquire(t);
+                        reference.known[Reference::slot(t)] = reference.everything();
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! The CPU sanitizer's side of races inside a block: its hooks hand
+//! accesses, barriers, acquires and warp collectives to the per-SM
+//! [`BlockRaces`](crate::backend::cpu::block_races::BlockRaces) state, and
+//! its conflicts become [`RaceReport`]s in the same buffer as the
+//! engine's (so `synchronize()` returns them as `Error::Races`).
+
+use super::{lock, CpuRaceSanitizer, LAUNCH_HISTORY};
+use crate::backend::cpu::block_races::{race_kind, Conflict};
+use crate::sanitizer::decode::unlinear;
+use crate::sanitizer::report::{
+    MemorySpace, PriorAccess, RaceAccess, RaceAllocation, RaceReport, SourceLocation,
+};
+use std::panic::Location;
+use std::sync::atomic::Ordering as MemOrder;
+use vigil_device::host_runtime::ThreadContext;
+use vigil_shared::{AccessKind, Scope};
+
+/// One access as the block-level check sees it.
+pub(super) struct BlockAccess {
+    pub(super) addr: u64,
+    pub(super) size: u64,
+    pub(super) kind: AccessKind,
+    pub(super) scope: Scope,
+    pub(super) space: MemorySpace,
+    /// For shared memory, the array (first byte, size in bytes).
+    pub(super) array: Option<(u64, u64)>,
+}
+
+impl CpuRaceSanitizer {
+    /// Checks `a` by thread `t` against the other threads of its block's
+    /// barrier interval, and reports what it races with.
+    #[inline]
+    pub(super) fn check_in_block(
+        &self,
+        t: &ThreadContext<'_>,
+        a: BlockAccess,
+        loc: &'static Location<'static>,
+    ) {
+        let conflicts =
+            self.block
+                .access(t.smid, t.linear_thread_index(), a.addr, a.size, a.kind, loc);
+        if !conflicts.is_empty() {
+            self.report_in_block(t, &a, loc, &conflicts);
+        }
+    }
+
+    /// Stores one report per conflict (or counts it when the buffer is
+    /// full), then halts if configured to.
+    #[cold]
+    #[inline(never)]
+    fn report_in_block(
+        &self,
+        t: &ThreadContext<'_>,
+        a: &BlockAccess,
+        loc: &'static Location<'static>,
+        conflicts: &[Conflict],
+    ) {
+        let k = self.kernel_id.load(MemOrder::Relaxed);
+        let kernel = lock(&self.launches)[k as usize % LAUNCH_HISTORY]
+            .kernel
+            .clone();
+        for c in conflicts {
+            let allocation = match a.array {
+                Some((base, size)) => Some((base, size)),
+                None => self.allocation_of(c.address).map(|x| (x.address, x.size)),
+            }
+            .map(|(base, size)| RaceAllocation {
+                base,
+                size,
+                offset: c.address - base,
+            });
+            let report = RaceReport {
+                kind: race_kind(c.prior.kind, a.kind),
+                address: c.address,
+                size: a.size as u32,
+                allocation,
+                space: a.space,
+                kernel: kernel.clone(),
+                current: RaceAccess {
+                    access: a.kind,
+                    scope: a.scope,
+                    device: 0,
+                    smid: t.smid,
+                    block: t.block_idx,
+                    thread: t.thread_idx,
+                    location: Some(SourceLocation::from_std(loc)),
+                    host_issued: false,
+                },
+                prior: PriorAccess {
+                    access: c.prior.kind,
+                    scope: Scope::Block,
+                    tid: self.slot(t.smid),
+                    device: 0,
+                    smid: Some(t.smid),
+                    epoch: c.prior.epoch,
+                    block: Some(t.block_idx),
+                    thread: Some(unlinear(u64::from(c.prior.thread), t.block_dim)),
+                    kernel: Some(kernel.clone()),
+                    location: Some(SourceLocation::from_std(c.prior.location)),
+                    host_issued: false,
+                },
+            };
+            let mut reports = lock(&self.reports);
+            if reports.len() < self.report_capacity {
+                reports.push(report);
+            } else {
+                self.dropped.fetch_add(1, MemOrder::Relaxed);
+            }
+        }
+        if self.halt_on_error {
+            self.halt();
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! The block-scenario kernels: races between threads of one block, in
+//! shared memory and in global memory, each racy or correctly
+//! synchronised (`tests/tests/block_scenarios.rs`).
+//!
+//! As in `races.rs`, every access a verdict names sits on its own line
+//! ending in a `// @name` marker. A `u32` switch selects the racy or the
+//! fixed variant, so both run the same code.
+
+use vigil_device::prelude::*;
+
+/// Threads per block of the shared-memory tree reduction.
+pub const TREE_THREADS: u32 = 64;
+
+/// Sums `x[0..64]` into `out[0]` by a tree reduction in shared memory, one
+/// block of [`TREE_THREADS`] threads. With `skip_barrier == 1` the barrier
+/// after the stride-16 round is left out: the stride-8 round reads partial
+/// sums another thread is still writing.
+#[kernel]
+pub fn tree_reduce(x: GlobalSlice<u32>, out: GlobalSliceMut<u32>, skip_barrier: u32) {
+    let sums = shared_array!(u32; 64);
+    let t = thread_idx().x as usize;
+    sums.store(t, x.load(t));
+    sync_threads();
+    let mut stride = 32;
+    while stride > 0 {
+        if t < stride {
+            let v = sums.load(t).wrapping_add(sums.load(t + stride)); // @tree-read
+            sums.store(t, v); // @tree-write
+        }
+        if !(skip_barrier == 1 && stride == 16) {
+            sync_threads();
+        }
+        stride /= 2;
+    }
+    if t == 0 {
+        out.store(0, sums.load(0));
+    }
+}
+
+/// Side of the transposed tile: one block of `TILE * TILE` threads.
+pub const TILE: usize = 16;
+
+/// Transposes two `TILE` x `TILE` matrices through one shared tile: `at`
+/// gets `a`'s transpose, then `bt` gets `b`'s. With `reuse_barrier == 0`
+/// the barrier before the tile is refilled is left out: threads overwrite
+/// elements other threads are still reading.
+#[kernel]
+pub fn tile_transpose_twice(
+    a: GlobalSlice<u32>,
+    b: GlobalSlice<u32>,
+    at: GlobalSliceMut<u32>,
+    bt: GlobalSliceMut<u32>,
+    reuse_barrier: u32,
+) {
+    let tile = shared_array!(u32; TILE * TILE);
+    let t = thread_idx().x as usize;
+    let (r, c) = (t / TILE, t % TILE);
+    tile.store(t, a.load(t));
+    sync_threads();
+    at.store(t, tile.load(c * TILE + r)); // @tile-read-a
+    if reuse_barrier == 1 {
+        sync_threads();
+    }
+    tile.store(t, b.load(t)); // @tile-fill-b
+    sync_threads();
+    bt.store(t, tile.load(c * TILE + r));
+}
+
+/// Warp 0 produces `2 * x[lane]` into shared memory, warp 1 consumes it
+/// into `out[lane]` (one block of 64 threads). With `barrier == 0` nothing
+/// orders the consumer's reads after the producer's writes.
+#[kernel]
+pub fn warp_handoff(x: GlobalSlice<u32>, out: GlobalSliceMut<u32>, barrier: u32) {
+    let buf = shared_array!(u32; 32);
+    let t = thread_idx().x as usize;
+    if t < 32 {
+        buf.store(t, 2 * x.load(t)); // @handoff-produce
+    }
+    if barrier == 1 {
+        sync_threads();
+    }
+    if t >= 32 {
+        out.store(t - 32, buf.load(t - 32)); // @handoff-consume
+    }
+}
+
+/// Warp-synchronous neighbour exchange (one warp): each lane publishes
+/// `x[lane]` in shared memory and reads its neighbour's, `out[lane] =
+/// x[(lane + 1) % 32]`. Only a warp collective between the two orders
+/// them: `mode` 0 has none (racy), 1 a vote over the full warp (correct),
+/// 2 a vote per half-warp (racy where a neighbour is in the other half).
+#[kernel]
+pub fn warp_neighbours(x: GlobalSlice<u32>, out: GlobalSliceMut<u32>, mode: u32) {
+    let slots = shared_array!(u32; 32);
+    let lane = warp::lane_id() as usize;
+    slots.store(lane, x.load(lane)); // @neighbour-write
+    let half = if lane < 16 { 0x0000_ffff } else { 0xffff_0000 };
+    match mode {
+        1 => {
+            warp::ballot(warp::FULL_MASK, true);
+        }
+        2 => {
+            warp::ballot(half, true);
+        }
+        _ => {}
+    }
+    out.store(lane, slots.load((lane + 1) % 32)); // @neighbour-read
+}
+
+/// Counts `x[i] % 8` into a shared histogram with shared atomics (one
+/// block), then thread `b` copies bin `b` to `bins[b]`. With
+/// `plain_reset == 1`, thread 0 also clears bin 0 with a plain store in
+/// the same barrier interval: a race with the other threads' atomics.
+#[kernel]
+pub fn shared_histogram(x: GlobalSlice<u32>, bins: GlobalSliceMut<u32>, plain_reset: u32) {
+    let hist = shared_array!(u32; 8);
+    let t = thread_idx().x as usize;
+    if t < x.len() {
+        hist.atomic_add((x.load(t) % 8) as usize, 1); // @hist-add
+    }
+    if plain_reset == 1 && t == 0 {
+        hist.store(0, 0); // @hist-reset
+    }
+    sync_threads();
+    if t < 8 {
+        bins.store(t, hist.load(t));
+    }
+}
+
+/// Threads below 16 call one `sync_threads`; with `mode` 0 the others
+/// return without a barrier, with 1 they call another `sync_threads`.
+/// Either way the threads of the block diverge at a barrier.
+#[kernel]
+pub fn divergent_barrier(out: GlobalSliceMut<u32>, mode: u32) {
+    let t = thread_idx().x as usize;
+    if t < 16 {
+        sync_threads(); // @divergent-low
+    } else if mode == 1 {
+        sync_threads(); // @divergent-high
+    }
+    out.store(t, 1);
+}
+
+/// Each thread of one block writes `data[t]`, then reads its neighbour's
+/// element `data[(t + 1) % n]` into `out[t]`. With `barrier == 0` nothing
+/// orders the neighbour's write before the read.
+#[kernel]
+pub fn global_neighbours(data: GlobalSliceMut<u32>, out: GlobalSliceMut<u32>, barrier: u32) {
+    let t = thread_idx().x as usize;
+    let n = block_dim().x as usize;
+    data.store(t, t as u32 + 1); // @global-write
+    if barrier == 1 {
+        sync_threads();
+    }
+    out.store(t, data.load((t + 1) % n)); // @global-read
+}

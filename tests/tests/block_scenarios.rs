@@ -1,0 +1,355 @@
+//! The block-scenario suite: races between threads of one block (shared
+//! memory, same-block global memory) and barrier misuse, each kernel of
+//! `vigil_kernels::block_races` launched through the public host API on a
+//! sanitized context with its verdict asserted: the exact set of distinct
+//! reports, each by kind and both source lines (found by the `// @marker`
+//! comments), or no report, plus the kernel's result where it has one.
+//!
+//! Written once ([`scenarios`]) and instantiated per backend like
+//! `race_scenarios.rs`. On the GPU only the race-free cases run (they check
+//! that the sanitized GPU variant reports nothing and computes the right
+//! result): the GPU sanitizer does not check races inside a block yet, so
+//! the racy cases and the divergent barrier (a hang or undefined behaviour
+//! on a GPU) are not instantiated there.
+
+use vigil::unstable::cpu::CpuError;
+use vigil::{Error, LaunchConfig, ReportKind};
+
+#[macro_use]
+mod common;
+
+mod cpu {
+    scenario_tests!(super::common::cpu_context;
+        tree_reduce_missing_barrier, tree_reduce_fixed,
+        transpose_tile_reused_without_barrier, transpose_tile_fixed,
+        warp_handoff_without_barrier, warp_handoff_with_barrier,
+        warp_neighbours_without_sync, warp_neighbours_full_vote, warp_neighbours_half_votes,
+        shared_atomics, shared_atomics_and_a_plain_store,
+        divergent_barrier_returned_threads, divergent_barrier_two_calls,
+        global_same_block_race, global_same_block_fixed);
+}
+
+mod gpu {
+    scenario_tests!(super::common::gpu_context;
+        tree_reduce_fixed, transpose_tile_fixed, warp_handoff_with_barrier,
+        warp_neighbours_full_vote, shared_atomics, global_same_block_fixed);
+}
+
+/// A distinct report: kind, line of the current access, line of the prior one.
+type Verdict = (ReportKind, u32, u32);
+
+/// The line of `block_races.rs` that carries `// @marker`.
+fn line_of(marker: &str) -> u32 {
+    common::marker_line(
+        include_str!("../kernels/src/block_races.rs"),
+        "block_races.rs",
+        marker,
+    )
+}
+
+fn race(kind: ReportKind, current: &str, prior: &str) -> Verdict {
+    (kind, line_of(current), line_of(prior))
+}
+
+fn check(what: &str, outcome: vigil::Result<()>, expected: &[Verdict]) {
+    common::check_reports(what, "src/block_races.rs", outcome, expected);
+}
+
+mod scenarios {
+    use super::common::codes::*;
+    use super::common::{Bench, MakeContext};
+    use super::{check, line_of, race, CpuError, Error, LaunchConfig};
+    use vigil::{DeviceBuffer, Kernel, KernelArgs};
+    use vigil_kernels::block_races::*;
+
+    /// Launches `K` as one block of `threads` threads and synchronises.
+    fn run_one_block<K: Kernel, A: KernelArgs<K::Params>>(
+        b: &Bench,
+        threads: u32,
+        args: A,
+    ) -> vigil::Result<()> {
+        b.stream
+            .launch(&b.kernel::<K>(), LaunchConfig::new(1, threads), args)
+            .and_then(|()| b.sync())
+    }
+
+    /// `data` on the device.
+    fn upload(b: &Bench, data: &[u32]) -> DeviceBuffer<u32> {
+        DeviceBuffer::from_slice(&b.stream, data).expect("buffer")
+    }
+
+    /// The contents of `buf`.
+    fn download(b: &Bench, buf: &DeviceBuffer<u32>) -> Vec<u32> {
+        buf.to_vec(&b.stream).expect("copy back")
+    }
+
+    fn tree_reduce_case(make: MakeContext, skip_barrier: u32) -> Option<(vigil::Result<()>, u32)> {
+        let b = Bench::new(make, 1)?;
+        let input: Vec<u32> = (1..=64).collect();
+        let x = upload(&b, &input);
+        let mut out = b.zeros(1);
+        let outcome =
+            run_one_block::<tree_reduce, _>(&b, TREE_THREADS, (&x, &mut out, skip_barrier));
+        Some((outcome, download(&b, &out)[0]))
+    }
+
+    pub fn tree_reduce_missing_barrier(make: MakeContext) {
+        let Some((outcome, _)) = tree_reduce_case(make, 1) else {
+            return;
+        };
+        check(
+            "tree reduction missing a barrier",
+            outcome,
+            &[race(WAR, "tree-write", "tree-read")],
+        );
+    }
+
+    pub fn tree_reduce_fixed(make: MakeContext) {
+        let Some((outcome, sum)) = tree_reduce_case(make, 0) else {
+            return;
+        };
+        check("tree reduction", outcome, &[]);
+        assert_eq!(sum, (1..=64).sum::<u32>());
+    }
+
+    fn transpose_case(make: MakeContext, reuse_barrier: u32) -> Option<vigil::Result<()>> {
+        let b = Bench::new(make, 1)?;
+        let n = TILE * TILE;
+        let a: Vec<u32> = (0..n as u32).collect();
+        let bm: Vec<u32> = (0..n as u32).map(|v| v + 1000).collect();
+        let (da, db) = (upload(&b, &a), upload(&b, &bm));
+        let (mut at, mut bt) = (b.zeros(n), b.zeros(n));
+        let outcome = run_one_block::<tile_transpose_twice, _>(
+            &b,
+            n as u32,
+            (&da, &db, &mut at, &mut bt, reuse_barrier),
+        );
+        if reuse_barrier == 1 {
+            let t = |m: &[u32]| -> Vec<u32> {
+                (0..n).map(|i| m[(i % TILE) * TILE + i / TILE]).collect()
+            };
+            assert_eq!(download(&b, &at), t(&a));
+            assert_eq!(download(&b, &bt), t(&bm));
+        }
+        Some(outcome)
+    }
+
+    pub fn transpose_tile_reused_without_barrier(make: MakeContext) {
+        let Some(outcome) = transpose_case(make, 0) else {
+            return;
+        };
+        check(
+            "transpose tile reused without a barrier",
+            outcome,
+            &[race(WAR, "tile-fill-b", "tile-read-a")],
+        );
+    }
+
+    pub fn transpose_tile_fixed(make: MakeContext) {
+        let Some(outcome) = transpose_case(make, 1) else {
+            return;
+        };
+        check("transpose tile reused after a barrier", outcome, &[]);
+    }
+
+    fn handoff_case(make: MakeContext, barrier: u32) -> Option<vigil::Result<()>> {
+        let b = Bench::new(make, 1)?;
+        let input: Vec<u32> = (0..32).collect();
+        let x = upload(&b, &input);
+        let mut out = b.zeros(32);
+        let outcome = run_one_block::<warp_handoff, _>(&b, 64, (&x, &mut out, barrier));
+        if barrier == 1 {
+            let want: Vec<u32> = input.iter().map(|v| 2 * v).collect();
+            assert_eq!(download(&b, &out), want);
+        }
+        Some(outcome)
+    }
+
+    pub fn warp_handoff_without_barrier(make: MakeContext) {
+        let Some(outcome) = handoff_case(make, 0) else {
+            return;
+        };
+        check(
+            "producer warp to consumer warp without a barrier",
+            outcome,
+            &[race(RAW, "handoff-consume", "handoff-produce")],
+        );
+    }
+
+    pub fn warp_handoff_with_barrier(make: MakeContext) {
+        let Some(outcome) = handoff_case(make, 1) else {
+            return;
+        };
+        check(
+            "producer warp to consumer warp with a barrier",
+            outcome,
+            &[],
+        );
+    }
+
+    fn neighbours_case(make: MakeContext, mode: u32) -> Option<vigil::Result<()>> {
+        let b = Bench::new(make, 1)?;
+        let input: Vec<u32> = (100..132).collect();
+        let x = upload(&b, &input);
+        let mut out = b.zeros(32);
+        let outcome = run_one_block::<warp_neighbours, _>(&b, 32, (&x, &mut out, mode));
+        if mode == 1 {
+            let want: Vec<u32> = (0..32).map(|l| input[(l + 1) % 32]).collect();
+            assert_eq!(download(&b, &out), want);
+        }
+        Some(outcome)
+    }
+
+    pub fn warp_neighbours_without_sync(make: MakeContext) {
+        let Some(outcome) = neighbours_case(make, 0) else {
+            return;
+        };
+        check(
+            "warp-synchronous exchange without a collective",
+            outcome,
+            &[race(WAR, "neighbour-write", "neighbour-read")],
+        );
+    }
+
+    pub fn warp_neighbours_full_vote(make: MakeContext) {
+        let Some(outcome) = neighbours_case(make, 1) else {
+            return;
+        };
+        check(
+            "warp-synchronous exchange after a full-warp vote",
+            outcome,
+            &[],
+        );
+    }
+
+    pub fn warp_neighbours_half_votes(make: MakeContext) {
+        let Some(outcome) = neighbours_case(make, 2) else {
+            return;
+        };
+        check(
+            "warp-synchronous exchange after half-warp votes",
+            outcome,
+            &[race(WAR, "neighbour-write", "neighbour-read")],
+        );
+    }
+
+    fn histogram_case(
+        make: MakeContext,
+        plain_reset: u32,
+    ) -> Option<(vigil::Result<()>, Vec<u32>)> {
+        let b = Bench::new(make, 1)?;
+        let input: Vec<u32> = (0..128).map(|i| i * 7 + 3).collect();
+        let x = upload(&b, &input);
+        let mut bins = b.zeros(8);
+        let outcome = run_one_block::<shared_histogram, _>(&b, 128, (&x, &mut bins, plain_reset));
+        Some((outcome, download(&b, &bins)))
+    }
+
+    pub fn shared_atomics(make: MakeContext) {
+        let Some((outcome, bins)) = histogram_case(make, 0) else {
+            return;
+        };
+        check("shared-memory atomics", outcome, &[]);
+        let mut want = vec![0u32; 8];
+        for i in 0..128u32 {
+            want[((i * 7 + 3) % 8) as usize] += 1;
+        }
+        assert_eq!(bins, want);
+    }
+
+    pub fn shared_atomics_and_a_plain_store(make: MakeContext) {
+        let Some((outcome, _)) = histogram_case(make, 1) else {
+            return;
+        };
+        check(
+            "shared-memory atomics and a plain store",
+            outcome,
+            &[race(MIX, "hist-add", "hist-reset")],
+        );
+    }
+
+    /// Launches `divergent_barrier` and returns the CPU error it fails with.
+    fn divergent_case(make: MakeContext, mode: u32) -> Option<CpuError> {
+        let b = Bench::new(make, 1)?;
+        let mut out = b.zeros(32);
+        let outcome = run_one_block::<divergent_barrier, _>(&b, 32, (&mut out, mode));
+        match outcome {
+            Err(Error::Cpu(e)) => Some(e),
+            other => panic!("a divergent barrier must fail the launch, got {other:?}"),
+        }
+    }
+
+    /// Asserts `e` is a divergent barrier at `marker`'s line naming `detail`.
+    fn assert_divergent(e: &CpuError, marker: &str, detail: &[&str]) {
+        let CpuError::DivergentBarrier {
+            barrier, detail: d, ..
+        } = e
+        else {
+            panic!("expected a divergent barrier, got {e}");
+        };
+        let at = format!("block_races.rs:{}:", line_of(marker));
+        assert!(barrier.contains(&at), "barrier {barrier} is not at {at}");
+        for part in detail {
+            assert!(d.contains(part), "`{d}` does not say `{part}`");
+        }
+    }
+
+    pub fn divergent_barrier_returned_threads(make: MakeContext) {
+        let Some(e) = divergent_case(make, 0) else {
+            return;
+        };
+        assert_divergent(
+            &e,
+            "divergent-low",
+            &[
+                "thread(s) 0..=15 wait here",
+                "thread(s) 16..=31 returned without reaching it",
+            ],
+        );
+    }
+
+    pub fn divergent_barrier_two_calls(make: MakeContext) {
+        let Some(e) = divergent_case(make, 1) else {
+            return;
+        };
+        let other = format!("block_races.rs:{}:", line_of("divergent-high"));
+        assert_divergent(
+            &e,
+            "divergent-low",
+            &[
+                "thread(s) 0..=15 wait here",
+                "thread(s) 16..=31 wait at the sync_threads at",
+                &other,
+            ],
+        );
+    }
+
+    fn global_case(make: MakeContext, barrier: u32) -> Option<vigil::Result<()>> {
+        let b = Bench::new(make, 1)?;
+        let (mut data, mut out) = (b.zeros(64), b.zeros(64));
+        let outcome = run_one_block::<global_neighbours, _>(&b, 64, (&mut data, &mut out, barrier));
+        if barrier == 1 {
+            let want: Vec<u32> = (0..64).map(|t| (t + 1) % 64 + 1).collect();
+            assert_eq!(download(&b, &out), want);
+        }
+        Some(outcome)
+    }
+
+    pub fn global_same_block_race(make: MakeContext) {
+        let Some(outcome) = global_case(make, 0) else {
+            return;
+        };
+        check(
+            "same-block global race",
+            outcome,
+            &[race(WAR, "global-write", "global-read")],
+        );
+    }
+
+    pub fn global_same_block_fixed(make: MakeContext) {
+        let Some(outcome) = global_case(make, 1) else {
+            return;
+        };
+        check("same-block global accesses after a barrier", outcome, &[]);
+    }
+}
