@@ -242,18 +242,37 @@ mod tests {
         );
     }
 
+    /// A zeroed side table of `2^log2` entries and the runtime naming it.
+    struct SideTable {
+        _words: Vec<AtomicU64>,
+        rt: GpuRuntime,
+    }
+
+    impl SideTable {
+        fn new(log2: u32) -> SideTable {
+            let words: Vec<AtomicU64> = (0..(1usize << log2) * SideEntry::U64S)
+                .map(|_| AtomicU64::new(0))
+                .collect();
+            // The vector's buffer does not move when the vector does.
+            let rt = GpuRuntime {
+                side_table: words.as_ptr() as u64,
+                side_log2: log2,
+                ..GpuRuntime::default()
+            };
+            SideTable { _words: words, rt }
+        }
+
+        fn reporter(&self) -> Reporter<'_> {
+            // SAFETY: the table holds `2^side_log2` entries for as long as
+            // the reporter borrows `self`.
+            unsafe { Reporter::new(&self.rt) }
+        }
+    }
+
     #[test]
     fn a_race_finds_its_earlier_access_in_the_side_table() {
-        let side: Vec<AtomicU64> = (0..(1 << 6) * SideEntry::U64S)
-            .map(|_| AtomicU64::new(0))
-            .collect();
-        let rt = GpuRuntime {
-            side_table: side.as_ptr() as u64,
-            side_log2: 6,
-            ..GpuRuntime::default()
-        };
-        // SAFETY: `side` holds 2^6 entries.
-        let rep = unsafe { Reporter::new(&rt) };
+        let table = SideTable::new(6);
+        let rep = table.reporter();
         let e = |tid, block| SideEntry {
             location: 0x1000,
             tid,
@@ -280,16 +299,8 @@ mod tests {
 
     #[test]
     fn another_blocks_access_survives_the_word_owners_own() {
-        let side: Vec<AtomicU64> = (0..(1 << 16) * SideEntry::U64S)
-            .map(|_| AtomicU64::new(0))
-            .collect();
-        let rt = GpuRuntime {
-            side_table: side.as_ptr() as u64,
-            side_log2: 16,
-            ..GpuRuntime::default()
-        };
-        // SAFETY: `side` holds 2^16 entries.
-        let rep = unsafe { Reporter::new(&rt) };
+        let table = SideTable::new(16);
+        let rep = table.reporter();
         let at = |tid, block| SideEntry {
             location: 0x2000 + u64::from(tid),
             tid,
@@ -335,16 +346,8 @@ mod tests {
         // A last-block reduction without release: 1,024 blocks each write
         // their partial (and note it), 2,000 other accesses note after
         // them, then the last block's 1,024 racing reads all look theirs up.
-        let side: Vec<AtomicU64> = (0..(1 << 16) * SideEntry::U64S)
-            .map(|_| AtomicU64::new(0))
-            .collect();
-        let rt = GpuRuntime {
-            side_table: side.as_ptr() as u64,
-            side_log2: 16,
-            ..GpuRuntime::default()
-        };
-        // SAFETY: `side` holds 2^16 entries.
-        let rep = unsafe { Reporter::new(&rt) };
+        let table = SideTable::new(16);
+        let rep = table.reporter();
         let at = |tid: u32, epoch: u32, block: u32| SideEntry {
             location: 0x3000,
             tid,
@@ -386,16 +389,8 @@ mod tests {
         // A table of one set pair: every key lands in the same set of 4
         // ways. Four blocks note at the same moment; all four are found.
         for round in 0..200u32 {
-            let side: Vec<AtomicU64> = (0..8 * SideEntry::U64S)
-                .map(|_| AtomicU64::new(0))
-                .collect();
-            let rt = GpuRuntime {
-                side_table: side.as_ptr() as u64,
-                side_log2: 3,
-                ..GpuRuntime::default()
-            };
-            // SAFETY: `side` holds 2^3 entries.
-            let rep = unsafe { Reporter::new(&rt) };
+            let table = SideTable::new(3);
+            let rep = table.reporter();
             let start = std::sync::Barrier::new(4);
             std::thread::scope(|s| {
                 for tid in 0..4u32 {
