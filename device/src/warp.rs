@@ -74,6 +74,29 @@ pub fn any(mask: u32, pred: bool) -> bool {
     imp::vote_any(mask, pred)
 }
 
+/// Waits until every lane of `mask` has reached it, and orders the memory
+/// accesses those lanes made before it with the ones they make after it
+/// (`__syncwarp(mask)`; every lane of `mask` must call it, as in CUDA).
+/// The sanitizer orders exactly the lanes of `mask`.
+///
+/// ```no_run
+/// use vigil_device::prelude::*;
+///
+/// /// `out[lane] = x[(lane + 1) % 32]` through shared memory, one warp.
+/// #[kernel]
+/// pub fn rotate(x: GlobalSlice<u32>, out: GlobalSliceMut<u32>) {
+///     let slots = shared_array!(u32; 32);
+///     let lane = warp::lane_id() as usize;
+///     slots.store(lane, x.load(lane));
+///     warp::sync_warp(warp::FULL_MASK); // the neighbour's store is done
+///     out.store(lane, slots.load((lane + 1) % 32));
+/// }
+/// ```
+#[inline(always)]
+pub fn sync_warp(mask: u32) {
+    imp::sync_warp(mask)
+}
+
 /// True when `pred` holds on every lane of `mask` (`__all_sync`).
 #[inline(always)]
 pub fn all(mask: u32, pred: bool) -> bool {

@@ -24,6 +24,7 @@ mod cpu {
         transpose_tile_reused_without_barrier, transpose_tile_fixed,
         warp_handoff_without_barrier, warp_handoff_with_barrier,
         warp_neighbours_without_sync, warp_neighbours_full_vote, warp_neighbours_half_votes,
+        warp_neighbours_sync_warp,
         shared_atomics, shared_atomics_and_a_plain_store,
         divergent_barrier_returned_threads, divergent_barrier_two_calls,
         global_same_block_race, global_same_block_fixed);
@@ -32,7 +33,8 @@ mod cpu {
 mod gpu {
     scenario_tests!(super::common::gpu_context;
         tree_reduce_fixed, transpose_tile_fixed, warp_handoff_with_barrier,
-        warp_neighbours_full_vote, shared_atomics, global_same_block_fixed);
+        warp_neighbours_full_vote, warp_neighbours_sync_warp, shared_atomics,
+        global_same_block_fixed);
 }
 
 /// A distinct report: kind, line of the current access, line of the prior one.
@@ -193,7 +195,7 @@ mod scenarios {
         let x = upload(&b, &input);
         let mut out = b.zeros(32);
         let outcome = run_one_block::<warp_neighbours, _>(&b, 32, (&x, &mut out, mode));
-        if mode == 1 {
+        if mode == 1 || mode == 3 {
             let want: Vec<u32> = (0..32).map(|l| input[(l + 1) % 32]).collect();
             assert_eq!(download(&b, &out), want);
         }
@@ -220,6 +222,13 @@ mod scenarios {
             outcome,
             &[],
         );
+    }
+
+    pub fn warp_neighbours_sync_warp(make: MakeContext) {
+        let Some(outcome) = neighbours_case(make, 3) else {
+            return;
+        };
+        check("warp-synchronous exchange after sync_warp", outcome, &[]);
     }
 
     pub fn warp_neighbours_half_votes(make: MakeContext) {

@@ -520,6 +520,12 @@ pub fn vote_all(mask: u32, pred: bool) -> bool {
     warp_collective(mask, pred.into(), WarpOp::All) != 0
 }
 
+/// `__syncwarp(mask)`: a collective of the lanes of `mask` with no value
+/// (the executor's warp release orders them, for the sanitizer too).
+pub fn sync_warp(mask: u32) {
+    warp_collective(mask, 0, WarpOp::Ballot);
+}
+
 fn load_order(o: Ordering) -> sa::Ordering {
     if o.acquires() {
         sa::Ordering::Acquire

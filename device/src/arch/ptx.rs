@@ -340,6 +340,15 @@ pub fn vote_all(mask: u32, pred: bool) -> bool {
     r != 0
 }
 
+/// `bar.warp.sync`: the lanes of `mask` wait for each other, with memory
+/// ordering among them (so not `nomem`: the compiler keeps accesses on
+/// their side of it).
+#[inline(always)]
+pub fn sync_warp(mask: u32) {
+    // SAFETY: `bar.warp.sync` with the caller's member mask.
+    unsafe { asm!("bar.warp.sync {m};", m = in(reg32) mask, options(nostack)) };
+}
+
 // The GPU sanitizer's per-CTA state: one module-wide `.shared` block that
 // only sanitized entries touch (ptxas allocates it only for them).
 core::arch::global_asm!(".shared .align 16 .b8 __vigil_cta_state[32];");

@@ -88,7 +88,8 @@ pub fn warp_handoff(x: GlobalSlice<u32>, out: GlobalSliceMut<u32>, barrier: u32)
 /// `x[lane]` in shared memory and reads its neighbour's, `out[lane] =
 /// x[(lane + 1) % 32]`. Only a warp collective between the two orders
 /// them: `mode` 0 has none (racy), 1 a vote over the full warp (correct),
-/// 2 a vote per half-warp (racy where a neighbour is in the other half).
+/// 2 a vote per half-warp (racy where a neighbour is in the other half),
+/// 3 `sync_warp` over the full warp (correct).
 #[kernel]
 pub fn warp_neighbours(x: GlobalSlice<u32>, out: GlobalSliceMut<u32>, mode: u32) {
     let slots = shared_array!(u32; 32);
@@ -102,6 +103,7 @@ pub fn warp_neighbours(x: GlobalSlice<u32>, out: GlobalSliceMut<u32>, mode: u32)
         2 => {
             warp::ballot(half, true);
         }
+        3 => warp::sync_warp(warp::FULL_MASK),
         _ => {}
     }
     out.store(lane, slots.load((lane + 1) % 32)); // @neighbour-read
