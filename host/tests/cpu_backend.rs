@@ -367,6 +367,7 @@ fn report(file: &str, line: u32, kind: ReportKind) -> RaceReport {
             kernel: Some("racy".to_owned()),
             location: Some(loc(line + 1)),
             host_issued: false,
+            same_block: false,
         },
     }
 }

@@ -348,6 +348,16 @@ mod scenarios {
         let Some(outcome) = global_case(make, 0) else {
             return;
         };
+        // The earlier access is named as another thread of the same block
+        // (its barrier interval), not by cross-block clock details.
+        if let Err(vigil::Error::Races(reports)) = &outcome {
+            for r in reports.iter() {
+                let text = r.to_string();
+                assert!(r.prior.same_block, "{text}");
+                assert!(text.contains("of the same block"), "{text}");
+                assert!(!text.contains("sanitizer thread"), "{text}");
+            }
+        }
         check(
             "same-block global race",
             outcome,

@@ -198,6 +198,7 @@ fn decode_prior(
         kernel: None,
         location: None,
         host_issued: false,
+        same_block: false,
     };
     let Some(site) = site.filter(|_| !kind.is_error()) else {
         return prior;

@@ -128,6 +128,10 @@ pub struct PriorAccess {
     /// The access is known to be a host-issued copy or fill (named by
     /// `kernel`), not a kernel thread.
     pub host_issued: bool,
+    /// The access is another thread's of the current access's own block (a
+    /// race inside a block): `tid` is then the block's clock slot and
+    /// `epoch` its barrier interval.
+    pub same_block: bool,
 }
 
 /// One race (or engine error) found by the sanitizer.
@@ -245,6 +249,21 @@ impl fmt::Display for RaceReport {
             None => writeln!(f)?,
         }
         let p = &self.prior;
+        if p.same_block {
+            write!(
+                f,
+                "  earlier:     {}{} by thread {} of the same block, after {} barrier(s)",
+                access_name(p.access),
+                scope_suffix(p.access, p.scope),
+                p.thread
+                    .map_or_else(|| "?".to_owned(), |t| Coord(t).to_string()),
+                p.epoch,
+            )?;
+            if let Some(l) = &p.location {
+                write!(f, " at {l}")?;
+            }
+            return Ok(());
+        }
         write!(
             f,
             "  earlier:     {}{} by sanitizer thread {} (device {}",
@@ -538,6 +557,10 @@ impl RaceReport {
         }
         s.push_str(",\"location\":");
         json_loc(s, &p.location);
-        let _ = write!(s, ",\"host_issued\":{}}}}}", p.host_issued);
+        let _ = write!(
+            s,
+            ",\"host_issued\":{},\"same_block\":{}}}}}",
+            p.host_issued, p.same_block
+        );
     }
 }

@@ -98,6 +98,7 @@ impl CpuRaceSanitizer {
                     kernel: Some(kernel.clone()),
                     location: Some(SourceLocation::from_std(c.prior.location)),
                     host_issued: false,
+                    same_block: true,
                 },
             };
             let mut reports = lock(&self.reports);
