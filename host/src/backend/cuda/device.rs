@@ -1,6 +1,5 @@
-//! [`CudaDevice`]: the CUDA context of one device (its retained primary
-//! context, or a context of its own after a fault), and everything asked
-//! of the device itself (attributes, memory, waits).
+//! [`CudaDevice`]: one retained primary context of a CUDA device, and
+//! everything asked of the device itself (attributes, memory, waits).
 
 use super::driver::{self, drv};
 use crate::error::{Error, Result};
@@ -9,28 +8,14 @@ use cudarc::driver::sys;
 use std::ffi::CStr;
 use std::sync::Arc;
 
-/// The CUDA context of one device. Shared (`Arc`) by the context, its
-/// streams, events, modules and the shadow allocator, so the CUDA context
-/// outlives every object made on it.
+/// A retained primary context of one CUDA device. Shared (`Arc`) by the
+/// context, its streams, events, modules and the shadow allocator, so the
+/// primary context outlives every object made on it.
 pub struct CudaDevice {
     ordinal: usize,
     device: sys::CUdevice,
     raw: sys::CUcontext,
-    /// How `raw` was obtained, so that drop gives it back the same way.
-    origin: ContextOrigin,
     props: DeviceProps,
-}
-
-/// Where a [`CudaDevice`]'s CUDA context came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ContextOrigin {
-    /// The device's primary context (shared with the CUDA runtime and
-    /// other libraries in the process), retained.
-    Primary,
-    /// A context created for this device because the primary one was left
-    /// unusable by a kernel fault (a sticky error stays until every user
-    /// of the primary context lets go of it); destroyed on drop.
-    Own,
 }
 
 // SAFETY: a CUDA context handle may be used from any thread (the driver API
@@ -61,48 +46,32 @@ impl CudaDevice {
         let mut raw: sys::CUcontext = std::ptr::null_mut();
         // SAFETY: `raw` is a valid out-pointer; `device` came from cuDeviceGet.
         drv!(cuDevicePrimaryCtxRetain(&mut raw, device))?;
-        let primary = Arc::new(CudaDevice {
+        let dev = Arc::new(CudaDevice {
             ordinal,
             device,
             raw,
-            origin: ContextOrigin::Primary,
             props,
         });
-        primary.bind()?;
-        if !primary.has_sticky_fault() {
-            return Ok(primary);
-        }
-        // An earlier context's kernel fault poisoned the primary context
-        // for the whole process; a context of our own is unaffected by it.
-        let props = primary.props.clone();
-        drop(primary);
-        // The poisoned context must not stay current while the new one is
-        // made (the driver reports a current context's sticky error).
-        // SAFETY: a null context unbinds the calling thread.
-        drv!(cuCtxSetCurrent(std::ptr::null_mut()))?;
-        let mut raw: sys::CUcontext = std::ptr::null_mut();
-        // SAFETY: `raw` is a valid out-pointer; `device` came from
-        // cuDeviceGet; flags 0 (automatic scheduling).
-        drv!(cuCtxCreate_v2(&mut raw, 0, device))?;
-        let own = Arc::new(CudaDevice {
-            ordinal,
-            device,
-            raw,
-            origin: ContextOrigin::Own,
-            props,
-        });
-        own.bind()?;
-        Ok(own)
+        dev.bind()?;
+        // A kernel fault earlier in this process poisons the primary
+        // context for good (the driver refuses even a new context then):
+        // say so now, as the typed fault, rather than at a later call.
+        dev.sticky_fault()?;
+        Ok(dev)
     }
 
-    /// Whether a faulted kernel left a sticky error on this (current)
-    /// context: the legacy stream's query returns it without waiting.
-    fn has_sticky_fault(&self) -> bool {
+    /// `Err(Error::KernelFault)` when a faulted kernel left a sticky error
+    /// on this (current) context: the legacy stream's query returns it
+    /// without waiting.
+    fn sticky_fault(&self) -> Result<()> {
         // SAFETY: the null stream is the current context's legacy stream.
         let r = driver::query("cuStreamQuery", || unsafe {
             sys::cuStreamQuery(std::ptr::null_mut())
         });
-        matches!(r, Err(Error::KernelFault { .. }))
+        match r {
+            Err(e @ Error::KernelFault { .. }) => Err(e),
+            _ => Ok(()),
+        }
     }
 
     /// The device ordinal.
@@ -123,12 +92,6 @@ impl CudaDevice {
     /// Number of streaming multiprocessors.
     pub fn sm_count(&self) -> u32 {
         self.props.sm_count
-    }
-
-    /// True for the device's primary context; false for a context of its
-    /// own, made because a kernel fault had poisoned the primary one.
-    pub fn is_primary(&self) -> bool {
-        self.origin == ContextOrigin::Primary
     }
 
     /// The raw `CUcontext`.
@@ -186,16 +149,10 @@ impl CudaDevice {
 
 impl Drop for CudaDevice {
     fn drop(&mut self) {
-        let released = match self.origin {
-            // SAFETY: releases the reference retained in `CudaDevice::open`.
-            ContextOrigin::Primary => drv!(cuDevicePrimaryCtxRelease_v2(self.device)),
-            // SAFETY: `raw` was created in `CudaDevice::open`, is destroyed
-            // once, and every object made on it holds this `Arc`.
-            ContextOrigin::Own => drv!(cuCtxDestroy_v2(self.raw)),
-        };
-        if let Err(e) = released {
+        // SAFETY: releases the reference retained in `CudaDevice::open`.
+        if let Err(e) = drv!(cuDevicePrimaryCtxRelease_v2(self.device)) {
             eprintln!(
-                "vigil: releasing the CUDA context of device {}: {e}",
+                "vigil: releasing the primary context of device {}: {e}",
                 self.ordinal
             );
         }

@@ -31,7 +31,7 @@ pub use device::CudaDevice;
 pub use event::CudaEvent;
 pub use stream::CudaStream;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::sanitizer::config::VmmConfig;
 use crate::types::DeviceId;
 use std::sync::{Arc, Mutex};
@@ -52,18 +52,6 @@ impl CudaBackend {
     /// process-wide shadow allocator configured by `config`.
     pub(crate) fn open(ordinal: usize, sanitize: bool, config: VmmConfig) -> Result<CudaBackend> {
         let device = CudaDevice::open(ordinal)?;
-        if sanitize && !device.is_primary() {
-            // The shadow allocator and the sanitizer's device state belong
-            // to the primary context, which a fault has poisoned.
-            return Err(Error::Unsupported {
-                op: "a sanitized GPU context",
-                backend: DeviceId::Cuda(ordinal),
-                reason: "a kernel fault earlier in this process left the device's primary \
-                         context unusable, and the GPU sanitizer's shadow state lives in it; \
-                         plain contexts still work (each on a context of its own): run a \
-                         kernel that may trap in its own process (its own test binary)",
-            });
-        }
         let pool = match sanitize {
             true => Some(sanitizer_pool(&device, config)?),
             false => None,
