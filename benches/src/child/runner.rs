@@ -141,9 +141,11 @@ pub fn run_cases(
                 return;
             }
         };
+        // The cases this child reached, not those it was given: a killed
+        // child's successor lists the rest.
         notes.push(format!(
             "{what} ({}): {}{}",
-            remaining.join(", "),
+            run.finished.join(", "),
             run.status,
             run.summary.map_or(String::new(), |s| format!("; {s}"))
         ));
@@ -262,7 +264,11 @@ fn watch(
             break End::Killed(Limit::Budget, kill(&mut child));
         }
         if case_ends.is_some_and(|end| now >= end) {
-            run.status = format!("killed at the {} s case limit", limits.case.as_secs_f64());
+            let case = current.as_ref().map_or("?", |(c, _)| c);
+            run.status = format!(
+                "killed in {case} at the {} s case limit",
+                limits.case.as_secs_f64()
+            );
             break End::Killed(Limit::Case(limits.case), kill(&mut child));
         }
         let wait = case_ends
