@@ -340,6 +340,29 @@ pub fn vote_all(mask: u32, pred: bool) -> bool {
     r != 0
 }
 
+/// The lanes of the warp executing this instruction together
+/// (`activemask`): the GPU sanitizer's hooks cooperate only among them.
+#[inline(always)]
+pub fn active_mask() -> u32 {
+    let r: u32;
+    // SAFETY: `activemask` has no preconditions.
+    unsafe { asm!("activemask.b32 {r};", r = out(reg32) r, options(nomem, nostack)) };
+    r
+}
+
+/// `match.any.sync.b64`: the lanes of `mask` holding the same `v` as this
+/// one (sm_70+).
+#[inline(always)]
+pub fn match_any_u64(mask: u32, v: u64) -> u32 {
+    let r: u32;
+    // SAFETY: `match.any.sync` with the caller's member mask.
+    unsafe {
+        asm!("match.any.sync.b64 {r}, {v}, {m};",
+            r = out(reg32) r, v = in(reg64) v, m = in(reg32) mask, options(nomem, nostack))
+    };
+    r
+}
+
 /// `bar.warp.sync`: the lanes of `mask` wait for each other, with memory
 /// ordering among them (so not `nomem`: the compiler keeps accesses on
 /// their side of it).
