@@ -387,6 +387,29 @@ pub fn cta_state() -> *mut u8 {
     p as *mut u8
 }
 
+/// `ld.acquire.gpu.b64`: an acquire load whose ordering covers this
+/// device only (the GPU sanitizer's side table: `core`'s acquire is
+/// system-scoped, a far dearer fence).
+#[inline(always)]
+pub fn load_acquire_device(p: &core::sync::atomic::AtomicU64) -> u64 {
+    let r: u64;
+    // SAFETY: `p` is a live, aligned 8-byte atomic in global memory.
+    unsafe {
+        asm!("ld.acquire.gpu.global.b64 {r}, [{p}];", r = out(reg64) r, p = in(reg64) p.as_ptr(), options(nostack))
+    };
+    r
+}
+
+/// `st.release.gpu.b64`: a release store ordered for this device only
+/// (see [`load_acquire_device`]).
+#[inline(always)]
+pub fn store_release_device(p: &core::sync::atomic::AtomicU64, v: u64) {
+    // SAFETY: `p` is a live, aligned 8-byte atomic in global memory.
+    unsafe {
+        asm!("st.release.gpu.global.b64 [{p}], {v};", p = in(reg64) p.as_ptr(), v = in(reg64) v, options(nostack))
+    };
+}
+
 /// Waits a little in a spin loop (`nanosleep`, about 100 ns): a lock
 /// holder's own accesses to the lock's line are not starved by thousands
 /// of waiters hammering it.

@@ -5,10 +5,14 @@
 //! the engine finds a race, the runtime copies the side entry of the
 //! earlier access next to the engine's record into the host-mapped report
 //! buffer; the host turns both into a two-sided report. Pure atomics over
-//! memory, so the host build tests it.
+//! memory, so the host build tests it. The table is one device's, read
+//! only by that device's threads: its entries are published with
+//! device-scope release and acquire (`arch`), not `core`'s system-wide
+//! fences.
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+use crate::arch::imp as arch;
 use vigil_shared::abi::{RaceReport, ReportBufferHeader};
 use vigil_shared::gpu::{
     side_set, unpack_access, GpuReportRecord, GpuRuntime, SideEntry, SIDE_WAYS,
@@ -291,7 +295,7 @@ impl WordRun {
 #[inline(always)]
 fn load_raw(slot: &[AtomicU64]) -> [u64; SideEntry::U64S] {
     let mut v = [0u64; SideEntry::U64S];
-    v[0] = slot[0].load(Ordering::Acquire);
+    v[0] = arch::load_acquire_device(&slot[0]);
     for (x, w) in v.iter_mut().zip(slot).skip(1) {
         *x = w.load(Ordering::Relaxed);
     }
@@ -310,7 +314,7 @@ fn store_entry(slot: &[AtomicU64], v: [u64; SideEntry::U64S]) {
     for (w, x) in slot.iter().zip(v).skip(1) {
         w.store(x, Ordering::Relaxed);
     }
-    slot[0].store(v[0], Ordering::Release);
+    arch::store_release_device(&slot[0], v[0]);
 }
 
 /// `len` atomics at device address `addr`; none for address 0.
