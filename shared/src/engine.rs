@@ -900,14 +900,6 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         let Some((first, last)) = self.word_span(addr, size) else {
             return Outcome::Clean;
         };
-        // The first cell is loaded before the thread's epoch, so that on a
-        // GPU both loads are in flight at once (a stale value is only a
-        // failed compare-exchange, or the state at that earlier moment of
-        // this access when nothing changes).
-        let mut preloaded = self
-            .mem
-            .shadow_cell(first)
-            .map(|c| c.load(MemOrder::Relaxed));
         let clocks = self.clocks(tid);
         let epoch = match clocks.fresh_epoch_unlocked(tid) {
             Ok(e) => e,
@@ -926,7 +918,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                 scope: Scope::Block,
                 extent: 0,
             };
-            match self.plain_word(word, n, &clocks, preloaded.take()) {
+            match self.plain_word(word, n, &clocks) {
                 Ok(Some(prior)) if !matches!(outcome, Outcome::Race(_)) => {
                     let at = self.conflict_address(word, &prior, &n);
                     outcome = Outcome::Race(cur.race(at, epoch, &prior, &n));
@@ -946,14 +938,11 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         outcome
     }
 
-    /// A plain access `n` to `word`, starting from the cell value `seen`
-    /// if the caller loaded it already.
     fn plain_word(
         &self,
         word: u64,
         n: AccessClock,
         clocks: &ThreadClocks<'m, M::Atomics>,
-        mut seen: Option<u64>,
     ) -> Result<Option<AccessClock>, ReportKind> {
         let Some(cell) = self.mem.shadow_cell(word) else {
             return Ok(None);
@@ -962,7 +951,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         let result = loop {
             // Relaxed: a compact cell is self-contained (no other memory is
             // published with it), so the common path needs no fence.
-            let c = seen.take().unwrap_or_else(|| cell.load(MemOrder::Relaxed));
+            let c = cell.load(MemOrder::Relaxed);
             match ShadowCell(c).view() {
                 CellView::Locked => M::Atomics::spin(),
                 CellView::Inflated(i) => {
@@ -1521,7 +1510,9 @@ mod tests {
                     n.extent = 0;
                     let mut general = WordState::from_compact(cell);
                     let (race, _) = e.record_access(&mut general, n, &c0);
-                    if let Some(same_race) = Engine::<SliceMemory<CoreAtomics>>::same_epoch(cell, &n, &c0) {
+                    if let Some(same_race) =
+                        Engine::<SliceMemory<CoreAtomics>>::same_epoch(cell, &n, &c0)
+                    {
                         // FastTrack's case: the cell stays, the verdict holds.
                         assert_eq!(general.to_compact(), Some(cell), "{cell:?} {n:?}");
                         assert_eq!(same_race, race, "state {cell:?} access {n:?}");
