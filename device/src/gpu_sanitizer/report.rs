@@ -110,11 +110,16 @@ impl<'r> Reporter<'r> {
     #[inline(always)]
     fn place(&self, key: u64, write: bool, new: SideEntry, same: impl Fn(&SideEntry) -> bool) {
         let raw_new: [u64; SideEntry::U64S] = bytemuck::cast(new);
-        for way in 0..SIDE_WAYS {
-            let Some(slot) = self.way(key, new.tid, new.epoch, write, way) else {
+        let ways: [_; SIDE_WAYS as usize] =
+            core::array::from_fn(|way| self.way(key, new.tid, new.epoch, write, way as u64));
+        // Every way's words at once (one 128-byte line, all loads in flight
+        // together), relaxed: only the choice of a way depends on them, and
+        // a way is claimed by a compare-exchange on its location word.
+        let held = ways.map(|slot| slot.map(load_relaxed));
+        for (slot, raw) in ways.into_iter().zip(held) {
+            let (Some(slot), Some(raw)) = (slot, raw) else {
                 return;
             };
-            let raw = load_raw(slot);
             let held: SideEntry = bytemuck::cast(raw);
             let mine = held.location != 0
                 && held.location != CLAIMED
@@ -134,7 +139,7 @@ impl<'r> Reporter<'r> {
             }
         }
         // Every way holds another access of this launch: the key's.
-        if let Some(slot) = self.way(key, new.tid, new.epoch, write, key % SIDE_WAYS) {
+        if let Some(slot) = ways[(key % SIDE_WAYS) as usize] {
             store_entry(slot, raw_new);
         }
     }
@@ -300,6 +305,12 @@ fn load_raw(slot: &[AtomicU64]) -> [u64; SideEntry::U64S] {
         *x = w.load(Ordering::Relaxed);
     }
     v
+}
+
+/// Reads an entry with relaxed loads only (a note choosing its way).
+#[inline(always)]
+fn load_relaxed(slot: &[AtomicU64]) -> [u64; SideEntry::U64S] {
+    core::array::from_fn(|i| slot[i].load(Ordering::Relaxed))
 }
 
 #[inline(always)]
