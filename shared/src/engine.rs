@@ -1006,11 +1006,15 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                             // Claim the cell before taking a record, so that
                             // threads inflating one word at once do not each
                             // burn a record: the losers see LOCKED and retry.
+                            // Relaxed: the compact value claimed carries no
+                            // other memory; only the record, if one is
+                            // taken, is published (by the release store of
+                            // its tag).
                             if cell
                                 .compare_exchange(
                                     c,
                                     ShadowCell::LOCKED.0,
-                                    MemOrder::Acquire,
+                                    MemOrder::Relaxed,
                                     MemOrder::Relaxed,
                                 )
                                 .is_err()
@@ -1020,15 +1024,19 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                             let Some(i) = pool.allocate() else {
                                 // Full pool: keep the word compact with its
                                 // older clocks dropped (counted), or fail
-                                // when it has release heads.
+                                // when it has release heads. A compact value
+                                // publishes nothing else: relaxed stores (a
+                                // release is a system-wide fence on a GPU,
+                                // paid by every such access of a kernel
+                                // whose words outgrow the pool).
                                 break match st.to_compact_dropping_clocks() {
                                     Some(d) => {
-                                        cell.store(d.0, MemOrder::Release);
+                                        cell.store(d.0, MemOrder::Relaxed);
                                         pool.note_degraded();
                                         Ok(race)
                                     }
                                     None => {
-                                        cell.store(c, MemOrder::Release);
+                                        cell.store(c, MemOrder::Relaxed);
                                         Err(ReportKind::ShadowPoolExhausted)
                                     }
                                 };
