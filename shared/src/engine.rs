@@ -1003,6 +1003,26 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                             }
                         }
                         None => {
+                            // Full pool (no record to claim the cell for):
+                            // keep the word compact with its older clocks
+                            // dropped (counted), in one compare-exchange.
+                            if pool.exhausted() {
+                                if let Some(d) = st.to_compact_dropping_clocks() {
+                                    if cell
+                                        .compare_exchange(
+                                            c,
+                                            d.0,
+                                            MemOrder::Relaxed,
+                                            MemOrder::Relaxed,
+                                        )
+                                        .is_ok()
+                                    {
+                                        pool.note_degraded();
+                                        break Ok(race);
+                                    }
+                                    continue;
+                                }
+                            }
                             // Claim the cell before taking a record, so that
                             // threads inflating one word at once do not each
                             // burn a record: the losers see LOCKED and retry.
