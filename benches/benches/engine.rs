@@ -133,7 +133,11 @@ fn stream_read_write(bencher: Bencher, history: &str) {
 fn same_epoch_reads(bencher: Bencher, history: &str) {
     let m = Memory::new(history);
     let site = AccessSite::default();
-    m.with(|e, _| (0..WORDS as u64).for_each(|w| drop(e.access(0, 4 * w, 4, false, &site))));
+    m.with(|e, _| {
+        for w in 0..WORDS as u64 {
+            e.access(0, 4 * w, 4, false, &site);
+        }
+    });
     bencher.counter(ItemsCount::new(WORDS)).bench_local(|| {
         m.with(|e, _| {
             for w in 0..WORDS as u64 {

@@ -262,7 +262,7 @@ impl WordRun {
     /// word key: words are below 2^62).
     #[inline(always)]
     pub fn key_of(word: u64) -> u64 {
-        1 << 63 | word / RUN_LINE_WORDS
+        (1 << 63) | (word / RUN_LINE_WORDS)
     }
 
     /// This run's side-table key.
