@@ -15,11 +15,15 @@ pub enum Device {
 }
 
 impl Device {
-    /// A context builder for this device.
+    /// A context builder for this device, unsanitized, with the
+    /// sanitizer's `VIGIL_*` settings of the environment (a run can try
+    /// `VIGIL_SANITIZED_REGISTERS` or `VIGIL_SHADOW_POOL_RECORDS`); the
+    /// device and the sanitizer switch stay the bench's.
     pub fn builder(self) -> vigil::ContextBuilder {
+        let b = Context::builder().env_vars().sanitize(false);
         match self {
-            Device::Gpu => Context::builder().gpu(0),
-            Device::Cpu => Context::builder().cpu(),
+            Device::Gpu => b.gpu(0),
+            Device::Cpu => b.cpu(),
         }
     }
 

@@ -212,12 +212,16 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
     /// hide a race between GPU threads of one SM, which the sanitizer
     /// cannot see anyway, never invent one.
     pub fn fresh_epoch_unlocked(&self, tid: u32) -> Result<u32, ClockError> {
-        if self.word(H::DIRTY_WORD).load(MemOrder::Relaxed) & H::PUBLISHED != 0 {
-            RwSpinLock::write_lock::<F>(self.lock_word());
-            let r = self.fresh_epoch(tid);
-            RwSpinLock::write_unlock::<F>(self.lock_word());
-            r?;
+        // Both loads before the branch: on a GPU they are in flight at once.
+        let dirty = self.word(H::DIRTY_WORD).load(MemOrder::Relaxed);
+        let epoch = self.get(tid);
+        if dirty & H::PUBLISHED == 0 {
+            return Ok(epoch);
         }
+        RwSpinLock::write_lock::<F>(self.lock_word());
+        let r = self.fresh_epoch(tid);
+        RwSpinLock::write_unlock::<F>(self.lock_word());
+        r?;
         Ok(self.get(tid))
     }
 

@@ -610,6 +610,9 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         n: &AccessClock,
         clocks: &ThreadClocks<'m, M::Atomics>,
     ) -> Option<(ShadowCell, Option<AccessClock>)> {
+        if let Some(same) = Self::same_epoch(c, n, clocks) {
+            return Some((c, same));
+        }
         let mut w = c.write_clock().unwrap_or(AccessClock::NONE);
         let mut r = c.read_clock().unwrap_or(AccessClock::NONE);
         let mut race = None;
@@ -641,6 +644,36 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             ..*n
         };
         Some((ShadowCell::from_clocks(&w, &r)?, race))
+    }
+
+    /// FastTrack's same-epoch case of [`Engine::plain_compact`]: the cell's
+    /// plain clock of `n`'s kind is `n`'s thread in `n`'s epoch and covers
+    /// `n`'s bytes, so the cell stays as it is (`n` merges into that
+    /// clock), and only the other clock can race: a write (for a read `n`)
+    /// unordered with `n`. `Some(race)` then, without touching the cell;
+    /// `None` when the general rules must run (a write meeting a read of
+    /// its bytes, which it would take over).
+    #[inline(always)]
+    fn same_epoch(
+        c: ShadowCell,
+        n: &AccessClock,
+        clocks: &ThreadClocks<'m, M::Atomics>,
+    ) -> Option<Option<AccessClock>> {
+        let (own, other) = if n.write {
+            (c.write_clock()?, c.read_clock())
+        } else {
+            (c.read_clock()?, c.write_clock())
+        };
+        if own.tid != n.tid || own.epoch != n.epoch || own.atomic || own.mask & n.mask != n.mask {
+            return None;
+        }
+        match other {
+            Some(o) if o.mask & n.mask != 0 => {
+                // A write never meets its own epoch's read here (`None`).
+                (!n.write).then(|| (clocks.get(o.tid) < o.epoch).then_some(o))
+            }
+            _ => Some(None),
+        }
     }
 
     /// Writes `st` into record `rec` (its lock held, or the record still
@@ -970,14 +1003,38 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                             }
                         }
                         None => {
+                            // Full pool (no record to claim the cell for):
+                            // keep the word compact with its older clocks
+                            // dropped (counted), in one compare-exchange.
+                            if pool.exhausted() {
+                                if let Some(d) = st.to_compact_dropping_clocks() {
+                                    if cell
+                                        .compare_exchange(
+                                            c,
+                                            d.0,
+                                            MemOrder::Relaxed,
+                                            MemOrder::Relaxed,
+                                        )
+                                        .is_ok()
+                                    {
+                                        pool.note_degraded();
+                                        break Ok(race);
+                                    }
+                                    continue;
+                                }
+                            }
                             // Claim the cell before taking a record, so that
                             // threads inflating one word at once do not each
                             // burn a record: the losers see LOCKED and retry.
+                            // Relaxed: the compact value claimed carries no
+                            // other memory; only the record, if one is
+                            // taken, is published (by the release store of
+                            // its tag).
                             if cell
                                 .compare_exchange(
                                     c,
                                     ShadowCell::LOCKED.0,
-                                    MemOrder::Acquire,
+                                    MemOrder::Relaxed,
                                     MemOrder::Relaxed,
                                 )
                                 .is_err()
@@ -987,15 +1044,19 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                             let Some(i) = pool.allocate() else {
                                 // Full pool: keep the word compact with its
                                 // older clocks dropped (counted), or fail
-                                // when it has release heads.
+                                // when it has release heads. A compact value
+                                // publishes nothing else: relaxed stores (a
+                                // release is a system-wide fence on a GPU,
+                                // paid by every such access of a kernel
+                                // whose words outgrow the pool).
                                 break match st.to_compact_dropping_clocks() {
                                     Some(d) => {
-                                        cell.store(d.0, MemOrder::Release);
+                                        cell.store(d.0, MemOrder::Relaxed);
                                         pool.note_degraded();
                                         Ok(race)
                                     }
                                     None => {
-                                        cell.store(c, MemOrder::Release);
+                                        cell.store(c, MemOrder::Relaxed);
                                         Err(ReportKind::ShadowPoolExhausted)
                                     }
                                 };
@@ -1408,8 +1469,8 @@ mod tests {
     use crate::atomic::CoreAtomics;
     use core::sync::atomic::AtomicU32;
 
-    /// The compact fast path and the general path agree on every compact
-    /// state and plain access they both handle.
+    /// The compact fast path (and its same-epoch case) and the general
+    /// path agree on every compact state and plain access they both handle.
     #[test]
     fn compact_fast_path_matches_the_general_path() {
         const N: u32 = 3;
@@ -1455,7 +1516,7 @@ mod tests {
                 extent: if atomic { mask } else { 0 },
             }
         };
-        let mut checked = 0;
+        let (mut checked, mut same_epoch) = (0, 0);
         for wi in 0..271u32 {
             for ri in 0..271u32 {
                 let mut st = WordState::EMPTY;
@@ -1477,6 +1538,14 @@ mod tests {
                     n.extent = 0;
                     let mut general = WordState::from_compact(cell);
                     let (race, _) = e.record_access(&mut general, n, &c0);
+                    if let Some(same_race) =
+                        Engine::<SliceMemory<CoreAtomics>>::same_epoch(cell, &n, &c0)
+                    {
+                        // FastTrack's case: the cell stays, the verdict holds.
+                        assert_eq!(general.to_compact(), Some(cell), "{cell:?} {n:?}");
+                        assert_eq!(same_race, race, "state {cell:?} access {n:?}");
+                        same_epoch += 1;
+                    }
                     if let Some((fast, fast_race)) = e.plain_compact(cell, &n, &c0) {
                         assert_eq!(
                             Some(fast),
@@ -1495,5 +1564,6 @@ mod tests {
             }
         }
         assert!(checked > 100_000, "{checked}");
+        assert!(same_epoch > 1_000, "{same_epoch}");
     }
 }

@@ -623,6 +623,14 @@ impl<'a, F: AtomicFamily> Pool<'a, F> {
             .map_or(0, |c| by_len.min(c.load(MemOrder::Relaxed)))
     }
 
+    /// No record is left to allocate (none given back, none new): a
+    /// snapshot, for callers that would otherwise claim a word first.
+    #[inline]
+    pub fn exhausted(&self) -> bool {
+        self.counter(PoolHeader::FREE_HEAD_WORD) == 0
+            && self.counter(PoolHeader::NEXT_WORD) >= self.capacity()
+    }
+
     /// Claims a fresh record (zeroed): one given back, else a new one;
     /// `None` when the pool is full.
     pub fn allocate(&self) -> Option<u32> {

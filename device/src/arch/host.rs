@@ -352,6 +352,16 @@ coord! {
     block_dim_x => block_dim.x, grid_dim_x => grid_dim.x,
 }
 
+/// An acquire load of one device's memory (the GPU's `ld.acquire.gpu`).
+pub fn load_acquire_device(p: &AtomicU64) -> u64 {
+    p.load(sa::Ordering::Acquire)
+}
+
+/// A release store to one device's memory (the GPU's `st.release.gpu`).
+pub fn store_release_device(p: &AtomicU64, v: u64) {
+    p.store(v, sa::Ordering::Release)
+}
+
 pub fn thread_idx() -> Dim3 {
     with_current(|c| c.thread_idx)
 }

@@ -340,6 +340,29 @@ pub fn vote_all(mask: u32, pred: bool) -> bool {
     r != 0
 }
 
+/// The lanes of the warp executing this instruction together
+/// (`activemask`): the GPU sanitizer's hooks cooperate only among them.
+#[inline(always)]
+pub fn active_mask() -> u32 {
+    let r: u32;
+    // SAFETY: `activemask` has no preconditions.
+    unsafe { asm!("activemask.b32 {r};", r = out(reg32) r, options(nomem, nostack)) };
+    r
+}
+
+/// `match.any.sync.b64`: the lanes of `mask` holding the same `v` as this
+/// one (sm_70+).
+#[inline(always)]
+pub fn match_any_u64(mask: u32, v: u64) -> u32 {
+    let r: u32;
+    // SAFETY: `match.any.sync` with the caller's member mask.
+    unsafe {
+        asm!("match.any.sync.b64 {r}, {v}, {m};",
+            r = out(reg32) r, v = in(reg64) v, m = in(reg32) mask, options(nomem, nostack))
+    };
+    r
+}
+
 /// `bar.warp.sync`: the lanes of `mask` wait for each other, with memory
 /// ordering among them (so not `nomem`: the compiler keeps accesses on
 /// their side of it).
@@ -362,6 +385,29 @@ pub fn cta_state() -> *mut u8 {
         asm!("cvta.shared.u64 {p}, __vigil_cta_state;", p = out(reg64) p, options(nomem, nostack))
     };
     p as *mut u8
+}
+
+/// `ld.acquire.gpu.b64`: an acquire load whose ordering covers this
+/// device only (the GPU sanitizer's side table: `core`'s acquire is
+/// system-scoped, a far dearer fence).
+#[inline(always)]
+pub fn load_acquire_device(p: &core::sync::atomic::AtomicU64) -> u64 {
+    let r: u64;
+    // SAFETY: `p` is a live, aligned 8-byte atomic in global memory.
+    unsafe {
+        asm!("ld.acquire.gpu.global.b64 {r}, [{p}];", r = out(reg64) r, p = in(reg64) p.as_ptr(), options(nostack))
+    };
+    r
+}
+
+/// `st.release.gpu.b64`: a release store ordered for this device only
+/// (see [`load_acquire_device`]).
+#[inline(always)]
+pub fn store_release_device(p: &core::sync::atomic::AtomicU64, v: u64) {
+    // SAFETY: `p` is a live, aligned 8-byte atomic in global memory.
+    unsafe {
+        asm!("st.release.gpu.global.b64 [{p}], {v};", p = in(reg64) p.as_ptr(), v = in(reg64) v, options(nostack))
+    };
 }
 
 /// Waits a little in a spin loop (`nanosleep`, about 100 ns): a lock

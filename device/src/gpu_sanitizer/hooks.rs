@@ -3,10 +3,10 @@
 //! Every hook finds its sanitizer thread in the CTA's shared state, skips
 //! addresses outside the managed half at once (local, shared, foreign
 //! memory: never dereferenced), runs the engine, and on a race pushes a
-//! record with the earlier access's side entry. A hook handles one
-//! thread's access; the word span it checks is computed once
-//! ([`checked_words`]) so that a warp-cooperative version can merge the
-//! spans of a warp's lanes into one shadow update in that one place.
+//! record with the earlier access's side entry. The lanes of a warp that
+//! make one site's accesses together cooperate ([`super::warp`]): a run
+//! of plain accesses tiling a line is noted once, and an atomic several
+//! lanes make on one word is checked once.
 
 use core::panic::Location;
 
@@ -17,7 +17,8 @@ use vigil_shared::{AccessKind, Ordering, Scope};
 
 use super::cta::{lane, CtaState};
 use super::memory::RuntimeMemory;
-use super::report::Reporter;
+use super::report::{Reporter, WordRun};
+use super::warp::{atomic_keys, plain_key, Group};
 use crate::arch::ptx as arch;
 use crate::sanitizer::{AtomicAccess, Sanitizer};
 
@@ -58,7 +59,7 @@ impl Hook {
             file.as_ptr() as u64,
             file.len() as u32,
             (loc.line(), loc.column()),
-            loc as *const Location<'static> as u64,
+            location_of(loc),
         )
     }
 
@@ -93,20 +94,30 @@ impl Hook {
         let rt = self.cta.runtime();
         // SAFETY: the runtime's side table and report buffer are live.
         let reporter = unsafe { Reporter::new(rt) };
-        reporter.note(
-            words.0,
-            words.1,
-            wrote,
-            SideEntry {
-                location: self.location,
-                word: 0,
-                tid: self.cta.tid,
-                epoch: engine.next_access_epoch(self.cta.tid),
-                block: self.site.block,
-                thread: self.site.thread,
-                launch: self.cta.launch,
-            },
-        );
+        reporter.note(words.0, words.1, wrote, self.side_entry(engine));
+    }
+
+    /// Notes a warp's run of accesses as one entry (the leader's part).
+    #[inline(always)]
+    fn note_run(&self, engine: &Engine<'_, RuntimeMemory<'_>>, run: &WordRun, wrote: bool) {
+        let rt = self.cta.runtime();
+        // SAFETY: the runtime's side table and report buffer are live.
+        let reporter = unsafe { Reporter::new(rt) };
+        reporter.note_run(run, wrote, self.side_entry(engine));
+    }
+
+    /// This access's side entry (the note fills in the word).
+    #[inline(always)]
+    fn side_entry(&self, engine: &Engine<'_, RuntimeMemory<'_>>) -> SideEntry {
+        SideEntry {
+            location: self.location,
+            word: 0,
+            tid: self.cta.tid,
+            epoch: engine.next_access_epoch(self.cta.tid),
+            block: self.site.block,
+            thread: self.site.thread,
+            launch: self.cta.launch,
+        }
     }
 
     /// Reports a race or error, with the earlier access if still known.
@@ -143,10 +154,16 @@ fn report(
     }
 }
 
+/// The side-table and grouping name of a kernel access site.
+#[inline(always)]
+fn location_of(loc: &'static Location<'static>) -> u64 {
+    loc as *const Location<'static> as u64
+}
+
 #[inline(always)]
 fn check_access(addr: u64, size: u32, write: bool, loc: &'static Location<'static>) {
     let file = loc.file();
-    let location = loc as *const Location<'static> as u64;
+    let location = location_of(loc);
     let at = (loc.line(), loc.column());
     check_plain(
         addr,
@@ -178,7 +195,20 @@ fn check_plain(addr: u64, size: u32, write: bool, file: (u64, u32), at: (u32, u3
     }
     let engine = Engine::new(&mem, mem.config());
     let words = checked_words(&mem, addr, size);
-    hook.note(&engine, words, write);
+    // The lanes making this site's accesses of one line together note
+    // them as one run; each lane still checks its own words (in parallel,
+    // with coalesced shadow updates).
+    let group = Group::of([location, plain_key(addr, size, words, write)]);
+    match group.run(words, hook.site.thread) {
+        Some(run) => {
+            if group.is_leader() {
+                hook.note_run(&engine, &run, write);
+            }
+            // The run is noted before any lane's shadow update.
+            group.sync();
+        }
+        None => hook.note(&engine, words, write),
+    }
     let out = engine.access(hook.cta.tid, addr, size, write, &hook.site);
     hook.finish(out, words);
 }
@@ -199,6 +229,17 @@ fn check_atomic(
         perform();
         return;
     }
+    // The lanes making this site's atomic on one word together are one
+    // thread's atomics at one moment: the lowest lane checks them as one
+    // access, and the others perform theirs while it holds the word's
+    // shadow (so the shadow still sees them in memory order).
+    let [word, op] = atomic_keys(&access);
+    let group = Group::of([location_of(loc), word, op]);
+    if !group.is_leader() {
+        group.sync();
+        group.any(perform());
+        return;
+    }
     let engine = Engine::new(&mem, mem.config());
     let words = checked_words(&mem, addr, access.size as u32);
     // What the operation does if it succeeds; a compare-exchange that
@@ -213,7 +254,14 @@ fn check_atomic(
         access.engine_op(),
         &hook.site,
         || {
-            wrote = perform();
+            // One lane's write makes the group's access a write (the
+            // others' failed compare-exchanges are its reads).
+            if group.alone() {
+                wrote = perform();
+            } else {
+                group.sync();
+                wrote = group.any(perform());
+            }
             wrote
         },
     );

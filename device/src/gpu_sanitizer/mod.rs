@@ -7,6 +7,8 @@
 //! - `report`: the side table of earlier accesses and the report buffer.
 //! - `cta` (PTX): CTA entry and exit around the body.
 //! - `hooks` (PTX): `GpuSanitizer`, the hooks every global access calls.
+//! - `warp` (PTX): lanes of a warp making one site's accesses together
+//!   note a run of words once, and check an atomic on one word once.
 //! - `range` (PTX): the range-access entry, which checks a host-issued
 //!   copy or fill as accesses of its stream.
 //!
@@ -32,6 +34,8 @@ mod cta;
 mod hooks;
 #[cfg(target_arch = "nvptx64")]
 mod range;
+#[cfg(target_arch = "nvptx64")]
+mod warp;
 
 #[cfg(target_arch = "nvptx64")]
 pub use cta::run_cta;

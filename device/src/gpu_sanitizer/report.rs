@@ -5,10 +5,14 @@
 //! the engine finds a race, the runtime copies the side entry of the
 //! earlier access next to the engine's record into the host-mapped report
 //! buffer; the host turns both into a two-sided report. Pure atomics over
-//! memory, so the host build tests it.
+//! memory, so the host build tests it. The table is one device's, read
+//! only by that device's threads: its entries are published with
+//! device-scope release and acquire (`arch`), not `core`'s system-wide
+//! fences.
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+use crate::arch::imp as arch;
 use vigil_shared::abi::{RaceReport, ReportBufferHeader};
 use vigil_shared::gpu::{
     side_set, unpack_access, GpuReportRecord, GpuRuntime, SideEntry, SIDE_WAYS,
@@ -48,90 +52,124 @@ impl<'r> Reporter<'r> {
         }
     }
 
-    /// Way `way` of the set of `tid`'s write (`write`) or read of `word`
-    /// in `epoch`.
+    /// Way `way` of the set of `tid`'s write (`write`) or read of `key`
+    /// (a word, or a line's [`WordRun::key`]) in `epoch`.
     #[inline(always)]
     fn way(
         &self,
-        word: u64,
+        key: u64,
         tid: u32,
         epoch: u32,
         write: bool,
         way: u64,
     ) -> Option<&'r [AtomicU64]> {
         let at =
-            (side_set(word, tid, epoch, write, self.side_log2) + way) as usize * SideEntry::U64S;
+            (side_set(key, tid, epoch, write, self.side_log2) + way) as usize * SideEntry::U64S;
         self.side.get(at..at + SideEntry::U64S)
     }
 
-    /// Notes an access to words `first..=last` by `e.tid` in `e.epoch`:
-    /// into the way of its set that holds this very key already, else the
-    /// first empty one or one of an older launch, claimed by turning its
-    /// location word into [`CLAIMED`] with a compare-exchange (two blocks
-    /// noting into one set at once take different ways) and published by
-    /// storing the location last; else the way the word picks. Readers
-    /// check the whole key and skip claimed ways, so a half-written entry
-    /// is only a miss that [`Reporter::prior_of`] polls past.
+    /// Notes an access to words `first..=last` by `e.tid` in `e.epoch`,
+    /// one entry per word (see [`Reporter::place`]).
     #[inline(always)]
     pub fn note(&self, first: u64, last: u64, write: bool, e: SideEntry) {
         for word in first..=last {
-            let new: [u64; SideEntry::U64S] = bytemuck::cast(SideEntry {
+            let new = SideEntry {
                 word: word as u32,
                 ..e
+            };
+            self.place(word, write, new, |held| {
+                held.thread & RUN_TAG == 0 && held.word == word as u32
             });
-            let mut placed = false;
-            for way in 0..SIDE_WAYS {
-                let Some(slot) = self.way(word, e.tid, e.epoch, write, way) else {
-                    return;
-                };
-                let raw = load_raw(slot);
-                let held: SideEntry = bytemuck::cast(raw);
-                let mine = held.location != 0
-                    && held.location != CLAIMED
-                    && held.word == word as u32
-                    && held.tid == e.tid
-                    && held.epoch == e.epoch;
-                let free =
-                    held.location == 0 || (held.location != CLAIMED && held.launch != e.launch);
-                if mine
-                    || (free
-                        && slot[0]
-                            .compare_exchange(raw[0], CLAIMED, Ordering::Relaxed, Ordering::Relaxed)
-                            .is_ok())
-                {
-                    store_entry(slot, new);
-                    placed = true;
-                    break;
-                }
+        }
+    }
+
+    /// Notes a warp's run of words (`e.thread` and `e.word` are replaced
+    /// by the run's): one entry in the set of the run's line, where
+    /// [`Reporter::prior_of`] finds it for each word of the run.
+    #[inline(always)]
+    pub fn note_run(&self, run: &WordRun, write: bool, e: SideEntry) {
+        let new = SideEntry {
+            word: run.first as u32,
+            thread: run.packed_thread(),
+            ..e
+        };
+        self.place(run.key(), write, new, |held| {
+            held.thread == new.thread && held.word == new.word
+        });
+    }
+
+    /// Stores `new` into the set of `key`: into the way that holds this
+    /// very access already (`same`, and the same thread and epoch), else
+    /// the first empty one or one of an older launch, claimed by turning
+    /// its location word into [`CLAIMED`] with a compare-exchange (two
+    /// blocks noting into one set at once take different ways) and
+    /// published by storing the location last; else the way the key
+    /// picks. Readers check the whole key and skip claimed ways, so a
+    /// half-written entry is only a miss that [`Reporter::prior_of`] polls
+    /// past.
+    #[inline(always)]
+    fn place(&self, key: u64, write: bool, new: SideEntry, same: impl Fn(&SideEntry) -> bool) {
+        let raw_new: [u64; SideEntry::U64S] = bytemuck::cast(new);
+        let ways: [_; SIDE_WAYS as usize] =
+            core::array::from_fn(|way| self.way(key, new.tid, new.epoch, write, way as u64));
+        // Every way's words at once (one 128-byte line, all loads in flight
+        // together), relaxed: only the choice of a way depends on them, and
+        // a way is claimed by a compare-exchange on its location word.
+        let held = ways.map(|slot| slot.map(load_relaxed));
+        for (slot, raw) in ways.into_iter().zip(held) {
+            let (Some(slot), Some(raw)) = (slot, raw) else {
+                return;
+            };
+            let held: SideEntry = bytemuck::cast(raw);
+            let mine = held.location != 0
+                && held.location != CLAIMED
+                && held.tid == new.tid
+                && held.epoch == new.epoch
+                && same(&held);
+            let free =
+                held.location == 0 || (held.location != CLAIMED && held.launch != new.launch);
+            if mine
+                || (free
+                    && slot[0]
+                        .compare_exchange(raw[0], CLAIMED, Ordering::Relaxed, Ordering::Relaxed)
+                        .is_ok())
+            {
+                store_entry(slot, raw_new);
+                return;
             }
-            if !placed {
-                // Every way holds another access of this launch: the word's.
-                if let Some(slot) = self.way(word, e.tid, e.epoch, write, word % SIDE_WAYS) {
-                    store_entry(slot, new);
-                }
-            }
+        }
+        // Every way holds another access of this launch: the key's.
+        if let Some(slot) = ways[(key % SIDE_WAYS) as usize] {
+            store_entry(slot, raw_new);
         }
     }
 
     /// The side entry of the earlier access `r` names, if the table still
     /// holds it (word, thread and epoch match: an entry an earlier launch
-    /// left for a reused address has an older epoch).
+    /// left for a reused address has an older epoch): the word's own
+    /// entry, or the run of its line that covers it, as the entry of the
+    /// run's lane that touched the word.
     pub fn prior_of(&self, r: &RaceReport, first: u64, last: u64) -> SideEntry {
         let write = unpack_access(r.prior_access).0.writes();
         for _ in 0..SIDE_ENTRY_POLLS {
             for word in first..=last {
-                for way in 0..SIDE_WAYS {
-                    let Some(slot) = self.way(word, r.prior_tid, r.prior_epoch, write, way) else {
-                        return SideEntry::default();
-                    };
-                    let e = load_entry(slot);
-                    if e.location != 0
-                        && e.location != CLAIMED
-                        && e.word == word as u32
-                        && e.tid == r.prior_tid
-                        && e.epoch == r.prior_epoch
-                    {
-                        return e;
+                for key in [word, WordRun::key_of(word)] {
+                    for way in 0..SIDE_WAYS {
+                        let Some(slot) = self.way(key, r.prior_tid, r.prior_epoch, write, way)
+                        else {
+                            return SideEntry::default();
+                        };
+                        let e = load_entry(slot);
+                        if e.location == 0
+                            || e.location == CLAIMED
+                            || e.tid != r.prior_tid
+                            || e.epoch != r.prior_epoch
+                        {
+                            continue;
+                        }
+                        if let Some(found) = WordRun::entry_of_word(&e, word) {
+                            return found;
+                        }
                     }
                 }
             }
@@ -164,15 +202,115 @@ impl<'r> Reporter<'r> {
 /// claimed it (no `Location` lives at the top of the address space).
 const CLAIMED: u64 = u64::MAX;
 
+/// Tag bit of a run entry's `thread` field (block threads are < 2^16).
+const RUN_TAG: u32 = 1 << 31;
+
+/// Words of one line of the side table's run entries (128 bytes).
+pub const RUN_LINE_WORDS: u64 = 32;
+
+/// A warp's run of consecutive words, noted as one side entry: lanes
+/// `thread..thread + lanes` of one access site and kind each touched
+/// `words_per_lane` consecutive words, in lane order from word `first`
+/// on, all within one [`RUN_LINE_WORDS`] line. The lanes of a CTA are one
+/// sanitizer thread, so the entry is exact for each word: its lane is
+/// `thread + (word - first) / words_per_lane`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WordRun {
+    /// First word.
+    pub first: u64,
+    /// Linear block thread index of the lane that touched `first`.
+    pub thread: u32,
+    /// Lanes in the run (at most 32).
+    pub lanes: u32,
+    /// Words each lane touched (1 to 4).
+    pub words_per_lane: u32,
+}
+
+impl WordRun {
+    /// The run of a warp's lanes as each of them sees it: this lane's
+    /// `thread` and `(first, last)` words, and the same for the group's
+    /// lowest lane (`leader`), `lanes` lanes in the group, `offset` of
+    /// this lane from the leader. `None` unless the group's accesses tile
+    /// one line in lane order (every lane checks its own part; the group
+    /// agrees through a vote).
+    #[inline(always)]
+    pub fn of_lane(
+        words: (u64, u64),
+        thread: u32,
+        leader: (u64, u32),
+        offset: u32,
+        lanes: u32,
+    ) -> Option<WordRun> {
+        let per = (words.1 - words.0 + 1) as u32;
+        let run = WordRun {
+            first: leader.0,
+            thread: leader.1,
+            lanes,
+            words_per_lane: per,
+        };
+        let fits = per <= 4
+            && lanes <= 32
+            && thread.wrapping_sub(leader.1) == offset
+            && leader.1 < 1 << 16
+            && words.0.wrapping_sub(leader.0) == u64::from(offset * per)
+            && leader.0 / RUN_LINE_WORDS
+                == (leader.0 + u64::from(lanes * per) - 1) / RUN_LINE_WORDS;
+        fits.then_some(run)
+    }
+
+    /// The side-table key of the runs of `word`'s line (apart from every
+    /// word key: words are below 2^62).
+    #[inline(always)]
+    pub fn key_of(word: u64) -> u64 {
+        (1 << 63) | (word / RUN_LINE_WORDS)
+    }
+
+    /// This run's side-table key.
+    #[inline(always)]
+    pub fn key(&self) -> u64 {
+        Self::key_of(self.first)
+    }
+
+    /// The entry's `thread` field: tag, words per lane, lanes, thread.
+    #[inline(always)]
+    fn packed_thread(&self) -> u32 {
+        RUN_TAG | self.words_per_lane << 24 | self.lanes << 16 | self.thread
+    }
+
+    /// What entry `e` (key already matched) says about `word`: a word
+    /// entry for it as it is; a run entry covering it as the entry of the
+    /// lane that touched it; else `None`.
+    #[inline(always)]
+    fn entry_of_word(e: &SideEntry, word: u64) -> Option<SideEntry> {
+        if e.thread & RUN_TAG == 0 {
+            return (e.word == word as u32).then_some(*e);
+        }
+        let per = (e.thread >> 24 & 0x7f).max(1);
+        let lanes = e.thread >> 16 & 0xff;
+        let k = (word as u32).wrapping_sub(e.word);
+        (k < lanes * per).then(|| SideEntry {
+            word: word as u32,
+            thread: (e.thread & 0xffff) + k / per,
+            ..*e
+        })
+    }
+}
+
 /// Reads an entry, its location word first (pairs with [`store_entry`]).
 #[inline(always)]
 fn load_raw(slot: &[AtomicU64]) -> [u64; SideEntry::U64S] {
     let mut v = [0u64; SideEntry::U64S];
-    v[0] = slot[0].load(Ordering::Acquire);
+    v[0] = arch::load_acquire_device(&slot[0]);
     for (x, w) in v.iter_mut().zip(slot).skip(1) {
         *x = w.load(Ordering::Relaxed);
     }
     v
+}
+
+/// Reads an entry with relaxed loads only (a note choosing its way).
+#[inline(always)]
+fn load_relaxed(slot: &[AtomicU64]) -> [u64; SideEntry::U64S] {
+    core::array::from_fn(|i| slot[i].load(Ordering::Relaxed))
 }
 
 #[inline(always)]
@@ -187,7 +325,7 @@ fn store_entry(slot: &[AtomicU64], v: [u64; SideEntry::U64S]) {
     for (w, x) in slot.iter().zip(v).skip(1) {
         w.store(x, Ordering::Relaxed);
     }
-    slot[0].store(v[0], Ordering::Release);
+    arch::store_release_device(&slot[0], v[0]);
 }
 
 /// `len` atomics at device address `addr`; none for address 0.
@@ -419,5 +557,99 @@ mod tests {
                 assert_eq!(rep.prior_of(&race, 7, 7).block, tid + 1, "round {round}");
             }
         }
+    }
+
+    /// Lanes `0..lanes` of a warp (block threads `base..`), each touching
+    /// `per` words from `first + lane * per`: the run every lane computes.
+    fn warp_run(first: u64, base: u32, lanes: u32, per: u32) -> Option<WordRun> {
+        let mut runs = (0..lanes).map(|lane| {
+            let w = first + u64::from(lane * per);
+            WordRun::of_lane(
+                (w, w + u64::from(per) - 1),
+                base + lane,
+                (first, base),
+                lane,
+                lanes,
+            )
+        });
+        let run = runs.next().flatten();
+        // The group agrees (the hook's vote): all lanes or none.
+        runs.all(|r| r == run).then_some(run).flatten()
+    }
+
+    #[test]
+    fn a_warps_run_names_the_lane_of_each_word() {
+        // Warps of every width and words per lane, at every offset of a
+        // line, with some words also noted on their own by other threads:
+        // each word of a run finds the lane that touched it, a word just
+        // outside finds nothing of the run's thread.
+        let table = SideTable::new(16);
+        let rep = table.reporter();
+        let mut runs = 0;
+        for (k, per) in [1u32, 2, 4].into_iter().enumerate() {
+            for lanes in 2..=32u32 {
+                for offset in [0u64, 1, 3, 8] {
+                    let tid = 100 + runs;
+                    let first = 4096 * (1 + runs as u64) + offset;
+                    let base = 64 * k as u32 + lanes;
+                    let Some(run) = warp_run(first, base, lanes, per) else {
+                        // Only runs leaving the line are refused.
+                        assert!(offset + u64::from(lanes * per) > RUN_LINE_WORDS);
+                        continue;
+                    };
+                    runs += 1;
+                    let e = SideEntry {
+                        location: 0x5000,
+                        tid,
+                        block: 9,
+                        launch: 1,
+                        ..SideEntry::default()
+                    };
+                    rep.note_run(&run, true, e);
+                    rep.note(first, first, true, SideEntry { tid: tid + 1, ..e });
+                    let race = RaceReport {
+                        prior_tid: tid,
+                        prior_access: AccessKind::Write as u32,
+                        ..RaceReport::default()
+                    };
+                    let n = u64::from(lanes * per);
+                    for w in first..first + n {
+                        let p = rep.prior_of(&race, w, w);
+                        let lane = ((w - first) / u64::from(per)) as u32;
+                        assert_eq!((p.word, p.thread, p.block), (w as u32, base + lane, 9));
+                    }
+                    assert_eq!(
+                        rep.prior_of(&race, first + n, first + n),
+                        SideEntry::default()
+                    );
+                    let read = RaceReport {
+                        prior_access: AccessKind::Read as u32,
+                        ..race
+                    };
+                    assert_eq!(rep.prior_of(&read, first, first), SideEntry::default());
+                }
+            }
+        }
+        assert!(runs > 150, "{runs}");
+    }
+
+    #[test]
+    fn lanes_that_do_not_tile_a_line_in_order_make_no_run() {
+        // Lane 1 touches word 5 instead of 4 (a gap), or lane order is
+        // not thread order, or words leave the line: no run.
+        let gap = WordRun::of_lane((5, 5), 11, (3, 10), 1, 2);
+        assert_eq!(gap, None);
+        let swapped = WordRun::of_lane((4, 4), 12, (3, 10), 1, 2);
+        assert_eq!(swapped, None);
+        assert_eq!(warp_run(30, 0, 4, 1), None);
+        assert_eq!(
+            warp_run(28, 0, 4, 1),
+            Some(WordRun {
+                first: 28,
+                thread: 0,
+                lanes: 4,
+                words_per_lane: 1
+            })
+        );
     }
 }

@@ -401,7 +401,7 @@ impl Backend {
                 })?;
                 // Sanitized contexts launch the `__vigil` entries: capped
                 // registers keep them launchable with large blocks.
-                let cap = c.pool().map(|_| cuda::sanitizer::MAX_REGISTERS);
+                let cap = c.pool().map(|p| p.vmm().config().sanitized_registers());
                 let module = Arc::new(CudaModule::load(c.device(), &image, variant, cap)?);
                 // A sanitized context checks copies with the module's
                 // range-access entry, if the device has none yet.

@@ -11,6 +11,7 @@
 //! | `VIGIL_SEED`                 | u32, decimal or `0x` hex                   | 0x5eed  |
 //! | `VIGIL_DEVICE_RANKS`         | comma-separated distinct device ordinals (0..32), rank order, or `all` | `all` |
 //! | `VIGIL_SHADOW_POOL_RECORDS`  | integer in 0..=4194304 (inflated records per device) | 65536 |
+//! | `VIGIL_SANITIZED_REGISTERS`  | integer in 24..=255 (registers per thread of sanitized GPU entries) | 64 |
 //! | `VIGIL_ALLOC_CACHE`          | `1`/`0`, `on`/`off`, `true`/`false`        | on      |
 //! | `VIGIL_SHAREABLE_HANDLES`    | `1`/`0`, `on`/`off`, `true`/`false`        | on      |
 //! | `VIGIL_HALT_ON_ERROR`        | `1`/`0`, `on`/`off`, `true`/`false`        | off     |
@@ -36,6 +37,14 @@ use vigil_shared::address::MAX_DEVICES;
 pub const MAX_CLOCK_BUFFER_SIZE: u32 = 4096;
 /// Largest accepted number of inflated shadow records per device.
 pub const MAX_SHADOW_POOL_RECORDS: u32 = 1 << 22;
+/// Fewest registers per thread a sanitized GPU entry may be capped at.
+pub const MIN_SANITIZED_REGISTERS: u32 = 24;
+/// Most registers per thread of an sm_90 thread.
+pub const MAX_SANITIZED_REGISTERS: u32 = 255;
+/// Default register cap of sanitized GPU entries
+/// (`CU_JIT_MAX_REGISTERS`): the race detector's calls otherwise take 167
+/// to 255 on sm_90, one 256-thread CTA per SM and no 1024-thread blocks.
+pub const DEFAULT_SANITIZED_REGISTERS: u32 = 64;
 
 /// Environment variable: snapshots in each sanitizer thread's clock buffer.
 pub const ENV_CLOCK_BUFFER_SIZE: &str = "VIGIL_CLOCK_BUFFER_SIZE";
@@ -45,6 +54,8 @@ pub const ENV_SEED: &str = "VIGIL_SEED";
 pub const ENV_DEVICE_RANKS: &str = "VIGIL_DEVICE_RANKS";
 /// Environment variable: inflated shadow records per device.
 pub const ENV_SHADOW_POOL_RECORDS: &str = "VIGIL_SHADOW_POOL_RECORDS";
+/// Environment variable: register cap of sanitized GPU entries.
+pub const ENV_SANITIZED_REGISTERS: &str = "VIGIL_SANITIZED_REGISTERS";
 /// Environment variable: caching pool on or off.
 pub const ENV_ALLOC_CACHE: &str = "VIGIL_ALLOC_CACHE";
 /// Environment variable: request POSIX-fd shareable handles.
@@ -83,6 +94,7 @@ pub struct VmmConfig {
     seed: u32,
     device_ranks: Option<Vec<usize>>,
     shadow_pool_records: u32,
+    sanitized_registers: u32,
     caching: bool,
     shareable_handles: bool,
     halt_on_error: bool,
@@ -96,6 +108,7 @@ impl Default for VmmConfig {
             seed: 0x5eed,
             device_ranks: None,
             shadow_pool_records: 1 << 16,
+            sanitized_registers: DEFAULT_SANITIZED_REGISTERS,
             caching: true,
             shareable_handles: true,
             halt_on_error: false,
@@ -150,6 +163,12 @@ impl VmmConfig {
     /// Inflated shadow records per device.
     pub fn shadow_pool_records(&self) -> u32 {
         self.shadow_pool_records
+    }
+
+    /// Registers per thread sanitized GPU entries are compiled with
+    /// (fewer: more resident CTAs, more spills).
+    pub fn sanitized_registers(&self) -> u32 {
+        self.sanitized_registers
     }
 
     /// Whether the caching pool keeps freed blocks.
@@ -380,6 +399,18 @@ impl VmmConfigBuilder {
         self.record(r)
     }
 
+    /// Registers per thread of sanitized GPU entries (24..=255).
+    pub fn sanitized_registers(mut self, n: u32) -> Self {
+        let r = in_range(
+            "sanitized_registers",
+            n as u64,
+            MIN_SANITIZED_REGISTERS as u64,
+            MAX_SANITIZED_REGISTERS as u64,
+        )
+        .map(|_| self.config.sanitized_registers = n);
+        self.record(r)
+    }
+
     /// Whether the caching pool keeps freed blocks.
     pub fn caching(mut self, on: bool) -> Self {
         self.config.caching = on;
@@ -452,6 +483,15 @@ impl VmmConfigBuilder {
             )? as u32;
             Ok(())
         });
+        apply(ENV_SANITIZED_REGISTERS, &mut |v, c| {
+            c.sanitized_registers = parse_int(
+                ENV_SANITIZED_REGISTERS,
+                v,
+                MIN_SANITIZED_REGISTERS as u64,
+                MAX_SANITIZED_REGISTERS as u64,
+            )? as u32;
+            Ok(())
+        });
         apply(ENV_ALLOC_CACHE, &mut |v, c| {
             c.caching = parse_bool(ENV_ALLOC_CACHE, v)?;
             Ok(())
@@ -507,6 +547,7 @@ mod tests {
             ("VIGIL_SEED", "0xdeadbeef"),
             ("VIGIL_DEVICE_RANKS", "2, 0,1"),
             ("VIGIL_SHADOW_POOL_RECORDS", "0"),
+            ("VIGIL_SANITIZED_REGISTERS", "40"),
             ("VIGIL_ALLOC_CACHE", "off"),
             ("VIGIL_SHAREABLE_HANDLES", "FALSE"),
             ("VIGIL_HALT_ON_ERROR", "yes"),
@@ -520,6 +561,7 @@ mod tests {
         assert_eq!(c.rank_of(0, 8), Some((1, 3)));
         assert_eq!(c.rank_of(5, 8), None);
         assert_eq!(c.shadow_pool_records(), 0);
+        assert_eq!(c.sanitized_registers(), 40);
         assert!(!c.caching());
         assert!(!c.shareable_handles());
         assert!(c.halt_on_error());
@@ -534,6 +576,8 @@ mod tests {
     fn malformed_values_name_variable_and_range() {
         let cases: &[(&str, &str, &str)] = &[
             ("VIGIL_CLOCK_BUFFER_SIZE", "0", "1..=4096"),
+            ("VIGIL_SANITIZED_REGISTERS", "16", "24..=255"),
+            ("VIGIL_SANITIZED_REGISTERS", "256", "24..=255"),
             ("VIGIL_CLOCK_BUFFER_SIZE", "4097", "1..=4096"),
             ("VIGIL_CLOCK_BUFFER_SIZE", "sixteen", "1..=4096"),
             ("VIGIL_CLOCK_BUFFER_SIZE", "-1", "1..=4096"),

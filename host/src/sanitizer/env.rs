@@ -11,8 +11,8 @@
 
 use super::config::{
     ENV_ALLOC_CACHE, ENV_CLOCK_BUFFER_SIZE, ENV_DEVICE, ENV_DEVICE_RANKS, ENV_HALT_ON_ERROR,
-    ENV_LAUNCH_TIMEOUT, ENV_REPORT, ENV_SANITIZE, ENV_SEED, ENV_SHADOW_POOL_RECORDS,
-    ENV_SHAREABLE_HANDLES,
+    ENV_LAUNCH_TIMEOUT, ENV_REPORT, ENV_SANITIZE, ENV_SANITIZED_REGISTERS, ENV_SEED,
+    ENV_SHADOW_POOL_RECORDS, ENV_SHAREABLE_HANDLES,
 };
 use std::sync::Once;
 
@@ -30,6 +30,10 @@ pub const KNOWN_VARIABLES: &[(&str, &str)] = &[
     (
         ENV_SHADOW_POOL_RECORDS,
         "inflated shadow records per device",
+    ),
+    (
+        ENV_SANITIZED_REGISTERS,
+        "register cap of sanitized GPU entries",
     ),
     (ENV_ALLOC_CACHE, "the shadow allocator's caching pool"),
     (ENV_SHAREABLE_HANDLES, "POSIX-fd shareable allocations"),

@@ -62,11 +62,6 @@ use host_sites::HostSites;
 use location::{LocationCache, LocationLayout};
 use resolve::{GpuResolver, LaunchHistory};
 
-/// Registers per thread a sanitized context's modules are compiled with
-/// (`CU_JIT_MAX_REGISTERS`): the race detector's calls otherwise take 167
-/// to 255 on sm_90, one 256-thread CTA per SM and no 1024-thread blocks.
-pub(crate) const MAX_REGISTERS: u32 = 64;
-
 /// log2 of the side table's entries (32 MiB).
 const SIDE_LOG2: u32 = 20;
 /// Records the report buffer holds (128 bytes each).

@@ -1,0 +1,117 @@
+//! Warp cooperation in the hooks. A sanitizer thread is a whole CTA, so
+//! the lanes of a warp that make one access site's accesses together are
+//! one thread of the race model: what they touch at once can be noted
+//! (and, for one word, checked) once for all of them, exactly.
+//!
+//! Only lanes executing a hook together cooperate: a group is formed
+//! among `activemask`'s lanes with `match.any` on the access site and a
+//! key, so lanes that diverged, or that reached the hook from another
+//! call site, never wait for each other.
+
+use super::report::{WordRun, RUN_LINE_WORDS};
+use crate::arch::ptx as arch;
+use crate::sanitizer::AtomicAccess;
+
+/// The lanes executing this hook together with the same site and key.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Group {
+    mask: u32,
+    leader: u32,
+    lane: u32,
+}
+
+impl Group {
+    /// The group of this lane: active lanes with equal `keys` (the
+    /// access site first).
+    #[inline(always)]
+    pub fn of<const N: usize>(keys: [u64; N]) -> Group {
+        let active = arch::active_mask();
+        let mut mask = active;
+        for k in keys {
+            mask &= arch::match_any_u64(active, k);
+        }
+        Group {
+            mask,
+            leader: mask.trailing_zeros(),
+            lane: arch::lane_id(),
+        }
+    }
+
+    /// This lane is the group's only one.
+    #[inline(always)]
+    pub fn alone(&self) -> bool {
+        self.mask.count_ones() == 1
+    }
+
+    /// This lane acts for the group (its lowest lane).
+    #[inline(always)]
+    pub fn is_leader(&self) -> bool {
+        self.lane == self.leader
+    }
+
+    /// The lanes wait for each other (with memory ordering among them).
+    #[inline(always)]
+    pub fn sync(&self) {
+        arch::sync_warp(self.mask);
+    }
+
+    /// True on every lane when `pred` holds on any.
+    #[inline(always)]
+    pub fn any(&self, pred: bool) -> bool {
+        arch::vote_any(self.mask, pred)
+    }
+
+    #[inline(always)]
+    fn leaders(&self, v: u32) -> u32 {
+        arch::shfl_idx(self.mask, v, self.leader, 31)
+    }
+
+    /// The run of words the group's plain accesses tile, the same on
+    /// every lane (`words`: this lane's, `thread`: its linear index in
+    /// the block), or `None` when they do not (then each lane notes its
+    /// own words).
+    #[inline(always)]
+    pub fn run(&self, words: (u64, u64), thread: u32) -> Option<WordRun> {
+        let lanes = self.mask.count_ones();
+        let shifted = self.mask >> self.leader;
+        if lanes == 1 || shifted & (shifted + 1) != 0 {
+            return None; // alone, or lanes with gaps
+        }
+        // The group shares one line (its key), so the high half of the
+        // leader's first word is this lane's.
+        let first = u64::from(self.leaders(words.0 as u32)) | (words.0 >> 32 << 32);
+        let leader = (first, self.leaders(thread));
+        let mine = WordRun::of_lane(words, thread, leader, self.lane - self.leader, lanes);
+        if arch::vote_all(self.mask, mine.is_some()) {
+            mine
+        } else {
+            None
+        }
+    }
+}
+
+/// The grouping key of a plain access of `size` bytes at `addr` over
+/// `words`: its line, kind and size when it may join a run (whole words,
+/// at most 16 bytes, in one line), else a value no other lane of the warp
+/// has.
+#[inline(always)]
+pub(super) fn plain_key(addr: u64, size: u32, words: (u64, u64), write: bool) -> u64 {
+    let line = words.0 / RUN_LINE_WORDS;
+    if addr % 4 == 0 && size % 4 == 0 && size <= 16 && line == words.1 / RUN_LINE_WORDS {
+        line << 6 | u64::from(write) << 5 | u64::from(size)
+    } else {
+        1 << 63 | u64::from(arch::lane_id())
+    }
+}
+
+/// The grouping keys of an atomic besides its site: its address, and its
+/// size and operation (one site's atomics are one operation, but a
+/// generic site may be instantiated at several widths).
+#[inline(always)]
+pub(super) fn atomic_keys(a: &AtomicAccess) -> [u64; 2] {
+    let op = (a.size as u64) << 16
+        | u64::from(a.kind as u8) << 8
+        | u64::from(a.ordering as u8) << 4
+        | u64::from(a.scope as u8);
+    [a.addr as u64, op]
+}
