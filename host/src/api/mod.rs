@@ -10,3 +10,4 @@ pub(crate) mod launch;
 pub(crate) mod memory;
 pub(crate) mod module;
 pub(crate) mod stream;
+pub(crate) mod symmetric;

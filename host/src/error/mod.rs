@@ -5,9 +5,11 @@
 //! which kernel, which argument (index, name, Rust type), which range.
 
 mod cpu;
+mod group;
 mod vmm;
 
 pub use cpu::{CpuError, SpinningThread, StalledBlock};
+pub use group::GroupProblem;
 pub use vmm::{VmmError, VmmResult};
 
 use crate::sanitizer::config::ConfigError;
@@ -295,6 +297,10 @@ pub enum Error {
         /// Why, and what to do instead.
         reason: &'static str,
     },
+
+    /// A symmetric group or allocation was refused.
+    #[error("symmetric group: {0}")]
+    Group(GroupProblem),
 
     /// The CPU sanitizer failed (e.g. its shadow arena is full).
     #[error("CPU sanitizer: {message}")]
