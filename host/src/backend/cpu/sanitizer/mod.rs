@@ -56,6 +56,16 @@
 //!   report whose entry is missing waits briefly (a bounded spin) for it:
 //!   the prior access writes it just after the engine recorded it, possibly
 //!   on another worker.
+//! - **Devices of a group** ([`CpuRaceSanitizer::group`], symmetric
+//!   memory). N sanitizers share the engine's memory (arena, shadow, side
+//!   table, thread states, pool, SC-fence clocks), the launch history and
+//!   the host clocks; device `r` owns clock slots `r * threads` to
+//!   `(r + 1) * threads - 1`, which makes `r` the engine's device of those
+//!   threads (what [`Scope::Device`] includes). Each device keeps its own
+//!   exit-clock ring, slot table, launch in progress, reports and
+//!   block-race state, so each runs one launch at a time while different
+//!   devices' launches run at once. What is said above of "the context"
+//!   holds per device.
 //! - **Reports** go to a bounded buffer
 //!   ([`CpuSanitizerConfig::report_capacity`] records; more are counted as
 //!   dropped, never a crash) and come back de-duplicated by kind and
