@@ -70,6 +70,7 @@ mod abi;
 mod api;
 mod backend;
 mod error;
+pub mod ipc;
 mod sanitizer;
 pub mod testing;
 mod types;

@@ -27,6 +27,7 @@ const fn layer(rank: u8, name: &'static str) -> Layer {
 fn layer_of(path: &[&str]) -> Option<Layer> {
     Some(match path {
         ["types", ..] => layer(0, "types/"),
+        ["ipc", ..] => layer(0, "ipc/"),
         ["sanitizer", ..] => layer(1, "sanitizer/"),
         ["error", ..] => layer(2, "error/"),
         ["abi", ..] => layer(3, "abi/"),
