@@ -340,14 +340,7 @@ impl<T: Pod> Symmetric<T> {
         for (p, b) in ptrs.iter_mut().zip(&self.buffers) {
             *p = b.device_ptr();
         }
-        Ok(PeersArg {
-            ptrs,
-            len: self.len,
-            rank,
-            world: self.world(),
-            local,
-            _data: PhantomData,
-        })
+        Ok(PeersArg::new(ptrs, self.len, rank, self.world(), local))
     }
 
     /// Rank `rank`'s buffer as a kernel on rank `local` reaches it: the
@@ -377,6 +370,28 @@ pub struct PeersArg<'a, T> {
     /// it).
     local: DeviceId,
     _data: PhantomData<&'a T>,
+}
+
+impl<T> PeersArg<'_, T> {
+    /// Every rank's buffer (`ptrs[..world]`, each of `len` elements and
+    /// reachable from `local`, live for the borrow), for a kernel of rank
+    /// `rank` on `local`.
+    pub(crate) fn new(
+        ptrs: [u64; MAX_RANKS],
+        len: usize,
+        rank: u32,
+        world: u32,
+        local: DeviceId,
+    ) -> Self {
+        PeersArg {
+            ptrs,
+            len,
+            rank,
+            world,
+            local,
+            _data: PhantomData,
+        }
+    }
 }
 
 // SAFETY: `MAX_RANKS` pointers (each rank's live buffer of `len`

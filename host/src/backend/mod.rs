@@ -23,7 +23,7 @@ pub(crate) use cpu::hooks::{group_cpu_sanitizers, CpuSanitizer, CpuSanitizerPara
 pub(crate) use cpu::launch::HostEntry;
 pub(crate) use cpu::CpuOptions;
 pub(crate) use cuda::driver::{device_count, gpu_available};
-pub(crate) use cuda::vmm::CachingPool;
+pub(crate) use cuda::vmm::{Allocation as VmmAllocation, CachingPool, ExportedAllocation, Vmm};
 pub(crate) use cuda::{AsCudaDevice, AsCudaStream, CudaDevice, CudaStream};
 pub(crate) use transfer::Transfer;
 

@@ -51,6 +51,14 @@ pub enum GroupProblem {
         /// The ranks asked for.
         world: usize,
     },
+    /// A sanitized context in a group of processes: each process's
+    /// shadow and runtime state would have to be shared with the others,
+    /// which is not built yet (plain contexts work as shared memory).
+    #[error(
+        "a sanitized context cannot join a group of processes yet: the shadow and the \
+         sanitizer's runtime state are not shared across processes; use a plain context"
+    )]
+    SanitizedProcesses,
     /// The hardware gives device `from` no access to device `to`'s memory
     /// (`cuDeviceCanAccessPeer`).
     #[error("CUDA device {from} cannot access the memory of device {to}")]
@@ -59,6 +67,15 @@ pub enum GroupProblem {
         from: usize,
         /// The accessed device's ordinal.
         to: usize,
+    },
+    /// A rank of a group of processes shared another number of file
+    /// descriptors than an allocation's two (data and shadow handles).
+    #[error("rank {rank} shared {count} file descriptors for an allocation, not 2")]
+    Descriptors {
+        /// The sharing rank.
+        rank: u32,
+        /// The descriptors it shared.
+        count: usize,
     },
     /// A rank past the group.
     #[error("rank {rank} out of range (world {world})")]

@@ -12,6 +12,7 @@ pub use cpu::{CpuError, SpinningThread, StalledBlock};
 pub use group::GroupProblem;
 pub use vmm::{VmmError, VmmResult};
 
+use crate::ipc::RendezvousError;
 use crate::sanitizer::config::ConfigError;
 use crate::sanitizer::report::RaceReports;
 use crate::types::{DeviceId, LaunchConfigError, PtxParam};
@@ -301,6 +302,11 @@ pub enum Error {
     /// A symmetric group or allocation was refused.
     #[error("symmetric group: {0}")]
     Group(GroupProblem),
+
+    /// A group of processes could not meet (exchange its allocations'
+    /// file descriptors).
+    #[error("rendezvous: {0}")]
+    Rendezvous(#[from] RendezvousError),
 
     /// The CPU sanitizer failed (e.g. its shadow arena is full).
     #[error("CPU sanitizer: {message}")]
