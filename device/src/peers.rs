@@ -19,7 +19,7 @@
 //! }
 //! ```
 
-use crate::global::GlobalSliceMut;
+use crate::global::{out_of_bounds, GlobalSliceMut};
 use crate::sanitizer::{Plain, Sanitizer};
 use core::marker::PhantomData;
 use vigil_shared::{Ordering, Scope};
@@ -58,23 +58,6 @@ impl<T, S> core::fmt::Debug for Peers<T, S> {
             .field("world", &self.world)
             .finish()
     }
-}
-
-/// A rank past the group. On the GPU this traps; on the host it panics
-/// with the kernel author's location.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-fn no_such_rank(_rank: u32, _world: u32) -> ! {
-    // SAFETY: `trap` has no preconditions; it aborts the kernel.
-    unsafe { core::arch::nvptx::trap() }
-}
-
-#[cfg(not(target_arch = "nvptx64"))]
-#[cold]
-#[inline(never)]
-#[track_caller]
-fn no_such_rank(rank: u32, world: u32) -> ! {
-    panic!("peer rank {rank} out of range (world {world})")
 }
 
 impl<T, S> Peers<T, S> {
@@ -131,12 +114,14 @@ impl<T, S> Peers<T, S> {
         self.ptrs
     }
 
-    /// Rank `rank`'s buffer. Panics (traps on the GPU) when `rank >= world`.
+    /// Rank `rank`'s buffer. Panics (traps on the GPU) when `rank >= world`
+    /// (as an index out of bounds).
     #[inline(always)]
     #[track_caller]
     pub fn peer(&self, rank: u32) -> GlobalSliceMut<T, S> {
         if rank >= self.world || rank as usize >= MAX_RANKS {
-            no_such_rank(rank, self.world)
+            // A peer past the group is an index past the array of peers.
+            out_of_bounds(rank as usize, self.world as usize)
         }
         // SAFETY: a rank below `world` has a buffer of `len` elements
         // (`from_raw_parts`' contract).

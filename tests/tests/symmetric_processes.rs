@@ -17,8 +17,8 @@ use vigil_kernels::symmetric::peer_flag_handoff;
 use vigil_tests::KERNELS_PTX;
 
 /// The child's rank and the group's socket path prefix.
-const RANK: &str = "VIGIL_SYMMETRIC_TEST_RANK";
-const SOCKET: &str = "VIGIL_SYMMETRIC_TEST_SOCKET";
+const RANK: &str = "SYMMETRIC_TEST_RANK";
+const SOCKET: &str = "SYMMETRIC_TEST_SOCKET";
 const TEST: &str = "two_processes_on_one_gpu_hand_off_through_a_flag";
 
 /// Threads of each rank's block (elements handed off).

@@ -197,6 +197,39 @@ fn device_scope_flag_across_devices_is_a_scope_mismatch() {
     }
 }
 
+/// A rank waiting for a flag that no rank sets (rank 0 never launches) is
+/// not a livelock its device can prove (another device might still set
+/// it): the launch ends at the launch timeout with a typed error, while
+/// the other ranks are unaffected.
+#[test]
+fn a_flag_nobody_sets_ends_at_the_launch_timeout() {
+    let builder = Context::builder()
+        .cpu_workers(1)
+        .launch_timeout(Some(Duration::from_millis(500)));
+    let group = SymmetricGroup::cpu(2, builder).unwrap();
+    let data = group.alloc::<u32>(THREADS as usize).unwrap();
+    let flag = group.alloc::<u32>(1).unwrap();
+    let out = group.alloc::<u32>(THREADS as usize).unwrap();
+    let ctx = group.context(1).unwrap();
+    let stream = Stream::new(ctx).unwrap();
+    let args = (
+        data.peers(1).unwrap(),
+        flag.peers(1).unwrap(),
+        out.peer(1, 1).unwrap(),
+        SYSTEM,
+    );
+    let e = stream
+        .launch(&kernel::<peer_flag_handoff>(ctx), one_block(), args)
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Cpu(vigil::unstable::cpu::CpuError::Timeout { .. })
+        ),
+        "expected the launch timeout, got {e}"
+    );
+}
+
 /// Every rank writes the next rank's buffer, passes the group barrier,
 /// reads its own: no race, and each rank sees the previous rank's value.
 fn barrier_exchange_case(world: usize) {
