@@ -32,7 +32,7 @@ pub fn peer_flag_handoff<S: Sanitizer>(
 ) {
     let i = thread_idx().x as usize;
     if data.rank() == 0 {
-        data.peer(1).store(i, i as u32 + 1);
+        data.peer(1).store(i, i as u32 + 1); // @handoff_put
         sync_threads();
         if i == 0 {
             flag.peer(1)
@@ -45,7 +45,7 @@ pub fn peer_flag_handoff<S: Sanitizer>(
             while f.atomic_load(Ordering::Acquire, scope(sc)) == 0 {} // @flag_wait
         }
         sync_threads();
-        out.store(i, data.local().load(i));
+        out.store(i, data.local().load(i)); // @handoff_get
     }
 }
 
