@@ -120,7 +120,7 @@ fn run_rank(rank: u32, socket: &str) {
         .launch(
             &kernel,
             LaunchConfig::new(1, THREADS),
-            (data.peers(), flag.peers(), &mut out, SYSTEM),
+            (data.peers(), flag.peers(), &mut out, SYSTEM, 0u32, 1u32),
         )
         .expect("launch");
     stream.synchronize().expect("the hand-off finishes");

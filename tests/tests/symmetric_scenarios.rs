@@ -102,36 +102,48 @@ fn host_copy(group: &SymmetricGroup, sym: &Symmetric<u32>, rank: u32) -> Vec<u32
         .expect("copy to the host")
 }
 
-/// What rank 1 read when it read after rank 0's writes.
+/// What the reader read when it read after the writer's writes.
 fn handed_off() -> Vec<u32> {
     (1..=THREADS).collect()
 }
 
-/// Rank 0 writes rank 1's buffer, rank 1 reads it, unsynchronised: one
-/// race between device 0's write and device 1's read (either may have
-/// come second).
-fn unsynchronised_peer_write(world: usize) {
+/// Rank `writer` writes rank `reader`'s buffer, which `reader` reads,
+/// unsynchronised: exactly one race, between the writer's device's write
+/// and the reader's device's read (either may have come second).
+fn unsynchronised_peer_write(world: usize, writer: u32, reader: u32) {
     let group = cpu_group(world);
     let data = group.alloc::<u32>(THREADS as usize).unwrap();
     let out = group.alloc::<u32>(THREADS as usize).unwrap();
     run_all(&group, |rank, ctx, stream| {
-        let args = (data.peers(rank)?, out.peer(rank, rank)?);
+        let args = (data.peers(rank)?, out.peer(rank, rank)?, writer, reader);
         stream.launch(&kernel::<peer_put_get>(ctx), one_block(), args)
     });
     let (put, get) = (line_of("peer_put"), line_of("peer_get"));
     let got = verdicts(&races(&group));
-    let raw = (ReportKind::ReadAfterWrite, get, 1, put, 0);
-    let war = (ReportKind::WriteAfterRead, put, 0, get, 1);
+    let raw = (ReportKind::ReadAfterWrite, get, reader, put, writer);
+    let war = (ReportKind::WriteAfterRead, put, writer, get, reader);
     assert!(
         got == vec![raw] || got == vec![war],
-        "world {world}: expected one race between device 0's write and device 1's read, \
-         got {got:?}"
+        "world {world}: expected one race between device {writer}'s write and device \
+         {reader}'s read, got {got:?}"
     );
-    assert_eq!(host_copy(&group, &data, 1), handed_off());
+    assert_eq!(host_copy(&group, &data, reader), handed_off());
 }
 
-/// The hand-off through a flag of scope code `sc`; returns the verdicts.
+/// The hand-off from rank 0 to rank 1 through a flag of scope code `sc`;
+/// returns the verdicts.
 fn flag_handoff(world: usize, sc: u32) -> Vec<(ReportKind, u32, u32, u32, u32)> {
+    flag_handoff_between(world, sc, 0, 1)
+}
+
+/// The hand-off from `writer` to `reader` through a flag of scope code
+/// `sc`; returns the verdicts.
+fn flag_handoff_between(
+    world: usize,
+    sc: u32,
+    writer: u32,
+    reader: u32,
+) -> Vec<(ReportKind, u32, u32, u32, u32)> {
     let group = cpu_group(world);
     let data = group.alloc::<u32>(THREADS as usize).unwrap();
     let flag = group.alloc::<u32>(1).unwrap();
@@ -142,24 +154,62 @@ fn flag_handoff(world: usize, sc: u32) -> Vec<(ReportKind, u32, u32, u32, u32)> 
             flag.peers(rank)?,
             out.peer(rank, rank)?,
             sc,
+            writer,
+            reader,
         );
         stream.launch(&kernel::<peer_flag_handoff>(ctx), one_block(), args)
     });
     let got = verdicts(&races(&group));
     // The reader waited for the flag, so it read what the writer wrote
     // (whatever the sanitizer says about the ordering).
-    assert_eq!(host_copy(&group, &out, 1), handed_off(), "world {world}");
+    assert_eq!(
+        host_copy(&group, &out, reader),
+        handed_off(),
+        "world {world}"
+    );
     got
 }
 
 #[test]
 fn unsynchronised_peer_write_is_a_race_2() {
-    unsynchronised_peer_write(2);
+    unsynchronised_peer_write(2, 0, 1);
 }
 
 #[test]
 fn unsynchronised_peer_write_is_a_race_4() {
-    unsynchronised_peer_write(4);
+    unsynchronised_peer_write(4, 0, 1);
+}
+
+/// A random world of 2 to 4 ranks and a random (writer, reader) pair.
+fn world_and_pair() -> impl Strategy<Value = (usize, u32, u32)> {
+    (2usize..=4).prop_flat_map(|world| {
+        let w = world as u32;
+        (Just(world), 0..w, 1..w)
+            .prop_map(move |(world, writer, step)| (world, writer, (writer + step) % w))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+
+    /// Whichever two devices write and read, unsynchronised: the race
+    /// names exactly those two devices.
+    #[test]
+    fn any_unsynchronised_pair_is_a_race_naming_both_devices(
+        (world, writer, reader) in world_and_pair(),
+    ) {
+        unsynchronised_peer_write(world, writer, reader);
+    }
+
+    /// Whichever two devices hand off through a system-scope flag: no
+    /// report, and the reader reads what the writer wrote.
+    #[test]
+    fn any_pair_ordered_by_a_system_scope_flag_is_race_free(
+        (world, writer, reader) in world_and_pair(),
+    ) {
+        let got = flag_handoff_between(world, SYSTEM, writer, reader);
+        prop_assert_eq!(got, vec![]);
+    }
 }
 
 #[test]
@@ -228,6 +278,8 @@ fn a_flag_nobody_sets_ends_at_the_launch_timeout() {
         flag.peers(1).unwrap(),
         out.peer(1, 1).unwrap(),
         SYSTEM,
+        0u32,
+        1u32,
     );
     let e = stream
         .launch(&kernel::<peer_flag_handoff>(ctx), one_block(), args)
@@ -350,6 +402,22 @@ fn group_sizes_out_of_range_are_refused() {
             "{e:?}"
         );
     }
+    // Simulated devices come from `SymmetricGroup::cpu` (one race
+    // engine); separate CPU contexts cannot be a group.
+    let e =
+        SymmetricGroup::new(vec![Context::cpu().unwrap(), Context::cpu().unwrap()]).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Group(vigil::GroupProblem::NotCuda { rank: 0, .. })
+        ),
+        "{e:?}"
+    );
+    // The engine's thread ids are shared: at most 2,047 clock slots over
+    // the group's devices.
+    let config = vigil::unstable::cpu::sanitizer::CpuSanitizerConfig::default();
+    let too_many = 2048 / config.threads + 1;
+    assert!(vigil::unstable::cpu::sanitizer::CpuRaceSanitizer::group(&config, too_many).is_err());
     let group = SymmetricGroup::cpu(2, Context::builder()).unwrap();
     let sym = group.alloc::<u32>(4).unwrap();
     assert!(matches!(

@@ -1,45 +1,48 @@
 //! Symmetric-memory kernels: every rank of a group runs the same kernel
-//! with a `Peers` argument (`tests/tests/symmetric_scenarios.rs`). Rank 0
-//! is the writer, rank 1 the reader; other ranks only take part in group
-//! barriers. The accesses the suite's verdicts name end in `// @name`
+//! with a `Peers` argument (`tests/tests/symmetric_scenarios.rs`). In the
+//! hand-offs one rank writes and another reads; the other ranks do
+//! nothing. The accesses the suite's verdicts name end in `// @name`
 //! markers.
 
 use crate::races::scope;
 use vigil_device::prelude::*;
 
-/// Rank 0 writes `data` of rank 1 (one element per thread); rank 1 reads
-/// its own `data` into `out`, with no synchronisation between them.
+/// Rank `writer` writes `data` of rank `reader` (one element per thread);
+/// rank `reader` reads its own `data` into `out`, with no synchronisation
+/// between them.
 #[kernel]
-pub fn peer_put_get(data: Peers<u32>, out: GlobalSliceMut<u32>) {
+pub fn peer_put_get(data: Peers<u32>, out: GlobalSliceMut<u32>, writer: u32, reader: u32) {
     let i = thread_idx().x as usize;
-    if data.rank() == 0 {
-        data.peer(1).store(i, i as u32 + 1); // @peer_put
-    } else if data.rank() == 1 {
+    if data.rank() == writer {
+        data.peer(reader).store(i, i as u32 + 1); // @peer_put
+    } else if data.rank() == reader {
         out.store(i, data.local().load(i)); // @peer_get
     }
 }
 
-/// The same hand-off through a flag: rank 0 writes rank 1's `data`, then
-/// thread 0 sets rank 1's `flag` with a release store of scope code `sc`
-/// (1 device, 2 system); rank 1's thread 0 waits for it with an acquire
-/// load of the same scope, then every thread reads `data` into `out`.
+/// The same hand-off through a flag: rank `writer` writes rank `reader`'s
+/// `data`, then thread 0 sets rank `reader`'s `flag` with a release store
+/// of scope code `sc` (1 device, 2 system); rank `reader`'s thread 0 waits
+/// for it with an acquire load of the same scope, then every thread reads
+/// `data` into `out`.
 #[kernel]
 pub fn peer_flag_handoff<S: Sanitizer>(
     data: Peers<u32, S>,
     flag: Peers<u32, S>,
     out: GlobalSliceMut<u32, S>,
     sc: u32,
+    writer: u32,
+    reader: u32,
 ) {
     let i = thread_idx().x as usize;
-    if data.rank() == 0 {
-        data.peer(1).store(i, i as u32 + 1); // @handoff_put
+    if data.rank() == writer {
+        data.peer(reader).store(i, i as u32 + 1); // @handoff_put
         sync_threads();
         if i == 0 {
-            flag.peer(1)
-                .at(0)
-                .atomic_store(1, Ordering::Release, scope(sc)); // @flag_set
+            let f = flag.peer(reader).at(0);
+            f.atomic_store(1, Ordering::Release, scope(sc)); // @flag_set
         }
-    } else if data.rank() == 1 {
+    } else if data.rank() == reader {
         if i == 0 {
             let f = flag.local().at(0);
             while f.atomic_load(Ordering::Acquire, scope(sc)) == 0 {} // @flag_wait
