@@ -49,8 +49,9 @@ pub struct ProcessGroup {
     world: u32,
     socket: PathBuf,
     timeout: Duration,
-    /// Collective allocations so far: the `n`-th meets at `socket.n`.
-    allocations: AtomicU32,
+    /// Collective calls so far (allocations and barriers): the `n`-th
+    /// meets at `socket.n`.
+    collectives: AtomicU32,
 }
 
 impl std::fmt::Debug for ProcessGroup {
@@ -66,8 +67,8 @@ impl std::fmt::Debug for ProcessGroup {
 
 impl ProcessGroup {
     /// Joins as rank `rank` of `world` processes that meet at socket paths
-    /// starting with `socket` (one per collective allocation: `socket.0`,
-    /// `socket.1`, ...), on `ctx`'s GPU. `ctx` must be a plain CUDA
+    /// starting with `socket` (one per collective call, allocation or
+    /// barrier: `socket.0`, `socket.1`, ...), on `ctx`'s GPU. `ctx` must be a plain CUDA
     /// context. Nothing is exchanged until the first
     /// [`ProcessGroup::alloc`].
     pub fn join(
@@ -105,7 +106,7 @@ impl ProcessGroup {
             world,
             socket: socket.into(),
             timeout: Duration::from_secs(60),
-            allocations: AtomicU32::new(0),
+            collectives: AtomicU32::new(0),
         })
     }
 
@@ -136,6 +137,25 @@ impl ProcessGroup {
         &self.stream
     }
 
+    /// The host's group barrier, collective: waits until this rank's
+    /// work on its context has finished (bounded by the context's launch
+    /// timeout), then until every rank has called it (bounded by
+    /// [`ProcessGroup::timeout`]; [`Error::Rendezvous`] names the ranks
+    /// that never came, or one that died).
+    pub fn barrier(&self) -> Result<()> {
+        self.ctx.synchronize()?;
+        self.rendezvous().exchange(0, &[])?;
+        Ok(())
+    }
+
+    /// The rendezvous of the next collective call.
+    fn rendezvous(&self) -> Rendezvous {
+        let n = self.collectives.fetch_add(1, Ordering::Relaxed);
+        let mut path = self.socket.clone().into_os_string();
+        path.push(format!(".{n}"));
+        Rendezvous::new(PathBuf::from(path), self.rank, self.world).timeout(self.timeout)
+    }
+
     /// Collective: every rank calls it, in the same order, with the same
     /// `len`. Returns one zeroed buffer of `len` elements per rank, every
     /// one mapped here. Each rank's buffer is zeroed before the exchange,
@@ -151,9 +171,6 @@ impl ProcessGroup {
                     count: len,
                     elem_size: size_of::<T>(),
                 })?;
-        let n = self.allocations.fetch_add(1, Ordering::Relaxed);
-        let mut path = self.socket.clone().into_os_string();
-        path.push(format!(".{n}"));
         let mut buffers = Mapped {
             vmm: &self.vmm,
             stream: &self.stream,
@@ -172,12 +189,10 @@ impl ProcessGroup {
         )?;
         self.stream.synchronize()?;
         let export = self.vmm.export(own.ptr)?;
-        let shares = Rendezvous::new(PathBuf::from(path), self.rank, self.world)
-            .timeout(self.timeout)
-            .exchange(
-                bytes as u64,
-                &[export.data_fd.as_fd(), export.shadow_fd.as_fd()],
-            )?;
+        let shares = self.rendezvous().exchange(
+            bytes as u64,
+            &[export.data_fd.as_fd(), export.shadow_fd.as_fd()],
+        )?;
         let mut ptrs = [0; MAX_RANKS];
         ptrs[self.rank as usize] = own.ptr;
         for share in shares {
