@@ -119,7 +119,21 @@ fn unsynchronised_peer_write(world: usize, writer: u32, reader: u32) {
         stream.launch(&kernel::<peer_put_get>(ctx), one_block(), args)
     });
     let (put, get) = (line_of("peer_put"), line_of("peer_get"));
-    let got = verdicts(&races(&group));
+    let reports = races(&group);
+    let got = verdicts(&reports);
+    // Text and JSON name both devices too.
+    let (text, json) = (reports.to_string(), reports.to_json());
+    for device in [writer, reader] {
+        assert!(
+            text.contains(&format!("device {device} SM"))
+                || text.contains(&format!("(device {device},")),
+            "device {device} not named in:\n{text}"
+        );
+        assert!(
+            json.contains(&format!("\"device\":{device},")),
+            "device {device} not in {json}"
+        );
+    }
     let raw = (ReportKind::ReadAfterWrite, get, reader, put, writer);
     let war = (ReportKind::WriteAfterRead, put, writer, get, reader);
     assert!(
