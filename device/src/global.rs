@@ -47,7 +47,7 @@ const _: () = assert!(size_of::<Vec4<f32>>() == 16 && core::mem::align_of::<Vec4
 /// the kernel author's source location.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-fn out_of_bounds(_index: usize, _len: usize) -> ! {
+pub(crate) fn out_of_bounds(_index: usize, _len: usize) -> ! {
     // SAFETY: `trap` has no preconditions; it aborts the kernel.
     unsafe { core::arch::nvptx::trap() }
 }
@@ -56,7 +56,7 @@ fn out_of_bounds(_index: usize, _len: usize) -> ! {
 #[cold]
 #[inline(never)]
 #[track_caller]
-fn out_of_bounds(index: usize, len: usize) -> ! {
+pub(crate) fn out_of_bounds(index: usize, len: usize) -> ! {
     panic!("global index {index} out of bounds (len {len})")
 }
 

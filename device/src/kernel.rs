@@ -9,6 +9,7 @@
 //!   builds, the per-thread entry the CPU backend runs.
 
 use crate::global::{GlobalPtr, GlobalPtrMut, GlobalSlice, GlobalSliceMut};
+use crate::peers::{Peers, MAX_RANKS};
 #[cfg(not(target_arch = "nvptx64"))]
 use vigil_shared::params::ParamCursor;
 use vigil_shared::params::{ParamDesc, PtxType};
@@ -133,5 +134,31 @@ unsafe impl<T: bytemuck::Pod, S: crate::Sanitizer> KernelParam for GlobalSliceMu
         let p = read_ptr(buf, cursor);
         // SAFETY: the caller guarantees the pointer is valid for the length.
         unsafe { GlobalSliceMut::from_raw_parts(p as *mut T, read_len(buf, cursor)) }
+    }
+}
+
+/// The PTX scalars of a [`Peers`] argument: one pointer per possible rank,
+/// the length, the rank and the world size.
+const PEERS_PARTS: [PtxType; MAX_RANKS + 3] = {
+    let mut parts = [PtxType::Ptr; MAX_RANKS + 3];
+    parts[MAX_RANKS] = PtxType::B64;
+    parts[MAX_RANKS + 1] = PtxType::B32;
+    parts[MAX_RANKS + 2] = PtxType::B32;
+    parts
+};
+
+// SAFETY: `MAX_RANKS` pointers, the length, the rank and the world size,
+// read in that order (the order `#[kernel]`'s entry declares them).
+unsafe impl<T: bytemuck::Pod, S: crate::Sanitizer> KernelParam for Peers<T, S> {
+    const PARTS: &'static [PtxType] = &PEERS_PARTS;
+    #[cfg(not(target_arch = "nvptx64"))]
+    unsafe fn read(buf: &[u8], cursor: &mut ParamCursor) -> Self {
+        let ptrs = core::array::from_fn(|_| read_ptr(buf, cursor) as *mut T);
+        let len = read_len(buf, cursor);
+        let rank = u32::from_ne_bytes(read_scalar(buf, cursor, PtxType::B32));
+        let world = u32::from_ne_bytes(read_scalar(buf, cursor, PtxType::B32));
+        // SAFETY: the caller guarantees the pointers are valid; the host
+        // packs `rank < world <= MAX_RANKS`.
+        unsafe { Peers::from_raw_parts(ptrs, len, rank, world) }
     }
 }

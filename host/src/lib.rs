@@ -85,7 +85,11 @@ pub use api::context::Context;
 pub use api::event::Event;
 pub use api::memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceBuffer, DeviceSlice, DeviceSliceMut};
 pub use api::module::{Function, KernelFn, Module};
+pub use api::process_group::{ProcessGroup, ProcessSymmetric};
 pub use api::stream::Stream;
+pub use api::symmetric::{
+    PeerSlice, PeersArg, Symmetric, SymmetricGroup, DEFAULT_GROUP_LAUNCH_TIMEOUT,
+};
 pub use backend::cpu::hooks::{
     CpuSanitizer, HostAllocation, HostBufferAllocator, HostSync, LaunchInfo, SystemAllocator,
     TransferInfo,
@@ -93,7 +97,7 @@ pub use backend::cpu::hooks::{
 pub use backend::cpu::memory::HOST_ALIGN;
 pub use backend::cuda::driver::{device_count, driver_version, gpu_available};
 pub use backend::transfer::TransferKind;
-pub use error::{ArgProblem, Error, Result};
+pub use error::{ArgProblem, Error, GroupProblem, Result};
 pub use sanitizer::config::{ConfigError, VmmConfig, VmmConfigBuilder};
 pub use sanitizer::report::{
     kind_name, MemorySpace, PriorAccess, RaceAccess, RaceAllocation, RaceReport, RaceReports,

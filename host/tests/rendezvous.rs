@@ -262,7 +262,7 @@ fn a_live_rendezvous_is_never_hijacked() {
     assert!(first.join().unwrap().unwrap()[0].rank == 1);
 }
 
-const CHILD_ENV: &str = "VIGIL_RV_CHILD";
+const CHILD_ENV: &str = "RENDEZVOUS_TEST_CHILD";
 
 /// Not a test of its own: the body of the child process the two
 /// killed-member tests start (`CHILD_ENV` = "path rank world"). It joins

@@ -91,6 +91,12 @@ fn every_kernel_entry_matches_its_rust_signature() {
     use vigil_kernels::races as r;
     check::<r::write_one>(&entries);
     check::<r::persistent_spin>(&entries);
+    // `Peers` arguments: MAX_RANKS pointers, the length, rank and world.
+    use vigil_kernels::symmetric as sym;
+    check::<sym::peer_put_get>(&entries);
+    check::<sym::peer_flag_handoff>(&entries);
+    check::<sym::barrier_exchange>(&entries);
+    check::<sym::ring_all_reduce>(&entries);
     // The range-access entry (vigil-device's) takes what the host packs.
     let range = entries
         .iter()

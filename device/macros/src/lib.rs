@@ -21,7 +21,7 @@ const SCALARS: &[&str] = &[
 ];
 
 const SUPPORTED: &str = "kernel parameters must be scalars (u8, i8, u16, i16, u32, i32, u64, i64, usize, isize, f32, f64) \
-     or global-memory handles (GlobalPtr<T>, GlobalPtrMut<T>, GlobalSlice<T>, GlobalSliceMut<T> with T: bytemuck::Pod)";
+     or global-memory handles (GlobalPtr<T>, GlobalPtrMut<T>, GlobalSlice<T>, GlobalSliceMut<T>, Peers<T> with T: bytemuck::Pod)";
 
 /// The PTX of a kernel crate that this crate's `build.rs` built with
 /// `vigil_build::PtxBuilder`, as a `&'static str`: `include_ptx!("kernels")`
@@ -74,7 +74,16 @@ enum ParamKind {
         handle: Ident,
         elem: Box<Type>,
     },
+    /// Every rank's buffer of a symmetric allocation (`Peers<T>`): its
+    /// element type.
+    Peers {
+        elem: Box<Type>,
+    },
 }
+
+/// Pointers in a `Peers` argument: `vigil_device::MAX_RANKS` (the device
+/// crate checks that its `KernelParam` lowering has this many).
+const PEER_POINTERS: usize = 8;
 
 struct Param {
     name: Ident,
@@ -163,6 +172,7 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
                     quote!(#ty)
                 }
                 ParamKind::Handle { handle, elem } => quote!(::vigil_device::#handle<#elem, #s>),
+                ParamKind::Peers { elem } => quote!(::vigil_device::Peers<#elem, #s>),
             })
             .collect()
     };
@@ -196,6 +206,15 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
                     entry_params.push(quote!(#len: usize));
                 }
             }
+            ParamKind::Peers { elem } => {
+                for ptr in peer_pointers(n) {
+                    entry_params.push(quote!(#ptr: *mut #elem));
+                }
+                let (len, rank, world) = peer_scalars(n);
+                entry_params.push(quote!(#len: usize));
+                entry_params.push(quote!(#rank: u32));
+                entry_params.push(quote!(#world: u32));
+            }
         }
     }
     // Rebuilds the handles from the entry's scalars, with sanitizer `s`.
@@ -220,6 +239,17 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
                                 // SAFETY: the host passed a device allocation of at least one element.
                                 let #n = unsafe { #h::from_raw(#ptr) };
                             }
+                        }
+                    }
+                    ParamKind::Peers { elem } => {
+                        let ptrs = peer_pointers(n);
+                        let (len, rank, world) = peer_scalars(n);
+                        quote! {
+                            // SAFETY: the host passed every rank's buffer of `len` elements,
+                            // `rank < world <= MAX_RANKS`.
+                            let #n = unsafe {
+                                ::vigil_device::Peers::<#elem, #s>::from_raw_parts([#(#ptrs),*], #len, #rank, #world)
+                            };
                         }
                     }
                 }
@@ -305,6 +335,22 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
     })
 }
 
+/// The entry's pointer parameters of `Peers` argument `n`.
+fn peer_pointers(n: &Ident) -> Vec<Ident> {
+    (0..PEER_POINTERS)
+        .map(|i| format_ident!("{}__ptr{}", n, i))
+        .collect()
+}
+
+/// The entry's length, rank and world parameters of `Peers` argument `n`.
+fn peer_scalars(n: &Ident) -> (Ident, Ident, Ident) {
+    (
+        format_ident!("{}__len", n),
+        format_ident!("{}__rank", n),
+        format_ident!("{}__world", n),
+    )
+}
+
 fn parse_param(arg: &FnArg) -> syn::Result<Param> {
     let FnArg::Typed(pt) = arg else {
         return Err(syn::Error::new_spanned(
@@ -370,6 +416,27 @@ fn classify(ty: &Type) -> syn::Result<ParamKind> {
                 }
                 return Ok(ParamKind::Handle {
                     handle: last.ident.clone(),
+                    elem: Box::new(tys[0].clone()),
+                });
+            }
+            if ident == "Peers" {
+                let PathArguments::AngleBracketed(ab) = &last.arguments else {
+                    return unsupported("Peers needs its element type, e.g. Peers<f32>; ");
+                };
+                let tys: Vec<&Type> = ab
+                    .args
+                    .iter()
+                    .filter_map(|a| match a {
+                        GenericArgument::Type(t) => Some(t),
+                        _ => None,
+                    })
+                    .collect();
+                if tys.is_empty() || tys.len() > 2 || tys.len() != ab.args.len() {
+                    return unsupported(
+                        "Peers takes its element type and optionally the sanitizer type; ",
+                    );
+                }
+                return Ok(ParamKind::Peers {
                     elem: Box::new(tys[0].clone()),
                 });
             }

@@ -64,6 +64,8 @@ pub struct ContextBuilder {
     cpu_workers: usize,
     cpu_sanitizer: Option<Arc<dyn CpuSanitizer>>,
     launch_timeout: Option<Duration>,
+    /// A device of a symmetric group ([`ContextBuilder::peer_group`]).
+    peer_group: bool,
     error: Option<Error>,
 }
 
@@ -90,6 +92,7 @@ impl Default for ContextBuilder {
             cpu_workers: 0,
             cpu_sanitizer: None,
             launch_timeout: None,
+            peer_group: false,
             error: None,
         }
     }
@@ -157,6 +160,36 @@ impl ContextBuilder {
     pub fn launch_timeout(mut self, limit: Option<Duration>) -> Self {
         self.launch_timeout = limit.filter(|d| !d.is_zero());
         self
+    }
+
+    /// Makes the context a device of a symmetric group: on the CPU backend
+    /// it gets its own executor, whose kernels may spin on memory another
+    /// device writes (such a launch ends at its launch timeout, never as a
+    /// livelock).
+    pub(crate) fn peer_group(mut self) -> Self {
+        self.peer_group = true;
+        self
+    }
+
+    /// The sanitizer settings so far (what a group's shared CPU sanitizer
+    /// is made with).
+    pub(crate) fn config(&self) -> &VmmConfig {
+        &self.vmm_config
+    }
+
+    /// Whether the sanitizer is on.
+    pub(crate) fn is_sanitized(&self) -> bool {
+        self.sanitize
+    }
+
+    /// The CPU worker count asked for (0: the default).
+    pub(crate) fn workers(&self) -> usize {
+        self.cpu_workers
+    }
+
+    /// The launch timeout asked for.
+    pub(crate) fn timeout(&self) -> Option<Duration> {
+        self.launch_timeout
     }
 
     /// Applies the `VIGIL_*` variables that `lookup` returns: `VIGIL_DEVICE`,
@@ -247,6 +280,7 @@ impl ContextBuilder {
                 sanitize: self.sanitize,
                 sanitizer: self.cpu_sanitizer,
                 config: self.vmm_config,
+                peer_group: self.peer_group,
             })?,
         };
         Ok(Context::from_backend(backend, sink, self.launch_timeout))

@@ -9,4 +9,6 @@ pub(crate) mod event;
 pub(crate) mod launch;
 pub(crate) mod memory;
 pub(crate) mod module;
+pub(crate) mod process_group;
 pub(crate) mod stream;
+pub(crate) mod symmetric;

@@ -19,11 +19,11 @@ pub(crate) mod transfer;
 // context reports, which sanitizer it takes, the CUDA-only tools' inputs):
 // the front end imports them from here, never from a backend's folder.
 pub(crate) use cpu::executor::{CpuExecutor, LaunchStats};
-pub(crate) use cpu::hooks::CpuSanitizer;
+pub(crate) use cpu::hooks::{group_cpu_sanitizers, CpuSanitizer, CpuSanitizerParams};
 pub(crate) use cpu::launch::HostEntry;
 pub(crate) use cpu::CpuOptions;
 pub(crate) use cuda::driver::{device_count, gpu_available};
-pub(crate) use cuda::vmm::CachingPool;
+pub(crate) use cuda::vmm::{Allocation as VmmAllocation, CachingPool, ExportedAllocation, Vmm};
 pub(crate) use cuda::{AsCudaDevice, AsCudaStream, CudaDevice, CudaStream};
 pub(crate) use transfer::Transfer;
 
@@ -185,6 +185,19 @@ impl Backend {
 
     fn cuda(&self, op: &'static str) -> Result<&Arc<CudaDevice>> {
         self.cuda_device().ok_or_else(|| self.gpu_only(op))
+    }
+
+    /// Lets kernels on this device reach `peer`'s memory: CUDA peer
+    /// access; nothing on the CPU backend (one address space). Devices of
+    /// different backends cannot be peers.
+    pub(crate) fn enable_peer_access(&self, peer: &Backend) -> Result<()> {
+        match (self, peer) {
+            (Backend::Cuda(a), Backend::Cuda(b)) => {
+                cuda::peer::enable_peer_access(a.device(), b.device())
+            }
+            (Backend::Cpu(_), Backend::Cpu(_)) => Ok(()),
+            _ => Err(self.foreign("enabling peer access")),
+        }
     }
 
     pub(crate) fn attribute(&self, attr: sys::CUdevice_attribute) -> Result<i32> {

@@ -5,11 +5,14 @@
 //! which kernel, which argument (index, name, Rust type), which range.
 
 mod cpu;
+mod group;
 mod vmm;
 
 pub use cpu::{CpuError, SpinningThread, StalledBlock};
+pub use group::GroupProblem;
 pub use vmm::{VmmError, VmmResult};
 
+use crate::ipc::RendezvousError;
 use crate::sanitizer::config::ConfigError;
 use crate::sanitizer::report::RaceReports;
 use crate::types::{DeviceId, LaunchConfigError, PtxParam};
@@ -295,6 +298,15 @@ pub enum Error {
         /// Why, and what to do instead.
         reason: &'static str,
     },
+
+    /// A symmetric group or allocation was refused.
+    #[error("symmetric group: {0}")]
+    Group(GroupProblem),
+
+    /// A group of processes could not meet (exchange its allocations'
+    /// file descriptors).
+    #[error("rendezvous: {0}")]
+    Rendezvous(#[from] RendezvousError),
 
     /// The CPU sanitizer failed (e.g. its shadow arena is full).
     #[error("CPU sanitizer: {message}")]

@@ -8,4 +8,5 @@ pub mod hangs;
 pub mod math;
 pub mod races;
 pub mod scale_races;
+pub mod symmetric;
 pub mod tests;

@@ -246,12 +246,31 @@ pub struct CpuSanitizerParams {
 /// cannot be reserved, and the context then reports
 /// [`Error::Unsupported`](crate::Error::Unsupported).
 pub(crate) fn default_cpu_sanitizer(params: &CpuSanitizerParams) -> Option<Arc<dyn CpuSanitizer>> {
-    use super::sanitizer::{CpuRaceSanitizer, CpuSanitizerConfig};
-    match CpuRaceSanitizer::with_config(&CpuSanitizerConfig::from_params(params)) {
-        Ok(s) => Some(Arc::new(s)),
+    match group_cpu_sanitizers(params, 1) {
+        Ok(mut one) => one.pop(),
         Err(e) => {
             eprintln!("vigil: the CPU sanitizer could not start: {e}");
             None
         }
     }
+}
+
+/// The sanitizers of a group of `world` simulated devices sharing one race
+/// engine ([`CpuRaceSanitizer::group`](super::sanitizer::CpuRaceSanitizer::group)),
+/// by rank, with the settings `params` give each device.
+pub(crate) fn group_cpu_sanitizers(
+    params: &CpuSanitizerParams,
+    world: u32,
+) -> Result<Vec<Arc<dyn CpuSanitizer>>> {
+    use super::sanitizer::{CpuRaceSanitizer, CpuSanitizerConfig};
+    let group =
+        CpuRaceSanitizer::group(&CpuSanitizerConfig::from_params(params), world).map_err(|e| {
+            Error::Sanitizer {
+                message: e.to_string(),
+            }
+        })?;
+    Ok(group
+        .into_iter()
+        .map(|s| Arc::new(s) as Arc<dyn CpuSanitizer>)
+        .collect())
 }

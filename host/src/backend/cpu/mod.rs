@@ -51,14 +51,18 @@ pub(crate) struct CpuOptions {
     /// The sanitizer to use; the default CPU race sanitizer when `None`.
     pub(crate) sanitizer: Option<Arc<dyn CpuSanitizer>>,
     pub(crate) config: VmmConfig,
+    /// A device of a symmetric group: its own executor, whose kernels may
+    /// spin on memory other devices write ([`CpuExecutor::with_peer_writers`]).
+    pub(crate) peer_group: bool,
 }
 
 impl CpuBackend {
     /// Opens a CPU context.
     pub(crate) fn open(options: CpuOptions) -> Result<CpuBackend> {
-        let executor = match options.workers {
-            0 => shared_executor()?,
-            n => Arc::new(CpuExecutor::new(n)?),
+        let executor = match (options.workers, options.peer_group) {
+            (0, false) => shared_executor()?,
+            (n, false) => Arc::new(CpuExecutor::new(n)?),
+            (n, true) => Arc::new(CpuExecutor::new(n)?.with_peer_writers()),
         };
         let sanitizer = match (options.sanitize, options.sanitizer) {
             (false, _) => None,

@@ -21,6 +21,7 @@ pub(crate) mod event;
 pub(crate) mod launch;
 mod memory;
 pub(crate) mod module;
+pub(crate) mod peer;
 pub(crate) mod sanitizer;
 pub(crate) mod stream;
 mod transfer_check;

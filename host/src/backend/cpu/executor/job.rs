@@ -44,6 +44,7 @@ impl<'a> Job<'a> {
         entry: KernelEntry,
         params: &'a [u8],
         sanitizer: Option<&'a dyn SanitizerRuntime>,
+        peer_writers: bool,
     ) -> Self {
         Job {
             grid,
@@ -58,7 +59,7 @@ impl<'a> Job<'a> {
             stop: AtomicBool::new(false),
             abort: AtomicBool::new(false),
             finished: AtomicU64::new(0),
-            spin: SpinWatch::default(),
+            spin: SpinWatch::new(peer_writers),
             failure: Mutex::new(None),
             resumes: AtomicU64::new(0),
         }

@@ -107,6 +107,9 @@ pub struct LaunchStats {
 pub struct CpuExecutor {
     pool: Pool,
     stack_size: usize,
+    /// Another device may write the memory its kernels poll
+    /// ([`CpuExecutor::with_peer_writers`]).
+    peer_writers: bool,
 }
 
 impl std::fmt::Debug for CpuExecutor {
@@ -154,7 +157,18 @@ impl CpuExecutor {
         Ok(CpuExecutor {
             pool: Pool::new(workers, stack_size)?,
             stack_size,
+            peer_writers: false,
         })
+    }
+
+    /// The executor of a device in a symmetric group: its kernels may spin
+    /// on memory that another device's kernel writes, so a launch whose
+    /// every thread spins is not a livelock it can prove (the other device
+    /// may not have started yet). Such a launch ends only at its launch
+    /// timeout ([`CpuError::Timeout`]).
+    pub fn with_peer_writers(mut self) -> Self {
+        self.peer_writers = true;
+        self
     }
 
     /// The most workers [`CpuExecutor::default_workers`] picks. A worker
@@ -247,6 +261,7 @@ impl CpuExecutor {
             entry,
             params,
             sanitizer,
+            self.peer_writers,
         );
         self.pool.run(&job, timeout);
         let resumes = job.outcome()?;

@@ -57,6 +57,10 @@ struct WatchState {
 #[derive(Default)]
 pub(crate) struct SpinWatch {
     state: Mutex<WatchState>,
+    /// Memory the launch polls may be written by another device's kernel
+    /// (a symmetric group): stalled blocks are never proof of a livelock,
+    /// and only the launch timeout ends a wait that never finishes.
+    peer_writers: bool,
 }
 
 /// What a worker saw when every active worker was first stalled: the
@@ -67,6 +71,15 @@ pub(crate) struct Candidate {
 }
 
 impl SpinWatch {
+    /// A watch for a launch whose polled memory other devices may write
+    /// (`peer_writers`), or only its own threads.
+    pub(crate) fn new(peer_writers: bool) -> Self {
+        SpinWatch {
+            peer_writers,
+            ..SpinWatch::default()
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, WatchState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -105,7 +118,7 @@ impl SpinWatch {
         if let Some(stall) = s.stalls.get_mut(&smid) {
             stall.checks += 1;
         }
-        if s.stalls.len() < s.active {
+        if self.peer_writers || s.stalls.len() < s.active {
             *candidate = None;
             return None;
         }

@@ -79,7 +79,7 @@ impl CpuRaceSanitizer {
                 current: RaceAccess {
                     access: a.kind,
                     scope: a.scope,
-                    device: 0,
+                    device: self.rank,
                     smid: t.smid,
                     block: t.block_idx,
                     thread: t.thread_idx,
@@ -90,7 +90,7 @@ impl CpuRaceSanitizer {
                     access: c.prior.kind,
                     scope: Scope::Block,
                     tid: self.slot(t.smid),
-                    device: 0,
+                    device: self.rank,
                     smid: Some(t.smid),
                     epoch: c.prior.epoch,
                     block: Some(t.block_idx),

@@ -56,6 +56,16 @@
 //!   report whose entry is missing waits briefly (a bounded spin) for it:
 //!   the prior access writes it just after the engine recorded it, possibly
 //!   on another worker.
+//! - **Devices of a group** ([`CpuRaceSanitizer::group`], symmetric
+//!   memory). N sanitizers share the engine's memory (arena, shadow, side
+//!   table, thread states, pool, SC-fence clocks), the launch history and
+//!   the host clocks; device `r` owns clock slots `r * threads` to
+//!   `(r + 1) * threads - 1`, which makes `r` the engine's device of those
+//!   threads (what [`Scope::Device`] includes). Each device keeps its own
+//!   exit-clock ring, slot table, launch in progress, reports and
+//!   block-race state, so each runs one launch at a time while different
+//!   devices' launches run at once. What is said above of "the context"
+//!   holds per device.
 //! - **Reports** go to a bounded buffer
 //!   ([`CpuSanitizerConfig::report_capacity`] records; more are counted as
 //!   dropped, never a crash) and come back de-duplicated by kind and
@@ -89,7 +99,7 @@ use resolve::CpuResolver;
 use std::collections::HashMap;
 use std::panic::Location;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering as MemOrder};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use vigil_device::host_runtime::{AtomicAccess, SanitizerRuntime, SharedAccess, ThreadContext};
 use vigil_device::Dim3;
 use vigil_shared::abi::{
@@ -250,26 +260,40 @@ impl Default for LaunchRecord {
     }
 }
 
-/// Host-side clocks (see the module docs), changed only between launches.
+/// Host-side clocks (see the module docs), changed only between launches
+/// of a device. Shared by the devices of a group: stream and event ids are
+/// unique in the process, and the host clock is the host program's (a
+/// synchronisation with one device orders later launches on every device).
 #[derive(Default)]
 struct HostClocks {
     /// Per stream: the clock of everything issued on it.
     streams: HashMap<StreamId, Vec<u32>>,
     /// Per event: the clock its last record captured.
     events: HashMap<EventId, Vec<u32>>,
-    /// The exit clocks of every finished kernel, joined.
-    finished: Vec<u32>,
+    /// Per device rank: the exit clocks of its finished kernels, joined.
+    finished: Vec<Vec<u32>>,
     /// What every later launch acquires (host synchronisation).
     host: Vec<u32>,
-    /// The stream of the launch in progress.
-    current: Option<StreamId>,
+    /// Per device rank: the stream of its launch in progress.
+    current: Vec<Option<StreamId>>,
 }
 
-/// The CPU backend's race sanitizer. See the [module docs](self).
+/// The CPU backend's race sanitizer of one (simulated) device. See the
+/// [module docs](self). The members of a group
+/// ([`CpuRaceSanitizer::group`]) share the engine's memory (shadow, thread
+/// states, pool), the launch history and the host clocks; the rest is the
+/// device's own.
 pub struct CpuRaceSanitizer {
-    mem: Memory,
+    mem: Arc<Memory>,
     cfg: EngineConfig,
-    /// Clock slots held by a running block.
+    /// This device's rank in its group (0 alone).
+    rank: u32,
+    /// The first clock slot of this device (`rank * cfg.num_sms`).
+    first_slot: u32,
+    /// The group's launch counter: engine kernel ids, unique in the group.
+    launch_counter: Arc<AtomicU32>,
+    /// Clock slots of this device held by a running block (by slot minus
+    /// `first_slot`).
     busy: Box<[AtomicBool]>,
     /// The next slot to try.
     next_slot: AtomicU32,
@@ -277,10 +301,10 @@ pub struct CpuRaceSanitizer {
     slot_of_sm: Box<[AtomicU32]>,
     /// The engine's ring of kernel exit clocks (3 slots).
     ring: Box<[AtomicU32]>,
-    /// The engine kernel id of the launch in progress (launches so far).
+    /// The engine kernel id of this device's launch in progress.
     kernel_id: AtomicU32,
-    launches: Mutex<Vec<LaunchRecord>>,
-    host: Mutex<HostClocks>,
+    launches: Arc<Mutex<Vec<LaunchRecord>>>,
+    host: Arc<Mutex<HostClocks>>,
     reports: Mutex<Vec<RaceReport>>,
     report_capacity: usize,
     dropped: AtomicUsize,
@@ -324,6 +348,23 @@ impl CpuRaceSanitizer {
 
     /// A sanitizer with the given settings.
     pub fn with_config(c: &CpuSanitizerConfig) -> Result<Self, CpuSanitizerError> {
+        let mut one = Self::group(c, 1)?;
+        Ok(one.remove(0))
+    }
+
+    /// The sanitizers of `world` simulated devices that share one engine
+    /// (design 3.4): one shadow, so an access by device 0 to device 1's
+    /// buffer is checked against device 1's kernels' accesses, and one
+    /// thread-id space, where device `r`'s clock slots are
+    /// `r * threads .. (r + 1) * threads` (the engine's device of a thread,
+    /// which decides what a [`Scope::Device`] atomic or fence orders). A
+    /// buffer allocated through any of them is in the shared arena. Each
+    /// device runs one launch at a time; launches of different devices may
+    /// run at once (from different host threads).
+    pub fn group(
+        c: &CpuSanitizerConfig,
+        world: u32,
+    ) -> Result<Vec<CpuRaceSanitizer>, CpuSanitizerError> {
         let bad = |name, value: u64, accepted| CpuSanitizerError::Config {
             name,
             value,
@@ -331,6 +372,14 @@ impl CpuRaceSanitizer {
         };
         if !(1..2048).contains(&c.threads) {
             return Err(bad("threads", c.threads.into(), "1..=2047"));
+        }
+        let total = u64::from(c.threads) * u64::from(world);
+        if world == 0 || total >= 2048 {
+            return Err(bad(
+                "threads * devices",
+                total,
+                "1..=2047 clock slots over the group's devices",
+            ));
         }
         if !(1..=4096).contains(&c.clock_buffer_size) {
             return Err(bad(
@@ -347,13 +396,14 @@ impl CpuRaceSanitizer {
             ));
         }
         let arena = Arena::new(c.capacity, c.min_block)?;
-        let n = c.threads;
+        let slots = c.threads;
+        let n = slots * world;
         let words = thread_state_words(n, c.clock_buffer_size);
         let pool =
             ZeroedWords::new(PoolHeader::WORDS + c.pool_records as usize * InflatedRecord::WORDS)?;
         pool[1].store(c.pool_records, MemOrder::Relaxed);
         let cfg = EngineConfig {
-            num_sms: n,
+            num_sms: slots,
             num_threads: n,
             clock_buffer_size: c.clock_buffer_size,
             rng_seed: c.seed,
@@ -361,47 +411,67 @@ impl CpuRaceSanitizer {
             chain_records_per_word: u32::MAX,
             spill_snapshots: true,
         };
-        let san = CpuRaceSanitizer {
-            mem: Memory {
-                arena,
-                thread_states: zeroed(words * n as usize),
-                thread_state_words: words,
-                pool,
-                sc_fences: zeroed(sc_fence_words(1, n)),
-            },
-            cfg,
-            busy: (0..n).map(|_| AtomicBool::new(false)).collect(),
-            next_slot: AtomicU32::new(0),
-            slot_of_sm: zeroed(n as usize),
-            ring: zeroed(STREAM_RING_SLOTS as usize * n as usize),
-            kernel_id: AtomicU32::new(0),
-            launches: Mutex::new(vec![LaunchRecord::default(); LAUNCH_HISTORY]),
-            host: Mutex::new(HostClocks {
-                finished: vec![0; n as usize],
-                host: vec![0; n as usize],
-                ..HostClocks::default()
-            }),
-            reports: Mutex::new(Vec::new()),
-            report_capacity: c.report_capacity,
-            dropped: AtomicUsize::new(0),
-            halt_on_error: c.halt_on_error,
-            halted: AtomicBool::new(false),
-            block: BlockRaces::new(n as usize),
-        };
+        let mem = Arc::new(Memory {
+            arena,
+            thread_states: zeroed(words * n as usize),
+            thread_state_words: words,
+            pool,
+            sc_fences: zeroed(sc_fence_words(world, n)),
+        });
+        let engine = Engine::new(&*mem, cfg);
         for tid in 0..n {
-            san.engine().init_thread(tid);
+            engine.init_thread(tid);
         }
-        Ok(san)
+        let launches = Arc::new(Mutex::new(vec![LaunchRecord::default(); LAUNCH_HISTORY]));
+        let host = Arc::new(Mutex::new(HostClocks {
+            finished: vec![vec![0; n as usize]; world as usize],
+            host: vec![0; n as usize],
+            current: vec![None; world as usize],
+            ..HostClocks::default()
+        }));
+        let launch_counter = Arc::new(AtomicU32::new(0));
+        Ok((0..world)
+            .map(|rank| CpuRaceSanitizer {
+                mem: Arc::clone(&mem),
+                cfg,
+                rank,
+                first_slot: rank * slots,
+                launch_counter: Arc::clone(&launch_counter),
+                busy: (0..slots).map(|_| AtomicBool::new(false)).collect(),
+                next_slot: AtomicU32::new(0),
+                slot_of_sm: zeroed(slots as usize),
+                ring: zeroed(STREAM_RING_SLOTS as usize * n as usize),
+                kernel_id: AtomicU32::new(0),
+                launches: Arc::clone(&launches),
+                host: Arc::clone(&host),
+                reports: Mutex::new(Vec::new()),
+                report_capacity: c.report_capacity,
+                dropped: AtomicUsize::new(0),
+                halt_on_error: c.halt_on_error,
+                halted: AtomicBool::new(false),
+                block: BlockRaces::new(slots as usize),
+            })
+            .collect())
     }
 
     #[inline(always)]
     fn engine(&self) -> Engine<'_, Memory> {
-        Engine::new(&self.mem, self.cfg)
+        Engine::new(&*self.mem, self.cfg)
     }
 
-    /// Clock slots (sanitizer threads).
+    /// Clock slots (sanitizer threads) of this device.
     pub fn threads(&self) -> u32 {
-        self.cfg.num_threads
+        self.cfg.num_sms
+    }
+
+    /// This device's rank in its group (0 for a sanitizer of its own).
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    /// The device rank of clock slot `tid`.
+    fn device_of(&self, tid: u32) -> u32 {
+        tid / self.cfg.num_sms.max(1)
     }
 
     /// Allocates a sanitized buffer of `size` bytes (zeroed, empty shadow).
@@ -436,7 +506,8 @@ impl CpuRaceSanitizer {
         block: crate::Dim3,
     ) {
         let n = self.cfg.num_threads as usize;
-        let k = self.kernel_id.fetch_add(1, MemOrder::Relaxed) + 1;
+        let k = self.launch_counter.fetch_add(1, MemOrder::Relaxed) + 1;
+        self.kernel_id.store(k, MemOrder::Relaxed);
         lock(&self.launches)[k as usize % LAUNCH_HISTORY] = LaunchRecord {
             kernel: kernel.to_owned(),
             grid,
@@ -453,7 +524,7 @@ impl CpuRaceSanitizer {
             self.ring[entry * n + j].store(*v, MemOrder::Relaxed);
             self.ring[exit * n + j].store(0, MemOrder::Relaxed);
         }
-        h.current = Some(stream);
+        h.current[self.rank as usize] = Some(stream);
     }
 
     /// Ends the launch begun last: its exit clock becomes part of its
@@ -465,8 +536,9 @@ impl CpuRaceSanitizer {
             .map(|j| self.ring[exit * n + j].load(MemOrder::Relaxed))
             .collect();
         let mut h = lock(&self.host);
-        join(&mut h.finished, &clock);
-        if let Some(s) = h.current.take() {
+        let rank = self.rank as usize;
+        join(&mut h.finished[rank], &clock);
+        if let Some(s) = h.current[rank].take() {
             join(h.streams.entry(s).or_insert_with(|| vec![0; n]), &clock);
         }
     }
@@ -496,7 +568,7 @@ impl CpuRaceSanitizer {
     pub fn host_sync(&self, sync: HostSync) {
         let mut h = lock(&self.host);
         let waited = match sync {
-            HostSync::Context => Some(h.finished.clone()),
+            HostSync::Context => Some(h.finished[self.rank as usize].clone()),
             HostSync::Stream(s) => h.streams.get(&s).cloned(),
             HostSync::Event(e) => h.events.get(&e).cloned(),
         };
@@ -513,19 +585,25 @@ impl CpuRaceSanitizer {
         out
     }
 
-    /// Takes a free clock slot, preferring the next one round-robin.
+    /// Takes a free clock slot of this device, preferring the next one
+    /// round-robin.
     fn claim_slot(&self) -> u32 {
-        let n = self.cfg.num_threads;
+        let n = self.cfg.num_sms;
         loop {
             let start = self.next_slot.fetch_add(1, MemOrder::Relaxed);
             for i in 0..n {
                 let s = start.wrapping_add(i) % n;
                 if !self.busy[s as usize].swap(true, MemOrder::Acquire) {
-                    return s;
+                    return self.first_slot + s;
                 }
             }
             std::hint::spin_loop();
         }
+    }
+
+    /// Gives back a slot from [`CpuRaceSanitizer::claim_slot`].
+    fn release_slot(&self, slot: u32) {
+        self.busy[(slot - self.first_slot) as usize].store(false, MemOrder::Release);
     }
 
     /// The clock slot of the block running on `smid`.
@@ -708,7 +786,7 @@ impl CpuRaceSanitizer {
             }
         }
         self.engine().kernel_exit(slot, &self.ring, k);
-        self.busy[slot as usize].store(false, MemOrder::Release);
+        self.release_slot(slot);
         self.end_launch();
     }
 }
@@ -760,7 +838,7 @@ impl SanitizerRuntime for CpuRaceSanitizer {
         let slot = self.slot(smid);
         let k = self.kernel_id.load(MemOrder::Relaxed);
         self.engine().kernel_exit(slot, &self.ring, k);
-        self.busy[slot as usize].store(false, MemOrder::Release);
+        self.release_slot(slot);
     }
 
     fn access(

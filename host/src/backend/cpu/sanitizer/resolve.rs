@@ -52,7 +52,7 @@ impl ReportResolver for CpuResolver<'_> {
 
     fn place(&self, tid: u32) -> ThreadPlace {
         ThreadPlace {
-            device: 0,
+            device: self.sanitizer.device_of(tid),
             sm: (tid == self.current.0).then_some(self.current.1),
         }
     }

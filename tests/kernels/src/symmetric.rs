@@ -1,0 +1,117 @@
+//! Symmetric-memory kernels: every rank of a group runs the same kernel
+//! with a `Peers` argument (`tests/tests/symmetric_scenarios.rs`). In the
+//! hand-offs one rank writes and another reads; the other ranks do
+//! nothing. The accesses the suite's verdicts name end in `// @name`
+//! markers.
+
+use crate::races::scope;
+use vigil_device::prelude::*;
+
+/// Rank `writer` writes `data` of rank `reader` (one element per thread);
+/// rank `reader` reads its own `data` into `out`, with no synchronisation
+/// between them.
+#[kernel]
+pub fn peer_put_get(data: Peers<u32>, out: GlobalSliceMut<u32>, writer: u32, reader: u32) {
+    let i = thread_idx().x as usize;
+    if data.rank() == writer {
+        data.peer(reader).store(i, i as u32 + 1); // @peer_put
+    } else if data.rank() == reader {
+        out.store(i, data.local().load(i)); // @peer_get
+    }
+}
+
+/// The same hand-off through a flag: rank `writer` writes rank `reader`'s
+/// `data`, then thread 0 sets rank `reader`'s `flag` with a release store
+/// of scope code `sc` (1 device, 2 system); rank `reader`'s thread 0 waits
+/// for it with an acquire load of the same scope, then every thread reads
+/// `data` into `out`.
+#[kernel]
+pub fn peer_flag_handoff<S: Sanitizer>(
+    data: Peers<u32, S>,
+    flag: Peers<u32, S>,
+    out: GlobalSliceMut<u32, S>,
+    sc: u32,
+    writer: u32,
+    reader: u32,
+) {
+    let i = thread_idx().x as usize;
+    if data.rank() == writer {
+        data.peer(reader).store(i, i as u32 + 1); // @handoff_put
+        sync_threads();
+        if i == 0 {
+            let f = flag.peer(reader).at(0);
+            f.atomic_store(1, Ordering::Release, scope(sc)); // @flag_set
+        }
+    } else if data.rank() == reader {
+        if i == 0 {
+            let f = flag.local().at(0);
+            while f.atomic_load(Ordering::Acquire, scope(sc)) == 0 {} // @flag_wait
+        }
+        sync_threads();
+        out.store(i, data.local().load(i)); // @handoff_get
+    }
+}
+
+/// Every rank writes its rank into slot `rank` of the next rank's `data`,
+/// passes the group barrier (`flags`, generation 1), then copies its own
+/// `data` (slots written by the previous rank) into `out`.
+#[kernel]
+pub fn barrier_exchange<S: Sanitizer>(
+    data: Peers<u32, S>,
+    flags: Peers<u32, S>,
+    out: GlobalSliceMut<u32, S>,
+) {
+    let i = thread_idx().x as usize;
+    let (rank, world) = (data.rank(), data.world());
+    if i == 0 {
+        data.peer((rank + 1) % world)
+            .store(rank as usize, rank + 100);
+    }
+    sync_threads();
+    if i == 0 {
+        group_barrier(&flags, 1);
+    }
+    sync_threads();
+    if i < data.len() {
+        out.store(i, data.local().load(i));
+    }
+}
+
+/// A ring all-reduce (sum) of every rank's `data`, in place, pulling from
+/// the previous rank: `world - 1` reduce-scatter steps (rank `r` adds the
+/// previous rank's chunk `r - s - 1` into its own), then `world - 1`
+/// all-gather steps (rank `r` copies the previous rank's finished chunk
+/// `r - s`), each followed by a group barrier over `flags`. `data.len()`
+/// is `world` chunks; one block per rank.
+#[kernel]
+pub fn ring_all_reduce<S: Sanitizer>(data: Peers<u32, S>, flags: Peers<u32, S>) {
+    let t = thread_idx().x as usize;
+    let threads = block_dim().x as usize;
+    let (rank, world) = (data.rank(), data.world());
+    let chunk = data.len() / world as usize;
+    let prev = data.peer((rank + world - 1) % world);
+    let mine = data.local();
+    let mut generation = 0;
+    for phase in 0..2 {
+        for s in 0..world - 1 {
+            // Reduce-scatter works on chunk r - s - 1, all-gather on r - s.
+            let c = ((rank + 2 * world - s - 1 + phase) % world) as usize;
+            let mut i = c * chunk + t;
+            while i < (c + 1) * chunk {
+                let v = prev.load(i);
+                if phase == 0 {
+                    mine.store(i, mine.load(i).wrapping_add(v));
+                } else {
+                    mine.store(i, v);
+                }
+                i += threads;
+            }
+            generation += 1;
+            sync_threads();
+            if t == 0 {
+                group_barrier(&flags, generation);
+            }
+            sync_threads();
+        }
+    }
+}
