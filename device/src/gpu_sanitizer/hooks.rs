@@ -199,6 +199,16 @@ fn check_plain(addr: u64, size: u32, write: bool, file: (u64, u32), at: (u32, u3
     // them as one run; each lane still checks its own words (in parallel,
     // with coalesced shadow updates).
     let group = Group::of([location, plain_key(addr, size, words, write)]);
+    if group.same_words(words) {
+        // The leader's check stands for every lane's (a race is reported
+        // at the leader, a lane that made the access).
+        if group.is_leader() {
+            hook.note(&engine, words, write);
+            let out = engine.access(hook.cta.tid, addr, size, write, &hook.site);
+            hook.finish(out, words);
+        }
+        return;
+    }
     match group.run(words, hook.site.thread) {
         Some(run) => {
             if group.is_leader() {

@@ -66,6 +66,16 @@ impl Group {
         arch::shfl_idx(self.mask, v, self.leader, 31)
     }
 
+    /// Every lane of the group accesses the same words (a value all
+    /// lanes load, a hot counter): one thread of the race model making
+    /// one access at once, so one lane checks it for all (lanes share
+    /// the line, by the group's key, so the low half of the first word
+    /// tells them apart).
+    #[inline(always)]
+    pub fn same_words(&self, words: (u64, u64)) -> bool {
+        !self.alone() && arch::vote_all(self.mask, self.leaders(words.0 as u32) == words.0 as u32)
+    }
+
     /// The run of words the group's plain accesses tile, the same on
     /// every lane (`words`: this lane's, `thread`: its linear index in
     /// the block), or `None` when they do not (then each lane notes its
