@@ -12,7 +12,7 @@ use crate::arch::imp;
 use crate::atomic::AtomicArith;
 use crate::sanitizer::SharedAccess;
 use core::marker::PhantomData;
-use vigil_shared::{AccessKind, Ordering, Scope};
+use vigil_shared::AccessKind;
 
 /// A block-shared array of `N` elements of `T`, as returned by [`shared_array!`](crate::shared_array!).
 ///
@@ -91,7 +91,7 @@ impl<T: bytemuck::Pod, const N: usize> SharedArray<T, N> {
         imp::shared_access(|| self.access(i, AccessKind::AtomicRmw));
         // SAFETY: in bounds of the block's storage (checked above) and
         // aligned (the storage is aligned for `T`).
-        unsafe { T::arch_add(self.ptr.add(i), v, Ordering::Relaxed, Scope::Block) }
+        unsafe { T::arch_shared_add(self.ptr.add(i), v) }
     }
 
     /// The raw pointer to element 0.

@@ -675,6 +675,14 @@ host_rmw!(ArchAnd::arch_and, |a, b| a & b, u32, i32, u64, i64);
 host_rmw!(ArchOr::arch_or, |a, b| a | b, u32, i32, u64, i64);
 host_rmw!(ArchXor::arch_xor, |a, b| a ^ b, u32, i32, u64, i64);
 
+/// On the host shared memory is ordinary memory: a shared add is the add.
+impl<T: ArchAdd> crate::atomic::sealed::ArchSharedAdd for T {
+    unsafe fn arch_shared_add(p: *mut Self, v: Self) -> Self {
+        // SAFETY: valid aligned memory (caller's contract).
+        unsafe { T::arch_add(p, v, Ordering::Relaxed, Scope::Block) }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::WarpOp;

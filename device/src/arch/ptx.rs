@@ -261,6 +261,32 @@ macro_rules! rmw_op {
     };
 }
 
+/// The shared-memory add: the generic address is converted to the shared
+/// window (`cvta.to.shared`) and the add is an `atom.shared`.
+macro_rules! shared_add {
+    ($ty:ty, $reg:ident, $op:literal) => {
+        impl crate::atomic::sealed::ArchSharedAdd for $ty {
+            #[inline(always)]
+            unsafe fn arch_shared_add(p: *mut Self, v: Self) -> Self {
+                let r: $ty;
+                // SAFETY: `p` is a valid aligned generic address of shared
+                // memory (caller's contract), so its shared-window form is too.
+                unsafe {
+                    asm!(concat!("{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; atom.relaxed.cta.shared.", $op, " {r}, [s], {v}; }}"),
+                        r = out($reg) r, p = in(reg64) p, v = in($reg) v, options(nostack))
+                };
+                r
+            }
+        }
+    };
+}
+shared_add!(u32, reg32, "add.u32");
+shared_add!(i32, reg32, "add.s32");
+shared_add!(u64, reg64, "add.u64");
+shared_add!(i64, reg64, "add.u64");
+shared_add!(f32, reg32, "add.f32");
+shared_add!(f64, reg64, "add.f64");
+
 use crate::atomic::sealed::{ArchAdd, ArchAnd, ArchMax, ArchMin, ArchOr, ArchXor};
 rmw_op!(ArchAdd, arch_add, u32, reg32, "add.u32");
 rmw_op!(ArchAdd, arch_add, i32, reg32, "add.s32");
