@@ -389,11 +389,25 @@ pub fn sync_threads_at(loc: &'static Location<'static>) {
 /// A shared-memory access (`access` describes it) at the caller's
 /// location (`#[track_caller]`: the kernel's, through the shared array's
 /// accessor), for the sanitizer when one is installed.
+///
+/// The array's sanitizer type `S` plays no part: the host runs the
+/// sanitized variant exactly when a runtime is installed.
 #[inline]
 #[track_caller]
-pub fn shared_access(access: impl FnOnce() -> SharedAccess) {
+pub fn shared_access<S>(access: impl FnOnce() -> SharedAccess) {
     Checked::shared_access(access(), Location::caller())
 }
+
+/// `sync_threads` in a kernel checked by `S`: as [`sync_threads_at`] (the
+/// installed runtime, not `S`, decides what the host checks).
+pub fn sync_threads_for<S>(loc: &'static Location<'static>) {
+    sync_threads_at(loc)
+}
+
+/// A lane about to join a collective: nothing (the executor tells the
+/// runtime which lanes each collective released).
+#[inline(always)]
+pub fn warp_joining<S>(_mask: u32) {}
 
 pub fn fence(ordering: Ordering, _scope: Scope) {
     match ordering {

@@ -2,6 +2,7 @@
 //! `bar.sync`, scoped atomics and fences as inline PTX.
 
 use crate::index::Dim3;
+use crate::sanitizer::Sanitizer;
 use core::arch::asm;
 use core::arch::nvptx;
 use core::panic::Location;
@@ -69,18 +70,37 @@ pub fn sync_threads() {
     unsafe { nvptx::_syncthreads() }
 }
 
-/// The kernel API's `sync_threads` at the kernel's `loc` (the CPU
-/// backend's barrier checks use it; the GPU does not yet).
+/// The kernel API's `sync_threads` at the kernel's `loc` with no
+/// sanitizer type (the CPU backend's barrier checks use `loc`).
 #[inline(always)]
 pub fn sync_threads_at(_loc: &'static Location<'static>) {
     sync_threads()
 }
 
-/// A shared-memory access (`access` describes it): the GPU's sanitizer
-/// does not see these yet (a free function cannot tell the sanitized entry
-/// from the plain one), so nothing is evaluated.
+/// `sync_threads` in a kernel checked by `S`: `S` sees the arrival first.
 #[inline(always)]
-pub fn shared_access(_access: impl FnOnce() -> crate::sanitizer::SharedAccess) {}
+pub fn sync_threads_for<S: Sanitizer>(loc: &'static Location<'static>) {
+    S::barrier(loc);
+    sync_threads()
+}
+
+/// A shared-memory access (`access` describes it) of an array checked by
+/// `S`, at the caller's location: evaluated only when `S` checks, so a
+/// plain entry's access is only the access.
+#[inline(always)]
+#[track_caller]
+pub fn shared_access<S: Sanitizer>(access: impl FnOnce() -> crate::sanitizer::SharedAccess) {
+    if S::ENABLED {
+        S::shared_access(access(), Location::caller())
+    }
+}
+
+/// The calling lane is about to join a collective over `mask` in a
+/// kernel checked by `S`.
+#[inline(always)]
+pub fn warp_joining<S: Sanitizer>(mask: u32) {
+    S::warp_sync(mask)
+}
 
 #[inline(always)]
 pub fn fence(ordering: Ordering, scope: Scope) {
@@ -386,6 +406,37 @@ pub fn cta_state() -> *mut u8 {
     // SAFETY: taking the address of the module's shared block has no preconditions.
     unsafe {
         asm!("cvta.shared.u64 {p}, __vigil_cta_state;", p = out(reg64) p, options(nomem, nostack))
+    };
+    p as *mut u8
+}
+
+// The GPU sanitizer's block-race state (see `gpu_sanitizer::block`): the
+// CTA's barrier arrivals, and every lane's warp-collective state; only
+// entries whose kernels check shared memory or barriers touch them.
+core::arch::global_asm!(".shared .align 8 .b8 __vigil_block_arrivals[8];");
+core::arch::global_asm!(
+    ".shared .align 8 .b8 __vigil_block_lanes[{n}];",
+    n = const 8 + 8 * vigil_shared::block::MAX_BLOCK_THREADS
+);
+
+/// Generic address of the CTA's barrier-arrival state (8 bytes of `.shared`).
+#[inline(always)]
+pub fn block_arrivals() -> *mut u8 {
+    let p: u64;
+    // SAFETY: taking the address of the module's shared block has no preconditions.
+    unsafe {
+        asm!("cvta.shared.u64 {p}, __vigil_block_arrivals;", p = out(reg64) p, options(nomem, nostack))
+    };
+    p as *mut u8
+}
+
+/// Generic address of the CTA's lane states (8 + 8 x 1024 bytes of `.shared`).
+#[inline(always)]
+pub fn block_lanes() -> *mut u8 {
+    let p: u64;
+    // SAFETY: taking the address of the module's shared block has no preconditions.
+    unsafe {
+        asm!("cvta.shared.u64 {p}, __vigil_block_lanes;", p = out(reg64) p, options(nomem, nostack))
     };
     p as *mut u8
 }
