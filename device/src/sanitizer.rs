@@ -130,6 +130,27 @@ pub trait Sanitizer: Copy + Default + Send + Sync + 'static {
     fn warp_sync(mask: u32) {
         let _ = mask;
     }
+
+    /// A global-memory access already checked by [`access`](Sanitizer::access)
+    /// or [`atomic`](Sanitizer::atomic), now against the other threads of the
+    /// calling thread's block (`kind` is what it did: an atomic that did not
+    /// write is `AtomicRead`). Default: nothing (the CPU backend's runtime
+    /// checks these inside `access`; the GPU's engine sees a block as one
+    /// thread, so its runtime checks them here).
+    #[inline(always)]
+    fn block_global_access(
+        addr: usize,
+        size: usize,
+        kind: AccessKind,
+        loc: &'static Location<'static>,
+    ) {
+        let _ = (addr, size, kind, loc);
+    }
+
+    /// The calling thread acquired (an acquiring atomic or fence), for the
+    /// checks inside a block. Default: nothing.
+    #[inline(always)]
+    fn block_acquire() {}
 }
 
 /// No sanitizer: every hook is empty. The plain entry point uses this.

@@ -57,5 +57,8 @@ pub fn sync_threads_in<S: Sanitizer>() {
 #[track_caller]
 pub fn fence<S: Sanitizer>(ordering: Ordering, scope: Scope) {
     S::fence(ordering, scope, core::panic::Location::caller());
-    imp::fence(ordering, scope)
+    imp::fence(ordering, scope);
+    if ordering.acquires() {
+        S::block_acquire();
+    }
 }

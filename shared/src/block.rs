@@ -272,6 +272,60 @@ pub const fn report_key(kind: ReportKind, current_location: u64, prior_location:
         | 1
 }
 
+/// The interval of a block's accesses: its barrier interval
+/// ([`barrier_interval`]) and the acquires of the block so far (an
+/// acquire orders everything the block did before it with everything
+/// after, for every thread: coarser than the memory model, it can hide a
+/// race, never invent one), plus one (0: never touched). Intervals 65,536
+/// barriers or acquires apart could meet; a record that old is long gone
+/// in practice.
+pub const fn access_interval(barriers: u32, acquires: u32) -> u32 {
+    (barriers << 16 | (acquires & 0xffff)).wrapping_add(1)
+}
+
+/// The table of global words a block touched in its current interval, in
+/// per-SM-slot device memory (a CTA holds one slot while it runs): a
+/// header (`u64` overflow count: accesses whose word found no entry),
+/// then per slot `2^log2` entries of [`GlobalTable::ENTRY_U64S`] `u64`s:
+/// the owner tag ([`GlobalTable::tag`]: block stamp and interval), the
+/// word index, and the word's [`RECORDS`] records. An entry of another
+/// tag is free: a block's entries die with its interval, nothing is
+/// cleared. A word looks at [`GlobalTable::PROBES`] entries from its hash
+/// and, finding neither its own nor a free one, goes unchecked and is
+/// counted: a full table loses detection, never invents a race.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GlobalTable {
+    /// log2 of a slot's entries.
+    pub log2: u32,
+}
+
+impl GlobalTable {
+    /// Bytes of the header.
+    pub const HEADER: usize = 64;
+    /// `u64`s per entry: tag, word, records.
+    pub const ENTRY_U64S: usize = 2 + RECORDS;
+    /// Entries a word looks at.
+    pub const PROBES: usize = 8;
+
+    /// Bytes of the table for `slots` slots.
+    pub const fn bytes(&self, slots: usize) -> usize {
+        Self::HEADER + slots * (1 << self.log2) * Self::ENTRY_U64S * 8
+    }
+
+    /// Byte offset of probe `i` of `word`'s entry in slot `slot`.
+    pub const fn entry(&self, slot: usize, word: u64, i: usize) -> usize {
+        let mask = (1u64 << self.log2) - 1;
+        let h = word.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+        let e = (h.wrapping_add(i as u64) & mask) as usize;
+        Self::HEADER + (slot * (1 << self.log2) + e) * Self::ENTRY_U64S * 8
+    }
+
+    /// The tag of a block's (stamp) entries in one interval (never 0).
+    pub const fn tag(stamp: u32, interval: u32) -> u64 {
+        (stamp as u64) << 32 | interval as u64
+    }
+}
+
 /// A shared array's size and a byte offset in it, as one `u32` (the
 /// record's `report.detail`): 16 bits each, enough for the 48 KiB of
 /// static shared memory a block may declare; larger values saturate and
@@ -461,6 +515,17 @@ mod tests {
         assert_eq!(barrier_interval(63, 32), 1);
         assert_ne!(report_key(ReportKind::WriteAfterRead, 0, 0), 0);
         assert_eq!(unpack_array(pack_array(4096, 12)), Some((4096, 12)));
+        assert_ne!(access_interval(0, 0), 0);
+        assert_ne!(access_interval(1, 0), access_interval(0, 1));
+        let t = GlobalTable { log2: 4 };
+        assert_eq!(t.bytes(2), GlobalTable::HEADER + 2 * 16 * 40);
+        for w in 0..100u64 {
+            for i in 0..GlobalTable::PROBES {
+                let e = t.entry(1, w, i);
+                assert!(e >= GlobalTable::HEADER + 16 * 40 && e + 40 <= t.bytes(2));
+                assert_eq!((e - GlobalTable::HEADER) % 40, 0);
+            }
+        }
         assert_eq!(unpack_array(pack_array(1 << 20, 12)), None);
     }
 }

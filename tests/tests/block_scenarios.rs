@@ -40,7 +40,7 @@ mod gpu {
         warp_neighbours_without_sync, warp_neighbours_full_vote, warp_neighbours_half_votes,
         warp_neighbours_sync_warp,
         shared_atomics, shared_atomics_and_a_plain_store,
-        global_same_block_fixed);
+        global_same_block_race, global_same_block_fixed);
 }
 
 /// A distinct report: kind, line of the current access, line of the prior one.

@@ -413,13 +413,17 @@ pub fn cta_state() -> *mut u8 {
 // The GPU sanitizer's block-race state (see `gpu_sanitizer::block`): the
 // CTA's barrier arrivals, and every lane's warp-collective state; only
 // entries whose kernels check shared memory or barriers touch them.
-core::arch::global_asm!(".shared .align 8 .b8 __vigil_block_arrivals[8];");
+core::arch::global_asm!(
+    ".shared .align 8 .b8 __vigil_block_arrivals[{n}];",
+    n = const 16 + 8 * vigil_shared::block::REPORTED
+);
 core::arch::global_asm!(
     ".shared .align 8 .b8 __vigil_block_lanes[{n}];",
     n = const 8 + 8 * vigil_shared::block::MAX_BLOCK_THREADS
 );
 
-/// Generic address of the CTA's barrier-arrival state (8 bytes of `.shared`).
+/// Generic address of the CTA's block-race counters (16 bytes and the
+/// report keys of `.shared`).
 #[inline(always)]
 pub fn block_arrivals() -> *mut u8 {
     let p: u64;

@@ -32,8 +32,9 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use vigil_shared::abi::{AccessSite, RaceReport, ReportKind};
 use vigil_shared::block::{
-    barrier_interval, block_stamp, busy, pack_array, race_between, reader_slot, record_kind,
-    report_key, BlockRecord, BlockSpace, LaneSync, ShadowLayout, MAX_BLOCK_THREADS, REPORTED, WORD,
+    access_interval, barrier_interval, block_stamp, busy, pack_array, race_between, reader_slot,
+    record_kind, report_key, BlockRecord, BlockSpace, GlobalTable, LaneSync, ShadowLayout,
+    MAX_BLOCK_THREADS, RECORDS, REPORTED, WORD,
 };
 use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, SideEntry};
 use vigil_shared::{AccessKind, Scope};
@@ -105,14 +106,54 @@ fn claim(header: &AtomicU32, stamp: u32, clear: &dyn Fn()) {
     }
 }
 
-/// The CTA's barrier-arrival count.
-#[inline(always)]
-fn arrivals(b: Block) -> &'static AtomicU32 {
-    let base = arch::block_arrivals();
-    // SAFETY: the arrival block is 8 bytes of the CTA's shared memory.
-    let (header, count) = unsafe { (at::<AtomicU32>(base, 0), at::<AtomicU32>(base, 4)) };
-    fresh(header, b.stamp, &|| count.store(0, Ordering::Relaxed));
-    count
+/// The CTA's block-race counters: barrier arrivals, acquires, and the keys
+/// of the same-block global races it reported.
+#[derive(Clone, Copy)]
+struct Counters {
+    arrivals: &'static AtomicU32,
+    acquires: &'static AtomicU32,
+    /// Base of the region (the report keys are at [`Counters::KEYS`]).
+    base: *mut u8,
+}
+
+impl Counters {
+    /// Byte offset of the report keys.
+    const KEYS: usize = 16;
+
+    /// This block's counters (cleared on its first use).
+    #[inline(always)]
+    fn of(b: Block) -> Counters {
+        let base = arch::block_arrivals();
+        // SAFETY: the region is `arch::BLOCK_COUNTER_BYTES` of the CTA's
+        // shared memory, 8-aligned: a header, two counters, a pad, keys.
+        let c = unsafe {
+            Counters {
+                arrivals: at(base, 4),
+                acquires: at(base, 8),
+                base,
+            }
+        };
+        // SAFETY: as above.
+        let header = unsafe { at::<AtomicU32>(base, 0) };
+        fresh(header, b.stamp, &|| {
+            c.arrivals.store(0, Ordering::Relaxed);
+            c.acquires.store(0, Ordering::Relaxed);
+            for i in 0..REPORTED {
+                // SAFETY: the key slots, inside the region, 8-aligned.
+                unsafe { at::<AtomicU64>(base, Self::KEYS + 8 * i) }.store(0, Ordering::Relaxed);
+            }
+        });
+        c
+    }
+
+    /// The calling thread's access interval (`vigil_shared::block::access_interval`).
+    #[inline(always)]
+    fn interval(&self, b: Block) -> u32 {
+        access_interval(
+            barrier_interval(self.arrivals.load(Ordering::Relaxed), b.threads),
+            self.acquires.load(Ordering::Relaxed),
+        )
+    }
 }
 
 /// The lane states of the CTA's threads.
@@ -139,7 +180,18 @@ fn lanes(b: Block) -> &'static [AtomicU64] {
 /// The calling thread arrives at a barrier (before it waits there).
 #[inline(never)]
 pub(super) fn barrier() {
-    arrivals(Block::current()).fetch_add(1, Ordering::Relaxed);
+    Counters::of(Block::current())
+        .arrivals
+        .fetch_add(1, Ordering::Relaxed);
+}
+
+/// The calling thread acquired (an acquiring atomic or fence): every
+/// access of the block so far is ordered before every later one.
+#[inline(never)]
+pub(super) fn acquire() {
+    Counters::of(Block::current())
+        .acquires
+        .fetch_add(1, Ordering::Release);
 }
 
 /// The calling lane is about to join a collective over `mask`: its state
@@ -155,15 +207,254 @@ pub(super) fn warp_sync(mask: u32) {
     arch::sync_warp(mask);
 }
 
-/// One checked shared-memory access: what the report of a race needs.
-struct Checked<'a> {
-    access: &'a SharedAccess,
-    shadow: *mut u8,
-    layout: ShadowLayout,
+/// Where the words of a checked access are, for its reports.
+#[derive(Clone, Copy)]
+enum Space {
+    /// A shared array: its first byte and size.
+    Shared { array: usize, bytes: usize },
+    /// Global memory.
+    Global,
+}
+
+/// One checked access of the calling thread: what checking a word and
+/// reporting a race need.
+struct Checked {
+    kind: AccessKind,
+    size: usize,
+    space: Space,
+    /// The region whose [`REPORTED`] report keys dedupe this space's reports.
+    keys: *mut u8,
     interval: u32,
+    count: u32,
+    thread: u32,
     loc: &'static Location<'static>,
     lanes: &'static [AtomicU64],
 }
+
+impl Checked {
+    /// The calling thread's access of `kind`, `size` bytes in `space`.
+    #[inline(always)]
+    fn new(
+        b: Block,
+        kind: AccessKind,
+        size: usize,
+        space: Space,
+        keys: *mut u8,
+        loc: &'static Location<'static>,
+    ) -> Checked {
+        let lanes = lanes(b);
+        let count = lanes
+            .get(b.thread as usize)
+            .map_or(0, |l| LaneSync(l.load(Ordering::Relaxed)).count());
+        Checked {
+            kind,
+            size,
+            space,
+            keys,
+            interval: Counters::of(b).interval(b),
+            count,
+            thread: b.thread,
+            loc,
+            lanes,
+        }
+    }
+
+    /// Checks every word of the access at `addr` (its offset `start` in
+    /// the space's numbering), `records(w)` giving word `w`'s records of
+    /// the current interval (`None`: unchecked).
+    #[inline(always)]
+    fn words(&self, addr: usize, start: usize, records: impl Fn(usize) -> Option<Records>) {
+        let end = start + self.size;
+        let mut w = start / WORD;
+        while w * WORD < end {
+            let lo = (w * WORD).max(start);
+            let hi = (w * WORD + WORD).min(end);
+            let bytes = (((1u32 << (hi - lo)) - 1) << (lo - w * WORD)) as u8;
+            let me = BlockRecord::new(
+                self.thread,
+                self.kind.is_atomic() && self.kind != AccessKind::AtomicRead,
+                bytes,
+                self.count,
+                self.loc as *const Location<'static> as u64,
+            );
+            if let Some(r) = records(w) {
+                self.word(r, addr - start + w * WORD, me);
+            }
+            w += 1;
+        }
+    }
+
+    /// Checks and records `me`'s access to the word at `word_addr`.
+    #[inline(always)]
+    fn word(&self, [write, first, second]: Records, word_addr: usize, me: BlockRecord) {
+        let me_t = self.thread;
+        match self.kind {
+            AccessKind::Read => {
+                let f = first.load(Ordering::Relaxed);
+                let claimed = reader_slot(BlockRecord(f), me_t) == 1
+                    && first
+                        .compare_exchange(f, me.0, Ordering::Relaxed, Ordering::Relaxed)
+                        .is_ok();
+                if !claimed {
+                    second.store(me.0, Ordering::Relaxed);
+                }
+                arch::fence(vigil_shared::Ordering::SeqCst, Scope::Block);
+                self.check(
+                    word_addr,
+                    me,
+                    BlockRecord(write.load(Ordering::Relaxed)),
+                    true,
+                );
+            }
+            // An atomic load is not remembered (a later plain write is
+            // not checked against it: only detection is lost).
+            AccessKind::AtomicRead => {
+                self.check(
+                    word_addr,
+                    me,
+                    BlockRecord(write.load(Ordering::Relaxed)),
+                    true,
+                );
+            }
+            _ => {
+                let prior = if self.kind.is_atomic() {
+                    // An atomic stands for earlier atomics only: a plain
+                    // write stays for later accesses to race with.
+                    let p = write.load(Ordering::Relaxed);
+                    let q = BlockRecord(p);
+                    if q.thread().is_none() || q.atomic() {
+                        let _ =
+                            write.compare_exchange(p, me.0, Ordering::Relaxed, Ordering::Relaxed);
+                    }
+                    p
+                } else {
+                    write.swap(me.0, Ordering::Relaxed)
+                };
+                arch::fence(vigil_shared::Ordering::SeqCst, Scope::Block);
+                self.check(word_addr, me, BlockRecord(prior), true);
+                self.check(
+                    word_addr,
+                    me,
+                    BlockRecord(first.load(Ordering::Relaxed)),
+                    false,
+                );
+                self.check(
+                    word_addr,
+                    me,
+                    BlockRecord(second.load(Ordering::Relaxed)),
+                    false,
+                );
+            }
+        }
+    }
+
+    /// Reports a race between `prior` (a record of the word at
+    /// `word_addr`) and `me`.
+    #[inline(always)]
+    fn check(&self, word_addr: usize, me: BlockRecord, prior: BlockRecord, write_record: bool) {
+        let lane = |p: u32| {
+            LaneSync(
+                self.lanes
+                    .get(p as usize)
+                    .map_or(0, |l| l.load(Ordering::Acquire)),
+            )
+        };
+        if let Some(kind) = race_between(prior, write_record, me, self.kind, lane) {
+            self.report(word_addr, me, prior, record_kind(prior, write_record), kind);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn report(
+        &self,
+        word_addr: usize,
+        me: BlockRecord,
+        prior: BlockRecord,
+        prior_kind: AccessKind,
+        kind: ReportKind,
+    ) {
+        let here = self.loc as *const Location<'static> as u64;
+        let prior_location = prior.location(here);
+        if !self.first_report(report_key(kind, here, prior_location)) {
+            return;
+        }
+        let cta = CtaState::current();
+        let rt = cta.runtime();
+        let overlap = me.bytes() & prior.bytes();
+        let address = word_addr + overlap.trailing_zeros() as usize;
+        let (space, detail) = match self.space {
+            Space::Shared { array, bytes } => {
+                (BlockSpace::Shared, pack_array(bytes, address - array))
+            }
+            Space::Global => (BlockSpace::Global, 0),
+        };
+        let block = linear_block();
+        let file = self.loc.file();
+        let epoch = self.interval - 1;
+        let report = RaceReport {
+            kind: kind as u32,
+            size: self.size as u32,
+            address: address as u64,
+            site: AccessSite {
+                file_ptr: file.as_ptr() as u64,
+                file_len: file.len() as u32,
+                line: self.loc.line(),
+                col: self.loc.column(),
+                location_id: 0,
+                kernel_id: cta.launch,
+                block,
+                thread: self.thread,
+                reserved: 0,
+            },
+            tid: cta.tid,
+            device: rt.rank,
+            sm: cta.smid,
+            epoch,
+            access: space.mark(RaceReport::pack_access(self.kind, Scope::Block)),
+            prior_tid: cta.tid,
+            prior_epoch: epoch,
+            prior_access: RaceReport::pack_access(prior_kind, Scope::Block),
+            overlap_mask: u32::from(overlap),
+            detail,
+        };
+        let prior = SideEntry {
+            location: prior_location,
+            word: (word_addr / WORD) as u32,
+            tid: cta.tid,
+            epoch,
+            block,
+            thread: prior.thread().unwrap_or(0),
+            launch: cta.launch,
+        };
+        // SAFETY: the runtime's side table and report buffer are live.
+        let reporter = unsafe { Reporter::new(rt) };
+        reporter.push(&GpuReportRecord { report, prior });
+        if rt.flags & GpuRuntime::HALT_ON_RACE != 0 {
+            arch::trap();
+        }
+    }
+
+    /// True when this block has not reported `key` in this space yet
+    /// (with every key slot taken, true: a repeat costs a record, a
+    /// skipped race would cost the report).
+    fn first_report(&self, key: u64) -> bool {
+        for i in 0..REPORTED {
+            // SAFETY: the key slots of a shadow header or of the counters.
+            let slot = unsafe { at::<AtomicU64>(self.keys, 8 * i) };
+            match slot.compare_exchange(0, key, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return true,
+                Err(k) if k == key => return false,
+                Err(_) => {}
+            }
+        }
+        true
+    }
+}
+
+/// A word's three records: the interval's last write, its first reader,
+/// another reader.
+type Records = [&'static AtomicU64; RECORDS];
 
 /// A shared-memory access by the calling thread (see the module docs).
 #[inline(never)]
@@ -185,189 +476,102 @@ pub(super) fn shared_access(access: SharedAccess, loc: &'static Location<'static
             o += 8;
         }
     });
-    let lanes = lanes(b);
-    let count = lanes
-        .get(b.thread as usize)
-        .map_or(0, |l| LaneSync(l.load(Ordering::Relaxed)).count());
-    let c = Checked {
-        access: &access,
-        shadow,
-        layout,
-        interval: barrier_interval(arrivals(b).load(Ordering::Relaxed), b.threads) + 1,
-        loc,
-        lanes,
+    let space = Space::Shared {
+        array: access.array,
+        bytes: access.array_bytes,
     };
-    let (start, end) = (
-        access.addr - access.array,
-        access.addr - access.array + access.size,
+    // SAFETY: the header's key slots follow its first 8 bytes.
+    let c = Checked::new(
+        b,
+        access.kind,
+        access.size,
+        space,
+        unsafe { shadow.add(8) },
+        loc,
     );
-    let mut w = start / WORD;
-    while w * WORD < end && w < layout.words {
-        let lo = (w * WORD).max(start);
-        let hi = (w * WORD + WORD).min(end);
-        let bytes = (((1u32 << (hi - lo)) - 1) << (lo - w * WORD)) as u8;
-        let me = BlockRecord::new(
-            b.thread,
-            access.kind.is_atomic(),
-            bytes,
-            count,
-            loc as *const Location<'static> as u64,
-        );
-        c.word(w, me);
-        w += 1;
-    }
-}
-
-impl Checked<'_> {
-    /// Record `r` of word `w`.
-    #[inline(always)]
-    fn record(&self, w: usize, r: usize) -> &'static AtomicU64 {
-        // SAFETY: `w < layout.words`, inside the shadow, 8-aligned.
-        unsafe { at(self.shadow, self.layout.record(w, r)) }
-    }
-
-    /// Checks and records `me`'s access to word `w`.
-    #[inline(always)]
-    fn word(&self, w: usize, me: BlockRecord) {
-        // SAFETY: `w < layout.words`, inside the shadow, 4-aligned.
-        let interval = unsafe { at::<AtomicU32>(self.shadow, self.layout.interval(w)) };
-        let [write, first, second] = [0, 1, 2].map(|r| self.record(w, r));
-        if interval.load(Ordering::Acquire) != self.interval {
-            // An earlier interval's records: a barrier orders all of them.
-            // (Only threads of this interval run now: a barrier lets none
-            // through before all arrived.)
-            for r in [write, first, second] {
-                r.store(0, Ordering::Relaxed);
-            }
-            interval.store(self.interval, Ordering::Release);
+    c.words(access.addr, access.addr - access.array, |w| {
+        if w >= layout.words {
+            return None;
         }
-        let kind = self.access.kind;
-        let me_t = me.thread().unwrap_or(0);
-        if kind == AccessKind::Read {
-            let f = first.load(Ordering::Relaxed);
-            let claimed = reader_slot(BlockRecord(f), me_t) == 1
-                && first
-                    .compare_exchange(f, me.0, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_ok();
-            if !claimed {
-                second.store(me.0, Ordering::Relaxed);
-            }
-            arch::fence(vigil_shared::Ordering::SeqCst, Scope::Block);
-            self.check(w, me, BlockRecord(write.load(Ordering::Relaxed)), true);
-            return;
-        }
-        let prior = if kind.is_atomic() {
-            // An atomic stands for earlier atomics only: a plain write
-            // stays for later accesses to race with.
-            let p = write.load(Ordering::Relaxed);
-            let q = BlockRecord(p);
-            if q.thread().is_none() || q.atomic() {
-                let _ = write.compare_exchange(p, me.0, Ordering::Relaxed, Ordering::Relaxed);
-            }
-            p
-        } else {
-            write.swap(me.0, Ordering::Relaxed)
-        };
-        arch::fence(vigil_shared::Ordering::SeqCst, Scope::Block);
-        self.check(w, me, BlockRecord(prior), true);
-        self.check(w, me, BlockRecord(first.load(Ordering::Relaxed)), false);
-        self.check(w, me, BlockRecord(second.load(Ordering::Relaxed)), false);
-    }
-
-    /// Reports a race between `prior` (a record of word `w`) and `me`.
-    #[inline(always)]
-    fn check(&self, w: usize, me: BlockRecord, prior: BlockRecord, write_record: bool) {
-        let lane = |p: u32| {
-            LaneSync(
-                self.lanes
-                    .get(p as usize)
-                    .map_or(0, |l| l.load(Ordering::Acquire)),
+        // SAFETY: `w < layout.words`: inside the shadow, aligned.
+        let (interval, records) = unsafe {
+            (
+                at::<AtomicU32>(shadow, layout.interval(w)),
+                [0, 1, 2].map(|r| at::<AtomicU64>(shadow, layout.record(w, r))),
             )
         };
-        if let Some(kind) = race_between(prior, write_record, me, self.access.kind, lane) {
-            self.report(w, me, prior, record_kind(prior, write_record), kind);
+        if interval.load(Ordering::Acquire) != c.interval {
+            // An earlier interval's records: a barrier or an acquire
+            // orders all of them. (A thread still in the earlier interval
+            // may wipe newer records again: that only loses detection.)
+            for r in records {
+                r.store(0, Ordering::Relaxed);
+            }
+            interval.store(c.interval, Ordering::Release);
         }
-    }
+        Some(records)
+    });
+}
 
-    #[cold]
-    #[inline(never)]
-    fn report(
-        &self,
-        w: usize,
-        me: BlockRecord,
-        prior: BlockRecord,
-        prior_kind: AccessKind,
-        kind: ReportKind,
-    ) {
-        let here = self.loc as *const Location<'static> as u64;
-        let prior_location = prior.location(here);
-        if !self.first_report(report_key(kind, here, prior_location)) {
-            return;
-        }
-        let cta = CtaState::current();
-        let rt = cta.runtime();
-        let overlap = me.bytes() & prior.bytes();
-        let offset = w * WORD + overlap.trailing_zeros() as usize;
-        let address = (self.access.array + offset) as u64;
-        let block = linear_block();
-        let file = self.loc.file();
-        let report = RaceReport {
-            kind: kind as u32,
-            size: self.access.size as u32,
-            address,
-            site: AccessSite {
-                file_ptr: file.as_ptr() as u64,
-                file_len: file.len() as u32,
-                line: self.loc.line(),
-                col: self.loc.column(),
-                location_id: 0,
-                kernel_id: cta.launch,
-                block,
-                thread: me.thread().unwrap_or(0),
-                reserved: 0,
-            },
-            tid: cta.tid,
-            device: rt.rank,
-            sm: cta.smid,
-            epoch: self.interval - 1,
-            access: BlockSpace::Shared
-                .mark(RaceReport::pack_access(self.access.kind, Scope::Block)),
-            prior_tid: cta.tid,
-            prior_epoch: self.interval - 1,
-            prior_access: RaceReport::pack_access(prior_kind, Scope::Block),
-            overlap_mask: u32::from(overlap),
-            detail: pack_array(self.access.array_bytes, offset),
-        };
-        let prior = SideEntry {
-            location: prior_location,
-            word: offset as u32,
-            tid: cta.tid,
-            epoch: self.interval - 1,
-            block,
-            thread: prior.thread().unwrap_or(0),
-            launch: cta.launch,
-        };
-        // SAFETY: the runtime's side table and report buffer are live.
-        let reporter = unsafe { Reporter::new(rt) };
-        reporter.push(&GpuReportRecord { report, prior });
-        if rt.flags & GpuRuntime::HALT_ON_RACE != 0 {
-            arch::trap();
-        }
+/// A global-memory access by the calling thread, checked against the other
+/// threads of its block (the engine sees the block as one thread): the
+/// words go through the slot's same-block table.
+#[inline(never)]
+pub(super) fn global_access(
+    addr: usize,
+    size: usize,
+    kind: AccessKind,
+    loc: &'static Location<'static>,
+) {
+    let cta = CtaState::current();
+    let rt = cta.runtime();
+    let slot = cta.smid * rt.slots_per_sm.max(1) + cta.slot;
+    if rt.block_table == 0 || size == 0 || slot >= rt.block_table_slots {
+        return;
     }
-
-    /// True when this block has not reported `key` from this array yet
-    /// (with every key slot taken, true: a repeat costs a record, a
-    /// skipped race would cost the report).
-    fn first_report(&self, key: u64) -> bool {
-        for i in 0..REPORTED {
-            // SAFETY: the header's key slots, inside the shadow, 8-aligned.
-            let slot = unsafe { at::<AtomicU64>(self.shadow, 8 + 8 * i) };
-            match slot.compare_exchange(0, key, Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => return true,
-                Err(k) if k == key => return false,
-                Err(_) => {}
+    let b = Block::current();
+    if b.threads < 2 {
+        return;
+    }
+    let table = GlobalTable {
+        log2: rt.block_table_log2,
+    };
+    let base = rt.block_table as *mut u8;
+    let counters = Counters::of(b);
+    // SAFETY: the counters' key slots.
+    let keys = unsafe { counters.base.add(Counters::KEYS) };
+    let c = Checked::new(b, kind, size, Space::Global, keys, loc);
+    let tag = GlobalTable::tag(b.stamp, c.interval);
+    c.words(addr, addr, |w| {
+        let word = w as u64;
+        // The key names the word and the tag: a stale entry of the same
+        // word from an earlier interval never matches.
+        let key = word ^ tag.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        for i in 0..GlobalTable::PROBES {
+            let e = table.entry(slot as usize, word, i);
+            // SAFETY: `slot < block_table_slots` and `entry` stays in the
+            // slot's entries: live device memory of the runtime, aligned.
+            let [t, k, r0, r1, r2] =
+                [0, 1, 2, 3, 4].map(|j| unsafe { at::<AtomicU64>(base, e + 8 * j) });
+            let found = t.load(Ordering::Acquire);
+            if found == tag {
+                if k.load(Ordering::Acquire) == key {
+                    return Some([r0, r1, r2]);
+                }
+                continue;
+            }
+            if t.compare_exchange(found, tag, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                for r in [r0, r1, r2] {
+                    r.store(0, Ordering::Relaxed);
+                }
+                k.store(key, Ordering::Release);
+                return Some([r0, r1, r2]);
             }
         }
-        true
-    }
+        // SAFETY: the table's header starts with the overflow count.
+        unsafe { at::<AtomicU64>(base, 0) }.fetch_add(1, Ordering::Relaxed);
+        None
+    });
 }

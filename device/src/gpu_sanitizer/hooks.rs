@@ -283,4 +283,19 @@ impl Sanitizer for GpuSanitizer {
     fn warp_sync(mask: u32) {
         super::block::warp_sync(mask)
     }
+
+    #[inline(always)]
+    fn block_global_access(
+        addr: usize,
+        size: usize,
+        kind: AccessKind,
+        loc: &'static Location<'static>,
+    ) {
+        super::block::global_access(addr, size, kind, loc)
+    }
+
+    #[inline(always)]
+    fn block_acquire() {
+        super::block::acquire()
+    }
 }
