@@ -58,7 +58,7 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
         const ALIGN: usize,
         const SHADOW: usize,
     >() -> Self {
-        let (ptr, shadow) = if S::ENABLED {
+        let (ptr, shadow) = if S::ENABLED && SHADOW > 0 {
             __storage_checked::<K, BYTES, ALIGN, SHADOW>()
         } else {
             (__storage::<K, BYTES, ALIGN>(), core::ptr::null_mut())
@@ -233,9 +233,17 @@ pub fn __storage_checked<
     (__storage::<K, BYTES, ALIGN>(), core::ptr::null_mut())
 }
 
+/// The shadow's size for `[T; N]`, or 0 (no shadow: the array goes
+/// unchecked) past `MAX_SHADOW_BYTES`, so that a sanitized entry still fits
+/// a block's 48 KiB of static shared memory next to a large array.
 #[doc(hidden)]
 pub const fn __shadow_bytes<T, const N: usize>() -> usize {
-    vigil_shared::block::ShadowLayout::of(core::mem::size_of::<[T; N]>()).bytes()
+    let bytes = vigil_shared::block::ShadowLayout::of(core::mem::size_of::<[T; N]>()).bytes();
+    if bytes > vigil_shared::block::MAX_SHADOW_BYTES {
+        0
+    } else {
+        bytes
+    }
 }
 
 #[doc(hidden)]

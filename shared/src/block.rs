@@ -30,6 +30,11 @@ pub const RECORDS: usize = 3;
 /// record, not one per thread.
 pub const REPORTED: usize = 8;
 
+/// The largest shadow a shared array gets (32 KiB: an array of up to 1,167
+/// words, 4,668 bytes); a larger array goes unchecked, so that a sanitized
+/// entry still fits a block's 48 KiB of static shared memory.
+pub const MAX_SHADOW_BYTES: usize = 32 * 1024;
+
 /// Threads per block at most (CUDA's limit).
 pub const MAX_BLOCK_THREADS: usize = 1024;
 
