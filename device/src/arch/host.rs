@@ -394,12 +394,14 @@ pub fn sync_threads_at(loc: &'static Location<'static>) {
 /// sanitized variant exactly when a runtime is installed.
 #[inline]
 #[track_caller]
+#[allow(clippy::extra_unused_type_parameters)] // one signature with `arch::ptx`, which uses `S`
 pub fn shared_access<S>(access: impl FnOnce() -> SharedAccess) {
     Checked::shared_access(access(), Location::caller())
 }
 
 /// `sync_threads` in a kernel checked by `S`: as [`sync_threads_at`] (the
 /// installed runtime, not `S`, decides what the host checks).
+#[allow(clippy::extra_unused_type_parameters)] // one signature with `arch::ptx`, which uses `S`
 pub fn sync_threads_for<S>(loc: &'static Location<'static>) {
     sync_threads_at(loc)
 }
@@ -407,6 +409,7 @@ pub fn sync_threads_for<S>(loc: &'static Location<'static>) {
 /// A lane about to join a collective: nothing (the executor tells the
 /// runtime which lanes each collective released).
 #[inline(always)]
+#[allow(clippy::extra_unused_type_parameters)] // one signature with `arch::ptx`, which uses `S`
 pub fn warp_joining<S>(_mask: u32) {}
 
 pub fn fence(ordering: Ordering, _scope: Scope) {
