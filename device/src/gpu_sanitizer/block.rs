@@ -124,8 +124,9 @@ impl Counters {
     #[inline(always)]
     fn of(b: Block) -> Counters {
         let base = arch::block_arrivals();
-        // SAFETY: the region is `arch::BLOCK_COUNTER_BYTES` of the CTA's
-        // shared memory, 8-aligned: a header, two counters, a pad, keys.
+        // SAFETY: the region (`arch::block_arrivals`) is 16 bytes and the
+        // report keys of the CTA's shared memory, 8-aligned: a header, two
+        // counters, a pad, the keys.
         let c = unsafe {
             Counters {
                 arrivals: at(base, 4),
