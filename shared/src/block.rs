@@ -17,6 +17,7 @@
 
 use crate::abi::ReportKind;
 use crate::AccessKind;
+use core::sync::atomic::{AtomicU64, Ordering};
 
 /// Bytes per shadow word.
 pub const WORD: usize = 4;
@@ -181,7 +182,7 @@ pub fn race_between(
     write_record: bool,
     current: BlockRecord,
     kind: AccessKind,
-    prior_lane: impl FnOnce(u32) -> LaneSync,
+    prior_lane: impl Fn(u32) -> LaneSync,
 ) -> Option<ReportKind> {
     let (p, me) = (prior.thread()?, current.thread()?);
     let prior_kind = record_kind(prior, write_record);
@@ -210,6 +211,97 @@ pub fn reader_slot(first: BlockRecord, me: u32) -> usize {
         None => 1,
         Some(t) if t == me => 1,
         Some(_) => 2,
+    }
+}
+
+/// One shadow word's [`RECORDS`] records of the current interval (its
+/// last write or block-scope atomic, its first reader, a reader other than
+/// the first), and the protocol every access follows on them.
+#[derive(Clone, Copy, Debug)]
+pub struct WordRecords<'a> {
+    /// The interval's last write (or atomic standing for earlier atomics).
+    pub write: &'a AtomicU64,
+    /// Its first reader.
+    pub first: &'a AtomicU64,
+    /// A reader other than the first.
+    pub second: &'a AtomicU64,
+}
+
+impl WordRecords<'_> {
+    /// Thread `me.thread()`'s access of kind `kind` (`me` its record for
+    /// this word): records it and calls `race` with each record it races
+    /// with (the record, whether it is the write record, the kind).
+    ///
+    /// A plain write swaps itself into the write record and then reads the
+    /// readers; a plain read stores itself into a reader record
+    /// ([`reader_slot`]) and then reads the write record; `fence` between
+    /// (a `fence.sc.cta` on the GPU) makes at least one of two racing
+    /// accesses see the other. An atomic replaces only an empty or atomic
+    /// write record (a plain write stays for later accesses to race with);
+    /// an atomic load is not remembered (a later plain write is not
+    /// checked against it: only detection is lost). `lane` is
+    /// [`race_between`]'s.
+    pub fn access(
+        &self,
+        me: BlockRecord,
+        kind: AccessKind,
+        fence: impl Fn(),
+        lane: impl Fn(u32) -> LaneSync,
+        mut race: impl FnMut(BlockRecord, bool, ReportKind),
+    ) {
+        let Some(me_t) = me.thread() else {
+            return;
+        };
+        let mut check = |prior: u64, write_record: bool| {
+            let prior = BlockRecord(prior);
+            if let Some(k) = race_between(prior, write_record, me, kind, &lane) {
+                race(prior, write_record, k);
+            }
+        };
+        match kind {
+            AccessKind::Read => {
+                let f = self.first.load(Ordering::Relaxed);
+                let claimed = reader_slot(BlockRecord(f), me_t) == 1
+                    && self
+                        .first
+                        .compare_exchange(f, me.0, Ordering::Relaxed, Ordering::Relaxed)
+                        .is_ok();
+                if !claimed {
+                    self.second.store(me.0, Ordering::Relaxed);
+                }
+                fence();
+                check(self.write.load(Ordering::Relaxed), true);
+            }
+            AccessKind::AtomicRead => check(self.write.load(Ordering::Relaxed), true),
+            _ => {
+                let prior = if kind.is_atomic() {
+                    let p = self.write.load(Ordering::Relaxed);
+                    let q = BlockRecord(p);
+                    if q.thread().is_none() || q.atomic() {
+                        let _ = self.write.compare_exchange(
+                            p,
+                            me.0,
+                            Ordering::Relaxed,
+                            Ordering::Relaxed,
+                        );
+                    }
+                    p
+                } else {
+                    self.write.swap(me.0, Ordering::Relaxed)
+                };
+                fence();
+                check(prior, true);
+                check(self.first.load(Ordering::Relaxed), false);
+                check(self.second.load(Ordering::Relaxed), false);
+            }
+        }
+    }
+
+    /// Forgets every record (a new interval).
+    pub fn clear(&self) {
+        for r in [self.write, self.first, self.second] {
+            r.store(0, Ordering::Relaxed);
+        }
     }
 }
 

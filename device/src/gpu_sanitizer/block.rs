@@ -32,9 +32,9 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use vigil_shared::abi::{AccessSite, RaceReport, ReportKind};
 use vigil_shared::block::{
-    access_interval, barrier_interval, block_stamp, busy, pack_array, race_between, reader_slot,
-    record_kind, report_key, BlockRecord, BlockSpace, GlobalTable, LaneSync, ShadowLayout,
-    MAX_BLOCK_THREADS, RECORDS, REPORTED, WORD,
+    access_interval, barrier_interval, block_stamp, busy, pack_array, record_kind, report_key,
+    BlockRecord, BlockSpace, GlobalTable, LaneSync, ShadowLayout, WordRecords, MAX_BLOCK_THREADS,
+    REPORTED, WORD,
 };
 use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, SideEntry};
 use vigil_shared::{AccessKind, Scope};
@@ -264,7 +264,12 @@ impl Checked {
     /// the space's numbering), `records(w)` giving word `w`'s records of
     /// the current interval (`None`: unchecked).
     #[inline(always)]
-    fn words(&self, addr: usize, start: usize, records: impl Fn(usize) -> Option<Records>) {
+    fn words(
+        &self,
+        addr: usize,
+        start: usize,
+        records: impl Fn(usize) -> Option<WordRecords<'static>>,
+    ) {
         let end = start + self.size;
         let mut w = start / WORD;
         while w * WORD < end {
@@ -287,72 +292,7 @@ impl Checked {
 
     /// Checks and records `me`'s access to the word at `word_addr`.
     #[inline(always)]
-    fn word(&self, [write, first, second]: Records, word_addr: usize, me: BlockRecord) {
-        let me_t = self.thread;
-        match self.kind {
-            AccessKind::Read => {
-                let f = first.load(Ordering::Relaxed);
-                let claimed = reader_slot(BlockRecord(f), me_t) == 1
-                    && first
-                        .compare_exchange(f, me.0, Ordering::Relaxed, Ordering::Relaxed)
-                        .is_ok();
-                if !claimed {
-                    second.store(me.0, Ordering::Relaxed);
-                }
-                arch::fence(vigil_shared::Ordering::SeqCst, Scope::Block);
-                self.check(
-                    word_addr,
-                    me,
-                    BlockRecord(write.load(Ordering::Relaxed)),
-                    true,
-                );
-            }
-            // An atomic load is not remembered (a later plain write is
-            // not checked against it: only detection is lost).
-            AccessKind::AtomicRead => {
-                self.check(
-                    word_addr,
-                    me,
-                    BlockRecord(write.load(Ordering::Relaxed)),
-                    true,
-                );
-            }
-            _ => {
-                let prior = if self.kind.is_atomic() {
-                    // An atomic stands for earlier atomics only: a plain
-                    // write stays for later accesses to race with.
-                    let p = write.load(Ordering::Relaxed);
-                    let q = BlockRecord(p);
-                    if q.thread().is_none() || q.atomic() {
-                        let _ =
-                            write.compare_exchange(p, me.0, Ordering::Relaxed, Ordering::Relaxed);
-                    }
-                    p
-                } else {
-                    write.swap(me.0, Ordering::Relaxed)
-                };
-                arch::fence(vigil_shared::Ordering::SeqCst, Scope::Block);
-                self.check(word_addr, me, BlockRecord(prior), true);
-                self.check(
-                    word_addr,
-                    me,
-                    BlockRecord(first.load(Ordering::Relaxed)),
-                    false,
-                );
-                self.check(
-                    word_addr,
-                    me,
-                    BlockRecord(second.load(Ordering::Relaxed)),
-                    false,
-                );
-            }
-        }
-    }
-
-    /// Reports a race between `prior` (a record of the word at
-    /// `word_addr`) and `me`.
-    #[inline(always)]
-    fn check(&self, word_addr: usize, me: BlockRecord, prior: BlockRecord, write_record: bool) {
+    fn word(&self, records: WordRecords<'static>, word_addr: usize, me: BlockRecord) {
         let lane = |p: u32| {
             LaneSync(
                 self.lanes
@@ -360,9 +300,15 @@ impl Checked {
                     .map_or(0, |l| l.load(Ordering::Acquire)),
             )
         };
-        if let Some(kind) = race_between(prior, write_record, me, self.kind, lane) {
-            self.report(word_addr, me, prior, record_kind(prior, write_record), kind);
-        }
+        records.access(
+            me,
+            self.kind,
+            || arch::fence(vigil_shared::Ordering::SeqCst, Scope::Block),
+            lane,
+            |prior, write_record, kind| {
+                self.report(word_addr, me, prior, record_kind(prior, write_record), kind)
+            },
+        );
     }
 
     #[cold]
@@ -453,10 +399,6 @@ impl Checked {
     }
 }
 
-/// A word's three records: the interval's last write, its first reader,
-/// another reader.
-type Records = [&'static AtomicU64; RECORDS];
-
 /// A shared-memory access by the calling thread (see the module docs).
 #[inline(never)]
 pub(super) fn shared_access(access: SharedAccess, loc: &'static Location<'static>) {
@@ -498,16 +440,18 @@ pub(super) fn shared_access(access: SharedAccess, loc: &'static Location<'static
         let (interval, records) = unsafe {
             (
                 at::<AtomicU32>(shadow, layout.interval(w)),
-                [0, 1, 2].map(|r| at::<AtomicU64>(shadow, layout.record(w, r))),
+                WordRecords {
+                    write: at(shadow, layout.record(w, 0)),
+                    first: at(shadow, layout.record(w, 1)),
+                    second: at(shadow, layout.record(w, 2)),
+                },
             )
         };
         if interval.load(Ordering::Acquire) != c.interval {
             // An earlier interval's records: a barrier or an acquire
             // orders all of them. (A thread still in the earlier interval
             // may wipe newer records again: that only loses detection.)
-            for r in records {
-                r.store(0, Ordering::Relaxed);
-            }
+            records.clear();
             interval.store(c.interval, Ordering::Release);
         }
         Some(records)
@@ -554,21 +498,24 @@ pub(super) fn global_access(
             // slot's entries: live device memory of the runtime, aligned.
             let [t, k, r0, r1, r2] =
                 [0, 1, 2, 3, 4].map(|j| unsafe { at::<AtomicU64>(base, e + 8 * j) });
+            let records = WordRecords {
+                write: r0,
+                first: r1,
+                second: r2,
+            };
             let found = t.load(Ordering::Acquire);
             if found == tag {
                 if k.load(Ordering::Acquire) == key {
-                    return Some([r0, r1, r2]);
+                    return Some(records);
                 }
                 continue;
             }
             if t.compare_exchange(found, tag, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
             {
-                for r in [r0, r1, r2] {
-                    r.store(0, Ordering::Relaxed);
-                }
+                records.clear();
                 k.store(key, Ordering::Release);
-                return Some([r0, r1, r2]);
+                return Some(records);
             }
         }
         // SAFETY: the table's header starts with the overflow count.
