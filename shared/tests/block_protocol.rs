@@ -71,9 +71,13 @@ struct Seen {
     word: usize,
 }
 
-/// Runs `ops`; returns, per access index, the indices of the earlier
-/// accesses reported against it, and the model's true racing pairs.
-fn run(ops: &[Op]) -> (Vec<(usize, usize, bool)>, Vec<(usize, usize)>) {
+/// A report: the earlier access's index, the current one's, and whether
+/// its kind and record agree with the earlier access's kind.
+type Reported = (usize, usize, bool);
+
+/// Runs `ops`; returns the reports, and the model's true racing pairs
+/// (earlier index, later index).
+fn run(ops: &[Op]) -> (Vec<Reported>, Vec<(usize, usize)>) {
     let records: Vec<[AtomicU64; 3]> = (0..WORDS).map(|_| Default::default()).collect();
     let mut lanes = vec![LaneSync::default(); THREADS as usize];
     let mut interval: Vec<Seen> = Vec::new();
