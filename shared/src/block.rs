@@ -10,10 +10,10 @@
 //! accesses by different threads of a block race when they overlap, at
 //! least one writes, not both are atomic, they fall in the same barrier
 //! interval, and no warp collective both threads joined lies between them.
-//! A barrier interval is counted from the block's `sync_threads` arrivals
-//! (a thread between barrier `n` and `n + 1` sees between `n * threads`
-//! and `(n + 1) * threads - 1` arrivals, so `arrivals / threads` is its
-//! interval, [`barrier_interval`]).
+//! A thread's barrier interval is the number of `sync_threads` it passed
+//! ([`LaneSync::barriers`]): a barrier lets no thread through before every
+//! thread that has not exited arrived, so threads in different intervals
+//! never run at once (threads that return early change nothing).
 
 use crate::abi::ReportKind;
 use crate::AccessKind;
@@ -102,25 +102,38 @@ impl BlockRecord {
     }
 }
 
-/// What a lane knows of its warp collectives, in one `u64`: how many it
-/// joined (low 32 bits) and the member mask of the last one (high 32).
+/// What a thread knows of its synchronisation, in one `u64`: how many
+/// warp collectives it joined (bits 0..16), how many barriers it passed
+/// (bits 16..32), and the member mask of its last collective (high 32).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LaneSync(pub u64);
 
 impl LaneSync {
-    /// Collectives joined.
+    /// Collectives joined (low 16 bits).
     pub const fn count(self) -> u32 {
-        self.0 as u32
+        self.0 as u32 & COUNT_MASK
     }
 
-    /// Member mask of the last one.
+    /// Barriers passed (low 16 bits).
+    pub const fn barriers(self) -> u32 {
+        (self.0 as u32 >> 16) & 0xffff
+    }
+
+    /// Member mask of the last collective.
     pub const fn last_mask(self) -> u32 {
         (self.0 >> 32) as u32
     }
 
     /// The state after joining one more collective, of member mask `mask`.
     pub const fn joined(self, mask: u32) -> LaneSync {
-        LaneSync(self.count().wrapping_add(1) as u64 | (mask as u64) << 32)
+        let counts = (self.count() + 1) & COUNT_MASK | self.barriers() << 16;
+        LaneSync(counts as u64 | (mask as u64) << 32)
+    }
+
+    /// The state after passing one more barrier.
+    pub const fn passed_barrier(self) -> LaneSync {
+        let counts = self.count() | ((self.barriers() + 1) & 0xffff) << 16;
+        LaneSync(counts as u64 | (self.last_mask() as u64) << 32)
     }
 }
 
@@ -356,12 +369,6 @@ pub const fn busy(stamp: u32) -> u32 {
     stamp & !1
 }
 
-/// The barrier interval of a thread of a block of `threads` threads when
-/// the block counted `arrivals` `sync_threads` arrivals.
-pub const fn barrier_interval(arrivals: u32, threads: u32) -> u32 {
-    arrivals / if threads == 0 { 1 } else { threads }
-}
-
 /// The key under which an array's shadow remembers a reported race (never 0).
 pub const fn report_key(kind: ReportKind, current_location: u64, prior_location: u64) -> u64 {
     ((current_location as u32 as u64) << 32 | prior_location as u32 as u64)
@@ -369,8 +376,8 @@ pub const fn report_key(kind: ReportKind, current_location: u64, prior_location:
         | 1
 }
 
-/// The interval of a block's accesses: its barrier interval
-/// ([`barrier_interval`]) and the acquires of the block so far (an
+/// The interval of a thread's accesses: the barriers it passed
+/// ([`LaneSync::barriers`]) and the acquires of the block so far (an
 /// acquire orders everything the block did before it with everything
 /// after, for every thread: coarser than the memory model, it can hide a
 /// race, never invent one), plus one (0: never touched). Intervals 65,536
@@ -609,7 +616,10 @@ mod tests {
         assert_eq!(BlockSpace::of(0x0104), None);
         let s = block_stamp(7, 3);
         assert_eq!((s & 1, busy(s) & 1), (1, 0));
-        assert_eq!(barrier_interval(63, 32), 1);
+        let l = LaneSync::default().joined(7).passed_barrier().joined(9);
+        assert_eq!((l.count(), l.barriers(), l.last_mask()), (2, 1, 9));
+        let wrapped = LaneSync(0xffff_ffff).joined(1).passed_barrier();
+        assert_eq!((wrapped.count(), wrapped.barriers()), (0, 0));
         assert_ne!(report_key(ReportKind::WriteAfterRead, 0, 0), 0);
         assert_eq!(unpack_array(pack_array(4096, 12)), Some((4096, 12)));
         assert_ne!(access_interval(0, 0), 0);

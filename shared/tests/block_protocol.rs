@@ -9,9 +9,9 @@
 //! plain accesses with no collectives: a word with a race in an interval
 //! gets at least one report there.
 
-use core::sync::atomic::AtomicU64;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use proptest::prelude::*;
-use vigil_shared::block::{race_kind, BlockRecord, LaneSync, WordRecords};
+use vigil_shared::block::{access_interval, race_kind, BlockRecord, LaneSync, WordRecords};
 use vigil_shared::AccessKind;
 
 const THREADS: u32 = 40; // two warps, the second partial
@@ -78,7 +78,9 @@ type Reported = (usize, usize, bool);
 /// Runs `ops`; returns the reports, and the model's true racing pairs
 /// (earlier index, later index).
 fn run(ops: &[Op]) -> (Vec<Reported>, Vec<(usize, usize)>) {
-    let records: Vec<[AtomicU64; 3]> = (0..WORDS).map(|_| Default::default()).collect();
+    // Per word: its interval, as the runtime keeps it, and its records.
+    let records: Vec<(AtomicU32, [AtomicU64; 3])> =
+        (0..WORDS).map(|_| Default::default()).collect();
     let mut lanes = vec![LaneSync::default(); THREADS as usize];
     let mut interval: Vec<Seen> = Vec::new();
     // Collectives of the interval: (position in the run, warp, mask).
@@ -87,13 +89,8 @@ fn run(ops: &[Op]) -> (Vec<Reported>, Vec<(usize, usize)>) {
     for (i, op) in ops.iter().enumerate() {
         match *op {
             Op::Barrier => {
-                for r in &records {
-                    WordRecords {
-                        write: &r[0],
-                        first: &r[1],
-                        second: &r[2],
-                    }
-                    .clear();
+                for l in lanes.iter_mut() {
+                    *l = l.passed_barrier();
                 }
                 interval.clear();
                 collectives.clear();
@@ -115,12 +112,17 @@ fn run(ops: &[Op]) -> (Vec<Reported>, Vec<(usize, usize)>) {
                     lanes[thread as usize].count(),
                     i as u64,
                 );
-                let r = &records[word];
+                let (word_interval, r) = &records[word];
                 let recs = WordRecords {
                     write: &r[0],
                     first: &r[1],
                     second: &r[2],
                 };
+                let now = access_interval(lanes[thread as usize].barriers(), 0);
+                if word_interval.load(Ordering::Relaxed) != now {
+                    recs.clear();
+                    word_interval.store(now, Ordering::Relaxed);
+                }
                 recs.access(
                     me,
                     kind,

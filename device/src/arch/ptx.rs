@@ -411,10 +411,10 @@ pub fn cta_state() -> *mut u8 {
 }
 
 // The GPU sanitizer's block-race state (see `gpu_sanitizer::block`): the
-// CTA's barrier arrivals, and every lane's warp-collective state; only
-// entries whose kernels check shared memory or barriers touch them.
+// CTA's acquire count and report keys, and every thread's barrier and
+// warp-collective state; only sanitized entries touch them.
 core::arch::global_asm!(
-    ".shared .align 8 .b8 __vigil_block_arrivals[{n}];",
+    ".shared .align 8 .b8 __vigil_block_counters[{n}];",
     n = const 16 + 8 * vigil_shared::block::REPORTED
 );
 core::arch::global_asm!(
@@ -423,13 +423,13 @@ core::arch::global_asm!(
 );
 
 /// Generic address of the CTA's block-race counters (16 bytes and the
-/// report keys of `.shared`).
+/// report keys of `.shared`: the acquire count, the report keys).
 #[inline(always)]
-pub fn block_arrivals() -> *mut u8 {
+pub fn block_counters() -> *mut u8 {
     let p: u64;
     // SAFETY: taking the address of the module's shared block has no preconditions.
     unsafe {
-        asm!("cvta.shared.u64 {p}, __vigil_block_arrivals;", p = out(reg64) p, options(nomem, nostack))
+        asm!("cvta.shared.u64 {p}, __vigil_block_counters;", p = out(reg64) p, options(nomem, nostack))
     };
     p as *mut u8
 }

@@ -5,11 +5,11 @@
 //! State, all in the CTA's `.shared` memory (only sanitized entries
 //! declare or touch it):
 //!
-//! - the CTA's barrier arrivals (`arch::block_arrivals`): every thread
-//!   adds one before it waits at a barrier, so a thread's barrier interval
-//!   is `arrivals / threads`;
-//! - every lane's warp-collective state (`arch::block_lanes`): how many
-//!   collectives it joined and the last one's mask;
+//! - the CTA's acquire count and report keys (`arch::block_counters`);
+//! - every thread's synchronisation state (`arch::block_lanes`): the
+//!   barriers it passed (its barrier interval: a barrier lets no thread
+//!   through before all arrived, so intervals never overlap in time), how
+//!   many collectives it joined and the last one's mask;
 //! - per shared array, a shadow beside it (`shared_mem::__storage_checked`):
 //!   for each 4-byte word its barrier interval and three records (the
 //!   interval's last write, its first reader, another reader).
@@ -32,9 +32,9 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use vigil_shared::abi::{AccessSite, RaceReport, ReportKind};
 use vigil_shared::block::{
-    access_interval, barrier_interval, block_stamp, busy, pack_array, record_kind, report_key,
-    BlockRecord, BlockSpace, GlobalTable, LaneSync, ShadowLayout, WordRecords, MAX_BLOCK_THREADS,
-    REPORTED, WORD,
+    access_interval, block_stamp, busy, pack_array, record_kind, report_key, BlockRecord,
+    BlockSpace, GlobalTable, LaneSync, ShadowLayout, WordRecords, MAX_BLOCK_THREADS, REPORTED,
+    WORD,
 };
 use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, SideEntry};
 use vigil_shared::{AccessKind, Scope};
@@ -106,11 +106,10 @@ fn claim(header: &AtomicU32, stamp: u32, clear: &dyn Fn()) {
     }
 }
 
-/// The CTA's block-race counters: barrier arrivals, acquires, and the keys
-/// of the same-block global races it reported.
+/// The CTA's block-race counters: its acquires, and the keys of the
+/// same-block global races it reported.
 #[derive(Clone, Copy)]
 struct Counters {
-    arrivals: &'static AtomicU32,
     acquires: &'static AtomicU32,
     /// Base of the region (the report keys are at [`Counters::KEYS`]).
     base: *mut u8,
@@ -123,21 +122,19 @@ impl Counters {
     /// This block's counters (cleared on its first use).
     #[inline(always)]
     fn of(b: Block) -> Counters {
-        let base = arch::block_arrivals();
-        // SAFETY: the region (`arch::block_arrivals`) is 16 bytes and the
-        // report keys of the CTA's shared memory, 8-aligned: a header, two
-        // counters, a pad, the keys.
+        let base = arch::block_counters();
+        // SAFETY: the region (`arch::block_counters`) is 16 bytes and the
+        // report keys of the CTA's shared memory, 8-aligned: a header, the
+        // count, a pad, the keys.
         let c = unsafe {
             Counters {
-                arrivals: at(base, 4),
-                acquires: at(base, 8),
+                acquires: at(base, 4),
                 base,
             }
         };
         // SAFETY: as above.
         let header = unsafe { at::<AtomicU32>(base, 0) };
         fresh(header, b.stamp, &|| {
-            c.arrivals.store(0, Ordering::Relaxed);
             c.acquires.store(0, Ordering::Relaxed);
             for i in 0..REPORTED {
                 // SAFETY: the key slots, inside the region, 8-aligned.
@@ -147,13 +144,11 @@ impl Counters {
         c
     }
 
-    /// The calling thread's access interval (`vigil_shared::block::access_interval`).
+    /// The access interval of a thread in state `lane`
+    /// (`vigil_shared::block::access_interval`).
     #[inline(always)]
-    fn interval(&self, b: Block) -> u32 {
-        access_interval(
-            barrier_interval(self.arrivals.load(Ordering::Relaxed), b.threads),
-            self.acquires.load(Ordering::Relaxed),
-        )
+    fn interval(&self, lane: LaneSync) -> u32 {
+        access_interval(lane.barriers(), self.acquires.load(Ordering::Relaxed))
     }
 }
 
@@ -178,12 +173,15 @@ fn lanes(b: Block) -> &'static [AtomicU64] {
     &lanes[..n]
 }
 
-/// The calling thread arrives at a barrier (before it waits there).
+/// The calling thread arrives at a barrier (before it waits there): its
+/// next accesses are in the next interval.
 #[inline(never)]
 pub(super) fn barrier() {
-    Counters::of(Block::current())
-        .arrivals
-        .fetch_add(1, Ordering::Relaxed);
+    let b = Block::current();
+    if let Some(l) = lanes(b).get(b.thread as usize) {
+        let next = LaneSync(l.load(Ordering::Relaxed)).passed_barrier();
+        l.store(next.0, Ordering::Relaxed);
+    }
 }
 
 /// The calling thread acquired (an acquiring atomic or fence): every
@@ -244,16 +242,16 @@ impl Checked {
         loc: &'static Location<'static>,
     ) -> Checked {
         let lanes = lanes(b);
-        let count = lanes
+        let own = lanes
             .get(b.thread as usize)
-            .map_or(0, |l| LaneSync(l.load(Ordering::Relaxed)).count());
+            .map_or(LaneSync::default(), |l| LaneSync(l.load(Ordering::Relaxed)));
         Checked {
             kind,
             size,
             space,
             keys,
-            interval: Counters::of(b).interval(b),
-            count,
+            interval: Counters::of(b).interval(own),
+            count: own.count(),
             thread: b.thread,
             loc,
             lanes,
