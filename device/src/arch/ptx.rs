@@ -399,16 +399,26 @@ pub fn sync_warp(mask: u32) {
 // only sanitized entries touch (ptxas allocates it only for them).
 core::arch::global_asm!(".shared .align 16 .b8 __vigil_cta_state[32];");
 
-/// Generic address of the CTA's sanitizer state (32 bytes of `.shared`).
-#[inline(always)]
-pub fn cta_state() -> *mut u8 {
-    let p: u64;
-    // SAFETY: taking the address of the module's shared block has no preconditions.
-    unsafe {
-        asm!("cvta.shared.u64 {p}, __vigil_cta_state;", p = out(reg64) p, options(nomem, nostack))
+/// A function returning the generic address of a module-wide `.shared` block.
+macro_rules! shared_block_address {
+    ($(#[$doc:meta])* $name:ident => $symbol:literal) => {
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $name() -> *mut u8 {
+            let p: u64;
+            // SAFETY: taking the address of the module's shared block has no preconditions.
+            unsafe {
+                asm!(concat!("cvta.shared.u64 {p}, ", $symbol, ";"), p = out(reg64) p, options(nomem, nostack))
+            };
+            p as *mut u8
+        }
     };
-    p as *mut u8
 }
+
+shared_block_address!(
+    /// Generic address of the CTA's sanitizer state (32 bytes of `.shared`).
+    cta_state => "__vigil_cta_state"
+);
 
 // The GPU sanitizer's block-race state (see `gpu_sanitizer::block`): the
 // CTA's acquire count and report keys, and every thread's barrier and
@@ -422,28 +432,16 @@ core::arch::global_asm!(
     n = const 8 + 8 * vigil_shared::block::MAX_BLOCK_THREADS
 );
 
-/// Generic address of the CTA's block-race counters (16 bytes and the
-/// report keys of `.shared`: the acquire count, the report keys).
-#[inline(always)]
-pub fn block_counters() -> *mut u8 {
-    let p: u64;
-    // SAFETY: taking the address of the module's shared block has no preconditions.
-    unsafe {
-        asm!("cvta.shared.u64 {p}, __vigil_block_counters;", p = out(reg64) p, options(nomem, nostack))
-    };
-    p as *mut u8
-}
+shared_block_address!(
+    /// Generic address of the CTA's block-race counters (16 bytes and the
+    /// report keys of `.shared`: the acquire count, the report keys).
+    block_counters => "__vigil_block_counters"
+);
 
-/// Generic address of the CTA's lane states (8 + 8 x 1024 bytes of `.shared`).
-#[inline(always)]
-pub fn block_lanes() -> *mut u8 {
-    let p: u64;
-    // SAFETY: taking the address of the module's shared block has no preconditions.
-    unsafe {
-        asm!("cvta.shared.u64 {p}, __vigil_block_lanes;", p = out(reg64) p, options(nomem, nostack))
-    };
-    p as *mut u8
-}
+shared_block_address!(
+    /// Generic address of the CTA's lane states (8 + 8 x 1024 bytes of `.shared`).
+    block_lanes => "__vigil_block_lanes"
+);
 
 /// Waits a little in a spin loop (`nanosleep`, about 100 ns): a lock
 /// holder's own accesses to the lock's line are not starved by thousands
