@@ -76,6 +76,12 @@ impl BlockRecord {
         ((self.0 as u32 >> BYTES_SHIFT) & 0xf) as u8
     }
 
+    /// The same access over the bytes `bytes`.
+    pub const fn with_bytes(self, bytes: u8) -> Self {
+        let mask = 0xf_u64 << BYTES_SHIFT;
+        BlockRecord(self.0 & !mask | ((bytes as u64 & 0xf) << BYTES_SHIFT))
+    }
+
     /// The thread that made it; `None` when empty.
     pub const fn thread(self) -> Option<u32> {
         match self.0 as u32 & ((1 << THREAD_BITS) - 1) {
@@ -213,17 +219,31 @@ pub fn race_between(
     (!ordered(prior, me, lane)).then(|| race_kind(prior_kind, kind))
 }
 
-/// Which reader record thread `me` updates, given the first reader record
-/// `first`: the first when it is empty or its own, else the second. So the
-/// first record holds the interval's first reader and the second, once
-/// another thread read, one reader that is not the first: a writer that
-/// is not the first reader races with it, and one that is races with the
-/// second (readers ordered before the writer aside).
-pub fn reader_slot(first: BlockRecord, me: u32) -> usize {
-    match first.thread() {
-        None => 1,
-        Some(t) if t == me => 1,
-        Some(_) => 2,
+/// How a plain read `me` updates a word's reader records `first` and
+/// `second`: `Some((slot, new))` stores `new` into slot 1 or 2, `None`
+/// stores nothing. The first record holds the interval's first reader;
+/// the second, once another thread read, the first reader that is not the
+/// first record's thread. A thread's record grows to the bytes it read;
+/// once its bytes are there, a read by it (or by a third thread, once the
+/// second is taken) writes nothing, so a word many threads read costs
+/// loads only. A writer that is not the first reader races with it, and
+/// one that is races with the second (readers ordered before the writer
+/// aside).
+pub fn reader_update(
+    first: BlockRecord,
+    second: BlockRecord,
+    me: BlockRecord,
+) -> Option<(usize, BlockRecord)> {
+    let grow = |slot: usize, own: BlockRecord| {
+        (own.bytes() & me.bytes() != me.bytes())
+            .then(|| (slot, me.with_bytes(own.bytes() | me.bytes())))
+    };
+    match (first.thread(), second.thread()) {
+        (None, _) => Some((1, me)),
+        (t, _) if t == me.thread() => grow(1, first),
+        (_, None) => Some((2, me)),
+        (_, t) if t == me.thread() => grow(2, second),
+        _ => None,
     }
 }
 
@@ -246,10 +266,11 @@ impl WordRecords<'_> {
     /// with (the record, whether it is the write record, the kind).
     ///
     /// A plain write swaps itself into the write record and then reads the
-    /// readers; a plain read stores itself into a reader record
-    /// ([`reader_slot`]) and then reads the write record; `fence` between
-    /// (a `fence.sc.cta` on the GPU) makes at least one of two racing
-    /// accesses see the other. An atomic replaces only an empty or atomic
+    /// readers; a plain read updates a reader record ([`reader_update`],
+    /// often not at all) and then reads the write record; `fence` after an
+    /// update (a `fence.sc.cta` on the GPU) makes at least one of two racing
+    /// accesses see the other (a read that stores nothing is covered by the
+    /// fence after the store it relies on). An atomic replaces only an empty or atomic
     /// write record (a plain write stays for later accesses to race with);
     /// an atomic load is not remembered (a later plain write is not
     /// checked against it: only detection is lost). `lane` is
@@ -262,9 +283,9 @@ impl WordRecords<'_> {
         lane: impl Fn(u32) -> LaneSync,
         mut race: impl FnMut(BlockRecord, bool, ReportKind),
     ) {
-        let Some(me_t) = me.thread() else {
+        if me.thread().is_none() {
             return;
-        };
+        }
         let mut check = |prior: u64, write_record: bool| {
             let prior = BlockRecord(prior);
             if let Some(k) = race_between(prior, write_record, me, kind, &lane) {
@@ -273,22 +294,41 @@ impl WordRecords<'_> {
         };
         match kind {
             AccessKind::Read => {
-                let f = self.first.load(Ordering::Relaxed);
-                let claimed = reader_slot(BlockRecord(f), me_t) == 1
-                    && self
-                        .first
-                        .compare_exchange(f, me.0, Ordering::Relaxed, Ordering::Relaxed)
-                        .is_ok();
-                if !claimed {
-                    self.second.store(me.0, Ordering::Relaxed);
+                // A lost compare-exchange means another reader got there
+                // first: decide again (a few times; then give up, which
+                // only loses detection).
+                for _ in 0..4 {
+                    let (f, s) = (
+                        self.first.load(Ordering::Relaxed),
+                        self.second.load(Ordering::Relaxed),
+                    );
+                    let Some((slot, new)) = reader_update(BlockRecord(f), BlockRecord(s), me)
+                    else {
+                        break;
+                    };
+                    let (rec, old) = if slot == 1 {
+                        (self.first, f)
+                    } else {
+                        (self.second, s)
+                    };
+                    if rec
+                        .compare_exchange(old, new.0, Ordering::Relaxed, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        fence();
+                        break;
+                    }
                 }
-                fence();
                 check(self.write.load(Ordering::Relaxed), true);
             }
             AccessKind::AtomicRead => check(self.write.load(Ordering::Relaxed), true),
             _ => {
-                let prior = if kind.is_atomic() {
-                    let p = self.write.load(Ordering::Relaxed);
+                let p = self.write.load(Ordering::Relaxed);
+                // The same access again (a thread's loop on one word):
+                // its record, and the fence after it, are there already.
+                let prior = if p == me.0 {
+                    p
+                } else if kind.is_atomic() {
                     let q = BlockRecord(p);
                     if q.thread().is_none() || q.atomic() {
                         let _ = self.write.compare_exchange(
@@ -298,11 +338,13 @@ impl WordRecords<'_> {
                             Ordering::Relaxed,
                         );
                     }
+                    fence();
                     p
                 } else {
-                    self.write.swap(me.0, Ordering::Relaxed)
+                    let prior = self.write.swap(me.0, Ordering::Relaxed);
+                    fence();
+                    prior
                 };
-                fence();
                 check(prior, true);
                 check(self.first.load(Ordering::Relaxed), false);
                 check(self.second.load(Ordering::Relaxed), false);
@@ -497,6 +539,11 @@ mod tests {
                 (Some(t), atomic, count)
             );
             assert_eq!(r.bytes(), 0b1010);
+            let wider = r.with_bytes(0b1111);
+            assert_eq!(
+                (wider.bytes(), wider.thread(), wider.count()),
+                (0b1111, Some(t), count)
+            );
             assert_eq!(r.location(near), loc);
             // A location below `near` too.
             assert_eq!(r.location(loc + 0x10_0000), loc);
@@ -581,7 +628,10 @@ mod tests {
         for readers in [&[1u32, 2][..], &[2, 1, 3], &[1, 1], &[4, 1, 1, 4]] {
             let mut slots = [BlockRecord::EMPTY; RECORDS];
             for &r in readers {
-                slots[reader_slot(slots[1], r)] = BlockRecord::new(r, false, 0xf, 0, 0);
+                let me = BlockRecord::new(r, false, 0xf, 0, 0);
+                if let Some((slot, new)) = reader_update(slots[1], slots[2], me) {
+                    slots[slot] = new;
+                }
             }
             for writer in 1..=4 {
                 let races = (1..3).any(|s| {
