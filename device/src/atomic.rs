@@ -66,6 +66,18 @@ pub(crate) mod sealed {
         ArchXor::arch_xor
     );
 
+    /// Atomic add on block-shared memory (relaxed, block scope), per
+    /// platform: on the GPU an `atom.shared` on the address converted from
+    /// generic to the shared window (an `atom.global` on a shared address
+    /// faults the context with an address-space error).
+    pub trait ArchSharedAdd: Copy {
+        /// Returns the previous value.
+        ///
+        /// # Safety
+        /// `p` must be a valid, aligned (generic) address of block-shared memory.
+        unsafe fn arch_shared_add(p: *mut Self, v: Self) -> Self;
+    }
+
     /// Bitwise equality, for telling whether a compare-exchange swapped.
     pub trait BitEq: Copy {
         fn bit_eq(self, other: Self) -> bool;
@@ -82,7 +94,7 @@ pub(crate) mod sealed {
 pub trait Atomic: bytemuck::Pod + sealed::ArchAtomic + sealed::BitEq {}
 
 /// Element types with atomic add and sub: `u32`, `i32`, `u64`, `i64`, `f32`, `f64`.
-pub trait AtomicArith: Atomic + sealed::ArchAdd + sealed::Negate {}
+pub trait AtomicArith: Atomic + sealed::ArchAdd + sealed::ArchSharedAdd + sealed::Negate {}
 
 /// Element types with atomic min and max: `u32`, `i32`, `u64`, `i64`.
 pub trait AtomicMinMax: Atomic + sealed::ArchMin + sealed::ArchMax {}

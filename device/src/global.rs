@@ -70,6 +70,12 @@ unsafe fn plain_load<T: bytemuck::Pod, S: Sanitizer>(p: *const T) -> T {
         AccessKind::Read,
         Location::caller(),
     );
+    S::block_global_access(
+        p as usize,
+        size_of::<T>(),
+        AccessKind::Read,
+        Location::caller(),
+    );
     // SAFETY: the caller guarantees `p` is in bounds and aligned.
     unsafe { imp::load(p, Location::caller()) }
 }
@@ -84,8 +90,43 @@ unsafe fn plain_store<T: bytemuck::Pod, S: Sanitizer>(p: *mut T, v: T) {
         AccessKind::Write,
         Location::caller(),
     );
+    S::block_global_access(
+        p as usize,
+        size_of::<T>(),
+        AccessKind::Write,
+        Location::caller(),
+    );
     // SAFETY: the caller guarantees `p` is in bounds and aligned.
     unsafe { imp::store(p, v) }
+}
+
+/// An atomic through the sanitizer (`op` performs it and says whether it
+/// wrote), then, in a checking variant, the block check with what it did
+/// (a compare-exchange that did not write only read) and the block's
+/// acquire if it acquires.
+#[inline(always)]
+#[track_caller]
+fn checked_atomic<R, S: Sanitizer>(access: AtomicAccess, op: impl FnOnce() -> (R, bool)) -> R {
+    let loc = Location::caller();
+    if !S::ENABLED {
+        return S::atomic(access, loc, op);
+    }
+    let mut wrote = false;
+    let r = S::atomic(access, loc, || {
+        let (r, w) = op();
+        wrote = w;
+        (r, w)
+    });
+    let kind = if access.kind.writes() && !wrote {
+        AccessKind::AtomicRead
+    } else {
+        access.kind
+    };
+    S::block_global_access(access.addr, access.size, kind, loc);
+    if access.ordering.acquires() {
+        S::block_acquire();
+    }
+    r
 }
 
 macro_rules! handle_common {
@@ -228,7 +269,7 @@ fn atomic_load<T: Atomic, S: Sanitizer>(p: *const T, ordering: Ordering, scope: 
     };
     let loc = Location::caller();
     // SAFETY: `p` is valid and aligned (handle invariant).
-    S::atomic(access, loc, || {
+    checked_atomic::<_, S>(access, || {
         (unsafe { T::arch_load(p, ordering, scope, loc) }, false)
     })
 }
@@ -292,7 +333,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalPtrMut<T, S> {
             ordering,
             scope,
         };
-        S::atomic(access, Location::caller(), || op(self.ptr))
+        checked_atomic::<_, S>(access, || op(self.ptr))
     }
 }
 
@@ -355,7 +396,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalPtrMut<T, S> {
             scope,
         };
         // SAFETY: valid and aligned (handle invariant).
-        S::atomic(access, Location::caller(), || {
+        checked_atomic::<_, S>(access, || {
             (unsafe { T::arch_store(self.ptr, v, ordering, scope) }, true)
         })
     }

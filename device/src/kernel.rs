@@ -1,7 +1,10 @@
 //! What `#[kernel]` generates and what the host needs to launch it.
 //!
 //! `#[kernel] fn name(params...) { body }` becomes
-//! - `fn name<S: Sanitizer>(params...)`: the body, generic over the sanitizer;
+//! - `fn name<S: Sanitizer>(params...)`: the body, generic over the sanitizer,
+//!   whose `shared_array!`s, `sync_threads()` calls and `warp::*`
+//!   collectives get `S` too (so that the GPU's sanitized entry sees them;
+//!   with `S = Plain` each is the same code as written);
 //! - an `extern "ptx-kernel"` entry point exported as `name` in the PTX
 //!   build (the plain variant: `name::<Plain>`);
 //! - a launch marker `struct name {}` implementing [`Kernel`], which carries

@@ -68,6 +68,9 @@ pub struct SharedAccess {
     pub array: usize,
     /// Size of that array in bytes.
     pub array_bytes: usize,
+    /// The array's shadow in a sanitized GPU entry (its layout is
+    /// `vigil_shared::block::ShadowLayout`), 0 elsewhere.
+    pub shadow: usize,
 }
 
 /// The race sanitizer's view of a kernel's memory operations.
@@ -100,22 +103,54 @@ pub trait Sanitizer: Copy + Default + Send + Sync + 'static {
     /// block's barrier intervals, not the global clocks. Default: nothing
     /// (so [`Plain`] and a runtime without block checks stay as they are).
     ///
-    /// Called today only on the host (the CPU backend's [`Checked`], from
-    /// the platform layer); the GPU runtime keeps the default until shared
-    /// arrays carry their sanitizer type.
+    /// On the host the platform layer calls [`Checked`]'s whenever a
+    /// runtime is installed; on the GPU a `SharedArray<T, N, S>` calls
+    /// `S`'s (a `#[kernel]` body's `shared_array!` carries the kernel's `S`).
     #[inline(always)]
     fn shared_access(access: SharedAccess, loc: &'static Location<'static>) {
         let _ = (access, loc);
     }
 
-    /// The calling thread arrives at `sync_threads` (at `loc`): its
-    /// accesses before it are ordered before every access of the block
-    /// after it. Default: nothing (called, like
-    /// [`shared_access`](Sanitizer::shared_access), only on the host today).
+    /// The calling thread arrives at `sync_threads` (at `loc`), before it
+    /// waits: its accesses before it are ordered before every access of
+    /// the block after it. Default: nothing. On the GPU it is called
+    /// through [`sync_threads_in`](crate::sync::sync_threads_in), which a
+    /// `#[kernel]` body's `sync_threads()` is.
     #[inline(always)]
     fn barrier(loc: &'static Location<'static>) {
         let _ = loc;
     }
+
+    /// The calling thread is about to join a warp collective (shuffle,
+    /// vote or `sync_warp`) over the lanes of `mask`: once it completes,
+    /// their accesses before it are ordered before their accesses after
+    /// it. Default: nothing (the CPU backend's executor tells its runtime
+    /// itself). On the GPU a `#[kernel]` body's collectives call it.
+    #[inline(always)]
+    fn warp_sync(mask: u32) {
+        let _ = mask;
+    }
+
+    /// A global-memory access already checked by [`access`](Sanitizer::access)
+    /// or [`atomic`](Sanitizer::atomic), now against the other threads of the
+    /// calling thread's block (`kind` is what it did: an atomic that did not
+    /// write is `AtomicRead`). Default: nothing (the CPU backend's runtime
+    /// checks these inside `access`; the GPU's engine sees a block as one
+    /// thread, so its runtime checks them here).
+    #[inline(always)]
+    fn block_global_access(
+        addr: usize,
+        size: usize,
+        kind: AccessKind,
+        loc: &'static Location<'static>,
+    ) {
+        let _ = (addr, size, kind, loc);
+    }
+
+    /// The calling thread acquired (an acquiring atomic or fence), for the
+    /// checks inside a block. Default: nothing.
+    #[inline(always)]
+    fn block_acquire() {}
 }
 
 /// No sanitizer: every hook is empty. The plain entry point uses this.

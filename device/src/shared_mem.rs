@@ -5,32 +5,67 @@
 //! stores and atomics tell the platform layer where they are
 //! (`#[track_caller]`), which hands them to the sanitizer's
 //! [`shared_access`](crate::Sanitizer::shared_access) hook when the
-//! sanitized variant runs (on the CPU backend, when a sanitizer runtime is
-//! installed; on the GPU the hook is not wired yet, see ARCHITECTURE.md).
+//! sanitized variant runs: on the CPU backend when a sanitizer runtime is
+//! installed, on the GPU when the array carries a checking sanitizer type
+//! `S` (a `#[kernel]` body's `shared_array!` carries the kernel's), whose
+//! sanitized storage has a shadow beside the array.
 
 use crate::arch::imp;
 use crate::atomic::AtomicArith;
-use crate::sanitizer::SharedAccess;
+use crate::sanitizer::{Plain, Sanitizer, SharedAccess};
 use core::marker::PhantomData;
-use vigil_shared::{AccessKind, Ordering, Scope};
+use vigil_shared::AccessKind;
 
-/// A block-shared array of `N` elements of `T`, as returned by [`shared_array!`](crate::shared_array!).
+/// A block-shared array of `N` elements of `T`, as returned by
+/// [`shared_array!`](crate::shared_array!), checked by sanitizer `S`
+/// (in a `#[kernel]` body, the kernel's; [`Plain`] elsewhere). A helper
+/// function that takes one from a kernel names `S` too:
+/// `fn f<S: Sanitizer>(a: SharedArray<f32, 32, S>)`.
 ///
 /// Every thread of the block sees the same storage. It starts with
 /// unspecified contents on the GPU (zeroed on the CPU backend).
 #[derive(Clone, Copy, Debug)]
-pub struct SharedArray<T, const N: usize> {
+pub struct SharedArray<T, const N: usize, S = Plain> {
     ptr: *mut T,
-    _t: PhantomData<T>,
+    /// The array's shadow (sanitized GPU entries only; null elsewhere).
+    shadow: *mut u8,
+    _t: PhantomData<(T, S)>,
 }
 
-impl<T: bytemuck::Pod, const N: usize> SharedArray<T, N> {
+impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
     #[doc(hidden)]
     /// # Safety
     /// `ptr` must point to block-shared storage of `N` aligned elements.
     pub const unsafe fn from_raw(ptr: *mut u8) -> Self {
         SharedArray {
             ptr: ptr as *mut T,
+            shadow: core::ptr::null_mut(),
+            _t: PhantomData,
+        }
+    }
+
+    #[doc(hidden)]
+    /// This expansion's storage (key `K`, `BYTES` bytes aligned to
+    /// `ALIGN`), with a `SHADOW`-byte shadow beside it when `S` checks.
+    ///
+    /// # Safety
+    /// `BYTES` and `ALIGN` must be `__bytes::<T, N>()` and `__align::<T>()`,
+    /// `SHADOW` `__shadow_bytes::<T, N>()`.
+    #[inline(always)]
+    pub unsafe fn __declare<
+        K: 'static,
+        const BYTES: usize,
+        const ALIGN: usize,
+        const SHADOW: usize,
+    >() -> Self {
+        let (ptr, shadow) = if S::ENABLED && SHADOW > 0 {
+            __storage_checked::<K, BYTES, ALIGN, SHADOW>()
+        } else {
+            (__storage::<K, BYTES, ALIGN>(), core::ptr::null_mut())
+        };
+        SharedArray {
+            ptr: ptr as *mut T,
+            shadow,
             _t: PhantomData,
         }
     }
@@ -54,6 +89,7 @@ impl<T: bytemuck::Pod, const N: usize> SharedArray<T, N> {
             kind,
             array: self.ptr as usize,
             array_bytes: core::mem::size_of::<T>() * N,
+            shadow: self.shadow as usize,
         }
     }
 
@@ -62,7 +98,7 @@ impl<T: bytemuck::Pod, const N: usize> SharedArray<T, N> {
     #[track_caller]
     pub fn load(&self, i: usize) -> T {
         assert!(i < N, "shared array index out of bounds");
-        imp::shared_access(|| self.access(i, AccessKind::Read));
+        imp::shared_access::<S>(|| self.access(i, AccessKind::Read));
         // SAFETY: in bounds of the block's storage (checked above).
         unsafe { self.ptr.add(i).read_volatile() }
     }
@@ -72,7 +108,7 @@ impl<T: bytemuck::Pod, const N: usize> SharedArray<T, N> {
     #[track_caller]
     pub fn store(&self, i: usize, v: T) {
         assert!(i < N, "shared array index out of bounds");
-        imp::shared_access(|| self.access(i, AccessKind::Write));
+        imp::shared_access::<S>(|| self.access(i, AccessKind::Write));
         // SAFETY: in bounds of the block's storage (checked above).
         unsafe { self.ptr.add(i).write_volatile(v) }
     }
@@ -88,10 +124,10 @@ impl<T: bytemuck::Pod, const N: usize> SharedArray<T, N> {
         T: AtomicArith,
     {
         assert!(i < N, "shared array index out of bounds");
-        imp::shared_access(|| self.access(i, AccessKind::AtomicRmw));
+        imp::shared_access::<S>(|| self.access(i, AccessKind::AtomicRmw));
         // SAFETY: in bounds of the block's storage (checked above) and
         // aligned (the storage is aligned for `T`).
-        unsafe { T::arch_add(self.ptr.add(i), v, Ordering::Relaxed, Scope::Block) }
+        unsafe { T::arch_shared_add(self.ptr.add(i), v) }
     }
 
     /// The raw pointer to element 0.
@@ -104,25 +140,29 @@ impl<T: bytemuck::Pod, const N: usize> SharedArray<T, N> {
 /// `let tile = shared_array!(f32; 256);`
 ///
 /// Each expansion of the macro is one array per block, however often the
-/// line runs.
+/// line runs. Inside a `#[kernel]` body the attribute makes it
+/// `shared_array!(@sanitizer S; f32; 256)`, the array of the kernel's
+/// sanitizer `S` (on the GPU, the sanitized entry's array has a shadow).
 #[macro_export]
 macro_rules! shared_array {
-    ($t:ty; $n:expr) => {{
+    (@sanitizer $s:ty; $t:ty; $n:expr) => {{
         // A type of its own per expansion: the storage function is
         // monomorphised once per key, so each expansion is one array, and
         // the non-inlined function keeps LLVM from splitting it in two.
         struct __VigilSharedKey;
-        // SAFETY: the pointer is this expansion's block-shared storage for `[$t; $n]`.
+        // SAFETY: the sizes are the ones `__declare` asks for.
         unsafe {
-            $crate::shared_mem::SharedArray::<$t, { $n }>::from_raw(
-                $crate::shared_mem::__storage::<
-                    __VigilSharedKey,
-                    { $crate::shared_mem::__bytes::<$t, { $n }>() },
-                    { $crate::shared_mem::__align::<$t>() },
-                >(),
-            )
+            $crate::shared_mem::SharedArray::<$t, { $n }, $s>::__declare::<
+                __VigilSharedKey,
+                { $crate::shared_mem::__bytes::<$t, { $n }>() },
+                { $crate::shared_mem::__align::<$t>() },
+                { $crate::shared_mem::__shadow_bytes::<$t, { $n }>() },
+            >()
         }
     }};
+    ($t:ty; $n:expr) => {
+        $crate::shared_array!(@sanitizer $crate::Plain; $t; $n)
+    };
 }
 
 #[doc(hidden)]
@@ -148,6 +188,62 @@ pub fn __storage<K: 'static, const BYTES: usize, const ALIGN: usize>() -> *mut u
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn __storage<K: 'static, const BYTES: usize, const ALIGN: usize>() -> *mut u8 {
     crate::arch::host::static_shared(core::any::TypeId::of::<K>(), BYTES, ALIGN)
+}
+
+/// The storage of a sanitized entry's array and its shadow: on the GPU a
+/// second `.shared` declaration of `SHADOW` bytes beside the array (only
+/// sanitized entries declare it, so only they pay for it).
+#[doc(hidden)]
+#[inline(never)]
+#[cfg(target_arch = "nvptx64")]
+pub fn __storage_checked<
+    K: 'static,
+    const BYTES: usize,
+    const ALIGN: usize,
+    const SHADOW: usize,
+>() -> (*mut u8, *mut u8) {
+    let (p, q): (u64, u64);
+    // SAFETY: declares block-scoped shared storage and its shadow and
+    // takes their generic addresses.
+    unsafe {
+        core::arch::asm!(
+            "{{ .shared .align {a} .b8 vigil_smem[{n}]; .shared .align 8 .b8 vigil_smem_shadow[{m}]; cvta.shared.u64 {p}, vigil_smem; cvta.shared.u64 {q}, vigil_smem_shadow; }}",
+            a = const ALIGN,
+            n = const BYTES,
+            m = const SHADOW,
+            p = out(reg64) p,
+            q = out(reg64) q,
+            options(nomem, nostack),
+        )
+    };
+    (p as *mut u8, q as *mut u8)
+}
+
+/// On the host the CPU backend's runtime keeps its own shadow: the
+/// storage is the plain one.
+#[doc(hidden)]
+#[inline(always)]
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn __storage_checked<
+    K: 'static,
+    const BYTES: usize,
+    const ALIGN: usize,
+    const SHADOW: usize,
+>() -> (*mut u8, *mut u8) {
+    (__storage::<K, BYTES, ALIGN>(), core::ptr::null_mut())
+}
+
+/// The shadow's size for `[T; N]`, or 0 (no shadow: the array goes
+/// unchecked) past `MAX_SHADOW_BYTES`, so that a sanitized entry still fits
+/// a block's 48 KiB of static shared memory next to a large array.
+#[doc(hidden)]
+pub const fn __shadow_bytes<T, const N: usize>() -> usize {
+    let bytes = vigil_shared::block::ShadowLayout::of(core::mem::size_of::<[T; N]>()).bytes();
+    if bytes > vigil_shared::block::MAX_SHADOW_BYTES {
+        0
+    } else {
+        bytes
+    }
 }
 
 #[doc(hidden)]

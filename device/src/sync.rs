@@ -12,10 +12,36 @@ use vigil_shared::{Ordering, Scope};
 /// the CPU backend a barrier that only some threads reach, or that threads
 /// reach from different calls, is an error naming this call's location
 /// (`#[track_caller]`) and the threads that were missing.
+///
+/// Inside a `#[kernel]` body this call is
+/// [`sync_threads_in::<S>()`](sync_threads_in) with the kernel's sanitizer,
+/// which the GPU sanitizer sees; a helper function outside a kernel body
+/// that waits at a barrier calls that with its kernel's `S`.
 #[inline(always)]
 #[track_caller]
 pub fn sync_threads() {
     imp::sync_threads_at(core::panic::Location::caller())
+}
+
+/// [`sync_threads`] in a kernel checked by `S`: the sanitizer sees the
+/// arrival (on the GPU, the block's barrier count that orders its
+/// threads' accesses) before the thread waits.
+///
+/// ```no_run
+/// use vigil_device::prelude::*;
+/// use vigil_device::shared_mem::SharedArray;
+///
+/// /// Thread `t` stores `v`, then reads its neighbour's value.
+/// fn exchange<S: Sanitizer>(a: SharedArray<u32, 64, S>, t: usize, v: u32) -> u32 {
+///     a.store(t, v);
+///     vigil_device::sync::sync_threads_in::<S>();
+///     a.load((t + 1) % 64)
+/// }
+/// ```
+#[inline(always)]
+#[track_caller]
+pub fn sync_threads_in<S: Sanitizer>() {
+    imp::sync_threads_for::<S>(core::panic::Location::caller())
 }
 
 /// A memory fence of the given ordering and scope (`fence.acq_rel.gpu`,
@@ -31,5 +57,8 @@ pub fn sync_threads() {
 #[track_caller]
 pub fn fence<S: Sanitizer>(ordering: Ordering, scope: Scope) {
     S::fence(ordering, scope, core::panic::Location::caller());
-    imp::fence(ordering, scope)
+    imp::fence(ordering, scope);
+    if ordering.acquires() {
+        S::block_acquire();
+    }
 }

@@ -102,3 +102,14 @@ pub fn sync_warp(mask: u32) {
 pub fn all(mask: u32, pred: bool) -> bool {
     imp::vote_all(mask, pred)
 }
+
+/// Tells the sanitizer `S` that the calling lane is about to join a warp
+/// collective over `mask` (a `#[kernel]` body's collectives call it just
+/// before the collective; nothing on the CPU backend, whose executor sees
+/// collectives itself).
+#[doc(hidden)]
+#[inline(always)]
+pub fn __joining<S: crate::Sanitizer>(mask: u32) -> u32 {
+    imp::warp_joining::<S>(mask);
+    mask
+}

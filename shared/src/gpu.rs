@@ -142,12 +142,21 @@ pub struct GpuRuntime {
     pub flags: u32,
     /// This device's rank.
     pub rank: u32,
+    /// The same-block table of global words: a header then, per
+    /// sanitizer thread (SM slot), `2^block_table_log2` entries (see
+    /// [`crate::block::GlobalTable`]); 0: none, same-block global races
+    /// go unchecked.
+    pub block_table: u64,
+    /// log2 of a slot's entries in `block_table`.
+    pub block_table_log2: u32,
+    /// Slots the table has entries for (SMs x slots per SM).
+    pub block_table_slots: u32,
 }
 impl GpuRuntime {
     /// Trap the kernel after the first race or error it records.
     pub const HALT_ON_RACE: u32 = 1;
 }
-const _: () = assert!(size_of::<GpuRuntime>() == 64);
+const _: () = assert!(size_of::<GpuRuntime>() == 80);
 const _: () = assert!(offset_of!(GpuRuntime, globals) == 0);
 const _: () = assert!(offset_of!(GpuRuntime, slot_table) == 8);
 const _: () = assert!(offset_of!(GpuRuntime, side_table) == 16);
@@ -156,6 +165,8 @@ const _: () = assert!(offset_of!(GpuRuntime, sc_fences) == 32);
 const _: () = assert!(offset_of!(GpuRuntime, sc_fence_words) == 40);
 const _: () = assert!(offset_of!(GpuRuntime, slots_per_sm) == 48);
 const _: () = assert!(offset_of!(GpuRuntime, flags) == 56);
+const _: () = assert!(offset_of!(GpuRuntime, block_table) == 64);
+const _: () = assert!(offset_of!(GpuRuntime, block_table_log2) == 72);
 
 /// The slots of one SM: a busy mask and a round-robin hint, so that CTAs
 /// running one after another on an SM take different slots (and thread

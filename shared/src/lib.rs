@@ -63,6 +63,7 @@ pub mod params;
 pub mod abi;
 pub mod address;
 pub mod atomic;
+pub mod block;
 pub mod clock;
 pub mod engine;
 pub mod gpu;

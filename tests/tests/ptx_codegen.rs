@@ -142,3 +142,152 @@ fn a_stale_sanitized_entry_is_refused_at_lookup() {
         .expect_err("the sanitized entry lacks the hidden parameters");
     assert!(e.to_string().contains("write_one__vigil"), "{e}");
 }
+
+/// Every function of `ptx` with its name and body lines (`.entry` and
+/// `.func`, a return parameter list skipped).
+fn functions(ptx: &str) -> Vec<(&str, Vec<&str>)> {
+    let mut out = Vec::new();
+    let mut lines = ptx.lines();
+    while let Some(line) = lines.next() {
+        let t = line.trim_start();
+        let Some(rest) = [
+            ".visible .entry",
+            ".entry",
+            ".visible .func",
+            ".weak .func",
+            ".func",
+        ]
+        .iter()
+        .find_map(|k| t.strip_prefix(k)) else {
+            continue;
+        };
+        let mut rest = rest.trim_start();
+        if let Some(after) = rest.strip_prefix('(') {
+            rest = after[after.find(')').map_or(after.len(), |i| i + 1)..].trim_start();
+        }
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$'))
+            .unwrap_or(rest.len());
+        let name = &rest[..end];
+        if rest.trim_end().ends_with(';') {
+            continue; // a declaration
+        }
+        let body: Vec<&str> = lines
+            .by_ref()
+            .skip_while(|l| l.trim() != "{")
+            .skip(1)
+            .take_while(|l| *l != "}")
+            .collect();
+        out.push((name, body));
+    }
+    out
+}
+
+/// The registers (`%rd12`, `%r3`) an operand text names.
+fn registers(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '%' || c == '_'))
+        .filter(|w| w.starts_with('%'))
+}
+
+/// The `.global` memory instructions of `ptx` whose address came from a
+/// shared-memory address (`cvta.shared`, through arithmetic and moves, or
+/// returned by a function that takes one): each `function: instruction`.
+/// Such an instruction faults the context (`CUDA_ERROR_INVALID_ADDRESS_SPACE`).
+fn shared_addresses_in_global_instructions(ptx: &str) -> Vec<String> {
+    let funcs = functions(ptx);
+    let returns_shared: Vec<&str> = funcs
+        .iter()
+        .filter(|(_, body)| body.iter().any(|l| l.contains("cvta.shared.")))
+        .map(|(name, _)| *name)
+        .collect();
+    let mut bad = Vec::new();
+    for (name, body) in &funcs {
+        let mut shared: Vec<&str> = Vec::new();
+        let mut from_call = false;
+        let statements = body
+            .iter()
+            .flat_map(|l| l.split("//").next().unwrap_or("").split(';'))
+            .map(|s| {
+                s.trim()
+                    .trim_start_matches('{')
+                    .trim_end_matches('}')
+                    .trim()
+            })
+            .filter(|s| !s.is_empty());
+        for s in statements {
+            // A guarded instruction (`@%p1 st.global...`) without its guard.
+            let s = match s.strip_prefix('@') {
+                Some(g) => g.split_once(char::is_whitespace).map_or("", |x| x.1).trim(),
+                None => s,
+            };
+            let (op, args) = s.split_once(char::is_whitespace).unwrap_or((s, ""));
+            let dest = args.split(',').next().unwrap_or("").trim();
+            let sources = args.split_once(',').map_or("", |(_, r)| r);
+            if op.starts_with("call") {
+                from_call = returns_shared.iter().any(|f| args.contains(f));
+            } else if op.starts_with("ld.param") && args.contains("retval0") {
+                if std::mem::take(&mut from_call) {
+                    shared.push(dest);
+                }
+            } else if op.starts_with("cvta.shared.")
+                || (["add.", "sub.", "mov.", "cvt.", "mad.", "and.", "or."]
+                    .iter()
+                    .any(|p| op.starts_with(p))
+                    && registers(sources).any(|r| shared.contains(&r)))
+            {
+                shared.push(dest);
+            } else if op.contains(".global") {
+                let address = args.split('[').nth(1).unwrap_or("");
+                if registers(address).any(|r| shared.contains(&r)) {
+                    bad.push(format!("{name}: {s}"));
+                }
+            }
+        }
+    }
+    bad
+}
+
+/// A shared-memory atomic on a shared array's (generic) address was once
+/// an `atom.global` and faulted the whole context on an H100: no kernel's
+/// shared address reaches a `.global` instruction, and the check itself
+/// sees that bug.
+#[test]
+fn shared_addresses_never_reach_global_instructions() {
+    let bad = shared_addresses_in_global_instructions(KERNELS_PTX);
+    assert!(
+        bad.is_empty(),
+        "shared addresses in .global instructions:\n{bad:#?}"
+    );
+    let histogram = &functions(KERNELS_PTX)
+        .into_iter()
+        .find(|(n, _)| *n == "shared_histogram")
+        .expect("shared_histogram entry")
+        .1;
+    assert!(
+        histogram
+            .iter()
+            .any(|l| l.contains("atom.relaxed.cta.shared.add.u32")),
+        "the shared histogram's atomic is not a shared atomic"
+    );
+    let buggy = "
+.func  (.param .b64 func_retval0) storage()
+{
+\tcvta.shared.u64 %rd1, smem;
+\tst.param.b64 [func_retval0], %rd1;
+\tret;
+}
+.visible .entry k()
+{
+\tcall.uni (retval0), storage, ();
+\tld.param.b64 %rd8, [retval0];
+\tmul.wide.u32 %rd3, %r2, 4;
+\tadd.s64 %rd9, %rd8, %rd3;
+\tatom.relaxed.cta.global.add.u32 %r4, [%rd9], %r5;
+\tret;
+}
+";
+    assert_eq!(
+        shared_addresses_in_global_instructions(buggy),
+        ["k: atom.relaxed.cta.global.add.u32 %r4, [%rd9], %r5"]
+    );
+}

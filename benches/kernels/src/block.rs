@@ -3,6 +3,7 @@
 use vigil_device::math;
 use vigil_device::prelude::*;
 use vigil_device::shared_mem::SharedArray;
+use vigil_device::sync::sync_threads_in;
 
 /// Threads per block of [`scan()`]: each block scans its own 1,024 elements.
 pub const SCAN_BLOCK: u32 = 1024;
@@ -88,9 +89,14 @@ pub fn softmax(cols: usize, x: GlobalSlice<f32>, y: GlobalSliceMut<f32>) {
 
 /// Reduces `v` over the block with `op` (shuffles within warps, then warp
 /// 0 over the warps' results) and returns the result to every thread.
-/// `partials` is free again when it returns.
+/// `partials` is free again when it returns. Generic over the kernel's
+/// sanitizer, whose barriers it waits at.
 #[inline(always)]
-fn block_reduce(v: f32, partials: SharedArray<f32, 32>, op: impl Fn(f32, f32) -> f32) -> f32 {
+fn block_reduce<S: Sanitizer>(
+    v: f32,
+    partials: SharedArray<f32, 32, S>,
+    op: impl Fn(f32, f32) -> f32,
+) -> f32 {
     let warp_reduce = |mut v: f32| {
         let mut offset = 16;
         while offset > 0 {
@@ -104,7 +110,7 @@ fn block_reduce(v: f32, partials: SharedArray<f32, 32>, op: impl Fn(f32, f32) ->
     if warp::lane_id() == 0 {
         partials.store((t / 32) as usize, v);
     }
-    sync_threads();
+    sync_threads_in::<S>();
     let warps = block_dim().x.div_ceil(32);
     // Every warp folds the warps' partials itself: no second barrier round.
     let mut all = partials.load(0);
@@ -113,6 +119,6 @@ fn block_reduce(v: f32, partials: SharedArray<f32, 32>, op: impl Fn(f32, f32) ->
         all = op(all, partials.load(w as usize));
         w += 1;
     }
-    sync_threads();
+    sync_threads_in::<S>();
     all
 }

@@ -1,9 +1,11 @@
 //! `#[kernel]`: turns a Rust function into a Vigil GPU kernel.
 //!
 //! See `vigil_device::kernel` for what the attribute generates. The macro
-//! only rewrites signatures; the body is kept as written.
+//! rewrites signatures, and in the body only hands the sanitizer type to
+//! shared arrays, barriers and warp collectives (`carry`).
 #![warn(missing_docs)]
 
+mod carry;
 mod include_ptx;
 
 use proc_macro::TokenStream;
@@ -155,7 +157,8 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
     let name_str = name.to_string();
     let vis = &func.vis;
     let attrs = &func.attrs;
-    let body = &func.block;
+    let mut body = func.block.clone();
+    carry::carry_sanitizer(&mut body, &san);
     let has_inline = attrs.iter().any(|a| a.path().is_ident("inline"));
     let inline = if has_inline {
         quote!()

@@ -399,11 +399,28 @@ pub fn sync_threads_at(loc: &'static Location<'static>) {
 /// A shared-memory access (`access` describes it) at the caller's
 /// location (`#[track_caller]`: the kernel's, through the shared array's
 /// accessor), for the sanitizer when one is installed.
+///
+/// The array's sanitizer type `S` plays no part: the host runs the
+/// sanitized variant exactly when a runtime is installed.
 #[inline]
 #[track_caller]
-pub fn shared_access(access: impl FnOnce() -> SharedAccess) {
+#[allow(clippy::extra_unused_type_parameters)] // one signature with `arch::ptx`, which uses `S`
+pub fn shared_access<S>(access: impl FnOnce() -> SharedAccess) {
     Checked::shared_access(access(), Location::caller())
 }
+
+/// `sync_threads` in a kernel checked by `S`: as [`sync_threads_at`] (the
+/// installed runtime, not `S`, decides what the host checks).
+#[allow(clippy::extra_unused_type_parameters)] // one signature with `arch::ptx`, which uses `S`
+pub fn sync_threads_for<S>(loc: &'static Location<'static>) {
+    sync_threads_at(loc)
+}
+
+/// A lane about to join a collective: nothing (the executor tells the
+/// runtime which lanes each collective released).
+#[inline(always)]
+#[allow(clippy::extra_unused_type_parameters)] // one signature with `arch::ptx`, which uses `S`
+pub fn warp_joining<S>(_mask: u32) {}
 
 pub fn fence(ordering: Ordering, _scope: Scope) {
     match ordering {
@@ -684,6 +701,14 @@ host_rmw!(ArchMax::arch_max, |a, b| a.max(b), u32, i32, u64, i64);
 host_rmw!(ArchAnd::arch_and, |a, b| a & b, u32, i32, u64, i64);
 host_rmw!(ArchOr::arch_or, |a, b| a | b, u32, i32, u64, i64);
 host_rmw!(ArchXor::arch_xor, |a, b| a ^ b, u32, i32, u64, i64);
+
+/// On the host shared memory is ordinary memory: a shared add is the add.
+impl<T: ArchAdd> crate::atomic::sealed::ArchSharedAdd for T {
+    unsafe fn arch_shared_add(p: *mut Self, v: Self) -> Self {
+        // SAFETY: valid aligned memory (caller's contract).
+        unsafe { T::arch_add(p, v, Ordering::Relaxed, Scope::Block) }
+    }
+}
 
 #[cfg(test)]
 mod tests {

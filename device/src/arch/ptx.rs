@@ -2,6 +2,7 @@
 //! `bar.sync`, scoped atomics and fences as inline PTX.
 
 use crate::index::Dim3;
+use crate::sanitizer::Sanitizer;
 use core::arch::asm;
 use core::arch::nvptx;
 use core::panic::Location;
@@ -69,18 +70,37 @@ pub fn sync_threads() {
     unsafe { nvptx::_syncthreads() }
 }
 
-/// The kernel API's `sync_threads` at the kernel's `loc` (the CPU
-/// backend's barrier checks use it; the GPU does not yet).
+/// The kernel API's `sync_threads` at the kernel's `loc` with no
+/// sanitizer type (the CPU backend's barrier checks use `loc`).
 #[inline(always)]
 pub fn sync_threads_at(_loc: &'static Location<'static>) {
     sync_threads()
 }
 
-/// A shared-memory access (`access` describes it): the GPU's sanitizer
-/// does not see these yet (a free function cannot tell the sanitized entry
-/// from the plain one), so nothing is evaluated.
+/// `sync_threads` in a kernel checked by `S`: `S` sees the arrival first.
 #[inline(always)]
-pub fn shared_access(_access: impl FnOnce() -> crate::sanitizer::SharedAccess) {}
+pub fn sync_threads_for<S: Sanitizer>(loc: &'static Location<'static>) {
+    S::barrier(loc);
+    sync_threads()
+}
+
+/// A shared-memory access (`access` describes it) of an array checked by
+/// `S`, at the caller's location: evaluated only when `S` checks, so a
+/// plain entry's access is only the access.
+#[inline(always)]
+#[track_caller]
+pub fn shared_access<S: Sanitizer>(access: impl FnOnce() -> crate::sanitizer::SharedAccess) {
+    if S::ENABLED {
+        S::shared_access(access(), Location::caller())
+    }
+}
+
+/// The calling lane is about to join a collective over `mask` in a
+/// kernel checked by `S`.
+#[inline(always)]
+pub fn warp_joining<S: Sanitizer>(mask: u32) {
+    S::warp_sync(mask)
+}
 
 #[inline(always)]
 pub fn fence(ordering: Ordering, scope: Scope) {
@@ -261,6 +281,32 @@ macro_rules! rmw_op {
     };
 }
 
+/// The shared-memory add: the generic address is converted to the shared
+/// window (`cvta.to.shared`) and the add is an `atom.shared`.
+macro_rules! shared_add {
+    ($ty:ty, $reg:ident, $op:literal) => {
+        impl crate::atomic::sealed::ArchSharedAdd for $ty {
+            #[inline(always)]
+            unsafe fn arch_shared_add(p: *mut Self, v: Self) -> Self {
+                let r: $ty;
+                // SAFETY: `p` is a valid aligned generic address of shared
+                // memory (caller's contract), so its shared-window form is too.
+                unsafe {
+                    asm!(concat!("{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; atom.relaxed.cta.shared.", $op, " {r}, [s], {v}; }}"),
+                        r = out($reg) r, p = in(reg64) p, v = in($reg) v, options(nostack))
+                };
+                r
+            }
+        }
+    };
+}
+shared_add!(u32, reg32, "add.u32");
+shared_add!(i32, reg32, "add.s32");
+shared_add!(u64, reg64, "add.u64");
+shared_add!(i64, reg64, "add.u64");
+shared_add!(f32, reg32, "add.f32");
+shared_add!(f64, reg64, "add.f64");
+
 use crate::atomic::sealed::{ArchAdd, ArchAnd, ArchMax, ArchMin, ArchOr, ArchXor};
 rmw_op!(ArchAdd, arch_add, u32, reg32, "add.u32");
 rmw_op!(ArchAdd, arch_add, i32, reg32, "add.s32");
@@ -376,15 +422,20 @@ pub fn sync_warp(mask: u32) {
 // only sanitized entries touch (ptxas allocates it only for them).
 core::arch::global_asm!(".shared .align 16 .b8 __vigil_cta_state[32];");
 
-/// Generic address of the CTA's sanitizer state (32 bytes of `.shared`).
-#[inline(always)]
-pub fn cta_state() -> *mut u8 {
-    let p: u64;
-    // SAFETY: taking the address of the module's shared block has no preconditions.
-    unsafe {
-        asm!("cvta.shared.u64 {p}, __vigil_cta_state;", p = out(reg64) p, options(nomem, nostack))
+/// A function returning the generic address of a module-wide `.shared` block.
+macro_rules! shared_block_address {
+    ($(#[$doc:meta])* $name:ident => $symbol:literal) => {
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $name() -> *mut u8 {
+            let p: u64;
+            // SAFETY: taking the address of the module's shared block has no preconditions.
+            unsafe {
+                asm!(concat!("cvta.shared.u64 {p}, ", $symbol, ";"), p = out(reg64) p, options(nomem, nostack))
+            };
+            p as *mut u8
+        }
     };
-    p as *mut u8
 }
 
 /// `ld.acquire.gpu.b64`: an acquire load whose ordering covers this
@@ -409,6 +460,34 @@ pub fn store_release_device(p: &core::sync::atomic::AtomicU64, v: u64) {
         asm!("st.release.gpu.global.b64 [{p}], {v};", p = in(reg64) p.as_ptr(), v = in(reg64) v, options(nostack))
     };
 }
+
+shared_block_address!(
+    /// Generic address of the CTA's sanitizer state (32 bytes of `.shared`).
+    cta_state => "__vigil_cta_state"
+);
+
+// The GPU sanitizer's block-race state (see `gpu_sanitizer::block`): the
+// CTA's acquire count and report keys, and every thread's barrier and
+// warp-collective state; only sanitized entries touch them.
+core::arch::global_asm!(
+    ".shared .align 8 .b8 __vigil_block_counters[{n}];",
+    n = const 16 + 8 * vigil_shared::block::REPORTED
+);
+core::arch::global_asm!(
+    ".shared .align 8 .b8 __vigil_block_lanes[{n}];",
+    n = const 8 + 8 * vigil_shared::block::MAX_BLOCK_THREADS
+);
+
+shared_block_address!(
+    /// Generic address of the CTA's block-race counters (16 bytes and the
+    /// report keys of `.shared`: the acquire count, the report keys).
+    block_counters => "__vigil_block_counters"
+);
+
+shared_block_address!(
+    /// Generic address of the CTA's lane states (8 + 8 x 1024 bytes of `.shared`).
+    block_lanes => "__vigil_block_lanes"
+);
 
 /// Waits a little in a spin loop (`nanosleep`, about 100 ns): a lock
 /// holder's own accesses to the lock's line are not starved by thousands

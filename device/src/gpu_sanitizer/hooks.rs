@@ -326,4 +326,34 @@ impl Sanitizer for GpuSanitizer {
     fn fence(ordering: Ordering, scope: Scope, _loc: &'static Location<'static>) {
         check_fence(ordering, scope);
     }
+
+    #[inline(always)]
+    fn shared_access(access: crate::sanitizer::SharedAccess, loc: &'static Location<'static>) {
+        super::block::shared_access(access, loc)
+    }
+
+    #[inline(always)]
+    fn barrier(_loc: &'static Location<'static>) {
+        super::block::barrier()
+    }
+
+    #[inline(always)]
+    fn warp_sync(mask: u32) {
+        super::block::warp_sync(mask)
+    }
+
+    #[inline(always)]
+    fn block_global_access(
+        addr: usize,
+        size: usize,
+        kind: AccessKind,
+        loc: &'static Location<'static>,
+    ) {
+        super::block::global_access(addr, size, kind, loc)
+    }
+
+    #[inline(always)]
+    fn block_acquire() {
+        super::block::acquire()
+    }
 }

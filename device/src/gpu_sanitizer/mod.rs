@@ -6,6 +6,8 @@
 //! - `slots`: per-SM slots, one sanitizer thread per resident CTA.
 //! - `report`: the side table of earlier accesses and the report buffer.
 //! - `cta` (PTX): CTA entry and exit around the body.
+//! - `block` (PTX): races between threads of one CTA in shared memory,
+//!   with the CTA's barrier intervals and warp collectives.
 //! - `hooks` (PTX): `GpuSanitizer`, the hooks every global access calls.
 //! - `warp` (PTX): lanes of a warp making one site's accesses together
 //!   note a run of words once, and check an atomic on one word once.
@@ -16,8 +18,8 @@
 //! the host build; the PTX-only parts use `arch::ptx` for `%smid`,
 //! barriers, the CTA's shared state and `trap`.
 //!
-//! Not covered yet: races between threads of one CTA (they share a
-//! sanitizer thread, as in GSan), and races between CTAs that ran one
+//! Not covered yet: races between threads of one CTA in global memory
+//! (they share a sanitizer thread, as in GSan), and races between CTAs that ran one
 //! after the other on one slot of one SM (the slot's thread state carries
 //! over; round-robin slot claims make that rare while slots last).
 
@@ -28,6 +30,8 @@ mod report;
 #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
 mod slots;
 
+#[cfg(target_arch = "nvptx64")]
+mod block;
 #[cfg(target_arch = "nvptx64")]
 mod cta;
 #[cfg(target_arch = "nvptx64")]

@@ -11,13 +11,17 @@
 //! memory and splits thread ids into device, SM and slot. The earlier
 //! access's block, thread and location come from the backend's side table
 //! as a [`PriorSite`]; they are trusted only when it names the thread the
-//! engine recorded.
+//! engine recorded. A record whose access word carries a
+//! [`BlockSpace`] is a race between two threads of one block (the GPU's
+//! block-race runtime): its space, the shared array, and the other thread
+//! of the same block come from the record itself.
 
 use super::report::{
     MemorySpace, PriorAccess, RaceAccess, RaceAllocation, RaceReport, RaceReports, SourceLocation,
 };
 use crate::types::Dim3;
 use vigil_shared::abi::{RaceReport as RawReport, ReportKind};
+use vigil_shared::block::{unpack_array, BlockSpace};
 
 /// What a backend's side table knew about the earlier access of a race.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -133,21 +137,32 @@ pub fn decode_report(
             }),
         host_issued,
     };
+    let in_block = BlockSpace::of(raw.access);
+    let allocation = match in_block {
+        // A shared array: its size and the offset travel in the record.
+        Some(BlockSpace::Shared) => {
+            unpack_array(raw.detail).map(|(size, offset)| (raw.address - offset, size))
+        }
+        _ => resolver.allocation(raw.address),
+    };
+    let mut prior = decode_prior(raw, kind, prior, resolver);
+    prior.same_block = in_block.is_some();
     Some(RaceReport {
         kind,
         address: raw.address,
         size: raw.size,
-        allocation: resolver
-            .allocation(raw.address)
-            .map(|(base, size)| RaceAllocation {
-                base,
-                size,
-                offset: raw.address - base,
-            }),
-        space: MemorySpace::Global,
+        allocation: allocation.map(|(base, size)| RaceAllocation {
+            base,
+            size,
+            offset: raw.address - base,
+        }),
+        space: match in_block {
+            Some(BlockSpace::Shared) => MemorySpace::Shared,
+            _ => MemorySpace::Global,
+        },
         kernel: launch.map_or_else(|| UNKNOWN_KERNEL.to_owned(), |l| l.kernel),
         current,
-        prior: decode_prior(raw, kind, prior, resolver),
+        prior,
     })
 }
 
@@ -335,6 +350,43 @@ mod tests {
         assert_eq!(p.thread, Some(Dim3::new(1, 0, 0)));
         assert_eq!(p.kernel.as_deref(), Some("first"));
         assert_eq!(p.location.as_ref().unwrap().to_string(), "k.rs:3:9");
+    }
+
+    /// A GPU record of a race inside a block: shared space, the array and
+    /// offset from the record (not the allocator), the other thread of the
+    /// same block.
+    #[test]
+    fn a_race_inside_a_block_names_the_shared_array() {
+        let mut r = raw(ReportKind::WriteAfterRead);
+        r.address = 0x7000_0048;
+        r.access = BlockSpace::Shared.mark(r.access);
+        r.detail = vigil_shared::block::pack_array(256, 8);
+        r.prior_tid = r.tid;
+        let site = PriorSite {
+            location: 7,
+            tid: r.tid,
+            block: 5,
+            thread: 2,
+            launch: 2,
+            sm: None,
+        };
+        let d = decode_report(&r, Some(&site), &Table).unwrap();
+        assert_eq!(d.space, MemorySpace::Shared);
+        assert_eq!(
+            d.allocation,
+            Some(RaceAllocation {
+                base: 0x7000_0040,
+                size: 256,
+                offset: 8
+            })
+        );
+        assert!(d.prior.same_block);
+        assert_eq!(d.prior.thread, Some(Dim3::new(2, 0, 0)));
+        assert_eq!(d.prior.block, Some(d.current.block));
+        assert!(d.to_string().contains("of the same block"), "{d}");
+        // Between blocks, as before.
+        let g = decode_report(&raw(ReportKind::WriteAfterRead), Some(&site), &Table).unwrap();
+        assert_eq!((g.space, g.prior.same_block), (MemorySpace::Global, false));
     }
 
     #[test]

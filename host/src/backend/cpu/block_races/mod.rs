@@ -21,7 +21,6 @@ use shadow::BlockShadow;
 pub(crate) use shadow::Conflict;
 use std::panic::Location;
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use vigil_shared::abi::ReportKind;
 use vigil_shared::AccessKind;
 
 /// The block-level race state of every virtual SM.
@@ -84,15 +83,5 @@ impl BlockRaces {
 }
 
 /// The report kind of a race between an earlier access `prior` and the
-/// current access `current`.
-pub(crate) fn race_kind(prior: AccessKind, current: AccessKind) -> ReportKind {
-    if prior.is_atomic() || current.is_atomic() {
-        ReportKind::AtomicNonAtomic
-    } else if !current.writes() {
-        ReportKind::ReadAfterWrite
-    } else if prior.writes() {
-        ReportKind::WriteAfterWrite
-    } else {
-        ReportKind::WriteAfterRead
-    }
-}
+/// current access `current` (the GPU runtime's rule too).
+pub(crate) use vigil_shared::block::race_kind;

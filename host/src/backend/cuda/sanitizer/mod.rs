@@ -42,6 +42,7 @@ use std::sync::atomic::{AtomicU32, Ordering as MemOrder};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use vigil_shared::abi::ReportBufferHeader;
+use vigil_shared::block::GlobalTable;
 use vigil_shared::engine::sc_fence_words;
 use vigil_shared::gpu::{
     GpuReportRecord, GpuRuntime, SideEntry, SmSlots, StreamClocks, HIDDEN_PARAMS, MAX_JOINS,
@@ -66,6 +67,10 @@ use resolve::{GpuResolver, LaunchHistory};
 const SIDE_LOG2: u32 = 20;
 /// Records the report buffer holds (128 bytes each).
 const REPORT_CAPACITY: u32 = 1024;
+/// log2 of the same-block table's entries per SM slot (40 bytes each:
+/// 40 KiB a slot), the global words a block may touch in one barrier
+/// interval before some go unchecked (`vigil_shared::block::GlobalTable`).
+const BLOCK_TABLE_LOG2: u32 = 10;
 
 /// What is guarded by the sanitizer's lock.
 struct State {
@@ -97,6 +102,7 @@ pub(crate) struct GpuSanitizer {
     runtime: DeviceBlock,
     _slot_table: DeviceBlock,
     _side_table: DeviceBlock,
+    _block_table: DeviceBlock,
     _sc_fences: DeviceBlock,
     reports: MappedBlock,
     layout: Option<LocationLayout>,
@@ -150,6 +156,13 @@ impl GpuSanitizer {
         let slot_table = DeviceBlock::zeroed(num_sms as usize * std::mem::size_of::<SmSlots>())?;
         let side_table =
             DeviceBlock::zeroed((1usize << SIDE_LOG2) * std::mem::size_of::<SideEntry>())?;
+        let block_slots = num_sms * slots;
+        let block_table = DeviceBlock::zeroed(
+            GlobalTable {
+                log2: BLOCK_TABLE_LOG2,
+            }
+            .bytes(block_slots as usize),
+        )?;
         let sc_words = sc_fence_words(g.num_devices, g.num_threads);
         let sc_fences = DeviceBlock::zeroed(sc_words * 4)?;
         let reports = MappedBlock::zeroed(
@@ -174,6 +187,9 @@ impl GpuSanitizer {
                 0
             },
             rank: runtime_state.rank,
+            block_table: block_table.addr,
+            block_table_log2: BLOCK_TABLE_LOG2,
+            block_table_slots: block_slots,
         };
         let runtime = DeviceBlock::zeroed(std::mem::size_of::<GpuRuntime>())?;
         runtime.write(as_bytes(&desc))?;
@@ -186,6 +202,7 @@ impl GpuSanitizer {
             runtime,
             _slot_table: slot_table,
             _side_table: side_table,
+            _block_table: block_table,
             _sc_fences: sc_fences,
             reports,
             layout: LocationLayout::probe(),

@@ -1,0 +1,523 @@
+//! Races between threads of one CTA on the GPU (issue 12): shared-memory
+//! accesses, barriers and warp collectives of a sanitized entry. The rules
+//! and layouts are `vigil_shared::block`'s; this file is their PTX half.
+//!
+//! State, all in the CTA's `.shared` memory (only sanitized entries
+//! declare or touch it):
+//!
+//! - the CTA's acquire count and report keys (`arch::block_counters`);
+//! - every thread's synchronisation state (`arch::block_lanes`): the
+//!   barriers it passed (its barrier interval: a barrier lets no thread
+//!   through before all arrived, so intervals never overlap in time), how
+//!   many collectives it joined and the last one's mask;
+//! - per shared array, a shadow beside it (`shared_mem::__storage_checked`):
+//!   for each 4-byte word its barrier interval and three records (the
+//!   interval's last write, its first reader, another reader).
+//!
+//! Shared memory starts with what an earlier block left: each region has a
+//! header holding its block's stamp, and the first thread of a block that
+//! finds another stamp clears the region while the others wait.
+//!
+//! A write swaps itself into the word's write record and then reads the
+//! reader records; a read stores itself into a reader record and then
+//! reads the write record; a `fence.sc.cta` between makes at least one of
+//! two racing accesses see the other. Records lost to concurrent updates
+//! of one word only lose detection. A race is reported once per block,
+//! array and (kind, both sites), as a `GpuReportRecord` whose access word
+//! marks it `BlockSpace::Shared` (the host names the array, the offset and
+//! the other thread of the same block).
+
+use core::panic::Location;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use vigil_shared::abi::{AccessSite, RaceReport, ReportKind};
+use vigil_shared::block::{
+    access_interval, block_stamp, busy, pack_array, record_kind, report_key, BlockRecord,
+    BlockSpace, GlobalTable, LaneSync, ShadowLayout, WordRecords, MAX_BLOCK_THREADS, REPORTED,
+    WORD,
+};
+use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, SideEntry};
+use vigil_shared::{AccessKind, Scope};
+
+use super::cta::{lane, CtaState};
+use super::hooks::linear_block;
+use super::report::Reporter;
+use crate::arch::ptx as arch;
+use crate::sanitizer::SharedAccess;
+
+/// The calling thread's block: its stamp, the thread and the block size.
+#[derive(Clone, Copy)]
+struct Block {
+    stamp: u32,
+    thread: u32,
+    threads: u32,
+}
+
+impl Block {
+    #[inline(always)]
+    fn current() -> Block {
+        let cta = CtaState::current();
+        let (thread, threads) = lane();
+        Block {
+            stamp: block_stamp(cta.launch, linear_block()),
+            thread,
+            threads,
+        }
+    }
+}
+
+/// The atomic of type `A` at byte `offset` of the region at `base`.
+///
+/// # Safety
+/// `base + offset` must be aligned shared memory of the CTA, live for the CTA.
+#[inline(always)]
+unsafe fn at<A>(base: *mut u8, offset: usize) -> &'static A {
+    // SAFETY: forwarded from the caller.
+    unsafe { &*(base.add(offset) as *const A) }
+}
+
+/// Makes the region whose header is `header` this block's: when the header
+/// holds another stamp, one thread clears the region (`clear`) and stamps
+/// it while the others wait.
+#[inline(always)]
+fn fresh(header: &AtomicU32, stamp: u32, clear: &dyn Fn()) {
+    if header.load(Ordering::Acquire) != stamp {
+        claim(header, stamp, clear);
+    }
+}
+
+#[inline(never)]
+fn claim(header: &AtomicU32, stamp: u32, clear: &dyn Fn()) {
+    loop {
+        let h = header.load(Ordering::Acquire);
+        if h == stamp {
+            return;
+        }
+        if h != busy(stamp)
+            && header
+                .compare_exchange(h, busy(stamp), Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        {
+            clear();
+            header.store(stamp, Ordering::Release);
+            return;
+        }
+        arch::backoff();
+    }
+}
+
+/// The CTA's block-race counters: its acquires, and the keys of the
+/// same-block global races it reported.
+#[derive(Clone, Copy)]
+struct Counters {
+    acquires: &'static AtomicU32,
+    /// Base of the region (the report keys are at [`Counters::KEYS`]).
+    base: *mut u8,
+}
+
+impl Counters {
+    /// Byte offset of the report keys.
+    const KEYS: usize = 16;
+
+    /// This block's counters (cleared on its first use).
+    #[inline(always)]
+    fn of(b: Block) -> Counters {
+        let base = arch::block_counters();
+        // SAFETY: the region (`arch::block_counters`) is 16 bytes and the
+        // report keys of the CTA's shared memory, 8-aligned: a header, the
+        // count, a pad, the keys.
+        let c = unsafe {
+            Counters {
+                acquires: at(base, 4),
+                base,
+            }
+        };
+        // SAFETY: as above.
+        let header = unsafe { at::<AtomicU32>(base, 0) };
+        fresh(header, b.stamp, &|| {
+            c.acquires.store(0, Ordering::Relaxed);
+            for i in 0..REPORTED {
+                // SAFETY: the key slots, inside the region, 8-aligned.
+                unsafe { at::<AtomicU64>(base, Self::KEYS + 8 * i) }.store(0, Ordering::Relaxed);
+            }
+        });
+        c
+    }
+
+    /// The access interval of a thread in state `lane`
+    /// (`vigil_shared::block::access_interval`).
+    #[inline(always)]
+    fn interval(&self, lane: LaneSync) -> u32 {
+        access_interval(lane.barriers(), self.acquires.load(Ordering::Relaxed))
+    }
+}
+
+/// The lane states of the CTA's threads.
+#[inline(always)]
+fn lanes(b: Block) -> &'static [AtomicU64] {
+    let base = arch::block_lanes();
+    // SAFETY: the lane block is a header and `MAX_BLOCK_THREADS` u64s of
+    // the CTA's shared memory.
+    let (header, lanes) = unsafe {
+        (
+            at::<AtomicU32>(base, 0),
+            core::slice::from_raw_parts(base.add(8) as *const AtomicU64, MAX_BLOCK_THREADS),
+        )
+    };
+    let n = (b.threads as usize).min(MAX_BLOCK_THREADS);
+    fresh(header, b.stamp, &|| {
+        for l in &lanes[..n] {
+            l.store(0, Ordering::Relaxed)
+        }
+    });
+    &lanes[..n]
+}
+
+/// The calling thread arrives at a barrier (before it waits there): its
+/// next accesses are in the next interval.
+#[inline(never)]
+pub(super) fn barrier() {
+    let b = Block::current();
+    if let Some(l) = lanes(b).get(b.thread as usize) {
+        let next = LaneSync(l.load(Ordering::Relaxed)).passed_barrier();
+        l.store(next.0, Ordering::Relaxed);
+    }
+}
+
+/// The calling thread acquired (an acquiring atomic or fence): every
+/// access of the block so far is ordered before every later one.
+#[inline(never)]
+pub(super) fn acquire() {
+    Counters::of(Block::current())
+        .acquires
+        .fetch_add(1, Ordering::Release);
+}
+
+/// The calling lane is about to join a collective over `mask`: its state
+/// says so before the collective, and a `bar.warp.sync` over the same
+/// lanes makes that visible to them before any of them passes it.
+#[inline(never)]
+pub(super) fn warp_sync(mask: u32) {
+    let b = Block::current();
+    if let Some(l) = lanes(b).get(b.thread as usize) {
+        let next = LaneSync(l.load(Ordering::Relaxed)).joined(mask);
+        l.store(next.0, Ordering::Release);
+    }
+    arch::sync_warp(mask);
+}
+
+/// Where the words of a checked access are, for its reports.
+#[derive(Clone, Copy)]
+enum Space {
+    /// A shared array: its first byte and size.
+    Shared { array: usize, bytes: usize },
+    /// Global memory.
+    Global,
+}
+
+/// One checked access of the calling thread: what checking a word and
+/// reporting a race need.
+struct Checked {
+    kind: AccessKind,
+    size: usize,
+    space: Space,
+    /// The region whose [`REPORTED`] report keys dedupe this space's reports.
+    keys: *mut u8,
+    interval: u32,
+    count: u32,
+    thread: u32,
+    loc: &'static Location<'static>,
+    lanes: &'static [AtomicU64],
+}
+
+impl Checked {
+    /// The calling thread's access of `kind`, `size` bytes in `space`.
+    #[inline(always)]
+    fn new(
+        b: Block,
+        kind: AccessKind,
+        size: usize,
+        space: Space,
+        keys: *mut u8,
+        loc: &'static Location<'static>,
+    ) -> Checked {
+        let lanes = lanes(b);
+        let own = lanes
+            .get(b.thread as usize)
+            .map_or(LaneSync::default(), |l| LaneSync(l.load(Ordering::Relaxed)));
+        Checked {
+            kind,
+            size,
+            space,
+            keys,
+            interval: Counters::of(b).interval(own),
+            count: own.count(),
+            thread: b.thread,
+            loc,
+            lanes,
+        }
+    }
+
+    /// Checks every word of the access at `addr` (its offset `start` in
+    /// the space's numbering), `records(w)` giving word `w`'s records of
+    /// the current interval (`None`: unchecked).
+    #[inline(always)]
+    fn words(
+        &self,
+        addr: usize,
+        start: usize,
+        records: impl Fn(usize) -> Option<WordRecords<'static>>,
+    ) {
+        let end = start + self.size;
+        let mut w = start / WORD;
+        while w * WORD < end {
+            let lo = (w * WORD).max(start);
+            let hi = (w * WORD + WORD).min(end);
+            let bytes = (((1u32 << (hi - lo)) - 1) << (lo - w * WORD)) as u8;
+            let me = BlockRecord::new(
+                self.thread,
+                self.kind.is_atomic() && self.kind != AccessKind::AtomicRead,
+                bytes,
+                self.count,
+                self.loc as *const Location<'static> as u64,
+            );
+            if let Some(r) = records(w) {
+                self.word(r, addr - start + w * WORD, me);
+            }
+            w += 1;
+        }
+    }
+
+    /// Checks and records `me`'s access to the word at `word_addr`.
+    #[inline(always)]
+    fn word(&self, records: WordRecords<'static>, word_addr: usize, me: BlockRecord) {
+        let lane = |p: u32| {
+            LaneSync(
+                self.lanes
+                    .get(p as usize)
+                    .map_or(0, |l| l.load(Ordering::Acquire)),
+            )
+        };
+        records.access(
+            me,
+            self.kind,
+            || arch::fence(vigil_shared::Ordering::SeqCst, Scope::Block),
+            lane,
+            |prior, write_record, kind| {
+                self.report(word_addr, me, prior, record_kind(prior, write_record), kind)
+            },
+        );
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn report(
+        &self,
+        word_addr: usize,
+        me: BlockRecord,
+        prior: BlockRecord,
+        prior_kind: AccessKind,
+        kind: ReportKind,
+    ) {
+        let here = self.loc as *const Location<'static> as u64;
+        let prior_location = prior.location(here);
+        if !self.first_report(report_key(kind, here, prior_location)) {
+            return;
+        }
+        let cta = CtaState::current();
+        let rt = cta.runtime();
+        let overlap = me.bytes() & prior.bytes();
+        let address = word_addr + overlap.trailing_zeros() as usize;
+        let (space, detail) = match self.space {
+            Space::Shared { array, bytes } => {
+                (BlockSpace::Shared, pack_array(bytes, address - array))
+            }
+            Space::Global => (BlockSpace::Global, 0),
+        };
+        let block = linear_block();
+        let file = self.loc.file();
+        let epoch = self.interval - 1;
+        let report = RaceReport {
+            kind: kind as u32,
+            size: self.size as u32,
+            address: address as u64,
+            site: AccessSite {
+                file_ptr: file.as_ptr() as u64,
+                file_len: file.len() as u32,
+                line: self.loc.line(),
+                col: self.loc.column(),
+                location_id: 0,
+                kernel_id: cta.launch,
+                block,
+                thread: self.thread,
+                reserved: 0,
+            },
+            tid: cta.tid,
+            device: rt.rank,
+            sm: cta.smid,
+            epoch,
+            access: space.mark(RaceReport::pack_access(self.kind, Scope::Block)),
+            prior_tid: cta.tid,
+            prior_epoch: epoch,
+            prior_access: RaceReport::pack_access(prior_kind, Scope::Block),
+            overlap_mask: u32::from(overlap),
+            detail,
+        };
+        let prior = SideEntry {
+            location: prior_location,
+            word: (word_addr / WORD) as u32,
+            tid: cta.tid,
+            epoch,
+            block,
+            thread: prior.thread().unwrap_or(0),
+            launch: cta.launch,
+        };
+        // SAFETY: the runtime's side table and report buffer are live.
+        let reporter = unsafe { Reporter::new(rt) };
+        reporter.push(&GpuReportRecord { report, prior });
+        if rt.flags & GpuRuntime::HALT_ON_RACE != 0 {
+            arch::trap();
+        }
+    }
+
+    /// True when this block has not reported `key` in this space yet
+    /// (with every key slot taken, true: a repeat costs a record, a
+    /// skipped race would cost the report).
+    fn first_report(&self, key: u64) -> bool {
+        for i in 0..REPORTED {
+            // SAFETY: the key slots of a shadow header or of the counters.
+            let slot = unsafe { at::<AtomicU64>(self.keys, 8 * i) };
+            match slot.compare_exchange(0, key, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return true,
+                Err(k) if k == key => return false,
+                Err(_) => {}
+            }
+        }
+        true
+    }
+}
+
+/// A shared-memory access by the calling thread (see the module docs).
+#[inline(never)]
+pub(super) fn shared_access(access: SharedAccess, loc: &'static Location<'static>) {
+    if access.shadow == 0 || access.size == 0 || access.addr < access.array {
+        return;
+    }
+    let b = Block::current();
+    let layout = ShadowLayout::of(access.array_bytes);
+    let shadow = access.shadow as *mut u8;
+    // SAFETY: the shadow is `layout.bytes()` of the CTA's shared memory,
+    // 8-aligned (`__storage_checked`); the header is its first word.
+    let header = unsafe { at::<AtomicU32>(shadow, 0) };
+    fresh(header, b.stamp, &|| {
+        let mut o = 8;
+        while o < layout.bytes() {
+            // SAFETY: inside the shadow, 8-aligned.
+            unsafe { at::<AtomicU64>(shadow, o) }.store(0, Ordering::Relaxed);
+            o += 8;
+        }
+    });
+    let space = Space::Shared {
+        array: access.array,
+        bytes: access.array_bytes,
+    };
+    // SAFETY: the header's key slots follow its first 8 bytes.
+    let c = Checked::new(
+        b,
+        access.kind,
+        access.size,
+        space,
+        unsafe { shadow.add(8) },
+        loc,
+    );
+    c.words(access.addr, access.addr - access.array, |w| {
+        if w >= layout.words {
+            return None;
+        }
+        // SAFETY: `w < layout.words`: inside the shadow, aligned.
+        let (interval, records) = unsafe {
+            (
+                at::<AtomicU32>(shadow, layout.interval(w)),
+                WordRecords {
+                    write: at(shadow, layout.record(w, 0)),
+                    first: at(shadow, layout.record(w, 1)),
+                    second: at(shadow, layout.record(w, 2)),
+                },
+            )
+        };
+        if interval.load(Ordering::Acquire) != c.interval {
+            // An earlier interval's records: a barrier or an acquire
+            // orders all of them. (A thread still in the earlier interval
+            // may wipe newer records again: that only loses detection.)
+            records.clear();
+            interval.store(c.interval, Ordering::Release);
+        }
+        Some(records)
+    });
+}
+
+/// A global-memory access by the calling thread, checked against the other
+/// threads of its block (the engine sees the block as one thread): the
+/// words go through the slot's same-block table.
+#[inline(never)]
+pub(super) fn global_access(
+    addr: usize,
+    size: usize,
+    kind: AccessKind,
+    loc: &'static Location<'static>,
+) {
+    let cta = CtaState::current();
+    let rt = cta.runtime();
+    let slot = cta.smid * rt.slots_per_sm.max(1) + cta.slot;
+    if rt.block_table == 0 || size == 0 || slot >= rt.block_table_slots {
+        return;
+    }
+    let b = Block::current();
+    if b.threads < 2 {
+        return;
+    }
+    let table = GlobalTable {
+        log2: rt.block_table_log2,
+    };
+    let base = rt.block_table as *mut u8;
+    let counters = Counters::of(b);
+    // SAFETY: the counters' key slots.
+    let keys = unsafe { counters.base.add(Counters::KEYS) };
+    let c = Checked::new(b, kind, size, Space::Global, keys, loc);
+    let tag = GlobalTable::tag(b.stamp, c.interval);
+    c.words(addr, addr, |w| {
+        let word = w as u64;
+        // The key names the word and the tag: a stale entry of the same
+        // word from an earlier interval never matches.
+        let key = word ^ tag.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        for i in 0..GlobalTable::PROBES {
+            let e = table.entry(slot as usize, word, i);
+            // SAFETY: `slot < block_table_slots` and `entry` stays in the
+            // slot's entries: live device memory of the runtime, aligned.
+            let [t, k, r0, r1, r2] =
+                [0, 1, 2, 3, 4].map(|j| unsafe { at::<AtomicU64>(base, e + 8 * j) });
+            let records = WordRecords {
+                write: r0,
+                first: r1,
+                second: r2,
+            };
+            let found = t.load(Ordering::Acquire);
+            if found == tag {
+                if k.load(Ordering::Acquire) == key {
+                    return Some(records);
+                }
+                continue;
+            }
+            if t.compare_exchange(found, tag, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                records.clear();
+                k.store(key, Ordering::Release);
+                return Some(records);
+            }
+        }
+        // SAFETY: the table's header starts with the overflow count.
+        unsafe { at::<AtomicU64>(base, 0) }.fetch_add(1, Ordering::Relaxed);
+        None
+    });
+}

@@ -1,0 +1,688 @@
+//! Races between threads of one block on the GPU: the pure half of the
+//! device runtime (`vigil_device::gpu_sanitizer::block`), so that the host
+//! build tests it. It holds the packing of a remembered access
+//! ([`BlockRecord`]) and of a lane's warp-collective state ([`LaneSync`]),
+//! the ordering and conflict rules ([`race_between`]), the layout of a
+//! shared array's shadow ([`ShadowLayout`]) and how a report of a race
+//! inside a block travels in a [`GpuReportRecord`](crate::gpu::GpuReportRecord).
+//!
+//! The model is the CPU backend's (`backend/cpu/block_races`): two
+//! accesses by different threads of a block race when they overlap, at
+//! least one writes, not both are atomic, they fall in the same barrier
+//! interval, and no warp collective both threads joined lies between them.
+//! A thread's barrier interval is the number of `sync_threads` it passed
+//! ([`LaneSync::barriers`]): a barrier lets no thread through before every
+//! thread that has not exited arrived, so threads in different intervals
+//! never run at once (threads that return early change nothing).
+
+use crate::abi::ReportKind;
+use crate::AccessKind;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// Bytes per shadow word.
+pub const WORD: usize = 4;
+
+/// Records per shadow word: the interval's last write (or block-scope
+/// atomic), its first reader, and a reader other than the first.
+pub const RECORDS: usize = 3;
+
+/// Distinct races (kind and both sites) an array's shadow remembers having
+/// reported in its block, so a race every thread of a block repeats is one
+/// record, not one per thread.
+pub const REPORTED: usize = 8;
+
+/// The largest shadow a shared array gets (32 KiB: an array of up to 1,167
+/// words, 4,668 bytes); a larger array goes unchecked, so that a sanitized
+/// entry still fits a block's 48 KiB of static shared memory.
+pub const MAX_SHADOW_BYTES: usize = 32 * 1024;
+
+/// Threads per block at most (CUDA's limit).
+pub const MAX_BLOCK_THREADS: usize = 1024;
+
+/// Bits of a record's warp-collective count.
+const COUNT_BITS: u32 = 16;
+const COUNT_MASK: u32 = (1 << COUNT_BITS) - 1;
+const COUNT_SHIFT: u32 = 16;
+const THREAD_BITS: u32 = 11;
+const BYTES_SHIFT: u32 = 12;
+
+/// One remembered access to a shadow word, in one `u64` so that it is
+/// updated atomically: the linear thread index plus one (0: empty, 11
+/// bits), whether it was a block-scope atomic (1 bit), the bytes of the
+/// word it touched (4 bits), the thread's warp-collective count at the
+/// access ([`LaneSync::count`], low 16 bits), and the low 32 bits of its `Location`'s address (the high bits
+/// are those of the current access's: a module's locations lie within
+/// 2 GiB of each other).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockRecord(pub u64);
+
+impl BlockRecord {
+    /// No access.
+    pub const EMPTY: BlockRecord = BlockRecord(0);
+
+    /// Thread `thread`'s access (atomic or not) to the bytes `bytes` of
+    /// the word (bit `i`: byte `i`) with collective count `count`, at the
+    /// location whose address is `location`.
+    pub const fn new(thread: u32, atomic: bool, bytes: u8, count: u32, location: u64) -> Self {
+        let meta = (thread + 1)
+            | (atomic as u32) << THREAD_BITS
+            | (bytes as u32 & 0xf) << BYTES_SHIFT
+            | (count & COUNT_MASK) << COUNT_SHIFT;
+        BlockRecord(meta as u64 | (location & 0xffff_ffff) << 32)
+    }
+
+    /// The bytes of the word it touched (bit `i`: byte `i`).
+    pub const fn bytes(self) -> u8 {
+        ((self.0 as u32 >> BYTES_SHIFT) & 0xf) as u8
+    }
+
+    /// The same access over the bytes `bytes`.
+    pub const fn with_bytes(self, bytes: u8) -> Self {
+        let mask = 0xf_u64 << BYTES_SHIFT;
+        BlockRecord(self.0 & !mask | ((bytes as u64 & 0xf) << BYTES_SHIFT))
+    }
+
+    /// The thread that made it; `None` when empty.
+    pub const fn thread(self) -> Option<u32> {
+        match self.0 as u32 & ((1 << THREAD_BITS) - 1) {
+            0 => None,
+            t => Some(t - 1),
+        }
+    }
+
+    /// True for a block-scope atomic.
+    pub const fn atomic(self) -> bool {
+        (self.0 >> THREAD_BITS) & 1 == 1
+    }
+
+    /// The thread's collective count at the access (low 16 bits).
+    pub const fn count(self) -> u32 {
+        (self.0 as u32 >> COUNT_SHIFT) & COUNT_MASK
+    }
+
+    /// Its `Location`'s address, given the address `near` of another
+    /// location of the same module.
+    pub const fn location(self, near: u64) -> u64 {
+        let delta = ((self.0 >> 32) as u32).wrapping_sub(near as u32) as i32;
+        near.wrapping_add(delta as i64 as u64)
+    }
+}
+
+/// What a thread knows of its synchronisation, in one `u64`: how many
+/// warp collectives it joined (bits 0..16), how many barriers it passed
+/// (bits 16..32), and the member mask of its last collective (high 32).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LaneSync(pub u64);
+
+impl LaneSync {
+    /// Collectives joined (low 16 bits).
+    pub const fn count(self) -> u32 {
+        self.0 as u32 & COUNT_MASK
+    }
+
+    /// Barriers passed (low 16 bits).
+    pub const fn barriers(self) -> u32 {
+        (self.0 as u32 >> 16) & 0xffff
+    }
+
+    /// Member mask of the last collective.
+    pub const fn last_mask(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+
+    /// The state after joining one more collective, of member mask `mask`.
+    pub const fn joined(self, mask: u32) -> LaneSync {
+        let counts = (self.count() + 1) & COUNT_MASK | self.barriers() << 16;
+        LaneSync(counts as u64 | (mask as u64) << 32)
+    }
+
+    /// The state after passing one more barrier.
+    pub const fn passed_barrier(self) -> LaneSync {
+        let counts = self.count() | ((self.barriers() + 1) & 0xffff) << 16;
+        LaneSync(counts as u64 | (self.last_mask() as u64) << 32)
+    }
+}
+
+/// True when `prior` (an access of the current barrier interval) is
+/// ordered before thread `me`'s next access, `prior_lane` being the
+/// current state of `prior`'s thread: it is `me`'s own, or its thread
+/// joined, after it, a warp collective whose mask holds `me`'s lane (a
+/// `.sync` collective completes only when every lane of its mask reached
+/// it). With only the last mask known, two or more collectives since
+/// count as ordering (this may hide a race, never invent one).
+pub fn ordered(prior: BlockRecord, me: u32, prior_lane: LaneSync) -> bool {
+    let Some(p) = prior.thread() else {
+        return true;
+    };
+    if p == me {
+        return true;
+    }
+    if p / 32 != me / 32 {
+        return false;
+    }
+    match prior_lane.count().wrapping_sub(prior.count()) & COUNT_MASK {
+        0 => false,
+        1 => prior_lane.last_mask() & (1 << (me % 32)) != 0,
+        _ => true,
+    }
+}
+
+/// The kind of a race between an earlier access `prior` and the current
+/// one `current`, whatever their order in time.
+pub fn race_kind(prior: AccessKind, current: AccessKind) -> ReportKind {
+    if prior.is_atomic() || current.is_atomic() {
+        ReportKind::AtomicNonAtomic
+    } else if !current.writes() {
+        ReportKind::ReadAfterWrite
+    } else if prior.writes() {
+        ReportKind::WriteAfterWrite
+    } else {
+        ReportKind::WriteAfterRead
+    }
+}
+
+/// What a record stands for: a write record's access is a plain write or
+/// a block-scope read-modify-write; a reader record's a plain read.
+pub fn record_kind(record: BlockRecord, write_record: bool) -> AccessKind {
+    match (write_record, record.atomic()) {
+        (true, true) => AccessKind::AtomicRmw,
+        (true, false) => AccessKind::Write,
+        (false, _) => AccessKind::Read,
+    }
+}
+
+/// The race, if any, between `prior` (a record of the current barrier
+/// interval; `write_record` says which slot it came from) and `current`,
+/// thread `current.thread()`'s access of kind `kind`; `prior_lane` gives
+/// the current collective state of the prior's thread (asked only for the
+/// same warp).
+pub fn race_between(
+    prior: BlockRecord,
+    write_record: bool,
+    current: BlockRecord,
+    kind: AccessKind,
+    prior_lane: impl Fn(u32) -> LaneSync,
+) -> Option<ReportKind> {
+    let (p, me) = (prior.thread()?, current.thread()?);
+    let prior_kind = record_kind(prior, write_record);
+    let conflict = (prior_kind.writes() || kind.writes())
+        && !(prior_kind.is_atomic() && kind.is_atomic())
+        && prior.bytes() & current.bytes() != 0;
+    if !conflict || p == me {
+        return None;
+    }
+    let lane = if p / 32 == me / 32 {
+        prior_lane(p)
+    } else {
+        LaneSync::default()
+    };
+    (!ordered(prior, me, lane)).then(|| race_kind(prior_kind, kind))
+}
+
+/// How a plain read `me` updates a word's reader records `first` and
+/// `second`: `Some((slot, new))` stores `new` into slot 1 or 2, `None`
+/// stores nothing. The first record holds the interval's first reader;
+/// the second, once another thread read, the first reader that is not the
+/// first record's thread. A thread's record grows to the bytes it read;
+/// once its bytes are there, a read by it (or by a third thread, once the
+/// second is taken) writes nothing, so a word many threads read costs
+/// loads only. A writer that is not the first reader races with it, and
+/// one that is races with the second (readers ordered before the writer
+/// aside).
+pub fn reader_update(
+    first: BlockRecord,
+    second: BlockRecord,
+    me: BlockRecord,
+) -> Option<(usize, BlockRecord)> {
+    let grow = |slot: usize, own: BlockRecord| {
+        (own.bytes() & me.bytes() != me.bytes())
+            .then(|| (slot, me.with_bytes(own.bytes() | me.bytes())))
+    };
+    match (first.thread(), second.thread()) {
+        (None, _) => Some((1, me)),
+        (t, _) if t == me.thread() => grow(1, first),
+        (_, None) => Some((2, me)),
+        (_, t) if t == me.thread() => grow(2, second),
+        _ => None,
+    }
+}
+
+/// One shadow word's [`RECORDS`] records of the current interval (its
+/// last write or block-scope atomic, its first reader, a reader other than
+/// the first), and the protocol every access follows on them.
+#[derive(Clone, Copy, Debug)]
+pub struct WordRecords<'a> {
+    /// The interval's last write (or atomic standing for earlier atomics).
+    pub write: &'a AtomicU64,
+    /// Its first reader.
+    pub first: &'a AtomicU64,
+    /// A reader other than the first.
+    pub second: &'a AtomicU64,
+}
+
+impl WordRecords<'_> {
+    /// Thread `me.thread()`'s access of kind `kind` (`me` its record for
+    /// this word): records it and calls `race` with each record it races
+    /// with (the record, whether it is the write record, the kind).
+    ///
+    /// A plain write swaps itself into the write record and then reads the
+    /// readers; a plain read updates a reader record ([`reader_update`],
+    /// often not at all) and then reads the write record; `fence` after an
+    /// update (a `fence.sc.cta` on the GPU) makes at least one of two racing
+    /// accesses see the other (a read that stores nothing is covered by the
+    /// fence after the store it relies on). An atomic replaces only an empty or atomic
+    /// write record (a plain write stays for later accesses to race with);
+    /// an atomic load is not remembered (a later plain write is not
+    /// checked against it: only detection is lost). `lane` is
+    /// [`race_between`]'s.
+    pub fn access(
+        &self,
+        me: BlockRecord,
+        kind: AccessKind,
+        fence: impl Fn(),
+        lane: impl Fn(u32) -> LaneSync,
+        mut race: impl FnMut(BlockRecord, bool, ReportKind),
+    ) {
+        if me.thread().is_none() {
+            return;
+        }
+        let mut check = |prior: u64, write_record: bool| {
+            let prior = BlockRecord(prior);
+            if let Some(k) = race_between(prior, write_record, me, kind, &lane) {
+                race(prior, write_record, k);
+            }
+        };
+        match kind {
+            AccessKind::Read => {
+                // A lost compare-exchange means another reader got there
+                // first: decide again (a few times; then give up, which
+                // only loses detection).
+                for _ in 0..4 {
+                    let (f, s) = (
+                        self.first.load(Ordering::Relaxed),
+                        self.second.load(Ordering::Relaxed),
+                    );
+                    let Some((slot, new)) = reader_update(BlockRecord(f), BlockRecord(s), me)
+                    else {
+                        break;
+                    };
+                    let (rec, old) = if slot == 1 {
+                        (self.first, f)
+                    } else {
+                        (self.second, s)
+                    };
+                    if rec
+                        .compare_exchange(old, new.0, Ordering::Relaxed, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        fence();
+                        break;
+                    }
+                }
+                check(self.write.load(Ordering::Relaxed), true);
+            }
+            AccessKind::AtomicRead => check(self.write.load(Ordering::Relaxed), true),
+            _ => {
+                let p = self.write.load(Ordering::Relaxed);
+                // The same access again (a thread's loop on one word):
+                // its record, and the fence after it, are there already.
+                let prior = if p == me.0 {
+                    p
+                } else if kind.is_atomic() {
+                    let q = BlockRecord(p);
+                    if q.thread().is_none() || q.atomic() {
+                        let _ = self.write.compare_exchange(
+                            p,
+                            me.0,
+                            Ordering::Relaxed,
+                            Ordering::Relaxed,
+                        );
+                    }
+                    fence();
+                    p
+                } else {
+                    let prior = self.write.swap(me.0, Ordering::Relaxed);
+                    fence();
+                    prior
+                };
+                check(prior, true);
+                check(self.first.load(Ordering::Relaxed), false);
+                check(self.second.load(Ordering::Relaxed), false);
+            }
+        }
+    }
+
+    /// Forgets every record (a new interval).
+    pub fn clear(&self) {
+        for r in [self.write, self.first, self.second] {
+            r.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The layout of a shared array's shadow (in the block's `.shared`
+/// memory beside the array, only in sanitized entries): a header (the
+/// block's stamp as `u32` and a pad, then [`REPORTED`] `u64` report keys),
+/// [`RECORDS`] `u64` records per word, then a `u32` per word: its barrier
+/// interval plus one (0: never touched in this block).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShadowLayout {
+    /// Shadow words (4-byte words of the array).
+    pub words: usize,
+}
+
+impl ShadowLayout {
+    /// Bytes of the header.
+    pub const HEADER: usize = 8 + 8 * REPORTED;
+
+    /// The layout for an array of `array_bytes` bytes.
+    pub const fn of(array_bytes: usize) -> ShadowLayout {
+        ShadowLayout {
+            words: array_bytes.div_ceil(WORD),
+        }
+    }
+
+    /// Byte offset of word `w`'s record `r`.
+    pub const fn record(&self, w: usize, r: usize) -> usize {
+        Self::HEADER + (w * RECORDS + r) * 8
+    }
+
+    /// Byte offset of word `w`'s interval.
+    pub const fn interval(&self, w: usize) -> usize {
+        Self::HEADER + self.words * RECORDS * 8 + w * 4
+    }
+
+    /// Bytes of the whole shadow (a multiple of 8).
+    pub const fn bytes(&self) -> usize {
+        self.interval(self.words).next_multiple_of(8)
+    }
+}
+
+/// The stamp of one block of one launch in the headers of its shadows:
+/// shared memory starts with whatever an earlier block left, so a shadow
+/// whose header is not its block's stamp is cleared before use. Odd;
+/// [`busy`] of it (even) marks a shadow being cleared.
+pub const fn block_stamp(launch: u32, block: u32) -> u32 {
+    (launch.wrapping_mul(0x9E37_79B1) ^ block.wrapping_mul(0x85EB_CA77).rotate_left(13)) | 1
+}
+
+/// The header of a shadow while its block's thread clears it.
+pub const fn busy(stamp: u32) -> u32 {
+    stamp & !1
+}
+
+/// The key under which an array's shadow remembers a reported race (never 0).
+pub const fn report_key(kind: ReportKind, current_location: u64, prior_location: u64) -> u64 {
+    ((current_location as u32 as u64) << 32 | prior_location as u32 as u64)
+        ^ (kind as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        | 1
+}
+
+/// The interval of a thread's accesses: the barriers it passed
+/// ([`LaneSync::barriers`]) and the acquires of the block so far (an
+/// acquire orders everything the block did before it with everything
+/// after, for every thread: coarser than the memory model, it can hide a
+/// race, never invent one), plus one (0: never touched). Intervals 65,536
+/// barriers or acquires apart could meet; a record that old is long gone
+/// in practice.
+pub const fn access_interval(barriers: u32, acquires: u32) -> u32 {
+    (barriers << 16 | (acquires & 0xffff)).wrapping_add(1)
+}
+
+/// The table of global words a block touched in its current interval, in
+/// per-SM-slot device memory (a CTA holds one slot while it runs): a
+/// header (`u64` overflow count: accesses whose word found no entry),
+/// then per slot `2^log2` entries of [`GlobalTable::ENTRY_U64S`] `u64`s:
+/// the owner tag ([`GlobalTable::tag`]: block stamp and interval), the
+/// word index, and the word's [`RECORDS`] records. An entry of another
+/// tag is free: a block's entries die with its interval, nothing is
+/// cleared. A word looks at [`GlobalTable::PROBES`] entries from its hash
+/// and, finding neither its own nor a free one, goes unchecked and is
+/// counted: a full table loses detection, never invents a race.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GlobalTable {
+    /// log2 of a slot's entries.
+    pub log2: u32,
+}
+
+impl GlobalTable {
+    /// Bytes of the header.
+    pub const HEADER: usize = 64;
+    /// `u64`s per entry: tag, word, records.
+    pub const ENTRY_U64S: usize = 2 + RECORDS;
+    /// Entries a word looks at.
+    pub const PROBES: usize = 8;
+
+    /// Bytes of the table for `slots` slots.
+    pub const fn bytes(&self, slots: usize) -> usize {
+        Self::HEADER + slots * (1 << self.log2) * Self::ENTRY_U64S * 8
+    }
+
+    /// Byte offset of probe `i` of `word`'s entry in slot `slot`.
+    pub const fn entry(&self, slot: usize, word: u64, i: usize) -> usize {
+        let mask = (1u64 << self.log2) - 1;
+        let h = word.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+        let e = (h.wrapping_add(i as u64) & mask) as usize;
+        Self::HEADER + (slot * (1 << self.log2) + e) * Self::ENTRY_U64S * 8
+    }
+
+    /// The tag of a block's (stamp) entries in one interval (never 0).
+    pub const fn tag(stamp: u32, interval: u32) -> u64 {
+        (stamp as u64) << 32 | interval as u64
+    }
+}
+
+/// A shared array's size and a byte offset in it, as one `u32` (the
+/// record's `report.detail`): 16 bits each, enough for the 48 KiB of
+/// static shared memory a block may declare; larger values saturate and
+/// [`unpack_array`] then says nothing.
+pub const fn pack_array(bytes: usize, offset: usize) -> u32 {
+    let b = if bytes > 0xffff { 0 } else { bytes as u32 };
+    b | (if offset > 0xffff { 0 } else { offset as u32 }) << 16
+}
+
+/// The array size and offset [`pack_array`] packed; `None` when unknown.
+pub const fn unpack_array(detail: u32) -> Option<(u64, u64)> {
+    let (bytes, offset) = ((detail & 0xffff) as u64, (detail >> 16) as u64);
+    if bytes == 0 || offset >= bytes {
+        None
+    } else {
+        Some((bytes, offset))
+    }
+}
+
+/// Where a race inside a block happened, in bits 16..24 of a
+/// [`RaceReport::access`](crate::abi::RaceReport::access) (0: a race
+/// between blocks, as the engine reports). For [`BlockSpace::Shared`]
+/// the record's `report.detail` is the shared array's size and the
+/// first racing byte's offset in it ([`pack_array`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum BlockSpace {
+    /// A block's shared memory.
+    Shared = 1,
+    /// Global memory, between threads of one block.
+    Global = 2,
+}
+
+/// Bit position of the [`BlockSpace`] in an access word.
+pub const SPACE_SHIFT: u32 = 16;
+
+impl BlockSpace {
+    /// `access` (an access word) marked as a race inside a block in `self`.
+    pub const fn mark(self, access: u32) -> u32 {
+        access | (self as u32) << SPACE_SHIFT
+    }
+
+    /// The space an access word is marked with, if any.
+    pub const fn of(access: u32) -> Option<BlockSpace> {
+        match (access >> SPACE_SHIFT) & 0xff {
+            1 => Some(BlockSpace::Shared),
+            2 => Some(BlockSpace::Global),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_keep_every_field() {
+        for (t, atomic, count) in [(0, false, 0), (1023, true, COUNT_MASK), (31, false, 7)] {
+            let near = 0x7f00_1234_0000u64;
+            let loc = near + 0x5_4320;
+            let r = BlockRecord::new(t, atomic, 0b1010, count, loc);
+            assert_eq!(
+                (r.thread(), r.atomic(), r.count()),
+                (Some(t), atomic, count)
+            );
+            assert_eq!(r.bytes(), 0b1010);
+            let wider = r.with_bytes(0b1111);
+            assert_eq!(
+                (wider.bytes(), wider.thread(), wider.count()),
+                (0b1111, Some(t), count)
+            );
+            assert_eq!(r.location(near), loc);
+            // A location below `near` too.
+            assert_eq!(r.location(loc + 0x10_0000), loc);
+        }
+        assert_eq!(BlockRecord::EMPTY.thread(), None);
+    }
+
+    /// The ordering rule against a reference: a list of every collective
+    /// (its lanes) each thread joined.
+    #[test]
+    fn collectives_order_exactly_their_lanes_or_hide_only() {
+        let masks = [u32::MAX, 0x0000_ffff, 0xffff_0000, 0b11, 1 << 5 | 1 << 9];
+        for &first in &masks {
+            for &second in &masks {
+                for joined in 0..=2usize {
+                    let (p, me) = (5u32, 9u32);
+                    let prior = BlockRecord::new(p, false, 0xf, 0, 0);
+                    let mut lane = LaneSync::default();
+                    let seq = [first, second];
+                    for m in &seq[..joined] {
+                        lane = lane.joined(*m);
+                    }
+                    // Reference: some collective after the access holds `me`.
+                    let truth = seq[..joined].iter().any(|m| m & (1 << me) != 0);
+                    let got = ordered(prior, me, lane);
+                    if joined <= 1 {
+                        assert_eq!(got, truth, "{seq:x?} {joined}");
+                    } else {
+                        assert!(got || !truth, "invented a race: {seq:x?}");
+                    }
+                }
+            }
+        }
+        // Other warps are never ordered by collectives; one's own access always is.
+        let prior = BlockRecord::new(3, false, 0xf, 0, 0);
+        assert!(!ordered(prior, 35, LaneSync(0).joined(u32::MAX).joined(1)));
+        assert!(ordered(prior, 3, LaneSync::default()));
+    }
+
+    #[test]
+    fn conflicts_need_a_write_and_a_plain_access() {
+        let lane = |_| LaneSync::default();
+        let w = BlockRecord::new(1, false, 0b11, 0, 0);
+        let a = BlockRecord::new(1, true, 0b11, 0, 0);
+        let me = BlockRecord::new(40, false, 0b10, 0, 0);
+        let k = |p, wr, c| race_between(p, wr, me, c, lane);
+        assert_eq!(
+            k(w, true, AccessKind::Read),
+            Some(ReportKind::ReadAfterWrite)
+        );
+        assert_eq!(
+            k(w, true, AccessKind::Write),
+            Some(ReportKind::WriteAfterWrite)
+        );
+        assert_eq!(
+            k(w, false, AccessKind::Write),
+            Some(ReportKind::WriteAfterRead)
+        );
+        assert_eq!(k(w, false, AccessKind::Read), None);
+        assert_eq!(k(a, true, AccessKind::AtomicRmw), None);
+        assert_eq!(
+            k(a, true, AccessKind::Write),
+            Some(ReportKind::AtomicNonAtomic)
+        );
+        assert_eq!(
+            k(w, false, AccessKind::AtomicRmw),
+            Some(ReportKind::AtomicNonAtomic)
+        );
+        let own = BlockRecord::new(1, false, 0xf, 0, 0);
+        assert_eq!(race_between(w, true, own, AccessKind::Write, lane), None);
+        let other_bytes = BlockRecord::new(40, false, 0b1100, 0, 0);
+        assert_eq!(
+            race_between(w, true, other_bytes, AccessKind::Write, lane),
+            None
+        );
+    }
+
+    #[test]
+    fn a_writer_always_meets_a_reader_of_another_thread() {
+        // Readers in any order: the writer races with one unless every
+        // reader was the writer itself.
+        for readers in [&[1u32, 2][..], &[2, 1, 3], &[1, 1], &[4, 1, 1, 4]] {
+            let mut slots = [BlockRecord::EMPTY; RECORDS];
+            for &r in readers {
+                let me = BlockRecord::new(r, false, 0xf, 0, 0);
+                if let Some((slot, new)) = reader_update(slots[1], slots[2], me) {
+                    slots[slot] = new;
+                }
+            }
+            for writer in 1..=4 {
+                let races = (1..3).any(|s| {
+                    let w = BlockRecord::new(writer, false, 0xf, 0, 0);
+                    race_between(slots[s], false, w, AccessKind::Write, |_| {
+                        LaneSync::default()
+                    })
+                    .is_some()
+                });
+                assert_eq!(
+                    races,
+                    readers.iter().any(|&r| r != writer),
+                    "{readers:?} {writer}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn layout_and_markers() {
+        let l = ShadowLayout::of(33 * 32 * 4);
+        assert_eq!(l.words, 1056);
+        assert_eq!(l.record(0, 0), ShadowLayout::HEADER);
+        assert_eq!(l.interval(0), ShadowLayout::HEADER + 1056 * 24);
+        assert_eq!(l.bytes() % 8, 0);
+        assert!(l.bytes() >= l.interval(1055) + 4);
+        assert_eq!(ShadowLayout::of(2).words, 1);
+        assert_eq!(
+            BlockSpace::of(BlockSpace::Shared.mark(0x0104)),
+            Some(BlockSpace::Shared)
+        );
+        assert_eq!(BlockSpace::of(0x0104), None);
+        let s = block_stamp(7, 3);
+        assert_eq!((s & 1, busy(s) & 1), (1, 0));
+        let l = LaneSync::default().joined(7).passed_barrier().joined(9);
+        assert_eq!((l.count(), l.barriers(), l.last_mask()), (2, 1, 9));
+        let wrapped = LaneSync(0xffff_ffff).joined(1).passed_barrier();
+        assert_eq!((wrapped.count(), wrapped.barriers()), (0, 0));
+        assert_ne!(report_key(ReportKind::WriteAfterRead, 0, 0), 0);
+        assert_eq!(unpack_array(pack_array(4096, 12)), Some((4096, 12)));
+        assert_ne!(access_interval(0, 0), 0);
+        assert_ne!(access_interval(1, 0), access_interval(0, 1));
+        let t = GlobalTable { log2: 4 };
+        assert_eq!(t.bytes(2), GlobalTable::HEADER + 2 * 16 * 40);
+        for w in 0..100u64 {
+            for i in 0..GlobalTable::PROBES {
+                let e = t.entry(1, w, i);
+                assert!(e >= GlobalTable::HEADER + 16 * 40 && e + 40 <= t.bytes(2));
+                assert_eq!((e - GlobalTable::HEADER) % 40, 0);
+            }
+        }
+        assert_eq!(unpack_array(pack_array(1 << 20, 12)), None);
+    }
+}
