@@ -338,6 +338,10 @@ rmw_op!(ArchXor, arch_xor, i64, reg64, "xor.b64");
 // Warp collectives.
 
 /// `shfl.sync` of one 32-bit value; `mode` is `idx`, `up`, `down` or `bfly`.
+/// Shuffles and votes are not `nomem`: like barriers they are compiler
+/// fences, so warp-synchronous code's shared-memory accesses (which are
+/// not volatile) stay on their side of the collective, as the CPU
+/// backend's model of warp collectives has them.
 macro_rules! shfl {
     ($name:ident, $mode:literal) => {
         #[inline(always)]
@@ -348,7 +352,7 @@ macro_rules! shfl {
             unsafe {
                 asm!(concat!("shfl.sync.", $mode, ".b32 {r}, {v}, {l}, {c}, {m};"),
                     r = out(reg32) r, v = in(reg32) v, l = in(reg32) lane_or_delta,
-                    c = in(reg32) clamp, m = in(reg32) mask, options(nomem, nostack))
+                    c = in(reg32) clamp, m = in(reg32) mask, options(nostack))
             };
             r
         }
@@ -365,7 +369,7 @@ pub fn vote_ballot(mask: u32, pred: bool) -> u32 {
     // SAFETY: `vote.sync.ballot` with the caller's member mask.
     unsafe {
         asm!("{{ .reg .pred p; setp.ne.u32 p, {x}, 0; vote.sync.ballot.b32 {r}, p, {m}; }}",
-            r = out(reg32) r, x = in(reg32) pred as u32, m = in(reg32) mask, options(nomem, nostack))
+            r = out(reg32) r, x = in(reg32) pred as u32, m = in(reg32) mask, options(nostack))
     };
     r
 }
@@ -381,7 +385,7 @@ pub fn vote_all(mask: u32, pred: bool) -> bool {
     // SAFETY: `vote.sync.all` with the caller's member mask.
     unsafe {
         asm!("{{ .reg .pred p, q; setp.ne.u32 p, {x}, 0; vote.sync.all.pred q, p, {m}; selp.u32 {r}, 1, 0, q; }}",
-            r = out(reg32) r, x = in(reg32) pred as u32, m = in(reg32) mask, options(nomem, nostack))
+            r = out(reg32) r, x = in(reg32) pred as u32, m = in(reg32) mask, options(nostack))
     };
     r != 0
 }
