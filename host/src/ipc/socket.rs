@@ -58,6 +58,29 @@ fn path_error() -> io::Error {
     )
 }
 
+/// The signature `bind` and `connect` share.
+type AddressCall =
+    unsafe extern "C" fn(libc::c_int, *const libc::sockaddr, libc::socklen_t) -> libc::c_int;
+
+/// A new socket on which `call` (`bind` or `connect`) was made with `path`.
+fn socket_at(path: &Path, call: AddressCall) -> io::Result<OwnedFd> {
+    let (addr, len) = address(path).ok_or_else(path_error)?;
+    let fd = new_socket()?;
+    // SAFETY: `addr` is a valid `sockaddr_un` of `len` bytes and `fd` a
+    // live socket; `call` is `bind` or `connect`, which read only those.
+    let rc = unsafe {
+        call(
+            fd.as_raw_fd(),
+            (&addr as *const libc::sockaddr_un).cast(),
+            len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
 /// A bound, listening socket.
 pub(super) struct Listener {
     fd: OwnedFd,
@@ -67,19 +90,7 @@ impl Listener {
     /// Binds `path` and listens. `EADDRINUSE` is returned as is: the caller
     /// tells a live listener from a stale file.
     pub fn bind(path: &Path, backlog: u32) -> io::Result<Listener> {
-        let (addr, len) = address(path).ok_or_else(path_error)?;
-        let fd = new_socket()?;
-        // SAFETY: `addr` is a valid `sockaddr_un` of `len` bytes.
-        let rc = unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                (&addr as *const libc::sockaddr_un).cast(),
-                len,
-            )
-        };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        let fd = socket_at(path, libc::bind)?;
         // SAFETY: plain integers on a descriptor this function owns.
         if unsafe { libc::listen(fd.as_raw_fd(), backlog.min(128) as i32) } != 0 {
             return Err(io::Error::last_os_error());
@@ -122,20 +133,9 @@ pub(super) struct Conn {
 impl Conn {
     /// Connects to the listener at `path` (one attempt).
     pub fn connect(path: &Path) -> io::Result<Conn> {
-        let (addr, len) = address(path).ok_or_else(path_error)?;
-        let fd = new_socket()?;
-        // SAFETY: `addr` is a valid `sockaddr_un` of `len` bytes.
-        let rc = unsafe {
-            libc::connect(
-                fd.as_raw_fd(),
-                (&addr as *const libc::sockaddr_un).cast(),
-                len,
-            )
-        };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(Conn { fd })
+        Ok(Conn {
+            fd: socket_at(path, libc::connect)?,
+        })
     }
 
     /// Sends `frame` with `fds` attached. A peer that is gone is
