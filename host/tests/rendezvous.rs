@@ -51,6 +51,16 @@ fn open_memfds(tag: &str) -> usize {
         .count()
 }
 
+/// The leader removes its socket file once every member has its verdict
+/// (a moment after the last one returns).
+fn gone_soon(path: &Path) -> bool {
+    let until = Instant::now() + Duration::from_secs(5);
+    while path.exists() && Instant::now() < until {
+        thread::sleep(Duration::from_millis(10));
+    }
+    !path.exists()
+}
+
 /// Runs one member per `(rank, size, world)` on its own thread, each
 /// sharing `fds_each` memfds that hold `"<rank>:<i>"`.
 fn run_group(
@@ -127,8 +137,8 @@ fn failing_group(
         })
         .collect();
     assert!(
-        !path.exists(),
-        "{tag}: the socket file is removed on failure"
+        gone_soon(&path),
+        "{tag}: the socket file is removed once every member was told"
     );
     assert_eq!(open_memfds(tag), 0, "{tag}: no descriptor leaked");
     errors
@@ -356,7 +366,14 @@ fn a_follower_killed_mid_rendezvous_fails_the_group_at_once() {
         "not left to the 30 s timeout"
     );
     assert_eq!(open_memfds("killedfollower"), 0);
-    assert!(!path.exists());
+    // The leader keeps the socket until its deadline for rank 3, which has
+    // not arrived: it would be told the verdict too.
+    let late = Rendezvous::new(&path, 3, 4)
+        .timeout(Duration::from_secs(5))
+        .exchange(64, &[])
+        .unwrap_err();
+    assert_eq!(late, RendezvousError::MemberLost { rank: Some(1) });
+    assert!(gone_soon(&path), "removed once every member was told");
 }
 
 #[test]
@@ -381,4 +398,37 @@ fn a_killed_leader_fails_its_followers_at_once() {
     assert!(t0.elapsed() < Duration::from_secs(15));
     assert_eq!(open_memfds("killedleader"), 0);
     let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn a_member_arriving_after_the_verdict_still_gets_it() {
+    let path = socket_path("late");
+    // Ranks 0 and 2 meet first; rank 2's size ends the rendezvous.
+    for (rank, out) in run_group(
+        &path,
+        "late",
+        &[(0, 64, 3), (2, 128, 3)],
+        0,
+        Duration::from_secs(10),
+    ) {
+        let e = out.expect_err("a mismatch");
+        assert!(
+            matches!(e, RendezvousError::SizeMismatch { rank: 2, .. }),
+            "rank {rank}: {e}"
+        );
+    }
+    // Rank 1 comes later, within the deadline: the same verdict, not "no leader".
+    let e = Rendezvous::new(&path, 1, 3)
+        .timeout(Duration::from_secs(10))
+        .exchange(64, &[])
+        .unwrap_err();
+    assert_eq!(
+        e,
+        RendezvousError::SizeMismatch {
+            rank: 2,
+            size: 128,
+            expected: 64
+        }
+    );
+    assert!(gone_soon(&path));
 }

@@ -291,6 +291,17 @@ impl<'a> Leader<'a> {
                     // A follower that is gone cannot be told; it is failing anyway.
                     let _ = conn.send(&abort, &[]);
                 }
+                // Followers that have not connected yet learn the verdict
+                // when they do (until the deadline), instead of finding no
+                // leader: the listener and the socket file stay open that
+                // long on a thread of their own.
+                let connected = self.members.len() + self.pending.len();
+                let late = (self.request.world as usize - 1).saturating_sub(connected);
+                let deadline = self.start + self.request.timeout;
+                if late > 0 && Instant::now() < deadline {
+                    let (listener, file) = (self.listener, self._socket_file);
+                    std::thread::spawn(move || tell_late(&listener, file, &abort, deadline, late));
+                }
                 Err(e)
             }
         }
@@ -462,6 +473,39 @@ impl<'a> Leader<'a> {
                 })?;
         }
         Ok(())
+    }
+}
+
+/// Answers up to `late` followers that connect before `deadline` with the
+/// leader's `abort` verdict (after their hello, so that they read it
+/// rather than fail to send), then removes the socket file.
+fn tell_late(
+    listener: &Listener,
+    _file: SocketFile,
+    abort: &Frame,
+    deadline: Instant,
+    late: usize,
+) {
+    let mut told = 0;
+    while told < late {
+        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+            return;
+        };
+        if !matches!(
+            poll_readable(&[listener.as_fd()], left).as_deref(),
+            Ok([true])
+        ) {
+            continue;
+        }
+        let Ok(conn) = listener.accept() else {
+            continue;
+        };
+        let wait = left.min(Duration::from_secs(1));
+        if matches!(poll_readable(&[conn.as_fd()], wait).as_deref(), Ok([true])) {
+            let _ = conn.recv();
+        }
+        let _ = conn.send(abort, &[]);
+        told += 1;
     }
 }
 
