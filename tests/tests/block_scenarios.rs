@@ -63,10 +63,18 @@ fn check(what: &str, outcome: vigil::Result<()>, expected: &[Verdict]) {
     common::check_reports(what, "src/block_races.rs", outcome, expected);
 }
 
+/// [`check`]s a scenario's outcome, if its backend ran it (`None`: the
+/// backend is not on this machine, and the skip was already reported).
+fn expect(what: &str, outcome: Option<vigil::Result<()>>, expected: &[Verdict]) {
+    if let Some(outcome) = outcome {
+        check(what, outcome, expected);
+    }
+}
+
 mod scenarios {
     use super::common::codes::*;
     use super::common::{Bench, MakeContext};
-    use super::{check, line_of, race, CpuError, Error, LaunchConfig};
+    use super::{check, expect, line_of, race, CpuError, Error, LaunchConfig};
     use vigil::{DeviceBuffer, Kernel, KernelArgs};
     use vigil_kernels::block_races::*;
 
@@ -143,21 +151,19 @@ mod scenarios {
     }
 
     pub fn transpose_tile_reused_without_barrier(make: MakeContext) {
-        let Some(outcome) = transpose_case(make, 0) else {
-            return;
-        };
-        check(
+        expect(
             "transpose tile reused without a barrier",
-            outcome,
+            transpose_case(make, 0),
             &[race(WAR, "tile-fill-b", "tile-read-a")],
         );
     }
 
     pub fn transpose_tile_fixed(make: MakeContext) {
-        let Some(outcome) = transpose_case(make, 1) else {
-            return;
-        };
-        check("transpose tile reused after a barrier", outcome, &[]);
+        expect(
+            "transpose tile reused after a barrier",
+            transpose_case(make, 1),
+            &[],
+        );
     }
 
     fn handoff_case(make: MakeContext, barrier: u32) -> Option<vigil::Result<()>> {
@@ -174,23 +180,17 @@ mod scenarios {
     }
 
     pub fn warp_handoff_without_barrier(make: MakeContext) {
-        let Some(outcome) = handoff_case(make, 0) else {
-            return;
-        };
-        check(
+        expect(
             "producer warp to consumer warp without a barrier",
-            outcome,
+            handoff_case(make, 0),
             &[race(RAW, "handoff-consume", "handoff-produce")],
         );
     }
 
     pub fn warp_handoff_with_barrier(make: MakeContext) {
-        let Some(outcome) = handoff_case(make, 1) else {
-            return;
-        };
-        check(
+        expect(
             "producer warp to consumer warp with a barrier",
-            outcome,
+            handoff_case(make, 1),
             &[],
         );
     }
@@ -209,41 +209,33 @@ mod scenarios {
     }
 
     pub fn warp_neighbours_without_sync(make: MakeContext) {
-        let Some(outcome) = neighbours_case(make, 0) else {
-            return;
-        };
-        check(
+        expect(
             "warp-synchronous exchange without a collective",
-            outcome,
+            neighbours_case(make, 0),
             &[race(WAR, "neighbour-write", "neighbour-read")],
         );
     }
 
     pub fn warp_neighbours_full_vote(make: MakeContext) {
-        let Some(outcome) = neighbours_case(make, 1) else {
-            return;
-        };
-        check(
+        expect(
             "warp-synchronous exchange after a full-warp vote",
-            outcome,
+            neighbours_case(make, 1),
             &[],
         );
     }
 
     pub fn warp_neighbours_sync_warp(make: MakeContext) {
-        let Some(outcome) = neighbours_case(make, 3) else {
-            return;
-        };
-        check("warp-synchronous exchange after sync_warp", outcome, &[]);
+        expect(
+            "warp-synchronous exchange after sync_warp",
+            neighbours_case(make, 3),
+            &[],
+        );
     }
 
     pub fn warp_neighbours_half_votes(make: MakeContext) {
-        let Some(outcome) = neighbours_case(make, 2) else {
-            return;
-        };
-        check(
+        expect(
             "warp-synchronous exchange after half-warp votes",
-            outcome,
+            neighbours_case(make, 2),
             &[race(WAR, "neighbour-write", "neighbour-read")],
         );
     }
@@ -372,9 +364,10 @@ mod scenarios {
     }
 
     pub fn global_same_block_fixed(make: MakeContext) {
-        let Some(outcome) = global_case(make, 1) else {
-            return;
-        };
-        check("same-block global accesses after a barrier", outcome, &[]);
+        expect(
+            "same-block global accesses after a barrier",
+            global_case(make, 1),
+            &[],
+        );
     }
 }
