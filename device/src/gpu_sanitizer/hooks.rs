@@ -199,7 +199,8 @@ fn check_plain(addr: u64, size: u32, write: bool, file: (u64, u32), at: (u32, u3
     // them as one run; each lane still checks its own words (in parallel,
     // with coalesced shadow updates).
     let group = Group::of([location, plain_key(addr, size, words, write)]);
-    if group.same_words(words) {
+    let leader_first = group.leader_first_word(words);
+    if group.same_words(words, leader_first) {
         // The leader's check stands for every lane's (a race is reported
         // at the leader, a lane that made the access).
         if group.is_leader() {
@@ -209,7 +210,7 @@ fn check_plain(addr: u64, size: u32, write: bool, file: (u64, u32), at: (u32, u3
         }
         return;
     }
-    match group.run(words, hook.site.thread) {
+    match group.run(words, hook.site.thread, leader_first) {
         Some(run) => {
             if group.is_leader() {
                 hook.note_run(&engine, &run, write);

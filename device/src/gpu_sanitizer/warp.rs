@@ -66,14 +66,21 @@ impl Group {
         arch::shfl_idx(self.mask, v, self.leader, 31)
     }
 
+    /// The group leader's first word (lanes share the line, by the
+    /// group's key, so its high half is this lane's): shuffled once for
+    /// [`same_words`](Self::same_words) and [`run`](Self::run).
+    #[inline(always)]
+    pub fn leader_first_word(&self, words: (u64, u64)) -> u64 {
+        u64::from(self.leaders(words.0 as u32)) | (words.0 >> 32 << 32)
+    }
+
     /// Every lane of the group accesses the same words (a value all
     /// lanes load, a hot counter): one thread of the race model making
-    /// one access at once, so one lane checks it for all (lanes share
-    /// the line, by the group's key, so the low half of the first word
-    /// tells them apart).
+    /// one access at once, so one lane checks it for all. `leader_first`
+    /// is [`leader_first_word`](Self::leader_first_word).
     #[inline(always)]
-    pub fn same_words(&self, words: (u64, u64)) -> bool {
-        !self.alone() && arch::vote_all(self.mask, self.leaders(words.0 as u32) == words.0 as u32)
+    pub fn same_words(&self, words: (u64, u64), leader_first: u64) -> bool {
+        !self.alone() && arch::vote_all(self.mask, leader_first == words.0)
     }
 
     /// The run of words the group's plain accesses tile, the same on
@@ -81,16 +88,13 @@ impl Group {
     /// the block), or `None` when they do not (then each lane notes its
     /// own words).
     #[inline(always)]
-    pub fn run(&self, words: (u64, u64), thread: u32) -> Option<WordRun> {
+    pub fn run(&self, words: (u64, u64), thread: u32, leader_first: u64) -> Option<WordRun> {
         let lanes = self.mask.count_ones();
         let shifted = self.mask >> self.leader;
         if lanes == 1 || shifted & (shifted + 1) != 0 {
             return None; // alone, or lanes with gaps
         }
-        // The group shares one line (its key), so the high half of the
-        // leader's first word is this lane's.
-        let first = u64::from(self.leaders(words.0 as u32)) | (words.0 >> 32 << 32);
-        let leader = (first, self.leaders(thread));
+        let leader = (leader_first, self.leaders(thread));
         let mine = WordRun::of_lane(words, thread, leader, self.lane - self.leader, lanes);
         if arch::vote_all(self.mask, mine.is_some()) {
             mine
