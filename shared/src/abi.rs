@@ -103,7 +103,8 @@ pub struct ThreadStateHeader {
     pub tid: u32,
     /// Snapshots published so far; the last token issued (tokens start at 1).
     pub clock_head: u32,
-    /// [`DIRTY`](ThreadStateHeader::DIRTY) / [`PUBLISHED`](ThreadStateHeader::PUBLISHED) flags.
+    /// [`DIRTY`](ThreadStateHeader::DIRTY) / [`PUBLISHED`](ThreadStateHeader::PUBLISHED) /
+    /// [`RING_CURRENT`](ThreadStateHeader::RING_CURRENT) flags.
     pub dirty: u32,
     /// Counter of the seeded eviction choices made by this thread.
     pub read_counter: u32,
@@ -121,14 +122,21 @@ pub struct ThreadStateHeader {
     /// overwritten and not spilled into the pool (see [`crate::history`]),
     /// and used the overflow clock instead (precision lost).
     pub coarsened: u32,
-    /// Reserved, zero.
-    pub reserved: u32,
+    /// The launch whose inputs (the stream's previous kernel and join
+    /// list) the vector clock already holds, plus one (0: none): a CTA
+    /// following another of the same launch in this slot skips the join.
+    pub joined_launch: u32,
 }
 impl ThreadStateHeader {
     /// The vector clock changed since the last snapshot.
     pub const DIRTY: u32 = 1;
     /// The current epoch was published: the next access bumps it first.
     pub const PUBLISHED: u32 = 2;
+    /// The stream ring slot of [`joined_launch`](Self::joined_launch)
+    /// holds every entry of the vector clock but the own one: no other
+    /// entry grew since this thread's last exit published it there, so the
+    /// next exit in that launch publishes the own entry alone.
+    pub const RING_CURRENT: u32 = 4;
     /// u32 words in the header.
     pub const WORDS: usize = size_of::<Self>() / 4;
     /// Word index of [`ThreadStateHeader::lock`].
@@ -153,10 +161,13 @@ impl ThreadStateHeader {
     pub const FENCE_EPOCH_SYSTEM_WORD: usize = offset_of!(Self, fence_epoch_system) / 4;
     /// Word index of [`ThreadStateHeader::coarsened`].
     pub const COARSENED_WORD: usize = offset_of!(Self, coarsened) / 4;
+    /// Word index of [`ThreadStateHeader::joined_launch`].
+    pub const JOINED_LAUNCH_WORD: usize = offset_of!(Self, joined_launch) / 4;
 }
 const _: () = assert!(size_of::<ThreadStateHeader>() == 48);
 const _: () = assert!(offset_of!(ThreadStateHeader, fence_epoch_device) == 32);
 const _: () = assert!(offset_of!(ThreadStateHeader, coarsened) == 40);
+const _: () = assert!(offset_of!(ThreadStateHeader, joined_launch) == 44);
 const _: () = assert!(offset_of!(ThreadStateHeader, lock) == 0);
 const _: () = assert!(offset_of!(ThreadStateHeader, clock_head) == 8);
 const _: () = assert!(offset_of!(ThreadStateHeader, last_token) == 28);

@@ -283,6 +283,40 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
         self.set_header(H::DIRTY_WORD, flags | H::PUBLISHED);
     }
 
+    /// Under the write lock, at a CTA's entry into launch `launch`: true
+    /// when the clock must join the launch's inputs (the stream's previous
+    /// kernel and join list), false when an earlier CTA of the same launch
+    /// in this slot already joined them (joins only grow entries, so
+    /// joining again would change nothing). A new launch also means a new
+    /// stream ring slot, which holds nothing of this clock yet.
+    pub fn enter_launch(&self, launch: u32) -> bool {
+        let memo = launch.wrapping_add(1);
+        if self.header(H::JOINED_LAUNCH_WORD) == memo {
+            return false;
+        }
+        self.set_header(H::JOINED_LAUNCH_WORD, memo);
+        let flags = self.header(H::DIRTY_WORD);
+        self.set_header(H::DIRTY_WORD, flags & !H::RING_CURRENT);
+        true
+    }
+
+    /// True when the current launch's ring slot already holds every entry
+    /// but the own one (see [`H::RING_CURRENT`]): a CTA exit then
+    /// publishes the own entry alone. Read by all of a CTA's threads
+    /// between its exit barriers, while nothing writes the flags.
+    #[inline]
+    pub fn ring_current(&self) -> bool {
+        self.header(H::DIRTY_WORD) & H::RING_CURRENT != 0
+    }
+
+    /// Under the write lock, after a CTA exit published the clock into the
+    /// current launch's ring slot: marks the epoch published and the ring
+    /// current.
+    pub fn mark_exit_published(&self) {
+        let flags = self.header(H::DIRTY_WORD);
+        self.set_header(H::DIRTY_WORD, flags | H::PUBLISHED | H::RING_CURRENT);
+    }
+
     /// Under the write lock: publishes the vector clock into the clock
     /// buffer and returns its token (heads pair it with the current epoch);
     /// reuses the last token when no entry but the own one changed since.
@@ -299,7 +333,8 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
             self.slot_word(token, j).store(v, MemOrder::Relaxed);
         }
         self.set_header(H::LAST_TOKEN_WORD, token);
-        self.set_header(H::DIRTY_WORD, H::PUBLISHED);
+        // A snapshot changes nothing the stream ring holds.
+        self.set_header(H::DIRTY_WORD, H::PUBLISHED | (flags & H::RING_CURRENT));
         token
     }
 
@@ -412,13 +447,13 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
     }
 
     /// Under the write lock: `VC[j] = max(VC[j], v)`; marks the clock dirty
-    /// when it grew.
+    /// (and the stream ring no longer current) when it grew.
     #[inline]
     pub fn join_entry(&self, j: u32, v: u32) {
         if v > self.get(j) {
             self.set(j, v);
             let flags = self.header(H::DIRTY_WORD);
-            self.set_header(H::DIRTY_WORD, flags | H::DIRTY);
+            self.set_header(H::DIRTY_WORD, (flags | H::DIRTY) & !H::RING_CURRENT);
         }
     }
 

@@ -343,6 +343,42 @@ pub fn publish_clock_part<F: AtomicFamily>(
     }
 }
 
+/// Lane `lane` of `lanes`' share of a CTA exit's publication into the
+/// launch's ring slot `ring`: the whole clock ([`publish_clock_part`])
+/// unless `current` ([`ThreadClocks::ring_current`], read by every lane
+/// before the barrier that precedes [`finish_cta_exit`]), when an earlier
+/// CTA of the launch in this slot already published every entry but the
+/// own one.
+pub fn publish_cta_exit_part<F: AtomicFamily>(
+    clocks: &ThreadClocks<'_, F>,
+    ring: &[F::U32],
+    lane: u32,
+    lanes: u32,
+    current: bool,
+) {
+    if !current {
+        publish_clock_part(clocks, ring, lane, lanes);
+    }
+}
+
+/// The end of a CTA exit, by one thread holding thread `tid`'s write lock
+/// after every lane's [`publish_cta_exit_part`]: the own entry when
+/// `current` (the rest is there already), then the epoch is published and
+/// the ring current.
+pub fn finish_cta_exit<F: AtomicFamily>(
+    clocks: &ThreadClocks<'_, F>,
+    tid: u32,
+    ring: &[F::U32],
+    current: bool,
+) {
+    if current {
+        if let Some(d) = ring.get(tid as usize) {
+            d.fetch_max(clocks.get(tid), MemOrder::Relaxed);
+        }
+    }
+    clocks.mark_exit_published();
+}
+
 /// The access kind and scope of a [`RaceReport`]'s `access` or
 /// `prior_access` (the inverse of [`RaceReport::pack_access`]).
 pub const fn unpack_access(v: u32) -> (AccessKind, Scope) {

@@ -14,9 +14,12 @@
 //!   for each 4-byte word its barrier interval and three records (the
 //!   interval's last write, its first reader, another reader).
 //!
-//! Shared memory starts with what an earlier block left: each region has a
-//! header holding its block's stamp, and the first thread of a block that
-//! finds another stamp clears the region while the others wait.
+//! Shared memory starts with what an earlier block left. The lane states
+//! and counters are cleared at CTA entry, each thread its own word
+//! ([`reset_cta`]); an array's shadow, which only kernels with shared
+//! arrays have, has a header holding its block's stamp, and the first
+//! thread of a block that finds another stamp clears it while the others
+//! wait.
 //!
 //! A write swaps itself into the word's write record and then reads the
 //! reader records; a read stores itself into a reader record and then
@@ -119,29 +122,19 @@ impl Counters {
     /// Byte offset of the report keys.
     const KEYS: usize = 16;
 
-    /// This block's counters (cleared on its first use).
+    /// The CTA's counters (reset at its entry: [`reset_cta`]).
     #[inline(always)]
-    fn of(b: Block) -> Counters {
+    fn get() -> Counters {
         let base = arch::block_counters();
         // SAFETY: the region (`arch::block_counters`) is 16 bytes and the
         // report keys of the CTA's shared memory, 8-aligned: a header, the
         // count, a pad, the keys.
-        let c = unsafe {
+        unsafe {
             Counters {
                 acquires: at(base, 4),
                 base,
             }
-        };
-        // SAFETY: as above.
-        let header = unsafe { at::<AtomicU32>(base, 0) };
-        fresh(header, b.stamp, &|| {
-            c.acquires.store(0, Ordering::Relaxed);
-            for i in 0..REPORTED {
-                // SAFETY: the key slots, inside the region, 8-aligned.
-                unsafe { at::<AtomicU64>(base, Self::KEYS + 8 * i) }.store(0, Ordering::Relaxed);
-            }
-        });
-        c
+        }
     }
 
     /// The access interval of a thread in state `lane`
@@ -152,25 +145,33 @@ impl Counters {
     }
 }
 
-/// The lane states of the CTA's threads.
+/// The lane states of the CTA's threads (reset at its entry: [`reset_cta`]).
 #[inline(always)]
-fn lanes(b: Block) -> &'static [AtomicU64] {
-    let base = arch::block_lanes();
+fn lanes(threads: u32) -> &'static [AtomicU64] {
+    let n = (threads as usize).min(MAX_BLOCK_THREADS);
     // SAFETY: the lane block is a header and `MAX_BLOCK_THREADS` u64s of
     // the CTA's shared memory.
-    let (header, lanes) = unsafe {
-        (
-            at::<AtomicU32>(base, 0),
-            core::slice::from_raw_parts(base.add(8) as *const AtomicU64, MAX_BLOCK_THREADS),
-        )
-    };
-    let n = (b.threads as usize).min(MAX_BLOCK_THREADS);
-    fresh(header, b.stamp, &|| {
-        for l in &lanes[..n] {
-            l.store(0, Ordering::Relaxed)
+    unsafe { core::slice::from_raw_parts(arch::block_lanes().add(8) as *const AtomicU64, n) }
+}
+
+/// Thread `lane` of `lanes`' share of clearing the block-race state the
+/// CTA's shared memory holds from an earlier CTA (its lane state; the
+/// first thread the counters), at the CTA's entry, before the barrier
+/// that ends the entry: every thread clears its own word instead of one
+/// clearing all while the others wait.
+#[inline(always)]
+pub(super) fn reset_cta(lane: u32, lanes: u32) {
+    if let Some(l) = self::lanes(lanes).get(lane as usize) {
+        l.store(0, Ordering::Relaxed);
+    }
+    if lane == 0 {
+        let c = Counters::get();
+        c.acquires.store(0, Ordering::Relaxed);
+        for i in 0..REPORTED {
+            // SAFETY: the key slots, inside the region, 8-aligned.
+            unsafe { at::<AtomicU64>(c.base, Counters::KEYS + 8 * i) }.store(0, Ordering::Relaxed);
         }
-    });
-    &lanes[..n]
+    }
 }
 
 /// The calling thread arrives at a barrier (before it waits there): its
@@ -178,7 +179,7 @@ fn lanes(b: Block) -> &'static [AtomicU64] {
 #[inline(never)]
 pub(super) fn barrier() {
     let b = Block::current();
-    if let Some(l) = lanes(b).get(b.thread as usize) {
+    if let Some(l) = lanes(b.threads).get(b.thread as usize) {
         let next = LaneSync(l.load(Ordering::Relaxed)).passed_barrier();
         l.store(next.0, Ordering::Relaxed);
     }
@@ -188,9 +189,7 @@ pub(super) fn barrier() {
 /// access of the block so far is ordered before every later one.
 #[inline(never)]
 pub(super) fn acquire() {
-    Counters::of(Block::current())
-        .acquires
-        .fetch_add(1, Ordering::Release);
+    Counters::get().acquires.fetch_add(1, Ordering::Release);
 }
 
 /// The calling lane is about to join a collective over `mask`: its state
@@ -199,7 +198,7 @@ pub(super) fn acquire() {
 #[inline(never)]
 pub(super) fn warp_sync(mask: u32) {
     let b = Block::current();
-    if let Some(l) = lanes(b).get(b.thread as usize) {
+    if let Some(l) = lanes(b.threads).get(b.thread as usize) {
         let next = LaneSync(l.load(Ordering::Relaxed)).joined(mask);
         l.store(next.0, Ordering::Release);
     }
@@ -241,7 +240,7 @@ impl Checked {
         keys: *mut u8,
         loc: &'static Location<'static>,
     ) -> Checked {
-        let lanes = lanes(b);
+        let lanes = lanes(b.threads);
         let own = lanes
             .get(b.thread as usize)
             .map_or(LaneSync::default(), |l| LaneSync(l.load(Ordering::Relaxed)));
@@ -250,7 +249,7 @@ impl Checked {
             size,
             space,
             keys,
-            interval: Counters::of(b).interval(own),
+            interval: Counters::get().interval(own),
             count: own.count(),
             thread: b.thread,
             loc,
@@ -480,7 +479,7 @@ pub(super) fn global_access(
         log2: rt.block_table_log2,
     };
     let base = rt.block_table as *mut u8;
-    let counters = Counters::of(b);
+    let counters = Counters::get();
     // SAFETY: the counters' key slots.
     let keys = unsafe { counters.base.add(Counters::KEYS) };
     let c = Checked::new(b, kind, size, Space::Global, keys, loc);

@@ -10,6 +10,13 @@
 //! ring, and after a barrier the first thread marks the epoch published
 //! and frees the slot. Sharing the `O(num_threads)` clock work among the
 //! block keeps a CTA's entry and exit short.
+//!
+//! Only the first CTA of a launch in each slot does that work: the slot's
+//! clock remembers the launch it joined, and whether the launch's ring
+//! slot already holds it ([`ThreadClocks::enter_launch`],
+//! [`ThreadClocks::ring_current`]), so the CTAs after it skip the join
+//! and publish their own entry alone. A grid of many small CTAs (one
+//! element per thread) pays `O(num_threads)` per slot, not per CTA.
 
 use core::sync::atomic::AtomicU32;
 
@@ -18,7 +25,8 @@ use vigil_shared::abi::STREAM_RING_SLOTS;
 use vigil_shared::clock::ThreadClocks;
 use vigil_shared::engine::EngineMemory;
 use vigil_shared::gpu::{
-    join_clock_part, publish_clock_part, slot_tid, GpuRuntime, SmSlots, StreamClocks, MAX_JOINS,
+    finish_cta_exit, join_clock_part, publish_cta_exit_part, slot_tid, GpuRuntime, SmSlots,
+    StreamClocks, MAX_JOINS,
 };
 
 use super::memory::RuntimeMemory;
@@ -40,6 +48,9 @@ pub(super) struct CtaState {
     pub smid: u32,
     /// Slot it holds there.
     pub slot: u32,
+    /// Nonzero when the slot's clock must join the launch's inputs (the
+    /// first CTA of the launch in this slot).
+    pub join: u32,
 }
 const _: () = assert!(core::mem::size_of::<CtaState>() <= 32);
 
@@ -147,6 +158,7 @@ unsafe fn enter(runtime: u64, stream: u64, kernel: u32, launch: u32) {
     // SAFETY: as above.
     let cta = unsafe { Cta::new(rt) };
     let (lane, lanes) = lane();
+    super::block::reset_cta(lane, lanes);
     if lane == 0 {
         // Claim a slot and broadcast it; the thread state stays locked for
         // writing until every lane has joined its share of the clocks.
@@ -164,32 +176,42 @@ unsafe fn enter(runtime: u64, stream: u64, kernel: u32, launch: u32) {
             clocks.lock_exclusive(); // epoch overflow: accesses report it
         }
         clocks.reset_fence_state();
+        let join = clocks.enter_launch(launch);
         let state = CtaState {
             runtime,
             tid,
             launch,
             smid,
             slot,
+            join: join as u32,
         };
         // SAFETY: the CTA's shared block is 32 bytes, 16-aligned.
         unsafe { (arch::cta_state() as *mut CtaState).write(state) };
     }
     arch::sync_threads();
-    let tid = CtaState::current().tid;
-    let clocks = cta.clocks(tid);
-    // The stream's previous kernel, then the join list (events waited on,
-    // host synchronisations): each lane its share of the entries.
-    if kernel > 0 {
-        let prev = cta.ring_slot(stream, (kernel - 1) % STREAM_RING_SLOTS);
-        join_clock_part(&clocks, tid, prev, lane, lanes);
+    let state = CtaState::current();
+    let clocks = cta.clocks(state.tid);
+    if state.join != 0 {
+        // The stream's previous kernel, then the join list (events waited
+        // on, host synchronisations): each lane its share of the entries.
+        if kernel > 0 {
+            let prev = cta.ring_slot(stream, (kernel - 1) % STREAM_RING_SLOTS);
+            join_clock_part(&clocks, state.tid, prev, lane, lanes);
+        }
+        // SAFETY: the stream's clocks start with their header.
+        let sc = unsafe { &*(stream as *const StreamClocks) };
+        for &clock in &sc.joins[..(sc.join_count as usize).min(MAX_JOINS)] {
+            // SAFETY: the host lists live `num_threads`-entry clocks.
+            join_clock_part(
+                &clocks,
+                state.tid,
+                unsafe { words(clock, cta.n) },
+                lane,
+                lanes,
+            );
+        }
+        arch::sync_threads();
     }
-    // SAFETY: the stream's clocks start with their header.
-    let sc = unsafe { &*(stream as *const StreamClocks) };
-    for &clock in &sc.joins[..(sc.join_count as usize).min(MAX_JOINS)] {
-        // SAFETY: the host lists live `num_threads`-entry clocks.
-        join_clock_part(&clocks, tid, unsafe { words(clock, cta.n) }, lane, lanes);
-    }
-    arch::sync_threads();
     if lane == 0 {
         clocks.unlock_exclusive();
     }
@@ -206,11 +228,14 @@ unsafe fn exit(stream: u64, kernel: u32) {
     let clocks = cta.clocks(st.tid);
     let (lane, lanes) = lane();
     let ring = cta.ring_slot(stream, kernel % STREAM_RING_SLOTS);
-    publish_clock_part(&clocks, ring, lane, lanes);
+    // Every thread reads the flag before the barrier below, and only the
+    // first thread writes it after: the block takes one path.
+    let current = clocks.ring_current();
+    publish_cta_exit_part(&clocks, ring, lane, lanes, current);
     arch::sync_threads();
     if lane == 0 {
         clocks.lock_exclusive();
-        clocks.mark_published();
+        finish_cta_exit(&clocks, st.tid, ring, current);
         clocks.unlock_exclusive();
         SmSlotWords::of(cta.slots(), st.smid).release(st.slot);
     }

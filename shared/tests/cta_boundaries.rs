@@ -1,0 +1,186 @@
+//! The GPU runtime's CTA entry and exit skip the `O(num_threads)` clock
+//! work for every CTA but the first of a launch in each slot
+//! (`ThreadClocks::enter_launch`, `ring_current`, `publish_cta_exit_part`,
+//! `finish_cta_exit`). This pins that shortcut to the full protocol (join
+//! the launch's inputs at every entry, publish the whole clock at every
+//! exit): over random launches, slots, acquires and snapshots, every
+//! CTA's clock after its entry and every launch's ring slot are equal.
+
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use proptest::prelude::*;
+use vigil_shared::abi::{thread_state_words, STREAM_RING_SLOTS};
+use vigil_shared::atomic::CoreAtomics;
+use vigil_shared::clock::ThreadClocks;
+use vigil_shared::gpu::{
+    finish_cta_exit, join_clock_part, publish_clock_part, publish_cta_exit_part,
+};
+
+/// Sanitizer threads: the slots (`0..SLOTS`) and ids of other devices'
+/// threads that only reach the clocks through joins.
+const THREADS: u32 = 12;
+const SLOTS: u32 = 5;
+const BUFFER: u32 = 2;
+const LANES: u32 = 3;
+
+/// One CTA: its slot, the entries it acquires during its body, and
+/// whether it publishes a snapshot (a release) on the way.
+#[derive(Clone, Debug)]
+struct Cta {
+    slot: u32,
+    acquires: Vec<(u32, u32)>,
+    release: bool,
+}
+
+#[derive(Clone, Debug)]
+struct Launch {
+    /// An event the launch waits on (the stream's join list), if any.
+    join: Option<Vec<u32>>,
+    ctas: Vec<Cta>,
+}
+
+fn launch() -> impl Strategy<Value = Launch> {
+    let cta = (
+        0..SLOTS,
+        prop::collection::vec((0..THREADS, 1..40u32), 0..3),
+        prop::bool::weighted(0.2),
+    )
+        .prop_map(|(slot, acquires, release)| Cta {
+            slot,
+            acquires,
+            release,
+        });
+    (
+        prop::option::weighted(0.3, prop::collection::vec(0..50u32, THREADS as usize)),
+        prop::collection::vec(cta, 1..24),
+    )
+        .prop_map(|(join, ctas)| Launch { join, ctas })
+}
+
+/// A device's thread states and stream ring, run by one protocol.
+struct Device {
+    states: Vec<AtomicU32>,
+    ring: Vec<AtomicU32>,
+    words: usize,
+}
+
+impl Device {
+    fn new() -> Device {
+        let words = thread_state_words(THREADS, BUFFER);
+        let zeros = |n| (0..n).map(|_| AtomicU32::new(0)).collect::<Vec<_>>();
+        Device {
+            states: zeros(words * SLOTS as usize),
+            ring: zeros((STREAM_RING_SLOTS * THREADS) as usize),
+            words,
+        }
+    }
+
+    fn clocks(&self, tid: u32) -> ThreadClocks<'_, CoreAtomics> {
+        let at = tid as usize * self.words;
+        ThreadClocks::new(&self.states[at..at + self.words], THREADS, BUFFER)
+    }
+
+    fn ring_slot(&self, kernel: u32) -> &[AtomicU32] {
+        let at = ((kernel % STREAM_RING_SLOTS) * THREADS) as usize;
+        &self.ring[at..at + THREADS as usize]
+    }
+
+    /// Runs `cta` as kernel `kernel` (launch id `kernel` too) of the
+    /// stream; `memo` picks the shortcut. Returns the clock after entry.
+    fn run(&self, kernel: u32, join: Option<&[AtomicU32]>, cta: &Cta, memo: bool) -> Vec<u32> {
+        let tid = cta.slot;
+        let clocks = self.clocks(tid);
+        if clocks.tid() != tid || clocks.get(tid) == 0 {
+            clocks.init(tid);
+        }
+        clocks.lock_exclusive_fresh(tid).unwrap();
+        let needs_join = clocks.enter_launch(kernel);
+        if needs_join || !memo {
+            for lane in 0..LANES {
+                if kernel > 0 {
+                    join_clock_part(&clocks, tid, self.ring_slot(kernel - 1), lane, LANES);
+                }
+                if let Some(src) = join {
+                    join_clock_part(&clocks, tid, src, lane, LANES);
+                }
+            }
+        }
+        clocks.unlock_exclusive();
+        let entered = (0..THREADS).map(|j| clocks.get(j)).collect();
+        clocks.lock_exclusive_fresh(tid).unwrap();
+        for &(j, v) in &cta.acquires {
+            if j != tid {
+                clocks.join_entry(j, v);
+            }
+        }
+        if cta.release {
+            clocks.publish();
+        }
+        clocks.unlock_exclusive();
+        let ring = self.ring_slot(kernel);
+        if memo {
+            let current = clocks.ring_current();
+            for lane in 0..LANES {
+                publish_cta_exit_part(&clocks, ring, lane, LANES, current);
+            }
+            clocks.lock_exclusive();
+            finish_cta_exit(&clocks, tid, ring, current);
+        } else {
+            for lane in 0..LANES {
+                publish_clock_part(&clocks, ring, lane, LANES);
+            }
+            clocks.lock_exclusive();
+            clocks.mark_published();
+        }
+        clocks.unlock_exclusive();
+        entered
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn the_entry_and_exit_shortcut_equals_the_full_protocol(
+        launches in prop::collection::vec(launch(), 1..8),
+    ) {
+        let (full, memo) = (Device::new(), Device::new());
+        for (kernel, l) in launches.iter().enumerate() {
+            let kernel = kernel as u32;
+            let join: Option<Vec<AtomicU32>> =
+                l.join.as_ref().map(|v| v.iter().map(|&x| AtomicU32::new(x)).collect());
+            // The host clears a ring slot before its launch reuses it.
+            for d in [&full, &memo] {
+                for w in d.ring_slot(kernel) {
+                    w.store(0, Ordering::Relaxed);
+                }
+            }
+            for (i, cta) in l.ctas.iter().enumerate() {
+                let a = full.run(kernel, join.as_deref(), cta, false);
+                let b = memo.run(kernel, join.as_deref(), cta, true);
+                prop_assert_eq!(a, b, "clock after entry, kernel {} CTA {}", kernel, i);
+            }
+            let ring = |d: &Device| {
+                d.ring_slot(kernel).iter().map(|w| w.load(Ordering::Relaxed)).collect::<Vec<_>>()
+            };
+            prop_assert_eq!(ring(&full), ring(&memo), "ring of kernel {}", kernel);
+        }
+    }
+}
+
+/// The shortcut is taken: after the first CTA of a launch in a slot,
+/// entries skip the join and exits publish the own entry alone.
+#[test]
+fn later_ctas_of_a_launch_skip_the_clock_work() {
+    let d = Device::new();
+    let clocks = d.clocks(0);
+    clocks.init(0);
+    assert!(clocks.enter_launch(7), "the first CTA of launch 7 joins");
+    assert!(!clocks.ring_current());
+    finish_cta_exit(&clocks, 0, d.ring_slot(7), false);
+    assert!(!clocks.enter_launch(7), "the next one does not");
+    assert!(clocks.ring_current(), "and publishes its own entry alone");
+    clocks.join_entry(3, 9);
+    assert!(!clocks.ring_current(), "until it acquires something new");
+    assert!(clocks.enter_launch(8), "a new launch joins again");
+}
