@@ -104,7 +104,8 @@ pub struct ThreadStateHeader {
     /// Snapshots published so far; the last token issued (tokens start at 1).
     pub clock_head: u32,
     /// [`DIRTY`](ThreadStateHeader::DIRTY) / [`PUBLISHED`](ThreadStateHeader::PUBLISHED) /
-    /// [`RING_CURRENT`](ThreadStateHeader::RING_CURRENT) flags.
+    /// [`RING_CURRENT`](ThreadStateHeader::RING_CURRENT) /
+    /// [`PENDING`](ThreadStateHeader::PENDING) flags.
     pub dirty: u32,
     /// Counter of the seeded eviction choices made by this thread.
     pub read_counter: u32,
@@ -137,6 +138,9 @@ impl ThreadStateHeader {
     /// entry grew since this thread's last exit published it there, so the
     /// next exit in that launch publishes the own entry alone.
     pub const RING_CURRENT: u32 = 4;
+    /// A pending clock holds something (a relaxed read from a release
+    /// waiting for an acquire fence): the next CTA entry clears them.
+    pub const PENDING: u32 = 8;
     /// u32 words in the header.
     pub const WORDS: usize = size_of::<Self>() / 4;
     /// Word index of [`ThreadStateHeader::lock`].

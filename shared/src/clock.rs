@@ -333,8 +333,8 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
             self.slot_word(token, j).store(v, MemOrder::Relaxed);
         }
         self.set_header(H::LAST_TOKEN_WORD, token);
-        // A snapshot changes nothing the stream ring holds.
-        self.set_header(H::DIRTY_WORD, H::PUBLISHED | (flags & H::RING_CURRENT));
+        // The snapshot is the clock now; the other flags stand.
+        self.set_header(H::DIRTY_WORD, (flags & !H::DIRTY) | H::PUBLISHED);
         token
     }
 
@@ -463,6 +463,10 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
         let w = self.pending_word(level, j as usize);
         if v > w.load(MemOrder::Relaxed) {
             w.store(v, MemOrder::Relaxed);
+            let flags = self.header(H::DIRTY_WORD);
+            if flags & H::PENDING == 0 {
+                self.set_header(H::DIRTY_WORD, flags | H::PENDING);
+            }
         }
     }
 
@@ -476,15 +480,22 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
     }
 
     /// Under the write lock: forgets fence state at a CTA entry (a fence in
-    /// one CTA never pairs with an atomic of another).
+    /// one CTA never pairs with an atomic of another). The pending clocks
+    /// are cleared only when something was put in them (most CTAs never
+    /// read from a release without acquiring), so an entry is `O(1)`.
     pub fn reset_fence_state(&self) {
         self.set_fence_tokens(FenceRelease::NONE, FenceRelease::NONE);
+        let flags = self.header(H::DIRTY_WORD);
+        if flags & H::PENDING == 0 {
+            return;
+        }
         for j in 0..self.num_threads {
             self.pending_word(PendingLevel::Device, j)
                 .store(0, MemOrder::Relaxed);
             self.pending_word(PendingLevel::System, j)
                 .store(0, MemOrder::Relaxed);
         }
+        self.set_header(H::DIRTY_WORD, flags & !H::PENDING);
     }
 
     /// The last release fences: `(device or wider, system)`.

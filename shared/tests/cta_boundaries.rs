@@ -184,3 +184,39 @@ fn later_ctas_of_a_launch_skip_the_clock_work() {
     assert!(!clocks.ring_current(), "until it acquires something new");
     assert!(clocks.enter_launch(8), "a new launch joins again");
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// A CTA entry forgets every pending clock entry (a relaxed read of a
+    /// release in one CTA is never acquired by a fence of the next), though
+    /// it clears them only when something was put there.
+    #[test]
+    fn an_entry_forgets_every_pending_read(
+        rounds in prop::collection::vec(
+            prop::collection::vec((0..2usize, 0..THREADS, 1..60u32), 0..6),
+            1..6,
+        ),
+    ) {
+        use vigil_shared::clock::PendingLevel;
+        let d = Device::new();
+        let tid = 1;
+        let clocks = d.clocks(tid);
+        clocks.init(tid);
+        for pending in &rounds {
+            clocks.lock_exclusive();
+            clocks.reset_fence_state();
+            let before: Vec<u32> = (0..THREADS).map(|j| clocks.get(j)).collect();
+            for level in [PendingLevel::Device, PendingLevel::System] {
+                clocks.acquire_pending(level);
+            }
+            let after: Vec<u32> = (0..THREADS).map(|j| clocks.get(j)).collect();
+            prop_assert_eq!(before, after, "an acquire fence right after entry joins nothing");
+            for &(level, j, v) in pending {
+                let level = [PendingLevel::Device, PendingLevel::System][level];
+                clocks.join_pending(level, j, v);
+            }
+            clocks.unlock_exclusive();
+        }
+    }
+}
