@@ -1,5 +1,6 @@
 //! Kernels that stage tiles of a matrix in shared memory.
 
+use vigil_device::math;
 use vigil_device::prelude::*;
 
 /// Side of the square tiles of [`transpose()`].
@@ -82,7 +83,8 @@ pub fn sgemm(
         sync_threads();
         let mut kk = 0;
         while kk < S {
-            acc += ta.load(ty * S + kk) * tb.load(kk * S + tx);
+            // A fused multiply-add, as nvcc contracts `acc += a * b`.
+            acc = math::fma(ta.load(ty * S + kk), tb.load(kk * S + tx), acc);
             kk += 1;
         }
         sync_threads();
