@@ -454,27 +454,56 @@ pub const RANGE_ACCESS_PARAMS: &[ParamDesc] = &[
 pub const HOST_SITE_TAG: u64 = 1 << 63;
 
 /// Bytes of a range one thread of the range-access entry checks as one
-/// access: a racing range gives at most one report per chunk.
-pub const RANGE_CHUNK_BYTES: u64 = 4096;
+/// access (one 16-byte-aligned unit: a warp's units tile four 128-byte
+/// lines, so the warp's accesses take the hooks' line-run path, and a
+/// whole warp's shadow updates are coalesced).
+pub const RANGE_UNIT_BYTES: u64 = 16;
 
 /// Threads per block of a range-access launch.
-pub const RANGE_BLOCK_THREADS: u32 = 64;
+pub const RANGE_BLOCK_THREADS: u32 = 256;
 
-/// The grid (blocks of [`RANGE_BLOCK_THREADS`]) that checks ranges of
-/// `read_bytes` and `write_bytes`: one thread per chunk of the longer,
-/// at least one block. The entry loops grid-stride, so any grid is right.
-pub const fn range_access_blocks(read_bytes: u64, write_bytes: u64) -> u32 {
-    let bytes = if read_bytes > write_bytes {
-        read_bytes
+/// Blocks a range-access launch has at most (enough to fill a large GPU
+/// several times over; the threads then loop grid-stride).
+pub const RANGE_MAX_BLOCKS: u64 = 2048;
+
+/// The 16-byte units (aligned to 16 bytes in memory) a range of `bytes`
+/// at `addr` touches.
+pub const fn range_units(addr: u64, bytes: u64) -> u64 {
+    if bytes == 0 {
+        return 0;
+    }
+    (addr + bytes - 1) / RANGE_UNIT_BYTES - addr / RANGE_UNIT_BYTES + 1
+}
+
+/// Unit `unit` of the range `[addr, addr + bytes)`: its start and length,
+/// the range clipped to the unit's 16 aligned bytes.
+pub const fn range_unit(addr: u64, bytes: u64, unit: u64) -> (u64, u32) {
+    let aligned = (addr / RANGE_UNIT_BYTES + unit) * RANGE_UNIT_BYTES;
+    let start = if aligned > addr { aligned } else { addr };
+    let end_aligned = aligned + RANGE_UNIT_BYTES;
+    let end = if end_aligned < addr + bytes {
+        end_aligned
     } else {
-        write_bytes
+        addr + bytes
     };
-    let chunks = bytes.div_ceil(RANGE_CHUNK_BYTES);
-    let blocks = chunks.div_ceil(RANGE_BLOCK_THREADS as u64);
+    (start, (end - start) as u32)
+}
+
+/// The grid (blocks of [`RANGE_BLOCK_THREADS`]) that checks the ranges
+/// `reads` and `writes` (address, bytes): one thread per unit of the
+/// longer, at most [`RANGE_MAX_BLOCKS`], at least one block. The entry
+/// loops grid-stride, so any grid is right.
+pub const fn range_access_blocks(reads: (u64, u64), writes: (u64, u64)) -> u32 {
+    let (r, w) = (
+        range_units(reads.0, reads.1),
+        range_units(writes.0, writes.1),
+    );
+    let units = if r > w { r } else { w };
+    let blocks = units.div_ceil(RANGE_BLOCK_THREADS as u64);
     if blocks == 0 {
         1
-    } else if blocks > 65_535 {
-        65_535
+    } else if blocks > RANGE_MAX_BLOCKS {
+        RANGE_MAX_BLOCKS as u32
     } else {
         blocks as u32
     }
@@ -540,6 +569,36 @@ mod tests {
         for (a, b) in out_a.iter().zip(&out_b) {
             assert_eq!(a.load(MemOrder::Relaxed), b.load(MemOrder::Relaxed));
         }
+    }
+
+    /// The units of a range tile it exactly, each inside one aligned
+    /// 16-byte block, whatever the range's alignment.
+    #[test]
+    fn range_units_tile_the_range() {
+        for addr in [0u64, 1, 3, 4, 15, 16, 17, 4096 + 12] {
+            for bytes in [0u64, 1, 4, 15, 16, 17, 31, 32, 100, 4096, 4099] {
+                let mut next = addr;
+                for u in 0..range_units(addr, bytes) {
+                    let (start, size) = range_unit(addr, bytes, u);
+                    assert_eq!(start, next, "units follow each other");
+                    assert!(size >= 1 && size as u64 <= RANGE_UNIT_BYTES);
+                    assert_eq!(
+                        start / 16,
+                        (start + size as u64 - 1) / 16,
+                        "one aligned block"
+                    );
+                    next = start + size as u64;
+                }
+                assert_eq!(next, addr + bytes, "the units cover the range");
+            }
+        }
+        assert_eq!(range_access_blocks((0, 0), (0, 0)), 1);
+        assert_eq!(
+            range_access_blocks((0, 1 << 30), (0, 16)),
+            RANGE_MAX_BLOCKS as u32
+        );
+        assert_eq!(range_access_blocks((0, 4096), (0, 0)), 1);
+        assert_eq!(range_access_blocks((8, 4096), (0, 0)), 2, "257 units");
     }
 
     #[test]

@@ -5,13 +5,16 @@
 //! the transfer, with the ranges the transfer reads and writes. It runs
 //! inside the CTA entry and exit hooks like every sanitized kernel, so the
 //! stream's clocks, events and host synchronisations order it exactly as
-//! they order kernels; each thread checks chunks of
-//! [`RANGE_CHUNK_BYTES`] grid-stride, as plain reads or writes made at the
-//! host call site the `site` tag names. Defined here under its exported
+//! they order kernels; each thread checks units of [`RANGE_UNIT_BYTES`]
+//! (aligned in memory) grid-stride, as plain reads or writes made at the
+//! host call site the `site` tag names: a warp's units tile whole lines,
+//! so they are noted as line runs and their shadow updates coalesce. Defined here under its exported
 //! name, so every kernel crate's PTX carries it (the sanitized cut keeps
 //! it: it is a `__vigil` entry; the plain cut drops it).
 
-use vigil_shared::gpu::{RANGE_ACCESS_ENTRY, RANGE_CHUNK_BYTES};
+#[cfg(doc)]
+use vigil_shared::gpu::RANGE_UNIT_BYTES;
+use vigil_shared::gpu::{range_unit, range_units, RANGE_ACCESS_ENTRY};
 
 use super::cta::{lane, run_cta};
 use super::hooks::{check_host_access, linear_block};
@@ -69,18 +72,17 @@ pub unsafe extern "ptx-kernel" fn range_access(
     }
 }
 
-/// This thread's chunks of `[addr, addr + bytes)`, grid-stride.
+/// This thread's units of `[addr, addr + bytes)`, grid-stride.
 #[inline(always)]
 fn check_range(addr: u64, bytes: u64, write: bool, site: u64, at: (u32, u32)) {
     let (lane, lanes) = lane();
     let g = crate::arch::ptx::grid_dim();
     let threads = u64::from(lanes) * u64::from(g.x * g.y * g.z);
-    let mut chunk = u64::from(linear_block()) * u64::from(lanes) + u64::from(lane);
-    let chunks = bytes.div_ceil(RANGE_CHUNK_BYTES);
-    while chunk < chunks {
-        let start = chunk * RANGE_CHUNK_BYTES;
-        let size = (bytes - start).min(RANGE_CHUNK_BYTES) as u32;
-        check_host_access(addr + start, size, write, site, at);
-        chunk += threads.max(1);
+    let mut unit = u64::from(linear_block()) * u64::from(lanes) + u64::from(lane);
+    let units = range_units(addr, bytes);
+    while unit < units {
+        let (start, size) = range_unit(addr, bytes, unit);
+        check_host_access(start, size, write, site, at);
+        unit += threads.max(1);
     }
 }

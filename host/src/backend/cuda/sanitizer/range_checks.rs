@@ -122,7 +122,7 @@ impl GpuSanitizer {
         caller: &'static Location<'static>,
     ) -> Result<Option<(Arc<RangeEntry>, RangeCheck)>> {
         let (reads, writes) = (reads.unwrap_or((0, 0)), writes.unwrap_or((0, 0)));
-        let config = LaunchConfig::new(range_access_blocks(reads.1, writes.1), RANGE_BLOCK_THREADS);
+        let config = LaunchConfig::new(range_access_blocks(reads, writes), RANGE_BLOCK_THREADS);
         let name = kind.on_stream(stream_id);
         let mut st = lock(&self.state);
         let site = st.sites.tag(caller);
