@@ -31,37 +31,55 @@ fn pow2i(n: i32) -> f32 {
 /// power-of-two factors, each within the normal range.
 #[inline(always)]
 fn scale(v: f32, n: f32) -> f32 {
-    let n = n as i32;
+    scale_by(v, n as i32)
+}
+
+/// [`scale`] for an `n` already an integer.
+#[inline(always)]
+fn scale_by(v: f32, n: i32) -> f32 {
     let half = n >> 1;
     v * pow2i(half) * pow2i(n - half)
 }
 
-/// `2^x`: `x = n + r` with `r = x - rint(x)` exact, so the approximation
-/// only sees `|r| <= 0.5` and the scaling is exact.
+/// 1.5 * 2^23: added to a value below 2^22 in magnitude, it leaves the
+/// value rounded to the nearest integer in the sum's low mantissa bits.
+const ROUNDING_MAGIC: f32 = 12_582_912.0;
+
+/// `a * b` rounded once to the nearest integer, as a float and as an
+/// integer (`|a * b| < 2^22`): one `fma` with [`ROUNDING_MAGIC`] does both
+/// without a float-to-integer conversion (whose saturating Rust cast costs
+/// six instructions). A NaN gives a NaN float and an arbitrary integer.
 #[inline(always)]
-pub(super) fn exp2<P: Primitives>(x: f32) -> f32 {
-    if x.is_nan() {
-        return x + x;
-    }
-    // Beyond these the result is 0 or infinity; clamping keeps `n` in scale's range.
-    let x = x.clamp(-200.0, 200.0);
-    let n = P::rint(x);
-    scale(P::ex2_reduced(x - n), n)
+fn round_product<P: Primitives>(a: f32, b: f32) -> (f32, i32) {
+    let t = P::fma(a, b, ROUNDING_MAGIC);
+    (
+        t - ROUNDING_MAGIC,
+        t.to_bits() as i32 - ROUNDING_MAGIC.to_bits() as i32,
+    )
 }
 
-/// `e^x = 2^(x log2 e)`: `n = rint(x log2 e)` and the remainder
-/// `r = x log2 e - n` formed by `fma` with log2 e in two parts, so the
-/// product's rounding (which would cost up to ~50 ulp at `|x| = 88`) is
-/// not amplified.
+/// `2^x`: `x = n + r` with `r = x - n` exact, so the approximation only
+/// sees `|r| <= 0.5` and the scaling is exact. A NaN flows through as a
+/// NaN (`r` is one), with no branch.
+#[inline(always)]
+pub(super) fn exp2<P: Primitives>(x: f32) -> f32 {
+    // Beyond these the result is 0 or infinity; clamping keeps `n` in
+    // scale's range.
+    let x = x.clamp(-200.0, 200.0);
+    let (n, k) = round_product::<P>(x, 1.0);
+    scale_by(P::ex2_reduced(x - n), k)
+}
+
+/// `e^x = 2^(x log2 e)`: `n`, the nearest integer to `x log2 e` (rounded
+/// once), and the remainder `r = x log2 e - n` formed by `fma` with
+/// log2 e in two parts, so the product's rounding (which would cost up to
+/// ~50 ulp at `|x| = 88`) is not amplified. A NaN flows through.
 #[inline(always)]
 pub(super) fn exp<P: Primitives>(x: f32) -> f32 {
-    if x.is_nan() {
-        return x + x;
-    }
     let x = x.clamp(-120.0, 120.0);
-    let n = P::rint(x * LOG2_E_HI);
+    let (n, k) = round_product::<P>(x, LOG2_E_HI);
     let r = P::fma(x, LOG2_E_LO, P::fma(x, LOG2_E_HI, -n));
-    scale(P::ex2_reduced(r), n)
+    scale_by(P::ex2_reduced(r), k)
 }
 
 // fdlibm's logf: ln(1 + f) = f - f^2/2 + s (f^2/2 + R(s^2)), s = f / (2 + f);
