@@ -52,14 +52,6 @@ impl Vmm {
         self.device(ctx.cuda_device()?).map(drop)
     }
 
-    /// The `GlobalState` of rank `rank`'s region as its owner wrote it,
-    /// read from the mapped region.
-    pub fn read_global_state(&self, rank: u32) -> VmmResult<GlobalState> {
-        let va = self.mapped_region(rank)?.0;
-        let bytes = runtime_state::read(va, size_of::<GlobalState>(), self.home_ordinal())?;
-        Ok(bytemuck::pod_read_unaligned(&bytes))
-    }
-
     /// Unmaps rank `rank`'s imported region (a group's join undone).
     pub fn forget_runtime_state(&self, rank: u32) -> VmmResult<()> {
         let taken = lock(&self.shared.runtime)
@@ -93,6 +85,7 @@ impl Vmm {
     pub fn publish_barrier_clock(&self, ordinal: usize, n: u32, clock: &[u32]) -> VmmResult<()> {
         let rank = self.runtime_of(ordinal)?.rank;
         let va = self.barrier_clock_va(rank, n, clock.len())?;
+        self.shared.home.bind()?;
         runtime_state::write(va, bytemuck::cast_slice(clock), ordinal)
     }
 
@@ -102,10 +95,13 @@ impl Vmm {
         let (_, global) = self.mapped_region(rank)?;
         let len = global.num_threads as usize;
         let va = self.barrier_clock_va(rank, n, len)?;
+        self.shared.home.bind()?;
         let bytes = runtime_state::read(va, 4 * len, self.home_ordinal())?;
         Ok(bytes
-            .chunks_exact(4)
-            .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+            .as_chunks::<4>()
+            .0
+            .iter()
+            .map(|c| u32::from_ne_bytes(*c))
             .collect())
     }
 
