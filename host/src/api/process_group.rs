@@ -175,6 +175,7 @@ impl ProcessGroup {
                 // reached from this device.
                 device: ordinal,
                 bytes: size & !SANITIZED_JOIN,
+                // Not sent either: the import reads the owner's back.
                 global: own.global,
                 fd,
             };
@@ -265,7 +266,7 @@ impl ProcessGroup {
     /// so a peer never sees it unzeroed. On any error (a size mismatch, a
     /// rank that never came or died: [`Error::Rendezvous`]) nothing stays
     /// allocated or mapped, and the received descriptors are closed.
-    #[track_caller]
+    /// Races found meanwhile stay for the context's next collection.
     pub fn alloc<T: Pod>(&self, len: usize) -> Result<ProcessSymmetric<'_, T>> {
         let bytes =
             len.checked_mul(size_of::<T>())
@@ -285,7 +286,7 @@ impl ProcessGroup {
         // here: the buffer is new, and the exchange orders it before any
         // rank's use).
         self.vmm.zero_data(&own, &self.stream)?;
-        self.stream.synchronize()?;
+        self.stream.wait_idle()?;
         let export = self.vmm.export(own.ptr)?;
         let shares = self.rendezvous().1.exchange(
             bytes as u64,
