@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use vigil::unstable::testing::require_gpu;
 use vigil::{
     Context, DeviceBuffer, Error, GroupProblem, KernelFn, LaunchConfig, Module, ProcessGroup,
-    RaceReports, ReportKind,
+    RaceReports, ReportKind, Stream,
 };
 use vigil_kernels::symmetric::{barrier_exchange, peer_flag_handoff, peer_put_get};
 use vigil_tests::KERNELS_PTX;
@@ -303,6 +303,32 @@ fn sanitized_rank(rank: u32, socket: &str) {
         assert_eq!(out.to_vec(stream).unwrap(), want, "rank 1's read");
     }
     race_free(rank, "host group barrier", &group.context().take_reports());
+}
+
+/// A sanitized context whose sanitizer has started (its runtime state
+/// exists, made for one process) can no longer join a group: a typed
+/// refusal before any rendezvous, not a hang.
+#[test]
+fn a_sanitized_context_joins_before_its_first_allocation() {
+    if require_gpu().is_none() {
+        return;
+    }
+    let ctx = Context::builder()
+        .gpu(0)
+        .sanitize(true)
+        .build()
+        .expect("a sanitized context");
+    let stream = Stream::new(&ctx).unwrap();
+    let first = DeviceBuffer::<u32>::alloc_zeroed(&stream, 1).unwrap();
+    let e = ProcessGroup::join(ctx.clone(), "/tmp/vigil-never-met.sock", 0, 2).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Group(GroupProblem::SanitizerStarted { rank: 0, .. })
+        ),
+        "{e:?}"
+    );
+    drop(first);
 }
 
 #[test]
