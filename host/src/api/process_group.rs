@@ -89,6 +89,7 @@ impl std::fmt::Debug for ProcessGroup {
             .field("world", &self.world)
             .field("socket", &self.socket)
             .field("device", &self.ctx.device())
+            .field("sanitized", &self.sanitized)
             .finish()
     }
 }
