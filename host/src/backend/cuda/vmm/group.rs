@@ -45,6 +45,14 @@ pub fn runtime_mismatch(own: &GlobalState, peer: &GlobalState) -> Option<String>
         .map(|(what, a, b)| format!("{what}: {b}, here {a}"))
 }
 
+/// Where the group's pool lies in a process whose runtime-state
+/// reservation starts at `globals_base`: in rank [`POOL_RANK`]'s region
+/// (whose `GlobalState` is `owner`), at the offset its layout gives, the
+/// same offset in every process. Pure: tested on the CPU.
+pub fn group_pool_base(globals_base: u64, owner: &GlobalState) -> u64 {
+    device_globals(globals_base, POOL_RANK) + RegionLayout::of(owner).pool_offset
+}
+
 impl Vmm {
     /// Sets up `ctx`'s device here if no allocation or launch did yet:
     /// its runtime state made, with the configuration's rank.
@@ -74,8 +82,7 @@ impl Vmm {
             .flatten()
             .ok_or(VmmError::NoRuntimeState { ordinal })?;
         let mut g = own.global;
-        g.pool_base = device_globals(self.globals_base(), POOL_RANK)
-            + RegionLayout::of(&owner.global).pool_offset;
+        g.pool_base = group_pool_base(self.globals_base(), &owner.global);
         g.pool_capacity = owner.global.pool_capacity;
         self.rewrite_global_state(ordinal, g)
     }
@@ -149,6 +156,8 @@ impl Vmm {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use vigil_shared::address::{thread_state_address, PER_DEVICE_STATE_STRIDE};
 
     fn state(sms: u32, ranks: u32) -> GlobalState {
         GlobalState {
@@ -181,5 +190,51 @@ mod tests {
             runtime_mismatch(&own, &bigger).as_deref(),
             Some("ranks: 4, here 2")
         );
+    }
+
+    proptest! {
+        /// The address plan of a group, whatever its size and layout: every
+        /// rank's thread states lie in its own region, below the pool; the
+        /// group's pool, computed in any process, is where rank 0's
+        /// creation put it (its `GlobalState`'s `pool_base`, relative to
+        /// that process's reservation), ends before the barrier clocks, and
+        /// the two barrier clocks are disjoint and inside the region.
+        #[test]
+        fn the_group_address_plan_never_overlaps(
+            sms in 1u32..200,
+            world in 1u32..=8,
+            cb in 1u32..=64,
+            records in 0u32..=(1 << 16),
+            base_a in 1u64..64,
+            base_b in 1u64..64,
+        ) {
+            let n = sms * world;
+            let layout = RegionLayout::new(sms, n, cb, records);
+            prop_assume!(layout.fits());
+            let owner = GlobalState {
+                num_sms: sms,
+                num_devices: world,
+                num_threads: n,
+                clock_buffer_size: cb,
+                pool_capacity: records,
+                thread_state_bytes: layout.thread_state_bytes as u32,
+                pool_base: layout.pool_offset,
+                ..GlobalState::default()
+            };
+            let stride = PER_DEVICE_STATE_STRIDE;
+            for base in [base_a * 32 * stride, base_b * 32 * stride] {
+                prop_assert_eq!(group_pool_base(base, &owner), base + owner.pool_base);
+                for tid in [0, sms - 1, n / 2, n - 1] {
+                    let (rank, local) = (tid / sms, tid % sms);
+                    let at = thread_state_address(base, rank, local, n, cb);
+                    let region = device_globals(base, rank);
+                    prop_assert!(at >= region + super::super::layout::THREAD_STATES_OFFSET);
+                    prop_assert!(at + layout.thread_state_bytes <= region + layout.pool_offset);
+                }
+            }
+            prop_assert!(layout.pool_offset < layout.barrier_offset);
+            prop_assert!(layout.barrier_clock(0) + layout.barrier_clock_bytes <= layout.barrier_clock(1));
+            prop_assert!(layout.barrier_clock(1) + layout.barrier_clock_bytes <= layout.used_bytes);
+        }
     }
 }
