@@ -60,15 +60,20 @@ impl Vmm {
         self.device(ctx.cuda_device()?).map(drop)
     }
 
-    /// Unmaps rank `rank`'s imported region (a group's join undone).
-    pub fn forget_runtime_state(&self, rank: u32) -> VmmResult<()> {
+    /// Unmaps rank `rank`'s imported region (a group's join undone). Only
+    /// for a rank [`Vmm::import_runtime_state`] mapped: a device's own
+    /// region is never given up while its kernels may run.
+    pub(crate) fn forget_runtime_state(&self, rank: u32) -> VmmResult<()> {
+        if lock(&self.shared.devices).values().any(|d| d.rank == rank) {
+            return Ok(());
+        }
+        self.shared.home.bind()?;
         let taken = lock(&self.shared.runtime)
             .get_mut(rank as usize)
             .and_then(Option::take);
-        match taken {
-            Some(rt) => physical::teardown(&physical::Cuda, &[rt.mapping]),
-            None => Ok(()),
-        }
+        taken.map_or(Ok(()), |rt| {
+            physical::teardown(&physical::Cuda, &[rt.mapping])
+        })
     }
 
     /// Points device `ordinal`'s `GlobalState` at rank [`POOL_RANK`]'s
