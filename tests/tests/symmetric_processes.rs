@@ -96,9 +96,13 @@ fn run_group(test: &str, tag: &str, rank: fn(u32, &str), expect: &[&str]) {
         .collect();
     let started = Instant::now();
     let outputs: Vec<(bool, String)> = children.into_iter().map(|c| finish(c, started)).collect();
-    for (r, (ok, out)) in outputs.iter().enumerate() {
+    // Both ranks' output first: the one that failed first is not always
+    // the one whose output says why.
+    for (r, (_, out)) in outputs.iter().enumerate() {
         println!("rank {r}:\n{out}");
-        assert!(ok, "rank {r} failed:\n{out}");
+    }
+    for (r, (ok, _)) in outputs.iter().enumerate() {
+        assert!(ok, "rank {r} failed (its output is above)");
     }
     let all: String = outputs.iter().map(|(_, o)| o.as_str()).collect();
     for line in expect {
@@ -262,9 +266,9 @@ fn sanitized_rank(rank: u32, socket: &str) {
     race_free(rank, "release/acquire flag", &races);
 
     // The kernels' group barrier: each rank writes the next rank's
-    // buffer, passes the barrier, reads its own.
+    // buffer, passes the barrier (one flag per rank), reads its own.
     let data = group.alloc::<u32>(2).expect("data");
-    let flags = group.alloc::<u32>(1).expect("flags");
+    let flags = group.alloc::<u32>(2).expect("flags");
     let mut out = DeviceBuffer::<u32>::alloc_zeroed(stream, 2).unwrap();
     stream
         .launch(
