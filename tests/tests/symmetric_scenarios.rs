@@ -25,6 +25,9 @@ const THREADS: u32 = 32;
 /// Scope codes of the flag kernels (`vigil_kernels::races::scope`).
 const DEVICE: u32 = 1;
 const SYSTEM: u32 = 2;
+/// `peer_flag_handoff`'s `ordered`: a release store and an acquire load
+/// (0: both relaxed).
+const RELEASE_ACQUIRE: u32 = 1;
 
 /// The line of `symmetric.rs` that carries `// @marker`.
 fn line_of(marker: &str) -> u32 {
@@ -144,17 +147,19 @@ fn unsynchronised_peer_write(world: usize, writer: u32, reader: u32) {
     assert_eq!(host_copy(&group, &data, reader), handed_off());
 }
 
-/// The hand-off from rank 0 to rank 1 through a flag of scope code `sc`;
-/// returns the verdicts.
+/// The hand-off from rank 0 to rank 1 through a release/acquire flag of
+/// scope code `sc`; returns the verdicts.
 fn flag_handoff(world: usize, sc: u32) -> Vec<(ReportKind, u32, u32, u32, u32)> {
-    flag_handoff_between(world, sc, 0, 1)
+    flag_handoff_between(world, sc, RELEASE_ACQUIRE, 0, 1)
 }
 
 /// The hand-off from `writer` to `reader` through a flag of scope code
-/// `sc`; returns the verdicts.
+/// `sc`, release/acquire unless `ordered` is 0 (relaxed); returns the
+/// verdicts.
 fn flag_handoff_between(
     world: usize,
     sc: u32,
+    ordered: u32,
     writer: u32,
     reader: u32,
 ) -> Vec<(ReportKind, u32, u32, u32, u32)> {
@@ -168,6 +173,7 @@ fn flag_handoff_between(
             flag.peers(rank)?,
             out.peer(rank, rank)?,
             sc,
+            ordered,
             writer,
             reader,
         );
@@ -221,7 +227,7 @@ proptest! {
     fn any_pair_ordered_by_a_system_scope_flag_is_race_free(
         (world, writer, reader) in world_and_pair(),
     ) {
-        let got = flag_handoff_between(world, SYSTEM, writer, reader);
+        let got = flag_handoff_between(world, SYSTEM, RELEASE_ACQUIRE, writer, reader);
         prop_assert_eq!(got, vec![]);
     }
 }
@@ -230,6 +236,27 @@ proptest! {
 fn system_scope_flag_orders_devices() {
     for world in [2, 4] {
         assert_eq!(flag_handoff(world, SYSTEM), vec![], "world {world}");
+    }
+}
+
+/// A relaxed system-scope flag across devices (the racy flag): the reader
+/// reads after the writer wrote, unordered: one read-after-write race
+/// naming both devices, and nothing about the flag itself (atomics).
+#[test]
+fn relaxed_flag_across_devices_is_a_race() {
+    let want = (
+        ReportKind::ReadAfterWrite,
+        line_of("handoff_get"),
+        1,
+        line_of("handoff_put"),
+        0,
+    );
+    for world in [2, 4] {
+        assert_eq!(
+            flag_handoff_between(world, SYSTEM, 0, 0, 1),
+            vec![want],
+            "world {world}"
+        );
     }
 }
 
@@ -292,6 +319,7 @@ fn a_flag_nobody_sets_ends_at_the_launch_timeout() {
         flag.peers(1).unwrap(),
         out.peer(1, 1).unwrap(),
         SYSTEM,
+        RELEASE_ACQUIRE,
         0u32,
         1u32,
     );

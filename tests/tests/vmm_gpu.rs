@@ -559,7 +559,7 @@ fn export_import_round_trip_in_one_process(ctx: &Context) {
         .export_runtime_state(g.ctx.ordinal())
         .expect("export runtime state");
     let third = Vmm::new(&g.ctx, VmmConfig::default()).unwrap();
-    third
+    let imported = third
         .import_runtime_state(&g.ctx, &rt)
         .expect("import runtime state");
     let at = third.runtime_state_of_rank(rt.rank).unwrap();
@@ -567,6 +567,7 @@ fn export_import_round_trip_in_one_process(ctx: &Context) {
     let raw = read_u32(&g.stream, at, 16);
     let seen: GlobalState = bytemuck::pod_read_unaligned(bytemuck::cast_slice(&raw));
     assert_eq!(seen, g.vmm.global_state(g.ctx.ordinal()).unwrap());
+    assert_eq!(imported, seen, "the import returns what the owner wrote");
     assert!(matches!(
         third.import_runtime_state(&g.ctx, &rt),
         Err(VmmError::RuntimeStateExists { .. })

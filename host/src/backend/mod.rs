@@ -23,7 +23,10 @@ pub(crate) use cpu::hooks::{group_cpu_sanitizers, CpuSanitizer, CpuSanitizerPara
 pub(crate) use cpu::launch::HostEntry;
 pub(crate) use cpu::CpuOptions;
 pub(crate) use cuda::driver::{device_count, gpu_available};
-pub(crate) use cuda::vmm::{Allocation as VmmAllocation, CachingPool, ExportedAllocation, Vmm};
+pub(crate) use cuda::vmm::group::runtime_mismatch;
+pub(crate) use cuda::vmm::{
+    Allocation as VmmAllocation, CachingPool, ExportedAllocation, ExportedRuntimeState, Vmm,
+};
 pub(crate) use cuda::{AsCudaDevice, AsCudaStream, CudaDevice, CudaStream};
 pub(crate) use transfer::Transfer;
 
@@ -228,6 +231,24 @@ impl Backend {
                 c.host_sync(HostSync::Context);
                 Ok(())
             }
+        }
+    }
+
+    /// The GPU sanitizer's host clock (what a group of processes'
+    /// barrier publishes; the sanitizer is made if no launch made it).
+    pub(crate) fn host_clock(&self) -> Result<Vec<u32>> {
+        match self {
+            Backend::Cuda(c) => Ok(c.gpu_sanitizer()?.host_clock()),
+            Backend::Cpu(_) => Err(self.gpu_only("a group of processes' barrier")),
+        }
+    }
+
+    /// Orders the GPU sanitizer's later launches after `clock` (other
+    /// processes' host clocks, joined at a group barrier).
+    pub(crate) fn join_host_clock(&self, clock: &[u32]) -> Result<()> {
+        match self {
+            Backend::Cuda(c) => c.gpu_sanitizer()?.join_host_clock(clock),
+            Backend::Cpu(_) => Err(self.gpu_only("a group of processes' barrier")),
         }
     }
 

@@ -51,14 +51,42 @@ pub enum GroupProblem {
         /// The ranks asked for.
         world: usize,
     },
-    /// A sanitized context in a group of processes: each process's
-    /// shadow and runtime state would have to be shared with the others,
-    /// which is not built yet (plain contexts work as shared memory).
+    /// A sanitized context joins a group of processes before its
+    /// sanitizer starts: its runtime state is made for the group (its
+    /// rank, clocks as long as the whole group's threads), which cannot
+    /// change once it exists.
     #[error(
-        "a sanitized context cannot join a group of processes yet: the shadow and the \
-         sanitizer's runtime state are not shared across processes; use a plain context"
+        "rank {rank}: a sanitized context joins a group of processes before its first \
+         allocation or launch (the sanitizer's runtime state already exists: {reason})"
     )]
-    SanitizedProcesses,
+    SanitizerStarted {
+        /// The joining rank.
+        rank: u32,
+        /// What the shadow allocator said.
+        reason: String,
+    },
+    /// This process's sanitizer is wired to a group of processes already
+    /// (peers' runtime state mapped at their ranks); a process is one rank
+    /// of one sanitized group.
+    #[error(
+        "this process already joined a sanitized group of processes (rank {rank} of it is mapped)"
+    )]
+    AlreadyJoined {
+        /// A rank already mapped.
+        rank: u32,
+    },
+    /// A rank's sanitizer runtime state is not laid out like this
+    /// process's (another GPU model or sanitizer configuration), so thread
+    /// ids and clocks would not agree across the group.
+    #[error("rank {rank}'s sanitizer runtime state differs from rank {own}'s: {what}")]
+    RuntimeMismatch {
+        /// The differing rank.
+        rank: u32,
+        /// This process's rank.
+        own: u32,
+        /// Which field differs, and the two values.
+        what: String,
+    },
     /// The hardware gives device `from` no access to device `to`'s memory
     /// (`cuDeviceCanAccessPeer`).
     #[error("CUDA device {from} cannot access the memory of device {to}")]
@@ -69,13 +97,16 @@ pub enum GroupProblem {
         to: usize,
     },
     /// A rank of a group of processes shared another number of file
-    /// descriptors than an allocation's two (data and shadow handles).
-    #[error("rank {rank} shared {count} file descriptors for an allocation, not 2")]
+    /// descriptors than the collective call's (an allocation's two, data
+    /// and shadow handles; a sanitized join's one, the runtime state).
+    #[error("rank {rank} shared {count} file descriptors, not {expected}")]
     Descriptors {
         /// The sharing rank.
         rank: u32,
         /// The descriptors it shared.
         count: usize,
+        /// The descriptors the call shares.
+        expected: usize,
     },
     /// A rank past the group.
     #[error("rank {rank} out of range (world {world})")]

@@ -93,6 +93,7 @@ pub struct VmmConfig {
     clock_buffer_size: u32,
     seed: u32,
     device_ranks: Option<Vec<usize>>,
+    process_rank: Option<ProcessRank>,
     shadow_pool_records: u32,
     sanitized_registers: u32,
     caching: bool,
@@ -107,6 +108,7 @@ impl Default for VmmConfig {
             clock_buffer_size: 32,
             seed: 0x5eed,
             device_ranks: None,
+            process_rank: None,
             shadow_pool_records: 1 << 16,
             sanitized_registers: DEFAULT_SANITIZED_REGISTERS,
             caching: true,
@@ -160,6 +162,12 @@ impl VmmConfig {
         self.device_ranks.as_deref()
     }
 
+    /// This process's place in a group of processes, if it is one
+    /// ([`VmmConfigBuilder::process_rank`]).
+    pub fn process_rank(&self) -> Option<ProcessRank> {
+        self.process_rank
+    }
+
     /// Inflated shadow records per device.
     pub fn shadow_pool_records(&self) -> u32 {
         self.shadow_pool_records
@@ -192,8 +200,13 @@ impl VmmConfig {
     }
 
     /// The rank of device `ordinal`, and the number of ranks, given
-    /// `device_count` devices when no explicit topology is configured.
+    /// `device_count` devices when no explicit topology is configured. In
+    /// a group of processes ([`VmmConfig::process_rank`]) only the
+    /// process's device has a rank, the process's.
     pub fn rank_of(&self, ordinal: usize, device_count: usize) -> Option<(u32, u32)> {
+        if let Some(p) = self.process_rank {
+            return (p.ordinal == ordinal).then_some((p.rank, p.world));
+        }
         match &self.device_ranks {
             Some(ranks) => ranks
                 .iter()
@@ -202,6 +215,20 @@ impl VmmConfig {
             None => (ordinal < device_count).then_some((ordinal as u32, device_count as u32)),
         }
     }
+}
+
+/// This process's place in a group of processes (one device each, like
+/// a multi-GPU job's processes, or several on one GPU): its device is
+/// rank `rank` of `world`, so its sanitizer threads get ids of their own
+/// across the group and its vector clocks have room for every rank's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcessRank {
+    /// The process's device.
+    pub ordinal: usize,
+    /// Its rank.
+    pub rank: u32,
+    /// Ranks in the group.
+    pub world: u32,
 }
 
 /// Builds a [`VmmConfig`]; setters check their value and the first error
@@ -378,6 +405,28 @@ impl VmmConfigBuilder {
     pub fn device_ranks(mut self, ranks: Vec<usize>) -> Self {
         let r = check_ranks("device_ranks", &format!("{ranks:?}"), &ranks)
             .map(|()| self.config.device_ranks = Some(ranks));
+        self.record(r)
+    }
+
+    /// This process's device `ordinal` is rank `rank` of `world`
+    /// processes (`rank < world <= 32`; see [`ProcessRank`]); other
+    /// devices have no rank. Overrides [`VmmConfigBuilder::device_ranks`].
+    /// [`ProcessGroup::join`](crate::ProcessGroup::join) sets it.
+    pub fn process_rank(mut self, ordinal: usize, rank: u32, world: u32) -> Self {
+        let r = if rank < world && u64::from(world) <= MAX_DEVICES {
+            self.config.process_rank = Some(ProcessRank {
+                ordinal,
+                rank,
+                world,
+            });
+            Ok(())
+        } else {
+            Err(err(
+                "process_rank",
+                format!("rank {rank} of {world}"),
+                format!("a rank below a group size of 1 to {MAX_DEVICES}"),
+            ))
+        };
         self.record(r)
     }
 
@@ -642,5 +691,33 @@ mod tests {
             .build()
             .unwrap_err();
         assert_eq!(e.source_name, "shadow_pool_records");
+    }
+
+    /// A process of a group: its device alone has a rank, the process's,
+    /// whatever the device topology says; bad ranks are refused.
+    #[test]
+    fn a_process_rank_names_the_process_device_only() {
+        let c = VmmConfig::builder()
+            .device_ranks(vec![0, 1])
+            .process_rank(0, 1, 2)
+            .build()
+            .unwrap();
+        assert_eq!(c.rank_of(0, 1), Some((1, 2)));
+        assert_eq!(c.rank_of(1, 2), None);
+        assert_eq!(
+            c.process_rank(),
+            Some(ProcessRank {
+                ordinal: 0,
+                rank: 1,
+                world: 2
+            })
+        );
+        for (rank, world) in [(2, 2), (0, 0), (0, 33)] {
+            let e = VmmConfig::builder()
+                .process_rank(0, rank, world)
+                .build()
+                .unwrap_err();
+            assert_eq!(e.source_name, "process_rank");
+        }
     }
 }

@@ -21,31 +21,38 @@ pub fn peer_put_get(data: Peers<u32>, out: GlobalSliceMut<u32>, writer: u32, rea
 }
 
 /// The same hand-off through a flag: rank `writer` writes rank `reader`'s
-/// `data`, then thread 0 sets rank `reader`'s `flag` with a release store
-/// of scope code `sc` (1 device, 2 system); rank `reader`'s thread 0 waits
-/// for it with an acquire load of the same scope, then every thread reads
-/// `data` into `out`.
+/// `data`, then thread 0 sets rank `reader`'s `flag` with a store of
+/// scope code `sc` (1 device, 2 system), a release store when `ordered`
+/// is not 0; rank `reader`'s thread 0 waits for it with a load of the same
+/// scope (acquire when `ordered`), then every thread reads `data` into
+/// `out`. With `ordered` 0 the flag is relaxed: the reader reads after
+/// the writer wrote, yet nothing orders the two (the racy flag).
 #[kernel]
 pub fn peer_flag_handoff<S: Sanitizer>(
     data: Peers<u32, S>,
     flag: Peers<u32, S>,
     out: GlobalSliceMut<u32, S>,
     sc: u32,
+    ordered: u32,
     writer: u32,
     reader: u32,
 ) {
+    let (set, wait) = match ordered {
+        0 => (Ordering::Relaxed, Ordering::Relaxed),
+        _ => (Ordering::Release, Ordering::Acquire),
+    };
     let i = thread_idx().x as usize;
     if data.rank() == writer {
         data.peer(reader).store(i, i as u32 + 1); // @handoff_put
         sync_threads();
         if i == 0 {
             let f = flag.peer(reader).at(0);
-            f.atomic_store(1, Ordering::Release, scope(sc)); // @flag_set
+            f.atomic_store(1, set, scope(sc)); // @flag_set
         }
     } else if data.rank() == reader {
         if i == 0 {
             let f = flag.local().at(0);
-            while f.atomic_load(Ordering::Acquire, scope(sc)) == 0 {} // @flag_wait
+            while f.atomic_load(wait, scope(sc)) == 0 {} // @flag_wait
         }
         sync_threads();
         out.store(i, data.local().load(i)); // @handoff_get

@@ -360,6 +360,13 @@ impl GpuSanitizer {
     }
 }
 
+/// `into[j] = max(into[j], clock[j])` for the entries both have.
+fn join_into(into: &mut [u32], clock: &[u32]) {
+    for (h, &c) in into.iter_mut().zip(clock) {
+        *h = (*h).max(c);
+    }
+}
+
 /// Files `records` under the context that launched each one's reporting
 /// kernel (the collecting `owner` when the launch is no longer known) and
 /// takes `owner`'s, oldest first.
@@ -438,15 +445,47 @@ impl GpuSanitizer {
         self.device.bind()?;
         for source in &fold {
             let bytes = read_device(source.addr, st.host_clock.len() * 4)?;
-            for (h, c) in st.host_clock.iter_mut().zip(bytes.as_chunks::<4>().0) {
-                *h = (*h).max(u32::from_le_bytes(*c));
-            }
+            let clock: Vec<u32> = bytes
+                .as_chunks::<4>()
+                .0
+                .iter()
+                .map(|c| u32::from_le_bytes(*c))
+                .collect();
+            join_into(&mut st.host_clock, &clock);
         }
+        Self::adopt_host_clock(st, &fold)
+    }
+
+    /// Writes the host clock into a new device block that every later
+    /// launch joins, in place of the sources `folded` into it.
+    fn adopt_host_clock(st: &mut State, folded: &[clocks::Source]) -> Result<()> {
         let block = DeviceBlock::zeroed(st.host_clock.len() * 4)?;
         block.write(bytemuck::cast_slice(&st.host_clock))?;
-        st.book.adopt_host_clock(block.addr, &fold);
+        st.book.adopt_host_clock(block.addr, folded);
         st.host_clocks.push(block);
         Ok(())
+    }
+
+    /// The host clock: what every kernel the host has waited for had
+    /// seen at its exit (`num_threads` entries), what a group of
+    /// processes' barrier publishes.
+    pub fn host_clock(&self) -> Vec<u32> {
+        lock(&self.state).host_clock.clone()
+    }
+
+    /// Orders every later launch after `clock` (another process's host
+    /// clock, published at a group barrier this process has passed):
+    /// joined into the host clock.
+    pub fn join_host_clock(&self, clock: &[u32]) -> Result<()> {
+        let mut st = lock(&self.state);
+        let st = &mut *st;
+        let before = st.host_clock.clone();
+        join_into(&mut st.host_clock, clock);
+        if st.host_clock == before {
+            return Ok(());
+        }
+        self.device.bind()?;
+        Self::adopt_host_clock(st, &[])
     }
 
     /// The races of `owner`'s launches found since its last collection

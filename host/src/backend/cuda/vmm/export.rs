@@ -182,13 +182,14 @@ impl Vmm {
 
     /// Maps a peer's exported runtime state at its rank's stride in this
     /// allocator's runtime-state reservation, accessible from `ctx`'s
-    /// device. Fails with [`VmmError::RuntimeStateExists`] if that rank is
-    /// mapped already. Freezes the configuration.
+    /// device, and returns the `GlobalState` its owner wrote there. Fails
+    /// with [`VmmError::RuntimeStateExists`] if that rank is mapped
+    /// already. Freezes the configuration.
     pub fn import_runtime_state(
         &self,
         ctx: &impl AsCudaDevice,
         e: &ExportedRuntimeState,
-    ) -> VmmResult<()> {
+    ) -> VmmResult<GlobalState> {
         let ctx = ctx.cuda_device()?;
         let stride = super::PER_DEVICE_STATE_STRIDE;
         if e.rank as u64 >= super::MAX_DEVICES || e.bytes == 0 || e.bytes > stride {
@@ -211,14 +212,18 @@ impl Vmm {
         let h = import_fd(&e.fd, "runtime-state")?;
         let va = device_globals(self.globals_base(), e.rank);
         let mapping = undo.map_owned(va, e.bytes, h, &[ctx.ordinal()])?;
+        // What the owner wrote, not what the exporter said (across
+        // processes only the descriptor travels).
+        let bytes = super::runtime_state::read(va, size_of::<GlobalState>(), ctx.ordinal())?;
+        let global = bytemuck::pod_read_unaligned(&bytes);
         undo.commit();
         runtime[e.rank as usize] = Some(DeviceRuntime {
             ordinal: e.device,
             rank: e.rank,
             mapping,
-            global: e.global,
+            global,
         });
-        Ok(())
+        Ok(global)
     }
 
     /// Device address of rank `rank`'s runtime-state region, if mapped

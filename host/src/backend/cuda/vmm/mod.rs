@@ -13,6 +13,7 @@
 //!   stream at once, on another stream once an event recorded at the free
 //!   has completed; a reused block's shadow is zeroed on its new stream.
 //! - [`export`]: allocations and runtime state as POSIX file descriptors.
+//! - [`group`]: the runtime state wired to a group of processes.
 //! - [`VmmConfig`]: the settings, from a builder and `VIGIL_*` variables.
 //!
 //! Every address constant and formula comes from [`vigil_shared::address`]
@@ -21,6 +22,7 @@
 pub use crate::sanitizer::buddy;
 mod error;
 pub mod export;
+pub mod group;
 pub(crate) mod physical;
 mod pool;
 pub mod reservation;
@@ -565,6 +567,15 @@ impl Vmm {
     /// `capacity` records at device address `addr` (host-mapped memory
     /// owned by the reporting code).
     pub fn set_report_buffer(&self, ordinal: usize, addr: u64, capacity: u32) -> VmmResult<()> {
+        let mut g = self.runtime_of(ordinal)?.global;
+        g.report_buffer = addr;
+        g.report_capacity = capacity;
+        self.rewrite_global_state(ordinal, g)
+    }
+
+    /// Writes `g` as device `ordinal`'s `GlobalState` (its region's first
+    /// bytes, and the copy kept here).
+    pub(crate) fn rewrite_global_state(&self, ordinal: usize, g: GlobalState) -> VmmResult<()> {
         let rank = self.runtime_of(ordinal)?.rank as usize;
         let ctx = lock(&self.shared.devices)
             .get(&ordinal)
@@ -573,15 +584,21 @@ impl Vmm {
         let rt = runtime[rank]
             .as_mut()
             .ok_or(VmmError::NoRuntimeState { ordinal })?;
-        let mut g = rt.global;
-        g.report_buffer = addr;
-        g.report_capacity = capacity;
         if let Some(ctx) = ctx {
             ctx.bind()?;
         }
         runtime_state::write(rt.mapping.va, bytemuck::bytes_of(&g), ordinal)?;
         rt.global = g;
         Ok(())
+    }
+
+    /// Zeroes the data of a live allocation on `stream`: the allocator's
+    /// own initialisation, like its shadow's, not an access the sanitizer
+    /// checks (nothing can have accessed a fresh allocation yet).
+    pub fn zero_data(&self, alloc: &Allocation, stream: &impl AsCudaStream) -> VmmResult<()> {
+        let stream = stream.cuda_stream()?;
+        stream.device().bind()?;
+        physical::PhysOps::zero_async(&Cuda, alloc.ptr, alloc.mapped_bytes, stream.raw())
     }
 }
 

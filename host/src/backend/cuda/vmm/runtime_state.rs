@@ -8,7 +8,9 @@
 //! (`thread_state_bytes(num_threads, clock_buffer_size)` each, initialised
 //! by [`ThreadClocks::init`]: epoch 1, everything else empty); then,
 //! 256-byte aligned, the inflated-record pool (a [`PoolHeader`] and
-//! `shadow_pool_records` records). The rest of the mapping is zero. The
+//! `shadow_pool_records` records); then, 256-byte aligned, the
+//! [`BARRIER_CLOCKS`] clocks a group of processes publishes its host
+//! clock in at a barrier (see `group`). The rest of the mapping is zero. The
 //! report buffer lives in host-mapped memory owned by the reporting code;
 //! [`super::Vmm::set_report_buffer`] writes its address into the
 //! `GlobalState`.
@@ -24,6 +26,12 @@ use vigil_shared::address::{device_globals, sanitizer_tid};
 use vigil_shared::atomic::CoreAtomics;
 use vigil_shared::clock::ThreadClocks;
 
+/// Host clocks a region holds for a group's barriers: barrier `n`
+/// publishes in clock `n % 2`, so a rank that went on to the next barrier
+/// never overwrites the clock a slower rank is still reading (it cannot
+/// reach barrier `n + 2` before every rank has left barrier `n`).
+pub const BARRIER_CLOCKS: u64 = 2;
+
 /// Sizes of one device's region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RegionLayout {
@@ -31,7 +39,12 @@ pub struct RegionLayout {
     pub thread_state_bytes: u64,
     /// Offset of the inflated-record pool.
     pub pool_offset: u64,
-    /// Bytes used (GlobalState, thread states, pool).
+    /// Offset of the barrier clocks ([`BARRIER_CLOCKS`] of `num_threads`
+    /// u32 each).
+    pub barrier_offset: u64,
+    /// Bytes of one barrier clock.
+    pub barrier_clock_bytes: u64,
+    /// Bytes used (GlobalState, thread states, pool, barrier clocks).
     pub used_bytes: u64,
 }
 
@@ -48,11 +61,30 @@ impl RegionLayout {
         let pool_offset = round_up(THREAD_STATES_OFFSET + num_sms as u64 * tsb, 256);
         let pool_bytes = std::mem::size_of::<PoolHeader>() as u64
             + pool_records as u64 * std::mem::size_of::<InflatedRecord>() as u64;
+        let barrier_offset = round_up(pool_offset + pool_bytes, 256);
+        let barrier_clock_bytes = 4 * num_threads as u64;
         RegionLayout {
             thread_state_bytes: tsb,
             pool_offset,
-            used_bytes: pool_offset + pool_bytes,
+            barrier_offset,
+            barrier_clock_bytes,
+            used_bytes: barrier_offset + BARRIER_CLOCKS * barrier_clock_bytes,
         }
+    }
+
+    /// The layout of the region whose `GlobalState` is `g`.
+    pub fn of(g: &GlobalState) -> RegionLayout {
+        RegionLayout::new(
+            g.num_sms,
+            g.num_threads,
+            g.clock_buffer_size,
+            g.pool_capacity,
+        )
+    }
+
+    /// Offset of the clock barrier `n` publishes in.
+    pub fn barrier_clock(&self, n: u32) -> u64 {
+        self.barrier_offset + u64::from(n) % BARRIER_CLOCKS * self.barrier_clock_bytes
     }
 
     /// True when the region fits the per-device stride.
@@ -175,6 +207,19 @@ pub(crate) fn create<O: PhysOps>(ops: &O, p: &DeviceParams) -> VmmResult<DeviceR
     })
 }
 
+/// Synchronous device-to-host copy of `len` bytes from `src`.
+pub(crate) fn read(src: u64, len: usize, ordinal: usize) -> VmmResult<Vec<u8>> {
+    let mut out = vec![0u8; len];
+    cu(
+        "cuMemcpyDtoH_v2",
+        // SAFETY: `out` is writable for `len` bytes; `src..src+len` is
+        // mapped for the current device (the caller's context).
+        || unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), src, len) },
+        || format!("reading {len} bytes of runtime state of device {ordinal} at {src:#x}"),
+    )?;
+    Ok(out)
+}
+
 /// Synchronous host-to-device copy of `bytes` to `dst`.
 pub(crate) fn write(dst: u64, bytes: &[u8], ordinal: usize) -> VmmResult<()> {
     cu(
@@ -225,6 +270,38 @@ mod tests {
             &img[layout.pool_offset as usize..][..size_of::<PoolHeader>()],
         );
         assert_eq!(ph.capacity, 1 << 16);
+    }
+
+    /// The barrier clocks follow the pool without overlapping it, the two
+    /// alternate, and a layout recomputed from the region's `GlobalState`
+    /// is the one it was made with.
+    #[test]
+    fn barrier_clocks_follow_the_pool_and_alternate() {
+        let layout = RegionLayout::new(132 * 7, 132 * 7 * 2, 32, 1 << 16);
+        let pool_end = layout.pool_offset
+            + (size_of::<PoolHeader>() + (1 << 16) * size_of::<InflatedRecord>()) as u64;
+        assert!(layout.barrier_offset >= pool_end);
+        assert_eq!(layout.barrier_offset % 256, 0);
+        assert_eq!(layout.barrier_clock_bytes, 4 * 132 * 7 * 2);
+        assert_eq!(layout.barrier_clock(0), layout.barrier_offset);
+        assert_eq!(layout.barrier_clock(2), layout.barrier_clock(0));
+        assert_eq!(
+            layout.barrier_clock(3),
+            layout.barrier_offset + layout.barrier_clock_bytes
+        );
+        assert_eq!(
+            layout.used_bytes,
+            layout.barrier_clock(1) + layout.barrier_clock_bytes
+        );
+        assert!(layout.fits());
+        let g = GlobalState {
+            num_sms: 132 * 7,
+            num_threads: 132 * 7 * 2,
+            clock_buffer_size: 32,
+            pool_capacity: 1 << 16,
+            ..Default::default()
+        };
+        assert_eq!(RegionLayout::of(&g), layout);
     }
 
     #[test]
