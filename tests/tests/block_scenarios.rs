@@ -8,14 +8,12 @@
 //! Written once ([`scenarios`]) and instantiated per backend like
 //! `race_scenarios.rs`, with the same expected verdicts on both (up to
 //! which of a race's two accesses came first, which the GPU's scheduling
-//! decides: see `common::unordered`). The divergent barrier runs only on
-//! the CPU backend: on a GPU a `sync_threads` that some threads skip is
-//! matched by the hardware with whatever barrier the others reach next
-//! (the CTA's exit included), so there is nothing to wait for and no
-//! arrival count the runtime could trust (see ARCHITECTURE.md).
+//! decides: see `common::unordered`). A divergent barrier is the same
+//! typed error on both ([`Error::DivergentBarrier`]): the CPU backend fails
+//! the launch, the GPU's sanitized barriers note each thread's call and
+//! the next synchronisation returns it (see ARCHITECTURE.md).
 
-use vigil::unstable::cpu::CpuError;
-use vigil::{Error, LaunchConfig, ReportKind};
+use vigil::{DivergentBarrier, Error, LaunchConfig, ReportKind};
 
 #[macro_use]
 mod common;
@@ -40,6 +38,7 @@ mod gpu {
         warp_neighbours_without_sync, warp_neighbours_full_vote, warp_neighbours_half_votes,
         warp_neighbours_sync_warp,
         shared_atomics, shared_atomics_and_a_plain_store,
+        divergent_barrier_returned_threads, divergent_barrier_two_calls,
         global_same_block_race, global_same_block_fixed);
 }
 
@@ -74,7 +73,7 @@ fn expect(what: &str, outcome: Option<vigil::Result<()>>, expected: &[Verdict]) 
 mod scenarios {
     use super::common::codes::*;
     use super::common::{Bench, MakeContext};
-    use super::{check, expect, line_of, race, CpuError, Error, LaunchConfig};
+    use super::{check, expect, line_of, race, DivergentBarrier, Error, LaunchConfig};
     use vigil::{DeviceBuffer, Kernel, KernelArgs};
     use vigil_kernels::block_races::*;
 
@@ -275,29 +274,34 @@ mod scenarios {
         );
     }
 
-    /// Launches `divergent_barrier` and returns the CPU error it fails with.
-    fn divergent_case(make: MakeContext, mode: u32) -> Option<CpuError> {
+    /// Launches `divergent_barrier` (one block of 32 threads) and returns
+    /// the divergence its launch and synchronisation fail with.
+    fn divergent_case(make: MakeContext, mode: u32) -> Option<DivergentBarrier> {
         let b = Bench::new(make, 1)?;
         let mut out = b.zeros(32);
         let outcome = run_one_block::<divergent_barrier, _>(&b, 32, (&mut out, mode));
         match outcome {
-            Err(Error::Cpu(e)) => Some(e),
-            other => panic!("a divergent barrier must fail the launch, got {other:?}"),
+            Err(Error::DivergentBarrier(d)) => Some(d),
+            other => panic!("a divergent barrier must be reported, got {other:?}"),
         }
     }
 
-    /// Asserts `e` is a divergent barrier at `marker`'s line naming `detail`.
-    fn assert_divergent(e: &CpuError, marker: &str, detail: &[&str]) {
-        let CpuError::DivergentBarrier {
-            barrier, detail: d, ..
-        } = e
-        else {
-            panic!("expected a divergent barrier, got {e}");
-        };
+    /// Asserts `d` is a divergent barrier of block 0 at `marker`'s line
+    /// naming `detail` (the threads where they were).
+    fn assert_divergent(d: &DivergentBarrier, marker: &str, detail: &[&str]) {
+        assert_eq!((d.block.x, d.block.y, d.block.z), (0, 0, 0), "{d}");
         let at = format!("block_races.rs:{}:", line_of(marker));
-        assert!(barrier.contains(&at), "barrier {barrier} is not at {at}");
+        assert!(
+            d.barrier.contains(&at),
+            "barrier {} is not at {at}",
+            d.barrier
+        );
         for part in detail {
-            assert!(d.contains(part), "`{d}` does not say `{part}`");
+            assert!(
+                d.detail.contains(part),
+                "`{}` does not say `{part}`",
+                d.detail
+            );
         }
     }
 

@@ -198,8 +198,10 @@ unsafe fn enter(runtime: u64, stream: u64, kernel: u32, launch: u32) {
 #[inline(never)]
 unsafe fn exit(stream: u64, kernel: u32) {
     // Every thread's accesses are done (and visible to the block) before
-    // the clock is published and the slot handed on.
-    arch::sync_threads();
+    // the clock is published and the slot handed on. A barrier site like
+    // any other, so that threads that returned early are seen by a
+    // divergent `sync_threads` the hardware completes with this barrier.
+    super::block::exit_barrier();
     let st = CtaState::current();
     // SAFETY: the launch's runtime is live (run_cta's contract).
     let cta = unsafe { Cta::new(st.runtime()) };
@@ -207,7 +209,9 @@ unsafe fn exit(stream: u64, kernel: u32) {
     let (lane, lanes) = lane();
     let ring = cta.ring_slot(stream, kernel % STREAM_RING_SLOTS);
     publish_clock_part(&clocks, ring, lane, lanes);
-    arch::sync_threads();
+    // Not `.aligned`: after a divergent barrier, lanes of one warp may
+    // meet here and at a `sync_threads` of the body.
+    arch::barrier_sync();
     if lane == 0 {
         clocks.lock_exclusive();
         clocks.mark_published();

@@ -334,8 +334,8 @@ impl Sanitizer for GpuSanitizer {
     }
 
     #[inline(always)]
-    fn barrier(_loc: &'static Location<'static>) {
-        super::block::barrier()
+    fn barrier(loc: &'static Location<'static>) {
+        super::block::barrier(loc)
     }
 
     #[inline(always)]

@@ -313,7 +313,9 @@ impl Context {
 
 /// `Ok` without reports, else [`Error::Races`].
 pub(crate) fn races_to_result(reports: RaceReports) -> Result<()> {
-    if reports.is_empty() {
+    if let Some(d) = reports.divergent_barriers().first() {
+        Err(Error::DivergentBarrier(d.clone()))
+    } else if reports.is_empty() {
         Ok(())
     } else {
         Err(Error::Races(reports))

@@ -42,7 +42,7 @@ use std::sync::atomic::{AtomicU32, Ordering as MemOrder};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use vigil_shared::abi::ReportBufferHeader;
-use vigil_shared::block::GlobalTable;
+use vigil_shared::block::{DivergenceRecord, GlobalTable, DIVERGENT_BARRIER_KIND};
 use vigil_shared::engine::sc_fence_words;
 use vigil_shared::gpu::{
     GpuReportRecord, GpuRuntime, SideEntry, SmSlots, StreamClocks, HIDDEN_PARAMS, MAX_JOINS,
@@ -53,6 +53,7 @@ use super::stream::CudaStream;
 use super::vmm::CachingPool;
 use crate::abi::params::ParamBuffer;
 use crate::error::{Error, Result};
+use crate::sanitizer::barrier::decode_divergence;
 use crate::sanitizer::decode::{decode_all, LaunchShape, PriorSite};
 use crate::sanitizer::report::RaceReports;
 use crate::types::{EventId, LaunchConfig, StreamId};
@@ -90,6 +91,8 @@ struct State {
     sites: HostSites,
     /// The range-access entry, or the transfer checks waiting for it.
     range: RangeState,
+    /// The same-block table's overflow count at the last collection.
+    unchecked_seen: u64,
 }
 
 /// The GPU sanitizer of one device.
@@ -102,7 +105,7 @@ pub(crate) struct GpuSanitizer {
     runtime: DeviceBlock,
     _slot_table: DeviceBlock,
     _side_table: DeviceBlock,
-    _block_table: DeviceBlock,
+    block_table: DeviceBlock,
     _sc_fences: DeviceBlock,
     reports: MappedBlock,
     layout: Option<LocationLayout>,
@@ -202,7 +205,7 @@ impl GpuSanitizer {
             runtime,
             _slot_table: slot_table,
             _side_table: side_table,
-            _block_table: block_table,
+            block_table,
             _sc_fences: sc_fences,
             reports,
             layout: LocationLayout::probe(),
@@ -217,6 +220,7 @@ impl GpuSanitizer {
                 pending: HashMap::new(),
                 sites: HostSites::default(),
                 range: RangeState::Waiting(Vec::new()),
+                unchecked_seen: 0,
             }),
         })
     }
@@ -307,11 +311,18 @@ impl GpuSanitizer {
         let State {
             pending, launches, ..
         } = &mut *st;
-        let records = file_records(pending, launches, read, owner);
+        let mut records = file_records(pending, launches, read, owner);
         let dropped = u64::from(claimed) - stored as u64;
-        if records.is_empty() && dropped == 0 {
+        let unchecked = self.unchecked_since(&mut st.unchecked_seen);
+        if records.is_empty() && dropped == 0 && unchecked == 0 {
             return RaceReports::new();
         }
+        let divergent: Vec<DivergenceRecord> = records
+            .iter()
+            .filter(|r| r.report.kind == DIVERGENT_BARRIER_KIND)
+            .map(|r| bytemuck::cast(*r))
+            .collect();
+        records.retain(|r| r.report.kind != DIVERGENT_BARRIER_KIND);
         let priors: Vec<Option<PriorSite>> = records
             .iter()
             .map(|r| {
@@ -349,14 +360,37 @@ impl GpuSanitizer {
             read: &read,
             allocation: &allocation,
         };
-        decode_all(
+        let mut out = decode_all(
             records
                 .iter()
                 .map(|r| &r.report)
                 .zip(priors.iter().map(Option::as_ref)),
             records.len() as u64 + dropped,
             &resolver,
-        )
+        );
+        for d in &divergent {
+            out.push_divergent_barrier(decode_divergence(d, &resolver));
+        }
+        out.add_unchecked_words(unchecked);
+        out
+    }
+
+    /// Word accesses the same-block table skipped (it was full) since
+    /// the last call, `seen` holding the count then. The table's header
+    /// is read with a plain copy, which waits for no stream (they are
+    /// non-blocking): a kernel still running may add more, counted next
+    /// time. A read that fails counts nothing.
+    fn unchecked_since(&self, seen: &mut u64) -> u64 {
+        if self.device.bind().is_err() {
+            return 0;
+        }
+        let Ok(bytes) = read_device(self.block_table.addr, 8) else {
+            return 0;
+        };
+        let now = u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8]));
+        let new = now.saturating_sub(*seen);
+        *seen = now.max(*seen);
+        new
     }
 }
 
