@@ -502,23 +502,40 @@ pub const fn unpack_array(detail: u32) -> Option<(u64, u64)> {
 /// every thread sees the flag once past the barrier.
 pub const EXIT_SITE: u32 = 1;
 
-/// A barrier call's site: the low 32 bits of its `Location`'s address
-/// (8-aligned, so never [`EXIT_SITE`]).
+/// Bits of a site in the barrier slot.
+const SITE_BITS: u32 = 24;
+
+/// A barrier call's site: the low 24 bits of its `Location`'s address
+/// (8-aligned, so never [`EXIT_SITE`]; a module's locations lie within
+/// 16 MiB of each other, so two calls never share a site).
 pub const fn barrier_site(location: u64) -> u32 {
-    location as u32 & !1
+    location as u32 & ((1 << SITE_BITS) - 2)
 }
 
 /// The tag of barrier instance `barriers` (barriers passed before it) of
-/// the block stamped `stamp` (never 0): slot and flag values of earlier
-/// instances, or left by an earlier CTA, never match it.
-pub const fn barrier_tag(stamp: u32, barriers: u32) -> u32 {
-    (stamp ^ (barriers & 0xffff).wrapping_mul(0x9E37_79B1).rotate_left(7)) | 1
+/// the block stamped `stamp`: 40 bits, never 0, so that slot and flag
+/// values of earlier instances, or what an earlier CTA left in shared
+/// memory, practically never match it.
+pub const fn barrier_tag(stamp: u32, barriers: u32) -> u64 {
+    let x = ((stamp as u64) << 16 | (barriers & 0xffff) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (x >> SITE_BITS) | 1
 }
 
 /// The barrier slot's value for the first arrival at site `site` of the
-/// instance tagged `tag`.
-pub const fn barrier_slot(tag: u32, site: u32) -> u64 {
-    (tag as u64) << 32 | site as u64
+/// instance tagged `tag` (also the flag's value, with [`EXIT_SITE`]: the
+/// instance was divergent).
+pub const fn barrier_slot(tag: u64, site: u32) -> u64 {
+    tag << SITE_BITS | (site & ((1 << SITE_BITS) - 1)) as u64
+}
+
+/// The tag of a barrier slot's value.
+pub const fn slot_tag(slot: u64) -> u64 {
+    slot >> SITE_BITS
+}
+
+/// The site of a barrier slot's value.
+pub const fn slot_site(slot: u64) -> u32 {
+    (slot & ((1 << SITE_BITS) - 1)) as u32
 }
 
 /// Which group of a divergence report a thread at `site` belongs to, when
@@ -630,20 +647,21 @@ pub struct BarrierCheck;
 impl BarrierCheck {
     /// The barrier slot (`u64`).
     pub const SLOT: usize = 0;
-    /// The divergence flag (`u32`).
+    /// The divergence flag (`u64`: [`barrier_slot`] of the instance's tag
+    /// and [`EXIT_SITE`]).
     pub const FLAG: usize = 8;
     /// The report's header (`u32`: the block's stamp).
-    pub const HEADER: usize = 12;
+    pub const HEADER: usize = 16;
     /// Threads that counted themselves into the report (`u32`).
-    pub const DONE: usize = 16;
+    pub const DONE: usize = 20;
     /// [`DivergenceRecord::mixed`] (`u32`).
-    pub const MIXED: usize = 20;
+    pub const MIXED: usize = 24;
     /// [`DivergenceRecord::first`] (`u64`).
-    pub const FIRST: usize = 24;
+    pub const FIRST: usize = 32;
     /// [`DivergenceRecord::other`] (`u64`).
-    pub const OTHER: usize = 32;
+    pub const OTHER: usize = 40;
     /// The three [`ThreadGroup`]s.
-    pub const GROUPS: usize = 40;
+    pub const GROUPS: usize = 48;
     /// Bytes of the whole state.
     pub const BYTES: usize = Self::GROUPS + 3 * core::mem::size_of::<ThreadGroup>();
 
@@ -653,7 +671,7 @@ impl BarrierCheck {
         Self::GROUPS + g * core::mem::size_of::<ThreadGroup>() + field
     }
 }
-const _: () = assert!(BarrierCheck::GROUPS % 8 == 0 && BarrierCheck::BYTES == 112);
+const _: () = assert!(BarrierCheck::GROUPS % 8 == 0 && BarrierCheck::BYTES == 120);
 
 /// The [`RaceReport::kind`](crate::abi::RaceReport::kind) of a
 /// [`DivergenceRecord`] (outside [`ReportKind`]'s values).
@@ -906,5 +924,27 @@ mod tests {
             }
         }
         assert_eq!(unpack_array(pack_array(1 << 20, 12)), None);
+    }
+
+    #[test]
+    fn barrier_slots_keep_tag_and_site() {
+        for loc in [0x7f00_0000_0008u64, 0x7f00_00ff_fff8, 0x1_0000_0000] {
+            let site = barrier_site(loc);
+            assert_ne!(site, EXIT_SITE);
+            let tag = barrier_tag(block_stamp(3, 9), 17);
+            let slot = barrier_slot(tag, site);
+            assert_eq!((slot_tag(slot), slot_site(slot)), (tag, site));
+            assert_eq!(slot_site(barrier_slot(tag, EXIT_SITE)), EXIT_SITE);
+        }
+        // Two calls less than 16 MiB apart have different sites.
+        assert_ne!(
+            barrier_site(0x7f00_00ff_fff8),
+            barrier_site(0x7f00_0100_0010)
+        );
+        // Instances and blocks get different tags, never 0.
+        let s = block_stamp(3, 9);
+        assert_ne!(barrier_tag(s, 0), barrier_tag(s, 1));
+        assert_ne!(barrier_tag(s, 0), barrier_tag(block_stamp(3, 10), 0));
+        assert_ne!(barrier_tag(s, 0), 0);
     }
 }

@@ -17,8 +17,8 @@
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use proptest::prelude::*;
 use vigil_shared::block::{
-    access_interval, barrier_slot, barrier_tag, block_stamp, divergence_group, race_kind,
-    BlockRecord, LaneSync, ThreadGroup, WordRecords, EXIT_SITE,
+    access_interval, barrier_site, barrier_slot, barrier_tag, block_stamp, divergence_group,
+    race_kind, slot_site, slot_tag, BlockRecord, LaneSync, ThreadGroup, WordRecords, EXIT_SITE,
 };
 use vigil_shared::AccessKind;
 
@@ -216,7 +216,7 @@ fn barrier_instance(sites: &[u8], order: &[usize]) -> (bool, [ThreadGroup; 3]) {
         if s == 0 {
             EXIT_SITE
         } else {
-            0x1000 * u32::from(s)
+            barrier_site(0x7f00_0000_1000 + 0x18 * u64::from(s))
         }
     };
     let tag = barrier_tag(block_stamp(7, 3), 5);
@@ -225,12 +225,12 @@ fn barrier_instance(sites: &[u8], order: &[usize]) -> (bool, [ThreadGroup; 3]) {
     let mut flag = false;
     for &t in order {
         let mine = barrier_slot(tag, site(sites[t]));
-        if slot >> 32 != u64::from(tag) {
+        if slot_tag(slot) != tag {
             slot = mine;
         }
         flag |= slot != mine;
     }
-    let first = slot as u32;
+    let first = slot_site(slot);
     let mut groups = [ThreadGroup::EMPTY; 3];
     for (t, &s) in sites.iter().enumerate() {
         let g = divergence_group(first, site(s));

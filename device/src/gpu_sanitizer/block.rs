@@ -229,30 +229,51 @@ fn checked_barrier(site: u32, location: u64) {
     };
     let state = LaneSync(l.load(Ordering::Relaxed));
     let tag = barrier_tag(b.stamp, state.barriers());
-    let region = arch::block_barrier();
-    // SAFETY: the barrier state is `BarrierCheck::BYTES` of the CTA's
-    // shared memory, 8-aligned (`arch::block_barrier`).
-    let (slot, flag) = unsafe {
-        (
-            at::<AtomicU64>(region, BarrierCheck::SLOT),
-            at::<AtomicU32>(region, BarrierCheck::FLAG),
-        )
-    };
+    let (slot, flag) = barrier_words();
     let mine = barrier_slot(tag, site);
+    let divergent = barrier_slot(tag, EXIT_SITE);
     let mut seen = slot.load(Ordering::Relaxed);
-    while seen >> 32 != u64::from(tag) {
+    while slot_tag(seen) != tag {
         match slot.compare_exchange(seen, mine, Ordering::Relaxed, Ordering::Relaxed) {
             Ok(_) => seen = mine,
             Err(now) => seen = now,
         }
     }
     if seen != mine {
-        flag.store(tag, Ordering::Relaxed);
+        flag.store(divergent, Ordering::Relaxed);
     }
     l.store(state.passed_barrier().0, Ordering::Relaxed);
     arch::barrier_sync();
-    if flag.load(Ordering::Relaxed) == tag {
-        report_divergence(b, seen as u32, site, location);
+    if flag.load(Ordering::Relaxed) == divergent {
+        report_divergence(b, slot_site(seen), site, location);
+    }
+}
+
+/// The CTA's barrier slot and divergence flag.
+#[inline(always)]
+fn barrier_words() -> (&'static AtomicU64, &'static AtomicU64) {
+    let region = arch::block_barrier();
+    // SAFETY: the barrier state is `BarrierCheck::BYTES` of the CTA's
+    // shared memory, 8-aligned (`arch::block_barrier`).
+    unsafe {
+        (
+            at(region, BarrierCheck::SLOT),
+            at(region, BarrierCheck::FLAG),
+        )
+    }
+}
+
+/// Thread `lane`'s share of clearing the divergent-barrier state an
+/// earlier CTA left (the first thread clears the slot and the flag), for
+/// the CTA's entry, before its barrier. (The tags make stale values
+/// practically never match; clearing makes it certain.)
+#[inline(always)]
+#[allow(dead_code)] // called by the cooperative CTA reset
+pub(super) fn reset_barrier_check(lane: u32) {
+    if lane == 0 {
+        let (slot, flag) = barrier_words();
+        slot.store(0, Ordering::Relaxed);
+        flag.store(0, Ordering::Relaxed);
     }
 }
 
