@@ -151,6 +151,16 @@ pub trait Sanitizer: Copy + Default + Send + Sync + 'static {
     /// checks inside a block. Default: nothing.
     #[inline(always)]
     fn block_acquire() {}
+
+    /// The calling thread declared a shared array of `array_bytes` bytes
+    /// that `S` cannot check (on the GPU, one whose shadow would not fit
+    /// the block's static shared memory): its accesses go unchecked, and
+    /// the sanitizer says so in its reports. Default: nothing (the CPU
+    /// backend checks every array).
+    #[inline(always)]
+    fn shared_unchecked(array_bytes: usize) {
+        let _ = array_bytes;
+    }
 }
 
 /// No sanitizer: every hook is empty. The plain entry point uses this.

@@ -502,26 +502,31 @@ fn reports_print_and_serialise() {
     assert!(json.contains("\"thread\":null"), "{json}");
     assert!(
         json.ends_with(
-            "],\"divergent_barriers\":[],\"duplicates\":1,\"dropped\":7,\"unchecked_words\":0}"
+            "],\"divergent_barriers\":[],\"duplicates\":1,\"dropped\":7,\"unchecked_words\":0,\
+             \"unchecked_arrays\":0}"
         ),
         "{json}"
     );
     assert_eq!(json.matches('{').count(), json.matches('}').count());
 }
 
-/// Words the GPU's same-block check skipped are a line and a field, never
-/// a finding; a divergent barrier is one, in the text and the JSON.
+/// Words the GPU's same-block check skipped and arrays it could not check
+/// are lines and fields, never a finding; a divergent barrier is one, in the text and the JSON.
 #[test]
-fn unchecked_words_and_divergent_barriers_in_reports() {
+fn unchecked_accesses_and_divergent_barriers_in_reports() {
     let mut r = RaceReports::new();
     r.add_unchecked_words(12);
+    r.add_unchecked_arrays(3);
     assert!(r.is_empty());
+    let text = r.to_string();
+    assert!(text.contains("12 word access(es) went unchecked"), "{text}");
     assert!(
-        r.to_string().contains("12 word access(es) went unchecked"),
-        "{r}"
+        text.contains("3 shared array(s) (per block) too large"),
+        "{text}"
     );
     assert!(
-        r.to_json().ends_with("\"unchecked_words\":12}"),
+        r.to_json()
+            .ends_with("\"unchecked_words\":12,\"unchecked_arrays\":3}"),
         "{}",
         r.to_json()
     );

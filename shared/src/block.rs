@@ -473,6 +473,12 @@ impl GlobalTable {
     }
 }
 
+/// Byte offset, in the same-block table's header ([`GlobalTable::HEADER`]
+/// bytes; the overflow count is its first `u64`), of the `u64` count of
+/// shared arrays declared too large for a shadow ([`MAX_SHADOW_BYTES`]),
+/// once per array declaration and block: their accesses go unchecked.
+pub const UNCHECKED_ARRAYS: usize = 8;
+
 /// A shared array's size and a byte offset in it, as one `u32` (the
 /// record's `report.detail`): 16 bits each, enough for the 48 KiB of
 /// static shared memory a block may declare; larger values saturate and

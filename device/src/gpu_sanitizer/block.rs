@@ -40,9 +40,9 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use vigil_shared::abi::{AccessSite, RaceReport, ReportKind};
 use vigil_shared::block::{
     access_interval, barrier_site, barrier_slot, barrier_tag, block_stamp, busy, divergence_group,
-    pack_array, record_kind, report_key, BarrierCheck, BlockRecord, BlockSpace, DivergenceRecord,
-    GlobalTable, LaneSync, ShadowLayout, ThreadGroup, WordRecords, DIVERGENT_BARRIER_KIND,
-    EXIT_SITE, MAX_BLOCK_THREADS, REPORTED, WORD,
+    pack_array, record_kind, report_key, slot_site, slot_tag, BarrierCheck, BlockRecord,
+    BlockSpace, DivergenceRecord, GlobalTable, LaneSync, ShadowLayout, ThreadGroup, WordRecords,
+    DIVERGENT_BARRIER_KIND, EXIT_SITE, MAX_BLOCK_THREADS, REPORTED, UNCHECKED_ARRAYS, WORD,
 };
 use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, SideEntry};
 use vigil_shared::{AccessKind, Scope};
@@ -381,6 +381,26 @@ pub(super) fn warp_sync(mask: u32) {
         l.store(next.0, Ordering::Release);
     }
     arch::sync_warp(mask);
+}
+
+/// The calling thread declared a shared array too large for a shadow
+/// (`shared_mem::__shadow_bytes`): the block's first thread counts it in
+/// the same-block table's header, which the host reads at each collection
+/// and reports as arrays left unchecked.
+#[cold]
+#[inline(never)]
+pub(super) fn shared_unchecked() {
+    if lane().0 != 0 {
+        return;
+    }
+    let rt = CtaState::current().runtime();
+    if rt.block_table == 0 {
+        return;
+    }
+    // SAFETY: the table's header holds the count at `UNCHECKED_ARRAYS`,
+    // 8-aligned device memory of the runtime.
+    unsafe { at::<AtomicU64>(rt.block_table as *mut u8, UNCHECKED_ARRAYS) }
+        .fetch_add(1, Ordering::Relaxed);
 }
 
 /// Where the words of a checked access are, for its reports.

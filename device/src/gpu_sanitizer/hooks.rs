@@ -357,4 +357,9 @@ impl Sanitizer for GpuSanitizer {
     fn block_acquire() {
         super::block::acquire()
     }
+
+    #[inline(always)]
+    fn shared_unchecked(_array_bytes: usize) {
+        super::block::shared_unchecked()
+    }
 }

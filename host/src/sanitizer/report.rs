@@ -313,8 +313,9 @@ fn key_of(r: &RaceReport) -> DedupKey {
 /// Beside the races it carries what else a collection found: divergent
 /// barriers of a sanitized GPU context ([`RaceReports::divergent_barriers`];
 /// the CPU backend fails the launch with them instead), and accesses the
-/// GPU's same-block check could not follow ([`RaceReports::unchecked_words`]:
-/// lost detection, never a race).
+/// GPU's same-block check could not follow ([`RaceReports::unchecked_words`])
+/// and shared arrays it could not check ([`RaceReports::unchecked_arrays`]):
+/// lost detection, never a race.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RaceReports {
     reports: Vec<RaceReport>,
@@ -322,6 +323,7 @@ pub struct RaceReports {
     dropped: u64,
     divergent: Vec<DivergentBarrier>,
     unchecked_words: u64,
+    unchecked_arrays: u64,
 }
 
 impl RaceReports {
@@ -359,11 +361,17 @@ impl RaceReports {
         self.unchecked_words = self.unchecked_words.saturating_add(n);
     }
 
+    /// Adds `n` to the count of shared arrays left unchecked.
+    pub fn add_unchecked_arrays(&mut self, n: u64) {
+        self.unchecked_arrays = self.unchecked_arrays.saturating_add(n);
+    }
+
     /// Moves every report of `other` in (de-duplicating) and adds its counts.
     pub fn merge(&mut self, other: RaceReports) {
         self.duplicates += other.duplicates;
         self.add_dropped(other.dropped);
         self.add_unchecked_words(other.unchecked_words);
+        self.add_unchecked_arrays(other.unchecked_arrays);
         self.divergent.extend(other.divergent);
         for r in other.reports {
             self.push(r);
@@ -407,6 +415,13 @@ impl RaceReports {
         self.unchecked_words
     }
 
+    /// Shared arrays a sanitized GPU kernel declared that were too large
+    /// for the GPU's shadow (over 4,668 bytes), once per array and block:
+    /// their accesses went unchecked (the CPU backend checks them).
+    pub fn unchecked_arrays(&self) -> u64 {
+        self.unchecked_arrays
+    }
+
     /// Reports that repeated a kept one's kind and locations.
     pub fn duplicates(&self) -> u64 {
         self.duplicates
@@ -442,8 +457,8 @@ impl RaceReports {
         }
         let _ = write!(
             s,
-            "],\"duplicates\":{},\"dropped\":{},\"unchecked_words\":{}}}",
-            self.duplicates, self.dropped, self.unchecked_words
+            "],\"duplicates\":{},\"dropped\":{},\"unchecked_words\":{},\"unchecked_arrays\":{}}}",
+            self.duplicates, self.dropped, self.unchecked_words, self.unchecked_arrays
         );
         s
     }
@@ -502,6 +517,13 @@ impl fmt::Display for RaceReports {
                 "; {} word access(es) went unchecked against their block's other threads \
                  (the same-block table was full: races there can be missed, none is invented)",
                 self.unchecked_words
+            )?;
+        }
+        if self.unchecked_arrays > 0 {
+            write!(
+                f,
+                "; {} shared array(s) (per block) too large for the GPU's shadow went unchecked",
+                self.unchecked_arrays
             )?;
         }
         for (i, r) in self.reports.iter().enumerate() {

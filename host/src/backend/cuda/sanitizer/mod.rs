@@ -42,7 +42,9 @@ use std::sync::atomic::{AtomicU32, Ordering as MemOrder};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use vigil_shared::abi::ReportBufferHeader;
-use vigil_shared::block::{DivergenceRecord, GlobalTable, DIVERGENT_BARRIER_KIND};
+use vigil_shared::block::{
+    DivergenceRecord, GlobalTable, DIVERGENT_BARRIER_KIND, UNCHECKED_ARRAYS,
+};
 use vigil_shared::engine::sc_fence_words;
 use vigil_shared::gpu::{
     GpuReportRecord, GpuRuntime, SideEntry, SmSlots, StreamClocks, HIDDEN_PARAMS, MAX_JOINS,
@@ -91,8 +93,9 @@ struct State {
     sites: HostSites,
     /// The range-access entry, or the transfer checks waiting for it.
     range: RangeState,
-    /// The same-block table's overflow count at the last collection.
-    unchecked_seen: u64,
+    /// The same-block table's header counts at the last collection:
+    /// words it skipped (full), shared arrays left without a shadow.
+    unchecked_seen: [u64; 2],
 }
 
 /// The GPU sanitizer of one device.
@@ -220,7 +223,7 @@ impl GpuSanitizer {
                 pending: HashMap::new(),
                 sites: HostSites::default(),
                 range: RangeState::Waiting(Vec::new()),
-                unchecked_seen: 0,
+                unchecked_seen: [0; 2],
             }),
         })
     }
@@ -313,8 +316,8 @@ impl GpuSanitizer {
         } = &mut *st;
         let mut records = file_records(pending, launches, read, owner);
         let dropped = u64::from(claimed) - stored as u64;
-        let unchecked = self.unchecked_since(&mut st.unchecked_seen);
-        if records.is_empty() && dropped == 0 && unchecked == 0 {
+        let [words, arrays] = self.unchecked_since(&mut st.unchecked_seen);
+        if records.is_empty() && dropped == 0 && words == 0 && arrays == 0 {
             return RaceReports::new();
         }
         let divergent: Vec<DivergenceRecord> = records
@@ -371,25 +374,33 @@ impl GpuSanitizer {
         for d in &divergent {
             out.push_divergent_barrier(decode_divergence(d, &resolver));
         }
-        out.add_unchecked_words(unchecked);
+        out.add_unchecked_words(words);
+        out.add_unchecked_arrays(arrays);
         out
     }
 
-    /// Word accesses the same-block table skipped (it was full) since
-    /// the last call, `seen` holding the count then. The table's header
-    /// is read with a plain copy, which waits for no stream (they are
-    /// non-blocking): a kernel still running may add more, counted next
-    /// time. A read that fails counts nothing.
-    fn unchecked_since(&self, seen: &mut u64) -> u64 {
+    /// What the same-block table's header counted since the last call
+    /// (`seen` holding the counts then): word accesses it skipped (it was
+    /// full), and shared arrays declared too large for a shadow
+    /// (`vigil_shared::block::UNCHECKED_ARRAYS`). The header is read with
+    /// a plain copy, which waits for no stream (they are non-blocking): a
+    /// kernel still running may add more, counted next time. A read that
+    /// fails counts nothing.
+    fn unchecked_since(&self, seen: &mut [u64; 2]) -> [u64; 2] {
+        let mut new = [0; 2];
         if self.device.bind().is_err() {
-            return 0;
+            return new;
         }
-        let Ok(bytes) = read_device(self.block_table.addr, 8) else {
-            return 0;
+        let Ok(bytes) = read_device(self.block_table.addr, UNCHECKED_ARRAYS + 8) else {
+            return new;
         };
-        let now = u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8]));
-        let new = now.saturating_sub(*seen);
-        *seen = now.max(*seen);
+        for (i, at) in [0, UNCHECKED_ARRAYS].into_iter().enumerate() {
+            let mut word = [0; 8];
+            word.copy_from_slice(&bytes[at..at + 8]);
+            let now = u64::from_le_bytes(word);
+            new[i] = now.saturating_sub(seen[i]);
+            seen[i] = now.max(seen[i]);
+        }
         new
     }
 }
