@@ -27,7 +27,8 @@ mod cpu {
         warp_neighbours_sync_warp,
         shared_atomics, shared_atomics_and_a_plain_store,
         divergent_barrier_returned_threads, divergent_barrier_two_calls,
-        global_same_block_race, global_same_block_fixed);
+        global_same_block_race, global_same_block_fixed,
+        large_array_race, large_array_fixed);
 }
 
 mod gpu {
@@ -39,7 +40,8 @@ mod gpu {
         warp_neighbours_sync_warp,
         shared_atomics, shared_atomics_and_a_plain_store,
         divergent_barrier_returned_threads, divergent_barrier_two_calls,
-        global_same_block_race, global_same_block_fixed);
+        global_same_block_race, global_same_block_fixed,
+        large_array_race, large_array_fixed);
 }
 
 /// A distinct report: kind, line of the current access, line of the prior one.
@@ -333,6 +335,55 @@ mod scenarios {
                 &other,
             ],
         );
+    }
+
+    /// Launches `large_tile` and collects its reports after an event wait
+    /// (which, unlike a synchronisation, leaves the reports to collect):
+    /// the CPU backend checks the large array (`expected`); the GPU's
+    /// sanitized entry cannot shadow it and says so (no race, one
+    /// unchecked array per block; another context of the device collecting
+    /// at the same time may take the count), and the kernel still launches.
+    fn large_case(make: MakeContext, barrier: u32, expected: &[super::Verdict]) {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let mut out = b.zeros(LARGE_THREADS);
+        b.stream
+            .launch(
+                &b.kernel::<large_tile>(),
+                LaunchConfig::new(1, LARGE_THREADS as u32),
+                (&mut out, barrier),
+            )
+            .expect("launch");
+        let done = vigil::Event::new(&b.ctx).expect("event");
+        done.record(&b.stream).expect("record");
+        done.synchronize().expect("event wait");
+        let reports = b.ctx.take_reports();
+        if let vigil::DeviceId::Cuda(_) = b.ctx.device() {
+            assert_eq!(reports.len(), 0, "{reports}");
+            assert!(reports.unchecked_arrays() >= 1, "{reports}");
+        } else {
+            assert_eq!(reports.unchecked_arrays(), 0, "{reports}");
+            let outcome = if reports.is_empty() {
+                Ok(())
+            } else {
+                Err(Error::Races(reports))
+            };
+            check("large shared array", outcome, expected);
+        }
+        if barrier == 1 {
+            let n = LARGE_THREADS;
+            let want: Vec<u32> = (0..n).map(|t| ((t + 1) % n) as u32).collect();
+            assert_eq!(download(&b, &out), want);
+        }
+    }
+
+    pub fn large_array_race(make: MakeContext) {
+        large_case(make, 0, &[race(WAR, "large-write", "large-read")]);
+    }
+
+    pub fn large_array_fixed(make: MakeContext) {
+        large_case(make, 1, &[]);
     }
 
     fn global_case(make: MakeContext, barrier: u32) -> Option<vigil::Result<()>> {

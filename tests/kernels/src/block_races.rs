@@ -156,3 +156,29 @@ pub fn global_neighbours(data: GlobalSliceMut<u32>, out: GlobalSliceMut<u32>, ba
     }
     out.store(t, data.load((t + 1) % n)); // @global-read
 }
+
+/// Elements of [`large_tile`]'s shared array: 8 KiB, more than the 4,668
+/// bytes whose shadow fits beside it in a GPU block's shared memory.
+pub const LARGE: usize = 2048;
+
+/// Threads per block of [`large_tile`].
+pub const LARGE_THREADS: usize = 256;
+
+/// Each thread fills its column of a large shared array (elements `t`,
+/// `t + 256`, ...), then copies its neighbour's first element into
+/// `out[t]`. With `barrier == 0` nothing orders the neighbour's store
+/// before the load.
+#[kernel]
+pub fn large_tile(out: GlobalSliceMut<u32>, barrier: u32) {
+    let tile = shared_array!(u32; LARGE);
+    let t = thread_idx().x as usize;
+    let mut k = 0;
+    while k < LARGE {
+        tile.store(k + t, (k + t) as u32); // @large-write
+        k += LARGE_THREADS;
+    }
+    if barrier == 1 {
+        sync_threads();
+    }
+    out.store(t, tile.load((t + 1) % LARGE_THREADS)); // @large-read
+}
