@@ -111,11 +111,13 @@ pub trait Sanitizer: Copy + Default + Send + Sync + 'static {
         let _ = (access, loc);
     }
 
-    /// The calling thread arrives at `sync_threads` (at `loc`), before it
-    /// waits: its accesses before it are ordered before every access of
-    /// the block after it. Default: nothing. On the GPU it is called
-    /// through [`sync_threads_in`](crate::sync::sync_threads_in), which a
-    /// `#[kernel]` body's `sync_threads()` is.
+    /// The calling thread arrives at `sync_threads` (at `loc`): its
+    /// accesses before it are ordered before every access of the block
+    /// after it. Default: nothing. On the GPU it is called through
+    /// [`sync_threads_in`](crate::sync::sync_threads_in), which a
+    /// `#[kernel]` body's `sync_threads()` is, and a checking sanitizer's
+    /// hook is the barrier itself: it waits there too, and checks that
+    /// every thread of the block came from the same call.
     #[inline(always)]
     fn barrier(loc: &'static Location<'static>) {
         let _ = loc;
