@@ -157,11 +157,11 @@ pub fn global_neighbours(data: GlobalSliceMut<u32>, out: GlobalSliceMut<u32>, ba
     out.store(t, data.load((t + 1) % n)); // @global-read
 }
 
-/// Elements of [`large_tile`]'s shared array: 8 KiB, more than the 4,668
+/// Elements of `large_tile`'s shared array: 8 KiB, more than the 4,668
 /// bytes whose shadow fits beside it in a GPU block's shared memory.
 pub const LARGE: usize = 2048;
 
-/// Threads per block of [`large_tile`].
+/// Threads per block of `large_tile`.
 pub const LARGE_THREADS: usize = 256;
 
 /// Each thread fills its column of a large shared array (elements `t`,
