@@ -28,7 +28,7 @@ mod cpu {
         shared_atomics, shared_atomics_and_a_plain_store,
         divergent_barrier_returned_threads, divergent_barrier_two_calls,
         global_same_block_race, global_same_block_fixed,
-        large_array_race, large_array_fixed);
+        large_array_race, large_array_fixed, same_block_table_full);
 }
 
 mod gpu {
@@ -41,7 +41,7 @@ mod gpu {
         shared_atomics, shared_atomics_and_a_plain_store,
         divergent_barrier_returned_threads, divergent_barrier_two_calls,
         global_same_block_race, global_same_block_fixed,
-        large_array_race, large_array_fixed);
+        large_array_race, large_array_fixed, same_block_table_full);
 }
 
 /// A distinct report: kind, line of the current access, line of the prior one.
@@ -384,6 +384,39 @@ mod scenarios {
 
     pub fn large_array_fixed(make: MakeContext) {
         large_case(make, 1, &[]);
+    }
+
+    /// One block of 1,024 threads writes 16,384 distinct words in one
+    /// interval: no race on either backend; the GPU's same-block table
+    /// (1,024 entries a slot) runs out and counts the words it skipped,
+    /// the CPU backend's table grows and skips none.
+    pub fn same_block_table_full(make: MakeContext) {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let mut out = b.zeros(1024 * WORDS_PER_THREAD);
+        b.stream
+            .launch(
+                &b.kernel::<many_words>(),
+                LaunchConfig::new(1, 1024),
+                (&mut out,),
+            )
+            .expect("launch");
+        let done = vigil::Event::new(&b.ctx).expect("event");
+        done.record(&b.stream).expect("record");
+        done.synchronize().expect("event wait");
+        let reports = b.ctx.take_reports();
+        assert_eq!(reports.len(), 0, "{reports}");
+        if let vigil::DeviceId::Cuda(_) = b.ctx.device() {
+            assert!(reports.unchecked_words() > 0, "{reports}");
+            assert!(reports.to_string().contains("went unchecked"), "{reports}");
+        } else {
+            assert_eq!(reports.unchecked_words(), 0, "{reports}");
+        }
+        let want: Vec<u32> = (0..1024 * WORDS_PER_THREAD)
+            .map(|i| (i % WORDS_PER_THREAD) as u32)
+            .collect();
+        assert_eq!(download(&b, &out), want);
     }
 
     fn global_case(make: MakeContext, barrier: u32) -> Option<vigil::Result<()>> {

@@ -182,3 +182,19 @@ pub fn large_tile(out: GlobalSliceMut<u32>, barrier: u32) {
     }
     out.store(t, tile.load((t + 1) % LARGE_THREADS)); // @large-read
 }
+
+/// Words each thread of [`many_words`] writes.
+pub const WORDS_PER_THREAD: usize = 16;
+
+/// Each thread writes its own `WORDS_PER_THREAD` words of `out` (no two
+/// threads share one): with 1,024 threads, one barrier interval touches
+/// 16,384 words, more than the GPU's same-block table of a slot holds.
+#[kernel]
+pub fn many_words(out: GlobalSliceMut<u32>) {
+    let t = thread_idx().x as usize;
+    let mut k = 0;
+    while k < WORDS_PER_THREAD {
+        out.store(t * WORDS_PER_THREAD + k, k as u32);
+        k += 1;
+    }
+}
