@@ -230,6 +230,27 @@ mod tests {
         }
     }
 
+    /// Threads at three calls: the record names one of the others and
+    /// says there were more.
+    #[test]
+    fn a_third_call_is_mentioned() {
+        let rec = DivergenceRecord {
+            first: 0x100,
+            other: 0x200,
+            mixed: 1,
+            groups: [group(8..16), group(0..8), group(16..20)],
+            ..DivergenceRecord::default()
+        };
+        let d = decode_divergence(&rec, &Sites);
+        assert_eq!(d.barrier, "k.rs:32:9");
+        assert_eq!(
+            d.detail,
+            "thread(s) 0..=7 wait here (and at other sync_threads calls); thread(s) 8..=15 wait \
+             at the sync_threads at k.rs:16:9 instead; thread(s) 16..=19 returned without \
+             reaching it"
+        );
+    }
+
     #[test]
     fn large_groups_say_what_the_record_knows() {
         let scattered = group((100..400).step_by(3));
