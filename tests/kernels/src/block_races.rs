@@ -183,7 +183,7 @@ pub fn large_tile(out: GlobalSliceMut<u32>, barrier: u32) {
     out.store(t, tile.load((t + 1) % LARGE_THREADS)); // @large-read
 }
 
-/// Words each thread of [`many_words`] writes.
+/// Words each thread of `many_words` writes.
 pub const WORDS_PER_THREAD: usize = 16;
 
 /// Each thread writes its own `WORDS_PER_THREAD` words of `out` (no two
