@@ -110,13 +110,19 @@ pub fn warp_neighbours(x: GlobalSlice<u32>, out: GlobalSliceMut<u32>, mode: u32)
 }
 
 /// Counts `x[i] % 8` into a shared histogram with shared atomics (one
-/// block), then thread `b` copies bin `b` to `bins[b]`. With
-/// `plain_reset == 1`, thread 0 also clears bin 0 with a plain store in
-/// the same barrier interval: a race with the other threads' atomics.
+/// block), then thread `b` copies bin `b` to `bins[b]`. The bins are
+/// zeroed first, a barrier before the atomics (shared memory starts with
+/// what an earlier kernel left). With `plain_reset == 1`, thread 0 also
+/// clears bin 0 with a plain store in the atomics' barrier interval: a
+/// race with the other threads' atomics.
 #[kernel]
 pub fn shared_histogram(x: GlobalSlice<u32>, bins: GlobalSliceMut<u32>, plain_reset: u32) {
     let hist = shared_array!(u32; 8);
     let t = thread_idx().x as usize;
+    if t < 8 {
+        hist.store(t, 0);
+    }
+    sync_threads();
     if t < x.len() {
         hist.atomic_add((x.load(t) % 8) as usize, 1); // @hist-add
     }
