@@ -111,11 +111,13 @@ pub trait Sanitizer: Copy + Default + Send + Sync + 'static {
         let _ = (access, loc);
     }
 
-    /// The calling thread arrives at `sync_threads` (at `loc`), before it
-    /// waits: its accesses before it are ordered before every access of
-    /// the block after it. Default: nothing. On the GPU it is called
-    /// through [`sync_threads_in`](crate::sync::sync_threads_in), which a
-    /// `#[kernel]` body's `sync_threads()` is.
+    /// The calling thread arrives at `sync_threads` (at `loc`): its
+    /// accesses before it are ordered before every access of the block
+    /// after it. Default: nothing. On the GPU it is called through
+    /// [`sync_threads_in`](crate::sync::sync_threads_in), which a
+    /// `#[kernel]` body's `sync_threads()` is, and a checking sanitizer's
+    /// hook is the barrier itself: it waits there too, and checks that
+    /// every thread of the block came from the same call.
     #[inline(always)]
     fn barrier(loc: &'static Location<'static>) {
         let _ = loc;
@@ -151,6 +153,16 @@ pub trait Sanitizer: Copy + Default + Send + Sync + 'static {
     /// checks inside a block. Default: nothing.
     #[inline(always)]
     fn block_acquire() {}
+
+    /// The calling thread declared a shared array of `array_bytes` bytes
+    /// that `S` cannot check (on the GPU, one whose shadow would not fit
+    /// the block's static shared memory): its accesses go unchecked, and
+    /// the sanitizer says so in its reports. Default: nothing (the CPU
+    /// backend checks every array).
+    #[inline(always)]
+    fn shared_unchecked(array_bytes: usize) {
+        let _ = array_bytes;
+    }
 }
 
 /// No sanitizer: every hook is empty. The plain entry point uses this.

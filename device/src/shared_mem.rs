@@ -61,6 +61,9 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
         let (ptr, shadow) = if S::ENABLED && SHADOW > 0 {
             __storage_checked::<K, BYTES, ALIGN, SHADOW>()
         } else {
+            if S::ENABLED && BYTES > 0 {
+                S::shared_unchecked(BYTES);
+            }
             (__storage::<K, BYTES, ALIGN>(), core::ptr::null_mut())
         };
         SharedArray {

@@ -8,10 +8,12 @@ use vigil_shared::{Ordering, Scope};
 /// the block's shared- and global-memory writes before it visible to the
 /// block's reads after it (`__syncthreads`, `bar.sync 0`).
 ///
-/// Every thread of the block must reach the same barrier, as in CUDA. On
-/// the CPU backend a barrier that only some threads reach, or that threads
-/// reach from different calls, is an error naming this call's location
-/// (`#[track_caller]`) and the threads that were missing.
+/// Every thread of the block must reach the same barrier, as in CUDA. A
+/// barrier that only some threads reach, or that threads reach from
+/// different calls, is an error naming this call's location
+/// (`#[track_caller]`) and the threads that were elsewhere: on the CPU
+/// backend always, on the GPU in a sanitized context (the sanitized
+/// barrier is `barrier.sync`, which tolerates a diverged warp).
 ///
 /// Inside a `#[kernel]` body this call is
 /// [`sync_threads_in::<S>()`](sync_threads_in) with the kernel's sanitizer,

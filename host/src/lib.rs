@@ -97,7 +97,7 @@ pub use backend::cpu::hooks::{
 pub use backend::cpu::memory::HOST_ALIGN;
 pub use backend::cuda::driver::{device_count, driver_version, gpu_available};
 pub use backend::transfer::TransferKind;
-pub use error::{ArgProblem, Error, GroupProblem, Result};
+pub use error::{ArgProblem, DivergentBarrier, Error, GroupProblem, Result};
 pub use sanitizer::config::{ConfigError, ProcessRank, VmmConfig, VmmConfigBuilder};
 pub use sanitizer::report::{
     kind_name, MemorySpace, PriorAccess, RaceAccess, RaceAllocation, RaceReport, RaceReports,

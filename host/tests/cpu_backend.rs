@@ -501,8 +501,53 @@ fn reports_print_and_serialise() {
     );
     assert!(json.contains("\"thread\":null"), "{json}");
     assert!(
-        json.ends_with("],\"duplicates\":1,\"dropped\":7}"),
+        json.ends_with(
+            "],\"divergent_barriers\":[],\"duplicates\":1,\"dropped\":7,\"unchecked_words\":0,\
+             \"unchecked_arrays\":0}"
+        ),
         "{json}"
     );
     assert_eq!(json.matches('{').count(), json.matches('}').count());
+}
+
+/// Words the GPU's same-block check skipped and arrays it could not check
+/// are lines and fields, never a finding; a divergent barrier is one, in the text and the JSON.
+#[test]
+fn unchecked_accesses_and_divergent_barriers_in_reports() {
+    let mut r = RaceReports::new();
+    r.add_unchecked_words(12);
+    r.add_unchecked_arrays(3);
+    assert!(r.is_empty());
+    let text = r.to_string();
+    assert!(text.contains("12 word access(es) went unchecked"), "{text}");
+    assert!(
+        text.contains("3 shared array(s) (per block) too large"),
+        "{text}"
+    );
+    assert!(
+        r.to_json()
+            .ends_with("\"unchecked_words\":12,\"unchecked_arrays\":3}"),
+        "{}",
+        r.to_json()
+    );
+    r.push_divergent_barrier(vigil::DivergentBarrier {
+        block: vigil::Dim3::new(1, 0, 0),
+        barrier: "k.rs:3:5".into(),
+        detail: "thread(s) 0..=15 wait here".into(),
+    });
+    assert!(!r.is_empty());
+    let text = r.to_string();
+    assert!(
+        text.contains(
+            "divergent barrier in block (1, 0, 0) at k.rs:3:5: thread(s) 0..=15 wait here"
+        ),
+        "{text}"
+    );
+    assert!(
+        r.to_json().contains(
+            "\"divergent_barriers\":[{\"block\":[1,0,0],\"barrier\":\"k.rs:3:5\",\"detail\":\"thread(s) 0..=15 wait here\"}]"
+        ),
+        "{}",
+        r.to_json()
+    );
 }

@@ -17,6 +17,7 @@
 
 use crate::abi::ReportKind;
 use crate::AccessKind;
+use bytemuck::{Pod, Zeroable};
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// Bytes per shadow word.
@@ -472,6 +473,12 @@ impl GlobalTable {
     }
 }
 
+/// Byte offset, in the same-block table's header ([`GlobalTable::HEADER`]
+/// bytes; the overflow count is its first `u64`), of the `u64` count of
+/// shared arrays declared too large for a shadow ([`MAX_SHADOW_BYTES`]),
+/// once per array declaration and block: their accesses go unchecked.
+pub const UNCHECKED_ARRAYS: usize = 8;
+
 /// A shared array's size and a byte offset in it, as one `u32` (the
 /// record's `report.detail`): 16 bits each, enough for the 48 KiB of
 /// static shared memory a block may declare; larger values saturate and
@@ -490,6 +497,245 @@ pub const fn unpack_array(detail: u32) -> Option<(u64, u64)> {
         Some((bytes, offset))
     }
 }
+
+/// Divergent barriers (synccheck's job) on the GPU: every thread notes,
+/// before it arrives at a barrier of its CTA, which call it arrives at (its
+/// *site*: the low 32 bits of the call's `Location` address, or
+/// [`EXIT_SITE`] for the CTA's exit, so a thread that returned early is
+/// seen too). The first arrival of each barrier instance claims the CTA's
+/// barrier slot with [`barrier_slot`]; a later arrival that finds another
+/// site there raises the CTA's flag for the instance before it arrives, so
+/// every thread sees the flag once past the barrier.
+pub const EXIT_SITE: u32 = 1;
+
+/// Bits of a site in the barrier slot.
+const SITE_BITS: u32 = 24;
+
+/// A barrier call's site: the low 24 bits of its `Location`'s address
+/// (8-aligned, so never [`EXIT_SITE`]; a module's locations lie within
+/// 16 MiB of each other, so two calls never share a site).
+pub const fn barrier_site(location: u64) -> u32 {
+    location as u32 & ((1 << SITE_BITS) - 2)
+}
+
+/// The tag of barrier instance `barriers` (barriers passed before it) of
+/// the block stamped `stamp`: 40 bits, never 0, so that slot and flag
+/// values of earlier instances, or what an earlier CTA left in shared
+/// memory, practically never match it.
+pub const fn barrier_tag(stamp: u32, barriers: u32) -> u64 {
+    let x = ((stamp as u64) << 16 | (barriers & 0xffff) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (x >> SITE_BITS) | 1
+}
+
+/// The barrier slot's value for the first arrival at site `site` of the
+/// instance tagged `tag` (also the flag's value, with [`EXIT_SITE`]: the
+/// instance was divergent).
+pub const fn barrier_slot(tag: u64, site: u32) -> u64 {
+    tag << SITE_BITS | (site & ((1 << SITE_BITS) - 1)) as u64
+}
+
+/// The tag of a barrier slot's value.
+pub const fn slot_tag(slot: u64) -> u64 {
+    slot >> SITE_BITS
+}
+
+/// The site of a barrier slot's value.
+pub const fn slot_site(slot: u64) -> u32 {
+    (slot & ((1 << SITE_BITS) - 1)) as u32
+}
+
+/// Which group of a divergence report a thread at `site` belongs to, when
+/// the instance's first arrival was at `first`: [`DivergenceRecord::FIRST`]
+/// (the same call), [`DivergenceRecord::OTHER`] (another `sync_threads`
+/// call; also every thread not at the exit when `first` is the exit) or
+/// [`DivergenceRecord::RETURNED`] (the CTA's exit).
+pub const fn divergence_group(first: u32, site: u32) -> usize {
+    if site == first {
+        DivergenceRecord::FIRST
+    } else if site == EXIT_SITE {
+        DivergenceRecord::RETURNED
+    } else {
+        DivergenceRecord::OTHER
+    }
+}
+
+/// The threads of one group of a divergence report: how many, the lowest
+/// and highest linear index, and which of threads 0..64 are in it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub struct ThreadGroup {
+    /// Threads in the group.
+    pub count: u32,
+    /// Lowest thread index (`u32::MAX` when empty).
+    pub first: u32,
+    /// Highest thread index.
+    pub last: u32,
+    /// Reserved, zero.
+    pub reserved: u32,
+    /// Bit `t`: thread `t` (< 64) is in the group.
+    pub low: u64,
+}
+
+impl Default for ThreadGroup {
+    fn default() -> Self {
+        ThreadGroup::EMPTY
+    }
+}
+
+impl ThreadGroup {
+    /// No thread.
+    pub const EMPTY: ThreadGroup = ThreadGroup {
+        count: 0,
+        first: u32::MAX,
+        last: 0,
+        reserved: 0,
+        low: 0,
+    };
+
+    /// The group with thread `t` added (the device does the same with
+    /// atomics: add, min, max, or).
+    pub const fn with(self, t: u32) -> ThreadGroup {
+        ThreadGroup {
+            count: self.count + 1,
+            first: if t < self.first { t } else { self.first },
+            last: if t > self.last { t } else { self.last },
+            reserved: 0,
+            low: self.low | if t < 64 { 1 << t } else { 0 },
+        }
+    }
+
+    /// Every thread of the group, when the record knows them all (they
+    /// are below 64, or a run from `first` to `last`): thread `t` is in
+    /// it when `contains(t)`. `None` when only the count, the first and
+    /// the last are known.
+    pub const fn exact(&self) -> Option<ThreadSet> {
+        if self.count == 0 {
+            Some(ThreadSet::Low(0))
+        } else if self.last < 64 {
+            Some(ThreadSet::Low(self.low))
+        } else if self.last - self.first + 1 == self.count {
+            Some(ThreadSet::Run(self.first, self.last))
+        } else {
+            None
+        }
+    }
+}
+
+/// A set of threads a [`ThreadGroup`] knows exactly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThreadSet {
+    /// The threads whose bits are set (all below 64).
+    Low(u64),
+    /// Threads `first..=last`.
+    Run(u32, u32),
+}
+
+impl ThreadSet {
+    /// True when thread `t` is in the set.
+    pub const fn contains(&self, t: u32) -> bool {
+        match *self {
+            ThreadSet::Low(m) => t < 64 && m >> t & 1 == 1,
+            ThreadSet::Run(a, b) => a <= t && t <= b,
+        }
+    }
+}
+
+/// Byte offsets of a CTA's divergent-barrier state in its `.shared`
+/// memory (only sanitized entries have it): the barrier slot
+/// ([`barrier_slot`] of the instance's first arrival), the flag (the tag
+/// of an instance found divergent), and, once one is, the groups of its
+/// report: the header (the block's stamp, so that an earlier CTA's
+/// leftovers are cleared once), the threads counted so far, the
+/// [`DivergenceRecord`] fields `mixed`, `first`, `other` and `groups`.
+#[derive(Clone, Copy, Debug)]
+pub struct BarrierCheck;
+
+impl BarrierCheck {
+    /// The barrier slot (`u64`).
+    pub const SLOT: usize = 0;
+    /// The divergence flag (`u64`: [`barrier_slot`] of the instance's tag
+    /// and [`EXIT_SITE`]).
+    pub const FLAG: usize = 8;
+    /// The report's header (`u32`: the block's stamp).
+    pub const HEADER: usize = 16;
+    /// Threads that counted themselves into the report (`u32`).
+    pub const DONE: usize = 20;
+    /// [`DivergenceRecord::mixed`] (`u32`).
+    pub const MIXED: usize = 24;
+    /// [`DivergenceRecord::first`] (`u64`).
+    pub const FIRST: usize = 32;
+    /// [`DivergenceRecord::other`] (`u64`).
+    pub const OTHER: usize = 40;
+    /// The three [`ThreadGroup`]s.
+    pub const GROUPS: usize = 48;
+    /// Bytes of the whole state.
+    pub const BYTES: usize = Self::GROUPS + 3 * core::mem::size_of::<ThreadGroup>();
+
+    /// Byte offset of group `g`'s field at `field` (an offset in
+    /// [`ThreadGroup`]).
+    pub const fn group(g: usize, field: usize) -> usize {
+        Self::GROUPS + g * core::mem::size_of::<ThreadGroup>() + field
+    }
+}
+const _: () = assert!(BarrierCheck::GROUPS % 8 == 0 && BarrierCheck::BYTES == 120);
+
+/// The [`RaceReport::kind`](crate::abi::RaceReport::kind) of a
+/// [`DivergenceRecord`] (outside [`ReportKind`]'s values).
+pub const DIVERGENT_BARRIER_KIND: u32 = 64;
+
+/// A divergent barrier of one CTA, as the GPU writes it into the report
+/// buffer in place of a [`GpuReportRecord`](crate::gpu::GpuReportRecord)
+/// (same size; `kind` and `kernel_id` where a race record has them): the
+/// barrier instance's first arrival's call, another call threads waited at,
+/// and the threads of each group ([`divergence_group`]). Written once per
+/// CTA, by the last thread to count itself after the barrier.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct DivergenceRecord {
+    /// [`DIVERGENT_BARRIER_KIND`].
+    pub kind: u32,
+    /// 1 when the [`OTHER`](Self::OTHER) group's threads waited at more
+    /// than one call ([`other`](Self::other) names one of them).
+    pub mixed: u32,
+    /// `Location` address of the first arrival's `sync_threads` (0: the
+    /// CTA's exit).
+    pub first: u64,
+    /// `Location` address of a call the [`OTHER`](Self::OTHER) group waited
+    /// at (0: none).
+    pub other: u64,
+    /// Threads in the block.
+    pub threads: u32,
+    /// Linear block index in the grid.
+    pub block: u32,
+    /// Device rank.
+    pub device: u32,
+    /// SM.
+    pub sm: u32,
+    /// Launch id (where a race record's `site.kernel_id` is).
+    pub kernel_id: u32,
+    /// Reserved, zero.
+    pub reserved: u32,
+    /// The threads at [`first`](Self::first), elsewhere, and at the exit.
+    pub groups: [ThreadGroup; 3],
+    /// Reserved, zero.
+    pub tail: [u32; 2],
+}
+
+impl DivergenceRecord {
+    /// Group of the threads at the first arrival's call.
+    pub const FIRST: usize = 0;
+    /// Group of the threads at another call.
+    pub const OTHER: usize = 1;
+    /// Group of the threads that reached the CTA's exit instead.
+    pub const RETURNED: usize = 2;
+}
+const _: () = assert!(core::mem::size_of::<DivergenceRecord>() == 128);
+const _: () = assert!(
+    core::mem::offset_of!(DivergenceRecord, kernel_id)
+        == core::mem::offset_of!(crate::gpu::GpuReportRecord, report)
+            + core::mem::offset_of!(crate::abi::RaceReport, site)
+            + core::mem::offset_of!(crate::abi::AccessSite, kernel_id)
+);
 
 /// Where a race inside a block happened, in bits 16..24 of a
 /// [`RaceReport::access`](crate::abi::RaceReport::access) (0: a race
@@ -684,5 +930,27 @@ mod tests {
             }
         }
         assert_eq!(unpack_array(pack_array(1 << 20, 12)), None);
+    }
+
+    #[test]
+    fn barrier_slots_keep_tag_and_site() {
+        for loc in [0x7f00_0000_0008u64, 0x7f00_00ff_fff8, 0x1_0000_0000] {
+            let site = barrier_site(loc);
+            assert_ne!(site, EXIT_SITE);
+            let tag = barrier_tag(block_stamp(3, 9), 17);
+            let slot = barrier_slot(tag, site);
+            assert_eq!((slot_tag(slot), slot_site(slot)), (tag, site));
+            assert_eq!(slot_site(barrier_slot(tag, EXIT_SITE)), EXIT_SITE);
+        }
+        // Two calls less than 16 MiB apart have different sites.
+        assert_ne!(
+            barrier_site(0x7f00_00ff_fff8),
+            barrier_site(0x7f00_0100_0010)
+        );
+        // Instances and blocks get different tags, never 0.
+        let s = block_stamp(3, 9);
+        assert_ne!(barrier_tag(s, 0), barrier_tag(s, 1));
+        assert_ne!(barrier_tag(s, 0), barrier_tag(block_stamp(3, 10), 0));
+        assert_ne!(barrier_tag(s, 0), 0);
     }
 }

@@ -8,10 +8,18 @@
 //! since the earlier access that holds both lanes). Completeness, for
 //! plain accesses with no collectives: a word with a race in an interval
 //! gets at least one report there.
+//!
+//! Divergent barriers: one barrier instance's slot-and-flag protocol, with
+//! the threads arriving in any order from the exit or one of two calls,
+//! flags exactly the instances whose threads came from different places,
+//! and its report's groups hold each thread once, by its place.
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use proptest::prelude::*;
-use vigil_shared::block::{access_interval, race_kind, BlockRecord, LaneSync, WordRecords};
+use vigil_shared::block::{
+    access_interval, barrier_site, barrier_slot, barrier_tag, block_stamp, divergence_group,
+    race_kind, slot_site, slot_tag, BlockRecord, LaneSync, ThreadGroup, WordRecords, EXIT_SITE,
+};
 use vigil_shared::AccessKind;
 
 const THREADS: u32 = 40; // two warps, the second partial
@@ -195,6 +203,69 @@ proptest! {
                 reported.iter().any(|&(_, c, _)| interval_of(c) == iv && word_of(c) == w),
                 "race {a} -> {b} on word {w} went unreported in {ops:?}"
             );
+        }
+    }
+}
+
+/// One barrier instance of a block whose thread `t` arrives from
+/// `sites[t]` (0: the exit, else a call), in the order `order`, through the
+/// slot-and-flag protocol of the GPU's checked barrier: returns whether
+/// the flag was raised and the report's groups.
+fn barrier_instance(sites: &[u8], order: &[usize]) -> (bool, [ThreadGroup; 3]) {
+    let site = |s: u8| {
+        if s == 0 {
+            EXIT_SITE
+        } else {
+            barrier_site(0x7f00_0000_1000 + 0x18 * u64::from(s))
+        }
+    };
+    let tag = barrier_tag(block_stamp(7, 3), 5);
+    // A slot left by an earlier instance.
+    let mut slot = barrier_slot(barrier_tag(block_stamp(7, 3), 4), site(1));
+    let mut flag = false;
+    for &t in order {
+        let mine = barrier_slot(tag, site(sites[t]));
+        if slot_tag(slot) != tag {
+            slot = mine;
+        }
+        flag |= slot != mine;
+    }
+    let first = slot_site(slot);
+    let mut groups = [ThreadGroup::EMPTY; 3];
+    for (t, &s) in sites.iter().enumerate() {
+        let g = divergence_group(first, site(s));
+        groups[g] = groups[g].with(t as u32);
+    }
+    (flag, groups)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// The flag is raised exactly when the threads came from different
+    /// places, and the groups hold every thread once: by its site, and
+    /// exactly where the record can name its threads.
+    #[test]
+    fn a_barrier_instance_flags_exactly_divergence(
+        (sites, order) in (1usize..200).prop_flat_map(|n| (
+            prop::collection::vec(0u8..3, n),
+            Just((0..n).collect::<Vec<_>>()).prop_shuffle(),
+        ))
+    ) {
+        let (flag, groups) = barrier_instance(&sites, &order);
+        prop_assert_eq!(flag, sites.iter().any(|&s| s != sites[0]));
+        let first = sites[order[0]];
+        prop_assert_eq!(groups.iter().map(|g| g.count as usize).sum::<usize>(), sites.len());
+        for (t, &s) in sites.iter().enumerate() {
+            let want = if s == first { 0 } else if s == 0 { 2 } else { 1 };
+            for (g, group) in groups.iter().enumerate() {
+                if let Some(set) = group.exact() {
+                    prop_assert_eq!(set.contains(t as u32), g == want, "thread {} group {}", t, g);
+                }
+                if g == want {
+                    prop_assert!(group.first <= t as u32 && t as u32 <= group.last);
+                }
+            }
         }
     }
 }

@@ -8,14 +8,12 @@
 //! Written once ([`scenarios`]) and instantiated per backend like
 //! `race_scenarios.rs`, with the same expected verdicts on both (up to
 //! which of a race's two accesses came first, which the GPU's scheduling
-//! decides: see `common::unordered`). The divergent barrier runs only on
-//! the CPU backend: on a GPU a `sync_threads` that some threads skip is
-//! matched by the hardware with whatever barrier the others reach next
-//! (the CTA's exit included), so there is nothing to wait for and no
-//! arrival count the runtime could trust (see ARCHITECTURE.md).
+//! decides: see `common::unordered`). A divergent barrier is the same
+//! typed error on both ([`Error::DivergentBarrier`]): the CPU backend fails
+//! the launch, the GPU's sanitized barriers note each thread's call and
+//! the next synchronisation returns it (see ARCHITECTURE.md).
 
-use vigil::unstable::cpu::CpuError;
-use vigil::{Error, LaunchConfig, ReportKind};
+use vigil::{DivergentBarrier, Error, LaunchConfig, ReportKind};
 
 #[macro_use]
 mod common;
@@ -29,7 +27,8 @@ mod cpu {
         warp_neighbours_sync_warp,
         shared_atomics, shared_atomics_and_a_plain_store,
         divergent_barrier_returned_threads, divergent_barrier_two_calls,
-        global_same_block_race, global_same_block_fixed);
+        global_same_block_race, global_same_block_fixed,
+        large_array_race, large_array_fixed, same_block_table_full);
 }
 
 mod gpu {
@@ -40,7 +39,9 @@ mod gpu {
         warp_neighbours_without_sync, warp_neighbours_full_vote, warp_neighbours_half_votes,
         warp_neighbours_sync_warp,
         shared_atomics, shared_atomics_and_a_plain_store,
-        global_same_block_race, global_same_block_fixed);
+        divergent_barrier_returned_threads, divergent_barrier_two_calls,
+        global_same_block_race, global_same_block_fixed,
+        large_array_race, large_array_fixed, same_block_table_full);
 }
 
 /// A distinct report: kind, line of the current access, line of the prior one.
@@ -74,7 +75,7 @@ fn expect(what: &str, outcome: Option<vigil::Result<()>>, expected: &[Verdict]) 
 mod scenarios {
     use super::common::codes::*;
     use super::common::{Bench, MakeContext};
-    use super::{check, expect, line_of, race, CpuError, Error, LaunchConfig};
+    use super::{check, expect, line_of, race, DivergentBarrier, Error, LaunchConfig};
     use vigil::{DeviceBuffer, Kernel, KernelArgs};
     use vigil_kernels::block_races::*;
 
@@ -275,29 +276,34 @@ mod scenarios {
         );
     }
 
-    /// Launches `divergent_barrier` and returns the CPU error it fails with.
-    fn divergent_case(make: MakeContext, mode: u32) -> Option<CpuError> {
+    /// Launches `divergent_barrier` (one block of 32 threads) and returns
+    /// the divergence its launch and synchronisation fail with.
+    fn divergent_case(make: MakeContext, mode: u32) -> Option<DivergentBarrier> {
         let b = Bench::new(make, 1)?;
         let mut out = b.zeros(32);
         let outcome = run_one_block::<divergent_barrier, _>(&b, 32, (&mut out, mode));
         match outcome {
-            Err(Error::Cpu(e)) => Some(e),
-            other => panic!("a divergent barrier must fail the launch, got {other:?}"),
+            Err(Error::DivergentBarrier(d)) => Some(d),
+            other => panic!("a divergent barrier must be reported, got {other:?}"),
         }
     }
 
-    /// Asserts `e` is a divergent barrier at `marker`'s line naming `detail`.
-    fn assert_divergent(e: &CpuError, marker: &str, detail: &[&str]) {
-        let CpuError::DivergentBarrier {
-            barrier, detail: d, ..
-        } = e
-        else {
-            panic!("expected a divergent barrier, got {e}");
-        };
+    /// Asserts `d` is a divergent barrier of block 0 at `marker`'s line
+    /// naming `detail` (the threads where they were).
+    fn assert_divergent(d: &DivergentBarrier, marker: &str, detail: &[&str]) {
+        assert_eq!((d.block.x, d.block.y, d.block.z), (0, 0, 0), "{d}");
         let at = format!("block_races.rs:{}:", line_of(marker));
-        assert!(barrier.contains(&at), "barrier {barrier} is not at {at}");
+        assert!(
+            d.barrier.contains(&at),
+            "barrier {} is not at {at}",
+            d.barrier
+        );
         for part in detail {
-            assert!(d.contains(part), "`{d}` does not say `{part}`");
+            assert!(
+                d.detail.contains(part),
+                "`{}` does not say `{part}`",
+                d.detail
+            );
         }
     }
 
@@ -329,6 +335,88 @@ mod scenarios {
                 &other,
             ],
         );
+    }
+
+    /// Launches `large_tile` and collects its reports after an event wait
+    /// (which, unlike a synchronisation, leaves the reports to collect):
+    /// the CPU backend checks the large array (`expected`); the GPU's
+    /// sanitized entry cannot shadow it and says so (no race, one
+    /// unchecked array per block; another context of the device collecting
+    /// at the same time may take the count), and the kernel still launches.
+    fn large_case(make: MakeContext, barrier: u32, expected: &[super::Verdict]) {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let mut out = b.zeros(LARGE_THREADS);
+        b.stream
+            .launch(
+                &b.kernel::<large_tile>(),
+                LaunchConfig::new(1, LARGE_THREADS as u32),
+                (&mut out, barrier),
+            )
+            .expect("launch");
+        let done = vigil::Event::new(&b.ctx).expect("event");
+        done.record(&b.stream).expect("record");
+        done.synchronize().expect("event wait");
+        let reports = b.ctx.take_reports();
+        if let vigil::DeviceId::Cuda(_) = b.ctx.device() {
+            assert_eq!(reports.len(), 0, "{reports}");
+            assert!(reports.unchecked_arrays() >= 1, "{reports}");
+        } else {
+            assert_eq!(reports.unchecked_arrays(), 0, "{reports}");
+            let outcome = if reports.is_empty() {
+                Ok(())
+            } else {
+                Err(Error::Races(reports))
+            };
+            check("large shared array", outcome, expected);
+        }
+        if barrier == 1 {
+            let n = LARGE_THREADS;
+            let want: Vec<u32> = (0..n).map(|t| ((t + 1) % n) as u32).collect();
+            assert_eq!(download(&b, &out), want);
+        }
+    }
+
+    pub fn large_array_race(make: MakeContext) {
+        large_case(make, 0, &[race(WAR, "large-write", "large-read")]);
+    }
+
+    pub fn large_array_fixed(make: MakeContext) {
+        large_case(make, 1, &[]);
+    }
+
+    /// One block of 1,024 threads writes 16,384 distinct words in one
+    /// interval: no race on either backend; the GPU's same-block table
+    /// (1,024 entries a slot) runs out and counts the words it skipped,
+    /// the CPU backend's table grows and skips none.
+    pub fn same_block_table_full(make: MakeContext) {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let mut out = b.zeros(1024 * WORDS_PER_THREAD);
+        b.stream
+            .launch(
+                &b.kernel::<many_words>(),
+                LaunchConfig::new(1, 1024),
+                (&mut out,),
+            )
+            .expect("launch");
+        let done = vigil::Event::new(&b.ctx).expect("event");
+        done.record(&b.stream).expect("record");
+        done.synchronize().expect("event wait");
+        let reports = b.ctx.take_reports();
+        assert_eq!(reports.len(), 0, "{reports}");
+        if let vigil::DeviceId::Cuda(_) = b.ctx.device() {
+            assert!(reports.unchecked_words() > 0, "{reports}");
+            assert!(reports.to_string().contains("went unchecked"), "{reports}");
+        } else {
+            assert_eq!(reports.unchecked_words(), 0, "{reports}");
+        }
+        let want: Vec<u32> = (0..1024 * WORDS_PER_THREAD)
+            .map(|i| (i % WORDS_PER_THREAD) as u32)
+            .collect();
+        assert_eq!(download(&b, &out), want);
     }
 
     fn global_case(make: MakeContext, barrier: u32) -> Option<vigil::Result<()>> {

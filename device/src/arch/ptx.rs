@@ -70,6 +70,15 @@ pub fn sync_threads() {
     unsafe { nvptx::_syncthreads() }
 }
 
+/// `barrier.sync 0`: [`sync_threads`] without `.aligned`, so that threads
+/// of one warp may reach it from different places (the GPU sanitizer's
+/// barriers: a divergent `sync_threads` must be seen, not be undefined).
+#[inline(always)]
+pub fn barrier_sync() {
+    // SAFETY: a block-wide barrier that tolerates a diverged warp.
+    unsafe { asm!("barrier.sync 0;", options(nostack)) }
+}
+
 /// The kernel API's `sync_threads` at the kernel's `loc` with no
 /// sanitizer type (the CPU backend's barrier checks use `loc`).
 #[inline(always)]
@@ -77,11 +86,16 @@ pub fn sync_threads_at(_loc: &'static Location<'static>) {
     sync_threads()
 }
 
-/// `sync_threads` in a kernel checked by `S`: `S` sees the arrival first.
+/// `sync_threads` in a kernel checked by `S`: a checking `S`'s barrier
+/// hook is the barrier itself (it checks that every thread arrives at the
+/// same call; see `gpu_sanitizer::block`).
 #[inline(always)]
 pub fn sync_threads_for<S: Sanitizer>(loc: &'static Location<'static>) {
-    S::barrier(loc);
-    sync_threads()
+    if S::ENABLED {
+        S::barrier(loc)
+    } else {
+        sync_threads()
+    }
 }
 
 /// A shared-memory access (`access` describes it) of an array checked by
@@ -491,6 +505,19 @@ shared_block_address!(
 shared_block_address!(
     /// Generic address of the CTA's lane states (8 + 8 x 1024 bytes of `.shared`).
     block_lanes => "__vigil_block_lanes"
+);
+
+// The GPU sanitizer's divergent-barrier check (see `gpu_sanitizer::block`):
+// the barrier slot and flag, and the groups of a divergence report.
+core::arch::global_asm!(
+    ".shared .align 8 .b8 __vigil_block_barrier[{n}];",
+    n = const vigil_shared::block::BarrierCheck::BYTES
+);
+
+shared_block_address!(
+    /// Generic address of the CTA's divergent-barrier state
+    /// (`vigil_shared::block::BarrierCheck::BYTES` of `.shared`).
+    block_barrier => "__vigil_block_barrier"
 );
 
 /// Waits a little in a spin loop (`nanosleep`, about 100 ns): a lock

@@ -6,6 +6,7 @@
 //! declare or touch it):
 //!
 //! - the CTA's acquire count and report keys (`arch::block_counters`);
+//! - the divergent-barrier slot, flag and report (`arch::block_barrier`);
 //! - every thread's synchronisation state (`arch::block_lanes`): the
 //!   barriers it passed (its barrier interval: a barrier lets no thread
 //!   through before all arrived, so intervals never overlap in time), how
@@ -21,6 +22,12 @@
 //! thread of a block that finds another stamp clears it while the others
 //! wait.
 //!
+//! Barriers are checked too (synccheck's job): every `sync_threads` of a
+//! sanitized body, and the CTA's exit barrier, note which call each thread
+//! arrives from; a barrier instance reached from different calls (or by
+//! threads that returned) is reported once per CTA as a
+//! `DivergenceRecord` ([`checked_barrier`]).
+//!
 //! A write swaps itself into the word's write record and then reads the
 //! reader records; a read stores itself into a reader record and then
 //! reads the write record; a `fence.sc.cta` between makes at least one of
@@ -35,9 +42,10 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use vigil_shared::abi::{AccessSite, RaceReport, ReportKind};
 use vigil_shared::block::{
-    access_interval, block_stamp, busy, pack_array, record_kind, report_key, BlockRecord,
-    BlockSpace, GlobalTable, LaneSync, ShadowLayout, WordRecords, MAX_BLOCK_THREADS, REPORTED,
-    WORD,
+    access_interval, barrier_site, barrier_slot, barrier_tag, block_stamp, busy, divergence_group,
+    pack_array, record_kind, report_key, slot_site, slot_tag, BarrierCheck, BlockRecord,
+    BlockSpace, DivergenceRecord, GlobalTable, LaneSync, ShadowLayout, ThreadGroup, WordRecords,
+    DIVERGENT_BARRIER_KIND, EXIT_SITE, MAX_BLOCK_THREADS, REPORTED, UNCHECKED_ARRAYS, WORD,
 };
 use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, SideEntry};
 use vigil_shared::{AccessKind, Scope};
@@ -164,6 +172,7 @@ pub(super) fn reset_cta(lane: u32, lanes: u32) {
     if let Some(l) = self::lanes(lanes).get(lane as usize) {
         l.store(0, Ordering::Relaxed);
     }
+    reset_barrier_check(lane);
     if lane == 0 {
         let c = Counters::get();
         c.acquires.store(0, Ordering::Relaxed);
@@ -174,14 +183,182 @@ pub(super) fn reset_cta(lane: u32, lanes: u32) {
     }
 }
 
-/// The calling thread arrives at a barrier (before it waits there): its
-/// next accesses are in the next interval.
+/// The calling thread's `sync_threads` at `loc`: it arrives, waits, and
+/// its next accesses are in the next interval; a barrier the threads of
+/// the CTA reached from different calls is reported (see [`checked_barrier`]).
 #[inline(never)]
-pub(super) fn barrier() {
+pub(super) fn barrier(loc: &'static Location<'static>) {
+    checked_barrier(barrier_site(location_address(loc)), location_address(loc));
+}
+
+/// The CTA's exit barrier (the first one of `cta::exit`, before the
+/// block's clock is published): a barrier site like any other, so that a
+/// `sync_threads` the hardware completes with threads that returned early
+/// is seen as divergent.
+#[inline(never)]
+pub(super) fn exit_barrier() {
+    checked_barrier(EXIT_SITE, 0);
+}
+
+/// The address of a `Location` (what records and reports carry).
+#[inline(always)]
+fn location_address(loc: &'static Location<'static>) -> u64 {
+    loc as *const Location<'static> as u64
+}
+
+/// Arrives at barrier 0 from `site` (`location`: its `Location`'s
+/// address, 0 for the exit) and waits, checking that the barrier instance
+/// is reached from one call by every thread (synccheck's check).
+///
+/// Before arriving, a thread counts the barrier in its lane state and
+/// compares its site with the instance's first arrival's (the barrier
+/// slot, claimed by the first; `vigil_shared::block::barrier_slot`); a
+/// different one raises the CTA's flag with the instance's tag. The
+/// barrier (`barrier.sync`, not `.aligned`: a diverged warp is allowed
+/// and seen) orders that before every thread's return, so all of them
+/// see the flag: then each counts itself into the report's groups and the
+/// last one writes it ([`report_divergence`]). Nothing waits beyond the
+/// barrier itself, so the check adds no way to hang; the hardware
+/// completes a barrier with whatever barrier the other threads reach, so
+/// the block runs on (its barrier intervals stay per thread, as before),
+/// and the divergence is reported once per CTA.
+#[inline(always)]
+fn checked_barrier(site: u32, location: u64) {
     let b = Block::current();
-    if let Some(l) = lanes(b.threads).get(b.thread as usize) {
-        let next = LaneSync(l.load(Ordering::Relaxed)).passed_barrier();
-        l.store(next.0, Ordering::Relaxed);
+    let Some(l) = lanes(b.threads).get(b.thread as usize) else {
+        arch::barrier_sync();
+        return;
+    };
+    let state = LaneSync(l.load(Ordering::Relaxed));
+    let tag = barrier_tag(b.stamp, state.barriers());
+    let (slot, flag) = barrier_words();
+    let mine = barrier_slot(tag, site);
+    let divergent = barrier_slot(tag, EXIT_SITE);
+    let mut seen = slot.load(Ordering::Relaxed);
+    while slot_tag(seen) != tag {
+        match slot.compare_exchange(seen, mine, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => seen = mine,
+            Err(now) => seen = now,
+        }
+    }
+    if seen != mine {
+        flag.store(divergent, Ordering::Relaxed);
+    }
+    l.store(state.passed_barrier().0, Ordering::Relaxed);
+    arch::barrier_sync();
+    if flag.load(Ordering::Relaxed) == divergent {
+        report_divergence(b, slot_site(seen), site, location);
+    }
+}
+
+/// The CTA's barrier slot and divergence flag.
+#[inline(always)]
+fn barrier_words() -> (&'static AtomicU64, &'static AtomicU64) {
+    let region = arch::block_barrier();
+    // SAFETY: the barrier state is `BarrierCheck::BYTES` of the CTA's
+    // shared memory, 8-aligned (`arch::block_barrier`).
+    unsafe {
+        (
+            at(region, BarrierCheck::SLOT),
+            at(region, BarrierCheck::FLAG),
+        )
+    }
+}
+
+/// Thread `lane`'s share of clearing the divergent-barrier state an
+/// earlier CTA left (the first thread clears the slot and the flag), for
+/// the CTA's entry, before its barrier. (The tags make stale values
+/// practically never match; clearing makes it certain.)
+#[inline(always)]
+fn reset_barrier_check(lane: u32) {
+    if lane == 0 {
+        let (slot, flag) = barrier_words();
+        slot.store(0, Ordering::Relaxed);
+        flag.store(0, Ordering::Relaxed);
+    }
+}
+
+/// After a divergent barrier instance (its first arrival at `first`): the
+/// calling thread, at `site` (`location`), counts itself into its group;
+/// the last thread of the block to do so writes the report (once per CTA:
+/// later divergences of the same CTA count past the block's size).
+#[cold]
+#[inline(never)]
+fn report_divergence(b: Block, first: u32, site: u32, location: u64) {
+    let region = arch::block_barrier();
+    // SAFETY: offsets of `BarrierCheck` inside the CTA's barrier state,
+    // aligned for their types.
+    let word = |o: usize| unsafe { at::<AtomicU32>(region, o) };
+    // SAFETY: as above.
+    let long = |o: usize| unsafe { at::<AtomicU64>(region, o) };
+    fresh(word(BarrierCheck::HEADER), b.stamp, &|| {
+        for o in [BarrierCheck::DONE, BarrierCheck::MIXED] {
+            word(o).store(0, Ordering::Relaxed);
+        }
+        for o in [BarrierCheck::FIRST, BarrierCheck::OTHER] {
+            long(o).store(0, Ordering::Relaxed);
+        }
+        for g in 0..3 {
+            let e = ThreadGroup::EMPTY;
+            word(BarrierCheck::group(g, 0)).store(e.count, Ordering::Relaxed);
+            word(BarrierCheck::group(g, 4)).store(e.first, Ordering::Relaxed);
+            word(BarrierCheck::group(g, 8)).store(e.last, Ordering::Relaxed);
+            long(BarrierCheck::group(g, 16)).store(e.low, Ordering::Relaxed);
+        }
+    });
+    let g = divergence_group(first, site);
+    let t = b.thread;
+    word(BarrierCheck::group(g, 0)).fetch_add(1, Ordering::Relaxed);
+    word(BarrierCheck::group(g, 4)).fetch_min(t, Ordering::Relaxed);
+    word(BarrierCheck::group(g, 8)).fetch_max(t, Ordering::Relaxed);
+    if t < 64 {
+        long(BarrierCheck::group(g, 16)).fetch_or(1 << t, Ordering::Relaxed);
+    }
+    match g {
+        DivergenceRecord::FIRST => long(BarrierCheck::FIRST).store(location, Ordering::Relaxed),
+        DivergenceRecord::OTHER => {
+            let other = long(BarrierCheck::OTHER);
+            if let Err(o) =
+                other.compare_exchange(0, location, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                if o != location {
+                    word(BarrierCheck::MIXED).store(1, Ordering::Relaxed);
+                }
+            }
+        }
+        _ => {}
+    }
+    if word(BarrierCheck::DONE).fetch_add(1, Ordering::AcqRel) + 1 != b.threads {
+        return;
+    }
+    let group = |g: usize| ThreadGroup {
+        count: word(BarrierCheck::group(g, 0)).load(Ordering::Relaxed),
+        first: word(BarrierCheck::group(g, 4)).load(Ordering::Relaxed),
+        last: word(BarrierCheck::group(g, 8)).load(Ordering::Relaxed),
+        reserved: 0,
+        low: long(BarrierCheck::group(g, 16)).load(Ordering::Relaxed),
+    };
+    let cta = CtaState::current();
+    let rt = cta.runtime();
+    let record = DivergenceRecord {
+        kind: DIVERGENT_BARRIER_KIND,
+        mixed: word(BarrierCheck::MIXED).load(Ordering::Relaxed),
+        first: long(BarrierCheck::FIRST).load(Ordering::Relaxed),
+        other: long(BarrierCheck::OTHER).load(Ordering::Relaxed),
+        threads: b.threads,
+        block: linear_block(),
+        device: rt.rank,
+        sm: cta.smid,
+        kernel_id: cta.launch,
+        reserved: 0,
+        groups: [group(0), group(1), group(2)],
+        tail: [0; 2],
+    };
+    // SAFETY: the runtime's side table and report buffer are live.
+    let reporter = unsafe { Reporter::new(rt) };
+    reporter.push(bytemuck::cast_ref(&record));
+    if rt.flags & GpuRuntime::HALT_ON_RACE != 0 {
+        arch::trap();
     }
 }
 
@@ -203,6 +380,26 @@ pub(super) fn warp_sync(mask: u32) {
         l.store(next.0, Ordering::Release);
     }
     arch::sync_warp(mask);
+}
+
+/// The calling thread declared a shared array too large for a shadow
+/// (`shared_mem::__shadow_bytes`): the block's first thread counts it in
+/// the same-block table's header, which the host reads at each collection
+/// and reports as arrays left unchecked.
+#[cold]
+#[inline(never)]
+pub(super) fn shared_unchecked() {
+    if lane().0 != 0 {
+        return;
+    }
+    let rt = CtaState::current().runtime();
+    if rt.block_table == 0 {
+        return;
+    }
+    // SAFETY: the table's header holds the count at `UNCHECKED_ARRAYS`,
+    // 8-aligned device memory of the runtime.
+    unsafe { at::<AtomicU64>(rt.block_table as *mut u8, UNCHECKED_ARRAYS) }
+        .fetch_add(1, Ordering::Relaxed);
 }
 
 /// Where the words of a checked access are, for its reports.

@@ -220,8 +220,10 @@ unsafe fn enter(runtime: u64, stream: u64, kernel: u32, launch: u32) {
 #[inline(never)]
 unsafe fn exit(stream: u64, kernel: u32) {
     // Every thread's accesses are done (and visible to the block) before
-    // the clock is published and the slot handed on.
-    arch::sync_threads();
+    // the clock is published and the slot handed on. A barrier site like
+    // any other, so that threads that returned early are seen by a
+    // divergent `sync_threads` the hardware completes with this barrier.
+    super::block::exit_barrier();
     let st = CtaState::current();
     // SAFETY: the launch's runtime is live (run_cta's contract).
     let cta = unsafe { Cta::new(st.runtime()) };
@@ -232,7 +234,9 @@ unsafe fn exit(stream: u64, kernel: u32) {
     // first thread writes it after: the block takes one path.
     let current = clocks.ring_current();
     publish_cta_exit_part(&clocks, ring, lane, lanes, current);
-    arch::sync_threads();
+    // Not `.aligned`: after a divergent barrier, lanes of one warp may
+    // meet here and at a `sync_threads` of the body.
+    arch::barrier_sync();
     if lane == 0 {
         clocks.lock_exclusive();
         finish_cta_exit(&clocks, st.tid, ring, current);

@@ -334,8 +334,8 @@ impl Sanitizer for GpuSanitizer {
     }
 
     #[inline(always)]
-    fn barrier(_loc: &'static Location<'static>) {
-        super::block::barrier()
+    fn barrier(loc: &'static Location<'static>) {
+        super::block::barrier(loc)
     }
 
     #[inline(always)]
@@ -356,5 +356,10 @@ impl Sanitizer for GpuSanitizer {
     #[inline(always)]
     fn block_acquire() {
         super::block::acquire()
+    }
+
+    #[inline(always)]
+    fn shared_unchecked(_array_bytes: usize) {
+        super::block::shared_unchecked()
     }
 }

@@ -237,7 +237,10 @@ impl Context {
     /// Waits until all work on the device (every stream) has finished.
     ///
     /// On a sanitized context, then returns the races found since the
-    /// last collection as [`Error::Races`] (the context stays usable).
+    /// last collection as [`Error::Races`] (the context stays usable); a
+    /// divergent barrier a GPU block reached takes precedence, as
+    /// [`Error::DivergentBarrier`] (the collection's races still go to the
+    /// report file, `VIGIL_REPORT`).
     pub fn synchronize(&self) -> Result<()> {
         self.inner.backend.synchronize(self.inner.launch_timeout)?;
         races_to_result(self.take_reports())
@@ -311,9 +314,12 @@ impl Context {
     }
 }
 
-/// `Ok` without reports, else [`Error::Races`].
+/// `Ok` without reports; a collection's first divergent barrier as
+/// [`Error::DivergentBarrier`] (as a CPU launch fails); else [`Error::Races`].
 pub(crate) fn races_to_result(reports: RaceReports) -> Result<()> {
-    if reports.is_empty() {
+    if let Some(d) = reports.divergent_barriers().first() {
+        Err(Error::DivergentBarrier(d.clone()))
+    } else if reports.is_empty() {
         Ok(())
     } else {
         Err(Error::Races(reports))

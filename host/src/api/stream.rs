@@ -55,8 +55,9 @@ impl Stream {
 
     /// Blocks until all work enqueued so far has finished.
     ///
-    /// On a sanitized CPU context, then returns the races found since the
-    /// last collection as [`Error::Races`](crate::Error::Races).
+    /// On a sanitized context, then returns the races found since the
+    /// last collection as [`Error::Races`](crate::Error::Races) (or a GPU
+    /// block's divergent barrier, as [`Context::synchronize`] does).
     pub fn synchronize(&self) -> Result<()> {
         self.wait_idle()?;
         races_to_result(self.ctx.take_reports())

@@ -1,5 +1,6 @@
 //! [`CpuError`]: why a launch on the CPU backend failed.
 
+use super::DivergentBarrier;
 use crate::types::LaunchConfigError;
 use std::fmt;
 use std::time::Duration;
@@ -46,22 +47,13 @@ pub enum CpuError {
         detail: String,
     },
 
-    /// Threads of a block diverged at a barrier: some wait at one
-    /// `sync_threads` while others wait at another call, or returned since
-    /// the previous barrier without reaching it (CUDA requires every thread
-    /// of the block to reach the same barrier; on a GPU this hangs or
-    /// silently corrupts). Threads are named by their linear index in the
-    /// block (x fastest).
-    #[error("divergent barrier in block {} at {barrier}: {detail}", Coord(*block))]
-    DivergentBarrier {
-        /// `blockIdx` of the block.
-        block: Dim3,
-        /// The `sync_threads` call (`file:line:column`) the first waiting
-        /// thread waits at.
-        barrier: String,
-        /// Which threads wait there, and where the others are.
-        detail: String,
-    },
+    /// Threads of a block diverged at a barrier (waiting at different
+    /// `sync_threads` calls, or returned since the previous barrier without
+    /// reaching it). A launch through a [`Context`](crate::Context) returns
+    /// it as [`Error::DivergentBarrier`](crate::Error::DivergentBarrier),
+    /// as a sanitized GPU context does.
+    #[error("{0}")]
+    DivergentBarrier(DivergentBarrier),
 
     /// Every running thread of the launch spins on memory that no thread
     /// changes (and the rest wait at a barrier or in a warp collective), so

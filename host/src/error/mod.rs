@@ -8,6 +8,7 @@ mod cpu;
 mod group;
 mod vmm;
 
+pub use crate::sanitizer::barrier::DivergentBarrier;
 pub use cpu::{CpuError, SpinningThread, StalledBlock};
 pub use group::GroupProblem;
 pub use vmm::{VmmError, VmmResult};
@@ -278,7 +279,13 @@ pub enum Error {
     /// A kernel failed on the CPU backend (a panicking thread, a deadlock,
     /// an invalid configuration, or a resource the executor could not get).
     #[error("CPU backend: {0}")]
-    Cpu(#[from] CpuError),
+    Cpu(CpuError),
+
+    /// Threads of a block diverged at a `sync_threads` (see
+    /// [`DivergentBarrier`]): the CPU backend fails the launch with it, a
+    /// sanitized GPU context returns it from the next synchronisation.
+    #[error("{0}")]
+    DivergentBarrier(DivergentBarrier),
 
     /// The sanitizer found data races (or engine errors); returned by
     /// [`Context::synchronize`](crate::Context::synchronize) and
@@ -355,6 +362,17 @@ impl From<VmmError> for Error {
         match e {
             VmmError::Host(e) => e,
             e => Error::Vmm(Box::new(e)),
+        }
+    }
+}
+
+/// A CPU launch's failure; a divergent barrier is the backend-neutral
+/// [`Error::DivergentBarrier`], as a GPU context reports it.
+impl From<CpuError> for Error {
+    fn from(e: CpuError) -> Error {
+        match e {
+            CpuError::DivergentBarrier(d) => Error::DivergentBarrier(d),
+            e => Error::Cpu(e),
         }
     }
 }

@@ -6,6 +6,8 @@
 //! - [`env`]: every `VIGIL_*` variable the project reads, in one list, and
 //!   the warning for unknown ones;
 //! - [`report`]: decoded race reports, de-duplication, text and JSON;
+//! - [`barrier`]: a divergent barrier ([`DivergentBarrier`](barrier::DivergentBarrier)),
+//!   the CPU executor's and the GPU's, and the GPU's record decoded;
 //! - [`decode`]: the one decoder from the engine's raw records to
 //!   reports, with the [`ReportResolver`](decode::ReportResolver) each
 //!   backend implements;
@@ -17,6 +19,7 @@
 //! The happens-before engine itself is `vigil-shared`'s; this layer maps
 //! its results to host types and depends only on the leaf types.
 
+pub mod barrier;
 pub mod buddy;
 pub mod config;
 pub mod decode;

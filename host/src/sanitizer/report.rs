@@ -7,6 +7,7 @@
 //! The kind and access vocabulary is `vigil-shared`'s ([`ReportKind`],
 //! [`AccessKind`], [`Scope`]), the same the engine records on both backends.
 
+use super::barrier::DivergentBarrier;
 use crate::types::Dim3;
 use std::fmt::{self, Write as _};
 use vigil_shared::abi::ReportKind;
@@ -308,11 +309,21 @@ fn key_of(r: &RaceReport) -> DedupKey {
 /// (kind, current location, earlier location) is kept, later ones are
 /// counted in [`RaceReports::duplicates`]; reports the runtime could not
 /// record (a full buffer) are counted in [`RaceReports::dropped`].
+///
+/// Beside the races it carries what else a collection found: divergent
+/// barriers of a sanitized GPU context ([`RaceReports::divergent_barriers`];
+/// the CPU backend fails the launch with them instead), and accesses the
+/// GPU's same-block check could not follow ([`RaceReports::unchecked_words`])
+/// and shared arrays it could not check ([`RaceReports::unchecked_arrays`]):
+/// lost detection, never a race.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RaceReports {
     reports: Vec<RaceReport>,
     duplicates: u64,
     dropped: u64,
+    divergent: Vec<DivergentBarrier>,
+    unchecked_words: u64,
+    unchecked_arrays: u64,
 }
 
 impl RaceReports {
@@ -340,10 +351,28 @@ impl RaceReports {
         self.dropped = self.dropped.saturating_add(n);
     }
 
+    /// Adds a divergent barrier (a GPU block's).
+    pub fn push_divergent_barrier(&mut self, d: DivergentBarrier) {
+        self.divergent.push(d);
+    }
+
+    /// Adds `n` to the count of same-block global accesses left unchecked.
+    pub fn add_unchecked_words(&mut self, n: u64) {
+        self.unchecked_words = self.unchecked_words.saturating_add(n);
+    }
+
+    /// Adds `n` to the count of shared arrays left unchecked.
+    pub fn add_unchecked_arrays(&mut self, n: u64) {
+        self.unchecked_arrays = self.unchecked_arrays.saturating_add(n);
+    }
+
     /// Moves every report of `other` in (de-duplicating) and adds its counts.
     pub fn merge(&mut self, other: RaceReports) {
         self.duplicates += other.duplicates;
         self.add_dropped(other.dropped);
+        self.add_unchecked_words(other.unchecked_words);
+        self.add_unchecked_arrays(other.unchecked_arrays);
+        self.divergent.extend(other.divergent);
         for r in other.reports {
             self.push(r);
         }
@@ -364,9 +393,33 @@ impl RaceReports {
         self.reports.len()
     }
 
-    /// True when there is no report and nothing was dropped.
+    /// True when there is no report, no divergent barrier and nothing was
+    /// dropped (unchecked accesses are no finding: see
+    /// [`RaceReports::unchecked_words`]).
     pub fn is_empty(&self) -> bool {
-        self.reports.is_empty() && self.dropped == 0
+        self.reports.is_empty() && self.dropped == 0 && self.divergent.is_empty()
+    }
+
+    /// The divergent barriers a sanitized GPU context found (one per
+    /// block): threads of a block that reached different `sync_threads`
+    /// calls, or returned instead. A synchronisation returns the first as
+    /// [`Error::DivergentBarrier`](crate::Error::DivergentBarrier).
+    pub fn divergent_barriers(&self) -> &[DivergentBarrier] {
+        &self.divergent
+    }
+
+    /// Word accesses the GPU's same-block check of global memory skipped
+    /// because its per-slot table was full (races between threads of one
+    /// block on those words can be missed; none is invented).
+    pub fn unchecked_words(&self) -> u64 {
+        self.unchecked_words
+    }
+
+    /// Shared arrays a sanitized GPU kernel declared that were too large
+    /// for the GPU's shadow (over 4,668 bytes), once per array and block:
+    /// their accesses went unchecked (the CPU backend checks them).
+    pub fn unchecked_arrays(&self) -> u64 {
+        self.unchecked_arrays
     }
 
     /// Reports that repeated a kept one's kind and locations.
@@ -389,10 +442,23 @@ impl RaceReports {
             }
             r.write_json(&mut s);
         }
+        s.push_str("],\"divergent_barriers\":[");
+        for (i, d) in self.divergent.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            s.push_str("{\"block\":");
+            let b = d.block;
+            let _ = write!(s, "[{},{},{}],\"barrier\":", b.x, b.y, b.z);
+            json_str(&mut s, &d.barrier);
+            s.push_str(",\"detail\":");
+            json_str(&mut s, &d.detail);
+            s.push('}');
+        }
         let _ = write!(
             s,
-            "],\"duplicates\":{},\"dropped\":{}}}",
-            self.duplicates, self.dropped
+            "],\"duplicates\":{},\"dropped\":{},\"unchecked_words\":{},\"unchecked_arrays\":{}}}",
+            self.duplicates, self.dropped, self.unchecked_words, self.unchecked_arrays
         );
         s
     }
@@ -445,8 +511,26 @@ impl fmt::Display for RaceReports {
                 self.dropped
             )?;
         }
+        if self.unchecked_words > 0 {
+            write!(
+                f,
+                "; {} word access(es) went unchecked against their block's other threads \
+                 (the same-block table was full: races there can be missed, none is invented)",
+                self.unchecked_words
+            )?;
+        }
+        if self.unchecked_arrays > 0 {
+            write!(
+                f,
+                "; {} shared array(s) (per block) too large for the GPU's shadow went unchecked",
+                self.unchecked_arrays
+            )?;
+        }
         for (i, r) in self.reports.iter().enumerate() {
             write!(f, "\n[{}] {r}", i + 1)?;
+        }
+        for d in &self.divergent {
+            write!(f, "\n{d}")?;
         }
         Ok(())
     }

@@ -110,13 +110,19 @@ pub fn warp_neighbours(x: GlobalSlice<u32>, out: GlobalSliceMut<u32>, mode: u32)
 }
 
 /// Counts `x[i] % 8` into a shared histogram with shared atomics (one
-/// block), then thread `b` copies bin `b` to `bins[b]`. With
-/// `plain_reset == 1`, thread 0 also clears bin 0 with a plain store in
-/// the same barrier interval: a race with the other threads' atomics.
+/// block), then thread `b` copies bin `b` to `bins[b]`. The bins are
+/// zeroed first, a barrier before the atomics (shared memory starts with
+/// what an earlier kernel left). With `plain_reset == 1`, thread 0 also
+/// clears bin 0 with a plain store in the atomics' barrier interval: a
+/// race with the other threads' atomics.
 #[kernel]
 pub fn shared_histogram(x: GlobalSlice<u32>, bins: GlobalSliceMut<u32>, plain_reset: u32) {
     let hist = shared_array!(u32; 8);
     let t = thread_idx().x as usize;
+    if t < 8 {
+        hist.store(t, 0);
+    }
+    sync_threads();
     if t < x.len() {
         hist.atomic_add((x.load(t) % 8) as usize, 1); // @hist-add
     }
@@ -155,4 +161,46 @@ pub fn global_neighbours(data: GlobalSliceMut<u32>, out: GlobalSliceMut<u32>, ba
         sync_threads();
     }
     out.store(t, data.load((t + 1) % n)); // @global-read
+}
+
+/// Elements of `large_tile`'s shared array: 8 KiB, more than the 4,668
+/// bytes whose shadow fits beside it in a GPU block's shared memory.
+pub const LARGE: usize = 2048;
+
+/// Threads per block of `large_tile`.
+pub const LARGE_THREADS: usize = 256;
+
+/// Each thread fills its column of a large shared array (elements `t`,
+/// `t + 256`, ...), then copies its neighbour's first element into
+/// `out[t]`. With `barrier == 0` nothing orders the neighbour's store
+/// before the load.
+#[kernel]
+pub fn large_tile(out: GlobalSliceMut<u32>, barrier: u32) {
+    let tile = shared_array!(u32; LARGE);
+    let t = thread_idx().x as usize;
+    let mut k = 0;
+    while k < LARGE {
+        tile.store(k + t, (k + t) as u32); // @large-write
+        k += LARGE_THREADS;
+    }
+    if barrier == 1 {
+        sync_threads();
+    }
+    out.store(t, tile.load((t + 1) % LARGE_THREADS)); // @large-read
+}
+
+/// Words each thread of `many_words` writes.
+pub const WORDS_PER_THREAD: usize = 16;
+
+/// Each thread writes its own `WORDS_PER_THREAD` words of `out` (no two
+/// threads share one): with 1,024 threads, one barrier interval touches
+/// 16,384 words, more than the GPU's same-block table of a slot holds.
+#[kernel]
+pub fn many_words(out: GlobalSliceMut<u32>) {
+    let t = thread_idx().x as usize;
+    let mut k = 0;
+    while k < WORDS_PER_THREAD {
+        out.store(t * WORDS_PER_THREAD + k, k as u32);
+        k += 1;
+    }
 }

@@ -9,6 +9,7 @@
 //! leaves a barrier or collective, or starts spinning somewhere new) and
 //! where each spinning thread polls.
 
+use crate::sanitizer::barrier::thread_list;
 use corosensei::Yielder;
 use std::alloc::Layout;
 use std::any::TypeId;
@@ -603,25 +604,6 @@ impl BlockRuntime for BlockState {
         }
         slot.result.get()
     }
-}
-
-/// Linear thread indices as ranges: `0..=15, 20, 32..=63`.
-fn thread_list(ts: &[u32]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < ts.len() {
-        let mut j = i;
-        while j + 1 < ts.len() && ts[j + 1] == ts[j] + 1 {
-            j += 1;
-        }
-        out.push(if i == j {
-            ts[i].to_string()
-        } else {
-            format!("{}..={}", ts[i], ts[j])
-        });
-        i = j + 1;
-    }
-    out.join(", ")
 }
 
 /// The low `n` bits set.

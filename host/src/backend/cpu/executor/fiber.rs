@@ -136,11 +136,11 @@ impl Worker {
                 Ok(true) => continue,
                 Ok(false) => {}
                 Err(d) => {
-                    return Err(CpuError::DivergentBarrier {
+                    return Err(CpuError::DivergentBarrier(crate::error::DivergentBarrier {
                         block: block_idx,
                         barrier: d.barrier.to_string(),
                         detail: d.detail,
-                    })
+                    }))
                 }
             }
             let spinners = self.block.spinners();

@@ -42,7 +42,9 @@ use std::sync::atomic::{AtomicU32, Ordering as MemOrder};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use vigil_shared::abi::ReportBufferHeader;
-use vigil_shared::block::GlobalTable;
+use vigil_shared::block::{
+    DivergenceRecord, GlobalTable, DIVERGENT_BARRIER_KIND, UNCHECKED_ARRAYS,
+};
 use vigil_shared::engine::sc_fence_words;
 use vigil_shared::gpu::{
     GpuReportRecord, GpuRuntime, SideEntry, SmSlots, StreamClocks, HIDDEN_PARAMS, MAX_JOINS,
@@ -53,6 +55,7 @@ use super::stream::CudaStream;
 use super::vmm::CachingPool;
 use crate::abi::params::ParamBuffer;
 use crate::error::{Error, Result};
+use crate::sanitizer::barrier::decode_divergence;
 use crate::sanitizer::decode::{decode_all, LaunchShape, PriorSite};
 use crate::sanitizer::report::RaceReports;
 use crate::types::{EventId, LaunchConfig, StreamId};
@@ -90,6 +93,9 @@ struct State {
     sites: HostSites,
     /// The range-access entry, or the transfer checks waiting for it.
     range: RangeState,
+    /// The same-block table's header counts at the last collection:
+    /// words it skipped (full), shared arrays left without a shadow.
+    unchecked_seen: [u64; 2],
 }
 
 /// The GPU sanitizer of one device.
@@ -102,7 +108,7 @@ pub(crate) struct GpuSanitizer {
     runtime: DeviceBlock,
     _slot_table: DeviceBlock,
     _side_table: DeviceBlock,
-    _block_table: DeviceBlock,
+    block_table: DeviceBlock,
     _sc_fences: DeviceBlock,
     reports: MappedBlock,
     layout: Option<LocationLayout>,
@@ -202,7 +208,7 @@ impl GpuSanitizer {
             runtime,
             _slot_table: slot_table,
             _side_table: side_table,
-            _block_table: block_table,
+            block_table,
             _sc_fences: sc_fences,
             reports,
             layout: LocationLayout::probe(),
@@ -217,6 +223,7 @@ impl GpuSanitizer {
                 pending: HashMap::new(),
                 sites: HostSites::default(),
                 range: RangeState::Waiting(Vec::new()),
+                unchecked_seen: [0; 2],
             }),
         })
     }
@@ -307,11 +314,18 @@ impl GpuSanitizer {
         let State {
             pending, launches, ..
         } = &mut *st;
-        let records = file_records(pending, launches, read, owner);
+        let mut records = file_records(pending, launches, read, owner);
         let dropped = u64::from(claimed) - stored as u64;
-        if records.is_empty() && dropped == 0 {
+        let [words, arrays] = self.unchecked_since(&mut st.unchecked_seen);
+        if records.is_empty() && dropped == 0 && words == 0 && arrays == 0 {
             return RaceReports::new();
         }
+        let divergent: Vec<DivergenceRecord> = records
+            .iter()
+            .filter(|r| r.report.kind == DIVERGENT_BARRIER_KIND)
+            .map(|r| bytemuck::cast(*r))
+            .collect();
+        records.retain(|r| r.report.kind != DIVERGENT_BARRIER_KIND);
         let priors: Vec<Option<PriorSite>> = records
             .iter()
             .map(|r| {
@@ -349,14 +363,45 @@ impl GpuSanitizer {
             read: &read,
             allocation: &allocation,
         };
-        decode_all(
+        let mut out = decode_all(
             records
                 .iter()
                 .map(|r| &r.report)
                 .zip(priors.iter().map(Option::as_ref)),
             records.len() as u64 + dropped,
             &resolver,
-        )
+        );
+        for d in &divergent {
+            out.push_divergent_barrier(decode_divergence(d, &resolver));
+        }
+        out.add_unchecked_words(words);
+        out.add_unchecked_arrays(arrays);
+        out
+    }
+
+    /// What the same-block table's header counted since the last call
+    /// (`seen` holding the counts then): word accesses it skipped (it was
+    /// full), and shared arrays declared too large for a shadow
+    /// (`vigil_shared::block::UNCHECKED_ARRAYS`). The header is read with
+    /// a plain copy, which waits for no stream (they are non-blocking): a
+    /// kernel still running may add more, counted next time. A read that
+    /// fails counts nothing.
+    fn unchecked_since(&self, seen: &mut [u64; 2]) -> [u64; 2] {
+        let mut new = [0; 2];
+        if self.device.bind().is_err() {
+            return new;
+        }
+        let Ok(bytes) = read_device(self.block_table.addr, UNCHECKED_ARRAYS + 8) else {
+            return new;
+        };
+        for (i, at) in [0, UNCHECKED_ARRAYS].into_iter().enumerate() {
+            let mut word = [0; 8];
+            word.copy_from_slice(&bytes[at..at + 8]);
+            let now = u64::from_le_bytes(word);
+            new[i] = now.saturating_sub(seen[i]);
+            seen[i] = now.max(seen[i]);
+        }
+        new
     }
 }
 
