@@ -10,7 +10,7 @@
 
 use core::panic::Location;
 
-use vigil_shared::abi::AccessSite;
+use vigil_shared::abi::{AccessSite, RaceReport, ReportKind};
 use vigil_shared::engine::{Engine, Outcome};
 use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, SideEntry, HOST_SITE_TAG};
 use vigil_shared::{AccessKind, Ordering, Scope};
@@ -42,11 +42,35 @@ fn checked_words(mem: &RuntimeMemory<'_>, addr: u64, size: u32) -> (u64, u64) {
     )
 }
 
-/// One hook's context: the CTA's sanitizer thread and this access's site.
+/// The site the engine is given: an all-zero constant, so that no
+/// `AccessSite` is built in local memory on every access. A report (the
+/// cold path) fills in the real one ([`Hook::site`]).
+const SITE_AT_REPORT: AccessSite = AccessSite {
+    file_ptr: 0,
+    file_len: 0,
+    line: 0,
+    col: 0,
+    location_id: 0,
+    kernel_id: 0,
+    block: 0,
+    thread: 0,
+    reserved: 0,
+};
+
+/// One hook's context: the CTA's sanitizer thread, the calling thread and
+/// this access's site.
 struct Hook {
     cta: CtaState,
-    site: AccessSite,
+    /// The file name's pointer and length.
+    file: (u64, u32),
+    /// Line and column.
+    at: (u32, u32),
+    /// What side entries and warp groups name the site by.
     location: u64,
+    /// Linear block index.
+    block: u32,
+    /// Linear thread index in the block.
+    thread: u32,
 }
 
 impl Hook {
@@ -56,32 +80,38 @@ impl Hook {
     fn new(loc: &'static Location<'static>) -> Hook {
         let file = loc.file();
         Hook::at(
-            file.as_ptr() as u64,
-            file.len() as u32,
+            (file.as_ptr() as u64, file.len() as u32),
             (loc.line(), loc.column()),
             location_of(loc),
         )
     }
 
-    /// An access whose file is `file_ptr`/`file_len` at `(line, column)`,
-    /// and whose side entries name `location`.
+    /// An access whose file is `file` (pointer and length) at `at` (line
+    /// and column), and whose side entries name `location`.
     #[inline(always)]
-    fn at(file_ptr: u64, file_len: u32, (line, col): (u32, u32), location: u64) -> Hook {
-        let cta = CtaState::current();
+    fn at(file: (u64, u32), at: (u32, u32), location: u64) -> Hook {
         Hook {
-            site: AccessSite {
-                file_ptr,
-                file_len,
-                line,
-                col,
-                location_id: 0,
-                kernel_id: cta.launch,
-                block: linear_block(),
-                thread: lane().0,
-                reserved: 0,
-            },
+            cta: CtaState::current(),
+            file,
+            at,
             location,
-            cta,
+            block: linear_block(),
+            thread: lane().0,
+        }
+    }
+
+    /// This access's site, for its report.
+    #[inline(always)]
+    fn site(&self) -> AccessSite {
+        AccessSite {
+            file_ptr: self.file.0,
+            file_len: self.file.1,
+            line: self.at.0,
+            col: self.at.1,
+            kernel_id: self.cta.launch,
+            block: self.block,
+            thread: self.thread,
+            ..SITE_AT_REPORT
         }
     }
 
@@ -114,8 +144,8 @@ impl Hook {
             word: 0,
             tid: self.cta.tid,
             epoch: engine.next_access_epoch(self.cta.tid),
-            block: self.site.block,
-            thread: self.site.thread,
+            block: self.block,
+            thread: self.thread,
             launch: self.cta.launch,
         }
     }
@@ -124,32 +154,26 @@ impl Hook {
     #[inline(always)]
     fn finish(&self, out: Outcome, words: (u64, u64)) {
         if let Outcome::Race(r) | Outcome::Error(r) = out {
-            let rt = self.cta.runtime();
-            // SAFETY: the runtime's side table and report buffer are live.
-            let reporter = unsafe { Reporter::new(rt) };
-            // A host-issued copy is not a kernel thread to stop.
-            let halt =
-                rt.flags & GpuRuntime::HALT_ON_RACE != 0 && self.location & HOST_SITE_TAG == 0;
-            report(&reporter, &r, words, halt);
+            report(self, r, words);
         }
     }
 }
 
 #[cold]
 #[inline(never)]
-fn report(
-    reporter: &Reporter<'_>,
-    r: &vigil_shared::abi::RaceReport,
-    words: (u64, u64),
-    halt: bool,
-) {
-    let prior = if vigil_shared::abi::ReportKind::from_u32(r.kind).is_some_and(|k| k.is_error()) {
+fn report(hook: &Hook, mut r: RaceReport, words: (u64, u64)) {
+    let rt = hook.cta.runtime();
+    // SAFETY: the runtime's side table and report buffer are live.
+    let reporter = unsafe { Reporter::new(rt) };
+    r.site = hook.site();
+    let prior = if ReportKind::from_u32(r.kind).is_some_and(|k| k.is_error()) {
         SideEntry::default()
     } else {
-        reporter.prior_of(r, words.0, words.1)
+        reporter.prior_of(&r, words.0, words.1)
     };
-    reporter.push(&GpuReportRecord { report: *r, prior });
-    if halt {
+    reporter.push(&GpuReportRecord { report: r, prior });
+    // A host-issued copy is not a kernel thread to stop.
+    if rt.flags & GpuRuntime::HALT_ON_RACE != 0 && hook.location & HOST_SITE_TAG == 0 {
         arch::trap();
     }
 }
@@ -187,7 +211,7 @@ pub(super) fn check_host_access(addr: u64, size: u32, write: bool, site: u64, at
 /// `location` (file `file` = pointer and length, `at` = line and column).
 #[inline(never)]
 fn check_plain(addr: u64, size: u32, write: bool, file: (u64, u32), at: (u32, u32), location: u64) {
-    let hook = Hook::at(file.0, file.1, at, location);
+    let hook = Hook::at(file, at, location);
     // SAFETY: the CTA's runtime is live for the launch.
     let mem = unsafe { RuntimeMemory::new(hook.cta.runtime()) };
     if !mem.manages(addr) {
@@ -205,12 +229,12 @@ fn check_plain(addr: u64, size: u32, write: bool, file: (u64, u32), at: (u32, u3
         // at the leader, a lane that made the access).
         if group.is_leader() {
             hook.note(&engine, words, write);
-            let out = engine.access(hook.cta.tid, addr, size, write, &hook.site);
+            let out = engine.access(hook.cta.tid, addr, size, write, &SITE_AT_REPORT);
             hook.finish(out, words);
         }
         return;
     }
-    match group.run(words, hook.site.thread, leader_first) {
+    match group.run(words, hook.thread, leader_first) {
         Some(run) => {
             if group.is_leader() {
                 hook.note_run(&engine, &run, write);
@@ -220,7 +244,7 @@ fn check_plain(addr: u64, size: u32, write: bool, file: (u64, u32), at: (u32, u3
         }
         None => hook.note(&engine, words, write),
     }
-    let out = engine.access(hook.cta.tid, addr, size, write, &hook.site);
+    let out = engine.access(hook.cta.tid, addr, size, write, &SITE_AT_REPORT);
     hook.finish(out, words);
 }
 
@@ -263,7 +287,7 @@ fn check_atomic(
         addr,
         access.size as u32,
         access.engine_op(),
-        &hook.site,
+        &SITE_AT_REPORT,
         || {
             // One lane's write makes the group's access a write (the
             // others' failed compare-exchanges are its reads).

@@ -5,10 +5,16 @@
 //! the engine finds a race, the runtime copies the side entry of the
 //! earlier access next to the engine's record into the host-mapped report
 //! buffer; the host turns both into a two-sided report. Pure atomics over
-//! memory, so the host build tests it. The table is one device's, read
-//! only by that device's threads: its entries are published with
-//! device-scope release and acquire (`arch`), not `core`'s system-wide
-//! fences.
+//! memory, so the host build tests it.
+//!
+//! A note is on every checked access's path, a lookup only on a race's:
+//! notes are relaxed stores (no fence: a release store costs a GPU-wide
+//! `MEMBAR` and an `ERRBAR` per access), and a report that does not find
+//! its earlier access at once looks again for a few microseconds
+//! ([`SIDE_ENTRY_POLLS`]), so a note still on its way from another SM is
+//! found. A note lost past that only leaves the report without its
+//! earlier half; a lookup never waits longer and never takes an entry
+//! whose key (word, thread, epoch) is not the race's.
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -18,10 +24,11 @@ use vigil_shared::gpu::{
     side_set, unpack_access, GpuReportRecord, GpuRuntime, SideEntry, SIDE_WAYS,
 };
 
-/// How often a report looks again for the earlier access's side entry:
-/// that access notes itself just after its shadow update, so a race found
-/// in between would otherwise lose its second half.
-const SIDE_ENTRY_POLLS: u32 = 64;
+/// How often a report looks for the earlier access's side entry, with
+/// [`arch::pause_for_note`] between two looks (about 16 µs in all on a
+/// GPU): the note is a relaxed store that may still be in flight from
+/// another SM when the race is found.
+pub const SIDE_ENTRY_POLLS: u32 = 32;
 
 /// The side table and report buffer of a runtime.
 pub struct Reporter<'r> {
@@ -98,15 +105,16 @@ impl<'r> Reporter<'r> {
         });
     }
 
-    /// Stores `new` into the set of `key`: into the way that holds this
-    /// very access already (`same`, and the same thread and epoch), else
-    /// the first empty one or one of an older launch, claimed by turning
-    /// its location word into [`CLAIMED`] with a compare-exchange (two
-    /// blocks noting into one set at once take different ways) and
-    /// published by storing the location last; else the way the key
-    /// picks. Readers check the whole key and skip claimed ways, so a
-    /// half-written entry is only a miss that [`Reporter::prior_of`] polls
-    /// past.
+    /// Stores `new` into the set of `key`, unless a way holds this very
+    /// access already (`same`, and the same thread and epoch: any note of
+    /// the epoch names a true earlier access, and leaving it spares a
+    /// store and a reader a mix of two notes). Else into the first empty
+    /// way or one of an older launch, else the way the key picks; a way is
+    /// claimed by turning its location word into [`CLAIMED`] with a
+    /// compare-exchange (two blocks noting into one set at once take
+    /// different ways) and published by storing the location last.
+    /// Readers skip claimed ways and check the key, so a half-written
+    /// entry is only a miss that [`Reporter::prior_of`] polls past.
     #[inline(always)]
     fn place(&self, key: u64, write: bool, new: SideEntry, same: impl Fn(&SideEntry) -> bool) {
         let raw_new: [u64; SideEntry::U64S] = bytemuck::cast(new);
@@ -116,31 +124,32 @@ impl<'r> Reporter<'r> {
         // together), relaxed: only the choice of a way depends on them, and
         // a way is claimed by a compare-exchange on its location word.
         let held = ways.map(|slot| slot.map(load_relaxed));
-        for (slot, raw) in ways.into_iter().zip(held) {
+        // The way taken when every way holds another access of this
+        // launch: the key's (found in the loop: an array indexed by a
+        // run-time value would live in local memory).
+        let mut last_resort = None;
+        for (way, (slot, raw)) in ways.into_iter().zip(held).enumerate() {
             let (Some(slot), Some(raw)) = (slot, raw) else {
                 return;
             };
             let held: SideEntry = bytemuck::cast(raw);
-            let mine = held.location != 0
-                && held.location != CLAIMED
-                && held.tid == new.tid
-                && held.epoch == new.epoch
-                && same(&held);
-            let free =
-                held.location == 0 || (held.location != CLAIMED && held.launch != new.launch);
-            if mine
-                || (free
-                    && slot[0]
-                        .compare_exchange(raw[0], CLAIMED, Ordering::Relaxed, Ordering::Relaxed)
-                        .is_ok())
-            {
+            let complete = held.location != 0 && held.location != CLAIMED;
+            if complete && held.tid == new.tid && held.epoch == new.epoch && same(&held) {
+                return;
+            }
+            let free = held.location == 0 || (complete && held.launch != new.launch);
+            if free && claim(slot, raw[0]) {
                 store_entry(slot, raw_new);
                 return;
             }
+            if complete && way as u64 == key % SIDE_WAYS {
+                last_resort = Some((slot, raw[0]));
+            }
         }
-        // Every way holds another access of this launch: the key's.
-        if let Some(slot) = ways[(key % SIDE_WAYS) as usize] {
-            store_entry(slot, raw_new);
+        if let Some((slot, location)) = last_resort {
+            if claim(slot, location) {
+                store_entry(slot, raw_new);
+            }
         }
     }
 
@@ -151,7 +160,10 @@ impl<'r> Reporter<'r> {
     /// run's lane that touched the word.
     pub fn prior_of(&self, r: &RaceReport, first: u64, last: u64) -> SideEntry {
         let write = unpack_access(r.prior_access).0.writes();
-        for _ in 0..SIDE_ENTRY_POLLS {
+        for poll in 0..SIDE_ENTRY_POLLS {
+            if poll > 0 {
+                arch::pause_for_note();
+            }
             for word in first..=last {
                 for key in [word, WordRun::key_of(word)] {
                     for way in 0..SIDE_WAYS {
@@ -159,12 +171,10 @@ impl<'r> Reporter<'r> {
                         else {
                             return SideEntry::default();
                         };
-                        let e = load_entry(slot);
-                        if e.location == 0
-                            || e.location == CLAIMED
-                            || e.tid != r.prior_tid
-                            || e.epoch != r.prior_epoch
-                        {
+                        let Some(e) = load_entry(slot) else {
+                            continue;
+                        };
+                        if e.tid != r.prior_tid || e.epoch != r.prior_epoch {
                             continue;
                         }
                         if let Some(found) = WordRun::entry_of_word(&e, word) {
@@ -296,15 +306,27 @@ impl WordRun {
     }
 }
 
-/// Reads an entry, its location word first (pairs with [`store_entry`]).
+/// Claims a way whose location word holds `held` for a note.
 #[inline(always)]
-fn load_raw(slot: &[AtomicU64]) -> [u64; SideEntry::U64S] {
-    let mut v = [0u64; SideEntry::U64S];
-    v[0] = arch::load_acquire_device(&slot[0]);
-    for (x, w) in v.iter_mut().zip(slot).skip(1) {
-        *x = w.load(Ordering::Relaxed);
+fn claim(slot: &[AtomicU64], held: u64) -> bool {
+    slot[0]
+        .compare_exchange(held, CLAIMED, Ordering::Relaxed, Ordering::Relaxed)
+        .is_ok()
+}
+
+/// Reads a complete entry (a report's cold path): its location word,
+/// the rest, and the location word again, with acquire fences between,
+/// so that a way claimed or rewritten while it is read is a miss (`None`),
+/// as is an empty or claimed one.
+fn load_entry(slot: &[AtomicU64]) -> Option<SideEntry> {
+    let location = slot[0].load(Ordering::Relaxed);
+    if location == 0 || location == CLAIMED {
+        return None;
     }
-    v
+    core::sync::atomic::fence(Ordering::Acquire);
+    let raw = load_relaxed(slot);
+    core::sync::atomic::fence(Ordering::Acquire);
+    (raw[0] == location && slot[0].load(Ordering::Relaxed) == location).then(|| bytemuck::cast(raw))
 }
 
 /// Reads an entry with relaxed loads only (a note choosing its way).
@@ -313,19 +335,22 @@ fn load_relaxed(slot: &[AtomicU64]) -> [u64; SideEntry::U64S] {
     core::array::from_fn(|i| slot[i].load(Ordering::Relaxed))
 }
 
-#[inline(always)]
-fn load_entry(slot: &[AtomicU64]) -> SideEntry {
-    bytemuck::cast(load_raw(slot))
-}
-
-/// Writes an entry, its location word last: until then readers see the
-/// way as empty or claimed, never as a finished entry of mixed halves.
+/// Writes an entry into a way claimed for it, its location word last,
+/// all relaxed: no fence on the access path. Until the location lands,
+/// readers see the way claimed; one that sees the location before the
+/// rest checks the key (word, thread, epoch) the rest holds, which a
+/// claimed way's earlier contents (empty, or another launch's: epochs are
+/// never reused) cannot match, and polls again. (This leans on a thread's
+/// stores to one 32-byte sector reaching L2 in order, as the claim's
+/// compare-exchange and the stores after it do; the PTX model alone does
+/// not promise that, and the release store that did cost every access a
+/// GPU-wide fence.)
 #[inline(always)]
 fn store_entry(slot: &[AtomicU64], v: [u64; SideEntry::U64S]) {
     for (w, x) in slot.iter().zip(v).skip(1) {
         w.store(x, Ordering::Relaxed);
     }
-    arch::store_release_device(&slot[0], v[0]);
+    slot[0].store(v[0], Ordering::Relaxed);
 }
 
 /// `len` atomics at device address `addr`; none for address 0.
@@ -557,6 +582,57 @@ mod tests {
                 assert_eq!(rep.prior_of(&race, 7, 7).block, tid + 1, "round {round}");
             }
         }
+    }
+
+    #[test]
+    fn a_report_finds_notes_still_in_flight_and_never_a_mix_of_two() {
+        // One thread notes 2,000 writes (each its own sanitizer thread and
+        // epoch) while another looks each one up as soon as it can, often
+        // before the note landed: the lookups poll until it does, and what
+        // they find is exactly that note, never fields of two.
+        let table = SideTable::new(16);
+        let rep = table.reporter();
+        let n = 2000u32;
+        let note = |i: u32| SideEntry {
+            location: 0x6000 + u64::from(i) * 8,
+            word: 3 * i,
+            tid: i % 700,
+            epoch: 1 + i / 700,
+            block: 10_000 + i,
+            thread: i % 256,
+            launch: 4,
+        };
+        let start = std::sync::Barrier::new(2);
+        let lost = std::thread::scope(|s| {
+            s.spawn(|| {
+                start.wait();
+                for i in 0..n {
+                    let e = note(i);
+                    rep.note(u64::from(e.word), u64::from(e.word), true, e);
+                }
+            });
+            start.wait();
+            let mut lost = 0;
+            for i in 0..n {
+                let e = note(i);
+                let race = RaceReport {
+                    prior_tid: e.tid,
+                    prior_epoch: e.epoch,
+                    prior_access: AccessKind::Write as u32,
+                    ..RaceReport::default()
+                };
+                let found = rep.prior_of(&race, u64::from(e.word), u64::from(e.word));
+                if found == SideEntry::default() {
+                    lost += 1;
+                } else {
+                    assert_eq!(found, e, "note {i}");
+                }
+            }
+            lost
+        });
+        // A note lost past the polls is one whose writer was descheduled
+        // that long: rare.
+        assert!(lost <= n / 50, "{lost} of {n} notes lost");
     }
 
     /// Lanes `0..lanes` of a warp (block threads `base..`), each touching
