@@ -224,28 +224,32 @@ fn check_plain(addr: u64, size: u32, write: bool, file: (u64, u32), at: (u32, u3
     // with coalesced shadow updates).
     let group = Group::of([location, plain_key(addr, size, words, write)]);
     let leader_first = group.leader_first_word(words);
-    if group.same_words(words, leader_first) {
+    let checks = if group.same_words(words, leader_first) {
         // The leader's check stands for every lane's (a race is reported
         // at the leader, a lane that made the access).
         if group.is_leader() {
             hook.note(&engine, words, write);
-            let out = engine.access(hook.cta.tid, addr, size, write, &SITE_AT_REPORT);
-            hook.finish(out, words);
         }
-        return;
-    }
-    match group.run(words, hook.thread, leader_first) {
-        Some(run) => {
-            if group.is_leader() {
-                hook.note_run(&engine, &run, write);
+        group.is_leader()
+    } else {
+        match group.run(words, hook.thread, leader_first) {
+            Some(run) => {
+                if group.is_leader() {
+                    hook.note_run(&engine, &run, write);
+                }
+                // The run is noted before any lane's shadow update.
+                group.sync();
             }
-            // The run is noted before any lane's shadow update.
-            group.sync();
+            None => hook.note(&engine, words, write),
         }
-        None => hook.note(&engine, words, write),
+        true
+    };
+    // One call of the engine: its access path is compiled into this
+    // function once.
+    if checks {
+        let out = engine.access(hook.cta.tid, addr, size, write, &SITE_AT_REPORT);
+        hook.finish(out, words);
     }
-    let out = engine.access(hook.cta.tid, addr, size, write, &SITE_AT_REPORT);
-    hook.finish(out, words);
 }
 
 /// An atomic through the engine; `perform` does the real operation (with

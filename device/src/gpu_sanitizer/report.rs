@@ -62,17 +62,10 @@ impl<'r> Reporter<'r> {
     /// Way `way` of the set of `tid`'s write (`write`) or read of `key`
     /// (a word, or a line's [`WordRun::key`]) in `epoch`.
     #[inline(always)]
-    fn way(
-        &self,
-        key: u64,
-        tid: u32,
-        epoch: u32,
-        write: bool,
-        way: u64,
-    ) -> Option<&'r [AtomicU64]> {
+    fn way(&self, key: u64, tid: u32, epoch: u32, write: bool, way: u64) -> Option<&'r Way> {
         let at =
             (side_set(key, tid, epoch, write, self.side_log2) + way) as usize * SideEntry::U64S;
-        self.side.get(at..at + SideEntry::U64S)
+        self.side.get(at..at + SideEntry::U64S)?.try_into().ok()
     }
 
     /// Notes an access to words `first..=last` by `e.tid` in `e.epoch`,
@@ -118,20 +111,19 @@ impl<'r> Reporter<'r> {
     #[inline(always)]
     fn place(&self, key: u64, write: bool, new: SideEntry, same: impl Fn(&SideEntry) -> bool) {
         let raw_new: [u64; SideEntry::U64S] = bytemuck::cast(new);
-        let ways: [_; SIDE_WAYS as usize] =
-            core::array::from_fn(|way| self.way(key, new.tid, new.epoch, write, way as u64));
-        // Every way's words at once (one 128-byte line, all loads in flight
-        // together), relaxed: only the choice of a way depends on them, and
-        // a way is claimed by a compare-exchange on its location word.
-        let held = ways.map(|slot| slot.map(load_relaxed));
         // The way taken when every way holds another access of this
         // launch: the key's (found in the loop: an array indexed by a
         // run-time value would live in local memory).
         let mut last_resort = None;
-        for (way, (slot, raw)) in ways.into_iter().zip(held).enumerate() {
-            let (Some(slot), Some(raw)) = (slot, raw) else {
+        for way in 0..SIDE_WAYS {
+            // One way at a time, relaxed: the first is usually the one
+            // taken (one 32-byte sector, one round trip), and only the
+            // choice of a way depends on what it holds; a way is claimed
+            // by a compare-exchange on its location word.
+            let Some(slot) = self.way(key, new.tid, new.epoch, write, way) else {
                 return;
             };
+            let raw = load_relaxed(slot);
             let held: SideEntry = bytemuck::cast(raw);
             let complete = held.location != 0 && held.location != CLAIMED;
             if complete && held.tid == new.tid && held.epoch == new.epoch && same(&held) {
@@ -142,7 +134,7 @@ impl<'r> Reporter<'r> {
                 store_entry(slot, raw_new);
                 return;
             }
-            if complete && way as u64 == key % SIDE_WAYS {
+            if complete && way == key % SIDE_WAYS {
                 last_resort = Some((slot, raw[0]));
             }
         }
@@ -306,9 +298,12 @@ impl WordRun {
     }
 }
 
+/// One way of the side table: an entry's words.
+type Way = [AtomicU64; SideEntry::U64S];
+
 /// Claims a way whose location word holds `held` for a note.
 #[inline(always)]
-fn claim(slot: &[AtomicU64], held: u64) -> bool {
+fn claim(slot: &Way, held: u64) -> bool {
     slot[0]
         .compare_exchange(held, CLAIMED, Ordering::Relaxed, Ordering::Relaxed)
         .is_ok()
@@ -318,7 +313,7 @@ fn claim(slot: &[AtomicU64], held: u64) -> bool {
 /// the rest, and the location word again, with acquire fences between,
 /// so that a way claimed or rewritten while it is read is a miss (`None`),
 /// as is an empty or claimed one.
-fn load_entry(slot: &[AtomicU64]) -> Option<SideEntry> {
+fn load_entry(slot: &Way) -> Option<SideEntry> {
     let location = slot[0].load(Ordering::Relaxed);
     if location == 0 || location == CLAIMED {
         return None;
@@ -331,7 +326,7 @@ fn load_entry(slot: &[AtomicU64]) -> Option<SideEntry> {
 
 /// Reads an entry with relaxed loads only (a note choosing its way).
 #[inline(always)]
-fn load_relaxed(slot: &[AtomicU64]) -> [u64; SideEntry::U64S] {
+fn load_relaxed(slot: &Way) -> [u64; SideEntry::U64S] {
     core::array::from_fn(|i| slot[i].load(Ordering::Relaxed))
 }
 
@@ -346,9 +341,10 @@ fn load_relaxed(slot: &[AtomicU64]) -> [u64; SideEntry::U64S] {
 /// not promise that, and the release store that did cost every access a
 /// GPU-wide fence.)
 #[inline(always)]
-fn store_entry(slot: &[AtomicU64], v: [u64; SideEntry::U64S]) {
-    for (w, x) in slot.iter().zip(v).skip(1) {
-        w.store(x, Ordering::Relaxed);
+fn store_entry(slot: &Way, v: [u64; SideEntry::U64S]) {
+    // Over slices: an array's by-value iterator would live in local memory.
+    for (w, x) in slot[1..].iter().zip(&v[1..]) {
+        w.store(*x, Ordering::Relaxed);
     }
     slot[0].store(v[0], Ordering::Relaxed);
 }
