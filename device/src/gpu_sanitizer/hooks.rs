@@ -166,7 +166,8 @@ fn report(hook: &Hook, mut r: RaceReport, words: (u64, u64)) {
     // SAFETY: the runtime's side table and report buffer are live.
     let reporter = unsafe { Reporter::new(rt) };
     r.site = hook.site();
-    let prior = if ReportKind::from_u32(r.kind).is_some_and(|k| k.is_error()) {
+    let error = ReportKind::from_u32(r.kind).is_some_and(|k| k.is_error());
+    let prior = if error || reporter.full() {
         SideEntry::default()
     } else {
         reporter.prior_of(&r, words.0, words.1)

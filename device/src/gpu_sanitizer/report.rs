@@ -179,6 +179,16 @@ impl<'r> Reporter<'r> {
         SideEntry::default()
     }
 
+    /// True when the report buffer has no room left: a report then only
+    /// counts (see [`Reporter::push`]), and need not look up its earlier
+    /// access (a racy kernel makes millions of reports).
+    pub fn full(&self) -> bool {
+        match self.reports {
+            [next, cap, ..] => next.load(Ordering::Relaxed) >= cap.load(Ordering::Relaxed),
+            _ => true,
+        }
+    }
+
     /// Appends a record; false when the buffer was full (the claim is
     /// still counted, so the host knows how many were dropped).
     pub fn push(&self, rec: &GpuReportRecord) -> bool {
@@ -389,8 +399,10 @@ mod tests {
             },
             ..GpuReportRecord::default()
         };
+        assert!(!rep.full());
         assert!(rep.push(&rec(1)));
         assert!(rep.push(&rec(2)));
+        assert!(rep.full());
         assert!(!rep.push(&rec(3)));
         assert_eq!(buf[0].load(Ordering::Relaxed), 3);
         let tail = ReportBufferHeader::WORDS + 2 * GpuReportRecord::WORDS;
