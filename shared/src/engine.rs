@@ -634,9 +634,12 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         let mut r = c.read_clock().unwrap_or(AccessClock::NONE);
         let mut race = None;
         let mut merged = 0u8;
-        for a in [&mut w, &mut r] {
+        // Called on each clock in turn, not looped over an array of the
+        // two: on a GPU that array (and both clocks) would live in local
+        // memory.
+        let mut check = |a: &mut AccessClock| {
             if a.mask == 0 {
-                continue;
+                return;
             }
             let overlap = a.mask & n.mask != 0;
             let ordered = clocks.get(a.tid) >= a.epoch;
@@ -651,7 +654,9 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                 merged |= a.mask;
                 a.mask = 0;
             }
-        }
+        };
+        check(&mut w);
+        check(&mut r);
         let slot = if n.write { &mut w } else { &mut r };
         if slot.mask != 0 {
             return None;

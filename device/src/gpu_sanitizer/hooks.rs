@@ -61,12 +61,13 @@ const SITE_AT_REPORT: AccessSite = AccessSite {
 /// this access's site.
 struct Hook {
     cta: CtaState,
-    /// The file name's pointer and length.
-    file: (u64, u32),
-    /// Line and column.
-    at: (u32, u32),
-    /// What side entries and warp groups name the site by.
+    /// What side entries and warp groups name the site by: a kernel
+    /// access's `Location` address, or a host-issued copy's tag
+    /// (`HOST_SITE_TAG | index`).
     location: u64,
+    /// A host-issued copy's line and column (a kernel access's are in its
+    /// `Location`, read only for a report).
+    host_at: (u32, u32),
     /// Linear block index.
     block: u32,
     /// Linear thread index in the block.
@@ -74,40 +75,41 @@ struct Hook {
 }
 
 impl Hook {
-    /// A kernel access at `#[track_caller]` location `loc` (in the
-    /// module's memory: the host reads it back).
+    /// An access named `location` (see [`Hook::location`]).
     #[inline(always)]
-    fn new(loc: &'static Location<'static>) -> Hook {
-        let file = loc.file();
-        Hook::at(
-            (file.as_ptr() as u64, file.len() as u32),
-            (loc.line(), loc.column()),
-            location_of(loc),
-        )
-    }
-
-    /// An access whose file is `file` (pointer and length) at `at` (line
-    /// and column), and whose side entries name `location`.
-    #[inline(always)]
-    fn at(file: (u64, u32), at: (u32, u32), location: u64) -> Hook {
+    fn new(location: u64, host_at: (u32, u32)) -> Hook {
         Hook {
             cta: CtaState::current(),
-            file,
-            at,
             location,
+            host_at,
             block: linear_block(),
             thread: lane().0,
         }
     }
 
-    /// This access's site, for its report.
+    /// This access's site, for its report: a kernel access's from its
+    /// `Location`, a host-issued copy's tag as its file (the host resolves
+    /// it to the call site).
     #[inline(always)]
     fn site(&self) -> AccessSite {
+        let (file_ptr, file_len, (line, col)) = if self.location & HOST_SITE_TAG != 0 {
+            (self.location, 0, self.host_at)
+        } else {
+            // SAFETY: a kernel access's location is the address of its
+            // `#[track_caller]` `Location` (`location_of`), static data.
+            let loc = unsafe { &*(self.location as *const Location<'static>) };
+            let file = loc.file();
+            (
+                file.as_ptr() as u64,
+                file.len() as u32,
+                (loc.line(), loc.column()),
+            )
+        };
         AccessSite {
-            file_ptr: self.file.0,
-            file_len: self.file.1,
-            line: self.at.0,
-            col: self.at.1,
+            file_ptr,
+            file_len,
+            line,
+            col,
             kernel_id: self.cta.launch,
             block: self.block,
             thread: self.thread,
@@ -187,17 +189,7 @@ fn location_of(loc: &'static Location<'static>) -> u64 {
 
 #[inline(always)]
 fn check_access(addr: u64, size: u32, write: bool, loc: &'static Location<'static>) {
-    let file = loc.file();
-    let location = location_of(loc);
-    let at = (loc.line(), loc.column());
-    check_plain(
-        addr,
-        size,
-        write,
-        (file.as_ptr() as u64, file.len() as u32),
-        at,
-        location,
-    );
+    check_plain(addr, size, write, location_of(loc), (0, 0));
 }
 
 /// A plain access of `size` bytes at `addr` by a host-issued copy or fill
@@ -205,14 +197,14 @@ fn check_access(addr: u64, size: u32, write: bool, loc: &'static Location<'stati
 /// the host resolves to the call site (no `Location` in device memory).
 #[inline(always)]
 pub(super) fn check_host_access(addr: u64, size: u32, write: bool, site: u64, at: (u32, u32)) {
-    check_plain(addr, size, write, (site, 0), at, site);
+    check_plain(addr, size, write, site, at);
 }
 
 /// A plain access through the engine, noted in the side table as made at
-/// `location` (file `file` = pointer and length, `at` = line and column).
+/// `location` (`host_at`: see [`Hook::host_at`]).
 #[inline(never)]
-fn check_plain(addr: u64, size: u32, write: bool, file: (u64, u32), at: (u32, u32), location: u64) {
-    let hook = Hook::at(file, at, location);
+fn check_plain(addr: u64, size: u32, write: bool, location: u64, host_at: (u32, u32)) {
+    let hook = Hook::new(location, host_at);
     // SAFETY: the CTA's runtime is live for the launch.
     let mem = unsafe { RuntimeMemory::new(hook.cta.runtime()) };
     if !mem.manages(addr) {
@@ -261,7 +253,7 @@ fn check_atomic(
     loc: &'static Location<'static>,
     perform: &mut dyn FnMut() -> bool,
 ) {
-    let hook = Hook::new(loc);
+    let hook = Hook::new(location_of(loc), (0, 0));
     // SAFETY: the CTA's runtime is live for the launch.
     let mem = unsafe { RuntimeMemory::new(hook.cta.runtime()) };
     let addr = access.addr as u64;
