@@ -156,14 +156,19 @@ impl Hook {
     #[inline(always)]
     fn finish(&self, out: Outcome, words: (u64, u64)) {
         if let Outcome::Race(r) | Outcome::Error(r) = out {
-            report(self, r, words);
+            report(self.location, self.host_at, r, words);
         }
     }
 }
 
+/// The cold half of [`Hook::finish`]. It makes its own `Hook` (the CTA's
+/// state and the thread's place are read again) from what names the
+/// site, so that the hot path need not keep them in registers across the
+/// engine.
 #[cold]
 #[inline(never)]
-fn report(hook: &Hook, mut r: RaceReport, words: (u64, u64)) {
+fn report(location: u64, host_at: (u32, u32), mut r: RaceReport, words: (u64, u64)) {
+    let hook = Hook::new(location, host_at);
     let rt = hook.cta.runtime();
     // SAFETY: the runtime's side table and report buffer are live.
     let reporter = unsafe { Reporter::new(rt) };
