@@ -98,11 +98,10 @@ impl<'r> Reporter<'r> {
         });
     }
 
-    /// Stores `new` into the set of `key`, unless a way holds this very
-    /// access already (`same`, and the same thread and epoch: any note of
-    /// the epoch names a true earlier access, and leaving it spares a
-    /// store and a reader a mix of two notes). Else into the first empty
-    /// way or one of an older launch, else the way the key picks; a way is
+    /// Stores `new` into the set of `key`: into the way that holds an
+    /// access of the same thread and epoch (`same`) already, unless it is
+    /// this very one (then nothing is stored); else the first empty way or
+    /// one of an older launch, else the way the key picks. A way is
     /// claimed by turning its location word into [`CLAIMED`] with a
     /// compare-exchange (two blocks noting into one set at once take
     /// different ways) and published by storing the location last.
@@ -127,6 +126,13 @@ impl<'r> Reporter<'r> {
             let held: SideEntry = bytemuck::cast(raw);
             let complete = held.location != 0 && held.location != CLAIMED;
             if complete && held.tid == new.tid && held.epoch == new.epoch && same(&held) {
+                // Another access of this thread's epoch: the newest names
+                // it (as the CPU backend's table does), rewritten under a
+                // claim like a free way; this very access again (a loop
+                // on one word): nothing to store.
+                if raw != raw_new && claim(slot, raw[0]) {
+                    store_entry(slot, raw_new);
+                }
                 return;
             }
             let free = held.location == 0 || (complete && held.launch != new.launch);
@@ -461,6 +467,19 @@ mod tests {
         assert_eq!((w.block, w.word), (7, 11));
         let r = rep.prior_of(&race(4, AccessKind::Read), 10, 10);
         assert_eq!(r.block, 8);
+        // A second write of word 10 by the same thread and epoch, at
+        // another site: the report names the newer one.
+        rep.note(
+            10,
+            10,
+            true,
+            SideEntry {
+                location: 0x1800,
+                ..e(3, 7)
+            },
+        );
+        let w = rep.prior_of(&race(3, AccessKind::Write), 10, 10);
+        assert_eq!((w.location, w.word), (0x1800, 10));
         // A thread the table does not hold for the word: no guess.
         assert_eq!(
             rep.prior_of(&race(9, AccessKind::Write), 10, 11),
