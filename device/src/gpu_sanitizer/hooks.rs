@@ -16,7 +16,12 @@ use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, SideEntry, HOST_SITE_TAG};
 use vigil_shared::{AccessKind, Ordering, Scope};
 
 use super::cta::{lane, CtaState};
+use super::device_atomics::EngineAtomics;
 use super::memory::RuntimeMemory;
+
+/// The engine's memory in the hooks: the runtime's, on device-scoped
+/// atomics.
+type HookMemory<'r> = RuntimeMemory<'r, EngineAtomics>;
 use super::report::{Reporter, WordRun};
 use super::warp::{atomic_keys, plain_key, Group};
 use crate::arch::ptx as arch;
@@ -35,7 +40,7 @@ pub(super) fn linear_block() -> u32 {
 
 /// Words `first..=last` of an access of `size` bytes at managed `addr`.
 #[inline(always)]
-fn checked_words(mem: &RuntimeMemory<'_>, addr: u64, size: u32) -> (u64, u64) {
+fn checked_words(mem: &HookMemory<'_>, addr: u64, size: u32) -> (u64, u64) {
     (
         mem.word_of(addr),
         mem.word_of(addr + u64::from(size.max(1)) - 1),
@@ -122,7 +127,7 @@ impl Hook {
     /// entry at once (noted after, a racing thread on another SM could
     /// look before the note lands and lose the earlier half).
     #[inline(always)]
-    fn note(&self, engine: &Engine<'_, RuntimeMemory<'_>>, words: (u64, u64), wrote: bool) {
+    fn note(&self, engine: &Engine<'_, HookMemory<'_>>, words: (u64, u64), wrote: bool) {
         let rt = self.cta.runtime();
         // SAFETY: the runtime's side table and report buffer are live.
         let reporter = unsafe { Reporter::new(rt) };
@@ -131,7 +136,7 @@ impl Hook {
 
     /// Notes a warp's run of accesses as one entry (the leader's part).
     #[inline(always)]
-    fn note_run(&self, engine: &Engine<'_, RuntimeMemory<'_>>, run: &WordRun, wrote: bool) {
+    fn note_run(&self, engine: &Engine<'_, HookMemory<'_>>, run: &WordRun, wrote: bool) {
         let rt = self.cta.runtime();
         // SAFETY: the runtime's side table and report buffer are live.
         let reporter = unsafe { Reporter::new(rt) };
@@ -140,7 +145,7 @@ impl Hook {
 
     /// This access's side entry (the note fills in the word).
     #[inline(always)]
-    fn side_entry(&self, engine: &Engine<'_, RuntimeMemory<'_>>) -> SideEntry {
+    fn side_entry(&self, engine: &Engine<'_, HookMemory<'_>>) -> SideEntry {
         SideEntry {
             location: self.location,
             word: 0,
@@ -211,7 +216,7 @@ pub(super) fn check_host_access(addr: u64, size: u32, write: bool, site: u64, at
 fn check_plain(addr: u64, size: u32, write: bool, location: u64, host_at: (u32, u32)) {
     let hook = Hook::new(location, host_at);
     // SAFETY: the CTA's runtime is live for the launch.
-    let mem = unsafe { RuntimeMemory::new(hook.cta.runtime()) };
+    let mem = unsafe { HookMemory::new(hook.cta.runtime()) };
     if !mem.manages(addr) {
         return;
     }
@@ -260,7 +265,7 @@ fn check_atomic(
 ) {
     let hook = Hook::new(location_of(loc), (0, 0));
     // SAFETY: the CTA's runtime is live for the launch.
-    let mem = unsafe { RuntimeMemory::new(hook.cta.runtime()) };
+    let mem = unsafe { HookMemory::new(hook.cta.runtime()) };
     let addr = access.addr as u64;
     if !mem.manages(addr) {
         perform();
@@ -312,7 +317,7 @@ fn check_atomic(
 fn check_fence(ordering: Ordering, scope: Scope) {
     let cta = CtaState::current();
     // SAFETY: the CTA's runtime is live for the launch.
-    let mem = unsafe { RuntimeMemory::new(cta.runtime()) };
+    let mem = unsafe { HookMemory::new(cta.runtime()) };
     Engine::new(&mem, mem.config()).fence(cta.tid, ordering, scope);
 }
 
