@@ -900,10 +900,10 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
     ///
     /// The common case (compact cells that stay compact, no race) runs
     /// here, in registers; the first word that needs more, and every word
-    /// after it, go to the general path (`access_from`), out of line, so that its
-    /// reports and records cost the common case neither stack nor spills.
-    /// The words before it were checked exactly as there: the same
-    /// compact rules, and clean.
+    /// after it, go to the general path (`access_from`), out of line, so
+    /// that its reports and records cost the common case neither stack nor
+    /// spills. The words before it were checked exactly as there: the
+    /// same compact rules, and clean.
     #[inline(always)]
     pub fn access(
         &self,
