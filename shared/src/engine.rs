@@ -322,6 +322,23 @@ pub struct LockedWord {
     held: Held,
 }
 
+/// Where [`Engine::access`]'s common case hands a plain access over to
+/// the general path: the words before `word` were checked, clean.
+#[derive(Clone, Copy, Debug)]
+enum Resume {
+    /// Nothing done yet (the epoch could not be had without the general
+    /// path's error handling).
+    Start,
+    /// Word `word` needs the general path.
+    At { word: u64, epoch: u32 },
+    /// Word `word` was checked and updated, racing with `prior`.
+    Raced {
+        word: u64,
+        epoch: u32,
+        prior: AccessClock,
+    },
+}
+
 /// The engine over one memory.
 pub struct Engine<'m, M: EngineMemory> {
     mem: &'m M,
@@ -617,9 +634,12 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         let mut r = c.read_clock().unwrap_or(AccessClock::NONE);
         let mut race = None;
         let mut merged = 0u8;
-        for a in [&mut w, &mut r] {
+        // Called on each clock in turn, not looped over an array of the
+        // two: on a GPU that array (and both clocks) would live in local
+        // memory.
+        let mut check = |a: &mut AccessClock| {
             if a.mask == 0 {
-                continue;
+                return;
             }
             let overlap = a.mask & n.mask != 0;
             let ordered = clocks.get(a.tid) >= a.epoch;
@@ -634,7 +654,9 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                 merged |= a.mask;
                 a.mask = 0;
             }
-        }
+        };
+        check(&mut w);
+        check(&mut r);
         let slot = if n.write { &mut w } else { &mut r };
         if slot.mask != 0 {
             return None;
@@ -875,6 +897,14 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
     /// sanitizer thread `tid`. Takes no lock on the thread state (see
     /// [`ThreadClocks::fresh_epoch_unlocked`]) and none on compact cells:
     /// one 64-bit CAS per word, none when nothing changes.
+    ///
+    /// The common case (compact cells that stay compact, no race) runs
+    /// here, in registers; the first word that needs more, and every word
+    /// after it, go to the general path (`access_from`), out of line, so
+    /// that its reports and records cost the common case neither stack nor
+    /// spills. The words before it were checked exactly as there: the
+    /// same compact rules, and clean.
+    #[inline(always)]
     pub fn access(
         &self,
         tid: u32,
@@ -882,6 +912,66 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         size: u32,
         write: bool,
         site: &AccessSite,
+    ) -> Outcome {
+        let Some((first, last)) = self.word_span(addr, size) else {
+            return Outcome::Clean;
+        };
+        let clocks = self.clocks(tid);
+        let Ok(epoch) = clocks.fresh_epoch_unlocked(tid) else {
+            return self.access_from(tid, addr, size, write, site, Resume::Start);
+        };
+        let mut word = first;
+        while word <= last {
+            let n = self.plain_clock(tid, epoch, addr, size, word, write);
+            match self.plain_word_compact(word, n, &clocks) {
+                Some(None) => word += 1,
+                Some(Some(prior)) => {
+                    let resume = Resume::Raced { word, epoch, prior };
+                    return self.access_from(tid, addr, size, write, site, resume);
+                }
+                None => {
+                    let resume = Resume::At { word, epoch };
+                    return self.access_from(tid, addr, size, write, site, resume);
+                }
+            }
+        }
+        Outcome::Clean
+    }
+
+    /// The access clock of a plain access of `size` bytes at `addr` on
+    /// `word`.
+    #[inline(always)]
+    fn plain_clock(
+        &self,
+        tid: u32,
+        epoch: u32,
+        addr: u64,
+        size: u32,
+        word: u64,
+        write: bool,
+    ) -> AccessClock {
+        AccessClock {
+            tid,
+            epoch,
+            mask: self.byte_mask(addr, size, word),
+            write,
+            atomic: false,
+            scope: Scope::Block,
+            extent: 0,
+        }
+    }
+
+    /// [`Engine::access`] where the common case left it (`resume`): the
+    /// general path.
+    #[inline(never)]
+    fn access_from(
+        &self,
+        tid: u32,
+        addr: u64,
+        size: u32,
+        write: bool,
+        site: &AccessSite,
+        resume: Resume,
     ) -> Outcome {
         let kind = if write {
             AccessKind::Write
@@ -901,23 +991,26 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             return Outcome::Clean;
         };
         let clocks = self.clocks(tid);
-        let epoch = match clocks.fresh_epoch_unlocked(tid) {
-            Ok(e) => e,
-            Err(ClockError::EpochOverflow(e)) | Err(ClockError::SnapshotGone(e)) => {
-                return self.error_outcome(&cur, ReportKind::EpochOverflow, e, e);
+        let (from, epoch, mut outcome) = match resume {
+            Resume::Start => match clocks.fresh_epoch_unlocked(tid) {
+                Ok(e) => (first, e, Outcome::Clean),
+                Err(ClockError::EpochOverflow(e)) | Err(ClockError::SnapshotGone(e)) => {
+                    return self.error_outcome(&cur, ReportKind::EpochOverflow, e, e);
+                }
+            },
+            Resume::At { word, epoch } => (word, epoch, Outcome::Clean),
+            Resume::Raced { word, epoch, prior } => {
+                let n = self.plain_clock(tid, epoch, addr, size, word, write);
+                let at = self.conflict_address(word, &prior, &n);
+                (
+                    word + 1,
+                    epoch,
+                    Outcome::Race(cur.race(at, epoch, &prior, &n)),
+                )
             }
         };
-        let mut outcome = Outcome::Clean;
-        for word in first..=last {
-            let n = AccessClock {
-                tid,
-                epoch,
-                mask: self.byte_mask(addr, size, word),
-                write,
-                atomic: false,
-                scope: Scope::Block,
-                extent: 0,
-            };
+        for word in from..=last {
+            let n = self.plain_clock(tid, epoch, addr, size, word, write);
             match self.plain_word(word, n, &clocks) {
                 Ok(Some(prior)) if !matches!(outcome, Outcome::Race(_)) => {
                     let at = self.conflict_address(word, &prior, &n);
@@ -938,15 +1031,65 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         outcome
     }
 
+    /// One word of a plain access: the common case (a compact cell that
+    /// stays compact: one load and at most one compare-exchange) here,
+    /// everything else in [`Engine::plain_word_general`], out of line.
+    #[inline(always)]
     fn plain_word(
         &self,
         word: u64,
         n: AccessClock,
         clocks: &ThreadClocks<'m, M::Atomics>,
     ) -> Result<Option<AccessClock>, ReportKind> {
+        match self.plain_word_compact(word, n, clocks) {
+            Some(race) => Ok(race),
+            None => match self.mem.shadow_cell(word) {
+                Some(cell) => self.plain_word_general(cell, n, clocks),
+                None => Ok(None),
+            },
+        }
+    }
+
+    /// [`Engine::plain_word`] when the word's cell is compact and stays
+    /// compact (or the word is not managed): `Some` with the racing
+    /// clock, if any, the cell updated; `None` (nothing changed) when the
+    /// general path must run.
+    #[inline(always)]
+    fn plain_word_compact(
+        &self,
+        word: u64,
+        n: AccessClock,
+        clocks: &ThreadClocks<'m, M::Atomics>,
+    ) -> Option<Option<AccessClock>> {
         let Some(cell) = self.mem.shadow_cell(word) else {
-            return Ok(None);
+            return Some(None);
         };
+        loop {
+            // Relaxed: a compact cell is self-contained (see below).
+            let c = cell.load(MemOrder::Relaxed);
+            if ShadowCell(c).view() != CellView::Compact {
+                return None;
+            }
+            let (new, race) = self.plain_compact(ShadowCell(c), &n, clocks)?;
+            if new.0 == c
+                || cell
+                    .compare_exchange(c, new.0, MemOrder::Relaxed, MemOrder::Relaxed)
+                    .is_ok()
+            {
+                return Some(race);
+            }
+        }
+    }
+
+    /// [`Engine::plain_word`] on any cell: locked, inflated, or compact
+    /// with a result that needs the general rules or a record.
+    #[inline(never)]
+    fn plain_word_general(
+        &self,
+        cell: &U64Of<M>,
+        n: AccessClock,
+        clocks: &ThreadClocks<'m, M::Atomics>,
+    ) -> Result<Option<AccessClock>, ReportKind> {
         let pool = self.pool();
         let result = loop {
             // Relaxed: a compact cell is self-contained (no other memory is

@@ -352,14 +352,11 @@ coord! {
     block_dim_x => block_dim.x, grid_dim_x => grid_dim.x,
 }
 
-/// An acquire load of one device's memory (the GPU's `ld.acquire.gpu`).
-pub fn load_acquire_device(p: &AtomicU64) -> u64 {
-    p.load(sa::Ordering::Acquire)
-}
-
-/// A release store to one device's memory (the GPU's `st.release.gpu`).
-pub fn store_release_device(p: &AtomicU64, v: u64) {
-    p.store(v, sa::Ordering::Release)
+/// Waits between two looks of a race report for a side entry still being
+/// written (the GPU's `nanosleep`; longer here, where the writer is an OS
+/// thread the scheduler may hold back).
+pub fn pause_for_note() {
+    std::thread::sleep(std::time::Duration::from_micros(20))
 }
 
 pub fn thread_idx() -> Dim3 {

@@ -456,27 +456,58 @@ macro_rules! shared_block_address {
     };
 }
 
-/// `ld.acquire.gpu.b64`: an acquire load whose ordering covers this
-/// device only (the GPU sanitizer's side table: `core`'s acquire is
-/// system-scoped, a far dearer fence).
+/// `ld.acquire.cta.b64`: an acquire load ordered for the calling CTA only
+/// (the same-block table of `gpu_sanitizer::block`, which only one CTA
+/// touches while it runs). On sm_90 it is a plain load: `core`'s acquire
+/// is system-scoped, an `ld.acquire.sys` that invalidates the whole L1.
 #[inline(always)]
-pub fn load_acquire_device(p: &core::sync::atomic::AtomicU64) -> u64 {
+pub fn load_acquire_block(p: &core::sync::atomic::AtomicU64) -> u64 {
     let r: u64;
     // SAFETY: `p` is a live, aligned 8-byte atomic in global memory.
     unsafe {
-        asm!("ld.acquire.gpu.global.b64 {r}, [{p}];", r = out(reg64) r, p = in(reg64) p.as_ptr(), options(nostack))
+        asm!("ld.acquire.cta.global.b64 {r}, [{p}];", r = out(reg64) r, p = in(reg64) p.as_ptr(), options(nostack))
     };
     r
 }
 
-/// `st.release.gpu.b64`: a release store ordered for this device only
-/// (see [`load_acquire_device`]).
+/// `st.release.cta.b64`: a release store ordered for the calling CTA only
+/// (see [`load_acquire_block`]): a `MEMBAR.CTA`, not a GPU-wide one.
 #[inline(always)]
-pub fn store_release_device(p: &core::sync::atomic::AtomicU64, v: u64) {
+pub fn store_release_block(p: &core::sync::atomic::AtomicU64, v: u64) {
     // SAFETY: `p` is a live, aligned 8-byte atomic in global memory.
     unsafe {
-        asm!("st.release.gpu.global.b64 [{p}], {v};", p = in(reg64) p.as_ptr(), v = in(reg64) v, options(nostack))
+        asm!("st.release.cta.global.b64 [{p}], {v};", p = in(reg64) p.as_ptr(), v = in(reg64) v, options(nostack))
     };
+}
+
+/// `atom.acquire.cta.cas.b64`: a compare-exchange ordered for the calling
+/// CTA only (see [`load_acquire_block`]); `Ok` with the old value when it
+/// swapped, else `Err` with the value found.
+#[inline(always)]
+pub fn compare_exchange_acquire_block(
+    p: &core::sync::atomic::AtomicU64,
+    current: u64,
+    new: u64,
+) -> Result<u64, u64> {
+    let r: u64;
+    // SAFETY: `p` is a live, aligned 8-byte atomic in global memory.
+    unsafe {
+        asm!("atom.acquire.cta.global.cas.b64 {r}, [{p}], {c}, {n};", r = out(reg64) r, p = in(reg64) p.as_ptr(), c = in(reg64) current, n = in(reg64) new, options(nostack))
+    };
+    if r == current {
+        Ok(r)
+    } else {
+        Err(r)
+    }
+}
+
+/// Waits between two looks of a race report for the earlier access's
+/// side entry, which another SM may still be writing (`nanosleep`, up to
+/// about half a microsecond).
+#[inline(always)]
+pub fn pause_for_note() {
+    // SAFETY: `nanosleep` only delays this thread (sm_70+).
+    unsafe { asm!("nanosleep.u32 256;", options(nomem, nostack)) }
 }
 
 shared_block_address!(

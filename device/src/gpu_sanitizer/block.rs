@@ -697,18 +697,23 @@ pub(super) fn global_access(
                 first: r1,
                 second: r2,
             };
-            let found = t.load(Ordering::Acquire);
+            // Only this CTA touches its slot's entries while it runs (the
+            // slot's hand-over orders an earlier CTA's), so CTA-scope
+            // ordering suffices: the key's release store publishes the
+            // cleared records to the threads that acquire it, and the
+            // tag's acquire orders the key after the claim. (`core`'s
+            // acquire is system-scoped: an `ld.acquire.sys` invalidates
+            // the whole L1 on every access.)
+            let found = arch::load_acquire_block(t);
             if found == tag {
-                if k.load(Ordering::Acquire) == key {
+                if arch::load_acquire_block(k) == key {
                     return Some(records);
                 }
                 continue;
             }
-            if t.compare_exchange(found, tag, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-            {
+            if arch::compare_exchange_acquire_block(t, found, tag).is_ok() {
                 records.clear();
-                k.store(key, Ordering::Release);
+                arch::store_release_block(k, key);
                 return Some(records);
             }
         }

@@ -10,13 +10,18 @@
 
 use core::panic::Location;
 
-use vigil_shared::abi::AccessSite;
+use vigil_shared::abi::{AccessSite, RaceReport, ReportKind};
 use vigil_shared::engine::{Engine, Outcome};
 use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, SideEntry, HOST_SITE_TAG};
 use vigil_shared::{AccessKind, Ordering, Scope};
 
 use super::cta::{lane, CtaState};
+use super::device_atomics::EngineAtomics;
 use super::memory::RuntimeMemory;
+
+/// The engine's memory in the hooks: the runtime's, on device-scoped
+/// atomics.
+type HookMemory<'r> = RuntimeMemory<'r, EngineAtomics>;
 use super::report::{Reporter, WordRun};
 use super::warp::{atomic_keys, plain_key, Group};
 use crate::arch::ptx as arch;
@@ -35,53 +40,85 @@ pub(super) fn linear_block() -> u32 {
 
 /// Words `first..=last` of an access of `size` bytes at managed `addr`.
 #[inline(always)]
-fn checked_words(mem: &RuntimeMemory<'_>, addr: u64, size: u32) -> (u64, u64) {
+fn checked_words(mem: &HookMemory<'_>, addr: u64, size: u32) -> (u64, u64) {
     (
         mem.word_of(addr),
         mem.word_of(addr + u64::from(size.max(1)) - 1),
     )
 }
 
-/// One hook's context: the CTA's sanitizer thread and this access's site.
+/// The site the engine is given: an all-zero constant, so that no
+/// `AccessSite` is built in local memory on every access. A report (the
+/// cold path) fills in the real one ([`Hook::site`]).
+const SITE_AT_REPORT: AccessSite = AccessSite {
+    file_ptr: 0,
+    file_len: 0,
+    line: 0,
+    col: 0,
+    location_id: 0,
+    kernel_id: 0,
+    block: 0,
+    thread: 0,
+    reserved: 0,
+};
+
+/// One hook's context: the CTA's sanitizer thread, the calling thread and
+/// this access's site.
 struct Hook {
     cta: CtaState,
-    site: AccessSite,
+    /// What side entries and warp groups name the site by: a kernel
+    /// access's `Location` address, or a host-issued copy's tag
+    /// (`HOST_SITE_TAG | index`).
     location: u64,
+    /// A host-issued copy's line and column (a kernel access's are in its
+    /// `Location`, read only for a report).
+    host_at: (u32, u32),
+    /// Linear block index.
+    block: u32,
+    /// Linear thread index in the block.
+    thread: u32,
 }
 
 impl Hook {
-    /// A kernel access at `#[track_caller]` location `loc` (in the
-    /// module's memory: the host reads it back).
+    /// An access named `location` (see [`Hook::location`]).
     #[inline(always)]
-    fn new(loc: &'static Location<'static>) -> Hook {
-        let file = loc.file();
-        Hook::at(
-            file.as_ptr() as u64,
-            file.len() as u32,
-            (loc.line(), loc.column()),
-            location_of(loc),
-        )
+    fn new(location: u64, host_at: (u32, u32)) -> Hook {
+        Hook {
+            cta: CtaState::current(),
+            location,
+            host_at,
+            block: linear_block(),
+            thread: lane().0,
+        }
     }
 
-    /// An access whose file is `file_ptr`/`file_len` at `(line, column)`,
-    /// and whose side entries name `location`.
+    /// This access's site, for its report: a kernel access's from its
+    /// `Location`, a host-issued copy's tag as its file (the host resolves
+    /// it to the call site).
     #[inline(always)]
-    fn at(file_ptr: u64, file_len: u32, (line, col): (u32, u32), location: u64) -> Hook {
-        let cta = CtaState::current();
-        Hook {
-            site: AccessSite {
-                file_ptr,
-                file_len,
-                line,
-                col,
-                location_id: 0,
-                kernel_id: cta.launch,
-                block: linear_block(),
-                thread: lane().0,
-                reserved: 0,
-            },
-            location,
-            cta,
+    fn site(&self) -> AccessSite {
+        let (file_ptr, file_len, (line, col)) = if self.location & HOST_SITE_TAG != 0 {
+            (self.location, 0, self.host_at)
+        } else {
+            // SAFETY: a kernel access's location is the address of its
+            // `#[track_caller]` `Location` (`location_of`), static data.
+            let loc = unsafe { &*(self.location as *const Location<'static>) };
+            let file = loc.file();
+            (
+                file.as_ptr() as u64,
+                file.len() as u32,
+                (loc.line(), loc.column()),
+            )
+        };
+        AccessSite {
+            file_ptr,
+            file_len,
+            line,
+            col,
+            kernel_id: self.cta.launch,
+            block: self.block,
+            thread: self.thread,
+            ..SITE_AT_REPORT
         }
     }
 
@@ -90,7 +127,7 @@ impl Hook {
     /// entry at once (noted after, a racing thread on another SM could
     /// look before the note lands and lose the earlier half).
     #[inline(always)]
-    fn note(&self, engine: &Engine<'_, RuntimeMemory<'_>>, words: (u64, u64), wrote: bool) {
+    fn note(&self, engine: &Engine<'_, HookMemory<'_>>, words: (u64, u64), wrote: bool) {
         let rt = self.cta.runtime();
         // SAFETY: the runtime's side table and report buffer are live.
         let reporter = unsafe { Reporter::new(rt) };
@@ -99,7 +136,7 @@ impl Hook {
 
     /// Notes a warp's run of accesses as one entry (the leader's part).
     #[inline(always)]
-    fn note_run(&self, engine: &Engine<'_, RuntimeMemory<'_>>, run: &WordRun, wrote: bool) {
+    fn note_run(&self, engine: &Engine<'_, HookMemory<'_>>, run: &WordRun, wrote: bool) {
         let rt = self.cta.runtime();
         // SAFETY: the runtime's side table and report buffer are live.
         let reporter = unsafe { Reporter::new(rt) };
@@ -108,14 +145,14 @@ impl Hook {
 
     /// This access's side entry (the note fills in the word).
     #[inline(always)]
-    fn side_entry(&self, engine: &Engine<'_, RuntimeMemory<'_>>) -> SideEntry {
+    fn side_entry(&self, engine: &Engine<'_, HookMemory<'_>>) -> SideEntry {
         SideEntry {
             location: self.location,
             word: 0,
             tid: self.cta.tid,
             epoch: engine.next_access_epoch(self.cta.tid),
-            block: self.site.block,
-            thread: self.site.thread,
+            block: self.block,
+            thread: self.thread,
             launch: self.cta.launch,
         }
     }
@@ -124,32 +161,32 @@ impl Hook {
     #[inline(always)]
     fn finish(&self, out: Outcome, words: (u64, u64)) {
         if let Outcome::Race(r) | Outcome::Error(r) = out {
-            let rt = self.cta.runtime();
-            // SAFETY: the runtime's side table and report buffer are live.
-            let reporter = unsafe { Reporter::new(rt) };
-            // A host-issued copy is not a kernel thread to stop.
-            let halt =
-                rt.flags & GpuRuntime::HALT_ON_RACE != 0 && self.location & HOST_SITE_TAG == 0;
-            report(&reporter, &r, words, halt);
+            report(self.location, self.host_at, r, words);
         }
     }
 }
 
+/// The cold half of [`Hook::finish`]. It makes its own `Hook` (the CTA's
+/// state and the thread's place are read again) from what names the
+/// site, so that the hot path need not keep them in registers across the
+/// engine.
 #[cold]
 #[inline(never)]
-fn report(
-    reporter: &Reporter<'_>,
-    r: &vigil_shared::abi::RaceReport,
-    words: (u64, u64),
-    halt: bool,
-) {
-    let prior = if vigil_shared::abi::ReportKind::from_u32(r.kind).is_some_and(|k| k.is_error()) {
+fn report(location: u64, host_at: (u32, u32), mut r: RaceReport, words: (u64, u64)) {
+    let hook = Hook::new(location, host_at);
+    let rt = hook.cta.runtime();
+    // SAFETY: the runtime's side table and report buffer are live.
+    let reporter = unsafe { Reporter::new(rt) };
+    r.site = hook.site();
+    let error = ReportKind::from_u32(r.kind).is_some_and(|k| k.is_error());
+    let prior = if error || reporter.full() {
         SideEntry::default()
     } else {
-        reporter.prior_of(r, words.0, words.1)
+        reporter.prior_of(&r, words.0, words.1)
     };
-    reporter.push(&GpuReportRecord { report: *r, prior });
-    if halt {
+    reporter.push(&GpuReportRecord { report: r, prior });
+    // A host-issued copy is not a kernel thread to stop.
+    if rt.flags & GpuRuntime::HALT_ON_RACE != 0 && hook.location & HOST_SITE_TAG == 0 {
         arch::trap();
     }
 }
@@ -162,17 +199,7 @@ fn location_of(loc: &'static Location<'static>) -> u64 {
 
 #[inline(always)]
 fn check_access(addr: u64, size: u32, write: bool, loc: &'static Location<'static>) {
-    let file = loc.file();
-    let location = location_of(loc);
-    let at = (loc.line(), loc.column());
-    check_plain(
-        addr,
-        size,
-        write,
-        (file.as_ptr() as u64, file.len() as u32),
-        at,
-        location,
-    );
+    check_plain(addr, size, write, location_of(loc), (0, 0));
 }
 
 /// A plain access of `size` bytes at `addr` by a host-issued copy or fill
@@ -180,16 +207,16 @@ fn check_access(addr: u64, size: u32, write: bool, loc: &'static Location<'stati
 /// the host resolves to the call site (no `Location` in device memory).
 #[inline(always)]
 pub(super) fn check_host_access(addr: u64, size: u32, write: bool, site: u64, at: (u32, u32)) {
-    check_plain(addr, size, write, (site, 0), at, site);
+    check_plain(addr, size, write, site, at);
 }
 
 /// A plain access through the engine, noted in the side table as made at
-/// `location` (file `file` = pointer and length, `at` = line and column).
+/// `location` (`host_at`: see [`Hook::host_at`]).
 #[inline(never)]
-fn check_plain(addr: u64, size: u32, write: bool, file: (u64, u32), at: (u32, u32), location: u64) {
-    let hook = Hook::at(file.0, file.1, at, location);
+fn check_plain(addr: u64, size: u32, write: bool, location: u64, host_at: (u32, u32)) {
+    let hook = Hook::new(location, host_at);
     // SAFETY: the CTA's runtime is live for the launch.
-    let mem = unsafe { RuntimeMemory::new(hook.cta.runtime()) };
+    let mem = unsafe { HookMemory::new(hook.cta.runtime()) };
     if !mem.manages(addr) {
         return;
     }
@@ -200,28 +227,32 @@ fn check_plain(addr: u64, size: u32, write: bool, file: (u64, u32), at: (u32, u3
     // with coalesced shadow updates).
     let group = Group::of([location, plain_key(addr, size, words, write)]);
     let leader_first = group.leader_first_word(words);
-    if group.same_words(words, leader_first) {
+    let checks = if group.same_words(words, leader_first) {
         // The leader's check stands for every lane's (a race is reported
         // at the leader, a lane that made the access).
         if group.is_leader() {
             hook.note(&engine, words, write);
-            let out = engine.access(hook.cta.tid, addr, size, write, &hook.site);
-            hook.finish(out, words);
         }
-        return;
-    }
-    match group.run(words, hook.site.thread, leader_first) {
-        Some(run) => {
-            if group.is_leader() {
-                hook.note_run(&engine, &run, write);
+        group.is_leader()
+    } else {
+        match group.run(words, hook.thread, leader_first) {
+            Some(run) => {
+                if group.is_leader() {
+                    hook.note_run(&engine, &run, write);
+                }
+                // The run is noted before any lane's shadow update.
+                group.sync();
             }
-            // The run is noted before any lane's shadow update.
-            group.sync();
+            None => hook.note(&engine, words, write),
         }
-        None => hook.note(&engine, words, write),
+        true
+    };
+    // One call of the engine: its access path is compiled into this
+    // function once.
+    if checks {
+        let out = engine.access(hook.cta.tid, addr, size, write, &SITE_AT_REPORT);
+        hook.finish(out, words);
     }
-    let out = engine.access(hook.cta.tid, addr, size, write, &hook.site);
-    hook.finish(out, words);
 }
 
 /// An atomic through the engine; `perform` does the real operation (with
@@ -232,9 +263,9 @@ fn check_atomic(
     loc: &'static Location<'static>,
     perform: &mut dyn FnMut() -> bool,
 ) {
-    let hook = Hook::new(loc);
+    let hook = Hook::new(location_of(loc), (0, 0));
     // SAFETY: the CTA's runtime is live for the launch.
-    let mem = unsafe { RuntimeMemory::new(hook.cta.runtime()) };
+    let mem = unsafe { HookMemory::new(hook.cta.runtime()) };
     let addr = access.addr as u64;
     if !mem.manages(addr) {
         perform();
@@ -263,7 +294,7 @@ fn check_atomic(
         addr,
         access.size as u32,
         access.engine_op(),
-        &hook.site,
+        &SITE_AT_REPORT,
         || {
             // One lane's write makes the group's access a write (the
             // others' failed compare-exchanges are its reads).
@@ -286,7 +317,7 @@ fn check_atomic(
 fn check_fence(ordering: Ordering, scope: Scope) {
     let cta = CtaState::current();
     // SAFETY: the CTA's runtime is live for the launch.
-    let mem = unsafe { RuntimeMemory::new(cta.runtime()) };
+    let mem = unsafe { HookMemory::new(cta.runtime()) };
     Engine::new(&mem, mem.config()).fence(cta.tid, ordering, scope);
 }
 

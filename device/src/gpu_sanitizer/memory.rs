@@ -3,6 +3,7 @@
 //! arithmetic (no intrinsics), so the host build tests it over ordinary
 //! memory.
 
+use core::marker::PhantomData;
 use core::sync::atomic::{AtomicU32, AtomicU64};
 
 use vigil_shared::abi::{thread_state_words, GlobalState, InflatedRecord, PoolHeader};
@@ -11,15 +12,35 @@ use vigil_shared::atomic::AtomicFamily;
 use vigil_shared::engine::{EngineConfig, EngineMemory};
 use vigil_shared::gpu::GpuRuntime;
 
-/// A device's sanitizer memory, read from its [`GpuRuntime`].
-pub struct RuntimeMemory<'r> {
+use super::device_atomics::DeviceAtomics;
+
+/// A device's sanitizer memory, read from its [`GpuRuntime`], whose words
+/// the engine accesses with the atomics `F` (`core`'s by default; the
+/// hooks use [`EngineAtomics`](super::device_atomics::EngineAtomics)).
+pub struct RuntimeMemory<'r, F = GpuAtomics> {
     runtime: &'r GpuRuntime,
     globals: &'r GlobalState,
     threads_per_device: u32,
     state_words: usize,
+    atomics: PhantomData<F>,
 }
 
-impl<'r> RuntimeMemory<'r> {
+/// An atomic family whose words are plain `u32`s and `u64`s in memory, so
+/// that the runtime's device memory can be viewed as them.
+///
+/// # Safety
+/// `U32` and `U64` must have the size and alignment of `u32` and `u64`
+/// and access their value only atomically.
+pub unsafe trait WordAtomics: AtomicFamily {}
+
+// SAFETY: `core`'s atomics have their integer's size and alignment (on
+// nvptx64 and the 64-bit hosts the crate builds for).
+unsafe impl WordAtomics for GpuAtomics {}
+// SAFETY: `DeviceU32`/`DeviceU64` are transparent `u32`/8-aligned `u64`
+// cells accessed only through atomics (checked at compile time there).
+unsafe impl WordAtomics for DeviceAtomics {}
+
+impl<'r, F: WordAtomics> RuntimeMemory<'r, F> {
     /// The memory a runtime describes.
     ///
     /// # Safety
@@ -34,6 +55,7 @@ impl<'r> RuntimeMemory<'r> {
             globals,
             threads_per_device: globals.num_sms,
             state_words: thread_state_words(globals.num_threads, globals.clock_buffer_size),
+            atomics: PhantomData,
         }
     }
 
@@ -93,11 +115,11 @@ impl AtomicFamily for GpuAtomics {
     }
 }
 
-impl EngineMemory for RuntimeMemory<'_> {
-    type Atomics = GpuAtomics;
+impl<F: WordAtomics> EngineMemory for RuntimeMemory<'_, F> {
+    type Atomics = F;
 
     #[inline(always)]
-    fn thread_state(&self, tid: u32) -> &[AtomicU32] {
+    fn thread_state(&self, tid: u32) -> &[F::U32] {
         let g = self.globals;
         let tpd = self.threads_per_device.max(1);
         let addr = thread_state_address(
@@ -113,7 +135,7 @@ impl EngineMemory for RuntimeMemory<'_> {
     }
 
     #[inline(always)]
-    fn shadow_cell(&self, word: u64) -> Option<&AtomicU64> {
+    fn shadow_cell(&self, word: u64) -> Option<&F::U64> {
         if word >= REAL_CAPACITY / 4 {
             return None;
         }
@@ -121,11 +143,11 @@ impl EngineMemory for RuntimeMemory<'_> {
         // SAFETY: the shadow of a managed word is mapped whenever the word
         // is (the allocator maps both together); a word that is not
         // mapped faults in the kernel's own access as well.
-        Some(unsafe { &*(addr as *const AtomicU64) })
+        Some(unsafe { &*(addr as *const F::U64) })
     }
 
     #[inline(always)]
-    fn pool(&self) -> &[AtomicU32] {
+    fn pool(&self) -> &[F::U32] {
         let words = PoolHeader::WORDS + self.globals.pool_capacity as usize * InflatedRecord::WORDS;
         // SAFETY: the pool holds a header and `pool_capacity` records.
         unsafe { self.words(self.globals.pool_base, words) }
@@ -134,12 +156,12 @@ impl EngineMemory for RuntimeMemory<'_> {
     /// Empty: the GPU runtime pushes its own records (with the side
     /// table's earlier access), see [`super::report`].
     #[inline(always)]
-    fn reports(&self) -> &[AtomicU32] {
+    fn reports(&self) -> &[F::U32] {
         &[]
     }
 
     #[inline(always)]
-    fn sc_fence_clocks(&self) -> &[AtomicU32] {
+    fn sc_fence_clocks(&self) -> &[F::U32] {
         let rt = self.runtime;
         if rt.sc_fences == 0 {
             return &[];
@@ -176,7 +198,7 @@ mod tests {
             ..GpuRuntime::default()
         };
         // SAFETY: only addresses are computed, nothing is dereferenced.
-        let mem = unsafe { RuntimeMemory::new(&rt) };
+        let mem = unsafe { RuntimeMemory::<GpuAtomics>::new(&rt) };
         assert_eq!(mem.config().num_sms, sms * slots);
         assert_eq!(mem.config().num_threads, n);
         let bytes = thread_state_bytes(n, cb);

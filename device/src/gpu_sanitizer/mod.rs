@@ -3,6 +3,7 @@
 //!
 //! - `memory`: the engine's memory over the device's runtime state
 //!   (one file, so changes to the engine's memory interface land here).
+//! - `device_atomics`: the device-scoped atomics the hooks' engine runs on.
 //! - `slots`: per-SM slots, one sanitizer thread per resident CTA.
 //! - `report`: the side table of earlier accesses and the report buffer.
 //! - `cta` (PTX): CTA entry and exit around the body.
@@ -14,7 +15,7 @@
 //! - `range` (PTX): the range-access entry, which checks a host-issued
 //!   copy or fill as accesses of its stream.
 //!
-//! The first three are plain atomics over memory and are unit-tested in
+//! The first four are plain atomics over memory and are unit-tested in
 //! the host build; the PTX-only parts use `arch::ptx` for `%smid`,
 //! barriers, the CTA's shared state and `trap`.
 //!
@@ -23,6 +24,8 @@
 //! after the other on one slot of one SM (the slot's thread state carries
 //! over; round-robin slot claims make that rare while slots last).
 
+#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
+mod device_atomics;
 #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
 mod memory;
 #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]

@@ -5,10 +5,16 @@
 //! the engine finds a race, the runtime copies the side entry of the
 //! earlier access next to the engine's record into the host-mapped report
 //! buffer; the host turns both into a two-sided report. Pure atomics over
-//! memory, so the host build tests it. The table is one device's, read
-//! only by that device's threads: its entries are published with
-//! device-scope release and acquire (`arch`), not `core`'s system-wide
-//! fences.
+//! memory, so the host build tests it.
+//!
+//! A note is on every checked access's path, a lookup only on a race's:
+//! notes are relaxed stores (no fence: a release store costs a GPU-wide
+//! `MEMBAR` and an `ERRBAR` per access), and a report that does not find
+//! its earlier access at once looks again for a few microseconds
+//! ([`SIDE_ENTRY_POLLS`]), so a note still on its way from another SM is
+//! found. A note lost past that only leaves the report without its
+//! earlier half; a lookup never waits longer and never takes an entry
+//! whose key (word, thread, epoch) is not the race's.
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -18,10 +24,11 @@ use vigil_shared::gpu::{
     side_set, unpack_access, GpuReportRecord, GpuRuntime, SideEntry, SIDE_WAYS,
 };
 
-/// How often a report looks again for the earlier access's side entry:
-/// that access notes itself just after its shadow update, so a race found
-/// in between would otherwise lose its second half.
-const SIDE_ENTRY_POLLS: u32 = 64;
+/// How often a report looks for the earlier access's side entry, with
+/// [`arch::pause_for_note`] between two looks (about 16 µs in all on a
+/// GPU): the note is a relaxed store that may still be in flight from
+/// another SM when the race is found.
+pub const SIDE_ENTRY_POLLS: u32 = 32;
 
 /// The side table and report buffer of a runtime.
 pub struct Reporter<'r> {
@@ -55,17 +62,10 @@ impl<'r> Reporter<'r> {
     /// Way `way` of the set of `tid`'s write (`write`) or read of `key`
     /// (a word, or a line's [`WordRun::key`]) in `epoch`.
     #[inline(always)]
-    fn way(
-        &self,
-        key: u64,
-        tid: u32,
-        epoch: u32,
-        write: bool,
-        way: u64,
-    ) -> Option<&'r [AtomicU64]> {
+    fn way(&self, key: u64, tid: u32, epoch: u32, write: bool, way: u64) -> Option<&'r Way> {
         let at =
             (side_set(key, tid, epoch, write, self.side_log2) + way) as usize * SideEntry::U64S;
-        self.side.get(at..at + SideEntry::U64S)
+        self.side.get(at..at + SideEntry::U64S)?.try_into().ok()
     }
 
     /// Notes an access to words `first..=last` by `e.tid` in `e.epoch`,
@@ -98,49 +98,56 @@ impl<'r> Reporter<'r> {
         });
     }
 
-    /// Stores `new` into the set of `key`: into the way that holds this
-    /// very access already (`same`, and the same thread and epoch), else
-    /// the first empty one or one of an older launch, claimed by turning
-    /// its location word into [`CLAIMED`] with a compare-exchange (two
-    /// blocks noting into one set at once take different ways) and
-    /// published by storing the location last; else the way the key
-    /// picks. Readers check the whole key and skip claimed ways, so a
-    /// half-written entry is only a miss that [`Reporter::prior_of`] polls
-    /// past.
+    /// Stores `new` into the set of `key`: into the way that holds an
+    /// access of the same thread and epoch (`same`) already, unless it is
+    /// this very one (then nothing is stored); else the first empty way or
+    /// one of an older launch, else the way the key picks. A way is
+    /// claimed by turning its location word into [`CLAIMED`] with a
+    /// compare-exchange (two blocks noting into one set at once take
+    /// different ways) and published by storing the location last.
+    /// Readers skip claimed ways and check the key, so a half-written
+    /// entry is only a miss that [`Reporter::prior_of`] polls past.
     #[inline(always)]
     fn place(&self, key: u64, write: bool, new: SideEntry, same: impl Fn(&SideEntry) -> bool) {
         let raw_new: [u64; SideEntry::U64S] = bytemuck::cast(new);
-        let ways: [_; SIDE_WAYS as usize] =
-            core::array::from_fn(|way| self.way(key, new.tid, new.epoch, write, way as u64));
-        // Every way's words at once (one 128-byte line, all loads in flight
-        // together), relaxed: only the choice of a way depends on them, and
-        // a way is claimed by a compare-exchange on its location word.
-        let held = ways.map(|slot| slot.map(load_relaxed));
-        for (slot, raw) in ways.into_iter().zip(held) {
-            let (Some(slot), Some(raw)) = (slot, raw) else {
+        // The way taken when every way holds another access of this
+        // launch: the key's (found in the loop: an array indexed by a
+        // run-time value would live in local memory).
+        let mut last_resort = None;
+        for way in 0..SIDE_WAYS {
+            // One way at a time, relaxed: the first is usually the one
+            // taken (one 32-byte sector, one round trip), and only the
+            // choice of a way depends on what it holds; a way is claimed
+            // by a compare-exchange on its location word.
+            let Some(slot) = self.way(key, new.tid, new.epoch, write, way) else {
                 return;
             };
+            let raw = load_relaxed(slot);
             let held: SideEntry = bytemuck::cast(raw);
-            let mine = held.location != 0
-                && held.location != CLAIMED
-                && held.tid == new.tid
-                && held.epoch == new.epoch
-                && same(&held);
-            let free =
-                held.location == 0 || (held.location != CLAIMED && held.launch != new.launch);
-            if mine
-                || (free
-                    && slot[0]
-                        .compare_exchange(raw[0], CLAIMED, Ordering::Relaxed, Ordering::Relaxed)
-                        .is_ok())
-            {
+            let complete = held.location != 0 && held.location != CLAIMED;
+            if complete && held.tid == new.tid && held.epoch == new.epoch && same(&held) {
+                // Another access of this thread's epoch: the newest names
+                // it (as the CPU backend's table does), rewritten under a
+                // claim like a free way; this very access again (a loop
+                // on one word): nothing to store.
+                if raw != raw_new && claim(slot, raw[0]) {
+                    store_entry(slot, raw_new);
+                }
+                return;
+            }
+            let free = held.location == 0 || (complete && held.launch != new.launch);
+            if free && claim(slot, raw[0]) {
                 store_entry(slot, raw_new);
                 return;
             }
+            if complete && way == key % SIDE_WAYS {
+                last_resort = Some((slot, raw[0]));
+            }
         }
-        // Every way holds another access of this launch: the key's.
-        if let Some(slot) = ways[(key % SIDE_WAYS) as usize] {
-            store_entry(slot, raw_new);
+        if let Some((slot, location)) = last_resort {
+            if claim(slot, location) {
+                store_entry(slot, raw_new);
+            }
         }
     }
 
@@ -151,7 +158,10 @@ impl<'r> Reporter<'r> {
     /// run's lane that touched the word.
     pub fn prior_of(&self, r: &RaceReport, first: u64, last: u64) -> SideEntry {
         let write = unpack_access(r.prior_access).0.writes();
-        for _ in 0..SIDE_ENTRY_POLLS {
+        for poll in 0..SIDE_ENTRY_POLLS {
+            if poll > 0 {
+                arch::pause_for_note();
+            }
             for word in first..=last {
                 for key in [word, WordRun::key_of(word)] {
                     for way in 0..SIDE_WAYS {
@@ -159,12 +169,10 @@ impl<'r> Reporter<'r> {
                         else {
                             return SideEntry::default();
                         };
-                        let e = load_entry(slot);
-                        if e.location == 0
-                            || e.location == CLAIMED
-                            || e.tid != r.prior_tid
-                            || e.epoch != r.prior_epoch
-                        {
+                        let Some(e) = load_entry(slot) else {
+                            continue;
+                        };
+                        if e.tid != r.prior_tid || e.epoch != r.prior_epoch {
                             continue;
                         }
                         if let Some(found) = WordRun::entry_of_word(&e, word) {
@@ -175,6 +183,16 @@ impl<'r> Reporter<'r> {
             }
         }
         SideEntry::default()
+    }
+
+    /// True when the report buffer has no room left: a report then only
+    /// counts (see [`Reporter::push`]), and need not look up its earlier
+    /// access (a racy kernel makes millions of reports).
+    pub fn full(&self) -> bool {
+        match self.reports {
+            [next, cap, ..] => next.load(Ordering::Relaxed) >= cap.load(Ordering::Relaxed),
+            _ => true,
+        }
     }
 
     /// Appends a record; false when the buffer was full (the claim is
@@ -296,36 +314,55 @@ impl WordRun {
     }
 }
 
-/// Reads an entry, its location word first (pairs with [`store_entry`]).
+/// One way of the side table: an entry's words.
+type Way = [AtomicU64; SideEntry::U64S];
+
+/// Claims a way whose location word holds `held` for a note.
 #[inline(always)]
-fn load_raw(slot: &[AtomicU64]) -> [u64; SideEntry::U64S] {
-    let mut v = [0u64; SideEntry::U64S];
-    v[0] = arch::load_acquire_device(&slot[0]);
-    for (x, w) in v.iter_mut().zip(slot).skip(1) {
-        *x = w.load(Ordering::Relaxed);
+fn claim(slot: &Way, held: u64) -> bool {
+    slot[0]
+        .compare_exchange(held, CLAIMED, Ordering::Relaxed, Ordering::Relaxed)
+        .is_ok()
+}
+
+/// Reads a complete entry (a report's cold path): its location word,
+/// the rest, and the location word again, with acquire fences between,
+/// so that a way claimed or rewritten while it is read is a miss (`None`),
+/// as is an empty or claimed one.
+fn load_entry(slot: &Way) -> Option<SideEntry> {
+    let location = slot[0].load(Ordering::Relaxed);
+    if location == 0 || location == CLAIMED {
+        return None;
     }
-    v
+    core::sync::atomic::fence(Ordering::Acquire);
+    let raw = load_relaxed(slot);
+    core::sync::atomic::fence(Ordering::Acquire);
+    (raw[0] == location && slot[0].load(Ordering::Relaxed) == location).then(|| bytemuck::cast(raw))
 }
 
 /// Reads an entry with relaxed loads only (a note choosing its way).
 #[inline(always)]
-fn load_relaxed(slot: &[AtomicU64]) -> [u64; SideEntry::U64S] {
+fn load_relaxed(slot: &Way) -> [u64; SideEntry::U64S] {
     core::array::from_fn(|i| slot[i].load(Ordering::Relaxed))
 }
 
+/// Writes an entry into a way claimed for it, its location word last,
+/// all relaxed: no fence on the access path. Until the location lands,
+/// readers see the way claimed; one that sees the location before the
+/// rest checks the key (word, thread, epoch) the rest holds, which a
+/// claimed way's earlier contents (empty, or another launch's: epochs are
+/// never reused) cannot match, and polls again. (This leans on a thread's
+/// stores to one 32-byte sector reaching L2 in order, as the claim's
+/// compare-exchange and the stores after it do; the PTX model alone does
+/// not promise that, and the release store that did cost every access a
+/// GPU-wide fence.)
 #[inline(always)]
-fn load_entry(slot: &[AtomicU64]) -> SideEntry {
-    bytemuck::cast(load_raw(slot))
-}
-
-/// Writes an entry, its location word last: until then readers see the
-/// way as empty or claimed, never as a finished entry of mixed halves.
-#[inline(always)]
-fn store_entry(slot: &[AtomicU64], v: [u64; SideEntry::U64S]) {
-    for (w, x) in slot.iter().zip(v).skip(1) {
-        w.store(x, Ordering::Relaxed);
+fn store_entry(slot: &Way, v: [u64; SideEntry::U64S]) {
+    // Over slices: an array's by-value iterator would live in local memory.
+    for (w, x) in slot[1..].iter().zip(&v[1..]) {
+        w.store(*x, Ordering::Relaxed);
     }
-    arch::store_release_device(&slot[0], v[0]);
+    slot[0].store(v[0], Ordering::Relaxed);
 }
 
 /// `len` atomics at device address `addr`; none for address 0.
@@ -368,8 +405,10 @@ mod tests {
             },
             ..GpuReportRecord::default()
         };
+        assert!(!rep.full());
         assert!(rep.push(&rec(1)));
         assert!(rep.push(&rec(2)));
+        assert!(rep.full());
         assert!(!rep.push(&rec(3)));
         assert_eq!(buf[0].load(Ordering::Relaxed), 3);
         let tail = ReportBufferHeader::WORDS + 2 * GpuReportRecord::WORDS;
@@ -428,6 +467,19 @@ mod tests {
         assert_eq!((w.block, w.word), (7, 11));
         let r = rep.prior_of(&race(4, AccessKind::Read), 10, 10);
         assert_eq!(r.block, 8);
+        // A second write of word 10 by the same thread and epoch, at
+        // another site: the report names the newer one.
+        rep.note(
+            10,
+            10,
+            true,
+            SideEntry {
+                location: 0x1800,
+                ..e(3, 7)
+            },
+        );
+        let w = rep.prior_of(&race(3, AccessKind::Write), 10, 10);
+        assert_eq!((w.location, w.word), (0x1800, 10));
         // A thread the table does not hold for the word: no guess.
         assert_eq!(
             rep.prior_of(&race(9, AccessKind::Write), 10, 11),
@@ -557,6 +609,57 @@ mod tests {
                 assert_eq!(rep.prior_of(&race, 7, 7).block, tid + 1, "round {round}");
             }
         }
+    }
+
+    #[test]
+    fn a_report_finds_notes_still_in_flight_and_never_a_mix_of_two() {
+        // One thread notes 2,000 writes (each its own sanitizer thread and
+        // epoch) while another looks each one up as soon as it can, often
+        // before the note landed: the lookups poll until it does, and what
+        // they find is exactly that note, never fields of two.
+        let table = SideTable::new(16);
+        let rep = table.reporter();
+        let n = 2000u32;
+        let note = |i: u32| SideEntry {
+            location: 0x6000 + u64::from(i) * 8,
+            word: 3 * i,
+            tid: i % 700,
+            epoch: 1 + i / 700,
+            block: 10_000 + i,
+            thread: i % 256,
+            launch: 4,
+        };
+        let start = std::sync::Barrier::new(2);
+        let lost = std::thread::scope(|s| {
+            s.spawn(|| {
+                start.wait();
+                for i in 0..n {
+                    let e = note(i);
+                    rep.note(u64::from(e.word), u64::from(e.word), true, e);
+                }
+            });
+            start.wait();
+            let mut lost = 0;
+            for i in 0..n {
+                let e = note(i);
+                let race = RaceReport {
+                    prior_tid: e.tid,
+                    prior_epoch: e.epoch,
+                    prior_access: AccessKind::Write as u32,
+                    ..RaceReport::default()
+                };
+                let found = rep.prior_of(&race, u64::from(e.word), u64::from(e.word));
+                if found == SideEntry::default() {
+                    lost += 1;
+                } else {
+                    assert_eq!(found, e, "note {i}");
+                }
+            }
+            lost
+        });
+        // A note lost past the polls is one whose writer was descheduled
+        // that long: rare.
+        assert!(lost <= n / 50, "{lost} of {n} notes lost");
     }
 
     /// Lanes `0..lanes` of a warp (block threads `base..`), each touching
