@@ -467,9 +467,21 @@ impl GlobalTable {
         Self::HEADER + (slot * (1 << self.log2) + e) * Self::ENTRY_U64S * 8
     }
 
-    /// The tag of a block's (stamp) entries in one interval (never 0).
+    /// The tag of a block's (stamp) entries in one interval (never 0;
+    /// bit 63 clear, so that no tag is a [`claiming`](Self::claiming)
+    /// marker).
     pub const fn tag(stamp: u32, interval: u32) -> u64 {
-        (stamp as u64) << 32 | interval as u64
+        ((stamp as u64) << 32 | interval as u64) & !Self::CLAIMING
+    }
+
+    /// Bit 63 of a tag word: the entry is being claimed for the tag in
+    /// the other bits (its records cleared, its key written); the claimer
+    /// then stores the tag itself, with release order.
+    pub const CLAIMING: u64 = 1 << 63;
+
+    /// The marker an entry holds while claimed for `tag`.
+    pub const fn claiming(tag: u64) -> u64 {
+        tag | Self::CLAIMING
     }
 }
 

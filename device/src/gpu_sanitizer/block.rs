@@ -652,6 +652,45 @@ pub(super) fn shared_access(access: SharedAccess, loc: &'static Location<'static
     });
 }
 
+/// Finds or claims the entry with tag word `t` and key word `k` for the
+/// word whose `key` it is, in the interval `tag`: true when the entry is
+/// (now) the word's, its records ready (`clear` empties them on a claim).
+///
+/// A claim marks the tag word [`GlobalTable::claiming`] with a CAS, clears
+/// the records and writes the key, then stores the tag with release
+/// order; a thread that finds the tag acquires it, so it sees the key and
+/// the cleared records. A thread that finds the entry being claimed for
+/// its own interval waits a moment for the claimer (the threads of a
+/// block on one hot word then share one entry rather than each claiming
+/// the next probe, which filled the probes and lost their checks); past
+/// the wait, or when the entry is another word's, it tries the next probe.
+#[inline(always)]
+fn claim_entry(t: &AtomicU64, k: &AtomicU64, tag: u64, key: u64, clear: impl Fn()) -> bool {
+    const WAITS: u32 = 64;
+    let mut waits = 0;
+    loop {
+        let found = arch::load_acquire_block(t);
+        if found == tag {
+            return k.load(Ordering::Relaxed) == key;
+        }
+        if found == GlobalTable::claiming(tag) {
+            if waits == WAITS {
+                return false;
+            }
+            waits += 1;
+            arch::backoff();
+            continue;
+        }
+        if arch::compare_exchange_acquire_block(t, found, GlobalTable::claiming(tag)).is_ok() {
+            clear();
+            k.store(key, Ordering::Relaxed);
+            arch::store_release_block(t, tag);
+            return true;
+        }
+        // Another thread changed the entry first: look at it again.
+    }
+}
+
 /// A global-memory access by the calling thread, checked against the other
 /// threads of its block (the engine sees the block as one thread): the
 /// words go through the slot's same-block table.
@@ -699,21 +738,9 @@ pub(super) fn global_access(
             };
             // Only this CTA touches its slot's entries while it runs (the
             // slot's hand-over orders an earlier CTA's), so CTA-scope
-            // ordering suffices: the key's release store publishes the
-            // cleared records to the threads that acquire it, and the
-            // tag's acquire orders the key after the claim. (`core`'s
-            // acquire is system-scoped: an `ld.acquire.sys` invalidates
-            // the whole L1 on every access.)
-            let found = arch::load_acquire_block(t);
-            if found == tag {
-                if arch::load_acquire_block(k) == key {
-                    return Some(records);
-                }
-                continue;
-            }
-            if arch::compare_exchange_acquire_block(t, found, tag).is_ok() {
-                records.clear();
-                arch::store_release_block(k, key);
+            // ordering suffices. (`core`'s acquire is system-scoped: an
+            // `ld.acquire.sys` invalidates the whole L1 on every access.)
+            if claim_entry(t, k, tag, key, || records.clear()) {
                 return Some(records);
             }
         }
