@@ -657,13 +657,17 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         };
         check(&mut w);
         check(&mut r);
-        let slot = if n.write { &mut w } else { &mut r };
-        if slot.mask != 0 {
-            return None;
-        }
-        *slot = AccessClock {
+        // The new clock takes the slot of its kind, if that is free: by
+        // value, not through a reference to one of the two (on a GPU that
+        // put both clocks in local memory).
+        let clock = AccessClock {
             mask: n.mask | merged,
             ..*n
+        };
+        let (w, r) = match (n.write, w.mask, r.mask) {
+            (true, 0, _) => (clock, r),
+            (false, _, 0) => (w, clock),
+            _ => return None,
         };
         Some((ShadowCell::from_clocks(&w, &r)?, race))
     }
