@@ -474,14 +474,15 @@ impl GlobalTable {
         ((stamp as u64) << 32 | interval as u64) & !Self::CLAIMING
     }
 
-    /// Bit 63 of a tag word: the entry is being claimed for the tag in
-    /// the other bits (its records cleared, its key written); the claimer
-    /// then stores the tag itself, with release order.
+    /// Bit 63 of a tag word: the entry is being claimed (its key written,
+    /// its records cleared) for the word and interval whose key the other
+    /// bits hold; the claimer then stores the tag, with release order.
     pub const CLAIMING: u64 = 1 << 63;
 
-    /// The marker an entry holds while claimed for `tag`.
-    pub const fn claiming(tag: u64) -> u64 {
-        tag | Self::CLAIMING
+    /// The marker an entry holds while claimed for the word and interval
+    /// whose entry key is `key`.
+    pub const fn claiming(key: u64) -> u64 {
+        key | Self::CLAIMING
     }
 }
 

@@ -656,34 +656,36 @@ pub(super) fn shared_access(access: SharedAccess, loc: &'static Location<'static
 /// word whose `key` it is, in the interval `tag`: true when the entry is
 /// (now) the word's, its records ready (`clear` empties them on a claim).
 ///
-/// A claim marks the tag word [`GlobalTable::claiming`] with a CAS, clears
-/// the records and writes the key, then stores the tag with release
-/// order; a thread that finds the tag acquires it, so it sees the key and
-/// the cleared records. A thread that finds the entry being claimed for
-/// its own interval waits a moment for the claimer (the threads of a
-/// block on one hot word then share one entry rather than each claiming
-/// the next probe, which filled the probes and lost their checks); past
-/// the wait, or when the entry is another word's, it tries the next probe.
+/// A claim marks the tag word [`GlobalTable::claiming`] for its key with a
+/// CAS, writes the key, clears the records, then stores the tag with
+/// release order; a thread that finds the tag acquires it, so it sees the
+/// key and the cleared records. A thread that finds the entry being
+/// claimed for its own word and interval waits a moment for the claimer
+/// (the threads of a block on one hot word then share one entry rather
+/// than each claiming the next probe, which filled the probes and lost
+/// their checks); a claim for another word, the wait running out, or the
+/// entry being another word's sends it to the next probe.
 #[inline(always)]
 fn claim_entry(t: &AtomicU64, k: &AtomicU64, tag: u64, key: u64, clear: impl Fn()) -> bool {
     const WAITS: u32 = 64;
+    let mine = GlobalTable::claiming(key);
     let mut waits = 0;
     loop {
         let found = arch::load_acquire_block(t);
         if found == tag {
             return k.load(Ordering::Relaxed) == key;
         }
-        if found == GlobalTable::claiming(tag) {
-            if waits == WAITS {
+        if found & GlobalTable::CLAIMING != 0 {
+            if found != mine || waits == WAITS {
                 return false;
             }
             waits += 1;
             arch::backoff();
             continue;
         }
-        if arch::compare_exchange_acquire_block(t, found, GlobalTable::claiming(tag)).is_ok() {
-            clear();
+        if arch::compare_exchange_acquire_block(t, found, mine).is_ok() {
             k.store(key, Ordering::Relaxed);
+            clear();
             arch::store_release_block(t, tag);
             return true;
         }
