@@ -30,8 +30,12 @@ mod common;
 /// The child's rank and the group's socket path prefix.
 const RANK: &str = "SYMMETRIC_TEST_RANK";
 const SOCKET: &str = "SYMMETRIC_TEST_SOCKET";
+/// Set (to anything) in a child whose rank runs on GPU `rank`, not GPU 0.
+const SPREAD: &str = "SYMMETRIC_TEST_SPREAD";
 const PLAIN_TEST: &str = "two_processes_on_one_gpu_hand_off_through_a_flag";
 const SANITIZED_TEST: &str = "two_sanitized_processes_on_one_gpu_race_only_when_unordered";
+const PLAIN_TWO_GPUS: &str = "two_processes_on_two_gpus_hand_off_through_a_flag";
+const SANITIZED_TWO_GPUS: &str = "two_sanitized_processes_on_two_gpus_race_only_when_unordered";
 
 /// Threads of each rank's block (elements handed off).
 const THREADS: u32 = 32;
@@ -45,14 +49,19 @@ const NOBODY: u32 = 9;
 /// The longest a whole two-process test may take.
 const LIMIT: Duration = Duration::from_secs(300);
 
+/// What rank 1 of the plain group prints when the hand-off worked.
+const PLAIN_EXPECT: &[&str] = &["rank 1 read the hand-off"];
+/// What rank 1 of the sanitized group prints when every case held.
+const SANITIZED_EXPECT: &[&str] = &[
+    "rank 1 found the relaxed flag's race",
+    "rank 1: release/acquire flag race-free",
+    "rank 1: kernel group barrier race-free",
+    "rank 1: host group barrier race-free",
+];
+
 #[test]
 fn two_processes_on_one_gpu_hand_off_through_a_flag() {
-    run_group(
-        PLAIN_TEST,
-        "plain",
-        plain_rank,
-        &["rank 1 read the hand-off"],
-    );
+    run_group(PLAIN_TEST, "plain", plain_rank, PLAIN_EXPECT, false);
 }
 
 #[test]
@@ -61,19 +70,52 @@ fn two_sanitized_processes_on_one_gpu_race_only_when_unordered() {
         SANITIZED_TEST,
         "sanitized",
         sanitized_rank,
-        &[
-            "rank 1 found the relaxed flag's race",
-            "rank 1: release/acquire flag race-free",
-            "rank 1: kernel group barrier race-free",
-            "rank 1: host group barrier race-free",
-        ],
+        SANITIZED_EXPECT,
+        false,
     );
 }
 
+/// The same with rank r on GPU r (skipped, saying so, with fewer than
+/// two GPUs).
+#[test]
+fn two_processes_on_two_gpus_hand_off_through_a_flag() {
+    if two_gpus() {
+        run_group(PLAIN_TWO_GPUS, "plain2", plain_rank, PLAIN_EXPECT, true);
+    }
+}
+
+#[test]
+fn two_sanitized_processes_on_two_gpus_race_only_when_unordered() {
+    if two_gpus() {
+        run_group(
+            SANITIZED_TWO_GPUS,
+            "sanitized2",
+            sanitized_rank,
+            SANITIZED_EXPECT,
+            true,
+        );
+    }
+}
+
+/// True when two GPUs are there (in a child: always, it was checked).
+fn two_gpus() -> bool {
+    if std::env::var(RANK).is_ok() {
+        return true;
+    }
+    match vigil::device_count() {
+        Ok(n) if n >= 2 => true,
+        found => {
+            eprintln!("skipping: this test needs two CUDA GPUs ({found:?})");
+            false
+        }
+    }
+}
+
 /// In the parent: runs this test as two child processes (ranks 0 and 1
-/// of a group meeting at a socket named after `tag`), and checks both
-/// succeeded and printed every one of `expect`. In a child: runs `rank`.
-fn run_group(test: &str, tag: &str, rank: fn(u32, &str), expect: &[&str]) {
+/// of a group meeting at a socket named after `tag`, on GPU 0, or on
+/// GPU `rank` when `spread`), and checks both succeeded and printed every
+/// one of `expect`. In a child: runs `rank`.
+fn run_group(test: &str, tag: &str, rank: fn(u32, &str), expect: &[&str], spread: bool) {
     if require_gpu().is_none() {
         return;
     }
@@ -84,14 +126,18 @@ fn run_group(test: &str, tag: &str, rank: fn(u32, &str), expect: &[&str]) {
     let socket = std::env::temp_dir().join(format!("vigil-{tag}-{}.sock", std::process::id()));
     let children: Vec<Child> = (0..2)
         .map(|r| {
-            Command::new(std::env::current_exe().unwrap())
+            let mut child = Command::new(std::env::current_exe().unwrap());
+            child
                 .args(["--exact", test, "--nocapture", "--test-threads=1"])
                 .env(RANK, r.to_string())
                 .env(SOCKET, &socket)
+                .env_remove(SPREAD)
                 .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("a child test process")
+                .stderr(Stdio::piped());
+            if spread {
+                child.env(SPREAD, "1");
+            }
+            child.spawn().expect("a child test process")
         })
         .collect();
     let started = Instant::now();
@@ -138,14 +184,20 @@ fn finish(mut child: Child, started: Instant) -> (bool, String) {
     (ok, out)
 }
 
-/// Rank `rank`'s group on GPU 0, sanitized or not.
+/// Rank `rank`'s group on GPU 0 (GPU `rank` when the parent spread the
+/// ranks), sanitized or not.
 fn join(rank: u32, socket: &str, sanitize: bool) -> ProcessGroup {
+    let gpu = if std::env::var(SPREAD).is_ok() {
+        rank
+    } else {
+        0
+    };
     let ctx = Context::builder()
-        .gpu(0)
+        .gpu(gpu as usize)
         .sanitize(sanitize)
         .launch_timeout(Some(Duration::from_secs(60)))
         .build()
-        .expect("a context on GPU 0");
+        .expect("a context on the rank's GPU");
     ProcessGroup::join(ctx, socket, rank, 2)
         .expect("join")
         .timeout(Duration::from_secs(60))

@@ -338,20 +338,26 @@ fn a_flag_nobody_sets_ends_at_the_launch_timeout() {
 /// Every rank writes the next rank's buffer, passes the group barrier,
 /// reads its own: no race, and each rank sees the previous rank's value.
 fn barrier_exchange_case(world: usize) {
-    let group = cpu_group(world);
+    barrier_exchange_in(&cpu_group(world));
+}
+
+/// Each rank writes the next rank's slot, passes the kernels' group
+/// barrier and reads its own: the right values and no report.
+fn barrier_exchange_in(group: &SymmetricGroup) {
+    let world = group.world() as usize;
     let data = group.alloc::<u32>(world).unwrap();
     let flags = group.alloc::<u32>(world).unwrap();
     let out = group.alloc::<u32>(world).unwrap();
-    run_all(&group, |rank, ctx, stream| {
+    run_all(group, |rank, ctx, stream| {
         let args = (data.peers(rank)?, flags.peers(rank)?, out.peer(rank, rank)?);
         stream.launch(&kernel::<barrier_exchange>(ctx), one_block(), args)
     });
-    assert_eq!(verdicts(&races(&group)), vec![], "world {world}");
+    assert_eq!(verdicts(&races(group)), vec![], "world {world}");
     for r in 0..world as u32 {
         let prev = (r + world as u32 - 1) % world as u32;
         let mut want = vec![0; world];
         want[prev as usize] = prev + 100;
-        assert_eq!(host_copy(&group, &out, r), want, "world {world}, rank {r}");
+        assert_eq!(host_copy(group, &out, r), want, "world {world}, rank {r}");
     }
 }
 
@@ -483,6 +489,50 @@ fn plain_group_all_reduce() {
 /// A group of one GPU (the one-process GPU case on a single device):
 /// sanitized, the all-reduce over one rank and the barrier exchange run
 /// and report nothing. Skipped without a GPU.
+/// A group of two GPUs in one process, with peer access: the ring
+/// all-reduce gives the right sums and the kernels' group barrier orders
+/// the exchange; a sanitized group of several GPUs is refused, typed.
+/// Skipped, saying so, with fewer than two GPUs.
+#[test]
+fn two_gpu_group() {
+    if vigil::unstable::testing::require_gpu().is_none() {
+        return;
+    }
+    match vigil::device_count() {
+        Ok(n) if n >= 2 => {}
+        found => {
+            eprintln!("skipping: this test needs two CUDA GPUs ({found:?})");
+            return;
+        }
+    }
+    let contexts = |sanitize: bool| -> Vec<Context> {
+        (0..2)
+            .map(|g| {
+                Context::builder()
+                    .gpu(g)
+                    .sanitize(sanitize)
+                    .build()
+                    .unwrap()
+            })
+            .collect()
+    };
+    let group = SymmetricGroup::new(contexts(false)).expect("a group of two GPUs");
+    let inputs: Vec<Vec<u32>> = (0..2u32)
+        .map(|r| {
+            (0..4096u32)
+                .map(|i| i.wrapping_mul(2654435761) ^ r)
+                .collect()
+        })
+        .collect();
+    all_reduce_case(&group, &inputs, THREADS);
+    barrier_exchange_in(&group);
+    let sanitized = SymmetricGroup::new(contexts(true));
+    assert!(
+        matches!(sanitized, Err(Error::Group(_))),
+        "a sanitized group of two GPUs: {sanitized:?}"
+    );
+}
+
 #[test]
 fn one_gpu_group() {
     if vigil::unstable::testing::require_gpu().is_none() {
