@@ -134,25 +134,32 @@ macro_rules! device_word {
 device_word!(DeviceU32, u32);
 device_word!(DeviceU64, u64);
 
+/// The load, store and compare-exchange both words' trait impls share.
+macro_rules! word_ops {
+    ($v:ty) => {
+        #[inline(always)]
+        fn load(&self, order: MemOrder) -> $v {
+            self.get(order)
+        }
+        #[inline(always)]
+        fn store(&self, value: $v, order: MemOrder) {
+            self.set(value, order)
+        }
+        #[inline(always)]
+        fn compare_exchange(
+            &self,
+            current: $v,
+            new: $v,
+            success: MemOrder,
+            _failure: MemOrder,
+        ) -> Result<$v, $v> {
+            self.cas(current, new, success)
+        }
+    };
+}
+
 impl AtomicU32Ops for DeviceU32 {
-    #[inline(always)]
-    fn load(&self, order: MemOrder) -> u32 {
-        self.get(order)
-    }
-    #[inline(always)]
-    fn store(&self, value: u32, order: MemOrder) {
-        self.set(value, order)
-    }
-    #[inline(always)]
-    fn compare_exchange(
-        &self,
-        current: u32,
-        new: u32,
-        success: MemOrder,
-        _failure: MemOrder,
-    ) -> Result<u32, u32> {
-        self.cas(current, new, success)
-    }
+    word_ops!(u32);
     #[inline(always)]
     fn fetch_add(&self, value: u32, o: MemOrder) -> u32 {
         // SAFETY: as in `cas`.
@@ -170,24 +177,7 @@ impl AtomicU32Ops for DeviceU32 {
 }
 
 impl AtomicU64Ops for DeviceU64 {
-    #[inline(always)]
-    fn load(&self, order: MemOrder) -> u64 {
-        self.get(order)
-    }
-    #[inline(always)]
-    fn store(&self, value: u64, order: MemOrder) {
-        self.set(value, order)
-    }
-    #[inline(always)]
-    fn compare_exchange(
-        &self,
-        current: u64,
-        new: u64,
-        success: MemOrder,
-        _failure: MemOrder,
-    ) -> Result<u64, u64> {
-        self.cas(current, new, success)
-    }
+    word_ops!(u64);
 }
 
 impl AtomicFamily for DeviceAtomics {
