@@ -486,6 +486,75 @@ impl GlobalTable {
     }
 }
 
+/// The operations [`claim_entry`] needs on an entry's tag and key words,
+/// at the orders it needs: on the GPU the CTA's scope (only the CTA
+/// holding the slot touches it), on the host `core`'s or loom's atomics.
+pub trait TableWord {
+    /// An acquiring load.
+    fn load_acquire(&self) -> u64;
+    /// A relaxed load.
+    fn load_relaxed(&self) -> u64;
+    /// A relaxed store.
+    fn store_relaxed(&self, value: u64);
+    /// A releasing store.
+    fn store_release(&self, value: u64);
+    /// An acquiring compare-and-swap from `current` to `new`; true when
+    /// it swapped.
+    fn cas_acquire(&self, current: u64, new: u64) -> bool;
+}
+
+/// Waits [`claim_entry`] allows for a claim of the same word in flight.
+pub const CLAIM_WAITS: u32 = 64;
+
+/// Finds or claims the same-block table entry with tag word `t` and key
+/// word `k` for the word whose entry key is `key`, in the interval
+/// `tag`: true when the entry is (now) the word's, its records ready
+/// (`clear` empties them on a claim; `pause` waits a moment).
+///
+/// A claim marks the tag word [`GlobalTable::claiming`] for its key with
+/// a CAS, writes the key, clears the records, then stores the tag with
+/// release order; a thread that finds the tag acquires it, so it sees the
+/// key and the cleared records. A thread that finds the entry being
+/// claimed for its own word and interval waits (at most [`CLAIM_WAITS`]
+/// pauses) for the claimer: the threads of a block on one hot word then
+/// share one entry rather than each claiming the next probe, which filled
+/// the probes and lost their checks. A claim for another word, the wait
+/// running out, or the entry being another word's gives false: the
+/// caller tries the next probe.
+#[inline(always)]
+pub fn claim_entry<W: TableWord>(
+    t: &W,
+    k: &W,
+    tag: u64,
+    key: u64,
+    clear: impl Fn(),
+    pause: impl Fn(),
+) -> bool {
+    let mine = GlobalTable::claiming(key);
+    let mut waits = 0;
+    loop {
+        let found = t.load_acquire();
+        if found == tag {
+            return k.load_relaxed() == key;
+        }
+        if found & GlobalTable::CLAIMING != 0 {
+            if found != mine || waits == CLAIM_WAITS {
+                return false;
+            }
+            waits += 1;
+            pause();
+            continue;
+        }
+        if t.cas_acquire(found, mine) {
+            k.store_relaxed(key);
+            clear();
+            t.store_release(tag);
+            return true;
+        }
+        // Another thread changed the entry first: look at it again.
+    }
+}
+
 /// Byte offset, in the same-block table's header ([`GlobalTable::HEADER`]
 /// bytes; the overflow count is its first `u64`), of the `u64` count of
 /// shared arrays declared too large for a shadow ([`MAX_SHADOW_BYTES`]),

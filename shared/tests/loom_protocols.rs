@@ -579,3 +579,104 @@ fn a_lagging_acquire_racing_with_a_spill_reads_the_snapshot_exactly() {
         assert!(acquired == 1 || clocks.coarsened() > 0, "{acquired}");
     });
 }
+
+// ----- the same-block table's entry claim (`vigil_shared::block::claim_entry`)
+
+impl vigil_shared::block::TableWord for A64 {
+    fn load_acquire(&self) -> u64 {
+        self.0.load(MemOrder::Acquire)
+    }
+    fn load_relaxed(&self) -> u64 {
+        self.0.load(MemOrder::Relaxed)
+    }
+    fn store_relaxed(&self, v: u64) {
+        self.0.store(v, MemOrder::Relaxed)
+    }
+    fn store_release(&self, v: u64) {
+        self.0.store(v, MemOrder::Release)
+    }
+    fn cas_acquire(&self, c: u64, n: u64) -> bool {
+        self.0
+            .compare_exchange(c, n, MemOrder::Acquire, MemOrder::Relaxed)
+            .is_ok()
+    }
+}
+
+/// One table entry (tag, key, one record word) holding an earlier
+/// interval's word and a record of it.
+struct Entry {
+    tag: A64,
+    key: A64,
+    record: A64,
+}
+
+const STALE_RECORD: u64 = 0xdead;
+
+impl Entry {
+    fn stale() -> Arc<Entry> {
+        let old = vigil_shared::block::GlobalTable::tag(7, 1);
+        Arc::new(Entry {
+            tag: A64(LU64::new(old)),
+            key: A64(LU64::new(42 ^ old)),
+            record: A64(LU64::new(STALE_RECORD)),
+        })
+    }
+
+    /// Claims the entry for `key` in interval `tag`; on success records
+    /// `me` and returns the record it found first (never the stale one).
+    fn claim(&self, tag: u64, key: u64, me: u64) -> Option<u64> {
+        let won = vigil_shared::block::claim_entry(
+            &self.tag,
+            &self.key,
+            tag,
+            key,
+            || self.record.0.store(0, MemOrder::Relaxed),
+            loom::thread::yield_now,
+        );
+        won.then(|| self.record.0.fetch_or(me, MemOrder::Relaxed))
+    }
+}
+
+/// Two threads of a block on one word in one interval: whichever claims
+/// the entry, any thread that gets it sees the earlier interval's record
+/// cleared (a stale record could pair with a new access as a false race).
+#[test]
+fn a_claimed_entry_never_shows_an_earlier_intervals_record() {
+    model(|| {
+        let e = Entry::stale();
+        let tag = vigil_shared::block::GlobalTable::tag(9, 2);
+        let key = 5 ^ tag;
+        let other = {
+            let e = e.clone();
+            loom::thread::spawn(move || e.claim(tag, key, 1))
+        };
+        let mine = e.claim(tag, key, 2);
+        let theirs = other.join().unwrap();
+        for seen in [mine, theirs].into_iter().flatten() {
+            assert_ne!(seen & STALE_RECORD, STALE_RECORD, "a stale record was seen");
+        }
+        assert!(mine.is_some() || theirs.is_some(), "nobody got the entry");
+    });
+}
+
+/// Two words of one interval on one entry: exactly one gets it, the
+/// other goes to its next probe (two words never share records).
+#[test]
+fn two_words_never_share_an_entry() {
+    model(|| {
+        let e = Entry::stale();
+        let tag = vigil_shared::block::GlobalTable::tag(9, 2);
+        let other = {
+            let e = e.clone();
+            loom::thread::spawn(move || e.claim(tag, 5 ^ tag, 1))
+        };
+        let mine = e.claim(tag, 6 ^ tag, 2);
+        let theirs = other.join().unwrap();
+        assert!(
+            mine.is_some() != theirs.is_some(),
+            "one word gets the entry: {mine:?} {theirs:?}"
+        );
+        let got = mine.or(theirs).unwrap();
+        assert_ne!(got, STALE_RECORD);
+    });
+}

@@ -42,10 +42,11 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use vigil_shared::abi::{AccessSite, RaceReport, ReportKind};
 use vigil_shared::block::{
-    access_interval, barrier_site, barrier_slot, barrier_tag, block_stamp, busy, divergence_group,
-    pack_array, record_kind, report_key, slot_site, slot_tag, BarrierCheck, BlockRecord,
-    BlockSpace, DivergenceRecord, GlobalTable, LaneSync, ShadowLayout, ThreadGroup, WordRecords,
-    DIVERGENT_BARRIER_KIND, EXIT_SITE, MAX_BLOCK_THREADS, REPORTED, UNCHECKED_ARRAYS, WORD,
+    access_interval, barrier_site, barrier_slot, barrier_tag, block_stamp, busy, claim_entry,
+    divergence_group, pack_array, record_kind, report_key, slot_site, slot_tag, BarrierCheck,
+    BlockRecord, BlockSpace, DivergenceRecord, GlobalTable, LaneSync, ShadowLayout, TableWord,
+    ThreadGroup, WordRecords, DIVERGENT_BARRIER_KIND, EXIT_SITE, MAX_BLOCK_THREADS, REPORTED,
+    UNCHECKED_ARRAYS, WORD,
 };
 use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, SideEntry};
 use vigil_shared::{AccessKind, Scope};
@@ -652,44 +653,42 @@ pub(super) fn shared_access(access: SharedAccess, loc: &'static Location<'static
     });
 }
 
-/// Finds or claims the entry with tag word `t` and key word `k` for the
-/// word whose `key` it is, in the interval `tag`: true when the entry is
-/// (now) the word's, its records ready (`clear` empties them on a claim).
-///
-/// A claim marks the tag word [`GlobalTable::claiming`] for its key with a
-/// CAS, writes the key, clears the records, then stores the tag with
-/// release order; a thread that finds the tag acquires it, so it sees the
-/// key and the cleared records. A thread that finds the entry being
-/// claimed for its own word and interval waits a moment for the claimer
-/// (the threads of a block on one hot word then share one entry rather
-/// than each claiming the next probe, which filled the probes and lost
-/// their checks); a claim for another word, the wait running out, or the
-/// entry being another word's sends it to the next probe.
-#[inline(always)]
-fn claim_entry(t: &AtomicU64, k: &AtomicU64, tag: u64, key: u64, clear: impl Fn()) -> bool {
-    const WAITS: u32 = 64;
-    let mine = GlobalTable::claiming(key);
-    let mut waits = 0;
-    loop {
-        let found = arch::load_acquire_block(t);
-        if found == tag {
-            return k.load(Ordering::Relaxed) == key;
-        }
-        if found & GlobalTable::CLAIMING != 0 {
-            if found != mine || waits == WAITS {
-                return false;
-            }
-            waits += 1;
-            arch::backoff();
-            continue;
-        }
-        if arch::compare_exchange_acquire_block(t, found, mine).is_ok() {
-            k.store(key, Ordering::Relaxed);
-            clear();
-            arch::store_release_block(t, tag);
-            return true;
-        }
-        // Another thread changed the entry first: look at it again.
+/// A same-block table word, at the CTA's scope (only the CTA holding the
+/// slot touches its entries; `core`'s acquire is system-scoped, and an
+/// `ld.acquire.sys` invalidates the whole L1).
+#[repr(transparent)]
+struct BlockWord(AtomicU64);
+
+impl BlockWord {
+    /// # Safety
+    /// As [`at`]: an aligned `u64` of the runtime's table, live.
+    #[inline(always)]
+    unsafe fn at(base: *mut u8, offset: usize) -> &'static BlockWord {
+        // SAFETY: forwarded; `BlockWord` is a transparent `AtomicU64`.
+        unsafe { &*(base.add(offset) as *const BlockWord) }
+    }
+}
+
+impl TableWord for BlockWord {
+    #[inline(always)]
+    fn load_acquire(&self) -> u64 {
+        arch::load_acquire_block(&self.0)
+    }
+    #[inline(always)]
+    fn load_relaxed(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+    #[inline(always)]
+    fn store_relaxed(&self, value: u64) {
+        self.0.store(value, Ordering::Relaxed)
+    }
+    #[inline(always)]
+    fn store_release(&self, value: u64) {
+        arch::store_release_block(&self.0, value)
+    }
+    #[inline(always)]
+    fn cas_acquire(&self, current: u64, new: u64) -> bool {
+        arch::compare_exchange_acquire_block(&self.0, current, new).is_ok()
     }
 }
 
@@ -731,8 +730,9 @@ pub(super) fn global_access(
             let e = table.entry(slot as usize, word, i);
             // SAFETY: `slot < block_table_slots` and `entry` stays in the
             // slot's entries: live device memory of the runtime, aligned.
-            let [t, k, r0, r1, r2] =
-                [0, 1, 2, 3, 4].map(|j| unsafe { at::<AtomicU64>(base, e + 8 * j) });
+            let [t, k] = [0, 1].map(|j| unsafe { BlockWord::at(base, e + 8 * j) });
+            // SAFETY: as above.
+            let [r0, r1, r2] = [2, 3, 4].map(|j| unsafe { at::<AtomicU64>(base, e + 8 * j) });
             let records = WordRecords {
                 write: r0,
                 first: r1,
@@ -740,9 +740,8 @@ pub(super) fn global_access(
             };
             // Only this CTA touches its slot's entries while it runs (the
             // slot's hand-over orders an earlier CTA's), so CTA-scope
-            // ordering suffices. (`core`'s acquire is system-scoped: an
-            // `ld.acquire.sys` invalidates the whole L1 on every access.)
-            if claim_entry(t, k, tag, key, || records.clear()) {
+            // ordering suffices ([`BlockWord`]).
+            if claim_entry(t, k, tag, key, || records.clear(), arch::backoff) {
                 return Some(records);
             }
         }
