@@ -97,18 +97,9 @@ fn two_sanitized_processes_on_two_gpus_race_only_when_unordered() {
     }
 }
 
-/// True when two GPUs are there (in a child: always, it was checked).
+/// True when two GPUs are there (in a child: always, the parent checked).
 fn two_gpus() -> bool {
-    if std::env::var(RANK).is_ok() {
-        return true;
-    }
-    match vigil::device_count() {
-        Ok(n) if n >= 2 => true,
-        found => {
-            eprintln!("skipping: this test needs two CUDA GPUs ({found:?})");
-            false
-        }
-    }
+    std::env::var(RANK).is_ok() || common::two_gpus()
 }
 
 /// In the parent: runs this test as two child processes (ranks 0 and 1

@@ -498,12 +498,8 @@ fn two_gpu_group() {
     if vigil::unstable::testing::require_gpu().is_none() {
         return;
     }
-    match vigil::device_count() {
-        Ok(n) if n >= 2 => {}
-        found => {
-            eprintln!("skipping: this test needs two CUDA GPUs ({found:?})");
-            return;
-        }
+    if !common::two_gpus() {
+        return;
     }
     let contexts = |sanitize: bool| -> Vec<Context> {
         (0..2)

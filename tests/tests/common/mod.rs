@@ -56,6 +56,19 @@ pub fn gpu_context(_workers: usize) -> Option<Context> {
     )
 }
 
+/// True when at least two CUDA GPUs are there; otherwise says on stderr
+/// that the calling test is skipped and why (fewer GPUs skip even with
+/// `VIGIL_REQUIRE_GPU=1`: most GPU machines have one).
+pub fn two_gpus() -> bool {
+    match vigil::device_count() {
+        Ok(n) if n >= 2 => true,
+        found => {
+            eprintln!("skipping: this test needs two CUDA GPUs ({found:?})");
+            false
+        }
+    }
+}
+
 /// The line of `source` (the text of kernel file `file`) that carries
 /// `// @marker`; the marker must be unique.
 pub fn marker_line(source: &str, file: &str, marker: &str) -> u32 {
