@@ -95,6 +95,7 @@ use crate::abi::{
 };
 use crate::atomic::{AtomicFamily, AtomicU32Ops, AtomicU64Ops, SpinLock};
 use crate::clock::{ClockError, FenceRelease, PendingLevel, ThreadClocks};
+use crate::line;
 use crate::memory_model::{AccessKind, Ordering, Scope};
 use crate::report::{push_report, CurrentAccess};
 use crate::shadow::{
@@ -366,8 +367,14 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         &self.cfg
     }
 
+    /// The memory.
     #[inline(always)]
-    fn clocks(&self, tid: u32) -> ThreadClocks<'m, M::Atomics> {
+    pub(crate) fn mem(&self) -> &'m M {
+        self.mem
+    }
+
+    #[inline(always)]
+    pub(crate) fn clocks(&self, tid: u32) -> ThreadClocks<'m, M::Atomics> {
         let clocks = ThreadClocks::new(
             self.mem.thread_state(tid),
             self.cfg.num_threads,
@@ -621,7 +628,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
     /// Returns the new cell and the racing clock, or `None` when the result
     /// does not stay compact (the caller then takes the general path).
     #[inline(always)]
-    fn plain_compact(
+    pub(crate) fn plain_compact(
         &self,
         c: ShadowCell,
         n: &AccessClock,
@@ -680,7 +687,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
     /// `None` when the general rules must run (a write meeting a read of
     /// its bytes, which it would take over).
     #[inline(always)]
-    fn same_epoch(
+    pub(crate) fn same_epoch(
         c: ShadowCell,
         n: &AccessClock,
         clocks: &ThreadClocks<'m, M::Atomics>,
@@ -736,6 +743,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             let c = cell.load(MemOrder::Acquire);
             match ShadowCell(c).view() {
                 CellView::Locked => M::Atomics::spin(),
+                CellView::Line => self.split_line(word),
                 CellView::Inflated(i) => {
                     let rec = self.pool().record(i);
                     SpinLock::lock::<M::Atomics>(&rec[InflatedRecord::LOCK_WORD]);
@@ -827,6 +835,12 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
     /// multi-cell atomics can never wait on each other in a cycle.
     pub fn lock_words<const N: usize>(&self, mut words: [u64; N]) -> [Option<LockedWord>; N] {
         words.sort_unstable();
+        // Split first, holding no cell: a split waits for a locked head.
+        for w in words {
+            if self.mem.shadow_cell(w).is_some() {
+                self.split_line(w);
+            }
+        }
         let mut out = [None; N];
         for i in 0..N {
             if i > 0 && words[i] == words[i - 1] {
@@ -854,7 +868,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
 
     // ----- hooks ---------------------------------------------------------
 
-    fn emit(&self, r: RaceReport) {
+    pub(crate) fn emit(&self, r: RaceReport) {
         push_report::<M::Atomics>(self.mem.reports(), &r);
     }
 
@@ -873,7 +887,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
     /// Splits `[addr, addr + size)` into words: `(first word, last word)`,
     /// or `None` for unmanaged memory.
     #[inline(always)]
-    fn word_span(&self, addr: u64, size: u32) -> Option<(u64, u64)> {
+    pub(crate) fn word_span(&self, addr: u64, size: u32) -> Option<(u64, u64)> {
         if addr < self.cfg.real_base || size == 0 {
             return None;
         }
@@ -882,7 +896,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
     }
 
     #[inline(always)]
-    fn byte_mask(&self, addr: u64, size: u32, word: u64) -> u8 {
+    pub(crate) fn byte_mask(&self, addr: u64, size: u32, word: u64) -> u8 {
         let start = self.cfg.real_base + word * WORD_BYTES;
         let lo = addr.max(start) - start;
         let hi = (addr + size as u64).min(start + WORD_BYTES) - start;
@@ -1048,7 +1062,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         match self.plain_word_compact(word, n, clocks) {
             Some(race) => Ok(race),
             None => match self.mem.shadow_cell(word) {
-                Some(cell) => self.plain_word_general(cell, n, clocks),
+                Some(cell) => self.plain_word_general(word, cell, n, clocks),
                 None => Ok(None),
             },
         }
@@ -1071,7 +1085,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         loop {
             // Relaxed: a compact cell is self-contained (see below).
             let c = cell.load(MemOrder::Relaxed);
-            if ShadowCell(c).view() != CellView::Compact {
+            if ShadowCell(c).view() != CellView::Compact || Self::needs_split(word, c) {
                 return None;
             }
             let (new, race) = self.plain_compact(ShadowCell(c), &n, clocks)?;
@@ -1090,17 +1104,35 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
     #[inline(never)]
     fn plain_word_general(
         &self,
+        word: u64,
         cell: &U64Of<M>,
         n: AccessClock,
         clocks: &ThreadClocks<'m, M::Atomics>,
     ) -> Result<Option<AccessClock>, ReportKind> {
         let pool = self.pool();
+        let mut split = false;
         let result = loop {
             // Relaxed: a compact cell is self-contained (no other memory is
             // published with it), so the common path needs no fence.
             let c = cell.load(MemOrder::Relaxed);
+            if !split && Self::needs_split(word, c) {
+                // The line's summary may be this word's state: the access
+                // changes nothing if the summary covers it, else the line
+                // splits and the cell is read again.
+                if let Some(head) = self.mem.shadow_cell(line::head_word(word)) {
+                    if let Some(race) = self.line_covers(head, &n, clocks) {
+                        break Ok(race);
+                    }
+                }
+                self.split_line(word);
+                split = true;
+                continue;
+            }
             match ShadowCell(c).view() {
                 CellView::Locked => M::Atomics::spin(),
+                CellView::Line => {
+                    self.split_line(word);
+                }
                 CellView::Inflated(i) => {
                     // Pairs with the inflater's release store: the record's
                     // first contents were written before the tag.

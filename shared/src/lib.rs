@@ -7,7 +7,8 @@
 //! Sanitizer modules, one concern each: [`abi`] (layouts), [`address`]
 //! (reservations and shadow addresses), [`atomic`] (abstract atomics and
 //! locks), [`clock`] (vector clocks, epochs, clock buffers), [`shadow`]
-//! (compact cells and inflated records), [`engine`] (the detection
+//! (compact cells and inflated records), [`line`] (one cell summarising a
+//! 128-byte line that warps access whole), [`engine`] (the detection
 //! algorithm and its hooks), [`history`] (snapshots spilled into the
 //! record pool), [`report`] (race records and the buffer),
 //! [`gpu`] (the GPU sanitizer's launch ABI: hidden parameters, slots,
@@ -23,6 +24,11 @@
 //!   update compact cells with one CAS and no lock; atomics lock their
 //!   cells (compact cells via a LOCKED marker) in address order around the
 //!   real operation.
+//! - Line summaries ([`line`]): a 128-byte line whose words all have one
+//!   plain state keeps it in its first word's cell, so a warp's whole-line
+//!   access is one compare-exchange, not 32; the line splits into per-word
+//!   cells (for good, until the shadow is zeroed) at the first access
+//!   that would make its words differ. Design 3.2 has no such level.
 //! - Thread ids: up to [`abi::MAX_THREADS`] (2^16) sanitizer threads;
 //!   clocks of larger ids than the compact cell holds inflate their word.
 //! - History: an earlier access clock is dropped only when the new access
@@ -68,6 +74,7 @@ pub mod clock;
 pub mod engine;
 pub mod gpu;
 pub mod history;
+pub mod line;
 pub mod report;
 pub mod shadow;
 

@@ -17,7 +17,10 @@
 //! With WM = RM = 0 the cell is not compact: all zero is the empty word;
 //! bit 63 set means *inflated*, with the pool index in bits 12..44; bit 62
 //! set means *locked* by an atomic in flight or an inflation in progress
-//! (the holder keeps the old value and stores the new one to unlock). A
+//! (the holder keeps the old value and stores the new one to unlock),
+//! except [`ShadowCell::EMPTY_SPLIT`] (bits 62 and 8: an empty word of a
+//! split line); bits 62 and 63 clear mean a line's summary
+//! ([`crate::line`]). A
 //! word stays compact while it has at
 //! most one write clock and one read clock (atomic or plain, any byte
 //! masks), no release heads, thread ids below 2^11 and epochs below 2^15,
@@ -73,8 +76,11 @@ pub enum CellView {
     Compact,
     /// Inflated: the state lives in pool record `index`.
     Inflated(u32),
-    /// Held by an atomic in flight.
+    /// Held by an atomic in flight (or a line split in progress).
     Locked,
+    /// A line's head holding the whole line's summary
+    /// ([`crate::line::LineSummary`]).
+    Line,
 }
 
 impl ShadowCell {
@@ -82,6 +88,10 @@ impl ShadowCell {
     pub const EMPTY: ShadowCell = ShadowCell(0);
     /// The locked marker.
     pub const LOCKED: ShadowCell = ShadowCell(LOCKED_BIT);
+    /// An empty word of a split line: what an empty state encodes to, so
+    /// that a line's head, once split, never reads as untouched again
+    /// ([`crate::line`]).
+    pub const EMPTY_SPLIT: ShadowCell = ShadowCell(LOCKED_BIT | 1 << 8);
 
     /// A cell pointing at pool record `index`.
     #[inline(always)]
@@ -92,12 +102,14 @@ impl ShadowCell {
     /// Classifies the raw value.
     #[inline(always)]
     pub const fn view(self) -> CellView {
-        if self.0 & 0xff != 0 || self.0 == 0 {
+        if self.0 & 0xff != 0 || self.0 == 0 || self.0 == Self::EMPTY_SPLIT.0 {
             CellView::Compact
         } else if self.0 & INFLATED_BIT != 0 {
             CellView::Inflated(((self.0 >> INDEX_SHIFT) & 0xffff_ffff) as u32)
-        } else {
+        } else if self.0 & LOCKED_BIT != 0 {
             CellView::Locked
+        } else {
+            CellView::Line
         }
     }
 }
@@ -439,7 +451,11 @@ impl WordState {
                     | (a.epoch as u64) << RE_SHIFT;
             }
         }
-        Some(ShadowCell(v))
+        Some(if v == 0 {
+            ShadowCell::EMPTY_SPLIT
+        } else {
+            ShadowCell(v)
+        })
     }
 
     /// The compact cell closest to this state, for when the pool has no
@@ -902,6 +918,9 @@ mod tests {
             ShadowCell::inflated(u32::MAX).view(),
             CellView::Inflated(u32::MAX)
         );
-        assert_eq!(WordState::EMPTY.to_compact(), Some(ShadowCell::EMPTY));
+        // An empty state never encodes to zero (a line head's "untouched").
+        assert_eq!(WordState::EMPTY.to_compact(), Some(ShadowCell::EMPTY_SPLIT));
+        assert_eq!(ShadowCell::EMPTY_SPLIT.view(), CellView::Compact);
+        assert_eq!(ShadowCell(1 << 20).view(), CellView::Line);
     }
 }

@@ -13,6 +13,7 @@ use vigil_shared::abi::{
 use vigil_shared::atomic::{AtomicFamily, AtomicU32Ops, AtomicU64Ops};
 use vigil_shared::clock::ThreadClocks;
 use vigil_shared::engine::{AtomicOp, AtomicOpKind, Engine, EngineConfig, SliceMemory};
+use vigil_shared::line;
 use vigil_shared::shadow::{AccessClock, CellView, Pool, ShadowCell, WordState};
 use vigil_shared::{Ordering, Scope};
 
@@ -114,14 +115,14 @@ impl Mem {
     }
 
     fn word(&self, w: usize) -> WordState {
-        match ShadowCell(self.shadow[w].load(MemOrder::Acquire)).view() {
-            CellView::Compact => {
-                WordState::from_compact(ShadowCell(self.shadow[w].load(MemOrder::Acquire)))
-            }
+        let head = self.shadow[line::head_word(w as u64) as usize].load(MemOrder::Acquire);
+        let cell = line::state_cell(w as u64, head, self.shadow[w].load(MemOrder::Acquire));
+        match cell.view() {
+            CellView::Compact => WordState::from_compact(cell),
             CellView::Inflated(i) => WordState::from_record::<LoomAtomics>(
                 Pool::<LoomAtomics>::new(&self.pool).record(i),
             ),
-            CellView::Locked => panic!("word {w} left locked"),
+            CellView::Locked | CellView::Line => panic!("word {w} left locked"),
         }
     }
 
@@ -678,5 +679,55 @@ fn two_words_never_share_an_entry() {
         );
         let got = mine.or(theirs).unwrap();
         assert_ne!(got, STALE_RECORD);
+    });
+}
+
+/// A whole-line write (the line's summary, or word by word once the line
+/// is split) racing another thread's read of one word that splits the
+/// line, copying the summary of thread 2's earlier read of the whole line
+/// into every word: whichever goes first, no word loses the write or
+/// thread 2's read (a word that missed the copy would lose it), the new
+/// read stays on its word, and the write races with thread 2's read.
+#[test]
+fn a_line_split_racing_a_whole_line_write_loses_nothing() {
+    long_model(|| {
+        let words = line::LINE_WORDS as usize;
+        let m = Mem::new(3, words, 4);
+        m.with(|e| e.access_line(2, 0, 4, false, &AccessSite::default()));
+        let writer = {
+            let m = m.clone();
+            loom::thread::spawn(move || {
+                m.with(|e| {
+                    let site = AccessSite::default();
+                    match e.access_line(0, 0, 4, true, &site) {
+                        line::LineOutcome::Done(o) => o.is_race(),
+                        // Lanes 4 to 6 (of 32: loom could not explore
+                        // them all) check their words.
+                        line::LineOutcome::PerWord => (4..=6)
+                            .map(|w| e.access(0, 4 * w, 4, true, &site).is_race())
+                            .fold(false, |a, b| a | b),
+                    }
+                })
+            })
+        };
+        let reader = {
+            let m = m.clone();
+            loom::thread::spawn(move || {
+                m.with(|e| e.access(1, 20, 4, false, &AccessSite::default()))
+            })
+        };
+        assert!(
+            writer.join().unwrap(),
+            "the write raced with thread 2's read"
+        );
+        assert!(!reader.join().unwrap().is_error());
+        for w in 4..=6 {
+            assert!(m.has(w, 0, true), "the write lost on word {w}");
+        }
+        for w in 0..words {
+            assert!(m.has(w, 2, false), "thread 2's read lost on word {w}");
+        }
+        assert!(m.has(5, 1, false), "the read lost");
+        assert!(!m.has(4, 1, false) && !m.has(6, 1, false));
     });
 }

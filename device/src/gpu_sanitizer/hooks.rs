@@ -5,14 +5,16 @@
 //! memory: never dereferenced), runs the engine, and on a race pushes a
 //! record with the earlier access's side entry. The lanes of a warp that
 //! make one site's accesses together cooperate ([`super::warp`]): a run
-//! of plain accesses tiling a line is noted once, and an atomic several
-//! lanes make on one word is checked once.
+//! of plain accesses tiling a line is noted once (and, covering the whole
+//! line, checked once against the line's summary: [`vigil_shared::line`]),
+//! and an atomic several lanes make on one word is checked once.
 
 use core::panic::Location;
 
 use vigil_shared::abi::{AccessSite, RaceReport, ReportKind};
 use vigil_shared::engine::{Engine, Outcome};
 use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, SideEntry, HOST_SITE_TAG};
+use vigil_shared::line::LineOutcome;
 use vigil_shared::{AccessKind, Ordering, Scope};
 
 use super::cta::{lane, CtaState};
@@ -236,16 +238,41 @@ fn check_plain(addr: u64, size: u32, write: bool, location: u64, host_at: (u32, 
         group.is_leader()
     } else {
         match group.run(words, hook.thread, leader_first) {
+            Some(run) if run.whole_line() => {
+                // One access of the whole line: the leader notes it and
+                // checks the line's summary for every lane; only a split
+                // line is checked word by word.
+                let mut summarised = false;
+                if group.is_leader() {
+                    hook.note_run(&engine, &run, write);
+                    let site = &SITE_AT_REPORT;
+                    if let LineOutcome::Done(out) =
+                        engine.access_line(hook.cta.tid, addr, size, write, site)
+                    {
+                        hook.finish(out, words);
+                        summarised = true;
+                    }
+                }
+                let per_word = !group.leader_says(summarised);
+                if per_word {
+                    // The run is noted before any lane's shadow update.
+                    group.sync();
+                }
+                per_word
+            }
             Some(run) => {
                 if group.is_leader() {
                     hook.note_run(&engine, &run, write);
                 }
                 // The run is noted before any lane's shadow update.
                 group.sync();
+                true
             }
-            None => hook.note(&engine, words, write),
+            None => {
+                hook.note(&engine, words, write);
+                true
+            }
         }
-        true
     };
     // One call of the engine: its access path is compiled into this
     // function once.

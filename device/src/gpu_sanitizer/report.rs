@@ -223,8 +223,10 @@ const CLAIMED: u64 = u64::MAX;
 /// Tag bit of a run entry's `thread` field (block threads are < 2^16).
 const RUN_TAG: u32 = 1 << 31;
 
-/// Words of one line of the side table's run entries (128 bytes).
-pub const RUN_LINE_WORDS: u64 = 32;
+/// Words of one line of the side table's run entries: the shadow's line
+/// ([`vigil_shared::line`]), so a run that takes a line's summary is noted
+/// as one entry too.
+pub const RUN_LINE_WORDS: u64 = vigil_shared::line::LINE_WORDS;
 
 /// A warp's run of consecutive words, noted as one side entry: lanes
 /// `thread..thread + lanes` of one access site and kind each touched
@@ -274,6 +276,14 @@ impl WordRun {
             && leader.0 / RUN_LINE_WORDS
                 == (leader.0 + u64::from(lanes * per) - 1) / RUN_LINE_WORDS;
         fits.then_some(run)
+    }
+
+    /// The run covers every word of its line: the lanes' accesses are one
+    /// whole-line access ([`vigil_shared::engine::Engine::access_line`]).
+    #[inline(always)]
+    pub fn whole_line(&self) -> bool {
+        self.first == vigil_shared::line::head_word(self.first)
+            && u64::from(self.lanes * self.words_per_lane) == RUN_LINE_WORDS
     }
 
     /// The side-table key of the runs of `word`'s line (apart from every

@@ -61,6 +61,12 @@ impl Group {
         arch::vote_any(self.mask, pred)
     }
 
+    /// The leader's `flag`, on every lane.
+    #[inline(always)]
+    pub fn leader_says(&self, flag: bool) -> bool {
+        self.leaders(u32::from(flag)) != 0
+    }
+
     #[inline(always)]
     fn leaders(&self, v: u32) -> u32 {
         arch::shfl_idx(self.mask, v, self.leader, 31)

@@ -14,7 +14,8 @@ use vigil_shared::clock::ThreadClocks;
 use vigil_shared::engine::{
     sc_fence_words, AtomicOp, AtomicOpKind, Engine, EngineConfig, Outcome, SliceMemory,
 };
-use vigil_shared::shadow::Pool;
+use vigil_shared::line::{self, LineOutcome, LINE_BYTES, LINE_WORDS};
+use vigil_shared::shadow::{CellView, Pool, WordState};
 use vigil_shared::{Ordering, Scope};
 
 /// One step of a test program.
@@ -46,6 +47,9 @@ pub enum Op {
     },
     /// A grid-wide kernel boundary on the one stream.
     Kernel,
+    /// A plain access of every byte of 128-byte line `line` by the lanes
+    /// of one warp together (the GPU hook's whole-line run).
+    Line { tid: u32, line: u64, write: bool },
 }
 
 /// A program: its thread layout and steps.
@@ -117,6 +121,9 @@ pub fn cas(tid: u32, addr: u64, ord: Ordering, fail: Ordering, scope: Scope, suc
         scope,
         succeeds,
     }
+}
+pub fn line(tid: u32, line: u64, write: bool) -> Op {
+    Op::Line { tid, line, write }
 }
 pub fn fence(tid: u32, ord: Ordering, scope: Scope) -> Op {
     Op::Fence { tid, ord, scope }
@@ -266,6 +273,7 @@ impl Oracle {
     /// Runs one step; for accesses returns the racing earlier threads.
     pub fn step(&mut self, op: &Op) -> Option<Vec<u32>> {
         match *op {
+            Op::Line { tid, line, write } => self.step(&plain(tid, line * LINE_BYTES, 128, write)),
             Op::Plain {
                 tid,
                 addr,
@@ -432,6 +440,11 @@ pub struct Harness {
     sc: Vec<AtomicU32>,
     ring: Vec<AtomicU32>,
     kernel: u32,
+    /// Runs [`Op::Line`] word by word, never through the line's summary
+    /// (the reference the summary is checked against).
+    pub lines_as_words: bool,
+    /// [`Op::Line`]s the line's summary checked whole.
+    pub lines_summarised: u32,
 }
 
 fn zeroed32(n: usize) -> Vec<AtomicU32> {
@@ -485,6 +498,8 @@ impl Harness {
             sc: zeroed32(sc_fence_words(devices, n)),
             ring: zeroed32(3 * n as usize),
             kernel: 1,
+            lines_as_words: false,
+            lines_summarised: 0,
         };
         h.with(|e, ring| {
             for t in 0..n {
@@ -561,6 +576,32 @@ impl Harness {
         Pool::<CoreAtomics>::new(&self.pool).in_use()
     }
 
+    /// Every word's decoded state (through its line's summary while the
+    /// line has one), in a form two harnesses compare.
+    pub fn word_states(&self) -> Vec<String> {
+        let load = |w: usize| self.shadow[w].load(std::sync::atomic::Ordering::Relaxed);
+        (0..self.shadow.len())
+            .map(|w| {
+                let head = load(line::head_word(w as u64) as usize);
+                let cell = line::state_cell(w as u64, head, load(w));
+                let st = match cell.view() {
+                    CellView::Compact => WordState::from_compact(cell),
+                    CellView::Inflated(i) => WordState::from_record::<CoreAtomics>(
+                        Pool::<CoreAtomics>::new(&self.pool).record(i),
+                    ),
+                    v => return format!("word {w}: {v:?}"),
+                };
+                format!(
+                    "{:?} {:?} {:?} {}",
+                    &st.accesses[..st.len],
+                    &st.releases[..st.release_len],
+                    st.last_atomic_write,
+                    st.lossy
+                )
+            })
+            .collect()
+    }
+
     /// Overwrites word `i` of thread `tid`'s state (tests of error paths).
     pub fn set_thread_word(&self, tid: u32, i: usize, v: u32) {
         self.ts[tid as usize * self.ts_words + i].store(v, std::sync::atomic::Ordering::Relaxed);
@@ -574,6 +615,27 @@ impl Harness {
     pub fn step(&mut self, op: &Op) -> Option<Outcome> {
         let site = AccessSite::default();
         match *op {
+            Op::Line { tid, line, write } => Some(self.with(|e, _| {
+                let addr = line * LINE_BYTES;
+                if !self.lines_as_words {
+                    if let LineOutcome::Done(o) = e.access_line(tid, addr, 4, write, &site) {
+                        return (o, 1);
+                    }
+                }
+                // As the GPU's lanes: each checks its own word.
+                let mut out = Outcome::Clean;
+                for k in 0..LINE_WORDS {
+                    let o = e.access(tid, addr + 4 * k, 4, write, &site);
+                    if matches!(out, Outcome::Clean) {
+                        out = o;
+                    }
+                }
+                (out, 0)
+            }))
+            .map(|(o, summarised)| {
+                self.lines_summarised += summarised;
+                o
+            }),
             Op::Plain {
                 tid,
                 addr,
