@@ -13,6 +13,7 @@ use divan::Bencher;
 use vigil_shared::abi::{thread_state_words, AccessSite, InflatedRecord, PoolHeader};
 use vigil_shared::atomic::CoreAtomics;
 use vigil_shared::engine::{AtomicOp, AtomicOpKind, Engine, EngineConfig, SliceMemory};
+use vigil_shared::line::{LineOutcome, LINE_WORDS};
 use vigil_shared::{Ordering, Scope};
 
 fn main() {
@@ -121,6 +122,33 @@ fn stream_read_write(bencher: Bencher, history: &str) {
                     let t = (w / 256) as u32 % THREADS;
                     e.access(t, 4 * w, 4, false, &site);
                     e.access(t, 4 * (w + WORDS as u64 / 2), 4, true, &site);
+                }
+            });
+            m.next_kernel();
+        });
+}
+
+/// [`stream_read_write`] as warps make it: every line read and written
+/// whole by one warp, checked through the line's summary
+/// (`Engine::access_line`), counted per word as there.
+#[divan::bench(args = HISTORIES)]
+fn stream_lines(bencher: Bencher, history: &str) {
+    let mut m = Memory::new(history);
+    let site = AccessSite::default();
+    let half = WORDS as u64 / 2;
+    bencher
+        .counter(ItemsCount::new(2 * WORDS / 2))
+        .bench_local(|| {
+            m.with(|e, _| {
+                for w in (0..half).step_by(LINE_WORDS as usize) {
+                    let t = (w / 256) as u32 % THREADS;
+                    for (addr, write) in [(4 * w, false), (4 * (w + half), true)] {
+                        if e.access_line(t, addr, 4, write, &site) == LineOutcome::PerWord {
+                            for k in 0..LINE_WORDS {
+                                e.access(t, addr + 4 * k, 4, write, &site);
+                            }
+                        }
+                    }
                 }
             });
             m.next_kernel();
