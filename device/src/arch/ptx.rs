@@ -109,6 +109,28 @@ pub fn shared_access<S: Sanitizer>(access: impl FnOnce() -> crate::sanitizer::Sh
     }
 }
 
+/// A shared array (or dynamic shared view) of an entry checked by `S`
+/// whose storage has no `.shared` shadow was declared (`access` has size
+/// 0 and names it): the sanitizer checks that its window shadow covers it
+/// and counts it as unchecked where not.
+#[inline(always)]
+#[track_caller]
+pub fn shared_declared<S: Sanitizer>(access: impl FnOnce() -> crate::sanitizer::SharedAccess) {
+    shared_access::<S>(access)
+}
+
+/// The offset of the shared-memory byte at generic address `addr` in the
+/// CTA's shared window (`cvta.to.shared`).
+#[inline(always)]
+pub fn shared_window_offset(addr: usize) -> u32 {
+    let r: u64;
+    // SAFETY: an address conversion; nothing is accessed.
+    unsafe {
+        asm!("cvta.to.shared.u64 {r}, {a};", r = out(reg64) r, a = in(reg64) addr as u64, options(pure, nomem, nostack))
+    };
+    r as u32
+}
+
 /// The calling lane is about to join a collective over `mask` in a
 /// kernel checked by `S`.
 #[inline(always)]
@@ -438,7 +460,10 @@ pub fn sync_warp(mask: u32) {
 
 // The GPU sanitizer's per-CTA state: one module-wide `.shared` block that
 // only sanitized entries touch (ptxas allocates it only for them).
-core::arch::global_asm!(".shared .align 16 .b8 __vigil_cta_state[32];");
+core::arch::global_asm!(
+    ".shared .align 16 .b8 __vigil_cta_state[{n}];",
+    n = const vigil_shared::block::CTA_STATE_BYTES
+);
 
 /// A function returning the generic address of a module-wide `.shared` block.
 macro_rules! shared_block_address {
@@ -520,11 +545,11 @@ shared_block_address!(
 // warp-collective state; only sanitized entries touch them.
 core::arch::global_asm!(
     ".shared .align 8 .b8 __vigil_block_counters[{n}];",
-    n = const 16 + 8 * vigil_shared::block::REPORTED
+    n = const vigil_shared::block::COUNTERS_BYTES
 );
 core::arch::global_asm!(
     ".shared .align 8 .b8 __vigil_block_lanes[{n}];",
-    n = const 8 + 8 * vigil_shared::block::MAX_BLOCK_THREADS
+    n = const vigil_shared::block::LANES_BYTES
 );
 
 shared_block_address!(
@@ -534,7 +559,8 @@ shared_block_address!(
 );
 
 shared_block_address!(
-    /// Generic address of the CTA's lane states (8 + 8 x 1024 bytes of `.shared`).
+    /// Generic address of the CTA's lane states of its first threads
+    /// (8 + 8 x `vigil_shared::block::SHARED_LANES` bytes of `.shared`).
     block_lanes => "__vigil_block_lanes"
 );
 

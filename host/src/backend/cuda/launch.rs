@@ -68,6 +68,7 @@ impl CudaBackend {
                     stream_id,
                     launch.kernel,
                     &launch.config,
+                    attrs.static_shared_bytes,
                     launch.params,
                 )?;
                 debug_assert_eq!(
