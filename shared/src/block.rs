@@ -1104,6 +1104,30 @@ mod tests {
     }
 
     #[test]
+    fn window_entries_tile_the_region() {
+        let w = WindowShadow::covering(4097);
+        assert_eq!(w.words, 1025);
+        let slots = 3;
+        // Entries are consecutive: each one 32 bytes after the last, from
+        // the header to the region's end.
+        let mut next = WindowShadow::HEADER as u64;
+        for slot in 0..slots {
+            for word in 0..w.words {
+                assert_eq!(w.entry(slot, word), next);
+                next += WindowShadow::ENTRY as u64;
+            }
+        }
+        assert_eq!(next, w.bytes(slots));
+        assert!(w.covers(4096, 4) && w.covers(0, 4100) && !w.covers(4097, 4));
+        assert!(!w.covers(u64::MAX, 1));
+        // Tags differ by block and by interval, and are never empty.
+        let (a, b) = (block_stamp(1, 0), block_stamp(1, 1));
+        assert_ne!(WindowShadow::tag(a, 1), WindowShadow::tag(b, 1));
+        assert_ne!(WindowShadow::tag(a, 1), WindowShadow::tag(a, 2));
+        assert_ne!(WindowShadow::tag(a, 0), 0);
+    }
+
+    #[test]
     fn barrier_slots_keep_tag_and_site() {
         for loc in [0x7f00_0000_0008u64, 0x7f00_00ff_fff8, 0x1_0000_0000] {
             let site = barrier_site(loc);

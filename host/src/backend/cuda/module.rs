@@ -50,7 +50,7 @@ impl CudaModule {
         let mut jit = JitOptions::new(max_registers);
         let raw = match variant {
             LaunchVariant::Plain => jit.load_whole_program(image)?,
-            LaunchVariant::Sanitized => jit.link_relocatable(image)?,
+            LaunchVariant::Sanitized => jit.link_relocatable(image).map_err(shared_overflow)?,
         };
         Ok(CudaModule {
             device: device.clone(),
@@ -266,6 +266,30 @@ impl JitOptions {
     }
 }
 
+/// A sanitized module's load failure as [`Error::SanitizedSharedMemory`]
+/// when the JIT's log says an entry uses too much shared data (what the
+/// sanitizer's static shared memory can cause), else as it was.
+fn shared_overflow(e: Error) -> Error {
+    match e {
+        Error::PtxLoad { log, .. } if log.contains("too much shared data") => {
+            Error::SanitizedSharedMemory {
+                entry: overflowing_entry(&log).unwrap_or("?").to_owned(),
+                added: vigil_shared::block::SANITIZER_SHARED_BYTES,
+                log,
+            }
+        }
+        e => e,
+    }
+}
+
+/// The entry a ptxas "Entry function 'name' uses too much shared data"
+/// line names.
+fn overflowing_entry(log: &str) -> Option<&str> {
+    let line = log.lines().find(|l| l.contains("too much shared data"))?;
+    let (_, rest) = line.split_once("Entry function '")?;
+    rest.split_once('\'').map(|(name, _)| name)
+}
+
 /// One entry point of a [`CudaModule`].
 pub(crate) struct CudaFunction {
     raw: sys::CUfunction,
@@ -316,5 +340,34 @@ impl CudaFunction {
         ))?;
         self.dyn_smem_optin.fetch_max(bytes, Ordering::Relaxed);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shared_memory_overflow_names_the_entry() {
+        let log = "ptxas error   : Entry function 'near__vigil' uses too much shared data \
+                   (0xc8f0 bytes, 0xc000 max)";
+        let e = shared_overflow(Error::PtxLoad {
+            name: "CUDA_ERROR_INVALID_PTX".into(),
+            code: 218,
+            log: log.into(),
+        });
+        match &e {
+            Error::SanitizedSharedMemory { entry, added, .. } => {
+                assert_eq!((entry.as_str(), *added), ("near__vigil", 2288));
+            }
+            other => panic!("not a shared-memory error: {other:?}"),
+        }
+        assert!(e.to_string().contains("near__vigil"), "{e}");
+        let other = shared_overflow(Error::PtxLoad {
+            name: "CUDA_ERROR_INVALID_PTX".into(),
+            code: 218,
+            log: "ptxas error: syntax".into(),
+        });
+        assert!(matches!(other, Error::PtxLoad { .. }));
     }
 }

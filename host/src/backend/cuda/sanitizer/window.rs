@@ -28,6 +28,10 @@ pub(crate) const WINDOW_SHADOW_CAP: u64 = 1 << 30;
 /// slightly different footprints share a region.
 const WINDOW_STEP: u64 = 4096;
 
+/// Shared memory the driver may reserve at the start of a block's window
+/// (1 KiB on sm_80 and later), before the kernel's own.
+const RESERVED_SHARED: u64 = 1024;
+
 /// The window shadow's regions: the current one (what the runtime holds)
 /// and the ones it replaced.
 #[derive(Debug, Default)]
@@ -43,7 +47,8 @@ impl WindowRegions {
     /// with `slots` slots: the window rounded up to [`WINDOW_STEP`], at
     /// most what [`WINDOW_SHADOW_CAP`] holds.
     pub(crate) fn words_for(window: u64, slots: u64) -> u64 {
-        let want = WindowShadow::covering(window.next_multiple_of(WINDOW_STEP)).words;
+        let window = (window + RESERVED_SHARED).next_multiple_of(WINDOW_STEP);
+        let want = WindowShadow::covering(window).words;
         let per_word = slots.max(1) * WindowShadow::ENTRY as u64;
         let most = (WINDOW_SHADOW_CAP - WindowShadow::HEADER as u64) / per_word;
         want.min(most)
@@ -79,13 +84,13 @@ mod tests {
     #[test]
     fn windows_are_rounded_up_and_capped() {
         assert_eq!(WindowRegions::words_for(1, 10), 1024);
-        assert_eq!(WindowRegions::words_for(4096, 10), 1024);
-        assert_eq!(WindowRegions::words_for(4097, 10), 2048);
+        assert_eq!(WindowRegions::words_for(3072, 10), 1024);
+        assert_eq!(WindowRegions::words_for(3073, 10), 2048);
         let slots = 1980;
         let capped = WindowRegions::words_for(227 * 1024, slots);
         assert!(WindowShadow { words: capped }.bytes(slots) <= WINDOW_SHADOW_CAP);
         assert!(WindowShadow { words: capped + 1 }.bytes(slots) > WINDOW_SHADOW_CAP);
         // A 48 KiB window fits the cap on an H100.
-        assert_eq!(WindowRegions::words_for(48 * 1024, slots), 12 * 1024);
+        assert_eq!(WindowRegions::words_for(48 * 1024 - 1024, slots), 12 * 1024);
     }
 }
