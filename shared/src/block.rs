@@ -32,9 +32,10 @@ pub const RECORDS: usize = 3;
 /// record, not one per thread.
 pub const REPORTED: usize = 8;
 
-/// The largest shadow a shared array gets (32 KiB: an array of up to 1,167
-/// words, 4,668 bytes); a larger array goes unchecked, so that a sanitized
-/// entry still fits a block's 48 KiB of static shared memory.
+/// The largest `.shared` shadow a shared array gets (32 KiB: an array of
+/// up to 1,167 words, 4,668 bytes), so that a sanitized entry still fits
+/// a block's 48 KiB of static shared memory; a larger array is shadowed in
+/// device memory ([`WindowShadow`]).
 pub const MAX_SHADOW_BYTES: usize = 32 * 1024;
 
 /// Threads per block at most (CUDA's limit).
@@ -646,8 +647,10 @@ pub fn claim_entry<W: TableWord>(
 
 /// Byte offset, in the same-block table's header ([`GlobalTable::HEADER`]
 /// bytes; the overflow count is its first `u64`), of the `u64` count of
-/// shared arrays declared too large for a shadow ([`MAX_SHADOW_BYTES`]),
-/// once per array declaration and block: their accesses go unchecked.
+/// shared arrays (and dynamic shared views) declared without a `.shared`
+/// shadow ([`MAX_SHADOW_BYTES`]) that the [`WindowShadow`] does not cover
+/// either, once per array declaration and block: their accesses go
+/// unchecked.
 pub const UNCHECKED_ARRAYS: usize = 8;
 
 /// A shared array's size and a byte offset in it, as one `u32` (the

@@ -7,13 +7,21 @@
 //!
 //! - the CTA's acquire count and report keys (`arch::block_counters`);
 //! - the divergent-barrier slot, flag and report (`arch::block_barrier`);
-//! - every thread's synchronisation state (`arch::block_lanes`): the
-//!   barriers it passed (its barrier interval: a barrier lets no thread
-//!   through before all arrived, so intervals never overlap in time), how
-//!   many collectives it joined and the last one's mask;
-//! - per shared array, a shadow beside it (`shared_mem::__storage_checked`):
-//!   for each 4-byte word its barrier interval and three records (the
-//!   interval's last write, its first reader, another reader).
+//! - every thread's synchronisation state (`arch::block_lanes` for
+//!   threads below `SHARED_LANES`, the CTA slot's region of device memory
+//!   for the others): the barriers it passed (its barrier interval: a
+//!   barrier lets no thread through before all arrived, so intervals never
+//!   overlap in time), how many collectives it joined and the last one's
+//!   mask;
+//! - per shared array of up to 4,668 bytes, a shadow beside it
+//!   (`shared_mem::__storage_checked`): for each 4-byte word its barrier
+//!   interval and three records (the interval's last write, its first
+//!   reader, another reader).
+//!
+//! Larger arrays and the dynamic shared memory are shadowed in device
+//! memory, per CTA slot and word of the CTA's shared window
+//! (`vigil_shared::block::WindowShadow`): the same records, tagged with the
+//! block's stamp and interval instead of an interval and a header.
 //!
 //! Shared memory starts with what an earlier block left. The lane states
 //! and counters are cleared at CTA entry, each thread its own word
