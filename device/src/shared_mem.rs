@@ -65,6 +65,8 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
     >() -> Self {
         let (ptr, shadow) = if S::ENABLED && SHADOW > 0 {
             __storage_checked::<K, BYTES, ALIGN, SHADOW>()
+        } else if S::ENABLED {
+            (__storage_window::<K, BYTES, ALIGN>(), core::ptr::null_mut())
         } else {
             (__storage::<K, BYTES, ALIGN>(), core::ptr::null_mut())
         };
@@ -361,6 +363,37 @@ pub fn __storage<K: 'static, const BYTES: usize, const ALIGN: usize>() -> *mut u
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn __storage<K: 'static, const BYTES: usize, const ALIGN: usize>() -> *mut u8 {
     crate::arch::host::static_shared(core::any::TypeId::of::<K>(), BYTES, ALIGN)
+}
+
+/// The storage of a sanitized entry's array without a `.shared` shadow:
+/// on the GPU a declaration named `vigil_smem_window`
+/// (`vigil_shared::block::WINDOW_ARRAY_SYMBOL`), by which the host knows
+/// that the module needs the window shadow.
+#[doc(hidden)]
+#[inline(never)]
+#[cfg(target_arch = "nvptx64")]
+pub fn __storage_window<K: 'static, const BYTES: usize, const ALIGN: usize>() -> *mut u8 {
+    let p: u64;
+    // SAFETY: declares block-scoped shared storage and takes its generic address.
+    unsafe {
+        core::arch::asm!(
+            "{{ .shared .align {a} .b8 vigil_smem_window[{n}]; cvta.shared.u64 {p}, vigil_smem_window; }}",
+            a = const ALIGN,
+            n = const BYTES,
+            p = out(reg64) p,
+            options(nomem, nostack),
+        )
+    };
+    p as *mut u8
+}
+
+/// On the host the CPU backend's runtime checks every array: the storage
+/// is the plain one.
+#[doc(hidden)]
+#[inline(always)]
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn __storage_window<K: 'static, const BYTES: usize, const ALIGN: usize>() -> *mut u8 {
+    __storage::<K, BYTES, ALIGN>()
 }
 
 /// The storage of a sanitized entry's array and its shadow: on the GPU a

@@ -489,6 +489,13 @@ impl WindowShadow {
 }
 const _: () = assert!(WindowShadow::ENTRY == 32 && WindowShadow::HEADER % 32 == 0);
 
+/// The name of the `.shared` storage of an array that a sanitized entry
+/// checks through the [`WindowShadow`] (no `.shared` shadow beside it):
+/// the host gives a sanitized module whose PTX declares one a window
+/// shadow for every launch with shared memory of its own, and only
+/// launches with dynamic shared memory otherwise.
+pub const WINDOW_ARRAY_SYMBOL: &str = "vigil_smem_window";
+
 /// The stamp of one block of one launch in the headers of its shadows:
 /// shared memory starts with whatever an earlier block left, so a shadow
 /// whose header is not its block's stamp is cleared before use. Odd;

@@ -68,7 +68,7 @@ impl CudaBackend {
                     stream_id,
                     launch.kernel,
                     &launch.config,
-                    attrs.static_shared_bytes,
+                    func.shared_window(launch.config.shared_mem_bytes),
                     launch.params,
                 )?;
                 debug_assert_eq!(

@@ -9,6 +9,7 @@ use cudarc::driver::sys;
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use vigil_shared::block::WINDOW_ARRAY_SYMBOL;
 use vigil_shared::gpu::SANITIZED_SUFFIX;
 
 const JIT_LOG_BYTES: usize = 16 * 1024;
@@ -20,6 +21,10 @@ pub(crate) struct CudaModule {
     raw: sys::CUmodule,
     /// The launch variant whose entries it was loaded with.
     variant: LaunchVariant,
+    /// A sanitized module whose PTX declares a shared array checked
+    /// through the GPU sanitizer's window shadow
+    /// ([`WINDOW_ARRAY_SYMBOL`]).
+    window_arrays: bool,
 }
 
 // SAFETY: a CUmodule may be used from any thread (the driver API is
@@ -52,10 +57,13 @@ impl CudaModule {
             LaunchVariant::Plain => jit.load_whole_program(image)?,
             LaunchVariant::Sanitized => jit.link_relocatable(image).map_err(shared_overflow)?,
         };
+        let window_arrays = variant == LaunchVariant::Sanitized
+            && image.to_string_lossy().contains(WINDOW_ARRAY_SYMBOL);
         Ok(CudaModule {
             device: device.clone(),
             raw,
             variant,
+            window_arrays,
         })
     }
 
@@ -122,6 +130,7 @@ impl CudaModule {
             raw,
             attrs,
             dyn_smem_optin: AtomicU32::new(0),
+            window_arrays: self.window_arrays,
             sanitized: None,
         })
     }
@@ -296,6 +305,8 @@ pub(crate) struct CudaFunction {
     attrs: FunctionAttrs,
     /// The dynamic shared memory this function has been opted in to.
     dyn_smem_optin: AtomicU32,
+    /// Whether its module declares arrays the window shadow checks.
+    window_arrays: bool,
     /// The kernel's sanitized entry (`name__vigil`), if the module has it.
     sanitized: Option<Box<CudaFunction>>,
 }
@@ -320,6 +331,19 @@ impl CudaFunction {
     /// The kernel's sanitized entry, if its module has one.
     pub(crate) fn sanitized(&self) -> Option<&CudaFunction> {
         self.sanitized.as_deref()
+    }
+
+    /// The shared window a sanitized launch of this entry with `dynamic`
+    /// bytes of dynamic shared memory needs the window shadow to cover
+    /// (its static and dynamic shared memory), or 0 when nothing of it
+    /// can go through the window shadow: no dynamic shared memory, and
+    /// no array of the module declared without a `.shared` shadow.
+    pub(crate) fn shared_window(&self, dynamic: u32) -> u64 {
+        if self.window_arrays || dynamic > 0 {
+            u64::from(self.attrs.static_shared_bytes) + u64::from(dynamic)
+        } else {
+            0
+        }
     }
 
     /// Opts the function in to `bytes` of dynamic shared memory when that

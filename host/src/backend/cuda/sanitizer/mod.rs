@@ -244,8 +244,8 @@ impl GpuSanitizer {
     /// The arguments of a sanitized launch of `kernel` on `stream`: `buf`
     /// with the hidden ones appended. Enqueues the stream's join list on
     /// `stream` when it changed, so it lands before the kernel starts.
-    /// `static_shared` is the sanitized entry's static shared memory: with
-    /// the launch's dynamic, the shared window the window shadow covers.
+    /// `shared_window` is the shared window (static and dynamic bytes) the
+    /// window shadow must cover for it (0: none).
     #[allow(clippy::too_many_arguments)] // the launch's parts, as the backend has them
     pub fn prepare_launch(
         &self,
@@ -254,16 +254,15 @@ impl GpuSanitizer {
         stream_id: StreamId,
         kernel: &str,
         config: &LaunchConfig,
-        static_shared: u32,
+        shared_window: u64,
         buf: &ParamBuffer,
     ) -> Result<ParamBuffer> {
         let mut st = lock(&self.state);
         // A kernel without shared memory of its own needs no window shadow.
-        if static_shared as usize > SANITIZER_SHARED_BYTES || config.shared_mem_bytes > 0 {
-            let window = u64::from(static_shared) + u64::from(config.shared_mem_bytes);
+        if shared_window > SANITIZER_SHARED_BYTES as u64 {
             self.device.bind()?;
             let slots = u64::from(self.num_sms * self.slots);
-            st.window.ensure(&self.runtime, slots, window)?;
+            st.window.ensure(&self.runtime, slots, shared_window)?;
         }
         let shape = LaunchShape {
             kernel: kernel.to_owned(),
