@@ -136,6 +136,10 @@ struct Counters {
 }
 
 impl Counters {
+    /// Byte offset of the window shadow's address as the CTA's entry read
+    /// it (`u64`): one region for the whole CTA, even when the host
+    /// replaces the runtime's while it runs.
+    const WINDOW: usize = 8;
     /// Byte offset of the report keys.
     const KEYS: usize = 16;
 
@@ -145,13 +149,20 @@ impl Counters {
         let base = arch::block_counters();
         // SAFETY: the region (`arch::block_counters`) is 16 bytes and the
         // report keys of the CTA's shared memory, 8-aligned: a header, the
-        // count, a pad, the keys.
+        // count, the window shadow's address, the keys.
         unsafe {
             Counters {
                 acquires: at(base, 4),
                 base,
             }
         }
+    }
+
+    /// The window shadow's address for this CTA (0: none).
+    #[inline(always)]
+    fn window(&self) -> u64 {
+        // SAFETY: the `u64` at `WINDOW`, inside the region, 8-aligned.
+        unsafe { at::<AtomicU64>(self.base, Self::WINDOW) }.load(Ordering::Relaxed)
     }
 
     /// The access interval of a thread in state `lane`
@@ -227,8 +238,10 @@ impl Lanes {
 /// `.shared`; the first thread the counters), at the CTA's entry, before
 /// the barrier that ends the entry: every thread clears its own word
 /// instead of one clearing all while the others wait.
+/// The first thread also notes the runtime `rt`'s window shadow for the
+/// CTA.
 #[inline(always)]
-pub(super) fn reset_cta(lane: u32, lanes: u32) {
+pub(super) fn reset_cta(lane: u32, lanes: u32, rt: &GpuRuntime) {
     if (lane as usize) < SHARED_LANES {
         if let Some(l) = Lanes::of(lanes.min(SHARED_LANES as u32)).get(lane) {
             l.store(0, Ordering::Relaxed);
@@ -238,6 +251,12 @@ pub(super) fn reset_cta(lane: u32, lanes: u32) {
     if lane == 0 {
         let c = Counters::get();
         c.acquires.store(0, Ordering::Relaxed);
+        // The host replaces the region while kernels run (a larger one):
+        // the CTA reads its address once; the region's header says its size.
+        // SAFETY: a field of the live runtime.
+        let window = unsafe { core::ptr::read_volatile(&rt.block_shadow) };
+        // SAFETY: the window word of the counters, 8-aligned.
+        unsafe { at::<AtomicU64>(c.base, Counters::WINDOW) }.store(window, Ordering::Relaxed);
         for i in 0..REPORTED {
             // SAFETY: the key slots, inside the region, 8-aligned.
             unsafe { at::<AtomicU64>(c.base, Counters::KEYS + 8 * i) }.store(0, Ordering::Relaxed);
@@ -776,10 +795,7 @@ impl Window {
     fn current() -> Option<Window> {
         let cta = CtaState::current();
         let rt = cta.runtime();
-        // The host replaces the region while kernels run (a larger one):
-        // read its address once; its own header says its size.
-        // SAFETY: a field of the live runtime.
-        let base = unsafe { core::ptr::read_volatile(&rt.block_shadow) } as *mut u8;
+        let base = Counters::get().window() as *mut u8;
         let slot = cta.smid * rt.slots_per_sm.max(1) + cta.slot;
         if base.is_null() || slot >= rt.block_table_slots {
             return None;

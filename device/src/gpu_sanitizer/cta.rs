@@ -158,7 +158,7 @@ unsafe fn enter(runtime: u64, stream: u64, kernel: u32, launch: u32) {
     // SAFETY: as above.
     let cta = unsafe { Cta::new(rt) };
     let (lane, lanes) = lane();
-    super::block::reset_cta(lane, lanes);
+    super::block::reset_cta(lane, lanes, rt);
     if lane == 0 {
         // Claim a slot and broadcast it; the thread state stays locked for
         // writing until every lane has joined its share of the clocks.
