@@ -46,7 +46,7 @@ pub const TILE: usize = 16;
 /// `.shared` shadow, checked on the GPU through the window shadow).
 pub const BIG_TILE: usize = 64;
 
-/// Threads per block of [`big_tile_transpose_twice`] (4 elements each).
+/// Threads per block of [`big_tile_transpose_twice()`] (4 elements each).
 pub const BIG_TILE_THREADS: usize = 1024;
 
 /// Transposes two `TILE` x `TILE` matrices through one shared tile: `at`
@@ -65,7 +65,7 @@ pub fn tile_transpose_twice(
     transpose_twice(tile, TILE, [a, b], [at, bt], reuse_barrier);
 }
 
-/// [`tile_transpose_twice`] on `BIG_TILE` x `BIG_TILE` `f32` matrices,
+/// [`tile_transpose_twice()`] on `BIG_TILE` x `BIG_TILE` `f32` matrices,
 /// one block of [`BIG_TILE_THREADS`] threads.
 #[kernel]
 pub fn big_tile_transpose_twice(
@@ -255,7 +255,7 @@ pub fn many_words(out: GlobalSliceMut<u32>) {
     }
 }
 
-/// Threads per block of [`dynamic_reduce`].
+/// Threads per block of [`dynamic_reduce()`].
 pub const REDUCE_THREADS: u32 = 256;
 
 /// Sums each block's `REDUCE_THREADS` elements of `x` into `out[block]`
@@ -286,12 +286,12 @@ pub fn dynamic_reduce(x: GlobalSlice<u32>, out: GlobalSliceMut<u32>, skip_barrie
     }
 }
 
-/// `u32`s of [`near_limit`]'s shared array: 45,056 bytes, 4 KiB below
+/// `u32`s of [`near_limit()`]'s shared array: 45,056 bytes, 4 KiB below
 /// the 48 KiB static limit, which the 2,288 bytes a sanitized entry adds
 /// keep (with the 8,432 it added before, the entry did not load).
 pub const NEAR_LIMIT: usize = 11_264;
 
-/// Threads per block of [`near_limit`].
+/// Threads per block of [`near_limit()`].
 pub const NEAR_LIMIT_THREADS: usize = 512;
 
 /// Each thread fills its stride of a shared array near the static limit,
