@@ -35,6 +35,47 @@ pub struct SharedArray<T, const N: usize, S = Plain> {
     _t: PhantomData<(T, S)>,
 }
 
+/// The element accessors of a shared-memory handle with an `elements()`
+/// method and a `ptr` field ([`SharedArray`], [`SharedSlice`]): one
+/// implementation, [`Elements`]'s, behind both.
+macro_rules! checked_accessors {
+    () => {
+        /// Reads element `i`. Panics (traps on the GPU) when `i` is past
+        /// the end.
+        #[inline(always)]
+        #[track_caller]
+        pub fn load(&self, i: usize) -> T {
+            self.elements().load(i)
+        }
+
+        /// Writes element `i`. Panics (traps on the GPU) when `i` is past
+        /// the end.
+        #[inline(always)]
+        #[track_caller]
+        pub fn store(&self, i: usize, v: T) {
+            self.elements().store(i, v)
+        }
+
+        /// Adds `v` to element `i` atomically (relaxed, block scope:
+        /// `atomicAdd_block` on shared memory) and returns the previous
+        /// value. Atomics on the same element never race with each other.
+        /// Panics (traps on the GPU) when `i` is past the end.
+        #[inline(always)]
+        #[track_caller]
+        pub fn atomic_add(&self, i: usize, v: T) -> T
+        where
+            T: AtomicArith,
+        {
+            self.elements().atomic_add(i, v)
+        }
+
+        /// The raw pointer to element 0.
+        pub const fn as_ptr(&self) -> *mut T {
+            self.ptr
+        }
+    };
+}
+
 impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
     #[doc(hidden)]
     /// # Safety
@@ -102,37 +143,7 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
         N == 0
     }
 
-    /// Reads element `i`. Panics (traps on the GPU) when `i >= N`.
-    #[inline(always)]
-    #[track_caller]
-    pub fn load(&self, i: usize) -> T {
-        self.elements().load(i)
-    }
-
-    /// Writes element `i`. Panics (traps on the GPU) when `i >= N`.
-    #[inline(always)]
-    #[track_caller]
-    pub fn store(&self, i: usize, v: T) {
-        self.elements().store(i, v)
-    }
-
-    /// Adds `v` to element `i` atomically (relaxed, block scope:
-    /// `atomicAdd_block` on shared memory) and returns the previous value.
-    /// Atomics on the same element never race with each other. Panics
-    /// (traps on the GPU) when `i >= N`.
-    #[inline(always)]
-    #[track_caller]
-    pub fn atomic_add(&self, i: usize, v: T) -> T
-    where
-        T: AtomicArith,
-    {
-        self.elements().atomic_add(i, v)
-    }
-
-    /// The raw pointer to element 0.
-    pub const fn as_ptr(&self) -> *mut T {
-        self.ptr
-    }
+    checked_accessors!();
 }
 
 /// The launch's dynamic shared memory as a block-shared slice of `T`
@@ -192,35 +203,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> SharedSlice<T, S> {
         self.len == 0
     }
 
-    /// Reads element `i`. Panics (traps on the GPU) when `i >= len()`.
-    #[inline(always)]
-    #[track_caller]
-    pub fn load(&self, i: usize) -> T {
-        self.elements().load(i)
-    }
-
-    /// Writes element `i`. Panics (traps on the GPU) when `i >= len()`.
-    #[inline(always)]
-    #[track_caller]
-    pub fn store(&self, i: usize, v: T) {
-        self.elements().store(i, v)
-    }
-
-    /// Adds `v` to element `i` atomically (as [`SharedArray::atomic_add`]).
-    /// Panics (traps on the GPU) when `i >= len()`.
-    #[inline(always)]
-    #[track_caller]
-    pub fn atomic_add(&self, i: usize, v: T) -> T
-    where
-        T: AtomicArith,
-    {
-        self.elements().atomic_add(i, v)
-    }
-
-    /// The raw pointer to element 0.
-    pub const fn as_ptr(&self) -> *mut T {
-        self.ptr
-    }
+    checked_accessors!();
 }
 
 /// `len` elements of block-shared storage and their `.shared` shadow
@@ -340,23 +323,41 @@ macro_rules! dynamic_shared_array {
     };
 }
 
-#[doc(hidden)]
-#[inline(never)]
-#[cfg(target_arch = "nvptx64")]
-pub fn __storage<K: 'static, const BYTES: usize, const ALIGN: usize>() -> *mut u8 {
-    let p: u64;
-    // SAFETY: declares block-scoped shared storage and takes its generic address.
-    unsafe {
-        core::arch::asm!(
-            "{{ .shared .align {a} .b8 vigil_smem[{n}]; cvta.shared.u64 {p}, vigil_smem; }}",
-            a = const ALIGN,
-            n = const BYTES,
-            p = out(reg64) p,
-            options(nomem, nostack),
-        )
+/// A function that declares one `.shared` array named `$symbol` per
+/// monomorphisation (block-scoped: per key `K`, one array per block) and
+/// returns its generic address.
+macro_rules! shared_storage {
+    ($(#[$doc:meta])* $name:ident => $symbol:literal) => {
+        $(#[$doc])*
+        #[doc(hidden)]
+        #[inline(never)]
+        #[cfg(target_arch = "nvptx64")]
+        pub fn $name<K: 'static, const BYTES: usize, const ALIGN: usize>() -> *mut u8 {
+            let p: u64;
+            // SAFETY: declares block-scoped shared storage and takes its
+            // generic address.
+            unsafe {
+                core::arch::asm!(
+                    concat!(
+                        "{{ .shared .align {a} .b8 ", $symbol, "[{n}]; cvta.shared.u64 {p}, ",
+                        $symbol, "; }}"
+                    ),
+                    a = const ALIGN,
+                    n = const BYTES,
+                    p = out(reg64) p,
+                    options(nomem, nostack),
+                )
+            };
+            p as *mut u8
+        }
     };
-    p as *mut u8
 }
+
+shared_storage!(
+    /// An array's storage (a plain entry's, or a sanitized one's checked
+    /// by a `.shared` shadow: see `__storage_checked`).
+    __storage => "vigil_smem"
+);
 
 #[doc(hidden)]
 #[inline(never)]
@@ -365,27 +366,13 @@ pub fn __storage<K: 'static, const BYTES: usize, const ALIGN: usize>() -> *mut u
     crate::arch::host::static_shared(core::any::TypeId::of::<K>(), BYTES, ALIGN)
 }
 
-/// The storage of a sanitized entry's array without a `.shared` shadow:
-/// on the GPU a declaration named `vigil_smem_window`
-/// (`vigil_shared::block::WINDOW_ARRAY_SYMBOL`), by which the host knows
-/// that the module needs the window shadow.
-#[doc(hidden)]
-#[inline(never)]
-#[cfg(target_arch = "nvptx64")]
-pub fn __storage_window<K: 'static, const BYTES: usize, const ALIGN: usize>() -> *mut u8 {
-    let p: u64;
-    // SAFETY: declares block-scoped shared storage and takes its generic address.
-    unsafe {
-        core::arch::asm!(
-            "{{ .shared .align {a} .b8 vigil_smem_window[{n}]; cvta.shared.u64 {p}, vigil_smem_window; }}",
-            a = const ALIGN,
-            n = const BYTES,
-            p = out(reg64) p,
-            options(nomem, nostack),
-        )
-    };
-    p as *mut u8
-}
+shared_storage!(
+    /// The storage of a sanitized entry's array without a `.shared`
+    /// shadow: on the GPU a declaration named `vigil_smem_window`
+    /// (`vigil_shared::block::WINDOW_ARRAY_SYMBOL`), by which the host
+    /// knows that the module needs the window shadow.
+    __storage_window => "vigil_smem_window"
+);
 
 /// On the host the CPU backend's runtime checks every array: the storage
 /// is the plain one.

@@ -287,37 +287,55 @@ mod scenarios {
         assert_eq!(sums, want);
     }
 
-    /// `near_limit` (a shared array 4 KiB below the static limit) loads
-    /// and is checked sanitized on both backends.
-    fn near_limit_case(make: MakeContext, barrier: u32) -> Option<vigil::Result<()>> {
-        let b = Bench::new(make, 1)?;
-        let mut out = b.zeros(NEAR_LIMIT_THREADS);
-        let config = LaunchConfig::new(1, NEAR_LIMIT_THREADS as u32);
-        let outcome = run_all_checked::<near_limit, _>(&b, config, (&mut out, barrier));
+    /// Launches `K`, a `fill_then_read_neighbour` kernel over `n`
+    /// elements in one block of `threads`, and checks its verdict (the
+    /// same on both backends, every array checked) and, with the barrier,
+    /// its result.
+    fn stride_case<K>(
+        make: MakeContext,
+        n: usize,
+        threads: usize,
+        barrier: u32,
+        what: &str,
+        expected: &[super::Verdict],
+    ) where
+        K: Kernel,
+        for<'a> (&'a mut DeviceBuffer<u32>, u32): KernelArgs<K::Params>,
+    {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let mut out = b.zeros(threads);
+        let config = LaunchConfig::new(1, threads as u32);
+        let outcome = run_all_checked::<K, _>(&b, config, (&mut out, barrier));
+        check(what, outcome, expected);
         if barrier == 1 {
-            let n = NEAR_LIMIT_THREADS;
-            let want: Vec<u32> = (0..n)
-                .map(|t| (NEAR_LIMIT - n + (t + 1) % n) as u32)
+            let want: Vec<u32> = (0..threads)
+                .map(|t| (n - threads + (t + 1) % threads) as u32)
                 .collect();
             assert_eq!(download(&b, &out), want);
         }
-        Some(outcome)
+    }
+
+    /// `near_limit` (a shared array 4 KiB below the static limit, which
+    /// loads sanitized) with or without its barrier.
+    fn near_limit_case(make: MakeContext, barrier: u32, expected: &[super::Verdict]) {
+        stride_case::<near_limit>(
+            make,
+            NEAR_LIMIT,
+            NEAR_LIMIT_THREADS,
+            barrier,
+            "a shared array near the static limit",
+            expected,
+        );
     }
 
     pub fn near_static_limit_race(make: MakeContext) {
-        expect(
-            "a shared array near the static limit, without a barrier",
-            near_limit_case(make, 0),
-            &[race(WAR, "near-write", "near-read")],
-        );
+        near_limit_case(make, 0, &[race(WAR, "stride-write", "stride-read")]);
     }
 
     pub fn near_static_limit_fixed(make: MakeContext) {
-        expect(
-            "a shared array near the static limit, with a barrier",
-            near_limit_case(make, 1),
-            &[],
-        );
+        near_limit_case(make, 1, &[]);
     }
 
     fn handoff_case(make: MakeContext, barrier: u32) -> Option<vigil::Result<()>> {
@@ -490,26 +508,21 @@ mod scenarios {
         );
     }
 
-    /// Launches `large_tile` (an 8 KiB array: past a `.shared` shadow, so
-    /// the GPU checks it through the window shadow) and checks its verdict:
-    /// the same on both backends, every array checked.
+    /// `large_tile` (an 8 KiB array: past a `.shared` shadow, so the GPU
+    /// checks it through the window shadow) with or without its barrier.
     fn large_case(make: MakeContext, barrier: u32, expected: &[super::Verdict]) {
-        let Some(b) = Bench::new(make, 1) else {
-            return;
-        };
-        let mut out = b.zeros(LARGE_THREADS);
-        let config = LaunchConfig::new(1, LARGE_THREADS as u32);
-        let outcome = run_all_checked::<large_tile, _>(&b, config, (&mut out, barrier));
-        check("large shared array", outcome, expected);
-        if barrier == 1 {
-            let n = LARGE_THREADS;
-            let want: Vec<u32> = (0..n).map(|t| ((t + 1) % n) as u32).collect();
-            assert_eq!(download(&b, &out), want);
-        }
+        stride_case::<large_tile>(
+            make,
+            LARGE,
+            LARGE_THREADS,
+            barrier,
+            "large shared array",
+            expected,
+        );
     }
 
     pub fn large_array_race(make: MakeContext) {
-        large_case(make, 0, &[race(WAR, "large-write", "large-read")]);
+        large_case(make, 0, &[race(WAR, "stride-write", "stride-read")]);
     }
 
     pub fn large_array_fixed(make: MakeContext) {

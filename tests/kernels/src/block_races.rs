@@ -220,23 +220,35 @@ pub const LARGE: usize = 2048;
 /// Threads per block of `large_tile`.
 pub const LARGE_THREADS: usize = 256;
 
-/// Each thread fills its column of a large shared array (elements `t`,
-/// `t + 256`, ...), then copies its neighbour's first element into
-/// `out[t]`. With `barrier == 0` nothing orders the neighbour's store
-/// before the load.
+/// `fill_then_read_neighbour` through an 8 KiB shared array, one block
+/// of [`LARGE_THREADS`] threads.
 #[kernel]
 pub fn large_tile(out: GlobalSliceMut<u32>, barrier: u32) {
     let tile = shared_array!(u32; LARGE);
-    let t = thread_idx().x as usize;
-    let mut k = 0;
-    while k < LARGE {
-        tile.store(k + t, (k + t) as u32); // @large-write
-        k += LARGE_THREADS;
+    fill_then_read_neighbour(tile, out, barrier);
+}
+
+/// Each thread stores its stride of `tile` (elements `t`, `t + threads`,
+/// ..., each its own index; `N` a multiple of the block's threads), then
+/// copies into `out[t]` the element its neighbour `t + 1` stored last:
+/// `N - threads + (t + 1) % threads`. With `barrier == 0` nothing orders
+/// the neighbour's store before the load.
+#[inline(always)]
+fn fill_then_read_neighbour<S: Sanitizer, const N: usize>(
+    tile: SharedArray<u32, N, S>,
+    out: GlobalSliceMut<u32, S>,
+    barrier: u32,
+) {
+    let (t, threads) = (thread_idx().x as usize, block_dim().x as usize);
+    let mut k = t;
+    while k < N {
+        tile.store(k, k as u32); // @stride-write
+        k += threads;
     }
     if barrier == 1 {
-        sync_threads();
+        sync_threads_in::<S>();
     }
-    out.store(t, tile.load((t + 1) % LARGE_THREADS)); // @large-read
+    out.store(t, tile.load(N - threads + (t + 1) % threads)); // @stride-read
 }
 
 /// Words each thread of `many_words` writes.
@@ -294,21 +306,10 @@ pub const NEAR_LIMIT: usize = 11_264;
 /// Threads per block of [`near_limit()`].
 pub const NEAR_LIMIT_THREADS: usize = 512;
 
-/// Each thread fills its stride of a shared array near the static limit,
-/// then copies the element its neighbour stored last into `out[t]`. With
-/// `barrier == 0` nothing orders the neighbour's store before the load.
+/// `fill_then_read_neighbour` through a shared array near the static
+/// limit, one block of [`NEAR_LIMIT_THREADS`] threads.
 #[kernel]
 pub fn near_limit(out: GlobalSliceMut<u32>, barrier: u32) {
     let big = shared_array!(u32; NEAR_LIMIT);
-    let t = thread_idx().x as usize;
-    let mut k = t;
-    while k < NEAR_LIMIT {
-        big.store(k, k as u32); // @near-write
-        k += NEAR_LIMIT_THREADS;
-    }
-    if barrier == 1 {
-        sync_threads();
-    }
-    let last = NEAR_LIMIT - NEAR_LIMIT_THREADS + (t + 1) % NEAR_LIMIT_THREADS;
-    out.store(t, big.load(last)); // @near-read
+    fill_then_read_neighbour(big, out, barrier);
 }
