@@ -526,6 +526,53 @@ pub fn compare_exchange_acquire_block(
     }
 }
 
+/// `ld.relaxed.cta.b64` through a generic address (shared or global): a
+/// load ordered for the calling CTA only (a lane state of
+/// `gpu_sanitizer::block`, which only the CTA's threads touch; `core`'s
+/// atomics are system-scoped, and a global one then misses the L1).
+#[inline(always)]
+pub fn load_relaxed_cta(p: &core::sync::atomic::AtomicU64) -> u64 {
+    let r: u64;
+    // SAFETY: `p` is a live, aligned 8-byte atomic.
+    unsafe {
+        asm!("ld.relaxed.cta.b64 {r}, [{p}];", r = out(reg64) r, p = in(reg64) p.as_ptr(), options(nostack))
+    };
+    r
+}
+
+/// `ld.acquire.cta.b64` through a generic address (see
+/// [`load_relaxed_cta`]).
+#[inline(always)]
+pub fn load_acquire_cta(p: &core::sync::atomic::AtomicU64) -> u64 {
+    let r: u64;
+    // SAFETY: `p` is a live, aligned 8-byte atomic.
+    unsafe {
+        asm!("ld.acquire.cta.b64 {r}, [{p}];", r = out(reg64) r, p = in(reg64) p.as_ptr(), options(nostack))
+    };
+    r
+}
+
+/// `st.relaxed.cta.b64` through a generic address (see
+/// [`load_relaxed_cta`]).
+#[inline(always)]
+pub fn store_relaxed_cta(p: &core::sync::atomic::AtomicU64, v: u64) {
+    // SAFETY: `p` is a live, aligned 8-byte atomic.
+    unsafe {
+        asm!("st.relaxed.cta.b64 [{p}], {v};", p = in(reg64) p.as_ptr(), v = in(reg64) v, options(nostack))
+    };
+}
+
+/// `st.release.cta.b64` through a generic address: a `MEMBAR.CTA`, not
+/// the system-wide one `core`'s release store is (see
+/// [`load_relaxed_cta`]).
+#[inline(always)]
+pub fn store_release_cta(p: &core::sync::atomic::AtomicU64, v: u64) {
+    // SAFETY: `p` is a live, aligned 8-byte atomic.
+    unsafe {
+        asm!("st.release.cta.b64 [{p}], {v};", p = in(reg64) p.as_ptr(), v = in(reg64) v, options(nostack))
+    };
+}
+
 /// Waits between two looks of a race report for the earlier access's
 /// side entry, which another SM may still be writing (`nanosleep`, up to
 /// about half a microsecond).

@@ -173,14 +173,43 @@ impl Counters {
     }
 }
 
+/// One thread's lane state ([`LaneSync`]), in `.shared` or in the slot's
+/// device memory: only the CTA's threads touch it, so its loads and
+/// stores are CTA-scoped (a global one may hit the L1; a release is a
+/// CTA fence, not a system one).
+#[repr(transparent)]
+struct LaneWord(AtomicU64);
+
+impl LaneWord {
+    #[inline(always)]
+    fn load(&self) -> LaneSync {
+        LaneSync(arch::load_relaxed_cta(&self.0))
+    }
+
+    #[inline(always)]
+    fn load_acquire(&self) -> LaneSync {
+        LaneSync(arch::load_acquire_cta(&self.0))
+    }
+
+    #[inline(always)]
+    fn store(&self, state: LaneSync) {
+        arch::store_relaxed_cta(&self.0, state.0)
+    }
+
+    #[inline(always)]
+    fn store_release(&self, state: LaneSync) {
+        arch::store_release_cta(&self.0, state.0)
+    }
+}
+
 /// The lane states of the CTA's threads (reset at its entry: [`reset_cta`],
 /// [`reset_slot_lane`]): the first [`SHARED_LANES`] in the CTA's `.shared`
 /// memory, the others in its slot's region of device memory
 /// ([`GpuRuntime::block_lanes`]).
 #[derive(Clone, Copy)]
 struct Lanes {
-    shared: &'static [AtomicU64],
-    global: &'static [AtomicU64],
+    shared: &'static [LaneWord],
+    global: &'static [LaneWord],
 }
 
 impl Lanes {
@@ -193,7 +222,7 @@ impl Lanes {
         // the CTA's shared memory.
         let shared = unsafe {
             core::slice::from_raw_parts(
-                arch::block_lanes().add(8) as *const AtomicU64,
+                arch::block_lanes().add(8) as *const LaneWord,
                 n.min(SHARED_LANES),
             )
         };
@@ -208,14 +237,14 @@ impl Lanes {
     /// The first `n` lane states of the CTA slot's region; none when the
     /// runtime has no region (those threads' accesses go unchecked).
     #[inline(never)]
-    fn slot_lanes(n: usize) -> &'static [AtomicU64] {
+    fn slot_lanes(n: usize) -> &'static [LaneWord] {
         let cta = CtaState::current();
         let rt = cta.runtime();
         let slot = cta.smid * rt.slots_per_sm.max(1) + cta.slot;
         if rt.block_lanes == 0 || slot >= rt.block_table_slots {
             return &[];
         }
-        let first = rt.block_lanes as *const AtomicU64;
+        let first = rt.block_lanes as *const LaneWord;
         // SAFETY: the region holds `GLOBAL_LANES` u64s per slot for
         // `block_table_slots` slots, live device memory of the runtime.
         unsafe { core::slice::from_raw_parts(first.add(slot as usize * GLOBAL_LANES), n) }
@@ -223,7 +252,7 @@ impl Lanes {
 
     /// Thread `t`'s lane state, if it has one.
     #[inline(always)]
-    fn get(&self, t: u32) -> Option<&'static AtomicU64> {
+    fn get(&self, t: u32) -> Option<&'static LaneWord> {
         let t = t as usize;
         if t < SHARED_LANES {
             self.shared.get(t)
@@ -244,7 +273,7 @@ impl Lanes {
 pub(super) fn reset_cta(lane: u32, lanes: u32, rt: &GpuRuntime) {
     if (lane as usize) < SHARED_LANES {
         if let Some(l) = Lanes::of(lanes.min(SHARED_LANES as u32)).get(lane) {
-            l.store(0, Ordering::Relaxed);
+            l.store(LaneSync::default());
         }
     }
     reset_barrier_check(lane);
@@ -272,7 +301,7 @@ pub(super) fn reset_cta(lane: u32, lanes: u32, rt: &GpuRuntime) {
 pub(super) fn reset_slot_lane(lane: u32, lanes: u32) {
     if needs_slot_lanes(lanes) {
         if let Some(l) = Lanes::of(lanes).get(lane) {
-            l.store(0, Ordering::Relaxed);
+            l.store(LaneSync::default());
         }
     }
 }
@@ -330,7 +359,7 @@ fn checked_barrier(site: u32, location: u64) {
         arch::barrier_sync();
         return;
     };
-    let state = LaneSync(l.load(Ordering::Relaxed));
+    let state = l.load();
     let tag = barrier_tag(b.stamp, state.barriers());
     let (slot, flag) = barrier_words();
     let mine = barrier_slot(tag, site);
@@ -345,7 +374,7 @@ fn checked_barrier(site: u32, location: u64) {
     if seen != mine {
         flag.store(divergent, Ordering::Relaxed);
     }
-    l.store(state.passed_barrier().0, Ordering::Relaxed);
+    l.store(state.passed_barrier());
     arch::barrier_sync();
     if flag.load(Ordering::Relaxed) == divergent {
         report_divergence(b, slot_site(seen), site, location);
@@ -477,8 +506,7 @@ pub(super) fn acquire() {
 pub(super) fn warp_sync(mask: u32) {
     let b = Block::current();
     if let Some(l) = Lanes::of(b.threads).get(b.thread) {
-        let next = LaneSync(l.load(Ordering::Relaxed)).joined(mask);
-        l.store(next.0, Ordering::Release);
+        l.store_release(l.load().joined(mask));
     }
     arch::sync_warp(mask);
 }
@@ -544,7 +572,7 @@ impl Checked {
     ) -> Checked {
         let lanes = Lanes::of(b.threads);
         let own_lane = lanes.get(b.thread);
-        let own = own_lane.map_or(LaneSync::default(), |l| LaneSync(l.load(Ordering::Relaxed)));
+        let own = own_lane.map_or(LaneSync::default(), LaneWord::load);
         Checked {
             known: own_lane.is_some(),
             kind,
@@ -595,7 +623,11 @@ impl Checked {
     /// Checks and records `me`'s access to the word at `word_addr`.
     #[inline(always)]
     fn word(&self, records: WordRecords<'static>, word_addr: usize, me: BlockRecord) {
-        let lane = |p: u32| LaneSync(self.lanes.get(p).map_or(0, |l| l.load(Ordering::Acquire)));
+        let lane = |p: u32| {
+            self.lanes
+                .get(p)
+                .map_or(LaneSync::default(), LaneWord::load_acquire)
+        };
         records.access(
             me,
             self.kind,
