@@ -267,6 +267,7 @@ impl Lanes {
 /// `.shared`; the first thread the counters), at the CTA's entry, before
 /// the barrier that ends the entry: every thread clears its own word
 /// instead of one clearing all while the others wait.
+///
 /// The first thread also notes the runtime `rt`'s window shadow for the
 /// CTA.
 #[inline(always)]
