@@ -10,7 +10,8 @@
 //! streams may still run on it) until the sanitizer goes. A region starts
 //! with its own size, so a kernel that reads either address reads the
 //! matching size. The total is capped ([`WINDOW_SHADOW_CAP`]): shared
-//! memory past what the cap covers goes unchecked, counted per array.
+//! memory past what the cap covers goes unchecked, counted per array, and
+//! so does shared memory past a region the device had no memory for.
 
 use std::mem::offset_of;
 
@@ -38,6 +39,9 @@ const RESERVED_SHARED: u64 = 1024;
 pub(crate) struct WindowRegions {
     /// Words per slot the current region covers (0: none yet).
     words: u64,
+    /// Words per slot a region could not be allocated for (0: none
+    /// failed): not tried again for as many or more.
+    refused: u64,
     current: Option<DeviceBlock>,
     retired: Vec<DeviceBlock>,
 }
@@ -56,14 +60,19 @@ impl WindowRegions {
 
     /// Makes the region cover a `window`-byte shared window for `slots`
     /// slots (the context is bound), replacing the runtime's (`runtime`)
-    /// region when it is smaller.
+    /// region when it is smaller. A region the device has no memory for
+    /// is not an error: the launch runs with the region it has, and the
+    /// arrays past it are counted unchecked.
     pub(crate) fn ensure(&mut self, runtime: &DeviceBlock, slots: u64, window: u64) -> Result<()> {
         let words = Self::words_for(window, slots);
-        if words <= self.words {
+        if words <= self.words || (self.refused != 0 && words >= self.refused) {
             return Ok(());
         }
         let layout = WindowShadow { words };
-        let block = DeviceBlock::zeroed(layout.bytes(slots) as usize)?;
+        let Ok(block) = DeviceBlock::zeroed(layout.bytes(slots) as usize) else {
+            self.refused = words;
+            return Ok(());
+        };
         block.write(&words.to_le_bytes())?;
         runtime.write_at(
             offset_of!(GpuRuntime, block_shadow),
