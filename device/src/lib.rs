@@ -4,7 +4,7 @@
 //! from [`thread_idx`], [`block_idx`] and friends, touches global memory only
 //! through the typed handles in [`global`] (`load`, `store` and atomics with
 //! an explicit [`Ordering`] and [`Scope`]), and may use block-shared memory
-//! ([`shared_array!`], [`dynamic_shared`]), barriers ([`sync_threads`]),
+//! ([`shared_array!`], [`dynamic_shared_array!`], [`dynamic_shared`]), barriers ([`sync_threads`]),
 //! fences ([`fence`]) and warp collectives ([`warp`]).
 //!
 //! The same source builds for `nvptx64-nvidia-cuda` (the PTX a GPU runs) and
@@ -74,7 +74,7 @@ pub mod prelude {
     pub use crate::shared_mem::dynamic_shared;
     pub use crate::sync::{fence, sync_threads};
     pub use crate::warp;
-    pub use crate::{kernel, shared_array};
+    pub use crate::{dynamic_shared_array, kernel, shared_array};
     pub use vigil_shared::{Ordering, Scope};
 }
 

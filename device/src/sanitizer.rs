@@ -60,7 +60,9 @@ impl AtomicAccess {
 pub struct SharedAccess {
     /// Address of the first byte (a generic address).
     pub addr: usize,
-    /// Size in bytes.
+    /// Size in bytes; 0 on the GPU for the declaration of an array (or a
+    /// dynamic shared view) without a `.shared` shadow, which the
+    /// sanitizer checks its device-memory shadow covers.
     pub size: usize,
     /// `Read`, `Write` or, for a shared atomic, `AtomicRmw` (block scope).
     pub kind: AccessKind,
@@ -104,8 +106,11 @@ pub trait Sanitizer: Copy + Default + Send + Sync + 'static {
     /// (so [`Plain`] and a runtime without block checks stay as they are).
     ///
     /// On the host the platform layer calls [`Checked`]'s whenever a
-    /// runtime is installed; on the GPU a `SharedArray<T, N, S>` calls
-    /// `S`'s (a `#[kernel]` body's `shared_array!` carries the kernel's `S`).
+    /// runtime is installed; on the GPU a `SharedArray<T, N, S>` or
+    /// `SharedSlice<T, S>` calls `S`'s (a `#[kernel]` body's
+    /// `shared_array!` and `dynamic_shared_array!` carry the kernel's
+    /// `S`), and the declaration of one without a `.shared` shadow is an
+    /// access of size 0.
     #[inline(always)]
     fn shared_access(access: SharedAccess, loc: &'static Location<'static>) {
         let _ = (access, loc);
@@ -155,10 +160,11 @@ pub trait Sanitizer: Copy + Default + Send + Sync + 'static {
     fn block_acquire() {}
 
     /// The calling thread declared a shared array of `array_bytes` bytes
-    /// that `S` cannot check (on the GPU, one whose shadow would not fit
-    /// the block's static shared memory): its accesses go unchecked, and
-    /// the sanitizer says so in its reports. Default: nothing (the CPU
-    /// backend checks every array).
+    /// that `S` cannot check: its accesses go unchecked, and the
+    /// sanitizer says so in its reports. Default: nothing (the CPU
+    /// backend checks every array). The device crate no longer calls it:
+    /// the GPU sanitizer decides at the declaration (a `shared_access` of
+    /// size 0) whether its device-memory shadow covers the array.
     #[inline(always)]
     fn shared_unchecked(array_bytes: usize) {
         let _ = array_bytes;

@@ -1,14 +1,17 @@
 //! Block-shared memory: static arrays declared in the kernel body and the
 //! launch's dynamic shared memory.
 //!
-//! Handles are plain raw-pointer views ([`SharedArray`]). Their loads,
+//! Handles are plain raw-pointer views ([`SharedArray`], and
+//! [`SharedSlice`] for the dynamic shared memory). Their loads,
 //! stores and atomics tell the platform layer where they are
 //! (`#[track_caller]`), which hands them to the sanitizer's
 //! [`shared_access`](crate::Sanitizer::shared_access) hook when the
 //! sanitized variant runs: on the CPU backend when a sanitizer runtime is
 //! installed, on the GPU when the array carries a checking sanitizer type
-//! `S` (a `#[kernel]` body's `shared_array!` carries the kernel's), whose
-//! sanitized storage has a shadow beside the array.
+//! `S` (a `#[kernel]` body's `shared_array!` and `dynamic_shared_array!`
+//! carry the kernel's): a small array's sanitized storage has a shadow
+//! beside it; larger arrays and the dynamic memory are checked through
+//! the GPU sanitizer's window shadow in device memory.
 
 use crate::arch::imp;
 use crate::atomic::AtomicArith;
@@ -32,6 +35,47 @@ pub struct SharedArray<T, const N: usize, S = Plain> {
     _t: PhantomData<(T, S)>,
 }
 
+/// The element accessors of a shared-memory handle with an `elements()`
+/// method and a `ptr` field ([`SharedArray`], [`SharedSlice`]): one
+/// implementation, [`Elements`]'s, behind both.
+macro_rules! checked_accessors {
+    () => {
+        /// Reads element `i`. Panics (traps on the GPU) when `i` is past
+        /// the end.
+        #[inline(always)]
+        #[track_caller]
+        pub fn load(&self, i: usize) -> T {
+            self.elements().load(i)
+        }
+
+        /// Writes element `i`. Panics (traps on the GPU) when `i` is past
+        /// the end.
+        #[inline(always)]
+        #[track_caller]
+        pub fn store(&self, i: usize, v: T) {
+            self.elements().store(i, v)
+        }
+
+        /// Adds `v` to element `i` atomically (relaxed, block scope:
+        /// `atomicAdd_block` on shared memory) and returns the previous
+        /// value. Atomics on the same element never race with each other.
+        /// Panics (traps on the GPU) when `i` is past the end.
+        #[inline(always)]
+        #[track_caller]
+        pub fn atomic_add(&self, i: usize, v: T) -> T
+        where
+            T: AtomicArith,
+        {
+            self.elements().atomic_add(i, v)
+        }
+
+        /// The raw pointer to element 0.
+        pub const fn as_ptr(&self) -> *mut T {
+            self.ptr
+        }
+    };
+}
+
 impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
     #[doc(hidden)]
     /// # Safety
@@ -46,7 +90,9 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
 
     #[doc(hidden)]
     /// This expansion's storage (key `K`, `BYTES` bytes aligned to
-    /// `ALIGN`), with a `SHADOW`-byte shadow beside it when `S` checks.
+    /// `ALIGN`), with a `SHADOW`-byte shadow beside it when `S` checks
+    /// (without one, a checking `S` is told of the declaration: the GPU
+    /// checks such arrays through its window shadow).
     ///
     /// # Safety
     /// `BYTES` and `ALIGN` must be `__bytes::<T, N>()` and `__align::<T>()`,
@@ -60,16 +106,30 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
     >() -> Self {
         let (ptr, shadow) = if S::ENABLED && SHADOW > 0 {
             __storage_checked::<K, BYTES, ALIGN, SHADOW>()
+        } else if S::ENABLED {
+            (__storage_window::<K, BYTES, ALIGN>(), core::ptr::null_mut())
         } else {
-            if S::ENABLED && BYTES > 0 {
-                S::shared_unchecked(BYTES);
-            }
             (__storage::<K, BYTES, ALIGN>(), core::ptr::null_mut())
         };
-        SharedArray {
+        let array = SharedArray {
             ptr: ptr as *mut T,
             shadow,
             _t: PhantomData,
+        };
+        if S::ENABLED && shadow.is_null() && BYTES > 0 {
+            imp::shared_declared::<S>(|| array.elements().declaration());
+        }
+        array
+    }
+
+    /// The elements as the checked accessors see them.
+    #[inline(always)]
+    fn elements(&self) -> Elements<T, S> {
+        Elements {
+            ptr: self.ptr,
+            len: N,
+            shadow: self.shadow,
+            _s: PhantomData,
         }
     }
 
@@ -83,6 +143,80 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
         N == 0
     }
 
+    checked_accessors!();
+}
+
+/// The launch's dynamic shared memory as a block-shared slice of `T`
+/// (`extern __shared__ T smem[];`), as returned by
+/// [`dynamic_shared_array!`](crate::dynamic_shared_array!), checked by
+/// sanitizer `S` like a [`SharedArray`]: its length is the whole elements
+/// the launch's dynamic shared memory holds.
+///
+/// Every thread of the block sees the same storage. It starts with
+/// unspecified contents on the GPU (zeroed on the CPU backend).
+#[derive(Clone, Copy, Debug)]
+pub struct SharedSlice<T, S = Plain> {
+    ptr: *mut T,
+    len: usize,
+    _t: PhantomData<(T, S)>,
+}
+
+impl<T: bytemuck::Pod, S: Sanitizer> SharedSlice<T, S> {
+    #[doc(hidden)]
+    /// The launch's dynamic shared memory (what
+    /// [`dynamic_shared_array!`](crate::dynamic_shared_array!) expands to);
+    /// a checking `S` is told of it (the GPU checks it through its window
+    /// shadow).
+    #[inline(always)]
+    pub fn __dynamic() -> Self {
+        let (ptr, bytes) = imp::dynamic_shared();
+        let slice = SharedSlice {
+            ptr: ptr as *mut T,
+            len: bytes / core::mem::size_of::<T>().max(1),
+            _t: PhantomData,
+        };
+        if S::ENABLED && slice.len > 0 {
+            imp::shared_declared::<S>(|| slice.elements().declaration());
+        }
+        slice
+    }
+
+    /// The elements as the checked accessors see them (no `.shared`
+    /// shadow: dynamic shared memory's size is the launch's).
+    #[inline(always)]
+    fn elements(&self) -> Elements<T, S> {
+        Elements {
+            ptr: self.ptr,
+            len: self.len,
+            shadow: core::ptr::null_mut(),
+            _s: PhantomData,
+        }
+    }
+
+    /// The number of elements.
+    pub const fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the launch has no dynamic shared memory for one `T`.
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    checked_accessors!();
+}
+
+/// `len` elements of block-shared storage and their `.shared` shadow
+/// (null: none), checked by `S`: the one implementation of the accessors
+/// of [`SharedArray`] and [`SharedSlice`].
+struct Elements<T, S> {
+    ptr: *mut T,
+    len: usize,
+    shadow: *mut u8,
+    _s: PhantomData<S>,
+}
+
+impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
     /// Element `i`'s access of `kind` as the sanitizer sees it.
     #[inline(always)]
     fn access(&self, i: usize, kind: AccessKind) -> SharedAccess {
@@ -91,16 +225,24 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
             size: core::mem::size_of::<T>(),
             kind,
             array: self.ptr as usize,
-            array_bytes: core::mem::size_of::<T>() * N,
+            array_bytes: core::mem::size_of::<T>() * self.len,
             shadow: self.shadow as usize,
         }
     }
 
-    /// Reads element `i`. Panics (traps on the GPU) when `i >= N`.
+    /// The declaration of the storage: an access of no bytes.
+    #[inline(always)]
+    fn declaration(&self) -> SharedAccess {
+        SharedAccess {
+            size: 0,
+            ..self.access(0, AccessKind::Write)
+        }
+    }
+
     #[inline(always)]
     #[track_caller]
-    pub fn load(&self, i: usize) -> T {
-        assert!(i < N, "shared array index out of bounds");
+    fn load(&self, i: usize) -> T {
+        assert!(i < self.len, "shared array index out of bounds");
         imp::shared_access::<S>(|| self.access(i, AccessKind::Read));
         // Not volatile: barriers and warp collectives are compiler fences
         // (neither is `nomem`), so plain accesses keep CUDA's ordering
@@ -110,36 +252,26 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
         unsafe { self.ptr.add(i).read() }
     }
 
-    /// Writes element `i`. Panics (traps on the GPU) when `i >= N`.
     #[inline(always)]
     #[track_caller]
-    pub fn store(&self, i: usize, v: T) {
-        assert!(i < N, "shared array index out of bounds");
+    fn store(&self, i: usize, v: T) {
+        assert!(i < self.len, "shared array index out of bounds");
         imp::shared_access::<S>(|| self.access(i, AccessKind::Write));
         // SAFETY: in bounds of the block's storage (checked above).
         unsafe { self.ptr.add(i).write(v) }
     }
 
-    /// Adds `v` to element `i` atomically (relaxed, block scope:
-    /// `atomicAdd_block` on shared memory) and returns the previous value.
-    /// Atomics on the same element never race with each other. Panics
-    /// (traps on the GPU) when `i >= N`.
     #[inline(always)]
     #[track_caller]
-    pub fn atomic_add(&self, i: usize, v: T) -> T
+    fn atomic_add(&self, i: usize, v: T) -> T
     where
         T: AtomicArith,
     {
-        assert!(i < N, "shared array index out of bounds");
+        assert!(i < self.len, "shared array index out of bounds");
         imp::shared_access::<S>(|| self.access(i, AccessKind::AtomicRmw));
         // SAFETY: in bounds of the block's storage (checked above) and
         // aligned (the storage is aligned for `T`).
         unsafe { T::arch_shared_add(self.ptr.add(i), v) }
-    }
-
-    /// The raw pointer to element 0.
-    pub const fn as_ptr(&self) -> *mut T {
-        self.ptr
     }
 }
 
@@ -172,29 +304,83 @@ macro_rules! shared_array {
     };
 }
 
-#[doc(hidden)]
-#[inline(never)]
-#[cfg(target_arch = "nvptx64")]
-pub fn __storage<K: 'static, const BYTES: usize, const ALIGN: usize>() -> *mut u8 {
-    let p: u64;
-    // SAFETY: declares block-scoped shared storage and takes its generic address.
-    unsafe {
-        core::arch::asm!(
-            "{{ .shared .align {a} .b8 vigil_smem[{n}]; cvta.shared.u64 {p}, vigil_smem; }}",
-            a = const ALIGN,
-            n = const BYTES,
-            p = out(reg64) p,
-            options(nomem, nostack),
-        )
+/// Views the launch's dynamic shared memory as a [`SharedSlice`] of `T`:
+/// `let buf = dynamic_shared_array!(f32);` (its length is the whole `T`s
+/// the launch's dynamic shared memory holds).
+///
+/// Inside a `#[kernel]` body the attribute makes it
+/// `dynamic_shared_array!(@sanitizer S; f32)`, the slice of the kernel's
+/// sanitizer `S`, checked like a [`SharedArray`] (on the GPU through the
+/// sanitizer's window shadow, which the host sizes from the launch).
+/// [`dynamic_shared`] is the unchecked raw view.
+#[macro_export]
+macro_rules! dynamic_shared_array {
+    (@sanitizer $s:ty; $t:ty) => {
+        $crate::shared_mem::SharedSlice::<$t, $s>::__dynamic()
     };
-    p as *mut u8
+    ($t:ty) => {
+        $crate::dynamic_shared_array!(@sanitizer $crate::Plain; $t)
+    };
 }
+
+/// A function that declares one `.shared` array named `$symbol` per
+/// monomorphisation (block-scoped: per key `K`, one array per block) and
+/// returns its generic address.
+macro_rules! shared_storage {
+    ($(#[$doc:meta])* $name:ident => $symbol:literal) => {
+        $(#[$doc])*
+        #[doc(hidden)]
+        #[inline(never)]
+        #[cfg(target_arch = "nvptx64")]
+        pub fn $name<K: 'static, const BYTES: usize, const ALIGN: usize>() -> *mut u8 {
+            let p: u64;
+            // SAFETY: declares block-scoped shared storage and takes its
+            // generic address.
+            unsafe {
+                core::arch::asm!(
+                    concat!(
+                        "{{ .shared .align {a} .b8 ", $symbol, "[{n}]; cvta.shared.u64 {p}, ",
+                        $symbol, "; }}"
+                    ),
+                    a = const ALIGN,
+                    n = const BYTES,
+                    p = out(reg64) p,
+                    options(nomem, nostack),
+                )
+            };
+            p as *mut u8
+        }
+    };
+}
+
+shared_storage!(
+    /// An array's storage (a plain entry's, or a sanitized one's checked
+    /// by a `.shared` shadow: see `__storage_checked`).
+    __storage => "vigil_smem"
+);
 
 #[doc(hidden)]
 #[inline(never)]
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn __storage<K: 'static, const BYTES: usize, const ALIGN: usize>() -> *mut u8 {
     crate::arch::host::static_shared(core::any::TypeId::of::<K>(), BYTES, ALIGN)
+}
+
+shared_storage!(
+    /// The storage of a sanitized entry's array without a `.shared`
+    /// shadow: on the GPU a declaration named `vigil_smem_window`
+    /// (`vigil_shared::block::WINDOW_ARRAY_SYMBOL`), by which the host
+    /// knows that the module needs the window shadow.
+    __storage_window => "vigil_smem_window"
+);
+
+/// On the host the CPU backend's runtime checks every array: the storage
+/// is the plain one.
+#[doc(hidden)]
+#[inline(always)]
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn __storage_window<K: 'static, const BYTES: usize, const ALIGN: usize>() -> *mut u8 {
+    __storage::<K, BYTES, ALIGN>()
 }
 
 /// The storage of a sanitized entry's array and its shadow: on the GPU a
@@ -240,9 +426,10 @@ pub fn __storage_checked<
     (__storage::<K, BYTES, ALIGN>(), core::ptr::null_mut())
 }
 
-/// The shadow's size for `[T; N]`, or 0 (no shadow: the array goes
-/// unchecked) past `MAX_SHADOW_BYTES`, so that a sanitized entry still fits
-/// a block's 48 KiB of static shared memory next to a large array.
+/// The shadow's size for `[T; N]`, or 0 past `MAX_SHADOW_BYTES` (no
+/// `.shared` shadow: on the GPU the array is checked through the window
+/// shadow in device memory), so that a sanitized entry still fits a
+/// block's 48 KiB of static shared memory next to a large array.
 #[doc(hidden)]
 pub const fn __shadow_bytes<T, const N: usize>() -> usize {
     let bytes = vigil_shared::block::ShadowLayout::of(core::mem::size_of::<[T; N]>()).bytes();
@@ -270,7 +457,9 @@ pub const fn __align<T>() -> usize {
 
 /// The launch's dynamic shared memory viewed as `T`s, with the number of
 /// whole elements it holds (`extern __shared__ T smem[];`). The launch sets
-/// its size in bytes.
+/// its size in bytes. Accesses through the raw pointer are not checked:
+/// [`dynamic_shared_array!`](crate::dynamic_shared_array!) is the checked
+/// view.
 #[inline(always)]
 pub fn dynamic_shared<T: bytemuck::Pod>() -> (*mut T, usize) {
     let (p, bytes) = crate::arch::imp::dynamic_shared();

@@ -521,7 +521,7 @@ fn unchecked_accesses_and_divergent_barriers_in_reports() {
     let text = r.to_string();
     assert!(text.contains("12 word access(es) went unchecked"), "{text}");
     assert!(
-        text.contains("3 shared array(s) (per block) too large"),
+        text.contains("3 shared array(s) (per block) past the GPU's shadow"),
         "{text}"
     );
     assert!(

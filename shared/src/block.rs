@@ -32,13 +32,45 @@ pub const RECORDS: usize = 3;
 /// record, not one per thread.
 pub const REPORTED: usize = 8;
 
-/// The largest shadow a shared array gets (32 KiB: an array of up to 1,167
-/// words, 4,668 bytes); a larger array goes unchecked, so that a sanitized
-/// entry still fits a block's 48 KiB of static shared memory.
+/// The largest `.shared` shadow a shared array gets (32 KiB: an array of
+/// up to 1,167 words, 4,668 bytes), so that a sanitized entry still fits
+/// a block's 48 KiB of static shared memory; a larger array is shadowed in
+/// device memory ([`WindowShadow`]).
 pub const MAX_SHADOW_BYTES: usize = 32 * 1024;
 
 /// Threads per block at most (CUDA's limit).
 pub const MAX_BLOCK_THREADS: usize = 1024;
+
+/// Threads whose lane state ([`LaneSync`]) sits in the CTA's `.shared`
+/// memory; the lane states of threads `SHARED_LANES..MAX_BLOCK_THREADS`
+/// sit in the CTA slot's region of device memory
+/// ([`GpuRuntime::block_lanes`](crate::gpu::GpuRuntime::block_lanes)). All
+/// 1,024 in `.shared` took 8 KiB of a sanitized entry's static shared
+/// memory (its whole sanitizer state was 8,432 bytes), so a plain kernel
+/// within that of the 48 KiB limit could not load sanitized; now 2 KiB.
+pub const SHARED_LANES: usize = 256;
+
+/// Lane states per CTA slot in device memory.
+pub const GLOBAL_LANES: usize = MAX_BLOCK_THREADS - SHARED_LANES;
+
+/// Bytes of a sanitized entry's `.shared` CTA state (its sanitizer
+/// thread, launch and slot).
+pub const CTA_STATE_BYTES: usize = 32;
+
+/// Bytes of a sanitized entry's `.shared` block-race counters: a header,
+/// the acquire count, a pad, the [`REPORTED`] report keys.
+pub const COUNTERS_BYTES: usize = 16 + 8 * REPORTED;
+
+/// Bytes of a sanitized entry's `.shared` lane states: a header and
+/// [`SHARED_LANES`] `u64`s.
+pub const LANES_BYTES: usize = 8 + 8 * SHARED_LANES;
+
+/// The static shared memory a sanitized entry adds to its kernel's,
+/// besides the shadows of its small arrays (2,288 bytes; 8,432 with all
+/// 1,024 lane states in `.shared`).
+pub const SANITIZER_SHARED_BYTES: usize =
+    CTA_STATE_BYTES + COUNTERS_BYTES + LANES_BYTES + BarrierCheck::BYTES;
+const _: () = assert!(SANITIZER_SHARED_BYTES == 2288);
 
 /// Bits of a record's warp-collective count.
 const COUNT_BITS: u32 = 16;
@@ -399,6 +431,71 @@ impl ShadowLayout {
     }
 }
 
+/// The shadow of the shared memory a `.shared` shadow does not cover
+/// (arrays over [`MAX_SHADOW_BYTES`] of shadow, dynamic shared memory),
+/// in device memory: per CTA slot, one entry per 4-byte word of the CTA's
+/// shared window (the word at window offset `4w` is entry `w`; the slot
+/// covers the window's first [`words`](Self::words) words). An entry is a
+/// tag ([`WindowShadow::tag`]: the block's stamp and the word's interval)
+/// and the word's [`RECORDS`] records, the same records and rules as a
+/// `.shared` shadow's: an entry whose tag is not the current one holds an
+/// earlier interval's or an earlier block's records and is cleared before
+/// use, so nothing is cleared at a block's start.
+///
+/// The region starts with a header (its `u64` word count per slot, then
+/// reserved words), so that a device that reads the region's address
+/// also reads the size of that very region: the host grows the region
+/// (a new one) when a launch's shared window needs more, and keeps the
+/// old one alive for kernels still running on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowShadow {
+    /// Words of the shared window each slot covers.
+    pub words: u64,
+}
+
+impl WindowShadow {
+    /// Bytes of the header.
+    pub const HEADER: usize = 64;
+    /// Bytes of an entry: tag and records.
+    pub const ENTRY: usize = 8 + RECORDS * 8;
+
+    /// The layout covering `window` bytes of shared window per slot.
+    pub const fn covering(window: u64) -> WindowShadow {
+        WindowShadow {
+            words: window.div_ceil(WORD as u64),
+        }
+    }
+
+    /// Bytes of the region for `slots` slots.
+    pub const fn bytes(&self, slots: u64) -> u64 {
+        Self::HEADER as u64 + slots * self.words * Self::ENTRY as u64
+    }
+
+    /// Byte offset of word `w`'s entry of slot `slot` (`w < words`).
+    pub const fn entry(&self, slot: u64, w: u64) -> u64 {
+        Self::HEADER as u64 + (slot * self.words + w) * Self::ENTRY as u64
+    }
+
+    /// True when the slot covers the window bytes `start..start + len`.
+    pub const fn covers(&self, start: u64, len: u64) -> bool {
+        start.saturating_add(len) <= self.words * WORD as u64
+    }
+
+    /// The tag of the block stamped `stamp` in access interval `interval`
+    /// (never 0: the stamp is odd).
+    pub const fn tag(stamp: u32, interval: u32) -> u64 {
+        (stamp as u64) << 32 | interval as u64
+    }
+}
+const _: () = assert!(WindowShadow::ENTRY == 32 && WindowShadow::HEADER % 32 == 0);
+
+/// The name of the `.shared` storage of an array that a sanitized entry
+/// checks through the [`WindowShadow`] (no `.shared` shadow beside it):
+/// the host gives a sanitized module whose PTX declares one a window
+/// shadow for every launch with shared memory of its own, and only
+/// launches with dynamic shared memory otherwise.
+pub const WINDOW_ARRAY_SYMBOL: &str = "vigil_smem_window";
+
 /// The stamp of one block of one launch in the headers of its shadows:
 /// shared memory starts with whatever an earlier block left, so a shadow
 /// whose header is not its block's stamp is cleared before use. Odd;
@@ -557,8 +654,10 @@ pub fn claim_entry<W: TableWord>(
 
 /// Byte offset, in the same-block table's header ([`GlobalTable::HEADER`]
 /// bytes; the overflow count is its first `u64`), of the `u64` count of
-/// shared arrays declared too large for a shadow ([`MAX_SHADOW_BYTES`]),
-/// once per array declaration and block: their accesses go unchecked.
+/// shared arrays (and dynamic shared views) declared without a `.shared`
+/// shadow ([`MAX_SHADOW_BYTES`]) that the [`WindowShadow`] does not cover
+/// either, once per array declaration and block: their accesses go
+/// unchecked.
 pub const UNCHECKED_ARRAYS: usize = 8;
 
 /// A shared array's size and a byte offset in it, as one `u32` (the
@@ -1012,6 +1111,30 @@ mod tests {
             }
         }
         assert_eq!(unpack_array(pack_array(1 << 20, 12)), None);
+    }
+
+    #[test]
+    fn window_entries_tile_the_region() {
+        let w = WindowShadow::covering(4097);
+        assert_eq!(w.words, 1025);
+        let slots = 3;
+        // Entries are consecutive: each one 32 bytes after the last, from
+        // the header to the region's end.
+        let mut next = WindowShadow::HEADER as u64;
+        for slot in 0..slots {
+            for word in 0..w.words {
+                assert_eq!(w.entry(slot, word), next);
+                next += WindowShadow::ENTRY as u64;
+            }
+        }
+        assert_eq!(next, w.bytes(slots));
+        assert!(w.covers(4096, 4) && w.covers(0, 4100) && !w.covers(4097, 4));
+        assert!(!w.covers(u64::MAX, 1));
+        // Tags differ by block and by interval, and are never empty.
+        let (a, b) = (block_stamp(1, 0), block_stamp(1, 1));
+        assert_ne!(WindowShadow::tag(a, 1), WindowShadow::tag(b, 1));
+        assert_ne!(WindowShadow::tag(a, 1), WindowShadow::tag(a, 2));
+        assert_ne!(WindowShadow::tag(a, 0), 0);
     }
 
     #[test]

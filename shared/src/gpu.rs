@@ -151,12 +151,21 @@ pub struct GpuRuntime {
     pub block_table_log2: u32,
     /// Slots the table has entries for (SMs x slots per SM).
     pub block_table_slots: u32,
+    /// Lane states of threads past [`crate::block::SHARED_LANES`]: per
+    /// slot ([`block_table_slots`](Self::block_table_slots)),
+    /// [`crate::block::GLOBAL_LANES`] `u64`s; 0: none, those threads'
+    /// shared and same-block accesses go unchecked.
+    pub block_lanes: u64,
+    /// The window shadow ([`crate::block::WindowShadow`]) of the
+    /// shared memory `.shared` shadows do not cover, per slot; 0: none
+    /// yet. The host replaces it with a larger one when a launch needs it.
+    pub block_shadow: u64,
 }
 impl GpuRuntime {
     /// Trap the kernel after the first race or error it records.
     pub const HALT_ON_RACE: u32 = 1;
 }
-const _: () = assert!(size_of::<GpuRuntime>() == 80);
+const _: () = assert!(size_of::<GpuRuntime>() == 96);
 const _: () = assert!(offset_of!(GpuRuntime, globals) == 0);
 const _: () = assert!(offset_of!(GpuRuntime, slot_table) == 8);
 const _: () = assert!(offset_of!(GpuRuntime, side_table) == 16);
@@ -167,6 +176,8 @@ const _: () = assert!(offset_of!(GpuRuntime, slots_per_sm) == 48);
 const _: () = assert!(offset_of!(GpuRuntime, flags) == 56);
 const _: () = assert!(offset_of!(GpuRuntime, block_table) == 64);
 const _: () = assert!(offset_of!(GpuRuntime, block_table_log2) == 72);
+const _: () = assert!(offset_of!(GpuRuntime, block_lanes) == 80);
+const _: () = assert!(offset_of!(GpuRuntime, block_shadow) == 88);
 
 /// The slots of one SM: a busy mask and a round-robin hint, so that CTAs
 /// running one after another on an SM take different slots (and thread

@@ -28,7 +28,10 @@ mod cpu {
         shared_atomics, shared_atomics_and_a_plain_store,
         divergent_barrier_returned_threads, divergent_barrier_two_calls,
         global_same_block_race, global_same_block_fixed,
-        large_array_race, large_array_fixed, same_block_table_full);
+        large_array_race, large_array_fixed, same_block_table_full,
+        big_tile_reused_without_barrier, big_tile_fixed,
+        dynamic_reduce_missing_barrier, dynamic_reduce_fixed,
+        near_static_limit_race, near_static_limit_fixed);
 }
 
 mod gpu {
@@ -41,7 +44,10 @@ mod gpu {
         shared_atomics, shared_atomics_and_a_plain_store,
         divergent_barrier_returned_threads, divergent_barrier_two_calls,
         global_same_block_race, global_same_block_fixed,
-        large_array_race, large_array_fixed, same_block_table_full);
+        large_array_race, large_array_fixed, same_block_table_full,
+        big_tile_reused_without_barrier, big_tile_fixed,
+        dynamic_reduce_missing_barrier, dynamic_reduce_fixed,
+        near_static_limit_race, near_static_limit_fixed);
 }
 
 /// A distinct report: kind, line of the current access, line of the prior one.
@@ -90,6 +96,29 @@ mod scenarios {
             .and_then(|()| b.sync())
     }
 
+    /// Launches `K` with `config`, waits for it through an event (which,
+    /// unlike a synchronisation, leaves the reports to collect) and
+    /// returns its races as a synchronisation would, asserting that every
+    /// shared array was checked (none counted unchecked: on the GPU the
+    /// large and dynamic ones go through the window shadow).
+    fn run_all_checked<K: Kernel, A: KernelArgs<K::Params>>(
+        b: &Bench,
+        config: LaunchConfig,
+        args: A,
+    ) -> vigil::Result<()> {
+        b.stream.launch(&b.kernel::<K>(), config, args)?;
+        let done = vigil::Event::new(&b.ctx)?;
+        done.record(&b.stream)?;
+        done.synchronize()?;
+        let reports = b.ctx.take_reports();
+        assert_eq!(reports.unchecked_arrays(), 0, "{reports}");
+        if reports.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Races(reports))
+        }
+    }
+
     /// `data` on the device.
     fn upload(b: &Bench, data: &[u32]) -> DeviceBuffer<u32> {
         DeviceBuffer::from_slice(&b.stream, data).expect("buffer")
@@ -129,42 +158,184 @@ mod scenarios {
         assert_eq!(sum, (1..=64).sum::<u32>());
     }
 
-    fn transpose_case(make: MakeContext, reuse_barrier: u32) -> Option<vigil::Result<()>> {
+    /// Launches a two-matrix transpose kernel `K` on `side` x `side`
+    /// matrices of `T` (one block of `threads`) and checks both results
+    /// when the tile is reused after a barrier.
+    fn transpose_case<K, T>(
+        make: MakeContext,
+        side: usize,
+        threads: u32,
+        reuse_barrier: u32,
+    ) -> Option<vigil::Result<()>>
+    where
+        K: Kernel,
+        T: bytemuck::Pod + PartialEq + std::fmt::Debug + From<u16>,
+        for<'a> (
+            &'a DeviceBuffer<T>,
+            &'a DeviceBuffer<T>,
+            &'a mut DeviceBuffer<T>,
+            &'a mut DeviceBuffer<T>,
+            u32,
+        ): KernelArgs<K::Params>,
+    {
         let b = Bench::new(make, 1)?;
-        let n = TILE * TILE;
-        let a: Vec<u32> = (0..n as u32).collect();
-        let bm: Vec<u32> = (0..n as u32).map(|v| v + 1000).collect();
-        let (da, db) = (upload(&b, &a), upload(&b, &bm));
-        let (mut at, mut bt) = (b.zeros(n), b.zeros(n));
-        let outcome = run_one_block::<tile_transpose_twice, _>(
+        let n = side * side;
+        let a: Vec<T> = (0..n as u16).map(T::from).collect();
+        let bm: Vec<T> = (0..n as u16).map(|v| T::from(v ^ 0x5555)).collect();
+        let up = |m: &[T]| DeviceBuffer::from_slice(&b.stream, m).expect("buffer");
+        let zeros = || DeviceBuffer::from_slice(&b.stream, &vec![T::from(0); n]).expect("buffer");
+        let (da, db) = (up(&a), up(&bm));
+        let (mut at, mut bt) = (zeros(), zeros());
+        let outcome = run_all_checked::<K, _>(
             &b,
-            n as u32,
+            LaunchConfig::new(1, threads),
             (&da, &db, &mut at, &mut bt, reuse_barrier),
         );
         if reuse_barrier == 1 {
-            let t = |m: &[u32]| -> Vec<u32> {
-                (0..n).map(|i| m[(i % TILE) * TILE + i / TILE]).collect()
-            };
-            assert_eq!(download(&b, &at), t(&a));
-            assert_eq!(download(&b, &bt), t(&bm));
+            let t =
+                |m: &[T]| -> Vec<T> { (0..n).map(|i| m[(i % side) * side + i / side]).collect() };
+            assert_eq!(at.to_vec(&b.stream).expect("copy back"), t(&a));
+            assert_eq!(bt.to_vec(&b.stream).expect("copy back"), t(&bm));
         }
         Some(outcome)
+    }
+
+    fn small_transpose(make: MakeContext, reuse_barrier: u32) -> Option<vigil::Result<()>> {
+        transpose_case::<tile_transpose_twice, u32>(make, TILE, (TILE * TILE) as u32, reuse_barrier)
+    }
+
+    /// The 64 x 64 `f32` tile (16 KiB: the GPU checks it through the
+    /// window shadow, not a `.shared` one).
+    fn big_transpose(make: MakeContext, reuse_barrier: u32) -> Option<vigil::Result<()>> {
+        transpose_case::<big_tile_transpose_twice, f32>(
+            make,
+            BIG_TILE,
+            BIG_TILE_THREADS as u32,
+            reuse_barrier,
+        )
     }
 
     pub fn transpose_tile_reused_without_barrier(make: MakeContext) {
         expect(
             "transpose tile reused without a barrier",
-            transpose_case(make, 0),
-            &[race(WAR, "tile-fill-b", "tile-read-a")],
+            small_transpose(make, 0),
+            &[race(WAR, "tile-fill", "tile-read")],
         );
     }
 
     pub fn transpose_tile_fixed(make: MakeContext) {
         expect(
             "transpose tile reused after a barrier",
-            transpose_case(make, 1),
+            small_transpose(make, 1),
             &[],
         );
+    }
+
+    pub fn big_tile_reused_without_barrier(make: MakeContext) {
+        expect(
+            "64x64 f32 transpose tile reused without a barrier",
+            big_transpose(make, 0),
+            &[race(WAR, "tile-fill", "tile-read")],
+        );
+    }
+
+    pub fn big_tile_fixed(make: MakeContext) {
+        expect(
+            "64x64 f32 transpose tile reused after a barrier",
+            big_transpose(make, 1),
+            &[],
+        );
+    }
+
+    /// Sums 4 blocks of `REDUCE_THREADS` elements through dynamic shared
+    /// memory; returns the outcome and the per-block sums.
+    fn dynamic_reduce_case(
+        make: MakeContext,
+        skip_barrier: u32,
+    ) -> Option<(vigil::Result<()>, Vec<u32>)> {
+        let b = Bench::new(make, 1)?;
+        let blocks = 4;
+        let input: Vec<u32> = (0..blocks * REDUCE_THREADS).map(|i| i * 3 + 1).collect();
+        let x = upload(&b, &input);
+        let mut out = b.zeros(blocks as usize);
+        let config = LaunchConfig::new(blocks, REDUCE_THREADS).with_shared_mem(REDUCE_THREADS * 4);
+        let outcome =
+            run_all_checked::<dynamic_reduce, _>(&b, config, (&x, &mut out, skip_barrier));
+        Some((outcome, download(&b, &out)))
+    }
+
+    pub fn dynamic_reduce_missing_barrier(make: MakeContext) {
+        let Some((outcome, _)) = dynamic_reduce_case(make, 1) else {
+            return;
+        };
+        check(
+            "dynamic shared-memory reduction missing a barrier",
+            outcome,
+            &[race(WAR, "dyn-write", "dyn-read")],
+        );
+    }
+
+    pub fn dynamic_reduce_fixed(make: MakeContext) {
+        let Some((outcome, sums)) = dynamic_reduce_case(make, 0) else {
+            return;
+        };
+        check("dynamic shared-memory reduction", outcome, &[]);
+        let n = REDUCE_THREADS;
+        let want: Vec<u32> = (0..4)
+            .map(|blk| (blk * n..(blk + 1) * n).map(|i| i * 3 + 1).sum())
+            .collect();
+        assert_eq!(sums, want);
+    }
+
+    /// Launches `K`, a `fill_then_read_neighbour` kernel over `n`
+    /// elements in one block of `threads`, and checks its verdict (the
+    /// same on both backends, every array checked) and, with the barrier,
+    /// its result.
+    fn stride_case<K>(
+        make: MakeContext,
+        n: usize,
+        threads: usize,
+        barrier: u32,
+        what: &str,
+        expected: &[super::Verdict],
+    ) where
+        K: Kernel,
+        for<'a> (&'a mut DeviceBuffer<u32>, u32): KernelArgs<K::Params>,
+    {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let mut out = b.zeros(threads);
+        let config = LaunchConfig::new(1, threads as u32);
+        let outcome = run_all_checked::<K, _>(&b, config, (&mut out, barrier));
+        check(what, outcome, expected);
+        if barrier == 1 {
+            let want: Vec<u32> = (0..threads)
+                .map(|t| (n - threads + (t + 1) % threads) as u32)
+                .collect();
+            assert_eq!(download(&b, &out), want);
+        }
+    }
+
+    /// `near_limit` (a shared array 4 KiB below the static limit, which
+    /// loads sanitized) with or without its barrier.
+    fn near_limit_case(make: MakeContext, barrier: u32, expected: &[super::Verdict]) {
+        stride_case::<near_limit>(
+            make,
+            NEAR_LIMIT,
+            NEAR_LIMIT_THREADS,
+            barrier,
+            "a shared array near the static limit",
+            expected,
+        );
+    }
+
+    pub fn near_static_limit_race(make: MakeContext) {
+        near_limit_case(make, 0, &[race(WAR, "stride-write", "stride-read")]);
+    }
+
+    pub fn near_static_limit_fixed(make: MakeContext) {
+        near_limit_case(make, 1, &[]);
     }
 
     fn handoff_case(make: MakeContext, barrier: u32) -> Option<vigil::Result<()>> {
@@ -337,49 +508,21 @@ mod scenarios {
         );
     }
 
-    /// Launches `large_tile` and collects its reports after an event wait
-    /// (which, unlike a synchronisation, leaves the reports to collect):
-    /// the CPU backend checks the large array (`expected`); the GPU's
-    /// sanitized entry cannot shadow it and says so (no race, one
-    /// unchecked array per block; another context of the device collecting
-    /// at the same time may take the count), and the kernel still launches.
+    /// `large_tile` (an 8 KiB array: past a `.shared` shadow, so the GPU
+    /// checks it through the window shadow) with or without its barrier.
     fn large_case(make: MakeContext, barrier: u32, expected: &[super::Verdict]) {
-        let Some(b) = Bench::new(make, 1) else {
-            return;
-        };
-        let mut out = b.zeros(LARGE_THREADS);
-        b.stream
-            .launch(
-                &b.kernel::<large_tile>(),
-                LaunchConfig::new(1, LARGE_THREADS as u32),
-                (&mut out, barrier),
-            )
-            .expect("launch");
-        let done = vigil::Event::new(&b.ctx).expect("event");
-        done.record(&b.stream).expect("record");
-        done.synchronize().expect("event wait");
-        let reports = b.ctx.take_reports();
-        if let vigil::DeviceId::Cuda(_) = b.ctx.device() {
-            assert_eq!(reports.len(), 0, "{reports}");
-            assert!(reports.unchecked_arrays() >= 1, "{reports}");
-        } else {
-            assert_eq!(reports.unchecked_arrays(), 0, "{reports}");
-            let outcome = if reports.is_empty() {
-                Ok(())
-            } else {
-                Err(Error::Races(reports))
-            };
-            check("large shared array", outcome, expected);
-        }
-        if barrier == 1 {
-            let n = LARGE_THREADS;
-            let want: Vec<u32> = (0..n).map(|t| ((t + 1) % n) as u32).collect();
-            assert_eq!(download(&b, &out), want);
-        }
+        stride_case::<large_tile>(
+            make,
+            LARGE,
+            LARGE_THREADS,
+            barrier,
+            "large shared array",
+            expected,
+        );
     }
 
     pub fn large_array_race(make: MakeContext) {
-        large_case(make, 0, &[race(WAR, "large-write", "large-read")]);
+        large_case(make, 0, &[race(WAR, "stride-write", "stride-read")]);
     }
 
     pub fn large_array_fixed(make: MakeContext) {

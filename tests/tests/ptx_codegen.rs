@@ -291,3 +291,27 @@ fn shared_addresses_never_reach_global_instructions() {
         ["k: atom.relaxed.cta.global.add.u32 %r4, [%rd9], %r5"]
     );
 }
+
+/// The host gives a sanitized module a window shadow when its PTX declares
+/// [`WINDOW_ARRAY_SYMBOL`]: exactly the sanitized entries of kernels with
+/// an array too large for a `.shared` shadow declare it, and no plain one.
+#[test]
+fn only_sanitized_large_arrays_mark_the_window_shadow() {
+    use vigil::unstable::ptx_cut::cut;
+    use vigil_shared::block::WINDOW_ARRAY_SYMBOL;
+    let marks = |entry: &str| cut(KERNELS_PTX, |e| e == entry).contains(WINDOW_ARRAY_SYMBOL);
+    for (kernel, large) in [
+        ("large_tile", true),
+        ("big_tile_transpose_twice", true),
+        ("near_limit", true),
+        ("tree_reduce", false),
+        ("dynamic_reduce", false),
+    ] {
+        assert_eq!(
+            marks(&format!("{kernel}{SANITIZED_SUFFIX}")),
+            large,
+            "{kernel}"
+        );
+        assert!(!marks(kernel), "plain {kernel}");
+    }
+}

@@ -3,7 +3,8 @@
 //! entry checks races inside a block (free functions and `shared_array!`
 //! have no `S` of their own):
 //!
-//! - `shared_array!(T; N)` becomes `shared_array!(@sanitizer S; T; N)`;
+//! - `shared_array!(T; N)` becomes `shared_array!(@sanitizer S; T; N)`,
+//!   `dynamic_shared_array!(T)` `dynamic_shared_array!(@sanitizer S; T)`;
 //! - `sync_threads()` becomes `::vigil_device::sync::sync_threads_in::<S>()`;
 //! - `warp::f(mask, ..)` for a collective `f` becomes
 //!   `warp::f(::vigil_device::warp::__joining::<S>(mask), ..)`.
@@ -59,7 +60,7 @@ impl VisitMut for Carry<'_> {
         if m.path
             .segments
             .last()
-            .is_some_and(|s| s.ident == "shared_array")
+            .is_some_and(|s| s.ident == "shared_array" || s.ident == "dynamic_shared_array")
             && first.as_deref() != Some("@")
         {
             let (s, t) = (self.san, &m.tokens);

@@ -406,6 +406,12 @@ pub fn shared_access<S>(access: impl FnOnce() -> SharedAccess) {
     Checked::shared_access(access(), Location::caller())
 }
 
+/// A shared array or dynamic view declared without a `.shared` shadow:
+/// nothing on the host (the CPU backend's shadow is keyed by address and
+/// covers every shared byte).
+#[allow(clippy::extra_unused_type_parameters)] // one signature with `arch::ptx`, which uses `S`
+pub fn shared_declared<S>(_access: impl FnOnce() -> SharedAccess) {}
+
 /// `sync_threads` in a kernel checked by `S`: as [`sync_threads_at`] (the
 /// installed runtime, not `S`, decides what the host checks).
 #[allow(clippy::extra_unused_type_parameters)] // one signature with `arch::ptx`, which uses `S`

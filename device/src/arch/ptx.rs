@@ -109,6 +109,28 @@ pub fn shared_access<S: Sanitizer>(access: impl FnOnce() -> crate::sanitizer::Sh
     }
 }
 
+/// A shared array (or dynamic shared view) of an entry checked by `S`
+/// whose storage has no `.shared` shadow was declared (`access` has size
+/// 0 and names it): the sanitizer checks that its window shadow covers it
+/// and counts it as unchecked where not.
+#[inline(always)]
+#[track_caller]
+pub fn shared_declared<S: Sanitizer>(access: impl FnOnce() -> crate::sanitizer::SharedAccess) {
+    shared_access::<S>(access)
+}
+
+/// The offset of the shared-memory byte at generic address `addr` in the
+/// CTA's shared window (`cvta.to.shared`).
+#[inline(always)]
+pub fn shared_window_offset(addr: usize) -> u32 {
+    let r: u64;
+    // SAFETY: an address conversion; nothing is accessed.
+    unsafe {
+        asm!("cvta.to.shared.u64 {r}, {a};", r = out(reg64) r, a = in(reg64) addr as u64, options(pure, nomem, nostack))
+    };
+    r as u32
+}
+
 /// The calling lane is about to join a collective over `mask` in a
 /// kernel checked by `S`.
 #[inline(always)]
@@ -438,7 +460,10 @@ pub fn sync_warp(mask: u32) {
 
 // The GPU sanitizer's per-CTA state: one module-wide `.shared` block that
 // only sanitized entries touch (ptxas allocates it only for them).
-core::arch::global_asm!(".shared .align 16 .b8 __vigil_cta_state[32];");
+core::arch::global_asm!(
+    ".shared .align 16 .b8 __vigil_cta_state[{n}];",
+    n = const vigil_shared::block::CTA_STATE_BYTES
+);
 
 /// A function returning the generic address of a module-wide `.shared` block.
 macro_rules! shared_block_address {
@@ -501,6 +526,53 @@ pub fn compare_exchange_acquire_block(
     }
 }
 
+/// `ld.relaxed.cta.b64` through a generic address (shared or global): a
+/// load ordered for the calling CTA only (a lane state of
+/// `gpu_sanitizer::block`, which only the CTA's threads touch; `core`'s
+/// atomics are system-scoped, and a global one then misses the L1).
+#[inline(always)]
+pub fn load_relaxed_cta(p: &core::sync::atomic::AtomicU64) -> u64 {
+    let r: u64;
+    // SAFETY: `p` is a live, aligned 8-byte atomic.
+    unsafe {
+        asm!("ld.relaxed.cta.b64 {r}, [{p}];", r = out(reg64) r, p = in(reg64) p.as_ptr(), options(nostack))
+    };
+    r
+}
+
+/// `ld.acquire.cta.b64` through a generic address (see
+/// [`load_relaxed_cta`]).
+#[inline(always)]
+pub fn load_acquire_cta(p: &core::sync::atomic::AtomicU64) -> u64 {
+    let r: u64;
+    // SAFETY: `p` is a live, aligned 8-byte atomic.
+    unsafe {
+        asm!("ld.acquire.cta.b64 {r}, [{p}];", r = out(reg64) r, p = in(reg64) p.as_ptr(), options(nostack))
+    };
+    r
+}
+
+/// `st.relaxed.cta.b64` through a generic address (see
+/// [`load_relaxed_cta`]).
+#[inline(always)]
+pub fn store_relaxed_cta(p: &core::sync::atomic::AtomicU64, v: u64) {
+    // SAFETY: `p` is a live, aligned 8-byte atomic.
+    unsafe {
+        asm!("st.relaxed.cta.b64 [{p}], {v};", p = in(reg64) p.as_ptr(), v = in(reg64) v, options(nostack))
+    };
+}
+
+/// `st.release.cta.b64` through a generic address: a `MEMBAR.CTA`, not
+/// the system-wide one `core`'s release store is (see
+/// [`load_relaxed_cta`]).
+#[inline(always)]
+pub fn store_release_cta(p: &core::sync::atomic::AtomicU64, v: u64) {
+    // SAFETY: `p` is a live, aligned 8-byte atomic.
+    unsafe {
+        asm!("st.release.cta.b64 [{p}], {v};", p = in(reg64) p.as_ptr(), v = in(reg64) v, options(nostack))
+    };
+}
+
 /// Waits between two looks of a race report for the earlier access's
 /// side entry, which another SM may still be writing (`nanosleep`, up to
 /// about half a microsecond).
@@ -520,11 +592,11 @@ shared_block_address!(
 // warp-collective state; only sanitized entries touch them.
 core::arch::global_asm!(
     ".shared .align 8 .b8 __vigil_block_counters[{n}];",
-    n = const 16 + 8 * vigil_shared::block::REPORTED
+    n = const vigil_shared::block::COUNTERS_BYTES
 );
 core::arch::global_asm!(
     ".shared .align 8 .b8 __vigil_block_lanes[{n}];",
-    n = const 8 + 8 * vigil_shared::block::MAX_BLOCK_THREADS
+    n = const vigil_shared::block::LANES_BYTES
 );
 
 shared_block_address!(
@@ -534,7 +606,8 @@ shared_block_address!(
 );
 
 shared_block_address!(
-    /// Generic address of the CTA's lane states (8 + 8 x 1024 bytes of `.shared`).
+    /// Generic address of the CTA's lane states of its first threads
+    /// (8 + 8 x `vigil_shared::block::SHARED_LANES` bytes of `.shared`).
     block_lanes => "__vigil_block_lanes"
 );
 

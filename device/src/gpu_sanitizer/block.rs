@@ -7,13 +7,21 @@
 //!
 //! - the CTA's acquire count and report keys (`arch::block_counters`);
 //! - the divergent-barrier slot, flag and report (`arch::block_barrier`);
-//! - every thread's synchronisation state (`arch::block_lanes`): the
-//!   barriers it passed (its barrier interval: a barrier lets no thread
-//!   through before all arrived, so intervals never overlap in time), how
-//!   many collectives it joined and the last one's mask;
-//! - per shared array, a shadow beside it (`shared_mem::__storage_checked`):
-//!   for each 4-byte word its barrier interval and three records (the
-//!   interval's last write, its first reader, another reader).
+//! - every thread's synchronisation state (`arch::block_lanes` for
+//!   threads below `SHARED_LANES`, the CTA slot's region of device memory
+//!   for the others): the barriers it passed (its barrier interval: a
+//!   barrier lets no thread through before all arrived, so intervals never
+//!   overlap in time), how many collectives it joined and the last one's
+//!   mask;
+//! - per shared array of up to 4,668 bytes, a shadow beside it
+//!   (`shared_mem::__storage_checked`): for each 4-byte word its barrier
+//!   interval and three records (the interval's last write, its first
+//!   reader, another reader).
+//!
+//! Larger arrays and the dynamic shared memory are shadowed in device
+//! memory, per CTA slot and word of the CTA's shared window
+//! (`vigil_shared::block::WindowShadow`): the same records, tagged with the
+//! block's stamp and interval instead of an interval and a header.
 //!
 //! Shared memory starts with what an earlier block left. The lane states
 //! and counters are cleared at CTA entry, each thread its own word
@@ -45,8 +53,8 @@ use vigil_shared::block::{
     access_interval, barrier_site, barrier_slot, barrier_tag, block_stamp, busy, claim_entry,
     divergence_group, pack_array, record_kind, report_key, slot_site, slot_tag, BarrierCheck,
     BlockRecord, BlockSpace, DivergenceRecord, GlobalTable, LaneSync, ShadowLayout, TableWord,
-    ThreadGroup, WordRecords, DIVERGENT_BARRIER_KIND, EXIT_SITE, MAX_BLOCK_THREADS, REPORTED,
-    UNCHECKED_ARRAYS, WORD,
+    ThreadGroup, WindowShadow, WordRecords, DIVERGENT_BARRIER_KIND, EXIT_SITE, GLOBAL_LANES,
+    MAX_BLOCK_THREADS, REPORTED, SHARED_LANES, UNCHECKED_ARRAYS, WORD,
 };
 use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, SideEntry};
 use vigil_shared::{AccessKind, Scope};
@@ -128,6 +136,10 @@ struct Counters {
 }
 
 impl Counters {
+    /// Byte offset of the window shadow's address as the CTA's entry read
+    /// it (`u64`): one region for the whole CTA, even when the host
+    /// replaces the runtime's while it runs.
+    const WINDOW: usize = 8;
     /// Byte offset of the report keys.
     const KEYS: usize = 16;
 
@@ -137,13 +149,20 @@ impl Counters {
         let base = arch::block_counters();
         // SAFETY: the region (`arch::block_counters`) is 16 bytes and the
         // report keys of the CTA's shared memory, 8-aligned: a header, the
-        // count, a pad, the keys.
+        // count, the window shadow's address, the keys.
         unsafe {
             Counters {
                 acquires: at(base, 4),
                 base,
             }
         }
+    }
+
+    /// The window shadow's address for this CTA (0: none).
+    #[inline(always)]
+    fn window(&self) -> u64 {
+        // SAFETY: the `u64` at `WINDOW`, inside the region, 8-aligned.
+        unsafe { at::<AtomicU64>(self.base, Self::WINDOW) }.load(Ordering::Relaxed)
     }
 
     /// The access interval of a thread in state `lane`
@@ -154,34 +173,145 @@ impl Counters {
     }
 }
 
-/// The lane states of the CTA's threads (reset at its entry: [`reset_cta`]).
-#[inline(always)]
-fn lanes(threads: u32) -> &'static [AtomicU64] {
-    let n = (threads as usize).min(MAX_BLOCK_THREADS);
-    // SAFETY: the lane block is a header and `MAX_BLOCK_THREADS` u64s of
-    // the CTA's shared memory.
-    unsafe { core::slice::from_raw_parts(arch::block_lanes().add(8) as *const AtomicU64, n) }
+/// One thread's lane state ([`LaneSync`]), in `.shared` or in the slot's
+/// device memory: only the CTA's threads touch it, so its loads and
+/// stores are CTA-scoped (a global one may hit the L1; a release is a
+/// CTA fence, not a system one).
+#[repr(transparent)]
+struct LaneWord(AtomicU64);
+
+impl LaneWord {
+    #[inline(always)]
+    fn load(&self) -> LaneSync {
+        LaneSync(arch::load_relaxed_cta(&self.0))
+    }
+
+    #[inline(always)]
+    fn load_acquire(&self) -> LaneSync {
+        LaneSync(arch::load_acquire_cta(&self.0))
+    }
+
+    #[inline(always)]
+    fn store(&self, state: LaneSync) {
+        arch::store_relaxed_cta(&self.0, state.0)
+    }
+
+    #[inline(always)]
+    fn store_release(&self, state: LaneSync) {
+        arch::store_release_cta(&self.0, state.0)
+    }
+}
+
+/// The lane states of the CTA's threads (reset at its entry: [`reset_cta`],
+/// [`reset_slot_lane`]): the first [`SHARED_LANES`] in the CTA's `.shared`
+/// memory, the others in its slot's region of device memory
+/// ([`GpuRuntime::block_lanes`]).
+#[derive(Clone, Copy)]
+struct Lanes {
+    shared: &'static [LaneWord],
+    global: &'static [LaneWord],
+}
+
+impl Lanes {
+    /// The lane states of a block of `threads` threads (a block of at
+    /// most [`SHARED_LANES`] reads nothing but its size).
+    #[inline(always)]
+    fn of(threads: u32) -> Lanes {
+        let n = (threads as usize).min(MAX_BLOCK_THREADS);
+        // SAFETY: the lane block is a header and `SHARED_LANES` u64s of
+        // the CTA's shared memory.
+        let shared = unsafe {
+            core::slice::from_raw_parts(
+                arch::block_lanes().add(8) as *const LaneWord,
+                n.min(SHARED_LANES),
+            )
+        };
+        let global = if n > SHARED_LANES {
+            Self::slot_lanes(n - SHARED_LANES)
+        } else {
+            &[]
+        };
+        Lanes { shared, global }
+    }
+
+    /// The first `n` lane states of the CTA slot's region; none when the
+    /// runtime has no region (those threads' accesses go unchecked).
+    #[inline(never)]
+    fn slot_lanes(n: usize) -> &'static [LaneWord] {
+        let cta = CtaState::current();
+        let rt = cta.runtime();
+        let slot = cta.smid * rt.slots_per_sm.max(1) + cta.slot;
+        if rt.block_lanes == 0 || slot >= rt.block_table_slots {
+            return &[];
+        }
+        let first = rt.block_lanes as *const LaneWord;
+        // SAFETY: the region holds `GLOBAL_LANES` u64s per slot for
+        // `block_table_slots` slots, live device memory of the runtime.
+        unsafe { core::slice::from_raw_parts(first.add(slot as usize * GLOBAL_LANES), n) }
+    }
+
+    /// Thread `t`'s lane state, if it has one.
+    #[inline(always)]
+    fn get(&self, t: u32) -> Option<&'static LaneWord> {
+        let t = t as usize;
+        if t < SHARED_LANES {
+            self.shared.get(t)
+        } else {
+            self.global.get(t - SHARED_LANES)
+        }
+    }
 }
 
 /// Thread `lane` of `lanes`' share of clearing the block-race state the
-/// CTA's shared memory holds from an earlier CTA (its lane state; the
-/// first thread the counters), at the CTA's entry, before the barrier
-/// that ends the entry: every thread clears its own word instead of one
-/// clearing all while the others wait.
+/// CTA's shared memory holds from an earlier CTA (its lane state, if in
+/// `.shared`; the first thread the counters), at the CTA's entry, before
+/// the barrier that ends the entry: every thread clears its own word
+/// instead of one clearing all while the others wait.
+///
+/// The first thread also notes the runtime `rt`'s window shadow for the
+/// CTA.
 #[inline(always)]
-pub(super) fn reset_cta(lane: u32, lanes: u32) {
-    if let Some(l) = self::lanes(lanes).get(lane as usize) {
-        l.store(0, Ordering::Relaxed);
+pub(super) fn reset_cta(lane: u32, lanes: u32, rt: &GpuRuntime) {
+    if (lane as usize) < SHARED_LANES {
+        if let Some(l) = Lanes::of(lanes.min(SHARED_LANES as u32)).get(lane) {
+            l.store(LaneSync::default());
+        }
     }
     reset_barrier_check(lane);
     if lane == 0 {
         let c = Counters::get();
         c.acquires.store(0, Ordering::Relaxed);
+        // The host replaces the region while kernels run (a larger one):
+        // the CTA reads its address once; the region's header says its size.
+        // SAFETY: a field of the live runtime.
+        let window = unsafe { core::ptr::read_volatile(&rt.block_shadow) };
+        // SAFETY: the window word of the counters, 8-aligned.
+        unsafe { at::<AtomicU64>(c.base, Counters::WINDOW) }.store(window, Ordering::Relaxed);
         for i in 0..REPORTED {
             // SAFETY: the key slots, inside the region, 8-aligned.
             unsafe { at::<AtomicU64>(c.base, Counters::KEYS + 8 * i) }.store(0, Ordering::Relaxed);
         }
     }
+}
+
+/// Thread `lane` of `lanes`' share of clearing what an earlier CTA of the
+/// slot left in its lane state in device memory (threads past
+/// [`SHARED_LANES`]), once the CTA holds its slot; a barrier must follow
+/// before the body (`cta::enter`'s, when [`needs_slot_lanes`]).
+#[inline(always)]
+pub(super) fn reset_slot_lane(lane: u32, lanes: u32) {
+    if needs_slot_lanes(lanes) {
+        if let Some(l) = Lanes::of(lanes).get(lane) {
+            l.store(LaneSync::default());
+        }
+    }
+}
+
+/// True when a block of `lanes` threads keeps lane states in its slot's
+/// device memory.
+#[inline(always)]
+pub(super) fn needs_slot_lanes(lanes: u32) -> bool {
+    lanes as usize > SHARED_LANES
 }
 
 /// The calling thread's `sync_threads` at `loc`: it arrives, waits, and
@@ -226,11 +356,11 @@ fn location_address(loc: &'static Location<'static>) -> u64 {
 #[inline(always)]
 fn checked_barrier(site: u32, location: u64) {
     let b = Block::current();
-    let Some(l) = lanes(b.threads).get(b.thread as usize) else {
+    let Some(l) = Lanes::of(b.threads).get(b.thread) else {
         arch::barrier_sync();
         return;
     };
-    let state = LaneSync(l.load(Ordering::Relaxed));
+    let state = l.load();
     let tag = barrier_tag(b.stamp, state.barriers());
     let (slot, flag) = barrier_words();
     let mine = barrier_slot(tag, site);
@@ -245,7 +375,7 @@ fn checked_barrier(site: u32, location: u64) {
     if seen != mine {
         flag.store(divergent, Ordering::Relaxed);
     }
-    l.store(state.passed_barrier().0, Ordering::Relaxed);
+    l.store(state.passed_barrier());
     arch::barrier_sync();
     if flag.load(Ordering::Relaxed) == divergent {
         report_divergence(b, slot_site(seen), site, location);
@@ -376,16 +506,16 @@ pub(super) fn acquire() {
 #[inline(never)]
 pub(super) fn warp_sync(mask: u32) {
     let b = Block::current();
-    if let Some(l) = lanes(b.threads).get(b.thread as usize) {
-        let next = LaneSync(l.load(Ordering::Relaxed)).joined(mask);
-        l.store(next.0, Ordering::Release);
+    if let Some(l) = Lanes::of(b.threads).get(b.thread) {
+        l.store_release(l.load().joined(mask));
     }
     arch::sync_warp(mask);
 }
 
-/// The calling thread declared a shared array too large for a shadow
-/// (`shared_mem::__shadow_bytes`): the block's first thread counts it in
-/// the same-block table's header, which the host reads at each collection
+/// The calling thread declared a shared array (or dynamic view) that
+/// neither a `.shared` shadow (`shared_mem::__shadow_bytes`) nor the
+/// window shadow covers: the block's first thread counts it in the
+/// same-block table's header, which the host reads at each collection
 /// and reports as arrays left unchecked.
 #[cold]
 #[inline(never)]
@@ -415,6 +545,9 @@ enum Space {
 /// One checked access of the calling thread: what checking a word and
 /// reporting a race need.
 struct Checked {
+    /// False for a thread without a lane state (its interval unknown):
+    /// its accesses go unchecked.
+    known: bool,
     kind: AccessKind,
     size: usize,
     space: Space,
@@ -424,7 +557,7 @@ struct Checked {
     count: u32,
     thread: u32,
     loc: &'static Location<'static>,
-    lanes: &'static [AtomicU64],
+    lanes: Lanes,
 }
 
 impl Checked {
@@ -438,11 +571,11 @@ impl Checked {
         keys: *mut u8,
         loc: &'static Location<'static>,
     ) -> Checked {
-        let lanes = lanes(b.threads);
-        let own = lanes
-            .get(b.thread as usize)
-            .map_or(LaneSync::default(), |l| LaneSync(l.load(Ordering::Relaxed)));
+        let lanes = Lanes::of(b.threads);
+        let own_lane = lanes.get(b.thread);
+        let own = own_lane.map_or(LaneSync::default(), LaneWord::load);
         Checked {
+            known: own_lane.is_some(),
             kind,
             size,
             space,
@@ -465,6 +598,9 @@ impl Checked {
         start: usize,
         records: impl Fn(usize) -> Option<WordRecords<'static>>,
     ) {
+        if !self.known {
+            return;
+        }
         let end = start + self.size;
         let mut w = start / WORD;
         while w * WORD < end {
@@ -489,11 +625,9 @@ impl Checked {
     #[inline(always)]
     fn word(&self, records: WordRecords<'static>, word_addr: usize, me: BlockRecord) {
         let lane = |p: u32| {
-            LaneSync(
-                self.lanes
-                    .get(p as usize)
-                    .map_or(0, |l| l.load(Ordering::Acquire)),
-            )
+            self.lanes
+                .get(p)
+                .map_or(LaneSync::default(), LaneWord::load_acquire)
         };
         records.access(
             me,
@@ -594,11 +728,23 @@ impl Checked {
     }
 }
 
-/// A shared-memory access by the calling thread (see the module docs).
+/// A shared-memory access by the calling thread (see the module docs):
+/// through the array's `.shared` shadow when it has one, else through the
+/// slot's window shadow. An access of size 0 declares an array without a
+/// `.shared` shadow ([`shared_declared`]).
 #[inline(never)]
 pub(super) fn shared_access(access: SharedAccess, loc: &'static Location<'static>) {
-    if access.shadow == 0 || access.size == 0 || access.addr < access.array {
+    if access.size == 0 {
+        if access.shadow == 0 {
+            shared_declared(access.array, access.array_bytes);
+        }
         return;
+    }
+    if access.addr < access.array {
+        return;
+    }
+    if access.shadow == 0 {
+        return window_access(access, loc);
     }
     let b = Block::current();
     let layout = ShadowLayout::of(access.array_bytes);
@@ -614,19 +760,9 @@ pub(super) fn shared_access(access: SharedAccess, loc: &'static Location<'static
             o += 8;
         }
     });
-    let space = Space::Shared {
-        array: access.array,
-        bytes: access.array_bytes,
-    };
     // SAFETY: the header's key slots follow its first 8 bytes.
-    let c = Checked::new(
-        b,
-        access.kind,
-        access.size,
-        space,
-        unsafe { shadow.add(8) },
-        loc,
-    );
+    let keys = unsafe { shadow.add(8) };
+    let c = Checked::new(b, access.kind, access.size, array_space(&access), keys, loc);
     c.words(access.addr, access.addr - access.array, |w| {
         if w >= layout.words {
             return None;
@@ -642,14 +778,119 @@ pub(super) fn shared_access(access: SharedAccess, loc: &'static Location<'static
                 },
             )
         };
-        if interval.load(Ordering::Acquire) != c.interval {
-            // An earlier interval's records: a barrier or an acquire
-            // orders all of them. (A thread still in the earlier interval
-            // may wipe newer records again: that only loses detection.)
-            records.clear();
-            interval.store(c.interval, Ordering::Release);
+        let current = interval.load(Ordering::Acquire) == c.interval;
+        Some(renewed(records, current, || {
+            interval.store(c.interval, Ordering::Release)
+        }))
+    });
+}
+
+/// Where reports of an access to `access`'s array place it.
+#[inline(always)]
+fn array_space(access: &SharedAccess) -> Space {
+    Space::Shared {
+        array: access.array,
+        bytes: access.array_bytes,
+    }
+}
+
+/// `records` made the current interval's: when they are not (`current`
+/// false), an earlier interval's records, which a barrier or an acquire
+/// orders before every access of this one, are forgotten and `mark`
+/// notes the current interval. (A thread still in the earlier interval
+/// may wipe newer records again: that only loses detection.)
+#[inline(always)]
+fn renewed(
+    records: WordRecords<'static>,
+    current: bool,
+    mark: impl FnOnce(),
+) -> WordRecords<'static> {
+    if !current {
+        records.clear();
+        mark();
+    }
+    records
+}
+
+/// The calling CTA's part of the window shadow
+/// ([`GpuRuntime::block_shadow`]): the region, its layout and the slot.
+#[derive(Clone, Copy)]
+struct Window {
+    base: *mut u8,
+    layout: WindowShadow,
+    slot: u64,
+}
+
+impl Window {
+    /// The CTA's window shadow; `None` when the runtime has none yet or
+    /// the slot is past its slots.
+    #[inline(always)]
+    fn current() -> Option<Window> {
+        let cta = CtaState::current();
+        let rt = cta.runtime();
+        let base = Counters::get().window() as *mut u8;
+        let slot = cta.smid * rt.slots_per_sm.max(1) + cta.slot;
+        if base.is_null() || slot >= rt.block_table_slots {
+            return None;
         }
-        Some(records)
+        // SAFETY: the region starts with its header, whose first word is
+        // the words per slot; live device memory of the runtime.
+        let words = unsafe { at::<AtomicU64>(base, 0) }.load(Ordering::Relaxed);
+        Some(Window {
+            base,
+            layout: WindowShadow { words },
+            slot: u64::from(slot),
+        })
+    }
+}
+
+/// A shared array (or dynamic view) at `array`, `bytes` long, without a
+/// `.shared` shadow was declared: the block's first thread counts it as
+/// unchecked when the window shadow does not cover it.
+#[inline(never)]
+fn shared_declared(array: usize, bytes: usize) {
+    let start = u64::from(arch::shared_window_offset(array));
+    let covered = Window::current().is_some_and(|w| w.layout.covers(start, bytes as u64));
+    if !covered {
+        shared_unchecked();
+    }
+}
+
+/// A shared-memory access through the window shadow: the records of the
+/// word at window offset `4w` are entry `w` of the slot, current when its
+/// tag is the block's stamp and the thread's interval.
+#[inline(never)]
+fn window_access(access: SharedAccess, loc: &'static Location<'static>) {
+    let Some(window) = Window::current() else {
+        return;
+    };
+    let b = Block::current();
+    let counters = Counters::get();
+    // SAFETY: the counters' key slots.
+    let keys = unsafe { counters.base.add(Counters::KEYS) };
+    let c = Checked::new(b, access.kind, access.size, array_space(&access), keys, loc);
+    let tag = WindowShadow::tag(b.stamp, c.interval);
+    let start = arch::shared_window_offset(access.addr) as usize;
+    c.words(access.addr, start, |w| {
+        if w as u64 >= window.layout.words {
+            return None;
+        }
+        let e = window.layout.entry(window.slot, w as u64) as usize;
+        // SAFETY: `w < words`: the slot's entry `w`, live device memory
+        // of the runtime, 32-aligned.
+        let [t, r0, r1, r2] =
+            [0, 1, 2, 3].map(|j| unsafe { at::<AtomicU64>(window.base, e + 8 * j) });
+        // Only this CTA touches its slot's entries while it runs: CTA
+        // scope suffices.
+        let current = arch::load_acquire_block(t) == tag;
+        let records = WordRecords {
+            write: r0,
+            first: r1,
+            second: r2,
+        };
+        Some(renewed(records, current, || {
+            arch::store_release_block(t, tag)
+        }))
     });
 }
 

@@ -52,7 +52,7 @@ pub(super) struct CtaState {
     /// first CTA of the launch in this slot).
     pub join: u32,
 }
-const _: () = assert!(core::mem::size_of::<CtaState>() <= 32);
+const _: () = assert!(core::mem::size_of::<CtaState>() <= vigil_shared::block::CTA_STATE_BYTES);
 
 impl CtaState {
     /// The state the entry hook stored for this CTA.
@@ -158,7 +158,7 @@ unsafe fn enter(runtime: u64, stream: u64, kernel: u32, launch: u32) {
     // SAFETY: as above.
     let cta = unsafe { Cta::new(rt) };
     let (lane, lanes) = lane();
-    super::block::reset_cta(lane, lanes);
+    super::block::reset_cta(lane, lanes, rt);
     if lane == 0 {
         // Claim a slot and broadcast it; the thread state stays locked for
         // writing until every lane has joined its share of the clocks.
@@ -191,6 +191,9 @@ unsafe fn enter(runtime: u64, stream: u64, kernel: u32, launch: u32) {
     arch::sync_threads();
     let state = CtaState::current();
     let clocks = cta.clocks(state.tid);
+    // Lane states in the slot's device memory are known once the slot is:
+    // cleared here, and a barrier below orders that before the body.
+    super::block::reset_slot_lane(lane, lanes);
     if state.join != 0 {
         // The stream's previous kernel, then the join list (events waited
         // on, host synchronisations): each lane its share of the entries.
@@ -210,6 +213,8 @@ unsafe fn enter(runtime: u64, stream: u64, kernel: u32, launch: u32) {
                 lanes,
             );
         }
+    }
+    if state.join != 0 || super::block::needs_slot_lanes(lanes) {
         arch::sync_threads();
     }
     if lane == 0 {

@@ -101,6 +101,25 @@ pub enum Error {
         log: String,
     },
 
+    /// A sanitized module did not load because an entry's static shared
+    /// memory is over the device's limit: its kernel's own, the GPU
+    /// sanitizer's state
+    /// ([`SANITIZER_SHARED_BYTES`](vigil_shared::block::SANITIZER_SHARED_BYTES),
+    /// 2,288 bytes) and the shadows of its shared arrays of up to 4,668
+    /// bytes (7 bytes of shadow per byte; larger arrays are shadowed in
+    /// device memory). The plain module loads; `log` is the JIT's.
+    #[error(
+        "the sanitized entry {entry} needs more static shared memory than the          device allows (the kernel's own, {added} bytes of sanitizer state and          the shadows of its small shared arrays); run it unsanitized, or make          a small shared array larger than 4,668 bytes so that its shadow moves          to device memory. JIT log:\n{log}"
+    )]
+    SanitizedSharedMemory {
+        /// The sanitized entry (`name__vigil`).
+        entry: String,
+        /// Bytes of static shared memory the sanitizer adds to every entry.
+        added: usize,
+        /// The JIT error log.
+        log: String,
+    },
+
     /// PTX text that cannot be handed to the driver or parsed for entry
     /// signatures.
     #[error("malformed PTX: {message}")]

@@ -415,9 +415,10 @@ impl RaceReports {
         self.unchecked_words
     }
 
-    /// Shared arrays a sanitized GPU kernel declared that were too large
-    /// for the GPU's shadow (over 4,668 bytes), once per array and block:
-    /// their accesses went unchecked (the CPU backend checks them).
+    /// Shared arrays (and dynamic shared views) a sanitized GPU kernel
+    /// declared that no shadow covered (past the window shadow's 1 GiB
+    /// cap), once per array and block: their accesses went unchecked (the
+    /// CPU backend checks them).
     pub fn unchecked_arrays(&self) -> u64 {
         self.unchecked_arrays
     }
@@ -522,7 +523,7 @@ impl fmt::Display for RaceReports {
         if self.unchecked_arrays > 0 {
             write!(
                 f,
-                "; {} shared array(s) (per block) too large for the GPU's shadow went unchecked",
+                "; {} shared array(s) (per block) past the GPU's shadow went unchecked",
                 self.unchecked_arrays
             )?;
         }

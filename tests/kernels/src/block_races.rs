@@ -7,6 +7,8 @@
 //! fixed variant, so both run the same code.
 
 use vigil_device::prelude::*;
+use vigil_device::shared_mem::SharedArray;
+use vigil_device::sync::sync_threads_in;
 
 /// Threads per block of the shared-memory tree reduction.
 pub const TREE_THREADS: u32 = 64;
@@ -37,8 +39,15 @@ pub fn tree_reduce(x: GlobalSlice<u32>, out: GlobalSliceMut<u32>, skip_barrier: 
     }
 }
 
-/// Side of the transposed tile: one block of `TILE * TILE` threads.
+/// Side of the small transposed tile: one block of `TILE * TILE` threads.
 pub const TILE: usize = 16;
+
+/// Side of the large transposed tile (64 x 64 `f32`, 16 KiB: past a
+/// `.shared` shadow, checked on the GPU through the window shadow).
+pub const BIG_TILE: usize = 64;
+
+/// Threads per block of [`big_tile_transpose_twice()`] (4 elements each).
+pub const BIG_TILE_THREADS: usize = 1024;
 
 /// Transposes two `TILE` x `TILE` matrices through one shared tile: `at`
 /// gets `a`'s transpose, then `bt` gets `b`'s. With `reuse_barrier == 0`
@@ -53,17 +62,58 @@ pub fn tile_transpose_twice(
     reuse_barrier: u32,
 ) {
     let tile = shared_array!(u32; TILE * TILE);
-    let t = thread_idx().x as usize;
-    let (r, c) = (t / TILE, t % TILE);
-    tile.store(t, a.load(t));
-    sync_threads();
-    at.store(t, tile.load(c * TILE + r)); // @tile-read-a
+    transpose_twice(tile, TILE, [a, b], [at, bt], reuse_barrier);
+}
+
+/// [`tile_transpose_twice()`] on `BIG_TILE` x `BIG_TILE` `f32` matrices,
+/// one block of [`BIG_TILE_THREADS`] threads.
+#[kernel]
+pub fn big_tile_transpose_twice(
+    a: GlobalSlice<f32>,
+    b: GlobalSlice<f32>,
+    at: GlobalSliceMut<f32>,
+    bt: GlobalSliceMut<f32>,
+    reuse_barrier: u32,
+) {
+    let tile = shared_array!(f32; BIG_TILE * BIG_TILE);
+    transpose_twice(tile, BIG_TILE, [a, b], [at, bt], reuse_barrier);
+}
+
+/// The transposes' body: `side` x `side` matrices `from` through `tile`
+/// into `to`, each thread a stride of the elements; the barrier before the
+/// second fill only with `reuse_barrier == 1`.
+#[inline(always)]
+fn transpose_twice<S: Sanitizer, T: bytemuck::Pod, const N: usize>(
+    tile: SharedArray<T, N, S>,
+    side: usize,
+    from: [GlobalSlice<T, S>; 2],
+    to: [GlobalSliceMut<T, S>; 2],
+    reuse_barrier: u32,
+) {
+    let (first, step) = (thread_idx().x as usize, block_dim().x as usize);
+    let fill = |m: GlobalSlice<T, S>| {
+        let mut i = first;
+        while i < N {
+            tile.store(i, m.load(i)); // @tile-fill
+            i += step;
+        }
+    };
+    let drain = |m: GlobalSliceMut<T, S>| {
+        let mut i = first;
+        while i < N {
+            m.store(i, tile.load(i % side * side + i / side)); // @tile-read
+            i += step;
+        }
+    };
+    fill(from[0]);
+    sync_threads_in::<S>();
+    drain(to[0]);
     if reuse_barrier == 1 {
-        sync_threads();
+        sync_threads_in::<S>();
     }
-    tile.store(t, b.load(t)); // @tile-fill-b
-    sync_threads();
-    bt.store(t, tile.load(c * TILE + r));
+    fill(from[1]);
+    sync_threads_in::<S>();
+    drain(to[1]);
 }
 
 /// Warp 0 produces `2 * x[lane]` into shared memory, warp 1 consumes it
@@ -170,23 +220,35 @@ pub const LARGE: usize = 2048;
 /// Threads per block of `large_tile`.
 pub const LARGE_THREADS: usize = 256;
 
-/// Each thread fills its column of a large shared array (elements `t`,
-/// `t + 256`, ...), then copies its neighbour's first element into
-/// `out[t]`. With `barrier == 0` nothing orders the neighbour's store
-/// before the load.
+/// `fill_then_read_neighbour` through an 8 KiB shared array, one block
+/// of [`LARGE_THREADS`] threads.
 #[kernel]
 pub fn large_tile(out: GlobalSliceMut<u32>, barrier: u32) {
     let tile = shared_array!(u32; LARGE);
-    let t = thread_idx().x as usize;
-    let mut k = 0;
-    while k < LARGE {
-        tile.store(k + t, (k + t) as u32); // @large-write
-        k += LARGE_THREADS;
+    fill_then_read_neighbour(tile, out, barrier);
+}
+
+/// Each thread stores its stride of `tile` (elements `t`, `t + threads`,
+/// ..., each its own index; `N` a multiple of the block's threads), then
+/// copies into `out[t]` the element its neighbour `t + 1` stored last:
+/// `N - threads + (t + 1) % threads`. With `barrier == 0` nothing orders
+/// the neighbour's store before the load.
+#[inline(always)]
+fn fill_then_read_neighbour<S: Sanitizer, const N: usize>(
+    tile: SharedArray<u32, N, S>,
+    out: GlobalSliceMut<u32, S>,
+    barrier: u32,
+) {
+    let (t, threads) = (thread_idx().x as usize, block_dim().x as usize);
+    let mut k = t;
+    while k < N {
+        tile.store(k, k as u32); // @stride-write
+        k += threads;
     }
     if barrier == 1 {
-        sync_threads();
+        sync_threads_in::<S>();
     }
-    out.store(t, tile.load((t + 1) % LARGE_THREADS)); // @large-read
+    out.store(t, tile.load(N - threads + (t + 1) % threads)); // @stride-read
 }
 
 /// Words each thread of `many_words` writes.
@@ -203,4 +265,51 @@ pub fn many_words(out: GlobalSliceMut<u32>) {
         out.store(t * WORDS_PER_THREAD + k, k as u32);
         k += 1;
     }
+}
+
+/// Threads per block of [`dynamic_reduce()`].
+pub const REDUCE_THREADS: u32 = 256;
+
+/// Sums each block's `REDUCE_THREADS` elements of `x` into `out[block]`
+/// by a tree reduction in dynamic shared memory (one `u32` per thread:
+/// launch with `REDUCE_THREADS * 4` bytes of it). With `skip_barrier == 1`
+/// the barrier after the stride-64 round is left out: the stride-32 round
+/// reads partial sums another warp is still writing.
+#[kernel]
+pub fn dynamic_reduce(x: GlobalSlice<u32>, out: GlobalSliceMut<u32>, skip_barrier: u32) {
+    let sums = dynamic_shared_array!(u32);
+    let t = thread_idx().x as usize;
+    let i = block_idx().x as usize * block_dim().x as usize + t;
+    sums.store(t, if i < x.len() { x.load(i) } else { 0 });
+    sync_threads();
+    let mut stride = block_dim().x as usize / 2;
+    while stride > 0 {
+        if t < stride {
+            let v = sums.load(t).wrapping_add(sums.load(t + stride)); // @dyn-read
+            sums.store(t, v); // @dyn-write
+        }
+        if !(skip_barrier == 1 && stride == 64) {
+            sync_threads();
+        }
+        stride /= 2;
+    }
+    if t == 0 {
+        out.store(block_idx().x as usize, sums.load(0));
+    }
+}
+
+/// `u32`s of [`near_limit()`]'s shared array: 45,056 bytes, 4 KiB below
+/// the 48 KiB static limit, which the 2,288 bytes a sanitized entry adds
+/// keep (with the 8,432 it added before, the entry did not load).
+pub const NEAR_LIMIT: usize = 11_264;
+
+/// Threads per block of [`near_limit()`].
+pub const NEAR_LIMIT_THREADS: usize = 512;
+
+/// `fill_then_read_neighbour` through a shared array near the static
+/// limit, one block of [`NEAR_LIMIT_THREADS`] threads.
+#[kernel]
+pub fn near_limit(out: GlobalSliceMut<u32>, barrier: u32) {
+    let big = shared_array!(u32; NEAR_LIMIT);
+    fill_then_read_neighbour(big, out, barrier);
 }

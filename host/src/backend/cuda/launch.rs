@@ -68,6 +68,7 @@ impl CudaBackend {
                     stream_id,
                     launch.kernel,
                     &launch.config,
+                    func.shared_window(launch.config.shared_mem_bytes),
                     launch.params,
                 )?;
                 debug_assert_eq!(

@@ -9,6 +9,7 @@ use cudarc::driver::sys;
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use vigil_shared::block::WINDOW_ARRAY_SYMBOL;
 use vigil_shared::gpu::SANITIZED_SUFFIX;
 
 const JIT_LOG_BYTES: usize = 16 * 1024;
@@ -20,6 +21,10 @@ pub(crate) struct CudaModule {
     raw: sys::CUmodule,
     /// The launch variant whose entries it was loaded with.
     variant: LaunchVariant,
+    /// A sanitized module whose PTX declares a shared array checked
+    /// through the GPU sanitizer's window shadow
+    /// ([`WINDOW_ARRAY_SYMBOL`]).
+    window_arrays: bool,
 }
 
 // SAFETY: a CUmodule may be used from any thread (the driver API is
@@ -50,12 +55,15 @@ impl CudaModule {
         let mut jit = JitOptions::new(max_registers);
         let raw = match variant {
             LaunchVariant::Plain => jit.load_whole_program(image)?,
-            LaunchVariant::Sanitized => jit.link_relocatable(image)?,
+            LaunchVariant::Sanitized => jit.link_relocatable(image).map_err(shared_overflow)?,
         };
+        let window_arrays = variant == LaunchVariant::Sanitized
+            && image.to_string_lossy().contains(WINDOW_ARRAY_SYMBOL);
         Ok(CudaModule {
             device: device.clone(),
             raw,
             variant,
+            window_arrays,
         })
     }
 
@@ -122,6 +130,7 @@ impl CudaModule {
             raw,
             attrs,
             dyn_smem_optin: AtomicU32::new(0),
+            window_arrays: self.window_arrays,
             sanitized: None,
         })
     }
@@ -266,12 +275,38 @@ impl JitOptions {
     }
 }
 
+/// A sanitized module's load failure as [`Error::SanitizedSharedMemory`]
+/// when the JIT's log says an entry uses too much shared data (what the
+/// sanitizer's static shared memory can cause), else as it was.
+fn shared_overflow(e: Error) -> Error {
+    match e {
+        Error::PtxLoad { log, .. } if log.contains("too much shared data") => {
+            Error::SanitizedSharedMemory {
+                entry: overflowing_entry(&log).unwrap_or("?").to_owned(),
+                added: vigil_shared::block::SANITIZER_SHARED_BYTES,
+                log,
+            }
+        }
+        e => e,
+    }
+}
+
+/// The entry a ptxas "Entry function 'name' uses too much shared data"
+/// line names.
+fn overflowing_entry(log: &str) -> Option<&str> {
+    let line = log.lines().find(|l| l.contains("too much shared data"))?;
+    let (_, rest) = line.split_once("Entry function '")?;
+    rest.split_once('\'').map(|(name, _)| name)
+}
+
 /// One entry point of a [`CudaModule`].
 pub(crate) struct CudaFunction {
     raw: sys::CUfunction,
     attrs: FunctionAttrs,
     /// The dynamic shared memory this function has been opted in to.
     dyn_smem_optin: AtomicU32,
+    /// Whether its module declares arrays the window shadow checks.
+    window_arrays: bool,
     /// The kernel's sanitized entry (`name__vigil`), if the module has it.
     sanitized: Option<Box<CudaFunction>>,
 }
@@ -298,6 +333,19 @@ impl CudaFunction {
         self.sanitized.as_deref()
     }
 
+    /// The shared window a sanitized launch of this entry with `dynamic`
+    /// bytes of dynamic shared memory needs the window shadow to cover
+    /// (its static and dynamic shared memory), or 0 when nothing of it
+    /// can go through the window shadow: no dynamic shared memory, and
+    /// no array of the module declared without a `.shared` shadow.
+    pub(crate) fn shared_window(&self, dynamic: u32) -> u64 {
+        if self.window_arrays || dynamic > 0 {
+            u64::from(self.attrs.static_shared_bytes) + u64::from(dynamic)
+        } else {
+            0
+        }
+    }
+
     /// Opts the function in to `bytes` of dynamic shared memory when that
     /// is above the device's default per-block limit (the context is
     /// current; `bytes` was validated against the opt-in limit).
@@ -316,5 +364,34 @@ impl CudaFunction {
         ))?;
         self.dyn_smem_optin.fetch_max(bytes, Ordering::Relaxed);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shared_memory_overflow_names_the_entry() {
+        let log = "ptxas error   : Entry function 'near__vigil' uses too much shared data \
+                   (0xc8f0 bytes, 0xc000 max)";
+        let e = shared_overflow(Error::PtxLoad {
+            name: "CUDA_ERROR_INVALID_PTX".into(),
+            code: 218,
+            log: log.into(),
+        });
+        match &e {
+            Error::SanitizedSharedMemory { entry, added, .. } => {
+                assert_eq!((entry.as_str(), *added), ("near__vigil", 2288));
+            }
+            other => panic!("not a shared-memory error: {other:?}"),
+        }
+        assert!(e.to_string().contains("near__vigil"), "{e}");
+        let other = shared_overflow(Error::PtxLoad {
+            name: "CUDA_ERROR_INVALID_PTX".into(),
+            code: 218,
+            log: "ptxas error: syntax".into(),
+        });
+        assert!(matches!(other, Error::PtxLoad { .. }));
     }
 }

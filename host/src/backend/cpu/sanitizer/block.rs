@@ -102,6 +102,12 @@ impl CpuRaceSanitizer {
                 },
             };
             let mut reports = lock(&self.reports);
+            if reports.iter().any(|r| repeats_in_block(r, &report)) {
+                // One record per block, kind and both sites, as on the
+                // GPU: a race every thread of a block repeats (a tile
+                // reused without a barrier) is one finding, not thousands.
+                continue;
+            }
             if reports.len() < self.report_capacity {
                 reports.push(report);
             } else {
@@ -112,4 +118,16 @@ impl CpuRaceSanitizer {
             self.halt();
         }
     }
+}
+
+/// True when `new`, a race inside a block, repeats `kept`: the same
+/// kernel, block, kind and both source locations (the GPU's sanitizer
+/// keeps one record per block for those too).
+fn repeats_in_block(kept: &RaceReport, new: &RaceReport) -> bool {
+    kept.prior.same_block
+        && kept.kind == new.kind
+        && kept.current.block == new.current.block
+        && kept.current.location == new.current.location
+        && kept.prior.location == new.prior.location
+        && kept.kernel == new.kernel
 }

@@ -32,9 +32,20 @@ impl DeviceBlock {
 
     /// Copies `bytes` to offset 0; landed when this returns.
     pub fn write(&self, bytes: &[u8]) -> Result<()> {
-        let n = bytes.len().min(self.bytes);
-        // SAFETY: `bytes` is readable for `n` bytes; the block holds `n`.
-        drv!(cuMemcpyHtoD_v2(self.addr, bytes.as_ptr().cast(), n))?;
+        self.write_at(0, bytes)
+    }
+
+    /// Copies `bytes` to byte `offset` of the block; landed when this
+    /// returns. Bytes past the block's end are left out.
+    pub fn write_at(&self, offset: usize, bytes: &[u8]) -> Result<()> {
+        let n = bytes.len().min(self.bytes.saturating_sub(offset));
+        // SAFETY: `bytes` is readable for `n` bytes; the block holds
+        // `offset + n`.
+        drv!(cuMemcpyHtoD_v2(
+            self.addr + offset as u64,
+            bytes.as_ptr().cast(),
+            n
+        ))?;
         settle()
     }
 

@@ -24,6 +24,7 @@
 //! - `host_sites`: the host call sites of copies and fills, as tags.
 //! - `range_checks`: copies and fills as launches of the range-access entry.
 //! - `resolve`: what the records' numbers mean, for the shared decoder.
+//! - `window`: the window shadow of large and dynamic shared arrays.
 
 mod clocks;
 mod device_memory;
@@ -32,6 +33,7 @@ mod location;
 mod range_checks;
 mod resolve;
 mod slots;
+mod window;
 
 use range_checks::RangeState;
 pub(crate) use range_checks::{RangeCheck, RangeEntry};
@@ -43,7 +45,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use vigil_shared::abi::ReportBufferHeader;
 use vigil_shared::block::{
-    DivergenceRecord, GlobalTable, DIVERGENT_BARRIER_KIND, UNCHECKED_ARRAYS,
+    DivergenceRecord, GlobalTable, DIVERGENT_BARRIER_KIND, GLOBAL_LANES, SANITIZER_SHARED_BYTES,
+    UNCHECKED_ARRAYS,
 };
 use vigil_shared::engine::sc_fence_words;
 use vigil_shared::gpu::{
@@ -65,6 +68,7 @@ use device_memory::{read_device, DeviceBlock, MappedBlock};
 use host_sites::HostSites;
 use location::{LocationCache, LocationLayout};
 use resolve::{GpuResolver, LaunchHistory};
+use window::WindowRegions;
 
 /// log2 of the side table's entries (32 MiB).
 const SIDE_LOG2: u32 = 20;
@@ -96,6 +100,8 @@ struct State {
     /// The same-block table's header counts at the last collection:
     /// words it skipped (full), shared arrays left without a shadow.
     unchecked_seen: [u64; 2],
+    /// The window shadow's device memory.
+    window: WindowRegions,
 }
 
 /// The GPU sanitizer of one device.
@@ -109,6 +115,7 @@ pub(crate) struct GpuSanitizer {
     _slot_table: DeviceBlock,
     _side_table: DeviceBlock,
     block_table: DeviceBlock,
+    _block_lanes: DeviceBlock,
     _sc_fences: DeviceBlock,
     reports: MappedBlock,
     layout: Option<LocationLayout>,
@@ -169,6 +176,7 @@ impl GpuSanitizer {
             }
             .bytes(block_slots as usize),
         )?;
+        let block_lanes = DeviceBlock::zeroed(block_slots as usize * GLOBAL_LANES * 8)?;
         let sc_words = sc_fence_words(g.num_devices, g.num_threads);
         let sc_fences = DeviceBlock::zeroed(sc_words * 4)?;
         let reports = MappedBlock::zeroed(
@@ -196,6 +204,9 @@ impl GpuSanitizer {
             block_table: block_table.addr,
             block_table_log2: BLOCK_TABLE_LOG2,
             block_table_slots: block_slots,
+            block_lanes: block_lanes.addr,
+            // Made by the first launch that needs it (`window`).
+            block_shadow: 0,
         };
         let runtime = DeviceBlock::zeroed(std::mem::size_of::<GpuRuntime>())?;
         runtime.write(as_bytes(&desc))?;
@@ -209,6 +220,7 @@ impl GpuSanitizer {
             _slot_table: slot_table,
             _side_table: side_table,
             block_table,
+            _block_lanes: block_lanes,
             _sc_fences: sc_fences,
             reports,
             layout: LocationLayout::probe(),
@@ -224,6 +236,7 @@ impl GpuSanitizer {
                 sites: HostSites::default(),
                 range: RangeState::Waiting(Vec::new()),
                 unchecked_seen: [0; 2],
+                window: WindowRegions::default(),
             }),
         })
     }
@@ -231,6 +244,9 @@ impl GpuSanitizer {
     /// The arguments of a sanitized launch of `kernel` on `stream`: `buf`
     /// with the hidden ones appended. Enqueues the stream's join list on
     /// `stream` when it changed, so it lands before the kernel starts.
+    /// `shared_window` is the shared window (static and dynamic bytes) the
+    /// window shadow must cover for it (0: none).
+    #[allow(clippy::too_many_arguments)] // the launch's parts, as the backend has them
     pub fn prepare_launch(
         &self,
         owner: u64,
@@ -238,9 +254,16 @@ impl GpuSanitizer {
         stream_id: StreamId,
         kernel: &str,
         config: &LaunchConfig,
+        shared_window: u64,
         buf: &ParamBuffer,
     ) -> Result<ParamBuffer> {
         let mut st = lock(&self.state);
+        // A kernel without shared memory of its own needs no window shadow.
+        if shared_window > SANITIZER_SHARED_BYTES as u64 {
+            self.device.bind()?;
+            let slots = u64::from(self.num_sms * self.slots);
+            st.window.ensure(&self.runtime, slots, shared_window)?;
+        }
         let shape = LaunchShape {
             kernel: kernel.to_owned(),
             grid: config.grid,
