@@ -413,14 +413,16 @@ fn group_barrier_orders_devices_4() {
 }
 
 /// A ring all-reduce of `inputs[r]` (one vector per rank, `world` chunks
-/// of `chunk`) on `group`: every rank ends with the element-wise sums, and
+/// of `chunk`) on `group`, `blocks` blocks of `threads` per rank, launched
+/// twice over the same flags: every rank ends with the element-wise sums
+/// after the first launch and `world` times them after the second, and
 /// the group reports nothing.
-fn all_reduce_case(group: &SymmetricGroup, inputs: &[Vec<u32>], threads: u32) {
+fn all_reduce_case(group: &SymmetricGroup, inputs: &[Vec<u32>], blocks: u32, threads: u32) {
     let world = group.world();
     let n = inputs[0].len();
     load_on_every_rank(group);
     let mut data = group.alloc::<u32>(n).unwrap();
-    let flags = group.alloc::<u32>(world as usize).unwrap();
+    let flags = group.alloc::<u32>((blocks * world) as usize).unwrap();
     for (r, input) in inputs.iter().enumerate() {
         let stream = group.stream(r as u32).unwrap();
         data.buffer_mut(r as u32)
@@ -428,31 +430,40 @@ fn all_reduce_case(group: &SymmetricGroup, inputs: &[Vec<u32>], threads: u32) {
             .expect("copy the input");
     }
     group.synchronize().expect("inputs written");
-    run_all(group, |rank, ctx, stream| {
-        let args = (data.peers(rank)?, flags.peers(rank)?);
-        stream.launch(
-            &kernel::<ring_all_reduce>(ctx),
-            LaunchConfig::new(1, threads),
-            args,
-        )
-    });
-    let reports = races(group);
-    assert!(reports.is_empty(), "ring all-reduce raced:\n{reports}");
-    let want: Vec<u32> = (0..n)
+    let sums: Vec<u32> = (0..n)
         .map(|i| inputs.iter().fold(0u32, |a, x| a.wrapping_add(x[i])))
         .collect();
-    for r in 0..world {
-        assert_eq!(host_copy(group, &data, r), want, "rank {r} of {world}");
+    for launch in 0..2 {
+        run_all(group, |rank, ctx, stream| {
+            let first_generation = launch * 2 * (world - 1);
+            let args = (data.peers(rank)?, flags.peers(rank)?, first_generation);
+            stream.launch(
+                &kernel::<ring_all_reduce>(ctx),
+                LaunchConfig::new(blocks, threads),
+                args,
+            )
+        });
+        let reports = races(group);
+        assert!(reports.is_empty(), "ring all-reduce raced:\n{reports}");
+        let times = if launch == 0 { 1 } else { world };
+        let want: Vec<u32> = sums.iter().map(|s| s.wrapping_mul(times)).collect();
+        for r in 0..world {
+            assert_eq!(
+                host_copy(group, &data, r),
+                want,
+                "rank {r} of {world}, launch {launch}, {blocks} blocks"
+            );
+        }
     }
 }
 
 #[test]
 fn ring_all_reduce_sums_without_races_2_and_4() {
-    for world in [2usize, 4] {
+    for (world, blocks) in [(2usize, 1), (2, 3), (4, 1), (4, 3)] {
         let inputs: Vec<Vec<u32>> = (0..world)
             .map(|r| (0..world * 16).map(|i| (r * 1000 + i) as u32).collect())
             .collect();
-        all_reduce_case(&cpu_group(world), &inputs, THREADS);
+        all_reduce_case(&cpu_group(world), &inputs, blocks, THREADS);
     }
 }
 
@@ -465,6 +476,7 @@ proptest! {
     fn ring_all_reduce_matches_the_host_sums(
         world in 1usize..=4,
         chunk in 1usize..40,
+        blocks in 1u32..=4,
         threads in prop::sample::select(vec![1u32, 7, 32]),
         seed in any::<u64>(),
     ) {
@@ -479,7 +491,7 @@ proptest! {
                     .collect()
             })
             .collect();
-        all_reduce_case(&cpu_group(world), &inputs, threads);
+        all_reduce_case(&cpu_group(world), &inputs, blocks, threads);
     }
 }
 
@@ -525,7 +537,7 @@ fn group_sizes_out_of_range_are_refused() {
 fn plain_group_all_reduce() {
     let group = SymmetricGroup::cpu(3, Context::builder().cpu_workers(1)).unwrap();
     let inputs: Vec<Vec<u32>> = (0..3).map(|r| vec![r as u32 + 1; 3 * 8]).collect();
-    all_reduce_case(&group, &inputs, THREADS);
+    all_reduce_case(&group, &inputs, 2, THREADS);
 }
 
 /// A group of two GPUs in one process, with peer access, plain and
@@ -563,7 +575,8 @@ fn two_gpu_group() {
         .collect();
     for sanitize in [false, true] {
         let group = SymmetricGroup::new(contexts(sanitize)).expect("a group of two GPUs");
-        all_reduce_case(&group, &inputs, THREADS);
+        all_reduce_case(&group, &inputs, 1, THREADS);
+        all_reduce_case(&group, &inputs, 8, 128);
         barrier_exchange_in(&group);
         if sanitize {
             unsynchronised_peer_write_in(&group, 0, 1);
@@ -612,7 +625,7 @@ fn one_gpu_group() {
             .unwrap();
         let group = SymmetricGroup::new(vec![ctx]).expect("a group of one GPU");
         let inputs = vec![(0..64).collect::<Vec<u32>>()];
-        all_reduce_case(&group, &inputs, THREADS);
+        all_reduce_case(&group, &inputs, 2, THREADS);
         let data = group.alloc::<u32>(1).unwrap();
         let flags = group.alloc::<u32>(1).unwrap();
         let out = group.alloc::<u32>(1).unwrap();
