@@ -264,10 +264,11 @@ mod tests {
     proptest! {
         /// The address plan of a group, whatever its size and layout: every
         /// rank's thread states lie in its own region, below the pool; the
-        /// group's pool, computed in any process, is where rank 0's
-        /// creation put it (its `GlobalState`'s `pool_base`, relative to
-        /// that process's reservation), ends before the barrier clocks, and
-        /// the two barrier clocks are disjoint and inside the region.
+        /// group's pool, computed in any process and for any pooling rank,
+        /// is where that rank's creation put it (rank 0's: its
+        /// `GlobalState`'s `pool_base`, relative to that process's
+        /// reservation), ends before the barrier clocks, and the two
+        /// barrier clocks are disjoint and inside the region.
         #[test]
         fn the_group_address_plan_never_overlaps(
             sms in 1u32..200,
@@ -293,6 +294,14 @@ mod tests {
             let stride = PER_DEVICE_STATE_STRIDE;
             for base in [base_a * 32 * stride, base_b * 32 * stride] {
                 prop_assert_eq!(group_pool_base(base, POOL_RANK, &owner), base + owner.pool_base);
+                // A group of devices of one process pools in its first
+                // member's region, whatever that device's rank.
+                for pool_rank in 0..world {
+                    prop_assert_eq!(
+                        group_pool_base(base, pool_rank, &owner),
+                        device_globals(base, pool_rank) + layout.pool_offset
+                    );
+                }
                 for tid in [0, sms - 1, n / 2, n - 1] {
                     let (rank, local) = (tid / sms, tid % sms);
                     let at = thread_state_address(base, rank, local, n, cb);
