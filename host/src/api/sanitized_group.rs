@@ -99,9 +99,12 @@ impl SanitizedDevices {
     /// Finished when this returns.
     pub(crate) fn alloc<T: Pod>(&self, stream: &Stream, len: usize) -> Result<DeviceBuffer<T>> {
         let buffer = DeviceBuffer::alloc(stream, len)?;
-        if let Some(a) = self.vmm.lookup(buffer.device_ptr()) {
-            self.vmm.zero_data(&a, stream)?;
-            self.vmm.grant_access(a.ptr, &self.ordinals)?;
+        if !buffer.is_empty() {
+            // A typed error if the buffer were not an allocation of its own.
+            self.vmm.grant_access(buffer.device_ptr(), &self.ordinals)?;
+            if let Some(a) = self.vmm.lookup(buffer.device_ptr()) {
+                self.vmm.zero_data(&a, stream)?;
+            }
         }
         stream.synchronize()?;
         Ok(buffer)
