@@ -102,7 +102,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let contexts = |sanitize: bool| -> vigil::Result<Vec<Context>> {
             (0..world)
-                .map(|g| Context::builder().gpu(g).sanitize(sanitize).build())
+                .map(|g| {
+                    // A rank whose peer never launched waits at the barrier
+                    // for ever: bound every wait instead.
+                    Context::builder()
+                        .gpu(g)
+                        .sanitize(sanitize)
+                        .launch_timeout(Some(Duration::from_secs(300)))
+                        .build()
+                })
                 .collect()
         };
         let first = Context::new(0)?;

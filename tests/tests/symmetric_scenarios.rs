@@ -555,12 +555,15 @@ fn two_gpu_group() {
     if !common::two_gpus() {
         return;
     }
+    // A rank whose peer failed to launch would wait at a flag for ever:
+    // every wait is bounded instead.
     let contexts = |sanitize: bool| -> Vec<Context> {
         (0..2)
             .map(|g| {
                 Context::builder()
                     .gpu(g)
                     .sanitize(sanitize)
+                    .launch_timeout(Some(Duration::from_secs(120)))
                     .build()
                     .unwrap()
             })
