@@ -15,6 +15,8 @@
 //! and [`alloc`] for host costs); [`results`], what a run found; and
 //! [`report`], which turns results into the table and the JSON (rewritten
 //! after every case, so that a run ended from outside leaves its table).
+//! [`all_reduce`] is the multi-GPU ring all-reduce's bus bandwidth, plain
+//! and sanitized in one run (`--example all_reduce_bench`).
 //!
 //! ```text
 //! scripts/prepare-bench.sh     # release build and CUDA sources into bench-run/
@@ -24,6 +26,7 @@
 #![warn(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod all_reduce;
 pub mod alloc;
 pub mod budget;
 pub mod cases;

@@ -53,7 +53,7 @@ pub use atomic::{Atomic, AtomicArith, AtomicBits, AtomicMinMax};
 pub use global::{GlobalPtr, GlobalPtrMut, GlobalSlice, GlobalSliceMut, Vec4};
 pub use index::{block_dim, block_idx, grid_dim, sm_id, thread_idx, Dim3};
 pub use kernel::{Kernel, KernelParam};
-pub use peers::{group_barrier, Peers, MAX_RANKS};
+pub use peers::{group_barrier, group_barrier_at, Peers, MAX_RANKS};
 pub use sanitizer::{Plain, Sanitizer};
 pub use shared_mem::dynamic_shared;
 pub use sync::{fence, sync_threads};
@@ -69,7 +69,7 @@ pub mod prelude {
     pub use crate::index::{
         block_dim, block_idx, global_index_x, grid_dim, grid_stride_x, sm_id, thread_idx, Dim3,
     };
-    pub use crate::peers::{group_barrier, Peers};
+    pub use crate::peers::{group_barrier, group_barrier_at, Peers};
     pub use crate::sanitizer::{Plain, Sanitizer};
     pub use crate::shared_mem::dynamic_shared;
     pub use crate::sync::{fence, sync_threads};

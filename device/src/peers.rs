@@ -1,6 +1,7 @@
 //! Symmetric memory in a kernel: [`Peers`], every rank's buffer of one
-//! symmetric allocation, and [`group_barrier`], the barrier of a group of
-//! devices over per-rank flags.
+//! symmetric allocation, and [`group_barrier`] (or [`group_barrier_at`],
+//! one of several over one buffer), the barrier of a group of devices over
+//! per-rank flags.
 //!
 //! A symmetric allocation gives every rank (device) of a group a buffer of
 //! the same length. A kernel on rank `r` receives all of them as one
@@ -158,7 +159,17 @@ impl<T, S> Peers<T, S> {
 #[inline(always)]
 #[track_caller]
 pub fn group_barrier<S: Sanitizer>(flags: &Peers<u32, S>, generation: u32) {
-    let me = flags.rank() as usize;
+    group_barrier_at(flags, 0, generation);
+}
+
+/// [`group_barrier`] over the `world` flags of `flags` that start at
+/// element `first`: several barriers over one symmetric buffer, each with
+/// its own flags (the blocks of a multi-block kernel, block `b` of every
+/// rank meeting at `first = b * world`).
+#[inline(always)]
+#[track_caller]
+pub fn group_barrier_at<S: Sanitizer>(flags: &Peers<u32, S>, first: usize, generation: u32) {
+    let me = first + flags.rank() as usize;
     for p in 0..flags.world() {
         flags
             .peer(p)
@@ -167,7 +178,7 @@ pub fn group_barrier<S: Sanitizer>(flags: &Peers<u32, S>, generation: u32) {
     }
     let mine = flags.local();
     for p in 0..flags.world() as usize {
-        let slot = mine.at(p);
+        let slot = mine.at(first + p);
         while slot.atomic_load(Ordering::Acquire, Scope::System) < generation {
             crate::arch::imp::backoff();
         }

@@ -84,6 +84,16 @@ fn verdicts(reports: &RaceReports) -> Vec<(ReportKind, u32, u32, u32, u32)> {
     v
 }
 
+/// Loads the kernels' module on every rank before a test copies into the
+/// group's buffers: a sanitized GPU checks copies made before its first
+/// module only when one arrives (see `SymmetricGroup::new`).
+fn load_on_every_rank(group: &SymmetricGroup) {
+    for rank in 0..group.world() {
+        let ctx = group.context(rank).unwrap();
+        Module::from_ptx(ctx, KERNELS_PTX).expect("load the kernels");
+    }
+}
+
 /// Runs `launch(rank, ctx, stream)` on every rank at once.
 fn run_all(
     group: &SymmetricGroup,
@@ -114,15 +124,21 @@ fn handed_off() -> Vec<u32> {
 /// unsynchronised: exactly one race, between the writer's device's write
 /// and the reader's device's read (either may have come second).
 fn unsynchronised_peer_write(world: usize, writer: u32, reader: u32) {
-    let group = cpu_group(world);
+    unsynchronised_peer_write_in(&cpu_group(world), writer, reader);
+}
+
+/// [`unsynchronised_peer_write`] on `group` (sanitized; rank `r`'s
+/// reports name device `r`).
+fn unsynchronised_peer_write_in(group: &SymmetricGroup, writer: u32, reader: u32) {
+    let world = group.world();
     let data = group.alloc::<u32>(THREADS as usize).unwrap();
     let out = group.alloc::<u32>(THREADS as usize).unwrap();
-    run_all(&group, |rank, ctx, stream| {
+    run_all(group, |rank, ctx, stream| {
         let args = (data.peers(rank)?, out.peer(rank, rank)?, writer, reader);
         stream.launch(&kernel::<peer_put_get>(ctx), one_block(), args)
     });
     let (put, get) = (line_of("peer_put"), line_of("peer_get"));
-    let reports = races(&group);
+    let reports = races(group);
     let got = verdicts(&reports);
     // Text and JSON name both devices too.
     let (text, json) = (reports.to_string(), reports.to_json());
@@ -144,7 +160,7 @@ fn unsynchronised_peer_write(world: usize, writer: u32, reader: u32) {
         "world {world}: expected one race between device {writer}'s write and device \
          {reader}'s read, got {got:?}"
     );
-    assert_eq!(host_copy(&group, &data, reader), handed_off());
+    assert_eq!(host_copy(group, &data, reader), handed_off());
 }
 
 /// The hand-off from rank 0 to rank 1 through a release/acquire flag of
@@ -163,11 +179,22 @@ fn flag_handoff_between(
     writer: u32,
     reader: u32,
 ) -> Vec<(ReportKind, u32, u32, u32, u32)> {
-    let group = cpu_group(world);
+    flag_handoff_in(&cpu_group(world), sc, ordered, writer, reader)
+}
+
+/// [`flag_handoff_between`] on `group`.
+fn flag_handoff_in(
+    group: &SymmetricGroup,
+    sc: u32,
+    ordered: u32,
+    writer: u32,
+    reader: u32,
+) -> Vec<(ReportKind, u32, u32, u32, u32)> {
+    let world = group.world();
     let data = group.alloc::<u32>(THREADS as usize).unwrap();
     let flag = group.alloc::<u32>(1).unwrap();
     let out = group.alloc::<u32>(THREADS as usize).unwrap();
-    run_all(&group, |rank, ctx, stream| {
+    run_all(group, |rank, ctx, stream| {
         let args = (
             data.peers(rank)?,
             flag.peers(rank)?,
@@ -179,11 +206,11 @@ fn flag_handoff_between(
         );
         stream.launch(&kernel::<peer_flag_handoff>(ctx), one_block(), args)
     });
-    let got = verdicts(&races(&group));
+    let got = verdicts(&races(group));
     // The reader waited for the flag, so it read what the writer wrote
     // (whatever the sanitizer says about the ordering).
     assert_eq!(
-        host_copy(&group, &out, reader),
+        host_copy(group, &out, reader),
         handed_off(),
         "world {world}"
     );
@@ -244,6 +271,14 @@ fn system_scope_flag_orders_devices() {
 /// naming both devices, and nothing about the flag itself (atomics).
 #[test]
 fn relaxed_flag_across_devices_is_a_race() {
+    for world in [2, 4] {
+        relaxed_flag_is_a_race_in(&cpu_group(world));
+    }
+}
+
+/// The racy flag on `group`: exactly one read-after-write race, device
+/// 1's read after device 0's write, both lines named.
+fn relaxed_flag_is_a_race_in(group: &SymmetricGroup) {
     let want = (
         ReportKind::ReadAfterWrite,
         line_of("handoff_get"),
@@ -251,51 +286,57 @@ fn relaxed_flag_across_devices_is_a_race() {
         line_of("handoff_put"),
         0,
     );
-    for world in [2, 4] {
-        assert_eq!(
-            flag_handoff_between(world, SYSTEM, 0, 0, 1),
-            vec![want],
-            "world {world}"
-        );
-    }
+    assert_eq!(
+        flag_handoff_in(group, SYSTEM, 0, 0, 1),
+        vec![want],
+        "world {}",
+        group.world()
+    );
 }
 
 #[test]
 fn device_scope_flag_across_devices_is_a_scope_mismatch() {
-    let (set, wait) = (line_of("flag_set"), line_of("flag_wait"));
     for world in [2, 4] {
-        let got = flag_handoff(world, DEVICE);
-        // Seen from the reader's poll after the store, or from the store
-        // after a poll.
-        let mismatches = [
-            (ReportKind::ScopeMismatch, wait, 1, set, 0),
-            (ReportKind::ScopeMismatch, set, 0, wait, 1),
-        ];
+        device_scope_flag_is_a_mismatch_in(&cpu_group(world));
+    }
+}
+
+/// A device-scope flag from rank 0 to rank 1 of `group`: a scope mismatch
+/// on the flag and the guarded data's race, nothing else.
+fn device_scope_flag_is_a_mismatch_in(group: &SymmetricGroup) {
+    let (set, wait) = (line_of("flag_set"), line_of("flag_wait"));
+    let world = group.world();
+    let got = flag_handoff_in(group, DEVICE, RELEASE_ACQUIRE, 0, 1);
+    // Seen from the reader's poll after the store, or from the store
+    // after a poll.
+    let mismatches = [
+        (ReportKind::ScopeMismatch, wait, 1, set, 0),
+        (ReportKind::ScopeMismatch, set, 0, wait, 1),
+    ];
+    assert!(
+        got.iter().any(|v| mismatches.contains(v)),
+        "world {world}: expected a scope mismatch between device 0's store and device \
+         1's load of the flag, got {got:?}"
+    );
+    // The acquire joined nothing: the data the flag was meant to guard
+    // is a race too (device 1's reads after device 0's writes), and
+    // nothing else is reported.
+    let data = (
+        ReportKind::ReadAfterWrite,
+        line_of("handoff_get"),
+        1,
+        line_of("handoff_put"),
+        0,
+    );
+    assert!(
+        got.contains(&data),
+        "world {world}: expected {data:?} among {got:?}"
+    );
+    for v in &got {
         assert!(
-            got.iter().any(|v| mismatches.contains(v)),
-            "world {world}: expected a scope mismatch between device 0's store and device \
-             1's load of the flag, got {got:?}"
+            mismatches.contains(v) || v == &data,
+            "world {world}: unexpected report {v:?}"
         );
-        // The acquire joined nothing: the data the flag was meant to guard
-        // is a race too (device 1's reads after device 0's writes), and
-        // nothing else is reported.
-        let data = (
-            ReportKind::ReadAfterWrite,
-            line_of("handoff_get"),
-            1,
-            line_of("handoff_put"),
-            0,
-        );
-        assert!(
-            got.contains(&data),
-            "world {world}: expected {data:?} among {got:?}"
-        );
-        for v in &got {
-            assert!(
-                mismatches.contains(v) || v == &data,
-                "world {world}: unexpected report {v:?}"
-            );
-        }
     }
 }
 
@@ -372,13 +413,16 @@ fn group_barrier_orders_devices_4() {
 }
 
 /// A ring all-reduce of `inputs[r]` (one vector per rank, `world` chunks
-/// of `chunk`) on `group`: every rank ends with the element-wise sums, and
+/// of `chunk`) on `group`, `blocks` blocks of `threads` per rank, launched
+/// twice over the same flags: every rank ends with the element-wise sums
+/// after the first launch and `world` times them after the second, and
 /// the group reports nothing.
-fn all_reduce_case(group: &SymmetricGroup, inputs: &[Vec<u32>], threads: u32) {
+fn all_reduce_case(group: &SymmetricGroup, inputs: &[Vec<u32>], blocks: u32, threads: u32) {
     let world = group.world();
     let n = inputs[0].len();
+    load_on_every_rank(group);
     let mut data = group.alloc::<u32>(n).unwrap();
-    let flags = group.alloc::<u32>(world as usize).unwrap();
+    let flags = group.alloc::<u32>((blocks * world) as usize).unwrap();
     for (r, input) in inputs.iter().enumerate() {
         let stream = group.stream(r as u32).unwrap();
         data.buffer_mut(r as u32)
@@ -386,31 +430,40 @@ fn all_reduce_case(group: &SymmetricGroup, inputs: &[Vec<u32>], threads: u32) {
             .expect("copy the input");
     }
     group.synchronize().expect("inputs written");
-    run_all(group, |rank, ctx, stream| {
-        let args = (data.peers(rank)?, flags.peers(rank)?);
-        stream.launch(
-            &kernel::<ring_all_reduce>(ctx),
-            LaunchConfig::new(1, threads),
-            args,
-        )
-    });
-    let reports = races(group);
-    assert!(reports.is_empty(), "ring all-reduce raced:\n{reports}");
-    let want: Vec<u32> = (0..n)
+    let sums: Vec<u32> = (0..n)
         .map(|i| inputs.iter().fold(0u32, |a, x| a.wrapping_add(x[i])))
         .collect();
-    for r in 0..world {
-        assert_eq!(host_copy(group, &data, r), want, "rank {r} of {world}");
+    for launch in 0..2 {
+        run_all(group, |rank, ctx, stream| {
+            let first_generation = launch * 2 * (world - 1);
+            let args = (data.peers(rank)?, flags.peers(rank)?, first_generation);
+            stream.launch(
+                &kernel::<ring_all_reduce>(ctx),
+                LaunchConfig::new(blocks, threads),
+                args,
+            )
+        });
+        let reports = races(group);
+        assert!(reports.is_empty(), "ring all-reduce raced:\n{reports}");
+        let times = if launch == 0 { 1 } else { world };
+        let want: Vec<u32> = sums.iter().map(|s| s.wrapping_mul(times)).collect();
+        for r in 0..world {
+            assert_eq!(
+                host_copy(group, &data, r),
+                want,
+                "rank {r} of {world}, launch {launch}, {blocks} blocks"
+            );
+        }
     }
 }
 
 #[test]
 fn ring_all_reduce_sums_without_races_2_and_4() {
-    for world in [2usize, 4] {
+    for (world, blocks) in [(2usize, 1), (2, 3), (4, 1), (4, 3)] {
         let inputs: Vec<Vec<u32>> = (0..world)
             .map(|r| (0..world * 16).map(|i| (r * 1000 + i) as u32).collect())
             .collect();
-        all_reduce_case(&cpu_group(world), &inputs, THREADS);
+        all_reduce_case(&cpu_group(world), &inputs, blocks, THREADS);
     }
 }
 
@@ -423,6 +476,7 @@ proptest! {
     fn ring_all_reduce_matches_the_host_sums(
         world in 1usize..=4,
         chunk in 1usize..40,
+        blocks in 1u32..=4,
         threads in prop::sample::select(vec![1u32, 7, 32]),
         seed in any::<u64>(),
     ) {
@@ -437,7 +491,7 @@ proptest! {
                     .collect()
             })
             .collect();
-        all_reduce_case(&cpu_group(world), &inputs, threads);
+        all_reduce_case(&cpu_group(world), &inputs, blocks, threads);
     }
 }
 
@@ -483,16 +537,16 @@ fn group_sizes_out_of_range_are_refused() {
 fn plain_group_all_reduce() {
     let group = SymmetricGroup::cpu(3, Context::builder().cpu_workers(1)).unwrap();
     let inputs: Vec<Vec<u32>> = (0..3).map(|r| vec![r as u32 + 1; 3 * 8]).collect();
-    all_reduce_case(&group, &inputs, THREADS);
+    all_reduce_case(&group, &inputs, 2, THREADS);
 }
 
-/// A group of one GPU (the one-process GPU case on a single device):
-/// sanitized, the all-reduce over one rank and the barrier exchange run
-/// and report nothing. Skipped without a GPU.
-/// A group of two GPUs in one process, with peer access: the ring
-/// all-reduce gives the right sums and the kernels' group barrier orders
-/// the exchange; a sanitized group of several GPUs is refused, typed.
-/// Skipped, saying so, with fewer than two GPUs.
+/// A group of two GPUs in one process, with peer access, plain and
+/// sanitized: the ring all-reduce gives the right sums and the kernels'
+/// group barrier orders the exchange (no report, sanitized); sanitized,
+/// the CPU suite's hand-offs give the CPU's verdicts: the unsynchronised
+/// peer write and the relaxed flag are races naming both devices and both
+/// lines, the system-scope flag is race-free, the device-scope flag is a
+/// scope mismatch. Skipped, saying so, with fewer than two GPUs.
 #[test]
 fn two_gpu_group() {
     if vigil::unstable::testing::require_gpu().is_none() {
@@ -501,18 +555,20 @@ fn two_gpu_group() {
     if !common::two_gpus() {
         return;
     }
+    // A rank whose peer failed to launch would wait at a flag for ever:
+    // every wait is bounded instead.
     let contexts = |sanitize: bool| -> Vec<Context> {
         (0..2)
             .map(|g| {
                 Context::builder()
                     .gpu(g)
                     .sanitize(sanitize)
+                    .launch_timeout(Some(Duration::from_secs(120)))
                     .build()
                     .unwrap()
             })
             .collect()
     };
-    let group = SymmetricGroup::new(contexts(false)).expect("a group of two GPUs");
     let inputs: Vec<Vec<u32>> = (0..2u32)
         .map(|r| {
             (0..4096u32)
@@ -520,15 +576,45 @@ fn two_gpu_group() {
                 .collect()
         })
         .collect();
-    all_reduce_case(&group, &inputs, THREADS);
-    barrier_exchange_in(&group);
-    let sanitized = SymmetricGroup::new(contexts(true));
+    for sanitize in [false, true] {
+        let group = SymmetricGroup::new(contexts(sanitize)).expect("a group of two GPUs");
+        all_reduce_case(&group, &inputs, 1, THREADS);
+        all_reduce_case(&group, &inputs, 8, 128);
+        barrier_exchange_in(&group);
+        if sanitize {
+            unsynchronised_peer_write_in(&group, 0, 1);
+            unsynchronised_peer_write_in(&group, 1, 0);
+            relaxed_flag_is_a_race_in(&group);
+            assert_eq!(
+                flag_handoff_in(&group, SYSTEM, RELEASE_ACQUIRE, 0, 1),
+                vec![]
+            );
+            assert_eq!(
+                flag_handoff_in(&group, SYSTEM, RELEASE_ACQUIRE, 1, 0),
+                vec![]
+            );
+            device_scope_flag_is_a_mismatch_in(&group);
+        }
+    }
+    let mixed = vec![
+        Context::builder().gpu(0).sanitize(true).build().unwrap(),
+        Context::builder().gpu(1).build().unwrap(),
+    ];
     assert!(
-        matches!(sanitized, Err(Error::Group(_))),
-        "a sanitized group of two GPUs: {sanitized:?}"
+        matches!(
+            SymmetricGroup::new(mixed),
+            Err(Error::Group(vigil::GroupProblem::MixedSanitizer {
+                sanitized: 0,
+                plain: 1
+            }))
+        ),
+        "a group of a sanitized and a plain GPU is refused"
     );
 }
 
+/// A group of one GPU (the one-process GPU case on a single device):
+/// sanitized, the all-reduce over one rank and the barrier exchange run
+/// and report nothing. Skipped without a GPU.
 #[test]
 fn one_gpu_group() {
     if vigil::unstable::testing::require_gpu().is_none() {
@@ -542,7 +628,7 @@ fn one_gpu_group() {
             .unwrap();
         let group = SymmetricGroup::new(vec![ctx]).expect("a group of one GPU");
         let inputs = vec![(0..64).collect::<Vec<u32>>()];
-        all_reduce_case(&group, &inputs, THREADS);
+        all_reduce_case(&group, &inputs, 2, THREADS);
         let data = group.alloc::<u32>(1).unwrap();
         let flags = group.alloc::<u32>(1).unwrap();
         let out = group.alloc::<u32>(1).unwrap();

@@ -371,9 +371,12 @@ pub fn block_dim() -> Dim3 {
 pub fn grid_dim() -> Dim3 {
     with_current(|c| c.grid_dim)
 }
-/// Waits a little in a spin loop (the GPU's `nanosleep`; a spin hint here).
+/// Waits a little in a spin loop (the GPU's `nanosleep`): gives the core
+/// up, since what the loop waits for is often another device's worker
+/// (a group of simulated devices), which a machine with fewer cores than
+/// spinning workers would otherwise starve.
 pub fn backoff() {
-    core::hint::spin_loop()
+    std::thread::yield_now()
 }
 
 pub fn smid() -> u32 {

@@ -10,5 +10,6 @@ pub(crate) mod launch;
 pub(crate) mod memory;
 pub(crate) mod module;
 pub(crate) mod process_group;
+pub(crate) mod sanitized_group;
 pub(crate) mod stream;
 pub(crate) mod symmetric;

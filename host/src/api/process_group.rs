@@ -28,11 +28,10 @@
 //! the other process's access is named by its rank, SM and slot (its
 //! source location and kernel live in that process's memory).
 use super::context::Context;
+use super::sanitized_group::join_runtime;
 use super::stream::Stream;
 use super::symmetric::PeersArg;
-use crate::backend::{
-    runtime_mismatch, ExportedAllocation, ExportedRuntimeState, Vmm, VmmAllocation,
-};
+use crate::backend::{ExportedAllocation, ExportedRuntimeState, Vmm, VmmAllocation};
 use crate::error::{Error, GroupProblem, Result};
 use crate::ipc::{PeerShare, Rendezvous};
 use crate::sanitizer::config::VmmConfig;
@@ -180,17 +179,16 @@ impl ProcessGroup {
                 global: own.global,
                 fd,
             };
-            let global = self.vmm.import_runtime_state(&self.ctx, &peer)?;
+            self.vmm.import_runtime_state(&self.ctx, &peer)?;
             imported.ranks.push(peer.rank);
-            if let Some(what) = runtime_mismatch(&own.global, &global) {
-                return Err(Error::Group(GroupProblem::RuntimeMismatch {
-                    rank: peer.rank,
-                    own: self.rank,
-                    what,
-                }));
-            }
         }
-        self.vmm.share_group_pool(ordinal)?;
+        join_runtime(
+            &self.vmm,
+            ordinal,
+            self.rank,
+            &imported.ranks,
+            crate::backend::POOL_RANK,
+        )?;
         imported.ranks.clear();
         Ok(())
     }

@@ -8,7 +8,7 @@
 //! |--------------------------------|---------------------------------|--------|-----------|
 //! | [`SymmetricGroup::cpu`]        | N simulated devices (CPU backend) | host memory, one address space | one race engine for all ranks (optional) |
 //! | [`SymmetricGroup::new`], 1 context | one GPU or CPU context       | the context's | the context's |
-//! | [`SymmetricGroup::new`], N GPUs | N CUDA devices, peer access enabled between each pair | `cuMemAlloc` per device | plain only (see [`GroupProblem::SanitizedGpus`]) |
+//! | [`SymmetricGroup::new`], N GPUs | N CUDA devices, peer access enabled between each pair | plain: `cuMemAlloc` per device; sanitized: the process's shadow allocator, each buffer and its shadow open to every member | all sanitized or all plain |
 //!
 //! Ordering across ranks is the PTX memory model's: only
 //! [`Scope::System`](crate::Scope::System) atomics and fences order work of
@@ -23,10 +23,11 @@
 use super::builder::ContextBuilder;
 use super::context::{races_to_result, Context};
 use super::memory::DeviceBuffer;
+use super::sanitized_group::SanitizedDevices;
 use super::stream::Stream;
 use crate::abi::params::ParamBuffer;
 use crate::api::args::KernelArg;
-use crate::backend::{group_cpu_sanitizers, CpuSanitizerParams};
+use crate::backend::{group_cpu_sanitizers, CpuSanitizerParams, Vmm};
 use crate::error::{ArgProblem, Error, GroupProblem, Result};
 use crate::sanitizer::report::RaceReports;
 use crate::types::DeviceId;
@@ -60,6 +61,8 @@ pub const DEFAULT_GROUP_LAUNCH_TIMEOUT: Duration = Duration::from_secs(60);
 /// ```
 pub struct SymmetricGroup {
     members: Vec<Member>,
+    /// A sanitized group of several GPUs: the shadow allocator's side.
+    sanitized: Option<SanitizedDevices>,
 }
 
 /// One rank: its context and the stream allocations are made on.
@@ -84,6 +87,21 @@ fn check_world(world: usize) -> Result<()> {
             world,
             max: MAX_RANKS,
         }))
+    }
+}
+
+/// The shadow allocator of `contexts` when they are all sanitized,
+/// `None` when none is; [`GroupProblem::MixedSanitizer`] otherwise.
+fn sanitized_vmm(contexts: &[Context]) -> Result<Option<Vmm>> {
+    let sanitized = contexts.iter().position(Context::is_sanitized);
+    let plain = contexts.iter().position(|c| !c.is_sanitized());
+    match (sanitized, plain) {
+        (Some(s), Some(p)) => Err(Error::Group(GroupProblem::MixedSanitizer {
+            sanitized: s as u32,
+            plain: p as u32,
+        })),
+        (Some(s), None) => Ok(contexts[s].sanitizer_pool().map(|p| p.vmm().clone())),
+        _ => Ok(None),
     }
 }
 
@@ -129,15 +147,33 @@ impl SymmetricGroup {
                 None => builder.clone().build(),
             })
             .collect::<Result<Vec<_>>>()?;
-        Self::with_members(contexts)
+        Self::with_members(contexts, None)
     }
 
     /// A group of the given contexts, rank `r` being `contexts[r]`: one
     /// context (of any backend), or CUDA devices, each a different one,
     /// between which peer access is enabled both ways (refused with
     /// [`GroupProblem::NoPeerAccess`] where the hardware has none).
-    /// Sanitized contexts of several GPUs are refused
-    /// ([`GroupProblem::SanitizedGpus`]).
+    ///
+    /// Several GPUs are all plain or all sanitized
+    /// ([`GroupProblem::MixedSanitizer`]). Sanitized, they are one race
+    /// detector, as a [`ProcessGroup`](crate::ProcessGroup) is across
+    /// processes: every member's sanitizer runtime state (thread clocks,
+    /// release snapshots) is opened to every member at its rank's stride,
+    /// every member takes inflated shadow records from rank 0's pool, each
+    /// [`SymmetricGroup::alloc`] buffer's data and shadow are opened to
+    /// every member (so a kernel on device 0 writing device 1's buffer
+    /// updates the shadow device 1's kernels check), and a race's earlier
+    /// access is found with its source location whichever device made it.
+    /// A member's device must not have run sanitized work before with
+    /// another record pool ([`GroupProblem::SanitizerStarted`]); build the
+    /// group first. Without virtual memory management on a device, the
+    /// shadow allocator's error.
+    ///
+    /// Load every member's modules before the first copy into a group's
+    /// buffer: a sanitized device checks copies made before its first
+    /// module only when that module arrives, which may be after another
+    /// member's kernel touched the buffer.
     pub fn new(contexts: Vec<Context>) -> Result<SymmetricGroup> {
         check_world(contexts.len())?;
         if contexts.len() > 1 {
@@ -159,21 +195,23 @@ impl SymmetricGroup {
                     }));
                 }
             }
-            if contexts.iter().any(Context::is_sanitized) {
-                return Err(Error::Group(GroupProblem::SanitizedGpus {
-                    world: contexts.len(),
-                }));
-            }
             for a in &contexts {
                 for b in contexts.iter().filter(|b| b.device() != a.device()) {
                     a.backend().enable_peer_access(b.backend())?;
                 }
             }
+            let sanitized = sanitized_vmm(&contexts)?
+                .map(|vmm| SanitizedDevices::join(vmm, &contexts))
+                .transpose()?;
+            return Self::with_members(contexts, sanitized);
         }
-        Self::with_members(contexts)
+        Self::with_members(contexts, None)
     }
 
-    fn with_members(contexts: Vec<Context>) -> Result<SymmetricGroup> {
+    fn with_members(
+        contexts: Vec<Context>,
+        sanitized: Option<SanitizedDevices>,
+    ) -> Result<SymmetricGroup> {
         let members = contexts
             .into_iter()
             .map(|ctx| {
@@ -181,7 +219,7 @@ impl SymmetricGroup {
                 Ok(Member { ctx, stream })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(SymmetricGroup { members })
+        Ok(SymmetricGroup { members, sanitized })
     }
 
     /// The number of ranks.
@@ -216,7 +254,10 @@ impl SymmetricGroup {
         let buffers = self
             .members
             .iter()
-            .map(|m| DeviceBuffer::alloc_zeroed(&m.stream, len))
+            .map(|m| match &self.sanitized {
+                Some(s) => s.alloc(&m.stream, len),
+                None => DeviceBuffer::alloc_zeroed(&m.stream, len),
+            })
             .collect::<Result<Vec<_>>>()?;
         for m in &self.members {
             m.stream.synchronize()?;

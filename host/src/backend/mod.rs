@@ -23,7 +23,7 @@ pub(crate) use cpu::hooks::{group_cpu_sanitizers, CpuSanitizer, CpuSanitizerPara
 pub(crate) use cpu::launch::HostEntry;
 pub(crate) use cpu::CpuOptions;
 pub(crate) use cuda::driver::{device_count, gpu_available};
-pub(crate) use cuda::vmm::group::runtime_mismatch;
+pub(crate) use cuda::vmm::group::POOL_RANK;
 pub(crate) use cuda::vmm::{
     Allocation as VmmAllocation, CachingPool, ExportedAllocation, ExportedRuntimeState, Vmm,
 };
@@ -232,6 +232,30 @@ impl Backend {
                 Ok(())
             }
         }
+    }
+
+    /// Whether this sanitized GPU context's device has a GPU sanitizer
+    /// already (a sanitized launch, copy or group barrier made it).
+    pub(crate) fn sanitizer_started(&self) -> bool {
+        match self {
+            Backend::Cuda(c) => c.sanitizer_if_any().is_some(),
+            Backend::Cpu(_) => false,
+        }
+    }
+
+    /// Makes the GPU sanitizers of `members` (sanitized GPU contexts of
+    /// this process, each on its own device, the group's first first) one
+    /// group: one side table, host waits shared
+    /// (`cuda::sanitizer::group`).
+    pub(crate) fn join_sanitizer_group(members: &[&Backend]) -> Result<()> {
+        let sanitizers = members
+            .iter()
+            .map(|b| match b {
+                Backend::Cuda(c) => c.gpu_sanitizer(),
+                Backend::Cpu(_) => Err(b.gpu_only("a sanitized group of GPUs")),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        cuda::sanitizer::join_group(&sanitizers)
     }
 
     /// The GPU sanitizer's host clock (what a group of processes'

@@ -40,24 +40,27 @@ pub enum GroupProblem {
         /// Their device.
         device: DeviceId,
     },
-    /// Sanitized contexts of several GPUs in one group: each peer's shadow
-    /// would have to be mapped into every device's reservation, which is
-    /// not built yet (plain contexts work as peer-to-peer memory).
+    /// A group of several GPUs mixes sanitized and plain contexts: the
+    /// sanitizer checks every access to the group's memory or none.
     #[error(
-        "a sanitized group of {world} GPUs needs every peer's shadow mapped into each device's \
-         reservation, which is not built yet; use plain contexts (peer-to-peer memory) or one GPU"
+        "rank {sanitized} is sanitized and rank {plain} is not: the contexts of a group of \
+         GPUs are all sanitized or all plain"
     )]
-    SanitizedGpus {
-        /// The ranks asked for.
-        world: usize,
+    MixedSanitizer {
+        /// A sanitized member's rank.
+        sanitized: u32,
+        /// A plain member's rank.
+        plain: u32,
     },
-    /// A sanitized context joins a group of processes before its
-    /// sanitizer starts: its runtime state is made for the group (its
-    /// rank, clocks as long as the whole group's threads), which cannot
-    /// change once it exists.
+    /// A sanitized context joins a group before its sanitizer starts: its
+    /// runtime state is made for the group (a group of processes: its
+    /// rank, clocks as long as the whole group's threads; a group of
+    /// devices of one process: the group's one record pool), which cannot
+    /// change once its kernels have used it.
     #[error(
-        "rank {rank}: a sanitized context joins a group of processes before its first \
-         allocation or launch (the sanitizer's runtime state already exists: {reason})"
+        "rank {rank}: a sanitized context joins a group before its sanitizer starts \
+         (a group of processes: before its first allocation or launch; a group of GPUs of one \
+         process: before its device's first sanitized launch): {reason}"
     )]
     SanitizerStarted {
         /// The joining rank.

@@ -88,23 +88,35 @@ pub fn barrier_exchange<S: Sanitizer>(
 /// the previous rank: `world - 1` reduce-scatter steps (rank `r` adds the
 /// previous rank's chunk `r - s - 1` into its own), then `world - 1`
 /// all-gather steps (rank `r` copies the previous rank's finished chunk
-/// `r - s`), each followed by a group barrier over `flags`. `data.len()`
-/// is `world` chunks; one block per rank.
+/// `r - s`). `data.len()` is `world` chunks, each cut into one slice per
+/// block: block `b` of every rank works on slice `b` of each chunk only,
+/// so after each step it passes a group barrier with the blocks `b` of the
+/// other ranks alone (flags `b * world ..`, `flags.len()` at least
+/// `blocks * world`), generations `first_generation + 1` to
+/// `first_generation + 2 * (world - 1)`: a later launch over the same
+/// flags passes `first_generation` past the last one's.
 #[kernel]
-pub fn ring_all_reduce<S: Sanitizer>(data: Peers<u32, S>, flags: Peers<u32, S>) {
+pub fn ring_all_reduce<S: Sanitizer>(
+    data: Peers<u32, S>,
+    flags: Peers<u32, S>,
+    first_generation: u32,
+) {
     let t = thread_idx().x as usize;
     let threads = block_dim().x as usize;
+    let (b, blocks) = (block_idx().x as usize, grid_dim().x as usize);
     let (rank, world) = (data.rank(), data.world());
     let chunk = data.len() / world as usize;
+    let slice = chunk.div_ceil(blocks);
+    let (from, to) = ((b * slice).min(chunk), ((b + 1) * slice).min(chunk));
     let prev = data.peer((rank + world - 1) % world);
     let mine = data.local();
-    let mut generation = 0;
+    let mut generation = first_generation;
     for phase in 0..2 {
         for s in 0..world - 1 {
             // Reduce-scatter works on chunk r - s - 1, all-gather on r - s.
             let c = ((rank + 2 * world - s - 1 + phase) % world) as usize;
-            let mut i = c * chunk + t;
-            while i < (c + 1) * chunk {
+            let mut i = c * chunk + from + t;
+            while i < c * chunk + to {
                 let v = prev.load(i);
                 if phase == 0 {
                     mine.store(i, mine.load(i).wrapping_add(v));
@@ -116,7 +128,7 @@ pub fn ring_all_reduce<S: Sanitizer>(data: Peers<u32, S>, flags: Peers<u32, S>) 
             generation += 1;
             sync_threads();
             if t == 0 {
-                group_barrier(&flags, generation);
+                group_barrier_at(&flags, b * world as usize, generation);
             }
             sync_threads();
         }

@@ -17,6 +17,7 @@
 //! Host-issued copies and fills are launches of the range-access entry,
 //! planned like kernels (`range_checks`).
 //!
+//! - `group`: the sanitizers of a group of devices of one process.
 //! - `slots`: how many sanitizer slots each SM gets.
 //! - `clocks`: which clocks a launch acquires (pure bookkeeping).
 //! - `device_memory`: the sanitizer's own device and mapped memory.
@@ -28,6 +29,7 @@
 
 mod clocks;
 mod device_memory;
+mod group;
 mod host_sites;
 mod location;
 mod range_checks;
@@ -35,13 +37,14 @@ mod resolve;
 mod slots;
 mod window;
 
+pub(crate) use group::join_group;
 use range_checks::RangeState;
 pub(crate) use range_checks::{RangeCheck, RangeEntry};
 pub(crate) use slots::slots_per_sm_fitting;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering as MemOrder};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 use vigil_shared::abi::ReportBufferHeader;
 use vigil_shared::block::{
@@ -112,6 +115,11 @@ pub(crate) struct GpuSanitizer {
     slots: u32,
     num_threads: u32,
     runtime: DeviceBlock,
+    /// What `runtime` holds (rewritten when the device joins a group).
+    desc: Mutex<GpuRuntime>,
+    /// The other devices of this process in its sanitized group: host
+    /// waits here order their later launches too (`group`).
+    group: Mutex<Vec<Weak<GpuSanitizer>>>,
     _slot_table: DeviceBlock,
     _side_table: DeviceBlock,
     block_table: DeviceBlock,
@@ -119,9 +127,13 @@ pub(crate) struct GpuSanitizer {
     _sc_fences: DeviceBlock,
     reports: MappedBlock,
     layout: Option<LocationLayout>,
-    next_launch: AtomicU32,
     state: Mutex<State>,
 }
+
+/// Launch ids, unique in the process: a race's earlier access may be
+/// another device's (a group of devices shares its side table), and its
+/// id must not name a launch of this one.
+static NEXT_LAUNCH: AtomicU32 = AtomicU32::new(1);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -217,6 +229,8 @@ impl GpuSanitizer {
             slots,
             num_threads: g.num_threads,
             runtime,
+            desc: Mutex::new(desc),
+            group: Mutex::new(Vec::new()),
             _slot_table: slot_table,
             _side_table: side_table,
             block_table,
@@ -224,7 +238,6 @@ impl GpuSanitizer {
             _sc_fences: sc_fences,
             reports,
             layout: LocationLayout::probe(),
-            next_launch: AtomicU32::new(1),
             state: Mutex::new(State {
                 book: ClockBook::new(g.num_threads),
                 host_clock: vec![0; g.num_threads as usize],
@@ -300,7 +313,7 @@ impl GpuSanitizer {
             backend: crate::types::DeviceId::Cuda(self.device.ordinal()),
             reason: "the stream has no sanitizer clocks",
         })?;
-        let launch = self.next_launch.fetch_add(1, MemOrder::Relaxed);
+        let launch = NEXT_LAUNCH.fetch_add(1, MemOrder::Relaxed);
         st.launches.insert(launch, owner, shape);
         Ok((plan, launch))
     }
@@ -363,6 +376,12 @@ impl GpuSanitizer {
                 })
             })
             .collect();
+        // Earlier accesses by another device of a group name its launches
+        // (asked for without this lock held: no two sanitizers' locks are
+        // ever held together).
+        drop(st);
+        let elsewhere = self.peer_launches(records.iter().map(|r| r.prior.launch));
+        let mut st = lock(&self.state);
         let State {
             launches,
             locations,
@@ -380,6 +399,7 @@ impl GpuSanitizer {
             num_sms: self.num_sms,
             slots: self.slots,
             launches,
+            elsewhere: &elsewhere,
             layout: self.layout,
             locations: std::cell::RefCell::new(locations),
             host_sites: sites,
@@ -489,7 +509,19 @@ impl GpuSanitizer {
     /// with the host clock into a new host clock block, under the state
     /// lock, before any later launch can be planned to join it. Blocks of
     /// older host clocks go once the whole device is idle.
+    /// In a group of devices of this process, the new host clock is
+    /// joined into every other member's: the host waited, so its later
+    /// launches on any rank come after what it waited for.
     pub fn on_host_wait(&self, wait: HostWait) -> Result<()> {
+        if self.fold_host_wait(wait)? {
+            self.share_host_clock()?;
+        }
+        Ok(())
+    }
+
+    /// [`GpuSanitizer::on_host_wait`] on this device: true when the host
+    /// clock changed.
+    fn fold_host_wait(&self, wait: HostWait) -> Result<bool> {
         let mut st = lock(&self.state);
         let st = &mut *st;
         let fold = match wait {
@@ -503,12 +535,12 @@ impl GpuSanitizer {
             st.host_clocks.drain(..keep);
         }
         if fold.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         if st.range.has_unrun_checks() {
             // A queued transfer check's exit clock is not written yet.
             st.book.keep_sources(&fold);
-            return Ok(());
+            return Ok(false);
         }
         self.device.bind()?;
         for source in &fold {
@@ -521,7 +553,8 @@ impl GpuSanitizer {
                 .collect();
             join_into(&mut st.host_clock, &clock);
         }
-        Self::adopt_host_clock(st, &fold)
+        Self::adopt_host_clock(st, &fold)?;
+        Ok(true)
     }
 
     /// Writes the host clock into a new device block that every later

@@ -39,6 +39,11 @@ impl LaunchHistory {
         self.by_id.insert(id, (owner, shape));
     }
 
+    /// Launch `id`'s shape, if still remembered.
+    pub fn shape(&self, id: u32) -> Option<&LaunchShape> {
+        self.by_id.get(&id).map(|(_, s)| s)
+    }
+
     /// The context that made launch `id`, if still remembered.
     pub fn owner(&self, id: u32) -> Option<u64> {
         self.by_id.get(&id).map(|(o, _)| *o)
@@ -53,6 +58,9 @@ pub(crate) struct GpuResolver<'a> {
     pub slots: u32,
     /// Launches by id.
     pub launches: &'a LaunchHistory,
+    /// Launches of the other devices of this device's group that the
+    /// records name (launch ids are unique in the process).
+    pub elsewhere: &'a HashMap<u32, LaunchShape>,
     /// How a `Location` is laid out (`None`: earlier locations unknown).
     pub layout: Option<LocationLayout>,
     /// Locations and file names read so far.
@@ -87,7 +95,10 @@ impl ReportResolver for GpuResolver<'_> {
     }
 
     fn launch(&self, launch: u32) -> Option<LaunchShape> {
-        self.launches.by_id.get(&launch).map(|(_, s)| s.clone())
+        self.launches
+            .shape(launch)
+            .or_else(|| self.elsewhere.get(&launch))
+            .cloned()
     }
 
     fn place(&self, tid: u32) -> ThreadPlace {
@@ -134,6 +145,8 @@ mod tests {
             num_sms: SMS,
             slots: SLOTS,
             launches,
+            // A test's few bytes, for the test's whole run.
+            elsewhere: Box::leak(Box::default()),
             layout: LocationLayout::probe(),
             locations: RefCell::new(cache),
             host_sites,

@@ -1,8 +1,9 @@
-//! This process's runtime state wired to a group of processes (design
-//! 3.4, one rank per process): every rank's region mapped at its rank's
-//! stride (imported with [`Vmm::import_runtime_state`]), one
-//! inflated-record pool for the whole group, and the host clocks ranks
-//! publish at a group barrier.
+//! The runtime state wired to a group (design 3.4): every rank's region
+//! mapped at its rank's stride and reachable from every member's device
+//! (imported from another process with [`Vmm::import_runtime_state`], or,
+//! for several devices of this process, their own regions opened to each
+//! other with [`Vmm::grant_runtime_state`]), one inflated-record pool for
+//! the whole group, and the host clocks ranks publish at a group barrier.
 //!
 //! One pool: a shadow cell inflated by one rank holds an index that every
 //! other rank follows, so every rank's `GlobalState` names rank 0's pool
@@ -12,6 +13,7 @@
 
 use super::super::AsCudaDevice;
 use super::layout::device_globals;
+use super::physical::PhysOps;
 use super::runtime_state::{self, RegionLayout};
 use super::{lock, physical, Vmm, VmmError, VmmResult};
 use vigil_shared::abi::GlobalState;
@@ -46,11 +48,11 @@ pub fn runtime_mismatch(own: &GlobalState, peer: &GlobalState) -> Option<String>
 }
 
 /// Where the group's pool lies in a process whose runtime-state
-/// reservation starts at `globals_base`: in rank [`POOL_RANK`]'s region
+/// reservation starts at `globals_base`: in rank `pool_rank`'s region
 /// (whose `GlobalState` is `owner`), at the offset its layout gives, the
 /// same offset in every process. Pure: tested on the CPU.
-pub fn group_pool_base(globals_base: u64, owner: &GlobalState) -> u64 {
-    device_globals(globals_base, POOL_RANK) + RegionLayout::of(owner).pool_offset
+pub fn group_pool_base(globals_base: u64, pool_rank: u32, owner: &GlobalState) -> u64 {
+    device_globals(globals_base, pool_rank) + RegionLayout::of(owner).pool_offset
 }
 
 impl Vmm {
@@ -76,20 +78,82 @@ impl Vmm {
         })
     }
 
-    /// Points device `ordinal`'s `GlobalState` at rank [`POOL_RANK`]'s
+    /// Points device `ordinal`'s `GlobalState` at rank `pool_rank`'s
     /// inflated-record pool (mapped here), the group's one pool. Call
-    /// before the device's first sanitized launch.
-    pub fn share_group_pool(&self, ordinal: usize) -> VmmResult<()> {
+    /// before the device's first sanitized launch (see
+    /// [`Vmm::uses_group_pool`]).
+    pub fn share_group_pool(&self, ordinal: usize, pool_rank: u32) -> VmmResult<()> {
         let own = self.runtime_of(ordinal)?;
-        let owner = lock(&self.shared.runtime)
-            .get(POOL_RANK as usize)
+        let (_, owner) = self.mapped_region(pool_rank)?;
+        let mut g = own.global;
+        g.pool_base = group_pool_base(self.globals_base(), pool_rank, &owner);
+        g.pool_capacity = owner.pool_capacity;
+        self.rewrite_global_state(ordinal, g)
+    }
+
+    /// Whether device `ordinal` already takes its inflated records from
+    /// rank `pool_rank`'s pool (its own, or shared by an earlier join).
+    pub fn uses_group_pool(&self, ordinal: usize, pool_rank: u32) -> VmmResult<bool> {
+        let own = self.runtime_of(ordinal)?.global;
+        let (_, owner) = self.mapped_region(pool_rank)?;
+        Ok(own.pool_base == group_pool_base(self.globals_base(), pool_rank, &owner))
+    }
+
+    /// The first of `ranks` (mapped here) whose runtime state is laid out
+    /// unlike device `ordinal`'s, with the field that differs (see
+    /// [`runtime_mismatch`]); `None` when all agree.
+    pub fn group_mismatch(
+        &self,
+        ordinal: usize,
+        ranks: &[u32],
+    ) -> VmmResult<Option<(u32, String)>> {
+        let own = self.runtime_of(ordinal)?.global;
+        for &rank in ranks {
+            let (_, peer) = self.mapped_region(rank)?;
+            if let Some(what) = runtime_mismatch(&own, &peer) {
+                return Ok(Some((rank, what)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The rank device `ordinal` has here (its runtime state made).
+    pub fn rank_of_device(&self, ordinal: usize) -> VmmResult<u32> {
+        self.runtime_of(ordinal).map(|r| r.rank)
+    }
+
+    /// Lets the devices `ordinals` of this process read and write rank
+    /// `rank`'s region (another device's own, in a group of devices of
+    /// one process): its thread states, pool and barrier clocks.
+    pub fn grant_runtime_state(&self, rank: u32, ordinals: &[usize]) -> VmmResult<()> {
+        let mapping = lock(&self.shared.runtime)
+            .get(rank as usize)
             .copied()
             .flatten()
-            .ok_or(VmmError::NoRuntimeState { ordinal })?;
-        let mut g = own.global;
-        g.pool_base = group_pool_base(self.globals_base(), &owner.global);
-        g.pool_capacity = owner.global.pool_capacity;
-        self.rewrite_global_state(ordinal, g)
+            .map(|r| r.mapping)
+            .ok_or(VmmError::NoRuntimeState {
+                ordinal: self.home_ordinal(),
+            })?;
+        self.shared.home.bind()?;
+        physical::Cuda.set_access(mapping.va, mapping.bytes, ordinals)
+    }
+
+    /// Lets the devices `ordinals` of this process read and write the live
+    /// allocation at `ptr` (another device's memory) and its shadow, so
+    /// their kernels check and update the one shadow of every word.
+    pub fn grant_access(&self, ptr: u64, ordinals: &[usize]) -> VmmResult<()> {
+        let pair = {
+            let st = lock(&self.shared.state);
+            match st.live.get(&ptr) {
+                Some(rec) => rec.pair,
+                None => return Err(self.classify(&st, ptr)),
+            }
+        };
+        self.shared.home.bind()?;
+        for m in [pair.data, pair.shadow] {
+            physical::Cuda.set_access(m.va, m.bytes, ordinals)?;
+        }
+        Ok(())
     }
 
     /// Publishes `clock` as device `ordinal`'s host clock of the group's
@@ -200,10 +264,11 @@ mod tests {
     proptest! {
         /// The address plan of a group, whatever its size and layout: every
         /// rank's thread states lie in its own region, below the pool; the
-        /// group's pool, computed in any process, is where rank 0's
-        /// creation put it (its `GlobalState`'s `pool_base`, relative to
-        /// that process's reservation), ends before the barrier clocks, and
-        /// the two barrier clocks are disjoint and inside the region.
+        /// group's pool, computed in any process and for any pooling rank,
+        /// is where that rank's creation put it (rank 0's: its
+        /// `GlobalState`'s `pool_base`, relative to that process's
+        /// reservation), ends before the barrier clocks, and the two
+        /// barrier clocks are disjoint and inside the region.
         #[test]
         fn the_group_address_plan_never_overlaps(
             sms in 1u32..200,
@@ -228,7 +293,15 @@ mod tests {
             };
             let stride = PER_DEVICE_STATE_STRIDE;
             for base in [base_a * 32 * stride, base_b * 32 * stride] {
-                prop_assert_eq!(group_pool_base(base, &owner), base + owner.pool_base);
+                prop_assert_eq!(group_pool_base(base, POOL_RANK, &owner), base + owner.pool_base);
+                // A group of devices of one process pools in its first
+                // member's region, whatever that device's rank.
+                for pool_rank in 0..world {
+                    prop_assert_eq!(
+                        group_pool_base(base, pool_rank, &owner),
+                        device_globals(base, pool_rank) + layout.pool_offset
+                    );
+                }
                 for tid in [0, sms - 1, n / 2, n - 1] {
                     let (rank, local) = (tid / sms, tid % sms);
                     let at = thread_state_address(base, rank, local, n, cb);

@@ -1,0 +1,168 @@
+//! The ring all-reduce's bus bandwidth, plain and sanitized in one run
+//! (issue 13): Vigil's multi-block ring all-reduce over every GPU of the
+//! machine (or `--gpus N`), one process, a `SymmetricGroup` of plain
+//! contexts and one of sanitized contexts on the same GPUs, each checked
+//! against the sums computed on the host, then timed with device events
+//! (see `vigil_bench::all_reduce`). Prints the two bus bandwidths (NCCL's
+//! definition) side by side, and writes a Markdown table line and the
+//! JSON to `<out>.md` and `<out>.json`.
+//!
+//! ```text
+//! cargo run --release -p vigil-bench --example all_reduce_bench -- [--gpus N] [--mib M] [--out PREFIX]
+//! cargo run --release -p vigil-bench --example all_reduce_bench -- --cpu   # simulated devices, smoke only
+//! ```
+//!
+//! With fewer than two GPUs it says that it needs two and measures
+//! nothing (exit 0; with `VIGIL_REQUIRE_GPU=1`, exit 1): one device moves
+//! no bytes over a link, so there is no bus bandwidth to report.
+//! `--cpu` runs two simulated devices of the CPU backend with a tiny
+//! buffer: it checks the sums, and its times say nothing about GPUs.
+//!
+//! One process drives every GPU. Ranks in separate processes
+//! (`ProcessGroup`) run the same kernel through `ProcessSymmetric::peers`,
+//! but this program would then need a launcher that starts one process
+//! per GPU and gathers their timings; it does not have one.
+
+use std::time::Duration;
+use vigil::{Context, SymmetricGroup};
+use vigil_bench::all_reduce::{
+    markdown_line, measure, AllReducePlan, AllReduceResult, MARKDOWN_HEADER,
+};
+use vigil_bench::report::Json;
+
+/// Command-line options.
+struct Options {
+    gpus: Option<usize>,
+    mib: Option<usize>,
+    out: String,
+    cpu: bool,
+}
+
+fn options() -> Result<Options, String> {
+    let mut o = Options {
+        gpus: None,
+        mib: None,
+        out: "all-reduce-results".to_owned(),
+        cpu: false,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
+        match a.as_str() {
+            "--gpus" => {
+                o.gpus = Some(
+                    value("--gpus")?
+                        .parse()
+                        .map_err(|e| format!("--gpus: {e}"))?,
+                )
+            }
+            "--mib" => o.mib = Some(value("--mib")?.parse().map_err(|e| format!("--mib: {e}"))?),
+            "--out" => o.out = value("--out")?,
+            "--cpu" => o.cpu = true,
+            other => {
+                return Err(format!(
+                    "unknown argument {other:?} (--gpus N, --mib M, --out PREFIX, --cpu)"
+                ))
+            }
+        }
+    }
+    Ok(o)
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let o = options()?;
+    let (plain, sanitized, label) = if o.cpu {
+        let plan = AllReducePlan::smoke(o.mib.unwrap_or(0).max(1) << 10);
+        let group = |sanitize: bool| {
+            let builder = Context::builder()
+                .sanitize(sanitize)
+                .cpu_workers(1)
+                .launch_timeout(Some(Duration::from_secs(120)));
+            SymmetricGroup::cpu(2, builder)
+        };
+        let plain = measure(&group(false)?, &plan)?;
+        let sanitized = measure(&group(true)?, &plan)?;
+        (
+            plain,
+            sanitized,
+            "simulated device (CPU backend)".to_owned(),
+        )
+    } else {
+        let found = vigil::device_count().unwrap_or(0);
+        let world = o.gpus.unwrap_or(found);
+        if found < 2 || world < 2 || world > found {
+            println!(
+                "the ring all-reduce's bus bandwidth needs two GPUs or more in one process: \
+                 {found} found, {world} asked for; nothing measured"
+            );
+            if std::env::var("VIGIL_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+                std::process::exit(1);
+            }
+            return Ok(());
+        }
+        let contexts = |sanitize: bool| -> vigil::Result<Vec<Context>> {
+            (0..world)
+                .map(|g| {
+                    // A rank whose peer never launched waits at the barrier
+                    // for ever: bound every wait instead.
+                    Context::builder()
+                        .gpu(g)
+                        .sanitize(sanitize)
+                        .launch_timeout(Some(Duration::from_secs(300)))
+                        .build()
+                })
+                .collect()
+        };
+        let first = Context::new(0)?;
+        let mut plan = AllReducePlan::gpu(first.sm_count());
+        if let Some(mib) = o.mib {
+            plan.elements = (mib << 20) / 4;
+        }
+        println!(
+            "{world} x {} ({} SMs): ring all-reduce of {} MiB per rank, {} blocks x {} threads",
+            first.name(),
+            first.sm_count(),
+            (plan.elements * 4) >> 20,
+            plan.blocks,
+            plan.threads
+        );
+        let plain = measure(&SymmetricGroup::new(contexts(false)?)?, &plan)?;
+        let sanitized = measure(&SymmetricGroup::new(contexts(true)?)?, &plan)?;
+        (plain, sanitized, first.name().to_owned())
+    };
+    report(&o.out, &label, &plain, &sanitized)
+}
+
+/// Prints both figures and writes `<out>.md` and `<out>.json`.
+fn report(
+    out: &str,
+    label: &str,
+    plain: &AllReduceResult,
+    sanitized: &AllReduceResult,
+) -> Result<(), Box<dyn std::error::Error>> {
+    for r in [plain, sanitized] {
+        println!(
+            "{:>9}: {:.3} ms per all-reduce (fastest batch {:.3} ms, {} launches), \
+             bus bandwidth {:.2} GB/s, algorithm bandwidth {:.2} GB/s",
+            if r.sanitized { "sanitized" } else { "plain" },
+            r.median_ms,
+            r.min_ms,
+            r.launches,
+            r.bus_gbps(),
+            r.algo_gbps()
+        );
+    }
+    let line = markdown_line(label, plain, sanitized);
+    println!("{MARKDOWN_HEADER}\n{line}");
+    let json = Json::obj([
+        ("device", Json::str(label)),
+        ("plain", plain.to_json()),
+        ("sanitized", sanitized.to_json()),
+        ("slowdown", Json::Num(sanitized.median_ms / plain.median_ms)),
+    ]);
+    println!("{json}");
+    std::fs::write(format!("{out}.md"), format!("{MARKDOWN_HEADER}\n{line}\n"))?;
+    std::fs::write(format!("{out}.json"), format!("{json}\n"))?;
+    println!("wrote {out}.md and {out}.json");
+    Ok(())
+}
