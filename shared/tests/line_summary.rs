@@ -12,7 +12,6 @@ use std::cell::RefCell;
 
 use common::*;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use vigil_shared::engine::{AtomicOpKind, Outcome};
 use vigil_shared::{Ordering, Scope};
 
@@ -148,13 +147,7 @@ fn run(
     clock_buffer: u32,
     name: &str,
 ) -> Figures {
-    let config = Config {
-        cases: programs,
-        failure_persistence: None,
-        ..Config::default()
-    };
-    let mut runner =
-        TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+    let mut runner = deterministic_runner(programs);
     let figures = RefCell::new(Figures::default());
     let result = runner.run(&strategy, |p| {
         check(&p, clock_buffer, &mut figures.borrow_mut())

@@ -7,7 +7,6 @@ use std::cell::RefCell;
 
 use common::*;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use vigil_shared::abi::{COMPACT_SHADOW_BYTES_PER_WORD, INFLATED_SHADOW_BYTES_PER_WORD};
 use vigil_shared::engine::{AtomicOpKind, Outcome};
 use vigil_shared::{Ordering, Scope};
@@ -279,13 +278,7 @@ struct Figures {
 
 #[test]
 fn engine_matches_oracle_on_random_programs() {
-    let config = Config {
-        cases: PROGRAMS,
-        failure_persistence: None,
-        ..Config::default()
-    };
-    let mut runner =
-        TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+    let mut runner = deterministic_runner(PROGRAMS);
     let figures = RefCell::new(Figures::default());
     let result = runner.run(&program(), |p| {
         let c = compare(&p, WORDS);
@@ -373,13 +366,7 @@ fn engine_matches_oracle_on_random_programs() {
 #[test]
 fn a_full_pool_degrades_without_false_positives() {
     const FULL_POOL_PROGRAMS: u32 = 2_000;
-    let config = Config {
-        cases: FULL_POOL_PROGRAMS,
-        failure_persistence: None,
-        ..Config::default()
-    };
-    let mut runner =
-        TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+    let mut runner = deterministic_runner(FULL_POOL_PROGRAMS);
     let (programs, degraded) = (RefCell::new(0u32), RefCell::new(0u32));
     let result = runner.run(&(program(), 0usize..=1), |(p, pool)| {
         let c = compare_in(&p, WORDS, pool, 32);

@@ -14,7 +14,6 @@ use std::cell::RefCell;
 
 use common::*;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use vigil_shared::engine::{Outcome, RUNTIME_CHAIN_RECORDS_PER_WORD};
 use vigil_shared::{Ordering, Scope};
 
@@ -300,13 +299,7 @@ enum PoolSize {
 /// capacity report, or a missed race in a program that lost no precision
 /// (every miss must be a counted one).
 fn check_programs(programs: u32, pool: PoolSize) -> Figures {
-    let config = Config {
-        cases: programs,
-        failure_persistence: None,
-        ..Config::default()
-    };
-    let mut runner =
-        TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+    let mut runner = deterministic_runner(programs);
     let figures = RefCell::new(Figures::default());
     let strategy = match pool {
         PoolSize::Tiny(_) => hot_word().boxed(),

@@ -5,6 +5,8 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+
 use vigil_shared::abi::{
     thread_state_words, AccessSite, InflatedRecord, PoolHeader, RaceReport, ReportBufferHeader,
     ThreadStateHeader,
@@ -127,6 +129,17 @@ pub fn line(tid: u32, line: u64, write: bool) -> Op {
 }
 pub fn fence(tid: u32, ord: Ordering, scope: Scope) -> Op {
     Op::Fence { tid, ord, scope }
+}
+
+/// A property-test runner of `cases` cases that draws the same programs
+/// on every run (no persisted failures: a failure prints its program).
+pub fn deterministic_runner(cases: u32) -> TestRunner {
+    let config = Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha))
 }
 
 // ----- the oracle -----------------------------------------------------------
