@@ -169,6 +169,58 @@ fn ctas_per_sm_sanitized_against_plain() {
     }
 }
 
+/// A sanitized entry is built for at most 96 registers, which fits blocks
+/// of 640 threads; a launch of 1,024-thread blocks runs the same entry
+/// from a second build at 64 registers, with the same checks: a clean
+/// kernel stays clean and right, a racy one is reported.
+#[test]
+fn blocks_too_large_for_the_register_cap_launch_from_a_second_build() {
+    let Some((ctx, stream, module)) = sanitized() else {
+        return;
+    };
+    let entry = module
+        .function("disjoint_writes__vigil")
+        .expect("the sanitized entry");
+    let (regs, max_threads) = (entry.attrs().num_regs, entry.attrs().max_threads_per_block);
+    println!(
+        "figure: disjoint_writes__vigil: {regs} registers, blocks up to {max_threads} threads"
+    );
+    assert!(
+        regs <= 96 && max_threads < 1024,
+        "{regs} registers, {max_threads} threads"
+    );
+    let n = 1 << 16;
+    for block in [256u32, 1024] {
+        let mut data = DeviceBuffer::<u32>::alloc_zeroed(&stream, n).expect("buffer");
+        stream
+            .launch(
+                &module.kernel::<disjoint_writes>().unwrap(),
+                LaunchConfig::new(n as u32 / block, block),
+                (&mut data,),
+            )
+            .unwrap_or_else(|e| panic!("{block}-thread blocks: {e}"));
+        ctx.synchronize()
+            .unwrap_or_else(|e| panic!("{block}-thread blocks: {e}"));
+        let v = data.to_vec(&stream).unwrap();
+        assert!(v.iter().enumerate().all(|(i, &x)| x == i as u32));
+    }
+    let mut one = DeviceBuffer::<u32>::alloc_zeroed(&stream, 1).expect("buffer");
+    stream
+        .launch(
+            &module.kernel::<race_waw>().unwrap(),
+            LaunchConfig::new(2, 1024),
+            (&mut one,),
+        )
+        .expect("1,024-thread blocks of a racy kernel");
+    match ctx.synchronize() {
+        Err(vigil::Error::Races(r)) => assert!(r
+            .reports()
+            .iter()
+            .any(|r| r.kind == ReportKind::WriteAfterWrite)),
+        other => panic!("expected the write-after-write, got {other:?}"),
+    }
+}
+
 /// Copies and fills are checked only in a sanitized context: a plain
 /// context's module does not even hold the range-access entry (the plain
 /// cut drops it), a sanitized one's does.

@@ -481,7 +481,7 @@ impl Backend {
         match module {
             ModuleHandle::Cuda(m) => {
                 let f = m.function(name)?;
-                let attrs = f.attrs();
+                let attrs = f.launch_attrs(self.props().limits.max_threads_per_block);
                 Ok((FunctionHandle::Cuda(f), attrs))
             }
             // The device's limits, no static shared memory to account for

@@ -49,6 +49,7 @@ impl CudaBackend {
                     warn_unchecked_once(launch.kernel);
                     return self.launch_entry(launch.func, launch, launch.params);
                 };
+                let func = func.for_block(launch.config.block_threads())?;
                 let attrs = func.attrs();
                 launch
                     .config

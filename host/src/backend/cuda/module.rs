@@ -6,11 +6,13 @@ use super::driver::{call_raw, drv};
 use crate::error::{Error, Result};
 use crate::types::{FunctionAttrs, LaunchVariant};
 use cudarc::driver::sys;
-use std::ffi::{c_void, CStr};
+use std::ffi::{c_void, CStr, CString};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 use vigil_shared::block::WINDOW_ARRAY_SYMBOL;
 use vigil_shared::gpu::SANITIZED_SUFFIX;
+
+use crate::sanitizer::config::LARGE_BLOCK_SANITIZED_REGISTERS;
 
 const JIT_LOG_BYTES: usize = 16 * 1024;
 
@@ -25,6 +27,9 @@ pub(crate) struct CudaModule {
     /// through the GPU sanitizer's window shadow
     /// ([`WINDOW_ARRAY_SYMBOL`]).
     window_arrays: bool,
+    /// A sanitized module's build for blocks its register cap does not
+    /// fit, made at the first launch of such a block.
+    large_blocks: Option<Arc<LargeBlockBuild>>,
 }
 
 // SAFETY: a CUmodule may be used from any thread (the driver API is
@@ -59,11 +64,22 @@ impl CudaModule {
         };
         let window_arrays = variant == LaunchVariant::Sanitized
             && image.to_string_lossy().contains(WINDOW_ARRAY_SYMBOL);
+        let large_blocks = match (variant, max_registers) {
+            (LaunchVariant::Sanitized, Some(n)) if n > LARGE_BLOCK_SANITIZED_REGISTERS => {
+                Some(Arc::new(LargeBlockBuild {
+                    device: device.clone(),
+                    image: image.to_owned(),
+                    module: Mutex::new(None),
+                }))
+            }
+            _ => None,
+        };
         Ok(CudaModule {
             device: device.clone(),
             raw,
             variant,
             window_arrays,
+            large_blocks,
         })
     }
 
@@ -94,6 +110,13 @@ impl CudaModule {
         f.sanitized = sanitized
             .map(|raw| self.with_attrs(raw).map(Box::new))
             .transpose()?;
+        if let Some(s) = f.sanitized.as_deref_mut() {
+            s.large_blocks = self.large_blocks.clone().map(|build| LargeBlocks {
+                build,
+                name: name.to_owned(),
+                function: OnceLock::new(),
+            });
+        }
         Ok(f)
     }
 
@@ -132,8 +155,48 @@ impl CudaModule {
             dyn_smem_optin: AtomicU32::new(0),
             window_arrays: self.window_arrays,
             sanitized: None,
+            large_blocks: None,
         })
     }
+}
+
+/// A sanitized module's second build, at [`LARGE_BLOCK_SANITIZED_REGISTERS`]:
+/// the first build's register cap trades the largest blocks for fewer
+/// spills, and a launch of such a block runs its entry from this one. The
+/// PTX is kept to JIT-compile it at the first such launch (and never,
+/// for a program whose blocks all fit).
+pub(crate) struct LargeBlockBuild {
+    device: Arc<CudaDevice>,
+    image: CString,
+    module: Mutex<Option<Arc<CudaModule>>>,
+}
+
+impl LargeBlockBuild {
+    /// The module, JIT-compiled now if this is its first use.
+    fn module(&self) -> Result<Arc<CudaModule>> {
+        let mut m = self.module.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = &*m {
+            return Ok(m.clone());
+        }
+        let built = Arc::new(CudaModule::load(
+            &self.device,
+            &self.image,
+            LaunchVariant::Sanitized,
+            Some(LARGE_BLOCK_SANITIZED_REGISTERS),
+        )?);
+        *m = Some(built.clone());
+        Ok(built)
+    }
+}
+
+/// A sanitized entry's twin in the [`LargeBlockBuild`].
+struct LargeBlocks {
+    build: Arc<LargeBlockBuild>,
+    /// The kernel's name (its entry is `name__vigil`).
+    name: CString,
+    /// The twin, looked up at its first launch, with the build's module
+    /// (dropped after the function).
+    function: OnceLock<(Box<CudaFunction>, Arc<CudaModule>)>,
 }
 
 impl Drop for CudaModule {
@@ -309,6 +372,8 @@ pub(crate) struct CudaFunction {
     window_arrays: bool,
     /// The kernel's sanitized entry (`name__vigil`), if the module has it.
     sanitized: Option<Box<CudaFunction>>,
+    /// For a sanitized entry: its twin for blocks it cannot launch.
+    large_blocks: Option<LargeBlocks>,
 }
 
 // SAFETY: a CUfunction may be used from any thread (the driver API is
@@ -331,6 +396,45 @@ impl CudaFunction {
     /// The kernel's sanitized entry, if its module has one.
     pub(crate) fn sanitized(&self) -> Option<&CudaFunction> {
         self.sanitized.as_deref()
+    }
+
+    /// What the front end checks a launch against: [`attrs`](Self::attrs),
+    /// except that a kernel whose sanitized entry has a large-block twin
+    /// launches blocks up to `device_max` threads (the twin takes those
+    /// its entry cannot; the backend checks the twin's own limits).
+    pub(crate) fn launch_attrs(&self, device_max: u32) -> FunctionAttrs {
+        let mut a = self.attrs;
+        if self
+            .sanitized
+            .as_ref()
+            .is_some_and(|s| s.large_blocks.is_some())
+        {
+            a.max_threads_per_block = a.max_threads_per_block.max(device_max);
+        }
+        a
+    }
+
+    /// This entry, or, when a block of `threads` threads is more than it
+    /// can launch and its module has a [`LargeBlockBuild`], its twin
+    /// there (built at the first such call). The caller checks the
+    /// configuration against the function returned.
+    pub(crate) fn for_block(&self, threads: u64) -> Result<&CudaFunction> {
+        let Some(large) = &self.large_blocks else {
+            return Ok(self);
+        };
+        if threads <= u64::from(self.attrs.max_threads_per_block) {
+            return Ok(self);
+        }
+        if let Some((f, _)) = large.function.get() {
+            return Ok(f);
+        }
+        let module = large.build.module()?;
+        let f = module.function(&large.name)?;
+        let f = match f.sanitized {
+            Some(s) => s,
+            None => Box::new(f),
+        };
+        Ok(&large.function.get_or_init(|| (f, module)).0)
     }
 
     /// The shared window a sanitized launch of this entry with `dynamic`
