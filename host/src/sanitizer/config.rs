@@ -46,7 +46,7 @@ pub const MAX_SANITIZED_REGISTERS: u32 = 255;
 /// to 255 on sm_90, one 256-thread CTA per SM. At 96 a block holds at most
 /// 640 threads; a launch of larger blocks runs a second build of the module
 /// at [`LARGE_BLOCK_SANITIZED_REGISTERS`]. Measured on an H100 (sanitized
-/// axpy, 2^24 elements): 31.8 ms at 64 registers, 20.1 ms at 96.
+/// axpy, 2^24 elements): 30.5 ms at 64 registers, 21.1 ms at 96.
 pub const DEFAULT_SANITIZED_REGISTERS: u32 = 96;
 /// Register cap of the build sanitized launches of blocks too large for
 /// [`VmmConfig::sanitized_registers`] use: 64 registers fit 1,024
