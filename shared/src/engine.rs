@@ -979,6 +979,31 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         }
     }
 
+    /// A plain access of `size` bytes at `addr` by `tid`, as its reports
+    /// name it.
+    pub(crate) fn plain_access<'s>(
+        &self,
+        tid: u32,
+        addr: u64,
+        size: u32,
+        write: bool,
+        site: &'s AccessSite,
+    ) -> CurrentAccess<'s> {
+        CurrentAccess {
+            address: addr,
+            size,
+            tid,
+            num_sms: self.cfg.num_sms,
+            kind: if write {
+                AccessKind::Write
+            } else {
+                AccessKind::Read
+            },
+            scope: Scope::Block,
+            site,
+        }
+    }
+
     /// [`Engine::access`] where the common case left it (`resume`): the
     /// general path.
     #[inline(never)]
@@ -991,20 +1016,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         site: &AccessSite,
         resume: Resume,
     ) -> Outcome {
-        let kind = if write {
-            AccessKind::Write
-        } else {
-            AccessKind::Read
-        };
-        let cur = CurrentAccess {
-            address: addr,
-            size,
-            tid,
-            num_sms: self.cfg.num_sms,
-            kind,
-            scope: Scope::Block,
-            site,
-        };
+        let cur = self.plain_access(tid, addr, size, write, site);
         let Some((first, last)) = self.word_span(addr, size) else {
             return Outcome::Clean;
         };

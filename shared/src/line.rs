@@ -51,8 +51,6 @@ use core::sync::atomic::Ordering as MemOrder;
 use crate::abi::{AccessSite, WORD_BYTES};
 use crate::atomic::{AtomicFamily, AtomicU64Ops};
 use crate::engine::{Engine, EngineMemory, Outcome, U64Of};
-use crate::memory_model::{AccessKind, Scope};
-use crate::report::CurrentAccess;
 use crate::shadow::{AccessClock, CellView, ShadowCell, COMPACT_EPOCH_BITS, COMPACT_TID_BITS};
 
 /// Words in a line.
@@ -241,19 +239,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             let Some(prior) = race else {
                 return LineOutcome::Done(Outcome::Clean);
             };
-            let cur = CurrentAccess {
-                address: addr,
-                size,
-                tid,
-                num_sms: self.config().num_sms,
-                kind: if write {
-                    AccessKind::Write
-                } else {
-                    AccessKind::Read
-                },
-                scope: Scope::Block,
-                site,
-            };
+            let cur = self.plain_access(tid, addr, size, write, site);
             let mut r = cur.race(addr, epoch, &prior, &n);
             r.overlap_mask = u32::from(self.byte_mask(addr, size, first));
             self.emit(r);
@@ -343,6 +329,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory_model::Scope;
 
     fn clock(tid: u32, epoch: u32, write: bool) -> AccessClock {
         AccessClock {
