@@ -481,29 +481,54 @@ macro_rules! shared_block_address {
     };
 }
 
-/// `ld.acquire.cta.b64`: an acquire load ordered for the calling CTA only
-/// (the same-block table of `gpu_sanitizer::block`, which only one CTA
-/// touches while it runs). On sm_90 it is a plain load: `core`'s acquire
-/// is system-scoped, an `ld.acquire.sys` that invalidates the whole L1.
-#[inline(always)]
-pub fn load_acquire_block(p: &core::sync::atomic::AtomicU64) -> u64 {
-    let r: u64;
-    // SAFETY: `p` is a live, aligned 8-byte atomic in global memory.
-    unsafe {
-        asm!("ld.acquire.cta.global.b64 {r}, [{p}];", r = out(reg64) r, p = in(reg64) p.as_ptr(), options(nostack))
+/// CTA-scoped 8-byte loads and stores of an atomic: `core`'s atomics
+/// are system-scoped (an acquire load invalidates the whole L1, a release
+/// store is a `MEMBAR.SYS`, and a relaxed global one misses the L1), while
+/// the sanitizer's block state is touched by one CTA's threads only. One
+/// template per direction; the instruction names the semantics and the
+/// state space.
+macro_rules! cta_load {
+    ($(#[$doc:meta])* $name:ident => $insn:literal) => {
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $name(p: &core::sync::atomic::AtomicU64) -> u64 {
+            let r: u64;
+            // SAFETY: `p` is a live, aligned 8-byte atomic in the
+            // instruction's state space.
+            unsafe {
+                asm!(concat!($insn, " {r}, [{p}];"), r = out(reg64) r, p = in(reg64) p.as_ptr(), options(nostack))
+            };
+            r
+        }
     };
-    r
 }
 
-/// `st.release.cta.b64`: a release store ordered for the calling CTA only
-/// (see [`load_acquire_block`]): a `MEMBAR.CTA`, not a GPU-wide one.
-#[inline(always)]
-pub fn store_release_block(p: &core::sync::atomic::AtomicU64, v: u64) {
-    // SAFETY: `p` is a live, aligned 8-byte atomic in global memory.
-    unsafe {
-        asm!("st.release.cta.global.b64 [{p}], {v};", p = in(reg64) p.as_ptr(), v = in(reg64) v, options(nostack))
+macro_rules! cta_store {
+    ($(#[$doc:meta])* $name:ident => $insn:literal) => {
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $name(p: &core::sync::atomic::AtomicU64, v: u64) {
+            // SAFETY: `p` is a live, aligned 8-byte atomic in the
+            // instruction's state space.
+            unsafe {
+                asm!(concat!($insn, " [{p}], {v};"), p = in(reg64) p.as_ptr(), v = in(reg64) v, options(nostack))
+            };
+        }
     };
 }
+
+cta_load!(
+    /// `ld.acquire.cta.global.b64`: an acquire load ordered for the
+    /// calling CTA only (the same-block table of `gpu_sanitizer::block`,
+    /// which only one CTA touches while it runs). On sm_90 it is a plain
+    /// load.
+    load_acquire_block => "ld.acquire.cta.global.b64"
+);
+cta_store!(
+    /// `st.release.cta.global.b64`: a release store ordered for the
+    /// calling CTA only (see [`load_acquire_block`]): a `MEMBAR.CTA`.
+    store_release_block => "st.release.cta.global.b64"
+);
 
 /// `atom.acquire.cta.cas.b64`: a compare-exchange ordered for the calling
 /// CTA only (see [`load_acquire_block`]); `Ok` with the old value when it
@@ -526,52 +551,27 @@ pub fn compare_exchange_acquire_block(
     }
 }
 
-/// `ld.relaxed.cta.b64` through a generic address (shared or global): a
-/// load ordered for the calling CTA only (a lane state of
-/// `gpu_sanitizer::block`, which only the CTA's threads touch; `core`'s
-/// atomics are system-scoped, and a global one then misses the L1).
-#[inline(always)]
-pub fn load_relaxed_cta(p: &core::sync::atomic::AtomicU64) -> u64 {
-    let r: u64;
-    // SAFETY: `p` is a live, aligned 8-byte atomic.
-    unsafe {
-        asm!("ld.relaxed.cta.b64 {r}, [{p}];", r = out(reg64) r, p = in(reg64) p.as_ptr(), options(nostack))
-    };
-    r
-}
-
-/// `ld.acquire.cta.b64` through a generic address (see
-/// [`load_relaxed_cta`]).
-#[inline(always)]
-pub fn load_acquire_cta(p: &core::sync::atomic::AtomicU64) -> u64 {
-    let r: u64;
-    // SAFETY: `p` is a live, aligned 8-byte atomic.
-    unsafe {
-        asm!("ld.acquire.cta.b64 {r}, [{p}];", r = out(reg64) r, p = in(reg64) p.as_ptr(), options(nostack))
-    };
-    r
-}
-
-/// `st.relaxed.cta.b64` through a generic address (see
-/// [`load_relaxed_cta`]).
-#[inline(always)]
-pub fn store_relaxed_cta(p: &core::sync::atomic::AtomicU64, v: u64) {
-    // SAFETY: `p` is a live, aligned 8-byte atomic.
-    unsafe {
-        asm!("st.relaxed.cta.b64 [{p}], {v};", p = in(reg64) p.as_ptr(), v = in(reg64) v, options(nostack))
-    };
-}
-
-/// `st.release.cta.b64` through a generic address: a `MEMBAR.CTA`, not
-/// the system-wide one `core`'s release store is (see
-/// [`load_relaxed_cta`]).
-#[inline(always)]
-pub fn store_release_cta(p: &core::sync::atomic::AtomicU64, v: u64) {
-    // SAFETY: `p` is a live, aligned 8-byte atomic.
-    unsafe {
-        asm!("st.release.cta.b64 [{p}], {v};", p = in(reg64) p.as_ptr(), v = in(reg64) v, options(nostack))
-    };
-}
+cta_load!(
+    /// `ld.relaxed.cta.b64` through a generic address (shared or global):
+    /// a lane state of `gpu_sanitizer::block`, which only the CTA's
+    /// threads touch.
+    load_relaxed_cta => "ld.relaxed.cta.b64"
+);
+cta_load!(
+    /// `ld.acquire.cta.b64` through a generic address (see
+    /// [`load_relaxed_cta`]).
+    load_acquire_cta => "ld.acquire.cta.b64"
+);
+cta_store!(
+    /// `st.relaxed.cta.b64` through a generic address (see
+    /// [`load_relaxed_cta`]).
+    store_relaxed_cta => "st.relaxed.cta.b64"
+);
+cta_store!(
+    /// `st.release.cta.b64` through a generic address: a `MEMBAR.CTA`
+    /// (see [`load_relaxed_cta`]).
+    store_release_cta => "st.release.cta.b64"
+);
 
 /// Waits between two looks of a race report for the earlier access's
 /// side entry, which another SM may still be writing (`nanosleep`, up to
