@@ -323,9 +323,14 @@ const _: () = assert!(offset_of!(ReleaseSlot, tid) == 8);
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct InflatedRecord {
-    /// Spin lock ([`crate::atomic::SpinLock`]).
+    /// The record's lock, which also counts the atomic-set fast path's
+    /// raisers and versions every hold ([`crate::atomic::RecordLock`]).
     pub lock: u32,
-    /// Bit 0: an access clock was evicted from this record (precision lost).
+    /// Bit 0: an access clock was evicted from this record (precision
+    /// lost). Bit 1 ([`InflatedRecord::SET_FAST_PATH`]): the word has an
+    /// atomic set, no chain and no release head, so the set's class may
+    /// raise its entries without the lock. Bits 2..32: pool index + 1 of the word's
+    /// [`AtomicSetHeader`] (0: none; see [`crate::atomic_set`]).
     pub meta: u32,
     /// Last write of the word for release-sequence continuation: bit 31
     /// valid, bits 24..30 extent, bits 16..18 scope, bits 0..16 tid.
@@ -353,6 +358,13 @@ impl InflatedRecord {
     pub const ACCESS_WORD: usize = offset_of!(Self, accesses) / 4;
     /// Word index of the first release head.
     pub const RELEASE_WORD: usize = offset_of!(Self, releases) / 4;
+    /// `meta` bit: an access clock was evicted.
+    pub const LOSSY: u32 = 1;
+    /// `meta` bit: the set's fast path is open (an atomic set, no chain,
+    /// no release head).
+    pub const SET_FAST_PATH: u32 = 2;
+    /// Shift of the atomic set's pool index + 1 in `meta`.
+    pub const SET_SHIFT: u32 = 2;
 }
 const _: () = assert!(size_of::<InflatedRecord>() == 128);
 const _: () = assert!(offset_of!(InflatedRecord, accesses) == 16);
@@ -384,6 +396,44 @@ impl ChainRecord {
 const _: () = assert!(size_of::<ChainRecord>() == size_of::<InflatedRecord>());
 const _: () = assert!(offset_of!(ChainRecord, next) == 0);
 const _: () = assert!(offset_of!(ChainRecord, accesses) == 16);
+
+/// The first record of an *atomic set* (see [`crate::atomic_set`]): the
+/// history of a word that only atomic writes of one class touched, one
+/// epoch per sanitizer thread. The entries (`u32`, indexed by thread id,
+/// 0: no access) fill the [`atomic_set_records`]`(num_threads) - 1`
+/// records that follow it in the pool.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct AtomicSetHeader {
+    /// The class every entry shares: bits 0..4 the byte mask, 4..10 the
+    /// atomic extent, 10..12 the scope, 16..32 the device (of every entry,
+    /// for device scope).
+    pub class: u32,
+    /// Records the set occupies, this one included.
+    pub records: u32,
+    /// Entries in use (non-zero): raised from zero by whoever raises one,
+    /// lowered under the word's lock by whoever clears one.
+    pub used: u32,
+    /// Reserved, zero.
+    pub reserved: [u32; 29],
+}
+impl AtomicSetHeader {
+    /// Word index of `class`.
+    pub const CLASS_WORD: usize = offset_of!(Self, class) / 4;
+    /// Word index of `records`.
+    pub const RECORDS_WORD: usize = offset_of!(Self, records) / 4;
+    /// Word index of `used`.
+    pub const USED_WORD: usize = offset_of!(Self, used) / 4;
+}
+const _: () = assert!(size_of::<AtomicSetHeader>() == size_of::<InflatedRecord>());
+const _: () = assert!(offset_of!(AtomicSetHeader, records) == 4);
+const _: () = assert!(offset_of!(AtomicSetHeader, used) == 8);
+
+/// Pool records an atomic set of `num_threads` entries occupies: its
+/// header and one `u32` per thread.
+pub const fn atomic_set_records(num_threads: u32) -> u32 {
+    1 + (num_threads * 4).div_ceil(size_of::<InflatedRecord>() as u32)
+}
 
 /// Header of the inflated-record pool; records ([`InflatedRecord`]s and
 /// [`ChainRecord`]s alike) follow at [`PoolHeader::WORDS`],

@@ -146,7 +146,7 @@ impl AtomicFamily for CoreAtomics {
 }
 
 /// A test-and-set spin lock in one 32-bit word (0 = free, 1 = held); used
-/// for inflated shadow records and the pool's free list.
+/// for the pool's free list.
 pub struct SpinLock;
 
 impl SpinLock {
@@ -165,6 +165,95 @@ impl SpinLock {
     #[inline]
     pub fn unlock<F: AtomicFamily>(word: &F::U32) {
         word.store(0, MemOrder::Release);
+    }
+}
+
+/// The lock of an inflated shadow record, in one 32-bit word that also
+/// admits *raisers*: the atomic-set fast path ([`crate::atomic_set`])
+/// raising an entry without the lock. Bit 0: held. Bit 1: a locker waits
+/// for raisers to leave. Bits 2..18: raisers inside. Bits 18..32: the
+/// version, advanced by every hold.
+///
+/// A locker takes the word only when no raiser is inside, and a raiser
+/// enters only when the word is neither held nor awaited and still has the
+/// version it read before it looked at the record: both on this one word,
+/// so the raiser's entry is either in before the lock is taken (the
+/// raiser's exit is a release the lock's acquire reads) or not written at
+/// all (the raiser takes the locked path instead). No fence is needed.
+pub struct RecordLock;
+
+impl RecordLock {
+    const HELD: u32 = 1;
+    const WAITING: u32 = 2;
+    const RAISER: u32 = 1 << 2;
+    const RAISERS: u32 = 0xffff << 2;
+    const VERSION: u32 = 1 << 18;
+
+    /// Spins until the lock is taken (waiting for raisers inside to
+    /// leave); returns the word as it was taken.
+    #[inline]
+    pub fn lock<F: AtomicFamily>(word: &F::U32) -> u32 {
+        loop {
+            let v = word.load(MemOrder::Relaxed);
+            let next = if v & Self::HELD != 0 {
+                None
+            } else if v & Self::RAISERS != 0 {
+                // Keep new raisers out until those inside have left.
+                Some((v | Self::WAITING, false))
+            } else {
+                Some(((v | Self::HELD) & !Self::WAITING, true))
+            };
+            if let Some((n, taken)) = next {
+                let ok = n == v
+                    || word
+                        .compare_exchange(v, n, MemOrder::Acquire, MemOrder::Relaxed)
+                        .is_ok();
+                if ok && taken {
+                    return v;
+                }
+            }
+            F::spin();
+        }
+    }
+
+    /// Releases a lock taken with [`RecordLock::lock`], advancing the
+    /// version (raisers that tried to enter meanwhile may still be
+    /// counted: they leave on their own).
+    #[inline]
+    pub fn unlock<F: AtomicFamily>(word: &F::U32) {
+        word.fetch_add(Self::VERSION.wrapping_sub(Self::HELD), MemOrder::Release);
+    }
+
+    /// The version of a word read from the lock.
+    #[inline(always)]
+    pub const fn version(v: u32) -> u32 {
+        v / Self::VERSION
+    }
+
+    /// Whether a raiser may try to enter the word read as `seen`.
+    #[inline(always)]
+    pub const fn open(seen: u32) -> bool {
+        seen & (Self::HELD | Self::WAITING) == 0
+    }
+
+    /// Enters as a raiser if the word is still open at `seen`'s version;
+    /// false (and nothing changed) otherwise. A raiser that entered must
+    /// [`RecordLock::leave`].
+    #[inline]
+    pub fn enter<F: AtomicFamily>(word: &F::U32, seen: u32) -> bool {
+        let v = word.fetch_add(Self::RAISER, MemOrder::Acquire);
+        if Self::open(v) && Self::version(v) == Self::version(seen) {
+            return true;
+        }
+        word.fetch_sub(Self::RAISER, MemOrder::Relaxed);
+        false
+    }
+
+    /// Leaves after [`RecordLock::enter`], publishing what the raiser wrote
+    /// to the next locker.
+    #[inline]
+    pub fn leave<F: AtomicFamily>(word: &F::U32) {
+        word.fetch_sub(Self::RAISER, MemOrder::Release);
     }
 }
 

@@ -93,7 +93,8 @@ use crate::abi::{
     AccessSite, GlobalState, InflatedRecord, RaceReport, ReportKind, CHAIN_ACCESS_SLOTS,
     RECORD_ACCESS_SLOTS, RECORD_RELEASE_SLOTS, WORD_BYTES,
 };
-use crate::atomic::{AtomicFamily, AtomicU32Ops, AtomicU64Ops, SpinLock};
+use crate::atomic::{AtomicFamily, AtomicU32Ops, AtomicU64Ops, RecordLock, SpinLock};
+use crate::atomic_set::{AtomicSet, AtomicSetClass, SET_THRESHOLD};
 use crate::clock::{ClockError, FenceRelease, PendingLevel, ThreadClocks};
 use crate::line;
 use crate::memory_model::{AccessKind, Ordering, Scope};
@@ -308,7 +309,7 @@ impl Outcome {
 enum Held {
     /// Compact cell set to LOCKED; the old value to restore on failure.
     Compact(u64),
-    /// Inflated record `index`, its spin lock held.
+    /// Inflated record `index`, its lock held.
     Record(u32),
 }
 
@@ -475,6 +476,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         // Bytes of earlier clocks of the very same access merge into the new
         // one after the loop (checks use the access's own bytes only).
         let mut merged = 0u8;
+        let in_set = st.set != 0 && self.check_set(st, &n, clocks, &mut race, &mut merged);
         let (room, chained) = if st.chain != 0 {
             self.check_chain(st, &n, clocks, &mut race, &mut merged)
         } else {
@@ -487,6 +489,9 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                 continue;
             }
             i += 1;
+        }
+        if in_set || self.make_set(st, &n) {
+            return (race, false);
         }
         st.push(AccessClock {
             mask: n.mask | merged,
@@ -516,6 +521,95 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         st.remove(victim);
         st.lossy = true;
         (race, true)
+    }
+
+    /// [`Engine::record_access`] on the word's atomic set (see
+    /// [`crate::atomic_set`]): an access of the set's class raises its own
+    /// entry (it cannot race with any) and returns true; any other access
+    /// is checked against every entry in use, and clears those it
+    /// subsumes.
+    fn check_set(
+        &self,
+        st: &mut WordState,
+        n: &AccessClock,
+        clocks: &ThreadClocks<'m, M::Atomics>,
+        race: &mut Option<AccessClock>,
+        merged: &mut u8,
+    ) -> bool {
+        let pool = self.pool();
+        let Some(set) = AtomicSet::open(&pool, st.set - 1, self.cfg.num_threads) else {
+            return false;
+        };
+        let class = set.class();
+        if class.admits(n, self.device(n.tid)) {
+            set.raise(n.tid, n.epoch);
+            return true;
+        }
+        // Raisers without the lock left before it was taken (see
+        // `RecordLock`): their entries are all in.
+        if set.used() == 0 {
+            return false;
+        }
+        for t in 0..self.cfg.num_threads {
+            let e = set.entry(t);
+            if e == 0 {
+                continue;
+            }
+            // An entry that loses only some bytes stays whole: it then
+            // stands for more than the history needs, which can change
+            // which earlier access a report names, never whether one is made.
+            let mut a = class.clock(t, e);
+            if !self.check_clock(&mut a, n, clocks, race, merged) {
+                set.clear(t);
+            }
+        }
+        false
+    }
+
+    /// The atomic set of a word's decoded state, if it has one (for
+    /// inspection: its entries are more access clocks of the word).
+    pub fn atomic_set(&self, st: &WordState) -> Option<AtomicSet<'m, M::Atomics>> {
+        let index = st.set.checked_sub(1)?;
+        AtomicSet::open(&Pool::new(self.mem.pool()), index, self.cfg.num_threads)
+    }
+
+    /// Moves a full record's atomic writes of `n`'s class into a new atomic
+    /// set, with `n`, when they are at least half of the record (and the
+    /// pool has room); the other clocks stay. True when `n` is recorded
+    /// there.
+    fn make_set(&self, st: &mut WordState, n: &AccessClock) -> bool {
+        if st.set != 0 || st.chain != 0 || st.len < SET_THRESHOLD {
+            return false;
+        }
+        let Some(class) = AtomicSetClass::of(n, self.device(n.tid)) else {
+            return false;
+        };
+        let admitted = |a: &AccessClock| class.admits(a, self.device(a.tid));
+        let members = st.accesses[..st.len].iter().filter(|a| admitted(a)).count();
+        if 2 * members < SET_THRESHOLD {
+            return false;
+        }
+        let pool = self.pool();
+        let nt = self.cfg.num_threads;
+        let Some(index) = AtomicSet::create(&pool, class, nt) else {
+            return false;
+        };
+        let Some(set) = AtomicSet::open(&pool, index, nt) else {
+            return false;
+        };
+        set.raise(n.tid, n.epoch);
+        let mut i = 0;
+        while i < st.len {
+            let a = st.accesses[i];
+            if admitted(&a) {
+                set.raise(a.tid, a.epoch);
+                st.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        st.set = index + 1;
+        true
     }
 
     /// Checks new access `n` against earlier clock `a`: notes `a` in `race`
@@ -746,7 +840,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                 CellView::Line => self.split_line(word),
                 CellView::Inflated(i) => {
                     let rec = self.pool().record(i);
-                    SpinLock::lock::<M::Atomics>(&rec[InflatedRecord::LOCK_WORD]);
+                    RecordLock::lock::<M::Atomics>(&rec[InflatedRecord::LOCK_WORD]);
                     let state = WordState::from_record::<M::Atomics>(rec);
                     return Some(LockedWord {
                         word,
@@ -810,7 +904,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             Held::Record(i) => {
                 let rec = self.pool().record(i);
                 self.write_back(&w.state, rec);
-                SpinLock::unlock::<M::Atomics>(&rec[InflatedRecord::LOCK_WORD]);
+                RecordLock::unlock::<M::Atomics>(&rec[InflatedRecord::LOCK_WORD]);
             }
         }
         Ok(())
@@ -1150,7 +1244,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                     // first contents were written before the tag.
                     M::Atomics::fence(MemOrder::Acquire);
                     let rec = pool.record(i);
-                    SpinLock::lock::<M::Atomics>(&rec[InflatedRecord::LOCK_WORD]);
+                    RecordLock::lock::<M::Atomics>(&rec[InflatedRecord::LOCK_WORD]);
                     let mut st = WordState::from_record::<M::Atomics>(rec);
                     let (race, evicted) = self.record_access(&mut st, n, clocks);
                     if n.write {
@@ -1159,7 +1253,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                         st.last_atomic_write = None;
                     }
                     self.write_back(&st, rec);
-                    SpinLock::unlock::<M::Atomics>(&rec[InflatedRecord::LOCK_WORD]);
+                    RecordLock::unlock::<M::Atomics>(&rec[InflatedRecord::LOCK_WORD]);
                     if evicted {
                         pool.note_eviction();
                     }
@@ -1273,6 +1367,128 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
     /// sees atomics in the order memory does, and returns whether it wrote
     /// (false for a load or a failed compare-exchange).
     pub fn atomic(
+        &self,
+        tid: u32,
+        addr: u64,
+        size: u32,
+        op: AtomicOp,
+        site: &AccessSite,
+        perform: impl FnOnce() -> bool,
+    ) -> Outcome {
+        // Whichever path runs first performs the operation; the locked
+        // path after a fast path that gave up gets the result it had.
+        let mut perform = Some(perform);
+        let mut wrote = None;
+        let mut run = || *wrote.get_or_insert_with(|| perform.take().is_some_and(|f| f()));
+        if self.atomic_in_set(tid, addr, size, op, &mut run) {
+            return Outcome::Clean;
+        }
+        self.atomic_locked(tid, addr, size, op, site, run)
+    }
+
+    /// The atomic-set fast path of [`Engine::atomic`] (see
+    /// [`crate::atomic_set`]): a non-releasing read-modify-write (or
+    /// compare-exchange that wrote) of one word with an atomic set of its
+    /// class, by a thread with no release fence pending, raises its entry
+    /// without the word's lock.
+    /// True when it is done (clean: it races with no entry); false when
+    /// the locked path must record it (`run` may have performed it).
+    #[inline(always)]
+    fn atomic_in_set(
+        &self,
+        tid: u32,
+        addr: u64,
+        size: u32,
+        op: AtomicOp,
+        run: &mut impl FnMut() -> bool,
+    ) -> bool {
+        // A compare-exchange is the GPU's form of every read-modify-write
+        // (it says afterwards whether it wrote); one that did not write is
+        // a read, left to the locked path.
+        let rmw = matches!(op.kind, AtomicOpKind::Rmw | AtomicOpKind::CompareExchange);
+        if !rmw || op.ordering.releases() || op.scope < Scope::Device {
+            return false;
+        }
+        let Some((word, last)) = self.word_span(addr, size) else {
+            return false;
+        };
+        let Some(cell) = self.mem.shadow_cell(word).filter(|_| word == last) else {
+            return false;
+        };
+        let CellView::Inflated(i) = ShadowCell(cell.load(MemOrder::Acquire)).view() else {
+            return false;
+        };
+        let pool = self.pool();
+        let rec = pool.record(i);
+        let lock = &rec[InflatedRecord::LOCK_WORD];
+        let clocks = self.clocks(tid);
+        let (device_fence, system_fence) = clocks.fence_tokens();
+        if device_fence.token | system_fence.token != 0 {
+            // The write would start release sequences.
+            return false;
+        }
+        let Ok(epoch) = clocks.fresh_epoch_unlocked(tid) else {
+            return false;
+        };
+        let mask = self.byte_mask(addr, size, word);
+        let n = AccessClock {
+            tid,
+            epoch,
+            mask,
+            write: true,
+            atomic: true,
+            scope: op.scope,
+            extent: atomic_extent(size, mask),
+        };
+        // Raisers never take the lock: one that finds it held, or finds
+        // that it was held while it looked, looks again (a raiser taking
+        // the lock would make every raiser behind it fail in turn).
+        loop {
+            let seen = lock.load(MemOrder::Acquire);
+            let meta = rec[InflatedRecord::META_WORD].load(MemOrder::Relaxed);
+            if meta & InflatedRecord::SET_FAST_PATH == 0 {
+                return false;
+            }
+            let index = (meta >> InflatedRecord::SET_SHIFT).wrapping_sub(1);
+            let Some(set) = AtomicSet::open(&pool, index, self.cfg.num_threads) else {
+                return false;
+            };
+            if !set.class().admits(&n, self.device(tid)) || !run() {
+                return false;
+            }
+            if set.entry(tid) >= epoch {
+                // FastTrack's same epoch: the set holds this access
+                // already, checked against the word's other clocks then
+                // (or since, by whoever added one).
+                return true;
+            }
+            if !RecordLock::open(seen) {
+                M::Atomics::spin();
+                continue;
+            }
+            // The word's other clocks (the set's cannot race with `n`): a
+            // race with one is the locked path's to report. Read without
+            // the lock, they are what the lock's version `seen` says, if it
+            // is still that when the raise enters.
+            for k in 0..RECORD_ACCESS_SLOTS {
+                let Some(a) = WordState::record_clock::<M::Atomics>(rec, k) else {
+                    break;
+                };
+                let ordered = clocks.get(a.tid) >= a.epoch;
+                if a.mask & n.mask != 0 && !ordered && !self.compatible(&a, &n) {
+                    return false;
+                }
+            }
+            if RecordLock::enter::<M::Atomics>(lock, seen) {
+                set.raise(tid, epoch);
+                RecordLock::leave::<M::Atomics>(lock);
+                return true;
+            }
+        }
+    }
+
+    /// [`Engine::atomic`] under the lock of the words it touches.
+    fn atomic_locked(
         &self,
         tid: u32,
         addr: u64,

@@ -69,6 +69,7 @@ pub mod params;
 pub mod abi;
 pub mod address;
 pub mod atomic;
+pub mod atomic_set;
 pub mod block;
 pub mod clock;
 pub mod engine;

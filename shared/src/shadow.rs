@@ -191,7 +191,7 @@ const fn kind_bits(atomic: bool, scope: Scope) -> u64 {
 }
 
 #[inline(always)]
-const fn scope_from(v: u8) -> Scope {
+pub(crate) const fn scope_from(v: u8) -> Scope {
     match v {
         0 => Scope::Block,
         1 => Scope::Device,
@@ -364,6 +364,9 @@ pub struct WordState {
     /// Pool index + 1 of the first [`ChainRecord`] holding older access
     /// clocks (0: none; always 0 for a compact word).
     pub chain: u32,
+    /// Pool index + 1 of the word's atomic set, more access clocks
+    /// ([`crate::atomic_set`]; 0: none, always for a compact word).
+    pub set: u32,
 }
 
 impl WordState {
@@ -376,6 +379,7 @@ impl WordState {
         last_atomic_write: None,
         lossy: false,
         chain: 0,
+        set: 0,
     };
 
     /// Appends an access clock (caller keeps `len` within bounds).
@@ -421,7 +425,7 @@ impl WordState {
 
     /// Encodes the state compactly if it fits (see the module docs).
     pub fn to_compact(&self) -> Option<ShadowCell> {
-        if self.release_len != 0 || self.lossy || self.chain != 0 {
+        if self.release_len != 0 || self.lossy || self.chain != 0 || self.set != 0 {
             return None;
         }
         let mut v = 0u64;
@@ -467,7 +471,7 @@ impl WordState {
     pub fn to_compact_dropping_clocks(&self) -> Option<ShadowCell> {
         // A compact word has no chain, and a word with a chain is inflated
         // already: this never has chained clocks to drop.
-        debug_assert_eq!(self.chain, 0);
+        debug_assert_eq!(self.chain | self.set, 0);
         if self.release_len != 0 {
             return None;
         }
@@ -487,7 +491,9 @@ impl WordState {
     pub fn from_record<F: AtomicFamily>(words: &[F::U32]) -> WordState {
         let mut s = WordState::EMPTY;
         let w = |i: usize| words[i].load(MemOrder::Relaxed);
-        s.lossy = w(InflatedRecord::META_WORD) & 1 != 0;
+        let meta = w(InflatedRecord::META_WORD);
+        s.lossy = meta & InflatedRecord::LOSSY != 0;
+        s.set = meta >> InflatedRecord::SET_SHIFT;
         s.chain = w(InflatedRecord::CHAIN_WORD);
         let lw = w(InflatedRecord::LAST_WRITE_WORD);
         if lw & (1 << 31) != 0 {
@@ -498,15 +504,22 @@ impl WordState {
             });
         }
         for i in 0..RECORD_ACCESS_SLOTS {
-            let sc = read_scalar::<F>(words, InflatedRecord::ACCESS_WORD + 2 * i);
-            if sc.flags & ScalarClock::VALID != 0 {
-                s.push(AccessClock::from_scalar(sc));
+            if let Some(a) = Self::record_clock::<F>(words, i) {
+                s.push(a);
             }
         }
         let (heads, len) = Self::heads_of_record::<F>(words);
         s.releases[..RECORD_RELEASE_SLOTS].copy_from_slice(&heads);
         s.release_len = len;
         s
+    }
+
+    /// Access clock `slot` of the record in `words`, if the slot is in use
+    /// (slots are filled from the first: the first empty one ends them).
+    #[inline(always)]
+    pub fn record_clock<F: AtomicFamily>(words: &[F::U32], slot: usize) -> Option<AccessClock> {
+        let sc = read_scalar::<F>(words, InflatedRecord::ACCESS_WORD + 2 * slot);
+        (sc.flags & ScalarClock::VALID != 0).then(|| AccessClock::from_scalar(sc))
     }
 
     /// The release heads of the record in `words` (its lock held by the
@@ -539,8 +552,15 @@ impl WordState {
     /// Writes the state into record `words` (lock held, or record private).
     /// The caller has trimmed `len` and `release_len` to the record's slots.
     pub fn to_record<F: AtomicFamily>(&self, words: &[F::U32]) {
-        let meta = words[InflatedRecord::META_WORD].load(MemOrder::Relaxed);
-        words[InflatedRecord::META_WORD].store((meta & !1) | self.lossy as u32, MemOrder::Relaxed);
+        let fast_path = self.set != 0 && self.release_len == 0 && self.chain == 0;
+        let mut meta = self.set << InflatedRecord::SET_SHIFT;
+        if self.lossy {
+            meta |= InflatedRecord::LOSSY;
+        }
+        if fast_path {
+            meta |= InflatedRecord::SET_FAST_PATH;
+        }
+        words[InflatedRecord::META_WORD].store(meta, MemOrder::Relaxed);
         let lw = match self.last_atomic_write {
             Some(l) => {
                 1 << 31 | (l.extent as u32 & 0x3f) << 24 | (l.scope as u32) << 16 | (l.tid & 0xffff)
@@ -684,6 +704,38 @@ impl<'a, F: AtomicFamily> Pool<'a, F> {
             return None;
         }
         self.allocate()
+    }
+
+    /// Claims `records` contiguous records (zeroed) from the bump region,
+    /// within the share chains may take (see [`Pool::allocate_chain`]);
+    /// the first one's index, or `None` when they do not fit.
+    pub fn allocate_block(&self, records: u32) -> Option<u32> {
+        let next = self.header(PoolHeader::NEXT_WORD)?;
+        let cap = self.capacity();
+        let limit = cap - cap.div_ceil(INFLATION_HEADROOM_DIVISOR);
+        let mut at = next.load(MemOrder::Relaxed);
+        loop {
+            if at.checked_add(records)? > limit {
+                return None;
+            }
+            match next.compare_exchange(at, at + records, MemOrder::Relaxed, MemOrder::Relaxed) {
+                Ok(_) => break,
+                Err(now) => at = now,
+            }
+        }
+        for w in self.block(at, records)? {
+            w.store(0, MemOrder::Relaxed);
+        }
+        Some(at)
+    }
+
+    /// The words of the `records` records from `first`, if the pool holds
+    /// them.
+    #[inline(always)]
+    pub fn block(&self, first: u32, records: u32) -> Option<&'a [F::U32]> {
+        let at = PoolHeader::WORDS + first as usize * InflatedRecord::WORDS;
+        self.words
+            .get(at..at + records as usize * InflatedRecord::WORDS)
     }
 
     /// Pops the free list (under its lock, a leaf in the lock order).

@@ -10,7 +10,7 @@ use vigil_shared::abi::{
     thread_state_words, AccessSite, InflatedRecord, PoolHeader, CHAIN_ACCESS_SLOTS,
     RECORD_ACCESS_SLOTS,
 };
-use vigil_shared::atomic::{AtomicFamily, AtomicU32Ops, AtomicU64Ops};
+use vigil_shared::atomic::{AtomicFamily, AtomicU32Ops, AtomicU64Ops, RecordLock};
 use vigil_shared::clock::ThreadClocks;
 use vigil_shared::engine::{AtomicOp, AtomicOpKind, Engine, EngineConfig, SliceMemory};
 use vigil_shared::line;
@@ -729,5 +729,94 @@ fn a_line_split_racing_a_whole_line_write_loses_nothing() {
         }
         assert!(m.has(5, 1, false), "the read lost");
         assert!(!m.has(4, 1, false) && !m.has(6, 1, false));
+    });
+}
+
+/// The atomic-set fast path (`vigil_shared::atomic_set`) against a locked
+/// access that reads the entries: a relaxed read-modify-write raising its
+/// entry without the word's lock, and a plain write unordered with it (and
+/// ordered after every other entry), at once. Whichever comes second must
+/// see the first: at least one reports the race (both, when the write read
+/// the raised entry while the raise, finding the version moved on, records
+/// itself again under the lock), and both accesses stay in the word's
+/// history.
+#[test]
+fn an_atomic_set_raise_racing_a_locked_reader_is_seen_by_one_of_them() {
+    long_model(|| {
+        let threads = 11;
+        let m = Mem::new(threads, 2, 32);
+        let site = AccessSite::default();
+        let rmw = AtomicOp::new(AtomicOpKind::Rmw, Ordering::Relaxed, Scope::Device);
+        let release = AtomicOp::new(AtomicOpKind::Rmw, Ordering::Release, Scope::Device);
+        let acquire = AtomicOp::new(AtomicOpKind::Load, Ordering::Acquire, Scope::Device);
+        // Threads 0 to 8 bump word 0 (the ninth moves the record's clocks
+        // into a set), then release through word 1; thread 9 acquires them.
+        m.with(|e| {
+            for t in 0..9 {
+                assert!(!e.atomic(t, 0, 4, rmw, &site, || true).is_race());
+                e.atomic(t, 4, 4, release, &site, || true);
+            }
+            e.atomic(9, 4, 4, acquire, &site, || false);
+        });
+        assert_eq!(m.word(0).len, 0, "the word's history is its set");
+        // The bump as the GPU makes every read-modify-write: a
+        // compare-exchange that says afterwards that it wrote.
+        let cas = AtomicOp::new(
+            AtomicOpKind::CompareExchange,
+            Ordering::Relaxed,
+            Scope::Device,
+        );
+        let bump = {
+            let m = m.clone();
+            loom::thread::spawn(move || m.with(|e| e.atomic(10, 0, 4, cas, &site, || true)))
+        };
+        let write = m.with(|e| e.access(9, 0, 4, true, &site));
+        let bump = bump.join().unwrap();
+        assert!(
+            write.is_race() || bump.is_race(),
+            "the race was missed: write {write:?}, bump {bump:?}"
+        );
+        assert!(!write.is_error() && !bump.is_error());
+        assert!(m.has(0, 9, true), "the write is recorded");
+        let st = m.word(0);
+        let in_set = m.with(|e| e.atomic_set(&st).is_some_and(|s| s.entry(10) != 0));
+        assert!(in_set || m.has(0, 10, true), "the bump is recorded");
+    });
+}
+
+/// The record lock's protocol alone (`RecordLock`): a raiser that entered
+/// at the version it saw first has its write seen by a locker that came
+/// after that version, and a locker never sees a raise half made.
+#[test]
+fn a_raiser_inside_the_record_lock_is_seen_by_the_next_locker() {
+    model(|| {
+        let word = Arc::new(A32(LU32::new(0)));
+        let data = Arc::new(A32(LU32::new(0)));
+        let raiser = {
+            let (word, data) = (word.clone(), data.clone());
+            loom::thread::spawn(move || {
+                let seen = word.load(MemOrder::Acquire);
+                if !RecordLock::open(seen) || !RecordLock::enter::<LoomAtomics>(&word, seen) {
+                    return None;
+                }
+                data.store(1, MemOrder::Relaxed);
+                data.store(2, MemOrder::Relaxed);
+                RecordLock::leave::<LoomAtomics>(&word);
+                Some(seen)
+            })
+        };
+        let before = RecordLock::lock::<LoomAtomics>(&word);
+        let saw = data.load(MemOrder::Relaxed);
+        RecordLock::unlock::<LoomAtomics>(&word);
+        let entered = raiser.join().unwrap();
+        assert!(saw != 1, "the locker saw a raise half made");
+        match entered {
+            // Entered at the version the lock was taken at: before it.
+            Some(seen) if RecordLock::version(seen) == RecordLock::version(before) => {
+                assert_eq!(saw, 2, "a raise inside was not waited for")
+            }
+            // Entered after the unlock, or never.
+            _ => assert_eq!(saw, 0),
+        }
     });
 }

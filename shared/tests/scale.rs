@@ -1,8 +1,9 @@
 //! The engine against the reference oracle at scale: random programs with
 //! up to 4,096 sanitizer threads releasing into one hot word (the
 //! threadFenceReduction and grid-barrier patterns, every release and
-//! acquire style), and producers publishing long chains of releases before
-//! lagging consumers acquire them. Prints its figures; the test profile
+//! acquire style), up to 4,096 bumping one counter (its atomic set, mixed
+//! with other atomics and plain accesses), and producers publishing long
+//! chains of releases before lagging consumers acquire them. Prints its figures; the test profile
 //! checks a dozen programs, `VIGIL_SCALE_PROGRAMS=N` (best with
 //! `--release`) as many as asked. At the default pool the engine must find
 //! every race the oracle sees; on a tiny pool it may miss (counted) races,
@@ -215,6 +216,82 @@ fn chain() -> impl Strategy<Value = ScaleProgram> {
         )
 }
 
+/// A hot counter (a histogram bin, a grid-wide count): bumped by every
+/// thread with relaxed read-modify-writes (or compare-exchanges) of one
+/// scope, which the engine keeps in an atomic set, with (one program in
+/// three: none) failed compare-exchanges, bumps of the
+/// other scope or with acquire ordering, relaxed loads and plain accesses
+/// (real races) by random threads among them; the counter may first be
+/// zeroed by a plain write every thread is ordered after (a clock the
+/// set's fast path checks itself against); every bumper may release a
+/// flag that the consumer acquires before it reads the total plainly
+/// (ordered after every bump then), and bumps once more.
+fn counter() -> impl Strategy<Value = ScaleProgram> {
+    (
+        threads(),
+        prop_oneof![Just(Scope::Device), Just(Scope::System)],
+        any::<bool>(),
+        prop_oneof![Just(0u8), Just(16), Just(64)],
+        any::<bool>(),
+    )
+        .prop_flat_map(|((sms, devices), scope, acquire_all, noise, zeroed)| {
+            let n = sms * devices;
+            let kinds = if noise == 0 { 7..8 } else { 0..noise };
+            let bumps = prop::collection::vec((0..n - 1, kinds), n as usize..2 * n as usize);
+            (Just((sms, devices, scope, acquire_all, zeroed)), bumps)
+        })
+        .prop_map(|((sms, devices, scope, acquire_all, zeroed), bumps)| {
+            let n = sms * devices;
+            let consumer = n - 1;
+            let other = if scope == Scope::Device {
+                Scope::System
+            } else {
+                Scope::Device
+            };
+            const FLAG: u64 = 4;
+            const ZEROED: u64 = 8;
+            let mut ops = Vec::new();
+            if zeroed {
+                ops.push(plain(consumer, HOT, 4, true));
+                ops.push(store(consumer, ZEROED, Ordering::Release, Scope::System));
+                for t in 0..consumer {
+                    ops.push(load(t, ZEROED, Ordering::Acquire, Scope::System));
+                }
+            }
+            for (t, kind) in bumps {
+                ops.push(match kind {
+                    0 => rmw(t, HOT, Ordering::Acquire, scope),
+                    1 => rmw(t, HOT, Ordering::Relaxed, other),
+                    2 => load(t, HOT, Ordering::Relaxed, scope),
+                    3 => plain(t, HOT, 4, t % 2 == 0),
+                    4 | 5 => rmw(t, HOT, Ordering::Relaxed, scope),
+                    // The GPU's and the CPU backend's form of every
+                    // read-modify-write; one that fails only reads.
+                    6 => cas(t, HOT, Ordering::Relaxed, Ordering::Relaxed, scope, false),
+                    _ => cas(t, HOT, Ordering::Relaxed, Ordering::Relaxed, scope, true),
+                });
+            }
+            if acquire_all {
+                for t in 0..consumer {
+                    ops.push(rmw(t, FLAG, Ordering::Release, Scope::System));
+                }
+                ops.push(load(consumer, FLAG, Ordering::Acquire, Scope::System));
+            }
+            ops.push(plain(consumer, HOT, 4, false));
+            ops.push(rmw(consumer, HOT, Ordering::Relaxed, scope));
+            ScaleProgram {
+                program: Program {
+                    num_sms: sms,
+                    num_devices: devices,
+                    ops,
+                },
+                words: 3,
+                hot_releasers: n - 1,
+                chain: 0,
+            }
+        })
+}
+
 #[derive(Default)]
 struct Figures {
     programs: u32,
@@ -232,6 +309,8 @@ struct Figures {
     evictions: u32,
     max_hot_threads: u32,
     max_chain: u32,
+    /// Programs that ended with a word's history in an atomic set.
+    set_programs: u32,
 }
 
 impl Figures {
@@ -244,6 +323,10 @@ impl Figures {
         println!(
             "releases outstanding before a consumer: up to {}",
             self.max_chain
+        );
+        println!(
+            "programs whose counter moved into an atomic set: {}",
+            self.set_programs
         );
         println!("false positives: {}", self.false_positives);
         println!("capacity reports: {}", self.capacity_reports);
@@ -303,7 +386,7 @@ fn check_programs(programs: u32, pool: PoolSize) -> Figures {
     let figures = RefCell::new(Figures::default());
     let strategy = match pool {
         PoolSize::Tiny(_) => hot_word().boxed(),
-        _ => prop_oneof![hot_word(), chain()].boxed(),
+        _ => prop_oneof![hot_word(), chain(), counter()].boxed(),
     };
     let result = runner.run(&strategy, |sp| {
         let records = match pool {
@@ -317,6 +400,7 @@ fn check_programs(programs: u32, pool: PoolSize) -> Figures {
         f.max_hot_threads = f.max_hot_threads.max(sp.hot_releasers + 1);
         f.max_chain = f.max_chain.max(sp.chain);
         f.capacity_reports += c.errors as u32;
+        f.set_programs += (c.atomic_sets != 0) as u32;
         let mut fp = 0;
         let (mut races, mut found) = (0, 0);
         for (oracle, engine) in &c.steps {
@@ -364,6 +448,7 @@ fn engine_matches_oracle_at_scale() {
     assert_eq!(f.evictions, 0, "the access history grows from the pool");
     assert_eq!(f.found, f.oracle_races, "every race the oracle sees");
     assert!(f.max_hot_threads >= 4096, "no 4,096-thread hot word drawn");
+    assert!(f.set_programs > 0, "no counter drawn");
 }
 
 /// Hot-word programs on a pool of 4 records (the hot word's record and a
@@ -384,42 +469,57 @@ fn a_small_pool_only_misses_and_counts_it() {
     assert!(per_word.lossy_programs > 0, "no program outgrew the pool");
 }
 
-/// The GPU runtime's bounded history ([`RUNTIME_CHAIN_RECORDS_PER_WORD`]):
-/// a hot word of 4,096 threads outgrows it, and the engine then only
-/// misses races, each counted.
+/// The GPU runtime's bounded history ([`RUNTIME_CHAIN_RECORDS_PER_WORD`])
+/// on a word hit by 4,095 threads' relaxed read-modify-writes, then a plain
+/// write unordered with all of them. Of one scope, the writes share an
+/// atomic set (`vigil_shared::atomic_set`): exact, whatever the cap.
+/// Alternating device and system scope they have no class in common, so
+/// the word outgrows the cap, and the engine then only misses races, each
+/// counted.
 #[test]
 fn the_default_chain_cap_only_misses_and_counts_it() {
     let n = 4096u32;
-    let mut ops = Vec::new();
-    for t in 0..n - 1 {
-        ops.push(rmw(t, HOT, Ordering::Relaxed, Scope::Device));
+    for mixed in [false, true] {
+        let mut ops = Vec::new();
+        for t in 0..n - 1 {
+            let scope = if mixed && t % 2 == 1 {
+                Scope::System
+            } else {
+                Scope::Device
+            };
+            ops.push(rmw(t, HOT, Ordering::Relaxed, scope));
+        }
+        // The oracle sees a race with each; the engine must report at
+        // least one, and no more than the oracle.
+        ops.push(plain(n - 1, HOT, 4, true));
+        let p = Program {
+            num_sms: n,
+            num_devices: 1,
+            ops,
+        };
+        let c = compare_capped(
+            &p,
+            2,
+            4096,
+            CLOCK_BUFFER_AT_SCALE,
+            RUNTIME_CHAIN_RECORDS_PER_WORD,
+        );
+        let (oracle, engine) = c.steps.last().expect("the write");
+        assert!(
+            !oracle.is_empty() && engine.is_race(),
+            "the write's race is found (mixed scopes: {mixed})"
+        );
+        for (o, e) in &c.steps {
+            assert!(!e.is_race() || !o.is_empty(), "a false report");
+            assert!(!e.is_error(), "a capacity report");
+        }
+        assert_eq!(
+            c.precision_lost > 0,
+            mixed,
+            "precision lost {} (mixed scopes: {mixed})",
+            c.precision_lost
+        );
     }
-    // A plain write unordered with every one of them: the oracle sees a
-    // race with each; the engine must report at least one, and no more
-    // than the oracle.
-    ops.push(plain(n - 1, HOT, 4, true));
-    let p = Program {
-        num_sms: n,
-        num_devices: 1,
-        ops,
-    };
-    let c = compare_capped(
-        &p,
-        2,
-        4096,
-        CLOCK_BUFFER_AT_SCALE,
-        RUNTIME_CHAIN_RECORDS_PER_WORD,
-    );
-    let (oracle, engine) = c.steps.last().expect("the write");
-    assert!(
-        !oracle.is_empty() && engine.is_race(),
-        "the write's race is found"
-    );
-    for (o, e) in &c.steps {
-        assert!(!e.is_race() || !o.is_empty(), "a false report");
-        assert!(!e.is_error(), "a capacity report");
-    }
-    assert!(c.precision_lost > 0, "4,095 clocks fit the default cap?");
 }
 
 /// The hot-word pattern of the issue at 4,096 threads, every style, on one

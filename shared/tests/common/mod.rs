@@ -17,7 +17,7 @@ use vigil_shared::engine::{
     sc_fence_words, AtomicOp, AtomicOpKind, Engine, EngineConfig, Outcome, SliceMemory,
 };
 use vigil_shared::line::{self, LineOutcome, LINE_BYTES, LINE_WORDS};
-use vigil_shared::shadow::{CellView, Pool, WordState};
+use vigil_shared::shadow::{CellView, Pool, ShadowCell, WordState};
 use vigil_shared::{Ordering, Scope};
 
 /// One step of a test program.
@@ -553,6 +553,21 @@ impl Harness {
         Pool::<CoreAtomics>::new(&self.pool).degraded()
     }
 
+    /// Words whose history has an atomic set.
+    pub fn atomic_sets(&self) -> u32 {
+        let pool = Pool::<CoreAtomics>::new(&self.pool);
+        let load = |w: &AtomicU64| ShadowCell(w.load(std::sync::atomic::Ordering::Relaxed));
+        self.shadow
+            .iter()
+            .filter(|w| match load(w).view() {
+                CellView::Inflated(i) => {
+                    WordState::from_record::<CoreAtomics>(pool.record(i)).set != 0
+                }
+                _ => false,
+            })
+            .count() as u32
+    }
+
     /// Acquires that found their snapshot overwritten (all threads).
     pub fn coarsened(&self) -> u32 {
         (0..self.cfg.num_threads)
@@ -604,12 +619,18 @@ impl Harness {
                     ),
                     v => return format!("word {w}: {v:?}"),
                 };
+                let set: Vec<_> = self.with(|e, _| {
+                    e.atomic_set(&st)
+                        .map(|s| s.clocks().collect())
+                        .unwrap_or_default()
+                });
                 format!(
-                    "{:?} {:?} {:?} {}",
+                    "{:?} {:?} {:?} {} {:?}",
                     &st.accesses[..st.len],
                     &st.releases[..st.release_len],
                     st.last_atomic_write,
-                    st.lossy
+                    st.lossy,
+                    set
                 )
             })
             .collect()
@@ -712,6 +733,8 @@ pub struct Comparison {
     pub release_precision_lost: u32,
     /// Accesses kept compact with older clocks dropped (full pool).
     pub degraded: u32,
+    /// Words whose history ended with an atomic set.
+    pub atomic_sets: u32,
     pub errors: usize,
 }
 
@@ -764,6 +787,7 @@ pub fn compare_capped(
         precision_lost: engine.evictions() + engine.merged_heads() + engine.coarsened(),
         release_precision_lost: engine.merged_heads() + engine.coarsened(),
         degraded: engine.degraded(),
+        atomic_sets: engine.atomic_sets(),
         errors,
     }
 }
