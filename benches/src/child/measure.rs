@@ -5,7 +5,7 @@
 use super::protocol::Line;
 use crate::cases::{case_rng, selected, Case, Scale, CASES};
 use crate::error::Result;
-use crate::timing::{measure_with, Plan, Timing};
+use crate::timing::{measure_with, over_budget, Plan};
 use std::time::Instant;
 use vigil::Stream;
 
@@ -59,8 +59,9 @@ pub fn first_launch(
 }
 
 /// Times `run` for `case` as `cp` says and reports every repeat. A first
-/// launch (`first_ms`) slower than the plan's budget is the one timing,
-/// as [`measure_with`] would make it, without launching it again.
+/// launch (`first_ms`) slower than the plan's budget is followed by one
+/// more, as [`measure_with`] does ([`over_budget`]), which is the one
+/// timing if it is over the budget too.
 pub fn timed_repeats(
     case: &'static str,
     stream: &Stream,
@@ -68,8 +69,8 @@ pub fn timed_repeats(
     first_ms: f64,
     mut run: impl FnMut() -> Result<()>,
 ) -> Result<()> {
-    if first_ms > cp.plan.budget.as_secs_f64() * 1e3 {
-        Line::Repeat(case, Timing::single(first_ms)).emit();
+    if let Some(t) = over_budget(stream, cp.plan, first_ms, &mut run)? {
+        Line::Repeat(case, t).emit();
         return Ok(());
     }
     for _ in 0..cp.repeats.max(1) {
