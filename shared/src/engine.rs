@@ -536,8 +536,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         race: &mut Option<AccessClock>,
         merged: &mut u8,
     ) -> bool {
-        let pool = self.pool();
-        let Some(set) = AtomicSet::open(&pool, st.set - 1, self.cfg.num_threads) else {
+        let Some(set) = self.atomic_set(st) else {
             return false;
         };
         let class = set.class();

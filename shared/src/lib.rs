@@ -7,8 +7,9 @@
 //! Sanitizer modules, one concern each: [`abi`] (layouts), [`address`]
 //! (reservations and shadow addresses), [`atomic`] (abstract atomics and
 //! locks), [`clock`] (vector clocks, epochs, clock buffers), [`shadow`]
-//! (compact cells and inflated records), [`line`] (one cell summarising a
-//! 128-byte line that warps access whole), [`engine`] (the detection
+//! (compact cells and inflated records), [`line`](mod@line) (one cell summarising a
+//! 128-byte line that warps access whole), [`atomic_set`] (one epoch per
+//! thread for a word's atomic writes of one class), [`engine`] (the detection
 //! algorithm and its hooks), [`history`] (snapshots spilled into the
 //! record pool), [`report`] (race records and the buffer),
 //! [`gpu`] (the GPU sanitizer's launch ABI: hidden parameters, slots,
@@ -24,11 +25,18 @@
 //!   update compact cells with one CAS and no lock; atomics lock their
 //!   cells (compact cells via a LOCKED marker) in address order around the
 //!   real operation.
-//! - Line summaries ([`line`]): a 128-byte line whose words all have one
+//! - Line summaries ([`line`](mod@line)): a 128-byte line whose words all have one
 //!   plain state keeps it in its first word's cell, so a warp's whole-line
 //!   access is one compare-exchange, not 32; the line splits into per-word
 //!   cells (for good, until the shadow is zeroed) at the first access
 //!   that would make its words differ. Design 3.2 has no such level.
+//! - Atomic sets ([`atomic_set`]): once a word's record fills with atomic
+//!   writes of one class (byte mask, extent, scope, device), they move into
+//!   an array of one epoch per sanitizer thread in the record pool, and a
+//!   non-releasing read-modify-write of that class raises its own entry
+//!   without the word's lock (the record's lock counts such raisers,
+//!   [`atomic::RecordLock`]). Design 3.2 locks every atomic's cell; this is
+//!   what keeps a counter that every thread bumps from serialising them.
 //! - Thread ids: up to [`abi::MAX_THREADS`] (2^16) sanitizer threads;
 //!   clocks of larger ids than the compact cell holds inflate their word.
 //! - History: an earlier access clock is dropped only when the new access

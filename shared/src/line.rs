@@ -35,7 +35,7 @@
 //!
 //! Any other access of a summarised line (part of a line, an atomic, a
 //! result that needs two read clocks) first *splits* it
-//! ([`Engine::split_line`]): it locks the head, stores the summary's cell
+//! (`Engine::split_line`): it locks the head, stores the summary's cell
 //! into words 1 to 31, and releases the head holding word 0's cell. A split
 //! line stays split until the host zeroes the shadow. A split is needed
 //! only when a word's own cell could be stale: a per-word access that
@@ -44,7 +44,7 @@
 //! finds its cell non-zero knows the line is split. An access of part of
 //! a summarised line that the summary already covers (FastTrack's
 //! same-epoch case) changes nothing and splits nothing
-//! ([`Engine::line_covers`]).
+//! (`Engine::line_covers`).
 
 use core::sync::atomic::Ordering as MemOrder;
 

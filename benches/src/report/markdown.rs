@@ -187,9 +187,9 @@ pub fn to_markdown(results: &SuiteResults) -> String {
         s,
         "\n**How it was measured.** Every kernel is checked against a host reference (and Vigil's output against the twin's) on fresh random inputs before it is timed. \
          Device columns: CUDA events around batches of up to {} back-to-back launches after {} warm-ups, the median of {} batches, per launch; each cell shows {} repeat(s) as `r1 / r2`; \
-         the sanitized column the same in its child with up to {} launches per batch after {} warm-ups, {} batches, about {} s per repeat, and a first launch slower than that timed once by the host clock. \
+         the sanitized column the same in a child process per case (a fresh sanitizer each) with up to {} launches per batch after {} warm-ups, {} batches, about {} s per repeat, and a first launch slower than that launched once more and, if still slower, timed once by the host clock. \
          compute-sanitizer columns: the twin in a child process under the tool, host wall time per launch (synchronised), {} warm-up and up to {} launches per repeat, {TOOL_REPEATS} repeats, same sizes. \
-         `memcheck` sees out-of-bounds and misaligned accesses (global, shared, local) and leaks, no races; `racecheck` sees shared-memory hazards within a block only; Vigil's sanitizer sees races on global memory between threads, blocks, kernels, streams and the host, not shared memory. \
+         `memcheck` sees out-of-bounds and misaligned accesses (global, shared, local) and leaks, no races; `racecheck` sees shared-memory hazards within a block only; Vigil's sanitizer sees races on global memory between threads, blocks, kernels, streams and the host, and on shared memory within a block. \
          Rates count the fewest bytes a run must move (each input read once, each output written once), or 2mnk flops, or atomics.\n",
         g.per_batch,
         g.warmup,
