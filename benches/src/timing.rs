@@ -110,24 +110,37 @@ pub fn timed_launch(stream: &Stream, run: &mut dyn FnMut() -> Result<()>) -> Res
     Ok(t.elapsed().as_secs_f64() * 1e3)
 }
 
-/// What a first launch that took `first_ms` leaves to time: nothing when
-/// it fit the budget; else a second launch (the first may have paid a
-/// one-time cost: a sanitized kernel's 1,024-thread blocks JIT-compile
-/// their entry's second build), which is the result if it is over the
-/// budget too (one launch: a kernel cannot be interrupted, and more of
-/// them would stall the run).
-pub fn over_budget(
+/// What [`first_launch_fits`] found.
+#[derive(Clone, Copy, Debug)]
+pub enum FirstLaunch {
+    /// A launch fit the budget; it took this long (ms).
+    Fits(f64),
+    /// Two launches did not: the second is the case's one timing.
+    OverBudget(Timing),
+}
+
+/// Settles a first launch that took `first_ms`: it fits the budget, or a
+/// second launch is made (the first may have paid a one-time cost: a
+/// sanitized kernel's 1,024-thread blocks JIT-compile their entry's
+/// second build), which is the result if it is over the budget too (one
+/// launch: a kernel cannot be interrupted, and more of them would stall
+/// the run).
+pub fn first_launch_fits(
     stream: &Stream,
     plan: Plan,
     first_ms: f64,
     run: &mut dyn FnMut() -> Result<()>,
-) -> Result<Option<Timing>> {
+) -> Result<FirstLaunch> {
     let budget_ms = plan.budget.as_secs_f64() * 1e3;
     if first_ms <= budget_ms {
-        return Ok(None);
+        return Ok(FirstLaunch::Fits(first_ms));
     }
     let again = timed_launch(stream, run)?;
-    Ok((again > budget_ms).then(|| Timing::single(again)))
+    Ok(if again > budget_ms {
+        FirstLaunch::OverBudget(Timing::single(again))
+    } else {
+        FirstLaunch::Fits(again)
+    })
 }
 
 /// Like [`measure`], with device events only when `events` (host wall time
@@ -141,10 +154,11 @@ pub fn measure_with(
     let ctx = stream.context();
     // The first warm-up alone: a launch slower than the whole budget (a
     // sanitizer's on contended atomics, say) is timed once and no more.
-    let first = timed_launch(stream, &mut run)?;
-    if let Some(t) = over_budget(stream, plan, first, &mut run)? {
-        return Ok(t);
-    }
+    let first_ms = timed_launch(stream, &mut run)?;
+    let first = match first_launch_fits(stream, plan, first_ms, &mut run)? {
+        FirstLaunch::Fits(ms) => ms / 1e3,
+        FirstLaunch::OverBudget(t) => return Ok(t),
+    };
     let t = Instant::now();
     for _ in 1..plan.warmup.max(1) {
         run()?;

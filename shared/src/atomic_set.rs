@@ -90,6 +90,24 @@ impl AtomicSetClass {
         AtomicSetClass::of(n, device) == Some(*self)
     }
 
+    /// Whether atomic `n` of a thread of `device` is compatible with every
+    /// entry whatever its thread (atomics of the same extent whose scopes
+    /// include each other's threads): then it races with none, and an
+    /// access that does not write subsumes none either.
+    #[inline(always)]
+    pub fn compatible_with(&self, n: &AccessClock, device: u32) -> bool {
+        n.atomic
+            && n.extent == self.extent
+            && match (self.scope, n.scope) {
+                (_, Scope::Block) => false,
+                (Scope::Device, _) => device == self.device,
+                (_, Scope::System) => true,
+                // A device-scope atomic does not include entries of other
+                // devices' threads.
+                _ => false,
+            }
+    }
+
     /// The access clock of entry `tid` holding `epoch`.
     #[inline(always)]
     pub fn clock(&self, tid: u32, epoch: u32) -> AccessClock {
@@ -300,5 +318,57 @@ mod tests {
         };
         let cs = AtomicSetClass::of(&sys, 2).unwrap();
         assert!(cs.admits(&sys, 5));
+    }
+
+    #[test]
+    fn compatible_atomics_are_those_whose_scopes_include_every_entry() {
+        let w = AccessClock {
+            tid: 1,
+            epoch: 1,
+            mask: 0xf,
+            write: true,
+            atomic: true,
+            scope: Scope::Device,
+            extent: 0xf,
+        };
+        let device_class = AtomicSetClass::of(&w, 2).unwrap();
+        let load = AccessClock { write: false, ..w };
+        let sys_load = AccessClock {
+            scope: Scope::System,
+            ..load
+        };
+        // Device entries of device 2: any wide-scope atomic of device 2.
+        assert!(device_class.compatible_with(&load, 2));
+        assert!(device_class.compatible_with(&sys_load, 2));
+        assert!(!device_class.compatible_with(&load, 3));
+        // System entries (any device): only system-scope atomics.
+        let system_class = AtomicSetClass::of(
+            &AccessClock {
+                scope: Scope::System,
+                ..w
+            },
+            0,
+        )
+        .unwrap();
+        assert!(system_class.compatible_with(&sys_load, 7));
+        assert!(!system_class.compatible_with(&load, 0));
+        // Never a plain access, a block-scope atomic or another extent.
+        let plain = AccessClock {
+            atomic: false,
+            extent: 0,
+            ..load
+        };
+        let block = AccessClock {
+            scope: Scope::Block,
+            ..load
+        };
+        let half = AccessClock {
+            mask: 0x3,
+            extent: 0x3,
+            ..load
+        };
+        for n in [plain, block, half] {
+            assert!(!device_class.compatible_with(&n, 2), "{n:?}");
+        }
     }
 }

@@ -525,9 +525,11 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
 
     /// [`Engine::record_access`] on the word's atomic set (see
     /// [`crate::atomic_set`]): an access of the set's class raises its own
-    /// entry (it cannot race with any) and returns true; any other access
-    /// is checked against every entry in use, and clears those it
-    /// subsumes.
+    /// entry (it cannot race with any) and returns true; another atomic
+    /// compatible with every entry (a poller's load, say) leaves the set as
+    /// it is (an entry it could subsume only stands for more than the
+    /// history needs); any other access is checked against every entry in
+    /// use, and clears those it subsumes.
     fn check_set(
         &self,
         st: &mut WordState,
@@ -543,6 +545,9 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         if class.admits(n, self.device(n.tid)) {
             set.raise(n.tid, n.epoch);
             return true;
+        }
+        if class.compatible_with(n, self.device(n.tid)) {
+            return false;
         }
         // Raisers without the lock left before it was taken (see
         // `RecordLock`): their entries are all in.

@@ -5,7 +5,7 @@
 use super::protocol::Line;
 use crate::cases::{case_rng, selected, Case, Scale, CASES};
 use crate::error::Result;
-use crate::timing::{measure_with, over_budget, Plan};
+use crate::timing::{first_launch_fits, measure_with, FirstLaunch, Plan};
 use std::time::Instant;
 use vigil::Stream;
 
@@ -60,8 +60,8 @@ pub fn first_launch(
 
 /// Times `run` for `case` as `cp` says and reports every repeat. A first
 /// launch (`first_ms`) slower than the plan's budget is followed by one
-/// more, as [`measure_with`] does ([`over_budget`]), which is the one
-/// timing if it is over the budget too.
+/// more, as [`measure_with`] does ([`first_launch_fits`]), which is the
+/// one timing if it is over the budget too.
 pub fn timed_repeats(
     case: &'static str,
     stream: &Stream,
@@ -69,7 +69,7 @@ pub fn timed_repeats(
     first_ms: f64,
     mut run: impl FnMut() -> Result<()>,
 ) -> Result<()> {
-    if let Some(t) = over_budget(stream, cp.plan, first_ms, &mut run)? {
+    if let FirstLaunch::OverBudget(t) = first_launch_fits(stream, cp.plan, first_ms, &mut run)? {
         Line::Repeat(case, t).emit();
         return Ok(());
     }
