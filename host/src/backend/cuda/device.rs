@@ -16,13 +16,17 @@ pub struct CudaDevice {
     device: sys::CUdevice,
     raw: sys::CUcontext,
     props: DeviceProps,
+    /// Sanitized modules dropped by the front end, unloaded with the
+    /// device ([`CudaDevice::keep_module`]).
+    kept_modules: std::sync::Mutex<Vec<sys::CUmodule>>,
 }
 
 // SAFETY: a CUDA context handle may be used from any thread (the driver API
 // is thread-safe); `CudaDevice` makes it current before each use and owns
 // one reference to the primary context, released on drop.
 unsafe impl Send for CudaDevice {}
-// SAFETY: as above; `CudaDevice` is immutable after creation.
+// SAFETY: as above; `CudaDevice` is immutable after creation but for the
+// modules it keeps, behind a mutex.
 unsafe impl Sync for CudaDevice {}
 
 impl CudaDevice {
@@ -51,6 +55,7 @@ impl CudaDevice {
             device,
             raw,
             props,
+            kept_modules: std::sync::Mutex::new(Vec::new()),
         });
         dev.bind()?;
         // A kernel fault earlier in this process poisons the primary
@@ -147,8 +152,32 @@ impl CudaDevice {
     }
 }
 
+impl CudaDevice {
+    /// Keeps a sanitized module loaded until the device is dropped, instead
+    /// of unloading it with its `Module`: its memory holds the
+    /// `Location`s and file names that reports name, for its kernels'
+    /// races collected after the module was dropped and for earlier
+    /// accesses the side table remembers.
+    pub(crate) fn keep_module(&self, raw: sys::CUmodule) {
+        self.kept_modules
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(raw);
+    }
+}
+
 impl Drop for CudaDevice {
     fn drop(&mut self) {
+        let kept = std::mem::take(
+            self.kept_modules
+                .get_mut()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        for raw in kept {
+            // SAFETY: a module `keep_module` took over from its `CudaModule`,
+            // which no longer unloads it; unloaded once, here.
+            self.destroy("a module", || drv!(cuModuleUnload(raw)));
+        }
         // SAFETY: releases the reference retained in `CudaDevice::open`.
         if let Err(e) = drv!(cuDevicePrimaryCtxRelease_v2(self.device)) {
             eprintln!(

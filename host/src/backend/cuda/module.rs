@@ -201,6 +201,11 @@ struct LargeBlocks {
 
 impl Drop for CudaModule {
     fn drop(&mut self) {
+        if matches!(self.variant, LaunchVariant::Sanitized) {
+            // Reports may still name its locations: unloaded with the device.
+            self.device.keep_module(self.raw);
+            return;
+        }
         self.device.destroy("a module", || {
             // SAFETY: `raw` was loaded in `load` and is unloaded once; every
             // function of it is dropped before (the front end's `Arc`).
