@@ -237,16 +237,21 @@ mod tests {
         words
     }
 
+    /// The class of whole-word atomic writes of `scope` on `device`.
+    fn word_class(scope: Scope, device: u32) -> AtomicSetClass {
+        AtomicSetClass {
+            mask: 0xf,
+            extent: 0xf,
+            scope,
+            device,
+        }
+    }
+
     #[test]
     fn a_set_keeps_each_threads_newest_epoch_and_its_class() {
         let words = pool_words(64);
         let pool = Pool::<CoreAtomics>::new(&words);
-        let class = AtomicSetClass {
-            mask: 0xf,
-            extent: 0xf,
-            scope: Scope::Device,
-            device: 3,
-        };
+        let class = word_class(Scope::Device, 3);
         let i = AtomicSet::create(&pool, class, 100).expect("room for a set");
         let set = AtomicSet::open(&pool, i, 100).unwrap();
         assert_eq!(set.class(), class);
@@ -272,12 +277,7 @@ mod tests {
         // two within all but an eighth of it.
         let words = pool_words(300);
         let pool = Pool::<CoreAtomics>::new(&words);
-        let class = AtomicSetClass {
-            mask: 0xf,
-            extent: 0xf,
-            scope: Scope::System,
-            device: 0,
-        };
+        let class = word_class(Scope::System, 0);
         let a = AtomicSet::create(&pool, class, 4096).expect("first set");
         let b = AtomicSet::create(&pool, class, 4096).expect("second set");
         assert!(AtomicSet::create(&pool, class, 4096).is_none());
@@ -287,9 +287,9 @@ mod tests {
         assert!(pool.allocate().is_some());
     }
 
-    #[test]
-    fn only_whole_extent_atomic_writes_of_wide_scopes_have_a_class() {
-        let w = AccessClock {
+    /// A whole-word device-scope atomic write by thread 1.
+    fn device_write() -> AccessClock {
+        AccessClock {
             tid: 1,
             epoch: 1,
             mask: 0xf,
@@ -297,7 +297,12 @@ mod tests {
             atomic: true,
             scope: Scope::Device,
             extent: 0xf,
-        };
+        }
+    }
+
+    #[test]
+    fn only_whole_extent_atomic_writes_of_wide_scopes_have_a_class() {
+        let w = device_write();
         assert!(AtomicSetClass::of(&w, 0).is_some());
         let block = AccessClock {
             scope: Scope::Block,
@@ -322,15 +327,7 @@ mod tests {
 
     #[test]
     fn compatible_atomics_are_those_whose_scopes_include_every_entry() {
-        let w = AccessClock {
-            tid: 1,
-            epoch: 1,
-            mask: 0xf,
-            write: true,
-            atomic: true,
-            scope: Scope::Device,
-            extent: 0xf,
-        };
+        let w = device_write();
         let device_class = AtomicSetClass::of(&w, 2).unwrap();
         let load = AccessClock { write: false, ..w };
         let sys_load = AccessClock {
