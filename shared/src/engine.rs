@@ -1460,20 +1460,11 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             if !set.class().admits(&n, self.device(tid)) || !run() {
                 return false;
             }
-            if set.entry(tid) >= epoch {
-                // FastTrack's same epoch: the set holds this access
-                // already, checked against the word's other clocks then
-                // (or since, by whoever added one).
-                return true;
-            }
-            if !RecordLock::open(seen) {
-                M::Atomics::spin();
-                continue;
-            }
             // The word's other clocks (the set's cannot race with `n`): a
-            // race with one is the locked path's to report. Read without
-            // the lock, they are what the lock's version `seen` says, if it
-            // is still that when the raise enters.
+            // race with one is the locked path's to report, also when the
+            // set holds this access already. Read without the lock, they
+            // are what the lock's version `seen` says, if it is still that
+            // when the raise enters.
             for k in 0..RECORD_ACCESS_SLOTS {
                 let Some(a) = WordState::record_clock::<M::Atomics>(rec, k) else {
                     break;
@@ -1482,6 +1473,14 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                 if a.mask & n.mask != 0 && !ordered && !self.compatible(&a, &n) {
                     return false;
                 }
+            }
+            if set.entry(tid) >= epoch {
+                // FastTrack's same epoch: the set holds this access already.
+                return true;
+            }
+            if !RecordLock::open(seen) {
+                M::Atomics::spin();
+                continue;
             }
             if RecordLock::enter::<M::Atomics>(lock, seen) {
                 set.raise(tid, epoch);

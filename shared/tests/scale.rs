@@ -556,3 +556,48 @@ fn four_thousand_releasers_into_one_word() {
         );
     }
 }
+
+/// The atomic set's same-epoch case against a clock that came later:
+/// threads bump a counter until its clocks move into a set, a plain write
+/// unordered with them lands, and a bumper bumps again in the same epoch.
+/// That bump races with the write (the oracle says so), although the set
+/// already holds its thread's epoch: each bump and the final plain read
+/// give the oracle's verdict.
+#[test]
+fn a_same_epoch_bump_after_a_racing_write_still_races() {
+    let n = 16u32;
+    for cas in [false, true] {
+        let bump = |t: u32| {
+            if cas {
+                common::cas(
+                    t,
+                    HOT,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                    Scope::Device,
+                    true,
+                )
+            } else {
+                rmw(t, HOT, Ordering::Relaxed, Scope::Device)
+            }
+        };
+        let mut ops: Vec<Op> = (0..n - 2).map(bump).collect();
+        ops.push(plain(n - 2, HOT, 4, true));
+        ops.extend([bump(0), bump(3), bump(0)]);
+        ops.push(plain(n - 1, HOT, 4, false));
+        let p = Program {
+            num_sms: n,
+            num_devices: 1,
+            ops,
+        };
+        let c = compare_with(&p, 1, CLOCK_BUFFER_AT_SCALE);
+        assert_eq!(c.atomic_sets, 1, "the bumps moved into a set");
+        for (i, (oracle, engine)) in c.steps.iter().enumerate() {
+            assert_eq!(
+                !oracle.is_empty(),
+                engine.is_race(),
+                "step {i} (compare-exchange: {cas}): oracle {oracle:?}, engine {engine:?}"
+            );
+        }
+    }
+}
