@@ -158,15 +158,19 @@ impl<'a, F: AtomicFamily> AtomicSet<'a, F> {
         })
     }
 
-    /// Claims a set of `num_threads` entries, all empty, for `class`; its
-    /// pool index, or `None` when the pool has no room for it.
-    pub fn create(pool: &Pool<'a, F>, class: AtomicSetClass, num_threads: u32) -> Option<u32> {
+    /// Claims a set of `num_threads` entries, all empty, for `class`: its
+    /// pool index and the set, or `None` when the pool has no room for it.
+    pub fn create(
+        pool: &Pool<'a, F>,
+        class: AtomicSetClass,
+        num_threads: u32,
+    ) -> Option<(u32, Self)> {
         let records = atomic_set_records(num_threads);
         let index = pool.allocate_block(records)?;
         let set = Self::open(pool, index, num_threads)?;
         set.header[AtomicSetHeader::CLASS_WORD].store(class.encode(), MemOrder::Relaxed);
         set.header[AtomicSetHeader::RECORDS_WORD].store(records, MemOrder::Relaxed);
-        Some(index)
+        Some((index, set))
     }
 
     /// The class every entry shares.
@@ -252,8 +256,7 @@ mod tests {
         let words = pool_words(64);
         let pool = Pool::<CoreAtomics>::new(&words);
         let class = word_class(Scope::Device, 3);
-        let i = AtomicSet::create(&pool, class, 100).expect("room for a set");
-        let set = AtomicSet::open(&pool, i, 100).unwrap();
+        let (_, set) = AtomicSet::create(&pool, class, 100).expect("room for a set");
         assert_eq!(set.class(), class);
         set.raise(7, 5);
         set.raise(7, 3);
@@ -278,8 +281,8 @@ mod tests {
         let words = pool_words(300);
         let pool = Pool::<CoreAtomics>::new(&words);
         let class = word_class(Scope::System, 0);
-        let a = AtomicSet::create(&pool, class, 4096).expect("first set");
-        let b = AtomicSet::create(&pool, class, 4096).expect("second set");
+        let (a, _) = AtomicSet::create(&pool, class, 4096).expect("first set");
+        let (b, _) = AtomicSet::create(&pool, class, 4096).expect("second set");
         assert!(AtomicSet::create(&pool, class, 4096).is_none());
         assert_eq!(pool.in_use(), 2 * atomic_set_records(4096));
         assert_eq!(b, a + atomic_set_records(4096));

@@ -448,6 +448,13 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             && self.includes(n.scope, n.tid, a.tid)
     }
 
+    /// Do `a` and `n` race, given whether `a` is ordered before `n`: they
+    /// overlap, one writes, and they are not compatible atomics.
+    #[inline(always)]
+    fn conflicts(&self, a: &AccessClock, n: &AccessClock, ordered: bool) -> bool {
+        a.mask & n.mask != 0 && (a.write || n.write) && !ordered && !self.compatible(a, n)
+    }
+
     /// Does every future race with `a` imply one with `n`, given `a` is
     /// ordered before `n`?
     #[inline(always)]
@@ -573,8 +580,13 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
     /// The atomic set of a word's decoded state, if it has one (for
     /// inspection: its entries are more access clocks of the word).
     pub fn atomic_set(&self, st: &WordState) -> Option<AtomicSet<'m, M::Atomics>> {
-        let index = st.set.checked_sub(1)?;
-        AtomicSet::open(&Pool::new(self.mem.pool()), index, self.cfg.num_threads)
+        self.set_at(st.set)
+    }
+
+    /// The atomic set a record names by `link` (pool index + 1, 0: none).
+    #[inline(always)]
+    fn set_at(&self, link: u32) -> Option<AtomicSet<'m, M::Atomics>> {
+        AtomicSet::open(&self.pool(), link.checked_sub(1)?, self.cfg.num_threads)
     }
 
     /// Moves a full record's atomic writes of `n`'s class into a new atomic
@@ -593,12 +605,8 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         if 2 * members < SET_THRESHOLD {
             return false;
         }
-        let pool = self.pool();
-        let nt = self.cfg.num_threads;
-        let Some(index) = AtomicSet::create(&pool, class, nt) else {
-            return false;
-        };
-        let Some(set) = AtomicSet::open(&pool, index, nt) else {
+        let Some((index, set)) = AtomicSet::create(&self.pool(), class, self.cfg.num_threads)
+        else {
             return false;
         };
         set.raise(n.tid, n.epoch);
@@ -631,7 +639,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
     ) -> bool {
         let overlap = a.mask & n.mask != 0;
         let ordered = clocks.get(a.tid) >= a.epoch;
-        if race.is_none() && overlap && (a.write || n.write) && !ordered && !self.compatible(a, n) {
+        if race.is_none() && self.conflicts(a, n, ordered) {
             *race = Some(*a);
         }
         if ordered && overlap && self.subsumes(n, a) {
@@ -1422,9 +1430,14 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         let CellView::Inflated(i) = ShadowCell(cell.load(MemOrder::Acquire)).view() else {
             return false;
         };
-        let pool = self.pool();
-        let rec = pool.record(i);
+        let rec = self.pool().record(i);
         let lock = &rec[InflatedRecord::LOCK_WORD];
+        let meta = &rec[InflatedRecord::META_WORD];
+        // Most atomics' words have no set: they learn it before anything
+        // of the thread's state is read.
+        if meta.load(MemOrder::Relaxed) & InflatedRecord::SET_FAST_PATH == 0 {
+            return false;
+        }
         let clocks = self.clocks(tid);
         let (device_fence, system_fence) = clocks.fence_tokens();
         if device_fence.token | system_fence.token != 0 {
@@ -1449,12 +1462,11 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         // the lock would make every raiser behind it fail in turn).
         loop {
             let seen = lock.load(MemOrder::Acquire);
-            let meta = rec[InflatedRecord::META_WORD].load(MemOrder::Relaxed);
+            let meta = meta.load(MemOrder::Relaxed);
             if meta & InflatedRecord::SET_FAST_PATH == 0 {
                 return false;
             }
-            let index = (meta >> InflatedRecord::SET_SHIFT).wrapping_sub(1);
-            let Some(set) = AtomicSet::open(&pool, index, self.cfg.num_threads) else {
+            let Some(set) = self.set_at(meta >> InflatedRecord::SET_SHIFT) else {
                 return false;
             };
             if !set.class().admits(&n, self.device(tid)) || !run() {
@@ -1469,8 +1481,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                 let Some(a) = WordState::record_clock::<M::Atomics>(rec, k) else {
                     break;
                 };
-                let ordered = clocks.get(a.tid) >= a.epoch;
-                if a.mask & n.mask != 0 && !ordered && !self.compatible(&a, &n) {
+                if self.conflicts(&a, &n, clocks.get(a.tid) >= a.epoch) {
                     return false;
                 }
             }

@@ -696,14 +696,19 @@ impl<'a, F: AtomicFamily> Pool<'a, F> {
     /// 1/[`INFLATION_HEADROOM_DIVISOR`] of the pool (rounded up) is left.
     pub fn allocate_chain(&self) -> Option<u32> {
         let next = self.header(PoolHeader::NEXT_WORD)?;
-        let cap = self.capacity();
         let free = self.header(PoolHeader::FREE_HEAD_WORD)?;
-        if free.load(MemOrder::Relaxed) == 0
-            && next.load(MemOrder::Relaxed) >= cap - cap.div_ceil(INFLATION_HEADROOM_DIVISOR)
-        {
+        if free.load(MemOrder::Relaxed) == 0 && next.load(MemOrder::Relaxed) >= self.chain_limit() {
             return None;
         }
         self.allocate()
+    }
+
+    /// The bump index below which new records may go to chains and atomic
+    /// sets: all but 1/[`INFLATION_HEADROOM_DIVISOR`] of the pool (rounded
+    /// up), left to words that inflate.
+    fn chain_limit(&self) -> u32 {
+        let cap = self.capacity();
+        cap - cap.div_ceil(INFLATION_HEADROOM_DIVISOR)
     }
 
     /// Claims `records` contiguous records (zeroed) from the bump region,
@@ -711,8 +716,7 @@ impl<'a, F: AtomicFamily> Pool<'a, F> {
     /// the first one's index, or `None` when they do not fit.
     pub fn allocate_block(&self, records: u32) -> Option<u32> {
         let next = self.header(PoolHeader::NEXT_WORD)?;
-        let cap = self.capacity();
-        let limit = cap - cap.div_ceil(INFLATION_HEADROOM_DIVISOR);
+        let limit = self.chain_limit();
         let mut at = next.load(MemOrder::Relaxed);
         loop {
             if at.checked_add(records)? > limit {
