@@ -11,7 +11,9 @@
 //! 128-byte line that warps access whole), [`atomic_set`] (one epoch per
 //! thread for a word's atomic writes of one class), [`engine`] (the detection
 //! algorithm and its hooks), [`history`] (snapshots spilled into the
-//! record pool), [`report`] (race records and the buffer),
+//! record pool), [`report`] (race records and the buffer), [`block`] and
+//! [`block_line`] (races between the threads of one block on the GPU; a
+//! 128-byte line one warp accesses whole keeps one table entry),
 //! [`gpu`] (the GPU sanitizer's launch ABI: hidden parameters, slots,
 //! stream clocks, side table, report records).
 //!
@@ -79,6 +81,7 @@ pub mod address;
 pub mod atomic;
 pub mod atomic_set;
 pub mod block;
+pub mod block_line;
 pub mod clock;
 pub mod engine;
 pub mod gpu;

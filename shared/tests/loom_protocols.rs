@@ -820,3 +820,115 @@ fn a_raiser_inside_the_record_lock_is_seen_by_the_next_locker() {
         }
     });
 }
+
+// ----- the same-block table's line entries (`vigil_shared::block_line`)
+
+/// A line entry (loom's mode word; its records and the line's word
+/// records are plain atomics, read and written under the mode's
+/// protocol) and one word's records.
+struct LineEntry {
+    mode: A64,
+    write: std::sync::atomic::AtomicU64,
+    first: std::sync::atomic::AtomicU64,
+    words: Vec<[std::sync::atomic::AtomicU64; 3]>,
+}
+
+impl LineEntry {
+    fn line(&self) -> vigil_shared::block_line::LineRecords<'_, A64> {
+        vigil_shared::block_line::LineRecords {
+            mode: &self.mode,
+            write: &self.write,
+            first: &self.first,
+        }
+    }
+
+    fn records(&self, j: usize) -> vigil_shared::block::WordRecords<'_> {
+        let [write, first, second] = &self.words[j];
+        vigil_shared::block::WordRecords {
+            write,
+            first,
+            second,
+        }
+    }
+
+    fn materialize(&self, s: vigil_shared::block_line::LineSnapshot) {
+        for (j, [write, first, second]) in self.words.iter().enumerate() {
+            let (w, f) = s.word(j as u32);
+            write.store(w.0, MemOrder::Relaxed);
+            first.store(f.0, MemOrder::Relaxed);
+            second.store(0, MemOrder::Relaxed);
+        }
+    }
+
+    /// Thread `me`'s access of kind `kind` to word `j`; the threads of
+    /// the records it races with.
+    fn word_access(
+        &self,
+        j: usize,
+        me: vigil_shared::block::BlockRecord,
+        kind: vigil_shared::AccessKind,
+    ) -> Vec<u32> {
+        let mut raced = Vec::new();
+        self.records(j).access(
+            me,
+            kind,
+            || std::sync::atomic::fence(MemOrder::SeqCst),
+            |_| vigil_shared::block::LaneSync::default(),
+            |prior, _, _| raced.extend(prior.thread()),
+        );
+        raced
+    }
+}
+
+/// Warp 0's whole-line write (recorded in run mode) and then its whole
+/// line write again from another site (an update of the entry under its
+/// busy bit), racing thread 40's read of word 3 that splits the line:
+/// whichever goes first, the read and lane 3's write race, and the split
+/// words keep lane 3's write.
+#[test]
+fn a_line_split_racing_a_run_update_loses_nothing() {
+    use vigil_shared::block::BlockRecord;
+    use vigil_shared::block_line::{LineRun, LineStep, LINE_WORDS};
+    use vigil_shared::AccessKind;
+    model(|| {
+        let e = Arc::new(LineEntry {
+            mode: A64(LU64::new(0)),
+            write: Default::default(),
+            first: Default::default(),
+            words: (0..LINE_WORDS).map(|_| Default::default()).collect(),
+        });
+        let run = |location| LineRun {
+            record: BlockRecord::new(0, false, 0xf, 0, location),
+            per: 1,
+            write: true,
+        };
+        let first = e.line().run_access(run(1), loom::thread::yield_now, |_| {});
+        assert_eq!(first, LineStep::Recorded);
+        let owner = {
+            let e = e.clone();
+            loom::thread::spawn(move || {
+                let step = e
+                    .line()
+                    .run_access(run(2), loom::thread::yield_now, |s| e.materialize(s));
+                if step == LineStep::PerWord {
+                    let me = BlockRecord::new(3, false, 0xf, 0, 2);
+                    return e.word_access(3, me, AccessKind::Write);
+                }
+                Vec::new()
+            })
+        };
+        e.line()
+            .split(loom::thread::yield_now, |s| e.materialize(s));
+        let reader = BlockRecord::new(40, false, 0xf, 0, 3);
+        let mut raced = e.word_access(3, reader, AccessKind::Read);
+        raced.extend(owner.join().unwrap());
+        raced.sort_unstable();
+        raced.dedup();
+        assert!(
+            !raced.is_empty() && raced.iter().all(|t| [3, 40].contains(t)),
+            "the read and lane 3's write race, and nothing else: {raced:?}"
+        );
+        let kept = BlockRecord(e.words[3][0].load(MemOrder::Relaxed));
+        assert_eq!(kept.thread(), Some(3), "lane 3's write is kept");
+    });
+}

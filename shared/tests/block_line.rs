@@ -1,0 +1,349 @@
+//! Line entries of the same-block table (`vigil_shared::block_line`)
+//! against the per-word records alone: random sequences of one block's
+//! accesses to one 128-byte line (warps' whole-line runs of 1, 2 or 4
+//! words a lane, single threads' plain and atomic accesses, warp
+//! collectives, new intervals) run through both, one at a time. Every
+//! access must report the same races with the same records, and after
+//! every step the line's words must hold the same records (a run-mode
+//! line's, as its split would write them).
+
+use core::sync::atomic::{AtomicU64, Ordering};
+use proptest::prelude::*;
+use vigil_shared::block::{BlockRecord, LaneSync, TableWord, WordRecords};
+use vigil_shared::block_line::{LineRecords, LineRun, LineSnapshot, LineStep, LINE_WORDS};
+use vigil_shared::AccessKind;
+
+/// Four warps.
+const THREADS: u32 = 128;
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// The lanes of warp `warp` from lane `offset` on, each touching
+    /// `per` words of the line in lane order, all plain reads or writes.
+    Run {
+        warp: u32,
+        offset: u32,
+        per: u32,
+        write: bool,
+        location: u64,
+    },
+    /// One thread's access to one word.
+    Word {
+        thread: u32,
+        word: u32,
+        kind: AccessKind,
+        location: u64,
+    },
+    /// The lanes of `mask` in warp `warp` join a collective.
+    Collective { warp: u32, mask: u32 },
+    /// A barrier: a new interval (every entry and record is fresh).
+    Barrier,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let per = prop_oneof![Just(1u32), Just(2), Just(4)];
+    let run = (0..THREADS / 32, per, 0..2u32, any::<bool>(), 0..4u64).prop_map(
+        |(warp, per, half, write, location)| Op::Run {
+            warp,
+            // A run of fewer than 32 lanes may start half-way.
+            offset: if per == 1 { 0 } else { half * 32 / per },
+            per,
+            write,
+            location,
+        },
+    );
+    let kinds = prop_oneof![
+        3 => Just(AccessKind::Read),
+        3 => Just(AccessKind::Write),
+        1 => Just(AccessKind::AtomicRmw),
+        1 => Just(AccessKind::AtomicRead),
+    ];
+    let word =
+        (0..THREADS, 0..LINE_WORDS, kinds, 0..4u64).prop_map(|(thread, word, kind, location)| {
+            Op::Word {
+                thread,
+                word,
+                kind,
+                location,
+            }
+        });
+    let masks = prop_oneof![
+        Just(u32::MAX),
+        Just(0x0000_ffff),
+        Just(0x5555_5555),
+        any::<u32>()
+    ];
+    prop_oneof![
+        6 => run,
+        3 => word,
+        1 => (0..THREADS / 32, masks).prop_map(|(warp, mask)| Op::Collective { warp, mask }),
+        1 => Just(Op::Barrier),
+    ]
+}
+
+/// The mode word, with the orders the protocol asks for (one thread here).
+#[derive(Default)]
+struct Mode(AtomicU64);
+
+impl TableWord for Mode {
+    fn load_acquire(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+    fn load_relaxed(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+    fn store_relaxed(&self, value: u64) {
+        self.0.store(value, Ordering::Relaxed)
+    }
+    fn store_release(&self, value: u64) {
+        self.0.store(value, Ordering::Release)
+    }
+    fn cas_acquire(&self, current: u64, new: u64) -> bool {
+        self.0
+            .compare_exchange(current, new, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+}
+
+/// 32 words' records (write, first reader, second reader).
+#[derive(Default)]
+struct Words([[AtomicU64; 3]; LINE_WORDS as usize]);
+
+impl Words {
+    fn records(&self, j: u32) -> WordRecords<'_> {
+        let [write, first, second] = &self.0[j as usize];
+        WordRecords {
+            write,
+            first,
+            second,
+        }
+    }
+
+    fn get(&self, j: u32) -> [u64; 3] {
+        self.0[j as usize]
+            .each_ref()
+            .map(|r| r.load(Ordering::Relaxed))
+    }
+
+    fn clear(&self) {
+        for j in 0..LINE_WORDS {
+            self.records(j).clear();
+        }
+    }
+
+    fn store(&self, s: LineSnapshot) {
+        for j in 0..LINE_WORDS {
+            let (write, first) = s.word(j);
+            let r = self.records(j);
+            r.write.store(write.0, Ordering::Relaxed);
+            r.first.store(first.0, Ordering::Relaxed);
+            r.second.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A race as both sides report it: the word, the prior record, whether
+/// it was the write record, and the kind.
+type Race = (u32, u64, bool, u32);
+
+/// `thread`'s access `kind` to word `j` through `words`; its races into `out`.
+fn word_access(
+    words: &Words,
+    j: u32,
+    me: BlockRecord,
+    kind: AccessKind,
+    lanes: &[LaneSync],
+    out: &mut Vec<Race>,
+) {
+    words.records(j).access(
+        me,
+        kind,
+        || {},
+        |p| lanes[p as usize],
+        |prior, write_record, k| out.push((j, prior.0, write_record, k as u32)),
+    );
+}
+
+/// The records a run's lane `k` (thread `base + k`) makes.
+fn lane_record(base: u32, k: u32, count: u32, location: u64) -> BlockRecord {
+    BlockRecord::new(base + k, false, 0xf, count, location)
+}
+
+fn check(ops: &[Op]) -> Result<(usize, usize), TestCaseError> {
+    let reference = Words::default();
+    let (words, write, first, mode) = (
+        Words::default(),
+        AtomicU64::new(0),
+        AtomicU64::new(0),
+        Mode::default(),
+    );
+    let line = LineRecords {
+        mode: &mode,
+        write: &write,
+        first: &first,
+    };
+    let mut lanes = vec![LaneSync::default(); THREADS as usize];
+    let (mut recorded, mut races) = (0, 0);
+    for (i, op) in ops.iter().enumerate() {
+        let (mut want, mut got) = (Vec::new(), Vec::new());
+        match *op {
+            Op::Barrier => {
+                for l in lanes.iter_mut() {
+                    *l = l.passed_barrier();
+                }
+                reference.clear();
+                words.clear();
+                for w in [&write, &first, &mode.0] {
+                    w.store(0, Ordering::Relaxed);
+                }
+            }
+            Op::Collective { warp, mask } => {
+                for l in 0..32 {
+                    if mask & (1 << l) != 0 {
+                        let t = (warp * 32 + l) as usize;
+                        lanes[t] = lanes[t].joined(mask);
+                    }
+                }
+            }
+            Op::Run {
+                warp,
+                offset,
+                per,
+                write: writes,
+                location,
+            } => {
+                let base = warp * 32 + offset;
+                let lanes_in_run = LINE_WORDS / per;
+                // The device records a run as one only when its lanes
+                // agree on the count; here they do when nothing split them.
+                let count = lanes[base as usize].count();
+                let same = (0..lanes_in_run).all(|k| lanes[(base + k) as usize].count() == count);
+                let kind = if writes {
+                    AccessKind::Write
+                } else {
+                    AccessKind::Read
+                };
+                let per_lane = |words: &Words, out: &mut Vec<Race>| {
+                    for k in 0..lanes_in_run {
+                        let me = BlockRecord::new(
+                            base + k,
+                            false,
+                            0xf,
+                            lanes[(base + k) as usize].count(),
+                            location,
+                        );
+                        for j in k * per..(k + 1) * per {
+                            word_access(words, j, me, kind, &lanes, out);
+                        }
+                    }
+                };
+                per_lane(&reference, &mut want);
+                let step = if same {
+                    let run = LineRun {
+                        record: lane_record(base, 0, count, location),
+                        per,
+                        write: writes,
+                    };
+                    line.run_access(run, || {}, |s| words.store(s))
+                } else {
+                    line.split(|| {}, |s| words.store(s));
+                    LineStep::PerWord
+                };
+                if step == LineStep::PerWord {
+                    per_lane(&words, &mut got);
+                } else {
+                    recorded += 1;
+                }
+            }
+            Op::Word {
+                thread,
+                word,
+                kind,
+                location,
+            } => {
+                let me = BlockRecord::new(
+                    thread,
+                    kind.is_atomic() && kind != AccessKind::AtomicRead,
+                    0xf,
+                    lanes[thread as usize].count(),
+                    location,
+                );
+                word_access(&reference, word, me, kind, &lanes, &mut want);
+                line.split(|| {}, |s| words.store(s));
+                word_access(&words, word, me, kind, &lanes, &mut got);
+            }
+        }
+        want.sort_unstable();
+        got.sort_unstable();
+        prop_assert_eq!(&got, &want, "races of step {} ({:?})", i, op);
+        races += want.len();
+        // The words as the line stands: a run-mode line's, as its split
+        // would leave them.
+        let shown = Words::default();
+        let m = mode.0.load(Ordering::Relaxed);
+        for j in 0..LINE_WORDS {
+            let state = if m & (1 << 63) != 0 {
+                let s = LineSnapshot {
+                    write: BlockRecord(write.load(Ordering::Relaxed)),
+                    first: BlockRecord(first.load(Ordering::Relaxed)),
+                    per: (m >> 16 & 0xff) as u32,
+                };
+                shown.store(s);
+                shown.get(j)
+            } else {
+                words.get(j)
+            };
+            prop_assert_eq!(
+                state,
+                reference.get(j),
+                "word {} after step {} ({:?})",
+                j,
+                i,
+                op
+            );
+        }
+    }
+    Ok((recorded, races))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(600))]
+
+    /// The line entry reports exactly the per-word records' races and
+    /// leaves the words exactly as they would be.
+    #[test]
+    fn line_entries_give_the_per_word_verdicts(ops in prop::collection::vec(op(), 1..60)) {
+        check(&ops)?;
+    }
+}
+
+/// The common cases, deterministically: one warp's loop over its line
+/// stays in one entry; another warp's access splits it and races with
+/// every word it overlaps.
+#[test]
+fn a_warps_own_line_stays_one_entry_until_another_warp_touches_it() {
+    let run = |warp, write| Op::Run {
+        warp,
+        offset: 0,
+        per: 1,
+        write,
+        location: 1,
+    };
+    let ops = [run(0, false), run(0, true), run(0, false), run(0, true)];
+    let (recorded, races) = check(&ops).expect("same verdicts");
+    assert_eq!((recorded, races), (4, 0));
+    let mut ops = ops.to_vec();
+    ops.push(run(1, false));
+    let (recorded, races) = check(&ops).expect("same verdicts");
+    // The second warp's read races with each word's write.
+    assert_eq!((recorded, races), (4, 32));
+    ops.push(Op::Word {
+        thread: 70,
+        word: 3,
+        kind: AccessKind::Write,
+        location: 2,
+    });
+    let (_, races) = check(&ops).expect("same verdicts");
+    // A third thread's write races with the word's write and both readers.
+    assert_eq!(races, 32 + 3);
+}
