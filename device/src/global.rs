@@ -70,12 +70,6 @@ unsafe fn plain_load<T: bytemuck::Pod, S: Sanitizer>(p: *const T) -> T {
         AccessKind::Read,
         Location::caller(),
     );
-    S::block_global_access(
-        p as usize,
-        size_of::<T>(),
-        AccessKind::Read,
-        Location::caller(),
-    );
     // SAFETY: the caller guarantees `p` is in bounds and aligned.
     unsafe { imp::load(p, Location::caller()) }
 }
@@ -85,12 +79,6 @@ unsafe fn plain_load<T: bytemuck::Pod, S: Sanitizer>(p: *const T) -> T {
 #[track_caller]
 unsafe fn plain_store<T: bytemuck::Pod, S: Sanitizer>(p: *mut T, v: T) {
     S::access(
-        p as usize,
-        size_of::<T>(),
-        AccessKind::Write,
-        Location::caller(),
-    );
-    S::block_global_access(
         p as usize,
         size_of::<T>(),
         AccessKind::Write,

@@ -84,7 +84,10 @@ pub trait Sanitizer: Copy + Default + Send + Sync + 'static {
     /// True when the hooks do anything.
     const ENABLED: bool;
 
-    /// A plain (non-atomic) load or store of `size` bytes at `addr`.
+    /// A plain (non-atomic) load or store of `size` bytes at `addr`,
+    /// checked against every other thread: the GPU's runtime checks it
+    /// against other blocks through its engine and against the calling
+    /// thread's own block through the same-block table, in one call.
     fn access(addr: usize, size: usize, kind: AccessKind, loc: &'static Location<'static>);
 
     /// An atomic operation: `op` performs it and returns its result and
@@ -138,12 +141,12 @@ pub trait Sanitizer: Copy + Default + Send + Sync + 'static {
         let _ = mask;
     }
 
-    /// A global-memory access already checked by [`access`](Sanitizer::access)
-    /// or [`atomic`](Sanitizer::atomic), now against the other threads of the
-    /// calling thread's block (`kind` is what it did: an atomic that did not
-    /// write is `AtomicRead`). Default: nothing (the CPU backend's runtime
-    /// checks these inside `access`; the GPU's engine sees a block as one
-    /// thread, so its runtime checks them here).
+    /// A global atomic already checked by [`atomic`](Sanitizer::atomic),
+    /// now against the other threads of the calling thread's block (`kind`
+    /// is what it did: an atomic that did not write is `AtomicRead`).
+    /// Default: nothing (the CPU backend's runtime checks these inside
+    /// `atomic`; the GPU's engine sees a block as one thread, so its
+    /// runtime checks them here, once the operation's outcome is known).
     #[inline(always)]
     fn block_global_access(
         addr: usize,

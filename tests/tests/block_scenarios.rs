@@ -28,6 +28,7 @@ mod cpu {
         shared_atomics, shared_atomics_and_a_plain_store,
         divergent_barrier_returned_threads, divergent_barrier_two_calls,
         global_same_block_race, global_same_block_fixed,
+        line_runs_own_words, line_runs_other_warp, line_runs_after_barrier, line_runs_wide_then_narrow,
         large_array_race, large_array_fixed, same_block_table_full,
         big_tile_reused_without_barrier, big_tile_fixed,
         dynamic_reduce_missing_barrier, dynamic_reduce_fixed,
@@ -44,6 +45,7 @@ mod gpu {
         shared_atomics, shared_atomics_and_a_plain_store,
         divergent_barrier_returned_threads, divergent_barrier_two_calls,
         global_same_block_race, global_same_block_fixed,
+        line_runs_own_words, line_runs_other_warp, line_runs_after_barrier, line_runs_wide_then_narrow,
         large_array_race, large_array_fixed, same_block_table_full,
         big_tile_reused_without_barrier, big_tile_fixed,
         dynamic_reduce_missing_barrier, dynamic_reduce_fixed,
@@ -599,6 +601,66 @@ mod scenarios {
             "same-block global accesses after a barrier",
             global_case(make, 1),
             &[],
+        );
+    }
+
+    fn line_runs_case(
+        make: MakeContext,
+        mode: u32,
+    ) -> Option<(vigil::Result<()>, Vec<u32>, Vec<u32>)> {
+        let b = Bench::new(make, 1)?;
+        let n = LINE_RUN_THREADS as usize;
+        let (mut data, mut out) = (b.zeros(n), b.zeros(n));
+        let outcome =
+            run_one_block::<line_runs, _>(&b, LINE_RUN_THREADS, (&mut data, &mut out, mode));
+        Some((outcome, download(&b, &data), download(&b, &out)))
+    }
+
+    /// Each warp reads back and rewrites its own line: one thread per
+    /// word throughout, no race.
+    pub fn line_runs_own_words(make: MakeContext) {
+        let Some((outcome, data, out)) = line_runs_case(make, 0) else {
+            return;
+        };
+        check("a warp's own line, read and rewritten", outcome, &[]);
+        assert_eq!(out, (1..=64).collect::<Vec<u32>>());
+        assert_eq!(data, (2..=65).collect::<Vec<u32>>());
+    }
+
+    /// Each warp reads the other warp's line with no barrier: the two
+    /// whole-line runs race.
+    pub fn line_runs_other_warp(make: MakeContext) {
+        let Some((outcome, ..)) = line_runs_case(make, 1) else {
+            return;
+        };
+        check(
+            "another warp's line without a barrier",
+            outcome,
+            &[race(RAW, "run-read", "run-write")],
+        );
+    }
+
+    /// The same after a barrier: no race, and every read sees the write.
+    pub fn line_runs_after_barrier(make: MakeContext) {
+        let Some((outcome, _, out)) = line_runs_case(make, 2) else {
+            return;
+        };
+        check("another warp's line after a barrier", outcome, &[]);
+        let want: Vec<u32> = (0..64).map(|t| (t + 32) % 64 + 1).collect();
+        assert_eq!(out, want);
+    }
+
+    /// One warp writes both lines as 8-byte elements (half a warp a
+    /// line); each thread then reads its own 4-byte word, which another
+    /// lane wrote.
+    pub fn line_runs_wide_then_narrow(make: MakeContext) {
+        let Some((outcome, ..)) = line_runs_case(make, 3) else {
+            return;
+        };
+        check(
+            "8-byte writes read as 4-byte words",
+            outcome,
+            &[race(RAW, "run-read", "wide-write")],
         );
     }
 }

@@ -67,15 +67,15 @@ use crate::sanitizer::SharedAccess;
 
 /// The calling thread's block: its stamp, the thread and the block size.
 #[derive(Clone, Copy)]
-struct Block {
-    stamp: u32,
-    thread: u32,
-    threads: u32,
+pub(super) struct Block {
+    pub stamp: u32,
+    pub thread: u32,
+    pub threads: u32,
 }
 
 impl Block {
     #[inline(always)]
-    fn current() -> Block {
+    pub fn current() -> Block {
         let cta = CtaState::current();
         let (thread, threads) = lane();
         Block {
@@ -91,7 +91,7 @@ impl Block {
 /// # Safety
 /// `base + offset` must be aligned shared memory of the CTA, live for the CTA.
 #[inline(always)]
-unsafe fn at<A>(base: *mut u8, offset: usize) -> &'static A {
+pub(super) unsafe fn at<A>(base: *mut u8, offset: usize) -> &'static A {
     // SAFETY: forwarded from the caller.
     unsafe { &*(base.add(offset) as *const A) }
 }
@@ -129,10 +129,10 @@ fn claim(header: &AtomicU32, stamp: u32, clear: &dyn Fn()) {
 /// The CTA's block-race counters: its acquires, and the keys of the
 /// same-block global races it reported.
 #[derive(Clone, Copy)]
-struct Counters {
+pub(super) struct Counters {
     acquires: &'static AtomicU32,
     /// Base of the region (the report keys are at [`Counters::KEYS`]).
-    base: *mut u8,
+    pub base: *mut u8,
 }
 
 impl Counters {
@@ -141,11 +141,11 @@ impl Counters {
     /// replaces the runtime's while it runs.
     const WINDOW: usize = 8;
     /// Byte offset of the report keys.
-    const KEYS: usize = 16;
+    pub const KEYS: usize = 16;
 
     /// The CTA's counters (reset at its entry: [`reset_cta`]).
     #[inline(always)]
-    fn get() -> Counters {
+    pub fn get() -> Counters {
         let base = arch::block_counters();
         // SAFETY: the region (`arch::block_counters`) is 16 bytes and the
         // report keys of the CTA's shared memory, 8-aligned: a header, the
@@ -535,7 +535,7 @@ pub(super) fn shared_unchecked() {
 
 /// Where the words of a checked access are, for its reports.
 #[derive(Clone, Copy)]
-enum Space {
+pub(super) enum Space {
     /// A shared array: its first byte and size.
     Shared { array: usize, bytes: usize },
     /// Global memory.
@@ -544,18 +544,18 @@ enum Space {
 
 /// One checked access of the calling thread: what checking a word and
 /// reporting a race need.
-struct Checked {
+pub(super) struct Checked {
     /// False for a thread without a lane state (its interval unknown):
     /// its accesses go unchecked.
-    known: bool,
-    kind: AccessKind,
+    pub known: bool,
+    pub kind: AccessKind,
     size: usize,
     space: Space,
     /// The region whose [`REPORTED`] report keys dedupe this space's reports.
     keys: *mut u8,
-    interval: u32,
-    count: u32,
-    thread: u32,
+    pub interval: u32,
+    pub count: u32,
+    pub thread: u32,
     loc: &'static Location<'static>,
     lanes: Lanes,
 }
@@ -563,7 +563,7 @@ struct Checked {
 impl Checked {
     /// The calling thread's access of `kind`, `size` bytes in `space`.
     #[inline(always)]
-    fn new(
+    pub fn new(
         b: Block,
         kind: AccessKind,
         size: usize,
@@ -588,11 +588,17 @@ impl Checked {
         }
     }
 
+    /// The address of the access's `Location` (what records keep).
+    #[inline(always)]
+    pub fn location(&self) -> u64 {
+        self.loc as *const Location<'static> as u64
+    }
+
     /// Checks every word of the access at `addr` (its offset `start` in
     /// the space's numbering), `records(w)` giving word `w`'s records of
     /// the current interval (`None`: unchecked).
     #[inline(always)]
-    fn words(
+    pub fn words(
         &self,
         addr: usize,
         start: usize,
@@ -612,7 +618,7 @@ impl Checked {
                 self.kind.is_atomic() && self.kind != AccessKind::AtomicRead,
                 bytes,
                 self.count,
-                self.loc as *const Location<'static> as u64,
+                self.location(),
             );
             if let Some(r) = records(w) {
                 self.word(r, addr - start + w * WORD, me);
@@ -650,7 +656,7 @@ impl Checked {
         prior_kind: AccessKind,
         kind: ReportKind,
     ) {
-        let here = self.loc as *const Location<'static> as u64;
+        let here = self.location();
         let prior_location = prior.location(here);
         if !self.first_report(report_key(kind, here, prior_location)) {
             return;
@@ -891,103 +897,5 @@ fn window_access(access: SharedAccess, loc: &'static Location<'static>) {
         Some(renewed(records, current, || {
             arch::store_release_block(t, tag)
         }))
-    });
-}
-
-/// A same-block table word, at the CTA's scope (only the CTA holding the
-/// slot touches its entries; `core`'s acquire is system-scoped, and an
-/// `ld.acquire.sys` invalidates the whole L1).
-#[repr(transparent)]
-struct BlockWord(AtomicU64);
-
-impl BlockWord {
-    /// # Safety
-    /// As [`at`]: an aligned `u64` of the runtime's table, live.
-    #[inline(always)]
-    unsafe fn at(base: *mut u8, offset: usize) -> &'static BlockWord {
-        // SAFETY: forwarded; `BlockWord` is a transparent `AtomicU64`.
-        unsafe { &*(base.add(offset) as *const BlockWord) }
-    }
-}
-
-impl TableWord for BlockWord {
-    #[inline(always)]
-    fn load_acquire(&self) -> u64 {
-        arch::load_acquire_block(&self.0)
-    }
-    #[inline(always)]
-    fn load_relaxed(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
-    }
-    #[inline(always)]
-    fn store_relaxed(&self, value: u64) {
-        self.0.store(value, Ordering::Relaxed)
-    }
-    #[inline(always)]
-    fn store_release(&self, value: u64) {
-        arch::store_release_block(&self.0, value)
-    }
-    #[inline(always)]
-    fn cas_acquire(&self, current: u64, new: u64) -> bool {
-        arch::compare_exchange_acquire_block(&self.0, current, new).is_ok()
-    }
-}
-
-/// A global-memory access by the calling thread, checked against the other
-/// threads of its block (the engine sees the block as one thread): the
-/// words go through the slot's same-block table.
-#[inline(never)]
-pub(super) fn global_access(
-    addr: usize,
-    size: usize,
-    kind: AccessKind,
-    loc: &'static Location<'static>,
-) {
-    let cta = CtaState::current();
-    let rt = cta.runtime();
-    let slot = cta.smid * rt.slots_per_sm.max(1) + cta.slot;
-    if rt.block_table == 0 || size == 0 || slot >= rt.block_table_slots {
-        return;
-    }
-    let b = Block::current();
-    if b.threads < 2 {
-        return;
-    }
-    let table = GlobalTable {
-        log2: rt.block_table_log2,
-    };
-    let base = rt.block_table as *mut u8;
-    let counters = Counters::get();
-    // SAFETY: the counters' key slots.
-    let keys = unsafe { counters.base.add(Counters::KEYS) };
-    let c = Checked::new(b, kind, size, Space::Global, keys, loc);
-    let tag = GlobalTable::tag(b.stamp, c.interval);
-    c.words(addr, addr, |w| {
-        let word = w as u64;
-        // The key names the word and the tag: a stale entry of the same
-        // word from an earlier interval never matches.
-        let key = word ^ tag.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        for i in 0..GlobalTable::PROBES {
-            let e = table.entry(slot as usize, word, i);
-            // SAFETY: `slot < block_table_slots` and `entry` stays in the
-            // slot's entries: live device memory of the runtime, aligned.
-            let [t, k] = [0, 1].map(|j| unsafe { BlockWord::at(base, e + 8 * j) });
-            // SAFETY: as above.
-            let [r0, r1, r2] = [2, 3, 4].map(|j| unsafe { at::<AtomicU64>(base, e + 8 * j) });
-            let records = WordRecords {
-                write: r0,
-                first: r1,
-                second: r2,
-            };
-            // Only this CTA touches its slot's entries while it runs (the
-            // slot's hand-over orders an earlier CTA's), so CTA-scope
-            // ordering suffices ([`BlockWord`]).
-            if claim_entry(t, k, tag, key, || records.clear(), arch::backoff) {
-                return Some(records);
-            }
-        }
-        // SAFETY: the table's header starts with the overflow count.
-        unsafe { at::<AtomicU64>(base, 0) }.fetch_add(1, Ordering::Relaxed);
-        None
     });
 }

@@ -12,11 +12,13 @@
 use core::panic::Location;
 
 use vigil_shared::abi::{AccessSite, RaceReport, ReportKind};
+use vigil_shared::block_line::LineStep;
 use vigil_shared::engine::{Engine, Outcome};
 use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, SideEntry, HOST_SITE_TAG};
 use vigil_shared::line::LineOutcome;
 use vigil_shared::{AccessKind, Ordering, Scope};
 
+use super::block_table::BlockTable;
 use super::cta::{lane, CtaState};
 use super::device_atomics::EngineAtomics;
 use super::memory::RuntimeMemory;
@@ -213,22 +215,45 @@ pub(super) fn check_host_access(addr: u64, size: u32, write: bool, site: u64, at
 }
 
 /// A plain access through the engine, noted in the side table as made at
-/// `location` (`host_at`: see [`Hook::host_at`]).
+/// `location` (`host_at`: see [`Hook::host_at`]), then, for a kernel's
+/// access, against the other threads of its block.
 #[inline(never)]
 fn check_plain(addr: u64, size: u32, write: bool, location: u64, host_at: (u32, u32)) {
     let hook = Hook::new(location, host_at);
     // SAFETY: the CTA's runtime is live for the launch.
     let mem = unsafe { HookMemory::new(hook.cta.runtime()) };
-    if !mem.manages(addr) {
-        return;
+    let line_run = if mem.manages(addr) {
+        check_engine(&hook, &mem, addr, size, write)
+    } else {
+        None
+    };
+    if location & HOST_SITE_TAG == 0 {
+        // SAFETY: a kernel access's location is the address of its
+        // `#[track_caller]` `Location` (`location_of`), static data.
+        let loc = unsafe { &*(location as *const Location<'static>) };
+        check_block(addr, size, write, loc, line_run);
     }
-    let engine = Engine::new(&mem, mem.config());
-    let words = checked_words(&mem, addr, size);
+}
+
+/// The engine's half of [`check_plain`], for a managed address. Returns
+/// the lanes' group and words per lane when they made one whole-line
+/// access together.
+#[inline(always)]
+fn check_engine(
+    hook: &Hook,
+    mem: &HookMemory<'_>,
+    addr: u64,
+    size: u32,
+    write: bool,
+) -> Option<(Group, u32)> {
+    let engine = Engine::new(mem, mem.config());
+    let words = checked_words(mem, addr, size);
     // The lanes making this site's accesses of one line together note
     // them as one run; each lane still checks its own words (in parallel,
     // with coalesced shadow updates).
-    let group = Group::of([location, plain_key(addr, size, words, write)]);
+    let group = Group::of([hook.location, plain_key(addr, size, words, write)]);
     let leader_first = group.leader_first_word(words);
+    let mut line_run = None;
     let checks = if group.same_words(words, leader_first) {
         // The leader's check stands for every lane's (a race is reported
         // at the leader, a lane that made the access).
@@ -239,6 +264,7 @@ fn check_plain(addr: u64, size: u32, write: bool, location: u64, host_at: (u32, 
     } else {
         match group.run(words, hook.thread, leader_first) {
             Some(run) if run.whole_line() => {
+                line_run = Some((group, run.words_per_lane));
                 // One access of the whole line: the leader notes it and
                 // checks the line's summary for every lane; only a split
                 // line is checked word by word.
@@ -279,6 +305,46 @@ fn check_plain(addr: u64, size: u32, write: bool, location: u64, host_at: (u32, 
     if checks {
         let out = engine.access(hook.cta.tid, addr, size, write, &SITE_AT_REPORT);
         hook.finish(out, words);
+    }
+    line_run
+}
+
+/// The same-block half of [`check_plain`]: a warp's whole-line access
+/// (`line_run`: its group and words per lane) is recorded by its leader
+/// in the line's entry when its lanes agree on everything but the thread;
+/// any other access goes word by word. Out of line, so that the engine's
+/// half keeps its registers.
+#[inline(never)]
+fn check_block(
+    addr: u64,
+    size: u32,
+    write: bool,
+    loc: &'static Location<'static>,
+    line_run: Option<(Group, u32)>,
+) {
+    let kind = if write {
+        AccessKind::Write
+    } else {
+        AccessKind::Read
+    };
+    let table = BlockTable::current(kind, size as usize, loc);
+    if let Some((group, per)) = line_run {
+        let fields = table.as_ref().and_then(BlockTable::run_fields);
+        let (count, interval) = fields.unwrap_or_default();
+        if group.all(fields.is_some()) && group.agree(count) && group.agree(interval) {
+            let mut recorded = false;
+            if group.is_leader() {
+                if let Some(t) = &table {
+                    recorded = t.line_run(addr as usize, per) == LineStep::Recorded;
+                }
+            }
+            if group.leader_says(recorded) {
+                return;
+            }
+        }
+    }
+    if let Some(t) = table {
+        t.words(addr as usize);
     }
 }
 
@@ -408,7 +474,7 @@ impl Sanitizer for GpuSanitizer {
         kind: AccessKind,
         loc: &'static Location<'static>,
     ) {
-        super::block::global_access(addr, size, kind, loc)
+        super::block_table::global_access(addr, size, kind, loc)
     }
 
     #[inline(always)]

@@ -9,6 +9,9 @@
 //! - `cta` (PTX): CTA entry and exit around the body.
 //! - `block` (PTX): races between threads of one CTA in shared memory,
 //!   with the CTA's barrier intervals and warp collectives.
+//! - `block_table` (PTX): races between threads of one CTA in global
+//!   memory, through the CTA slot's same-block table (a warp's
+//!   whole-line run keeps one line entry).
 //! - `hooks` (PTX): `GpuSanitizer`, the hooks every global access calls.
 //! - `warp` (PTX): lanes of a warp making one site's accesses together
 //!   note a run of words once, and check an atomic on one word once.
@@ -19,10 +22,9 @@
 //! the host build; the PTX-only parts use `arch::ptx` for `%smid`,
 //! barriers, the CTA's shared state and `trap`.
 //!
-//! Not covered yet: races between threads of one CTA in global memory
-//! (they share a sanitizer thread, as in GSan), and races between CTAs that ran one
-//! after the other on one slot of one SM (the slot's thread state carries
-//! over; round-robin slot claims make that rare while slots last).
+//! Not covered yet: races between CTAs that ran one after the other on
+//! one slot of one SM (the slot's thread state carries over; round-robin
+//! slot claims make that rare while slots last).
 
 #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
 mod device_atomics;
@@ -35,6 +37,8 @@ mod slots;
 
 #[cfg(target_arch = "nvptx64")]
 mod block;
+#[cfg(target_arch = "nvptx64")]
+mod block_table;
 #[cfg(target_arch = "nvptx64")]
 mod cta;
 #[cfg(target_arch = "nvptx64")]

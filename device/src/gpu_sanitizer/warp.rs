@@ -61,6 +61,18 @@ impl Group {
         arch::vote_any(self.mask, pred)
     }
 
+    /// True on every lane when `pred` holds on all.
+    #[inline(always)]
+    pub fn all(&self, pred: bool) -> bool {
+        arch::vote_all(self.mask, pred)
+    }
+
+    /// True on every lane when every lane's `v` is the leader's.
+    #[inline(always)]
+    pub fn agree(&self, v: u32) -> bool {
+        self.all(self.leaders(v) == v)
+    }
+
     /// The leader's `flag`, on every lane.
     #[inline(always)]
     pub fn leader_says(&self, flag: bool) -> bool {

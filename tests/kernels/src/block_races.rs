@@ -213,6 +213,46 @@ pub fn global_neighbours(data: GlobalSliceMut<u32>, out: GlobalSliceMut<u32>, ba
     out.store(t, data.load((t + 1) % n)); // @global-read
 }
 
+/// Threads per block of [`line_runs()`]: two warps, one 128-byte line of
+/// `data` each.
+pub const LINE_RUN_THREADS: u32 = 64;
+
+/// Whole-line runs: the lanes of a warp touching one 128-byte line of
+/// global memory in lane order, which the GPU's same-block table keeps as
+/// one line entry until another access splits it. Each thread writes
+/// `data[t]` (mode 3: the first warp writes the whole array as 8-byte
+/// elements, two words a lane), then reads one word into `out[t]`:
+/// - mode 0: its own word, then writes it again (no race);
+/// - mode 1: the other warp's word `(t + 32) % 64`, with no barrier;
+/// - mode 2: the same after a barrier (no race);
+/// - mode 3: `data[t]`, which lane `t / 2` of the first warp wrote.
+#[kernel]
+pub fn line_runs(data: GlobalSliceMut<u32>, out: GlobalSliceMut<u32>, mode: u32) {
+    let t = thread_idx().x as usize;
+    if mode == 3 {
+        if let Some(wide) = data.cast::<u64>() {
+            if t < 32 {
+                wide.store(t, t as u64); // @wide-write
+            }
+        }
+    } else {
+        data.store(t, t as u32 + 1); // @run-write
+    }
+    if mode == 2 {
+        sync_threads();
+    }
+    let src = if mode == 1 || mode == 2 {
+        (t + 32) % 64
+    } else {
+        t
+    };
+    let v = data.load(src); // @run-read
+    out.store(t, v);
+    if mode == 0 {
+        data.store(t, v + 1); // @run-rewrite
+    }
+}
+
 /// Elements of `large_tile`'s shared array: 8 KiB, more than the 4,668
 /// bytes whose shadow fits beside it in a GPU block's shared memory.
 pub const LARGE: usize = 2048;

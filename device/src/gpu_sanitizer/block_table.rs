@@ -1,0 +1,308 @@
+//! Races between threads of one CTA in global memory: the slot's
+//! same-block table (`vigil_shared::block::GlobalTable`), with word
+//! entries and line entries (`vigil_shared::block_line`).
+//!
+//! The engine sees a CTA as one sanitizer thread, so two of its threads
+//! on one global word are checked here, against the CTA's barrier
+//! intervals and warp collectives, with the records and rules of its
+//! shared-memory shadows ([`super::block`]). A warp's whole-line run is
+//! recorded by its leader in the line's entry; every other access splits
+//! the line (if it is in run mode) before it checks its words.
+
+use core::cell::Cell;
+use core::panic::Location;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use vigil_shared::block::{claim_entry, BlockRecord, GlobalTable, TableWord, WordRecords, WORD};
+use vigil_shared::block_line::{LineRecords, LineRun, LineSnapshot, LineStep, LINE_WORDS};
+use vigil_shared::AccessKind;
+
+use super::block::{at, Block, Checked, Counters, Space};
+use super::cta::CtaState;
+use crate::arch::ptx as arch;
+
+/// A same-block table word, at the CTA's scope (only the CTA holding the
+/// slot touches its entries; `core`'s acquire is system-scoped, and an
+/// `ld.acquire.sys` invalidates the whole L1).
+#[repr(transparent)]
+pub(super) struct BlockWord(AtomicU64);
+
+impl BlockWord {
+    /// # Safety
+    /// As [`at`]: an aligned `u64` of the runtime's table, live.
+    #[inline(always)]
+    unsafe fn at(base: *mut u8, offset: usize) -> &'static BlockWord {
+        // SAFETY: forwarded; `BlockWord` is a transparent `AtomicU64`.
+        unsafe { &*(base.add(offset) as *const BlockWord) }
+    }
+}
+
+impl TableWord for BlockWord {
+    #[inline(always)]
+    fn load_acquire(&self) -> u64 {
+        arch::load_acquire_block(&self.0)
+    }
+    #[inline(always)]
+    fn load_relaxed(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+    #[inline(always)]
+    fn store_relaxed(&self, value: u64) {
+        self.0.store(value, Ordering::Relaxed)
+    }
+    #[inline(always)]
+    fn store_release(&self, value: u64) {
+        arch::store_release_block(&self.0, value)
+    }
+    #[inline(always)]
+    fn cas_acquire(&self, current: u64, new: u64) -> bool {
+        arch::compare_exchange_acquire_block(&self.0, current, new).is_ok()
+    }
+}
+
+/// The bit that sets a line's table key and hash apart from every word's
+/// (word indices are byte addresses over 4, below 2^62).
+const LINE_KEY: u64 = 1 << 62;
+
+/// The calling thread's access, about to be checked in its CTA slot's
+/// same-block table.
+pub(super) struct BlockTable {
+    base: *mut u8,
+    slot: usize,
+    table: GlobalTable,
+    /// The owner tag of this block's entries in the thread's interval.
+    tag: u64,
+    checked: Checked,
+}
+
+impl BlockTable {
+    /// The calling thread's access of `kind`, `size` bytes, at `loc`;
+    /// `None` when nothing is to be checked (no table, the slot past it,
+    /// a one-thread block, an empty access).
+    #[inline(always)]
+    pub fn current(kind: AccessKind, size: usize, loc: &'static Location<'static>) -> Option<Self> {
+        let cta = CtaState::current();
+        let rt = cta.runtime();
+        let slot = cta.smid * rt.slots_per_sm.max(1) + cta.slot;
+        if rt.block_table == 0 || size == 0 || slot >= rt.block_table_slots {
+            return None;
+        }
+        let b = Block::current();
+        if b.threads < 2 {
+            return None;
+        }
+        let counters = Counters::get();
+        // SAFETY: the counters' key slots.
+        let keys = unsafe { counters.base.add(Counters::KEYS) };
+        let checked = Checked::new(b, kind, size, Space::Global, keys, loc);
+        Some(BlockTable {
+            base: rt.block_table as *mut u8,
+            slot: slot as usize,
+            table: GlobalTable {
+                log2: rt.block_table_log2,
+            },
+            tag: GlobalTable::tag(b.stamp, checked.interval),
+            checked,
+        })
+    }
+
+    /// What the lanes of a warp run must agree on for its leader to
+    /// record it as one: the thread has a lane state, and its collective
+    /// count and interval (the record's fields besides the thread).
+    #[inline(always)]
+    pub fn run_fields(&self) -> Option<(u32, u32)> {
+        self.checked
+            .known
+            .then_some((self.checked.count, self.checked.interval))
+    }
+
+    /// Checks the access at `addr` word by word, each of its lines split
+    /// first.
+    #[inline(always)]
+    pub fn words(&self, addr: usize) {
+        let last = Cell::new(u64::MAX);
+        self.checked.words(addr, addr, |w| {
+            let w = w as u64;
+            // A word with an entry of this interval is on a split line (a
+            // word entry is only made once its line is): a hot word (a
+            // counter, a histogram's bins) skips its line's entry. A word
+            // whose probes are all other words' goes unchecked at once.
+            match self.existing(w) {
+                Probe::Found(e) => return Some(self.records(e)),
+                Probe::Full => {
+                    self.overflow(1);
+                    return None;
+                }
+                Probe::Free => {}
+            }
+            let line = w / u64::from(LINE_WORDS);
+            if line != last.get() {
+                last.set(line);
+                if let Some(l) = self.line(line) {
+                    l.split(arch::backoff, |s| self.materialize(line, s));
+                }
+            }
+            self.word(w)
+        });
+    }
+
+    /// The leader's half of a warp's whole-line run of plain accesses from
+    /// its own thread on, `per` words a lane, starting at `addr` (the
+    /// line's first byte): recorded in the line's entry (`Recorded`), or
+    /// left to the lanes word by word (`PerWord`).
+    ///
+    /// A line whose entry's probes are all taken goes unchecked, counted,
+    /// and is `Recorded` for the lanes (its words' probes would mostly be taken too, and 32 lanes probing
+    /// them cost a long-running block, whose interval fills the table,
+    /// more than everything else).
+    #[inline(always)]
+    pub fn line_run(&self, addr: usize, per: u32) -> LineStep {
+        let line = (addr / WORD) as u64 / u64::from(LINE_WORDS);
+        let Some(l) = self.line(line) else {
+            self.overflow(u64::from(LINE_WORDS));
+            return LineStep::Recorded;
+        };
+        let c = &self.checked;
+        let run = LineRun {
+            record: BlockRecord::new(c.thread, false, 0xf, c.count, c.location()),
+            per,
+            write: c.kind.writes(),
+        };
+        l.run_access(run, arch::backoff, |s| self.materialize(line, s))
+    }
+
+    /// Writes a run-mode line's records into its word entries.
+    fn materialize(&self, line: u64, s: LineSnapshot) {
+        for j in 0..LINE_WORDS {
+            if let Some(r) = self.word(line * u64::from(LINE_WORDS) + u64::from(j)) {
+                let (write, first) = s.word(j);
+                r.write.store(write.0, Ordering::Relaxed);
+                r.first.store(first.0, Ordering::Relaxed);
+                r.second.store(0, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The records of `word` in the current interval.
+    #[inline(always)]
+    fn word(&self, word: u64) -> Option<WordRecords<'static>> {
+        self.entry(word, word).map(|e| self.records(e))
+    }
+
+    /// The records of the entry at byte offset `e` (from [`Self::entry`]
+    /// or [`Self::existing`]).
+    #[inline(always)]
+    fn records(&self, e: usize) -> WordRecords<'static> {
+        // SAFETY: `e` is an entry of the slot: live device memory of the
+        // runtime, aligned.
+        let [r0, r1, r2] = [2, 3, 4].map(|j| unsafe { at::<AtomicU64>(self.base, e + 8 * j) });
+        WordRecords {
+            write: r0,
+            first: r1,
+            second: r2,
+        }
+    }
+
+    /// Whether `word` has an entry in the current interval (nothing is
+    /// claimed): its probes up to the first that is not a live entry of
+    /// the block's interval.
+    #[inline(always)]
+    fn existing(&self, word: u64) -> Probe {
+        let key = self.key(word);
+        for i in 0..GlobalTable::PROBES {
+            let e = self.table.entry(self.slot, word, i);
+            // SAFETY: as in `entry`.
+            let [t, k] = [0, 1].map(|j| unsafe { BlockWord::at(self.base, e + 8 * j) });
+            if t.load_acquire() != self.tag {
+                return Probe::Free;
+            }
+            if k.load_relaxed() == key {
+                return Probe::Found(e);
+            }
+        }
+        Probe::Full
+    }
+
+    /// Counts `words` words that found no entry in the table's header.
+    #[inline(always)]
+    fn overflow(&self, words: u64) {
+        // SAFETY: the table's header starts with the overflow count.
+        unsafe { at::<AtomicU64>(self.base, 0) }.fetch_add(words, Ordering::Relaxed);
+    }
+
+    /// The table key of `name`: it names the entry and the tag, so a stale
+    /// entry of the same name from an earlier interval never matches.
+    #[inline(always)]
+    fn key(&self, name: u64) -> u64 {
+        name ^ self.tag.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+
+    /// The entry of `line` in the current interval.
+    #[inline(always)]
+    fn line(&self, line: u64) -> Option<LineRecords<'static, BlockWord>> {
+        let e = self.entry(LINE_KEY | line, LINE_KEY | line)?;
+        // SAFETY: as in `word`.
+        unsafe {
+            Some(LineRecords {
+                write: at(self.base, e + 16),
+                first: at(self.base, e + 24),
+                mode: BlockWord::at(self.base, e + 32),
+            })
+        }
+    }
+
+    /// The byte offset of the entry named `name` (a word, or a line with
+    /// [`LINE_KEY`]) in the current interval, claimed (records cleared)
+    /// if it had none; `None` when its probes are all taken (counted in
+    /// the table's header).
+    fn entry(&self, hash: u64, name: u64) -> Option<usize> {
+        let key = self.key(name);
+        for i in 0..GlobalTable::PROBES {
+            let e = self.table.entry(self.slot, hash, i);
+            // SAFETY: `slot < block_table_slots` and `entry` stays in the
+            // slot's entries: live device memory of the runtime, aligned.
+            let [t, k] = [0, 1].map(|j| unsafe { BlockWord::at(self.base, e + 8 * j) });
+            // SAFETY: as above.
+            let [r0, r1, r2] = [2, 3, 4].map(|j| unsafe { at::<AtomicU64>(self.base, e + 8 * j) });
+            let clear = || {
+                for r in [r0, r1, r2] {
+                    r.store(0, Ordering::Relaxed);
+                }
+            };
+            // Only this CTA touches its slot's entries while it runs (the
+            // slot's hand-over orders an earlier CTA's), so CTA-scope
+            // ordering suffices ([`BlockWord`]).
+            if claim_entry(t, k, self.tag, key, clear, arch::backoff) {
+                return Some(e);
+            }
+        }
+        self.overflow(1);
+        None
+    }
+}
+
+/// What a word's probes found ([`BlockTable::existing`]).
+enum Probe {
+    /// Its entry, at this byte offset.
+    Found(usize),
+    /// A probe no live entry holds: the word can claim one.
+    Free,
+    /// Every probe holds another word's live entry: it can claim none
+    /// this interval.
+    Full,
+}
+
+/// A global-memory access by the calling thread that is not part of a
+/// warp's whole-line run (an atomic, or a plain access the hooks did not
+/// group), checked against the other threads of its block word by word.
+#[inline(never)]
+pub(super) fn global_access(
+    addr: usize,
+    size: usize,
+    kind: AccessKind,
+    loc: &'static Location<'static>,
+) {
+    if let Some(t) = BlockTable::current(kind, size, loc) {
+        t.words(addr);
+    }
+}
