@@ -489,14 +489,17 @@ macro_rules! shared_block_address {
 /// state space.
 macro_rules! cta_load {
     ($(#[$doc:meta])* $name:ident => $insn:literal) => {
+        cta_load!($(#[$doc])* $name => $insn, AtomicU64, u64, reg64);
+    };
+    ($(#[$doc:meta])* $name:ident => $insn:literal, $atomic:ident, $int:ty, $reg:ident) => {
         $(#[$doc])*
         #[inline(always)]
-        pub fn $name(p: &core::sync::atomic::AtomicU64) -> u64 {
-            let r: u64;
-            // SAFETY: `p` is a live, aligned 8-byte atomic in the
-            // instruction's state space.
+        pub fn $name(p: &core::sync::atomic::$atomic) -> $int {
+            let r: $int;
+            // SAFETY: `p` is a live, aligned atomic of the instruction's
+            // size in its state space.
             unsafe {
-                asm!(concat!($insn, " {r}, [{p}];"), r = out(reg64) r, p = in(reg64) p.as_ptr(), options(nostack))
+                asm!(concat!($insn, " {r}, [{p}];"), r = out($reg) r, p = in(reg64) p.as_ptr(), options(nostack))
             };
             r
         }
@@ -505,13 +508,16 @@ macro_rules! cta_load {
 
 macro_rules! cta_store {
     ($(#[$doc:meta])* $name:ident => $insn:literal) => {
+        cta_store!($(#[$doc])* $name => $insn, AtomicU64, u64, reg64);
+    };
+    ($(#[$doc:meta])* $name:ident => $insn:literal, $atomic:ident, $int:ty, $reg:ident) => {
         $(#[$doc])*
         #[inline(always)]
-        pub fn $name(p: &core::sync::atomic::AtomicU64, v: u64) {
-            // SAFETY: `p` is a live, aligned 8-byte atomic in the
-            // instruction's state space.
+        pub fn $name(p: &core::sync::atomic::$atomic, v: $int) {
+            // SAFETY: `p` is a live, aligned atomic of the instruction's
+            // size in its state space.
             unsafe {
-                asm!(concat!($insn, " [{p}], {v};"), p = in(reg64) p.as_ptr(), v = in(reg64) v, options(nostack))
+                asm!(concat!($insn, " [{p}], {v};"), p = in(reg64) p.as_ptr(), v = in($reg) v, options(nostack))
             };
         }
     };
@@ -571,6 +577,18 @@ cta_store!(
     /// `st.release.cta.b64` through a generic address: a `MEMBAR.CTA`
     /// (see [`load_relaxed_cta`]).
     store_release_cta => "st.release.cta.b64"
+);
+
+cta_load!(
+    /// `ld.acquire.cta.b32` through a generic address: a shared array
+    /// shadow's header or a word's interval (`gpu_sanitizer::block`),
+    /// which only the CTA's threads touch.
+    load_acquire_cta_u32 => "ld.acquire.cta.b32", AtomicU32, u32, reg32
+);
+cta_store!(
+    /// `st.release.cta.b32` through a generic address (see
+    /// [`load_acquire_cta_u32`]).
+    store_release_cta_u32 => "st.release.cta.b32", AtomicU32, u32, reg32
 );
 
 /// Waits between two looks of a race report for the earlier access's

@@ -102,7 +102,9 @@ pub(super) unsafe fn at<A>(base: *mut u8, offset: usize) -> &'static A {
 /// while the others wait.
 #[inline(always)]
 fn fresh(header: &AtomicU32, stamp: u32, clear: &dyn Fn(u32, u32)) {
-    if header.load(Ordering::Acquire) != stamp {
+    // CTA-scoped: only the block's threads touch its shared memory (a
+    // system-scoped acquire invalidated the whole L1 at every access).
+    if arch::load_acquire_cta_u32(header) != stamp {
         claim(header, stamp, clear);
     }
 }
@@ -124,7 +126,7 @@ fn claim(header: &AtomicU32, stamp: u32, clear: &dyn Fn(u32, u32)) {
     loop {
         let mut step = WAIT;
         if me == leader {
-            let h = header.load(Ordering::Acquire);
+            let h = arch::load_acquire_cta_u32(header);
             step = if h == stamp {
                 STAMPED
             } else if h != busy(stamp)
@@ -145,7 +147,7 @@ fn claim(header: &AtomicU32, stamp: u32, clear: &dyn Fn(u32, u32)) {
                 // barrier, visible to the leader) before the stamp.
                 arch::sync_warp(mask);
                 if me == leader {
-                    header.store(stamp, Ordering::Release);
+                    arch::store_release_cta_u32(header, stamp);
                 }
                 return;
             }
@@ -815,9 +817,9 @@ pub(super) fn shared_access(access: SharedAccess, loc: &'static Location<'static
                 },
             )
         };
-        let current = interval.load(Ordering::Acquire) == c.interval;
+        let current = arch::load_acquire_cta_u32(interval) == c.interval;
         Some(renewed(records, current, || {
-            interval.store(c.interval, Ordering::Release)
+            arch::store_release_cta_u32(interval, c.interval)
         }))
     });
 }
