@@ -17,15 +17,19 @@
 //! 32 lanes' probes, swaps and fences.
 //!
 //! Any other access to the line (another warp, a partial or scattered
-//! access, an atomic) first *splits* the line: it locks the entry, writes
-//! each word's records into the word's own entry, and marks the line
-//! split, after which every access takes the per-word path. A fresh line
-//! entry that a per-word access claims is split at once. Every access to
-//! a line looks at its line entry first, so no word entry of the line
-//! exists in the interval while the line is in run mode, and the split
-//! leaves the words exactly as the per-word protocol would have: verdicts
-//! do not change (`shared/tests/block_protocol.rs` drives both with the
-//! same random accesses).
+//! access, an atomic) first *splits* the line: one compare-exchange marks
+//! it split, keeping the run's records in the entry, after which every
+//! access takes the per-word path, and a word entry of the line is
+//! claimed holding the run's records for its word (its *snapshot*)
+//! rather than none. A fresh line entry that a per-word access claims is
+//! split at once, with no snapshot. Every access to a line looks at its
+//! line entry before it claims a word entry, so no word entry of the line
+//! exists in the interval while the line is in run mode, and the words
+//! hold exactly what the per-word protocol would have given them:
+//! verdicts do not change (`shared/tests/block_line.rs` drives both with
+//! the same random accesses). Nothing is copied at a split, so a stencil
+//! that reads its line whole and then shifted by a word pays for the
+//! words it touches, not for all 32.
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -34,27 +38,29 @@ use crate::block::{reader_update, BlockRecord, TableWord};
 /// Words per line.
 pub const LINE_WORDS: u32 = 32;
 
-/// Pauses a line access waits for another thread's update or split of
-/// the line; past them it goes on word by word without the line's
-/// records (only detection is lost; a split takes at most a few thousand
-/// cycles, so this never runs out in practice).
+/// Pauses a line access waits for its warp's update of the line; past
+/// them it goes on word by word without the line's records (only
+/// detection is lost; an update is a few stores, so this never runs out
+/// in practice).
 pub const LINE_WAITS: u32 = 1 << 12;
 
-/// The mode word of a line entry: empty (claimed, untouched), split, being
-/// split, or run mode (the run's first thread and words per lane, and a
-/// busy bit while its warp updates the records).
+/// The mode word of a line entry: empty (claimed, untouched), split (with
+/// or without a run's records to hand its words), or run mode (the run's
+/// first thread and words per lane, and a busy bit while its warp updates
+/// the records).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LineMode(pub u64);
 
 impl LineMode {
     /// No access yet in the interval (a claimed entry's cleared word).
     pub const EMPTY: LineMode = LineMode(0);
-    /// The word entries hold the line's records.
+    /// The word entries hold the line's records; no run came first.
     pub const SPLIT: LineMode = LineMode(1);
-    /// A thread is writing the run's records into the word entries.
-    pub const SPLITTING: LineMode = LineMode(2);
     const RUN: u64 = 1 << 63;
     const BUSY: u64 = 1 << 62;
+    /// Split after a run: the entry's records are the run's, for the word
+    /// entries claimed later.
+    const SPLIT_RUN: u64 = 1 << 61;
 
     /// Run mode for runs whose first lane is thread `thread`, each lane
     /// touching `per` words.
@@ -67,9 +73,14 @@ impl LineMode {
         LineMode(self.0 | Self::BUSY)
     }
 
-    /// True while a thread holds the entry (an update or a split).
+    /// The split mode of a line in this run mode (its layout kept).
+    pub const fn split_run(self) -> LineMode {
+        LineMode(self.0 & !(Self::RUN | Self::BUSY) | Self::SPLIT_RUN)
+    }
+
+    /// True while its warp updates the run's records.
     pub const fn held(self) -> bool {
-        self.0 & Self::BUSY != 0 || self.0 == Self::SPLITTING.0
+        self.0 & Self::BUSY != 0
     }
 
     /// True in run mode (held or not).
@@ -77,7 +88,12 @@ impl LineMode {
         self.0 & Self::RUN != 0
     }
 
-    /// Words per lane of a run mode.
+    /// True once split (the word entries hold the line's records).
+    pub const fn is_split(self) -> bool {
+        self.0 == Self::SPLIT.0 || self.0 & Self::SPLIT_RUN != 0
+    }
+
+    /// Words per lane of a run mode, or of a split one that followed a run.
     pub const fn per(self) -> u32 {
         (self.0 >> 16 & 0xff) as u32
     }
@@ -103,8 +119,8 @@ impl LineRun {
     }
 }
 
-/// The records of a run-mode line, as a split writes them into the word
-/// entries.
+/// The records of a run-mode line, which a word entry of the line is
+/// claimed holding once the line is split.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LineSnapshot {
     /// The first lane's write record (empty if none).
@@ -153,21 +169,14 @@ pub struct LineRecords<'a, W: TableWord> {
 
 impl<W: TableWord> LineRecords<'_, W> {
     /// A warp's whole-line access `run`: recorded in the entry when the
-    /// line is empty or in this run's mode, else the line is split
-    /// (`materialize` writes a snapshot into the word entries) and the
-    /// lanes go word by word. `pause` waits a moment.
-    pub fn run_access(
-        &self,
-        run: LineRun,
-        pause: impl Fn(),
-        materialize: impl FnOnce(LineSnapshot),
-    ) -> LineStep {
+    /// line is empty or in this run's mode, else the line is split and
+    /// the lanes go word by word. `pause` waits a moment.
+    pub fn run_access(&self, run: LineRun, pause: impl Fn()) -> LineStep {
         let own = run.mode();
         let me = run.record;
-        let mut materialize = Some(materialize);
         for _ in 0..LINE_WAITS {
             let m = LineMode(self.mode.load_acquire());
-            if m == LineMode::SPLIT {
+            if m.is_split() {
                 return LineStep::PerWord;
             }
             if m.held() {
@@ -184,11 +193,7 @@ impl<W: TableWord> LineRecords<'_, W> {
             }
             if m != own {
                 // Another warp's run, or the same lanes over other words.
-                if self.mode.cas_acquire(m.0, LineMode::SPLITTING.0) {
-                    if let Some(f) = materialize.take() {
-                        f(self.snapshot(m));
-                    }
-                    self.mode.store_release(LineMode::SPLIT.0);
+                if self.mode.cas_acquire(m.0, m.split_run().0) {
                     return LineStep::PerWord;
                 }
                 continue;
@@ -213,30 +218,29 @@ impl<W: TableWord> LineRecords<'_, W> {
         LineStep::PerWord
     }
 
-    /// Makes the line split before a per-word access to one of its words:
-    /// an empty line is marked split, a run-mode line's records are
-    /// written into the word entries first (`materialize`).
-    pub fn split(&self, pause: impl Fn(), materialize: impl FnOnce(LineSnapshot)) {
-        let mut materialize = Some(materialize);
+    /// Makes the line split before a word entry of it is claimed, and
+    /// returns the run's records for that entry when a run came first
+    /// (`None`: the entry starts empty).
+    pub fn split(&self, pause: impl Fn()) -> Option<LineSnapshot> {
         for _ in 0..LINE_WAITS {
             let m = LineMode(self.mode.load_acquire());
-            if m == LineMode::SPLIT {
-                return;
+            if m.is_split() {
+                return self.snapshot(m);
             }
             if m.held() {
                 pause();
                 continue;
             }
-            if self.mode.cas_acquire(m.0, LineMode::SPLITTING.0) {
-                if m.is_run() {
-                    if let Some(f) = materialize.take() {
-                        f(self.snapshot(m));
-                    }
-                }
-                self.mode.store_release(LineMode::SPLIT.0);
-                return;
+            let split = if m.is_run() {
+                m.split_run()
+            } else {
+                LineMode::SPLIT
+            };
+            if self.mode.cas_acquire(m.0, split.0) {
+                return self.snapshot(split);
             }
         }
+        None
     }
 
     /// The run's records, as the per-word protocol leaves them after
@@ -249,12 +253,14 @@ impl<W: TableWord> LineRecords<'_, W> {
         }
     }
 
-    fn snapshot(&self, m: LineMode) -> LineSnapshot {
-        LineSnapshot {
+    /// The records a split line `m` hands its word entries, if a run
+    /// came first (they never change once split).
+    fn snapshot(&self, m: LineMode) -> Option<LineSnapshot> {
+        (m != LineMode::SPLIT).then(|| LineSnapshot {
             write: BlockRecord(self.write.load(Ordering::Relaxed)),
             first: BlockRecord(self.first.load(Ordering::Relaxed)),
             per: m.per(),
-        }
+        })
     }
 }
 
@@ -281,9 +287,11 @@ mod tests {
     #[test]
     fn run_modes_name_the_lanes_and_layout() {
         let m = LineMode::run(96, 4);
-        assert!(m.is_run() && !m.held() && m.busy().held());
+        assert!(m.is_run() && !m.held() && m.busy().held() && !m.is_split());
         assert_eq!(m.per(), 4);
         assert_ne!(LineMode::run(96, 2), m);
-        assert!(!LineMode::SPLIT.is_run() && LineMode::SPLITTING.held());
+        let s = m.busy().split_run();
+        assert!(s.is_split() && !s.is_run() && !s.held() && s.per() == 4);
+        assert!(LineMode::SPLIT.is_split() && !LineMode::EMPTY.is_split());
     }
 }

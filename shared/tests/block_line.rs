@@ -5,12 +5,15 @@
 //! collectives, new intervals) run through both, one at a time. Every
 //! access must report the same races with the same records, and after
 //! every step the line's words must hold the same records (a run-mode
-//! line's, as its split would write them).
+//! line's, and a split line's words whose entries are not claimed yet,
+//! as the run's snapshot gives them).
 
 use core::sync::atomic::{AtomicU64, Ordering};
 use proptest::prelude::*;
 use vigil_shared::block::{BlockRecord, LaneSync, TableWord, WordRecords};
-use vigil_shared::block_line::{LineRecords, LineRun, LineSnapshot, LineStep, LINE_WORDS};
+use vigil_shared::block_line::{
+    LineMode, LineRecords, LineRun, LineSnapshot, LineStep, LINE_WORDS,
+};
 use vigil_shared::AccessKind;
 
 /// Four warps.
@@ -105,13 +108,18 @@ impl TableWord for Mode {
     }
 }
 
-/// 32 words' records (write, first reader, second reader).
+/// 32 words' records (write, first reader, second reader), and whether
+/// each word's entry is claimed (the table's side; the reference's are
+/// always there).
 #[derive(Default)]
-struct Words([[AtomicU64; 3]; LINE_WORDS as usize]);
+struct Words {
+    records: [[AtomicU64; 3]; LINE_WORDS as usize],
+    claimed: [std::cell::Cell<bool>; LINE_WORDS as usize],
+}
 
 impl Words {
     fn records(&self, j: u32) -> WordRecords<'_> {
-        let [write, first, second] = &self.0[j as usize];
+        let [write, first, second] = &self.records[j as usize];
         WordRecords {
             write,
             first,
@@ -120,7 +128,7 @@ impl Words {
     }
 
     fn get(&self, j: u32) -> [u64; 3] {
-        self.0[j as usize]
+        self.records[j as usize]
             .each_ref()
             .map(|r| r.load(Ordering::Relaxed))
     }
@@ -128,17 +136,21 @@ impl Words {
     fn clear(&self) {
         for j in 0..LINE_WORDS {
             self.records(j).clear();
+            self.claimed[j as usize].set(false);
         }
     }
 
-    fn store(&self, s: LineSnapshot) {
-        for j in 0..LINE_WORDS {
-            let (write, first) = s.word(j);
-            let r = self.records(j);
-            r.write.store(write.0, Ordering::Relaxed);
-            r.first.store(first.0, Ordering::Relaxed);
-            r.second.store(0, Ordering::Relaxed);
+    /// Word `j`'s records as a split line's word entry is claimed with.
+    fn claim(&self, j: u32, snapshot: Option<LineSnapshot>) {
+        if self.claimed[j as usize].replace(true) {
+            return;
         }
+        let (write, first) =
+            snapshot.map_or((BlockRecord::EMPTY, BlockRecord::EMPTY), |s| s.word(j));
+        let r = self.records(j);
+        r.write.store(write.0, Ordering::Relaxed);
+        r.first.store(first.0, Ordering::Relaxed);
+        r.second.store(0, Ordering::Relaxed);
     }
 }
 
@@ -223,7 +235,7 @@ fn check(ops: &[Op]) -> Result<(usize, usize), TestCaseError> {
                 } else {
                     AccessKind::Read
                 };
-                let per_lane = |words: &Words, out: &mut Vec<Race>| {
+                let per_lane = |words: &Words, table: bool, out: &mut Vec<Race>| {
                     for k in 0..lanes_in_run {
                         let me = BlockRecord::new(
                             base + k,
@@ -233,24 +245,26 @@ fn check(ops: &[Op]) -> Result<(usize, usize), TestCaseError> {
                             location,
                         );
                         for j in k * per..(k + 1) * per {
+                            if table {
+                                words.claim(j, line.split(|| {}));
+                            }
                             word_access(words, j, me, kind, &lanes, out);
                         }
                     }
                 };
-                per_lane(&reference, &mut want);
+                per_lane(&reference, false, &mut want);
                 let step = if same {
                     let run = LineRun {
                         record: lane_record(base, 0, count, location),
                         per,
                         write: writes,
                     };
-                    line.run_access(run, || {}, |s| words.store(s))
+                    line.run_access(run, || {})
                 } else {
-                    line.split(|| {}, |s| words.store(s));
                     LineStep::PerWord
                 };
                 if step == LineStep::PerWord {
-                    per_lane(&words, &mut got);
+                    per_lane(&words, true, &mut got);
                 } else {
                     recorded += 1;
                 }
@@ -269,7 +283,7 @@ fn check(ops: &[Op]) -> Result<(usize, usize), TestCaseError> {
                     location,
                 );
                 word_access(&reference, word, me, kind, &lanes, &mut want);
-                line.split(|| {}, |s| words.store(s));
+                words.claim(word, line.split(|| {}));
                 word_access(&words, word, me, kind, &lanes, &mut got);
             }
         }
@@ -277,21 +291,24 @@ fn check(ops: &[Op]) -> Result<(usize, usize), TestCaseError> {
         got.sort_unstable();
         prop_assert_eq!(&got, &want, "races of step {} ({:?})", i, op);
         races += want.len();
-        // The words as the line stands: a run-mode line's, as its split
-        // would leave them.
-        let shown = Words::default();
-        let m = mode.0.load(Ordering::Relaxed);
+        // The words as the line stands: a run-mode line's, and a split
+        // line's unclaimed words, as the run's snapshot gives them.
+        let m = LineMode(mode.0.load(Ordering::Relaxed));
+        let snapshot = LineSnapshot {
+            write: BlockRecord(write.load(Ordering::Relaxed)),
+            first: BlockRecord(first.load(Ordering::Relaxed)),
+            per: m.per(),
+        };
         for j in 0..LINE_WORDS {
-            let state = if m & (1 << 63) != 0 {
-                let s = LineSnapshot {
-                    write: BlockRecord(write.load(Ordering::Relaxed)),
-                    first: BlockRecord(first.load(Ordering::Relaxed)),
-                    per: (m >> 16 & 0xff) as u32,
-                };
-                shown.store(s);
-                shown.get(j)
-            } else {
+            let state = if m.is_run()
+                || (m.is_split() && m != LineMode::SPLIT && !words.claimed[j as usize].get())
+            {
+                let (w, f) = snapshot.word(j);
+                [w.0, f.0, 0]
+            } else if words.claimed[j as usize].get() {
                 words.get(j)
+            } else {
+                [0; 3]
             };
             prop_assert_eq!(
                 state,

@@ -831,6 +831,7 @@ struct LineEntry {
     write: std::sync::atomic::AtomicU64,
     first: std::sync::atomic::AtomicU64,
     words: Vec<[std::sync::atomic::AtomicU64; 3]>,
+    claimed: Vec<std::sync::atomic::AtomicBool>,
 }
 
 impl LineEntry {
@@ -851,13 +852,16 @@ impl LineEntry {
         }
     }
 
-    fn materialize(&self, s: vigil_shared::block_line::LineSnapshot) {
-        for (j, [write, first, second]) in self.words.iter().enumerate() {
-            let (w, f) = s.word(j as u32);
-            write.store(w.0, MemOrder::Relaxed);
-            first.store(f.0, MemOrder::Relaxed);
-            second.store(0, MemOrder::Relaxed);
+    /// Word `j`'s entry claimed after the line's split, holding the
+    /// snapshot's records (only the first claim writes: `claimed`).
+    fn claim(&self, j: usize, s: Option<vigil_shared::block_line::LineSnapshot>) {
+        if self.claimed[j].swap(true, MemOrder::Relaxed) {
+            return;
         }
+        let (w, f) = s.map_or(Default::default(), |s| s.word(j as u32));
+        self.words[j][0].store(w.0, MemOrder::Relaxed);
+        self.words[j][1].store(f.0, MemOrder::Relaxed);
+        self.words[j][2].store(0, MemOrder::Relaxed);
     }
 
     /// Thread `me`'s access of kind `kind` to word `j`; the threads of
@@ -882,9 +886,9 @@ impl LineEntry {
 
 /// Warp 0's whole-line write (recorded in run mode) and then its whole
 /// line write again from another site (an update of the entry under its
-/// busy bit), racing thread 40's read of word 3 that splits the line:
-/// whichever goes first, the read and lane 3's write race, and the split
-/// words keep lane 3's write.
+/// busy bit), racing thread 40's read of word 3 that splits the line and
+/// claims the word's entry from the run's snapshot: whichever goes first,
+/// the read and lane 3's write race, and the word keeps lane 3's write.
 #[test]
 fn a_line_split_racing_a_run_update_loses_nothing() {
     use vigil_shared::block::BlockRecord;
@@ -896,29 +900,28 @@ fn a_line_split_racing_a_run_update_loses_nothing() {
             write: Default::default(),
             first: Default::default(),
             words: (0..LINE_WORDS).map(|_| Default::default()).collect(),
+            claimed: (0..LINE_WORDS).map(|_| Default::default()).collect(),
         });
         let run = |location| LineRun {
             record: BlockRecord::new(0, false, 0xf, 0, location),
             per: 1,
             write: true,
         };
-        let first = e.line().run_access(run(1), loom::thread::yield_now, |_| {});
+        let first = e.line().run_access(run(1), loom::thread::yield_now);
         assert_eq!(first, LineStep::Recorded);
         let owner = {
             let e = e.clone();
             loom::thread::spawn(move || {
-                let step = e
-                    .line()
-                    .run_access(run(2), loom::thread::yield_now, |s| e.materialize(s));
+                let step = e.line().run_access(run(2), loom::thread::yield_now);
                 if step == LineStep::PerWord {
+                    e.claim(3, e.line().split(loom::thread::yield_now));
                     let me = BlockRecord::new(3, false, 0xf, 0, 2);
                     return e.word_access(3, me, AccessKind::Write);
                 }
                 Vec::new()
             })
         };
-        e.line()
-            .split(loom::thread::yield_now, |s| e.materialize(s));
+        e.claim(3, e.line().split(loom::thread::yield_now));
         let reader = BlockRecord::new(40, false, 0xf, 0, 3);
         let mut raced = e.word_access(3, reader, AccessKind::Read);
         raced.extend(owner.join().unwrap());

@@ -117,10 +117,12 @@ impl BlockTable {
     }
 
     /// Checks the access at `addr` word by word, each of its lines split
-    /// first.
+    /// first (a word entry claimed on a line a run kept takes the run's
+    /// records for its word).
     #[inline(always)]
     pub fn words(&self, addr: usize) {
         let last = Cell::new(u64::MAX);
+        let snapshot = Cell::new(None);
         self.checked.words(addr, addr, |w| {
             let w = w as u64;
             // A word with an entry of this interval is on a split line (a
@@ -138,11 +140,14 @@ impl BlockTable {
             let line = w / u64::from(LINE_WORDS);
             if line != last.get() {
                 last.set(line);
-                if let Some(l) = self.line(line) {
-                    l.split(arch::backoff, |s| self.materialize(line, s));
-                }
+                snapshot.set(self.line(line).and_then(|l| l.split(arch::backoff)));
             }
-            self.word(w)
+            let (write, first) = snapshot.get().map_or(
+                (BlockRecord::EMPTY, BlockRecord::EMPTY),
+                |s: LineSnapshot| s.word((w % u64::from(LINE_WORDS)) as u32),
+            );
+            self.entry(w, w, [write.0, first.0, 0])
+                .map(|e| self.records(e))
         });
     }
 
@@ -168,25 +173,7 @@ impl BlockTable {
             per,
             write: c.kind.writes(),
         };
-        l.run_access(run, arch::backoff, |s| self.materialize(line, s))
-    }
-
-    /// Writes a run-mode line's records into its word entries.
-    fn materialize(&self, line: u64, s: LineSnapshot) {
-        for j in 0..LINE_WORDS {
-            if let Some(r) = self.word(line * u64::from(LINE_WORDS) + u64::from(j)) {
-                let (write, first) = s.word(j);
-                r.write.store(write.0, Ordering::Relaxed);
-                r.first.store(first.0, Ordering::Relaxed);
-                r.second.store(0, Ordering::Relaxed);
-            }
-        }
-    }
-
-    /// The records of `word` in the current interval.
-    #[inline(always)]
-    fn word(&self, word: u64) -> Option<WordRecords<'static>> {
-        self.entry(word, word).map(|e| self.records(e))
+        l.run_access(run, arch::backoff)
     }
 
     /// The records of the entry at byte offset `e` (from [`Self::entry`]
@@ -240,7 +227,7 @@ impl BlockTable {
     /// The entry of `line` in the current interval.
     #[inline(always)]
     fn line(&self, line: u64) -> Option<LineRecords<'static, BlockWord>> {
-        let e = self.entry(LINE_KEY | line, LINE_KEY | line)?;
+        let e = self.entry(LINE_KEY | line, LINE_KEY | line, [0; 3])?;
         // SAFETY: as in `word`.
         unsafe {
             Some(LineRecords {
@@ -252,10 +239,10 @@ impl BlockTable {
     }
 
     /// The byte offset of the entry named `name` (a word, or a line with
-    /// [`LINE_KEY`]) in the current interval, claimed (records cleared)
-    /// if it had none; `None` when its probes are all taken (counted in
-    /// the table's header).
-    fn entry(&self, hash: u64, name: u64) -> Option<usize> {
+    /// [`LINE_KEY`]) in the current interval, claimed (its three record
+    /// words set to `fresh`) if it had none; `None` when its probes are
+    /// all taken (counted in the table's header).
+    fn entry(&self, hash: u64, name: u64, fresh: [u64; 3]) -> Option<usize> {
         let key = self.key(name);
         for i in 0..GlobalTable::PROBES {
             let e = self.table.entry(self.slot, hash, i);
@@ -265,8 +252,8 @@ impl BlockTable {
             // SAFETY: as above.
             let [r0, r1, r2] = [2, 3, 4].map(|j| unsafe { at::<AtomicU64>(self.base, e + 8 * j) });
             let clear = || {
-                for r in [r0, r1, r2] {
-                    r.store(0, Ordering::Relaxed);
+                for (r, v) in [r0, r1, r2].into_iter().zip(fresh) {
+                    r.store(v, Ordering::Relaxed);
                 }
             };
             // Only this CTA touches its slot's entries while it runs (the
