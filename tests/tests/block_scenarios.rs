@@ -29,7 +29,7 @@ mod cpu {
         divergent_barrier_returned_threads, divergent_barrier_two_calls,
         global_same_block_race, global_same_block_fixed,
         line_runs_own_words, line_runs_other_warp, line_runs_after_barrier, line_runs_wide_then_narrow,
-        large_array_race, large_array_fixed, same_block_table_full,
+        large_array_race, large_array_fixed, same_block_table_full, same_block_table_full_of_lines,
         big_tile_reused_without_barrier, big_tile_fixed,
         dynamic_reduce_missing_barrier, dynamic_reduce_fixed,
         near_static_limit_race, near_static_limit_fixed);
@@ -46,7 +46,7 @@ mod gpu {
         divergent_barrier_returned_threads, divergent_barrier_two_calls,
         global_same_block_race, global_same_block_fixed,
         line_runs_own_words, line_runs_other_warp, line_runs_after_barrier, line_runs_wide_then_narrow,
-        large_array_race, large_array_fixed, same_block_table_full,
+        large_array_race, large_array_fixed, same_block_table_full, same_block_table_full_of_lines,
         big_tile_reused_without_barrier, big_tile_fixed,
         dynamic_reduce_missing_barrier, dynamic_reduce_fixed,
         near_static_limit_race, near_static_limit_fixed);
@@ -536,16 +536,34 @@ mod scenarios {
     /// (1,024 entries a slot) runs out and counts the words it skipped,
     /// the CPU backend's table grows and skips none.
     pub fn same_block_table_full(make: MakeContext) {
+        let want: Vec<u32> = (0..1024 * WORDS_PER_THREAD)
+            .map(|i| (i % WORDS_PER_THREAD) as u32)
+            .collect();
+        table_full_case::<many_words>(make, &want);
+    }
+
+    /// The same with whole-line accesses: 2,048 lines, one line entry
+    /// each on the GPU, still more than a slot's table holds.
+    pub fn same_block_table_full_of_lines(make: MakeContext) {
+        let want: Vec<u32> = (0..32 * LINES_PER_WARP * 32)
+            .map(|i| (i / 32 % LINES_PER_WARP) as u32)
+            .collect();
+        table_full_case::<many_lines>(make, &want);
+    }
+
+    /// Launches `K` as one block of 1,024 threads over a buffer of
+    /// `want.len()` zeros: no race, every word as `want` says, and on
+    /// the GPU (only) words counted unchecked.
+    fn table_full_case<K: Kernel>(make: MakeContext, want: &[u32])
+    where
+        for<'a> (&'a mut DeviceBuffer<u32>,): KernelArgs<K::Params>,
+    {
         let Some(b) = Bench::new(make, 1) else {
             return;
         };
-        let mut out = b.zeros(1024 * WORDS_PER_THREAD);
+        let mut out = b.zeros(want.len());
         b.stream
-            .launch(
-                &b.kernel::<many_words>(),
-                LaunchConfig::new(1, 1024),
-                (&mut out,),
-            )
+            .launch(&b.kernel::<K>(), LaunchConfig::new(1, 1024), (&mut out,))
             .expect("launch");
         let done = vigil::Event::new(&b.ctx).expect("event");
         done.record(&b.stream).expect("record");
@@ -558,9 +576,6 @@ mod scenarios {
         } else {
             assert_eq!(reports.unchecked_words(), 0, "{reports}");
         }
-        let want: Vec<u32> = (0..1024 * WORDS_PER_THREAD)
-            .map(|i| (i % WORDS_PER_THREAD) as u32)
-            .collect();
         assert_eq!(download(&b, &out), want);
     }
 

@@ -307,6 +307,25 @@ pub fn many_words(out: GlobalSliceMut<u32>) {
     }
 }
 
+/// Lines of `out` each warp of `many_lines` writes.
+pub const LINES_PER_WARP: usize = 64;
+
+/// Each warp of the block writes its own `LINES_PER_WARP` 128-byte lines
+/// of `out`, each line whole in one access of its lanes (lane `l` word
+/// `l`): with 1,024 threads, one barrier interval touches 2,048 lines,
+/// more than the GPU's same-block table of a slot holds even as one line
+/// entry each.
+#[kernel]
+pub fn many_lines(out: GlobalSliceMut<u32>) {
+    let t = thread_idx().x as usize;
+    let (warp, lane) = (t / 32, t % 32);
+    let mut k = 0;
+    while k < LINES_PER_WARP {
+        out.store((warp * LINES_PER_WARP + k) * 32 + lane, k as u32);
+        k += 1;
+    }
+}
+
 /// Threads per block of [`dynamic_reduce()`].
 pub const REDUCE_THREADS: u32 = 256;
 
