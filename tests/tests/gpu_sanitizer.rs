@@ -169,8 +169,8 @@ fn ctas_per_sm_sanitized_against_plain() {
     }
 }
 
-/// A sanitized entry is built for at most 96 registers, which fits blocks
-/// of 640 threads; a launch of 1,024-thread blocks runs the same entry
+/// A sanitized entry is built for at most 128 registers, which fits
+/// blocks of 512 threads; a launch of 1,024-thread blocks runs the same entry
 /// from a second build at 64 registers, with the same checks: a clean
 /// kernel stays clean and right, a racy one is reported.
 #[test]
@@ -186,7 +186,7 @@ fn blocks_too_large_for_the_register_cap_launch_from_a_second_build() {
         "figure: disjoint_writes__vigil: {regs} registers, blocks up to {max_threads} threads"
     );
     assert!(
-        regs <= 96 && max_threads < 1024,
+        regs <= 128 && max_threads < 1024,
         "{regs} registers, {max_threads} threads"
     );
     let n = 1 << 16;
