@@ -146,8 +146,11 @@ impl BlockTable {
                 (BlockRecord::EMPTY, BlockRecord::EMPTY),
                 |s: LineSnapshot| s.word((w % u64::from(LINE_WORDS)) as u32),
             );
-            self.entry(w, w, [write.0, first.0, 0])
-                .map(|e| self.records(e))
+            let e = self.entry(w, w, [write.0, first.0, 0]);
+            if e.is_none() {
+                self.overflow(1);
+            }
+            e.map(|e| self.records(e))
         });
     }
 
@@ -157,9 +160,9 @@ impl BlockTable {
     /// left to the lanes word by word (`PerWord`).
     ///
     /// A line whose entry's probes are all taken goes unchecked, counted,
-    /// and is `Recorded` for the lanes (its words' probes would mostly be taken too, and 32 lanes probing
-    /// them cost a long-running block, whose interval fills the table,
-    /// more than everything else).
+    /// and is `Recorded` for the lanes: its words' probes would mostly be
+    /// taken too, and 32 lanes probing them cost a long-running block,
+    /// whose interval fills the table, more than everything else.
     #[inline(always)]
     pub fn line_run(&self, addr: usize, per: u32) -> LineStep {
         let line = (addr / WORD) as u64 / u64::from(LINE_WORDS);
@@ -228,7 +231,7 @@ impl BlockTable {
     #[inline(always)]
     fn line(&self, line: u64) -> Option<LineRecords<'static, BlockWord>> {
         let e = self.entry(LINE_KEY | line, LINE_KEY | line, [0; 3])?;
-        // SAFETY: as in `word`.
+        // SAFETY: as in `records`.
         unsafe {
             Some(LineRecords {
                 write: at(self.base, e + 16),
@@ -241,7 +244,7 @@ impl BlockTable {
     /// The byte offset of the entry named `name` (a word, or a line with
     /// [`LINE_KEY`]) in the current interval, claimed (its three record
     /// words set to `fresh`) if it had none; `None` when its probes are
-    /// all taken (counted in the table's header).
+    /// all taken (the caller counts what goes unchecked).
     fn entry(&self, hash: u64, name: u64, fresh: [u64; 3]) -> Option<usize> {
         let key = self.key(name);
         for i in 0..GlobalTable::PROBES {
@@ -263,7 +266,6 @@ impl BlockTable {
                 return Some(e);
             }
         }
-        self.overflow(1);
         None
     }
 }
