@@ -16,8 +16,9 @@ use vigil_shared::block_line::{
 };
 use vigil_shared::AccessKind;
 
-/// Four warps.
-const THREADS: u32 = 128;
+/// The largest block (32 warps): the lane states cover every thread a
+/// program may name.
+const MAX_THREADS: u32 = 1024;
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -43,9 +44,10 @@ enum Op {
     Barrier,
 }
 
-fn op() -> impl Strategy<Value = Op> {
+/// A step of a block of `threads` threads.
+fn op(threads: u32) -> impl Strategy<Value = Op> {
     let per = prop_oneof![Just(1u32), Just(2), Just(4)];
-    let run = (0..THREADS / 32, per, 0..2u32, any::<bool>(), 0..4u64).prop_map(
+    let run = (0..threads / 32, per, 0..2u32, any::<bool>(), 0..4u64).prop_map(
         |(warp, per, half, write, location)| Op::Run {
             warp,
             // A run of fewer than 32 lanes may start half-way.
@@ -62,7 +64,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(AccessKind::AtomicRead),
     ];
     let word =
-        (0..THREADS, 0..LINE_WORDS, kinds, 0..4u64).prop_map(|(thread, word, kind, location)| {
+        (0..threads, 0..LINE_WORDS, kinds, 0..4u64).prop_map(|(thread, word, kind, location)| {
             Op::Word {
                 thread,
                 word,
@@ -79,7 +81,7 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => run,
         3 => word,
-        1 => (0..THREADS / 32, masks).prop_map(|(warp, mask)| Op::Collective { warp, mask }),
+        1 => (0..threads / 32, masks).prop_map(|(warp, mask)| Op::Collective { warp, mask }),
         1 => Just(Op::Barrier),
     ]
 }
@@ -194,7 +196,7 @@ fn check(ops: &[Op]) -> Result<(usize, usize), TestCaseError> {
         write: &write,
         first: &first,
     };
-    let mut lanes = vec![LaneSync::default(); THREADS as usize];
+    let mut lanes = vec![LaneSync::default(); MAX_THREADS as usize];
     let (mut recorded, mut races) = (0, 0);
     for (i, op) in ops.iter().enumerate() {
         let (mut want, mut got) = (Vec::new(), Vec::new());
@@ -329,7 +331,20 @@ proptest! {
     /// The line entry reports exactly the per-word records' races and
     /// leaves the words exactly as they would be.
     #[test]
-    fn line_entries_give_the_per_word_verdicts(ops in prop::collection::vec(op(), 1..60)) {
+    fn line_entries_give_the_per_word_verdicts(ops in prop::collection::vec(op(128), 1..60)) {
+        check(&ops)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(60))]
+
+    /// The same in the largest block: 32 warps, up to 200 steps on one
+    /// line, thread ids up to 1,023.
+    #[test]
+    fn line_entries_give_the_per_word_verdicts_in_a_1024_thread_block(
+        ops in prop::collection::vec(op(MAX_THREADS), 1..200)
+    ) {
         check(&ops)?;
     }
 }
