@@ -600,6 +600,28 @@ pub trait TableWord {
     fn cas_acquire(&self, current: u64, new: u64) -> bool;
 }
 
+/// `core`'s atomic at the orders the methods name (system scope on the
+/// GPU: the device runtime uses its own CTA-scoped word; this serves the
+/// host's tests and benchmarks).
+impl TableWord for AtomicU64 {
+    fn load_acquire(&self) -> u64 {
+        self.load(Ordering::Acquire)
+    }
+    fn load_relaxed(&self) -> u64 {
+        self.load(Ordering::Relaxed)
+    }
+    fn store_relaxed(&self, value: u64) {
+        self.store(value, Ordering::Relaxed)
+    }
+    fn store_release(&self, value: u64) {
+        self.store(value, Ordering::Release)
+    }
+    fn cas_acquire(&self, current: u64, new: u64) -> bool {
+        self.compare_exchange(current, new, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+}
+
 /// Waits [`claim_entry`] allows for a claim of the same word in flight.
 pub const CLAIM_WAITS: u32 = 64;
 

@@ -10,7 +10,7 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 use proptest::prelude::*;
-use vigil_shared::block::{BlockRecord, LaneSync, TableWord, WordRecords};
+use vigil_shared::block::{BlockRecord, LaneSync, WordRecords};
 use vigil_shared::block_line::{
     LineMode, LineRecords, LineRun, LineSnapshot, LineStep, LINE_WORDS,
 };
@@ -84,30 +84,6 @@ fn op(threads: u32) -> impl Strategy<Value = Op> {
         1 => (0..threads / 32, masks).prop_map(|(warp, mask)| Op::Collective { warp, mask }),
         1 => Just(Op::Barrier),
     ]
-}
-
-/// The mode word, with the orders the protocol asks for (one thread here).
-#[derive(Default)]
-struct Mode(AtomicU64);
-
-impl TableWord for Mode {
-    fn load_acquire(&self) -> u64 {
-        self.0.load(Ordering::Acquire)
-    }
-    fn load_relaxed(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
-    }
-    fn store_relaxed(&self, value: u64) {
-        self.0.store(value, Ordering::Relaxed)
-    }
-    fn store_release(&self, value: u64) {
-        self.0.store(value, Ordering::Release)
-    }
-    fn cas_acquire(&self, current: u64, new: u64) -> bool {
-        self.0
-            .compare_exchange(current, new, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-    }
 }
 
 /// 32 words' records (write, first reader, second reader), and whether
@@ -189,7 +165,7 @@ fn check(ops: &[Op]) -> Result<(usize, usize), TestCaseError> {
         Words::default(),
         AtomicU64::new(0),
         AtomicU64::new(0),
-        Mode::default(),
+        AtomicU64::new(0),
     );
     let line = LineRecords {
         mode: &mode,
@@ -207,7 +183,7 @@ fn check(ops: &[Op]) -> Result<(usize, usize), TestCaseError> {
                 }
                 reference.clear();
                 words.clear();
-                for w in [&write, &first, &mode.0] {
+                for w in [&write, &first, &mode] {
                     w.store(0, Ordering::Relaxed);
                 }
             }
@@ -295,7 +271,7 @@ fn check(ops: &[Op]) -> Result<(usize, usize), TestCaseError> {
         races += want.len();
         // The words as the line stands: a run-mode line's, and a split
         // line's unclaimed words, as the run's snapshot gives them.
-        let m = LineMode(mode.0.load(Ordering::Relaxed));
+        let m = LineMode(mode.load(Ordering::Relaxed));
         let snapshot = LineSnapshot {
             write: BlockRecord(write.load(Ordering::Relaxed)),
             first: BlockRecord(first.load(Ordering::Relaxed)),
