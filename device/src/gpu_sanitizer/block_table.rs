@@ -146,7 +146,7 @@ impl BlockTable {
                 (BlockRecord::EMPTY, BlockRecord::EMPTY),
                 |s: LineSnapshot| s.word((w % u64::from(LINE_WORDS)) as u32),
             );
-            let e = self.entry(w, w, [write.0, first.0, 0]);
+            let e = self.entry(w, [write.0, first.0, 0]);
             if e.is_none() {
                 self.overflow(1);
             }
@@ -200,9 +200,7 @@ impl BlockTable {
     fn existing(&self, word: u64) -> Probe {
         let key = self.key(word);
         for i in 0..GlobalTable::PROBES {
-            let e = self.table.entry(self.slot, word, i);
-            // SAFETY: as in `entry`.
-            let [t, k] = [0, 1].map(|j| unsafe { BlockWord::at(self.base, e + 8 * j) });
+            let (e, t, k) = self.probe(word, i);
             if t.load_acquire() != self.tag {
                 return Probe::Free;
             }
@@ -211,6 +209,17 @@ impl BlockTable {
             }
         }
         Probe::Full
+    }
+
+    /// Probe `i` of the entry named `name`: its byte offset, tag word and
+    /// key word.
+    #[inline(always)]
+    fn probe(&self, name: u64, i: usize) -> (usize, &'static BlockWord, &'static BlockWord) {
+        let e = self.table.entry(self.slot, name, i);
+        // SAFETY: `slot < block_table_slots` and `entry` stays in the
+        // slot's entries: live device memory of the runtime, aligned.
+        let [t, k] = [0, 1].map(|j| unsafe { BlockWord::at(self.base, e + 8 * j) });
+        (e, t, k)
     }
 
     /// Counts `words` words that found no entry in the table's header.
@@ -230,7 +239,7 @@ impl BlockTable {
     /// The entry of `line` in the current interval.
     #[inline(always)]
     fn line(&self, line: u64) -> Option<LineRecords<'static, BlockWord>> {
-        let e = self.entry(LINE_KEY | line, LINE_KEY | line, [0; 3])?;
+        let e = self.entry(LINE_KEY | line, [0; 3])?;
         // SAFETY: as in `records`.
         unsafe {
             Some(LineRecords {
@@ -241,21 +250,17 @@ impl BlockTable {
         }
     }
 
-    /// The byte offset of the entry named `name` (a word, or a line with
-    /// [`LINE_KEY`]) in the current interval, claimed (its three record
+    /// The byte offset of the entry named (and hashed by) `name` (a word,
+    /// or a line with [`LINE_KEY`]) in the current interval, claimed (its three record
     /// words set to `fresh`) if it had none; `None` when its probes are
     /// all taken (the caller counts what goes unchecked).
-    fn entry(&self, hash: u64, name: u64, fresh: [u64; 3]) -> Option<usize> {
+    fn entry(&self, name: u64, fresh: [u64; 3]) -> Option<usize> {
         let key = self.key(name);
         for i in 0..GlobalTable::PROBES {
-            let e = self.table.entry(self.slot, hash, i);
-            // SAFETY: `slot < block_table_slots` and `entry` stays in the
-            // slot's entries: live device memory of the runtime, aligned.
-            let [t, k] = [0, 1].map(|j| unsafe { BlockWord::at(self.base, e + 8 * j) });
-            // SAFETY: as above.
-            let [r0, r1, r2] = [2, 3, 4].map(|j| unsafe { at::<AtomicU64>(self.base, e + 8 * j) });
+            let (e, t, k) = self.probe(name, i);
+            let r = self.records(e);
             let clear = || {
-                for (r, v) in [r0, r1, r2].into_iter().zip(fresh) {
+                for (r, v) in [r.write, r.first, r.second].into_iter().zip(fresh) {
                     r.store(v, Ordering::Relaxed);
                 }
             };
