@@ -197,16 +197,41 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         write: bool,
         site: &AccessSite,
     ) -> LineOutcome {
-        let Some((first, _)) = self.word_span(addr, size) else {
-            return LineOutcome::Done(Outcome::Clean);
-        };
-        let line = head_word(first);
-        let Some(head) = self.mem().shadow_cell(line) else {
-            return LineOutcome::Done(Outcome::Clean);
-        };
+        self.access_line_noted(tid, addr, size, write, site, |_| {})
+    }
+
+    /// [`access_line`](Self::access_line), calling `note` with the epoch
+    /// the access carries before anything in the shadow can show it (a
+    /// runtime notes the access's site there), on every path. The line's
+    /// head and the thread's epoch are read together, before the note: on
+    /// a GPU their round trips overlap.
+    #[inline(always)]
+    pub fn access_line_noted(
+        &self,
+        tid: u32,
+        addr: u64,
+        size: u32,
+        write: bool,
+        site: &AccessSite,
+        note: impl FnOnce(u32),
+    ) -> LineOutcome {
         let clocks = self.clocks(tid);
+        let head = self
+            .word_span(addr, size)
+            .and_then(|(first, _)| Some((first, self.mem().shadow_cell(head_word(first))?)));
+        let Some((first, head)) = head else {
+            note(clocks.next_access_epoch(tid));
+            return LineOutcome::Done(Outcome::Clean);
+        };
+        // Relaxed: a summary is self-contained, like a compact cell.
+        let mut h = head.load(MemOrder::Relaxed);
         // An epoch that needs the general path's errors is checked there.
-        let Ok(epoch) = clocks.fresh_epoch_unlocked(tid) else {
+        let fresh = clocks.fresh_epoch_unlocked(tid);
+        note(match fresh {
+            Ok(epoch) => epoch,
+            Err(_) => clocks.next_access_epoch(tid),
+        });
+        let Ok(epoch) = fresh else {
             return LineOutcome::PerWord;
         };
         let n = AccessClock {
@@ -217,8 +242,6 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             ..AccessClock::NONE
         };
         loop {
-            // Relaxed: a summary is self-contained, like a compact cell.
-            let h = head.load(MemOrder::Relaxed);
             let Some(s) = LineSummary::of_head(h) else {
                 return LineOutcome::PerWord;
             };
@@ -226,15 +249,16 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                 .plain_compact(s.cell(), &n, &clocks)
                 .and_then(|(c, race)| Some((LineSummary::from_cell(c)?, race)));
             let Some((new, race)) = next else {
-                self.split_line(line);
+                self.split_line(head_word(first));
                 return LineOutcome::PerWord;
             };
-            if new.raw() != h
-                && head
-                    .compare_exchange(h, new.raw(), MemOrder::Relaxed, MemOrder::Relaxed)
-                    .is_err()
-            {
-                continue;
+            if new.raw() != h {
+                if let Err(now) =
+                    head.compare_exchange(h, new.raw(), MemOrder::Relaxed, MemOrder::Relaxed)
+                {
+                    h = now;
+                    continue;
+                }
             }
             let Some(prior) = race else {
                 return LineOutcome::Done(Outcome::Clean);
