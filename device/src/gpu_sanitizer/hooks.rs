@@ -15,7 +15,7 @@ use vigil_shared::abi::{AccessSite, RaceReport, ReportKind};
 use vigil_shared::block_line::LineStep;
 use vigil_shared::engine::{Engine, Outcome};
 use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, SideEntry, HOST_SITE_TAG};
-use vigil_shared::line::LineOutcome;
+use vigil_shared::line::{LineOutcome, LINE_BYTES};
 use vigil_shared::{AccessKind, Ordering, Scope};
 
 use super::block_table::BlockTable;
@@ -132,29 +132,51 @@ impl Hook {
     /// look before the note lands and lose the earlier half).
     #[inline(always)]
     fn note(&self, engine: &Engine<'_, HookMemory<'_>>, words: (u64, u64), wrote: bool) {
-        let rt = self.cta.runtime();
-        // SAFETY: the runtime's side table and report buffer are live.
-        let reporter = unsafe { Reporter::new(rt) };
-        reporter.note(words.0, words.1, wrote, self.side_entry(engine));
+        let entry = self.side_entry(engine.next_access_epoch(self.cta.tid));
+        self.reporter().note(words.0, words.1, wrote, entry);
     }
 
-    /// Notes a warp's run of accesses as one entry (the leader's part).
+    /// Notes a warp's run of accesses as one entry (the leader's part), as
+    /// made in `epoch`.
     #[inline(always)]
-    fn note_run(&self, engine: &Engine<'_, HookMemory<'_>>, run: &WordRun, wrote: bool) {
-        let rt = self.cta.runtime();
-        // SAFETY: the runtime's side table and report buffer are live.
-        let reporter = unsafe { Reporter::new(rt) };
-        reporter.note_run(run, wrote, self.side_entry(engine));
+    fn note_run(&self, run: &WordRun, wrote: bool, epoch: u32) {
+        self.reporter().note_run(run, wrote, self.side_entry(epoch));
     }
 
-    /// This access's side entry (the note fills in the word).
+    /// A warp's whole-line access, checked against the line's summary by
+    /// its leader after it notes the run (`run`): the outcome, if the
+    /// summary took the access.
     #[inline(always)]
-    fn side_entry(&self, engine: &Engine<'_, HookMemory<'_>>) -> SideEntry {
+    fn line(
+        &self,
+        engine: &Engine<'_, HookMemory<'_>>,
+        run: &WordRun,
+        addr: u64,
+        size: u32,
+        write: bool,
+    ) -> Option<Outcome> {
+        let site = &SITE_AT_REPORT;
+        let note = |epoch| self.note_run(run, write, epoch);
+        match engine.access_line_noted(self.cta.tid, addr, size, write, site, note) {
+            LineOutcome::Done(out) => Some(out),
+            LineOutcome::PerWord => None,
+        }
+    }
+
+    #[inline(always)]
+    fn reporter(&self) -> Reporter<'static> {
+        // SAFETY: the runtime's side table and report buffer are live.
+        unsafe { Reporter::new(self.cta.runtime()) }
+    }
+
+    /// This access's side entry in `epoch` (the note fills in the word).
+    #[inline(always)]
+    fn side_entry(&self, epoch: u32) -> SideEntry {
         SideEntry {
             location: self.location,
             word: 0,
             tid: self.cta.tid,
-            epoch: engine.next_access_epoch(self.cta.tid),
+            epoch,
             block: self.block,
             thread: self.thread,
             launch: self.cta.launch,
@@ -203,7 +225,88 @@ fn location_of(loc: &'static Location<'static>) -> u64 {
 
 #[inline(always)]
 fn check_access(addr: u64, size: u32, write: bool, loc: &'static Location<'static>) {
-    check_plain(addr, size, write, location_of(loc), (0, 0));
+    let location = location_of(loc);
+    if warp_line(addr, size, write, location) {
+        check_line(addr, write, location);
+    } else {
+        check_plain(addr, size, write, location, (0, 0));
+    }
+}
+
+/// The lean hook's test, inlined at every plain access site: the whole
+/// warp makes this site's 4-byte accesses of one line together, lane `i`
+/// at the line's word `i` (a coalesced load or store of `f32`s or
+/// `u32`s). A handful of instructions; any other access takes the
+/// general hook ([`check_plain`]).
+#[inline(always)]
+fn warp_line(addr: u64, size: u32, write: bool, location: u64) -> bool {
+    const WARP: u32 = u32::MAX;
+    if size != 4 || arch::active_mask() != WARP {
+        return false;
+    }
+    // A `Location` is 8-aligned: its low bit can carry the kind. Lanes of
+    // two sites the compiler merged into one instruction differ here.
+    let site = arch::match_any_u64(WARP, location | u64::from(write));
+    let line = arch::match_any_u64(WARP, addr / LINE_BYTES);
+    let lane_word = addr % LINE_BYTES == u64::from(arch::lane_id()) * 4;
+    site & line == WARP && arch::vote_all(WARP, lane_word)
+}
+
+/// The lean hook: a whole warp's 4-byte accesses of one line in lane
+/// order ([`warp_line`]), one whole-line access of the CTA's sanitizer
+/// thread. The leader notes the run and checks the line's summary; the
+/// same-block half records it in the line's entry. The per-word paths, a
+/// split line's, are out of line, so that this one keeps few registers.
+#[inline(never)]
+fn check_line(addr: u64, write: bool, location: u64) {
+    let group = Group::warp();
+    let mut per_word = false;
+    {
+        let hook = Hook::new(location, (0, 0));
+        // SAFETY: the CTA's runtime is live for the launch.
+        let mem = unsafe { HookMemory::new(hook.cta.runtime()) };
+        if mem.manages(addr) {
+            let engine = Engine::new(&mem, mem.config());
+            let mut summarised = false;
+            if group.is_leader() {
+                let words = checked_words(&mem, addr, 4);
+                let run = WordRun {
+                    first: words.0,
+                    thread: hook.thread,
+                    lanes: 32,
+                    words_per_lane: 1,
+                };
+                if let Some(out) = hook.line(&engine, &run, addr, 4, write) {
+                    hook.finish(out, words);
+                    summarised = true;
+                }
+            }
+            per_word = !group.leader_says(summarised);
+            if per_word {
+                // The run is noted before any lane's shadow update.
+                group.sync();
+            }
+        }
+    }
+    // SAFETY: a kernel access's location is the address of its
+    // `#[track_caller]` `Location` (`location_of`), static data.
+    let loc = unsafe { &*(location as *const Location<'static>) };
+    check_block(addr, 4, write, loc, group, 1);
+    if per_word {
+        check_words(addr, 4, write, location);
+    }
+}
+
+/// Each lane's words through the engine, the run already noted: the
+/// per-word half of [`check_line`] for a split line.
+#[inline(never)]
+fn check_words(addr: u64, size: u32, write: bool, location: u64) {
+    let hook = Hook::new(location, (0, 0));
+    // SAFETY: the CTA's runtime is live for the launch.
+    let mem = unsafe { HookMemory::new(hook.cta.runtime()) };
+    let engine = Engine::new(&mem, mem.config());
+    let out = engine.access(hook.cta.tid, addr, size, write, &SITE_AT_REPORT);
+    hook.finish(out, checked_words(&mem, addr, size));
 }
 
 /// A plain access of `size` bytes at `addr` by a host-issued copy or fill
@@ -231,7 +334,21 @@ fn check_plain(addr: u64, size: u32, write: bool, location: u64, host_at: (u32, 
         // SAFETY: a kernel access's location is the address of its
         // `#[track_caller]` `Location` (`location_of`), static data.
         let loc = unsafe { &*(location as *const Location<'static>) };
-        check_block(addr, size, write, loc, line_run);
+        match line_run {
+            Some((group, per)) => check_block(addr, size, write, loc, group, per),
+            None => {
+                super::block_table::global_access(addr as usize, size as usize, kind_of(write), loc)
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn kind_of(write: bool) -> AccessKind {
+    if write {
+        AccessKind::Write
+    } else {
+        AccessKind::Read
     }
 }
 
@@ -270,11 +387,7 @@ fn check_engine(
                 // line is checked word by word.
                 let mut summarised = false;
                 if group.is_leader() {
-                    hook.note_run(&engine, &run, write);
-                    let site = &SITE_AT_REPORT;
-                    if let LineOutcome::Done(out) =
-                        engine.access_line(hook.cta.tid, addr, size, write, site)
-                    {
+                    if let Some(out) = hook.line(&engine, &run, addr, size, write) {
                         hook.finish(out, words);
                         summarised = true;
                     }
@@ -288,7 +401,7 @@ fn check_engine(
             }
             Some(run) => {
                 if group.is_leader() {
-                    hook.note_run(&engine, &run, write);
+                    hook.note_run(&run, write, engine.next_access_epoch(hook.cta.tid));
                 }
                 // The run is noted before any lane's shadow update.
                 group.sync();
@@ -309,42 +422,37 @@ fn check_engine(
     line_run
 }
 
-/// The same-block half of [`check_plain`]: a warp's whole-line access
-/// (`line_run`: its group and words per lane) is recorded by its leader
-/// in the line's entry when its lanes agree on everything but the thread;
-/// any other access goes word by word. Out of line, so that the engine's
-/// half keeps its registers.
+/// The same-block half of a warp's whole-line access (`group`'s lanes,
+/// `per` words a lane): recorded by its leader in the line's entry when
+/// its lanes agree on everything but the thread; otherwise each lane's
+/// words are checked one by one (out of line: this path keeps few
+/// registers, and the engine's half keeps its own).
 #[inline(never)]
 fn check_block(
     addr: u64,
     size: u32,
     write: bool,
     loc: &'static Location<'static>,
-    line_run: Option<(Group, u32)>,
+    group: Group,
+    per: u32,
 ) {
-    let kind = if write {
-        AccessKind::Write
-    } else {
-        AccessKind::Read
-    };
+    let kind = kind_of(write);
     let table = BlockTable::current(kind, size as usize, loc);
-    if let Some((group, per)) = line_run {
-        let fields = table.as_ref().and_then(BlockTable::run_fields);
-        let (count, interval) = fields.unwrap_or_default();
-        if group.all(fields.is_some()) && group.agree(count) && group.agree(interval) {
-            let mut recorded = false;
-            if group.is_leader() {
-                if let Some(t) = &table {
-                    recorded = t.line_run(addr as usize, per) == LineStep::Recorded;
-                }
-            }
-            if group.leader_says(recorded) {
-                return;
+    let fields = table.as_ref().and_then(BlockTable::run_fields);
+    let (count, interval) = fields.unwrap_or_default();
+    if group.all(fields.is_some()) && group.agree(count) && group.agree(interval) {
+        let mut recorded = false;
+        if group.is_leader() {
+            if let Some(t) = &table {
+                recorded = t.line_run(addr as usize, per) == LineStep::Recorded;
             }
         }
+        if group.leader_says(recorded) {
+            return;
+        }
     }
-    if let Some(t) = table {
-        t.words(addr as usize);
+    if table.is_some() {
+        super::block_table::global_access(addr as usize, size as usize, kind, loc);
     }
 }
 

@@ -37,6 +37,17 @@ impl Group {
         }
     }
 
+    /// The whole warp, every lane active (the caller checked
+    /// `activemask`), led by lane 0.
+    #[inline(always)]
+    pub fn warp() -> Group {
+        Group {
+            mask: u32::MAX,
+            leader: 0,
+            lane: arch::lane_id(),
+        }
+    }
+
     /// This lane is the group's only one.
     #[inline(always)]
     pub fn alone(&self) -> bool {
