@@ -117,6 +117,23 @@ impl LineRun {
     pub fn mode(&self) -> LineMode {
         LineMode::run(self.record.thread().unwrap_or(0), self.per)
     }
+
+    /// The words of an entry that this run is the first access of, in
+    /// [`LineRecords`]' order `[write, first, mode]`: what
+    /// [`LineRecords::run_access`] leaves in an empty entry. A thread
+    /// that claims a line's entry for this run writes them as the claim's
+    /// contents (no one sees the entry before the claim's release), and
+    /// the run is recorded without a second compare-exchange.
+    pub fn fresh_entry(&self) -> [u64; 3] {
+        let (write, first) = if self.write {
+            (self.record, BlockRecord::EMPTY)
+        } else {
+            let first = reader_update(BlockRecord::EMPTY, BlockRecord::EMPTY, self.record)
+                .map_or(BlockRecord::EMPTY, |(_, new)| new);
+            (BlockRecord::EMPTY, first)
+        };
+        [write.0, first.0, self.mode().0]
+    }
 }
 
 /// The records of a run-mode line, which a word entry of the line is
@@ -267,6 +284,30 @@ impl<W: TableWord> LineRecords<'_, W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An entry claimed holding a run's fresh words is the entry an empty
+    /// one becomes after the run.
+    #[test]
+    fn a_fresh_entry_is_an_empty_entry_after_the_run() {
+        for write in [false, true] {
+            for per in [1, 2, 4] {
+                let run = LineRun {
+                    record: BlockRecord::new(96, false, 0xf, 2, 0x1234),
+                    per,
+                    write,
+                };
+                let words = [0u64; 3].map(AtomicU64::new);
+                let [w, f, m] = &words;
+                let entry = LineRecords {
+                    write: w,
+                    first: f,
+                    mode: m,
+                };
+                assert_eq!(entry.run_access(run, || {}), LineStep::Recorded);
+                assert_eq!(words.map(|x| x.into_inner()), run.fresh_entry());
+            }
+        }
+    }
 
     #[test]
     fn a_snapshot_gives_each_word_its_lanes_records() {

@@ -150,7 +150,7 @@ impl BlockTable {
             if e.is_none() {
                 self.overflow(1);
             }
-            e.map(|e| self.records(e))
+            e.map(|(e, _)| self.records(e))
         });
     }
 
@@ -163,20 +163,26 @@ impl BlockTable {
     /// and is `Recorded` for the lanes: its words' probes would mostly be
     /// taken too, and 32 lanes probing them cost a long-running block,
     /// whose interval fills the table, more than everything else.
+    ///
+    /// A line this run is the first access of in the interval (a stream's
+    /// every line) has its entry claimed already holding the run.
     #[inline(always)]
     pub fn line_run(&self, addr: usize, per: u32) -> LineStep {
         let line = (addr / WORD) as u64 / u64::from(LINE_WORDS);
-        let Some(l) = self.line(line) else {
-            self.overflow(u64::from(LINE_WORDS));
-            return LineStep::Recorded;
-        };
         let c = &self.checked;
         let run = LineRun {
             record: BlockRecord::new(c.thread, false, 0xf, c.count, c.location()),
             per,
             write: c.kind.writes(),
         };
-        l.run_access(run, arch::backoff)
+        match self.line_entry(line, run.fresh_entry()) {
+            None => {
+                self.overflow(u64::from(LINE_WORDS));
+                LineStep::Recorded
+            }
+            Some((_, true)) => LineStep::Recorded,
+            Some((l, false)) => l.run_access(run, arch::backoff),
+        }
     }
 
     /// The records of the entry at byte offset `e` (from [`Self::entry`]
@@ -236,39 +242,57 @@ impl BlockTable {
         name ^ self.tag.wrapping_mul(0x9E37_79B9_7F4A_7C15)
     }
 
-    /// The entry of `line` in the current interval.
+    /// The entry of `line` in the current interval (claimed empty if it
+    /// had none).
     #[inline(always)]
     fn line(&self, line: u64) -> Option<LineRecords<'static, BlockWord>> {
-        let e = self.entry(LINE_KEY | line, [0; 3])?;
+        self.line_entry(line, [0; 3]).map(|(l, _)| l)
+    }
+
+    /// The entry of `line` in the current interval, and whether this call
+    /// claimed it (holding `fresh`: `[write, first, mode]`).
+    #[inline(always)]
+    fn line_entry(
+        &self,
+        line: u64,
+        fresh: [u64; 3],
+    ) -> Option<(LineRecords<'static, BlockWord>, bool)> {
+        let (e, claimed) = self.entry(LINE_KEY | line, fresh)?;
         // SAFETY: as in `records`.
-        unsafe {
-            Some(LineRecords {
+        let records = unsafe {
+            LineRecords {
                 write: at(self.base, e + 16),
                 first: at(self.base, e + 24),
                 mode: BlockWord::at(self.base, e + 32),
-            })
-        }
+            }
+        };
+        Some((records, claimed))
     }
 
     /// The byte offset of the entry named (and hashed by) `name` (a word,
-    /// or a line with [`LINE_KEY`]) in the current interval, claimed (its three record
-    /// words set to `fresh`) if it had none; `None` when its probes are
-    /// all taken (the caller counts what goes unchecked).
-    fn entry(&self, name: u64, fresh: [u64; 3]) -> Option<usize> {
+    /// or a line with [`LINE_KEY`]) in the current interval, and whether
+    /// this call claimed it (its three record words set to `fresh`);
+    /// `None` when its probes are all taken (the caller counts what goes
+    /// unchecked).
+    fn entry(&self, name: u64, fresh: [u64; 3]) -> Option<(usize, bool)> {
         let key = self.key(name);
         for i in 0..GlobalTable::PROBES {
             let (e, t, k) = self.probe(name, i);
             let r = self.records(e);
+            let claimed = Cell::new(false);
+            // Word by word: an array's by-value iterator would live in
+            // local memory.
             let clear = || {
-                for (r, v) in [r.write, r.first, r.second].into_iter().zip(fresh) {
-                    r.store(v, Ordering::Relaxed);
-                }
+                claimed.set(true);
+                r.write.store(fresh[0], Ordering::Relaxed);
+                r.first.store(fresh[1], Ordering::Relaxed);
+                r.second.store(fresh[2], Ordering::Relaxed);
             };
             // Only this CTA touches its slot's entries while it runs (the
             // slot's hand-over orders an earlier CTA's), so CTA-scope
             // ordering suffices ([`BlockWord`]).
             if claim_entry(t, k, self.tag, key, clear, arch::backoff) {
-                return Some(e);
+                return Some((e, claimed.get()));
             }
         }
         None
