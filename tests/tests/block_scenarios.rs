@@ -29,6 +29,7 @@ mod cpu {
         divergent_barrier_returned_threads, divergent_barrier_two_calls,
         global_same_block_race, global_same_block_fixed,
         line_runs_own_words, line_runs_other_warp, line_runs_after_barrier, line_runs_wide_then_narrow,
+        line_runs_quad_then_narrow, line_runs_quad_after_barrier,
         large_array_race, large_array_fixed, same_block_table_full, same_block_table_full_of_lines,
         big_tile_reused_without_barrier, big_tile_fixed,
         dynamic_reduce_missing_barrier, dynamic_reduce_fixed,
@@ -46,6 +47,7 @@ mod gpu {
         divergent_barrier_returned_threads, divergent_barrier_two_calls,
         global_same_block_race, global_same_block_fixed,
         line_runs_own_words, line_runs_other_warp, line_runs_after_barrier, line_runs_wide_then_narrow,
+        line_runs_quad_then_narrow, line_runs_quad_after_barrier,
         large_array_race, large_array_fixed, same_block_table_full, same_block_table_full_of_lines,
         big_tile_reused_without_barrier, big_tile_fixed,
         dynamic_reduce_missing_barrier, dynamic_reduce_fixed,
@@ -625,7 +627,7 @@ mod scenarios {
     ) -> Option<(vigil::Result<()>, Vec<u32>, Vec<u32>)> {
         let b = Bench::new(make, 1)?;
         let n = LINE_RUN_THREADS as usize;
-        let (mut data, mut out) = (b.zeros(n), b.zeros(n));
+        let (mut data, mut out) = (b.zeros(4 * n), b.zeros(n));
         let outcome =
             run_one_block::<line_runs, _>(&b, LINE_RUN_THREADS, (&mut data, &mut out, mode));
         Some((outcome, download(&b, &data), download(&b, &out)))
@@ -639,7 +641,7 @@ mod scenarios {
         };
         check("a warp's own line, read and rewritten", outcome, &[]);
         assert_eq!(out, (1..=64).collect::<Vec<u32>>());
-        assert_eq!(data, (2..=65).collect::<Vec<u32>>());
+        assert_eq!(data[..64], (2..=65).collect::<Vec<u32>>());
     }
 
     /// Each warp reads the other warp's line with no barrier: the two
@@ -677,5 +679,30 @@ mod scenarios {
             outcome,
             &[race(RAW, "run-read", "wide-write")],
         );
+    }
+
+    /// One warp writes four lines as 16-byte elements (eight lanes a
+    /// line); each thread then reads a 4-byte word another lane wrote.
+    pub fn line_runs_quad_then_narrow(make: MakeContext) {
+        let Some((outcome, ..)) = line_runs_case(make, 4) else {
+            return;
+        };
+        check(
+            "16-byte writes read as 4-byte words",
+            outcome,
+            &[race(RAW, "run-read", "quad-write")],
+        );
+    }
+
+    /// The same after a barrier: no race, and each word holds its lane's
+    /// value.
+    pub fn line_runs_quad_after_barrier(make: MakeContext) {
+        let Some((outcome, data, out)) = line_runs_case(make, 5) else {
+            return;
+        };
+        check("16-byte writes read after a barrier", outcome, &[]);
+        let want: Vec<u32> = (0..128).map(|w| w / 4 + 1).collect();
+        assert_eq!(data[..128], want);
+        assert_eq!(out, want[..64]);
     }
 }

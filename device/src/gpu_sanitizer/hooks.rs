@@ -227,39 +227,50 @@ fn location_of(loc: &'static Location<'static>) -> u64 {
 fn check_access(addr: u64, size: u32, write: bool, loc: &'static Location<'static>) {
     let location = location_of(loc);
     if warp_line(addr, size, write, location) {
-        check_line(addr, write, location);
+        // `size` is the site's constant: one arm is left.
+        match size {
+            4 => check_line::<4>(addr, write, location),
+            8 => check_line::<8>(addr, write, location),
+            _ => check_line::<16>(addr, write, location),
+        }
     } else {
         check_plain(addr, size, write, location, (0, 0));
     }
 }
 
 /// The lean hook's test, inlined at every plain access site: the whole
-/// warp makes this site's 4-byte accesses of one line together, lane `i`
-/// at the line's word `i` (a coalesced load or store of `f32`s or
-/// `u32`s). A handful of instructions; any other access takes the
-/// general hook ([`check_plain`]).
+/// warp makes this site's accesses of 4, 8 or 16 bytes together, lane `i`
+/// at `base + i * size` from a line's first byte (a coalesced load or
+/// store of `f32`s, `f64`s or `float4`s: one, two or four whole lines). A
+/// handful of instructions; any other access takes the general hook
+/// ([`check_plain`]).
 #[inline(always)]
 fn warp_line(addr: u64, size: u32, write: bool, location: u64) -> bool {
     const WARP: u32 = u32::MAX;
-    if size != 4 || arch::active_mask() != WARP {
+    if !matches!(size, 4 | 8 | 16) || arch::active_mask() != WARP {
         return false;
     }
+    let base = addr.wrapping_sub(u64::from(arch::lane_id() * size));
     // A `Location` is 8-aligned: its low bit can carry the kind. Lanes of
     // two sites the compiler merged into one instruction differ here.
     let site = arch::match_any_u64(WARP, location | u64::from(write));
-    let line = arch::match_any_u64(WARP, addr / LINE_BYTES);
-    let lane_word = addr % LINE_BYTES == u64::from(arch::lane_id()) * 4;
-    site & line == WARP && arch::vote_all(WARP, lane_word)
+    let start = arch::match_any_u64(WARP, base);
+    // `base` is the same on every lane: so is the alignment test.
+    site & start == WARP && base % LINE_BYTES == 0
 }
 
-/// The lean hook: a whole warp's 4-byte accesses of one line in lane
-/// order ([`warp_line`]), one whole-line access of the CTA's sanitizer
-/// thread. The leader notes the run and checks the line's summary; the
-/// same-block half records it in the line's entry. The per-word paths, a
-/// split line's, are out of line, so that this one keeps few registers.
+/// The lean hook: a whole warp's accesses of `size` bytes tiling whole
+/// lines in lane order ([`warp_line`]). The lanes of each line are one
+/// whole-line access of the CTA's sanitizer thread: their leader notes the
+/// run and checks the line's summary, and the same-block half records it
+/// in the line's entry. The per-word paths, a split line's, are out of
+/// line, so that this one keeps few registers. One copy per access size
+/// (4, 8, 16 bytes), so that the lanes' layout is constant in each.
 #[inline(never)]
-fn check_line(addr: u64, write: bool, location: u64) {
-    let group = Group::warp();
+fn check_line<const SIZE: u32>(addr: u64, write: bool, location: u64) {
+    let size = SIZE;
+    let per = size / 4;
+    let group = Group::line_lanes(32 / per);
     let mut per_word = false;
     {
         let hook = Hook::new(location, (0, 0));
@@ -269,14 +280,14 @@ fn check_line(addr: u64, write: bool, location: u64) {
             let engine = Engine::new(&mem, mem.config());
             let mut summarised = false;
             if group.is_leader() {
-                let words = checked_words(&mem, addr, 4);
+                let words = checked_words(&mem, addr, size);
                 let run = WordRun {
                     first: words.0,
                     thread: hook.thread,
-                    lanes: 32,
-                    words_per_lane: 1,
+                    lanes: 32 / per,
+                    words_per_lane: per,
                 };
-                if let Some(out) = hook.line(&engine, &run, addr, 4, write) {
+                if let Some(out) = hook.line(&engine, &run, addr, size, write) {
                     hook.finish(out, words);
                     summarised = true;
                 }
@@ -291,9 +302,9 @@ fn check_line(addr: u64, write: bool, location: u64) {
     // SAFETY: a kernel access's location is the address of its
     // `#[track_caller]` `Location` (`location_of`), static data.
     let loc = unsafe { &*(location as *const Location<'static>) };
-    check_block(addr, 4, write, loc, group, 1);
+    check_block(addr, size, write, loc, group, per);
     if per_word {
-        check_words(addr, 4, write, location);
+        check_words(addr, size, write, location);
     }
 }
 

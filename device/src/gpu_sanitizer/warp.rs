@@ -37,14 +37,17 @@ impl Group {
         }
     }
 
-    /// The whole warp, every lane active (the caller checked
-    /// `activemask`), led by lane 0.
+    /// This lane's share of a whole warp (every lane active: the caller
+    /// checked `activemask`) cut into groups of `lanes` consecutive lanes
+    /// (1, 2, 4, 8, 16 or 32), each led by its lowest lane.
     #[inline(always)]
-    pub fn warp() -> Group {
+    pub fn line_lanes(lanes: u32) -> Group {
+        let lane = arch::lane_id();
+        let leader = lane / lanes * lanes;
         Group {
-            mask: u32::MAX,
-            leader: 0,
-            lane: arch::lane_id(),
+            mask: (u32::MAX >> (32 - lanes)) << leader,
+            leader,
+            lane,
         }
     }
 

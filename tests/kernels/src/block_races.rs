@@ -214,7 +214,7 @@ pub fn global_neighbours(data: GlobalSliceMut<u32>, out: GlobalSliceMut<u32>, ba
 }
 
 /// Threads per block of [`line_runs()`]: two warps, one 128-byte line of
-/// `data` each.
+/// `data` each (`data` holds `4 *` this many words, for modes 4 and 5).
 pub const LINE_RUN_THREADS: u32 = 64;
 
 /// Whole-line runs: the lanes of a warp touching one 128-byte line of
@@ -226,6 +226,11 @@ pub const LINE_RUN_THREADS: u32 = 64;
 /// - mode 1: the other warp's word `(t + 32) % 64`, with no barrier;
 /// - mode 2: the same after a barrier (no race);
 /// - mode 3: `data[t]`, which lane `t / 2` of the first warp wrote.
+///
+/// Modes 4 and 5: the first warp writes `data[..128]` as 16-byte
+/// elements (four words a lane, four lines), lane `l` the value `l + 1`;
+/// then each thread reads `data[t]`, which lane `t / 4` wrote, without a
+/// barrier (mode 4) and after one (mode 5).
 #[kernel]
 pub fn line_runs(data: GlobalSliceMut<u32>, out: GlobalSliceMut<u32>, mode: u32) {
     let t = thread_idx().x as usize;
@@ -235,10 +240,16 @@ pub fn line_runs(data: GlobalSliceMut<u32>, out: GlobalSliceMut<u32>, mode: u32)
                 wide.store(t, t as u64); // @wide-write
             }
         }
+    } else if mode >= 4 {
+        if let Some(quad) = data.cast::<[u32; 4]>() {
+            if t < 32 {
+                quad.store(t, [t as u32 + 1; 4]); // @quad-write
+            }
+        }
     } else {
         data.store(t, t as u32 + 1); // @run-write
     }
-    if mode == 2 {
+    if mode == 2 || mode == 5 {
         sync_threads();
     }
     let src = if mode == 1 || mode == 2 {
