@@ -652,7 +652,13 @@ impl Harness {
             Op::Line { tid, line, write } => Some(self.with(|e, _| {
                 let addr = line * LINE_BYTES;
                 if !self.lines_as_words {
-                    if let LineOutcome::Done(o) = e.access_line(tid, addr, 4, write, &site) {
+                    // The runtime notes the access under the epoch it will
+                    // carry: exactly once, on every path.
+                    let expected = e.next_access_epoch(tid);
+                    let mut noted = Vec::new();
+                    let line = e.access_line_noted(tid, addr, 4, write, &site, |ep| noted.push(ep));
+                    assert_eq!(noted, [expected], "the note of a whole-line access");
+                    if let LineOutcome::Done(o) = line {
                         return (o, 1);
                     }
                 }
