@@ -300,6 +300,40 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
         true
     }
 
+    /// Under the write lock, at a CTA's entry into launch `launch`: what
+    /// [`fresh_epoch`](Self::lock_exclusive_fresh) (an epoch that would
+    /// overflow is left for the accesses to report),
+    /// [`reset_fence_state`](Self::reset_fence_state) and
+    /// [`enter_launch`](Self::enter_launch) do one after another, with
+    /// the flags, the epoch and the joined launch read once, together (on
+    /// a GPU, one round trip while the block waits, not five), and the
+    /// flags written once. Returns `enter_launch`'s answer.
+    pub fn enter_cta(&self, tid: u32, launch: u32) -> bool {
+        let before = self.header(H::DIRTY_WORD);
+        let epoch = self.get(tid);
+        let joined = self.header(H::JOINED_LAUNCH_WORD);
+        let mut flags = before;
+        if flags & H::PUBLISHED != 0 && epoch < MAX_EPOCH {
+            self.set(tid, epoch + 1);
+            flags &= !H::PUBLISHED;
+        }
+        self.set_fence_tokens(FenceRelease::NONE, FenceRelease::NONE);
+        if flags & H::PENDING != 0 {
+            self.clear_pending();
+            flags &= !H::PENDING;
+        }
+        let memo = launch.wrapping_add(1);
+        let join = joined != memo;
+        if join {
+            self.set_header(H::JOINED_LAUNCH_WORD, memo);
+            flags &= !H::RING_CURRENT;
+        }
+        if flags != before {
+            self.set_header(H::DIRTY_WORD, flags);
+        }
+        join
+    }
+
     /// True when the current launch's ring slot already holds every entry
     /// but the own one (see [`H::RING_CURRENT`]): a CTA exit then
     /// publishes the own entry alone. Read by all of a CTA's threads
@@ -489,13 +523,18 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
         if flags & H::PENDING == 0 {
             return;
         }
+        self.clear_pending();
+        self.set_header(H::DIRTY_WORD, flags & !H::PENDING);
+    }
+
+    /// Zeroes every pending entry (both levels).
+    fn clear_pending(&self) {
         for j in 0..self.num_threads {
             self.pending_word(PendingLevel::Device, j)
                 .store(0, MemOrder::Relaxed);
             self.pending_word(PendingLevel::System, j)
                 .store(0, MemOrder::Relaxed);
         }
-        self.set_header(H::DIRTY_WORD, flags & !H::PENDING);
     }
 
     /// The last release fences: `(device or wider, system)`.

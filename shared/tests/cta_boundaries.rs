@@ -220,3 +220,61 @@ proptest! {
         }
     }
 }
+
+/// A thread state's words with random flags, launch memo, fence tokens,
+/// pending entries and own epoch (at times the last one), unlocked.
+fn thread_state(tid: u32) -> impl Strategy<Value = Vec<u32>> {
+    use vigil_shared::abi::ThreadStateHeader as H;
+    use vigil_shared::clock::MAX_EPOCH;
+    let words = thread_state_words(THREADS, BUFFER);
+    (
+        prop::collection::vec(any::<u32>(), words),
+        0..16u32,
+        prop_oneof![Just(7u32), Just(8), any::<u32>()],
+        prop_oneof![1..100u32, Just(MAX_EPOCH), Just(MAX_EPOCH - 1)],
+    )
+        .prop_map(move |(mut w, flags, joined, epoch)| {
+            w[H::LOCK_WORD] = 0;
+            w[H::TID_WORD] = tid;
+            w[H::DIRTY_WORD] = flags;
+            w[H::JOINED_LAUNCH_WORD] = joined;
+            w[H::WORDS + tid as usize] = epoch;
+            w
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// `enter_cta` (one read of the flags, the epoch and the launch memo)
+    /// leaves every word of a thread state as the entry's three steps do
+    /// one after another, and answers whether to join as they do.
+    #[test]
+    fn a_cta_entry_in_one_step_is_the_three_steps(
+        state in thread_state(2),
+        launch in prop_oneof![Just(6u32), Just(7), any::<u32>()],
+    ) {
+        let tid = 2;
+        let (steps, one) = (Device::new(), Device::new());
+        for d in [&steps, &one] {
+            let at = tid as usize * d.words;
+            for (w, v) in d.states[at..at + d.words].iter().zip(&state) {
+                w.store(*v, Ordering::Relaxed);
+            }
+        }
+        let a = steps.clocks(tid);
+        if a.lock_exclusive_fresh(tid).is_err() {
+            a.lock_exclusive();
+        }
+        a.reset_fence_state();
+        let join_steps = a.enter_launch(launch);
+        a.unlock_exclusive();
+        let b = one.clocks(tid);
+        b.lock_exclusive();
+        let join_one = b.enter_cta(tid, launch);
+        b.unlock_exclusive();
+        prop_assert_eq!(join_steps, join_one);
+        let words = |d: &Device| d.states.iter().map(|w| w.load(Ordering::Relaxed)).collect::<Vec<_>>();
+        prop_assert_eq!(words(&steps), words(&one));
+    }
+}

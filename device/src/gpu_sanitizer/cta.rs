@@ -13,7 +13,7 @@
 //!
 //! Only the first CTA of a launch in each slot does that work: the slot's
 //! clock remembers the launch it joined, and whether the launch's ring
-//! slot already holds it ([`ThreadClocks::enter_launch`],
+//! slot already holds it ([`ThreadClocks::enter_cta`],
 //! [`ThreadClocks::ring_current`]), so the CTAs after it skip the join
 //! and publish their own entry alone. A grid of many small CTAs (one
 //! element per thread) pays `O(num_threads)` per slot, not per CTA.
@@ -171,12 +171,11 @@ unsafe fn enter(runtime: u64, stream: u64, kernel: u32, launch: u32) {
             clocks.init(tid);
         }
         // A new epoch now if the last one was published (its previous
-        // CTA's exit), once, rather than at the block's first accesses.
-        if clocks.lock_exclusive_fresh(tid).is_err() {
-            clocks.lock_exclusive(); // epoch overflow: accesses report it
-        }
-        clocks.reset_fence_state();
-        let join = clocks.enter_launch(launch);
+        // CTA's exit), once, rather than at the block's first accesses;
+        // the fence state reset and the launch joined, all from one read
+        // of the header (the block waits for this thread).
+        clocks.lock_exclusive();
+        let join = clocks.enter_cta(tid, launch);
         let state = CtaState {
             runtime,
             tid,
