@@ -685,7 +685,8 @@ mod tests {
     #[test]
     fn threads_on_one_hot_word_rarely_fill_a_side_set() {
         // 2,112 sanitizer threads (132 SMs x 16 slots) writing one word, in
-        // the 2^20-entry table the host allocates: no set gets more keys
+        // the smallest table the host allocates (2^20 entries; larger
+        // devices get up to 2^23): no set gets more keys
         // than it has ways, so every report finds its earlier access.
         let mut sets = [0u64; 2112];
         for (tid, i) in sets.iter_mut().enumerate() {

