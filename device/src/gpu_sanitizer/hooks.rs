@@ -7,7 +7,10 @@
 //! make one site's accesses together cooperate ([`super::warp`]): a run
 //! of plain accesses tiling a line is noted once (and, covering the whole
 //! line, checked once against the line's summary: [`vigil_shared::line`]),
-//! and an atomic several lanes make on one word is checked once.
+//! and an atomic several lanes make on one word is checked once. The
+//! commonest of these, a whole warp's coalesced load or store of whole
+//! lines, is recognised inline at the site and takes the lean hook
+//! ([`check_line`]), which skips the grouping.
 
 use core::panic::Location;
 
