@@ -41,6 +41,24 @@ use crate::atomic::{AtomicFamily, AtomicU32Ops, RwSpinLock};
 /// [`EpochOverflow`](crate::abi::ReportKind::EpochOverflow).
 pub const MAX_EPOCH: u32 = u32::MAX - 1;
 
+/// The epoch after a published epoch `e`, or the overflow an access
+/// reports.
+#[inline(always)]
+fn next_epoch(e: u32) -> Result<u32, ClockError> {
+    if e >= MAX_EPOCH {
+        Err(ClockError::EpochOverflow(e))
+    } else {
+        Ok(e + 1)
+    }
+}
+
+/// What a thread state's joined-launch word holds once the slot's clock
+/// joined launch `launch` (0 means none yet).
+#[inline(always)]
+const fn launch_memo(launch: u32) -> u32 {
+    launch.wrapping_add(1)
+}
+
 /// Which pending clock a relaxed read from a release feeds: the one an
 /// acquire fence of device scope consumes (releaser on the same device) or
 /// the one only a system-scope fence consumes.
@@ -265,10 +283,8 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
         let flags = self.header(H::DIRTY_WORD);
         if flags & H::PUBLISHED != 0 {
             let e = self.get(tid);
-            if e >= MAX_EPOCH {
-                return Err(ClockError::EpochOverflow(e));
-            }
-            self.set(tid, e + 1);
+            let next = next_epoch(e)?;
+            self.set(tid, next);
             // Only the own entry changed: the last snapshot still serves
             // (heads carry the epoch), so DIRTY is left as it was.
             self.set_header(H::DIRTY_WORD, flags & !H::PUBLISHED);
@@ -290,7 +306,7 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
     /// joining again would change nothing). A new launch also means a new
     /// stream ring slot, which holds nothing of this clock yet.
     pub fn enter_launch(&self, launch: u32) -> bool {
-        let memo = launch.wrapping_add(1);
+        let memo = launch_memo(launch);
         if self.header(H::JOINED_LAUNCH_WORD) == memo {
             return false;
         }
@@ -313,16 +329,18 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
         let epoch = self.get(tid);
         let joined = self.header(H::JOINED_LAUNCH_WORD);
         let mut flags = before;
-        if flags & H::PUBLISHED != 0 && epoch < MAX_EPOCH {
-            self.set(tid, epoch + 1);
-            flags &= !H::PUBLISHED;
+        if flags & H::PUBLISHED != 0 {
+            if let Ok(next) = next_epoch(epoch) {
+                self.set(tid, next);
+                flags &= !H::PUBLISHED;
+            }
         }
         self.set_fence_tokens(FenceRelease::NONE, FenceRelease::NONE);
         if flags & H::PENDING != 0 {
             self.clear_pending();
             flags &= !H::PENDING;
         }
-        let memo = launch.wrapping_add(1);
+        let memo = launch_memo(launch);
         let join = joined != memo;
         if join {
             self.set_header(H::JOINED_LAUNCH_WORD, memo);

@@ -93,8 +93,9 @@ impl Device {
         if clocks.tid() != tid || clocks.get(tid) == 0 {
             clocks.init(tid);
         }
-        clocks.lock_exclusive_fresh(tid).unwrap();
-        let needs_join = clocks.enter_launch(kernel);
+        // The GPU entry's steps (`gpu_sanitizer::cta::enter`).
+        clocks.lock_exclusive();
+        let needs_join = clocks.enter_cta(tid, kernel);
         if needs_join || !memo {
             for lane in 0..LANES {
                 if kernel > 0 {
