@@ -146,24 +146,40 @@ impl Hook {
         self.reporter().note_run(run, wrote, self.side_entry(epoch));
     }
 
-    /// A warp's whole-line access, checked against the line's summary by
-    /// its leader after it notes the run (`run`): the outcome, if the
-    /// summary took the access.
+    /// A warp's whole-line access `run` by `group`'s lanes (`words`: the
+    /// leader's): the leader notes the run and checks the line's summary
+    /// for every lane. True when the line is split and each lane must
+    /// check its own words; the run is then noted before any lane's
+    /// shadow update.
     #[inline(always)]
-    fn line(
+    #[allow(clippy::too_many_arguments)]
+    fn whole_line(
         &self,
         engine: &Engine<'_, HookMemory<'_>>,
+        group: &Group,
         run: &WordRun,
+        words: (u64, u64),
         addr: u64,
         size: u32,
         write: bool,
-    ) -> Option<Outcome> {
-        let site = &SITE_AT_REPORT;
-        let note = |epoch| self.note_run(run, write, epoch);
-        match engine.access_line_noted(self.cta.tid, addr, size, write, site, note) {
-            LineOutcome::Done(out) => Some(out),
-            LineOutcome::PerWord => None,
+    ) -> bool {
+        let mut summarised = false;
+        if group.is_leader() {
+            let site = &SITE_AT_REPORT;
+            let note = |epoch| self.note_run(run, write, epoch);
+            let tid = self.cta.tid;
+            if let LineOutcome::Done(out) =
+                engine.access_line_noted(tid, addr, size, write, site, note)
+            {
+                self.finish(out, words);
+                summarised = true;
+            }
         }
+        let per_word = !group.leader_says(summarised);
+        if per_word {
+            group.sync();
+        }
+        per_word
     }
 
     #[inline(always)]
@@ -281,25 +297,14 @@ fn check_line<const SIZE: u32>(addr: u64, write: bool, location: u64) {
         let mem = unsafe { HookMemory::new(hook.cta.runtime()) };
         if mem.manages(addr) {
             let engine = Engine::new(&mem, mem.config());
-            let mut summarised = false;
-            if group.is_leader() {
-                let words = checked_words(&mem, addr, size);
-                let run = WordRun {
-                    first: words.0,
-                    thread: hook.thread,
-                    lanes: 32 / per,
-                    words_per_lane: per,
-                };
-                if let Some(out) = hook.line(&engine, &run, addr, size, write) {
-                    hook.finish(out, words);
-                    summarised = true;
-                }
-            }
-            per_word = !group.leader_says(summarised);
-            if per_word {
-                // The run is noted before any lane's shadow update.
-                group.sync();
-            }
+            let words = checked_words(&mem, addr, size);
+            let run = WordRun {
+                first: words.0,
+                thread: hook.thread,
+                lanes: 32 / per,
+                words_per_lane: per,
+            };
+            per_word = hook.whole_line(&engine, &group, &run, words, addr, size, write);
         }
     }
     // SAFETY: a kernel access's location is the address of its
@@ -396,22 +401,9 @@ fn check_engine(
         match group.run(words, hook.thread, leader_first) {
             Some(run) if run.whole_line() => {
                 line_run = Some((group, run.words_per_lane));
-                // One access of the whole line: the leader notes it and
-                // checks the line's summary for every lane; only a split
-                // line is checked word by word.
-                let mut summarised = false;
-                if group.is_leader() {
-                    if let Some(out) = hook.line(&engine, &run, addr, size, write) {
-                        hook.finish(out, words);
-                        summarised = true;
-                    }
-                }
-                let per_word = !group.leader_says(summarised);
-                if per_word {
-                    // The run is noted before any lane's shadow update.
-                    group.sync();
-                }
-                per_word
+                // One access of the whole line: only a split line is
+                // checked word by word.
+                hook.whole_line(&engine, &group, &run, words, addr, size, write)
             }
             Some(run) => {
                 if group.is_leader() {
