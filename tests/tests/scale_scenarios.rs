@@ -2,7 +2,9 @@
 //! (`vigil_kernels::scale_races`) with 64 and 1,024 blocks through the
 //! public host API on a sanitized context: many blocks releasing into one
 //! word, a consumer lagging behind its producers, mixed-width atomics, a
-//! wide access coming second, an in-place stencil. Each case asserts the
+//! wide access coming second, an in-place stencil, coalesced tiles of 4-,
+//! 8- and 16-byte elements (the GPU checks these a warp's line at a time)
+//! overlapping or not. Each case asserts the
 //! verdict: the exact set of distinct reports by kind and both source
 //! lines (found by `// @marker`), and for every report the earlier
 //! access's block, thread and SM; never a sanitizer error.
@@ -26,7 +28,10 @@ macro_rules! scale_scenarios {
                 fence_grid_barrier,
                 lagging_consumer_of_producers, lagging_consumer_relaxed_stores,
                 mixed_width_atomics_race, same_width_atomics_do_not,
-                wide_access_second, in_place_stencil);
+                wide_access_second, in_place_stencil,
+                coalesced_tiles_disjoint, coalesced_tiles_overlapping_by_a_warp,
+                coalesced_tiles_off_by_one, coalesced_tiles_reading_the_next,
+                coalesced_tiles_next_read_by_a_later_launch);
         }
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {$(
@@ -383,6 +388,156 @@ mod scenarios {
         for r in reports.iter() {
             let (cur, prior) = (r.current.block.x, r.prior.block.expect("block").x);
             assert_eq!(cur.abs_diff(prior), 1, "{r}");
+        }
+    }
+
+    /// The element widths of the coalesced-tile cases: `f32`, `f64` and
+    /// `float4` accesses.
+    const WIDTHS: [u32; 3] = [4, 8, 16];
+
+    /// One launch of `coalesced_tiles` per entry of `launches`
+    /// (`(stride, ops, read_shift)`) on one stream, over `elements`
+    /// elements of `width` bytes; returns the verdict, `data`'s words and
+    /// `out` (one word a thread).
+    fn tiles(
+        b: &Bench,
+        blocks: u32,
+        width: u32,
+        elements: usize,
+        launches: &[(u32, u32, u32)],
+    ) -> (vigil::Result<()>, Vec<u32>, Vec<u32>) {
+        let words = width as usize / 4;
+        let threads = (blocks * TILE_THREADS) as usize;
+        let (mut data, mut out) = (b.zeros_of::<u32>(elements * words), b.zeros_of(threads));
+        for &(stride, ops, read_shift) in launches {
+            b.stream
+                .launch(
+                    &b.kernel::<coalesced_tiles>(),
+                    LaunchConfig::new(blocks, TILE_THREADS),
+                    (&mut data, &mut out, width, stride, ops, read_shift),
+                )
+                .expect("launch");
+        }
+        let verdict = b.sync();
+        let data = data.to_vec(&b.stream).expect("download");
+        (verdict, data, out.to_vec(&b.stream).expect("download"))
+    }
+
+    /// The element each report's conflicting byte lies in, checked to be
+    /// between two neighbouring blocks and to satisfy `in_overlap`.
+    fn check_tile_reports(
+        what: &str,
+        reports: &vigil::RaceReports,
+        width: u32,
+        in_overlap: impl Fn(u64) -> bool,
+    ) {
+        for r in reports.iter() {
+            let offset = r.allocation.as_ref().expect("allocation").offset;
+            let element = offset / width as u64;
+            assert!(in_overlap(element), "{what}: element {element}\n{r}");
+            let (cur, prior) = (r.current.block.x, r.prior.block.expect("block").x);
+            assert_eq!(cur.abs_diff(prior), 1, "{what}: not neighbours\n{r}");
+        }
+    }
+
+    /// Every block stores its own tile and reads it back: no race, and
+    /// every element holds its index + 1.
+    pub fn coalesced_tiles_disjoint(make: MakeContext, blocks: u32) {
+        let Some(b) = Bench::new(make, 2) else { return };
+        for width in WIDTHS {
+            let n = (blocks * TILE_THREADS) as usize;
+            let ops = TILE_WRITE | TILE_READ;
+            let (verdict, data, out) = tiles(&b, blocks, width, n, &[(TILE_THREADS, ops, 0)]);
+            let what = format!("disjoint {width}-byte tiles");
+            check(&what, verdict, b.sms(), &[]);
+            let words = width as usize / 4;
+            let want: Vec<u32> = (1..=n as u32).collect();
+            let firsts: Vec<u32> = data.iter().step_by(words).copied().collect();
+            assert_eq!(firsts, want, "{what}: data");
+            assert!(
+                data.chunks(words).all(|e| e.iter().all(|&w| w == e[0])),
+                "{what}"
+            );
+            assert_eq!(out, want, "{what}: read back");
+        }
+    }
+
+    /// Tiles a warp apart (a tile-size bug): each block's second warp
+    /// stores over its neighbour's first warp, whole lines of it.
+    pub fn coalesced_tiles_overlapping_by_a_warp(make: MakeContext, blocks: u32) {
+        let Some(b) = Bench::new(make, 2) else { return };
+        let half = TILE_THREADS / 2;
+        for width in WIDTHS {
+            let n = ((blocks + 1) * half) as usize;
+            let (verdict, ..) = tiles(&b, blocks, width, n, &[(half, TILE_WRITE, 0)]);
+            let what = format!("{width}-byte tiles overlapping by a warp");
+            let reports = check(
+                &what,
+                verdict,
+                b.sms(),
+                &[(WAW, "tile-write", "tile-write")],
+            );
+            let overlap = half as u64..(blocks * half) as u64;
+            check_tile_reports(&what, &reports, width, |e| overlap.contains(&e));
+        }
+    }
+
+    /// Tiles one element too close: each block's last element is its
+    /// neighbour's first, and no line of a tile but its first is aligned.
+    pub fn coalesced_tiles_off_by_one(make: MakeContext, blocks: u32) {
+        let Some(b) = Bench::new(make, 2) else { return };
+        let stride = TILE_THREADS - 1;
+        for width in WIDTHS {
+            let n = (blocks * stride + 1) as usize;
+            let (verdict, ..) = tiles(&b, blocks, width, n, &[(stride, TILE_WRITE, 0)]);
+            let what = format!("{width}-byte tiles one element too close");
+            let reports = check(
+                &what,
+                verdict,
+                b.sms(),
+                &[(WAW, "tile-write", "tile-write")],
+            );
+            let stride = stride as u64;
+            check_tile_reports(&what, &reports, width, |e| e > 0 && e % stride == 0);
+        }
+    }
+
+    /// Every block stores its tile, then reads the next block's with no
+    /// synchronisation between them.
+    pub fn coalesced_tiles_reading_the_next(make: MakeContext, blocks: u32) {
+        let Some(b) = Bench::new(make, 2) else { return };
+        let ops = TILE_WRITE | TILE_READ;
+        for width in WIDTHS {
+            let n = ((blocks + 1) * TILE_THREADS) as usize;
+            let launch = [(TILE_THREADS, ops, TILE_THREADS)];
+            let (verdict, ..) = tiles(&b, blocks, width, n, &launch);
+            let what = format!("{width}-byte tiles reading the next");
+            let reports = check(&what, verdict, b.sms(), &[(RAW, "tile-read", "tile-write")]);
+            let tiles_written = (blocks * TILE_THREADS) as u64;
+            let first_tile = TILE_THREADS as u64;
+            check_tile_reports(&what, &reports, width, |e| {
+                (first_tile..tiles_written).contains(&e)
+            });
+        }
+    }
+
+    /// The fix: the stores in one launch, the reads of the next tile in
+    /// the next launch on the same stream. No race, and every block reads
+    /// its neighbour's values.
+    pub fn coalesced_tiles_next_read_by_a_later_launch(make: MakeContext, blocks: u32) {
+        let Some(b) = Bench::new(make, 2) else { return };
+        let t = TILE_THREADS;
+        for width in WIDTHS {
+            let n = ((blocks + 1) * t) as usize;
+            let launches = [(t, TILE_WRITE, 0), (t, TILE_READ, t)];
+            let (verdict, _, out) = tiles(&b, blocks, width, n, &launches);
+            let what = format!("{width}-byte tiles, the next read a launch later");
+            check(&what, verdict, b.sms(), &[]);
+            let written = blocks * t;
+            let want: Vec<u32> = (t..written + t)
+                .map(|i| if i < written { i + 1 } else { 0 })
+                .collect();
+            assert_eq!(out, want, "{what}: read back");
         }
     }
 }

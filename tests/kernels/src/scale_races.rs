@@ -1,8 +1,9 @@
 //! Everyday GPU patterns at scale (any number of blocks, one thread each),
 //! correct or racy, for the scale-scenario suite
 //! (`tests/tests/scale_scenarios.rs`): many blocks releasing into one
-//! word, lagging consumers, mixed-width atomics, wide accesses and an
-//! in-place stencil.
+//! word, lagging consumers, mixed-width atomics, wide accesses, an
+//! in-place stencil, and coalesced tiles of 4-, 8- and 16-byte elements
+//! (two warps a block).
 //!
 //! As in [`crate::races`], every access a verdict names sits on its own
 //! line ending in a `// @name` marker, and spin-waits are bounded.
@@ -163,4 +164,110 @@ pub fn in_place_stencil(x: GlobalSliceMut<u32>) {
     let own = x.load(b); // @stencil-own
     let right = if b + 1 < n { x.load(b + 1) } else { 0 }; // @stencil-right
     x.store(b, left.wrapping_add(own).wrapping_add(right) / 3); // @stencil-write
+}
+
+/// Threads per block of [`coalesced_tiles()`]: two warps.
+pub const TILE_THREADS: u32 = 64;
+
+/// [`coalesced_tiles()`]'s `ops` bit: store the thread's element.
+pub const TILE_WRITE: u32 = 1;
+
+/// [`coalesced_tiles()`]'s `ops` bit: load an element, after the store.
+pub const TILE_READ: u32 = 2;
+
+/// An element of [`coalesced_tiles()`]: 4, 8 or 16 bytes, the widths of a
+/// warp's coalesced loads and stores (`f32`, `f64`, `float4`).
+pub trait TileElement: bytemuck::Pod {
+    /// The element holding `v` (in every word).
+    fn holding(v: u32) -> Self;
+    /// Its first word.
+    fn first_word(self) -> u32;
+}
+
+impl TileElement for u32 {
+    #[inline(always)]
+    fn holding(v: u32) -> Self {
+        v
+    }
+    #[inline(always)]
+    fn first_word(self) -> u32 {
+        self
+    }
+}
+
+impl TileElement for u64 {
+    #[inline(always)]
+    fn holding(v: u32) -> Self {
+        (v as u64) << 32 | v as u64
+    }
+    #[inline(always)]
+    fn first_word(self) -> u32 {
+        self as u32
+    }
+}
+
+impl TileElement for Vec4<u32> {
+    #[inline(always)]
+    fn holding(v: u32) -> Self {
+        Vec4([v; 4])
+    }
+    #[inline(always)]
+    fn first_word(self) -> u32 {
+        self.0[0]
+    }
+}
+
+/// Coalesced tiles, the access shape of every streaming kernel: `data`
+/// viewed as `width`-byte elements (4: `u32`, 8: `u64`, 16: `Vec4<u32>`),
+/// thread `t` of block `b` owns element `i = b * stride + t`. With
+/// [`TILE_WRITE`] in `ops` it stores `i + 1` there (in every word); with
+/// [`TILE_READ`] it then loads element `i + read_shift` and stores its
+/// first word to `out[b * TILE_THREADS + t]`.
+///
+/// With `stride` [`TILE_THREADS`] the tiles are disjoint; a smaller stride
+/// (a tile-size bug) makes neighbouring blocks' tiles overlap, whole lines
+/// of them (half a tile) or one element (one less); a `read_shift` of a
+/// tile reads the next block's tile.
+#[kernel]
+pub fn coalesced_tiles(
+    data: GlobalSliceMut<u32>,
+    out: GlobalSliceMut<u32>,
+    width: u32,
+    stride: u32,
+    ops: u32,
+    read_shift: u32,
+) {
+    let tile = (stride, ops, read_shift);
+    match width {
+        8 => {
+            if let Some(wide) = data.cast::<u64>() {
+                tile_access(wide, out, tile);
+            }
+        }
+        16 => {
+            if let Some(quad) = data.cast::<Vec4<u32>>() {
+                tile_access(quad, out, tile);
+            }
+        }
+        _ => tile_access(data, out, tile),
+    }
+}
+
+/// One thread's part of [`coalesced_tiles()`], for elements of `T`;
+/// `(stride, ops, read_shift)` as there.
+#[inline(always)]
+fn tile_access<T: TileElement, S: Sanitizer>(
+    data: GlobalSliceMut<T, S>,
+    out: GlobalSliceMut<u32, S>,
+    (stride, ops, read_shift): (u32, u32, u32),
+) {
+    let (b, t) = (block_idx().x as usize, thread_idx().x as usize);
+    let i = b * stride as usize + t;
+    if ops & TILE_WRITE != 0 {
+        data.store(i, T::holding(i as u32 + 1)); // @tile-write
+    }
+    if ops & TILE_READ != 0 {
+        let v = data.load(i + read_shift as usize); // @tile-read
+        out.store(b * TILE_THREADS as usize + t, v.first_word());
+    }
 }
