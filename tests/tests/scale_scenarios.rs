@@ -4,7 +4,7 @@
 //! word, a consumer lagging behind its producers, mixed-width atomics, a
 //! wide access coming second, an in-place stencil, coalesced tiles of 4-,
 //! 8- and 16-byte elements (the GPU checks these a warp's line at a time)
-//! overlapping or not. Each case asserts the
+//! overlapping or not, a global spin lock every block takes in turn. Each case asserts the
 //! verdict: the exact set of distinct reports by kind and both source
 //! lines (found by `// @marker`), and for every report the earlier
 //! access's block, thread and SM; never a sanitizer error.
@@ -31,7 +31,9 @@ macro_rules! scale_scenarios {
                 wide_access_second, in_place_stencil,
                 coalesced_tiles_disjoint, coalesced_tiles_overlapping_by_a_warp,
                 coalesced_tiles_off_by_one, coalesced_tiles_reading_the_next,
-                coalesced_tiles_next_read_by_a_later_launch);
+                coalesced_tiles_next_read_by_a_later_launch,
+                spin_lock_acquire_release, spin_lock_relaxed_with_fences,
+                spin_lock_relaxed, spin_lock_without_release, spin_lock_without_acquire);
         }
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {$(
@@ -539,5 +541,83 @@ mod scenarios {
                 .collect();
             assert_eq!(out, want, "{what}: read back");
         }
+    }
+
+    /// `locked_update` with the lock taken by ordering code `take`, given
+    /// back by `give`, and `fences`; the verdict. When `counts` is set the
+    /// lock was meant to work, and every word must count every block.
+    fn locked(
+        make: MakeContext,
+        blocks: u32,
+        (take, give, fences): (u32, u32, u32),
+        counts: bool,
+    ) -> Option<(vigil::Result<()>, usize)> {
+        let b = Bench::new(make, 2)?;
+        let (mut lock, mut data) = (
+            b.zeros_of::<u32>(1),
+            b.zeros_of::<u32>(LOCK_THREADS as usize),
+        );
+        b.stream
+            .launch(
+                &b.kernel::<locked_update>(),
+                LaunchConfig::new(blocks, LOCK_THREADS),
+                (&mut lock, &mut data, take, give, fences),
+            )
+            .expect("launch");
+        let verdict = b.sync();
+        if counts {
+            let data = data.to_vec(&b.stream).expect("download");
+            assert!(data.iter().all(|&v| v == blocks), "lost updates: {data:?}");
+        }
+        Some((verdict, b.sms()))
+    }
+
+    /// The races a broken lock lets through: a block's read or write of a
+    /// word against another block's write of it.
+    const UNLOCKED: [(vigil::ReportKind, &str, &str); 2] = [
+        (RAW, "locked-read", "locked-write"),
+        (WAW, "locked-write", "locked-write"),
+    ];
+
+    /// Taken by an acquire compare-exchange, given back by a release
+    /// store: every critical section happens before the next.
+    pub fn spin_lock_acquire_release(make: MakeContext, blocks: u32) {
+        let Some((out, w)) = locked(make, blocks, (ACQUIRE, RELEASE, 0), true) else {
+            return;
+        };
+        check("spin lock, acquire and release", out, w, &[]);
+    }
+
+    /// Relaxed atomics with a fence after the take and before the give
+    /// (CUDA's `__threadfence()` lock): as ordered as the above.
+    pub fn spin_lock_relaxed_with_fences(make: MakeContext, blocks: u32) {
+        let Some((out, w)) = locked(make, blocks, (RELAXED, RELAXED, 1), true) else {
+            return;
+        };
+        check("spin lock, relaxed with fences", out, w, &[]);
+    }
+
+    /// Relaxed atomics and no fence: the lock excludes, but orders nothing.
+    pub fn spin_lock_relaxed(make: MakeContext, blocks: u32) {
+        let Some((out, w)) = locked(make, blocks, (RELAXED, RELAXED, 0), false) else {
+            return;
+        };
+        check_among("spin lock, relaxed", out, w, &UNLOCKED);
+    }
+
+    /// An acquire take but a relaxed give: nothing is released.
+    pub fn spin_lock_without_release(make: MakeContext, blocks: u32) {
+        let Some((out, w)) = locked(make, blocks, (ACQUIRE, RELAXED, 0), false) else {
+            return;
+        };
+        check_among("spin lock without release", out, w, &UNLOCKED);
+    }
+
+    /// A release give but a relaxed take: nothing is acquired.
+    pub fn spin_lock_without_acquire(make: MakeContext, blocks: u32) {
+        let Some((out, w)) = locked(make, blocks, (RELAXED, RELEASE, 0), false) else {
+            return;
+        };
+        check_among("spin lock without acquire", out, w, &UNLOCKED);
     }
 }

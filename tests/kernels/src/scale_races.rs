@@ -2,8 +2,8 @@
 //! correct or racy, for the scale-scenario suite
 //! (`tests/tests/scale_scenarios.rs`): many blocks releasing into one
 //! word, lagging consumers, mixed-width atomics, wide accesses, an
-//! in-place stencil, and coalesced tiles of 4-, 8- and 16-byte elements
-//! (two warps a block).
+//! in-place stencil, coalesced tiles of 4-, 8- and 16-byte elements
+//! (two warps a block), and a global spin lock every block takes in turn.
 //!
 //! As in [`crate::races`], every access a verdict names sits on its own
 //! line ending in a `// @name` marker, and spin-waits are bounded.
@@ -269,5 +269,57 @@ fn tile_access<T: TileElement, S: Sanitizer>(
     if ops & TILE_READ != 0 {
         let v = data.load(i + read_shift as usize); // @tile-read
         out.store(b * TILE_THREADS as usize + t, v.first_word());
+    }
+}
+
+/// Threads per block of [`locked_update()`]: two warps.
+pub const LOCK_THREADS: u32 = 64;
+
+/// A global spin lock around a block-wide critical section, the CUDA
+/// pattern of `if (tid == 0) lock(); __syncthreads(); ...;
+/// __syncthreads(); if (tid == 0) unlock();`. Thread 0 of each block takes
+/// `lock[0]` with a compare-exchange of ordering code `take`; after a
+/// barrier every thread `t` adds 1 to `data[t]`; after another barrier
+/// thread 0 gives the lock back with a store of ordering code `give`. With
+/// `fences` set, thread 0 also issues a device fence (acq_rel) after taking
+/// the lock and before giving it back (`__threadfence()`).
+///
+/// Race-free when the take acquires and the give releases, by their
+/// orderings or by the fences; the barriers carry the order to the other
+/// threads of the block.
+#[kernel]
+pub fn locked_update<S: Sanitizer>(
+    lock: GlobalSliceMut<u32, S>,
+    data: GlobalSliceMut<u32, S>,
+    take: u32,
+    give: u32,
+    fences: u32,
+) {
+    let t = thread_idx().x as usize;
+    let lock = lock.at(0);
+    if t == 0 {
+        let mut polls = 0u32;
+        while lock
+            .atomic_compare_exchange(0, 1, ordering(take), Scope::Device)
+            .is_err()
+        {
+            polls += 1;
+            if polls >= SPIN_LIMIT {
+                panic!("scale scenario: the lock was never free");
+            }
+        }
+        if fences != 0 {
+            fence::<S>(Ordering::AcqRel, Scope::Device);
+        }
+    }
+    sync_threads();
+    let v = data.load(t); // @locked-read
+    data.store(t, v + 1); // @locked-write
+    sync_threads();
+    if t == 0 {
+        if fences != 0 {
+            fence::<S>(Ordering::AcqRel, Scope::Device);
+        }
+        lock.atomic_store(0, ordering(give), Scope::Device);
     }
 }
