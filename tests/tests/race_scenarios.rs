@@ -38,7 +38,10 @@ macro_rules! race_scenarios {
                 atomic_counters, atomic_and_plain_mixed,
                 fences_with_relaxed_atomics, relaxed_atomics_without_fences,
                 persistent_spin_release_acquire, persistent_spin_relaxed,
-                report_buffer_overflow, a_reused_buffer_starts_clean);
+                report_buffer_overflow, a_reused_buffer_starts_clean,
+                two_streams_on_disjoint_halves,
+                disjoint_halves_then_a_reader_of_both_unordered,
+                disjoint_halves_then_a_reader_of_both_after_an_event);
         }
     };
 }
@@ -517,5 +520,87 @@ mod scenarios {
             )
             .expect("read launch");
         check("a reused buffer", b.sync(), &[]);
+    }
+
+    /// Elements of the buffer the disjoint-halves cases split: four times
+    /// a launch's threads, so that the grid-stride loops go round, and
+    /// fewer racy words than the report buffer holds.
+    const HALVES_LEN: usize = 1024;
+
+    /// Two streams each fill one half of a buffer (`split_at_mut`), with
+    /// nothing ordering them; then `between` runs and, when `reader` is
+    /// set, a kernel on the first stream reads the whole buffer. Returns
+    /// the verdict and what the reader wrote (`data[i] + 1`).
+    fn disjoint_halves(
+        make: MakeContext,
+        between: impl FnOnce(&Stream, &Stream),
+        reader: bool,
+    ) -> Option<(vigil::Result<()>, Vec<u32>)> {
+        let b = Bench::new(make, 2)?;
+        let other = Stream::new(&b.ctx).expect("stream");
+        let (mut data, mut out) = (b.zeros(HALVES_LEN), b.zeros(HALVES_LEN));
+        let (low, high) = data
+            .as_slice_mut()
+            .split_at_mut(HALVES_LEN / 2)
+            .expect("split");
+        let fill = b.kernel::<fill_all>();
+        let grid = LaunchConfig::new(2, 128);
+        b.stream.launch(&fill, grid, (low, 1u32)).expect("launch");
+        other.launch(&fill, grid, (high, 2u32)).expect("launch");
+        between(&b.stream, &other);
+        if reader {
+            b.stream
+                .launch(&b.kernel::<add_one>(), grid, (&data, &mut out))
+                .expect("launch");
+        }
+        let verdict = b.sync();
+        Some((verdict, out.to_vec(&b.stream).expect("download")))
+    }
+
+    /// Two unordered streams writing disjoint halves of one buffer: no
+    /// race (the shadow is exact to the byte, not to the allocation).
+    pub fn two_streams_on_disjoint_halves(make: MakeContext) {
+        let Some((verdict, _)) = disjoint_halves(make, |_, _| {}, false) else {
+            return;
+        };
+        check("two streams on disjoint halves", verdict, &[]);
+    }
+
+    /// A reader of the whole buffer on the first stream, unordered with
+    /// the second: it races with the second half's writer only.
+    pub fn disjoint_halves_then_a_reader_of_both_unordered(make: MakeContext) {
+        let Some((verdict, _)) = disjoint_halves(make, |_, _| {}, true) else {
+            return;
+        };
+        let reports = match verdict {
+            Err(vigil::Error::Races(r)) => r,
+            other => panic!("a reader of both halves: expected races, got {other:?}"),
+        };
+        let half = (HALVES_LEN / 2 * 4) as u64;
+        for r in reports.iter() {
+            let offset = r.allocation.as_ref().expect("allocation").offset;
+            assert!(offset >= half, "a race reported in the ordered half:\n{r}");
+        }
+        check(
+            "a reader of both halves, unordered",
+            Err(vigil::Error::Races(reports)),
+            &[race(RAW, "add-one-read", "fill-all")],
+        );
+    }
+
+    /// The fix: the first stream waits for an event the second records
+    /// after its fill. No race, and the reader sees both halves.
+    pub fn disjoint_halves_then_a_reader_of_both_after_an_event(make: MakeContext) {
+        let wait = |first: &Stream, second: &Stream| {
+            let ev = second.record_event().expect("record");
+            first.wait_event(&ev).expect("wait");
+        };
+        let Some((verdict, out)) = disjoint_halves(make, wait, true) else {
+            return;
+        };
+        check("a reader of both halves after an event", verdict, &[]);
+        let half = HALVES_LEN / 2;
+        assert!(out[..half].iter().all(|&v| v == 2), "first half");
+        assert!(out[half..].iter().all(|&v| v == 3), "second half");
     }
 }

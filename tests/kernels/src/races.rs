@@ -307,3 +307,25 @@ pub fn same_sm_writes(data: GlobalSliceMut<u32>) {
 pub fn write_at(data: GlobalSliceMut<u32>, i: u32) {
     data.store(i as usize, 1);
 }
+
+/// `data[i] = v` for every element, over a grid-stride loop.
+#[kernel]
+pub fn fill_all(data: GlobalSliceMut<u32>, v: u32) {
+    let mut i = global_index_x();
+    while i < data.len() {
+        data.store(i, v); // @fill-all
+        i += grid_stride_x();
+    }
+}
+
+/// `out[i] = data[i] + 1` for every element of `out`, over a grid-stride
+/// loop.
+#[kernel]
+pub fn add_one(data: GlobalSlice<u32>, out: GlobalSliceMut<u32>) {
+    let mut i = global_index_x();
+    while i < out.len() {
+        let v = data.load(i); // @add-one-read
+        out.store(i, v + 1);
+        i += grid_stride_x();
+    }
+}
