@@ -4,7 +4,8 @@
 //! word, a consumer lagging behind its producers, mixed-width atomics, a
 //! wide access coming second, an in-place stencil, coalesced tiles of 4-,
 //! 8- and 16-byte elements (the GPU checks these a warp's line at a time)
-//! overlapping or not, a global spin lock every block takes in turn. Each case asserts the
+//! overlapping or not, a global spin lock every block takes in turn, an
+//! in-place transpose on a 2-D grid. Each case asserts the
 //! verdict: the exact set of distinct reports by kind and both source
 //! lines (found by `// @marker`), and for every report the earlier
 //! access's block, thread and SM; never a sanitizer error.
@@ -33,7 +34,8 @@ macro_rules! scale_scenarios {
                 coalesced_tiles_off_by_one, coalesced_tiles_reading_the_next,
                 coalesced_tiles_next_read_by_a_later_launch,
                 spin_lock_acquire_release, spin_lock_relaxed_with_fences,
-                spin_lock_relaxed, spin_lock_without_release, spin_lock_without_acquire);
+                spin_lock_relaxed, spin_lock_without_release, spin_lock_without_acquire,
+                transpose_in_place_naive, transpose_in_place_by_swaps);
         }
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {$(
@@ -619,5 +621,84 @@ mod scenarios {
             return;
         };
         check_among("spin lock without acquire", out, w, &UNLOCKED);
+    }
+
+    /// The side of a 2-D block of `transpose_in_place`.
+    const TILE_SIDE: u32 = 16;
+
+    /// `transpose_in_place` of a square matrix `m[i] = i` on a square grid
+    /// of about `blocks` 16 x 16 blocks (the side one less than a multiple
+    /// of 16, so the edge blocks are partly idle); the verdict and the
+    /// matrix after.
+    fn transpose(
+        make: MakeContext,
+        blocks: u32,
+        swap: u32,
+    ) -> Option<(vigil::Result<()>, Vec<u32>, usize, usize)> {
+        let b = Bench::new(make, 2)?;
+        let side = (blocks as f64).sqrt() as u32;
+        let n = side * TILE_SIDE - 1;
+        let init: Vec<u32> = (0..n * n).collect();
+        let mut m = vigil::DeviceBuffer::from_slice(&b.stream, &init).expect("buffer");
+        b.stream
+            .launch(
+                &b.kernel::<transpose_in_place>(),
+                LaunchConfig::new((side, side), (TILE_SIDE, TILE_SIDE)),
+                (&mut m, n, swap),
+            )
+            .expect("launch");
+        let verdict = b.sync();
+        let m = m.to_vec(&b.stream).expect("download");
+        Some((verdict, m, n as usize, b.sms()))
+    }
+
+    /// The naive in-place transpose: each element's reader and writer
+    /// race, between blocks and inside the diagonal blocks.
+    pub fn transpose_in_place_naive(make: MakeContext, blocks: u32) {
+        let Some((verdict, _, n, w)) = transpose(make, blocks, 0) else {
+            return;
+        };
+        let reports = check(
+            "naive in-place transpose",
+            verdict,
+            w,
+            &[(RAW, "naive-read", "naive-write")],
+        );
+        // Each report is about an element off the diagonal, between the
+        // thread of that element, which reads it, and the thread of its
+        // mirror image, which writes it (the buffer keeps the first
+        // reports, so which blocks they come from depends on the order
+        // the blocks ran in).
+        for r in reports.iter() {
+            let offset = r.allocation.as_ref().expect("allocation").offset as u32;
+            let (row, col) = (offset / 4 / n as u32, offset / 4 % n as u32);
+            assert_ne!(row, col, "a diagonal element\n{r}");
+            let global = |b: vigil::device::Dim3, t: vigil::device::Dim3| {
+                (b.x * TILE_SIDE + t.x, b.y * TILE_SIDE + t.y)
+            };
+            let cur = global(r.current.block, r.current.thread);
+            let prior = global(
+                r.prior.block.expect("block"),
+                r.prior.thread.expect("thread"),
+            );
+            let mut pair = [cur, prior];
+            pair.sort_unstable();
+            let mut want = [(col, row), (row, col)];
+            want.sort_unstable();
+            assert_eq!(pair, want, "not the element's reader and writer\n{r}");
+        }
+    }
+
+    /// The fix: one thread swaps each pair. No race, and the matrix is
+    /// transposed.
+    pub fn transpose_in_place_by_swaps(make: MakeContext, blocks: u32) {
+        let Some((verdict, m, n, w)) = transpose(make, blocks, 1) else {
+            return;
+        };
+        check("in-place transpose by swaps", verdict, w, &[]);
+        for (i, &v) in m.iter().enumerate() {
+            let (row, col) = (i / n, i % n);
+            assert_eq!(v as usize, col * n + row, "element ({col}, {row})");
+        }
     }
 }

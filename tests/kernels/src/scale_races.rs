@@ -3,7 +3,8 @@
 //! (`tests/tests/scale_scenarios.rs`): many blocks releasing into one
 //! word, lagging consumers, mixed-width atomics, wide accesses, an
 //! in-place stencil, coalesced tiles of 4-, 8- and 16-byte elements
-//! (two warps a block), and a global spin lock every block takes in turn.
+//! (two warps a block), a global spin lock every block takes in turn, and
+//! an in-place matrix transpose on a 2-D grid.
 //!
 //! As in [`crate::races`], every access a verdict names sits on its own
 //! line ending in a `// @name` marker, and spin-waits are bounded.
@@ -321,5 +322,30 @@ pub fn locked_update<S: Sanitizer>(
             fence::<S>(Ordering::AcqRel, Scope::Device);
         }
         lock.atomic_store(0, ordering(give), Scope::Device);
+    }
+}
+
+/// An in-place transpose of the `n` x `n` row-major matrix `m` on a 2-D
+/// grid, thread `(x, y)` for element `(x, y)` (column `x`, row `y`):
+/// - `swap` 0, the naive way: every thread copies `m[y][x]` into
+///   `m[x][y]`. Racy: thread `(y, x)` writes what thread `(x, y)` reads,
+///   in another block or (on the diagonal tiles) the same one;
+/// - `swap` 1: the threads below the diagonal swap their element with its
+///   mirror image. Race-free, each pair is one thread's.
+#[kernel]
+pub fn transpose_in_place(m: GlobalSliceMut<u32>, n: u32, swap: u32) {
+    let (b, d, t) = (block_idx(), block_dim(), thread_idx());
+    let (x, y) = ((b.x * d.x + t.x) as usize, (b.y * d.y + t.y) as usize);
+    let n = n as usize;
+    if x >= n || y >= n {
+        return;
+    }
+    if swap == 0 {
+        let v = m.load(y * n + x); // @naive-read
+        m.store(x * n + y, v); // @naive-write
+    } else if x < y {
+        let (low, high) = (m.load(y * n + x), m.load(x * n + y)); // @swap-read
+        m.store(y * n + x, high); // @swap-write-low
+        m.store(x * n + y, low); // @swap-write-high
     }
 }
