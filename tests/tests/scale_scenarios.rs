@@ -5,7 +5,8 @@
 //! wide access coming second, an in-place stencil, coalesced tiles of 4-,
 //! 8- and 16-byte elements (the GPU checks these a warp's line at a time)
 //! overlapping or not, a global spin lock every block takes in turn, an
-//! in-place transpose on a 2-D grid. Each case asserts the
+//! in-place transpose on a 2-D grid, a chained scan (ordering transitive
+//! through every block). Each case asserts the
 //! verdict: the exact set of distinct reports by kind and both source
 //! lines (found by `// @marker`), and for every report the earlier
 //! access's block, thread and SM; never a sanitizer error.
@@ -35,7 +36,8 @@ macro_rules! scale_scenarios {
                 coalesced_tiles_next_read_by_a_later_launch,
                 spin_lock_acquire_release, spin_lock_relaxed_with_fences,
                 spin_lock_relaxed, spin_lock_without_release, spin_lock_without_acquire,
-                transpose_in_place_naive, transpose_in_place_by_swaps);
+                transpose_in_place_naive, transpose_in_place_by_swaps,
+                chained_scan_release_acquire, chained_scan_relaxed_publish);
         }
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {$(
@@ -700,5 +702,74 @@ mod scenarios {
             let (row, col) = (i / n, i % n);
             assert_eq!(v as usize, col * n + row, "element ({col}, {row})");
         }
+    }
+
+    /// `chained_scan` with flags published by ordering code `publish`;
+    /// the verdict. With `exact`, the sums and every read of `first[0]`
+    /// are checked (a working hand-off guarantees them).
+    fn chained(
+        make: MakeContext,
+        blocks: u32,
+        publish: u32,
+        exact: bool,
+    ) -> Option<(vigil::Result<()>, usize)> {
+        let b = Bench::new(make, 2)?;
+        let n = blocks as usize;
+        let (mut ticket, mut flags, mut prefix, mut first, mut out) = (
+            b.zeros_of::<u32>(1),
+            b.zeros_of::<u32>(n),
+            b.zeros_of::<u32>(n),
+            b.zeros_of::<u32>(1),
+            b.zeros_of::<u32>(2 * n),
+        );
+        b.stream
+            .launch(
+                &b.kernel::<chained_scan>(),
+                one_thread_blocks(blocks),
+                (
+                    &mut ticket,
+                    &mut flags,
+                    &mut prefix,
+                    &mut first,
+                    &mut out,
+                    publish,
+                ),
+            )
+            .expect("launch");
+        let verdict = b.sync();
+        if exact {
+            let out = out.to_vec(&b.stream).expect("download");
+            for (p, pair) in out.chunks(2).enumerate() {
+                let p = p as u32;
+                assert_eq!(pair, [(p + 1) * (p + 2) / 2, 7], "place {p}");
+            }
+        }
+        Some((verdict, b.sms()))
+    }
+
+    /// Release stores and acquire loads: every place is ordered after
+    /// every place before it, place 0's write of `first[0]` included.
+    pub fn chained_scan_release_acquire(make: MakeContext, blocks: u32) {
+        let Some((out, w)) = chained(make, blocks, RELEASE, true) else {
+            return;
+        };
+        check("chained scan, release and acquire", out, w, &[]);
+    }
+
+    /// Relaxed publishing stores: the flags order nothing, so a place's
+    /// reads race with the writes before it in the chain.
+    pub fn chained_scan_relaxed_publish(make: MakeContext, blocks: u32) {
+        let Some((out, w)) = chained(make, blocks, RELAXED, false) else {
+            return;
+        };
+        check_among(
+            "chained scan, relaxed publishing",
+            out,
+            w,
+            &[
+                (RAW, "chain-read", "chain-write"),
+                (RAW, "chain-first-read", "chain-first-write"),
+            ],
+        );
     }
 }

@@ -3,8 +3,9 @@
 //! (`tests/tests/scale_scenarios.rs`): many blocks releasing into one
 //! word, lagging consumers, mixed-width atomics, wide accesses, an
 //! in-place stencil, coalesced tiles of 4-, 8- and 16-byte elements
-//! (two warps a block), a global spin lock every block takes in turn, and
-//! an in-place matrix transpose on a 2-D grid.
+//! (two warps a block), a global spin lock every block takes in turn, an
+//! in-place matrix transpose on a 2-D grid, and a chained scan (each block
+//! waits for the one before it).
 //!
 //! As in [`crate::races`], every access a verdict names sits on its own
 //! line ending in a `// @name` marker, and spin-waits are bounded.
@@ -348,4 +349,51 @@ pub fn transpose_in_place(m: GlobalSliceMut<u32>, n: u32, swap: u32) {
         m.store(y * n + x, high); // @swap-write-low
         m.store(x * n + y, low); // @swap-write-high
     }
+}
+
+/// A chained scan, the single-pass prefix sum's hand-off (one thread a
+/// block): each block takes a ticket, its place `p` in the chain (so a
+/// place's predecessors have all started, whatever order the GPU runs
+/// blocks in); place 0 writes `first[0]`; place `p > 0` waits for
+/// `flags[p - 1]` (acquire) and reads `prefix[p - 1]`; each place writes
+/// `prefix[p] = prefix[p - 1] + p + 1` and publishes `flags[p]` with a
+/// store of ordering code `publish`, then reads `first[0]` and stores both
+/// into `out[2p..2p + 2]`.
+///
+/// Race-free for a release store: `first[0]` reaches the last place only
+/// through every hand-off of the chain, one block after another.
+#[kernel]
+pub fn chained_scan(
+    ticket: GlobalSliceMut<u32>,
+    flags: GlobalSliceMut<u32>,
+    prefix: GlobalSliceMut<u32>,
+    first: GlobalSliceMut<u32>,
+    out: GlobalSliceMut<u32>,
+    publish: u32,
+) {
+    let place = ticket.at(0).atomic_add(1, Ordering::Relaxed, Scope::Device) as usize;
+    let before = if place == 0 {
+        first.store(0, 7); // @chain-first-write
+        0
+    } else {
+        let mut polls = 0u32;
+        while flags
+            .at(place - 1)
+            .atomic_load(Ordering::Acquire, Scope::Device)
+            == 0
+        {
+            polls += 1;
+            if polls >= SPIN_LIMIT {
+                panic!("scale scenario: the place before never published");
+            }
+        }
+        prefix.load(place - 1) // @chain-read
+    };
+    let sum = before + place as u32 + 1;
+    prefix.store(place, sum); // @chain-write
+    flags
+        .at(place)
+        .atomic_store(1, ordering(publish), Scope::Device);
+    out.store(2 * place, sum);
+    out.store(2 * place + 1, first.load(0)); // @chain-first-read
 }
