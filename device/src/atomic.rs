@@ -1,7 +1,9 @@
 //! Element types that support atomics, and which operations each supports.
 //!
 //! The operations themselves are methods of [`GlobalPtrMut`](crate::GlobalPtrMut)
-//! (`atomic_add`, `atomic_compare_exchange`, ...); these traits say which
+//! (`atomic_add`, `atomic_compare_exchange`, ...) and, at block scope, of
+//! [`SharedArray`](crate::shared_mem::SharedArray) and
+//! [`SharedSlice`](crate::shared_mem::SharedSlice); these traits say which
 //! element types they exist for, matching what PTX's `atom` accepts.
 
 use core::panic::Location;
@@ -43,10 +45,27 @@ pub(crate) mod sealed {
             s: Scope,
             loc: &'static Location<'static>,
         ) -> Self;
+        /// [`arch_exchange`](ArchAtomic::arch_exchange) on block-shared
+        /// memory, relaxed at block scope (see [`ArchAdd::arch_shared_add`]).
+        ///
+        /// # Safety
+        /// `p` must be a valid, aligned (generic) address of block-shared memory.
+        unsafe fn arch_shared_exchange(p: *mut Self, v: Self) -> Self;
+        /// [`arch_cas`](ArchAtomic::arch_cas) on block-shared memory,
+        /// relaxed at block scope.
+        ///
+        /// # Safety
+        /// `p` must be a valid, aligned (generic) address of block-shared memory.
+        unsafe fn arch_shared_cas(
+            p: *mut Self,
+            cmp: Self,
+            new: Self,
+            loc: &'static Location<'static>,
+        ) -> Self;
     }
 
     macro_rules! arch_rmw_trait {
-        ($($trait:ident :: $m:ident),*) => {$(
+        ($($trait:ident :: $m:ident / $shared:ident),*) => {$(
             /// One read-modify-write operation, implemented per platform.
             pub trait $trait: Copy {
                 /// Returns the previous value.
@@ -54,29 +73,28 @@ pub(crate) mod sealed {
                 /// # Safety
                 /// `p` must be valid, aligned global memory.
                 unsafe fn $m(p: *mut Self, v: Self, o: Ordering, s: Scope) -> Self;
+                /// The same on block-shared memory, relaxed at block scope
+                /// (what CUDA's `atomic*_block` on shared memory is): on the
+                /// GPU an `atom.shared` on the address converted from
+                /// generic to the shared window (an `atom.global` on a
+                /// shared address faults the context with an address-space
+                /// error). Returns the previous value.
+                ///
+                /// # Safety
+                /// `p` must be a valid, aligned (generic) address of
+                /// block-shared memory.
+                unsafe fn $shared(p: *mut Self, v: Self) -> Self;
             }
         )*};
     }
     arch_rmw_trait!(
-        ArchAdd::arch_add,
-        ArchMin::arch_min,
-        ArchMax::arch_max,
-        ArchAnd::arch_and,
-        ArchOr::arch_or,
-        ArchXor::arch_xor
+        ArchAdd::arch_add / arch_shared_add,
+        ArchMin::arch_min / arch_shared_min,
+        ArchMax::arch_max / arch_shared_max,
+        ArchAnd::arch_and / arch_shared_and,
+        ArchOr::arch_or / arch_shared_or,
+        ArchXor::arch_xor / arch_shared_xor
     );
-
-    /// Atomic add on block-shared memory (relaxed, block scope), per
-    /// platform: on the GPU an `atom.shared` on the address converted from
-    /// generic to the shared window (an `atom.global` on a shared address
-    /// faults the context with an address-space error).
-    pub trait ArchSharedAdd: Copy {
-        /// Returns the previous value.
-        ///
-        /// # Safety
-        /// `p` must be a valid, aligned (generic) address of block-shared memory.
-        unsafe fn arch_shared_add(p: *mut Self, v: Self) -> Self;
-    }
 
     /// Bitwise equality, for telling whether a compare-exchange swapped.
     pub trait BitEq: Copy {
@@ -94,7 +112,7 @@ pub(crate) mod sealed {
 pub trait Atomic: bytemuck::Pod + sealed::ArchAtomic + sealed::BitEq {}
 
 /// Element types with atomic add and sub: `u32`, `i32`, `u64`, `i64`, `f32`, `f64`.
-pub trait AtomicArith: Atomic + sealed::ArchAdd + sealed::ArchSharedAdd + sealed::Negate {}
+pub trait AtomicArith: Atomic + sealed::ArchAdd + sealed::Negate {}
 
 /// Element types with atomic min and max: `u32`, `i32`, `u64`, `i64`.
 pub trait AtomicMinMax: Atomic + sealed::ArchMin + sealed::ArchMax {}

@@ -14,7 +14,7 @@
 //! the GPU sanitizer's window shadow in device memory.
 
 use crate::arch::imp;
-use crate::atomic::AtomicArith;
+use crate::atomic::{Atomic, AtomicArith, AtomicBits, AtomicMinMax};
 use crate::sanitizer::{Plain, Sanitizer, SharedAccess};
 use core::marker::PhantomData;
 use vigil_shared::AccessKind;
@@ -26,13 +26,66 @@ use vigil_shared::AccessKind;
 /// `fn f<S: Sanitizer>(a: SharedArray<f32, 32, S>)`.
 ///
 /// Every thread of the block sees the same storage. It starts with
-/// unspecified contents on the GPU (zeroed on the CPU backend).
+/// unspecified contents on the GPU (zeroed on the CPU backend). Its
+/// atomics (`atomic_add` to `atomic_compare_exchange`) are relaxed at
+/// block scope, like CUDA's `atomicMax_block` on shared memory: they never
+/// race with each other, and `sync_threads` orders them with plain
+/// accesses.
+///
+/// ```no_run
+/// use vigil_device::prelude::*;
+///
+/// /// `out[b]` = the largest element of block `b`'s part of `x`.
+/// #[kernel]
+/// pub fn block_max(x: GlobalSlice<u32>, out: GlobalSliceMut<u32>) {
+///     let best = shared_array!(u32; 1);
+///     if thread_idx().x == 0 {
+///         best.store(0, 0);
+///     }
+///     sync_threads(); // the store before every thread's atomic
+///     let i = global_index_x();
+///     if i < x.len() {
+///         best.atomic_max(0, x.load(i));
+///     }
+///     sync_threads(); // every atomic before the load
+///     if thread_idx().x == 0 {
+///         out.store(block_idx().x as usize, best.load(0));
+///     }
+/// }
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct SharedArray<T, const N: usize, S = Plain> {
     ptr: *mut T,
     /// The array's shadow (sanitized GPU entries only; null elsewhere).
     shadow: *mut u8,
     _t: PhantomData<(T, S)>,
+}
+
+/// The atomic read-modify-write methods of [`checked_accessors`]: each
+/// `doc, name, bound, |p, v| op` becomes `pub fn name(&self, i, v) -> T`
+/// (relaxed at block scope, returning the previous value), running `op` on
+/// element `i`'s address.
+macro_rules! shared_rmw_methods {
+    ($($(#[$doc:meta])* $name:ident, $bound:ident, |$p:ident, $v:ident| $op:expr;)*) => {$(
+        $(#[$doc])*
+        /// relaxed at block scope (order other threads' accesses with
+        /// `sync_threads`), and returns the previous value. Atomics on
+        /// the same element never race with each other. Panics (traps on
+        /// the GPU) when `i` is past the end.
+        #[inline(always)]
+        #[track_caller]
+        pub fn $name(&self, i: usize, v: T) -> T
+        where
+            T: $bound,
+        {
+            // SAFETY: `rmw` passes element `i`'s in-bounds, aligned
+            // address of block-shared storage, which the op requires.
+            self.elements().rmw(i, |$p| unsafe {
+                let $v = v;
+                $op
+            })
+        }
+    )*};
 }
 
 /// The element accessors of a shared-memory handle with an `elements()`
@@ -56,17 +109,39 @@ macro_rules! checked_accessors {
             self.elements().store(i, v)
         }
 
-        /// Adds `v` to element `i` atomically (relaxed, block scope:
-        /// `atomicAdd_block` on shared memory) and returns the previous
-        /// value. Atomics on the same element never race with each other.
-        /// Panics (traps on the GPU) when `i` is past the end.
+        shared_rmw_methods! {
+            /// Adds `v` to element `i` atomically (`atomicAdd_block` on
+            /// shared memory),
+            atomic_add, AtomicArith, |p, v| T::arch_shared_add(p, v);
+            /// Subtracts `v` from element `i` atomically (an add of `-v`),
+            atomic_sub, AtomicArith, |p, v| T::arch_shared_add(p, v.negate());
+            /// Stores the minimum of element `i` and `v` atomically,
+            atomic_min, AtomicMinMax, |p, v| T::arch_shared_min(p, v);
+            /// Stores the maximum of element `i` and `v` atomically,
+            atomic_max, AtomicMinMax, |p, v| T::arch_shared_max(p, v);
+            /// Atomic bitwise and of element `i` with `v`,
+            atomic_and, AtomicBits, |p, v| T::arch_shared_and(p, v);
+            /// Atomic bitwise or of element `i` with `v`,
+            atomic_or, AtomicBits, |p, v| T::arch_shared_or(p, v);
+            /// Atomic bitwise xor of element `i` with `v`,
+            atomic_xor, AtomicBits, |p, v| T::arch_shared_xor(p, v);
+            /// Replaces element `i` with `v` atomically,
+            atomic_exchange, Atomic, |p, v| T::arch_shared_exchange(p, v);
+        }
+
+        /// Replaces element `i` with `new` if it equals `current`
+        /// (bitwise), atomically at block scope (relaxed: order other
+        /// threads' accesses with `sync_threads`). Returns `Ok(previous)`
+        /// when it swapped, `Err(found)` when not; a failed exchange is an
+        /// atomic read for the sanitizer. Panics (traps on the GPU) when
+        /// `i` is past the end.
         #[inline(always)]
         #[track_caller]
-        pub fn atomic_add(&self, i: usize, v: T) -> T
+        pub fn atomic_compare_exchange(&self, i: usize, current: T, new: T) -> Result<T, T>
         where
-            T: AtomicArith,
+            T: Atomic,
         {
-            self.elements().atomic_add(i, v)
+            self.elements().compare_exchange(i, current, new)
         }
 
         /// The raw pointer to element 0.
@@ -261,17 +336,43 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
         unsafe { self.ptr.add(i).write(v) }
     }
 
+    /// Runs the atomic `op` on element `i`'s address (in bounds, aligned
+    /// for `T`) and returns what it returns; an atomic write of the
+    /// element for the sanitizer.
     #[inline(always)]
     #[track_caller]
-    fn atomic_add(&self, i: usize, v: T) -> T
-    where
-        T: AtomicArith,
-    {
+    fn rmw(&self, i: usize, op: impl FnOnce(*mut T) -> T) -> T {
         assert!(i < self.len, "shared array index out of bounds");
         imp::shared_access::<S>(|| self.access(i, AccessKind::AtomicRmw));
+        // In bounds of the block's storage (checked above) and aligned
+        // (the storage is aligned for `T`).
+        op(self.ptr.wrapping_add(i))
+    }
+
+    #[inline(always)]
+    #[track_caller]
+    fn compare_exchange(&self, i: usize, current: T, new: T) -> Result<T, T>
+    where
+        T: Atomic,
+    {
+        assert!(i < self.len, "shared array index out of bounds");
+        let loc = core::panic::Location::caller();
         // SAFETY: in bounds of the block's storage (checked above) and
         // aligned (the storage is aligned for `T`).
-        unsafe { T::arch_shared_add(self.ptr.add(i), v) }
+        let found = unsafe { T::arch_shared_cas(self.ptr.add(i), current, new, loc) };
+        // Checked after the exchange, whose outcome decides the kind.
+        let swapped = found.bit_eq(current);
+        let kind = if swapped {
+            AccessKind::AtomicRmw
+        } else {
+            AccessKind::AtomicRead
+        };
+        imp::shared_access::<S>(|| self.access(i, kind));
+        if swapped {
+            Ok(found)
+        } else {
+            Err(found)
+        }
     }
 }
 

@@ -26,6 +26,7 @@ mod cpu {
         warp_neighbours_without_sync, warp_neighbours_full_vote, warp_neighbours_half_votes,
         warp_neighbours_sync_warp,
         shared_atomics, shared_atomics_and_a_plain_store,
+        shared_failed_exchanges_and_a_load, shared_exchange_and_a_load,
         divergent_barrier_returned_threads, divergent_barrier_two_calls,
         global_same_block_race, global_same_block_fixed,
         line_runs_own_words, line_runs_other_warp, line_runs_after_barrier, line_runs_wide_then_narrow,
@@ -44,6 +45,7 @@ mod gpu {
         warp_neighbours_without_sync, warp_neighbours_full_vote, warp_neighbours_half_votes,
         warp_neighbours_sync_warp,
         shared_atomics, shared_atomics_and_a_plain_store,
+        shared_failed_exchanges_and_a_load, shared_exchange_and_a_load,
         divergent_barrier_returned_threads, divergent_barrier_two_calls,
         global_same_block_race, global_same_block_fixed,
         line_runs_own_words, line_runs_other_warp, line_runs_after_barrier, line_runs_wide_then_narrow,
@@ -449,6 +451,40 @@ mod scenarios {
             outcome,
             &[race(MIX, "hist-add", "hist-reset")],
         );
+    }
+
+    /// `shared_flag` with the flag set to `initial`, one block of 64
+    /// threads; the verdict and `out`.
+    fn flag_case(make: MakeContext, initial: u32) -> Option<(vigil::Result<()>, Vec<u32>)> {
+        let b = Bench::new(make, 1)?;
+        let mut out = b.zeros(65);
+        let outcome = run_one_block::<shared_flag, _>(&b, 64, (&mut out, initial));
+        Some((outcome, download(&b, &out)))
+    }
+
+    /// Compare-exchanges that all fail read the flag, like the plain load
+    /// beside them: no race, and everyone found the flag set.
+    pub fn shared_failed_exchanges_and_a_load(make: MakeContext) {
+        let Some((outcome, out)) = flag_case(make, 1) else {
+            return;
+        };
+        check("failed shared compare-exchanges and a load", outcome, &[]);
+        assert_eq!(out, vec![1; 65]);
+    }
+
+    /// One compare-exchange swaps: an atomic write racing with the plain
+    /// load in the same barrier interval.
+    pub fn shared_exchange_and_a_load(make: MakeContext) {
+        let Some((outcome, out)) = flag_case(make, 0) else {
+            return;
+        };
+        check(
+            "a shared compare-exchange and a load",
+            outcome,
+            &[race(MIX, "flag-load", "flag-cas")],
+        );
+        // Exactly one thread found the flag clear and swapped it.
+        assert_eq!(out[..64].iter().filter(|&&v| v == 0).count(), 1, "{out:?}");
     }
 
     /// Launches `divergent_barrier` (one block of 32 threads) and returns

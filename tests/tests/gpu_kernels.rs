@@ -208,6 +208,91 @@ macro_rules! check_float_atomics {
 check_float_atomics!(atomics_f32_every_ordering_and_scope, k::atomic_ops_f32, f32);
 check_float_atomics!(atomics_f64_every_ordering_and_scope, k::atomic_ops_f64, f64);
 
+/// Blocks and threads of the shared-memory atomics tests: three warps a
+/// block (not a multiple of the bit width, so xor leaves some bits set).
+const SHARED_ATOMICS: (u32, u32) = (4, 96);
+
+macro_rules! check_shared_int_atomics {
+    ($name:ident, $kernel:path, $t:ty) => {
+        #[vigil::test]
+        fn $name(ctx: &Context) {
+            let (stream, module) = setup(ctx);
+            let kernel = module.kernel::<$kernel>().unwrap();
+            let (blocks, threads) = SHARED_ATOMICS;
+            let slots = k::ATOMIC_SLOTS;
+            let mut out =
+                DeviceBuffer::<$t>::alloc_zeroed(&stream, blocks as usize * slots).unwrap();
+            let mut seen =
+                DeviceBuffer::<$t>::alloc_zeroed(&stream, (blocks * threads) as usize).unwrap();
+            stream
+                .launch(
+                    &kernel,
+                    LaunchConfig::new(blocks, threads),
+                    (&mut out, &mut seen),
+                )
+                .unwrap();
+            ctx.synchronize()
+                .expect("no race: the slots are only touched by atomics");
+            let (out, seen) = (out.to_vec(&stream).unwrap(), seen.to_vec(&stream).unwrap());
+            let bits = <$t>::BITS;
+            let (mut or, mut xor) = (0 as $t, 0 as $t);
+            for t in 0..threads {
+                or |= (1 as $t) << (t % bits);
+                xor ^= (1 as $t) << (t % bits);
+            }
+            let n = threads as $t;
+            for (b, got) in out.chunks(slots).enumerate() {
+                let what = format!("{} block {b}", stringify!($t));
+                assert_eq!(got[..4], [n, 0, 0, n - 1], "add, sub, min, max: {what}");
+                assert_eq!(got[5], n, "compare-exchange: {what}");
+                assert_eq!(got[6..], [or, !or, xor], "or, and, xor: {what}");
+                // The block's exchanges form one chain from 0.
+                let t = threads as usize;
+                let mut chain = seen[b * t..(b + 1) * t].to_vec();
+                chain.push(got[4]);
+                chain.sort();
+                assert_eq!(chain, (0..=n).collect::<Vec<$t>>(), "exchange: {what}");
+            }
+        }
+    };
+}
+check_shared_int_atomics!(shared_atomics_u32_every_op, k::shared_atomic_ops_u32, u32);
+check_shared_int_atomics!(shared_atomics_i32_every_op, k::shared_atomic_ops_i32, i32);
+check_shared_int_atomics!(shared_atomics_u64_every_op, k::shared_atomic_ops_u64, u64);
+check_shared_int_atomics!(shared_atomics_i64_every_op, k::shared_atomic_ops_i64, i64);
+
+macro_rules! check_shared_float_atomics {
+    ($name:ident, $kernel:path, $t:ty) => {
+        #[vigil::test]
+        fn $name(ctx: &Context) {
+            let (stream, module) = setup(ctx);
+            let kernel = module.kernel::<$kernel>().unwrap();
+            let (blocks, threads) = SHARED_ATOMICS;
+            let mut out = DeviceBuffer::<$t>::alloc_zeroed(&stream, 4 * blocks as usize).unwrap();
+            stream
+                .launch(&kernel, LaunchConfig::new(blocks, threads), (&mut out,))
+                .unwrap();
+            ctx.synchronize()
+                .expect("no race: the slots are only touched by atomics");
+            let n = threads as $t;
+            for (b, got) in out.to_vec(&stream).unwrap().chunks(4).enumerate() {
+                let what = format!("{} block {b}", stringify!($t));
+                assert_eq!(
+                    got[..3],
+                    [1.5 * n, -0.5 * n, n],
+                    "add, sub, compare-exchange: {what}"
+                );
+                assert!(
+                    got[3] >= 0.0 && got[3] < n && got[3].fract() == 0.0,
+                    "exchange: {what}"
+                );
+            }
+        }
+    };
+}
+check_shared_float_atomics!(shared_atomics_f32, k::shared_atomic_ops_f32, f32);
+check_shared_float_atomics!(shared_atomics_f64, k::shared_atomic_ops_f64, f64);
+
 #[vigil::test]
 fn static_and_dynamic_shared_memory_are_per_block(ctx: &Context) {
     let (stream, module) = setup(ctx);

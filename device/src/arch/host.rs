@@ -662,6 +662,20 @@ macro_rules! host_atomics {
                 }
                 found
             }
+            // On the host, shared memory is ordinary memory.
+            unsafe fn arch_shared_exchange(p: *mut Self, v: Self) -> Self {
+                // SAFETY: valid aligned memory (caller's contract).
+                unsafe { Self::arch_exchange(p, v, Ordering::Relaxed, Scope::Block) }
+            }
+            unsafe fn arch_shared_cas(
+                p: *mut Self,
+                cmp: Self,
+                new: Self,
+                loc: &'static Location<'static>,
+            ) -> Self {
+                // SAFETY: valid aligned memory (caller's contract).
+                unsafe { Self::arch_cas(p, cmp, new, Ordering::Relaxed, Scope::Block, loc) }
+            }
         }
     };
 }
@@ -673,9 +687,11 @@ host_atomics!(f32, AtomicU32, u32, |x| x.to_bits(), |y| f32::from_bits(y));
 host_atomics!(f64, AtomicU64, u64, |x| x.to_bits(), |y| f64::from_bits(y));
 
 /// Read-modify-write through a compare-exchange loop, for every operation
-/// and type (`fetch_min` on signed values and float add need it anyway).
+/// and type (`fetch_min` on signed values and float add need it anyway);
+/// on shared memory, which on the host is ordinary memory, the same
+/// relaxed at block scope.
 macro_rules! host_rmw {
-    ($trait:ident :: $m:ident, $f:expr, $($t:ty),*) => {$(
+    ($trait:ident :: $m:ident / $shared:ident, $f:expr, $($t:ty),*) => {$(
         impl $trait for $t {
             unsafe fn $m(p: *mut Self, v: Self, o: Ordering, _: Scope) -> Self {
                 let f: fn($t, $t) -> $t = $f;
@@ -690,31 +706,62 @@ macro_rules! host_rmw {
                     cur = seen;
                 }
             }
+            unsafe fn $shared(p: *mut Self, v: Self) -> Self {
+                // SAFETY: valid aligned memory (caller's contract).
+                unsafe { Self::$m(p, v, Ordering::Relaxed, Scope::Block) }
+            }
         }
     )*};
 }
 host_rmw!(
-    ArchAdd::arch_add,
+    ArchAdd::arch_add / arch_shared_add,
     |a, b| a.wrapping_add(b),
     u32,
     i32,
     u64,
     i64
 );
-host_rmw!(ArchAdd::arch_add, |a, b| a + b, f32, f64);
-host_rmw!(ArchMin::arch_min, |a, b| a.min(b), u32, i32, u64, i64);
-host_rmw!(ArchMax::arch_max, |a, b| a.max(b), u32, i32, u64, i64);
-host_rmw!(ArchAnd::arch_and, |a, b| a & b, u32, i32, u64, i64);
-host_rmw!(ArchOr::arch_or, |a, b| a | b, u32, i32, u64, i64);
-host_rmw!(ArchXor::arch_xor, |a, b| a ^ b, u32, i32, u64, i64);
-
-/// On the host shared memory is ordinary memory: a shared add is the add.
-impl<T: ArchAdd> crate::atomic::sealed::ArchSharedAdd for T {
-    unsafe fn arch_shared_add(p: *mut Self, v: Self) -> Self {
-        // SAFETY: valid aligned memory (caller's contract).
-        unsafe { T::arch_add(p, v, Ordering::Relaxed, Scope::Block) }
-    }
-}
+host_rmw!(ArchAdd::arch_add / arch_shared_add, |a, b| a + b, f32, f64);
+host_rmw!(
+    ArchMin::arch_min / arch_shared_min,
+    |a, b| a.min(b),
+    u32,
+    i32,
+    u64,
+    i64
+);
+host_rmw!(
+    ArchMax::arch_max / arch_shared_max,
+    |a, b| a.max(b),
+    u32,
+    i32,
+    u64,
+    i64
+);
+host_rmw!(
+    ArchAnd::arch_and / arch_shared_and,
+    |a, b| a & b,
+    u32,
+    i32,
+    u64,
+    i64
+);
+host_rmw!(
+    ArchOr::arch_or / arch_shared_or,
+    |a, b| a | b,
+    u32,
+    i32,
+    u64,
+    i64
+);
+host_rmw!(
+    ArchXor::arch_xor / arch_shared_xor,
+    |a, b| a ^ b,
+    u32,
+    i32,
+    u64,
+    i64
+);
 
 #[cfg(test)]
 mod tests {

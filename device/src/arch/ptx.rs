@@ -234,6 +234,24 @@ macro_rules! sem_scope_match {
     };
 }
 
+/// An `atom.relaxed.cta.shared` of the operation spelt by `$op`
+/// (`["add.u32"]`, `["exch.b", "64"]`, ...) at the generic address `$p` of
+/// block-shared memory, converted to the shared window first
+/// (`cvta.to.shared`), with the operands `$operand` after the address;
+/// evaluates to the previous value.
+macro_rules! shared_atom {
+    ($ty:ty, $reg:ident, [$($op:literal),+], $p:expr, $($operand:ident = $v:expr),+) => {{
+        let r: $ty;
+        // SAFETY: `$p` is a valid aligned generic address of shared memory
+        // (the caller's contract), so its shared-window form is too.
+        unsafe {
+            asm!(concat!("{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; atom.relaxed.cta.shared.", $($op,)+ " {r}, [s]", $(", {", stringify!($operand), "}",)+ "; }}"),
+                r = out($reg) r, p = in(reg64) $p, $($operand = in($reg) $v,)+ options(nostack))
+        };
+        r
+    }};
+}
+
 macro_rules! atomics_for {
     ($ty:ty, $reg:ident, $bits:literal) => {
         impl crate::atomic::sealed::ArchAtomic for $ty {
@@ -286,6 +304,16 @@ macro_rules! atomics_for {
                 sem_scope_match!(rmw o, s, go);
                 r
             }
+
+            #[inline(always)]
+            unsafe fn arch_shared_exchange(p: *mut Self, v: Self) -> Self {
+                shared_atom!($ty, $reg, ["exch.b", $bits], p, v = v)
+            }
+
+            #[inline(always)]
+            unsafe fn arch_shared_cas(p: *mut Self, cmp: Self, new: Self, _: &'static Location<'static>) -> Self {
+                shared_atom!($ty, $reg, ["cas.b", $bits], p, c = cmp, n = new)
+            }
         }
     };
 }
@@ -297,9 +325,10 @@ atomics_for!(u64, reg64, "64");
 atomics_for!(i64, reg64, "64");
 atomics_for!(f64, reg64, "64");
 
-/// Read-modify-write atomics named by their PTX operation (`add.u32`, `min.s64`, `or.b32`, ...).
+/// Read-modify-write atomics named by their PTX operation (`add.u32`, `min.s64`, `or.b32`, ...),
+/// on global memory and on block-shared memory.
 macro_rules! rmw_op {
-    ($trait:path, $method:ident, $ty:ty, $reg:ident, $op:literal) => {
+    ($trait:path, $method:ident / $shared:ident, $ty:ty, $reg:ident, $op:literal) => {
         impl $trait for $ty {
             #[inline(always)]
             unsafe fn $method(p: *mut Self, v: Self, o: Ordering, s: Scope) -> Self {
@@ -313,63 +342,42 @@ macro_rules! rmw_op {
                 sem_scope_match!(rmw o, s, go);
                 r
             }
-        }
-    };
-}
 
-/// The shared-memory add: the generic address is converted to the shared
-/// window (`cvta.to.shared`) and the add is an `atom.shared`.
-macro_rules! shared_add {
-    ($ty:ty, $reg:ident, $op:literal) => {
-        impl crate::atomic::sealed::ArchSharedAdd for $ty {
             #[inline(always)]
-            unsafe fn arch_shared_add(p: *mut Self, v: Self) -> Self {
-                let r: $ty;
-                // SAFETY: `p` is a valid aligned generic address of shared
-                // memory (caller's contract), so its shared-window form is too.
-                unsafe {
-                    asm!(concat!("{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; atom.relaxed.cta.shared.", $op, " {r}, [s], {v}; }}"),
-                        r = out($reg) r, p = in(reg64) p, v = in($reg) v, options(nostack))
-                };
-                r
+            unsafe fn $shared(p: *mut Self, v: Self) -> Self {
+                shared_atom!($ty, $reg, [$op], p, v = v)
             }
         }
     };
 }
-shared_add!(u32, reg32, "add.u32");
-shared_add!(i32, reg32, "add.s32");
-shared_add!(u64, reg64, "add.u64");
-shared_add!(i64, reg64, "add.u64");
-shared_add!(f32, reg32, "add.f32");
-shared_add!(f64, reg64, "add.f64");
 
 use crate::atomic::sealed::{ArchAdd, ArchAnd, ArchMax, ArchMin, ArchOr, ArchXor};
-rmw_op!(ArchAdd, arch_add, u32, reg32, "add.u32");
-rmw_op!(ArchAdd, arch_add, i32, reg32, "add.s32");
-rmw_op!(ArchAdd, arch_add, u64, reg64, "add.u64");
-rmw_op!(ArchAdd, arch_add, i64, reg64, "add.u64");
-rmw_op!(ArchAdd, arch_add, f32, reg32, "add.f32");
-rmw_op!(ArchAdd, arch_add, f64, reg64, "add.f64");
-rmw_op!(ArchMin, arch_min, u32, reg32, "min.u32");
-rmw_op!(ArchMin, arch_min, i32, reg32, "min.s32");
-rmw_op!(ArchMin, arch_min, u64, reg64, "min.u64");
-rmw_op!(ArchMin, arch_min, i64, reg64, "min.s64");
-rmw_op!(ArchMax, arch_max, u32, reg32, "max.u32");
-rmw_op!(ArchMax, arch_max, i32, reg32, "max.s32");
-rmw_op!(ArchMax, arch_max, u64, reg64, "max.u64");
-rmw_op!(ArchMax, arch_max, i64, reg64, "max.s64");
-rmw_op!(ArchAnd, arch_and, u32, reg32, "and.b32");
-rmw_op!(ArchAnd, arch_and, i32, reg32, "and.b32");
-rmw_op!(ArchAnd, arch_and, u64, reg64, "and.b64");
-rmw_op!(ArchAnd, arch_and, i64, reg64, "and.b64");
-rmw_op!(ArchOr, arch_or, u32, reg32, "or.b32");
-rmw_op!(ArchOr, arch_or, i32, reg32, "or.b32");
-rmw_op!(ArchOr, arch_or, u64, reg64, "or.b64");
-rmw_op!(ArchOr, arch_or, i64, reg64, "or.b64");
-rmw_op!(ArchXor, arch_xor, u32, reg32, "xor.b32");
-rmw_op!(ArchXor, arch_xor, i32, reg32, "xor.b32");
-rmw_op!(ArchXor, arch_xor, u64, reg64, "xor.b64");
-rmw_op!(ArchXor, arch_xor, i64, reg64, "xor.b64");
+rmw_op!(ArchAdd, arch_add / arch_shared_add, u32, reg32, "add.u32");
+rmw_op!(ArchAdd, arch_add / arch_shared_add, i32, reg32, "add.s32");
+rmw_op!(ArchAdd, arch_add / arch_shared_add, u64, reg64, "add.u64");
+rmw_op!(ArchAdd, arch_add / arch_shared_add, i64, reg64, "add.u64");
+rmw_op!(ArchAdd, arch_add / arch_shared_add, f32, reg32, "add.f32");
+rmw_op!(ArchAdd, arch_add / arch_shared_add, f64, reg64, "add.f64");
+rmw_op!(ArchMin, arch_min / arch_shared_min, u32, reg32, "min.u32");
+rmw_op!(ArchMin, arch_min / arch_shared_min, i32, reg32, "min.s32");
+rmw_op!(ArchMin, arch_min / arch_shared_min, u64, reg64, "min.u64");
+rmw_op!(ArchMin, arch_min / arch_shared_min, i64, reg64, "min.s64");
+rmw_op!(ArchMax, arch_max / arch_shared_max, u32, reg32, "max.u32");
+rmw_op!(ArchMax, arch_max / arch_shared_max, i32, reg32, "max.s32");
+rmw_op!(ArchMax, arch_max / arch_shared_max, u64, reg64, "max.u64");
+rmw_op!(ArchMax, arch_max / arch_shared_max, i64, reg64, "max.s64");
+rmw_op!(ArchAnd, arch_and / arch_shared_and, u32, reg32, "and.b32");
+rmw_op!(ArchAnd, arch_and / arch_shared_and, i32, reg32, "and.b32");
+rmw_op!(ArchAnd, arch_and / arch_shared_and, u64, reg64, "and.b64");
+rmw_op!(ArchAnd, arch_and / arch_shared_and, i64, reg64, "and.b64");
+rmw_op!(ArchOr, arch_or / arch_shared_or, u32, reg32, "or.b32");
+rmw_op!(ArchOr, arch_or / arch_shared_or, i32, reg32, "or.b32");
+rmw_op!(ArchOr, arch_or / arch_shared_or, u64, reg64, "or.b64");
+rmw_op!(ArchOr, arch_or / arch_shared_or, i64, reg64, "or.b64");
+rmw_op!(ArchXor, arch_xor / arch_shared_xor, u32, reg32, "xor.b32");
+rmw_op!(ArchXor, arch_xor / arch_shared_xor, i32, reg32, "xor.b32");
+rmw_op!(ArchXor, arch_xor / arch_shared_xor, u64, reg64, "xor.b64");
+rmw_op!(ArchXor, arch_xor / arch_shared_xor, i64, reg64, "xor.b64");
 
 // Warp collectives.
 

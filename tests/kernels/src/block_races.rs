@@ -185,6 +185,28 @@ pub fn shared_histogram(x: GlobalSlice<u32>, bins: GlobalSliceMut<u32>, plain_re
     }
 }
 
+/// A shared flag that thread 0 sets to `initial` before a barrier. After
+/// it every thread tries to swap the flag from 0 to its index + 1 with a
+/// compare-exchange and stores what it found to `out[t]`, and thread 1
+/// also reads the flag with a plain load into `out[threads]`. With
+/// `initial` 1 every exchange fails, an atomic read: no race. With 0 one
+/// exchange swaps, an atomic write in the plain load's barrier interval:
+/// a race.
+#[kernel]
+pub fn shared_flag(out: GlobalSliceMut<u32>, initial: u32) {
+    let flag = shared_array!(u32; 1);
+    let t = thread_idx().x as usize;
+    if t == 0 {
+        flag.store(0, initial);
+    }
+    sync_threads();
+    let swap = flag.atomic_compare_exchange(0, 0, t as u32 + 1); // @flag-cas
+    out.store(t, swap.unwrap_or_else(|found| found));
+    if t == 1 {
+        out.store(block_dim().x as usize, flag.load(0)); // @flag-load
+    }
+}
+
 /// Threads below 16 call one `sync_threads`; with `mode` 0 the others
 /// return without a barrier, with 1 they call another `sync_threads`.
 /// Either way the threads of the block diverge at a barrier.

@@ -74,6 +74,89 @@ atomic_ops_kernel!(atomic_ops_i32, i32);
 atomic_ops_kernel!(atomic_ops_u64, u64);
 atomic_ops_kernel!(atomic_ops_i64, i64);
 
+macro_rules! shared_atomic_ops_kernel {
+    ($(#[$doc:meta])* $name:ident, $t:ty) => {
+        $(#[$doc])*
+        /// `atomic_ops_*`'s operations on a block-shared array (relaxed,
+        /// block scope): thread 0 sets the slots to `[0, threads, MAX, 0, 0,
+        /// 0, 0, !0, 0]` (the block's threads), then every thread applies
+        /// each operation once; after a barrier block `b`'s slots go to
+        /// `out[b * ATOMIC_SLOTS..]`, and each thread's exchange result to
+        /// `seen[global index]`. The compare-exchange loop starts from a
+        /// guess of 0, so most of its exchanges fail (atomic reads).
+        #[kernel]
+        pub fn $name(out: GlobalSliceMut<$t>, seen: GlobalSliceMut<$t>) {
+            let slots = shared_array!($t; ATOMIC_SLOTS);
+            let t = thread_idx().x as usize;
+            let threads = block_dim().x as usize;
+            if t == 0 {
+                let init: [$t; ATOMIC_SLOTS] = [0, threads as $t, <$t>::MAX, 0, 0, 0, 0, !0, 0];
+                for (i, v) in init.into_iter().enumerate() {
+                    slots.store(i, v);
+                }
+            }
+            sync_threads();
+            let me = t as $t;
+            let bits = (core::mem::size_of::<$t>() * 8) as usize;
+            let bit: $t = (1 as $t) << (t % bits);
+            slots.atomic_add(0, 1);
+            slots.atomic_sub(1, 1);
+            slots.atomic_min(2, me);
+            slots.atomic_max(3, me);
+            let old = slots.atomic_exchange(4, me + 1);
+            let mut cur = 0;
+            while let Err(found) = slots.atomic_compare_exchange(5, cur, cur + 1) {
+                cur = found;
+            }
+            slots.atomic_or(6, bit);
+            slots.atomic_and(7, !bit);
+            slots.atomic_xor(8, bit);
+            sync_threads();
+            let b = block_idx().x as usize;
+            if t < ATOMIC_SLOTS {
+                out.store(b * ATOMIC_SLOTS + t, slots.load(t));
+            }
+            seen.store(global_index_x(), old);
+        }
+    };
+}
+shared_atomic_ops_kernel!(shared_atomic_ops_u32, u32);
+shared_atomic_ops_kernel!(shared_atomic_ops_i32, i32);
+shared_atomic_ops_kernel!(shared_atomic_ops_u64, u64);
+shared_atomic_ops_kernel!(shared_atomic_ops_i64, i64);
+
+/// The floating-point atomics on a block-shared array (relaxed, block
+/// scope): per thread, slot 0 += 1.5, slot 1 -= 0.5, slot 2 + 1 by a
+/// compare-exchange loop, slot 3 exchanged with the thread's index; block
+/// `b`'s four slots go to `out[4b..]` after a barrier.
+macro_rules! shared_atomic_float_kernel {
+    ($name:ident, $t:ty) => {
+        #[doc = concat!("Shared-memory float atomics on `", stringify!($t), "` (see the macro).")]
+        #[kernel]
+        pub fn $name(out: GlobalSliceMut<$t>) {
+            let slots = shared_array!($t; 4);
+            let t = thread_idx().x as usize;
+            if t < 4 {
+                slots.store(t, 0.0);
+            }
+            sync_threads();
+            slots.atomic_add(0, 1.5);
+            slots.atomic_sub(1, 0.5);
+            let mut cur = 0.0;
+            while let Err(found) = slots.atomic_compare_exchange(2, cur, cur + 1.0) {
+                cur = found;
+            }
+            slots.atomic_exchange(3, t as $t);
+            sync_threads();
+            if t < 4 {
+                out.store(4 * block_idx().x as usize + t, slots.load(t));
+            }
+        }
+    };
+}
+shared_atomic_float_kernel!(shared_atomic_ops_f32, f32);
+shared_atomic_float_kernel!(shared_atomic_ops_f64, f64);
+
 macro_rules! atomic_float_kernel {
     ($name:ident, $t:ty) => {
         /// Floating-point atomics: slot 0 += 1.5 and slot 1 -= 0.5 per
