@@ -53,9 +53,10 @@
 //!   hide the other block's read it races with. Block, thread, SM and
 //!   kernel of the prior access are given only when the entry of the racing
 //!   slot is found, and the kernel only for the last 2,048 launches. A
-//!   report whose entry is missing waits briefly (a bounded spin) for it:
-//!   the prior access writes it just after the engine recorded it, possibly
-//!   on another worker.
+//!   report whose entry is missing waits for it while the prior slot marks
+//!   the word as in flight (`noting.rs`): the prior access writes its entry
+//!   just after the engine recorded it, possibly on a worker the machine
+//!   has descheduled in between (at most 200 ms; unmarked, a short spin).
 //! - **Devices of a group** ([`CpuRaceSanitizer::group`], symmetric
 //!   memory). N sanitizers share the engine's memory (arena, shadow, side
 //!   table, thread states, pool, SC-fence clocks), the launch history and
@@ -79,6 +80,7 @@
 
 mod arena;
 mod block;
+mod noting;
 mod resolve;
 
 pub use arena::{Allocation, ArenaError};
@@ -95,6 +97,7 @@ use crate::sanitizer::report::{MemorySpace, RaceReport, RaceReports};
 use crate::types::{EventId, StreamId};
 use arena::{Arena, SideEntry, ZeroedWords};
 use block::BlockAccess;
+use noting::{Noting, NotingSlots};
 use resolve::CpuResolver;
 use std::collections::HashMap;
 use std::panic::Location;
@@ -124,8 +127,14 @@ const TRANSFER_SM: u32 = 0;
 const LAUNCH_HISTORY: usize = 2048;
 
 /// Polls of a word's side-table entry, when a race is reported, waiting
-/// for the prior access's entry to appear (see the module docs).
+/// for the prior access's entry to appear when its slot's mark does not
+/// say (see the module docs).
 const SIDE_TABLE_WAIT_POLLS: u32 = 1 << 14;
+
+/// The longest a report waits for a prior entry its slot is still noting
+/// (two workers each reporting the other's access in flight, on different
+/// words, would otherwise wait for each other).
+const SIDE_TABLE_WAIT_LIMIT: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Settings of a [`CpuRaceSanitizer`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -313,6 +322,8 @@ pub struct CpuRaceSanitizer {
     halted: AtomicBool,
     /// Races between threads of one block, per virtual SM.
     block: BlockRaces,
+    /// The group's slots' accesses between the engine and the side table.
+    noting: Arc<NotingSlots>,
 }
 
 impl std::fmt::Debug for CpuRaceSanitizer {
@@ -430,6 +441,7 @@ impl CpuRaceSanitizer {
             ..HostClocks::default()
         }));
         let launch_counter = Arc::new(AtomicU32::new(0));
+        let noting = Arc::new(NotingSlots::new(n as usize));
         Ok((0..world)
             .map(|rank| CpuRaceSanitizer {
                 mem: Arc::clone(&mem),
@@ -450,6 +462,7 @@ impl CpuRaceSanitizer {
                 halt_on_error: c.halt_on_error,
                 halted: AtomicBool::new(false),
                 block: BlockRaces::new(slots as usize),
+                noting: Arc::clone(&noting),
             })
             .collect())
     }
@@ -627,6 +640,19 @@ impl CpuRaceSanitizer {
         }
     }
 
+    /// Marks slot `tid` as noting the words of the `size` bytes at `addr`
+    /// (inside the arena) until the guard drops: call it before the
+    /// engine sees the access, and drop the guard after [`Self::note`].
+    #[inline(always)]
+    fn mark_in_flight(&self, tid: u32, addr: u64, size: usize) -> Noting<'_> {
+        let base = self.cfg.real_base;
+        if addr < base || size == 0 {
+            return Noting::unmarked();
+        }
+        let (first, last) = ((addr - base) / 4, (addr - base + size as u64 - 1) / 4);
+        self.noting.begin(tid, first, last)
+    }
+
     /// Records the access in the side table (after the engine saw it).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
@@ -679,15 +705,27 @@ impl CpuRaceSanitizer {
                     .arena
                     .last_access(word, prior_access.writes(), r.prior_tid)
             };
-            // The prior access updates the side table just after the
-            // engine recorded it: when it runs on another worker, its entry
-            // may still be on its way. Wait a little for it.
+            let found =
+                |side: Option<SideEntry>| side.is_some_and(|e| u32::from(e.tid) == r.prior_tid);
+            // The prior access notes the side table just after the engine
+            // recorded it: when it runs on another worker, its entry may
+            // still be on its way. Wait for it while its slot is noting
+            // this word (or, unmarked, for a few polls).
             let mut side = lookup();
-            for _ in 0..SIDE_TABLE_WAIT_POLLS {
-                if side.is_some_and(|e| u32::from(e.tid) == r.prior_tid) {
+            let started = std::time::Instant::now();
+            let mut polls = 0u32;
+            while !found(side) {
+                if self.noting.covers(r.prior_tid, word) {
+                    if started.elapsed() > SIDE_TABLE_WAIT_LIMIT {
+                        break;
+                    }
+                    std::thread::yield_now();
+                } else if polls < SIDE_TABLE_WAIT_POLLS {
+                    polls += 1;
+                    std::hint::spin_loop();
+                } else {
                     break;
                 }
-                std::hint::spin_loop();
                 side = lookup();
             }
             side
@@ -777,11 +815,13 @@ impl CpuRaceSanitizer {
             let mut at = addr;
             while at < end {
                 let size = (end - at).min(TRANSFER_CHUNK) as usize;
+                let noting = self.mark_in_flight(slot, at, size);
                 let out = self.engine().access(slot, at, size as u32, write, &site);
                 if let Outcome::Race(r) | Outcome::Error(r) = out {
                     self.report(&r, TRANSFER_SM);
                 }
                 self.note(&site, TRANSFER_SM, slot, at as usize, size, write, caller);
+                drop(noting);
                 at += size as u64;
             }
         }
@@ -852,11 +892,13 @@ impl SanitizerRuntime for CpuRaceSanitizer {
         let tid = self.slot(t.smid);
         let site = self.site(t, loc);
         let write = kind.writes();
+        let noting = self.mark_in_flight(tid, addr as u64, size);
         let out = self
             .engine()
             .access(tid, addr as u64, size as u32, write, &site);
         self.outcome(t, out);
         self.note(&site, t.smid, tid, addr, size, write, loc);
+        drop(noting);
         self.check_global_in_block(t, addr, size, kind, Scope::Block, loc);
     }
 
@@ -870,6 +912,7 @@ impl SanitizerRuntime for CpuRaceSanitizer {
         let tid = self.slot(t.smid);
         let site = self.site(t, loc);
         let mut wrote = false;
+        let noting = self.mark_in_flight(tid, access.addr as u64, access.size);
         let out = self.engine().atomic(
             tid,
             access.addr as u64,
@@ -883,6 +926,7 @@ impl SanitizerRuntime for CpuRaceSanitizer {
         );
         self.outcome(t, out);
         self.note(&site, t.smid, tid, access.addr, access.size, wrote, loc);
+        drop(noting);
         self.check_global_in_block(t, access.addr, access.size, access.kind, access.scope, loc);
         if access.ordering.acquires() {
             self.block.acquire(t.smid, t.linear_thread_index());
