@@ -57,9 +57,9 @@ impl NotingSlots {
         let mark = self
             .marks
             .get(tid as usize)
-            .filter(|_| span < 1 << SPAN_BITS && first < 1 << (64 - SPAN_BITS) - 1);
+            .filter(|_| span < (1 << SPAN_BITS) && first < (1 << (64 - SPAN_BITS)) - 1);
         if let Some(m) = mark {
-            m.store((first + 1) << SPAN_BITS | span, Ordering::Relaxed);
+            m.store(((first + 1) << SPAN_BITS) | span, Ordering::Relaxed);
             // The mark before the engine's record of the access.
             fence(Ordering::Release);
         }
@@ -112,5 +112,20 @@ mod tests {
         let outside = slots.begin(5, 0, 0);
         assert!(!slots.covers(5, 0));
         drop(outside);
+    }
+
+    #[test]
+    fn the_largest_markable_word_and_span() {
+        let slots = NotingSlots::new(1);
+        let top = (1u64 << (64 - super::SPAN_BITS)) - 2;
+        let noting = slots.begin(0, top, top);
+        assert!(slots.covers(0, top), "the largest markable word");
+        drop(noting);
+        let past = slots.begin(0, top + 1, top + 1);
+        assert!(!slots.covers(0, top + 1), "past it: not marked");
+        drop(past);
+        let long = slots.begin(0, 0, 1 << super::SPAN_BITS);
+        assert!(!slots.covers(0, 0), "a span too long: not marked");
+        drop(long);
     }
 }
