@@ -19,7 +19,7 @@
 #![cfg_attr(target_arch = "nvptx64", no_std)]
 #![cfg_attr(
     target_arch = "nvptx64",
-    feature(abi_ptx, asm_experimental_arch, stdarch_nvptx)
+    feature(abi_ptx, asm_experimental_arch, stdarch_nvptx, link_llvm_intrinsics)
 )]
 #![warn(missing_docs)]
 

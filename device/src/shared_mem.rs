@@ -187,7 +187,7 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
             (__storage::<K, BYTES, ALIGN>(), core::ptr::null_mut())
         };
         let array = SharedArray {
-            ptr: ptr as *mut T,
+            ptr: imp::assume_shared(ptr as *mut T),
             shadow,
             _t: PhantomData,
         };
@@ -246,7 +246,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> SharedSlice<T, S> {
     pub fn __dynamic() -> Self {
         let (ptr, bytes) = imp::dynamic_shared();
         let slice = SharedSlice {
-            ptr: ptr as *mut T,
+            ptr: imp::assume_shared(ptr as *mut T),
             len: bytes / core::mem::size_of::<T>().max(1),
             _t: PhantomData,
         };
@@ -564,5 +564,6 @@ pub const fn __align<T>() -> usize {
 #[inline(always)]
 pub fn dynamic_shared<T: bytemuck::Pod>() -> (*mut T, usize) {
     let (p, bytes) = crate::arch::imp::dynamic_shared();
-    (p as *mut T, bytes / core::mem::size_of::<T>().max(1))
+    let p = crate::arch::imp::assume_shared(p as *mut T);
+    (p, bytes / core::mem::size_of::<T>().max(1))
 }

@@ -409,6 +409,12 @@ pub fn shared_access<S>(access: impl FnOnce() -> SharedAccess) {
     Checked::shared_access(access(), Location::caller())
 }
 
+/// `p` itself: the host has one address space.
+#[inline(always)]
+pub fn assume_shared<T>(p: *mut T) -> *mut T {
+    p
+}
+
 /// A shared array or dynamic view declared without a `.shared` shadow:
 /// nothing on the host (the CPU backend's shadow is keyed by address and
 /// covers every shared byte).

@@ -79,6 +79,32 @@ pub fn barrier_sync() {
     unsafe { asm!("barrier.sync 0;", options(nostack)) }
 }
 
+unsafe extern "C" {
+    #[link_name = "llvm.nvvm.isspacep.shared"]
+    fn isspacep_shared(p: *const u8) -> bool;
+}
+
+/// `p`, the address of block-shared storage, with LLVM told so (an
+/// assumption that `isspacep.shared` holds): the loads and stores through
+/// it and through pointers derived from it in the same function become
+/// `ld.shared`/`st.shared` (SASS `LDS`/`STS`) instead of generic ones,
+/// which ptxas leaves generic (`LD`/`ST`) even beside the `cvta.shared`.
+///
+/// The predicate also feeds an empty `asm!`: an assumption whose value
+/// nothing else uses is dropped by LLVM before the pass that infers
+/// address spaces runs. ptxas then deletes the unused `isspacep`.
+#[inline(always)]
+pub fn assume_shared<T>(p: *mut T) -> *mut T {
+    // SAFETY: `isspacep.shared` only inspects the address.
+    let shared = unsafe { isspacep_shared(p as *const u8) };
+    // SAFETY: an empty template (a PTX comment) that reads one register.
+    unsafe { asm!("// shared: {0}", in(reg32) u32::from(shared), options(nomem, nostack)) };
+    // SAFETY: the caller's `p` is shared storage (its contract), so the
+    // assumption holds.
+    unsafe { core::hint::assert_unchecked(shared) };
+    p
+}
+
 /// The kernel API's `sync_threads` at the kernel's `loc` with no
 /// sanitizer type (the CPU backend's barrier checks use `loc`).
 #[inline(always)]
