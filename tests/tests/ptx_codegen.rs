@@ -315,3 +315,36 @@ fn only_sanitized_large_arrays_mark_the_window_shadow() {
         assert!(!marks(kernel), "plain {kernel}");
     }
 }
+
+/// Shared-memory loads and stores of a plain entry name the shared state
+/// space (`ld.shared`, `st.volatile.shared`: SASS `LDS`/`STS`), not
+/// generic addressing, which ptxas leaves generic: `shared_reverse` moves
+/// every element through a static shared array and through the raw
+/// dynamic shared pointer.
+#[test]
+fn plain_shared_memory_accesses_name_the_shared_space() {
+    let lines = body(KERNELS_PTX, "shared_reverse");
+    let access = |l: &&String| l.starts_with("ld.") || l.starts_with("st.");
+    let space = |l: &String, s: &str| l.split_whitespace().next().is_some_and(|op| op.contains(s));
+    let shared = lines
+        .iter()
+        .filter(access)
+        .filter(|l| space(l, ".shared."))
+        .count();
+    assert!(
+        shared >= 4,
+        "shared accesses are not ld/st.shared:\n{}",
+        lines.join("\n")
+    );
+    // Every other load or store names global memory or a parameter.
+    let generic: Vec<&String> = lines
+        .iter()
+        .filter(access)
+        .filter(|l| {
+            ![".shared.", ".global.", ".param."]
+                .iter()
+                .any(|s| space(l, s))
+        })
+        .collect();
+    assert!(generic.is_empty(), "generic accesses: {generic:?}");
+}
