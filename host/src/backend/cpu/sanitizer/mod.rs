@@ -715,7 +715,9 @@ impl CpuRaceSanitizer {
             let started = std::time::Instant::now();
             let mut polls = 0u32;
             while !found(side) {
-                if self.noting.covers(r.prior_tid, word) {
+                // (Never for this slot's own mark: its note comes after
+                // this report.)
+                if r.prior_tid != r.tid && self.noting.covers(r.prior_tid, word) {
                     if started.elapsed() > SIDE_TABLE_WAIT_LIMIT {
                         break;
                     }
