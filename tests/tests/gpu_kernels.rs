@@ -212,27 +212,35 @@ check_float_atomics!(atomics_f64_every_ordering_and_scope, k::atomic_ops_f64, f6
 /// block (not a multiple of the bit width, so xor leaves some bits set).
 const SHARED_ATOMICS: (u32, u32) = (4, 96);
 
+/// Launches shared-atomics kernel `K` with `args` on [`SHARED_ATOMICS`]
+/// and synchronises, which must report no race.
+fn run_shared_atomics<K: vigil::Kernel, A: vigil::KernelArgs<K::Params>>(
+    ctx: &Context,
+    stream: &Stream,
+    module: &Module,
+    args: A,
+) {
+    let kernel = module.kernel::<K>().unwrap();
+    let (blocks, threads) = SHARED_ATOMICS;
+    stream
+        .launch(&kernel, LaunchConfig::new(blocks, threads), args)
+        .unwrap();
+    ctx.synchronize()
+        .expect("no race: the slots are only touched by atomics");
+}
+
 macro_rules! check_shared_int_atomics {
     ($name:ident, $kernel:path, $t:ty) => {
         #[vigil::test]
         fn $name(ctx: &Context) {
             let (stream, module) = setup(ctx);
-            let kernel = module.kernel::<$kernel>().unwrap();
             let (blocks, threads) = SHARED_ATOMICS;
             let slots = k::ATOMIC_SLOTS;
             let mut out =
                 DeviceBuffer::<$t>::alloc_zeroed(&stream, blocks as usize * slots).unwrap();
             let mut seen =
                 DeviceBuffer::<$t>::alloc_zeroed(&stream, (blocks * threads) as usize).unwrap();
-            stream
-                .launch(
-                    &kernel,
-                    LaunchConfig::new(blocks, threads),
-                    (&mut out, &mut seen),
-                )
-                .unwrap();
-            ctx.synchronize()
-                .expect("no race: the slots are only touched by atomics");
+            run_shared_atomics::<$kernel, _>(ctx, &stream, &module, (&mut out, &mut seen));
             let (out, seen) = (out.to_vec(&stream).unwrap(), seen.to_vec(&stream).unwrap());
             let bits = <$t>::BITS;
             let (mut or, mut xor) = (0 as $t, 0 as $t);
@@ -266,14 +274,9 @@ macro_rules! check_shared_float_atomics {
         #[vigil::test]
         fn $name(ctx: &Context) {
             let (stream, module) = setup(ctx);
-            let kernel = module.kernel::<$kernel>().unwrap();
             let (blocks, threads) = SHARED_ATOMICS;
             let mut out = DeviceBuffer::<$t>::alloc_zeroed(&stream, 4 * blocks as usize).unwrap();
-            stream
-                .launch(&kernel, LaunchConfig::new(blocks, threads), (&mut out,))
-                .unwrap();
-            ctx.synchronize()
-                .expect("no race: the slots are only touched by atomics");
+            run_shared_atomics::<$kernel, _>(ctx, &stream, &module, (&mut out,));
             let n = threads as $t;
             for (b, got) in out.to_vec(&stream).unwrap().chunks(4).enumerate() {
                 let what = format!("{} block {b}", stringify!($t));
