@@ -389,7 +389,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
     }
 
     #[inline(always)]
-    fn pool(&self) -> Pool<'m, M::Atomics> {
+    pub(crate) fn pool(&self) -> Pool<'m, M::Atomics> {
         Pool::new(self.mem.pool())
     }
 
@@ -823,22 +823,26 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
     fn write_back(&self, st: &WordState, rec: &[U32Of<M>]) {
         let (old, old_len) = WordState::heads_of_record::<M::Atomics>(rec);
         let mut kept = [false; RECORD_RELEASE_SLOTS];
-        let refs = |h: &ReleaseHead, delta: i32| {
-            if h.tid < self.cfg.num_threads {
-                self.clocks(h.tid).change_refs(h.token, delta);
-            }
-        };
         for h in &st.releases[..st.release_len] {
             let same = |k: &usize| !kept[*k] && old[*k].tid == h.tid && old[*k].token == h.token;
             match (0..old_len).find(same) {
                 Some(k) => kept[k] = true,
-                None => refs(h, 1),
+                None => self.change_head_refs(h, 1),
             }
         }
         for (h, _) in old[..old_len].iter().zip(kept).filter(|(_, k)| !k) {
-            refs(h, -1);
+            self.change_head_refs(h, -1);
         }
         st.to_record::<M::Atomics>(rec);
+    }
+
+    /// Takes (`delta` 1) or drops (-1) the reference a record's release
+    /// head holds to the snapshot it names.
+    #[inline(always)]
+    pub(crate) fn change_head_refs(&self, h: &ReleaseHead, delta: i32) {
+        if h.tid < self.cfg.num_threads {
+            self.clocks(h.tid).change_refs(h.token, delta);
+        }
     }
 
     // ----- locking words --------------------------------------------------

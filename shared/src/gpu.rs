@@ -26,7 +26,7 @@ use core::mem::{offset_of, size_of};
 
 use core::sync::atomic::Ordering as MemOrder;
 
-use crate::abi::RaceReport;
+use crate::abi::{RaceReport, WORD_BYTES};
 use crate::atomic::{AtomicFamily, AtomicU32Ops};
 use crate::clock::ThreadClocks;
 use crate::params::{ParamDesc, PtxType};
@@ -457,6 +457,49 @@ pub const RANGE_ACCESS_PARAMS: &[ParamDesc] = &[
         parts: &[PtxType::B32],
     },
 ];
+
+/// The entry that gives a freed buffer's pool records back
+/// ([`crate::reclaim`]): a sanitized context launches it when a buffer is
+/// freed, once no work of the device can touch the buffer any more, over
+/// the buffer's whole lines. Every kernel crate's PTX has it beside
+/// [`RANGE_ACCESS_ENTRY`]; it runs no sanitizer thread (no hidden
+/// parameters: only [`SHADOW_RECLAIM_PARAMS`]).
+pub const SHADOW_RECLAIM_ENTRY: &str = "vigil_shadow_reclaim__vigil";
+
+/// The shadow-reclaim entry's parameters: the device's [`GpuRuntime`] and
+/// the freed range (line-aligned address and bytes).
+pub const SHADOW_RECLAIM_PARAMS: &[ParamDesc] = &[
+    ParamDesc {
+        name: "runtime",
+        rust_type: "u64",
+        parts: &[PtxType::B64],
+    },
+    ParamDesc {
+        name: "addr",
+        rust_type: "u64",
+        parts: &[PtxType::B64],
+    },
+    ParamDesc {
+        name: "bytes",
+        rust_type: "u64",
+        parts: &[PtxType::B64],
+    },
+];
+
+/// The grid (blocks of [`RANGE_BLOCK_THREADS`]) of a shadow-reclaim
+/// launch over `bytes`: one thread per word, at most
+/// [`RANGE_MAX_BLOCKS`], at least one block (the entry loops
+/// grid-stride).
+pub const fn shadow_reclaim_blocks(bytes: u64) -> u32 {
+    let blocks = (bytes / WORD_BYTES).div_ceil(RANGE_BLOCK_THREADS as u64);
+    if blocks == 0 {
+        1
+    } else if blocks > RANGE_MAX_BLOCKS {
+        RANGE_MAX_BLOCKS as u32
+    } else {
+        blocks as u32
+    }
+}
 
 /// The bit that marks a `site` (and the side entries of its accesses) as
 /// a host call site the host resolves, not the device address of a

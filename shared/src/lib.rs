@@ -64,6 +64,9 @@
 //!   back with its last head), and only when the pool has no room is it
 //!   replaced by the releaser's overflow clock. Both losses only hide
 //!   races, never invent them, and are counted; no capacity error remains.
+//! - Freed memory gives its pool records back ([`reclaim`]); design.md
+//!   leaves the pool's lifetime open (records would otherwise stay handed
+//!   out for the sanitizer's life).
 //! - Atomics race unless morally strong: scopes including each other's
 //!   threads *and* the very same bytes (mixed-size atomics race).
 //! - Release sequences keep one head per class with its own scope, so
@@ -87,6 +90,7 @@ pub mod engine;
 pub mod gpu;
 pub mod history;
 pub mod line;
+pub mod reclaim;
 pub mod report;
 pub mod shadow;
 

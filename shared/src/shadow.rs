@@ -771,6 +771,27 @@ impl<'a, F: AtomicFamily> Pool<'a, F> {
         SpinLock::unlock::<F>(lock);
     }
 
+    /// Gives the `records` records from `first` back (an atomic set's
+    /// block, no longer referenced), one free-list entry each, in one hold
+    /// of the list's lock.
+    pub fn free_block(&self, first: u32, records: u32) {
+        let Some(head) = self.header(PoolHeader::FREE_HEAD_WORD) else {
+            return;
+        };
+        if records == 0 || self.block(first, records).is_none() {
+            return;
+        }
+        // Linked among themselves first: the lock covers only the splice.
+        for i in first..first + records - 1 {
+            self.set_chain_next(i, i + 2);
+        }
+        let lock = &self.words[PoolHeader::FREE_LOCK_WORD];
+        SpinLock::lock::<F>(lock);
+        self.set_chain_next(first + records - 1, head.load(MemOrder::Relaxed));
+        head.store(first + 1, MemOrder::Relaxed);
+        SpinLock::unlock::<F>(lock);
+    }
+
     /// The words of record `i`.
     #[inline(always)]
     pub fn record(&self, i: u32) -> &'a [F::U32] {

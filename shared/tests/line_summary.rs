@@ -73,12 +73,22 @@ fn op(tid: BoxedStrategy<u32>) -> impl Strategy<Value = Op> {
             succeeds: true,
         });
     let fence = (tid, ordering(), scope()).prop_map(|(t, o, s)| fence(t, o, s));
+    // Whole lines, or a run of words that splits the lines at its ends.
+    let freed = (0..WORDS as u64, 1..=WORDS as u64, any::<bool>()).prop_map(|(w, n, lines)| {
+        let (w, n) = if lines {
+            (w / 32 * 32, n.div_ceil(32) * 32)
+        } else {
+            (w, n)
+        };
+        free(w * 4, n.min(WORDS as u64 - w) * 4)
+    });
     prop_oneof![
         10 => whole,
         5 => partial,
         3 => atomic,
         1 => fence,
         1 => Just(Op::Kernel),
+        1 => freed,
     ]
 }
 

@@ -105,7 +105,14 @@ fn op(threads: u32) -> impl Strategy<Value = Op> {
         scope(),
     )
         .prop_map(|(tid, ord, scope)| Op::Fence { tid, ord, scope });
-    prop_oneof![10 => plain, 8 => atomic, 2 => fence, 1 => Just(Op::Kernel)]
+    prop_oneof![10 => plain, 8 => atomic, 2 => fence, 1 => Just(Op::Kernel), 1 => freed_words(WORDS)]
+}
+
+/// Frees a random run of whole words among `words` (its records go back
+/// to the pool; a later access starts a new history).
+fn freed_words(words: usize) -> impl Strategy<Value = Op> {
+    (0..words as u64, 1..=words as u64)
+        .prop_map(move |(w, n)| free(w * 4, n.min(words as u64 - w) * 4))
 }
 
 /// A message-passing chain over `hops`: the first thread writes a data

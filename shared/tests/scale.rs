@@ -311,6 +311,8 @@ struct Figures {
     max_chain: u32,
     /// Programs that ended with a word's history in an atomic set.
     set_programs: u32,
+    /// Pool records frees gave back.
+    records_reclaimed: u32,
 }
 
 impl Figures {
@@ -382,6 +384,13 @@ enum PoolSize {
 /// capacity report, or a missed race in a program that lost no precision
 /// (every miss must be a counted one).
 fn check_programs(programs: u32, pool: PoolSize) -> Figures {
+    check_programs_with(programs, pool, false)
+}
+
+/// [`check_programs`]; with `again_after_free`, each program runs, its
+/// words are freed, it runs again on the same engine, and its words are
+/// freed again: every record must then be back in the pool.
+fn check_programs_with(programs: u32, pool: PoolSize, again_after_free: bool) -> Figures {
     let mut runner = deterministic_runner(programs);
     let figures = RefCell::new(Figures::default());
     let strategy = match pool {
@@ -394,8 +403,23 @@ fn check_programs(programs: u32, pool: PoolSize) -> Figures {
             PoolSize::AtomicWords => atomic_words(&sp.program),
             PoolSize::Tiny(n) => n,
         };
-        let c = compare_in(&sp.program, sp.words, records, CLOCK_BUFFER_AT_SCALE);
+        let program = if again_after_free {
+            let freed = [Op::Kernel, free(0, sp.words as u64 * 4)];
+            let p = &sp.program.ops;
+            Program {
+                ops: [p, &freed[..], p, &freed[..]].concat(),
+                ..sp.program.clone()
+            }
+        } else {
+            sp.program.clone()
+        };
+        let c = compare_in(&program, sp.words, records, CLOCK_BUFFER_AT_SCALE);
+        if again_after_free {
+            prop_assert_eq!(c.pool_in_use, 0, "records still handed out after the frees");
+            prop_assert_eq!(c.spilled_snapshots, 0, "snapshots still spilled");
+        }
         let mut f = figures.borrow_mut();
+        f.records_reclaimed += c.records_reclaimed;
         f.programs += 1;
         f.max_hot_threads = f.max_hot_threads.max(sp.hot_releasers + 1);
         f.max_chain = f.max_chain.max(sp.chain);
@@ -449,6 +473,23 @@ fn engine_matches_oracle_at_scale() {
     assert_eq!(f.found, f.oracle_races, "every race the oracle sees");
     assert!(f.max_hot_threads >= 4096, "no 4,096-thread hot word drawn");
     assert!(f.set_programs > 0, "no counter drawn");
+}
+
+/// Freed memory gives its records back: every program (4,096-thread hot
+/// words, long release chains with spilled snapshots, counters with atomic
+/// sets) runs, has its words freed, runs again on the same engine and is
+/// freed again. Both runs match the oracle, and at the end no record is
+/// handed out and no snapshot spilled (without the frees giving records
+/// back, a long-lived sanitizer fills its pool).
+#[test]
+fn freed_memory_gives_every_record_back() {
+    let f = check_programs_with(12, PoolSize::Default, true);
+    assert_eq!(f.false_positives, 0);
+    assert_eq!(f.capacity_reports, 0);
+    assert_eq!(f.found, f.oracle_races, "every race the oracle sees");
+    assert!(f.records_reclaimed > 0, "no program used the pool");
+    assert!(f.max_hot_threads >= 4096, "no 4,096-thread hot word drawn");
+    assert!(f.set_programs > 0, "no counter's atomic set drawn");
 }
 
 /// Hot-word programs on a pool of 4 records (the hot word's record and a

@@ -4,7 +4,10 @@
 
 use vigil::unstable::ptx::parse_entries;
 use vigil::Kernel;
-use vigil_shared::gpu::{HIDDEN_PARAMS, RANGE_ACCESS_ENTRY, RANGE_ACCESS_PARAMS, SANITIZED_SUFFIX};
+use vigil_shared::gpu::{
+    HIDDEN_PARAMS, RANGE_ACCESS_ENTRY, RANGE_ACCESS_PARAMS, SANITIZED_SUFFIX, SHADOW_RECLAIM_ENTRY,
+    SHADOW_RECLAIM_PARAMS,
+};
 use vigil_tests::KERNELS_PTX;
 
 /// The instruction lines of one `.entry`, with names that differ between
@@ -107,6 +110,18 @@ fn every_kernel_entry_matches_its_rust_signature() {
         RANGE_ACCESS_PARAMS,
         HIDDEN_PARAMS,
         &range.params,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    // So does the shadow-reclaim entry, which has no hidden parameters.
+    let reclaim = entries
+        .iter()
+        .find(|e| e.name == SHADOW_RECLAIM_ENTRY)
+        .expect("the shadow-reclaim entry in every kernel crate's PTX");
+    vigil::unstable::abi::check_signature(
+        SHADOW_RECLAIM_ENTRY,
+        SHADOW_RECLAIM_PARAMS,
+        &[],
+        &reclaim.params,
     )
     .unwrap_or_else(|e| panic!("{e}"));
 }

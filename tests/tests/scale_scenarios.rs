@@ -38,8 +38,15 @@ macro_rules! scale_scenarios {
                 spin_lock_relaxed, spin_lock_without_release, spin_lock_without_acquire,
                 transpose_in_place_naive, transpose_in_place_by_swaps,
                 chained_scan_release_acquire, chained_scan_relaxed_publish);
+            scale_scenarios!(@once $make; freed_buffers_give_their_records_back);
         }
     };
+    (@once $make:expr; $($name:ident),* $(,)?) => {$(
+        #[test]
+        fn $name() {
+            super::scenarios::$name($make)
+        }
+    )*};
     (@tests $make:expr; $($name:ident),* $(,)?) => {$(
         #[test]
         fn $name() {
@@ -544,6 +551,38 @@ mod scenarios {
                 .map(|i| if i < written { i + 1 } else { 0 })
                 .collect();
             assert_eq!(out, want, "{what}: read back");
+        }
+    }
+
+    /// Words of each buffer [`freed_buffers_give_their_records_back`]
+    /// fills: half the default record pool (65,536 records).
+    const FLAGS_PER_BUFFER: usize = 1 << 15;
+
+    /// One context frees and allocates buffers whose every word takes a
+    /// record of the sanitizer's pool (a release head each), four times
+    /// the pool's worth in all: each launch is race-free and every flag
+    /// set, because a freed buffer gives its records back (without that,
+    /// the third buffer would find the pool full: a sanitizer error).
+    pub fn freed_buffers_give_their_records_back(make: MakeContext) {
+        let Some(b) = Bench::new(make, 2) else {
+            return;
+        };
+        let threads = 256;
+        for round in 0..8 {
+            let mut flags = b.zeros_of::<u32>(FLAGS_PER_BUFFER);
+            b.stream
+                .launch(
+                    &b.kernel::<publish_each>(),
+                    LaunchConfig::new(FLAGS_PER_BUFFER.div_ceil(threads) as u32, threads as u32),
+                    (&mut flags,),
+                )
+                .expect("launch");
+            check(&format!("flags, buffer {round}"), b.sync(), b.sms(), &[]);
+            let set = flags.to_vec(&b.stream).expect("download");
+            assert!(
+                set.iter().all(|&f| f == 1),
+                "buffer {round}: a flag not set"
+            );
         }
     }
 

@@ -17,6 +17,8 @@
 //!   note a run of words once, and check an atomic on one word once.
 //! - `range` (PTX): the range-access entry, which checks a host-issued
 //!   copy or fill as accesses of its stream.
+//! - `reclaim` (PTX): the shadow-reclaim entry, which gives a freed
+//!   buffer's pool records back.
 //!
 //! The first four are plain atomics over memory and are unit-tested in
 //! the host build; the PTX-only parts use `arch::ptx` for `%smid`,
@@ -46,6 +48,8 @@ mod hooks;
 #[cfg(target_arch = "nvptx64")]
 mod range;
 #[cfg(target_arch = "nvptx64")]
+mod reclaim;
+#[cfg(target_arch = "nvptx64")]
 mod warp;
 
 #[cfg(target_arch = "nvptx64")]
@@ -54,3 +58,5 @@ pub use cta::run_cta;
 pub use hooks::GpuSanitizer;
 #[cfg(target_arch = "nvptx64")]
 pub use range::range_access;
+#[cfg(target_arch = "nvptx64")]
+pub use reclaim::shadow_reclaim;

@@ -20,7 +20,7 @@ use super::cta::{lane, run_cta};
 use super::hooks::{check_host_access, linear_block};
 
 /// True when `a` and `b` are the same string (in a constant).
-const fn same(a: &str, b: &str) -> bool {
+pub(super) const fn same(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     if a.len() != b.len() {
         return false;

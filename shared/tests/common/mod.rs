@@ -52,6 +52,15 @@ pub enum Op {
     /// A plain access of every byte of 128-byte line `line` by the lanes
     /// of one warp together (the GPU hook's whole-line run).
     Line { tid: u32, line: u64, write: bool },
+    /// The words of `[addr, addr + bytes)` are freed (whole words, no
+    /// access in flight): their history is forgotten, and the engine gives
+    /// their pool records back ([`vigil_shared::reclaim`]).
+    Free { addr: u64, bytes: u64 },
+}
+
+/// Frees `[addr, addr + bytes)`.
+pub fn free(addr: u64, bytes: u64) -> Op {
+    Op::Free { addr, bytes }
 }
 
 /// A program: its thread layout and steps.
@@ -420,6 +429,16 @@ impl Oracle {
                 }
                 None
             }
+            Op::Free { addr, bytes } => {
+                let end = (addr + bytes).min(self.history.len() as u64);
+                for b in addr..end {
+                    self.history[b as usize].clear();
+                }
+                for w in addr / 4..end.div_ceil(4) {
+                    self.sync[w as usize] = WordSync::default();
+                }
+                None
+            }
             Op::Kernel => {
                 let mut all = vec![0; self.n];
                 for c in &self.vc {
@@ -458,6 +477,10 @@ pub struct Harness {
     pub lines_as_words: bool,
     /// [`Op::Line`]s the line's summary checked whole.
     pub lines_summarised: u32,
+    /// Pool records [`Op::Free`]s gave back.
+    pub records_reclaimed: u32,
+    /// Atomic sets of the words when they were freed.
+    pub atomic_sets_freed: u32,
 }
 
 fn zeroed32(n: usize) -> Vec<AtomicU32> {
@@ -513,6 +536,8 @@ impl Harness {
             kernel: 1,
             lines_as_words: false,
             lines_summarised: 0,
+            records_reclaimed: 0,
+            atomic_sets_freed: 0,
         };
         h.with(|e, ring| {
             for t in 0..n {
@@ -709,6 +734,12 @@ impl Harness {
                 self.with(|e, _| e.fence(tid, ord, scope));
                 None
             }
+            Op::Free { addr, bytes } => {
+                self.atomic_sets_freed += self.atomic_sets();
+                let given = self.with(|e, _| e.reclaim_range(addr, bytes));
+                self.records_reclaimed += given;
+                None
+            }
             Op::Kernel => {
                 let k = self.kernel;
                 let n = self.cfg.num_threads;
@@ -739,9 +770,14 @@ pub struct Comparison {
     pub release_precision_lost: u32,
     /// Accesses kept compact with older clocks dropped (full pool).
     pub degraded: u32,
-    /// Words whose history ended with an atomic set.
+    /// Words whose history had an atomic set when freed or at the end.
     pub atomic_sets: u32,
     pub errors: usize,
+    /// Pool records handed out at the end, and given back by frees.
+    pub pool_in_use: u32,
+    pub records_reclaimed: u32,
+    /// Snapshots spilled into the pool at the end.
+    pub spilled_snapshots: u32,
 }
 
 pub fn compare(p: &Program, words: usize) -> Comparison {
@@ -793,7 +829,10 @@ pub fn compare_capped(
         precision_lost: engine.evictions() + engine.merged_heads() + engine.coarsened(),
         release_precision_lost: engine.merged_heads() + engine.coarsened(),
         degraded: engine.degraded(),
-        atomic_sets: engine.atomic_sets(),
+        atomic_sets: engine.atomic_sets() + engine.atomic_sets_freed,
         errors,
+        pool_in_use: engine.pool_in_use(),
+        records_reclaimed: engine.records_reclaimed,
+        spilled_snapshots: engine.spilled_snapshots(),
     }
 }

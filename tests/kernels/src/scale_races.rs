@@ -4,8 +4,9 @@
 //! word, lagging consumers, mixed-width atomics, wide accesses, an
 //! in-place stencil, coalesced tiles of 4-, 8- and 16-byte elements
 //! (two warps a block), a global spin lock every block takes in turn, an
-//! in-place matrix transpose on a 2-D grid, and a chained scan (each block
-//! waits for the one before it).
+//! in-place matrix transpose on a 2-D grid, a chained scan (each block
+//! waits for the one before it), and flags published one per thread (a
+//! record of the sanitizer's pool each).
 //!
 //! As in [`crate::races`], every access a verdict names sits on its own
 //! line ending in a `// @name` marker, and spin-waits are bounded.
@@ -396,4 +397,18 @@ pub fn chained_scan(
         .atomic_store(1, ordering(publish), Scope::Device);
     out.store(2 * place, sum);
     out.store(2 * place + 1, first.load(0)); // @chain-first-read
+}
+
+/// Every thread publishes its own flag with a release store (device
+/// scope): race-free, but each flag word keeps a release head, so each
+/// takes a record of the sanitizer's pool for as long as its memory lives
+/// (a buffer of these is the quickest way to fill the pool).
+#[kernel]
+pub fn publish_each(flags: GlobalSliceMut<u32>) {
+    let i = (block_idx().x * block_dim().x + thread_idx().x) as usize;
+    if i < flags.len() {
+        flags
+            .at(i)
+            .atomic_store(1, Ordering::Release, Scope::Device);
+    }
 }

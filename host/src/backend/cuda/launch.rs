@@ -96,8 +96,22 @@ impl CudaBackend {
         if let Some(pool) = self.pool() {
             pool.vmm().note_sanitized_launch();
         }
+        self.launch_runtime_entry(func, kernel, stream, config, params)
+    }
+
+    /// [`CudaBackend::launch_entry`] of an entry of the sanitizer's own
+    /// (called `name` in errors) that writes no shadow a reused block
+    /// could still hold (the shadow-reclaim entry), so not noted.
+    pub(super) fn launch_runtime_entry(
+        &self,
+        func: &CudaFunction,
+        name: &str,
+        stream: &CudaStream,
+        config: LaunchConfig,
+        params: &ParamBuffer,
+    ) -> Result<()> {
         let launch = CudaLaunch {
-            kernel,
+            kernel: name,
             func,
             stream,
             config,

@@ -4,13 +4,17 @@
 //! see `transfer_check`).
 
 use super::driver::drv;
+use super::sanitizer::GpuSanitizer;
 use super::stream::CudaStream;
+use super::vmm::Allocation;
 use super::CudaBackend;
 use crate::backend::transfer::Transfer;
 use crate::error::Result;
 use crate::types::StreamId;
 use cudarc::driver::sys;
 use std::panic::Location;
+use vigil_shared::gpu::SHADOW_RECLAIM_ENTRY;
+use vigil_shared::line::LINE_BYTES;
 
 impl CudaBackend {
     /// Allocates `bytes > 0` bytes for work on `stream`.
@@ -40,6 +44,7 @@ impl CudaBackend {
                 // must not touch the block once it is reused.
                 if let (Some(san), Some(a)) = (self.sanitizer_if_any(), pool.vmm().lookup(ptr)) {
                     san.forget_waiting(a.ptr, a.size);
+                    self.reclaim_shadow(&san, &a)?;
                 }
                 Ok(pool.free_idle(ptr)?)
             }
@@ -49,6 +54,30 @@ impl CudaBackend {
                 drv!(cuMemFree_v2(ptr))
             }
         }
+    }
+
+    /// Gives the pool records of freed block `a` back (the
+    /// shadow-reclaim entry over its used lines), once the device is done
+    /// with it, and waits for that. Without it a long-lived sanitizer
+    /// would fill its record pool with the records of dead buffers. Does
+    /// nothing before a module brought the entry (no sanitized work ran).
+    fn reclaim_shadow(&self, san: &GpuSanitizer, a: &Allocation) -> Result<()> {
+        let Some(entries) = san.entries() else {
+            return Ok(());
+        };
+        let Some(func) = &entries.reclaim else {
+            return Ok(());
+        };
+        let Some(pool) = self.pool() else {
+            return Ok(());
+        };
+        // The buffer's last stream is not known: every use must be over.
+        pool.vmm().sync_device(a.device)?;
+        let bytes = a.size.div_ceil(LINE_BYTES) * LINE_BYTES;
+        let (config, args) = san.reclaim_launch(a.ptr, bytes.min(a.mapped_bytes));
+        let stream = CudaStream::new(self.device())?;
+        self.launch_runtime_entry(func, SHADOW_RECLAIM_ENTRY, &stream, config, &args)?;
+        stream.synchronize()
     }
 
     /// Enqueues a copy or fill on `stream` (the front end waits for the

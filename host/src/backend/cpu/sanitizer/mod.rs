@@ -499,6 +499,14 @@ impl CpuRaceSanitizer {
     /// No kernel may be running on the buffer, and nothing may use its
     /// memory afterwards.
     pub unsafe fn free(&self, address: u64) -> Result<(), ArenaError> {
+        // Its pool records go back first (`vigil_shared::reclaim`): the
+        // shadow is discarded below, and a long-lived context would fill
+        // its pool with dead buffers' records. A pool never used has none.
+        if let Some(a) = self.allocation_of(address).filter(|a| a.address == address) {
+            if self.mem.pool[PoolHeader::NEXT_WORD].load(MemOrder::Relaxed) != 0 {
+                self.engine().reclaim_range(a.address, a.size);
+            }
+        }
         self.mem.arena.free(address)
     }
 

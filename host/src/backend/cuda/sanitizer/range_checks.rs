@@ -16,7 +16,10 @@ use std::ffi::CStr;
 use std::panic::Location;
 use std::sync::Arc;
 
-use vigil_shared::gpu::{range_access_blocks, RANGE_ACCESS_PARAMS, RANGE_BLOCK_THREADS};
+use vigil_shared::gpu::{
+    range_access_blocks, shadow_reclaim_blocks, RANGE_ACCESS_PARAMS, RANGE_BLOCK_THREADS,
+    SHADOW_RECLAIM_PARAMS,
+};
 
 use super::clocks::LaunchPlan;
 use super::device_memory::DeviceBlock;
@@ -33,12 +36,20 @@ use crate::types::{LaunchConfig, StreamId};
 /// which in a sanitized module finds `name__vigil`.
 const RANGE_ACCESS_LOOKUP: &CStr = c"vigil_range_access";
 
+/// The shadow-reclaim entry as a module looks it up (see
+/// [`RANGE_ACCESS_LOOKUP`]).
+const SHADOW_RECLAIM_LOOKUP: &CStr = c"vigil_shadow_reclaim";
+
 /// The range-access entry of a module loaded on this device (kept loaded
-/// for as long as the sanitizer lives).
+/// for as long as the sanitizer lives), with the shadow-reclaim entry
+/// beside it.
 pub(crate) struct RangeEntry {
     _module: Arc<CudaModule>,
     /// The entry.
     pub func: CudaFunction,
+    /// The shadow-reclaim entry (`None` in a module built before it
+    /// existed: freed buffers then keep their records).
+    pub reclaim: Option<CudaFunction>,
 }
 
 /// One launch of the range-access entry: a host-issued copy or fill.
@@ -207,9 +218,15 @@ impl GpuSanitizer {
             Err(Error::EntryNotLoaded { .. }) => return Ok(None),
             Err(e) => return Err(e),
         };
+        let reclaim = match module.function(SHADOW_RECLAIM_LOOKUP) {
+            Ok(f) => Some(f),
+            Err(Error::EntryNotLoaded { .. }) => None,
+            Err(e) => return Err(e),
+        };
         let entry = Arc::new(RangeEntry {
             _module: module.clone(),
             func,
+            reclaim,
         });
         let next = RangeState::Flushing(entry.clone(), Vec::new());
         let RangeState::Waiting(queued) = std::mem::replace(&mut st.range, next) else {
@@ -219,6 +236,31 @@ impl GpuSanitizer {
             st.range = RangeState::Ready(entry.clone());
         }
         Ok(Some((entry, queued)))
+    }
+
+    /// The device's entries, once a module brought them (before that, no
+    /// sanitized work ran on the device).
+    pub fn entries(&self) -> Option<Arc<RangeEntry>> {
+        match &lock(&self.state).range {
+            RangeState::Ready(e) | RangeState::Flushing(e, _) => Some(e.clone()),
+            RangeState::Waiting(_) => None,
+        }
+    }
+
+    /// The launch of the shadow-reclaim entry over the freed block at
+    /// `addr` of `bytes` (line-aligned): its grid and arguments
+    /// ([`SHADOW_RECLAIM_PARAMS`]).
+    pub fn reclaim_launch(&self, addr: u64, bytes: u64) -> (LaunchConfig, ParamBuffer) {
+        let mut args = ParamBuffer::with_capacity(24, SHADOW_RECLAIM_PARAMS.len());
+        let ordinal = Some(self.device.ordinal());
+        args.begin_arg(0);
+        args.push_pointer(self.runtime.addr, ordinal);
+        args.begin_arg(1);
+        args.push_pointer(addr, ordinal);
+        args.begin_arg(2);
+        args.push(bytes);
+        let config = LaunchConfig::new(shadow_reclaim_blocks(bytes), RANGE_BLOCK_THREADS);
+        (config, args)
     }
 
     /// The checks planned while the waiting ones ran; when there are none,
