@@ -86,6 +86,36 @@ const _: () = assert!(offset_of!(GlobalState, num_threads) == 44);
 const _: () = assert!(offset_of!(GlobalState, clock_buffer_size) == 48);
 const _: () = assert!(offset_of!(GlobalState, thread_state_bytes) == 60);
 
+/// Entries of [`ThreadStateHeader::acquired`].
+pub const ACQUIRED_SNAPSHOTS: usize = 4;
+
+/// A release snapshot a thread joined (see [`ThreadStateHeader::acquired`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct AcquiredSnapshot {
+    /// Bits 0..16: the releasing thread; bits 16..19: where the snapshot
+    /// was joined ([`AcquiredSnapshot::CLOCK`],
+    /// [`AcquiredSnapshot::PENDING_DEVICE`],
+    /// [`AcquiredSnapshot::PENDING_SYSTEM`]); 0: an empty entry.
+    pub joined: u32,
+    /// The snapshot's token in the releaser's clock buffer.
+    pub token: u32,
+    /// The newest own epoch of the releaser joined with it.
+    pub epoch: u32,
+}
+impl AcquiredSnapshot {
+    /// u32 words of an entry.
+    pub const WORDS: usize = size_of::<Self>() / 4;
+    /// Joined into the vector clock.
+    pub const CLOCK: u32 = 1 << 16;
+    /// Joined into the same-device pending clock.
+    pub const PENDING_DEVICE: u32 = 1 << 17;
+    /// Joined into the other-device pending clock.
+    pub const PENDING_SYSTEM: u32 = 1 << 18;
+}
+const _: () = assert!(size_of::<AcquiredSnapshot>() == 12);
+const _: () = assert!(offset_of!(AcquiredSnapshot, epoch) == 8);
+
 /// Header of one sanitizer thread's state. In memory it is followed by
 /// `num_threads` u32 each of: the vector clock, the pending clock acquired
 /// by relaxed reads from same-device releasers, the same from other-device
@@ -127,6 +157,11 @@ pub struct ThreadStateHeader {
     /// list) the vector clock already holds, plus one (0: none): a CTA
     /// following another of the same launch in this slot skips the join.
     pub joined_launch: u32,
+    /// Release snapshots this thread joined lately, direct-mapped by
+    /// releaser and token: an atomic that reads the same release again (a
+    /// spinning poller) skips the join of `num_threads` entries (see
+    /// [`crate::clock`]).
+    pub acquired: [AcquiredSnapshot; ACQUIRED_SNAPSHOTS],
 }
 impl ThreadStateHeader {
     /// The vector clock changed since the last snapshot.
@@ -167,8 +202,11 @@ impl ThreadStateHeader {
     pub const COARSENED_WORD: usize = offset_of!(Self, coarsened) / 4;
     /// Word index of [`ThreadStateHeader::joined_launch`].
     pub const JOINED_LAUNCH_WORD: usize = offset_of!(Self, joined_launch) / 4;
+    /// Word index of the first [`AcquiredSnapshot`].
+    pub const ACQUIRED_WORD: usize = offset_of!(Self, acquired) / 4;
 }
-const _: () = assert!(size_of::<ThreadStateHeader>() == 48);
+const _: () = assert!(size_of::<ThreadStateHeader>() == 96);
+const _: () = assert!(offset_of!(ThreadStateHeader, acquired) == 48);
 const _: () = assert!(offset_of!(ThreadStateHeader, fence_epoch_device) == 32);
 const _: () = assert!(offset_of!(ThreadStateHeader, coarsened) == 40);
 const _: () = assert!(offset_of!(ThreadStateHeader, joined_launch) == 44);

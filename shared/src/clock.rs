@@ -34,7 +34,7 @@
 
 use core::sync::atomic::Ordering as MemOrder;
 
-use crate::abi::ThreadStateHeader as H;
+use crate::abi::{AcquiredSnapshot, ThreadStateHeader as H, ACQUIRED_SNAPSHOTS};
 use crate::atomic::{AtomicFamily, AtomicU32Ops, RwSpinLock};
 
 /// The largest epoch a thread may reach; one more is an
@@ -545,8 +545,85 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
         self.set_header(H::DIRTY_WORD, flags & !H::PENDING);
     }
 
+    /// Under the write lock: whether this thread already joined release
+    /// snapshot `token` of `releaser` with own epoch `epoch` or newer into
+    /// the pending clock of `level` and, with `clock`, into the vector
+    /// clock. A snapshot never changes once a head names it (a token is
+    /// issued once), and the vector clock only grows, so joining it again
+    /// would change nothing; the pending clocks are cleared at a CTA
+    /// entry, and the memo with them.
+    #[inline]
+    pub fn acquired_before(
+        &self,
+        releaser: u32,
+        token: u32,
+        epoch: u32,
+        level: PendingLevel,
+        clock: bool,
+    ) -> bool {
+        let at = Self::acquired_at(releaser, token);
+        let joined = self.header(at);
+        let need = Self::joined_bits(level, clock);
+        joined & 0xffff == releaser
+            && joined & need == need
+            && self.header(at + 1) == token
+            && self.header(at + 2) >= epoch
+    }
+
+    /// Under the write lock: notes that release snapshot `token` of
+    /// `releaser` (own epoch `epoch`) was joined as
+    /// [`ThreadClocks::acquired_before`] asks.
+    #[inline]
+    pub fn note_acquired(
+        &self,
+        releaser: u32,
+        token: u32,
+        epoch: u32,
+        level: PendingLevel,
+        clock: bool,
+    ) {
+        let at = Self::acquired_at(releaser, token);
+        let joined = self.header(at);
+        let bits = Self::joined_bits(level, clock);
+        let same = joined & 0xffff == releaser && joined != 0 && self.header(at + 1) == token;
+        if same {
+            // Only the epoch may differ (releases that changed only the own
+            // entry share a snapshot); an entry's bits hold for its epoch.
+            let noted = self.header(at + 2);
+            if epoch == noted {
+                self.set_header(at, joined | bits);
+            } else if epoch > noted {
+                self.set_header(at, releaser | bits);
+                self.set_header(at + 2, epoch);
+            }
+        } else {
+            self.set_header(at, releaser | bits);
+            self.set_header(at + 1, token);
+            self.set_header(at + 2, epoch);
+        }
+    }
+
+    /// The header word of the memo entry of `(releaser, token)`.
+    #[inline(always)]
+    fn acquired_at(releaser: u32, token: u32) -> usize {
+        let slot = (releaser ^ token) as usize % ACQUIRED_SNAPSHOTS;
+        H::ACQUIRED_WORD + slot * AcquiredSnapshot::WORDS
+    }
+
+    #[inline(always)]
+    fn joined_bits(level: PendingLevel, clock: bool) -> u32 {
+        let pending = match level {
+            PendingLevel::Device => AcquiredSnapshot::PENDING_DEVICE,
+            PendingLevel::System => AcquiredSnapshot::PENDING_SYSTEM,
+        };
+        pending | if clock { AcquiredSnapshot::CLOCK } else { 0 }
+    }
+
     /// Zeroes every pending entry (both levels).
     fn clear_pending(&self) {
+        for k in 0..ACQUIRED_SNAPSHOTS * AcquiredSnapshot::WORDS {
+            self.set_header(H::ACQUIRED_WORD + k, 0);
+        }
         for j in 0..self.num_threads {
             self.pending_word(PendingLevel::Device, j)
                 .store(0, MemOrder::Relaxed);
@@ -598,5 +675,48 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
 pub fn join_clock<F: AtomicFamily>(dst: &[F::U32], src: &[F::U32]) {
     for (d, s) in dst.iter().zip(src.iter()) {
         d.fetch_max(s.load(MemOrder::Relaxed), MemOrder::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::thread_state_words;
+    use crate::atomic::CoreAtomics;
+    use core::sync::atomic::AtomicU32;
+
+    /// The acquire memo answers only for what was joined where, at that
+    /// epoch or newer, and forgets its pending joins with the pending
+    /// clocks (a CTA entry).
+    #[test]
+    fn the_acquire_memo_holds_what_was_joined_and_no_more() {
+        const N: u32 = 4;
+        let words: [AtomicU32; 2 * (H::WORDS + 4 * N as usize + 4)] =
+            core::array::from_fn(|_| AtomicU32::new(0));
+        assert!(words.len() >= thread_state_words(N, 1));
+        let c = ThreadClocks::<CoreAtomics>::new(&words, N, 1);
+        c.init(0);
+        let (dev, sys) = (PendingLevel::Device, PendingLevel::System);
+        assert!(!c.acquired_before(2, 7, 3, dev, false));
+        c.note_acquired(2, 7, 3, dev, false);
+        c.join_pending(dev, 2, 3);
+        assert!(c.acquired_before(2, 7, 3, dev, false));
+        assert!(c.acquired_before(2, 7, 2, dev, false), "an older epoch");
+        assert!(!c.acquired_before(2, 7, 4, dev, false), "a newer epoch");
+        assert!(!c.acquired_before(2, 7, 3, dev, true), "not in the clock");
+        assert!(!c.acquired_before(2, 7, 3, sys, false), "another level");
+        assert!(!c.acquired_before(3, 7, 3, dev, false), "another releaser");
+        assert!(!c.acquired_before(2, 11, 3, dev, false), "another token");
+        // Joined into the clock at a newer epoch: the older bits go.
+        c.note_acquired(2, 7, 5, sys, true);
+        assert!(c.acquired_before(2, 7, 5, sys, true));
+        assert!(!c.acquired_before(2, 7, 5, dev, false));
+        // An older join changes nothing.
+        c.note_acquired(2, 7, 4, dev, false);
+        assert!(!c.acquired_before(2, 7, 4, dev, false));
+        assert!(c.acquired_before(2, 7, 4, sys, true));
+        // A CTA entry clears the pending clocks, and the memo with them.
+        c.reset_fence_state();
+        assert!(!c.acquired_before(2, 7, 5, sys, true));
     }
 }

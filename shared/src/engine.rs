@@ -1583,12 +1583,16 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                 } else {
                     PendingLevel::System
                 };
-                self.clocks(h.tid).read_release(h.token, h.epoch, |j, v| {
-                    clocks.join_pending(level, j, v);
-                    if now {
-                        clocks.join_entry(j, v);
-                    }
-                });
+                // A poller reading the same release again joined it already.
+                if !clocks.acquired_before(h.tid, h.token, h.epoch, level, now) {
+                    self.clocks(h.tid).read_release(h.token, h.epoch, |j, v| {
+                        clocks.join_pending(level, j, v);
+                        if now {
+                            clocks.join_entry(j, v);
+                        }
+                    });
+                    clocks.note_acquired(h.tid, h.token, h.epoch, level, now);
+                }
                 acquired[w][k] = now;
             }
         }
@@ -1900,7 +1904,8 @@ mod tests {
     fn compact_fast_path_matches_the_general_path() {
         const N: u32 = 3;
         let words = crate::abi::thread_state_words(N, 2);
-        let ts: [AtomicU32; 3 * (12 + 6 * 3 + 4)] = core::array::from_fn(|_| AtomicU32::new(0));
+        let ts: [AtomicU32; 3 * (crate::abi::ThreadStateHeader::WORDS + 6 * 3 + 4)] =
+            core::array::from_fn(|_| AtomicU32::new(0));
         assert_eq!(ts.len(), words * N as usize);
         let mem = SliceMemory::<CoreAtomics> {
             thread_states: &ts,

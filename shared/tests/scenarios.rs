@@ -743,3 +743,58 @@ fn pool_exhaustion_with_release_heads_is_an_error_not_a_verdict() {
         o => panic!("expected a pool error, got {o:?}"),
     }
 }
+
+// ----- spinning acquirers --------------------------------------------------------
+
+/// A poller joins a release it reads again only once
+/// (`ThreadClocks::acquired_before`), yet misses nothing: the same
+/// snapshot released again at a later epoch (a release that changed only
+/// the releaser's own entry shares its snapshot) is joined again, and a
+/// relaxed poll's pending join does not stand for an acquire's.
+#[test]
+fn a_poller_joins_each_release_once_and_misses_none() {
+    const DATA2: u64 = 4;
+    // Polls, then the same flag released again after a second write.
+    let again = [
+        plain(0, DATA, 4, true),
+        store(0, FLAG, Release, Device),
+        load(1, FLAG, Acquire, Device),
+        load(1, FLAG, Acquire, Device),
+        load(1, FLAG, Acquire, Device),
+        plain(1, DATA, 4, false),
+        plain(0, DATA2, 4, true),
+        store(0, FLAG, Release, Device),
+        load(1, FLAG, Acquire, Device),
+        plain(1, DATA2, 4, false),
+    ];
+    assert!(matches!(run(2, 1, &again), Outcome::Clean));
+    // Without the second release the second write races with the read.
+    let unpublished = [&again[..7], &again[8..]].concat();
+    assert_eq!(
+        race_kind(run(2, 1, &unpublished)),
+        Some(ReportKind::ReadAfterWrite)
+    );
+    // Relaxed polls (pending joins), then an acquiring one.
+    let relaxed_first = [
+        plain(0, DATA, 4, true),
+        store(0, FLAG, Release, Device),
+        load(1, FLAG, Relaxed, Device),
+        load(1, FLAG, Relaxed, Device),
+        load(1, FLAG, Acquire, Device),
+        plain(1, DATA, 4, false),
+    ];
+    assert!(matches!(run(2, 1, &relaxed_first), Outcome::Clean));
+    // Relaxed polls only: nothing acquired, the read races.
+    let relaxed_only = [&relaxed_first[..4], &relaxed_first[5..]].concat();
+    assert_eq!(
+        race_kind(run(2, 1, &relaxed_only)),
+        Some(ReportKind::ReadAfterWrite)
+    );
+    // Relaxed polls, then an acquire fence: the pending join serves it.
+    let fenced = [
+        &relaxed_first[..4],
+        &[fence(1, Acquire, Device), plain(1, DATA, 4, false)][..],
+    ]
+    .concat();
+    assert!(matches!(run(2, 1, &fenced), Outcome::Clean));
+}
