@@ -1553,29 +1553,6 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         let mut chain = [false; 2];
         let extent = |lw: &LockedWord| atomic_extent(size, self.byte_mask(addr, size, lw.word));
 
-        // A read whose words hold only atomics it cannot race with (a
-        // poller among pollers and the flag's writers) joins what it
-        // acquires after letting the words go: the joins (`num_threads`
-        // entries each) then run beside other pollers, not one at a time
-        // under the words' lock, while the lock holder the pollers wait
-        // for waits too. Its check cannot depend on them: no clock there
-        // can race with it, ordered or not.
-        let deferred_joins = !writes
-            && locked
-                .iter()
-                .flatten()
-                .all(|lw| self.only_compatible_atomics(&lw.state, tid, op.scope, extent(lw)));
-        let mut joins = [None; 2 * (RECORD_RELEASE_SLOTS + 1)];
-        let mut join = |h: &ReleaseHead, level: PendingLevel, now: bool| {
-            if deferred_joins {
-                if let Some(slot) = joins.iter_mut().find(|j| j.is_none()) {
-                    *slot = Some((*h, level, now));
-                    return;
-                }
-            }
-            self.acquire_head(&clocks, h, level, now);
-        };
-
         // Acquire: join (or note as pending) the release heads read. Only
         // an atomic morally strong with the last write (scopes including
         // each other, the very same bytes) reads from its release sequence.
@@ -1606,7 +1583,16 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                 } else {
                     PendingLevel::System
                 };
-                join(h, level, now);
+                // A poller reading the same release again joined it already.
+                if !clocks.acquired_before(h.tid, h.token, h.epoch, level, now) {
+                    self.clocks(h.tid).read_release(h.token, h.epoch, |j, v| {
+                        clocks.join_pending(level, j, v);
+                        if now {
+                            clocks.join_entry(j, v);
+                        }
+                    });
+                    clocks.note_acquired(h.tid, h.token, h.epoch, level, now);
+                }
                 acquired[w][k] = now;
             }
         }
@@ -1687,9 +1673,6 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
         if let Err(e) = self.unlock_words(locked) {
             error = error.or(Some((e, first as u32)));
         }
-        for (h, level, now) in joins.into_iter().flatten() {
-            self.acquire_head(&clocks, &h, level, now);
-        }
         clocks.unlock_exclusive();
         if let Some(r) = race {
             self.emit(r);
@@ -1699,44 +1682,6 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             (None, Some(r)) => Outcome::Race(r),
             (None, None) => Outcome::Clean,
         }
-    }
-
-    /// Joins release head `h` into `clocks` (the reader's, under its write
-    /// lock): into the pending clock of `level`, and with `now` into the
-    /// vector clock; skipped when the reader joined it already (a poller
-    /// reading the same release again).
-    fn acquire_head(
-        &self,
-        clocks: &ThreadClocks<'m, M::Atomics>,
-        h: &ReleaseHead,
-        level: PendingLevel,
-        now: bool,
-    ) {
-        if clocks.acquired_before(h.tid, h.token, h.epoch, level, now) {
-            return;
-        }
-        self.clocks(h.tid).read_release(h.token, h.epoch, |j, v| {
-            clocks.join_pending(level, j, v);
-            if now {
-                clocks.join_entry(j, v);
-            }
-        });
-        clocks.note_acquired(h.tid, h.token, h.epoch, level, now);
-    }
-
-    /// Whether every clock of `st` is an atomic that an atomic of `tid`
-    /// with `scope` and `extent` can never race with (the very same bytes,
-    /// scopes including each other), with no chain or atomic set to look
-    /// through.
-    fn only_compatible_atomics(&self, st: &WordState, tid: u32, scope: Scope, extent: u8) -> bool {
-        st.chain == 0
-            && st.set == 0
-            && st.accesses[..st.len].iter().all(|a| {
-                a.atomic
-                    && a.extent == extent
-                    && self.includes(a.scope, a.tid, tid)
-                    && self.includes(scope, tid, a.tid)
-            })
     }
 
     /// The class of a head: acquirers treat heads of one releasing device
