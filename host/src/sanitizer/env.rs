@@ -62,6 +62,10 @@ pub const KNOWN_VARIABLES: &[(&str, &str)] = &[
         "VIGIL_GRID_BARRIER_BLOCKS",
         "blocks of the grid-barrier scenario",
     ),
+    (
+        "VIGIL_SPIN_LOCK_BLOCKS",
+        "most blocks taking the spin-lock scenario's lock",
+    ),
 ];
 
 /// Prefixes of variable families: `VIGIL_PTX_<LIB>` (the PTX path a

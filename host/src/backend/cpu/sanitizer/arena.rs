@@ -33,6 +33,8 @@ pub(crate) const SIDE_ENTRIES: usize = 2;
 /// Side-table bytes per 4-byte word and plane: the write's and the read's
 /// [`SideEntry`], 16 bytes each.
 const SIDE_PLANE_BYTES_PER_WORD: u64 = 32;
+/// Looks [`Arena::read_side`] takes at an entry a note keeps changing.
+const SIDE_READ_TRIES: u32 = 1024;
 
 /// Side-table bytes per 4-byte word, all planes.
 pub(crate) const SIDE_BYTES_PER_WORD: u64 = SIDE_ENTRIES as u64 * SIDE_PLANE_BYTES_PER_WORD;
@@ -225,19 +227,22 @@ impl Arena {
 
     /// Records `entry` as the newest write (or read) of `word`: it replaces
     /// the newest entry when that one is of the same clock slot, else the
-    /// newest moves down a plane and the oldest goes. Relaxed stores: a
-    /// concurrent update may pair one access's location with another's
-    /// block and thread (the table is best effort).
+    /// newest moves down a plane and the oldest goes. The newest entry's
+    /// location is cleared while its block and thread change and stored
+    /// last, so [`Arena::last_access`] never pairs one access's location
+    /// with another's block and thread (on a 16-core machine a report
+    /// named a kernel write's block with a memset's line); the lower
+    /// planes stay best effort.
     #[inline(always)]
     pub(crate) fn note_access(&self, word: u64, write: bool, entry: SideEntry) {
         let Some(newest) = self.side(word, 0, write) else {
             return;
         };
-        // One swap, not a load then a store: a load of a page never
-        // touched maps the zero page and the store faults it again.
-        let old_meta = newest[1].swap(entry.pack(), MemOrder::Relaxed);
-        let old_loc = newest[0].load(MemOrder::Relaxed);
-        newest[0].store(entry.pack_loc(), MemOrder::Relaxed);
+        // Swaps, not loads then stores: a load of a page never touched
+        // maps the zero page and the store faults it again.
+        let old_loc = newest[0].swap(0, MemOrder::Relaxed);
+        let old_meta = newest[1].swap(entry.pack(), MemOrder::Release);
+        newest[0].store(entry.pack_loc(), MemOrder::Release);
         // Keep the replaced entry in the next plane only when it is another
         // slot's of the same launch (two blocks racing): an empty entry, one
         // of this slot or of an earlier launch just goes, so words each
@@ -265,17 +270,35 @@ impl Arena {
         let mut newest = None;
         for k in 0..SIDE_ENTRIES {
             let s = self.side(word, k, write)?;
-            let loc = s[0].load(MemOrder::Relaxed);
-            if loc == 0 {
+            let Some((loc, meta)) = Self::read_side(s) else {
                 continue;
-            }
-            let e = SideEntry::unpack(loc, s[1].load(MemOrder::Relaxed));
+            };
+            let e = SideEntry::unpack(loc, meta);
             if u32::from(e.tid) == tid {
                 return Some(e);
             }
             newest = newest.or(Some(e));
         }
         newest
+    }
+
+    /// An entry's location and meta as one note left them, `None` when it
+    /// is empty (or still being noted after many looks: a reader then
+    /// reports without it rather than wait on a descheduled writer).
+    #[inline(always)]
+    fn read_side(s: &[AtomicU64; 2]) -> Option<(u64, u64)> {
+        for _ in 0..SIDE_READ_TRIES {
+            let loc = s[0].load(MemOrder::Acquire);
+            if loc == 0 {
+                return None;
+            }
+            let meta = s[1].load(MemOrder::Acquire);
+            if s[0].load(MemOrder::Acquire) == loc {
+                return Some((loc, meta));
+            }
+            std::hint::spin_loop();
+        }
+        None
     }
 
     /// Hands out `size` bytes (at least one); the memory reads as zero the
