@@ -561,13 +561,9 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
         level: PendingLevel,
         clock: bool,
     ) -> bool {
-        let at = Self::acquired_at(releaser, token);
-        let joined = self.header(at);
         let need = Self::joined_bits(level, clock);
-        joined & 0xffff == releaser
-            && joined & need == need
-            && self.header(at + 1) == token
-            && self.header(at + 2) >= epoch
+        self.acquired_entry(releaser, token)
+            .is_some_and(|(_, joined, noted)| joined & need == need && noted >= epoch)
     }
 
     /// Under the write lock: notes that release snapshot `token` of
@@ -582,25 +578,33 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
         level: PendingLevel,
         clock: bool,
     ) {
-        let at = Self::acquired_at(releaser, token);
-        let joined = self.header(at);
         let bits = Self::joined_bits(level, clock);
-        let same = joined & 0xffff == releaser && joined != 0 && self.header(at + 1) == token;
-        if same {
+        match self.acquired_entry(releaser, token) {
             // Only the epoch may differ (releases that changed only the own
             // entry share a snapshot); an entry's bits hold for its epoch.
-            let noted = self.header(at + 2);
-            if epoch == noted {
-                self.set_header(at, joined | bits);
-            } else if epoch > noted {
+            Some((at, joined, noted)) if epoch == noted => self.set_header(at, joined | bits),
+            Some((at, _, noted)) if epoch > noted => {
                 self.set_header(at, releaser | bits);
                 self.set_header(at + 2, epoch);
             }
-        } else {
-            self.set_header(at, releaser | bits);
-            self.set_header(at + 1, token);
-            self.set_header(at + 2, epoch);
+            Some(_) => {}
+            None => {
+                let at = Self::acquired_at(releaser, token);
+                self.set_header(at, releaser | bits);
+                self.set_header(at + 1, token);
+                self.set_header(at + 2, epoch);
+            }
         }
+    }
+
+    /// The memo entry of `(releaser, token)` if it holds that snapshot:
+    /// its header word, where it was joined and its epoch.
+    #[inline(always)]
+    fn acquired_entry(&self, releaser: u32, token: u32) -> Option<(usize, u32, u32)> {
+        let at = Self::acquired_at(releaser, token);
+        let joined = self.header(at);
+        (joined != 0 && joined & 0xffff == releaser && self.header(at + 1) == token)
+            .then(|| (at, joined, self.header(at + 2)))
     }
 
     /// The header word of the memo entry of `(releaser, token)`.
