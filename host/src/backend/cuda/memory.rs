@@ -42,11 +42,14 @@ impl CudaBackend {
             Some(pool) => {
                 // Transfer checks still waiting for the range-access entry
                 // must not touch the block once it is reused.
+                let mut reclaimed = Ok(());
                 if let (Some(san), Some(a)) = (self.sanitizer_if_any(), pool.vmm().lookup(ptr)) {
                     san.forget_waiting(a.ptr, a.size);
-                    self.reclaim_shadow(&san, &a)?;
+                    reclaimed = self.reclaim_shadow(&san, &a);
                 }
-                Ok(pool.free_idle(ptr)?)
+                // Freed even when the records could not be given back.
+                pool.free_idle(ptr)?;
+                reclaimed
             }
             None => {
                 self.device().bind()?;
