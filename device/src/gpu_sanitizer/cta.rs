@@ -78,6 +78,42 @@ pub(super) fn lane() -> (u32, u32) {
     ((t.z * d.y + t.y) * d.x + t.x, d.x * d.y * d.z)
 }
 
+/// This thread's indices of `0..n` in a grid-stride loop over the whole
+/// grid (the runtime's own entries: range access, shadow reclaim).
+#[inline(always)]
+pub(super) fn grid_stride(n: u64) -> GridStride {
+    let (lane, lanes) = lane();
+    let g = arch::grid_dim();
+    let threads = u64::from(lanes) * u64::from(g.x * g.y * g.z);
+    let first = u64::from(super::hooks::linear_block()) * u64::from(lanes) + u64::from(lane);
+    GridStride {
+        next: first,
+        end: n,
+        stride: threads.max(1),
+    }
+}
+
+/// The iterator of [`grid_stride`] (a plain loop: `step_by` doubles the
+/// entries' code with its checks).
+pub(super) struct GridStride {
+    next: u64,
+    end: u64,
+    stride: u64,
+}
+
+impl Iterator for GridStride {
+    type Item = u64;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<u64> {
+        let i = self.next;
+        (i < self.end).then(|| {
+            self.next = i.saturating_add(self.stride);
+            i
+        })
+    }
+}
+
 /// `len` u32 atomics at device address `addr`.
 ///
 /// # Safety

@@ -16,8 +16,8 @@
 use vigil_shared::gpu::RANGE_UNIT_BYTES;
 use vigil_shared::gpu::{range_unit, range_units, RANGE_ACCESS_ENTRY};
 
-use super::cta::{lane, run_cta};
-use super::hooks::{check_host_access, linear_block};
+use super::cta::{grid_stride, run_cta};
+use super::hooks::check_host_access;
 
 /// True when `a` and `b` are the same string (in a constant).
 pub(super) const fn same(a: &str, b: &str) -> bool {
@@ -75,14 +75,8 @@ pub unsafe extern "ptx-kernel" fn range_access(
 /// This thread's units of `[addr, addr + bytes)`, grid-stride.
 #[inline(always)]
 fn check_range(addr: u64, bytes: u64, write: bool, site: u64, at: (u32, u32)) {
-    let (lane, lanes) = lane();
-    let g = crate::arch::ptx::grid_dim();
-    let threads = u64::from(lanes) * u64::from(g.x * g.y * g.z);
-    let mut unit = u64::from(linear_block()) * u64::from(lanes) + u64::from(lane);
-    let units = range_units(addr, bytes);
-    while unit < units {
+    for unit in grid_stride(range_units(addr, bytes)) {
         let (start, size) = range_unit(addr, bytes, unit);
         check_host_access(start, size, write, site, at);
-        unit += threads.max(1);
     }
 }

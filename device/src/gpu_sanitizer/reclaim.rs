@@ -12,9 +12,8 @@
 use vigil_shared::engine::Engine;
 use vigil_shared::gpu::{GpuRuntime, SHADOW_RECLAIM_ENTRY};
 
-use super::cta::lane;
+use super::cta::grid_stride;
 use super::device_atomics::EngineAtomics;
-use super::hooks::linear_block;
 use super::memory::RuntimeMemory;
 use super::range::same;
 
@@ -37,12 +36,7 @@ pub unsafe extern "ptx-kernel" fn shadow_reclaim(runtime: u64, addr: u64, bytes:
     let Some(words) = engine.whole_line_words(addr, bytes) else {
         return;
     };
-    let (lane, lanes) = lane();
-    let g = crate::arch::ptx::grid_dim();
-    let threads = u64::from(lanes) * u64::from(g.x * g.y * g.z);
-    let mut w = words.start + u64::from(linear_block()) * u64::from(lanes) + u64::from(lane);
-    while w < words.end {
-        engine.reclaim_word(w, true);
-        w += threads.max(1);
+    for k in grid_stride(words.end - words.start) {
+        engine.reclaim_word(words.start + k, true);
     }
 }
