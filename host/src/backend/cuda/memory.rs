@@ -78,9 +78,10 @@ impl CudaBackend {
         pool.vmm().sync_device(a.device)?;
         let bytes = a.size.div_ceil(LINE_BYTES) * LINE_BYTES;
         let (config, args) = san.reclaim_launch(a.ptr, bytes.min(a.mapped_bytes));
-        let stream = CudaStream::new(self.device())?;
-        self.launch_runtime_entry(func, SHADOW_RECLAIM_ENTRY, &stream, config, &args)?;
-        stream.synchronize()
+        san.with_own_stream(|stream| {
+            self.launch_runtime_entry(func, SHADOW_RECLAIM_ENTRY, stream, config, &args)?;
+            stream.synchronize()
+        })
     }
 
     /// Enqueues a copy or fill on `stream` (the front end waits for the

@@ -74,14 +74,15 @@ impl CudaBackend {
         entry: &RangeEntry,
         batch: Vec<RangeCheck>,
     ) -> Result<()> {
-        let own = CudaStream::new(self.device())?;
-        for mut check in batch {
-            check.write_header(&own)?;
-            let args = san.range_args(&check);
-            self.launch_sanitized(&entry.func, &check.name, &own, check.config, &args)?;
-            // The next check may join this one's exit clock.
-            own.synchronize()?;
-        }
-        Ok(())
+        san.with_own_stream(|own| {
+            for mut check in batch {
+                check.write_header(own)?;
+                let args = san.range_args(&check);
+                self.launch_sanitized(&entry.func, &check.name, own, check.config, &args)?;
+                // The next check may join this one's exit clock.
+                own.synchronize()?;
+            }
+            Ok(())
+        })
     }
 }

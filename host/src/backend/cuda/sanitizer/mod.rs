@@ -144,6 +144,9 @@ pub(crate) struct GpuSanitizer {
     reports: MappedBlock,
     layout: Option<LocationLayout>,
     state: Mutex<State>,
+    /// The stream the runtime's own launches run on outside every user
+    /// stream's order (`GpuSanitizer::with_own_stream`), made on first use.
+    own_stream: Mutex<Option<CudaStream>>,
 }
 
 /// Launch ids, unique in the process: a race's earlier access may be
@@ -255,6 +258,7 @@ impl GpuSanitizer {
             _sc_fences: sc_fences,
             reports,
             layout: LocationLayout::probe(),
+            own_stream: Mutex::new(None),
             state: Mutex::new(State {
                 book: ClockBook::new(g.num_threads),
                 host_clock: vec![0; g.num_threads as usize],
@@ -345,6 +349,19 @@ impl GpuSanitizer {
         args.append_hidden(launch);
         debug_assert_eq!(HIDDEN_PARAMS.len(), 4);
         args
+    }
+
+    /// Runs `f` on the sanitizer's own stream (made on first use, then
+    /// kept): the runtime's launches that no user stream orders, the
+    /// transfer checks that waited for the range-access entry and the
+    /// shadow reclaims of freed buffers. One caller at a time.
+    pub(crate) fn with_own_stream<R>(&self, f: impl FnOnce(&CudaStream) -> Result<R>) -> Result<R> {
+        let mut own = lock(&self.own_stream);
+        let stream = match &mut *own {
+            Some(s) => s,
+            none => none.insert(CudaStream::new(&self.device)?),
+        };
+        f(stream)
     }
 
     /// Reads and clears the report buffer (call after synchronising with
