@@ -160,6 +160,13 @@ mod scenarios {
         LaunchConfig::new(blocks, 1)
     }
 
+    /// `blocks`, at most the bound environment variable `var` gives
+    /// (`default` without it).
+    fn bounded_blocks(blocks: u32, var: &str, default: u32) -> u32 {
+        let bound = std::env::var(var).ok().and_then(|v| v.parse().ok());
+        blocks.min(bound.unwrap_or(default))
+    }
+
     /// `last_block_reduction` with `fence_code`; checks the sum.
     fn reduction(
         make: MakeContext,
@@ -221,11 +228,7 @@ mod scenarios {
         // preempted lock holders (64 take about a minute on 2 cores), so
         // the barrier runs over at most 8 blocks here unless
         // VIGIL_GRID_BARRIER_BLOCKS raises the bound.
-        let bound = std::env::var("VIGIL_GRID_BARRIER_BLOCKS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(8);
-        let blocks = blocks.min(bound);
+        let blocks = bounded_blocks(blocks, "VIGIL_GRID_BARRIER_BLOCKS", 8);
         let Some(b) = Bench::new(make, blocks as usize) else {
             return;
         };
@@ -601,11 +604,7 @@ mod scenarios {
         // GPU sanitizer with many CTAs polling one lock (see
         // ARCHITECTURE.md). The lock is taken by at most 16 blocks here
         // unless VIGIL_SPIN_LOCK_BLOCKS raises the bound.
-        let bound = std::env::var("VIGIL_SPIN_LOCK_BLOCKS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(16);
-        let blocks = blocks.min(bound);
+        let blocks = bounded_blocks(blocks, "VIGIL_SPIN_LOCK_BLOCKS", 16);
         let b = Bench::new(make, 2)?;
         let (mut lock, mut data) = (
             b.zeros_of::<u32>(1),
