@@ -205,6 +205,16 @@ pub struct EngineConfig {
     pub spill_snapshots: bool,
 }
 
+/// How many times the atomic-set fast path looks for its word's lock free
+/// before it takes the lock like any other atomic. Raisers rarely find the
+/// lock held (only accesses outside the set take it), so this seldom
+/// ends a look; where the lock is held nearly all the time (every poll of
+/// a spin lock takes it), the locked path's turn-taking lets the raiser
+/// through. Measured on an H100: raisers that looked again without bound
+/// kept the thread that had taken a relaxed spin lock from entering its
+/// critical section while 23 others polled (no end in 25 s).
+const RAISER_LOOKS: u32 = 64;
+
 /// The GPU runtime's [`EngineConfig::chain_records_per_word`]: no chain.
 /// Measured on an H100, a chained history made a racing or atomic word
 /// that thousands of sanitizer threads hit several times slower (the
@@ -1461,10 +1471,13 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             scope: op.scope,
             extent: atomic_extent(size, mask),
         };
-        // Raisers never take the lock: one that finds it held, or finds
-        // that it was held while it looked, looks again (a raiser taking
-        // the lock would make every raiser behind it fail in turn).
-        loop {
+        // A raiser that finds the lock held, or finds that it was held
+        // while it looked, looks again (a raiser taking the lock would make
+        // every raiser behind it fail in turn), but only so often: a word
+        // whose lock is rarely free (pollers of a spin lock hold it for
+        // every poll) would starve it, and it may be the very thread that
+        // took the program's lock, which every poller waits for.
+        for _ in 0..RAISER_LOOKS {
             let seen = lock.load(MemOrder::Acquire);
             let meta = meta.load(MemOrder::Relaxed);
             if meta & InflatedRecord::SET_FAST_PATH == 0 {
@@ -1503,6 +1516,7 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
                 return true;
             }
         }
+        false
     }
 
     /// [`Engine::atomic`] under the lock of the words it touches.

@@ -821,6 +821,47 @@ fn a_raiser_inside_the_record_lock_is_seen_by_the_next_locker() {
     });
 }
 
+/// A locker that claims the next turn (no patience) and one that does
+/// not exclude each other and both get the lock, with a raiser about:
+/// every increment made under the lock is kept.
+#[test]
+fn lockers_claiming_the_next_turn_exclude_each_other_and_all_get_through() {
+    long_model(|| {
+        let word = Arc::new(A32(LU32::new(0)));
+        let count = Arc::new(A32(LU32::new(0)));
+        let increment = |word: &A32, count: &A32, patience: u32| {
+            RecordLock::lock_with_patience::<LoomAtomics>(word, patience);
+            let v = count.load(MemOrder::Relaxed);
+            count.store(v + 1, MemOrder::Relaxed);
+            RecordLock::unlock::<LoomAtomics>(word);
+        };
+        let impatient: Vec<_> = (0..1)
+            .map(|_| {
+                let (word, count) = (word.clone(), count.clone());
+                loom::thread::spawn(move || increment(&word, &count, 0))
+            })
+            .collect();
+        let raiser = {
+            let word = word.clone();
+            loom::thread::spawn(move || {
+                let seen = word.load(MemOrder::Acquire);
+                if RecordLock::open(seen) && RecordLock::enter::<LoomAtomics>(&word, seen) {
+                    RecordLock::leave::<LoomAtomics>(&word);
+                }
+            })
+        };
+        increment(&word, &count, RecordLock::PATIENCE);
+        for t in impatient {
+            t.join().unwrap();
+        }
+        raiser.join().unwrap();
+        assert_eq!(count.load(MemOrder::Relaxed), 2, "an increment was lost");
+        let w = word.load(MemOrder::Relaxed);
+        assert_eq!(w & 7, 0, "left held, awaited or claimed: {w:#x}");
+        assert_eq!(RecordLock::version(w), 2);
+    });
+}
+
 // ----- the same-block table's line entries (`vigil_shared::block_line`)
 
 /// A line entry (loom's mode word; its records and the line's word
