@@ -104,12 +104,15 @@ impl<'r> Reporter<'r> {
     /// one of an older launch, else the way the key picks. A way is
     /// claimed by turning its location word into [`CLAIMED`] with a
     /// compare-exchange (two blocks noting into one set at once take
-    /// different ways) and published by storing the location last.
+    /// different ways) and published by storing the location last, with
+    /// the way's rewrite count ([`REWRITES`]) one up: a note that read a
+    /// way before another took and rewrote it cannot claim it then, even
+    /// when both notes are of one site.
     /// Readers skip claimed ways and check the key, so a half-written
     /// entry is only a miss that [`Reporter::prior_of`] polls past.
     #[inline(always)]
     fn place(&self, key: u64, write: bool, new: SideEntry, same: impl Fn(&SideEntry) -> bool) {
-        let raw_new: [u64; SideEntry::U64S] = bytemuck::cast(new);
+        let mut raw_new: [u64; SideEntry::U64S] = bytemuck::cast(new);
         // The way taken when every way holds another access of this
         // launch: the key's (found in the loop: an array indexed by a
         // run-time value would live in local memory).
@@ -130,13 +133,16 @@ impl<'r> Reporter<'r> {
                 // it (as the CPU backend's table does), rewritten under a
                 // claim like a free way; this very access again (a loop
                 // on one word): nothing to store.
-                if raw != raw_new && claim(slot, raw[0]) {
+                let again = raw[1..] == raw_new[1..] && site(raw[0]) == new.location;
+                if !again && claim(slot, raw[0]) {
+                    raw_new[0] = rewritten(raw[0], new.location);
                     store_entry(slot, raw_new);
                 }
                 return;
             }
             let free = held.location == 0 || (complete && held.launch != new.launch);
             if free && claim(slot, raw[0]) {
+                raw_new[0] = rewritten(raw[0], new.location);
                 store_entry(slot, raw_new);
                 return;
             }
@@ -146,6 +152,7 @@ impl<'r> Reporter<'r> {
         }
         if let Some((slot, location)) = last_resort {
             if claim(slot, location) {
+                raw_new[0] = rewritten(location, new.location);
                 store_entry(slot, raw_new);
             }
         }
@@ -219,6 +226,32 @@ impl<'r> Reporter<'r> {
 /// The location word of a side-table way being written by the note that
 /// claimed it (no `Location` lives at the top of the address space).
 const CLAIMED: u64 = u64::MAX;
+
+/// Bits 48..56 of a way's location word: how often the way was written
+/// (mod 256). Every note of one access site has the same location, so
+/// without them a note that read a way free could claim it after another
+/// note had claimed and filled it (the word read back the same) and
+/// overwrite that note: measured on an H100, about one run in ten of
+/// 1,024 blocks' off-by-one 16-byte tiles lost a race's earlier half so.
+/// Locations are device addresses below 2^48 or host-site tags
+/// ([`HOST_SITE_TAG`]: bit 63 and a small index).
+///
+/// [`HOST_SITE_TAG`]: vigil_shared::gpu::HOST_SITE_TAG
+const REWRITES: u64 = 0xff << 48;
+
+/// The site a (complete) way's location word names.
+#[inline(always)]
+fn site(location_word: u64) -> u64 {
+    location_word & !REWRITES
+}
+
+/// The location word of a note of `site` written into a way whose word
+/// was `held`: its rewrite count one up.
+#[inline(always)]
+fn rewritten(held: u64, site: u64) -> u64 {
+    let count = (held & REWRITES).wrapping_add(1 << 48) & REWRITES;
+    site | count
+}
 
 /// Tag bit of a run entry's `thread` field (block threads are < 2^16).
 const RUN_TAG: u32 = 1 << 31;
@@ -347,7 +380,11 @@ fn load_entry(slot: &Way) -> Option<SideEntry> {
     core::sync::atomic::fence(Ordering::Acquire);
     let raw = load_relaxed(slot);
     core::sync::atomic::fence(Ordering::Acquire);
-    (raw[0] == location && slot[0].load(Ordering::Relaxed) == location).then(|| bytemuck::cast(raw))
+    let unchanged = raw[0] == location && slot[0].load(Ordering::Relaxed) == location;
+    unchanged.then(|| SideEntry {
+        location: site(location),
+        ..bytemuck::cast(raw)
+    })
 }
 
 /// Reads an entry with relaxed loads only (a note choosing its way).
@@ -360,8 +397,8 @@ fn load_relaxed(slot: &Way) -> [u64; SideEntry::U64S] {
 /// all relaxed: no fence on the access path. Until the location lands,
 /// readers see the way claimed; one that sees the location before the
 /// rest checks the key (word, thread, epoch) the rest holds, which a
-/// claimed way's earlier contents (empty, or another launch's: epochs are
-/// never reused) cannot match, and polls again. (This leans on a thread's
+/// claimed way's earlier contents (empty, another launch's: epochs are
+/// never reused, or another key's) cannot match, and polls again. (This leans on a thread's
 /// stores to one 32-byte sector reaching L2 in order, as the claim's
 /// compare-exchange and the stores after it do; the PTX model alone does
 /// not promise that, and the release store that did cost every access a
@@ -619,6 +656,63 @@ mod tests {
                 assert_eq!(rep.prior_of(&race, 7, 7).block, tid + 1, "round {round}");
             }
         }
+    }
+
+    #[test]
+    fn blocks_taking_ways_an_earlier_launch_left_at_the_same_site_keep_every_note() {
+        // As above, but every way holds an earlier launch's note of the
+        // same site (the same location word: a kernel launched again, or
+        // another width of one generic kernel). Two blocks that read one
+        // such way free must not both take it: the second's claim of what
+        // it read must fail once the first has written its own note there.
+        let mut lost = 0;
+        for _ in 0..2000 {
+            let table = SideTable::new(3);
+            let rep = table.reporter();
+            for tid in 10..14u32 {
+                let old = SideEntry {
+                    location: 0x4000,
+                    tid,
+                    epoch: 1,
+                    launch: 1,
+                    ..SideEntry::default()
+                };
+                rep.note(7, 7, true, old);
+            }
+            let start = std::sync::Barrier::new(4);
+            std::thread::scope(|s| {
+                for tid in 0..4u32 {
+                    let (rep, start) = (&rep, &start);
+                    s.spawn(move || {
+                        start.wait();
+                        let e = SideEntry {
+                            location: 0x4000,
+                            tid,
+                            epoch: 2,
+                            block: tid + 1,
+                            launch: 2,
+                            ..SideEntry::default()
+                        };
+                        rep.note(7, 7, true, e);
+                    });
+                }
+            });
+            for tid in 0..4u32 {
+                let race = RaceReport {
+                    prior_tid: tid,
+                    prior_epoch: 2,
+                    prior_access: AccessKind::Write as u32,
+                    ..RaceReport::default()
+                };
+                let found = rep.prior_of(&race, 7, 7);
+                if found.block != tid + 1 {
+                    lost += 1;
+                } else {
+                    assert_eq!(found.location, 0x4000, "the site, without the way's count");
+                }
+            }
+        }
+        assert_eq!(lost, 0, "notes lost to a way taken twice");
     }
 
     #[test]
