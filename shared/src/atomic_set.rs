@@ -23,13 +23,16 @@
 //! end), checks itself against the record's other clocks (at most 8; it
 //! cannot race with the set's) and, if it races with none, raises its own
 //! entry with one `atomic max` instead of locking the record, or does
-//! nothing at all when the entry already holds its epoch. It enters the
-//! record's [`RecordLock`](crate::atomic::RecordLock) as a *raiser* for
-//! the raise: only while nobody holds or awaits the lock, and only if the
-//! lock's version is still the one it read before it looked at the record
-//! (else it records the access under the lock). A locker waits for the
-//! raisers inside to leave, so every raise is in before anybody reads the
-//! entries under the lock, without a fence. Under the lock, an access of
+//! nothing at all when the entry already holds its epoch. For the raise
+//! it enters the record's [`RecordLock`](crate::atomic::RecordLock) as a
+//! *raiser* first (only while nobody holds or awaits the lock, and only if
+//! the lock's version is still the one it read), then performs the
+//! operation and checks the clocks inside; a compare-exchange that did
+//! not write, or an access that races, leaves and is recorded under the
+//! lock. A locker waits for the raisers inside to leave, so every raise is
+//! in before anybody reads the entries under the lock, without a fence,
+//! and no raiser waits for the lock once it has performed its operation
+//! (which might be the one every other thread is waiting for). Under the lock, an access of
 //! the class raises its entry too; any other access is checked against
 //! every entry in use (`O(num_threads)`, skipped while none is), and
 //! clears the entries it subsumes.

@@ -205,16 +205,6 @@ pub struct EngineConfig {
     pub spill_snapshots: bool,
 }
 
-/// How many times the atomic-set fast path looks for its word's lock free
-/// before it takes the lock like any other atomic. Raisers rarely find the
-/// lock held (only accesses outside the set take it), so this seldom
-/// ends a look; where the lock is held nearly all the time (every poll of
-/// a spin lock takes it), the locked path's turn-taking lets the raiser
-/// through. Measured on an H100: raisers that looked again without bound
-/// kept the thread that had taken a relaxed spin lock from entering its
-/// critical section while 23 others polled (no end in 25 s).
-const RAISER_LOOKS: u32 = 64;
-
 /// The GPU runtime's [`EngineConfig::chain_records_per_word`]: no chain.
 /// Measured on an H100, a chained history made a racing or atomic word
 /// that thousands of sanitizer threads hit several times slower (the
@@ -1471,13 +1461,18 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             scope: op.scope,
             extent: atomic_extent(size, mask),
         };
-        // A raiser that finds the lock held, or finds that it was held
-        // while it looked, looks again (a raiser taking the lock would make
-        // every raiser behind it fail in turn), but only so often: a word
-        // whose lock is rarely free (pollers of a spin lock hold it for
-        // every poll) would starve it, and it may be the very thread that
-        // took the program's lock, which every poller waits for.
-        for _ in 0..RAISER_LOOKS {
+        // A raiser performs its operation either on the same epoch's
+        // shortcut (nothing to raise) or inside the lock as a raiser: never
+        // before waiting for the lock. A raiser that had performed and then
+        // waited could be the very thread that took the program's own lock
+        // (a spin lock's taker), and every poller, holding the word's lock
+        // in turn for each poll, kept it waiting (on an H100 a relaxed spin
+        // lock of 24 blocks did not finish in 25 s). Raisers that find the
+        // lock held look again rather than take it: raisers that took it
+        // after a while formed a convoy on a counter every thread of a
+        // 16M-thread grid adds to (each found the lock held by the one
+        // before; 18 ms became more than 20 s).
+        loop {
             let seen = lock.load(MemOrder::Acquire);
             let meta = meta.load(MemOrder::Relaxed);
             if meta & InflatedRecord::SET_FAST_PATH == 0 {
@@ -1486,37 +1481,33 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
             let Some(set) = self.set_at(meta >> InflatedRecord::SET_SHIFT) else {
                 return false;
             };
-            if !set.class().admits(&n, self.device(tid)) || !run() {
+            if !set.class().admits(&n, self.device(tid)) {
                 return false;
             }
             // The word's other clocks (the set's cannot race with `n`): a
             // race with one is the locked path's to report, also when the
-            // set holds this access already. Read without the lock, they
-            // are what the lock's version `seen` says, if it is still that
-            // when the raise enters.
-            for k in 0..RECORD_ACCESS_SLOTS {
-                let Some(a) = WordState::record_clock::<M::Atomics>(rec, k) else {
-                    break;
-                };
-                if self.conflicts(&a, &n, clocks.get(a.tid) >= a.epoch) {
-                    return false;
-                }
-            }
+            // set holds this access already.
+            let clean = || {
+                (0..RECORD_ACCESS_SLOTS)
+                    .map_while(|k| WordState::record_clock::<M::Atomics>(rec, k))
+                    .all(|a| !self.conflicts(&a, &n, clocks.get(a.tid) >= a.epoch))
+            };
             if set.entry(tid) >= epoch {
                 // FastTrack's same epoch: the set holds this access already.
-                return true;
+                return run() && clean();
             }
-            if !RecordLock::open(seen) {
+            if !RecordLock::open(seen) || !RecordLock::enter::<M::Atomics>(lock, seen) {
                 M::Atomics::spin();
                 continue;
             }
-            if RecordLock::enter::<M::Atomics>(lock, seen) {
+            // Inside, no locker holds the word: its clocks stay as read.
+            let raised = run() && clean();
+            if raised {
                 set.raise(tid, epoch);
-                RecordLock::leave::<M::Atomics>(lock);
-                return true;
             }
+            RecordLock::leave::<M::Atomics>(lock);
+            return raised;
         }
-        false
     }
 
     /// [`Engine::atomic`] under the lock of the words it touches.
