@@ -621,39 +621,50 @@ mod tests {
         }
     }
 
+    /// Four blocks (sanitizer threads 0 to 3, blocks 1 to 4) note a write
+    /// of word 7 at `epoch` in launch `launch` at the same moment; returns
+    /// what a race against each one's write finds.
+    fn four_blocks_note_at_once(rep: &Reporter<'_>, epoch: u32, launch: u32) -> Vec<SideEntry> {
+        let start = std::sync::Barrier::new(4);
+        std::thread::scope(|s| {
+            for tid in 0..4u32 {
+                let start = &start;
+                s.spawn(move || {
+                    start.wait();
+                    let e = SideEntry {
+                        location: 0x4000,
+                        tid,
+                        epoch,
+                        block: tid + 1,
+                        launch,
+                        ..SideEntry::default()
+                    };
+                    rep.note(7, 7, true, e);
+                });
+            }
+        });
+        (0..4u32)
+            .map(|tid| {
+                let race = RaceReport {
+                    prior_tid: tid,
+                    prior_epoch: epoch,
+                    prior_access: AccessKind::Write as u32,
+                    ..RaceReport::default()
+                };
+                rep.prior_of(&race, 7, 7)
+            })
+            .collect()
+    }
+
     #[test]
     fn blocks_noting_into_one_set_at_once_take_different_ways() {
         // A table of one set pair: every key lands in the same set of 4
         // ways. Four blocks note at the same moment; all four are found.
         for round in 0..200u32 {
             let table = SideTable::new(3);
-            let rep = table.reporter();
-            let start = std::sync::Barrier::new(4);
-            std::thread::scope(|s| {
-                for tid in 0..4u32 {
-                    let (rep, start) = (&rep, &start);
-                    s.spawn(move || {
-                        start.wait();
-                        let e = SideEntry {
-                            location: 0x4000,
-                            tid,
-                            epoch: round,
-                            block: tid + 1,
-                            launch: round,
-                            ..SideEntry::default()
-                        };
-                        rep.note(7, 7, true, e);
-                    });
-                }
-            });
-            for tid in 0..4u32 {
-                let race = RaceReport {
-                    prior_tid: tid,
-                    prior_epoch: round,
-                    prior_access: AccessKind::Write as u32,
-                    ..RaceReport::default()
-                };
-                assert_eq!(rep.prior_of(&race, 7, 7).block, tid + 1, "round {round}");
+            let found = four_blocks_note_at_once(&table.reporter(), round, round);
+            for (tid, e) in (0..).zip(&found) {
+                assert_eq!(e.block, tid + 1, "round {round}");
             }
         }
     }
@@ -679,36 +690,11 @@ mod tests {
                 };
                 rep.note(7, 7, true, old);
             }
-            let start = std::sync::Barrier::new(4);
-            std::thread::scope(|s| {
-                for tid in 0..4u32 {
-                    let (rep, start) = (&rep, &start);
-                    s.spawn(move || {
-                        start.wait();
-                        let e = SideEntry {
-                            location: 0x4000,
-                            tid,
-                            epoch: 2,
-                            block: tid + 1,
-                            launch: 2,
-                            ..SideEntry::default()
-                        };
-                        rep.note(7, 7, true, e);
-                    });
-                }
-            });
-            for tid in 0..4u32 {
-                let race = RaceReport {
-                    prior_tid: tid,
-                    prior_epoch: 2,
-                    prior_access: AccessKind::Write as u32,
-                    ..RaceReport::default()
-                };
-                let found = rep.prior_of(&race, 7, 7);
-                if found.block != tid + 1 {
+            for (tid, e) in (0..).zip(four_blocks_note_at_once(&rep, 2, 2)) {
+                if e.block != tid + 1 {
                     lost += 1;
                 } else {
-                    assert_eq!(found.location, 0x4000, "the site, without the way's count");
+                    assert_eq!(e.location, 0x4000, "the site, without the way's count");
                 }
             }
         }
