@@ -600,8 +600,8 @@ mod scenarios {
     ) -> Option<(vigil::Result<()>, usize)> {
         // Every block's holder joins the last holder's release, and every
         // poller joins each new one once (`num_threads` entries each, 1 ms
-        // on an H100): sanitized there, 256 blocks take 1 to 6 s, 1,024
-        // blocks up to 35 s (relaxed) and far longer with acquires. The
+        // on an H100): sanitized there, 256 blocks took 2 to 20 s, 1,024
+        // blocks 34 s (relaxed) and far longer with acquires. The
         // lock is taken by at most 256 blocks here unless
         // VIGIL_SPIN_LOCK_BLOCKS raises the bound.
         let blocks = bounded_blocks(blocks, "VIGIL_SPIN_LOCK_BLOCKS", 256);
