@@ -40,10 +40,12 @@
 //! Sets come from the pool's bump region, contiguous, within the share of
 //! the pool chains may take ([`crate::shadow::Pool::allocate_block`]); a
 //! word that gets none keeps its record and chain as before. A set stays
-//! its word's for as long as the word's record, which is never given back
-//! either (a freed buffer's shadow is reset, its records leak): the fast
-//! path reads a set without the lock, so a set's memory must never become
-//! anything else while some thread may still be raising an entry.
+//! its word's for as long as the word's record: both go back to the pool
+//! only when the word's buffer is freed ([`crate::reclaim`]), after every
+//! access to it has finished (the GPU frees after synchronising the
+//! device). The fast path reads a set without the lock, so a set's memory
+//! must never become anything else while some thread may still be raising
+//! an entry.
 
 use core::sync::atomic::Ordering as MemOrder;
 
