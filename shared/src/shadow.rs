@@ -761,19 +761,12 @@ impl<'a, F: AtomicFamily> Pool<'a, F> {
 
     /// Gives record `i` back (no longer referenced by anyone).
     pub fn free(&self, i: u32) {
-        let Some(head) = self.header(PoolHeader::FREE_HEAD_WORD) else {
-            return;
-        };
-        let lock = &self.words[PoolHeader::FREE_LOCK_WORD];
-        SpinLock::lock::<F>(lock);
-        self.set_chain_next(i, head.load(MemOrder::Relaxed));
-        head.store(i + 1, MemOrder::Relaxed);
-        SpinLock::unlock::<F>(lock);
+        self.free_block(i, 1);
     }
 
-    /// Gives the `records` records from `first` back (an atomic set's
-    /// block, no longer referenced), one free-list entry each, in one hold
-    /// of the list's lock.
+    /// Gives the `records` records from `first` back (a record, or an
+    /// atomic set's block, no longer referenced by anyone), one free-list
+    /// entry each, in one hold of the list's lock.
     pub fn free_block(&self, first: u32, records: u32) {
         let Some(head) = self.header(PoolHeader::FREE_HEAD_WORD) else {
             return;
