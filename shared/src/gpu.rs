@@ -491,7 +491,14 @@ pub const SHADOW_RECLAIM_PARAMS: &[ParamDesc] = &[
 /// [`RANGE_MAX_BLOCKS`], at least one block (the entry loops
 /// grid-stride).
 pub const fn shadow_reclaim_blocks(bytes: u64) -> u32 {
-    let blocks = (bytes / WORD_BYTES).div_ceil(RANGE_BLOCK_THREADS as u64);
+    runtime_grid(bytes / WORD_BYTES)
+}
+
+/// Blocks of [`RANGE_BLOCK_THREADS`] for one thread per item of `items`,
+/// at most [`RANGE_MAX_BLOCKS`], at least one (the runtime's entries loop
+/// grid-stride, so any grid is right).
+const fn runtime_grid(items: u64) -> u32 {
+    let blocks = items.div_ceil(RANGE_BLOCK_THREADS as u64);
     if blocks == 0 {
         1
     } else if blocks > RANGE_MAX_BLOCKS {
@@ -552,15 +559,7 @@ pub const fn range_access_blocks(reads: (u64, u64), writes: (u64, u64)) -> u32 {
         range_units(reads.0, reads.1),
         range_units(writes.0, writes.1),
     );
-    let units = if r > w { r } else { w };
-    let blocks = units.div_ceil(RANGE_BLOCK_THREADS as u64);
-    if blocks == 0 {
-        1
-    } else if blocks > RANGE_MAX_BLOCKS {
-        RANGE_MAX_BLOCKS as u32
-    } else {
-        blocks as u32
-    }
+    runtime_grid(if r > w { r } else { w })
 }
 
 #[cfg(test)]
