@@ -100,30 +100,21 @@ fn every_kernel_entry_matches_its_rust_signature() {
     check::<sym::peer_flag_handoff>(&entries);
     check::<sym::barrier_exchange>(&entries);
     check::<sym::ring_all_reduce>(&entries);
-    // The range-access entry (vigil-device's) takes what the host packs.
-    let range = entries
-        .iter()
-        .find(|e| e.name == RANGE_ACCESS_ENTRY)
-        .expect("the range-access entry in every kernel crate's PTX");
-    vigil::unstable::abi::check_signature(
-        RANGE_ACCESS_ENTRY,
-        RANGE_ACCESS_PARAMS,
-        HIDDEN_PARAMS,
-        &range.params,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    // So does the shadow-reclaim entry, which has no hidden parameters.
-    let reclaim = entries
-        .iter()
-        .find(|e| e.name == SHADOW_RECLAIM_ENTRY)
-        .expect("the shadow-reclaim entry in every kernel crate's PTX");
-    vigil::unstable::abi::check_signature(
-        SHADOW_RECLAIM_ENTRY,
-        SHADOW_RECLAIM_PARAMS,
-        &[],
-        &reclaim.params,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    // The runtime's own entries (vigil-device's) take what the host packs:
+    // the range-access entry after the hidden parameters, the
+    // shadow-reclaim entry with none.
+    let runtime_entries = [
+        (RANGE_ACCESS_ENTRY, RANGE_ACCESS_PARAMS, HIDDEN_PARAMS),
+        (SHADOW_RECLAIM_ENTRY, SHADOW_RECLAIM_PARAMS, &[][..]),
+    ];
+    for (name, params, hidden) in runtime_entries {
+        let entry = entries
+            .iter()
+            .find(|e| e.name == name)
+            .unwrap_or_else(|| panic!("{name} missing from the kernel crate's PTX"));
+        vigil::unstable::abi::check_signature(name, params, hidden, &entry.params)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
 }
 
 #[test]
