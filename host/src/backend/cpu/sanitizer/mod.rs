@@ -53,10 +53,12 @@
 //!   hide the other block's read it races with. Block, thread, SM and
 //!   kernel of the prior access are given only when the entry of the racing
 //!   slot is found, and the kernel only for the last 2,048 launches. A
-//!   report whose entry is missing waits for it while the prior slot marks
-//!   the word as in flight (`noting.rs`): the prior access writes its entry
-//!   just after the engine recorded it, possibly on a worker the machine
-//!   has descheduled in between (at most 200 ms; unmarked, a short spin).
+//!   report waits while the prior slot marks the word as in flight
+//!   (`noting.rs`), even when an entry of that slot is there: the prior
+//!   access writes its entry just after the engine recorded it, possibly on
+//!   a worker the machine has descheduled in between, and the entry there
+//!   meanwhile may be the slot's from an earlier launch (at most 200 ms;
+//!   unmarked and missing, a short spin).
 //! - **Devices of a group** ([`CpuRaceSanitizer::group`], symmetric
 //!   memory). N sanitizers share the engine's memory (arena, shadow, side
 //!   table, thread states, pool, SC-fence clocks), the launch history and
@@ -717,28 +719,29 @@ impl CpuRaceSanitizer {
                 |side: Option<SideEntry>| side.is_some_and(|e| u32::from(e.tid) == r.prior_tid);
             // The prior access notes the side table just after the engine
             // recorded it: when it runs on another worker, its entry may
-            // still be on its way. Wait for it while its slot is noting
-            // this word (or, unmarked, for a few polls).
-            let mut side = lookup();
+            // still be on its way. While its slot says it is noting this
+            // word, wait, even when an entry of that slot is there already:
+            // clock slots go from block to block, so that entry may be the
+            // slot's from an earlier launch (a stress run named a blocking
+            // copy as the prior of a kernel write this way). Unmarked, look
+            // a few times.
             let started = std::time::Instant::now();
             let mut polls = 0u32;
-            while !found(side) {
-                // (Never for this slot's own mark: its note comes after
-                // this report.)
-                if r.prior_tid != r.tid && self.noting.covers(r.prior_tid, word) {
-                    if started.elapsed() > SIDE_TABLE_WAIT_LIMIT {
-                        break;
-                    }
+            loop {
+                // (Never this slot's own mark: its note comes after this
+                // report.)
+                let in_flight = r.prior_tid != r.tid && self.noting.covers(r.prior_tid, word);
+                if in_flight && started.elapsed() <= SIDE_TABLE_WAIT_LIMIT {
                     std::thread::yield_now();
-                } else if polls < SIDE_TABLE_WAIT_POLLS {
-                    polls += 1;
-                    std::hint::spin_loop();
-                } else {
-                    break;
+                    continue;
                 }
-                side = lookup();
+                let side = lookup();
+                if found(side) || in_flight || polls >= SIDE_TABLE_WAIT_POLLS {
+                    break side;
+                }
+                polls += 1;
+                std::hint::spin_loop();
             }
-            side
         } else {
             None
         };
