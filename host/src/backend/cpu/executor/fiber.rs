@@ -100,9 +100,23 @@ impl Worker {
     /// deadlock, the launch livelocks, or the launch is aborted (then the
     /// block is abandoned and the job holds the launch's error).
     fn schedule(&mut self, job: &Job<'_>, block_idx: Dim3) -> Result<u64, CpuError> {
+        let mut spin = BlockSpin::default();
+        let result = self.run_passes(job, block_idx, &mut spin);
+        // However it ended, the block no longer stalls the launch.
+        spin.progress(job.spin_watch(), self.smid);
+        result
+    }
+
+    /// [`Self::schedule`]'s scheduler passes, with the block's livelock
+    /// detector `spin`.
+    fn run_passes(
+        &mut self,
+        job: &Job<'_>,
+        block_idx: Dim3,
+        spin: &mut BlockSpin,
+    ) -> Result<u64, CpuError> {
         let threads = job.threads_per_block();
         let mut resumes = 0u64;
-        let mut spin = BlockSpin::default();
         loop {
             let events = self.block.events();
             let mut progressed = false;

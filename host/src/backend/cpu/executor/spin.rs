@@ -19,6 +19,13 @@
 //! block leaving the stalled state meanwhile. Re-checking matters: a
 //! spinning thread may still store (to a location another thread polls),
 //! and a worker descheduled by the OS must not be trusted on old values.
+//! A block leaves the stalled state when it progresses *and* when it ends
+//! (its last thread returned after the flag came, or it failed): a finished
+//! block that stayed published let a worker descheduled for milliseconds
+//! between reading its polled bytes and checking in end a chained scan
+//! whose flag had been stored meanwhile. Each publication has its own
+//! identity, so a worker's next stalled block never counts as a re-check of
+//! the one before.
 
 use super::block::{BlockState, SpinSite, Spinner};
 use crate::error::{CpuError, SpinningThread, StalledBlock};
@@ -39,6 +46,8 @@ const MAX_COMPARED_BYTES: usize = 64;
 /// One worker's stalled block, as published to the launch.
 struct Stall {
     block: StalledBlock,
+    /// Which publication this is (unique within the launch).
+    id: u64,
     /// Quiet passes since it was published.
     checks: u64,
 }
@@ -51,6 +60,8 @@ struct WatchState {
     stalls: BTreeMap<u32, Stall>,
     /// Bumped whenever a block leaves the stalled state.
     epoch: u64,
+    /// Publications so far (the next one's identity).
+    published: u64,
 }
 
 /// The launch-wide half of the detector, shared by the job's workers.
@@ -64,10 +75,18 @@ pub(crate) struct SpinWatch {
 }
 
 /// What a worker saw when every active worker was first stalled: the
-/// epoch and each stalled worker's check count.
+/// epoch and each stalled worker's publication and check count.
 pub(crate) struct Candidate {
     epoch: u64,
-    checks: Vec<(u32, u64)>,
+    checks: Vec<CheckCount>,
+}
+
+/// A stalled worker's publication and its checks so far.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct CheckCount {
+    smid: u32,
+    id: u64,
+    checks: u64,
 }
 
 impl SpinWatch {
@@ -100,10 +119,20 @@ impl SpinWatch {
 
     /// Worker `smid`'s block is stalled.
     fn publish(&self, smid: u32, block: StalledBlock) {
-        self.lock().stalls.insert(smid, Stall { block, checks: 0 });
+        let mut s = self.lock();
+        let id = s.published;
+        s.published += 1;
+        s.stalls.insert(
+            smid,
+            Stall {
+                block,
+                id,
+                checks: 0,
+            },
+        );
     }
 
-    /// Worker `smid`'s block made progress again.
+    /// Worker `smid`'s block made progress again, or ended.
     fn withdraw(&self, smid: u32) {
         let mut s = self.lock();
         if s.stalls.remove(&smid).is_some() {
@@ -122,11 +151,27 @@ impl SpinWatch {
             *candidate = None;
             return None;
         }
-        let now: Vec<(u32, u64)> = s.stalls.iter().map(|(&w, st)| (w, st.checks)).collect();
+        let now: Vec<CheckCount> = s
+            .stalls
+            .iter()
+            .map(|(&smid, st)| CheckCount {
+                smid,
+                id: st.id,
+                checks: st.checks,
+            })
+            .collect();
         if let Some(c) = candidate {
-            let same_workers = c.checks.iter().map(|p| p.0).eq(now.iter().map(|p| p.0));
-            if c.epoch == s.epoch && same_workers {
-                let rechecked = c.checks.iter().zip(&now).all(|(a, b)| b.1 >= a.1 + 2);
+            let same_stalls = c
+                .checks
+                .iter()
+                .map(|p| (p.smid, p.id))
+                .eq(now.iter().map(|p| (p.smid, p.id)));
+            if c.epoch == s.epoch && same_stalls {
+                let rechecked = c
+                    .checks
+                    .iter()
+                    .zip(&now)
+                    .all(|(a, b)| b.checks >= a.checks + 2);
                 if rechecked {
                     let mut blocks: Vec<StalledBlock> =
                         s.stalls.values().map(|st| st.block.clone()).collect();
@@ -156,7 +201,9 @@ pub(crate) struct BlockSpin {
 }
 
 impl BlockSpin {
-    /// A pass of the block had a progress event.
+    /// A pass of the block had a progress event, or the block ended (its
+    /// threads returned, it failed, or it was abandoned): either way it is
+    /// no longer stalled.
     pub(crate) fn progress(&mut self, watch: &SpinWatch, smid: u32) {
         if self.published {
             watch.withdraw(smid);
@@ -236,4 +283,127 @@ pub(crate) fn stalled_block(
 /// The error for a stuck launch.
 pub(crate) fn livelock(blocks: Vec<StalledBlock>, unstarted: u64) -> CpuError {
     CpuError::Livelock { blocks, unstarted }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stalled(x: u32) -> StalledBlock {
+        StalledBlock {
+            block: Dim3 { x, y: 0, z: 0 },
+            spinning: Vec::new(),
+            waiting: None,
+        }
+    }
+
+    /// Worker `smid` checks in `n` times; the last answer.
+    fn checks(
+        w: &SpinWatch,
+        smid: u32,
+        c: &mut Option<Candidate>,
+        n: u32,
+    ) -> Option<Vec<StalledBlock>> {
+        (0..n).map(|_| w.check(smid, c)).last().flatten()
+    }
+
+    #[test]
+    fn stuck_once_every_worker_rechecked_twice() {
+        let w = SpinWatch::new(false);
+        w.begin(2);
+        let (mut c0, mut c1) = (None, None);
+        w.publish(0, stalled(4));
+        assert!(
+            checks(&w, 0, &mut c0, 5).is_none(),
+            "one of two workers stalled"
+        );
+        w.publish(1, stalled(5));
+        assert!(
+            w.check(1, &mut c1).is_none(),
+            "first seen: a candidate only"
+        );
+        assert!(
+            checks(&w, 1, &mut c1, 2).is_none(),
+            "worker 0 has not re-checked"
+        );
+        assert!(
+            checks(&w, 0, &mut c0, 2).is_none(),
+            "worker 0's own first sight"
+        );
+        let stuck = w.check(1, &mut c1).expect("both re-checked twice");
+        let blocks: Vec<u32> = stuck.iter().map(|b| b.block.x).collect();
+        assert_eq!(blocks, [4, 5]);
+    }
+
+    #[test]
+    fn a_block_that_leaves_the_stalled_state_restarts_the_count() {
+        let w = SpinWatch::new(false);
+        w.begin(2);
+        let (mut c0, mut c1) = (None, None);
+        w.publish(0, stalled(4));
+        w.publish(1, stalled(5));
+        assert!(w.check(1, &mut c1).is_none());
+        // Block 4 gets its flag and returns: it leaves the stalled state.
+        w.withdraw(0);
+        w.publish(0, stalled(6));
+        assert!(checks(&w, 0, &mut c0, 3).is_none());
+        assert!(
+            w.check(1, &mut c1).is_none(),
+            "worker 1's candidate predates the exit"
+        );
+        assert!(checks(&w, 0, &mut c0, 2).is_none());
+        assert!(
+            w.check(1, &mut c1).is_none(),
+            "worker 1 has re-checked once"
+        );
+        assert!(w.check(1, &mut c1).is_some(), "both re-checked twice since");
+    }
+
+    #[test]
+    fn a_workers_next_stalled_block_is_not_a_recheck_of_its_last() {
+        // Worker 1 is descheduled while worker 0's block, stalled when
+        // worker 1 last looked, ends and a new one stalls with more checks
+        // than the old had: worker 1's candidate must not count them.
+        let w = SpinWatch::new(false);
+        w.begin(2);
+        let (mut c0, mut c1) = (None, None);
+        w.publish(0, stalled(4));
+        assert!(checks(&w, 0, &mut c0, 10).is_none());
+        w.publish(1, stalled(5));
+        assert!(w.check(1, &mut c1).is_none());
+        // No withdrawal in between: only the publication's identity tells.
+        w.publish(0, stalled(6));
+        assert!(checks(&w, 0, &mut c0, 20).is_none());
+        assert!(
+            checks(&w, 1, &mut c1, 2).is_none(),
+            "block 6's checks are not re-checks of block 4"
+        );
+        // Worker 0 saw blocks 6 and 5 stalled before worker 1's last two
+        // looks: now both have been re-checked twice since.
+        assert!(w.check(0, &mut c0).is_some());
+    }
+
+    #[test]
+    fn a_finished_worker_leaves_the_count() {
+        let w = SpinWatch::new(false);
+        w.begin(2);
+        let mut c1 = None;
+        w.publish(1, stalled(5));
+        assert!(checks(&w, 1, &mut c1, 5).is_none(), "worker 0 still runs");
+        w.leave();
+        assert!(checks(&w, 1, &mut c1, 2).is_none());
+        assert!(
+            w.check(1, &mut c1).is_some(),
+            "the one active worker is stuck"
+        );
+    }
+
+    #[test]
+    fn peer_writers_are_never_stuck() {
+        let w = SpinWatch::new(true);
+        w.begin(1);
+        let mut c = None;
+        w.publish(0, stalled(0));
+        assert!(checks(&w, 0, &mut c, 100).is_none());
+    }
 }
