@@ -58,7 +58,13 @@
 //!   access writes its entry just after the engine recorded it, possibly on
 //!   a worker the machine has descheduled in between, and the entry there
 //!   meanwhile may be the slot's from an earlier launch (at most 200 ms;
-//!   unmarked and missing, a short spin).
+//!   unmarked and missing, a short spin). An access notes its own entry
+//!   and ends its mark *before* it reports: two accesses that race each
+//!   other both report, and had each waited inside its own mark for the
+//!   other's note, both would have waited the whole 200 ms and named a
+//!   stale entry. The prior's entry as it was before the access's own note
+//!   is kept for the report, in case that note replaced it (the same slot,
+//!   or another launch's entry of the same kind).
 //! - **Devices of a group** ([`CpuRaceSanitizer::group`], symmetric
 //!   memory). N sanitizers share the engine's memory (arena, shadow, side
 //!   table, thread states, pool, SC-fence clocks), the launch history and
@@ -700,50 +706,16 @@ impl CpuRaceSanitizer {
     /// access ran on.
     #[cold]
     #[inline(never)]
-    fn report(&self, r: &RawReport, smid: u32) {
+    fn report(&self, r: &RawReport, smid: u32, before_note: Option<SideEntry>) {
         if lock(&self.reports).len() >= self.report_capacity {
             self.dropped.fetch_add(1, MemOrder::Relaxed);
             return;
         }
-        let (prior_access, _) = unpack_access(r.prior_access);
-        let is_error = r.report_kind().is_none_or(ReportKind::is_error);
-        let base = self.cfg.real_base;
-        let side = if r.address >= base && !is_error {
-            let word = (r.address - base) / 4;
-            let lookup = || {
-                self.mem
-                    .arena
-                    .last_access(word, prior_access.writes(), r.prior_tid)
-            };
-            let found =
-                |side: Option<SideEntry>| side.is_some_and(|e| u32::from(e.tid) == r.prior_tid);
-            // The prior access notes the side table just after the engine
-            // recorded it: when it runs on another worker, its entry may
-            // still be on its way. While its slot says it is noting this
-            // word, wait, even when an entry of that slot is there already:
-            // clock slots go from block to block, so that entry may be the
-            // slot's from an earlier launch (a stress run named a blocking
-            // copy as the prior of a kernel write this way). Unmarked, look
-            // a few times.
-            let started = std::time::Instant::now();
-            let mut polls = 0u32;
-            loop {
-                // (Never this slot's own mark: its note comes after this
-                // report.)
-                let in_flight = r.prior_tid != r.tid && self.noting.covers(r.prior_tid, word);
-                if in_flight && started.elapsed() <= SIDE_TABLE_WAIT_LIMIT {
-                    std::thread::yield_now();
-                    continue;
-                }
-                let side = lookup();
-                if found(side) || in_flight || polls >= SIDE_TABLE_WAIT_POLLS {
-                    break side;
-                }
-                polls += 1;
-                std::hint::spin_loop();
-            }
-        } else {
-            None
+        let side = match self.side_word(r) {
+            None => None,
+            // This access's own note replaced its slot's entry.
+            Some(_) if r.prior_tid == r.tid => before_note,
+            Some(word) => self.wait_for_prior_entry(r, word, before_note),
         };
         let prior = side.map(|e| PriorSite {
             location: e.loc,
@@ -770,10 +742,91 @@ impl CpuRaceSanitizer {
         }
     }
 
+    /// The side-table word of a race record's address; `None` for an error
+    /// record or an address outside the arena.
+    fn side_word(&self, r: &RawReport) -> Option<u64> {
+        let is_error = r.report_kind().is_none_or(ReportKind::is_error);
+        let base = self.cfg.real_base;
+        (r.address >= base && !is_error).then(|| (r.address - base) / 4)
+    }
+
+    /// The side entry of `word` for `r`'s prior access: its slot's newest
+    /// of the prior's kind, else the newest of any slot.
+    fn prior_entry(&self, r: &RawReport, word: u64) -> Option<SideEntry> {
+        let (prior_access, _) = unpack_access(r.prior_access);
+        self.mem
+            .arena
+            .last_access(word, prior_access.writes(), r.prior_tid)
+    }
+
+    /// The prior access's side entry of `word` for a report of another
+    /// slot's access, which has noted its own entry already; `before_note`
+    /// is the prior slot's entry as it was before that note.
+    fn wait_for_prior_entry(
+        &self,
+        r: &RawReport,
+        word: u64,
+        before_note: Option<SideEntry>,
+    ) -> Option<SideEntry> {
+        let of_prior = |e: &SideEntry| u32::from(e.tid) == r.prior_tid;
+        // The prior access notes the side table just after the engine
+        // recorded it: when it runs on another worker, its entry may still
+        // be on its way. While its slot says it is noting this word, wait,
+        // even when an entry of that slot is there already: clock slots go
+        // from block to block, so that entry may be the slot's from an
+        // earlier launch (a stress run named a blocking copy as the prior
+        // of a kernel write this way). Unmarked, look a few times. No wait
+        // is inside a mark, so two accesses reporting each other never wait
+        // for each other.
+        let started = std::time::Instant::now();
+        let mut polls = 0u32;
+        let side = loop {
+            let in_flight = self.noting.covers(r.prior_tid, word);
+            if in_flight && started.elapsed() <= SIDE_TABLE_WAIT_LIMIT {
+                std::thread::yield_now();
+                continue;
+            }
+            let side = self.prior_entry(r, word);
+            if side.as_ref().is_some_and(of_prior) || in_flight || polls >= SIDE_TABLE_WAIT_POLLS {
+                break side;
+            }
+            polls += 1;
+            std::hint::spin_loop();
+        };
+        match side {
+            Some(e) if of_prior(&e) => Some(e),
+            // This access's note may have pushed the prior's entry out;
+            // failing that, the newest other slot's entry (never this
+            // access's own), as it is now or was before the note.
+            _ => before_note
+                .filter(of_prior)
+                .or(side.filter(|e| u32::from(e.tid) != r.tid))
+                .or(before_note),
+        }
+    }
+
+    /// The race or error record of an engine outcome, with the prior
+    /// access's side entry as it is now ([`Self::prior_entry`]): call it before the access notes
+    /// its own entry, which may replace the prior's (see the module docs).
     #[inline(always)]
-    fn outcome(&self, t: &ThreadContext<'_>, out: Outcome) {
-        if let Outcome::Race(r) | Outcome::Error(r) = out {
-            self.report(&r, t.smid);
+    fn race_of(&self, out: Outcome) -> Option<(RawReport, Option<SideEntry>)> {
+        match out {
+            Outcome::Race(r) | Outcome::Error(r) => {
+                let before = self
+                    .side_word(&r)
+                    .and_then(|word| self.prior_entry(&r, word));
+                Some((r, before))
+            }
+            _ => None,
+        }
+    }
+
+    /// Reports a race [`Self::race_of`] found (after the access noted its
+    /// own entry) and halts if so configured.
+    #[inline(always)]
+    fn outcome(&self, t: &ThreadContext<'_>, race: Option<(RawReport, Option<SideEntry>)>) {
+        if let Some((r, before)) = race {
+            self.report(&r, t.smid, before);
             if self.halt_on_error {
                 self.halt();
             }
@@ -830,11 +883,12 @@ impl CpuRaceSanitizer {
                 let size = (end - at).min(TRANSFER_CHUNK) as usize;
                 let noting = self.mark_in_flight(slot, at, size);
                 let out = self.engine().access(slot, at, size as u32, write, &site);
-                if let Outcome::Race(r) | Outcome::Error(r) = out {
-                    self.report(&r, TRANSFER_SM);
-                }
+                let race = self.race_of(out);
                 self.note(&site, TRANSFER_SM, slot, at as usize, size, write, caller);
                 drop(noting);
+                if let Some((r, before)) = race {
+                    self.report(&r, TRANSFER_SM, before);
+                }
                 at += size as u64;
             }
         }
@@ -909,9 +963,10 @@ impl SanitizerRuntime for CpuRaceSanitizer {
         let out = self
             .engine()
             .access(tid, addr as u64, size as u32, write, &site);
-        self.outcome(t, out);
+        let race = self.race_of(out);
         self.note(&site, t.smid, tid, addr, size, write, loc);
         drop(noting);
+        self.outcome(t, race);
         self.check_global_in_block(t, addr, size, kind, Scope::Block, loc);
     }
 
@@ -937,9 +992,10 @@ impl SanitizerRuntime for CpuRaceSanitizer {
                 wrote
             },
         );
-        self.outcome(t, out);
+        let race = self.race_of(out);
         self.note(&site, t.smid, tid, access.addr, access.size, wrote, loc);
         drop(noting);
+        self.outcome(t, race);
         self.check_global_in_block(t, access.addr, access.size, access.kind, access.scope, loc);
         if access.ordering.acquires() {
             self.block.acquire(t.smid, t.linear_thread_index());
