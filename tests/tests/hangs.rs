@@ -7,7 +7,9 @@
 
 use std::time::{Duration, Instant};
 use vigil::unstable::cpu::CpuError;
-use vigil::{Context, DeviceBuffer, DeviceId, Error, Event, LaunchConfig, Module, Stream};
+use vigil::{
+    Context, DeviceBuffer, DeviceId, Error, Event, LaunchConfig, Module, ReportKind, Stream,
+};
 use vigil_kernels::hangs::{wait_for_either_flag, wait_for_flag};
 use vigil_tests::KERNELS_PTX;
 
@@ -34,8 +36,12 @@ fn a_spin_on_a_flag_nobody_sets_is_an_error(ctx: &Context) -> vigil::Result<()> 
     };
     let ctx = &with_timeout(ctx, limit)?;
     let stream = Stream::new(ctx)?;
-    let wait = Module::from_ptx(ctx, KERNELS_PTX)?.kernel::<wait_for_flag>()?;
+    let module = Module::from_ptx(ctx, KERNELS_PTX)?;
+    let wait = module.kernel::<wait_for_flag>()?;
     let mut flag = DeviceBuffer::<u32>::alloc_zeroed(&stream, 1)?;
+    // The stream that sets the flag later is ordered after its zeroing.
+    let zeroed = Event::new(ctx)?;
+    zeroed.record(&stream)?;
     // On the CPU the wait has no end; on a GPU it gives up after 2^26 polls
     // (seconds, far past the timeout) so that a failing test cannot leave
     // a kernel running for good.
@@ -75,13 +81,36 @@ fn a_spin_on_a_flag_nobody_sets_is_an_error(ctx: &Context) -> vigil::Result<()> 
         );
         assert!(err.to_string().contains("may still be running"), "{err}");
     }
-    // Set the flag from another stream: the kernel ends, the context is
-    // usable again.
+    // Set the flag from another stream, ordered after the zeroing: the
+    // kernel ends, the context is usable again. A copy is a plain write,
+    // so sanitized it races with the kernel's atomic polls, and that race
+    // is all the sanitizer reports. (A kernel's atomic store would be
+    // race-free, but a sanitized launch queued behind a kernel that never
+    // ends is not a wait this test can bound.)
     let other = Stream::new(ctx)?;
+    other.wait_event(&zeroed)?;
+    let copy_line = line!() + 1;
     flag.copy_from_host(&other, &[1])?;
-    stream.synchronize()?;
-    ctx.synchronize()?;
-    Ok(())
+    let end = stream.synchronize().and_then(|()| ctx.synchronize());
+    if !ctx.is_sanitized() {
+        return end;
+    }
+    let Err(Error::Races(reports)) = end else {
+        panic!("expected the copy's race with the polls, got {end:?}");
+    };
+    for r in reports.iter() {
+        let at = |l: Option<&vigil::SourceLocation>| l.map(|l| (l.file.clone(), l.line));
+        let mut sites = [
+            at(r.current.location.as_ref()),
+            at(r.prior.location.as_ref()),
+        ];
+        sites.sort();
+        let ok = r.kind == ReportKind::AtomicNonAtomic
+            && matches!(&sites, [Some((k, _)), Some((t, l))]
+                if k.ends_with("kernels/src/hangs.rs") && t.ends_with("tests/hangs.rs") && *l == copy_line);
+        assert!(ok, "unexpected report:\n{r}");
+    }
+    ctx.synchronize()
 }
 
 #[vigil::test(cpu)]
