@@ -297,6 +297,14 @@ mod tests {
         }
     }
 
+    /// A launch's watch (its polled memory written by no other device) on
+    /// `workers` workers.
+    fn watch(workers: usize) -> SpinWatch {
+        let w = SpinWatch::new(false);
+        w.begin(workers);
+        w
+    }
+
     /// Worker `smid` checks in `n` times; the last answer.
     fn checks(
         w: &SpinWatch,
@@ -309,8 +317,7 @@ mod tests {
 
     #[test]
     fn stuck_once_every_worker_rechecked_twice() {
-        let w = SpinWatch::new(false);
-        w.begin(2);
+        let w = watch(2);
         let (mut c0, mut c1) = (None, None);
         w.publish(0, stalled(4));
         assert!(
@@ -337,8 +344,7 @@ mod tests {
 
     #[test]
     fn a_block_that_leaves_the_stalled_state_restarts_the_count() {
-        let w = SpinWatch::new(false);
-        w.begin(2);
+        let w = watch(2);
         let (mut c0, mut c1) = (None, None);
         w.publish(0, stalled(4));
         w.publish(1, stalled(5));
@@ -364,8 +370,7 @@ mod tests {
         // Worker 1 is descheduled while worker 0's block, stalled when
         // worker 1 last looked, ends and a new one stalls with more checks
         // than the old had: worker 1's candidate must not count them.
-        let w = SpinWatch::new(false);
-        w.begin(2);
+        let w = watch(2);
         let (mut c0, mut c1) = (None, None);
         w.publish(0, stalled(4));
         assert!(checks(&w, 0, &mut c0, 10).is_none());
@@ -385,8 +390,7 @@ mod tests {
 
     #[test]
     fn a_finished_worker_leaves_the_count() {
-        let w = SpinWatch::new(false);
-        w.begin(2);
+        let w = watch(2);
         let mut c1 = None;
         w.publish(1, stalled(5));
         assert!(checks(&w, 1, &mut c1, 5).is_none(), "worker 0 still runs");
