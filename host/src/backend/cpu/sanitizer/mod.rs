@@ -806,8 +806,9 @@ impl CpuRaceSanitizer {
     }
 
     /// The race or error record of an engine outcome, with the prior
-    /// access's side entry as it is now ([`Self::prior_entry`]): call it before the access notes
-    /// its own entry, which may replace the prior's (see the module docs).
+    /// access's side entry as it is now ([`Self::prior_entry`]): call it
+    /// before the access notes its own entry, which may replace the
+    /// prior's (see the module docs).
     #[inline(always)]
     fn race_of(&self, out: Outcome) -> Option<(RawReport, Option<SideEntry>)> {
         match out {
