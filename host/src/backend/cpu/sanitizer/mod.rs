@@ -805,13 +805,20 @@ impl CpuRaceSanitizer {
         }
     }
 
-    /// The race or error record of an engine outcome, with the prior
-    /// access's side entry as it is now ([`Self::prior_entry`]): call it
-    /// before the access notes its own entry, which may replace the
-    /// prior's (see the module docs).
+    /// Ends an access the engine has checked, in the order its report
+    /// relies on (see the module docs): when `out` is a race, the prior
+    /// access's side entry as it is now ([`Self::prior_entry`]), which the
+    /// access's own note may replace; then that note (`note`); then the end
+    /// of its in-flight mark. Returns the race record with that entry, to
+    /// report afterwards.
     #[inline(always)]
-    fn race_of(&self, out: Outcome) -> Option<(RawReport, Option<SideEntry>)> {
-        match out {
+    fn note_before_report(
+        &self,
+        noting: Noting<'_>,
+        out: Outcome,
+        note: impl FnOnce(),
+    ) -> Option<(RawReport, Option<SideEntry>)> {
+        let race = match out {
             Outcome::Race(r) | Outcome::Error(r) => {
                 let before = self
                     .side_word(&r)
@@ -819,10 +826,13 @@ impl CpuRaceSanitizer {
                 Some((r, before))
             }
             _ => None,
-        }
+        };
+        note();
+        drop(noting);
+        race
     }
 
-    /// Reports a race [`Self::race_of`] found (after the access noted its
+    /// Reports a race [`Self::note_before_report`] returned (after the access noted its
     /// own entry) and halts if so configured.
     #[inline(always)]
     fn outcome(&self, t: &ThreadContext<'_>, race: Option<(RawReport, Option<SideEntry>)>) {
@@ -884,9 +894,9 @@ impl CpuRaceSanitizer {
                 let size = (end - at).min(TRANSFER_CHUNK) as usize;
                 let noting = self.mark_in_flight(slot, at, size);
                 let out = self.engine().access(slot, at, size as u32, write, &site);
-                let race = self.race_of(out);
-                self.note(&site, TRANSFER_SM, slot, at as usize, size, write, caller);
-                drop(noting);
+                let race = self.note_before_report(noting, out, || {
+                    self.note(&site, TRANSFER_SM, slot, at as usize, size, write, caller)
+                });
                 if let Some((r, before)) = race {
                     self.report(&r, TRANSFER_SM, before);
                 }
@@ -964,9 +974,9 @@ impl SanitizerRuntime for CpuRaceSanitizer {
         let out = self
             .engine()
             .access(tid, addr as u64, size as u32, write, &site);
-        let race = self.race_of(out);
-        self.note(&site, t.smid, tid, addr, size, write, loc);
-        drop(noting);
+        let race = self.note_before_report(noting, out, || {
+            self.note(&site, t.smid, tid, addr, size, write, loc)
+        });
         self.outcome(t, race);
         self.check_global_in_block(t, addr, size, kind, Scope::Block, loc);
     }
@@ -993,9 +1003,9 @@ impl SanitizerRuntime for CpuRaceSanitizer {
                 wrote
             },
         );
-        let race = self.race_of(out);
-        self.note(&site, t.smid, tid, access.addr, access.size, wrote, loc);
-        drop(noting);
+        let race = self.note_before_report(noting, out, || {
+            self.note(&site, t.smid, tid, access.addr, access.size, wrote, loc)
+        });
         self.outcome(t, race);
         self.check_global_in_block(t, access.addr, access.size, access.kind, access.scope, loc);
         if access.ordering.acquires() {
