@@ -19,7 +19,10 @@
 //! Reports: the device writes [`GpuReportRecord`]s (the engine's record plus
 //! the earlier access's [`SideEntry`]) into a host-mapped buffer with a
 //! [`ReportBufferHeader`](crate::abi::ReportBufferHeader); claims past the
-//! capacity are counted, never written.
+//! capacity are counted, never written. Each context has its own buffer,
+//! named by its streams' [`StreamClocks::reports`]: one device's sanitized
+//! contexts (parallel tests) neither fill each other's buffer nor get
+//! each other's dropped counts.
 
 use bytemuck::{Pod, Zeroable};
 use core::mem::{offset_of, size_of};
@@ -126,8 +129,6 @@ pub struct GpuRuntime {
     pub slot_table: u64,
     /// Side table: [`SideEntry`] x `2^side_log2`.
     pub side_table: u64,
-    /// Report buffer (host-mapped): header + [`GpuReportRecord`]s.
-    pub reports: u64,
     /// SC-fence clocks (`sc_fence_words` u32; 0: none).
     pub sc_fences: u64,
     /// u32 words at `sc_fences`.
@@ -136,12 +137,12 @@ pub struct GpuRuntime {
     pub side_log2: u32,
     /// Slots per SM ([`slots_per_sm`]).
     pub slots_per_sm: u32,
-    /// Records the report buffer holds.
-    pub report_capacity: u32,
     /// [`GpuRuntime::HALT_ON_RACE`], ...
     pub flags: u32,
     /// This device's rank.
     pub rank: u32,
+    /// Reserved, zero (the layout has no padding).
+    pub reserved: u32,
     /// The same-block table of global words: a header then, per
     /// sanitizer thread (SM slot), `2^block_table_log2` entries (see
     /// [`crate::block::GlobalTable`]); 0: none, same-block global races
@@ -165,19 +166,19 @@ impl GpuRuntime {
     /// Trap the kernel after the first race or error it records.
     pub const HALT_ON_RACE: u32 = 1;
 }
-const _: () = assert!(size_of::<GpuRuntime>() == 96);
+const _: () = assert!(size_of::<GpuRuntime>() == 88);
 const _: () = assert!(offset_of!(GpuRuntime, globals) == 0);
 const _: () = assert!(offset_of!(GpuRuntime, slot_table) == 8);
 const _: () = assert!(offset_of!(GpuRuntime, side_table) == 16);
-const _: () = assert!(offset_of!(GpuRuntime, reports) == 24);
-const _: () = assert!(offset_of!(GpuRuntime, sc_fences) == 32);
-const _: () = assert!(offset_of!(GpuRuntime, sc_fence_words) == 40);
-const _: () = assert!(offset_of!(GpuRuntime, slots_per_sm) == 48);
-const _: () = assert!(offset_of!(GpuRuntime, flags) == 56);
-const _: () = assert!(offset_of!(GpuRuntime, block_table) == 64);
-const _: () = assert!(offset_of!(GpuRuntime, block_table_log2) == 72);
-const _: () = assert!(offset_of!(GpuRuntime, block_lanes) == 80);
-const _: () = assert!(offset_of!(GpuRuntime, block_shadow) == 88);
+const _: () = assert!(offset_of!(GpuRuntime, sc_fences) == 24);
+const _: () = assert!(offset_of!(GpuRuntime, sc_fence_words) == 32);
+const _: () = assert!(offset_of!(GpuRuntime, slots_per_sm) == 40);
+const _: () = assert!(offset_of!(GpuRuntime, flags) == 44);
+const _: () = assert!(offset_of!(GpuRuntime, rank) == 48);
+const _: () = assert!(offset_of!(GpuRuntime, block_table) == 56);
+const _: () = assert!(offset_of!(GpuRuntime, block_table_log2) == 64);
+const _: () = assert!(offset_of!(GpuRuntime, block_lanes) == 72);
+const _: () = assert!(offset_of!(GpuRuntime, block_shadow) == 80);
 
 /// The slots of one SM: a busy mask and a round-robin hint, so that CTAs
 /// running one after another on an SM take different slots (and thread
@@ -198,7 +199,7 @@ const _: () = assert!(size_of::<SmSlots>() == 8);
 
 /// Most join sources a stream's next kernel takes (events waited on, host
 /// synchronisations); more are merged by the host keeping the newest.
-pub const MAX_JOINS: usize = 31;
+pub const MAX_JOINS: usize = 30;
 
 /// A stream's clocks, in device memory: the join list its next kernel
 /// acquires (written by the host in stream order before a launch) and the
@@ -211,6 +212,11 @@ pub struct StreamClocks {
     pub join_count: u32,
     /// Reserved, zero.
     pub reserved: u32,
+    /// The report buffer (host-mapped: a
+    /// [`ReportBufferHeader`](crate::abi::ReportBufferHeader), then its
+    /// capacity of [`GpuReportRecord`]s) of the context that owns the
+    /// stream (0: none, reports are lost).
+    pub reports: u64,
     /// Device addresses of `num_threads`-entry clocks to join at entry
     /// (ring slots of other streams, event clocks).
     pub joins: [u64; MAX_JOINS],
@@ -227,8 +233,9 @@ impl StreamClocks {
         base + Self::RING_OFFSET + 4 * slot as u64 * num_threads as u64
     }
 }
-const _: () = assert!(size_of::<StreamClocks>() == 8 + 8 * MAX_JOINS);
-const _: () = assert!(offset_of!(StreamClocks, joins) == 8);
+const _: () = assert!(size_of::<StreamClocks>() == 16 + 8 * MAX_JOINS);
+const _: () = assert!(offset_of!(StreamClocks, reports) == 8);
+const _: () = assert!(offset_of!(StreamClocks, joins) == 16);
 const _: () = assert!(StreamClocks::RING_OFFSET % 16 == 0);
 
 /// What a sanitizer thread last read (or wrote) of a word in one epoch,

@@ -8,7 +8,7 @@
 
 use vigil::unstable::testing::require_gpu;
 use vigil::{Context, DeviceBuffer, LaunchConfig, Module, ReportKind, Stream};
-use vigil_kernels::races::{disjoint_writes, race_waw, read_one, same_sm_writes};
+use vigil_kernels::races::{disjoint_writes, many_races, race_waw, read_one, same_sm_writes};
 use vigil_tests::KERNELS_PTX;
 
 /// A sanitized context on GPU 0, a stream and the kernels.
@@ -52,6 +52,69 @@ fn accesses_outside_managed_memory_are_ignored() {
     ctx.synchronize().expect("no report for unmanaged memory");
     let v = outside.to_vec(&plain_stream).unwrap()[0];
     assert!(v == 1 || v == 2, "the kernel's write landed: {v}");
+}
+
+/// Two sanitized contexts on one device, as parallel tests make them:
+/// one floods its report buffer (4,096 races), the other has one race.
+/// Each collects exactly its own reports and its own dropped count; a
+/// context made after the flooder is gone (it gets its buffer) starts
+/// clean.
+#[test]
+fn contexts_sharing_a_device_keep_their_own_reports() {
+    let Some((flood_ctx, flood_stream, flood_module)) = sanitized() else {
+        return;
+    };
+    let (ctx, stream, module) = sanitized().expect("a second sanitized context");
+    let mut flooded = DeviceBuffer::<u32>::alloc_zeroed(&flood_stream, 4096).unwrap();
+    let mut word = DeviceBuffer::<u32>::alloc_zeroed(&stream, 1).unwrap();
+    for _ in 0..3 {
+        flood_stream
+            .launch(
+                &flood_module.kernel::<many_races>().unwrap(),
+                LaunchConfig::new(2, 256),
+                (&mut flooded, 16u32),
+            )
+            .unwrap();
+        // Let the flood run first (a wait on its context would collect
+        // it): with one buffer per device, it left no room for this race.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        stream
+            .launch(
+                &module.kernel::<race_waw>().unwrap(),
+                LaunchConfig::new(2, 1),
+                (&mut word,),
+            )
+            .unwrap();
+        let mine = match ctx.synchronize() {
+            Err(vigil::Error::Races(r)) => r,
+            other => panic!("expected the one race, got {other:?}"),
+        };
+        assert_eq!(mine.dropped(), 0, "another context's drops:\n{mine}");
+        assert_eq!(mine.len(), 1, "{mine}");
+        assert_eq!(mine.reports()[0].kind, ReportKind::WriteAfterWrite);
+        let flood = match flood_ctx.synchronize() {
+            Err(vigil::Error::Races(r)) => r,
+            other => panic!("expected the flood's races, got {other:?}"),
+        };
+        assert!(
+            flood.dropped() > 0,
+            "the flood's overflow is its own:\n{flood}"
+        );
+        assert_eq!(flood.len(), 1, "one distinct race:\n{flood}");
+    }
+    drop((flooded, flood_stream, flood_module, flood_ctx));
+    let (late_ctx, late_stream, late_module) = sanitized().expect("a third context");
+    let mut data = DeviceBuffer::<u32>::alloc_zeroed(&late_stream, 256).unwrap();
+    late_stream
+        .launch(
+            &late_module.kernel::<disjoint_writes>().unwrap(),
+            LaunchConfig::new(1, 256),
+            (&mut data,),
+        )
+        .unwrap();
+    late_ctx
+        .synchronize()
+        .expect("a new context starts with an empty buffer");
 }
 
 /// 2^22 elements in 16,384 CTAs of 256 threads (many per SM over time),

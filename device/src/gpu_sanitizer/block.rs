@@ -270,7 +270,7 @@ impl Lanes {
     fn slot_lanes(n: usize) -> &'static [LaneWord] {
         let cta = CtaState::current();
         let rt = cta.runtime();
-        let slot = cta.smid * rt.slots_per_sm.max(1) + cta.slot;
+        let slot = cta.device_slot(rt);
         if rt.block_lanes == 0 || slot >= rt.block_table_slots {
             return &[];
         }
@@ -518,9 +518,7 @@ fn report_divergence(b: Block, first: u32, site: u32, location: u64) {
         groups: [group(0), group(1), group(2)],
         tail: [0; 2],
     };
-    // SAFETY: the runtime's side table and report buffer are live.
-    let reporter = unsafe { Reporter::new(rt) };
-    reporter.push(bytemuck::cast_ref(&record));
+    cta.reporter().push(bytemuck::cast_ref(&record));
     if rt.flags & GpuRuntime::HALT_ON_RACE != 0 {
         arch::trap();
     }
@@ -742,9 +740,7 @@ impl Checked {
             thread: prior.thread().unwrap_or(0),
             launch: cta.launch,
         };
-        // SAFETY: the runtime's side table and report buffer are live.
-        let reporter = unsafe { Reporter::new(rt) };
-        reporter.push(&GpuReportRecord { report, prior });
+        cta.reporter().push(&GpuReportRecord { report, prior });
         if rt.flags & GpuRuntime::HALT_ON_RACE != 0 {
             arch::trap();
         }
@@ -868,7 +864,7 @@ impl Window {
         let cta = CtaState::current();
         let rt = cta.runtime();
         let base = Counters::get().window() as *mut u8;
-        let slot = cta.smid * rt.slots_per_sm.max(1) + cta.slot;
+        let slot = cta.device_slot(rt);
         if base.is_null() || slot >= rt.block_table_slots {
             return None;
         }

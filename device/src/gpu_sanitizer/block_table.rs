@@ -83,7 +83,7 @@ impl BlockTable {
     pub fn current(kind: AccessKind, size: usize, loc: &'static Location<'static>) -> Option<Self> {
         let cta = CtaState::current();
         let rt = cta.runtime();
-        let slot = cta.smid * rt.slots_per_sm.max(1) + cta.slot;
+        let slot = cta.device_slot(rt);
         if rt.block_table == 0 || size == 0 || slot >= rt.block_table_slots {
             return None;
         }

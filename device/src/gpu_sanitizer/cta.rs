@@ -30,6 +30,7 @@ use vigil_shared::gpu::{
 };
 
 use super::memory::RuntimeMemory;
+use super::report::Reporter;
 use super::slots::SmSlotWords;
 use crate::arch::ptx as arch;
 
@@ -40,17 +41,21 @@ use crate::arch::ptx as arch;
 pub(super) struct CtaState {
     /// The device's [`GpuRuntime`].
     pub runtime: u64,
+    /// The launching context's report buffer (the stream's
+    /// [`StreamClocks::reports`]).
+    pub reports: u64,
     /// The sanitizer thread (the claimed slot's).
     pub tid: u32,
     /// Context-wide launch id (reports name the kernel by it).
     pub launch: u32,
     /// SM the CTA runs on.
     pub smid: u32,
-    /// Slot it holds there.
-    pub slot: u32,
+    /// Slot it holds there (below
+    /// [`MAX_SLOTS_PER_SM`](vigil_shared::gpu::MAX_SLOTS_PER_SM)).
+    pub slot: u16,
     /// Nonzero when the slot's clock must join the launch's inputs (the
     /// first CTA of the launch in this slot).
-    pub join: u32,
+    pub join: u16,
 }
 const _: () = assert!(core::mem::size_of::<CtaState>() <= vigil_shared::block::CTA_STATE_BYTES);
 
@@ -67,6 +72,20 @@ impl CtaState {
     pub fn runtime(&self) -> &'static GpuRuntime {
         // SAFETY: the host passes a live runtime for the whole launch.
         unsafe { &*(self.runtime as *const GpuRuntime) }
+    }
+
+    /// The side table and the launching context's report buffer.
+    #[inline(always)]
+    pub fn reporter(&self) -> Reporter<'static> {
+        // SAFETY: the host passes a live runtime and stream clocks whose
+        // report buffer lives as long as its context.
+        unsafe { Reporter::new(self.runtime(), self.reports) }
+    }
+
+    /// The SM slot it holds, counted over the device's SMs.
+    #[inline(always)]
+    pub fn device_slot(&self, rt: &GpuRuntime) -> u32 {
+        self.smid * rt.slots_per_sm.max(1) + u32::from(self.slot)
     }
 }
 
@@ -212,13 +231,16 @@ unsafe fn enter(runtime: u64, stream: u64, kernel: u32, launch: u32) {
         // of the header (the block waits for this thread).
         clocks.lock_exclusive();
         let join = clocks.enter_cta(tid, launch);
+        // SAFETY: the stream's clocks start with their header.
+        let sc = unsafe { &*(stream as *const StreamClocks) };
         let state = CtaState {
             runtime,
+            reports: sc.reports,
             tid,
             launch,
             smid,
-            slot,
-            join: join as u32,
+            slot: slot as u16,
+            join: u16::from(join),
         };
         // SAFETY: the CTA's shared block is 32 bytes, 16-aligned.
         unsafe { (arch::cta_state() as *mut CtaState).write(state) };
@@ -281,6 +303,6 @@ unsafe fn exit(stream: u64, kernel: u32) {
         clocks.lock_exclusive();
         finish_cta_exit(&clocks, st.tid, ring, current);
         clocks.unlock_exclusive();
-        SmSlotWords::of(cta.slots(), st.smid).release(st.slot);
+        SmSlotWords::of(cta.slots(), st.smid).release(u32::from(st.slot));
     }
 }

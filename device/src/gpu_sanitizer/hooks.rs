@@ -184,8 +184,7 @@ impl Hook {
 
     #[inline(always)]
     fn reporter(&self) -> Reporter<'static> {
-        // SAFETY: the runtime's side table and report buffer are live.
-        unsafe { Reporter::new(self.cta.runtime()) }
+        self.cta.reporter()
     }
 
     /// This access's side entry in `epoch` (the note fills in the word).
@@ -220,8 +219,7 @@ impl Hook {
 fn report(location: u64, host_at: (u32, u32), mut r: RaceReport, words: (u64, u64)) {
     let hook = Hook::new(location, host_at);
     let rt = hook.cta.runtime();
-    // SAFETY: the runtime's side table and report buffer are live.
-    let reporter = unsafe { Reporter::new(rt) };
+    let reporter = hook.cta.reporter();
     r.site = hook.site();
     let error = ReportKind::from_u32(r.kind).is_some_and(|k| k.is_error());
     let prior = if error || reporter.full() {

@@ -30,33 +30,49 @@ use vigil_shared::gpu::{
 /// another SM when the race is found.
 pub const SIDE_ENTRY_POLLS: u32 = 32;
 
-/// The side table and report buffer of a runtime.
+/// The side table of a runtime and a context's report buffer.
 pub struct Reporter<'r> {
     side: &'r [AtomicU64],
     side_log2: u32,
-    reports: &'r [AtomicU32],
+    /// Device address of the report buffer (0: none). Its capacity is
+    /// read from its header only when a report is made: the buffer is
+    /// host-mapped, and a note (every access) never touches it.
+    reports: u64,
 }
 
 impl<'r> Reporter<'r> {
-    /// The reporter of `rt`.
+    /// The reporter of `rt`'s side table and the report buffer at
+    /// `reports` (a context's, named by its streams' clocks).
     ///
     /// # Safety
     /// `rt.side_table` must hold `2^side_log2` entries (or be 0) and
-    /// `rt.reports` a header and `report_capacity` records (or be 0),
-    /// live for `'r`.
+    /// `reports` a [`ReportBufferHeader`] and its capacity of records (or
+    /// be 0), live for `'r`.
     #[inline(always)]
-    pub unsafe fn new(rt: &'r GpuRuntime) -> Self {
+    pub unsafe fn new(rt: &'r GpuRuntime, reports: u64) -> Self {
         let side_len = (1usize << rt.side_log2) * SideEntry::U64S;
-        let report_len =
-            ReportBufferHeader::WORDS + rt.report_capacity as usize * GpuReportRecord::WORDS;
-        // SAFETY: the caller guarantees both regions (or 0 for none).
-        unsafe {
-            Reporter {
-                side: words_at(rt.side_table, side_len),
-                side_log2: rt.side_log2,
-                reports: words_at(rt.reports, report_len),
-            }
+        // SAFETY: the caller guarantees the table (or 0 for none).
+        let side = unsafe { words_at(rt.side_table, side_len) };
+        Reporter {
+            side,
+            side_log2: rt.side_log2,
+            reports,
         }
+    }
+
+    /// The report buffer's words: its header, then its capacity of
+    /// records (empty: no buffer).
+    #[inline(always)]
+    fn report_words(&self) -> &'r [AtomicU32] {
+        // SAFETY: `new`'s contract: a header at `reports` (or 0).
+        let header: &[AtomicU32] = unsafe { words_at(self.reports, ReportBufferHeader::WORDS) };
+        let Some(cap) = header.get(1) else {
+            return &[];
+        };
+        let len = ReportBufferHeader::WORDS
+            + cap.load(Ordering::Relaxed) as usize * GpuReportRecord::WORDS;
+        // SAFETY: as above, the header's capacity of records follows it.
+        unsafe { words_at(self.reports, len) }
     }
 
     /// Way `way` of the set of `tid`'s write (`write`) or read of `key`
@@ -196,7 +212,7 @@ impl<'r> Reporter<'r> {
     /// counts (see [`Reporter::push`]), and need not look up its earlier
     /// access (a racy kernel makes millions of reports).
     pub fn full(&self) -> bool {
-        match self.reports {
+        match self.report_words() {
             [next, cap, ..] => next.load(Ordering::Relaxed) >= cap.load(Ordering::Relaxed),
             _ => true,
         }
@@ -205,7 +221,7 @@ impl<'r> Reporter<'r> {
     /// Appends a record; false when the buffer was full (the claim is
     /// still counted, so the host knows how many were dropped).
     pub fn push(&self, rec: &GpuReportRecord) -> bool {
-        let w = self.reports;
+        let w = self.report_words();
         if w.len() < ReportBufferHeader::WORDS {
             return false;
         }
@@ -438,13 +454,9 @@ mod tests {
     fn records_past_capacity_are_counted_not_written() {
         let buf = words32(ReportBufferHeader::WORDS + 2 * GpuReportRecord::WORDS + 5);
         buf[1].store(2, Ordering::Relaxed);
-        let rt = GpuRuntime {
-            reports: buf.as_ptr() as u64,
-            report_capacity: 2,
-            ..GpuRuntime::default()
-        };
+        let rt = GpuRuntime::default();
         // SAFETY: `buf` holds a header and two records.
-        let rep = unsafe { Reporter::new(&rt) };
+        let rep = unsafe { Reporter::new(&rt, buf.as_ptr() as u64) };
         let rec = |k| GpuReportRecord {
             report: RaceReport {
                 kind: k,
@@ -464,6 +476,11 @@ mod tests {
             buf[ReportBufferHeader::WORDS + GpuReportRecord::WORDS].load(Ordering::Relaxed),
             2
         );
+        // A stream without a buffer: every report is lost, none is written.
+        // SAFETY: no buffer (0).
+        let none = unsafe { Reporter::new(&rt, 0) };
+        assert!(none.full());
+        assert!(!none.push(&rec(4)));
     }
 
     /// A zeroed side table of `2^log2` entries and the runtime naming it.
@@ -489,7 +506,7 @@ mod tests {
         fn reporter(&self) -> Reporter<'_> {
             // SAFETY: the table holds `2^side_log2` entries for as long as
             // the reporter borrows `self`.
-            unsafe { Reporter::new(&self.rt) }
+            unsafe { Reporter::new(&self.rt, 0) }
         }
     }
 

@@ -103,6 +103,16 @@ impl CudaBackend {
     }
 }
 
+impl Drop for CudaBackend {
+    /// The context is gone: its report buffer goes to the next sanitized
+    /// context of the device.
+    fn drop(&mut self) {
+        if let Some(san) = self.sanitizer_if_any() {
+            san.retire_owner(self.owner);
+        }
+    }
+}
+
 /// The process-wide shadow allocator of sanitized GPU contexts (design 3.1:
 /// one reservation per process, shared by every device). Created by the
 /// first sanitized context with its configuration; a later context with

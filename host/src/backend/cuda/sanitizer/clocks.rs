@@ -58,6 +58,9 @@ struct StreamBook {
     /// Device address of the stream's `StreamClocks` (0 until its first
     /// sanitized launch allocates them).
     base: u64,
+    /// Device address of the owning context's report buffer, which
+    /// every header written names.
+    reports: u64,
     /// Kernels launched so far.
     kernels: u32,
     /// `kernels` when the host clock last folded this stream's clock.
@@ -121,6 +124,7 @@ impl ClockBook {
         let host = &self.host;
         self.streams.entry(stream).or_insert_with(|| StreamBook {
             base: 0,
+            reports: 0,
             kernels: 0,
             folded: 0,
             pending: host.clone(),
@@ -128,9 +132,24 @@ impl ClockBook {
         })
     }
 
-    /// Gives `stream` its zeroed `StreamClocks` at `base`.
-    pub fn add_stream(&mut self, stream: StreamId, base: u64) {
-        self.book(stream).base = base;
+    /// Gives `stream` its `StreamClocks` at `base`, which hold
+    /// [`ClockBook::first_header`] (`reports`: the owning context's report
+    /// buffer).
+    pub fn add_stream(&mut self, stream: StreamId, base: u64, reports: u64) {
+        let s = self.book(stream);
+        s.base = base;
+        s.reports = reports;
+    }
+
+    /// What a stream's clocks hold before its first launch: no joins, the
+    /// report buffer at `reports`.
+    pub fn first_header(reports: u64) -> StreamClocks {
+        StreamClocks {
+            join_count: 0,
+            reserved: 0,
+            reports,
+            joins: [0; MAX_JOINS],
+        }
     }
 
     /// The sources a point at the current end of `stream` carries.
@@ -153,11 +172,8 @@ impl ClockBook {
         s.kernels += 1;
         let joins: Vec<u64> = s.pending.drain(..).map(|j| j.addr).collect();
         let write = (joins != s.written).then(|| {
-            let mut h = StreamClocks {
-                join_count: joins.len() as u32,
-                reserved: 0,
-                joins: [0; MAX_JOINS],
-            };
+            let mut h = Self::first_header(s.reports);
+            h.join_count = joins.len() as u32;
             h.joins[..joins.len()].copy_from_slice(&joins);
             h
         });
@@ -283,16 +299,20 @@ mod tests {
     const E: EventId = EventId(9);
 
     const HOST_CLOCK: u64 = 0xf000;
+    const REPORTS: u64 = 0xe000;
 
     fn book() -> ClockBook {
         let mut b = ClockBook::new(N);
-        b.add_stream(A, 0x1000);
-        b.add_stream(B, 0x9000);
+        b.add_stream(A, 0x1000, REPORTS);
+        b.add_stream(B, 0x9000, REPORTS);
         b
     }
 
     fn joins(p: &LaunchPlan) -> Option<Vec<u64>> {
-        p.write.map(|h| h.joins[..h.join_count as usize].to_vec())
+        p.write.map(|h| {
+            assert_eq!(h.reports, REPORTS, "every header names the report buffer");
+            h.joins[..h.join_count as usize].to_vec()
+        })
     }
 
     fn slot(base: u64, k: u32) -> u64 {
@@ -329,7 +349,7 @@ mod tests {
     fn events_are_transitive_through_a_stream_without_kernels() {
         let mut b = book();
         let c = StreamId(3);
-        b.add_stream(c, 0x5000);
+        b.add_stream(c, 0x5000, REPORTS);
         b.launch(A).unwrap();
         b.record(E, A);
         b.wait(B, E);
@@ -357,7 +377,7 @@ mod tests {
         let f = b.sync_stream(A);
         assert_eq!(fold(&mut b, f, HOST_CLOCK), vec![slot(0x1000, 2)]);
         assert_eq!(joins(&b.launch(B).unwrap()), Some(vec![HOST_CLOCK]));
-        b.add_stream(StreamId(7), 0x7000);
+        b.add_stream(StreamId(7), 0x7000, REPORTS);
         assert_eq!(
             joins(&b.launch(StreamId(7)).unwrap()),
             Some(vec![HOST_CLOCK])
@@ -386,12 +406,12 @@ mod tests {
     #[test]
     fn a_wait_before_the_streams_first_launch_is_kept() {
         let mut b = ClockBook::new(N);
-        b.add_stream(A, 0x1000);
+        b.add_stream(A, 0x1000, REPORTS);
         b.launch(A).unwrap();
         b.record(E, A);
         b.wait(B, E);
         assert!(!b.has_stream(B));
-        b.add_stream(B, 0x9000);
+        b.add_stream(B, 0x9000, REPORTS);
         assert_eq!(joins(&b.launch(B).unwrap()), Some(vec![slot(0x1000, 1)]));
     }
 
@@ -402,18 +422,18 @@ mod tests {
         let mut b = ClockBook::new(N);
         for i in 0..4 * MAX_JOINS as u64 {
             let s = StreamId(100 + i);
-            b.add_stream(s, 0x10_0000 * (i + 1));
+            b.add_stream(s, 0x10_0000 * (i + 1), REPORTS);
             b.launch(s).unwrap();
             let f = b.sync_all();
             assert_eq!(f.len(), 1, "only the new stream's kernel to fold");
             fold(&mut b, f, HOST_CLOCK + i);
         }
         let last = HOST_CLOCK + 4 * MAX_JOINS as u64 - 1;
-        b.add_stream(A, 0x1000);
+        b.add_stream(A, 0x1000, REPORTS);
         b.launch(A).unwrap();
         b.record(E, A);
         b.wait(B, E);
-        b.add_stream(B, 0x9000);
+        b.add_stream(B, 0x9000, REPORTS);
         let mut j = joins(&b.launch(B).unwrap()).unwrap();
         j.sort();
         assert_eq!(j, vec![slot(0x1000, 1), last]);
@@ -440,10 +460,10 @@ mod tests {
     #[test]
     fn a_full_event_join_list_is_counted() {
         let mut b = ClockBook::new(N);
-        b.add_stream(B, 0x9000);
+        b.add_stream(B, 0x9000, REPORTS);
         for i in 0..MAX_JOINS as u64 + 3 {
             let s = StreamId(100 + i);
-            b.add_stream(s, 0x10_0000 * (i + 1));
+            b.add_stream(s, 0x10_0000 * (i + 1), REPORTS);
             b.launch(s).unwrap();
             b.record(EventId(1000 + i), s);
             b.wait(B, EventId(1000 + i));

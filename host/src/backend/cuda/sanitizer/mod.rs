@@ -6,7 +6,10 @@
 //! One [`GpuSanitizer`] per device (process-wide, like the shadow
 //! allocator it sits on) owns the device's [`GpuRuntime`] descriptor, its
 //! per-SM slot table, the side table of earlier accesses, the SC-fence
-//! clocks and a host-mapped report buffer, plus every stream's clocks. A
+//! clocks, every stream's clocks and a host-mapped report buffer per
+//! sanitized context (named by the context's streams' clocks, so that
+//! contexts sharing the device, such as parallel tests, neither fill each
+//! other's buffer nor count each other's dropped reports). A
 //! sanitized launch ([`GpuSanitizer::prepare_launch`]) picks the kernel's
 //! `name__vigil` entry and appends the hidden arguments
 //! ([`HIDDEN_PARAMS`]); events, stream waits and host synchronisations
@@ -91,7 +94,7 @@ fn side_log2(total_memory: usize) -> u32 {
     let log2 = usize::BITS - 1 - want.max(1).leading_zeros();
     log2.clamp(SIDE_LOG2_MIN, SIDE_LOG2_MAX)
 }
-/// Records the report buffer holds (128 bytes each).
+/// Records a context's report buffer holds (128 bytes each).
 const REPORT_CAPACITY: u32 = 1024;
 /// log2 of the same-block table's entries per SM slot (40 bytes each:
 /// 40 KiB a slot), the global words a block may touch in one barrier
@@ -109,9 +112,11 @@ struct State {
     streams: HashMap<StreamId, DeviceBlock>,
     launches: LaunchHistory,
     locations: LocationCache,
-    /// Records read from the buffer, by the context that launched the
-    /// reporting kernel, until that context collects them.
-    pending: HashMap<u64, Vec<GpuReportRecord>>,
+    /// The report buffer of each live context (by owner id).
+    buffers: HashMap<u64, MappedBlock>,
+    /// Buffers of contexts gone, for the next new context: freeing one
+    /// while a kernel of its context may still run would fault it.
+    spare: Vec<MappedBlock>,
     /// Call sites of the transfers checked so far.
     sites: HostSites,
     /// The range-access entry, or the transfer checks waiting for it.
@@ -141,7 +146,6 @@ pub(crate) struct GpuSanitizer {
     block_table: DeviceBlock,
     _block_lanes: DeviceBlock,
     _sc_fences: DeviceBlock,
-    reports: MappedBlock,
     layout: Option<LocationLayout>,
     state: Mutex<State>,
     /// The stream the runtime's own launches run on outside every user
@@ -211,21 +215,14 @@ impl GpuSanitizer {
         let block_lanes = DeviceBlock::zeroed(block_slots as usize * GLOBAL_LANES * 8)?;
         let sc_words = sc_fence_words(g.num_devices, g.num_threads);
         let sc_fences = DeviceBlock::zeroed(sc_words * 4)?;
-        let reports = MappedBlock::zeroed(
-            std::mem::size_of::<ReportBufferHeader>()
-                + REPORT_CAPACITY as usize * std::mem::size_of::<GpuReportRecord>(),
-        )?;
-        reports.words()[1].store(REPORT_CAPACITY, MemOrder::Relaxed);
         let desc = GpuRuntime {
             globals: vmm.runtime_state_ptr(ordinal)?,
             slot_table: slot_table.addr,
             side_table: side_table.addr,
-            reports: reports.device,
             sc_fences: sc_fences.addr,
             sc_fence_words: sc_words as u32,
             side_log2,
             slots_per_sm: slots,
-            report_capacity: REPORT_CAPACITY,
             // VIGIL_HALT_ON_ERROR: the racing thread traps after its record.
             flags: if vmm.config().halt_on_error() {
                 GpuRuntime::HALT_ON_RACE
@@ -233,6 +230,7 @@ impl GpuSanitizer {
                 0
             },
             rank: runtime_state.rank,
+            reserved: 0,
             block_table: block_table.addr,
             block_table_log2: BLOCK_TABLE_LOG2,
             block_table_slots: block_slots,
@@ -256,7 +254,6 @@ impl GpuSanitizer {
             block_table,
             _block_lanes: block_lanes,
             _sc_fences: sc_fences,
-            reports,
             layout: LocationLayout::probe(),
             own_stream: Mutex::new(None),
             state: Mutex::new(State {
@@ -266,7 +263,8 @@ impl GpuSanitizer {
                 streams: HashMap::new(),
                 launches: LaunchHistory::default(),
                 locations: LocationCache::default(),
-                pending: HashMap::new(),
+                buffers: HashMap::new(),
+                spare: Vec::new(),
                 sites: HostSites::default(),
                 range: RangeState::Waiting(Vec::new()),
                 unchecked_seen: [0; 2],
@@ -325,8 +323,10 @@ impl GpuSanitizer {
     ) -> Result<(LaunchPlan, u32)> {
         if !st.book.has_stream(stream_id) {
             self.device.bind()?;
+            let reports = report_buffer(st, owner)?;
             let block = DeviceBlock::zeroed(StreamClocks::bytes(self.num_threads) as usize)?;
-            st.book.add_stream(stream_id, block.addr);
+            block.write(as_bytes(&ClockBook::first_header(reports)))?;
+            st.book.add_stream(stream_id, block.addr, reports);
             st.streams.insert(stream_id, block);
         }
         let plan = st.book.launch(stream_id).ok_or(Error::Unsupported {
@@ -364,28 +364,28 @@ impl GpuSanitizer {
         f(stream)
     }
 
-    /// Reads and clears the report buffer (call after synchronising with
-    /// every kernel that may write it), files its records by owner, and
-    /// decodes `owner`'s. Claims the buffer could not hold count as
-    /// dropped for the collecting context (whose they were is not known).
-    fn collect(&self, owner: u64) -> RaceReports {
-        let words = self.reports.words();
-        let claimed = words[0].swap(0, MemOrder::Relaxed);
-        let stored = claimed.min(REPORT_CAPACITY) as usize;
-        let read = (0..stored).map(|i| {
-            let at = ReportBufferHeader::WORDS + i * GpuReportRecord::WORDS;
-            let mut raw = [0u32; GpuReportRecord::WORDS];
-            for (d, w) in raw.iter_mut().zip(&words[at..]) {
-                *d = w.load(MemOrder::Relaxed);
-            }
-            bytemuck::cast::<_, GpuReportRecord>(raw)
-        });
+    /// The context `owner` is gone: its report buffer waits for the next
+    /// new context (a kernel of `owner` may still be running and write
+    /// it; what it writes then is filed as its own and discarded).
+    pub fn retire_owner(&self, owner: u64) {
         let mut st = lock(&self.state);
-        let State {
-            pending, launches, ..
-        } = &mut *st;
-        let mut records = file_records(pending, launches, read, owner);
-        let dropped = u64::from(claimed) - stored as u64;
+        if let Some(buffer) = st.buffers.remove(&owner) {
+            st.spare.push(buffer);
+        }
+    }
+
+    /// Reads and clears `owner`'s report buffer (call after synchronising
+    /// with every kernel that may write it) and decodes its records. All
+    /// of the buffer's claims are `owner`'s launches', so the claims it
+    /// could not hold count as `owner`'s dropped reports.
+    fn collect(&self, owner: u64) -> RaceReports {
+        let mut st = lock(&self.state);
+        let (read, claimed) = match st.buffers.get(&owner) {
+            Some(buffer) => take_records(buffer),
+            None => (Vec::new(), 0),
+        };
+        let dropped = u64::from(claimed) - read.len() as u64;
+        let mut records = owned_records(&st.launches, read, owner);
         let [words, arrays] = self.unchecked_since(&mut st.unchecked_seen);
         if records.is_empty() && dropped == 0 && words == 0 && arrays == 0 {
             return RaceReports::new();
@@ -489,20 +489,65 @@ fn join_into(into: &mut [u32], clock: &[u32]) {
     }
 }
 
-/// Files `records` under the context that launched each one's reporting
-/// kernel (the collecting `owner` when the launch is no longer known) and
-/// takes `owner`'s, oldest first.
-fn file_records(
-    pending: &mut HashMap<u64, Vec<GpuReportRecord>>,
+/// The report buffer of `owner`, made (or taken from the spares, emptied)
+/// on its first sanitized launch; its device address.
+fn report_buffer(st: &mut State, owner: u64) -> Result<u64> {
+    if let Some(b) = st.buffers.get(&owner) {
+        return Ok(b.device);
+    }
+    let buffer = match st.spare.pop() {
+        Some(b) => {
+            b.words()[0].store(0, MemOrder::Relaxed);
+            b
+        }
+        None => {
+            let b = MappedBlock::zeroed(
+                std::mem::size_of::<ReportBufferHeader>()
+                    + REPORT_CAPACITY as usize * std::mem::size_of::<GpuReportRecord>(),
+            )?;
+            b.words()[1].store(REPORT_CAPACITY, MemOrder::Relaxed);
+            b
+        }
+    };
+    let device = buffer.device;
+    st.buffers.insert(owner, buffer);
+    Ok(device)
+}
+
+/// Reads and empties a report buffer: its records and how many were
+/// claimed (more than it holds when some were dropped).
+fn take_records(buffer: &MappedBlock) -> (Vec<GpuReportRecord>, u32) {
+    let words = buffer.words();
+    let claimed = words[0].swap(0, MemOrder::Relaxed);
+    let stored = claimed.min(REPORT_CAPACITY) as usize;
+    let records = (0..stored)
+        .map(|i| {
+            let at = ReportBufferHeader::WORDS + i * GpuReportRecord::WORDS;
+            let mut raw = [0u32; GpuReportRecord::WORDS];
+            for (d, w) in raw.iter_mut().zip(&words[at..]) {
+                *d = w.load(MemOrder::Relaxed);
+            }
+            bytemuck::cast::<_, GpuReportRecord>(raw)
+        })
+        .collect();
+    (records, claimed)
+}
+
+/// `records` (read from `owner`'s buffer) less those another context's
+/// kernel wrote: a straggler of the context gone that had the buffer
+/// before (see [`GpuSanitizer::retire_owner`]). A record whose launch is
+/// no longer known is `owner`'s.
+fn owned_records(
     launches: &LaunchHistory,
-    records: impl IntoIterator<Item = GpuReportRecord>,
+    mut records: Vec<GpuReportRecord>,
     owner: u64,
 ) -> Vec<GpuReportRecord> {
-    for rec in records {
-        let by = launches.owner(rec.report.site.kernel_id).unwrap_or(owner);
-        pending.entry(by).or_default().push(rec);
-    }
-    pending.remove(&owner).unwrap_or_default()
+    records.retain(|rec| {
+        launches
+            .owner(rec.report.site.kernel_id)
+            .is_none_or(|by| by == owner)
+    });
+    records
 }
 
 // ----- what the backend's dispatch reports ---------------------------------
@@ -654,11 +699,12 @@ mod tests {
         assert_eq!(bytes(usize::MAX), 256 << 20);
     }
 
-    /// Two contexts share a device: each collection returns the collector's
-    /// records only; the other's wait for its own collection; a record of
-    /// a forgotten launch goes to whoever collects.
+    /// A context's buffer holds its own launches' records, and those of a
+    /// straggler kernel of the context gone that had the buffer before: a
+    /// collection keeps its own (and those of launches no longer known),
+    /// never another context's.
     #[test]
-    fn each_context_collects_its_own_records() {
+    fn a_collection_keeps_its_own_records_only() {
         let mut launches = LaunchHistory::default();
         let shape = LaunchShape {
             kernel: "k".to_owned(),
@@ -676,16 +722,8 @@ mod tests {
         };
         let lines =
             |v: Vec<GpuReportRecord>| v.iter().map(|r| r.report.site.line).collect::<Vec<_>>();
-        let mut pending = HashMap::new();
-        let first = file_records(
-            &mut pending,
-            &launches,
-            [rec(1, 1), rec(2, 2), rec(9, 3)],
-            10,
-        );
-        assert_eq!(lines(first), [1, 3]);
-        let second = file_records(&mut pending, &launches, [rec(2, 4)], 20);
-        assert_eq!(lines(second), [2, 4]);
-        assert!(pending.is_empty());
+        let read = vec![rec(1, 1), rec(2, 2), rec(9, 3), rec(1, 4)];
+        assert_eq!(lines(owned_records(&launches, read.clone(), 10)), [1, 3, 4]);
+        assert_eq!(lines(owned_records(&launches, read, 20)), [2, 3]);
     }
 }
