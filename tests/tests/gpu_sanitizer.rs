@@ -8,7 +8,9 @@
 
 use vigil::unstable::testing::require_gpu;
 use vigil::{Context, DeviceBuffer, LaunchConfig, Module, ReportKind, Stream};
-use vigil_kernels::races::{disjoint_writes, many_races, race_waw, read_one, same_sm_writes};
+use vigil_kernels::races::{
+    disjoint_writes, many_races, race_waw, read_one, same_sm_writes, write_one,
+};
 use vigil_tests::KERNELS_PTX;
 
 /// A sanitized context on GPU 0, a stream and the kernels.
@@ -115,6 +117,56 @@ fn contexts_sharing_a_device_keep_their_own_reports() {
     late_ctx
         .synchronize()
         .expect("a new context starts with an empty buffer");
+}
+
+/// Another context's wait for the whole device (which waits for this
+/// context's kernels too) does not order this context's streams: a write
+/// on one stream and a read on a second stream made after the other
+/// context's wait still race. (With one host clock per device, the second
+/// stream's first kernel joined the other context's fold of the write.)
+#[test]
+fn another_contexts_wait_does_not_order_this_contexts_streams() {
+    let Some((ctx, first, module)) = sanitized() else {
+        return;
+    };
+    let (other, other_stream, other_module) = sanitized().expect("a second sanitized context");
+    let mut data = DeviceBuffer::<u32>::alloc_zeroed(&first, 1).unwrap();
+    let mut out = DeviceBuffer::<u32>::alloc_zeroed(&first, 1).unwrap();
+    let mut mine = DeviceBuffer::<u32>::alloc_zeroed(&other_stream, 256).unwrap();
+    ctx.synchronize().expect("zeroed");
+    first
+        .launch(
+            &module.kernel::<write_one>().unwrap(),
+            LaunchConfig::new(1, 1),
+            (&mut data, 5u32),
+        )
+        .unwrap();
+    other_stream
+        .launch(
+            &other_module.kernel::<disjoint_writes>().unwrap(),
+            LaunchConfig::new(1, 256),
+            (&mut mine,),
+        )
+        .unwrap();
+    other.synchronize().expect("the other context has no race");
+    let second = Stream::new(&ctx).unwrap();
+    second
+        .launch(
+            &module.kernel::<read_one>().unwrap(),
+            LaunchConfig::new(1, 1),
+            (&mut data, &mut out),
+        )
+        .unwrap();
+    let races = match ctx.synchronize() {
+        Err(vigil::Error::Races(r)) => r,
+        other => panic!("expected the read to race with the write, got {other:?}"),
+    };
+    assert_eq!(races.len(), 1, "{races}");
+    assert_eq!(
+        races.reports()[0].kind,
+        ReportKind::ReadAfterWrite,
+        "{races}"
+    );
 }
 
 /// 2^22 elements in 16,384 CTAs of 256 threads (many per SM over time),

@@ -223,7 +223,7 @@ impl Backend {
             Backend::Cuda(c) => {
                 c.synchronize_within(timeout)?;
                 if let Some(s) = c.sanitizer_if_any() {
-                    s.on_host_wait(HostWait::All)?;
+                    s.on_host_wait(c.owner(), HostWait::All)?;
                 }
                 Ok(())
             }
@@ -251,18 +251,19 @@ impl Backend {
         let sanitizers = members
             .iter()
             .map(|b| match b {
-                Backend::Cuda(c) => c.gpu_sanitizer(),
+                Backend::Cuda(c) => Ok((c.gpu_sanitizer()?, c.owner())),
                 Backend::Cpu(_) => Err(b.gpu_only("a sanitized group of GPUs")),
             })
             .collect::<Result<Vec<_>>>()?;
         cuda::sanitizer::join_group(&sanitizers)
     }
 
-    /// The GPU sanitizer's host clock (what a group of processes'
-    /// barrier publishes; the sanitizer is made if no launch made it).
+    /// This context's host clock in the GPU sanitizer (what a group of
+    /// processes' barrier publishes; the sanitizer is made if no launch
+    /// made it).
     pub(crate) fn host_clock(&self) -> Result<Vec<u32>> {
         match self {
-            Backend::Cuda(c) => Ok(c.gpu_sanitizer()?.host_clock()),
+            Backend::Cuda(c) => Ok(c.gpu_sanitizer()?.host_clock(c.owner())),
             Backend::Cpu(_) => Err(self.gpu_only("a group of processes' barrier")),
         }
     }
@@ -271,7 +272,7 @@ impl Backend {
     /// processes' host clocks, joined at a group barrier).
     pub(crate) fn join_host_clock(&self, clock: &[u32]) -> Result<()> {
         match self {
-            Backend::Cuda(c) => c.gpu_sanitizer()?.join_host_clock(clock),
+            Backend::Cuda(c) => c.gpu_sanitizer()?.join_host_clock(c.owner(), clock),
             Backend::Cpu(_) => Err(self.gpu_only("a group of processes' barrier")),
         }
     }
@@ -305,7 +306,7 @@ impl Backend {
             (Backend::Cuda(c), StreamHandle::Cuda(s)) => {
                 s.synchronize_within(timeout)?;
                 if let Some(san) = c.sanitizer_if_any() {
-                    san.on_host_wait(HostWait::Stream(id))?;
+                    san.on_host_wait(c.owner(), HostWait::Stream(id))?;
                 }
                 Ok(())
             }
@@ -334,7 +335,7 @@ impl Backend {
             (Backend::Cuda(c), StreamHandle::Cuda(s), EventHandle::Cuda(e)) => {
                 s.wait_event(e)?;
                 if let Some(san) = c.sanitizer_if_any() {
-                    san.on_stream_wait(stream.1, event.1);
+                    san.on_stream_wait(c.owner(), stream.1, event.1);
                 }
                 Ok(())
             }
@@ -378,7 +379,7 @@ impl Backend {
             (Backend::Cuda(c), EventHandle::Cuda(e), StreamHandle::Cuda(s)) => {
                 e.record(s)?;
                 if let Some(san) = c.sanitizer_if_any() {
-                    san.on_event_record(event.1, stream.1);
+                    san.on_event_record(c.owner(), event.1, stream.1);
                 }
                 Ok(())
             }
@@ -404,7 +405,7 @@ impl Backend {
             (Backend::Cuda(c), EventHandle::Cuda(e)) => {
                 e.synchronize_within(timeout)?;
                 if let Some(san) = c.sanitizer_if_any() {
-                    san.on_host_wait(HostWait::Event(id))?;
+                    san.on_host_wait(c.owner(), HostWait::Event(id))?;
                 }
                 Ok(())
             }

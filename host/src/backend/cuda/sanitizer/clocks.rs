@@ -13,7 +13,13 @@
 //! which the caller computes into a fresh block: that work is done, so its
 //! clocks are final) and puts that one clock in every stream's list, and
 //! in the list a stream not yet launched on starts with. So host synchronisations never fill a join
-//! list, however many streams a process makes. A ring slot only grows
+//! list, however many streams a process makes.
+//!
+//! Host clocks are per context (*owner*): a context's host waits order
+//! its own later launches only. Contexts sharing a device (parallel tests)
+//! wait for the whole device in turn, and one device-wide host clock let
+//! one context's wait order another's unsynchronised streams, hiding their
+//! races. A ring slot only grows
 //! (each later kernel of its stream is ordered after the earlier ones),
 //! and so does the host clock, so a source read later never orders less
 //! than it did when it was taken.
@@ -34,15 +40,23 @@ pub(crate) struct Source {
     pub addr: u64,
 }
 
-/// The pseudo-stream of the host clock's source.
-const HOST: StreamId = StreamId(u64::MAX);
+/// The pseudo-stream of `owner`'s host clock (above every stream id, and
+/// one per owner, so that merging two contexts' sources keeps both).
+fn host_of(owner: u64) -> StreamId {
+    StreamId(u64::MAX - owner)
+}
+
+/// True for a host clock's pseudo-stream ([`host_of`]).
+fn is_host(stream: StreamId) -> bool {
+    stream.0 > u64::MAX / 2
+}
 
 /// Merges `add` into `into`: one source per stream (the newest), and at
 /// most [`MAX_JOINS`]. Past that the oldest is dropped, which loses an
 /// ordering (a later access may be reported against work it is ordered
 /// after); only event waits can get there (host synchronisations fold
-/// into one source), from more than 31 streams a stream waits on without
-/// launching in between, and it is counted ([`ClockBook::dropped_joins`]).
+/// into one source), from more than [`MAX_JOINS`] streams a stream waits
+/// on without launching in between, and it is counted ([`ClockBook::dropped_joins`]).
 fn merge(into: &mut Vec<Source>, add: &[Source]) -> usize {
     for s in add {
         into.retain(|o| o.stream != s.stream);
@@ -55,6 +69,8 @@ fn merge(into: &mut Vec<Source>, add: &[Source]) -> usize {
 
 #[derive(Debug)]
 struct StreamBook {
+    /// The context the stream belongs to.
+    owner: u64,
     /// Device address of the stream's `StreamClocks` (0 until its first
     /// sanitized launch allocates them).
     base: u64,
@@ -89,9 +105,9 @@ pub(crate) struct ClockBook {
     num_threads: u32,
     streams: HashMap<StreamId, StreamBook>,
     events: HashMap<EventId, Vec<Source>>,
-    /// What a stream's first kernel joins: the host clock, once a host
-    /// synchronisation gave it content.
-    host: Vec<Source>,
+    /// What a stream's first kernel joins, per owner: the owner's host
+    /// clock, once a host synchronisation gave it content.
+    host: HashMap<u64, Vec<Source>>,
     /// Sources dropped from full join lists (see [`merge`]).
     dropped: u64,
 }
@@ -103,7 +119,7 @@ impl ClockBook {
             num_threads,
             streams: HashMap::new(),
             events: HashMap::new(),
-            host: Vec::new(),
+            host: HashMap::new(),
             dropped: 0,
         }
     }
@@ -118,25 +134,31 @@ impl ClockBook {
         self.streams.get(&stream).is_some_and(|s| s.base != 0)
     }
 
+    /// `owner`'s host sources.
+    fn host(&self, owner: u64) -> Vec<Source> {
+        self.host.get(&owner).cloned().unwrap_or_default()
+    }
+
     /// `stream`'s book, made on first mention (a wait or a record may come
-    /// before its first launch): it starts with the host synchronisations.
-    fn book(&mut self, stream: StreamId) -> &mut StreamBook {
-        let host = &self.host;
+    /// before its first launch): it starts with `owner`'s host
+    /// synchronisations.
+    fn book(&mut self, stream: StreamId, owner: u64) -> &mut StreamBook {
+        let host = self.host(owner);
         self.streams.entry(stream).or_insert_with(|| StreamBook {
+            owner,
             base: 0,
             reports: 0,
             kernels: 0,
             folded: 0,
-            pending: host.clone(),
+            pending: host,
             written: Vec::new(),
         })
     }
 
-    /// Gives `stream` its `StreamClocks` at `base`, which hold
-    /// [`ClockBook::first_header`] (`reports`: the owning context's report
-    /// buffer).
-    pub fn add_stream(&mut self, stream: StreamId, base: u64, reports: u64) {
-        let s = self.book(stream);
+    /// Gives `owner`'s `stream` its `StreamClocks` at `base`, which hold
+    /// [`ClockBook::first_header`] (`reports`: the owner's report buffer).
+    pub fn add_stream(&mut self, stream: StreamId, owner: u64, base: u64, reports: u64) {
+        let s = self.book(stream, owner);
         s.base = base;
         s.reports = reports;
     }
@@ -152,10 +174,11 @@ impl ClockBook {
         }
     }
 
-    /// The sources a point at the current end of `stream` carries.
-    fn sources(&self, stream: StreamId) -> Vec<Source> {
+    /// The sources a point at the current end of `owner`'s `stream`
+    /// carries.
+    fn sources(&self, stream: StreamId, owner: u64) -> Vec<Source> {
         let Some(s) = self.streams.get(&stream) else {
-            return self.host.clone();
+            return self.host(owner);
         };
         let mut out = s.pending.clone();
         if s.kernels > 0 {
@@ -185,47 +208,52 @@ impl ClockBook {
         })
     }
 
-    /// `event` recorded at the current end of `stream`.
-    pub fn record(&mut self, event: EventId, stream: StreamId) {
-        let sources = self.sources(stream);
+    /// `event` recorded at the current end of `owner`'s `stream`.
+    pub fn record(&mut self, event: EventId, stream: StreamId, owner: u64) {
+        let sources = self.sources(stream, owner);
         self.events.insert(event, sources);
     }
 
-    /// `stream`'s later work waits for `event`.
-    pub fn wait(&mut self, stream: StreamId, event: EventId) {
+    /// `owner`'s `stream`'s later work waits for `event`.
+    pub fn wait(&mut self, stream: StreamId, event: EventId, owner: u64) {
         let sources = self.events.get(&event).cloned().unwrap_or_default();
-        self.dropped += merge(&mut self.book(stream).pending, &sources) as u64;
+        self.dropped += merge(&mut self.book(stream, owner).pending, &sources) as u64;
     }
 
     /// The clocks the host waited for (their kernels are done) that the
     /// host clock must fold: `sources` less the host clock itself.
     fn to_fold(sources: Vec<Source>) -> Vec<Source> {
-        sources.into_iter().filter(|s| s.stream != HOST).collect()
+        sources.into_iter().filter(|s| !is_host(s.stream)).collect()
     }
 
-    /// The host waited for `sources`, but some of their kernels have not
-    /// run yet (transfer checks queued until a module brings their entry):
-    /// instead of folding them, every later launch joins their ring slots
-    /// (read when it runs, by when the queued checks have run).
-    pub fn keep_sources(&mut self, sources: &[Source]) {
-        self.dropped += merge(&mut self.host, sources) as u64;
-        for s in self.streams.values_mut() {
+    /// `owner`'s host waited for `sources`, but some of their kernels
+    /// have not run yet (transfer checks queued until a module brings their
+    /// entry): instead of folding them, every later launch of `owner` joins
+    /// their ring slots (read when it runs, by when the queued checks have
+    /// run).
+    pub fn keep_sources(&mut self, owner: u64, sources: &[Source]) {
+        self.dropped += merge(self.host.entry(owner).or_default(), sources) as u64;
+        for s in self.streams.values_mut().filter(|s| s.owner == owner) {
             self.dropped += merge(&mut s.pending, sources) as u64;
         }
     }
 
-    /// The caller folded `folded` (from a `sync_*`) with the current host
-    /// clock into a new one at `addr`: every later launch joins it. A new
-    /// block each time, never the old one rewritten: a kernel launched
-    /// before the wait but running after it still reads the host clock it
-    /// was launched with, so it is not ordered after what it is not.
-    pub fn adopt_host_clock(&mut self, addr: u64, folded: &[Source]) {
-        let host = Source { stream: HOST, addr };
+    /// The caller folded `folded` (from a `sync_*` of `owner`) with
+    /// `owner`'s host clock into a new one at `addr`: every later launch of
+    /// `owner` joins it. A new block each time, never the old one
+    /// rewritten: a kernel launched before the wait but running after it
+    /// still reads the host clock it was launched with, so it is not
+    /// ordered after what it is not.
+    pub fn adopt_host_clock(&mut self, owner: u64, addr: u64, folded: &[Source]) {
+        let host = Source {
+            stream: host_of(owner),
+            addr,
+        };
         // Kept sources not folded this time stay (see `keep_sources`).
-        self.host
-            .retain(|p| p.stream != HOST && !folded.contains(p));
-        self.host.push(host);
-        for s in self.streams.values_mut() {
+        let own = self.host.entry(owner).or_default();
+        own.retain(|p| !is_host(p.stream) && !folded.contains(p));
+        own.push(host);
+        for s in self.streams.values_mut().filter(|s| s.owner == owner) {
             s.pending.retain(|p| !folded.contains(p));
             merge(&mut s.pending, &[host]);
         }
@@ -239,10 +267,11 @@ impl ClockBook {
         }
     }
 
-    /// The sources at the end of `stream` the host clock does not hold
-    /// yet (its latest kernel's, when one ran since the last fold).
-    fn unfolded(&mut self, stream: StreamId) -> Vec<Source> {
-        let sources = self.sources(stream);
+    /// The sources at the end of `owner`'s `stream` the host clock does
+    /// not hold yet (its latest kernel's, when one ran since the last
+    /// fold).
+    fn unfolded(&mut self, stream: StreamId, owner: u64) -> Vec<Source> {
+        let sources = self.sources(stream, owner);
         match self.streams.get_mut(&stream) {
             Some(s) => {
                 let ring_done = s.kernels == s.folded;
@@ -259,11 +288,12 @@ impl ClockBook {
         }
     }
 
-    /// The host waited for everything on `stream`; returns the clocks to
-    /// fold into a new host clock (see [`ClockBook::adopt_host_clock`]).
+    /// `owner`'s host waited for everything on `stream`; returns the
+    /// clocks to fold into a new host clock (see
+    /// [`ClockBook::adopt_host_clock`]).
     #[must_use]
-    pub fn sync_stream(&mut self, stream: StreamId) -> Vec<Source> {
-        Self::to_fold(self.unfolded(stream))
+    pub fn sync_stream(&mut self, stream: StreamId, owner: u64) -> Vec<Source> {
+        Self::to_fold(self.unfolded(stream, owner))
     }
 
     /// The host waited for `event`; returns the clocks to fold.
@@ -272,14 +302,19 @@ impl ClockBook {
         Self::to_fold(self.events.get(&event).cloned().unwrap_or_default())
     }
 
-    /// The host waited for every stream; returns the clocks to fold (one
-    /// per stream that ran a kernel since the last fold).
+    /// `owner`'s host waited for the whole device; returns the clocks of
+    /// `owner`'s streams to fold (one per stream that ran a kernel since
+    /// the last fold). Other contexts' streams are not `owner`'s to order
+    /// after: its program never synchronised with them.
     #[must_use]
-    pub fn sync_all(&mut self) -> Vec<Source> {
+    pub fn sync_all(&mut self, owner: u64) -> Vec<Source> {
         let mut all = Vec::new();
-        let ids: Vec<StreamId> = self.streams.keys().copied().collect();
+        let ids: Vec<StreamId> = (self.streams.iter())
+            .filter(|(_, s)| s.owner == owner)
+            .map(|(id, _)| *id)
+            .collect();
         for id in ids {
-            for p in self.unfolded(id) {
+            for p in self.unfolded(id, owner) {
                 if !all.contains(&p) {
                     all.push(p);
                 }
@@ -300,11 +335,13 @@ mod tests {
 
     const HOST_CLOCK: u64 = 0xf000;
     const REPORTS: u64 = 0xe000;
+    /// The context that owns the streams.
+    const O: u64 = 1;
 
     fn book() -> ClockBook {
         let mut b = ClockBook::new(N);
-        b.add_stream(A, 0x1000, REPORTS);
-        b.add_stream(B, 0x9000, REPORTS);
+        b.add_stream(A, O, 0x1000, REPORTS);
+        b.add_stream(B, O, 0x9000, REPORTS);
         b
     }
 
@@ -334,9 +371,9 @@ mod tests {
     fn an_event_carries_the_recording_streams_clock_once() {
         let mut b = book();
         b.launch(A).unwrap();
-        b.record(E, A);
+        b.record(E, A, O);
         b.launch(A).unwrap(); // after the record: not carried
-        b.wait(B, E);
+        b.wait(B, E, O);
         let p = b.launch(B).unwrap();
         assert_eq!(joins(&p), Some(vec![slot(0x1000, 1)]));
         // The next kernel on B is ordered through B's ring: the list is cleared.
@@ -349,12 +386,12 @@ mod tests {
     fn events_are_transitive_through_a_stream_without_kernels() {
         let mut b = book();
         let c = StreamId(3);
-        b.add_stream(c, 0x5000, REPORTS);
+        b.add_stream(c, O, 0x5000, REPORTS);
         b.launch(A).unwrap();
-        b.record(E, A);
-        b.wait(B, E);
-        b.record(EventId(10), B);
-        b.wait(c, EventId(10));
+        b.record(E, A, O);
+        b.wait(B, E, O);
+        b.record(EventId(10), B, O);
+        b.wait(c, EventId(10), O);
         assert_eq!(joins(&b.launch(c).unwrap()), Some(vec![slot(0x1000, 1)]));
     }
 
@@ -364,7 +401,7 @@ mod tests {
         let mut addrs: Vec<u64> = sources.iter().map(|s| s.addr).collect();
         addrs.sort();
         if !sources.is_empty() {
-            b.adopt_host_clock(next, &sources);
+            b.adopt_host_clock(O, next, &sources);
         }
         addrs
     }
@@ -374,10 +411,10 @@ mod tests {
         let mut b = book();
         b.launch(A).unwrap();
         b.launch(A).unwrap();
-        let f = b.sync_stream(A);
+        let f = b.sync_stream(A, O);
         assert_eq!(fold(&mut b, f, HOST_CLOCK), vec![slot(0x1000, 2)]);
         assert_eq!(joins(&b.launch(B).unwrap()), Some(vec![HOST_CLOCK]));
-        b.add_stream(StreamId(7), 0x7000, REPORTS);
+        b.add_stream(StreamId(7), O, 0x7000, REPORTS);
         assert_eq!(
             joins(&b.launch(StreamId(7)).unwrap()),
             Some(vec![HOST_CLOCK])
@@ -387,7 +424,7 @@ mod tests {
         // B's and 7's first) into a new host clock, which every later
         // launch joins instead of the old one.
         b.launch(A).unwrap();
-        let f = b.sync_all();
+        let f = b.sync_all(O);
         assert_eq!(
             fold(&mut b, f, HOST_CLOCK + 0x100),
             vec![slot(0x1000, 3), slot(0x7000, 1), slot(0x9000, 1)]
@@ -395,23 +432,23 @@ mod tests {
         assert_eq!(joins(&b.launch(B).unwrap()), Some(vec![HOST_CLOCK + 0x100]));
         assert_eq!(joins(&b.launch(A).unwrap()), Some(vec![HOST_CLOCK + 0x100]));
         // Nothing ran since on 7: a second sync folds only A and B.
-        let f = b.sync_all();
+        let f = b.sync_all(O);
         assert_eq!(
             fold(&mut b, f, HOST_CLOCK + 0x200),
             vec![slot(0x1000, 4), slot(0x9000, 2)]
         );
-        assert!(b.sync_all().is_empty(), "nothing new to fold");
+        assert!(b.sync_all(O).is_empty(), "nothing new to fold");
     }
 
     #[test]
     fn a_wait_before_the_streams_first_launch_is_kept() {
         let mut b = ClockBook::new(N);
-        b.add_stream(A, 0x1000, REPORTS);
+        b.add_stream(A, O, 0x1000, REPORTS);
         b.launch(A).unwrap();
-        b.record(E, A);
-        b.wait(B, E);
+        b.record(E, A, O);
+        b.wait(B, E, O);
         assert!(!b.has_stream(B));
-        b.add_stream(B, 0x9000, REPORTS);
+        b.add_stream(B, O, 0x9000, REPORTS);
         assert_eq!(joins(&b.launch(B).unwrap()), Some(vec![slot(0x1000, 1)]));
     }
 
@@ -422,18 +459,18 @@ mod tests {
         let mut b = ClockBook::new(N);
         for i in 0..4 * MAX_JOINS as u64 {
             let s = StreamId(100 + i);
-            b.add_stream(s, 0x10_0000 * (i + 1), REPORTS);
+            b.add_stream(s, O, 0x10_0000 * (i + 1), REPORTS);
             b.launch(s).unwrap();
-            let f = b.sync_all();
+            let f = b.sync_all(O);
             assert_eq!(f.len(), 1, "only the new stream's kernel to fold");
             fold(&mut b, f, HOST_CLOCK + i);
         }
         let last = HOST_CLOCK + 4 * MAX_JOINS as u64 - 1;
-        b.add_stream(A, 0x1000, REPORTS);
+        b.add_stream(A, O, 0x1000, REPORTS);
         b.launch(A).unwrap();
-        b.record(E, A);
-        b.wait(B, E);
-        b.add_stream(B, 0x9000, REPORTS);
+        b.record(E, A, O);
+        b.wait(B, E, O);
+        b.add_stream(B, O, 0x9000, REPORTS);
         let mut j = joins(&b.launch(B).unwrap()).unwrap();
         j.sort();
         assert_eq!(j, vec![slot(0x1000, 1), last]);
@@ -446,11 +483,11 @@ mod tests {
     fn kept_sources_are_joined_as_ring_slots() {
         let mut b = book();
         b.launch(A).unwrap();
-        let f = b.sync_stream(A);
+        let f = b.sync_stream(A, O);
         fold(&mut b, f, HOST_CLOCK);
         b.launch(A).unwrap();
-        let kept = b.sync_stream(A);
-        b.keep_sources(&kept);
+        let kept = b.sync_stream(A, O);
+        b.keep_sources(O, &kept);
         let mut j = joins(&b.launch(B).unwrap()).unwrap();
         j.sort();
         assert_eq!(j, vec![slot(0x1000, 2), HOST_CLOCK]);
@@ -460,23 +497,68 @@ mod tests {
     #[test]
     fn a_full_event_join_list_is_counted() {
         let mut b = ClockBook::new(N);
-        b.add_stream(B, 0x9000, REPORTS);
+        b.add_stream(B, O, 0x9000, REPORTS);
         for i in 0..MAX_JOINS as u64 + 3 {
             let s = StreamId(100 + i);
-            b.add_stream(s, 0x10_0000 * (i + 1), REPORTS);
+            b.add_stream(s, O, 0x10_0000 * (i + 1), REPORTS);
             b.launch(s).unwrap();
-            b.record(EventId(1000 + i), s);
-            b.wait(B, EventId(1000 + i));
+            b.record(EventId(1000 + i), s, O);
+            b.wait(B, EventId(1000 + i), O);
         }
         assert_eq!(joins(&b.launch(B).unwrap()).unwrap().len(), MAX_JOINS);
         assert_eq!(b.dropped_joins(), 3);
+    }
+
+    /// Two contexts on one device (parallel tests): one's whole-device
+    /// wait folds its own streams only, and orders its own later launches
+    /// only; the other's unsynchronised streams stay unordered, and its
+    /// first launches join nothing of the first's host clock. An event of
+    /// one context waited on by the other still orders (and keeps the
+    /// waiter's own host clock).
+    #[test]
+    fn a_contexts_host_waits_order_only_its_own_launches() {
+        const P: u64 = 2;
+        let (c, d) = (StreamId(3), StreamId(4));
+        let mut b = book();
+        b.add_stream(c, P, 0x5000, REPORTS + 0x100);
+        b.launch(A).unwrap();
+        b.launch(c).unwrap();
+        let f = b.sync_all(O);
+        assert_eq!(fold(&mut b, f, HOST_CLOCK), vec![slot(0x1000, 1)]);
+        // P's other stream, new: it starts with none of O's host clock.
+        b.add_stream(d, P, 0x7000, REPORTS + 0x100);
+        assert_eq!(b.launch(d).unwrap().write, None);
+        assert_eq!(joins(&b.launch(B).unwrap()), Some(vec![HOST_CLOCK]));
+        // P's own wait folds P's streams into P's host clock.
+        let f = b.sync_all(P);
+        let mut want = vec![slot(0x5000, 1), slot(0x7000, 1)];
+        want.sort();
+        let mut got: Vec<u64> = f.iter().map(|s| s.addr).collect();
+        got.sort();
+        assert_eq!(got, want);
+        b.adopt_host_clock(P, HOST_CLOCK + 0x100, &f);
+        let later = b.launch(c).unwrap().write.expect("P's host clock");
+        assert_eq!(
+            later.joins[..later.join_count as usize],
+            [HOST_CLOCK + 0x100]
+        );
+        assert_eq!(later.reports, REPORTS + 0x100);
+        // O records, P waits: P's stream joins O's stream's kernel (which
+        // joined O's host clock) and keeps P's own host clock.
+        b.launch(A).unwrap();
+        b.record(E, A, O);
+        b.wait(d, E, P);
+        let w = b.launch(d).unwrap().write.expect("the event's sources");
+        let mut j = w.joins[..w.join_count as usize].to_vec();
+        j.sort();
+        assert_eq!(j, vec![slot(0x1000, 2), HOST_CLOCK + 0x100]);
     }
 
     #[test]
     fn unrelated_streams_join_nothing() {
         let mut b = book();
         b.launch(A).unwrap();
-        b.record(E, A);
+        b.record(E, A, O);
         assert_eq!(b.launch(B).unwrap().write, None);
     }
 }

@@ -6,9 +6,10 @@
 //!   device 0's earlier access finds that access's source location where
 //!   device 0 noted it. (Entries are trusted only when word, thread and
 //!   epoch match, so switching tables never shows a wrong one.)
-//! - Host clocks: a host wait on one member orders the other members'
-//!   later launches after what it waited for, as the host barrier of a
-//!   group of processes does (the same `join_host_clock`).
+//! - Host clocks: a host wait of one member's context orders the other
+//!   member contexts' later launches after what it waited for, as the
+//!   host barrier of a group of processes does (the same
+//!   `join_host_clock`).
 //! - Launch names: launch ids are unique in the process, so an earlier
 //!   access's launch is looked up in the other members' histories.
 //!
@@ -18,21 +19,25 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 
+/// A group's other members, with their contexts' owners.
+pub(super) type Peers = Vec<(Weak<GpuSanitizer>, u64)>;
+
 use super::{as_bytes, lock, GpuSanitizer};
 use crate::error::Result;
 use crate::sanitizer::decode::LaunchShape;
 
-/// Makes `members` (one per device, the group's first first) one group:
-/// every member notes earlier accesses in the first's side table, and
-/// host waits on any order every member's later launches. Call before
-/// the members' kernels run (entries noted in a table left behind are
-/// lost to reports, nothing else).
-pub(crate) fn join_group(members: &[Arc<GpuSanitizer>]) -> Result<()> {
-    let Some(first) = members.first() else {
+/// Makes `members` (one sanitizer and context owner per device, the
+/// group's first first) one group: every member notes earlier accesses in
+/// the first's side table, and a host wait of any member's context orders
+/// every member context's later launches. Call before the members'
+/// kernels run (entries noted in a table left behind are lost to reports,
+/// nothing else).
+pub(crate) fn join_group(members: &[(Arc<GpuSanitizer>, u64)]) -> Result<()> {
+    let Some((first, _)) = members.first() else {
         return Ok(());
     };
     let side_table = lock(&first.desc).side_table;
-    for m in members {
+    for (m, owner) in members {
         let desc = {
             let mut d = lock(&m.desc);
             d.side_table = side_table;
@@ -40,29 +45,48 @@ pub(crate) fn join_group(members: &[Arc<GpuSanitizer>]) -> Result<()> {
         };
         m.device.bind()?;
         m.runtime.write(as_bytes(&desc))?;
-        *lock(&m.group) = members
+        let peers = members
             .iter()
-            .filter(|p| !Arc::ptr_eq(p, m))
-            .map(Arc::downgrade)
+            .filter(|(p, _)| !Arc::ptr_eq(p, m))
+            .map(|(p, o)| (Arc::downgrade(p), *o))
             .collect();
+        lock(&m.group).insert(*owner, peers);
     }
     Ok(())
 }
 
 impl GpuSanitizer {
-    /// The other live members of this device's group.
-    fn peers(&self) -> Vec<Arc<GpuSanitizer>> {
-        lock(&self.group).iter().filter_map(Weak::upgrade).collect()
+    /// The other live members of the group of this device's context
+    /// `owner`, with their contexts' owners.
+    fn peers_of(&self, owner: u64) -> Vec<(Arc<GpuSanitizer>, u64)> {
+        let group = lock(&self.group);
+        let peers = group.get(&owner).map(Vec::as_slice).unwrap_or_default();
+        peers
+            .iter()
+            .filter_map(|(p, o)| Some((p.upgrade()?, *o)))
+            .collect()
     }
 
-    /// Joins this device's host clock into every other member's.
-    pub(super) fn share_host_clock(&self) -> Result<()> {
-        let peers = self.peers();
+    /// The other live members of every group of this device's contexts.
+    fn peers(&self) -> Vec<Arc<GpuSanitizer>> {
+        let group = lock(&self.group);
+        group
+            .values()
+            .flatten()
+            .filter_map(|(p, _)| p.upgrade())
+            .collect()
+    }
+
+    /// Joins `owner`'s host clock into its group's other members'.
+    pub(super) fn share_host_clock(&self, owner: u64) -> Result<()> {
+        let peers = self.peers_of(owner);
         if peers.is_empty() {
             return Ok(());
         }
-        let clock = self.host_clock();
-        peers.iter().try_for_each(|p| p.join_host_clock(&clock))
+        let clock = self.host_clock(owner);
+        peers
+            .iter()
+            .try_for_each(|(p, o)| p.join_host_clock(*o, &clock))
     }
 
     /// The shapes of the launches among `ids` that other members of the

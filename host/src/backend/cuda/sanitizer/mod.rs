@@ -47,7 +47,7 @@ pub(crate) use slots::slots_per_sm_fitting;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering as MemOrder};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use vigil_shared::abi::ReportBufferHeader;
 use vigil_shared::block::{
@@ -94,6 +94,10 @@ fn side_log2(total_memory: usize) -> u32 {
     let log2 = usize::BITS - 1 - want.max(1).leading_zeros();
     log2.clamp(SIDE_LOG2_MIN, SIDE_LOG2_MAX)
 }
+/// The owner id under which the host clock blocks of contexts gone wait
+/// for the device to be idle (owner ids start at 1).
+const RETIRED: u64 = 0;
+
 /// Records a context's report buffer holds (128 bytes each).
 const REPORT_CAPACITY: u32 = 1024;
 /// log2 of the same-block table's entries per SM slot (40 bytes each:
@@ -104,11 +108,11 @@ const BLOCK_TABLE_LOG2: u32 = 10;
 /// What is guarded by the sanitizer's lock.
 struct State {
     book: ClockBook,
-    /// The newest host clock's value.
-    host_clock: Vec<u32>,
-    /// Device blocks of the host clocks launches may still read, newest
-    /// last (see `clocks`).
-    host_clocks: Vec<DeviceBlock>,
+    /// The value of each context's newest host clock (by owner id).
+    host_clock: HashMap<u64, Vec<u32>>,
+    /// Device blocks of the host clocks launches may still read, by owner,
+    /// newest last (see `clocks`).
+    host_clocks: HashMap<u64, Vec<DeviceBlock>>,
     streams: HashMap<StreamId, DeviceBlock>,
     launches: LaunchHistory,
     locations: LocationCache,
@@ -138,9 +142,10 @@ pub(crate) struct GpuSanitizer {
     runtime: DeviceBlock,
     /// What `runtime` holds (rewritten when the device joins a group).
     desc: Mutex<GpuRuntime>,
-    /// The other devices of this process in its sanitized group: host
-    /// waits here order their later launches too (`group`).
-    group: Mutex<Vec<Weak<GpuSanitizer>>>,
+    /// By owner of a context of this device in a sanitized group, the
+    /// group's other members and their contexts' owners: that context's
+    /// host waits order theirs too (`group`).
+    group: Mutex<HashMap<u64, group::Peers>>,
     _slot_table: DeviceBlock,
     _side_table: DeviceBlock,
     block_table: DeviceBlock,
@@ -248,7 +253,7 @@ impl GpuSanitizer {
             num_threads: g.num_threads,
             runtime,
             desc: Mutex::new(desc),
-            group: Mutex::new(Vec::new()),
+            group: Mutex::new(HashMap::new()),
             _slot_table: slot_table,
             _side_table: side_table,
             block_table,
@@ -258,8 +263,8 @@ impl GpuSanitizer {
             own_stream: Mutex::new(None),
             state: Mutex::new(State {
                 book: ClockBook::new(g.num_threads),
-                host_clock: vec![0; g.num_threads as usize],
-                host_clocks: Vec::new(),
+                host_clock: HashMap::new(),
+                host_clocks: HashMap::new(),
                 streams: HashMap::new(),
                 launches: LaunchHistory::default(),
                 locations: LocationCache::default(),
@@ -326,7 +331,7 @@ impl GpuSanitizer {
             let reports = report_buffer(st, owner)?;
             let block = DeviceBlock::zeroed(StreamClocks::bytes(self.num_threads) as usize)?;
             block.write(as_bytes(&ClockBook::first_header(reports)))?;
-            st.book.add_stream(stream_id, block.addr, reports);
+            st.book.add_stream(stream_id, owner, block.addr, reports);
             st.streams.insert(stream_id, block);
         }
         let plan = st.book.launch(stream_id).ok_or(Error::Unsupported {
@@ -369,6 +374,12 @@ impl GpuSanitizer {
     /// it; what it writes then is filed as its own and discarded).
     pub fn retire_owner(&self, owner: u64) {
         let mut st = lock(&self.state);
+        st.host_clock.remove(&owner);
+        // Its launches may still read its host clocks: they go once the
+        // device is idle (`fold_host_wait`).
+        if let Some(blocks) = st.host_clocks.remove(&owner) {
+            st.host_clocks.entry(RETIRED).or_default().extend(blocks);
+        }
         if let Some(buffer) = st.buffers.remove(&owner) {
             st.spare.push(buffer);
         }
@@ -564,16 +575,16 @@ pub(crate) enum HostWait {
 }
 
 impl GpuSanitizer {
-    /// `event` was recorded on `stream`.
-    pub fn on_event_record(&self, event: EventId, stream: StreamId) {
-        lock(&self.state).book.record(event, stream);
+    /// `event` was recorded on `owner`'s `stream`.
+    pub fn on_event_record(&self, owner: u64, event: EventId, stream: StreamId) {
+        lock(&self.state).book.record(event, stream, owner);
     }
 
-    /// `stream` waits for `event`.
-    pub fn on_stream_wait(&self, stream: StreamId, event: EventId) {
+    /// `owner`'s `stream` waits for `event`.
+    pub fn on_stream_wait(&self, owner: u64, stream: StreamId, event: EventId) {
         let book = &mut lock(&self.state).book;
         let before = book.dropped_joins();
-        book.wait(stream, event);
+        book.wait(stream, event, owner);
         if before == 0 && book.dropped_joins() > 0 {
             eprintln!(
                 "vigil: a stream waited on events of more than {MAX_JOINS} other streams \
@@ -583,89 +594,100 @@ impl GpuSanitizer {
         }
     }
 
-    /// The host waited: later work is ordered after what it waited for.
-    /// The exit clocks of the work waited for (done, so final) are folded
-    /// with the host clock into a new host clock block, under the state
-    /// lock, before any later launch can be planned to join it. Blocks of
-    /// older host clocks go once the whole device is idle.
-    /// In a group of devices of this process, the new host clock is
+    /// `owner`'s host waited: its later work is ordered after what it
+    /// waited for. The exit clocks of the work waited for (done, so final)
+    /// are folded with `owner`'s host clock into a new host clock block,
+    /// under the state lock, before any later launch can be planned to
+    /// join it. Blocks of older host clocks go once the whole device is
+    /// idle. In a group of devices of this process, the new host clock is
     /// joined into every other member's: the host waited, so its later
     /// launches on any rank come after what it waited for.
-    pub fn on_host_wait(&self, wait: HostWait) -> Result<()> {
-        if self.fold_host_wait(wait)? {
-            self.share_host_clock()?;
+    pub fn on_host_wait(&self, owner: u64, wait: HostWait) -> Result<()> {
+        if self.fold_host_wait(owner, wait)? {
+            self.share_host_clock(owner)?;
         }
         Ok(())
     }
 
     /// [`GpuSanitizer::on_host_wait`] on this device: true when the host
     /// clock changed.
-    fn fold_host_wait(&self, wait: HostWait) -> Result<bool> {
+    fn fold_host_wait(&self, owner: u64, wait: HostWait) -> Result<bool> {
         let mut st = lock(&self.state);
         let st = &mut *st;
         let fold = match wait {
-            HostWait::Stream(id) => st.book.sync_stream(id),
+            HostWait::Stream(id) => st.book.sync_stream(id, owner),
             HostWait::Event(id) => st.book.sync_event(id),
-            HostWait::All => st.book.sync_all(),
+            HostWait::All => st.book.sync_all(owner),
         };
         if matches!(wait, HostWait::All) {
-            // Nothing runs: no launch still reads an older host clock.
-            let keep = st.host_clocks.len().saturating_sub(1);
-            st.host_clocks.drain(..keep);
+            // The whole device is idle (a context synchronisation waits
+            // for every context's work): no launch still reads an older
+            // host clock of any context.
+            for blocks in st.host_clocks.values_mut() {
+                let keep = blocks.len().saturating_sub(1);
+                blocks.drain(..keep);
+            }
+            st.host_clocks.remove(&RETIRED);
         }
         if fold.is_empty() {
             return Ok(false);
         }
         if st.range.has_unrun_checks() {
             // A queued transfer check's exit clock is not written yet.
-            st.book.keep_sources(&fold);
+            st.book.keep_sources(owner, &fold);
             return Ok(false);
         }
         self.device.bind()?;
+        let n = self.num_threads as usize;
+        let host = st.host_clock.entry(owner).or_insert_with(|| vec![0; n]);
         for source in &fold {
-            let bytes = read_device(source.addr, st.host_clock.len() * 4)?;
+            let bytes = read_device(source.addr, n * 4)?;
             let clock: Vec<u32> = bytes
                 .as_chunks::<4>()
                 .0
                 .iter()
                 .map(|c| u32::from_le_bytes(*c))
                 .collect();
-            join_into(&mut st.host_clock, &clock);
+            join_into(host, &clock);
         }
-        Self::adopt_host_clock(st, &fold)?;
+        Self::adopt_host_clock(st, owner, &fold)?;
         Ok(true)
     }
 
-    /// Writes the host clock into a new device block that every later
-    /// launch joins, in place of the sources `folded` into it.
-    fn adopt_host_clock(st: &mut State, folded: &[clocks::Source]) -> Result<()> {
-        let block = DeviceBlock::zeroed(st.host_clock.len() * 4)?;
-        block.write(bytemuck::cast_slice(&st.host_clock))?;
-        st.book.adopt_host_clock(block.addr, folded);
-        st.host_clocks.push(block);
+    /// Writes `owner`'s host clock into a new device block that its every
+    /// later launch joins, in place of the sources `folded` into it.
+    fn adopt_host_clock(st: &mut State, owner: u64, folded: &[clocks::Source]) -> Result<()> {
+        let clock = &st.host_clock[&owner];
+        let block = DeviceBlock::zeroed(clock.len() * 4)?;
+        block.write(bytemuck::cast_slice(clock))?;
+        st.book.adopt_host_clock(owner, block.addr, folded);
+        st.host_clocks.entry(owner).or_default().push(block);
         Ok(())
     }
 
-    /// The host clock: what every kernel the host has waited for had
-    /// seen at its exit (`num_threads` entries), what a group of
+    /// `owner`'s host clock: what every kernel its host has waited for
+    /// had seen at its exit (`num_threads` entries), what a group of
     /// processes' barrier publishes.
-    pub fn host_clock(&self) -> Vec<u32> {
-        lock(&self.state).host_clock.clone()
+    pub fn host_clock(&self, owner: u64) -> Vec<u32> {
+        let st = lock(&self.state);
+        (st.host_clock.get(&owner).cloned()).unwrap_or_else(|| vec![0; self.num_threads as usize])
     }
 
-    /// Orders every later launch after `clock` (another process's host
-    /// clock, published at a group barrier this process has passed):
-    /// joined into the host clock.
-    pub fn join_host_clock(&self, clock: &[u32]) -> Result<()> {
+    /// Orders every later launch of `owner` after `clock` (another
+    /// process's host clock, published at a group barrier this process has
+    /// passed, or a group member's): joined into `owner`'s host clock.
+    pub fn join_host_clock(&self, owner: u64, clock: &[u32]) -> Result<()> {
         let mut st = lock(&self.state);
         let st = &mut *st;
-        let before = st.host_clock.clone();
-        join_into(&mut st.host_clock, clock);
-        if st.host_clock == before {
+        let n = self.num_threads as usize;
+        let host = st.host_clock.entry(owner).or_insert_with(|| vec![0; n]);
+        let before = host.clone();
+        join_into(host, clock);
+        if *host == before {
             return Ok(());
         }
         self.device.bind()?;
-        Self::adopt_host_clock(st, &[])
+        Self::adopt_host_clock(st, owner, &[])
     }
 
     /// The races of `owner`'s launches found since its last collection
