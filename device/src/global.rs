@@ -42,29 +42,21 @@ unsafe impl bytemuck::Zeroable for Vec4<i32> {}
 unsafe impl bytemuck::Pod for Vec4<i32> {}
 const _: () = assert!(size_of::<Vec4<f32>>() == 16 && core::mem::align_of::<Vec4<f32>>() == 16);
 
-/// Checks `index < len`. On the GPU an index past the end traps at once,
-/// without a branch ([`trap_unless_below`](crate::arch::ptx::trap_unless_below));
-/// on the host it panics with the kernel author's source location.
+/// An index past the end. On the GPU this traps at once (a panic would trap
+/// too, after building a message nobody reads); on the host it panics with
+/// the kernel author's source location.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-pub(crate) fn check_index(index: usize, len: usize) {
-    crate::arch::ptx::trap_unless_below(index, len)
-}
-
-#[cfg(not(target_arch = "nvptx64"))]
-#[inline(always)]
-#[track_caller]
-pub(crate) fn check_index(index: usize, len: usize) {
-    if index >= len {
-        out_of_bounds(index, len)
-    }
+pub(crate) fn out_of_bounds(_index: usize, _len: usize) -> ! {
+    // SAFETY: `trap` has no preconditions; it aborts the kernel.
+    unsafe { core::arch::nvptx::trap() }
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
 #[cold]
 #[inline(never)]
 #[track_caller]
-fn out_of_bounds(index: usize, len: usize) -> ! {
+pub(crate) fn out_of_bounds(index: usize, len: usize) -> ! {
     panic!("global index {index} out of bounds (len {len})")
 }
 
@@ -481,7 +473,9 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalSlice<T, S> {
     #[inline(always)]
     #[track_caller]
     pub fn load(&self, i: usize) -> T {
-        check_index(i, self.len);
+        if i >= self.len {
+            out_of_bounds(i, self.len)
+        }
         // SAFETY: in bounds (checked above).
         unsafe { plain_load::<T, S>(self.ptr.add(i)) }
     }
@@ -501,7 +495,9 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalSlice<T, S> {
     #[inline(always)]
     #[track_caller]
     pub fn at(&self, i: usize) -> GlobalPtr<T, S> {
-        check_index(i, self.len);
+        if i >= self.len {
+            out_of_bounds(i, self.len)
+        }
         GlobalPtr {
             ptr: self.ptr.wrapping_add(i),
             _s: PhantomData,
@@ -544,7 +540,9 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalSliceMut<T, S> {
     #[inline(always)]
     #[track_caller]
     pub fn store(&self, i: usize, v: T) {
-        check_index(i, self.len);
+        if i >= self.len {
+            out_of_bounds(i, self.len)
+        }
         // SAFETY: in bounds (checked above).
         unsafe { plain_store::<T, S>(self.ptr.add(i), v) }
     }
@@ -564,7 +562,9 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalSliceMut<T, S> {
     #[inline(always)]
     #[track_caller]
     pub fn at(&self, i: usize) -> GlobalPtrMut<T, S> {
-        check_index(i, self.len);
+        if i >= self.len {
+            out_of_bounds(i, self.len)
+        }
         GlobalPtrMut {
             ptr: self.ptr.wrapping_add(i),
             _s: PhantomData,

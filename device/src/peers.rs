@@ -20,7 +20,7 @@
 //! }
 //! ```
 
-use crate::global::{check_index, GlobalSliceMut};
+use crate::global::{out_of_bounds, GlobalSliceMut};
 use crate::sanitizer::{Plain, Sanitizer};
 use core::marker::PhantomData;
 use vigil_shared::{Ordering, Scope};
@@ -120,8 +120,10 @@ impl<T, S> Peers<T, S> {
     #[inline(always)]
     #[track_caller]
     pub fn peer(&self, rank: u32) -> GlobalSliceMut<T, S> {
-        // A peer past the group is an index past the array of peers.
-        check_index(rank as usize, (self.world as usize).min(MAX_RANKS));
+        if rank >= self.world || rank as usize >= MAX_RANKS {
+            // A peer past the group is an index past the array of peers.
+            out_of_bounds(rank as usize, self.world as usize)
+        }
         // SAFETY: a rank below `world` has a buffer of `len` elements
         // (`from_raw_parts`' contract).
         unsafe { GlobalSliceMut::from_raw_parts(self.ptrs[rank as usize], self.len) }

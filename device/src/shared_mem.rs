@@ -317,7 +317,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
     #[inline(always)]
     #[track_caller]
     fn load(&self, i: usize) -> T {
-        check_shared_index(i, self.len);
+        assert!(i < self.len, "shared array index out of bounds");
         imp::shared_access::<S>(|| self.access(i, AccessKind::Read));
         // Not volatile: barriers and warp collectives are compiler fences
         // (neither is `nomem`), so plain accesses keep CUDA's ordering
@@ -330,7 +330,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
     #[inline(always)]
     #[track_caller]
     fn store(&self, i: usize, v: T) {
-        check_shared_index(i, self.len);
+        assert!(i < self.len, "shared array index out of bounds");
         imp::shared_access::<S>(|| self.access(i, AccessKind::Write));
         // SAFETY: in bounds of the block's storage (checked above).
         unsafe { self.ptr.add(i).write(v) }
@@ -342,7 +342,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
     #[inline(always)]
     #[track_caller]
     fn rmw(&self, i: usize, op: impl FnOnce(*mut T) -> T) -> T {
-        check_shared_index(i, self.len);
+        assert!(i < self.len, "shared array index out of bounds");
         imp::shared_access::<S>(|| self.access(i, AccessKind::AtomicRmw));
         // In bounds of the block's storage (checked above) and aligned
         // (the storage is aligned for `T`).
@@ -355,7 +355,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
     where
         T: Atomic,
     {
-        check_shared_index(i, self.len);
+        assert!(i < self.len, "shared array index out of bounds");
         let loc = core::panic::Location::caller();
         // SAFETY: in bounds of the block's storage (checked above) and
         // aligned (the storage is aligned for `T`).
@@ -566,17 +566,4 @@ pub fn dynamic_shared<T: bytemuck::Pod>() -> (*mut T, usize) {
     let (p, bytes) = crate::arch::imp::dynamic_shared();
     let p = crate::arch::imp::assume_shared(p as *mut T);
     (p, bytes / core::mem::size_of::<T>().max(1))
-}
-
-/// Checks `i < len` for a shared array: on the GPU a predicated `trap`
-/// with no branch (as for global slices,
-/// [`trap_unless_below`](crate::arch::ptx::trap_unless_below)), on the
-/// host a panic at the kernel author's line.
-#[inline(always)]
-#[track_caller]
-fn check_shared_index(i: usize, len: usize) {
-    #[cfg(target_arch = "nvptx64")]
-    crate::arch::ptx::trap_unless_below(i, len);
-    #[cfg(not(target_arch = "nvptx64"))]
-    assert!(i < len, "shared array index out of bounds");
 }

@@ -1,6 +1,7 @@
 //! GPU-only cases of the race sanitizer (the race-scenario suite covers
-//! what both backends share): memory it does not manage, grids of
-//! thousands of CTAs, CTAs sharing an SM, and what checking copies costs
+//! what both backends share): memory it does not manage, contexts
+//! sharing a device, grids of thousands of CTAs, CTAs sharing an SM, and
+//! what checking copies costs
 //! (the range-access entry only in sanitized contexts; a checked memset's
 //! time, printed as a `figure:`). (`gpu_kernels.rs` runs the
 //! kernel API suite sanitized too.) Each test skips without a GPU (fails
@@ -12,6 +13,16 @@ use vigil_kernels::races::{
     disjoint_writes, many_races, race_waw, read_one, same_sm_writes, write_one,
 };
 use vigil_tests::KERNELS_PTX;
+
+/// Runs this file's tests one at a time. A sanitizer thread (an SM slot)
+/// keeps its clock from launch to launch, so another test's kernels in
+/// between can order work a test expects to race (ARCHITECTURE.md, "Known
+/// limit"); these tests pin what the sanitizer sees of one program. (The
+/// race-scenario suites run in parallel.)
+fn one_test_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ALONE.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// A sanitized context on GPU 0, a stream and the kernels.
 fn sanitized() -> Option<(Context, Stream, Module)> {
@@ -31,6 +42,7 @@ fn sanitized() -> Option<(Context, Stream, Module)> {
 /// nothing crashes, and the kernel's writes land.
 #[test]
 fn accesses_outside_managed_memory_are_ignored() {
+    let _alone = one_test_at_a_time();
     let Some((ctx, stream, module)) = sanitized() else {
         return;
     };
@@ -70,6 +82,7 @@ fn many_write_line() -> u32 {
 /// clean.
 #[test]
 fn contexts_sharing_a_device_keep_their_own_reports() {
+    let _alone = one_test_at_a_time();
     let Some((flood_ctx, flood_stream, flood_module)) = sanitized() else {
         return;
     };
@@ -143,6 +156,7 @@ fn contexts_sharing_a_device_keep_their_own_reports() {
 /// stream's first kernel joined the other context's fold of the write.)
 #[test]
 fn another_contexts_wait_does_not_order_this_contexts_streams() {
+    let _alone = one_test_at_a_time();
     let Some((ctx, first, module)) = sanitized() else {
         return;
     };
@@ -191,6 +205,7 @@ fn another_contexts_wait_does_not_order_this_contexts_streams() {
 /// and a third on another stream ordered by an event: no report.
 #[test]
 fn thousands_of_ctas_per_launch_raise_no_false_race() {
+    let _alone = one_test_at_a_time();
     let Some((ctx, stream, module)) = sanitized() else {
         return;
     };
@@ -224,6 +239,7 @@ fn thousands_of_ctas_per_launch_raise_no_false_race() {
 /// sanitizer threads (slots).
 #[test]
 fn ctas_sharing_an_sm_race_with_each_other() {
+    let _alone = one_test_at_a_time();
     let Some((ctx, stream, module)) = sanitized() else {
         return;
     };
@@ -261,6 +277,7 @@ fn ctas_sharing_an_sm_race_with_each_other() {
 /// the slots must cover what the occupancy allows.
 #[test]
 fn ctas_per_sm_sanitized_against_plain() {
+    let _alone = one_test_at_a_time();
     use vigil::Kernel;
     use vigil_kernels::examples::{axpy, histogram, reduce_sum};
     let Some((ctx, _stream, module)) = sanitized() else {
@@ -307,6 +324,7 @@ fn ctas_per_sm_sanitized_against_plain() {
 /// kernel stays clean and right, a racy one is reported.
 #[test]
 fn blocks_too_large_for_the_register_cap_launch_from_a_second_build() {
+    let _alone = one_test_at_a_time();
     let Some((ctx, stream, module)) = sanitized() else {
         return;
     };
@@ -358,6 +376,7 @@ fn blocks_too_large_for_the_register_cap_launch_from_a_second_build() {
 /// cut drops it), a sanitized one's does.
 #[test]
 fn only_a_sanitized_context_loads_the_range_access_entry() {
+    let _alone = one_test_at_a_time();
     use vigil_shared::gpu::RANGE_ACCESS_ENTRY;
     let Some((_ctx, _stream, module)) = sanitized() else {
         return;
@@ -379,6 +398,7 @@ fn only_a_sanitized_context_loads_the_range_access_entry() {
 /// (printed as `figure:` lines); both zero the buffer.
 #[test]
 fn a_checked_memset_costs_one_range_check() {
+    let _alone = one_test_at_a_time();
     use std::time::Instant;
     let Some((ctx, stream, _module)) = sanitized() else {
         return;

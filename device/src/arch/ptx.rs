@@ -685,27 +685,6 @@ pub fn backoff() {
     unsafe { asm!("nanosleep.u32 100;", options(nomem, nostack)) }
 }
 
-/// Aborts the kernel (`trap`) when `index >= len`: a bounds check as one
-/// predicated `trap`, with no branch. A branch to a trap block per index
-/// kept ptxas from issuing the loads after the checks before all of them
-/// resolved: measured on an H100, the checks of a 5-point stencil cost
-/// 7 % and of a row softmax 12 % against the same PTX without them.
-/// It reads no memory the compiler knows of, so loads may move above it
-/// (an index past the end then faults the load instead of trapping, still
-/// aborting the kernel); stores never do.
-#[inline(always)]
-pub fn trap_unless_below(index: usize, len: usize) {
-    // SAFETY: a compare and a predicated `trap`; no memory is written.
-    unsafe {
-        asm!(
-            "{{ .reg .pred %oob; setp.ge.u64 %oob, {i}, {n}; @%oob trap; }}",
-            i = in(reg64) index,
-            n = in(reg64) len,
-            options(readonly, nostack, preserves_flags),
-        )
-    }
-}
-
 /// Aborts the kernel (`trap`): the host sees a launch failure.
 #[inline(always)]
 pub fn trap() -> ! {
