@@ -371,7 +371,8 @@ impl GpuSanitizer {
 
     /// The context `owner` is gone: its report buffer waits for the next
     /// new context (a kernel of `owner` may still be running and write
-    /// it; what it writes then is filed as its own and discarded).
+    /// it; the next owner's collection discards what it writes then, see
+    /// [`owned_records`]).
     pub fn retire_owner(&self, owner: u64) {
         let mut st = lock(&self.state);
         st.host_clock.remove(&owner);
@@ -692,8 +693,8 @@ impl GpuSanitizer {
 
     /// The races of `owner`'s launches found since its last collection
     /// (call after a synchronisation with every kernel that may still
-    /// report). Other contexts' records wait for their own collection, so
-    /// contexts sharing the device do not take each other's reports.
+    /// report), from `owner`'s own report buffer: contexts sharing the
+    /// device never take each other's reports.
     pub fn take_reports(&self, owner: u64) -> RaceReports {
         self.collect(owner)
     }
