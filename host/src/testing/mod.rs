@@ -47,6 +47,9 @@
 //! Trials are named `cpu::<path>`, `gpu::<path>` (device 0), `gpu1::<path>`,
 //! ...; the usual `cargo test` filters and libtest's `--exact`, `--skip`,
 //! `--list`, `--test-threads` and `-q` work.
+//! Trials on one GPU run one at a time (CPU trials run in parallel beside
+//! them): the GPU sanitizer keeps some state per device that parallel
+//! sanitized tests would share.
 
 mod args;
 mod case;

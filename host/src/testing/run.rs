@@ -222,6 +222,14 @@ pub(crate) fn run_with(
         out,
     });
     let next = AtomicUsize::new(0);
+    // GPU trials of one device take turns (CPU trials run beside them):
+    // the GPU sanitizer's shadow record pool and side table are one per
+    // device, and sanitized tests running on one GPU at once exhausted
+    // the pool and lost earlier accesses from reports (ARCHITECTURE.md,
+    // "Open problem: other per-device state under parallel tests").
+    let turns: Vec<Mutex<()>> = (0..*gpus.as_ref().unwrap_or(&0))
+        .map(|_| Mutex::new(()))
+        .collect();
     let threads = args
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -231,6 +239,12 @@ pub(crate) fn run_with(
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(trial) = selected.get(i) else { break };
+                let _turn = match trial.target {
+                    Target::Gpu(Some(ordinal)) => turns
+                        .get(ordinal)
+                        .map(|t| t.lock().unwrap_or_else(|e| e.into_inner())),
+                    _ => None,
+                };
                 let verdict = run_trial(trial, machine);
                 let mut t = tally.lock().unwrap_or_else(|e| e.into_inner());
                 let t = &mut *t;

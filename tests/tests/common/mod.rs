@@ -56,6 +56,14 @@ pub fn gpu_context(_workers: usize) -> Option<Context> {
     )
 }
 
+/// Holds GPU 0 for the calling test until dropped: sanitized GPU tests
+/// whose verdicts depend on the record pool or the side table (one per
+/// device) take turns, as `#[vigil::test]` trials on one GPU do.
+pub fn gpu_turn() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// True when at least two CUDA GPUs are there; otherwise says on stderr
 /// that the calling test is skipped and why (fewer GPUs skip even with
 /// `VIGIL_REQUIRE_GPU=1`: most GPU machines have one).
