@@ -141,8 +141,9 @@ pub struct GpuRuntime {
     pub flags: u32,
     /// This device's rank.
     pub rank: u32,
-    /// Reserved, zero (the layout has no padding).
-    pub reserved: u32,
+    /// Records every context's report buffer holds (in device memory, so
+    /// that a report does not read it over the bus from the buffer).
+    pub report_capacity: u32,
     /// The same-block table of global words: a header then, per
     /// sanitizer thread (SM slot), `2^block_table_log2` entries (see
     /// [`crate::block::GlobalTable`]); 0: none, same-block global races
@@ -175,6 +176,7 @@ const _: () = assert!(offset_of!(GpuRuntime, sc_fence_words) == 32);
 const _: () = assert!(offset_of!(GpuRuntime, slots_per_sm) == 40);
 const _: () = assert!(offset_of!(GpuRuntime, flags) == 44);
 const _: () = assert!(offset_of!(GpuRuntime, rank) == 48);
+const _: () = assert!(offset_of!(GpuRuntime, report_capacity) == 52);
 const _: () = assert!(offset_of!(GpuRuntime, block_table) == 56);
 const _: () = assert!(offset_of!(GpuRuntime, block_table_log2) == 64);
 const _: () = assert!(offset_of!(GpuRuntime, block_lanes) == 72);

@@ -34,10 +34,7 @@ pub const SIDE_ENTRY_POLLS: u32 = 32;
 pub struct Reporter<'r> {
     side: &'r [AtomicU64],
     side_log2: u32,
-    /// Device address of the report buffer (0: none). Its capacity is
-    /// read from its header only when a report is made: the buffer is
-    /// host-mapped, and a note (every access) never touches it.
-    reports: u64,
+    reports: &'r [AtomicU32],
 }
 
 impl<'r> Reporter<'r> {
@@ -46,33 +43,21 @@ impl<'r> Reporter<'r> {
     ///
     /// # Safety
     /// `rt.side_table` must hold `2^side_log2` entries (or be 0) and
-    /// `reports` a [`ReportBufferHeader`] and its capacity of records (or
-    /// be 0), live for `'r`.
+    /// `reports` a [`ReportBufferHeader`] and `rt.report_capacity` records
+    /// (or be 0), live for `'r`.
     #[inline(always)]
     pub unsafe fn new(rt: &'r GpuRuntime, reports: u64) -> Self {
         let side_len = (1usize << rt.side_log2) * SideEntry::U64S;
-        // SAFETY: the caller guarantees the table (or 0 for none).
-        let side = unsafe { words_at(rt.side_table, side_len) };
-        Reporter {
-            side,
-            side_log2: rt.side_log2,
-            reports,
+        let report_len =
+            ReportBufferHeader::WORDS + rt.report_capacity as usize * GpuReportRecord::WORDS;
+        // SAFETY: the caller guarantees both regions (or 0 for none).
+        unsafe {
+            Reporter {
+                side: words_at(rt.side_table, side_len),
+                side_log2: rt.side_log2,
+                reports: words_at(reports, report_len),
+            }
         }
-    }
-
-    /// The report buffer's words: its header, then its capacity of
-    /// records (empty: no buffer).
-    #[inline(always)]
-    fn report_words(&self) -> &'r [AtomicU32] {
-        // SAFETY: `new`'s contract: a header at `reports` (or 0).
-        let header: &[AtomicU32] = unsafe { words_at(self.reports, ReportBufferHeader::WORDS) };
-        let Some(cap) = header.get(1) else {
-            return &[];
-        };
-        let len = ReportBufferHeader::WORDS
-            + cap.load(Ordering::Relaxed) as usize * GpuReportRecord::WORDS;
-        // SAFETY: as above, the header's capacity of records follows it.
-        unsafe { words_at(self.reports, len) }
     }
 
     /// Way `way` of the set of `tid`'s write (`write`) or read of `key`
@@ -212,7 +197,7 @@ impl<'r> Reporter<'r> {
     /// counts (see [`Reporter::push`]), and need not look up its earlier
     /// access (a racy kernel makes millions of reports).
     pub fn full(&self) -> bool {
-        match self.report_words() {
+        match self.reports {
             [next, cap, ..] => next.load(Ordering::Relaxed) >= cap.load(Ordering::Relaxed),
             _ => true,
         }
@@ -221,7 +206,7 @@ impl<'r> Reporter<'r> {
     /// Appends a record; false when the buffer was full (the claim is
     /// still counted, so the host knows how many were dropped).
     pub fn push(&self, rec: &GpuReportRecord) -> bool {
-        let w = self.report_words();
+        let w = self.reports;
         if w.len() < ReportBufferHeader::WORDS {
             return false;
         }
@@ -454,7 +439,10 @@ mod tests {
     fn records_past_capacity_are_counted_not_written() {
         let buf = words32(ReportBufferHeader::WORDS + 2 * GpuReportRecord::WORDS + 5);
         buf[1].store(2, Ordering::Relaxed);
-        let rt = GpuRuntime::default();
+        let rt = GpuRuntime {
+            report_capacity: 2,
+            ..GpuRuntime::default()
+        };
         // SAFETY: `buf` holds a header and two records.
         let rep = unsafe { Reporter::new(&rt, buf.as_ptr() as u64) };
         let rec = |k| GpuReportRecord {

@@ -235,7 +235,7 @@ impl GpuSanitizer {
                 0
             },
             rank: runtime_state.rank,
-            reserved: 0,
+            report_capacity: REPORT_CAPACITY,
             block_table: block_table.addr,
             block_table_log2: BLOCK_TABLE_LOG2,
             block_table_slots: block_slots,
@@ -375,6 +375,7 @@ impl GpuSanitizer {
     /// [`owned_records`]).
     pub fn retire_owner(&self, owner: u64) {
         let mut st = lock(&self.state);
+        st.book.forget_owner(owner);
         st.host_clock.remove(&owner);
         // Its launches may still read its host clocks: they go once the
         // device is idle (`fold_host_wait`).
