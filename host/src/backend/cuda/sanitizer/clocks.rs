@@ -13,16 +13,16 @@
 //! which the caller computes into a fresh block: that work is done, so its
 //! clocks are final) and puts that one clock in every stream's list, and
 //! in the list a stream not yet launched on starts with. So host synchronisations never fill a join
-//! list, however many streams a process makes.
+//! list, however many streams a process makes. A ring slot only grows
+//! (each later kernel of its stream is ordered after the earlier ones),
+//! and so does the host clock, so a source read later never orders less
+//! than it did when it was taken.
 //!
 //! Host clocks are per context (*owner*): a context's host waits order
 //! its own later launches only. Contexts sharing a device (parallel tests)
 //! wait for the whole device in turn, and one device-wide host clock let
 //! one context's wait order another's unsynchronised streams, hiding their
-//! races. A ring slot only grows
-//! (each later kernel of its stream is ordered after the earlier ones),
-//! and so does the host clock, so a source read later never orders less
-//! than it did when it was taken.
+//! races.
 
 use std::collections::HashMap;
 
@@ -139,18 +139,24 @@ impl ClockBook {
         self.host.get(&owner).cloned().unwrap_or_default()
     }
 
+    /// `owner` is gone: its host sources go (its streams' books stay, as
+    /// their clocks may still be read by kernels in flight).
+    pub fn forget_owner(&mut self, owner: u64) {
+        self.host.remove(&owner);
+    }
+
     /// `stream`'s book, made on first mention (a wait or a record may come
     /// before its first launch): it starts with `owner`'s host
     /// synchronisations.
     fn book(&mut self, stream: StreamId, owner: u64) -> &mut StreamBook {
-        let host = self.host(owner);
+        let host = &self.host;
         self.streams.entry(stream).or_insert_with(|| StreamBook {
             owner,
             base: 0,
             reports: 0,
             kernels: 0,
             folded: 0,
-            pending: host,
+            pending: host.get(&owner).cloned().unwrap_or_default(),
             written: Vec::new(),
         })
     }
