@@ -14,15 +14,9 @@ use vigil_kernels::races::{
 };
 use vigil_tests::KERNELS_PTX;
 
-/// Runs this file's tests one at a time. A sanitizer thread (an SM slot)
-/// keeps its clock from launch to launch, so another test's kernels in
-/// between can order work a test expects to race (ARCHITECTURE.md, "Known
-/// limit"); these tests pin what the sanitizer sees of one program. (The
-/// race-scenario suites run in parallel.)
-fn one_test_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    ALONE.lock().unwrap_or_else(|p| p.into_inner())
-}
+mod common;
+
+use common::gpu_turn;
 
 /// A sanitized context on GPU 0, a stream and the kernels.
 fn sanitized() -> Option<(Context, Stream, Module)> {
@@ -42,7 +36,7 @@ fn sanitized() -> Option<(Context, Stream, Module)> {
 /// nothing crashes, and the kernel's writes land.
 #[test]
 fn accesses_outside_managed_memory_are_ignored() {
-    let _alone = one_test_at_a_time();
+    let _turn = gpu_turn();
     let Some((ctx, stream, module)) = sanitized() else {
         return;
     };
@@ -68,13 +62,6 @@ fn accesses_outside_managed_memory_are_ignored() {
     assert!(v == 1 || v == 2, "the kernel's write landed: {v}");
 }
 
-/// The line of `many_races`' write (`// @many-write` in races.rs).
-fn many_write_line() -> u32 {
-    let source = include_str!("../kernels/src/races.rs");
-    let at = source.lines().position(|l| l.contains("// @many-write"));
-    at.expect("the @many-write marker") as u32 + 1
-}
-
 /// Two sanitized contexts on one device, as parallel tests make them:
 /// one floods its report buffer (4,096 races), the other has one race.
 /// Each collects exactly its own reports and its own dropped count; a
@@ -82,7 +69,7 @@ fn many_write_line() -> u32 {
 /// clean.
 #[test]
 fn contexts_sharing_a_device_keep_their_own_reports() {
-    let _alone = one_test_at_a_time();
+    let _turn = gpu_turn();
     let Some((flood_ctx, flood_stream, flood_module)) = sanitized() else {
         return;
     };
@@ -124,7 +111,11 @@ fn contexts_sharing_a_device_keep_their_own_reports() {
         );
         // Its own races only (distinct by both sites: a report whose
         // earlier access the side table lost under load counts apart).
-        let line = many_write_line();
+        let line = common::marker_line(
+            include_str!("../kernels/src/races.rs"),
+            "races.rs",
+            "many-write",
+        );
         assert!(
             flood
                 .reports()
@@ -149,55 +140,76 @@ fn contexts_sharing_a_device_keep_their_own_reports() {
         .expect("a new context starts with an empty buffer");
 }
 
-/// Another context's wait for the whole device (which waits for this
-/// context's kernels too) does not order this context's streams: a write
-/// on one stream and a read on a second stream made after the other
-/// context's wait still race. (With one host clock per device, the second
-/// stream's first kernel joined the other context's fold of the write.)
+/// How the other context of [`another_contexts_wait_does_not_order_this_contexts_streams`]
+/// waits: for the whole device, for its stream, for an event on it.
+#[derive(Clone, Copy, Debug)]
+enum OtherWait {
+    Context,
+    Stream,
+    Event,
+}
+
+/// Another context's wait (for the whole device, which waits for this
+/// context's kernels too; for its stream; for an event) does not order
+/// this context's streams: a write on one stream and a read on a second
+/// stream made after the other context's wait still race. (With one host
+/// clock per device, the second stream's first kernel joined the other
+/// context's fold of the write.)
 #[test]
 fn another_contexts_wait_does_not_order_this_contexts_streams() {
-    let _alone = one_test_at_a_time();
-    let Some((ctx, first, module)) = sanitized() else {
-        return;
-    };
-    let (other, other_stream, other_module) = sanitized().expect("a second sanitized context");
-    let mut data = DeviceBuffer::<u32>::alloc_zeroed(&first, 1).unwrap();
-    let mut out = DeviceBuffer::<u32>::alloc_zeroed(&first, 1).unwrap();
-    let mut mine = DeviceBuffer::<u32>::alloc_zeroed(&other_stream, 256).unwrap();
-    ctx.synchronize().expect("zeroed");
-    first
-        .launch(
-            &module.kernel::<write_one>().unwrap(),
-            LaunchConfig::new(1, 1),
-            (&mut data, 5u32),
-        )
-        .unwrap();
-    other_stream
-        .launch(
-            &other_module.kernel::<disjoint_writes>().unwrap(),
-            LaunchConfig::new(1, 256),
-            (&mut mine,),
-        )
-        .unwrap();
-    other.synchronize().expect("the other context has no race");
-    let second = Stream::new(&ctx).unwrap();
-    second
-        .launch(
-            &module.kernel::<read_one>().unwrap(),
-            LaunchConfig::new(1, 1),
-            (&mut data, &mut out),
-        )
-        .unwrap();
-    let races = match ctx.synchronize() {
-        Err(vigil::Error::Races(r)) => r,
-        other => panic!("expected the read to race with the write, got {other:?}"),
-    };
-    assert_eq!(races.len(), 1, "{races}");
-    assert_eq!(
-        races.reports()[0].kind,
-        ReportKind::ReadAfterWrite,
-        "{races}"
-    );
+    let _turn = gpu_turn();
+    for wait in [OtherWait::Context, OtherWait::Stream, OtherWait::Event] {
+        let Some((ctx, first, module)) = sanitized() else {
+            return;
+        };
+        let (other, other_stream, other_module) = sanitized().expect("a second sanitized context");
+        let mut data = DeviceBuffer::<u32>::alloc_zeroed(&first, 1).unwrap();
+        let mut out = DeviceBuffer::<u32>::alloc_zeroed(&first, 1).unwrap();
+        let mut mine = DeviceBuffer::<u32>::alloc_zeroed(&other_stream, 256).unwrap();
+        ctx.synchronize().expect("zeroed");
+        other.synchronize().expect("zeroed");
+        first
+            .launch(
+                &module.kernel::<write_one>().unwrap(),
+                LaunchConfig::new(1, 1),
+                (&mut data, 5u32),
+            )
+            .unwrap();
+        // The write is done before the other context waits, so each kind
+        // of wait could fold it.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        other_stream
+            .launch(
+                &other_module.kernel::<disjoint_writes>().unwrap(),
+                LaunchConfig::new(1, 256),
+                (&mut mine,),
+            )
+            .unwrap();
+        let waited = match wait {
+            OtherWait::Context => other.synchronize(),
+            OtherWait::Stream => other_stream.synchronize(),
+            OtherWait::Event => other_stream.record_event().and_then(|e| e.synchronize()),
+        };
+        waited.expect("the other context has no race");
+        let second = Stream::new(&ctx).unwrap();
+        second
+            .launch(
+                &module.kernel::<read_one>().unwrap(),
+                LaunchConfig::new(1, 1),
+                (&mut data, &mut out),
+            )
+            .unwrap();
+        let races = match ctx.synchronize() {
+            Err(vigil::Error::Races(r)) => r,
+            got => panic!("{wait:?}: expected the read to race with the write, got {got:?}"),
+        };
+        assert_eq!(races.len(), 1, "{wait:?}: {races}");
+        assert_eq!(
+            races.reports()[0].kind,
+            ReportKind::ReadAfterWrite,
+            "{wait:?}: {races}"
+        );
+    }
 }
 
 /// 2^22 elements in 16,384 CTAs of 256 threads (many per SM over time),
@@ -205,7 +217,7 @@ fn another_contexts_wait_does_not_order_this_contexts_streams() {
 /// and a third on another stream ordered by an event: no report.
 #[test]
 fn thousands_of_ctas_per_launch_raise_no_false_race() {
-    let _alone = one_test_at_a_time();
+    let _turn = gpu_turn();
     let Some((ctx, stream, module)) = sanitized() else {
         return;
     };
@@ -239,7 +251,7 @@ fn thousands_of_ctas_per_launch_raise_no_false_race() {
 /// sanitizer threads (slots).
 #[test]
 fn ctas_sharing_an_sm_race_with_each_other() {
-    let _alone = one_test_at_a_time();
+    let _turn = gpu_turn();
     let Some((ctx, stream, module)) = sanitized() else {
         return;
     };
@@ -277,7 +289,7 @@ fn ctas_sharing_an_sm_race_with_each_other() {
 /// the slots must cover what the occupancy allows.
 #[test]
 fn ctas_per_sm_sanitized_against_plain() {
-    let _alone = one_test_at_a_time();
+    let _turn = gpu_turn();
     use vigil::Kernel;
     use vigil_kernels::examples::{axpy, histogram, reduce_sum};
     let Some((ctx, _stream, module)) = sanitized() else {
@@ -324,7 +336,7 @@ fn ctas_per_sm_sanitized_against_plain() {
 /// kernel stays clean and right, a racy one is reported.
 #[test]
 fn blocks_too_large_for_the_register_cap_launch_from_a_second_build() {
-    let _alone = one_test_at_a_time();
+    let _turn = gpu_turn();
     let Some((ctx, stream, module)) = sanitized() else {
         return;
     };
@@ -376,7 +388,7 @@ fn blocks_too_large_for_the_register_cap_launch_from_a_second_build() {
 /// cut drops it), a sanitized one's does.
 #[test]
 fn only_a_sanitized_context_loads_the_range_access_entry() {
-    let _alone = one_test_at_a_time();
+    let _turn = gpu_turn();
     use vigil_shared::gpu::RANGE_ACCESS_ENTRY;
     let Some((_ctx, _stream, module)) = sanitized() else {
         return;
@@ -398,7 +410,7 @@ fn only_a_sanitized_context_loads_the_range_access_entry() {
 /// (printed as `figure:` lines); both zero the buffer.
 #[test]
 fn a_checked_memset_costs_one_range_check() {
-    let _alone = one_test_at_a_time();
+    let _turn = gpu_turn();
     use std::time::Instant;
     let Some((ctx, stream, _module)) = sanitized() else {
         return;
