@@ -37,8 +37,11 @@ mod cpu {
         near_static_limit_race, near_static_limit_fixed);
 }
 
+// GPU cases take turns: the same-block table's count of unchecked words
+// is one per device, and another context's collection takes it
+// (ARCHITECTURE.md, "One report buffer per sanitized context").
 mod gpu {
-    scenario_tests!(super::common::gpu_context;
+    scenario_tests!(super::common::gpu_context, super::common::gpu_turn;
         tree_reduce_missing_barrier, tree_reduce_fixed,
         transpose_tile_reused_without_barrier, transpose_tile_fixed,
         warp_handoff_without_barrier, warp_handoff_with_barrier,

@@ -15,9 +15,14 @@ use vigil_tests::KERNELS_PTX;
 /// so a case that expects a race cannot pass by not running.
 #[allow(unused_macros)] // used by the suites, not by every test file
 macro_rules! scenario_tests {
-    ($make:expr; $($name:ident),* $(,)?) => {$(
+    ($make:expr; $($name:ident),* $(,)?) => {
+        scenario_tests!($make, || (); $($name),*);
+    };
+    // `$turn()` is held for each test (`gpu_turn`: the GPU's tests take turns).
+    ($make:expr, $turn:expr; $($name:ident),* $(,)?) => {$(
         #[test]
         fn $name() {
+            let _turn = $turn();
             if $make(1).is_none() {
                 return;
             }
