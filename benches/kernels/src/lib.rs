@@ -6,5 +6,6 @@
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, stdarch_nvptx))]
 
 pub mod block;
+pub mod cost;
 pub mod streaming;
 pub mod tiles;
