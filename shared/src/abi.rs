@@ -135,7 +135,8 @@ pub struct ThreadStateHeader {
     pub clock_head: u32,
     /// [`DIRTY`](ThreadStateHeader::DIRTY) / [`PUBLISHED`](ThreadStateHeader::PUBLISHED) /
     /// [`RING_CURRENT`](ThreadStateHeader::RING_CURRENT) /
-    /// [`PENDING`](ThreadStateHeader::PENDING) flags.
+    /// [`PENDING`](ThreadStateHeader::PENDING) /
+    /// [`EXIT_PUBLISHED`](ThreadStateHeader::EXIT_PUBLISHED) flags.
     pub dirty: u32,
     /// Counter of the seeded eviction choices made by this thread.
     pub read_counter: u32,
@@ -176,6 +177,12 @@ impl ThreadStateHeader {
     /// A pending clock holds something (a relaxed read from a release
     /// waiting for an acquire fence): the next CTA entry clears them.
     pub const PENDING: u32 = 8;
+    /// The current epoch was published by CTA exits of
+    /// [`joined_launch`](Self::joined_launch) alone (into its stream ring
+    /// slot, which nothing reads before the launch ends), no snapshot
+    /// since: the launch's next CTA in the slot goes on in this epoch
+    /// rather than starting one (see [`crate::clock`]).
+    pub const EXIT_PUBLISHED: u32 = 16;
     /// u32 words in the header.
     pub const WORDS: usize = size_of::<Self>() / 4;
     /// Word index of [`ThreadStateHeader::lock`].

@@ -10,6 +10,18 @@
 //! epoch and one snapshot (the [`DIRTY`](crate::abi::ThreadStateHeader::DIRTY) bit says
 //! whether the clock changed since the last snapshot).
 //!
+//! One publication does not start an epoch: a GPU CTA's exit into its
+//! launch's stream ring slot, when the slot's next CTA is of the same
+//! launch ([`ThreadClocks::enter_cta`]). Nothing reads that ring slot
+//! before the launch has ended (the stream's next kernel, an event, a
+//! host synchronisation), and then every CTA of the launch is done, so
+//! the next CTA's accesses may share the epoch. A slot's epoch then grows
+//! by one per launch (and per release), not per CTA: compact cells and
+//! line summaries hold epochs below `2^15`, and a grid of 262,144 small
+//! CTAs (about 130 per slot of an H100's 1,980) passed that after some
+//! 250 launches, after which every access of the slot took the general
+//! path.
+//!
 //! The clock buffer is a ring of `clock_buffer_size` snapshots. A release
 //! stores a *token* (1-based publication count) and the releaser's epoch in
 //! the shadow; an acquire joins the snapshot with the releaser's entry
@@ -287,7 +299,7 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
             self.set(tid, next);
             // Only the own entry changed: the last snapshot still serves
             // (heads carry the epoch), so DIRTY is left as it was.
-            self.set_header(H::DIRTY_WORD, flags & !H::PUBLISHED);
+            self.set_header(H::DIRTY_WORD, flags & !(H::PUBLISHED | H::EXIT_PUBLISHED));
         }
         Ok(())
     }
@@ -296,7 +308,7 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
     /// snapshot (a kernel exit publishes into the stream ring instead).
     pub fn mark_published(&self) {
         let flags = self.header(H::DIRTY_WORD);
-        self.set_header(H::DIRTY_WORD, flags | H::PUBLISHED);
+        self.set_header(H::DIRTY_WORD, (flags & !H::EXIT_PUBLISHED) | H::PUBLISHED);
     }
 
     /// Under the write lock, at a CTA's entry into launch `launch`: true
@@ -316,9 +328,25 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
         true
     }
 
+    /// Under the write lock, at a CTA's entry into launch `launch`: true
+    /// when the current epoch was published by that launch's CTA exits
+    /// alone ([`H::EXIT_PUBLISHED`]: its earlier CTAs in this slot, no
+    /// release since), which it then unmarks, so that this CTA goes on in
+    /// the epoch (see the module docs).
+    pub fn continue_exit_epoch(&self, launch: u32) -> bool {
+        let flags = self.header(H::DIRTY_WORD);
+        let go_on = self.header(H::JOINED_LAUNCH_WORD) == launch_memo(launch)
+            && flags & (H::PUBLISHED | H::EXIT_PUBLISHED) == H::PUBLISHED | H::EXIT_PUBLISHED;
+        if go_on {
+            self.set_header(H::DIRTY_WORD, flags & !(H::PUBLISHED | H::EXIT_PUBLISHED));
+        }
+        go_on
+    }
+
     /// Under the write lock, at a CTA's entry into launch `launch`: what
-    /// [`fresh_epoch`](Self::lock_exclusive_fresh) (an epoch that would
-    /// overflow is left for the accesses to report),
+    /// [`continue_exit_epoch`](Self::continue_exit_epoch), unless it goes
+    /// on in the epoch [`fresh_epoch`](Self::lock_exclusive_fresh) (an
+    /// epoch that would overflow is left for the accesses to report),
     /// [`reset_fence_state`](Self::reset_fence_state) and
     /// [`enter_launch`](Self::enter_launch) do one after another, with
     /// the flags, the epoch and the joined launch read once, together (on
@@ -328,11 +356,16 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
         let before = self.header(H::DIRTY_WORD);
         let epoch = self.get(tid);
         let joined = self.header(H::JOINED_LAUNCH_WORD);
+        let memo = launch_memo(launch);
+        let join = joined != memo;
         let mut flags = before;
-        if flags & H::PUBLISHED != 0 {
+        let exit_only = H::PUBLISHED | H::EXIT_PUBLISHED;
+        if !join && flags & exit_only == exit_only {
+            flags &= !exit_only;
+        } else if flags & H::PUBLISHED != 0 {
             if let Ok(next) = next_epoch(epoch) {
                 self.set(tid, next);
-                flags &= !H::PUBLISHED;
+                flags &= !exit_only;
             }
         }
         self.set_fence_tokens(FenceRelease::NONE, FenceRelease::NONE);
@@ -340,8 +373,6 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
             self.clear_pending();
             flags &= !H::PENDING;
         }
-        let memo = launch_memo(launch);
-        let join = joined != memo;
         if join {
             self.set_header(H::JOINED_LAUNCH_WORD, memo);
             flags &= !H::RING_CURRENT;
@@ -362,11 +393,22 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
     }
 
     /// Under the write lock, after a CTA exit published the clock into the
-    /// current launch's ring slot: marks the epoch published and the ring
-    /// current.
+    /// current launch's ring slot: marks the epoch published (by the
+    /// launch's exits alone, [`H::EXIT_PUBLISHED`], unless a snapshot
+    /// published it first) and the ring current.
     pub fn mark_exit_published(&self) {
         let flags = self.header(H::DIRTY_WORD);
-        self.set_header(H::DIRTY_WORD, flags | H::PUBLISHED | H::RING_CURRENT);
+        // Published already and not by an exit: a snapshot (a release)
+        // has this epoch, and the next CTA must not go on in it.
+        let exit_only = if flags & H::PUBLISHED == 0 || flags & H::EXIT_PUBLISHED != 0 {
+            H::EXIT_PUBLISHED
+        } else {
+            0
+        };
+        self.set_header(
+            H::DIRTY_WORD,
+            flags | H::PUBLISHED | H::RING_CURRENT | exit_only,
+        );
     }
 
     /// Under the write lock: publishes the vector clock into the clock
@@ -375,6 +417,7 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
     pub fn publish(&self) -> u32 {
         let flags = self.header(H::DIRTY_WORD);
         let last = self.header(H::LAST_TOKEN_WORD);
+        let flags = flags & !H::EXIT_PUBLISHED;
         if flags & H::DIRTY == 0 && self.is_fresh(last, self.header(H::HEAD_WORD)) {
             self.set_header(H::DIRTY_WORD, flags | H::PUBLISHED);
             return last;
