@@ -64,6 +64,18 @@ fn next_epoch(e: u32) -> Result<u32, ClockError> {
     }
 }
 
+/// The flags that say how the current epoch was published; a new epoch
+/// clears both.
+const EPOCH_PUBLISHED: u32 = H::PUBLISHED | H::EXIT_PUBLISHED;
+
+/// Whether a CTA of launch `launch` entering a slot whose flags and
+/// joined-launch word are `flags` and `joined` goes on in the slot's
+/// epoch: only that launch's CTA exits published it.
+#[inline(always)]
+const fn continues_epoch(flags: u32, joined: u32, launch: u32) -> bool {
+    joined == launch_memo(launch) && flags & EPOCH_PUBLISHED == EPOCH_PUBLISHED
+}
+
 /// What a thread state's joined-launch word holds once the slot's clock
 /// joined launch `launch` (0 means none yet).
 #[inline(always)]
@@ -299,7 +311,7 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
             self.set(tid, next);
             // Only the own entry changed: the last snapshot still serves
             // (heads carry the epoch), so DIRTY is left as it was.
-            self.set_header(H::DIRTY_WORD, flags & !(H::PUBLISHED | H::EXIT_PUBLISHED));
+            self.set_header(H::DIRTY_WORD, flags & !EPOCH_PUBLISHED);
         }
         Ok(())
     }
@@ -335,10 +347,9 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
     /// the epoch (see the module docs).
     pub fn continue_exit_epoch(&self, launch: u32) -> bool {
         let flags = self.header(H::DIRTY_WORD);
-        let go_on = self.header(H::JOINED_LAUNCH_WORD) == launch_memo(launch)
-            && flags & (H::PUBLISHED | H::EXIT_PUBLISHED) == H::PUBLISHED | H::EXIT_PUBLISHED;
+        let go_on = continues_epoch(flags, self.header(H::JOINED_LAUNCH_WORD), launch);
         if go_on {
-            self.set_header(H::DIRTY_WORD, flags & !(H::PUBLISHED | H::EXIT_PUBLISHED));
+            self.set_header(H::DIRTY_WORD, flags & !EPOCH_PUBLISHED);
         }
         go_on
     }
@@ -359,13 +370,12 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
         let memo = launch_memo(launch);
         let join = joined != memo;
         let mut flags = before;
-        let exit_only = H::PUBLISHED | H::EXIT_PUBLISHED;
-        if !join && flags & exit_only == exit_only {
-            flags &= !exit_only;
+        if continues_epoch(flags, joined, launch) {
+            flags &= !EPOCH_PUBLISHED;
         } else if flags & H::PUBLISHED != 0 {
             if let Ok(next) = next_epoch(epoch) {
                 self.set(tid, next);
-                flags &= !exit_only;
+                flags &= !EPOCH_PUBLISHED;
             }
         }
         self.set_fence_tokens(FenceRelease::NONE, FenceRelease::NONE);
