@@ -94,17 +94,11 @@ fn contexts_sharing_a_device_keep_their_own_reports() {
                 (&mut word,),
             )
             .unwrap();
-        let mine = match ctx.synchronize() {
-            Err(vigil::Error::Races(r)) => r,
-            other => panic!("expected the one race, got {other:?}"),
-        };
+        let mine = common::expect_races(ctx.synchronize(), "the one race");
         assert_eq!(mine.dropped(), 0, "another context's drops:\n{mine}");
         assert_eq!(mine.len(), 1, "{mine}");
         assert_eq!(mine.reports()[0].kind, ReportKind::WriteAfterWrite);
-        let flood = match flood_ctx.synchronize() {
-            Err(vigil::Error::Races(r)) => r,
-            other => panic!("expected the flood's races, got {other:?}"),
-        };
+        let flood = common::expect_races(flood_ctx.synchronize(), "the flood's races");
         assert!(
             flood.dropped() > 0,
             "the flood's overflow is its own:\n{flood}"
@@ -199,10 +193,10 @@ fn another_contexts_wait_does_not_order_this_contexts_streams() {
                 (&mut data, &mut out),
             )
             .unwrap();
-        let races = match ctx.synchronize() {
-            Err(vigil::Error::Races(r)) => r,
-            got => panic!("{wait:?}: expected the read to race with the write, got {got:?}"),
-        };
+        let races = common::expect_races(
+            ctx.synchronize(),
+            &format!("{wait:?}: the read to race with the write"),
+        );
         assert_eq!(races.len(), 1, "{wait:?}: {races}");
         assert_eq!(
             races.reports()[0].kind,
@@ -264,10 +258,7 @@ fn ctas_sharing_an_sm_race_with_each_other() {
             (&mut data,),
         )
         .unwrap();
-    let reports = match ctx.synchronize() {
-        Err(vigil::Error::Races(r)) => r,
-        other => panic!("expected races between CTAs of one SM, got {other:?}"),
-    };
+    let reports = common::expect_races(ctx.synchronize(), "races between CTAs of one SM");
     // Every report is a write-after-write between blocks (one thread per
     // block writes), and some name two blocks that shared an SM.
     let all = reports.reports();

@@ -84,6 +84,15 @@ pub fn two_gpus() -> bool {
     }
 }
 
+/// The races a synchronisation found; any other outcome panics with
+/// `expected` (what the test expected) and what came instead.
+pub fn expect_races(outcome: vigil::Result<()>, expected: &str) -> vigil::RaceReports {
+    match outcome {
+        Err(vigil::Error::Races(r)) => r,
+        other => panic!("expected {expected}, got {other:?}"),
+    }
+}
+
 /// The line of `source` (the text of kernel file `file`) that carries
 /// `// @marker`; the marker must be unique.
 pub fn marker_line(source: &str, file: &str, marker: &str) -> u32 {
