@@ -367,6 +367,30 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
         let before = self.header(H::DIRTY_WORD);
         let epoch = self.get(tid);
         let joined = self.header(H::JOINED_LAUNCH_WORD);
+        self.enter_cta_from(tid, launch, before, epoch, joined)
+    }
+
+    /// The CTA entry of a GPU slot's claimer, which holds the thread state
+    /// alone until its block runs (nothing else takes the lock then): a
+    /// state never used as `tid`'s is initialised (the host only zeroes
+    /// thread states), then [`enter_cta`](Self::enter_cta), with the
+    /// owner, flags, epoch and joined launch read once, together (one
+    /// round trip while the block waits, and no lock's).
+    pub fn enter_claimed_cta(&self, tid: u32, launch: u32) -> bool {
+        let owner = self.header(H::TID_WORD);
+        let before = self.header(H::DIRTY_WORD);
+        let epoch = self.get(tid);
+        let joined = self.header(H::JOINED_LAUNCH_WORD);
+        if owner != tid || epoch == 0 {
+            self.init(tid);
+            return self.enter_cta(tid, launch);
+        }
+        self.enter_cta_from(tid, launch, before, epoch, joined)
+    }
+
+    /// [`enter_cta`](Self::enter_cta) from its three header reads.
+    #[inline(always)]
+    fn enter_cta_from(&self, tid: u32, launch: u32, before: u32, epoch: u32, joined: u32) -> bool {
         let memo = launch_memo(launch);
         let join = joined != memo;
         let mut flags = before;

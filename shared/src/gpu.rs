@@ -391,12 +391,16 @@ pub fn finish_cta_exit<F: AtomicFamily>(
     ring: &[F::U32],
     current: bool,
 ) {
+    // The own entry and the flags are read together (one round trip on a
+    // GPU while the block's slot waits), and nothing changes either in
+    // between: the write lock is held.
+    let own = clocks.get(tid);
+    clocks.mark_exit_published();
     if current {
         if let Some(d) = ring.get(tid as usize) {
-            d.fetch_max(clocks.get(tid), MemOrder::Relaxed);
+            d.fetch_max(own, MemOrder::Relaxed);
         }
     }
-    clocks.mark_exit_published();
 }
 
 /// The access kind and scope of a [`RaceReport`]'s `access` or

@@ -95,12 +95,8 @@ impl Device {
     fn run(&self, kernel: u32, join: Option<&[AtomicU32]>, cta: &Cta, memo: bool) -> Vec<u32> {
         let tid = cta.slot;
         let clocks = self.clocks(tid);
-        if clocks.tid() != tid || clocks.get(tid) == 0 {
-            clocks.init(tid);
-        }
         // The GPU entry's steps (`gpu_sanitizer::cta::enter`).
-        clocks.lock_exclusive();
-        let needs_join = clocks.enter_cta(tid, kernel);
+        let needs_join = clocks.enter_claimed_cta(tid, kernel);
         if needs_join || !memo {
             for lane in 0..LANES {
                 if kernel > 0 {
@@ -111,7 +107,6 @@ impl Device {
                 }
             }
         }
-        clocks.unlock_exclusive();
         let entered = (0..THREADS).map(|j| clocks.get(j)).collect();
         clocks.lock_exclusive_fresh(tid).unwrap();
         for &(j, v) in &cta.acquires {
@@ -296,7 +291,9 @@ proptest! {
 }
 
 /// A thread state's words with random flags, launch memo, fence tokens,
-/// pending entries and own epoch (at times the last one), unlocked.
+/// pending entries and own epoch (at times the last one, at times 0), at
+/// times another thread's (a slot's state never used as `tid`'s),
+/// unlocked.
 fn thread_state(tid: u32) -> impl Strategy<Value = Vec<u32>> {
     use vigil_shared::abi::ThreadStateHeader as H;
     use vigil_shared::clock::MAX_EPOCH;
@@ -305,11 +302,12 @@ fn thread_state(tid: u32) -> impl Strategy<Value = Vec<u32>> {
         prop::collection::vec(any::<u32>(), words),
         0..32u32,
         prop_oneof![Just(7u32), Just(8), any::<u32>()],
-        prop_oneof![1..100u32, Just(MAX_EPOCH), Just(MAX_EPOCH - 1)],
+        prop_oneof![8 => 1..100u32, 1 => Just(0), 1 => Just(MAX_EPOCH), 1 => Just(MAX_EPOCH - 1)],
+        prop_oneof![8 => Just(tid), 1 => any::<u32>()],
     )
-        .prop_map(move |(mut w, flags, joined, epoch)| {
+        .prop_map(move |(mut w, flags, joined, epoch, owner)| {
             w[H::LOCK_WORD] = 0;
-            w[H::TID_WORD] = tid;
+            w[H::TID_WORD] = owner;
             w[H::DIRTY_WORD] = flags;
             w[H::JOINED_LAUNCH_WORD] = joined;
             w[H::WORDS + tid as usize] = epoch;
@@ -320,9 +318,11 @@ fn thread_state(tid: u32) -> impl Strategy<Value = Vec<u32>> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
-    /// `enter_cta` (one read of the flags, the epoch and the launch memo)
-    /// leaves every word of a thread state as the entry's steps do
-    /// one after another, and answers whether to join as they do.
+    /// `enter_claimed_cta` (one read of the owner, the flags, the epoch
+    /// and the launch memo, no lock: the GPU entry's) leaves every word of
+    /// a thread state as the entry's steps do one after another (a state
+    /// not yet `tid`'s initialised first, under the write lock), and
+    /// answers whether to join as they do.
     #[test]
     fn a_cta_entry_in_one_step_is_its_steps_in_turn(
         state in thread_state(2),
@@ -337,6 +337,9 @@ proptest! {
             }
         }
         let a = steps.clocks(tid);
+        if a.tid() != tid || a.get(tid) == 0 {
+            a.init(tid);
+        }
         a.lock_exclusive();
         if !a.continue_exit_epoch(launch) {
             a.unlock_exclusive();
@@ -347,10 +350,7 @@ proptest! {
         a.reset_fence_state();
         let join_steps = a.enter_launch(launch);
         a.unlock_exclusive();
-        let b = one.clocks(tid);
-        b.lock_exclusive();
-        let join_one = b.enter_cta(tid, launch);
-        b.unlock_exclusive();
+        let join_one = one.clocks(tid).enter_claimed_cta(tid, launch);
         prop_assert_eq!(join_steps, join_one);
         let words = |d: &Device| d.states.iter().map(|w| w.load(Ordering::Relaxed)).collect::<Vec<_>>();
         prop_assert_eq!(words(&steps), words(&one));

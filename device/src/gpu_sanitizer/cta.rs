@@ -1,11 +1,14 @@
 //! CTA entry and exit of a sanitized entry point (design 3.2).
 //!
-//! Entry: the block's first thread claims a slot of its SM, initialises
-//! the slot's thread state if it was never used, locks it and broadcasts
-//! the sanitizer thread through shared memory; after a barrier every
-//! thread joins its share of the entries of the stream's previous kernel's
-//! exit clock and of the stream's join list, and after a second barrier
-//! the first thread unlocks. Exit: a barrier (every thread of the block is
+//! Entry: the block's first thread claims a slot of its SM, initialises the slot's
+//! thread state if it was never used and broadcasts the sanitizer thread
+//! through shared memory; after a barrier every thread joins its share of
+//! the entries of the stream's previous kernel's exit clock and of the
+//! stream's join list, and a second barrier ends the entry. The claim
+//! makes the state the CTA's alone, so the entry takes no lock: three
+//! round trips (the claim's two atomics, the header's reads) while the
+//! block waits. Exit: a
+//! barrier (every thread of the block is
 //! done), every thread publishes its share of the clock into the stream's
 //! ring, and after a barrier the first thread marks the epoch published
 //! and frees the slot. Sharing the `O(num_threads)` clock work among the
@@ -215,22 +218,19 @@ unsafe fn enter(runtime: u64, stream: u64, kernel: u32, launch: u32) {
     let (lane, lanes) = lane();
     super::block::reset_cta(lane, lanes, rt);
     if lane == 0 {
-        // Claim a slot and broadcast it; the thread state stays locked for
-        // writing until every lane has joined its share of the clocks.
+        // Claim a slot and broadcast it. The claim makes the thread state
+        // this CTA's alone until its threads run (they wait below, and a
+        // CTA's own threads are the only other users of its lock), so the
+        // entry takes no lock.
         let smid = arch::smid();
         let slot = SmSlotWords::of(cta.slots(), smid).claim(rt.slots_per_sm, || {});
         let tid = slot_tid(rt.rank, smid, cta.num_sms, rt.slots_per_sm.max(1), slot);
         let clocks = cta.clocks(tid);
-        // Lazy initialisation: the host only zeroes the thread states.
-        if clocks.tid() != tid || clocks.get(tid) == 0 {
-            clocks.init(tid);
-        }
         // A new epoch now if the last one was published (its previous
         // CTA's exit), once, rather than at the block's first accesses;
         // the fence state reset and the launch joined, all from one read
         // of the header (the block waits for this thread).
-        clocks.lock_exclusive();
-        let join = clocks.enter_cta(tid, launch);
+        let join = clocks.enter_claimed_cta(tid, launch);
         // SAFETY: the stream's clocks start with their header.
         let sc = unsafe { &*(stream as *const StreamClocks) };
         let state = CtaState {
@@ -273,9 +273,6 @@ unsafe fn enter(runtime: u64, stream: u64, kernel: u32, launch: u32) {
     }
     if state.join != 0 || super::block::needs_slot_lanes(lanes) {
         arch::sync_threads();
-    }
-    if lane == 0 {
-        clocks.unlock_exclusive();
     }
 }
 

@@ -24,24 +24,34 @@ impl<'a> SmSlotWords<'a> {
 
     /// Claims a free slot of `slots`, starting round-robin after the last
     /// claim so that CTAs following each other on the SM take different
-    /// thread states while slots last. Waits while all are held (only when
-    /// more CTAs are resident than the id space gives slots): a live CTA
-    /// always frees its slot at exit.
+    /// thread states while slots last. A miss's atomic returns the busy
+    /// mask, so the next try is a slot free in it (the first after the
+    /// missed one), not the next one blindly. Waits while all are held
+    /// (only when more CTAs are resident than the id space gives slots):
+    /// a live CTA always frees its slot at exit.
     #[inline(always)]
     pub fn claim(&self, slots: u32, spin: impl Fn()) -> u32 {
         let slots = slots.clamp(1, vigil_shared::gpu::MAX_SLOTS_PER_SM);
-        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let all = u32::MAX >> (32 - slots);
+        let mut s = self.next.fetch_add(1, Ordering::Relaxed) % slots;
         loop {
-            for i in 0..slots {
-                let s = start.wrapping_add(i) % slots;
-                let bit = 1u32 << s;
-                // Acquire: what the slot's previous CTA wrote to the thread
-                // state (released at its exit) is visible to this one.
-                if self.busy.fetch_or(bit, Ordering::Acquire) & bit == 0 {
-                    return s;
-                }
+            let bit = 1u32 << s;
+            // Acquire: what the slot's previous CTA wrote to the thread
+            // state (released at its exit) is visible to this one.
+            let held = self.busy.fetch_or(bit, Ordering::Acquire);
+            if held & bit == 0 {
+                return s;
             }
-            spin();
+            let free = !held & all;
+            let after = free & (u32::MAX << s);
+            s = match (after, free) {
+                (0, 0) => {
+                    spin();
+                    (s + 1) % slots
+                }
+                (0, _) => free.trailing_zeros(),
+                _ => after.trailing_zeros(),
+            };
         }
     }
 
@@ -71,6 +81,29 @@ mod tests {
         live.sort();
         assert_eq!(live, [0, 1, 2]);
         assert_eq!(table[0].load(Ordering::Relaxed), 0, "SM 0 untouched");
+    }
+
+    /// A claim whose round-robin slot is held takes a slot the busy mask
+    /// shows free: the first after it, else the first from slot 0.
+    #[test]
+    fn a_missed_claim_takes_a_free_slot_the_mask_shows() {
+        let table: Vec<AtomicU32> = (0..2).map(|_| AtomicU32::new(0)).collect();
+        let sm = SmSlotWords::of(&table, 0);
+        table[0].store(0b0110, Ordering::Relaxed);
+        table[1].store(1, Ordering::Relaxed);
+        assert_eq!(
+            sm.claim(4, || {}),
+            3,
+            "slot 1 held: the next free one after it"
+        );
+        table[0].store(0b1010, Ordering::Relaxed);
+        table[1].store(3, Ordering::Relaxed);
+        assert_eq!(
+            sm.claim(4, || {}),
+            0,
+            "slot 3 held, none after it: wrap to 0"
+        );
+        assert_eq!(table[0].load(Ordering::Relaxed), 0b1011);
     }
 
     /// Threads claiming and releasing concurrently never hold one slot twice.
