@@ -156,14 +156,33 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
         &self.words[i]
     }
 
+    /// Word `i` of the state read, or 0 past its end (a thread id no
+    /// state has: `debug_assert`ed). Not a panic: a GPU access path pays
+    /// for every call it contains, taken or not, and a bounds check's
+    /// panic is one.
+    #[inline(always)]
+    fn load(&self, i: usize) -> u32 {
+        debug_assert!(i < self.words.len(), "thread-state word {i} past the state");
+        self.words.get(i).map_or(0, |w| w.load(MemOrder::Relaxed))
+    }
+
+    /// Word `i` of the state written; nothing past its end (as [`Self::load`]).
+    #[inline(always)]
+    fn store(&self, i: usize, v: u32) {
+        debug_assert!(i < self.words.len(), "thread-state word {i} past the state");
+        if let Some(w) = self.words.get(i) {
+            w.store(v, MemOrder::Relaxed)
+        }
+    }
+
     #[inline(always)]
     fn header(&self, i: usize) -> u32 {
-        self.word(i).load(MemOrder::Relaxed)
+        self.load(i)
     }
 
     #[inline(always)]
     fn set_header(&self, i: usize, v: u32) {
-        self.word(i).store(v, MemOrder::Relaxed)
+        self.store(i, v)
     }
 
     /// The thread-state lock word.
@@ -181,12 +200,12 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
     /// Entry `j` of the vector clock.
     #[inline(always)]
     pub fn get(&self, j: u32) -> u32 {
-        self.word(H::WORDS + j as usize).load(MemOrder::Relaxed)
+        self.load(H::WORDS + j as usize)
     }
 
     #[inline(always)]
     fn set(&self, j: u32, v: u32) {
-        self.word(H::WORDS + j as usize).store(v, MemOrder::Relaxed)
+        self.store(H::WORDS + j as usize, v)
     }
 
     #[inline(always)]
@@ -255,7 +274,7 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
     /// cannot see anyway, never invent one.
     pub fn fresh_epoch_unlocked(&self, tid: u32) -> Result<u32, ClockError> {
         // Both loads before the branch: on a GPU they are in flight at once.
-        let dirty = self.word(H::DIRTY_WORD).load(MemOrder::Relaxed);
+        let dirty = self.header(H::DIRTY_WORD);
         let epoch = self.get(tid);
         if dirty & H::PUBLISHED == 0 {
             return Ok(epoch);
@@ -272,7 +291,7 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
     /// published ([`ThreadClocks::fresh_epoch_unlocked`] starts it).
     pub fn next_access_epoch(&self, tid: u32) -> u32 {
         let e = self.get(tid);
-        let published = self.word(H::DIRTY_WORD).load(MemOrder::Relaxed) & H::PUBLISHED != 0;
+        let published = self.header(H::DIRTY_WORD) & H::PUBLISHED != 0;
         if published && e < MAX_EPOCH {
             e + 1
         } else {
@@ -535,7 +554,7 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
             sink(j as u32, self.slot_word(token, j).load(MemOrder::Relaxed));
         }
         F::fence(MemOrder::Acquire);
-        if !self.is_fresh(token, self.word(H::HEAD_WORD).load(MemOrder::Relaxed)) {
+        if !self.is_fresh(token, self.header(H::HEAD_WORD)) {
             return Err(ClockError::SnapshotGone(token));
         }
         Ok(())
@@ -572,7 +591,7 @@ impl<'a, F: AtomicFamily> ThreadClocks<'a, F> {
     /// Acquires that used the overflow clock for one of this thread's
     /// releases (see [`ThreadClocks::read_release`]).
     pub fn coarsened(&self) -> u32 {
-        self.word(H::COARSENED_WORD).load(MemOrder::Relaxed)
+        self.header(H::COARSENED_WORD)
     }
 
     /// Under the write lock: `VC[j] = max(VC[j], v)`; marks the clock dirty

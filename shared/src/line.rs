@@ -273,8 +273,9 @@ impl<'m, M: EngineMemory> Engine<'m, M> {
 
     /// Splits `word`'s line if it is summarised (see the module docs):
     /// afterwards every word's own cell is its state. Returns at once for
-    /// a split line; waits while the head is locked.
-    #[inline(never)]
+    /// a split line; waits while the head is locked. Inlined: on a GPU a
+    /// call site in the whole-line path costs every access, taken or not.
+    #[inline(always)]
     pub(crate) fn split_line(&self, word: u64) {
         let line = head_word(word);
         let Some(head) = self.mem().shadow_cell(line) else {

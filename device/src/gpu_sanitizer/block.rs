@@ -266,7 +266,8 @@ impl Lanes {
 
     /// The first `n` lane states of the CTA slot's region; none when the
     /// runtime has no region (those threads' accesses go unchecked).
-    #[inline(never)]
+    /// Inlined: a call here was one more in every access's path.
+    #[inline(always)]
     fn slot_lanes(n: usize) -> &'static [LaneWord] {
         let cta = CtaState::current();
         let rt = cta.runtime();

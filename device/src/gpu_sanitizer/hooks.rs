@@ -429,9 +429,10 @@ fn check_engine(
 /// The same-block half of a warp's whole-line access (`group`'s lanes,
 /// `per` words a lane): recorded by its leader in the line's entry when
 /// its lanes agree on everything but the thread; otherwise each lane's
-/// words are checked one by one (out of line: this path keeps few
-/// registers, and the engine's half keeps its own).
-#[inline(never)]
+/// words are checked one by one. Inlined: a call of its own cost
+/// `check_line` more than its registers (copy 21.0 -> 20.4 ms sanitized
+/// on an H100 when inlined, `sanitizer_cost`).
+#[inline(always)]
 fn check_block(
     addr: u64,
     size: u32,

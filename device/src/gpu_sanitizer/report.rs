@@ -134,7 +134,12 @@ impl<'r> Reporter<'r> {
                 // it (as the CPU backend's table does), rewritten under a
                 // claim like a free way; this very access again (a loop
                 // on one word): nothing to store.
-                let again = raw[1..] == raw_new[1..] && site(raw[0]) == new.location;
+                // Word by word: a slice comparison is a call of `memcmp`,
+                // and any call in the access path costs every access.
+                let again = raw[1] == raw_new[1]
+                    && raw[2] == raw_new[2]
+                    && raw[3] == raw_new[3]
+                    && site(raw[0]) == new.location;
                 if !again && claim(slot, raw[0]) {
                     raw_new[0] = rewritten(raw[0], new.location);
                     store_entry(slot, raw_new);
