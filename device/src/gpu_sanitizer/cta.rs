@@ -1,22 +1,22 @@
 //! CTA entry and exit of a sanitized entry point (design 3.2).
 //!
-//! Entry: the block's first thread claims a slot of its SM, initialises the slot's
-//! thread state if it was never used and broadcasts the sanitizer thread
-//! through shared memory; after a barrier every thread joins its share of
-//! the entries of the stream's previous kernel's exit clock and of the
-//! stream's join list, and a second barrier ends the entry. The claim
-//! makes the state the CTA's alone, so the entry takes no lock: three
-//! round trips (the claim's two atomics, the header's reads) while the
-//! block waits. Exit: a
-//! barrier (every thread of the block is
-//! done), every thread publishes its share of the clock into the stream's
-//! ring, and after a barrier the first thread marks the epoch published
-//! and frees the slot. Sharing the `O(num_threads)` clock work among the
-//! block keeps a CTA's entry and exit short.
+//! Entry: the block's first thread claims a slot of its SM, initialises
+//! the slot's thread state if it was never used and broadcasts the
+//! sanitizer thread through shared memory; after a barrier every thread
+//! joins its share of the entries of the stream's previous kernel's exit
+//! clock and of the stream's join list, and a second barrier (when there
+//! was anything to join) ends the entry. The claim makes the state the
+//! CTA's alone, so the entry takes no lock: three round trips (the
+//! claim's two atomics, the header's reads) while the block waits. Exit:
+//! a barrier (every thread of the block is done), every thread publishes
+//! its share of the clock into the stream's ring, and after a barrier the
+//! first thread marks the epoch published and frees the slot. Sharing the
+//! `O(num_threads)` clock work among the block keeps a CTA's entry and
+//! exit short.
 //!
 //! Only the first CTA of a launch in each slot does that work: the slot's
 //! clock remembers the launch it joined, and whether the launch's ring
-//! slot already holds it ([`ThreadClocks::enter_cta`],
+//! slot already holds it ([`ThreadClocks::enter_claimed_cta`],
 //! [`ThreadClocks::ring_current`]), so the CTAs after it skip the join
 //! and publish their own entry alone. A grid of many small CTAs (one
 //! element per thread) pays `O(num_threads)` per slot, not per CTA.
