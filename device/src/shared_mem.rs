@@ -317,7 +317,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
     #[inline(always)]
     #[track_caller]
     fn load(&self, i: usize) -> T {
-        assert!(i < self.len, "shared array index out of bounds");
+        check_shared_index(i, self.len);
         imp::shared_access::<S>(|| self.access(i, AccessKind::Read));
         // Not volatile: barriers and warp collectives are compiler fences
         // (neither is `nomem`), so plain accesses keep CUDA's ordering
@@ -330,7 +330,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
     #[inline(always)]
     #[track_caller]
     fn store(&self, i: usize, v: T) {
-        assert!(i < self.len, "shared array index out of bounds");
+        check_shared_index(i, self.len);
         imp::shared_access::<S>(|| self.access(i, AccessKind::Write));
         // SAFETY: in bounds of the block's storage (checked above).
         unsafe { self.ptr.add(i).write(v) }
@@ -342,7 +342,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
     #[inline(always)]
     #[track_caller]
     fn rmw(&self, i: usize, op: impl FnOnce(*mut T) -> T) -> T {
-        assert!(i < self.len, "shared array index out of bounds");
+        check_shared_index(i, self.len);
         imp::shared_access::<S>(|| self.access(i, AccessKind::AtomicRmw));
         // In bounds of the block's storage (checked above) and aligned
         // (the storage is aligned for `T`).
@@ -355,7 +355,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
     where
         T: Atomic,
     {
-        assert!(i < self.len, "shared array index out of bounds");
+        check_shared_index(i, self.len);
         let loc = core::panic::Location::caller();
         // SAFETY: in bounds of the block's storage (checked above) and
         // aligned (the storage is aligned for `T`).
@@ -566,4 +566,12 @@ pub fn dynamic_shared<T: bytemuck::Pod>() -> (*mut T, usize) {
     let (p, bytes) = crate::arch::imp::dynamic_shared();
     let p = crate::arch::imp::assume_shared(p as *mut T);
     (p, bytes / core::mem::size_of::<T>().max(1))
+}
+
+/// Checks `i < len` for a shared array (a panic at the kernel author's
+/// line on the host; on the GPU the panic traps).
+#[inline(always)]
+#[track_caller]
+fn check_shared_index(i: usize, len: usize) {
+    assert!(i < len, "shared array index out of bounds");
 }
