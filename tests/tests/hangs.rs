@@ -3,14 +3,15 @@
 //! with a livelock naming the spinning thread and its kernel line, and a
 //! launch timeout ends one the detector cannot see. On a GPU, with a launch
 //! timeout, `synchronize` returns `Error::Timeout`, and the context works
-//! again once the kernel ends.
+//! again once the kernel ends: a host copy or a kernel launched on another
+//! stream while it still runs sets its flag.
 
 use std::time::{Duration, Instant};
 use vigil::unstable::cpu::CpuError;
 use vigil::{
     Context, DeviceBuffer, DeviceId, Error, Event, LaunchConfig, Module, ReportKind, Stream,
 };
-use vigil_kernels::hangs::{wait_for_either_flag, wait_for_flag};
+use vigil_kernels::hangs::{set_flag, wait_for_either_flag, wait_for_flag};
 use vigil_tests::KERNELS_PTX;
 
 /// The same device as `ctx`, with a launch timeout of `limit`.
@@ -25,8 +26,30 @@ fn with_timeout(ctx: &Context, limit: Duration) -> vigil::Result<Context> {
     .build()
 }
 
+/// How the test sets the flag a timed-out kernel waits for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Setter {
+    /// A host copy on another stream: a plain write, so sanitized it races
+    /// with the kernel's atomic polls, and that race is all it reports.
+    Copy,
+    /// A kernel's atomic store on another stream: race-free, and launched
+    /// while the timed-out kernel still runs.
+    Kernel,
+}
+
 #[vigil::test]
 fn a_spin_on_a_flag_nobody_sets_is_an_error(ctx: &Context) -> vigil::Result<()> {
+    spin_until_set(ctx, Setter::Copy)
+}
+
+#[vigil::test(gpu)]
+fn a_kernel_on_another_stream_ends_a_timed_out_spin(ctx: &Context) -> vigil::Result<()> {
+    spin_until_set(ctx, Setter::Kernel)
+}
+
+/// A kernel spins on a flag: on the CPU a livelock error; on a GPU every
+/// wait times out, then `setter` sets the flag and the kernel ends.
+fn spin_until_set(ctx: &Context, setter: Setter) -> vigil::Result<()> {
     // On the CPU the detector ends the launch, well within a generous
     // limit; on a GPU only the limit does.
     let limit = if ctx.is_cpu() {
@@ -39,6 +62,7 @@ fn a_spin_on_a_flag_nobody_sets_is_an_error(ctx: &Context) -> vigil::Result<()> 
     let module = Module::from_ptx(ctx, KERNELS_PTX)?;
     let wait = module.kernel::<wait_for_flag>()?;
     let mut flag = DeviceBuffer::<u32>::alloc_zeroed(&stream, 1)?;
+    let mut seen = DeviceBuffer::<u32>::alloc_zeroed(&stream, 2)?;
     // The stream that sets the flag later is ordered after its zeroing.
     let zeroed = Event::new(ctx)?;
     zeroed.record(&stream)?;
@@ -47,7 +71,11 @@ fn a_spin_on_a_flag_nobody_sets_is_an_error(ctx: &Context) -> vigil::Result<()> 
     // a kernel running for good.
     let max_polls = if ctx.is_cpu() { 0 } else { 1 << 26 };
     let start = Instant::now();
-    let launched = stream.launch(&wait, LaunchConfig::new(2, 64), (&mut flag, max_polls));
+    let launched = stream.launch(
+        &wait,
+        LaunchConfig::new(2, 64),
+        (&mut flag, &mut seen, max_polls),
+    );
     if ctx.is_cpu() {
         let err = launched.unwrap_err();
         let msg = err.to_string();
@@ -82,17 +110,27 @@ fn a_spin_on_a_flag_nobody_sets_is_an_error(ctx: &Context) -> vigil::Result<()> 
         assert!(err.to_string().contains("may still be running"), "{err}");
     }
     // Set the flag from another stream, ordered after the zeroing: the
-    // kernel ends, the context is usable again. A copy is a plain write,
-    // so sanitized it races with the kernel's atomic polls, and that race
-    // is all the sanitizer reports. (A kernel's atomic store would be
-    // race-free, but a sanitized launch queued behind a kernel that never
-    // ends is not a wait this test can bound.)
+    // kernel ends, the context is usable again.
     let other = Stream::new(ctx)?;
     other.wait_event(&zeroed)?;
-    let copy_line = line!() + 1;
-    flag.copy_from_host(&other, &[1])?;
+    let copy_line = line!() + 4;
+    if setter == Setter::Kernel {
+        let set = module.kernel::<set_flag>()?;
+        other.launch(&set, LaunchConfig::new(1, 32), (&mut flag,))?;
+    } else {
+        flag.copy_from_host(&other, &[1])?;
+    }
     let end = stream.synchronize().and_then(|()| ctx.synchronize());
-    if !ctx.is_sanitized() {
+    // The blocks saw the flag: they did not give up after `max_polls`.
+    let mut saw = [0u32; 2];
+    seen.copy_to_host(&stream, &mut saw)?;
+    stream.synchronize()?;
+    assert_eq!(
+        saw,
+        [1, 1],
+        "a waiting block gave up before the flag was set"
+    );
+    if !ctx.is_sanitized() || setter == Setter::Kernel {
         return end;
     }
     let Err(Error::Races(reports)) = end else {
@@ -110,6 +148,49 @@ fn a_spin_on_a_flag_nobody_sets_is_an_error(ctx: &Context) -> vigil::Result<()> 
                 if k.ends_with("kernels/src/hangs.rs") && t.ends_with("tests/hangs.rs") && *l == copy_line);
         assert!(ok, "unexpected report:\n{r}");
     }
+    ctx.synchronize()
+}
+
+/// A kernel that waits for a flag ends when a kernel on another stream
+/// sets it: a launch on a fresh stream runs beside one that is still
+/// running (a cross-stream producer and consumer), sanitized too, and
+/// their atomics on the flag do not race. (The CPU backend runs a launch
+/// to its end before the next, so the waiter could only give up there.)
+#[vigil::test(gpu)]
+fn a_kernel_on_another_stream_ends_a_waiting_one(ctx: &Context) -> vigil::Result<()> {
+    let ctx = &with_timeout(ctx, Duration::from_secs(20))?;
+    let module = Module::from_ptx(ctx, KERNELS_PTX)?;
+    let (wait, set) = (
+        module.kernel::<wait_for_flag>()?,
+        module.kernel::<set_flag>()?,
+    );
+    let waiting = Stream::new(ctx)?;
+    let mut flag = DeviceBuffer::<u32>::alloc_zeroed(&waiting, 1)?;
+    let mut seen = DeviceBuffer::<u32>::alloc_zeroed(&waiting, 2)?;
+    let zeroed = Event::new(ctx)?;
+    zeroed.record(&waiting)?;
+    // 2^22 polls: seconds, then the waiter gives up (and says so in
+    // `seen`) rather than hold the GPU if the setter never runs.
+    let config = LaunchConfig::new(2, 64);
+    waiting.launch(&wait, config, (&mut flag, &mut seen, 1u32 << 22))?;
+    // The setter's stream is new: its first launch sets up what the
+    // sanitizer keeps per stream while the waiter runs.
+    let setter = Stream::new(ctx)?;
+    setter.wait_event(&zeroed)?;
+    let start = Instant::now();
+    setter.launch(&set, LaunchConfig::new(1, 32), (&mut flag,))?;
+    let launched = start.elapsed();
+    setter.synchronize()?;
+    let set_ran = start.elapsed();
+    let mut host = [0u32; 2];
+    seen.copy_to_host(&waiting, &mut host)?;
+    waiting.synchronize()?;
+    assert_eq!(
+        host,
+        [1, 1],
+        "a waiting block gave up: the setter did not run beside it (its launch call took \
+         {launched:?}, its stream's synchronize ended after {set_ran:?})"
+    );
     ctx.synchronize()
 }
 

@@ -62,6 +62,7 @@ impl CudaModule {
             LaunchVariant::Plain => jit.load_whole_program(image)?,
             LaunchVariant::Sanitized => jit.link_relocatable(image).map_err(shared_overflow)?,
         };
+        preload_functions(raw)?;
         let window_arrays = variant == LaunchVariant::Sanitized
             && image.to_string_lossy().contains(WINDOW_ARRAY_SYMBOL);
         let large_blocks = match (variant, max_registers) {
@@ -340,6 +341,48 @@ impl JitOptions {
         // `cuLinkDestroy`); the context is current.
         drv!(cuModuleLoadData(&mut raw, cubin.cast_const()))?;
         Ok(raw)
+    }
+}
+
+/// Loads every function of `module` onto the device now. Under the
+/// driver's lazy loading (the default since CUDA 12.2) a function is
+/// otherwise loaded at its first use, and that load waits for kernels
+/// already running: a kernel launched on one stream to end one that spins
+/// on another would never start. Drivers before CUDA 12.4 have no
+/// `cuFuncLoad`; there functions load as the driver decides.
+fn preload_functions(module: sys::CUmodule) -> Result<()> {
+    let mut count = 0u32;
+    // SAFETY: valid out-pointer, live module (the context is current).
+    let counted = newer_driver_call("cuModuleGetFunctionCount", || unsafe {
+        sys::cuModuleGetFunctionCount(&mut count, module)
+    })?;
+    if !counted {
+        return Ok(());
+    }
+    let mut functions: Vec<sys::CUfunction> = vec![std::ptr::null_mut(); count as usize];
+    // SAFETY: `functions` has room for `count` handles; live module.
+    drv!(cuModuleEnumerateFunctions(
+        functions.as_mut_ptr(),
+        count,
+        module
+    ))?;
+    for f in functions {
+        // SAFETY: `f` is a function of the live module.
+        if !newer_driver_call("cuFuncLoad", || unsafe { sys::cuFuncLoad(f) })? {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Calls a driver function an older driver may lack: false when the
+/// library has no such symbol, an error when the call fails.
+fn newer_driver_call(name: &'static str, f: impl FnOnce() -> sys::CUresult) -> Result<bool> {
+    match call_raw(name, f) {
+        Err(Error::DriverSymbol { .. }) => Ok(false),
+        Err(e) => Err(e),
+        Ok(sys::CUresult::CUDA_SUCCESS) => Ok(true),
+        Ok(r) => Err(super::driver::driver_error(name, r)),
     }
 }
 
