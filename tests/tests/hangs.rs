@@ -113,13 +113,16 @@ fn spin_until_set(ctx: &Context, setter: Setter) -> vigil::Result<()> {
     // kernel ends, the context is usable again.
     let other = Stream::new(ctx)?;
     other.wait_event(&zeroed)?;
-    let copy_line = line!() + 4;
-    if setter == Setter::Kernel {
+    // The copy's line, for its report (none for the kernel).
+    let copy_line = if setter == Setter::Kernel {
         let set = module.kernel::<set_flag>()?;
         other.launch(&set, LaunchConfig::new(1, 32), (&mut flag,))?;
+        0
     } else {
+        let line = line!() + 1;
         flag.copy_from_host(&other, &[1])?;
-    }
+        line
+    };
     let end = stream.synchronize().and_then(|()| ctx.synchronize());
     // The blocks saw the flag: they did not give up after `max_polls`.
     let mut saw = [0u32; 2];
