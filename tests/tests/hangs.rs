@@ -124,15 +124,7 @@ fn spin_until_set(ctx: &Context, setter: Setter) -> vigil::Result<()> {
         line
     };
     let end = stream.synchronize().and_then(|()| ctx.synchronize());
-    // The blocks saw the flag: they did not give up after `max_polls`.
-    let mut saw = [0u32; 2];
-    seen.copy_to_host(&stream, &mut saw)?;
-    stream.synchronize()?;
-    assert_eq!(
-        saw,
-        [1, 1],
-        "a waiting block gave up before the flag was set"
-    );
+    assert_saw_the_flag(&seen, &stream, "")?;
     if !ctx.is_sanitized() || setter == Setter::Kernel {
         return end;
     }
@@ -185,16 +177,26 @@ fn a_kernel_on_another_stream_ends_a_waiting_one(ctx: &Context) -> vigil::Result
     let launched = start.elapsed();
     setter.synchronize()?;
     let set_ran = start.elapsed();
-    let mut host = [0u32; 2];
-    seen.copy_to_host(&waiting, &mut host)?;
-    waiting.synchronize()?;
-    assert_eq!(
-        host,
-        [1, 1],
-        "a waiting block gave up: the setter did not run beside it (its launch call took \
-         {launched:?}, its stream's synchronize ended after {set_ran:?})"
+    let timing = format!(
+        ": the setter did not run beside it (its launch call took {launched:?}, its \
+         stream's synchronize ended after {set_ran:?})"
     );
+    assert_saw_the_flag(&seen, &waiting, &timing)?;
     ctx.synchronize()
+}
+
+/// Both blocks of [`wait_for_flag`] saw the flag (`seen`, read on
+/// `stream`): they did not give up after their polls (`why` says more).
+fn assert_saw_the_flag(seen: &DeviceBuffer<u32>, stream: &Stream, why: &str) -> vigil::Result<()> {
+    let mut saw = [0u32; 2];
+    seen.copy_to_host(stream, &mut saw)?;
+    stream.synchronize()?;
+    assert_eq!(
+        saw,
+        [1, 1],
+        "a waiting block gave up before the flag was set{why}"
+    );
+    Ok(())
 }
 
 #[vigil::test(cpu)]
