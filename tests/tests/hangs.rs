@@ -115,6 +115,8 @@ fn spin_until_set(ctx: &Context, setter: Setter) -> vigil::Result<()> {
     other.wait_event(&zeroed)?;
     // The copy's line, for its report (none for the kernel).
     let copy_line = if setter == Setter::Kernel {
+        // Looked up only now, while the spinner runs: the function must
+        // have been loaded with its module, not at this first use.
         let set = module.kernel::<set_flag>()?;
         other.launch(&set, LaunchConfig::new(1, 32), (&mut flag,))?;
         0

@@ -56,6 +56,16 @@ pub(crate) fn check(name: &'static str, f: impl FnOnce() -> CUresult) -> Result<
     }
 }
 
+/// Runs a call an older driver may lack (through [`check`]): `Ok(false)`
+/// when the library has no such symbol.
+pub(crate) fn newer_call(name: &'static str, f: impl FnOnce() -> CUresult) -> Result<bool> {
+    match check(name, f) {
+        Ok(()) => Ok(true),
+        Err(Error::DriverSymbol { .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// Runs a query call (`cuStreamQuery`, `cuEventQuery`): `Ok(true)` when
 /// the work is done, `Ok(false)` while it is not ready, else the error.
 pub(crate) fn query(name: &'static str, f: impl FnOnce() -> CUresult) -> Result<bool> {

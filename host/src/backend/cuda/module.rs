@@ -353,7 +353,7 @@ impl JitOptions {
 fn preload_functions(module: sys::CUmodule) -> Result<()> {
     let mut count = 0u32;
     // SAFETY: valid out-pointer, live module (the context is current).
-    let counted = newer_driver_call("cuModuleGetFunctionCount", || unsafe {
+    let counted = super::driver::newer_call("cuModuleGetFunctionCount", || unsafe {
         sys::cuModuleGetFunctionCount(&mut count, module)
     })?;
     if !counted {
@@ -366,24 +366,15 @@ fn preload_functions(module: sys::CUmodule) -> Result<()> {
         count,
         module
     ))?;
+    // Every function, used or not: one loaded at its first use is what
+    // waits for the kernels then running.
     for f in functions {
         // SAFETY: `f` is a function of the live module.
-        if !newer_driver_call("cuFuncLoad", || unsafe { sys::cuFuncLoad(f) })? {
+        if !super::driver::newer_call("cuFuncLoad", || unsafe { sys::cuFuncLoad(f) })? {
             break;
         }
     }
     Ok(())
-}
-
-/// Calls a driver function an older driver may lack: false when the
-/// library has no such symbol, an error when the call fails.
-fn newer_driver_call(name: &'static str, f: impl FnOnce() -> sys::CUresult) -> Result<bool> {
-    match call_raw(name, f) {
-        Err(Error::DriverSymbol { .. }) => Ok(false),
-        Err(e) => Err(e),
-        Ok(sys::CUresult::CUDA_SUCCESS) => Ok(true),
-        Ok(r) => Err(super::driver::driver_error(name, r)),
-    }
 }
 
 /// A sanitized module's load failure as [`Error::SanitizedSharedMemory`]
