@@ -503,20 +503,21 @@ fn reports_print_and_serialise() {
     assert!(
         json.ends_with(
             "],\"divergent_barriers\":[],\"duplicates\":1,\"dropped\":7,\"unchecked_words\":0,\
-             \"unchecked_arrays\":0}"
+             \"unchecked_arrays\":0,\"history_lost\":0}"
         ),
         "{json}"
     );
     assert_eq!(json.matches('{').count(), json.matches('}').count());
 }
 
-/// Words the GPU's same-block check skipped and arrays it could not check
-/// are lines and fields, never a finding; a divergent barrier is one, in the text and the JSON.
+/// Words the GPU's same-block check skipped, arrays it could not check and
+/// accesses that lost history are lines and fields, never a finding; a divergent barrier is one, in the text and the JSON.
 #[test]
 fn unchecked_accesses_and_divergent_barriers_in_reports() {
     let mut r = RaceReports::new();
     r.add_unchecked_words(12);
     r.add_unchecked_arrays(3);
+    r.add_history_lost(5);
     assert!(r.is_empty());
     let text = r.to_string();
     assert!(text.contains("12 word access(es) went unchecked"), "{text}");
@@ -525,8 +526,12 @@ fn unchecked_accesses_and_divergent_barriers_in_reports() {
         "{text}"
     );
     assert!(
+        text.contains("5 access(es) lost part of their word's history"),
+        "{text}"
+    );
+    assert!(
         r.to_json()
-            .ends_with("\"unchecked_words\":12,\"unchecked_arrays\":3}"),
+            .ends_with("\"unchecked_words\":12,\"unchecked_arrays\":3,\"history_lost\":5}"),
         "{}",
         r.to_json()
     );

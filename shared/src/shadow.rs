@@ -818,10 +818,15 @@ impl<'a, F: AtomicFamily> Pool<'a, F> {
         write_scalar::<F>(self.record(i), ChainRecord::ACCESS_WORD + 2 * slot, sc);
     }
 
+    /// Counts one more in header counter `i`, up to [`PoolHeader::COUNT_CAP`]:
+    /// past it a counter is only read, since a word that every block hits
+    /// would otherwise take one atomic on one address per access.
     #[inline]
     fn count(&self, i: usize) {
         if let Some(w) = self.header(i) {
-            w.fetch_add(1, MemOrder::Relaxed);
+            if w.load(MemOrder::Relaxed) < PoolHeader::COUNT_CAP {
+                w.fetch_add(1, MemOrder::Relaxed);
+            }
         }
     }
 

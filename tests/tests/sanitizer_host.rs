@@ -102,7 +102,7 @@ fn the_report_file_gets_one_json_line_per_collection_with_races() {
         "\"kernel\":\"read_one\"",
         "\"kernel\":\"write_one\"",
         "races.rs",
-        "\"duplicates\":0,\"dropped\":0,\"unchecked_words\":0,\"unchecked_arrays\":0}",
+        "\"duplicates\":0,\"dropped\":0,\"unchecked_words\":0,\"unchecked_arrays\":0,\"history_lost\":0}",
     ] {
         assert!(line.contains(needle), "{needle} not in {line}");
     }

@@ -6,7 +6,8 @@
 //! 8- and 16-byte elements (the GPU checks these a warp's line at a time)
 //! overlapping or not, a global spin lock every block takes in turn, an
 //! in-place transpose on a 2-D grid, a chained scan (ordering transitive
-//! through every block). Each case asserts the
+//! through every block), and every block reading a buffer larger than
+//! the record pool (counted as history lost). Each case asserts the
 //! verdict: the exact set of distinct reports by kind and both source
 //! lines (found by `// @marker`), and for every report the earlier
 //! access's block, thread and SM; never a sanitizer error.
@@ -38,7 +39,8 @@ macro_rules! scale_scenarios {
                 spin_lock_relaxed, spin_lock_without_release, spin_lock_without_acquire,
                 transpose_in_place_naive, transpose_in_place_by_swaps,
                 chained_scan_release_acquire, chained_scan_relaxed_publish);
-            scale_scenarios!(@once $make, $turn; freed_buffers_give_their_records_back);
+            scale_scenarios!(@once $make, $turn; freed_buffers_give_their_records_back,
+                reads_past_the_record_pool_are_counted);
         }
     };
     (@once $make:expr, $turn:expr; $($name:ident),* $(,)?) => {$(
@@ -592,6 +594,46 @@ mod scenarios {
                 "buffer {round}: a flag not set"
             );
         }
+    }
+
+    /// Words [`reads_past_the_record_pool_are_counted`] reads: half again
+    /// the default record pool (65,536 records).
+    const READ_BY_EVERY_BLOCK: usize = 3 << 15;
+
+    /// Eight blocks each read every word of a buffer larger than the
+    /// record pool: no race, and the words past the pool, kept with their
+    /// newest clocks only, are counted as history lost (a line of the
+    /// reports), once: the next collection counts nothing.
+    pub fn reads_past_the_record_pool_are_counted(make: MakeContext) {
+        let Some(b) = Bench::new(make, 2) else {
+            return;
+        };
+        let (blocks, threads) = (8u32, 256u32);
+        let data = b.zeros(READ_BY_EVERY_BLOCK);
+        let mut sums = b.zeros((blocks * threads) as usize);
+        b.stream
+            .launch(
+                &b.kernel::<every_block_reads_all>(),
+                LaunchConfig::new(blocks, threads),
+                (&data, &mut sums),
+            )
+            .expect("launch");
+        let done = vigil::Event::new(&b.ctx).expect("event");
+        done.record(&b.stream).expect("record");
+        done.synchronize().expect("event wait");
+        let reports = b.ctx.take_reports();
+        assert_eq!(reports.len(), 0, "{reports}");
+        assert!(reports.history_lost() > 0, "{reports}");
+        assert!(
+            reports
+                .to_string()
+                .contains("lost part of their word's history"),
+            "{reports}"
+        );
+        assert!(reports.to_json().contains("\"history_lost\":"), "{reports}");
+        let again = b.ctx.take_reports();
+        assert_eq!(again.history_lost(), 0, "counted twice: {again}");
+        assert!(sums.to_vec(&b.stream).unwrap().iter().all(|&s| s == 0));
     }
 
     /// `locked_update` with the lock taken by ordering code `take`, given

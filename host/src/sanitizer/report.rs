@@ -314,8 +314,9 @@ fn key_of(r: &RaceReport) -> DedupKey {
 /// barriers of a sanitized GPU context ([`RaceReports::divergent_barriers`];
 /// the CPU backend fails the launch with them instead), and accesses the
 /// GPU's same-block check could not follow ([`RaceReports::unchecked_words`])
-/// and shared arrays it could not check ([`RaceReports::unchecked_arrays`]):
-/// lost detection, never a race.
+/// and shared arrays it could not check ([`RaceReports::unchecked_arrays`]),
+/// and accesses whose word's history the shadow had to cut
+/// ([`RaceReports::history_lost`]): lost detection, never a race.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RaceReports {
     reports: Vec<RaceReport>,
@@ -324,6 +325,7 @@ pub struct RaceReports {
     divergent: Vec<DivergentBarrier>,
     unchecked_words: u64,
     unchecked_arrays: u64,
+    history_lost: u64,
 }
 
 impl RaceReports {
@@ -366,12 +368,18 @@ impl RaceReports {
         self.unchecked_arrays = self.unchecked_arrays.saturating_add(n);
     }
 
+    /// Adds `n` to the count of accesses whose word's history was cut.
+    pub fn add_history_lost(&mut self, n: u64) {
+        self.history_lost = self.history_lost.saturating_add(n);
+    }
+
     /// Moves every report of `other` in (de-duplicating) and adds its counts.
     pub fn merge(&mut self, other: RaceReports) {
         self.duplicates += other.duplicates;
         self.add_dropped(other.dropped);
         self.add_unchecked_words(other.unchecked_words);
         self.add_unchecked_arrays(other.unchecked_arrays);
+        self.add_history_lost(other.history_lost);
         self.divergent.extend(other.divergent);
         for r in other.reports {
             self.push(r);
@@ -423,6 +431,31 @@ impl RaceReports {
         self.unchecked_arrays
     }
 
+    /// Accesses whose word's history the race engine had to cut since the
+    /// last collection: an older access evicted (a GPU word keeps at most 8
+    /// unordered ones), release heads merged, or, with the shadow's record
+    /// pool full (`VIGIL_SHADOW_POOL_RECORDS`), a word kept with only its
+    /// newest write and read. Races with the accesses dropped can be
+    /// missed; none is invented. Counted per device up to 65,536 of each
+    /// kind per collection (`vigil_shared::abi::PoolHeader::COUNT_CAP`): a
+    /// kernel whose every block reads the same words (a GEMM's tiles)
+    /// reaches it at once.
+    ///
+    /// ```no_run
+    /// # fn main() -> vigil::Result<()> {
+    /// let ctx = vigil::Context::builder().sanitize(true).build()?;
+    /// // ... launches, then a synchronisation ...
+    /// let reports = ctx.take_reports();
+    /// if reports.history_lost() > 0 {
+    ///     eprintln!("the sanitizer's history was bounded: {reports}");
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn history_lost(&self) -> u64 {
+        self.history_lost
+    }
+
     /// Reports that repeated a kept one's kind and locations.
     pub fn duplicates(&self) -> u64 {
         self.duplicates
@@ -458,8 +491,12 @@ impl RaceReports {
         }
         let _ = write!(
             s,
-            "],\"duplicates\":{},\"dropped\":{},\"unchecked_words\":{},\"unchecked_arrays\":{}}}",
-            self.duplicates, self.dropped, self.unchecked_words, self.unchecked_arrays
+            "],\"duplicates\":{},\"dropped\":{},\"unchecked_words\":{},\"unchecked_arrays\":{},\"history_lost\":{}}}",
+            self.duplicates,
+            self.dropped,
+            self.unchecked_words,
+            self.unchecked_arrays,
+            self.history_lost
         );
         s
     }
@@ -525,6 +562,15 @@ impl fmt::Display for RaceReports {
                 f,
                 "; {} shared array(s) (per block) past the GPU's shadow went unchecked",
                 self.unchecked_arrays
+            )?;
+        }
+        if self.history_lost > 0 {
+            write!(
+                f,
+                "; {} access(es) lost part of their word's history (older accesses evicted, \
+                 or the shadow's record pool full: races with them can be missed, none is \
+                 invented; VIGIL_SHADOW_POOL_RECORDS sets the pool)",
+                self.history_lost
             )?;
         }
         for (i, r) in self.reports.iter().enumerate() {

@@ -412,3 +412,19 @@ pub fn publish_each(flags: GlobalSliceMut<u32>) {
             .atomic_store(1, Ordering::Release, Scope::Device);
     }
 }
+
+/// Every block reads all of `data` (its threads striding over it) and
+/// stores each thread's sum in `sums[block * threads + thread]`: every
+/// word is read by every block, unordered, so each needs a record of the
+/// sanitizer's pool (the shape of a GEMM's tiles or a shared bias).
+#[kernel]
+pub fn every_block_reads_all(data: GlobalSlice<u32>, sums: GlobalSliceMut<u32>) {
+    let (t, step) = (thread_idx().x as usize, block_dim().x as usize);
+    let mut sum = 0u32;
+    let mut i = t;
+    while i < data.len() {
+        sum = sum.wrapping_add(data.load(i));
+        i += step;
+    }
+    sums.store(block_idx().x as usize * step + t, sum);
+}

@@ -611,7 +611,21 @@ impl CpuRaceSanitizer {
         let raw = std::mem::take(&mut *lock(&self.reports));
         let mut out: RaceReports = raw.into_iter().collect();
         out.add_dropped(self.dropped.swap(0, MemOrder::Relaxed) as u64);
+        out.add_history_lost(self.take_history_lost());
         out
+    }
+
+    /// Takes the pool header's precision-loss counts since the last call
+    /// ([`PoolHeader::history_lost`]), clearing them (a group's devices
+    /// share one pool: each count goes to the device that takes it first).
+    fn take_history_lost(&self) -> u64 {
+        let pool = &self.mem.pool;
+        let mut header = PoolHeader::default();
+        let counters: &mut [u32] = bytemuck::cast_slice_mut(std::slice::from_mut(&mut header));
+        for w in PoolHeader::LOST_HISTORY_BYTES.step_by(4).map(|b| b / 4) {
+            counters[w] = pool[w].swap(0, MemOrder::Relaxed);
+        }
+        header.history_lost()
     }
 
     /// Takes a free clock slot of this device, preferring the next one

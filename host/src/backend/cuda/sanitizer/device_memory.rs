@@ -80,6 +80,14 @@ fn settle() -> Result<()> {
     drv!(cuStreamSynchronize(std::ptr::null_mut()))
 }
 
+/// Copies `bytes` to device memory at `addr`; landed when this returns.
+pub(crate) fn write_device(addr: u64, bytes: &[u8]) -> Result<()> {
+    // SAFETY: `bytes` is readable for its length; `addr` is device memory
+    // of the current context that the caller owns.
+    drv!(cuMemcpyHtoD_v2(addr, bytes.as_ptr().cast(), bytes.len()))?;
+    settle()
+}
+
 /// Reads `len` bytes of device memory at `addr` (synchronous).
 pub(crate) fn read_device(addr: u64, len: usize) -> Result<Vec<u8>> {
     let mut out = vec![0u8; len];

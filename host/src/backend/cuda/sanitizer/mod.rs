@@ -49,7 +49,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering as MemOrder};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use vigil_shared::abi::ReportBufferHeader;
+use vigil_shared::abi::{PoolHeader, ReportBufferHeader};
 use vigil_shared::block::{
     DivergenceRecord, GlobalTable, DIVERGENT_BARRIER_KIND, GLOBAL_LANES, SANITIZER_SHARED_BYTES,
     UNCHECKED_ARRAYS,
@@ -70,7 +70,7 @@ use crate::sanitizer::report::RaceReports;
 use crate::types::{EventId, LaunchConfig, StreamId};
 
 use clocks::{ClockBook, LaunchPlan};
-use device_memory::{read_device, DeviceBlock, MappedBlock};
+use device_memory::{read_device, write_device, DeviceBlock, MappedBlock};
 use host_sites::HostSites;
 use location::{LocationCache, LocationLayout};
 use resolve::{GpuResolver, LaunchHistory};
@@ -400,7 +400,8 @@ impl GpuSanitizer {
         let dropped = u64::from(claimed) - read.len() as u64;
         let mut records = owned_records(&st.launches, read, owner);
         let [words, arrays] = self.unchecked_since(&mut st.unchecked_seen);
-        if records.is_empty() && dropped == 0 && words == 0 && arrays == 0 {
+        let lost = self.take_history_lost();
+        if records.is_empty() && dropped == 0 && words == 0 && arrays == 0 && lost == 0 {
             return RaceReports::new();
         }
         let divergent: Vec<DivergenceRecord> = records
@@ -466,7 +467,39 @@ impl GpuSanitizer {
         }
         out.add_unchecked_words(words);
         out.add_unchecked_arrays(arrays);
+        out.add_history_lost(lost);
         out
+    }
+
+    /// Takes the record pool header's precision-loss counts
+    /// ([`PoolHeader::history_lost`]) and clears them on the device. A
+    /// kernel still running may count between the read and the clear,
+    /// which loses those counts (they only say that, and about how much,
+    /// precision was lost); a group's shared pool's counts go to the
+    /// member that takes them first. A failed read or write counts
+    /// nothing.
+    fn take_history_lost(&self) -> u64 {
+        let Ok(g) = self.pool.vmm().global_state(self.device.ordinal()) else {
+            return 0;
+        };
+        if g.pool_base == 0 || self.device.bind().is_err() {
+            return 0;
+        }
+        let Ok(bytes) = read_device(g.pool_base, std::mem::size_of::<PoolHeader>()) else {
+            return 0;
+        };
+        let lost = bytemuck::pod_read_unaligned::<PoolHeader>(&bytes).history_lost();
+        let counters = PoolHeader::LOST_HISTORY_BYTES;
+        if lost > 0
+            && write_device(
+                g.pool_base + counters.start as u64,
+                &vec![0; counters.len()],
+            )
+            .is_err()
+        {
+            return 0;
+        }
+        lost
     }
 
     /// What the same-block table's header counted since the last call
