@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use vigil::{Context, LaunchConfig, RaceReports, ReportKind};
 use vigil_kernels::races::many_races;
+use vigil_kernels::scale_races::every_block_reads_all;
 
 /// A sanitized one-worker CPU context from `builder`, its module and two
 /// streams.
@@ -118,6 +119,36 @@ fn the_report_file_gets_one_json_line_per_collection_with_races() {
     let written = lines(&path);
     assert_eq!(written.len(), 2);
     assert_eq!(written[1], taken.to_json());
+    let _ = std::fs::remove_file(&path);
+}
+
+/// A collection that finds no race but whose detection was bounded
+/// (eight blocks each reading a buffer larger than the record pool: the
+/// words past it keep only their newest clocks) still reaches the report
+/// file with its counts, though the synchronisation returns `Ok`.
+#[test]
+fn a_bounded_collection_without_races_reaches_the_report_file() {
+    let path = temp_path("bounded.jsonl");
+    let t = bench(Context::builder().report_path(&path));
+    let data = t.zeros(3 << 15);
+    let mut sums = t.zeros(8 * 256);
+    t.a.launch(
+        &t.kernel::<every_block_reads_all>(),
+        LaunchConfig::new(8, 256),
+        (&data, &mut sums),
+    )
+    .expect("launch");
+    t.ctx.synchronize().expect("no race");
+    let written = lines(&path);
+    assert_eq!(written.len(), 1, "{written:?}");
+    let line = &written[0];
+    assert!(line.starts_with("{\"reports\":[],"), "{line}");
+    let lost: u64 = line
+        .split("\"history_lost\":")
+        .nth(1)
+        .and_then(|rest| rest.trim_end_matches('}').parse().ok())
+        .unwrap_or_else(|| panic!("no history_lost count in {line}"));
+    assert!(lost > 0, "{line}");
     let _ = std::fs::remove_file(&path);
 }
 

@@ -456,6 +456,43 @@ impl RaceReports {
         self.history_lost
     }
 
+    /// True when this collection's detection was bounded: accesses or
+    /// arrays left unchecked, or history lost (see
+    /// [`RaceReports::unchecked_words`], [`RaceReports::unchecked_arrays`]
+    /// and [`RaceReports::history_lost`]). Not a finding: races can have
+    /// been missed, none was invented.
+    pub fn detection_bounded(&self) -> bool {
+        !self.detection_limits().is_empty()
+    }
+
+    /// One clause per way this collection's detection was bounded, for
+    /// the text forms.
+    pub(crate) fn detection_limits(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.unchecked_words > 0 {
+            out.push(format!(
+                "{} word access(es) went unchecked against their block's other threads \
+                 (the same-block table was full: races there can be missed, none is invented)",
+                self.unchecked_words
+            ));
+        }
+        if self.unchecked_arrays > 0 {
+            out.push(format!(
+                "{} shared array(s) (per block) past the GPU's shadow went unchecked",
+                self.unchecked_arrays
+            ));
+        }
+        if self.history_lost > 0 {
+            out.push(format!(
+                "{} access(es) lost part of their word's history (older accesses evicted, \
+                 or the shadow's record pool full, each counted up to 65,536: races with \
+                 them can be missed, none is invented; VIGIL_SHADOW_POOL_RECORDS sets the pool)",
+                self.history_lost
+            ));
+        }
+        out
+    }
+
     /// Reports that repeated a kept one's kind and locations.
     pub fn duplicates(&self) -> u64 {
         self.duplicates
@@ -549,29 +586,8 @@ impl fmt::Display for RaceReports {
                 self.dropped
             )?;
         }
-        if self.unchecked_words > 0 {
-            write!(
-                f,
-                "; {} word access(es) went unchecked against their block's other threads \
-                 (the same-block table was full: races there can be missed, none is invented)",
-                self.unchecked_words
-            )?;
-        }
-        if self.unchecked_arrays > 0 {
-            write!(
-                f,
-                "; {} shared array(s) (per block) past the GPU's shadow went unchecked",
-                self.unchecked_arrays
-            )?;
-        }
-        if self.history_lost > 0 {
-            write!(
-                f,
-                "; {} access(es) lost part of their word's history (older accesses evicted, \
-                 or the shadow's record pool full: races with them can be missed, none is \
-                 invented; VIGIL_SHADOW_POOL_RECORDS sets the pool)",
-                self.history_lost
-            )?;
+        for limit in self.detection_limits() {
+            write!(f, "; {limit}")?;
         }
         for (i, r) in self.reports.iter().enumerate() {
             write!(f, "\n[{}] {r}", i + 1)?;

@@ -5,9 +5,13 @@
 //! [`Context::take_reports`](crate::Context::take_reports)) passes the
 //! reports it took through the context's sink once: with a report file
 //! configured (`VIGIL_REPORT`, [`VmmConfigBuilder::report_path`](super::config::VmmConfigBuilder::report_path)),
-//! a collection that found races appends them as one JSON line. The
+//! a collection that found races, or whose detection was bounded
+//! ([`RaceReports::detection_bounded`]), appends them as one JSON line. The
 //! reports themselves go back to the caller ([`Error::Races`](crate::Error::Races)),
-//! whose `Display` is the one printed form of both backends.
+//! whose `Display` is the one printed form of both backends. A bounded
+//! detection is also said once per context on stderr: a synchronisation
+//! that finds no race returns `Ok`, and its counts would otherwise reach
+//! nobody.
 
 use super::config::VmmConfig;
 use super::report::RaceReports;
@@ -20,6 +24,8 @@ pub struct ReportSink {
     path: Option<PathBuf>,
     /// A failed write was said on stderr (said once per context).
     said_failure: AtomicBool,
+    /// A bounded detection was said on stderr (once per context).
+    said_bounded: AtomicBool,
 }
 
 impl ReportSink {
@@ -28,16 +34,26 @@ impl ReportSink {
         ReportSink {
             path: config.report_path().map(PathBuf::from),
             said_failure: AtomicBool::new(false),
+            said_bounded: AtomicBool::new(false),
         }
     }
 
     /// Delivers one collection's reports: appended to the report file when
-    /// there are any. A file that cannot be written is said once on
+    /// there are any or the detection was bounded, which is also said once
+    /// per context on stderr. A file that cannot be written is said once on
     /// stderr; the races still reach the caller, which matters more than
     /// the file.
     pub fn deliver(&self, reports: &RaceReports) {
+        let bounded = reports.detection_bounded();
+        if bounded && !self.said_bounded.swap(true, Ordering::Relaxed) {
+            eprintln!(
+                "vigil: race detection was bounded: {} (said once per context; every \
+                 collection's reports carry the counts)",
+                reports.detection_limits().join("; ")
+            );
+        }
         let Some(path) = &self.path else { return };
-        if reports.is_empty() {
+        if reports.is_empty() && !bounded {
             return;
         }
         if let Err(e) = reports.append_json(path) {
