@@ -6,7 +6,8 @@
 //! 8- and 16-byte elements (the GPU checks these a warp's line at a time)
 //! overlapping or not, a global spin lock every block takes in turn, an
 //! in-place transpose on a 2-D grid, a chained scan (ordering transitive
-//! through every block), and every block reading a buffer larger than
+//! through every block), one grid launched on two streams, and every
+//! block reading a buffer larger than
 //! the record pool (counted as history lost). Each case asserts the
 //! verdict: the exact set of distinct reports by kind and both source
 //! lines (found by `// @marker`), and for every report the earlier
@@ -38,6 +39,7 @@ macro_rules! scale_scenarios {
                 spin_lock_acquire_release, spin_lock_relaxed_with_fences,
                 spin_lock_relaxed, spin_lock_without_release, spin_lock_without_acquire,
                 transpose_in_place_naive, transpose_in_place_by_swaps,
+                same_grid_on_two_streams, same_grid_on_two_streams_ordered_by_an_event,
                 chained_scan_release_acquire, chained_scan_relaxed_publish);
             scale_scenarios!(@once $make, $turn; freed_buffers_give_their_records_back,
                 reads_past_the_record_pool_are_counted);
@@ -343,6 +345,68 @@ mod scenarios {
             return;
         };
         check("u64 atomics only", out, w, &[]);
+    }
+
+    /// `write_own_element` launched with the same grid on the bench's
+    /// stream and then on a second stream, which waits for an event
+    /// recorded after the first launch when `ordered`; the verdict.
+    fn same_grid(
+        make: MakeContext,
+        blocks: u32,
+        ordered: bool,
+    ) -> Option<(vigil::Result<()>, usize)> {
+        let b = Bench::new(make, 2)?;
+        let second = vigil::Stream::new(&b.ctx).expect("stream");
+        let mut data = b.zeros(blocks as usize);
+        let k = b.kernel::<write_own_element>();
+        b.stream
+            .launch(&k, one_thread_blocks(blocks), (&mut data, 1u32))
+            .expect("launch");
+        if ordered {
+            let done = vigil::Event::new(&b.ctx).expect("event");
+            done.record(&b.stream).expect("record");
+            second.wait_event(&done).expect("wait");
+        }
+        second
+            .launch(&k, one_thread_blocks(blocks), (&mut data, 2u32))
+            .expect("launch");
+        Some((b.sync(), b.sms()))
+    }
+
+    /// Two launches of one grid on two unordered streams, each block
+    /// writing its own element: the same block of each launch races. (On
+    /// the CPU backend, with a grid of a multiple of its 64 clock slots,
+    /// every block of the second launch took the slot of its twin in the
+    /// first and looked ordered after it.)
+    /// Grids beside `blocks` (the CPU backend has 64 clock slots): one
+    /// slot short of them, one over, and a prime.
+    fn same_grids(blocks: u32) -> [u32; 4] {
+        [blocks, 63, 65, 67]
+    }
+
+    pub fn same_grid_on_two_streams(make: MakeContext, blocks: u32) {
+        for grid in same_grids(blocks) {
+            let Some((out, sms)) = same_grid(make, grid, false) else {
+                return;
+            };
+            check(
+                &format!("same grid of {grid}, two streams"),
+                out,
+                sms,
+                &[(WAW, "own-element", "own-element")],
+            );
+        }
+    }
+
+    /// The same, the second stream waiting for an event recorded after
+    /// the first launch: no race.
+    pub fn same_grid_on_two_streams_ordered_by_an_event(make: MakeContext, blocks: u32) {
+        for grid in same_grids(blocks) {
+            let Some((out, sms)) = same_grid(make, grid, true) else {
+                return;
+            };
+            check(&format!("same grid of {grid}, ordered"), out, sms, &[]);
+        }
     }
 
     pub fn wide_access_second(make: MakeContext, blocks: u32) {

@@ -428,3 +428,11 @@ pub fn every_block_reads_all(data: GlobalSlice<u32>, sums: GlobalSliceMut<u32>) 
     }
     sums.store(block_idx().x as usize * step + t, sum);
 }
+
+/// Block `b` stores `v` in `data[b]` (one thread a block): launched twice
+/// with the same grid on two streams, the same block of each launch
+/// writes the same element.
+#[kernel]
+pub fn write_own_element(data: GlobalSliceMut<u32>, v: u32) {
+    data.store(block_idx().x as usize, v); // @own-element
+}

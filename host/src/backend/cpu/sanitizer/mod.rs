@@ -24,7 +24,13 @@
 //!   spread blocks over its workers. A block that reuses a slot continues
 //!   its clock: like two CTAs run one after the other on one GPU SM, it is
 //!   ordered after the slot's earlier blocks, so races between blocks at
-//!   least `threads` block starts apart can go unseen.
+//!   least `threads` block starts apart can go unseen. A launch whose
+//!   first block would take the slot the last launch's first block took
+//!   starts one slot further, so the same block of two consecutive
+//!   launches never shares a slot: before, every grid of a multiple of 64
+//!   blocks put each block of the second launch on its twin's slot, which
+//!   hid the simplest race between two streams (one grid launched on
+//!   each, writing the same elements).
 //! - **Kernels, streams, events, host synchronisation.** The context runs
 //!   one operation at a time, so one ring of three clock slots (the
 //!   engine's per-stream ring) serves every launch: at launch begin the
@@ -314,6 +320,8 @@ pub struct CpuRaceSanitizer {
     busy: Box<[AtomicBool]>,
     /// The next slot to try.
     next_slot: AtomicU32,
+    /// `next_slot` when the last launch began.
+    launch_base: AtomicU32,
     /// The clock slot of the block each virtual SM runs, by `smid`.
     slot_of_sm: Box<[AtomicU32]>,
     /// The engine's ring of kernel exit clocks (3 slots).
@@ -459,6 +467,7 @@ impl CpuRaceSanitizer {
                 launch_counter: Arc::clone(&launch_counter),
                 busy: (0..slots).map(|_| AtomicBool::new(false)).collect(),
                 next_slot: AtomicU32::new(0),
+                launch_base: AtomicU32::new(0),
                 slot_of_sm: zeroed(slots as usize),
                 ring: zeroed(STREAM_RING_SLOTS as usize * n as usize),
                 kernel_id: AtomicU32::new(0),
@@ -534,6 +543,7 @@ impl CpuRaceSanitizer {
         grid: crate::Dim3,
         block: crate::Dim3,
     ) {
+        self.shift_launch_base();
         let n = self.cfg.num_threads as usize;
         let k = self.launch_counter.fetch_add(1, MemOrder::Relaxed) + 1;
         self.kernel_id.store(k, MemOrder::Relaxed);
@@ -554,6 +564,21 @@ impl CpuRaceSanitizer {
             self.ring[exit * n + j].store(0, MemOrder::Relaxed);
         }
         h.current[self.rank as usize] = Some(stream);
+    }
+
+    /// Starts a launch's blocks one slot further when they would start on
+    /// the slot the last launch's started on: block `k` of two consecutive
+    /// launches then never shares a slot (a grid of a multiple of the slot
+    /// count would otherwise put each block on its twin's slot, ordered
+    /// after it).
+    fn shift_launch_base(&self) {
+        let n = self.cfg.num_sms;
+        let mut start = self.next_slot.load(MemOrder::Relaxed);
+        if start % n == self.launch_base.load(MemOrder::Relaxed) % n {
+            start = start.wrapping_add(1);
+            self.next_slot.store(start, MemOrder::Relaxed);
+        }
+        self.launch_base.store(start, MemOrder::Relaxed);
     }
 
     /// Ends the launch begun last: its exit clock becomes part of its
