@@ -136,14 +136,30 @@ impl Hook {
     #[inline(always)]
     fn note(&self, engine: &Engine<'_, HookMemory<'_>>, words: (u64, u64), wrote: bool) {
         let entry = self.side_entry(engine.next_access_epoch(self.cta.tid));
-        self.reporter().note(words.0, words.1, wrote, entry);
+        let before = |t, e| self.ordered_after(engine, t, e);
+        self.reporter().note(words.0, words.1, wrote, entry, before);
     }
 
     /// Notes a warp's run of accesses as one entry (the leader's part), as
     /// made in `epoch`.
     #[inline(always)]
-    fn note_run(&self, run: &WordRun, wrote: bool, epoch: u32) {
-        self.reporter().note_run(run, wrote, self.side_entry(epoch));
+    fn note_run(
+        &self,
+        engine: &Engine<'_, HookMemory<'_>>,
+        run: &WordRun,
+        wrote: bool,
+        epoch: u32,
+    ) {
+        let before = |t, e| self.ordered_after(engine, t, e);
+        self.reporter()
+            .note_run(run, wrote, self.side_entry(epoch), before);
+    }
+
+    /// Whether thread `t`'s accesses in epoch `e` happen before this CTA's
+    /// (its clock's entry for `t` covers `e`): their side entries can go.
+    #[inline(always)]
+    fn ordered_after(&self, engine: &Engine<'_, HookMemory<'_>>, t: u32, e: u32) -> bool {
+        engine.clock_entry(self.cta.tid, t) >= e
     }
 
     /// A warp's whole-line access `run` by `group`'s lanes (`words`: the
@@ -166,7 +182,7 @@ impl Hook {
         let mut summarised = false;
         if group.is_leader() {
             let site = &SITE_AT_REPORT;
-            let note = |epoch| self.note_run(run, write, epoch);
+            let note = |epoch| self.note_run(engine, run, write, epoch);
             let tid = self.cta.tid;
             if let LineOutcome::Done(out) =
                 engine.access_line_noted(tid, addr, size, write, site, note)
@@ -405,7 +421,7 @@ fn check_engine(
             }
             Some(run) => {
                 if group.is_leader() {
-                    hook.note_run(&run, write, engine.next_access_epoch(hook.cta.tid));
+                    hook.note_run(&engine, &run, write, engine.next_access_epoch(hook.cta.tid));
                 }
                 // The run is noted before any lane's shadow update.
                 group.sync();

@@ -70,17 +70,24 @@ impl<'r> Reporter<'r> {
     }
 
     /// Notes an access to words `first..=last` by `e.tid` in `e.epoch`,
-    /// one entry per word (see [`Reporter::place`]).
+    /// one entry per word (see [`Reporter::place`]; `before(t, e)`: thread
+    /// `t`'s accesses in epoch `e` happen before this one).
     #[inline(always)]
-    pub fn note(&self, first: u64, last: u64, write: bool, e: SideEntry) {
+    pub fn note(
+        &self,
+        first: u64,
+        last: u64,
+        write: bool,
+        e: SideEntry,
+        before: impl Fn(u32, u32) -> bool,
+    ) {
         for word in first..=last {
             let new = SideEntry {
                 word: word as u32,
                 ..e
             };
-            self.place(word, write, new, |held| {
-                held.thread & RUN_TAG == 0 && held.word == word as u32
-            });
+            let same = |held: &SideEntry| held.thread & RUN_TAG == 0 && held.word == word as u32;
+            self.place(word, write, new, same, &before);
         }
     }
 
@@ -88,21 +95,29 @@ impl<'r> Reporter<'r> {
     /// by the run's): one entry in the set of the run's line, where
     /// [`Reporter::prior_of`] finds it for each word of the run.
     #[inline(always)]
-    pub fn note_run(&self, run: &WordRun, write: bool, e: SideEntry) {
+    pub fn note_run(
+        &self,
+        run: &WordRun,
+        write: bool,
+        e: SideEntry,
+        before: impl Fn(u32, u32) -> bool,
+    ) {
         let new = SideEntry {
             word: run.first as u32,
             thread: run.packed_thread(),
             ..e
         };
-        self.place(run.key(), write, new, |held| {
-            held.thread == new.thread && held.word == new.word
-        });
+        let same = |held: &SideEntry| held.thread == new.thread && held.word == new.word;
+        self.place(run.key(), write, new, same, &before);
     }
 
     /// Stores `new` into the set of `key`: into the way that holds an
     /// access of the same thread and epoch (`same`) already, unless it is
     /// this very one (then nothing is stored); else the first empty way or
-    /// one of an older launch, else the way the key picks. A way is
+    /// one of another launch whose access happens before this one
+    /// (`before`: it can race with nothing this thread does later, and a
+    /// launch still running on another stream keeps its notes, which its
+    /// races with this launch need), else the way the key picks. A way is
     /// claimed by turning its location word into [`CLAIMED`] with a
     /// compare-exchange (two blocks noting into one set at once take
     /// different ways) and published by storing the location last, with
@@ -112,7 +127,14 @@ impl<'r> Reporter<'r> {
     /// Readers skip claimed ways and check the key, so a half-written
     /// entry is only a miss that [`Reporter::prior_of`] polls past.
     #[inline(always)]
-    fn place(&self, key: u64, write: bool, new: SideEntry, same: impl Fn(&SideEntry) -> bool) {
+    fn place(
+        &self,
+        key: u64,
+        write: bool,
+        new: SideEntry,
+        same: impl Fn(&SideEntry) -> bool,
+        before: &impl Fn(u32, u32) -> bool,
+    ) {
         let mut raw_new: [u64; SideEntry::U64S] = bytemuck::cast(new);
         // The way taken when every way holds another access of this
         // launch: the key's (found in the loop: an array indexed by a
@@ -146,7 +168,8 @@ impl<'r> Reporter<'r> {
                 }
                 return;
             }
-            let free = held.location == 0 || (complete && held.launch != new.launch);
+            let free = held.location == 0
+                || (complete && held.launch != new.launch && before(held.tid, held.epoch));
             if free && claim(slot, raw[0]) {
                 raw_new[0] = rewritten(raw[0], new.location);
                 store_entry(slot, raw_new);
@@ -436,6 +459,12 @@ mod tests {
     use super::*;
     use vigil_shared::AccessKind;
 
+    /// Every earlier access happens before the note (launches one after
+    /// another on one stream).
+    fn done(_tid: u32, _epoch: u32) -> bool {
+        true
+    }
+
     fn words32(n: usize) -> Vec<AtomicU32> {
         (0..n).map(|_| AtomicU32::new(0)).collect()
     }
@@ -513,8 +542,8 @@ mod tests {
             block,
             ..SideEntry::default()
         };
-        rep.note(10, 11, true, e(3, 7));
-        rep.note(10, 10, false, e(4, 8));
+        rep.note(10, 11, true, e(3, 7), done);
+        rep.note(10, 10, false, e(4, 8), done);
         let race = |prior_tid, kind: AccessKind| RaceReport {
             prior_tid,
             prior_access: kind as u32,
@@ -534,6 +563,7 @@ mod tests {
                 location: 0x1800,
                 ..e(3, 7)
             },
+            done,
         );
         let w = rep.prior_of(&race(3, AccessKind::Write), 10, 10);
         assert_eq!((w.location, w.word), (0x1800, 10));
@@ -557,12 +587,12 @@ mod tests {
         // In-place stencil: block 1 reads word 5 (its neighbour's), then
         // block 0 reads its own word 5; block 0's write races with block
         // 1's read, which the report must still name.
-        rep.note(5, 5, false, at(1, 1));
-        rep.note(5, 5, false, at(0, 0));
+        rep.note(5, 5, false, at(1, 1), done);
+        rep.note(5, 5, false, at(0, 0), done);
         // A hot atomic word: one u32 atomic, then 200 other threads' u64s.
-        rep.note(9, 9, true, at(700, 3));
+        rep.note(9, 9, true, at(700, 3), done);
         for tid in 0..200 {
-            rep.note(9, 10, true, at(1000 + tid, 4));
+            rep.note(9, 10, true, at(1000 + tid, 4), done);
         }
         let race = |prior_tid, kind: AccessKind| RaceReport {
             prior_tid,
@@ -583,9 +613,52 @@ mod tests {
                 epoch: 1,
                 ..at(1, 6)
             },
+            done,
         );
         let p = rep.prior_of(&race(1, AccessKind::Read), 5, 5);
         assert_eq!((p.block, p.epoch), (1, 0));
+    }
+
+    /// Launch 6 on another stream notes words while launch 5 still runs
+    /// (not ordered before it), into a table small enough that their sets
+    /// meet: each of launch 5's notes is still found. Had launch 6 been
+    /// ordered after launch 5 (one stream), its notes would take launch
+    /// 5's ways, as the first ones free.
+    #[test]
+    fn a_running_launchs_notes_survive_another_streams() {
+        let (first, second) = (0..200u64, 1000..1200u64);
+        let noted = |other_stream: bool| {
+            let table = SideTable::new(14);
+            let rep = table.reporter();
+            let at = |word: u64, tid: u32, launch: u32| SideEntry {
+                location: 0x5000 + word,
+                tid,
+                epoch: 1,
+                launch,
+                ..SideEntry::default()
+            };
+            for w in first.clone() {
+                rep.note(w, w, true, at(w, (w % 100) as u32, 5), done);
+            }
+            for w in second.clone() {
+                let e = at(w, 100 + (w % 100) as u32, 6);
+                rep.note(w, w, true, e, |_, _| !other_stream);
+            }
+            first
+                .clone()
+                .filter(|&w| {
+                    let race = RaceReport {
+                        prior_tid: (w % 100) as u32,
+                        prior_epoch: 1,
+                        prior_access: AccessKind::Write as u32,
+                        ..RaceReport::default()
+                    };
+                    rep.prior_of(&race, w, w).location == 0x5000 + w
+                })
+                .count()
+        };
+        assert_eq!(noted(true), first.clone().count());
+        assert!(noted(false) < first.count(), "the sets never met");
     }
 
     #[test]
@@ -609,6 +682,7 @@ mod tests {
                 u64::from(b),
                 true,
                 at(b % 500, 1 + b / 500, b),
+                done,
             );
         }
         for k in 0..2000u32 {
@@ -617,6 +691,7 @@ mod tests {
                 5000 + u64::from(k),
                 k % 2 == 0,
                 at(k % 500, 9, 0),
+                done,
             );
         }
         for b in 0..1024u32 {
@@ -649,7 +724,7 @@ mod tests {
                         launch,
                         ..SideEntry::default()
                     };
-                    rep.note(7, 7, true, e);
+                    rep.note(7, 7, true, e, done);
                 });
             }
         });
@@ -698,7 +773,7 @@ mod tests {
                     launch: 1,
                     ..SideEntry::default()
                 };
-                rep.note(7, 7, true, old);
+                rep.note(7, 7, true, old, done);
             }
             for (tid, e) in (0..).zip(four_blocks_note_at_once(&rep, 2, 2)) {
                 if e.block != tid + 1 {
@@ -735,7 +810,7 @@ mod tests {
                 start.wait();
                 for i in 0..n {
                     let e = note(i);
-                    rep.note(u64::from(e.word), u64::from(e.word), true, e);
+                    rep.note(u64::from(e.word), u64::from(e.word), true, e, done);
                 }
             });
             start.wait();
@@ -808,8 +883,8 @@ mod tests {
                         launch: 1,
                         ..SideEntry::default()
                     };
-                    rep.note_run(&run, true, e);
-                    rep.note(first, first, true, SideEntry { tid: tid + 1, ..e });
+                    rep.note_run(&run, true, e, done);
+                    rep.note(first, first, true, SideEntry { tid: tid + 1, ..e }, done);
                     let race = RaceReport {
                         prior_tid: tid,
                         prior_access: AccessKind::Write as u32,
