@@ -9,9 +9,9 @@
 //! ([`RaceReports::detection_bounded`]), appends them as one JSON line. The
 //! reports themselves go back to the caller ([`Error::Races`](crate::Error::Races)),
 //! whose `Display` is the one printed form of both backends. A bounded
-//! detection is also said once per context on stderr: a synchronisation
-//! that finds no race returns `Ok`, and its counts would otherwise reach
-//! nobody.
+//! detection without races is also said once per context on stderr: a
+//! synchronisation that finds no race returns `Ok`, and its counts would
+//! otherwise reach nobody.
 
 use super::config::VmmConfig;
 use super::report::RaceReports;
@@ -39,13 +39,15 @@ impl ReportSink {
     }
 
     /// Delivers one collection's reports: appended to the report file when
-    /// there are any or the detection was bounded, which is also said once
-    /// per context on stderr. A file that cannot be written is said once on
+    /// there are any or the detection was bounded, which a collection
+    /// without races also says once per context on stderr. A file that
+    /// cannot be written is said once on
     /// stderr; the races still reach the caller, which matters more than
     /// the file.
     pub fn deliver(&self, reports: &RaceReports) {
         let bounded = reports.detection_bounded();
-        if bounded && !self.said_bounded.swap(true, Ordering::Relaxed) {
+        // With races the caller gets the counts in their text already.
+        if bounded && reports.is_empty() && !self.said_bounded.swap(true, Ordering::Relaxed) {
             eprintln!(
                 "vigil: race detection was bounded: {} (said once per context; every \
                  collection's reports carry the counts)",
