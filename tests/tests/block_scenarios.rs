@@ -606,10 +606,7 @@ mod scenarios {
         b.stream
             .launch(&b.kernel::<K>(), LaunchConfig::new(1, 1024), (&mut out,))
             .expect("launch");
-        let done = vigil::Event::new(&b.ctx).expect("event");
-        done.record(&b.stream).expect("record");
-        done.synchronize().expect("event wait");
-        let reports = b.ctx.take_reports();
+        let reports = b.wait_and_take_reports();
         assert_eq!(reports.len(), 0, "{reports}");
         if let vigil::DeviceId::Cuda(_) = b.ctx.device() {
             assert!(reports.unchecked_words() > 0, "{reports}");

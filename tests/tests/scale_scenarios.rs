@@ -682,10 +682,7 @@ mod scenarios {
                 (&data, &mut sums),
             )
             .expect("launch");
-        let done = vigil::Event::new(&b.ctx).expect("event");
-        done.record(&b.stream).expect("record");
-        done.synchronize().expect("event wait");
-        let reports = b.ctx.take_reports();
+        let reports = b.wait_and_take_reports();
         assert_eq!(reports.len(), 0, "{reports}");
         assert!(reports.history_lost() > 0, "{reports}");
         assert!(

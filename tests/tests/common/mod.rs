@@ -211,6 +211,16 @@ impl Bench {
     pub fn sync(&self) -> vigil::Result<()> {
         self.ctx.synchronize()
     }
+
+    /// Waits for the stream's work through an event (a synchronisation
+    /// without races would drop the counts) and takes the reports,
+    /// counts included.
+    pub fn wait_and_take_reports(&self) -> RaceReports {
+        let done = vigil::Event::new(&self.ctx).expect("event");
+        done.record(&self.stream).expect("record");
+        done.synchronize().expect("event wait");
+        self.ctx.take_reports()
+    }
 }
 
 /// A sanitized context, the kernels' module and two streams: the bench of
