@@ -536,7 +536,8 @@ impl PoolHeader {
     /// sanitized GEMM about a tenth of its time on an H100.
     pub const COUNT_CAP: u32 = 1 << 16;
     /// Byte range of the counters a host takes at each collection
-    /// ([`PoolHeader::history_lost`]): `evictions` to `degraded`.
+    /// ([`PoolHeader::history_lost`]): `evictions` to `degraded` (with
+    /// `wasted`, always 0, between).
     pub const LOST_HISTORY_BYTES: core::ops::Range<usize> =
         offset_of!(Self, evictions)..offset_of!(Self, degraded) + 4;
 

@@ -462,7 +462,7 @@ impl RaceReports {
     /// and [`RaceReports::history_lost`]). Not a finding: races can have
     /// been missed, none was invented.
     pub fn detection_bounded(&self) -> bool {
-        !self.detection_limits().is_empty()
+        self.unchecked_words > 0 || self.unchecked_arrays > 0 || self.history_lost > 0
     }
 
     /// One clause per way this collection's detection was bounded, for
