@@ -54,8 +54,8 @@ pub const SHARED_LANES: usize = 256;
 pub const GLOBAL_LANES: usize = MAX_BLOCK_THREADS - SHARED_LANES;
 
 /// Bytes of a sanitized entry's `.shared` CTA state (its sanitizer
-/// thread, launch and slot).
-pub const CTA_STATE_BYTES: usize = 32;
+/// thread, launch, slot and read-only ranges).
+pub const CTA_STATE_BYTES: usize = 64;
 
 /// Bytes of a sanitized entry's `.shared` block-race counters: a header,
 /// the acquire count, a pad, the [`REPORTED`] report keys.
@@ -66,11 +66,11 @@ pub const COUNTERS_BYTES: usize = 16 + 8 * REPORTED;
 pub const LANES_BYTES: usize = 8 + 8 * SHARED_LANES;
 
 /// The static shared memory a sanitized entry adds to its kernel's,
-/// besides the shadows of its small arrays (2,288 bytes; 8,432 with all
+/// besides the shadows of its small arrays (2,320 bytes; 8,464 with all
 /// 1,024 lane states in `.shared`).
 pub const SANITIZER_SHARED_BYTES: usize =
     CTA_STATE_BYTES + COUNTERS_BYTES + LANES_BYTES + BarrierCheck::BYTES;
-const _: () = assert!(SANITIZER_SHARED_BYTES == 2288);
+const _: () = assert!(SANITIZER_SHARED_BYTES == 2320);
 
 /// Bits of a record's warp-collective count.
 const COUNT_BITS: u32 = 16;

@@ -4,7 +4,8 @@
 //! A sanitized entry takes [`HIDDEN_PARAMS`] after the user's parameters:
 //! the device's [`GpuRuntime`] (in device memory, one per device and
 //! context), the launching stream's [`StreamClocks`], the kernel's number
-//! on that stream and its context-wide launch id.
+//! on that stream, its context-wide launch id and its read-only ranges
+//! ([`crate::read_only::ReadOnlyRanges`], as `u64` bounds).
 //!
 //! Sanitizer threads: every resident CTA claims one of
 //! [`GpuRuntime::slots_per_sm`] slots of its SM at entry and releases it at
@@ -111,7 +112,28 @@ pub const HIDDEN_PARAMS: &[ParamDesc] = &[
         rust_type: "u32",
         parts: &[PtxType::B32],
     },
+    ParamDesc {
+        name: "__vigil_read_only_0_start",
+        rust_type: "u64",
+        parts: &[PtxType::B64],
+    },
+    ParamDesc {
+        name: "__vigil_read_only_0_end",
+        rust_type: "u64",
+        parts: &[PtxType::B64],
+    },
+    ParamDesc {
+        name: "__vigil_read_only_1_start",
+        rust_type: "u64",
+        parts: &[PtxType::B64],
+    },
+    ParamDesc {
+        name: "__vigil_read_only_1_end",
+        rust_type: "u64",
+        parts: &[PtxType::B64],
+    },
 ];
+const _: () = assert!(HIDDEN_PARAMS.len() == 4 + 2 * crate::read_only::READ_ONLY_RANGES);
 
 /// Suffix of a sanitized entry's name (`axpy` -> `axpy__vigil`).
 pub const SANITIZED_SUFFIX: &str = "__vigil";

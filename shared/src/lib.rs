@@ -73,6 +73,10 @@
 //!   mixed-scope sequences are exact rather than rejected; release/acquire
 //!   fences pair with relaxed atomics per the PTX model, and `fence.sc`
 //!   also synchronises through per-device and system SC-fence clocks.
+//! - Reads inside a launch's read-only views (shared borrows passed for
+//!   `GlobalSlice`/`GlobalPtr`) skip the same-block check on the GPU
+//!   ([`read_only`]): the launch's borrows prove no thread of it writes
+//!   them. The engine still checks them against every other launch.
 #![no_std]
 #![warn(missing_docs)]
 
@@ -90,6 +94,7 @@ pub mod engine;
 pub mod gpu;
 pub mod history;
 pub mod line;
+pub mod read_only;
 pub mod reclaim;
 pub mod report;
 pub mod shadow;

@@ -32,6 +32,7 @@ mod cpu {
         line_runs_own_words, line_runs_other_warp, line_runs_after_barrier, line_runs_wide_then_narrow,
         line_runs_quad_then_narrow, line_runs_quad_after_barrier,
         large_array_race, large_array_fixed, same_block_table_full, same_block_table_full_of_lines,
+        read_only_lines_need_no_table,
         big_tile_reused_without_barrier, big_tile_fixed,
         dynamic_reduce_missing_barrier, dynamic_reduce_fixed,
         near_static_limit_race, near_static_limit_fixed);
@@ -54,6 +55,7 @@ mod gpu {
         line_runs_own_words, line_runs_other_warp, line_runs_after_barrier, line_runs_wide_then_narrow,
         line_runs_quad_then_narrow, line_runs_quad_after_barrier,
         large_array_race, large_array_fixed, same_block_table_full, same_block_table_full_of_lines,
+        read_only_lines_need_no_table,
         big_tile_reused_without_barrier, big_tile_fixed,
         dynamic_reduce_missing_barrier, dynamic_reduce_fixed,
         near_static_limit_race, near_static_limit_fixed);
@@ -613,6 +615,61 @@ mod scenarios {
             assert!(reports.to_string().contains("went unchecked"), "{reports}");
         } else {
             assert_eq!(reports.unchecked_words(), 0, "{reports}");
+        }
+        assert_eq!(download(&b, &out), want);
+    }
+
+    /// One block of 1,024 threads reads 2,048 whole lines, as many as
+    /// `same_block_table_full_of_lines` writes. Passed read-only
+    /// (`&DeviceBuffer` for a `GlobalSlice`), nothing of the launch can
+    /// write them, and the GPU's same-block table is left out: no word
+    /// goes unchecked. The same reads through a writable view fill the
+    /// table and count words unchecked on the GPU. No race either way,
+    /// on either backend, and every sum right.
+    pub fn read_only_lines_need_no_table(make: MakeContext) {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let words = 32 * LINES_PER_WARP * 32;
+        let values: Vec<u32> = (0..words as u32).collect();
+        let mut data = DeviceBuffer::from_slice(&b.stream, &values).expect("upload");
+        let want: Vec<u32> = (0..1024usize)
+            .map(|t| {
+                let (warp, lane) = (t / 32, t % 32);
+                (0..LINES_PER_WARP)
+                    .map(|k| values[(warp * LINES_PER_WARP + k) * 32 + lane])
+                    .fold(0u32, u32::wrapping_add)
+            })
+            .collect();
+        let gpu = matches!(b.ctx.device(), vigil::DeviceId::Cuda(_));
+
+        let mut out = b.zeros(1024);
+        b.stream
+            .launch(
+                &b.kernel::<read_many_lines>(),
+                LaunchConfig::new(1, 1024),
+                (&data, &mut out),
+            )
+            .expect("launch");
+        let reports = b.wait_and_take_reports();
+        assert_eq!(reports.len(), 0, "{reports}");
+        assert_eq!(reports.unchecked_words(), 0, "read-only: {reports}");
+        assert_eq!(download(&b, &out), want);
+
+        let mut out = b.zeros(1024);
+        b.stream
+            .launch(
+                &b.kernel::<read_many_lines_of_writable>(),
+                LaunchConfig::new(1, 1024),
+                (&mut data, &mut out),
+            )
+            .expect("launch");
+        let reports = b.wait_and_take_reports();
+        assert_eq!(reports.len(), 0, "{reports}");
+        if gpu {
+            assert!(reports.unchecked_words() > 0, "writable: {reports}");
+        } else {
+            assert_eq!(reports.unchecked_words(), 0, "writable: {reports}");
         }
         assert_eq!(download(&b, &out), want);
     }

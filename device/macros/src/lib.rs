@@ -321,16 +321,29 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
             __vigil_stream: u64,
             __vigil_kernel: u32,
             __vigil_launch: u32,
+            __vigil_read_only_0_start: u64,
+            __vigil_read_only_0_end: u64,
+            __vigil_read_only_1_start: u64,
+            __vigil_read_only_1_end: u64,
         ) {
             #(#sanitized_build)*
             // SAFETY: the host's sanitized launch passes a live runtime and
-            // stream clocks (see `vigil_shared::gpu`).
+            // stream clocks, and ranges no thread of the launch writes
+            // (see `vigil_shared::gpu`).
             unsafe {
                 ::vigil_device::gpu_sanitizer::run_cta(
-                    __vigil_runtime,
-                    __vigil_stream,
-                    __vigil_kernel,
-                    __vigil_launch,
+                    ::vigil_device::gpu_sanitizer::LaunchArgs {
+                        runtime: __vigil_runtime,
+                        stream: __vigil_stream,
+                        kernel: __vigil_kernel,
+                        launch: __vigil_launch,
+                        read_only: [
+                            __vigil_read_only_0_start,
+                            __vigil_read_only_0_end,
+                            __vigil_read_only_1_start,
+                            __vigil_read_only_1_end,
+                        ],
+                    },
                     || #name::<#gpu_san>(#(#names),*),
                 )
             }

@@ -76,15 +76,24 @@ pub(super) struct BlockTable {
 }
 
 impl BlockTable {
-    /// The calling thread's access of `kind`, `size` bytes, at `loc`;
-    /// `None` when nothing is to be checked (no table, the slot past it,
-    /// a one-thread block, an empty access).
+    /// The calling thread's access of `kind`, `size` bytes at `addr`, at
+    /// `loc`; `None` when nothing is to be checked (no table, the slot
+    /// past it, a one-thread block, an empty access, a read of the
+    /// launch's read-only memory, which no thread of it writes).
     #[inline(always)]
-    pub fn current(kind: AccessKind, size: usize, loc: &'static Location<'static>) -> Option<Self> {
+    pub fn current(
+        addr: usize,
+        kind: AccessKind,
+        size: usize,
+        loc: &'static Location<'static>,
+    ) -> Option<Self> {
         let cta = CtaState::current();
         let rt = cta.runtime();
         let slot = cta.device_slot(rt);
         if rt.block_table == 0 || size == 0 || slot >= rt.block_table_slots {
+            return None;
+        }
+        if !kind.writes() && cta.read_only.covers(addr as u64, size as u64) {
             return None;
         }
         let b = Block::current();
@@ -320,7 +329,7 @@ pub(super) fn global_access(
     kind: AccessKind,
     loc: &'static Location<'static>,
 ) {
-    if let Some(t) = BlockTable::current(kind, size, loc) {
+    if let Some(t) = BlockTable::current(addr, kind, size, loc) {
         t.words(addr);
     }
 }

@@ -31,6 +31,7 @@ use vigil_shared::gpu::{
     finish_cta_exit, join_clock_part, publish_cta_exit_part, slot_tid, GpuRuntime, SmSlots,
     StreamClocks, MAX_JOINS,
 };
+use vigil_shared::read_only::ReadOnlyRanges;
 
 use super::memory::RuntimeMemory;
 use super::report::Reporter;
@@ -59,6 +60,9 @@ pub(super) struct CtaState {
     /// Nonzero when the slot's clock must join the launch's inputs (the
     /// first CTA of the launch in this slot).
     pub join: u16,
+    /// Ranges no thread of the launch writes: reads inside them skip the
+    /// same-block check ([`vigil_shared::read_only`]).
+    pub read_only: ReadOnlyRanges,
 }
 const _: () = assert!(core::mem::size_of::<CtaState>() <= vigil_shared::block::CTA_STATE_BYTES);
 
@@ -146,19 +150,37 @@ unsafe fn words(addr: u64, len: usize) -> &'static [AtomicU32] {
     unsafe { core::slice::from_raw_parts(addr as *const AtomicU32, len) }
 }
 
+/// What the host passes a sanitized entry after the user's parameters
+/// ([`vigil_shared::gpu::HIDDEN_PARAMS`], in order).
+#[derive(Clone, Copy, Debug)]
+pub struct LaunchArgs {
+    /// The device's [`GpuRuntime`].
+    pub runtime: u64,
+    /// The launching stream's [`StreamClocks`].
+    pub stream: u64,
+    /// The kernel's number on that stream.
+    pub kernel: u32,
+    /// The context-wide launch id.
+    pub launch: u32,
+    /// The launch's read-only ranges
+    /// ([`ReadOnlyRanges::from_words`]).
+    pub read_only: [u64; 2 * vigil_shared::read_only::READ_ONLY_RANGES],
+}
+
 /// Runs `body` as one CTA of a sanitized launch.
 ///
 /// # Safety
-/// `runtime` and `stream` must be the device addresses of a live
-/// [`GpuRuntime`] and [`StreamClocks`] of matching sizes, as the host's
+/// `args.runtime` and `args.stream` must be the device addresses of a
+/// live [`GpuRuntime`] and [`StreamClocks`] of matching sizes, and no
+/// thread of the launch may write inside `args.read_only`, as the host's
 /// sanitized launch passes them.
 #[inline(always)]
-pub unsafe fn run_cta(runtime: u64, stream: u64, kernel: u32, launch: u32, body: impl FnOnce()) {
+pub unsafe fn run_cta(args: LaunchArgs, body: impl FnOnce()) {
     // SAFETY: forwarded from the caller.
-    unsafe { enter(runtime, stream, kernel, launch) };
+    unsafe { enter(args) };
     body();
     // SAFETY: as above.
-    unsafe { exit(stream, kernel) };
+    unsafe { exit(args.stream, args.kernel) };
 }
 
 /// The memory, constants and thread clocks of the CTA's sanitizer thread.
@@ -210,7 +232,14 @@ impl Cta {
 }
 
 #[inline(never)]
-unsafe fn enter(runtime: u64, stream: u64, kernel: u32, launch: u32) {
+unsafe fn enter(args: LaunchArgs) {
+    let LaunchArgs {
+        runtime,
+        stream,
+        kernel,
+        launch,
+        read_only,
+    } = args;
     // SAFETY: the caller passes a live runtime.
     let rt = unsafe { &*(runtime as *const GpuRuntime) };
     // SAFETY: as above.
@@ -241,8 +270,9 @@ unsafe fn enter(runtime: u64, stream: u64, kernel: u32, launch: u32) {
             smid,
             slot: slot as u16,
             join: u16::from(join),
+            read_only: ReadOnlyRanges::from_words(read_only),
         };
-        // SAFETY: the CTA's shared block is 32 bytes, 16-aligned.
+        // SAFETY: the CTA's shared block holds a `CtaState`, 16-aligned.
         unsafe { (arch::cta_state() as *mut CtaState).write(state) };
     }
     arch::sync_threads();

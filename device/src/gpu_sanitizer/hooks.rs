@@ -458,7 +458,7 @@ fn check_block(
     per: u32,
 ) {
     let kind = kind_of(write);
-    let table = BlockTable::current(kind, size as usize, loc);
+    let table = BlockTable::current(addr as usize, kind, size as usize, loc);
     let fields = table.as_ref().and_then(BlockTable::run_fields);
     let (count, interval) = fields.unwrap_or_default();
     if group.all(fields.is_some()) && group.agree(count) && group.agree(interval) {

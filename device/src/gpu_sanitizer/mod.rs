@@ -53,7 +53,7 @@ mod reclaim;
 mod warp;
 
 #[cfg(target_arch = "nvptx64")]
-pub use cta::run_cta;
+pub use cta::{run_cta, LaunchArgs};
 #[cfg(target_arch = "nvptx64")]
 pub use hooks::GpuSanitizer;
 #[cfg(target_arch = "nvptx64")]

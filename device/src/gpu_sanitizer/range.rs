@@ -16,7 +16,7 @@
 use vigil_shared::gpu::RANGE_UNIT_BYTES;
 use vigil_shared::gpu::{range_unit, range_units, RANGE_ACCESS_ENTRY};
 
-use super::cta::{grid_stride, run_cta};
+use super::cta::{grid_stride, run_cta, LaunchArgs};
 use super::hooks::check_host_access;
 
 /// True when `a` and `b` are the same string (in a constant).
@@ -40,8 +40,8 @@ const _: () = assert!(same(RANGE_ACCESS_ENTRY, "vigil_range_access__vigil"));
 
 /// Checks `[read_addr, +read_bytes)` as reads and `[write_addr,
 /// +write_bytes)` as writes made at host call site `site` (a tag the host
-/// resolves), `line`, `column`; the last four parameters are the hidden
-/// ones of every sanitized entry.
+/// resolves), `line`, `column`; the last eight parameters are the hidden
+/// ones of every sanitized entry (the host passes no read-only range).
 ///
 /// # Safety
 /// Launched by the host's sanitized transfer path only: the hidden
@@ -60,11 +60,27 @@ pub unsafe extern "ptx-kernel" fn range_access(
     stream: u64,
     kernel: u32,
     launch: u32,
+    read_only_0_start: u64,
+    read_only_0_end: u64,
+    read_only_1_start: u64,
+    read_only_1_end: u64,
 ) {
+    let args = LaunchArgs {
+        runtime,
+        stream,
+        kernel,
+        launch,
+        read_only: [
+            read_only_0_start,
+            read_only_0_end,
+            read_only_1_start,
+            read_only_1_end,
+        ],
+    };
     // SAFETY: the host's sanitized launch passes a live runtime and
-    // stream clocks (this function's contract).
+    // stream clocks, and no read-only range (this function's contract).
     unsafe {
-        run_cta(runtime, stream, kernel, launch, || {
+        run_cta(args, || {
             let at = (line, column);
             check_range(read_addr, read_bytes, false, site, at);
             check_range(write_addr, write_bytes, true, site, at);

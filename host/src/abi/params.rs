@@ -12,6 +12,7 @@ use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::mem::size_of;
 use vigil_shared::params::{ParamCursor, PtxType};
+use vigil_shared::read_only::ReadOnlyRanges;
 
 mod sealed {
     pub trait Sealed {}
@@ -70,6 +71,11 @@ pub struct ParamBuffer {
     slots: Vec<ParamSlot>,
     origin: Option<SlotOrigin>,
     hidden: usize,
+    /// Views no argument writes (`(address, bytes)`), see
+    /// [`ParamBuffer::note_read_only`].
+    read_only: Vec<(u64, u64)>,
+    /// An argument may alias another's memory: no view is read-only.
+    aliasing: bool,
 }
 
 impl ParamBuffer {
@@ -85,6 +91,32 @@ impl ParamBuffer {
             slots: Vec::with_capacity(scalars),
             ..ParamBuffer::default()
         }
+    }
+
+    /// Notes that the view just packed (`bytes` at `addr`) is one no
+    /// argument of the launch writes: a shared borrow (or an exclusive one)
+    /// passed for a read-only parameter, so the host's borrow rules keep
+    /// every mutable view of those bytes out of the launch. The GPU
+    /// sanitizer skips its same-block check on reads there
+    /// ([`vigil_shared::read_only`]).
+    pub fn note_read_only(&mut self, addr: u64, bytes: u64) {
+        self.read_only.push((addr, bytes));
+    }
+
+    /// Notes an argument whose memory another argument of the launch may
+    /// alias with write access (`Peers`, a peer's slice): the launch then
+    /// has no read-only range.
+    pub fn note_aliasing(&mut self) {
+        self.aliasing = true;
+    }
+
+    /// The launch's read-only ranges: the largest views noted with
+    /// [`ParamBuffer::note_read_only`], none when an argument may alias.
+    pub fn read_only_ranges(&self) -> ReadOnlyRanges {
+        if self.aliasing {
+            return ReadOnlyRanges::NONE;
+        }
+        ReadOnlyRanges::largest(self.read_only.iter().copied())
     }
 
     /// Starts user argument `index`: scalars pushed from now on belong to it.

@@ -77,6 +77,37 @@ fn pack_ptr(v: RawView, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
     Ok(())
 }
 
+/// A typed view packed for a read-only parameter (`GlobalSlice`,
+/// `GlobalPtr`) by `pack`: its bytes are noted as read-only for the launch
+/// (the view borrows them, so no mutable view of them is among the
+/// launch's arguments).
+fn pack_read_only<T>(
+    v: RawView,
+    buf: &mut ParamBuffer,
+    pack: fn(RawView, &mut ParamBuffer) -> Result<(), ArgProblem>,
+) -> Result<(), ArgProblem> {
+    let (addr, bytes) = (v.ptr, (v.len * std::mem::size_of::<T>()) as u64);
+    pack(v, buf)?;
+    buf.note_read_only(addr, bytes);
+    Ok(())
+}
+
+fn read_slice<T>(v: RawView, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
+    pack_read_only::<T>(v, buf, pack_slice)
+}
+
+fn read_ptr<T>(v: RawView, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
+    pack_read_only::<T>(v, buf, pack_ptr)
+}
+
+fn write_slice<T>(v: RawView, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
+    pack_slice(v, buf)
+}
+
+fn write_ptr<T>(v: RawView, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
+    pack_ptr(v, buf)
+}
+
 macro_rules! view_arg_impl {
     ([$($gen:tt)*] $arg:ty, $param:ident, $f:ident) => {
         // SAFETY: the view borrows live device memory of `len` elements of
@@ -85,7 +116,7 @@ macro_rules! view_arg_impl {
         unsafe impl<$($gen)*, T: Pod, S: Sanitizer> KernelArg<$param<T, S>> for $arg {
             #[inline]
             fn pack(self, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
-                $f(self.as_device_slice().raw_view(), buf)
+                $f::<T>(self.as_device_slice().raw_view(), buf)
             }
         }
     };
@@ -98,15 +129,15 @@ macro_rules! view_arg {
 }
 view_arg! {
     ['a, A: AsDeviceSlice<T> + ?Sized] &'a A =>
-        GlobalSlice via pack_slice, GlobalPtr via pack_ptr;
+        GlobalSlice via read_slice, GlobalPtr via read_ptr;
     ['a, A: AsDeviceSliceMut<T> + ?Sized] &'a mut A =>
-        GlobalSlice via pack_slice, GlobalPtr via pack_ptr,
-        GlobalSliceMut via pack_slice, GlobalPtrMut via pack_ptr;
+        GlobalSlice via read_slice, GlobalPtr via read_ptr,
+        GlobalSliceMut via write_slice, GlobalPtrMut via write_ptr;
     ['a] DeviceSlice<'a, T> =>
-        GlobalSlice via pack_slice, GlobalPtr via pack_ptr;
+        GlobalSlice via read_slice, GlobalPtr via read_ptr;
     ['a] DeviceSliceMut<'a, T> =>
-        GlobalSlice via pack_slice, GlobalPtr via pack_ptr,
-        GlobalSliceMut via pack_slice, GlobalPtrMut via pack_ptr;
+        GlobalSlice via read_slice, GlobalPtr via read_ptr,
+        GlobalSliceMut via write_slice, GlobalPtrMut via write_ptr;
 }
 
 /// A tuple of host arguments for a kernel whose parameter tuple is `P`.
@@ -431,4 +462,87 @@ pub fn pack_values(kernel: &str, args: &[KernelArgValue<'_>]) -> Result<ParamBuf
         })?;
     }
     Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::symmetric::SymmetricGroup;
+    use crate::{Context, DeviceBuffer, Stream};
+    use vigil_device::Plain;
+    use vigil_shared::params::ParamDesc;
+    use vigil_shared::read_only::ReadOnlyRanges;
+
+    /// A kernel `fn k(x: GlobalSlice<f32>, y: GlobalSliceMut<f32>, c: GlobalPtr<u32>)`.
+    #[allow(non_camel_case_types)]
+    struct k {}
+    impl Kernel for k {
+        const NAME: &'static str = "k";
+        const PARAMS: &'static [ParamDesc] = &[
+            ParamDesc {
+                name: "x",
+                rust_type: "GlobalSlice<f32>",
+                parts: &[PtxType::Ptr, PtxType::B64],
+            },
+            ParamDesc {
+                name: "y",
+                rust_type: "GlobalSliceMut<f32>",
+                parts: &[PtxType::Ptr, PtxType::B64],
+            },
+            ParamDesc {
+                name: "c",
+                rust_type: "GlobalPtr<u32>",
+                parts: &[PtxType::Ptr],
+            },
+        ];
+        type Params = (GlobalSlice<f32>, GlobalSliceMut<f32>, GlobalPtr<u32>);
+        unsafe fn run_host<S: Sanitizer>(_: &[u8]) {}
+    }
+
+    fn range(ptr: u64, bytes: u64) -> [u64; 2] {
+        [ptr, ptr + bytes]
+    }
+
+    #[test]
+    fn shared_views_for_read_only_parameters_are_read_only_ranges() {
+        let ctx = Context::builder().cpu().build().unwrap();
+        let s = Stream::new(&ctx).unwrap();
+        let x = DeviceBuffer::<f32>::alloc_zeroed(&s, 100).unwrap();
+        let mut y = DeviceBuffer::<f32>::alloc_zeroed(&s, 1000).unwrap();
+        let mut c = DeviceBuffer::<u32>::alloc_zeroed(&s, 3).unwrap();
+        let (xp, yp, cp) = (x.device_ptr(), y.device_ptr(), c.device_ptr());
+
+        // The written buffer is never read-only; both read views are,
+        // largest first.
+        let buf = pack_args::<k, _>((&x, &mut y, &c)).unwrap();
+        assert_eq!(
+            buf.read_only_ranges().ranges,
+            [range(xp, 400), range(cp, 12)]
+        );
+        // An exclusive borrow passed for a read-only parameter is one too.
+        let buf = pack_args::<k, _>((x.slice(10..20).unwrap(), &mut y, &mut c)).unwrap();
+        assert_eq!(
+            buf.read_only_ranges().ranges,
+            [range(xp + 40, 40), range(cp, 12)]
+        );
+        assert!(!buf.read_only_ranges().covers(yp, 4));
+    }
+
+    #[test]
+    fn untyped_arguments_and_peer_slices_give_no_read_only_range() {
+        let ctx = Context::builder().cpu().build().unwrap();
+        let s = Stream::new(&ctx).unwrap();
+        let x = DeviceBuffer::<f32>::alloc_zeroed(&s, 100).unwrap();
+        // An untyped slice may be passed for a writable parameter.
+        let buf = pack_values("k", &[KernelArgValue::slice(&x), KernelArgValue::U64(1)]).unwrap();
+        assert_eq!(buf.read_only_ranges(), ReadOnlyRanges::NONE);
+
+        // A peer's slice is shared yet writable: the launch's other read
+        // views may be the same buffer.
+        let group = SymmetricGroup::cpu(1, Context::builder()).unwrap();
+        let sym = group.alloc::<f32>(64).unwrap();
+        let mut c = DeviceBuffer::<u32>::alloc_zeroed(&s, 1).unwrap();
+        let buf = pack_args::<k, _>((sym.buffer(0).unwrap(), sym.peer(0, 0).unwrap(), &mut c));
+        assert_eq!(buf.unwrap().read_only_ranges(), ReadOnlyRanges::NONE);
+    }
 }

@@ -442,6 +442,8 @@ impl<T> PeersArg<'_, T> {
 // memory symmetric allocations exist for (see `Symmetric::peers`).
 unsafe impl<T: Pod, S: Sanitizer> KernelArg<Peers<T, S>> for PeersArg<'_, T> {
     fn pack(self, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
+        // Its own rank's buffer may also be passed as a slice.
+        buf.note_aliasing();
         for (rank, &p) in self.ptrs.iter().enumerate() {
             let device = (rank < self.world as usize).then_some(self.local);
             buf.push_pointer_on(p, device);
@@ -465,6 +467,8 @@ pub struct PeerSlice<'a, T> {
 
 impl<T> PeerSlice<'_, T> {
     fn pack(self, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
+        // Shared, yet writable: another argument may be the same buffer.
+        buf.note_aliasing();
         buf.push_pointer_on(self.ptr, Some(self.local));
         buf.push(self.len as u64);
         Ok(())

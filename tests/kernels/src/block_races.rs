@@ -359,6 +359,37 @@ pub fn many_lines(out: GlobalSliceMut<u32>) {
     }
 }
 
+/// The sum of the `LINES_PER_WARP` lines of `many_lines`'s layout the
+/// calling thread's warp reads (lane `l` word `l` of each), through `load`.
+#[inline(always)]
+fn sum_own_lines(load: impl Fn(usize) -> u32) -> u32 {
+    let t = thread_idx().x as usize;
+    let (warp, lane) = (t / 32, t % 32);
+    let mut sum = 0u32;
+    let mut k = 0;
+    while k < LINES_PER_WARP {
+        sum = sum.wrapping_add(load((warp * LINES_PER_WARP + k) * 32 + lane));
+        k += 1;
+    }
+    sum
+}
+
+/// Each warp reads its own `LINES_PER_WARP` whole lines of `data` (the
+/// layout of [`many_lines()`]), and each thread stores its sum in
+/// `out[thread]`. `data` is read-only for the launch: the GPU
+/// sanitizer's same-block table is not needed for it.
+#[kernel]
+pub fn read_many_lines(data: GlobalSlice<u32>, out: GlobalSliceMut<u32>) {
+    out.store(thread_idx().x as usize, sum_own_lines(|i| data.load(i)));
+}
+
+/// [`read_many_lines()`] through a writable view of `data`: the same
+/// reads, which the same-block table must then follow.
+#[kernel]
+pub fn read_many_lines_of_writable(data: GlobalSliceMut<u32>, out: GlobalSliceMut<u32>) {
+    out.store(thread_idx().x as usize, sum_own_lines(|i| data.load(i)));
+}
+
 /// Threads per block of [`dynamic_reduce()`].
 pub const REDUCE_THREADS: u32 = 256;
 
@@ -391,7 +422,7 @@ pub fn dynamic_reduce(x: GlobalSlice<u32>, out: GlobalSliceMut<u32>, skip_barrie
 }
 
 /// `u32`s of [`near_limit()`]'s shared array: 45,056 bytes, 4 KiB below
-/// the 48 KiB static limit, which the 2,288 bytes a sanitized entry adds
+/// the 48 KiB static limit, which the 2,320 bytes a sanitized entry adds
 /// keep (with the 8,432 it added before, the entry did not load).
 pub const NEAR_LIMIT: usize = 11_264;
 

@@ -352,7 +352,10 @@ impl GpuSanitizer {
         args.append_hidden_pointer(plan.stream_clocks, ordinal);
         args.append_hidden(plan.kernel);
         args.append_hidden(launch);
-        debug_assert_eq!(HIDDEN_PARAMS.len(), 4);
+        for bound in buf.read_only_ranges().words() {
+            args.append_hidden(bound);
+        }
+        debug_assert_eq!(HIDDEN_PARAMS.len(), 8);
         args
     }
 

@@ -1,0 +1,138 @@
+//! A launch's read-only ranges: device memory no thread of the launch
+//! writes, known from the launch's borrows.
+//!
+//! A typed launch passes `&DeviceBuffer<T>` (or another shared view) for a
+//! `GlobalSlice<T>` or `GlobalPtr<T>` parameter, and the host's borrow
+//! rules then forbid any mutable view of those bytes among the launch's
+//! arguments. So no thread of the launch writes them, and two threads of
+//! one block cannot race on them: the GPU sanitizer's same-block check
+//! (the CTA slot's table of global words, `vigil_shared::block`) skips
+//! reads inside these ranges. Races with other launches, streams, copies
+//! and devices are the engine's, which still sees every read.
+//!
+//! The host keeps the [`READ_ONLY_RANGES`] largest such views of a launch
+//! and passes them as hidden parameters of the sanitized entry
+//! ([`crate::gpu::HIDDEN_PARAMS`]); a launch with a `Peers` argument, an
+//! untyped one, or a peer's slice keeps none (those can alias a buffer of
+//! the same launch that it writes). Views built in the kernel with
+//! `unsafe` (`from_raw_parts`) are trusted like the host's borrows: a
+//! write through such a view to a launch-read-only buffer races with the
+//! block's reads of it unchecked.
+
+use bytemuck::{Pod, Zeroable};
+use core::mem::{offset_of, size_of};
+
+/// Read-only ranges a launch passes to its sanitized entry.
+pub const READ_ONLY_RANGES: usize = 2;
+
+/// Up to [`READ_ONLY_RANGES`] byte ranges `[start, end)` a launch only
+/// reads; an empty range (`start == end`, the zero value) covers nothing.
+///
+/// ```
+/// use vigil_shared::read_only::ReadOnlyRanges;
+///
+/// // Three read-only views; the two largest are kept.
+/// let r = ReadOnlyRanges::largest([(0x1000, 64), (0x8000, 4096), (0x2000, 256)]);
+/// assert!(r.covers(0x8000, 4));
+/// assert!(r.covers(0x20fc, 4));
+/// assert!(!r.covers(0x1000, 4)); // the smallest view was dropped
+/// assert!(!r.covers(0x20fe, 4)); // past the end of its view
+/// ```
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct ReadOnlyRanges {
+    /// `[start, end)` byte addresses, largest first.
+    pub ranges: [[u64; 2]; READ_ONLY_RANGES],
+}
+const _: () = assert!(size_of::<ReadOnlyRanges>() == 32);
+const _: () = assert!(offset_of!(ReadOnlyRanges, ranges) == 0);
+
+impl ReadOnlyRanges {
+    /// No range: every access is checked.
+    pub const NONE: ReadOnlyRanges = ReadOnlyRanges {
+        ranges: [[0; 2]; READ_ONLY_RANGES],
+    };
+
+    /// The [`READ_ONLY_RANGES`] largest of `views` (`(address, bytes)`);
+    /// empty views are skipped.
+    pub fn largest(views: impl IntoIterator<Item = (u64, u64)>) -> ReadOnlyRanges {
+        let mut kept = ReadOnlyRanges::NONE;
+        for (addr, bytes) in views {
+            let end = addr.saturating_add(bytes);
+            // Insertion into the short array kept largest first.
+            let mut new = [addr, end];
+            for slot in &mut kept.ranges {
+                if new[1] - new[0] > slot[1] - slot[0] {
+                    core::mem::swap(slot, &mut new);
+                }
+            }
+        }
+        kept
+    }
+
+    /// The ranges as the hidden parameters' `u64`s, in order.
+    pub fn words(&self) -> [u64; 2 * READ_ONLY_RANGES] {
+        let [[a, b], [c, d]] = self.ranges;
+        [a, b, c, d]
+    }
+
+    /// The ranges from the hidden parameters' `u64`s.
+    pub const fn from_words(w: [u64; 2 * READ_ONLY_RANGES]) -> ReadOnlyRanges {
+        ReadOnlyRanges {
+            ranges: [[w[0], w[1]], [w[2], w[3]]],
+        }
+    }
+
+    /// Whether the `size` bytes at `addr` lie inside one of the ranges.
+    #[inline(always)]
+    pub fn covers(&self, addr: u64, size: u64) -> bool {
+        let end = addr.wrapping_add(size);
+        // Branch-free: both compares of both ranges, then one test. An
+        // empty range, an empty access and one wrapping around cover
+        // nothing.
+        let inside = |r: [u64; 2]| (addr >= r[0]) & (end <= r[1]) & (end > addr);
+        inside(self.ranges[0]) | inside(self.ranges[1])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn none_covers_nothing() {
+        assert!(!ReadOnlyRanges::NONE.covers(0, 4));
+        assert!(!ReadOnlyRanges::NONE.covers(0, 0));
+        assert!(!ReadOnlyRanges::largest([(0x100, 0x40)]).covers(0x100, 0));
+    }
+
+    #[test]
+    fn keeps_the_largest_views_in_any_order() {
+        let views = [(100, 10), (1000, 500), (0, 0), (5000, 40), (200, 300)];
+        // Every order of the same views keeps the same two.
+        for rot in 0..views.len() {
+            let mut v = views;
+            v.rotate_left(rot);
+            let r = ReadOnlyRanges::largest(v);
+            assert_eq!(r.ranges, [[1000, 1500], [200, 500]], "rotation {rot}");
+        }
+    }
+
+    #[test]
+    fn covers_only_whole_accesses_inside_a_range() {
+        let r = ReadOnlyRanges::largest([(0x100, 0x40), (0x400, 0x10)]);
+        assert!(r.covers(0x100, 4));
+        assert!(r.covers(0x13c, 4));
+        assert!(!r.covers(0x13e, 4), "straddles the end");
+        assert!(!r.covers(0xfc, 8), "straddles the start");
+        assert!(r.covers(0x400, 16));
+        assert!(!r.covers(0x410, 1));
+        assert!(!r.covers(u64::MAX - 1, 4), "wraps around");
+    }
+
+    #[test]
+    fn round_trips_through_the_hidden_words() {
+        let r = ReadOnlyRanges::largest([(8, 8), (64, 32)]);
+        assert_eq!(ReadOnlyRanges::from_words(r.words()), r);
+    }
+}
