@@ -97,7 +97,9 @@ impl ReadOnlyRanges {
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
     use super::*;
+    use std::vec::Vec;
 
     #[test]
     fn none_covers_nothing() {
@@ -128,6 +130,42 @@ mod tests {
         assert!(r.covers(0x400, 16));
         assert!(!r.covers(0x410, 1));
         assert!(!r.covers(u64::MAX - 1, 4), "wraps around");
+    }
+
+    proptest::proptest! {
+        /// Against a reference: the kept ranges are views of the input,
+        /// their sizes those of a sort of the non-empty views by size,
+        /// largest first (ties may keep either view), and an access is
+        /// covered when it lies whole inside one of them. Small sizes
+        /// make ties, overlaps and empty views common.
+        #[test]
+        fn keeps_the_largest_sizes_of_the_views(
+            views in proptest::collection::vec((0u64..256, 0u64..6), 0..10),
+            probes in proptest::collection::vec((0u64..264, 0u64..6), 1..32),
+        ) {
+            let mut ranges: Vec<[u64; 2]> = views
+                .iter()
+                .filter(|&&(_, len)| len > 0)
+                .map(|&(addr, len)| [addr, addr + len])
+                .collect();
+            let mut sizes: Vec<u64> = ranges.iter().map(|r| r[1] - r[0]).collect();
+            sizes.sort_by_key(|&n| core::cmp::Reverse(n));
+            sizes.resize(sizes.len().max(READ_ONLY_RANGES), 0);
+            let kept = ReadOnlyRanges::largest(views.iter().copied());
+            let kept_sizes: Vec<u64> = kept.ranges.iter().map(|r| r[1] - r[0]).collect();
+            proptest::prop_assert_eq!(&kept_sizes[..], &sizes[..READ_ONLY_RANGES]);
+            for r in kept.ranges.iter().filter(|r| r[1] > r[0]) {
+                // Each kept range is a distinct view of the input.
+                let at = ranges.iter().position(|v| v == r);
+                proptest::prop_assert!(at.is_some(), "{:?} is no view", r);
+                ranges.swap_remove(at.unwrap_or_default());
+            }
+            for (addr, size) in probes {
+                let want = size > 0
+                    && kept.ranges.iter().any(|r| addr >= r[0] && addr + size <= r[1]);
+                proptest::prop_assert_eq!(kept.covers(addr, size), want, "{}+{}", addr, size);
+            }
+        }
     }
 
     #[test]

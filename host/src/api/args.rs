@@ -100,44 +100,36 @@ fn read_ptr<T>(v: RawView, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
     pack_read_only::<T>(v, buf, pack_ptr)
 }
 
-fn write_slice<T>(v: RawView, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
-    pack_slice(v, buf)
-}
-
-fn write_ptr<T>(v: RawView, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
-    pack_ptr(v, buf)
-}
-
 macro_rules! view_arg_impl {
-    ([$($gen:tt)*] $arg:ty, $param:ident, $f:ident) => {
+    ([$($gen:tt)*] $arg:ty, $param:ident, $f:path) => {
         // SAFETY: the view borrows live device memory of `len` elements of
         // `T` (exclusively for the `Mut` parameter forms, which only
         // mutable views implement); packed as pointer (+ length).
         unsafe impl<$($gen)*, T: Pod, S: Sanitizer> KernelArg<$param<T, S>> for $arg {
             #[inline]
             fn pack(self, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
-                $f::<T>(self.as_device_slice().raw_view(), buf)
+                $f(self.as_device_slice().raw_view(), buf)
             }
         }
     };
 }
 
 macro_rules! view_arg {
-    ($($gen:tt $arg:ty => $($param:ident via $f:ident),+;)*) => {
+    ($($gen:tt $arg:ty => $($param:ident via $f:path),+;)*) => {
         $($(view_arg_impl!($gen $arg, $param, $f);)+)*
     };
 }
 view_arg! {
     ['a, A: AsDeviceSlice<T> + ?Sized] &'a A =>
-        GlobalSlice via read_slice, GlobalPtr via read_ptr;
+        GlobalSlice via read_slice::<T>, GlobalPtr via read_ptr::<T>;
     ['a, A: AsDeviceSliceMut<T> + ?Sized] &'a mut A =>
-        GlobalSlice via read_slice, GlobalPtr via read_ptr,
-        GlobalSliceMut via write_slice, GlobalPtrMut via write_ptr;
+        GlobalSlice via read_slice::<T>, GlobalPtr via read_ptr::<T>,
+        GlobalSliceMut via pack_slice, GlobalPtrMut via pack_ptr;
     ['a] DeviceSlice<'a, T> =>
-        GlobalSlice via read_slice, GlobalPtr via read_ptr;
+        GlobalSlice via read_slice::<T>, GlobalPtr via read_ptr::<T>;
     ['a] DeviceSliceMut<'a, T> =>
-        GlobalSlice via read_slice, GlobalPtr via read_ptr,
-        GlobalSliceMut via write_slice, GlobalPtrMut via write_ptr;
+        GlobalSlice via read_slice::<T>, GlobalPtr via read_ptr::<T>,
+        GlobalSliceMut via pack_slice, GlobalPtrMut via pack_ptr;
 }
 
 /// A tuple of host arguments for a kernel whose parameter tuple is `P`.
@@ -469,7 +461,6 @@ mod tests {
     use super::*;
     use crate::api::symmetric::SymmetricGroup;
     use crate::{Context, DeviceBuffer, Stream};
-    use vigil_device::Plain;
     use vigil_shared::params::ParamDesc;
     use vigil_shared::read_only::ReadOnlyRanges;
 
