@@ -161,6 +161,10 @@ macro_rules! slice_common {
             ///
             /// # Safety
             /// `ptr` must be valid, aligned global memory for `len` elements for the whole launch.
+            /// A handle that writes must not reach memory the launch was given as a shared
+            /// borrow (`&buf` for a `GlobalSlice` or `GlobalPtr` parameter): the host's borrow
+            /// promises that no thread of the launch writes it, and the GPU sanitizer relies on
+            /// that when it leaves the block's own reads of it unchecked.
             #[inline(always)]
             pub const unsafe fn from_raw_parts(ptr: $ptr, len: usize) -> Self {
                 $name {
