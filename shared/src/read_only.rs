@@ -58,29 +58,31 @@ impl ReadOnlyRanges {
     pub fn largest(views: impl IntoIterator<Item = (u64, u64)>) -> ReadOnlyRanges {
         let mut kept = ReadOnlyRanges::NONE;
         for (addr, bytes) in views {
-            let end = addr.saturating_add(bytes);
-            // Insertion into the short array kept largest first.
-            let mut new = [addr, end];
-            for slot in &mut kept.ranges {
-                if new[1] - new[0] > slot[1] - slot[0] {
-                    core::mem::swap(slot, &mut new);
-                }
-            }
+            kept.insert(addr, bytes);
         }
         kept
     }
 
+    /// Adds the view of `bytes` at `addr` if it is larger than one kept,
+    /// dropping the smallest (an empty view changes nothing).
+    pub fn insert(&mut self, addr: u64, bytes: u64) {
+        // Insertion into the short array kept largest first.
+        let mut new = [addr, addr.saturating_add(bytes)];
+        for slot in &mut self.ranges {
+            if new[1] - new[0] > slot[1] - slot[0] {
+                core::mem::swap(slot, &mut new);
+            }
+        }
+    }
+
     /// The ranges as the hidden parameters' `u64`s, in order.
     pub fn words(&self) -> [u64; 2 * READ_ONLY_RANGES] {
-        let [[a, b], [c, d]] = self.ranges;
-        [a, b, c, d]
+        bytemuck::cast(*self)
     }
 
     /// The ranges from the hidden parameters' `u64`s.
-    pub const fn from_words(w: [u64; 2 * READ_ONLY_RANGES]) -> ReadOnlyRanges {
-        ReadOnlyRanges {
-            ranges: [[w[0], w[1]], [w[2], w[3]]],
-        }
+    pub fn from_words(words: [u64; 2 * READ_ONLY_RANGES]) -> ReadOnlyRanges {
+        bytemuck::cast(words)
     }
 
     /// Whether the `size` bytes at `addr` lie inside one of the ranges.

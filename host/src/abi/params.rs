@@ -71,9 +71,9 @@ pub struct ParamBuffer {
     slots: Vec<ParamSlot>,
     origin: Option<SlotOrigin>,
     hidden: usize,
-    /// Views no argument writes (`(address, bytes)`), see
+    /// The largest views no argument writes, see
     /// [`ParamBuffer::note_read_only`].
-    read_only: Vec<(u64, u64)>,
+    read_only: ReadOnlyRanges,
     /// An argument may alias another's memory: no view is read-only.
     aliasing: bool,
 }
@@ -100,7 +100,7 @@ impl ParamBuffer {
     /// sanitizer skips its same-block check on reads there
     /// ([`vigil_shared::read_only`]).
     pub fn note_read_only(&mut self, addr: u64, bytes: u64) {
-        self.read_only.push((addr, bytes));
+        self.read_only.insert(addr, bytes);
     }
 
     /// Notes an argument whose memory another argument of the launch may
@@ -116,7 +116,7 @@ impl ParamBuffer {
         if self.aliasing {
             return ReadOnlyRanges::NONE;
         }
-        ReadOnlyRanges::largest(self.read_only.iter().copied())
+        self.read_only
     }
 
     /// Starts user argument `index`: scalars pushed from now on belong to it.
