@@ -32,7 +32,7 @@ mod cpu {
         line_runs_own_words, line_runs_other_warp, line_runs_after_barrier, line_runs_wide_then_narrow,
         line_runs_quad_then_narrow, line_runs_quad_after_barrier,
         large_array_race, large_array_fixed, same_block_table_full, same_block_table_full_of_lines,
-        read_only_lines_need_no_table,
+        read_only_lines_need_no_table, read_only_beside_a_race, read_only_beside_a_barrier,
         big_tile_reused_without_barrier, big_tile_fixed,
         dynamic_reduce_missing_barrier, dynamic_reduce_fixed,
         near_static_limit_race, near_static_limit_fixed);
@@ -55,7 +55,7 @@ mod gpu {
         line_runs_own_words, line_runs_other_warp, line_runs_after_barrier, line_runs_wide_then_narrow,
         line_runs_quad_then_narrow, line_runs_quad_after_barrier,
         large_array_race, large_array_fixed, same_block_table_full, same_block_table_full_of_lines,
-        read_only_lines_need_no_table,
+        read_only_lines_need_no_table, read_only_beside_a_race, read_only_beside_a_barrier,
         big_tile_reused_without_barrier, big_tile_fixed,
         dynamic_reduce_missing_barrier, dynamic_reduce_fixed,
         near_static_limit_race, near_static_limit_fixed);
@@ -712,6 +712,55 @@ mod scenarios {
             global_case(make, 1),
             &[],
         );
+    }
+
+    /// One buffer split in halves: the low half passed read-only (its
+    /// words read by several threads each, as whole lines, shifted runs
+    /// and single words), the high half written and read across threads
+    /// of the block. Returns the verdict, `out`, and what `out` holds once
+    /// a barrier orders the writes.
+    fn read_only_case(
+        make: MakeContext,
+        barrier: u32,
+    ) -> Option<(vigil::Result<()>, Vec<u32>, Vec<u32>)> {
+        const N: usize = 64;
+        let b = Bench::new(make, 1)?;
+        let table: Vec<u32> = (0..N as u32).map(|i| i * 3 + 1).collect();
+        let mut buf = DeviceBuffer::from_slice(&b.stream, &[table.clone(), vec![0; N]].concat())
+            .expect("upload");
+        let mut out = b.zeros(N);
+        let (low, high) = buf.as_slice_mut().split_at_mut(N).expect("split");
+        let outcome = run_one_block::<read_only_beside_neighbours, _>(
+            &b,
+            N as u32,
+            (low, high, &mut out, barrier),
+        );
+        let seen = |t: usize| table[t] + table[(t + 1) % N] + table[t * 7 % N];
+        let want = (0..N).map(|t| seen((t + 1) % N)).collect();
+        Some((outcome, download(&b, &out), want))
+    }
+
+    /// The race on the written half is reported (the read-only half of
+    /// the same allocation leaves it checked); the read-only reads, of
+    /// words other threads read too, are not.
+    pub fn read_only_beside_a_race(make: MakeContext) {
+        let Some((outcome, _, _)) = read_only_case(make, 0) else {
+            return;
+        };
+        check(
+            "a race beside read-only reads",
+            outcome,
+            &[race(WAR, "ro-write", "ro-neighbour-read")],
+        );
+    }
+
+    /// With the barrier: no race, and every thread saw its neighbour's sum.
+    pub fn read_only_beside_a_barrier(make: MakeContext) {
+        let Some((outcome, out, want)) = read_only_case(make, 1) else {
+            return;
+        };
+        expect("read-only reads beside a barrier", Some(outcome), &[]);
+        assert_eq!(out, want);
     }
 
     fn line_runs_case(

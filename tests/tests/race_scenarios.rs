@@ -41,7 +41,9 @@ macro_rules! race_scenarios {
                 report_buffer_overflow, a_reused_buffer_starts_clean,
                 two_streams_on_disjoint_halves,
                 disjoint_halves_then_a_reader_of_both_unordered,
-                disjoint_halves_then_a_reader_of_both_after_an_event);
+                disjoint_halves_then_a_reader_of_both_after_an_event,
+                read_only_reader_then_an_unordered_writer,
+                read_only_reader_then_a_writer_after_an_event);
         }
     };
 }
@@ -600,5 +602,51 @@ mod scenarios {
         let half = HALVES_LEN / 2;
         assert!(out[..half].iter().all(|&v| v == 2), "first half");
         assert!(out[half..].iter().all(|&v| v == 3), "second half");
+    }
+
+    /// A launch reads `data` through a shared borrow (read-only for it)
+    /// while, with `ordered`, a second stream waits for it by an event and
+    /// then overwrites `data`. The read-only reads of the first launch
+    /// must still be seen by a later launch's writes.
+    fn read_only_then_writer(make: MakeContext, ordered: bool) -> Option<vigil::Result<()>> {
+        let b = Bench::new(make, 2)?;
+        let other = Stream::new(&b.ctx).expect("stream");
+        let (mut data, mut out) = (b.zeros(HALVES_LEN), b.zeros(HALVES_LEN));
+        let grid = LaunchConfig::new(2, 128);
+        b.stream
+            .launch(&b.kernel::<add_one>(), grid, (&data, &mut out))
+            .expect("launch");
+        if ordered {
+            let ev = b.stream.record_event().expect("record");
+            other.wait_event(&ev).expect("wait");
+        }
+        other
+            .launch(&b.kernel::<fill_all>(), grid, (&mut data, 7u32))
+            .expect("launch");
+        Some(b.sync())
+    }
+
+    /// Unordered: every word is a write-after-read race.
+    pub fn read_only_reader_then_an_unordered_writer(make: MakeContext) {
+        let Some(verdict) = read_only_then_writer(make, false) else {
+            return;
+        };
+        check(
+            "a read-only reader, then an unordered writer",
+            verdict,
+            &[race(WAR, "fill-all", "add-one-read")],
+        );
+    }
+
+    /// Ordered by an event: no race.
+    pub fn read_only_reader_then_a_writer_after_an_event(make: MakeContext) {
+        let Some(verdict) = read_only_then_writer(make, true) else {
+            return;
+        };
+        check(
+            "a read-only reader, then a writer after an event",
+            verdict,
+            &[],
+        );
     }
 }

@@ -235,6 +235,32 @@ pub fn global_neighbours(data: GlobalSliceMut<u32>, out: GlobalSliceMut<u32>, ba
     out.store(t, data.load((t + 1) % n)); // @global-read
 }
 
+/// [`global_neighbours()`] beside read-only reads: every thread first
+/// reads `table` (its own word, a neighbour's, and a scattered one, so
+/// that whole lines, shifted runs and single words are all read) and
+/// stores the sum in `data[t]`, then reads its neighbour's `data`. Passed
+/// `&`-borrowed, `table` is read-only for the launch; `data` may be the
+/// other half of the same buffer.
+#[kernel]
+pub fn read_only_beside_neighbours(
+    table: GlobalSlice<u32>,
+    data: GlobalSliceMut<u32>,
+    out: GlobalSliceMut<u32>,
+    barrier: u32,
+) {
+    let t = thread_idx().x as usize;
+    let n = block_dim().x as usize;
+    let seen = table
+        .load(t)
+        .wrapping_add(table.load((t + 1) % n))
+        .wrapping_add(table.load(t * 7 % n)); // @ro-table-read
+    data.store(t, seen); // @ro-write
+    if barrier == 1 {
+        sync_threads();
+    }
+    out.store(t, data.load((t + 1) % n)); // @ro-neighbour-read
+}
+
 /// Threads per block of [`line_runs()`]: two warps, one 128-byte line of
 /// `data` each (`data` holds `4 *` this many words, for modes 4 and 5).
 pub const LINE_RUN_THREADS: u32 = 64;
