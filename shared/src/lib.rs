@@ -82,6 +82,7 @@
 
 pub mod memory_model;
 pub mod params;
+pub mod race;
 
 pub mod abi;
 pub mod address;

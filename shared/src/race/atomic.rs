@@ -1,0 +1,243 @@
+//! Atomic operations: the word's record is locked around the real
+//! operation, so what the operation read and what the shadow says it read
+//! agree; then its reads acquire, its race checks run, and its writes
+//! leave release heads.
+//!
+//! An atomic's words always have records (heads live there). Several
+//! words (an 8- or 16-byte atomic) are locked in address order, the one
+//! lock order of the engine, so two atomics never wait on each other in
+//! a cycle.
+
+use super::check::RaceFound;
+use super::cta::CtaView;
+use super::desc::{AccessDesc, CellTag, SiteWord, SizeClass};
+use super::memory::{site_of, LaneRef, RaceMemory};
+use super::record::{Entry, Record, WORD_ENTRY_SLOTS};
+use super::sync::{add_head, clear_heads, read_heads, released, write_heads, CtaSync, Head};
+use super::word::{check_record, record_update, split_cell, LAST_WRITE};
+use crate::atomic::{AtomicFamily, AtomicU64Ops};
+use crate::memory_model::{Ordering, Scope};
+use core::sync::atomic::Ordering as MemOrder;
+
+/// What an atomic operation does if it succeeds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AtomicOpKind {
+    /// `ld.<sem>`.
+    Load,
+    /// `st.<sem>`.
+    Store,
+    /// A read-modify-write that always writes (`atom.add`, `atom.exch`...).
+    Rmw,
+    /// `atom.cas`: writes only when it succeeds (`perform` says).
+    CompareExchange,
+}
+
+/// An atomic operation as the engine sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AtomicOp {
+    /// What it does.
+    pub kind: AtomicOpKind,
+    /// Its ordering.
+    pub ordering: Ordering,
+    /// A failed compare-exchange's ordering.
+    pub failure_ordering: Ordering,
+    /// Its scope.
+    pub scope: Scope,
+}
+
+/// Most words one atomic covers (16 bytes).
+pub const MAX_ATOMIC_WORDS: usize = 4;
+
+/// The byte mask of `[offset, offset + size)` within word `k` of an
+/// access starting at byte `offset` of its first word.
+#[inline(always)]
+pub const fn word_bytes(offset: u32, size: u32, k: u32) -> u8 {
+    let word_lo = 4 * k;
+    let start = if offset > word_lo { offset - word_lo } else { 0 };
+    let end_abs = offset + size;
+    let end = if end_abs >= word_lo + 4 { 4 } else if end_abs > word_lo { end_abs - word_lo } else { 0 };
+    let mut mask = 0u8;
+    let mut b = start;
+    while b < end {
+        mask |= 1 << b;
+        b += 1;
+    }
+    mask
+}
+
+/// Runs the atomic `op` of `size` bytes starting at byte `offset` of word
+/// `first` (`perform` does it and says whether it wrote), checking and
+/// recording it for `cta`. Returns the operation's result and the first
+/// race found. `lanes` names the CTA's launch for the heads it leaves.
+#[allow(clippy::too_many_arguments)]
+pub fn atomic<M: RaceMemory + ?Sized, R>(
+    mem: &M,
+    cta: &mut CtaView<'_>,
+    sync: &CtaSync<'_, M::Atomics>,
+    lanes: LaneRef,
+    first: u64,
+    offset: u32,
+    size: u32,
+    op: AtomicOp,
+    site: SiteWord,
+    bounded: &mut bool,
+    perform: impl FnOnce() -> (R, bool),
+) -> (R, Option<RaceFound>) {
+    let n = (((offset + size.max(1) + 3) / 4) as usize).min(MAX_ATOMIC_WORDS);
+    let mut recs: [Option<Record<'_, M::Atomics>>; MAX_ATOMIC_WORDS] = [None, None, None, None];
+    for (k, slot) in recs.iter_mut().enumerate().take(n) {
+        *slot = lock_record(mem, cta, first + k as u64, bounded);
+    }
+    let (result, wrote) = perform();
+    let (reads, writes, rmw, ordering) = match op.kind {
+        AtomicOpKind::Load => (true, false, false, op.ordering),
+        AtomicOpKind::Store => (false, true, false, op.ordering),
+        AtomicOpKind::Rmw => (true, true, true, op.ordering),
+        AtomicOpKind::CompareExchange if wrote => (true, true, true, op.ordering),
+        AtomicOpKind::CompareExchange => (true, false, false, op.failure_ordering),
+    };
+    super::sync::refresh(cta, sync);
+    let class = SizeClass::of(size);
+    let desc = |k: usize, c: &CtaView<'_>| {
+        AccessDesc::atomic(
+            c.serial,
+            c.epoch,
+            writes,
+            word_bytes(offset, size, k as u32),
+            op.scope,
+            class,
+            k as u8,
+        )
+    };
+    // Which words' last writes continue a release sequence this reads.
+    let mut chain = [false; MAX_ATOMIC_WORDS];
+    for k in 0..n {
+        if let Some(rec) = &recs[k] {
+            let (a, b) = rec.slot(LAST_WRITE);
+            let last = Entry::from_slot(a, b).desc;
+            let me = desc(k, cta);
+            chain[k] = !last.is_none()
+                && last.is_atomic()
+                && last.bytes() == me.bytes()
+                && last.extent() == me.extent()
+                && cta.morally_strong(last, op.scope);
+        }
+    }
+    if reads {
+        for k in 0..n {
+            if let (Some(rec), true) = (&recs[k], chain[k]) {
+                read_heads(mem, cta, sync, rec, ordering.acquires(), op.scope);
+            }
+        }
+    }
+    let arena = mem.arena();
+    let pool = mem.pool();
+    let mut race = None;
+    for k in 0..n {
+        let me = desc(k, cta);
+        if let Some(rec) = &recs[k] {
+            if race.is_none() {
+                race = check_record(cta, &arena, &pool, rec, first + k as u64, me, op.scope, bounded);
+            }
+        }
+    }
+    let mut heads = [Head {
+        serial: 0,
+        epoch: 0,
+        scope: Scope::Block,
+        device: 0,
+        known: super::knowledge::SnapRef::NONE,
+        lanes: 0,
+    }; 3];
+    let releases = writes && ordering.releases();
+    let nheads = if writes {
+        write_heads(cta, sync, lanes, releases, op.scope, &mut heads)
+    } else {
+        0
+    };
+    for k in 0..n {
+        let me = desc(k, cta);
+        let word = first + k as u64;
+        if let Some(rec) = &recs[k] {
+            if writes {
+                if !(rmw && chain[k]) {
+                    clear_heads(rec);
+                }
+                for h in &heads[..nheads] {
+                    add_head(mem, cta, rec, *h);
+                }
+            }
+            record_update(cta, &arena, &pool, rec, word, me, site, bounded);
+            rec.unlock();
+        }
+    }
+    if releases {
+        released(cta, sync);
+    }
+    (result, race)
+}
+
+/// Locks the record of split word `word`, making one from its inline
+/// access if it has none; `None` when the pool is full (the word then
+/// goes unrecorded for this operation: counted).
+fn lock_record<'m, M: RaceMemory + ?Sized>(
+    mem: &'m M,
+    cta: &CtaView<'_>,
+    word: u64,
+    bounded: &mut bool,
+) -> Option<Record<'m, M::Atomics>> {
+    let cell = split_cell(mem, cta, word, bounded)?;
+    let pool = mem.pool();
+    loop {
+        let c = cell.load(MemOrder::Acquire);
+        match CellTag::of(c) {
+            CellTag::Locked => M::Atomics::spin(),
+            CellTag::Record => {
+                let rec = pool.record(c as u32)?;
+                if rec.lock(word) {
+                    return Some(rec);
+                }
+            }
+            CellTag::Line | CellTag::Inline => {
+                let d = AccessDesc(c).untagged();
+                let Some(rec) = pool.allocate(word) else {
+                    *bounded = true;
+                    return None;
+                };
+                if !d.is_none() {
+                    let e = Entry {
+                        desc: d,
+                        count: 1,
+                        site: site_of(mem, word, d.serial()).site(),
+                    };
+                    let (a, b) = e.to_slot();
+                    let slot = if d.is_write() { LAST_WRITE } else { WORD_ENTRY_SLOTS.start };
+                    rec.set_slot(slot, a, b);
+                }
+                let tagged = CellTag::Record.with(u64::from(pool.index(&rec)));
+                if cell
+                    .compare_exchange(c, tagged, MemOrder::AcqRel, MemOrder::Relaxed)
+                    .is_ok()
+                {
+                    return Some(rec);
+                }
+                rec.kill();
+                pool.free(rec);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::word_bytes;
+
+    #[test]
+    fn byte_masks_per_word() {
+        assert_eq!(word_bytes(0, 4, 0), 0xf);
+        assert_eq!(word_bytes(0, 8, 1), 0xf);
+        assert_eq!(word_bytes(2, 2, 0), 0b1100);
+        assert_eq!(word_bytes(1, 1, 0), 0b0010);
+        assert_eq!(word_bytes(0, 16, 3), 0xf);
+    }
+}

@@ -1,0 +1,239 @@
+//! Access entries in a record chain: checking a current access against
+//! all of them, and adding one while dropping those it makes useless.
+//!
+//! An entry covers `count` consecutive serials that made the same access
+//! (kind, bytes, epoch, site). A *launch* entry (the [`LAUNCH`] bit)
+//! stands for reads through a launch's read-only views by any of its
+//! CTAs, named by one of them: host order is decided per launch, so it
+//! is ordered before a CTA exactly when that one reader is by host order.
+
+use super::check::{conflicts, dominates, found, RaceFound};
+use super::cta::CtaView;
+use super::desc::{AccessDesc, SiteWord};
+use super::knowledge::Arena;
+use super::record::{Entry, Pool, Record, SLOTS};
+use crate::atomic::AtomicFamily;
+use crate::memory_model::Scope;
+
+/// The descriptor bit of a launch entry (and of a word's inline launch
+/// read).
+pub const LAUNCH: u64 = 1 << 58;
+
+/// Whether `d` is a launch read.
+#[inline(always)]
+pub const fn is_launch(d: AccessDesc) -> bool {
+    d.0 & LAUNCH != 0
+}
+
+/// What checking an entry against the current access found.
+pub enum EntryVerdict {
+    /// No race.
+    Clean,
+    /// A race with a real earlier access.
+    Race(RaceFound),
+    /// A launch read that this CTA knows only part of: undecidable here,
+    /// not reported (counted by the caller).
+    Bounded,
+}
+
+/// Checks entry `e` against the current access `me` (of `scope`) on
+/// `word`.
+pub fn check_entry<F: AtomicFamily>(
+    cta: &CtaView<'_>,
+    arena: &Arena<'_, F>,
+    e: Entry,
+    me: AccessDesc,
+    scope: Scope,
+    word: u64,
+) -> EntryVerdict {
+    if e.is_empty() || !conflicts(cta, e.desc, me, scope) {
+        return EntryVerdict::Clean;
+    }
+    if is_launch(e.desc) {
+        return launch_verdict(cta, arena, e.desc, SiteWord::for_serial(e.site, e.desc.serial()), me, word);
+    }
+    match cta.first_unordered(arena, e.desc.serial(), e.count, e.desc.epoch()) {
+        None => EntryVerdict::Clean,
+        Some(s) => EntryVerdict::Race(found(
+            e.desc.with_serial(s),
+            SiteWord::for_serial(e.site, s),
+            me,
+            word,
+        )),
+    }
+}
+
+/// The verdict on a launch read named by reader `d` (site `site`).
+pub fn launch_verdict<F: AtomicFamily>(
+    cta: &CtaView<'_>,
+    arena: &Arena<'_, F>,
+    d: AccessDesc,
+    site: SiteWord,
+    me: AccessDesc,
+    word: u64,
+) -> EntryVerdict {
+    let reader = d.serial();
+    if cta.host.orders(reader) {
+        return EntryVerdict::Clean;
+    }
+    if !cta.orders(arena, reader, d.epoch()) {
+        return EntryVerdict::Race(found(d, site, me, word));
+    }
+    // It acquired from this reader: whether it knows every other reader
+    // of the launch is not decidable from one name.
+    EntryVerdict::Bounded
+}
+
+/// Walks the entries of the chain at `rec` (slots `first..` of the first
+/// record, all slots of chained ones) until `f` returns `Some`.
+pub fn for_each<'m, F: AtomicFamily, T>(
+    pool: &Pool<'m, F>,
+    rec: &Record<'m, F>,
+    first: usize,
+    mut f: impl FnMut(&Record<'m, F>, usize, Entry) -> Option<T>,
+) -> Option<T> {
+    let mut cur = Some(rec.clone());
+    let mut from = first;
+    while let Some(r) = cur {
+        for s in from..SLOTS {
+            let (a, b) = r.slot(s);
+            if let Some(t) = f(&r, s, Entry::from_slot(a, b)) {
+                return Some(t);
+            }
+        }
+        from = 0;
+        cur = pool.record(r.next());
+    }
+    None
+}
+
+/// The first race of the chain's entries with `me`; `bounded` is set
+/// when an entry could not be decided.
+pub fn check_all<F: AtomicFamily>(
+    cta: &CtaView<'_>,
+    arena: &Arena<'_, F>,
+    pool: &Pool<'_, F>,
+    rec: &Record<'_, F>,
+    first: usize,
+    me: AccessDesc,
+    scope: Scope,
+    word: u64,
+    bounded: &mut bool,
+) -> Option<RaceFound> {
+    for_each(pool, rec, first, |_, _, e| match check_entry(cta, arena, e, me, scope, word) {
+        EntryVerdict::Clean => None,
+        EntryVerdict::Race(r) => Some(r),
+        EntryVerdict::Bounded => {
+            *bounded = true;
+            None
+        }
+    })
+}
+
+/// Adds `me` (made at `site`) to the chain: drops entries it makes
+/// useless (ordered before the current CTA, whose access `me` is, and
+/// dominated by it), widens a neighbouring
+/// entry of the same access, or takes a free slot, chaining a record
+/// when there is none. False when the pool had no record left (the
+/// access is then not remembered: counted by the caller). With `prune`
+/// off (re-adding an older access on behalf of the current CTA) nothing
+/// is dropped. The caller holds the chain's lock.
+pub fn insert<'m, F: AtomicFamily>(
+    cta: &CtaView<'_>,
+    arena: &Arena<'_, F>,
+    pool: &Pool<'m, F>,
+    rec: &Record<'m, F>,
+    first: usize,
+    me: AccessDesc,
+    site: SiteWord,
+    owner: u64,
+    prune: bool,
+) -> bool {
+    let serial = me.serial();
+    let mut free: Option<(Record<'m, F>, usize)> = None;
+    let mut done = false;
+    let mut last = rec.clone();
+    for_each(pool, rec, first, |r, s, e| {
+        last = r.clone();
+        if e.is_empty() {
+            if free.is_none() {
+                free = Some((r.clone(), s));
+            }
+            return None::<()>;
+        }
+        if done {
+            return None;
+        }
+        let same_access = e.desc.key() == me.key() && e.site == site.site();
+        if is_launch(me) && is_launch(e.desc) && cta.host.owns(e.desc.serial()) {
+            // A launch entry of this launch: over every byte any of its
+            // CTAs read, at the largest epoch.
+            let merged = e
+                .desc
+                .with_bytes(e.desc.bytes() | me.bytes())
+                .with_epoch(e.desc.epoch().max(me.epoch()));
+            if merged != e.desc {
+                let (a, b) = Entry { desc: merged, ..e }.to_slot();
+                r.set_slot(s, a, b);
+            }
+            done = true;
+            return None;
+        }
+        if e.covers(serial) && same_access && e.desc.epoch() >= me.epoch() {
+            done = true;
+            return None;
+        }
+        let whole_entry_ordered =
+            !is_launch(e.desc) && cta.first_unordered(arena, e.desc.serial(), e.count, e.desc.epoch()).is_none();
+        let launch_ordered = is_launch(e.desc) && cta.host.orders(e.desc.serial());
+        if prune && (whole_entry_ordered || launch_ordered) && dominates(me, e.desc) {
+            r.set_slot(s, 0, 0);
+            if free.is_none() {
+                free = Some((r.clone(), s));
+            }
+            return None;
+        }
+        if same_access && !is_launch(me) && e.desc.epoch() == me.epoch() {
+            if e.end() == serial {
+                let grown = Entry { count: e.count + 1, ..e };
+                let (a, b) = grown.to_slot();
+                r.set_slot(s, a, b);
+                done = true;
+            } else if serial.wrapping_add(1) == e.desc.serial() {
+                let grown = Entry {
+                    desc: e.desc.with_serial(serial),
+                    count: e.count + 1,
+                    ..e
+                };
+                let (a, b) = grown.to_slot();
+                r.set_slot(s, a, b);
+                done = true;
+            }
+        }
+        None
+    });
+    if done {
+        return true;
+    }
+    let entry = Entry {
+        desc: me.untagged(),
+        count: 1,
+        site: site.site(),
+    };
+    let (a, b) = entry.to_slot();
+    if let Some((r, s)) = free {
+        r.set_slot(s, a, b);
+        return true;
+    }
+    let Some(next) = pool.allocate(owner) else {
+        return false;
+    };
+    next.set_slot(0, a, b);
+    next.unlock();
+    last.set_next(pool_index(pool, &next));
+    true
+}
+
+fn pool_index<F: AtomicFamily>(pool: &Pool<'_, F>, r: &Record<'_, F>) -> u32 {
+    pool.index(r)
+}

@@ -1,0 +1,421 @@
+//! A warp's plain access of a whole 128-byte line, checked against the
+//! line's header in one pass: the hot path of a streaming kernel.
+//!
+//! A line in line mode keeps one state for all its 32 words in the first
+//! four cells of its shadow ([`super::layout`]): the last write, the
+//! reads since, and both sites. A write checks both and installs itself
+//! with one compare-exchange of cell 0 (then clears the reads); a read
+//! checks the write and changes cell 1 only when the read state changes:
+//! a CTA re-reading, or another CTA of a launch reading the line through
+//! its read-only views, changes nothing and writes nothing.
+//!
+//! Accesses the host made globally ordered (every launch issued since
+//! orders them: the launch's [`global`](super::cta::CtaView) bounds) are
+//! forgotten as they are met.
+//!
+//! The header's version ties the reads to the write they followed: a
+//! writer bumps it, so a reader that checked an older write cannot slip
+//! into the new write's reads, and a writer whose clearing of the reads
+//! fails sees exactly the readers that came before it.
+
+use core::sync::atomic::Ordering as MemOrder;
+
+use super::check::{found, RaceFound};
+use super::cta::CtaView;
+use super::desc::{AccessDesc, CellTag, LineRead, LineWrite, ReadKind, SiteWord};
+use super::entries::{check_all, insert, launch_verdict, EntryVerdict, LAUNCH};
+use super::knowledge::Arena;
+use super::memory::{RaceMemory, U64Of};
+use super::record::Pool;
+use crate::atomic::{AtomicFamily, AtomicU64Ops};
+use crate::memory_model::Scope;
+
+/// Words per line.
+pub const LINE_WORDS: u64 = 32;
+/// Bytes per line.
+pub const LINE_BYTES: u64 = 128;
+
+/// The owner tag of a line's reader-set record (apart from any word's).
+#[inline(always)]
+pub const fn reads_owner(word0: u64) -> u64 {
+    word0 | 1 << 63
+}
+
+/// What a line access did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineOutcome {
+    /// Checked and recorded; no race.
+    Clean,
+    /// Checked and recorded; it raced with an earlier access.
+    Raced(RaceFound),
+    /// The line is split: check each word ([`super::word`]).
+    Split,
+    /// A write raced and was not recorded: split the line and record it
+    /// word by word (reports from that are this race again: drop them).
+    RacedSplit(RaceFound),
+}
+
+/// The current access, as the line path needs it.
+#[derive(Clone, Copy, Debug)]
+pub struct LineAccess {
+    /// A write (else a read).
+    pub write: bool,
+    /// A read through one of the launch's read-only views.
+    pub read_only: bool,
+    /// Its site.
+    pub site: SiteWord,
+}
+
+/// The four header cells of the line starting at word `word0`.
+struct Header<'m, M: RaceMemory + ?Sized> {
+    c0: &'m U64Of<M>,
+    c1: &'m U64Of<M>,
+    c2: &'m U64Of<M>,
+    c3: &'m U64Of<M>,
+}
+
+/// Whether `s` is forgotten: ordered before every launch issued since
+/// the current one was (and so before every access still to come).
+#[inline(always)]
+pub fn forgotten(cta: &CtaView<'_>, s: u32) -> bool {
+    s < cta.global.0[super::serial::lane_of(s)]
+}
+
+/// Checks and records `acc` of the whole line starting at word `word0`
+/// (a multiple of [`LINE_WORDS`]).
+#[inline(always)]
+pub fn access_line<M: RaceMemory + ?Sized>(
+    mem: &M,
+    cta: &CtaView<'_>,
+    word0: u64,
+    acc: LineAccess,
+    bounded: &mut bool,
+) -> LineOutcome {
+    let (Some(c0), Some(c1), Some(c2), Some(c3)) = (
+        mem.cell(word0),
+        mem.cell(word0 + 1),
+        mem.cell(word0 + 2),
+        mem.cell(word0 + 3),
+    ) else {
+        return LineOutcome::Clean;
+    };
+    let h = Header::<M> { c0, c1, c2, c3 };
+    if acc.write {
+        write_line(mem, cta, &h, word0, acc.site, bounded)
+    } else {
+        read_line(mem, cta, &h, word0, acc, bounded)
+    }
+}
+
+/// The live write of header cell 0's value `v0`, if any.
+#[inline(always)]
+fn live_write(cta: &CtaView<'_>, w: LineWrite) -> Option<AccessDesc> {
+    let s = w.serial();
+    (s != 0 && !forgotten(cta, s)).then(|| w.desc())
+}
+
+fn write_line<M: RaceMemory + ?Sized>(
+    mem: &M,
+    cta: &CtaView<'_>,
+    h: &Header<'_, M>,
+    word0: u64,
+    site: SiteWord,
+    bounded: &mut bool,
+) -> LineOutcome {
+    let arena = mem.arena();
+    let me = AccessDesc::plain(cta.serial, cta.epoch, true, 0xf);
+    loop {
+        let v0 = h.c0.load(MemOrder::Acquire);
+        match CellTag::of(v0) {
+            CellTag::Line => {}
+            CellTag::Locked => {
+                M::Atomics::spin();
+                continue;
+            }
+            _ => return LineOutcome::Split,
+        }
+        let w = LineWrite(v0);
+        let v1 = h.c1.load(MemOrder::Acquire);
+        let r = current_reads(w, LineRead(v1));
+        if w.serial() == cta.serial && w.epoch() == cta.epoch && r.kind() == ReadKind::Empty {
+            return LineOutcome::Clean;
+        }
+        let mut race = live_write(cta, w)
+            .filter(|d| !cta.orders_desc(&arena, *d))
+            .map(|d| found(d, SiteWord(h.c2.load(MemOrder::Relaxed)), me, word0));
+        if race.is_none() {
+            race = check_reads(mem, cta, &arena, h, r, me, word0, bounded);
+        }
+        if let Some(found) = race {
+            // Keep both sides of a race: the words remember what the
+            // header would drop.
+            return LineOutcome::RacedSplit(found);
+        }
+        let version = w.version().wrapping_add(1);
+        h.c2.store(site.0, MemOrder::Relaxed);
+        let new = LineWrite::new(cta.serial, cta.epoch, version);
+        if h
+            .c0
+            .compare_exchange(v0, new.0, MemOrder::AcqRel, MemOrder::Relaxed)
+            .is_err()
+        {
+            continue;
+        }
+        // Clear the reads of the write just replaced; readers that got in
+        // meanwhile under the old version read before this write.
+        let mut cur = v1;
+        let empty = LineRead::empty(version);
+        loop {
+            match h
+                .c1
+                .compare_exchange(cur, empty.0, MemOrder::AcqRel, MemOrder::Relaxed)
+            {
+                Ok(_) => {
+                    free_reads(mem, LineRead(cur), w.version(), word0);
+                    break;
+                }
+                Err(v) => {
+                    let seen = LineRead(v);
+                    if seen.version() == version {
+                        break;
+                    }
+                    if race.is_none() {
+                        race = check_reads(mem, cta, &arena, h, current_reads(w, seen), me, word0, bounded);
+                    }
+                    cur = v;
+                }
+            }
+        }
+        return race.map_or(LineOutcome::Clean, LineOutcome::Raced);
+    }
+}
+
+/// The reads of cell 1's value belonging to write `w` (a read word of
+/// another version is a writer's leftover: no reads yet).
+#[inline(always)]
+fn current_reads(w: LineWrite, r: LineRead) -> LineRead {
+    if r.version() == w.version() {
+        r
+    } else {
+        LineRead::empty(w.version())
+    }
+}
+
+/// Gives a replaced reader set's record back.
+fn free_reads<M: RaceMemory + ?Sized>(mem: &M, r: LineRead, version: u8, word0: u64) {
+    if r.kind() != ReadKind::Set || r.version() != version {
+        return;
+    }
+    let pool = mem.pool();
+    if let Some(rec) = pool.record(r.payload()) {
+        if rec.lock(reads_owner(word0)) {
+            rec.kill();
+            pool.free(rec);
+        }
+    }
+}
+
+/// The first race of the reads `r` with the write `me`.
+#[allow(clippy::too_many_arguments)]
+fn check_reads<M: RaceMemory + ?Sized>(
+    mem: &M,
+    cta: &CtaView<'_>,
+    arena: &Arena<'_, M::Atomics>,
+    h: &Header<'_, M>,
+    r: LineRead,
+    me: AccessDesc,
+    word0: u64,
+    bounded: &mut bool,
+) -> Option<RaceFound> {
+    match r.kind() {
+        ReadKind::Empty => None,
+        ReadKind::Single => {
+            let d = r.reader();
+            (!forgotten(cta, d.serial()) && !cta.orders_desc(arena, d))
+                .then(|| found(d, SiteWord(h.c3.load(MemOrder::Relaxed)), me, word0))
+        }
+        ReadKind::Launch => {
+            let d = r.reader();
+            if forgotten(cta, d.serial()) {
+                return None;
+            }
+            let site = SiteWord(h.c3.load(MemOrder::Relaxed));
+            match launch_verdict(cta, arena, AccessDesc(d.0 | LAUNCH), site, me, word0) {
+                EntryVerdict::Clean => None,
+                EntryVerdict::Race(f) => Some(f),
+                EntryVerdict::Bounded => {
+                    *bounded = true;
+                    None
+                }
+            }
+        }
+        ReadKind::Set => {
+            let pool = mem.pool();
+            let rec = pool.record(r.payload())?;
+            if !rec.lock(reads_owner(word0)) {
+                return None;
+            }
+            let race = check_all(cta, arena, &pool, &rec, 0, me, Scope::Block, word0, bounded);
+            rec.unlock();
+            race
+        }
+    }
+}
+
+fn read_line<M: RaceMemory + ?Sized>(
+    mem: &M,
+    cta: &CtaView<'_>,
+    h: &Header<'_, M>,
+    word0: u64,
+    acc: LineAccess,
+    bounded: &mut bool,
+) -> LineOutcome {
+    let arena = mem.arena();
+    let me = AccessDesc::plain(cta.serial, cta.epoch, false, 0xf);
+    let me_kind = if acc.read_only {
+        ReadKind::Launch
+    } else {
+        ReadKind::Single
+    };
+    loop {
+        let v0 = h.c0.load(MemOrder::Acquire);
+        match CellTag::of(v0) {
+            CellTag::Line => {}
+            CellTag::Locked => {
+                M::Atomics::spin();
+                continue;
+            }
+            _ => return LineOutcome::Split,
+        }
+        let w = LineWrite(v0);
+        let race = live_write(cta, w)
+            .filter(|d| !cta.orders_desc(&arena, *d))
+            .map(|d| found(d, SiteWord(h.c2.load(MemOrder::Relaxed)), me, word0));
+        let v1 = h.c1.load(MemOrder::Acquire);
+        let r = current_reads(w, LineRead(v1));
+        let mine = LineRead::new(me_kind, cta.serial, cta.epoch, w.version());
+        let next = match r.kind() {
+            ReadKind::Empty => Some(mine),
+            ReadKind::Single => {
+                let a = r.reader();
+                if a.serial() == cta.serial {
+                    (cta.epoch > a.epoch() || acc.read_only).then_some(mine)
+                } else if forgotten(cta, a.serial()) || cta.orders_desc(&arena, a) {
+                    Some(mine)
+                } else {
+                    None
+                }
+            }
+            ReadKind::Launch => {
+                let a = r.payload();
+                if acc.read_only && cta.host.owns(a) {
+                    if cta.epoch <= r.epoch() {
+                        return done(race);
+                    }
+                    Some(mine)
+                } else if forgotten(cta, a) || cta.host.orders(a) {
+                    Some(mine)
+                } else {
+                    None
+                }
+            }
+            ReadKind::Set => None,
+        };
+        match next {
+            Some(n) if n == r => return done(race),
+            Some(n) => {
+                h.c3.store(acc.site.0, MemOrder::Relaxed);
+                if h
+                    .c1
+                    .compare_exchange(v1, n.0, MemOrder::AcqRel, MemOrder::Relaxed)
+                    .is_ok()
+                {
+                    free_reads(mem, LineRead(v1), w.version(), word0);
+                    return done(race);
+                }
+            }
+            None => match add_to_set(mem, cta, &arena, h, word0, w, v1, r, me, acc) {
+                Some(true) => return done(race),
+                Some(false) => {
+                    *bounded = true;
+                    return done(race);
+                }
+                None => {}
+            },
+        }
+        M::Atomics::spin();
+    }
+}
+
+#[inline(always)]
+fn done(race: Option<RaceFound>) -> LineOutcome {
+    race.map_or(LineOutcome::Clean, LineOutcome::Raced)
+}
+
+/// Adds the read `me` to the line's reader set, making one from the
+/// reads `r` when they are a single reader or a launch. `None`: the
+/// header changed, start over; `Some(false)`: no record was left.
+#[allow(clippy::too_many_arguments)]
+fn add_to_set<M: RaceMemory + ?Sized>(
+    mem: &M,
+    cta: &CtaView<'_>,
+    arena: &Arena<'_, M::Atomics>,
+    h: &Header<'_, M>,
+    word0: u64,
+    w: LineWrite,
+    v1: u64,
+    r: LineRead,
+    me: AccessDesc,
+    acc: LineAccess,
+) -> Option<bool> {
+    let pool: Pool<'_, M::Atomics> = mem.pool();
+    let owner = reads_owner(word0);
+    let me = if acc.read_only { AccessDesc(me.0 | LAUNCH) } else { me };
+    if r.kind() == ReadKind::Set {
+        let rec = pool.record(r.payload())?;
+        if !rec.lock(owner) {
+            return None;
+        }
+        // Still this line's set of this write?
+        if h.c1.load(MemOrder::Acquire) != v1 || h.c0.load(MemOrder::Acquire) != w.0 {
+            rec.unlock();
+            return None;
+        }
+        let ok = insert(cta, arena, &pool, &rec, 0, me, acc.site, owner, true);
+        rec.unlock();
+        return Some(ok);
+    }
+    let Some(rec) = pool.allocate(owner) else {
+        return Some(false);
+    };
+    let first = if r.kind() == ReadKind::Launch {
+        AccessDesc(r.reader().0 | LAUNCH)
+    } else {
+        r.reader()
+    };
+    let first_site = SiteWord(h.c3.load(MemOrder::Relaxed));
+    let site = if first_site.belongs_to(first.serial()) { first_site.site() } else { 0 };
+    let (a, b) = super::record::Entry {
+        desc: first,
+        count: 1,
+        site,
+    }
+    .to_slot();
+    rec.set_slot(0, a, b);
+    insert(cta, arena, &pool, &rec, 0, me, acc.site, owner, true);
+    rec.unlock();
+    let set = LineRead::new(ReadKind::Set, pool.index(&rec), 0, w.version());
+    if h
+        .c1
+        .compare_exchange(v1, set.0, MemOrder::AcqRel, MemOrder::Relaxed)
+        .is_ok()
+    {
+        Some(true)
+    } else {
+        if rec.lock(owner) {
+            rec.kill();
+            pool.free(rec);
+        }
+        None
+    }
+}

@@ -1,0 +1,170 @@
+//! Where the engine finds its state: the shadow cells, the record pool,
+//! the snapshot arena, the site table of split words, the launches' lane
+//! bounds and the SC-fence accumulators. The GPU runtime implements it
+//! over its reservations; the CPU backend and the tests over slices
+//! ([`SliceMemory`]).
+
+use core::sync::atomic::Ordering as MemOrder;
+
+use super::desc::SiteWord;
+use super::knowledge::Arena;
+use super::record::Pool;
+use super::serial::{LaneBounds, Serial, LANES};
+use crate::atomic::{AtomicFamily, AtomicU32Ops, AtomicU64Ops};
+
+/// The 32-bit atomic of a memory.
+pub type U32Of<M> = <<M as RaceMemory>::Atomics as AtomicFamily>::U32;
+/// The 64-bit atomic of a memory.
+pub type U64Of<M> = <<M as RaceMemory>::Atomics as AtomicFamily>::U64;
+
+/// The engine's memory.
+pub trait RaceMemory {
+    /// The atomics it is made of.
+    type Atomics: AtomicFamily;
+
+    /// The shadow cell of word `word` (counted from the real base), or
+    /// `None` for memory the sanitizer does not manage.
+    fn cell(&self, word: u64) -> Option<&U64Of<Self>>;
+
+    /// The record pool's words.
+    fn pool_words(&self) -> &[U64Of<Self>];
+
+    /// The snapshot arena's words.
+    fn arena_words(&self) -> &[U32Of<Self>];
+
+    /// The exit log ([`Arena`]'s; empty: none).
+    fn exit_words(&self) -> &[U32Of<Self>] {
+        &[]
+    }
+
+    /// Per launch, what it inherited from the exit log ([`Arena::inherited`]).
+    fn inherited_words(&self) -> &[U32Of<Self>] {
+        &[]
+    }
+
+    /// The site table of split words (pairs of words; empty: none).
+    fn site_words(&self) -> &[U64Of<Self>];
+
+    /// The lane bounds of the launch `r` names ([`LaneRef`]), if still
+    /// held.
+    fn lanes(&self, r: LaneRef) -> Option<LaneBounds>;
+
+    /// The SC-fence accumulators ([`super::fence::SC_WORDS`] per device
+    /// and scope; empty: `fence.sc` orders like `fence.acq_rel`).
+    fn sc_words(&self) -> &[U32Of<Self>] {
+        &[]
+    }
+
+    /// The record pool.
+    #[inline(always)]
+    fn pool(&self) -> Pool<'_, Self::Atomics> {
+        Pool::new(self.pool_words())
+    }
+
+    /// The snapshot arena.
+    #[inline(always)]
+    fn arena(&self) -> Arena<'_, Self::Atomics> {
+        Arena::new(self.arena_words(), self.exit_words(), self.inherited_words())
+    }
+}
+
+/// A launch's lane bounds, as a release head names them so that an
+/// acquirer in another launch learns what the host ordered before the
+/// releaser: an index into the memory's table of launches (0: none).
+pub type LaneRef = u32;
+
+/// Notes the site of `serial`'s access to split word `word` (before the
+/// access becomes visible in the word's cell).
+#[inline(always)]
+pub fn note_site<M: RaceMemory + ?Sized>(mem: &M, word: u64, site: SiteWord) {
+    let table = mem.site_words();
+    if table.len() < 2 {
+        return;
+    }
+    let at = 2 * site_slot(word, table.len() / 2);
+    table[at].store(word.wrapping_add(1), MemOrder::Relaxed);
+    table[at + 1].store(site.0, MemOrder::Relaxed);
+}
+
+/// The site noted for `serial`'s access to split word `word`, if it is
+/// still there.
+pub fn site_of<M: RaceMemory + ?Sized>(mem: &M, word: u64, serial: Serial) -> SiteWord {
+    let table = mem.site_words();
+    if table.len() < 2 {
+        return SiteWord::NONE;
+    }
+    let at = 2 * site_slot(word, table.len() / 2);
+    let site = SiteWord(table[at + 1].load(MemOrder::Relaxed));
+    if table[at].load(MemOrder::Relaxed) == word.wrapping_add(1) && site.belongs_to(serial) {
+        site
+    } else {
+        SiteWord::NONE
+    }
+}
+
+#[inline(always)]
+fn site_slot(word: u64, slots: usize) -> usize {
+    // Fibonacci hashing: neighbouring words land far apart.
+    (word.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 20) as usize % slots
+}
+
+/// Engine memory made of slices.
+pub struct SliceMemory<'a, F: AtomicFamily> {
+    /// Shadow cells of words `0..shadow.len()`.
+    pub shadow: &'a [F::U64],
+    /// The record pool.
+    pub pool: &'a [F::U64],
+    /// The snapshot arena.
+    pub arena: &'a [F::U32],
+    /// The exit log.
+    pub exits: &'a [F::U32],
+    /// Per launch, what it inherited (two words each, by [`LaneRef`] - 1).
+    pub inherited: &'a [F::U32],
+    /// The site table.
+    pub sites: &'a [F::U64],
+    /// Lane bounds of launches, [`LANES`] words each, by [`LaneRef`] - 1.
+    pub launches: &'a [F::U32],
+    /// SC-fence accumulators.
+    pub sc: &'a [F::U32],
+}
+
+impl<F: AtomicFamily> RaceMemory for SliceMemory<'_, F> {
+    type Atomics = F;
+
+    #[inline(always)]
+    fn cell(&self, word: u64) -> Option<&F::U64> {
+        self.shadow.get(usize::try_from(word).ok()?)
+    }
+    fn pool_words(&self) -> &[F::U64] {
+        self.pool
+    }
+    fn arena_words(&self) -> &[F::U32] {
+        self.arena
+    }
+    fn exit_words(&self) -> &[F::U32] {
+        self.exits
+    }
+    fn inherited_words(&self) -> &[F::U32] {
+        self.inherited
+    }
+    fn site_words(&self) -> &[F::U64] {
+        self.sites
+    }
+    fn lanes(&self, r: LaneRef) -> Option<LaneBounds> {
+        lanes_at::<F>(self.launches, r)
+    }
+    fn sc_words(&self) -> &[F::U32] {
+        self.sc
+    }
+}
+
+/// The lane bounds of launch `r` in a table of [`LANES`] words per launch.
+pub fn lanes_at<F: AtomicFamily>(table: &[F::U32], r: LaneRef) -> Option<LaneBounds> {
+    let i = (r as usize).checked_sub(1)?;
+    let words = table.get(i * LANES..(i + 1) * LANES)?;
+    let mut b = LaneBounds::NONE;
+    for (d, w) in b.0.iter_mut().zip(words) {
+        *d = w.load(MemOrder::Relaxed);
+    }
+    Some(b)
+}

@@ -1,0 +1,369 @@
+//! Pool records: the state of a word (or a line's reads) that one inline
+//! descriptor cannot hold, in fixed 128-byte records of 64-bit words.
+//!
+//! ```text
+//! record: | header | owner | slot 0 | slot 1 | ... | slot 6 |     (16 words)
+//! header: | next record (32) | .. | entries (8) | .. | live | lock |
+//! slot:   | word a | word b |
+//! ```
+//!
+//! A word's record keeps its last write in slot 0 (descriptor, site), its
+//! release heads in slots 1 and 2 ([`super::sync`]) and other accesses in
+//! slots 3 to 6; a line's reader set keeps accesses in all seven. Entries
+//! past a record's slots go to chained records. An access entry is a
+//! descriptor naming the first of `count` consecutive serials that made
+//! the same access (same kind, bytes, epoch and site), and the site.
+//!
+//! A record is locked (bit 0 of its header) by whoever changes it; its
+//! `owner` (the shadow cell that points to it) lets a thread that found
+//! the record through a stale cell notice it was freed and reused.
+
+use core::sync::atomic::Ordering as MemOrder;
+
+use super::desc::AccessDesc;
+use super::serial::Serial;
+use crate::atomic::{AtomicFamily, AtomicU64Ops};
+
+/// 64-bit words per record.
+pub const RECORD_WORDS: usize = 16;
+/// Two-word slots per record.
+pub const SLOTS: usize = 7;
+/// Slots of a word's record that hold access entries (3..7).
+pub const WORD_ENTRY_SLOTS: core::ops::Range<usize> = 3..7;
+/// Header words of the pool.
+pub const POOL_HEADER_WORDS: usize = RECORD_WORDS;
+
+const LOCK: u64 = 1;
+const LIVE: u64 = 2;
+
+/// Pool header word indices.
+pub mod pool_header {
+    /// Next never-used record.
+    pub const NEXT: usize = 0;
+    /// Records in the pool.
+    pub const CAPACITY: usize = 1;
+    /// Free-list head (record index; bit 63: the list's lock).
+    pub const FREE: usize = 2;
+    /// Allocations that found the pool full.
+    pub const EXHAUSTED: usize = 3;
+}
+
+const FREE_LOCK: u64 = 1 << 63;
+
+/// The record pool over `words` (a header, then records; record 0 is the
+/// header itself, so index 0 means "none").
+pub struct Pool<'m, F: AtomicFamily> {
+    words: &'m [F::U64],
+}
+
+impl<'m, F: AtomicFamily> Pool<'m, F> {
+    /// The pool in `words`.
+    pub fn new(words: &'m [F::U64]) -> Self {
+        Pool { words }
+    }
+
+    /// Prepares `words` as an empty pool (host side).
+    pub fn init(words: &[F::U64]) {
+        if words.len() < POOL_HEADER_WORDS {
+            return;
+        }
+        for w in &words[..POOL_HEADER_WORDS] {
+            w.store(0, MemOrder::Relaxed);
+        }
+        words[pool_header::NEXT].store(1, MemOrder::Relaxed);
+        words[pool_header::CAPACITY].store((words.len() / RECORD_WORDS) as u64, MemOrder::Relaxed);
+    }
+
+    /// Record `i`'s words.
+    #[inline(always)]
+    pub fn record(&self, i: u32) -> Option<Record<'m, F>> {
+        let at = (i as usize).checked_mul(RECORD_WORDS)?;
+        if i == 0 {
+            return None;
+        }
+        let words = self.words.get(at..at + RECORD_WORDS)?;
+        Some(Record { words })
+    }
+
+    /// Allocations that found the pool full.
+    pub fn exhausted(&self) -> u64 {
+        self.words
+            .get(pool_header::EXHAUSTED)
+            .map_or(0, |w| w.load(MemOrder::Relaxed))
+    }
+
+    /// A fresh record owned by `owner`, locked by the caller; `None` when
+    /// the pool is full (counted).
+    pub fn allocate(&self, owner: u64) -> Option<Record<'m, F>> {
+        let i = self.pop_free().or_else(|| self.bump());
+        let Some(rec) = i.and_then(|i| self.record(i)) else {
+            if let Some(w) = self.words.get(pool_header::EXHAUSTED) {
+                bump_counter::<F>(w);
+            }
+            return None;
+        };
+        for w in &rec.words[2..] {
+            w.store(0, MemOrder::Relaxed);
+        }
+        rec.words[1].store(owner, MemOrder::Relaxed);
+        rec.words[0].store(LOCK | LIVE, MemOrder::Relaxed);
+        Some(rec)
+    }
+
+    fn bump(&self) -> Option<u32> {
+        let next = self.words.get(pool_header::NEXT)?;
+        let cap = self.words[pool_header::CAPACITY].load(MemOrder::Relaxed);
+        let mut cur = next.load(MemOrder::Relaxed);
+        loop {
+            if cur >= cap {
+                return None;
+            }
+            match next.compare_exchange(cur, cur + 1, MemOrder::Relaxed, MemOrder::Relaxed) {
+                Ok(_) => return u32::try_from(cur).ok(),
+                Err(v) => cur = v,
+            }
+        }
+    }
+
+    fn lock_free_list(&self) -> Option<(&'m F::U64, u64)> {
+        let head = self.words.get(pool_header::FREE)?;
+        loop {
+            let v = head.load(MemOrder::Relaxed);
+            if v & FREE_LOCK == 0
+                && head
+                    .compare_exchange(v, v | FREE_LOCK, MemOrder::Acquire, MemOrder::Relaxed)
+                    .is_ok()
+            {
+                return Some((head, v));
+            }
+            F::spin();
+        }
+    }
+
+    fn pop_free(&self) -> Option<u32> {
+        let head = self.words.get(pool_header::FREE)?;
+        if head.load(MemOrder::Relaxed) == 0 {
+            return None;
+        }
+        let (head, v) = self.lock_free_list()?;
+        let i = v as u32;
+        let next = self.record(i).map_or(0, |r| r.next());
+        head.store(u64::from(next), MemOrder::Release);
+        (i != 0).then_some(i)
+    }
+
+    /// Gives record `i` (and its chain) back. The caller holds its lock
+    /// and has unlinked it from its owner.
+    pub fn free(&self, rec: Record<'m, F>) {
+        let mut cur = Some(rec);
+        while let Some(r) = cur {
+            let next = r.next();
+            let i = self.index(&r);
+            r.words[1].store(0, MemOrder::Relaxed);
+            if let Some((head, v)) = self.lock_free_list() {
+                r.words[0].store((v & !FREE_LOCK) << 32, MemOrder::Relaxed);
+                head.store(u64::from(i), MemOrder::Release);
+            }
+            cur = self.record(next);
+        }
+    }
+
+    /// The index of record `r`.
+    pub fn index(&self, r: &Record<'m, F>) -> u32 {
+        let base = self.words.as_ptr() as usize;
+        let at = r.words.as_ptr() as usize;
+        ((at - base) / (RECORD_WORDS * core::mem::size_of::<F::U64>())) as u32
+    }
+}
+
+fn bump_counter<F: AtomicFamily>(w: &F::U64) {
+    let mut cur = w.load(MemOrder::Relaxed);
+    while let Err(v) = w.compare_exchange(cur, cur + 1, MemOrder::Relaxed, MemOrder::Relaxed) {
+        cur = v;
+    }
+}
+
+/// One record.
+pub struct Record<'m, F: AtomicFamily> {
+    words: &'m [F::U64],
+}
+
+impl<F: AtomicFamily> Clone for Record<'_, F> {
+    fn clone(&self) -> Self {
+        Record { words: self.words }
+    }
+}
+
+impl<'m, F: AtomicFamily> Record<'m, F> {
+    /// Locks the record if it is live and owned by `owner`; false when it
+    /// was freed or reused meanwhile (start over from the shadow cell).
+    pub fn lock(&self, owner: u64) -> bool {
+        loop {
+            let h = self.words[0].load(MemOrder::Relaxed);
+            if h & LIVE == 0 || self.words[1].load(MemOrder::Relaxed) != owner {
+                return false;
+            }
+            if h & LOCK == 0
+                && self.words[0]
+                    .compare_exchange(h, h | LOCK, MemOrder::Acquire, MemOrder::Relaxed)
+                    .is_ok()
+            {
+                if self.words[1].load(MemOrder::Relaxed) == owner {
+                    return true;
+                }
+                self.unlock();
+                return false;
+            }
+            F::spin();
+        }
+    }
+
+    /// Unlocks it.
+    pub fn unlock(&self) {
+        let h = self.words[0].load(MemOrder::Relaxed);
+        self.words[0].store(h & !LOCK, MemOrder::Release);
+    }
+
+    /// Marks it dead (before it is freed; the caller holds the lock).
+    pub fn kill(&self) {
+        let h = self.words[0].load(MemOrder::Relaxed);
+        self.words[0].store(h & !LIVE, MemOrder::Relaxed);
+    }
+
+    /// The chained record (0: none).
+    pub fn next(&self) -> u32 {
+        (self.words[0].load(MemOrder::Relaxed) >> 32) as u32
+    }
+
+    /// Chains record `i` after this one.
+    pub fn set_next(&self, i: u32) {
+        let h = self.words[0].load(MemOrder::Relaxed);
+        self.words[0].store(h & 0xffff_ffff | u64::from(i) << 32, MemOrder::Relaxed);
+    }
+
+    /// Slot `s`'s two words.
+    #[inline(always)]
+    pub fn slot(&self, s: usize) -> (u64, u64) {
+        let at = 2 + 2 * s;
+        (
+            self.words[at].load(MemOrder::Relaxed),
+            self.words[at + 1].load(MemOrder::Relaxed),
+        )
+    }
+
+    /// Sets slot `s`.
+    #[inline(always)]
+    pub fn set_slot(&self, s: usize, a: u64, b: u64) {
+        let at = 2 + 2 * s;
+        self.words[at].store(a, MemOrder::Relaxed);
+        self.words[at + 1].store(b, MemOrder::Relaxed);
+    }
+}
+
+/// An access entry: `count` consecutive serials from `desc`'s made the
+/// same access at `site`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The first serial's access.
+    pub desc: AccessDesc,
+    /// Serials covered (at least 1 for a used entry).
+    pub count: u32,
+    /// The site (a [`SiteWord`](super::desc::SiteWord)'s low half).
+    pub site: u32,
+}
+
+impl Entry {
+    /// An unused slot.
+    pub const EMPTY: Entry = Entry {
+        desc: AccessDesc::NONE,
+        count: 0,
+        site: 0,
+    };
+
+    /// From a slot's two words.
+    #[inline(always)]
+    pub const fn from_slot(a: u64, b: u64) -> Entry {
+        Entry {
+            desc: AccessDesc(a),
+            count: (b >> 32) as u32,
+            site: b as u32,
+        }
+    }
+
+    /// As a slot's two words.
+    #[inline(always)]
+    pub const fn to_slot(self) -> (u64, u64) {
+        (self.desc.0, (self.count as u64) << 32 | self.site as u64)
+    }
+
+    /// Whether the slot is unused.
+    #[inline(always)]
+    pub const fn is_empty(self) -> bool {
+        self.count == 0
+    }
+
+    /// Whether it covers serial `s`.
+    #[inline(always)]
+    pub const fn covers(self, s: Serial) -> bool {
+        s.wrapping_sub(self.desc.serial()) < self.count
+    }
+
+    /// One past its last serial.
+    #[inline(always)]
+    pub const fn end(self) -> Serial {
+        self.desc.serial().wrapping_add(self.count)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use crate::atomic::CoreAtomics;
+    use core::sync::atomic::AtomicU64;
+    use std::vec::Vec;
+
+    #[test]
+    fn records_are_allocated_locked_owned_and_recycled() {
+        let words: Vec<AtomicU64> = (0..RECORD_WORDS * 4).map(|_| AtomicU64::new(0)).collect();
+        Pool::<CoreAtomics>::init(&words);
+        let pool = Pool::<CoreAtomics>::new(&words);
+        let a = pool.allocate(100).unwrap();
+        a.set_slot(3, 7, 8);
+        a.unlock();
+        assert!(a.lock(100));
+        assert!(!{
+            a.unlock();
+            a.lock(101)
+        });
+        let b = pool.allocate(200).unwrap();
+        let c = pool.allocate(300).unwrap();
+        assert!(pool.allocate(400).is_none());
+        assert_eq!(pool.exhausted(), 1);
+        b.set_next(pool.index(&c));
+        b.kill();
+        pool.free(b);
+        // Its chain went back too: two records to hand out again.
+        let d = pool.allocate(500).unwrap();
+        let e = pool.allocate(600).unwrap();
+        assert!(pool.allocate(700).is_none());
+        assert_eq!(d.slot(3), (0, 0));
+        e.unlock();
+        assert!(!e.lock(300), "a reused record is not its old owner's");
+        assert!(a.lock(100));
+    }
+
+    #[test]
+    fn entries_round_trip() {
+        let e = Entry {
+            desc: AccessDesc::plain(10, 2, false, 0xf),
+            count: 5,
+            site: 0xabcd,
+        };
+        let (x, y) = e.to_slot();
+        assert_eq!(Entry::from_slot(x, y), e);
+        assert!(e.covers(14) && !e.covers(15) && !e.covers(9));
+        assert_eq!(e.end(), 15);
+        assert!(Entry::EMPTY.is_empty());
+    }
+}

@@ -1,0 +1,550 @@
+//! Synchronisation between CTAs through memory: release heads on words,
+//! a CTA's synchronisation state, acquiring, releasing and fences.
+//!
+//! A release (a releasing atomic write, or a relaxed one after a release
+//! fence) leaves a *head* on each word it wrote: the releaser, its epoch
+//! at the release, what it had acquired ([`SnapRef`]) and which launch it
+//! was in (so an acquirer in another launch learns that launch's host
+//! order too). An acquiring read of a word whose last write continues
+//! the release sequence (an atomic on the very same bytes, morally
+//! strong with the reader) merges every head whose scope includes it.
+//!
+//! A word keeps two heads, one per class (releasing device and scope);
+//! heads of one class join into one (a snapshot of both), so any number
+//! of releasers fit. A third class widens the second head to the system
+//! scope (an over-approximation: counted, races may be missed).
+//!
+//! ```text
+//! head word a: | valid | .. | device (8) | scope (2) | epoch (14) | serial |
+//! head word b: | launch (LaneRef) | acquired (SnapRef) |
+//! ```
+
+use core::sync::atomic::Ordering as MemOrder;
+
+use super::cta::CtaView;
+use super::desc::MAX_EPOCH;
+use super::knowledge::{lanes_beyond, Arena, Interval, Intervals, SnapRef};
+use super::memory::{LaneRef, RaceMemory};
+use super::record::Record;
+use super::serial::{LaneBounds, Serial, LANES, NO_SERIAL};
+use crate::atomic::{AtomicFamily, AtomicU32Ops};
+use crate::memory_model::{Ordering, Scope};
+
+/// The record slots of a word's two heads.
+pub const HEAD_SLOTS: [usize; 2] = [1, 2];
+
+const VALID: u64 = 1 << 63;
+const ANY_DEVICE: u32 = 0xff;
+
+/// A release head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Head {
+    /// The releaser ([`NO_SERIAL`] for joined heads, whose releasers are
+    /// in `known`).
+    pub serial: Serial,
+    /// Its epoch at the release.
+    pub epoch: u16,
+    /// The release's scope (device or system).
+    pub scope: Scope,
+    /// The releaser's device ([`ANY_DEVICE`] for a widened head).
+    pub device: u32,
+    /// What it had acquired.
+    pub known: SnapRef,
+    /// Its launch (0 for joined heads).
+    pub lanes: LaneRef,
+}
+
+impl Head {
+    /// From a record slot; `None` when the slot holds none.
+    pub fn from_slot(a: u64, b: u64) -> Option<Head> {
+        (a & VALID != 0).then(|| Head {
+            serial: a as u32,
+            epoch: ((a >> 32) & u64::from(MAX_EPOCH)) as u16,
+            scope: match (a >> 46) & 3 {
+                0 => Scope::Block,
+                1 => Scope::Device,
+                _ => Scope::System,
+            },
+            device: ((a >> 48) & 0xff) as u32,
+            known: SnapRef(b as u32),
+            lanes: (b >> 32) as u32,
+        })
+    }
+
+    /// As a record slot.
+    pub fn to_slot(self) -> (u64, u64) {
+        (
+            VALID
+                | u64::from(self.serial)
+                | u64::from(self.epoch) << 32
+                | (self.scope as u64) << 46
+                | u64::from(self.device & 0xff) << 48,
+            u64::from(self.known.0) | u64::from(self.lanes) << 32,
+        )
+    }
+
+    /// Whether its scope includes `cta` (a head's scope names whom the
+    /// release is visible to).
+    #[inline(always)]
+    pub fn reaches(&self, cta: &CtaView<'_>) -> bool {
+        match self.scope {
+            Scope::Block => self.serial == cta.serial,
+            Scope::Device => self.device == ANY_DEVICE || self.device == cta.device,
+            Scope::System => true,
+        }
+    }
+
+    /// Whether an acquire of `scope` by `cta` includes the releaser.
+    #[inline(always)]
+    pub fn included_by(&self, cta: &CtaView<'_>, scope: Scope) -> bool {
+        match scope {
+            Scope::Block => self.serial != NO_SERIAL && self.serial == cta.serial,
+            Scope::Device => self.device == ANY_DEVICE || self.device == cta.device,
+            Scope::System => true,
+        }
+    }
+}
+
+/// Words of a CTA's synchronisation state.
+pub const SYNC_WORDS: usize = 16;
+
+mod slot {
+    pub const LOCK: usize = 0;
+    pub const EPOCH: usize = 1;
+    pub const KNOWN: usize = 2;
+    pub const OBSERVED: [usize; 2] = [3, 4];
+    /// Release fences at device and system level: epoch (0: none) and
+    /// what was known.
+    pub const FENCE_EPOCH: [usize; 2] = [5, 7];
+    pub const FENCE_KNOWN: [usize; 2] = [6, 8];
+    /// The last head merged (its two words, as four halves).
+    pub const MEMO: usize = 9;
+    /// Epochs that saturated.
+    pub const SATURATED: usize = 13;
+}
+
+/// A CTA's synchronisation state: its epoch, what it acquired, what its
+/// relaxed reads observed, its release fences. Lives in the CTA's shared
+/// memory on a GPU, in the block's state on the CPU; changed under its
+/// lock by one thread at a time.
+pub struct CtaSync<'a, F: AtomicFamily> {
+    words: &'a [F::U32],
+}
+
+impl<'a, F: AtomicFamily> CtaSync<'a, F> {
+    /// The state in `words` ([`SYNC_WORDS`] long).
+    pub fn new(words: &'a [F::U32]) -> Self {
+        debug_assert!(words.len() >= SYNC_WORDS);
+        CtaSync { words }
+    }
+
+    /// Resets it for a new CTA.
+    pub fn init(&self) {
+        for w in &self.words[..SYNC_WORDS] {
+            w.store(0, MemOrder::Relaxed);
+        }
+        self.words[slot::EPOCH].store(u32::from(super::desc::FIRST_EPOCH), MemOrder::Relaxed);
+    }
+
+    fn get(&self, i: usize) -> u32 {
+        self.words[i].load(MemOrder::Acquire)
+    }
+
+    fn set(&self, i: usize, v: u32) {
+        self.words[i].store(v, MemOrder::Release);
+    }
+
+    fn lock(&self) {
+        while self.words[slot::LOCK]
+            .compare_exchange(0, 1, MemOrder::Acquire, MemOrder::Relaxed)
+            .is_err()
+        {
+            F::spin();
+        }
+    }
+
+    fn unlock(&self) {
+        self.words[slot::LOCK].store(0, MemOrder::Release);
+    }
+
+    /// The current epoch.
+    #[inline(always)]
+    pub fn epoch(&self) -> u16 {
+        self.get(slot::EPOCH) as u16
+    }
+
+    /// What it acquired.
+    #[inline(always)]
+    pub fn known(&self) -> SnapRef {
+        SnapRef(self.get(slot::KNOWN))
+    }
+
+    /// Epochs that saturated (a CTA that released [`MAX_EPOCH`] times).
+    pub fn saturated(&self) -> u32 {
+        self.get(slot::SATURATED)
+    }
+
+    fn bump_epoch(&self) {
+        let e = self.get(slot::EPOCH);
+        if e >= u32::from(MAX_EPOCH) {
+            self.set(slot::SATURATED, self.get(slot::SATURATED) + 1);
+        } else {
+            self.set(slot::EPOCH, e + 1);
+        }
+    }
+}
+
+/// The intervals a head adds besides its snapshot: its releaser up to
+/// its epoch and its launch's host order beyond `ours`. `None` when its
+/// launch's bounds are no longer held.
+fn head_extra<M: RaceMemory + ?Sized>(mem: &M, h: &Head, ours: &LaneBounds, out: &mut [Interval]) -> Option<usize> {
+    let mut n = 0;
+    if h.serial != NO_SERIAL {
+        out[0] = Interval {
+            lo: h.serial,
+            hi: h.serial + 1,
+            epoch: u32::from(h.epoch),
+        };
+        n = 1;
+    }
+    if h.lanes != 0 {
+        let theirs = mem.lanes(h.lanes)?;
+        n += lanes_beyond(&theirs, ours, &mut out[n..]);
+    }
+    sort_intervals(&mut out[..n]);
+    Some(n)
+}
+
+/// Sorts a short list of disjoint intervals by start.
+fn sort_intervals(v: &mut [Interval]) {
+    for i in 1..v.len() {
+        let mut j = i;
+        while j > 0 && v[j - 1].lo > v[j].lo {
+            v.swap(j - 1, j);
+            j -= 1;
+        }
+    }
+}
+
+/// `known` joined with head `h` (the head's releaser, its snapshot and
+/// its launch's host order). A head whose launch is no longer held makes
+/// the result omniscient (counted).
+fn merge_head<M: RaceMemory + ?Sized>(mem: &M, known: SnapRef, h: &Head, ours: &LaneBounds) -> SnapRef {
+    let arena = mem.arena();
+    let mut extra = [Interval { lo: 0, hi: 0, epoch: 0 }; LANES + 1];
+    let Some(n) = head_extra(mem, h, ours, &mut extra) else {
+        arena.count_lost();
+        return SnapRef::ALL;
+    };
+    let mut merged = arena.merge(known, h.known, &extra[..n]);
+    // What the releaser's launch inherited from launches before it.
+    if h.lanes != 0 {
+        if let Some(theirs) = mem.lanes(h.lanes) {
+            let inherited = arena.inherited(h.lanes, |x| x < theirs.0[super::serial::lane_of(x)]);
+            merged = arena.merge(merged, inherited, &[]);
+        }
+    }
+    merged
+}
+
+/// The end of a CTA: if it acquired knowledge of CTAs outside its launch,
+/// the exit log keeps it for the launches the host orders after this
+/// one (what a CTA learnt of its own launch they order anyway).
+pub fn cta_exit<M: RaceMemory + ?Sized>(mem: &M, cta: &CtaView<'_>, sync: &CtaSync<'_, M::Atomics>) {
+    let known = sync.known();
+    if known.is_none() {
+        return;
+    }
+    let arena = mem.arena();
+    let (lo, hi) = (cta.host.base, cta.host.base.saturating_add(cta.host.count));
+    let outside = match arena.snapshot(known) {
+        None => known == SnapRef::ALL,
+        Some(snap) => (0..snap.len()).any(|i| {
+            let iv = snap.get(i);
+            iv.lo < lo || iv.hi > hi
+        }),
+    };
+    if outside {
+        arena.log_exit(cta.serial, known);
+    }
+}
+
+/// The CTA's own knowledge as a self-contained snapshot (for joined
+/// heads and SC fences, read by CTAs of any launch): what it acquired,
+/// itself up to `epoch`, and its launch's host order.
+fn self_contained<M: RaceMemory + ?Sized>(mem: &M, cta: &CtaView<'_>, known: SnapRef, epoch: u16) -> SnapRef {
+    let mut extra = [Interval { lo: 0, hi: 0, epoch: 0 }; LANES + 1];
+    // The launch's bounds hold its own lane's too (its base).
+    let mut n = lanes_beyond(cta.host.bounds, &LaneBounds::NONE, &mut extra);
+    extra[n] = Interval {
+        lo: cta.serial,
+        hi: cta.serial + 1,
+        epoch: u32::from(epoch),
+    };
+    n += 1;
+    sort_intervals(&mut extra[..n]);
+    mem.arena().merge(known, SnapRef::NONE, &extra[..n])
+}
+
+/// A view of the CTA as of its synchronisation state.
+pub fn refresh<F: AtomicFamily>(cta: &mut CtaView<'_>, sync: &CtaSync<'_, F>) {
+    cta.epoch = sync.epoch();
+    cta.known = sync.known();
+}
+
+/// What the current atomic read of a head-bearing word does with the
+/// heads it sees (called under the CTA's sync lock): every head that
+/// reaches it is observed (for a later acquire fence), and merged at once
+/// when the read acquires and its scope includes the releaser.
+fn take_head<M: RaceMemory + ?Sized>(
+    mem: &M,
+    cta: &mut CtaView<'_>,
+    sync: &CtaSync<'_, M::Atomics>,
+    h: &Head,
+    acquires: bool,
+    scope: Scope,
+) {
+    if !h.reaches(cta) {
+        return;
+    }
+    let (a, b) = h.to_slot();
+    let memo = [a as u32, (a >> 32) as u32, b as u32, (b >> 32) as u32];
+    let seen_before = (0..4).all(|i| sync.get(slot::MEMO + i) == memo[i]);
+    if seen_before && !acquires {
+        return;
+    }
+    let other = usize::from(h.device != cta.device && h.device != ANY_DEVICE);
+    if !seen_before {
+        let obs = SnapRef(sync.get(slot::OBSERVED[other]));
+        sync.set(slot::OBSERVED[other], merge_head(mem, obs, h, cta.host.bounds).0);
+    }
+    if acquires && h.included_by(cta, scope) {
+        let known = merge_head(mem, cta.known, h, cta.host.bounds);
+        sync.set(slot::KNOWN, known.0);
+        cta.known = known;
+        for (i, m) in memo.iter().enumerate() {
+            sync.set(slot::MEMO + i, *m);
+        }
+    }
+}
+
+/// An atomic read of the word whose record is `rec` (locked by the
+/// caller), continuing its release sequence (`chain`): observes and, if
+/// it `acquires` at `scope`, acquires its heads.
+pub fn read_heads<M: RaceMemory + ?Sized>(
+    mem: &M,
+    cta: &mut CtaView<'_>,
+    sync: &CtaSync<'_, M::Atomics>,
+    rec: &Record<'_, M::Atomics>,
+    acquires: bool,
+    scope: Scope,
+) {
+    sync.lock();
+    refresh(cta, sync);
+    for s in HEAD_SLOTS {
+        let (a, b) = rec.slot(s);
+        if let Some(h) = Head::from_slot(a, b) {
+            take_head(mem, cta, sync, &h, acquires, scope);
+        }
+    }
+    sync.unlock();
+}
+
+/// The heads an atomic write by `cta` leaves on a word (its release at
+/// `scope` if `releases`, and one per release fence since), in `out`;
+/// returns how many.
+pub fn write_heads<F: AtomicFamily>(
+    cta: &CtaView<'_>,
+    sync: &CtaSync<'_, F>,
+    lanes: LaneRef,
+    releases: bool,
+    scope: Scope,
+    out: &mut [Head; 3],
+) -> usize {
+    let mut n = 0;
+    for (level, s) in [(0, Scope::Device), (1, Scope::System)] {
+        let e = sync.get(slot::FENCE_EPOCH[level]);
+        if e != 0 {
+            out[n] = Head {
+                serial: cta.serial,
+                epoch: e as u16,
+                scope: s,
+                device: cta.device,
+                known: SnapRef(sync.get(slot::FENCE_KNOWN[level])),
+                lanes,
+            };
+            n += 1;
+        }
+    }
+    if releases && scope != Scope::Block {
+        out[n] = Head {
+            serial: cta.serial,
+            epoch: cta.epoch,
+            scope,
+            device: cta.device,
+            known: cta.known,
+            lanes,
+        };
+        n += 1;
+    }
+    n
+}
+
+/// Puts head `h` on the word whose record is `rec` (locked by the
+/// caller): into its class's slot (joined with the head there), a free
+/// slot, or the second slot widened to the system scope.
+pub fn add_head<M: RaceMemory + ?Sized>(mem: &M, cta: &CtaView<'_>, rec: &Record<'_, M::Atomics>, h: Head) {
+    let mut free = None;
+    for s in HEAD_SLOTS {
+        let (a, b) = rec.slot(s);
+        match Head::from_slot(a, b) {
+            None => {
+                if free.is_none() {
+                    free = Some(s);
+                }
+            }
+            Some(old) if old.scope == h.scope && old.device == h.device => {
+                let joined = join_heads(mem, cta, &old, &h);
+                let (a, b) = joined.to_slot();
+                rec.set_slot(s, a, b);
+                return;
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some(s) = free {
+        let (a, b) = h.to_slot();
+        rec.set_slot(s, a, b);
+        return;
+    }
+    // A third class: widen the second head to cover both.
+    let s = HEAD_SLOTS[1];
+    let (a, b) = rec.slot(s);
+    let old = Head::from_slot(a, b).unwrap_or(h);
+    let mut joined = join_heads(mem, cta, &old, &h);
+    joined.scope = Scope::System;
+    joined.device = ANY_DEVICE;
+    let (a, b) = joined.to_slot();
+    rec.set_slot(s, a, b);
+}
+
+/// One head standing for both: the later release of one CTA replaces its
+/// earlier one; otherwise a joined head knows both releasers.
+fn join_heads<M: RaceMemory + ?Sized>(mem: &M, cta: &CtaView<'_>, old: &Head, new: &Head) -> Head {
+    if old.serial == new.serial && old.serial != NO_SERIAL && old.lanes == new.lanes && new.epoch >= old.epoch {
+        let arena = mem.arena();
+        let known = arena.merge(new.known, old.known, &[]);
+        return Head { known, ..*new };
+    }
+    let none = LaneBounds::NONE;
+    let a = merge_head(mem, old.known, old, &none);
+    let joined = merge_head(mem, a, new, &none);
+    let _ = cta;
+    Head {
+        serial: NO_SERIAL,
+        epoch: 0,
+        scope: new.scope,
+        device: new.device,
+        known: joined,
+        lanes: 0,
+    }
+}
+
+/// Clears a word's heads (a write that does not continue its release
+/// sequence).
+pub fn clear_heads<F: AtomicFamily>(rec: &Record<'_, F>) {
+    for s in HEAD_SLOTS {
+        rec.set_slot(s, 0, 0);
+    }
+}
+
+/// After an atomic write that released: the CTA's next epoch.
+pub fn released<F: AtomicFamily>(cta: &mut CtaView<'_>, sync: &CtaSync<'_, F>) {
+    sync.lock();
+    sync.bump_epoch();
+    refresh(cta, sync);
+    sync.unlock();
+}
+
+/// Words per SC-fence accumulator (a lock and a snapshot).
+pub const SC_WORDS: usize = 2;
+
+/// A fence of `ordering` and `scope` by `cta`.
+pub fn fence<M: RaceMemory + ?Sized>(
+    mem: &M,
+    cta: &mut CtaView<'_>,
+    sync: &CtaSync<'_, M::Atomics>,
+    ordering: Ordering,
+    scope: Scope,
+) {
+    sync.lock();
+    refresh(cta, sync);
+    let arena = mem.arena();
+    if ordering.acquires() && scope != Scope::Block {
+        let mut known = arena.merge(cta.known, SnapRef(sync.get(slot::OBSERVED[0])), &[]);
+        if scope == Scope::System {
+            known = arena.merge(known, SnapRef(sync.get(slot::OBSERVED[1])), &[]);
+        }
+        sync.set(slot::KNOWN, known.0);
+        cta.known = known;
+    }
+    if ordering == Ordering::SeqCst && scope != Scope::Block {
+        sc_fence(mem, cta, sync, scope, &arena);
+    }
+    if ordering.releases() {
+        for (level, s) in [(0, Scope::Device), (1, Scope::System)] {
+            if scope as u32 >= s as u32 {
+                sync.set(slot::FENCE_EPOCH[level], u32::from(cta.epoch));
+                sync.set(slot::FENCE_KNOWN[level], cta.known.0);
+            }
+        }
+        sync.bump_epoch();
+    }
+    refresh(cta, sync);
+    sync.unlock();
+}
+
+/// `fence.sc`: acquires the SC fences before it that are morally strong
+/// with it (per device and scope accumulators), then joins itself in.
+fn sc_fence<M: RaceMemory + ?Sized>(
+    mem: &M,
+    cta: &mut CtaView<'_>,
+    sync: &CtaSync<'_, M::Atomics>,
+    scope: Scope,
+    arena: &Arena<'_, M::Atomics>,
+) {
+    let words = mem.sc_words();
+    let devices = words.len() / (2 * SC_WORDS);
+    let acc = |device: usize, level: usize| {
+        let at = (device * 2 + level) * SC_WORDS;
+        words.get(at..at + SC_WORDS)
+    };
+    let me = cta.device as usize;
+    // Device-scope fences of this device; system-scope ones of this
+    // device, or of every device for a system-scope fence.
+    let mut known = cta.known;
+    for d in 0..devices {
+        for level in 0..2 {
+            let wanted = if d == me { true } else { level == 1 && scope == Scope::System };
+            if !wanted {
+                continue;
+            }
+            if let Some(a) = acc(d, level) {
+                let r = SnapRef(a[1].load(MemOrder::Acquire));
+                known = arena.merge(known, r, &[]);
+            }
+        }
+    }
+    cta.known = known;
+    sync.set(slot::KNOWN, known.0);
+    let level = usize::from(scope == Scope::System);
+    if let Some(a) = acc(me, level) {
+        while a[0].compare_exchange(0, 1, MemOrder::Acquire, MemOrder::Relaxed).is_err() {
+            M::Atomics::spin();
+        }
+        let mine = self_contained(mem, cta, cta.known, cta.epoch);
+        let joined = arena.merge(SnapRef(a[1].load(MemOrder::Relaxed)), mine, &[]);
+        a[1].store(joined.0, MemOrder::Relaxed);
+        a[0].store(0, MemOrder::Release);
+    }
+}
