@@ -24,5 +24,6 @@ pub mod buddy;
 pub mod config;
 pub mod decode;
 pub mod env;
+pub mod order;
 pub mod report;
 pub mod sink;

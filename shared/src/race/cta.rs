@@ -83,37 +83,39 @@ impl CtaView<'_> {
         e: u16,
     ) -> Option<Serial> {
         let hi = lo.saturating_add(count);
-        let mut s = lo;
-        while s < hi {
-            if self.orders(arena, s, e) {
-                // Skip what the host order covers in one step: it is a
-                // prefix of each lane.
-                let lane = lane_of(s);
-                let end = lane_end(lane).min(hi);
-                let mut t = s + 1;
-                // The host bound of the lane (own lane: the base).
-                while t < end && self.host.orders(t) {
-                    t += 1;
-                    if t - s > 64 {
-                        // A long host-ordered run: jump to its end.
-                        let mut lo_t = t;
-                        let mut hi_t = end;
-                        while lo_t < hi_t {
-                            let mid = lo_t + (hi_t - lo_t) / 2;
-                            if self.host.orders(mid) {
-                                lo_t = mid + 1;
-                            } else {
-                                hi_t = mid;
-                            }
-                        }
-                        t = lo_t;
-                        break;
-                    }
-                }
-                s = t;
+        let e = u32::from(e);
+        let mut inherited = None;
+        let mut p = lo;
+        while p < hi {
+            // Host order: a prefix of each lane.
+            let lane = lane_of(p);
+            let bound = if lane == lane_of(self.host.base) {
+                self.host.base
+            } else {
+                self.host.bounds.0[lane]
+            };
+            let lane_hi = lane_end(lane).min(hi);
+            if p < bound {
+                p = bound.min(lane_hi);
                 continue;
             }
-            return Some(s);
+            if p == self.serial {
+                p += 1;
+                continue;
+            }
+            // What it acquired, and what its launch inherited.
+            let q = if self.known.is_none() { p } else { arena.first_unknown(self.known, p, lane_hi, e) };
+            if q != p {
+                p = q;
+                continue;
+            }
+            let inh = *inherited.get_or_insert_with(|| arena.inherited(self.launch, |x| self.host.orders(x)));
+            let q = if inh.is_none() { p } else { arena.first_unknown(inh, p, lane_hi, e) };
+            if q != p {
+                p = q;
+                continue;
+            }
+            return Some(p);
         }
         None
     }

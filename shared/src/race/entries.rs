@@ -72,6 +72,8 @@ pub fn launch_verdict<F: AtomicFamily>(
     me: AccessDesc,
     word: u64,
 ) -> EntryVerdict {
+    // The named reader's epoch is its own: whether this CTA knows it
+    // says nothing of the launch's other readers.
     let reader = d.serial();
     if cta.host.orders(reader) {
         return EntryVerdict::Clean;
@@ -166,17 +168,21 @@ pub fn insert<'m, F: AtomicFamily>(
         }
         let same_access = e.desc.key() == me.key() && e.site == site.site();
         if is_launch(me) && is_launch(e.desc) && cta.host.owns(e.desc.serial()) {
-            // A launch entry of this launch: over every byte any of its
-            // CTAs read, at the largest epoch.
-            let merged = e
-                .desc
-                .with_bytes(e.desc.bytes() | me.bytes())
-                .with_epoch(e.desc.epoch().max(me.epoch()));
-            if merged != e.desc {
-                let (a, b) = Entry { desc: merged, ..e }.to_slot();
+            // A launch entry of this launch: its named reader stands for
+            // every read of bytes it covers; a read covering its bytes
+            // takes the name.
+            if me.bytes() & !e.desc.bytes() == 0 {
+                done = true;
+            } else if e.desc.bytes() & !me.bytes() == 0 {
+                let (a, b) = Entry {
+                    desc: me.untagged(),
+                    count: 1,
+                    site: site.site(),
+                }
+                .to_slot();
                 r.set_slot(s, a, b);
+                done = true;
             }
-            done = true;
             return None;
         }
         if e.covers(serial) && same_access && e.desc.epoch() >= me.epoch() {

@@ -170,6 +170,31 @@ impl<F: AtomicFamily> Intervals for Snapshot<'_, F> {
 }
 
 impl<F: AtomicFamily> Snapshot<'_, F> {
+    /// The first serial from `from` (below `to`) not known up to `e`, or
+    /// `to`.
+    pub fn first_unknown(&self, from: Serial, to: Serial, e: u32) -> Serial {
+        let (mut lo, mut hi) = (0usize, self.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.get(mid).hi <= from {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let mut p = from;
+        let mut i = lo;
+        while p < to && i < self.len() {
+            let iv = self.get(i);
+            if iv.lo > p || iv.epoch < e {
+                return p;
+            }
+            p = iv.hi;
+            i += 1;
+        }
+        p.min(to)
+    }
+
     /// The epoch `s` is known up to (0: not known).
     pub fn epoch_of(&self, s: Serial) -> u32 {
         // Binary search for the last interval starting at or below `s`.
@@ -336,6 +361,15 @@ impl<'m, F: AtomicFamily> Arena<'m, F> {
             return ALL_EPOCHS;
         }
         self.snapshot(r).map_or(0, |snap| snap.epoch_of(s))
+    }
+
+    /// The first serial from `from` (below `to`) that snapshot `r` does
+    /// not know up to `e`, or `to`.
+    pub fn first_unknown(&self, r: SnapRef, from: Serial, to: Serial, e: u32) -> Serial {
+        if r == SnapRef::ALL {
+            return to;
+        }
+        self.snapshot(r).map_or(from, |snap| snap.first_unknown(from, to, e))
     }
 
     /// Counts a merge that found no room.

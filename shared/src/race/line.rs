@@ -107,7 +107,8 @@ pub fn access_line<M: RaceMemory + ?Sized>(
     }
 }
 
-/// The live write of header cell 0's value `v0`, if any.
+/// The write of header cell 0's value, unless there is none or it is
+/// forgotten.
 #[inline(always)]
 fn live_write(cta: &CtaView<'_>, w: LineWrite) -> Option<AccessDesc> {
     let s = w.serial();
@@ -161,28 +162,30 @@ fn write_line<M: RaceMemory + ?Sized>(
         {
             continue;
         }
-        // Clear the reads of the write just replaced; readers that got in
-        // meanwhile under the old version read before this write.
-        let mut cur = v1;
-        let empty = LineRead::empty(version);
-        loop {
-            match h
-                .c1
-                .compare_exchange(cur, empty.0, MemOrder::AcqRel, MemOrder::Relaxed)
-            {
-                Ok(_) => {
-                    free_reads(mem, LineRead(cur), w.version(), word0);
-                    break;
-                }
-                Err(v) => {
-                    let seen = LineRead(v);
-                    if seen.version() == version {
+        // The reads of the replaced write are now of an old version: they
+        // read as none. Only a reader set is cleared, to give its record
+        // back (a reader that got in meanwhile is checked here). A reader
+        // that changed cell 1 after this write's check finds cell 0
+        // changed when it looks again, and checks this write itself.
+        if r.kind() == ReadKind::Set {
+            let mut cur = v1;
+            let empty = LineRead::empty(version);
+            loop {
+                match h.c1.compare_exchange(cur, empty.0, MemOrder::AcqRel, MemOrder::Relaxed) {
+                    Ok(_) => {
+                        free_reads(mem, LineRead(cur), w.version(), word0);
                         break;
                     }
-                    if race.is_none() {
-                        race = check_reads(mem, cta, &arena, h, current_reads(w, seen), me, word0, bounded);
+                    Err(v) => {
+                        let seen = LineRead(v);
+                        if seen.version() == version {
+                            break;
+                        }
+                        if race.is_none() {
+                            race = check_reads(mem, cta, &arena, h, current_reads(w, seen), me, word0, bounded);
+                        }
+                        cur = v;
                     }
-                    cur = v;
                 }
             }
         }
@@ -331,7 +334,7 @@ fn read_line<M: RaceMemory + ?Sized>(
                     .is_ok()
                 {
                     free_reads(mem, LineRead(v1), w.version(), word0);
-                    return done(race);
+                    return done(race.or_else(|| overtaken(cta, &arena, h, v0, me, word0)));
                 }
             }
             None => match add_to_set(mem, cta, &arena, h, word0, w, v1, r, me, acc) {
@@ -345,6 +348,27 @@ fn read_line<M: RaceMemory + ?Sized>(
         }
         M::Atomics::spin();
     }
+}
+
+/// After a reader changed cell 1: a writer that replaced cell 0 (`v0`
+/// when the reader looked) in between did not see this read, so the
+/// reader checks that write.
+#[inline(always)]
+fn overtaken<M: RaceMemory + ?Sized>(
+    cta: &CtaView<'_>,
+    arena: &Arena<'_, M::Atomics>,
+    h: &Header<'_, M>,
+    v0: u64,
+    me: AccessDesc,
+    word0: u64,
+) -> Option<RaceFound> {
+    let now = h.c0.load(MemOrder::Acquire);
+    if now == v0 || CellTag::of(now) != CellTag::Line {
+        return None;
+    }
+    live_write(cta, LineWrite(now))
+        .filter(|d| !cta.orders_desc(arena, *d))
+        .map(|d| found(d, SiteWord(h.c2.load(MemOrder::Relaxed)), me, word0))
 }
 
 #[inline(always)]

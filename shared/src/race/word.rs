@@ -260,16 +260,13 @@ fn inline_step<M: RaceMemory + ?Sized>(
     }
     let next = if d.is_none() {
         Some(me)
-    } else if is_launch(me) && is_launch(d) && cta.host.owns(d.serial()) {
-        // Another read of this launch's read-only data: one entry for
-        // all of them, over every byte any of them read.
-        let merged = d
-            .with_bytes(d.bytes() | me.bytes())
-            .with_epoch(d.epoch().max(me.epoch()));
-        if merged == d {
-            return Some(race);
-        }
-        Some(merged)
+    } else if is_launch(me) && is_launch(d) && cta.host.owns(d.serial()) && me.bytes() & !d.bytes() == 0 {
+        // Another read of this launch's read-only bytes: the reader named
+        // stands for all of them.
+        return Some(race);
+    } else if is_launch(me) && is_launch(d) && cta.host.owns(d.serial()) && d.bytes() & !me.bytes() == 0 {
+        // This read covers the named one's bytes: name this one.
+        Some(me)
     } else if d.serial() == me.serial() && d.epoch() == me.epoch() && d.key() == me.key() {
         return Some(race);
     } else if dominates(me, d) && (cta.orders_desc(arena, d) || (is_launch(d) && cta.host.orders(d.serial()))) {

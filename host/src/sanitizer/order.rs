@@ -1,0 +1,385 @@
+//! What the host knows about ordering between launches, kept as the race
+//! engine needs it: serials handed out by lane, and lane bounds for each
+//! launch.
+//!
+//! Every stream rents one lane of serials and takes its launches' serials
+//! from it in issue order, so "everything a stream, an event or the host
+//! has waited for" is a bound per lane (a vector clock over lanes,
+//! [`LaneBounds`]). A launch's bounds are its stream's clock joined with
+//! its context's host clock; its own lane's bound is its base. A copy or
+//! fill is a launch of one serial.
+//!
+//! [`PlannedLaunch::global`] is what every launch still running and every
+//! launch yet to come orders: the engine forgets accesses below it. It is
+//! the lane-wise minimum of every context's host clock (every later
+//! launch joins its context's) and the bounds of every launch not yet
+//! known to have ended (the host waited for it).
+//!
+//! A lane is rented again once no stream holds it and the host clock of
+//! every context covers what it handed out; its serials go on from where
+//! they stopped, so records of its older serials stay ordered for all.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use vigil_shared::race::serial::{lane_end, lane_of, lane_start, LaneBounds, Serial, LANES};
+use vigil_shared::race::LaneDevices;
+
+use crate::types::{EventId, StreamId};
+
+/// Who owns a host clock: a context (its waits order only its own later
+/// launches).
+pub type Owner = u64;
+
+/// A launch as planned: its serials and what the host ordered before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlannedLaunch {
+    /// First serial.
+    pub base: Serial,
+    /// Serials it owns.
+    pub count: u32,
+    /// What the host ordered before it.
+    pub bounds: LaneBounds,
+    /// What every launch running or to come orders (see the module docs).
+    pub global: LaneBounds,
+}
+
+/// Why a launch could not be planned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OrderError {
+    /// Every lane is held by a stream, or still has serials some running
+    /// launch may not be ordered after.
+    LanesExhausted,
+    /// A launch of more CTAs than a lane has serials.
+    TooManyCtas(u64),
+}
+
+impl fmt::Display for OrderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OrderError::LanesExhausted => write!(
+                f,
+                "the race sanitizer ran out of serial lanes: more than {} streams have work \
+                 the host has not waited for (synchronize some, or drop unused streams)",
+                LANES - 1
+            ),
+            OrderError::TooManyCtas(n) => write!(
+                f,
+                "a sanitized launch of {n} blocks is larger than the sanitizer can name ({} at most)",
+                lane_end(1) - lane_start(1)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for OrderError {}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Lane {
+    /// The next serial it hands out (0: never used).
+    next: Serial,
+    /// Held by a stream.
+    held: bool,
+}
+
+#[derive(Clone, Debug)]
+struct StreamState {
+    owner: Owner,
+    device: u32,
+    lane: Option<usize>,
+    clock: LaneBounds,
+}
+
+/// The host's record of launch ordering for one process (or one group of
+/// devices that share memory).
+#[derive(Debug)]
+pub struct LaunchOrder {
+    lanes: [Lane; LANES],
+    devices: LaneDevices,
+    streams: HashMap<StreamId, StreamState>,
+    events: HashMap<EventId, LaneBounds>,
+    hosts: HashMap<Owner, LaneBounds>,
+    /// Launches not yet known to have ended: their bounds, lane, end.
+    pending: Vec<(LaneBounds, usize, Serial)>,
+    /// Lanes this process may rent (several processes of a group split
+    /// the lanes between them).
+    lane_filter: (usize, usize),
+}
+
+impl Default for LaunchOrder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LaunchOrder {
+    /// Nothing launched yet; every lane may be rented.
+    pub fn new() -> Self {
+        Self::for_rank(0, 1)
+    }
+
+    /// The planner of rank `rank` of `world` processes sharing memory:
+    /// it rents only lanes `k` with `k % world == rank`.
+    pub fn for_rank(rank: usize, world: usize) -> Self {
+        LaunchOrder {
+            lanes: [Lane::default(); LANES],
+            devices: LaneDevices::default(),
+            streams: HashMap::new(),
+            events: HashMap::new(),
+            hosts: HashMap::new(),
+            pending: Vec::new(),
+            lane_filter: (rank, world.max(1)),
+        }
+    }
+
+    /// Which device each lane's serials run on.
+    pub fn devices(&self) -> &LaneDevices {
+        &self.devices
+    }
+
+    fn stream(&mut self, stream: StreamId, owner: Owner, device: u32) -> &mut StreamState {
+        self.streams.entry(stream).or_insert_with(|| StreamState {
+            owner,
+            device,
+            lane: None,
+            clock: LaneBounds::NONE,
+        })
+    }
+
+    fn host(&self, owner: Owner) -> LaneBounds {
+        self.hosts.get(&owner).copied().unwrap_or(LaneBounds::NONE)
+    }
+
+    /// A lane free to rent with room for `count` serials.
+    fn rent(&mut self, count: u32) -> Option<usize> {
+        let (rank, world) = self.lane_filter;
+        let covered = |k: usize, lane: &Lane, hosts: &HashMap<Owner, LaneBounds>| {
+            lane.next == 0 || hosts.values().all(|h| h.0[k] >= lane.next)
+        };
+        for k in 1..LANES {
+            if k % world != rank {
+                continue;
+            }
+            let lane = self.lanes[k];
+            let next = if lane.next == 0 { lane_start(k) } else { lane.next };
+            let room = lane_end(k) - next;
+            let idle = lane.next == 0 || !self.pending.iter().any(|p| p.1 == k);
+            if !lane.held && room >= count && idle && covered(k, &lane, &self.hosts) {
+                self.lanes[k] = Lane { next, held: true };
+                return Some(k);
+            }
+        }
+        None
+    }
+
+    /// Plans a launch of `count` serials on `stream` of context `owner`
+    /// on device `device`.
+    pub fn launch(
+        &mut self,
+        stream: StreamId,
+        owner: Owner,
+        device: u32,
+        count: u32,
+    ) -> Result<PlannedLaunch, OrderError> {
+        if u64::from(count) > u64::from(lane_end(1) - lane_start(1)) {
+            return Err(OrderError::TooManyCtas(u64::from(count)));
+        }
+        let count = count.max(1);
+        let host = self.host(owner);
+        let current = self.stream(stream, owner, device).lane;
+        let lane = match current {
+            Some(k) if lane_end(k) - self.lanes[k].next >= count => k,
+            _ => {
+                let k = self.rent(count).ok_or(OrderError::LanesExhausted)?;
+                if let Some(old) = current {
+                    self.lanes[old].held = false;
+                }
+                self.devices.0[k] = device as u8;
+                self.streams.get_mut(&stream).expect("stream entry made above").lane = Some(k);
+                k
+            }
+        };
+        let base = self.lanes[lane].next;
+        self.lanes[lane].next = base + count;
+        let state = self.streams.get_mut(&stream).expect("stream entry made above");
+        let mut bounds = state.clock;
+        bounds.join(&host);
+        bounds.0[lane] = base;
+        state.clock = bounds;
+        state.clock.0[lane] = base + count;
+        self.pending.push((bounds, lane, base + count));
+        let global = self.global();
+        Ok(PlannedLaunch {
+            base,
+            count,
+            bounds,
+            global,
+        })
+    }
+
+    /// The lane-wise minimum of every host clock and every pending
+    /// launch's bounds.
+    fn global(&mut self) -> LaneBounds {
+        let hosts = &self.hosts;
+        let ended = |lane: usize, end: Serial| hosts.values().any(|h| h.0[lane] >= end);
+        self.pending.retain(|p| !ended(p.1, p.2));
+        let mut g = self.hosts.values().fold(None::<LaneBounds>, |acc, h| {
+            Some(match acc {
+                None => *h,
+                Some(mut a) => {
+                    for (x, y) in a.0.iter_mut().zip(h.0.iter()) {
+                        *x = (*x).min(*y);
+                    }
+                    a
+                }
+            })
+        });
+        for p in &self.pending {
+            let mut a = g.unwrap_or(p.0);
+            for (x, y) in a.0.iter_mut().zip(p.0.iter()) {
+                *x = (*x).min(*y);
+            }
+            g = Some(a);
+        }
+        g.unwrap_or(LaneBounds::NONE)
+    }
+
+    /// An event recorded on `stream`: it captures the stream's clock.
+    pub fn record(&mut self, event: EventId, stream: StreamId) {
+        let clock = self.streams.get(&stream).map_or(LaneBounds::NONE, |s| s.clock);
+        self.events.insert(event, clock);
+    }
+
+    /// `stream` waits for `event`: its later launches are ordered after
+    /// what the event captured.
+    pub fn wait(&mut self, stream: StreamId, event: EventId, owner: Owner, device: u32) {
+        let ev = self.events.get(&event).copied().unwrap_or(LaneBounds::NONE);
+        self.stream(stream, owner, device).clock.join(&ev);
+    }
+
+    /// Context `owner`'s host waited for `stream`.
+    pub fn sync_stream(&mut self, owner: Owner, stream: StreamId) {
+        let clock = self.streams.get(&stream).map_or(LaneBounds::NONE, |s| s.clock);
+        self.hosts.entry(owner).or_insert(LaneBounds::NONE).join(&clock);
+    }
+
+    /// Context `owner`'s host waited for `event`.
+    pub fn sync_event(&mut self, owner: Owner, event: EventId) {
+        let clock = self.events.get(&event).copied().unwrap_or(LaneBounds::NONE);
+        self.hosts.entry(owner).or_insert(LaneBounds::NONE).join(&clock);
+    }
+
+    /// Context `owner`'s host waited for all of its streams.
+    pub fn sync_owner(&mut self, owner: Owner) {
+        let mut all = self.host(owner);
+        for s in self.streams.values().filter(|s| s.owner == owner) {
+            all.join(&s.clock);
+        }
+        self.hosts.insert(owner, all);
+    }
+
+    /// Context `owner` learns what `from`'s host has waited for (a group's
+    /// barrier, a wait that covers another context's work).
+    pub fn join_host(&mut self, owner: Owner, from: &LaneBounds) {
+        self.hosts.entry(owner).or_insert(LaneBounds::NONE).join(from);
+    }
+
+    /// What context `owner`'s host has waited for.
+    pub fn host_clock(&self, owner: Owner) -> LaneBounds {
+        self.host(owner)
+    }
+
+    /// `stream` is gone: its lane can be rented again once its work is
+    /// waited for.
+    pub fn drop_stream(&mut self, stream: StreamId) {
+        if let Some(s) = self.streams.remove(&stream) {
+            if let Some(k) = s.lane {
+                self.lanes[k].held = false;
+            }
+        }
+    }
+
+    /// Context `owner` is gone: its host clock no longer bounds what may
+    /// be forgotten.
+    pub fn drop_owner(&mut self, owner: Owner) {
+        self.hosts.remove(&owner);
+    }
+
+    /// The lane serial `s` belongs to (for callers that map serials back).
+    pub fn lane_of(s: Serial) -> usize {
+        lane_of(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_stream_orders_its_launches_and_two_do_not() {
+        let mut o = LaunchOrder::new();
+        let (a, b) = (StreamId(1), StreamId(2));
+        let l1 = o.launch(a, 7, 0, 4).unwrap();
+        let l2 = o.launch(a, 7, 0, 2).unwrap();
+        let l3 = o.launch(b, 7, 0, 1).unwrap();
+        let host = |l: &PlannedLaunch, s: Serial| s < l.bounds.0[lane_of(s)];
+        assert!(host(&l2, l1.base + 3) && !host(&l2, l2.base));
+        assert!(!host(&l3, l1.base) && !host(&l3, l2.base));
+        assert_eq!(l2.base, l1.base + 4);
+        assert_ne!(lane_of(l3.base), lane_of(l1.base));
+    }
+
+    #[test]
+    fn events_and_host_waits_carry_order_to_other_streams() {
+        let mut o = LaunchOrder::new();
+        let (a, b, c) = (StreamId(1), StreamId(2), StreamId(3));
+        let l1 = o.launch(a, 1, 0, 8).unwrap();
+        o.record(EventId(9), a);
+        o.wait(b, EventId(9), 1, 0);
+        let l2 = o.launch(b, 1, 0, 1).unwrap();
+        assert!(l1.base + 7 < l2.bounds.0[lane_of(l1.base)]);
+        let l3 = o.launch(a, 1, 0, 1).unwrap();
+        o.sync_stream(1, a);
+        let l4 = o.launch(c, 1, 0, 1).unwrap();
+        assert!(l3.base < l4.bounds.0[lane_of(l3.base)]);
+        // Another context's wait orders nothing of this one.
+        o.sync_owner(2);
+        let l5 = o.launch(StreamId(4), 2, 0, 1).unwrap();
+        assert!(l2.base >= l5.bounds.0[lane_of(l2.base)]);
+    }
+
+    #[test]
+    fn nothing_is_forgotten_while_a_launch_it_may_race_with_runs() {
+        let mut o = LaunchOrder::new();
+        let (a, b) = (StreamId(1), StreamId(2));
+        let old = o.launch(b, 1, 0, 1).unwrap();
+        let l1 = o.launch(a, 1, 0, 1).unwrap();
+        o.sync_stream(1, a);
+        let l2 = o.launch(a, 1, 0, 1).unwrap();
+        // `old` may still run and is not ordered after l1: l1 is not forgotten.
+        assert!(l1.base >= l2.global.0[lane_of(l1.base)]);
+        o.sync_stream(1, b);
+        let l3 = o.launch(a, 1, 0, 1).unwrap();
+        assert!(l1.base < l3.global.0[lane_of(l1.base)]);
+        assert!(old.base < l3.global.0[lane_of(old.base)]);
+    }
+
+    #[test]
+    fn lanes_are_rented_again_once_waited_for() {
+        let mut o = LaunchOrder::new();
+        for i in 0..200u64 {
+            let s = StreamId(100 + i);
+            o.launch(s, 1, 0, 3).unwrap();
+            o.sync_stream(1, s);
+            o.drop_stream(s);
+        }
+        let mut held = Vec::new();
+        for i in 0..(LANES as u64 - 1) {
+            let s = StreamId(1000 + i);
+            o.launch(s, 1, 0, 1).unwrap();
+            held.push(s);
+        }
+        assert_eq!(o.launch(StreamId(5000), 1, 0, 1), Err(OrderError::LanesExhausted));
+        assert!(OrderError::LanesExhausted.to_string().contains("streams"));
+    }
+}
