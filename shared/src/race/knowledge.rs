@@ -221,9 +221,9 @@ impl<F: AtomicFamily> Snapshot<'_, F> {
 
 impl<'m, F: AtomicFamily> Arena<'m, F> {
     /// The arena in `words` (empty: no arena; every merge is lost) with
-    /// the exit log in `exits` (empty: none) and, per launch, what it
-    /// inherited from the log in `inherited` (two words a launch: state,
-    /// snapshot; computed by the first CTA that needs it).
+    /// the exit log in `exits` (empty: none) and the launch ring
+    /// `launches`, whose records keep what each launch inherited from the
+    /// log (computed by the first CTA that needs it).
     pub fn new(words: &'m [F::U32], exits: &'m [F::U32], inherited: &'m [F::U32]) -> Self {
         Arena {
             words,
@@ -298,12 +298,10 @@ impl<'m, F: AtomicFamily> Arena<'m, F> {
         if self.exits.len() < EXIT_HEADER_WORDS || self.exits[0].load(MemOrder::Acquire) == 0 {
             return SnapRef::NONE;
         }
-        let Some(at) = (launch as usize).checked_sub(1).map(|i| 2 * i) else {
+        let Some(rec) = super::memory::launch_record::get::<F>(self.inherited, launch) else {
             return self.compute_inherited(&orders);
         };
-        let Some(words) = self.inherited.get(at..at + 2) else {
-            return self.compute_inherited(&orders);
-        };
+        let words = &rec[super::memory::launch_record::INHERITED_STATE..=super::memory::launch_record::INHERITED];
         loop {
             match words[0].load(MemOrder::Acquire) {
                 DONE => return SnapRef(words[1].load(MemOrder::Relaxed)),

@@ -37,17 +37,22 @@ pub trait RaceMemory {
         &[]
     }
 
-    /// Per launch, what it inherited from the exit log ([`Arena::inherited`]).
-    fn inherited_words(&self) -> &[U32Of<Self>] {
-        &[]
-    }
-
     /// The site table of split words (pairs of words; empty: none).
     fn site_words(&self) -> &[U64Of<Self>];
 
-    /// The lane bounds of the launch `r` names ([`LaneRef`]), if still
-    /// held.
-    fn lanes(&self, r: LaneRef) -> Option<LaneBounds>;
+    /// The ring of launch records ([`launch_record`] words each).
+    fn launch_words(&self) -> &[U32Of<Self>];
+
+    /// The lane bounds of the launch `r` names ([`LaneRef`]), if its
+    /// record is still in the ring.
+    fn lanes(&self, r: LaneRef) -> Option<LaneBounds> {
+        let rec = launch_record::<Self::Atomics>(self.launch_words(), r)?;
+        let mut b = LaneBounds::NONE;
+        for (d, w) in b.0.iter_mut().zip(&rec[launch_record::BOUNDS..]) {
+            *d = w.load(MemOrder::Relaxed);
+        }
+        Some(b)
+    }
 
     /// The SC-fence accumulators ([`super::fence::SC_WORDS`] per device
     /// and scope; empty: `fence.sc` orders like `fence.acq_rel`).
@@ -64,14 +69,63 @@ pub trait RaceMemory {
     /// The snapshot arena.
     #[inline(always)]
     fn arena(&self) -> Arena<'_, Self::Atomics> {
-        Arena::new(self.arena_words(), self.exit_words(), self.inherited_words())
+        Arena::new(self.arena_words(), self.exit_words(), self.launch_words())
     }
 }
 
-/// A launch's lane bounds, as a release head names them so that an
-/// acquirer in another launch learns what the host ordered before the
-/// releaser: an index into the memory's table of launches (0: none).
+/// A launch, as a release head names it so that an acquirer in another
+/// launch learns what the host ordered before the releaser: the launch's
+/// number (1, 2, ...; 0: none), whose record sits in slot `r % slots` of
+/// the launch ring and carries `r` as its tag.
 pub type LaneRef = u32;
+
+/// The words of one launch's record in the launch ring: written by the
+/// host before the launch, read by its CTAs and by later acquirers.
+///
+/// ```text
+/// | tag (LaneRef) | inherited: state, snapshot | base | count | device | launch id | flags |
+/// | bounds: LANES words | global: LANES words |
+/// ```
+pub mod launch_record {
+    use super::LANES;
+    /// The launch's [`LaneRef`](super::LaneRef) (validates a slot).
+    pub const TAG: usize = 0;
+    /// What it inherited ([`Arena::inherited`](super::Arena::inherited)):
+    /// state (0 not computed, 1 computing, 2 done).
+    pub const INHERITED_STATE: usize = 1;
+    /// ... and the snapshot.
+    pub const INHERITED: usize = 2;
+    /// First serial.
+    pub const BASE: usize = 3;
+    /// Serials.
+    pub const COUNT: usize = 4;
+    /// Device rank.
+    pub const DEVICE: usize = 5;
+    /// The context's launch id (reports name the kernel by it).
+    pub const LAUNCH_ID: usize = 6;
+    /// Flags.
+    pub const FLAGS: usize = 7;
+    /// Lane bounds of its host order.
+    pub const BOUNDS: usize = 8;
+    /// Lane bounds of what may be forgotten.
+    pub const GLOBAL: usize = BOUNDS + LANES;
+    /// Words per record.
+    pub const WORDS: usize = GLOBAL + LANES;
+
+    use crate::atomic::AtomicFamily;
+    /// The record of launch `r` in `ring`, if its slot still holds it.
+    pub fn get<F: AtomicFamily>(ring: &[F::U32], r: super::LaneRef) -> Option<&[F::U32]> {
+        use crate::atomic::AtomicU32Ops;
+        let slots = ring.len() / WORDS;
+        if r == 0 || slots == 0 {
+            return None;
+        }
+        let at = (r as usize % slots) * WORDS;
+        let rec = &ring[at..at + WORDS];
+        (rec[TAG].load(core::sync::atomic::Ordering::Acquire) == r).then_some(rec)
+    }
+}
+use launch_record::get as launch_record;
 
 /// Notes the site of `serial`'s access to split word `word` (before the
 /// access becomes visible in the word's cell).
@@ -118,11 +172,9 @@ pub struct SliceMemory<'a, F: AtomicFamily> {
     pub arena: &'a [F::U32],
     /// The exit log.
     pub exits: &'a [F::U32],
-    /// Per launch, what it inherited (two words each, by [`LaneRef`] - 1).
-    pub inherited: &'a [F::U32],
     /// The site table.
     pub sites: &'a [F::U64],
-    /// Lane bounds of launches, [`LANES`] words each, by [`LaneRef`] - 1.
+    /// The launch ring ([`launch_record`]).
     pub launches: &'a [F::U32],
     /// SC-fence accumulators.
     pub sc: &'a [F::U32],
@@ -144,27 +196,14 @@ impl<F: AtomicFamily> RaceMemory for SliceMemory<'_, F> {
     fn exit_words(&self) -> &[F::U32] {
         self.exits
     }
-    fn inherited_words(&self) -> &[F::U32] {
-        self.inherited
-    }
     fn site_words(&self) -> &[F::U64] {
         self.sites
     }
-    fn lanes(&self, r: LaneRef) -> Option<LaneBounds> {
-        lanes_at::<F>(self.launches, r)
+    fn launch_words(&self) -> &[F::U32] {
+        self.launches
     }
     fn sc_words(&self) -> &[F::U32] {
         self.sc
     }
 }
 
-/// The lane bounds of launch `r` in a table of [`LANES`] words per launch.
-pub fn lanes_at<F: AtomicFamily>(table: &[F::U32], r: LaneRef) -> Option<LaneBounds> {
-    let i = (r as usize).checked_sub(1)?;
-    let words = table.get(i * LANES..(i + 1) * LANES)?;
-    let mut b = LaneBounds::NONE;
-    for (d, w) in b.0.iter_mut().zip(words) {
-        *d = w.load(MemOrder::Relaxed);
-    }
-    Some(b)
-}
