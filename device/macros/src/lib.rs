@@ -318,8 +318,8 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
         pub unsafe extern "ptx-kernel" fn #sanitized_ident(
             #(#entry_params,)*
             __vigil_runtime: u64,
-            __vigil_stream: u64,
-            __vigil_kernel: u32,
+            __vigil_launch_record: u64,
+            __vigil_base: u32,
             __vigil_launch: u32,
             __vigil_read_only_0_start: u64,
             __vigil_read_only_0_end: u64,
@@ -328,14 +328,14 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
         ) {
             #(#sanitized_build)*
             // SAFETY: the host's sanitized launch passes a live runtime and
-            // stream clocks, and ranges no thread of the launch writes
+            // launch record, and ranges no thread of the launch writes
             // (see `vigil_shared::gpu`).
             unsafe {
                 ::vigil_device::gpu_sanitizer::run_cta(
                     ::vigil_device::gpu_sanitizer::LaunchArgs {
                         runtime: __vigil_runtime,
-                        stream: __vigil_stream,
-                        kernel: __vigil_kernel,
+                        record: __vigil_launch_record,
+                        base: __vigil_base,
                         launch: __vigil_launch,
                         read_only: [
                             __vigil_read_only_0_start,

@@ -1,70 +1,73 @@
-//! CTA entry and exit of a sanitized entry point (design 3.2).
+//! CTA entry and exit of a sanitized entry point.
 //!
-//! Entry: the block's first thread claims a slot of its SM, initialises
-//! the slot's thread state if it was never used and broadcasts the
-//! sanitizer thread through shared memory; after a barrier every thread
-//! joins its share of the entries of the stream's previous kernel's exit
-//! clock and of the stream's join list, and a second barrier (when there
-//! was anything to join) ends the entry. The claim makes the state the
-//! CTA's alone, so the entry takes no lock: three round trips (the
-//! claim's two atomics, the header's reads) while the block waits. Exit:
-//! a barrier (every thread of the block is done), every thread publishes
-//! its share of the clock into the stream's ring, and after a barrier the
-//! first thread marks the epoch published and frees the slot. Sharing the
-//! `O(num_threads)` clock work among the block keeps a CTA's entry and
-//! exit short.
+//! A CTA is one sanitizer thread, named by its serial (the launch's base
+//! plus its linear block index; see `vigil_shared::race::serial`). Entry
+//! writes the CTA's state into its `.shared` block, clears the
+//! synchronisation state and the same-block state an earlier CTA left in
+//! the CTA's `.shared` memory, and ends with one barrier. No slot is
+//! claimed, no clock joined: what the host ordered before the launch is
+//! in its record, read where a check needs it. The same-block layer's
+//! per-CTA device memory is the region of the CTA's lowest hardware warp
+//! slot, which no other resident CTA shares.
 //!
-//! Only the first CTA of a launch in each slot does that work: the slot's
-//! clock remembers the launch it joined, and whether the launch's ring
-//! slot already holds it ([`ThreadClocks::enter_claimed_cta`],
-//! [`ThreadClocks::ring_current`]), so the CTAs after it skip the join
-//! and publish their own entry alone. A grid of many small CTAs (one
-//! element per thread) pays `O(num_threads)` per slot, not per CTA.
+//! Exit: the last thread of the CTA to finish (a counter in `.shared`,
+//! no barrier) logs what the CTA acquired of other launches, if anything
+//! (`vigil_shared::race::sync::cta_exit`), for the launches ordered after
+//! this one.
 
-use core::sync::atomic::AtomicU32;
+use core::sync::atomic::{AtomicU32, Ordering};
 
-use super::memory::GpuAtomics;
-use vigil_shared::abi::STREAM_RING_SLOTS;
-use vigil_shared::clock::ThreadClocks;
-use vigil_shared::engine::EngineMemory;
-use vigil_shared::gpu::{
-    finish_cta_exit, join_clock_part, publish_cta_exit_part, slot_tid, GpuRuntime, SmSlots,
-    StreamClocks, MAX_JOINS,
-};
+use vigil_shared::gpu::{launch_flags, GpuRuntime, REGIONS_PER_SM};
+use vigil_shared::race::cta::CtaView;
+use vigil_shared::race::memory::launch_record;
+use vigil_shared::race::serial::{HostOrder, LaneBounds};
+use vigil_shared::race::sync::{CtaSync, SYNC_WORDS};
 use vigil_shared::read_only::ReadOnlyRanges;
 
-use super::memory::RuntimeMemory;
+use super::memory::GpuMemory;
 use super::report::Reporter;
-use super::slots::SmSlotWords;
 use crate::arch::ptx as arch;
 
-/// What every thread of a CTA needs to find its sanitizer thread; it
-/// lives in the module's `.shared` block (`arch::cta_state`).
+/// What every thread of a CTA needs to find its sanitizer state; it lives
+/// in the module's `.shared` block (`arch::cta_state`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub(super) struct CtaState {
     /// The device's [`GpuRuntime`].
     pub runtime: u64,
-    /// The launching context's report buffer (the stream's
-    /// [`StreamClocks::reports`]).
+    /// The launch's record in the launch ring.
+    pub record: u64,
+    /// The launching context's report buffer.
     pub reports: u64,
-    /// The sanitizer thread (the claimed slot's).
+    /// The CTA's serial (the same-block layer's "thread id").
     pub tid: u32,
+    /// The launch's first serial.
+    pub base: u32,
+    /// Serials the launch owns.
+    pub count: u32,
     /// Context-wide launch id (reports name the kernel by it).
     pub launch: u32,
+    /// The launch's number in the ring (`LaneRef`).
+    pub launch_ref: u32,
+    /// The device's rank.
+    pub device: u32,
     /// SM the CTA runs on.
     pub smid: u32,
-    /// Slot it holds there (below
-    /// [`MAX_SLOTS_PER_SM`](vigil_shared::gpu::MAX_SLOTS_PER_SM)).
+    /// Its region of the SM (the same-block layer's per-CTA memory).
     pub slot: u16,
-    /// Nonzero when the slot's clock must join the launch's inputs (the
-    /// first CTA of the launch in this slot).
-    pub join: u16,
-    /// Ranges no thread of the launch writes: reads inside them skip the
-    /// same-block check ([`vigil_shared::read_only`]).
+    /// Unused.
+    pub pad: u16,
+    /// Ranges no thread of the launch writes: reads inside them are
+    /// read-only reads (`vigil_shared::read_only`).
     pub read_only: ReadOnlyRanges,
 }
-const _: () = assert!(core::mem::size_of::<CtaState>() <= vigil_shared::block::CTA_STATE_BYTES);
+
+/// Bytes of the `.shared` block: the state, then the threads-done counter,
+/// then the synchronisation words (`CtaSync`).
+const STATE_BYTES: usize = core::mem::size_of::<CtaState>();
+const DONE_OFFSET: usize = STATE_BYTES.next_multiple_of(4);
+const SYNC_OFFSET: usize = DONE_OFFSET + 4;
+const _: () = assert!(SYNC_OFFSET + 4 * SYNC_WORDS <= vigil_shared::block::CTA_STATE_BYTES);
 
 impl CtaState {
     /// The state the entry hook stored for this CTA.
@@ -81,23 +84,84 @@ impl CtaState {
         unsafe { &*(self.runtime as *const GpuRuntime) }
     }
 
-    /// The side table and the launching context's report buffer.
+    /// The report buffer.
     #[inline(always)]
     pub fn reporter(&self) -> Reporter<'static> {
-        // SAFETY: the host passes a live runtime and stream clocks whose
-        // report buffer lives as long as its context.
+        // SAFETY: the host passes a live runtime and a report buffer that
+        // lives as long as its context.
         unsafe { Reporter::new(self.runtime(), self.reports) }
     }
 
-    /// The SM slot it holds, counted over the device's SMs.
+    /// Its region, counted over the device's SMs (the same-block layer's
+    /// index of its per-CTA memory).
     #[inline(always)]
-    pub fn device_slot(&self, rt: &GpuRuntime) -> u32 {
-        self.smid * rt.slots_per_sm.max(1) + u32::from(self.slot)
+    pub fn device_slot(&self, _rt: &GpuRuntime) -> u32 {
+        self.smid * REGIONS_PER_SM + u32::from(self.slot)
+    }
+
+    /// The launch's lane bounds (its host order).
+    #[inline(always)]
+    pub fn bounds(&self) -> &'static LaneBounds {
+        // SAFETY: the record (in the launch ring) holds the bounds at this
+        // word, 16-aligned; the host wrote it before the launch.
+        unsafe { &*((self.record + 4 * launch_record::BOUNDS as u64) as *const LaneBounds) }
+    }
+
+    /// The lane bounds of what may be forgotten.
+    #[inline(always)]
+    pub fn global(&self) -> &'static LaneBounds {
+        // SAFETY: as in `bounds`.
+        unsafe { &*((self.record + 4 * launch_record::GLOBAL as u64) as *const LaneBounds) }
+    }
+
+    /// The CTA's synchronisation state.
+    #[inline(always)]
+    pub fn sync(&self) -> CtaSync<'static, vigil_shared::atomic::CoreAtomics> {
+        CtaSync::new(sync_words())
+    }
+
+    /// The engine's view of this CTA, as of its synchronisation state.
+    #[inline(always)]
+    pub fn view<'a>(&'a self, mem: &GpuMemory<'static>) -> CtaView<'a> {
+        let words = sync_words();
+        CtaView {
+            serial: self.tid,
+            // Relaxed: what another thread of the CTA acquired reaches
+            // this one's checks when it reaches them (a CTA is one
+            // sanitizer thread).
+            epoch: words[vigil_shared::race::sync::EPOCH_WORD].load(Ordering::Relaxed) as u16,
+            device: self.device,
+            host: HostOrder {
+                base: self.base,
+                count: self.count,
+                bounds: self.bounds(),
+            },
+            global: self.global(),
+            devices: mem.lane_devices(),
+            known: vigil_shared::race::knowledge::SnapRef(
+                words[vigil_shared::race::sync::KNOWN_WORD].load(Ordering::Relaxed),
+            ),
+            launch: self.launch_ref,
+        }
     }
 }
 
-/// This thread's linear index in the block and the block's size: the
-/// lanes that share the CTA's entry and exit work.
+/// The CTA's synchronisation words, in its `.shared` block.
+#[inline(always)]
+fn sync_words() -> &'static [AtomicU32] {
+    // SAFETY: the `.shared` block holds SYNC_WORDS words at SYNC_OFFSET,
+    // 4-aligned, for the CTA's life.
+    unsafe { core::slice::from_raw_parts(arch::cta_state().add(SYNC_OFFSET) as *const AtomicU32, SYNC_WORDS) }
+}
+
+/// The threads-done counter of the CTA's exit.
+#[inline(always)]
+fn done_counter() -> &'static AtomicU32 {
+    // SAFETY: a 4-aligned word of the `.shared` block.
+    unsafe { &*(arch::cta_state().add(DONE_OFFSET) as *const AtomicU32) }
+}
+
+/// This thread's linear index in the block and the block's size.
 #[inline(always)]
 pub(super) fn lane() -> (u32, u32) {
     let (t, d) = (arch::thread_idx(), arch::block_dim());
@@ -140,94 +204,47 @@ impl Iterator for GridStride {
     }
 }
 
-/// `len` u32 atomics at device address `addr`.
-///
-/// # Safety
-/// The range must be live device memory for the launch.
-#[inline(always)]
-unsafe fn words(addr: u64, len: usize) -> &'static [AtomicU32] {
-    // SAFETY: forwarded from the caller.
-    unsafe { core::slice::from_raw_parts(addr as *const AtomicU32, len) }
-}
-
 /// What the host passes a sanitized entry after the user's parameters
 /// ([`vigil_shared::gpu::HIDDEN_PARAMS`], in order).
 #[derive(Clone, Copy, Debug)]
 pub struct LaunchArgs {
     /// The device's [`GpuRuntime`].
     pub runtime: u64,
-    /// The launching stream's [`StreamClocks`].
-    pub stream: u64,
-    /// The kernel's number on that stream.
-    pub kernel: u32,
+    /// The launch's record in the launch ring.
+    pub record: u64,
+    /// The launch's first serial.
+    pub base: u32,
     /// The context-wide launch id.
     pub launch: u32,
-    /// The launch's read-only ranges
-    /// ([`ReadOnlyRanges::from_words`]).
+    /// The launch's read-only ranges ([`ReadOnlyRanges::from_words`]).
     pub read_only: [u64; 2 * vigil_shared::read_only::READ_ONLY_RANGES],
 }
 
 /// Runs `body` as one CTA of a sanitized launch.
 ///
 /// # Safety
-/// `args.runtime` and `args.stream` must be the device addresses of a
-/// live [`GpuRuntime`] and [`StreamClocks`] of matching sizes, and no
-/// thread of the launch may write inside `args.read_only`, as the host's
-/// sanitized launch passes them.
+/// `args.runtime` and `args.record` must be the device addresses of a
+/// live [`GpuRuntime`] and of this launch's record in its launch ring,
+/// and no thread of the launch may write inside `args.read_only`, as the
+/// host's sanitized launch passes them.
 #[inline(always)]
 pub unsafe fn run_cta(args: LaunchArgs, body: impl FnOnce()) {
     // SAFETY: forwarded from the caller.
     unsafe { enter(args) };
     body();
-    // SAFETY: as above.
-    unsafe { exit(args.stream, args.kernel) };
+    exit();
 }
 
-/// The memory, constants and thread clocks of the CTA's sanitizer thread.
-struct Cta {
-    mem: RuntimeMemory<'static>,
-    n: usize,
-    num_sms: u32,
-}
-
-impl Cta {
-    /// # Safety
-    /// `rt` must be a live runtime (run_cta's contract).
-    #[inline(always)]
-    unsafe fn new(rt: &'static GpuRuntime) -> Cta {
-        // SAFETY: forwarded from the caller.
-        let mem = unsafe { RuntimeMemory::new(rt) };
-        let cfg = mem.config();
-        Cta {
-            n: cfg.num_threads as usize,
-            num_sms: cfg.num_sms / rt.slots_per_sm.max(1),
-            mem,
-        }
-    }
-
-    #[inline(always)]
-    fn clocks(&self, tid: u32) -> ThreadClocks<'_, GpuAtomics> {
-        let cfg = self.mem.config();
-        ThreadClocks::new(
-            self.mem.thread_state(tid),
-            cfg.num_threads,
-            cfg.clock_buffer_size,
-        )
-    }
-
-    #[inline(always)]
-    fn slots(&self) -> &'static [AtomicU32] {
-        let rt = self.mem.runtime();
-        // SAFETY: the slot table holds `SmSlots` for every SM.
-        unsafe { words(rt.slot_table, self.num_sms as usize * SmSlots::WORDS) }
-    }
-
-    /// Ring slot `slot` of the stream clocks at `stream`.
-    #[inline(always)]
-    fn ring_slot(&self, stream: u64, slot: u32) -> &'static [AtomicU32] {
-        let addr = StreamClocks::ring_slot(stream, self.n as u32, slot);
-        // SAFETY: the stream's clocks hold a header and a 3-slot ring.
-        unsafe { words(addr, self.n) }
+/// The CTA's region: its lowest hardware warp slot, found with one
+/// shared-memory minimum per warp.
+#[inline(always)]
+fn claim_region(lane: u32) {
+    if lane % 32 == 0 {
+        let region = arch::warpid() % REGIONS_PER_SM;
+        // SAFETY: the slot field of the CTA state, written by thread 0
+        // before the first barrier and read after the second.
+        let slot = unsafe { &*(arch::cta_state().add(DONE_OFFSET) as *const AtomicU32) };
+        slot.fetch_min(region, Ordering::Relaxed);
     }
 }
 
@@ -235,101 +252,72 @@ impl Cta {
 unsafe fn enter(args: LaunchArgs) {
     let LaunchArgs {
         runtime,
-        stream,
-        kernel,
+        record,
+        base,
         launch,
         read_only,
     } = args;
     // SAFETY: the caller passes a live runtime.
     let rt = unsafe { &*(runtime as *const GpuRuntime) };
-    // SAFETY: as above.
-    let cta = unsafe { Cta::new(rt) };
     let (lane, lanes) = lane();
     super::block::reset_cta(lane, lanes, rt);
     if lane == 0 {
-        // Claim a slot and broadcast it. The claim makes the thread state
-        // this CTA's alone until its threads run (they wait below, and a
-        // CTA's own threads are the only other users of its lock), so the
-        // entry takes no lock.
-        let smid = arch::smid();
-        let slot = SmSlotWords::of(cta.slots(), smid).claim(rt.slots_per_sm, || {});
-        let tid = slot_tid(rt.rank, smid, cta.num_sms, rt.slots_per_sm.max(1), slot);
-        let clocks = cta.clocks(tid);
-        // A new epoch now if the last one was published (its previous
-        // CTA's exit), once, rather than at the block's first accesses;
-        // the fence state reset and the launch joined, all from one read
-        // of the header (the block waits for this thread).
-        let join = clocks.enter_claimed_cta(tid, launch);
-        // SAFETY: the stream's clocks start with their header.
-        let sc = unsafe { &*(stream as *const StreamClocks) };
+        // SAFETY: the launch's record, live for the launch: words the host
+        // wrote before it.
+        let rec = unsafe { core::slice::from_raw_parts(record as *const u32, launch_record::WORDS) };
+        let count = rec[launch_record::COUNT];
+        let flags = rec[launch_record::FLAGS];
+        let serial = if flags & launch_flags::ONE_SERIAL != 0 {
+            base
+        } else {
+            base + super::hooks::linear_block()
+        };
+        let reports = u64::from(rec[launch_record::REPORTS]) | u64::from(rec[launch_record::REPORTS + 1]) << 32;
         let state = CtaState {
             runtime,
-            reports: sc.reports,
-            tid,
+            record,
+            reports,
+            tid: serial,
+            base,
+            count,
             launch,
-            smid,
-            slot: slot as u16,
-            join: u16::from(join),
+            launch_ref: rec[launch_record::TAG],
+            device: rec[launch_record::DEVICE],
+            smid: arch::smid(),
+            slot: 0,
+            pad: 0,
             read_only: ReadOnlyRanges::from_words(read_only),
         };
         // SAFETY: the CTA's shared block holds a `CtaState`, 16-aligned.
         unsafe { (arch::cta_state() as *mut CtaState).write(state) };
+        CtaSync::<vigil_shared::atomic::CoreAtomics>::new(sync_words()).init();
+        done_counter().store(u32::MAX, Ordering::Relaxed);
     }
     arch::sync_threads();
-    let state = CtaState::current();
-    let clocks = cta.clocks(state.tid);
-    // Lane states in the slot's device memory are known once the slot is:
-    // cleared here, and a barrier below orders that before the body.
+    claim_region(lane);
+    arch::sync_threads();
+    if lane == 0 {
+        let region = done_counter().swap(0, Ordering::Relaxed);
+        // SAFETY: the slot field of the CTA's state, read after the barrier
+        // below by every thread.
+        unsafe { (*(arch::cta_state() as *mut CtaState)).slot = region as u16 };
+    }
     super::block::reset_slot_lane(lane, lanes);
-    if state.join != 0 {
-        // The stream's previous kernel, then the join list (events waited
-        // on, host synchronisations): each lane its share of the entries.
-        if kernel > 0 {
-            let prev = cta.ring_slot(stream, (kernel - 1) % STREAM_RING_SLOTS);
-            join_clock_part(&clocks, state.tid, prev, lane, lanes);
-        }
-        // SAFETY: the stream's clocks start with their header.
-        let sc = unsafe { &*(stream as *const StreamClocks) };
-        for &clock in &sc.joins[..(sc.join_count as usize).min(MAX_JOINS)] {
-            // SAFETY: the host lists live `num_threads`-entry clocks.
-            join_clock_part(
-                &clocks,
-                state.tid,
-                unsafe { words(clock, cta.n) },
-                lane,
-                lanes,
-            );
-        }
-    }
-    if state.join != 0 || super::block::needs_slot_lanes(lanes) {
-        arch::sync_threads();
-    }
+    arch::sync_threads();
 }
 
 #[inline(never)]
-unsafe fn exit(stream: u64, kernel: u32) {
-    // Every thread's accesses are done (and visible to the block) before
-    // the clock is published and the slot handed on. A barrier site like
-    // any other, so that threads that returned early are seen by a
-    // divergent `sync_threads` the hardware completes with this barrier.
-    super::block::exit_barrier();
-    let st = CtaState::current();
-    // SAFETY: the launch's runtime is live (run_cta's contract).
-    let cta = unsafe { Cta::new(st.runtime()) };
-    let clocks = cta.clocks(st.tid);
-    let (lane, lanes) = lane();
-    let ring = cta.ring_slot(stream, kernel % STREAM_RING_SLOTS);
-    // Every thread reads the flag before the barrier below, and only the
-    // first thread writes it after: the block takes one path.
-    let current = clocks.ring_current();
-    publish_cta_exit_part(&clocks, ring, lane, lanes, current);
-    // Not `.aligned`: after a divergent barrier, lanes of one warp may
-    // meet here and at a `sync_threads` of the body.
-    arch::barrier_sync();
-    if lane == 0 {
-        clocks.lock_exclusive();
-        finish_cta_exit(&clocks, st.tid, ring, current);
-        clocks.unlock_exclusive();
-        SmSlotWords::of(cta.slots(), st.smid).release(u32::from(st.slot));
+fn exit() {
+    // The last thread to finish logs what the CTA acquired, if anything.
+    let (_, lanes) = lane();
+    if done_counter().fetch_add(1, Ordering::AcqRel) + 1 == lanes {
+        let st = CtaState::current();
+        let sync = st.sync();
+        if !sync.known().is_none() {
+            // SAFETY: the CTA's runtime is live for the launch.
+            let mem = unsafe { GpuMemory::new(st.runtime()) };
+            let view = st.view(&mem);
+            vigil_shared::race::sync::cta_exit(&mem, &view, &sync);
+        }
     }
 }

@@ -1,29 +1,16 @@
-//! The engine's memory on the GPU: [`EngineMemory`] over the device
-//! addresses a [`GpuRuntime`] and its [`GlobalState`] name. Pure address
-//! arithmetic (no intrinsics), so the host build tests it over ordinary
-//! memory.
+//! The race engine's memory on the GPU: [`RaceMemory`] over the device
+//! addresses a [`GpuRuntime`] names. Pure address arithmetic (no
+//! intrinsics), so the host build tests it over ordinary memory.
 
 use core::marker::PhantomData;
-use core::sync::atomic::{AtomicU32, AtomicU64};
 
-use vigil_shared::abi::{thread_state_words, GlobalState, InflatedRecord, PoolHeader};
-use vigil_shared::address::{is_managed, real_base, thread_state_address, REAL_CAPACITY};
+use vigil_shared::address::{is_managed, REAL_CAPACITY, REAL_OFFSET};
 use vigil_shared::atomic::AtomicFamily;
-use vigil_shared::engine::{EngineConfig, EngineMemory};
 use vigil_shared::gpu::GpuRuntime;
+use vigil_shared::race::cta::LaneDevices;
+use vigil_shared::race::memory::{RaceMemory, U32Of, U64Of};
 
 use super::device_atomics::DeviceAtomics;
-
-/// A device's sanitizer memory, read from its [`GpuRuntime`], whose words
-/// the engine accesses with the atomics `F` (`core`'s by default; the
-/// hooks use [`EngineAtomics`](super::device_atomics::EngineAtomics)).
-pub struct RuntimeMemory<'r, F = GpuAtomics> {
-    runtime: &'r GpuRuntime,
-    globals: &'r GlobalState,
-    threads_per_device: u32,
-    state_words: usize,
-    atomics: PhantomData<F>,
-}
 
 /// An atomic family whose words are plain `u32`s and `u64`s in memory, so
 /// that the runtime's device memory can be viewed as them.
@@ -33,28 +20,43 @@ pub struct RuntimeMemory<'r, F = GpuAtomics> {
 /// and access their value only atomically.
 pub unsafe trait WordAtomics: AtomicFamily {}
 
-// SAFETY: `core`'s atomics have their integer's size and alignment (on
-// nvptx64 and the 64-bit hosts the crate builds for).
-unsafe impl WordAtomics for GpuAtomics {}
 // SAFETY: `DeviceU32`/`DeviceU64` are transparent `u32`/8-aligned `u64`
 // cells accessed only through atomics (checked at compile time there).
 unsafe impl WordAtomics for DeviceAtomics {}
+// SAFETY: `core`'s atomics have their integer's size and alignment (on
+// nvptx64 and the 64-bit hosts the crate builds for).
+unsafe impl WordAtomics for vigil_shared::atomic::CoreAtomics {}
 
-impl<'r, F: WordAtomics> RuntimeMemory<'r, F> {
+/// A device's sanitizer memory, read from its [`GpuRuntime`], whose words
+/// the engine accesses with the atomics `F`.
+pub struct GpuMemory<'r, F = DeviceAtomics> {
+    runtime: &'r GpuRuntime,
+    atomics: PhantomData<F>,
+}
+
+/// `len` words of type `T` at device address `addr` (empty for 0).
+///
+/// # Safety
+/// The range must be live memory of `T`s for `'r`.
+#[inline(always)]
+unsafe fn slice<'r, T>(addr: u64, len: u64) -> &'r [T] {
+    if addr == 0 || len == 0 {
+        return &[];
+    }
+    // SAFETY: forwarded from the caller.
+    unsafe { core::slice::from_raw_parts(addr as *const T, len as usize) }
+}
+
+impl<'r, F: WordAtomics> GpuMemory<'r, F> {
     /// The memory a runtime describes.
     ///
     /// # Safety
-    /// `runtime` and every address in it (and in its `GlobalState`) must
-    /// be valid device memory laid out as `vigil_shared::gpu` says, for `'r`.
+    /// `runtime` and every address in it must be valid device memory laid
+    /// out as `vigil_shared::gpu` says, for `'r`.
     #[inline(always)]
     pub unsafe fn new(runtime: &'r GpuRuntime) -> Self {
-        // SAFETY: the caller guarantees `globals` is a live GlobalState.
-        let globals = unsafe { &*(runtime.globals as *const GlobalState) };
-        RuntimeMemory {
+        GpuMemory {
             runtime,
-            globals,
-            threads_per_device: globals.num_sms,
-            state_words: thread_state_words(globals.num_threads, globals.clock_buffer_size),
             atomics: PhantomData,
         }
     }
@@ -65,161 +67,100 @@ impl<'r, F: WordAtomics> RuntimeMemory<'r, F> {
         self.runtime
     }
 
-    /// The engine's constants. Each slot is one sanitizer thread, so the
-    /// host writes `num_sms * slots` as the `GlobalState`'s `num_sms`
-    /// (sanitizer threads per device, what the engine splits tids by).
-    #[inline(always)]
-    pub fn config(&self) -> EngineConfig {
-        EngineConfig::from_globals(self.globals)
-    }
-
     /// True for an address of the reservation's user half: every other
     /// address (local, shared, another allocator's) is skipped.
     #[inline(always)]
     pub fn manages(&self, addr: u64) -> bool {
-        is_managed(addr, self.globals.reserve_base)
+        is_managed(addr, self.runtime.real_base.wrapping_sub(REAL_OFFSET))
     }
 
-    /// Word index of a managed address (from the real base).
+    /// The index of the word holding managed address `addr`.
     #[inline(always)]
     pub fn word_of(&self, addr: u64) -> u64 {
-        (addr - real_base(self.globals.reserve_base)) / 4
+        (addr - self.runtime.real_base) / 4
     }
 
-    /// `len` atomics of type `A` at device address `addr`.
-    ///
-    /// # Safety
-    /// As [`RuntimeMemory::new`]: the range is live runtime memory.
+    /// Which device each lane runs on.
     #[inline(always)]
-    unsafe fn words<A>(&self, addr: u64, len: usize) -> &'r [A] {
-        // SAFETY: forwarded from the caller; atomics may alias freely.
-        unsafe { core::slice::from_raw_parts(addr as *const A, len) }
+    pub fn lane_devices(&self) -> &'r LaneDevices {
+        // SAFETY: the host writes the table once, 16-aligned, for the
+        // runtime's life.
+        unsafe { &*(self.runtime.lane_devices as *const LaneDevices) }
     }
 }
 
-/// The engine's atomics on the GPU: `core`'s, with spin loops that back
-/// off (`nanosleep`) so that a contended word's lock holder gets through.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct GpuAtomics;
-
-impl AtomicFamily for GpuAtomics {
-    type U32 = AtomicU32;
-    type U64 = AtomicU64;
-    #[inline(always)]
-    fn fence(order: core::sync::atomic::Ordering) {
-        core::sync::atomic::fence(order)
-    }
-    #[inline(always)]
-    fn spin() {
-        crate::arch::imp::backoff()
-    }
-}
-
-impl<F: WordAtomics> EngineMemory for RuntimeMemory<'_, F> {
+impl<F: WordAtomics> RaceMemory for GpuMemory<'_, F> {
     type Atomics = F;
 
     #[inline(always)]
-    fn thread_state(&self, tid: u32) -> &[F::U32] {
-        let g = self.globals;
-        let tpd = self.threads_per_device.max(1);
-        let addr = thread_state_address(
-            g.globals_base,
-            tid / tpd,
-            tid % tpd,
-            g.num_threads,
-            g.clock_buffer_size,
-        );
-        // SAFETY: every device region holds `threads_per_device` states
-        // (the host sized it so; `new`'s contract).
-        unsafe { self.words(addr, self.state_words) }
-    }
-
-    #[inline(always)]
-    fn shadow_cell(&self, word: u64) -> Option<&F::U64> {
+    fn cell(&self, word: u64) -> Option<&F::U64> {
         if word >= REAL_CAPACITY / 4 {
             return None;
         }
-        let addr = self.globals.reserve_base + 8 * word;
-        // SAFETY: the shadow of a managed word is mapped whenever the word
-        // is (the allocator maps both together); a word that is not
-        // mapped faults in the kernel's own access as well.
-        Some(unsafe { &*(addr as *const F::U64) })
+        let reserve = self.runtime.real_base.wrapping_sub(REAL_OFFSET);
+        // SAFETY: the shadow half maps one 8-byte cell per word of every
+        // live allocation (the caller only asks for managed words).
+        Some(unsafe { &*((reserve + 8 * word) as *const F::U64) })
     }
 
     #[inline(always)]
-    fn pool(&self) -> &[F::U32] {
-        let words = PoolHeader::WORDS + self.globals.pool_capacity as usize * InflatedRecord::WORDS;
-        // SAFETY: the pool holds a header and `pool_capacity` records.
-        unsafe { self.words(self.globals.pool_base, words) }
-    }
-
-    /// Empty: the GPU runtime pushes its own records (with the side
-    /// table's earlier access), see [`super::report`].
-    #[inline(always)]
-    fn reports(&self) -> &[F::U32] {
-        &[]
+    fn pool_words(&self) -> &[U64Of<Self>] {
+        // SAFETY: the runtime names a live pool of this many words.
+        unsafe { slice(self.runtime.pool, self.runtime.pool_words) }
     }
 
     #[inline(always)]
-    fn sc_fence_clocks(&self) -> &[F::U32] {
-        let rt = self.runtime;
-        if rt.sc_fences == 0 {
-            return &[];
-        }
-        // SAFETY: `sc_fence_words` words at `sc_fences` (runtime contract).
-        unsafe { self.words(rt.sc_fences, rt.sc_fence_words as usize) }
+    fn arena_words(&self) -> &[U32Of<Self>] {
+        // SAFETY: as above.
+        unsafe { slice(self.runtime.arena, u64::from(self.runtime.arena_words)) }
+    }
+
+    #[inline(always)]
+    fn exit_words(&self) -> &[U32Of<Self>] {
+        // SAFETY: as above.
+        unsafe { slice(self.runtime.exits, u64::from(self.runtime.exit_words)) }
+    }
+
+    #[inline(always)]
+    fn site_words(&self) -> &[U64Of<Self>] {
+        // SAFETY: as above.
+        unsafe { slice(self.runtime.sites, u64::from(self.runtime.site_words)) }
+    }
+
+    #[inline(always)]
+    fn launch_words(&self) -> &[U32Of<Self>] {
+        // SAFETY: as above.
+        unsafe { slice(self.runtime.launches, u64::from(self.runtime.launch_words)) }
+    }
+
+    #[inline(always)]
+    fn sc_words(&self) -> &[U32Of<Self>] {
+        // SAFETY: as above.
+        unsafe { slice(self.runtime.sc, u64::from(self.runtime.sc_words)) }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
     use super::*;
-    use vigil_shared::abi::thread_state_bytes;
-    use vigil_shared::address::{PER_DEVICE_STATE_STRIDE, THREAD_STATES_OFFSET};
+    use std::vec::Vec;
+    use vigil_shared::atomic::CoreAtomics;
 
-    /// The thread state of every slot lies inside its device's region, one
-    /// after the other, and the engine sees `sms * slots` threads a device.
     #[test]
-    fn slot_thread_states_tile_the_device_regions() {
-        let (sms, slots, devices, cb) = (3u32, 4u32, 2u32, 2u32);
-        let n = sms * slots * devices;
-        let g = GlobalState {
-            globals_base: 1 << 40,
-            reserve_base: 4 << 40,
-            num_sms: sms * slots,
-            num_devices: devices,
-            num_threads: n,
-            clock_buffer_size: cb,
-            ..GlobalState::default()
-        };
+    fn cells_are_the_shadow_of_their_words() {
+        let shadow: Vec<u64> = std::vec![0; 64];
+        let real_base = shadow.as_ptr() as u64 + REAL_OFFSET;
         let rt = GpuRuntime {
-            globals: &g as *const GlobalState as u64,
-            slots_per_sm: slots,
+            real_base,
             ..GpuRuntime::default()
         };
-        // SAFETY: only addresses are computed, nothing is dereferenced.
-        let mem = unsafe { RuntimeMemory::<GpuAtomics>::new(&rt) };
-        assert_eq!(mem.config().num_sms, sms * slots);
-        assert_eq!(mem.config().num_threads, n);
-        let bytes = thread_state_bytes(n, cb);
-        for tid in 0..n {
-            let s = mem.thread_state(tid);
-            let addr = s.as_ptr() as u64;
-            let dev = u64::from(tid / (sms * slots));
-            let local = u64::from(tid % (sms * slots));
-            assert_eq!(
-                addr,
-                (1 << 40) + dev * PER_DEVICE_STATE_STRIDE + THREAD_STATES_OFFSET + local * bytes
-            );
-            assert_eq!(s.len(), thread_state_words(n, cb));
-        }
-        let real = real_base(4 << 40);
-        assert!(mem.manages(real) && !mem.manages(real - 1) && !mem.manages(0));
-        assert_eq!(mem.word_of(real + 9), 2);
-        assert!(mem.shadow_cell(REAL_CAPACITY / 4).is_none());
-        assert_eq!(
-            mem.shadow_cell(5).map(|c| c as *const AtomicU64 as u64),
-            Some((4 << 40) + 40)
-        );
+        // SAFETY: only cells 0..64 are touched, inside `shadow`.
+        let mem = unsafe { GpuMemory::<CoreAtomics>::new(&rt) };
+        let c = mem.cell(5).unwrap() as *const _ as u64;
+        assert_eq!(c, shadow.as_ptr() as u64 + 40);
+        assert!(mem.manages(real_base) && !mem.manages(real_base - 1));
+        assert_eq!(mem.word_of(real_base + 17), 4);
+        assert!(mem.pool_words().is_empty() && mem.arena_words().is_empty());
     }
 }

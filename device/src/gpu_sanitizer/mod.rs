@@ -1,11 +1,10 @@
 //! The GPU race sanitizer's device runtime (design 3.2, 3.3): what a
 //! sanitized PTX entry (`name__vigil`) runs around and inside the body.
 //!
-//! - `memory`: the engine's memory over the device's runtime state
+//! - `memory`: the race engine's memory over the device's runtime state
 //!   (one file, so changes to the engine's memory interface land here).
 //! - `device_atomics`: the device-scoped atomics the hooks' engine runs on.
-//! - `slots`: per-SM slots, one sanitizer thread per resident CTA.
-//! - `report`: the side table of earlier accesses and the report buffer.
+//! - `report`: the report buffer.
 //! - `cta` (PTX): CTA entry and exit around the body.
 //! - `block` (PTX): races between threads of one CTA in shared memory,
 //!   with the CTA's barrier intervals and warp collectives.
@@ -13,20 +12,16 @@
 //!   memory, through the CTA slot's same-block table (a warp's
 //!   whole-line run keeps one line entry).
 //! - `hooks` (PTX): `GpuSanitizer`, the hooks every global access calls.
-//! - `warp` (PTX): lanes of a warp making one site's accesses together
-//!   note a run of words once, and check an atomic on one word once.
+//! - `warp` (PTX): lanes of a warp making one access together check it
+//!   once, and an atomic on one word once.
 //! - `range` (PTX): the range-access entry, which checks a host-issued
 //!   copy or fill as accesses of its stream.
 //! - `reclaim` (PTX): the shadow-reclaim entry, which gives a freed
 //!   buffer's pool records back.
 //!
-//! The first four are plain atomics over memory and are unit-tested in
+//! The first three are plain atomics over memory and are unit-tested in
 //! the host build; the PTX-only parts use `arch::ptx` for `%smid`,
-//! barriers, the CTA's shared state and `trap`.
-//!
-//! Not covered yet: races between CTAs that ran one after the other on
-//! one slot of one SM (the slot's thread state carries over; round-robin
-//! slot claims make that rare while slots last).
+//! `%warpid`, barriers, the CTA's shared state and `trap`.
 
 #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
 mod device_atomics;
@@ -34,8 +29,6 @@ mod device_atomics;
 mod memory;
 #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
 mod report;
-#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
-mod slots;
 
 #[cfg(target_arch = "nvptx64")]
 mod block;

@@ -3,12 +3,12 @@
 //!
 //! A sanitized context launches it on the transfer's stream just before
 //! the transfer, with the ranges the transfer reads and writes. It runs
-//! inside the CTA entry and exit hooks like every sanitized kernel, so the
-//! stream's clocks, events and host synchronisations order it exactly as
-//! they order kernels; each thread checks units of [`RANGE_UNIT_BYTES`]
-//! (aligned in memory) grid-stride, as plain reads or writes made at the
-//! host call site the `site` tag names: a warp's units tile whole lines,
-//! so they are noted as line runs and their shadow updates coalesce. Defined here under its exported
+//! inside the CTA entry and exit hooks like every sanitized kernel, with
+//! one serial for all its CTAs, so streams, events and host
+//! synchronisations order it exactly as they order kernels; each thread
+//! checks units of [`RANGE_UNIT_BYTES`] (aligned in memory) grid-stride,
+//! as plain reads or writes made at the host call site the `site` tag
+//! names. Defined here under its exported
 //! name, so every kernel crate's PTX carries it (the sanitized cut keeps
 //! it: it is a `__vigil` entry; the plain cut drops it).
 
@@ -41,11 +41,12 @@ const _: () = assert!(same(RANGE_ACCESS_ENTRY, "vigil_range_access__vigil"));
 /// Checks `[read_addr, +read_bytes)` as reads and `[write_addr,
 /// +write_bytes)` as writes made at host call site `site` (a tag the host
 /// resolves), `line`, `column`; the last eight parameters are the hidden
-/// ones of every sanitized entry (the host passes no read-only range).
+/// ones of every sanitized entry (the host passes no read-only range, and
+/// a launch record whose every CTA is the transfer's one serial).
 ///
 /// # Safety
 /// Launched by the host's sanitized transfer path only: the hidden
-/// parameters are a live runtime and stream clocks (as for `run_cta`).
+/// parameters are a live runtime and launch record (as for `run_cta`).
 #[export_name = "vigil_range_access__vigil"]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "ptx-kernel" fn range_access(
@@ -57,8 +58,8 @@ pub unsafe extern "ptx-kernel" fn range_access(
     line: u32,
     column: u32,
     runtime: u64,
-    stream: u64,
-    kernel: u32,
+    record: u64,
+    base: u32,
     launch: u32,
     read_only_0_start: u64,
     read_only_0_end: u64,
@@ -67,8 +68,8 @@ pub unsafe extern "ptx-kernel" fn range_access(
 ) {
     let args = LaunchArgs {
         runtime,
-        stream,
-        kernel,
+        record,
+        base,
         launch,
         read_only: [
             read_only_0_start,
@@ -78,7 +79,7 @@ pub unsafe extern "ptx-kernel" fn range_access(
         ],
     };
     // SAFETY: the host's sanitized launch passes a live runtime and
-    // stream clocks, and no read-only range (this function's contract).
+    // launch record, and no read-only range (this function's contract).
     unsafe {
         run_cta(args, || {
             let at = (line, column);

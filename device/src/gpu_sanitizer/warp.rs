@@ -1,14 +1,13 @@
 //! Warp cooperation in the hooks. A sanitizer thread is a whole CTA, so
 //! the lanes of a warp that make one access site's accesses together are
-//! one thread of the race model: what they touch at once can be noted
-//! (and, for one word, checked) once for all of them, exactly.
+//! one thread of the race model: what they touch at once can be checked
+//! once for all of them, exactly.
 //!
 //! Only lanes executing a hook together cooperate: a group is formed
 //! among `activemask`'s lanes with `match.any` on the access site and a
 //! key, so lanes that diverged, or that reached the hook from another
 //! call site, never wait for each other.
 
-use super::report::{WordRun, RUN_LINE_WORDS};
 use crate::arch::ptx as arch;
 use crate::sanitizer::AtomicAccess;
 
@@ -96,57 +95,6 @@ impl Group {
     #[inline(always)]
     fn leaders(&self, v: u32) -> u32 {
         arch::shfl_idx(self.mask, v, self.leader, 31)
-    }
-
-    /// The group leader's first word (lanes share the line, by the
-    /// group's key, so its high half is this lane's): shuffled once for
-    /// [`same_words`](Self::same_words) and [`run`](Self::run).
-    #[inline(always)]
-    pub fn leader_first_word(&self, words: (u64, u64)) -> u64 {
-        u64::from(self.leaders(words.0 as u32)) | (words.0 >> 32 << 32)
-    }
-
-    /// Every lane of the group accesses the same words (a value all
-    /// lanes load, a hot counter): one thread of the race model making
-    /// one access at once, so one lane checks it for all. `leader_first`
-    /// is [`leader_first_word`](Self::leader_first_word).
-    #[inline(always)]
-    pub fn same_words(&self, words: (u64, u64), leader_first: u64) -> bool {
-        !self.alone() && arch::vote_all(self.mask, leader_first == words.0)
-    }
-
-    /// The run of words the group's plain accesses tile, the same on
-    /// every lane (`words`: this lane's, `thread`: its linear index in
-    /// the block), or `None` when they do not (then each lane notes its
-    /// own words).
-    #[inline(always)]
-    pub fn run(&self, words: (u64, u64), thread: u32, leader_first: u64) -> Option<WordRun> {
-        let lanes = self.mask.count_ones();
-        let shifted = self.mask >> self.leader;
-        if lanes == 1 || shifted & (shifted + 1) != 0 {
-            return None; // alone, or lanes with gaps
-        }
-        let leader = (leader_first, self.leaders(thread));
-        let mine = WordRun::of_lane(words, thread, leader, self.lane - self.leader, lanes);
-        if arch::vote_all(self.mask, mine.is_some()) {
-            mine
-        } else {
-            None
-        }
-    }
-}
-
-/// The grouping key of a plain access of `size` bytes at `addr` over
-/// `words`: its line, kind and size when it may join a run (whole words,
-/// at most 16 bytes, in one line), else a value no other lane of the warp
-/// has.
-#[inline(always)]
-pub(super) fn plain_key(addr: u64, size: u32, words: (u64, u64), write: bool) -> u64 {
-    let line = words.0 / RUN_LINE_WORDS;
-    if addr % 4 == 0 && size % 4 == 0 && size <= 16 && line == words.1 / RUN_LINE_WORDS {
-        line << 6 | u64::from(write) << 5 | u64::from(size)
-    } else {
-        1 << 63 | u64::from(arch::lane_id())
     }
 }
 

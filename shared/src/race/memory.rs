@@ -84,7 +84,7 @@ pub type LaneRef = u32;
 ///
 /// ```text
 /// | tag (LaneRef) | inherited: state, snapshot | base | count | device | launch id | flags |
-/// | bounds: LANES words | global: LANES words |
+/// | reports (u64) | pad (6 words) | bounds: LANES words | global: LANES words |
 /// ```
 pub mod launch_record {
     use super::LANES;
@@ -105,8 +105,11 @@ pub mod launch_record {
     pub const LAUNCH_ID: usize = 6;
     /// Flags.
     pub const FLAGS: usize = 7;
+    /// The device address of its context's report buffer (two words,
+    /// low first; a GPU's).
+    pub const REPORTS: usize = 8;
     /// Lane bounds of its host order.
-    pub const BOUNDS: usize = 8;
+    pub const BOUNDS: usize = 16;
     /// Lane bounds of what may be forgotten.
     pub const GLOBAL: usize = BOUNDS + LANES;
     /// Words per record.

@@ -35,6 +35,7 @@ pub mod entries;
 pub mod knowledge;
 pub mod line;
 pub mod memory;
+pub mod reclaim;
 pub mod record;
 pub mod serial;
 pub mod sync;

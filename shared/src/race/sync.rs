@@ -107,6 +107,11 @@ impl Head {
 
 /// Words of a CTA's synchronisation state.
 pub const SYNC_WORDS: usize = 16;
+/// The word of a CTA's synchronisation state holding its epoch (read
+/// without the lock by every check).
+pub const EPOCH_WORD: usize = slot::EPOCH;
+/// The word holding what it acquired ([`SnapRef`]).
+pub const KNOWN_WORD: usize = slot::KNOWN;
 
 mod slot {
     pub const LOCK: usize = 0;
@@ -146,12 +151,16 @@ impl<'a, F: AtomicFamily> CtaSync<'a, F> {
         self.words[slot::EPOCH].store(u32::from(super::desc::FIRST_EPOCH), MemOrder::Relaxed);
     }
 
+    // Relaxed: the lock orders what its holders do, and a check reading
+    // the epoch or knowledge without it may see them a little late (the
+    // CTA is one sanitizer thread: its threads' views need not agree at
+    // every instant).
     fn get(&self, i: usize) -> u32 {
-        self.words[i].load(MemOrder::Acquire)
+        self.words[i].load(MemOrder::Relaxed)
     }
 
     fn set(&self, i: usize, v: u32) {
-        self.words[i].store(v, MemOrder::Release);
+        self.words[i].store(v, MemOrder::Relaxed);
     }
 
     fn lock(&self) {
