@@ -6,11 +6,13 @@
 
 mod cpu;
 mod group;
+mod report;
 mod vmm;
 
 pub use crate::sanitizer::barrier::DivergentBarrier;
 pub use cpu::{CpuError, SpinningThread, StalledBlock};
 pub use group::GroupProblem;
+pub use report::ErrorReport;
 pub use vmm::{VmmError, VmmResult};
 
 use crate::ipc::RendezvousError;
