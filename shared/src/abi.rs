@@ -38,7 +38,7 @@ pub const RECORD_RELEASE_SLOTS: usize = 4;
 pub const THREAD_ID_BITS: u32 = 16;
 /// The most sanitizer threads (`num_threads`) the engine supports.
 pub const MAX_THREADS: u32 = 1 << THREAD_ID_BITS;
-/// Slots in a stream's ring of kernel exit clocks (design 3.2).
+/// Slots in a stream's ring of kernel exit clocks (docs/src/design/ordering.md).
 pub const STREAM_RING_SLOTS: u32 = 3;
 
 const _: () = assert!(

@@ -10,7 +10,7 @@
 //! Sanitizer threads: every resident CTA claims one of
 //! [`GpuRuntime::slots_per_sm`] slots of its SM at entry and releases it at
 //! exit, so two live CTAs never share a thread state and occupancy is not
-//! capped (design 3.2). Thread ids are
+//! capped (docs/src/design/engine.md). Thread ids are
 //! `tid = (rank * num_sms + smid) * slots + slot` ([`slot_tid`]). The
 //! host writes `num_sms * slots` (sanitizer threads per device) as the
 //! [`GlobalState`](crate::abi::GlobalState)'s `num_sms`, so the engine's
@@ -227,7 +227,7 @@ pub const MAX_JOINS: usize = 30;
 
 /// A stream's clocks, in device memory: the join list its next kernel
 /// acquires (written by the host in stream order before a launch) and the
-/// ring of kernel exit clocks (design 3.2), `3 * num_threads` u32 after
+/// ring of kernel exit clocks (docs/src/design/ordering.md), `3 * num_threads` u32 after
 /// the header.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]

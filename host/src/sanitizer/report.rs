@@ -1,4 +1,4 @@
-//! Race reports as the host hands them to the user (design 3.3):
+//! Race reports as the host hands them to the user (docs/src/design/reports.md):
 //! [`RaceReport`] (one race or engine error, decoded: kernel, allocation and
 //! offset, both accesses with their source locations) and [`RaceReports`]
 //! (a de-duplicated collection, printed readably or written as JSON, and
