@@ -92,7 +92,10 @@ fn a_missing_barrier_is_a_shared_memory_race(ctx: &Context) -> vigil::Result<()>
     let mut out = DeviceBuffer::<u32>::alloc_zeroed(&stream, 64)?;
     stream.launch(&kernel, LaunchConfig::new(1, 64), (&x, &mut out))?;
     let reports = reports_of(ctx)?;
-    let report = reports.iter().next().expect("a report of the missing barrier");
+    let report = reports
+        .iter()
+        .next()
+        .expect("a report of the missing barrier");
     assert_eq!(report.space, MemorySpace::Shared);
     assert!(report.prior.same_block);
     assert!(matches!(
@@ -210,9 +213,7 @@ fn release_and_acquire_order_the_handoff(ctx: &Context) -> vigil::Result<()> {
     // A relaxed flag orders nothing: the data is a race.
     let (reports, _) = handoff(ctx, 0, 0, 1)?;
     println!("{reports}");
-    assert!(reports
-        .iter()
-        .any(|r| r.kind == ReportKind::ReadAfterWrite));
+    assert!(reports.iter().any(|r| r.kind == ReportKind::ReadAfterWrite));
     // Block scope does not cover two blocks.
     let (reports, _) = handoff(ctx, 2, 1, 0)?;
     assert!(!reports.is_empty());
@@ -241,10 +242,18 @@ fn warp_sum_and_votes(ctx: &Context) -> vigil::Result<()> {
     let x = DeviceBuffer::from_slice(&stream, &xs)?;
     let config = LaunchConfig::for_num_elems(xs.len(), 128);
     let mut total = DeviceBuffer::<u32>::alloc_zeroed(&stream, 1)?;
-    stream.launch(&module.kernel::<warp::warp_sum>()?, config, (&x, &mut total))?;
+    stream.launch(
+        &module.kernel::<warp::warp_sum>()?,
+        config,
+        (&x, &mut total),
+    )?;
     assert_eq!(total.to_vec(&stream)?, [xs.iter().sum::<u32>()]);
     let mut even = DeviceBuffer::<u32>::alloc_zeroed(&stream, 1)?;
-    stream.launch(&module.kernel::<warp::count_even>()?, config, (&x, &mut even))?;
+    stream.launch(
+        &module.kernel::<warp::count_even>()?,
+        config,
+        (&x, &mut even),
+    )?;
     assert_eq!(even.to_vec(&stream)?, [500]);
     Ok(())
 }
@@ -263,7 +272,10 @@ fn gelu_is_within_its_bound(ctx: &Context) -> vigil::Result<()> {
         let x = *x as f64;
         let inner = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x);
         let want = 0.5 * x * (1.0 + inner.tanh());
-        assert!((y as f64 - want).abs() <= 1e-5 * want.abs().max(1.0), "gelu({x}) = {y}, want {want}");
+        assert!(
+            (y as f64 - want).abs() <= 1e-5 * want.abs().max(1.0),
+            "gelu({x}) = {y}, want {want}"
+        );
     }
     Ok(())
 }
@@ -282,7 +294,12 @@ fn every_rank_receives_from_its_left(_ctx: &Context) -> vigil::Result<()> {
     group.run(|rank, ctx| {
         let kernel = Module::from_ptx(ctx, PTX)?.kernel::<pass_right>()?;
         let stream = Stream::new(ctx)?;
-        let args = (data.peers(rank)?, flags.peers(rank)?, out.peer(rank, rank)?, 1u32);
+        let args = (
+            data.peers(rank)?,
+            flags.peers(rank)?,
+            out.peer(rank, rank)?,
+            1u32,
+        );
         stream.launch(&kernel, LaunchConfig::new(1, 32), args)?;
         stream.synchronize()
     })?;

@@ -31,7 +31,10 @@ pub fn add_vec4(x: GlobalSlice<f32>, y: GlobalSlice<f32>, out: GlobalSliceMut<f3
     let i = global_index_x();
     if i < out.len() {
         let (a, b) = (x.load(i).0, y.load(i).0);
-        out.store(i, Vec4([a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3]]));
+        out.store(
+            i,
+            Vec4([a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3]]),
+        );
     }
 }
 // ANCHOR_END: add_vec4
