@@ -165,7 +165,7 @@ pub trait Sanitizer: Copy + Default + Send + Sync + 'static {
     /// The calling thread declared a shared array of `array_bytes` bytes
     /// that `S` cannot check: its accesses go unchecked, and the
     /// sanitizer says so in its reports. Default: nothing (the CPU
-    /// backend checks every array). The device crate no longer calls it:
+    /// backend checks every array). The device crate does not call it:
     /// the GPU sanitizer decides at the declaration (a `shared_access` of
     /// size 0) whether its device-memory shadow covers the array.
     #[inline(always)]
