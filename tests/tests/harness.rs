@@ -176,6 +176,8 @@ impl std::fmt::Display for OnlyDisplay {
     }
 }
 
+// The `&&` is the expansion's: method lookup picks the impl by it.
+#[allow(clippy::needless_borrow)]
 #[test]
 fn a_failing_tests_message_is_its_errors_text_with_its_causes() {
     // The expression `#[vigil::test]` expands to around the body's value.

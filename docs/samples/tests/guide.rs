@@ -25,8 +25,8 @@ fn axpy_matches_the_host(ctx: &Context) -> vigil::Result<()> {
     let config = LaunchConfig::for_num_elems(n, 256);
     stream.launch(&kernel, config, (2.0f32, &x, &mut y))?;
     let got = y.to_vec(&stream)?;
-    for i in 0..n {
-        assert_eq!(got[i], 2.0 * xs[i] + ys[i], "element {i}");
+    for ((got, x), y) in got.iter().zip(&xs).zip(&ys) {
+        assert_eq!(*got, 2.0 * x + y);
     }
     Ok(())
 }
