@@ -3,7 +3,7 @@
 use vigil_device::prelude::*;
 
 // ANCHOR: block_sum
-/// Threads per block of [`block_sum`] (its shared array's length).
+/// Threads per block of `block_sum` (its shared array's length).
 pub const BLOCK: usize = 256;
 
 /// `sums[b]` = the sum of block `b`'s part of `x` (blocks of [`BLOCK`]
