@@ -1,0 +1,445 @@
+//! Kernels on a shared stack (`vigil_kernels::shared_stack`), on every
+//! backend under Vigil's harness: a GEMM and a row softmax in one kernel
+//! whose phases' tiles reuse one region of dynamic shared memory, against
+//! a host reference, plain and sanitized; the same kernel with an
+//! unsynced reuse, reported as a race between the old tile's access and
+//! the new tile's with both tiles' push sites; the launch giving a stack
+//! its capacity, or an error when the device cannot; a property test of
+//! the stack's placement against a model; misuses on the CPU backend.
+
+use std::collections::BTreeSet;
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use vigil::unstable::cpu::{CpuError, CpuExecutor};
+use vigil::{
+    Context, DeviceBuffer, Error, Kernel, LaunchConfig, LaunchConfigError, MemorySpace, Module,
+    RaceReports, Stream,
+};
+use vigil_kernels::shared_stack::{self as k, BK, BM, BN, GEMM_THREADS};
+use vigil_tests::{Rng, KERNELS_PTX};
+
+#[allow(dead_code)] // this suite uses its marker lookup only
+mod common;
+
+const SOURCE: &str = include_str!("../kernels/src/shared_stack.rs");
+
+/// The line of the kernels' source that carries `// @marker`.
+fn line(marker: &str) -> u32 {
+    common::marker_line(SOURCE, "shared_stack.rs", marker)
+}
+
+fn setup(ctx: &Context) -> (Stream, Module) {
+    let stream = Stream::new(ctx).expect("stream");
+    let module = Module::from_ptx(ctx, KERNELS_PTX).expect("load vigil-kernels PTX");
+    (stream, module)
+}
+
+/// `softmax(a b)` by rows, in `f64`: `a` is `m` x `kd`, `b` is `kd` x `BN`.
+fn gemm_softmax_reference(a: &[f32], b: &[f32], m: usize, kd: usize) -> Vec<f64> {
+    let mut out = vec![0.0; m * BN];
+    for r in 0..m {
+        let row = &mut out[r * BN..(r + 1) * BN];
+        for (c, v) in row.iter_mut().enumerate() {
+            *v = (0..kd)
+                .map(|i| f64::from(a[r * kd + i]) * f64::from(b[i * BN + c]))
+                .sum();
+        }
+        let max = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let total: f64 = row.iter().map(|v| (v - max).exp()).sum();
+        row.iter_mut().for_each(|v| *v = (*v - max).exp() / total);
+    }
+    out
+}
+
+/// The shape each backend runs: blocks (of `BM` rows) and `k`.
+fn gemm_shape(ctx: &Context) -> (usize, usize) {
+    match (ctx.is_cpu(), ctx.is_sanitized()) {
+        (true, _) => (2, 2 * BK),
+        (false, true) => (ctx.sm_count() as usize, 2 * BK),
+        (false, false) => (4 * ctx.sm_count() as usize, 8 * BK),
+    }
+}
+
+/// Inputs for `blocks` blocks and depth `kd`, uploaded: `a`, `b`, the
+/// output buffer, and the host copies.
+struct GemmCase {
+    m: usize,
+    kd: usize,
+    a: Vec<f32>,
+    b: Vec<f32>,
+    da: DeviceBuffer<f32>,
+    db: DeviceBuffer<f32>,
+    out: DeviceBuffer<f32>,
+}
+
+impl GemmCase {
+    fn new(stream: &Stream, blocks: usize, kd: usize, seed: u64) -> GemmCase {
+        let m = blocks * BM;
+        let mut rng = Rng::new(seed);
+        // Small entries keep the rows' logits within a few units.
+        let a: Vec<f32> = rng.f32s(m * kd).iter().map(|v| v * 0.25).collect();
+        let b = rng.f32s(kd * BN);
+        GemmCase {
+            m,
+            kd,
+            da: DeviceBuffer::from_slice(stream, &a).unwrap(),
+            db: DeviceBuffer::from_slice(stream, &b).unwrap(),
+            out: DeviceBuffer::alloc_zeroed(stream, m * BN).unwrap(),
+            a,
+            b,
+        }
+    }
+
+    /// The launch: one block of `GEMM_THREADS` per `BM` rows, no dynamic
+    /// shared memory asked for (the stack's capacity comes from the kernel).
+    fn config(&self) -> LaunchConfig {
+        LaunchConfig::new((self.m / BM) as u32, GEMM_THREADS)
+    }
+
+    /// Checks the output against the host reference.
+    fn check(&self, stream: &Stream) {
+        let got = self.out.to_vec(stream).unwrap();
+        let want = gemm_softmax_reference(&self.a, &self.b, self.m, self.kd);
+        let mut worst = 0.0f64;
+        for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+            let err = (f64::from(g) - w).abs();
+            assert!(
+                err <= 1e-6 + 1e-3 * w,
+                "row {} column {}: {g} against the host's {w}",
+                i / BN,
+                i % BN
+            );
+            worst = worst.max(err / w.max(1e-30));
+        }
+        println!(
+            "gemm_softmax: {} x {} x {BN} matches the host reference (worst relative error {worst:.2e})",
+            self.m, self.kd
+        );
+    }
+}
+
+/// Prints what the stack saves against a static layout of the same tiles.
+fn print_layout() {
+    let saved = k::GEMM_SOFTMAX_STATIC - k::GEMM_SOFTMAX_STACK;
+    println!(
+        "gemm_softmax shared memory per block: stack {} bytes (the larger phase: GEMM {:?}, softmax {:?}); \
+         a static layout of the same tiles {} bytes; reuse saves {saved} bytes ({} KiB)",
+        k::GEMM_SOFTMAX_STACK,
+        k::GEMM_TILES,
+        k::SOFTMAX_TILES,
+        k::GEMM_SOFTMAX_STATIC,
+        saved / 1024
+    );
+}
+
+#[vigil::test(cpu, plain)]
+fn the_stack_needs_the_larger_phase_and_a_static_layout_the_sum(_: &Context) {
+    assert_eq!(k::GEMM_SOFTMAX_STACK, 192 * 1024);
+    assert_eq!(k::GEMM_SOFTMAX_STATIC, 321 * 1024);
+    // Past what an H100 or H200 gives a block (227 KiB with opt-in), the
+    // CPU backend's limit: only reuse makes the kernel launchable.
+    let limit = CpuExecutor::LIMITS.max_shared_mem_per_block_optin as usize;
+    assert!(k::GEMM_SOFTMAX_STATIC > limit && k::GEMM_SOFTMAX_STACK <= limit);
+    assert_eq!(
+        <k::gemm_softmax as Kernel>::DYNAMIC_SHARED_BYTES,
+        k::GEMM_SOFTMAX_STACK
+    );
+    assert_eq!(<k::stack_phases as Kernel>::DYNAMIC_SHARED_BYTES, k::PHASES_STACK);
+    assert_eq!(<k::stack_phases_hand_placed as Kernel>::DYNAMIC_SHARED_BYTES, 0);
+    print_layout();
+}
+
+/// The GEMM's tiles popped with a barrier, sanitized: the output matches
+/// the host and the sanitizer finds nothing (the harness fails the test on
+/// a race).
+#[vigil::test]
+fn gemm_softmax_matches_the_host(ctx: &Context) {
+    let (stream, module) = setup(ctx);
+    let kernel = module.kernel::<k::gemm_softmax>().unwrap();
+    let (blocks, kd) = gemm_shape(ctx);
+    let mut case = GemmCase::new(&stream, blocks, kd, 7);
+    let config = case.config();
+    stream
+        .launch(&kernel, config, (&case.da, &case.db, &mut case.out, kd as u32))
+        .unwrap();
+    case.check(&stream);
+    print_layout();
+}
+
+/// The same, plain (no sanitizer), larger on a GPU.
+#[vigil::test(plain)]
+fn gemm_softmax_plain_matches_the_host(ctx: &Context) {
+    let (stream, module) = setup(ctx);
+    let kernel = module.kernel::<k::gemm_softmax>().unwrap();
+    let (blocks, kd) = gemm_shape(ctx);
+    let mut case = GemmCase::new(&stream, blocks, kd, 8);
+    let config = case.config();
+    stream
+        .launch(&kernel, config, (&case.da, &case.db, &mut case.out, kd as u32))
+        .unwrap();
+    case.check(&stream);
+}
+
+/// Checks that every report of `gemm_softmax_unsynced` is the reuse race:
+/// a read of the GEMM's `a` or `b` tile against a write of the softmax's
+/// output tile over the same bytes, each access naming its own tile's
+/// push; returns the GEMM tiles' read lines seen.
+fn reuse_races(reports: &RaceReports) -> BTreeSet<u32> {
+    let (read_a, read_b, write_c) = (line("read-a"), line("read-b"), line("write-c"));
+    let push_of = |access: u32| match access {
+        l if l == read_a => line("push-a"),
+        l if l == read_b => line("push-b"),
+        l if l == write_c => line("push-c"),
+        other => panic!("an access at line {other} in:\n{reports}"),
+    };
+    assert!(!reports.is_empty(), "the unsynced reuse was not reported");
+    assert_eq!(reports.dropped(), 0);
+    let mut reads = BTreeSet::new();
+    for r in reports.iter() {
+        assert_eq!(r.space, MemorySpace::Shared, "{r}");
+        assert!(r.prior.same_block, "{r}");
+        let current = r.current.location.as_ref().expect("current location");
+        let prior = r.prior.location.as_ref().expect("prior location");
+        let (read, write) = if current.line == write_c {
+            (prior.line, current.line)
+        } else {
+            (current.line, prior.line)
+        };
+        assert_eq!(write, write_c, "{r}");
+        assert!(read == read_a || read == read_b, "{r}");
+        for (access, view) in [
+            (current, &r.current.shared_view),
+            (prior, &r.prior.shared_view),
+        ] {
+            let view = view
+                .as_ref()
+                .unwrap_or_else(|| panic!("no tile named for {access} in\n{r}"));
+            assert!(view.file.ends_with("shared_stack.rs"), "{r}");
+            assert_eq!(view.line, push_of(access.line), "{r}");
+        }
+        let text = r.to_string();
+        assert_eq!(
+            text.matches("through the shared view allocated at").count(),
+            2,
+            "{text}"
+        );
+        reads.insert(read);
+    }
+    reads
+}
+
+/// The GEMM's tiles popped without a barrier: threads that finished the
+/// last GEMM step write the output tile over bytes other threads still
+/// read. Reported, naming the GEMM tile's read, the output tile's write
+/// (`file:line:column` of both) and each tile's push. On the GPU the
+/// sanitizer's window shadow covers the first 60-odd KiB of a block's
+/// shared memory (ARCHITECTURE.md), where the output tile lies over the
+/// `a` tile; the CPU backend sees the reuse of `b`'s bytes too.
+#[vigil::test]
+fn an_unsynced_reuse_is_reported_with_both_tiles(ctx: &Context) {
+    let (stream, module) = setup(ctx);
+    let kernel = module.kernel::<k::gemm_softmax_unsynced>().unwrap();
+    let mut case = GemmCase::new(&stream, if ctx.is_cpu() { 1 } else { 8 }, BK, 9);
+    let config = case.config();
+    stream
+        .launch(&kernel, config, (&case.da, &case.db, &mut case.out, BK as u32))
+        .unwrap();
+    let reports = match ctx.synchronize() {
+        Err(Error::Races(r)) => r,
+        other => panic!("expected the reuse race, got {other:?}"),
+    };
+    println!("{reports}");
+    let reads = reuse_races(&reports);
+    if ctx.is_cpu() {
+        assert_eq!(
+            reads,
+            BTreeSet::from([line("read-a"), line("read-b")]),
+            "{reports}"
+        );
+    }
+}
+
+/// The unsynced kernel in a plain context: it runs (the race is the
+/// sanitizer's to find, not a fault).
+#[vigil::test(plain)]
+fn an_unsynced_reuse_runs_plain(ctx: &Context) {
+    let (stream, module) = setup(ctx);
+    let kernel = module.kernel::<k::gemm_softmax_unsynced>().unwrap();
+    let mut case = GemmCase::new(&stream, 1, BK, 10);
+    let config = case.config();
+    stream
+        .launch(&kernel, config, (&case.da, &case.db, &mut case.out, BK as u32))
+        .unwrap();
+    ctx.synchronize().unwrap();
+}
+
+/// `stack_phases` and its hand-placed twin compute `out[t] = -(x[t] + t)`;
+/// the stack's launch needs no shared-memory size, the hand-placed one is
+/// given it.
+#[vigil::test]
+fn a_stack_computes_what_hand_placed_views_compute(ctx: &Context) {
+    let (stream, module) = setup(ctx);
+    let xs = Rng::new(3).f32s(256);
+    let x = DeviceBuffer::from_slice(&stream, &xs).unwrap();
+    let want: Vec<f32> = xs.iter().enumerate().map(|(t, v)| -(v + t as f32)).collect();
+    let one_block = LaunchConfig::new(1, k::PHASES_THREADS);
+    let mut out = DeviceBuffer::<f32>::alloc_zeroed(&stream, 256).unwrap();
+    let stack = module.kernel::<k::stack_phases>().unwrap();
+    stream.launch(&stack, one_block, (&x, &mut out)).unwrap();
+    assert_eq!(out.to_vec(&stream).unwrap(), want);
+    let mut out = DeviceBuffer::<f32>::alloc_zeroed(&stream, 256).unwrap();
+    let hand = module.kernel::<k::stack_phases_hand_placed>().unwrap();
+    let sized = one_block.with_shared_mem(k::PHASES_STACK as u32);
+    stream.launch(&hand, sized, (&x, &mut out)).unwrap();
+    assert_eq!(out.to_vec(&stream).unwrap(), want);
+}
+
+/// A stack no device can hold (240 KiB) fails at launch, before the kernel
+/// runs, with the typed error naming the stack, the static shared memory
+/// of the entry that would run and the device's limit.
+#[vigil::test]
+fn a_stack_the_device_cannot_hold_is_a_launch_error(ctx: &Context) {
+    let (stream, module) = setup(ctx);
+    let kernel = module.kernel::<k::stack_too_big>().unwrap();
+    let mut out = DeviceBuffer::<f32>::alloc_zeroed(&stream, 1).unwrap();
+    let e = stream
+        .launch(&kernel, LaunchConfig::new(1, 32), (&mut out,))
+        .expect_err("a 240 KiB stack");
+    match &e {
+        Error::LaunchConfig {
+            kernel,
+            problem:
+                LaunchConfigError::SharedStackTooLarge {
+                    stack_bytes, limit, ..
+                },
+        } => {
+            assert!(kernel.starts_with("stack_too_big"), "{e}");
+            assert_eq!(*stack_bytes, k::TOO_BIG_STACK as u64);
+            assert_eq!(*limit, ctx.max_shared_mem_per_block_optin());
+        }
+        other => panic!("expected SharedStackTooLarge, got {other:?}"),
+    }
+    assert!(e.to_string().contains("shared stack of 245760 bytes"), "{e}");
+    // Nothing ran: the buffer is as it was.
+    assert_eq!(out.to_vec(&stream).unwrap(), [0.0]);
+}
+
+/// A script of pushes and pops, checked against a model of the stack:
+/// each push's offset is the sum of the tiles below it, and each popped
+/// tile still holds what was written into it (no live tiles overlap).
+#[vigil::test(cpu, plain)]
+fn pushes_and_pops_place_tiles_as_a_stack_model_does(ctx: &Context) {
+    let (stream, module) = setup(ctx);
+    let kernel = module.kernel::<k::stack_script>().unwrap();
+    // Intents: 0-3 push a class, 4 pop; those that would overflow the
+    // stack or its depth, or pop an empty one, are left out.
+    let script = proptest::collection::vec(0u32..5, 1..40).prop_map(|intents| {
+        let (mut ops, mut sizes) = (Vec::new(), Vec::<usize>::new());
+        for op in intents {
+            if op == 4 {
+                if sizes.pop().is_some() {
+                    ops.push(op);
+                }
+            } else {
+                let used: usize = sizes.iter().sum();
+                let size = k::SCRIPT_TILES[op as usize];
+                if sizes.len() < k::SCRIPT_DEPTH && used + size <= k::SCRIPT_STACK {
+                    sizes.push(size);
+                    ops.push(op);
+                }
+            }
+        }
+        ops.extend(std::iter::repeat_n(4, sizes.len()));
+        ops
+    });
+    let mut runner = TestRunner::new(Config {
+        cases: 48,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    runner
+        .run(&script, |ops| {
+            let d_ops = DeviceBuffer::from_slice(&stream, &ops).unwrap();
+            let mut out = DeviceBuffer::<u32>::alloc_zeroed(&stream, ops.len()).unwrap();
+            stream
+                .launch(&kernel, LaunchConfig::new(1, 1), (&d_ops, &mut out))
+                .unwrap();
+            let got = out.to_vec(&stream).unwrap();
+            let mut sizes = Vec::<usize>::new();
+            for (i, &op) in ops.iter().enumerate() {
+                let want = if op == 4 {
+                    sizes.pop();
+                    1
+                } else {
+                    let offset: usize = sizes.iter().sum();
+                    sizes.push(k::SCRIPT_TILES[op as usize]);
+                    offset as u32
+                };
+                prop_assert_eq!(got[i], want, "op {} of {:?}: {:?}", i, ops, got);
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// The panic message of a CPU launch that failed with a kernel panic.
+fn kernel_panic(outcome: vigil::Result<()>) -> (String, Option<String>) {
+    match outcome {
+        Err(Error::Cpu(CpuError::KernelPanic {
+            message, location, ..
+        })) => (message, location),
+        other => panic!("expected a kernel panic, got {other:?}"),
+    }
+}
+
+/// Popping a tile that is not the top, or pushing past the capacity,
+/// panics at the offending call (on a GPU the kernel traps).
+#[vigil::test(cpu, plain)]
+fn misuses_panic_where_they_happen(ctx: &Context) {
+    let (stream, module) = setup(ctx);
+    let kernel = module.kernel::<k::stack_misuse>().unwrap();
+    for (mode, marker, says) in [
+        (0u32, "pop-out-of-order", "not its top"),
+        (1, "push-past-capacity", "shared stack overflow"),
+    ] {
+        let mut out = DeviceBuffer::<u32>::alloc_zeroed(&stream, 1).unwrap();
+        let outcome = stream.launch(&kernel, LaunchConfig::new(1, 1), (&mut out, mode));
+        let (message, location) = kernel_panic(outcome);
+        assert!(message.contains(says), "{message}");
+        let location = location.expect("the panic's location");
+        assert!(
+            location.contains(&format!("shared_stack.rs:{}:", line(marker))),
+            "{location}"
+        );
+    }
+}
+
+/// A launch that gives a stack less dynamic shared memory than its
+/// capacity (an untyped launch) panics when the stack is made, on the CPU
+/// backend, instead of handing out tiles past the launch's memory.
+#[vigil::test(cpu, plain)]
+fn an_untyped_launch_without_the_stack_s_memory_panics(ctx: &Context) {
+    let (stream, module) = setup(ctx);
+    let kernel = module.kernel::<k::stack_misuse>().unwrap();
+    let mut out = DeviceBuffer::<u32>::alloc_zeroed(&stream, 1).unwrap();
+    let args = [
+        vigil::KernelArgValue::slice_mut(&mut out),
+        vigil::KernelArgValue::U32(2),
+    ];
+    // SAFETY: the arguments are the kernel's (an output slice and a mode).
+    let outcome = unsafe {
+        stream.launch_dynamic(
+            kernel.function(),
+            LaunchConfig::new(1, 1).with_shared_mem(1024),
+            &args,
+        )
+    };
+    let (message, _) = kernel_panic(outcome);
+    assert!(
+        message.contains("shared stack of 2048 bytes, but the launch gave 1024"),
+        "{message}"
+    );
+}
+
+vigil::test_main!();
