@@ -1090,7 +1090,10 @@ mod tests {
         }
         assert_eq!(view_number(&table, sites[VIEWS]), 0);
         assert_eq!(view_number(&table, 0), 0);
-        assert_eq!(near_address(0x1234_5678, 0x7f00_1200_0000), 0x7f00_1234_5678);
+        assert_eq!(
+            near_address(0x1234_5678, 0x7f00_1200_0000),
+            0x7f00_1234_5678
+        );
     }
 
     /// The ordering rule against a reference: a list of every collective

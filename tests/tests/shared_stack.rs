@@ -16,7 +16,8 @@ use vigil::{
     Context, DeviceBuffer, Error, Kernel, LaunchConfig, LaunchConfigError, MemorySpace, Module,
     RaceReports, Stream,
 };
-use vigil_kernels::shared_stack::{self as k, BK, BM, BN, GEMM_THREADS};
+use vigil_kernels::shared_stack::{self as k, BK, BN};
+use vigil_tests::programs::gemm_softmax::{layout_line, GemmInputs};
 use vigil_tests::{Rng, KERNELS_PTX};
 
 #[allow(dead_code)] // this suite uses its marker lookup only
@@ -35,101 +36,43 @@ fn setup(ctx: &Context) -> (Stream, Module) {
     (stream, module)
 }
 
-/// `softmax(a b)` by rows, in `f64`: `a` is `m` x `kd`, `b` is `kd` x `BN`.
-fn gemm_softmax_reference(a: &[f32], b: &[f32], m: usize, kd: usize) -> Vec<f64> {
-    let mut out = vec![0.0; m * BN];
-    for r in 0..m {
-        let row = &mut out[r * BN..(r + 1) * BN];
-        for (c, v) in row.iter_mut().enumerate() {
-            *v = (0..kd)
-                .map(|i| f64::from(a[r * kd + i]) * f64::from(b[i * BN + c]))
-                .sum();
-        }
-        let max = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-        let total: f64 = row.iter().map(|v| (v - max).exp()).sum();
-        row.iter_mut().for_each(|v| *v = (*v - max).exp() / total);
-    }
-    out
-}
-
 /// The shape each backend runs: blocks (of `BM` rows) and `k`.
 fn gemm_shape(ctx: &Context) -> (usize, usize) {
     match (ctx.is_cpu(), ctx.is_sanitized()) {
         (true, _) => (2, 2 * BK),
         (false, true) => (ctx.sm_count() as usize, 2 * BK),
-        (false, false) => (4 * ctx.sm_count() as usize, 8 * BK),
+        (false, false) => (ctx.sm_count() as usize, 4 * BK),
     }
 }
 
-/// Inputs for `blocks` blocks and depth `kd`, uploaded: `a`, `b`, the
-/// output buffer, and the host copies.
-struct GemmCase {
-    m: usize,
-    kd: usize,
-    a: Vec<f32>,
-    b: Vec<f32>,
-    da: DeviceBuffer<f32>,
-    db: DeviceBuffer<f32>,
-    out: DeviceBuffer<f32>,
+/// The parameters of both GEMM kernels.
+type GemmParams = <k::gemm_softmax as Kernel>::Params;
+
+/// Launches `K` on fresh inputs of `blocks` blocks and depth `k`.
+fn launch_gemm<K>(ctx: &Context, blocks: usize, k: usize, seed: u64) -> (Stream, GemmInputs)
+where
+    K: Kernel<Params = GemmParams>,
+{
+    let (stream, module) = setup(ctx);
+    let kernel = module.kernel::<K>().unwrap();
+    let mut inputs = GemmInputs::new(&stream, blocks, k, seed).unwrap();
+    let config = inputs.config();
+    stream
+        .launch(
+            &kernel,
+            config,
+            (&inputs.da, &inputs.db, &mut inputs.out, k as u32),
+        )
+        .unwrap();
+    (stream, inputs)
 }
 
-impl GemmCase {
-    fn new(stream: &Stream, blocks: usize, kd: usize, seed: u64) -> GemmCase {
-        let m = blocks * BM;
-        let mut rng = Rng::new(seed);
-        // Small entries keep the rows' logits within a few units.
-        let a: Vec<f32> = rng.f32s(m * kd).iter().map(|v| v * 0.25).collect();
-        let b = rng.f32s(kd * BN);
-        GemmCase {
-            m,
-            kd,
-            da: DeviceBuffer::from_slice(stream, &a).unwrap(),
-            db: DeviceBuffer::from_slice(stream, &b).unwrap(),
-            out: DeviceBuffer::alloc_zeroed(stream, m * BN).unwrap(),
-            a,
-            b,
-        }
-    }
-
-    /// The launch: one block of `GEMM_THREADS` per `BM` rows, no dynamic
-    /// shared memory asked for (the stack's capacity comes from the kernel).
-    fn config(&self) -> LaunchConfig {
-        LaunchConfig::new((self.m / BM) as u32, GEMM_THREADS)
-    }
-
-    /// Checks the output against the host reference.
-    fn check(&self, stream: &Stream) {
-        let got = self.out.to_vec(stream).unwrap();
-        let want = gemm_softmax_reference(&self.a, &self.b, self.m, self.kd);
-        let mut worst = 0.0f64;
-        for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
-            let err = (f64::from(g) - w).abs();
-            assert!(
-                err <= 1e-6 + 1e-3 * w,
-                "row {} column {}: {g} against the host's {w}",
-                i / BN,
-                i % BN
-            );
-            worst = worst.max(err / w.max(1e-30));
-        }
-        println!(
-            "gemm_softmax: {} x {} x {BN} matches the host reference (worst relative error {worst:.2e})",
-            self.m, self.kd
-        );
-    }
-}
-
-/// Prints what the stack saves against a static layout of the same tiles.
-fn print_layout() {
-    let saved = k::GEMM_SOFTMAX_STATIC - k::GEMM_SOFTMAX_STACK;
+/// Checks the output against the host reference and says so.
+fn check_gemm(stream: &Stream, inputs: &GemmInputs) {
+    let worst = inputs.check(stream).unwrap();
     println!(
-        "gemm_softmax shared memory per block: stack {} bytes (the larger phase: GEMM {:?}, softmax {:?}); \
-         a static layout of the same tiles {} bytes; reuse saves {saved} bytes ({} KiB)",
-        k::GEMM_SOFTMAX_STACK,
-        k::GEMM_TILES,
-        k::SOFTMAX_TILES,
-        k::GEMM_SOFTMAX_STATIC,
-        saved / 1024
+        "gemm_softmax: {} x {} x {BN} matches the host reference (worst relative error {worst:.2e})",
+        inputs.m, inputs.k
     );
 }
 
@@ -145,9 +88,15 @@ fn the_stack_needs_the_larger_phase_and_a_static_layout_the_sum(_: &Context) {
         <k::gemm_softmax as Kernel>::DYNAMIC_SHARED_BYTES,
         k::GEMM_SOFTMAX_STACK
     );
-    assert_eq!(<k::stack_phases as Kernel>::DYNAMIC_SHARED_BYTES, k::PHASES_STACK);
-    assert_eq!(<k::stack_phases_hand_placed as Kernel>::DYNAMIC_SHARED_BYTES, 0);
-    print_layout();
+    assert_eq!(
+        <k::stack_phases as Kernel>::DYNAMIC_SHARED_BYTES,
+        k::PHASES_STACK
+    );
+    assert_eq!(
+        <k::stack_phases_hand_placed as Kernel>::DYNAMIC_SHARED_BYTES,
+        0
+    );
+    println!("gemm_softmax: {}", layout_line(limit as u32));
 }
 
 /// The GEMM's tiles popped with a barrier, sanitized: the output matches
@@ -155,30 +104,21 @@ fn the_stack_needs_the_larger_phase_and_a_static_layout_the_sum(_: &Context) {
 /// a race).
 #[vigil::test]
 fn gemm_softmax_matches_the_host(ctx: &Context) {
-    let (stream, module) = setup(ctx);
-    let kernel = module.kernel::<k::gemm_softmax>().unwrap();
     let (blocks, kd) = gemm_shape(ctx);
-    let mut case = GemmCase::new(&stream, blocks, kd, 7);
-    let config = case.config();
-    stream
-        .launch(&kernel, config, (&case.da, &case.db, &mut case.out, kd as u32))
-        .unwrap();
-    case.check(&stream);
-    print_layout();
+    let (stream, inputs) = launch_gemm::<k::gemm_softmax>(ctx, blocks, kd, 7);
+    check_gemm(&stream, &inputs);
+    println!(
+        "gemm_softmax: {}",
+        layout_line(ctx.max_shared_mem_per_block_optin())
+    );
 }
 
-/// The same, plain (no sanitizer), larger on a GPU.
+/// The same, plain (no sanitizer).
 #[vigil::test(plain)]
 fn gemm_softmax_plain_matches_the_host(ctx: &Context) {
-    let (stream, module) = setup(ctx);
-    let kernel = module.kernel::<k::gemm_softmax>().unwrap();
     let (blocks, kd) = gemm_shape(ctx);
-    let mut case = GemmCase::new(&stream, blocks, kd, 8);
-    let config = case.config();
-    stream
-        .launch(&kernel, config, (&case.da, &case.db, &mut case.out, kd as u32))
-        .unwrap();
-    case.check(&stream);
+    let (stream, inputs) = launch_gemm::<k::gemm_softmax>(ctx, blocks, kd, 8);
+    check_gemm(&stream, &inputs);
 }
 
 /// Checks that every report of `gemm_softmax_unsynced` is the reuse race:
@@ -238,13 +178,8 @@ fn reuse_races(reports: &RaceReports) -> BTreeSet<u32> {
 /// `a` tile; the CPU backend sees the reuse of `b`'s bytes too.
 #[vigil::test]
 fn an_unsynced_reuse_is_reported_with_both_tiles(ctx: &Context) {
-    let (stream, module) = setup(ctx);
-    let kernel = module.kernel::<k::gemm_softmax_unsynced>().unwrap();
-    let mut case = GemmCase::new(&stream, if ctx.is_cpu() { 1 } else { 8 }, BK, 9);
-    let config = case.config();
-    stream
-        .launch(&kernel, config, (&case.da, &case.db, &mut case.out, BK as u32))
-        .unwrap();
+    let blocks = if ctx.is_cpu() { 1 } else { 8 };
+    launch_gemm::<k::gemm_softmax_unsynced>(ctx, blocks, BK, 9);
     let reports = match ctx.synchronize() {
         Err(Error::Races(r)) => r,
         other => panic!("expected the reuse race, got {other:?}"),
@@ -264,13 +199,7 @@ fn an_unsynced_reuse_is_reported_with_both_tiles(ctx: &Context) {
 /// sanitizer's to find, not a fault).
 #[vigil::test(plain)]
 fn an_unsynced_reuse_runs_plain(ctx: &Context) {
-    let (stream, module) = setup(ctx);
-    let kernel = module.kernel::<k::gemm_softmax_unsynced>().unwrap();
-    let mut case = GemmCase::new(&stream, 1, BK, 10);
-    let config = case.config();
-    stream
-        .launch(&kernel, config, (&case.da, &case.db, &mut case.out, BK as u32))
-        .unwrap();
+    launch_gemm::<k::gemm_softmax_unsynced>(ctx, 1, BK, 10);
     ctx.synchronize().unwrap();
 }
 
@@ -282,7 +211,11 @@ fn a_stack_computes_what_hand_placed_views_compute(ctx: &Context) {
     let (stream, module) = setup(ctx);
     let xs = Rng::new(3).f32s(256);
     let x = DeviceBuffer::from_slice(&stream, &xs).unwrap();
-    let want: Vec<f32> = xs.iter().enumerate().map(|(t, v)| -(v + t as f32)).collect();
+    let want: Vec<f32> = xs
+        .iter()
+        .enumerate()
+        .map(|(t, v)| -(v + t as f32))
+        .collect();
     let one_block = LaunchConfig::new(1, k::PHASES_THREADS);
     let mut out = DeviceBuffer::<f32>::alloc_zeroed(&stream, 256).unwrap();
     let stack = module.kernel::<k::stack_phases>().unwrap();
@@ -320,7 +253,10 @@ fn a_stack_the_device_cannot_hold_is_a_launch_error(ctx: &Context) {
         }
         other => panic!("expected SharedStackTooLarge, got {other:?}"),
     }
-    assert!(e.to_string().contains("shared stack of 245760 bytes"), "{e}");
+    assert!(
+        e.to_string().contains("shared stack of 245760 bytes"),
+        "{e}"
+    );
     // Nothing ran: the buffer is as it was.
     assert_eq!(out.to_vec(&stream).unwrap(), [0.0]);
 }

@@ -980,8 +980,15 @@ fn window_access(access: SharedAccess, loc: &'static Location<'static>) {
     // Views over the same bytes (a tile pushed where a popped one was)
     // share these records: each record names its view by number.
     let view = view_number(counters.views(), site_bits(&access));
-    let c = Checked::new(b, access.kind, access.size, array_space(&access, false), keys, loc)
-        .through_view(view);
+    let c = Checked::new(
+        b,
+        access.kind,
+        access.size,
+        array_space(&access, false),
+        keys,
+        loc,
+    )
+    .through_view(view);
     let tag = WindowShadow::tag(b.stamp, c.interval);
     let start = arch::shared_window_offset(access.addr) as usize;
     c.words(access.addr, start, |w| {

@@ -17,12 +17,13 @@ pub const BM: usize = 128;
 pub const BN: usize = 256;
 /// Depth of one step of the GEMM (`k` is a multiple of it).
 pub const BK: usize = 128;
-/// Threads per block of [`gemm_softmax()`]: each computes an 8 x 16 part
-/// of the block's `BM` x `BN` output tile.
-pub const GEMM_THREADS: u32 = 256;
+/// Threads per block of [`gemm_softmax()`]: each computes an 8 x 8 part
+/// of the block's `BM` x `BN` output tile (rows `8 * (t / 32) ..`, every
+/// 32nd column from `t % 32`).
+pub const GEMM_THREADS: u32 = 512;
 const TM: usize = 8;
-const TN: usize = 16;
-const _: () = assert!((BM / TM) * (BN / TN) == GEMM_THREADS as usize && BN == GEMM_THREADS as usize);
+const TN: usize = 8;
+const _: () = assert!((BM / TM) * (BN / TN) == GEMM_THREADS as usize && BN / TN == 32);
 
 /// The GEMM phase's tiles: a `BM` x `BK` step of `a` (64 KiB) and a `BK`
 /// x `BN` step of `b` (128 KiB).
@@ -40,21 +41,23 @@ const fn sum(tiles: &[usize]) -> usize {
     total
 }
 
+/// The GEMM phase's shared memory (192 KiB).
+pub const GEMM_PHASE: usize = sum(&GEMM_TILES);
+/// The softmax phase's shared memory (129 KiB).
+pub const SOFTMAX_PHASE: usize = sum(&SOFTMAX_TILES);
+
 /// The shared memory a block of [`gemm_softmax()`] needs with its phases'
 /// tiles on one stack: the larger phase (192 KiB).
-pub const GEMM_SOFTMAX_STACK: usize = {
-    let (gemm, softmax) = (sum(&GEMM_TILES), sum(&SOFTMAX_TILES));
-    if gemm > softmax {
-        gemm
-    } else {
-        softmax
-    }
+pub const GEMM_SOFTMAX_STACK: usize = if GEMM_PHASE > SOFTMAX_PHASE {
+    GEMM_PHASE
+} else {
+    SOFTMAX_PHASE
 };
 
 /// The shared memory the same tiles need laid out side by side, each for
 /// the whole kernel (321 KiB: more than the 227 KiB an H100 or H200 gives
 /// a block).
-pub const GEMM_SOFTMAX_STATIC: usize = sum(&GEMM_TILES) + sum(&SOFTMAX_TILES);
+pub const GEMM_SOFTMAX_STATIC: usize = GEMM_PHASE + SOFTMAX_PHASE;
 
 /// `out = softmax(a b)` row by row, for `a` of `grid.x * BM` rows and `k`
 /// columns (a multiple of `BK`), `b` of `k` rows and `BN` columns: block
@@ -93,7 +96,7 @@ fn gemm_softmax_tile<S: Sanitizer, const SYNCED: bool>(
 ) {
     let t = thread_idx().x as usize;
     let threads = GEMM_THREADS as usize;
-    let (tx, ty) = (t % (BN / TN), t / (BN / TN));
+    let (tx, ty) = (t % 32, t / 32);
     let row0 = block_idx().x as usize * BM;
 
     // The GEMM: each step's tiles of `a` and `b` in shared memory, the
@@ -123,7 +126,7 @@ fn gemm_softmax_tile<S: Sanitizer, const SYNCED: bool>(
                 *v = a_tile.load((ty * TM + i) * BK + kk); // @read-a
             }
             for j in 0..TN {
-                let bv = b_tile.load(kk * BN + tx + j * (BN / TN)); // @read-b
+                let bv = b_tile.load(kk * BN + tx + 32 * j); // @read-b
                 for i in 0..TM {
                     acc[i][j] = math::fma(av[i], bv, acc[i][j]);
                 }
@@ -144,7 +147,7 @@ fn gemm_softmax_tile<S: Sanitizer, const SYNCED: bool>(
     let stats = smem.push::<f32, { 2 * BM }>(); // @push-stats
     for (i, row) in acc.iter().enumerate() {
         for (j, v) in row.iter().enumerate() {
-            c_tile.store((ty * TM + i) * BN + tx + j * (BN / TN), *v); // @write-c
+            c_tile.store((ty * TM + i) * BN + tx + 32 * j, *v); // @write-c
         }
     }
     sync_threads_in::<S>();
@@ -155,15 +158,19 @@ fn gemm_softmax_tile<S: Sanitizer, const SYNCED: bool>(
         for q in 0..BN / 32 {
             m = math::max(m, c_tile.load(r * BN + lane + 32 * q));
         }
-        for d in [16, 8, 4, 2, 1] {
+        let mut d = 16;
+        while d > 0 {
             m = math::max(m, warp::shfl_xor(warp::FULL_MASK, m, d));
+            d /= 2;
         }
         let mut total = 0.0;
         for q in 0..BN / 32 {
             total += math::exp(c_tile.load(r * BN + lane + 32 * q) - m);
         }
-        for d in [16, 8, 4, 2, 1] {
+        let mut d = 16;
+        while d > 0 {
             total += warp::shfl_xor(warp::FULL_MASK, total, d);
+            d /= 2;
         }
         if lane == 0 {
             stats.store(2 * r, m);
@@ -172,9 +179,15 @@ fn gemm_softmax_tile<S: Sanitizer, const SYNCED: bool>(
         r += threads / 32;
     }
     sync_threads_in::<S>();
-    for q in 0..BM {
+    let mut e = t;
+    while e < BM * BN {
+        let q = e / BN;
         let (m, inv) = (stats.load(2 * q), stats.load(2 * q + 1));
-        out.store((row0 + q) * BN + t, math::exp(c_tile.load(q * BN + t) - m) * inv);
+        out.store(
+            (row0 + q) * BN + e % BN,
+            math::exp(c_tile.load(e) - m) * inv,
+        );
+        e += threads;
     }
     // Nothing reuses these bytes before the kernel ends.
     smem.pop_unsynced((stats, c_tile));
