@@ -405,7 +405,28 @@ fn launch_too_small(bytes: usize, capacity: usize) -> ! {
 /// `S`, and sets the kernel's `Kernel::DYNAMIC_SHARED_BYTES` to the
 /// capacity (so the expression must be a constant the kernel's module
 /// sees), which a typed launch provides. A kernel body declares at most
-/// one stack and no `dynamic_shared_array!` beside it.
+/// one stack and no `dynamic_shared_array!` beside it (both would alias
+/// the stack's bytes):
+///
+/// ```compile_fail
+/// use vigil_device::prelude::*;
+///
+/// #[kernel]
+/// pub fn two_stacks(out: GlobalSliceMut<f32>) {
+///     let mut first = shared_stack!(1024);
+///     let mut second = shared_stack!(1024); // error: one stack per kernel
+/// }
+/// ```
+///
+/// ```compile_fail
+/// use vigil_device::prelude::*;
+///
+/// #[kernel]
+/// pub fn stack_and_view(out: GlobalSliceMut<f32>) {
+///     let mut smem = shared_stack!(1024);
+///     let raw = dynamic_shared_array!(f32); // error: it would alias the stack
+/// }
+/// ```
 #[macro_export]
 macro_rules! shared_stack {
     (@sanitizer $s:ty; $bytes:expr) => {

@@ -50,7 +50,9 @@ pub fn include_ptx(input: TokenStream) -> TokenStream {
 ///
 /// generates the body as `fn axpy<S: Sanitizer>(...)`, the PTX entry point
 /// `axpy` (the plain variant) in the `nvptx64` build, and a launch marker
-/// `struct axpy {}` implementing `vigil_device::Kernel`. To reach the
+/// `struct axpy {}` implementing `vigil_device::Kernel` (whose
+/// `DYNAMIC_SHARED_BYTES` is the capacity of the `shared_stack!` the body
+/// declares, if any). To reach the
 /// sanitizer type in the body (for `fence::<S>`), declare it:
 /// `fn k<S: Sanitizer>(flag: GlobalPtrMut<u32, S>)`.
 #[proc_macro_attribute]

@@ -125,6 +125,9 @@ fn gemm_softmax_tile<S: Sanitizer, const SYNCED: bool>(
             for (i, v) in av.iter_mut().enumerate() {
                 *v = a_tile.load((ty * TM + i) * BK + kk); // @read-a
             }
+            // Index loops: LLVM unrolls them and keeps `acc` in registers
+            // (with iterators over `acc` it stayed in local memory).
+            #[allow(clippy::needless_range_loop)]
             for j in 0..TN {
                 let bv = b_tile.load(kk * BN + tx + 32 * j); // @read-b
                 for i in 0..TM {

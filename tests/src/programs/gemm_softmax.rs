@@ -64,7 +64,7 @@ impl GemmInputs {
     /// `BK`), from `seed`, uploaded on `stream`.
     pub fn new(stream: &Stream, blocks: usize, k: usize, seed: u64) -> vigil::Result<GemmInputs> {
         assert!(
-            k % BK == 0 && k > 0,
+            k.is_multiple_of(BK) && k > 0,
             "k = {k} is not a positive multiple of {BK}"
         );
         let m = blocks * BM;
