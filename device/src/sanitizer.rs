@@ -82,6 +82,10 @@ pub struct SharedAccess {
     pub site: Option<&'static Location<'static>>,
 }
 
+// The GPU's same-block records keep a view's number in the low 3 bits of
+// a `Location`'s address (`vigil_shared::block::BlockRecord::with_view`).
+const _: () = assert!(core::mem::align_of::<Location<'static>>() >= 8);
+
 /// The race sanitizer's view of a kernel's memory operations.
 ///
 /// Implementations are zero-sized markers whose state, if any, is found from

@@ -198,6 +198,9 @@ fn an_unsynced_reuse_is_reported_with_both_tiles(ctx: &Context) {
 /// sanitizer's to find, not a fault).
 #[vigil::test(plain)]
 fn an_unsynced_reuse_runs_plain(ctx: &Context) {
+    if ctx.is_sanitized() {
+        vigil::testing::skip("VIGIL_SANITIZE turned the sanitizer on for a plain test");
+    }
     launch_gemm::<k::gemm_softmax_unsynced>(ctx, 1, BK, 10);
     ctx.synchronize().unwrap();
 }
