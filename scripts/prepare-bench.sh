@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepares the benchmark run (issue 10): builds vigil-bench in release mode
+# Prepares the benchmark run: builds vigil-bench in release mode
 # (with the Vigil kernels' PTX embedded) and gathers it, the nvcc twins'
 # CUDA sources and the run script into bench-run/ (git-ignored).
 #

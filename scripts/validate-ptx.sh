@@ -11,7 +11,7 @@ ptxas=$("$root/scripts/ptxas.sh")
 ptx_dir="$root/target/vigil-ptx/nvptx64-nvidia-cuda/release"
 
 # Kernel crates built by a build.rs (vigil-build) land in target/vigil-ptx.
-cargo build -p vigil-tests -p vigil-bench --quiet
+cargo build -p vigil-tests -p vigil-bench -p vigil-guide --quiet
 # Crates that are PTX-only checks are built directly into the same directory.
 for krate in $(cargo metadata --no-deps --format-version 1 | python3 -c '
 import json, sys

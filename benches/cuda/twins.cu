@@ -1,4 +1,4 @@
-// CUDA C++ twins of the benchmark suite's Vigil kernels (issue 10): the
+// CUDA C++ twins of the benchmark suite's Vigil kernels: the
 // same work, written the same way, as a CUDA programmer writes it.
 // vigil-bench loads the cubin that `nvcc -O3 -arch=sm_90 -cubin` makes of
 // this file and launches these entries through the driver, so both sides

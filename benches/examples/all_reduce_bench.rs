@@ -1,5 +1,5 @@
-//! The ring all-reduce's bus bandwidth, plain and sanitized in one run
-//! (issue 13): Vigil's multi-block ring all-reduce over every GPU of the
+//! The ring all-reduce's bus bandwidth, plain and sanitized in one run:
+//! Vigil's multi-block ring all-reduce over every GPU of the
 //! machine (or `--gpus N`), one process, a `SymmetricGroup` of plain
 //! contexts and one of sanitized contexts on the same GPUs, each checked
 //! against the sums computed on the host, then timed with device events
@@ -69,7 +69,7 @@ fn options() -> Result<Options, String> {
     Ok(o)
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), vigil::ErrorReport> {
     let o = options()?;
     let (plain, sanitized, label) = if o.cpu {
         let plan = AllReducePlan::smoke(o.mib.unwrap_or(0).max(1) << 10);
@@ -130,7 +130,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let sanitized = measure(&SymmetricGroup::new(contexts(true)?)?, &plan)?;
         (plain, sanitized, first.name().to_owned())
     };
-    report(&o.out, &label, &plain, &sanitized)
+    report(&o.out, &label, &plain, &sanitized)?;
+    Ok(())
 }
 
 /// Prints both figures and writes `<out>.md` and `<out>.json`.

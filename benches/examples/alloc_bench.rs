@@ -14,7 +14,7 @@
 
 use vigil_bench::alloc::{AllocFigures, Allocators, MIB};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), vigil::ErrorReport> {
     let Some(ctx) = vigil::unstable::testing::require_gpu() else {
         return Ok(());
     };

@@ -103,7 +103,7 @@ enum Variant {
     CopyGridStride,
 }
 
-fn main() -> Result<()> {
+fn main() -> std::result::Result<(), vigil::ErrorReport> {
     if vigil::testing::require_gpu().is_none() {
         return Ok(());
     }

@@ -1,4 +1,4 @@
-//! The ring all-reduce's bus bandwidth (issue 13): Vigil's multi-block
+//! The ring all-reduce's bus bandwidth: Vigil's multi-block
 //! ring all-reduce (`vigil_kernels::symmetric::ring_all_reduce`, sums of
 //! `u32`, in place) on a [`SymmetricGroup`] of N devices in one process,
 //! plain and sanitized in one run.

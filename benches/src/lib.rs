@@ -1,4 +1,4 @@
-//! Vigil's benchmark suite (issue 10): one program that measures, on one
+//! Vigil's benchmark suite: one program that measures, on one
 //! GPU in one run, every suite kernel as Vigil compiles it, as nvcc
 //! compiles its CUDA C++ twin (`benches/cuda/twins.cu`), with Vigil's
 //! sanitizer on, and the twin under `compute-sanitizer`; plus the host

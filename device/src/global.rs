@@ -61,7 +61,7 @@ pub(crate) fn out_of_bounds(index: usize, len: usize) -> ! {
 }
 
 /// Checks `index < len`: a branch to [`out_of_bounds`] (a predicated trap
-/// and an `asm!` one measured no faster; ARCHITECTURE.md, vigil-device).
+/// and an `asm!` one measured no faster; docs/src/performance.md).
 #[inline(always)]
 #[track_caller]
 pub(crate) fn check_index(index: usize, len: usize) {

@@ -73,7 +73,18 @@ pub struct SharedAccess {
     /// The array's shadow in a sanitized GPU entry (its layout is
     /// `vigil_shared::block::ShadowLayout`), 0 elsewhere.
     pub shadow: usize,
+    /// Where the shared view the access goes through was allocated: the
+    /// `shared_array!` or `dynamic_shared_array!` expansion, or the
+    /// [`SharedStack::push`](crate::shared_stack::SharedStack::push) of a
+    /// tile (`None`: unknown). Two views over the same bytes (a tile
+    /// pushed where a popped one was) share the bytes' shadow, and a race
+    /// between their accesses names both views by it.
+    pub site: Option<&'static Location<'static>>,
 }
+
+// The GPU's same-block records keep a view's number in the low 3 bits of
+// a `Location`'s address (`vigil_shared::block::BlockRecord::with_view`).
+const _: () = assert!(core::mem::align_of::<Location<'static>>() >= 8);
 
 /// The race sanitizer's view of a kernel's memory operations.
 ///
@@ -165,7 +176,7 @@ pub trait Sanitizer: Copy + Default + Send + Sync + 'static {
     /// The calling thread declared a shared array of `array_bytes` bytes
     /// that `S` cannot check: its accesses go unchecked, and the
     /// sanitizer says so in its reports. Default: nothing (the CPU
-    /// backend checks every array). The device crate no longer calls it:
+    /// backend checks every array). The device crate does not call it:
     /// the GPU sanitizer decides at the declaration (a `shared_access` of
     /// size 0) whether its device-memory shadow covers the array.
     #[inline(always)]

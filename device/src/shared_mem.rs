@@ -17,6 +17,7 @@ use crate::arch::imp;
 use crate::atomic::{Atomic, AtomicArith, AtomicBits, AtomicMinMax};
 use crate::sanitizer::{Plain, Sanitizer, SharedAccess};
 use core::marker::PhantomData;
+use core::panic::Location;
 use vigil_shared::AccessKind;
 
 /// A block-shared array of `N` elements of `T`, as returned by
@@ -58,6 +59,8 @@ pub struct SharedArray<T, const N: usize, S = Plain> {
     ptr: *mut T,
     /// The array's shadow (sanitized GPU entries only; null elsewhere).
     shadow: *mut u8,
+    /// The `shared_array!` expansion that declared it (reports name it).
+    site: Option<&'static Location<'static>>,
     _t: PhantomData<(T, S)>,
 }
 
@@ -87,10 +90,11 @@ macro_rules! shared_rmw_methods {
         }
     )*};
 }
+pub(crate) use shared_rmw_methods;
 
 /// The element accessors of a shared-memory handle with an `elements()`
-/// method and a `ptr` field ([`SharedArray`], [`SharedSlice`]): one
-/// implementation, [`Elements`]'s, behind both.
+/// method and a `ptr` field ([`SharedArray`], [`SharedSlice`] and the
+/// shared stack's tiles): one implementation, [`Elements`]'s, behind all.
 macro_rules! checked_accessors {
     () => {
         /// Reads element `i`. Panics (traps on the GPU) when `i` is past
@@ -109,7 +113,7 @@ macro_rules! checked_accessors {
             self.elements().store(i, v)
         }
 
-        shared_rmw_methods! {
+        $crate::shared_mem::shared_rmw_methods! {
             /// Adds `v` to element `i` atomically (`atomicAdd_block` on
             /// shared memory),
             atomic_add, AtomicArith, |p, v| T::arch_shared_add(p, v);
@@ -150,6 +154,7 @@ macro_rules! checked_accessors {
         }
     };
 }
+pub(crate) use checked_accessors;
 
 impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
     #[doc(hidden)]
@@ -159,6 +164,7 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
         SharedArray {
             ptr: ptr as *mut T,
             shadow: core::ptr::null_mut(),
+            site: None,
             _t: PhantomData,
         }
     }
@@ -173,6 +179,7 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
     /// `BYTES` and `ALIGN` must be `__bytes::<T, N>()` and `__align::<T>()`,
     /// `SHADOW` `__shadow_bytes::<T, N>()`.
     #[inline(always)]
+    #[track_caller]
     pub unsafe fn __declare<
         K: 'static,
         const BYTES: usize,
@@ -189,6 +196,7 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
         let array = SharedArray {
             ptr: imp::assume_shared(ptr as *mut T),
             shadow,
+            site: Some(Location::caller()),
             _t: PhantomData,
         };
         if S::ENABLED && shadow.is_null() && BYTES > 0 {
@@ -204,6 +212,7 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
             ptr: self.ptr,
             len: N,
             shadow: self.shadow,
+            site: self.site,
             _s: PhantomData,
         }
     }
@@ -233,6 +242,8 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
 pub struct SharedSlice<T, S = Plain> {
     ptr: *mut T,
     len: usize,
+    /// The `dynamic_shared_array!` expansion that made it.
+    site: Option<&'static Location<'static>>,
     _t: PhantomData<(T, S)>,
 }
 
@@ -243,11 +254,13 @@ impl<T: bytemuck::Pod, S: Sanitizer> SharedSlice<T, S> {
     /// a checking `S` is told of it (the GPU checks it through its window
     /// shadow).
     #[inline(always)]
+    #[track_caller]
     pub fn __dynamic() -> Self {
         let (ptr, bytes) = imp::dynamic_shared();
         let slice = SharedSlice {
             ptr: imp::assume_shared(ptr as *mut T),
             len: bytes / core::mem::size_of::<T>().max(1),
+            site: Some(Location::caller()),
             _t: PhantomData,
         };
         if S::ENABLED && slice.len > 0 {
@@ -264,6 +277,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> SharedSlice<T, S> {
             ptr: self.ptr,
             len: self.len,
             shadow: core::ptr::null_mut(),
+            site: self.site,
             _s: PhantomData,
         }
     }
@@ -281,14 +295,16 @@ impl<T: bytemuck::Pod, S: Sanitizer> SharedSlice<T, S> {
     checked_accessors!();
 }
 
-/// `len` elements of block-shared storage and their `.shared` shadow
-/// (null: none), checked by `S`: the one implementation of the accessors
-/// of [`SharedArray`] and [`SharedSlice`].
-struct Elements<T, S> {
-    ptr: *mut T,
-    len: usize,
-    shadow: *mut u8,
-    _s: PhantomData<S>,
+/// `len` elements of block-shared storage, their `.shared` shadow (null:
+/// none) and the view's allocation site, checked by `S`: the one
+/// implementation of the accessors of [`SharedArray`], [`SharedSlice`]
+/// and the shared stack's tiles.
+pub(crate) struct Elements<T, S> {
+    pub(crate) ptr: *mut T,
+    pub(crate) len: usize,
+    pub(crate) shadow: *mut u8,
+    pub(crate) site: Option<&'static Location<'static>>,
+    pub(crate) _s: PhantomData<S>,
 }
 
 impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
@@ -302,12 +318,13 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
             array: self.ptr as usize,
             array_bytes: core::mem::size_of::<T>() * self.len,
             shadow: self.shadow as usize,
+            site: self.site,
         }
     }
 
     /// The declaration of the storage: an access of no bytes.
     #[inline(always)]
-    fn declaration(&self) -> SharedAccess {
+    pub(crate) fn declaration(&self) -> SharedAccess {
         SharedAccess {
             size: 0,
             ..self.access(0, AccessKind::Write)
@@ -316,7 +333,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
 
     #[inline(always)]
     #[track_caller]
-    fn load(&self, i: usize) -> T {
+    pub(crate) fn load(&self, i: usize) -> T {
         check_shared_index(i, self.len);
         imp::shared_access::<S>(|| self.access(i, AccessKind::Read));
         // Not volatile: barriers and warp collectives are compiler fences
@@ -329,7 +346,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
 
     #[inline(always)]
     #[track_caller]
-    fn store(&self, i: usize, v: T) {
+    pub(crate) fn store(&self, i: usize, v: T) {
         check_shared_index(i, self.len);
         imp::shared_access::<S>(|| self.access(i, AccessKind::Write));
         // SAFETY: in bounds of the block's storage (checked above).
@@ -341,7 +358,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
     /// element for the sanitizer.
     #[inline(always)]
     #[track_caller]
-    fn rmw(&self, i: usize, op: impl FnOnce(*mut T) -> T) -> T {
+    pub(crate) fn rmw(&self, i: usize, op: impl FnOnce(*mut T) -> T) -> T {
         check_shared_index(i, self.len);
         imp::shared_access::<S>(|| self.access(i, AccessKind::AtomicRmw));
         // In bounds of the block's storage (checked above) and aligned
@@ -351,7 +368,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
 
     #[inline(always)]
     #[track_caller]
-    fn compare_exchange(&self, i: usize, current: T, new: T) -> Result<T, T>
+    pub(crate) fn compare_exchange(&self, i: usize, current: T, new: T) -> Result<T, T>
     where
         T: Atomic,
     {
@@ -568,10 +585,30 @@ pub fn dynamic_shared<T: bytemuck::Pod>() -> (*mut T, usize) {
     (p, bytes / core::mem::size_of::<T>().max(1))
 }
 
-/// Checks `i < len` for a shared array (a panic at the kernel author's
-/// line on the host; on the GPU the panic traps).
+/// Checks `i < len` for a shared view: a branch to
+/// [`shared_out_of_bounds`], as global handles check theirs.
 #[inline(always)]
 #[track_caller]
 fn check_shared_index(i: usize, len: usize) {
-    assert!(i < len, "shared array index out of bounds");
+    if i >= len {
+        shared_out_of_bounds(i, len)
+    }
+}
+
+/// A shared index past the end. On the GPU this traps at once (a panic
+/// would trap too, after building a message nobody reads); on the host it
+/// panics with the kernel author's source location.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn shared_out_of_bounds(_index: usize, _len: usize) -> ! {
+    // SAFETY: `trap` has no preconditions; it aborts the kernel.
+    unsafe { core::arch::nvptx::trap() }
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn shared_out_of_bounds(index: usize, len: usize) -> ! {
+    panic!("shared array index {index} out of bounds (len {len})")
 }

@@ -17,7 +17,7 @@ use vigil::device::host_runtime::{AtomicAccess, SanitizerRuntime, ThreadContext}
 use vigil::device::{AccessKind, Ordering, Scope};
 use vigil::unstable::cpu::sanitizer::CpuRaceSanitizer;
 use vigil::unstable::cpu::{checked_entry, plain_entry, CpuExecutor, HostArgs, KernelEntry};
-use vigil::{LaunchConfig, ParamBuffer, StreamId};
+use vigil::{ErrorReport, LaunchConfig, ParamBuffer, StreamId};
 use vigil_kernels::examples::{reduce_sum, REDUCE_BLOCK};
 
 const BLOCKS: u32 = 4096;
@@ -74,7 +74,7 @@ fn reduce(
     sanitizer: Option<&dyn SanitizerRuntime>,
     real: Option<&CpuRaceSanitizer>,
     b: &mut Buffers<'_>,
-) -> (Duration, u64, f32) {
+) -> Result<(Duration, u64, f32), ErrorReport> {
     let stream = StreamId(1);
     let launch = |grid: u32, params: &ParamBuffer| {
         if let Some(s) = real {
@@ -89,20 +89,19 @@ fn reduce(
                 params.as_bytes(),
                 sanitizer,
             )
-        }
-        .expect("reduction launch");
+        }?;
         if let Some(s) = real {
             s.end_launch();
         }
-        stats
+        Ok::<_, ErrorReport>(stats)
     };
     let mut p = ParamBuffer::new();
     p.push_host_slice(b.x).push_host_slice_mut(b.partials);
-    let stats = launch(BLOCKS, &p);
+    let stats = launch(BLOCKS, &p)?;
     let mut p = ParamBuffer::new();
     p.push_host_slice(b.partials).push_host_slice_mut(b.total);
-    launch(1, &p);
-    (stats.elapsed, stats.resumes, b.total[0])
+    launch(1, &p)?;
+    Ok((stats.elapsed, stats.resumes, b.total[0]))
 }
 
 /// The value of `--name N` on the command line, or `default`.
@@ -117,10 +116,10 @@ fn arg(name: &str, default: usize) -> usize {
         })
 }
 
-fn main() {
+fn main() -> Result<(), ErrorReport> {
     let workers = arg("--workers", CpuExecutor::default_workers());
     let iters = arg("--iters", 3).max(1);
-    let ex = CpuExecutor::new(workers).expect("start the CPU executor");
+    let ex = CpuExecutor::new(workers)?;
     // Small integers: every summation order gives the exact total.
     let x: Vec<f32> = (0..ELEMENTS).map(|i| (i % 5) as f32).collect();
     let want: f32 = x.iter().sum();
@@ -131,7 +130,7 @@ fn main() {
         iters
     );
     let noop = NoopSanitizer;
-    let san = CpuRaceSanitizer::new().expect("start the CPU sanitizer");
+    let san = CpuRaceSanitizer::new()?;
     let mut buffers = Buffers::new(&san, &x);
     type Variant<'a> = (
         &'a str,
@@ -158,7 +157,7 @@ fn main() {
         let mut times = Vec::with_capacity(iters);
         let mut resumes = 0;
         for _ in 0..iters {
-            let (t, r, total) = reduce(&ex, entry, sanitizer, real, &mut buffers);
+            let (t, r, total) = reduce(&ex, entry, sanitizer, real, &mut buffers)?;
             assert_eq!(total, want, "{name}: wrong total");
             times.push(t);
             resumes = r;
@@ -182,4 +181,5 @@ fn main() {
             all.join(", ")
         );
     }
+    Ok(())
 }

@@ -50,7 +50,7 @@
 //! | launch without a Rust signature | [`Function`], [`KernelArgValue`] with [`Stream::launch_dynamic`], [`ParamBuffer`] with [`Stream::launch_packed`] |
 //! | read races | [`RaceReports`], [`RaceReport`], [`Error::Races`]; settings: [`VmmConfig`] |
 //! | plug in another CPU sanitizer | [`CpuSanitizer`] (with [`ContextBuilder::cpu_sanitizer`]), [`HostBufferAllocator`] |
-//! | handle errors | [`Error`], [`Result`], [`ArgProblem`], [`LaunchConfigError`] |
+//! | handle errors | [`Error`], [`Result`], [`ArgProblem`], [`LaunchConfigError`]; [`ErrorReport`] prints one with its causes |
 //! | test kernels on every backend | [`macro@test`] (`#[vigil::test]`), [`test_main!`], [`testing`] |
 //!
 //! Everything a kernel author needs is at the crate root. Vigil's own
@@ -97,7 +97,7 @@ pub use backend::cpu::hooks::{
 pub use backend::cpu::memory::HOST_ALIGN;
 pub use backend::cuda::driver::{device_count, driver_version, gpu_available};
 pub use backend::transfer::TransferKind;
-pub use error::{ArgProblem, DivergentBarrier, Error, GroupProblem, Result};
+pub use error::{ArgProblem, DivergentBarrier, Error, ErrorReport, GroupProblem, Result};
 pub use sanitizer::config::{ConfigError, ProcessRank, VmmConfig, VmmConfigBuilder};
 pub use sanitizer::report::{
     kind_name, MemorySpace, PriorAccess, RaceAccess, RaceAllocation, RaceReport, RaceReports,

@@ -41,7 +41,7 @@ pub mod cpu {
 }
 
 pub mod vmm {
-    //! The shadow-memory allocator (design 3.1) and the CUDA handles its
+    //! The shadow-memory allocator (docs/src/design/address-space.md) and the CUDA handles its
     //! calls accept besides a GPU [`Context`](crate::Context) and
     //! [`Stream`](crate::Stream).
     pub use crate::backend::cuda::vmm::*;

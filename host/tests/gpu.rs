@@ -278,8 +278,8 @@ fn bad_ptx_returns_the_jit_log(ctx: &Context) {
     assert!(matches!(e, Error::PtxText { .. }), "{e}");
 }
 
-/// Every backend checks PTX text before taking it (the CPU backend, which
-/// never compiles it, used to accept anything).
+/// Every backend checks PTX text before taking it (the CPU backend too,
+/// which never compiles it).
 fn text_that_is_not_ptx_is_a_typed_error(ctx: &Context) {
     let cases = [
         ("this is not ptx", "this text with `this is not ptx`"),

@@ -1,4 +1,4 @@
-//! Address arithmetic of the sanitizer's two reservations (design 3.1).
+//! Address arithmetic of the sanitizer's two reservations (docs/src/design/address-space.md).
 //!
 //! The user/shadow reservation is 1 TiB, aligned to 1 TiB. Its upper half
 //! starts at the *real base* (`reserve + 2^39`); user allocations live in

@@ -16,7 +16,7 @@
 use vigil::Context;
 use vigil_tests::programs::demo;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), vigil::ErrorReport> {
     let ctx = if vigil::gpu_available().is_ok() {
         println!("Running the demo on GPU 0 with the GPU race sanitizer.");
         Context::builder().gpu(0).sanitize(true).build()?

@@ -9,9 +9,10 @@
 use vigil::Context;
 use vigil_tests::{example_seed, programs, size_arg};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), vigil::ErrorReport> {
     let ctx = Context::from_env()?;
     let n = size_arg(if ctx.is_cpu() { 1 << 22 } else { 1 << 24 });
     let reps = if ctx.is_cpu() { 5 } else { 20 };
-    programs::histogram::run(&ctx, n, example_seed(), reps)
+    programs::histogram::run(&ctx, n, example_seed(), reps)?;
+    Ok(())
 }

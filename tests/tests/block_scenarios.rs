@@ -11,7 +11,7 @@
 //! decides: see `common::unordered`). A divergent barrier is the same
 //! typed error on both ([`Error::DivergentBarrier`]): the CPU backend fails
 //! the launch, the GPU's sanitized barriers note each thread's call and
-//! the next synchronisation returns it (see ARCHITECTURE.md).
+//! the next synchronisation returns it (docs/src/design/block.md).
 
 use vigil::{DivergentBarrier, Error, LaunchConfig, ReportKind};
 
@@ -40,7 +40,7 @@ mod cpu {
 
 // GPU cases take turns: the same-block table's count of unchecked words
 // is one per device, and another context's collection takes it
-// (ARCHITECTURE.md, "One report buffer per sanitized context").
+// (docs/src/design/address-space.md, "What a device's contexts share").
 mod gpu {
     scenario_tests!(super::common::gpu_context, super::common::gpu_turn;
         tree_reduce_missing_barrier, tree_reduce_fixed,

@@ -150,3 +150,61 @@ fn libtest_filters_and_list_select_trials_by_backend_and_name() {
     assert_eq!(code, 101);
     assert!(out.contains("--bogus"), "{out}");
 }
+
+/// An error with a cause, as a `#[vigil::test]` body may return one.
+#[derive(Debug)]
+struct OpenFailed(std::io::Error);
+
+impl std::fmt::Display for OpenFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("could not open the input")
+    }
+}
+
+impl std::error::Error for OpenFailed {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+/// A failure that is `Display` and nothing more.
+struct OnlyDisplay;
+
+impl std::fmt::Display for OnlyDisplay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a display-only failure")
+    }
+}
+
+// The `&&` is the expansion's: method lookup picks the impl by it.
+#[allow(clippy::needless_borrow)]
+#[test]
+fn a_failing_tests_message_is_its_errors_text_with_its_causes() {
+    // The expression `#[vigil::test]` expands to around the body's value.
+    use vigil::testing::__private::{Returned, WithCauses as _, WithDisplay as _};
+    let failed: Result<(), OpenFailed> = Err(OpenFailed(std::io::Error::other("no such file")));
+    assert_eq!(
+        (&&Returned::new(failed)).outcome(),
+        Err("could not open the input\n  caused by: no such file".to_owned())
+    );
+    let text: Result<(), String> = Err("the answer was 41".to_owned());
+    assert_eq!(
+        (&&Returned::new(text)).outcome(),
+        Err("the answer was 41".to_owned())
+    );
+    let display: Result<(), OnlyDisplay> = Err(OnlyDisplay);
+    assert_eq!(
+        (&&Returned::new(display)).outcome(),
+        Err("a display-only failure".to_owned())
+    );
+    assert_eq!((&&Returned::new(())).outcome(), Ok(()));
+    let vigil_error: vigil::Result<()> = Err(vigil::Error::from(
+        vigil::VmmConfig::builder()
+            .clock_buffer_size(0)
+            .build()
+            .unwrap_err(),
+    ));
+    let message = (&&Returned::new(vigil_error)).outcome().unwrap_err();
+    assert!(message.starts_with("configuration: "), "{message}");
+    assert!(!message.contains("caused by"), "{message}");
+}

@@ -68,8 +68,8 @@ const BLOCKS: [u32; 2] = [64, 1024];
 
 scale_scenarios!(cpu, super::common::cpu_context, || ());
 // GPU scenarios take turns: the GPU sanitizer's record pool and side
-// table are one per device (ARCHITECTURE.md, "Open problem: other
-// per-device state under parallel tests").
+// table are one per device (docs/src/design/address-space.md, "What a
+// device's contexts share").
 scale_scenarios!(gpu, super::common::gpu_context, super::common::gpu_turn);
 
 /// The line of `scale_races.rs` that carries `// @marker`.

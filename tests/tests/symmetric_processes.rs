@@ -1,4 +1,4 @@
-//! Symmetric memory across processes (issue 13): two processes (this test
+//! Symmetric memory across processes: two processes (this test
 //! binary again, as children) on one GPU are two ranks of a
 //! `ProcessGroup`. They exchange their allocations' file descriptors at a
 //! Unix-socket rendezvous.

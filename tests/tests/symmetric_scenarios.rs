@@ -1,4 +1,4 @@
-//! Symmetric memory across devices (issue 13): groups of 2 and 4 simulated
+//! Symmetric memory across devices: groups of 2 and 4 simulated
 //! devices on the CPU backend sharing one race engine, each rank running
 //! the same kernel of `vigil_kernels::symmetric` at once, with the verdict
 //! asserted by kind, source lines (the `// @marker` comments) and the

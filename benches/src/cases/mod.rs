@@ -35,7 +35,7 @@ impl Scale {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Class {
     /// Limited by memory bandwidth; `sanitizer_target` marks the kernels
-    /// issue 10's sanitizer targets name (copy, axpy, stencil, softmax,
+    /// the sanitizer's bandwidth targets name (copy, axpy, stencil, softmax,
     /// reduce, scan).
     Memory {
         /// Held to sanitized/plain <= 5x and 10x faster than memcheck.

@@ -1,4 +1,4 @@
-//! `bench-results.md`: the table, issue 10's targets, the host overheads
+//! `bench-results.md`: the table, the performance targets, the host overheads
 //! and how it was measured.
 
 use super::{fmt_figure, rate_unit, targets, Ratios};
@@ -133,7 +133,7 @@ pub fn to_markdown(results: &SuiteResults) -> String {
     for (i, n) in notes.0.iter().enumerate() {
         let _ = writeln!(s, "[{}] {}  ", i + 1, n.replace('\n', " "));
     }
-    s.push_str("\n**Targets (issue 10)**\n\n| target | status | figures |\n| --- | --- | --- |\n");
+    s.push_str("\n**Targets**\n\n| target | status | figures |\n| --- | --- | --- |\n");
     for t in targets(results) {
         let _ = writeln!(s, "| {} | {} | {} |", t.name, t.status.label(), t.detail);
     }

@@ -1,5 +1,5 @@
 //! Turns [`SuiteResults`] into `bench-results.md` and `bench-results.json`:
-//! the derived figures (ratios, rates, issue 10's targets) are computed once
+//! the derived figures (ratios, rates, the performance targets) are computed once
 //! here and written by both.
 
 mod json;
@@ -93,10 +93,10 @@ impl Status {
     }
 }
 
-/// One of issue 10's targets, judged on a run.
+/// One of the performance targets (docs/src/performance.md), judged on a run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Target {
-    /// The target as the issue states it.
+    /// The target, as the benchmark states it.
     pub name: &'static str,
     /// The verdict.
     pub status: Status,
@@ -167,7 +167,7 @@ fn geometric_mean(figures: &[Option<Figure>]) -> Option<Figure> {
     })
 }
 
-/// Issue 10's targets on `results`.
+/// The performance targets on `results`.
 pub fn targets(results: &SuiteResults) -> Vec<Target> {
     let bw = results.device.copy_gbps;
     let with = |pick: fn(&Class) -> bool,

@@ -359,11 +359,11 @@ fn report(location: u64, host_at: (u32, u32), r: RaceFound, kind: AccessKind, sc
             file_len,
             line,
             col,
-            location_id: 0,
+            view_site: 0,
             kernel_id: st.launch,
             block: linear_block(),
             thread: lane().0,
-            reserved: 0,
+            prior_view_site: 0,
         };
         let first_byte = r.overlap.trailing_zeros().min(3);
         let report = RaceReport {

@@ -1,5 +1,6 @@
 //! `#[vigil::test]`: registers a function `fn name(ctx: &vigil::Context)`
-//! (returning `()` or a `Result` whose error is `Display`) with Vigil's
+//! (returning `()` or a `Result` whose error is an error type, a string or
+//! anything `Display`) with Vigil's
 //! test harness, which runs it once per backend. Use it through the `vigil`
 //! crate (`#[vigil::test]`); see `vigil::testing` for the harness.
 //!
@@ -108,7 +109,10 @@ fn expand(attr: TokenStream, item: &TokenStream) -> Result<TokenStream, String> 
                 cpu: {cpu},
                 gpu: {gpu},
                 sanitize: {sanitize},
-                body: |ctx| ::vigil::testing::__private::TestOutcome::into_outcome({name}(ctx)),
+                body: |ctx| {{
+                    use ::vigil::testing::__private::{{WithCauses as _, WithDisplay as _}};
+                    (&&::vigil::testing::__private::Returned::new({name}(ctx))).outcome()
+                }},
             }}
         }}",
         cpu = o.cpu,

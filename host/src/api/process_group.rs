@@ -1,4 +1,4 @@
-//! Symmetric memory across processes (design 3.4, one process per rank,
+//! Symmetric memory across processes (docs/src/design/groups.md, one process per rank,
 //! the way multi-GPU jobs launch): a [`ProcessGroup`] is this process's
 //! rank, and [`ProcessGroup::alloc`] is collective. Each rank allocates
 //! its buffer from a virtual-memory allocator whose physical handles are

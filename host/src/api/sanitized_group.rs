@@ -1,4 +1,4 @@
-//! The sanitizer's side of a group (design 3.4), one mechanism for both
+//! The sanitizer's side of a group (docs/src/design/groups.md), one mechanism for both
 //! kinds: a group of processes ([`ProcessGroup`](super::process_group::ProcessGroup),
 //! whose peers' runtime states are imported over the rendezvous) and a
 //! group of GPUs of one process ([`SymmetricGroup`](super::symmetric::SymmetricGroup),

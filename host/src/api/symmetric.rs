@@ -1,4 +1,4 @@
-//! Symmetric memory (design 3.4): a [`SymmetricGroup`] of ranks, one
+//! Symmetric memory (docs/src/design/groups.md): a [`SymmetricGroup`] of ranks, one
 //! device each, and [`Symmetric`] allocations with one buffer of the same
 //! length per rank, which kernels reach directly on every rank (a
 //! [`Peers`](crate::device::Peers) argument, or one peer's buffer through

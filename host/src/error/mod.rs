@@ -6,11 +6,13 @@
 
 mod cpu;
 mod group;
+mod report;
 mod vmm;
 
 pub use crate::sanitizer::barrier::DivergentBarrier;
 pub use cpu::{CpuError, SpinningThread, StalledBlock};
 pub use group::GroupProblem;
+pub use report::ErrorReport;
 pub use vmm::{VmmError, VmmResult};
 
 use crate::ipc::RendezvousError;
@@ -105,7 +107,7 @@ pub enum Error {
     /// memory is over the device's limit: its kernel's own, the GPU
     /// sanitizer's state
     /// ([`SANITIZER_SHARED_BYTES`](vigil_shared::block::SANITIZER_SHARED_BYTES),
-    /// 2,320 bytes) and the shadows of its shared arrays of up to 4,668
+    /// 2,352 bytes) and the shadows of its shared arrays of up to 4,668
     /// bytes (7 bytes of shadow per byte; larger arrays are shadowed in
     /// device memory). The plain module loads; `log` is the JIT's.
     #[error(

@@ -1,5 +1,5 @@
 //! [`VmmConfig`]: the sanitizer's settings (both backends), from a builder and from
-//! `VIGIL_*` environment variables (design 3.5). Malformed values are a
+//! `VIGIL_*` environment variables (docs/src/sanitizer/configuration.md). Malformed values are a
 //! [`ConfigError`] naming the variable (or builder option), the value and
 //! what is accepted. The configuration freezes at the first allocation
 //! ([`Vmm::set_config`](crate::unstable::vmm::Vmm::set_config) then fails with

@@ -2,6 +2,8 @@
 //! it, and [`TestOutcome`], what its body may return.
 
 use crate::api::context::Context;
+use crate::error::ErrorReport;
+use std::cell::Cell;
 use std::fmt::Display;
 
 /// What a test body's run came to: `Err` holds the failure's message.
@@ -48,7 +50,8 @@ impl TestCase {
 }
 
 /// What a `#[vigil::test]` function may return: `()` (fail by panicking)
-/// or a `Result` whose error says what went wrong.
+/// or a `Result` whose error says what went wrong (its `Display` text; an
+/// error type's causes are added by the attribute's expansion).
 pub trait TestOutcome {
     /// The result as an [`Outcome`].
     fn into_outcome(self) -> Outcome;
@@ -63,5 +66,51 @@ impl TestOutcome for () {
 impl<E: Display> TestOutcome for Result<(), E> {
     fn into_outcome(self) -> Outcome {
         self.map_err(|e| e.to_string())
+    }
+}
+
+/// A test body's return value on its way to an [`Outcome`]. The
+/// `#[vigil::test]` expansion calls `(&&Returned::new(value)).outcome()`
+/// with both traits below in scope; method lookup then takes
+/// [`WithCauses`] when the error converts into an [`ErrorReport`] (error
+/// types, strings, boxed errors: the failure message lists the causes)
+/// and falls back to [`WithDisplay`] (any [`TestOutcome`]) otherwise.
+pub struct Returned<T>(Cell<Option<T>>);
+
+impl<T> Returned<T> {
+    /// Wraps a test body's return value.
+    pub fn new(value: T) -> Self {
+        Returned(Cell::new(Some(value)))
+    }
+
+    fn take(&self) -> T {
+        self.0
+            .take()
+            .expect("a test's outcome is taken once, by the expansion")
+    }
+}
+
+/// The outcome of a `Result` whose error converts into an [`ErrorReport`]:
+/// the message with its causes.
+pub trait WithCauses {
+    /// The outcome.
+    fn outcome(&self) -> Outcome;
+}
+
+impl<E: Into<ErrorReport>> WithCauses for &Returned<Result<(), E>> {
+    fn outcome(&self) -> Outcome {
+        self.take().map_err(|e| e.into().to_string())
+    }
+}
+
+/// The outcome of any other [`TestOutcome`]: its `Display` text.
+pub trait WithDisplay {
+    /// The outcome.
+    fn outcome(&self) -> Outcome;
+}
+
+impl<T: TestOutcome> WithDisplay for Returned<T> {
+    fn outcome(&self) -> Outcome {
+        self.take().into_outcome()
     }
 }

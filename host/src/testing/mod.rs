@@ -36,7 +36,8 @@
 //! ```
 //!
 //! The function takes the trial's `&Context` and returns `()` (fail by
-//! panicking) or a `Result` whose error is `Display`. Options:
+//! panicking) or a `Result` whose error is `Display`; an error type's
+//! causes (`source()`) are printed after its message. Options:
 //! `#[vigil::test(cpu)]` or `(gpu)` for one backend only, `(plain)` without
 //! the sanitizer. `VIGIL_SANITIZE`, `VIGIL_LAUNCH_TIMEOUT` and the
 //! sanitizer's variables apply to every trial's context.
@@ -75,7 +76,7 @@ macro_rules! test_main {
 /// tests' entry; not for direct use.
 #[doc(hidden)]
 pub mod __private {
-    pub use super::case::{TestCase, TestOutcome};
+    pub use super::case::{Returned, TestCase, TestOutcome, WithCauses, WithDisplay};
     pub use inventory;
 
     /// Runs `cases` with command line `args` as on a machine with `gpus`

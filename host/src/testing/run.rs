@@ -225,8 +225,8 @@ pub(crate) fn run_with(
     // GPU trials of one device take turns (CPU trials run beside them):
     // the GPU sanitizer's shadow record pool and side table are one per
     // device, and sanitized tests running on one GPU at once exhausted
-    // the pool and lost earlier accesses from reports (ARCHITECTURE.md,
-    // "Open problem: other per-device state under parallel tests").
+    // the pool and lost earlier accesses from reports
+    // (docs/src/design/address-space.md, "What a device's contexts share").
     let turns: Vec<Mutex<()>> = (0..*gpus.as_ref().unwrap_or(&0))
         .map(|_| Mutex::new(()))
         .collect();

@@ -64,7 +64,7 @@ pub fn gpu_context(_workers: usize) -> Option<Context> {
 /// Holds GPU 0 for the calling test until dropped: sanitized GPU tests
 /// whose verdicts depend on state the device's sanitizer shares (the
 /// record pool, the side table, sanitizer-thread clocks that another
-/// test's kernels can advance; ARCHITECTURE.md) take turns, as
+/// test's kernels can advance; docs/src/design/address-space.md) take turns, as
 /// `#[vigil::test]` trials on one GPU do.
 pub fn gpu_turn() -> std::sync::MutexGuard<'static, ()> {
     static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());

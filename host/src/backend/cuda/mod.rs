@@ -113,7 +113,7 @@ impl Drop for CudaBackend {
     }
 }
 
-/// The process-wide shadow allocator of sanitized GPU contexts (design 3.1:
+/// The process-wide shadow allocator of sanitized GPU contexts (docs/src/design/address-space.md:
 /// one reservation per process, shared by every device). Created by the
 /// first sanitized context with its configuration; a later context with
 /// another configuration replaces it while nothing has been allocated,

@@ -1,14 +1,13 @@
-//! The kernel against a host reference, on the GPU if there is one, else on
-//! the CPU backend, with the race sanitizer on.
+//! The kernel against a host reference, once per backend this machine has
+//! (the CPU backend always, each CUDA GPU when there is one), with the
+//! race sanitizer on: a race fails the test with its reports.
 
-#[test]
-fn softplus_matches_the_host_and_has_no_races() {
-    let ctx = vigil::Context::builder()
-        .sanitize(true)
-        .build()
-        .expect("context");
+use vigil::Context;
+
+#[vigil::test]
+fn softplus_matches_the_host(ctx: &Context) -> vigil::Result<()> {
     let xs: Vec<f32> = (0..10_000).map(|i| (i as f32 - 5_000.0) / 50.0).collect();
-    let ys = my_app::softplus(&ctx, &xs).expect("launch");
+    let ys = my_app::softplus(ctx, &xs)?;
     for (x, y) in xs.iter().zip(&ys) {
         let want = (*x as f64).exp().ln_1p();
         assert!(
@@ -16,4 +15,7 @@ fn softplus_matches_the_host_and_has_no_races() {
             "softplus({x}) = {y}, want {want}"
         );
     }
+    Ok(())
 }
+
+vigil::test_main!();

@@ -1,4 +1,4 @@
-//! The runtime state wired to a group (design 3.4): every rank's region
+//! The runtime state wired to a group (docs/src/design/groups.md): every rank's region
 //! mapped at its rank's stride and reachable from every member's device
 //! (imported from another process with [`Vmm::import_runtime_state`], or,
 //! for several devices of this process, their own regions opened to each

@@ -1,5 +1,5 @@
 //! The sanitizer's shadow-memory allocator on CUDA virtual memory
-//! (design 3.1).
+//! (docs/src/design/address-space.md).
 //!
 //! - [`Vmm`] reserves one 1 TiB range aligned to 1 TiB (user memory in the
 //!   upper half, its shadow in the lower half) and a second range for the
@@ -50,7 +50,7 @@ use vigil_shared::abi::GlobalState;
 
 pub mod layout {
     //! The address-space constants and formulas the allocator uses, all
-    //! from [`vigil_shared::address`] (design 3.1): the 1 TiB reservation,
+    //! from [`vigil_shared::address`] (docs/src/design/address-space.md): the 1 TiB reservation,
     //! its real half at `reserve + 2^39` of which [`REAL_CAPACITY`]
     //! (256 GiB) is usable because each 4-byte word needs an 8-byte cell,
     //! and the per-device runtime-state stride.

@@ -1,4 +1,4 @@
-//! Per-device runtime state (design 3.1): one region per device rank at a
+//! Per-device runtime state (docs/src/design/address-space.md): one region per device rank at a
 //! fixed [`PER_DEVICE_STATE_STRIDE`] inside a second reservation aligned to
 //! the stride, so masking a thread-state pointer gives the device's
 //! [`GlobalState`].
