@@ -57,7 +57,8 @@ use vigil_shared::block::{
     TableWord, ThreadGroup, WindowShadow, WordRecords, DIVERGENT_BARRIER_KIND, EXIT_SITE,
     GLOBAL_LANES, MAX_BLOCK_THREADS, REPORTED, SHARED_LANES, UNCHECKED_ARRAYS, VIEWS, WORD,
 };
-use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, SideEntry};
+use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, PriorRecord};
+use vigil_shared::race::desc::{AccessDesc, SiteLanes, SiteWord};
 use vigil_shared::{AccessKind, Scope};
 
 use super::cta::{lane, CtaState};
@@ -792,14 +793,13 @@ impl Checked {
             overlap_mask: u32::from(overlap),
             detail,
         };
-        let prior = SideEntry {
-            location: prior_location,
-            word: (word_addr / WORD) as u32,
-            tid: cta.tid,
-            epoch,
-            block,
-            thread: prior.thread().unwrap_or(0),
-            launch: cta.launch,
+        // The earlier access is this block's: its serial, its thread and
+        // its location (completed from this access's, same module).
+        let prior = PriorRecord {
+            desc: AccessDesc::plain(cta.tid, epoch as u16, prior_kind.writes(), overlap).0,
+            site: SiteWord::new(cta.tid, prior_location, prior.thread().unwrap_or(0), SiteLanes::Single).0,
+            word: (word_addr / WORD) as u64,
+            location: location_address(self.loc),
         };
         cta.reporter().push(&GpuReportRecord { report, prior });
         if rt.flags & GpuRuntime::HALT_ON_RACE != 0 {

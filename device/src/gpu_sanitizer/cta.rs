@@ -10,10 +10,10 @@
 //! per-CTA device memory is the region of the CTA's lowest hardware warp
 //! slot, which no other resident CTA shares.
 //!
-//! Exit: the last thread of the CTA to finish (a counter in `.shared`,
-//! no barrier) logs what the CTA acquired of other launches, if anything
-//! (`vigil_shared::race::sync::cta_exit`), for the launches ordered after
-//! this one.
+//! Exit: after the same-block layer's exit barrier (it sees threads that
+//! returned early), the first thread logs what the CTA acquired of other
+//! launches, if anything (`vigil_shared::race::sync::cta_exit`), for the
+//! launches ordered after this one.
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -62,8 +62,8 @@ pub(super) struct CtaState {
     pub read_only: ReadOnlyRanges,
 }
 
-/// Bytes of the `.shared` block: the state, then the threads-done counter,
-/// then the synchronisation words (`CtaSync`).
+/// Bytes of the `.shared` block: the state, then a scratch word (the
+/// entry's region minimum), then the synchronisation words (`CtaSync`).
 const STATE_BYTES: usize = core::mem::size_of::<CtaState>();
 const DONE_OFFSET: usize = STATE_BYTES.next_multiple_of(4);
 const SYNC_OFFSET: usize = DONE_OFFSET + 4;
@@ -154,7 +154,7 @@ fn sync_words() -> &'static [AtomicU32] {
     unsafe { core::slice::from_raw_parts(arch::cta_state().add(SYNC_OFFSET) as *const AtomicU32, SYNC_WORDS) }
 }
 
-/// The threads-done counter of the CTA's exit.
+/// The scratch word of the CTA's entry.
 #[inline(always)]
 fn done_counter() -> &'static AtomicU32 {
     // SAFETY: a 4-aligned word of the `.shared` block.
@@ -308,9 +308,14 @@ unsafe fn enter(args: LaunchArgs) {
 
 #[inline(never)]
 fn exit() {
-    // The last thread to finish logs what the CTA acquired, if anything.
-    let (_, lanes) = lane();
-    if done_counter().fetch_add(1, Ordering::AcqRel) + 1 == lanes {
+    // Every thread's accesses are done. A barrier site like any other, so
+    // that threads that returned early are seen by a divergent
+    // `sync_threads` the hardware completes with this barrier.
+    super::block::exit_barrier();
+    let (lane, _) = lane();
+    if lane == 0 {
+        // What the CTA acquired of other launches, if anything, goes to
+        // the exit log for the launches ordered after this one.
         let st = CtaState::current();
         let sync = st.sync();
         if !sync.known().is_none() {

@@ -32,6 +32,17 @@ pub struct Stream {
     handle: StreamHandle,
 }
 
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // Its serial lane can go to another stream once its work is
+        // waited for.
+        crate::sanitizer::order::launch_order()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drop_stream(self.id);
+    }
+}
+
 impl Stream {
     /// Creates a stream on `ctx`'s device.
     pub fn new(ctx: &Context) -> Result<Stream> {

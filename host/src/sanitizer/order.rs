@@ -21,11 +21,22 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::{Mutex, OnceLock};
 
-use vigil_shared::race::serial::{lane_end, lane_of, lane_start, LaneBounds, Serial, LANES};
+use vigil_shared::race::serial::{lane_end, lane_start, LaneBounds, Serial, LANES};
+#[cfg(test)]
+use vigil_shared::race::serial::lane_of;
 use vigil_shared::race::LaneDevices;
 
 use crate::types::{EventId, StreamId};
+
+/// The process's launch order: one serial space for every sanitized
+/// context, device and backend of the process (a group of devices shares
+/// memory, and a race's earlier access may be any of theirs).
+pub fn launch_order() -> &'static Mutex<LaunchOrder> {
+    static ORDER: OnceLock<Mutex<LaunchOrder>> = OnceLock::new();
+    ORDER.get_or_init(|| Mutex::new(LaunchOrder::new()))
+}
 
 /// Who owns a host clock: a context (its waits order only its own later
 /// launches).
@@ -85,7 +96,6 @@ struct Lane {
 #[derive(Clone, Debug)]
 struct StreamState {
     owner: Owner,
-    device: u32,
     lane: Option<usize>,
     clock: LaneBounds,
 }
@@ -137,10 +147,9 @@ impl LaunchOrder {
         &self.devices
     }
 
-    fn stream(&mut self, stream: StreamId, owner: Owner, device: u32) -> &mut StreamState {
+    fn stream(&mut self, stream: StreamId, owner: Owner) -> &mut StreamState {
         self.streams.entry(stream).or_insert_with(|| StreamState {
             owner,
-            device,
             lane: None,
             clock: LaneBounds::NONE,
         })
@@ -186,7 +195,7 @@ impl LaunchOrder {
         }
         let count = count.max(1);
         let host = self.host(owner);
-        let current = self.stream(stream, owner, device).lane;
+        let current = self.stream(stream, owner).lane;
         let lane = match current {
             Some(k) if lane_end(k) - self.lanes[k].next >= count => k,
             _ => {
@@ -236,7 +245,7 @@ impl LaunchOrder {
         });
         for p in &self.pending {
             let mut a = g.unwrap_or(p.0);
-            for (x, y) in a.0.iter_mut().zip(p.0.iter()) {
+            for (x, y) in a.0.iter_mut().zip(p.0.0.iter()) {
                 *x = (*x).min(*y);
             }
             g = Some(a);
@@ -252,9 +261,9 @@ impl LaunchOrder {
 
     /// `stream` waits for `event`: its later launches are ordered after
     /// what the event captured.
-    pub fn wait(&mut self, stream: StreamId, event: EventId, owner: Owner, device: u32) {
+    pub fn wait(&mut self, stream: StreamId, event: EventId, owner: Owner) {
         let ev = self.events.get(&event).copied().unwrap_or(LaneBounds::NONE);
-        self.stream(stream, owner, device).clock.join(&ev);
+        self.stream(stream, owner).clock.join(&ev);
     }
 
     /// Context `owner`'s host waited for `stream`.
@@ -304,11 +313,6 @@ impl LaunchOrder {
     pub fn drop_owner(&mut self, owner: Owner) {
         self.hosts.remove(&owner);
     }
-
-    /// The lane serial `s` belongs to (for callers that map serials back).
-    pub fn lane_of(s: Serial) -> usize {
-        lane_of(s)
-    }
 }
 
 #[cfg(test)]
@@ -335,7 +339,7 @@ mod tests {
         let (a, b, c) = (StreamId(1), StreamId(2), StreamId(3));
         let l1 = o.launch(a, 1, 0, 8).unwrap();
         o.record(EventId(9), a);
-        o.wait(b, EventId(9), 1, 0);
+        o.wait(b, EventId(9), 1);
         let l2 = o.launch(b, 1, 0, 1).unwrap();
         assert!(l1.base + 7 < l2.bounds.0[lane_of(l1.base)]);
         let l3 = o.launch(a, 1, 0, 1).unwrap();

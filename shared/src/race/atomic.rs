@@ -70,10 +70,10 @@ pub const fn word_bytes(offset: u32, size: u32, k: u32) -> u8 {
 /// recording it for `cta`. Returns the operation's result and the first
 /// race found. `lanes` names the CTA's launch for the heads it leaves.
 #[allow(clippy::too_many_arguments)]
-pub fn atomic<M: RaceMemory + ?Sized, R>(
+pub fn atomic<M: RaceMemory + ?Sized, R, S: AtomicFamily>(
     mem: &M,
     cta: &mut CtaView<'_>,
-    sync: &CtaSync<'_, M::Atomics>,
+    sync: &CtaSync<'_, S>,
     lanes: LaneRef,
     first: u64,
     offset: u32,

@@ -12,6 +12,10 @@ use super::record::Pool;
 use super::serial::{LaneBounds, Serial, LANES};
 use crate::atomic::{AtomicFamily, AtomicU32Ops, AtomicU64Ops};
 
+/// Devices the SC-fence accumulators have room for ([`super::sync::SC_WORDS`]
+/// per device and scope).
+pub const MAX_SC_DEVICES: usize = 32;
+
 /// The 32-bit atomic of a memory.
 pub type U32Of<M> = <<M as RaceMemory>::Atomics as AtomicFamily>::U32;
 /// The 64-bit atomic of a memory.

@@ -259,7 +259,7 @@ fn merge_head<M: RaceMemory + ?Sized>(mem: &M, known: SnapRef, h: &Head, ours: &
 /// The end of a CTA: if it acquired knowledge of CTAs outside its launch,
 /// the exit log keeps it for the launches the host orders after this
 /// one (what a CTA learnt of its own launch they order anyway).
-pub fn cta_exit<M: RaceMemory + ?Sized>(mem: &M, cta: &CtaView<'_>, sync: &CtaSync<'_, M::Atomics>) {
+pub fn cta_exit<M: RaceMemory + ?Sized, S: AtomicFamily>(mem: &M, cta: &CtaView<'_>, sync: &CtaSync<'_, S>) {
     let known = sync.known();
     if known.is_none() {
         return;
@@ -305,10 +305,10 @@ pub fn refresh<F: AtomicFamily>(cta: &mut CtaView<'_>, sync: &CtaSync<'_, F>) {
 /// heads it sees (called under the CTA's sync lock): every head that
 /// reaches it is observed (for a later acquire fence), and merged at once
 /// when the read acquires and its scope includes the releaser.
-fn take_head<M: RaceMemory + ?Sized>(
+fn take_head<M: RaceMemory + ?Sized, S: AtomicFamily>(
     mem: &M,
     cta: &mut CtaView<'_>,
-    sync: &CtaSync<'_, M::Atomics>,
+    sync: &CtaSync<'_, S>,
     h: &Head,
     acquires: bool,
     scope: Scope,
@@ -340,10 +340,10 @@ fn take_head<M: RaceMemory + ?Sized>(
 /// An atomic read of the word whose record is `rec` (locked by the
 /// caller), continuing its release sequence (`chain`): observes and, if
 /// it `acquires` at `scope`, acquires its heads.
-pub fn read_heads<M: RaceMemory + ?Sized>(
+pub fn read_heads<M: RaceMemory + ?Sized, S: AtomicFamily>(
     mem: &M,
     cta: &mut CtaView<'_>,
-    sync: &CtaSync<'_, M::Atomics>,
+    sync: &CtaSync<'_, S>,
     rec: &Record<'_, M::Atomics>,
     acquires: bool,
     scope: Scope,
@@ -479,10 +479,10 @@ pub fn released<F: AtomicFamily>(cta: &mut CtaView<'_>, sync: &CtaSync<'_, F>) {
 pub const SC_WORDS: usize = 2;
 
 /// A fence of `ordering` and `scope` by `cta`.
-pub fn fence<M: RaceMemory + ?Sized>(
+pub fn fence<M: RaceMemory + ?Sized, S: AtomicFamily>(
     mem: &M,
     cta: &mut CtaView<'_>,
-    sync: &CtaSync<'_, M::Atomics>,
+    sync: &CtaSync<'_, S>,
     ordering: Ordering,
     scope: Scope,
 ) {
@@ -515,10 +515,10 @@ pub fn fence<M: RaceMemory + ?Sized>(
 
 /// `fence.sc`: acquires the SC fences before it that are morally strong
 /// with it (per device and scope accumulators), then joins itself in.
-fn sc_fence<M: RaceMemory + ?Sized>(
+fn sc_fence<M: RaceMemory + ?Sized, S: AtomicFamily>(
     mem: &M,
     cta: &mut CtaView<'_>,
-    sync: &CtaSync<'_, M::Atomics>,
+    sync: &CtaSync<'_, S>,
     scope: Scope,
     arena: &Arena<'_, M::Atomics>,
 ) {

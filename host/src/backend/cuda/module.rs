@@ -525,7 +525,7 @@ mod tests {
         });
         match &e {
             Error::SanitizedSharedMemory { entry, added, .. } => {
-                assert_eq!((entry.as_str(), *added), ("near__vigil", 2352));
+                assert_eq!((entry.as_str(), *added), ("near__vigil", 2448));
             }
             other => panic!("not a shared-memory error: {other:?}"),
         }

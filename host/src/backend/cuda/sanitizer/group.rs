@@ -2,16 +2,18 @@
 //! what each device's sanitizer shares with the others beyond the runtime
 //! state the shadow allocator wires up (`vmm::group`).
 //!
-//! - One side table, the first member's: a race found on device 1 against
-//!   device 0's earlier access finds that access's source location where
-//!   device 0 noted it. (Entries are trusted only when word, thread and
-//!   epoch match, so switching tables never shows a wrong one.)
+//! - One race engine's memory, the first member's (record pool, snapshot
+//!   arena, exit log, launch ring, site table, SC-fence accumulators,
+//!   lane-to-device table): a shadow cell names a record, a head a
+//!   snapshot and a launch, whichever device wrote it, and every member
+//!   reads the same ones (peer access is on between a group's devices).
 //! - Host clocks: a host wait of one member's context orders the other
 //!   member contexts' later launches after what it waited for, as the
 //!   host barrier of a group of processes does (the same
 //!   `join_host_clock`).
-//! - Launch names: launch ids are unique in the process, so an earlier
-//!   access's launch is looked up in the other members' histories.
+//! - Launch names: serials and launch ids are unique in the process, so
+//!   an earlier access's launch is looked up in the other members'
+//!   histories.
 //!
 //! Lock order: a sanitizer's state lock is never held while another's is
 //! taken (each step below takes one at a time).
@@ -27,20 +29,33 @@ use crate::error::Result;
 use crate::sanitizer::decode::LaunchShape;
 
 /// Makes `members` (one sanitizer and context owner per device, the
-/// group's first first) one group: every member notes earlier accesses in
-/// the first's side table, and a host wait of any member's context orders
+/// group's first first) one group: every member runs the race engine on
+/// the first's memory, and a host wait of any member's context orders
 /// every member context's later launches. Call before the members'
-/// kernels run (entries noted in a table left behind are lost to reports,
-/// nothing else).
+/// kernels run (what a member's kernels left in its own memory before is
+/// no longer read: races with those accesses may be missed, none
+/// invented).
 pub(crate) fn join_group(members: &[(Arc<GpuSanitizer>, u64)]) -> Result<()> {
     let Some((first, _)) = members.first() else {
         return Ok(());
     };
-    let side_table = lock(&first.desc).side_table;
+    let shared = *lock(&first.desc);
     for (m, owner) in members {
         let desc = {
             let mut d = lock(&m.desc);
-            d.side_table = side_table;
+            d.pool = shared.pool;
+            d.pool_words = shared.pool_words;
+            d.arena = shared.arena;
+            d.arena_words = shared.arena_words;
+            d.exits = shared.exits;
+            d.exit_words = shared.exit_words;
+            d.launches = shared.launches;
+            d.launch_words = shared.launch_words;
+            d.sites = shared.sites;
+            d.site_words = shared.site_words;
+            d.sc = shared.sc;
+            d.sc_words = shared.sc_words;
+            d.lane_devices = shared.lane_devices;
             *d
         };
         m.device.bind()?;
@@ -89,23 +104,25 @@ impl GpuSanitizer {
             .try_for_each(|(p, o)| p.join_host_clock(*o, &clock))
     }
 
-    /// The shapes of the launches among `ids` that other members of the
-    /// group remember.
+    /// The launches (id, shape, first serial) of the serials among
+    /// `serials` that other members of the group remember.
     pub(super) fn peer_launches(
         &self,
-        ids: impl Iterator<Item = u32>,
-    ) -> HashMap<u32, LaunchShape> {
+        serials: impl Iterator<Item = u32>,
+    ) -> HashMap<u32, (u32, LaunchShape, u32)> {
         let peers = self.peers();
         let mut found = HashMap::new();
         if peers.is_empty() {
             return found;
         }
-        let ids: Vec<u32> = ids.filter(|&id| id != 0).collect();
+        let serials: Vec<u32> = serials.filter(|&s| s != 0).collect();
         for p in peers {
             let st = lock(&p.state);
-            for &id in &ids {
-                if let Some(shape) = st.launches.shape(id) {
-                    found.insert(id, shape.clone());
+            for &s in &serials {
+                if let Some((id, base, _)) = st.launches.of_serial(s) {
+                    if let Some(shape) = st.launches.shape(id) {
+                        found.insert(s, (id, shape.clone(), base));
+                    }
                 }
             }
         }

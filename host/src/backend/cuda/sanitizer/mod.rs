@@ -1,28 +1,28 @@
 //! The CUDA backend's sanitized launch seam: the GPU race sanitizer's
-//! launches, stream and event clocks, and report collection (design 3.2,
-//! 3.3). Decoding records into reports is shared host code
-//! (`crate::sanitizer::gpu_report`).
+//! launches, ordering bookkeeping and report collection
+//! (docs/src/design/engine.md). Decoding records into reports is shared
+//! host code (`crate::sanitizer::decode`).
 //!
 //! One [`GpuSanitizer`] per device (process-wide, like the shadow
-//! allocator it sits on) owns the device's [`GpuRuntime`] descriptor, its
-//! per-SM slot table, the side table of earlier accesses, the SC-fence
-//! clocks, every stream's clocks and a host-mapped report buffer per
-//! sanitized context (named by the context's streams' clocks, so that
+//! allocator it sits on) owns the device's [`GpuRuntime`] descriptor and
+//! the race engine's device memory (record pool, snapshot arena, exit log,
+//! launch ring, site table, SC-fence accumulators) and a host-mapped report
+//! buffer per sanitized context (named in each launch's record, so that
 //! contexts sharing the device, such as parallel tests, neither fill each
-//! other's buffer nor count each other's dropped reports). A
-//! sanitized launch ([`GpuSanitizer::prepare_launch`]) picks the kernel's
-//! `name__vigil` entry and appends the hidden arguments
-//! ([`HIDDEN_PARAMS`]); events, stream waits and host synchronisations
-//! feed the clock bookkeeping (`clocks`); a synchronisation collects the
-//! records and decodes them into
-//! [`RaceReport`](crate::sanitizer::report::RaceReport)s.
+//! other's buffer nor count each other's dropped reports).
 //!
-//! Host-issued copies and fills are launches of the range-access entry,
-//! planned like kernels (`range_checks`).
+//! A sanitized launch ([`GpuSanitizer::prepare_launch`]) is planned by the
+//! process's [`LaunchOrder`] (its serials and lane bounds), its record is
+//! written into the launch ring on its stream just before it, and the
+//! hidden arguments ([`HIDDEN_PARAMS`]) name the runtime, the record, its
+//! base serial and its launch id. Events, stream waits and host waits go
+//! to the same `LaunchOrder`; a synchronisation collects the records and
+//! decodes them into [`RaceReport`](crate::sanitizer::report::RaceReport)s.
+//!
+//! Host-issued copies and fills are launches of the range-access entry of
+//! one serial (`range_checks`).
 //!
 //! - `group`: the sanitizers of a group of devices of one process.
-//! - `slots`: how many sanitizer slots each SM gets.
-//! - `clocks`: which clocks a launch acquires (pure bookkeeping).
 //! - `device_memory`: the sanitizer's own device and mapped memory.
 //! - `location`: source locations read back from device memory.
 //! - `host_sites`: the host call sites of copies and fills, as tags.
@@ -30,34 +30,37 @@
 //! - `resolve`: what the records' numbers mean, for the shared decoder.
 //! - `window`: the window shadow of large and dynamic shared arrays.
 
-mod clocks;
 mod device_memory;
 mod group;
 mod host_sites;
 mod location;
 mod range_checks;
 mod resolve;
-mod slots;
 mod window;
 
 pub(crate) use group::join_group;
 use range_checks::RangeState;
 pub(crate) use range_checks::{RangeCheck, RangeEntry};
-pub(crate) use slots::slots_per_sm_fitting;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering as MemOrder};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use vigil_shared::abi::{PoolHeader, ReportBufferHeader};
+use vigil_shared::abi::ReportBufferHeader;
 use vigil_shared::block::{
     DivergenceRecord, GlobalTable, DIVERGENT_BARRIER_KIND, GLOBAL_LANES, SANITIZER_SHARED_BYTES,
     UNCHECKED_ARRAYS,
 };
-use vigil_shared::engine::sc_fence_words;
 use vigil_shared::gpu::{
-    GpuReportRecord, GpuRuntime, SideEntry, SmSlots, StreamClocks, HIDDEN_PARAMS, MAX_JOINS,
+    launch_flags, GpuReportRecord, GpuRuntime, HIDDEN_PARAMS, LAUNCH_RECORD_BYTES, LAUNCH_RING_SLOTS,
+    REGIONS_PER_SM,
 };
+use vigil_shared::race::cta::LaneDevices;
+use vigil_shared::race::knowledge::{header as arena_header, Arena, EXIT_HEADER_WORDS};
+use vigil_shared::race::memory::launch_record;
+use vigil_shared::race::record::{pool_header, POOL_HEADER_WORDS, RECORD_WORDS};
+use vigil_shared::race::serial::LANES;
+use vigil_shared::race::sync::SC_WORDS;
 
 use super::device::CudaDevice;
 use super::stream::CudaStream;
@@ -66,54 +69,31 @@ use crate::abi::params::ParamBuffer;
 use crate::error::{Error, Result};
 use crate::sanitizer::barrier::decode_divergence;
 use crate::sanitizer::decode::{decode_all, LaunchShape, PriorSite};
+use crate::sanitizer::order::{launch_order, PlannedLaunch};
 use crate::sanitizer::report::RaceReports;
 use crate::types::{EventId, LaunchConfig, StreamId};
 
-use clocks::{ClockBook, LaunchPlan};
 use device_memory::{read_device, write_device, DeviceBlock, MappedBlock};
 use host_sites::HostSites;
 use location::{LocationCache, LocationLayout};
 use resolve::{GpuResolver, LaunchHistory};
 use window::WindowRegions;
 
-/// log2 of the side table's entries on the smallest devices (32 MiB).
-const SIDE_LOG2_MIN: u32 = 20;
-/// log2 of the side table's entries on the largest (256 MiB).
-const SIDE_LOG2_MAX: u32 = 23;
-
-/// log2 of the side table's entries for a device of `total_memory`
-/// bytes: about 1/256 of it, between [`SIDE_LOG2_MIN`] and
-/// [`SIDE_LOG2_MAX`]. A streaming launch notes a run per warp and line,
-/// millions of them, and a note reads its set's ways until one is free
-/// (one of an older launch): a table that one launch fills makes every
-/// note read all four. On an H100, 256 MiB against 32 MiB made a
-/// sanitized copy 5 % faster (23.4 to 22.2 ms), and lets reports find
-/// more earlier accesses.
-fn side_log2(total_memory: usize) -> u32 {
-    let want = total_memory / 256 / std::mem::size_of::<SideEntry>();
-    let log2 = usize::BITS - 1 - want.max(1).leading_zeros();
-    log2.clamp(SIDE_LOG2_MIN, SIDE_LOG2_MAX)
-}
-/// The owner id under which the host clock blocks of contexts gone wait
-/// for the device to be idle (owner ids start at 1).
-const RETIRED: u64 = 0;
-
 /// Records a context's report buffer holds (128 bytes each).
 const REPORT_CAPACITY: u32 = 1024;
-/// log2 of the same-block table's entries per SM slot (40 bytes each:
-/// 40 KiB a slot), the global words a block may touch in one barrier
+/// log2 of the same-block table's entries per region (40 bytes each: 40
+/// KiB a region), the global words a block may touch in one barrier
 /// interval before some go unchecked (`vigil_shared::block::GlobalTable`).
 const BLOCK_TABLE_LOG2: u32 = 10;
+/// Words of the snapshot arena (64 MiB).
+const ARENA_WORDS: usize = 16 << 20;
+/// Exits the exit log holds.
+const EXIT_ENTRIES: usize = 1 << 16;
+/// Entries of the site table of split words (16 MiB).
+const SITE_ENTRIES: usize = 1 << 20;
 
 /// What is guarded by the sanitizer's lock.
 struct State {
-    book: ClockBook,
-    /// The value of each context's newest host clock (by owner id).
-    host_clock: HashMap<u64, Vec<u32>>,
-    /// Device blocks of the host clocks launches may still read, by owner,
-    /// newest last (see `clocks`).
-    host_clocks: HashMap<u64, Vec<DeviceBlock>>,
-    streams: HashMap<StreamId, DeviceBlock>,
     launches: LaunchHistory,
     locations: LocationCache,
     /// The report buffer of each live context (by owner id).
@@ -130,6 +110,19 @@ struct State {
     unchecked_seen: [u64; 2],
     /// The window shadow's device memory.
     window: WindowRegions,
+    /// The lane-to-device table as the device has it.
+    lane_devices: LaneDevices,
+}
+
+/// The race engine's device memory.
+struct EngineMemory {
+    pool: DeviceBlock,
+    arena: DeviceBlock,
+    exits: DeviceBlock,
+    ring: DeviceBlock,
+    sites: DeviceBlock,
+    sc: DeviceBlock,
+    lane_devices: DeviceBlock,
 }
 
 /// The GPU sanitizer of one device.
@@ -137,8 +130,8 @@ pub(crate) struct GpuSanitizer {
     device: Arc<CudaDevice>,
     pool: Arc<CachingPool>,
     num_sms: u32,
-    slots: u32,
-    num_threads: u32,
+    /// This device's rank (in its group; 0 alone).
+    rank: u32,
     runtime: DeviceBlock,
     /// What `runtime` holds (rewritten when the device joins a group).
     desc: Mutex<GpuRuntime>,
@@ -146,11 +139,9 @@ pub(crate) struct GpuSanitizer {
     /// group's other members and their contexts' owners: that context's
     /// host waits order theirs too (`group`).
     group: Mutex<HashMap<u64, group::Peers>>,
-    _slot_table: DeviceBlock,
-    _side_table: DeviceBlock,
+    engine: EngineMemory,
     block_table: DeviceBlock,
     _block_lanes: DeviceBlock,
-    _sc_fences: DeviceBlock,
     layout: Option<LocationLayout>,
     state: Mutex<State>,
     /// The stream the runtime's own launches run on outside every user
@@ -159,9 +150,12 @@ pub(crate) struct GpuSanitizer {
 }
 
 /// Launch ids, unique in the process: a race's earlier access may be
-/// another device's (a group of devices shares its side table), and its
-/// id must not name a launch of this one.
+/// another device's (a group of devices shares its memory), and its id
+/// must not name a launch of this one.
 static NEXT_LAUNCH: AtomicU32 = AtomicU32::new(1);
+
+/// Launch numbers in the launch ring (`LaneRef`s), unique in the process.
+static NEXT_RING: AtomicU32 = AtomicU32::new(1);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -174,10 +168,7 @@ fn registry() -> &'static Mutex<HashMap<usize, Arc<GpuSanitizer>>> {
 
 /// The sanitizer of `device` (allocating from `pool`), made on first use;
 /// one per device in the process, like the shadow allocator under it.
-pub(crate) fn for_device(
-    device: &Arc<CudaDevice>,
-    pool: &Arc<CachingPool>,
-) -> Result<Arc<GpuSanitizer>> {
+pub(crate) fn for_device(device: &Arc<CudaDevice>, pool: &Arc<CachingPool>) -> Result<Arc<GpuSanitizer>> {
     let mut reg = lock(registry());
     if let Some(s) = reg.get(&device.ordinal()) {
         return Ok(s.clone());
@@ -196,38 +187,78 @@ fn as_bytes<T: bytemuck::Pod>(v: &T) -> &[u8] {
     bytemuck::bytes_of(v)
 }
 
+/// `words` little-endian `u32`s as bytes.
+fn u32_bytes(words: &[u32]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+impl EngineMemory {
+    /// The engine's memory for a device, zeroed and initialised (the
+    /// caller bound the context). `pool_records` records.
+    fn new(pool_records: usize) -> Result<EngineMemory> {
+        let pool = DeviceBlock::zeroed((pool_records + 1) * RECORD_WORDS * 8)?;
+        let mut header = [0u64; POOL_HEADER_WORDS];
+        header[pool_header::NEXT] = 1;
+        header[pool_header::CAPACITY] = (pool_records + 1) as u64;
+        pool.write(bytemuck::cast_slice(&header))?;
+        let arena = DeviceBlock::zeroed(ARENA_WORDS * 4)?;
+        let mut head = [0u32; vigil_shared::race::knowledge::ARENA_HEADER_WORDS];
+        head[arena_header::CURSOR] = head.len() as u32;
+        head[arena_header::CAPACITY] = ARENA_WORDS as u32;
+        head[arena_header::GENERATION] = 1;
+        arena.write(&u32_bytes(&head))?;
+        let exit_words = EXIT_HEADER_WORDS + 2 * EXIT_ENTRIES;
+        let exits = DeviceBlock::zeroed(exit_words * 4)?;
+        exits.write(&u32_bytes(&[0, EXIT_ENTRIES as u32]))?;
+        let ring = DeviceBlock::zeroed(LAUNCH_RING_SLOTS as usize * LAUNCH_RECORD_BYTES)?;
+        let sites = DeviceBlock::zeroed(SITE_ENTRIES * 16)?;
+        let sc = DeviceBlock::zeroed(vigil_shared::race::memory::MAX_SC_DEVICES * 2 * SC_WORDS * 4)?;
+        let lane_devices = DeviceBlock::zeroed(std::mem::size_of::<LaneDevices>())?;
+        let _ = Arena::<vigil_shared::atomic::CoreAtomics>::init;
+        Ok(EngineMemory {
+            pool,
+            arena,
+            exits,
+            ring,
+            sites,
+            sc,
+            lane_devices,
+        })
+    }
+}
+
 impl GpuSanitizer {
     fn new(device: &Arc<CudaDevice>, pool: &Arc<CachingPool>) -> Result<GpuSanitizer> {
         let vmm = pool.vmm();
         vmm.device(device)?;
         let ordinal = device.ordinal();
         let runtime_state = vmm.runtime_of(ordinal)?;
-        let g = runtime_state.global;
         let num_sms = device.sm_count().max(1);
-        let slots = (g.num_sms / num_sms).max(1);
         device.bind()?;
-        let slot_table = DeviceBlock::zeroed(num_sms as usize * std::mem::size_of::<SmSlots>())?;
-        let side_log2 = side_log2(device.props().total_memory);
-        let side_table =
-            DeviceBlock::zeroed((1usize << side_log2) * std::mem::size_of::<SideEntry>())?;
-        let block_slots = num_sms * slots;
+        let regions = num_sms * REGIONS_PER_SM;
         let block_table = DeviceBlock::zeroed(
             GlobalTable {
                 log2: BLOCK_TABLE_LOG2,
             }
-            .bytes(block_slots as usize),
+            .bytes(regions as usize),
         )?;
-        let block_lanes = DeviceBlock::zeroed(block_slots as usize * GLOBAL_LANES * 8)?;
-        let sc_words = sc_fence_words(g.num_devices, g.num_threads);
-        let sc_fences = DeviceBlock::zeroed(sc_words * 4)?;
+        let block_lanes = DeviceBlock::zeroed(regions as usize * GLOBAL_LANES * 8)?;
+        let engine = EngineMemory::new(vmm.config().shadow_pool_records() as usize)?;
         let desc = GpuRuntime {
-            globals: vmm.runtime_state_ptr(ordinal)?,
-            slot_table: slot_table.addr,
-            side_table: side_table.addr,
-            sc_fences: sc_fences.addr,
-            sc_fence_words: sc_words as u32,
-            side_log2,
-            slots_per_sm: slots,
+            real_base: vigil_shared::address::real_base(vmm.reserve_base()),
+            pool: engine.pool.addr,
+            pool_words: (engine.pool.bytes / 8) as u64,
+            arena: engine.arena.addr,
+            exits: engine.exits.addr,
+            launches: engine.ring.addr,
+            sites: engine.sites.addr,
+            sc: engine.sc.addr,
+            lane_devices: engine.lane_devices.addr,
+            arena_words: (engine.arena.bytes / 4) as u32,
+            exit_words: (engine.exits.bytes / 4) as u32,
+            launch_words: (engine.ring.bytes / 4) as u32,
+            site_words: (engine.sites.bytes / 8) as u32,
+            sc_words: (engine.sc.bytes / 4) as u32,
             // VIGIL_HALT_ON_ERROR: the racing thread traps after its record.
             flags: if vmm.config().halt_on_error() {
                 GpuRuntime::HALT_ON_RACE
@@ -238,7 +269,7 @@ impl GpuSanitizer {
             report_capacity: REPORT_CAPACITY,
             block_table: block_table.addr,
             block_table_log2: BLOCK_TABLE_LOG2,
-            block_table_slots: block_slots,
+            block_table_slots: regions,
             block_lanes: block_lanes.addr,
             // Made by the first launch that needs it (`window`).
             block_shadow: 0,
@@ -249,23 +280,16 @@ impl GpuSanitizer {
             device: device.clone(),
             pool: pool.clone(),
             num_sms,
-            slots,
-            num_threads: g.num_threads,
+            rank: runtime_state.rank,
             runtime,
             desc: Mutex::new(desc),
             group: Mutex::new(HashMap::new()),
-            _slot_table: slot_table,
-            _side_table: side_table,
+            engine,
             block_table,
             _block_lanes: block_lanes,
-            _sc_fences: sc_fences,
             layout: LocationLayout::probe(),
             own_stream: Mutex::new(None),
             state: Mutex::new(State {
-                book: ClockBook::new(g.num_threads),
-                host_clock: HashMap::new(),
-                host_clocks: HashMap::new(),
-                streams: HashMap::new(),
                 launches: LaunchHistory::default(),
                 locations: LocationCache::default(),
                 buffers: HashMap::new(),
@@ -274,15 +298,16 @@ impl GpuSanitizer {
                 range: RangeState::Waiting(Vec::new()),
                 unchecked_seen: [0; 2],
                 window: WindowRegions::default(),
+                lane_devices: LaneDevices::default(),
             }),
         })
     }
 
     /// The arguments of a sanitized launch of `kernel` on `stream`: `buf`
-    /// with the hidden ones appended. Enqueues the stream's join list on
-    /// `stream` when it changed, so it lands before the kernel starts.
-    /// `shared_window` is the shared window (static and dynamic bytes) the
-    /// window shadow must cover for it (0: none).
+    /// with the hidden ones appended. Enqueues the launch's record on
+    /// `stream`, so it lands before the kernel starts. `shared_window` is
+    /// the shared window (static and dynamic bytes) the window shadow must
+    /// cover for it (0: none).
     #[allow(clippy::too_many_arguments)] // the launch's parts, as the backend has them
     pub fn prepare_launch(
         &self,
@@ -298,8 +323,8 @@ impl GpuSanitizer {
         // A kernel without shared memory of its own needs no window shadow.
         if shared_window > SANITIZER_SHARED_BYTES as u64 {
             self.device.bind()?;
-            let slots = u64::from(self.num_sms * self.slots);
-            st.window.ensure(&self.runtime, slots, shared_window)?;
+            let regions = u64::from(self.num_sms * REGIONS_PER_SM);
+            st.window.ensure(&self.runtime, regions, shared_window)?;
         }
         let shape = LaunchShape {
             kernel: kernel.to_owned(),
@@ -307,51 +332,86 @@ impl GpuSanitizer {
             block: config.block,
             host_issued: false,
         };
-        let (plan, launch) = self.plan(&mut st, owner, stream_id, shape)?;
-        if let Some(header) = &plan.write {
-            self.device.bind()?;
-            DeviceBlock::write_async(plan.stream_clocks, as_bytes(header), stream.raw())?;
-        }
+        let blocks = u64::from(config.grid.x) * u64::from(config.grid.y) * u64::from(config.grid.z);
+        let planned = self.plan(&mut st, owner, stream_id, shape, blocks, 0, None)?;
+        self.device.bind()?;
+        self.enqueue_record(&mut st, &planned, Some(stream))?;
         drop(st);
-        Ok(self.with_hidden(buf, &plan, launch))
+        Ok(self.with_hidden(buf, &planned))
     }
 
-    /// Plans a sanitized launch of `shape` on `stream_id` by `owner` (the
-    /// stream's clocks made on its first): its place in the stream's
-    /// clocks and its launch id.
+    /// Plans a sanitized launch of `shape` (`blocks` CTAs, or one serial
+    /// for a transfer: `flags`) on `stream_id` by `owner`: its serials,
+    /// lane bounds, ring record and launch id.
+    #[allow(clippy::too_many_arguments)]
     fn plan(
         &self,
         st: &mut State,
         owner: u64,
         stream_id: StreamId,
         shape: LaunchShape,
-    ) -> Result<(LaunchPlan, u32)> {
-        if !st.book.has_stream(stream_id) {
-            self.device.bind()?;
-            let reports = report_buffer(st, owner)?;
-            let block = DeviceBlock::zeroed(StreamClocks::bytes(self.num_threads) as usize)?;
-            block.write(as_bytes(&ClockBook::first_header(reports)))?;
-            st.book.add_stream(stream_id, owner, block.addr, reports);
-            st.streams.insert(stream_id, block);
-        }
-        let plan = st.book.launch(stream_id).ok_or(Error::Unsupported {
-            op: "a sanitized GPU launch",
-            backend: crate::types::DeviceId::Cuda(self.device.ordinal()),
-            reason: "the stream has no sanitizer clocks",
-        })?;
+        blocks: u64,
+        flags: u32,
+        host_site: Option<u64>,
+    ) -> Result<RecordPlan> {
+        let reports = report_buffer(st, owner)?;
+        let count = if flags & launch_flags::ONE_SERIAL != 0 {
+            1
+        } else {
+            u32::try_from(blocks).unwrap_or(u32::MAX)
+        };
+        let planned = lock(launch_order())
+            .launch(stream_id, owner, self.rank, count)
+            .map_err(|e| Error::Sanitizer {
+                message: e.to_string(),
+            })?;
         let launch = NEXT_LAUNCH.fetch_add(1, MemOrder::Relaxed);
-        st.launches.insert(launch, owner, shape);
-        Ok((plan, launch))
+        // Ring numbers are the process's: a group's members share a ring.
+        let r = NEXT_RING.fetch_add(1, MemOrder::Relaxed).max(1);
+        st.launches.insert(launch, owner, shape, planned.base, planned.count, host_site);
+        Ok(RecordPlan {
+            planned,
+            launch,
+            lane_ref: r,
+            flags,
+            reports,
+        })
+    }
+
+    /// The device address of launch `r`'s ring slot (in the group's ring).
+    fn ring_slot(&self, r: u32) -> u64 {
+        lock(&self.desc).launches + u64::from(r % LAUNCH_RING_SLOTS) * LAUNCH_RECORD_BYTES as u64
+    }
+
+    /// Writes `plan`'s record into its ring slot on `stream` (or at once,
+    /// synchronously, when no stream orders it yet), and the lane-device
+    /// table if a lane changed devices (the caller bound the context).
+    fn enqueue_record(&self, st: &mut State, plan: &RecordPlan, stream: Option<&CudaStream>) -> Result<()> {
+        let devices = *lock(launch_order()).devices();
+        if devices != st.lane_devices {
+            st.lane_devices = devices;
+            let table = lock(&self.desc).lane_devices;
+            match stream {
+                Some(s) => DeviceBlock::write_async(table, &devices.0, s.raw())?,
+                None => write_device(table, &devices.0)?,
+            }
+        }
+        let words = plan.record(self.rank);
+        let bytes = u32_bytes(&words);
+        match stream {
+            Some(s) => DeviceBlock::write_async(self.ring_slot(plan.lane_ref), &bytes, s.raw()),
+            None => write_device(self.ring_slot(plan.lane_ref), &bytes),
+        }
     }
 
     /// `buf` with the hidden arguments of a launch planned as `plan`.
-    fn with_hidden(&self, buf: &ParamBuffer, plan: &LaunchPlan, launch: u32) -> ParamBuffer {
+    fn with_hidden(&self, buf: &ParamBuffer, plan: &RecordPlan) -> ParamBuffer {
         let ordinal = Some(self.device.ordinal());
         let mut args = buf.clone();
         args.append_hidden_pointer(self.runtime.addr, ordinal);
-        args.append_hidden_pointer(plan.stream_clocks, ordinal);
-        args.append_hidden(plan.kernel);
-        args.append_hidden(launch);
+        args.append_hidden_pointer(self.ring_slot(plan.lane_ref), ordinal);
+        args.append_hidden(plan.planned.base);
+        args.append_hidden(plan.launch);
         for bound in buf.read_only_ranges().words() {
             args.append_hidden(bound);
         }
@@ -360,9 +420,8 @@ impl GpuSanitizer {
     }
 
     /// Runs `f` on the sanitizer's own stream (made on first use, then
-    /// kept): the runtime's launches that no user stream orders, the
-    /// transfer checks that waited for the range-access entry and the
-    /// shadow reclaims of freed buffers. One caller at a time.
+    /// kept): the transfer checks that waited for the range-access entry
+    /// and the shadow reclaims of freed buffers. One caller at a time.
     pub(crate) fn with_own_stream<R>(&self, f: impl FnOnce(&CudaStream) -> Result<R>) -> Result<R> {
         let mut own = lock(&self.own_stream);
         let stream = match &mut *own {
@@ -377,14 +436,8 @@ impl GpuSanitizer {
     /// it; the next owner's collection discards what it writes then, see
     /// [`owned_records`]).
     pub fn retire_owner(&self, owner: u64) {
+        lock(launch_order()).drop_owner(owner);
         let mut st = lock(&self.state);
-        st.book.forget_owner(owner);
-        st.host_clock.remove(&owner);
-        // Its launches may still read its host clocks: they go once the
-        // device is idle (`fold_host_wait`).
-        if let Some(blocks) = st.host_clocks.remove(&owner) {
-            st.host_clocks.entry(RETIRED).or_default().extend(blocks);
-        }
         if let Some(buffer) = st.buffers.remove(&owner) {
             st.spare.push(buffer);
         }
@@ -396,14 +449,14 @@ impl GpuSanitizer {
     /// could not hold count as `owner`'s dropped reports.
     fn collect(&self, owner: u64) -> RaceReports {
         let mut st = lock(&self.state);
-        let (read, claimed) = match st.buffers.get(&owner) {
+        let (read, claimed, bounded) = match st.buffers.get(&owner) {
             Some(buffer) => take_records(buffer),
-            None => (Vec::new(), 0),
+            None => (Vec::new(), 0, 0),
         };
         let dropped = u64::from(claimed) - read.len() as u64;
         let mut records = owned_records(&st.launches, read, owner);
         let [words, arrays] = self.unchecked_since(&mut st.unchecked_seen);
-        let lost = self.take_history_lost();
+        let lost = self.take_history_lost() + u64::from(bounded);
         if records.is_empty() && dropped == 0 && words == 0 && arrays == 0 && lost == 0 {
             return RaceReports::new();
         }
@@ -413,25 +466,11 @@ impl GpuSanitizer {
             .map(|r| bytemuck::cast(*r))
             .collect();
         records.retain(|r| r.report.kind != DIVERGENT_BARRIER_KIND);
-        let priors: Vec<Option<PriorSite>> = records
-            .iter()
-            .map(|r| {
-                let e = &r.prior;
-                (e.location != 0).then_some(PriorSite {
-                    location: e.location,
-                    tid: e.tid,
-                    block: e.block,
-                    thread: e.thread,
-                    launch: e.launch,
-                    sm: None,
-                })
-            })
-            .collect();
         // Earlier accesses by another device of a group name its launches
         // (asked for without this lock held: no two sanitizers' locks are
         // ever held together).
         drop(st);
-        let elsewhere = self.peer_launches(records.iter().map(|r| r.prior.launch));
+        let elsewhere = self.peer_launches(records.iter().map(|r| r.report.prior_tid));
         let mut st = lock(&self.state);
         let State {
             launches,
@@ -447,8 +486,6 @@ impl GpuSanitizer {
         let vmm = self.pool.vmm();
         let allocation = |addr: u64| vmm.lookup(addr).map(|a| (a.ptr, a.size));
         let resolver = GpuResolver {
-            num_sms: self.num_sms,
-            slots: self.slots,
             launches,
             elsewhere: &elsewhere,
             layout: self.layout,
@@ -457,6 +494,10 @@ impl GpuSanitizer {
             read: &read,
             allocation: &allocation,
         };
+        let priors: Vec<Option<PriorSite>> = records
+            .iter()
+            .map(|r| resolver.prior_site(&r.report, &r.prior))
+            .collect();
         let mut out = decode_all(
             records
                 .iter()
@@ -474,33 +515,32 @@ impl GpuSanitizer {
         out
     }
 
-    /// Takes the record pool header's precision-loss counts
-    /// ([`PoolHeader::history_lost`]) and clears them on the device. A
-    /// kernel still running may count between the read and the clear,
-    /// which loses those counts (they only say that, and about how much,
-    /// precision was lost); a group's shared pool's counts go to the
-    /// member that takes them first. A failed read or write counts
-    /// nothing.
+    /// Takes the engine's precision-loss counts (pool allocations that
+    /// found it full, merges that found the arena full, exits the log
+    /// could not hold) and clears them on the device. A kernel still
+    /// running may count between the read and the clear, which loses
+    /// those counts (they only say that, and about how much, precision
+    /// was lost). A failed read or write counts nothing.
     fn take_history_lost(&self) -> u64 {
-        let Ok(g) = self.pool.vmm().global_state(self.device.ordinal()) else {
-            return 0;
-        };
-        if g.pool_base == 0 || self.device.bind().is_err() {
+        if self.device.bind().is_err() {
             return 0;
         }
-        let Ok(bytes) = read_device(g.pool_base, std::mem::size_of::<PoolHeader>()) else {
-            return 0;
-        };
-        let lost = bytemuck::pod_read_unaligned::<PoolHeader>(&bytes).history_lost();
-        let counters = PoolHeader::LOST_HISTORY_BYTES;
-        if lost > 0
-            && write_device(
-                g.pool_base + counters.start as u64,
-                &vec![0; counters.len()],
-            )
-            .is_err()
-        {
-            return 0;
+        let mut lost = 0u64;
+        let counters: [(u64, usize); 3] = [
+            (self.engine.pool.addr + 8 * pool_header::EXHAUSTED as u64, 8),
+            (self.engine.arena.addr + 4 * arena_header::LOST as u64, 4),
+            (self.engine.exits.addr + 8, 4),
+        ];
+        for (addr, len) in counters {
+            let Ok(bytes) = read_device(addr, len) else {
+                continue;
+            };
+            let mut v = [0u8; 8];
+            v[..len].copy_from_slice(&bytes);
+            let n = u64::from_le_bytes(v);
+            if n > 0 && write_device(addr, &vec![0; len]).is_ok() {
+                lost += n;
+            }
         }
         lost
     }
@@ -508,10 +548,8 @@ impl GpuSanitizer {
     /// What the same-block table's header counted since the last call
     /// (`seen` holding the counts then): word accesses it skipped (it was
     /// full), and shared arrays declared too large for a shadow
-    /// (`vigil_shared::block::UNCHECKED_ARRAYS`). The header is read with
-    /// a plain copy, which waits for no stream (they are non-blocking): a
-    /// kernel still running may add more, counted next time. A read that
-    /// fails counts nothing.
+    /// (`vigil_shared::block::UNCHECKED_ARRAYS`). A read that fails
+    /// counts nothing.
     fn unchecked_since(&self, seen: &mut [u64; 2]) -> [u64; 2] {
         let mut new = [0; 2];
         if self.device.bind().is_err() {
@@ -531,10 +569,47 @@ impl GpuSanitizer {
     }
 }
 
-/// `into[j] = max(into[j], clock[j])` for the entries both have.
-fn join_into(into: &mut [u32], clock: &[u32]) {
-    for (h, &c) in into.iter_mut().zip(clock) {
-        *h = (*h).max(c);
+/// A launch as planned for its ring record.
+pub(crate) struct RecordPlan {
+    planned: PlannedLaunch,
+    launch: u32,
+    lane_ref: u32,
+    flags: u32,
+    reports: u64,
+}
+
+impl RecordPlan {
+    /// A plan of no launch, for tests of what carries one.
+    #[cfg(test)]
+    pub(crate) fn for_test() -> RecordPlan {
+        RecordPlan {
+            planned: PlannedLaunch {
+                base: 1,
+                count: 1,
+                bounds: vigil_shared::race::serial::LaneBounds::NONE,
+                global: vigil_shared::race::serial::LaneBounds::NONE,
+            },
+            launch: 1,
+            lane_ref: 1,
+            flags: 0,
+            reports: 0,
+        }
+    }
+
+    /// The launch's record ([`launch_record`]) for device `rank`.
+    fn record(&self, rank: u32) -> Vec<u32> {
+        let mut w = vec![0u32; launch_record::WORDS];
+        w[launch_record::TAG] = self.lane_ref;
+        w[launch_record::BASE] = self.planned.base;
+        w[launch_record::COUNT] = self.planned.count;
+        w[launch_record::DEVICE] = rank;
+        w[launch_record::LAUNCH_ID] = self.launch;
+        w[launch_record::FLAGS] = self.flags;
+        w[launch_record::REPORTS] = self.reports as u32;
+        w[launch_record::REPORTS + 1] = (self.reports >> 32) as u32;
+        w[launch_record::BOUNDS..launch_record::BOUNDS + LANES].copy_from_slice(&self.planned.bounds.0);
+        w[launch_record::GLOBAL..launch_record::GLOBAL + LANES].copy_from_slice(&self.planned.global.0);
+        w
     }
 }
 
@@ -547,6 +622,7 @@ fn report_buffer(st: &mut State, owner: u64) -> Result<u64> {
     let buffer = match st.spare.pop() {
         Some(b) => {
             b.words()[0].store(0, MemOrder::Relaxed);
+            b.words()[2].store(0, MemOrder::Relaxed);
             b
         }
         None => {
@@ -563,11 +639,13 @@ fn report_buffer(st: &mut State, owner: u64) -> Result<u64> {
     Ok(device)
 }
 
-/// Reads and empties a report buffer: its records and how many were
-/// claimed (more than it holds when some were dropped).
-fn take_records(buffer: &MappedBlock) -> (Vec<GpuReportRecord>, u32) {
+/// Reads and empties a report buffer: its records, how many were claimed
+/// (more than it holds when some were dropped) and the bounded checks it
+/// counted.
+fn take_records(buffer: &MappedBlock) -> (Vec<GpuReportRecord>, u32, u32) {
     let words = buffer.words();
     let claimed = words[0].swap(0, MemOrder::Relaxed);
+    let bounded = words[2].swap(0, MemOrder::Relaxed);
     let stored = claimed.min(REPORT_CAPACITY) as usize;
     let records = (0..stored)
         .map(|i| {
@@ -579,18 +657,14 @@ fn take_records(buffer: &MappedBlock) -> (Vec<GpuReportRecord>, u32) {
             bytemuck::cast::<_, GpuReportRecord>(raw)
         })
         .collect();
-    (records, claimed)
+    (records, claimed, bounded)
 }
 
 /// `records` (read from `owner`'s buffer) less those another context's
 /// kernel wrote: a straggler of the context gone that had the buffer
 /// before (see [`GpuSanitizer::retire_owner`]). A record whose launch is
 /// no longer known is `owner`'s.
-fn owned_records(
-    launches: &LaunchHistory,
-    mut records: Vec<GpuReportRecord>,
-    owner: u64,
-) -> Vec<GpuReportRecord> {
+fn owned_records(launches: &LaunchHistory, mut records: Vec<GpuReportRecord>, owner: u64) -> Vec<GpuReportRecord> {
     records.retain(|rec| {
         launches
             .owner(rec.report.site.kernel_id)
@@ -614,118 +688,46 @@ pub(crate) enum HostWait {
 
 impl GpuSanitizer {
     /// `event` was recorded on `owner`'s `stream`.
-    pub fn on_event_record(&self, owner: u64, event: EventId, stream: StreamId) {
-        lock(&self.state).book.record(event, stream, owner);
+    pub fn on_event_record(&self, _owner: u64, event: EventId, stream: StreamId) {
+        lock(launch_order()).record(event, stream);
     }
 
     /// `owner`'s `stream` waits for `event`.
     pub fn on_stream_wait(&self, owner: u64, stream: StreamId, event: EventId) {
-        let book = &mut lock(&self.state).book;
-        let before = book.dropped_joins();
-        book.wait(stream, event, owner);
-        if before == 0 && book.dropped_joins() > 0 {
-            eprintln!(
-                "vigil: a stream waited on events of more than {MAX_JOINS} other streams \
-                 without a kernel in between; the oldest of those orderings were dropped, \
-                 so a later race report on that stream may be a false alarm"
-            );
-        }
+        lock(launch_order()).wait(stream, event, owner);
     }
 
     /// `owner`'s host waited: its later work is ordered after what it
-    /// waited for. The exit clocks of the work waited for (done, so final)
-    /// are folded with `owner`'s host clock into a new host clock block,
-    /// under the state lock, before any later launch can be planned to
-    /// join it. Blocks of older host clocks go once the whole device is
-    /// idle. In a group of devices of this process, the new host clock is
-    /// joined into every other member's: the host waited, so its later
-    /// launches on any rank come after what it waited for.
+    /// waited for. In a group of devices of this process, the other member
+    /// contexts' later launches too: the host waited, so its later launches
+    /// on any rank come after what it waited for.
     pub fn on_host_wait(&self, owner: u64, wait: HostWait) -> Result<()> {
-        if self.fold_host_wait(owner, wait)? {
-            self.share_host_clock(owner)?;
-        }
-        Ok(())
-    }
-
-    /// [`GpuSanitizer::on_host_wait`] on this device: true when the host
-    /// clock changed.
-    fn fold_host_wait(&self, owner: u64, wait: HostWait) -> Result<bool> {
-        let mut st = lock(&self.state);
-        let st = &mut *st;
-        let fold = match wait {
-            HostWait::Stream(id) => st.book.sync_stream(id, owner),
-            HostWait::Event(id) => st.book.sync_event(id),
-            HostWait::All => st.book.sync_all(owner),
-        };
-        if matches!(wait, HostWait::All) {
-            // The whole device is idle (a context synchronisation waits
-            // for every context's work): no launch still reads an older
-            // host clock of any context.
-            for blocks in st.host_clocks.values_mut() {
-                let keep = blocks.len().saturating_sub(1);
-                blocks.drain(..keep);
+        {
+            let mut order = lock(launch_order());
+            match wait {
+                HostWait::Stream(id) => order.sync_stream(owner, id),
+                HostWait::Event(id) => order.sync_event(owner, id),
+                HostWait::All => order.sync_owner(owner),
             }
-            st.host_clocks.remove(&RETIRED);
         }
-        if fold.is_empty() {
-            return Ok(false);
-        }
-        if st.range.has_unrun_checks() {
-            // A queued transfer check's exit clock is not written yet.
-            st.book.keep_sources(owner, &fold);
-            return Ok(false);
-        }
-        self.device.bind()?;
-        let n = self.num_threads as usize;
-        let host = st.host_clock.entry(owner).or_insert_with(|| vec![0; n]);
-        for source in &fold {
-            let bytes = read_device(source.addr, n * 4)?;
-            let clock: Vec<u32> = bytes
-                .as_chunks::<4>()
-                .0
-                .iter()
-                .map(|c| u32::from_le_bytes(*c))
-                .collect();
-            join_into(host, &clock);
-        }
-        Self::adopt_host_clock(st, owner, &fold)?;
-        Ok(true)
+        self.share_host_clock(owner)
     }
 
-    /// Writes `owner`'s host clock into a new device block that its every
-    /// later launch joins, in place of the sources `folded` into it.
-    fn adopt_host_clock(st: &mut State, owner: u64, folded: &[clocks::Source]) -> Result<()> {
-        let clock = &st.host_clock[&owner];
-        let block = DeviceBlock::zeroed(clock.len() * 4)?;
-        block.write(bytemuck::cast_slice(clock))?;
-        st.book.adopt_host_clock(owner, block.addr, folded);
-        st.host_clocks.entry(owner).or_default().push(block);
-        Ok(())
-    }
-
-    /// `owner`'s host clock: what every kernel its host has waited for
-    /// had seen at its exit (`num_threads` entries), what a group of
-    /// processes' barrier publishes.
+    /// `owner`'s host clock: what its host has waited for, per lane (what
+    /// a group of processes' barrier publishes).
     pub fn host_clock(&self, owner: u64) -> Vec<u32> {
-        let st = lock(&self.state);
-        (st.host_clock.get(&owner).cloned()).unwrap_or_else(|| vec![0; self.num_threads as usize])
+        lock(launch_order()).host_clock(owner).0.to_vec()
     }
 
     /// Orders every later launch of `owner` after `clock` (another
-    /// process's host clock, published at a group barrier this process has
-    /// passed, or a group member's): joined into `owner`'s host clock.
+    /// process's or a group member's host clock, per lane).
     pub fn join_host_clock(&self, owner: u64, clock: &[u32]) -> Result<()> {
-        let mut st = lock(&self.state);
-        let st = &mut *st;
-        let n = self.num_threads as usize;
-        let host = st.host_clock.entry(owner).or_insert_with(|| vec![0; n]);
-        let before = host.clone();
-        join_into(host, clock);
-        if *host == before {
-            return Ok(());
+        let mut bounds = vigil_shared::race::serial::LaneBounds::NONE;
+        for (b, c) in bounds.0.iter_mut().zip(clock) {
+            *b = *c;
         }
-        self.device.bind()?;
-        Self::adopt_host_clock(st, owner, &[])
+        lock(launch_order()).join_host(owner, &bounds);
+        Ok(())
     }
 
     /// The races of `owner`'s launches found since its last collection
@@ -742,23 +744,6 @@ mod tests {
     use super::*;
     use crate::types::Dim3;
 
-    /// The side table is about 1/256 of the device's memory, from 32 MiB
-    /// (small devices) to 256 MiB (an 80 GB H100).
-    #[test]
-    fn the_side_table_grows_with_the_device() {
-        let gib = 1usize << 30;
-        let bytes = |total| (1usize << side_log2(total)) * std::mem::size_of::<SideEntry>();
-        assert_eq!(bytes(0), 32 << 20);
-        assert_eq!(bytes(4 * gib), 32 << 20);
-        assert_eq!(bytes(8 * gib), 32 << 20);
-        assert_eq!(bytes(16 * gib), 64 << 20);
-        assert_eq!(bytes(24 * gib), 64 << 20);
-        assert_eq!(bytes(32 * gib), 128 << 20);
-        assert_eq!(bytes(80 * gib), 256 << 20);
-        assert_eq!(bytes(141 * gib), 256 << 20);
-        assert_eq!(bytes(usize::MAX), 256 << 20);
-    }
-
     /// A context's buffer holds its own launches' records, and those of a
     /// straggler kernel of the context gone that had the buffer before: a
     /// collection keeps its own (and those of launches no longer known),
@@ -772,18 +757,47 @@ mod tests {
             block: Dim3::new(1, 1, 1),
             host_issued: false,
         };
-        launches.insert(1, 10, shape.clone());
-        launches.insert(2, 20, shape);
+        launches.insert(1, 10, shape.clone(), 100, 1, None);
+        launches.insert(2, 20, shape, 101, 1, None);
         let rec = |launch: u32, line: u32| {
             let mut r = GpuReportRecord::default();
             r.report.site.kernel_id = launch;
             r.report.site.line = line;
             r
         };
-        let lines =
-            |v: Vec<GpuReportRecord>| v.iter().map(|r| r.report.site.line).collect::<Vec<_>>();
+        let lines = |v: Vec<GpuReportRecord>| v.iter().map(|r| r.report.site.line).collect::<Vec<_>>();
         let read = vec![rec(1, 1), rec(2, 2), rec(9, 3), rec(1, 4)];
         assert_eq!(lines(owned_records(&launches, read.clone(), 10)), [1, 3, 4]);
         assert_eq!(lines(owned_records(&launches, read, 20)), [2, 3]);
+    }
+
+    /// A launch's record holds its serials, report buffer and bounds where
+    /// the device reads them.
+    #[test]
+    fn a_record_is_laid_out_as_the_device_reads_it() {
+        let mut bounds = vigil_shared::race::serial::LaneBounds::NONE;
+        bounds.0[3] = 77;
+        let plan = RecordPlan {
+            planned: PlannedLaunch {
+                base: 1000,
+                count: 12,
+                bounds,
+                global: vigil_shared::race::serial::LaneBounds::NONE,
+            },
+            launch: 5,
+            lane_ref: 9,
+            flags: launch_flags::ONE_SERIAL,
+            reports: 0x1234_5678_9abc,
+        };
+        let w = plan.record(2);
+        assert_eq!(w.len() * 4, LAUNCH_RECORD_BYTES);
+        assert_eq!(w[launch_record::TAG], 9);
+        assert_eq!((w[launch_record::BASE], w[launch_record::COUNT]), (1000, 12));
+        assert_eq!(w[launch_record::DEVICE], 2);
+        assert_eq!(w[launch_record::BOUNDS + 3], 77);
+        assert_eq!(
+            u64::from(w[launch_record::REPORTS]) | u64::from(w[launch_record::REPORTS + 1]) << 32,
+            0x1234_5678_9abc
+        );
     }
 }

@@ -3,14 +3,13 @@
 //! A transfer in a sanitized context is a launch of the range-access entry
 //! ([`RANGE_ACCESS_ENTRY`](vigil_shared::gpu::RANGE_ACCESS_ENTRY), in
 //! every kernel crate's PTX) on the transfer's stream, just before it
-//! ([`GpuSanitizer::prepare_transfer`]), planned like a kernel launch:
-//! the same stream clocks, events and host synchronisations order it. The
+//! ([`GpuSanitizer::prepare_transfer`]), planned like a kernel launch of
+//! one serial: streams, events and host synchronisations order it. The
 //! entry comes from the first module loaded on the device that has it
 //! ([`GpuSanitizer::offer_module`]); transfers before that are planned at
-//! once and queued, and run when it arrives, one after the other, each
-//! waited for (no kernel of the device has run before then, so nothing is
-//! missed, and every clock a later launch joins is in place before it
-//! starts). The call site travels as a tag (`host_sites`).
+//! once (their records written then: no kernel of the device has run)
+//! and queued, and run when it arrives, one after the other, each waited
+//! for. The call site travels as a tag (`host_sites`).
 
 use std::ffi::CStr;
 use std::panic::Location;
@@ -21,9 +20,7 @@ use vigil_shared::gpu::{
     SHADOW_RECLAIM_PARAMS,
 };
 
-use super::clocks::LaunchPlan;
-use super::device_memory::DeviceBlock;
-use super::{as_bytes, lock, GpuSanitizer};
+use super::{lock, GpuSanitizer, RecordPlan};
 use crate::abi::params::ParamBuffer;
 use crate::backend::cuda::module::{CudaFunction, CudaModule};
 use crate::backend::cuda::stream::CudaStream;
@@ -62,23 +59,15 @@ pub(crate) struct RangeCheck {
     ranges: [(u64, u64); 2],
     /// The call site's tag, line and column.
     site: (u64, u32, u32),
-    /// Its place in its stream's clocks; the header is still to be
-    /// written for a check that waited for the entry.
-    plan: LaunchPlan,
-    /// Its launch id.
-    launch: u32,
+    /// Its serial, bounds and ring record (written when it was planned).
+    plan: RecordPlan,
 }
 
 impl RangeCheck {
-    /// Enqueues the header it waits for, if any, on `stream` (the
-    /// caller bound the context).
-    pub fn write_header(&mut self, stream: &CudaStream) -> Result<()> {
-        match self.plan.write.take() {
-            Some(h) => {
-                DeviceBlock::write_async(self.plan.stream_clocks, as_bytes(&h), stream.raw())
-            }
-            None => Ok(()),
-        }
+    /// Nothing left to enqueue before it runs: its record was written
+    /// when it was planned.
+    pub fn write_header(&mut self, _stream: &CudaStream) -> Result<()> {
+        Ok(())
     }
 
     /// Checks nothing of `[base, base + bytes)` any more (the memory was
@@ -103,16 +92,6 @@ pub(super) enum RangeState {
     Ready(Arc<RangeEntry>),
 }
 
-impl RangeState {
-    /// True while planned checks have not run yet (their exit clocks are
-    /// not written: a host wait cannot fold them).
-    pub(super) fn has_unrun_checks(&self) -> bool {
-        match self {
-            RangeState::Waiting(q) | RangeState::Flushing(_, q) => !q.is_empty(),
-            RangeState::Ready(_) => false,
-        }
-    }
-}
 
 impl GpuSanitizer {
     /// Plans the check of a host-issued `kind` transfer on `stream` that
@@ -143,21 +122,27 @@ impl GpuSanitizer {
             block: config.block,
             host_issued: true,
         };
-        let (plan, launch) = self.plan(&mut st, owner, stream_id, shape)?;
-        let mut check = RangeCheck {
+        let plan = self.plan(
+            &mut st,
+            owner,
+            stream_id,
+            shape,
+            1,
+            vigil_shared::gpu::launch_flags::ONE_SERIAL,
+            Some(site),
+        )?;
+        self.device.bind()?;
+        let ready = matches!(st.range, RangeState::Ready(_));
+        self.enqueue_record(&mut st, &plan, ready.then_some(stream))?;
+        let check = RangeCheck {
             name,
             config,
             ranges: [reads, writes],
             site: (site, caller.line(), caller.column()),
             plan,
-            launch,
         };
         match &mut st.range {
-            RangeState::Ready(entry) => {
-                self.device.bind()?;
-                check.write_header(stream)?;
-                Ok(Some((entry.clone(), check)))
-            }
+            RangeState::Ready(entry) => Ok(Some((entry.clone(), check))),
             RangeState::Waiting(queue) | RangeState::Flushing(_, queue) => {
                 queue.push(check);
                 Ok(None)
@@ -183,7 +168,7 @@ impl GpuSanitizer {
         user.push(line);
         user.begin_arg(6);
         user.push(column);
-        self.with_hidden(&user, &check.plan, check.launch)
+        self.with_hidden(&user, &check.plan)
     }
 
     /// `[base, base + bytes)` is being freed: checks still waiting for
@@ -292,12 +277,7 @@ mod tests {
             config: LaunchConfig::new(1, 1),
             ranges: [(0x1000, 0x100), (0x2000, 0x100)],
             site: (0, 1, 1),
-            plan: LaunchPlan {
-                stream_clocks: 0x9000,
-                kernel: 1,
-                write: None,
-            },
-            launch: 1,
+            plan: RecordPlan::for_test(),
         };
         check.forget(0x1100, 0x100); // adjacent: kept
         assert_eq!(check.ranges, [(0x1000, 0x100), (0x2000, 0x100)]);

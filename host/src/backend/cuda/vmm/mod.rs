@@ -305,14 +305,7 @@ impl Vmm {
                     ordinal,
                     rank,
                     num_ranks,
-                    // One thread state per sanitizer slot of every SM.
-                    num_sms: ctx.sm_count()
-                        * super::sanitizer::slots_per_sm_fitting(
-                            ctx.sm_count(),
-                            num_ranks,
-                            config.clock_buffer_size(),
-                            config.shadow_pool_records(),
-                        ),
+                    num_sms: ctx.sm_count(),
                     clock_buffer_size: config.clock_buffer_size(),
                     pool_records: config.shadow_pool_records(),
                     seed: config.seed(),
