@@ -46,17 +46,6 @@ pub fn grid_dim() -> Dim3 {
     Dim3::new(grid_dim_x(), grid_dim_y(), grid_dim_z())
 }
 
-/// The hardware warp slot of the calling warp on its SM (`%warpid`):
-/// fixed while the warp is resident (the PTX ISA allows it to change
-/// after preemption, which the sanitizer's per-CTA regions then share).
-#[inline(always)]
-pub fn warpid() -> u32 {
-    let r: u32;
-    // SAFETY: reading a special register has no preconditions.
-    unsafe { asm!("mov.u32 {r}, %warpid;", r = out(reg32) r, options(nomem, nostack, pure)) };
-    r
-}
-
 /// The SM this thread runs on (`%smid`).
 #[inline(always)]
 pub fn smid() -> u32 {
@@ -635,15 +624,6 @@ cta_store!(
     /// [`load_acquire_cta_u32`]).
     store_release_cta_u32 => "st.release.cta.b32", AtomicU32, u32, reg32
 );
-
-/// Waits between two looks of a race report for the earlier access's
-/// side entry, which another SM may still be writing (`nanosleep`, up to
-/// about half a microsecond).
-#[inline(always)]
-pub fn pause_for_note() {
-    // SAFETY: `nanosleep` only delays this thread (sm_70+).
-    unsafe { asm!("nanosleep.u32 256;", options(nomem, nostack)) }
-}
 
 shared_block_address!(
     /// Generic address of the CTA's sanitizer state (32 bytes of `.shared`).

@@ -111,6 +111,12 @@ pub struct LaunchOrder {
     hosts: HashMap<Owner, LaneBounds>,
     /// Launches not yet known to have ended: their bounds, lane, end.
     pending: Vec<(LaneBounds, usize, Serial)>,
+    /// Everything some host has waited for (contexts gone included): work
+    /// below it has ended.
+    ended: LaneBounds,
+    /// Per owner, the clocks of its streams gone (a wait for all of the
+    /// owner's work waits for theirs too).
+    dropped: HashMap<Owner, LaneBounds>,
     /// Lanes this process may rent (several processes of a group split
     /// the lanes between them).
     lane_filter: (usize, usize),
@@ -138,6 +144,8 @@ impl LaunchOrder {
             events: HashMap::new(),
             hosts: HashMap::new(),
             pending: Vec::new(),
+            ended: LaneBounds::NONE,
+            dropped: HashMap::new(),
             lane_filter: (rank, world.max(1)),
         }
     }
@@ -159,12 +167,15 @@ impl LaunchOrder {
         self.hosts.get(&owner).copied().unwrap_or(LaneBounds::NONE)
     }
 
-    /// A lane free to rent with room for `count` serials.
-    fn rent(&mut self, count: u32) -> Option<usize> {
+    /// A lane free to rent with room for `count` serials for a stream of
+    /// `owner`: one never used, or one no stream holds whose work has all
+    /// ended (some host waited for it). The renter's host clock then
+    /// covers that work, since its launches take the lane's next serials
+    /// and its own lane's bound is always its base: memory those launches
+    /// share with the old work was freed and its shadow cleared in
+    /// between, or the owner waited for it.
+    fn rent(&mut self, owner: Owner, count: u32) -> Option<usize> {
         let (rank, world) = self.lane_filter;
-        let covered = |k: usize, lane: &Lane, hosts: &HashMap<Owner, LaneBounds>| {
-            lane.next == 0 || hosts.values().all(|h| h.0[k] >= lane.next)
-        };
         for k in 1..LANES {
             if k % world != rank {
                 continue;
@@ -172,9 +183,11 @@ impl LaunchOrder {
             let lane = self.lanes[k];
             let next = if lane.next == 0 { lane_start(k) } else { lane.next };
             let room = lane_end(k) - next;
-            let idle = lane.next == 0 || !self.pending.iter().any(|p| p.1 == k);
-            if !lane.held && room >= count && idle && covered(k, &lane, &self.hosts) {
+            let done = lane.next == 0 || self.ended.0[k] >= lane.next;
+            if !lane.held && room >= count && done {
                 self.lanes[k] = Lane { next, held: true };
+                let host = self.hosts.entry(owner).or_insert(LaneBounds::NONE);
+                host.0[k] = host.0[k].max(next);
                 return Some(k);
             }
         }
@@ -194,12 +207,11 @@ impl LaunchOrder {
             return Err(OrderError::TooManyCtas(u64::from(count)));
         }
         let count = count.max(1);
-        let host = self.host(owner);
         let current = self.stream(stream, owner).lane;
         let lane = match current {
             Some(k) if lane_end(k) - self.lanes[k].next >= count => k,
             _ => {
-                let k = self.rent(count).ok_or(OrderError::LanesExhausted)?;
+                let k = self.rent(owner, count).ok_or(OrderError::LanesExhausted)?;
                 if let Some(old) = current {
                     self.lanes[old].held = false;
                 }
@@ -208,6 +220,7 @@ impl LaunchOrder {
                 k
             }
         };
+        let host = self.host(owner);
         let base = self.lanes[lane].next;
         self.lanes[lane].next = base + count;
         let state = self.streams.get_mut(&stream).expect("stream entry made above");
@@ -269,22 +282,30 @@ impl LaunchOrder {
     /// Context `owner`'s host waited for `stream`.
     pub fn sync_stream(&mut self, owner: Owner, stream: StreamId) {
         let clock = self.streams.get(&stream).map_or(LaneBounds::NONE, |s| s.clock);
-        self.hosts.entry(owner).or_insert(LaneBounds::NONE).join(&clock);
+        self.host_waited(owner, &clock);
+    }
+
+    fn host_waited(&mut self, owner: Owner, clock: &LaneBounds) {
+        self.hosts.entry(owner).or_insert(LaneBounds::NONE).join(clock);
+        self.ended.join(clock);
     }
 
     /// Context `owner`'s host waited for `event`.
     pub fn sync_event(&mut self, owner: Owner, event: EventId) {
         let clock = self.events.get(&event).copied().unwrap_or(LaneBounds::NONE);
-        self.hosts.entry(owner).or_insert(LaneBounds::NONE).join(&clock);
+        self.host_waited(owner, &clock);
     }
 
     /// Context `owner`'s host waited for all of its streams.
     pub fn sync_owner(&mut self, owner: Owner) {
         let mut all = self.host(owner);
+        if let Some(d) = self.dropped.get(&owner) {
+            all.join(d);
+        }
         for s in self.streams.values().filter(|s| s.owner == owner) {
             all.join(&s.clock);
         }
-        self.hosts.insert(owner, all);
+        self.host_waited(owner, &all);
     }
 
     /// Context `owner` learns what `from`'s host has waited for (a group's
@@ -305,6 +326,7 @@ impl LaunchOrder {
             if let Some(k) = s.lane {
                 self.lanes[k].held = false;
             }
+            self.dropped.entry(s.owner).or_insert(LaneBounds::NONE).join(&s.clock);
         }
     }
 
@@ -312,6 +334,7 @@ impl LaunchOrder {
     /// be forgotten.
     pub fn drop_owner(&mut self, owner: Owner) {
         self.hosts.remove(&owner);
+        self.dropped.remove(&owner);
     }
 }
 
@@ -363,9 +386,13 @@ mod tests {
         // `old` may still run and is not ordered after l1: l1 is not forgotten.
         assert!(l1.base >= l2.global.0[lane_of(l1.base)]);
         o.sync_stream(1, b);
+        // `l2` may still run, unordered with `old`: `old` stays.
         let l3 = o.launch(a, 1, 0, 1).unwrap();
-        assert!(l1.base < l3.global.0[lane_of(l1.base)]);
-        assert!(old.base < l3.global.0[lane_of(old.base)]);
+        assert!(old.base >= l3.global.0[lane_of(old.base)]);
+        o.sync_stream(1, a);
+        let l4 = o.launch(a, 1, 0, 1).unwrap();
+        assert!(l1.base < l4.global.0[lane_of(l1.base)]);
+        assert!(old.base < l4.global.0[lane_of(old.base)]);
     }
 
     #[test]
@@ -385,5 +412,21 @@ mod tests {
         }
         assert_eq!(o.launch(StreamId(5000), 1, 0, 1), Err(OrderError::LanesExhausted));
         assert!(OrderError::LanesExhausted.to_string().contains("streams"));
+        // Contexts come and go (a test suite): lanes whose work some host
+        // waited for go to the new contexts' streams.
+        for s in held {
+            o.drop_stream(s);
+        }
+        o.sync_owner(1);
+        o.drop_owner(1);
+        for i in 0..500u64 {
+            let (s, owner) = (StreamId(10_000 + i), 100 + i);
+            let l = o.launch(s, owner, 0, 2).unwrap();
+            // The renter is ordered after the lane's earlier work.
+            assert!(l.base - 1 < l.bounds.0[lane_of(l.base)] || l.base == lane_start(lane_of(l.base)));
+            o.sync_owner(owner);
+            o.drop_stream(s);
+            o.drop_owner(owner);
+        }
     }
 }

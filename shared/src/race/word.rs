@@ -11,7 +11,7 @@
 
 use core::sync::atomic::Ordering as MemOrder;
 
-use super::check::{conflicts, dominates, found, RaceFound};
+use super::check::{conflicts, dominates, found, settled_site, RaceFound};
 use super::cta::CtaView;
 use super::desc::{AccessDesc, CellTag, LineRead, LineWrite, ReadKind, SiteWord, EMPTY_SPLIT};
 use super::entries::{check_all, insert, is_launch, launch_verdict, EntryVerdict, LAUNCH};
@@ -179,10 +179,71 @@ fn split_state<M: RaceMemory + ?Sized>(
     CellTag::Record.with(u64::from(pool.index(&rec)))
 }
 
+/// The common cases of [`access_word`], decided in registers: a split
+/// line's word holding nothing, this CTA's own access, or one the host
+/// ordered that this access makes useless, changed with one
+/// compare-exchange. `None`: the general path decides.
+#[inline(always)]
+fn access_word_fast<M: RaceMemory + ?Sized>(
+    mem: &M,
+    cta: &CtaView<'_>,
+    word: u64,
+    me: AccessDesc,
+    site: SiteWord,
+) -> Option<Option<RaceFound>> {
+    let c0 = mem.cell(line_start(word))?;
+    if CellTag::of(c0.load(MemOrder::Relaxed)) == CellTag::Line {
+        return None;
+    }
+    let cell = mem.cell(word)?;
+    let c = cell.load(MemOrder::Relaxed);
+    if !matches!(CellTag::of(c), CellTag::Line | CellTag::Inline) {
+        return None;
+    }
+    let d = AccessDesc(c).untagged();
+    let ds = d.serial();
+    let replace = if d.is_none() {
+        true
+    } else if is_launch(me) && is_launch(d) && cta.host.owns(ds) && me.bytes() & !d.bytes() == 0 {
+        return Some(None);
+    } else if ds == me.serial() && d.epoch() == me.epoch() && d.key() == me.key() {
+        return Some(None);
+    } else {
+        (ds == cta.serial || cta.host.orders(ds)) && dominates(me, d)
+    };
+    if !replace {
+        return None;
+    }
+    cell.compare_exchange(c, CellTag::Inline.with(me.0), MemOrder::Relaxed, MemOrder::Relaxed)
+        .ok()?;
+    note_site(mem, word, site);
+    Some(None)
+}
+
 /// Checks and records the access `me` (one word's part of it: `me`'s
 /// bytes) of split word `word`, by the CTA `cta`, made at `site`; `scope`
 /// for an atomic. Splits the word's line first if need be.
+#[inline(always)]
 pub fn access_word<M: RaceMemory + ?Sized>(
+    mem: &M,
+    cta: &CtaView<'_>,
+    word: u64,
+    me: AccessDesc,
+    scope: Scope,
+    site: SiteWord,
+    bounded: &mut bool,
+) -> Option<RaceFound> {
+    if !me.is_atomic() {
+        if let Some(out) = access_word_fast(mem, cta, word, me, site) {
+            return out;
+        }
+    }
+    access_word_general(mem, cta, word, me, scope, site, bounded)
+}
+
+/// [`access_word`] beyond its common cases, out of line.
+#[inline(never)]
+fn access_word_general<M: RaceMemory + ?Sized>(
     mem: &M,
     cta: &CtaView<'_>,
     word: u64,
@@ -255,7 +316,7 @@ fn inline_step<M: RaceMemory + ?Sized>(
                 EntryVerdict::Bounded => *bounded = true,
             }
         } else if !cta.orders_desc(arena, d) {
-            race = Some(found(d, site_of(mem, word, d.serial()), me, word));
+            race = Some(found(d, settled_site(d, || site_of(mem, word, d.serial())), me, word));
         }
     }
     let next = if d.is_none() {
@@ -276,12 +337,12 @@ fn inline_step<M: RaceMemory + ?Sized>(
     };
     match next {
         Some(n) => {
+            cell.compare_exchange(c, CellTag::Inline.with(n.0), MemOrder::AcqRel, MemOrder::Relaxed)
+                .ok()?;
             if n.serial() == me.serial() {
                 note_site(mem, word, site);
             }
-            cell.compare_exchange(c, CellTag::Inline.with(n.0), MemOrder::AcqRel, MemOrder::Relaxed)
-                .ok()
-                .map(|_| race)
+            Some(race)
         }
         None => {
             // Two accesses to remember: a record.
@@ -289,11 +350,10 @@ fn inline_step<M: RaceMemory + ?Sized>(
             let Some(rec) = pool.allocate(word) else {
                 *bounded = true;
                 // Keep the current access (the older one is lost, counted).
+                cell.compare_exchange(c, CellTag::Inline.with(me.0), MemOrder::AcqRel, MemOrder::Relaxed)
+                    .ok()?;
                 note_site(mem, word, site);
-                return cell
-                    .compare_exchange(c, CellTag::Inline.with(me.0), MemOrder::AcqRel, MemOrder::Relaxed)
-                    .ok()
-                    .map(|_| race);
+                return Some(race);
             };
             let dsite = site_of(mem, word, d.serial()).site();
             let old = Entry { desc: d, count: 1, site: dsite };

@@ -53,7 +53,7 @@ use vigil_shared::block::{
 };
 use vigil_shared::gpu::{
     launch_flags, GpuReportRecord, GpuRuntime, HIDDEN_PARAMS, LAUNCH_RECORD_BYTES, LAUNCH_RING_SLOTS,
-    REGIONS_PER_SM,
+    REGIONS_PER_SM, REGION_MASK_SMS,
 };
 use vigil_shared::race::cta::LaneDevices;
 use vigil_shared::race::knowledge::{header as arena_header, Arena, EXIT_HEADER_WORDS};
@@ -142,6 +142,7 @@ pub(crate) struct GpuSanitizer {
     engine: EngineMemory,
     block_table: DeviceBlock,
     _block_lanes: DeviceBlock,
+    _region_masks: DeviceBlock,
     layout: Option<LocationLayout>,
     state: Mutex<State>,
     /// The stream the runtime's own launches run on outside every user
@@ -243,6 +244,7 @@ impl GpuSanitizer {
             .bytes(regions as usize),
         )?;
         let block_lanes = DeviceBlock::zeroed(regions as usize * GLOBAL_LANES * 8)?;
+        let region_masks = DeviceBlock::zeroed(REGION_MASK_SMS as usize * 4)?;
         let engine = EngineMemory::new(vmm.config().shadow_pool_records() as usize)?;
         let desc = GpuRuntime {
             real_base: vigil_shared::address::real_base(vmm.reserve_base()),
@@ -273,6 +275,7 @@ impl GpuSanitizer {
             block_lanes: block_lanes.addr,
             // Made by the first launch that needs it (`window`).
             block_shadow: 0,
+            regions: region_masks.addr,
         };
         let runtime = DeviceBlock::zeroed(std::mem::size_of::<GpuRuntime>())?;
         runtime.write(as_bytes(&desc))?;
@@ -287,6 +290,7 @@ impl GpuSanitizer {
             engine,
             block_table,
             _block_lanes: block_lanes,
+            _region_masks: region_masks,
             layout: LocationLayout::probe(),
             own_stream: Mutex::new(None),
             state: Mutex::new(State {
@@ -323,8 +327,7 @@ impl GpuSanitizer {
         // A kernel without shared memory of its own needs no window shadow.
         if shared_window > SANITIZER_SHARED_BYTES as u64 {
             self.device.bind()?;
-            let regions = u64::from(self.num_sms * REGIONS_PER_SM);
-            st.window.ensure(&self.runtime, regions, shared_window)?;
+            st.window.ensure(&self.runtime, u64::from(self.num_sms), shared_window)?;
         }
         let shape = LaunchShape {
             kernel: kernel.to_owned(),
@@ -368,7 +371,7 @@ impl GpuSanitizer {
         let launch = NEXT_LAUNCH.fetch_add(1, MemOrder::Relaxed);
         // Ring numbers are the process's: a group's members share a ring.
         let r = NEXT_RING.fetch_add(1, MemOrder::Relaxed).max(1);
-        st.launches.insert(launch, owner, shape, planned.base, planned.count, host_site);
+        st.launches.insert(launch, owner, shape, planned.base, planned.count, host_site, r);
         Ok(RecordPlan {
             planned,
             launch,
@@ -492,6 +495,7 @@ impl GpuSanitizer {
             locations: std::cell::RefCell::new(locations),
             host_sites: sites,
             read: &read,
+            ring: lock(&self.desc).launches,
             allocation: &allocation,
         };
         let priors: Vec<Option<PriorSite>> = records
@@ -757,8 +761,8 @@ mod tests {
             block: Dim3::new(1, 1, 1),
             host_issued: false,
         };
-        launches.insert(1, 10, shape.clone(), 100, 1, None);
-        launches.insert(2, 20, shape, 101, 1, None);
+        launches.insert(1, 10, shape.clone(), 100, 1, None, 1);
+        launches.insert(2, 20, shape, 101, 1, None, 2);
         let rec = |launch: u32, line: u32| {
             let mut r = GpuReportRecord::default();
             r.report.site.kernel_id = launch;
