@@ -174,7 +174,8 @@ const _: () = assert!(offset_of!(GpuRuntime, regions) == 136);
 /// Bytes of a launch's record ([`crate::race::memory::launch_record`]).
 pub const LAUNCH_RECORD_BYTES: usize = 4 * crate::race::memory::launch_record::WORDS;
 // The anchor is a `u64` the device writes in place.
-const _: () = assert!(LAUNCH_RECORD_BYTES % 8 == 0 && crate::race::memory::launch_record::ANCHOR % 2 == 0);
+const _: () =
+    assert!(LAUNCH_RECORD_BYTES % 8 == 0 && crate::race::memory::launch_record::ANCHOR % 2 == 0);
 
 /// Launch records the ring holds: a release head naming a launch older
 /// than this many launches of its device loses what that launch's host

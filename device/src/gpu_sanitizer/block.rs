@@ -797,7 +797,13 @@ impl Checked {
         // its location (completed from this access's, same module).
         let prior = PriorRecord {
             desc: AccessDesc::plain(cta.tid, epoch as u16, prior_kind.writes(), overlap).0,
-            site: SiteWord::new(cta.tid, prior_location, prior.thread().unwrap_or(0), SiteLanes::Single).0,
+            site: SiteWord::new(
+                cta.tid,
+                prior_location,
+                prior.thread().unwrap_or(0),
+                SiteLanes::Single,
+            )
+            .0,
             word: (word_addr / WORD) as u64,
             location: location_address(self.loc),
         };

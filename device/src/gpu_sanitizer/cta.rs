@@ -151,7 +151,12 @@ impl CtaState {
 fn sync_words() -> &'static [AtomicU32] {
     // SAFETY: the `.shared` block holds SYNC_WORDS words at SYNC_OFFSET,
     // 4-aligned, for the CTA's life.
-    unsafe { core::slice::from_raw_parts(arch::cta_state().add(SYNC_OFFSET) as *const AtomicU32, SYNC_WORDS) }
+    unsafe {
+        core::slice::from_raw_parts(
+            arch::cta_state().add(SYNC_OFFSET) as *const AtomicU32,
+            SYNC_WORDS,
+        )
+    }
 }
 
 /// This thread's linear index in the block and the block's size.
@@ -275,7 +280,9 @@ fn release_region(rt: &GpuRuntime, smid: u32, region: u32) {
 fn note_anchor(record: u64, anchor: u64) {
     // SAFETY: the record's anchor words, 8-aligned (records are multiples
     // of 8 bytes in an 8-aligned ring), live for the launch.
-    let at = unsafe { &*((record + 4 * launch_record::ANCHOR as u64) as *const core::sync::atomic::AtomicU64) };
+    let at = unsafe {
+        &*((record + 4 * launch_record::ANCHOR as u64) as *const core::sync::atomic::AtomicU64)
+    };
     if at.load(Ordering::Relaxed) == 0 {
         at.store(anchor, Ordering::Relaxed);
     }
@@ -297,7 +304,8 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
     if lane == 0 {
         // SAFETY: the launch's record, live for the launch: words the host
         // wrote before it.
-        let rec = unsafe { core::slice::from_raw_parts(record as *const u32, launch_record::WORDS) };
+        let rec =
+            unsafe { core::slice::from_raw_parts(record as *const u32, launch_record::WORDS) };
         let count = rec[launch_record::COUNT];
         let flags = rec[launch_record::FLAGS];
         let serial = if flags & launch_flags::ONE_SERIAL != 0 {
@@ -307,7 +315,8 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
         };
         note_anchor(record, anchor);
         let smid = arch::smid();
-        let reports = u64::from(rec[launch_record::REPORTS]) | u64::from(rec[launch_record::REPORTS + 1]) << 32;
+        let reports = u64::from(rec[launch_record::REPORTS])
+            | u64::from(rec[launch_record::REPORTS + 1]) << 32;
         let state = CtaState {
             runtime,
             record,

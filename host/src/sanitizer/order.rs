@@ -23,9 +23,9 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Mutex, OnceLock};
 
-use vigil_shared::race::serial::{lane_end, lane_start, LaneBounds, Serial, LANES};
 #[cfg(test)]
 use vigil_shared::race::serial::lane_of;
+use vigil_shared::race::serial::{lane_end, lane_start, LaneBounds, Serial, LANES};
 use vigil_shared::race::LaneDevices;
 
 use crate::types::{EventId, StreamId};
@@ -181,7 +181,11 @@ impl LaunchOrder {
                 continue;
             }
             let lane = self.lanes[k];
-            let next = if lane.next == 0 { lane_start(k) } else { lane.next };
+            let next = if lane.next == 0 {
+                lane_start(k)
+            } else {
+                lane.next
+            };
             let room = lane_end(k) - next;
             let done = lane.next == 0 || self.ended.0[k] >= lane.next;
             if !lane.held && room >= count && done {
@@ -216,14 +220,20 @@ impl LaunchOrder {
                     self.lanes[old].held = false;
                 }
                 self.devices.0[k] = device as u8;
-                self.streams.get_mut(&stream).expect("stream entry made above").lane = Some(k);
+                self.streams
+                    .get_mut(&stream)
+                    .expect("stream entry made above")
+                    .lane = Some(k);
                 k
             }
         };
         let host = self.host(owner);
         let base = self.lanes[lane].next;
         self.lanes[lane].next = base + count;
-        let state = self.streams.get_mut(&stream).expect("stream entry made above");
+        let state = self
+            .streams
+            .get_mut(&stream)
+            .expect("stream entry made above");
         let mut bounds = state.clock;
         bounds.join(&host);
         bounds.0[lane] = base;
@@ -258,7 +268,7 @@ impl LaunchOrder {
         });
         for p in &self.pending {
             let mut a = g.unwrap_or(p.0);
-            for (x, y) in a.0.iter_mut().zip(p.0.0.iter()) {
+            for (x, y) in a.0.iter_mut().zip(p.0 .0.iter()) {
                 *x = (*x).min(*y);
             }
             g = Some(a);
@@ -268,7 +278,10 @@ impl LaunchOrder {
 
     /// An event recorded on `stream`: it captures the stream's clock.
     pub fn record(&mut self, event: EventId, stream: StreamId) {
-        let clock = self.streams.get(&stream).map_or(LaneBounds::NONE, |s| s.clock);
+        let clock = self
+            .streams
+            .get(&stream)
+            .map_or(LaneBounds::NONE, |s| s.clock);
         self.events.insert(event, clock);
     }
 
@@ -281,12 +294,18 @@ impl LaunchOrder {
 
     /// Context `owner`'s host waited for `stream`.
     pub fn sync_stream(&mut self, owner: Owner, stream: StreamId) {
-        let clock = self.streams.get(&stream).map_or(LaneBounds::NONE, |s| s.clock);
+        let clock = self
+            .streams
+            .get(&stream)
+            .map_or(LaneBounds::NONE, |s| s.clock);
         self.host_waited(owner, &clock);
     }
 
     fn host_waited(&mut self, owner: Owner, clock: &LaneBounds) {
-        self.hosts.entry(owner).or_insert(LaneBounds::NONE).join(clock);
+        self.hosts
+            .entry(owner)
+            .or_insert(LaneBounds::NONE)
+            .join(clock);
         self.ended.join(clock);
     }
 
@@ -311,7 +330,10 @@ impl LaunchOrder {
     /// Context `owner` learns what `from`'s host has waited for (a group's
     /// barrier, a wait that covers another context's work).
     pub fn join_host(&mut self, owner: Owner, from: &LaneBounds) {
-        self.hosts.entry(owner).or_insert(LaneBounds::NONE).join(from);
+        self.hosts
+            .entry(owner)
+            .or_insert(LaneBounds::NONE)
+            .join(from);
     }
 
     /// What context `owner`'s host has waited for.
@@ -326,7 +348,10 @@ impl LaunchOrder {
             if let Some(k) = s.lane {
                 self.lanes[k].held = false;
             }
-            self.dropped.entry(s.owner).or_insert(LaneBounds::NONE).join(&s.clock);
+            self.dropped
+                .entry(s.owner)
+                .or_insert(LaneBounds::NONE)
+                .join(&s.clock);
         }
     }
 
@@ -410,7 +435,10 @@ mod tests {
             o.launch(s, 1, 0, 1).unwrap();
             held.push(s);
         }
-        assert_eq!(o.launch(StreamId(5000), 1, 0, 1), Err(OrderError::LanesExhausted));
+        assert_eq!(
+            o.launch(StreamId(5000), 1, 0, 1),
+            Err(OrderError::LanesExhausted)
+        );
         assert!(OrderError::LanesExhausted.to_string().contains("streams"));
         // Contexts come and go (a test suite): lanes whose work some host
         // waited for go to the new contexts' streams.
@@ -423,7 +451,9 @@ mod tests {
             let (s, owner) = (StreamId(10_000 + i), 100 + i);
             let l = o.launch(s, owner, 0, 2).unwrap();
             // The renter is ordered after the lane's earlier work.
-            assert!(l.base - 1 < l.bounds.0[lane_of(l.base)] || l.base == lane_start(lane_of(l.base)));
+            assert!(
+                l.base - 1 < l.bounds.0[lane_of(l.base)] || l.base == lane_start(lane_of(l.base))
+            );
             o.sync_owner(owner);
             o.drop_stream(s);
             o.drop_owner(owner);

@@ -53,9 +53,19 @@ pub const MAX_ATOMIC_WORDS: usize = 4;
 #[inline(always)]
 pub const fn word_bytes(offset: u32, size: u32, k: u32) -> u8 {
     let word_lo = 4 * k;
-    let start = if offset > word_lo { offset - word_lo } else { 0 };
+    let start = if offset > word_lo {
+        offset - word_lo
+    } else {
+        0
+    };
     let end_abs = offset + size;
-    let end = if end_abs >= word_lo + 4 { 4 } else if end_abs > word_lo { end_abs - word_lo } else { 0 };
+    let end = if end_abs >= word_lo + 4 {
+        4
+    } else if end_abs > word_lo {
+        end_abs - word_lo
+    } else {
+        0
+    };
     let mut mask = 0u8;
     let mut b = start;
     while b < end {
@@ -137,7 +147,16 @@ pub fn atomic<M: RaceMemory + ?Sized, R, S: AtomicFamily>(
         let me = desc(k, cta);
         if let Some(rec) = &recs[k] {
             if race.is_none() {
-                race = check_record(cta, &arena, &pool, rec, first + k as u64, me, op.scope, bounded);
+                race = check_record(
+                    cta,
+                    &arena,
+                    &pool,
+                    rec,
+                    first + k as u64,
+                    me,
+                    op.scope,
+                    bounded,
+                );
             }
         }
     }
@@ -211,7 +230,11 @@ fn lock_record<'m, M: RaceMemory + ?Sized>(
                         site: site_of(mem, word, d.serial()).site(),
                     };
                     let (a, b) = e.to_slot();
-                    let slot = if d.is_write() { LAST_WRITE } else { WORD_ENTRY_SLOTS.start };
+                    let slot = if d.is_write() {
+                        LAST_WRITE
+                    } else {
+                        WORD_ENTRY_SLOTS.start
+                    };
                     rec.set_slot(slot, a, b);
                 }
                 let tagged = CellTag::Record.with(u64::from(pool.index(&rec)));

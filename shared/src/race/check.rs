@@ -31,7 +31,12 @@ pub struct RaceFound {
 /// Whether `earlier` and `current` (of scope `scope` for an atomic) would
 /// race if unordered: overlapping bytes, a write, not morally strong.
 #[inline(always)]
-pub fn conflicts(cta: &CtaView<'_>, earlier: AccessDesc, current: AccessDesc, scope: Scope) -> bool {
+pub fn conflicts(
+    cta: &CtaView<'_>,
+    earlier: AccessDesc,
+    current: AccessDesc,
+    scope: Scope,
+) -> bool {
     if earlier.is_none() || earlier.bytes() & current.bytes() == 0 {
         return false;
     }
@@ -61,7 +66,8 @@ pub fn races<F: AtomicFamily>(
 pub fn classify(prior: AccessDesc, current: AccessDesc) -> ReportKind {
     if prior.is_atomic() != current.is_atomic() {
         ReportKind::AtomicNonAtomic
-    } else if prior.is_atomic() && (prior.extent() != current.extent() || prior.bytes() != current.bytes())
+    } else if prior.is_atomic()
+        && (prior.extent() != current.extent() || prior.bytes() != current.bytes())
     {
         ReportKind::AtomicSizeMismatch
     } else if prior.is_atomic() {

@@ -74,6 +74,17 @@ struct Header<'m, M: RaceMemory + ?Sized> {
     c3: &'m U64Of<M>,
 }
 
+/// Notes `site` in header cell `cell` (2: the write's, 3: the reads'),
+/// where it read `old` before the change it describes. A compare-exchange,
+/// not a store: a split that took the line after that change turns the
+/// header cells into word cells, which a late store would overwrite with
+/// a site; the split's value wins and this site is lost (a report then
+/// lacks the earlier location, never gains a false access).
+#[inline(always)]
+fn note_site<M: RaceMemory + ?Sized>(cell: &U64Of<M>, old: u64, site: SiteWord) {
+    let _ = cell.compare_exchange(old, site.0, MemOrder::Relaxed, MemOrder::Relaxed);
+}
+
 /// Whether `s` is forgotten: ordered before every launch issued since
 /// the current one was (and so before every access still to come).
 #[inline(always)]
@@ -120,8 +131,10 @@ fn access_line_fast<M: RaceMemory + ?Sized>(
             _ => return None,
         }
         let new = LineWrite::new(cta.serial, cta.epoch, w.version().wrapping_add(1));
-        h.c0.compare_exchange(v0, new.0, MemOrder::Relaxed, MemOrder::Relaxed).ok()?;
-        h.c2.store(acc.site.0, MemOrder::Relaxed);
+        let s2 = h.c2.load(MemOrder::Relaxed);
+        h.c0.compare_exchange(v0, new.0, MemOrder::Relaxed, MemOrder::Relaxed)
+            .ok()?;
+        note_site::<M>(h.c2, s2, acc.site);
         return Some(LineOutcome::Clean);
     }
     let kind = if acc.read_only {
@@ -130,7 +143,9 @@ fn access_line_fast<M: RaceMemory + ?Sized>(
         ReadKind::Single
     };
     match r.kind() {
-        ReadKind::Launch if acc.read_only && cta.host.owns(r.payload()) && cta.epoch <= r.epoch() => {
+        ReadKind::Launch
+            if acc.read_only && cta.host.owns(r.payload()) && cta.epoch <= r.epoch() =>
+        {
             return Some(LineOutcome::Clean)
         }
         ReadKind::Single
@@ -143,8 +158,10 @@ fn access_line_fast<M: RaceMemory + ?Sized>(
         _ => return None,
     }
     let mine = LineRead::new(kind, cta.serial, cta.epoch, w.version());
-    h.c1.compare_exchange(v1, mine.0, MemOrder::Relaxed, MemOrder::Relaxed).ok()?;
-    h.c3.store(acc.site.0, MemOrder::Relaxed);
+    let s3 = h.c3.load(MemOrder::Relaxed);
+    h.c1.compare_exchange(v1, mine.0, MemOrder::Relaxed, MemOrder::Relaxed)
+        .ok()?;
+    note_site::<M>(h.c3, s3, acc.site);
     // A writer that replaced cell 0 after this read's check did not see
     // the read: the general path checks its write.
     (h.c0.load(MemOrder::Relaxed) == v0).then_some(LineOutcome::Clean)
@@ -229,7 +246,14 @@ fn write_line<M: RaceMemory + ?Sized>(
         }
         let mut race = live_write(cta, w)
             .filter(|d| !cta.orders_desc(&arena, *d))
-            .map(|d| found(d, settled_site(d, || SiteWord(h.c2.load(MemOrder::Relaxed))), me, word0));
+            .map(|d| {
+                found(
+                    d,
+                    settled_site(d, || SiteWord(h.c2.load(MemOrder::Relaxed))),
+                    me,
+                    word0,
+                )
+            });
         if race.is_none() {
             race = check_reads(mem, cta, &arena, h, r, me, word0, bounded);
         }
@@ -240,14 +264,14 @@ fn write_line<M: RaceMemory + ?Sized>(
         }
         let version = w.version().wrapping_add(1);
         let new = LineWrite::new(cta.serial, cta.epoch, version);
-        if h
-            .c0
+        let s2 = h.c2.load(MemOrder::Relaxed);
+        if h.c0
             .compare_exchange(v0, new.0, MemOrder::AcqRel, MemOrder::Relaxed)
             .is_err()
         {
             continue;
         }
-        h.c2.store(site.0, MemOrder::Relaxed);
+        note_site::<M>(h.c2, s2, site);
         // The reads of the replaced write are now of an old version: they
         // read as none. Only a reader set is cleared, to give its record
         // back (a reader that got in meanwhile is checked here). A reader
@@ -257,7 +281,10 @@ fn write_line<M: RaceMemory + ?Sized>(
             let mut cur = v1;
             let empty = LineRead::empty(version);
             loop {
-                match h.c1.compare_exchange(cur, empty.0, MemOrder::AcqRel, MemOrder::Relaxed) {
+                match h
+                    .c1
+                    .compare_exchange(cur, empty.0, MemOrder::AcqRel, MemOrder::Relaxed)
+                {
                     Ok(_) => {
                         free_reads(mem, LineRead(cur), w.version(), word0);
                         break;
@@ -268,7 +295,16 @@ fn write_line<M: RaceMemory + ?Sized>(
                             break;
                         }
                         if race.is_none() {
-                            race = check_reads(mem, cta, &arena, h, current_reads(w, seen), me, word0, bounded);
+                            race = check_reads(
+                                mem,
+                                cta,
+                                &arena,
+                                h,
+                                current_reads(w, seen),
+                                me,
+                                word0,
+                                bounded,
+                            );
                         }
                         cur = v;
                     }
@@ -320,8 +356,14 @@ fn check_reads<M: RaceMemory + ?Sized>(
         ReadKind::Empty => None,
         ReadKind::Single => {
             let d = r.reader();
-            (!forgotten(cta, d.serial()) && !cta.orders_desc(arena, d))
-                .then(|| found(d, settled_site(d, || SiteWord(h.c3.load(MemOrder::Relaxed))), me, word0))
+            (!forgotten(cta, d.serial()) && !cta.orders_desc(arena, d)).then(|| {
+                found(
+                    d,
+                    settled_site(d, || SiteWord(h.c3.load(MemOrder::Relaxed))),
+                    me,
+                    word0,
+                )
+            })
         }
         ReadKind::Launch => {
             let d = r.reader();
@@ -379,7 +421,14 @@ fn read_line<M: RaceMemory + ?Sized>(
         let w = LineWrite(v0);
         let race = live_write(cta, w)
             .filter(|d| !cta.orders_desc(&arena, *d))
-            .map(|d| found(d, settled_site(d, || SiteWord(h.c2.load(MemOrder::Relaxed))), me, word0));
+            .map(|d| {
+                found(
+                    d,
+                    settled_site(d, || SiteWord(h.c2.load(MemOrder::Relaxed))),
+                    me,
+                    word0,
+                )
+            });
         let v1 = h.c1.load(MemOrder::Acquire);
         let r = current_reads(w, LineRead(v1));
         let mine = LineRead::new(me_kind, cta.serial, cta.epoch, w.version());
@@ -413,12 +462,12 @@ fn read_line<M: RaceMemory + ?Sized>(
         match next {
             Some(n) if n == r => return done(race),
             Some(n) => {
-                if h
-                    .c1
+                let s3 = h.c3.load(MemOrder::Relaxed);
+                if h.c1
                     .compare_exchange(v1, n.0, MemOrder::AcqRel, MemOrder::Relaxed)
                     .is_ok()
                 {
-                    h.c3.store(acc.site.0, MemOrder::Relaxed);
+                    note_site::<M>(h.c3, s3, acc.site);
                     free_reads(mem, LineRead(v1), w.version(), word0);
                     return done(race.or_else(|| overtaken(cta, &arena, h, v0, me, word0)));
                 }
@@ -454,7 +503,14 @@ fn overtaken<M: RaceMemory + ?Sized>(
     }
     live_write(cta, LineWrite(now))
         .filter(|d| !cta.orders_desc(arena, *d))
-        .map(|d| found(d, settled_site(d, || SiteWord(h.c2.load(MemOrder::Relaxed))), me, word0))
+        .map(|d| {
+            found(
+                d,
+                settled_site(d, || SiteWord(h.c2.load(MemOrder::Relaxed))),
+                me,
+                word0,
+            )
+        })
 }
 
 #[inline(always)]
@@ -480,7 +536,11 @@ fn add_to_set<M: RaceMemory + ?Sized>(
 ) -> Option<bool> {
     let pool: Pool<'_, M::Atomics> = mem.pool();
     let owner = reads_owner(word0);
-    let me = if acc.read_only { AccessDesc(me.0 | LAUNCH) } else { me };
+    let me = if acc.read_only {
+        AccessDesc(me.0 | LAUNCH)
+    } else {
+        me
+    };
     if r.kind() == ReadKind::Set {
         let rec = pool.record(r.payload())?;
         if !rec.lock(owner) {
@@ -504,7 +564,11 @@ fn add_to_set<M: RaceMemory + ?Sized>(
         r.reader()
     };
     let first_site = SiteWord(h.c3.load(MemOrder::Relaxed));
-    let site = if first_site.belongs_to(first.serial()) { first_site.site() } else { 0 };
+    let site = if first_site.belongs_to(first.serial()) {
+        first_site.site()
+    } else {
+        0
+    };
     let (a, b) = super::record::Entry {
         desc: first,
         count: 1,
@@ -515,8 +579,7 @@ fn add_to_set<M: RaceMemory + ?Sized>(
     insert(cta, arena, &pool, &rec, 0, me, acc.site, owner, true);
     rec.unlock();
     let set = LineRead::new(ReadKind::Set, pool.index(&rec), 0, w.version());
-    if h
-        .c1
+    if h.c1
         .compare_exchange(v1, set.0, MemOrder::AcqRel, MemOrder::Relaxed)
         .is_ok()
     {

@@ -217,4 +217,3 @@ impl<F: AtomicFamily> RaceMemory for SliceMemory<'_, F> {
         self.sc
     }
 }
-

@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use vigil_shared::abi::RaceReport as RawReport;
 use vigil_shared::gpu::{PriorRecord, LAUNCH_RECORD_BYTES, LAUNCH_RING_SLOTS};
-use vigil_shared::race::memory::launch_record;
 use vigil_shared::race::desc::{AccessDesc, SiteWord, LOCATION_BITS};
+use vigil_shared::race::memory::launch_record;
 use vigil_shared::race::serial::Serial;
 
 use super::host_sites::HostSites;
@@ -159,7 +159,8 @@ impl GpuResolver<'_> {
                 (*id, *base, None, None)
             }
         };
-        let offset = ((prior.word * 4) % 128) as u32 + u32::from(raw.overlap_mask.trailing_zeros().min(3) as u8);
+        let offset = ((prior.word * 4) % 128) as u32
+            + u32::from(raw.overlap_mask.trailing_zeros().min(3) as u8);
         let location = match host_site {
             Some(tag) => tag,
             None => {
@@ -178,8 +179,16 @@ impl GpuResolver<'_> {
         Some(PriorSite {
             location,
             tid: serial,
-            block: if host_site.is_some() { 0 } else { serial - base },
-            thread: if host_site.is_some() { 0 } else { site.thread_at(offset) },
+            block: if host_site.is_some() {
+                0
+            } else {
+                serial - base
+            },
+            thread: if host_site.is_some() {
+                0
+            } else {
+                site.thread_at(offset)
+            },
             launch,
             sm: None,
         })
@@ -191,7 +200,8 @@ impl GpuResolver<'_> {
         let slot = self.ring + u64::from(r % LAUNCH_RING_SLOTS) * LAUNCH_RECORD_BYTES as u64;
         let words = (self.read)(slot, 4 * (launch_record::ANCHOR + 2))?;
         let word = |i: usize| u32::from_le_bytes([0, 1, 2, 3].map(|b| words[4 * i + b]));
-        let anchor = u64::from(word(launch_record::ANCHOR)) | u64::from(word(launch_record::ANCHOR + 1)) << 32;
+        let anchor = u64::from(word(launch_record::ANCHOR))
+            | u64::from(word(launch_record::ANCHOR + 1)) << 32;
         (word(launch_record::TAG) == r && anchor != 0).then_some(anchor)
     }
 
@@ -232,16 +242,21 @@ impl ReportResolver for GpuResolver<'_> {
     }
 
     fn launch(&self, launch: u32) -> Option<LaunchShape> {
-        self.launches
-            .shape(launch)
-            .cloned()
-            .or_else(|| self.elsewhere.values().find(|(id, ..)| *id == launch).map(|(_, s, _)| s.clone()))
+        self.launches.shape(launch).cloned().or_else(|| {
+            self.elsewhere
+                .values()
+                .find(|(id, ..)| *id == launch)
+                .map(|(_, s, _)| s.clone())
+        })
     }
 
     fn place(&self, _tid: u32) -> ThreadPlace {
         // A serial names a CTA, not where it ran: the current access's SM
         // is in its record, the earlier one's is not kept.
-        ThreadPlace { device: 0, sm: None }
+        ThreadPlace {
+            device: 0,
+            sm: None,
+        }
     }
 
     fn allocation(&self, address: u64) -> Option<(u64, u64)> {
