@@ -144,8 +144,12 @@ mod tests {
         // with as many regions as still fit.
         assert!(big.words * 4 >= 200 * 1024);
         assert!(big.regions >= 1 && big.bytes(132) <= WINDOW_SHADOW_CAP);
-        // A smaller window later is covered by what is there.
+        // A smaller window later keeps every region its CTAs need; the
+        // large window's words stay only where both fit under the cap.
         let again = WindowRegions::layout_for(4096, 132, Some(big));
-        assert!(again.words >= big.words && again.bytes(132) <= WINDOW_SHADOW_CAP);
+        assert_eq!(again.regions, small.regions);
+        assert!(again.words >= small.words && again.bytes(132) <= WINDOW_SHADOW_CAP);
+        let both = WindowShadow { words: big.words, regions: small.regions };
+        assert_eq!(again.words >= big.words, both.bytes(132) <= WINDOW_SHADOW_CAP);
     }
 }
