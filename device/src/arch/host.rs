@@ -352,13 +352,6 @@ coord! {
     block_dim_x => block_dim.x, grid_dim_x => grid_dim.x,
 }
 
-/// Waits between two looks of a race report for a side entry still being
-/// written (the GPU's `nanosleep`; longer here, where the writer is an OS
-/// thread the scheduler may hold back).
-pub fn pause_for_note() {
-    std::thread::sleep(std::time::Duration::from_micros(20))
-}
-
 pub fn thread_idx() -> Dim3 {
     with_current(|c| c.thread_idx)
 }

@@ -636,15 +636,6 @@ cta_store!(
     store_release_cta_u32 => "st.release.cta.b32", AtomicU32, u32, reg32
 );
 
-/// Waits between two looks of a race report for the earlier access's
-/// side entry, which another SM may still be writing (`nanosleep`, up to
-/// about half a microsecond).
-#[inline(always)]
-pub fn pause_for_note() {
-    // SAFETY: `nanosleep` only delays this thread (sm_70+).
-    unsafe { asm!("nanosleep.u32 256;", options(nomem, nostack)) }
-}
-
 shared_block_address!(
     /// Generic address of the CTA's sanitizer state (32 bytes of `.shared`).
     cta_state => "__vigil_cta_state"
