@@ -16,8 +16,10 @@
 //! known to have ended (the host waited for it).
 //!
 //! A lane is rented again once no stream holds it and the host clock of
-//! every context covers what it handed out; its serials go on from where
-//! they stopped, so records of its older serials stay ordered for all.
+//! every context covers what it handed out, or once the context whose
+//! streams used it is gone (its buffers, and so the accesses of those
+//! serials, went with it); its serials go on from where they stopped, so
+//! records of its older serials stay ordered for all.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -91,6 +93,10 @@ struct Lane {
     next: Serial,
     /// Held by a stream.
     held: bool,
+    /// The context of the stream that rented it last.
+    owner: Owner,
+    /// That context is gone.
+    retired: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -159,8 +165,8 @@ impl LaunchOrder {
         self.hosts.get(&owner).copied().unwrap_or(LaneBounds::NONE)
     }
 
-    /// A lane free to rent with room for `count` serials.
-    fn rent(&mut self, count: u32) -> Option<usize> {
+    /// A lane free to rent by `owner` with room for `count` serials.
+    fn rent(&mut self, count: u32, owner: Owner) -> Option<usize> {
         let (rank, world) = self.lane_filter;
         let covered = |k: usize, lane: &Lane, hosts: &HashMap<Owner, LaneBounds>| {
             lane.next == 0 || hosts.values().all(|h| h.0[k] >= lane.next)
@@ -173,8 +179,14 @@ impl LaunchOrder {
             let next = if lane.next == 0 { lane_start(k) } else { lane.next };
             let room = lane_end(k) - next;
             let idle = lane.next == 0 || !self.pending.iter().any(|p| p.1 == k);
-            if !lane.held && room >= count && idle && covered(k, &lane, &self.hosts) {
-                self.lanes[k] = Lane { next, held: true };
+            let free = lane.retired || (idle && covered(k, &lane, &self.hosts));
+            if !lane.held && room >= count && free {
+                self.lanes[k] = Lane {
+                    next,
+                    held: true,
+                    owner,
+                    retired: false,
+                };
                 return Some(k);
             }
         }
@@ -199,7 +211,7 @@ impl LaunchOrder {
         let lane = match current {
             Some(k) if lane_end(k) - self.lanes[k].next >= count => k,
             _ => {
-                let k = self.rent(count).ok_or(OrderError::LanesExhausted)?;
+                let k = self.rent(count, owner).ok_or(OrderError::LanesExhausted)?;
                 if let Some(old) = current {
                     self.lanes[old].held = false;
                 }
@@ -309,9 +321,19 @@ impl LaunchOrder {
     }
 
     /// Context `owner` is gone: its host clock no longer bounds what may
-    /// be forgotten.
+    /// be forgotten, and the lanes its streams used may be rented again
+    /// (their launches no longer hold back what may be forgotten either:
+    /// a straggler of a context gone may then miss races, never invent
+    /// one).
     pub fn drop_owner(&mut self, owner: Owner) {
         self.hosts.remove(&owner);
+        self.streams.retain(|_, s| s.owner != owner);
+        for lane in self.lanes.iter_mut().filter(|l| l.next != 0 && l.owner == owner) {
+            lane.held = false;
+            lane.retired = true;
+        }
+        let lanes = &self.lanes;
+        self.pending.retain(|p| !lanes[p.1].retired);
     }
 }
 
@@ -364,8 +386,13 @@ mod tests {
         assert!(l1.base >= l2.global.0[lane_of(l1.base)]);
         o.sync_stream(1, b);
         let l3 = o.launch(a, 1, 0, 1).unwrap();
+        // `old` is done, but `l2` may still run and is not ordered after it.
         assert!(l1.base < l3.global.0[lane_of(l1.base)]);
-        assert!(old.base < l3.global.0[lane_of(old.base)]);
+        assert!(old.base >= l3.global.0[lane_of(old.base)]);
+        o.sync_stream(1, a);
+        let l4 = o.launch(a, 1, 0, 1).unwrap();
+        assert!(old.base < l4.global.0[lane_of(old.base)]);
+        assert!(l3.base < l4.global.0[lane_of(l3.base)]);
     }
 
     #[test]
@@ -385,5 +412,31 @@ mod tests {
         }
         assert_eq!(o.launch(StreamId(5000), 1, 0, 1), Err(OrderError::LanesExhausted));
         assert!(OrderError::LanesExhausted.to_string().contains("streams"));
+    }
+
+    #[test]
+    fn lanes_of_a_context_gone_are_rented_again() {
+        let mut o = LaunchOrder::new();
+        // Contexts, one after the other, each with streams it never waits
+        // for, while another context that waited once stays alive.
+        o.launch(StreamId(1), 1, 0, 1).unwrap();
+        o.sync_owner(1);
+        let mut last = None;
+        for ctx in 2..300u64 {
+            for i in 0..2 {
+                let s = StreamId(ctx * 10 + i);
+                last = Some(o.launch(s, ctx, 0, 5).unwrap());
+                o.drop_stream(s);
+            }
+            o.drop_owner(ctx);
+        }
+        // A lane rented again goes on from where it stopped: its older
+        // serials stay ordered before the new stream's launches.
+        let l = last.unwrap();
+        assert!(l.base > lane_start(lane_of(l.base)) + 5);
+        assert!(lane_start(lane_of(l.base)) < l.bounds.0[lane_of(l.base)]);
+        // Nothing of a context gone holds back what may be forgotten.
+        o.launch(StreamId(7), 1, 0, 1).unwrap();
+        assert!(o.pending.len() <= 2, "{} launches pending", o.pending.len());
     }
 }

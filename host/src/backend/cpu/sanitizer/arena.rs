@@ -1,11 +1,13 @@
 //! The sanitized CPU device's memory: one virtual reservation holding the
-//! user buffers and their shadow cells, so that finding a word's shadow is
-//! pointer arithmetic, as on the GPU (docs/src/design/address-space.md):
-//! word `w`'s cell is at `shadow_base + 8 * w`.
+//! user buffers, their shadow cells and their sites, so that finding a
+//! word's shadow is pointer arithmetic, as on the GPU
+//! (docs/src/design/address-space.md): word `w`'s cell is at
+//! `shadow_base + 8 * w`. The site plane keeps the site word of each
+//! split word's inline access (the GPU hashes those into a table).
 //!
 //! ```text
-//! base                      base + cap            base + 3 cap
-//! | user memory (cap bytes) | shadow (8 B / word) |
+//! base                      base + cap            base + 3 cap        base + 5 cap
+//! | user memory (cap bytes) | shadow (8 B / word) | sites (8 B / word) |
 //! ```
 //!
 //! The whole range is one `mmap(PROT_READ | PROT_WRITE, MAP_PRIVATE |
@@ -13,7 +15,7 @@
 //! untouched pages read as zero (the empty shadow state). Buffers are handed
 //! out by the pure [`BuddyTree`] of the VMM allocator; freeing one gives
 //! its pages back (`madvise(MADV_DONTNEED)`, which makes them read as zero
-//! again), so a new buffer never inherits a freed one's shadow.
+//! again), so a new buffer never inherits a freed one's shadow or sites.
 //! [`Zeroed`] is the same kind of mapping for the engine's other tables.
 
 use crate::sanitizer::buddy::{BuddyError, BuddyTree};
@@ -110,7 +112,7 @@ impl Arena {
     /// in blocks of at least `min_block` bytes (both powers of two).
     pub(crate) fn new(capacity: u64, min_block: u64) -> Result<Self, ArenaError> {
         let buddy = BuddyTree::new(capacity, min_block)?;
-        let mapped = capacity + capacity / WORD_BYTES * CELL_BYTES;
+        let mapped = capacity + 2 * (capacity / WORD_BYTES * CELL_BYTES);
         Ok(Arena {
             base: map_zeroed(mapped)?,
             capacity,
@@ -144,6 +146,20 @@ impl Arena {
         Some(unsafe {
             &*(self.base.add(self.capacity as usize) as *const AtomicU64).add(word as usize)
         })
+    }
+
+    /// The site cell of word `word` (counted from the real base).
+    #[inline(always)]
+    pub(crate) fn site_cell(&self, word: u64) -> Option<&AtomicU64> {
+        if word >= self.words() {
+            return None;
+        }
+        let plane = self.capacity + self.words() * CELL_BYTES;
+        // SAFETY: the site plane starts after the shadow and holds
+        // `words()` 8-byte cells (8-aligned, as the shadow); `word` is in
+        // range. They live as long as the arena and are only used
+        // atomically.
+        Some(unsafe { &*(self.base.add(plane as usize) as *const AtomicU64).add(word as usize) })
     }
 
     /// Hands out `size` bytes (at least one); the memory reads as zero the
@@ -185,8 +201,8 @@ impl Arena {
         Some(block.offset / WORD_BYTES..block.end() / WORD_BYTES)
     }
 
-    /// Frees the buffer starting at `address`: its data and shadow read as
-    /// zero afterwards.
+    /// Frees the buffer starting at `address`: its data, shadow and sites
+    /// read as zero afterwards.
     pub(crate) fn free(&self, address: u64) -> Result<(), ArenaError> {
         if self
             .live
@@ -204,10 +220,12 @@ impl Arena {
             .unwrap_or_else(PoisonError::into_inner)
             .free(offset)?;
         self.discard(block.offset, block.size);
-        self.discard(
-            self.capacity + block.offset / WORD_BYTES * CELL_BYTES,
-            block.size / WORD_BYTES * CELL_BYTES,
-        );
+        for plane in [self.capacity, self.capacity + self.words() * CELL_BYTES] {
+            self.discard(
+                plane + block.offset / WORD_BYTES * CELL_BYTES,
+                block.size / WORD_BYTES * CELL_BYTES,
+            );
+        }
         Ok(())
     }
 
@@ -333,6 +351,7 @@ mod tests {
         assert_eq!(b.address % (1 << 16), 0);
         let word = (b.address - a.real_base()) / 4;
         a.shadow_cell(word).unwrap().store(7, MemOrder::Relaxed);
+        a.site_cell(word).unwrap().store(8, MemOrder::Relaxed);
         assert_eq!(a.allocation_of(b.address + 99).map(|x| x.id), Some(b.id));
         assert_eq!(a.allocation_of(b.address + 100), None);
         assert_eq!(a.block_words(b.address), Some(word..word + (1 << 14)));
@@ -341,6 +360,7 @@ mod tests {
         let c = a.alloc(100).unwrap();
         assert_eq!(c.address, b.address);
         assert_eq!(a.shadow_cell(word).unwrap().load(MemOrder::Relaxed), 0);
+        assert_eq!(a.site_cell(word).unwrap().load(MemOrder::Relaxed), 0);
         assert_eq!(a.live_count(), 1);
     }
 

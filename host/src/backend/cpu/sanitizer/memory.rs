@@ -1,9 +1,10 @@
 //! The race engine's memory on the CPU (`vigil_shared::race::RaceMemory`):
-//! the arena's shadow cells, and the engine's tables as lazily committed
-//! host mappings: the record pool, the snapshot arena, the exit log, the
-//! launch ring, the site table of split words and the SC-fence
-//! accumulators. The same tables the GPU keeps in device memory, of the
-//! same sizes.
+//! the arena's shadow cells and site plane, and the engine's tables as
+//! lazily committed host mappings: the record pool, the snapshot arena,
+//! the exit log, the launch ring and the SC-fence accumulators. The same
+//! tables the GPU keeps in device memory, of the same sizes, but for the
+//! sites of split words: one per word here, where every plain access is
+//! checked word by word, instead of the GPU's hashed table.
 
 use super::arena::{Arena, ArenaError, Zeroed};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering as MemOrder};
@@ -14,15 +15,13 @@ use vigil_shared::race::memory::{launch_record, LaneRef, MAX_SC_DEVICES};
 use vigil_shared::race::record::{pool_header, Pool, RECORD_WORDS};
 use vigil_shared::race::serial::{LaneBounds, Serial, LANES};
 use vigil_shared::race::sync::SC_WORDS;
-use vigil_shared::race::RaceMemory;
+use vigil_shared::race::{RaceMemory, SiteWord};
 
 /// Words of the snapshot arena (64 MiB, the most a snapshot reference
 /// can name).
 const ARENA_WORDS: usize = 1 << 24;
 /// Exits the exit log holds.
 const EXIT_ENTRIES: usize = 1 << 16;
-/// Entries of the site table of split words (16 MiB).
-const SITE_ENTRIES: usize = 1 << 20;
 
 /// The engine's memory of one sanitizer (shared by a group's devices).
 pub(super) struct EngineMemory {
@@ -31,7 +30,6 @@ pub(super) struct EngineMemory {
     snapshots: Zeroed<AtomicU32>,
     exits: Zeroed<AtomicU32>,
     ring: Zeroed<AtomicU32>,
-    sites: Zeroed<AtomicU64>,
     sc: Zeroed<AtomicU32>,
 }
 
@@ -67,7 +65,6 @@ impl EngineMemory {
             snapshots,
             exits,
             ring: Zeroed::new(LAUNCH_RING_SLOTS as usize * launch_record::WORDS)?,
-            sites: Zeroed::new(2 * SITE_ENTRIES)?,
             sc: Zeroed::new(MAX_SC_DEVICES * 2 * SC_WORDS)?,
         })
     }
@@ -135,9 +132,22 @@ impl RaceMemory for EngineMemory {
     fn exit_words(&self) -> &[AtomicU32] {
         &self.exits
     }
-    #[inline(always)]
     fn site_words(&self) -> &[AtomicU64] {
-        &self.sites
+        &[]
+    }
+    #[inline(always)]
+    fn note_site(&self, word: u64, site: SiteWord) {
+        if let Some(c) = self.arena.site_cell(word) {
+            c.store(site.0, MemOrder::Relaxed);
+        }
+    }
+    #[inline(always)]
+    fn site_of(&self, word: u64, serial: Serial) -> SiteWord {
+        self.arena
+            .site_cell(word)
+            .map(|c| SiteWord(c.load(MemOrder::Relaxed)))
+            .filter(|s| s.belongs_to(serial))
+            .unwrap_or(SiteWord::NONE)
     }
     #[inline(always)]
     fn launch_words(&self) -> &[AtomicU32] {

@@ -129,13 +129,13 @@ impl Default for CpuSanitizerConfig {
 
 impl CpuSanitizerConfig {
     /// The settings a context's parameters ask for: the VMM configuration's
-    /// pool size (at least the default's) and halt setting, and block
-    /// state for every virtual SM.
+    /// pool size (the GPU's) and halt setting, and block state for every
+    /// virtual SM.
     pub fn from_params(p: &CpuSanitizerParams) -> Self {
         let d = CpuSanitizerConfig::default();
         CpuSanitizerConfig {
             virtual_sms: d.virtual_sms.max(p.num_virtual_sms),
-            pool_records: p.config.shadow_pool_records().max(d.pool_records),
+            pool_records: p.config.shadow_pool_records(),
             halt_on_error: p.config.halt_on_error(),
             ..d
         }
