@@ -115,6 +115,9 @@ pub struct LaunchOrder {
     streams: HashMap<StreamId, StreamState>,
     events: HashMap<EventId, LaneBounds>,
     hosts: HashMap<Owner, LaneBounds>,
+    /// Per context, the clocks of its streams dropped since, joined: a
+    /// wait for all of its work waits for theirs too.
+    dropped: HashMap<Owner, LaneBounds>,
     /// Launches not yet known to have ended: their bounds, lane, end.
     pending: Vec<(LaneBounds, usize, Serial)>,
     /// Lanes this process may rent (several processes of a group split
@@ -143,6 +146,7 @@ impl LaunchOrder {
             streams: HashMap::new(),
             events: HashMap::new(),
             hosts: HashMap::new(),
+            dropped: HashMap::new(),
             pending: Vec::new(),
             lane_filter: (rank, world.max(1)),
         }
@@ -293,6 +297,9 @@ impl LaunchOrder {
     /// Context `owner`'s host waited for all of its streams.
     pub fn sync_owner(&mut self, owner: Owner) {
         let mut all = self.host(owner);
+        if let Some(d) = self.dropped.get(&owner) {
+            all.join(d);
+        }
         for s in self.streams.values().filter(|s| s.owner == owner) {
             all.join(&s.clock);
         }
@@ -317,6 +324,7 @@ impl LaunchOrder {
             if let Some(k) = s.lane {
                 self.lanes[k].held = false;
             }
+            self.dropped.entry(s.owner).or_insert(LaneBounds::NONE).join(&s.clock);
         }
     }
 
@@ -327,6 +335,7 @@ impl LaunchOrder {
     /// one).
     pub fn drop_owner(&mut self, owner: Owner) {
         self.hosts.remove(&owner);
+        self.dropped.remove(&owner);
         self.streams.retain(|_, s| s.owner != owner);
         for lane in self.lanes.iter_mut().filter(|l| l.next != 0 && l.owner == owner) {
             lane.held = false;
@@ -412,6 +421,20 @@ mod tests {
         }
         assert_eq!(o.launch(StreamId(5000), 1, 0, 1), Err(OrderError::LanesExhausted));
         assert!(OrderError::LanesExhausted.to_string().contains("streams"));
+    }
+
+    #[test]
+    fn a_wait_for_a_whole_context_covers_its_dropped_streams() {
+        let mut o = LaunchOrder::new();
+        let l1 = o.launch(StreamId(1), 1, 0, 3).unwrap();
+        o.drop_stream(StreamId(1));
+        o.sync_owner(1);
+        let l2 = o.launch(StreamId(2), 1, 0, 1).unwrap();
+        assert!(l1.base + 2 < l2.bounds.0[lane_of(l1.base)]);
+        // Another context's wait does not.
+        o.sync_owner(2);
+        let l3 = o.launch(StreamId(3), 2, 0, 1).unwrap();
+        assert!(l1.base >= l3.bounds.0[lane_of(l1.base)]);
     }
 
     #[test]
