@@ -52,6 +52,11 @@ pub mod header {
     pub const LOST: usize = 3;
     /// Snapshots whose tail was coarsened.
     pub const COARSENED: usize = 4;
+    /// What the releases that could not leave their heads on their words
+    /// (no pool record left) knew, joined ([`SnapRef`]).
+    pub const LOST_RELEASES: usize = 5;
+    /// The lock of [`LOST_RELEASES`].
+    pub const LOST_LOCK: usize = 6;
 }
 
 /// A reference to a snapshot.
@@ -373,6 +378,31 @@ impl<'m, F: AtomicFamily> Arena<'m, F> {
     /// Counts a merge that found no room.
     pub fn count_lost(&self) {
         self.count(header::LOST);
+    }
+
+    /// What releases that lost their heads knew, joined
+    /// ([`SnapRef::NONE`]: none was lost).
+    #[inline(always)]
+    pub fn lost_releases(&self) -> SnapRef {
+        self.words
+            .get(header::LOST_RELEASES)
+            .map_or(SnapRef::NONE, |w| SnapRef(w.load(MemOrder::Acquire)))
+    }
+
+    /// Joins `known` into [`lost_releases`](Self::lost_releases) (a
+    /// release whose heads found no record; counted).
+    pub fn lose_release(&self, known: SnapRef) {
+        let (Some(lock), Some(acc)) = (self.words.get(header::LOST_LOCK), self.words.get(header::LOST_RELEASES))
+        else {
+            return;
+        };
+        self.count_lost();
+        while lock.compare_exchange(0, 1, MemOrder::Acquire, MemOrder::Relaxed).is_err() {
+            F::spin();
+        }
+        let joined = self.merge(SnapRef(acc.load(MemOrder::Relaxed)), known, &[]);
+        acc.store(joined.0, MemOrder::Release);
+        lock.store(0, MemOrder::Release);
     }
 
     /// Words for a snapshot of up to `n` intervals, or `None` when full.
