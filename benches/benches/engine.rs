@@ -15,7 +15,7 @@ use vigil_shared::atomic::CoreAtomics;
 use vigil_shared::race::atomic::{atomic, AtomicOp, AtomicOpKind};
 use vigil_shared::race::cta::{CtaView, LaneDevices};
 use vigil_shared::race::knowledge::Arena;
-use vigil_shared::race::line::{access_line, LineAccess, LineOutcome, LINE_BYTES, LINE_WORDS};
+use vigil_shared::race::line::{access_line, LineAccess, LineOutcome, LINE_WORDS};
 use vigil_shared::race::record::{Pool, RECORD_WORDS};
 use vigil_shared::race::serial::{lane_start, HostOrder, LaneBounds, Serial};
 use vigil_shared::race::sync::{CtaSync, SYNC_WORDS};
@@ -120,11 +120,14 @@ fn site(serial: Serial) -> SiteWord {
     SiteWord::new(serial, 0x1000, 0, SiteLanes::Four)
 }
 
-/// A copy as warps make it: each line of one half read whole and the
-/// same line of the other half written whole, one launch after another
-/// (the lines hold the last launch's accesses), through the line headers.
-#[divan::bench]
-fn stream_lines(bencher: Bencher) {
+/// One launch after another on the stream, each reading the words of one
+/// half and writing the same words of the other, `step` words at a time
+/// through `check` (which asserts the access is clean).
+fn stream(
+    bencher: Bencher,
+    step: u64,
+    check: impl Fn(&SliceMemory<'_, CoreAtomics>, &CtaView<'_>, u64, bool, &mut bool),
+) {
     let mut e = Engine::new();
     CtaSync::<CoreAtomics>::new(&e.sync).init();
     let half = WORDS as u64 / 2;
@@ -132,16 +135,10 @@ fn stream_lines(bencher: Bencher) {
         {
             let mem = e.mem();
             let mut bounded = false;
-            for w in (0..half).step_by(LINE_WORDS as usize) {
+            for w in (0..half).step_by(step as usize) {
                 let view = e.cta(cta_of(w));
                 for (word, write) in [(w, false), (w + half, true)] {
-                    let acc = LineAccess {
-                        write,
-                        read_only: false,
-                        site: site(view.serial),
-                    };
-                    let out = access_line(&mem, &view, word, acc, &mut bounded);
-                    assert_eq!(out, LineOutcome::Clean);
+                    check(&mem, &view, word, write, &mut bounded);
                 }
             }
         }
@@ -149,26 +146,41 @@ fn stream_lines(bencher: Bencher) {
     });
 }
 
+/// A copy as warps make it: each line of one half read whole and the
+/// same line of the other half written whole (the lines hold the last
+/// launch's accesses), through the line headers.
+#[divan::bench]
+fn stream_lines(bencher: Bencher) {
+    stream(bencher, LINE_WORDS, |mem, view, word, write, bounded| {
+        let acc = LineAccess {
+            write,
+            read_only: false,
+            site: site(view.serial),
+        };
+        assert_eq!(
+            access_line(mem, view, word, acc, bounded),
+            LineOutcome::Clean
+        );
+    });
+}
+
 /// [`stream_lines`] as the CPU backend checks it: every thread's word on
 /// its own (the lines split into words at the first launch).
 #[divan::bench]
 fn stream_words(bencher: Bencher) {
-    let mut e = Engine::new();
-    CtaSync::<CoreAtomics>::new(&e.sync).init();
-    let half = WORDS as u64 / 2;
-    bencher.counter(ItemsCount::new(WORDS)).bench_local(|| {
-        {
-            let mem = e.mem();
-            let mut bounded = false;
-            for w in 0..half {
-                let view = e.cta(cta_of(w));
-                for (word, write) in [(w, false), (w + half, true)] {
-                    let r = access(&mem, &view, word, 0, 4, write, false, site(view.serial), &mut bounded);
-                    assert!(r.is_none());
-                }
-            }
-        }
-        e.next_launch();
+    stream(bencher, 1, |mem, view, word, write, bounded| {
+        let r = access(
+            mem,
+            view,
+            word,
+            0,
+            4,
+            write,
+            false,
+            site(view.serial),
+            bounded,
+        );
+        assert!(r.is_none());
     });
 }
 
@@ -212,21 +224,33 @@ fn contended_atomic(bencher: Bencher) {
         scope: Scope::Device,
     };
     let counter = AtomicU32::new(0);
-    bencher.counter(ItemsCount::new(OPS as usize)).bench_local(|| {
-        let mem = e.mem();
-        let sync = CtaSync::<CoreAtomics>::new(&e.sync);
-        sync.init();
-        let mut bounded = false;
-        for i in 0..OPS {
-            let mut view = e.cta(i % CTAS);
-            let at = site(view.serial);
-            let ((), race) = atomic(&mem, &mut view, &sync, 0, 0, 0, 4, op, at, &mut bounded, || {
-                counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                ((), true)
-            });
-            assert!(race.is_none());
-        }
-    });
+    bencher
+        .counter(ItemsCount::new(OPS as usize))
+        .bench_local(|| {
+            let mem = e.mem();
+            let sync = CtaSync::<CoreAtomics>::new(&e.sync);
+            sync.init();
+            let mut bounded = false;
+            for i in 0..OPS {
+                let mut view = e.cta(i % CTAS);
+                let at = site(view.serial);
+                let ((), race) = atomic(
+                    &mem,
+                    &mut view,
+                    &sync,
+                    0,
+                    0,
+                    0,
+                    4,
+                    op,
+                    at,
+                    &mut bounded,
+                    || {
+                        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        ((), true)
+                    },
+                );
+                assert!(race.is_none());
+            }
+        });
 }
-
-const _: () = assert!(LINE_BYTES == 4 * LINE_WORDS);

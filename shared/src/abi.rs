@@ -120,7 +120,9 @@ impl InflatedRecord {
     pub const WORDS: usize = size_of::<Self>() / 4;
 }
 const _: () = assert!(size_of::<InflatedRecord>() == 128);
-const _: () = assert!(RECORD_ACCESS_SLOTS * 8 + RECORD_RELEASE_SLOTS * 12 + 16 == size_of::<InflatedRecord>());
+const _: () = assert!(
+    RECORD_ACCESS_SLOTS * 8 + RECORD_RELEASE_SLOTS * 12 + 16 == size_of::<InflatedRecord>()
+);
 
 /// Header of the runtime region's record pool; records follow at
 /// [`PoolHeader::WORDS`], [`InflatedRecord::WORDS`] words each.

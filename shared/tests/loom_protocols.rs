@@ -101,7 +101,9 @@ fn zeroed32(n: usize) -> Vec<A32> {
 impl Mem {
     /// One line of shadow, `records` pool records.
     fn new(records: usize) -> Arc<Mem> {
-        let pool: Vec<A64> = (0..(records + 1) * RECORD_WORDS).map(|_| A64(LU64::new(0))).collect();
+        let pool: Vec<A64> = (0..(records + 1) * RECORD_WORDS)
+            .map(|_| A64(LU64::new(0)))
+            .collect();
         Pool::<LoomAtomics>::init(&pool);
         let arena = zeroed32(256);
         Arena::<LoomAtomics>::init(&arena, 1);
@@ -141,7 +143,15 @@ impl Mem {
         let mut known = SnapRef::NONE;
         for &k in knows {
             let s = Self::serial(k);
-            known = arena.merge(known, SnapRef::NONE, &[Interval { lo: s, hi: s + 1, epoch: 1 }]);
+            known = arena.merge(
+                known,
+                SnapRef::NONE,
+                &[Interval {
+                    lo: s,
+                    hi: s + 1,
+                    epoch: 1,
+                }],
+            );
         }
         let (bounds, devices) = (LaneBounds::NONE, LaneDevices::default());
         let sync = CtaSync::<LoomAtomics>::new(&self.syncs[cta as usize]);
@@ -185,7 +195,9 @@ impl Mem {
             };
             let mut bounded = false;
             let site = SiteWord::NONE;
-            let ((), race) = atomic(mem, view, sync, 0, 0, 0, 4, op, site, &mut bounded, || ((), true));
+            let ((), race) = atomic(mem, view, sync, 0, 0, 0, 4, op, site, &mut bounded, || {
+                ((), true)
+            });
             assert!(race.is_none() && !bounded);
             sync.known()
         })
@@ -205,7 +217,9 @@ fn two_readers_splitting_a_line_lose_neither() {
         };
         assert!(m.access(0, &[], 0, false).is_none());
         assert!(other.join().unwrap().is_none());
-        let raced = m.access(2, &[0], 0, true).expect("the write races with CTA 1's read");
+        let raced = m
+            .access(2, &[0], 0, true)
+            .expect("the write races with CTA 1's read");
         assert_eq!(raced.prior.serial(), Mem::serial(1));
     });
 }
@@ -233,7 +247,17 @@ fn a_line_split_racing_a_whole_line_write_loses_nothing() {
                         LineOutcome::Raced(_) => true,
                         // Split meanwhile: word by word (as the hosts do).
                         LineOutcome::Split | LineOutcome::RacedSplit(_) => {
-                            let r = access(mem, view, 0, 0, 128, true, false, SiteWord::NONE, &mut bounded);
+                            let r = access(
+                                mem,
+                                view,
+                                0,
+                                0,
+                                128,
+                                true,
+                                false,
+                                SiteWord::NONE,
+                                &mut bounded,
+                            );
                             r.is_some()
                         }
                     }
@@ -242,8 +266,13 @@ fn a_line_split_racing_a_whole_line_write_loses_nothing() {
         };
         let reader = m.access(1, &[], 3, false).is_some();
         let writer = writer.join().unwrap();
-        assert!(reader || writer, "the write and the read race: neither saw it");
-        let raced = m.access(2, &[1], 5, false).expect("the write is still on word 5");
+        assert!(
+            reader || writer,
+            "the write and the read race: neither saw it"
+        );
+        let raced = m
+            .access(2, &[1], 5, false)
+            .expect("the write is still on word 5");
         assert_eq!(raced.prior.serial(), Mem::serial(0));
     });
 }

@@ -270,7 +270,17 @@ mod tests {
         };
         let run = |serial, word, write| {
             let mut bounded = false;
-            access(&mem, &cta(serial), word, 0, 4, write, false, SiteWord::NONE, &mut bounded)
+            access(
+                &mem,
+                &cta(serial),
+                word,
+                0,
+                4,
+                write,
+                false,
+                SiteWord::NONE,
+                &mut bounded,
+            )
         };
         assert!(run(base, 2, true).is_none());
         assert!(run(base, 3, false).is_none());

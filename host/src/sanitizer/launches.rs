@@ -94,7 +94,10 @@ mod tests {
         };
         h.insert(3, launch(100, 8, 'a'));
         h.insert(4, launch(108, 1, 'b'));
-        assert_eq!(h.of_serial(100).map(|(id, r)| (id, r.extra)), Some((3, 'a')));
+        assert_eq!(
+            h.of_serial(100).map(|(id, r)| (id, r.extra)),
+            Some((3, 'a'))
+        );
         assert_eq!(h.of_serial(107).map(|(id, _)| id), Some(3));
         assert_eq!(h.of_serial(108).map(|(id, _)| id), Some(4));
         assert!(h.of_serial(109).is_none() && h.of_serial(99).is_none());

@@ -273,7 +273,13 @@ unsafe fn discard(base: *mut u8, at: u64, len: u64) {
         zero(at, lo);
         // SAFETY: a page-aligned range inside the caller's private
         // anonymous mapping; MADV_DONTNEED makes it read as zero afterwards.
-        let rc = unsafe { libc::madvise(base.add(lo as usize).cast(), (hi - lo) as usize, libc::MADV_DONTNEED) };
+        let rc = unsafe {
+            libc::madvise(
+                base.add(lo as usize).cast(),
+                (hi - lo) as usize,
+                libc::MADV_DONTNEED,
+            )
+        };
         if rc != 0 {
             zero(lo, hi);
         }

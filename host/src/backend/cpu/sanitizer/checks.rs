@@ -54,10 +54,12 @@ impl CpuRaceSanitizer {
         }
     }
 
-    /// Reports `race` by the access `current`; halts if so configured
-    /// (after the caller let go of the block's state).
+    /// Counts a `bounded` check and reports `race` by the access
+    /// `current`; whether to halt (the caller does, once it let go of the
+    /// block's state).
     #[inline(always)]
-    fn found(&self, race: Option<RaceFound>, current: &Current<'_>) -> bool {
+    fn found(&self, race: Option<RaceFound>, bounded: bool, current: &Current<'_>) -> bool {
+        self.count_bounded(bounded);
         match race {
             Some(r) => {
                 self.report_race(r, current);
@@ -112,7 +114,11 @@ impl CpuRaceSanitizer {
             while at < end {
                 let to = (at + TRANSFER_CHUNK).min(end);
                 if let Some(r) = self.check_range(&cta, at, to - at, write, site) {
-                    let kind = if write { AccessKind::Write } else { AccessKind::Read };
+                    let kind = if write {
+                        AccessKind::Write
+                    } else {
+                        AccessKind::Read
+                    };
                     let current = Current {
                         cta: &cta,
                         thread: 0,
@@ -133,17 +139,37 @@ impl CpuRaceSanitizer {
     /// Checks and records `bytes` bytes at `addr` by `cta`: whole lines
     /// through their headers, partial ones word by word. Returns the first
     /// race.
-    fn check_range(&self, cta: &Cta, addr: u64, bytes: u64, write: bool, site: SiteWord) -> Option<RaceFound> {
+    fn check_range(
+        &self,
+        cta: &Cta,
+        addr: u64,
+        bytes: u64,
+        write: bool,
+        site: SiteWord,
+    ) -> Option<RaceFound> {
         let mem = &self.shared.mem;
         let (word, _) = self.word_of(addr)?;
         let view = cta.view(self.rank);
         let mut bounded = false;
         let words = |lo: u64, hi: u64, bounded: &mut bool| {
             let (w, off) = self.word_of(lo)?;
-            access(mem, &view, w, off, (hi - lo) as u32, write, false, site, bounded)
+            access(
+                mem,
+                &view,
+                w,
+                off,
+                (hi - lo) as u32,
+                write,
+                false,
+                site,
+                bounded,
+            )
         };
         let end = addr + bytes;
-        let (first_line, last_line) = (addr.next_multiple_of(LINE_BYTES), end / LINE_BYTES * LINE_BYTES);
+        let (first_line, last_line) = (
+            addr.next_multiple_of(LINE_BYTES),
+            end / LINE_BYTES * LINE_BYTES,
+        );
         let mut race = None;
         if first_line >= last_line {
             race = words(addr, end, &mut bounded);
@@ -214,18 +240,19 @@ impl SanitizerRuntime for CpuRaceSanitizer {
                 let site = self.site(cta.serial, thread, loc);
                 let mut bounded = false;
                 let mem = &self.shared.mem;
-                let race = access(mem, &view, word, offset, size as u32, kind.writes(), false, site, &mut bounded);
-                self.count_bounded(bounded);
-                let current = Current {
-                    cta,
-                    thread,
-                    smid: t.smid,
-                    loc,
-                    access: kind,
-                    scope: Scope::Block,
-                    size: size as u32,
-                };
-                self.found(race, &current)
+                let race = access(
+                    mem,
+                    &view,
+                    word,
+                    offset,
+                    size as u32,
+                    kind.writes(),
+                    false,
+                    site,
+                    &mut bounded,
+                );
+                let current = Current::of_thread(cta, t, loc, kind, Scope::Block, size);
+                self.found(race, bounded, &current)
             });
             if halt == Some(true) {
                 self.halt();
@@ -265,17 +292,8 @@ impl SanitizerRuntime for CpuRaceSanitizer {
                         ((), op())
                     },
                 );
-                self.count_bounded(bounded);
-                let current = Current {
-                    cta,
-                    thread,
-                    smid: t.smid,
-                    loc,
-                    access: a.kind,
-                    scope: a.scope,
-                    size: a.size as u32,
-                };
-                self.found(race, &current)
+                let current = Current::of_thread(cta, t, loc, a.kind, a.scope, a.size);
+                self.found(race, bounded, &current)
             })
         });
         if !performed {
@@ -290,7 +308,13 @@ impl SanitizerRuntime for CpuRaceSanitizer {
         }
     }
 
-    fn fence(&self, t: &ThreadContext<'_>, ordering: Ordering, scope: Scope, _loc: &'static Location<'static>) {
+    fn fence(
+        &self,
+        t: &ThreadContext<'_>,
+        ordering: Ordering,
+        scope: Scope,
+        _loc: &'static Location<'static>,
+    ) {
         self.ctas.with(t.smid, |cta| {
             let mut view = cta.view(self.rank);
             fence(&self.shared.mem, &mut view, &cta.sync(), ordering, scope);
@@ -300,7 +324,12 @@ impl SanitizerRuntime for CpuRaceSanitizer {
         }
     }
 
-    fn shared_access(&self, t: &ThreadContext<'_>, access: SharedAccess, loc: &'static Location<'static>) {
+    fn shared_access(
+        &self,
+        t: &ThreadContext<'_>,
+        access: SharedAccess,
+        loc: &'static Location<'static>,
+    ) {
         let a = BlockAccess {
             addr: access.addr as u64,
             size: access.size as u64,

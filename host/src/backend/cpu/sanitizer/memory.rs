@@ -10,7 +10,9 @@ use super::arena::{Arena, ArenaError, Zeroed};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering as MemOrder};
 use vigil_shared::atomic::CoreAtomics;
 use vigil_shared::gpu::LAUNCH_RING_SLOTS;
-use vigil_shared::race::knowledge::{header as arena_header, Arena as Snapshots, EXIT_HEADER_WORDS};
+use vigil_shared::race::knowledge::{
+    header as arena_header, Arena as Snapshots, EXIT_HEADER_WORDS,
+};
 use vigil_shared::race::memory::{launch_record, LaneRef, MAX_SC_DEVICES};
 use vigil_shared::race::record::{pool_header, Pool, RECORD_WORDS};
 use vigil_shared::race::serial::{LaneBounds, Serial, LANES};

@@ -348,7 +348,12 @@ impl CpuRaceSanitizer {
 
     /// Plans a launch of `count` serials named `shape` on `stream`: its
     /// serials, lane bounds and ring record, remembered in the history.
-    fn plan(&self, stream: StreamId, shape: LaunchShape, count: u32) -> Result<LaunchState, CpuSanitizerError> {
+    fn plan(
+        &self,
+        stream: StreamId,
+        shape: LaunchShape,
+        count: u32,
+    ) -> Result<LaunchState, CpuSanitizerError> {
         let (planned, devices) = {
             let mut order = lock(launch_order());
             let planned = order.launch(stream, self.owner, self.rank, count)?;
@@ -435,7 +440,10 @@ impl CpuRaceSanitizer {
             HostSync::Event(e) => order.sync_event(self.owner, e),
         }
         let clock = order.host_clock(self.owner);
-        for &peer in lock(&self.shared.owners).iter().filter(|&&o| o != self.owner) {
+        for &peer in lock(&self.shared.owners)
+            .iter()
+            .filter(|&&o| o != self.owner)
+        {
             order.join_host(peer, &clock);
         }
     }
@@ -527,7 +535,10 @@ impl HostBufferAllocator for CpuRaceSanitizer {
 }
 
 impl CpuSanitizer for CpuRaceSanitizer {
-    fn runtime_for_launch(&self, _launch: &LaunchInfo<'_>) -> &dyn vigil_device::host_runtime::SanitizerRuntime {
+    fn runtime_for_launch(
+        &self,
+        _launch: &LaunchInfo<'_>,
+    ) -> &dyn vigil_device::host_runtime::SanitizerRuntime {
         self
     }
 

@@ -7,11 +7,14 @@
 
 use super::cta::Cta;
 use super::{lock, CpuRaceSanitizer};
-use crate::sanitizer::decode::{decode_report, LaunchShape, PriorSite, ReportResolver, ThreadPlace};
+use crate::sanitizer::decode::{
+    decode_report, LaunchShape, PriorSite, ReportResolver, ThreadPlace,
+};
 use crate::sanitizer::launches::LaunchHistory;
 use crate::sanitizer::report::SourceLocation;
 use std::panic::Location;
 use std::sync::atomic::Ordering as MemOrder;
+use vigil_device::host_runtime::ThreadContext;
 use vigil_shared::abi::{AccessSite, RaceReport as RawReport};
 use vigil_shared::race::line::LINE_BYTES;
 use vigil_shared::race::serial::Serial;
@@ -32,6 +35,28 @@ pub(super) struct Current<'a> {
     pub(super) access: AccessKind,
     pub(super) scope: Scope,
     pub(super) size: u32,
+}
+
+impl<'a> Current<'a> {
+    /// The access of `size` bytes of thread `t` of `cta` at `loc`.
+    pub(super) fn of_thread(
+        cta: &'a Cta,
+        t: &ThreadContext<'_>,
+        loc: &'static Location<'static>,
+        access: AccessKind,
+        scope: Scope,
+        size: usize,
+    ) -> Self {
+        Current {
+            cta,
+            thread: t.linear_thread_index(),
+            smid: t.smid,
+            loc,
+            access,
+            scope,
+            size: size as u32,
+        }
+    }
 }
 
 impl CpuRaceSanitizer {
@@ -116,7 +141,11 @@ impl CpuRaceSanitizer {
             location,
             tid: serial,
             block: if kernel { serial - l.base } else { 0 },
-            thread: if kernel && known { site.thread_at(offset) } else { 0 },
+            thread: if kernel && known {
+                site.thread_at(offset)
+            } else {
+                0
+            },
             launch,
             sm: None,
         })

@@ -21,7 +21,9 @@ use super::physical::{Mapping, PhysOps, UndoStack};
 use super::VmmError;
 use cudarc::driver::sys;
 use std::sync::atomic::{AtomicU32, Ordering};
-use vigil_shared::abi::{thread_state_bytes, GlobalState, InflatedRecord, PoolHeader, ThreadStateHeader};
+use vigil_shared::abi::{
+    thread_state_bytes, GlobalState, InflatedRecord, PoolHeader, ThreadStateHeader,
+};
 use vigil_shared::address::{device_globals, sanitizer_tid};
 
 /// Host clocks a region holds for a group's barriers: barrier `n`
