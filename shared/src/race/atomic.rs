@@ -55,9 +55,9 @@ pub const MAX_ATOMIC_WORDS: usize = 4;
 #[inline(always)]
 pub const fn word_bytes(offset: u32, size: u32, k: u32) -> u8 {
     let word_lo = 4 * k;
-    let start = if offset > word_lo { offset - word_lo } else { 0 };
+    let start = offset.saturating_sub(word_lo);
     let end_abs = offset + size;
-    let end = if end_abs >= word_lo + 4 { 4 } else if end_abs > word_lo { end_abs - word_lo } else { 0 };
+    let end = if end_abs >= word_lo + 4 { 4 } else { end_abs.saturating_sub(word_lo) };
     let mut mask = 0u8;
     let mut b = start;
     while b < end {
@@ -85,7 +85,7 @@ pub fn atomic<M: RaceMemory + ?Sized, R, S: AtomicFamily>(
     bounded: &mut bool,
     perform: impl FnOnce() -> (R, bool),
 ) -> (R, Option<RaceFound>) {
-    let n = (((offset + size.max(1) + 3) / 4) as usize).min(MAX_ATOMIC_WORDS);
+    let n = ((offset + size.max(1)).div_ceil(4) as usize).min(MAX_ATOMIC_WORDS);
     let mut recs: [Option<Record<'_, M::Atomics>>; MAX_ATOMIC_WORDS] = [None, None, None, None];
     for (k, slot) in recs.iter_mut().enumerate().take(n) {
         *slot = lock_record(mem, cta, first + k as u64, bounded);
@@ -153,9 +153,9 @@ pub fn atomic<M: RaceMemory + ?Sized, R, S: AtomicFamily>(
     let arena = mem.arena();
     let pool = mem.pool();
     let mut race = None;
-    for k in 0..n {
+    for (k, rec) in recs.iter().enumerate().take(n) {
         let me = desc(k, cta);
-        if let Some(rec) = &recs[k] {
+        if let Some(rec) = rec {
             if race.is_none() {
                 race = check_record(cta, &arena, &pool, rec, first + k as u64, me, op.scope, bounded);
             }
