@@ -507,15 +507,20 @@ impl ShadowLayout {
 /// earlier interval's or an earlier block's records and is cleared before
 /// use, so nothing is cleared at a block's start.
 ///
-/// The region starts with a header (its `u64` word count per slot, then
-/// reserved words), so that a device that reads the region's address
-/// also reads the size of that very region: the host grows the region
-/// (a new one) when a launch's shared window needs more, and keeps the
-/// old one alive for kernels still running on it.
+/// The region starts with a header (its `u64` word count per slot, its
+/// `u64` count of slots per SM, then reserved words), so that a device
+/// that reads the region's address also reads the layout of that very
+/// region: the host grows the region (a new one) when a launch's shared
+/// window needs more, and keeps the old one alive for kernels still
+/// running on it. Slot `r` of SM `s` (the CTA's region) is slot
+/// `s * regions + r`; a CTA whose region is past `regions` (an SM holds
+/// fewer CTAs with large windows than with small ones) goes unchecked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WindowShadow {
     /// Words of the shared window each slot covers.
     pub words: u64,
+    /// Slots per SM.
+    pub regions: u64,
 }
 
 impl WindowShadow {
@@ -523,17 +528,32 @@ impl WindowShadow {
     pub const HEADER: usize = 64;
     /// Bytes of an entry: tag and records.
     pub const ENTRY: usize = 8 + RECORDS * 8;
+    /// Byte offset of the header's words per slot.
+    pub const WORDS_AT: usize = 0;
+    /// Byte offset of the header's slots per SM.
+    pub const REGIONS_AT: usize = 8;
 
-    /// The layout covering `window` bytes of shared window per slot.
-    pub const fn covering(window: u64) -> WindowShadow {
+    /// The layout covering `window` bytes of shared window per slot, for
+    /// `regions` slots per SM.
+    pub const fn covering(window: u64, regions: u64) -> WindowShadow {
         WindowShadow {
             words: window.div_ceil(WORD as u64),
+            regions,
         }
     }
 
-    /// Bytes of the region for `slots` slots.
-    pub const fn bytes(&self, slots: u64) -> u64 {
-        Self::HEADER as u64 + slots * self.words * Self::ENTRY as u64
+    /// Bytes of the region for `sms` SMs.
+    pub const fn bytes(&self, sms: u64) -> u64 {
+        Self::HEADER as u64 + sms * self.regions * self.words * Self::ENTRY as u64
+    }
+
+    /// The slot of region `region` of SM `sm`, when the layout has one.
+    pub const fn slot(&self, sm: u32, region: u32) -> Option<u64> {
+        if (region as u64) < self.regions {
+            Some(sm as u64 * self.regions + region as u64)
+        } else {
+            None
+        }
     }
 
     /// Byte offset of word `w`'s entry of slot `slot` (`w < words`).
@@ -1233,19 +1253,23 @@ mod tests {
 
     #[test]
     fn window_entries_tile_the_region() {
-        let w = WindowShadow::covering(4097);
+        let w = WindowShadow::covering(4097, 2);
         assert_eq!(w.words, 1025);
-        let slots = 3;
+        let sms = 3;
         // Entries are consecutive: each one 32 bytes after the last, from
-        // the header to the region's end.
+        // the header to the region's end, SM by SM and region by region.
         let mut next = WindowShadow::HEADER as u64;
-        for slot in 0..slots {
-            for word in 0..w.words {
-                assert_eq!(w.entry(slot, word), next);
-                next += WindowShadow::ENTRY as u64;
+        for sm in 0..sms {
+            for region in 0..2 {
+                let slot = w.slot(sm, region).unwrap();
+                for word in 0..w.words {
+                    assert_eq!(w.entry(slot, word), next);
+                    next += WindowShadow::ENTRY as u64;
+                }
             }
         }
-        assert_eq!(next, w.bytes(slots));
+        assert_eq!(next, w.bytes(u64::from(sms)));
+        assert_eq!(w.slot(0, 2), None);
         assert!(w.covers(4096, 4) && w.covers(0, 4100) && !w.covers(4097, 4));
         assert!(!w.covers(u64::MAX, 1));
         // Tags differ by block and by interval, and are never empty.

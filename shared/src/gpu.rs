@@ -33,9 +33,14 @@ use crate::abi::{RaceReport, WORD_BYTES};
 use crate::params::{ParamDesc, PtxType};
 use crate::{AccessKind, Scope};
 
-/// Regions of per-CTA same-block state per SM: one per hardware warp
-/// slot an SM has (64 on sm_90), indexed by a CTA's lowest.
-pub const REGIONS_PER_SM: u32 = 64;
+/// Regions of per-CTA same-block state per SM: one per CTA an SM can
+/// hold at once (32 from sm_70 on). A CTA claims the lowest free one of
+/// its SM in [`GpuRuntime::regions`] at entry and frees it at exit.
+pub const REGIONS_PER_SM: u32 = 32;
+
+/// SMs the region masks ([`GpuRuntime::regions`]) cover: more than any
+/// GPU's `%smid` reaches, which may exceed its SM count.
+pub const REGION_MASK_SMS: u32 = 1024;
 
 /// The PTX parameters a sanitized entry takes after the user's.
 pub const HIDDEN_PARAMS: &[ParamDesc] = &[
@@ -143,6 +148,10 @@ pub struct GpuRuntime {
     /// memory `.shared` shadows do not cover, per region; 0: none yet.
     /// The host replaces it with a larger one when a launch needs it.
     pub block_shadow: u64,
+    /// Per SM, the mask of its claimed regions ([`REGION_MASK_SMS`]
+    /// `u32`s, SM `s` at `s % REGION_MASK_SMS`; bit `r`: region `r` is
+    /// held by a running CTA).
+    pub regions: u64,
 }
 impl GpuRuntime {
     /// Trap the kernel after the first race or error it records.
@@ -152,7 +161,7 @@ impl GpuRuntime {
         REGIONS_PER_SM
     }
 }
-const _: () = assert!(size_of::<GpuRuntime>() == 136);
+const _: () = assert!(size_of::<GpuRuntime>() == 144);
 const _: () = assert!(offset_of!(GpuRuntime, real_base) == 0);
 const _: () = assert!(offset_of!(GpuRuntime, pool) == 8);
 const _: () = assert!(offset_of!(GpuRuntime, lane_devices) == 64);
@@ -160,9 +169,13 @@ const _: () = assert!(offset_of!(GpuRuntime, arena_words) == 72);
 const _: () = assert!(offset_of!(GpuRuntime, report_capacity) == 100);
 const _: () = assert!(offset_of!(GpuRuntime, block_table) == 104);
 const _: () = assert!(offset_of!(GpuRuntime, block_lanes) == 120);
+const _: () = assert!(offset_of!(GpuRuntime, regions) == 136);
 
 /// Bytes of a launch's record ([`crate::race::memory::launch_record`]).
 pub const LAUNCH_RECORD_BYTES: usize = 4 * crate::race::memory::launch_record::WORDS;
+// The anchor is a `u64` the device writes in place.
+const _: () =
+    assert!(LAUNCH_RECORD_BYTES % 8 == 0 && crate::race::memory::launch_record::ANCHOR % 2 == 0);
 
 /// Launch records the ring holds: a release head naming a launch older
 /// than this many launches of its device loses what that launch's host

@@ -12,18 +12,44 @@ use vigil_shared::{Ordering, Scope};
 use Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
 
 fn launch(stream: usize, ctas: u32) -> Step {
-    Step::Launch { stream, ctas, ro_words: 0 }
+    Step::Launch {
+        stream,
+        ctas,
+        ro_words: 0,
+    }
 }
 fn launch_ro(stream: usize, ctas: u32, ro_words: u64) -> Step {
-    Step::Launch { stream, ctas, ro_words }
+    Step::Launch {
+        stream,
+        ctas,
+        ro_words,
+    }
 }
 fn plain(launch: usize, cta: u32, addr: u64, size: u32, write: bool) -> Step {
-    Step::Plain { launch, cta, addr, size, write }
+    Step::Plain {
+        launch,
+        cta,
+        addr,
+        size,
+        write,
+    }
 }
 fn line(launch: usize, cta: u32, line: u64, write: bool) -> Step {
-    Step::Line { launch, cta, line, write }
+    Step::Line {
+        launch,
+        cta,
+        line,
+        write,
+    }
 }
-fn at(launch: usize, cta: u32, addr: u64, kind: AtomicOpKind, ordering: Ordering, scope: Scope) -> Step {
+fn at(
+    launch: usize,
+    cta: u32,
+    addr: u64,
+    kind: AtomicOpKind,
+    ordering: Ordering,
+    scope: Scope,
+) -> Step {
     Step::Atomic {
         launch,
         cta,
@@ -37,7 +63,12 @@ fn at(launch: usize, cta: u32, addr: u64, kind: AtomicOpKind, ordering: Ordering
     }
 }
 fn fence(launch: usize, cta: u32, ordering: Ordering, scope: Scope) -> Step {
-    Step::Fence { launch, cta, ordering, scope }
+    Step::Fence {
+        launch,
+        cta,
+        ordering,
+        scope,
+    }
 }
 
 #[test]
@@ -58,8 +89,14 @@ fn events_and_host_waits_order_streams() {
     let steps = [
         launch(0, 2),
         plain(0, 0, 8, 4, true),
-        Step::Record { stream: 0, event: 0 },
-        Step::Wait { stream: 1, event: 0 },
+        Step::Record {
+            stream: 0,
+            event: 0,
+        },
+        Step::Wait {
+            stream: 1,
+            event: 0,
+        },
         launch(1, 2),
         plain(1, 1, 8, 4, false),
         launch(0, 1),
@@ -99,12 +136,26 @@ fn a_writer_that_acquired_all_readers_but_one_races_with_that_one() {
         for c in 0..40 {
             steps.push(plain(0, c, 0, 4, false));
             if c != silent {
-                steps.push(at(0, c, 64 + 4 * u64::from(c), AtomicOpKind::Store, Release, Scope::Device));
+                steps.push(at(
+                    0,
+                    c,
+                    64 + 4 * u64::from(c),
+                    AtomicOpKind::Store,
+                    Release,
+                    Scope::Device,
+                ));
             }
         }
         for c in 0..40 {
             if c != silent {
-                steps.push(at(0, 40, 64 + 4 * u64::from(c), AtomicOpKind::Load, Acquire, Scope::Device));
+                steps.push(at(
+                    0,
+                    40,
+                    64 + 4 * u64::from(c),
+                    AtomicOpKind::Load,
+                    Acquire,
+                    Scope::Device,
+                ));
             }
         }
         steps.push(plain(0, 40, 0, 4, true));
@@ -205,11 +256,25 @@ fn chained_flags_order_transitively() {
     let mut steps = vec![launch(0, n)];
     for c in 0..n {
         if c > 0 {
-            steps.push(at(0, c, 4 * u64::from(c - 1), AtomicOpKind::Load, Acquire, Scope::Device));
+            steps.push(at(
+                0,
+                c,
+                4 * u64::from(c - 1),
+                AtomicOpKind::Load,
+                Acquire,
+                Scope::Device,
+            ));
         }
         steps.push(plain(0, c, 1024, 4, false));
         steps.push(plain(0, c, 1024, 4, true));
-        steps.push(at(0, c, 4 * u64::from(c), AtomicOpKind::Store, Release, Scope::Device));
+        steps.push(at(
+            0,
+            c,
+            4 * u64::from(c),
+            AtomicOpKind::Store,
+            Release,
+            Scope::Device,
+        ));
     }
     assert_eq!(compare(1, 2048, &[0], &steps), 0);
 }
@@ -301,7 +366,21 @@ fn access_kinds_between_ctas() {
     use ReportKind::{ReadAfterWrite as Raw, WriteAfterRead as War, WriteAfterWrite as Waw};
     assert_eq!(
         kinds,
-        [None, Some(Raw), None, Some(War), None, Some(Waw), None, None, None, None, None, None, None]
+        [
+            None,
+            Some(Raw),
+            None,
+            Some(War),
+            None,
+            Some(Waw),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None
+        ]
     );
 }
 
@@ -319,8 +398,18 @@ fn message_passing_by_scope() {
         (Release, Relaxed, Scope::Device, 1),
         (AcqRel, AcqRel, Scope::Device, 0),
     ] {
-        let kind = |o: Ordering| if o == AcqRel { AtomicOpKind::Rmw } else { AtomicOpKind::Store };
-        let load = if acquire == AcqRel { AtomicOpKind::Rmw } else { AtomicOpKind::Load };
+        let kind = |o: Ordering| {
+            if o == AcqRel {
+                AtomicOpKind::Rmw
+            } else {
+                AtomicOpKind::Store
+            }
+        };
+        let load = if acquire == AcqRel {
+            AtomicOpKind::Rmw
+        } else {
+            AtomicOpKind::Load
+        };
         let steps = [
             launch(0, 2),
             plain(0, 0, 64, 4, true),
@@ -348,7 +437,11 @@ fn release_sequences_and_failed_exchanges() {
             at(0, 2, 0, AtomicOpKind::Load, Acquire, Scope::Device),
             plain(0, 2, 64, 4, false),
         ];
-        assert_eq!(compare(1, 1024, &[0], &steps), expected, "{middle:?} in the middle");
+        assert_eq!(
+            compare(1, 1024, &[0], &steps),
+            expected,
+            "{middle:?} in the middle"
+        );
     }
     for (failure, expected) in [(Acquire, 0), (Relaxed, 1)] {
         let failed = Step::Atomic {
@@ -369,7 +462,11 @@ fn release_sequences_and_failed_exchanges() {
             failed,
             plain(0, 1, 64, 4, false),
         ];
-        assert_eq!(compare(1, 1024, &[0], &steps), expected, "failure ordering {failure:?}");
+        assert_eq!(
+            compare(1, 1024, &[0], &steps),
+            expected,
+            "failure ordering {failure:?}"
+        );
     }
 }
 
@@ -391,7 +488,11 @@ fn a_thousand_releasers_into_one_word() {
             steps.push(plain(0, n, 128 + 4 * u64::from(c), 4, false));
         }
         let expected = usize::from(silent.is_some());
-        assert_eq!(compare(1, 8192, &[0], &steps), expected, "silent {silent:?}");
+        assert_eq!(
+            compare(1, 8192, &[0], &steps),
+            expected,
+            "silent {silent:?}"
+        );
     }
 }
 
@@ -444,7 +545,11 @@ fn a_release_without_a_record_still_orders_its_acquirer() {
             steps.push(at(0, 1, 0, AtomicOpKind::Load, Acquire, Scope::Device));
         }
         steps.push(plain(0, 1, 64, 4, false));
-        assert_eq!(compare_with_pool(1, 1, 1024, &[0], &steps), 0, "fenced {fenced}");
+        assert_eq!(
+            compare_with_pool(1, 1, 1024, &[0], &steps),
+            0,
+            "fenced {fenced}"
+        );
     }
 }
 
@@ -461,7 +566,10 @@ fn freed_lines_give_every_record_back() {
         for c in 0..8 {
             for w in 0..64u64 {
                 let v = h.step(site, &plain(round, c, 4 * w, 4, false)).unwrap();
-                assert!(v.race.is_none() && !v.bounded, "round {round}, CTA {c}, word {w}: {v:?}");
+                assert!(
+                    v.race.is_none() && !v.bounded,
+                    "round {round}, CTA {c}, word {w}: {v:?}"
+                );
             }
         }
         assert_eq!(h.pool_exhausted(), 0, "round {round}: the pool ran out");
@@ -512,7 +620,9 @@ fn program(seed: u64, streams: usize, len: usize, max_ctas: u32) -> Vec<Step> {
         let r = rng.below(100);
         if open.is_empty() || r < 6 {
             let stream = rng.below(streams as u64) as usize;
-            let ctas = rng.pick(&[1, 2, 3, 8, 33, max_ctas.max(1)]).min(max_ctas.max(1));
+            let ctas = rng
+                .pick(&[1, 2, 3, 8, 33, max_ctas.max(1)])
+                .min(max_ctas.max(1));
             let ro_words = if rng.below(3) == 0 { 64 } else { 0 };
             let id = launches.len();
             // Launches ordered before it have finished: they make no more
@@ -521,7 +631,11 @@ fn program(seed: u64, streams: usize, len: usize, max_ctas: u32) -> Vec<Step> {
             close(&mut launches, &before);
             launches.push((stream, ctas, ro_words, true));
             stream_sets[stream].insert(id);
-            steps.push(Step::Launch { stream, ctas, ro_words });
+            steps.push(Step::Launch {
+                stream,
+                ctas,
+                ro_words,
+            });
             continue;
         }
         if r < 9 {
@@ -558,12 +672,23 @@ fn program(seed: u64, streams: usize, len: usize, max_ctas: u32) -> Vec<Step> {
         if k < 25 {
             let line = rng.below(6);
             let write = rng.below(3) == 0 && line * 32 >= ro_words;
-            steps.push(Step::Line { launch, cta, line, write });
+            steps.push(Step::Line {
+                launch,
+                cta,
+                line,
+                write,
+            });
         } else if k < 60 {
             let size = rng.pick(&[1u32, 2, 4, 4, 8]);
             let addr = rng.below(768 / u64::from(size)) * u64::from(size);
             let write = rng.below(3) == 0 && addr / 4 >= ro_words;
-            steps.push(Step::Plain { launch, cta, addr, size, write });
+            steps.push(Step::Plain {
+                launch,
+                cta,
+                addr,
+                size,
+                write,
+            });
         } else if k < 90 {
             let size = rng.pick(&[4u32, 4, 4, 8]);
             // Mostly the sync words; sometimes data words (mixing).
@@ -611,12 +736,17 @@ fn random_programs_agree_with_the_model() {
     let mut raced = 0;
     for seed in 0..300u64 {
         let streams = 1 + (seed % 3) as usize;
-        let devices: Vec<u32> = (0..streams as u32).map(|s| s % (1 + (seed % 2) as u32)).collect();
+        let devices: Vec<u32> = (0..streams as u32)
+            .map(|s| s % (1 + (seed % 2) as u32))
+            .collect();
         let steps = program(seed, streams, 200, 8);
         println!("seed {seed}");
         raced += compare(streams, 1024, &devices, &steps);
     }
-    assert!(raced > 100, "the programs raced too rarely to test anything ({raced})");
+    assert!(
+        raced > 100,
+        "the programs raced too rarely to test anything ({raced})"
+    );
 }
 
 /// Thousands of CTAs per launch, many releasing into the same words.
@@ -641,10 +771,13 @@ fn replay() {
     let upto: usize = std::env::var("VIGIL_STEP").unwrap().parse().unwrap();
     let len: usize = std::env::var("VIGIL_LEN").map_or(200, |v| v.parse().unwrap());
     let ctas: u32 = std::env::var("VIGIL_CTAS").map_or(8, |v| v.parse().unwrap());
-    let streams: usize = std::env::var("VIGIL_STREAMS").map_or(1 + (seed % 3) as usize, |v| v.parse().unwrap());
+    let streams: usize =
+        std::env::var("VIGIL_STREAMS").map_or(1 + (seed % 3) as usize, |v| v.parse().unwrap());
     let steps = program(seed, streams, len, ctas);
     let span = |s: &Step| match *s {
-        Step::Plain { addr, size, .. } | Step::Atomic { addr, size, .. } => Some((addr, addr + u64::from(size))),
+        Step::Plain { addr, size, .. } | Step::Atomic { addr, size, .. } => {
+            Some((addr, addr + u64::from(size)))
+        }
         Step::Line { line, .. } => Some((line * 128, line * 128 + 128)),
         _ => None,
     };
@@ -670,7 +803,8 @@ fn trace_word() {
     let upto: usize = std::env::var("VIGIL_STEP").unwrap().parse().unwrap();
     let len: usize = std::env::var("VIGIL_LEN").map_or(200, |v| v.parse().unwrap());
     let ctas: u32 = std::env::var("VIGIL_CTAS").map_or(8, |v| v.parse().unwrap());
-    let streams: usize = std::env::var("VIGIL_STREAMS").map_or(1 + (seed % 3) as usize, |v| v.parse().unwrap());
+    let streams: usize =
+        std::env::var("VIGIL_STREAMS").map_or(1 + (seed % 3) as usize, |v| v.parse().unwrap());
     let steps = program(seed, streams, len, ctas);
     let devices = vec![0; streams];
     let pool: usize = std::env::var("VIGIL_POOL").map_or(1 << 14, |v| v.parse().unwrap());
@@ -679,11 +813,17 @@ fn trace_word() {
         let v = h.step(i, s);
         let c = h.shadow()[word as usize].load(std::sync::atomic::Ordering::Relaxed);
         let c0 = h.shadow()[(word & !31) as usize].load(std::sync::atomic::Ordering::Relaxed);
-        println!("{i}: {s:?} -> {:?} cell {c:#x} line0 {c0:#x}", v.map(|v| v.race.map(|r| r.prior.serial())));
+        println!(
+            "{i}: {s:?} -> {:?} cell {c:#x} line0 {c0:#x}",
+            v.map(|v| v.race.map(|r| r.prior.serial()))
+        );
         if let Ok(spec) = std::env::var("VIGIL_SEES") {
             let v: Vec<u64> = spec.split(',').map(|x| x.parse().unwrap()).collect();
             if v[0] as usize == i {
-                println!("    sees: {:?}", h.sees(v[1] as usize, v[2] as u32, v[3] as u32));
+                println!(
+                    "    sees: {:?}",
+                    h.sees(v[1] as usize, v[2] as u32, v[3] as u32)
+                );
             }
         }
         if c >> 62 == 2 {
@@ -694,4 +834,39 @@ fn trace_word() {
             }
         }
     }
+}
+
+#[test]
+fn a_buffer_copied_out_after_every_launch_stays_race_free() {
+    // A stencil's pattern: each launch reads its input lines (aligned and
+    // one word off), writes its output lines; a copy out (one launch
+    // reading the output through a read-only view) follows it on the
+    // same stream, a hundred times over.
+    let mut steps = Vec::new();
+    let mut launches = 0;
+    for i in 0..120u32 {
+        steps.push(launch(0, 4));
+        let k = launches;
+        launches += 1;
+        for c in 0..4u32 {
+            steps.push(line(k, c, u64::from(c), false));
+            steps.push(plain(
+                k,
+                c,
+                128 * u64::from(c) + 4 + 4 * u64::from(i % 8),
+                4,
+                false,
+            ));
+            steps.push(line(k, c, 4 + u64::from(c), true));
+        }
+        steps.push(launch_ro(0, 2, 64));
+        let k = launches;
+        launches += 1;
+        for c in 0..2u32 {
+            for l in 0..4u64 {
+                steps.push(line(k, c, 4 + l, false));
+            }
+        }
+    }
+    assert_eq!(compare(1, 1024, &[0], &steps), 0);
 }

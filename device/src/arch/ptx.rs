@@ -46,17 +46,6 @@ pub fn grid_dim() -> Dim3 {
     Dim3::new(grid_dim_x(), grid_dim_y(), grid_dim_z())
 }
 
-/// The hardware warp slot of the calling warp on its SM (`%warpid`):
-/// fixed while the warp is resident (the PTX ISA allows it to change
-/// after preemption, which the sanitizer's per-CTA regions then share).
-#[inline(always)]
-pub fn warpid() -> u32 {
-    let r: u32;
-    // SAFETY: reading a special register has no preconditions.
-    unsafe { asm!("mov.u32 {r}, %warpid;", r = out(reg32) r, options(nomem, nostack, pure)) };
-    r
-}
-
 /// The SM this thread runs on (`%smid`).
 #[inline(always)]
 pub fn smid() -> u32 {

@@ -57,7 +57,7 @@ use vigil_shared::block::{
     TableWord, ThreadGroup, WindowShadow, WordRecords, DIVERGENT_BARRIER_KIND, EXIT_SITE,
     GLOBAL_LANES, MAX_BLOCK_THREADS, REPORTED, SHARED_LANES, UNCHECKED_ARRAYS, VIEWS, WORD,
 };
-use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, PriorRecord};
+use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, PriorRecord, REGIONS_PER_SM};
 use vigil_shared::race::desc::{AccessDesc, SiteLanes, SiteWord};
 use vigil_shared::{AccessKind, Scope};
 
@@ -797,7 +797,13 @@ impl Checked {
         // its location (completed from this access's, same module).
         let prior = PriorRecord {
             desc: AccessDesc::plain(cta.tid, epoch as u16, prior_kind.writes(), overlap).0,
-            site: SiteWord::new(cta.tid, prior_location, prior.thread().unwrap_or(0), SiteLanes::Single).0,
+            site: SiteWord::new(
+                cta.tid,
+                prior_location,
+                prior.thread().unwrap_or(0),
+                SiteLanes::Single,
+            )
+            .0,
             word: (word_addr / WORD) as u64,
             location: location_address(self.loc),
         };
@@ -938,18 +944,17 @@ impl Window {
         let cta = CtaState::current();
         let rt = cta.runtime();
         let base = Counters::get().window() as *mut u8;
-        let slot = cta.device_slot(rt);
-        if base.is_null() || slot >= rt.block_table_slots {
+        if base.is_null() || cta.smid >= rt.block_table_slots / REGIONS_PER_SM {
             return None;
         }
-        // SAFETY: the region starts with its header, whose first word is
-        // the words per slot; live device memory of the runtime.
-        let words = unsafe { at::<AtomicU64>(base, 0) }.load(Ordering::Relaxed);
-        Some(Window {
-            base,
-            layout: WindowShadow { words },
-            slot: u64::from(slot),
-        })
+        // SAFETY: the region starts with its header (words per slot, slots
+        // per SM); live device memory of the runtime.
+        let header = |at_byte| unsafe { at::<AtomicU64>(base, at_byte) }.load(Ordering::Relaxed);
+        let words = header(WindowShadow::WORDS_AT);
+        let regions = header(WindowShadow::REGIONS_AT);
+        let layout = WindowShadow { words, regions };
+        let slot = layout.slot(cta.smid, u32::from(cta.slot))?;
+        Some(Window { base, layout, slot })
     }
 }
 

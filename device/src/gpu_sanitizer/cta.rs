@@ -7,8 +7,8 @@
 //! the CTA's `.shared` memory, and ends with one barrier. No slot is
 //! claimed, no clock joined: what the host ordered before the launch is
 //! in its record, read where a check needs it. The same-block layer's
-//! per-CTA device memory is the region of the CTA's lowest hardware warp
-//! slot, which no other resident CTA shares.
+//! per-CTA device memory is a region of the CTA's SM that the CTA claims
+//! in the SM's region mask at entry and frees at exit.
 //!
 //! Exit: after the same-block layer's exit barrier (it sees threads that
 //! returned early), the first thread logs what the CTA acquired of other
@@ -17,7 +17,7 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use vigil_shared::gpu::{launch_flags, GpuRuntime, REGIONS_PER_SM};
+use vigil_shared::gpu::{launch_flags, GpuRuntime, REGIONS_PER_SM, REGION_MASK_SMS};
 use vigil_shared::race::cta::CtaView;
 use vigil_shared::race::memory::launch_record;
 use vigil_shared::race::serial::{HostOrder, LaneBounds};
@@ -53,7 +53,8 @@ pub(super) struct CtaState {
     pub device: u32,
     /// SM the CTA runs on.
     pub smid: u32,
-    /// Its region of the SM (the same-block layer's per-CTA memory).
+    /// Its region of the SM (the same-block layer's per-CTA memory),
+    /// held from entry to exit.
     pub slot: u16,
     /// Unused.
     pub pad: u16,
@@ -62,11 +63,10 @@ pub(super) struct CtaState {
     pub read_only: ReadOnlyRanges,
 }
 
-/// Bytes of the `.shared` block: the state, then a scratch word (the
-/// entry's region minimum), then the synchronisation words (`CtaSync`).
+/// Bytes of the `.shared` block: the state, then the synchronisation
+/// words (`CtaSync`).
 const STATE_BYTES: usize = core::mem::size_of::<CtaState>();
-const DONE_OFFSET: usize = STATE_BYTES.next_multiple_of(4);
-const SYNC_OFFSET: usize = DONE_OFFSET + 4;
+const SYNC_OFFSET: usize = STATE_BYTES.next_multiple_of(4);
 const _: () = assert!(SYNC_OFFSET + 4 * SYNC_WORDS <= vigil_shared::block::CTA_STATE_BYTES);
 
 impl CtaState {
@@ -151,14 +151,12 @@ impl CtaState {
 fn sync_words() -> &'static [AtomicU32] {
     // SAFETY: the `.shared` block holds SYNC_WORDS words at SYNC_OFFSET,
     // 4-aligned, for the CTA's life.
-    unsafe { core::slice::from_raw_parts(arch::cta_state().add(SYNC_OFFSET) as *const AtomicU32, SYNC_WORDS) }
-}
-
-/// The scratch word of the CTA's entry.
-#[inline(always)]
-fn done_counter() -> &'static AtomicU32 {
-    // SAFETY: a 4-aligned word of the `.shared` block.
-    unsafe { &*(arch::cta_state().add(DONE_OFFSET) as *const AtomicU32) }
+    unsafe {
+        core::slice::from_raw_parts(
+            arch::cta_state().add(SYNC_OFFSET) as *const AtomicU32,
+            SYNC_WORDS,
+        )
+    }
 }
 
 /// This thread's linear index in the block and the block's size.
@@ -228,28 +226,70 @@ pub struct LaunchArgs {
 /// and no thread of the launch may write inside `args.read_only`, as the
 /// host's sanitized launch passes them.
 #[inline(always)]
+#[track_caller]
 pub unsafe fn run_cta(args: LaunchArgs, body: impl FnOnce()) {
+    // The entry's call site: a `Location` of the kernel's module.
+    let anchor = core::panic::Location::caller() as *const _ as u64;
     // SAFETY: forwarded from the caller.
-    unsafe { enter(args) };
+    unsafe { enter(args, anchor) };
     body();
     exit();
 }
 
-/// The CTA's region: its lowest hardware warp slot, found with one
-/// shared-memory minimum per warp.
+/// The mask of `rt`'s regions held on SM `smid`.
 #[inline(always)]
-fn claim_region(lane: u32) {
-    if lane % 32 == 0 {
-        let region = arch::warpid() % REGIONS_PER_SM;
-        // SAFETY: the slot field of the CTA state, written by thread 0
-        // before the first barrier and read after the second.
-        let slot = unsafe { &*(arch::cta_state().add(DONE_OFFSET) as *const AtomicU32) };
-        slot.fetch_min(region, Ordering::Relaxed);
+fn region_mask(rt: &GpuRuntime, smid: u32) -> &'static AtomicU32 {
+    // SAFETY: the runtime's REGION_MASK_SMS region masks, live as long as
+    // the runtime.
+    unsafe { &*((rt.regions as *const AtomicU32).add((smid % REGION_MASK_SMS) as usize)) }
+}
+
+/// Claims the lowest free region of SM `smid` (its same-block memory,
+/// which no other running CTA holds until `release_region`). An SM holds
+/// at most [`REGIONS_PER_SM`] CTAs, so one is free; the loop only retries
+/// a bit another CTA of the SM took first.
+#[inline(always)]
+fn claim_region(rt: &GpuRuntime, smid: u32) -> u32 {
+    let mask = region_mask(rt, smid);
+    loop {
+        let held = mask.load(Ordering::Relaxed);
+        let free = !held;
+        if free == 0 {
+            core::hint::spin_loop();
+            continue;
+        }
+        let bit = free.trailing_zeros();
+        // Acquire: the region's previous holder finished with it.
+        if mask.fetch_or(1 << bit, Ordering::Acquire) & (1 << bit) == 0 {
+            return bit % REGIONS_PER_SM;
+        }
+    }
+}
+
+/// Gives the CTA's region back; everything it did in the region's
+/// memory is done (release).
+#[inline(always)]
+fn release_region(rt: &GpuRuntime, smid: u32, region: u32) {
+    region_mask(rt, smid).fetch_and(!(1 << region), Ordering::Release);
+}
+
+/// Notes `anchor` in the launch's record (`launch_record::ANCHOR`) for
+/// the host, which completes the launch's site locations from it; every
+/// CTA writes the same value, the first one that finds it unset.
+#[inline(always)]
+fn note_anchor(record: u64, anchor: u64) {
+    // SAFETY: the record's anchor words, 8-aligned (records are multiples
+    // of 8 bytes in an 8-aligned ring), live for the launch.
+    let at = unsafe {
+        &*((record + 4 * launch_record::ANCHOR as u64) as *const core::sync::atomic::AtomicU64)
+    };
+    if at.load(Ordering::Relaxed) == 0 {
+        at.store(anchor, Ordering::Relaxed);
     }
 }
 
 #[inline(never)]
-unsafe fn enter(args: LaunchArgs) {
+unsafe fn enter(args: LaunchArgs, anchor: u64) {
     let LaunchArgs {
         runtime,
         record,
@@ -264,7 +304,8 @@ unsafe fn enter(args: LaunchArgs) {
     if lane == 0 {
         // SAFETY: the launch's record, live for the launch: words the host
         // wrote before it.
-        let rec = unsafe { core::slice::from_raw_parts(record as *const u32, launch_record::WORDS) };
+        let rec =
+            unsafe { core::slice::from_raw_parts(record as *const u32, launch_record::WORDS) };
         let count = rec[launch_record::COUNT];
         let flags = rec[launch_record::FLAGS];
         let serial = if flags & launch_flags::ONE_SERIAL != 0 {
@@ -272,7 +313,10 @@ unsafe fn enter(args: LaunchArgs) {
         } else {
             base + super::hooks::linear_block()
         };
-        let reports = u64::from(rec[launch_record::REPORTS]) | u64::from(rec[launch_record::REPORTS + 1]) << 32;
+        note_anchor(record, anchor);
+        let smid = arch::smid();
+        let reports = u64::from(rec[launch_record::REPORTS])
+            | u64::from(rec[launch_record::REPORTS + 1]) << 32;
         let state = CtaState {
             runtime,
             record,
@@ -283,25 +327,16 @@ unsafe fn enter(args: LaunchArgs) {
             launch,
             launch_ref: rec[launch_record::TAG],
             device: rec[launch_record::DEVICE],
-            smid: arch::smid(),
-            slot: 0,
+            smid,
+            slot: claim_region(rt, smid) as u16,
             pad: 0,
             read_only: ReadOnlyRanges::from_words(read_only),
         };
         // SAFETY: the CTA's shared block holds a `CtaState`, 16-aligned.
         unsafe { (arch::cta_state() as *mut CtaState).write(state) };
         CtaSync::<vigil_shared::atomic::CoreAtomics>::new(sync_words()).init();
-        done_counter().store(u32::MAX, Ordering::Relaxed);
     }
     arch::sync_threads();
-    claim_region(lane);
-    arch::sync_threads();
-    if lane == 0 {
-        let region = done_counter().swap(0, Ordering::Relaxed);
-        // SAFETY: the slot field of the CTA's state, read after the barrier
-        // below by every thread.
-        unsafe { (*(arch::cta_state() as *mut CtaState)).slot = region as u16 };
-    }
     super::block::reset_slot_lane(lane, lanes);
     arch::sync_threads();
 }
@@ -324,5 +359,7 @@ fn exit() {
             let view = st.view(&mem);
             vigil_shared::race::sync::cta_exit(&mem, &view, &sync);
         }
+        // Every thread passed the exit barrier: the region is unused.
+        release_region(st.runtime(), st.smid, u32::from(st.slot));
     }
 }

@@ -16,7 +16,9 @@
 use core::panic::Location;
 
 use vigil_shared::abi::{AccessSite, RaceReport};
-use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, PriorRecord, HOST_SITE_TAG};
+use vigil_shared::gpu::{
+    GpuReportRecord, GpuRuntime, PriorRecord, HOST_SITE_TAG, RANGE_UNIT_BYTES,
+};
 use vigil_shared::race::atomic::{atomic, AtomicOp, AtomicOpKind};
 use vigil_shared::race::check::RaceFound;
 use vigil_shared::race::desc::{AccessDesc, SiteLanes, SiteWord};
@@ -68,9 +70,9 @@ fn check_access(addr: u64, size: u32, write: bool, loc: &'static Location<'stati
     if warp_line(addr, size, write, location) {
         // `size` is the site's constant: one arm is left.
         match size {
-            4 => check_line::<4>(addr, write, location),
-            8 => check_line::<8>(addr, write, location),
-            _ => check_line::<16>(addr, write, location),
+            4 => check_line::<4>(addr, write, location, (0, 0)),
+            8 => check_line::<8>(addr, write, location, (0, 0)),
+            _ => check_line::<16>(addr, write, location, (0, 0)),
         }
     } else {
         check_plain(addr, size, write, location, (0, 0));
@@ -108,10 +110,10 @@ fn read_only(st: &CtaState, addr: u64, size: u32, write: bool) -> bool {
 /// lines in lane order ([`warp_line`]). Each line's lanes are one access
 /// of the CTA: their leader checks the line's header; a split line is
 /// checked lane by lane. The same-block half records the line in the
-/// CTA's table. One copy per access size, so that the lanes' layout is
-/// constant in each.
+/// CTA's table (a kernel's access; a host copy's has no block). One copy
+/// per access size, so that the lanes' layout is constant in each.
 #[inline(never)]
-fn check_line<const SIZE: u32>(addr: u64, write: bool, location: u64) {
+fn check_line<const SIZE: u32>(addr: u64, write: bool, location: u64, host_at: (u32, u32)) {
     let per = SIZE / 4;
     let group = Group::line_lanes(32 / per);
     let mut split = false;
@@ -134,10 +136,24 @@ fn check_line<const SIZE: u32>(addr: u64, write: bool, location: u64) {
             let mut bounded = false;
             match access_line(&mem, &view, mem.word_of(addr), acc, &mut bounded) {
                 LineOutcome::Clean => {}
-                LineOutcome::Raced(r) => report(location, (0, 0), r, kind_of(write), Scope::Block, LINE_BYTES as u32),
+                LineOutcome::Raced(r) => report(
+                    location,
+                    host_at,
+                    r,
+                    kind_of(write),
+                    Scope::Block,
+                    LINE_BYTES as u32,
+                ),
                 LineOutcome::Split => split = true,
                 LineOutcome::RacedSplit(r) => {
-                    report(location, (0, 0), r, kind_of(write), Scope::Block, LINE_BYTES as u32);
+                    report(
+                        location,
+                        host_at,
+                        r,
+                        kind_of(write),
+                        Scope::Block,
+                        LINE_BYTES as u32,
+                    );
                     split = true;
                     raced = true;
                 }
@@ -149,12 +165,14 @@ fn check_line<const SIZE: u32>(addr: u64, write: bool, location: u64) {
     }
     let split = group.leader_says(split);
     let raced = group.leader_says(raced);
-    // SAFETY: a kernel access's location is the address of its
-    // `#[track_caller]` `Location` (`location_of`), static data.
-    let loc = unsafe { &*(location as *const Location<'static>) };
-    check_block(addr, SIZE, write, loc, group, per);
+    if location & HOST_SITE_TAG == 0 {
+        // SAFETY: a kernel access's location is the address of its
+        // `#[track_caller]` `Location` (`location_of`), static data.
+        let loc = unsafe { &*(location as *const Location<'static>) };
+        check_block(addr, SIZE, write, loc, group, per);
+    }
     if split {
-        check_words(addr, SIZE, write, location, (0, 0), raced);
+        check_words(addr, SIZE, write, location, host_at, raced);
     }
 }
 
@@ -189,10 +207,18 @@ fn check_words(addr: u64, size: u32, write: bool, location: u64, host_at: (u32, 
 
 /// A plain access of `size` bytes at `addr` by a host-issued copy or fill
 /// (the range-access entry): its site carries `site`, a tag the host
-/// resolves to the call site (no `Location` in device memory).
+/// resolves to the call site (no `Location` in device memory). A warp's
+/// 16-byte units tile whole lines wherever the range is line-aligned:
+/// they take the line hook like a kernel's coalesced access, so that the
+/// buffer a copy or fill leaves behind is in line mode for the kernels
+/// that read it next.
 #[inline(always)]
 pub(super) fn check_host_access(addr: u64, size: u32, write: bool, site: u64, at: (u32, u32)) {
-    check_plain(addr, size, write, site, at);
+    if size == RANGE_UNIT_BYTES as u32 && warp_line(addr, size, write, site) {
+        check_line::<{ RANGE_UNIT_BYTES as u32 }>(addr, write, site, at);
+    } else {
+        check_plain(addr, size, write, site, at);
+    }
 }
 
 /// A plain access that is not a whole warp's whole lines: lanes making
@@ -230,7 +256,14 @@ fn kind_of(write: bool) -> AccessKind {
 /// its lanes agree on everything but the thread; otherwise each lane's
 /// words are checked one by one.
 #[inline(always)]
-fn check_block(addr: u64, size: u32, write: bool, loc: &'static Location<'static>, group: Group, per: u32) {
+fn check_block(
+    addr: u64,
+    size: u32,
+    write: bool,
+    loc: &'static Location<'static>,
+    group: Group,
+    per: u32,
+) {
     let kind = kind_of(write);
     let table = BlockTable::current(addr as usize, kind, size as usize, loc);
     let fields = table.as_ref().and_then(BlockTable::run_fields);
@@ -273,7 +306,11 @@ fn engine_op(a: &AtomicAccess) -> AtomicOp {
 /// An atomic through the engine; `perform` does the real operation (with
 /// the word's record locked) and says whether it wrote.
 #[inline(never)]
-fn check_atomic(access: AtomicAccess, loc: &'static Location<'static>, perform: &mut dyn FnMut() -> bool) {
+fn check_atomic(
+    access: AtomicAccess,
+    loc: &'static Location<'static>,
+    perform: &mut dyn FnMut() -> bool,
+) {
     let st = CtaState::current();
     let mem = memory(&st);
     let addr = access.addr as u64;
@@ -323,7 +360,14 @@ fn check_atomic(access: AtomicAccess, loc: &'static Location<'static>, perform: 
         st.reporter().count_bounded();
     }
     if let Some(r) = race {
-        report(location_of(loc), (0, 0), r, access.kind, access.scope, access.size as u32);
+        report(
+            location_of(loc),
+            (0, 0),
+            r,
+            access.kind,
+            access.scope,
+            access.size as u32,
+        );
     }
 }
 
@@ -340,7 +384,14 @@ fn check_fence(ordering: Ordering, scope: Scope) {
 /// report buffer, and stops the kernel when the runtime says so.
 #[cold]
 #[inline(never)]
-fn report(location: u64, host_at: (u32, u32), r: RaceFound, kind: AccessKind, scope: Scope, size: u32) {
+fn report(
+    location: u64,
+    host_at: (u32, u32),
+    r: RaceFound,
+    kind: AccessKind,
+    scope: Scope,
+    size: u32,
+) {
     let st = CtaState::current();
     let rt: &GpuRuntime = st.runtime();
     let reporter = st.reporter();
@@ -352,7 +403,11 @@ fn report(location: u64, host_at: (u32, u32), r: RaceFound, kind: AccessKind, sc
             // `#[track_caller]` `Location`, static data.
             let loc = unsafe { &*(location as *const Location<'static>) };
             let file = loc.file();
-            (file.as_ptr() as u64, file.len() as u32, (loc.line(), loc.column()))
+            (
+                file.as_ptr() as u64,
+                file.len() as u32,
+                (loc.line(), loc.column()),
+            )
         };
         let site = AccessSite {
             file_ptr,
@@ -389,6 +444,8 @@ fn report(location: u64, host_at: (u32, u32), r: RaceFound, kind: AccessKind, sc
             location,
         };
         reporter.push(&GpuReportRecord { report, prior });
+    } else {
+        reporter.count_dropped();
     }
     // A host-issued copy is not a kernel thread to stop.
     if rt.flags & GpuRuntime::HALT_ON_RACE != 0 && location & HOST_SITE_TAG == 0 {
@@ -415,7 +472,11 @@ impl Sanitizer for GpuSanitizer {
     }
 
     #[inline(always)]
-    fn atomic<R>(access: AtomicAccess, loc: &'static Location<'static>, op: impl FnOnce() -> (R, bool)) -> R {
+    fn atomic<R>(
+        access: AtomicAccess,
+        loc: &'static Location<'static>,
+        op: impl FnOnce() -> (R, bool),
+    ) -> R {
         let mut op = Some(op);
         let mut result = None;
         // One non-generic engine call for every atomic in the module: the
@@ -456,7 +517,12 @@ impl Sanitizer for GpuSanitizer {
     }
 
     #[inline(always)]
-    fn block_global_access(addr: usize, size: usize, kind: AccessKind, loc: &'static Location<'static>) {
+    fn block_global_access(
+        addr: usize,
+        size: usize,
+        kind: AccessKind,
+        loc: &'static Location<'static>,
+    ) {
         super::block_table::global_access(addr, size, kind, loc)
     }
 

@@ -21,7 +21,7 @@
 //!
 //! The first three are plain atomics over memory and are unit-tested in
 //! the host build; the PTX-only parts use `arch::ptx` for `%smid`,
-//! `%warpid`, barriers, the CTA's shared state and `trap`.
+//! barriers, the CTA's shared state and `trap`.
 
 #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
 mod device_atomics;

@@ -67,6 +67,14 @@ impl<'r> Reporter<'r> {
         true
     }
 
+    /// Counts a race that finds the buffer full, as [`Reporter::push`]
+    /// counts its claims: the host reports how many were dropped.
+    pub fn count_dropped(&self) {
+        if let Some(next) = self.reports.first() {
+            next.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// Counts an access whose check was bounded.
     pub fn count_bounded(&self) {
         if let Some(w) = self.reports.get(BOUNDED_WORD) {

@@ -25,9 +25,9 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Mutex, OnceLock};
 
-use vigil_shared::race::serial::{lane_end, lane_start, LaneBounds, Serial, LANES};
 #[cfg(test)]
 use vigil_shared::race::serial::lane_of;
+use vigil_shared::race::serial::{lane_end, lane_start, LaneBounds, Serial, LANES};
 use vigil_shared::race::LaneDevices;
 
 use crate::types::{EventId, StreamId};
@@ -115,11 +115,14 @@ pub struct LaunchOrder {
     streams: HashMap<StreamId, StreamState>,
     events: HashMap<EventId, LaneBounds>,
     hosts: HashMap<Owner, LaneBounds>,
-    /// Per context, the clocks of its streams dropped since, joined: a
-    /// wait for all of its work waits for theirs too.
-    dropped: HashMap<Owner, LaneBounds>,
     /// Launches not yet known to have ended: their bounds, lane, end.
     pending: Vec<(LaneBounds, usize, Serial)>,
+    /// Everything some host has waited for (contexts gone included): work
+    /// below it has ended.
+    ended: LaneBounds,
+    /// Per owner, the clocks of its streams gone (a wait for all of the
+    /// owner's work waits for theirs too).
+    dropped: HashMap<Owner, LaneBounds>,
     /// Lanes this process may rent (several processes of a group split
     /// the lanes between them).
     lane_filter: (usize, usize),
@@ -146,8 +149,9 @@ impl LaunchOrder {
             streams: HashMap::new(),
             events: HashMap::new(),
             hosts: HashMap::new(),
-            dropped: HashMap::new(),
             pending: Vec::new(),
+            ended: LaneBounds::NONE,
+            dropped: HashMap::new(),
             lane_filter: (rank, world.max(1)),
         }
     }
@@ -169,28 +173,37 @@ impl LaunchOrder {
         self.hosts.get(&owner).copied().unwrap_or(LaneBounds::NONE)
     }
 
-    /// A lane free to rent by `owner` with room for `count` serials.
-    fn rent(&mut self, count: u32, owner: Owner) -> Option<usize> {
+    /// A lane free to rent with room for `count` serials for a stream of
+    /// `owner`: one never used, one no stream holds whose work has all
+    /// ended (some host waited for it), or one whose context is gone (its
+    /// buffers went with it). The renter's host clock then
+    /// covers that work, since its launches take the lane's next serials
+    /// and its own lane's bound is always its base: memory those launches
+    /// share with the old work was freed and its shadow cleared in
+    /// between, or the owner waited for it.
+    fn rent(&mut self, owner: Owner, count: u32) -> Option<usize> {
         let (rank, world) = self.lane_filter;
-        let covered = |k: usize, lane: &Lane, hosts: &HashMap<Owner, LaneBounds>| {
-            lane.next == 0 || hosts.values().all(|h| h.0[k] >= lane.next)
-        };
         for k in 1..LANES {
             if k % world != rank {
                 continue;
             }
             let lane = self.lanes[k];
-            let next = if lane.next == 0 { lane_start(k) } else { lane.next };
+            let next = if lane.next == 0 {
+                lane_start(k)
+            } else {
+                lane.next
+            };
             let room = lane_end(k) - next;
-            let idle = lane.next == 0 || !self.pending.iter().any(|p| p.1 == k);
-            let free = lane.retired || (idle && covered(k, &lane, &self.hosts));
-            if !lane.held && room >= count && free {
+            let done = lane.retired || lane.next == 0 || self.ended.0[k] >= lane.next;
+            if !lane.held && room >= count && done {
                 self.lanes[k] = Lane {
                     next,
                     held: true,
                     owner,
                     retired: false,
                 };
+                let host = self.hosts.entry(owner).or_insert(LaneBounds::NONE);
+                host.0[k] = host.0[k].max(next);
                 return Some(k);
             }
         }
@@ -210,23 +223,29 @@ impl LaunchOrder {
             return Err(OrderError::TooManyCtas(u64::from(count)));
         }
         let count = count.max(1);
-        let host = self.host(owner);
         let current = self.stream(stream, owner).lane;
         let lane = match current {
             Some(k) if lane_end(k) - self.lanes[k].next >= count => k,
             _ => {
-                let k = self.rent(count, owner).ok_or(OrderError::LanesExhausted)?;
+                let k = self.rent(owner, count).ok_or(OrderError::LanesExhausted)?;
                 if let Some(old) = current {
                     self.lanes[old].held = false;
                 }
                 self.devices.0[k] = device as u8;
-                self.streams.get_mut(&stream).expect("stream entry made above").lane = Some(k);
+                self.streams
+                    .get_mut(&stream)
+                    .expect("stream entry made above")
+                    .lane = Some(k);
                 k
             }
         };
+        let host = self.host(owner);
         let base = self.lanes[lane].next;
         self.lanes[lane].next = base + count;
-        let state = self.streams.get_mut(&stream).expect("stream entry made above");
+        let state = self
+            .streams
+            .get_mut(&stream)
+            .expect("stream entry made above");
         let mut bounds = state.clock;
         bounds.join(&host);
         bounds.0[lane] = base;
@@ -261,7 +280,7 @@ impl LaunchOrder {
         });
         for p in &self.pending {
             let mut a = g.unwrap_or(p.0);
-            for (x, y) in a.0.iter_mut().zip(p.0.0.iter()) {
+            for (x, y) in a.0.iter_mut().zip(p.0 .0.iter()) {
                 *x = (*x).min(*y);
             }
             g = Some(a);
@@ -271,7 +290,10 @@ impl LaunchOrder {
 
     /// An event recorded on `stream`: it captures the stream's clock.
     pub fn record(&mut self, event: EventId, stream: StreamId) {
-        let clock = self.streams.get(&stream).map_or(LaneBounds::NONE, |s| s.clock);
+        let clock = self
+            .streams
+            .get(&stream)
+            .map_or(LaneBounds::NONE, |s| s.clock);
         self.events.insert(event, clock);
     }
 
@@ -284,14 +306,25 @@ impl LaunchOrder {
 
     /// Context `owner`'s host waited for `stream`.
     pub fn sync_stream(&mut self, owner: Owner, stream: StreamId) {
-        let clock = self.streams.get(&stream).map_or(LaneBounds::NONE, |s| s.clock);
-        self.hosts.entry(owner).or_insert(LaneBounds::NONE).join(&clock);
+        let clock = self
+            .streams
+            .get(&stream)
+            .map_or(LaneBounds::NONE, |s| s.clock);
+        self.host_waited(owner, &clock);
+    }
+
+    fn host_waited(&mut self, owner: Owner, clock: &LaneBounds) {
+        self.hosts
+            .entry(owner)
+            .or_insert(LaneBounds::NONE)
+            .join(clock);
+        self.ended.join(clock);
     }
 
     /// Context `owner`'s host waited for `event`.
     pub fn sync_event(&mut self, owner: Owner, event: EventId) {
         let clock = self.events.get(&event).copied().unwrap_or(LaneBounds::NONE);
-        self.hosts.entry(owner).or_insert(LaneBounds::NONE).join(&clock);
+        self.host_waited(owner, &clock);
     }
 
     /// Context `owner`'s host waited for all of its streams.
@@ -303,13 +336,16 @@ impl LaunchOrder {
         for s in self.streams.values().filter(|s| s.owner == owner) {
             all.join(&s.clock);
         }
-        self.hosts.insert(owner, all);
+        self.host_waited(owner, &all);
     }
 
     /// Context `owner` learns what `from`'s host has waited for (a group's
     /// barrier, a wait that covers another context's work).
     pub fn join_host(&mut self, owner: Owner, from: &LaneBounds) {
-        self.hosts.entry(owner).or_insert(LaneBounds::NONE).join(from);
+        self.hosts
+            .entry(owner)
+            .or_insert(LaneBounds::NONE)
+            .join(from);
     }
 
     /// What context `owner`'s host has waited for.
@@ -324,7 +360,10 @@ impl LaunchOrder {
             if let Some(k) = s.lane {
                 self.lanes[k].held = false;
             }
-            self.dropped.entry(s.owner).or_insert(LaneBounds::NONE).join(&s.clock);
+            self.dropped
+                .entry(s.owner)
+                .or_insert(LaneBounds::NONE)
+                .join(&s.clock);
         }
     }
 
@@ -337,7 +376,11 @@ impl LaunchOrder {
         self.hosts.remove(&owner);
         self.dropped.remove(&owner);
         self.streams.retain(|_, s| s.owner != owner);
-        for lane in self.lanes.iter_mut().filter(|l| l.next != 0 && l.owner == owner) {
+        for lane in self
+            .lanes
+            .iter_mut()
+            .filter(|l| l.next != 0 && l.owner == owner)
+        {
             lane.held = false;
             lane.retired = true;
         }
@@ -394,12 +437,14 @@ mod tests {
         // `old` may still run and is not ordered after l1: l1 is not forgotten.
         assert!(l1.base >= l2.global.0[lane_of(l1.base)]);
         o.sync_stream(1, b);
+        // `l2` may still run, unordered with `old`: `old` stays, while
+        // `l1`, before `l2` and waited for, may go.
         let l3 = o.launch(a, 1, 0, 1).unwrap();
-        // `old` is done, but `l2` may still run and is not ordered after it.
         assert!(l1.base < l3.global.0[lane_of(l1.base)]);
         assert!(old.base >= l3.global.0[lane_of(old.base)]);
         o.sync_stream(1, a);
         let l4 = o.launch(a, 1, 0, 1).unwrap();
+        assert!(l1.base < l4.global.0[lane_of(l1.base)]);
         assert!(old.base < l4.global.0[lane_of(old.base)]);
         assert!(l3.base < l4.global.0[lane_of(l3.base)]);
     }
@@ -419,8 +464,29 @@ mod tests {
             o.launch(s, 1, 0, 1).unwrap();
             held.push(s);
         }
-        assert_eq!(o.launch(StreamId(5000), 1, 0, 1), Err(OrderError::LanesExhausted));
+        assert_eq!(
+            o.launch(StreamId(5000), 1, 0, 1),
+            Err(OrderError::LanesExhausted)
+        );
         assert!(OrderError::LanesExhausted.to_string().contains("streams"));
+        // Contexts come and go (a test suite): lanes whose work some host
+        // waited for go to the new contexts' streams.
+        for s in held {
+            o.drop_stream(s);
+        }
+        o.sync_owner(1);
+        o.drop_owner(1);
+        for i in 0..500u64 {
+            let (s, owner) = (StreamId(10_000 + i), 100 + i);
+            let l = o.launch(s, owner, 0, 2).unwrap();
+            // The renter is ordered after the lane's earlier work.
+            assert!(
+                l.base - 1 < l.bounds.0[lane_of(l.base)] || l.base == lane_start(lane_of(l.base))
+            );
+            o.sync_owner(owner);
+            o.drop_stream(s);
+            o.drop_owner(owner);
+        }
     }
 
     #[test]

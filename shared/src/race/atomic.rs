@@ -14,7 +14,8 @@ use super::desc::{AccessDesc, CellTag, SiteWord, SizeClass};
 use super::memory::{site_of, LaneRef, RaceMemory};
 use super::record::{Entry, Record, WORD_ENTRY_SLOTS};
 use super::sync::{
-    add_head, clear_heads, has_heads, lose_heads, read_heads, read_lost_heads, released, write_heads, CtaSync, Head,
+    add_head, clear_heads, has_heads, lose_heads, read_heads, read_lost_heads, released,
+    write_heads, CtaSync, Head,
 };
 use super::word::{check_record, record_update, split_cell, LAST_WRITE};
 use crate::atomic::{AtomicFamily, AtomicU64Ops};
@@ -57,7 +58,11 @@ pub const fn word_bytes(offset: u32, size: u32, k: u32) -> u8 {
     let word_lo = 4 * k;
     let start = offset.saturating_sub(word_lo);
     let end_abs = offset + size;
-    let end = if end_abs >= word_lo + 4 { 4 } else { end_abs.saturating_sub(word_lo) };
+    let end = if end_abs >= word_lo + 4 {
+        4
+    } else {
+        end_abs.saturating_sub(word_lo)
+    };
     let mut mask = 0u8;
     let mut b = start;
     while b < end {
@@ -97,7 +102,14 @@ pub fn atomic<M: RaceMemory + ?Sized, R, S: AtomicFamily>(
         // much only hides races).
         super::sync::refresh(cta, sync);
         let mut heads = [Head::NONE; 3];
-        let n = write_heads(cta, sync, lanes, op.ordering.releases(), op.scope, &mut heads);
+        let n = write_heads(
+            cta,
+            sync,
+            lanes,
+            op.ordering.releases(),
+            op.scope,
+            &mut heads,
+        );
         if n > 0 {
             lose_heads(mem, &heads[..n]);
             *bounded = true;
@@ -146,7 +158,10 @@ pub fn atomic<M: RaceMemory + ?Sized, R, S: AtomicFamily>(
         }
         // A word without heads may hold the value of a release whose
         // heads were lost.
-        if recs[..n].iter().any(|r| r.as_ref().is_none_or(|r| !has_heads(r))) {
+        if recs[..n]
+            .iter()
+            .any(|r| r.as_ref().is_none_or(|r| !has_heads(r)))
+        {
             read_lost_heads(mem, cta, sync, ordering.acquires(), op.scope);
         }
     }
@@ -157,7 +172,16 @@ pub fn atomic<M: RaceMemory + ?Sized, R, S: AtomicFamily>(
         let me = desc(k, cta);
         if let Some(rec) = rec {
             if race.is_none() {
-                race = check_record(cta, &arena, &pool, rec, first + k as u64, me, op.scope, bounded);
+                race = check_record(
+                    cta,
+                    &arena,
+                    &pool,
+                    rec,
+                    first + k as u64,
+                    me,
+                    op.scope,
+                    bounded,
+                );
             }
         }
     }
@@ -225,7 +249,11 @@ fn lock_record<'m, M: RaceMemory + ?Sized>(
                         site: site_of(mem, word, d.serial()).site(),
                     };
                     let (a, b) = e.to_slot();
-                    let slot = if d.is_write() { LAST_WRITE } else { WORD_ENTRY_SLOTS.start };
+                    let slot = if d.is_write() {
+                        LAST_WRITE
+                    } else {
+                        WORD_ENTRY_SLOTS.start
+                    };
                     rec.set_slot(slot, a, b);
                 }
                 let tagged = CellTag::Record.with(u64::from(pool.index(&rec)));

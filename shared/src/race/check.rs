@@ -31,7 +31,12 @@ pub struct RaceFound {
 /// Whether `earlier` and `current` (of scope `scope` for an atomic) would
 /// race if unordered: overlapping bytes, a write, not morally strong.
 #[inline(always)]
-pub fn conflicts(cta: &CtaView<'_>, earlier: AccessDesc, current: AccessDesc, scope: Scope) -> bool {
+pub fn conflicts(
+    cta: &CtaView<'_>,
+    earlier: AccessDesc,
+    current: AccessDesc,
+    scope: Scope,
+) -> bool {
     if earlier.is_none() || earlier.bytes() & current.bytes() == 0 {
         return false;
     }
@@ -61,7 +66,8 @@ pub fn races<F: AtomicFamily>(
 pub fn classify(prior: AccessDesc, current: AccessDesc) -> ReportKind {
     if prior.is_atomic() != current.is_atomic() {
         ReportKind::AtomicNonAtomic
-    } else if prior.is_atomic() && (prior.extent() != current.extent() || prior.bytes() != current.bytes())
+    } else if prior.is_atomic()
+        && (prior.extent() != current.extent() || prior.bytes() != current.bytes())
     {
         ReportKind::AtomicSizeMismatch
     } else if prior.is_atomic() {
@@ -73,6 +79,26 @@ pub fn classify(prior: AccessDesc, current: AccessDesc) -> ReportKind {
     } else {
         ReportKind::WriteAfterRead
     }
+}
+
+/// Reads of a site that [`settled_site`] makes before giving up.
+const SITE_WAIT: u32 = 4096;
+
+/// The site of `prior`, read by `load`. The access that installed `prior`
+/// writes its site just after installing it, so a race found in between
+/// (two CTAs racing at that very moment) waits for the site, a bounded
+/// number of reads: a report is rare, its earlier access's place is what
+/// the user needs.
+#[cold]
+pub fn settled_site(prior: AccessDesc, load: impl Fn() -> SiteWord) -> SiteWord {
+    for _ in 0..SITE_WAIT {
+        let site = load();
+        if site.belongs_to(prior.serial()) {
+            return site;
+        }
+        core::hint::spin_loop();
+    }
+    SiteWord::NONE
 }
 
 /// The race between `prior` (made at `site`) and `current` on `word`.

@@ -104,13 +104,22 @@ impl CtaView<'_> {
                 continue;
             }
             // What it acquired, and what its launch inherited.
-            let q = if self.known.is_none() { p } else { arena.first_unknown(self.known, p, lane_hi, e) };
+            let q = if self.known.is_none() {
+                p
+            } else {
+                arena.first_unknown(self.known, p, lane_hi, e)
+            };
             if q != p {
                 p = q;
                 continue;
             }
-            let inh = *inherited.get_or_insert_with(|| arena.inherited(self.launch, |x| self.host.orders(x)));
-            let q = if inh.is_none() { p } else { arena.first_unknown(inh, p, lane_hi, e) };
+            let inh = *inherited
+                .get_or_insert_with(|| arena.inherited(self.launch, |x| self.host.orders(x)));
+            let q = if inh.is_none() {
+                p
+            } else {
+                arena.first_unknown(inh, p, lane_hi, e)
+            };
             if q != p {
                 p = q;
                 continue;
@@ -149,7 +158,8 @@ impl CtaView<'_> {
     pub fn morally_strong(&self, d: AccessDesc, scope: Scope) -> bool {
         let other = d.serial();
         let dev = self.devices.of(other);
-        other == self.serial || (self.included_by(d.scope(), other, dev) && self.includes(scope, other, dev))
+        other == self.serial
+            || (self.included_by(d.scope(), other, dev) && self.includes(scope, other, dev))
     }
 }
 
@@ -198,7 +208,13 @@ mod tests {
         assert_eq!(cta.first_unordered(&arena, base - 500, 502, 1), Some(base));
         assert_eq!(cta.first_unordered(&arena, base + 5, 1, 9), None);
         assert_eq!(cta.first_unordered(&arena, base + 10, 10, 3), None);
-        assert_eq!(cta.first_unordered(&arena, base + 10, 10, 4), Some(base + 10));
-        assert_eq!(cta.first_unordered(&arena, base + 10, 11, 2), Some(base + 20));
+        assert_eq!(
+            cta.first_unordered(&arena, base + 10, 10, 4),
+            Some(base + 10)
+        );
+        assert_eq!(
+            cta.first_unordered(&arena, base + 10, 11, 2),
+            Some(base + 20)
+        );
     }
 }

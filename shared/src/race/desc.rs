@@ -229,7 +229,9 @@ impl AccessDesc {
     /// The same access with a (saturated) epoch of `epoch`.
     #[inline(always)]
     pub const fn with_epoch(self, epoch: u16) -> AccessDesc {
-        AccessDesc(self.0 & !(EPOCH_MASK << EPOCH_SHIFT) | ((epoch as u64) & EPOCH_MASK) << EPOCH_SHIFT)
+        AccessDesc(
+            self.0 & !(EPOCH_MASK << EPOCH_SHIFT) | ((epoch as u64) & EPOCH_MASK) << EPOCH_SHIFT,
+        )
     }
 
     /// Everything but serial and epoch: accesses with the same key and
@@ -465,7 +467,15 @@ mod tests {
 
     #[test]
     fn descriptors_round_trip() {
-        let d = AccessDesc::atomic(0xdead_beef, 77, true, 0b0110, Scope::Device, SizeClass::Eight, 1);
+        let d = AccessDesc::atomic(
+            0xdead_beef,
+            77,
+            true,
+            0b0110,
+            Scope::Device,
+            SizeClass::Eight,
+            1,
+        );
         assert_eq!(d.serial(), 0xdead_beef);
         assert_eq!(d.epoch(), 77);
         assert!(d.is_write() && d.is_atomic());
@@ -497,7 +507,10 @@ mod tests {
     fn site_words_name_the_thread_of_each_byte() {
         let s = SiteWord::new(42, 0x7f00_1234_5678, 64, SiteLanes::Eight);
         assert!(s.belongs_to(42) && !s.belongs_to(43));
-        assert_eq!(s.location_bits(), ((0x7f00_1234_5678u64 >> 3) & 0xf_ffff) as u32);
+        assert_eq!(
+            s.location_bits(),
+            ((0x7f00_1234_5678u64 >> 3) & 0xf_ffff) as u32
+        );
         assert_eq!(s.thread_at(0), 64);
         assert_eq!(s.thread_at(17), 66);
         assert_eq!(SiteWord::for_serial(s.site(), 42), s);

@@ -50,7 +50,14 @@ pub fn check_entry<F: AtomicFamily>(
         return EntryVerdict::Clean;
     }
     if is_launch(e.desc) {
-        return launch_verdict(cta, arena, e.desc, SiteWord::for_serial(e.site, e.desc.serial()), me, word);
+        return launch_verdict(
+            cta,
+            arena,
+            e.desc,
+            SiteWord::for_serial(e.site, e.desc.serial()),
+            me,
+            word,
+        );
     }
     match cta.first_unordered(arena, e.desc.serial(), e.count, e.desc.epoch()) {
         None => EntryVerdict::Clean,
@@ -123,12 +130,14 @@ pub fn check_all<F: AtomicFamily>(
     word: u64,
     bounded: &mut bool,
 ) -> Option<RaceFound> {
-    for_each(pool, rec, first, |_, _, e| match check_entry(cta, arena, e, me, scope, word) {
-        EntryVerdict::Clean => None,
-        EntryVerdict::Race(r) => Some(r),
-        EntryVerdict::Bounded => {
-            *bounded = true;
-            None
+    for_each(pool, rec, first, |_, _, e| {
+        match check_entry(cta, arena, e, me, scope, word) {
+            EntryVerdict::Clean => None,
+            EntryVerdict::Race(r) => Some(r),
+            EntryVerdict::Bounded => {
+                *bounded = true;
+                None
+            }
         }
     })
 }
@@ -191,8 +200,10 @@ pub fn insert<'m, F: AtomicFamily>(
             done = true;
             return None;
         }
-        let whole_entry_ordered =
-            !is_launch(e.desc) && cta.first_unordered(arena, e.desc.serial(), e.count, e.desc.epoch()).is_none();
+        let whole_entry_ordered = !is_launch(e.desc)
+            && cta
+                .first_unordered(arena, e.desc.serial(), e.count, e.desc.epoch())
+                .is_none();
         let launch_ordered = is_launch(e.desc) && cta.host.orders(e.desc.serial());
         if prune && (whole_entry_ordered || launch_ordered) && dominates(me, e.desc) {
             r.set_slot(s, 0, 0);
@@ -203,7 +214,10 @@ pub fn insert<'m, F: AtomicFamily>(
         }
         if same_access && !is_launch(me) && e.desc.epoch() == me.epoch() {
             if e.end() == serial {
-                let grown = Entry { count: e.count + 1, ..e };
+                let grown = Entry {
+                    count: e.count + 1,
+                    ..e
+                };
                 let (a, b) = grown.to_slot();
                 r.set_slot(s, a, b);
                 done = true;

@@ -162,7 +162,9 @@ pub struct Snapshot<'m, F: AtomicFamily> {
 
 impl<F: AtomicFamily> Intervals for Snapshot<'_, F> {
     fn len(&self) -> usize {
-        self.words.first().map_or(0, |w| w.load(MemOrder::Relaxed) as usize)
+        self.words
+            .first()
+            .map_or(0, |w| w.load(MemOrder::Relaxed) as usize)
     }
     fn get(&self, i: usize) -> Interval {
         let at = 1 + 3 * i;
@@ -244,7 +246,10 @@ impl<'m, F: AtomicFamily> Arena<'m, F> {
             return;
         }
         words[header::CURSOR].store(ARENA_HEADER_WORDS as u32, MemOrder::Relaxed);
-        words[header::CAPACITY].store(words.len().min(OFFSET_MASK as usize) as u32, MemOrder::Relaxed);
+        words[header::CAPACITY].store(
+            words.len().min(OFFSET_MASK as usize) as u32,
+            MemOrder::Relaxed,
+        );
         words[header::GENERATION].store(generation, MemOrder::Relaxed);
     }
 
@@ -306,7 +311,8 @@ impl<'m, F: AtomicFamily> Arena<'m, F> {
         let Some(rec) = super::memory::launch_record::get::<F>(self.inherited, launch) else {
             return self.compute_inherited(&orders);
         };
-        let words = &rec[super::memory::launch_record::INHERITED_STATE..=super::memory::launch_record::INHERITED];
+        let words = &rec[super::memory::launch_record::INHERITED_STATE
+            ..=super::memory::launch_record::INHERITED];
         loop {
             match words[0].load(MemOrder::Acquire) {
                 DONE => return SnapRef(words[1].load(MemOrder::Relaxed)),
@@ -372,7 +378,8 @@ impl<'m, F: AtomicFamily> Arena<'m, F> {
         if r == SnapRef::ALL {
             return to;
         }
-        self.snapshot(r).map_or(from, |snap| snap.first_unknown(from, to, e))
+        self.snapshot(r)
+            .map_or(from, |snap| snap.first_unknown(from, to, e))
     }
 
     /// Counts a merge that found no room.
@@ -392,12 +399,17 @@ impl<'m, F: AtomicFamily> Arena<'m, F> {
     /// Joins `known` into [`lost_releases`](Self::lost_releases) (a
     /// release whose heads found no record; counted).
     pub fn lose_release(&self, known: SnapRef) {
-        let (Some(lock), Some(acc)) = (self.words.get(header::LOST_LOCK), self.words.get(header::LOST_RELEASES))
-        else {
+        let (Some(lock), Some(acc)) = (
+            self.words.get(header::LOST_LOCK),
+            self.words.get(header::LOST_RELEASES),
+        ) else {
             return;
         };
         self.count_lost();
-        while lock.compare_exchange(0, 1, MemOrder::Acquire, MemOrder::Relaxed).is_err() {
+        while lock
+            .compare_exchange(0, 1, MemOrder::Acquire, MemOrder::Relaxed)
+            .is_err()
+        {
             F::spin();
         }
         let joined = self.merge(SnapRef(acc.load(MemOrder::Relaxed)), known, &[]);
@@ -598,7 +610,11 @@ mod tests {
     fn merges_keep_the_largest_epoch_and_join_touching_intervals() {
         let w = arena_words(1 << 12);
         let a = Arena::<CoreAtomics>::new(&w, &[], &[]);
-        let r1 = a.merge(SnapRef::NONE, SnapRef::NONE, &[iv(10, 20, 1), iv(30, 31, 4)]);
+        let r1 = a.merge(
+            SnapRef::NONE,
+            SnapRef::NONE,
+            &[iv(10, 20, 1), iv(30, 31, 4)],
+        );
         assert_eq!(list(&a, r1), [iv(10, 20, 1), iv(30, 31, 4)]);
         let r2 = a.merge(r1, SnapRef::NONE, &[iv(15, 30, 2)]);
         assert_eq!(list(&a, r2), [iv(10, 15, 1), iv(15, 30, 2), iv(30, 31, 4)]);
@@ -617,7 +633,10 @@ mod tests {
     fn a_full_arena_makes_the_merger_omniscient() {
         let w = arena_words(ARENA_HEADER_WORDS + 4);
         let a = Arena::<CoreAtomics>::new(&w, &[], &[]);
-        assert_eq!(a.merge(SnapRef::NONE, SnapRef::NONE, &[iv(1, 2, 1), iv(5, 6, 1)]), SnapRef::ALL);
+        assert_eq!(
+            a.merge(SnapRef::NONE, SnapRef::NONE, &[iv(1, 2, 1), iv(5, 6, 1)]),
+            SnapRef::ALL
+        );
         assert_eq!(w[header::LOST].load(MemOrder::Relaxed), 1);
     }
 
@@ -682,13 +701,16 @@ mod tests {
             }
             let mut got = [0u32; 128];
             let mut last_hi = 0;
-            union(&[&List(&lists[0]), &List(&lists[1]), &List(&lists[2])], |x| {
-                assert!(x.lo >= last_hi && x.lo < x.hi);
-                last_hi = x.hi;
-                for s in x.lo..x.hi {
-                    got[s as usize] = x.epoch;
-                }
-            });
+            union(
+                &[&List(&lists[0]), &List(&lists[1]), &List(&lists[2])],
+                |x| {
+                    assert!(x.lo >= last_hi && x.lo < x.hi);
+                    last_hi = x.hi;
+                    for s in x.lo..x.hi {
+                        got[s as usize] = x.epoch;
+                    }
+                },
+            );
             assert_eq!(got, reference);
         }
     }

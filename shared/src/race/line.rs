@@ -20,7 +20,7 @@
 
 use core::sync::atomic::Ordering as MemOrder;
 
-use super::check::{found, RaceFound};
+use super::check::{found, settled_site, RaceFound};
 use super::cta::CtaView;
 use super::desc::{AccessDesc, CellTag, LineRead, LineWrite, ReadKind, SiteWord};
 use super::entries::{check_all, insert, launch_verdict, EntryVerdict, LAUNCH};
@@ -74,11 +74,97 @@ struct Header<'m, M: RaceMemory + ?Sized> {
     c3: &'m U64Of<M>,
 }
 
+/// Notes `site` in header cell `cell` (2: the write's, 3: the reads'),
+/// where it read `old` before the change it describes. A compare-exchange,
+/// not a store: a split that took the line after that change turns the
+/// header cells into word cells, which a late store would overwrite with
+/// a site; the split's value wins and this site is lost (a report then
+/// lacks the earlier location, never gains a false access).
+#[inline(always)]
+fn note_site<M: RaceMemory + ?Sized>(cell: &U64Of<M>, old: u64, site: SiteWord) {
+    let _ = cell.compare_exchange(old, site.0, MemOrder::Relaxed, MemOrder::Relaxed);
+}
+
 /// Whether `s` is forgotten: ordered before every launch issued since
 /// the current one was (and so before every access still to come).
 #[inline(always)]
 pub fn forgotten(cta: &CtaView<'_>, s: u32) -> bool {
     s < cta.global.0[super::serial::lane_of(s)]
+}
+
+/// The common cases of [`access_line`], decided in registers: a header in
+/// line mode whose write and reads are this CTA's own or ordered by host
+/// order (nothing acquired needs looking up), changed with at most one
+/// compare-exchange. `None`: the general path decides (it also retries
+/// what a concurrent change made this one give up on).
+///
+/// Relaxed throughout: a site is written by the access that won the
+/// compare-exchange, right after it, and a reader trusts it only for that
+/// access's serial, so a site seen late only leaves a report without its
+/// earlier location.
+#[inline(always)]
+fn access_line_fast<M: RaceMemory + ?Sized>(
+    h: &Header<'_, M>,
+    cta: &CtaView<'_>,
+    acc: LineAccess,
+) -> Option<LineOutcome> {
+    let v0 = h.c0.load(MemOrder::Relaxed);
+    if CellTag::of(v0) != CellTag::Line {
+        return None;
+    }
+    let w = LineWrite(v0);
+    let ws = w.serial();
+    if !(ws == 0 || ws == cta.serial || cta.host.orders(ws)) {
+        return None;
+    }
+    let v1 = h.c1.load(MemOrder::Relaxed);
+    let r = current_reads(w, LineRead(v1));
+    let reader_ordered = |s: u32| s == cta.serial || cta.host.orders(s);
+    if acc.write {
+        match r.kind() {
+            ReadKind::Empty => {
+                if ws == cta.serial && w.epoch() == cta.epoch {
+                    return Some(LineOutcome::Clean);
+                }
+            }
+            ReadKind::Single | ReadKind::Launch if reader_ordered(r.payload()) => {}
+            _ => return None,
+        }
+        let new = LineWrite::new(cta.serial, cta.epoch, w.version().wrapping_add(1));
+        let s2 = h.c2.load(MemOrder::Relaxed);
+        h.c0.compare_exchange(v0, new.0, MemOrder::Relaxed, MemOrder::Relaxed)
+            .ok()?;
+        note_site::<M>(h.c2, s2, acc.site);
+        return Some(LineOutcome::Clean);
+    }
+    let kind = if acc.read_only {
+        ReadKind::Launch
+    } else {
+        ReadKind::Single
+    };
+    match r.kind() {
+        ReadKind::Launch
+            if acc.read_only && cta.host.owns(r.payload()) && cta.epoch <= r.epoch() =>
+        {
+            return Some(LineOutcome::Clean)
+        }
+        ReadKind::Single
+            if !acc.read_only && r.payload() == cta.serial && cta.epoch <= r.epoch() =>
+        {
+            return Some(LineOutcome::Clean)
+        }
+        ReadKind::Empty => {}
+        ReadKind::Single | ReadKind::Launch if reader_ordered(r.payload()) => {}
+        _ => return None,
+    }
+    let mine = LineRead::new(kind, cta.serial, cta.epoch, w.version());
+    let s3 = h.c3.load(MemOrder::Relaxed);
+    h.c1.compare_exchange(v1, mine.0, MemOrder::Relaxed, MemOrder::Relaxed)
+        .ok()?;
+    note_site::<M>(h.c3, s3, acc.site);
+    // A writer that replaced cell 0 after this read's check did not see
+    // the read: the general path checks its write.
+    (h.c0.load(MemOrder::Relaxed) == v0).then_some(LineOutcome::Clean)
 }
 
 /// Checks and records `acc` of the whole line starting at word `word0`
@@ -100,10 +186,27 @@ pub fn access_line<M: RaceMemory + ?Sized>(
         return LineOutcome::Clean;
     };
     let h = Header::<M> { c0, c1, c2, c3 };
+    if let Some(out) = access_line_fast(&h, cta, acc) {
+        return out;
+    }
+    access_line_general(mem, cta, &h, word0, acc, bounded)
+}
+
+/// [`access_line`] beyond its common cases: out of line, so that the
+/// common ones keep few registers.
+#[inline(never)]
+fn access_line_general<M: RaceMemory + ?Sized>(
+    mem: &M,
+    cta: &CtaView<'_>,
+    h: &Header<'_, M>,
+    word0: u64,
+    acc: LineAccess,
+    bounded: &mut bool,
+) -> LineOutcome {
     if acc.write {
-        write_line(mem, cta, &h, word0, acc.site, bounded)
+        write_line(mem, cta, h, word0, acc.site, bounded)
     } else {
-        read_line(mem, cta, &h, word0, acc, bounded)
+        read_line(mem, cta, h, word0, acc, bounded)
     }
 }
 
@@ -143,7 +246,14 @@ fn write_line<M: RaceMemory + ?Sized>(
         }
         let mut race = live_write(cta, w)
             .filter(|d| !cta.orders_desc(&arena, *d))
-            .map(|d| found(d, SiteWord(h.c2.load(MemOrder::Relaxed)), me, word0));
+            .map(|d| {
+                found(
+                    d,
+                    settled_site(d, || SiteWord(h.c2.load(MemOrder::Relaxed))),
+                    me,
+                    word0,
+                )
+            });
         if race.is_none() {
             race = check_reads(mem, cta, &arena, h, r, me, word0, bounded);
         }
@@ -153,15 +263,15 @@ fn write_line<M: RaceMemory + ?Sized>(
             return LineOutcome::RacedSplit(found);
         }
         let version = w.version().wrapping_add(1);
-        h.c2.store(site.0, MemOrder::Relaxed);
         let new = LineWrite::new(cta.serial, cta.epoch, version);
-        if h
-            .c0
+        let s2 = h.c2.load(MemOrder::Relaxed);
+        if h.c0
             .compare_exchange(v0, new.0, MemOrder::AcqRel, MemOrder::Relaxed)
             .is_err()
         {
             continue;
         }
+        note_site::<M>(h.c2, s2, site);
         // The reads of the replaced write are now of an old version: they
         // read as none. Only a reader set is cleared, to give its record
         // back (a reader that got in meanwhile is checked here). A reader
@@ -171,7 +281,10 @@ fn write_line<M: RaceMemory + ?Sized>(
             let mut cur = v1;
             let empty = LineRead::empty(version);
             loop {
-                match h.c1.compare_exchange(cur, empty.0, MemOrder::AcqRel, MemOrder::Relaxed) {
+                match h
+                    .c1
+                    .compare_exchange(cur, empty.0, MemOrder::AcqRel, MemOrder::Relaxed)
+                {
                     Ok(_) => {
                         free_reads(mem, LineRead(cur), w.version(), word0);
                         break;
@@ -182,7 +295,16 @@ fn write_line<M: RaceMemory + ?Sized>(
                             break;
                         }
                         if race.is_none() {
-                            race = check_reads(mem, cta, &arena, h, current_reads(w, seen), me, word0, bounded);
+                            race = check_reads(
+                                mem,
+                                cta,
+                                &arena,
+                                h,
+                                current_reads(w, seen),
+                                me,
+                                word0,
+                                bounded,
+                            );
                         }
                         cur = v;
                     }
@@ -234,8 +356,14 @@ fn check_reads<M: RaceMemory + ?Sized>(
         ReadKind::Empty => None,
         ReadKind::Single => {
             let d = r.reader();
-            (!forgotten(cta, d.serial()) && !cta.orders_desc(arena, d))
-                .then(|| found(d, SiteWord(h.c3.load(MemOrder::Relaxed)), me, word0))
+            (!forgotten(cta, d.serial()) && !cta.orders_desc(arena, d)).then(|| {
+                found(
+                    d,
+                    settled_site(d, || SiteWord(h.c3.load(MemOrder::Relaxed))),
+                    me,
+                    word0,
+                )
+            })
         }
         ReadKind::Launch => {
             let d = r.reader();
@@ -293,7 +421,14 @@ fn read_line<M: RaceMemory + ?Sized>(
         let w = LineWrite(v0);
         let race = live_write(cta, w)
             .filter(|d| !cta.orders_desc(&arena, *d))
-            .map(|d| found(d, SiteWord(h.c2.load(MemOrder::Relaxed)), me, word0));
+            .map(|d| {
+                found(
+                    d,
+                    settled_site(d, || SiteWord(h.c2.load(MemOrder::Relaxed))),
+                    me,
+                    word0,
+                )
+            });
         let v1 = h.c1.load(MemOrder::Acquire);
         let r = current_reads(w, LineRead(v1));
         let mine = LineRead::new(me_kind, cta.serial, cta.epoch, w.version());
@@ -327,12 +462,12 @@ fn read_line<M: RaceMemory + ?Sized>(
         match next {
             Some(n) if n == r => return done(race),
             Some(n) => {
-                h.c3.store(acc.site.0, MemOrder::Relaxed);
-                if h
-                    .c1
+                let s3 = h.c3.load(MemOrder::Relaxed);
+                if h.c1
                     .compare_exchange(v1, n.0, MemOrder::AcqRel, MemOrder::Relaxed)
                     .is_ok()
                 {
+                    note_site::<M>(h.c3, s3, acc.site);
                     free_reads(mem, LineRead(v1), w.version(), word0);
                     return done(race.or_else(|| overtaken(cta, &arena, h, v0, me, word0)));
                 }
@@ -368,7 +503,14 @@ fn overtaken<M: RaceMemory + ?Sized>(
     }
     live_write(cta, LineWrite(now))
         .filter(|d| !cta.orders_desc(arena, *d))
-        .map(|d| found(d, SiteWord(h.c2.load(MemOrder::Relaxed)), me, word0))
+        .map(|d| {
+            found(
+                d,
+                settled_site(d, || SiteWord(h.c2.load(MemOrder::Relaxed))),
+                me,
+                word0,
+            )
+        })
 }
 
 #[inline(always)]
@@ -394,7 +536,11 @@ fn add_to_set<M: RaceMemory + ?Sized>(
 ) -> Option<bool> {
     let pool: Pool<'_, M::Atomics> = mem.pool();
     let owner = reads_owner(word0);
-    let me = if acc.read_only { AccessDesc(me.0 | LAUNCH) } else { me };
+    let me = if acc.read_only {
+        AccessDesc(me.0 | LAUNCH)
+    } else {
+        me
+    };
     if r.kind() == ReadKind::Set {
         let rec = pool.record(r.payload())?;
         if !rec.lock(owner) {
@@ -418,7 +564,11 @@ fn add_to_set<M: RaceMemory + ?Sized>(
         r.reader()
     };
     let first_site = SiteWord(h.c3.load(MemOrder::Relaxed));
-    let site = if first_site.belongs_to(first.serial()) { first_site.site() } else { 0 };
+    let site = if first_site.belongs_to(first.serial()) {
+        first_site.site()
+    } else {
+        0
+    };
     let (a, b) = super::record::Entry {
         desc: first,
         count: 1,
@@ -429,8 +579,7 @@ fn add_to_set<M: RaceMemory + ?Sized>(
     insert(cta, arena, &pool, &rec, 0, me, acc.site, owner, true);
     rec.unlock();
     let set = LineRead::new(ReadKind::Set, pool.index(&rec), 0, w.version());
-    if h
-        .c1
+    if h.c1
         .compare_exchange(v1, set.0, MemOrder::AcqRel, MemOrder::Relaxed)
         .is_ok()
     {

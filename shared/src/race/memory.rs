@@ -105,7 +105,7 @@ pub type LaneRef = u32;
 ///
 /// ```text
 /// | tag (LaneRef) | inherited: state, snapshot | base | count | device | launch id | flags |
-/// | reports (u64) | pad (6 words) | bounds: LANES words | global: LANES words |
+/// | reports (u64) | anchor (u64) | pad (4 words) | bounds: LANES words | global: LANES words |
 /// ```
 pub mod launch_record {
     use super::LANES;
@@ -129,6 +129,10 @@ pub mod launch_record {
     /// The device address of its context's report buffer (two words,
     /// low first; a GPU's).
     pub const REPORTS: usize = 8;
+    /// The address of a `Location` of the launched kernel's module (two
+    /// words, low first; its CTAs write it, 0 until one does): what
+    /// completes the low address bits of its sites' locations.
+    pub const ANCHOR: usize = 10;
     /// Lane bounds of its host order.
     pub const BOUNDS: usize = 16;
     /// Lane bounds of what may be forgotten.
@@ -240,4 +244,3 @@ impl<F: AtomicFamily> RaceMemory for SliceMemory<'_, F> {
         self.sc
     }
 }
-

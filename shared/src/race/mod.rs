@@ -72,7 +72,15 @@ pub fn access<M: RaceMemory + ?Sized>(
         if read_only && !write {
             me = AccessDesc(me.0 | entries::LAUNCH);
         }
-        let r = word::access_word(mem, cta, first + u64::from(k), me, Scope::Block, site, bounded);
+        let r = word::access_word(
+            mem,
+            cta,
+            first + u64::from(k),
+            me,
+            Scope::Block,
+            site,
+            bounded,
+        );
         race = race.or(r);
     }
     race

@@ -216,7 +216,12 @@ impl<'a, F: AtomicFamily> CtaSync<'a, F> {
 /// The intervals a head adds besides its snapshot: its releaser up to
 /// its epoch and its launch's host order beyond `ours`. `None` when its
 /// launch's bounds are no longer held.
-fn head_extra<M: RaceMemory + ?Sized>(mem: &M, h: &Head, ours: &LaneBounds, out: &mut [Interval]) -> Option<usize> {
+fn head_extra<M: RaceMemory + ?Sized>(
+    mem: &M,
+    h: &Head,
+    ours: &LaneBounds,
+    out: &mut [Interval],
+) -> Option<usize> {
     let mut n = 0;
     if h.serial != NO_SERIAL {
         out[0] = Interval {
@@ -248,9 +253,18 @@ fn sort_intervals(v: &mut [Interval]) {
 /// `known` joined with head `h` (the head's releaser, its snapshot and
 /// its launch's host order). A head whose launch is no longer held makes
 /// the result omniscient (counted).
-fn merge_head<M: RaceMemory + ?Sized>(mem: &M, known: SnapRef, h: &Head, ours: &LaneBounds) -> SnapRef {
+fn merge_head<M: RaceMemory + ?Sized>(
+    mem: &M,
+    known: SnapRef,
+    h: &Head,
+    ours: &LaneBounds,
+) -> SnapRef {
     let arena = mem.arena();
-    let mut extra = [Interval { lo: 0, hi: 0, epoch: 0 }; LANES + 1];
+    let mut extra = [Interval {
+        lo: 0,
+        hi: 0,
+        epoch: 0,
+    }; LANES + 1];
     let Some(n) = head_extra(mem, h, ours, &mut extra) else {
         arena.count_lost();
         return SnapRef::ALL;
@@ -269,7 +283,11 @@ fn merge_head<M: RaceMemory + ?Sized>(mem: &M, known: SnapRef, h: &Head, ours: &
 /// The end of a CTA: if it acquired knowledge of CTAs outside its launch,
 /// the exit log keeps it for the launches the host orders after this
 /// one (what a CTA learnt of its own launch they order anyway).
-pub fn cta_exit<M: RaceMemory + ?Sized, S: AtomicFamily>(mem: &M, cta: &CtaView<'_>, sync: &CtaSync<'_, S>) {
+pub fn cta_exit<M: RaceMemory + ?Sized, S: AtomicFamily>(
+    mem: &M,
+    cta: &CtaView<'_>,
+    sync: &CtaSync<'_, S>,
+) {
     let known = sync.known();
     if known.is_none() {
         return;
@@ -291,8 +309,17 @@ pub fn cta_exit<M: RaceMemory + ?Sized, S: AtomicFamily>(mem: &M, cta: &CtaView<
 /// The CTA's own knowledge as a self-contained snapshot (for joined
 /// heads and SC fences, read by CTAs of any launch): what it acquired,
 /// itself up to `epoch`, and its launch's host order.
-fn self_contained<M: RaceMemory + ?Sized>(mem: &M, cta: &CtaView<'_>, known: SnapRef, epoch: u16) -> SnapRef {
-    let mut extra = [Interval { lo: 0, hi: 0, epoch: 0 }; LANES + 1];
+fn self_contained<M: RaceMemory + ?Sized>(
+    mem: &M,
+    cta: &CtaView<'_>,
+    known: SnapRef,
+    epoch: u16,
+) -> SnapRef {
+    let mut extra = [Interval {
+        lo: 0,
+        hi: 0,
+        epoch: 0,
+    }; LANES + 1];
     // The launch's bounds hold its own lane's too (its base).
     let mut n = lanes_beyond(cta.host.bounds, &LaneBounds::NONE, &mut extra);
     extra[n] = Interval {
@@ -335,7 +362,10 @@ fn take_head<M: RaceMemory + ?Sized, S: AtomicFamily>(
     let other = usize::from(h.device != cta.device && h.device != ANY_DEVICE);
     if !seen_before {
         let obs = SnapRef(sync.get(slot::OBSERVED[other]));
-        sync.set(slot::OBSERVED[other], merge_head(mem, obs, h, cta.host.bounds).0);
+        sync.set(
+            slot::OBSERVED[other],
+            merge_head(mem, obs, h, cta.host.bounds).0,
+        );
     }
     if acquires && h.included_by(cta, scope) {
         let known = merge_head(mem, cta.known, h, cta.host.bounds);
@@ -454,7 +484,12 @@ pub fn write_heads<F: AtomicFamily>(
 /// Puts head `h` on the word whose record is `rec` (locked by the
 /// caller): into its class's slot (joined with the head there), a free
 /// slot, or the second slot widened to the system scope.
-pub fn add_head<M: RaceMemory + ?Sized>(mem: &M, cta: &CtaView<'_>, rec: &Record<'_, M::Atomics>, h: Head) {
+pub fn add_head<M: RaceMemory + ?Sized>(
+    mem: &M,
+    cta: &CtaView<'_>,
+    rec: &Record<'_, M::Atomics>,
+    h: Head,
+) {
     let mut free = None;
     for s in HEAD_SLOTS {
         let (a, b) = rec.slot(s);
@@ -492,7 +527,11 @@ pub fn add_head<M: RaceMemory + ?Sized>(mem: &M, cta: &CtaView<'_>, rec: &Record
 /// One head standing for both: the later release of one CTA replaces its
 /// earlier one; otherwise a joined head knows both releasers.
 fn join_heads<M: RaceMemory + ?Sized>(mem: &M, cta: &CtaView<'_>, old: &Head, new: &Head) -> Head {
-    if old.serial == new.serial && old.serial != NO_SERIAL && old.lanes == new.lanes && new.epoch >= old.epoch {
+    if old.serial == new.serial
+        && old.serial != NO_SERIAL
+        && old.lanes == new.lanes
+        && new.epoch >= old.epoch
+    {
         let arena = mem.arena();
         let known = arena.merge(new.known, old.known, &[]);
         return Head { known, ..*new };
@@ -591,7 +630,11 @@ fn sc_fence<M: RaceMemory + ?Sized, S: AtomicFamily>(
     let mut known = cta.known;
     for d in 0..devices {
         for level in 0..2 {
-            let wanted = if d == me { true } else { level == 1 && scope == Scope::System };
+            let wanted = if d == me {
+                true
+            } else {
+                level == 1 && scope == Scope::System
+            };
             if !wanted {
                 continue;
             }
@@ -605,7 +648,10 @@ fn sc_fence<M: RaceMemory + ?Sized, S: AtomicFamily>(
     sync.set(slot::KNOWN, known.0);
     let level = usize::from(scope == Scope::System);
     if let Some(a) = acc(me, level) {
-        while a[0].compare_exchange(0, 1, MemOrder::Acquire, MemOrder::Relaxed).is_err() {
+        while a[0]
+            .compare_exchange(0, 1, MemOrder::Acquire, MemOrder::Relaxed)
+            .is_err()
+        {
             M::Atomics::spin();
         }
         let mine = self_contained(mem, cta, cta.known, cta.epoch);

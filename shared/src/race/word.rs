@@ -11,7 +11,7 @@
 
 use core::sync::atomic::Ordering as MemOrder;
 
-use super::check::{conflicts, dominates, found, RaceFound};
+use super::check::{conflicts, dominates, found, settled_site, RaceFound};
 use super::cta::CtaView;
 use super::desc::{AccessDesc, CellTag, LineRead, LineWrite, ReadKind, SiteWord, EMPTY_SPLIT};
 use super::entries::{check_all, insert, is_launch, launch_verdict, EntryVerdict, LAUNCH};
@@ -35,7 +35,12 @@ pub const fn line_start(word: u64) -> u64 {
 
 /// Splits the line starting at `word0` if it is in line mode. Returns
 /// once it is split (by this thread or another).
-pub fn split_line<M: RaceMemory + ?Sized>(mem: &M, cta: &CtaView<'_>, word0: u64, bounded: &mut bool) {
+pub fn split_line<M: RaceMemory + ?Sized>(
+    mem: &M,
+    cta: &CtaView<'_>,
+    word0: u64,
+    bounded: &mut bool,
+) {
     let Some(c0) = mem.cell(word0) else {
         return;
     };
@@ -50,30 +55,45 @@ pub fn split_line<M: RaceMemory + ?Sized>(mem: &M, cta: &CtaView<'_>, word0: u64
             _ => return,
         }
         if c0
-            .compare_exchange(v0, CellTag::Locked.with(0), MemOrder::Acquire, MemOrder::Relaxed)
+            .compare_exchange(
+                v0,
+                CellTag::Locked.with(0),
+                MemOrder::Acquire,
+                MemOrder::Relaxed,
+            )
             .is_err()
         {
             continue;
         }
-        let (Some(c1), Some(c2), Some(c3)) = (mem.cell(word0 + 1), mem.cell(word0 + 2), mem.cell(word0 + 3))
-        else {
+        let (Some(c1), Some(c2), Some(c3)) = (
+            mem.cell(word0 + 1),
+            mem.cell(word0 + 2),
+            mem.cell(word0 + 3),
+        ) else {
             c0.store(EMPTY_SPLIT, MemOrder::Release);
             return;
         };
         // Freeze the reads: a reader still trying to change them fails.
         let mut v1 = c1.load(MemOrder::Acquire);
-        while let Err(v) = c1.compare_exchange(v1, v1 | FROZEN, MemOrder::AcqRel, MemOrder::Relaxed) {
+        while let Err(v) = c1.compare_exchange(v1, v1 | FROZEN, MemOrder::AcqRel, MemOrder::Relaxed)
+        {
             v1 = v;
         }
         let w = LineWrite(v0);
         let r = LineRead(v1);
-        let r = if r.version() == w.version() { r } else { LineRead::empty(w.version()) };
+        let r = if r.version() == w.version() {
+            r
+        } else {
+            LineRead::empty(w.version())
+        };
         let write = (w.serial() != 0 && !forgotten(cta, w.serial())).then(|| w.desc());
         let wsite = SiteWord(c2.load(MemOrder::Relaxed));
         let rsite = SiteWord(c3.load(MemOrder::Relaxed));
         let read = match r.kind() {
             ReadKind::Single if !forgotten(cta, r.payload()) => Some(r.reader()),
-            ReadKind::Launch if !forgotten(cta, r.payload()) => Some(AccessDesc(r.reader().0 | LAUNCH)),
+            ReadKind::Launch if !forgotten(cta, r.payload()) => {
+                Some(AccessDesc(r.reader().0 | LAUNCH))
+            }
             _ => None,
         };
         let set = (r.kind() == ReadKind::Set)
@@ -84,8 +104,22 @@ pub fn split_line<M: RaceMemory + ?Sized>(mem: &M, cta: &CtaView<'_>, word0: u64
         // Cells 1.. first (cell 0 is the lock), then cell 0.
         for k in (0..LINE_WORDS).rev() {
             let word = word0 + k;
-            let state = split_state(mem, &pool, word, write, wsite, read, rsite, set.as_ref(), bounded);
-            let value = if k == 0 && state == 0 { EMPTY_SPLIT } else { state };
+            let state = split_state(
+                mem,
+                &pool,
+                word,
+                write,
+                wsite,
+                read,
+                rsite,
+                set.as_ref(),
+                bounded,
+            );
+            let value = if k == 0 && state == 0 {
+                EMPTY_SPLIT
+            } else {
+                state
+            };
             let Some(cell) = mem.cell(word) else {
                 continue;
             };
@@ -138,14 +172,32 @@ fn split_state<M: RaceMemory + ?Sized>(
         });
     };
     if let Some(d) = write {
-        let site = if wsite.belongs_to(d.serial()) { wsite.site() } else { 0 };
-        let (a, b) = Entry { desc: d, count: 1, site }.to_slot();
+        let site = if wsite.belongs_to(d.serial()) {
+            wsite.site()
+        } else {
+            0
+        };
+        let (a, b) = Entry {
+            desc: d,
+            count: 1,
+            site,
+        }
+        .to_slot();
         rec.set_slot(LAST_WRITE, a, b);
     }
     let mut slot = WORD_ENTRY_SLOTS.start;
     if let Some(d) = read {
-        let site = if rsite.belongs_to(d.serial()) { rsite.site() } else { 0 };
-        let (a, b) = Entry { desc: d, count: 1, site }.to_slot();
+        let site = if rsite.belongs_to(d.serial()) {
+            rsite.site()
+        } else {
+            0
+        };
+        let (a, b) = Entry {
+            desc: d,
+            count: 1,
+            site,
+        }
+        .to_slot();
         rec.set_slot(slot, a, b);
         slot += 1;
     }
@@ -179,10 +231,76 @@ fn split_state<M: RaceMemory + ?Sized>(
     CellTag::Record.with(u64::from(pool.index(&rec)))
 }
 
+/// The common cases of [`access_word`], decided in registers: a split
+/// line's word holding nothing, this CTA's own access, or one the host
+/// ordered that this access makes useless, changed with one
+/// compare-exchange. `None`: the general path decides.
+#[inline(always)]
+fn access_word_fast<M: RaceMemory + ?Sized>(
+    mem: &M,
+    cta: &CtaView<'_>,
+    word: u64,
+    me: AccessDesc,
+    site: SiteWord,
+) -> Option<Option<RaceFound>> {
+    let c0 = mem.cell(line_start(word))?;
+    if CellTag::of(c0.load(MemOrder::Relaxed)) == CellTag::Line {
+        return None;
+    }
+    let cell = mem.cell(word)?;
+    let c = cell.load(MemOrder::Relaxed);
+    if !matches!(CellTag::of(c), CellTag::Line | CellTag::Inline) {
+        return None;
+    }
+    let d = AccessDesc(c).untagged();
+    let ds = d.serial();
+    let replace = if d.is_none() {
+        true
+    } else if is_launch(me) && is_launch(d) && cta.host.owns(ds) && me.bytes() & !d.bytes() == 0 {
+        return Some(None);
+    } else if ds == me.serial() && d.epoch() == me.epoch() && d.key() == me.key() {
+        return Some(None);
+    } else {
+        (ds == cta.serial || cta.host.orders(ds)) && dominates(me, d)
+    };
+    if !replace {
+        return None;
+    }
+    cell.compare_exchange(
+        c,
+        CellTag::Inline.with(me.0),
+        MemOrder::Relaxed,
+        MemOrder::Relaxed,
+    )
+    .ok()?;
+    note_site(mem, word, site);
+    Some(None)
+}
+
 /// Checks and records the access `me` (one word's part of it: `me`'s
 /// bytes) of split word `word`, by the CTA `cta`, made at `site`; `scope`
 /// for an atomic. Splits the word's line first if need be.
+#[inline(always)]
 pub fn access_word<M: RaceMemory + ?Sized>(
+    mem: &M,
+    cta: &CtaView<'_>,
+    word: u64,
+    me: AccessDesc,
+    scope: Scope,
+    site: SiteWord,
+    bounded: &mut bool,
+) -> Option<RaceFound> {
+    if !me.is_atomic() {
+        if let Some(out) = access_word_fast(mem, cta, word, me, site) {
+            return out;
+        }
+    }
+    access_word_general(mem, cta, word, me, scope, site, bounded)
+}
+
+/// [`access_word`] beyond its common cases, out of line.
+#[inline(never)]
+fn access_word_general<M: RaceMemory + ?Sized>(
     mem: &M,
     cta: &CtaView<'_>,
     word: u64,
@@ -198,7 +316,9 @@ pub fn access_word<M: RaceMemory + ?Sized>(
         match CellTag::of(c) {
             CellTag::Locked => M::Atomics::spin(),
             CellTag::Line | CellTag::Inline => {
-                if let Some(out) = inline_step(mem, cta, &arena, cell, c, word, me, scope, site, bounded) {
+                if let Some(out) =
+                    inline_step(mem, cta, &arena, cell, c, word, me, scope, site, bounded)
+                {
                     return out;
                 }
             }
@@ -206,7 +326,9 @@ pub fn access_word<M: RaceMemory + ?Sized>(
                 let pool = mem.pool();
                 let rec = pool.record(c as u32)?;
                 if rec.lock(word) {
-                    let out = record_step(mem, cta, &arena, &pool, &rec, word, me, scope, site, bounded);
+                    let out = record_step(
+                        mem, cta, &arena, &pool, &rec, word, me, scope, site, bounded,
+                    );
                     rec.unlock();
                     return out;
                 }
@@ -245,7 +367,11 @@ fn inline_step<M: RaceMemory + ?Sized>(
     bounded: &mut bool,
 ) -> Option<Option<RaceFound>> {
     let d = AccessDesc(c).untagged();
-    let d = if d.is_none() || forgotten(cta, d.serial()) { AccessDesc::NONE } else { d };
+    let d = if d.is_none() || forgotten(cta, d.serial()) {
+        AccessDesc::NONE
+    } else {
+        d
+    };
     let mut race = None;
     if !d.is_none() && conflicts(cta, d, me, scope) {
         if is_launch(d) {
@@ -255,33 +381,53 @@ fn inline_step<M: RaceMemory + ?Sized>(
                 EntryVerdict::Bounded => *bounded = true,
             }
         } else if !cta.orders_desc(arena, d) {
-            race = Some(found(d, site_of(mem, word, d.serial()), me, word));
+            race = Some(found(
+                d,
+                settled_site(d, || site_of(mem, word, d.serial())),
+                me,
+                word,
+            ));
         }
     }
     let next = if d.is_none() {
         Some(me)
-    } else if is_launch(me) && is_launch(d) && cta.host.owns(d.serial()) && me.bytes() & !d.bytes() == 0 {
+    } else if is_launch(me)
+        && is_launch(d)
+        && cta.host.owns(d.serial())
+        && me.bytes() & !d.bytes() == 0
+    {
         // Another read of this launch's read-only bytes: the reader named
         // stands for all of them.
         return Some(race);
-    } else if is_launch(me) && is_launch(d) && cta.host.owns(d.serial()) && d.bytes() & !me.bytes() == 0 {
+    } else if is_launch(me)
+        && is_launch(d)
+        && cta.host.owns(d.serial())
+        && d.bytes() & !me.bytes() == 0
+    {
         // This read covers the named one's bytes: name this one.
         Some(me)
     } else if d.serial() == me.serial() && d.epoch() == me.epoch() && d.key() == me.key() {
         return Some(race);
-    } else if dominates(me, d) && (cta.orders_desc(arena, d) || (is_launch(d) && cta.host.orders(d.serial()))) {
+    } else if dominates(me, d)
+        && (cta.orders_desc(arena, d) || (is_launch(d) && cta.host.orders(d.serial())))
+    {
         Some(me)
     } else {
         None
     };
     match next {
         Some(n) => {
+            cell.compare_exchange(
+                c,
+                CellTag::Inline.with(n.0),
+                MemOrder::AcqRel,
+                MemOrder::Relaxed,
+            )
+            .ok()?;
             if n.serial() == me.serial() {
                 note_site(mem, word, site);
             }
-            cell.compare_exchange(c, CellTag::Inline.with(n.0), MemOrder::AcqRel, MemOrder::Relaxed)
-                .ok()
-                .map(|_| race)
+            Some(race)
         }
         None => {
             // Two accesses to remember: a record.
@@ -289,14 +435,22 @@ fn inline_step<M: RaceMemory + ?Sized>(
             let Some(rec) = pool.allocate(word) else {
                 *bounded = true;
                 // Keep the current access (the older one is lost, counted).
+                cell.compare_exchange(
+                    c,
+                    CellTag::Inline.with(me.0),
+                    MemOrder::AcqRel,
+                    MemOrder::Relaxed,
+                )
+                .ok()?;
                 note_site(mem, word, site);
-                return cell
-                    .compare_exchange(c, CellTag::Inline.with(me.0), MemOrder::AcqRel, MemOrder::Relaxed)
-                    .ok()
-                    .map(|_| race);
+                return Some(race);
             };
             let dsite = site_of(mem, word, d.serial()).site();
-            let old = Entry { desc: d, count: 1, site: dsite };
+            let old = Entry {
+                desc: d,
+                count: 1,
+                site: dsite,
+            };
             if d.is_write() {
                 let (a, b) = old.to_slot();
                 rec.set_slot(LAST_WRITE, a, b);
@@ -361,11 +515,29 @@ pub fn check_record<F: AtomicFamily>(
 ) -> Option<RaceFound> {
     let (a, b) = rec.slot(LAST_WRITE);
     let w = Entry::from_slot(a, b);
-    if !w.is_empty() && !forgotten(cta, w.desc.serial()) && conflicts(cta, w.desc, me, scope) && !cta.orders_desc(arena, w.desc)
+    if !w.is_empty()
+        && !forgotten(cta, w.desc.serial())
+        && conflicts(cta, w.desc, me, scope)
+        && !cta.orders_desc(arena, w.desc)
     {
-        return Some(found(w.desc, SiteWord::for_serial(w.site, w.desc.serial()), me, word));
+        return Some(found(
+            w.desc,
+            SiteWord::for_serial(w.site, w.desc.serial()),
+            me,
+            word,
+        ));
     }
-    check_all(cta, arena, pool, rec, WORD_ENTRY_SLOTS.start, me, scope, word, bounded)
+    check_all(
+        cta,
+        arena,
+        pool,
+        rec,
+        WORD_ENTRY_SLOTS.start,
+        me,
+        scope,
+        word,
+        bounded,
+    )
 }
 
 /// Records `me` in the word's record: a write becomes the last write
@@ -406,7 +578,9 @@ pub fn record_update<F: AtomicFamily>(
                 && (forgotten(cta, e.desc.serial())
                     || (dominates(me, e.desc)
                         && !is_launch(e.desc)
-                        && cta.first_unordered(arena, e.desc.serial(), e.count, e.desc.epoch()).is_none()))
+                        && cta
+                            .first_unordered(arena, e.desc.serial(), e.count, e.desc.epoch())
+                            .is_none()))
             {
                 r.set_slot(s, 0, 0);
             }
@@ -427,7 +601,17 @@ pub fn record_update<F: AtomicFamily>(
         {
             *bounded = true;
         }
-    } else if !insert(cta, arena, pool, rec, WORD_ENTRY_SLOTS.start, me, site, word, true) {
+    } else if !insert(
+        cta,
+        arena,
+        pool,
+        rec,
+        WORD_ENTRY_SLOTS.start,
+        me,
+        site,
+        word,
+        true,
+    ) {
         *bounded = true;
     }
 }

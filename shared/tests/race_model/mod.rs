@@ -12,6 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
+use vigil_shared::atomic::CoreAtomics;
 use vigil_shared::race::atomic::{atomic, AtomicOp, AtomicOpKind};
 use vigil_shared::race::cta::{CtaView, LaneDevices};
 use vigil_shared::race::desc::{SiteLanes, SiteWord};
@@ -23,7 +24,6 @@ use vigil_shared::race::serial::{lane_start, HostOrder, LaneBounds, Serial, LANE
 use vigil_shared::race::sync::{fence, CtaSync, SYNC_WORDS};
 use vigil_shared::race::word::access_word;
 use vigil_shared::race::{access, RaceFound};
-use vigil_shared::atomic::CoreAtomics;
 use vigil_shared::{Ordering, Scope};
 
 /// One step of a program.
@@ -31,7 +31,11 @@ use vigil_shared::{Ordering, Scope};
 pub enum Step {
     /// Launch `ctas` CTAs on `stream` (on the stream's device); the launch reads
     /// words `ro_words` only through read-only views and never writes them.
-    Launch { stream: usize, ctas: u32, ro_words: u64 },
+    Launch {
+        stream: usize,
+        ctas: u32,
+        ro_words: u64,
+    },
     /// Record an event on `stream` into event slot `event`.
     Record { stream: usize, event: usize },
     /// `stream` waits for event slot `event`.
@@ -41,9 +45,20 @@ pub enum Step {
     /// The host waits for everything.
     SyncAll,
     /// A plain access by CTA `cta` of launch `launch`.
-    Plain { launch: usize, cta: u32, addr: u64, size: u32, write: bool },
+    Plain {
+        launch: usize,
+        cta: u32,
+        addr: u64,
+        size: u32,
+        write: bool,
+    },
     /// A warp's whole-line access.
-    Line { launch: usize, cta: u32, line: u64, write: bool },
+    Line {
+        launch: usize,
+        cta: u32,
+        line: u64,
+        write: bool,
+    },
     /// An atomic.
     Atomic {
         launch: usize,
@@ -57,7 +72,12 @@ pub enum Step {
         succeeds: bool,
     },
     /// A fence.
-    Fence { launch: usize, cta: u32, ordering: Ordering, scope: Scope },
+    Fence {
+        launch: usize,
+        cta: u32,
+        ordering: Ordering,
+        scope: Scope,
+    },
 }
 
 const INF: u32 = u32::MAX;
@@ -228,12 +248,21 @@ impl Model {
 
     fn ordered(&self, me: Serial, a: &Acc) -> bool {
         let vc = &self.ctas[&me].vc;
-        self.launch_of(a.serial).is_some_and(|l| vc.launches.contains(&l))
+        self.launch_of(a.serial)
+            .is_some_and(|l| vc.launches.contains(&l))
             || vc.serials.get(&a.serial).is_some_and(|e| *e >= a.epoch)
     }
 
     /// Checks and records an access; returns the serials it races with.
-    fn access(&mut self, me: Serial, addr: u64, size: u32, write: bool, atomic: bool, scope: Scope) -> Vec<Serial> {
+    fn access(
+        &mut self,
+        me: Serial,
+        addr: u64,
+        size: u32,
+        write: bool,
+        atomic: bool,
+        scope: Scope,
+    ) -> Vec<Serial> {
         let mut racing = Vec::new();
         let epoch = self.ctas[&me].epoch;
         for b in addr..addr + u64::from(size) {
@@ -277,9 +306,15 @@ impl Model {
     /// Runs one step; for accesses returns the racing earlier serials.
     pub fn step(&mut self, step: &Step) -> Option<Vec<Serial>> {
         match *step {
-            Step::Launch { stream, ctas, ro_words, .. } => {
+            Step::Launch {
+                stream,
+                ctas,
+                ro_words,
+                ..
+            } => {
                 let device = self.devices[stream];
-                let before: BTreeSet<usize> = self.streams[stream].union(&self.host).copied().collect();
+                let before: BTreeSet<usize> =
+                    self.streams[stream].union(&self.host).copied().collect();
                 let id = self.launches.len();
                 let base = self.next_serial[stream];
                 self.next_serial[stream] += ctas;
@@ -316,7 +351,13 @@ impl Model {
                 self.host.extend(0..self.launches.len());
                 None
             }
-            Step::Plain { launch, cta, addr, size, write } => {
+            Step::Plain {
+                launch,
+                cta,
+                addr,
+                size,
+                write,
+            } => {
                 let me = self.cta(launch, cta);
                 let r = self.access(me, addr, size, write, false, Scope::Block);
                 if write {
@@ -326,14 +367,29 @@ impl Model {
                 }
                 Some(r)
             }
-            Step::Line { launch, cta, line, write } => self.step(&Step::Plain {
+            Step::Line {
+                launch,
+                cta,
+                line,
+                write,
+            } => self.step(&Step::Plain {
                 launch,
                 cta,
                 addr: line * 128,
                 size: 128,
                 write,
             }),
-            Step::Atomic { launch, cta, addr, size, kind, ordering, failure, scope, succeeds } => {
+            Step::Atomic {
+                launch,
+                cta,
+                addr,
+                size,
+                kind,
+                ordering,
+                failure,
+                scope,
+                succeeds,
+            } => {
                 let me = self.cta(launch, cta);
                 let (reads, writes, rmw, ord) = match kind {
                     AtomicOpKind::Load => (true, false, false, ordering),
@@ -342,7 +398,9 @@ impl Model {
                     AtomicOpKind::CompareExchange if succeeds => (true, true, true, ordering),
                     AtomicOpKind::CompareExchange => (true, false, false, failure),
                 };
-                let words: Vec<usize> = (addr / 4..=(addr + u64::from(size) - 1) / 4).map(|w| w as usize).collect();
+                let words: Vec<usize> = (addr / 4..=(addr + u64::from(size) - 1) / 4)
+                    .map(|w| w as usize)
+                    .collect();
                 let chain: Vec<bool> = words
                     .iter()
                     .map(|&w| {
@@ -382,7 +440,10 @@ impl Model {
                         if !(rmw && chain[i]) {
                             self.sync[w].heads.clear();
                         }
-                        for (level, s) in [Scope::Block, Scope::Device, Scope::System].into_iter().enumerate() {
+                        for (level, s) in [Scope::Block, Scope::Device, Scope::System]
+                            .into_iter()
+                            .enumerate()
+                        {
                             if let Some(c) = fences[level].clone() {
                                 self.add_head(w, me, s, c);
                             }
@@ -398,7 +459,12 @@ impl Model {
                 }
                 Some(r)
             }
-            Step::Fence { launch, cta, ordering, scope } => {
+            Step::Fence {
+                launch,
+                cta,
+                ordering,
+                scope,
+            } => {
                 let me = self.cta(launch, cta);
                 if ordering.acquires() && scope != Scope::Block {
                     let [same, other] = self.ctas[&me].observed.clone();
@@ -421,7 +487,14 @@ impl Model {
                 }
                 if ordering.releases() {
                     let c = self.snapshot(me);
-                    for slot in self.ctas.get_mut(&me).unwrap().fence_clock.iter_mut().take(scope as usize + 1) {
+                    for slot in self
+                        .ctas
+                        .get_mut(&me)
+                        .unwrap()
+                        .fence_clock
+                        .iter_mut()
+                        .take(scope as usize + 1)
+                    {
                         *slot = Some(c.clone());
                     }
                     self.bump(me);
@@ -470,7 +543,12 @@ pub struct Verdict {
 }
 
 impl Harness {
-    pub fn new(streams: usize, bytes: usize, pool_records: usize, devices_of_streams: &[u32]) -> Self {
+    pub fn new(
+        streams: usize,
+        bytes: usize,
+        pool_records: usize,
+        devices_of_streams: &[u32],
+    ) -> Self {
         let pool = zeroed64(16 * (pool_records + 1));
         Pool::<CoreAtomics>::init(&pool);
         let arena = zeroed32(1 << 20);
@@ -518,14 +596,25 @@ impl Harness {
     /// [`SITE_CLASSES`] (steps share sites, as the accesses of one kernel
     /// line made by many CTAs do, so that record entries merge).
     pub fn site(serial: Serial, step: usize) -> SiteWord {
-        SiteWord::new(serial, ((step % SITE_CLASSES) as u64) << 3, 0, SiteLanes::Single)
+        SiteWord::new(
+            serial,
+            ((step % SITE_CLASSES) as u64) << 3,
+            0,
+            SiteLanes::Single,
+        )
     }
 
     fn with_cta<T>(
         &mut self,
         launch: usize,
         cta: u32,
-        f: impl FnOnce(&SliceMemory<'_, CoreAtomics>, &mut CtaView<'_>, &CtaSync<'_, CoreAtomics>, u32, u64) -> T,
+        f: impl FnOnce(
+            &SliceMemory<'_, CoreAtomics>,
+            &mut CtaView<'_>,
+            &CtaSync<'_, CoreAtomics>,
+            u32,
+            u64,
+        ) -> T,
     ) -> T {
         let (base, count, _stream, bounds, global, ro) = self.launches[launch];
         let serial = base + cta;
@@ -565,12 +654,19 @@ impl Harness {
             .launches
             .iter()
             .enumerate()
-            .filter(|(l, (base, count, ..))| !self.exited.contains(l) && base + count <= bounds.0[vigil_shared::race::serial::lane_of(*base)])
+            .filter(|(l, (base, count, ..))| {
+                !self.exited.contains(l)
+                    && base + count <= bounds.0[vigil_shared::race::serial::lane_of(*base)]
+            })
             .map(|(l, (base, ..))| (l, *base))
             .collect();
         for (l, base) in ended {
             self.exited.insert(l);
-            let serials: Vec<Serial> = self.syncs.range(base..base + self.launches[l].1).map(|(s, _)| *s).collect();
+            let serials: Vec<Serial> = self
+                .syncs
+                .range(base..base + self.launches[l].1)
+                .map(|(s, _)| *s)
+                .collect();
             for s in serials {
                 self.with_cta(l, s - base, |mem, view, sync, _, _| {
                     vigil_shared::race::sync::cta_exit(mem, view, sync);
@@ -583,7 +679,12 @@ impl Harness {
     pub fn step(&mut self, i: usize, step: &Step) -> Option<Verdict> {
         let mut bounded = false;
         let race = match *step {
-            Step::Launch { stream, ctas, ro_words, .. } => {
+            Step::Launch {
+                stream,
+                ctas,
+                ro_words,
+                ..
+            } => {
                 // The launches this one follows have ended: their CTAs exit.
                 self.exit_before(&self.streams[stream].clone());
                 let base = self.next_serial[stream];
@@ -604,7 +705,8 @@ impl Harness {
                 // records are overwritten: heads naming them lose them).
                 let r = id as u32 + 1;
                 let slots = self.launch_table.len() / launch_record::WORDS;
-                let rec = &self.launch_table[(r as usize % slots) * launch_record::WORDS..][..launch_record::WORDS];
+                let rec = &self.launch_table[(r as usize % slots) * launch_record::WORDS..]
+                    [..launch_record::WORDS];
                 let relaxed = std::sync::atomic::Ordering::Relaxed;
                 for w in rec.iter() {
                     w.store(0, relaxed);
@@ -616,7 +718,8 @@ impl Harness {
                     rec[launch_record::GLOBAL + k].store(global.0[k], relaxed);
                 }
                 rec[launch_record::TAG].store(r, std::sync::atomic::Ordering::Release);
-                self.launches.push((base, ctas, stream as u32, bounds, global, ro_words));
+                self.launches
+                    .push((base, ctas, stream as u32, bounds, global, ro_words));
                 self.streams[stream] = bounds;
                 self.streams[stream].0[stream + 1] = base + ctas;
                 return None;
@@ -644,7 +747,13 @@ impl Harness {
                 }
                 return None;
             }
-            Step::Plain { launch, cta, addr, size, write } => self.with_cta(launch, cta, |mem, view, _, _, ro| {
+            Step::Plain {
+                launch,
+                cta,
+                addr,
+                size,
+                write,
+            } => self.with_cta(launch, cta, |mem, view, _, _, ro| {
                 let read_only = !write && addr / 4 < ro;
                 access(
                     mem,
@@ -658,11 +767,20 @@ impl Harness {
                     &mut bounded,
                 )
             }),
-            Step::Line { launch, cta, line, write } => self.with_cta(launch, cta, |mem, view, _, _, ro| {
+            Step::Line {
+                launch,
+                cta,
+                line,
+                write,
+            } => self.with_cta(launch, cta, |mem, view, _, _, ro| {
                 let word0 = line * 32;
                 let read_only = !write && word0 < ro;
                 let site = Self::site(view.serial, i);
-                let acc = LineAccess { write, read_only, site };
+                let acc = LineAccess {
+                    write,
+                    read_only,
+                    site,
+                };
                 match access_line(mem, view, word0, acc, &mut bounded) {
                     LineOutcome::Clean => None,
                     LineOutcome::Raced(r) => Some(r),
@@ -673,13 +791,28 @@ impl Harness {
                         };
                         let first = race.is_none();
                         for k in 0..32 {
-                            let me = vigil_shared::race::AccessDesc::plain(view.serial, view.epoch, write, 0xf);
+                            let me = vigil_shared::race::AccessDesc::plain(
+                                view.serial,
+                                view.epoch,
+                                write,
+                                0xf,
+                            );
                             let me = if read_only {
-                                vigil_shared::race::AccessDesc(me.0 | vigil_shared::race::entries::LAUNCH)
+                                vigil_shared::race::AccessDesc(
+                                    me.0 | vigil_shared::race::entries::LAUNCH,
+                                )
                             } else {
                                 me
                             };
-                            let r = access_word(mem, view, word0 + k, me, Scope::Block, site, &mut bounded);
+                            let r = access_word(
+                                mem,
+                                view,
+                                word0 + k,
+                                me,
+                                Scope::Block,
+                                site,
+                                &mut bounded,
+                            );
                             if first && race.is_none() {
                                 race = r;
                             }
@@ -688,33 +821,48 @@ impl Harness {
                     }
                 }
             }),
-            Step::Atomic { launch, cta, addr, size, kind, ordering, failure, scope, succeeds } => {
-                self.with_cta(launch, cta, |mem, view, sync, lanes, _| {
-                    let op = AtomicOp {
-                        kind,
-                        ordering,
-                        failure_ordering: failure,
-                        scope,
-                    };
-                    let site = Self::site(view.serial, i);
-                    let ((), race) = atomic(
-                        mem,
-                        view,
-                        sync,
-                        lanes,
-                        addr / 4,
-                        (addr % 4) as u32,
-                        size,
-                        op,
-                        site,
-                        &mut bounded,
-                        || ((), kind != AtomicOpKind::CompareExchange || succeeds),
-                    );
-                    race
-                })
-            }
-            Step::Fence { launch, cta, ordering, scope } => {
-                self.with_cta(launch, cta, |mem, view, sync, _, _| fence(mem, view, sync, ordering, scope));
+            Step::Atomic {
+                launch,
+                cta,
+                addr,
+                size,
+                kind,
+                ordering,
+                failure,
+                scope,
+                succeeds,
+            } => self.with_cta(launch, cta, |mem, view, sync, lanes, _| {
+                let op = AtomicOp {
+                    kind,
+                    ordering,
+                    failure_ordering: failure,
+                    scope,
+                };
+                let site = Self::site(view.serial, i);
+                let ((), race) = atomic(
+                    mem,
+                    view,
+                    sync,
+                    lanes,
+                    addr / 4,
+                    (addr % 4) as u32,
+                    size,
+                    op,
+                    site,
+                    &mut bounded,
+                    || ((), kind != AtomicOpKind::CompareExchange || succeeds),
+                );
+                race
+            }),
+            Step::Fence {
+                launch,
+                cta,
+                ordering,
+                scope,
+            } => {
+                self.with_cta(launch, cta, |mem, view, sync, _, _| {
+                    fence(mem, view, sync, ordering, scope)
+                });
                 return None;
             }
         };
@@ -731,7 +879,9 @@ impl Harness {
     /// returns the records given back.
     pub fn reclaim(&self, lines: std::ops::Range<u64>) -> u32 {
         let mem = self.mem();
-        lines.map(|l| vigil_shared::race::reclaim::reclaim_line(&mem, l * 32)).sum()
+        lines
+            .map(|l| vigil_shared::race::reclaim::reclaim_line(&mem, l * 32))
+            .sum()
     }
 
     /// Allocations that found the pool full.
@@ -785,7 +935,13 @@ pub fn compare(streams: usize, bytes: usize, devices: &[u32], steps: &[Step]) ->
 }
 
 /// [`compare`] with a record pool of `pool_records` records.
-pub fn compare_with_pool(pool_records: usize, streams: usize, bytes: usize, devices: &[u32], steps: &[Step]) -> usize {
+pub fn compare_with_pool(
+    pool_records: usize,
+    streams: usize,
+    bytes: usize,
+    devices: &[u32],
+    steps: &[Step],
+) -> usize {
     let mut model = Model::new(streams, bytes, devices);
     let mut engine = Harness::new(streams, bytes, pool_records, devices);
     let mut raced = 0;
@@ -832,9 +988,23 @@ pub fn compare_with_pool(pool_records: usize, streams: usize, bytes: usize, devi
 
 fn touched(model: &Model, step: &Step) -> Option<(Serial, u64, u64)> {
     let (launch, cta, addr, size) = match *step {
-        Step::Plain { launch, cta, addr, size, .. } => (launch, cta, addr, size),
-        Step::Line { launch, cta, line, .. } => (launch, cta, line * 128, 128),
-        Step::Atomic { launch, cta, addr, size, .. } => (launch, cta, addr, size),
+        Step::Plain {
+            launch,
+            cta,
+            addr,
+            size,
+            ..
+        } => (launch, cta, addr, size),
+        Step::Line {
+            launch, cta, line, ..
+        } => (launch, cta, line * 128, 128),
+        Step::Atomic {
+            launch,
+            cta,
+            addr,
+            size,
+            ..
+        } => (launch, cta, addr, size),
         _ => return None,
     };
     let s = model.launches[launch].base + cta;

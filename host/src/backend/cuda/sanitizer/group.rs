@@ -119,9 +119,9 @@ impl GpuSanitizer {
         for p in peers {
             let st = lock(&p.state);
             for &s in &serials {
-                if let Some((id, base, _)) = st.launches.of_serial(s) {
-                    if let Some(shape) = st.launches.shape(id) {
-                        found.insert(s, (id, shape.clone(), base));
+                if let Some(l) = st.launches.of_serial(s) {
+                    if let Some(shape) = st.launches.shape(l.id) {
+                        found.insert(s, (l.id, shape.clone(), l.base));
                     }
                 }
             }

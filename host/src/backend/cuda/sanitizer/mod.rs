@@ -52,8 +52,8 @@ use vigil_shared::block::{
     UNCHECKED_ARRAYS,
 };
 use vigil_shared::gpu::{
-    launch_flags, GpuReportRecord, GpuRuntime, HIDDEN_PARAMS, LAUNCH_RECORD_BYTES, LAUNCH_RING_SLOTS,
-    REGIONS_PER_SM,
+    launch_flags, GpuReportRecord, GpuRuntime, HIDDEN_PARAMS, LAUNCH_RECORD_BYTES,
+    LAUNCH_RING_SLOTS, REGIONS_PER_SM, REGION_MASK_SMS,
 };
 use vigil_shared::race::cta::LaneDevices;
 use vigil_shared::race::knowledge::{header as arena_header, Arena, EXIT_HEADER_WORDS};
@@ -142,6 +142,7 @@ pub(crate) struct GpuSanitizer {
     engine: EngineMemory,
     block_table: DeviceBlock,
     _block_lanes: DeviceBlock,
+    _region_masks: DeviceBlock,
     layout: Option<LocationLayout>,
     state: Mutex<State>,
     /// The stream the runtime's own launches run on outside every user
@@ -168,7 +169,10 @@ fn registry() -> &'static Mutex<HashMap<usize, Arc<GpuSanitizer>>> {
 
 /// The sanitizer of `device` (allocating from `pool`), made on first use;
 /// one per device in the process, like the shadow allocator under it.
-pub(crate) fn for_device(device: &Arc<CudaDevice>, pool: &Arc<CachingPool>) -> Result<Arc<GpuSanitizer>> {
+pub(crate) fn for_device(
+    device: &Arc<CudaDevice>,
+    pool: &Arc<CachingPool>,
+) -> Result<Arc<GpuSanitizer>> {
     let mut reg = lock(registry());
     if let Some(s) = reg.get(&device.ordinal()) {
         return Ok(s.clone());
@@ -212,7 +216,8 @@ impl EngineMemory {
         exits.write(&u32_bytes(&[0, EXIT_ENTRIES as u32]))?;
         let ring = DeviceBlock::zeroed(LAUNCH_RING_SLOTS as usize * LAUNCH_RECORD_BYTES)?;
         let sites = DeviceBlock::zeroed(SITE_ENTRIES * 16)?;
-        let sc = DeviceBlock::zeroed(vigil_shared::race::memory::MAX_SC_DEVICES * 2 * SC_WORDS * 4)?;
+        let sc =
+            DeviceBlock::zeroed(vigil_shared::race::memory::MAX_SC_DEVICES * 2 * SC_WORDS * 4)?;
         let lane_devices = DeviceBlock::zeroed(std::mem::size_of::<LaneDevices>())?;
         let _ = Arena::<vigil_shared::atomic::CoreAtomics>::init;
         Ok(EngineMemory {
@@ -243,6 +248,7 @@ impl GpuSanitizer {
             .bytes(regions as usize),
         )?;
         let block_lanes = DeviceBlock::zeroed(regions as usize * GLOBAL_LANES * 8)?;
+        let region_masks = DeviceBlock::zeroed(REGION_MASK_SMS as usize * 4)?;
         let engine = EngineMemory::new(vmm.config().shadow_pool_records() as usize)?;
         let desc = GpuRuntime {
             real_base: vigil_shared::address::real_base(vmm.reserve_base()),
@@ -273,6 +279,7 @@ impl GpuSanitizer {
             block_lanes: block_lanes.addr,
             // Made by the first launch that needs it (`window`).
             block_shadow: 0,
+            regions: region_masks.addr,
         };
         let runtime = DeviceBlock::zeroed(std::mem::size_of::<GpuRuntime>())?;
         runtime.write(as_bytes(&desc))?;
@@ -287,6 +294,7 @@ impl GpuSanitizer {
             engine,
             block_table,
             _block_lanes: block_lanes,
+            _region_masks: region_masks,
             layout: LocationLayout::probe(),
             own_stream: Mutex::new(None),
             state: Mutex::new(State {
@@ -323,8 +331,8 @@ impl GpuSanitizer {
         // A kernel without shared memory of its own needs no window shadow.
         if shared_window > SANITIZER_SHARED_BYTES as u64 {
             self.device.bind()?;
-            let regions = u64::from(self.num_sms * REGIONS_PER_SM);
-            st.window.ensure(&self.runtime, regions, shared_window)?;
+            st.window
+                .ensure(&self.runtime, u64::from(self.num_sms), shared_window)?;
         }
         let shape = LaunchShape {
             kernel: kernel.to_owned(),
@@ -368,7 +376,15 @@ impl GpuSanitizer {
         let launch = NEXT_LAUNCH.fetch_add(1, MemOrder::Relaxed);
         // Ring numbers are the process's: a group's members share a ring.
         let r = NEXT_RING.fetch_add(1, MemOrder::Relaxed).max(1);
-        st.launches.insert(launch, owner, shape, planned.base, planned.count, host_site);
+        st.launches.insert(
+            launch,
+            owner,
+            shape,
+            planned.base,
+            planned.count,
+            host_site,
+            r,
+        );
         Ok(RecordPlan {
             planned,
             launch,
@@ -386,7 +402,12 @@ impl GpuSanitizer {
     /// Writes `plan`'s record into its ring slot on `stream` (or at once,
     /// synchronously, when no stream orders it yet), and the lane-device
     /// table if a lane changed devices (the caller bound the context).
-    fn enqueue_record(&self, st: &mut State, plan: &RecordPlan, stream: Option<&CudaStream>) -> Result<()> {
+    fn enqueue_record(
+        &self,
+        st: &mut State,
+        plan: &RecordPlan,
+        stream: Option<&CudaStream>,
+    ) -> Result<()> {
         let devices = *lock(launch_order()).devices();
         if devices != st.lane_devices {
             st.lane_devices = devices;
@@ -492,6 +513,7 @@ impl GpuSanitizer {
             locations: std::cell::RefCell::new(locations),
             host_sites: sites,
             read: &read,
+            ring: lock(&self.desc).launches,
             allocation: &allocation,
         };
         let priors: Vec<Option<PriorSite>> = records
@@ -607,8 +629,10 @@ impl RecordPlan {
         w[launch_record::FLAGS] = self.flags;
         w[launch_record::REPORTS] = self.reports as u32;
         w[launch_record::REPORTS + 1] = (self.reports >> 32) as u32;
-        w[launch_record::BOUNDS..launch_record::BOUNDS + LANES].copy_from_slice(&self.planned.bounds.0);
-        w[launch_record::GLOBAL..launch_record::GLOBAL + LANES].copy_from_slice(&self.planned.global.0);
+        w[launch_record::BOUNDS..launch_record::BOUNDS + LANES]
+            .copy_from_slice(&self.planned.bounds.0);
+        w[launch_record::GLOBAL..launch_record::GLOBAL + LANES]
+            .copy_from_slice(&self.planned.global.0);
         w
     }
 }
@@ -664,7 +688,11 @@ fn take_records(buffer: &MappedBlock) -> (Vec<GpuReportRecord>, u32, u32) {
 /// kernel wrote: a straggler of the context gone that had the buffer
 /// before (see [`GpuSanitizer::retire_owner`]). A record whose launch is
 /// no longer known is `owner`'s.
-fn owned_records(launches: &LaunchHistory, mut records: Vec<GpuReportRecord>, owner: u64) -> Vec<GpuReportRecord> {
+fn owned_records(
+    launches: &LaunchHistory,
+    mut records: Vec<GpuReportRecord>,
+    owner: u64,
+) -> Vec<GpuReportRecord> {
     records.retain(|rec| {
         launches
             .owner(rec.report.site.kernel_id)
@@ -757,15 +785,16 @@ mod tests {
             block: Dim3::new(1, 1, 1),
             host_issued: false,
         };
-        launches.insert(1, 10, shape.clone(), 100, 1, None);
-        launches.insert(2, 20, shape, 101, 1, None);
+        launches.insert(1, 10, shape.clone(), 100, 1, None, 1);
+        launches.insert(2, 20, shape, 101, 1, None, 2);
         let rec = |launch: u32, line: u32| {
             let mut r = GpuReportRecord::default();
             r.report.site.kernel_id = launch;
             r.report.site.line = line;
             r
         };
-        let lines = |v: Vec<GpuReportRecord>| v.iter().map(|r| r.report.site.line).collect::<Vec<_>>();
+        let lines =
+            |v: Vec<GpuReportRecord>| v.iter().map(|r| r.report.site.line).collect::<Vec<_>>();
         let read = vec![rec(1, 1), rec(2, 2), rec(9, 3), rec(1, 4)];
         assert_eq!(lines(owned_records(&launches, read.clone(), 10)), [1, 3, 4]);
         assert_eq!(lines(owned_records(&launches, read, 20)), [2, 3]);
@@ -792,7 +821,10 @@ mod tests {
         let w = plan.record(2);
         assert_eq!(w.len() * 4, LAUNCH_RECORD_BYTES);
         assert_eq!(w[launch_record::TAG], 9);
-        assert_eq!((w[launch_record::BASE], w[launch_record::COUNT]), (1000, 12));
+        assert_eq!(
+            (w[launch_record::BASE], w[launch_record::COUNT]),
+            (1000, 12)
+        );
         assert_eq!(w[launch_record::DEVICE], 2);
         assert_eq!(w[launch_record::BOUNDS + 3], 77);
         assert_eq!(

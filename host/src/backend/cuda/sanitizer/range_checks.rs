@@ -92,7 +92,6 @@ pub(super) enum RangeState {
     Ready(Arc<RangeEntry>),
 }
 
-
 impl GpuSanitizer {
     /// Plans the check of a host-issued `kind` transfer on `stream` that
     /// reads and writes the given device ranges (`(address, bytes)`),

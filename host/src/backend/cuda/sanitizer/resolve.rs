@@ -10,8 +10,9 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use vigil_shared::abi::RaceReport as RawReport;
-use vigil_shared::gpu::PriorRecord;
+use vigil_shared::gpu::{PriorRecord, LAUNCH_RECORD_BYTES, LAUNCH_RING_SLOTS};
 use vigil_shared::race::desc::{AccessDesc, SiteWord, LOCATION_BITS};
+use vigil_shared::race::memory::launch_record;
 use vigil_shared::race::serial::Serial;
 
 use super::host_sites::HostSites;
@@ -31,6 +32,21 @@ struct Remembered {
     count: u32,
     /// A copy's or fill's call-site tag.
     host_site: Option<u64>,
+    /// Its number in the launch ring.
+    ring: u32,
+}
+
+/// The launch a serial belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SerialLaunch {
+    /// Its launch id.
+    pub id: u32,
+    /// Its first serial.
+    pub base: Serial,
+    /// A copy's or fill's call-site tag.
+    pub host_site: Option<u64>,
+    /// Its number in the launch ring.
+    pub ring: u32,
 }
 
 /// The last [`LAUNCH_HISTORY`] launches, by launch id and by serial.
@@ -44,8 +60,19 @@ pub(crate) struct LaunchHistory {
 
 impl LaunchHistory {
     /// Remembers launch `id` by context `owner`, of serials `base..base +
-    /// count` (a copy's or fill's call site `host_site`).
-    pub fn insert(&mut self, id: u32, owner: u64, shape: LaunchShape, base: Serial, count: u32, host_site: Option<u64>) {
+    /// count` (a copy's or fill's call site `host_site`), number `ring` in
+    /// the launch ring.
+    #[allow(clippy::too_many_arguments)] // a launch's parts, as the planner has them
+    pub fn insert(
+        &mut self,
+        id: u32,
+        owner: u64,
+        shape: LaunchShape,
+        base: Serial,
+        count: u32,
+        host_site: Option<u64>,
+        ring: u32,
+    ) {
         if self.order.len() == LAUNCH_HISTORY {
             if let Some(old) = self.order.pop_front() {
                 if let Some(r) = self.by_id.remove(&old) {
@@ -63,6 +90,7 @@ impl LaunchHistory {
                 base,
                 count,
                 host_site,
+                ring,
             },
         );
     }
@@ -77,12 +105,16 @@ impl LaunchHistory {
         self.by_id.get(&id).map(|r| r.owner)
     }
 
-    /// The launch serial `s` belongs to: its id, its first serial, whether
-    /// it is a transfer (one serial: no blocks) and its call-site tag.
-    pub fn of_serial(&self, s: Serial) -> Option<(u32, Serial, Option<u64>)> {
+    /// The launch serial `s` belongs to, if still remembered.
+    pub fn of_serial(&self, s: Serial) -> Option<SerialLaunch> {
         let (_, &id) = self.by_base.range(..=s).next_back()?;
         let r = self.by_id.get(&id)?;
-        (s.wrapping_sub(r.base) < r.count.max(1)).then_some((id, r.base, r.host_site))
+        (s.wrapping_sub(r.base) < r.count.max(1)).then_some(SerialLaunch {
+            id,
+            base: r.base,
+            host_site: r.host_site,
+            ring: r.ring,
+        })
     }
 }
 
@@ -101,6 +133,8 @@ pub(crate) struct GpuResolver<'a> {
     pub host_sites: &'a HostSites,
     /// Reads device memory.
     pub read: &'a dyn Fn(u64, usize) -> Option<Vec<u8>>,
+    /// The launch ring's device address.
+    pub ring: u64,
     /// The allocation holding an address: `(base, size)`.
     pub allocation: &'a dyn Fn(u64) -> Option<(u64, u64)>,
 }
@@ -118,26 +152,57 @@ impl GpuResolver<'_> {
         if !site.belongs_to(serial) {
             return None;
         }
-        let (launch, base, host_site) = match self.launches.of_serial(serial) {
-            Some(l) => l,
+        let (launch, base, host_site, ring) = match self.launches.of_serial(serial) {
+            Some(l) => (l.id, l.base, l.host_site, Some(l.ring)),
             None => {
                 let (id, _, base) = self.elsewhere.get(&serial)?;
-                (*id, *base, None)
+                (*id, *base, None, None)
             }
         };
-        let offset = ((prior.word * 4) % 128) as u32 + u32::from(raw.overlap_mask.trailing_zeros().min(3) as u8);
+        let offset = ((prior.word * 4) % 128) as u32
+            + u32::from(raw.overlap_mask.trailing_zeros().min(3) as u8);
         let location = match host_site {
             Some(tag) => tag,
-            None => self.complete_location(site.location_bits(), prior.location)?,
+            None => {
+                // The earlier launch's own module first (its anchor), then
+                // the current access's (the same kernel, most often).
+                let bits = site.location_bits();
+                ring.and_then(|r| self.anchor(r))
+                    .and_then(|near| self.complete_location(bits, near))
+                    .or_else(|| {
+                        (!HostSites::is_tag(prior.location))
+                            .then(|| self.complete_location(bits, prior.location))
+                            .flatten()
+                    })?
+            }
         };
         Some(PriorSite {
             location,
             tid: serial,
-            block: if host_site.is_some() { 0 } else { serial - base },
-            thread: if host_site.is_some() { 0 } else { site.thread_at(offset) },
+            block: if host_site.is_some() {
+                0
+            } else {
+                serial - base
+            },
+            thread: if host_site.is_some() {
+                0
+            } else {
+                site.thread_at(offset)
+            },
             launch,
             sm: None,
         })
+    }
+
+    /// The `Location` address launch `r`'s CTAs noted in its ring record,
+    /// if the slot still holds that launch.
+    fn anchor(&self, r: u32) -> Option<u64> {
+        let slot = self.ring + u64::from(r % LAUNCH_RING_SLOTS) * LAUNCH_RECORD_BYTES as u64;
+        let words = (self.read)(slot, 4 * (launch_record::ANCHOR + 2))?;
+        let word = |i: usize| u32::from_le_bytes([0, 1, 2, 3].map(|b| words[4 * i + b]));
+        let anchor = u64::from(word(launch_record::ANCHOR))
+            | u64::from(word(launch_record::ANCHOR + 1)) << 32;
+        (word(launch_record::TAG) == r && anchor != 0).then_some(anchor)
     }
 
     /// The full address of a `Location` of which `bits` are address bits
@@ -177,16 +242,21 @@ impl ReportResolver for GpuResolver<'_> {
     }
 
     fn launch(&self, launch: u32) -> Option<LaunchShape> {
-        self.launches
-            .shape(launch)
-            .cloned()
-            .or_else(|| self.elsewhere.values().find(|(id, ..)| *id == launch).map(|(_, s, _)| s.clone()))
+        self.launches.shape(launch).cloned().or_else(|| {
+            self.elsewhere
+                .values()
+                .find(|(id, ..)| *id == launch)
+                .map(|(_, s, _)| s.clone())
+        })
     }
 
     fn place(&self, _tid: u32) -> ThreadPlace {
         // A serial names a CTA, not where it ran: the current access's SM
         // is in its record, the earlier one's is not kept.
-        ThreadPlace { device: 0, sm: None }
+        ThreadPlace {
+            device: 0,
+            sm: None,
+        }
     }
 
     fn allocation(&self, address: u64) -> Option<(u64, u64)> {
@@ -208,11 +278,12 @@ mod tests {
             block: Dim3::new(32, 1, 1),
             host_issued: false,
         };
-        h.insert(3, 1, shape.clone(), 100, 8, None);
-        h.insert(4, 1, shape, 108, 1, Some(7));
-        assert_eq!(h.of_serial(100), Some((3, 100, None)));
-        assert_eq!(h.of_serial(107), Some((3, 100, None)));
-        assert_eq!(h.of_serial(108), Some((4, 108, Some(7))));
+        h.insert(3, 1, shape.clone(), 100, 8, None, 5);
+        h.insert(4, 1, shape, 108, 1, Some(7), 6);
+        let of = |s| h.of_serial(s).map(|l| (l.id, l.base, l.host_site, l.ring));
+        assert_eq!(of(100), Some((3, 100, None, 5)));
+        assert_eq!(of(107), Some((3, 100, None, 5)));
+        assert_eq!(of(108), Some((4, 108, Some(7), 6)));
         assert_eq!(h.of_serial(109), None);
         assert_eq!(h.of_serial(99), None);
     }

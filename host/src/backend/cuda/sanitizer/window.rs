@@ -1,7 +1,8 @@
 //! The window shadow's device memory (`vigil_shared::block::WindowShadow`):
 //! the shadow of the shared memory a `.shared` shadow does not cover
-//! (arrays too large for one, dynamic shared memory), per CTA slot, sized
-//! from the launches' shared windows.
+//! (arrays too large for one, dynamic shared memory), per CTA region of
+//! each SM, sized from the launches' shared windows: a window of `W`
+//! bytes needs `W` covered in as many regions as an SM holds such CTAs.
 //!
 //! The first sanitized launch whose shared window (the sanitized entry's
 //! static shared memory plus the launch's dynamic) is larger than the
@@ -16,13 +17,12 @@
 use std::mem::offset_of;
 
 use vigil_shared::block::WindowShadow;
-use vigil_shared::gpu::GpuRuntime;
+use vigil_shared::gpu::{GpuRuntime, REGIONS_PER_SM};
 
 use super::device_memory::DeviceBlock;
 use crate::error::Result;
 
-/// The most device memory the window shadow takes (1 GiB: on an H100's
-/// 1,980 slots, about 66 KiB of shared window per slot).
+/// The most device memory the window shadow takes (1 GiB).
 pub(crate) const WINDOW_SHADOW_CAP: u64 = 1 << 30;
 
 /// Windows are covered in steps of this many bytes, so that launches of
@@ -33,47 +33,79 @@ const WINDOW_STEP: u64 = 4096;
 /// (1 KiB on sm_80 and later), before the kernel's own.
 const RESERVED_SHARED: u64 = 1024;
 
+/// Shared memory of an SM (sm_90's 228 KiB, the most of any supported
+/// GPU): an SM holds at most this over a block's window CTAs at once.
+const SM_SHARED: u64 = 228 * 1024;
+
 /// The window shadow's regions: the current one (what the runtime holds)
 /// and the ones it replaced.
 #[derive(Debug, Default)]
 pub(crate) struct WindowRegions {
-    /// Words per slot the current region covers (0: none yet).
-    words: u64,
-    /// Words per slot a region could not be allocated for (0: none
-    /// failed): not tried again for as many or more.
-    refused: u64,
+    /// The current region's layout (0 words: none yet).
+    layout: Option<WindowShadow>,
+    /// A layout that could not be allocated: not tried again unless a
+    /// launch needs less.
+    refused: Option<WindowShadow>,
     current: Option<DeviceBlock>,
     retired: Vec<DeviceBlock>,
 }
 
 impl WindowRegions {
-    /// The words per slot a region for a `window`-byte shared window gets
-    /// with `slots` slots: the window rounded up to [`WINDOW_STEP`], at
-    /// most what [`WINDOW_SHADOW_CAP`] holds.
-    pub(crate) fn words_for(window: u64, slots: u64) -> u64 {
+    /// The layout a launch whose shared window is `window` bytes needs on
+    /// `sms` SMs: the window rounded up to [`WINDOW_STEP`], for as many
+    /// CTAs as an SM holds with it, grown to cover `current` too where
+    /// [`WINDOW_SHADOW_CAP`] allows (a launch's own need first).
+    pub(crate) fn layout_for(window: u64, sms: u64, current: Option<WindowShadow>) -> WindowShadow {
         let window = (window + RESERVED_SHARED).next_multiple_of(WINDOW_STEP);
-        let want = WindowShadow::covering(window).words;
-        let per_word = slots.max(1) * WindowShadow::ENTRY as u64;
-        let most = (WINDOW_SHADOW_CAP - WindowShadow::HEADER as u64) / per_word;
-        want.min(most)
+        let regions = (SM_SHARED / window).clamp(1, u64::from(REGIONS_PER_SM));
+        let own = WindowShadow::covering(window, regions);
+        let fits = |l: &WindowShadow| l.bytes(sms) <= WINDOW_SHADOW_CAP;
+        let own = if fits(&own) {
+            own
+        } else {
+            // Even one launch's need is past the cap: fewer words per slot.
+            let per_word = sms.max(1) * regions * WindowShadow::ENTRY as u64;
+            WindowShadow {
+                words: (WINDOW_SHADOW_CAP - WindowShadow::HEADER as u64) / per_word,
+                regions,
+            }
+        };
+        let Some(cur) = current else { return own };
+        let words = own.words.max(cur.words);
+        let most_regions = (WINDOW_SHADOW_CAP - WindowShadow::HEADER as u64)
+            / (sms.max(1) * words * WindowShadow::ENTRY as u64);
+        let both = WindowShadow {
+            words,
+            regions: own.regions.max(cur.regions.min(most_regions)),
+        };
+        if fits(&both) {
+            both
+        } else {
+            own
+        }
     }
 
-    /// Makes the region cover a `window`-byte shared window for `slots`
-    /// slots (the context is bound), replacing the runtime's (`runtime`)
-    /// region when it is smaller. A region the device has no memory for
-    /// is not an error: the launch runs with the region it has, and the
-    /// arrays past it are counted unchecked.
-    pub(crate) fn ensure(&mut self, runtime: &DeviceBlock, slots: u64, window: u64) -> Result<()> {
-        let words = Self::words_for(window, slots);
-        if words <= self.words || (self.refused != 0 && words >= self.refused) {
+    /// Makes the region cover a `window`-byte shared window on `sms` SMs
+    /// (the context is bound), replacing the runtime's (`runtime`) region
+    /// when it covers less. A region the device has no memory for is not
+    /// an error: the launch runs with the region it has, and the arrays
+    /// past it are counted unchecked.
+    pub(crate) fn ensure(&mut self, runtime: &DeviceBlock, sms: u64, window: u64) -> Result<()> {
+        let layout = Self::layout_for(window, sms, self.layout);
+        let covered = |by: Option<WindowShadow>| {
+            by.is_some_and(|l| l.words >= layout.words && l.regions >= layout.regions)
+        };
+        if covered(self.layout) || covered(self.refused) {
             return Ok(());
         }
-        let layout = WindowShadow { words };
-        let Ok(block) = DeviceBlock::zeroed(layout.bytes(slots) as usize) else {
-            self.refused = words;
+        let Ok(block) = DeviceBlock::zeroed(layout.bytes(sms) as usize) else {
+            self.refused = Some(layout);
             return Ok(());
         };
-        block.write(&words.to_le_bytes())?;
+        let mut header = [0u8; 16];
+        header[..8].copy_from_slice(&layout.words.to_le_bytes());
+        header[8..].copy_from_slice(&layout.regions.to_le_bytes());
+        block.write(&header)?;
         runtime.write_at(
             offset_of!(GpuRuntime, block_shadow),
             &block.addr.to_le_bytes(),
@@ -81,7 +113,7 @@ impl WindowRegions {
         if let Some(old) = self.current.replace(block) {
             self.retired.push(old);
         }
-        self.words = words;
+        self.layout = Some(layout);
         Ok(())
     }
 }
@@ -91,15 +123,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn windows_are_rounded_up_and_capped() {
-        assert_eq!(WindowRegions::words_for(1, 10), 1024);
-        assert_eq!(WindowRegions::words_for(3072, 10), 1024);
-        assert_eq!(WindowRegions::words_for(3073, 10), 2048);
-        let slots = 1980;
-        let capped = WindowRegions::words_for(227 * 1024, slots);
-        assert!(WindowShadow { words: capped }.bytes(slots) <= WINDOW_SHADOW_CAP);
-        assert!(WindowShadow { words: capped + 1 }.bytes(slots) > WINDOW_SHADOW_CAP);
-        // A 48 KiB window fits the cap on an H100.
-        assert_eq!(WindowRegions::words_for(48 * 1024 - 1024, slots), 12 * 1024);
+    fn windows_are_rounded_up_and_sized_by_residency() {
+        let l = WindowRegions::layout_for(1, 132, None);
+        assert_eq!((l.words, l.regions), (1024, 32));
+        assert_eq!(WindowRegions::layout_for(3072, 132, None).words, 1024);
+        assert_eq!(WindowRegions::layout_for(3073, 132, None).words, 2048);
+        // A 227 KiB window: one CTA per SM.
+        let big = WindowRegions::layout_for(227 * 1024, 132, None);
+        assert_eq!(big.regions, 1);
+        assert!(big.words * 4 >= 227 * 1024 && big.bytes(132) <= WINDOW_SHADOW_CAP);
+        // A 48 KiB window: four CTAs per SM.
+        assert_eq!(WindowRegions::layout_for(47 * 1024, 132, None).regions, 4);
+    }
+
+    #[test]
+    fn growing_keeps_what_fits_and_the_launch_first() {
+        let small = WindowRegions::layout_for(4096, 132, None);
+        let big = WindowRegions::layout_for(200 * 1024, 132, Some(small));
+        // Both needs at once are past the cap: the launch's own need wins,
+        // with as many regions as still fit.
+        assert!(big.words * 4 >= 200 * 1024);
+        assert!(big.regions >= 1 && big.bytes(132) <= WINDOW_SHADOW_CAP);
+        // A smaller window later is covered by what is there.
+        let again = WindowRegions::layout_for(4096, 132, Some(big));
+        assert!(again.words >= big.words && again.bytes(132) <= WINDOW_SHADOW_CAP);
     }
 }
