@@ -224,6 +224,32 @@ fn two_readers_splitting_a_line_lose_neither() {
     });
 }
 
+/// Two CTAs writing different words of a fresh line at once: one splits
+/// the line while the other's word access may come in the middle of the
+/// split (the line's first cell locked). Neither write is lost: a CTA
+/// that knows neither writer races with each. The other word is one of
+/// the header's cells (2) or not (5).
+#[test]
+fn writes_to_two_words_of_a_line_being_split_lose_neither() {
+    for other_word in [2, 5] {
+        long_model(move || {
+            let m = Mem::new(2);
+            let other = {
+                let m = m.clone();
+                loom::thread::spawn(move || m.access(1, &[], other_word, true))
+            };
+            assert!(m.access(0, &[], 0, true).is_none());
+            assert!(other.join().unwrap().is_none());
+            for (word, writer) in [(other_word, 1), (0, 0)] {
+                let raced = m
+                    .access(2, &[], word, false)
+                    .unwrap_or_else(|| panic!("CTA {writer}'s write of word {word} was lost"));
+                assert_eq!(raced.prior.serial(), Mem::serial(writer));
+            }
+        });
+    }
+}
+
 /// A whole-line write racing another CTA's read of one word that splits
 /// the line: one of them reports the race (whichever came second), and
 /// the write stays on every word, so a CTA that knows the reader only

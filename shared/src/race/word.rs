@@ -244,7 +244,12 @@ fn access_word_fast<M: RaceMemory + ?Sized>(
     site: SiteWord,
 ) -> Option<Option<RaceFound>> {
     let c0 = mem.cell(line_start(word))?;
-    if CellTag::of(c0.load(MemOrder::Relaxed)) == CellTag::Line {
+    // A line in line mode, or being split (its cells not yet the words'):
+    // the general path splits it or waits for the split.
+    if matches!(
+        CellTag::of(c0.load(MemOrder::Relaxed)),
+        CellTag::Line | CellTag::Locked
+    ) {
         return None;
     }
     let cell = mem.cell(word)?;
@@ -337,7 +342,10 @@ fn access_word_general<M: RaceMemory + ?Sized>(
     }
 }
 
-/// Ensures `word`'s line is split and returns its cell's current value.
+/// Ensures `word`'s line is split, by this thread or another (a split
+/// in progress, its first cell locked, is waited for: until it ends the
+/// word's cell is not yet the word's, and a change made to it then would
+/// be overwritten), and returns the word's cell.
 pub fn split_cell<'m, M: RaceMemory + ?Sized>(
     mem: &'m M,
     cta: &CtaView<'_>,
@@ -345,7 +353,10 @@ pub fn split_cell<'m, M: RaceMemory + ?Sized>(
     bounded: &mut bool,
 ) -> Option<&'m U64Of<M>> {
     let c0 = mem.cell(line_start(word))?;
-    if CellTag::of(c0.load(MemOrder::Acquire)) == CellTag::Line {
+    if matches!(
+        CellTag::of(c0.load(MemOrder::Acquire)),
+        CellTag::Line | CellTag::Locked
+    ) {
         split_line(mem, cta, line_start(word), bounded);
     }
     mem.cell(word)
