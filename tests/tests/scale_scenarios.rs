@@ -674,13 +674,13 @@ mod scenarios {
             return;
         };
         let (blocks, threads) = (8u32, 256u32);
-        let data = b.zeros(READ_BY_EVERY_BLOCK);
+        let mut data = b.zeros(READ_BY_EVERY_BLOCK);
         let mut sums = b.zeros((blocks * threads) as usize);
         b.stream
             .launch(
                 &b.kernel::<every_block_reads_all>(),
                 LaunchConfig::new(blocks, threads),
-                (&data, &mut sums),
+                (&mut data, &mut sums),
             )
             .expect("launch");
         let reports = b.wait_and_take_reports();

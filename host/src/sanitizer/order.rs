@@ -126,6 +126,12 @@ pub struct LaunchOrder {
     /// Lanes this process may rent (several processes of a group split
     /// the lanes between them).
     lane_filter: (usize, usize),
+    /// What every launch planned since the last renewal is ordered after:
+    /// all the work handed out before it, which had ended (see
+    /// [`LaunchOrder::renew`]).
+    floor: LaneBounds,
+    /// Renewals so far.
+    renewals: u64,
 }
 
 impl Default for LaunchOrder {
@@ -153,7 +159,50 @@ impl LaunchOrder {
             ended: LaneBounds::NONE,
             dropped: HashMap::new(),
             lane_filter: (rank, world.max(1)),
+            floor: LaneBounds::NONE,
+            renewals: 0,
         }
+    }
+
+    /// Every serial handed out so far, per lane (its next one).
+    fn handed_out(&self) -> LaneBounds {
+        let mut all = LaneBounds::NONE;
+        for (k, lane) in self.lanes.iter().enumerate() {
+            if lane.next != 0 {
+                all.0[k] = lane.next;
+            }
+        }
+        all
+    }
+
+    /// When every launch handed out so far has ended (some host waited
+    /// for it), orders all of them before every launch still to come, of
+    /// every context (they ended before those are issued; a context that
+    /// never waited for them may then miss a race with them, never
+    /// report a false one), and returns the number of this renewal. The
+    /// engine's memory may then be emptied of what it knew of those
+    /// launches (its snapshot arena, exit log and SC-fence accumulators,
+    /// `vigil_shared::race::knowledge::Arena::renew`): everything they
+    /// name is ordered by host order from now on. A caller keeps the
+    /// number of the renewal it last applied: memory untouched since the
+    /// latest one may be emptied later too, while nothing was handed out
+    /// since. `None` while some work may still run (or for a process of
+    /// a group of processes, whose other members' work this order does
+    /// not know).
+    pub fn renew(&mut self) -> Option<u64> {
+        if self.lane_filter.1 > 1 {
+            return None;
+        }
+        let all = self.handed_out();
+        if !all.covered_by(&self.ended) {
+            return None;
+        }
+        if all != self.floor {
+            self.floor = all;
+            self.renewals += 1;
+            self.pending.clear();
+        }
+        Some(self.renewals)
     }
 
     /// Which device each lane's serials run on.
@@ -248,11 +297,13 @@ impl LaunchOrder {
             .expect("stream entry made above");
         let mut bounds = state.clock;
         bounds.join(&host);
+        bounds.join(&self.floor);
         bounds.0[lane] = base;
         state.clock = bounds;
         state.clock.0[lane] = base + count;
         self.pending.push((bounds, lane, base + count));
-        let global = self.global();
+        let mut global = self.global();
+        global.join(&self.floor);
         Ok(PlannedLaunch {
             base,
             count,
@@ -487,6 +538,36 @@ mod tests {
             o.drop_stream(s);
             o.drop_owner(owner);
         }
+    }
+
+    #[test]
+    fn a_renewal_orders_all_ended_work_before_every_later_launch() {
+        let mut o = LaunchOrder::new();
+        let (a, b) = (StreamId(1), StreamId(2));
+        let l1 = o.launch(a, 1, 0, 4).unwrap();
+        let l2 = o.launch(b, 2, 0, 3).unwrap();
+        // `l2` may still run: nothing is renewed.
+        o.sync_owner(1);
+        assert_eq!(o.renew(), None);
+        o.sync_owner(2);
+        let first = o.renew().expect("everything handed out has ended");
+        assert_eq!(o.renew(), Some(first), "nothing new: the same renewal");
+        // A context that waited for none of it is ordered after all of it,
+        // and every later launch may forget it.
+        let l3 = o.launch(StreamId(3), 3, 0, 1).unwrap();
+        for s in [l1.base + 3, l2.base + 2] {
+            assert!(s < l3.bounds.0[lane_of(s)] && s < l3.global.0[lane_of(s)]);
+        }
+        assert!(l3.base >= l3.bounds.0[lane_of(l3.base)]);
+        // `l3` runs: no renewal until some host waits for it.
+        assert_eq!(o.renew(), None);
+        o.sync_stream(3, StreamId(3));
+        assert_eq!(o.renew(), Some(first + 1));
+        // A process of a group never renews (its peers' work is not here).
+        let mut g = LaunchOrder::for_rank(0, 2);
+        g.launch(a, 1, 0, 1).unwrap();
+        g.sync_owner(1);
+        assert_eq!(g.renew(), None);
     }
 
     #[test]

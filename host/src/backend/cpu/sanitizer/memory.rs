@@ -7,6 +7,8 @@
 //! checked word by word, instead of the GPU's hashed table.
 
 use super::arena::{Arena, ArenaError, Zeroed};
+use super::lock;
+use crate::sanitizer::order::launch_order;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering as MemOrder};
 use vigil_shared::atomic::CoreAtomics;
 use vigil_shared::gpu::LAUNCH_RING_SLOTS;
@@ -33,6 +35,9 @@ pub(super) struct EngineMemory {
     exits: Zeroed<AtomicU32>,
     ring: Zeroed<AtomicU32>,
     sc: Zeroed<AtomicU32>,
+    /// The launch order's renewal the knowledge tables were last emptied
+    /// for ([`EngineMemory::renew_if_idle`]).
+    renewed: AtomicU64,
 }
 
 /// What one launch's ring record holds.
@@ -68,7 +73,24 @@ impl EngineMemory {
             exits,
             ring: Zeroed::new(LAUNCH_RING_SLOTS as usize * launch_record::WORDS)?,
             sc: Zeroed::new(MAX_SC_DEVICES * 2 * SC_WORDS)?,
+            renewed: AtomicU64::new(0),
         })
+    }
+
+    /// Empties the knowledge tables (snapshot arena, exit log, SC-fence
+    /// accumulators) if the launch order renewed since they were last
+    /// emptied: everything they name is then ordered before all later
+    /// work, and no launch runs (`LaunchOrder::renew`). Without it they
+    /// only fill, and a full arena makes every CTA that needs a snapshot
+    /// know everything (no race between blocks reported any more).
+    pub(super) fn renew_if_idle(&self) {
+        // Held until the tables are empty: no launch is planned meanwhile.
+        let mut order = lock(launch_order());
+        if let Some(renewal) = order.renew() {
+            if self.renewed.swap(renewal, MemOrder::Relaxed) != renewal {
+                Snapshots::<CoreAtomics>::renew(&self.snapshots, &self.exits, &self.sc);
+            }
+        }
     }
 
     /// Writes a launch's record into its ring slot (before any of its

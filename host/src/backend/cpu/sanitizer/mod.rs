@@ -455,6 +455,7 @@ impl CpuRaceSanitizer {
         let mut out: RaceReports = raw.into_iter().collect();
         out.add_dropped(self.dropped.swap(0, MemOrder::Relaxed) as u64);
         out.add_history_lost(self.bounded.swap(0, MemOrder::Relaxed) + self.shared.mem.take_lost());
+        self.shared.mem.renew_if_idle();
         out
     }
 
