@@ -42,15 +42,30 @@ impl AtomicU32Ops for A32 {
     }
 }
 
+/// `f` between two sequentially consistent fences when `o` is `SeqCst`:
+/// loom takes a `SeqCst` access as acquire-release, which would let two
+/// threads each miss the other's change where the engine relies on the
+/// single order of its `SeqCst` accesses (a whole-line read and write at
+/// once); the fences give the model that order.
+fn seq_cst<T>(o: MemOrder, f: impl FnOnce() -> T) -> T {
+    if o != MemOrder::SeqCst {
+        return f();
+    }
+    loom::sync::atomic::fence(MemOrder::SeqCst);
+    let r = f();
+    loom::sync::atomic::fence(MemOrder::SeqCst);
+    r
+}
+
 impl AtomicU64Ops for A64 {
     fn load(&self, o: MemOrder) -> u64 {
-        self.0.load(o)
+        seq_cst(o, || self.0.load(o))
     }
     fn store(&self, v: u64, o: MemOrder) {
-        self.0.store(v, o)
+        seq_cst(o, || self.0.store(v, o))
     }
     fn compare_exchange(&self, c: u64, n: u64, s: MemOrder, f: MemOrder) -> Result<u64, u64> {
-        self.0.compare_exchange(c, n, s, f)
+        seq_cst(s, || self.0.compare_exchange(c, n, s, f))
     }
 }
 
@@ -86,6 +101,9 @@ fn long_model(f: impl Fn() + Sync + Send + 'static) {
 /// The engine's memory for one line of words, built from loom atomics.
 struct Mem {
     shadow: Vec<A64>,
+    /// The site table of split words (a race's earlier site is waited
+    /// for: it must be there to be found).
+    sites: Vec<A64>,
     pool: Vec<A64>,
     arena: Vec<A32>,
     syncs: Vec<Vec<A32>>,
@@ -113,6 +131,7 @@ impl Mem {
         }
         Arc::new(Mem {
             shadow: (0..32).map(|_| A64(LU64::new(0))).collect(),
+            sites: (0..2 * 256).map(|_| A64(LU64::new(0))).collect(),
             pool,
             arena,
             syncs,
@@ -135,7 +154,7 @@ impl Mem {
             pool: &self.pool,
             arena: &self.arena,
             exits: &[],
-            sites: &[],
+            sites: &self.sites,
             launches: &[],
             sc: &[],
         };
@@ -183,6 +202,28 @@ impl Mem {
         })
     }
 
+    /// CTA `cta`'s whole-line access of the line (word by word if the
+    /// line is split, as the hosts do); whether it found a race.
+    fn line(&self, cta: u32, write: bool) -> bool {
+        self.with(cta, &[], |mem, view, _| {
+            let mut bounded = false;
+            // A site of its own (a race's earlier site is waited for).
+            let site = SiteWord::new(view.serial, 8, 0, vigil_shared::race::SiteLanes::Single);
+            let acc = LineAccess {
+                write,
+                read_only: false,
+                site,
+            };
+            match access_line(mem, view, 0, acc, &mut bounded) {
+                LineOutcome::Clean => false,
+                LineOutcome::Raced(_) => true,
+                LineOutcome::Split | LineOutcome::RacedSplit(_) => {
+                    access(mem, view, 0, 0, 128, write, false, site, &mut bounded).is_some()
+                }
+            }
+        })
+    }
+
     /// CTA `cta`'s atomic `kind` of word 0 at `ordering`, system scope;
     /// returns what it acquired.
     fn atomic(&self, cta: u32, kind: AtomicOpKind, ordering: Ordering) -> SnapRef {
@@ -224,6 +265,27 @@ fn two_readers_splitting_a_line_lose_neither() {
     });
 }
 
+/// A whole-line write and another CTA's whole-line read of a fresh line
+/// at once, both on the line's header: whichever comes second reports
+/// the race (the reader registers in cell 1 and looks at cell 0 again;
+/// the writer installs itself in cell 0 and must look at cell 1 again).
+#[test]
+fn a_whole_line_write_and_read_at_once_race() {
+    long_model(|| {
+        let m = Mem::new(2);
+        let writer = {
+            let m = m.clone();
+            loom::thread::spawn(move || m.line(0, true))
+        };
+        let reader = m.line(1, false);
+        let writer = writer.join().unwrap();
+        assert!(
+            reader || writer,
+            "the write and the read race: neither saw it"
+        );
+    });
+}
+
 /// Two CTAs writing different words of a fresh line at once: one splits
 /// the line while the other's word access may come in the middle of the
 /// split (the line's first cell locked). Neither write is lost: a CTA
@@ -260,35 +322,7 @@ fn a_line_split_racing_a_whole_line_write_loses_nothing() {
         let m = Mem::new(2);
         let writer = {
             let m = m.clone();
-            loom::thread::spawn(move || {
-                m.with(0, &[], |mem, view, _| {
-                    let mut bounded = false;
-                    let acc = LineAccess {
-                        write: true,
-                        read_only: false,
-                        site: SiteWord::NONE,
-                    };
-                    match access_line(mem, view, 0, acc, &mut bounded) {
-                        LineOutcome::Clean => false,
-                        LineOutcome::Raced(_) => true,
-                        // Split meanwhile: word by word (as the hosts do).
-                        LineOutcome::Split | LineOutcome::RacedSplit(_) => {
-                            let r = access(
-                                mem,
-                                view,
-                                0,
-                                0,
-                                128,
-                                true,
-                                false,
-                                SiteWord::NONE,
-                                &mut bounded,
-                            );
-                            r.is_some()
-                        }
-                    }
-                })
-            })
+            loom::thread::spawn(move || m.line(0, true))
         };
         let reader = m.access(1, &[], 3, false).is_some();
         let writer = writer.join().unwrap();

@@ -394,7 +394,7 @@ fn inline_step<M: RaceMemory + ?Sized>(
         } else if !cta.orders_desc(arena, d) {
             race = Some(found(
                 d,
-                settled_site(d, || site_of(mem, word, d.serial())),
+                settled_site::<M::Atomics>(d, || site_of(mem, word, d.serial())),
                 me,
                 word,
             ));
