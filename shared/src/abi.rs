@@ -177,8 +177,7 @@ pub enum ReportKind {
     /// Error: a thread's epoch can no longer be represented.
     EpochOverflow = 16,
     /// Error: an acquire needed a snapshot its releaser already overwrote.
-    /// No longer emitted (the overflow clock stands in, counted in
-    /// [`ThreadStateHeader::coarsened`]); the code stays reserved.
+    /// No longer emitted; the code stays reserved.
     ClockBufferExhausted = 17,
     /// Error: the inflated-record pool is full and the word has release
     /// heads (a word without them stays compact with older clocks dropped,

@@ -53,7 +53,7 @@ pub mod header {
     /// Snapshots whose tail was coarsened.
     pub const COARSENED: usize = 4;
     /// What the releases that could not leave their heads on their words
-    /// (no pool record left) knew, joined ([`SnapRef`]).
+    /// (no pool record left) knew, joined ([`SnapRef`](super::SnapRef)).
     pub const LOST_RELEASES: usize = 5;
     /// The lock of [`LOST_RELEASES`].
     pub const LOST_LOCK: usize = 6;

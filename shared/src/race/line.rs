@@ -2,7 +2,7 @@
 //! line's header in one pass: the hot path of a streaming kernel.
 //!
 //! A line in line mode keeps one state for all its 32 words in the first
-//! four cells of its shadow ([`super::layout`]): the last write, the
+//! four cells of its shadow ([`super::desc`]): the last write, the
 //! reads since, and both sites. A write checks both and installs itself
 //! with one compare-exchange of cell 0 (then clears the reads); a read
 //! checks the write and changes cell 1 only when the read state changes:

@@ -61,7 +61,8 @@ pub trait RaceMemory {
         hashed_site_of::<Self::Atomics>(self.site_words(), word, serial)
     }
 
-    /// The ring of launch records ([`launch_record`] words each).
+    /// The ring of launch records ([`launch_record`](mod@launch_record)
+    /// words each).
     fn launch_words(&self) -> &[U32Of<Self>];
 
     /// The lane bounds of the launch `r` names ([`LaneRef`]), if its
@@ -75,7 +76,7 @@ pub trait RaceMemory {
         Some(b)
     }
 
-    /// The SC-fence accumulators ([`super::fence::SC_WORDS`] per device
+    /// The SC-fence accumulators ([`super::sync::SC_WORDS`] per device
     /// and scope; empty: `fence.sc` orders like `fence.acq_rel`).
     fn sc_words(&self) -> &[U32Of<Self>] {
         &[]
@@ -212,7 +213,7 @@ pub struct SliceMemory<'a, F: AtomicFamily> {
     pub exits: &'a [F::U32],
     /// The site table.
     pub sites: &'a [F::U64],
-    /// The launch ring ([`launch_record`]).
+    /// The launch ring ([`launch_record`](mod@launch_record)).
     pub launches: &'a [F::U32],
     /// SC-fence accumulators.
     pub sc: &'a [F::U32],

@@ -46,7 +46,7 @@ pub struct Head {
     pub epoch: u16,
     /// The release's scope (device or system).
     pub scope: Scope,
-    /// The releaser's device ([`ANY_DEVICE`] for a widened head).
+    /// The releaser's device (`ANY_DEVICE` for a widened head).
     pub device: u32,
     /// What it had acquired.
     pub known: SnapRef,

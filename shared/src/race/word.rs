@@ -259,11 +259,14 @@ fn access_word_fast<M: RaceMemory + ?Sized>(
     }
     let d = AccessDesc(c).untagged();
     let ds = d.serial();
+    // Another read of this launch's read-only bytes, or this very access
+    // again: nothing to check or change.
+    let same_launch_read =
+        is_launch(me) && is_launch(d) && cta.host.owns(ds) && me.bytes() & !d.bytes() == 0;
+    let again = ds == me.serial() && d.epoch() == me.epoch() && d.key() == me.key();
     let replace = if d.is_none() {
         true
-    } else if is_launch(me) && is_launch(d) && cta.host.owns(ds) && me.bytes() & !d.bytes() == 0 {
-        return Some(None);
-    } else if ds == me.serial() && d.epoch() == me.epoch() && d.key() == me.key() {
+    } else if same_launch_read || again {
         return Some(None);
     } else {
         (ds == cta.serial || cta.host.orders(ds)) && dominates(me, d)

@@ -2,7 +2,8 @@
 //! `vigil-shared` (`vigil_shared::race`, docs/src/design/engine.md), the
 //! one the GPU runs, driven by the CPU executor's hooks over shadow memory
 //! in host memory. [`CpuRaceSanitizer`] implements both the per-thread
-//! hooks ([`SanitizerRuntime`]) and the context's hook
+//! hooks ([`SanitizerRuntime`](vigil_device::host_runtime::SanitizerRuntime))
+//! and the context's hook
 //! ([`CpuSanitizer`](crate::CpuSanitizer)).
 //!
 //! # Design
@@ -25,7 +26,7 @@
 //!   end the engine logs what it acquired of other launches.
 //! - **Ordering.** Launches, event records, stream waits and host
 //!   synchronisations go to the process's
-//!   [`LaunchOrder`](crate::sanitizer::order::LaunchOrder) under this
+//!   launch order (`crate::sanitizer::order::LaunchOrder`) under this
 //!   context's owner id, as the GPU's do: it hands each launch its serials
 //!   and lane bounds, which go into the launch ring before its blocks run.
 //!   Kernels on unrelated streams are therefore unordered even though the
