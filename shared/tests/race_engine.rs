@@ -762,17 +762,17 @@ fn random_programs_at_gpu_scale_agree_with_the_model() {
 }
 
 /// Replays one random program, printing the steps that touched the bytes
-/// of step `VIGIL_STEP` (for debugging a failing seed:
-/// `VIGIL_SEED=n VIGIL_STEP=i cargo test -p vigil-shared --test race_engine replay -- --nocapture --ignored`).
+/// of step `VIGIL_REPLAY_STEP` (for debugging a failing seed:
+/// `VIGIL_SEED=n VIGIL_REPLAY_STEP=i cargo test -p vigil-shared --test race_engine replay -- --nocapture --ignored`).
 #[test]
 #[ignore]
 fn replay() {
     let seed: u64 = std::env::var("VIGIL_SEED").unwrap().parse().unwrap();
-    let upto: usize = std::env::var("VIGIL_STEP").unwrap().parse().unwrap();
-    let len: usize = std::env::var("VIGIL_LEN").map_or(200, |v| v.parse().unwrap());
-    let ctas: u32 = std::env::var("VIGIL_CTAS").map_or(8, |v| v.parse().unwrap());
-    let streams: usize =
-        std::env::var("VIGIL_STREAMS").map_or(1 + (seed % 3) as usize, |v| v.parse().unwrap());
+    let upto: usize = std::env::var("VIGIL_REPLAY_STEP").unwrap().parse().unwrap();
+    let len: usize = std::env::var("VIGIL_REPLAY_LEN").map_or(200, |v| v.parse().unwrap());
+    let ctas: u32 = std::env::var("VIGIL_REPLAY_CTAS").map_or(8, |v| v.parse().unwrap());
+    let streams: usize = std::env::var("VIGIL_REPLAY_STREAMS")
+        .map_or(1 + (seed % 3) as usize, |v| v.parse().unwrap());
     let steps = program(seed, streams, len, ctas);
     let span = |s: &Step| match *s {
         Step::Plain { addr, size, .. } | Step::Atomic { addr, size, .. } => {
@@ -794,20 +794,20 @@ fn replay() {
 }
 
 /// Debug: runs a random program through the engine alone, printing the
-/// cell of word `VIGIL_WORD` after each step that touches it.
+/// cell of word `VIGIL_REPLAY_WORD` after each step that touches it.
 #[test]
 #[ignore]
 fn trace_word() {
     let seed: u64 = std::env::var("VIGIL_SEED").unwrap().parse().unwrap();
-    let word: u64 = std::env::var("VIGIL_WORD").unwrap().parse().unwrap();
-    let upto: usize = std::env::var("VIGIL_STEP").unwrap().parse().unwrap();
-    let len: usize = std::env::var("VIGIL_LEN").map_or(200, |v| v.parse().unwrap());
-    let ctas: u32 = std::env::var("VIGIL_CTAS").map_or(8, |v| v.parse().unwrap());
-    let streams: usize =
-        std::env::var("VIGIL_STREAMS").map_or(1 + (seed % 3) as usize, |v| v.parse().unwrap());
+    let word: u64 = std::env::var("VIGIL_REPLAY_WORD").unwrap().parse().unwrap();
+    let upto: usize = std::env::var("VIGIL_REPLAY_STEP").unwrap().parse().unwrap();
+    let len: usize = std::env::var("VIGIL_REPLAY_LEN").map_or(200, |v| v.parse().unwrap());
+    let ctas: u32 = std::env::var("VIGIL_REPLAY_CTAS").map_or(8, |v| v.parse().unwrap());
+    let streams: usize = std::env::var("VIGIL_REPLAY_STREAMS")
+        .map_or(1 + (seed % 3) as usize, |v| v.parse().unwrap());
     let steps = program(seed, streams, len, ctas);
     let devices = vec![0; streams];
-    let pool: usize = std::env::var("VIGIL_POOL").map_or(1 << 14, |v| v.parse().unwrap());
+    let pool: usize = std::env::var("VIGIL_REPLAY_POOL").map_or(1 << 14, |v| v.parse().unwrap());
     let mut h = race_model::Harness::new(streams, 1024, pool, &devices);
     for (i, s) in steps.iter().enumerate().take(upto + 1) {
         let v = h.step(i, s);
@@ -817,7 +817,7 @@ fn trace_word() {
             "{i}: {s:?} -> {:?} cell {c:#x} line0 {c0:#x}",
             v.map(|v| v.race.map(|r| r.prior.serial()))
         );
-        if let Ok(spec) = std::env::var("VIGIL_SEES") {
+        if let Ok(spec) = std::env::var("VIGIL_REPLAY_SEES") {
             let v: Vec<u64> = spec.split(',').map(|x| x.parse().unwrap()).collect();
             if v[0] as usize == i {
                 println!(
