@@ -85,6 +85,19 @@ fn note_site<M: RaceMemory + ?Sized>(cell: &U64Of<M>, old: u64, site: SiteWord) 
     let _ = cell.compare_exchange(old, site.0, MemOrder::Relaxed, MemOrder::Relaxed);
 }
 
+/// The ordering of the fast paths' header changes and of their look at
+/// the other cell after them (a write's at the reads, a read's at the
+/// write), so that of a whole-line read and write at once one sees the
+/// other: sequentially consistent. On the GPU relaxed does it at no cost:
+/// the look is issued once the compare-exchange has returned, both were
+/// performed in L2, the point of coherence of `.gpu` atomics, and the
+/// header's cells share one 32-byte sector there; the general paths keep
+/// acquire-release.
+#[cfg(target_arch = "nvptx64")]
+const MEET: MemOrder = MemOrder::Relaxed;
+#[cfg(not(target_arch = "nvptx64"))]
+const MEET: MemOrder = MemOrder::SeqCst;
+
 /// Whether `s` is forgotten: ordered before every launch issued since
 /// the current one was (and so before every access still to come).
 #[inline(always)]
@@ -135,10 +148,10 @@ fn access_line_fast<M: RaceMemory + ?Sized>(
         }
         let new = LineWrite::new(cta.serial, cta.epoch, w.version().wrapping_add(1));
         let s2 = h.c2.load(MemOrder::Relaxed);
-        h.c0.compare_exchange(v0, new.0, MemOrder::SeqCst, MemOrder::Relaxed)
+        h.c0.compare_exchange(v0, new.0, MEET, MemOrder::Relaxed)
             .ok()?;
         note_site::<M>(h.c2, s2, acc.site);
-        if h.c1.load(MemOrder::SeqCst) != v1 {
+        if h.c1.load(MEET) != v1 {
             let race = late_reads(mem, cta, &mem.arena(), h, w, v1, word0, bounded);
             return Some(done(race));
         }
@@ -166,14 +179,14 @@ fn access_line_fast<M: RaceMemory + ?Sized>(
     }
     let mine = LineRead::new(kind, cta.serial, cta.epoch, w.version());
     let s3 = h.c3.load(MemOrder::Relaxed);
-    h.c1.compare_exchange(v1, mine.0, MemOrder::SeqCst, MemOrder::Relaxed)
+    h.c1.compare_exchange(v1, mine.0, MEET, MemOrder::Relaxed)
         .ok()?;
     note_site::<M>(h.c3, s3, acc.site);
     // A writer that replaced cell 0 after this read's check did not see
     // the read: the general path checks its write. (Sequentially
     // consistent with the writer's change of cell 0 and its look at cell
     // 1 after it: of a read and a write at once, one sees the other.)
-    (h.c0.load(MemOrder::SeqCst) == v0).then_some(LineOutcome::Clean)
+    (h.c0.load(MEET) == v0).then_some(LineOutcome::Clean)
 }
 
 /// Checks and records `acc` of the whole line starting at word `word0`
