@@ -7,10 +7,6 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 export VIGIL_REQUIRE_GPU=1
 export RUST_BACKTRACE=1
-# The engine's PTX check kernel, for vigil-shared-ptx-check's GPU test.
-if [ -f "$here/ptx/vigil_shared_ptx_check.ptx" ]; then
-  export VIGIL_PTX_CHECK_PTX="$here/ptx/vigil_shared_ptx_check.ptx"
-fi
 log_dir=/tmp/vigil-gpu-logs
 mkdir -p "$log_dir"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || true

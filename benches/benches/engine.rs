@@ -1,193 +1,256 @@
-//! Engine benchmarks, no GPU needed: the happens-before engine alone over
-//! host memory (what every sanitized access runs, on the GPU and the CPU
-//! backend), per access, for the access patterns the suite's kernels make.
+//! Race-engine benchmarks, no GPU needed: the engine alone
+//! (`vigil_shared::race`) over host memory, what every sanitized access
+//! runs on the GPU and the CPU backend, per access, for the patterns the
+//! suite's kernels make.
 //!
 //! ```text
 //! cargo bench -p vigil-bench --bench engine
 //! ```
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering as MemOrder};
+use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use divan::counter::ItemsCount;
 use divan::Bencher;
-use vigil_shared::abi::{thread_state_words, AccessSite, InflatedRecord, PoolHeader};
 use vigil_shared::atomic::CoreAtomics;
-use vigil_shared::engine::{AtomicOp, AtomicOpKind, Engine, EngineConfig, SliceMemory};
-use vigil_shared::line::{LineOutcome, LINE_WORDS};
+use vigil_shared::race::atomic::{atomic, AtomicOp, AtomicOpKind};
+use vigil_shared::race::cta::{CtaView, LaneDevices};
+use vigil_shared::race::knowledge::Arena;
+use vigil_shared::race::line::{access_line, LineAccess, LineOutcome, LINE_WORDS};
+use vigil_shared::race::record::{Pool, RECORD_WORDS};
+use vigil_shared::race::serial::{lane_start, HostOrder, LaneBounds, Serial};
+use vigil_shared::race::sync::{CtaSync, SYNC_WORDS};
+use vigil_shared::race::{access, SiteLanes, SiteWord, SliceMemory};
 use vigil_shared::{Ordering, Scope};
 
 fn main() {
     divan::main();
 }
 
-/// Sanitizer threads (one device).
-const THREADS: u32 = 32;
-/// Words every pattern touches.
+/// Words every pattern touches (256 KiB of data).
 const WORDS: usize = 1 << 16;
-/// The engine configurations benchmarked: the CPU backend's exact
-/// history and the GPU runtime's bounded one.
-const HISTORIES: [&str; 2] = ["exact", "bounded"];
-/// Pool records (the GPU runtime's default is 65,536).
-const RECORDS: usize = 4096;
+/// CTAs of each launch.
+const CTAS: u32 = 64;
+/// Pool records.
+const RECORDS: usize = 1 << 16;
 
-/// Host memory for one engine.
-struct Memory {
-    cfg: EngineConfig,
-    state_words: usize,
-    states: Vec<AtomicU32>,
+/// The engine's memory, and the launches of one stream, each ordered
+/// after the last by the host (a stream's launches, the host waiting
+/// between them: what came before is forgotten).
+struct Engine {
     shadow: Vec<AtomicU64>,
-    pool: Vec<AtomicU32>,
-    ring: Vec<AtomicU32>,
-    kernel: u32,
+    pool: Vec<AtomicU64>,
+    arena: Vec<AtomicU32>,
+    sync: Vec<AtomicU32>,
+    bounds: LaneBounds,
+    devices: LaneDevices,
+    base: Serial,
 }
 
 fn zeroed32(n: usize) -> Vec<AtomicU32> {
     (0..n).map(|_| AtomicU32::new(0)).collect()
 }
+fn zeroed64(n: usize) -> Vec<AtomicU64> {
+    (0..n).map(|_| AtomicU64::new(0)).collect()
+}
 
-impl Memory {
-    /// The GPU runtime's configuration (`"bounded"` history) or the CPU
-    /// backend's (`"exact"`).
-    fn new(history: &str) -> Memory {
-        let cfg = EngineConfig {
-            num_sms: THREADS,
-            num_threads: THREADS,
-            clock_buffer_size: 16,
-            rng_seed: 1,
-            real_base: 0,
-            chain_records_per_word: 0,
-            spill_snapshots: false,
-        };
-        let cfg = if history == "bounded" {
-            cfg
-        } else {
-            cfg.with_exact_history()
-        };
-        let state_words = thread_state_words(THREADS, cfg.clock_buffer_size);
-        let pool = zeroed32(PoolHeader::WORDS + RECORDS * InflatedRecord::WORDS);
-        pool[1].store(RECORDS as u32, MemOrder::Relaxed);
-        let mut m = Memory {
-            cfg,
-            state_words,
-            states: zeroed32(state_words * THREADS as usize),
-            shadow: (0..WORDS).map(|_| AtomicU64::new(0)).collect(),
+impl Engine {
+    fn new() -> Engine {
+        let pool = zeroed64((RECORDS + 1) * RECORD_WORDS);
+        Pool::<CoreAtomics>::init(&pool);
+        let arena = zeroed32(1 << 20);
+        Arena::<CoreAtomics>::init(&arena, 1);
+        let mut e = Engine {
+            shadow: zeroed64(WORDS),
             pool,
-            ring: zeroed32(3 * THREADS as usize),
-            kernel: 0,
+            arena,
+            sync: zeroed32(SYNC_WORDS),
+            bounds: LaneBounds::NONE,
+            devices: LaneDevices::default(),
+            base: lane_start(1),
         };
-        m.with(|e, _| (0..THREADS).for_each(|t| e.init_thread(t)));
-        m.next_kernel();
-        m
+        e.next_launch();
+        e
     }
 
-    fn with<R>(
-        &self,
-        f: impl FnOnce(&Engine<'_, SliceMemory<'_, CoreAtomics>>, &[AtomicU32]) -> R,
-    ) -> R {
-        let mem = SliceMemory::<CoreAtomics> {
-            thread_states: &self.states,
-            thread_state_words: self.state_words,
+    /// The next launch on the stream.
+    fn next_launch(&mut self) {
+        self.base += CTAS;
+        self.bounds.0[1] = self.base;
+    }
+
+    fn mem(&self) -> SliceMemory<'_, CoreAtomics> {
+        SliceMemory {
             shadow: &self.shadow,
             pool: &self.pool,
-            reports: &[],
-            sc_fences: &[],
-        };
-        f(&Engine::new(&mem, self.cfg), &self.ring)
+            arena: &self.arena,
+            exits: &[],
+            sites: &[],
+            launches: &[],
+            sc: &[],
+        }
     }
 
-    /// A kernel boundary: every thread's accesses so far are ordered
-    /// before every thread's next ones.
-    fn next_kernel(&mut self) {
-        let k = self.kernel;
-        self.with(|e, ring| {
-            (0..THREADS).for_each(|t| e.kernel_exit(t, ring, k));
-            (0..THREADS).for_each(|t| e.kernel_entry(t, ring, k + 1));
-        });
-        self.kernel += 1;
+    /// CTA `cta` of the current launch (a fresh synchronisation state:
+    /// what it acquired is not carried from one call to the next).
+    fn cta(&self, cta: u32) -> CtaView<'_> {
+        let sync = CtaSync::<CoreAtomics>::new(&self.sync);
+        CtaView {
+            serial: self.base + cta,
+            epoch: sync.epoch(),
+            device: 0,
+            host: HostOrder {
+                base: self.base,
+                count: CTAS,
+                bounds: &self.bounds,
+            },
+            global: &self.bounds,
+            devices: &self.devices,
+            known: sync.known(),
+            launch: 0,
+        }
     }
 }
 
-/// A copy's pattern: each word read by one thread, written by another
-/// (blocks of 256 words per thread, as CTAs stream), once per kernel; the
-/// cells hold the previous kernel's clocks.
-#[divan::bench(args = HISTORIES)]
-fn stream_read_write(bencher: Bencher, history: &str) {
-    let mut m = Memory::new(history);
-    let site = AccessSite::default();
-    bencher
-        .counter(ItemsCount::new(2 * WORDS / 2))
-        .bench_local(|| {
-            m.with(|e, _| {
-                for w in 0..WORDS as u64 / 2 {
-                    let t = (w / 256) as u32 % THREADS;
-                    e.access(t, 4 * w, 4, false, &site);
-                    e.access(t, 4 * (w + WORDS as u64 / 2), 4, true, &site);
-                }
-            });
-            m.next_kernel();
-        });
+/// The CTA a streaming kernel's word `w` belongs to (blocks of 256 words).
+fn cta_of(w: u64) -> u32 {
+    (w / 256) as u32 % CTAS
 }
 
-/// [`stream_read_write`] as warps make it: every line read and written
-/// whole by one warp, checked through the line's summary
-/// (`Engine::access_line`), counted per word as there.
-#[divan::bench(args = HISTORIES)]
-fn stream_lines(bencher: Bencher, history: &str) {
-    let mut m = Memory::new(history);
-    let site = AccessSite::default();
+fn site(serial: Serial) -> SiteWord {
+    SiteWord::new(serial, 0x1000, 0, SiteLanes::Four)
+}
+
+/// One launch after another on the stream, each reading the words of one
+/// half and writing the same words of the other, `step` words at a time
+/// through `check` (which asserts the access is clean).
+fn stream(
+    bencher: Bencher,
+    step: u64,
+    check: impl Fn(&SliceMemory<'_, CoreAtomics>, &CtaView<'_>, u64, bool, &mut bool),
+) {
+    let mut e = Engine::new();
+    CtaSync::<CoreAtomics>::new(&e.sync).init();
     let half = WORDS as u64 / 2;
+    bencher.counter(ItemsCount::new(WORDS)).bench_local(|| {
+        {
+            let mem = e.mem();
+            let mut bounded = false;
+            for w in (0..half).step_by(step as usize) {
+                let view = e.cta(cta_of(w));
+                for (word, write) in [(w, false), (w + half, true)] {
+                    check(&mem, &view, word, write, &mut bounded);
+                }
+            }
+        }
+        e.next_launch();
+    });
+}
+
+/// A copy as warps make it: each line of one half read whole and the
+/// same line of the other half written whole (the lines hold the last
+/// launch's accesses), through the line headers.
+#[divan::bench]
+fn stream_lines(bencher: Bencher) {
+    stream(bencher, LINE_WORDS, |mem, view, word, write, bounded| {
+        let acc = LineAccess {
+            write,
+            read_only: false,
+            site: site(view.serial),
+        };
+        assert_eq!(
+            access_line(mem, view, word, acc, bounded),
+            LineOutcome::Clean
+        );
+    });
+}
+
+/// [`stream_lines`] as the CPU backend checks it: every thread's word on
+/// its own (the lines split into words at the first launch).
+#[divan::bench]
+fn stream_words(bencher: Bencher) {
+    stream(bencher, 1, |mem, view, word, write, bounded| {
+        let r = access(
+            mem,
+            view,
+            word,
+            0,
+            4,
+            write,
+            false,
+            site(view.serial),
+            bounded,
+        );
+        assert!(r.is_none());
+    });
+}
+
+/// Split words read by many CTAs of one launch (a table every block
+/// reads): records of entries, one per run of CTAs with one site, and a
+/// CTA re-reading its own words.
+#[divan::bench]
+fn split_words_read_by_every_cta(bencher: Bencher) {
+    let mut e = Engine::new();
+    CtaSync::<CoreAtomics>::new(&e.sync).init();
+    const TABLE: u64 = 1024;
     bencher
-        .counter(ItemsCount::new(2 * WORDS / 2))
+        .counter(ItemsCount::new(TABLE as usize * CTAS as usize))
         .bench_local(|| {
-            m.with(|e, _| {
-                for w in (0..half).step_by(LINE_WORDS as usize) {
-                    let t = (w / 256) as u32 % THREADS;
-                    for (addr, write) in [(4 * w, false), (4 * (w + half), true)] {
-                        if e.access_line(t, addr, 4, write, &site) == LineOutcome::PerWord {
-                            for k in 0..LINE_WORDS {
-                                e.access(t, addr + 4 * k, 4, write, &site);
-                            }
-                        }
+            {
+                let mem = e.mem();
+                let mut bounded = false;
+                for c in 0..CTAS {
+                    let view = e.cta(c);
+                    for w in 0..TABLE {
+                        let s = SiteWord::new(view.serial, 0x2000, 0, SiteLanes::Single);
+                        let r = access(&mem, &view, w, 0, 4, false, false, s, &mut bounded);
+                        assert!(r.is_none());
                     }
                 }
-            });
-            m.next_kernel();
+            }
+            e.next_launch();
         });
 }
 
-/// A stencil's or a tile's pattern: one thread reads words it read
-/// already in this epoch (FastTrack's same-epoch case).
-#[divan::bench(args = HISTORIES)]
-fn same_epoch_reads(bencher: Bencher, history: &str) {
-    let m = Memory::new(history);
-    let site = AccessSite::default();
-    m.with(|e, _| {
-        for w in 0..WORDS as u64 {
-            e.access(0, 4 * w, 4, false, &site);
-        }
-    });
-    bencher.counter(ItemsCount::new(WORDS)).bench_local(|| {
-        m.with(|e, _| {
-            for w in 0..WORDS as u64 {
-                e.access(0, 4 * w, 4, false, &site);
+/// A counter's pattern: every CTA's relaxed device-scope adds on one
+/// word, through the word's record locked around the operation.
+#[divan::bench]
+fn contended_atomic(bencher: Bencher) {
+    let e = Engine::new();
+    const OPS: u32 = 4096;
+    let op = AtomicOp {
+        kind: AtomicOpKind::Rmw,
+        ordering: Ordering::Relaxed,
+        failure_ordering: Ordering::Relaxed,
+        scope: Scope::Device,
+    };
+    let counter = AtomicU32::new(0);
+    bencher
+        .counter(ItemsCount::new(OPS as usize))
+        .bench_local(|| {
+            let mem = e.mem();
+            let sync = CtaSync::<CoreAtomics>::new(&e.sync);
+            sync.init();
+            let mut bounded = false;
+            for i in 0..OPS {
+                let mut view = e.cta(i % CTAS);
+                let at = site(view.serial);
+                let ((), race) = atomic(
+                    &mem,
+                    &mut view,
+                    &sync,
+                    0,
+                    0,
+                    0,
+                    4,
+                    op,
+                    at,
+                    &mut bounded,
+                    || {
+                        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        ((), true)
+                    },
+                );
+                assert!(race.is_none());
             }
-        })
-    });
-}
-
-/// A counter's pattern: every thread's relaxed device-scope atomic adds
-/// on one word.
-#[divan::bench(args = HISTORIES)]
-fn hot_word_atomics(bencher: Bencher, history: &str) {
-    let m = Memory::new(history);
-    let site = AccessSite::default();
-    let op = AtomicOp::new(AtomicOpKind::Rmw, Ordering::Relaxed, Scope::Device);
-    const OPS: usize = 4096;
-    bencher.counter(ItemsCount::new(OPS)).bench_local(|| {
-        m.with(|e, _| {
-            for i in 0..OPS as u32 {
-                e.atomic(i % THREADS, 0, 4, op, &site, || true);
-            }
-        })
-    });
+        });
 }

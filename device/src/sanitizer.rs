@@ -8,7 +8,7 @@
 //! `host_runtime`; the GPU runtime arrives with the sanitized PTX entry).
 
 use core::panic::Location;
-use vigil_shared::engine::{AtomicOp, AtomicOpKind};
+use vigil_shared::race::atomic::{AtomicOp, AtomicOpKind};
 use vigil_shared::{AccessKind, Ordering, Scope};
 
 /// One atomic operation as the sanitizer sees it.

@@ -8,8 +8,8 @@
 //! Three variants over the same buffers (allocated from the CPU
 //! sanitizer's shadow arena): plain; checked with a no-op
 //! `SanitizerRuntime` (the cost of the hooks' plumbing alone); checked with
-//! the real CPU sanitizer ([`CpuRaceSanitizer`]: the happens-before engine
-//! over host shadow memory). Prints wall times; it is not a timed test.
+//! the real CPU sanitizer ([`CpuRaceSanitizer`]: the race engine over host
+//! shadow memory). Prints wall times; it is not a timed test.
 
 use std::panic::Location;
 use std::time::Duration;
@@ -78,7 +78,7 @@ fn reduce(
     let stream = StreamId(1);
     let launch = |grid: u32, params: &ParamBuffer| {
         if let Some(s) = real {
-            s.begin_launch(stream, "reduce_sum", grid.into(), REDUCE_BLOCK.into());
+            s.begin_launch(stream, "reduce_sum", grid.into(), REDUCE_BLOCK.into())?;
         }
         // SAFETY: `reduce_sum`'s parameters, packed in order from live
         // slices that nothing else touches until the launch returns.

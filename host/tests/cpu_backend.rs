@@ -298,8 +298,9 @@ impl CpuSanitizer for Fake {
         self.say(format!("runtime {}", launch.kernel));
         self
     }
-    fn on_launch_begin(&self, l: &LaunchInfo<'_>) {
+    fn on_launch_begin(&self, l: &LaunchInfo<'_>) -> vigil::Result<()> {
         self.say(format!("begin {} on {}", l.kernel, l.stream.0));
+        Ok(())
     }
     fn on_launch_end(&self, l: &LaunchInfo<'_>, outcome: Result<&LaunchStats, &CpuError>) {
         self.say(format!("end {} ok={}", l.kernel, outcome.is_ok()));

@@ -296,7 +296,7 @@ pub const RANGE_ACCESS_PARAMS: &[ParamDesc] = &[
 ];
 
 /// The entry that gives a freed buffer's pool records back
-/// ([`crate::reclaim`]): a sanitized context launches it when a buffer is
+/// ([`crate::race::reclaim`]): a sanitized context launches it when a buffer is
 /// freed, once no work of the device can touch the buffer any more, over
 /// the buffer's whole lines. Every kernel crate's PTX has it beside
 /// [`RANGE_ACCESS_ENTRY`]; it runs no sanitizer thread (no hidden

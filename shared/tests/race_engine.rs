@@ -5,7 +5,7 @@
 
 mod race_model;
 
-use race_model::{compare, Step};
+use race_model::{compare, compare_with_pool, Harness, Step};
 use vigil_shared::race::atomic::AtomicOpKind;
 use vigil_shared::{Ordering, Scope};
 
@@ -334,6 +334,250 @@ fn devices_scope_their_releases() {
     assert!(compare(2, 1024, &[0, 1], &steps) >= 1);
 }
 
+/// Two CTAs of one launch: a write and a read of the same bytes race
+/// either way, two writes race, two reads and disjoint bytes do not, and
+/// a CTA never races with itself.
+#[test]
+fn access_kinds_between_ctas() {
+    use vigil_shared::abi::ReportKind;
+    let mut h = Harness::new(1, 1024, 64, &[0]);
+    let steps = [
+        launch(0, 3),
+        plain(0, 0, 0, 4, true),
+        plain(0, 1, 0, 4, false),
+        plain(0, 1, 4, 4, false),
+        plain(0, 0, 4, 4, true),
+        plain(0, 0, 8, 4, true),
+        plain(0, 1, 8, 4, true),
+        plain(0, 0, 12, 4, false),
+        plain(0, 1, 12, 4, false),
+        plain(0, 0, 16, 2, true),
+        plain(0, 1, 18, 2, true),
+        plain(0, 2, 20, 4, true),
+        plain(0, 2, 20, 4, false),
+        plain(0, 2, 20, 1, true),
+    ];
+    let kinds: Vec<Option<ReportKind>> = steps
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| h.step(i, s))
+        .map(|v| v.race.map(|r| r.kind))
+        .collect();
+    use ReportKind::{ReadAfterWrite as Raw, WriteAfterRead as War, WriteAfterWrite as Waw};
+    assert_eq!(
+        kinds,
+        [
+            None,
+            Some(Raw),
+            None,
+            Some(War),
+            None,
+            Some(Waw),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None
+        ]
+    );
+}
+
+/// A flag between two CTAs: a release store and an acquiring load of
+/// device or system scope order the data; a relaxed flag does not, and
+/// block scope does not either (the other CTA is outside it, so the flag's
+/// two atomics race as well).
+#[test]
+fn message_passing_by_scope() {
+    for (release, acquire, scope, expected) in [
+        (Release, Acquire, Scope::Block, 2),
+        (Release, Acquire, Scope::Device, 0),
+        (Release, Acquire, Scope::System, 0),
+        (Relaxed, Acquire, Scope::Device, 1),
+        (Release, Relaxed, Scope::Device, 1),
+        (AcqRel, AcqRel, Scope::Device, 0),
+    ] {
+        let kind = |o: Ordering| {
+            if o == AcqRel {
+                AtomicOpKind::Rmw
+            } else {
+                AtomicOpKind::Store
+            }
+        };
+        let load = if acquire == AcqRel {
+            AtomicOpKind::Rmw
+        } else {
+            AtomicOpKind::Load
+        };
+        let steps = [
+            launch(0, 2),
+            plain(0, 0, 64, 4, true),
+            at(0, 0, 0, kind(release), release, scope),
+            at(0, 1, 0, load, acquire, scope),
+            plain(0, 1, 64, 4, false),
+        ];
+        let raced = compare(1, 1024, &[0], &steps);
+        assert_eq!(raced, expected, "{release:?}/{acquire:?} at {scope:?}");
+    }
+}
+
+/// What continues a release sequence: a read-modify-write by another CTA
+/// does (the acquirer of its value learns the first release), a relaxed
+/// store ends it; a failed compare-exchange is a read that acquires with
+/// its failure ordering.
+#[test]
+fn release_sequences_and_failed_exchanges() {
+    for (middle, expected) in [(AtomicOpKind::Rmw, 0), (AtomicOpKind::Store, 1)] {
+        let steps = [
+            launch(0, 3),
+            plain(0, 0, 64, 4, true),
+            at(0, 0, 0, AtomicOpKind::Store, Release, Scope::Device),
+            at(0, 1, 0, middle, Relaxed, Scope::Device),
+            at(0, 2, 0, AtomicOpKind::Load, Acquire, Scope::Device),
+            plain(0, 2, 64, 4, false),
+        ];
+        assert_eq!(
+            compare(1, 1024, &[0], &steps),
+            expected,
+            "{middle:?} in the middle"
+        );
+    }
+    for (failure, expected) in [(Acquire, 0), (Relaxed, 1)] {
+        let failed = Step::Atomic {
+            launch: 0,
+            cta: 1,
+            addr: 0,
+            size: 4,
+            kind: AtomicOpKind::CompareExchange,
+            ordering: AcqRel,
+            failure,
+            scope: Scope::Device,
+            succeeds: false,
+        };
+        let steps = [
+            launch(0, 2),
+            plain(0, 0, 64, 4, true),
+            at(0, 0, 0, AtomicOpKind::Store, Release, Scope::Device),
+            failed,
+            plain(0, 1, 64, 4, false),
+        ];
+        assert_eq!(
+            compare(1, 1024, &[0], &steps),
+            expected,
+            "failure ordering {failure:?}"
+        );
+    }
+}
+
+/// A thousand CTAs each write their slot and release into one counter; a
+/// last CTA acquires the counter and reads every slot: no race, unless
+/// one CTA added relaxed (then its slot races, and only its slot).
+#[test]
+fn a_thousand_releasers_into_one_word() {
+    let n = 1024u32;
+    for silent in [None, Some(0u32), Some(517), Some(n - 1)] {
+        let mut steps = vec![launch(0, n + 1)];
+        for c in 0..n {
+            steps.push(plain(0, c, 128 + 4 * u64::from(c), 4, true));
+            let ordering = if Some(c) == silent { Relaxed } else { Release };
+            steps.push(at(0, c, 0, AtomicOpKind::Rmw, ordering, Scope::Device));
+        }
+        steps.push(at(0, n, 0, AtomicOpKind::Load, Acquire, Scope::Device));
+        for c in 0..n {
+            steps.push(plain(0, n, 128 + 4 * u64::from(c), 4, false));
+        }
+        let expected = usize::from(silent.is_some());
+        assert_eq!(
+            compare(1, 8192, &[0], &steps),
+            expected,
+            "silent {silent:?}"
+        );
+    }
+}
+
+/// A write racing with an earlier write keeps both sides: a later read in
+/// the racer's same epoch still races with the first writer, on a split
+/// word and on a whole line alike.
+#[test]
+fn a_same_epoch_access_after_a_racing_write_still_races() {
+    let steps = [
+        launch(0, 2),
+        plain(0, 0, 0, 4, true),
+        plain(0, 1, 0, 4, true),
+        plain(0, 1, 0, 4, false),
+        line(0, 0, 1, true),
+        line(0, 1, 1, true),
+        line(0, 1, 1, false),
+    ];
+    assert_eq!(compare(1, 1024, &[0], &steps), 4);
+}
+
+/// A pool too small for the program: the engine may miss races (counted),
+/// never report one the model does not have.
+#[test]
+fn a_small_pool_only_misses_and_counts_it() {
+    for seed in 0..60u64 {
+        let steps = program(5000 + seed, 2, 300, 16);
+        compare_with_pool(3, 2, 1024, &[0, 0], &steps);
+    }
+}
+
+/// A release whose word finds no pool record left cannot leave its heads
+/// there: what it knew still reaches whoever reads the value, acquiring
+/// at once or through a later fence (counted), so nothing is reported
+/// that the model does not have.
+#[test]
+fn a_release_without_a_record_still_orders_its_acquirer() {
+    for fenced in [false, true] {
+        let mut steps = vec![
+            launch(0, 3),
+            // Two readers of one word take the pool's one record.
+            plain(0, 0, 256, 4, false),
+            plain(0, 1, 256, 4, false),
+            plain(0, 0, 64, 4, true),
+            at(0, 0, 0, AtomicOpKind::Store, Release, Scope::Device),
+        ];
+        if fenced {
+            steps.push(at(0, 1, 0, AtomicOpKind::Load, Relaxed, Scope::Device));
+            steps.push(fence(0, 1, Acquire, Scope::Device));
+        } else {
+            steps.push(at(0, 1, 0, AtomicOpKind::Load, Acquire, Scope::Device));
+        }
+        steps.push(plain(0, 1, 64, 4, false));
+        assert_eq!(
+            compare_with_pool(1, 1, 1024, &[0], &steps),
+            0,
+            "fenced {fenced}"
+        );
+    }
+}
+
+/// Lines freed (reclaimed) give their records back: the same reads every
+/// round (one kernel line read by eight CTAs: a record per word) never
+/// find the pool full.
+#[test]
+fn freed_lines_give_every_record_back() {
+    let mut h = Harness::new(1, 1024, 80, &[0]);
+    // The step index names the site: every read is made at one site.
+    let site = 0;
+    for round in 0..10 {
+        h.step(site, &launch(0, 8));
+        for c in 0..8 {
+            for w in 0..64u64 {
+                let v = h.step(site, &plain(round, c, 4 * w, 4, false)).unwrap();
+                assert!(
+                    v.race.is_none() && !v.bounded,
+                    "round {round}, CTA {c}, word {w}: {v:?}"
+                );
+            }
+        }
+        assert_eq!(h.pool_exhausted(), 0, "round {round}: the pool ran out");
+        h.step(site, &Step::SyncAll);
+        assert_eq!(h.reclaim(0..2), 64, "round {round}: records given back");
+    }
+}
+
 // ----- random programs ------------------------------------------------------
 
 /// A small deterministic generator (programs must be reproducible).
@@ -518,17 +762,17 @@ fn random_programs_at_gpu_scale_agree_with_the_model() {
 }
 
 /// Replays one random program, printing the steps that touched the bytes
-/// of step `VIGIL_STEP` (for debugging a failing seed:
-/// `VIGIL_SEED=n VIGIL_STEP=i cargo test -p vigil-shared --test race_engine replay -- --nocapture --ignored`).
+/// of step `VIGIL_REPLAY_STEP` (for debugging a failing seed:
+/// `VIGIL_SEED=n VIGIL_REPLAY_STEP=i cargo test -p vigil-shared --test race_engine replay -- --nocapture --ignored`).
 #[test]
 #[ignore]
 fn replay() {
     let seed: u64 = std::env::var("VIGIL_SEED").unwrap().parse().unwrap();
-    let upto: usize = std::env::var("VIGIL_STEP").unwrap().parse().unwrap();
-    let len: usize = std::env::var("VIGIL_LEN").map_or(200, |v| v.parse().unwrap());
-    let ctas: u32 = std::env::var("VIGIL_CTAS").map_or(8, |v| v.parse().unwrap());
-    let streams: usize =
-        std::env::var("VIGIL_STREAMS").map_or(1 + (seed % 3) as usize, |v| v.parse().unwrap());
+    let upto: usize = std::env::var("VIGIL_REPLAY_STEP").unwrap().parse().unwrap();
+    let len: usize = std::env::var("VIGIL_REPLAY_LEN").map_or(200, |v| v.parse().unwrap());
+    let ctas: u32 = std::env::var("VIGIL_REPLAY_CTAS").map_or(8, |v| v.parse().unwrap());
+    let streams: usize = std::env::var("VIGIL_REPLAY_STREAMS")
+        .map_or(1 + (seed % 3) as usize, |v| v.parse().unwrap());
     let steps = program(seed, streams, len, ctas);
     let span = |s: &Step| match *s {
         Step::Plain { addr, size, .. } | Step::Atomic { addr, size, .. } => {
@@ -550,20 +794,21 @@ fn replay() {
 }
 
 /// Debug: runs a random program through the engine alone, printing the
-/// cell of word `VIGIL_WORD` after each step that touches it.
+/// cell of word `VIGIL_REPLAY_WORD` after each step that touches it.
 #[test]
 #[ignore]
 fn trace_word() {
     let seed: u64 = std::env::var("VIGIL_SEED").unwrap().parse().unwrap();
-    let word: u64 = std::env::var("VIGIL_WORD").unwrap().parse().unwrap();
-    let upto: usize = std::env::var("VIGIL_STEP").unwrap().parse().unwrap();
-    let len: usize = std::env::var("VIGIL_LEN").map_or(200, |v| v.parse().unwrap());
-    let ctas: u32 = std::env::var("VIGIL_CTAS").map_or(8, |v| v.parse().unwrap());
-    let streams: usize =
-        std::env::var("VIGIL_STREAMS").map_or(1 + (seed % 3) as usize, |v| v.parse().unwrap());
+    let word: u64 = std::env::var("VIGIL_REPLAY_WORD").unwrap().parse().unwrap();
+    let upto: usize = std::env::var("VIGIL_REPLAY_STEP").unwrap().parse().unwrap();
+    let len: usize = std::env::var("VIGIL_REPLAY_LEN").map_or(200, |v| v.parse().unwrap());
+    let ctas: u32 = std::env::var("VIGIL_REPLAY_CTAS").map_or(8, |v| v.parse().unwrap());
+    let streams: usize = std::env::var("VIGIL_REPLAY_STREAMS")
+        .map_or(1 + (seed % 3) as usize, |v| v.parse().unwrap());
     let steps = program(seed, streams, len, ctas);
     let devices = vec![0; streams];
-    let mut h = race_model::Harness::new(streams, 1024, 1 << 14, &devices);
+    let pool: usize = std::env::var("VIGIL_REPLAY_POOL").map_or(1 << 14, |v| v.parse().unwrap());
+    let mut h = race_model::Harness::new(streams, 1024, pool, &devices);
     for (i, s) in steps.iter().enumerate().take(upto + 1) {
         let v = h.step(i, s);
         let c = h.shadow()[word as usize].load(std::sync::atomic::Ordering::Relaxed);
@@ -572,7 +817,7 @@ fn trace_word() {
             "{i}: {s:?} -> {:?} cell {c:#x} line0 {c0:#x}",
             v.map(|v| v.race.map(|r| r.prior.serial()))
         );
-        if let Ok(spec) = std::env::var("VIGIL_SEES") {
+        if let Ok(spec) = std::env::var("VIGIL_REPLAY_SEES") {
             let v: Vec<u64> = spec.split(',').map(|x| x.parse().unwrap()).collect();
             if v[0] as usize == i {
                 println!(

@@ -8,9 +8,9 @@
 //! by [`race_scenarios!`]: one line per backend, so backends cannot drift.
 //!
 //! Most cases run on one CPU worker so that blocks run in index order and
-//! the kind of a race (which access came second) is deterministic; the
-//! sanitizer gives consecutive blocks different clock slots whatever the
-//! worker count, so races between blocks are seen either way. The
+//! the kind of a race (which access came second) is deterministic; every
+//! block is its own sanitizer thread whatever the worker count, so races
+//! between blocks are seen either way. The
 //! persistent-kernel cases use two workers, so the spinning block really
 //! waits for a block running beside it.
 

@@ -130,12 +130,12 @@ fn the_report_file_gets_one_json_line_per_collection_with_races() {
 fn a_bounded_collection_without_races_reaches_the_report_file() {
     let path = temp_path("bounded.jsonl");
     let t = bench(Context::builder().report_path(&path));
-    let data = t.zeros(3 << 15);
+    let mut data = t.zeros(3 << 15);
     let mut sums = t.zeros(8 * 256);
     t.a.launch(
         &t.kernel::<every_block_reads_all>(),
         LaunchConfig::new(8, 256),
-        (&data, &mut sums),
+        (&mut data, &mut sums),
     )
     .expect("launch");
     t.ctx.synchronize().expect("no race");

@@ -376,12 +376,11 @@ mod scenarios {
     }
 
     /// Two launches of one grid on two unordered streams, each block
-    /// writing its own element: the same block of each launch races. (On
-    /// the CPU backend, with a grid of a multiple of its 64 clock slots,
-    /// every block of the second launch took the slot of its twin in the
-    /// first and looked ordered after it.)
-    /// Grids beside `blocks` (the CPU backend has 64 clock slots): one
-    /// slot short of them, one over, and a prime.
+    /// writing its own element: the same block of each launch races,
+    /// whatever the grid (a sanitizer that reuses per-SM or per-slot state
+    /// from block to block could take the twin for ordered).
+    /// Grids beside `blocks`: a power of two less one, plus one, and a
+    /// prime.
     fn same_grids(blocks: u32) -> [u32; 4] {
         [blocks, 63, 65, 67]
     }
@@ -675,13 +674,13 @@ mod scenarios {
             return;
         };
         let (blocks, threads) = (8u32, 256u32);
-        let data = b.zeros(READ_BY_EVERY_BLOCK);
+        let mut data = b.zeros(READ_BY_EVERY_BLOCK);
         let mut sums = b.zeros((blocks * threads) as usize);
         b.stream
             .launch(
                 &b.kernel::<every_block_reads_all>(),
                 LaunchConfig::new(blocks, threads),
-                (&data, &mut sums),
+                (&mut data, &mut sums),
             )
             .expect("launch");
         let reports = b.wait_and_take_reports();

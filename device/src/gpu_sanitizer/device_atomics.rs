@@ -196,9 +196,7 @@ impl AtomicFamily for DeviceAtomics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use vigil_shared::abi::{thread_state_words, AccessSite, InflatedRecord, PoolHeader};
     use vigil_shared::atomic::SpinLock;
-    use vigil_shared::engine::{Engine, EngineConfig, Outcome, SliceMemory};
 
     #[test]
     fn words_behave_as_atomics() {
@@ -232,49 +230,62 @@ mod tests {
 
     #[test]
     fn the_engine_on_device_atomics_finds_races_and_order() {
-        // Two sanitizer threads on the device's atomics: unordered writes
-        // of one word race; a write and a read of other words in one
-        // thread do not.
-        let cfg = EngineConfig {
-            num_sms: 2,
-            num_threads: 2,
-            clock_buffer_size: 4,
-            rng_seed: 1,
-            real_base: 0,
-            chain_records_per_word: 0,
-            spill_snapshots: false,
-        };
-        let state_words = thread_state_words(2, 4);
+        // Two CTAs of one launch on the device's atomics: unordered writes
+        // of one word race; a write and a read of other words by one CTA
+        // do not.
+        use vigil_shared::race::cta::{CtaView, LaneDevices};
+        use vigil_shared::race::knowledge::Arena;
+        use vigil_shared::race::record::{Pool, RECORD_WORDS};
+        use vigil_shared::race::serial::{lane_start, HostOrder, LaneBounds};
+        use vigil_shared::race::{access, SiteWord, SliceMemory};
         let words32 = |n: usize| (0..n).map(|_| DeviceU32::new(0)).collect::<Vec<_>>();
-        let states = words32(2 * state_words);
-        let shadow = (0..64).map(|_| DeviceU64::new(0)).collect::<Vec<_>>();
-        let pool = words32(PoolHeader::WORDS + 8 * InflatedRecord::WORDS);
-        pool[1].store(8, MemOrder::Relaxed);
+        let words64 = |n: usize| (0..n).map(|_| DeviceU64::new(0)).collect::<Vec<_>>();
+        let (shadow, pool, arena) = (words64(64), words64(9 * RECORD_WORDS), words32(1024));
+        Pool::<DeviceAtomics>::init(&pool);
+        Arena::<DeviceAtomics>::init(&arena, 1);
         let mem = SliceMemory::<DeviceAtomics> {
-            thread_states: &states,
-            thread_state_words: state_words,
             shadow: &shadow,
             pool: &pool,
-            reports: &[],
-            sc_fences: &[],
+            arena: &arena,
+            exits: &[],
+            sites: &[],
+            launches: &[],
+            sc: &[],
         };
-        let engine = Engine::new(&mem, cfg);
-        engine.init_thread(0);
-        engine.init_thread(1);
-        let site = AccessSite::default();
-        assert!(matches!(
-            engine.access(0, 8, 4, true, &site),
-            Outcome::Clean
-        ));
-        assert!(matches!(
-            engine.access(0, 12, 4, false, &site),
-            Outcome::Clean
-        ));
-        assert!(matches!(
-            engine.access(0, 8, 4, true, &site),
-            Outcome::Clean
-        ));
-        assert!(engine.access(1, 8, 4, true, &site).is_race());
-        assert!(engine.access(1, 12, 4, false, &site) == Outcome::Clean);
+        let (bounds, devices) = (LaneBounds::NONE, LaneDevices::default());
+        let base = lane_start(1);
+        let cta = |serial| CtaView {
+            serial,
+            epoch: 1,
+            device: 0,
+            host: HostOrder {
+                base,
+                count: 2,
+                bounds: &bounds,
+            },
+            global: &bounds,
+            devices: &devices,
+            known: vigil_shared::race::knowledge::SnapRef::NONE,
+            launch: 0,
+        };
+        let run = |serial, word, write| {
+            let mut bounded = false;
+            access(
+                &mem,
+                &cta(serial),
+                word,
+                0,
+                4,
+                write,
+                false,
+                SiteWord::NONE,
+                &mut bounded,
+            )
+        };
+        assert!(run(base, 2, true).is_none());
+        assert!(run(base, 3, false).is_none());
+        assert!(run(base, 2, true).is_none());
+        assert!(run(base + 1, 2, true).is_some());
+        assert!(run(base + 1, 3, false).is_none());
     }
 }

@@ -547,7 +547,7 @@ impl Backend {
         let waits = op.touches_host();
         match (self, stream.0) {
             (Backend::Cuda(c), StreamHandle::Cuda(s)) => c.transfer((s, stream.1), op, caller)?,
-            (Backend::Cpu(c), StreamHandle::Cpu) => c.transfer(stream.1, op, caller),
+            (Backend::Cpu(c), StreamHandle::Cpu) => c.transfer(stream.1, op, caller)?,
             _ => return Err(self.foreign("a copy")),
         }
         if waits {

@@ -37,8 +37,8 @@ pub struct PriorSite {
     pub thread: u32,
     /// Launch id (as [`ReportResolver::launch`] takes it).
     pub launch: u32,
-    /// The SM the access ran on, when the side table keeps it (the CPU
-    /// backend's virtual SM); `None` leaves it to [`ReportResolver::place`].
+    /// The SM the access ran on, when the backend keeps it; `None` leaves
+    /// it to [`ReportResolver::place`].
     pub sm: Option<u32>,
 }
 

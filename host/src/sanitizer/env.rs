@@ -70,9 +70,10 @@ pub const KNOWN_VARIABLES: &[(&str, &str)] = &[
 
 /// Prefixes of variable families: `VIGIL_PTX_<LIB>` (the PTX path a
 /// build script sets), `VIGIL_PTX_TARGET_DIR` (the nested build's target
-/// directory) and `VIGIL_FAILED_VIGIL_PTX_<LIB>` (a kernel crate whose PTX
-/// build failed).
-pub const KNOWN_PREFIXES: &[&str] = &["VIGIL_PTX_", "VIGIL_FAILED_"];
+/// directory), `VIGIL_FAILED_VIGIL_PTX_<LIB>` (a kernel crate whose PTX
+/// build failed) and `VIGIL_REPLAY_<PART>` (what the race engine's model
+/// test replays of a failing program, with `VIGIL_SEED`).
+pub const KNOWN_PREFIXES: &[&str] = &["VIGIL_PTX_", "VIGIL_FAILED_", "VIGIL_REPLAY_"];
 
 /// True for a variable the project reads.
 pub fn is_known(name: &str) -> bool {

@@ -11,6 +11,9 @@
 //! - [`decode`]: the one decoder from the engine's raw records to
 //!   reports, with the [`ReportResolver`](decode::ReportResolver) each
 //!   backend implements;
+//! - [`order`]: the launch order both backends plan launches with
+//!   (serials, lane bounds, events and host waits);
+//! - [`launches`]: the launches a sanitizer remembers, by id and serial;
 //! - [`sink`]: where a context's reports go when collected (the
 //!   `VIGIL_REPORT` file);
 //! - [`buddy`]: the buddy tree both shadow allocators hand ranges out with
@@ -24,6 +27,7 @@ pub mod buddy;
 pub mod config;
 pub mod decode;
 pub mod env;
+pub mod launches;
 pub mod order;
 pub mod report;
 pub mod sink;

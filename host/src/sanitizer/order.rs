@@ -16,8 +16,10 @@
 //! known to have ended (the host waited for it).
 //!
 //! A lane is rented again once no stream holds it and the host clock of
-//! every context covers what it handed out; its serials go on from where
-//! they stopped, so records of its older serials stay ordered for all.
+//! every context covers what it handed out, or once the context whose
+//! streams used it is gone (its buffers, and so the accesses of those
+//! serials, went with it); its serials go on from where they stopped, so
+//! records of its older serials stay ordered for all.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -91,6 +93,10 @@ struct Lane {
     next: Serial,
     /// Held by a stream.
     held: bool,
+    /// The context of the stream that rented it last.
+    owner: Owner,
+    /// That context is gone.
+    retired: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -120,6 +126,12 @@ pub struct LaunchOrder {
     /// Lanes this process may rent (several processes of a group split
     /// the lanes between them).
     lane_filter: (usize, usize),
+    /// What every launch planned since the last renewal is ordered after:
+    /// all the work handed out before it, which had ended (see
+    /// [`LaunchOrder::renew`]).
+    floor: LaneBounds,
+    /// Renewals so far.
+    renewals: u64,
 }
 
 impl Default for LaunchOrder {
@@ -147,7 +159,50 @@ impl LaunchOrder {
             ended: LaneBounds::NONE,
             dropped: HashMap::new(),
             lane_filter: (rank, world.max(1)),
+            floor: LaneBounds::NONE,
+            renewals: 0,
         }
+    }
+
+    /// Every serial handed out so far, per lane (its next one).
+    fn handed_out(&self) -> LaneBounds {
+        let mut all = LaneBounds::NONE;
+        for (k, lane) in self.lanes.iter().enumerate() {
+            if lane.next != 0 {
+                all.0[k] = lane.next;
+            }
+        }
+        all
+    }
+
+    /// When every launch handed out so far has ended (some host waited
+    /// for it), orders all of them before every launch still to come, of
+    /// every context (they ended before those are issued; a context that
+    /// never waited for them may then miss a race with them, never
+    /// report a false one), and returns the number of this renewal. The
+    /// engine's memory may then be emptied of what it knew of those
+    /// launches (its snapshot arena, exit log and SC-fence accumulators,
+    /// `vigil_shared::race::knowledge::Arena::renew`): everything they
+    /// name is ordered by host order from now on. A caller keeps the
+    /// number of the renewal it last applied: memory untouched since the
+    /// latest one may be emptied later too, while nothing was handed out
+    /// since. `None` while some work may still run (or for a process of
+    /// a group of processes, whose other members' work this order does
+    /// not know).
+    pub fn renew(&mut self) -> Option<u64> {
+        if self.lane_filter.1 > 1 {
+            return None;
+        }
+        let all = self.handed_out();
+        if !all.covered_by(&self.ended) {
+            return None;
+        }
+        if all != self.floor {
+            self.floor = all;
+            self.renewals += 1;
+            self.pending.clear();
+        }
+        Some(self.renewals)
     }
 
     /// Which device each lane's serials run on.
@@ -168,8 +223,9 @@ impl LaunchOrder {
     }
 
     /// A lane free to rent with room for `count` serials for a stream of
-    /// `owner`: one never used, or one no stream holds whose work has all
-    /// ended (some host waited for it). The renter's host clock then
+    /// `owner`: one never used, one no stream holds whose work has all
+    /// ended (some host waited for it), or one whose context is gone (its
+    /// buffers went with it). The renter's host clock then
     /// covers that work, since its launches take the lane's next serials
     /// and its own lane's bound is always its base: memory those launches
     /// share with the old work was freed and its shadow cleared in
@@ -187,9 +243,14 @@ impl LaunchOrder {
                 lane.next
             };
             let room = lane_end(k) - next;
-            let done = lane.next == 0 || self.ended.0[k] >= lane.next;
+            let done = lane.retired || lane.next == 0 || self.ended.0[k] >= lane.next;
             if !lane.held && room >= count && done {
-                self.lanes[k] = Lane { next, held: true };
+                self.lanes[k] = Lane {
+                    next,
+                    held: true,
+                    owner,
+                    retired: false,
+                };
                 let host = self.hosts.entry(owner).or_insert(LaneBounds::NONE);
                 host.0[k] = host.0[k].max(next);
                 return Some(k);
@@ -236,11 +297,13 @@ impl LaunchOrder {
             .expect("stream entry made above");
         let mut bounds = state.clock;
         bounds.join(&host);
+        bounds.join(&self.floor);
         bounds.0[lane] = base;
         state.clock = bounds;
         state.clock.0[lane] = base + count;
         self.pending.push((bounds, lane, base + count));
-        let global = self.global();
+        let mut global = self.global();
+        global.join(&self.floor);
         Ok(PlannedLaunch {
             base,
             count,
@@ -356,10 +419,24 @@ impl LaunchOrder {
     }
 
     /// Context `owner` is gone: its host clock no longer bounds what may
-    /// be forgotten.
+    /// be forgotten, and the lanes its streams used may be rented again
+    /// (their launches no longer hold back what may be forgotten either:
+    /// a straggler of a context gone may then miss races, never invent
+    /// one).
     pub fn drop_owner(&mut self, owner: Owner) {
         self.hosts.remove(&owner);
         self.dropped.remove(&owner);
+        self.streams.retain(|_, s| s.owner != owner);
+        for lane in self
+            .lanes
+            .iter_mut()
+            .filter(|l| l.next != 0 && l.owner == owner)
+        {
+            lane.held = false;
+            lane.retired = true;
+        }
+        let lanes = &self.lanes;
+        self.pending.retain(|p| !lanes[p.1].retired);
     }
 }
 
@@ -411,13 +488,16 @@ mod tests {
         // `old` may still run and is not ordered after l1: l1 is not forgotten.
         assert!(l1.base >= l2.global.0[lane_of(l1.base)]);
         o.sync_stream(1, b);
-        // `l2` may still run, unordered with `old`: `old` stays.
+        // `l2` may still run, unordered with `old`: `old` stays, while
+        // `l1`, before `l2` and waited for, may go.
         let l3 = o.launch(a, 1, 0, 1).unwrap();
+        assert!(l1.base < l3.global.0[lane_of(l1.base)]);
         assert!(old.base >= l3.global.0[lane_of(old.base)]);
         o.sync_stream(1, a);
         let l4 = o.launch(a, 1, 0, 1).unwrap();
         assert!(l1.base < l4.global.0[lane_of(l1.base)]);
         assert!(old.base < l4.global.0[lane_of(old.base)]);
+        assert!(l3.base < l4.global.0[lane_of(l3.base)]);
     }
 
     #[test]
@@ -458,5 +538,75 @@ mod tests {
             o.drop_stream(s);
             o.drop_owner(owner);
         }
+    }
+
+    #[test]
+    fn a_renewal_orders_all_ended_work_before_every_later_launch() {
+        let mut o = LaunchOrder::new();
+        let (a, b) = (StreamId(1), StreamId(2));
+        let l1 = o.launch(a, 1, 0, 4).unwrap();
+        let l2 = o.launch(b, 2, 0, 3).unwrap();
+        // `l2` may still run: nothing is renewed.
+        o.sync_owner(1);
+        assert_eq!(o.renew(), None);
+        o.sync_owner(2);
+        let first = o.renew().expect("everything handed out has ended");
+        assert_eq!(o.renew(), Some(first), "nothing new: the same renewal");
+        // A context that waited for none of it is ordered after all of it,
+        // and every later launch may forget it.
+        let l3 = o.launch(StreamId(3), 3, 0, 1).unwrap();
+        for s in [l1.base + 3, l2.base + 2] {
+            assert!(s < l3.bounds.0[lane_of(s)] && s < l3.global.0[lane_of(s)]);
+        }
+        assert!(l3.base >= l3.bounds.0[lane_of(l3.base)]);
+        // `l3` runs: no renewal until some host waits for it.
+        assert_eq!(o.renew(), None);
+        o.sync_stream(3, StreamId(3));
+        assert_eq!(o.renew(), Some(first + 1));
+        // A process of a group never renews (its peers' work is not here).
+        let mut g = LaunchOrder::for_rank(0, 2);
+        g.launch(a, 1, 0, 1).unwrap();
+        g.sync_owner(1);
+        assert_eq!(g.renew(), None);
+    }
+
+    #[test]
+    fn a_wait_for_a_whole_context_covers_its_dropped_streams() {
+        let mut o = LaunchOrder::new();
+        let l1 = o.launch(StreamId(1), 1, 0, 3).unwrap();
+        o.drop_stream(StreamId(1));
+        o.sync_owner(1);
+        let l2 = o.launch(StreamId(2), 1, 0, 1).unwrap();
+        assert!(l1.base + 2 < l2.bounds.0[lane_of(l1.base)]);
+        // Another context's wait does not.
+        o.sync_owner(2);
+        let l3 = o.launch(StreamId(3), 2, 0, 1).unwrap();
+        assert!(l1.base >= l3.bounds.0[lane_of(l1.base)]);
+    }
+
+    #[test]
+    fn lanes_of_a_context_gone_are_rented_again() {
+        let mut o = LaunchOrder::new();
+        // Contexts, one after the other, each with streams it never waits
+        // for, while another context that waited once stays alive.
+        o.launch(StreamId(1), 1, 0, 1).unwrap();
+        o.sync_owner(1);
+        let mut last = None;
+        for ctx in 2..300u64 {
+            for i in 0..2 {
+                let s = StreamId(ctx * 10 + i);
+                last = Some(o.launch(s, ctx, 0, 5).unwrap());
+                o.drop_stream(s);
+            }
+            o.drop_owner(ctx);
+        }
+        // A lane rented again goes on from where it stopped: its older
+        // serials stay ordered before the new stream's launches.
+        let l = last.unwrap();
+        assert!(l.base > lane_start(lane_of(l.base)) + 5);
+        assert!(lane_start(lane_of(l.base)) < l.bounds.0[lane_of(l.base)]);
+        // Nothing of a context gone holds back what may be forgotten.
+        o.launch(StreamId(7), 1, 0, 1).unwrap();
+        assert!(o.pending.len() <= 2, "{} launches pending", o.pending.len());
     }
 }

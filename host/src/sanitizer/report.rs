@@ -111,12 +111,12 @@ pub struct PriorAccess {
     /// Its scope (meaningful for atomics).
     pub scope: Scope,
     /// Sanitizer thread (on a GPU, one per resident CTA slot of an SM; on
-    /// the CPU backend, a clock slot a block held).
+    /// the CPU backend, the block's serial).
     pub tid: u32,
     /// Device rank of that thread.
     pub device: u32,
     /// SM of that thread, when its id says it (a GPU); `None` on the CPU
-    /// backend, where a clock slot is not tied to a virtual SM.
+    /// backend, where a serial names a block, not where it ran.
     pub smid: Option<u32>,
     /// The thread's epoch at the access (for a race inside a block
     /// ([`MemorySpace::Shared`], or two threads of one block in global
@@ -138,8 +138,8 @@ pub struct PriorAccess {
     /// `kernel`), not a kernel thread.
     pub host_issued: bool,
     /// The access is another thread's of the current access's own block (a
-    /// race inside a block): `tid` is then the block's clock slot and
-    /// `epoch` its barrier interval.
+    /// race inside a block): `tid` is then the block's sanitizer thread
+    /// and `epoch` its barrier interval.
     pub same_block: bool,
 }
 

@@ -13,7 +13,10 @@ use super::cta::CtaView;
 use super::desc::{AccessDesc, CellTag, SiteWord, SizeClass};
 use super::memory::{site_of, LaneRef, RaceMemory};
 use super::record::{Entry, Record, WORD_ENTRY_SLOTS};
-use super::sync::{add_head, clear_heads, read_heads, released, write_heads, CtaSync, Head};
+use super::sync::{
+    add_head, clear_heads, has_heads, lose_heads, read_heads, read_lost_heads, released,
+    write_heads, CtaSync, Head,
+};
 use super::word::{check_record, record_update, split_cell, LAST_WRITE};
 use crate::atomic::{AtomicFamily, AtomicU64Ops};
 use crate::memory_model::{Ordering, Scope};
@@ -53,18 +56,12 @@ pub const MAX_ATOMIC_WORDS: usize = 4;
 #[inline(always)]
 pub const fn word_bytes(offset: u32, size: u32, k: u32) -> u8 {
     let word_lo = 4 * k;
-    let start = if offset > word_lo {
-        offset - word_lo
-    } else {
-        0
-    };
+    let start = offset.saturating_sub(word_lo);
     let end_abs = offset + size;
     let end = if end_abs >= word_lo + 4 {
         4
-    } else if end_abs > word_lo {
-        end_abs - word_lo
     } else {
-        0
+        end_abs.saturating_sub(word_lo)
     };
     let mut mask = 0u8;
     let mut b = start;
@@ -93,10 +90,30 @@ pub fn atomic<M: RaceMemory + ?Sized, R, S: AtomicFamily>(
     bounded: &mut bool,
     perform: impl FnOnce() -> (R, bool),
 ) -> (R, Option<RaceFound>) {
-    let n = (((offset + size.max(1) + 3) / 4) as usize).min(MAX_ATOMIC_WORDS);
+    let n = ((offset + size.max(1)).div_ceil(4) as usize).min(MAX_ATOMIC_WORDS);
     let mut recs: [Option<Record<'_, M::Atomics>>; MAX_ATOMIC_WORDS] = [None, None, None, None];
     for (k, slot) in recs.iter_mut().enumerate().take(n) {
         *slot = lock_record(mem, cta, first + k as u64, bounded);
+    }
+    if op.kind != AtomicOpKind::Load && recs[..n].iter().any(Option::is_none) {
+        // A word without a record cannot keep this write's heads: what
+        // they would say joins the lost releases before the value can be
+        // read (as if it wrote, and at its success ordering: knowing too
+        // much only hides races).
+        super::sync::refresh(cta, sync);
+        let mut heads = [Head::NONE; 3];
+        let n = write_heads(
+            cta,
+            sync,
+            lanes,
+            op.ordering.releases(),
+            op.scope,
+            &mut heads,
+        );
+        if n > 0 {
+            lose_heads(mem, &heads[..n]);
+            *bounded = true;
+        }
     }
     let (result, wrote) = perform();
     let (reads, writes, rmw, ordering) = match op.kind {
@@ -139,13 +156,21 @@ pub fn atomic<M: RaceMemory + ?Sized, R, S: AtomicFamily>(
                 read_heads(mem, cta, sync, rec, ordering.acquires(), op.scope);
             }
         }
+        // A word without heads may hold the value of a release whose
+        // heads were lost.
+        if recs[..n]
+            .iter()
+            .any(|r| r.as_ref().is_none_or(|r| !has_heads(r)))
+        {
+            read_lost_heads(mem, cta, sync, ordering.acquires(), op.scope);
+        }
     }
     let arena = mem.arena();
     let pool = mem.pool();
     let mut race = None;
-    for k in 0..n {
+    for (k, rec) in recs.iter().enumerate().take(n) {
         let me = desc(k, cta);
-        if let Some(rec) = &recs[k] {
+        if let Some(rec) = rec {
             if race.is_none() {
                 race = check_record(
                     cta,
@@ -160,14 +185,7 @@ pub fn atomic<M: RaceMemory + ?Sized, R, S: AtomicFamily>(
             }
         }
     }
-    let mut heads = [Head {
-        serial: 0,
-        epoch: 0,
-        scope: Scope::Block,
-        device: 0,
-        known: super::knowledge::SnapRef::NONE,
-        lanes: 0,
-    }; 3];
+    let mut heads = [Head::NONE; 3];
     let releases = writes && ordering.releases();
     let nheads = if writes {
         write_heads(cta, sync, lanes, releases, op.scope, &mut heads)
@@ -198,7 +216,8 @@ pub fn atomic<M: RaceMemory + ?Sized, R, S: AtomicFamily>(
 
 /// Locks the record of split word `word`, making one from its inline
 /// access if it has none; `None` when the pool is full (the word then
-/// goes unrecorded for this operation: counted).
+/// goes unrecorded for this operation, counted; a release's heads join
+/// the lost releases, which reads of words without heads take).
 fn lock_record<'m, M: RaceMemory + ?Sized>(
     mem: &'m M,
     cta: &CtaView<'_>,

@@ -90,13 +90,13 @@ const SITE_WAIT: u32 = 4096;
 /// number of reads: a report is rare, its earlier access's place is what
 /// the user needs.
 #[cold]
-pub fn settled_site(prior: AccessDesc, load: impl Fn() -> SiteWord) -> SiteWord {
+pub fn settled_site<F: AtomicFamily>(prior: AccessDesc, load: impl Fn() -> SiteWord) -> SiteWord {
     for _ in 0..SITE_WAIT {
         let site = load();
         if site.belongs_to(prior.serial()) {
             return site;
         }
-        core::hint::spin_loop();
+        F::spin();
     }
     SiteWord::NONE
 }

@@ -24,7 +24,7 @@
 //! may then be missed, never invented).
 
 use super::serial::{Serial, NO_SERIAL};
-use crate::memory_model::Scope;
+use crate::memory_model::{AccessKind, Scope};
 
 /// Epoch bits in a descriptor.
 pub const EPOCH_BITS: u32 = 14;
@@ -177,6 +177,18 @@ impl AccessDesc {
     #[inline(always)]
     pub const fn is_atomic(self) -> bool {
         self.0 & ATOMIC_BIT != 0
+    }
+
+    /// The memory-model kind of the access (an atomic that wrote, a
+    /// read-modify-write too, is an atomic write).
+    #[inline(always)]
+    pub const fn access_kind(self) -> AccessKind {
+        match (self.is_atomic(), self.is_write()) {
+            (false, false) => AccessKind::Read,
+            (false, true) => AccessKind::Write,
+            (true, false) => AccessKind::AtomicRead,
+            (true, true) => AccessKind::AtomicWrite,
+        }
     }
 
     /// An atomic's scope (plain accesses: `Block`).

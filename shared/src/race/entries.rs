@@ -118,6 +118,7 @@ pub fn for_each<'m, F: AtomicFamily, T>(
 
 /// The first race of the chain's entries with `me`; `bounded` is set
 /// when an entry could not be decided.
+#[allow(clippy::too_many_arguments)]
 pub fn check_all<F: AtomicFamily>(
     cta: &CtaView<'_>,
     arena: &Arena<'_, F>,
@@ -149,6 +150,7 @@ pub fn check_all<F: AtomicFamily>(
 /// access is then not remembered: counted by the caller). With `prune`
 /// off (re-adding an older access on behalf of the current CTA) nothing
 /// is dropped. The caller holds the chain's lock.
+#[allow(clippy::too_many_arguments)]
 pub fn insert<'m, F: AtomicFamily>(
     cta: &CtaView<'_>,
     arena: &Arena<'_, F>,

@@ -52,6 +52,11 @@ pub mod header {
     pub const LOST: usize = 3;
     /// Snapshots whose tail was coarsened.
     pub const COARSENED: usize = 4;
+    /// What the releases that could not leave their heads on their words
+    /// (no pool record left) knew, joined ([`SnapRef`](super::SnapRef)).
+    pub const LOST_RELEASES: usize = 5;
+    /// The lock of [`LOST_RELEASES`].
+    pub const LOST_LOCK: usize = 6;
 }
 
 /// A reference to a snapshot.
@@ -260,6 +265,50 @@ impl<'m, F: AtomicFamily> Arena<'m, F> {
         exits[1].store(cap as u32, MemOrder::Relaxed);
     }
 
+    /// The arena header a renewal leaves, from the header `old`: empty,
+    /// of the next generation, with no lost releases; the counts of lost
+    /// precision are kept for the host to take. (Shared by [`renew`] and
+    /// a host that writes the header into device memory itself.)
+    ///
+    /// [`renew`]: Self::renew
+    pub fn renewed_header(old: &[u32; ARENA_HEADER_WORDS]) -> [u32; ARENA_HEADER_WORDS] {
+        let mut h = *old;
+        h[header::CURSOR] = ARENA_HEADER_WORDS as u32;
+        h[header::GENERATION] = old[header::GENERATION].wrapping_add(1);
+        h[header::LOST_RELEASES] = SnapRef::NONE.0;
+        h[header::LOST_LOCK] = 0;
+        h
+    }
+
+    /// Empties the arena `words` (a new generation), the exit log `exits`
+    /// and the SC-fence accumulators `sc`, host side, with nothing
+    /// running: call only once every serial that any of them may name is
+    /// ordered before every launch still to come (the host's launch order
+    /// says when), so that what they knew is known by host order anyway.
+    /// References to the old generation's snapshots left elsewhere (the
+    /// release heads on words) then read as knowing nothing. (Only after
+    /// 256 renewals could one name a snapshot of a later generation: it
+    /// can then only make an access count as ordered, never report one.)
+    pub fn renew(words: &[F::U32], exits: &[F::U32], sc: &[F::U32]) {
+        if let Some(head) = words.get(..ARENA_HEADER_WORDS) {
+            let old: [u32; ARENA_HEADER_WORDS] =
+                core::array::from_fn(|i| head[i].load(MemOrder::Relaxed));
+            for (w, v) in head.iter().zip(Self::renewed_header(&old)) {
+                w.store(v, MemOrder::Relaxed);
+            }
+        }
+        if exits.len() >= EXIT_HEADER_WORDS {
+            // The entries first, then the count: a log of no entries.
+            for w in &exits[EXIT_HEADER_WORDS..] {
+                w.store(0, MemOrder::Relaxed);
+            }
+            exits[0].store(0, MemOrder::Release);
+        }
+        for w in sc {
+            w.store(0, MemOrder::Relaxed);
+        }
+    }
+
     /// Logs that CTA `serial` ended knowing `known`.
     pub fn log_exit(&self, serial: Serial, known: SnapRef) {
         if self.exits.len() < EXIT_HEADER_WORDS {
@@ -380,6 +429,36 @@ impl<'m, F: AtomicFamily> Arena<'m, F> {
     /// Counts a merge that found no room.
     pub fn count_lost(&self) {
         self.count(header::LOST);
+    }
+
+    /// What releases that lost their heads knew, joined
+    /// ([`SnapRef::NONE`]: none was lost).
+    #[inline(always)]
+    pub fn lost_releases(&self) -> SnapRef {
+        self.words
+            .get(header::LOST_RELEASES)
+            .map_or(SnapRef::NONE, |w| SnapRef(w.load(MemOrder::Acquire)))
+    }
+
+    /// Joins `known` into [`lost_releases`](Self::lost_releases) (a
+    /// release whose heads found no record; counted).
+    pub fn lose_release(&self, known: SnapRef) {
+        let (Some(lock), Some(acc)) = (
+            self.words.get(header::LOST_LOCK),
+            self.words.get(header::LOST_RELEASES),
+        ) else {
+            return;
+        };
+        self.count_lost();
+        while lock
+            .compare_exchange(0, 1, MemOrder::Acquire, MemOrder::Relaxed)
+            .is_err()
+        {
+            F::spin();
+        }
+        let joined = self.merge(SnapRef(acc.load(MemOrder::Relaxed)), known, &[]);
+        acc.store(joined.0, MemOrder::Release);
+        lock.store(0, MemOrder::Release);
     }
 
     /// Words for a snapshot of up to `n` intervals, or `None` when full.
@@ -569,6 +648,42 @@ mod tests {
     fn list(a: &Arena<'_, CoreAtomics>, r: SnapRef) -> Vec<Interval> {
         let s = a.snapshot(r).unwrap();
         (0..s.len()).map(|i| s.get(i)).collect()
+    }
+
+    #[test]
+    fn a_renewed_arena_has_room_again_and_forgets_the_old_generation() {
+        let w = arena_words(64);
+        let exits: Vec<AtomicU32> = (0..EXIT_HEADER_WORDS + 8)
+            .map(|_| AtomicU32::new(0))
+            .collect();
+        Arena::<CoreAtomics>::init_exits(&exits);
+        let sc: Vec<AtomicU32> = (0..4).map(|_| AtomicU32::new(7)).collect();
+        let a = Arena::<CoreAtomics>::new(&w, &exits, &[]);
+        let old = a.merge(SnapRef::NONE, SnapRef::NONE, &[iv(10, 20, 1)]);
+        a.log_exit(15, old);
+        a.lose_release(old);
+        // Full: a merge that finds no room knows everything (counted).
+        let wide: Vec<Interval> = (0..20).map(|i| iv(100 + 2 * i, 101 + 2 * i, 1)).collect();
+        assert_eq!(a.merge(SnapRef::NONE, SnapRef::NONE, &wide), SnapRef::ALL);
+        let lost = w[header::LOST].load(MemOrder::Relaxed);
+        assert!(lost > 0);
+        Arena::<CoreAtomics>::renew(&w, &exits, &sc);
+        assert_eq!(
+            a.epoch_of(old, 15),
+            0,
+            "an old snapshot reads as knowing nothing"
+        );
+        assert_eq!(a.exits().count(), 0);
+        assert!(a.lost_releases().is_none());
+        assert!(sc.iter().all(|x| x.load(MemOrder::Relaxed) == 0));
+        assert_eq!(
+            w[header::LOST].load(MemOrder::Relaxed),
+            lost,
+            "counts are kept"
+        );
+        let new = a.merge(SnapRef::NONE, SnapRef::NONE, &wide[..8]);
+        assert_ne!(new, SnapRef::ALL);
+        assert_eq!(a.epoch_of(new, 100), 1);
     }
 
     #[test]

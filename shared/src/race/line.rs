@@ -2,7 +2,7 @@
 //! line's header in one pass: the hot path of a streaming kernel.
 //!
 //! A line in line mode keeps one state for all its 32 words in the first
-//! four cells of its shadow ([`super::layout`]): the last write, the
+//! four cells of its shadow ([`super::desc`]): the last write, the
 //! reads since, and both sites. A write checks both and installs itself
 //! with one compare-exchange of cell 0 (then clears the reads); a read
 //! checks the write and changes cell 1 only when the read state changes:
@@ -85,6 +85,19 @@ fn note_site<M: RaceMemory + ?Sized>(cell: &U64Of<M>, old: u64, site: SiteWord) 
     let _ = cell.compare_exchange(old, site.0, MemOrder::Relaxed, MemOrder::Relaxed);
 }
 
+/// The ordering of the fast paths' header changes and of their look at
+/// the other cell after them (a write's at the reads, a read's at the
+/// write), so that of a whole-line read and write at once one sees the
+/// other: sequentially consistent. On the GPU relaxed does it at no cost:
+/// the look is issued once the compare-exchange has returned, both were
+/// performed in L2, the point of coherence of `.gpu` atomics, and the
+/// header's cells share one 32-byte sector there; the general paths keep
+/// acquire-release.
+#[cfg(target_arch = "nvptx64")]
+const MEET: MemOrder = MemOrder::Relaxed;
+#[cfg(not(target_arch = "nvptx64"))]
+const MEET: MemOrder = MemOrder::SeqCst;
+
 /// Whether `s` is forgotten: ordered before every launch issued since
 /// the current one was (and so before every access still to come).
 #[inline(always)]
@@ -104,9 +117,12 @@ pub fn forgotten(cta: &CtaView<'_>, s: u32) -> bool {
 /// earlier location.
 #[inline(always)]
 fn access_line_fast<M: RaceMemory + ?Sized>(
+    mem: &M,
     h: &Header<'_, M>,
     cta: &CtaView<'_>,
+    word0: u64,
     acc: LineAccess,
+    bounded: &mut bool,
 ) -> Option<LineOutcome> {
     let v0 = h.c0.load(MemOrder::Relaxed);
     if CellTag::of(v0) != CellTag::Line {
@@ -132,9 +148,13 @@ fn access_line_fast<M: RaceMemory + ?Sized>(
         }
         let new = LineWrite::new(cta.serial, cta.epoch, w.version().wrapping_add(1));
         let s2 = h.c2.load(MemOrder::Relaxed);
-        h.c0.compare_exchange(v0, new.0, MemOrder::Relaxed, MemOrder::Relaxed)
+        h.c0.compare_exchange(v0, new.0, MEET, MemOrder::Relaxed)
             .ok()?;
         note_site::<M>(h.c2, s2, acc.site);
+        if h.c1.load(MEET) != v1 {
+            let race = late_reads(mem, cta, &mem.arena(), h, w, v1, word0, bounded);
+            return Some(done(race));
+        }
         return Some(LineOutcome::Clean);
     }
     let kind = if acc.read_only {
@@ -159,12 +179,14 @@ fn access_line_fast<M: RaceMemory + ?Sized>(
     }
     let mine = LineRead::new(kind, cta.serial, cta.epoch, w.version());
     let s3 = h.c3.load(MemOrder::Relaxed);
-    h.c1.compare_exchange(v1, mine.0, MemOrder::Relaxed, MemOrder::Relaxed)
+    h.c1.compare_exchange(v1, mine.0, MEET, MemOrder::Relaxed)
         .ok()?;
     note_site::<M>(h.c3, s3, acc.site);
     // A writer that replaced cell 0 after this read's check did not see
-    // the read: the general path checks its write.
-    (h.c0.load(MemOrder::Relaxed) == v0).then_some(LineOutcome::Clean)
+    // the read: the general path checks its write. (Sequentially
+    // consistent with the writer's change of cell 0 and its look at cell
+    // 1 after it: of a read and a write at once, one sees the other.)
+    (h.c0.load(MEET) == v0).then_some(LineOutcome::Clean)
 }
 
 /// Checks and records `acc` of the whole line starting at word `word0`
@@ -186,7 +208,7 @@ pub fn access_line<M: RaceMemory + ?Sized>(
         return LineOutcome::Clean;
     };
     let h = Header::<M> { c0, c1, c2, c3 };
-    if let Some(out) = access_line_fast(&h, cta, acc) {
+    if let Some(out) = access_line_fast(mem, &h, cta, word0, acc, bounded) {
         return out;
     }
     access_line_general(mem, cta, &h, word0, acc, bounded)
@@ -249,7 +271,7 @@ fn write_line<M: RaceMemory + ?Sized>(
             .map(|d| {
                 found(
                     d,
-                    settled_site(d, || SiteWord(h.c2.load(MemOrder::Relaxed))),
+                    settled_site::<M::Atomics>(d, || SiteWord(h.c2.load(MemOrder::Relaxed))),
                     me,
                     word0,
                 )
@@ -266,52 +288,74 @@ fn write_line<M: RaceMemory + ?Sized>(
         let new = LineWrite::new(cta.serial, cta.epoch, version);
         let s2 = h.c2.load(MemOrder::Relaxed);
         if h.c0
-            .compare_exchange(v0, new.0, MemOrder::AcqRel, MemOrder::Relaxed)
+            .compare_exchange(v0, new.0, MemOrder::SeqCst, MemOrder::Relaxed)
             .is_err()
         {
             continue;
         }
         note_site::<M>(h.c2, s2, site);
-        // The reads of the replaced write are now of an old version: they
-        // read as none. Only a reader set is cleared, to give its record
-        // back (a reader that got in meanwhile is checked here). A reader
-        // that changed cell 1 after this write's check finds cell 0
-        // changed when it looks again, and checks this write itself.
-        if r.kind() == ReadKind::Set {
-            let mut cur = v1;
-            let empty = LineRead::empty(version);
-            loop {
-                match h
-                    .c1
-                    .compare_exchange(cur, empty.0, MemOrder::AcqRel, MemOrder::Relaxed)
-                {
-                    Ok(_) => {
-                        free_reads(mem, LineRead(cur), w.version(), word0);
-                        break;
-                    }
-                    Err(v) => {
-                        let seen = LineRead(v);
-                        if seen.version() == version {
-                            break;
-                        }
-                        if race.is_none() {
-                            race = check_reads(
-                                mem,
-                                cta,
-                                &arena,
-                                h,
-                                current_reads(w, seen),
-                                me,
-                                word0,
-                                bounded,
-                            );
-                        }
-                        cur = v;
-                    }
-                }
+        let race = if r.kind() == ReadKind::Set || h.c1.load(MemOrder::SeqCst) != v1 {
+            late_reads(mem, cta, &arena, h, w, v1, word0, bounded)
+        } else {
+            None
+        };
+        return done(race);
+    }
+}
+
+/// After the write that replaced `w` in cell 0, where it had checked the
+/// reads of cell 1's value `v1`: the reads of `w` that got into cell 1
+/// since are checked here (a reader that registered after the write
+/// looked at cell 1, and looked at cell 0 again before the write changed
+/// it, saw neither; one that looks after the write's change checks it
+/// itself). A reader set of `w`'s is cleared, to give its record back;
+/// other reads of `w` are left, reading as none (an old version).
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn late_reads<M: RaceMemory + ?Sized>(
+    mem: &M,
+    cta: &CtaView<'_>,
+    arena: &Arena<'_, M::Atomics>,
+    h: &Header<'_, M>,
+    w: LineWrite,
+    v1: u64,
+    word0: u64,
+    bounded: &mut bool,
+) -> Option<RaceFound> {
+    let me = AccessDesc::plain(cta.serial, cta.epoch, true, 0xf);
+    let version = w.version().wrapping_add(1);
+    let mut race = None;
+    let mut cur = v1;
+    let mut seen = h.c1.load(MemOrder::SeqCst);
+    loop {
+        if seen != cur {
+            if LineRead(seen).version() == version {
+                return race;
             }
+            if race.is_none() {
+                let late = current_reads(w, LineRead(seen));
+                race = check_reads(mem, cta, arena, h, late, me, word0, bounded);
+            }
+            cur = seen;
         }
-        return race.map_or(LineOutcome::Clean, LineOutcome::Raced);
+        // A split froze the reads (it takes them), or no set to give back.
+        if CellTag::of(cur) == CellTag::Locked
+            || current_reads(w, LineRead(cur)).kind() != ReadKind::Set
+        {
+            return race;
+        }
+        let empty = LineRead::empty(version);
+        match h
+            .c1
+            .compare_exchange(cur, empty.0, MemOrder::AcqRel, MemOrder::Relaxed)
+        {
+            Ok(_) => {
+                free_reads(mem, LineRead(cur), w.version(), word0);
+                return race;
+            }
+            Err(v) => seen = v,
+        }
     }
 }
 
@@ -359,7 +403,7 @@ fn check_reads<M: RaceMemory + ?Sized>(
             (!forgotten(cta, d.serial()) && !cta.orders_desc(arena, d)).then(|| {
                 found(
                     d,
-                    settled_site(d, || SiteWord(h.c3.load(MemOrder::Relaxed))),
+                    settled_site::<M::Atomics>(d, || SiteWord(h.c3.load(MemOrder::Relaxed))),
                     me,
                     word0,
                 )
@@ -424,7 +468,7 @@ fn read_line<M: RaceMemory + ?Sized>(
             .map(|d| {
                 found(
                     d,
-                    settled_site(d, || SiteWord(h.c2.load(MemOrder::Relaxed))),
+                    settled_site::<M::Atomics>(d, || SiteWord(h.c2.load(MemOrder::Relaxed))),
                     me,
                     word0,
                 )
@@ -506,7 +550,7 @@ fn overtaken<M: RaceMemory + ?Sized>(
         .map(|d| {
             found(
                 d,
-                settled_site(d, || SiteWord(h.c2.load(MemOrder::Relaxed))),
+                settled_site::<M::Atomics>(d, || SiteWord(h.c2.load(MemOrder::Relaxed))),
                 me,
                 word0,
             )

@@ -1,7 +1,8 @@
 //! Where the engine finds its state: the shadow cells, the record pool,
 //! the snapshot arena, the site table of split words, the launches' lane
 //! bounds and the SC-fence accumulators. The GPU runtime implements it
-//! over its reservations; the CPU backend and the tests over slices
+//! over its reservations, the CPU backend over host mappings (with a site
+//! for every word instead of a hashed table), the tests over slices
 //! ([`SliceMemory`]).
 
 use core::sync::atomic::Ordering as MemOrder;
@@ -44,7 +45,24 @@ pub trait RaceMemory {
     /// The site table of split words (pairs of words; empty: none).
     fn site_words(&self) -> &[U64Of<Self>];
 
-    /// The ring of launch records ([`launch_record`] words each).
+    /// Notes the site of the access `site` names to split word `word`
+    /// (before the access becomes visible in the word's cell). Default:
+    /// a hashed slot of [`site_words`](RaceMemory::site_words), shared by
+    /// the words that hash to it.
+    #[inline(always)]
+    fn note_site(&self, word: u64, site: SiteWord) {
+        note_hashed_site::<Self::Atomics>(self.site_words(), word, site);
+    }
+
+    /// The site last noted for `serial`'s access to split word `word`, if
+    /// it is still there ([`SiteWord::NONE`] if not).
+    #[inline(always)]
+    fn site_of(&self, word: u64, serial: Serial) -> SiteWord {
+        hashed_site_of::<Self::Atomics>(self.site_words(), word, serial)
+    }
+
+    /// The ring of launch records ([`launch_record`](mod@launch_record)
+    /// words each).
     fn launch_words(&self) -> &[U32Of<Self>];
 
     /// The lane bounds of the launch `r` names ([`LaneRef`]), if its
@@ -58,7 +76,7 @@ pub trait RaceMemory {
         Some(b)
     }
 
-    /// The SC-fence accumulators ([`super::fence::SC_WORDS`] per device
+    /// The SC-fence accumulators ([`super::sync::SC_WORDS`] per device
     /// and scope; empty: `fence.sc` orders like `fence.acq_rel`).
     fn sc_words(&self) -> &[U32Of<Self>] {
         &[]
@@ -142,7 +160,19 @@ use launch_record::get as launch_record;
 /// access becomes visible in the word's cell).
 #[inline(always)]
 pub fn note_site<M: RaceMemory + ?Sized>(mem: &M, word: u64, site: SiteWord) {
-    let table = mem.site_words();
+    mem.note_site(word, site);
+}
+
+/// The site noted for `serial`'s access to split word `word`, if it is
+/// still there.
+#[inline(always)]
+pub fn site_of<M: RaceMemory + ?Sized>(mem: &M, word: u64, serial: Serial) -> SiteWord {
+    mem.site_of(word, serial)
+}
+
+/// [`RaceMemory::note_site`] in a hashed table of (word, site) pairs.
+#[inline(always)]
+pub fn note_hashed_site<F: AtomicFamily>(table: &[F::U64], word: u64, site: SiteWord) {
     if table.len() < 2 {
         return;
     }
@@ -151,10 +181,8 @@ pub fn note_site<M: RaceMemory + ?Sized>(mem: &M, word: u64, site: SiteWord) {
     table[at + 1].store(site.0, MemOrder::Relaxed);
 }
 
-/// The site noted for `serial`'s access to split word `word`, if it is
-/// still there.
-pub fn site_of<M: RaceMemory + ?Sized>(mem: &M, word: u64, serial: Serial) -> SiteWord {
-    let table = mem.site_words();
+/// [`RaceMemory::site_of`] in a hashed table of (word, site) pairs.
+pub fn hashed_site_of<F: AtomicFamily>(table: &[F::U64], word: u64, serial: Serial) -> SiteWord {
     if table.len() < 2 {
         return SiteWord::NONE;
     }
@@ -185,7 +213,7 @@ pub struct SliceMemory<'a, F: AtomicFamily> {
     pub exits: &'a [F::U32],
     /// The site table.
     pub sites: &'a [F::U64],
-    /// The launch ring ([`launch_record`]).
+    /// The launch ring ([`launch_record`](mod@launch_record)).
     pub launches: &'a [F::U32],
     /// SC-fence accumulators.
     pub sc: &'a [F::U32],

@@ -10,7 +10,7 @@
 //!
 //! The shadow of each 128-byte line is 32 eight-byte cells (two bytes of
 //! shadow per byte of data). A line that warps access whole keeps one
-//! header in its first four cells ([`line`]): the last write, the reads
+//! header in its first four cells ([`line`](mod@line)): the last write, the reads
 //! since, and both sites; a warp's whole-line access checks it with one
 //! load and changes it with at most one compare-exchange. Any other
 //! access splits the line into per-word cells ([`word`]), each holding one

@@ -46,7 +46,7 @@ pub struct Head {
     pub epoch: u16,
     /// The release's scope (device or system).
     pub scope: Scope,
-    /// The releaser's device ([`ANY_DEVICE`] for a widened head).
+    /// The releaser's device (`ANY_DEVICE` for a widened head).
     pub device: u32,
     /// What it had acquired.
     pub known: SnapRef,
@@ -55,6 +55,16 @@ pub struct Head {
 }
 
 impl Head {
+    /// No head (a placeholder).
+    pub const NONE: Head = Head {
+        serial: NO_SERIAL,
+        epoch: 0,
+        scope: Scope::Block,
+        device: 0,
+        known: SnapRef::NONE,
+        lanes: 0,
+    };
+
     /// From a record slot; `None` when the slot holds none.
     pub fn from_slot(a: u64, b: u64) -> Option<Head> {
         (a & VALID != 0).then(|| Head {
@@ -389,6 +399,48 @@ pub fn read_heads<M: RaceMemory + ?Sized, S: AtomicFamily>(
     sync.unlock();
 }
 
+/// An atomic read of a word that holds no release heads, once some
+/// release lost its heads (its word had no pool record left: see
+/// [`lose_heads`]): it may have read that release's value, so it takes
+/// what every lost release knew as one system-scope head (learning too
+/// much can only hide races). Called with the CTA's lock free.
+pub fn read_lost_heads<M: RaceMemory + ?Sized, S: AtomicFamily>(
+    mem: &M,
+    cta: &mut CtaView<'_>,
+    sync: &CtaSync<'_, S>,
+    acquires: bool,
+    scope: Scope,
+) {
+    let lost = mem.arena().lost_releases();
+    if lost.is_none() {
+        return;
+    }
+    let h = Head {
+        serial: NO_SERIAL,
+        epoch: 0,
+        scope: Scope::System,
+        device: ANY_DEVICE,
+        known: lost,
+        lanes: 0,
+    };
+    sync.lock();
+    refresh(cta, sync);
+    take_head(mem, cta, sync, &h, acquires, scope);
+    sync.unlock();
+}
+
+/// The heads `heads` could not be left on their word (no pool record):
+/// what they knew joins the lost releases every later atomic read of a
+/// word without heads takes ([`read_lost_heads`]). Counted.
+pub fn lose_heads<M: RaceMemory + ?Sized>(mem: &M, heads: &[Head]) {
+    let none = LaneBounds::NONE;
+    let mut known = SnapRef::NONE;
+    for h in heads {
+        known = merge_head(mem, known, h, &none);
+    }
+    mem.arena().lose_release(known);
+}
+
 /// The heads an atomic write by `cta` leaves on a word (its release at
 /// `scope` if `releases`, and one per release fence since), in `out`;
 /// returns how many.
@@ -496,6 +548,11 @@ fn join_heads<M: RaceMemory + ?Sized>(mem: &M, cta: &CtaView<'_>, old: &Head, ne
         known: joined,
         lanes: 0,
     }
+}
+
+/// Whether a word's record holds a release head.
+pub fn has_heads<F: AtomicFamily>(rec: &Record<'_, F>) -> bool {
+    HEAD_SLOTS.iter().any(|&s| rec.slot(s).0 & VALID != 0)
 }
 
 /// Clears a word's heads (a write that does not continue its release

@@ -244,7 +244,12 @@ fn access_word_fast<M: RaceMemory + ?Sized>(
     site: SiteWord,
 ) -> Option<Option<RaceFound>> {
     let c0 = mem.cell(line_start(word))?;
-    if CellTag::of(c0.load(MemOrder::Relaxed)) == CellTag::Line {
+    // A line in line mode, or being split (its cells not yet the words'):
+    // the general path splits it or waits for the split.
+    if matches!(
+        CellTag::of(c0.load(MemOrder::Relaxed)),
+        CellTag::Line | CellTag::Locked
+    ) {
         return None;
     }
     let cell = mem.cell(word)?;
@@ -254,11 +259,14 @@ fn access_word_fast<M: RaceMemory + ?Sized>(
     }
     let d = AccessDesc(c).untagged();
     let ds = d.serial();
+    // Another read of this launch's read-only bytes, or this very access
+    // again: nothing to check or change.
+    let same_launch_read =
+        is_launch(me) && is_launch(d) && cta.host.owns(ds) && me.bytes() & !d.bytes() == 0;
+    let again = ds == me.serial() && d.epoch() == me.epoch() && d.key() == me.key();
     let replace = if d.is_none() {
         true
-    } else if is_launch(me) && is_launch(d) && cta.host.owns(ds) && me.bytes() & !d.bytes() == 0 {
-        return Some(None);
-    } else if ds == me.serial() && d.epoch() == me.epoch() && d.key() == me.key() {
+    } else if same_launch_read || again {
         return Some(None);
     } else {
         (ds == cta.serial || cta.host.orders(ds)) && dominates(me, d)
@@ -337,7 +345,10 @@ fn access_word_general<M: RaceMemory + ?Sized>(
     }
 }
 
-/// Ensures `word`'s line is split and returns its cell's current value.
+/// Ensures `word`'s line is split, by this thread or another (a split
+/// in progress, its first cell locked, is waited for: until it ends the
+/// word's cell is not yet the word's, and a change made to it then would
+/// be overwritten), and returns the word's cell.
 pub fn split_cell<'m, M: RaceMemory + ?Sized>(
     mem: &'m M,
     cta: &CtaView<'_>,
@@ -345,7 +356,10 @@ pub fn split_cell<'m, M: RaceMemory + ?Sized>(
     bounded: &mut bool,
 ) -> Option<&'m U64Of<M>> {
     let c0 = mem.cell(line_start(word))?;
-    if CellTag::of(c0.load(MemOrder::Acquire)) == CellTag::Line {
+    if matches!(
+        CellTag::of(c0.load(MemOrder::Acquire)),
+        CellTag::Line | CellTag::Locked
+    ) {
         split_line(mem, cta, line_start(word), bounded);
     }
     mem.cell(word)
@@ -383,7 +397,7 @@ fn inline_step<M: RaceMemory + ?Sized>(
         } else if !cta.orders_desc(arena, d) {
             race = Some(found(
                 d,
-                settled_site(d, || site_of(mem, word, d.serial())),
+                settled_site::<M::Atomics>(d, || site_of(mem, word, d.serial())),
                 me,
                 word,
             ));

@@ -875,7 +875,16 @@ impl Harness {
         self.arena[3].load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Pool records in use (allocated and not given back).
+    /// Gives back the records of lines `lines` and clears them (a free);
+    /// returns the records given back.
+    pub fn reclaim(&self, lines: std::ops::Range<u64>) -> u32 {
+        let mem = self.mem();
+        lines
+            .map(|l| vigil_shared::race::reclaim::reclaim_line(&mem, l * 32))
+            .sum()
+    }
+
+    /// Allocations that found the pool full.
     pub fn pool_exhausted(&self) -> u64 {
         Pool::<CoreAtomics>::new(&self.pool).exhausted()
     }
@@ -922,8 +931,19 @@ pub const SITE_CLASSES: usize = 3;
 /// has reported unless the engine counted a bounded check or lost
 /// history before. Returns how many accesses raced.
 pub fn compare(streams: usize, bytes: usize, devices: &[u32], steps: &[Step]) -> usize {
+    compare_with_pool(1 << 14, streams, bytes, devices, steps)
+}
+
+/// [`compare`] with a record pool of `pool_records` records.
+pub fn compare_with_pool(
+    pool_records: usize,
+    streams: usize,
+    bytes: usize,
+    devices: &[u32],
+    steps: &[Step],
+) -> usize {
     let mut model = Model::new(streams, bytes, devices);
-    let mut engine = Harness::new(streams, bytes, 1 << 14, devices);
+    let mut engine = Harness::new(streams, bytes, pool_records, devices);
     let mut raced = 0;
     let mut made: BTreeMap<(Serial, u64), BTreeSet<usize>> = BTreeMap::new();
     for (i, step) in steps.iter().enumerate() {

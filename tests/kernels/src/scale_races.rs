@@ -413,17 +413,21 @@ pub fn publish_each(flags: GlobalSliceMut<u32>) {
     }
 }
 
-/// Every block reads all of `data` (its threads striding over it) and
-/// stores each thread's sum in `sums[block * threads + thread]`: every
-/// word is read by every block, unordered, so each needs a record of the
-/// sanitizer's pool (the shape of a GEMM's tiles or a shared bias).
+/// Every block reads all of `data` (its threads striding over it, the
+/// lanes of each pair swapped; `data` has an even length) and stores each
+/// thread's sum in `sums[block * threads + thread]`: every word is read
+/// by every block, unordered, so each needs a record of the sanitizer's
+/// pool. On both backends: the reads go through a writable view, and no
+/// warp reads a whole line in lane order (a GPU keeps the readers of a
+/// whole line, or a launch's reads through read-only views, in the
+/// line's header without any record).
 #[kernel]
-pub fn every_block_reads_all(data: GlobalSlice<u32>, sums: GlobalSliceMut<u32>) {
+pub fn every_block_reads_all(data: GlobalSliceMut<u32>, sums: GlobalSliceMut<u32>) {
     let (t, step) = (thread_idx().x as usize, block_dim().x as usize);
     let mut sum = 0u32;
     let mut i = t;
     while i < data.len() {
-        sum = sum.wrapping_add(data.load(i));
+        sum = sum.wrapping_add(data.load(i ^ 1));
         i += step;
     }
     sums.store(block_idx().x as usize * step + t, sum);

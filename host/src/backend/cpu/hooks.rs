@@ -160,9 +160,11 @@ pub trait CpuSanitizer: Send + Sync {
     fn runtime_for_launch(&self, launch: &LaunchInfo<'_>) -> &dyn SanitizerRuntime;
 
     /// A launch is about to run: it is ordered after everything before it
-    /// on its stream and after the events its stream waited for.
-    fn on_launch_begin(&self, launch: &LaunchInfo<'_>) {
+    /// on its stream and after the events its stream waited for. An error
+    /// (the sanitizer cannot check it) fails the launch before it runs.
+    fn on_launch_begin(&self, launch: &LaunchInfo<'_>) -> Result<()> {
         let _ = launch;
+        Ok(())
     }
 
     /// The launch has finished (or failed: its blocks that ran keep their
@@ -185,9 +187,11 @@ pub trait CpuSanitizer: Send + Sync {
 
     /// A copy or fill is about to run on its stream (a copy to or from
     /// host memory is followed by [`on_host_sync`](CpuSanitizer::on_host_sync)
-    /// of its stream, as it waits for it).
-    fn on_transfer(&self, transfer: &TransferInfo) {
+    /// of its stream, as it waits for it). An error (the sanitizer cannot
+    /// check it) fails the copy or fill before it runs.
+    fn on_transfer(&self, transfer: &TransferInfo) -> Result<()> {
         let _ = transfer;
+        Ok(())
     }
 
     /// `true` once after a launch that the sanitizer stopped at its first

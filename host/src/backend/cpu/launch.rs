@@ -75,7 +75,7 @@ impl CpuBackend {
                     config,
                     num_virtual_sms: self.executor.num_virtual_sms(),
                 };
-                s.on_launch_begin(&info);
+                s.on_launch_begin(&info)?;
                 let runtime = s.runtime_for_launch(&info);
                 // SAFETY: as above, with the checked entry of the same kernel.
                 let r = unsafe {

@@ -41,13 +41,14 @@ impl CpuBackend {
     }
 
     /// Runs a copy or fill on `stream` now, in issue order (told to the
-    /// sanitizer first: its device accesses are the stream's).
+    /// sanitizer first: its device accesses are the stream's; it fails
+    /// when the sanitizer cannot check it).
     pub(crate) fn transfer(
         &self,
         stream: StreamId,
         op: Transfer<'_>,
         caller: &'static Location<'static>,
-    ) {
+    ) -> Result<()> {
         let _q = self.queue();
         if let Some(s) = self.sanitizer() {
             s.on_transfer(&TransferInfo {
@@ -56,7 +57,7 @@ impl CpuBackend {
                 reads: op.device_reads(),
                 writes: op.device_writes(),
                 caller,
-            });
+            })?;
         }
         let at = |addr: u64| std::ptr::with_exposed_provenance_mut::<u8>(addr as usize);
         // SAFETY: every device range is a live host allocation of this
@@ -77,5 +78,6 @@ impl CpuBackend {
                 Transfer::Zero { dst, bytes } => std::ptr::write_bytes(at(dst), 0, bytes),
             }
         }
+        Ok(())
     }
 }

@@ -14,7 +14,7 @@ use crate::types::StreamId;
 use cudarc::driver::sys;
 use std::panic::Location;
 use vigil_shared::gpu::SHADOW_RECLAIM_ENTRY;
-use vigil_shared::line::LINE_BYTES;
+use vigil_shared::race::line::LINE_BYTES;
 
 impl CudaBackend {
     /// Allocates `bytes > 0` bytes for work on `stream`.

@@ -4,7 +4,7 @@
 //! its conflicts become [`RaceReport`]s in the same buffer as the
 //! engine's (so `synchronize()` returns them as `Error::Races`).
 
-use super::{lock, CpuRaceSanitizer, LAUNCH_HISTORY};
+use super::{lock, CpuRaceSanitizer};
 use crate::backend::cpu::block_races::{race_kind, Conflict};
 use crate::sanitizer::decode::unlinear;
 use crate::sanitizer::report::{
@@ -63,10 +63,11 @@ impl CpuRaceSanitizer {
         loc: &'static Location<'static>,
         conflicts: &[Conflict],
     ) {
-        let k = self.kernel_id.load(MemOrder::Relaxed);
-        let kernel = lock(&self.launches)[k as usize % LAUNCH_HISTORY]
-            .kernel
-            .clone();
+        // The block's CTA: its serial names it, its launch the kernel.
+        let (serial, kernel) = self
+            .ctas
+            .with(t.smid, |cta| (cta.serial, cta.launch.shape.kernel.clone()))
+            .unwrap_or_default();
         for c in conflicts {
             let allocation = match a.array {
                 Some((base, size)) => Some((base, size)),
@@ -98,7 +99,7 @@ impl CpuRaceSanitizer {
                 prior: PriorAccess {
                     access: c.prior.kind,
                     scope: Scope::Block,
-                    tid: self.slot(t.smid),
+                    tid: serial,
                     device: self.rank,
                     smid: Some(t.smid),
                     epoch: c.prior.epoch,

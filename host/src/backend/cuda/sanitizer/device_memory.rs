@@ -88,6 +88,14 @@ pub(crate) fn write_device(addr: u64, bytes: &[u8]) -> Result<()> {
     settle()
 }
 
+/// Zeroes `bytes` of device memory at `addr`; landed when this returns.
+pub(crate) fn zero_device(addr: u64, bytes: usize) -> Result<()> {
+    // SAFETY: `addr` is device memory of the current context that the
+    // caller owns, `bytes` long.
+    drv!(cuMemsetD8_v2(addr, 0, bytes))?;
+    settle()
+}
+
 /// Reads `len` bytes of device memory at `addr` (synchronous).
 pub(crate) fn read_device(addr: u64, len: usize) -> Result<Vec<u8>> {
     let mut out = vec![0u8; len];

@@ -35,6 +35,7 @@ mod group;
 mod host_sites;
 mod location;
 mod range_checks;
+mod renew;
 mod resolve;
 mod window;
 
@@ -112,6 +113,9 @@ struct State {
     window: WindowRegions,
     /// The lane-to-device table as the device has it.
     lane_devices: LaneDevices,
+    /// The launch order's renewal the engine's memory was last emptied
+    /// for (`renew`).
+    renewed: u64,
 }
 
 /// The race engine's device memory.
@@ -307,6 +311,7 @@ impl GpuSanitizer {
                 unchecked_seen: [0; 2],
                 window: WindowRegions::default(),
                 lane_devices: LaneDevices::default(),
+                renewed: 0,
             }),
         })
     }
@@ -478,6 +483,7 @@ impl GpuSanitizer {
         let mut records = owned_records(&st.launches, read, owner);
         let [words, arrays] = self.unchecked_since(&mut st.unchecked_seen);
         let lost = self.take_history_lost() + u64::from(bounded);
+        self.renew_if_idle(&mut st);
         if records.is_empty() && dropped == 0 && words == 0 && arrays == 0 && lost == 0 {
             return RaceReports::new();
         }

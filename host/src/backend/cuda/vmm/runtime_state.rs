@@ -5,8 +5,8 @@
 //!
 //! A region holds, from its start: the `GlobalState`; at
 //! [`THREAD_STATES_OFFSET`] the thread states of the device's SMs
-//! (`thread_state_bytes(num_threads, clock_buffer_size)` each, initialised
-//! by [`ThreadClocks::init`]: epoch 1, everything else empty); then,
+//! (`thread_state_bytes(num_threads, clock_buffer_size)` each: its id and
+//! its own clock entry at 1, everything else empty); then,
 //! 256-byte aligned, the inflated-record pool (a [`PoolHeader`] and
 //! `shadow_pool_records` records); then, 256-byte aligned, the
 //! [`BARRIER_CLOCKS`] clocks a group of processes publishes its host
@@ -20,11 +20,11 @@ use super::layout::{round_up, PER_DEVICE_STATE_STRIDE, THREAD_STATES_OFFSET};
 use super::physical::{Mapping, PhysOps, UndoStack};
 use super::VmmError;
 use cudarc::driver::sys;
-use std::sync::atomic::AtomicU32;
-use vigil_shared::abi::{thread_state_bytes, GlobalState, InflatedRecord, PoolHeader};
+use std::sync::atomic::{AtomicU32, Ordering};
+use vigil_shared::abi::{
+    thread_state_bytes, GlobalState, InflatedRecord, PoolHeader, ThreadStateHeader,
+};
 use vigil_shared::address::{device_globals, sanitizer_tid};
-use vigil_shared::atomic::CoreAtomics;
-use vigil_shared::clock::ThreadClocks;
 
 /// Host clocks a region holds for a group's barriers: barrier `n`
 /// publishes in clock `n % 2`, so a rank that went on to the next barrier
@@ -125,12 +125,10 @@ pub(crate) fn region_image(global: &GlobalState, layout: &RegionLayout, rank: u3
     let ts_words = (layout.thread_state_bytes / 4) as usize;
     for sm in 0..global.num_sms {
         let at = (THREAD_STATES_OFFSET / 4) as usize + sm as usize * ts_words;
-        ThreadClocks::<CoreAtomics>::new(
-            &words[at..at + ts_words],
-            global.num_threads,
-            global.clock_buffer_size,
-        )
-        .init(sanitizer_tid(rank, sm, global.num_sms));
+        // Its id, and its own clock entry at 1.
+        let tid = sanitizer_tid(rank, sm, global.num_sms);
+        words[at + ThreadStateHeader::TID_WORD].store(tid, Ordering::Relaxed);
+        words[at + ThreadStateHeader::WORDS + tid as usize].store(1, Ordering::Relaxed);
     }
     let mut bytes: Vec<u8> = words
         .into_iter()

@@ -1,0 +1,352 @@
+//! The CPU sanitizer's hooks: each access, atomic and fence of a running
+//! block through the race engine as its CTA, and the same-block layer
+//! after it; a copy's or fill's ranges as the accesses of its one CTA.
+
+use super::block::BlockAccess;
+use super::cta::{linear, Cta, LaunchState};
+use super::report::Current;
+use super::{lock, CpuRaceSanitizer};
+use crate::sanitizer::report::MemorySpace;
+use std::panic::Location;
+use std::sync::atomic::Ordering as MemOrder;
+use std::sync::Arc;
+use vigil_device::host_runtime::{AtomicAccess, SanitizerRuntime, SharedAccess, ThreadContext};
+use vigil_device::Dim3;
+use vigil_shared::race::atomic::atomic;
+use vigil_shared::race::line::{access_line, LineAccess, LineOutcome, LINE_BYTES};
+use vigil_shared::race::sync::{cta_exit, fence};
+use vigil_shared::race::{access, RaceFound, SiteLanes, SiteWord};
+use vigil_shared::{AccessKind, Ordering, Scope};
+
+/// Bytes of a host-issued copy checked as one access: a racy copy gives
+/// one report per chunk (de-duplicated into one), and the shadow of a
+/// chunk after a race is still updated.
+const TRANSFER_CHUNK: u64 = 64 << 10;
+
+/// The `smid` a copy's or fill's accesses are reported with (it runs on
+/// the host, not on a virtual SM).
+const TRANSFER_SM: u32 = 0;
+
+impl CpuRaceSanitizer {
+    /// The word (from the real base) and byte in it of `addr`, when the
+    /// arena holds it (memory outside it is not checked).
+    #[inline(always)]
+    fn word_of(&self, addr: u64) -> Option<(u64, u32)> {
+        let base = self.shared.mem.arena.real_base();
+        let off = addr.checked_sub(base)?;
+        Some((off / 4, (off % 4) as u32))
+    }
+
+    /// The site word of an access by thread `thread` of `serial` at `loc`
+    /// (which the location table keeps, to name it in reports).
+    #[inline(always)]
+    fn site(&self, serial: u32, thread: u32, loc: &'static Location<'static>) -> SiteWord {
+        self.shared.locations.note(loc);
+        let address = loc as *const Location<'static> as u64;
+        SiteWord::new(serial, address, thread, SiteLanes::Single)
+    }
+
+    /// Counts an access whose check was bounded.
+    #[inline(always)]
+    fn count_bounded(&self, bounded: bool) {
+        if bounded {
+            self.bounded.fetch_add(1, MemOrder::Relaxed);
+        }
+    }
+
+    /// Counts a `bounded` check and reports `race` by the access
+    /// `current`; whether to halt (the caller does, once it let go of the
+    /// block's state).
+    #[inline(always)]
+    fn found(&self, race: Option<RaceFound>, bounded: bool, current: &Current<'_>) -> bool {
+        self.count_bounded(bounded);
+        match race {
+            Some(r) => {
+                self.report_race(r, current);
+                self.halt_on_error
+            }
+            None => false,
+        }
+    }
+
+    /// The block-level check of a global access inside the arena (memory
+    /// outside it is not checked, as for the engine).
+    #[inline(always)]
+    fn check_global_in_block(
+        &self,
+        t: &ThreadContext<'_>,
+        addr: usize,
+        size: usize,
+        kind: AccessKind,
+        scope: Scope,
+        loc: &'static Location<'static>,
+    ) {
+        if self.word_of(addr as u64).is_none() {
+            return;
+        }
+        let a = BlockAccess {
+            addr: addr as u64,
+            size: size as u64,
+            kind,
+            scope,
+            space: MemorySpace::Global,
+            array: None,
+            view: None,
+        };
+        self.check_in_block(t, a, loc);
+    }
+
+    /// Checks a copy's or fill's device ranges as the accesses of the one
+    /// CTA of `launch`, made at `caller`.
+    pub(super) fn check_transfer(
+        &self,
+        launch: LaunchState,
+        reads: Option<(u64, u64)>,
+        writes: Option<(u64, u64)>,
+        caller: &'static Location<'static>,
+    ) {
+        let cta = Cta::new(Arc::new(launch), 0);
+        let site = self.site(cta.serial, 0, caller);
+        let ranges = reads.map(|r| (r, false)).into_iter();
+        for ((addr, bytes), write) in ranges.chain(writes.map(|w| (w, true))) {
+            let end = addr.saturating_add(bytes);
+            let mut at = addr;
+            while at < end {
+                let to = (at + TRANSFER_CHUNK).min(end);
+                if let Some(r) = self.check_range(&cta, at, to - at, write, site) {
+                    let kind = if write {
+                        AccessKind::Write
+                    } else {
+                        AccessKind::Read
+                    };
+                    let current = Current {
+                        cta: &cta,
+                        thread: 0,
+                        smid: TRANSFER_SM,
+                        loc: caller,
+                        access: kind,
+                        scope: Scope::Block,
+                        size: (to - at) as u32,
+                    };
+                    self.report_race(r, &current);
+                }
+                at = to;
+            }
+        }
+        // A transfer acquires nothing: its end logs nothing.
+    }
+
+    /// Checks and records `bytes` bytes at `addr` by `cta`: whole lines
+    /// through their headers, partial ones word by word. Returns the first
+    /// race.
+    fn check_range(
+        &self,
+        cta: &Cta,
+        addr: u64,
+        bytes: u64,
+        write: bool,
+        site: SiteWord,
+    ) -> Option<RaceFound> {
+        let mem = &self.shared.mem;
+        let (word, _) = self.word_of(addr)?;
+        let view = cta.view(self.rank);
+        let mut bounded = false;
+        let words = |lo: u64, hi: u64, bounded: &mut bool| {
+            let (w, off) = self.word_of(lo)?;
+            access(
+                mem,
+                &view,
+                w,
+                off,
+                (hi - lo) as u32,
+                write,
+                false,
+                site,
+                bounded,
+            )
+        };
+        let end = addr + bytes;
+        let (first_line, last_line) = (
+            addr.next_multiple_of(LINE_BYTES),
+            end / LINE_BYTES * LINE_BYTES,
+        );
+        let mut race = None;
+        if first_line >= last_line {
+            race = words(addr, end, &mut bounded);
+        } else {
+            if addr < first_line {
+                race = words(addr, first_line, &mut bounded);
+            }
+            let line_word = |at: u64| word + (at - addr) / 4;
+            for at in (first_line..last_line).step_by(LINE_BYTES as usize) {
+                let acc = LineAccess {
+                    write,
+                    read_only: false,
+                    site,
+                };
+                let r = match access_line(mem, &view, line_word(at), acc, &mut bounded) {
+                    LineOutcome::Clean => None,
+                    LineOutcome::Raced(r) => Some(r),
+                    LineOutcome::Split => words(at, at + LINE_BYTES, &mut bounded),
+                    LineOutcome::RacedSplit(r) => {
+                        // The words' reports are this race again.
+                        let _ = words(at, at + LINE_BYTES, &mut bounded);
+                        Some(r)
+                    }
+                };
+                race = race.or(r);
+            }
+            if last_line < end {
+                let r = words(last_line, end, &mut bounded);
+                race = race.or(r);
+            }
+        }
+        self.count_bounded(bounded);
+        race
+    }
+}
+
+impl SanitizerRuntime for CpuRaceSanitizer {
+    fn block_start(&self, smid: u32, block_idx: Dim3) {
+        let launch = lock(&self.current).clone().unwrap_or_else(|| {
+            panic!(
+                "vigil: a block ran under the CPU race sanitizer outside a launch it was told of \
+                 (call CpuRaceSanitizer::begin_launch before the executor's launch)"
+            )
+        });
+        let block = linear(block_idx, launch.shape.grid) as u32;
+        self.ctas.start(smid, Cta::new(launch, block));
+        self.block.block_start(smid);
+    }
+
+    fn block_end(&self, smid: u32, _block_idx: Dim3) {
+        if let Some(cta) = self.ctas.end(smid) {
+            cta_exit(&self.shared.mem, &cta.view(self.rank), &cta.sync());
+        }
+    }
+
+    fn access(
+        &self,
+        t: &ThreadContext<'_>,
+        addr: usize,
+        size: usize,
+        kind: AccessKind,
+        loc: &'static Location<'static>,
+    ) {
+        if let Some((word, offset)) = self.word_of(addr as u64) {
+            let halt = self.ctas.with(t.smid, |cta| {
+                let view = cta.view(self.rank);
+                let thread = t.linear_thread_index();
+                let site = self.site(cta.serial, thread, loc);
+                let mut bounded = false;
+                let mem = &self.shared.mem;
+                let race = access(
+                    mem,
+                    &view,
+                    word,
+                    offset,
+                    size as u32,
+                    kind.writes(),
+                    false,
+                    site,
+                    &mut bounded,
+                );
+                let current = Current::of_thread(cta, t, loc, kind, Scope::Block, size);
+                self.found(race, bounded, &current)
+            });
+            if halt == Some(true) {
+                self.halt();
+            }
+        }
+        self.check_global_in_block(t, addr, size, kind, Scope::Block, loc);
+    }
+
+    fn atomic(
+        &self,
+        t: &ThreadContext<'_>,
+        a: AtomicAccess,
+        loc: &'static Location<'static>,
+        op: &mut dyn FnMut() -> bool,
+    ) {
+        let mut performed = false;
+        let halt = self.word_of(a.addr as u64).and_then(|(word, offset)| {
+            self.ctas.with(t.smid, |cta| {
+                let mut view = cta.view(self.rank);
+                let sync = cta.sync();
+                let thread = t.linear_thread_index();
+                let site = self.site(cta.serial, thread, loc);
+                let mut bounded = false;
+                let ((), race) = atomic(
+                    &self.shared.mem,
+                    &mut view,
+                    &sync,
+                    cta.launch.lane_ref,
+                    word,
+                    offset,
+                    a.size as u32,
+                    a.engine_op(),
+                    site,
+                    &mut bounded,
+                    || {
+                        performed = true;
+                        ((), op())
+                    },
+                );
+                let current = Current::of_thread(cta, t, loc, a.kind, a.scope, a.size);
+                self.found(race, bounded, &current)
+            })
+        });
+        if !performed {
+            op();
+        }
+        if halt == Some(true) {
+            self.halt();
+        }
+        self.check_global_in_block(t, a.addr, a.size, a.kind, a.scope, loc);
+        if a.ordering.acquires() {
+            self.block.acquire(t.smid, t.linear_thread_index());
+        }
+    }
+
+    fn fence(
+        &self,
+        t: &ThreadContext<'_>,
+        ordering: Ordering,
+        scope: Scope,
+        _loc: &'static Location<'static>,
+    ) {
+        self.ctas.with(t.smid, |cta| {
+            let mut view = cta.view(self.rank);
+            fence(&self.shared.mem, &mut view, &cta.sync(), ordering, scope);
+        });
+        if ordering.acquires() {
+            self.block.acquire(t.smid, t.linear_thread_index());
+        }
+    }
+
+    fn shared_access(
+        &self,
+        t: &ThreadContext<'_>,
+        access: SharedAccess,
+        loc: &'static Location<'static>,
+    ) {
+        let a = BlockAccess {
+            addr: access.addr as u64,
+            size: access.size as u64,
+            kind: access.kind,
+            scope: Scope::Block,
+            space: MemorySpace::Shared,
+            array: Some((access.array as u64, access.array_bytes as u64)),
+            view: access.site,
+        };
+        self.check_in_block(t, a, loc);
+    }
+
+    fn barrier(&self, t: &ThreadContext<'_>, _loc: &'static Location<'static>) {
+        self.block.barrier(t.smid, t.linear_thread_index());
+    }
+
+    fn warp_joined(&self, smid: u32, warp: u32, lanes: u32, contributed: u32) {
+        self.block.warp_joined(smid, warp, lanes, contributed);
+    }
+}
