@@ -40,7 +40,7 @@ pub fn wait_for_flag(flag: GlobalSliceMut<u32>, seen: GlobalSliceMut<u32>, max_p
     seen.store(block_idx().x as usize, u32::from(set));
 }
 
-/// [`wait_for_flag`] for `flag[0] == value`: thread 0 of each block polls
+/// [`fn@wait_for_flag`] for `flag[0] == value`: thread 0 of each block polls
 /// until the flag holds `value` (a memset's zero, say), at most
 /// `max_polls` times, and writes in `seen[block]` whether it saw it.
 #[kernel]
@@ -98,13 +98,14 @@ pub fn serve_rounds(
         if !poll_until(counter.at(0), max_polls, |v| v == round) {
             break;
         }
-        ack.at(0).atomic_store(round, Ordering::Release, Scope::Device);
+        ack.at(0)
+            .atomic_store(round, Ordering::Release, Scope::Device);
         done = round;
     }
     served.store(0, done);
 }
 
-/// One round of [`serve_rounds`]' feed: thread 0 of block 0 waits until
+/// One round of [`fn@serve_rounds`]' feed: thread 0 of block 0 waits until
 /// `ack[0]` is `round - 1` (acquire: the server took the round before),
 /// then stores `round` in `counter[0]` (release). It writes in
 /// `fed[round - 1]` whether it did (1) or gave up after `max_polls` polls

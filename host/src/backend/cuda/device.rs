@@ -164,10 +164,12 @@ impl CudaDevice {
     /// Makes the context's per-thread stack (`CU_LIMIT_STACK_SIZE`) at
     /// least `need` bytes, rounded up to a multiple of `step`, when it is
     /// smaller. The driver grows the stack by itself at a launch that
-    /// needs more, but a larger stack waits for every kernel then running:
-    /// a kernel that another stream's running kernel waits for would only
-    /// start once that one gave up. Module loads call this with the most
-    /// any of their functions needs, so that their launches never grow it.
+    /// needs more, and that launch call blocks until every kernel then
+    /// running has ended: a kernel launched to end one that waits for it
+    /// on another stream would start only once the waiter gave up (a
+    /// sanitized setter needing 16 bytes more than its waiter did). Module
+    /// loads call this with the most any of their functions needs, so that
+    /// their launches never grow it.
     /// A stack the device has no memory for is left to the launch (which
     /// grows it or fails with the driver's error, as without this).
     pub(crate) fn reserve_stack(&self, need: usize, step: usize) -> Result<()> {
