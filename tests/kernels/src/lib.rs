@@ -8,5 +8,6 @@ pub mod hangs;
 pub mod math;
 pub mod races;
 pub mod scale_races;
+pub mod spin_waits;
 pub mod symmetric;
 pub mod tests;
