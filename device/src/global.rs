@@ -448,7 +448,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalPtrMut<T, S> {
     /// ) {
     ///     if block_idx().x == 0 {
     ///         data.store(0, 42);
-    ///         fence::<S>(Ordering::Release, Scope::Device); // __threadfence()
+    ///         fence::<S>(Ordering::Release, Scope::Device);
     ///         flag.store_volatile(1);
     ///     } else {
     ///         while flag.load_volatile() == 0 {}

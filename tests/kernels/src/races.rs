@@ -331,14 +331,14 @@ pub fn add_one(data: GlobalSlice<u32>, out: GlobalSliceMut<u32>) {
 }
 
 /// A volatile flag, as CUDA code polls one: the writer writes `data[0]`,
-/// then (if `fences != 0`) issues a release fence (`__threadfence()`),
-/// then stores 1 to `flag[0]` with a volatile store; the reader polls the
-/// flag with volatile loads, then (if `fences != 0`) issues an acquire
-/// fence, then reads `data[0]` into `out[0]`. Writer and reader are thread
-/// 0 of blocks 0 and 1 or, with `same_block` set, threads 32 and 0 of
-/// block 0 (two warps). Volatile accesses are relaxed atomics at system
-/// scope: they never race with each other and order nothing, so without
-/// the fences the payload races, and only the payload.
+/// then (if `fences != 0`) issues a release fence (`__threadfence()` is
+/// one), then stores 1 to `flag[0]` with a volatile store; the reader
+/// polls the flag with volatile loads, then (if `fences != 0`) issues an
+/// acquire fence, then reads `data[0]` into `out[0]`. Writer and reader
+/// are thread 0 of blocks 0 and 1 or, with `same_block` set, threads 32
+/// and 0 of block 0 (two warps). Volatile accesses are relaxed atomics at
+/// system scope: they never race with each other and order nothing, so
+/// without the fences the payload races, and only the payload.
 #[kernel]
 pub fn volatile_flag<S: Sanitizer>(
     data: GlobalSliceMut<u32, S>,

@@ -20,8 +20,9 @@ pub const EXCHANGE: u32 = 0;
 pub const ADD_ZERO: u32 = 1;
 /// `while (atomicCAS(&flag, 1, 0) != 1) {}` (acquire), a lock's take.
 pub const COMPARE_EXCHANGE: u32 = 2;
-/// `while (*(volatile unsigned *)&flag == 0) {} __threadfence();`: the
-/// setter publishes with `__threadfence()` and a volatile store.
+/// `while (*(volatile unsigned *)&flag == 0) {}` then an acquire fence;
+/// the setter publishes with a release fence (`__threadfence()` is one)
+/// and a volatile store.
 pub const VOLATILE: u32 = 3;
 /// A relaxed load (`ld.relaxed.gpu`) in the loop, then an acquire fence;
 /// the setter publishes with a release fence and a relaxed store.
