@@ -14,6 +14,7 @@
 //! business: here a sanitized run's reports are set aside.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::time::Duration;
 use vigil::{Context, DeviceBuffer, Error, Kernel, KernelArgs, LaunchConfig, Module, Stream};
 use vigil_kernels::{block_races as blk, races as r, scale_races as sc, spin_waits as sw};
@@ -110,11 +111,13 @@ macro_rules! case {
 }
 
 /// A one-kernel case over zeroed `u32` buffers of the given lengths and
-/// scalar arguments, keeping every buffer.
+/// scalar arguments, keeping every buffer: `simple!("name" on workers:
+/// kernel, config, [lengths], scalars...)`, with `interleaved` after the
+/// worker count when the final memory depends on how blocks interleave.
 macro_rules! simple {
-    ($name:literal, $workers:expr, $det:expr, $k:ty, $config:expr,
+    ($name:literal on $workers:literal $($interleaved:ident)?: $k:ty, $config:expr,
      [$($len:expr),*] $(, $scalar:expr)*) => {
-        case!($name, $workers, $det, |b| {
+        case!($name, $workers, simple!(@deterministic $($interleaved)?), |b| {
             let mut bufs: Vec<DeviceBuffer<u32>> = vec![$(b.zeros($len)),*];
             simple!(@launch b, $k, $config, bufs, [$($len),*] $(, $scalar)*);
             for buf in &bufs {
@@ -122,6 +125,8 @@ macro_rules! simple {
             }
         })
     };
+    (@deterministic) => { true };
+    (@deterministic interleaved) => { false };
     (@launch $b:ident, $k:ty, $config:expr, $bufs:ident, [$l0:expr] $(, $s:expr)*) => {{
         let [a] = &mut $bufs[..] else { unreachable!() };
         $b.run::<$k, _>($config, (a, $($s,)*));
@@ -146,135 +151,34 @@ const SIGNED: [i32; 16] = [3, -1, 0, 7, 2, -5, 9, 1, -2, 4, 0, 6, -8, 5, 1, -3];
 /// The race scenarios' kernels.
 fn race_cases() -> Vec<Case> {
     vec![
-        simple!("race_raw", 1, true, r::race_raw, cfg(2, 1), [1, 1]),
-        simple!(
-            "race_raw on two workers",
-            2,
-            false,
-            r::race_raw,
-            cfg(2, 1),
-            [1, 1]
-        ),
-        simple!("race_war", 1, true, r::race_war, cfg(2, 1), [1, 1]),
-        simple!("race_waw", 1, true, r::race_waw, cfg(2, 1), [1]),
-        simple!(
-            "disjoint_writes",
-            4,
-            true,
-            r::disjoint_writes,
-            cfg(4, 64),
-            [256]
-        ),
+        simple!("race_raw" on 1: r::race_raw, cfg(2, 1), [1, 1]),
+        simple!("race_raw on two workers" on 2 interleaved: r::race_raw, cfg(2, 1), [1, 1]),
+        simple!("race_war" on 1: r::race_war, cfg(2, 1), [1, 1]),
+        simple!("race_waw" on 1: r::race_waw, cfg(2, 1), [1]),
+        simple!("disjoint_writes" on 4: r::disjoint_writes, cfg(4, 64), [256]),
         case!("adjacent_bytes", 4, true, |b| {
             let mut data = b.zeros::<u8>(4);
             b.run::<r::adjacent_bytes, _>(cfg(4, 1), (&mut data,));
             b.keep(&data);
         }),
-        simple!(
-            "flag_handoff release/acquire",
-            2,
-            true,
-            r::flag_handoff,
-            cfg(2, 1),
-            [1, 1, 1],
-            RELEASE,
-            ACQUIRE,
-            DEVICE
-        ),
-        simple!(
-            "flag_handoff relaxed",
-            1,
-            true,
-            r::flag_handoff,
-            cfg(2, 1),
-            [1, 1, 1],
-            RELAXED,
-            RELAXED,
-            DEVICE
-        ),
-        simple!(
-            "transitive_chain",
-            3,
-            true,
-            r::transitive_chain,
-            cfg(3, 1),
-            [1, 2, 1],
-            ACQUIRE,
-            RELEASE
-        ),
-        simple!(
-            "transitive_chain, middle relaxed",
-            1,
-            true,
-            r::transitive_chain,
-            cfg(3, 1),
-            [1, 2, 1],
-            RELAXED,
-            RELAXED
-        ),
-        simple!(
-            "atomic_counter",
-            4,
-            true,
-            r::atomic_counter,
-            cfg(8, 64),
-            [1]
-        ),
-        simple!(
-            "atomic_plain_mix",
-            1,
-            true,
-            r::atomic_plain_mix,
-            cfg(2, 1),
-            [1]
-        ),
-        simple!(
-            "fenced_relaxed with fences",
-            2,
-            true,
-            r::fenced_relaxed,
-            cfg(2, 1),
-            [1, 1, 1],
-            1u32
-        ),
-        simple!(
-            "fenced_relaxed without fences",
-            1,
-            true,
-            r::fenced_relaxed,
-            cfg(2, 1),
-            [1, 1, 1],
-            0u32
-        ),
-        simple!(
-            "persistent_spin",
-            2,
-            true,
-            r::persistent_spin,
-            cfg(2, 64),
-            [64, 1, 64],
-            RELEASE,
-            ACQUIRE
-        ),
-        simple!(
-            "persistent_spin relaxed",
-            1,
-            true,
-            r::persistent_spin,
-            cfg(2, 64),
-            [64, 1, 64],
-            RELAXED,
-            RELAXED
-        ),
-        simple!(
-            "many_races",
-            1,
-            true,
-            r::many_races,
-            cfg(2, 256),
-            [4096],
-            16u32
-        ),
+        simple!("flag_handoff release/acquire" on 2:
+            r::flag_handoff, cfg(2, 1), [1, 1, 1], RELEASE, ACQUIRE, DEVICE),
+        simple!("flag_handoff relaxed" on 1:
+            r::flag_handoff, cfg(2, 1), [1, 1, 1], RELAXED, RELAXED, DEVICE),
+        simple!("transitive_chain" on 3:
+            r::transitive_chain, cfg(3, 1), [1, 2, 1], ACQUIRE, RELEASE),
+        simple!("transitive_chain, middle relaxed" on 1:
+            r::transitive_chain, cfg(3, 1), [1, 2, 1], RELAXED, RELAXED),
+        simple!("atomic_counter" on 4: r::atomic_counter, cfg(8, 64), [1]),
+        simple!("atomic_plain_mix" on 1: r::atomic_plain_mix, cfg(2, 1), [1]),
+        simple!("fenced_relaxed with fences" on 2: r::fenced_relaxed, cfg(2, 1), [1, 1, 1], 1u32),
+        simple!("fenced_relaxed without fences" on 1:
+            r::fenced_relaxed, cfg(2, 1), [1, 1, 1], 0u32),
+        simple!("persistent_spin" on 2:
+            r::persistent_spin, cfg(2, 64), [64, 1, 64], RELEASE, ACQUIRE),
+        simple!("persistent_spin relaxed" on 1:
+            r::persistent_spin, cfg(2, 64), [64, 1, 64], RELAXED, RELAXED),
+        simple!("many_races" on 1: r::many_races, cfg(2, 256), [4096], 16u32),
         case!("count_positive_racy", 1, true, |b| {
             let (data, mut count) = (b.from(&SIGNED), b.zeros::<u32>(1));
             b.run::<r::count_positive_racy, _>(cfg(4, 4), (&data, &mut count));
@@ -290,80 +194,24 @@ fn race_cases() -> Vec<Case> {
             b.run::<r::count_positive_fixed, _>(cfg(4, 4), (&data, &mut count));
             b.keep(&count);
         }),
-        simple!("fill_all", 4, true, r::fill_all, cfg(3, 32), [1000], 7u32),
+        simple!("fill_all" on 4: r::fill_all, cfg(3, 32), [1000], 7u32),
         case!("add_one", 4, true, |b| {
             let data = b.from(&(0..1000u32).collect::<Vec<_>>());
             let mut out = b.zeros::<u32>(1000);
             b.run::<r::add_one, _>(cfg(3, 32), (&data, &mut out));
             b.keep(&out);
         }),
-        simple!(
-            "volatile_flag with fences",
-            2,
-            true,
-            r::volatile_flag,
-            cfg(2, 1),
-            [1, 1, 1],
-            1u32,
-            0u32
-        ),
-        simple!(
-            "volatile_flag without fences",
-            1,
-            true,
-            r::volatile_flag,
-            cfg(2, 1),
-            [1, 1, 1],
-            0u32,
-            0u32
-        ),
-        simple!(
-            "volatile_flag between warps",
-            1,
-            true,
-            r::volatile_flag,
-            cfg(1, 64),
-            [1, 1, 1],
-            1u32,
-            1u32
-        ),
-        simple!(
-            "volatile_flag between warps, no fences",
-            1,
-            true,
-            r::volatile_flag,
-            cfg(1, 64),
-            [1, 1, 1],
-            0u32,
-            1u32
-        ),
-        simple!(
-            "volatile_beside volatile",
-            1,
-            true,
-            r::volatile_beside,
-            cfg(2, 1),
-            [1, 1],
-            0u32
-        ),
-        simple!(
-            "volatile_beside plain",
-            1,
-            true,
-            r::volatile_beside,
-            cfg(2, 1),
-            [1, 1],
-            1u32
-        ),
-        simple!(
-            "volatile_beside atomic",
-            1,
-            true,
-            r::volatile_beside,
-            cfg(2, 1),
-            [1, 1],
-            2u32
-        ),
+        simple!("volatile_flag with fences" on 2:
+            r::volatile_flag, cfg(2, 1), [1, 1, 1], 1u32, 0u32),
+        simple!("volatile_flag without fences" on 1:
+            r::volatile_flag, cfg(2, 1), [1, 1, 1], 0u32, 0u32),
+        simple!("volatile_flag between warps" on 1:
+            r::volatile_flag, cfg(1, 64), [1, 1, 1], 1u32, 1u32),
+        simple!("volatile_flag between warps, no fences" on 1:
+            r::volatile_flag, cfg(1, 64), [1, 1, 1], 0u32, 1u32),
+        simple!("volatile_beside volatile" on 1: r::volatile_beside, cfg(2, 1), [1, 1], 0u32),
+        simple!("volatile_beside plain" on 1: r::volatile_beside, cfg(2, 1), [1, 1], 1u32),
+        simple!("volatile_beside atomic" on 1: r::volatile_beside, cfg(2, 1), [1, 1], 2u32),
     ]
 }
 
@@ -374,78 +222,20 @@ const LEN: usize = N as usize;
 /// The scale scenarios' kernels, at [`N`] blocks.
 fn scale_cases() -> Vec<Case> {
     vec![
-        simple!(
-            "last_block_reduction acq_rel",
-            4,
-            true,
-            sc::last_block_reduction,
-            cfg(N, 1),
-            [LEN, 1, 1],
-            0u32
-        ),
-        simple!(
-            "last_block_reduction release fence",
-            4,
-            true,
-            sc::last_block_reduction,
-            cfg(N, 1),
-            [LEN, 1, 1],
-            RELEASE
-        ),
-        simple!(
-            "last_block_reduction acq_rel fence",
-            4,
-            true,
-            sc::last_block_reduction,
-            cfg(N, 1),
-            [LEN, 1, 1],
-            ACQ_REL
-        ),
-        simple!(
-            "last_block_reduction sc fence",
-            4,
-            true,
-            sc::last_block_reduction,
-            cfg(N, 1),
-            [LEN, 1, 1],
-            SEQ_CST
-        ),
-        simple!(
-            "last_block_reduction acquire fence",
-            1,
-            true,
-            sc::last_block_reduction,
-            cfg(N, 1),
-            [LEN, 1, 1],
-            ACQUIRE
-        ),
-        simple!(
-            "fence_grid_barrier",
-            8,
-            true,
-            sc::fence_grid_barrier,
-            cfg(8, 1),
-            [8, 1, 8],
-            RELEASE
-        ),
-        simple!(
-            "lagging_consumer",
-            4,
-            true,
-            sc::lagging_consumer,
-            cfg(N, 1),
-            [LEN, LEN, 1],
-            RELEASE
-        ),
-        simple!(
-            "lagging_consumer relaxed",
-            1,
-            true,
-            sc::lagging_consumer,
-            cfg(N, 1),
-            [LEN, LEN, 1],
-            RELAXED
-        ),
+        simple!("last_block_reduction acq_rel" on 4:
+            sc::last_block_reduction, cfg(N, 1), [LEN, 1, 1], 0u32),
+        simple!("last_block_reduction release fence" on 4:
+            sc::last_block_reduction, cfg(N, 1), [LEN, 1, 1], RELEASE),
+        simple!("last_block_reduction acq_rel fence" on 4:
+            sc::last_block_reduction, cfg(N, 1), [LEN, 1, 1], ACQ_REL),
+        simple!("last_block_reduction sc fence" on 4:
+            sc::last_block_reduction, cfg(N, 1), [LEN, 1, 1], SEQ_CST),
+        simple!("last_block_reduction acquire fence" on 1:
+            sc::last_block_reduction, cfg(N, 1), [LEN, 1, 1], ACQUIRE),
+        simple!("fence_grid_barrier" on 8: sc::fence_grid_barrier, cfg(8, 1), [8, 1, 8], RELEASE),
+        simple!("lagging_consumer" on 4: sc::lagging_consumer, cfg(N, 1), [LEN, LEN, 1], RELEASE),
+        simple!("lagging_consumer relaxed" on 1:
+            sc::lagging_consumer, cfg(N, 1), [LEN, LEN, 1], RELAXED),
         case!("mixed_width_atomics", 4, true, |b| {
             let mut data = b.zeros::<u64>(1);
             b.run::<sc::mixed_width_atomics, _>(cfg(N, 1), (&mut data, 0u32));
@@ -456,14 +246,7 @@ fn scale_cases() -> Vec<Case> {
             b.run::<sc::mixed_width_atomics, _>(cfg(N, 1), (&mut data, 1u32));
             b.keep(&data);
         }),
-        simple!(
-            "wide_access_second",
-            1,
-            true,
-            sc::wide_access_second,
-            cfg(N, 1),
-            [2 * LEN, LEN]
-        ),
+        simple!("wide_access_second" on 1: sc::wide_access_second, cfg(N, 1), [2 * LEN, LEN]),
         case!("in_place_stencil", 1, true, |b| {
             let mut x = b.from(&(1..=N).collect::<Vec<_>>());
             b.run::<sc::in_place_stencil, _>(cfg(N, 1), (&mut x,));
@@ -499,39 +282,12 @@ fn scale_cases() -> Vec<Case> {
             b.keep(&data);
             b.keep(&out);
         }),
-        simple!(
-            "locked_update",
-            4,
-            true,
-            sc::locked_update,
-            cfg(N, sc::LOCK_THREADS),
-            [1, sc::LOCK_THREADS as usize],
-            ACQUIRE,
-            RELEASE,
-            0u32
-        ),
-        simple!(
-            "locked_update relaxed with fences",
-            4,
-            true,
-            sc::locked_update,
-            cfg(N, sc::LOCK_THREADS),
-            [1, sc::LOCK_THREADS as usize],
-            RELAXED,
-            RELAXED,
-            1u32
-        ),
-        simple!(
-            "locked_update relaxed",
-            1,
-            true,
-            sc::locked_update,
-            cfg(N, sc::LOCK_THREADS),
-            [1, sc::LOCK_THREADS as usize],
-            RELAXED,
-            RELAXED,
-            0u32
-        ),
+        simple!("locked_update" on 4:
+            sc::locked_update, cfg(N, sc::LOCK_THREADS), [1, sc::LOCK_THREADS as usize], ACQUIRE, RELEASE, 0u32),
+        simple!("locked_update relaxed with fences" on 4:
+            sc::locked_update, cfg(N, sc::LOCK_THREADS), [1, sc::LOCK_THREADS as usize], RELAXED, RELAXED, 1u32),
+        simple!("locked_update relaxed" on 1:
+            sc::locked_update, cfg(N, sc::LOCK_THREADS), [1, sc::LOCK_THREADS as usize], RELAXED, RELAXED, 0u32),
         case!("transpose_in_place naive", 1, true, |b| {
             let mut m = b.from(&(0..32 * 32u32).collect::<Vec<_>>());
             b.run::<sc::transpose_in_place, _>(
@@ -566,22 +322,14 @@ fn scale_cases() -> Vec<Case> {
                 b.keep::<u32>(buf);
             }
         }),
-        simple!("publish_each", 4, true, sc::publish_each, cfg(4, 64), [256]),
+        simple!("publish_each" on 4: sc::publish_each, cfg(4, 64), [256]),
         case!("every_block_reads_all", 4, true, |b| {
             let data = b.from(&(0..500u32).collect::<Vec<_>>());
             let mut sums = b.zeros::<u32>(LEN * 32);
             b.run::<sc::every_block_reads_all, _>(cfg(N, 32), (&data, &mut sums));
             b.keep(&sums);
         }),
-        simple!(
-            "write_own_element",
-            4,
-            true,
-            sc::write_own_element,
-            cfg(N, 1),
-            [LEN],
-            3u32
-        ),
+        simple!("write_own_element" on 4: sc::write_own_element, cfg(N, 1), [LEN], 3u32),
     ]
 }
 
@@ -669,26 +417,24 @@ fn spin_cases() -> Vec<Case> {
                 bufs.iter().for_each(|buf| b.keep(buf));
             }
         }),
-        simple!(
-            "shared_volatile_handoff",
-            1,
-            true,
-            sw::shared_volatile_handoff,
-            cfg(1, 64),
-            [1, 1],
-            32u32
-        ),
+        simple!("shared_volatile_handoff" on 1:
+            sw::shared_volatile_handoff, cfg(1, 64), [1, 1], 32u32),
     ]
 }
 
 /// Runs every case plain and sanitized; compares the final memory of the
 /// deterministic ones.
 fn plain_and_sanitized_agree(cases: Vec<Case>) {
+    // One bench per sanitizer setting and worker count, shared by the
+    // cases (loading the kernels' module is most of a small case's time).
+    let mut benches: HashMap<(bool, usize), Bench> = HashMap::new();
     for case in cases {
-        let outcome = |sanitize: bool| {
-            let b = Bench::new(sanitize, case.workers);
-            (case.run)(&b);
-            b.kept.into_inner()
+        let mut outcome = |sanitize: bool| {
+            let b = benches
+                .entry((sanitize, case.workers))
+                .or_insert_with(|| Bench::new(sanitize, case.workers));
+            (case.run)(b);
+            b.kept.take()
         };
         let (plain, sanitized) = (outcome(false), outcome(true));
         assert_eq!(plain.len(), sanitized.len(), "{}", case.name);
