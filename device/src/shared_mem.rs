@@ -400,7 +400,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
 
     #[inline(always)]
     #[track_caller]
-    fn load_volatile(&self, i: usize) -> T
+    pub(crate) fn load_volatile(&self, i: usize) -> T
     where
         T: Atomic,
     {
@@ -414,7 +414,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
 
     #[inline(always)]
     #[track_caller]
-    fn store_volatile(&self, i: usize, v: T)
+    pub(crate) fn store_volatile(&self, i: usize, v: T)
     where
         T: Atomic,
     {
