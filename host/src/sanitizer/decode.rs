@@ -155,6 +155,7 @@ pub fn decode_report(
             base,
             size,
             offset: raw.address - base,
+            site: None,
         }),
         space: match in_block {
             Some(BlockSpace::Shared) => MemorySpace::Shared,
@@ -329,7 +330,8 @@ mod tests {
             Some(RaceAllocation {
                 base: 0x1000,
                 size: 0x1000,
-                offset: 0x10
+                offset: 0x10,
+                site: None,
             })
         );
         let c = &r.current;
@@ -377,7 +379,8 @@ mod tests {
             Some(RaceAllocation {
                 base: 0x7000_0040,
                 size: 256,
-                offset: 8
+                offset: 8,
+                site: None,
             })
         );
         assert!(d.prior.same_block);
