@@ -387,8 +387,11 @@ impl ReadMark {
 }
 
 impl PartialEq for RaceReports {
-    /// Equal findings and counts (whether the program read them aside).
+    /// Equal findings and counts (whether the program read them aside;
+    /// comparing reads both).
     fn eq(&self, other: &Self) -> bool {
+        self.mark_read();
+        other.mark_read();
         (
             &self.reports,
             &self.divergent,
