@@ -21,7 +21,11 @@ use vigil_tests::programs::demo;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = if vigil::gpu_available().is_ok() {
         println!("Running the demo on GPU 0 with the GPU race sanitizer.");
-        Context::builder().env_vars().gpu(0).sanitize(true).build()?
+        Context::builder()
+            .env_vars()
+            .gpu(0)
+            .sanitize(true)
+            .build()?
     } else {
         println!("No CUDA GPU found: running the demo on the CPU backend.");
         Context::builder().env_vars().cpu().sanitize(true).build()?

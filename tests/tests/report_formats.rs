@@ -24,8 +24,8 @@ fn temp_path(name: &str) -> PathBuf {
 }
 
 fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -284,7 +284,10 @@ fn the_demos_sarif_file_passes_the_schema_and_names_both_lines() {
     assert_eq!(run["tool"]["driver"]["name"], "Vigil");
     let results = run["results"].as_array().expect("results");
     assert_eq!(results.len(), outcome.racy_reports.len());
-    let racy = [kernel_line("demo-racy-read"), kernel_line("demo-racy-write")];
+    let racy = [
+        kernel_line("demo-racy-read"),
+        kernel_line("demo-racy-write"),
+    ];
     let line_of = |l: &Value| {
         assert!(
             l["physicalLocation"]["artifactLocation"]["uri"]
@@ -309,7 +312,13 @@ fn the_demos_sarif_file_passes_the_schema_and_names_both_lines() {
         let rule = result["ruleId"].as_str().unwrap();
         let index = result["ruleIndex"].as_u64().unwrap() as usize;
         assert_eq!(run["tool"]["driver"]["rules"][index]["id"], rule);
-        assert_eq!(result["codeFlows"][0]["threadFlows"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            result["codeFlows"][0]["threadFlows"]
+                .as_array()
+                .unwrap()
+                .len(),
+            2
+        );
         named.extend([here, there]);
     }
     named.sort();

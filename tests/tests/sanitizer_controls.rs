@@ -240,7 +240,11 @@ mod scenarios {
         t.write(&t.a, &mut data, 2);
         racy_count(&t, &t.b, &values, &mut data);
         t.read(&t.b, &mut data, &mut out);
-        check("the plain launch on the reader's stream", t.races(), vec![raw()]);
+        check(
+            "the plain launch on the reader's stream",
+            t.races(),
+            vec![raw()],
+        );
 
         t.write(&t.a, &mut data, 3);
         racy_count(&t, &t.a, &values, &mut data);
@@ -248,7 +252,11 @@ mod scenarios {
         done.record(&t.a).expect("record");
         t.b.wait_event(&done).expect("wait");
         t.read(&t.b, &mut data, &mut out);
-        check("after an event recorded past the plain launch", t.races(), vec![]);
+        check(
+            "after an event recorded past the plain launch",
+            t.races(),
+            vec![],
+        );
 
         t.write(&t.a, &mut data, 4);
         t.ctx.synchronize().expect("no race yet");
@@ -290,7 +298,11 @@ mod scenarios {
         };
         let (all, none_suppressed, races, alloc_line) = run(Context::builder());
         assert_eq!(none_suppressed, 0);
-        assert_eq!(kernels(&all), ["count_positive_racy", "read_one"], "{races}");
+        assert_eq!(
+            kernels(&all),
+            ["count_positive_racy", "read_one"],
+            "{races}"
+        );
         // The racy count's buffer is named by where this file allocated it.
         let count_race = races
             .iter()
@@ -304,7 +316,11 @@ mod scenarios {
         );
         let (count_only, read_only) = (["count_positive_racy"], ["read_one"]);
         for (name, text, left) in [
-            ("kernel", "race:kernel=count_positive_*\n".to_owned(), &read_only),
+            (
+                "kernel",
+                "race:kernel=count_positive_*\n".to_owned(),
+                &read_only,
+            ),
             (
                 "location",
                 format!("# the write of write_one\nrace:location=*races.rs:{write_line}\n"),
@@ -326,7 +342,10 @@ mod scenarios {
             // kernels, and count what left.
             assert_eq!(kernels(&got), left, "{name}: {races}");
             let gone = (all.len() - got.len()) as u64;
-            assert!(gone >= 1 && suppressed == gone, "{name}: {suppressed} suppressed");
+            assert!(
+                gone >= 1 && suppressed == gone,
+                "{name}: {suppressed} suppressed"
+            );
             let docs = vigil::ReportDocument::read_file(&report).expect("the report file");
             assert_eq!(docs.len(), 1, "{name}");
             assert_eq!(docs[0].reports.suppressed(), suppressed, "{name}");

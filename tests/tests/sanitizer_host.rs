@@ -254,17 +254,32 @@ fn the_controls_parse_and_malformed_values_name_the_variable() {
         let c = config(&[("VIGIL_LAUNCH_COUNT", count)]).unwrap();
         assert_eq!(c.launch_filter().count(), None, "{count}");
     }
-    assert_eq!(config(&[("VIGIL_EXITCODE", "off")]).unwrap().exit_code(), None);
+    assert_eq!(
+        config(&[("VIGIL_EXITCODE", "off")]).unwrap().exit_code(),
+        None
+    );
 
     let bad = temp_path("bad.supp");
     std::fs::write(&bad, "race:kernel=ok\n\nrace:colour=blue\n").unwrap();
     let bad_text = bad.display().to_string();
     for (var, value, says) in [
         ("VIGIL_REPORT_FORMAT", "xml", "`json` or `sarif`"),
-        ("VIGIL_SUPPRESSIONS", "/nonexistent/vigil.supp", "readable suppressions file"),
-        ("VIGIL_SUPPRESSIONS", bad_text.as_str(), ":3: unknown key `colour`"),
+        (
+            "VIGIL_SUPPRESSIONS",
+            "/nonexistent/vigil.supp",
+            "readable suppressions file",
+        ),
+        (
+            "VIGIL_SUPPRESSIONS",
+            bad_text.as_str(),
+            ":3: unknown key `colour`",
+        ),
         ("VIGIL_SANITIZE_KERNELS", "a,,b", "comma-separated list"),
-        ("VIGIL_SANITIZE_KERNELS_EXCLUDE", "/(/", "no regular expression"),
+        (
+            "VIGIL_SANITIZE_KERNELS_EXCLUDE",
+            "/(/",
+            "no regular expression",
+        ),
         ("VIGIL_LAUNCH_SKIP", "-1", "an integer"),
         ("VIGIL_LAUNCH_COUNT", "many", "`0`/`all` for no limit"),
         ("VIGIL_EXITCODE", "0", "1..=255"),
@@ -272,13 +287,22 @@ fn the_controls_parse_and_malformed_values_name_the_variable() {
     ] {
         let e = config(&[(var, value)]).unwrap_err();
         let msg = e.to_string();
-        assert!(msg.starts_with(var) && msg.contains(says), "{var}={value}: {msg}");
+        assert!(
+            msg.starts_with(var) && msg.contains(says),
+            "{var}={value}: {msg}"
+        );
     }
     // The builder's options check their values too.
     let b = vigil::VmmConfig::builder;
     for (e, option) in [
-        (b().sanitize_kernels(Vec::<&str>::new()).build(), "sanitize_kernels"),
-        (b().exclude_kernels(["two words"]).build(), "exclude_kernels"),
+        (
+            b().sanitize_kernels(Vec::<&str>::new()).build(),
+            "sanitize_kernels",
+        ),
+        (
+            b().exclude_kernels(["two words"]).build(),
+            "exclude_kernels",
+        ),
         (b().exit_code(Some(0)).build(), "exit_code"),
         (b().suppressions(&bad).build(), "suppressions"),
     ] {

@@ -232,7 +232,11 @@ impl Context {
     /// context's reports name it).
     pub(crate) fn note_allocation(&self, ptr: u64, site: &'static Location<'static>) {
         if self.is_sanitized() {
-            let mut sites = self.inner.alloc_sites.lock().unwrap_or_else(|p| p.into_inner());
+            let mut sites = self
+                .inner
+                .alloc_sites
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             sites.insert(ptr, site);
         }
     }
@@ -240,7 +244,11 @@ impl Context {
     /// The buffer at `ptr` is freed.
     pub(crate) fn forget_allocation(&self, ptr: u64) {
         if self.is_sanitized() {
-            let mut sites = self.inner.alloc_sites.lock().unwrap_or_else(|p| p.into_inner());
+            let mut sites = self
+                .inner
+                .alloc_sites
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             sites.remove(&ptr);
         }
     }

@@ -113,6 +113,7 @@ impl Stream {
             params: buf,
             timeout: ctx.launch_timeout(),
         };
-        ctx.backend().launch(&launch, ctx.decide_launch_variant(kernel))
+        ctx.backend()
+            .launch(&launch, ctx.decide_launch_variant(kernel))
     }
 }

@@ -460,13 +460,11 @@ impl Backend {
                     (LaunchVariant::Sanitized, true) => std::borrow::Cow::Borrowed(ptx),
                     _ => cut_for(ptx, variant),
                 };
-                let image = CString::new(text.into_owned()).map_err(|e| {
-                    Error::PtxText {
-                        message: format!(
-                            "PTX text contains a NUL byte at offset {}",
-                            e.nul_position()
-                        ),
-                    }
+                let image = CString::new(text.into_owned()).map_err(|e| Error::PtxText {
+                    message: format!(
+                        "PTX text contains a NUL byte at offset {}",
+                        e.nul_position()
+                    ),
                 })?;
                 // Sanitized contexts launch the `__vigil` entries: capped
                 // registers keep them launchable with large blocks.

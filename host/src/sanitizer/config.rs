@@ -619,8 +619,8 @@ impl VmmConfigBuilder {
     /// kernel name or a `/regex/` ([`KernelPattern`](super::launch_filter::KernelPattern)).
     pub fn sanitize_kernels<S: AsRef<str>>(mut self, items: impl IntoIterator<Item = S>) -> Self {
         let r = parse_items("sanitize_kernels", items).map(|list| {
-            self.config.launch_filter = std::mem::take(&mut self.config.launch_filter)
-                .with_kernels(Some(list));
+            self.config.launch_filter =
+                std::mem::take(&mut self.config.launch_filter).with_kernels(Some(list));
         });
         self.record(r)
     }
@@ -757,13 +757,15 @@ impl VmmConfigBuilder {
         apply(ENV_LAUNCH_COUNT, &mut |v, c| {
             let n = match v.trim().to_ascii_lowercase().as_str() {
                 "all" | "0" => None,
-                _ => Some(parse_int(ENV_LAUNCH_COUNT, v, 1, u64::MAX >> 1).map_err(|_| {
-                    err(
-                        ENV_LAUNCH_COUNT,
-                        v,
-                        "a number of launches (decimal or 0x hex), or `0`/`all` for no limit",
-                    )
-                })?),
+                _ => Some(
+                    parse_int(ENV_LAUNCH_COUNT, v, 1, u64::MAX >> 1).map_err(|_| {
+                        err(
+                            ENV_LAUNCH_COUNT,
+                            v,
+                            "a number of launches (decimal or 0x hex), or `0`/`all` for no limit",
+                        )
+                    })?,
+                ),
             };
             c.launch_filter = std::mem::take(&mut c.launch_filter).with_count(n);
             Ok(())
@@ -771,9 +773,11 @@ impl VmmConfigBuilder {
         apply(ENV_EXITCODE, &mut |v, c| {
             c.exit_code = match v.trim().to_ascii_lowercase().as_str() {
                 "off" | "none" => None,
-                _ => Some(parse_int(ENV_EXITCODE, v, 1, 255).map_err(|_| {
-                    err(ENV_EXITCODE, v, "an exit status in 1..=255, or `off`")
-                })? as i32),
+                _ => Some(
+                    parse_int(ENV_EXITCODE, v, 1, 255)
+                        .map_err(|_| err(ENV_EXITCODE, v, "an exit status in 1..=255, or `off`"))?
+                        as i32,
+                ),
             };
             Ok(())
         });

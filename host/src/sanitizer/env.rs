@@ -27,8 +27,14 @@ pub const KNOWN_VARIABLES: &[(&str, &str)] = &[
     (ENV_SEED, "seed of the sanitizer's random evictions"),
     (ENV_CLOCK_BUFFER_SIZE, "snapshots per sanitizer thread"),
     (ENV_HALT_ON_ERROR, "stop a launch at its first race"),
-    (ENV_REPORT, "file that race reports are written to (JSON Lines or SARIF)"),
-    (ENV_REPORT_FORMAT, "the report file's format (json or sarif)"),
+    (
+        ENV_REPORT,
+        "file that race reports are written to (JSON Lines or SARIF)",
+    ),
+    (
+        ENV_REPORT_FORMAT,
+        "the report file's format (json or sarif)",
+    ),
     (ENV_SUPPRESSIONS, "file of races to leave out of reports"),
     (ENV_SANITIZE_KERNELS, "kernels whose launches run sanitized"),
     (
@@ -36,7 +42,10 @@ pub const KNOWN_VARIABLES: &[(&str, &str)] = &[
         "kernels whose launches run plain",
     ),
     (ENV_LAUNCH_SKIP, "selected launches that run plain first"),
-    (ENV_LAUNCH_COUNT, "most selected launches that run sanitized"),
+    (
+        ENV_LAUNCH_COUNT,
+        "most selected launches that run sanitized",
+    ),
     (
         ENV_EXITCODE,
         "the process's exit status when races were reported",

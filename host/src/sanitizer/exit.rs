@@ -201,7 +201,8 @@ mod tests {
         let unread = Arc::new(ReadMark::default());
         l.unread.push((unread, one_race()));
         l.unread.push((read.clone(), one_race()));
-        l.suppressed.push(("`race:kernel=x` (s.txt:2)".to_owned(), 4));
+        l.suppressed
+            .push(("`race:kernel=x` (s.txt:2)".to_owned(), 4));
         let (text, code) = summary(&l);
         assert_eq!(code, Some(66));
         assert!(text.contains("dropped before a synchronize"), "{text}");
@@ -222,7 +223,8 @@ mod tests {
             ..Ledger::default()
         };
         assert!(summary(&l).0.contains("dropped unread"));
-        let noted = |m: &Arc<ReadMark>| with_ledger(|l| l.unread.iter().any(|(x, _)| Arc::ptr_eq(x, m)));
+        let noted =
+            |m: &Arc<ReadMark>| with_ledger(|l| l.unread.iter().any(|(x, _)| Arc::ptr_eq(x, m)));
         let mut handed = one_race();
         handed.hand_out();
         let mark = handed.read_mark().expect("handed out");

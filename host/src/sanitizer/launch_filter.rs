@@ -80,7 +80,9 @@ impl KernelPattern {
         }
         if let Some(body) = item.strip_prefix('/') {
             let Some(re) = body.strip_suffix('/') else {
-                return Err(format!("`{item}` starts a regular expression without its closing `/`"));
+                return Err(format!(
+                    "`{item}` starts a regular expression without its closing `/`"
+                ));
             };
             return regex_lite::Regex::new(re)
                 .map(KernelPattern::Regex)
@@ -95,7 +97,10 @@ impl KernelPattern {
     /// A comma-separated list of items; a comma inside `/.../` belongs to
     /// the expression.
     pub fn parse_list(text: &str) -> Result<Vec<KernelPattern>, String> {
-        split_items(text).into_iter().map(KernelPattern::parse).collect()
+        split_items(text)
+            .into_iter()
+            .map(KernelPattern::parse)
+            .collect()
     }
 }
 
@@ -116,13 +121,23 @@ pub(crate) fn parse_items<S: AsRef<str>>(
         format!("{all:?}")
     };
     if items.is_empty() {
-        return Err(err(source_name, shown(), "at least one kernel name or `/regex/`"));
+        return Err(err(
+            source_name,
+            shown(),
+            "at least one kernel name or `/regex/`",
+        ));
     }
     items
         .iter()
         .map(|i| KernelPattern::parse(i.as_ref()))
         .collect::<Result<_, _>>()
-        .map_err(|why| err(source_name, shown(), format!("kernel names or `/regex/` items ({why})")))
+        .map_err(|why| {
+            err(
+                source_name,
+                shown(),
+                format!("kernel names or `/regex/` items ({why})"),
+            )
+        })
 }
 
 /// The items of a list: split at commas, except inside a `/regex/` item
@@ -294,7 +309,10 @@ mod tests {
         assert!(list[1].matches("ggemm") && !list[1].matches("gemm2"));
         assert!(list[2].matches("xa,by"));
         assert_eq!(names(&KernelPattern::parse_list("/x/").unwrap()), ["/x/"]);
-        assert_eq!(names(&KernelPattern::parse_list("/a/b/").unwrap()), ["/a/b/"]);
+        assert_eq!(
+            names(&KernelPattern::parse_list("/a/b/").unwrap()),
+            ["/a/b/"]
+        );
     }
 
     #[test]

@@ -404,12 +404,15 @@ impl PartialEq for RaceReports {
             other.duplicates,
             other.dropped,
             other.suppressed,
-        ) && (self.unchecked_words, self.unchecked_arrays, self.history_lost)
-            == (
-                other.unchecked_words,
-                other.unchecked_arrays,
-                other.history_lost,
-            )
+        ) && (
+            self.unchecked_words,
+            self.unchecked_arrays,
+            self.history_lost,
+        ) == (
+            other.unchecked_words,
+            other.unchecked_arrays,
+            other.history_lost,
+        )
     }
 }
 
@@ -775,4 +778,3 @@ impl fmt::Display for RaceReports {
         Ok(())
     }
 }
-

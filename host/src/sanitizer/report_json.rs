@@ -289,7 +289,11 @@ pub(crate) mod tests {
     fn location() -> impl Strategy<Value = SourceLocation> {
         // File names with what JSON must escape: quotes, backslashes,
         // control characters, non-ASCII.
-        ("[a-z/\"\\\\\\n\\t\u{e9}\u{1f600}]{0,12}", any::<u32>(), any::<u32>())
+        (
+            "[a-z/\"\\\\\\n\\t\u{e9}\u{1f600}]{0,12}",
+            any::<u32>(),
+            any::<u32>(),
+        )
             .prop_map(|(file, line, column)| SourceLocation { file, line, column })
     }
 
@@ -302,14 +306,18 @@ pub(crate) mod tests {
         let access = || proptest::sample::select(ALL_ACCESSES.to_vec());
         let scope = || proptest::sample::select(ALL_SCOPES.to_vec());
         let allocation = proptest::option::of(
-            (any::<u64>(), any::<u64>(), any::<u64>(), proptest::option::of(location())).prop_map(
-                |(base, size, offset, site)| RaceAllocation {
+            (
+                any::<u64>(),
+                any::<u64>(),
+                any::<u64>(),
+                proptest::option::of(location()),
+            )
+                .prop_map(|(base, size, offset, site)| RaceAllocation {
                     base,
                     size,
                     offset,
                     site,
-                },
-            ),
+                }),
         );
         let current = (
             access(),
@@ -480,8 +488,9 @@ pub(crate) mod tests {
 
     #[test]
     fn names_are_distinct_and_read_back() {
-        let kinds: std::collections::HashSet<_> =
-            all_kinds().map(crate::sanitizer::report::kind_name).collect();
+        let kinds: std::collections::HashSet<_> = all_kinds()
+            .map(crate::sanitizer::report::kind_name)
+            .collect();
         assert_eq!(kinds.len(), all_kinds().count());
         assert!(all_kinds().count() >= 10);
         let accesses: std::collections::HashSet<_> = ALL_ACCESSES
@@ -505,10 +514,21 @@ pub(crate) mod tests {
             Err(ReportReadError::Format { .. })
         ));
         let one: RaceReports = [sample_report()].into_iter().collect();
-        let misnamed = one.to_json().replace("read-after-write race", "read-after-read race");
-        let e = ReportDocument::from_json(&misnamed).unwrap_err().to_string();
-        assert!(e.contains("read-after-read race") && e.contains("write-after-read race"), "{e}");
+        let misnamed = one
+            .to_json()
+            .replace("read-after-write race", "read-after-read race");
+        let e = ReportDocument::from_json(&misnamed)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("read-after-read race") && e.contains("write-after-read race"),
+            "{e}"
+        );
         let e = ReportDocument::from_json("{\"format\":").unwrap_err();
-        assert!(e.to_string().starts_with("line 1: not a Vigil report document"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("line 1: not a Vigil report document"),
+            "{e}"
+        );
     }
 }

@@ -273,7 +273,11 @@ fn who(block: Option<crate::types::Dim3>, thread: Option<crate::types::Dim3>) ->
 fn race_result(r: &RaceReport, rule_index: usize) -> SarifResult<'_> {
     let (c, p) = (&r.current, &r.prior);
     let this = if c.host_issued {
-        format!("this {} by the host-issued {}", access_name(c.access), r.kernel)
+        format!(
+            "this {} by the host-issued {}",
+            access_name(c.access),
+            r.kernel
+        )
     } else {
         format!(
             "this {} by {} in kernel `{}`",
@@ -288,7 +292,10 @@ fn race_result(r: &RaceReport, rule_index: usize) -> SarifResult<'_> {
         } else {
             who(p.block, p.thread)
         };
-        let kernel = p.kernel.as_deref().map_or(String::new(), |k| format!(" in `{k}`"));
+        let kernel = p
+            .kernel
+            .as_deref()
+            .map_or(String::new(), |k| format!(" in `{k}`"));
         format!("earlier {} by {by}{kernel}", access_name(p.access))
     };
     let place = match &p.location {
@@ -345,7 +352,12 @@ fn race_result(r: &RaceReport, rule_index: usize) -> SarifResult<'_> {
         code_flows,
         partial_fingerprints: BTreeMap::from([(
             "vigilRace/v1",
-            format!("{}|{}|{}", rule_id(r.kind), loc(&c.location), loc(&p.location)),
+            format!(
+                "{}|{}|{}",
+                rule_id(r.kind),
+                loc(&c.location),
+                loc(&p.location)
+            ),
         )]),
         properties: Some(ResultProperties { vigil: r }),
     }

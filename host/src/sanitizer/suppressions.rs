@@ -114,7 +114,9 @@ impl Suppressions {
                 reason,
             };
             let Some((kind, rest)) = line.split_once(':') else {
-                return Err(bad(format!("no `race:` before the pattern (expected {SYNTAX})")));
+                return Err(bad(format!(
+                    "no `race:` before the pattern (expected {SYNTAX})"
+                )));
             };
             if kind.trim() != "race" {
                 return Err(bad(format!(
@@ -329,7 +331,11 @@ mod tests {
             "race:*kernels.rs:1?",
         ] {
             let rule = s(&format!("# comment\n\n  {hit}  \n")).matching(&r);
-            assert_eq!(rule.as_deref(), Some(&*format!("`{hit}` (s.txt:3)")), "{hit}");
+            assert_eq!(
+                rule.as_deref(),
+                Some(&*format!("`{hit}` (s.txt:3)")),
+                "{hit}"
+            );
         }
         for miss in [
             "race:kernel=read",
@@ -366,13 +372,16 @@ mod tests {
             ("race:", "empty pattern"),
             ("race:kernel=x # why", "no spaces"),
         ] {
-            let e = Suppressions::parse(&format!("# ok\nrace:fine\n{text}\n"), "sup.txt")
-                .unwrap_err();
+            let e =
+                Suppressions::parse(&format!("# ok\nrace:fine\n{text}\n"), "sup.txt").unwrap_err();
             let msg = e.to_string();
             assert!(msg.starts_with("sup.txt:3: "), "{msg}");
             assert!(msg.contains(reason) && msg.contains(text), "{msg}");
         }
         let e = Suppressions::from_file("/nonexistent/vigil.supp").unwrap_err();
-        assert!(e.to_string().starts_with("/nonexistent/vigil.supp: "), "{e}");
+        assert!(
+            e.to_string().starts_with("/nonexistent/vigil.supp: "),
+            "{e}"
+        );
     }
 }
