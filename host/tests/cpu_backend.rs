@@ -342,6 +342,7 @@ fn report(file: &str, line: u32, kind: ReportKind) -> RaceReport {
             base: 0x7000_0000_1000,
             size: 64,
             offset: 4,
+            site: None,
         }),
         space: MemorySpace::Global,
         kernel: "racy".to_owned(),

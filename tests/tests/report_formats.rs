@@ -402,7 +402,7 @@ fn a_report_written_by_another_process_reads_back_equal() {
         .unwrap_or_else(|| panic!("the child printed no reports:\n{stdout}"));
     let docs = ReportDocument::read_file(&path).expect("the child's report file");
     assert_eq!(docs.len(), 1, "the racy kernel's collection");
-    assert!(docs[0].collected && docs[0].reports.len() > 0);
+    assert!(docs[0].collected && !docs[0].reports.is_empty());
     assert_eq!(format!("{:?}", docs[0].reports), theirs);
     let _ = std::fs::remove_file(&path);
 }

@@ -475,7 +475,7 @@ pub fn bench_report(results: &SuiteResults) -> BenchReport {
             }),
             sanitized_launch_us: measured(&host.sanitized_launch_us, |v| finite(*v)),
             alloc: measured(&host.alloc, |a| AllocJson {
-                bytes: a.size as u64,
+                bytes: a.size,
                 cu_mem_alloc_free_us: finite(a.plain_us),
                 cu_mem_alloc_async_free_us: finite(a.stream_ordered_us),
                 vmm_uncached_us: finite(a.vmm_us),

@@ -2,21 +2,7 @@
 //! sanitized entry, like compute-sanitizer's `--kernel-name`,
 //! `--kernel-name-exclude`, `--launch-skip` and `--launch-count`.
 //!
-//! A launch is *selected* when its kernel's name (the PTX entry name, as
-//! reports print it) matches the include list (`VIGIL_SANITIZE_KERNELS`;
-//! every kernel when there is none) and not the exclude list
-//! (`VIGIL_SANITIZE_KERNELS_EXCLUDE`). Of the selected launches, counted
-//! per context in issue order, the first `skip` (`VIGIL_LAUNCH_SKIP`) run
-//! plain, then at most `count` (`VIGIL_LAUNCH_COUNT`) run sanitized, and
-//! the rest plain again. Launches that are not selected run plain too.
-//!
-//! A list is comma-separated; an item is an exact kernel name, or a
-//! regular expression between slashes (`/^gemm_/`, matched anywhere in
-//! the name unless anchored; the `regex-lite` syntax).
-//!
-//! A plain launch of a sanitized context is ordered like any other work on
-//! its stream; its own accesses are not checked (see
-//! [`Context::launch_variant`](crate::Context::launch_variant)).
+//! What is selected is said on [`LaunchFilter`].
 
 use super::config::{err, ConfigError};
 use std::fmt;
@@ -184,7 +170,23 @@ fn split_items(text: &str) -> Vec<&str> {
 }
 
 /// Which launches of a sanitized context run sanitized. The default
-/// selects every launch. See the [module docs](self).
+/// selects every launch.
+///
+/// A launch is *selected* when its kernel's name (the PTX entry name, as
+/// reports print it) matches the include list (`VIGIL_SANITIZE_KERNELS`;
+/// every kernel when there is none) and not the exclude list
+/// (`VIGIL_SANITIZE_KERNELS_EXCLUDE`). Of the selected launches, counted
+/// per context in issue order, the first `skip` (`VIGIL_LAUNCH_SKIP`) run
+/// plain, then at most `count` (`VIGIL_LAUNCH_COUNT`) run sanitized, and
+/// the rest plain again. Launches that are not selected run plain too.
+///
+/// A list is comma-separated; an item is an exact kernel name, or a
+/// regular expression between slashes (`/^gemm_/`, matched anywhere in
+/// the name unless anchored; the `regex-lite` syntax).
+///
+/// A plain launch of a sanitized context is ordered like any other work on
+/// its stream; its own accesses are not checked (see
+/// [`Context::launch_variant`](crate::Context::launch_variant)).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LaunchFilter {
     kernels: Option<Vec<KernelPattern>>,

@@ -2,30 +2,7 @@
 //! spirit of ThreadSanitizer's suppressions file (`VIGIL_SUPPRESSIONS`,
 //! [`VmmConfigBuilder::suppressions`](super::config::VmmConfigBuilder::suppressions)).
 //!
-//! One suppression per line; blank lines and lines starting with `#` are
-//! ignored:
-//!
-//! ```text
-//! # a known race in a vendored kernel
-//! race:kernel=histogram_*
-//! race:location=*/third_party/scan.rs:4?
-//! race:alloc=*/src/main.rs:120
-//! race:legacy_reduce
-//! ```
-//!
-//! | form | suppresses a race whose |
-//! |------|--------------------------|
-//! | `race:kernel=GLOB` | kernel (either access's) matches |
-//! | `race:location=GLOB` | either access's `file:line` (or `file:line:column`) matches |
-//! | `race:alloc=GLOB` | allocation's site (where the host code allocated the buffer: `file:line` or `file:line:column`) matches |
-//! | `race:GLOB` | kernel, either location or the allocation site matches |
-//!
-//! A glob matches the whole text: `*` stands for any run of characters
-//! (`/` included), `?` for one. File names are the compiler's (as the
-//! reports print them), so a pattern usually starts with `*/`.
-//! Suppression happens on the host, after decoding, for both backends; a
-//! suppressed race is counted, never silently dropped (see
-//! [`RaceReports::suppressed`](super::report::RaceReports::suppressed)).
+//! The syntax is on [`Suppressions`].
 
 use super::config::{err, ConfigError};
 use super::report::{RaceReport, SourceLocation};
@@ -51,8 +28,32 @@ struct Rule {
     pattern: Glob,
 }
 
-/// A parsed suppressions file. See the [module docs](self) for the
-/// syntax.
+/// A parsed suppressions file.
+///
+/// One suppression per line; blank lines and lines starting with `#` are
+/// ignored:
+///
+/// ```text
+/// # a known race in a vendored kernel
+/// race:kernel=histogram_*
+/// race:location=*/third_party/scan.rs:4?
+/// race:alloc=*/src/main.rs:120
+/// race:legacy_reduce
+/// ```
+///
+/// | form | suppresses a race whose |
+/// |------|--------------------------|
+/// | `race:kernel=GLOB` | kernel (either access's) matches |
+/// | `race:location=GLOB` | either access's `file:line` (or `file:line:column`) matches |
+/// | `race:alloc=GLOB` | allocation's site (where the host code allocated the buffer: `file:line` or `file:line:column`) matches |
+/// | `race:GLOB` | kernel, either location or the allocation site matches |
+///
+/// A glob matches the whole text: `*` stands for any run of characters
+/// (`/` included), `?` for one. File names are the compiler's (as the
+/// reports print them), so a pattern usually starts with `*/`.
+/// Suppression happens on the host, after decoding, for both backends; a
+/// suppressed race is counted, never silently dropped (see
+/// [`RaceReports::suppressed`](super::report::RaceReports::suppressed)).
 ///
 /// ```
 /// use vigil::Suppressions;
