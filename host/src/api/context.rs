@@ -72,6 +72,10 @@ struct ContextInner {
     alloc_sites: Mutex<HashMap<u64, &'static Location<'static>>>,
 }
 
+/// The longest a dropped sanitized context without a launch timeout waits
+/// for its kernels before it collects what they reported.
+const DROP_WAIT_LIMIT: Duration = Duration::from_secs(10);
+
 impl Drop for ContextInner {
     /// Races nobody collected go through the sink (report file,
     /// suppressions) and to the process's exit summary.
@@ -79,8 +83,10 @@ impl Drop for ContextInner {
         if !self.backend.is_sanitized() {
             return;
         }
-        // Kernels still running may have more to report.
-        let _ = self.backend.synchronize(self.launch_timeout);
+        // Kernels still running may have more to report; a kernel that
+        // never ends must not keep the drop waiting.
+        let limit = self.launch_timeout.unwrap_or(DROP_WAIT_LIMIT);
+        let _ = self.backend.synchronize(Some(limit));
         let mut reports = self.backend.take_reports();
         fill_allocation_sites(&self.alloc_sites, &mut reports);
         self.reports.deliver(reports, false);
