@@ -16,7 +16,7 @@ use cudarc::driver::sys;
 use std::collections::HashMap;
 use std::fmt;
 use std::panic::Location;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// A handle to one device: a CUDA GPU (its primary context) or the CPU
@@ -69,8 +69,11 @@ struct ContextInner {
     selection: LaunchSelection,
     /// Where each live buffer of a sanitized context was allocated, by
     /// address (the reports' allocation sites).
-    alloc_sites: Mutex<HashMap<u64, &'static Location<'static>>>,
+    alloc_sites: Mutex<AllocationSites>,
 }
+
+/// Where each live buffer was allocated, by address.
+type AllocationSites = HashMap<u64, &'static Location<'static>>;
 
 /// The longest a dropped sanitized context without a launch timeout waits
 /// for its kernels before it collects what they reported.
@@ -94,10 +97,7 @@ impl Drop for ContextInner {
 }
 
 /// Names each report's allocation site from `sites`.
-fn fill_allocation_sites(
-    sites: &Mutex<HashMap<u64, &'static Location<'static>>>,
-    reports: &mut RaceReports,
-) {
+fn fill_allocation_sites(sites: &Mutex<AllocationSites>, reports: &mut RaceReports) {
     let sites = sites.lock().unwrap_or_else(|p| p.into_inner());
     if sites.is_empty() {
         return;
@@ -237,26 +237,26 @@ impl Context {
     /// Notes where the buffer at `ptr` was allocated (a sanitized
     /// context's reports name it).
     pub(crate) fn note_allocation(&self, ptr: u64, site: &'static Location<'static>) {
-        if self.is_sanitized() {
-            let mut sites = self
-                .inner
-                .alloc_sites
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
+        if let Some(mut sites) = self.allocation_sites() {
             sites.insert(ptr, site);
         }
     }
 
     /// The buffer at `ptr` is freed.
     pub(crate) fn forget_allocation(&self, ptr: u64) {
-        if self.is_sanitized() {
-            let mut sites = self
-                .inner
-                .alloc_sites
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
+        if let Some(mut sites) = self.allocation_sites() {
             sites.remove(&ptr);
         }
+    }
+
+    /// The allocation sites, kept by sanitized contexts only.
+    fn allocation_sites(&self) -> Option<MutexGuard<'_, AllocationSites>> {
+        self.is_sanitized().then(|| {
+            self.inner
+                .alloc_sites
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+        })
     }
 
     /// The shadow allocator's caching pool of a sanitized GPU context.

@@ -361,17 +361,27 @@ fn key_of(r: &RaceReport) -> DedupKey {
 #[derive(Clone, Default, Serialize, Deserialize)]
 pub struct RaceReports {
     reports: Vec<RaceReport>,
+    /// Rare, so a boxed slice: a collection (and so an `Error`) stays
+    /// small enough to return by value.
     #[serde(rename = "divergent_barriers")]
-    divergent: Vec<DivergentBarrier>,
+    divergent: Box<[DivergentBarrier]>,
+    #[serde(flatten)]
+    counts: ReportCounts,
+    /// Set on a collection handed to the program; shared by its clones.
+    #[serde(skip)]
+    read: Option<Arc<ReadMark>>,
+}
+
+/// What a collection counts besides its reports (the report file writes
+/// them as they are).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ReportCounts {
     duplicates: u64,
     dropped: u64,
     suppressed: u64,
     unchecked_words: u64,
     unchecked_arrays: u64,
     history_lost: u64,
-    /// Set on a collection handed to the program; shared by its clones.
-    #[serde(skip)]
-    read: Option<Arc<ReadMark>>,
 }
 
 /// Whether the program has read a collection handed to it (see
@@ -392,27 +402,8 @@ impl PartialEq for RaceReports {
     fn eq(&self, other: &Self) -> bool {
         self.mark_read();
         other.mark_read();
-        (
-            &self.reports,
-            &self.divergent,
-            self.duplicates,
-            self.dropped,
-            self.suppressed,
-        ) == (
-            &other.reports,
-            &other.divergent,
-            other.duplicates,
-            other.dropped,
-            other.suppressed,
-        ) && (
-            self.unchecked_words,
-            self.unchecked_arrays,
-            self.history_lost,
-        ) == (
-            other.unchecked_words,
-            other.unchecked_arrays,
-            other.history_lost,
-        )
+        (&self.reports, &self.divergent, &self.counts)
+            == (&other.reports, &other.divergent, &other.counts)
     }
 }
 
@@ -424,12 +415,12 @@ impl fmt::Debug for RaceReports {
         f.debug_struct("RaceReports")
             .field("reports", &self.reports)
             .field("divergent_barriers", &self.divergent)
-            .field("duplicates", &self.duplicates)
-            .field("dropped", &self.dropped)
-            .field("suppressed", &self.suppressed)
-            .field("unchecked_words", &self.unchecked_words)
-            .field("unchecked_arrays", &self.unchecked_arrays)
-            .field("history_lost", &self.history_lost)
+            .field("duplicates", &self.counts.duplicates)
+            .field("dropped", &self.counts.dropped)
+            .field("suppressed", &self.counts.suppressed)
+            .field("unchecked_words", &self.counts.unchecked_words)
+            .field("unchecked_arrays", &self.counts.unchecked_arrays)
+            .field("history_lost", &self.counts.history_lost)
             .finish()
     }
 }
@@ -457,7 +448,7 @@ impl RaceReports {
     pub fn push(&mut self, report: RaceReport) -> bool {
         let key = key_of(&report);
         if self.reports.iter().any(|r| key_of(r) == key) {
-            self.duplicates += 1;
+            self.counts.duplicates += 1;
             false
         } else {
             self.reports.push(report);
@@ -467,27 +458,33 @@ impl RaceReports {
 
     /// Adds `n` to the count of reports the runtime had to drop.
     pub fn add_dropped(&mut self, n: u64) {
-        self.dropped = self.dropped.saturating_add(n);
+        self.counts.dropped = self.counts.dropped.saturating_add(n);
     }
 
     /// Adds a divergent barrier (a GPU block's).
     pub fn push_divergent_barrier(&mut self, d: DivergentBarrier) {
-        self.divergent.push(d);
+        self.add_divergent(std::iter::once(d));
+    }
+
+    fn add_divergent(&mut self, more: impl IntoIterator<Item = DivergentBarrier>) {
+        let mut all = std::mem::take(&mut self.divergent).into_vec();
+        all.extend(more);
+        self.divergent = all.into_boxed_slice();
     }
 
     /// Adds `n` to the count of same-block global accesses left unchecked.
     pub fn add_unchecked_words(&mut self, n: u64) {
-        self.unchecked_words = self.unchecked_words.saturating_add(n);
+        self.counts.unchecked_words = self.counts.unchecked_words.saturating_add(n);
     }
 
     /// Adds `n` to the count of shared arrays left unchecked.
     pub fn add_unchecked_arrays(&mut self, n: u64) {
-        self.unchecked_arrays = self.unchecked_arrays.saturating_add(n);
+        self.counts.unchecked_arrays = self.counts.unchecked_arrays.saturating_add(n);
     }
 
     /// Adds `n` to the count of accesses whose word's history was cut.
     pub fn add_history_lost(&mut self, n: u64) {
-        self.history_lost = self.history_lost.saturating_add(n);
+        self.counts.history_lost = self.counts.history_lost.saturating_add(n);
     }
 
     /// Moves every report of `other` in (de-duplicating) and adds its
@@ -500,13 +497,13 @@ impl RaceReports {
             // Both handed out: the program reads `other` through this one.
             (Some(_), Some(mark)) => mark.0.store(true, Ordering::Relaxed),
         }
-        self.duplicates += other.duplicates;
-        self.suppressed += other.suppressed;
-        self.add_dropped(other.dropped);
-        self.add_unchecked_words(other.unchecked_words);
-        self.add_unchecked_arrays(other.unchecked_arrays);
-        self.add_history_lost(other.history_lost);
-        self.divergent.append(&mut other.divergent);
+        self.counts.duplicates += other.counts.duplicates;
+        self.counts.suppressed += other.counts.suppressed;
+        self.add_dropped(other.counts.dropped);
+        self.add_unchecked_words(other.counts.unchecked_words);
+        self.add_unchecked_arrays(other.counts.unchecked_arrays);
+        self.add_history_lost(other.counts.history_lost);
+        self.add_divergent(std::mem::take(&mut other.divergent));
         for r in std::mem::take(&mut other.reports) {
             self.push(r);
         }
@@ -550,14 +547,14 @@ impl RaceReports {
     /// matched: left out of this collection, counted here, in the report
     /// file, and in the process's summary on stderr at exit.
     pub fn suppressed(&self) -> u64 {
-        self.suppressed
+        self.counts.suppressed
     }
 
     /// Word accesses the GPU's same-block check of global memory skipped
     /// because its per-slot table was full (races between threads of one
     /// block on those words can be missed; none is invented).
     pub fn unchecked_words(&self) -> u64 {
-        self.unchecked_words
+        self.counts.unchecked_words
     }
 
     /// Shared arrays (and dynamic shared views) a sanitized GPU kernel
@@ -565,7 +562,7 @@ impl RaceReports {
     /// cap), once per array and block: their accesses went unchecked (the
     /// CPU backend checks them).
     pub fn unchecked_arrays(&self) -> u64 {
-        self.unchecked_arrays
+        self.counts.unchecked_arrays
     }
 
     /// Accesses whose word's history the race engine had to cut since the
@@ -590,7 +587,7 @@ impl RaceReports {
     /// # }
     /// ```
     pub fn history_lost(&self) -> u64 {
-        self.history_lost
+        self.counts.history_lost
     }
 
     /// True when this collection's detection was bounded: accesses or
@@ -599,32 +596,34 @@ impl RaceReports {
     /// and [`RaceReports::history_lost`]). Not a finding: races can have
     /// been missed, none was invented.
     pub fn detection_bounded(&self) -> bool {
-        self.unchecked_words > 0 || self.unchecked_arrays > 0 || self.history_lost > 0
+        self.counts.unchecked_words > 0
+            || self.counts.unchecked_arrays > 0
+            || self.counts.history_lost > 0
     }
 
     /// One clause per way this collection's detection was bounded, for
     /// the text forms.
     pub(crate) fn detection_limits(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if self.unchecked_words > 0 {
+        if self.counts.unchecked_words > 0 {
             out.push(format!(
                 "{} word access(es) went unchecked against their block's other threads \
                  (the same-block table was full: races there can be missed, none is invented)",
-                self.unchecked_words
+                self.counts.unchecked_words
             ));
         }
-        if self.unchecked_arrays > 0 {
+        if self.counts.unchecked_arrays > 0 {
             out.push(format!(
                 "{} shared array(s) (per block) past the GPU's shadow went unchecked",
-                self.unchecked_arrays
+                self.counts.unchecked_arrays
             ));
         }
-        if self.history_lost > 0 {
+        if self.counts.history_lost > 0 {
             out.push(format!(
                 "{} access(es) lost part of their word's history (older accesses evicted, \
                  or the shadow's record pool full, each counted up to 65,536: races with \
                  them can be missed, none is invented; VIGIL_SHADOW_POOL_RECORDS sets the pool)",
-                self.history_lost
+                self.counts.history_lost
             ));
         }
         out
@@ -632,12 +631,12 @@ impl RaceReports {
 
     /// Reports that repeated a kept one's kind and locations.
     pub fn duplicates(&self) -> u64 {
-        self.duplicates
+        self.counts.duplicates
     }
 
     /// Reports the runtime could not record (report buffer full).
     pub fn dropped(&self) -> u64 {
-        self.dropped
+        self.counts.dropped
     }
 
     /// The file form of the collection: one JSON object, the report
@@ -670,6 +669,11 @@ impl RaceReports {
         super::report_json::ReportDocument::from_json(line).map(|d| d.reports)
     }
 
+    /// The counts besides the reports.
+    pub(crate) fn counts(&self) -> &ReportCounts {
+        &self.counts
+    }
+
     /// The reports without counting as the program's read of them.
     pub(crate) fn entries(&self) -> &[RaceReport] {
         &self.reports
@@ -683,7 +687,7 @@ impl RaceReports {
     /// A race, an engine error, a divergent barrier or a dropped record:
     /// [`RaceReports::is_empty`] without counting as the program's read.
     pub(crate) fn has_findings(&self) -> bool {
-        !self.reports.is_empty() || self.dropped > 0 || !self.divergent.is_empty()
+        !self.reports.is_empty() || self.counts.dropped > 0 || !self.divergent.is_empty()
     }
 
     /// The divergent barriers, without counting as the program's read.
@@ -694,7 +698,7 @@ impl RaceReports {
     /// Races counted as reported in the process (kept reports and those
     /// the runtime could not record).
     pub(crate) fn race_count(&self) -> u64 {
-        self.reports.len() as u64 + self.dropped
+        self.reports.len() as u64 + self.counts.dropped
     }
 
     /// Takes the reports `suppressed` returns `true` for out of the
@@ -702,7 +706,7 @@ impl RaceReports {
     pub(crate) fn suppress(&mut self, mut suppressed: impl FnMut(&RaceReport) -> bool) {
         let before = self.reports.len();
         self.reports.retain(|r| !suppressed(r));
-        self.suppressed += (before - self.reports.len()) as u64;
+        self.counts.suppressed += (before - self.reports.len()) as u64;
     }
 
     /// Hands the collection to the program: dropped unread from now on,
@@ -756,14 +760,14 @@ impl fmt::Display for RaceReports {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.mark_read();
         write!(f, "vigil: {} data race report(s)", self.reports.len())?;
-        if self.duplicates > 0 {
-            write!(f, " ({} duplicate(s) not shown)", self.duplicates)?;
+        if self.counts.duplicates > 0 {
+            write!(f, " ({} duplicate(s) not shown)", self.counts.duplicates)?;
         }
-        if self.dropped > 0 {
+        if self.counts.dropped > 0 {
             write!(
                 f,
                 "; {} more could not be recorded (report buffer full)",
-                self.dropped
+                self.counts.dropped
             )?;
         }
         for limit in self.detection_limits() {

@@ -27,10 +27,15 @@
 //! the run's `properties`. A test checks the output against the SARIF
 //! 2.1.0 schema.
 //!
-//! The types are Vigil's own: the subset written, nothing more.
+//! The types are Vigil's own, the subset written: the `serde-sarif`
+//! crate generates all of SARIF's at build time from the schema (a dozen
+//! more build dependencies for every user of `vigil`), and builds only
+//! where another crate turns on serde's `derive`.
 
 use super::barrier::DivergentBarrier;
-use super::report::{access_name, kind_name, RaceReport, RaceReports, SourceLocation};
+use super::report::{
+    access_name, kind_name, RaceReport, RaceReports, ReportCounts, SourceLocation,
+};
 use super::report_json::names::all_kinds;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -57,7 +62,7 @@ struct Log<'a> {
 struct Run<'a> {
     tool: Tool,
     results: Vec<SarifResult<'a>>,
-    properties: RunProperties,
+    properties: &'a ReportCounts,
 }
 
 #[derive(Serialize)]
@@ -167,17 +172,6 @@ struct ThreadFlow {
 #[derive(Serialize)]
 struct ThreadFlowLocation {
     location: Location,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "snake_case")]
-struct RunProperties {
-    duplicates: u64,
-    dropped: u64,
-    suppressed: u64,
-    unchecked_words: u64,
-    unchecked_arrays: u64,
-    history_lost: u64,
 }
 
 /// The base that relative file names are resolved against.
@@ -423,14 +417,7 @@ pub(crate) fn to_sarif(reports: &RaceReports) -> String {
                 },
             },
             results,
-            properties: RunProperties {
-                duplicates: reports.duplicates(),
-                dropped: reports.dropped(),
-                suppressed: reports.suppressed(),
-                unchecked_words: reports.unchecked_words(),
-                unchecked_arrays: reports.unchecked_arrays(),
-                history_lost: reports.history_lost(),
-            },
+            properties: reports.counts(),
         }],
     };
     // Plain data with string keys: serialising it cannot fail.
