@@ -256,6 +256,17 @@ impl ContextBuilder {
     /// Leave the races the suppressions file at `path` matches out of the
     /// reports, counted (`VIGIL_SUPPRESSIONS`; the syntax:
     /// [`Suppressions`](crate::Suppressions)). The file is read here.
+    ///
+    /// ```no_run
+    /// # fn main() -> vigil::Result<()> {
+    /// let ctx = vigil::Context::builder()
+    ///     .sanitize(true)
+    ///     .suppressions("vigil.supp") // e.g. `race:kernel=legacy_*`
+    ///     .sanitize_kernels(["histogram", "/^scan_/"])
+    ///     .exit_code(Some(66))
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
     pub fn suppressions(self, path: impl AsRef<std::path::Path>) -> Self {
         self.with_config(|c| c.suppressions(path))
     }
@@ -279,7 +290,7 @@ impl ContextBuilder {
     }
 
     /// At most `n` selected launches run sanitized, after the skipped
-    /// ones (`VIGIL_LAUNCH_COUNT`); `None`: no limit.
+    /// ones (`VIGIL_LAUNCH_COUNT`); `None` or `Some(0)`: no limit.
     pub fn launch_count(self, n: Option<u64>) -> Self {
         self.with_config(|c| c.launch_count(n))
     }

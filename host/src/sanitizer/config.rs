@@ -643,8 +643,10 @@ impl VmmConfigBuilder {
     }
 
     /// At most `n` selected launches run sanitized, after the skipped ones
-    /// (compute-sanitizer's `--launch-count`); `None`: no limit.
+    /// (compute-sanitizer's `--launch-count`); `None` or `Some(0)`, as
+    /// there: no limit.
     pub fn launch_count(mut self, n: Option<u64>) -> Self {
+        let n = n.filter(|&n| n > 0);
         self.config.launch_filter = std::mem::take(&mut self.config.launch_filter).with_count(n);
         self
     }

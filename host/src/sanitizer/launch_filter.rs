@@ -187,6 +187,19 @@ fn split_items(text: &str) -> Vec<&str> {
 /// A plain launch of a sanitized context is ordered like any other work on
 /// its stream; its own accesses are not checked (see
 /// [`Context::launch_variant`](crate::Context::launch_variant)).
+///
+/// ```
+/// let config = vigil::VmmConfig::builder()
+///     .sanitize_kernels(["/^gemm_/"])
+///     .exclude_kernels(["gemm_reference"])
+///     .launch_skip(1)
+///     .build()
+///     .unwrap();
+/// let filter = config.launch_filter();
+/// assert!(filter.selects("gemm_f32") && !filter.selects("gemm_reference"));
+/// assert!(!filter.selects("axpy"));
+/// assert_eq!((filter.skip(), filter.count()), (1, None));
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LaunchFilter {
     kernels: Option<Vec<KernelPattern>>,
@@ -198,26 +211,26 @@ pub struct LaunchFilter {
 impl LaunchFilter {
     /// Only kernels that one of `patterns` names are selected (`None`:
     /// every kernel).
-    pub fn with_kernels(mut self, patterns: Option<Vec<KernelPattern>>) -> Self {
+    pub(crate) fn with_kernels(mut self, patterns: Option<Vec<KernelPattern>>) -> Self {
         self.kernels = patterns;
         self
     }
 
     /// Kernels that one of `patterns` names are not selected.
-    pub fn with_excluded(mut self, patterns: Vec<KernelPattern>) -> Self {
+    pub(crate) fn with_excluded(mut self, patterns: Vec<KernelPattern>) -> Self {
         self.exclude = patterns;
         self
     }
 
     /// The first `n` selected launches run plain.
-    pub fn with_skip(mut self, n: u64) -> Self {
+    pub(crate) fn with_skip(mut self, n: u64) -> Self {
         self.skip = n;
         self
     }
 
     /// At most `n` selected launches (after the skipped ones) run
     /// sanitized; `None`: no limit.
-    pub fn with_count(mut self, n: Option<u64>) -> Self {
+    pub(crate) fn with_count(mut self, n: Option<u64>) -> Self {
         self.count = n;
         self
     }
