@@ -49,6 +49,7 @@
 //! | load and launch kernels | [`Module`], [`KernelFn`], [`Kernel`], [`LaunchConfig`], [`Dim3`], [`Stream::launch`] |
 //! | launch without a Rust signature | [`Function`], [`KernelArgValue`] with [`Stream::launch_dynamic`], [`ParamBuffer`] with [`Stream::launch_packed`] |
 //! | read races | [`RaceReports`], [`RaceReport`], [`Error::Races`]; settings: [`VmmConfig`] |
+//! | control the sanitizer | report files ([`ReportFormat`], [`ReportDocument`]), [`Suppressions`], [`LaunchFilter`], [`ContextBuilder::exit_code`] |
 //! | plug in another CPU sanitizer | [`CpuSanitizer`] (with [`ContextBuilder::cpu_sanitizer`]), [`HostBufferAllocator`] |
 //! | handle errors | [`Error`], [`Result`], [`ArgProblem`], [`LaunchConfigError`]; [`ErrorReport`] prints one with its causes |
 //! | test kernels on every backend | [`macro@test`] (`#[vigil::test]`), [`test_main!`], [`testing`] |
@@ -99,10 +100,17 @@ pub use backend::cuda::driver::{device_count, driver_version, gpu_available};
 pub use backend::transfer::TransferKind;
 pub use error::{ArgProblem, DivergentBarrier, Error, ErrorReport, GroupProblem, Result};
 pub use sanitizer::config::{ConfigError, ProcessRank, VmmConfig, VmmConfigBuilder};
+pub use sanitizer::launch_filter::{KernelPattern, LaunchFilter};
 pub use sanitizer::report::{
     kind_name, MemorySpace, PriorAccess, RaceAccess, RaceAllocation, RaceReport, RaceReports,
     SourceLocation,
 };
+pub use sanitizer::report_json::{
+    ReportDocument, ReportReadError, REPORT_FORMAT, REPORT_FORMAT_VERSION,
+};
+pub use sanitizer::sarif::SARIF_SCHEMA;
+pub use sanitizer::sink::ReportFormat;
+pub use sanitizer::suppressions::{SuppressionError, Suppressions};
 pub use types::{
     DeviceId, DeviceLimits, DeviceProps, Dim3, EventId, FunctionAttrs, LaunchConfig,
     LaunchConfigError, LaunchVariant, StreamId,

@@ -342,6 +342,7 @@ fn report(file: &str, line: u32, kind: ReportKind) -> RaceReport {
             base: 0x7000_0000_1000,
             size: 64,
             offset: 4,
+            site: None,
         }),
         space: MemorySpace::Global,
         kernel: "racy".to_owned(),
@@ -490,7 +491,10 @@ fn reports_print_and_serialise() {
     assert!(text.contains("[2] atomic scope race"), "{text}");
     let json = r.to_json();
     assert!(
-        json.starts_with("{\"reports\":[{\"kind\":\"write-after-read race\""),
+        json.starts_with(
+            "{\"format\":\"vigil-race-reports\",\"version\":1,\"collected\":true,\
+             \"reports\":[{\"kind\":\"write-after-read race\""
+        ),
         "{json}"
     );
     assert!(
@@ -498,14 +502,16 @@ fn reports_print_and_serialise() {
         "{json}"
     );
     assert!(
-        json.contains("\"allocation\":{\"base\":123145302315008,\"size\":64,\"offset\":4}"),
+        json.contains(
+            "\"allocation\":{\"base\":123145302315008,\"size\":64,\"offset\":4,\"site\":null}"
+        ),
         "{json}"
     );
     assert!(json.contains("\"thread\":null"), "{json}");
     assert!(
         json.ends_with(
-            "],\"divergent_barriers\":[],\"duplicates\":1,\"dropped\":7,\"unchecked_words\":0,\
-             \"unchecked_arrays\":0,\"history_lost\":0}"
+            "],\"divergent_barriers\":[],\"duplicates\":1,\"dropped\":7,\"suppressed\":0,\
+             \"unchecked_words\":0,\"unchecked_arrays\":0,\"history_lost\":0}"
         ),
         "{json}"
     );

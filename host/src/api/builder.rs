@@ -8,7 +8,9 @@ use crate::sanitizer::config::{
     parse_bool, parse_duration, parse_int, ConfigError, VmmConfig, VmmConfigBuilder,
 };
 use crate::sanitizer::env::warn_unknown_variables;
-use crate::sanitizer::sink::ReportSink;
+use crate::sanitizer::exit;
+use crate::sanitizer::launch_filter::LaunchSelection;
+use crate::sanitizer::sink::{ReportFormat, ReportSink};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -245,6 +247,60 @@ impl ContextBuilder {
         self.with_config(|c| c.report_path(path))
     }
 
+    /// The report file's format (`VIGIL_REPORT_FORMAT`; default: by the
+    /// path's extension, `.sarif` SARIF 2.1.0, else JSON Lines).
+    pub fn report_format(self, format: ReportFormat) -> Self {
+        self.with_config(|c| c.report_format(format))
+    }
+
+    /// Leave the races the suppressions file at `path` matches out of the
+    /// reports, counted (`VIGIL_SUPPRESSIONS`; the syntax:
+    /// [`Suppressions`](crate::Suppressions)). The file is read here.
+    ///
+    /// ```no_run
+    /// # fn main() -> vigil::Result<()> {
+    /// let ctx = vigil::Context::builder()
+    ///     .sanitize(true)
+    ///     .suppressions("vigil.supp") // e.g. `race:kernel=legacy_*`
+    ///     .sanitize_kernels(["histogram", "/^scan_/"])
+    ///     .exit_code(Some(66))
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn suppressions(self, path: impl AsRef<std::path::Path>) -> Self {
+        self.with_config(|c| c.suppressions(path))
+    }
+
+    /// Only launches of these kernels run sanitized, each item a kernel
+    /// name or a `/regex/` (`VIGIL_SANITIZE_KERNELS`; see
+    /// [`LaunchFilter`](crate::LaunchFilter)); the others run plain.
+    pub fn sanitize_kernels<S: AsRef<str>>(self, items: impl IntoIterator<Item = S>) -> Self {
+        self.with_config(|c| c.sanitize_kernels(items))
+    }
+
+    /// Launches of these kernels run plain, each item a kernel name or a
+    /// `/regex/` (`VIGIL_SANITIZE_KERNELS_EXCLUDE`).
+    pub fn exclude_kernels<S: AsRef<str>>(self, items: impl IntoIterator<Item = S>) -> Self {
+        self.with_config(|c| c.exclude_kernels(items))
+    }
+
+    /// The first `n` selected launches run plain (`VIGIL_LAUNCH_SKIP`).
+    pub fn launch_skip(self, n: u64) -> Self {
+        self.with_config(|c| c.launch_skip(n))
+    }
+
+    /// At most `n` selected launches run sanitized, after the skipped
+    /// ones (`VIGIL_LAUNCH_COUNT`); `None` or `Some(0)`: no limit.
+    pub fn launch_count(self, n: Option<u64>) -> Self {
+        self.with_config(|c| c.launch_count(n))
+    }
+
+    /// The process exits with `code` (1..=255) when any race was reported
+    /// in it (`VIGIL_EXITCODE`; default: its own status).
+    pub fn exit_code(self, code: Option<i32>) -> Self {
+        self.with_config(|c| c.exit_code(code))
+    }
+
     /// [`ContextBuilder::env`] over the process environment. The first
     /// call in a process also warns on stderr about every `VIGIL_*`
     /// variable Vigil does not read, naming the closest known one
@@ -270,20 +326,33 @@ impl ContextBuilder {
             },
             d => d,
         };
+        // Report file, suppressions, launch filter and exit code are the
+        // front end's, per context.
         let sink = ReportSink::new(&self.vmm_config);
+        let selection = LaunchSelection::new(self.vmm_config.launch_filter().clone());
+        let config = self.vmm_config.backend_settings();
         let backend = match device {
-            DeviceChoice::Gpu(ordinal) => {
-                backend::open_cuda(ordinal, self.sanitize, self.vmm_config)?
-            }
+            DeviceChoice::Gpu(ordinal) => backend::open_cuda(ordinal, self.sanitize, config)?,
             DeviceChoice::Auto | DeviceChoice::Cpu => backend::open_cpu(CpuOptions {
                 workers: self.cpu_workers,
                 sanitize: self.sanitize,
                 sanitizer: self.cpu_sanitizer,
-                config: self.vmm_config,
+                config,
                 peer_group: self.peer_group,
             })?,
         };
-        Ok(Context::from_backend(backend, sink, self.launch_timeout))
+        if let Some(code) = self.vmm_config.exit_code() {
+            exit::set_exit_code(code);
+        }
+        if backend.is_sanitized() {
+            exit::install_hook();
+        }
+        Ok(Context::from_backend(
+            backend,
+            sink,
+            self.launch_timeout,
+            selection,
+        ))
     }
 }
 

@@ -7,7 +7,8 @@
 //! same on every backend; only the final step differs: `cuLaunchKernel` on
 //! a GPU, the CPU executor running the kernel's host entry (plain or
 //! checked, as [`Context::launch_variant`](crate::Context::launch_variant)
-//! says) on the CPU backend, synchronously, in issue order.
+//! and the launch filter decide for each launch) on the CPU backend,
+//! synchronously, in issue order.
 
 use crate::abi::check::check_params_on;
 use crate::abi::params::ParamBuffer;
@@ -132,6 +133,7 @@ impl Stream {
             params: buf,
             timeout: ctx.launch_timeout(),
         };
-        ctx.backend().launch(&launch, ctx.launch_variant())
+        ctx.backend()
+            .launch(&launch, ctx.decide_launch_variant(kernel))
     }
 }

@@ -49,8 +49,9 @@ impl Module {
     /// ([`Context::launch_variant`]): a plain context the plain entries, a
     /// sanitized one the `name__vigil` entries, each with the functions
     /// and variables it reaches (the JIT never compiles code the context
-    /// cannot launch). Looking up an entry that was cut away is
-    /// [`Error::EntryNotLoaded`].
+    /// cannot launch). A sanitized context with a launch filter (some
+    /// launches run plain) keeps both. Looking up an entry that was cut
+    /// away is [`Error::EntryNotLoaded`].
     ///
     /// On every backend the text is checked first: no NUL byte, a
     /// `.version` first, a `.target`, at least one `.entry`, balanced
@@ -65,7 +66,9 @@ impl Module {
         }
         check_module(ptx)?;
         let entries = parse_entries(ptx);
-        let handle = ctx.backend().load_module(ptx, ctx.launch_variant())?;
+        let handle =
+            ctx.backend()
+                .load_module(ptx, ctx.launch_variant(), ctx.launches_may_run_plain())?;
         Ok(Module {
             inner: Arc::new(ModuleInner {
                 handle,

@@ -131,7 +131,7 @@ impl SymmetricGroup {
         let sanitizers = if builder.is_sanitized() {
             let params = CpuSanitizerParams {
                 num_virtual_sms: workers as u32,
-                config: builder.config().clone(),
+                config: builder.config().backend_settings(),
             };
             group_cpu_sanitizers(&params, world as u32)?
                 .into_iter()

@@ -445,18 +445,26 @@ impl Backend {
 
     /// Loads PTX without NUL bytes for contexts that launch `variant`: the
     /// CUDA backend JIT-compiles only what that variant runs
-    /// ([`cut_for`]); the CPU backend keeps nothing (it runs the kernels'
-    /// Rust bodies).
-    pub(crate) fn load_module(&self, ptx: &str, variant: LaunchVariant) -> Result<ModuleHandle> {
+    /// ([`cut_for`]), or the whole text when a sanitized context's launch
+    /// filter sends some launches to the plain entries (`plain_too`); the
+    /// CPU backend keeps nothing (it runs the kernels' Rust bodies).
+    pub(crate) fn load_module(
+        &self,
+        ptx: &str,
+        variant: LaunchVariant,
+        plain_too: bool,
+    ) -> Result<ModuleHandle> {
         match self {
             Backend::Cuda(c) => {
-                let image = CString::new(cut_for(ptx, variant).into_owned()).map_err(|e| {
-                    Error::PtxText {
-                        message: format!(
-                            "PTX text contains a NUL byte at offset {}",
-                            e.nul_position()
-                        ),
-                    }
+                let text = match (variant, plain_too) {
+                    (LaunchVariant::Sanitized, true) => std::borrow::Cow::Borrowed(ptx),
+                    _ => cut_for(ptx, variant),
+                };
+                let image = CString::new(text.into_owned()).map_err(|e| Error::PtxText {
+                    message: format!(
+                        "PTX text contains a NUL byte at offset {}",
+                        e.nul_position()
+                    ),
                 })?;
                 // Sanitized contexts launch the `__vigil` entries: capped
                 // registers keep them launchable with large blocks.

@@ -16,6 +16,13 @@
 //! | `VIGIL_SHAREABLE_HANDLES`    | `1`/`0`, `on`/`off`, `true`/`false`        | on      |
 //! | `VIGIL_HALT_ON_ERROR`        | `1`/`0`, `on`/`off`, `true`/`false`        | off     |
 //! | `VIGIL_REPORT`               | a file path (not empty)                    | none    |
+//! | `VIGIL_REPORT_FORMAT`        | `json` or `sarif`                          | by the report path: `.sarif` SARIF, else JSON |
+//! | `VIGIL_SUPPRESSIONS`         | a suppressions file ([`Suppressions`])     | none    |
+//! | `VIGIL_SANITIZE_KERNELS`     | comma-separated kernel names or `/regex/`  | every kernel |
+//! | `VIGIL_SANITIZE_KERNELS_EXCLUDE` | comma-separated kernel names or `/regex/` | none |
+//! | `VIGIL_LAUNCH_SKIP`          | integer (selected launches run plain first) | 0      |
+//! | `VIGIL_LAUNCH_COUNT`         | integer (selected launches sanitized at most; `0` or `all`: no limit) | no limit |
+//! | `VIGIL_EXITCODE`             | integer in 1..=255, or `off`               | off     |
 //!
 //! `VIGIL_HALT_ON_ERROR` stops a sanitized launch at its first race (see
 //! [`VmmConfigBuilder::halt_on_error`] for what that means on each
@@ -25,11 +32,23 @@
 //! [`Context::take_reports`](crate::Context::take_reports) that found
 //! some) to `path` as one line of JSON ([`RaceReports::to_json`](crate::RaceReports::to_json));
 //! the file is never truncated, so earlier runs' lines stay (JSON Lines).
+//! A path ending in `.sarif` (or `VIGIL_REPORT_FORMAT=sarif`) gets one
+//! SARIF 2.1.0 log instead, rewritten with every race of the process so
+//! far ([`ReportFormat`]).
+//!
+//! `VIGIL_SUPPRESSIONS` leaves matching races out of the reports
+//! (counted); the kernel lists and the launch skip and count choose which
+//! launches run sanitized ([`LaunchFilter`]); `VIGIL_EXITCODE` makes the
+//! process exit with that status when any race was reported. The guide's
+//! chapter *Sanitizer controls* shows each with an example.
 //!
 //! Every `VIGIL_*` name the project reads is listed once, in
 //! [`unstable::env`](crate::unstable::env); an unknown one is warned about
 //! on stderr.
 
+use super::launch_filter::{parse_items, parse_list, LaunchFilter};
+use super::sink::ReportFormat;
+use super::suppressions::{suppression_error, Suppressions};
 use std::path::{Path, PathBuf};
 use vigil_shared::address::MAX_DEVICES;
 
@@ -74,6 +93,22 @@ pub const ENV_SHAREABLE_HANDLES: &str = "VIGIL_SHAREABLE_HANDLES";
 pub const ENV_HALT_ON_ERROR: &str = "VIGIL_HALT_ON_ERROR";
 /// Environment variable: file the race reports are appended to as JSON.
 pub const ENV_REPORT: &str = "VIGIL_REPORT";
+/// Environment variable: the report file's format (`json` or `sarif`).
+pub const ENV_REPORT_FORMAT: &str = "VIGIL_REPORT_FORMAT";
+/// Environment variable: a suppressions file ([`Suppressions`]).
+pub const ENV_SUPPRESSIONS: &str = "VIGIL_SUPPRESSIONS";
+/// Environment variable: the kernels whose launches run sanitized.
+pub const ENV_SANITIZE_KERNELS: &str = "VIGIL_SANITIZE_KERNELS";
+/// Environment variable: kernels whose launches run plain.
+pub const ENV_SANITIZE_KERNELS_EXCLUDE: &str = "VIGIL_SANITIZE_KERNELS_EXCLUDE";
+/// Environment variable: selected launches that run plain before the
+/// first sanitized one.
+pub const ENV_LAUNCH_SKIP: &str = "VIGIL_LAUNCH_SKIP";
+/// Environment variable: the most selected launches that run sanitized.
+pub const ENV_LAUNCH_COUNT: &str = "VIGIL_LAUNCH_COUNT";
+/// Environment variable: the process's exit status when races were
+/// reported.
+pub const ENV_EXITCODE: &str = "VIGIL_EXITCODE";
 /// Environment variable: which device [`Context::from_env`](crate::Context::from_env) opens.
 pub const ENV_DEVICE: &str = "VIGIL_DEVICE";
 /// Environment variable: sanitizer on or off.
@@ -110,6 +145,10 @@ pub struct VmmConfig {
     shareable_handles: bool,
     halt_on_error: bool,
     report_path: Option<PathBuf>,
+    report_format: Option<ReportFormat>,
+    suppressions: Option<Suppressions>,
+    launch_filter: LaunchFilter,
+    exit_code: Option<i32>,
 }
 
 impl Default for VmmConfig {
@@ -125,6 +164,10 @@ impl Default for VmmConfig {
             shareable_handles: true,
             halt_on_error: false,
             report_path: None,
+            report_format: None,
+            suppressions: None,
+            launch_filter: LaunchFilter::default(),
+            exit_code: None,
         }
     }
 }
@@ -211,6 +254,46 @@ impl VmmConfig {
         self.report_path.as_deref()
     }
 
+    /// The report file's format: the one set, else by the path's
+    /// extension ([`ReportFormat::for_path`]).
+    pub fn report_format(&self) -> ReportFormat {
+        match (self.report_format, &self.report_path) {
+            (Some(f), _) => f,
+            (None, Some(p)) => ReportFormat::for_path(p),
+            (None, None) => ReportFormat::Json,
+        }
+    }
+
+    /// The races left out of reports, if any.
+    pub fn suppressions(&self) -> Option<&Suppressions> {
+        self.suppressions.as_ref()
+    }
+
+    /// Which launches run sanitized.
+    pub fn launch_filter(&self) -> &LaunchFilter {
+        &self.launch_filter
+    }
+
+    /// The process's exit status when races were reported, if set.
+    pub fn exit_code(&self) -> Option<i32> {
+        self.exit_code
+    }
+
+    /// The settings the backends use: this configuration without what the
+    /// front end applies per context (report file and format,
+    /// suppressions, launch filter, exit code), so that contexts that
+    /// differ only in those share the process's shadow allocator.
+    pub fn backend_settings(&self) -> VmmConfig {
+        VmmConfig {
+            report_path: None,
+            report_format: None,
+            suppressions: None,
+            launch_filter: LaunchFilter::default(),
+            exit_code: None,
+            ..self.clone()
+        }
+    }
+
     /// The rank of device `ordinal`, and the number of ranks, given
     /// `device_count` devices when no explicit topology is configured. In
     /// a group of processes ([`VmmConfig::process_rank`]) only the
@@ -251,7 +334,7 @@ pub struct VmmConfigBuilder {
     error: Option<ConfigError>,
 }
 
-fn err(source_name: &str, value: impl ToString, accepted: impl ToString) -> ConfigError {
+pub(crate) fn err(source_name: &str, value: impl ToString, accepted: impl ToString) -> ConfigError {
     ConfigError {
         source_name: source_name.to_owned(),
         value: value.to_string(),
@@ -509,6 +592,82 @@ impl VmmConfigBuilder {
         self.record(r)
     }
 
+    /// The report file's format (default: by the path's extension,
+    /// `.sarif` SARIF 2.1.0, anything else JSON Lines).
+    pub fn report_format(mut self, format: ReportFormat) -> Self {
+        self.config.report_format = Some(format);
+        self
+    }
+
+    /// Leaves the races the suppressions file at `path` matches out of
+    /// every collection (counted; see [`Suppressions`]). The file is read
+    /// now; one that cannot be read, or a malformed line, is the error.
+    pub fn suppressions(mut self, path: impl AsRef<Path>) -> Self {
+        let r = Suppressions::from_file(path.as_ref())
+            .map(|s| self.config.suppressions = Some(s))
+            .map_err(|e| suppression_error("suppressions", path.as_ref(), e));
+        self.record(r)
+    }
+
+    /// [`VmmConfigBuilder::suppressions`] with suppressions already parsed.
+    pub fn suppression_rules(mut self, suppressions: Suppressions) -> Self {
+        self.config.suppressions = Some(suppressions);
+        self
+    }
+
+    /// Only launches of these kernels run sanitized: each item an exact
+    /// kernel name or a `/regex/` ([`KernelPattern`](super::launch_filter::KernelPattern)).
+    pub fn sanitize_kernels<S: AsRef<str>>(mut self, items: impl IntoIterator<Item = S>) -> Self {
+        let r = parse_items("sanitize_kernels", items).map(|list| {
+            self.config.launch_filter =
+                std::mem::take(&mut self.config.launch_filter).with_kernels(Some(list));
+        });
+        self.record(r)
+    }
+
+    /// Launches of these kernels run plain: each item an exact kernel
+    /// name or a `/regex/`.
+    pub fn exclude_kernels<S: AsRef<str>>(mut self, items: impl IntoIterator<Item = S>) -> Self {
+        let r = parse_items("exclude_kernels", items).map(|list| {
+            self.config.launch_filter =
+                std::mem::take(&mut self.config.launch_filter).with_excluded(list);
+        });
+        self.record(r)
+    }
+
+    /// The first `n` selected launches run plain (compute-sanitizer's
+    /// `--launch-skip`).
+    pub fn launch_skip(mut self, n: u64) -> Self {
+        self.config.launch_filter = std::mem::take(&mut self.config.launch_filter).with_skip(n);
+        self
+    }
+
+    /// At most `n` selected launches run sanitized, after the skipped ones
+    /// (compute-sanitizer's `--launch-count`); `None` or `Some(0)`, as
+    /// there: no limit.
+    pub fn launch_count(mut self, n: Option<u64>) -> Self {
+        let n = n.filter(|&n| n > 0);
+        self.config.launch_filter = std::mem::take(&mut self.config.launch_filter).with_count(n);
+        self
+    }
+
+    /// The process exits with `code` (1..=255) when any race was reported
+    /// in it, collected or not, instead of its own status (at exit, after
+    /// the summary of races nobody collected is printed); `None` (the
+    /// default) leaves the status alone.
+    pub fn exit_code(mut self, code: Option<i32>) -> Self {
+        let r = match code {
+            Some(c) if !(1..=255).contains(&c) => {
+                Err(err("exit_code", c, "an exit status in 1..=255, or none"))
+            }
+            _ => {
+                self.config.exit_code = code;
+                Ok(())
+            }
+        };
+        self.record(r)
+    }
+
     /// Applies the `VIGIL_*` variables that `lookup` returns (pass
     /// `|n| std::env::var(n).ok()` for the process environment; tests pass
     /// a map). Variables that are absent leave the current value.
@@ -569,6 +728,59 @@ impl VmmConfigBuilder {
             let path = PathBuf::from(v);
             check_path(ENV_REPORT, &path)?;
             c.report_path = Some(path);
+            Ok(())
+        });
+        apply(ENV_REPORT_FORMAT, &mut |v, c| {
+            c.report_format = Some(ReportFormat::parse(ENV_REPORT_FORMAT, v)?);
+            Ok(())
+        });
+        apply(ENV_SUPPRESSIONS, &mut |v, c| {
+            let path = Path::new(v);
+            let s = Suppressions::from_file(path)
+                .map_err(|e| suppression_error(ENV_SUPPRESSIONS, path, e))?;
+            c.suppressions = Some(s);
+            Ok(())
+        });
+        apply(ENV_SANITIZE_KERNELS, &mut |v, c| {
+            let list = parse_list(ENV_SANITIZE_KERNELS, v)?;
+            c.launch_filter = std::mem::take(&mut c.launch_filter).with_kernels(Some(list));
+            Ok(())
+        });
+        apply(ENV_SANITIZE_KERNELS_EXCLUDE, &mut |v, c| {
+            let list = parse_list(ENV_SANITIZE_KERNELS_EXCLUDE, v)?;
+            c.launch_filter = std::mem::take(&mut c.launch_filter).with_excluded(list);
+            Ok(())
+        });
+        apply(ENV_LAUNCH_SKIP, &mut |v, c| {
+            let n = parse_int(ENV_LAUNCH_SKIP, v, 0, u64::MAX >> 1)?;
+            c.launch_filter = std::mem::take(&mut c.launch_filter).with_skip(n);
+            Ok(())
+        });
+        apply(ENV_LAUNCH_COUNT, &mut |v, c| {
+            let n = match v.trim().to_ascii_lowercase().as_str() {
+                "all" | "0" => None,
+                _ => Some(
+                    parse_int(ENV_LAUNCH_COUNT, v, 1, u64::MAX >> 1).map_err(|_| {
+                        err(
+                            ENV_LAUNCH_COUNT,
+                            v,
+                            "a number of launches (decimal or 0x hex), or `0`/`all` for no limit",
+                        )
+                    })?,
+                ),
+            };
+            c.launch_filter = std::mem::take(&mut c.launch_filter).with_count(n);
+            Ok(())
+        });
+        apply(ENV_EXITCODE, &mut |v, c| {
+            c.exit_code = match v.trim().to_ascii_lowercase().as_str() {
+                "off" | "none" => None,
+                _ => Some(
+                    parse_int(ENV_EXITCODE, v, 1, 255)
+                        .map_err(|_| err(ENV_EXITCODE, v, "an exit status in 1..=255, or `off`"))?
+                        as i32,
+                ),
+            };
             Ok(())
         });
         self
