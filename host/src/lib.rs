@@ -95,7 +95,7 @@ pub use backend::cpu::hooks::{
     TransferInfo,
 };
 pub use backend::cpu::memory::HOST_ALIGN;
-pub use backend::cuda::driver::{device_count, driver_version, gpu_available};
+pub use backend::cuda::device::{device_count, driver_version, gpu_available};
 pub use backend::transfer::TransferKind;
 pub use error::{ArgProblem, DivergentBarrier, Error, ErrorReport, GroupProblem, Result};
 pub use sanitizer::config::{ConfigError, ProcessRank, VmmConfig, VmmConfigBuilder};

@@ -22,7 +22,7 @@ pub(crate) use cpu::executor::{CpuExecutor, LaunchStats};
 pub(crate) use cpu::hooks::{group_cpu_sanitizers, CpuSanitizer, CpuSanitizerParams};
 pub(crate) use cpu::launch::HostEntry;
 pub(crate) use cpu::CpuOptions;
-pub(crate) use cuda::driver::{device_count, gpu_available};
+pub(crate) use cuda::device::{device_count, gpu_available};
 pub(crate) use cuda::vmm::group::POOL_RANK;
 pub(crate) use cuda::vmm::{
     Allocation as VmmAllocation, CachingPool, ExportedAllocation, ExportedRuntimeState, Vmm,

@@ -6,14 +6,13 @@
 //! [`HIDDEN_PARAMS`]) is checked against the Rust kernel by the codegen
 //! test; a launch checks the user's part like a plain one.
 
-use super::driver::call_raw;
+use super::driver::module as driver;
 use super::module::CudaFunction;
 use super::stream::CudaStream;
 use super::CudaBackend;
 use crate::abi::params::ParamBuffer;
 use crate::error::{Error, Result};
 use crate::types::{LaunchConfig, LaunchVariant, StreamId};
-use cudarc::driver::sys;
 use vigil_shared::gpu::{HIDDEN_PARAMS, SANITIZED_SUFFIX};
 
 /// One checked launch, as the front end hands it over: configuration and
@@ -134,36 +133,23 @@ impl CudaBackend {
         func.ensure_dynamic_smem(config.shared_mem_bytes, limits.max_shared_mem_per_block)?;
         let mut params = params.kernel_params();
         let (g, b) = (config.grid, config.block);
-        let r = call_raw("cuLaunchKernel", || {
-            // SAFETY: `func` is a live function of the current context;
-            // `params` holds one pointer per PTX parameter (checked by the
-            // front end), each into the parameter buffer, which outlives
-            // the call (the driver copies the values before returning);
-            // the configuration was validated.
-            unsafe {
-                sys::cuLaunchKernel(
-                    func.raw(),
-                    g.x,
-                    g.y,
-                    g.z,
-                    b.x,
-                    b.y,
-                    b.z,
-                    config.shared_mem_bytes,
-                    launch.stream.raw(),
-                    params.as_mut_ptr(),
-                    std::ptr::null_mut(),
-                )
-            }
-        })?;
-        match r {
-            sys::CUresult::CUDA_SUCCESS => Ok(()),
-            r => Err(Error::Launch {
-                kernel: launch.kernel.to_owned(),
-                name: format!("{r:?}"),
-                code: r as u32,
-            }),
+        // SAFETY: `func` is a live function of the current context;
+        // `params` holds one pointer per PTX parameter (checked by the
+        // front end), each into the parameter buffer, which outlives the
+        // call; every device pointer in it is valid for the kernel's
+        // accesses (the launch's contract); the configuration was
+        // validated.
+        unsafe {
+            driver::launch_kernel(
+                func.raw(),
+                [g.x, g.y, g.z],
+                [b.x, b.y, b.z],
+                config.shared_mem_bytes,
+                launch.stream.raw(),
+                &mut params,
+            )
         }
+        .map_err(|e| e.for_launch(launch.kernel))
     }
 }
 

@@ -2,7 +2,7 @@
 //! (one entry point of it, with its attributes).
 
 use super::device::CudaDevice;
-use super::driver::{call_raw, drv};
+use super::driver::{module as driver, DriverError};
 use crate::error::{Error, Result};
 use crate::types::{FunctionAttrs, LaunchVariant};
 use cudarc::driver::sys;
@@ -62,7 +62,8 @@ impl CudaModule {
             LaunchVariant::Plain => jit.load_whole_program(image)?,
             LaunchVariant::Sanitized => jit.link_relocatable(image).map_err(shared_overflow)?,
         };
-        let functions = module_functions(raw)?;
+        // SAFETY: `raw` was just loaded in the current context.
+        let functions = unsafe { driver::module_functions(raw) }?.unwrap_or_default();
         preload_functions(&functions)?;
         // Its launches must never grow the stack (which waits for every
         // kernel then running): reserved now for the neediest function.
@@ -132,24 +133,15 @@ impl CudaModule {
     /// The raw function `name`, or `None` when the module has no such entry.
     fn lookup(&self, name: &CStr) -> Result<Option<sys::CUfunction>> {
         self.device.bind()?;
-        let mut raw: sys::CUfunction = std::ptr::null_mut();
-        let r = call_raw("cuModuleGetFunction", || {
-            // SAFETY: valid out-pointer, live module, NUL-terminated name.
-            unsafe { sys::cuModuleGetFunction(&mut raw, self.raw, name.as_ptr()) }
-        })?;
-        match r {
-            sys::CUresult::CUDA_SUCCESS => Ok(Some(raw)),
-            sys::CUresult::CUDA_ERROR_NOT_FOUND => Ok(None),
-            r => Err(super::driver::driver_error("cuModuleGetFunction", r)),
-        }
+        // SAFETY: `raw` is a live module of the (current) context.
+        Ok(unsafe { driver::module_get_function(self.raw, name) }?)
     }
 
     /// A function of this module with its attributes queried.
     fn with_attrs(&self, raw: sys::CUfunction) -> Result<CudaFunction> {
         let attr = |a: sys::CUfunction_attribute| -> Result<u32> {
-            let mut v = 0i32;
-            // SAFETY: valid out-pointer; `raw` is a live function.
-            drv!(cuFuncGetAttribute(&mut v, a, raw))?;
+            // SAFETY: `raw` is a function of this live module.
+            let v = unsafe { driver::func_get_attribute(raw, a) }?;
             Ok(v.max(0) as u32)
         };
         use sys::CUfunction_attribute::*;
@@ -222,7 +214,7 @@ impl Drop for CudaModule {
         self.device.destroy("a module", || {
             // SAFETY: `raw` was loaded in `load` and is unloaded once; every
             // function of it is dropped before (the front end's `Arc`).
-            drv!(cuModuleUnload(self.raw))
+            unsafe { driver::module_unload(self.raw) }
         });
     }
 }
@@ -257,124 +249,59 @@ impl JitOptions {
         }
     }
 
-    /// `Ok(())` on success, else [`Error::PtxLoad`] with the JIT's log.
-    fn check(&mut self, r: sys::CUresult) -> Result<()> {
-        if r == sys::CUresult::CUDA_SUCCESS {
-            return Ok(());
-        }
+    /// A JIT call's failure as [`Error::PtxLoad`], with the JIT's log.
+    fn failed(&self, e: DriverError) -> Error {
+        let Some(r) = e.result() else {
+            return e.into();
+        };
         let end = self
             .log
             .iter()
             .position(|&b| b == 0)
             .unwrap_or(self.log.len());
-        Err(Error::PtxLoad {
+        Error::PtxLoad {
             name: format!("{r:?}"),
             code: r as u32,
             log: String::from_utf8_lossy(&self.log[..end])
                 .trim_end()
                 .to_owned(),
-        })
+        }
     }
 
     /// Whole-program JIT of `image` (the context is current).
     fn load_whole_program(&mut self, image: &CStr) -> Result<sys::CUmodule> {
-        let mut raw: sys::CUmodule = std::ptr::null_mut();
-        let r = call_raw("cuModuleLoadDataEx", || {
-            // SAFETY: `image` is NUL-terminated PTX; `options` and `values`
-            // are arrays of equal length that outlive the call; `log` is
-            // writable for `JIT_LOG_BYTES` bytes; the context is current.
-            unsafe {
-                sys::cuModuleLoadDataEx(
-                    &mut raw,
-                    image.as_ptr().cast(),
-                    self.options.len() as u32,
-                    self.options.as_mut_ptr(),
-                    self.values.as_mut_ptr(),
-                )
-            }
-        })?;
-        self.check(r)?;
-        Ok(raw)
+        // SAFETY: the values are what their options expect: `log` is
+        // writable for the `JIT_LOG_BYTES` the size option gives.
+        unsafe { driver::module_load_data_ex(image, &mut self.options, &mut self.values) }
+            .map_err(|e| self.failed(e))
     }
 
     /// Relocatable JIT of `image` through the driver's linker, then the
     /// linked cubin loaded (the context is current).
     fn link_relocatable(&mut self, image: &CStr) -> Result<sys::CUmodule> {
-        let mut state: sys::CUlinkState = std::ptr::null_mut();
-        let r = call_raw("cuLinkCreate", || {
-            // SAFETY: as in `load_whole_program`; `state` is an out-pointer.
-            unsafe {
-                sys::cuLinkCreate_v2(
-                    self.options.len() as u32,
-                    self.options.as_mut_ptr(),
-                    self.values.as_mut_ptr(),
-                    &mut state,
-                )
-            }
-        })?;
-        self.check(r)?;
+        // SAFETY: as in `load_whole_program`; `self` (the log) outlives the
+        // session, destroyed below.
+        let state = unsafe { driver::link_create(&mut self.options, &mut self.values) }
+            .map_err(|e| self.failed(e))?;
         let linked = self.link_into(state, image);
         // SAFETY: `state` was created above and is destroyed once, after
         // the cubin it owns was loaded (or the link failed).
-        let destroyed = drv!(cuLinkDestroy(state));
+        let destroyed = unsafe { driver::link_destroy(state) };
         let raw = linked?;
         destroyed?;
         Ok(raw)
     }
 
     fn link_into(&mut self, state: sys::CUlinkState, image: &CStr) -> Result<sys::CUmodule> {
-        let bytes = image.to_bytes_with_nul();
-        let r = call_raw("cuLinkAddData", || {
-            // SAFETY: `bytes` is NUL-terminated PTX of the length passed,
-            // live for the call; the name is a NUL-terminated literal; no
-            // per-input options.
-            unsafe {
-                sys::cuLinkAddData_v2(
-                    state,
-                    sys::CUjitInputType::CU_JIT_INPUT_PTX,
-                    bytes.as_ptr() as *mut c_void,
-                    bytes.len(),
-                    c"vigil_module.ptx".as_ptr(),
-                    0,
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                )
-            }
-        })?;
-        self.check(r)?;
-        let (mut cubin, mut size): (*mut c_void, usize) = (std::ptr::null_mut(), 0);
-        let r = call_raw("cuLinkComplete", || {
-            // SAFETY: valid out-pointers; `state` is live.
-            unsafe { sys::cuLinkComplete(state, &mut cubin, &mut size) }
-        })?;
-        self.check(r)?;
-        let mut raw: sys::CUmodule = std::ptr::null_mut();
+        // SAFETY: `state` is live (destroyed by the caller after this).
+        unsafe { driver::link_add_ptx(state, image, c"vigil_module.ptx") }
+            .map_err(|e| self.failed(e))?;
+        // SAFETY: as above.
+        let (cubin, _) = unsafe { driver::link_complete(state) }.map_err(|e| self.failed(e))?;
         // SAFETY: `cubin` is the linked image `state` owns (alive until
         // `cuLinkDestroy`); the context is current.
-        drv!(cuModuleLoadData(&mut raw, cubin.cast_const()))?;
-        Ok(raw)
+        Ok(unsafe { driver::module_load_data(cubin) }?)
     }
-}
-
-/// Every function of `module` (the context is current); none on drivers
-/// before CUDA 12.4, which cannot list them.
-fn module_functions(module: sys::CUmodule) -> Result<Vec<sys::CUfunction>> {
-    let mut count = 0u32;
-    // SAFETY: valid out-pointer, live module (the context is current).
-    let counted = super::driver::newer_call("cuModuleGetFunctionCount", || unsafe {
-        sys::cuModuleGetFunctionCount(&mut count, module)
-    })?;
-    if !counted {
-        return Ok(Vec::new());
-    }
-    let mut functions: Vec<sys::CUfunction> = vec![std::ptr::null_mut(); count as usize];
-    // SAFETY: `functions` has room for `count` handles; live module.
-    drv!(cuModuleEnumerateFunctions(
-        functions.as_mut_ptr(),
-        count,
-        module
-    ))?;
-    Ok(functions)
 }
 
 /// Loads `functions` onto the device now. Under the driver's lazy loading
@@ -388,7 +315,7 @@ fn preload_functions(functions: &[sys::CUfunction]) -> Result<()> {
     // waits for the kernels then running.
     for &f in functions {
         // SAFETY: `f` is a function of a live module.
-        if !super::driver::newer_call("cuFuncLoad", || unsafe { sys::cuFuncLoad(f) })? {
+        if !unsafe { driver::func_load(f) }? {
             break;
         }
     }
@@ -397,13 +324,9 @@ fn preload_functions(functions: &[sys::CUfunction]) -> Result<()> {
 
 /// The local memory (stack) each thread of `function` needs, in bytes.
 fn local_bytes(function: sys::CUfunction) -> Result<usize> {
-    let mut v = 0i32;
-    // SAFETY: valid out-pointer; `function` is a live function.
-    drv!(cuFuncGetAttribute(
-        &mut v,
-        sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
-        function
-    ))?;
+    let local = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES;
+    // SAFETY: `function` is a function of a live module.
+    let v = unsafe { driver::func_get_attribute(function, local) }?;
     Ok(v.max(0) as usize)
 }
 
@@ -543,13 +466,10 @@ impl CudaFunction {
         {
             return Ok(());
         }
+        let attr = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
         // SAFETY: `raw` is a live function; the value was validated against
         // the device's opt-in limit by the caller.
-        drv!(cuFuncSetAttribute(
-            self.raw,
-            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            bytes as i32
-        ))?;
+        unsafe { driver::func_set_attribute(self.raw, attr, bytes as i32) }?;
         self.dyn_smem_optin.fetch_max(bytes, Ordering::Relaxed);
         Ok(())
     }

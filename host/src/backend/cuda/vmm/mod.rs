@@ -33,11 +33,11 @@ pub use error::{VmmError, VmmResult};
 pub use export::{ExportedAllocation, ExportedRuntimeState};
 pub use pool::{size_class, CachingPool, PoolStats};
 
-use super::driver::device_count;
+use super::device::device_count;
+use super::driver::virtual_memory;
 use super::{AsCudaDevice, AsCudaStream, CudaDevice, CudaStream};
 use buddy::BuddyTree;
 use cudarc::driver::sys;
-use error::cu;
 use layout::*;
 use physical::{Cuda, MappedPair, PairPlan};
 use reservation::Reservation;
@@ -669,19 +669,10 @@ fn check_vmm_support(ctx: &CudaDevice) -> VmmResult<()> {
 /// The minimum allocation granularity of device `ordinal`.
 fn granularity(ordinal: usize, shareable: bool) -> VmmResult<u64> {
     let prop = physical::alloc_prop(ordinal, shareable);
-    let mut g = 0usize;
-    cu(
-        "cuMemGetAllocationGranularity",
-        // SAFETY: `g` is a valid out-pointer, `prop` initialised.
-        || unsafe {
-            sys::cuMemGetAllocationGranularity(
-                &mut g,
-                &prop,
-                sys::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_MINIMUM,
-            )
-        },
-        || format!("querying the allocation granularity of device {ordinal}"),
-    )?;
+    let minimum = sys::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_MINIMUM;
+    let g = virtual_memory::allocation_granularity(&prop, minimum).map_err(|e| {
+        e.during(|| format!("querying the allocation granularity of device {ordinal}"))
+    })?;
     Ok(g as u64)
 }
 
