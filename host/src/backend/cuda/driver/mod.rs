@@ -85,24 +85,6 @@ fn query(name: &'static str, f: impl FnOnce() -> CUresult) -> DriverResult<bool>
     }
 }
 
-/// `drv!(cuFoo(args...))`: calls `sys::cuFoo` through the result layer's
-/// error mapping. Kept only for the GPU sanitizer's memory until its calls
-/// use this layer's functions.
-macro_rules! drv {
-    ($f:ident ( $($arg:expr),* $(,)? )) => {
-        $crate::backend::cuda::driver::check_raw(stringify!($f), || {
-            // SAFETY: the caller of `drv!` states why the arguments are valid.
-            unsafe { ::cudarc::driver::sys::$f($($arg),*) }
-        })
-    };
-}
-pub(crate) use drv;
-
-/// [`check`] with the host API's error, for [`drv!`].
-pub(crate) fn check_raw(name: &'static str, f: impl FnOnce() -> CUresult) -> Result<()> {
-    Ok(check(name, f)?)
-}
-
 /// Loads the driver library and runs `cuInit(0)` once per process; later
 /// calls return the cached outcome: [`Error::DriverNotFound`] without a
 /// library, [`Error::NoDevice`] when the driver sees no device.
