@@ -63,20 +63,19 @@
 
 // Layers, bottom up (ARCHITECTURE.md; `tests/layers.rs` checks that a
 // layer imports only from layers below it): `types` (leaf types);
-// `sanitizer` (the sanitizers' shared host side); `error`; `abi` (the
-// launch ABI); `backend` (the CUDA and CPU backends, then the dispatch
+// `sanitizer` (the sanitizers' shared host side); `error`; `launch_abi`
+// (how a launch's arguments are packed and checked); `backend` (the CUDA and CPU backends, then the dispatch
 // point); `api` (the front end); `testing` (the harness) and `unstable`.
-mod abi;
 mod api;
 mod backend;
 mod error;
 pub mod ipc;
+mod launch_abi;
 mod sanitizer;
 pub mod testing;
 mod types;
 pub mod unstable;
 
-pub use abi::params::{ParamBuffer, ParamScalar};
 pub use api::args::{pack_args, pack_values, ErasedView, KernelArg, KernelArgValue, KernelArgs};
 pub use api::builder::{
     ContextBuilder, DeviceChoice, ENV_DEVICE, ENV_LAUNCH_TIMEOUT, ENV_SANITIZE,
@@ -98,6 +97,7 @@ pub use backend::cpu::memory::HOST_ALIGN;
 pub use backend::cuda::device::{device_count, driver_version, gpu_available};
 pub use backend::transfer::TransferKind;
 pub use error::{ArgProblem, DivergentBarrier, Error, ErrorReport, GroupProblem, Result};
+pub use launch_abi::params::{ParamBuffer, ParamScalar};
 pub use sanitizer::config::{ConfigError, ProcessRank, VmmConfig, VmmConfigBuilder};
 pub use sanitizer::report::{
     kind_name, MemorySpace, PriorAccess, RaceAccess, RaceAllocation, RaceReport, RaceReports,

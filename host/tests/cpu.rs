@@ -4,7 +4,7 @@
 
 use vigil::device::global::{GlobalPtr, GlobalSlice, GlobalSliceMut};
 use vigil::device::Sanitizer;
-use vigil::unstable::abi::{check_params, check_signature, SlotOrigin};
+use vigil::unstable::launch_abi::{check_params, check_signature, SlotOrigin};
 use vigil::unstable::ptx::{parse_entries, PtxParam};
 use vigil::{
     pack_args, pack_values, ArgProblem, DeviceId, DeviceLimits, Dim3, Error, Kernel, KernelArg,

@@ -30,7 +30,7 @@ fn layer_of(path: &[&str]) -> Option<Layer> {
         ["ipc", ..] => layer(0, "ipc/"),
         ["sanitizer", ..] => layer(1, "sanitizer/"),
         ["error", ..] => layer(2, "error/"),
-        ["abi", ..] => layer(3, "abi/"),
+        ["launch_abi", ..] => layer(3, "launch_abi/"),
         ["backend", "transfer", ..] => layer(4, "backend/transfer.rs"),
         ["backend", "cuda", ..] => layer(5, "backend/cuda/"),
         ["backend", "cpu", ..] => layer(5, "backend/cpu/"),

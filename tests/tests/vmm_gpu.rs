@@ -116,7 +116,7 @@ fn test_kernels_accept_their_packed_arguments(_: &Context) {
         ("copy_inc", copy_params(4, 8, 2, 0)),
     ] {
         let e = entries.iter().find(|e| e.name == name).expect(name);
-        vigil::unstable::abi::check_params(name, &buf, &e.params, &[], Some(0)).expect(name);
+        vigil::unstable::launch_abi::check_params(name, &buf, &e.params, &[], Some(0)).expect(name);
     }
 }
 

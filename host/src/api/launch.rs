@@ -9,13 +9,13 @@
 //! checked, as [`Context::launch_variant`](crate::Context::launch_variant)
 //! says) on the CPU backend, synchronously, in issue order.
 
-use crate::abi::check::check_params_on;
-use crate::abi::params::ParamBuffer;
 use crate::api::args::{pack_args, pack_values, KernelArgValue, KernelArgs};
 use crate::api::module::{Function, KernelFn};
 use crate::api::stream::Stream;
 use crate::backend::Launch;
 use crate::error::{Error, Result};
+use crate::launch_abi::check::check_params_on;
+use crate::launch_abi::params::ParamBuffer;
 use crate::types::LaunchConfig;
 use vigil_device::Kernel;
 use vigil_shared::params::ParamDesc;

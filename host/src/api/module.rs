@@ -14,11 +14,11 @@
 //! launches run the kernel's Rust body (`K::run_host`) on the
 //! [`CpuExecutor`](crate::unstable::cpu::CpuExecutor).
 
-use crate::abi::check::check_signature;
-use crate::abi::ptx::{check_module, parse_entries, PtxEntry, PtxParam};
 use crate::api::context::Context;
 use crate::backend::{FunctionHandle, HostEntry, ModuleHandle};
 use crate::error::{Error, Result};
+use crate::launch_abi::check::check_signature;
+use crate::launch_abi::ptx::{check_module, parse_entries, PtxEntry, PtxParam};
 use crate::types::FunctionAttrs;
 use cudarc::driver::sys;
 use std::ffi::CString;

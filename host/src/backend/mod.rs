@@ -30,9 +30,9 @@ pub(crate) use cuda::vmm::{
 pub(crate) use cuda::{AsCudaDevice, AsCudaStream, CudaDevice, CudaStream};
 pub(crate) use transfer::Transfer;
 
-use crate::abi::params::ParamBuffer;
-use crate::abi::ptx_cut::cut_for;
 use crate::error::{Error, Result};
+use crate::launch_abi::params::ParamBuffer;
+use crate::launch_abi::ptx_cut::cut_for;
 use crate::sanitizer::config::VmmConfig;
 use crate::sanitizer::report::RaceReports;
 use crate::types::{

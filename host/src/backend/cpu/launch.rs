@@ -5,8 +5,8 @@
 use super::executor::{checked_entry, plain_entry, KernelEntry};
 use super::hooks::LaunchInfo;
 use super::CpuBackend;
-use crate::abi::params::ParamBuffer;
 use crate::error::Result;
+use crate::launch_abi::params::ParamBuffer;
 use crate::types::{next_id, LaunchConfig, LaunchVariant, StreamId};
 use std::time::Duration;
 use vigil_device::Kernel;

@@ -10,8 +10,8 @@ use super::driver::module as driver;
 use super::module::CudaFunction;
 use super::stream::CudaStream;
 use super::CudaBackend;
-use crate::abi::params::ParamBuffer;
 use crate::error::{Error, Result};
+use crate::launch_abi::params::ParamBuffer;
 use crate::types::{LaunchConfig, LaunchVariant, StreamId};
 use vigil_shared::gpu::{HIDDEN_PARAMS, SANITIZED_SUFFIX};
 

@@ -96,7 +96,7 @@ impl CudaModule {
     /// Looks up entry `name` and queries its attributes, with its
     /// sanitized variant (`name__vigil`) when the module has one. A module
     /// loaded for a sanitized context holds only the `name__vigil` entries
-    /// (see [`cut_for`](crate::abi::ptx_cut::cut_for)): there the function
+    /// (see [`cut_for`](crate::launch_abi::ptx_cut::cut_for)): there the function
     /// is the sanitized entry itself, the only one such a context launches.
     /// An entry the module was cut without is [`Error::EntryNotLoaded`].
     pub(crate) fn function(&self, name: &CStr) -> Result<CudaFunction> {

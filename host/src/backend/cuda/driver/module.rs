@@ -1,7 +1,7 @@
 //! JIT compilation and linking, modules, functions and kernel launches.
 
 use super::{call, check, check_if_present, DriverError, DriverResult};
-use crate::abi::params::KernelParams;
+use crate::launch_abi::params::KernelParams;
 use cudarc::driver::sys::{
     self, CUfunction, CUfunction_attribute, CUjitInputType, CUjit_option, CUlinkState, CUmodule,
     CUresult, CUstream,

@@ -62,8 +62,8 @@ use vigil_shared::gpu::{
 use super::device::CudaDevice;
 use super::stream::CudaStream;
 use super::vmm::CachingPool;
-use crate::abi::params::ParamBuffer;
 use crate::error::{Error, Result};
+use crate::launch_abi::params::ParamBuffer;
 use crate::sanitizer::barrier::decode_divergence;
 use crate::sanitizer::decode::{decode_all, LaunchShape, PriorSite};
 use crate::sanitizer::report::RaceReports;
