@@ -31,7 +31,6 @@ pub mod launch_abi {
 /// The old name of [`launch_abi`](mod@launch_abi).
 #[deprecated(note = "renamed `vigil::unstable::launch_abi`")]
 pub mod abi {
-    //! The old name of [`launch_abi`](super::launch_abi).
     pub use super::launch_abi::*;
 }
 pub use crate::sanitizer::{decode, env};
