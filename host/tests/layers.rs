@@ -31,7 +31,9 @@ fn layer_of(path: &[&str]) -> Option<Layer> {
         ["sanitizer", ..] => layer(1, "sanitizer/"),
         ["error", ..] => layer(2, "error/"),
         ["launch_abi", ..] => layer(3, "launch_abi/"),
-        ["backend", "transfer", ..] => layer(4, "backend/transfer.rs"),
+        ["backend", "transfer" | "launch", ..] => {
+            layer(4, "backend/transfer.rs, backend/launch.rs")
+        }
         ["backend", "cuda", ..] => layer(5, "backend/cuda/"),
         ["backend", "cpu", ..] => layer(5, "backend/cpu/"),
         ["backend", ..] => layer(6, "backend/mod.rs"),

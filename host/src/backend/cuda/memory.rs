@@ -75,7 +75,7 @@ impl CudaBackend {
         let bytes = a.size.div_ceil(LINE_BYTES) * LINE_BYTES;
         let (config, args) = san.reclaim_launch(a.ptr, bytes.min(a.mapped_bytes));
         san.with_own_stream(|stream| {
-            self.launch_runtime_entry(func, SHADOW_RECLAIM_ENTRY, stream, config, &args)?;
+            self.enqueue(func, stream, SHADOW_RECLAIM_ENTRY, config, &args)?;
             stream.synchronize()
         })
     }

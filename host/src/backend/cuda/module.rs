@@ -93,41 +93,56 @@ impl CudaModule {
         })
     }
 
-    /// Looks up entry `name` and queries its attributes, with its
-    /// sanitized variant (`name__vigil`) when the module has one. A module
-    /// loaded for a sanitized context holds only the `name__vigil` entries
-    /// (see [`cut_for`](crate::launch_abi::ptx_cut::cut_for)): there the function
-    /// is the sanitized entry itself, the only one such a context launches.
-    /// An entry the module was cut without is [`Error::EntryNotLoaded`].
-    pub(crate) fn function(&self, name: &CStr) -> Result<CudaFunction> {
+    /// Looks up kernel `name`'s entries and queries their attributes: its
+    /// plain entry `name` and its sanitized entry `name__vigil`, each
+    /// where the module has it. A module loaded for a sanitized context
+    /// holds only the `name__vigil` entries and the plain entries without
+    /// one, a plain context's only the plain entries (see
+    /// [`cut_for`](crate::launch_abi::ptx_cut::cut_for)). A kernel the module
+    /// was cut without is [`Error::EntryNotLoaded`].
+    pub(crate) fn kernel(&self, name: &CStr) -> Result<CudaKernel> {
         let mut sanitized = name.to_bytes().to_vec();
         sanitized.extend_from_slice(SANITIZED_SUFFIX.as_bytes());
-        let sanitized = match std::ffi::CString::new(sanitized) {
+        let sanitized = match CString::new(sanitized) {
             Ok(s) => self.lookup(&s)?,
             Err(_) => None,
         };
-        let primary = match (self.lookup(name)?, sanitized) {
-            (Some(raw), _) => raw,
-            (None, Some(raw)) => raw,
-            (None, None) => {
-                return Err(Error::EntryNotLoaded {
-                    kernel: name.to_string_lossy().into_owned(),
-                    variant: self.variant,
-                })
-            }
-        };
-        let mut f = self.with_attrs(primary)?;
-        f.sanitized = sanitized
-            .map(|raw| self.with_attrs(raw).map(Box::new))
-            .transpose()?;
-        if let Some(s) = f.sanitized.as_deref_mut() {
-            s.large_blocks = self.large_blocks.clone().map(|build| LargeBlocks {
-                build,
-                name: name.to_owned(),
-                function: OnceLock::new(),
+        let plain = self.lookup(name)?;
+        if plain.is_none() && sanitized.is_none() {
+            return Err(Error::EntryNotLoaded {
+                kernel: name.to_string_lossy().into_owned(),
+                variant: self.variant,
             });
         }
-        Ok(f)
+        let sanitized = match sanitized {
+            Some(raw) => {
+                let mut f = self.with_attrs(raw)?;
+                f.large_blocks = self.large_blocks.clone().map(|build| LargeBlocks {
+                    build,
+                    name: name.to_owned(),
+                    function: OnceLock::new(),
+                });
+                Some(f)
+            }
+            None => None,
+        };
+        Ok(CudaKernel {
+            name: name.to_string_lossy().into_owned(),
+            plain: plain.map(|raw| self.with_attrs(raw)).transpose()?,
+            sanitized,
+        })
+    }
+
+    /// The function the module runs for entry `name`: its sanitized entry
+    /// `name__vigil` where the module has one, else `name` itself (how the
+    /// GPU sanitizer looks up its own entries).
+    pub(crate) fn function(&self, name: &CStr) -> Result<CudaFunction> {
+        let kernel = self.kernel(name)?;
+        let found = kernel.sanitized.or(kernel.plain);
+        found.ok_or_else(|| Error::EntryNotLoaded {
+            kernel: name.to_string_lossy().into_owned(),
+            variant: self.variant,
+        })
     }
 
     /// The raw function `name`, or `None` when the module has no such entry.
@@ -159,7 +174,6 @@ impl CudaModule {
             attrs,
             dyn_smem_optin: AtomicU32::new(0),
             window_arrays: self.window_arrays,
-            sanitized: None,
             large_blocks: None,
         })
     }
@@ -377,8 +391,6 @@ pub(crate) struct CudaFunction {
     dyn_smem_optin: AtomicU32,
     /// Whether its module declares arrays the window shadow checks.
     window_arrays: bool,
-    /// The kernel's sanitized entry (`name__vigil`), if the module has it.
-    sanitized: Option<Box<CudaFunction>>,
     /// For a sanitized entry: its twin for blocks it cannot launch.
     large_blocks: Option<LargeBlocks>,
 }
@@ -400,27 +412,6 @@ impl CudaFunction {
         self.attrs
     }
 
-    /// The kernel's sanitized entry, if its module has one.
-    pub(crate) fn sanitized(&self) -> Option<&CudaFunction> {
-        self.sanitized.as_deref()
-    }
-
-    /// What the front end checks a launch against: [`attrs`](Self::attrs),
-    /// except that a kernel whose sanitized entry has a large-block twin
-    /// launches blocks up to `device_max` threads (the twin takes those
-    /// its entry cannot; the backend checks the twin's own limits).
-    pub(crate) fn launch_attrs(&self, device_max: u32) -> FunctionAttrs {
-        let mut a = self.attrs;
-        if self
-            .sanitized
-            .as_ref()
-            .is_some_and(|s| s.large_blocks.is_some())
-        {
-            a.max_threads_per_block = a.max_threads_per_block.max(device_max);
-        }
-        a
-    }
-
     /// This entry, or, when a block of `threads` threads is more than it
     /// can launch and its module has a [`LargeBlockBuild`], its twin
     /// there (built at the first such call). The caller checks the
@@ -436,11 +427,7 @@ impl CudaFunction {
             return Ok(f);
         }
         let module = large.build.module()?;
-        let f = module.function(&large.name)?;
-        let f = match f.sanitized {
-            Some(s) => s,
-            None => Box::new(f),
-        };
+        let f = Box::new(module.function(&large.name)?);
         Ok(&large.function.get_or_init(|| (f, module)).0)
     }
 
@@ -472,6 +459,90 @@ impl CudaFunction {
         unsafe { driver::func_set_attribute(self.raw, attr, bytes as i32) }?;
         self.dyn_smem_optin.fetch_max(bytes, Ordering::Relaxed);
         Ok(())
+    }
+}
+
+/// A kernel's entry points in a loaded module, looked up together when
+/// the front end looks the kernel up: its plain entry and its sanitized
+/// entry (`name__vigil`), each where the module has it.
+pub(crate) struct CudaKernel {
+    /// The kernel's name (its plain entry's).
+    name: String,
+    plain: Option<CudaFunction>,
+    sanitized: Option<CudaFunction>,
+}
+
+impl CudaKernel {
+    /// The entry a `variant` launch runs, and the variant that entry is: a
+    /// sanitized launch of a kernel without a sanitized entry
+    /// (hand-written PTX) runs its plain entry, unchecked.
+    fn for_variant(&self, variant: LaunchVariant) -> Result<(&CudaFunction, LaunchVariant)> {
+        let found = match (variant, &self.sanitized, &self.plain) {
+            (LaunchVariant::Sanitized, Some(s), _) => Some((s, LaunchVariant::Sanitized)),
+            (_, _, Some(p)) => Some((p, LaunchVariant::Plain)),
+            (LaunchVariant::Plain, _, None) => None,
+            (LaunchVariant::Sanitized, None, None) => None,
+        };
+        found.ok_or_else(|| Error::EntryNotLoaded {
+            kernel: self.name.clone(),
+            variant,
+        })
+    }
+
+    /// What a `variant` launch of the kernel is held to, as the front end
+    /// reports it ([`Function::attrs`](crate::Function::attrs)): its
+    /// entry's attributes, except that a sanitized entry with a
+    /// large-block twin launches blocks of up to `device_max` threads
+    /// (the twin takes those the entry cannot).
+    pub(crate) fn attrs(&self, variant: LaunchVariant, device_max: u32) -> Result<FunctionAttrs> {
+        let (f, _) = self.for_variant(variant)?;
+        let mut a = f.attrs;
+        if f.large_blocks.is_some() {
+            a.max_threads_per_block = a.max_threads_per_block.max(device_max);
+        }
+        Ok(a)
+    }
+
+    /// The raw function a `variant` launch runs (null when the module has
+    /// none for it).
+    pub(crate) fn raw(&self, variant: LaunchVariant) -> sys::CUfunction {
+        self.for_variant(variant)
+            .map_or(std::ptr::null_mut(), |(f, _)| f.raw)
+    }
+
+    /// The entry a `variant` launch of blocks of `threads` threads runs,
+    /// and its variant: [`CudaKernel::for_variant`], then a sanitized
+    /// entry's large-block twin for blocks it cannot launch (built at the
+    /// first such launch). The launch's configuration is checked against
+    /// the attributes of the function returned. A sanitized launch that
+    /// runs a plain entry says so once per kernel on stderr.
+    pub(crate) fn entry(
+        &self,
+        variant: LaunchVariant,
+        threads: u64,
+    ) -> Result<(&CudaFunction, LaunchVariant)> {
+        let (f, runs) = self.for_variant(variant)?;
+        if runs != variant {
+            warn_unchecked_once(&self.name);
+        }
+        Ok((f.for_block(threads)?, runs))
+    }
+}
+
+/// Says once per kernel name that a sanitized context launched `kernel`
+/// without checking it (it has no `name__vigil` entry).
+fn warn_unchecked_once(kernel: &str) {
+    use std::collections::HashSet;
+    static WARNED: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
+    let mut warned = WARNED
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if warned.insert(kernel.to_owned()) {
+        eprintln!(
+            "vigil: kernel `{kernel}` has no sanitized entry (`{kernel}{SANITIZED_SUFFIX}`, emitted by \
+             #[kernel]); it runs unchecked: the race sanitizer does not see its accesses"
+        );
     }
 }
 
