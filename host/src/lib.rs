@@ -48,7 +48,7 @@
 //! | hold device memory | [`DeviceBuffer`], [`DeviceSlice`], [`DeviceSliceMut`], [`AsDeviceSlice`], [`AsDeviceSliceMut`] |
 //! | load and launch kernels | [`Module`], [`KernelFn`], [`Kernel`], [`LaunchConfig`], [`Dim3`], [`Stream::launch`] |
 //! | launch without a Rust signature | [`Function`], [`KernelArgValue`] with [`Stream::launch_dynamic`], [`ParamBuffer`] with [`Stream::launch_packed`] |
-//! | read races | [`RaceReports`], [`RaceReport`], [`Error::Races`]; settings: [`VmmConfig`] |
+//! | read races | [`RaceReports`], [`RaceReport`], [`Error::Races`]; settings: [`SanitizerConfig`] |
 //! | plug in another CPU sanitizer | [`CpuSanitizer`] (with [`ContextBuilder::cpu_sanitizer`]), [`HostBufferAllocator`] |
 //! | handle errors | [`Error`], [`Result`], [`ArgProblem`], [`LaunchConfigError`]; [`ErrorReport`] prints one with its causes |
 //! | test kernels on every backend | [`macro@test`] (`#[vigil::test]`), [`test_main!`], [`testing`] |
@@ -98,7 +98,9 @@ pub use backend::cuda::device::{device_count, driver_version, gpu_available};
 pub use backend::transfer::TransferKind;
 pub use error::{ArgProblem, DivergentBarrier, Error, ErrorReport, GroupProblem, Result};
 pub use launch_abi::params::{ParamBuffer, ParamScalar};
-pub use sanitizer::config::{ConfigError, ProcessRank, VmmConfig, VmmConfigBuilder};
+pub use sanitizer::config::{ConfigError, ProcessRank, SanitizerConfig, SanitizerConfigBuilder};
+#[allow(deprecated)]
+pub use sanitizer::config::{VmmConfig, VmmConfigBuilder};
 pub use sanitizer::report::{
     kind_name, MemorySpace, PriorAccess, RaceAccess, RaceAllocation, RaceReport, RaceReports,
     SourceLocation,

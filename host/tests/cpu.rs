@@ -947,3 +947,22 @@ fn handles_are_send_and_sync() {
         std::mem::size_of::<Error>()
     );
 }
+
+/// The sanitizer's settings' old names still compile, for one release, and
+/// name the same types.
+#[test]
+#[allow(deprecated)]
+fn the_old_settings_names_are_the_new_types() {
+    let builder: vigil::VmmConfigBuilder = vigil::VmmConfig::builder();
+    let old: vigil::VmmConfig = builder.seed(7).build().unwrap();
+    let new: vigil::SanitizerConfig = vigil::SanitizerConfig::builder().seed(7).build().unwrap();
+    assert_eq!(old, new);
+    let ctx = vigil::Context::builder().cpu().vmm_config(old);
+    assert_eq!(
+        format!("{ctx:?}"),
+        format!(
+            "{:?}",
+            vigil::Context::builder().cpu().sanitizer_config(new)
+        )
+    );
+}

@@ -40,7 +40,7 @@ use std::time::Duration;
 /// | `VIGIL_LAUNCH_TIMEOUT` | a duration (`30`, `2.5s`, `500ms`, `10m`) or `off` | off |
 ///
 /// The sanitizer's own variables (`VIGIL_SEED`, `VIGIL_CLOCK_BUFFER_SIZE`,
-/// `VIGIL_HALT_ON_ERROR`, `VIGIL_REPORT`, ...) are [`VmmConfig`](crate::VmmConfig)'s. A malformed value is [`Error::Config`], naming
+/// `VIGIL_HALT_ON_ERROR`, `VIGIL_REPORT`, ...) are [`SanitizerConfig`](crate::SanitizerConfig)'s. A malformed value is [`Error::Config`], naming
 /// the variable, the value and what is accepted; an unknown `VIGIL_*`
 /// variable is warned about once on stderr, with the closest known name.
 ///

@@ -34,7 +34,7 @@ pub(crate) use transfer::Transfer;
 
 use crate::error::{Error, Result};
 use crate::launch_abi::ptx_cut::cut_for;
-use crate::sanitizer::config::VmmConfig;
+use crate::sanitizer::config::SanitizerConfig;
 use crate::sanitizer::report::RaceReports;
 use crate::types::{
     DeviceId, DeviceProps, EventId, FunctionAttrs, LaunchConfig, LaunchVariant, StreamId,
@@ -107,7 +107,11 @@ enum EntryHandle<'f> {
 }
 
 /// Opens a GPU backend (`sanitize`: buffers from the shadow allocator).
-pub(crate) fn open_cuda(ordinal: usize, sanitize: bool, config: VmmConfig) -> Result<Backend> {
+pub(crate) fn open_cuda(
+    ordinal: usize,
+    sanitize: bool,
+    config: SanitizerConfig,
+) -> Result<Backend> {
     Ok(Backend::Cuda(CudaBackend::open(ordinal, sanitize, config)?))
 }
 

@@ -1,6 +1,6 @@
 //! What the sanitizers of both backends share on the host:
 //!
-//! - [`config`]: the settings ([`VmmConfig`](config::VmmConfig)), from a
+//! - [`config`]: the settings ([`SanitizerConfig`](config::SanitizerConfig)), from a
 //!   builder or `VIGIL_*` variables through one parser (which
 //!   [`ContextBuilder::env`](crate::ContextBuilder::env) uses too);
 //! - [`env`]: every `VIGIL_*` variable the project reads, in one list, and

@@ -4,7 +4,7 @@
 //! Every collection (a synchronisation or
 //! [`Context::take_reports`](crate::Context::take_reports)) passes the
 //! reports it took through the context's sink once: with a report file
-//! configured (`VIGIL_REPORT`, [`VmmConfigBuilder::report_path`](super::config::VmmConfigBuilder::report_path)),
+//! configured (`VIGIL_REPORT`, [`SanitizerConfigBuilder::report_path`](super::config::SanitizerConfigBuilder::report_path)),
 //! a collection that found races, or whose detection was bounded
 //! ([`RaceReports::detection_bounded`]), appends them as one JSON line. The
 //! reports themselves go back to the caller ([`Error::Races`](crate::Error::Races)),
@@ -13,7 +13,7 @@
 //! synchronisation that finds no race returns `Ok`, and its counts would
 //! otherwise reach nobody.
 
-use super::config::VmmConfig;
+use super::config::SanitizerConfig;
 use super::report::RaceReports;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,7 +30,7 @@ pub struct ReportSink {
 
 impl ReportSink {
     /// The sink `config` asks for.
-    pub fn new(config: &VmmConfig) -> ReportSink {
+    pub fn new(config: &SanitizerConfig) -> ReportSink {
         ReportSink {
             path: config.report_path().map(PathBuf::from),
             said_failure: AtomicBool::new(false),

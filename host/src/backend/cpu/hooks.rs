@@ -28,7 +28,7 @@
 use super::executor::{CpuError, LaunchStats};
 use crate::backend::transfer::TransferKind;
 use crate::error::{Error, Result};
-use crate::sanitizer::config::VmmConfig;
+use crate::sanitizer::config::SanitizerConfig;
 use crate::sanitizer::report::RaceReports;
 use crate::types::{EventId, LaunchConfig, StreamId};
 use std::panic::Location;
@@ -233,7 +233,7 @@ pub struct CpuSanitizerParams {
     /// Virtual SMs of the context's executor (sanitizer threads).
     pub num_virtual_sms: u32,
     /// The sanitizer settings (seed, clock-buffer size, ...).
-    pub config: VmmConfig,
+    pub config: SanitizerConfig,
 }
 
 /// The CPU sanitizer a context gets when the sanitizer is switched on

@@ -14,7 +14,7 @@
 //!   has completed; a reused block's shadow is zeroed on its new stream.
 //! - [`export`]: allocations and runtime state as POSIX file descriptors.
 //! - [`group`]: the runtime state wired to a group of processes.
-//! - [`VmmConfig`]: the settings, from a builder and `VIGIL_*` variables.
+//! - [`SanitizerConfig`]: the settings, from a builder and `VIGIL_*` variables.
 //!
 //! Every address constant and formula comes from [`vigil_shared::address`]
 //! through [`layout`], the one place this module names them.
@@ -28,7 +28,9 @@ mod pool;
 pub mod reservation;
 pub mod runtime_state;
 
-pub use crate::sanitizer::config::{self, ConfigError, VmmConfig, VmmConfigBuilder};
+pub use crate::sanitizer::config::{self, ConfigError, SanitizerConfig, SanitizerConfigBuilder};
+#[allow(deprecated)]
+pub use crate::sanitizer::config::{VmmConfig, VmmConfigBuilder};
 pub use error::{VmmError, VmmResult};
 pub use export::{ExportedAllocation, ExportedRuntimeState};
 pub use pool::{size_class, CachingPool, PoolStats};
@@ -121,7 +123,7 @@ pub(crate) struct DeviceEntry {
 }
 
 pub(crate) struct Shared {
-    pub config: Mutex<VmmConfig>,
+    pub config: Mutex<SanitizerConfig>,
     pub frozen: AtomicBool,
     /// Sanitized launches noted so far (see [`Vmm::note_sanitized_launch`]).
     pub launch_epoch: AtomicU64,
@@ -170,7 +172,7 @@ impl Vmm {
     /// Reserves the address space on `ctx`'s device with `config`. Fails
     /// with [`VmmError::NoVmmSupport`] on a device without virtual memory
     /// management. Nothing is mapped until the first allocation.
-    pub fn new(ctx: &impl AsCudaDevice, config: VmmConfig) -> VmmResult<Vmm> {
+    pub fn new(ctx: &impl AsCudaDevice, config: SanitizerConfig) -> VmmResult<Vmm> {
         let ctx = ctx.cuda_device()?;
         ctx.bind()?;
         check_vmm_support(ctx)?;
@@ -203,19 +205,19 @@ impl Vmm {
         })
     }
 
-    /// [`Vmm::new`] with [`VmmConfig::from_env`].
+    /// [`Vmm::new`] with [`SanitizerConfig::from_env`].
     pub fn from_env(ctx: &impl AsCudaDevice) -> VmmResult<Vmm> {
-        Vmm::new(ctx, VmmConfig::from_env()?)
+        Vmm::new(ctx, SanitizerConfig::from_env()?)
     }
 
     /// The configuration in force.
-    pub fn config(&self) -> VmmConfig {
+    pub fn config(&self) -> SanitizerConfig {
         lock(&self.shared.config).clone()
     }
 
     /// Replaces the configuration; [`VmmError::ConfigFrozen`] after the
     /// first allocation (or runtime-state import).
-    pub fn set_config(&self, config: VmmConfig) -> VmmResult<()> {
+    pub fn set_config(&self, config: SanitizerConfig) -> VmmResult<()> {
         let mut c = lock(&self.shared.config);
         if self.shared.frozen.load(Ordering::Acquire) {
             return Err(VmmError::ConfigFrozen {
@@ -226,7 +228,7 @@ impl Vmm {
         Ok(())
     }
 
-    fn freeze(&self) -> VmmConfig {
+    fn freeze(&self) -> SanitizerConfig {
         let c = lock(&self.shared.config);
         self.shared.frozen.store(true, Ordering::Release);
         c.clone()
