@@ -62,12 +62,15 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 // Layers, bottom up (ARCHITECTURE.md; `tests/layers.rs` checks that a
-// layer imports only from layers below it): `types` (leaf types);
-// `sanitizer` (the sanitizers' shared host side); `error`; `launch_abi`
-// (how a launch's arguments are packed and checked); `backend` (the CUDA and CPU backends, then the dispatch
-// point); `api` (the front end); `testing` (the harness) and `unstable`.
+// layer imports only from layers below it): `types`, `ipc` and
+// `buddy_allocator` (leaves); `sanitizer` (the sanitizers' shared host
+// side); `error`; `launch_abi` (how a launch's arguments are packed and
+// checked); `backend` (the launch and transfer descriptions, the CUDA and
+// CPU backends, then the dispatch point); `api` (the front end);
+// `testing` (the harness) and `unstable`.
 mod api;
 mod backend;
+mod buddy_allocator;
 mod error;
 pub mod ipc;
 mod launch_abi;

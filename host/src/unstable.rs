@@ -6,6 +6,8 @@
 //!   sanitizer, for driving them without a [`Context`](crate::Context);
 //! - [`vmm`]: the sanitizer's shadow-memory allocator on CUDA virtual
 //!   memory, and the CUDA handles it takes;
+//! - [`buddy_allocator`]: the buddy allocator both shadow allocators hand
+//!   ranges out with, and its reference model;
 //! - [`ptx`], [`launch_abi`]: the PTX `.entry` signature parser and the
 //!   checks of packed arguments and Rust signatures against it;
 //! - [`ptx_cut`]: the cut of a module to the entries one context launches;
@@ -34,6 +36,12 @@ pub mod abi {
     pub use super::launch_abi::*;
 }
 pub use crate::sanitizer::{decode, env};
+
+pub mod buddy_allocator {
+    //! The buddy allocator both shadow allocators hand ranges out with
+    //! (`host/src/buddy_allocator.rs`), and its reference model.
+    pub use crate::buddy_allocator::*;
+}
 pub mod testing;
 /// The raw CUDA driver API (cudarc's `driver::sys`).
 pub use cudarc::driver::sys;

@@ -28,6 +28,7 @@ fn layer_of(path: &[&str]) -> Option<Layer> {
     Some(match path {
         ["types", ..] => layer(0, "types/"),
         ["ipc", ..] => layer(0, "ipc/"),
+        ["buddy_allocator", ..] => layer(0, "buddy_allocator.rs"),
         ["sanitizer", ..] => layer(1, "sanitizer/"),
         ["error", ..] => layer(2, "error/"),
         ["launch_abi", ..] => layer(3, "launch_abi/"),

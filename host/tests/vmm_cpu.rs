@@ -3,8 +3,8 @@
 //! and `VIGIL_*` configuration parsing. No GPU needed.
 
 use std::collections::HashMap;
-use vigil::unstable::vmm::buddy::model::ReferenceBuddy;
-use vigil::unstable::vmm::buddy::{BuddyError, BuddyTree};
+use vigil::unstable::buddy_allocator::model::ReferenceBuddy;
+use vigil::unstable::buddy_allocator::{BuddyError, BuddyTree};
 use vigil::unstable::vmm::layout::REAL_CAPACITY;
 use vigil::unstable::vmm::{size_class, SanitizerConfig, MIN_BLOCK};
 

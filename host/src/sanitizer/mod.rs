@@ -12,15 +12,12 @@
 //!   reports, with the [`ReportResolver`](decode::ReportResolver) each
 //!   backend implements;
 //! - [`sink`]: where a context's reports go when collected (the
-//!   `VIGIL_REPORT` file);
-//! - [`buddy`]: the buddy tree both shadow allocators hand ranges out with
-//!   (the CPU sanitizer's host arena and the GPU's virtual reservation).
+//!   `VIGIL_REPORT` file).
 //!
 //! The happens-before engine itself is `vigil-shared`'s; this layer maps
 //! its results to host types and depends only on the leaf types.
 
 pub mod barrier;
-pub mod buddy;
 pub mod config;
 pub mod decode;
 pub mod env;

@@ -16,7 +16,7 @@
 //! again), so a new buffer never inherits a freed one's shadow or side
 //! table entries.
 
-use crate::sanitizer::buddy::{BuddyError, BuddyTree};
+use crate::buddy_allocator::{BuddyError, BuddyTree};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering as MemOrder};
 use std::sync::{Mutex, PoisonError, RwLock};

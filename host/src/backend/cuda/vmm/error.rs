@@ -3,7 +3,7 @@
 //! itself is a leaf type of the crate's error layer; a failed driver call
 //! becomes one through [`DriverError::during`](super::super::driver::DriverError::during).
 
-use super::buddy::BuddyError;
+use crate::buddy_allocator::BuddyError;
 use cudarc::driver::sys;
 
 pub use crate::error::{VmmError, VmmResult};

@@ -4,7 +4,7 @@
 //! - [`Vmm`] reserves one 1 TiB range aligned to 1 TiB (user memory in the
 //!   upper half, its shadow in the lower half) and a second range for the
 //!   per-device runtime state, hands out virtual blocks of the real half
-//!   with a [`buddy::BuddyTree`], and backs each allocation with two
+//!   with a [`BuddyTree`](crate::buddy_allocator::BuddyTree), and backs each allocation with two
 //!   physical handles (data and shadow), mapped, accessible, the shadow
 //!   zeroed on the allocation's stream. Every step is undone exactly on
 //!   failure ([`physical`]).
@@ -19,7 +19,6 @@
 //! Every address constant and formula comes from [`vigil_shared::address`]
 //! through [`layout`], the one place this module names them.
 
-pub use crate::sanitizer::buddy;
 mod error;
 pub mod export;
 pub mod group;
@@ -38,7 +37,7 @@ pub use pool::{size_class, CachingPool, PoolStats};
 use super::device::device_count;
 use super::driver::virtual_memory;
 use super::{AsCudaDevice, AsCudaStream, CudaDevice, CudaStream};
-use buddy::BuddyTree;
+use crate::buddy_allocator::BuddyTree;
 use cudarc::driver::sys;
 use layout::*;
 use physical::{Cuda, MappedPair, PairPlan};
