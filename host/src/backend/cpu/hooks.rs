@@ -21,8 +21,8 @@
 //! per-thread hooks of a launch ([`SanitizerRuntime`]) all run between its
 //! [`on_launch_begin`](CpuSanitizer::on_launch_begin) and
 //! [`on_launch_end`](CpuSanitizer::on_launch_end). The happens-before
-//! relation the sanitizer must use is still the stream/event one (design
-//! 3.2), not this execution order: two launches on unordered streams race
+//! relation the sanitizer must use is still the stream/event one
+//! (docs/src/design/ordering.md), not this execution order: two launches on unordered streams race
 //! even though the CPU ran them one after the other.
 
 use super::executor::{CpuError, LaunchStats};

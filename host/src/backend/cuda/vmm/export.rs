@@ -1,5 +1,5 @@
-//! Export and import of physical memory as POSIX file descriptors (design
-//! 3.4): an allocation's data and shadow handles, and a device's runtime
+//! Export and import of physical memory as POSIX file descriptors
+//! (docs/src/design/groups.md): an allocation's data and shadow handles, and a device's runtime
 //! state. In one process the importer maps the handles directly; across
 //! processes the descriptors travel over a Unix socket (`SCM_RIGHTS`).
 
