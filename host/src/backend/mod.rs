@@ -103,7 +103,10 @@ pub(crate) struct LaunchEntry<'f> {
 
 enum EntryHandle<'f> {
     Cuda(&'f CudaFunction),
-    Cpu(KernelEntry),
+    /// The host entry of the launch's variant; none for a function looked
+    /// up by name, which has no host code (refused when launched, after
+    /// the launch's checks).
+    Cpu(Option<KernelEntry>),
 }
 
 /// Opens a GPU backend (`sanitize`: buffers from the shadow allocator).
@@ -542,16 +545,10 @@ impl Backend {
                 })
             }
             FunctionHandle::Cpu(host) => {
-                let host = host.ok_or(Error::Unsupported {
-                    op: "an untyped launch",
-                    backend: DeviceId::Cpu,
-                    reason: "the CPU backend runs a kernel's Rust body, and this function \
-                             was looked up by name; use Module::kernel::<K>() and Stream::launch",
-                })?;
-                let run = match variant {
+                let run = host.map(|host| match variant {
                     LaunchVariant::Plain => host.plain,
                     LaunchVariant::Sanitized => host.checked,
-                };
+                });
                 Ok(LaunchEntry {
                     run: EntryHandle::Cpu(run),
                     variant,
@@ -625,7 +622,15 @@ impl Backend {
             (Backend::Cuda(c), EntryHandle::Cuda(func), StreamHandle::Cuda(stream)) => {
                 c.launch(func, stream, launch)
             }
-            (Backend::Cpu(c), EntryHandle::Cpu(run), StreamHandle::Cpu) => c.launch(*run, launch),
+            (Backend::Cpu(c), EntryHandle::Cpu(run), StreamHandle::Cpu) => {
+                let run = run.ok_or(Error::Unsupported {
+                    op: "an untyped launch",
+                    backend: DeviceId::Cpu,
+                    reason: "the CPU backend runs a kernel's Rust body, and this function \
+                             was looked up by name; use Module::kernel::<K>() and Stream::launch",
+                })?;
+                c.launch(run, launch)
+            }
             _ => Err(self.foreign("launch")),
         }
     }
