@@ -48,7 +48,7 @@
 //! | hold device memory | [`DeviceBuffer`], [`DeviceSlice`], [`DeviceSliceMut`], [`AsDeviceSlice`], [`AsDeviceSliceMut`] |
 //! | load and launch kernels | [`Module`], [`KernelFn`], [`Kernel`], [`LaunchConfig`], [`Dim3`], [`Stream::launch`] |
 //! | launch without a Rust signature | [`Function`], [`KernelArgValue`] with [`Stream::launch_dynamic`], [`ParamBuffer`] with [`Stream::launch_packed`] |
-//! | read races | [`RaceReports`], [`RaceReport`], [`Error::Races`]; settings: [`VmmConfig`] |
+//! | read races | [`RaceReports`], [`RaceReport`], [`Error::Races`]; settings: [`SanitizerConfig`] |
 //! | control the sanitizer | report files ([`ReportFormat`], [`ReportDocument`]), [`Suppressions`], [`LaunchFilter`], [`ContextBuilder::exit_code`] |
 //! | plug in another CPU sanitizer | [`CpuSanitizer`] (with [`ContextBuilder::cpu_sanitizer`]), [`HostBufferAllocator`] |
 //! | handle errors | [`Error`], [`Result`], [`ArgProblem`], [`LaunchConfigError`]; [`ErrorReport`] prints one with its causes |
@@ -63,21 +63,23 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 // Layers, bottom up (ARCHITECTURE.md; `tests/layers.rs` checks that a
-// layer imports only from layers below it): `types` (leaf types);
-// `sanitizer` (the sanitizers' shared host side); `error`; `abi` (the
-// launch ABI); `backend` (the CUDA and CPU backends, then the dispatch
-// point); `api` (the front end); `testing` (the harness) and `unstable`.
-mod abi;
+// layer imports only from layers below it): `types`, `ipc` and
+// `buddy_allocator` (leaves); `sanitizer` (the sanitizers' shared host
+// side); `error`; `launch_abi` (how a launch's arguments are packed and
+// checked); `backend` (the launch and transfer descriptions, the CUDA and
+// CPU backends, then the dispatch point); `api` (the front end);
+// `testing` (the harness) and `unstable`.
 mod api;
 mod backend;
+mod buddy_allocator;
 mod error;
 pub mod ipc;
+mod launch_abi;
 mod sanitizer;
 pub mod testing;
 mod types;
 pub mod unstable;
 
-pub use abi::params::{ParamBuffer, ParamScalar};
 pub use api::args::{pack_args, pack_values, ErasedView, KernelArg, KernelArgValue, KernelArgs};
 pub use api::builder::{
     ContextBuilder, DeviceChoice, ENV_DEVICE, ENV_LAUNCH_TIMEOUT, ENV_SANITIZE,
@@ -96,10 +98,13 @@ pub use backend::cpu::hooks::{
     TransferInfo,
 };
 pub use backend::cpu::memory::HOST_ALIGN;
-pub use backend::cuda::driver::{device_count, driver_version, gpu_available};
+pub use backend::cuda::device::{device_count, driver_version, gpu_available};
 pub use backend::transfer::TransferKind;
 pub use error::{ArgProblem, DivergentBarrier, Error, ErrorReport, GroupProblem, Result};
-pub use sanitizer::config::{ConfigError, ProcessRank, VmmConfig, VmmConfigBuilder};
+pub use launch_abi::params::{ParamBuffer, ParamScalar};
+pub use sanitizer::config::{ConfigError, ProcessRank, SanitizerConfig, SanitizerConfigBuilder};
+#[allow(deprecated)]
+pub use sanitizer::config::{VmmConfig, VmmConfigBuilder};
 pub use sanitizer::launch_filter::{KernelPattern, LaunchFilter};
 pub use sanitizer::report::{
     kind_name, MemorySpace, PriorAccess, RaceAccess, RaceAllocation, RaceReport, RaceReports,

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering as MemOrder};
 use std::sync::{Arc, Mutex};
 use vigil::device::host_runtime::{AtomicAccess, SanitizerRuntime, ThreadContext};
 use vigil::unstable::cpu::{CpuError, CpuExecutor, LaunchStats};
-use vigil::unstable::vmm::{Vmm, VmmConfig, VmmError};
+use vigil::unstable::vmm::{SanitizerConfig, Vmm, VmmError};
 use vigil::{
     AccessKind, Context, CpuSanitizer, DeviceBuffer, DeviceId, Dim3, Error, Event, HostAllocation,
     HostSync, LaunchConfig, LaunchInfo, LaunchVariant, MemorySpace, Module, PriorAccess,
@@ -68,7 +68,7 @@ fn a_cpu_context_describes_itself() {
     ctx.synchronize().unwrap();
     assert!(ctx.take_reports().is_empty());
     // The VMM allocator refuses a CPU context with a typed error.
-    let e = Vmm::new(&ctx, VmmConfig::default()).unwrap_err();
+    let e = Vmm::new(&ctx, SanitizerConfig::default()).unwrap_err();
     assert!(
         matches!(&e, VmmError::Host(Error::Unsupported { .. })),
         "{e:?}"

@@ -168,7 +168,7 @@ fn every_kernel_entry_matches_its_rust_signature() {
                 .iter()
                 .find(|e| e.name == name)
                 .unwrap_or_else(|| panic!("no PTX entry {name}"));
-            vigil::unstable::abi::check_signature(name, K::PARAMS, hidden, &entry.params)
+            vigil::unstable::launch_abi::check_signature(name, K::PARAMS, hidden, &entry.params)
                 .unwrap_or_else(|e| panic!("{e}"));
         }
     }
@@ -210,7 +210,7 @@ fn every_kernel_entry_matches_its_rust_signature() {
             .iter()
             .find(|e| e.name == name)
             .unwrap_or_else(|| panic!("{name} missing from the kernel crate's PTX"));
-        vigil::unstable::abi::check_signature(name, params, hidden, &entry.params)
+        vigil::unstable::launch_abi::check_signature(name, params, hidden, &entry.params)
             .unwrap_or_else(|e| panic!("{e}"));
     }
 }

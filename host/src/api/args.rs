@@ -19,8 +19,8 @@
 //! [`Error::Argument`] before any driver call.
 
 use super::memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceSlice, DeviceSliceMut, RawView};
-use crate::abi::params::ParamBuffer;
 use crate::error::{ArgProblem, Error, Result};
+use crate::launch_abi::params::ParamBuffer;
 use crate::types::DeviceId;
 use bytemuck::Pod;
 use std::marker::PhantomData;

@@ -5,7 +5,7 @@ use crate::api::context::Context;
 use crate::backend::{self, CpuOptions, CpuSanitizer};
 use crate::error::{Error, Result};
 use crate::sanitizer::config::{
-    parse_bool, parse_duration, parse_int, ConfigError, VmmConfig, VmmConfigBuilder,
+    parse_bool, parse_duration, parse_int, ConfigError, SanitizerConfig, SanitizerConfigBuilder,
 };
 use crate::sanitizer::env::warn_unknown_variables;
 use crate::sanitizer::exit;
@@ -62,7 +62,7 @@ fn parse_device(text: &str) -> Result<DeviceChoice, ConfigError> {
 pub struct ContextBuilder {
     device: DeviceChoice,
     sanitize: bool,
-    vmm_config: VmmConfig,
+    sanitizer_config: SanitizerConfig,
     cpu_workers: usize,
     cpu_sanitizer: Option<Arc<dyn CpuSanitizer>>,
     launch_timeout: Option<Duration>,
@@ -76,7 +76,7 @@ impl fmt::Debug for ContextBuilder {
         f.debug_struct("ContextBuilder")
             .field("device", &self.device)
             .field("sanitize", &self.sanitize)
-            .field("vmm_config", &self.vmm_config)
+            .field("sanitizer_config", &self.sanitizer_config)
             .field("cpu_workers", &self.cpu_workers)
             .field("cpu_sanitizer", &self.cpu_sanitizer.is_some())
             .field("launch_timeout", &self.launch_timeout)
@@ -90,7 +90,7 @@ impl Default for ContextBuilder {
         ContextBuilder {
             device: DeviceChoice::Auto,
             sanitize: false,
-            vmm_config: VmmConfig::default(),
+            sanitizer_config: SanitizerConfig::default(),
             cpu_workers: 0,
             cpu_sanitizer: None,
             launch_timeout: None,
@@ -131,11 +131,17 @@ impl ContextBuilder {
         self
     }
 
-    /// The sanitizer's settings (default [`VmmConfig::default`], or the
+    /// The sanitizer's settings (default [`SanitizerConfig::default`], or the
     /// `VIGIL_*` variables after [`ContextBuilder::env_vars`]).
-    pub fn vmm_config(mut self, config: VmmConfig) -> Self {
-        self.vmm_config = config;
+    pub fn sanitizer_config(mut self, config: SanitizerConfig) -> Self {
+        self.sanitizer_config = config;
         self
+    }
+
+    /// The old name of [`ContextBuilder::sanitizer_config`].
+    #[deprecated(note = "renamed `ContextBuilder::sanitizer_config`")]
+    pub fn vmm_config(self, config: SanitizerConfig) -> Self {
+        self.sanitizer_config(config)
     }
 
     /// Worker threads (virtual SMs) of a CPU context's own executor; `0`
@@ -175,8 +181,8 @@ impl ContextBuilder {
 
     /// The sanitizer settings so far (what a group's shared CPU sanitizer
     /// is made with).
-    pub(crate) fn config(&self) -> &VmmConfig {
-        &self.vmm_config
+    pub(crate) fn config(&self) -> &SanitizerConfig {
+        &self.sanitizer_config
     }
 
     /// Whether the sanitizer is on.
@@ -195,7 +201,7 @@ impl ContextBuilder {
     }
 
     /// Applies the `VIGIL_*` variables that `lookup` returns: `VIGIL_DEVICE`,
-    /// `VIGIL_SANITIZE`, `VIGIL_LAUNCH_TIMEOUT` and the sanitizer's ([`VmmConfig`]). Absent variables
+    /// `VIGIL_SANITIZE`, `VIGIL_LAUNCH_TIMEOUT` and the sanitizer's ([`SanitizerConfig`]). Absent variables
     /// leave the current value; setters called later override. Tests pass a
     /// map; [`ContextBuilder::env_vars`] reads the process environment.
     pub fn env(mut self, lookup: impl Fn(&str) -> Option<String>) -> Self {
@@ -215,9 +221,12 @@ impl ContextBuilder {
     }
 
     /// Applies `f` to the sanitizer's settings so far, recording its error.
-    fn with_config(mut self, f: impl FnOnce(VmmConfigBuilder) -> VmmConfigBuilder) -> Self {
-        match f(self.vmm_config.clone().into_builder()).build() {
-            Ok(c) => self.vmm_config = c,
+    fn with_config(
+        mut self,
+        f: impl FnOnce(SanitizerConfigBuilder) -> SanitizerConfigBuilder,
+    ) -> Self {
+        match f(self.sanitizer_config.clone().into_builder()).build() {
+            Ok(c) => self.sanitizer_config = c,
             Err(e) => self = self.record(Err(e.into())),
         }
         self
@@ -236,7 +245,7 @@ impl ContextBuilder {
 
     /// Stop a sanitized launch at its first race (`VIGIL_HALT_ON_ERROR`;
     /// what "stop" means on each backend:
-    /// [`VmmConfigBuilder::halt_on_error`]).
+    /// [`SanitizerConfigBuilder::halt_on_error`]).
     pub fn halt_on_error(self, on: bool) -> Self {
         self.with_config(|c| c.halt_on_error(on))
     }
@@ -328,9 +337,9 @@ impl ContextBuilder {
         };
         // Report file, suppressions, launch filter and exit code are the
         // front end's, per context.
-        let sink = ReportSink::new(&self.vmm_config);
-        let selection = LaunchSelection::new(self.vmm_config.launch_filter().clone());
-        let config = self.vmm_config.backend_settings();
+        let sink = ReportSink::new(&self.sanitizer_config);
+        let selection = LaunchSelection::new(self.sanitizer_config.launch_filter().clone());
+        let config = self.sanitizer_config.backend_settings();
         let backend = match device {
             DeviceChoice::Gpu(ordinal) => backend::open_cuda(ordinal, self.sanitize, config)?,
             DeviceChoice::Auto | DeviceChoice::Cpu => backend::open_cpu(CpuOptions {
@@ -341,7 +350,7 @@ impl ContextBuilder {
                 peer_group: self.peer_group,
             })?,
         };
-        if let Some(code) = self.vmm_config.exit_code() {
+        if let Some(code) = self.sanitizer_config.exit_code() {
             exit::set_exit_code(code);
         }
         if backend.is_sanitized() {

@@ -44,7 +44,7 @@ use std::time::Duration;
 ///
 /// The sanitizer's own variables (`VIGIL_SEED`, `VIGIL_CLOCK_BUFFER_SIZE`,
 /// `VIGIL_HALT_ON_ERROR`, `VIGIL_REPORT`, `VIGIL_SUPPRESSIONS`,
-/// `VIGIL_SANITIZE_KERNELS`, `VIGIL_EXITCODE`, ...) are [`VmmConfig`](crate::VmmConfig)'s. A malformed value is [`Error::Config`], naming
+/// `VIGIL_SANITIZE_KERNELS`, `VIGIL_EXITCODE`, ...) are [`SanitizerConfig`](crate::SanitizerConfig)'s. A malformed value is [`Error::Config`], naming
 /// the variable, the value and what is accepted; an unknown `VIGIL_*`
 /// variable is warned about once on stderr, with the closest known name.
 ///
@@ -199,7 +199,7 @@ impl Context {
     /// sanitizer's hidden arguments); [`LaunchVariant::Plain`] otherwise.
     ///
     /// On a sanitized context with a launch filter
-    /// ([`VmmConfigBuilder::sanitize_kernels`](crate::VmmConfigBuilder::sanitize_kernels),
+    /// ([`SanitizerConfigBuilder::sanitize_kernels`](crate::SanitizerConfigBuilder::sanitize_kernels),
     /// `VIGIL_SANITIZE_KERNELS`, `VIGIL_LAUNCH_SKIP`, ...; see
     /// [`LaunchFilter`](crate::LaunchFilter)), this is the variant of the
     /// launches the filter selects; each launch is decided as it is

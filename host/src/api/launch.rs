@@ -1,22 +1,29 @@
-//! Kernel launches: [`Stream::launch`] and its untyped forms.
+//! Kernel launches: [`Stream::launch`] and its untyped forms, one path
+//! for all three ([`Stream::launch_checked`]).
 //!
-//! Every launch is checked before any driver call: the configuration
-//! against the device's limits and the kernel's own (threads per block,
-//! shared memory), and the packed arguments against the PTX parameter list
-//! (count, each scalar's type, each buffer's device). The checks are the
-//! same on every backend; only the final step differs: `cuLaunchKernel` on
-//! a GPU, the CPU executor running the kernel's host entry (plain or
-//! checked, as [`Context::launch_variant`](crate::Context::launch_variant)
-//! and the launch filter decide for each launch) on the CPU backend,
+//! A launch first picks the entry it runs among those the kernel's lookup
+//! found: the plain or the sanitized one, as
+//! [`Context::launch_variant`](crate::Context::launch_variant) and the
+//! launch filter decide for each launch (on a GPU, for a block its
+//! sanitized entry cannot launch, that entry's large-block twin). Then,
+//! once and before any driver call or executor step, it checks the
+//! configuration against the device's limits and that entry's own
+//! (threads per block, shared memory), and the packed arguments against
+//! the PTX parameter list (count, each scalar's type, each buffer's
+//! device). The checks are the same on every backend, which gets one
+//! [`Launch`] description: `cuLaunchKernel` on a GPU (a sanitized entry
+//! with the sanitizer's hidden arguments appended), the CPU executor
+//! running the plain or checked host entry on the CPU backend,
 //! synchronously, in issue order.
 
-use crate::abi::check::check_params_on;
-use crate::abi::params::ParamBuffer;
 use crate::api::args::{pack_args, pack_values, KernelArgValue, KernelArgs};
+use crate::api::context::Context;
 use crate::api::module::{Function, KernelFn};
 use crate::api::stream::Stream;
-use crate::backend::Launch;
+use crate::backend::{Launch, LaunchEntry};
 use crate::error::{Error, Result};
+use crate::launch_abi::check::check_params_on;
+use crate::launch_abi::params::ParamBuffer;
 use crate::types::LaunchConfig;
 use vigil_device::Kernel;
 use vigil_shared::params::ParamDesc;
@@ -43,22 +50,9 @@ impl Stream {
         config: LaunchConfig,
         args: A,
     ) -> Result<()> {
-        let func = kernel.function();
-        let config = match K::DYNAMIC_SHARED_BYTES {
-            0 => config,
-            stack => config
-                .with_shared_stack(
-                    stack,
-                    func.attrs().static_shared_bytes,
-                    self.context().limits(),
-                )
-                .map_err(|problem| Error::LaunchConfig {
-                    kernel: func.name().to_owned(),
-                    problem,
-                })?,
-        };
         let buf = pack_args::<K, A>(args)?;
-        self.launch_checked(func, config, &buf, K::PARAMS)
+        let shared_stack = K::DYNAMIC_SHARED_BYTES;
+        self.launch_checked(kernel.function(), config, shared_stack, &buf, K::PARAMS)
     }
 
     /// Launches a function with arguments already packed (e.g. by
@@ -75,7 +69,7 @@ impl Stream {
         config: LaunchConfig,
         buf: &ParamBuffer,
     ) -> Result<()> {
-        self.launch_checked(func, config, buf, &[])
+        self.launch_checked(func, config, 0, buf, &[])
     }
 
     /// Launches a function with untyped arguments, checked at run time
@@ -97,43 +91,70 @@ impl Stream {
         args: &[KernelArgValue<'_>],
     ) -> Result<()> {
         let buf = pack_values(func.name(), args)?;
-        self.launch_checked(func, config, &buf, &[])
+        self.launch_checked(func, config, 0, &buf, &[])
     }
 
+    /// The one launch path: picks the entry that runs, gives a kernel's
+    /// shared stack (`shared_stack` bytes, 0: none) its dynamic shared
+    /// memory, checks the configuration against the entry and the packed
+    /// arguments against the PTX (`names` names them in errors), and hands
+    /// the launch to the backend.
     fn launch_checked(
         &self,
         func: &Function,
         config: LaunchConfig,
+        shared_stack: usize,
         buf: &ParamBuffer,
         names: &[ParamDesc],
     ) -> Result<()> {
         let ctx = self.context();
         let kernel = func.name();
         ctx.expect_device("launch", func.module().context().device())?;
-        let attrs = func.attrs();
-        let limits = ctx.limits();
-        config
-            .validate_for(
-                limits,
-                attrs.max_threads_per_block,
-                attrs.static_shared_bytes,
-            )
-            .map_err(|problem| Error::LaunchConfig {
-                kernel: kernel.to_owned(),
-                problem,
-            })?;
+        let entry = ctx
+            .backend()
+            .entry(func.handle(), ctx.decide_launch_variant(kernel), &config)?;
+        let config = checked_config(ctx, kernel, &entry, config, shared_stack)?;
         check_params_on(kernel, buf, func.params(), names, Some(ctx.device()))?;
         let (stream, stream_id) = self.handle();
         let launch = Launch {
             kernel,
-            func: func.handle(),
-            stream,
-            stream_id,
+            variant: entry.variant,
+            stream: stream_id,
             config,
             params: buf,
             timeout: ctx.launch_timeout(),
         };
-        ctx.backend()
-            .launch(&launch, ctx.decide_launch_variant(kernel))
+        ctx.backend().launch(&entry, stream, &launch)
     }
+}
+
+/// `config` checked against the device's limits and those of `entry`, the
+/// entry a launch of `kernel` runs, after a shared stack of `shared_stack`
+/// bytes (0: none) was given its dynamic shared memory.
+fn checked_config(
+    ctx: &Context,
+    kernel: &str,
+    entry: &LaunchEntry<'_>,
+    config: LaunchConfig,
+    shared_stack: usize,
+) -> Result<LaunchConfig> {
+    let limits = ctx.limits();
+    let attrs = entry.attrs;
+    let with_stack = match shared_stack {
+        0 => Ok(config),
+        stack => config.with_shared_stack(stack, attrs.static_shared_bytes, limits),
+    };
+    with_stack
+        .and_then(|config| {
+            config.validate_for(
+                limits,
+                attrs.max_threads_per_block,
+                attrs.static_shared_bytes,
+            )?;
+            Ok(config)
+        })
+        .map_err(|problem| Error::LaunchConfig {
+            kernel: kernel.to_owned(),
+            problem,
+        })
 }

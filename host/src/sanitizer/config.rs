@@ -1,4 +1,4 @@
-//! [`VmmConfig`]: the sanitizer's settings (both backends), from a builder and from
+//! [`SanitizerConfig`]: the sanitizer's settings (both backends), from a builder and from
 //! `VIGIL_*` environment variables (docs/src/sanitizer/configuration.md). Malformed values are a
 //! [`ConfigError`] naming the variable (or builder option), the value and
 //! what is accepted. The configuration freezes at the first allocation
@@ -25,7 +25,7 @@
 //! | `VIGIL_EXITCODE`             | integer in 1..=255, or `off`               | off     |
 //!
 //! `VIGIL_HALT_ON_ERROR` stops a sanitized launch at its first race (see
-//! [`VmmConfigBuilder::halt_on_error`] for what that means on each
+//! [`SanitizerConfigBuilder::halt_on_error`] for what that means on each
 //! backend). `VIGIL_REPORT=path` appends the races of every collection
 //! (each [`Context::synchronize`](crate::Context::synchronize),
 //! [`Stream::synchronize`](crate::Stream::synchronize) or
@@ -71,7 +71,7 @@ pub const MAX_SANITIZED_REGISTERS: u32 = 255;
 /// softmax 155 / 136 / 101 / 88.6, sgemm 5.17 / 4.42 / 4.00 / 3.87 s.
 pub const DEFAULT_SANITIZED_REGISTERS: u32 = 128;
 /// Register cap of the build sanitized launches of blocks too large for
-/// [`VmmConfig::sanitized_registers`] use: 64 registers fit 1,024
+/// [`SanitizerConfig::sanitized_registers`] use: 64 registers fit 1,024
 /// threads in an SM's 65,536.
 pub const LARGE_BLOCK_SANITIZED_REGISTERS: u32 = 64;
 
@@ -131,10 +131,10 @@ pub struct ConfigError {
 }
 
 /// The sanitizer's settings (the shadow allocator's, the engine's, and
-/// what happens to reports). Build one with [`VmmConfig::builder`] or
-/// [`VmmConfig::from_env`]; [`VmmConfig::default`] is the table's defaults.
+/// what happens to reports). Build one with [`SanitizerConfig::builder`] or
+/// [`SanitizerConfig::from_env`]; [`SanitizerConfig::default`] is the table's defaults.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct VmmConfig {
+pub struct SanitizerConfig {
     clock_buffer_size: u32,
     seed: u32,
     device_ranks: Option<Vec<usize>>,
@@ -151,9 +151,9 @@ pub struct VmmConfig {
     exit_code: Option<i32>,
 }
 
-impl Default for VmmConfig {
+impl Default for SanitizerConfig {
     fn default() -> Self {
-        VmmConfig {
+        SanitizerConfig {
             clock_buffer_size: 32,
             seed: 0x5eed,
             device_ranks: None,
@@ -172,18 +172,18 @@ impl Default for VmmConfig {
     }
 }
 
-impl VmmConfig {
+impl SanitizerConfig {
     /// A builder starting from the defaults.
-    pub fn builder() -> VmmConfigBuilder {
-        VmmConfigBuilder {
-            config: VmmConfig::default(),
+    pub fn builder() -> SanitizerConfigBuilder {
+        SanitizerConfigBuilder {
+            config: SanitizerConfig::default(),
             error: None,
         }
     }
 
     /// A builder starting from this configuration.
-    pub fn into_builder(self) -> VmmConfigBuilder {
-        VmmConfigBuilder {
+    pub fn into_builder(self) -> SanitizerConfigBuilder {
+        SanitizerConfigBuilder {
             config: self,
             error: None,
         }
@@ -192,9 +192,9 @@ impl VmmConfig {
     /// The defaults overridden by the `VIGIL_*` variables of this process.
     /// Warns once per process about unknown `VIGIL_*` variables
     /// ([`warn_unknown_variables`](crate::unstable::env::warn_unknown_variables)).
-    pub fn from_env() -> Result<VmmConfig, ConfigError> {
+    pub fn from_env() -> Result<SanitizerConfig, ConfigError> {
         super::env::warn_unknown_variables();
-        VmmConfig::builder()
+        SanitizerConfig::builder()
             .env(|name| std::env::var(name).ok())
             .build()
     }
@@ -216,7 +216,7 @@ impl VmmConfig {
     }
 
     /// This process's place in a group of processes, if it is one
-    /// ([`VmmConfigBuilder::process_rank`]).
+    /// ([`SanitizerConfigBuilder::process_rank`]).
     pub fn process_rank(&self) -> Option<ProcessRank> {
         self.process_rank
     }
@@ -283,8 +283,8 @@ impl VmmConfig {
     /// front end applies per context (report file and format,
     /// suppressions, launch filter, exit code), so that contexts that
     /// differ only in those share the process's shadow allocator.
-    pub fn backend_settings(&self) -> VmmConfig {
-        VmmConfig {
+    pub fn backend_settings(&self) -> SanitizerConfig {
+        SanitizerConfig {
             report_path: None,
             report_format: None,
             suppressions: None,
@@ -296,7 +296,7 @@ impl VmmConfig {
 
     /// The rank of device `ordinal`, and the number of ranks, given
     /// `device_count` devices when no explicit topology is configured. In
-    /// a group of processes ([`VmmConfig::process_rank`]) only the
+    /// a group of processes ([`SanitizerConfig::process_rank`]) only the
     /// process's device has a rank, the process's.
     pub fn rank_of(&self, ordinal: usize, device_count: usize) -> Option<(u32, u32)> {
         if let Some(p) = self.process_rank {
@@ -326,11 +326,20 @@ pub struct ProcessRank {
     pub world: u32,
 }
 
-/// Builds a [`VmmConfig`]; setters check their value and the first error
-/// is returned by [`VmmConfigBuilder::build`].
+/// The old name of [`SanitizerConfig`], which configures both backends'
+/// sanitizers.
+#[deprecated(note = "renamed `SanitizerConfig` (it configures both backends' sanitizers)")]
+pub type VmmConfig = SanitizerConfig;
+
+/// The old name of [`SanitizerConfigBuilder`].
+#[deprecated(note = "renamed `SanitizerConfigBuilder`")]
+pub type VmmConfigBuilder = SanitizerConfigBuilder;
+
+/// Builds a [`SanitizerConfig`]; setters check their value and the first error
+/// is returned by [`SanitizerConfigBuilder::build`].
 #[derive(Clone, Debug)]
-pub struct VmmConfigBuilder {
-    config: VmmConfig,
+pub struct SanitizerConfigBuilder {
+    config: SanitizerConfig,
     error: Option<ConfigError>,
 }
 
@@ -470,7 +479,7 @@ fn parse_ranks(source_name: &str, text: &str) -> Result<Option<Vec<usize>>, Conf
     Ok(Some(ranks))
 }
 
-impl VmmConfigBuilder {
+impl SanitizerConfigBuilder {
     fn record(mut self, r: Result<(), ConfigError>) -> Self {
         if let (Err(e), None) = (r, &self.error) {
             self.error = Some(e);
@@ -505,7 +514,7 @@ impl VmmConfigBuilder {
 
     /// This process's device `ordinal` is rank `rank` of `world`
     /// processes (`rank < world <= 32`; see [`ProcessRank`]); other
-    /// devices have no rank. Overrides [`VmmConfigBuilder::device_ranks`].
+    /// devices have no rank. Overrides [`SanitizerConfigBuilder::device_ranks`].
     /// [`ProcessGroup::join`](crate::ProcessGroup::join) sets it.
     pub fn process_rank(mut self, ordinal: usize, rank: u32, world: u32) -> Self {
         let r = if rank < world && u64::from(world) <= MAX_DEVICES {
@@ -609,7 +618,7 @@ impl VmmConfigBuilder {
         self.record(r)
     }
 
-    /// [`VmmConfigBuilder::suppressions`] with suppressions already parsed.
+    /// [`SanitizerConfigBuilder::suppressions`] with suppressions already parsed.
     pub fn suppression_rules(mut self, suppressions: Suppressions) -> Self {
         self.config.suppressions = Some(suppressions);
         self
@@ -673,7 +682,8 @@ impl VmmConfigBuilder {
     /// a map). Variables that are absent leave the current value.
     pub fn env(mut self, lookup: impl Fn(&str) -> Option<String>) -> Self {
         let mut apply =
-            |name: &str, f: &mut dyn FnMut(&str, &mut VmmConfig) -> Result<(), ConfigError>| {
+            |name: &str,
+             f: &mut dyn FnMut(&str, &mut SanitizerConfig) -> Result<(), ConfigError>| {
                 if let Some(v) = lookup(name) {
                     let r = f(&v, &mut self.config);
                     if let (Err(e), None) = (r, &self.error) {
@@ -787,7 +797,7 @@ impl VmmConfigBuilder {
     }
 
     /// The configuration, or the first malformed value.
-    pub fn build(self) -> Result<VmmConfig, ConfigError> {
+    pub fn build(self) -> Result<SanitizerConfig, ConfigError> {
         match self.error {
             Some(e) => Err(e),
             None => Ok(self.config),
@@ -800,17 +810,19 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    fn from(vars: &[(&str, &str)]) -> Result<VmmConfig, ConfigError> {
+    fn from(vars: &[(&str, &str)]) -> Result<SanitizerConfig, ConfigError> {
         let map: HashMap<String, String> = vars
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        VmmConfig::builder().env(|n| map.get(n).cloned()).build()
+        SanitizerConfig::builder()
+            .env(|n| map.get(n).cloned())
+            .build()
     }
 
     #[test]
     fn defaults_without_variables() {
-        assert_eq!(from(&[]).unwrap(), VmmConfig::default());
+        assert_eq!(from(&[]).unwrap(), SanitizerConfig::default());
     }
 
     #[test]
@@ -879,7 +891,7 @@ mod tests {
 
     #[test]
     fn builder_checks_values() {
-        let c = VmmConfig::builder()
+        let c = SanitizerConfig::builder()
             .clock_buffer_size(8)
             .seed(3)
             .device_ranks(vec![1, 0])
@@ -894,22 +906,25 @@ mod tests {
         );
         assert!(c.halt_on_error());
         assert_eq!(c.report_path(), Some(Path::new("out/races.jsonl")));
-        let e = VmmConfig::builder().report_path("").build().unwrap_err();
+        let e = SanitizerConfig::builder()
+            .report_path("")
+            .build()
+            .unwrap_err();
         assert_eq!(e.source_name, "report_path");
         assert_eq!(c.rank_of(1, 2), Some((0, 2)));
-        let e = VmmConfig::builder()
+        let e = SanitizerConfig::builder()
             .clock_buffer_size(0)
             .build()
             .unwrap_err();
         assert_eq!(e.source_name, "clock_buffer_size");
         assert!(e.to_string().contains("1..=4096"));
-        let e = VmmConfig::builder()
+        let e = SanitizerConfig::builder()
             .device_ranks(vec![])
             .build()
             .unwrap_err();
         assert_eq!(e.source_name, "device_ranks");
         // The first error wins; later valid setters do not clear it.
-        let e = VmmConfig::builder()
+        let e = SanitizerConfig::builder()
             .shadow_pool_records(u32::MAX)
             .clock_buffer_size(4)
             .build()
@@ -921,7 +936,7 @@ mod tests {
     /// whatever the device topology says; bad ranks are refused.
     #[test]
     fn a_process_rank_names_the_process_device_only() {
-        let c = VmmConfig::builder()
+        let c = SanitizerConfig::builder()
             .device_ranks(vec![0, 1])
             .process_rank(0, 1, 2)
             .build()
@@ -937,7 +952,7 @@ mod tests {
             })
         );
         for (rank, world) in [(2, 2), (0, 0), (0, 33)] {
-            let e = VmmConfig::builder()
+            let e = SanitizerConfig::builder()
                 .process_rank(0, rank, world)
                 .build()
                 .unwrap_err();

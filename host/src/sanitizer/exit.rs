@@ -12,7 +12,7 @@
 //!
 //! The exit summary also says how many reports suppressions took out, per
 //! suppression, and, with an exit code configured
-//! ([`VmmConfigBuilder::exit_code`](super::config::VmmConfigBuilder::exit_code),
+//! ([`SanitizerConfigBuilder::exit_code`](super::config::SanitizerConfigBuilder::exit_code),
 //! `VIGIL_EXITCODE`), the process then exits with that status when any
 //! race was reported, collected or not.
 //!

@@ -189,7 +189,7 @@ fn split_items(text: &str) -> Vec<&str> {
 /// [`Context::launch_variant`](crate::Context::launch_variant)).
 ///
 /// ```
-/// let config = vigil::VmmConfig::builder()
+/// let config = vigil::SanitizerConfig::builder()
 ///     .sanitize_kernels(["/^gemm_/"])
 ///     .exclude_kernels(["gemm_reference"])
 ///     .launch_skip(1)

@@ -1,6 +1,6 @@
 //! What the sanitizers of both backends share on the host:
 //!
-//! - [`config`]: the settings ([`VmmConfig`](config::VmmConfig)), from a
+//! - [`config`]: the settings ([`SanitizerConfig`](config::SanitizerConfig)), from a
 //!   builder or `VIGIL_*` variables through one parser (which
 //!   [`ContextBuilder::env`](crate::ContextBuilder::env) uses too);
 //! - [`env`]: every `VIGIL_*` variable the project reads, in one list, and
@@ -18,15 +18,12 @@
 //!   reports, with the [`ReportResolver`](decode::ReportResolver) each
 //!   backend implements;
 //! - [`sink`]: where a context's reports go when collected (suppression,
-//!   the `VIGIL_REPORT` file);
-//! - [`buddy`]: the buddy tree both shadow allocators hand ranges out with
-//!   (the CPU sanitizer's host arena and the GPU's virtual reservation).
+//!   the `VIGIL_REPORT` file).
 //!
 //! The happens-before engine itself is `vigil-shared`'s; this layer maps
 //! its results to host types and depends only on the leaf types.
 
 pub mod barrier;
-pub mod buddy;
 pub mod config;
 pub mod decode;
 pub mod env;

@@ -327,18 +327,22 @@ pub(crate) mod tests {
             dim3(),
             dim3(),
             proptest::option::of(location()),
+            proptest::option::of(location()),
             any::<bool>(),
         )
             .prop_map(
-                |(access, scope, device, smid, block, thread, location, host_issued)| RaceAccess {
-                    access,
-                    scope,
-                    device,
-                    smid,
-                    block,
-                    thread,
-                    location,
-                    host_issued,
+                |(access, scope, device, smid, block, thread, location, shared_view, host_issued)| {
+                    RaceAccess {
+                        access,
+                        scope,
+                        device,
+                        smid,
+                        block,
+                        thread,
+                        location,
+                        shared_view,
+                        host_issued,
+                    }
                 },
             );
         let prior = (
@@ -352,6 +356,7 @@ pub(crate) mod tests {
             (
                 proptest::option::of("[a-z_]{1,10}"),
                 proptest::option::of(location()),
+                proptest::option::of(location()),
                 any::<bool>(),
                 any::<bool>(),
             ),
@@ -360,7 +365,7 @@ pub(crate) mod tests {
                 |(
                     (access, scope, tid, device),
                     (smid, epoch, block, thread),
-                    (kernel, location, host_issued, same_block),
+                    (kernel, location, shared_view, host_issued, same_block),
                 )| PriorAccess {
                     access,
                     scope,
@@ -372,6 +377,7 @@ pub(crate) mod tests {
                     thread,
                     kernel,
                     location,
+                    shared_view,
                     host_issued,
                     same_block,
                 },
@@ -454,6 +460,7 @@ pub(crate) mod tests {
                 block: Dim3::new(1, 0, 0),
                 thread: Dim3::new(5, 0, 0),
                 location: Some(at(12)),
+                shared_view: None,
                 host_issued: false,
             },
             prior: PriorAccess {
@@ -467,6 +474,7 @@ pub(crate) mod tests {
                 thread: Some(Dim3::new(5, 0, 0)),
                 kernel: Some("writer".to_owned()),
                 location: Some(at(8)),
+                shared_view: None,
                 host_issued: false,
                 same_block: false,
             },

@@ -10,7 +10,7 @@
 //!    [`RaceReports::suppressed`] and in the exit summary);
 //! 2. counts the rest as reported in the process (`VIGIL_EXITCODE`);
 //! 3. with a report file configured (`VIGIL_REPORT`,
-//!    [`VmmConfigBuilder::report_path`](super::config::VmmConfigBuilder::report_path)),
+//!    [`SanitizerConfigBuilder::report_path`](super::config::SanitizerConfigBuilder::report_path)),
 //!    writes a collection that found something, whose detection was
 //!    bounded ([`RaceReports::detection_bounded`]) or that had races
 //!    suppressed: one JSON line ([`report_json`](super::report_json)), or
@@ -23,7 +23,7 @@
 //! synchronisation that finds no race returns `Ok`, and its counts would
 //! otherwise reach nobody.
 
-use super::config::{err, ConfigError, VmmConfig};
+use super::config::{err, ConfigError, SanitizerConfig};
 use super::exit;
 use super::report::RaceReports;
 use super::report_json::document_json;
@@ -82,7 +82,7 @@ pub struct ReportSink {
 
 impl ReportSink {
     /// The sink `config` asks for.
-    pub fn new(config: &VmmConfig) -> ReportSink {
+    pub fn new(config: &SanitizerConfig) -> ReportSink {
         ReportSink {
             file: config
                 .report_path()

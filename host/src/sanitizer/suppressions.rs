@@ -1,6 +1,6 @@
 //! [`Suppressions`]: races to leave out of a context's reports, in the
 //! spirit of ThreadSanitizer's suppressions file (`VIGIL_SUPPRESSIONS`,
-//! [`VmmConfigBuilder::suppressions`](super::config::VmmConfigBuilder::suppressions)).
+//! [`SanitizerConfigBuilder::suppressions`](super::config::SanitizerConfigBuilder::suppressions)).
 //!
 //! The syntax is on [`Suppressions`].
 

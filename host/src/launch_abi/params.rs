@@ -219,6 +219,20 @@ impl ParamBuffer {
         Some(bytemuck::pod_read_unaligned(bytes))
     }
 
+    /// This buffer with `hidden` appended after its arguments, in order
+    /// (what a sanitized entry takes).
+    pub(crate) fn with_hidden(&self, hidden: &HiddenArgs) -> ParamBuffer {
+        let mut out = self.clone();
+        for &arg in &hidden.args {
+            match arg {
+                HiddenArg::Pointer { addr, device } => out.append_hidden_pointer(addr, device),
+                HiddenArg::B32(v) => out.append_hidden(v),
+                HiddenArg::B64(v) => out.append_hidden(v),
+            };
+        }
+        out
+    }
+
     /// The `void*` array `cuLaunchKernel` takes: one pointer per packed
     /// scalar, each into this buffer. It borrows the buffer, so it cannot
     /// outlive (or see a reallocation of) the values it points to.
@@ -235,6 +249,55 @@ impl ParamBuffer {
             ptrs,
             _buf: PhantomData,
         }
+    }
+}
+
+/// The hidden arguments of one sanitized launch, in the order its entry
+/// declares them after the user's: what a sanitizer hands the launch
+/// ([`ParamBuffer::with_hidden`] appends them).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct HiddenArgs {
+    args: Vec<HiddenArg>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HiddenArg {
+    /// A device pointer (`device`: the CUDA ordinal of its memory).
+    Pointer {
+        addr: u64,
+        device: Option<usize>,
+    },
+    B32(u32),
+    B64(u64),
+}
+
+impl HiddenArgs {
+    /// No hidden arguments yet.
+    pub(crate) fn new() -> HiddenArgs {
+        HiddenArgs::default()
+    }
+
+    /// Appends a device pointer into CUDA device `device`'s memory.
+    pub(crate) fn pointer(&mut self, addr: u64, device: Option<usize>) -> &mut HiddenArgs {
+        self.args.push(HiddenArg::Pointer { addr, device });
+        self
+    }
+
+    /// Appends a `.u32`.
+    pub(crate) fn u32(&mut self, value: u32) -> &mut HiddenArgs {
+        self.args.push(HiddenArg::B32(value));
+        self
+    }
+
+    /// Appends a `.u64`.
+    pub(crate) fn u64(&mut self, value: u64) -> &mut HiddenArgs {
+        self.args.push(HiddenArg::B64(value));
+        self
+    }
+
+    /// How many hidden arguments there are.
+    pub(crate) fn len(&self) -> usize {
+        self.args.len()
     }
 }
 
@@ -316,5 +379,32 @@ mod tests {
                 prop_assert_eq!(got, want & mask);
             }
         }
+    }
+
+    /// A sanitizer's hidden arguments land after the user's exactly as
+    /// appending them one by one puts them: same offsets, same values,
+    /// hidden origins in order, pointers with their device; the user's
+    /// buffer is left as it was.
+    #[test]
+    fn hidden_arguments_append_after_the_users() {
+        let mut user = ParamBuffer::new();
+        user.begin_arg(0);
+        user.push(7u8);
+        user.begin_arg(1);
+        user.push_pointer(0x1000, Some(0));
+        let mut hidden = HiddenArgs::new();
+        hidden.pointer(0x2000, Some(1)).u32(3).u64(u64::MAX).u32(9);
+        let mut by_hand = user.clone();
+        by_hand.append_hidden_pointer(0x2000, Some(1));
+        by_hand.append_hidden(3u32);
+        by_hand.append_hidden(u64::MAX);
+        by_hand.append_hidden(9u32);
+        let appended = user.with_hidden(&hidden);
+        assert_eq!(appended, by_hand);
+        assert_eq!(appended.hidden_count(), hidden.len());
+        assert_eq!(appended.slots()[2].origin, SlotOrigin::Hidden(0));
+        assert_eq!(appended.slots()[2].device, Some(DeviceId::Cuda(1)));
+        assert_eq!(appended.read::<u64>(4), Some(u64::MAX));
+        assert_eq!(user.hidden_count(), 0);
     }
 }
