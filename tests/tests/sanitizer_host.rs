@@ -224,7 +224,7 @@ fn the_controls_parse_and_malformed_values_name_the_variable() {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        vigil::VmmConfig::builder()
+        vigil::SanitizerConfig::builder()
             .env(|n| env.get(n).cloned())
             .build()
     };
@@ -293,7 +293,7 @@ fn the_controls_parse_and_malformed_values_name_the_variable() {
         );
     }
     // The builder's options check their values too.
-    let b = vigil::VmmConfig::builder;
+    let b = vigil::SanitizerConfig::builder;
     for (e, option) in [
         (
             b().sanitize_kernels(Vec::<&str>::new()).build(),

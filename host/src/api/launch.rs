@@ -110,9 +110,9 @@ impl Stream {
         let ctx = self.context();
         let kernel = func.name();
         ctx.expect_device("launch", func.module().context().device())?;
-        let entry = ctx
-            .backend()
-            .entry(func.handle(), ctx.decide_launch_variant(kernel), &config)?;
+        // The launch filter counts this launch here, once.
+        let variant = ctx.decide_launch_variant(kernel);
+        let entry = ctx.backend().entry(func.handle(), variant, &config)?;
         let config = checked_config(ctx, kernel, &entry, config, shared_stack)?;
         check_params_on(kernel, buf, func.params(), names, Some(ctx.device()))?;
         let (stream, stream_id) = self.handle();

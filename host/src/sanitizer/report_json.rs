@@ -331,7 +331,17 @@ pub(crate) mod tests {
             any::<bool>(),
         )
             .prop_map(
-                |(access, scope, device, smid, block, thread, location, shared_view, host_issued)| {
+                |(
+                    access,
+                    scope,
+                    device,
+                    smid,
+                    block,
+                    thread,
+                    location,
+                    shared_view,
+                    host_issued,
+                )| {
                     RaceAccess {
                         access,
                         scope,
