@@ -97,7 +97,8 @@ impl CudaModule {
     /// plain entry `name` and its sanitized entry `name__vigil`, each
     /// where the module has it. A module loaded for a sanitized context
     /// holds only the `name__vigil` entries and the plain entries without
-    /// one, a plain context's only the plain entries (see
+    /// one (both, when a launch filter runs some launches plain), a plain
+    /// context's only the plain entries (see
     /// [`cut_for`](crate::launch_abi::ptx_cut::cut_for)). A kernel the module
     /// was cut without is [`Error::EntryNotLoaded`].
     pub(crate) fn kernel(&self, name: &CStr) -> Result<CudaKernel> {
