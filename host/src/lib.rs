@@ -76,7 +76,7 @@ pub mod testing;
 mod types;
 pub mod unstable;
 
-pub use abi::params::{ParamBuffer, ParamScalar};
+pub use abi::params::{PackedView, ParamBuffer, ParamScalar, ProvenView};
 pub use api::args::{pack_args, pack_values, ErasedView, KernelArg, KernelArgValue, KernelArgs};
 pub use api::builder::{
     ContextBuilder, DeviceChoice, ENV_DEVICE, ENV_LAUNCH_TIMEOUT, ENV_SANITIZE,
@@ -86,6 +86,7 @@ pub use api::event::Event;
 pub use api::memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceBuffer, DeviceSlice, DeviceSliceMut};
 pub use api::module::{Function, KernelFn, Module};
 pub use api::process_group::{ProcessGroup, ProcessSymmetric};
+pub use api::proofs::{LayoutParam, ReadLayoutParam};
 pub use api::stream::Stream;
 pub use api::symmetric::{
     PeerSlice, PeersArg, Symmetric, SymmetricGroup, DEFAULT_GROUP_LAUNCH_TIMEOUT,

@@ -439,7 +439,11 @@ pub fn check(layout: Layout<u64>, len: u64, writes: bool, g: Geometry) -> Result
             if writes {
                 single(&g, &[2], &[], Unit::Blocks)?;
                 for (max, dim, _) in tiles {
-                    let what = if dim == rdim { "tile rows" } else { "tile columns" };
+                    let what = if dim == rdim {
+                        "tile rows"
+                    } else {
+                        "tile columns"
+                    };
                     covers(u64::from(g.grid[dim]), max, what)?;
                 }
             }

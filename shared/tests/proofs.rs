@@ -77,8 +77,7 @@ fn holds(layout: Layout<u64>, len: u64, writes: bool, g: Geometry) -> bool {
     // Per-thread layouts only stop at the view's end.
     let limit = match layout {
         Layout::ThreadElems | Layout::GridStride => len,
-        Layout::ThreadCells { rows, cols }
-        | Layout::BlockTiles { rows, cols, .. } => {
+        Layout::ThreadCells { rows, cols } | Layout::BlockTiles { rows, cols, .. } => {
             if rows * cols > len {
                 return false;
             }
@@ -220,7 +219,11 @@ fn tiles_need_rows_and_columns_and_an_exact_grid() {
     assert_eq!(check(tiles(32, 32), 64 * 96, false, short), Ok(()));
     assert!(matches!(
         check(tiles(32, 32), 64 * 96, true, short),
-        Err(ProofProblem::NotCovered { covered: 2, len: 3, .. })
+        Err(ProofProblem::NotCovered {
+            covered: 2,
+            len: 3,
+            ..
+        })
     ));
 }
 

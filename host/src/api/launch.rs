@@ -13,6 +13,7 @@ use crate::abi::check::check_params_on;
 use crate::abi::params::ParamBuffer;
 use crate::api::args::{pack_args, pack_values, KernelArgValue, KernelArgs};
 use crate::api::module::{Function, KernelFn};
+use crate::api::proofs;
 use crate::api::stream::Stream;
 use crate::backend::Launch;
 use crate::error::{Error, Result};
@@ -26,6 +27,11 @@ impl Stream {
     /// errors of the kernel itself surface at the next synchronisation; on
     /// the CPU backend the kernel has run when this returns, and a
     /// panicking thread or a deadlock is [`Error::Cpu`].
+    ///
+    /// A kernel that declares a block shape (`#[kernel(block = ..)]`) or
+    /// view layouts (`#[shape]`, `#[same_len]`, partitions) gets them
+    /// proved for `config` first; a launch that cannot prove one is
+    /// [`Error::LaunchConfig`] or [`Error::Argument`] before it runs.
     ///
     /// A kernel with a shared stack (`K::DYNAMIC_SHARED_BYTES`, its
     /// `shared_stack!` capacity) gets that much dynamic shared memory, or
@@ -56,7 +62,8 @@ impl Stream {
                     problem,
                 })?,
         };
-        let buf = pack_args::<K, A>(args)?;
+        let mut buf = pack_args::<K, A>(args)?;
+        proofs::prove::<K>(&mut buf, &config)?;
         self.launch_checked(func, config, &buf, K::PARAMS)
     }
 
@@ -67,7 +74,10 @@ impl Stream {
     /// # Safety
     /// Every pointer in `buf` must be valid for the accesses the kernel
     /// makes through it while the kernel runs (buffers packed by
-    /// [`pack_args`] are; raw pointers pushed by hand must be too).
+    /// [`pack_args`] are; raw pointers pushed by hand must be too), and
+    /// the launch must satisfy the block shape and the layouts the kernel
+    /// declares (`Kernel::BLOCK_SHAPE`, `Kernel::LAYOUTS`), which
+    /// [`Stream::launch`] proves and this does not.
     pub unsafe fn launch_packed(
         &self,
         func: &Function,

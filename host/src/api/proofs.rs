@@ -1,0 +1,212 @@
+//! What a typed launch proves before it runs: the block shape a kernel is
+//! written for (`#[kernel(block = ..)]`) and the layout each of its view
+//! parameters declares (`#[same_len]`, `#[shape]`, the partitions), from
+//! the packed arguments and the launch's grid and block
+//! ([`vigil_shared::proofs::check`]). A kernel indexes those views without
+//! the checks the proofs make redundant, so a launch that cannot prove
+//! them is refused: [`Error::Argument`] with [`ArgProblem::Layout`] or
+//! [`ArgProblem::LengthMismatch`], or [`Error::LaunchConfig`] with
+//! [`LaunchConfigError::BlockShape`].
+//!
+//! Each proof is recorded on the packed arguments
+//! ([`ParamBuffer::proven_views`]): a partition whose bytes no other
+//! argument of the launch reaches is *exclusive*, each thread's or block's
+//! part its own; one that another argument aliases (a peer's slice, a
+//! `Peers`) keeps only its bounds proof.
+//!
+//! Here too: which host values a layout parameter accepts, the same as
+//! the slice parameter of the same access (`&buf` for the read-only
+//! `GlobalMatrix`, `BlockChunks`, `BlockTiles`; `&mut buf` for those and
+//! the partitions).
+
+use super::args::{pack_slice, pack_view, KernelArg};
+use super::memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceSlice, DeviceSliceMut};
+use crate::abi::params::{PackedView, ParamBuffer, ProvenView};
+use crate::error::{ArgProblem, Error, Result};
+use crate::types::{Dim3, LaunchConfig, LaunchConfigError};
+use bytemuck::Pod;
+use vigil_device::matrix::GlobalMatrix;
+use vigil_device::partition::{
+    BlockChunks, BlockChunksMut, BlockTiles, BlockTilesMut, GridStrideMut, ThreadCellsMut,
+    ThreadElemsMut,
+};
+use vigil_device::{Kernel, Sanitizer};
+use vigil_shared::params::ParamDesc;
+use vigil_shared::proofs::{check, Extent, Geometry, Layout, ParamLayout};
+
+/// A kernel parameter type with a declared layout (a matrix, chunks,
+/// tiles, a partition): what the host passes for it.
+pub trait LayoutParam {
+    /// The element type.
+    type Elem: Pod;
+    /// True when the kernel writes through it (a partition).
+    const WRITES: bool;
+}
+
+/// The [`LayoutParam`]s the kernel only reads, which a shared borrow may
+/// be passed for.
+pub trait ReadLayoutParam: LayoutParam {}
+
+macro_rules! layout_params {
+    ($writes:literal: $($name:ident),*) => {$(
+        impl<T: Pod, S: Sanitizer> LayoutParam for $name<T, S> {
+            type Elem = T;
+            const WRITES: bool = $writes;
+        }
+    )*};
+}
+layout_params!(false: GlobalMatrix, BlockChunks, BlockTiles);
+layout_params!(true: ThreadElemsMut, ThreadCellsMut, GridStrideMut, BlockChunksMut, BlockTilesMut);
+impl<T: Pod, S: Sanitizer> ReadLayoutParam for GlobalMatrix<T, S> {}
+impl<T: Pod, S: Sanitizer> ReadLayoutParam for BlockChunks<T, S> {}
+impl<T: Pod, S: Sanitizer> ReadLayoutParam for BlockTiles<T, S> {}
+
+fn pack_layout<P: LayoutParam>(
+    v: super::memory::RawView,
+    buf: &mut ParamBuffer,
+) -> Result<(), ArgProblem> {
+    pack_view::<P::Elem>(v, buf, pack_slice, P::WRITES)
+}
+
+// SAFETY: a shared borrow of live device memory of `len` elements, packed
+// as pointer and length (the PARTS of every layout parameter), for a
+// parameter the kernel only reads.
+unsafe impl<'a, A, P> KernelArg<P> for &'a A
+where
+    P: ReadLayoutParam,
+    A: AsDeviceSlice<P::Elem> + ?Sized,
+{
+    fn pack(self, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
+        pack_layout::<P>(self.as_device_slice().raw_view(), buf)
+    }
+}
+
+// SAFETY: an exclusive borrow of live device memory of `len` elements,
+// packed as pointer and length.
+unsafe impl<'a, A, P> KernelArg<P> for &'a mut A
+where
+    P: LayoutParam,
+    A: AsDeviceSliceMut<P::Elem> + ?Sized,
+{
+    fn pack(self, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
+        pack_layout::<P>(self.as_device_slice().raw_view(), buf)
+    }
+}
+
+// SAFETY: as `&A` above.
+unsafe impl<'a, P: ReadLayoutParam> KernelArg<P> for DeviceSlice<'a, P::Elem> {
+    fn pack(self, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
+        pack_layout::<P>(self.raw_view(), buf)
+    }
+}
+
+// SAFETY: as `&mut A` above.
+unsafe impl<'a, P: LayoutParam> KernelArg<P> for DeviceSliceMut<'a, P::Elem> {
+    fn pack(self, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
+        pack_layout::<P>(self.raw_view(), buf)
+    }
+}
+
+/// Proves kernel `K`'s block shape and declared layouts for a launch of
+/// `config` with the arguments in `buf`, and records each proof there.
+pub(crate) fn prove<K: Kernel>(buf: &mut ParamBuffer, config: &LaunchConfig) -> Result<()> {
+    if let Some([x, y, z]) = K::BLOCK_SHAPE {
+        let declared = Dim3::new(x, y, z);
+        if config.block != declared {
+            return Err(Error::LaunchConfig {
+                kernel: K::NAME.to_owned(),
+                problem: LaunchConfigError::BlockShape {
+                    declared,
+                    given: config.block,
+                },
+            });
+        }
+    }
+    for declared in K::LAYOUTS {
+        let proven = prove_one(buf, config, declared, K::PARAMS)
+            .map_err(|problem| argument_error::<K>(declared.param as usize, problem))?;
+        buf.note_proven(proven);
+    }
+    Ok(())
+}
+
+fn argument_error<K: Kernel>(index: usize, problem: ArgProblem) -> Error {
+    let desc = K::PARAMS.get(index);
+    Error::Argument {
+        kernel: K::NAME.to_owned(),
+        index,
+        name: desc.map_or("?", |d| d.name).to_owned(),
+        rust_type: desc.map_or("?", |d| d.rust_type).to_owned(),
+        problem: Box::new(problem),
+    }
+}
+
+fn prove_one(
+    buf: &ParamBuffer,
+    config: &LaunchConfig,
+    declared: &ParamLayout,
+    params: &[ParamDesc],
+) -> Result<ProvenView, ArgProblem> {
+    let arg = declared.param as usize;
+    let len = buf
+        .arg_len(arg)
+        .ok_or(ArgProblem::LayoutParam { param: arg })?;
+    let layout = declared.layout.try_map(|e| match e {
+        Extent::Const(v) => Ok(v),
+        Extent::Param(p) => buf
+            .arg_scalar(p as usize)
+            .ok_or(ArgProblem::LayoutParam { param: p as usize }),
+        Extent::LenOf(p) => buf
+            .arg_len(p as usize)
+            .ok_or(ArgProblem::LayoutParam { param: p as usize }),
+    })?;
+    let geometry = Geometry {
+        grid: [config.grid.x, config.grid.y, config.grid.z],
+        block: [config.block.x, config.block.y, config.block.z],
+    };
+    check(layout, len, declared.writes, geometry).map_err(|problem| {
+        match (problem, declared.layout) {
+            (
+                vigil_shared::proofs::ProofProblem::LengthMismatch { len, expected },
+                Layout::SameLen {
+                    len: Extent::LenOf(other),
+                },
+            ) => ArgProblem::LengthMismatch {
+                other: params
+                    .get(other as usize)
+                    .map_or("?", |d| d.name)
+                    .to_owned(),
+                len,
+                other_len: expected,
+            },
+            _ => ArgProblem::Layout {
+                problem,
+                grid: config.grid,
+                block: config.block,
+            },
+        }
+    })?;
+    let view = buf
+        .views()
+        .iter()
+        .find(|v| v.arg == arg)
+        .copied()
+        .unwrap_or(PackedView {
+            arg,
+            addr: 0,
+            bytes: 0,
+            writes: declared.writes,
+        });
+    let partition = declared.writes && layout.has_parts();
+    let aliased = buf
+        .views()
+        .iter()
+        .any(|v| v.arg != arg && v.overlaps(&view));
+    Ok(ProvenView {
+        arg,
+        layout,
+        writes: declared.writes,
+        view,
+        exclusive: partition && !aliased,
+    })
+}
