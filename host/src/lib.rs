@@ -86,7 +86,7 @@ pub use api::event::Event;
 pub use api::memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceBuffer, DeviceSlice, DeviceSliceMut};
 pub use api::module::{Function, KernelFn, Module};
 pub use api::process_group::{ProcessGroup, ProcessSymmetric};
-pub use api::proofs::{LayoutParam, ReadLayoutParam};
+pub use api::proofs::{pack_proven_args, LayoutParam, ReadLayoutParam};
 pub use api::stream::Stream;
 pub use api::symmetric::{
     PeerSlice, PeersArg, Symmetric, SymmetricGroup, DEFAULT_GROUP_LAUNCH_TIMEOUT,

@@ -11,9 +11,9 @@
 
 use crate::abi::check::check_params_on;
 use crate::abi::params::ParamBuffer;
-use crate::api::args::{pack_args, pack_values, KernelArgValue, KernelArgs};
+use crate::api::args::{pack_values, KernelArgValue, KernelArgs};
 use crate::api::module::{Function, KernelFn};
-use crate::api::proofs;
+use crate::api::proofs::pack_proven_args;
 use crate::api::stream::Stream;
 use crate::backend::Launch;
 use crate::error::{Error, Result};
@@ -62,19 +62,18 @@ impl Stream {
                     problem,
                 })?,
         };
-        let mut buf = pack_args::<K, A>(args)?;
-        proofs::prove::<K>(&mut buf, &config)?;
+        let buf = pack_proven_args::<K, A>(&config, args)?;
         self.launch_checked(func, config, &buf, K::PARAMS)
     }
 
     /// Launches a function with arguments already packed (e.g. by
-    /// [`pack_args`] followed by [`ParamBuffer::append_hidden`]). The buffer
+    /// [`pack_args`](crate::pack_args) followed by [`ParamBuffer::append_hidden`]). The buffer
     /// is checked against the PTX parameter list first.
     ///
     /// # Safety
     /// Every pointer in `buf` must be valid for the accesses the kernel
     /// makes through it while the kernel runs (buffers packed by
-    /// [`pack_args`] are; raw pointers pushed by hand must be too), and
+    /// [`pack_args`](crate::pack_args) are; raw pointers pushed by hand must be too), and
     /// the launch must satisfy the block shape and the layouts the kernel
     /// declares (`Kernel::BLOCK_SHAPE`, `Kernel::LAYOUTS`), which
     /// [`Stream::launch`] proves and this does not.

@@ -19,7 +19,7 @@
 //! `GlobalMatrix`, `BlockChunks`, `BlockTiles`; `&mut buf` for those and
 //! the partitions).
 
-use super::args::{pack_slice, pack_view, KernelArg};
+use super::args::{pack_args, pack_slice, pack_view, KernelArg, KernelArgs};
 use super::memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceSlice, DeviceSliceMut};
 use crate::abi::params::{PackedView, ParamBuffer, ProvenView};
 use crate::error::{ArgProblem, Error, Result};
@@ -107,9 +107,54 @@ unsafe impl<'a, P: LayoutParam> KernelArg<P> for DeviceSliceMut<'a, P::Elem> {
     }
 }
 
+/// Packs typed arguments for kernel `K` as [`Stream::launch`] does, and
+/// proves the kernel's declared block shape and view layouts for a
+/// launch of `config`, recording each proof
+/// ([`ParamBuffer::proven_views`]). Needs no GPU.
+///
+/// A partition whose buffer another argument also reaches is still
+/// proven in bounds, but not exclusive:
+///
+/// ```
+/// use vigil::{pack_proven_args, Context, DeviceBuffer, LaunchConfig, Stream};
+/// use vigil::device::prelude::*;
+///
+/// # #[allow(dead_code)]
+/// #[kernel]
+/// fn copy(#[same_len(y)] x: GlobalSlice<u32>, y: ThreadElemsMut<u32>) {
+///     if let Some((i, mine)) = y.own() {
+///         mine.store(x.load_at(i));
+///     }
+/// }
+///
+/// let ctx = Context::cpu()?;
+/// let stream = Stream::new(&ctx)?;
+/// let x = DeviceBuffer::<u32>::alloc_zeroed(&stream, 1000)?;
+/// let mut y = DeviceBuffer::<u32>::alloc_zeroed(&stream, 1000)?;
+/// let buf = pack_proven_args::<copy, _>(&LaunchConfig::for_num_elems(1000, 256), (&x, &mut y))?;
+/// let proven = buf.proven_views();
+/// assert_eq!(proven.len(), 2); // `x`'s length and `y`'s partition
+/// assert!(proven[1].exclusive);
+///
+/// // Two rows of blocks would give each element two owners: refused.
+/// let tall = LaunchConfig::new((4, 2), 256);
+/// assert!(pack_proven_args::<copy, _>(&tall, (&x, &mut y)).is_err());
+/// # Ok::<(), vigil::Error>(())
+/// ```
+///
+/// [`Stream::launch`]: crate::Stream::launch
+pub fn pack_proven_args<K: Kernel, A: KernelArgs<K::Params>>(
+    config: &LaunchConfig,
+    args: A,
+) -> Result<ParamBuffer> {
+    let mut buf = pack_args::<K, A>(args)?;
+    prove::<K>(&mut buf, config)?;
+    Ok(buf)
+}
+
 /// Proves kernel `K`'s block shape and declared layouts for a launch of
 /// `config` with the arguments in `buf`, and records each proof there.
-pub(crate) fn prove<K: Kernel>(buf: &mut ParamBuffer, config: &LaunchConfig) -> Result<()> {
+fn prove<K: Kernel>(buf: &mut ParamBuffer, config: &LaunchConfig) -> Result<()> {
     if let Some([x, y, z]) = K::BLOCK_SHAPE {
         let declared = Dim3::new(x, y, z);
         if config.block != declared {

@@ -182,6 +182,17 @@ pub fn copy_elems(#[same_len(y)] x: GlobalSlice<u32>, y: ThreadElemsMut<u32>) {
     }
 }
 
+/// [`copy_elems`] with `x` read at an index checked against `y` only:
+/// one check per thread stays (`x` may be shorter). The codegen test's
+/// evidence that it sees a check where there is one.
+#[kernel]
+pub fn copy_checked(x: GlobalSlice<u32>, y: GlobalSliceMut<u32>) {
+    let i = global_index_x();
+    if i < y.len() {
+        y.store(i, x.load(i));
+    }
+}
+
 /// Side of the tiles of [`transpose_tiles`].
 pub const TRANSPOSE_TILE: usize = 16;
 /// Rows of threads per block of [`transpose_tiles`].
