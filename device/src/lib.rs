@@ -22,7 +22,13 @@
 #![cfg_attr(target_arch = "nvptx64", no_std)]
 #![cfg_attr(
     target_arch = "nvptx64",
-    feature(abi_ptx, asm_experimental_arch, stdarch_nvptx, link_llvm_intrinsics)
+    feature(
+        abi_ptx,
+        asm_experimental_arch,
+        stdarch_nvptx,
+        link_llvm_intrinsics,
+        allow_internal_unstable
+    )
 )]
 #![warn(missing_docs)]
 

@@ -169,6 +169,24 @@ fn kernels_on_proven_views_keep_no_check() {
     assert!(checked.contains("trap;"), "{checked}");
 }
 
+/// A `shared_array!` in a `#[kernel]` body is a module-scope `.shared`
+/// array in the plain entry: its address is a constant, reached without
+/// the call an out-of-line storage function costs every thread.
+#[test]
+fn a_kernel_s_shared_arrays_cost_no_call() {
+    use vigil_kernels::{examples as e, proofs as p};
+    for name in [e::reduce_sum::NAME, p::transpose_tiles::NAME] {
+        let text = entry_text(KERNELS_PTX, name);
+        assert!(!text.contains("call"), "{name} calls: {text}");
+        let symbol = format!("vigil_array_{name}_0");
+        assert!(text.contains(&symbol), "{name} does not use {symbol}");
+        assert!(
+            KERNELS_PTX.contains(&format!(".shared .align 16 .b8 {symbol}[")),
+            "{symbol} is not declared at module scope"
+        );
+    }
+}
+
 /// `line` with its registers' numbers left out (`%rd12` is `%rd`).
 fn unnumbered(line: &str) -> String {
     let mut out = String::with_capacity(line.len());

@@ -174,8 +174,18 @@ fn expand(func: ItemFn, options: options::Options) -> syn::Result<TokenStream2> 
     for n in params.iter().flat_map(|p| p.layout.scalars()) {
         body.stmts.insert(0, syn::parse_quote!(let _ = #n;));
     }
-    let found = carry::carry_sanitizer(&mut body, &san);
+    let found = carry::carry_sanitizer(&mut body, &san, &sig.ident);
     let dynamic_shared = dynamic_shared_bytes(&found)?;
+    // The plain entry's shared arrays, declared at module scope.
+    let shared_symbols = found.symbols.iter().map(|(symbol, ty, len)| {
+        quote! {
+            ::vigil_device::__shared_symbol!(
+                #symbol,
+                { ::vigil_device::shared_mem::__align::<#ty>() },
+                { ::vigil_device::shared_mem::__bytes::<#ty, { #len }>() }
+            );
+        }
+    });
     let has_inline = attrs.iter().any(|a| a.path().is_ident("inline"));
     let inline = if has_inline {
         quote!()
@@ -306,6 +316,8 @@ fn expand(func: ItemFn, options: options::Options) -> syn::Result<TokenStream2> 
         #inline
         #[allow(clippy::too_many_arguments)]
         #vis fn #name<#san: ::vigil_device::Sanitizer #san_bounds>(#(#muts #names: #body_tys),*) #body
+
+        #(#shared_symbols)*
 
         #[doc = #marker_doc]
         #[allow(non_camel_case_types)]

@@ -212,22 +212,21 @@ pub fn transpose_tiles(
     #[tile(TRANSPOSE_TILE, TRANSPOSE_TILE, transposed)]
     y: BlockTilesMut<f32>,
 ) {
-    const T: usize = TRANSPOSE_TILE;
-    let tile = shared_array!(f32; T * (T + 1));
+    let tile = shared_array!(f32; TRANSPOSE_TILE * (TRANSPOSE_TILE + 1));
     let (tx, ty) = (thread_idx().x as usize, thread_idx().y as usize);
     let (input, output) = (x.own(), y.own());
     let mut j = ty;
-    while j < T {
+    while j < TRANSPOSE_TILE {
         if let Some(p) = input.point(j, tx) {
-            tile.store(j * (T + 1) + tx, input.load_at(p));
+            tile.store(j * (TRANSPOSE_TILE + 1) + tx, input.load_at(p));
         }
         j += TRANSPOSE_ROWS;
     }
     sync_threads();
     let mut j = ty;
-    while j < T {
+    while j < TRANSPOSE_TILE {
         if let Some(p) = output.point(j, tx) {
-            output.store_at(p, tile.load(tx * (T + 1) + j));
+            output.store_at(p, tile.load(tx * (TRANSPOSE_TILE + 1) + j));
         }
         j += TRANSPOSE_ROWS;
     }
