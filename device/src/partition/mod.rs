@@ -28,6 +28,41 @@
 //! Threads of one block share their block's chunk or tile: races among
 //! them are the sanitizer's (or split the part further, e.g. with
 //! [`GlobalSliceMut::strided`](crate::GlobalSliceMut::strided)).
+//!
+//! A layout the parameter's type needs, or one it cannot take, is a
+//! compile error that says which attributes the type takes:
+//!
+//! ```compile_fail
+//! use vigil_device::prelude::*;
+//!
+//! #[kernel]
+//! pub fn cells(y: ThreadCellsMut<u32>) {} // needs #[shape(rows, cols)]
+//! ```
+//!
+//! ```compile_fail
+//! use vigil_device::prelude::*;
+//!
+//! #[kernel]
+//! pub fn elems(n: usize, #[chunk(n)] y: ThreadElemsMut<u32>) {} // takes no layout
+//! ```
+//!
+//! A size names an unsigned integer parameter or is a constant:
+//!
+//! ```compile_fail
+//! use vigil_device::prelude::*;
+//!
+//! #[kernel]
+//! pub fn rows(n: f32, #[chunk(n)] y: BlockChunksMut<u32>) {}
+//! ```
+//!
+//! and `#[same_len]` names another view with a length of its own:
+//!
+//! ```compile_fail
+//! use vigil_device::prelude::*;
+//!
+//! #[kernel]
+//! pub fn copy(n: usize, #[same_len(n)] x: GlobalSlice<u32>, y: ThreadElemsMut<u32>) {}
+//! ```
 
 mod block;
 mod thread;

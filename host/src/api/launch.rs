@@ -97,7 +97,9 @@ impl Stream {
     /// Nothing ties the PTX code to a Rust declaration: the caller
     /// guarantees that the kernel accesses only memory the arguments grant
     /// (within each slice's length; writes only through `slice_mut` /
-    /// `ptr_mut` arguments).
+    /// `ptr_mut` arguments), and, for a `#[kernel]` that declares a block
+    /// shape or view layouts, that the launch satisfies them (the kernel
+    /// indexes those views unchecked; [`Stream::launch`] proves them).
     pub unsafe fn launch_dynamic(
         &self,
         func: &Function,

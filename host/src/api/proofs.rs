@@ -255,3 +255,68 @@ fn prove_one(
         exclusive: partition && !aliased,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Context, DeviceBuffer, Stream};
+    use vigil_shared::params::PtxType;
+
+    /// `fn k(n: usize, y: ThreadElemsMut<u32>)` whose descriptor declares
+    /// `y`'s chunk as parameter 5, which it does not have (a `Kernel`
+    /// written by hand that disagrees with its parameters).
+    #[allow(non_camel_case_types)]
+    struct k {}
+    impl Kernel for k {
+        const NAME: &'static str = "k";
+        const PARAMS: &'static [ParamDesc] = &[
+            ParamDesc {
+                name: "n",
+                rust_type: "usize",
+                parts: &[PtxType::B64],
+            },
+            ParamDesc {
+                name: "y",
+                rust_type: "BlockChunksMut<u32>",
+                parts: &[PtxType::Ptr, PtxType::B64],
+            },
+        ];
+        type Params = (usize, BlockChunksMut<u32>);
+        const LAYOUTS: &'static [ParamLayout] = &[ParamLayout {
+            param: 1,
+            layout: Layout::BlockChunks {
+                chunk: Extent::Param(5),
+            },
+            writes: true,
+        }];
+        const BLOCK_SHAPE: Option<[u32; 3]> = Some([64, 1, 1]);
+        unsafe fn run_host<S: Sanitizer>(_: &[u8]) {}
+    }
+
+    #[test]
+    fn a_descriptor_naming_a_missing_size_is_an_argument_error() {
+        let ctx = Context::builder().cpu().build().unwrap();
+        let s = Stream::new(&ctx).unwrap();
+        let mut y = DeviceBuffer::<u32>::alloc_zeroed(&s, 4).unwrap();
+        let e = pack_proven_args::<k, _>(&LaunchConfig::new(4, 64), (1usize, &mut y)).unwrap_err();
+        assert_eq!(
+            e,
+            Error::Argument {
+                kernel: "k".into(),
+                index: 1,
+                name: "y".into(),
+                rust_type: "BlockChunksMut<u32>".into(),
+                problem: Box::new(ArgProblem::LayoutParam { param: 5 }),
+            }
+        );
+        // The block shape is checked first, whatever the layouts.
+        let e = pack_proven_args::<k, _>(&LaunchConfig::new(4, 32), (1usize, &mut y)).unwrap_err();
+        assert!(matches!(
+            e,
+            Error::LaunchConfig {
+                problem: LaunchConfigError::BlockShape { .. },
+                ..
+            }
+        ));
+    }
+}
