@@ -2,12 +2,13 @@
 //!
 //! A kernel is a Rust function marked [`kernel`](macro@kernel). It reads its coordinates
 //! from [`thread_idx`], [`block_idx`] and friends, touches global memory only
-//! through the typed handles in [`global`] (`load`, `store` and atomics with
-//! an explicit [`Ordering`] and [`Scope`]), the matrices of [`matrix`] and
-//! the partitions of [`partition`] (indexed by the proven indices of
-//! [`bounded`], which need no check per access), and may use block-shared memory
-//! ([`shared_array!`], [`dynamic_shared_array!`], [`dynamic_shared`], and
-//! the scoped tiles of a [`shared_stack!`]), barriers ([`sync_threads`]),
+//! through the typed handles in [`global`] (`load`, `store`, volatile
+//! accesses, and atomics with an explicit [`Ordering`] and [`Scope`]), the
+//! matrices of [`matrix`] and the partitions of [`partition`] (indexed by
+//! the proven indices of [`bounded`], which need no check per access), and
+//! may use block-shared memory ([`shared_array!`],
+//! [`dynamic_shared_array!`], [`dynamic_shared`], and the scoped tiles of a
+//! [`shared_stack!`]), barriers ([`sync_threads`]),
 //! fences ([`fence`]) and warp collectives ([`warp`]).
 //!
 //! The same source builds for `nvptx64-nvidia-cuda` (the PTX a GPU runs) and

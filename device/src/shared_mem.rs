@@ -133,6 +133,38 @@ macro_rules! checked_accessors {
             atomic_exchange, Atomic, |p, v| T::arch_shared_exchange(p, v);
         }
 
+        /// Reads element `i` with a volatile load (`ld.volatile.shared`,
+        /// CUDA's read through a `volatile __shared__` pointer). The PTX
+        /// memory model treats it as a relaxed atomic load (at system
+        /// scope, which for shared memory is the block), and so does the
+        /// sanitizer: volatile accesses and atomics of the array never race
+        /// with each other, a plain access races with them unless a
+        /// barrier orders the two, and they order nothing by themselves.
+        /// On the CPU backend a thread that keeps polling it lets the
+        /// block's other threads run. Panics (traps on the GPU) when `i`
+        /// is past the end.
+        #[inline(always)]
+        #[track_caller]
+        pub fn load_volatile(&self, i: usize) -> T
+        where
+            T: Atomic,
+        {
+            self.elements().load_volatile(i)
+        }
+
+        /// Writes element `i` with a volatile store (`st.volatile.shared`):
+        /// a relaxed atomic store for the memory model and the sanitizer
+        /// (see `load_volatile`). Panics (traps on the GPU) when `i` is
+        /// past the end.
+        #[inline(always)]
+        #[track_caller]
+        pub fn store_volatile(&self, i: usize, v: T)
+        where
+            T: Atomic,
+        {
+            self.elements().store_volatile(i, v)
+        }
+
         /// Replaces element `i` with `new` if it equals `current`
         /// (bitwise), atomically at block scope (relaxed: order other
         /// threads' accesses with `sync_threads`). Returns `Ok(previous)`
@@ -375,6 +407,45 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
         unsafe { self.ptr.add(i).write(v) }
     }
 
+    /// A read of element `i` that a spin-wait may repeat: the platform may
+    /// let the block's other threads run first (see `arch::host::poll`).
+    #[inline(always)]
+    #[track_caller]
+    fn poll(&self, i: usize) {
+        let p = self.ptr.wrapping_add(i) as usize;
+        imp::poll(
+            p,
+            core::mem::size_of::<T>(),
+            core::panic::Location::caller(),
+        );
+    }
+
+    #[inline(always)]
+    #[track_caller]
+    pub(crate) fn load_volatile(&self, i: usize) -> T
+    where
+        T: Atomic,
+    {
+        check_shared_index(i, self.len);
+        self.poll(i);
+        imp::shared_access::<S>(|| self.access(i, AccessKind::AtomicRead));
+        // SAFETY: in bounds of the block's storage (checked above) and
+        // aligned (the storage is aligned for `T`).
+        unsafe { T::arch_shared_load_volatile(self.ptr.add(i)) }
+    }
+
+    #[inline(always)]
+    #[track_caller]
+    pub(crate) fn store_volatile(&self, i: usize, v: T)
+    where
+        T: Atomic,
+    {
+        check_shared_index(i, self.len);
+        imp::shared_access::<S>(|| self.access(i, AccessKind::AtomicWrite));
+        // SAFETY: as in `load_volatile`.
+        unsafe { T::arch_shared_store_volatile(self.ptr.add(i), v) }
+    }
+
     /// Runs the atomic `op` on element `i`'s address (in bounds, aligned
     /// for `T`) and returns what it returns; an atomic write of the
     /// element for the sanitizer.
@@ -382,6 +453,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
     #[track_caller]
     pub(crate) fn rmw(&self, i: usize, op: impl FnOnce(*mut T) -> T) -> T {
         check_shared_index(i, self.len);
+        self.poll(i);
         imp::shared_access::<S>(|| self.access(i, AccessKind::AtomicRmw));
         // In bounds of the block's storage (checked above) and aligned
         // (the storage is aligned for `T`).
@@ -395,10 +467,10 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
         T: Atomic,
     {
         check_shared_index(i, self.len);
-        let loc = core::panic::Location::caller();
+        self.poll(i);
         // SAFETY: in bounds of the block's storage (checked above) and
         // aligned (the storage is aligned for `T`).
-        let found = unsafe { T::arch_shared_cas(self.ptr.add(i), current, new, loc) };
+        let found = unsafe { T::arch_shared_cas(self.ptr.add(i), current, new) };
         // Checked after the exchange, whose outcome decides the kind.
         let swapped = found.bit_eq(current);
         let kind = if swapped {

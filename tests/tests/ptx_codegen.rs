@@ -583,3 +583,37 @@ fn plain_shared_memory_accesses_name_the_shared_space() {
         .collect();
     assert!(generic.is_empty(), "generic accesses: {generic:?}");
 }
+
+/// Volatile accesses of a plain entry are volatile instructions of their
+/// handle's state space: `ld.volatile.global`/`st.volatile.global` for a
+/// global handle (`volatile_flag`), `ld.volatile.shared`/
+/// `st.volatile.shared` for a shared array (`shared_volatile_handoff`).
+#[test]
+fn volatile_accesses_are_volatile_instructions_of_their_space() {
+    let cases = [
+        (
+            "volatile_flag",
+            ["ld.volatile.global.b32", "st.volatile.global.b32"],
+        ),
+        (
+            "shared_volatile_handoff",
+            ["ld.volatile.shared.b32", "st.volatile.shared.b32"],
+        ),
+    ];
+    for (entry, instructions) in cases {
+        let lines = body(KERNELS_PTX, entry);
+        for insn in instructions {
+            assert!(
+                lines.iter().any(|l| l.contains(insn)),
+                "{entry}: no {insn} in\n{}",
+                lines.join("\n")
+            );
+        }
+        let generic = lines
+            .iter()
+            .flat_map(|l| l.split(';'))
+            .map(str::trim)
+            .filter(|s| s.starts_with("ld.volatile.b") || s.starts_with("st.volatile.b"));
+        assert_eq!(generic.count(), 0, "{entry}: a generic volatile access");
+    }
+}

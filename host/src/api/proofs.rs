@@ -71,7 +71,7 @@ fn pack_layout<P: LayoutParam>(
 // SAFETY: a shared borrow of live device memory of `len` elements, packed
 // as pointer and length (the PARTS of every layout parameter), for a
 // parameter the kernel only reads.
-unsafe impl<'a, A, P> KernelArg<P> for &'a A
+unsafe impl<A, P> KernelArg<P> for &A
 where
     P: ReadLayoutParam,
     A: AsDeviceSlice<P::Elem> + ?Sized,
@@ -83,7 +83,7 @@ where
 
 // SAFETY: an exclusive borrow of live device memory of `len` elements,
 // packed as pointer and length.
-unsafe impl<'a, A, P> KernelArg<P> for &'a mut A
+unsafe impl<A, P> KernelArg<P> for &mut A
 where
     P: LayoutParam,
     A: AsDeviceSliceMut<P::Elem> + ?Sized,

@@ -10,5 +10,6 @@ pub mod proofs;
 pub mod races;
 pub mod scale_races;
 pub mod shared_stack;
+pub mod spin_waits;
 pub mod symmetric;
 pub mod tests;
