@@ -47,9 +47,9 @@ pub fn block_chunks_owner(n: usize, #[chunk(n)] y: BlockChunksMut<u32>) {
     }
 }
 
-/// Rows of the tiles of [`block_tiles_owner`] and friends.
+/// Rows of the tiles of [`fn@block_tiles_owner`] and friends.
 pub const TILE_ROWS: usize = 4;
-/// Columns of the tiles of [`block_tiles_owner`] and friends.
+/// Columns of the tiles of [`fn@block_tiles_owner`] and friends.
 pub const TILE_COLS: usize = 8;
 
 /// The threads of a block write [`cell_mark`] of its block coordinates
@@ -66,7 +66,7 @@ pub fn block_tiles_owner(
     fill_tile(y.own());
 }
 
-/// [`block_tiles_owner`] with block `(x, y)` taking tile row `x`.
+/// [`fn@block_tiles_owner`] with block `(x, y)` taking tile row `x`.
 #[kernel(no_runtime_checks)]
 pub fn block_tiles_transposed_owner(
     rows: usize,
@@ -182,7 +182,7 @@ pub fn copy_elems(#[same_len(y)] x: GlobalSlice<u32>, y: ThreadElemsMut<u32>) {
     }
 }
 
-/// [`copy_elems`] with `x` read at an index checked against `y` only:
+/// [`fn@copy_elems`] with `x` read at an index checked against `y` only:
 /// one check per thread stays (`x` may be shorter). The codegen test's
 /// evidence that it sees a check where there is one.
 #[kernel]
@@ -193,9 +193,9 @@ pub fn copy_checked(x: GlobalSlice<u32>, y: GlobalSliceMut<u32>) {
     }
 }
 
-/// Side of the tiles of [`transpose_tiles`].
+/// Side of the tiles of [`fn@transpose_tiles`].
 pub const TRANSPOSE_TILE: usize = 16;
-/// Rows of threads per block of [`transpose_tiles`].
+/// Rows of threads per block of [`fn@transpose_tiles`].
 pub const TRANSPOSE_ROWS: usize = 4;
 
 /// `y = x^T` for a `rows` x `cols` matrix `x`, through a shared tile: the
