@@ -62,8 +62,11 @@ impl Stream {
                     problem,
                 })?,
         };
+        // The geometry first: a launch the device cannot run is that
+        // error, whatever its layouts.
+        self.check_config(func, &config)?;
         let buf = pack_proven_args::<K, A>(&config, args)?;
-        self.launch_checked(func, config, &buf, K::PARAMS)
+        self.launch_valid(func, config, &buf, K::PARAMS)
     }
 
     /// Launches a function with arguments already packed (e.g. by
@@ -117,21 +120,38 @@ impl Stream {
         buf: &ParamBuffer,
         names: &[ParamDesc],
     ) -> Result<()> {
+        self.check_config(func, &config)?;
+        self.launch_valid(func, config, buf, names)
+    }
+
+    /// Checks that `func` is of this stream's device and that `config`
+    /// fits the device and the function.
+    fn check_config(&self, func: &Function, config: &LaunchConfig) -> Result<()> {
         let ctx = self.context();
-        let kernel = func.name();
         ctx.expect_device("launch", func.module().context().device())?;
         let attrs = func.attrs();
-        let limits = ctx.limits();
         config
             .validate_for(
-                limits,
+                ctx.limits(),
                 attrs.max_threads_per_block,
                 attrs.static_shared_bytes,
             )
             .map_err(|problem| Error::LaunchConfig {
-                kernel: kernel.to_owned(),
+                kernel: func.name().to_owned(),
                 problem,
-            })?;
+            })
+    }
+
+    /// Launches `func` with a configuration [`Self::check_config`] accepted.
+    fn launch_valid(
+        &self,
+        func: &Function,
+        config: LaunchConfig,
+        buf: &ParamBuffer,
+        names: &[ParamDesc],
+    ) -> Result<()> {
+        let ctx = self.context();
+        let kernel = func.name();
         check_params_on(kernel, buf, func.params(), names, Some(ctx.device()))?;
         let (stream, stream_id) = self.handle();
         let launch = Launch {
