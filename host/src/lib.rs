@@ -89,6 +89,7 @@ pub use api::event::Event;
 pub use api::memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceBuffer, DeviceSlice, DeviceSliceMut};
 pub use api::module::{Function, KernelFn, Module};
 pub use api::process_group::{ProcessGroup, ProcessSymmetric};
+pub use api::proofs::{pack_proven_args, LayoutParam, ReadLayoutParam};
 pub use api::stream::Stream;
 pub use api::symmetric::{
     PeerSlice, PeersArg, Symmetric, SymmetricGroup, DEFAULT_GROUP_LAUNCH_TIMEOUT,
@@ -101,7 +102,7 @@ pub use backend::cpu::memory::HOST_ALIGN;
 pub use backend::cuda::device::{device_count, driver_version, gpu_available};
 pub use backend::transfer::TransferKind;
 pub use error::{ArgProblem, DivergentBarrier, Error, ErrorReport, GroupProblem, Result};
-pub use launch_abi::params::{ParamBuffer, ParamScalar};
+pub use launch_abi::params::{PackedView, ParamBuffer, ParamScalar, ProvenView};
 pub use sanitizer::config::{ConfigError, ProcessRank, SanitizerConfig, SanitizerConfigBuilder};
 #[allow(deprecated)]
 pub use sanitizer::config::{VmmConfig, VmmConfigBuilder};

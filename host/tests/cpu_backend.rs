@@ -20,6 +20,20 @@ use vigil_kernels::examples::axpy;
 mod common;
 use common::{axpy_stale, AXPY_PTX};
 
+/// `axpy` with plain checked indices (the PTX's parameters), `x` indexed
+/// with `y`'s bounds: a launch where `x` is the shorter panics.
+mod indexed {
+    use vigil::device::prelude::*;
+
+    #[kernel]
+    pub fn axpy(a: f32, x: GlobalSlice<f32>, y: GlobalSliceMut<f32>) {
+        let i = global_index_x();
+        if i < y.len() {
+            y.store(i, a * x.load(i) + y.load(i));
+        }
+    }
+}
+
 fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
     let map: HashMap<String, String> = vars
         .iter()
@@ -177,7 +191,7 @@ fn a_panicking_kernel_is_a_typed_error_and_the_context_stays_usable() {
     let ctx = Context::cpu().unwrap();
     let stream = Stream::new(&ctx).unwrap();
     let module = Module::from_ptx(&ctx, AXPY_PTX).unwrap();
-    let k = module.kernel::<axpy>().unwrap();
+    let k = module.kernel::<indexed::axpy>().unwrap();
     // `x` shorter than `y`: thread 10 indexes past the end of `x`.
     let x = DeviceBuffer::from_slice(&stream, &[1.0f32; 10]).unwrap();
     let mut y = DeviceBuffer::<f32>::alloc_zeroed(&stream, 32).unwrap();
@@ -187,7 +201,7 @@ fn a_panicking_kernel_is_a_typed_error_and_the_context_stays_usable() {
     match &e {
         Error::Cpu(CpuError::KernelPanic { location, .. }) => {
             let loc = location.as_deref().unwrap_or("");
-            assert!(loc.contains("examples.rs"), "{e}");
+            assert!(loc.contains("cpu_backend.rs"), "{e}");
         }
         e => panic!("unexpected {e:?}"),
     }
@@ -195,6 +209,12 @@ fn a_panicking_kernel_is_a_typed_error_and_the_context_stays_usable() {
         e.to_string().starts_with("CPU backend: kernel panicked"),
         "{e}"
     );
+    // The `axpy` whose launch proves `x` as long as `y` refuses it first.
+    let proven = module.kernel::<axpy>().unwrap();
+    let e = stream
+        .launch(&proven, LaunchConfig::new(1, 32), (1.0f32, &x, &mut y))
+        .unwrap_err();
+    assert!(matches!(e, Error::Argument { .. }), "{e}");
     // Stale PTX and bad text fail as on a GPU.
     assert!(matches!(
         module.kernel::<axpy_stale>(),

@@ -1,5 +1,5 @@
 //! Kernel launches: [`Stream::launch`] and its untyped forms, one path
-//! for all three ([`Stream::launch_checked`]).
+//! for all three ([`Stream::checked_entry`], then [`Stream::launch_entry`]).
 //!
 //! A launch first picks the entry it runs among those the kernel's lookup
 //! found: the plain or the sanitized one, as
@@ -16,9 +16,10 @@
 //! running the plain or checked host entry on the CPU backend,
 //! synchronously, in issue order.
 
-use crate::api::args::{pack_args, pack_values, KernelArgValue, KernelArgs};
+use crate::api::args::{pack_values, KernelArgValue, KernelArgs};
 use crate::api::context::Context;
 use crate::api::module::{Function, KernelFn};
+use crate::api::proofs::pack_proven_args;
 use crate::api::stream::Stream;
 use crate::backend::{Launch, LaunchEntry};
 use crate::error::{Error, Result};
@@ -50,26 +51,34 @@ impl Stream {
         config: LaunchConfig,
         args: A,
     ) -> Result<()> {
-        let buf = pack_args::<K, A>(args)?;
-        let shared_stack = K::DYNAMIC_SHARED_BYTES;
-        self.launch_checked(kernel.function(), config, shared_stack, &buf, K::PARAMS)
+        let func = kernel.function();
+        // The geometry first: a launch the device cannot run is that
+        // error, whatever its layouts; the layouts are proven for the
+        // configuration that runs.
+        let (entry, config) = self.checked_entry(func, config, K::DYNAMIC_SHARED_BYTES)?;
+        let buf = pack_proven_args::<K, A>(&config, args)?;
+        self.launch_entry(func, &entry, config, &buf, K::PARAMS)
     }
 
     /// Launches a function with arguments already packed (e.g. by
-    /// [`pack_args`] followed by [`ParamBuffer::append_hidden`]). The buffer
+    /// [`pack_args`](crate::pack_args) followed by [`ParamBuffer::append_hidden`]). The buffer
     /// is checked against the PTX parameter list first.
     ///
     /// # Safety
     /// Every pointer in `buf` must be valid for the accesses the kernel
     /// makes through it while the kernel runs (buffers packed by
-    /// [`pack_args`] are; raw pointers pushed by hand must be too).
+    /// [`pack_args`](crate::pack_args) are; raw pointers pushed by hand must be too), and
+    /// the launch must satisfy the block shape and the layouts the kernel
+    /// declares (`Kernel::BLOCK_SHAPE`, `Kernel::LAYOUTS`), which
+    /// [`Stream::launch`] proves and this does not.
     pub unsafe fn launch_packed(
         &self,
         func: &Function,
         config: LaunchConfig,
         buf: &ParamBuffer,
     ) -> Result<()> {
-        self.launch_checked(func, config, 0, buf, &[])
+        let (entry, config) = self.checked_entry(func, config, 0)?;
+        self.launch_entry(func, &entry, config, buf, &[])
     }
 
     /// Launches a function with untyped arguments, checked at run time
@@ -83,7 +92,9 @@ impl Stream {
     /// Nothing ties the PTX code to a Rust declaration: the caller
     /// guarantees that the kernel accesses only memory the arguments grant
     /// (within each slice's length; writes only through `slice_mut` /
-    /// `ptr_mut` arguments).
+    /// `ptr_mut` arguments), and, for a `#[kernel]` that declares a block
+    /// shape or view layouts, that the launch satisfies them (the kernel
+    /// indexes those views unchecked; [`Stream::launch`] proves them).
     pub unsafe fn launch_dynamic(
         &self,
         func: &Function,
@@ -91,22 +102,21 @@ impl Stream {
         args: &[KernelArgValue<'_>],
     ) -> Result<()> {
         let buf = pack_values(func.name(), args)?;
-        self.launch_checked(func, config, 0, &buf, &[])
+        let (entry, config) = self.checked_entry(func, config, 0)?;
+        self.launch_entry(func, &entry, config, &buf, &[])
     }
 
-    /// The one launch path: picks the entry that runs, gives a kernel's
-    /// shared stack (`shared_stack` bytes, 0: none) its dynamic shared
-    /// memory, checks the configuration against the entry and the packed
-    /// arguments against the PTX (`names` names them in errors), and hands
-    /// the launch to the backend.
-    fn launch_checked(
+    /// The one launch path, first half: picks the entry that runs, gives a
+    /// kernel's shared stack (`shared_stack` bytes, 0: none) its dynamic
+    /// shared memory and checks the configuration against the device and
+    /// that entry. Every launch goes through it, then through
+    /// [`Self::launch_entry`].
+    fn checked_entry<'f>(
         &self,
-        func: &Function,
+        func: &'f Function,
         config: LaunchConfig,
         shared_stack: usize,
-        buf: &ParamBuffer,
-        names: &[ParamDesc],
-    ) -> Result<()> {
+    ) -> Result<(LaunchEntry<'f>, LaunchConfig)> {
         let ctx = self.context();
         let kernel = func.name();
         ctx.expect_device("launch", func.module().context().device())?;
@@ -114,6 +124,22 @@ impl Stream {
         let variant = ctx.decide_launch_variant(kernel);
         let entry = ctx.backend().entry(func.handle(), variant, &config)?;
         let config = checked_config(ctx, kernel, &entry, config, shared_stack)?;
+        Ok((entry, config))
+    }
+
+    /// The one launch path, second half: checks the packed arguments
+    /// against the PTX (`names` names them in errors) and hands the launch
+    /// of `entry` ([`Self::checked_entry`]) to the backend.
+    fn launch_entry(
+        &self,
+        func: &Function,
+        entry: &LaunchEntry<'_>,
+        config: LaunchConfig,
+        buf: &ParamBuffer,
+        names: &[ParamDesc],
+    ) -> Result<()> {
+        let ctx = self.context();
+        let kernel = func.name();
         check_params_on(kernel, buf, func.params(), names, Some(ctx.device()))?;
         let (stream, stream_id) = self.handle();
         let launch = Launch {
@@ -124,7 +150,7 @@ impl Stream {
             params: buf,
             timeout: ctx.launch_timeout(),
         };
-        ctx.backend().launch(&entry, stream, &launch)
+        ctx.backend().launch(entry, stream, &launch)
     }
 }
 

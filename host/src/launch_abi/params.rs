@@ -12,6 +12,7 @@ use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::mem::size_of;
 use vigil_shared::params::{ParamCursor, PtxType};
+use vigil_shared::proofs::Layout;
 use vigil_shared::read_only::ReadOnlyRanges;
 
 mod sealed {
@@ -60,6 +61,50 @@ pub struct ParamSlot {
     pub device: Option<DeviceId>,
 }
 
+/// A typed view a launch argument packed: its bytes, and whether the
+/// kernel may write through it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PackedView {
+    /// The argument (0-based).
+    pub arg: usize,
+    /// The first byte's device address.
+    pub addr: u64,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// True for a view the kernel may write through.
+    pub writes: bool,
+}
+
+impl PackedView {
+    /// True when the two views share a byte.
+    pub fn overlaps(&self, other: &PackedView) -> bool {
+        self.bytes > 0
+            && other.bytes > 0
+            && self.addr < other.addr.saturating_add(other.bytes)
+            && other.addr < self.addr.saturating_add(self.bytes)
+    }
+}
+
+/// A view argument whose declared layout the launch proved before it ran
+/// (`vigil_shared::proofs::check` for its geometry).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ProvenView {
+    /// The argument (0-based).
+    pub arg: usize,
+    /// The layout, with the sizes the launch resolved.
+    pub layout: Layout<u64>,
+    /// True for a view the kernel writes through.
+    pub writes: bool,
+    /// The view's bytes.
+    pub view: PackedView,
+    /// For a partition the kernel writes through: no other argument of
+    /// the launch reaches its bytes, so each thread's (or block's) part is
+    /// its own. False when another argument aliases them (a peer's slice,
+    /// a `Peers`): then only the bounds are proven, and who writes what
+    /// stays the sanitizer's to check.
+    pub exclusive: bool,
+}
+
 /// A kernel's arguments packed for a launch.
 ///
 /// Storage is a `Vec<u64>`, so the buffer is 8-byte aligned and every
@@ -76,6 +121,10 @@ pub struct ParamBuffer {
     read_only: ReadOnlyRanges,
     /// An argument may alias another's memory: no view is read-only.
     aliasing: bool,
+    /// Every typed view packed, see [`ParamBuffer::note_view`].
+    views: Vec<PackedView>,
+    /// The views whose layout the launch proved.
+    proven: Vec<ProvenView>,
 }
 
 impl ParamBuffer {
@@ -117,6 +166,73 @@ impl ParamBuffer {
             return ReadOnlyRanges::NONE;
         }
         self.read_only
+    }
+
+    /// Notes the bytes of the view the current argument packed (`writes`:
+    /// the kernel may write through it): a launch proves a partition's
+    /// parts its own only when no other argument's view reaches them.
+    pub fn note_view(&mut self, addr: u64, bytes: u64, writes: bool) {
+        if let Some(SlotOrigin::Arg(arg)) = self.origin {
+            self.views.push(PackedView {
+                arg,
+                addr,
+                bytes,
+                writes,
+            });
+        }
+    }
+
+    /// The typed views packed, in order.
+    pub fn views(&self) -> &[PackedView] {
+        &self.views
+    }
+
+    /// Records a view whose layout the launch proved.
+    pub fn note_proven(&mut self, proven: ProvenView) {
+        self.proven.push(proven);
+    }
+
+    /// The views whose declared layout the launch proved (empty for
+    /// untyped launches and kernels that declare none): what a sanitizer
+    /// may trust of this launch's accesses.
+    pub fn proven_views(&self) -> &[ProvenView] {
+        &self.proven
+    }
+
+    /// The value of scalar argument `arg` (unsigned, widened), when it
+    /// packed one integer scalar.
+    pub fn arg_scalar(&self, arg: usize) -> Option<u64> {
+        let mut slots = self.arg_slots(arg);
+        let (i, slot) = slots.next()?;
+        if slots.next().is_some() {
+            return None;
+        }
+        match slot.ty {
+            PtxType::B8 => self.read::<u8>(i).map(u64::from),
+            PtxType::B16 => self.read::<u16>(i).map(u64::from),
+            PtxType::B32 => self.read::<u32>(i).map(u64::from),
+            PtxType::B64 => self.read::<u64>(i),
+            _ => None,
+        }
+    }
+
+    /// The length (in elements) view argument `arg` packed after its
+    /// pointer.
+    pub fn arg_len(&self, arg: usize) -> Option<u64> {
+        let mut slots = self.arg_slots(arg);
+        let (_, ptr) = slots.next()?;
+        let (i, len) = slots.next()?;
+        (ptr.ty == PtxType::Ptr && len.ty == PtxType::B64)
+            .then(|| self.read::<u64>(i))
+            .flatten()
+    }
+
+    /// Argument `arg`'s slots, with their indices.
+    fn arg_slots(&self, arg: usize) -> impl Iterator<Item = (usize, &ParamSlot)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(move |(_, s)| s.origin == SlotOrigin::Arg(arg))
     }
 
     /// Starts user argument `index`: scalars pushed from now on belong to it.
