@@ -21,7 +21,7 @@
 
 use super::args::{pack_args, pack_slice, pack_view, KernelArg, KernelArgs};
 use super::memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceSlice, DeviceSliceMut};
-use crate::abi::params::{PackedView, ParamBuffer, ProvenView};
+use crate::launch_abi::params::{PackedView, ParamBuffer, ProvenView};
 use crate::error::{ArgProblem, Error, Result};
 use crate::types::{Dim3, LaunchConfig, LaunchConfigError};
 use bytemuck::Pod;
