@@ -21,8 +21,8 @@
 
 use super::args::{pack_args, pack_slice, pack_view, KernelArg, KernelArgs};
 use super::memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceSlice, DeviceSliceMut};
-use crate::launch_abi::params::{PackedView, ParamBuffer, ProvenView};
 use crate::error::{ArgProblem, Error, Result};
+use crate::launch_abi::params::{PackedView, ParamBuffer, ProvenView};
 use crate::types::{Dim3, LaunchConfig, LaunchConfigError};
 use bytemuck::Pod;
 use vigil_device::matrix::GlobalMatrix;
