@@ -795,3 +795,7 @@ mod tests {
         assert_eq!(vote(WarpOp::All, 0x03), 0);
     }
 }
+
+/// The host has no PTX to mark (`ptx::no_runtime_checks_marker`).
+#[inline(always)]
+pub fn no_runtime_checks_marker() {}
