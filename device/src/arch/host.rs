@@ -744,6 +744,10 @@ host_rmw!(
     i64
 );
 
+/// The host has no PTX to mark (`ptx::no_runtime_checks_marker`).
+#[inline(always)]
+pub fn no_runtime_checks_marker() {}
+
 #[cfg(test)]
 mod tests {
     use super::WarpOp;
@@ -795,7 +799,3 @@ mod tests {
         assert_eq!(vote(WarpOp::All, 0x03), 0);
     }
 }
-
-/// The host has no PTX to mark (`ptx::no_runtime_checks_marker`).
-#[inline(always)]
-pub fn no_runtime_checks_marker() {}
