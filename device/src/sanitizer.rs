@@ -64,7 +64,9 @@ pub struct SharedAccess {
     /// dynamic shared view) without a `.shared` shadow, which the
     /// sanitizer checks its device-memory shadow covers.
     pub size: usize,
-    /// `Read`, `Write` or, for a shared atomic, `AtomicRmw` (block scope).
+    /// `Read`, `Write` or, for a shared atomic, `AtomicRmw` (block scope;
+    /// `AtomicRead` for a compare-exchange that failed); a volatile load
+    /// or store is `AtomicRead` or `AtomicWrite` (a relaxed atomic).
     pub kind: AccessKind,
     /// First byte of the shared array the access falls in.
     pub array: usize,
@@ -232,18 +234,14 @@ impl Sanitizer for Checked {
     ) -> R {
         let mut op = Some(op);
         let mut out = None;
+        // The kernel API polled before this hook (`arch::host::poll`):
+        // the runtime may hold a shadow lock around `op`, so no other GPU
+        // thread may run inside it.
         crate::arch::host::with_sanitizer(|rt, t| {
-            // Poll here, outside the runtime's hook: inside it the
-            // operation does not poll (see `arch::host::in_sanitizer_atomic`).
-            if access.kind != AccessKind::AtomicWrite {
-                crate::arch::host::poll(access.addr, access.size, loc);
-            }
-            crate::arch::host::in_sanitizer_atomic(|| {
-                rt.atomic(t, access, loc, &mut || {
-                    let (r, wrote) = (op.take().expect("atomic op runs once"))();
-                    out = Some(r);
-                    wrote
-                })
+            rt.atomic(t, access, loc, &mut || {
+                let (r, wrote) = (op.take().expect("atomic op runs once"))();
+                out = Some(r);
+                wrote
             })
         });
         match out {

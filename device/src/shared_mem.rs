@@ -133,6 +133,38 @@ macro_rules! checked_accessors {
             atomic_exchange, Atomic, |p, v| T::arch_shared_exchange(p, v);
         }
 
+        /// Reads element `i` with a volatile load (`ld.volatile.shared`,
+        /// CUDA's read through a `volatile __shared__` pointer). The PTX
+        /// memory model treats it as a relaxed atomic load (at system
+        /// scope, which for shared memory is the block), and so does the
+        /// sanitizer: volatile accesses and atomics of the array never race
+        /// with each other, a plain access races with them unless a
+        /// barrier orders the two, and they order nothing by themselves.
+        /// On the CPU backend a thread that keeps polling it lets the
+        /// block's other threads run. Panics (traps on the GPU) when `i`
+        /// is past the end.
+        #[inline(always)]
+        #[track_caller]
+        pub fn load_volatile(&self, i: usize) -> T
+        where
+            T: Atomic,
+        {
+            self.elements().load_volatile(i)
+        }
+
+        /// Writes element `i` with a volatile store (`st.volatile.shared`):
+        /// a relaxed atomic store for the memory model and the sanitizer
+        /// (see `load_volatile`). Panics (traps on the GPU) when `i` is
+        /// past the end.
+        #[inline(always)]
+        #[track_caller]
+        pub fn store_volatile(&self, i: usize, v: T)
+        where
+            T: Atomic,
+        {
+            self.elements().store_volatile(i, v)
+        }
+
         /// Replaces element `i` with `new` if it equals `current`
         /// (bitwise), atomically at block scope (relaxed: order other
         /// threads' accesses with `sync_threads`). Returns `Ok(previous)`
@@ -186,12 +218,34 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
         const ALIGN: usize,
         const SHADOW: usize,
     >() -> Self {
+        // SAFETY: forwarded; `__storage` is this expansion's storage.
+        unsafe { Self::__declare_in::<K, BYTES, ALIGN, SHADOW>(__storage::<K, BYTES, ALIGN>) }
+    }
+
+    #[doc(hidden)]
+    /// [`__declare`](Self::__declare) with the plain storage from
+    /// `plain` (a `#[kernel]` body's array: its module-scope `.shared`
+    /// symbol, whose address needs no call).
+    ///
+    /// # Safety
+    /// As `__declare`; `plain` returns `BYTES` bytes of block-shared
+    /// storage aligned to `ALIGN`, this expansion's own.
+    #[inline(always)]
+    #[track_caller]
+    pub unsafe fn __declare_in<
+        K: 'static,
+        const BYTES: usize,
+        const ALIGN: usize,
+        const SHADOW: usize,
+    >(
+        plain: impl FnOnce() -> *mut u8,
+    ) -> Self {
         let (ptr, shadow) = if S::ENABLED && SHADOW > 0 {
             __storage_checked::<K, BYTES, ALIGN, SHADOW>()
         } else if S::ENABLED {
             (__storage_window::<K, BYTES, ALIGN>(), core::ptr::null_mut())
         } else {
-            (__storage::<K, BYTES, ALIGN>(), core::ptr::null_mut())
+            (plain(), core::ptr::null_mut())
         };
         let array = SharedArray {
             ptr: imp::assume_shared(ptr as *mut T),
@@ -353,6 +407,45 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
         unsafe { self.ptr.add(i).write(v) }
     }
 
+    /// A read of element `i` that a spin-wait may repeat: the platform may
+    /// let the block's other threads run first (see `arch::host::poll`).
+    #[inline(always)]
+    #[track_caller]
+    fn poll(&self, i: usize) {
+        let p = self.ptr.wrapping_add(i) as usize;
+        imp::poll(
+            p,
+            core::mem::size_of::<T>(),
+            core::panic::Location::caller(),
+        );
+    }
+
+    #[inline(always)]
+    #[track_caller]
+    pub(crate) fn load_volatile(&self, i: usize) -> T
+    where
+        T: Atomic,
+    {
+        check_shared_index(i, self.len);
+        self.poll(i);
+        imp::shared_access::<S>(|| self.access(i, AccessKind::AtomicRead));
+        // SAFETY: in bounds of the block's storage (checked above) and
+        // aligned (the storage is aligned for `T`).
+        unsafe { T::arch_shared_load_volatile(self.ptr.add(i)) }
+    }
+
+    #[inline(always)]
+    #[track_caller]
+    pub(crate) fn store_volatile(&self, i: usize, v: T)
+    where
+        T: Atomic,
+    {
+        check_shared_index(i, self.len);
+        imp::shared_access::<S>(|| self.access(i, AccessKind::AtomicWrite));
+        // SAFETY: as in `load_volatile`.
+        unsafe { T::arch_shared_store_volatile(self.ptr.add(i), v) }
+    }
+
     /// Runs the atomic `op` on element `i`'s address (in bounds, aligned
     /// for `T`) and returns what it returns; an atomic write of the
     /// element for the sanitizer.
@@ -360,6 +453,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
     #[track_caller]
     pub(crate) fn rmw(&self, i: usize, op: impl FnOnce(*mut T) -> T) -> T {
         check_shared_index(i, self.len);
+        self.poll(i);
         imp::shared_access::<S>(|| self.access(i, AccessKind::AtomicRmw));
         // In bounds of the block's storage (checked above) and aligned
         // (the storage is aligned for `T`).
@@ -373,10 +467,10 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
         T: Atomic,
     {
         check_shared_index(i, self.len);
-        let loc = core::panic::Location::caller();
+        self.poll(i);
         // SAFETY: in bounds of the block's storage (checked above) and
         // aligned (the storage is aligned for `T`).
-        let found = unsafe { T::arch_shared_cas(self.ptr.add(i), current, new, loc) };
+        let found = unsafe { T::arch_shared_cas(self.ptr.add(i), current, new) };
         // Checked after the exchange, whose outcome decides the kind.
         let swapped = found.bit_eq(current);
         let kind = if swapped {
@@ -402,6 +496,29 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
 /// sanitizer `S` (on the GPU, the sanitized entry's array has a shadow).
 #[macro_export]
 macro_rules! shared_array {
+    (@sanitizer $s:ty; @symbol $sym:literal; $t:ty; $n:expr) => {{
+        // A `#[kernel]` body's array: the plain entry's storage is the
+        // module-scope `.shared` array `$sym` the attribute declared for
+        // this expansion (`__shared_symbol!`), whose address is a
+        // constant: an out-of-line storage function costs a call per
+        // thread.
+        struct __VigilSharedKey;
+        // SAFETY: the sizes are the ones `__declare_in` asks for, and the
+        // symbol is this expansion's own storage of that size.
+        unsafe {
+            $crate::shared_mem::SharedArray::<$t, { $n }, $s>::__declare_in::<
+                __VigilSharedKey,
+                { $crate::shared_mem::__bytes::<$t, { $n }>() },
+                { $crate::shared_mem::__align::<$t>() },
+                { $crate::shared_mem::__shadow_bytes::<$t, { $n }>() },
+            >(|| $crate::__shared_symbol_address!(
+                $sym,
+                __VigilSharedKey,
+                { $crate::shared_mem::__bytes::<$t, { $n }>() },
+                { $crate::shared_mem::__align::<$t>() }
+            ))
+        }
+    }};
     (@sanitizer $s:ty; $t:ty; $n:expr) => {{
         // A type of its own per expansion: the storage function is
         // monomorphised once per key, so each expansion is one array, and
@@ -439,6 +556,57 @@ macro_rules! dynamic_shared_array {
     ($t:ty) => {
         $crate::dynamic_shared_array!(@sanitizer $crate::Plain; $t)
     };
+}
+
+/// Declares the module-scope `.shared` array `$sym` of `$bytes` bytes
+/// aligned to `$align` (in a kernel crate, which need not enable inline
+/// assembly itself). Host builds declare nothing.
+#[doc(hidden)]
+#[macro_export]
+#[cfg_attr(
+    target_arch = "nvptx64",
+    allow_internal_unstable(asm_experimental_arch)
+)]
+macro_rules! __shared_symbol {
+    ($sym:literal, $align:expr, $bytes:expr) => {
+        #[cfg(target_arch = "nvptx64")]
+        ::core::arch::global_asm!(
+            concat!(".shared .align {a} .b8 ", $sym, "[{n}];"),
+            a = const $align,
+            n = const $bytes,
+        );
+    };
+}
+
+/// The generic address of the module-scope `.shared` array `$sym`
+/// ([`__shared_symbol!`](crate::__shared_symbol!)); on the host, the
+/// storage of key `$key` (the CPU backend's block-shared memory).
+#[doc(hidden)]
+#[macro_export]
+#[cfg_attr(
+    target_arch = "nvptx64",
+    allow_internal_unstable(asm_experimental_arch)
+)]
+macro_rules! __shared_symbol_address {
+    ($sym:literal, $key:ty, $bytes:expr, $align:expr) => {{
+        #[cfg(target_arch = "nvptx64")]
+        let p = {
+            let p: u64;
+            // SAFETY: takes the address of a module-scope shared array: no
+            // memory access, no precondition.
+            unsafe {
+                ::core::arch::asm!(
+                    concat!("cvta.shared.u64 {p}, ", $sym, ";"),
+                    p = out(reg64) p,
+                    options(pure, nomem, nostack),
+                )
+            };
+            p as *mut u8
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        let p = $crate::shared_mem::__storage::<$key, { $bytes }, { $align }>();
+        p
+    }};
 }
 
 /// A function that declares one `.shared` array named `$symbol` per

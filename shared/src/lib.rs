@@ -14,7 +14,8 @@
 //! sanitizer's launch ABI: hidden parameters, the runtime descriptor,
 //! report records), [`read_only`] (a launch's read-only ranges).
 //! [`memory_model`] and [`params`] are the vocabulary and the kernel
-//! parameter ABI every crate shares.
+//! parameter ABI every crate shares; [`proofs`] the layouts a kernel's
+//! views declare and the launch's proof of them.
 //!
 //! How these pieces work together is described in the user guide's design
 //! part: docs/src/design/address-space.md (the reservations and the
@@ -36,6 +37,7 @@
 
 pub mod memory_model;
 pub mod params;
+pub mod proofs;
 pub mod race;
 
 pub mod abi;

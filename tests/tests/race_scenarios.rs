@@ -38,12 +38,19 @@ macro_rules! race_scenarios {
                 atomic_counters, atomic_and_plain_mixed,
                 fences_with_relaxed_atomics, relaxed_atomics_without_fences,
                 persistent_spin_release_acquire, persistent_spin_relaxed,
+                volatile_flag_between_blocks_with_fences,
+                volatile_flag_between_blocks_without_fences,
+                volatile_flag_between_warps_with_fences,
+                volatile_flag_between_warps_without_fences,
+                volatile_beside_volatile, volatile_beside_plain, volatile_beside_atomic,
                 report_buffer_overflow, a_reused_buffer_starts_clean,
                 two_streams_on_disjoint_halves,
                 disjoint_halves_then_a_reader_of_both_unordered,
                 disjoint_halves_then_a_reader_of_both_after_an_event,
                 read_only_reader_then_an_unordered_writer,
-                read_only_reader_then_a_writer_after_an_event);
+                read_only_reader_then_a_writer_after_an_event,
+                partitioned_writers_on_unordered_streams,
+                partitioned_writers_ordered_by_an_event);
         }
     };
 }
@@ -447,6 +454,84 @@ mod scenarios {
         );
     }
 
+    /// `volatile_flag` with or without fences, between the blocks of one
+    /// worker or between two warps of one block; the payload it read.
+    fn volatile_handoff(make: MakeContext, fences: u32, same_block: u32) -> vigil::Result<()> {
+        let Some(b) = Bench::new(make, 1) else {
+            return Ok(());
+        };
+        let config = if same_block != 0 {
+            LaunchConfig::new(1, 64)
+        } else {
+            LaunchConfig::new(2, 1)
+        };
+        let (mut data, mut flag, mut out) = (b.zeros(1), b.zeros(1), b.zeros(1));
+        b.stream
+            .launch(
+                &b.kernel::<volatile_flag>(),
+                config,
+                (&mut data, &mut flag, &mut out, fences, same_block),
+            )
+            .expect("launch");
+        let verdict = b.sync();
+        if fences != 0 {
+            // Without them the GPU may make the flag visible first.
+            assert_eq!(out.to_vec(&b.stream).unwrap(), [9], "the payload");
+        }
+        verdict
+    }
+
+    pub fn volatile_flag_between_blocks_with_fences(make: MakeContext) {
+        let out = volatile_handoff(make, 1, 0);
+        check("volatile flag and fences, two blocks", out, &[]);
+    }
+
+    pub fn volatile_flag_between_blocks_without_fences(make: MakeContext) {
+        let out = volatile_handoff(make, 0, 0);
+        let payload = race(RAW, "volatile-payload-read", "volatile-payload-write");
+        check("volatile flag, no fences, two blocks", out, &[payload]);
+    }
+
+    pub fn volatile_flag_between_warps_with_fences(make: MakeContext) {
+        let out = volatile_handoff(make, 1, 1);
+        check("volatile flag and fences, two warps", out, &[]);
+    }
+
+    pub fn volatile_flag_between_warps_without_fences(make: MakeContext) {
+        let out = volatile_handoff(make, 0, 1);
+        let payload = race(RAW, "volatile-payload-read", "volatile-payload-write");
+        check("volatile flag, no fences, two warps", out, &[payload]);
+    }
+
+    /// `volatile_beside` in `mode` on one worker (block 0 first).
+    fn beside(make: MakeContext, mode: u32) -> vigil::Result<()> {
+        let Some(b) = Bench::new(make, 1) else {
+            return Ok(());
+        };
+        let (mut flag, mut out) = (b.zeros(1), b.zeros(1));
+        b.stream
+            .launch(
+                &b.kernel::<volatile_beside>(),
+                two_blocks(),
+                (&mut flag, &mut out, mode),
+            )
+            .expect("launch");
+        b.sync()
+    }
+
+    pub fn volatile_beside_volatile(make: MakeContext) {
+        check("volatile store, volatile load", beside(make, 0), &[]);
+    }
+
+    pub fn volatile_beside_plain(make: MakeContext) {
+        let mix = race(MIX, "beside-volatile-load", "beside-plain-store");
+        check("plain store, volatile load", beside(make, 1), &[mix]);
+    }
+
+    pub fn volatile_beside_atomic(make: MakeContext) {
+        check("atomic add, volatile load", beside(make, 2), &[]);
+    }
+
     pub fn report_buffer_overflow(make: MakeContext) {
         let Some(b) = Bench::new(make, 1) else { return };
         // 256 threads x 16 elements, written by both blocks: 4,096 races,
@@ -648,5 +733,49 @@ mod scenarios {
             verdict,
             &[],
         );
+    }
+
+    /// Two launches write every element of one buffer through a
+    /// partition (each thread its own element, proven disjoint within
+    /// each launch) on two streams, with `ordered`, the second waiting
+    /// for the first by an event. The partition says nothing about other
+    /// launches: unordered, they race.
+    fn partitioned_writers(make: MakeContext, ordered: bool) -> Option<vigil::Result<()>> {
+        let b = Bench::new(make, 2)?;
+        let other = Stream::new(&b.ctx).expect("stream");
+        let mut data = b.zeros(HALVES_LEN);
+        let fill = b.kernel::<fill_own>();
+        let grid = LaunchConfig::for_num_elems(HALVES_LEN, 128);
+        b.stream
+            .launch(&fill, grid, (&mut data, 1u32))
+            .expect("launch");
+        if ordered {
+            let ev = b.stream.record_event().expect("record");
+            other.wait_event(&ev).expect("wait");
+        }
+        other
+            .launch(&fill, grid, (&mut data, 2u32))
+            .expect("launch");
+        Some(b.sync())
+    }
+
+    /// Unordered: every element is a write-after-write race.
+    pub fn partitioned_writers_on_unordered_streams(make: MakeContext) {
+        let Some(verdict) = partitioned_writers(make, false) else {
+            return;
+        };
+        check(
+            "partitioned writers on unordered streams",
+            verdict,
+            &[race(WAW, "fill-own", "fill-own")],
+        );
+    }
+
+    /// Ordered by an event: no race.
+    pub fn partitioned_writers_ordered_by_an_event(make: MakeContext) {
+        let Some(verdict) = partitioned_writers(make, true) else {
+            return;
+        };
+        check("partitioned writers ordered by an event", verdict, &[]);
     }
 }

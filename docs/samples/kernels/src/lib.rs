@@ -5,6 +5,7 @@
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
 pub mod atomics;
+pub mod fast_safe;
 pub mod first;
 pub mod groups;
 pub mod math;

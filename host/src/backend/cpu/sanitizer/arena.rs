@@ -18,7 +18,7 @@
 //! again), so a new buffer never inherits a freed one's shadow or sites.
 //! [`Zeroed`] is the same kind of mapping for the engine's other tables.
 
-use crate::sanitizer::buddy::{BuddyError, BuddyTree};
+use crate::buddy_allocator::{BuddyError, BuddyTree};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering as MemOrder};
 use std::sync::{Mutex, PoisonError, RwLock};

@@ -11,7 +11,7 @@
 //! contexts sharing the device, such as parallel tests, neither fill each
 //! other's buffer nor count each other's dropped reports).
 //!
-//! A sanitized launch ([`GpuSanitizer::prepare_launch`]) is planned by the
+//! A sanitized launch ([`GpuSanitizer::hidden_args`]) is planned by the
 //! process's [`LaunchOrder`] (its serials and lane bounds), its record is
 //! written into the launch ring on its stream just before it, and the
 //! hidden arguments ([`HIDDEN_PARAMS`]) name the runtime, the record, its
@@ -64,15 +64,17 @@ use vigil_shared::race::serial::LANES;
 use vigil_shared::race::sync::SC_WORDS;
 
 use super::device::CudaDevice;
+use super::launch::SanitizedLaunch;
 use super::stream::CudaStream;
 use super::vmm::CachingPool;
-use crate::abi::params::ParamBuffer;
 use crate::error::{Error, Result};
+use crate::launch_abi::params::{HiddenArgs, ParamBuffer};
 use crate::sanitizer::barrier::decode_divergence;
 use crate::sanitizer::decode::{decode_all, LaunchShape, PriorSite};
 use crate::sanitizer::order::{launch_order, PlannedLaunch};
 use crate::sanitizer::report::RaceReports;
-use crate::types::{EventId, LaunchConfig, StreamId};
+use crate::types::{EventId, StreamId};
+use vigil_shared::read_only::ReadOnlyRanges;
 
 use device_memory::{read_device, write_device, DeviceBlock, MappedBlock};
 use host_sites::HostSites;
@@ -316,22 +318,21 @@ impl GpuSanitizer {
         })
     }
 
-    /// The arguments of a sanitized launch of `kernel` on `stream`: `buf`
-    /// with the hidden ones appended. Enqueues the launch's record on
-    /// `stream`, so it lands before the kernel starts. `shared_window` is
-    /// the shared window (static and dynamic bytes) the window shadow must
-    /// cover for it (0: none).
-    #[allow(clippy::too_many_arguments)] // the launch's parts, as the backend has them
-    pub fn prepare_launch(
+    /// The hidden arguments of `sanitized`, about to be enqueued on
+    /// `stream` (the launch's stream): plans its serials and lane bounds,
+    /// and enqueues the launch's record on `stream`, so that it lands
+    /// before the kernel starts.
+    pub(crate) fn hidden_args(
         &self,
-        owner: u64,
+        sanitized: &SanitizedLaunch<'_>,
         stream: &CudaStream,
-        stream_id: StreamId,
-        kernel: &str,
-        config: &LaunchConfig,
-        shared_window: u64,
-        buf: &ParamBuffer,
-    ) -> Result<ParamBuffer> {
+    ) -> Result<HiddenArgs> {
+        let SanitizedLaunch {
+            owner,
+            launch,
+            shared_window,
+        } = *sanitized;
+        let (stream_id, kernel, config) = (launch.stream, launch.kernel, &launch.config);
         let mut st = lock(&self.state);
         // A kernel without shared memory of its own needs no window shadow.
         if shared_window > SANITIZER_SHARED_BYTES as u64 {
@@ -350,7 +351,7 @@ impl GpuSanitizer {
         self.device.bind()?;
         self.enqueue_record(&mut st, &planned, Some(stream))?;
         drop(st);
-        Ok(self.with_hidden(buf, &planned))
+        Ok(self.hidden(&planned, launch.params.read_only_ranges()))
     }
 
     /// Plans a sanitized launch of `shape` (`blocks` CTAs, or one serial
@@ -432,16 +433,22 @@ impl GpuSanitizer {
 
     /// `buf` with the hidden arguments of a launch planned as `plan`.
     fn with_hidden(&self, buf: &ParamBuffer, plan: &RecordPlan) -> ParamBuffer {
+        buf.with_hidden(&self.hidden(plan, buf.read_only_ranges()))
+    }
+
+    /// The hidden arguments ([`HIDDEN_PARAMS`]) of a launch planned as
+    /// `plan`, with the read-only ranges `read_only`.
+    fn hidden(&self, plan: &RecordPlan, read_only: ReadOnlyRanges) -> HiddenArgs {
         let ordinal = Some(self.device.ordinal());
-        let mut args = buf.clone();
-        args.append_hidden_pointer(self.runtime.addr, ordinal);
-        args.append_hidden_pointer(self.ring_slot(plan.lane_ref), ordinal);
-        args.append_hidden(plan.planned.base);
-        args.append_hidden(plan.launch);
-        for bound in buf.read_only_ranges().words() {
-            args.append_hidden(bound);
+        let mut args = HiddenArgs::new();
+        args.pointer(self.runtime.addr, ordinal)
+            .pointer(self.ring_slot(plan.lane_ref), ordinal)
+            .u32(plan.planned.base)
+            .u32(plan.launch);
+        for bound in read_only.words() {
+            args.u64(bound);
         }
-        debug_assert_eq!(HIDDEN_PARAMS.len(), 8);
+        debug_assert_eq!(args.len(), HIDDEN_PARAMS.len());
         args
     }
 

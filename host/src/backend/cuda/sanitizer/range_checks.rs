@@ -21,11 +21,11 @@ use vigil_shared::gpu::{
 };
 
 use super::{lock, GpuSanitizer, RecordPlan};
-use crate::abi::params::ParamBuffer;
 use crate::backend::cuda::module::{CudaFunction, CudaModule};
 use crate::backend::cuda::stream::CudaStream;
 use crate::backend::transfer::TransferKind;
 use crate::error::{Error, Result};
+use crate::launch_abi::params::ParamBuffer;
 use crate::sanitizer::decode::LaunchShape;
 use crate::types::{LaunchConfig, StreamId};
 
