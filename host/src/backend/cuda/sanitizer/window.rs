@@ -149,7 +149,13 @@ mod tests {
         let again = WindowRegions::layout_for(4096, 132, Some(big));
         assert_eq!(again.regions, small.regions);
         assert!(again.words >= small.words && again.bytes(132) <= WINDOW_SHADOW_CAP);
-        let both = WindowShadow { words: big.words, regions: small.regions };
-        assert_eq!(again.words >= big.words, both.bytes(132) <= WINDOW_SHADOW_CAP);
+        let both = WindowShadow {
+            words: big.words,
+            regions: small.regions,
+        };
+        assert_eq!(
+            again.words >= big.words,
+            both.bytes(132) <= WINDOW_SHADOW_CAP
+        );
     }
 }
