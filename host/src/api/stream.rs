@@ -36,10 +36,7 @@ impl Drop for Stream {
     fn drop(&mut self) {
         // Its serial lane can go to another stream once its work is
         // waited for.
-        crate::sanitizer::order::launch_order()
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drop_stream(self.id);
+        self.ctx.backend().drop_stream(self.id);
     }
 }
 

@@ -300,6 +300,18 @@ impl Backend {
         }
     }
 
+    /// The stream `id` is gone: the sanitizer's launch order may give its
+    /// serial lane to another stream once its work is waited for.
+    pub(crate) fn drop_stream(&self, id: StreamId) {
+        match self {
+            Backend::Cuda(_) => crate::sanitizer::order::launch_order()
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .drop_stream(id),
+            Backend::Cpu(c) => c.notify(|s| s.on_stream_drop(id)),
+        }
+    }
+
     pub(crate) fn new_stream(&self) -> Result<StreamHandle> {
         match self {
             Backend::Cuda(c) => Ok(StreamHandle::Cuda(CudaStream::new(c.device())?)),

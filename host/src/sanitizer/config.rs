@@ -249,6 +249,23 @@ impl SanitizerConfig {
         self.halt_on_error
     }
 
+    /// Whether `other` asks for the same device-wide state as `self`: the
+    /// settings of the process's one shadow allocator and of each device's
+    /// sanitizer, which the first sanitized context makes. The rest may
+    /// differ from context to context: where reports go and in what
+    /// format, suppressions, the launch filter and the exit code are each
+    /// context's own, and the race engine reads neither the seed nor the
+    /// clock buffer size.
+    pub(crate) fn same_device_state(&self, other: &SanitizerConfig) -> bool {
+        self.device_ranks == other.device_ranks
+            && self.process_rank == other.process_rank
+            && self.shadow_pool_records == other.shadow_pool_records
+            && self.sanitized_registers == other.sanitized_registers
+            && self.caching == other.caching
+            && self.shareable_handles == other.shareable_handles
+            && self.halt_on_error == other.halt_on_error
+    }
+
     /// The file race reports are appended to as JSON, if any.
     pub fn report_path(&self) -> Option<&Path> {
         self.report_path.as_deref()
@@ -818,6 +835,23 @@ mod tests {
         SanitizerConfig::builder()
             .env(|n| map.get(n).cloned())
             .build()
+    }
+
+    #[test]
+    fn contexts_may_differ_in_their_own_settings_but_not_the_devices() {
+        let first = from(&[]).unwrap();
+        let own = from(&[
+            ("VIGIL_SEED", "0"),
+            ("VIGIL_CLOCK_BUFFER_SIZE", "64"),
+            ("VIGIL_REPORT", "races.json"),
+            ("VIGIL_EXITCODE", "3"),
+        ])
+        .unwrap();
+        assert!(first.same_device_state(&own));
+        let halts = from(&[("VIGIL_HALT_ON_ERROR", "1")]).unwrap();
+        assert!(!first.same_device_state(&halts));
+        let pool = from(&[("VIGIL_SHADOW_POOL_RECORDS", "4096")]).unwrap();
+        assert!(!first.same_device_state(&pool));
     }
 
     #[test]

@@ -32,9 +32,12 @@ use vigil_shared::race::LaneDevices;
 
 use crate::types::{EventId, StreamId};
 
-/// The process's launch order: one serial space for every sanitized
-/// context, device and backend of the process (a group of devices shares
-/// memory, and a race's earlier access may be any of theirs).
+/// The process's launch order of the GPU sanitizer: one serial space for
+/// every sanitized CUDA context and device of the process (a group of
+/// devices shares memory, and a race's earlier access may be any of
+/// theirs). A CPU sanitizer (or CPU group) keeps a [`LaunchOrder`] of its
+/// own: its memory is its own, so other contexts' work neither delays
+/// its renewals nor what it may forget.
 pub fn launch_order() -> &'static Mutex<LaunchOrder> {
     static ORDER: OnceLock<Mutex<LaunchOrder>> = OnceLock::new();
     ORDER.get_or_init(|| Mutex::new(LaunchOrder::new()))

@@ -218,6 +218,13 @@ pub trait CpuSanitizer: Send + Sync {
         let _ = sync;
     }
 
+    /// `stream` is gone: whatever the sanitizer kept for it (its place in
+    /// the launch order) can serve another stream once its work is waited
+    /// for.
+    fn on_stream_drop(&self, stream: StreamId) {
+        let _ = stream;
+    }
+
     /// The reports found since the last call (de-duplicated, with the count
     /// of reports that could not be recorded).
     fn take_reports(&self) -> RaceReports;

@@ -127,14 +127,15 @@ impl Drop for CudaBackend {
 
 /// The process-wide shadow allocator of sanitized GPU contexts (docs/src/design/address-space.md:
 /// one reservation per process, shared by every device). Created by the
-/// first sanitized context with its configuration; a later context with
-/// another configuration replaces it while nothing has been allocated,
-/// else gets [`VmmError::ConfigFrozen`](vmm::VmmError::ConfigFrozen).
+/// first sanitized context with its configuration; a later context whose
+/// configuration asks for other device-wide settings
+/// ([`SanitizerConfig::same_device_state`]) replaces it while nothing has
+/// been allocated, else gets [`VmmError::ConfigFrozen`](vmm::VmmError::ConfigFrozen).
 fn sanitizer_pool(home: &Arc<CudaDevice>, config: SanitizerConfig) -> Result<Arc<CachingPool>> {
     static POOL: Mutex<Option<Arc<CachingPool>>> = Mutex::new(None);
     let mut pool = POOL.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(p) = pool.as_ref() {
-        if p.vmm().config() != config {
+        if !p.vmm().config().same_device_state(&config) {
             p.vmm().set_config(config)?;
         }
         return Ok(p.clone());

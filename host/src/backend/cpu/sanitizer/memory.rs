@@ -8,8 +8,9 @@
 
 use super::arena::{Arena, ArenaError, Zeroed};
 use super::lock;
-use crate::sanitizer::order::launch_order;
+use crate::sanitizer::order::LaunchOrder;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering as MemOrder};
+use std::sync::Mutex;
 use vigil_shared::atomic::CoreAtomics;
 use vigil_shared::gpu::LAUNCH_RING_SLOTS;
 use vigil_shared::race::knowledge::{
@@ -83,9 +84,9 @@ impl EngineMemory {
     /// work, and no launch runs (`LaunchOrder::renew`). Without it they
     /// only fill, and a full arena makes every CTA that needs a snapshot
     /// know everything (no race between blocks reported any more).
-    pub(super) fn renew_if_idle(&self) {
+    pub(super) fn renew_if_idle(&self, order: &Mutex<LaunchOrder>) {
         // Held until the tables are empty: no launch is planned meanwhile.
-        let mut order = lock(launch_order());
+        let mut order = lock(order);
         if let Some(renewal) = order.renew() {
             if self.renewed.swap(renewal, MemOrder::Relaxed) != renewal {
                 Snapshots::<CoreAtomics>::renew(&self.snapshots, &self.exits, &self.sc);

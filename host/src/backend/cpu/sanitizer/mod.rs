@@ -25,9 +25,9 @@
 //!   with the virtual SM that runs it (`cta`), set at block start; at its
 //!   end the engine logs what it acquired of other launches.
 //! - **Ordering.** Launches, event records, stream waits and host
-//!   synchronisations go to the process's
+//!   synchronisations go to the group's own
 //!   launch order (`crate::sanitizer::order::LaunchOrder`) under this
-//!   context's owner id, as the GPU's do: it hands each launch its serials
+//!   context's owner id, as the GPU's go to the process's: it hands each launch its serials
 //!   and lane bounds, which go into the launch ring before its blocks run.
 //!   Kernels on unrelated streams are therefore unordered even though the
 //!   CPU ran them one after the other.
@@ -80,7 +80,7 @@ use super::hooks::{
 use crate::backend::transfer::TransferKind;
 use crate::sanitizer::decode::LaunchShape;
 use crate::sanitizer::launches::{LaunchHistory, Remembered};
-use crate::sanitizer::order::{launch_order, OrderError, Owner};
+use crate::sanitizer::order::{LaunchOrder, OrderError, Owner};
 use crate::sanitizer::report::{RaceReport, RaceReports};
 use crate::types::{EventId, StreamId};
 use arena::Arena;
@@ -185,6 +185,10 @@ struct Shared {
     next_ring: AtomicU32,
     /// The owner ids of the group's members still alive.
     owners: Mutex<Vec<Owner>>,
+    /// The group's launch order: its serials name only accesses to its
+    /// own memory, so other contexts' work neither holds back its
+    /// renewals nor what it may forget.
+    order: Mutex<LaunchOrder>,
 }
 
 /// The CPU backend's race sanitizer of one (simulated) device. See the
@@ -287,6 +291,7 @@ impl CpuRaceSanitizer {
             next_launch: AtomicU32::new(1),
             next_ring: AtomicU32::new(1),
             owners: Mutex::new(owners.clone()),
+            order: Mutex::new(LaunchOrder::new()),
         });
         Ok(owners
             .into_iter()
@@ -356,7 +361,7 @@ impl CpuRaceSanitizer {
         count: u32,
     ) -> Result<LaunchState, CpuSanitizerError> {
         let (planned, devices) = {
-            let mut order = lock(launch_order());
+            let mut order = lock(&self.shared.order);
             let planned = order.launch(stream, self.owner, self.rank, count)?;
             (planned, *order.devices())
         };
@@ -423,18 +428,18 @@ impl CpuRaceSanitizer {
 
     /// Records `event` at the current end of `stream`.
     pub fn record_event(&self, event: EventId, stream: StreamId) {
-        lock(launch_order()).record(event, stream);
+        lock(&self.shared.order).record(event, stream);
     }
 
     /// Orders `stream`'s later launches after `event`'s last record.
     pub fn wait_event(&self, stream: StreamId, event: EventId) {
-        lock(launch_order()).wait(stream, event, self.owner);
+        lock(&self.shared.order).wait(stream, event, self.owner);
     }
 
     /// The host waited for `sync`: every later launch of every device of
     /// the group is ordered after what it waited for.
     pub fn host_sync(&self, sync: HostSync) {
-        let mut order = lock(launch_order());
+        let mut order = lock(&self.shared.order);
         match sync {
             HostSync::Context => order.sync_owner(self.owner),
             HostSync::Stream(s) => order.sync_stream(self.owner, s),
@@ -456,7 +461,7 @@ impl CpuRaceSanitizer {
         let mut out: RaceReports = raw.into_iter().collect();
         out.add_dropped(self.dropped.swap(0, MemOrder::Relaxed) as u64);
         out.add_history_lost(self.bounded.swap(0, MemOrder::Relaxed) + self.shared.mem.take_lost());
-        self.shared.mem.renew_if_idle();
+        self.shared.mem.renew_if_idle(&self.shared.order);
         out
     }
 
@@ -505,7 +510,7 @@ impl Drop for CpuRaceSanitizer {
     /// The device's context is gone: its host clock no longer bounds what
     /// the engine may forget, and its group's host waits no longer reach it.
     fn drop(&mut self) {
-        lock(launch_order()).drop_owner(self.owner);
+        lock(&self.shared.order).drop_owner(self.owner);
         lock(&self.shared.owners).retain(|&o| o != self.owner);
     }
 }
@@ -586,6 +591,10 @@ impl CpuSanitizer for CpuRaceSanitizer {
 
     fn on_host_sync(&self, sync: HostSync) {
         self.host_sync(sync);
+    }
+
+    fn on_stream_drop(&self, stream: StreamId) {
+        lock(&self.shared.order).drop_stream(stream);
     }
 
     fn take_reports(&self) -> RaceReports {
