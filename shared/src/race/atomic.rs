@@ -201,7 +201,9 @@ pub fn atomic<M: RaceMemory + ?Sized, R, S: AtomicFamily>(
                     clear_heads(rec);
                 }
                 for h in &heads[..nheads] {
-                    add_head(mem, cta, rec, *h);
+                    if add_head(mem, cta, rec, *h) {
+                        *bounded = true;
+                    }
                 }
             }
             record_update(cta, &arena, &pool, rec, word, me, site, bounded);

@@ -483,13 +483,15 @@ pub fn write_heads<F: AtomicFamily>(
 
 /// Puts head `h` on the word whose record is `rec` (locked by the
 /// caller): into its class's slot (joined with the head there), a free
-/// slot, or the second slot widened to the system scope.
+/// slot, or the second slot widened to the system scope. Returns whether
+/// it widened (a bound: an acquirer of another scope or device then
+/// learns what it could not, which can only hide races).
 pub fn add_head<M: RaceMemory + ?Sized>(
     mem: &M,
     cta: &CtaView<'_>,
     rec: &Record<'_, M::Atomics>,
     h: Head,
-) {
+) -> bool {
     let mut free = None;
     for s in HEAD_SLOTS {
         let (a, b) = rec.slot(s);
@@ -503,7 +505,7 @@ pub fn add_head<M: RaceMemory + ?Sized>(
                 let joined = join_heads(mem, cta, &old, &h);
                 let (a, b) = joined.to_slot();
                 rec.set_slot(s, a, b);
-                return;
+                return false;
             }
             Some(_) => {}
         }
@@ -511,7 +513,7 @@ pub fn add_head<M: RaceMemory + ?Sized>(
     if let Some(s) = free {
         let (a, b) = h.to_slot();
         rec.set_slot(s, a, b);
-        return;
+        return false;
     }
     // A third class: widen the second head to cover both.
     let s = HEAD_SLOTS[1];
@@ -522,6 +524,7 @@ pub fn add_head<M: RaceMemory + ?Sized>(
     joined.device = ANY_DEVICE;
     let (a, b) = joined.to_slot();
     rec.set_slot(s, a, b);
+    true
 }
 
 /// One head standing for both: the later release of one CTA replaces its

@@ -528,6 +528,7 @@ impl GpuSanitizer {
             read: &read,
             ring: lock(&self.desc).launches,
             allocation: &allocation,
+            devices: *lock(launch_order()).devices(),
         };
         let priors: Vec<Option<PriorSite>> = records
             .iter()
@@ -551,8 +552,9 @@ impl GpuSanitizer {
     }
 
     /// Takes the engine's precision-loss counts (pool allocations that
-    /// found it full, merges that found the arena full, exits the log
-    /// could not hold) and clears them on the device. A kernel still
+    /// found it full, merges that found the arena full or coarsened a
+    /// snapshot, exits the log could not hold) and clears them on the
+    /// device. A kernel still
     /// running may count between the read and the clear, which loses
     /// those counts (they only say that, and about how much, precision
     /// was lost). A failed read or write counts nothing.
@@ -561,9 +563,13 @@ impl GpuSanitizer {
             return 0;
         }
         let mut lost = 0u64;
-        let counters: [(u64, usize); 3] = [
+        let counters: [(u64, usize); 4] = [
             (self.engine.pool.addr + 8 * pool_header::EXHAUSTED as u64, 8),
             (self.engine.arena.addr + 4 * arena_header::LOST as u64, 4),
+            (
+                self.engine.arena.addr + 4 * arena_header::COARSENED as u64,
+                4,
+            ),
             (self.engine.exits.addr + 8, 4),
         ];
         for (addr, len) in counters {

@@ -13,7 +13,8 @@ use vigil_shared::abi::RaceReport as RawReport;
 use vigil_shared::gpu::{PriorRecord, LAUNCH_RECORD_BYTES, LAUNCH_RING_SLOTS};
 use vigil_shared::race::desc::{AccessDesc, SiteWord, LOCATION_BITS};
 use vigil_shared::race::memory::launch_record;
-use vigil_shared::race::serial::Serial;
+use vigil_shared::race::serial::{lane_of, Serial};
+use vigil_shared::race::LaneDevices;
 
 use super::host_sites::HostSites;
 use super::location::{LocationCache, LocationLayout};
@@ -137,6 +138,8 @@ pub(crate) struct GpuResolver<'a> {
     pub ring: u64,
     /// The allocation holding an address: `(base, size)`.
     pub allocation: &'a dyn Fn(u64) -> Option<(u64, u64)>,
+    /// The device (group rank) each serial lane's launches run on.
+    pub devices: LaneDevices,
 }
 
 impl GpuResolver<'_> {
@@ -250,11 +253,14 @@ impl ReportResolver for GpuResolver<'_> {
         })
     }
 
-    fn place(&self, _tid: u32) -> ThreadPlace {
-        // A serial names a CTA, not where it ran: the current access's SM
-        // is in its record, the earlier one's is not kept.
+    fn place(&self, tid: u32) -> ThreadPlace {
+        // A serial names a CTA, not where it ran: its lane says which
+        // device of the group ran it (the lane's latest renter: a lane
+        // moves to another device only once its work has ended); the
+        // current access's SM is in its record, the earlier one's is not
+        // kept.
         ThreadPlace {
-            device: 0,
+            device: u32::from(self.devices.0[lane_of(tid)]),
             sm: None,
         }
     }
@@ -268,6 +274,29 @@ impl ReportResolver for GpuResolver<'_> {
 mod tests {
     use super::*;
     use crate::types::Dim3;
+    use vigil_shared::race::serial::lane_start;
+
+    #[test]
+    fn an_earlier_access_is_placed_on_the_device_its_lane_ran_on() {
+        let (launches, elsewhere) = (LaunchHistory::default(), HashMap::new());
+        let (mut locations, host_sites) = (LocationCache::default(), HostSites::default());
+        let mut devices = LaneDevices::default();
+        devices.0[3] = 2;
+        let resolver = GpuResolver {
+            launches: &launches,
+            elsewhere: &elsewhere,
+            layout: None,
+            locations: RefCell::new(&mut locations),
+            host_sites: &host_sites,
+            read: &|_, _| None,
+            ring: 0,
+            allocation: &|_| None,
+            devices,
+        };
+        assert_eq!(resolver.place(lane_start(3) + 5).device, 2);
+        assert_eq!(resolver.place(lane_start(4)).device, 0);
+        assert_eq!(resolver.place(lane_start(3) + 5).sm, None);
+    }
 
     #[test]
     fn serials_find_their_launch_and_block() {
