@@ -220,6 +220,7 @@ pub fn atomic<M: RaceMemory + ?Sized, R, S: AtomicFamily>(
 /// access if it has none; `None` when the pool is full (the word then
 /// goes unrecorded for this operation, counted; a release's heads join
 /// the lost releases, which reads of words without heads take).
+#[inline(never)]
 fn lock_record<'m, M: RaceMemory + ?Sized>(
     mem: &'m M,
     cta: &CtaView<'_>,

@@ -119,6 +119,7 @@ pub fn for_each<'m, F: AtomicFamily, T>(
 /// The first race of the chain's entries with `me`; `bounded` is set
 /// when an entry could not be decided.
 #[allow(clippy::too_many_arguments)]
+#[inline(never)]
 pub fn check_all<F: AtomicFamily>(
     cta: &CtaView<'_>,
     arena: &Arena<'_, F>,
@@ -151,6 +152,7 @@ pub fn check_all<F: AtomicFamily>(
 /// off (re-adding an older access on behalf of the current CTA) nothing
 /// is dropped. The caller holds the chain's lock.
 #[allow(clippy::too_many_arguments)]
+#[inline(never)]
 pub fn insert<'m, F: AtomicFamily>(
     cta: &CtaView<'_>,
     arena: &Arena<'_, F>,

@@ -472,6 +472,7 @@ impl<'m, F: AtomicFamily> Arena<'m, F> {
     /// A new snapshot: the union (largest epoch per serial) of `a`, `b`
     /// and `extra`, or `a` itself when `b` and `extra` add nothing to
     /// it. [`SnapRef::ALL`] in, or no room left: [`SnapRef::ALL`].
+    #[inline(never)]
     pub fn merge(&self, a: SnapRef, b: SnapRef, extra: &[Interval]) -> SnapRef {
         if a == SnapRef::ALL || b == SnapRef::ALL {
             return SnapRef::ALL;

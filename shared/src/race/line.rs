@@ -240,6 +240,7 @@ fn live_write(cta: &CtaView<'_>, w: LineWrite) -> Option<AccessDesc> {
     (s != 0 && !forgotten(cta, s)).then(|| w.desc())
 }
 
+#[inline(never)]
 fn write_line<M: RaceMemory + ?Sized>(
     mem: &M,
     cta: &CtaView<'_>,
@@ -386,6 +387,7 @@ fn free_reads<M: RaceMemory + ?Sized>(mem: &M, r: LineRead, version: u8, word0: 
 
 /// The first race of the reads `r` with the write `me`.
 #[allow(clippy::too_many_arguments)]
+#[inline(never)]
 fn check_reads<M: RaceMemory + ?Sized>(
     mem: &M,
     cta: &CtaView<'_>,
@@ -437,6 +439,7 @@ fn check_reads<M: RaceMemory + ?Sized>(
     }
 }
 
+#[inline(never)]
 fn read_line<M: RaceMemory + ?Sized>(
     mem: &M,
     cta: &CtaView<'_>,
@@ -566,6 +569,7 @@ fn done(race: Option<RaceFound>) -> LineOutcome {
 /// reads `r` when they are a single reader or a launch. `None`: the
 /// header changed, start over; `Some(false)`: no record was left.
 #[allow(clippy::too_many_arguments)]
+#[inline(never)]
 fn add_to_set<M: RaceMemory + ?Sized>(
     mem: &M,
     cta: &CtaView<'_>,

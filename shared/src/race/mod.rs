@@ -26,6 +26,15 @@
 //!
 //! Layout of the memory it works on: [`memory`]; the 64-bit words:
 //! [`desc`].
+//!
+//! Code size is a cost of its own on the GPU: the driver compiles a
+//! kernel's sanitized entry with everything it calls at the kernel's
+//! first sanitized launch. Only the common cases (`access_line_fast`,
+//! `access_word_fast`) are inlined into the hooks; the general paths and
+//! what they share (a record's steps, entry lists, head reads and joins,
+//! snapshot merges, record locks) are `#[inline(never)]`, one copy each
+//! per module, which cut ptxas's time on a kernel's call graph several
+//! times over (`benches/results/`).
 
 pub mod atomic;
 pub mod check;

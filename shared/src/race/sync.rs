@@ -253,6 +253,7 @@ fn sort_intervals(v: &mut [Interval]) {
 /// `known` joined with head `h` (the head's releaser, its snapshot and
 /// its launch's host order). A head whose launch is no longer held makes
 /// the result omniscient (counted).
+#[inline(never)]
 fn merge_head<M: RaceMemory + ?Sized>(
     mem: &M,
     known: SnapRef,
@@ -342,6 +343,7 @@ pub fn refresh<F: AtomicFamily>(cta: &mut CtaView<'_>, sync: &CtaSync<'_, F>) {
 /// heads it sees (called under the CTA's sync lock): every head that
 /// reaches it is observed (for a later acquire fence), and merged at once
 /// when the read acquires and its scope includes the releaser.
+#[inline(never)]
 fn take_head<M: RaceMemory + ?Sized, S: AtomicFamily>(
     mem: &M,
     cta: &mut CtaView<'_>,
@@ -380,6 +382,7 @@ fn take_head<M: RaceMemory + ?Sized, S: AtomicFamily>(
 /// An atomic read of the word whose record is `rec` (locked by the
 /// caller), continuing its release sequence (`chain`): observes and, if
 /// it `acquires` at `scope`, acquires its heads.
+#[inline(never)]
 pub fn read_heads<M: RaceMemory + ?Sized, S: AtomicFamily>(
     mem: &M,
     cta: &mut CtaView<'_>,
@@ -404,6 +407,7 @@ pub fn read_heads<M: RaceMemory + ?Sized, S: AtomicFamily>(
 /// [`lose_heads`]): it may have read that release's value, so it takes
 /// what every lost release knew as one system-scope head (learning too
 /// much can only hide races). Called with the CTA's lock free.
+#[inline(never)]
 pub fn read_lost_heads<M: RaceMemory + ?Sized, S: AtomicFamily>(
     mem: &M,
     cta: &mut CtaView<'_>,
@@ -444,6 +448,7 @@ pub fn lose_heads<M: RaceMemory + ?Sized>(mem: &M, heads: &[Head]) {
 /// The heads an atomic write by `cta` leaves on a word (its release at
 /// `scope` if `releases`, and one per release fence since), in `out`;
 /// returns how many.
+#[inline(never)]
 pub fn write_heads<F: AtomicFamily>(
     cta: &CtaView<'_>,
     sync: &CtaSync<'_, F>,
@@ -529,6 +534,7 @@ pub fn add_head<M: RaceMemory + ?Sized>(
 
 /// One head standing for both: the later release of one CTA replaces its
 /// earlier one; otherwise a joined head knows both releasers.
+#[inline(never)]
 fn join_heads<M: RaceMemory + ?Sized>(mem: &M, cta: &CtaView<'_>, old: &Head, new: &Head) -> Head {
     if old.serial == new.serial
         && old.serial != NO_SERIAL

@@ -368,6 +368,7 @@ pub fn split_cell<'m, M: RaceMemory + ?Sized>(
 /// One try at an inline word: `Some(outcome)` when done, `None` to
 /// start over (the cell changed).
 #[allow(clippy::too_many_arguments)]
+#[inline(never)]
 fn inline_step<M: RaceMemory + ?Sized>(
     mem: &M,
     cta: &CtaView<'_>,
@@ -498,6 +499,7 @@ fn inline_step<M: RaceMemory + ?Sized>(
 /// A word with a record: check `me` against the last write and every
 /// entry, then record it. The caller holds the record's lock.
 #[allow(clippy::too_many_arguments)]
+#[inline(never)]
 fn record_step<M: RaceMemory + ?Sized>(
     _mem: &M,
     cta: &CtaView<'_>,
