@@ -55,6 +55,17 @@ pub fn smid() -> u32 {
     r
 }
 
+/// The warp slot this thread's warp holds on its SM (`%warpid`): distinct
+/// among the SM's resident warps. A hint only: PTX lets it change when a
+/// thread is migrated (as `%smid` may).
+#[inline(always)]
+pub fn warp_slot() -> u32 {
+    let r: u32;
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { asm!("mov.u32 {r}, %warpid;", r = out(reg32) r, options(nomem, nostack)) };
+    r
+}
+
 /// The lane of this thread within its warp (`%laneid`).
 #[inline(always)]
 pub fn lane_id() -> u32 {

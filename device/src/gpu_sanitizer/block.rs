@@ -326,7 +326,7 @@ impl Lanes {
 /// The first thread also notes the runtime `rt`'s window shadow for the
 /// CTA.
 #[inline(always)]
-pub(super) fn reset_cta(lane: u32, lanes: u32, rt: &GpuRuntime) {
+pub(super) fn reset_cta(lane: u32, lanes: u32) {
     if (lane as usize) < SHARED_LANES {
         if let Some(l) = Lanes::of(lanes.min(SHARED_LANES as u32)).get(lane) {
             l.store(LaneSync::default());
@@ -336,12 +336,6 @@ pub(super) fn reset_cta(lane: u32, lanes: u32, rt: &GpuRuntime) {
     if lane == 0 {
         let c = Counters::get();
         c.acquires.store(0, Ordering::Relaxed);
-        // The host replaces the region while kernels run (a larger one):
-        // the CTA reads its address once; the region's header says its size.
-        // SAFETY: a field of the live runtime.
-        let window = unsafe { core::ptr::read_volatile(&rt.block_shadow) };
-        // SAFETY: the window word of the counters, 8-aligned.
-        unsafe { at::<AtomicU64>(c.base, Counters::WINDOW) }.store(window, Ordering::Relaxed);
         for i in 0..REPORTED {
             // SAFETY: the key slots, inside the region, 8-aligned.
             unsafe { at::<AtomicU64>(c.base, Counters::KEYS + 8 * i) }.store(0, Ordering::Relaxed);
@@ -350,6 +344,24 @@ pub(super) fn reset_cta(lane: u32, lanes: u32, rt: &GpuRuntime) {
             v.store(0, Ordering::Relaxed);
         }
     }
+}
+
+/// The address of the window shadow `rt` holds now. The host replaces the
+/// region while kernels run (a larger one): a CTA reads its address once,
+/// at entry ([`set_window`]); the region's header says its size.
+#[inline(always)]
+pub(super) fn current_window(rt: &GpuRuntime) -> u64 {
+    // SAFETY: a field of the live runtime.
+    unsafe { core::ptr::read_volatile(&rt.block_shadow) }
+}
+
+/// Keeps `window` ([`current_window`] at entry) as the CTA's window shadow
+/// (the entry's first thread, before its barrier).
+#[inline(always)]
+pub(super) fn set_window(window: u64) {
+    // SAFETY: the window word of the counters, 8-aligned.
+    unsafe { at::<AtomicU64>(Counters::get().base, Counters::WINDOW) }
+        .store(window, Ordering::Relaxed);
 }
 
 /// Thread `lane` of `lanes`' share of clearing what an earlier CTA of the

@@ -27,6 +27,8 @@ use vigil_shared::read_only::ReadOnlyRanges;
 use super::memory::GpuMemory;
 use super::report::Reporter;
 use crate::arch::ptx as arch;
+use crate::atomic::sealed::{ArchAnd, ArchOr};
+use vigil_shared::{Ordering as MemoryOrder, Scope};
 
 /// What every thread of a CTA needs to find its sanitizer state; it lives
 /// in the module's `.shared` block (`arch::cta_state`).
@@ -236,46 +238,69 @@ pub unsafe fn run_cta(args: LaunchArgs, body: impl FnOnce()) {
     exit();
 }
 
-/// The mask of `rt`'s regions held on SM `smid`.
+/// The mask of `rt`'s regions held on SM `smid`. Device-scoped atomics
+/// on it: only the device's CTAs claim its regions, and a `core` atomic
+/// would be system-scoped (a release of one a `MEMBAR.SYS`).
 #[inline(always)]
-fn region_mask(rt: &GpuRuntime, smid: u32) -> &'static AtomicU32 {
-    // SAFETY: the runtime's REGION_MASK_SMS region masks, live as long as
-    // the runtime.
-    unsafe { &*((rt.regions as *const AtomicU32).add((smid % REGION_MASK_SMS) as usize)) }
+fn region_mask(rt: &GpuRuntime, smid: u32) -> *mut u32 {
+    // SAFETY (of the offset): the runtime's REGION_MASK_SMS region masks,
+    // live as long as the runtime.
+    (rt.regions as *mut u32).wrapping_add((smid % REGION_MASK_SMS) as usize)
 }
 
-/// Claims the lowest free region of SM `smid` (its same-block memory,
-/// which no other running CTA holds until `release_region`). An SM holds
-/// at most [`REGIONS_PER_SM`] CTAs, so one is free; the loop only retries
-/// a bit another CTA of the SM took first.
+/// Claims a free region of SM `smid` (its same-block memory, which no
+/// other running CTA holds until `release_region`), trying region `guess`
+/// first: one round trip when it is free. A region taken already makes
+/// the returned mask name a free one to try next; an SM holds at most
+/// [`REGIONS_PER_SM`] CTAs, so one frees up. Setting a bit another CTA
+/// holds changes nothing.
 #[inline(always)]
-fn claim_region(rt: &GpuRuntime, smid: u32) -> u32 {
+fn claim_region(rt: &GpuRuntime, smid: u32, guess: u32) -> u32 {
     let mask = region_mask(rt, smid);
+    let mut bit = guess % REGIONS_PER_SM;
     loop {
-        let held = mask.load(Ordering::Relaxed);
-        let free = !held;
+        // Acquire: the region's previous holder finished with it.
+        // SAFETY: a region mask of the live runtime, 4-aligned.
+        let held = unsafe { u32::arch_or(mask, 1 << bit, MemoryOrder::Acquire, Scope::Device) };
+        if held & (1 << bit) == 0 {
+            return bit;
+        }
+        let free = !(held | 1 << bit);
         if free == 0 {
             core::hint::spin_loop();
-            continue;
-        }
-        let bit = free.trailing_zeros();
-        // Acquire: the region's previous holder finished with it.
-        if mask.fetch_or(1 << bit, Ordering::Acquire) & (1 << bit) == 0 {
-            return bit % REGIONS_PER_SM;
+        } else {
+            bit = free.trailing_zeros() % REGIONS_PER_SM;
         }
     }
+}
+
+/// The region a CTA tries first: its first warp's slot on the SM over the
+/// CTA's warps, distinct among the SM's resident CTAs when the SM gives
+/// each CTA consecutive slots, as it does.
+#[inline(always)]
+fn region_guess(lanes: u32) -> u32 {
+    arch::warp_slot() / lanes.div_ceil(32).max(1)
 }
 
 /// Gives the CTA's region back; everything it did in the region's
 /// memory is done (release).
 #[inline(always)]
 fn release_region(rt: &GpuRuntime, smid: u32, region: u32) {
-    region_mask(rt, smid).fetch_and(!(1 << region), Ordering::Release);
+    // SAFETY: a region mask of the live runtime, 4-aligned.
+    unsafe {
+        u32::arch_and(
+            region_mask(rt, smid),
+            !(1 << region),
+            MemoryOrder::Release,
+            Scope::Device,
+        )
+    };
 }
 
 /// Notes `anchor` in the launch's record (`launch_record::ANCHOR`) for
-/// the host, which completes the launch's site locations from it; every
-/// CTA writes the same value, the first one that finds it unset.
+/// the host, which completes the launch's site locations from it after
+/// the launch: the first block writes it (every block would write the
+/// same value), with no round trip.
 #[inline(always)]
 fn note_anchor(record: u64, anchor: u64) {
     // SAFETY: the record's anchor words, 8-aligned (records are multiples
@@ -283,9 +308,7 @@ fn note_anchor(record: u64, anchor: u64) {
     let at = unsafe {
         &*((record + 4 * launch_record::ANCHOR as u64) as *const core::sync::atomic::AtomicU64)
     };
-    if at.load(Ordering::Relaxed) == 0 {
-        at.store(anchor, Ordering::Relaxed);
-    }
+    at.store(anchor, Ordering::Relaxed);
 }
 
 #[inline(never)]
@@ -300,23 +323,33 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
     // SAFETY: the caller passes a live runtime.
     let rt = unsafe { &*(runtime as *const GpuRuntime) };
     let (lane, lanes) = lane();
-    super::block::reset_cta(lane, lanes, rt);
+    super::block::reset_cta(lane, lanes);
     if lane == 0 {
+        // Every load and the region's claim are issued before any of
+        // their results is used: the entry waits for one round trip.
+        let window = super::block::current_window(rt);
         // SAFETY: the launch's record, live for the launch: words the host
         // wrote before it.
         let rec =
             unsafe { core::slice::from_raw_parts(record as *const u32, launch_record::WORDS) };
         let count = rec[launch_record::COUNT];
         let flags = rec[launch_record::FLAGS];
+        let reports = u64::from(rec[launch_record::REPORTS])
+            | u64::from(rec[launch_record::REPORTS + 1]) << 32;
+        let launch_ref = rec[launch_record::TAG];
+        let device = rec[launch_record::DEVICE];
+        let smid = arch::smid();
+        let slot = claim_region(rt, smid, region_guess(lanes)) as u16;
+        let block = super::hooks::linear_block();
+        if block == 0 {
+            note_anchor(record, anchor);
+        }
         let serial = if flags & launch_flags::ONE_SERIAL != 0 {
             base
         } else {
-            base + super::hooks::linear_block()
+            base + block
         };
-        note_anchor(record, anchor);
-        let smid = arch::smid();
-        let reports = u64::from(rec[launch_record::REPORTS])
-            | u64::from(rec[launch_record::REPORTS + 1]) << 32;
+        super::block::set_window(window);
         let state = CtaState {
             runtime,
             record,
@@ -325,10 +358,10 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
             base,
             count,
             launch,
-            launch_ref: rec[launch_record::TAG],
-            device: rec[launch_record::DEVICE],
+            launch_ref,
+            device,
             smid,
-            slot: claim_region(rt, smid) as u16,
+            slot,
             pad: 0,
             read_only: ReadOnlyRanges::from_words(read_only),
         };
