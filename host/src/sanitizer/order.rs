@@ -20,6 +20,17 @@
 //! streams used it is gone (its buffers, and so the accesses of those
 //! serials, went with it); its serials go on from where they stopped, so
 //! records of its older serials stay ordered for all.
+//!
+//! A group of processes shares one engine memory (docs/src/design/groups.md),
+//! so its ranks must never hand out the same serial or launch-ring slot:
+//! rank `r` of `w` rents only lanes `k` with `k % w == r`
+//! ([`LaunchOrder::for_rank`], [`LaunchOrder::join_processes`]) and numbers
+//! its launches in the ring's `r`-th share of slots ([`ring_ref`]). What
+//! orders one rank's work after another's is the group's barrier: every
+//! rank joins every rank's host clock ([`LaunchOrder::group_barrier`]),
+//! and what a launch may forget is capped by what the last barrier ordered
+//! before every rank's later work (another rank's running launches are not
+//! known here).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -68,6 +79,9 @@ pub enum OrderError {
     LanesExhausted,
     /// A launch of more CTAs than a lane has serials.
     TooManyCtas(u64),
+    /// A process joins a group of processes after it planned sanitized
+    /// work of its own (its serials may be another rank's).
+    Started,
 }
 
 impl fmt::Display for OrderError {
@@ -83,6 +97,11 @@ impl fmt::Display for OrderError {
                 f,
                 "a sanitized launch of {n} blocks is larger than the sanitizer can name ({} at most)",
                 lane_end(1) - lane_start(1)
+            ),
+            OrderError::Started => write!(
+                f,
+                "the race sanitizer of this process already planned sanitized work: a process \
+                 joins its group before its first sanitized launch or allocation"
             ),
         }
     }
@@ -135,6 +154,12 @@ pub struct LaunchOrder {
     floor: LaneBounds,
     /// Renewals so far.
     renewals: u64,
+    /// Launch-ring numbers handed out so far ([`LaunchOrder::next_ring`]).
+    rings: u64,
+    /// In a group of processes: what the last group barrier ordered
+    /// before every rank's later work (what a launch may forget is capped
+    /// by it: another rank's launches still running are not known here).
+    group: Option<LaneBounds>,
 }
 
 impl Default for LaunchOrder {
@@ -149,9 +174,13 @@ impl LaunchOrder {
         Self::for_rank(0, 1)
     }
 
-    /// The planner of rank `rank` of `world` processes sharing memory:
-    /// it rents only lanes `k` with `k % world == rank`.
+    /// The planner of rank `rank` of `world` processes sharing one engine
+    /// memory: it rents only lanes `k` with `k % world == rank`, takes
+    /// launch-ring slots of the ring's `rank`-th share only
+    /// ([`ring_ref`]), never renews, and forgets nothing another rank may
+    /// still race with ([`LaunchOrder::group_barrier`]).
     pub fn for_rank(rank: usize, world: usize) -> Self {
+        let world = world.max(1);
         LaunchOrder {
             lanes: [Lane::default(); LANES],
             devices: LaneDevices::default(),
@@ -161,9 +190,50 @@ impl LaunchOrder {
             pending: Vec::new(),
             ended: LaneBounds::NONE,
             dropped: HashMap::new(),
-            lane_filter: (rank, world.max(1)),
+            lane_filter: (rank % world, world),
             floor: LaneBounds::NONE,
             renewals: 0,
+            rings: 0,
+            group: (world > 1).then_some(LaneBounds::NONE),
+        }
+    }
+
+    /// Makes this (the process's) order rank `rank` of `world` processes
+    /// sharing one engine memory, as [`LaunchOrder::for_rank`]; refused
+    /// ([`OrderError::Started`]) once it handed out a serial or a ring
+    /// number as another rank or alone. Joining the same group again is
+    /// a no-op.
+    pub fn join_processes(&mut self, rank: usize, world: usize) -> Result<(), OrderError> {
+        let world = world.max(1);
+        if self.lane_filter == (rank % world, world) {
+            return Ok(());
+        }
+        if self.rings > 0 || self.lanes.iter().any(|l| l.next != 0) {
+            return Err(OrderError::Started);
+        }
+        self.lane_filter = (rank % world, world);
+        self.group = (world > 1).then_some(LaneBounds::NONE);
+        Ok(())
+    }
+
+    /// The launch-ring number ([`ring_ref`]) of the next launch this
+    /// order plans, for a ring of `slots` slots.
+    pub fn next_ring(&mut self, slots: u32) -> u32 {
+        let (rank, world) = self.lane_filter;
+        let r = ring_ref(self.rings, rank as u32, world as u32, slots);
+        self.rings += 1;
+        r
+    }
+
+    /// A barrier of the whole group of processes: every rank's host
+    /// waited for its work before it and published its host clock, and
+    /// `all` joins those clocks. Context `owner`'s later launches are
+    /// ordered after it, and it is what every rank's later launches
+    /// follow, so what it covers may be forgotten.
+    pub fn group_barrier(&mut self, owner: Owner, all: &LaneBounds) {
+        self.join_host(owner, all);
+        if let Some(floor) = &mut self.group {
+            floor.join(all);
         }
     }
 
@@ -307,6 +377,11 @@ impl LaunchOrder {
         self.pending.push((bounds, lane, base + count));
         let mut global = self.global();
         global.join(&self.floor);
+        if let Some(floor) = &self.group {
+            for (g, f) in global.0.iter_mut().zip(floor.0.iter()) {
+                *g = (*g).min(*f);
+            }
+        }
         Ok(PlannedLaunch {
             base,
             count,
@@ -441,6 +516,23 @@ impl LaunchOrder {
         let lanes = &self.lanes;
         self.pending.retain(|p| !lanes[p.1].retired);
     }
+}
+
+/// The launch-ring number of the `n`-th launch (from 0) planned by rank
+/// `rank` of `world` processes sharing one ring of `slots` slots (a power
+/// of two): never 0 (no launch), in slot `r % slots` of the rank's own
+/// share (`slots / world` slots from `rank * (slots / world)`), and
+/// distinct from every number the rank handed out in the last
+/// `(slots / world) * (2^32 / slots - 1)` launches. A slot is reused by its
+/// own rank only, after `slots / world` launches, as by a process alone.
+pub fn ring_ref(n: u64, rank: u32, world: u32, slots: u32) -> u32 {
+    let world = u64::from(world.clamp(1, slots.max(1)));
+    let slots = u64::from(slots.max(1));
+    let share = slots / world;
+    let turns = (1u64 << 32) / slots - 1;
+    let turn = (n / share) % turns + 1;
+    let slot = u64::from(rank) % world * share + n % share;
+    (turn * slots + slot) as u32
 }
 
 #[cfg(test)]
@@ -611,5 +703,188 @@ mod tests {
         // Nothing of a context gone holds back what may be forgotten.
         o.launch(StreamId(7), 1, 0, 1).unwrap();
         assert!(o.pending.len() <= 2, "{} launches pending", o.pending.len());
+    }
+}
+
+/// A group of processes' ranks, each planning with its own
+/// [`LaunchOrder::for_rank`], checked against what the group's
+/// synchronisation says: serials and ring slots never collide, a
+/// group barrier orders every rank's earlier work before the group
+/// context's later launches, nothing else orders one rank's work
+/// before another's, and nothing issued since the last barrier is ever
+/// forgettable (another rank may still race with it).
+#[cfg(test)]
+mod group_tests {
+    use super::*;
+    use proptest::prelude::*;
+    use vigil_shared::race::serial::lane_of;
+
+    /// Ring slots of the GPU's launch ring.
+    const SLOTS: u32 = 1 << 16;
+    /// The group's context on every rank; the other context never joins.
+    const GROUP: Owner = 0;
+    const OTHER: Owner = 1;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        /// A launch of `count` CTAs on rank `rank`'s stream `stream`
+        /// (streams 0 and 1: the group context's; 2: the other's).
+        Launch { rank: usize, stream: u64, count: u32 },
+        /// Rank `rank`'s host waits for one of its streams.
+        Sync { rank: usize, stream: u64 },
+        /// Rank `rank` drops a stream (a new one gets its id).
+        Drop { rank: usize, stream: u64 },
+        /// The group barrier.
+        Barrier,
+    }
+
+    fn op(world: usize) -> impl Strategy<Value = Op> {
+        prop_oneof![
+            6 => (0..world, 0..3u64, 1..3000u32)
+                .prop_map(|(rank, stream, count)| Op::Launch { rank, stream, count }),
+            2 => (0..world, 0..3u64).prop_map(|(rank, stream)| Op::Sync { rank, stream }),
+            1 => (0..world, 0..3u64).prop_map(|(rank, stream)| Op::Drop { rank, stream }),
+            1 => Just(Op::Barrier),
+        ]
+    }
+
+    fn owner_of(stream: u64) -> Owner {
+        if stream < 2 {
+            GROUP
+        } else {
+            OTHER
+        }
+    }
+
+    /// A launch as the test remembers it.
+    struct Issued {
+        rank: usize,
+        owner: Owner,
+        plan: PlannedLaunch,
+        ring: u32,
+        /// Group barriers before it.
+        epoch: usize,
+    }
+
+    fn orders(l: &PlannedLaunch, s: Serial) -> bool {
+        let bound = if lane_of(s) == lane_of(l.base) {
+            l.base
+        } else {
+            l.bounds.0[lane_of(s)]
+        };
+        s < bound
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        #[test]
+        fn ranks_never_collide_and_order_only_through_barriers(
+            world in 2usize..=8,
+            ops in proptest::collection::vec(op(8), 200..1500),
+        ) {
+            let mut ranks: Vec<LaunchOrder> =
+                (0..world).map(|r| LaunchOrder::for_rank(r, world)).collect();
+            let mut issued: Vec<Issued> = Vec::new();
+            let mut epoch = 0;
+            for op in ops {
+                match op {
+                    Op::Launch { rank, stream, count } => {
+                        let rank = rank % world;
+                        let o = &mut ranks[rank];
+                        let owner = owner_of(stream);
+                        let plan = match o.launch(StreamId(stream), owner, rank as u32, count) {
+                            Ok(p) => p,
+                            Err(OrderError::LanesExhausted) => {
+                                // Dropped streams' lanes come back once waited for.
+                                o.sync_owner(GROUP);
+                                o.sync_owner(OTHER);
+                                o.launch(StreamId(stream), owner, rank as u32, count).unwrap()
+                            }
+                            Err(e) => panic!("{e}"),
+                        };
+                        let ring = o.next_ring(SLOTS);
+                        issued.push(Issued { rank, owner, plan, ring, epoch });
+                    }
+                    Op::Sync { rank, stream } => {
+                        ranks[rank % world].sync_stream(owner_of(stream), StreamId(stream));
+                    }
+                    Op::Drop { rank, stream } => ranks[rank % world].drop_stream(StreamId(stream)),
+                    Op::Barrier => {
+                        let mut all = LaneBounds::NONE;
+                        for o in &mut ranks {
+                            o.sync_owner(GROUP);
+                            all.join(&o.host_clock(GROUP));
+                        }
+                        for o in &mut ranks {
+                            o.group_barrier(GROUP, &all);
+                        }
+                        epoch += 1;
+                    }
+                }
+            }
+            // Serials: disjoint ranges, each in a lane of its rank.
+            let mut ranges: Vec<(Serial, Serial)> =
+                issued.iter().map(|l| (l.plan.base, l.plan.base + l.plan.count)).collect();
+            ranges.sort_unstable();
+            for w in ranges.windows(2) {
+                prop_assert!(w[0].1 <= w[1].0, "serials {:?} and {:?} overlap", w[0], w[1]);
+            }
+            let share = SLOTS as usize / world;
+            let mut rings = std::collections::HashSet::new();
+            for l in &issued {
+                prop_assert_eq!(lane_of(l.plan.base) % world, l.rank);
+                prop_assert_eq!(lane_of(l.plan.base + l.plan.count - 1), lane_of(l.plan.base));
+                // Ring numbers: unique, never 0, in the rank's share.
+                prop_assert!(l.ring != 0 && rings.insert(l.ring));
+                prop_assert_eq!((l.ring % SLOTS) as usize / share, l.rank);
+            }
+            for (i, l) in issued.iter().enumerate() {
+                for m in &issued[..i] {
+                    let first = m.plan.base;
+                    let last = m.plan.base + m.plan.count - 1;
+                    if m.rank != l.rank {
+                        // Across ranks, only a barrier orders, and it
+                        // orders everything the group's context did.
+                        let barrier = m.epoch < l.epoch;
+                        if barrier && m.owner == GROUP && l.owner == GROUP {
+                            prop_assert!(orders(&l.plan, last), "a barrier between");
+                        }
+                        if !barrier {
+                            prop_assert!(!orders(&l.plan, first), "no barrier between");
+                        }
+                    }
+                    // Issued since the last barrier: another rank may
+                    // still race with it, so it is never forgotten.
+                    if m.epoch == l.epoch {
+                        prop_assert!(first >= l.plan.global.0[lane_of(first)]);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_process_joins_its_group_before_planning_anything() {
+        let mut o = LaunchOrder::new();
+        o.join_processes(1, 4).unwrap();
+        o.join_processes(1, 4).unwrap();
+        let l = o.launch(StreamId(1), 1, 1, 8).unwrap();
+        assert_eq!(lane_of(l.base) % 4, 1);
+        assert_eq!(o.join_processes(2, 4), Err(OrderError::Started));
+        assert!(OrderError::Started.to_string().contains("before its first"));
+        let mut fresh = LaunchOrder::new();
+        fresh.next_ring(SLOTS);
+        assert_eq!(fresh.join_processes(0, 2), Err(OrderError::Started));
+    }
+
+    #[test]
+    fn ring_numbers_of_a_process_alone_are_consecutive_slots() {
+        let refs: Vec<u32> = (0..5).map(|n| ring_ref(n, 0, 1, SLOTS)).collect();
+        assert_eq!(refs, [SLOTS, SLOTS + 1, SLOTS + 2, SLOTS + 3, SLOTS + 4]);
+        // A slot comes back to its rank only after its share went round.
+        let (share, w) = (SLOTS / 4, 4);
+        assert_eq!(ring_ref(0, 3, w, SLOTS) % SLOTS, 3 * share);
+        assert_eq!(ring_ref(u64::from(share), 3, w, SLOTS) % SLOTS, 3 * share);
+        assert_ne!(ring_ref(u64::from(share), 3, w, SLOTS), ring_ref(0, 3, w, SLOTS));
     }
 }
