@@ -141,7 +141,7 @@ impl ProcessGroup {
             Some(pool) => group_sanitizer(&ctx, pool.vmm(), rank, world)?,
             None => {
                 let config = SanitizerConfig::builder().shareable_handles(true).build()?;
-                Vmm::new(&ctx, config)?
+                Vmm::without_engine(&ctx, config)?
             }
         };
         let stream = Stream::new(&ctx)?;

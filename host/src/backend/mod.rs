@@ -278,7 +278,13 @@ impl Backend {
     /// sanitized work alone.
     pub(crate) fn join_sanitizer_processes(&self, rank: u32, world: u32) -> Result<()> {
         match self {
-            Backend::Cuda(c) => c.gpu_sanitizer()?.join_processes(rank, world),
+            Backend::Cuda(c) => {
+                // The order first: nothing may plan a launch as this
+                // process alone once its sanitizer works on the group's
+                // tables.
+                cuda::sanitizer::join_process_order(rank, world)?;
+                c.gpu_sanitizer()?.use_allocator_tables()
+            }
             Backend::Cpu(_) => Err(self.gpu_only("a sanitized group of processes")),
         }
     }

@@ -43,6 +43,21 @@ use crate::sanitizer::order::launch_order;
 use vigil_shared::race::serial::LaneBounds;
 use vigil_shared::race::LaneDevices;
 
+/// Makes the process's launch order that of rank `rank` of `world`
+/// processes sharing one race engine: it rents that rank's serial lanes
+/// and launch-ring slots only. Before the process's first sanitized
+/// launch ([`GroupProblem::SanitizerStarted`] after).
+pub(crate) fn join_process_order(rank: u32, world: u32) -> Result<()> {
+    lock(launch_order())
+        .join_processes(rank as usize, world as usize)
+        .map_err(|e| {
+            Error::Group(GroupProblem::SanitizerStarted {
+                rank,
+                reason: e.to_string(),
+            })
+        })
+}
+
 /// Makes `members` (one sanitizer and context owner per device, the
 /// group's first first) one group: every member runs the race engine on
 /// the first's memory, and a host wait of any member's context orders
@@ -85,19 +100,10 @@ impl GpuSanitizer {
         self.runtime.write(as_bytes(&desc))
     }
 
-    /// Makes this device's sanitizer rank `rank` of `world` processes
-    /// sharing one race engine: the process's launch order rents that
-    /// rank's lanes and ring slots only, and the descriptor names the
-    /// group's tables (the first rank's region, imported by the join).
-    pub(crate) fn join_processes(&self, rank: u32, world: u32) -> Result<()> {
-        lock(launch_order())
-            .join_processes(rank as usize, world as usize)
-            .map_err(|e| {
-                Error::Group(GroupProblem::SanitizerStarted {
-                    rank,
-                    reason: e.to_string(),
-                })
-            })?;
+    /// Points this device's descriptor at the engine tables the shadow
+    /// allocator names for it: in a group of processes, the first rank's
+    /// (imported by the join).
+    pub(crate) fn use_allocator_tables(&self) -> Result<()> {
         let tables = self.pool.vmm().engine_tables(self.device.ordinal())?;
         if tables != self.tables() {
             self.use_tables(&tables)?;

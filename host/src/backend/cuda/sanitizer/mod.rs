@@ -43,7 +43,7 @@ mod renew;
 mod resolve;
 mod window;
 
-pub(crate) use group::join_group;
+pub(crate) use group::{join_group, join_process_order};
 use range_checks::RangeState;
 pub(crate) use range_checks::{RangeCheck, RangeEntry};
 
@@ -356,7 +356,12 @@ impl GpuSanitizer {
         // with the group's other processes, whose lanes they write.
         let devices = *lock(launch_order()).devices();
         let table = lock(&self.desc).lane_devices;
-        for (k, (now, was)) in devices.0.iter().zip(st.lane_devices.0.iter_mut()).enumerate() {
+        for (k, (now, was)) in devices
+            .0
+            .iter()
+            .zip(st.lane_devices.0.iter_mut())
+            .enumerate()
+        {
             if now != was {
                 *was = *now;
                 let at = table + k as u64;

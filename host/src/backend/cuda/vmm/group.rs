@@ -8,8 +8,8 @@
 //! clocks ranks publish at a group barrier.
 
 use super::super::AsCudaDevice;
-use super::runtime_state::{self, EngineTables, RegionHeader, RegionLayout, TABLES_RANK};
 use super::physical::PhysOps;
+use super::runtime_state::{self, EngineTables, RegionHeader, RegionLayout, TABLES_RANK};
 use super::{lock, physical, Vmm, VmmError, VmmResult};
 use vigil_shared::race::serial::LANES;
 
@@ -58,10 +58,7 @@ impl Vmm {
     /// [`VmmError::NoRuntimeState`]), otherwise the device's own.
     pub fn engine_tables(&self, ordinal: usize) -> VmmResult<EngineTables> {
         let own = self.runtime_of(ordinal)?;
-        let in_processes = self
-            .config()
-            .process_rank()
-            .is_some_and(|p| p.world > 1);
+        let in_processes = self.config().process_rank().is_some_and(|p| p.world > 1);
         let holder = if in_processes {
             lock(&self.shared.runtime)
                 .get(TABLES_RANK as usize)

@@ -126,6 +126,9 @@ pub(crate) struct Shared {
     pub launch_epoch: AtomicU64,
     /// Caching pools may skip resetting a clean shadow.
     pub lazy_reset: AtomicBool,
+    /// Runtime-state regions hold the race engine's tables (see
+    /// [`Vmm::without_engine`]).
+    pub engine: bool,
     pub state: Mutex<State>,
     pub devices: Mutex<HashMap<usize, Arc<DeviceEntry>>>,
     /// Indexed by rank.
@@ -170,6 +173,22 @@ impl Vmm {
     /// with [`VmmError::NoVmmSupport`] on a device without virtual memory
     /// management. Nothing is mapped until the first allocation.
     pub fn new(ctx: &impl AsCudaDevice, config: SanitizerConfig) -> VmmResult<Vmm> {
+        Vmm::with_engine(ctx, config, true)
+    }
+
+    /// [`Vmm::new`] for memory no race engine checks (plain symmetric
+    /// buffers of a group of processes): its runtime-state regions hold
+    /// only their header and barrier clocks, not the engine's tables
+    /// (about 130 MiB a device).
+    pub fn without_engine(ctx: &impl AsCudaDevice, config: SanitizerConfig) -> VmmResult<Vmm> {
+        Vmm::with_engine(ctx, config, false)
+    }
+
+    fn with_engine(
+        ctx: &impl AsCudaDevice,
+        config: SanitizerConfig,
+        engine: bool,
+    ) -> VmmResult<Vmm> {
         let ctx = ctx.cuda_device()?;
         ctx.bind()?;
         check_vmm_support(ctx)?;
@@ -188,6 +207,7 @@ impl Vmm {
                 frozen: AtomicBool::new(false),
                 launch_epoch: AtomicU64::new(0),
                 lazy_reset: AtomicBool::new(false),
+                engine,
                 state: Mutex::new(State {
                     buddy,
                     live: HashMap::new(),
@@ -307,7 +327,8 @@ impl Vmm {
                     ordinal,
                     rank,
                     num_ranks,
-                    tables: !in_processes || rank == runtime_state::TABLES_RANK,
+                    tables: self.shared.engine
+                        && (!in_processes || rank == runtime_state::TABLES_RANK),
                     pool_records: config.shadow_pool_records(),
                     granularity,
                     shareable,

@@ -33,7 +33,9 @@ use bytemuck::{Pod, Zeroable};
 use std::mem::size_of;
 use vigil_shared::gpu::{GpuRuntime, LAUNCH_RECORD_BYTES, LAUNCH_RING_SLOTS};
 use vigil_shared::race::cta::LaneDevices;
-use vigil_shared::race::knowledge::{header as arena_header, ARENA_HEADER_WORDS, EXIT_HEADER_WORDS};
+use vigil_shared::race::knowledge::{
+    header as arena_header, ARENA_HEADER_WORDS, EXIT_HEADER_WORDS,
+};
 use vigil_shared::race::memory::MAX_SC_DEVICES;
 use vigil_shared::race::record::{pool_header, POOL_HEADER_WORDS, RECORD_WORDS};
 use vigil_shared::race::serial::{LaneBounds, LANES};
@@ -487,7 +489,10 @@ mod tests {
             RegionLayout::barrier_clock(3),
             BARRIER_OFFSET + BARRIER_CLOCK_BYTES
         );
-        assert_eq!((h.format, h.lanes, h.world), (REGION_FORMAT, LANES as u32, 2));
+        assert_eq!(
+            (h.format, h.lanes, h.world),
+            (REGION_FORMAT, LANES as u32, 2)
+        );
     }
 
     /// The initial headers are the engine's empty tables.
