@@ -229,13 +229,16 @@ impl ProcessGroup {
 
     /// The host's group barrier, collective: waits until this rank's
     /// work on its context has finished (bounded by the context's launch
-    /// timeout), then until every rank has called it (bounded by
+    /// timeout, or the group's timeout when the context has none: a
+    /// kernel that waits for a rank that died ends as
+    /// [`Error::Timeout`]), then until every rank has called it (bounded by
     /// [`ProcessGroup::timeout`]; [`Error::Rendezvous`] names the ranks
     /// that never came, or one that died). Sanitized, it orders: every
     /// rank's later launches come after every rank's work before it.
     /// Races found meanwhile stay for the context's next collection.
     pub fn barrier(&self) -> Result<()> {
-        self.ctx.backend().synchronize(self.ctx.launch_timeout())?;
+        let limit = self.ctx.launch_timeout().or(Some(self.timeout));
+        self.ctx.backend().synchronize(limit)?;
         let (n, rendezvous) = self.rendezvous();
         if self.sanitized {
             let clock = self.ctx.backend().host_clock()?;
