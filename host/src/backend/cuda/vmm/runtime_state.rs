@@ -34,7 +34,7 @@ use std::mem::size_of;
 use vigil_shared::gpu::{GpuRuntime, LAUNCH_RECORD_BYTES, LAUNCH_RING_SLOTS};
 use vigil_shared::race::cta::LaneDevices;
 use vigil_shared::race::knowledge::{
-    header as arena_header, ARENA_HEADER_WORDS, EXIT_HEADER_WORDS,
+    header as arena_header, ARENA_HEADER_WORDS, EXIT_HEADER_WORDS, MAX_ARENA_WORDS,
 };
 use vigil_shared::race::memory::MAX_SC_DEVICES;
 use vigil_shared::race::record::{pool_header, POOL_HEADER_WORDS, RECORD_WORDS};
@@ -180,7 +180,7 @@ impl TableLayout {
         pool[pool_header::CAPACITY] = self.pool.bytes / (RECORD_WORDS as u64 * 8);
         let mut arena = [0u32; ARENA_HEADER_WORDS];
         arena[arena_header::CURSOR] = ARENA_HEADER_WORDS as u32;
-        arena[arena_header::CAPACITY] = (self.arena.bytes / 4) as u32;
+        arena[arena_header::CAPACITY] = (self.arena.bytes / 4).min(MAX_ARENA_WORDS as u64) as u32;
         arena[arena_header::GENERATION] = 1;
         let mut exits = [0u32; EXIT_HEADER_WORDS];
         exits[1] = EXIT_ENTRIES as u32;
@@ -495,32 +495,42 @@ mod tests {
         );
     }
 
-    /// The initial headers are the engine's empty tables.
+    /// The initial headers are what the engine's own initialisation
+    /// writes into empty tables.
     #[test]
     fn the_tables_start_empty() {
+        use std::sync::atomic::{AtomicU32, AtomicU64};
         use vigil_shared::atomic::CoreAtomics;
         use vigil_shared::race::knowledge::Arena;
         use vigil_shared::race::record::Pool;
         let t = TableLayout::new(64);
-        let images = t.headers();
-        let pool: Vec<std::sync::atomic::AtomicU64> =
-            (0..t.pool.bytes / 8).map(|_| Default::default()).collect();
+        let pool: Vec<AtomicU64> = (0..t.pool.bytes / 8).map(|_| Default::default()).collect();
         Pool::<CoreAtomics>::init(&pool);
-        let want: Vec<u8> = pool[..POOL_HEADER_WORDS]
-            .iter()
-            .flat_map(|w| w.load(std::sync::atomic::Ordering::Relaxed).to_ne_bytes())
-            .collect();
-        assert_eq!(images[0], (t.pool.offset, want));
-        let exits: Vec<std::sync::atomic::AtomicU32> =
-            (0..t.exits.bytes / 4).map(|_| Default::default()).collect();
+        let arena: Vec<AtomicU32> = (0..t.arena.bytes / 4).map(|_| Default::default()).collect();
+        Arena::<CoreAtomics>::init(&arena, 1);
+        let exits: Vec<AtomicU32> = (0..t.exits.bytes / 4).map(|_| Default::default()).collect();
         Arena::<CoreAtomics>::init_exits(&exits);
-        let want: Vec<u8> = exits[..EXIT_HEADER_WORDS]
-            .iter()
-            .flat_map(|w| w.load(std::sync::atomic::Ordering::Relaxed).to_ne_bytes())
-            .collect();
-        assert_eq!(images[2], (t.exits.offset, want));
-        let arena: [u32; ARENA_HEADER_WORDS] = bytemuck::pod_read_unaligned(&images[1].1);
-        assert_eq!(arena[arena_header::CURSOR], ARENA_HEADER_WORDS as u32);
-        assert_eq!(arena[arena_header::GENERATION], 1);
+        let pool: Vec<u64> = pool.into_iter().map(AtomicU64::into_inner).collect();
+        let [arena, exits] = [arena, exits].map(|w| {
+            w.into_iter()
+                .map(AtomicU32::into_inner)
+                .collect::<Vec<u32>>()
+        });
+        let want: [(u64, &[u8]); 3] = [
+            (
+                t.pool.offset,
+                bytemuck::cast_slice(&pool[..POOL_HEADER_WORDS]),
+            ),
+            (
+                t.arena.offset,
+                bytemuck::cast_slice(&arena[..ARENA_HEADER_WORDS]),
+            ),
+            (
+                t.exits.offset,
+                bytemuck::cast_slice(&exits[..EXIT_HEADER_WORDS]),
+            ),
+        ];
+        let got = t.headers();
+        assert!(got.iter().map(|(at, b)| (*at, b.as_slice())).eq(want));
     }
 }
