@@ -270,9 +270,9 @@ fn sanitized_rank(rank: u32, socket: &str) {
     let stream = group.stream();
 
     // A relaxed flag: rank 1 reads after rank 0 wrote, unordered. Rank 1
-    // finds it (its read is second), naming both ranks; the earlier
-    // access's site is in rank 0's process, so it is named by rank, SM
-    // and slot.
+    // finds it (its read is second) on the ranks' one race engine, naming
+    // both ranks; the earlier access's kernel and line are in rank 0's
+    // process, so it is named by its rank.
     let races = flag_handoff(&group, &handoff, RELAXED);
     if rank == 1 {
         let got: Vec<_> = races

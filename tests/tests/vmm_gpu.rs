@@ -11,13 +11,13 @@
 use std::sync::{Mutex, MutexGuard};
 use vigil::unstable::sys;
 use vigil::unstable::vmm::layout::{
-    global_state_of, round_up, shadow_address, shadow_bytes_for, PER_DEVICE_STATE_STRIDE,
-    REAL_CAPACITY, RESERVE_BYTES, THREAD_STATES_OFFSET,
+    round_up, shadow_address, shadow_bytes_for, PER_DEVICE_STATE_STRIDE, REAL_CAPACITY,
+    RESERVE_BYTES,
 };
+use vigil::unstable::vmm::runtime_state::{RegionHeader, RegionLayout, REGION_FORMAT};
 use vigil::unstable::vmm::{Allocation, CachingPool, SanitizerConfig, Vmm, VmmError};
 use vigil::{Context, LaunchConfig, Module, ParamBuffer, Stream};
 use vigil_kernels::tests::{copy_inc, fill_pattern, pattern};
-use vigil_shared::abi::{GlobalState, ThreadStateHeader};
 use vigil_tests::KERNELS_PTX;
 
 const MIB: u64 = 1 << 20;
@@ -265,51 +265,30 @@ fn runtime_state_is_written_at_the_rank_stride(ctx: &Context) {
         0,
         "reservation aligned to 1 TiB"
     );
-    let gs = g.vmm.global_state(g.ctx.ordinal()).unwrap();
+    let header = g.vmm.region_header(g.ctx.ordinal()).unwrap();
     let base = g.vmm.runtime_state_ptr(g.ctx.ordinal()).unwrap();
     assert_eq!(base % PER_DEVICE_STATE_STRIDE, 0);
     assert_eq!(
         base,
         g.vmm.globals_base() + g.ctx.ordinal() as u64 * PER_DEVICE_STATE_STRIDE
     );
-    assert_eq!(gs.reserve_base, g.vmm.reserve_base());
-    assert_eq!(gs.globals_base, g.vmm.globals_base());
-    assert_eq!(gs.num_sms, g.ctx.sm_count(), "one state per SM");
-    assert_eq!(gs.num_threads, gs.num_sms * gs.num_devices);
+    assert_eq!(header.format, REGION_FORMAT);
+    assert_eq!(header.reserve_base, g.vmm.reserve_base());
+    assert_eq!(header.globals_base, g.vmm.globals_base());
+    assert_eq!(header.tables, 1, "a device alone holds its engine tables");
     assert_eq!(
-        gs.clock_buffer_size,
-        SanitizerConfig::default().clock_buffer_size()
+        header.pool_records,
+        SanitizerConfig::default().shadow_pool_records()
     );
-    assert_eq!(gs.rng_seed, SanitizerConfig::default().seed());
     let raw = read_u32(&g.stream, base, 16);
-    let on_device: GlobalState = bytemuck::pod_read_unaligned(bytemuck::cast_slice(&raw));
-    assert_eq!(on_device, gs);
-    let sm = gs.num_sms - 1;
-    let ts = base + THREAD_STATES_OFFSET + sm as u64 * gs.thread_state_bytes as u64;
-    assert_eq!(global_state_of(ts), base, "pointer-mask trick");
-    let header = read_u32(
-        &g.stream,
-        ts,
-        ThreadStateHeader::WORDS as u64 + gs.num_threads as u64,
-    );
-    let tid = g.ctx.ordinal() as u32 * gs.num_sms + sm;
-    assert_eq!(header[ThreadStateHeader::TID_WORD], tid);
-    assert_eq!(
-        header[ThreadStateHeader::WORDS + tid as usize],
-        1,
-        "own epoch starts at 1"
-    );
-    let pool_header = read_u32(&g.stream, gs.pool_base, 4);
-    assert_eq!(pool_header[1], gs.pool_capacity);
-    g.vmm
-        .set_report_buffer(g.ctx.ordinal(), 0xdead_0000, 7)
-        .unwrap();
-    let raw = read_u32(&g.stream, base, 16);
-    let on_device: GlobalState = bytemuck::pod_read_unaligned(bytemuck::cast_slice(&raw));
-    assert_eq!(
-        (on_device.report_buffer, on_device.report_capacity),
-        (0xdead_0000, 7)
-    );
+    let on_device: RegionHeader = bytemuck::pod_read_unaligned(bytemuck::cast_slice(&raw));
+    assert_eq!(on_device, header);
+    // The record pool starts empty: its next record 1, its capacity the
+    // records plus the header record.
+    let tables = RegionLayout::of(&header).tables.unwrap();
+    let pool_header = read_u32(&g.stream, base + tables.pool.offset, 4);
+    assert_eq!(pool_header[0], 1);
+    assert_eq!(pool_header[2], header.pool_records + 1);
     g.vmm.free(a.ptr, &g.stream).unwrap();
 }
 
@@ -558,8 +537,8 @@ fn export_import_round_trip_in_one_process(ctx: &Context) {
     let at = third.runtime_state_of_rank(rt.rank).unwrap();
     assert_eq!(at % PER_DEVICE_STATE_STRIDE, 0);
     let raw = read_u32(&g.stream, at, 16);
-    let seen: GlobalState = bytemuck::pod_read_unaligned(bytemuck::cast_slice(&raw));
-    assert_eq!(seen, g.vmm.global_state(g.ctx.ordinal()).unwrap());
+    let seen: RegionHeader = bytemuck::pod_read_unaligned(bytemuck::cast_slice(&raw));
+    assert_eq!(seen, g.vmm.region_header(g.ctx.ordinal()).unwrap());
     assert_eq!(imported, seen, "the import returns what the owner wrote");
     assert!(matches!(
         third.import_runtime_state(&g.ctx, &rt),
@@ -648,17 +627,6 @@ fn bad_input_is_a_typed_error(ctx: &Context) {
         outside.alloc(s, 1),
         Err(VmmError::NotInTopology { .. })
     ));
-    // Runtime state too large for the 1 GiB stride: 32 ranks of this GPU's SMs.
-    let huge = SanitizerConfig::builder()
-        .device_ranks((0..32).collect())
-        .clock_buffer_size(4096)
-        .build()
-        .unwrap();
-    let big = Vmm::new(&g.ctx, huge).unwrap();
-    match big.alloc(s, 1) {
-        Err(e @ VmmError::RuntimeStateTooLarge { .. }) => eprintln!("  typed error: {e}"),
-        r => panic!("expected RuntimeStateTooLarge, got {r:?}"),
-    }
     assert_eq!(vmm.live_allocations(), 0);
 }
 

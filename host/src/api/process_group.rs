@@ -16,17 +16,26 @@
 //!   process and a kernel in any process checks and updates the one shadow
 //!   of the word it touches;
 //! - at [`ProcessGroup::join`] the sanitizer's runtime state is made for
-//!   the group (this process's rank, clocks as long as every rank's
-//!   threads, so thread ids are unique across the group) and the ranks
-//!   exchange it: every rank's thread states (clocks, release snapshots)
-//!   mapped at the rank's stride in every process, and rank 0's
-//!   inflated-record pool shared by all (`vmm::group`);
+//!   the group (this process's rank) and the ranks exchange it: every
+//!   rank's region mapped at the rank's stride in every process. Rank 0's
+//!   region holds the race engine's tables (record pool, snapshot arena,
+//!   exit log, launch ring, site table, SC-fence accumulators,
+//!   lane-to-device table), made and initialised by rank 0; every rank's
+//!   sanitizer works on them, so a shadow cell, a release head or a launch
+//!   means the same in every process. Each rank plans its launches with
+//!   serial lanes and launch-ring slots of its own
+//!   (`LaunchOrder::join_processes`), so they never collide;
 //! - [`ProcessGroup::barrier`] carries happens-before: each rank publishes
-//!   its host clock in its runtime state and joins the others'.
+//!   its host clock in its region and joins every rank's, so every rank's
+//!   later launches are ordered after every rank's work before it.
+//!   Nothing else orders one rank's work before another's but the
+//!   kernels' own synchronisation through memory.
 //!
 //! A race names both ranks (as devices) and this process's access site;
-//! the other process's access is named by its rank, SM and slot (its
-//! source location and kernel live in that process's memory).
+//! the other process's access is named by its rank (its source location
+//! and kernel live in that process's memory). Every wait across processes
+//! is bounded: a rendezvous by [`ProcessGroup::timeout`], a kernel by the
+//! context's launch timeout.
 use super::context::Context;
 use super::sanitized_group::join_runtime;
 use super::stream::Stream;
@@ -132,7 +141,7 @@ impl ProcessGroup {
             Some(pool) => group_sanitizer(&ctx, pool.vmm(), rank, world)?,
             None => {
                 let config = SanitizerConfig::builder().shareable_handles(true).build()?;
-                Vmm::new(&ctx, config)?
+                Vmm::without_engine(&ctx, config)?
             }
         };
         let stream = Stream::new(&ctx)?;
@@ -155,7 +164,8 @@ impl ProcessGroup {
 
     /// Exchanges the sanitizer's runtime state with every rank: each
     /// peer's region mapped at its rank, checked to be laid out like this
-    /// one, then the group's one pool adopted. Undone on any error.
+    /// one, then the sanitizer started on rank 0's engine tables with this
+    /// rank's serial lanes. Undone on any error.
     fn join_runtime_states(&self) -> Result<()> {
         let ordinal = self.ctx.ordinal();
         self.vmm.prepare_device(&self.ctx)?;
@@ -176,19 +186,16 @@ impl ProcessGroup {
                 device: ordinal,
                 bytes: size & !SANITIZED_JOIN,
                 // Not sent either: the import reads the owner's back.
-                global: own.global,
+                header: own.header,
                 fd,
             };
             self.vmm.import_runtime_state(&self.ctx, &peer)?;
             imported.ranks.push(peer.rank);
         }
-        join_runtime(
-            &self.vmm,
-            ordinal,
-            self.rank,
-            &imported.ranks,
-            crate::backend::POOL_RANK,
-        )?;
+        join_runtime(&self.vmm, ordinal, self.rank, &imported.ranks)?;
+        self.ctx
+            .backend()
+            .join_sanitizer_processes(self.rank, self.world)?;
         imported.ranks.clear();
         Ok(())
     }
@@ -222,13 +229,16 @@ impl ProcessGroup {
 
     /// The host's group barrier, collective: waits until this rank's
     /// work on its context has finished (bounded by the context's launch
-    /// timeout), then until every rank has called it (bounded by
+    /// timeout, or the group's timeout when the context has none: a
+    /// kernel that waits for a rank that died ends as
+    /// [`Error::Timeout`]), then until every rank has called it (bounded by
     /// [`ProcessGroup::timeout`]; [`Error::Rendezvous`] names the ranks
     /// that never came, or one that died). Sanitized, it orders: every
     /// rank's later launches come after every rank's work before it.
     /// Races found meanwhile stay for the context's next collection.
     pub fn barrier(&self) -> Result<()> {
-        self.ctx.backend().synchronize(self.ctx.launch_timeout())?;
+        let limit = self.ctx.launch_timeout().or(Some(self.timeout));
+        self.ctx.backend().synchronize(limit)?;
         let (n, rendezvous) = self.rendezvous();
         if self.sanitized {
             let clock = self.ctx.backend().host_clock()?;
@@ -238,14 +248,14 @@ impl ProcessGroup {
         rendezvous.exchange(0, &[])?;
         if self.sanitized {
             let mut joined = Vec::new();
-            for peer in (0..self.world).filter(|&r| r != self.rank) {
+            for peer in 0..self.world {
                 let clock = self.vmm.read_barrier_clock(peer, n)?;
                 joined.resize(clock.len(), 0);
                 for (j, c) in joined.iter_mut().zip(clock) {
                     *j = (*j).max(c);
                 }
             }
-            self.ctx.backend().join_host_clock(&joined)?;
+            self.ctx.backend().group_barrier(&joined)?;
         }
         Ok(())
     }

@@ -7,13 +7,14 @@
 //! opening to the others).
 //!
 //! Either way, once every rank's region is mapped and reachable,
-//! [`join_runtime`] checks that each is laid out like this device's (thread
-//! ids and clocks agree across the group) and points this device at the
-//! group's one inflated-record pool. In one process, [`SanitizedDevices`]
-//! also opens every member's buffers and shadow to every member, and joins
-//! the devices' GPU sanitizers (one side table; a host wait on a member
-//! orders every member's later launches, as a group of processes'
-//! barrier does with the same host clocks).
+//! [`join_runtime`] checks that each is laid out like this device's (the
+//! same region format, group size and serial lanes). In one process,
+//! [`SanitizedDevices`] also opens every member's buffers and shadow to
+//! every member, and joins the devices' GPU sanitizers (one set of engine
+//! tables, the first member's; a host wait on a member orders every
+//! member's later launches, as a group of processes' barrier does with
+//! the same host clocks). A group of processes shares the engine tables
+//! of its first rank's region instead (`ProcessGroup::join`).
 
 use super::context::Context;
 use super::memory::DeviceBuffer;
@@ -22,27 +23,18 @@ use crate::backend::{Backend, Vmm};
 use crate::error::{Error, GroupProblem, Result};
 use bytemuck::Pod;
 
-/// Joins device `ordinal` (sanitizer rank `own`) to a group whose other
-/// ranks `peers` are mapped in `vmm` and reachable from the device:
-/// [`GroupProblem::RuntimeMismatch`] if one is laid out otherwise, else
-/// the device takes its inflated records from rank `pool_rank`'s pool.
-/// Call before the device's first sanitized launch.
-pub(crate) fn join_runtime(
-    vmm: &Vmm,
-    ordinal: usize,
-    own: u32,
-    peers: &[u32],
-    pool_rank: u32,
-) -> Result<()> {
-    if let Some((rank, what)) = vmm.group_mismatch(ordinal, peers)? {
-        return Err(Error::Group(GroupProblem::RuntimeMismatch {
+/// Checks that device `ordinal` (sanitizer rank `own`) can join a group
+/// whose other ranks `peers` are mapped in `vmm` and reachable from the
+/// device: [`GroupProblem::RuntimeMismatch`] if one is laid out otherwise.
+pub(crate) fn join_runtime(vmm: &Vmm, ordinal: usize, own: u32, peers: &[u32]) -> Result<()> {
+    match vmm.group_mismatch(ordinal, peers)? {
+        Some((rank, what)) => Err(Error::Group(GroupProblem::RuntimeMismatch {
             rank,
             own,
             what,
-        }));
+        })),
+        None => Ok(()),
     }
-    vmm.share_group_pool(ordinal, pool_rank)?;
-    Ok(())
 }
 
 /// The sanitizer's state of a group of several GPUs of one process.
@@ -57,12 +49,12 @@ pub(crate) struct SanitizedDevices {
 impl SanitizedDevices {
     /// Joins the sanitized GPU contexts `contexts` (rank order; peer
     /// access already enabled between them; `vmm` their shadow
-    /// allocator): every member's runtime
-    /// state opened to every member, checked alike, one record pool (the
-    /// first member's), the GPU sanitizers joined. A member whose device
-    /// ran sanitized work with a record pool of its own is refused
+    /// allocator): every member's runtime state opened to every member,
+    /// checked alike, the GPU sanitizers joined on the first member's
+    /// engine tables. A member other than the first whose device ran
+    /// sanitized work on other tables is refused
     /// ([`GroupProblem::SanitizerStarted`]): its shadow may name records
-    /// of that pool.
+    /// of those.
     pub(crate) fn join(vmm: Vmm, contexts: &[Context]) -> Result<SanitizedDevices> {
         let ordinals: Vec<usize> = contexts.iter().map(Context::ordinal).collect();
         let mut ranks = Vec::with_capacity(contexts.len());
@@ -73,20 +65,22 @@ impl SanitizedDevices {
         for &rank in &ranks {
             vmm.grant_runtime_state(rank, &ordinals)?;
         }
-        let pool_rank = ranks[0];
+        let first = contexts[0].backend().sanitizer_tables();
         for (member, (ctx, &own)) in contexts.iter().zip(&ranks).enumerate() {
-            if !vmm.uses_group_pool(ctx.ordinal(), pool_rank)? && ctx.backend().sanitizer_started()
-            {
+            // A member already on the first's tables (an earlier group of
+            // the same devices) may join again.
+            let tables = ctx.backend().sanitizer_tables();
+            if member > 0 && tables.is_some() && tables != first {
                 return Err(Error::Group(GroupProblem::SanitizerStarted {
                     rank: member as u32,
                     reason: format!(
-                        "device {} ran sanitized work with its own record pool",
+                        "device {} ran sanitized work with engine tables of its own",
                         ctx.ordinal()
                     ),
                 }));
             }
             let peers: Vec<u32> = ranks.iter().copied().filter(|&r| r != own).collect();
-            join_runtime(&vmm, ctx.ordinal(), own, &peers, pool_rank)?;
+            join_runtime(&vmm, ctx.ordinal(), own, &peers)?;
         }
         let backends: Vec<&Backend> = contexts.iter().map(Context::backend).collect();
         Backend::join_sanitizer_group(&backends)?;

@@ -24,7 +24,6 @@ pub(crate) use cpu::hooks::{group_cpu_sanitizers, CpuSanitizer, CpuSanitizerPara
 pub(crate) use cpu::launch::HostEntry;
 pub(crate) use cpu::CpuOptions;
 pub(crate) use cuda::device::{device_count, gpu_available};
-pub(crate) use cuda::vmm::group::POOL_RANK;
 pub(crate) use cuda::vmm::{
     Allocation as VmmAllocation, CachingPool, ExportedAllocation, ExportedRuntimeState, Vmm,
 };
@@ -247,12 +246,12 @@ impl Backend {
         }
     }
 
-    /// Whether this sanitized GPU context's device has a GPU sanitizer
-    /// already (a sanitized launch, copy or group barrier made it).
-    pub(crate) fn sanitizer_started(&self) -> bool {
+    /// The engine tables this context's GPU sanitizer works on, if it
+    /// started.
+    pub(crate) fn sanitizer_tables(&self) -> Option<cuda::vmm::runtime_state::EngineTables> {
         match self {
-            Backend::Cuda(c) => c.sanitizer_if_any().is_some(),
-            Backend::Cpu(_) => false,
+            Backend::Cuda(c) => c.sanitizer_if_any().map(|s| s.tables()),
+            Backend::Cpu(_) => None,
         }
     }
 
@@ -271,21 +270,41 @@ impl Backend {
         cuda::sanitizer::join_group(&sanitizers)
     }
 
+    /// Starts this context's GPU sanitizer as rank `rank` of `world`
+    /// processes sharing one race engine: its launches take serials and
+    /// launch-ring slots of that rank only, and it works on the engine's
+    /// tables of the group's first rank (imported by the join). Refused
+    /// ([`crate::error::GroupProblem::SanitizerStarted`]) once it planned
+    /// sanitized work alone.
+    pub(crate) fn join_sanitizer_processes(&self, rank: u32, world: u32) -> Result<()> {
+        match self {
+            Backend::Cuda(c) => {
+                // The order first: nothing may plan a launch as this
+                // process alone once its sanitizer works on the group's
+                // tables.
+                cuda::sanitizer::join_process_order(rank, world)?;
+                c.gpu_sanitizer()?.use_allocator_tables()
+            }
+            Backend::Cpu(_) => Err(self.gpu_only("a sanitized group of processes")),
+        }
+    }
+
+    /// Orders this context's later sanitized launches after `all` (every
+    /// rank's host clock at a group barrier of processes, joined), and
+    /// lets the engine forget what it covers.
+    pub(crate) fn group_barrier(&self, all: &[u32]) -> Result<()> {
+        match self {
+            Backend::Cuda(c) => c.gpu_sanitizer()?.group_barrier(c.owner(), all),
+            Backend::Cpu(_) => Err(self.gpu_only("a group of processes' barrier")),
+        }
+    }
+
     /// This context's host clock in the GPU sanitizer (what a group of
     /// processes' barrier publishes; the sanitizer is made if no launch
     /// made it).
     pub(crate) fn host_clock(&self) -> Result<Vec<u32>> {
         match self {
             Backend::Cuda(c) => Ok(c.gpu_sanitizer()?.host_clock(c.owner())),
-            Backend::Cpu(_) => Err(self.gpu_only("a group of processes' barrier")),
-        }
-    }
-
-    /// Orders the GPU sanitizer's later launches after `clock` (other
-    /// processes' host clocks, joined at a group barrier).
-    pub(crate) fn join_host_clock(&self, clock: &[u32]) -> Result<()> {
-        match self {
-            Backend::Cuda(c) => c.gpu_sanitizer()?.join_host_clock(c.owner(), clock),
             Backend::Cpu(_) => Err(self.gpu_only("a group of processes' barrier")),
         }
     }

@@ -151,21 +151,14 @@ pub enum VmmError {
 
     /// A device's runtime state does not fit its region.
     #[error(
-        "the runtime state of device {ordinal} needs {bytes} bytes ({sms} SMs, {threads} sanitizer \
-         threads, clock buffer {clock_buffer_size}), more than the {stride}-byte per-device region; \
-         lower VIGIL_CLOCK_BUFFER_SIZE or VIGIL_SHADOW_POOL_RECORDS"
+        "the runtime state of device {ordinal} needs {bytes} bytes, more than the {stride}-byte \
+         per-device region; lower VIGIL_SHADOW_POOL_RECORDS"
     )]
     RuntimeStateTooLarge {
         /// The device ordinal.
         ordinal: usize,
         /// Bytes needed.
         bytes: u64,
-        /// SMs of the device.
-        sms: u32,
-        /// Sanitizer threads over all devices.
-        threads: u32,
-        /// Configured clock-buffer size.
-        clock_buffer_size: u32,
         /// The per-device stride.
         stride: u64,
     },

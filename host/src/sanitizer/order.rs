@@ -20,6 +20,17 @@
 //! streams used it is gone (its buffers, and so the accesses of those
 //! serials, went with it); its serials go on from where they stopped, so
 //! records of its older serials stay ordered for all.
+//!
+//! A group of processes shares one engine memory (docs/src/design/groups.md),
+//! so its ranks must never hand out the same serial or launch-ring slot:
+//! rank `r` of `w` rents only lanes `k` with `k % w == r`
+//! ([`LaunchOrder::for_rank`], [`LaunchOrder::join_processes`]) and numbers
+//! its launches in the ring's `r`-th share of slots ([`ring_ref`]). What
+//! orders one rank's work after another's is the group's barrier: every
+//! rank joins every rank's host clock ([`LaunchOrder::group_barrier`]),
+//! and what a launch may forget is capped by what the last barrier ordered
+//! before every rank's later work (another rank's running launches are not
+//! known here).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -68,6 +79,9 @@ pub enum OrderError {
     LanesExhausted,
     /// A launch of more CTAs than a lane has serials.
     TooManyCtas(u64),
+    /// A process joins a group of processes after it planned sanitized
+    /// work of its own (its serials may be another rank's).
+    Started,
 }
 
 impl fmt::Display for OrderError {
@@ -83,6 +97,11 @@ impl fmt::Display for OrderError {
                 f,
                 "a sanitized launch of {n} blocks is larger than the sanitizer can name ({} at most)",
                 lane_end(1) - lane_start(1)
+            ),
+            OrderError::Started => write!(
+                f,
+                "the race sanitizer of this process already planned sanitized work: a process \
+                 joins its group before its first sanitized launch or allocation"
             ),
         }
     }
@@ -135,6 +154,12 @@ pub struct LaunchOrder {
     floor: LaneBounds,
     /// Renewals so far.
     renewals: u64,
+    /// Launch-ring numbers handed out so far ([`LaunchOrder::next_ring`]).
+    rings: u64,
+    /// In a group of processes: what the last group barrier ordered
+    /// before every rank's later work (what a launch may forget is capped
+    /// by it: another rank's launches still running are not known here).
+    group: Option<LaneBounds>,
 }
 
 impl Default for LaunchOrder {
@@ -149,9 +174,13 @@ impl LaunchOrder {
         Self::for_rank(0, 1)
     }
 
-    /// The planner of rank `rank` of `world` processes sharing memory:
-    /// it rents only lanes `k` with `k % world == rank`.
+    /// The planner of rank `rank` of `world` processes sharing one engine
+    /// memory: it rents only lanes `k` with `k % world == rank`, takes
+    /// launch-ring slots of the ring's `rank`-th share only
+    /// ([`ring_ref`]), never renews, and forgets nothing another rank may
+    /// still race with ([`LaunchOrder::group_barrier`]).
     pub fn for_rank(rank: usize, world: usize) -> Self {
+        let world = world.max(1);
         LaunchOrder {
             lanes: [Lane::default(); LANES],
             devices: LaneDevices::default(),
@@ -161,9 +190,50 @@ impl LaunchOrder {
             pending: Vec::new(),
             ended: LaneBounds::NONE,
             dropped: HashMap::new(),
-            lane_filter: (rank, world.max(1)),
+            lane_filter: (rank % world, world),
             floor: LaneBounds::NONE,
             renewals: 0,
+            rings: 0,
+            group: (world > 1).then_some(LaneBounds::NONE),
+        }
+    }
+
+    /// Makes this (the process's) order rank `rank` of `world` processes
+    /// sharing one engine memory, as [`LaunchOrder::for_rank`]; refused
+    /// ([`OrderError::Started`]) once it handed out a serial or a ring
+    /// number as another rank or alone. Joining the same group again is
+    /// a no-op.
+    pub fn join_processes(&mut self, rank: usize, world: usize) -> Result<(), OrderError> {
+        let world = world.max(1);
+        if self.lane_filter == (rank % world, world) {
+            return Ok(());
+        }
+        if self.rings > 0 || self.lanes.iter().any(|l| l.next != 0) {
+            return Err(OrderError::Started);
+        }
+        self.lane_filter = (rank % world, world);
+        self.group = (world > 1).then_some(LaneBounds::NONE);
+        Ok(())
+    }
+
+    /// The launch-ring number ([`ring_ref`]) of the next launch this
+    /// order plans, for a ring of `slots` slots.
+    pub fn next_ring(&mut self, slots: u32) -> u32 {
+        let (rank, world) = self.lane_filter;
+        let r = ring_ref(self.rings, rank as u32, world as u32, slots);
+        self.rings += 1;
+        r
+    }
+
+    /// A barrier of the whole group of processes: every rank's host
+    /// waited for its work before it and published its host clock, and
+    /// `all` joins those clocks. Context `owner`'s later launches are
+    /// ordered after it, and it is what every rank's later launches
+    /// follow, so what it covers may be forgotten.
+    pub fn group_barrier(&mut self, owner: Owner, all: &LaneBounds) {
+        self.join_host(owner, all);
+        if let Some(floor) = &mut self.group {
+            floor.join(all);
         }
     }
 
@@ -307,6 +377,11 @@ impl LaunchOrder {
         self.pending.push((bounds, lane, base + count));
         let mut global = self.global();
         global.join(&self.floor);
+        if let Some(floor) = &self.group {
+            for (g, f) in global.0.iter_mut().zip(floor.0.iter()) {
+                *g = (*g).min(*f);
+            }
+        }
         Ok(PlannedLaunch {
             base,
             count,
@@ -441,6 +516,23 @@ impl LaunchOrder {
         let lanes = &self.lanes;
         self.pending.retain(|p| !lanes[p.1].retired);
     }
+}
+
+/// The launch-ring number of the `n`-th launch (from 0) planned by rank
+/// `rank` of `world` processes sharing one ring of `slots` slots (a power
+/// of two): never 0 (no launch), in slot `r % slots` of the rank's own
+/// share (`slots / world` slots from `rank * (slots / world)`), and
+/// distinct from every number the rank handed out in the last
+/// `(slots / world) * (2^32 / slots - 1)` launches. A slot is reused by its
+/// own rank only, after `slots / world` launches, as by a process alone.
+pub fn ring_ref(n: u64, rank: u32, world: u32, slots: u32) -> u32 {
+    let world = u64::from(world.clamp(1, slots.max(1)));
+    let slots = u64::from(slots.max(1));
+    let share = slots / world;
+    let turns = (1u64 << 32) / slots - 1;
+    let turn = (n / share) % turns + 1;
+    let slot = u64::from(rank) % world * share + n % share;
+    (turn * slots + slot) as u32
 }
 
 #[cfg(test)]
@@ -613,3 +705,6 @@ mod tests {
         assert!(o.pending.len() <= 2, "{} launches pending", o.pending.len());
     }
 }
+
+#[cfg(test)]
+mod group_tests;

@@ -39,6 +39,9 @@ pub const ARENA_HEADER_WORDS: usize = 8;
 
 const OFFSET_BITS: u32 = 24;
 const OFFSET_MASK: u32 = (1 << OFFSET_BITS) - 1;
+/// Words of an arena a snapshot reference can reach (a longer arena uses
+/// this many).
+pub const MAX_ARENA_WORDS: usize = OFFSET_MASK as usize;
 
 /// Arena header word indices.
 pub mod header {
@@ -246,10 +249,7 @@ impl<'m, F: AtomicFamily> Arena<'m, F> {
             return;
         }
         words[header::CURSOR].store(ARENA_HEADER_WORDS as u32, MemOrder::Relaxed);
-        words[header::CAPACITY].store(
-            words.len().min(OFFSET_MASK as usize) as u32,
-            MemOrder::Relaxed,
-        );
+        words[header::CAPACITY].store(words.len().min(MAX_ARENA_WORDS) as u32, MemOrder::Relaxed);
         words[header::GENERATION].store(generation, MemOrder::Relaxed);
     }
 

@@ -16,6 +16,15 @@
 //!   an earlier access's launch is looked up in the other members'
 //!   histories.
 //!
+//!
+//! A group of processes (`ProcessGroup`) shares the engine tables of its
+//! first rank's runtime-state region, mapped in every process
+//! (`vmm::runtime_state`); each process's launch order rents serial lanes
+//! and launch-ring slots of its rank only, and the group's barrier joins
+//! every rank's host clock ([`GpuSanitizer::group_barrier`]). A launch of
+//! another process is not in this process's history: a race with it is
+//! named by the other access's rank, without its kernel or line.
+//!
 //! Lock order: a sanitizer's state lock is never held while another's is
 //! taken (each step below takes one at a time).
 
@@ -25,9 +34,29 @@ use std::sync::{Arc, Weak};
 /// A group's other members, with their contexts' owners.
 pub(super) type Peers = Vec<(Weak<GpuSanitizer>, u64)>;
 
+use super::device_memory::read_device;
 use super::{as_bytes, lock, GpuSanitizer};
-use crate::error::Result;
+use crate::backend::cuda::vmm::runtime_state::EngineTables;
+use crate::error::{Error, GroupProblem, Result};
 use crate::sanitizer::decode::LaunchShape;
+use crate::sanitizer::order::launch_order;
+use vigil_shared::race::serial::LaneBounds;
+use vigil_shared::race::LaneDevices;
+
+/// Makes the process's launch order that of rank `rank` of `world`
+/// processes sharing one race engine: it rents that rank's serial lanes
+/// and launch-ring slots only. Before the process's first sanitized
+/// launch ([`GroupProblem::SanitizerStarted`] after).
+pub(crate) fn join_process_order(rank: u32, world: u32) -> Result<()> {
+    lock(launch_order())
+        .join_processes(rank as usize, world as usize)
+        .map_err(|e| {
+            Error::Group(GroupProblem::SanitizerStarted {
+                rank,
+                reason: e.to_string(),
+            })
+        })
+}
 
 /// Makes `members` (one sanitizer and context owner per device, the
 /// group's first first) one group: every member runs the race engine on
@@ -40,27 +69,9 @@ pub(crate) fn join_group(members: &[(Arc<GpuSanitizer>, u64)]) -> Result<()> {
     let Some((first, _)) = members.first() else {
         return Ok(());
     };
-    let shared = *lock(&first.desc);
+    let shared = first.tables();
     for (m, owner) in members {
-        let desc = {
-            let mut d = lock(&m.desc);
-            d.pool = shared.pool;
-            d.pool_words = shared.pool_words;
-            d.arena = shared.arena;
-            d.arena_words = shared.arena_words;
-            d.exits = shared.exits;
-            d.exit_words = shared.exit_words;
-            d.launches = shared.launches;
-            d.launch_words = shared.launch_words;
-            d.sites = shared.sites;
-            d.site_words = shared.site_words;
-            d.sc = shared.sc;
-            d.sc_words = shared.sc_words;
-            d.lane_devices = shared.lane_devices;
-            *d
-        };
-        m.device.bind()?;
-        m.runtime.write(as_bytes(&desc))?;
+        m.use_tables(&shared)?;
         let peers = members
             .iter()
             .filter(|(p, _)| !Arc::ptr_eq(p, m))
@@ -72,6 +83,62 @@ pub(crate) fn join_group(members: &[(Arc<GpuSanitizer>, u64)]) -> Result<()> {
 }
 
 impl GpuSanitizer {
+    /// The engine tables this device works on.
+    pub(crate) fn tables(&self) -> EngineTables {
+        EngineTables::of(&lock(&self.desc))
+    }
+
+    /// Points this device's descriptor at `tables` (before its kernels
+    /// run: what they left in other tables is no longer read).
+    fn use_tables(&self, tables: &EngineTables) -> Result<()> {
+        let desc = {
+            let mut d = lock(&self.desc);
+            tables.name_in(&mut d);
+            *d
+        };
+        self.device.bind()?;
+        self.runtime.write(as_bytes(&desc))
+    }
+
+    /// Points this device's descriptor at the engine tables the shadow
+    /// allocator names for it: in a group of processes, the first rank's
+    /// (imported by the join).
+    pub(crate) fn use_allocator_tables(&self) -> Result<()> {
+        let tables = self.pool.vmm().engine_tables(self.device.ordinal())?;
+        if tables != self.tables() {
+            self.use_tables(&tables)?;
+        }
+        Ok(())
+    }
+
+    /// A group barrier of processes: `owner`'s later launches are ordered
+    /// after `all` (every rank's host clock, joined), and what it covers
+    /// may be forgotten.
+    pub fn group_barrier(&self, owner: u64, all: &[u32]) -> Result<()> {
+        let mut bounds = LaneBounds::NONE;
+        for (b, c) in bounds.0.iter_mut().zip(all) {
+            *b = (*b).max(*c);
+        }
+        lock(launch_order()).group_barrier(owner, &bounds);
+        Ok(())
+    }
+
+    /// The lane-to-device table as the device has it (a group's: other
+    /// members' and processes' lanes included); this process's view if it
+    /// cannot be read.
+    pub(super) fn lane_devices(&self) -> LaneDevices {
+        let table = lock(&self.desc).lane_devices;
+        let read = self
+            .device
+            .bind()
+            .ok()
+            .and_then(|()| read_device(table, std::mem::size_of::<LaneDevices>()).ok());
+        match read.and_then(|b| <[u8; vigil_shared::race::serial::LANES]>::try_from(b).ok()) {
+            Some(lanes) => LaneDevices(lanes),
+            None => *lock(launch_order()).devices(),
+        }
+    }
+
     /// The other live members of the group of this device's context
     /// `owner`, with their contexts' owners.
     fn peers_of(&self, owner: u64) -> Vec<(Arc<GpuSanitizer>, u64)> {

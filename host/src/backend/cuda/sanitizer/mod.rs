@@ -4,12 +4,15 @@
 //! host code (`crate::sanitizer::decode`).
 //!
 //! One [`GpuSanitizer`] per device (process-wide, like the shadow
-//! allocator it sits on) owns the device's [`GpuRuntime`] descriptor and
-//! the race engine's device memory (record pool, snapshot arena, exit log,
-//! launch ring, site table, SC-fence accumulators) and a host-mapped report
-//! buffer per sanitized context (named in each launch's record, so that
-//! contexts sharing the device, such as parallel tests, neither fill each
-//! other's buffer nor count each other's dropped reports).
+//! allocator it sits on) owns the device's [`GpuRuntime`] descriptor,
+//! which names the race engine's tables (record pool, snapshot arena, exit
+//! log, launch ring, site table, SC-fence accumulators, lane-to-device
+//! table) in the shadow allocator's runtime-state region of the device,
+//! or of its group's first member (`vmm::runtime_state`), and a
+//! host-mapped report buffer per sanitized context (named in each
+//! launch's record, so that contexts sharing the device, such as parallel
+//! tests, neither fill each other's buffer nor count each other's dropped
+//! reports).
 //!
 //! A sanitized launch ([`GpuSanitizer::hidden_args`]) is planned by the
 //! process's [`LaunchOrder`] (its serials and lane bounds), its record is
@@ -22,7 +25,8 @@
 //! Host-issued copies and fills are launches of the range-access entry of
 //! one serial (`range_checks`).
 //!
-//! - `group`: the sanitizers of a group of devices of one process.
+//! - `group`: the sanitizers of a group of devices of one process, and of
+//!   a group of processes.
 //! - `device_memory`: the sanitizer's own device and mapped memory.
 //! - `location`: source locations read back from device memory.
 //! - `host_sites`: the host call sites of copies and fills, as tags.
@@ -39,7 +43,7 @@ mod renew;
 mod resolve;
 mod window;
 
-pub(crate) use group::join_group;
+pub(crate) use group::{join_group, join_process_order};
 use range_checks::RangeState;
 pub(crate) use range_checks::{RangeCheck, RangeEntry};
 
@@ -57,11 +61,10 @@ use vigil_shared::gpu::{
     LAUNCH_RING_SLOTS, REGIONS_PER_SM, REGION_MASK_SMS,
 };
 use vigil_shared::race::cta::LaneDevices;
-use vigil_shared::race::knowledge::{header as arena_header, Arena, EXIT_HEADER_WORDS};
+use vigil_shared::race::knowledge::header as arena_header;
 use vigil_shared::race::memory::launch_record;
-use vigil_shared::race::record::{pool_header, POOL_HEADER_WORDS, RECORD_WORDS};
+use vigil_shared::race::record::pool_header;
 use vigil_shared::race::serial::LANES;
-use vigil_shared::race::sync::SC_WORDS;
 
 use super::device::CudaDevice;
 use super::launch::SanitizedLaunch;
@@ -88,13 +91,6 @@ const REPORT_CAPACITY: u32 = 1024;
 /// KiB a region), the global words a block may touch in one barrier
 /// interval before some go unchecked (`vigil_shared::block::GlobalTable`).
 const BLOCK_TABLE_LOG2: u32 = 10;
-/// Words of the snapshot arena (64 MiB).
-const ARENA_WORDS: usize = 16 << 20;
-/// Exits the exit log holds.
-const EXIT_ENTRIES: usize = 1 << 16;
-/// Entries of the site table of split words (16 MiB).
-const SITE_ENTRIES: usize = 1 << 20;
-
 /// What is guarded by the sanitizer's lock.
 struct State {
     launches: LaunchHistory,
@@ -120,17 +116,6 @@ struct State {
     renewed: u64,
 }
 
-/// The race engine's device memory.
-struct EngineMemory {
-    pool: DeviceBlock,
-    arena: DeviceBlock,
-    exits: DeviceBlock,
-    ring: DeviceBlock,
-    sites: DeviceBlock,
-    sc: DeviceBlock,
-    lane_devices: DeviceBlock,
-}
-
 /// The GPU sanitizer of one device.
 pub(crate) struct GpuSanitizer {
     device: Arc<CudaDevice>,
@@ -145,7 +130,6 @@ pub(crate) struct GpuSanitizer {
     /// group's other members and their contexts' owners: that context's
     /// host waits order theirs too (`group`).
     group: Mutex<HashMap<u64, group::Peers>>,
-    engine: EngineMemory,
     block_table: DeviceBlock,
     _block_lanes: DeviceBlock,
     _region_masks: DeviceBlock,
@@ -160,9 +144,6 @@ pub(crate) struct GpuSanitizer {
 /// another device's (a group of devices shares its memory), and its id
 /// must not name a launch of this one.
 static NEXT_LAUNCH: AtomicU32 = AtomicU32::new(1);
-
-/// Launch numbers in the launch ring (`LaneRef`s), unique in the process.
-static NEXT_RING: AtomicU32 = AtomicU32::new(1);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -202,42 +183,6 @@ fn u32_bytes(words: &[u32]) -> Vec<u8> {
     words.iter().flat_map(|w| w.to_le_bytes()).collect()
 }
 
-impl EngineMemory {
-    /// The engine's memory for a device, zeroed and initialised (the
-    /// caller bound the context). `pool_records` records.
-    fn new(pool_records: usize) -> Result<EngineMemory> {
-        let pool = DeviceBlock::zeroed((pool_records + 1) * RECORD_WORDS * 8)?;
-        let mut header = [0u64; POOL_HEADER_WORDS];
-        header[pool_header::NEXT] = 1;
-        header[pool_header::CAPACITY] = (pool_records + 1) as u64;
-        pool.write(bytemuck::cast_slice(&header))?;
-        let arena = DeviceBlock::zeroed(ARENA_WORDS * 4)?;
-        let mut head = [0u32; vigil_shared::race::knowledge::ARENA_HEADER_WORDS];
-        head[arena_header::CURSOR] = head.len() as u32;
-        head[arena_header::CAPACITY] = ARENA_WORDS as u32;
-        head[arena_header::GENERATION] = 1;
-        arena.write(&u32_bytes(&head))?;
-        let exit_words = EXIT_HEADER_WORDS + 2 * EXIT_ENTRIES;
-        let exits = DeviceBlock::zeroed(exit_words * 4)?;
-        exits.write(&u32_bytes(&[0, EXIT_ENTRIES as u32]))?;
-        let ring = DeviceBlock::zeroed(LAUNCH_RING_SLOTS as usize * LAUNCH_RECORD_BYTES)?;
-        let sites = DeviceBlock::zeroed(SITE_ENTRIES * 16)?;
-        let sc =
-            DeviceBlock::zeroed(vigil_shared::race::memory::MAX_SC_DEVICES * 2 * SC_WORDS * 4)?;
-        let lane_devices = DeviceBlock::zeroed(std::mem::size_of::<LaneDevices>())?;
-        let _ = Arena::<vigil_shared::atomic::CoreAtomics>::init;
-        Ok(EngineMemory {
-            pool,
-            arena,
-            exits,
-            ring,
-            sites,
-            sc,
-            lane_devices,
-        })
-    }
-}
-
 impl GpuSanitizer {
     fn new(device: &Arc<CudaDevice>, pool: &Arc<CachingPool>) -> Result<GpuSanitizer> {
         let vmm = pool.vmm();
@@ -255,22 +200,10 @@ impl GpuSanitizer {
         )?;
         let block_lanes = DeviceBlock::zeroed(regions as usize * GLOBAL_LANES * 8)?;
         let region_masks = DeviceBlock::zeroed(REGION_MASK_SMS as usize * 4)?;
-        let engine = EngineMemory::new(vmm.config().shadow_pool_records() as usize)?;
-        let desc = GpuRuntime {
+        // The device's own region's, or a group of processes' first rank's.
+        let tables = vmm.engine_tables(ordinal)?;
+        let mut desc = GpuRuntime {
             real_base: vigil_shared::address::real_base(vmm.reserve_base()),
-            pool: engine.pool.addr,
-            pool_words: (engine.pool.bytes / 8) as u64,
-            arena: engine.arena.addr,
-            exits: engine.exits.addr,
-            launches: engine.ring.addr,
-            sites: engine.sites.addr,
-            sc: engine.sc.addr,
-            lane_devices: engine.lane_devices.addr,
-            arena_words: (engine.arena.bytes / 4) as u32,
-            exit_words: (engine.exits.bytes / 4) as u32,
-            launch_words: (engine.ring.bytes / 4) as u32,
-            site_words: (engine.sites.bytes / 8) as u32,
-            sc_words: (engine.sc.bytes / 4) as u32,
             // VIGIL_HALT_ON_ERROR: the racing thread traps after its record.
             flags: if vmm.config().halt_on_error() {
                 GpuRuntime::HALT_ON_RACE
@@ -286,7 +219,9 @@ impl GpuSanitizer {
             // Made by the first launch that needs it (`window`).
             block_shadow: 0,
             regions: region_masks.addr,
+            ..GpuRuntime::default()
         };
+        tables.name_in(&mut desc);
         let runtime = DeviceBlock::zeroed(std::mem::size_of::<GpuRuntime>())?;
         runtime.write(as_bytes(&desc))?;
         Ok(GpuSanitizer {
@@ -297,7 +232,6 @@ impl GpuSanitizer {
             runtime,
             desc: Mutex::new(desc),
             group: Mutex::new(HashMap::new()),
-            engine,
             block_table,
             _block_lanes: block_lanes,
             _region_masks: region_masks,
@@ -374,14 +308,18 @@ impl GpuSanitizer {
         } else {
             u32::try_from(blocks).unwrap_or(u32::MAX)
         };
-        let planned = lock(launch_order())
-            .launch(stream_id, owner, self.rank, count)
-            .map_err(|e| Error::Sanitizer {
-                message: e.to_string(),
-            })?;
+        let (planned, r) = {
+            let mut order = lock(launch_order());
+            let planned = order
+                .launch(stream_id, owner, self.rank, count)
+                .map_err(|e| Error::Sanitizer {
+                    message: e.to_string(),
+                })?;
+            // Ring numbers are the process's (a group's members share a
+            // ring), in this rank's share of it (a group of processes).
+            (planned, order.next_ring(LAUNCH_RING_SLOTS))
+        };
         let launch = NEXT_LAUNCH.fetch_add(1, MemOrder::Relaxed);
-        // Ring numbers are the process's: a group's members share a ring.
-        let r = NEXT_RING.fetch_add(1, MemOrder::Relaxed).max(1);
         st.launches.insert(
             launch,
             owner,
@@ -414,13 +352,23 @@ impl GpuSanitizer {
         plan: &RecordPlan,
         stream: Option<&CudaStream>,
     ) -> Result<()> {
+        // Only the lanes this process rented changed: the table is shared
+        // with the group's other processes, whose lanes they write.
         let devices = *lock(launch_order()).devices();
-        if devices != st.lane_devices {
-            st.lane_devices = devices;
-            let table = lock(&self.desc).lane_devices;
-            match stream {
-                Some(s) => DeviceBlock::write_async(table, &devices.0, s.raw())?,
-                None => write_device(table, &devices.0)?,
+        let table = lock(&self.desc).lane_devices;
+        for (k, (now, was)) in devices
+            .0
+            .iter()
+            .zip(st.lane_devices.0.iter_mut())
+            .enumerate()
+        {
+            if now != was {
+                *was = *now;
+                let at = table + k as u64;
+                match stream {
+                    Some(s) => DeviceBlock::write_async(at, &[*now], s.raw())?,
+                    None => write_device(at, &[*now])?,
+                }
             }
         }
         let words = plan.record(self.rank);
@@ -528,7 +476,7 @@ impl GpuSanitizer {
             read: &read,
             ring: lock(&self.desc).launches,
             allocation: &allocation,
-            devices: *lock(launch_order()).devices(),
+            devices: self.lane_devices(),
         };
         let priors: Vec<Option<PriorSite>> = records
             .iter()
@@ -563,14 +511,14 @@ impl GpuSanitizer {
             return 0;
         }
         let mut lost = 0u64;
+        // The tables this device works on (a group's shared ones: another
+        // member may take a count first).
+        let d = *lock(&self.desc);
         let counters: [(u64, usize); 4] = [
-            (self.engine.pool.addr + 8 * pool_header::EXHAUSTED as u64, 8),
-            (self.engine.arena.addr + 4 * arena_header::LOST as u64, 4),
-            (
-                self.engine.arena.addr + 4 * arena_header::COARSENED as u64,
-                4,
-            ),
-            (self.engine.exits.addr + 8, 4),
+            (d.pool + 8 * pool_header::EXHAUSTED as u64, 8),
+            (d.arena + 4 * arena_header::LOST as u64, 4),
+            (d.arena + 4 * arena_header::COARSENED as u64, 4),
+            (d.exits + 8, 4),
         ];
         for (addr, len) in counters {
             let Ok(bytes) = read_device(addr, len) else {

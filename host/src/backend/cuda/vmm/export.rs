@@ -7,11 +7,10 @@ use super::super::driver::virtual_memory as driver;
 use super::super::AsCudaDevice;
 use super::layout::{device_globals, shadow_address};
 use super::physical::{Handle, MappedPair, UndoStack};
-use super::runtime_state::DeviceRuntime;
+use super::runtime_state::{DeviceRuntime, RegionHeader};
 use super::{lock, Allocation, BlockGuard, Cuda, Record, Vmm, VmmError, VmmResult};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
-use vigil_shared::abi::GlobalState;
 
 /// An allocation's physical memory as file descriptors.
 #[derive(Debug)]
@@ -39,8 +38,8 @@ pub struct ExportedRuntimeState {
     pub device: usize,
     /// Bytes of the handle.
     pub bytes: u64,
-    /// The `GlobalState` the exporter wrote.
-    pub global: GlobalState,
+    /// The header the exporter wrote.
+    pub header: RegionHeader,
     /// The handle.
     pub fd: OwnedFd,
 }
@@ -161,30 +160,27 @@ impl Vmm {
             rank: rt.rank,
             device: rt.ordinal,
             bytes: rt.mapping.bytes,
-            global: rt.global,
+            header: rt.header,
             fd: export_fd(rt.mapping.handle, "runtime-state")?,
         })
     }
 
     /// Maps a peer's exported runtime state at its rank's stride in this
     /// allocator's runtime-state reservation, accessible from `ctx`'s
-    /// device, and returns the `GlobalState` its owner wrote there. Fails
+    /// device, and returns the header its owner wrote there. Fails
     /// with [`VmmError::RuntimeStateExists`] if that rank is mapped
     /// already. Freezes the configuration.
     pub fn import_runtime_state(
         &self,
         ctx: &impl AsCudaDevice,
         e: &ExportedRuntimeState,
-    ) -> VmmResult<GlobalState> {
+    ) -> VmmResult<RegionHeader> {
         let ctx = ctx.cuda_device()?;
         let stride = super::PER_DEVICE_STATE_STRIDE;
         if e.rank as u64 >= super::MAX_DEVICES || e.bytes == 0 || e.bytes > stride {
             return Err(VmmError::RuntimeStateTooLarge {
                 ordinal: e.device,
                 bytes: e.bytes,
-                sms: e.global.num_sms,
-                threads: e.global.num_threads,
-                clock_buffer_size: e.global.clock_buffer_size,
                 stride,
             });
         }
@@ -200,16 +196,16 @@ impl Vmm {
         let mapping = undo.map_owned(va, e.bytes, h, &[ctx.ordinal()])?;
         // What the owner wrote, not what the exporter said (across
         // processes only the descriptor travels).
-        let bytes = super::runtime_state::read(va, size_of::<GlobalState>(), ctx.ordinal())?;
-        let global = bytemuck::pod_read_unaligned(&bytes);
+        let bytes = super::runtime_state::read(va, size_of::<RegionHeader>(), ctx.ordinal())?;
+        let header: RegionHeader = bytemuck::pod_read_unaligned(&bytes);
         undo.commit();
         runtime[e.rank as usize] = Some(DeviceRuntime {
             ordinal: e.device,
             rank: e.rank,
             mapping,
-            global,
+            header,
         });
-        Ok(global)
+        Ok(header)
     }
 
     /// Device address of rank `rank`'s runtime-state region, if mapped

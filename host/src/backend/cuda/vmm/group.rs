@@ -1,58 +1,32 @@
-//! The runtime state wired to a group (docs/src/design/groups.md): every rank's region
-//! mapped at its rank's stride and reachable from every member's device
-//! (imported from another process with [`Vmm::import_runtime_state`], or,
-//! for several devices of this process, their own regions opened to each
-//! other with [`Vmm::grant_runtime_state`]), one inflated-record pool for
-//! the whole group, and the host clocks ranks publish at a group barrier.
-//!
-//! One pool: a shadow cell inflated by one rank holds an index that every
-//! other rank follows, so every rank's `GlobalState` names rank 0's pool
-//! (mapped at stride 0 in every process) instead of its own. Its free list
-//! and records are device atomics like any pool's; the ranks of a group on
-//! one GPU share them as the SMs of one device do.
+//! The runtime state wired to a group (docs/src/design/groups.md): every
+//! rank's region mapped at its rank's stride and reachable from every
+//! member's device (imported from another process with
+//! [`Vmm::import_runtime_state`], or, for several devices of this
+//! process, their own regions opened to each other with
+//! [`Vmm::grant_runtime_state`]), the engine's tables of the group found
+//! in its [`TABLES_RANK`]'s region ([`Vmm::engine_tables`]), and the host
+//! clocks ranks publish at a group barrier.
 
 use super::super::AsCudaDevice;
-use super::layout::device_globals;
 use super::physical::PhysOps;
-use super::runtime_state::{self, RegionLayout};
+use super::runtime_state::{self, EngineTables, RegionHeader, RegionLayout, TABLES_RANK};
 use super::{lock, physical, Vmm, VmmError, VmmResult};
-use vigil_shared::abi::GlobalState;
-
-/// The rank whose inflated-record pool a group shares.
-pub const POOL_RANK: u32 = 0;
+use vigil_shared::race::serial::LANES;
 
 /// Why a peer's runtime state cannot join this process's: the first field
-/// that differs, with both values. Thread ids, clock lengths and record
-/// layouts must agree across the group. Pure: tested on the CPU.
-pub fn runtime_mismatch(own: &GlobalState, peer: &GlobalState) -> Option<String> {
+/// that differs, with both values. The region format, the group's size,
+/// the serial lanes and the record pool must agree across the group.
+/// Pure: tested on the CPU.
+pub fn runtime_mismatch(own: &RegionHeader, peer: &RegionHeader) -> Option<String> {
     let fields = [
-        ("threads per device", own.num_sms, peer.num_sms),
-        ("ranks", own.num_devices, peer.num_devices),
-        ("threads (clock entries)", own.num_threads, peer.num_threads),
-        (
-            "clock-buffer snapshots",
-            own.clock_buffer_size,
-            peer.clock_buffer_size,
-        ),
-        ("pool records", own.pool_capacity, peer.pool_capacity),
-        (
-            "thread-state bytes",
-            own.thread_state_bytes,
-            peer.thread_state_bytes,
-        ),
+        ("region format", own.format, peer.format),
+        ("ranks", own.world, peer.world),
+        ("serial lanes", own.lanes, peer.lanes),
     ];
     fields
         .iter()
         .find(|(_, a, b)| a != b)
-        .map(|(what, a, b)| format!("{what}: {b}, here {a}"))
-}
-
-/// Where the group's pool lies in a process whose runtime-state
-/// reservation starts at `globals_base`: in rank `pool_rank`'s region
-/// (whose `GlobalState` is `owner`), at the offset its layout gives, the
-/// same offset in every process. Pure: tested on the CPU.
-pub fn group_pool_base(globals_base: u64, pool_rank: u32, owner: &GlobalState) -> u64 {
-    device_globals(globals_base, pool_rank) + RegionLayout::of(owner).pool_offset
+        .map(|(what, a, b)| format!("{what}: {b:#x}, here {a:#x}"))
 }
 
 impl Vmm {
@@ -78,25 +52,23 @@ impl Vmm {
         })
     }
 
-    /// Points device `ordinal`'s `GlobalState` at rank `pool_rank`'s
-    /// inflated-record pool (mapped here), the group's one pool. Call
-    /// before the device's first sanitized launch (see
-    /// [`Vmm::uses_group_pool`]).
-    pub fn share_group_pool(&self, ordinal: usize, pool_rank: u32) -> VmmResult<()> {
+    /// The engine's tables device `ordinal`'s sanitizer works on, as
+    /// mapped here: in a group of processes, those of rank
+    /// [`TABLES_RANK`]'s region (imported by the group's join; until then
+    /// [`VmmError::NoRuntimeState`]), otherwise the device's own.
+    pub fn engine_tables(&self, ordinal: usize) -> VmmResult<EngineTables> {
         let own = self.runtime_of(ordinal)?;
-        let (_, owner) = self.mapped_region(pool_rank)?;
-        let mut g = own.global;
-        g.pool_base = group_pool_base(self.globals_base(), pool_rank, &owner);
-        g.pool_capacity = owner.pool_capacity;
-        self.rewrite_global_state(ordinal, g)
-    }
-
-    /// Whether device `ordinal` already takes its inflated records from
-    /// rank `pool_rank`'s pool (its own, or shared by an earlier join).
-    pub fn uses_group_pool(&self, ordinal: usize, pool_rank: u32) -> VmmResult<bool> {
-        let own = self.runtime_of(ordinal)?.global;
-        let (_, owner) = self.mapped_region(pool_rank)?;
-        Ok(own.pool_base == group_pool_base(self.globals_base(), pool_rank, &owner))
+        let in_processes = self.config().process_rank().is_some_and(|p| p.world > 1);
+        let holder = if in_processes {
+            lock(&self.shared.runtime)
+                .get(TABLES_RANK as usize)
+                .copied()
+                .flatten()
+                .ok_or(VmmError::NoRuntimeState { ordinal })?
+        } else {
+            own
+        };
+        holder.tables().ok_or(VmmError::NoRuntimeState { ordinal })
     }
 
     /// The first of `ranks` (mapped here) whose runtime state is laid out
@@ -107,7 +79,7 @@ impl Vmm {
         ordinal: usize,
         ranks: &[u32],
     ) -> VmmResult<Option<(u32, String)>> {
-        let own = self.runtime_of(ordinal)?.global;
+        let own = self.runtime_of(ordinal)?.header;
         for &rank in ranks {
             let (_, peer) = self.mapped_region(rank)?;
             if let Some(what) = runtime_mismatch(&own, &peer) {
@@ -124,7 +96,7 @@ impl Vmm {
 
     /// Lets the devices `ordinals` of this process read and write rank
     /// `rank`'s region (another device's own, in a group of devices of
-    /// one process): its thread states, pool and barrier clocks.
+    /// one process): its engine tables and barrier clocks.
     pub fn grant_runtime_state(&self, rank: u32, ordinals: &[usize]) -> VmmResult<()> {
         let mapping = lock(&self.shared.runtime)
             .get(rank as usize)
@@ -156,23 +128,26 @@ impl Vmm {
         Ok(())
     }
 
-    /// Publishes `clock` as device `ordinal`'s host clock of the group's
-    /// barrier number `n` (in its own region).
+    /// Publishes `clock` (a host clock, one bound per lane) as device
+    /// `ordinal`'s host clock of the group's barrier number `n` (in its
+    /// own region).
     pub fn publish_barrier_clock(&self, ordinal: usize, n: u32, clock: &[u32]) -> VmmResult<()> {
         let rank = self.runtime_of(ordinal)?.rank;
-        let va = self.barrier_clock_va(rank, n, clock.len())?;
+        let va = self.barrier_clock_va(rank, n)?;
+        let mut lanes = [0u32; LANES];
+        for (l, c) in lanes.iter_mut().zip(clock) {
+            *l = *c;
+        }
         self.shared.home.bind()?;
-        runtime_state::write(va, bytemuck::cast_slice(clock), ordinal)
+        runtime_state::write(va, bytemuck::cast_slice(&lanes), ordinal)
     }
 
-    /// The host clock rank `rank` published at barrier number `n`
-    /// (`num_threads` entries).
+    /// The host clock rank `rank` published at barrier number `n` (one
+    /// bound per lane).
     pub fn read_barrier_clock(&self, rank: u32, n: u32) -> VmmResult<Vec<u32>> {
-        let (_, global) = self.mapped_region(rank)?;
-        let len = global.num_threads as usize;
-        let va = self.barrier_clock_va(rank, n, len)?;
+        let va = self.barrier_clock_va(rank, n)?;
         self.shared.home.bind()?;
-        let bytes = runtime_state::read(va, 4 * len, self.home_ordinal())?;
+        let bytes = runtime_state::read(va, 4 * LANES, self.home_ordinal())?;
         Ok(bytes
             .as_chunks::<4>()
             .0
@@ -181,37 +156,19 @@ impl Vmm {
             .collect())
     }
 
-    /// Address of rank `rank`'s barrier clock `n`, checked to hold `len`
-    /// entries inside its mapping.
-    fn barrier_clock_va(&self, rank: u32, n: u32, len: usize) -> VmmResult<u64> {
-        let (va, global) = self.mapped_region(rank)?;
-        let layout = RegionLayout::of(&global);
-        let bytes = lock(&self.shared.runtime)
-            .get(rank as usize)
-            .copied()
-            .flatten()
-            .map_or(0, |r| r.mapping.bytes);
-        let at = layout.barrier_clock(n);
-        if len != global.num_threads as usize || at + layout.barrier_clock_bytes > bytes {
-            return Err(VmmError::RuntimeStateTooLarge {
-                ordinal: self.home_ordinal(),
-                bytes: at + layout.barrier_clock_bytes,
-                sms: global.num_sms,
-                threads: global.num_threads,
-                clock_buffer_size: global.clock_buffer_size,
-                stride: bytes,
-            });
-        }
-        Ok(va + at)
+    /// Address of rank `rank`'s barrier clock `n` (every region has both).
+    fn barrier_clock_va(&self, rank: u32, n: u32) -> VmmResult<u64> {
+        let (va, _) = self.mapped_region(rank)?;
+        Ok(va + RegionLayout::barrier_clock(n))
     }
 
-    /// Where rank `rank`'s region is mapped here, and its `GlobalState`.
-    fn mapped_region(&self, rank: u32) -> VmmResult<(u64, GlobalState)> {
+    /// Where rank `rank`'s region is mapped here, and its header.
+    fn mapped_region(&self, rank: u32) -> VmmResult<(u64, RegionHeader)> {
         lock(&self.shared.runtime)
             .get(rank as usize)
             .copied()
             .flatten()
-            .map(|r| (r.mapping.va, r.global))
+            .map(|r| (r.mapping.va, r.header))
             .ok_or(VmmError::NoRuntimeState {
                 ordinal: self.home_ordinal(),
             })
@@ -225,94 +182,38 @@ impl Vmm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
-    use vigil_shared::address::{thread_state_address, PER_DEVICE_STATE_STRIDE};
+    use vigil_shared::race::serial::LANES;
 
-    fn state(sms: u32, ranks: u32) -> GlobalState {
-        GlobalState {
-            num_sms: sms,
-            num_devices: ranks,
-            num_threads: sms * ranks,
-            clock_buffer_size: 32,
-            pool_capacity: 1 << 16,
-            thread_state_bytes: 4096,
-            ..GlobalState::default()
+    fn header(world: u32, tables: bool) -> RegionHeader {
+        RegionHeader {
+            format: runtime_state::REGION_FORMAT,
+            world,
+            lanes: LANES as u32,
+            tables: u32::from(tables),
+            pool_records: if tables { 1 << 16 } else { 0 },
+            ..RegionHeader::default()
         }
     }
 
-    /// Same layout: joinable, whatever the addresses; another SM count or
-    /// group size: refused, naming the field and both values.
+    /// Same format, group size and lanes: joinable, whatever the
+    /// addresses and whether the region holds the tables; another group
+    /// size or build: refused, naming the field and both values.
     #[test]
     fn peers_join_only_with_the_same_layout() {
-        let own = state(132 * 7, 2);
-        let mut peer = own;
-        peer.pool_base = 0x1234;
+        let own = header(2, true);
+        let mut peer = header(2, false);
         peer.reserve_base = 5 << 40;
+        peer.rank = 1;
         assert_eq!(runtime_mismatch(&own, &peer), None);
-        let other = state(114 * 7, 2);
         assert_eq!(
-            runtime_mismatch(&own, &other).as_deref(),
-            Some("threads per device: 798, here 924")
+            runtime_mismatch(&own, &header(4, false)).as_deref(),
+            Some("ranks: 0x4, here 0x2")
         );
-        let bigger = state(132 * 7, 4);
+        let mut old = header(2, true);
+        old.format = 0x5647_0001;
         assert_eq!(
-            runtime_mismatch(&own, &bigger).as_deref(),
-            Some("ranks: 4, here 2")
+            runtime_mismatch(&own, &old).as_deref(),
+            Some("region format: 0x56470001, here 0x56470002")
         );
-    }
-
-    proptest! {
-        /// The address plan of a group, whatever its size and layout: every
-        /// rank's thread states lie in its own region, below the pool; the
-        /// group's pool, computed in any process and for any pooling rank,
-        /// is where that rank's creation put it (rank 0's: its
-        /// `GlobalState`'s `pool_base`, relative to that process's
-        /// reservation), ends before the barrier clocks, and the two
-        /// barrier clocks are disjoint and inside the region.
-        #[test]
-        fn the_group_address_plan_never_overlaps(
-            sms in 1u32..200,
-            world in 1u32..=8,
-            cb in 1u32..=64,
-            records in 0u32..=(1 << 16),
-            base_a in 1u64..64,
-            base_b in 1u64..64,
-        ) {
-            let n = sms * world;
-            let layout = RegionLayout::new(sms, n, cb, records);
-            prop_assume!(layout.fits());
-            let owner = GlobalState {
-                num_sms: sms,
-                num_devices: world,
-                num_threads: n,
-                clock_buffer_size: cb,
-                pool_capacity: records,
-                thread_state_bytes: layout.thread_state_bytes as u32,
-                pool_base: layout.pool_offset,
-                ..GlobalState::default()
-            };
-            let stride = PER_DEVICE_STATE_STRIDE;
-            for base in [base_a * 32 * stride, base_b * 32 * stride] {
-                prop_assert_eq!(group_pool_base(base, POOL_RANK, &owner), base + owner.pool_base);
-                // A group of devices of one process pools in its first
-                // member's region, whatever that device's rank.
-                for pool_rank in 0..world {
-                    prop_assert_eq!(
-                        group_pool_base(base, pool_rank, &owner),
-                        device_globals(base, pool_rank) + layout.pool_offset
-                    );
-                }
-                for tid in [0, sms - 1, n / 2, n - 1] {
-                    let (rank, local) = (tid / sms, tid % sms);
-                    let at = thread_state_address(base, rank, local, n, cb);
-                    let region = device_globals(base, rank);
-                    prop_assert!(at >= region + super::super::layout::THREAD_STATES_OFFSET);
-                    prop_assert!(at + layout.thread_state_bytes <= region + layout.pool_offset);
-                }
-            }
-            prop_assert!(layout.pool_offset < layout.barrier_offset);
-            prop_assert!(layout.barrier_clock(0) + layout.barrier_clock_bytes <= layout.barrier_clock(1));
-            prop_assert!(layout.barrier_clock(1) + layout.barrier_clock_bytes <= layout.used_bytes);
-        }
     }
 }

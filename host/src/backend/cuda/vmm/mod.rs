@@ -42,12 +42,11 @@ use cudarc::driver::sys;
 use layout::*;
 use physical::{Cuda, MappedPair, PairPlan};
 use reservation::Reservation;
-use runtime_state::DeviceRuntime;
+use runtime_state::{DeviceRuntime, RegionHeader};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use vigil_shared::abi::GlobalState;
 
 pub mod layout {
     //! The address-space constants and formulas the allocator uses, all
@@ -57,9 +56,8 @@ pub mod layout {
     //! and the per-device runtime-state stride.
 
     pub use vigil_shared::address::{
-        device_globals, global_state_of, is_managed, real_base, reserve_base_of, shadow_address,
-        shadow_bytes_for, MAX_DEVICES, PER_DEVICE_STATE_STRIDE, REAL_CAPACITY, REAL_OFFSET,
-        RESERVE_BYTES, THREAD_STATES_OFFSET,
+        device_globals, is_managed, real_base, reserve_base_of, shadow_address, shadow_bytes_for,
+        MAX_DEVICES, PER_DEVICE_STATE_STRIDE, REAL_CAPACITY, REAL_OFFSET, RESERVE_BYTES,
     };
 
     /// `x` rounded up to a multiple of `align` (a power of two).
@@ -128,6 +126,9 @@ pub(crate) struct Shared {
     pub launch_epoch: AtomicU64,
     /// Caching pools may skip resetting a clean shadow.
     pub lazy_reset: AtomicBool,
+    /// Runtime-state regions hold the race engine's tables (see
+    /// [`Vmm::without_engine`]).
+    pub engine: bool,
     pub state: Mutex<State>,
     pub devices: Mutex<HashMap<usize, Arc<DeviceEntry>>>,
     /// Indexed by rank.
@@ -172,6 +173,22 @@ impl Vmm {
     /// with [`VmmError::NoVmmSupport`] on a device without virtual memory
     /// management. Nothing is mapped until the first allocation.
     pub fn new(ctx: &impl AsCudaDevice, config: SanitizerConfig) -> VmmResult<Vmm> {
+        Vmm::with_engine(ctx, config, true)
+    }
+
+    /// [`Vmm::new`] for memory no race engine checks (plain symmetric
+    /// buffers of a group of processes): its runtime-state regions hold
+    /// only their header and barrier clocks, not the engine's tables
+    /// (about 130 MiB a device).
+    pub fn without_engine(ctx: &impl AsCudaDevice, config: SanitizerConfig) -> VmmResult<Vmm> {
+        Vmm::with_engine(ctx, config, false)
+    }
+
+    fn with_engine(
+        ctx: &impl AsCudaDevice,
+        config: SanitizerConfig,
+        engine: bool,
+    ) -> VmmResult<Vmm> {
         let ctx = ctx.cuda_device()?;
         ctx.bind()?;
         check_vmm_support(ctx)?;
@@ -190,6 +207,7 @@ impl Vmm {
                 frozen: AtomicBool::new(false),
                 launch_epoch: AtomicU64::new(0),
                 lazy_reset: AtomicBool::new(false),
+                engine,
                 state: Mutex::new(State {
                     buddy,
                     live: HashMap::new(),
@@ -302,14 +320,16 @@ impl Vmm {
         {
             let mut runtime = lock(&self.shared.runtime);
             if runtime[rank as usize].is_none() {
+                // Rank r > 0 of a group of processes works on the tables
+                // of the group's first rank.
+                let in_processes = config.process_rank().is_some_and(|p| p.world > 1);
                 let params = runtime_state::DeviceParams {
                     ordinal,
                     rank,
                     num_ranks,
-                    num_sms: ctx.sm_count(),
-                    clock_buffer_size: config.clock_buffer_size(),
+                    tables: self.shared.engine
+                        && (!in_processes || rank == runtime_state::TABLES_RANK),
                     pool_records: config.shadow_pool_records(),
-                    seed: config.seed(),
                     granularity,
                     shareable,
                     reserve_base: self.reserve_base(),
@@ -540,12 +560,12 @@ impl Vmm {
         lock(&self.shared.config).caching()
     }
 
-    /// The `GlobalState` written for device `ordinal`.
-    pub fn global_state(&self, ordinal: usize) -> VmmResult<GlobalState> {
-        self.runtime_of(ordinal).map(|r| r.global)
+    /// The header written for device `ordinal`'s runtime state.
+    pub fn region_header(&self, ordinal: usize) -> VmmResult<RegionHeader> {
+        self.runtime_of(ordinal).map(|r| r.header)
     }
 
-    /// Device address of device `ordinal`'s `GlobalState` (its region).
+    /// Device address of device `ordinal`'s runtime-state region.
     pub fn runtime_state_ptr(&self, ordinal: usize) -> VmmResult<u64> {
         self.runtime_of(ordinal).map(|r| r.mapping.va)
     }
@@ -555,35 +575,6 @@ impl Vmm {
         let runtime = lock(&self.shared.runtime);
         rank.and_then(|r| runtime[r as usize])
             .ok_or(VmmError::NoRuntimeState { ordinal })
-    }
-
-    /// Points device `ordinal`'s `GlobalState` at a report buffer of
-    /// `capacity` records at device address `addr` (host-mapped memory
-    /// owned by the reporting code).
-    pub fn set_report_buffer(&self, ordinal: usize, addr: u64, capacity: u32) -> VmmResult<()> {
-        let mut g = self.runtime_of(ordinal)?.global;
-        g.report_buffer = addr;
-        g.report_capacity = capacity;
-        self.rewrite_global_state(ordinal, g)
-    }
-
-    /// Writes `g` as device `ordinal`'s `GlobalState` (its region's first
-    /// bytes, and the copy kept here).
-    pub(crate) fn rewrite_global_state(&self, ordinal: usize, g: GlobalState) -> VmmResult<()> {
-        let rank = self.runtime_of(ordinal)?.rank as usize;
-        let ctx = lock(&self.shared.devices)
-            .get(&ordinal)
-            .map(|d| d.ctx.clone());
-        let mut runtime = lock(&self.shared.runtime);
-        let rt = runtime[rank]
-            .as_mut()
-            .ok_or(VmmError::NoRuntimeState { ordinal })?;
-        if let Some(ctx) = ctx {
-            ctx.bind()?;
-        }
-        runtime_state::write(rt.mapping.va, bytemuck::bytes_of(&g), ordinal)?;
-        rt.global = g;
-        Ok(())
     }
 
     /// Zeroes the data of a live allocation on `stream`: the allocator's
