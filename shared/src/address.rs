@@ -7,11 +7,10 @@
 //! 512 GiB of the lower half.
 //!
 //! The runtime-state reservation holds one region per device at a fixed
-//! [`PER_DEVICE_STATE_STRIDE`]: a [`GlobalState`]
-//! at the region's start, then that device's thread states. Masking a
-//! thread-state pointer with `!(stride - 1)` yields its `GlobalState`.
+//! [`PER_DEVICE_STATE_STRIDE`] (its layout: the host's runtime-state
+//! module).
 
-use crate::abi::{thread_state_bytes, GlobalState, COMPACT_SHADOW_BYTES_PER_WORD, WORD_BYTES};
+use crate::abi::{COMPACT_SHADOW_BYTES_PER_WORD, WORD_BYTES};
 
 /// Size and alignment of the user/shadow reservation (1 TiB).
 pub const RESERVE_BYTES: u64 = 1 << 40;
@@ -23,12 +22,8 @@ pub const REAL_CAPACITY: u64 = REAL_OFFSET / COMPACT_SHADOW_BYTES_PER_WORD * WOR
 pub const PER_DEVICE_STATE_STRIDE: u64 = 1 << 30;
 /// Devices the runtime-state reservation has regions for.
 pub const MAX_DEVICES: u64 = 32;
-/// Offset of the first thread state inside a device region (after the
-/// `GlobalState`, padded to 256 bytes).
-pub const THREAD_STATES_OFFSET: u64 = 256;
 
 const _: () = assert!(REAL_CAPACITY == 256 << 30);
-const _: () = assert!(core::mem::size_of::<GlobalState>() as u64 <= THREAD_STATES_OFFSET);
 
 /// The reservation base an address in the reservation belongs to.
 #[inline(always)]
@@ -92,40 +87,6 @@ pub const fn device_globals(globals_base: u64, rank: u32) -> u64 {
     globals_base + rank as u64 * PER_DEVICE_STATE_STRIDE
 }
 
-/// The `GlobalState` address of the device region a thread-state pointer
-/// lies in: the pointer-mask trick, no second pointer carried.
-#[inline(always)]
-pub const fn global_state_of(thread_state_addr: u64) -> u64 {
-    thread_state_addr & !(PER_DEVICE_STATE_STRIDE - 1)
-}
-
-/// Address of the thread state of SM `smid` on device `rank`.
-#[inline(always)]
-pub const fn thread_state_address(
-    globals_base: u64,
-    rank: u32,
-    smid: u32,
-    num_threads: u32,
-    clock_buffer_size: u32,
-) -> u64 {
-    device_globals(globals_base, rank)
-        + THREAD_STATES_OFFSET
-        + smid as u64 * thread_state_bytes(num_threads, clock_buffer_size)
-}
-
-/// True when `num_sms` thread states fit in one device region.
-#[inline]
-pub const fn device_region_fits(num_sms: u32, num_threads: u32, clock_buffer_size: u32) -> bool {
-    THREAD_STATES_OFFSET + num_sms as u64 * thread_state_bytes(num_threads, clock_buffer_size)
-        <= PER_DEVICE_STATE_STRIDE
-}
-
-/// The sanitizer thread id of SM `smid` on device `rank`.
-#[inline(always)]
-pub const fn sanitizer_tid(rank: u32, smid: u32, num_sms: u32) -> u32 {
-    rank * num_sms + smid
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,19 +145,9 @@ mod tests {
     }
 
     #[test]
-    fn per_device_globals_and_mask() {
+    fn per_device_regions() {
         let g = 3 << 40;
         assert_eq!(device_globals(g, 0), g);
         assert_eq!(device_globals(g, 5), g + 5 * (1 << 30));
-        let (n, cb) = (132 * 8, 16);
-        for rank in [0u32, 1, 7, 31] {
-            for sm in [0u32, 1, 131] {
-                let ts = thread_state_address(g, rank, sm, n, cb);
-                assert_eq!(global_state_of(ts), device_globals(g, rank));
-            }
-        }
-        assert!(device_region_fits(132, 132 * 8, 16));
-        assert!(!device_region_fits(1 << 20, 1 << 12, 64));
-        assert_eq!(sanitizer_tid(2, 5, 132), 269);
     }
 }

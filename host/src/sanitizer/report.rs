@@ -582,15 +582,13 @@ impl RaceReports {
         self.counts.unchecked_arrays
     }
 
-    /// Accesses whose word's history the race engine had to cut since the
-    /// last collection: an older access evicted (a GPU word keeps at most 8
-    /// unordered ones), release heads merged, or, with the shadow's record
-    /// pool full (`VIGIL_SHADOW_POOL_RECORDS`), a word kept with only its
-    /// newest write and read. Races with the accesses dropped can be
-    /// missed; none is invented. Counted per device up to 65,536 of each
-    /// kind per collection (`vigil_shared::abi::PoolHeader::COUNT_CAP`): a
-    /// kernel whose every block reads the same words (a GEMM's tiles)
-    /// reaches it at once.
+    /// Times since the last collection the race engine kept less than
+    /// the whole history of a word or of a CTA's knowledge: the shadow's
+    /// record pool full (`VIGIL_SHADOW_POOL_RECORDS`: a word then goes
+    /// unrecorded for that access, its releases joining the lost
+    /// releases), the snapshot arena full or a snapshot coarsened, a head
+    /// widened to the system scope, an exit log overwritten. Races with
+    /// what was cut can be missed; none is invented.
     ///
     /// ```no_run
     /// # fn main() -> vigil::Result<()> {
