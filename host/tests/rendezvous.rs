@@ -70,6 +70,18 @@ fn run_group(
     fds_each: usize,
     timeout: Duration,
 ) -> Vec<(u32, Result<Vec<PeerShare>, RendezvousError>)> {
+    run_group_agreeing(path, tag, members, fds_each, timeout, u64::MAX)
+}
+
+/// [`run_group`] whose members agree only on the size bits `agreed`.
+fn run_group_agreeing(
+    path: &Path,
+    tag: &str,
+    members: &[(u32, u64, u32)],
+    fds_each: usize,
+    timeout: Duration,
+    agreed: u64,
+) -> Vec<(u32, Result<Vec<PeerShare>, RendezvousError>)> {
     let handles: Vec<_> = members
         .iter()
         .map(|&(rank, size, world)| {
@@ -81,6 +93,7 @@ fn run_group(
                 let fds: Vec<BorrowedFd<'_>> = files.iter().map(|f| f.as_fd()).collect();
                 let out = Rendezvous::new(&path, rank, world)
                     .timeout(timeout)
+                    .agreed_size_bits(agreed)
                     .exchange(size, &fds);
                 (rank, out)
             })
@@ -162,6 +175,47 @@ fn a_size_mismatch_fails_every_member_with_the_same_verdict() {
         );
         assert!(e.to_string().contains("rank 2 asked for 8192 bytes"), "{e}");
     }
+}
+
+/// A collective call whose members each share a region of their own
+/// size (a sanitized join: only rank 0's region holds the engine's
+/// tables) agrees only on the bit that names the call: every member gets
+/// every other's own size, and a member of another call (without the
+/// bit) fails the group alike.
+#[test]
+fn members_may_share_sizes_of_their_own_in_the_bits_not_agreed_on() {
+    const CALL: u64 = 1 << 63;
+    let tag = "own-sizes";
+    let path = socket_path(tag);
+    let size = |rank: u32| CALL | if rank == 0 { 126 << 20 } else { 2 << 20 };
+    let members: Vec<_> = (0..3).map(|r| (r, size(r), 3)).collect();
+    let outs = run_group_agreeing(&path, tag, &members, 1, Duration::from_secs(20), CALL);
+    for (rank, out) in outs {
+        let peers = out.unwrap_or_else(|e| panic!("rank {rank}: {e}"));
+        let got: Vec<(u32, u64)> = peers.iter().map(|p| (p.rank, p.size)).collect();
+        let want: Vec<(u32, u64)> = (0..3).filter(|&r| r != rank).map(|r| (r, size(r))).collect();
+        assert_eq!(got, want, "rank {rank}");
+    }
+    assert!(gone_soon(&path));
+    assert_eq!(open_memfds(tag), 0);
+
+    let tag = "own-sizes-other-call";
+    let path = socket_path(tag);
+    let members = [(0, size(0), 3), (1, size(1), 3), (2, 4096, 3)];
+    for (rank, out) in run_group_agreeing(&path, tag, &members, 1, Duration::from_secs(20), CALL) {
+        let e = out.expect_err("a member of another call");
+        assert_eq!(
+            e,
+            RendezvousError::SizeMismatch {
+                rank: 2,
+                size: 4096,
+                expected: size(0)
+            },
+            "rank {rank}"
+        );
+    }
+    assert!(gone_soon(&path));
+    assert_eq!(open_memfds(tag), 0);
 }
 
 #[test]

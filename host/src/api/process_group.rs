@@ -85,9 +85,14 @@ pub struct ProcessGroup {
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The size a sanitized join announces at its rendezvous: this bit and
-/// the runtime state's bytes. No allocation is that large, so a rank that
-/// joined sanitized and one that did not fail their first rendezvous
-/// alike (a size mismatch) instead of mistaking one call for the other.
+/// the bytes of the rank's own runtime-state region. Only this bit must
+/// agree ([`Rendezvous::agreed_size_bits`]): rank 0's region holds the
+/// race engine's tables and the others' only their header and barrier
+/// clocks, so the regions' sizes differ by rank, and what must agree
+/// between them (format, group size, lanes) is checked on their headers
+/// once mapped. No allocation is that large, so a rank that joined
+/// sanitized and one that did not fail their first rendezvous alike (a
+/// size mismatch) instead of mistaking one call for the other.
 const SANITIZED_JOIN: u64 = 1 << 63;
 
 impl std::fmt::Debug for ProcessGroup {
@@ -171,7 +176,9 @@ impl ProcessGroup {
         self.vmm.prepare_device(&self.ctx)?;
         let own = self.vmm.export_runtime_state(ordinal)?;
         let (_, rendezvous) = self.rendezvous();
-        let shares = rendezvous.exchange(SANITIZED_JOIN | own.bytes, &[own.fd.as_fd()])?;
+        let shares = rendezvous
+            .agreed_size_bits(SANITIZED_JOIN)
+            .exchange(SANITIZED_JOIN | own.bytes, &[own.fd.as_fd()])?;
         let mut imported = ImportedRanks {
             vmm: &self.vmm,
             ranks: Vec::new(),

@@ -36,7 +36,8 @@ const CONNECT_RETRY: Duration = Duration::from_millis(10);
 pub struct PeerShare {
     /// Its rank.
     pub rank: u32,
-    /// The byte size it asked for (equal to everyone's).
+    /// The byte size it asked for (equal to everyone's in the bits the
+    /// rendezvous agrees on: [`Rendezvous::agreed_size_bits`]).
     pub size: u64,
     /// Its descriptors, in the order it passed them; this process's own
     /// copies, closed when dropped.
@@ -66,6 +67,8 @@ pub struct Rendezvous {
     rank: u32,
     world: u32,
     timeout: Duration,
+    /// The bits of the size every member must ask for alike.
+    agreed: u64,
 }
 
 impl Rendezvous {
@@ -77,6 +80,7 @@ impl Rendezvous {
             rank,
             world,
             timeout: Duration::from_secs(60),
+            agreed: u64::MAX,
         }
     }
 
@@ -87,9 +91,31 @@ impl Rendezvous {
         self
     }
 
+    /// The bits of the size that every member must ask for alike (all of
+    /// them unless told otherwise). A collective call whose members each
+    /// share something of its own size (a region that only one rank fills)
+    /// names here the bits that say which call it is: members of another
+    /// call still fail with [`RendezvousError::SizeMismatch`], and each
+    /// [`PeerShare::size`] is the member's own. Only the leader's (rank
+    /// 0's) choice is applied.
+    ///
+    /// ```
+    /// use vigil::ipc::Rendezvous;
+    /// const MY_CALL: u64 = 1 << 63;
+    /// // Each rank announces `MY_CALL | its own bytes`.
+    /// let r = Rendezvous::new("/tmp/my-job.sock", 0, 2).agreed_size_bits(MY_CALL);
+    /// # let _ = r;
+    /// ```
+    pub fn agreed_size_bits(mut self, mask: u64) -> Rendezvous {
+        self.agreed = mask;
+        self
+    }
+
     /// Meets the group: says this member asks for `size` bytes and shares
     /// `fds`, and returns every other member's share, by rank. Every member
-    /// must pass the same `size` and the same number of descriptors.
+    /// must pass the same `size` (in the bits of
+    /// [`agreed_size_bits`](Self::agreed_size_bits)) and the same number
+    /// of descriptors.
     ///
     /// # Errors
     ///
@@ -398,7 +424,7 @@ impl<'a> Leader<'a> {
             })
         } else if self.members.iter().any(|m| m.share.rank == frame.rank) {
             Some(RendezvousError::DuplicateRank { rank: frame.rank })
-        } else if frame.size != self.size {
+        } else if (frame.size ^ self.size) & self.request.agreed != 0 {
             Some(RendezvousError::SizeMismatch {
                 rank: frame.rank,
                 size: frame.size,

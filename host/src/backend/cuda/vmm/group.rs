@@ -29,6 +29,15 @@ pub fn runtime_mismatch(own: &RegionHeader, peer: &RegionHeader) -> Option<Strin
         .map(|(what, a, b)| format!("{what}: {b:#x}, here {a:#x}"))
 }
 
+/// Why a peer's region, mapped as `mapped` bytes (the size its owner
+/// announced: each rank's region has its own, only the tables rank's
+/// holds the engine's tables), cannot hold what its header says it holds.
+/// Pure: tested on the CPU.
+pub fn mapped_mismatch(peer: &RegionHeader, mapped: u64) -> Option<String> {
+    let used = RegionLayout::of(peer).used_bytes;
+    (used > mapped).then(|| format!("region bytes: {used:#x} laid out, {mapped:#x} shared"))
+}
+
 impl Vmm {
     /// Sets up `ctx`'s device here if no allocation or launch did yet:
     /// its runtime state made, with the configuration's rank.
@@ -81,8 +90,10 @@ impl Vmm {
     ) -> VmmResult<Option<(u32, String)>> {
         let own = self.runtime_of(ordinal)?.header;
         for &rank in ranks {
-            let (_, peer) = self.mapped_region(rank)?;
-            if let Some(what) = runtime_mismatch(&own, &peer) {
+            let peer = self.mapped_runtime(rank)?;
+            let what = runtime_mismatch(&own, &peer.header)
+                .or_else(|| mapped_mismatch(&peer.header, peer.mapping.bytes));
+            if let Some(what) = what {
                 return Ok(Some((rank, what)));
             }
         }
@@ -158,17 +169,16 @@ impl Vmm {
 
     /// Address of rank `rank`'s barrier clock `n` (every region has both).
     fn barrier_clock_va(&self, rank: u32, n: u32) -> VmmResult<u64> {
-        let (va, _) = self.mapped_region(rank)?;
-        Ok(va + RegionLayout::barrier_clock(n))
+        let region = self.mapped_runtime(rank)?;
+        Ok(region.mapping.va + RegionLayout::barrier_clock(n))
     }
 
-    /// Where rank `rank`'s region is mapped here, and its header.
-    fn mapped_region(&self, rank: u32) -> VmmResult<(u64, RegionHeader)> {
+    /// Rank `rank`'s region as mapped here.
+    fn mapped_runtime(&self, rank: u32) -> VmmResult<runtime_state::DeviceRuntime> {
         lock(&self.shared.runtime)
             .get(rank as usize)
             .copied()
             .flatten()
-            .map(|r| (r.mapping.va, r.header))
             .ok_or(VmmError::NoRuntimeState {
                 ordinal: self.home_ordinal(),
             })
@@ -214,6 +224,30 @@ mod tests {
         assert_eq!(
             runtime_mismatch(&own, &old).as_deref(),
             Some("region format: 0x56470001, here 0x56470002")
+        );
+    }
+
+    /// Each rank shares its own region's bytes (only the tables rank's
+    /// holds the tables): a region is usable when its mapping holds
+    /// what its header lays out, whatever the other ranks' sizes.
+    #[test]
+    fn a_region_must_hold_what_its_header_lays_out() {
+        let granule = 2u64 << 20;
+        let with = header(2, true);
+        let without = header(2, false);
+        let used = |h: &RegionHeader| RegionLayout::of(h).used_bytes;
+        let rounded = |h: &RegionHeader| used(h).div_ceil(granule) * granule;
+        assert!(rounded(&without) < rounded(&with));
+        assert_eq!(mapped_mismatch(&with, rounded(&with)), None);
+        assert_eq!(mapped_mismatch(&without, rounded(&without)), None);
+        assert_eq!(mapped_mismatch(&without, rounded(&with)), None);
+        assert_eq!(
+            mapped_mismatch(&with, rounded(&without)),
+            Some(format!(
+                "region bytes: {:#x} laid out, {:#x} shared",
+                used(&with),
+                rounded(&without)
+            ))
         );
     }
 }
