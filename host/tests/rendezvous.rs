@@ -193,7 +193,10 @@ fn members_may_share_sizes_of_their_own_in_the_bits_not_agreed_on() {
     for (rank, out) in outs {
         let peers = out.unwrap_or_else(|e| panic!("rank {rank}: {e}"));
         let got: Vec<(u32, u64)> = peers.iter().map(|p| (p.rank, p.size)).collect();
-        let want: Vec<(u32, u64)> = (0..3).filter(|&r| r != rank).map(|r| (r, size(r))).collect();
+        let want: Vec<(u32, u64)> = (0..3)
+            .filter(|&r| r != rank)
+            .map(|r| (r, size(r)))
+            .collect();
         assert_eq!(got, want, "rank {rank}");
     }
     assert!(gone_soon(&path));

@@ -282,8 +282,14 @@ mod shared_engine {
         /// Plans a one-CTA launch on rank `rank`'s group stream and writes
         /// its record into its ring slot.
         fn launch(&mut self, rank: u32) -> Planned {
+            self.launch_on(rank, GROUP, StreamId(1))
+        }
+
+        /// Plans a one-CTA launch of context `owner` on its `stream` of
+        /// rank `rank` and writes its record into its ring slot.
+        fn launch_on(&mut self, rank: u32, owner: Owner, stream: StreamId) -> Planned {
             let o = &mut self.ranks[rank as usize];
-            let plan = o.launch(StreamId(1), GROUP, rank, 1).unwrap();
+            let plan = o.launch(stream, owner, rank, 1).unwrap();
             let ring = o.next_ring(RING);
             let at = (ring % RING) as usize * launch_record::WORDS;
             let rec = &self.ring[at..at + launch_record::WORDS];
@@ -401,5 +407,52 @@ mod shared_engine {
             let race = g.access(&read, 4, true, 51);
             names(&g, race, ReportKind::WriteAfterWrite, &write, 50);
         }
+    }
+
+    /// Contexts one after the other in one process (a test binary's
+    /// tests), on the one set of tables the process keeps: the first
+    /// context's work, waited for, then the context gone and the tables
+    /// renewed as a collection does; the next context's launches take
+    /// new ring numbers whose records are theirs, are ordered after the
+    /// first context's work, and race among themselves only where its
+    /// own streams are unordered.
+    #[test]
+    fn a_later_context_starts_on_the_tables_the_first_one_left() {
+        const FIRST: Owner = 10;
+        const NEXT: Owner = 11;
+        let mut g = Group::new(1);
+        let mut rings = Vec::new();
+        for i in 0..(2 * RING as u64) {
+            let l = g.launch_on(0, FIRST, StreamId(100 + i % 2));
+            assert_eq!(g.access(&l, i % 8, true, 60), None);
+            rings.push(l.ring);
+            g.ranks[0].sync_owner(FIRST);
+        }
+        g.ranks[0].drop_stream(StreamId(100));
+        g.ranks[0].drop_stream(StreamId(101));
+        g.ranks[0].drop_owner(FIRST);
+        assert!(g.ranks[0].renew().is_some(), "everything was waited for");
+        Arena::<CoreAtomics>::renew(&g.arena, &g.exits, &g.sc);
+
+        // The first context's words, left in the shadow: ordered before
+        // the next context's launches, never a race.
+        let read = g.launch_on(0, NEXT, StreamId(200));
+        assert!(!rings.contains(&read.ring), "a new ring number");
+        let rec = launch_record::get::<CoreAtomics>(&g.ring, read.ring).expect("its record");
+        let load = |i: usize| rec[i].load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(
+            (load(launch_record::BASE), load(launch_record::COUNT)),
+            (read.plan.base, 1)
+        );
+        for word in 0..8 {
+            assert_eq!(g.access(&read, word, false, 61), None, "word {word}");
+        }
+        // Its own streams, unordered: a race, named by the next
+        // context's launch.
+        let write = g.launch_on(0, NEXT, StreamId(201));
+        assert_eq!(g.access(&write, 20, true, 62), None);
+        let other = g.launch_on(0, NEXT, StreamId(202));
+        let race = g.access(&other, 20, false, 63);
+        names(&g, race, ReportKind::ReadAfterWrite, &write, 62);
     }
 }

@@ -85,7 +85,7 @@ pub(crate) fn join_group(members: &[(Arc<GpuSanitizer>, u64)]) -> Result<()> {
 impl GpuSanitizer {
     /// The engine tables this device works on.
     pub(crate) fn tables(&self) -> EngineTables {
-        EngineTables::of(&lock(&self.desc))
+        EngineTables::of(&self.desc())
     }
 
     /// Points this device's descriptor at `tables` (before its kernels
@@ -127,7 +127,7 @@ impl GpuSanitizer {
     /// members' and processes' lanes included); this process's view if it
     /// cannot be read.
     pub(super) fn lane_devices(&self) -> LaneDevices {
-        let table = lock(&self.desc).lane_devices;
+        let table = self.desc().lane_devices;
         let read = self
             .device
             .bind()

@@ -29,6 +29,8 @@
 //!   a group of processes.
 //! - `device_memory`: the sanitizer's own device and mapped memory.
 //! - `location`: source locations read back from device memory.
+//! - `locks`: the sanitizer's locks, which fail at once where a thread
+//!   would wait for itself.
 //! - `host_sites`: the host call sites of copies and fills, as tags.
 //! - `range_checks`: copies and fills as launches of the range-access entry.
 //! - `resolve`: what the records' numbers mean, for the shared decoder.
@@ -38,6 +40,7 @@ mod device_memory;
 mod group;
 mod host_sites;
 mod location;
+mod locks;
 mod range_checks;
 mod renew;
 mod resolve;
@@ -49,7 +52,7 @@ pub(crate) use range_checks::{RangeCheck, RangeEntry};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering as MemOrder};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use vigil_shared::abi::ReportBufferHeader;
 use vigil_shared::block::{
@@ -145,9 +148,7 @@ pub(crate) struct GpuSanitizer {
 /// must not name a launch of this one.
 static NEXT_LAUNCH: AtomicU32 = AtomicU32::new(1);
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+use locks::lock;
 
 fn registry() -> &'static Mutex<HashMap<usize, Arc<GpuSanitizer>>> {
     static SANITIZERS: OnceLock<Mutex<HashMap<usize, Arc<GpuSanitizer>>>> = OnceLock::new();
@@ -338,9 +339,15 @@ impl GpuSanitizer {
         })
     }
 
+    /// What the device's `GpuRuntime` holds now, as a copy: no caller
+    /// keeps the descriptor's lock past this call.
+    fn desc(&self) -> GpuRuntime {
+        *lock(&self.desc)
+    }
+
     /// The device address of launch `r`'s ring slot (in the group's ring).
     fn ring_slot(&self, r: u32) -> u64 {
-        lock(&self.desc).launches + u64::from(r % LAUNCH_RING_SLOTS) * LAUNCH_RECORD_BYTES as u64
+        self.desc().launches + u64::from(r % LAUNCH_RING_SLOTS) * LAUNCH_RECORD_BYTES as u64
     }
 
     /// Writes `plan`'s record into its ring slot on `stream` (or at once,
@@ -355,7 +362,7 @@ impl GpuSanitizer {
         // Only the lanes this process rented changed: the table is shared
         // with the group's other processes, whose lanes they write.
         let devices = *lock(launch_order()).devices();
-        let table = lock(&self.desc).lane_devices;
+        let table = self.desc().lane_devices;
         for (k, (now, was)) in devices
             .0
             .iter()
@@ -467,6 +474,10 @@ impl GpuSanitizer {
         };
         let vmm = self.pool.vmm();
         let allocation = |addr: u64| vmm.lookup(addr).map(|a| (a.ptr, a.size));
+        // Read before the resolver: a lock taken in a field of its
+        // literal is held to the end of the statement.
+        let ring = self.desc().launches;
+        let devices = self.lane_devices();
         let resolver = GpuResolver {
             launches,
             elsewhere: &elsewhere,
@@ -474,9 +485,9 @@ impl GpuSanitizer {
             locations: std::cell::RefCell::new(locations),
             host_sites: sites,
             read: &read,
-            ring: lock(&self.desc).launches,
+            ring,
             allocation: &allocation,
-            devices: self.lane_devices(),
+            devices,
         };
         let priors: Vec<Option<PriorSite>> = records
             .iter()
@@ -513,7 +524,7 @@ impl GpuSanitizer {
         let mut lost = 0u64;
         // The tables this device works on (a group's shared ones: another
         // member may take a count first).
-        let d = *lock(&self.desc);
+        let d = self.desc();
         let counters: [(u64, usize); 4] = [
             (d.pool + 8 * pool_header::EXHAUSTED as u64, 8),
             (d.arena + 4 * arena_header::LOST as u64, 4),

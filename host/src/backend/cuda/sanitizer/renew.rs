@@ -32,7 +32,7 @@ impl GpuSanitizer {
 
     /// Writes the empty tables (the descriptor's: a group's shared ones).
     fn empty_knowledge(&self) -> Result<()> {
-        let d = *lock(&self.desc);
+        let d = self.desc();
         self.device.bind()?;
         let bytes = read_device(d.arena, 4 * ARENA_HEADER_WORDS)?;
         let old: [u32; ARENA_HEADER_WORDS] =
