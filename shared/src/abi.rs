@@ -37,13 +37,13 @@ pub enum ReportKind {
     /// Error: an acquire needed a snapshot its releaser already overwrote.
     /// No longer emitted; the code stays reserved.
     ClockBufferExhausted = 17,
-    /// Error: the inflated-record pool is full and the word has release
-    /// heads (a word without them stays compact with older clocks dropped,
-    /// counted in [`PoolHeader::degraded`]).
+    /// Error: the shadow record pool was full. No longer emitted (an
+    /// allocation that finds the pool full is counted in its header,
+    /// [`pool_header::EXHAUSTED`](crate::race::record::pool_header::EXHAUSTED),
+    /// and reported as history lost); the code stays reserved.
     ShadowPoolExhausted = 18,
     /// Error: a word needed more release heads than a record keeps. No
-    /// longer emitted (heads are joined per class, then merged, counted in
-    /// [`PoolHeader::merged_heads`]); the code stays reserved.
+    /// longer emitted; the code stays reserved.
     ReleaseSlotsExhausted = 19,
 }
 impl ReportKind {
