@@ -140,6 +140,25 @@ unsafe impl<T: bytemuck::Pod, S: crate::Sanitizer> KernelParam for GlobalSliceMu
     }
 }
 
+/// Tensor-map parameters: the map's address, then its box's element count.
+macro_rules! tensor_map_param {
+    ($($map:ident),*) => {$(
+        // SAFETY: pointer then length, read in that order.
+        unsafe impl<T: bytemuck::Pod, const D: usize, S: crate::Sanitizer> KernelParam
+            for crate::async_copy::$map<T, D, S>
+        {
+            const PARTS: &'static [PtxType] = &[PtxType::Ptr, PtxType::B64];
+            #[cfg(not(target_arch = "nvptx64"))]
+            unsafe fn read(buf: &[u8], cursor: &mut ParamCursor) -> Self {
+                let p = read_ptr(buf, cursor);
+                // SAFETY: the caller guarantees the map and its box size.
+                unsafe { Self::from_raw_parts(p as *const u8, read_len(buf, cursor)) }
+            }
+        }
+    )*};
+}
+tensor_map_param!(TensorMap, TensorMapMut);
+
 /// The PTX scalars of a [`Peers`] argument: one pointer per possible rank,
 /// the length, the rank and the world size.
 const PEERS_PARTS: [PtxType; MAX_RANKS + 3] = {

@@ -5,7 +5,9 @@
 //! through the typed handles in [`global`] (`load`, `store` and atomics with
 //! an explicit [`Ordering`] and [`Scope`]), and may use block-shared memory
 //! ([`shared_array!`], [`dynamic_shared_array!`], [`dynamic_shared`]), barriers ([`sync_threads`]),
-//! fences ([`fence`]) and warp collectives ([`warp`]).
+//! fences ([`fence`]) and warp collectives ([`warp`]), asynchronous copies,
+//! mbarriers and tensor copies ([`async_copy`]) and programmatic dependent
+//! launch ([`grid_dependency`]).
 //!
 //! The same source builds for `nvptx64-nvidia-cuda` (the PTX a GPU runs) and
 //! for the host (the CPU backend). Platform specifics live in one small
@@ -24,9 +26,11 @@
 #![warn(missing_docs)]
 
 mod arch;
+pub mod async_copy;
 pub mod atomic;
 pub mod global;
 pub mod gpu_sanitizer;
+pub mod grid_dependency;
 pub mod index;
 pub mod kernel;
 pub mod math;
@@ -44,8 +48,10 @@ pub mod warp;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod host_runtime {
     pub use crate::arch::host::{
-        enter_thread, set_current, BlockRuntime, SanitizerRuntime, ThreadContext, WarpOp,
+        enter_thread, set_current, AsyncCopies, BlockRuntime, SanitizerRuntime, ThreadContext,
+        WarpOp,
     };
+    pub use crate::arch::host_async::thread_returned;
     pub use crate::sanitizer::{AtomicAccess, Checked, SharedAccess};
 }
 
@@ -71,10 +77,11 @@ pub mod prelude {
     };
     pub use crate::peers::{group_barrier, group_barrier_at, Peers};
     pub use crate::sanitizer::{Plain, Sanitizer};
+    pub use crate::async_copy::{Mbarrier, TensorMap, TensorMapMut};
     pub use crate::shared_mem::dynamic_shared;
     pub use crate::sync::{fence, sync_threads};
     pub use crate::warp;
-    pub use crate::{dynamic_shared_array, kernel, shared_array};
+    pub use crate::{dynamic_shared_array, kernel, mbarriers, shared_array};
     pub use vigil_shared::{Ordering, Scope};
 }
 

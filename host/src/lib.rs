@@ -87,6 +87,7 @@ pub use api::memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceBuffer, DeviceSlice
 pub use api::module::{Function, KernelFn, Module};
 pub use api::process_group::{ProcessGroup, ProcessSymmetric};
 pub use api::stream::Stream;
+pub use api::tensor_map::{DeviceTensorMap, DeviceTensorMapMut, TiledLayout};
 pub use api::symmetric::{
     PeerSlice, PeersArg, Symmetric, SymmetricGroup, DEFAULT_GROUP_LAUNCH_TIMEOUT,
 };
@@ -97,7 +98,9 @@ pub use backend::cpu::hooks::{
 pub use backend::cpu::memory::HOST_ALIGN;
 pub use backend::cuda::driver::{device_count, driver_version, gpu_available};
 pub use backend::transfer::TransferKind;
-pub use error::{ArgProblem, DivergentBarrier, Error, ErrorReport, GroupProblem, Result};
+pub use error::{
+    ArgProblem, DivergentBarrier, Error, ErrorReport, GroupProblem, Result, TensorMapProblem,
+};
 pub use sanitizer::config::{ConfigError, ProcessRank, VmmConfig, VmmConfigBuilder};
 pub use sanitizer::report::{
     kind_name, MemorySpace, PriorAccess, RaceAccess, RaceAllocation, RaceReport, RaceReports,
@@ -105,7 +108,7 @@ pub use sanitizer::report::{
 };
 pub use types::{
     DeviceId, DeviceLimits, DeviceProps, Dim3, EventId, FunctionAttrs, LaunchConfig,
-    LaunchConfigError, LaunchVariant, StreamId,
+    LaunchConfigError, LaunchVariant, StreamId, TensorElement, TensorElementType,
 };
 
 pub use vigil_test_macros::test;
@@ -119,3 +122,5 @@ pub use vigil_device::Kernel;
 pub use vigil_shared::params::{ParamCursor, ParamDesc, PtxType};
 /// The vocabulary of race reports, shared with the engine.
 pub use vigil_shared::{abi::ReportKind, AccessKind, Scope};
+/// How a tensor copy lays a box out in shared memory.
+pub use vigil_shared::tensor_map::Swizzle;

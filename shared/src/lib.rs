@@ -17,7 +17,8 @@
 //! [`gpu`] (the GPU sanitizer's launch ABI: hidden parameters, slots,
 //! stream clocks, side table, report records), [`read_only`] (a launch's
 //! read-only ranges), [`reclaim`] (a freed buffer's records back to the
-//! pool). [`memory_model`] and [`params`] are the vocabulary and the
+//! pool), [`tensor_map`] (tensor-copy descriptors and swizzles).
+//! [`memory_model`] and [`params`] are the vocabulary and the
 //! kernel parameter ABI every crate shares.
 //!
 //! How these pieces work together is described in the user guide's design
@@ -55,5 +56,6 @@ pub mod read_only;
 pub mod reclaim;
 pub mod report;
 pub mod shadow;
+pub mod tensor_map;
 
 pub use memory_model::{AccessKind, Ordering, Scope};

@@ -4,7 +4,8 @@
 //! have no `S` of their own):
 //!
 //! - `shared_array!(T; N)` becomes `shared_array!(@sanitizer S; T; N)`,
-//!   `dynamic_shared_array!(T)` `dynamic_shared_array!(@sanitizer S; T)`;
+//!   `dynamic_shared_array!(T)` `dynamic_shared_array!(@sanitizer S; T)`,
+//!   `mbarriers!(N)` `mbarriers!(@sanitizer S; N)`;
 //! - `sync_threads()` becomes `::vigil_device::sync::sync_threads_in::<S>()`;
 //! - `warp::f(mask, ..)` for a collective `f` becomes
 //!   `warp::f(::vigil_device::warp::__joining::<S>(mask), ..)`.
@@ -60,7 +61,9 @@ impl VisitMut for Carry<'_> {
         if m.path
             .segments
             .last()
-            .is_some_and(|s| s.ident == "shared_array" || s.ident == "dynamic_shared_array")
+            .is_some_and(|s| {
+                s.ident == "shared_array" || s.ident == "dynamic_shared_array" || s.ident == "mbarriers"
+            })
             && first.as_deref() != Some("@")
         {
             let (s, t) = (self.san, &m.tokens);

@@ -23,7 +23,8 @@ const SCALARS: &[&str] = &[
 ];
 
 const SUPPORTED: &str = "kernel parameters must be scalars (u8, i8, u16, i16, u32, i32, u64, i64, usize, isize, f32, f64) \
-     or global-memory handles (GlobalPtr<T>, GlobalPtrMut<T>, GlobalSlice<T>, GlobalSliceMut<T>, Peers<T> with T: bytemuck::Pod)";
+     or global-memory handles (GlobalPtr<T>, GlobalPtrMut<T>, GlobalSlice<T>, GlobalSliceMut<T>, Peers<T> with T: bytemuck::Pod) \
+     or tensor maps (TensorMap<T, D>, TensorMapMut<T, D>)";
 
 /// The PTX of a kernel crate that this crate's `build.rs` built with
 /// `vigil_build::PtxBuilder`, as a `&'static str`: `include_ptx!("kernels")`
@@ -80,6 +81,13 @@ enum ParamKind {
     /// element type.
     Peers {
         elem: Box<Type>,
+    },
+    /// A tensor map (`TensorMap<T, D>`, `TensorMapMut<T, D>`): its type
+    /// name and its element type and rank.
+    TensorMap {
+        handle: Ident,
+        elem: Box<Type>,
+        rank: Box<GenericArgument>,
     },
 }
 
@@ -176,6 +184,9 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
                 }
                 ParamKind::Handle { handle, elem } => quote!(::vigil_device::#handle<#elem, #s>),
                 ParamKind::Peers { elem } => quote!(::vigil_device::Peers<#elem, #s>),
+                ParamKind::TensorMap { handle, elem, rank } => {
+                    quote!(::vigil_device::async_copy::#handle<#elem, #rank, #s>)
+                }
             })
             .collect()
     };
@@ -208,6 +219,12 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
                 if handle.to_string().starts_with("GlobalSlice") {
                     entry_params.push(quote!(#len: usize));
                 }
+            }
+            ParamKind::TensorMap { .. } => {
+                let ptr = format_ident!("{}__ptr", n);
+                let len = format_ident!("{}__len", n);
+                entry_params.push(quote!(#ptr: *const u8));
+                entry_params.push(quote!(#len: usize));
             }
             ParamKind::Peers { elem } => {
                 for ptr in peer_pointers(n) {
@@ -242,6 +259,17 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
                                 // SAFETY: the host passed a device allocation of at least one element.
                                 let #n = unsafe { #h::from_raw(#ptr) };
                             }
+                        }
+                    }
+                    ParamKind::TensorMap { handle, elem, rank } => {
+                        let ptr = format_ident!("{}__ptr", n);
+                        let len = format_ident!("{}__len", n);
+                        quote! {
+                            // SAFETY: the host passed a tensor map of this rank and
+                            // element type with `len`-element boxes.
+                            let #n = unsafe {
+                                ::vigil_device::async_copy::#handle::<#elem, #rank, #s>::__from_param(#ptr, #len)
+                            };
                         }
                     }
                     ParamKind::Peers { elem } => {
@@ -295,7 +323,9 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
                     // SAFETY: the caller packed this kernel's parameters in order.
                     let #names = unsafe { <#host_tys as ::vigil_device::KernelParam>::read(params, &mut __vigil_cursor) };
                 )*
-                #name::<__VigilHostSanitizer>(#(#names),*)
+                #name::<__VigilHostSanitizer>(#(#names),*);
+                // Copies still in flight complete as the thread returns.
+                ::vigil_device::host_runtime::thread_returned();
             }
         }
 
@@ -433,6 +463,23 @@ fn classify(ty: &Type) -> syn::Result<ParamKind> {
                 return Ok(ParamKind::Handle {
                     handle: last.ident.clone(),
                     elem: Box::new(tys[0].clone()),
+                });
+            }
+            if ident == "TensorMap" || ident == "TensorMapMut" {
+                let PathArguments::AngleBracketed(ab) = &last.arguments else {
+                    return unsupported("a tensor map needs its element type and rank, e.g. TensorMap<f32, 2>; ");
+                };
+                let args: Vec<&GenericArgument> = ab.args.iter().collect();
+                let elem = match args.first() {
+                    Some(GenericArgument::Type(t)) if args.len() == 2 || args.len() == 3 => t,
+                    _ => {
+                        return unsupported("a tensor map takes its element type, its rank and optionally the sanitizer type; ")
+                    }
+                };
+                return Ok(ParamKind::TensorMap {
+                    handle: last.ident.clone(),
+                    elem: Box::new(elem.clone()),
+                    rank: Box::new(args[1].clone()),
                 });
             }
             if ident == "Peers" {

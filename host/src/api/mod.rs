@@ -13,3 +13,4 @@ pub(crate) mod process_group;
 pub(crate) mod sanitized_group;
 pub(crate) mod stream;
 pub(crate) mod symmetric;
+pub(crate) mod tensor_map;

@@ -2,6 +2,7 @@
 //! built to PTX by `vigil-build` and, unchanged, for the host (CPU backend).
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, stdarch_nvptx))]
 
+pub mod async_copies;
 pub mod block_races;
 pub mod examples;
 pub mod hangs;

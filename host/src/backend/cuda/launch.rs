@@ -10,7 +10,7 @@ use super::driver::call_raw;
 use super::module::CudaFunction;
 use super::stream::CudaStream;
 use super::CudaBackend;
-use crate::abi::params::ParamBuffer;
+use crate::abi::params::{KernelParams, ParamBuffer};
 use crate::error::{Error, Result};
 use crate::types::{LaunchConfig, LaunchVariant, StreamId};
 use cudarc::driver::sys;
@@ -62,6 +62,14 @@ impl CudaBackend {
                         kernel: name,
                         problem,
                     })?;
+                // The sanitizer orders a stream's launches by their entry
+                // and exit clocks: a sanitized launch waits for its
+                // predecessor (a dependent's `griddepcontrol.wait` then
+                // returns at once).
+                let config = LaunchConfig {
+                    programmatic_stream_serialization: false,
+                    ..launch.config
+                };
                 let san = self.gpu_sanitizer()?;
                 let params = san.prepare_launch(
                     self.owner(),
@@ -77,7 +85,7 @@ impl CudaBackend {
                     launch.params.slots().len()
                         + HIDDEN_PARAMS.iter().map(|p| p.parts.len()).sum::<usize>()
                 );
-                self.launch_sanitized(func, launch.kernel, launch.stream, launch.config, &params)
+                self.launch_sanitized(func, launch.kernel, launch.stream, config, &params)
             }
         }
     }
@@ -121,7 +129,8 @@ impl CudaBackend {
     }
 
     /// `cuLaunchKernel` of `func` with `launch`'s configuration and the
-    /// packed `params`.
+    /// packed `params` (`cuLaunchKernelEx` with the programmatic stream
+    /// serialisation attribute when the configuration asks for it).
     fn launch_entry(
         &self,
         func: &CudaFunction,
@@ -133,6 +142,9 @@ impl CudaBackend {
         let limits = &self.device().props().limits;
         func.ensure_dynamic_smem(config.shared_mem_bytes, limits.max_shared_mem_per_block)?;
         let mut params = params.kernel_params();
+        if config.programmatic_stream_serialization {
+            return self.launch_programmatic(func, launch, &mut params);
+        }
         let (g, b) = (config.grid, config.block);
         let r = call_raw("cuLaunchKernel", || {
             // SAFETY: `func` is a live function of the current context;
@@ -156,14 +168,61 @@ impl CudaBackend {
                 )
             }
         })?;
-        match r {
-            sys::CUresult::CUDA_SUCCESS => Ok(()),
-            r => Err(Error::Launch {
-                kernel: launch.kernel.to_owned(),
-                name: format!("{r:?}"),
-                code: r as u32,
-            }),
-        }
+        launch_result(launch.kernel, r)
+    }
+
+    /// `cuLaunchKernelEx` of `func` with `launch`'s configuration and
+    /// `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION` set.
+    fn launch_programmatic(
+        &self,
+        func: &CudaFunction,
+        launch: &CudaLaunch<'_>,
+        params: &mut KernelParams<'_>,
+    ) -> Result<()> {
+        let config = launch.config;
+        let (g, b) = (config.grid, config.block);
+        // SAFETY: an all-zero attribute is a valid plain-data value; the
+        // id and the union member it names are set below.
+        let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+        attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmaticStreamSerializationAllowed = 1;
+        let cfg = sys::CUlaunchConfig {
+            gridDimX: g.x,
+            gridDimY: g.y,
+            gridDimZ: g.z,
+            blockDimX: b.x,
+            blockDimY: b.y,
+            blockDimZ: b.z,
+            sharedMemBytes: config.shared_mem_bytes,
+            hStream: launch.stream.raw(),
+            attrs: &mut attr,
+            numAttrs: 1,
+        };
+        let r = call_raw("cuLaunchKernelEx", || {
+            // SAFETY: as for `cuLaunchKernel` in `launch_entry`; `cfg` and
+            // the attribute it points to outlive the call.
+            unsafe {
+                sys::cuLaunchKernelEx(
+                    &cfg,
+                    func.raw(),
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            }
+        })?;
+        launch_result(launch.kernel, r)
+    }
+}
+
+/// A launch call's result as the front end reports it.
+fn launch_result(kernel: &str, r: sys::CUresult) -> Result<()> {
+    match r {
+        sys::CUresult::CUDA_SUCCESS => Ok(()),
+        r => Err(Error::Launch {
+            kernel: kernel.to_owned(),
+            name: format!("{r:?}"),
+            code: r as u32,
+        }),
     }
 }
 
