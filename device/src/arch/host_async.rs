@@ -646,13 +646,22 @@ pub(crate) unsafe fn mbarrier_init(bar: usize, count: u32) {
     )
 }
 
-/// `mbarrier.arrive` (after `mbarrier.expect_tx` of `tx` bytes when `tx`
-/// is not 0).
+/// `mbarrier.arrive`.
 ///
 /// # Safety
 /// As [`mbarrier_init`].
 #[track_caller]
-pub(crate) unsafe fn mbarrier_arrive(bar: usize, tx: u32) {
+pub(crate) unsafe fn mbarrier_arrive(bar: usize) {
+    // SAFETY: forwarded.
+    unsafe { mbarrier_arrive_expect_tx(bar, 0) }
+}
+
+/// `mbarrier.arrive.expect_tx`: `tx` more bytes expected, then an arrival.
+///
+/// # Safety
+/// As [`mbarrier_init`].
+#[track_caller]
+pub(crate) unsafe fn mbarrier_arrive_expect_tx(bar: usize, tx: u32) {
     let mut s = state(bar);
     assert!(
         s.pending > 0,

@@ -168,22 +168,26 @@ pub unsafe fn mbarrier_init(bar: usize, count: u32) {
     unsafe { raw::mbarrier_init(shared_address(bar), count) }
 }
 
-/// `mbarrier.arrive`, with `mbarrier.expect_tx` of `tx` bytes first when
-/// `tx` is not 0 (`arrive.expect_tx`).
+/// `mbarrier.arrive`.
 ///
 /// # Safety
 /// `bar` is an initialised mbarrier.
 #[inline(always)]
 #[track_caller]
-pub unsafe fn mbarrier_arrive(bar: usize, tx: u32) {
+pub unsafe fn mbarrier_arrive(bar: usize) {
     // SAFETY: the caller's contract.
-    unsafe {
-        if tx == 0 {
-            raw::mbarrier_arrive(shared_address(bar))
-        } else {
-            raw::mbarrier_arrive_expect_tx(shared_address(bar), tx)
-        }
-    }
+    unsafe { raw::mbarrier_arrive(shared_address(bar)) }
+}
+
+/// `mbarrier.arrive.expect_tx` of `tx` bytes.
+///
+/// # Safety
+/// `bar` is an initialised mbarrier.
+#[inline(always)]
+#[track_caller]
+pub unsafe fn mbarrier_arrive_expect_tx(bar: usize, tx: u32) {
+    // SAFETY: the caller's contract.
+    unsafe { raw::mbarrier_arrive_expect_tx(shared_address(bar), tx) }
 }
 
 /// `mbarrier.expect_tx`.

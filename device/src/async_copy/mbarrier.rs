@@ -131,7 +131,7 @@ impl<S: Sanitizer> Mbarrier<S> {
     pub fn arrive(&self) {
         self.seen(AccessKind::AtomicRmw);
         // SAFETY: as in `init`.
-        unsafe { async_imp::mbarrier_arrive(self.address(), 0) }
+        unsafe { async_imp::mbarrier_arrive(self.address()) }
     }
 
     /// Adds `bytes` to the phase's expected transaction bytes, then
@@ -143,7 +143,7 @@ impl<S: Sanitizer> Mbarrier<S> {
     pub fn arrive_expect_tx(&self, bytes: u32) {
         self.seen(AccessKind::AtomicRmw);
         // SAFETY: as in `init`.
-        unsafe { async_imp::mbarrier_arrive(self.address(), bytes) }
+        unsafe { async_imp::mbarrier_arrive_expect_tx(self.address(), bytes) }
     }
 
     /// Adds `bytes` to the phase's expected transaction bytes without

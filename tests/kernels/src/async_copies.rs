@@ -333,3 +333,209 @@ pub fn mbarrier_missing_bytes(x: GlobalSlice<f32>, out: GlobalSliceMut<f32>) {
     bar.wait_parity(0);
     out.store(thread_idx().x as usize, tile.load(0));
 }
+
+// The codegen test's pairs: each `#[kernel]` below and its hand-written
+// twin (the instructions CUDA C++ writes for the same operations, with
+// the same bounds checks) must compile to the same PTX.
+
+/// One thread's `cp.async` of 16 bytes into dynamic shared memory, a
+/// commit and a wait for all but the newest group.
+#[kernel]
+pub fn codegen_cp_async(x: GlobalSlice<f32>) {
+    let tile = dynamic_shared_array!(f32);
+    let t = 4 * thread_idx().x as usize;
+    tile.copy_async::<16>(t, x, t);
+    commit_group();
+    wait_group::<1>();
+}
+
+/// A bulk load completing on an mbarrier, then a bulk store in a bulk
+/// group, by thread 0; every thread waits for the load's phase.
+#[kernel]
+pub fn codegen_bulk(x: GlobalSlice<f32>, y: GlobalSliceMut<f32>) {
+    let tile = shared_array!(f32; 256; align 128);
+    let bars = mbarriers!(1);
+    let bar = bars.get(0);
+    if thread_idx().x == 0 {
+        bar.init(1);
+        fence_proxy_async_shared();
+        bar.arrive_expect_tx(1024);
+        tile.copy_bulk_from(0, x, 0, 256, bar);
+    }
+    sync_threads();
+    bar.wait_parity(0);
+    if thread_idx().x == 0 {
+        tile.copy_bulk_to(0, y, 0, 256);
+        bulk_commit_group();
+        bulk_wait_group::<0>();
+    }
+}
+
+/// A tensor load and a tensor store of one box by thread 0.
+#[kernel]
+pub fn codegen_tensor(src: TensorMap<f32, 2>, dst: TensorMapMut<f32, 2>) {
+    let tile = shared_array!(f32; 1024; align 128);
+    let bars = mbarriers!(1);
+    let bar = bars.get(0);
+    let at = [(32 * block_idx().x) as i32, 0];
+    if thread_idx().x == 0 {
+        bar.init(1);
+        fence_proxy_async_shared();
+        bar.arrive_expect_tx(src.box_bytes());
+        src.load_tile(&tile, 0, at, bar);
+        bar.wait_parity(0);
+        dst.store_tile(&tile, 0, at);
+        bulk_commit_group();
+        bulk_wait_group_read::<0>();
+    }
+}
+
+/// A dependent launch's wait and its own dependents' release.
+#[kernel]
+pub fn codegen_grid_dependency(y: GlobalSliceMut<f32>) {
+    grid_dependency::wait();
+    let i = global_index_x();
+    if i < y.len() {
+        y.store(i, 1.0);
+    }
+    grid_dependency::launch_dependents();
+}
+
+/// The hand-written twins, as CUDA C++ spells the operations in inline
+/// PTX (`__cvta_generic_to_shared` for shared operands); coordinates and
+/// shared storage come from `vigil_device` as in the kernels, so only the
+/// operations under test differ.
+#[cfg(target_arch = "nvptx64")]
+mod handwritten {
+    use core::arch::asm;
+    use core::arch::nvptx::{_syncthreads, trap};
+
+    use vigil_device::shared_array;
+
+    /// `__cvta_generic_to_shared(p)`: the address as an integer, as CUDA
+    /// C++ hands pointers to inline PTX.
+    #[inline(always)]
+    fn smem<T>(p: *const T) -> u32 {
+        let r: u64;
+        // SAFETY: an address conversion.
+        unsafe {
+            asm!("cvta.to.shared.u64 {r}, {a};", r = out(reg64) r, a = in(reg64) p as usize as u64, options(pure, nomem, nostack))
+        };
+        r as u32
+    }
+
+    /// A global pointer as CUDA C++'s `"l"` operand takes it.
+    #[inline(always)]
+    fn gmem<T>(p: *const T) -> u64 {
+        p as usize as u64
+    }
+
+    /// `vigil_device`'s check of elements `j..j + count` of a slice of
+    /// `len` (a trap when outside).
+    #[inline(always)]
+    fn check_range(j: usize, count: usize, len: usize) {
+        if count > len || j > len - count {
+            // SAFETY: `trap` has no preconditions.
+            unsafe { trap() }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn try_wait(bar: u32, parity: u32) -> bool {
+        let done: u32;
+        // SAFETY: `bar` is an initialised mbarrier.
+        unsafe {
+            asm!("{{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [{b}], {q}; selp.u32 {r}, 1, 0, p; }}",
+                r = out(reg32) done, b = in(reg32) bar, q = in(reg32) parity, options(nostack))
+        };
+        done != 0
+    }
+
+    /// # Safety
+    /// `x` must point to `x_len` elements of device memory.
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn codegen_cp_async_handwritten(x: *const f32, x_len: usize) {
+        let (tile, len) = vigil_device::shared_mem::dynamic_shared::<f32>();
+        let t = 4 * vigil_device::thread_idx().x as usize;
+        assert!(4 <= len && t <= len - 4, "shared array range out of bounds");
+        check_range(t, 4, x_len);
+        let d = smem(tile.wrapping_add(t));
+        let s = gmem(x.wrapping_add(t));
+        asm!("cp.async.cg.shared.global [{d}], [{s}], 16;", d = in(reg32) d, s = in(reg64) s, options(nostack));
+        asm!("cp.async.commit_group;", options(nostack));
+        asm!("cp.async.wait_group {n};", n = const 1, options(nostack));
+    }
+
+    /// # Safety
+    /// `x` and `y` must point to `x_len` and `y_len` elements of device memory.
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn codegen_bulk_handwritten(
+        x: *const f32,
+        x_len: usize,
+        y: *mut f32,
+        y_len: usize,
+    ) {
+        let tile = shared_array!(f32; 256; align 128).as_ptr();
+        let bar = shared_array!(u64; 1).as_ptr();
+        if vigil_device::thread_idx().x == 0 {
+            asm!("mbarrier.init.shared::cta.b64 [{b}], {c};", b = in(reg32) smem(bar), c = in(reg32) 1, options(nostack));
+            asm!("fence.proxy.async.shared::cta;", options(nostack));
+            asm!("mbarrier.arrive.expect_tx.shared::cta.b64 _, [{b}], {t};", b = in(reg32) smem(bar), t = in(reg32) 1024, options(nostack));
+            check_range(0, 256, x_len);
+            asm!("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{d}], [{s}], {n}, [{b}];",
+                d = in(reg32) smem(tile), s = in(reg64) gmem(x), n = in(reg32) 1024, b = in(reg32) smem(bar), options(nostack));
+        }
+        _syncthreads();
+        while !try_wait(smem(bar), 0) {}
+        if vigil_device::thread_idx().x == 0 {
+            check_range(0, 256, y_len);
+            asm!("cp.async.bulk.global.shared::cta.bulk_group [{d}], [{s}], {n};",
+                d = in(reg64) gmem(y), s = in(reg32) smem(tile), n = in(reg32) 1024, options(nostack));
+            asm!("cp.async.bulk.commit_group;", options(nostack));
+            asm!("cp.async.bulk.wait_group {n};", n = const 0, options(nostack));
+        }
+    }
+
+    /// # Safety
+    /// `src` and `dst` must point to tensor maps (in device memory) of rank
+    /// 2 over `f32`s whose boxes hold `src_box` and `dst_box` elements.
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn codegen_tensor_handwritten(
+        src: *const u8,
+        src_box: usize,
+        dst: *const u8,
+        dst_box: usize,
+    ) {
+        asm!("fence.proxy.tensormap::generic.acquire.sys [{m}], 128;", m = in(reg64) src, options(nostack));
+        asm!("fence.proxy.tensormap::generic.acquire.sys [{m}], 128;", m = in(reg64) dst, options(nostack));
+        let tile = shared_array!(f32; 1024; align 128).as_ptr();
+        let bar = shared_array!(u64; 1).as_ptr();
+        let (x, y) = ((32 * vigil_device::block_idx().x) as i32, 0i32);
+        if vigil_device::thread_idx().x == 0 {
+            asm!("mbarrier.init.shared::cta.b64 [{b}], {c};", b = in(reg32) smem(bar), c = in(reg32) 1, options(nostack));
+            asm!("fence.proxy.async.shared::cta;", options(nostack));
+            asm!("mbarrier.arrive.expect_tx.shared::cta.b64 _, [{b}], {t};", b = in(reg32) smem(bar), t = in(reg32) (src_box * 4) as u32, options(nostack));
+            assert!(src_box <= 1024 && 0 <= 1024 - src_box, "shared array range out of bounds");
+            asm!("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{x}, {y}}}], [{b}];",
+                d = in(reg32) smem(tile), m = in(reg64) src, x = in(reg32) x, y = in(reg32) y, b = in(reg32) smem(bar), options(nostack));
+            while !try_wait(smem(bar), 0) {}
+            assert!(dst_box <= 1024 && 0 <= 1024 - dst_box, "shared array range out of bounds");
+            asm!("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [{m}, {{{x}, {y}}}], [{s}];",
+                s = in(reg32) smem(tile), m = in(reg64) dst, x = in(reg32) x, y = in(reg32) y, options(nostack));
+            asm!("cp.async.bulk.commit_group;", options(nostack));
+            asm!("cp.async.bulk.wait_group.read {n};", n = const 0, options(nostack));
+        }
+    }
+
+    /// # Safety
+    /// `y` must point to `y_len` elements of device memory.
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn codegen_grid_dependency_handwritten(y: *mut f32, y_len: usize) {
+        asm!("griddepcontrol.wait;", options(nostack));
+        let i = vigil_device::index::global_index_x();
+        if i < y_len {
+            *y.add(i) = 1.0;
+        }
+        asm!("griddepcontrol.launch_dependents;", options(nostack));
+    }
+}
