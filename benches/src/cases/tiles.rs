@@ -7,11 +7,19 @@ use vigil::LaunchConfig;
 use vigil_bench_kernels::tiles::{SGEMM_TILE, TILE, TRANSPOSE_ROWS};
 use vigil_tests::Rng;
 
+/// A random `h` x `w` matrix and the output of its transpose with the
+/// exact reference: the input and output of every transpose case.
+pub(super) fn transpose_problem(w: usize, h: usize, rng: &mut Rng) -> (Vec<HostData>, Output) {
+    let x = rng.f32s(w * h);
+    let want: Vec<f32> = (0..w * h).map(|i| x[(i % h) * w + i / h]).collect();
+    let y = Output::f32s(w * h, Some(Expect::exact(HostData::F32(want))));
+    (vec![HostData::F32(x)], y)
+}
+
 /// Transpose of an 8192 x 8192 matrix.
 pub fn transpose(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
     let (w, h) = scale.pick((8192, 8192), (70, 33));
-    let x = rng.f32s(w * h);
-    let want: Vec<f32> = (0..w * h).map(|i| x[(i % h) * w + i / h]).collect();
+    let (inputs, y) = transpose_problem(w, h, rng);
     let cfg = LaunchConfig::new(
         ((w as u32).div_ceil(TILE), (h as u32).div_ceil(TILE)),
         (TILE, TRANSPOSE_ROWS),
@@ -23,11 +31,8 @@ pub fn transpose(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
         },
         size: format!("{h} x {w} f32"),
         work: Work::Bytes(8 * (w * h) as u64),
-        inputs: vec![HostData::F32(x)],
-        outputs: vec![Output::f32s(
-            w * h,
-            Some(Expect::exact(HostData::F32(want))),
-        )],
+        inputs,
+        outputs: vec![y],
         launch: Box::new(move |imp, s, ins, outs| match imp {
             Impl::Vigil(k) => {
                 Ok(s.launch(&k.transpose, cfg, (w, h, ins.f32(0)?, outs.f32_mut(0)?))?)
@@ -50,10 +55,14 @@ pub fn transpose(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
     }
 }
 
-/// `c = a * b` for 2048 x 2048 matrices (at full scale the host reference
-/// covers 512 random elements of `c`).
-pub fn sgemm(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
-    let (m, n, k) = scale.pick((2048, 2048, 2048), (40, 72, 50));
+/// Random `a` (`m` x `k`) and `b` (`k` x `n`) and the output `c` of
+/// `c = a * b` with its host reference (at full scale 512 random elements
+/// of `c`): the inputs and output of every SGEMM case.
+pub(super) fn sgemm_problem(
+    scale: Scale,
+    (m, n, k): (usize, usize, usize),
+    rng: &mut Rng,
+) -> (Vec<HostData>, Output) {
     let (a, b) = (rng.f32s(m * k), rng.f32s(k * n));
     let at: Option<Vec<usize>> = match scale {
         Scale::Full => Some(
@@ -73,13 +82,6 @@ pub fn sgemm(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
         Some(at) => at.iter().map(|&i| element(i)).collect(),
         None => (0..m * n).map(element).collect(),
     };
-    let cfg = LaunchConfig::new(
-        (
-            (n as u32).div_ceil(SGEMM_TILE),
-            (m as u32).div_ceil(SGEMM_TILE),
-        ),
-        (SGEMM_TILE, SGEMM_TILE),
-    );
     let mut c = Output::f32s(m * n, None);
     c.expect = Some(Expect {
         want: HostData::F32(want),
@@ -88,12 +90,27 @@ pub fn sgemm(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
         // A sum of `k` products of uniform [-1, 1) values is about sqrt(k).
         scale: (k as f64).sqrt(),
     });
+    (vec![HostData::F32(a), HostData::F32(b)], c)
+}
+
+/// `c = a * b` for 2048 x 2048 matrices (at full scale the host reference
+/// covers 512 random elements of `c`).
+pub fn sgemm(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
+    let (m, n, k) = scale.pick((2048, 2048, 2048), (40, 72, 50));
+    let (inputs, c) = sgemm_problem(scale, (m, n, k), rng);
+    let cfg = LaunchConfig::new(
+        (
+            (n as u32).div_ceil(SGEMM_TILE),
+            (m as u32).div_ceil(SGEMM_TILE),
+        ),
+        (SGEMM_TILE, SGEMM_TILE),
+    );
     Case {
         name: "sgemm",
         class: Class::Compute,
         size: format!("{m} x {n} x {k} f32"),
         work: Work::Flops(2 * (m * n * k) as u64),
-        inputs: vec![HostData::F32(a), HostData::F32(b)],
+        inputs,
         outputs: vec![c],
         launch: Box::new(move |imp, s, ins, outs| match imp {
             Impl::Vigil(kf) => Ok(s.launch(

@@ -290,6 +290,39 @@ impl<'a, T: TensorElement, const D: usize> DeviceTensorMap<'a, T, D> {
     }
 }
 
+impl<T: TensorElement, const D: usize> DeviceTensorMap<'static, T, D> {
+    /// A map of `layout` over the `len` elements of `T` at device address
+    /// `ptr` of `stream`'s device, borrowing nothing: for memory whose
+    /// lifetime the caller tracks (a map kept across launches beside its
+    /// buffer).
+    ///
+    /// # Safety
+    /// The `len` elements at `ptr` must be device memory of `stream`'s
+    /// device, allocated whenever a launch that passes the map runs, and
+    /// not written by such a launch through another argument.
+    ///
+    /// # Errors
+    /// As [`DeviceTensorMap::tiled`].
+    #[track_caller]
+    pub unsafe fn tiled_raw(
+        stream: &Stream,
+        ptr: u64,
+        len: usize,
+        layout: TiledLayout<D>,
+    ) -> Result<Self> {
+        let view = RawView {
+            device: stream.context().device(),
+            ptr,
+            len,
+        };
+        Ok(DeviceTensorMap {
+            descriptor: Descriptor::build::<T, D>(stream, view, &layout)?,
+            layout,
+            _data: PhantomData,
+        })
+    }
+}
+
 impl<'a, T: TensorElement, const D: usize> DeviceTensorMapMut<'a, T, D> {
     /// A map of `layout` over `data`, which kernels may write through it;
     /// built on `stream`'s device.
@@ -303,6 +336,35 @@ impl<'a, T: TensorElement, const D: usize> DeviceTensorMapMut<'a, T, D> {
         layout: TiledLayout<D>,
     ) -> Result<Self> {
         let view = data.as_device_slice_mut().raw_view();
+        Ok(DeviceTensorMapMut {
+            descriptor: Descriptor::build::<T, D>(stream, view, &layout)?,
+            layout,
+            _data: PhantomData,
+        })
+    }
+}
+
+impl<T: TensorElement, const D: usize> DeviceTensorMapMut<'static, T, D> {
+    /// [`DeviceTensorMap::tiled_raw`] for a map kernels may write through.
+    ///
+    /// # Safety
+    /// As [`DeviceTensorMap::tiled_raw`], and no other argument of a launch
+    /// that passes the map may reach the memory.
+    ///
+    /// # Errors
+    /// As [`DeviceTensorMap::tiled`].
+    #[track_caller]
+    pub unsafe fn tiled_raw(
+        stream: &Stream,
+        ptr: u64,
+        len: usize,
+        layout: TiledLayout<D>,
+    ) -> Result<Self> {
+        let view = RawView {
+            device: stream.context().device(),
+            ptr,
+            len,
+        };
         Ok(DeviceTensorMapMut {
             descriptor: Descriptor::build::<T, D>(stream, view, &layout)?,
             layout,
