@@ -71,13 +71,13 @@ pub use vigil_shared as __shared;
 
 /// Everything a kernel usually needs, for `use vigil_device::prelude::*;`.
 pub mod prelude {
+    pub use crate::async_copy::{Mbarrier, TensorMap, TensorMapMut};
     pub use crate::global::{GlobalPtr, GlobalPtrMut, GlobalSlice, GlobalSliceMut, Vec4};
     pub use crate::index::{
         block_dim, block_idx, global_index_x, grid_dim, grid_stride_x, sm_id, thread_idx, Dim3,
     };
     pub use crate::peers::{group_barrier, group_barrier_at, Peers};
     pub use crate::sanitizer::{Plain, Sanitizer};
-    pub use crate::async_copy::{Mbarrier, TensorMap, TensorMapMut};
     pub use crate::shared_mem::dynamic_shared;
     pub use crate::sync::{fence, sync_threads};
     pub use crate::warp;

@@ -87,10 +87,10 @@ pub use api::memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceBuffer, DeviceSlice
 pub use api::module::{Function, KernelFn, Module};
 pub use api::process_group::{ProcessGroup, ProcessSymmetric};
 pub use api::stream::Stream;
-pub use api::tensor_map::{DeviceTensorMap, DeviceTensorMapMut, TiledLayout};
 pub use api::symmetric::{
     PeerSlice, PeersArg, Symmetric, SymmetricGroup, DEFAULT_GROUP_LAUNCH_TIMEOUT,
 };
+pub use api::tensor_map::{DeviceTensorMap, DeviceTensorMapMut, TiledLayout};
 pub use backend::cpu::hooks::{
     CpuSanitizer, HostAllocation, HostBufferAllocator, HostSync, LaunchInfo, SystemAllocator,
     TransferInfo,
@@ -120,7 +120,7 @@ pub use vigil_device::Kernel;
 /// The parameter ABI shared with the device side (`#[kernel]` emits
 /// `ParamDesc`s; packed scalars are `PtxType`s).
 pub use vigil_shared::params::{ParamCursor, ParamDesc, PtxType};
-/// The vocabulary of race reports, shared with the engine.
-pub use vigil_shared::{abi::ReportKind, AccessKind, Scope};
 /// How a tensor copy lays a box out in shared memory.
 pub use vigil_shared::tensor_map::Swizzle;
+/// The vocabulary of race reports, shared with the engine.
+pub use vigil_shared::{abi::ReportKind, AccessKind, Scope};

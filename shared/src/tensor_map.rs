@@ -225,7 +225,11 @@ impl TiledMap {
                 inside &= c >= 0 && (c as u64) < self.dims[d];
                 global += c * self.strides[d] as i64;
             }
-            let (first, end) = if inside { (first, end.max(first)) } else { (0, 0) };
+            let (first, end) = if inside {
+                (first, end.max(first))
+            } else {
+                (0, 0)
+            };
             f(BoxRow {
                 shared_offset: r * row_bytes,
                 global: global as u64,
@@ -295,8 +299,9 @@ mod tests {
             }
         }
         // A column of a 32 x f32 tile touches 8 chunk positions with B128.
-        let chunks: std::collections::BTreeSet<usize> =
-            (0..8).map(|r| Swizzle::B128.apply(r * 128) % 128 / 16).collect();
+        let chunks: std::collections::BTreeSet<usize> = (0..8)
+            .map(|r| Swizzle::B128.apply(r * 128) % 128 / 16)
+            .collect();
         assert_eq!(chunks.len(), 8);
     }
 }

@@ -30,13 +30,41 @@ macro_rules! both {
     };
 }
 
-both!(cp_async_of_each_size, cp_async_of_each_size_plain, check_cp_async_sizes);
-both!(cp_async_pipeline_with_zero_fill, cp_async_pipeline_with_zero_fill_plain, check_cp_async_pipeline);
-both!(bulk_copies_through_mbarriers_and_bulk_groups, bulk_copies_plain, check_bulk_pipeline);
-both!(mbarrier_phases_count_arrivals, mbarrier_phases_plain, check_mbarrier_rounds);
-both!(tensor_tiles_round_trip, tensor_tiles_round_trip_plain, check_tma_roundtrip);
-both!(tensor_boxes_of_rank_three, tensor_boxes_of_rank_three_plain, check_tma_3d);
-both!(dependent_launch_sees_its_primary, dependent_launch_plain, check_pdl);
+both!(
+    cp_async_of_each_size,
+    cp_async_of_each_size_plain,
+    check_cp_async_sizes
+);
+both!(
+    cp_async_pipeline_with_zero_fill,
+    cp_async_pipeline_with_zero_fill_plain,
+    check_cp_async_pipeline
+);
+both!(
+    bulk_copies_through_mbarriers_and_bulk_groups,
+    bulk_copies_plain,
+    check_bulk_pipeline
+);
+both!(
+    mbarrier_phases_count_arrivals,
+    mbarrier_phases_plain,
+    check_mbarrier_rounds
+);
+both!(
+    tensor_tiles_round_trip,
+    tensor_tiles_round_trip_plain,
+    check_tma_roundtrip
+);
+both!(
+    tensor_boxes_of_rank_three,
+    tensor_boxes_of_rank_three_plain,
+    check_tma_3d
+);
+both!(
+    dependent_launch_sees_its_primary,
+    dependent_launch_plain,
+    check_pdl
+);
 
 fn check_cp_async_sizes(ctx: &Context) -> vigil::Result<()> {
     let (stream, module) = setup(ctx)?;
@@ -48,7 +76,12 @@ fn check_cp_async_sizes(ctx: &Context) -> vigil::Result<()> {
     let got = y.to_vec(&stream)?;
     for (base, len) in [(0, 64), (64, 128), (192, 256)] {
         for j in 0..len {
-            assert_eq!(got[base + j], xs[base + len - 1 - j], "element {}", base + j);
+            assert_eq!(
+                got[base + j],
+                xs[base + len - 1 - j],
+                "element {}",
+                base + j
+            );
         }
     }
     Ok(())
@@ -165,7 +198,11 @@ fn check_tma_roundtrip(ctx: &Context) -> vigil::Result<()> {
             for c in 0..pitch {
                 let g = got[r * pitch + c];
                 let want = if r < dh && c < dw {
-                    let v = if r < sh && c < sw { xs[r * sw + c] } else { 0.0 };
+                    let v = if r < sh && c < sw {
+                        xs[r * sw + c]
+                    } else {
+                        0.0
+                    };
                     2.0 * v + (1000 * (r % side) + c % side) as f32
                 } else {
                     -1.0
@@ -181,7 +218,9 @@ fn check_tma_3d(ctx: &Context) -> vigil::Result<()> {
     let (stream, module) = setup(ctx)?;
     let kernel = module.kernel::<k::tma_box_3d>()?;
     let dims = [8usize, 5, 3];
-    let xs: Vec<u32> = (0..dims.iter().product::<usize>() as u32).map(|v| v + 1).collect();
+    let xs: Vec<u32> = (0..dims.iter().product::<usize>() as u32)
+        .map(|v| v + 1)
+        .collect();
     let src = DeviceBuffer::from_slice(&stream, &xs)?;
     let [bx, by, bz] = k::BOX_3D.map(|b| b as usize);
     let map = DeviceTensorMap::tiled(
@@ -205,13 +244,20 @@ fn check_tma_3d(ctx: &Context) -> vigil::Result<()> {
                         at[1] + (e / bx % by) as i64,
                         at[2] + (e / (bx * by) % bz) as i64,
                     );
-                    let inside = [i, j, l].iter().zip(dims).all(|(&c, d)| c >= 0 && c < d as i64);
+                    let inside = [i, j, l]
+                        .iter()
+                        .zip(dims)
+                        .all(|(&c, d)| c >= 0 && c < d as i64);
                     let want = if inside {
                         xs[((l * dims[1] as i64 + j) * dims[0] as i64 + i) as usize]
                     } else {
                         0
                     };
-                    assert_eq!(got[24 * linear + e], want, "block ({x}, {y}, {z}) element {e}");
+                    assert_eq!(
+                        got[24 * linear + e],
+                        want,
+                        "block ({x}, {y}, {z}) element {e}"
+                    );
                 }
             }
         }

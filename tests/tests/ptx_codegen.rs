@@ -69,7 +69,9 @@ fn plain_entry_matches_the_hand_written_kernel() {
 /// moves and conversions), registers renamed `%_`: the loads, stores,
 /// checks, branches, barriers and asynchronous operations, in order.
 fn memory_and_control(mut lines: Vec<String>) -> Vec<String> {
-    const ARITHMETIC: [&str; 9] = [".reg", "add.", "sub.", "shl.", "shr.", "mul.", "mad.", "cvt.", "mov."];
+    const ARITHMETIC: [&str; 9] = [
+        ".reg", "add.", "sub.", "shl.", "shr.", "mul.", "mad.", "cvt.", "mov.",
+    ];
     // One spelling of an unsigned bound check against a constant:
     // `a > C` branching when false, and `a < C + 1` branching when true,
     // both become `a <= C` branching when true.
@@ -86,7 +88,11 @@ fn memory_and_control(mut lines: Vec<String>) -> Vec<String> {
             lines[i] = format!("{}, {c};", op.replacen("gt", "le", 1) + " " + operands);
             lines[i + 1] = lines[i + 1].replacen("@!", "@", 1);
         } else if op.starts_with("setp.lt.u") && c > 0 {
-            lines[i] = format!("{}, {};", op.replacen("lt", "le", 1) + " " + operands, c - 1);
+            lines[i] = format!(
+                "{}, {};",
+                op.replacen("lt", "le", 1) + " " + operands,
+                c - 1
+            );
         }
     }
     lines

@@ -138,7 +138,12 @@ pub fn sgemm_async(
             } else {
                 0
             };
-            tb.copy_async_zfill::<16>(s + br * SGEMM_BLOCK + bc, b, (k0 + br) * n + col0 + bc, valid);
+            tb.copy_async_zfill::<16>(
+                s + br * SGEMM_BLOCK + bc,
+                b,
+                (k0 + br) * n + col0 + bc,
+                valid,
+            );
         }
         commit_group();
     };
@@ -240,7 +245,10 @@ pub fn transpose_tma(x: TensorMap<f32, 2>, y: TensorMapMut<f32, 2>) {
     let bar = bars.get(0);
     let (tx, ty) = (thread_xy(TMA_TILE).0, thread_idx().y as usize);
     let first = tx == 0 && ty == 0;
-    let (bx, by) = ((TMA_TILE * block_idx().x) as i32, (TMA_TILE * block_idx().y) as i32);
+    let (bx, by) = (
+        (TMA_TILE * block_idx().x) as i32,
+        (TMA_TILE * block_idx().y) as i32,
+    );
     if first {
         bar.init(1);
         fence_proxy_async_shared();

@@ -14,16 +14,19 @@ use crate::data::{BufferList, DevData};
 use crate::error::Result;
 use crate::kernels::{Impl, RawArg};
 use std::cell::RefCell;
-use vigil::{DeviceTensorMap, DeviceTensorMapMut, LaunchConfig, Stream, StreamId, Swizzle, TiledLayout};
-use vigil_bench_kernels::pipelined::{
-    SGEMM_BLOCK, SGEMM_K, SGEMM_THREADS, TMA_ROWS, TMA_TILE,
+use vigil::{
+    DeviceTensorMap, DeviceTensorMapMut, LaunchConfig, Stream, StreamId, Swizzle, TiledLayout,
 };
+use vigil_bench_kernels::pipelined::{SGEMM_BLOCK, SGEMM_K, SGEMM_THREADS, TMA_ROWS, TMA_TILE};
 use vigil_tests::Rng;
+
+/// The stream and the buffer addresses a case's maps were built for.
+type MapKey = (StreamId, Vec<u64>);
 
 /// Maps of type `M` built for one stream and one set of buffers, rebuilt
 /// when either changes.
 struct Cached<M> {
-    slot: RefCell<Option<((StreamId, Vec<u64>), M)>>,
+    slot: RefCell<Option<(MapKey, M)>>,
 }
 
 impl<M> Cached<M> {

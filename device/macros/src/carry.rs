@@ -58,13 +58,9 @@ fn tail(path: &Path) -> Option<(String, Option<String>)> {
 impl VisitMut for Carry<'_> {
     fn visit_macro_mut(&mut self, m: &mut Macro) {
         let first = m.tokens.clone().into_iter().next().map(|t| t.to_string());
-        if m.path
-            .segments
-            .last()
-            .is_some_and(|s| {
-                s.ident == "shared_array" || s.ident == "dynamic_shared_array" || s.ident == "mbarriers"
-            })
-            && first.as_deref() != Some("@")
+        if m.path.segments.last().is_some_and(|s| {
+            s.ident == "shared_array" || s.ident == "dynamic_shared_array" || s.ident == "mbarriers"
+        }) && first.as_deref() != Some("@")
         {
             let (s, t) = (self.san, &m.tokens);
             m.tokens = quote!(@sanitizer #s; #t);

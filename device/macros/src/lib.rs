@@ -467,7 +467,9 @@ fn classify(ty: &Type) -> syn::Result<ParamKind> {
             }
             if ident == "TensorMap" || ident == "TensorMapMut" {
                 let PathArguments::AngleBracketed(ab) = &last.arguments else {
-                    return unsupported("a tensor map needs its element type and rank, e.g. TensorMap<f32, 2>; ");
+                    return unsupported(
+                        "a tensor map needs its element type and rank, e.g. TensorMap<f32, 2>; ",
+                    );
                 };
                 let args: Vec<&GenericArgument> = ab.args.iter().collect();
                 let elem = match args.first() {

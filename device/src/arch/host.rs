@@ -9,9 +9,9 @@
 //! that racy kernels stay defined behaviour on the host, and scoped atomics
 //! map to `core::sync::atomic` with the same ordering.
 
+pub use super::host_async::AsyncCopies;
 use crate::atomic::sealed::{ArchAdd, ArchAnd, ArchAtomic, ArchMax, ArchMin, ArchOr, ArchXor};
 use crate::index::Dim3;
-pub use super::host_async::AsyncCopies;
 use crate::sanitizer::{AtomicAccess, Checked, Sanitizer, SharedAccess};
 use core::panic::Location;
 use std::cell::Cell;

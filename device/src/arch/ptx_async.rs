@@ -77,7 +77,9 @@ pub unsafe fn cp_async_zfill<S: Sanitizer, const BYTES: usize>(
 }
 
 pub use raw::{bulk_commit_group, bulk_wait_group, bulk_wait_group_read, commit_group};
-pub use raw::{fence_proxy_async_shared, launch_dependents, wait_all, wait_for_prerequisite_grids, wait_group};
+pub use raw::{
+    fence_proxy_async_shared, launch_dependents, wait_all, wait_for_prerequisite_grids, wait_group,
+};
 
 /// `cp.async.bulk` of `shared.size` bytes from `global` into `shared`,
 /// completing on the mbarrier at generic address `bar`.
@@ -108,7 +110,13 @@ pub unsafe fn bulk_to_shared<S: Sanitizer>(shared: SharedAccess, global: usize, 
 pub unsafe fn bulk_to_global<S: Sanitizer>(shared: SharedAccess, global: usize) {
     report_at_issue::<S>(Direction::ToGlobal, &[(global, shared.size)], shared);
     // SAFETY: the caller's contract.
-    unsafe { raw::bulk_to_global(global as *mut u8, shared_address(shared.addr), shared.size as u32) }
+    unsafe {
+        raw::bulk_to_global(
+            global as *mut u8,
+            shared_address(shared.addr),
+            shared.size as u32,
+        )
+    }
 }
 
 /// A tensor load of the box at `coords` into `shared` (`shared.size` is
@@ -127,7 +135,14 @@ pub unsafe fn tensor_to_shared<S: Sanitizer, const D: usize>(
 ) {
     report_at_issue::<S>(Direction::ToShared, &[], shared);
     // SAFETY: the caller's contract.
-    unsafe { raw::tensor_to_shared::<D>(shared_address(shared.addr), map, coords, shared_address(bar)) }
+    unsafe {
+        raw::tensor_to_shared::<D>(
+            shared_address(shared.addr),
+            map,
+            coords,
+            shared_address(bar),
+        )
+    }
 }
 
 /// A tensor store of the box at `coords` from `shared` in the open bulk
@@ -236,9 +251,15 @@ mod raw {
         // SAFETY: the caller's contract; the copy completes at a group wait.
         unsafe {
             match BYTES {
-                4 => asm!("cp.async.ca.shared.global [{d}], [{s}], 4, {n};", d = in(reg32) dst, s = in(reg64) src, n = in(reg32) src_bytes, options(nostack)),
-                8 => asm!("cp.async.ca.shared.global [{d}], [{s}], 8, {n};", d = in(reg32) dst, s = in(reg64) src, n = in(reg32) src_bytes, options(nostack)),
-                _ => asm!("cp.async.cg.shared.global [{d}], [{s}], 16, {n};", d = in(reg32) dst, s = in(reg64) src, n = in(reg32) src_bytes, options(nostack)),
+                4 => {
+                    asm!("cp.async.ca.shared.global [{d}], [{s}], 4, {n};", d = in(reg32) dst, s = in(reg64) src, n = in(reg32) src_bytes, options(nostack))
+                }
+                8 => {
+                    asm!("cp.async.ca.shared.global [{d}], [{s}], 8, {n};", d = in(reg32) dst, s = in(reg64) src, n = in(reg32) src_bytes, options(nostack))
+                }
+                _ => {
+                    asm!("cp.async.cg.shared.global [{d}], [{s}], 16, {n};", d = in(reg32) dst, s = in(reg64) src, n = in(reg32) src_bytes, options(nostack))
+                }
             }
         }
     }
@@ -252,9 +273,15 @@ mod raw {
         // SAFETY: the caller's contract.
         unsafe {
             match BYTES {
-                4 => asm!("cp.async.ca.shared.global [{d}], [{s}], 4;", d = in(reg32) dst, s = in(reg64) src, options(nostack)),
-                8 => asm!("cp.async.ca.shared.global [{d}], [{s}], 8;", d = in(reg32) dst, s = in(reg64) src, options(nostack)),
-                _ => asm!("cp.async.cg.shared.global [{d}], [{s}], 16;", d = in(reg32) dst, s = in(reg64) src, options(nostack)),
+                4 => {
+                    asm!("cp.async.ca.shared.global [{d}], [{s}], 4;", d = in(reg32) dst, s = in(reg64) src, options(nostack))
+                }
+                8 => {
+                    asm!("cp.async.ca.shared.global [{d}], [{s}], 8;", d = in(reg32) dst, s = in(reg64) src, options(nostack))
+                }
+                _ => {
+                    asm!("cp.async.cg.shared.global [{d}], [{s}], 16;", d = in(reg32) dst, s = in(reg64) src, options(nostack))
+                }
             }
         }
     }
@@ -287,7 +314,9 @@ mod raw {
     #[inline(always)]
     pub unsafe fn mbarrier_init(bar: u32, count: u32) {
         // SAFETY: the caller's contract.
-        unsafe { asm!("mbarrier.init.shared::cta.b64 [{b}], {c};", b = in(reg32) bar, c = in(reg32) count, options(nostack)) }
+        unsafe {
+            asm!("mbarrier.init.shared::cta.b64 [{b}], {c};", b = in(reg32) bar, c = in(reg32) count, options(nostack))
+        }
     }
 
     /// `mbarrier.arrive.shared::cta.b64` (release at CTA scope).
@@ -297,7 +326,9 @@ mod raw {
     #[inline(always)]
     pub unsafe fn mbarrier_arrive(bar: u32) {
         // SAFETY: the caller's contract.
-        unsafe { asm!("mbarrier.arrive.shared::cta.b64 _, [{b}];", b = in(reg32) bar, options(nostack)) }
+        unsafe {
+            asm!("mbarrier.arrive.shared::cta.b64 _, [{b}];", b = in(reg32) bar, options(nostack))
+        }
     }
 
     /// `mbarrier.arrive.expect_tx.shared::cta.b64`.
@@ -307,7 +338,9 @@ mod raw {
     #[inline(always)]
     pub unsafe fn mbarrier_arrive_expect_tx(bar: u32, bytes: u32) {
         // SAFETY: the caller's contract.
-        unsafe { asm!("mbarrier.arrive.expect_tx.shared::cta.b64 _, [{b}], {t};", b = in(reg32) bar, t = in(reg32) bytes, options(nostack)) }
+        unsafe {
+            asm!("mbarrier.arrive.expect_tx.shared::cta.b64 _, [{b}], {t};", b = in(reg32) bar, t = in(reg32) bytes, options(nostack))
+        }
     }
 
     /// `mbarrier.expect_tx.relaxed.cta.shared::cta.b64`.
@@ -317,7 +350,9 @@ mod raw {
     #[inline(always)]
     pub unsafe fn mbarrier_expect_tx(bar: u32, bytes: u32) {
         // SAFETY: the caller's contract.
-        unsafe { asm!("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [{b}], {t};", b = in(reg32) bar, t = in(reg32) bytes, options(nostack)) }
+        unsafe {
+            asm!("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [{b}], {t};", b = in(reg32) bar, t = in(reg32) bytes, options(nostack))
+        }
     }
 
     /// `mbarrier.try_wait.parity.shared::cta.b64` (acquire at CTA scope): true
@@ -407,7 +442,9 @@ mod raw {
     #[inline(always)]
     pub unsafe fn fence_tensormap_acquire(map: *const u8) {
         // SAFETY: the caller's contract.
-        unsafe { asm!("fence.proxy.tensormap::generic.acquire.sys [{m}], 128;", m = in(reg64) map, options(nostack)) }
+        unsafe {
+            asm!("fence.proxy.tensormap::generic.acquire.sys [{m}], 128;", m = in(reg64) map, options(nostack))
+        }
     }
 
     /// `cp.async.bulk.tensor.{D}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes`
@@ -418,7 +455,12 @@ mod raw {
     /// 128-byte-aligned shared address with room for the map's box; `bar` an
     /// initialised mbarrier.
     #[inline(always)]
-    pub unsafe fn tensor_to_shared<const D: usize>(dst: u32, map: *const u8, c: [i32; 5], bar: u32) {
+    pub unsafe fn tensor_to_shared<const D: usize>(
+        dst: u32,
+        map: *const u8,
+        c: [i32; 5],
+        bar: u32,
+    ) {
         macro_rules! go {
             ($d:literal, $coords:literal, $($n:ident = $i:literal),+) => {
                 asm!(
@@ -435,8 +477,23 @@ mod raw {
                 1 => go!("1", "{c0}", c0 = 0),
                 2 => go!("2", "{c0}, {c1}", c0 = 0, c1 = 1),
                 3 => go!("3", "{c0}, {c1}, {c2}", c0 = 0, c1 = 1, c2 = 2),
-                4 => go!("4", "{c0}, {c1}, {c2}, {c3}", c0 = 0, c1 = 1, c2 = 2, c3 = 3),
-                _ => go!("5", "{c0}, {c1}, {c2}, {c3}, {c4}", c0 = 0, c1 = 1, c2 = 2, c3 = 3, c4 = 4),
+                4 => go!(
+                    "4",
+                    "{c0}, {c1}, {c2}, {c3}",
+                    c0 = 0,
+                    c1 = 1,
+                    c2 = 2,
+                    c3 = 3
+                ),
+                _ => go!(
+                    "5",
+                    "{c0}, {c1}, {c2}, {c3}, {c4}",
+                    c0 = 0,
+                    c1 = 1,
+                    c2 = 2,
+                    c3 = 3,
+                    c4 = 4
+                ),
             }
         }
     }
@@ -465,8 +522,23 @@ mod raw {
                 1 => go!("1", "{c0}", c0 = 0),
                 2 => go!("2", "{c0}, {c1}", c0 = 0, c1 = 1),
                 3 => go!("3", "{c0}, {c1}, {c2}", c0 = 0, c1 = 1, c2 = 2),
-                4 => go!("4", "{c0}, {c1}, {c2}, {c3}", c0 = 0, c1 = 1, c2 = 2, c3 = 3),
-                _ => go!("5", "{c0}, {c1}, {c2}, {c3}, {c4}", c0 = 0, c1 = 1, c2 = 2, c3 = 3, c4 = 4),
+                4 => go!(
+                    "4",
+                    "{c0}, {c1}, {c2}, {c3}",
+                    c0 = 0,
+                    c1 = 1,
+                    c2 = 2,
+                    c3 = 3
+                ),
+                _ => go!(
+                    "5",
+                    "{c0}, {c1}, {c2}, {c3}, {c4}",
+                    c0 = 0,
+                    c1 = 1,
+                    c2 = 2,
+                    c3 = 3,
+                    c4 = 4
+                ),
             }
         }
     }

@@ -23,7 +23,12 @@ use vigil_shared::AccessKind;
 /// The coordinates of a box, padded to five.
 #[inline(always)]
 fn padded<const D: usize>(coords: [i32; D]) -> [i32; MAX_RANK] {
-    const { assert!(D >= 1 && D <= MAX_RANK, "a tensor map has 1 to 5 dimensions") };
+    const {
+        assert!(
+            D >= 1 && D <= MAX_RANK,
+            "a tensor map has 1 to 5 dimensions"
+        )
+    };
     let mut c = [0; MAX_RANK];
     c[..D].copy_from_slice(&coords);
     c

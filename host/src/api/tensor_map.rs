@@ -75,7 +75,12 @@ impl<const D: usize> TiledLayout<D> {
     /// The map over `bytes` bytes of elements of `elem` bytes at `base`,
     /// or what is wrong with it.
     fn check(&self, base: u64, bytes: u64, elem: u64) -> Result<TiledMap, TensorMapProblem> {
-        const { assert!(D >= 1 && D <= MAX_RANK, "a tensor map has 1 to 5 dimensions") };
+        const {
+            assert!(
+                D >= 1 && D <= MAX_RANK,
+                "a tensor map has 1 to 5 dimensions"
+            )
+        };
         let mut strides = [0u64; MAX_RANK];
         let mut dense = elem;
         for d in 0..D {
@@ -183,7 +188,10 @@ impl Descriptor {
 
     /// Packs the map's address and the box's element count.
     fn pack(&self, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
-        buf.push_pointer_on(self.buffer.device_ptr(), Some(self.buffer.context().device()));
+        buf.push_pointer_on(
+            self.buffer.device_ptr(),
+            Some(self.buffer.context().device()),
+        );
         buf.push(self.box_len as u64);
         Ok(())
     }
@@ -416,7 +424,10 @@ mod tests {
             Some(TensorMapProblem::Dim { dim: 0, value: 0 })
         );
         assert_eq!(
-            problem(TiledLayout::new([64, 32], [64, 8]).swizzle(Swizzle::B128), 1 << 20),
+            problem(
+                TiledLayout::new([64, 32], [64, 8]).swizzle(Swizzle::B128),
+                1 << 20
+            ),
             Some(TensorMapProblem::SwizzleSpan {
                 bytes: 256,
                 span: 128

@@ -75,7 +75,10 @@ pub fn cp_async_pipeline(x: GlobalSlice<f32>, out: GlobalSliceMut<f32>) {
         issue(k + PIPE_STAGES - 1);
         wait_group::<{ PIPE_STAGES as u32 - 1 }>();
         sync_threads();
-        let (stage, base) = ((k % PIPE_STAGES) * PIPE_TILE, (first + k * step) * PIPE_TILE);
+        let (stage, base) = (
+            (k % PIPE_STAGES) * PIPE_TILE,
+            (first + k * step) * PIPE_TILE,
+        );
         for e in 0..4 {
             let j = 4 * t + e;
             out.store(base + j, 3.0 * stages.load(stage + PIPE_TILE - 1 - j));
@@ -266,11 +269,7 @@ pub fn tma_box_3d(src: TensorMap<u32, 3>, out: GlobalSliceMut<u32>) {
         bar.init(1);
         fence_proxy_async_shared();
         bar.arrive_expect_tx(src.box_bytes());
-        let at = [
-            4 * b.x as i32 - 2,
-            3 * b.y as i32,
-            2 * b.z as i32 - 1,
-        ];
+        let at = [4 * b.x as i32 - 2, 3 * b.y as i32, 2 * b.z as i32 - 1];
         src.load_tile(&boxed, 0, at, bar);
     }
     sync_threads();
@@ -515,11 +514,17 @@ mod handwritten {
             asm!("mbarrier.init.shared::cta.b64 [{b}], {c};", b = in(reg32) smem(bar), c = in(reg32) 1, options(nostack));
             asm!("fence.proxy.async.shared::cta;", options(nostack));
             asm!("mbarrier.arrive.expect_tx.shared::cta.b64 _, [{b}], {t};", b = in(reg32) smem(bar), t = in(reg32) (src_box * 4) as u32, options(nostack));
-            assert!(src_box <= 1024 && 0 <= 1024 - src_box, "shared array range out of bounds");
+            assert!(
+                src_box <= 1024 && 0 <= 1024 - src_box,
+                "shared array range out of bounds"
+            );
             asm!("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{x}, {y}}}], [{b}];",
                 d = in(reg32) smem(tile), m = in(reg64) src, x = in(reg32) x, y = in(reg32) y, b = in(reg32) smem(bar), options(nostack));
             while !try_wait(smem(bar), 0) {}
-            assert!(dst_box <= 1024 && 0 <= 1024 - dst_box, "shared array range out of bounds");
+            assert!(
+                dst_box <= 1024 && 0 <= 1024 - dst_box,
+                "shared array range out of bounds"
+            );
             asm!("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [{m}, {{{x}, {y}}}], [{s}];",
                 s = in(reg32) smem(tile), m = in(reg64) dst, x = in(reg32) x, y = in(reg32) y, options(nostack));
             asm!("cp.async.bulk.commit_group;", options(nostack));
@@ -530,7 +535,10 @@ mod handwritten {
     /// # Safety
     /// `y` must point to `y_len` elements of device memory.
     #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn codegen_grid_dependency_handwritten(y: *mut f32, y_len: usize) {
+    pub unsafe extern "ptx-kernel" fn codegen_grid_dependency_handwritten(
+        y: *mut f32,
+        y_len: usize,
+    ) {
         asm!("griddepcontrol.wait;", options(nostack));
         let i = vigil_device::index::global_index_x();
         if i < y_len {

@@ -202,12 +202,7 @@ impl CudaBackend {
             // SAFETY: as for `cuLaunchKernel` in `launch_entry`; `cfg` and
             // the attribute it points to outlive the call.
             unsafe {
-                sys::cuLaunchKernelEx(
-                    &cfg,
-                    func.raw(),
-                    params.as_mut_ptr(),
-                    std::ptr::null_mut(),
-                )
+                sys::cuLaunchKernelEx(&cfg, func.raw(), params.as_mut_ptr(), std::ptr::null_mut())
             }
         })?;
         launch_result(launch.kernel, r)
