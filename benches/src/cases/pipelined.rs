@@ -8,8 +8,8 @@
 //! later ones, so that a timed launch is the kernel alone, as it is for a
 //! CUDA program that builds its maps once.
 
-use super::tiles::{sgemm_problem, transpose_problem};
-use super::{Case, Class, Scale, Work};
+use super::tiles::{sgemm_case, sgemm_launch, transpose_case};
+use super::{Case, LaunchFn, Scale};
 use crate::data::{BufferList, DevData};
 use crate::error::Result;
 use crate::kernels::{Impl, RawArg};
@@ -89,29 +89,9 @@ fn sgemm_sizes(scale: Scale) -> (usize, usize, usize) {
 /// pipeline.
 pub fn sgemm_async(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
     let (m, n, k) = sgemm_sizes(scale);
-    let (inputs, c) = sgemm_problem(scale, (m, n, k), rng);
     let cfg = sgemm_config(m, n);
-    Case {
-        name: "sgemm_async",
-        class: Class::Compute,
-        size: format!("{m} x {n} x {k} f32"),
-        work: Work::Flops(2 * (m * n * k) as u64),
-        inputs,
-        outputs: vec![c],
-        launch: Box::new(move |imp, s, ins, outs| match imp {
-            Impl::Vigil(kf) => Ok(s.launch(
-                &kf.sgemm_async,
-                cfg,
-                (m, n, k, ins.f32(0)?, ins.f32(1)?, outs.f32_mut(0)?),
-            )?),
-            Impl::Twin(t) => {
-                let sizes = [m, n, k].map(|v| RawArg::U64(v as u64));
-                // SAFETY: twins.cu declares `sgemm_async` with these
-                // scalars, then the case's buffers, like the Vigil kernel.
-                unsafe { t.launch("sgemm_async", cfg, s, &sizes, ins, outs) }
-            }
-        }),
-    }
+    let launch = sgemm_launch(|k| &k.sgemm_async, "sgemm_async", (m, n, k), cfg);
+    sgemm_case("sgemm_async", scale, (m, n, k), rng, launch)
 }
 
 /// The maps of [`sgemm_tma`]: `a` as `[k, m]` in `[16, 64]` boxes, `b` as
@@ -125,49 +105,41 @@ struct SgemmMaps {
 /// completing on mbarriers.
 pub fn sgemm_tma(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
     let (m, n, k) = sgemm_sizes(scale);
-    let (inputs, c) = sgemm_problem(scale, (m, n, k), rng);
     let cfg = sgemm_config(m, n);
     let (bk, bb) = (SGEMM_K as u32, SGEMM_BLOCK as u32);
     let maps = Cached::new();
-    Case {
-        name: "sgemm_tma",
-        class: Class::Compute,
-        size: format!("{m} x {n} x {k} f32"),
-        work: Work::Flops(2 * (m * n * k) as u64),
-        inputs,
-        outputs: vec![c],
-        launch: Box::new(move |imp, s, ins, outs| {
-            let build = || {
-                Ok(SgemmMaps {
-                    a: read_map(s, &ins[0], TiledLayout::new([k as u64, m as u64], [bk, bb]))?,
-                    b: read_map(s, &ins[1], TiledLayout::new([n as u64, k as u64], [bb, bk]))?,
-                })
-            };
-            let addrs = vec![ins[0].device_ptr(), ins[1].device_ptr()];
-            maps.with(s, addrs, build, |maps: &mut SgemmMaps| match imp {
-                Impl::Vigil(kf) => Ok(s.launch(
-                    &kf.sgemm_tma,
-                    cfg,
-                    (m, n, k, &maps.a, &maps.b, outs.f32_mut(0)?),
-                )?),
-                Impl::Twin(t) => {
-                    let scalars = [
-                        RawArg::U64(m as u64),
-                        RawArg::U64(n as u64),
-                        RawArg::U64(k as u64),
-                        RawArg::Ptr(maps.a.device_ptr()),
-                        RawArg::U64(maps.a.box_len() as u64),
-                        RawArg::Ptr(maps.b.device_ptr()),
-                        RawArg::U64(maps.b.box_len() as u64),
-                    ];
-                    // SAFETY: twins.cu declares `sgemm_tma` with the sizes,
-                    // each map's address and box size, then `c`, like the
-                    // Vigil kernel; the maps cover the live input buffers.
-                    unsafe { t.launch("sgemm_tma", cfg, s, &scalars, &[], outs) }
-                }
+    let launch: LaunchFn = Box::new(move |imp, s, ins, outs| {
+        let build = || {
+            Ok(SgemmMaps {
+                a: read_map(s, &ins[0], TiledLayout::new([k as u64, m as u64], [bk, bb]))?,
+                b: read_map(s, &ins[1], TiledLayout::new([n as u64, k as u64], [bb, bk]))?,
             })
-        }),
-    }
+        };
+        let addrs = vec![ins[0].device_ptr(), ins[1].device_ptr()];
+        maps.with(s, addrs, build, |maps: &mut SgemmMaps| match imp {
+            Impl::Vigil(kf) => Ok(s.launch(
+                &kf.sgemm_tma,
+                cfg,
+                (m, n, k, &maps.a, &maps.b, outs.f32_mut(0)?),
+            )?),
+            Impl::Twin(t) => {
+                let scalars = [
+                    RawArg::U64(m as u64),
+                    RawArg::U64(n as u64),
+                    RawArg::U64(k as u64),
+                    RawArg::Ptr(maps.a.device_ptr()),
+                    RawArg::U64(maps.a.box_len() as u64),
+                    RawArg::Ptr(maps.b.device_ptr()),
+                    RawArg::U64(maps.b.box_len() as u64),
+                ];
+                // SAFETY: twins.cu declares `sgemm_tma` with the sizes,
+                // each map's address and box size, then `c`, like the
+                // Vigil kernel; the maps cover the live input buffers.
+                unsafe { t.launch("sgemm_tma", cfg, s, &scalars, &[], outs) }
+            }
+        })
+    });
+    sgemm_case("sgemm_tma", scale, (m, n, k), rng, launch)
 }
 
 /// The maps of [`transpose_tma`]: `x` as `[width, height]`, `y` as
@@ -181,7 +153,6 @@ struct TransposeMaps {
 pub fn transpose_tma(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
     // Rows of 16-byte multiples, as tensor maps need; ragged edges at smoke.
     let (w, h) = scale.pick((8192, 8192), (68, 36));
-    let (inputs, y) = transpose_problem(w, h, rng);
     let cfg = LaunchConfig::new(
         ((w as u32).div_ceil(TMA_TILE), (h as u32).div_ceil(TMA_TILE)),
         (TMA_TILE, TMA_ROWS),
@@ -190,43 +161,34 @@ pub fn transpose_tma(scale: Scale, _sms: u32, rng: &mut Rng) -> Case {
         TiledLayout::new([cols as u64, rows as u64], [TMA_TILE; 2]).swizzle(Swizzle::B128)
     };
     let maps = Cached::new();
-    Case {
-        name: "transpose_tma",
-        class: Class::Memory {
-            sanitizer_target: false,
-        },
-        size: format!("{h} x {w} f32"),
-        work: Work::Bytes(8 * (w * h) as u64),
-        inputs,
-        outputs: vec![y],
-        launch: Box::new(move |imp, s, ins, outs| {
-            let build = || {
-                let out = &outs[0];
-                Ok(TransposeMaps {
-                    x: read_map(s, &ins[0], layout(w, h))?,
-                    // SAFETY: as for `read_map`; the launches that pass
-                    // this map pass no other view of the output.
-                    y: unsafe {
-                        DeviceTensorMapMut::tiled_raw(s, out.device_ptr(), out.len(), layout(h, w))?
-                    },
-                })
-            };
-            let addrs = vec![ins[0].device_ptr(), outs[0].device_ptr()];
-            maps.with(s, addrs, build, |maps: &mut TransposeMaps| match imp {
-                Impl::Vigil(kf) => Ok(s.launch(&kf.transpose_tma, cfg, (&maps.x, &mut maps.y))?),
-                Impl::Twin(t) => {
-                    let scalars = [
-                        RawArg::Ptr(maps.x.device_ptr()),
-                        RawArg::U64(maps.x.box_len() as u64),
-                        RawArg::Ptr(maps.y.device_ptr()),
-                        RawArg::U64(maps.y.box_len() as u64),
-                    ];
-                    // SAFETY: twins.cu declares `transpose_tma` with each
-                    // map's address and box size, like the Vigil kernel;
-                    // the maps cover the live buffers.
-                    unsafe { t.launch("transpose_tma", cfg, s, &scalars, &[], &[]) }
-                }
+    let launch: LaunchFn = Box::new(move |imp, s, ins, outs| {
+        let build = || {
+            let out = &outs[0];
+            Ok(TransposeMaps {
+                x: read_map(s, &ins[0], layout(w, h))?,
+                // SAFETY: as for `read_map`; the launches that pass
+                // this map pass no other view of the output.
+                y: unsafe {
+                    DeviceTensorMapMut::tiled_raw(s, out.device_ptr(), out.len(), layout(h, w))?
+                },
             })
-        }),
-    }
+        };
+        let addrs = vec![ins[0].device_ptr(), outs[0].device_ptr()];
+        maps.with(s, addrs, build, |maps: &mut TransposeMaps| match imp {
+            Impl::Vigil(kf) => Ok(s.launch(&kf.transpose_tma, cfg, (&maps.x, &mut maps.y))?),
+            Impl::Twin(t) => {
+                let scalars = [
+                    RawArg::Ptr(maps.x.device_ptr()),
+                    RawArg::U64(maps.x.box_len() as u64),
+                    RawArg::Ptr(maps.y.device_ptr()),
+                    RawArg::U64(maps.y.box_len() as u64),
+                ];
+                // SAFETY: twins.cu declares `transpose_tma` with each
+                // map's address and box size, like the Vigil kernel;
+                // the maps cover the live buffers.
+                unsafe { t.launch("transpose_tma", cfg, s, &scalars, &[], &[]) }
+            }
+        })
+    });
+    transpose_case("transpose_tma", (w, h), rng, launch)
 }

@@ -75,26 +75,58 @@ pub(crate) struct PendingCopy {
     pub(crate) loc: &'static Location<'static>,
 }
 
+/// Copies of one kind that a thread commits into groups and waits for
+/// by group (`cp.async`, or bulk stores).
+#[derive(Default)]
+struct GroupQueue {
+    /// Issued since the last commit.
+    open: Vec<PendingCopy>,
+    /// Committed groups, oldest first.
+    groups: VecDeque<Vec<PendingCopy>>,
+}
+
+impl GroupQueue {
+    /// Closes the open copies into a group (an empty one too).
+    fn commit(&mut self) {
+        let group = std::mem::take(&mut self.open);
+        self.groups.push_back(group);
+    }
+
+    /// Takes every group but the newest `n`, oldest first.
+    fn older_than(&mut self, n: usize) -> Vec<PendingCopy> {
+        let older = self.groups.len().saturating_sub(n);
+        self.groups.drain(..older).flatten().collect()
+    }
+
+    /// Takes everything, committed groups first.
+    fn all(&mut self) -> impl Iterator<Item = PendingCopy> {
+        let q = std::mem::take(self);
+        q.groups.into_iter().flatten().chain(q.open)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.open.is_empty() && self.groups.is_empty()
+    }
+}
+
 /// One thread's copies in flight.
 #[derive(Default)]
 struct ThreadCopies {
-    /// `cp.async`s since the last commit.
-    open: Vec<PendingCopy>,
-    /// Committed `cp.async` groups, oldest first.
-    groups: VecDeque<Vec<PendingCopy>>,
-    /// Bulk stores since the last bulk commit.
-    bulk_open: Vec<PendingCopy>,
-    /// Committed bulk groups, oldest first.
-    bulk_groups: VecDeque<Vec<PendingCopy>>,
+    /// `cp.async` copies.
+    cp_async: GroupQueue,
+    /// Bulk and tensor stores.
+    bulk: GroupQueue,
 }
 
-impl ThreadCopies {
-    fn is_empty(&self) -> bool {
-        self.open.is_empty()
-            && self.groups.is_empty()
-            && self.bulk_open.is_empty()
-            && self.bulk_groups.is_empty()
-    }
+/// Which of a thread's queues an operation works on.
+type Queue = fn(&mut ThreadCopies) -> &mut GroupQueue;
+
+fn cp_async_queue(t: &mut ThreadCopies) -> &mut GroupQueue {
+    &mut t.cp_async
+}
+
+fn bulk_queue(t: &mut ThreadCopies) -> &mut GroupQueue {
+    &mut t.bulk
 }
 
 /// A block's asynchronous copies in flight: each thread's groups and the
@@ -291,55 +323,57 @@ pub(crate) unsafe fn cp_async_zfill<S, const BYTES: usize>(
         addr: global,
         bytes: global_bytes,
     };
+    issue(cp_async_queue, Direction::ToShared, shared, side)
+}
+
+/// A copy by the calling thread into its queue `queue`'s open group.
+#[track_caller]
+fn issue(queue: Queue, direction: Direction, shared: SharedAccess, global: GlobalSide) {
     with_copies(|ctx, copies| {
-        let c = pending(ctx, Direction::ToShared, shared, side);
-        copies.thread(ctx.linear_thread_index(), |t| t.open.push(c));
+        let c = pending(ctx, direction, shared, global);
+        copies.thread(ctx.linear_thread_index(), |t| queue(t).open.push(c));
+    })
+}
+
+/// Commits the calling thread's open copies of `queue`.
+#[track_caller]
+fn commit(queue: Queue) {
+    with_copies(|ctx, copies| copies.thread(ctx.linear_thread_index(), |t| queue(t).commit()))
+}
+
+/// Performs every group of the calling thread's `queue` but the newest `n`.
+#[track_caller]
+fn wait_for(queue: Queue, n: usize) {
+    with_copies(|ctx, copies| {
+        let done = copies.thread(ctx.linear_thread_index(), |t| queue(t).older_than(n));
+        perform_all(ctx, &done);
     })
 }
 
 /// `cp.async.commit_group`.
 #[track_caller]
 pub(crate) fn commit_group() {
-    with_copies(|ctx, copies| {
-        copies.thread(ctx.linear_thread_index(), |t| {
-            let group = std::mem::take(&mut t.open);
-            t.groups.push_back(group);
-        })
-    })
+    commit(cp_async_queue)
 }
 
 /// `cp.async.wait_group N`: performs every group but the newest `N`.
 #[track_caller]
 pub(crate) fn wait_group<const N: u32>() {
-    wait_groups(N as usize)
+    wait_for(cp_async_queue, N as usize)
 }
 
 /// `cp.async.wait_all`: commits the open copies and performs them all.
 #[track_caller]
 pub(crate) fn wait_all() {
-    commit_group();
-    wait_groups(0)
-}
-
-#[track_caller]
-fn wait_groups(n: usize) {
-    with_copies(|ctx, copies| {
-        let done: Vec<PendingCopy> = copies.thread(ctx.linear_thread_index(), |t| {
-            let older = t.groups.len().saturating_sub(n);
-            t.groups.drain(..older).flatten().collect()
-        });
-        perform_all(ctx, &done);
-    })
+    commit(cp_async_queue);
+    wait_for(cp_async_queue, 0)
 }
 
 /// `cp.async.bulk` (or a tensor store) into the calling thread's open
 /// bulk group.
 #[track_caller]
 fn bulk_store(shared: SharedAccess, global: GlobalSide) {
-    with_copies(|ctx, copies| {
-        let c = pending(ctx, Direction::ToGlobal, shared, global);
-        copies.thread(ctx.linear_thread_index(), |t| t.bulk_open.push(c));
-    })
+    issue(bulk_queue, Direction::ToGlobal, shared, global)
 }
 
 /// `cp.async.bulk.global.shared::cta.bulk_group` of `shared` to `global`.
@@ -363,37 +397,21 @@ pub(crate) unsafe fn bulk_to_global<S>(shared: SharedAccess, global: usize) {
 /// `cp.async.bulk.commit_group`.
 #[track_caller]
 pub(crate) fn bulk_commit_group() {
-    with_copies(|ctx, copies| {
-        copies.thread(ctx.linear_thread_index(), |t| {
-            let group = std::mem::take(&mut t.bulk_open);
-            t.bulk_groups.push_back(group);
-        })
-    })
+    commit(bulk_queue)
 }
 
 /// `cp.async.bulk.wait_group N`: performs every bulk group but the
 /// newest `N`.
 #[track_caller]
 pub(crate) fn bulk_wait_group<const N: u32>() {
-    bulk_wait_groups(N as usize)
+    wait_for(bulk_queue, N as usize)
 }
 
 /// `cp.async.bulk.wait_group.read N`: as [`bulk_wait_group`] (a copy may
 /// finish its writes as soon as its reads).
 #[track_caller]
 pub(crate) fn bulk_wait_group_read<const N: u32>() {
-    bulk_wait_groups(N as usize)
-}
-
-#[track_caller]
-fn bulk_wait_groups(n: usize) {
-    with_copies(|ctx, copies| {
-        let done: Vec<PendingCopy> = copies.thread(ctx.linear_thread_index(), |t| {
-            let older = t.bulk_groups.len().saturating_sub(n);
-            t.bulk_groups.drain(..older).flatten().collect()
-        });
-        perform_all(ctx, &done);
-    })
+    wait_for(bulk_queue, N as usize)
 }
 
 /// The calling thread's kernel body returned: its copies still in flight
@@ -404,17 +422,10 @@ pub fn thread_returned() {
             return;
         };
         let rest: Vec<PendingCopy> = copies.thread(ctx.linear_thread_index(), |t| {
-            if t.is_empty() {
+            if t.cp_async.is_empty() && t.bulk.is_empty() {
                 return Vec::new();
             }
-            let t = std::mem::take(t);
-            t.groups
-                .into_iter()
-                .flatten()
-                .chain(t.open)
-                .chain(t.bulk_groups.into_iter().flatten())
-                .chain(t.bulk_open)
-                .collect()
+            t.cp_async.all().chain(t.bulk.all()).collect()
         });
         perform_all(ctx, &rest);
     })

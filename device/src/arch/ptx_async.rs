@@ -447,6 +447,35 @@ mod raw {
         }
     }
 
+    /// `$go!` of the rank `$d` (1 to 5) and its coordinate operands
+    /// `{c0}`.. (`$d` is a constant, so one arm is left).
+    macro_rules! by_rank {
+        ($d:expr, $go:ident) => {
+            match $d {
+                1 => $go!("1", "{c0}", c0 = 0),
+                2 => $go!("2", "{c0}, {c1}", c0 = 0, c1 = 1),
+                3 => $go!("3", "{c0}, {c1}, {c2}", c0 = 0, c1 = 1, c2 = 2),
+                4 => $go!(
+                    "4",
+                    "{c0}, {c1}, {c2}, {c3}",
+                    c0 = 0,
+                    c1 = 1,
+                    c2 = 2,
+                    c3 = 3
+                ),
+                _ => $go!(
+                    "5",
+                    "{c0}, {c1}, {c2}, {c3}, {c4}",
+                    c0 = 0,
+                    c1 = 1,
+                    c2 = 2,
+                    c3 = 3,
+                    c4 = 4
+                ),
+            }
+        };
+    }
+
     /// `cp.async.bulk.tensor.{D}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes`
     /// of the box at `c` (the first `D` coordinates, innermost first).
     ///
@@ -471,31 +500,8 @@ mod raw {
                 )
             };
         }
-        // SAFETY: the caller's contract; `D` is a constant, so one arm is left.
-        unsafe {
-            match D {
-                1 => go!("1", "{c0}", c0 = 0),
-                2 => go!("2", "{c0}, {c1}", c0 = 0, c1 = 1),
-                3 => go!("3", "{c0}, {c1}, {c2}", c0 = 0, c1 = 1, c2 = 2),
-                4 => go!(
-                    "4",
-                    "{c0}, {c1}, {c2}, {c3}",
-                    c0 = 0,
-                    c1 = 1,
-                    c2 = 2,
-                    c3 = 3
-                ),
-                _ => go!(
-                    "5",
-                    "{c0}, {c1}, {c2}, {c3}, {c4}",
-                    c0 = 0,
-                    c1 = 1,
-                    c2 = 2,
-                    c3 = 3,
-                    c4 = 4
-                ),
-            }
-        }
+        // SAFETY: the caller's contract.
+        unsafe { by_rank!(D, go) }
     }
 
     /// `cp.async.bulk.tensor.{D}d.global.shared::cta.tile.bulk_group` of the
@@ -516,31 +522,8 @@ mod raw {
                 )
             };
         }
-        // SAFETY: the caller's contract; one arm is left for the constant `D`.
-        unsafe {
-            match D {
-                1 => go!("1", "{c0}", c0 = 0),
-                2 => go!("2", "{c0}, {c1}", c0 = 0, c1 = 1),
-                3 => go!("3", "{c0}, {c1}, {c2}", c0 = 0, c1 = 1, c2 = 2),
-                4 => go!(
-                    "4",
-                    "{c0}, {c1}, {c2}, {c3}",
-                    c0 = 0,
-                    c1 = 1,
-                    c2 = 2,
-                    c3 = 3
-                ),
-                _ => go!(
-                    "5",
-                    "{c0}, {c1}, {c2}, {c3}, {c4}",
-                    c0 = 0,
-                    c1 = 1,
-                    c2 = 2,
-                    c3 = 3,
-                    c4 = 4
-                ),
-            }
-        }
+        // SAFETY: the caller's contract.
+        unsafe { by_rank!(D, go) }
     }
 
     /// `griddepcontrol.launch_dependents`.

@@ -144,6 +144,15 @@ impl<const D: usize> TiledLayout<D> {
     }
 }
 
+/// `len` elements at device address `ptr` of `stream`'s device.
+fn raw_view(stream: &Stream, ptr: u64, len: usize) -> RawView {
+    RawView {
+        device: stream.context().device(),
+        ptr,
+        len,
+    }
+}
+
 /// The descriptor in device memory and the box's size: what both kinds of
 /// map pass to a kernel.
 struct Descriptor {
@@ -225,9 +234,21 @@ pub struct DeviceTensorMapMut<'a, T, const D: usize> {
     _data: PhantomData<&'a mut [T]>,
 }
 
-/// What both kinds of map answer.
+/// What both kinds of map answer, and their one constructor.
 macro_rules! map_queries {
     ($name:ident) => {
+        impl<'a, T: TensorElement, const D: usize> $name<'a, T, D> {
+            /// A map of `layout` over `view`, built on `stream`'s device.
+            #[track_caller]
+            fn from_view(stream: &Stream, view: RawView, layout: TiledLayout<D>) -> Result<Self> {
+                Ok($name {
+                    descriptor: Descriptor::build::<T, D>(stream, view, &layout)?,
+                    layout,
+                    _data: PhantomData,
+                })
+            }
+        }
+
         impl<T, const D: usize> $name<'_, T, D> {
             /// The layout it was built with.
             pub fn layout(&self) -> &TiledLayout<D> {
@@ -289,12 +310,7 @@ impl<'a, T: TensorElement, const D: usize> DeviceTensorMap<'a, T, D> {
         data: &'a (impl AsDeviceSlice<T> + ?Sized),
         layout: TiledLayout<D>,
     ) -> Result<Self> {
-        let view = data.as_device_slice().raw_view();
-        Ok(DeviceTensorMap {
-            descriptor: Descriptor::build::<T, D>(stream, view, &layout)?,
-            layout,
-            _data: PhantomData,
-        })
+        Self::from_view(stream, data.as_device_slice().raw_view(), layout)
     }
 }
 
@@ -318,16 +334,7 @@ impl<T: TensorElement, const D: usize> DeviceTensorMap<'static, T, D> {
         len: usize,
         layout: TiledLayout<D>,
     ) -> Result<Self> {
-        let view = RawView {
-            device: stream.context().device(),
-            ptr,
-            len,
-        };
-        Ok(DeviceTensorMap {
-            descriptor: Descriptor::build::<T, D>(stream, view, &layout)?,
-            layout,
-            _data: PhantomData,
-        })
+        Self::from_view(stream, raw_view(stream, ptr, len), layout)
     }
 }
 
@@ -343,12 +350,7 @@ impl<'a, T: TensorElement, const D: usize> DeviceTensorMapMut<'a, T, D> {
         data: &'a mut (impl AsDeviceSliceMut<T> + ?Sized),
         layout: TiledLayout<D>,
     ) -> Result<Self> {
-        let view = data.as_device_slice_mut().raw_view();
-        Ok(DeviceTensorMapMut {
-            descriptor: Descriptor::build::<T, D>(stream, view, &layout)?,
-            layout,
-            _data: PhantomData,
-        })
+        Self::from_view(stream, data.as_device_slice_mut().raw_view(), layout)
     }
 }
 
@@ -368,16 +370,7 @@ impl<T: TensorElement, const D: usize> DeviceTensorMapMut<'static, T, D> {
         len: usize,
         layout: TiledLayout<D>,
     ) -> Result<Self> {
-        let view = RawView {
-            device: stream.context().device(),
-            ptr,
-            len,
-        };
-        Ok(DeviceTensorMapMut {
-            descriptor: Descriptor::build::<T, D>(stream, view, &layout)?,
-            layout,
-            _data: PhantomData,
-        })
+        Self::from_view(stream, raw_view(stream, ptr, len), layout)
     }
 }
 
