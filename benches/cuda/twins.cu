@@ -376,8 +376,9 @@ extern "C" __global__ void transpose_tma(const void* x_map, unsigned long long x
                                          unsigned long long y_box) {
     tensormap_acquire(x_map);
     tensormap_acquire(y_map);
-    __shared__ __align__(1024) float tile[TMA_TILE * TMA_TILE];
-    __shared__ __align__(1024) float out[TMA_TILE * TMA_TILE];
+    __shared__ __align__(1024) float tiles[2 * TMA_TILE * TMA_TILE];
+    float* tile = tiles;
+    float* out = tiles + TMA_TILE * TMA_TILE;
     __shared__ __align__(8) unsigned long long bar;
     unsigned tx = threadIdx.x % TMA_TILE, ty = threadIdx.y;
     bool first = tx == 0 && ty == 0;

@@ -239,8 +239,11 @@ pub const TMA_ROWS: u32 = 8;
 #[kernel]
 pub fn transpose_tma(x: TensorMap<f32, 2>, y: TensorMapMut<f32, 2>) {
     const T: usize = TMA_TILE as usize;
-    let tile = shared_array!(f32; T * T; align 1024);
-    let out = shared_array!(f32; T * T; align 1024);
+    // The loaded tile, then the transposed one: one array, which the GPU
+    // sanitizer checks through its device-memory shadow (two of 4 KiB
+    // would each get a `.shared` shadow, together past 48 KiB).
+    let tiles = shared_array!(f32; 2 * T * T; align 1024);
+    let out = T * T;
     let bars = mbarriers!(1);
     let bar = bars.get(0);
     let (tx, ty) = (thread_xy(TMA_TILE).0, thread_idx().y as usize);
@@ -253,7 +256,7 @@ pub fn transpose_tma(x: TensorMap<f32, 2>, y: TensorMapMut<f32, 2>) {
         bar.init(1);
         fence_proxy_async_shared();
         bar.arrive_expect_tx(x.box_bytes());
-        x.load_tile(&tile, 0, [bx, by], bar);
+        x.load_tile(&tiles, 0, [bx, by], bar);
     }
     sync_threads();
     bar.wait_parity(0);
@@ -261,13 +264,13 @@ pub fn transpose_tma(x: TensorMap<f32, 2>, y: TensorMapMut<f32, 2>) {
     let at = |row: usize, col: usize| Swizzle::B128.apply(4 * (row * T + col)) / 4;
     let mut r = ty;
     while r < T {
-        out.store(at(r, tx), tile.load(at(tx, r)));
+        tiles.store(out + at(r, tx), tiles.load(at(tx, r)));
         r += TMA_ROWS as usize;
     }
     fence_proxy_async_shared();
     sync_threads();
     if first {
-        y.store_tile(&out, 0, [by, bx]);
+        y.store_tile(&tiles, out, [by, bx]);
         bulk_commit_group();
         bulk_wait_group_read::<0>();
     }

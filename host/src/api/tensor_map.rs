@@ -209,10 +209,10 @@ impl Descriptor {
 /// A tensor map over a buffer that kernels load boxes from: pass `&map`
 /// for a `TensorMap<T, D>` kernel parameter.
 ///
-/// ```no_run
+/// ```
 /// # fn main() -> vigil::Result<()> {
 /// use vigil::{Context, DeviceBuffer, DeviceTensorMap, Stream, TiledLayout};
-/// let ctx = Context::new()?;
+/// let ctx = Context::cpu()?;
 /// let stream = Stream::new(&ctx)?;
 /// let x = DeviceBuffer::<f32>::alloc_zeroed(&stream, 1000 * 512)?;
 /// let map = DeviceTensorMap::tiled(&stream, &x, TiledLayout::new([512, 1000], [32, 32]))?;
