@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Prepares a GPU run: builds every test binary, example and benchmark in
 # release mode, with the PTX, into gpu-run/ (git-ignored), plus gpu-run/run-all.sh,
-# which runs them all with VIGIL_REQUIRE_GPU=1 (GPU tests fail instead of skipping).
+# which runs them all with VIGIL_REQUIRE_GPU=1 (GPU tests fail instead of skipping),
+# each under a time limit, one result line per binary.
 #
 # Then, on a machine with a GPU (this repo's device tool: carry "gpu-run"):
-#   bash gpu-run/run-all.sh
+#   bash gpu-run/run-all.sh                 # every binary, 300 s each
+#   VIGIL_GPU_RUN_TIMEOUT=120 bash gpu-run/run-all.sh hangs
 #
 # Arguments are cargo package selectors (default --workspace), e.g.
 #   scripts/prepare-gpu-run.sh -p vigil -p vigil-tests

@@ -6,7 +6,6 @@
 //! [`SharedSlice`](crate::shared_mem::SharedSlice); these traits say which
 //! element types they exist for, matching what PTX's `atom` accepts.
 
-use core::panic::Location;
 use vigil_shared::{Ordering, Scope};
 
 pub(crate) mod sealed {
@@ -14,17 +13,9 @@ pub(crate) mod sealed {
 
     /// Load, store, exchange and compare-exchange, implemented per platform.
     pub trait ArchAtomic: Copy {
-        /// `loc` is the kernel's source location of the load (the CPU
-        /// backend names it when the load spins forever).
-        ///
         /// # Safety
         /// `p` must be valid, aligned global memory.
-        unsafe fn arch_load(
-            p: *const Self,
-            o: Ordering,
-            s: Scope,
-            loc: &'static Location<'static>,
-        ) -> Self;
+        unsafe fn arch_load(p: *const Self, o: Ordering, s: Scope) -> Self;
         /// # Safety
         /// `p` must be valid, aligned global memory.
         unsafe fn arch_store(p: *mut Self, v: Self, o: Ordering, s: Scope);
@@ -32,19 +23,11 @@ pub(crate) mod sealed {
         /// `p` must be valid, aligned global memory.
         unsafe fn arch_exchange(p: *mut Self, v: Self, o: Ordering, s: Scope) -> Self;
         /// Returns the value found; the swap happened iff it equals `cmp`
-        /// bitwise. `loc` is the kernel's source location, as for
-        /// [`arch_load`](ArchAtomic::arch_load).
+        /// bitwise.
         ///
         /// # Safety
         /// `p` must be valid, aligned global memory.
-        unsafe fn arch_cas(
-            p: *mut Self,
-            cmp: Self,
-            new: Self,
-            o: Ordering,
-            s: Scope,
-            loc: &'static Location<'static>,
-        ) -> Self;
+        unsafe fn arch_cas(p: *mut Self, cmp: Self, new: Self, o: Ordering, s: Scope) -> Self;
         /// [`arch_exchange`](ArchAtomic::arch_exchange) on block-shared
         /// memory, relaxed at block scope (see [`ArchAdd::arch_shared_add`]).
         ///
@@ -56,12 +39,31 @@ pub(crate) mod sealed {
         ///
         /// # Safety
         /// `p` must be a valid, aligned (generic) address of block-shared memory.
-        unsafe fn arch_shared_cas(
-            p: *mut Self,
-            cmp: Self,
-            new: Self,
-            loc: &'static Location<'static>,
-        ) -> Self;
+        unsafe fn arch_shared_cas(p: *mut Self, cmp: Self, new: Self) -> Self;
+        /// A volatile load of global memory (`ld.volatile.global`; on the
+        /// host a relaxed atomic load).
+        ///
+        /// # Safety
+        /// `p` must be valid, aligned global memory.
+        unsafe fn arch_load_volatile(p: *const Self) -> Self;
+        /// A volatile store to global memory (`st.volatile.global`; on the
+        /// host a relaxed atomic store).
+        ///
+        /// # Safety
+        /// `p` must be valid, aligned global memory.
+        unsafe fn arch_store_volatile(p: *mut Self, v: Self);
+        /// [`arch_load_volatile`](ArchAtomic::arch_load_volatile) on
+        /// block-shared memory (`ld.volatile.shared`).
+        ///
+        /// # Safety
+        /// `p` must be a valid, aligned (generic) address of block-shared memory.
+        unsafe fn arch_shared_load_volatile(p: *const Self) -> Self;
+        /// [`arch_store_volatile`](ArchAtomic::arch_store_volatile) on
+        /// block-shared memory (`st.volatile.shared`).
+        ///
+        /// # Safety
+        /// `p` must be a valid, aligned (generic) address of block-shared memory.
+        unsafe fn arch_shared_store_volatile(p: *mut Self, v: Self);
     }
 
     macro_rules! arch_rmw_trait {

@@ -70,18 +70,16 @@ pub(crate) fn check_index(index: usize, len: usize) {
     }
 }
 
-/// A plain load through the sanitizer.
+/// A plain load through the sanitizer. A spin-wait may repeat it: the
+/// platform may let the block's other threads run first ([`imp::poll`]).
 #[inline(always)]
 #[track_caller]
 unsafe fn plain_load<T: bytemuck::Pod, S: Sanitizer>(p: *const T) -> T {
-    S::access(
-        p as usize,
-        size_of::<T>(),
-        AccessKind::Read,
-        Location::caller(),
-    );
+    let loc = Location::caller();
+    imp::poll(p as usize, size_of::<T>(), loc);
+    S::access(p as usize, size_of::<T>(), AccessKind::Read, loc);
     // SAFETY: the caller guarantees `p` is in bounds and aligned.
-    unsafe { imp::load(p, Location::caller()) }
+    unsafe { imp::load(p) }
 }
 
 /// A plain store through the sanitizer.
@@ -102,10 +100,17 @@ unsafe fn plain_store<T: bytemuck::Pod, S: Sanitizer>(p: *mut T, v: T) {
 /// wrote), then, in a checking variant, the block check with what it did
 /// (a compare-exchange that did not write only read) and the block's
 /// acquire if it acquires.
+///
+/// Every atomic but a store reads, so a spin-wait may repeat it: the
+/// platform may let the block's other threads run first ([`imp::poll`]),
+/// in plain and checking variants alike, before the sanitizer's hook.
 #[inline(always)]
 #[track_caller]
 fn checked_atomic<R, S: Sanitizer>(access: AtomicAccess, op: impl FnOnce() -> (R, bool)) -> R {
     let loc = Location::caller();
+    if access.kind != AccessKind::AtomicWrite {
+        imp::poll(access.addr, access.size, loc);
+    }
     if !S::ENABLED {
         return S::atomic(access, loc, op);
     }
@@ -252,6 +257,18 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalPtr<T, S> {
     {
         atomic_load::<T, S>(self.ptr, ordering, scope)
     }
+
+    /// Reads the element with a volatile load (`ld.volatile.global`, CUDA's
+    /// read through a `volatile` pointer): for the memory model a relaxed
+    /// atomic load at system scope; see [`GlobalPtrMut::load_volatile`].
+    #[inline(always)]
+    #[track_caller]
+    pub fn load_volatile(&self) -> T
+    where
+        T: Atomic,
+    {
+        volatile_load::<T, S>(self.ptr)
+    }
 }
 
 #[inline(always)]
@@ -269,11 +286,43 @@ fn atomic_load<T: Atomic, S: Sanitizer>(p: *const T, ordering: Ordering, scope: 
         ordering,
         scope,
     };
-    let loc = Location::caller();
     // SAFETY: `p` is valid and aligned (handle invariant).
     checked_atomic::<_, S>(access, || {
-        (unsafe { T::arch_load(p, ordering, scope, loc) }, false)
+        (unsafe { T::arch_load(p, ordering, scope) }, false)
     })
+}
+
+/// What a volatile access of a `T` at `addr` is for the sanitizer: the PTX
+/// memory model treats `ld.volatile` and `st.volatile` as relaxed atomics
+/// at system scope, so they never race with each other and race with
+/// plain accesses they are not ordered with.
+#[inline(always)]
+fn volatile_access<T>(addr: usize, kind: AccessKind) -> AtomicAccess {
+    AtomicAccess {
+        addr,
+        size: size_of::<T>(),
+        kind,
+        ordering: Ordering::Relaxed,
+        scope: Scope::System,
+    }
+}
+
+/// A volatile load (`ld.volatile.global`) through the sanitizer.
+#[inline(always)]
+#[track_caller]
+fn volatile_load<T: Atomic, S: Sanitizer>(p: *const T) -> T {
+    let access = volatile_access::<T>(p as usize, AccessKind::AtomicRead);
+    // SAFETY: `p` is valid and aligned (handle invariant).
+    checked_atomic::<_, S>(access, || (unsafe { T::arch_load_volatile(p) }, false))
+}
+
+/// A volatile store (`st.volatile.global`) through the sanitizer.
+#[inline(always)]
+#[track_caller]
+fn volatile_store<T: Atomic, S: Sanitizer>(p: *mut T, v: T) {
+    let access = volatile_access::<T>(p as usize, AccessKind::AtomicWrite);
+    // SAFETY: `p` is valid and aligned (handle invariant).
+    checked_atomic::<_, S>(access, || (unsafe { T::arch_store_volatile(p, v) }, true))
 }
 
 impl<T: bytemuck::Pod, S: Sanitizer> GlobalPtrMut<T, S> {
@@ -378,6 +427,57 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalPtrMut<T, S> {
         atomic_load::<T, S>(self.ptr, ordering, scope)
     }
 
+    /// Reads the element with a volatile load (`ld.volatile.global`, CUDA's
+    /// read through a `volatile` pointer). The PTX memory model treats it
+    /// as a relaxed atomic load at system scope, and so does the
+    /// sanitizer: volatile accesses never race with each other or with
+    /// atomics, a plain access they are not ordered with races with them,
+    /// and they order nothing by themselves (pair them with fences to
+    /// publish data). On the CPU backend it is a relaxed atomic load, and
+    /// a thread that keeps polling it lets the block's other threads run.
+    ///
+    /// ```no_run
+    /// use vigil_device::prelude::*;
+    ///
+    /// /// Block 0 publishes `data[0]`; block 1 polls the flag, then reads it.
+    /// #[kernel]
+    /// pub fn hand_off<S: Sanitizer>(
+    ///     data: GlobalSliceMut<u32, S>,
+    ///     flag: GlobalPtrMut<u32, S>,
+    ///     out: GlobalSliceMut<u32, S>,
+    /// ) {
+    ///     if block_idx().x == 0 {
+    ///         data.store(0, 42);
+    ///         fence::<S>(Ordering::Release, Scope::Device);
+    ///         flag.store_volatile(1);
+    ///     } else {
+    ///         while flag.load_volatile() == 0 {}
+    ///         fence::<S>(Ordering::Acquire, Scope::Device);
+    ///         out.store(0, data.load(0));
+    ///     }
+    /// }
+    /// ```
+    #[inline(always)]
+    #[track_caller]
+    pub fn load_volatile(&self) -> T
+    where
+        T: Atomic,
+    {
+        volatile_load::<T, S>(self.ptr)
+    }
+
+    /// Writes the element with a volatile store (`st.volatile.global`): for
+    /// the memory model a relaxed atomic store at system scope; see
+    /// [`GlobalPtrMut::load_volatile`].
+    #[inline(always)]
+    #[track_caller]
+    pub fn store_volatile(&self, v: T)
+    where
+        T: Atomic,
+    {
+        volatile_store::<T, S>(self.ptr, v)
+    }
+
     /// Writes the element atomically (relaxed or release; an acquire part is ignored).
     #[inline(always)]
     #[track_caller]
@@ -467,11 +567,9 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalPtrMut<T, S> {
     where
         T: Atomic,
     {
-        let loc = Location::caller();
         let found = self.rmw(AccessKind::AtomicRmw, ordering, scope, |p| {
             // SAFETY: valid and aligned (handle invariant).
-            let found =
-                unsafe { T::arch_cas(p, current, new, normalise_rmw(ordering), scope, loc) };
+            let found = unsafe { T::arch_cas(p, current, new, normalise_rmw(ordering), scope) };
             (found, found.bit_eq(current))
         });
         if found.bit_eq(current) {
@@ -501,6 +599,19 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalSlice<T, S> {
     pub unsafe fn load_unchecked(&self, i: usize) -> T {
         // SAFETY: forwarded from the caller.
         unsafe { plain_load::<T, S>(self.ptr.add(i)) }
+    }
+
+    /// Reads element `i` with a volatile load (`ld.volatile.global`): a
+    /// relaxed atomic load at system scope for the memory model and the
+    /// sanitizer (see [`GlobalPtrMut::load_volatile`]). Panics (traps on
+    /// the GPU) when `i >= len`.
+    #[inline(always)]
+    #[track_caller]
+    pub fn load_volatile(&self, i: usize) -> T
+    where
+        T: Atomic,
+    {
+        self.at(i).load_volatile()
     }
 
     /// A handle to element `i`. Panics (traps on the GPU) when `i >= len`.
@@ -564,6 +675,30 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalSliceMut<T, S> {
     pub unsafe fn store_unchecked(&self, i: usize, v: T) {
         // SAFETY: forwarded from the caller.
         unsafe { plain_store::<T, S>(self.ptr.add(i), v) }
+    }
+
+    /// Reads element `i` with a volatile load; see
+    /// [`GlobalSlice::load_volatile`].
+    #[inline(always)]
+    #[track_caller]
+    pub fn load_volatile(&self, i: usize) -> T
+    where
+        T: Atomic,
+    {
+        self.as_const().load_volatile(i)
+    }
+
+    /// Writes element `i` with a volatile store (`st.volatile.global`): a
+    /// relaxed atomic store at system scope for the memory model and the
+    /// sanitizer (see [`GlobalPtrMut::load_volatile`]). Panics (traps on
+    /// the GPU) when `i >= len`.
+    #[inline(always)]
+    #[track_caller]
+    pub fn store_volatile(&self, i: usize, v: T)
+    where
+        T: Atomic,
+    {
+        self.at(i).store_volatile(v)
     }
 
     /// A handle to element `i`, for atomics. Panics (traps on the GPU) when `i >= len`.

@@ -8,8 +8,9 @@
 //! - an `extern "ptx-kernel"` entry point exported as `name` in the PTX
 //!   build (the plain variant: `name::<Plain>`);
 //! - a launch marker `struct name {}` implementing [`Kernel`], which carries
-//!   the parameter list for the host's type and ABI checks and, in host
-//!   builds, the per-thread entry the CPU backend runs.
+//!   the parameter list for the host's type and ABI checks, the dynamic
+//!   shared memory its shared stack needs and, in host builds, the
+//!   per-thread entry the CPU backend runs.
 
 use crate::global::{GlobalPtr, GlobalPtrMut, GlobalSlice, GlobalSliceMut};
 use crate::peers::{Peers, MAX_RANKS};
@@ -26,6 +27,11 @@ pub trait Kernel: 'static {
     /// The parameter types (with the `Plain` sanitizer) as a tuple: the
     /// host checks launch arguments against it at compile time.
     type Params;
+    /// The dynamic shared memory the kernel needs, in bytes: the capacity
+    /// of the [`shared_stack!`](crate::shared_stack!) its body declares (0
+    /// without one). A typed launch gives the kernel at least this much,
+    /// or fails with an error naming it when the device cannot.
+    const DYNAMIC_SHARED_BYTES: usize = 0;
 
     /// Runs the body as the calling CPU thread, reading the arguments from a
     /// packed parameter buffer laid out by [`ParamCursor`]. The CPU backend

@@ -2,9 +2,11 @@
 //!
 //! A kernel is a Rust function marked [`kernel`](macro@kernel). It reads its coordinates
 //! from [`thread_idx`], [`block_idx`] and friends, touches global memory only
-//! through the typed handles in [`global`] (`load`, `store` and atomics with
-//! an explicit [`Ordering`] and [`Scope`]), and may use block-shared memory
-//! ([`shared_array!`], [`dynamic_shared_array!`], [`dynamic_shared`]), barriers ([`sync_threads`]),
+//! through the typed handles in [`global`] (`load`, `store`, volatile
+//! accesses, and atomics with an explicit [`Ordering`] and [`Scope`]), and
+//! may use block-shared memory ([`shared_array!`],
+//! [`dynamic_shared_array!`], [`dynamic_shared`], and the scoped tiles of a
+//! [`shared_stack!`]), barriers ([`sync_threads`]),
 //! fences ([`fence`]) and warp collectives ([`warp`]), asynchronous copies,
 //! mbarriers and tensor copies ([`async_copy`]) and programmatic dependent
 //! launch ([`grid_dependency`]).
@@ -37,6 +39,7 @@ pub mod math;
 pub mod peers;
 pub mod sanitizer;
 pub mod shared_mem;
+pub mod shared_stack;
 pub mod sync;
 pub mod warp;
 
@@ -62,6 +65,7 @@ pub use kernel::{Kernel, KernelParam};
 pub use peers::{group_barrier, group_barrier_at, Peers, MAX_RANKS};
 pub use sanitizer::{Plain, Sanitizer};
 pub use shared_mem::dynamic_shared;
+pub use shared_stack::{SharedStack, SharedTile};
 pub use sync::{fence, sync_threads};
 pub use vigil_macros::{include_ptx, kernel};
 pub use vigil_shared::{AccessKind, Ordering, Scope};
@@ -79,9 +83,10 @@ pub mod prelude {
     pub use crate::peers::{group_barrier, group_barrier_at, Peers};
     pub use crate::sanitizer::{Plain, Sanitizer};
     pub use crate::shared_mem::dynamic_shared;
+    pub use crate::shared_stack::{SharedStack, SharedTile};
     pub use crate::sync::{fence, sync_threads};
     pub use crate::warp;
-    pub use crate::{dynamic_shared_array, kernel, mbarriers, shared_array};
+    pub use crate::{dynamic_shared_array, kernel, mbarriers, shared_array, shared_stack};
     pub use vigil_shared::{Ordering, Scope};
 }
 

@@ -64,7 +64,9 @@ pub struct SharedAccess {
     /// dynamic shared view) without a `.shared` shadow, which the
     /// sanitizer checks its device-memory shadow covers.
     pub size: usize,
-    /// `Read`, `Write` or, for a shared atomic, `AtomicRmw` (block scope).
+    /// `Read`, `Write` or, for a shared atomic, `AtomicRmw` (block scope;
+    /// `AtomicRead` for a compare-exchange that failed); a volatile load
+    /// or store is `AtomicRead` or `AtomicWrite` (a relaxed atomic).
     pub kind: AccessKind,
     /// First byte of the shared array the access falls in.
     pub array: usize,
@@ -73,7 +75,18 @@ pub struct SharedAccess {
     /// The array's shadow in a sanitized GPU entry (its layout is
     /// `vigil_shared::block::ShadowLayout`), 0 elsewhere.
     pub shadow: usize,
+    /// Where the shared view the access goes through was allocated: the
+    /// `shared_array!` or `dynamic_shared_array!` expansion, or the
+    /// [`SharedStack::push`](crate::shared_stack::SharedStack::push) of a
+    /// tile (`None`: unknown). Two views over the same bytes (a tile
+    /// pushed where a popped one was) share the bytes' shadow, and a race
+    /// between their accesses names both views by it.
+    pub site: Option<&'static Location<'static>>,
 }
+
+// The GPU's same-block records keep a view's number in the low 3 bits of
+// a `Location`'s address (`vigil_shared::block::BlockRecord::with_view`).
+const _: () = assert!(core::mem::align_of::<Location<'static>>() >= 8);
 
 /// The race sanitizer's view of a kernel's memory operations.
 ///
@@ -221,18 +234,14 @@ impl Sanitizer for Checked {
     ) -> R {
         let mut op = Some(op);
         let mut out = None;
+        // The kernel API polled before this hook (`arch::host::poll`):
+        // the runtime may hold a shadow lock around `op`, so no other GPU
+        // thread may run inside it.
         crate::arch::host::with_sanitizer(|rt, t| {
-            // Poll here, outside the runtime's hook: inside it the
-            // operation does not poll (see `arch::host::in_sanitizer_atomic`).
-            if access.kind != AccessKind::AtomicWrite {
-                crate::arch::host::poll(access.addr, access.size, loc);
-            }
-            crate::arch::host::in_sanitizer_atomic(|| {
-                rt.atomic(t, access, loc, &mut || {
-                    let (r, wrote) = (op.take().expect("atomic op runs once"))();
-                    out = Some(r);
-                    wrote
-                })
+            rt.atomic(t, access, loc, &mut || {
+                let (r, wrote) = (op.take().expect("atomic op runs once"))();
+                out = Some(r);
+                wrote
             })
         });
         match out {

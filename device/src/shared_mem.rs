@@ -17,6 +17,7 @@ use crate::arch::imp;
 use crate::atomic::{Atomic, AtomicArith, AtomicBits, AtomicMinMax};
 use crate::sanitizer::{Plain, Sanitizer, SharedAccess};
 use core::marker::PhantomData;
+use core::panic::Location;
 use vigil_shared::AccessKind;
 
 /// A block-shared array of `N` elements of `T`, as returned by
@@ -58,6 +59,8 @@ pub struct SharedArray<T, const N: usize, S = Plain> {
     ptr: *mut T,
     /// The array's shadow (sanitized GPU entries only; null elsewhere).
     shadow: *mut u8,
+    /// The `shared_array!` expansion that declared it (reports name it).
+    site: Option<&'static Location<'static>>,
     _t: PhantomData<(T, S)>,
 }
 
@@ -87,10 +90,11 @@ macro_rules! shared_rmw_methods {
         }
     )*};
 }
+pub(crate) use shared_rmw_methods;
 
 /// The element accessors of a shared-memory handle with an `elements()`
-/// method and a `ptr` field ([`SharedArray`], [`SharedSlice`]): one
-/// implementation, [`Elements`]'s, behind both.
+/// method and a `ptr` field ([`SharedArray`], [`SharedSlice`] and the
+/// shared stack's tiles): one implementation, [`Elements`]'s, behind all.
 macro_rules! checked_accessors {
     () => {
         /// Reads element `i`. Panics (traps on the GPU) when `i` is past
@@ -109,7 +113,7 @@ macro_rules! checked_accessors {
             self.elements().store(i, v)
         }
 
-        shared_rmw_methods! {
+        $crate::shared_mem::shared_rmw_methods! {
             /// Adds `v` to element `i` atomically (`atomicAdd_block` on
             /// shared memory),
             atomic_add, AtomicArith, |p, v| T::arch_shared_add(p, v);
@@ -127,6 +131,38 @@ macro_rules! checked_accessors {
             atomic_xor, AtomicBits, |p, v| T::arch_shared_xor(p, v);
             /// Replaces element `i` with `v` atomically,
             atomic_exchange, Atomic, |p, v| T::arch_shared_exchange(p, v);
+        }
+
+        /// Reads element `i` with a volatile load (`ld.volatile.shared`,
+        /// CUDA's read through a `volatile __shared__` pointer). The PTX
+        /// memory model treats it as a relaxed atomic load (at system
+        /// scope, which for shared memory is the block), and so does the
+        /// sanitizer: volatile accesses and atomics of the array never race
+        /// with each other, a plain access races with them unless a
+        /// barrier orders the two, and they order nothing by themselves.
+        /// On the CPU backend a thread that keeps polling it lets the
+        /// block's other threads run. Panics (traps on the GPU) when `i`
+        /// is past the end.
+        #[inline(always)]
+        #[track_caller]
+        pub fn load_volatile(&self, i: usize) -> T
+        where
+            T: Atomic,
+        {
+            self.elements().load_volatile(i)
+        }
+
+        /// Writes element `i` with a volatile store (`st.volatile.shared`):
+        /// a relaxed atomic store for the memory model and the sanitizer
+        /// (see `load_volatile`). Panics (traps on the GPU) when `i` is
+        /// past the end.
+        #[inline(always)]
+        #[track_caller]
+        pub fn store_volatile(&self, i: usize, v: T)
+        where
+            T: Atomic,
+        {
+            self.elements().store_volatile(i, v)
         }
 
         /// Replaces element `i` with `new` if it equals `current`
@@ -150,6 +186,7 @@ macro_rules! checked_accessors {
         }
     };
 }
+pub(crate) use checked_accessors;
 
 impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
     #[doc(hidden)]
@@ -159,6 +196,7 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
         SharedArray {
             ptr: ptr as *mut T,
             shadow: core::ptr::null_mut(),
+            site: None,
             _t: PhantomData,
         }
     }
@@ -173,6 +211,7 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
     /// `BYTES` must be `__bytes::<T, N>()`, `ALIGN` a power of two at
     /// least `__align::<T>()`, `SHADOW` `__shadow_bytes::<T, N>()`.
     #[inline(always)]
+    #[track_caller]
     pub unsafe fn __declare<
         K: 'static,
         const BYTES: usize,
@@ -189,6 +228,7 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
         let array = SharedArray {
             ptr: imp::assume_shared(ptr as *mut T),
             shadow,
+            site: Some(Location::caller()),
             _t: PhantomData,
         };
         if S::ENABLED && shadow.is_null() && BYTES > 0 {
@@ -204,6 +244,7 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
             ptr: self.ptr,
             len: N,
             shadow: self.shadow,
+            site: self.site,
             _s: PhantomData,
         }
     }
@@ -233,6 +274,8 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
 pub struct SharedSlice<T, S = Plain> {
     ptr: *mut T,
     len: usize,
+    /// The `dynamic_shared_array!` expansion that made it.
+    site: Option<&'static Location<'static>>,
     _t: PhantomData<(T, S)>,
 }
 
@@ -243,11 +286,13 @@ impl<T: bytemuck::Pod, S: Sanitizer> SharedSlice<T, S> {
     /// a checking `S` is told of it (the GPU checks it through its window
     /// shadow).
     #[inline(always)]
+    #[track_caller]
     pub fn __dynamic() -> Self {
         let (ptr, bytes) = imp::dynamic_shared();
         let slice = SharedSlice {
             ptr: imp::assume_shared(ptr as *mut T),
             len: bytes / core::mem::size_of::<T>().max(1),
+            site: Some(Location::caller()),
             _t: PhantomData,
         };
         if S::ENABLED && slice.len > 0 {
@@ -264,6 +309,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> SharedSlice<T, S> {
             ptr: self.ptr,
             len: self.len,
             shadow: core::ptr::null_mut(),
+            site: self.site,
             _s: PhantomData,
         }
     }
@@ -286,28 +332,36 @@ impl<T: bytemuck::Pod, S: Sanitizer> SharedSlice<T, S> {
 pub trait SharedBuffer<T: bytemuck::Pod, S: Sanitizer>: Copy + sealed::SharedParts<T> {}
 
 pub(crate) mod sealed {
-    /// A shared buffer's raw parts: element 0, the length in elements and
-    /// the `.shared` shadow (null: none).
+    use core::panic::Location;
+
+    /// A shared buffer's raw parts: element 0, the length in elements, the
+    /// `.shared` shadow (null: none) and the view's allocation site.
     pub trait SharedParts<T> {
-        fn shared_parts(&self) -> (*mut T, usize, *mut u8);
+        #[allow(clippy::type_complexity)]
+        fn shared_parts(&self) -> (*mut T, usize, *mut u8, Option<&'static Location<'static>>);
     }
+}
+
+/// A shared buffer's [`sealed::SharedParts`], from its elements.
+macro_rules! shared_parts_from_elements {
+    () => {
+        #[inline(always)]
+        fn shared_parts(&self) -> (*mut T, usize, *mut u8, Option<&'static Location<'static>>) {
+            let e = self.elements();
+            (e.ptr, e.len, e.shadow, e.site)
+        }
+    };
 }
 
 impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> sealed::SharedParts<T>
     for SharedArray<T, N, S>
 {
-    #[inline(always)]
-    fn shared_parts(&self) -> (*mut T, usize, *mut u8) {
-        (self.ptr, N, self.shadow)
-    }
+    shared_parts_from_elements!();
 }
 impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedBuffer<T, S> for SharedArray<T, N, S> {}
 
 impl<T: bytemuck::Pod, S: Sanitizer> sealed::SharedParts<T> for SharedSlice<T, S> {
-    #[inline(always)]
-    fn shared_parts(&self) -> (*mut T, usize, *mut u8) {
-        (self.ptr, self.len, core::ptr::null_mut())
-    }
+    shared_parts_from_elements!();
 }
 impl<T: bytemuck::Pod, S: Sanitizer> SharedBuffer<T, S> for SharedSlice<T, S> {}
 
@@ -315,24 +369,27 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
     /// The elements of `buffer`.
     #[inline(always)]
     pub(crate) fn of(buffer: &impl SharedBuffer<T, S>) -> Self {
-        let (ptr, len, shadow) = buffer.shared_parts();
+        let (ptr, len, shadow, site) = buffer.shared_parts();
         Elements {
             ptr,
             len,
             shadow,
+            site,
             _s: PhantomData,
         }
     }
 }
 
-/// `len` elements of block-shared storage and their `.shared` shadow
-/// (null: none), checked by `S`: the one implementation of the accessors
-/// of [`SharedArray`] and [`SharedSlice`].
+/// `len` elements of block-shared storage, their `.shared` shadow (null:
+/// none) and the view's allocation site, checked by `S`: the one
+/// implementation of the accessors of [`SharedArray`], [`SharedSlice`]
+/// and the shared stack's tiles.
 pub(crate) struct Elements<T, S> {
-    ptr: *mut T,
-    len: usize,
-    shadow: *mut u8,
-    _s: PhantomData<S>,
+    pub(crate) ptr: *mut T,
+    pub(crate) len: usize,
+    pub(crate) shadow: *mut u8,
+    pub(crate) site: Option<&'static Location<'static>>,
+    pub(crate) _s: PhantomData<S>,
 }
 
 impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
@@ -362,12 +419,13 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
             array: self.ptr as usize,
             array_bytes: core::mem::size_of::<T>() * self.len,
             shadow: self.shadow as usize,
+            site: self.site,
         }
     }
 
     /// The declaration of the storage: an access of no bytes.
     #[inline(always)]
-    fn declaration(&self) -> SharedAccess {
+    pub(crate) fn declaration(&self) -> SharedAccess {
         SharedAccess {
             size: 0,
             ..self.access(0, AccessKind::Write)
@@ -376,7 +434,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
 
     #[inline(always)]
     #[track_caller]
-    fn load(&self, i: usize) -> T {
+    pub(crate) fn load(&self, i: usize) -> T {
         check_shared_index(i, self.len);
         imp::shared_access::<S>(|| self.access(i, AccessKind::Read));
         // Not volatile: barriers and warp collectives are compiler fences
@@ -389,11 +447,50 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
 
     #[inline(always)]
     #[track_caller]
-    fn store(&self, i: usize, v: T) {
+    pub(crate) fn store(&self, i: usize, v: T) {
         check_shared_index(i, self.len);
         imp::shared_access::<S>(|| self.access(i, AccessKind::Write));
         // SAFETY: in bounds of the block's storage (checked above).
         unsafe { self.ptr.add(i).write(v) }
+    }
+
+    /// A read of element `i` that a spin-wait may repeat: the platform may
+    /// let the block's other threads run first (see `arch::host::poll`).
+    #[inline(always)]
+    #[track_caller]
+    fn poll(&self, i: usize) {
+        let p = self.ptr.wrapping_add(i) as usize;
+        imp::poll(
+            p,
+            core::mem::size_of::<T>(),
+            core::panic::Location::caller(),
+        );
+    }
+
+    #[inline(always)]
+    #[track_caller]
+    pub(crate) fn load_volatile(&self, i: usize) -> T
+    where
+        T: Atomic,
+    {
+        check_shared_index(i, self.len);
+        self.poll(i);
+        imp::shared_access::<S>(|| self.access(i, AccessKind::AtomicRead));
+        // SAFETY: in bounds of the block's storage (checked above) and
+        // aligned (the storage is aligned for `T`).
+        unsafe { T::arch_shared_load_volatile(self.ptr.add(i)) }
+    }
+
+    #[inline(always)]
+    #[track_caller]
+    pub(crate) fn store_volatile(&self, i: usize, v: T)
+    where
+        T: Atomic,
+    {
+        check_shared_index(i, self.len);
+        imp::shared_access::<S>(|| self.access(i, AccessKind::AtomicWrite));
+        // SAFETY: as in `load_volatile`.
+        unsafe { T::arch_shared_store_volatile(self.ptr.add(i), v) }
     }
 
     /// Runs the atomic `op` on element `i`'s address (in bounds, aligned
@@ -401,8 +498,9 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
     /// element for the sanitizer.
     #[inline(always)]
     #[track_caller]
-    fn rmw(&self, i: usize, op: impl FnOnce(*mut T) -> T) -> T {
+    pub(crate) fn rmw(&self, i: usize, op: impl FnOnce(*mut T) -> T) -> T {
         check_shared_index(i, self.len);
+        self.poll(i);
         imp::shared_access::<S>(|| self.access(i, AccessKind::AtomicRmw));
         // In bounds of the block's storage (checked above) and aligned
         // (the storage is aligned for `T`).
@@ -411,15 +509,15 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
 
     #[inline(always)]
     #[track_caller]
-    fn compare_exchange(&self, i: usize, current: T, new: T) -> Result<T, T>
+    pub(crate) fn compare_exchange(&self, i: usize, current: T, new: T) -> Result<T, T>
     where
         T: Atomic,
     {
         check_shared_index(i, self.len);
-        let loc = core::panic::Location::caller();
+        self.poll(i);
         // SAFETY: in bounds of the block's storage (checked above) and
         // aligned (the storage is aligned for `T`).
-        let found = unsafe { T::arch_shared_cas(self.ptr.add(i), current, new, loc) };
+        let found = unsafe { T::arch_shared_cas(self.ptr.add(i), current, new) };
         // Checked after the exchange, whose outcome decides the kind.
         let swapped = found.bit_eq(current);
         let kind = if swapped {
@@ -655,10 +753,30 @@ pub fn dynamic_shared<T: bytemuck::Pod>() -> (*mut T, usize) {
     (p, bytes / core::mem::size_of::<T>().max(1))
 }
 
-/// Checks `i < len` for a shared array (a panic at the kernel author's
-/// line on the host; on the GPU the panic traps).
+/// Checks `i < len` for a shared view: a branch to
+/// [`shared_out_of_bounds`], as global handles check theirs.
 #[inline(always)]
 #[track_caller]
 fn check_shared_index(i: usize, len: usize) {
-    assert!(i < len, "shared array index out of bounds");
+    if i >= len {
+        shared_out_of_bounds(i, len)
+    }
+}
+
+/// A shared index past the end. On the GPU this traps at once (a panic
+/// would trap too, after building a message nobody reads); on the host it
+/// panics with the kernel author's source location.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn shared_out_of_bounds(_index: usize, _len: usize) -> ! {
+    // SAFETY: `trap` has no preconditions; it aborts the kernel.
+    unsafe { core::arch::nvptx::trap() }
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn shared_out_of_bounds(index: usize, len: usize) -> ! {
+    panic!("shared array index {index} out of bounds (len {len})")
 }

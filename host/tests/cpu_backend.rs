@@ -353,6 +353,7 @@ fn report(file: &str, line: u32, kind: ReportKind) -> RaceReport {
             block: Dim3::new(1, 0, 0),
             thread: Dim3::new(3, 0, 0),
             location: Some(loc(line)),
+            shared_view: None,
             host_issued: false,
         },
         prior: PriorAccess {
@@ -366,6 +367,7 @@ fn report(file: &str, line: u32, kind: ReportKind) -> RaceReport {
             thread: None,
             kernel: Some("racy".to_owned()),
             location: Some(loc(line + 1)),
+            shared_view: None,
             host_issued: false,
             same_block: false,
         },

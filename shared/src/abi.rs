@@ -623,16 +623,20 @@ pub struct AccessSite {
     pub line: u32,
     /// Source column.
     pub col: u32,
-    /// An id naming the site, for front ends that intern locations.
-    pub location_id: u32,
+    /// For a race inside a block on shared memory: the low 32 bits of the
+    /// address of the `Location` where the shared view of this access was
+    /// allocated (its `shared_array!`, or a stack tile's push); the high
+    /// bits are those of the earlier access's `Location` (one module's
+    /// statics lie within 2 GiB). 0: unknown, or not such a race.
+    pub view_site: u32,
     /// Kernel (launch) id.
     pub kernel_id: u32,
     /// Linear block index in the grid.
     pub block: u32,
     /// Linear thread index in the block.
     pub thread: u32,
-    /// Reserved, zero.
-    pub reserved: u32,
+    /// As [`AccessSite::view_site`], for the earlier access's view.
+    pub prior_view_site: u32,
 }
 const _: () = assert!(size_of::<AccessSite>() == 40);
 

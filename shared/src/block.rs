@@ -18,7 +18,7 @@
 use crate::abi::ReportKind;
 use crate::AccessKind;
 use bytemuck::{Pod, Zeroable};
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// Bytes per shadow word.
 pub const WORD: usize = 4;
@@ -57,20 +57,27 @@ pub const GLOBAL_LANES: usize = MAX_BLOCK_THREADS - SHARED_LANES;
 /// thread, launch, slot and read-only ranges).
 pub const CTA_STATE_BYTES: usize = 64;
 
+/// Shared views (by allocation site) a CTA numbers for its window-shadow
+/// records ([`BlockRecord::view`], [`view_number`]), so that a race
+/// between two views over the same bytes (a stack tile pushed where a
+/// popped one was) names both views' sites.
+pub const VIEWS: usize = 7;
+
 /// Bytes of a sanitized entry's `.shared` block-race counters: a header,
-/// the acquire count, a pad, the [`REPORTED`] report keys.
-pub const COUNTERS_BYTES: usize = 16 + 8 * REPORTED;
+/// the acquire count, a pad, the [`REPORTED`] report keys, the [`VIEWS`]
+/// view sites (`u32`s) and a pad.
+pub const COUNTERS_BYTES: usize = 16 + 8 * REPORTED + 4 * (VIEWS + 1);
 
 /// Bytes of a sanitized entry's `.shared` lane states: a header and
 /// [`SHARED_LANES`] `u64`s.
 pub const LANES_BYTES: usize = 8 + 8 * SHARED_LANES;
 
 /// The static shared memory a sanitized entry adds to its kernel's,
-/// besides the shadows of its small arrays (2,320 bytes; 8,464 with all
+/// besides the shadows of its small arrays (2,352 bytes; 8,496 with all
 /// 1,024 lane states in `.shared`).
 pub const SANITIZER_SHARED_BYTES: usize =
     CTA_STATE_BYTES + COUNTERS_BYTES + LANES_BYTES + BarrierCheck::BYTES;
-const _: () = assert!(SANITIZER_SHARED_BYTES == 2320);
+const _: () = assert!(SANITIZER_SHARED_BYTES == 2352);
 
 /// Bits of a record's warp-collective count.
 const COUNT_BITS: u32 = 16;
@@ -85,7 +92,9 @@ const BYTES_SHIFT: u32 = 12;
 /// word it touched (4 bits), the thread's warp-collective count at the
 /// access ([`LaneSync::count`], low 16 bits), and the low 32 bits of its `Location`'s address (the high bits
 /// are those of the current access's: a module's locations lie within
-/// 2 GiB of each other).
+/// 2 GiB of each other). A record of an access through a numbered shared
+/// view ([`BlockRecord::with_view`]) keeps the view's number in the
+/// address's low 3 bits, which a `Location`'s (8-aligned) leaves zero.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BlockRecord(pub u64);
 
@@ -134,11 +143,67 @@ impl BlockRecord {
     }
 
     /// Its `Location`'s address, given the address `near` of another
-    /// location of the same module.
+    /// location of the same module (of a record made without a view
+    /// number: [`BlockRecord::access_location`] reads one made with it).
     pub const fn location(self, near: u64) -> u64 {
-        let delta = ((self.0 >> 32) as u32).wrapping_sub(near as u32) as i32;
-        near.wrapping_add(delta as i64 as u64)
+        near_address((self.0 >> 32) as u32, near)
     }
+
+    /// Its `Location`'s address, given the address `near` of another
+    /// location of the same module, for a record that may carry a view
+    /// number: [`BlockRecord::location`] without the number's bits.
+    pub const fn access_location(self, near: u64) -> u64 {
+        near_address((self.0 >> 32) as u32 & !VIEW_MASK, near)
+    }
+
+    /// The same access through shared view number `view` (1 to [`VIEWS`],
+    /// from [`view_number`]; 0: none). The record's location must be a
+    /// `Location`'s address (8-aligned), whose low 3 bits take the number.
+    pub const fn with_view(self, view: u32) -> Self {
+        BlockRecord(self.0 & !((VIEW_MASK as u64) << 32) | ((view & VIEW_MASK) as u64) << 32)
+    }
+
+    /// The number of the shared view it went through (0: none or unknown).
+    pub const fn view(self) -> u32 {
+        (self.0 >> 32) as u32 & VIEW_MASK
+    }
+}
+
+/// The bits of a record's location word that hold its view number.
+const VIEW_MASK: u32 = 7;
+const _: () = assert!(VIEWS as u32 <= VIEW_MASK);
+
+/// The address whose low 32 bits are `low`, given the address `near` of
+/// another static of the same module (within 2 GiB of it).
+pub const fn near_address(low: u32, near: u64) -> u64 {
+    let delta = low.wrapping_sub(near as u32) as i32;
+    near.wrapping_add(delta as i64 as u64)
+}
+
+/// The number (1 to `sites.len()`) under which a CTA's view table
+/// `sites` holds the shared view allocated at the `Location` whose
+/// address's low 32 bits are `site`, claiming a free entry for it (an
+/// entry goes from 0 to a site once per CTA and stays). 0 when `site` is
+/// 0 or every entry holds another site: that view's records name none.
+pub fn view_number(sites: &[AtomicU32], site: u32) -> u32 {
+    if site == 0 || sites.is_empty() {
+        return 0;
+    }
+    let start = (site >> 3) as usize % sites.len();
+    for i in 0..sites.len() {
+        let j = (start + i) % sites.len();
+        let held = match sites[j].load(Ordering::Relaxed) {
+            0 => match sites[j].compare_exchange(0, site, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => site,
+                Err(other) => other,
+            },
+            held => held,
+        };
+        if held == site {
+            return j as u32 + 1;
+        }
+    }
+    0
 }
 
 /// What a thread knows of its synchronisation, in one `u64`: how many
@@ -996,8 +1061,39 @@ mod tests {
             assert_eq!(r.location(near), loc);
             // A location below `near` too.
             assert_eq!(r.location(loc + 0x10_0000), loc);
+            assert_eq!(r.view(), 0);
+            for view in 1..=VIEWS as u32 {
+                let v = r.with_view(view);
+                assert_eq!(
+                    (v.view(), v.access_location(near), v.thread(), v.count()),
+                    (view, loc, Some(t), count)
+                );
+                assert_eq!(v.bytes(), 0b1010);
+                assert_eq!(v.with_view(0), r);
+            }
         }
         assert_eq!(BlockRecord::EMPTY.thread(), None);
+    }
+
+    /// Views get distinct numbers while the table has room, the same
+    /// number again, and 0 once it is full of other sites.
+    #[test]
+    fn views_are_numbered_once_each() {
+        let table: [AtomicU32; VIEWS] = Default::default();
+        let sites: [u32; VIEWS + 1] = core::array::from_fn(|i| 0x4000_0008 + 24 * i as u32);
+        let numbers: [u32; VIEWS] = core::array::from_fn(|i| view_number(&table, sites[i]));
+        for (i, n) in numbers.iter().enumerate() {
+            assert!((1..=VIEWS as u32).contains(n));
+            assert_eq!(table[*n as usize - 1].load(Ordering::Relaxed), sites[i]);
+            assert_eq!(view_number(&table, sites[i]), *n);
+            assert!(!numbers[..i].contains(n), "{numbers:?}");
+        }
+        assert_eq!(view_number(&table, sites[VIEWS]), 0);
+        assert_eq!(view_number(&table, 0), 0);
+        assert_eq!(
+            near_address(0x1234_5678, 0x7f00_1200_0000),
+            0x7f00_1234_5678
+        );
     }
 
     /// The ordering rule against a reference: a list of every collective

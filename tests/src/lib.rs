@@ -8,6 +8,7 @@ use vigil::{Event, Result, Stream};
 pub mod programs {
     pub mod axpy;
     pub mod demo;
+    pub mod gemm_softmax;
     pub mod histogram;
     pub mod reduce_sum;
 

@@ -46,3 +46,15 @@ fn demo_reports_the_racy_kernel_and_not_the_fixed_one() {
         "report does not name the kernel's lines:\n{text}"
     );
 }
+
+#[test]
+fn gemm_softmax_example_checks_its_result_and_reports_the_unsynced_reuse() {
+    let sanitized = Context::builder().cpu().sanitize(true).build().unwrap();
+    let out = programs::gemm_softmax::run(&cpu(), &sanitized, 1, 128, 14, 1).unwrap();
+    let text = out.reuse_reports.to_string();
+    assert!(!out.reuse_reports.is_empty(), "no report");
+    assert!(
+        text.contains("through the shared view allocated at tests/kernels/src/shared_stack.rs"),
+        "{text}"
+    );
+}

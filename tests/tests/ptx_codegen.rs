@@ -188,6 +188,98 @@ fn async_copy_instructions_are_cuda_s() {
     );
 }
 
+/// `line` with its registers' numbers left out (`%rd12` is `%rd`).
+fn unnumbered(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut in_register = false;
+    for c in line.chars() {
+        if c == '%' {
+            in_register = true;
+        } else if in_register && c.is_ascii_digit() {
+            continue;
+        } else if !c.is_ascii_alphanumeric() {
+            in_register = false;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A kernel on a shared stack costs nothing that placing its tiles by hand
+/// does not: `stack_phases` (tiles pushed and popped on a stack, the GEMM
+/// phase's popped with `pop_synced`) and `stack_phases_hand_placed` (the
+/// same views at fixed offsets of the dynamic shared memory, the same
+/// barriers) are the same instructions, with the tiles' offsets as
+/// immediates, and make the same memory accesses and barriers in the same
+/// order. Only register numbers and where LLVM puts an address conversion
+/// (`cvta.to.shared`) may differ.
+#[test]
+fn a_shared_stack_costs_what_hand_placed_offsets_cost() {
+    let stack: Vec<String> = body(KERNELS_PTX, "stack_phases")
+        .iter()
+        .map(|l| unnumbered(l))
+        .collect();
+    let hand: Vec<String> = body(KERNELS_PTX, "stack_phases_hand_placed")
+        .iter()
+        .map(|l| unnumbered(l))
+        .collect();
+    assert!(stack.len() > 30, "suspiciously short body: {stack:?}");
+    let effects = |lines: &[String]| -> Vec<String> {
+        lines
+            .iter()
+            .filter(|l| {
+                ["ld.", "st.", "bar.", "atom.", "red.", "trap"]
+                    .iter()
+                    .any(|p| l.starts_with(p))
+            })
+            .cloned()
+            .collect()
+    };
+    assert_eq!(
+        effects(&stack),
+        effects(&hand),
+        "the stack's memory accesses and barriers differ from hand-placed offsets'"
+    );
+    let sorted = |lines: &[String]| {
+        let mut v = lines.to_vec();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        sorted(&stack),
+        sorted(&hand),
+        "the stack's instructions differ from hand-placed offsets'"
+    );
+    // The second tile's offset is an immediate of its store; one barrier
+    // more than the kernel's two is the pop's.
+    assert!(
+        stack
+            .iter()
+            .any(|l| l.starts_with("st.shared") && l.contains("+1024]")),
+        "{stack:#?}"
+    );
+    assert_eq!(
+        stack.iter().filter(|l| l.starts_with("bar.sync")).count(),
+        3
+    );
+    assert!(!stack.iter().any(|l| l.contains("local")), "{stack:#?}");
+    // The comparison sees a difference: the same kernel without the pop's
+    // barrier is not the stack's.
+    let mut no_pop_barrier = stack.clone();
+    let first = no_pop_barrier
+        .iter()
+        .position(|l| l.starts_with("bar.sync"))
+        .unwrap();
+    let second = first
+        + 1
+        + no_pop_barrier[first + 1..]
+            .iter()
+            .position(|l| l.starts_with("bar.sync"))
+            .unwrap();
+    no_pop_barrier.remove(second);
+    assert_ne!(effects(&no_pop_barrier), effects(&hand));
+}
+
 #[test]
 fn every_kernel_entry_matches_its_rust_signature() {
     let entries = parse_entries(KERNELS_PTX).expect("parse PTX");
@@ -222,6 +314,12 @@ fn every_kernel_entry_matches_its_rust_signature() {
     check::<a::codegen_tensor>(&entries);
     use vigil_kernels::races as r;
     check::<r::write_one>(&entries);
+    use vigil_kernels::shared_stack as stack;
+    check::<stack::gemm_softmax>(&entries);
+    check::<stack::gemm_softmax_unsynced>(&entries);
+    check::<stack::stack_phases>(&entries);
+    check::<stack::stack_phases_hand_placed>(&entries);
+    check::<stack::stack_script>(&entries);
     check::<r::persistent_spin>(&entries);
     // `Peers` arguments: MAX_RANKS pointers, the length, rank and world.
     use vigil_kernels::symmetric as sym;
@@ -249,13 +347,16 @@ fn every_kernel_entry_matches_its_rust_signature() {
 #[test]
 fn plain_kernels_use_no_local_memory_stack() {
     // A `#[kernel]` that only loads, stores and does arithmetic must not
-    // spill to the stack (a sign of hidden formatting or panic machinery).
-    let text = &KERNELS_PTX[KERNELS_PTX.find(".entry axpy(").unwrap()..];
-    let body = &text[..text.find("\n}").unwrap()];
-    assert!(
-        !body.contains("__local_depot") && !body.contains("%SP"),
-        "axpy uses a stack frame:\n{body}"
-    );
+    // spill to the stack (a sign of hidden formatting or panic machinery);
+    // the shared-stack GEMM keeps its 64 accumulators in registers.
+    for entry in ["axpy", "gemm_softmax"] {
+        let text = &KERNELS_PTX[KERNELS_PTX.find(&format!(".entry {entry}(")).unwrap()..];
+        let body = &text[..text.find("\n}").unwrap()];
+        assert!(
+            !body.contains("__local_depot") && !body.contains("%SP"),
+            "{entry} uses a stack frame:\n{body}"
+        );
+    }
 }
 
 /// A PTX whose sanitized entry does not take the hidden parameters (built
@@ -483,4 +584,38 @@ fn plain_shared_memory_accesses_name_the_shared_space() {
         })
         .collect();
     assert!(generic.is_empty(), "generic accesses: {generic:?}");
+}
+
+/// Volatile accesses of a plain entry are volatile instructions of their
+/// handle's state space: `ld.volatile.global`/`st.volatile.global` for a
+/// global handle (`volatile_flag`), `ld.volatile.shared`/
+/// `st.volatile.shared` for a shared array (`shared_volatile_handoff`).
+#[test]
+fn volatile_accesses_are_volatile_instructions_of_their_space() {
+    let cases = [
+        (
+            "volatile_flag",
+            ["ld.volatile.global.b32", "st.volatile.global.b32"],
+        ),
+        (
+            "shared_volatile_handoff",
+            ["ld.volatile.shared.b32", "st.volatile.shared.b32"],
+        ),
+    ];
+    for (entry, instructions) in cases {
+        let lines = body(KERNELS_PTX, entry);
+        for insn in instructions {
+            assert!(
+                lines.iter().any(|l| l.contains(insn)),
+                "{entry}: no {insn} in\n{}",
+                lines.join("\n")
+            );
+        }
+        let generic = lines
+            .iter()
+            .flat_map(|l| l.split(';'))
+            .map(str::trim)
+            .filter(|s| s.starts_with("ld.volatile.b") || s.starts_with("st.volatile.b"));
+        assert_eq!(generic.count(), 0, "{entry}: a generic volatile access");
+    }
 }

@@ -38,6 +38,11 @@ macro_rules! race_scenarios {
                 atomic_counters, atomic_and_plain_mixed,
                 fences_with_relaxed_atomics, relaxed_atomics_without_fences,
                 persistent_spin_release_acquire, persistent_spin_relaxed,
+                volatile_flag_between_blocks_with_fences,
+                volatile_flag_between_blocks_without_fences,
+                volatile_flag_between_warps_with_fences,
+                volatile_flag_between_warps_without_fences,
+                volatile_beside_volatile, volatile_beside_plain, volatile_beside_atomic,
                 report_buffer_overflow, a_reused_buffer_starts_clean,
                 two_streams_on_disjoint_halves,
                 disjoint_halves_then_a_reader_of_both_unordered,
@@ -445,6 +450,84 @@ mod scenarios {
             persistent(make, RELAXED, RELAXED),
             &[race(RAW, "persist-read", "persist-write")],
         );
+    }
+
+    /// `volatile_flag` with or without fences, between the blocks of one
+    /// worker or between two warps of one block; the payload it read.
+    fn volatile_handoff(make: MakeContext, fences: u32, same_block: u32) -> vigil::Result<()> {
+        let Some(b) = Bench::new(make, 1) else {
+            return Ok(());
+        };
+        let config = if same_block != 0 {
+            LaunchConfig::new(1, 64)
+        } else {
+            LaunchConfig::new(2, 1)
+        };
+        let (mut data, mut flag, mut out) = (b.zeros(1), b.zeros(1), b.zeros(1));
+        b.stream
+            .launch(
+                &b.kernel::<volatile_flag>(),
+                config,
+                (&mut data, &mut flag, &mut out, fences, same_block),
+            )
+            .expect("launch");
+        let verdict = b.sync();
+        if fences != 0 {
+            // Without them the GPU may make the flag visible first.
+            assert_eq!(out.to_vec(&b.stream).unwrap(), [9], "the payload");
+        }
+        verdict
+    }
+
+    pub fn volatile_flag_between_blocks_with_fences(make: MakeContext) {
+        let out = volatile_handoff(make, 1, 0);
+        check("volatile flag and fences, two blocks", out, &[]);
+    }
+
+    pub fn volatile_flag_between_blocks_without_fences(make: MakeContext) {
+        let out = volatile_handoff(make, 0, 0);
+        let payload = race(RAW, "volatile-payload-read", "volatile-payload-write");
+        check("volatile flag, no fences, two blocks", out, &[payload]);
+    }
+
+    pub fn volatile_flag_between_warps_with_fences(make: MakeContext) {
+        let out = volatile_handoff(make, 1, 1);
+        check("volatile flag and fences, two warps", out, &[]);
+    }
+
+    pub fn volatile_flag_between_warps_without_fences(make: MakeContext) {
+        let out = volatile_handoff(make, 0, 1);
+        let payload = race(RAW, "volatile-payload-read", "volatile-payload-write");
+        check("volatile flag, no fences, two warps", out, &[payload]);
+    }
+
+    /// `volatile_beside` in `mode` on one worker (block 0 first).
+    fn beside(make: MakeContext, mode: u32) -> vigil::Result<()> {
+        let Some(b) = Bench::new(make, 1) else {
+            return Ok(());
+        };
+        let (mut flag, mut out) = (b.zeros(1), b.zeros(1));
+        b.stream
+            .launch(
+                &b.kernel::<volatile_beside>(),
+                two_blocks(),
+                (&mut flag, &mut out, mode),
+            )
+            .expect("launch");
+        b.sync()
+    }
+
+    pub fn volatile_beside_volatile(make: MakeContext) {
+        check("volatile store, volatile load", beside(make, 0), &[]);
+    }
+
+    pub fn volatile_beside_plain(make: MakeContext) {
+        let mix = race(MIX, "beside-volatile-load", "beside-plain-store");
+        check("plain store, volatile load", beside(make, 1), &[mix]);
+    }
+
+    pub fn volatile_beside_atomic(make: MakeContext) {
+        check("atomic add, volatile load", beside(make, 2), &[]);
     }
 
     pub fn report_buffer_overflow(make: MakeContext) {

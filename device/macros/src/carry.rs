@@ -5,7 +5,10 @@
 //!
 //! - `shared_array!(T; N)` becomes `shared_array!(@sanitizer S; T; N)`,
 //!   `dynamic_shared_array!(T)` `dynamic_shared_array!(@sanitizer S; T)`,
-//!   `mbarriers!(N)` `mbarriers!(@sanitizer S; N)`;
+//!   `mbarriers!(N)` `mbarriers!(@sanitizer S; N)`,
+//!   `shared_stack!(BYTES)` `shared_stack!(@sanitizer S; BYTES)` (and the
+//!   capacities of the stacks it rewrote, and where the body views the
+//!   dynamic shared memory, go back to the attribute: [`Found`]);
 //! - `sync_threads()` becomes `::vigil_device::sync::sync_threads_in::<S>()`;
 //! - `warp::f(mask, ..)` for a collective `f` becomes
 //!   `warp::f(::vigil_device::warp::__joining::<S>(mask), ..)`.
@@ -16,7 +19,7 @@
 //! macros' arguments, or through other paths (`use warp::ballot`) are
 //! left as written: a helper takes `S` and calls the `_in`/`S`-typed forms.
 
-use proc_macro2::{Ident, Span};
+use proc_macro2::{Ident, Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
@@ -34,13 +37,28 @@ const COLLECTIVES: &[&str] = &[
     "sync_warp",
 ];
 
+/// What the rewrite saw of the body's use of dynamic shared memory.
+#[derive(Default)]
+pub(crate) struct Found {
+    /// Each `shared_stack!`: where, and its capacity expression.
+    pub stacks: Vec<(Span, TokenStream)>,
+    /// Each `dynamic_shared_array!`.
+    pub dynamic_views: Vec<Span>,
+}
+
 /// Rewrites `body` for the sanitizer type `san`.
-pub(crate) fn carry_sanitizer(body: &mut syn::Block, san: &Ident) {
-    Carry { san }.visit_block_mut(body)
+pub(crate) fn carry_sanitizer(body: &mut syn::Block, san: &Ident) -> Found {
+    let mut carry = Carry {
+        san,
+        found: Found::default(),
+    };
+    carry.visit_block_mut(body);
+    carry.found
 }
 
 struct Carry<'a> {
     san: &'a Ident,
+    found: Found,
 }
 
 /// The last segment of `path` and the one before it (if any), as strings;
@@ -58,13 +76,25 @@ fn tail(path: &Path) -> Option<(String, Option<String>)> {
 impl VisitMut for Carry<'_> {
     fn visit_macro_mut(&mut self, m: &mut Macro) {
         let first = m.tokens.clone().into_iter().next().map(|t| t.to_string());
-        if m.path.segments.last().is_some_and(|s| {
-            s.ident == "shared_array" || s.ident == "dynamic_shared_array" || s.ident == "mbarriers"
-        }) && first.as_deref() != Some("@")
-        {
-            let (s, t) = (self.san, &m.tokens);
-            m.tokens = quote!(@sanitizer #s; #t);
+        let Some(name) = m.path.segments.last().map(|s| s.ident.to_string()) else {
+            return;
+        };
+        let rewritten = [
+            "shared_array",
+            "dynamic_shared_array",
+            "shared_stack",
+            "mbarriers",
+        ];
+        if !rewritten.contains(&name.as_str()) || first.as_deref() == Some("@") {
+            return;
         }
+        match name.as_str() {
+            "shared_stack" => self.found.stacks.push((m.span(), m.tokens.clone())),
+            "dynamic_shared_array" => self.found.dynamic_views.push(m.span()),
+            _ => {}
+        }
+        let (s, t) = (self.san, &m.tokens);
+        m.tokens = quote!(@sanitizer #s; #t);
     }
 
     fn visit_expr_mut(&mut self, e: &mut Expr) {

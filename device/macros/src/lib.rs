@@ -51,7 +51,9 @@ pub fn include_ptx(input: TokenStream) -> TokenStream {
 ///
 /// generates the body as `fn axpy<S: Sanitizer>(...)`, the PTX entry point
 /// `axpy` (the plain variant) in the `nvptx64` build, and a launch marker
-/// `struct axpy {}` implementing `vigil_device::Kernel`. To reach the
+/// `struct axpy {}` implementing `vigil_device::Kernel` (whose
+/// `DYNAMIC_SHARED_BYTES` is the capacity of the `shared_stack!` the body
+/// declares, if any). To reach the
 /// sanitizer type in the body (for `fence::<S>`), declare it:
 /// `fn k<S: Sanitizer>(flag: GlobalPtrMut<u32, S>)`.
 #[proc_macro_attribute]
@@ -166,7 +168,8 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
     let vis = &func.vis;
     let attrs = &func.attrs;
     let mut body = func.block.clone();
-    carry::carry_sanitizer(&mut body, &san);
+    let found = carry::carry_sanitizer(&mut body, &san);
+    let dynamic_shared = dynamic_shared_bytes(&found)?;
     let has_inline = attrs.iter().any(|a| a.path().is_ident("inline"));
     let inline = if has_inline {
         quote!()
@@ -315,6 +318,7 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
                 }),*
             ];
             type Params = (#(#plain_tys,)*);
+            #dynamic_shared
 
             #[cfg(not(target_arch = "nvptx64"))]
             unsafe fn run_host<__VigilHostSanitizer: ::vigil_device::Sanitizer>(params: &[u8]) {
@@ -379,6 +383,30 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
             }
         }
     })
+}
+
+/// The `Kernel::DYNAMIC_SHARED_BYTES` item of a body that declares a
+/// shared stack (its capacity), or nothing. A second stack, or a
+/// `dynamic_shared_array!` beside one, would alias the stack's bytes:
+/// compile errors.
+fn dynamic_shared_bytes(found: &carry::Found) -> syn::Result<TokenStream2> {
+    let Some((_, capacity)) = found.stacks.first() else {
+        return Ok(quote!());
+    };
+    if let Some((span, _)) = found.stacks.get(1) {
+        return Err(syn::Error::new(
+            *span,
+            "a kernel declares at most one shared_stack!: it owns the launch's dynamic shared memory",
+        ));
+    }
+    if let Some(span) = found.dynamic_views.first() {
+        return Err(syn::Error::new(
+            *span,
+            "dynamic_shared_array! would alias this kernel's shared_stack!, which owns the launch's \
+             dynamic shared memory: push a tile on the stack instead",
+        ));
+    }
+    Ok(quote!(const DYNAMIC_SHARED_BYTES: usize = { #capacity };))
 }
 
 /// The entry's pointer parameters of `Peers` argument `n`.

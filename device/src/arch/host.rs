@@ -47,8 +47,8 @@ pub trait BlockRuntime {
     /// contributed, and returns [`WarpOp::result`] for itself over the
     /// contributions.
     fn warp_collective(&self, lane: u32, mask: u32, value: u64, op: WarpOp) -> u64;
-    /// The calling thread is about to read `bytes` bytes at `addr` (a plain
-    /// or atomic load, or a compare-exchange after a failed one): it may be polling a flag
+    /// The calling thread is about to read `bytes` bytes at `addr` (a plain,
+    /// volatile or atomic load, or any other atomic but a store): it may be polling a flag
     /// that another thread of the block will set. A runtime that runs a
     /// block's threads cooperatively lets the others run when a thread
     /// keeps polling one address, so that spin-waits between threads of a
@@ -289,36 +289,18 @@ fn blocking<R>(f: impl FnOnce(&ThreadContext<'_>) -> R) -> R {
     r
 }
 
-thread_local! {
-    /// True while a sanitizer runtime performs an atomic operation (it may
-    /// hold a shadow lock meanwhile, so no other GPU thread may run).
-    static IN_SANITIZER_ATOMIC: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Runs `f`, a sanitizer runtime's handling of an atomic operation, with
-/// polling switched off: the operation runs inside the runtime's hook,
-/// possibly under a lock that another GPU thread of this OS thread would
-/// spin on. The caller polls before entering the hook instead.
-#[inline]
-pub(crate) fn in_sanitizer_atomic<R>(f: impl FnOnce() -> R) -> R {
-    struct Reset(bool);
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            IN_SANITIZER_ATOMIC.with(|c| c.set(self.0));
-        }
-    }
-    let _reset = Reset(IN_SANITIZER_ATOMIC.with(|c| c.replace(true)));
-    f()
-}
-
 /// Tells the block runtime that the current GPU thread reads `bytes` bytes
 /// at `addr`, from the kernel's source location `loc` (see
-/// [`BlockRuntime::poll_hint`]), unless a sanitizer runtime is performing
-/// the read inside its atomic hook.
+/// [`BlockRuntime::poll_hint`]): a point where the block's other threads
+/// may run. The kernel API calls it before every read that a spin-wait
+/// may repeat (plain and volatile loads, every atomic but a store), in
+/// plain and sanitized entries alike, and outside the sanitizer's hooks
+/// (which may hold a shadow lock that another GPU thread of this OS
+/// thread would wait for).
 #[inline]
 pub(crate) fn poll(addr: usize, bytes: usize, loc: &'static Location<'static>) {
     let p = CURRENT.with(|c| c.get());
-    if p.is_null() || IN_SANITIZER_ATOMIC.with(|c| c.get()) {
+    if p.is_null() {
         return;
     }
     // SAFETY: as in `with_current`.
@@ -455,12 +437,9 @@ pub fn fence(ordering: Ordering, _scope: Scope) {
 /// A plain load, done as relaxed atomic loads of the widest naturally
 /// aligned units so concurrent racy accesses stay defined on the host.
 ///
-/// `loc` is the kernel's source location of the load (see [`poll`]).
-///
 /// # Safety
 /// `p` must be valid for reads and aligned.
-pub unsafe fn load<T: Copy>(p: *const T, loc: &'static Location<'static>) -> T {
-    poll(p as usize, std::mem::size_of::<T>(), loc);
+pub unsafe fn load<T: Copy>(p: *const T) -> T {
     let mut out = std::mem::MaybeUninit::<T>::uninit();
     // SAFETY: `p` is valid for `size_of::<T>()` bytes (caller) and `out` is
     // writable for as many; both are distinct.
@@ -602,8 +581,7 @@ fn fail_order(o: Ordering) -> sa::Ordering {
     load_order(o)
 }
 
-/// Atomic load and compare-exchange without the polling hint, for the
-/// read-modify-write loops (whose retries are not polling).
+/// Atomic load and compare-exchange, for the read-modify-write loops.
 trait RawAtomic: Copy {
     /// # Safety
     /// `p` must be valid, aligned memory.
@@ -641,13 +619,7 @@ macro_rules! host_atomics {
             }
         }
         impl ArchAtomic for $t {
-            unsafe fn arch_load(
-                p: *const Self,
-                o: Ordering,
-                _: Scope,
-                loc: &'static Location<'static>,
-            ) -> Self {
-                poll(p as usize, std::mem::size_of::<Self>(), loc);
+            unsafe fn arch_load(p: *const Self, o: Ordering, _: Scope) -> Self {
                 // SAFETY: valid aligned memory (caller's contract).
                 unsafe { <$t as RawAtomic>::raw_load(p, o) }
             }
@@ -662,35 +634,36 @@ macro_rules! host_atomics {
                 let $y = unsafe { <$a>::from_ptr(p as *mut $bits) }.swap($to, rmw_order(o));
                 $from
             }
-            unsafe fn arch_cas(
-                p: *mut Self,
-                cmp: Self,
-                new: Self,
-                o: Ordering,
-                _: Scope,
-                loc: &'static Location<'static>,
-            ) -> Self {
+            unsafe fn arch_cas(p: *mut Self, cmp: Self, new: Self, o: Ordering, _: Scope) -> Self {
                 // SAFETY: valid aligned memory (caller's contract).
-                let found = unsafe { <$t as RawAtomic>::raw_cas(p, cmp, new, o) };
-                if !crate::atomic::sealed::BitEq::bit_eq(found, cmp) {
-                    // A failed compare-exchange is how a spin lock polls.
-                    poll(p as usize, std::mem::size_of::<Self>(), loc);
-                }
-                found
+                unsafe { <$t as RawAtomic>::raw_cas(p, cmp, new, o) }
             }
             // On the host, shared memory is ordinary memory.
             unsafe fn arch_shared_exchange(p: *mut Self, v: Self) -> Self {
                 // SAFETY: valid aligned memory (caller's contract).
                 unsafe { Self::arch_exchange(p, v, Ordering::Relaxed, Scope::Block) }
             }
-            unsafe fn arch_shared_cas(
-                p: *mut Self,
-                cmp: Self,
-                new: Self,
-                loc: &'static Location<'static>,
-            ) -> Self {
+            unsafe fn arch_shared_cas(p: *mut Self, cmp: Self, new: Self) -> Self {
                 // SAFETY: valid aligned memory (caller's contract).
-                unsafe { Self::arch_cas(p, cmp, new, Ordering::Relaxed, Scope::Block, loc) }
+                unsafe { Self::arch_cas(p, cmp, new, Ordering::Relaxed, Scope::Block) }
+            }
+            // A volatile access is a relaxed atomic (the PTX memory model's
+            // `ld.volatile`/`st.volatile` are relaxed at system scope).
+            unsafe fn arch_load_volatile(p: *const Self) -> Self {
+                // SAFETY: valid aligned memory (caller's contract).
+                unsafe { <$t as RawAtomic>::raw_load(p, Ordering::Relaxed) }
+            }
+            unsafe fn arch_store_volatile(p: *mut Self, v: Self) {
+                // SAFETY: valid aligned memory (caller's contract).
+                unsafe { Self::arch_store(p, v, Ordering::Relaxed, Scope::System) }
+            }
+            unsafe fn arch_shared_load_volatile(p: *const Self) -> Self {
+                // SAFETY: valid aligned memory (caller's contract).
+                unsafe { Self::arch_load_volatile(p) }
+            }
+            unsafe fn arch_shared_store_volatile(p: *mut Self, v: Self) {
+                // SAFETY: valid aligned memory (caller's contract).
+                unsafe { Self::arch_store_volatile(p, v) }
             }
         }
     };

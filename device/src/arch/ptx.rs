@@ -180,12 +180,18 @@ pub fn fence(ordering: Ordering, scope: Scope) {
     }
 }
 
+/// A read that a spin-wait may repeat, at the kernel's `loc`: nothing on
+/// the GPU, whose threads are scheduled independently (the CPU backend
+/// lets a block's other threads run there).
+#[inline(always)]
+pub fn poll(_addr: usize, _bytes: usize, _loc: &'static Location<'static>) {}
+
 /// A plain load from global memory.
 ///
 /// # Safety
 /// `p` must be valid for reads and aligned.
 #[inline(always)]
-pub unsafe fn load<T: Copy>(p: *const T, _: &'static Location<'static>) -> T {
+pub unsafe fn load<T: Copy>(p: *const T) -> T {
     // SAFETY: forwarded from the caller.
     unsafe { p.read() }
 }
@@ -282,7 +288,7 @@ macro_rules! atomics_for {
     ($ty:ty, $reg:ident, $bits:literal) => {
         impl crate::atomic::sealed::ArchAtomic for $ty {
             #[inline(always)]
-            unsafe fn arch_load(p: *const Self, o: Ordering, s: Scope, _: &'static Location<'static>) -> Self {
+            unsafe fn arch_load(p: *const Self, o: Ordering, s: Scope) -> Self {
                 let r: $ty;
                 macro_rules! go {
                     ($sem:literal, $sc:literal) => {
@@ -319,7 +325,7 @@ macro_rules! atomics_for {
             }
 
             #[inline(always)]
-            unsafe fn arch_cas(p: *mut Self, cmp: Self, new: Self, o: Ordering, s: Scope, _: &'static Location<'static>) -> Self {
+            unsafe fn arch_cas(p: *mut Self, cmp: Self, new: Self, o: Ordering, s: Scope) -> Self {
                 let r: $ty;
                 macro_rules! go {
                     ($sem:literal, $sc:literal) => {
@@ -337,8 +343,37 @@ macro_rules! atomics_for {
             }
 
             #[inline(always)]
-            unsafe fn arch_shared_cas(p: *mut Self, cmp: Self, new: Self, _: &'static Location<'static>) -> Self {
+            unsafe fn arch_shared_cas(p: *mut Self, cmp: Self, new: Self) -> Self {
                 shared_atom!($ty, $reg, ["cas.b", $bits], p, c = cmp, n = new)
+            }
+
+            #[inline(always)]
+            unsafe fn arch_load_volatile(p: *const Self) -> Self {
+                let r: $ty;
+                // SAFETY: `p` is a valid aligned global address (caller's contract).
+                unsafe { asm!(concat!("ld.volatile.global.b", $bits, " {r}, [{p}];"), r = out($reg) r, p = in(reg64) p, options(nostack)) };
+                r
+            }
+
+            #[inline(always)]
+            unsafe fn arch_store_volatile(p: *mut Self, v: Self) {
+                // SAFETY: `p` is a valid aligned global address (caller's contract).
+                unsafe { asm!(concat!("st.volatile.global.b", $bits, " [{p}], {v};"), p = in(reg64) p, v = in($reg) v, options(nostack)) }
+            }
+
+            #[inline(always)]
+            unsafe fn arch_shared_load_volatile(p: *const Self) -> Self {
+                let r: $ty;
+                // SAFETY: `p` is a valid aligned generic address of shared
+                // memory (caller's contract), so its shared-window form is too.
+                unsafe { asm!(concat!("{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; ld.volatile.shared.b", $bits, " {r}, [s]; }}"), r = out($reg) r, p = in(reg64) p, options(nostack)) };
+                r
+            }
+
+            #[inline(always)]
+            unsafe fn arch_shared_store_volatile(p: *mut Self, v: Self) {
+                // SAFETY: as in `arch_shared_load_volatile`.
+                unsafe { asm!(concat!("{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; st.volatile.shared.b", $bits, " [s], {v}; }}"), p = in(reg64) p, v = in($reg) v, options(nostack)) }
             }
         }
     };

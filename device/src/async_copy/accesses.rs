@@ -100,6 +100,7 @@ mod tests {
             array: 0x1000,
             array_bytes: 256,
             shadow: 0,
+            site: None,
         }
     }
 

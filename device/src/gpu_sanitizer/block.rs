@@ -5,7 +5,8 @@
 //! State, all in the CTA's `.shared` memory (only sanitized entries
 //! declare or touch it):
 //!
-//! - the CTA's acquire count and report keys (`arch::block_counters`);
+//! - the CTA's acquire count, report keys and numbered shared views
+//!   (`arch::block_counters`);
 //! - the divergent-barrier slot, flag and report (`arch::block_barrier`);
 //! - every thread's synchronisation state (`arch::block_lanes` for
 //!   threads below `SHARED_LANES`, the CTA slot's region of device memory
@@ -51,10 +52,10 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use vigil_shared::abi::{AccessSite, RaceReport, ReportKind};
 use vigil_shared::block::{
     access_interval, barrier_site, barrier_slot, barrier_tag, block_stamp, busy, claim_entry,
-    divergence_group, pack_array, record_kind, report_key, slot_site, slot_tag, BarrierCheck,
-    BlockRecord, BlockSpace, DivergenceRecord, GlobalTable, LaneSync, ShadowLayout, TableWord,
-    ThreadGroup, WindowShadow, WordRecords, DIVERGENT_BARRIER_KIND, EXIT_SITE, GLOBAL_LANES,
-    MAX_BLOCK_THREADS, REPORTED, SHARED_LANES, UNCHECKED_ARRAYS, WORD,
+    divergence_group, pack_array, record_kind, report_key, slot_site, slot_tag, view_number,
+    BarrierCheck, BlockRecord, BlockSpace, DivergenceRecord, GlobalTable, LaneSync, ShadowLayout,
+    TableWord, ThreadGroup, WindowShadow, WordRecords, DIVERGENT_BARRIER_KIND, EXIT_SITE,
+    GLOBAL_LANES, MAX_BLOCK_THREADS, REPORTED, SHARED_LANES, UNCHECKED_ARRAYS, VIEWS, WORD,
 };
 use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, SideEntry};
 use vigil_shared::{AccessKind, Scope};
@@ -172,6 +173,9 @@ impl Counters {
     const WINDOW: usize = 8;
     /// Byte offset of the report keys.
     pub const KEYS: usize = 16;
+    /// Byte offset of the view table: [`VIEWS`] `u32`s, each the low 32
+    /// bits of a shared view's allocation site (0: free), numbered from 1.
+    const VIEWS_AT: usize = Self::KEYS + 8 * REPORTED;
 
     /// The CTA's counters (reset at its entry: [`reset_cta`]).
     #[inline(always)]
@@ -193,6 +197,24 @@ impl Counters {
     fn window(&self) -> u64 {
         // SAFETY: the `u64` at `WINDOW`, inside the region, 8-aligned.
         unsafe { at::<AtomicU64>(self.base, Self::WINDOW) }.load(Ordering::Relaxed)
+    }
+
+    /// The CTA's view table (see [`Counters::VIEWS_AT`]).
+    #[inline(always)]
+    fn views(&self) -> &'static [AtomicU32] {
+        // SAFETY: `VIEWS` u32s inside the region, 4-aligned.
+        unsafe {
+            core::slice::from_raw_parts(self.base.add(Self::VIEWS_AT) as *const AtomicU32, VIEWS)
+        }
+    }
+
+    /// The site (low 32 bits) of shared view number `view`, 0 if unknown.
+    #[inline(always)]
+    fn view_site(&self, view: u32) -> u32 {
+        let views = self.views();
+        view.checked_sub(1)
+            .and_then(|i| views.get(i as usize))
+            .map_or(0, |v| v.load(Ordering::Relaxed))
     }
 
     /// The access interval of a thread in state `lane`
@@ -321,6 +343,9 @@ pub(super) fn reset_cta(lane: u32, lanes: u32, rt: &GpuRuntime) {
         for i in 0..REPORTED {
             // SAFETY: the key slots, inside the region, 8-aligned.
             unsafe { at::<AtomicU64>(c.base, Counters::KEYS + 8 * i) }.store(0, Ordering::Relaxed);
+        }
+        for v in c.views() {
+            v.store(0, Ordering::Relaxed);
         }
     }
 }
@@ -568,8 +593,16 @@ pub(super) fn shared_unchecked() {
 /// Where the words of a checked access are, for its reports.
 #[derive(Clone, Copy)]
 pub(super) enum Space {
-    /// A shared array: its first byte and size.
-    Shared { array: usize, bytes: usize },
+    /// A shared view: its first byte and size, its allocation site (the
+    /// low 32 bits of the `Location`'s address; 0: unknown), and whether
+    /// the words are its own `.shared` shadow's (every record there is of
+    /// this view) or the window shadow's (records carry view numbers).
+    Shared {
+        array: usize,
+        bytes: usize,
+        site: u32,
+        own_shadow: bool,
+    },
     /// Global memory.
     Global,
 }
@@ -588,6 +621,9 @@ pub(super) struct Checked {
     pub interval: u32,
     pub count: u32,
     pub thread: u32,
+    /// The number its records carry of the shared view it goes through
+    /// (window shadow; 0: none).
+    view: u32,
     loc: &'static Location<'static>,
     lanes: Lanes,
 }
@@ -615,9 +651,16 @@ impl Checked {
             interval: Counters::get().interval(own),
             count: own.count(),
             thread: b.thread,
+            view: 0,
             loc,
             lanes,
         }
+    }
+
+    /// The same access, its records marked with shared view number `view`.
+    #[inline(always)]
+    fn through_view(self, view: u32) -> Checked {
+        Checked { view, ..self }
     }
 
     /// The address of the access's `Location` (what records keep).
@@ -651,7 +694,8 @@ impl Checked {
                 bytes,
                 self.count,
                 self.location(),
-            );
+            )
+            .with_view(self.view);
             if let Some(r) = records(w) {
                 self.word(r, addr - start + w * WORD, me);
             }
@@ -689,7 +733,7 @@ impl Checked {
         kind: ReportKind,
     ) {
         let here = self.location();
-        let prior_location = prior.location(here);
+        let prior_location = prior.access_location(here);
         if !self.first_report(report_key(kind, here, prior_location)) {
             return;
         }
@@ -697,11 +741,27 @@ impl Checked {
         let rt = cta.runtime();
         let overlap = me.bytes() & prior.bytes();
         let address = word_addr + overlap.trailing_zeros() as usize;
-        let (space, detail) = match self.space {
-            Space::Shared { array, bytes } => {
-                (BlockSpace::Shared, pack_array(bytes, address - array))
+        let (space, detail, view_site, prior_view_site) = match self.space {
+            Space::Shared {
+                array,
+                bytes,
+                site,
+                own_shadow,
+            } => {
+                let prior_site = match prior.view() {
+                    0 if own_shadow => site,
+                    0 => 0,
+                    view => {
+                        // Another thread numbered the view before it made
+                        // the record (an entry never changes once set).
+                        arch::fence(vigil_shared::Ordering::SeqCst, Scope::Block);
+                        Counters::get().view_site(view)
+                    }
+                };
+                let detail = pack_array(bytes, address - array);
+                (BlockSpace::Shared, detail, site, prior_site)
             }
-            Space::Global => (BlockSpace::Global, 0),
+            Space::Global => (BlockSpace::Global, 0, 0, 0),
         };
         let block = linear_block();
         let file = self.loc.file();
@@ -715,11 +775,11 @@ impl Checked {
                 file_len: file.len() as u32,
                 line: self.loc.line(),
                 col: self.loc.column(),
-                location_id: 0,
+                view_site,
                 kernel_id: cta.launch,
                 block,
                 thread: self.thread,
-                reserved: 0,
+                prior_view_site,
             },
             tid: cta.tid,
             device: rt.rank,
@@ -798,7 +858,8 @@ pub(super) fn shared_access(access: SharedAccess, loc: &'static Location<'static
     });
     // SAFETY: the header's key slots follow its first 8 bytes.
     let keys = unsafe { shadow.add(8) };
-    let c = Checked::new(b, access.kind, access.size, array_space(&access), keys, loc);
+    let space = array_space(&access, true);
+    let c = Checked::new(b, access.kind, access.size, space, keys, loc);
     c.words(access.addr, access.addr - access.array, |w| {
         if w >= layout.words {
             return None;
@@ -821,13 +882,25 @@ pub(super) fn shared_access(access: SharedAccess, loc: &'static Location<'static
     });
 }
 
-/// Where reports of an access to `access`'s array place it.
+/// Where reports of an access to `access`'s array place it (checked in
+/// the array's own `.shared` shadow, or in the window shadow).
 #[inline(always)]
-fn array_space(access: &SharedAccess) -> Space {
+fn array_space(access: &SharedAccess, own_shadow: bool) -> Space {
     Space::Shared {
         array: access.array,
         bytes: access.array_bytes,
+        site: site_bits(access),
+        own_shadow,
     }
+}
+
+/// The low 32 bits of the address of `access`'s view's allocation site
+/// (what records and reports carry; 0: unknown).
+#[inline(always)]
+fn site_bits(access: &SharedAccess) -> u32 {
+    access
+        .site
+        .map_or(0, |l| l as *const Location<'static> as u64 as u32)
 }
 
 /// `records` made the current interval's: when they are not (`current`
@@ -904,7 +977,18 @@ fn window_access(access: SharedAccess, loc: &'static Location<'static>) {
     let counters = Counters::get();
     // SAFETY: the counters' key slots.
     let keys = unsafe { counters.base.add(Counters::KEYS) };
-    let c = Checked::new(b, access.kind, access.size, array_space(&access), keys, loc);
+    // Views over the same bytes (a tile pushed where a popped one was)
+    // share these records: each record names its view by number.
+    let view = view_number(counters.views(), site_bits(&access));
+    let c = Checked::new(
+        b,
+        access.kind,
+        access.size,
+        array_space(&access, false),
+        keys,
+        loc,
+    )
+    .through_view(view);
     let tag = WindowShadow::tag(b.stamp, c.interval);
     let start = arch::shared_window_offset(access.addr) as usize;
     c.words(access.addr, start, |w| {

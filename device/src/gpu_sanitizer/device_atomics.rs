@@ -16,7 +16,6 @@
 //! between GPUs would set it to [`GpuAtomics`](super::memory::GpuAtomics).
 
 use core::cell::UnsafeCell;
-use core::panic::Location;
 use core::sync::atomic::Ordering as MemOrder;
 
 use vigil_shared::atomic::{AtomicFamily, AtomicU32Ops, AtomicU64Ops};
@@ -79,13 +78,6 @@ fn order(o: MemOrder) -> Ordering {
     }
 }
 
-/// What the platform layer's atomics name as the source of a spin (only
-/// the CPU backend's kernel atomics use it; these are not a kernel's).
-#[inline(always)]
-fn here() -> &'static Location<'static> {
-    Location::caller()
-}
-
 macro_rules! device_word {
     ($word:ty, $t:ty) => {
         impl $word {
@@ -105,7 +97,6 @@ macro_rules! device_word {
                         new,
                         order(success),
                         Scope::Device,
-                        here(),
                     )
                 };
                 if found == current {
@@ -118,9 +109,7 @@ macro_rules! device_word {
             #[inline(always)]
             fn get(&self, o: MemOrder) -> $t {
                 // SAFETY: as in `cas`.
-                unsafe {
-                    <$t as ArchAtomic>::arch_load(self.ptr(), order(o), Scope::Device, here())
-                }
+                unsafe { <$t as ArchAtomic>::arch_load(self.ptr(), order(o), Scope::Device) }
             }
 
             #[inline(always)]

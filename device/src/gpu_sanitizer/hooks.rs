@@ -62,11 +62,11 @@ const SITE_AT_REPORT: AccessSite = AccessSite {
     file_len: 0,
     line: 0,
     col: 0,
-    location_id: 0,
+    view_site: 0,
     kernel_id: 0,
     block: 0,
     thread: 0,
-    reserved: 0,
+    prior_view_site: 0,
 };
 
 /// One hook's context: the CTA's sanitizer thread, the calling thread and

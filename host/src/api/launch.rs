@@ -27,6 +27,12 @@ impl Stream {
     /// the CPU backend the kernel has run when this returns, and a
     /// panicking thread or a deadlock is [`Error::Cpu`].
     ///
+    /// A kernel with a shared stack (`K::DYNAMIC_SHARED_BYTES`, its
+    /// `shared_stack!` capacity) gets that much dynamic shared memory, or
+    /// more when `config` asks for more; a device that cannot hold it
+    /// beside the kernel's static shared memory is
+    /// [`LaunchConfigError::SharedStackTooLarge`](crate::LaunchConfigError::SharedStackTooLarge).
+    ///
     /// ```ignore
     /// stream.launch(&axpy, LaunchConfig::for_num_elems(n, 256), (2.0f32, &x, &mut y))?;
     /// ```
@@ -36,8 +42,22 @@ impl Stream {
         config: LaunchConfig,
         args: A,
     ) -> Result<()> {
+        let func = kernel.function();
+        let config = match K::DYNAMIC_SHARED_BYTES {
+            0 => config,
+            stack => config
+                .with_shared_stack(
+                    stack,
+                    func.attrs().static_shared_bytes,
+                    self.context().limits(),
+                )
+                .map_err(|problem| Error::LaunchConfig {
+                    kernel: func.name().to_owned(),
+                    problem,
+                })?,
+        };
         let buf = pack_args::<K, A>(args)?;
-        self.launch_checked(kernel.function(), config, &buf, K::PARAMS)
+        self.launch_checked(func, config, &buf, K::PARAMS)
     }
 
     /// Launches a function with arguments already packed (e.g. by

@@ -135,6 +135,7 @@ pub fn decode_report(
                 line: site.line,
                 column: site.col,
             }),
+        shared_view: None,
         host_issued,
     };
     let in_block = BlockSpace::of(raw.access);
@@ -145,8 +146,14 @@ pub fn decode_report(
         }
         _ => resolver.allocation(raw.address),
     };
+    let near = prior.map_or(0, |p| p.location);
     let mut prior = decode_prior(raw, kind, prior, resolver);
     prior.same_block = in_block.is_some();
+    let mut current = current;
+    if in_block == Some(BlockSpace::Shared) {
+        current.shared_view = view_site(site.view_site, near, resolver);
+        prior.shared_view = view_site(site.prior_view_site, near, resolver);
+    }
     Some(RaceReport {
         kind,
         address: raw.address,
@@ -190,6 +197,16 @@ pub fn decode_all<'r>(
     out
 }
 
+/// The allocation site of a shared view whose `Location` address has the
+/// low 32 bits `low` (0: unknown), given the address `near` of the
+/// earlier access's `Location` in the same module.
+fn view_site(low: u32, near: u64, resolver: &dyn ReportResolver) -> Option<SourceLocation> {
+    if low == 0 || near == 0 {
+        return None;
+    }
+    resolver.location(vigil_shared::block::near_address(low, near))
+}
+
 /// The earlier access: the engine's thread and epoch, and what the side
 /// table adds (the location always when it has one; block, thread and
 /// kernel only when the entry was made by the recorded thread).
@@ -212,6 +229,7 @@ fn decode_prior(
         thread: None,
         kernel: None,
         location: None,
+        shared_view: None,
         host_issued: false,
         same_block: false,
     };
@@ -250,9 +268,15 @@ mod tests {
 
     impl ReportResolver for Table {
         fn location(&self, location: u64) -> Option<SourceLocation> {
-            (location == 7).then(|| SourceLocation {
+            let line = match location {
+                7 => 3,
+                0x100 => 1,
+                0x200 => 2,
+                _ => return None,
+            };
+            Some(SourceLocation {
                 file: "k.rs".into(),
-                line: 3,
+                line,
                 column: 9,
             })
         }
@@ -354,7 +378,7 @@ mod tests {
 
     /// A GPU record of a race inside a block: shared space, the array and
     /// offset from the record (not the allocator), the other thread of the
-    /// same block.
+    /// same block, and each access's shared view.
     #[test]
     fn a_race_inside_a_block_names_the_shared_array() {
         let mut r = raw(ReportKind::WriteAfterRead);
@@ -362,6 +386,8 @@ mod tests {
         r.access = BlockSpace::Shared.mark(r.access);
         r.detail = vigil_shared::block::pack_array(256, 8);
         r.prior_tid = r.tid;
+        r.site.view_site = 0x100;
+        r.site.prior_view_site = 0x200;
         let site = PriorSite {
             location: 7,
             tid: r.tid,
@@ -384,9 +410,24 @@ mod tests {
         assert_eq!(d.prior.thread, Some(Dim3::new(2, 0, 0)));
         assert_eq!(d.prior.block, Some(d.current.block));
         assert!(d.to_string().contains("of the same block"), "{d}");
+        let view = |v: &Option<SourceLocation>| v.as_ref().map(|l| l.line);
+        assert_eq!(
+            (view(&d.current.shared_view), view(&d.prior.shared_view)),
+            (Some(1), Some(2))
+        );
+        let text = d.to_string();
+        for site in ["k.rs:1:9", "k.rs:2:9"] {
+            let named = format!("through the shared view allocated at {site}");
+            assert!(text.contains(&named), "{text}");
+        }
+        // An unknown view names none.
+        r.site.prior_view_site = 0;
+        let d = decode_report(&r, Some(&site), &Table).unwrap();
+        assert_eq!(view(&d.prior.shared_view), None);
         // Between blocks, as before.
         let g = decode_report(&raw(ReportKind::WriteAfterRead), Some(&site), &Table).unwrap();
         assert_eq!((g.space, g.prior.same_block), (MemorySpace::Global, false));
+        assert_eq!(g.current.shared_view, None);
     }
 
     #[test]

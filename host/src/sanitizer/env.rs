@@ -66,6 +66,10 @@ pub const KNOWN_VARIABLES: &[(&str, &str)] = &[
         "VIGIL_SPIN_LOCK_BLOCKS",
         "most blocks taking the spin-lock scenario's lock",
     ),
+    (
+        "VIGIL_GPU_RUN_TIMEOUT",
+        "per-binary time limit of the GPU run script",
+    ),
 ];
 
 /// Prefixes of variable families: `VIGIL_PTX_<LIB>` (the PTX path a

@@ -91,6 +91,11 @@ pub struct RaceAccess {
     /// Where in the kernel source (or, for a host-issued access, in the
     /// host code that issued it), when known.
     pub location: Option<SourceLocation>,
+    /// For a shared-memory access, where the shared view it went through
+    /// was allocated (its `shared_array!` or `dynamic_shared_array!`, or
+    /// the `SharedStack::push` of a tile), when known: two tiles over the
+    /// same bytes name their own pushes.
+    pub shared_view: Option<SourceLocation>,
     /// The access is a host-issued copy or fill (the report's `kernel`
     /// names it, e.g. `memset on stream #2`), not a kernel thread: block,
     /// thread and SM do not apply.
@@ -126,6 +131,9 @@ pub struct PriorAccess {
     pub kernel: Option<String>,
     /// Where in the kernel source (or the host code), when known.
     pub location: Option<SourceLocation>,
+    /// For a shared-memory access, where the shared view it went through
+    /// was allocated, when known (see [`RaceAccess::shared_view`]).
+    pub shared_view: Option<SourceLocation>,
     /// The access is known to be a host-issued copy or fill (named by
     /// `kernel`), not a kernel thread.
     pub host_issued: bool,
@@ -245,10 +253,11 @@ impl fmt::Display for RaceReport {
                 c.smid
             )?;
         }
-        match &c.location {
-            Some(l) => writeln!(f, " at {l}")?,
-            None => writeln!(f)?,
+        if let Some(l) = &c.location {
+            write!(f, " at {l}")?;
         }
+        write_view(f, &c.shared_view)?;
+        writeln!(f)?;
         let p = &self.prior;
         if p.same_block {
             write!(
@@ -263,7 +272,7 @@ impl fmt::Display for RaceReport {
             if let Some(l) = &p.location {
                 write!(f, " at {l}")?;
             }
-            return Ok(());
+            return write_view(f, &p.shared_view);
         }
         write!(
             f,
@@ -295,6 +304,14 @@ impl fmt::Display for RaceReport {
             write!(f, " at {l}")?;
         }
         Ok(())
+    }
+}
+
+/// The text naming the shared view an access went through, if known.
+fn write_view(f: &mut fmt::Formatter<'_>, view: &Option<SourceLocation>) -> fmt::Result {
+    match view {
+        Some(v) => write!(f, ", through the shared view allocated at {v}"),
+        None => Ok(()),
     }
 }
 
@@ -680,6 +697,8 @@ impl RaceReport {
         json_dim(s, Some(c.thread));
         s.push_str(",\"location\":");
         json_loc(s, &c.location);
+        s.push_str(",\"shared_view\":");
+        json_loc(s, &c.shared_view);
         let _ = write!(s, ",\"host_issued\":{}", c.host_issued);
         let p = &self.prior;
         s.push_str("},\"prior\":{\"access\":");
@@ -704,6 +723,8 @@ impl RaceReport {
         }
         s.push_str(",\"location\":");
         json_loc(s, &p.location);
+        s.push_str(",\"shared_view\":");
+        json_loc(s, &p.shared_view);
         let _ = write!(
             s,
             ",\"host_issued\":{},\"same_block\":{}}}}}",

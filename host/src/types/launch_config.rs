@@ -89,6 +89,52 @@ impl LaunchConfig {
         self.grid.volume().saturating_mul(self.block.volume())
     }
 
+    /// The configuration for a kernel whose shared stack takes
+    /// `stack_bytes` of dynamic shared memory beside `static_bytes` of
+    /// static shared memory: at least `stack_bytes` of dynamic shared
+    /// memory (more when `self` asks for more), or
+    /// [`LaunchConfigError::SharedStackTooLarge`] when the device's
+    /// per-block limit (with opt-in) cannot hold the stack. Pure: no GPU
+    /// needed.
+    ///
+    /// ```
+    /// use vigil::{DeviceLimits, LaunchConfig, LaunchConfigError};
+    ///
+    /// let h200 = DeviceLimits {
+    ///     max_shared_mem_per_block_optin: 227 * 1024,
+    ///     ..DeviceLimits::CUDA_BASELINE
+    /// };
+    /// let config = LaunchConfig::new(64, 256).with_shared_stack(192 * 1024, 0, &h200)?;
+    /// assert_eq!(config.shared_mem_bytes, 192 * 1024);
+    /// let too_big = LaunchConfig::new(64, 256).with_shared_stack(240 * 1024, 0, &h200);
+    /// assert!(matches!(too_big, Err(LaunchConfigError::SharedStackTooLarge { .. })));
+    /// # Ok::<(), LaunchConfigError>(())
+    /// ```
+    pub fn with_shared_stack(
+        self,
+        stack_bytes: usize,
+        static_bytes: u32,
+        limits: &DeviceLimits,
+    ) -> Result<LaunchConfig, LaunchConfigError> {
+        let limit = limits
+            .max_shared_mem_per_block_optin
+            .max(limits.max_shared_mem_per_block);
+        let fits = u64::try_from(stack_bytes)
+            .ok()
+            .filter(|&b| b + u64::from(static_bytes) <= u64::from(limit));
+        match fits {
+            Some(bytes) => Ok(LaunchConfig {
+                shared_mem_bytes: self.shared_mem_bytes.max(bytes as u32),
+                ..self
+            }),
+            None => Err(LaunchConfigError::SharedStackTooLarge {
+                stack_bytes: stack_bytes as u64,
+                static_bytes,
+                limit,
+            }),
+        }
+    }
+
     /// Checks the configuration against device limits. Pure: no GPU needed.
     pub fn validate(&self, limits: &DeviceLimits) -> Result<(), LaunchConfigError> {
         let dims = [
@@ -232,6 +278,22 @@ pub enum LaunchConfigError {
         /// Dynamic shared memory requested.
         requested: u32,
         /// The kernel's static shared memory.
+        static_bytes: u32,
+        /// The per-block limit (opt-in maximum).
+        limit: u32,
+    },
+    /// A kernel's shared stack (its `shared_stack!` capacity, which a
+    /// typed launch gives it as dynamic shared memory) does not fit the
+    /// device's shared memory per block beside the kernel's static shared
+    /// memory (a sanitized GPU entry adds its own).
+    #[error(
+        "the kernel's shared stack of {stack_bytes} bytes plus {static_bytes} bytes of static \
+         shared memory exceed the device limit of {limit} bytes per block"
+    )]
+    SharedStackTooLarge {
+        /// The stack's capacity.
+        stack_bytes: u64,
+        /// The kernel's static shared memory (of the entry the launch runs).
         static_bytes: u32,
         /// The per-block limit (opt-in maximum).
         limit: u32,

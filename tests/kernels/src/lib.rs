@@ -13,5 +13,7 @@ pub mod hangs;
 pub mod math;
 pub mod races;
 pub mod scale_races;
+pub mod shared_stack;
+pub mod spin_waits;
 pub mod symmetric;
 pub mod tests;

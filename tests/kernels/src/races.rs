@@ -329,3 +329,68 @@ pub fn add_one(data: GlobalSlice<u32>, out: GlobalSliceMut<u32>) {
         i += grid_stride_x();
     }
 }
+
+/// A volatile flag, as CUDA code polls one: the writer writes `data[0]`,
+/// then (if `fences != 0`) issues a release fence (`__threadfence()` is
+/// one), then stores 1 to `flag[0]` with a volatile store; the reader
+/// polls the flag with volatile loads, then (if `fences != 0`) issues an
+/// acquire fence, then reads `data[0]` into `out[0]`. Writer and reader
+/// are thread 0 of blocks 0 and 1 or, with `same_block` set, threads 32
+/// and 0 of block 0 (two warps). Volatile accesses are relaxed atomics at
+/// system scope: they never race with each other and order nothing, so
+/// without the fences the payload races, and only the payload.
+#[kernel]
+pub fn volatile_flag<S: Sanitizer>(
+    data: GlobalSliceMut<u32, S>,
+    flag: GlobalSliceMut<u32, S>,
+    out: GlobalSliceMut<u32, S>,
+    fences: u32,
+    same_block: u32,
+) {
+    let (b, t) = (block_idx().x, thread_idx().x);
+    let (writer, reader) = if same_block != 0 {
+        (b == 0 && t == 32, b == 0 && t == 0)
+    } else {
+        (b == 0 && t == 0, b == 1 && t == 0)
+    };
+    if writer {
+        data.store(0, 9); // @volatile-payload-write
+        if fences != 0 {
+            fence::<S>(Ordering::Release, Scope::Device);
+        }
+        flag.store_volatile(0, 1);
+    } else if reader {
+        let mut polls = 0u32;
+        while flag.load_volatile(0) == 0 {
+            polls += 1;
+            if polls >= SPIN_LIMIT {
+                panic!("race scenario: the volatile flag was never set");
+            }
+        }
+        if fences != 0 {
+            fence::<S>(Ordering::Acquire, Scope::Device);
+        }
+        let v = data.load(0); // @volatile-payload-read
+        out.store(0, v);
+    }
+}
+
+/// Block 0 writes `flag[0]` (`mode` 0: a volatile store, 1: a plain store,
+/// 2: a relaxed atomic add at device scope); block 1 reads it with a
+/// volatile load into `out[0]` (one thread each). Only the plain store
+/// races with the volatile load (an atomic/non-atomic mix).
+#[kernel]
+pub fn volatile_beside(flag: GlobalSliceMut<u32>, out: GlobalSliceMut<u32>, mode: u32) {
+    if block_idx().x == 0 {
+        match mode {
+            0 => flag.store_volatile(0, 1),
+            1 => flag.store(0, 1), // @beside-plain-store
+            _ => {
+                flag.at(0).atomic_add(1, Ordering::Relaxed, Scope::Device);
+            }
+        }
+    } else {
+        let v = flag.load_volatile(0); // @beside-volatile-load
+        out.store(0, v);
+    }
+}

@@ -6,7 +6,8 @@ use crate::error::{Error, Result};
 use crate::types::{DeviceLimits, DeviceProps};
 use cudarc::driver::sys;
 use std::ffi::CStr;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// A retained primary context of one CUDA device. Shared (`Arc`) by the
 /// context, its streams, events, modules and the shadow allocator, so the
@@ -18,7 +19,12 @@ pub struct CudaDevice {
     props: DeviceProps,
     /// Sanitized modules dropped by the front end, unloaded with the
     /// device ([`CudaDevice::keep_module`]).
-    kept_modules: std::sync::Mutex<Vec<sys::CUmodule>>,
+    kept_modules: Mutex<Vec<sys::CUmodule>>,
+    /// The per-thread stack (`CU_LIMIT_STACK_SIZE`) the context was last
+    /// seen to have, in bytes ([`CudaDevice::reserve_stack`]); 0 before.
+    stack: AtomicUsize,
+    /// Held while the stack limit is read and raised.
+    stack_change: Mutex<()>,
 }
 
 // SAFETY: a CUDA context handle may be used from any thread (the driver API
@@ -55,7 +61,9 @@ impl CudaDevice {
             device,
             raw,
             props,
-            kept_modules: std::sync::Mutex::new(Vec::new()),
+            kept_modules: Mutex::new(Vec::new()),
+            stack: AtomicUsize::new(0),
+            stack_change: Mutex::new(()),
         });
         dev.bind()?;
         // A kernel fault earlier in this process poisons the primary
@@ -153,6 +161,41 @@ impl CudaDevice {
 }
 
 impl CudaDevice {
+    /// Makes the context's per-thread stack (`CU_LIMIT_STACK_SIZE`) at
+    /// least `need` bytes, rounded up to a multiple of `step`, when it is
+    /// smaller. The driver grows the stack by itself at a launch that
+    /// needs more, and that launch call blocks until every kernel then
+    /// running has ended: a kernel launched to end one that waits for it
+    /// on another stream would start only once the waiter gave up (a
+    /// sanitized setter needing 16 bytes more than its waiter did). Module
+    /// loads call this with the most any of their functions needs, so that
+    /// their launches never grow it.
+    /// A stack the device has no memory for is left to the launch (which
+    /// grows it or fails with the driver's error, as without this).
+    pub(crate) fn reserve_stack(&self, need: usize, step: usize) -> Result<()> {
+        if need <= self.stack.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let _one = self.stack_change.lock().unwrap_or_else(|e| e.into_inner());
+        self.bind()?;
+        let limit = sys::CUlimit::CU_LIMIT_STACK_SIZE;
+        let mut now = 0usize;
+        // SAFETY: valid out-pointer; the context is current.
+        drv!(cuCtxGetLimit(&mut now, limit))?;
+        if now < need {
+            for bytes in [need.next_multiple_of(step.max(1)), need] {
+                // SAFETY: a plain limit value; the context is current.
+                if drv!(cuCtxSetLimit(limit, bytes)).is_ok() {
+                    break;
+                }
+            }
+            // SAFETY: as above.
+            drv!(cuCtxGetLimit(&mut now, limit))?;
+        }
+        self.stack.fetch_max(now, Ordering::AcqRel);
+        Ok(())
+    }
+
     /// Keeps a sanitized module loaded until the device is dropped, instead
     /// of unloading it with its `Module`: its memory holds the
     /// `Location`s and file names that reports name, for its kernels'

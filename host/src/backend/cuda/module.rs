@@ -62,7 +62,15 @@ impl CudaModule {
             LaunchVariant::Plain => jit.load_whole_program(image)?,
             LaunchVariant::Sanitized => jit.link_relocatable(image).map_err(shared_overflow)?,
         };
-        preload_functions(raw)?;
+        let functions = module_functions(raw)?;
+        preload_functions(&functions)?;
+        // Its launches must never grow the stack (which waits for every
+        // kernel then running): reserved now for the neediest function.
+        let need = functions
+            .iter()
+            .map(|&f| local_bytes(f))
+            .try_fold(0, |most, bytes| bytes.map(|b| most.max(b)))?;
+        device.reserve_stack(need, stack_step(variant))?;
         let window_arrays = variant == LaunchVariant::Sanitized
             && image.to_string_lossy().contains(WINDOW_ARRAY_SYMBOL);
         let large_blocks = match (variant, max_registers) {
@@ -150,6 +158,10 @@ impl CudaModule {
             static_shared_bytes: attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
             num_regs: attr(CU_FUNC_ATTRIBUTE_NUM_REGS)?,
         };
+        // Reserved at the load already where the driver lists a module's
+        // functions; this covers drivers that cannot (before CUDA 12.4).
+        self.device
+            .reserve_stack(local_bytes(raw)?, stack_step(self.variant))?;
         Ok(CudaFunction {
             raw,
             attrs,
@@ -344,20 +356,16 @@ impl JitOptions {
     }
 }
 
-/// Loads every function of `module` onto the device now. Under the
-/// driver's lazy loading (the default since CUDA 12.2) a function is
-/// otherwise loaded at its first use, and that load waits for kernels
-/// already running: a kernel launched on one stream to end one that spins
-/// on another would never start. Drivers before CUDA 12.4 have no
-/// `cuFuncLoad`; there functions load as the driver decides.
-fn preload_functions(module: sys::CUmodule) -> Result<()> {
+/// Every function of `module` (the context is current); none on drivers
+/// before CUDA 12.4, which cannot list them.
+fn module_functions(module: sys::CUmodule) -> Result<Vec<sys::CUfunction>> {
     let mut count = 0u32;
     // SAFETY: valid out-pointer, live module (the context is current).
     let counted = super::driver::newer_call("cuModuleGetFunctionCount", || unsafe {
         sys::cuModuleGetFunctionCount(&mut count, module)
     })?;
     if !counted {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let mut functions: Vec<sys::CUfunction> = vec![std::ptr::null_mut(); count as usize];
     // SAFETY: `functions` has room for `count` handles; live module.
@@ -366,15 +374,52 @@ fn preload_functions(module: sys::CUmodule) -> Result<()> {
         count,
         module
     ))?;
+    Ok(functions)
+}
+
+/// Loads `functions` onto the device now. Under the driver's lazy loading
+/// (the default since CUDA 12.2) a function is otherwise loaded at its
+/// first use, and that load waits for kernels already running: a kernel
+/// launched on one stream to end one that spins on another would never
+/// start. Drivers before CUDA 12.4 have no `cuFuncLoad`; there functions
+/// load as the driver decides.
+fn preload_functions(functions: &[sys::CUfunction]) -> Result<()> {
     // Every function, used or not: one loaded at its first use is what
     // waits for the kernels then running.
-    for f in functions {
-        // SAFETY: `f` is a function of the live module.
+    for &f in functions {
+        // SAFETY: `f` is a function of a live module.
         if !super::driver::newer_call("cuFuncLoad", || unsafe { sys::cuFuncLoad(f) })? {
             break;
         }
     }
     Ok(())
+}
+
+/// The local memory (stack) each thread of `function` needs, in bytes.
+fn local_bytes(function: sys::CUfunction) -> Result<usize> {
+    let mut v = 0i32;
+    // SAFETY: valid out-pointer; `function` is a live function.
+    drv!(cuFuncGetAttribute(
+        &mut v,
+        sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
+        function
+    ))?;
+    Ok(v.max(0) as usize)
+}
+
+/// A sanitized module reserves its stack in steps of this many bytes:
+/// every sanitized entry calls the same engine, so the next module's
+/// entries (and a large-block build's) usually fit what one reserved,
+/// and their loads do not grow it again.
+const SANITIZED_STACK_STEP: usize = 1024;
+
+/// The step [`CudaDevice::reserve_stack`] rounds a `variant` module's
+/// stack to: a plain module reserves exactly what it needs.
+fn stack_step(variant: LaunchVariant) -> usize {
+    match variant {
+        LaunchVariant::Plain => 1,
+        LaunchVariant::Sanitized => SANITIZED_STACK_STEP,
+    }
 }
 
 /// A sanitized module's load failure as [`Error::SanitizedSharedMemory`]
@@ -525,7 +570,7 @@ mod tests {
         });
         match &e {
             Error::SanitizedSharedMemory { entry, added, .. } => {
-                assert_eq!((entry.as_str(), *added), ("near__vigil", 2320));
+                assert_eq!((entry.as_str(), *added), ("near__vigil", 2352));
             }
             other => panic!("not a shared-memory error: {other:?}"),
         }

@@ -48,8 +48,10 @@ impl BlockRaces {
     }
 
     /// Thread `thread` (linear index) of the block on `smid` accesses
-    /// `size` bytes at `addr`; returns the earlier accesses of its barrier
-    /// interval it races with (none, usually: no allocation then).
+    /// `size` bytes at `addr` (through the shared view allocated at
+    /// `view`, for shared memory); returns the earlier accesses of its
+    /// barrier interval it races with (none, usually: no allocation then).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn access(
         &self,
         smid: u32,
@@ -58,10 +60,11 @@ impl BlockRaces {
         size: u64,
         kind: AccessKind,
         location: &'static Location<'static>,
+        view: Option<&'static Location<'static>>,
     ) -> Vec<Conflict> {
         let mut races = Vec::new();
         self.sm(smid)
-            .access(thread, addr, size, kind, location, |c| races.push(c));
+            .access(thread, addr, size, kind, location, view, |c| races.push(c));
         races
     }
 

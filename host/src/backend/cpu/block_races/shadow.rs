@@ -78,6 +78,9 @@ pub(crate) struct Access {
     pub(crate) kind: AccessKind,
     /// Where in the kernel.
     pub(crate) location: &'static Location<'static>,
+    /// For a shared-memory access, where the shared view it went through
+    /// was allocated (views over the same bytes share the word).
+    pub(crate) view: Option<&'static Location<'static>>,
 }
 
 /// A word's accesses of the current barrier interval: the first `len` of
@@ -202,8 +205,10 @@ impl BlockShadow {
         }
     }
 
-    /// Thread `t` accesses `size` bytes at `addr` (`kind`, at `location`);
-    /// calls `race` with each earlier access of the interval it races with.
+    /// Thread `t` accesses `size` bytes at `addr` (`kind`, at `location`,
+    /// through the shared view allocated at `view`); calls `race` with
+    /// each earlier access of the interval it races with.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn access(
         &mut self,
         t: u32,
@@ -211,6 +216,7 @@ impl BlockShadow {
         size: u64,
         kind: AccessKind,
         location: &'static Location<'static>,
+        view: Option<&'static Location<'static>>,
         mut race: impl FnMut(Conflict),
     ) {
         if size == 0 {
@@ -228,6 +234,7 @@ impl BlockShadow {
             bytes: 0,
             kind,
             location,
+            view,
         };
         let end = addr + size;
         let mut word = addr / WORD;
@@ -424,7 +431,7 @@ mod tests {
                     Step::Access { t, addr, size, kind } => {
                         let want = reference.access(t, addr, size, kind);
                         let mut got = Vec::new();
-                        shadow.access(t, addr, size, kind, loc, |c| got.push(c.prior.seq as usize));
+                        shadow.access(t, addr, size, kind, loc, None, |c| got.push(c.prior.seq as usize));
                         prop_assert_eq!(got.is_empty(), want.is_empty(), "got {:?}, want {:?}", got, want);
                         for g in &got {
                             prop_assert!(want.contains(g), "reported {} not in {:?}", g, want);

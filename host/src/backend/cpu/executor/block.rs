@@ -53,6 +53,10 @@ struct ThreadSlot {
     /// The address this thread read last, and how many times in a row.
     poll_addr: Cell<usize>,
     poll_count: Cell<u32>,
+    /// Reads of one address in a row after which it steps aside: from
+    /// [`SPIN_POLLS`], doubled (up to [`MAX_SPIN_POLLS`]) each time
+    /// stepping aside ran no other thread.
+    spin_polls: Cell<u32>,
     /// Where it spun when it last stepped aside.
     spin_site: Cell<Option<SpinSite>>,
     /// The `sync_threads` call it waits at (or waited at last).
@@ -71,6 +75,7 @@ impl ThreadSlot {
             result: Cell::new(0),
             poll_addr: Cell::new(0),
             poll_count: Cell::new(0),
+            spin_polls: Cell::new(SPIN_POLLS),
             spin_site: Cell::new(None),
             barrier_at: Cell::new(None),
             exit_round: Cell::new(0),
@@ -108,6 +113,9 @@ pub(crate) struct BlockState {
     at_barrier: Cell<u32>,
     /// The linear index of the thread the scheduler resumed last.
     current: Cell<u32>,
+    /// Resumptions so far (a thread that steps aside tells from it whether
+    /// another thread ran before it was resumed).
+    resumptions: Cell<u64>,
     /// The running coroutine's yielder: set by each coroutine when it
     /// starts and again whenever it is resumed, so it always belongs to the
     /// coroutine that is running.
@@ -168,6 +176,14 @@ pub(crate) struct Spinner {
 /// and steps aside for the rest of its block.
 const SPIN_POLLS: u32 = 32;
 
+/// The most reads of one address in a row before a thread steps aside,
+/// reached when stepping aside keeps running no other thread (the rest of
+/// the block waits or is done): a thread that polls alone, or works on
+/// one word (a loop of atomics on a counter), then pays for a scheduler
+/// pass once per this many reads, and the livelock detector still sees
+/// every pass.
+const MAX_SPIN_POLLS: u32 = 1024;
+
 /// The most threads a block can have (and so the most slots needed).
 pub(crate) const MAX_THREADS: usize = 1024;
 
@@ -181,6 +197,7 @@ impl BlockState {
             live: Cell::new(0),
             at_barrier: Cell::new(0),
             current: Cell::new(0),
+            resumptions: Cell::new(0),
             yielder: Cell::new(std::ptr::null()),
             shared: SharedMemory::default(),
             copies: AsyncCopies::default(),
@@ -228,6 +245,7 @@ impl BlockState {
         for t in &self.threads[..count as usize] {
             t.state.set(ThreadState::NotStarted);
             t.poll_count.set(0);
+            t.spin_polls.set(SPIN_POLLS);
             t.spin_site.set(None);
             t.barrier_at.set(None);
         }
@@ -289,6 +307,7 @@ impl BlockState {
     /// Marks thread `t` as the one about to be resumed.
     pub(crate) fn set_running(&self, t: u32) {
         self.current.set(t);
+        self.resumptions.set(self.resumptions.get() + 1);
         self.threads[t as usize].state.set(ThreadState::Running);
     }
 
@@ -560,10 +579,11 @@ impl BlockRuntime for BlockState {
         if slot.poll_addr.get() != addr {
             slot.poll_addr.set(addr);
             slot.poll_count.set(1);
+            slot.spin_polls.set(SPIN_POLLS);
             return;
         }
         let polls = slot.poll_count.get() + 1;
-        if polls < SPIN_POLLS {
+        if polls < slot.spin_polls.get() {
             slot.poll_count.set(polls);
             return;
         }
@@ -579,7 +599,17 @@ impl BlockRuntime for BlockState {
             self.progress();
         }
         slot.state.set(ThreadState::Yielded);
+        let resumptions = self.resumptions.get();
         self.suspend();
+        // Stepping aside ran no other thread (they wait, or are done): do
+        // it less often while that lasts, so that a thread polling alone
+        // costs little.
+        let alone = self.resumptions.get() == resumptions + 1;
+        slot.spin_polls.set(if alone {
+            (slot.spin_polls.get() * 2).min(MAX_SPIN_POLLS)
+        } else {
+            SPIN_POLLS
+        });
     }
 
     fn warp_collective(&self, lane: u32, mask: u32, value: u64, op: WarpOp) -> u64 {

@@ -40,10 +40,15 @@
 //!   thread's context and calls its `block_start` / `block_end` hooks on
 //!   the block's worker.
 //! - **Spin-waits.** A thread that reads one address over and over (a
-//!   plain or atomic load, or a failing compare-exchange, 32 times in a
-//!   row) steps aside until the block's other runnable threads have run,
-//!   so a thread spinning on a flag set by another thread of its block
-//!   finishes as it does under the GPU's independent thread scheduling.
+//!   plain, volatile or atomic load, or any other atomic but a store: an
+//!   exchange, an add of 0, a compare-exchange; 32 times in a row) steps
+//!   aside until the block's other runnable threads have run, so a thread
+//!   spinning on a flag set by another thread of its block finishes as it
+//!   does under the GPU's independent thread scheduling. While stepping
+//!   aside runs no other thread, the thread does it less often (every
+//!   1,024 reads at most), so a thread polling alone stays cheap. Plain
+//!   and sanitized launches step aside at the same reads, so on one
+//!   worker they interleave a block's threads identically.
 //! - **No hangs.** When every running thread of the launch spins on memory
 //!   that keeps its value (the others waiting at a barrier or in a warp
 //!   collective), the launch fails with [`CpuError::Livelock`], naming

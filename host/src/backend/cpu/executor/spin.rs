@@ -35,8 +35,9 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use vigil_device::Dim3;
 
 /// Quiet passes after which a block counts as stalled. Each pass lets
-/// every spinning thread poll 32 times, so this is thousands of unchanged
-/// reads per thread; cheap next to a launch, and far beyond a bounded wait.
+/// every spinning thread poll at least 32 times (up to 1,024 while it
+/// polls alone), so this is thousands of unchanged reads per thread; cheap
+/// next to a launch, and far beyond a bounded wait.
 pub(crate) const STALL_PASSES: u32 = 64;
 
 /// Bytes of a polled location compared between passes (a larger read is

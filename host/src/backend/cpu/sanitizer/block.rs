@@ -24,6 +24,8 @@ pub(super) struct BlockAccess {
     pub(super) space: MemorySpace,
     /// For shared memory, the array (first byte, size in bytes).
     pub(super) array: Option<(u64, u64)>,
+    /// For shared memory, where the view was allocated.
+    pub(super) view: Option<&'static Location<'static>>,
 }
 
 impl CpuRaceSanitizer {
@@ -36,9 +38,15 @@ impl CpuRaceSanitizer {
         a: BlockAccess,
         loc: &'static Location<'static>,
     ) {
-        let conflicts =
-            self.block
-                .access(t.smid, t.linear_thread_index(), a.addr, a.size, a.kind, loc);
+        let conflicts = self.block.access(
+            t.smid,
+            t.linear_thread_index(),
+            a.addr,
+            a.size,
+            a.kind,
+            loc,
+            a.view,
+        );
         if !conflicts.is_empty() {
             self.report_in_block(t, &a, loc, &conflicts);
         }
@@ -84,6 +92,7 @@ impl CpuRaceSanitizer {
                     block: t.block_idx,
                     thread: t.thread_idx,
                     location: Some(SourceLocation::from_std(loc)),
+                    shared_view: a.view.map(SourceLocation::from_std),
                     host_issued: false,
                 },
                 prior: PriorAccess {
@@ -97,6 +106,7 @@ impl CpuRaceSanitizer {
                     thread: Some(unlinear(u64::from(c.prior.thread), t.block_dim)),
                     kernel: Some(kernel.clone()),
                     location: Some(SourceLocation::from_std(c.prior.location)),
+                    shared_view: c.prior.view.map(SourceLocation::from_std),
                     host_issued: false,
                     same_block: true,
                 },

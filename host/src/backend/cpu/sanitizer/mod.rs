@@ -687,11 +687,11 @@ impl CpuRaceSanitizer {
             file_len: loc.file().len() as u32,
             line: loc.line(),
             col: loc.column(),
-            location_id: 0,
+            view_site: 0,
             kernel_id: self.kernel_id.load(MemOrder::Relaxed),
             block: linear(t.block_idx, t.grid_dim) as u32,
             thread: t.linear_thread_index(),
-            reserved: 0,
+            prior_view_site: 0,
         }
     }
 
@@ -971,6 +971,7 @@ impl CpuRaceSanitizer {
             scope,
             space: MemorySpace::Global,
             array: None,
+            view: None,
         };
         self.check_in_block(t, a, loc);
     }
@@ -1078,6 +1079,7 @@ impl SanitizerRuntime for CpuRaceSanitizer {
             scope: Scope::Block,
             space: MemorySpace::Shared,
             array: Some((access.array as u64, access.array_bytes as u64)),
+            view: access.site,
         };
         self.check_in_block(t, a, loc);
     }
