@@ -1,7 +1,7 @@
 //! Kernels that feed shared memory with asynchronous copies: a tiled
-//! SGEMM pipelined with `cp.async` ([`sgemm_async`]) and with tensor
-//! copies completing on mbarriers ([`sgemm_tma`]), and a transpose whose
-//! tiles move in and out by tensor copies ([`transpose_tma`]).
+//! SGEMM pipelined with `cp.async` ([`sgemm_async`](fn@sgemm_async)) and with tensor
+//! copies completing on mbarriers ([`sgemm_tma`](fn@sgemm_tma)), and a transpose whose
+//! tiles move in and out by tensor copies ([`transpose_tma`](fn@transpose_tma)).
 //!
 //! Both SGEMMs compute the same 64 x 64 tile of `c` per block of 16 x 16
 //! threads, each thread a 4 x 4 grid of outputs 16 rows and columns apart
@@ -163,13 +163,13 @@ pub fn sgemm_async(
     store_outputs(c, (m, n), (row0, col0), (tx, ty), &acc);
 }
 
-/// [`sgemm_async`] with its tiles moved by tensor copies: thread 0 loads
+/// [`sgemm_async`](fn@sgemm_async) with its tiles moved by tensor copies: thread 0 loads
 /// a stage's two boxes (`a`'s 16 x 64, `b`'s 64 x 16, zero past the
 /// edges) completing on the stage's mbarrier with their bytes expected,
 /// every thread waits on the stage's phase, and a barrier after each
 /// stage frees it for the load `SGEMM_STAGES` steps ahead. `a` maps
 /// `[k, m]` in boxes of `[16, 64]`, `b` maps `[n, k]` in boxes of
-/// `[64, 16]`. Same launch as [`sgemm_async`].
+/// `[64, 16]`. Same launch as [`sgemm_async`](fn@sgemm_async).
 #[kernel]
 pub fn sgemm_tma(
     m: usize,
@@ -222,9 +222,9 @@ pub fn sgemm_tma(
     store_outputs(c, (m, n), (row0, col0), (tx, ty), &acc);
 }
 
-/// Side of the tiles of [`transpose_tma`].
+/// Side of the tiles of [`transpose_tma`](fn@transpose_tma).
 pub const TMA_TILE: u32 = 32;
-/// Rows of threads per block of [`transpose_tma`].
+/// Rows of threads per block of [`transpose_tma`](fn@transpose_tma).
 pub const TMA_ROWS: u32 = 8;
 
 /// `y = x^T` for a `height` x `width` row-major `x`: block `(bx, by)`

@@ -35,11 +35,11 @@ pub fn cp_async_sizes(x: GlobalSlice<u32>, y: GlobalSliceMut<u32>) {
     }
 }
 
-/// Threads per block of [`cp_async_pipeline`].
+/// Threads per block of [`cp_async_pipeline`](fn@cp_async_pipeline).
 pub const PIPE_THREADS: u32 = 128;
-/// Stages of [`cp_async_pipeline`].
+/// Stages of [`cp_async_pipeline`](fn@cp_async_pipeline).
 pub const PIPE_STAGES: usize = 3;
-/// Elements per stage of [`cp_async_pipeline`] (16 bytes per thread).
+/// Elements per stage of [`cp_async_pipeline`](fn@cp_async_pipeline) (16 bytes per thread).
 pub const PIPE_TILE: usize = 4 * PIPE_THREADS as usize;
 
 /// For each tile of `PIPE_TILE` elements of `x` (the last one padded with
@@ -89,11 +89,11 @@ pub fn cp_async_pipeline(x: GlobalSlice<f32>, out: GlobalSliceMut<f32>) {
     wait_all();
 }
 
-/// Threads per block of [`bulk_pipeline`].
+/// Threads per block of [`bulk_pipeline`](fn@bulk_pipeline).
 pub const BULK_THREADS: u32 = 256;
-/// Stages of [`bulk_pipeline`].
+/// Stages of [`bulk_pipeline`](fn@bulk_pipeline).
 pub const BULK_STAGES: usize = 2;
-/// Elements per tile of [`bulk_pipeline`].
+/// Elements per tile of [`bulk_pipeline`](fn@bulk_pipeline).
 pub const BULK_TILE: usize = 1024;
 
 /// `y = 2 * x + 1` through shared memory: thread 0 loads each tile with a
@@ -177,7 +177,7 @@ pub fn bulk_pipeline(x: GlobalSlice<f32>, y: GlobalSliceMut<f32>) {
     }
 }
 
-/// Rounds of [`mbarrier_rounds`].
+/// Rounds of [`mbarrier_rounds`](fn@mbarrier_rounds).
 pub const MB_ROUNDS: usize = 5;
 
 /// Each thread of block `b` stores `1000 * round + t` in its slot, arrives
@@ -210,7 +210,7 @@ pub fn mbarrier_rounds(out: GlobalSliceMut<u32>) {
     out.store(at + 1, u32::from(done));
 }
 
-/// Side of the boxes of [`tma_tile_roundtrip`].
+/// Side of the boxes of [`tma_tile_roundtrip`](fn@tma_tile_roundtrip).
 pub const TMA_BOX: usize = 32;
 
 /// Block `(bx, by)` loads the 32 x 32 box at `(32 bx, 32 by)` of `src`
@@ -256,7 +256,7 @@ pub fn tma_tile_roundtrip(src: TensorMap<f32, 2>, dst: TensorMapMut<f32, 2>, swi
     }
 }
 
-/// The box of [`tma_box_3d`], innermost first.
+/// The box of [`tma_box_3d`](fn@tma_box_3d), innermost first.
 pub const BOX_3D: [u32; 3] = [4, 3, 2];
 
 /// Block `(bx, by, bz)` loads the box of `src` whose first element is at
