@@ -16,6 +16,7 @@
 use crate::arch::imp;
 use crate::atomic::{Atomic, AtomicArith, AtomicBits, AtomicMinMax};
 use crate::sanitizer::{Plain, Sanitizer, SharedAccess};
+use crate::shared_stack::SharedTile;
 use core::marker::PhantomData;
 use core::panic::Location;
 use vigil_shared::AccessKind;
@@ -328,8 +329,9 @@ impl<T: bytemuck::Pod, S: Sanitizer> SharedSlice<T, S> {
 }
 
 /// Block-shared storage that asynchronous copies and tensor copies move
-/// data into or out of: a [`SharedArray`] or a [`SharedSlice`] (sealed).
-pub trait SharedBuffer<T: bytemuck::Pod, S: Sanitizer>: Copy + sealed::SharedParts<T> {}
+/// data into or out of: a [`SharedArray`], a [`SharedSlice`] or a shared
+/// stack's [`SharedTile`] (sealed).
+pub trait SharedBuffer<T: bytemuck::Pod, S: Sanitizer>: sealed::SharedParts<T> {}
 
 pub(crate) mod sealed {
     use core::panic::Location;
@@ -364,6 +366,13 @@ impl<T: bytemuck::Pod, S: Sanitizer> sealed::SharedParts<T> for SharedSlice<T, S
     shared_parts_from_elements!();
 }
 impl<T: bytemuck::Pod, S: Sanitizer> SharedBuffer<T, S> for SharedSlice<T, S> {}
+
+impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> sealed::SharedParts<T>
+    for SharedTile<T, N, S>
+{
+    shared_parts_from_elements!();
+}
+impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedBuffer<T, S> for SharedTile<T, N, S> {}
 
 impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
     /// The elements of `buffer`.

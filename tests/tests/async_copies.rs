@@ -1,5 +1,6 @@
-//! Asynchronous copies, mbarriers, tensor copies and programmatic
-//! dependent launch through real kernels, against host references: every
+//! Asynchronous copies (into shared arrays and a shared stack's tiles),
+//! mbarriers, tensor copies and programmatic dependent launch through
+//! real kernels, against host references: every
 //! operation on each backend, sanitized (no report may come back: the
 //! copies race with nothing) and plain. On the CPU backend, waits that
 //! never complete end as livelocks naming the wait.
@@ -61,6 +62,11 @@ both!(
     check_tma_3d
 );
 both!(
+    copies_into_and_out_of_shared_stack_tiles,
+    shared_stack_tile_copies_plain,
+    check_stack_tile_copies
+);
+both!(
     dependent_launch_sees_its_primary,
     dependent_launch_plain,
     check_pdl
@@ -110,6 +116,29 @@ fn check_cp_async_pipeline(ctx: &Context) -> vigil::Result<()> {
             let want = if src < n { 3.0 * xs[src] } else { 0.0 };
             assert_eq!(g, want, "n={n} element {i}");
         }
+    }
+    Ok(())
+}
+
+fn check_stack_tile_copies(ctx: &Context) -> vigil::Result<()> {
+    let (stream, module) = setup(ctx)?;
+    let kernel = module.kernel::<k::stack_tile_copies>()?;
+    let (tile, blocks) = (k::STACK_COPY_TILE, 3);
+    let n = blocks * tile;
+    let xs = Rng::new(5).f32s(n);
+    let x = DeviceBuffer::from_slice(&stream, &xs)?;
+    let mut y = DeviceBuffer::<f32>::alloc_zeroed(&stream, n)?;
+    let mut z = DeviceBuffer::<f32>::alloc_zeroed(&stream, n)?;
+    stream.launch(
+        &kernel,
+        LaunchConfig::new(blocks as u32, k::STACK_COPY_THREADS),
+        (&x, &mut y, &mut z),
+    )?;
+    let (ys, zs) = (y.to_vec(&stream)?, z.to_vec(&stream)?);
+    for i in 0..n {
+        let reversed = i / tile * tile + tile - 1 - i % tile;
+        assert_eq!(ys[i], 2.0 * xs[reversed], "y[{i}]");
+        assert_eq!(zs[i], xs[i] + 1.0, "z[{i}]");
     }
     Ok(())
 }

@@ -312,6 +312,7 @@ fn every_kernel_entry_matches_its_rust_signature() {
     check::<a::tma_tile_roundtrip>(&entries);
     check::<a::tma_box_3d>(&entries);
     check::<a::codegen_tensor>(&entries);
+    check::<a::stack_tile_copies>(&entries);
     use vigil_kernels::races as r;
     check::<r::write_one>(&entries);
     use vigil_kernels::shared_stack as stack;

@@ -26,6 +26,11 @@
 //!   [`TensorMapMut`]), moves like a bulk copy; elements outside the
 //!   tensor read as zero and are not written.
 //!
+//! The copy methods of a [`SharedArray`] are also those of the dynamic
+//! shared memory's [`SharedSlice`] and of a shared stack's [`SharedTile`]
+//! (a tile is aligned to 16 bytes: enough for `cp.async` and bulk
+//! copies; a tensor copy checks its 128- or 1,024-byte alignment).
+//!
 //! Shared memory written by a kernel's threads and then read by a bulk or
 //! tensor store needs [`fence_proxy_async_shared`] (and a barrier) in
 //! between, as in CUDA.
@@ -45,6 +50,7 @@ use crate::arch::async_imp;
 use crate::global::{out_of_bounds, GlobalSlice, GlobalSliceMut};
 use crate::sanitizer::Sanitizer;
 use crate::shared_mem::{Elements, SharedArray, SharedSlice};
+use crate::shared_stack::SharedTile;
 use core::mem::size_of;
 use vigil_shared::AccessKind;
 
@@ -119,7 +125,7 @@ fn bulk_bytes<T>(count: usize) -> usize {
 }
 
 /// The copy methods of a shared-memory handle with an `elements()`
-/// method ([`SharedArray`], [`SharedSlice`]).
+/// method ([`SharedArray`], [`SharedSlice`], [`SharedTile`]).
 macro_rules! copy_methods {
     () => {
         /// Starts copying `BYTES / size_of::<T>()` elements (`BYTES` is 4,
@@ -233,6 +239,10 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
 }
 
 impl<T: bytemuck::Pod, S: Sanitizer> SharedSlice<T, S> {
+    copy_methods!();
+}
+
+impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedTile<T, N, S> {
     copy_methods!();
 }
 

@@ -1,8 +1,9 @@
 //! Kernels that exercise every asynchronous-copy operation: `cp.async` of
 //! each size with commit groups and zero-fill, bulk copies both ways with
 //! mbarriers and bulk groups, mbarrier phases, tensor copies of rank 2
-//! and 3 (with swizzle and out-of-bounds boxes), and programmatic
-//! dependent launch; and kernels whose waits never complete.
+//! and 3 (with swizzle and out-of-bounds boxes), copies into and out of
+//! a shared stack's tiles, and programmatic dependent launch; and kernels
+//! whose waits never complete.
 
 use vigil_device::async_copy::{
     bulk_commit_group, bulk_wait_group, bulk_wait_group_read, commit_group,
@@ -10,6 +11,7 @@ use vigil_device::async_copy::{
 };
 use vigil_device::grid_dependency;
 use vigil_device::prelude::*;
+use vigil_device::shared_stack::tile_bytes;
 
 /// `y` = `x[0..448]` reversed within `[0, 64)`, `[64, 192)` and
 /// `[192, 448)`, moved through shared memory by `cp.async` of 4, 8 and 16
@@ -302,6 +304,68 @@ pub fn pdl_dependent(y: GlobalSlice<f32>, z: GlobalSliceMut<f32>) {
     if i < z.len() {
         z.store(i, 2.0 * y.load(i));
     }
+}
+
+/// Threads per block of [`stack_tile_copies`](fn@stack_tile_copies).
+pub const STACK_COPY_THREADS: u32 = 64;
+/// Elements each block of [`stack_tile_copies`](fn@stack_tile_copies)
+/// moves (16 bytes per thread).
+pub const STACK_COPY_TILE: usize = 4 * STACK_COPY_THREADS as usize;
+/// The shared stack of [`stack_tile_copies`](fn@stack_tile_copies): two
+/// tiles of `STACK_COPY_TILE` floats.
+pub const STACK_COPY_STACK: usize = 2 * tile_bytes::<f32>(STACK_COPY_TILE);
+
+/// Asynchronous copies into and out of a shared stack's tiles, block `b`
+/// owning elements `b * STACK_COPY_TILE ..` of `x`, `y` and `z`. First
+/// phase: `cp.async` stages its part of `x` in one tile, the threads
+/// write `y[i] = 2 * x[reversed i]` to a second tile, and a bulk store
+/// moves that to `y`. Second phase, on the first phase's bytes after
+/// `pop_synced`: a bulk load of the same part of `x` completing on an
+/// mbarrier, then `z[i] = x[i] + 1`. Blocks of `STACK_COPY_THREADS`.
+#[kernel]
+pub fn stack_tile_copies(x: GlobalSlice<f32>, y: GlobalSliceMut<f32>, z: GlobalSliceMut<f32>) {
+    const N: usize = STACK_COPY_TILE;
+    let mut smem = shared_stack!(STACK_COPY_STACK);
+    let bars = mbarriers!(1);
+    let bar = bars.get(0);
+    let t = thread_idx().x as usize;
+    let base = block_idx().x as usize * N;
+
+    let staged = smem.push::<f32, N>();
+    staged.copy_async::<16>(4 * t, x, base + 4 * t);
+    commit_group();
+    wait_all();
+    sync_threads();
+    let reversed = smem.push::<f32, N>();
+    for j in 4 * t..4 * t + 4 {
+        reversed.store(j, 2.0 * staged.load(N - 1 - j));
+    }
+    fence_proxy_async_shared();
+    sync_threads();
+    if t == 0 {
+        reversed.copy_bulk_to(0, y, base, N);
+        bulk_commit_group();
+        // The store has read the tile before its bytes are pushed again.
+        bulk_wait_group_read::<0>();
+    }
+    smem.pop_synced((reversed, staged));
+
+    let loaded = smem.push::<f32, N>();
+    if t == 0 {
+        bar.init(1);
+        fence_proxy_async_shared();
+        bar.arrive_expect_tx((4 * N) as u32);
+        loaded.copy_bulk_from(0, x, base, N, bar);
+    }
+    sync_threads();
+    bar.wait_parity(0);
+    for j in 4 * t..4 * t + 4 {
+        z.store(base + j, loaded.load(j) + 1.0);
+    }
+    if t == 0 {
+        bulk_wait_group::<0>();
+    }
+    smem.pop_unsynced(loaded);
 }
 
 /// Waits on an mbarrier that expects one arrival more than the block
