@@ -23,54 +23,37 @@
 //! but this program would then need a launcher that starts one process
 //! per GPU and gathers their timings; it does not have one.
 
+use clap::Parser;
 use std::time::Duration;
 use vigil::{Context, SymmetricGroup};
 use vigil_bench::all_reduce::{
     markdown_line, measure, AllReducePlan, AllReduceResult, MARKDOWN_HEADER,
 };
-use vigil_bench::report::Json;
 
-/// Command-line options.
+/// The command line (`--help`).
+#[derive(Debug, Parser)]
+#[command(
+    name = "all_reduce_bench",
+    about = "The ring all-reduce's bus bandwidth, plain and sanitized in one run",
+    args_override_self = true
+)]
 struct Options {
+    /// GPUs to use (default: every GPU of the machine).
+    #[arg(long, value_name = "N")]
     gpus: Option<usize>,
+    /// MiB per rank (default: the plan's).
+    #[arg(long, value_name = "M")]
     mib: Option<usize>,
+    /// Writes `<PREFIX>.md` and `<PREFIX>.json`.
+    #[arg(long, value_name = "PREFIX", default_value = "all-reduce-results")]
     out: String,
+    /// Two simulated devices of the CPU backend, a tiny buffer (a smoke run).
+    #[arg(long)]
     cpu: bool,
 }
 
-fn options() -> Result<Options, String> {
-    let mut o = Options {
-        gpus: None,
-        mib: None,
-        out: "all-reduce-results".to_owned(),
-        cpu: false,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
-        match a.as_str() {
-            "--gpus" => {
-                o.gpus = Some(
-                    value("--gpus")?
-                        .parse()
-                        .map_err(|e| format!("--gpus: {e}"))?,
-                )
-            }
-            "--mib" => o.mib = Some(value("--mib")?.parse().map_err(|e| format!("--mib: {e}"))?),
-            "--out" => o.out = value("--out")?,
-            "--cpu" => o.cpu = true,
-            other => {
-                return Err(format!(
-                    "unknown argument {other:?} (--gpus N, --mib M, --out PREFIX, --cpu)"
-                ))
-            }
-        }
-    }
-    Ok(o)
-}
-
 fn main() -> Result<(), vigil::ErrorReport> {
-    let o = options()?;
+    let o = Options::parse();
     let (plain, sanitized, label) = if o.cpu {
         let plan = AllReducePlan::smoke(o.mib.unwrap_or(0).max(1) << 10);
         let group = |sanitize: bool| {
@@ -155,12 +138,12 @@ fn report(
     }
     let line = markdown_line(label, plain, sanitized);
     println!("{MARKDOWN_HEADER}\n{line}");
-    let json = Json::obj([
-        ("device", Json::str(label)),
-        ("plain", plain.to_json()),
-        ("sanitized", sanitized.to_json()),
-        ("slowdown", Json::Num(sanitized.median_ms / plain.median_ms)),
-    ]);
+    let json = serde_json::json!({
+        "device": label,
+        "plain": plain.to_json(),
+        "sanitized": sanitized.to_json(),
+        "slowdown": sanitized.median_ms / plain.median_ms,
+    });
     println!("{json}");
     std::fs::write(format!("{out}.md"), format!("{MARKDOWN_HEADER}\n{line}\n"))?;
     std::fs::write(format!("{out}.json"), format!("{json}\n"))?;

@@ -20,7 +20,6 @@
 //! right; its times there mean nothing about a GPU.
 
 use crate::error::{BenchError, Result};
-use crate::report::Json;
 use std::time::{Duration, Instant};
 use vigil::{Event, LaunchConfig, Module, SymmetricGroup};
 use vigil_kernels::symmetric::ring_all_reduce;
@@ -110,20 +109,20 @@ impl AllReduceResult {
         self.bytes as f64 / (self.median_ms * 1e-3) / 1e9
     }
 
-    /// The result as JSON.
-    pub fn to_json(&self) -> Json {
-        Json::obj([
-            ("world", Json::Num(f64::from(self.world))),
-            ("sanitized", Json::Bool(self.sanitized)),
-            ("bytes_per_rank", Json::Num(self.bytes as f64)),
-            ("blocks", Json::Num(f64::from(self.blocks))),
-            ("threads", Json::Num(f64::from(self.threads))),
-            ("median_ms", Json::Num(self.median_ms)),
-            ("min_ms", Json::Num(self.min_ms)),
-            ("launches", Json::Num(f64::from(self.launches))),
-            ("algo_gbps", Json::Num(self.algo_gbps())),
-            ("bus_gbps", Json::Num(self.bus_gbps())),
-        ])
+    /// The result as JSON, with its bandwidths.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "world": self.world,
+            "sanitized": self.sanitized,
+            "bytes_per_rank": self.bytes,
+            "blocks": self.blocks,
+            "threads": self.threads,
+            "median_ms": self.median_ms,
+            "min_ms": self.min_ms,
+            "launches": self.launches,
+            "algo_gbps": self.algo_gbps(),
+            "bus_gbps": self.bus_gbps(),
+        })
     }
 }
 

@@ -8,7 +8,7 @@
 use crate::error::{driver, Result};
 use crate::timing::host_us;
 use vigil::unstable::sys;
-use vigil::unstable::vmm::{CachingPool, Vmm, VmmConfig};
+use vigil::unstable::vmm::{CachingPool, SanitizerConfig, Vmm};
 use vigil::{Context, Event, Stream};
 
 /// One MiB.
@@ -42,7 +42,7 @@ impl Allocators {
     /// caching pool over it, on `ctx`.
     pub fn new(ctx: &Context) -> Result<Allocators> {
         let stream = Stream::new(ctx)?;
-        let config = VmmConfig::from_env().map_err(vigil::Error::from)?;
+        let config = SanitizerConfig::from_env().map_err(vigil::Error::from)?;
         let vmm = Vmm::new(ctx, config).map_err(vigil::Error::from)?;
         let pool = CachingPool::new(vmm.clone());
         Ok(Allocators {

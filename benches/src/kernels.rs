@@ -7,7 +7,7 @@ use crate::error::{driver, BenchError, Result};
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::path::Path;
-use vigil::unstable::abi::check_params;
+use vigil::unstable::launch_abi::check_params;
 use vigil::unstable::ptx::{parse_entries, PtxEntry, PtxParam};
 use vigil::unstable::sys;
 use vigil::{Context, KernelFn, LaunchConfig, Module, ParamBuffer, Stream};

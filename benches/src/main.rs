@@ -10,6 +10,7 @@
 //! vigil-bench --cpu [--out DIR] ...        the same run on the CPU backend, small sizes (a try-out)
 //! vigil-bench --tool-child --twins F ...  (internal) the twins under compute-sanitizer
 //! vigil-bench --sanitized-child [--cpu] ... (internal) Vigil sanitized, time-boxed by the parent
+//! vigil-bench --help                      the options, with what each does
 //! ```
 //!
 //! `--budget` (default 390 s) is the whole run's wall time: the plain
@@ -23,6 +24,7 @@
 //! `bash bench-run/run.sh` on the GPU machine compiles the twins with nvcc
 //! and runs it.
 
+use clap::{ArgAction, Parser};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -31,77 +33,67 @@ use vigil_bench::suite::{self, Device, Options, DEFAULT_BUDGET_S, DEFAULT_CASE_L
 use vigil_bench::timing::Plan;
 use vigil_bench::{report, sanitized, smoke, tools, BenchError, Result};
 
-/// The parsed command line.
+/// The command line (`vigil-bench --help`). Repeating an option keeps
+/// the last value, so that `scripts/bench-run.sh` can put its defaults
+/// before the caller's arguments.
+#[derive(Debug, Parser)]
+#[command(
+    name = "vigil-bench",
+    about = "Vigil's benchmark suite: Vigil against nvcc twins and compute-sanitizer",
+    long_about = "Vigil's benchmark suite. Without a mode flag: the GPU run, timing Vigil, the \
+                  nvcc twins, Vigil sanitized and the twins under compute-sanitizer; it writes \
+                  DIR/bench-results.{md,json} after every case, the cases not reached yet marked \
+                  \"not run yet\".",
+    args_override_self = true
+)]
 struct Args {
+    /// Run every Vigil kernel once on the CPU backend, checked, and exit.
+    #[arg(long)]
     cpu_smoke: bool,
+    /// The run on the CPU backend with small sizes (a try-out).
+    #[arg(long)]
     cpu: bool,
+    /// (internal) The twins under compute-sanitizer.
+    #[arg(long, hide = true)]
     tool_child: bool,
+    /// (internal) Vigil sanitized, time-boxed by the parent.
+    #[arg(long, hide = true)]
     sanitized_child: bool,
+    /// Leave out the compute-sanitizer columns.
+    #[arg(long)]
     no_tools: bool,
+    /// The nvcc twins' cubin (its PTX beside it checks their parameters).
+    #[arg(long, value_name = "FILE")]
     twins: Option<PathBuf>,
+    /// Where the results go.
+    #[arg(long, value_name = "DIR", default_value = ".")]
     out: PathBuf,
-    seed: u64,
+    /// Seed of the inputs (default: `VIGIL_EXAMPLE_SEED`, else the examples' seed).
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Timed repeats per series.
+    #[arg(long, value_name = "N", default_value_t = 2)]
     repeats: usize,
+    /// Only these cases (comma-separated).
+    #[arg(long, value_name = "A,B", value_delimiter = ',', action = ArgAction::Set)]
     only: Vec<String>,
+    /// The compute-sanitizer to run.
+    #[arg(long, value_name = "PATH", default_value = "compute-sanitizer")]
     compute_sanitizer: PathBuf,
+    /// The whole run's wall time: the plain columns take what they need,
+    /// the sanitized and compute-sanitizer columns share the rest.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_BUDGET_S)]
     budget: u64,
+    /// How long after its first launch a sanitized or tool case's child
+    /// is ended (its cell then reads `> T s (killed)`).
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_CASE_LIMIT_S)]
     case_limit: u64,
 }
 
+/// The command line, its case names checked.
 fn parse() -> Result<Args> {
-    let mut args = Args {
-        cpu_smoke: false,
-        cpu: false,
-        tool_child: false,
-        sanitized_child: false,
-        no_tools: false,
-        twins: None,
-        out: PathBuf::from("."),
-        seed: vigil_tests::example_seed(),
-        repeats: 2,
-        only: Vec::new(),
-        compute_sanitizer: PathBuf::from("compute-sanitizer"),
-        budget: DEFAULT_BUDGET_S,
-        case_limit: DEFAULT_CASE_LIMIT_S,
-    };
-    let mut it = std::env::args().skip(1);
-    let value = |it: &mut dyn Iterator<Item = String>, flag: &str| {
-        it.next()
-            .ok_or_else(|| BenchError::Usage(format!("{flag} needs a value")))
-    };
-    let number = |v: String, flag: &str| {
-        v.parse::<u64>()
-            .map_err(|_| BenchError::Usage(format!("{flag} takes a number, got {v:?}")))
-    };
-    while let Some(flag) = it.next() {
-        match flag.as_str() {
-            "--cpu-smoke" => args.cpu_smoke = true,
-            "--cpu" => args.cpu = true,
-            "--tool-child" => args.tool_child = true,
-            "--sanitized-child" => args.sanitized_child = true,
-            "--no-tools" => args.no_tools = true,
-            "--twins" => args.twins = Some(value(&mut it, &flag)?.into()),
-            "--out" => args.out = value(&mut it, &flag)?.into(),
-            "--seed" => args.seed = number(value(&mut it, &flag)?, &flag)?,
-            "--repeats" => args.repeats = number(value(&mut it, &flag)?, &flag)? as usize,
-            "--only" => {
-                args.only = value(&mut it, &flag)?
-                    .split(',')
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_owned)
-                    .collect()
-            }
-            "--compute-sanitizer" => args.compute_sanitizer = value(&mut it, &flag)?.into(),
-            "--budget" => args.budget = number(value(&mut it, &flag)?, &flag)?,
-            "--case-limit" => args.case_limit = number(value(&mut it, &flag)?, &flag)?,
-            "-h" | "--help" => {
-                return Err(BenchError::Usage(
-                    "usage: vigil-bench [--cpu-smoke | --cpu] [--twins FILE] [--out DIR] [--seed N] [--repeats N] [--only a,b] [--no-tools] [--compute-sanitizer PATH] [--budget S] [--case-limit S]".to_owned(),
-                ))
-            }
-            other => return Err(BenchError::Usage(format!("unknown argument {other:?} (try --help)"))),
-        }
-    }
+    let mut args = Args::parse();
+    args.only.retain(|o| !o.is_empty());
     if let Some(unknown) = args
         .only
         .iter()
@@ -113,6 +105,12 @@ fn parse() -> Result<Args> {
         )));
     }
     Ok(args)
+}
+
+impl Args {
+    fn seed(&self) -> u64 {
+        self.seed.unwrap_or_else(vigil_tests::example_seed)
+    }
 }
 
 fn cpu_smoke(seed: u64) -> Result<bool> {
@@ -138,7 +136,7 @@ fn cpu_smoke(seed: u64) -> Result<bool> {
 /// Writes the Markdown and the JSON of `results` to `out`.
 fn write_report(out: &std::path::Path, results: &SuiteResults) -> Result<String> {
     let md = report::to_markdown(results);
-    let json = report::to_json(results).to_string();
+    let json = report::to_json(results);
     std::fs::create_dir_all(out).map_err(|source| BenchError::Io {
         what: format!("creating {}", out.display()),
         source,
@@ -167,7 +165,7 @@ fn gpu_run(args: &Args) -> Result<()> {
         device: if args.cpu { Device::Cpu } else { Device::Gpu },
         plan: if args.cpu { Plan::QUICK } else { Plan::GPU },
         twins: args.twins.clone(),
-        seed: args.seed,
+        seed: args.seed(),
         repeats: args.repeats,
         only: args.only.clone(),
         exe,
@@ -198,16 +196,16 @@ fn gpu_run(args: &Args) -> Result<()> {
 fn main() -> ExitCode {
     let outcome = parse().and_then(|args| {
         if args.cpu_smoke {
-            cpu_smoke(args.seed)
+            cpu_smoke(args.seed())
         } else if args.tool_child {
             let twins = args
                 .twins
                 .clone()
                 .ok_or_else(|| BenchError::Usage("--tool-child needs --twins".to_owned()))?;
-            tools::child_main(&twins, args.seed, &args.only).map(|()| true)
+            tools::child_main(&twins, args.seed(), &args.only).map(|()| true)
         } else if args.sanitized_child {
             let device = if args.cpu { Device::Cpu } else { Device::Gpu };
-            sanitized::child_main(device, args.seed, args.repeats, &args.only).map(|()| true)
+            sanitized::child_main(device, args.seed(), args.repeats, &args.only).map(|()| true)
         } else {
             gpu_run(&args).map(|()| true)
         }

@@ -77,7 +77,7 @@ fn the_suite_runs_checks_times_and_reports_every_kernel_on_the_cpu_backend() {
     }
     let mid = to_markdown(first);
     assert!(mid.contains("| copy | not run yet |"), "{mid}");
-    let json = to_json(&results).to_string();
+    let json = to_json(&results);
     assert!(json.starts_with('{') && json.ends_with('}'));
     assert_eq!(
         json.matches(r#""name":"#).count(),
@@ -118,7 +118,7 @@ fn a_sanitized_child_past_its_limit_is_killed_and_its_cell_gives_the_bound() {
     }
     let md = to_markdown(&results);
     assert!(md.contains("(killed)") && md.contains("| > "), "{md}");
-    let json = to_json(&results).to_string();
+    let json = to_json(&results);
     assert!(
         json.contains(r#""vigil_sanitized":{"killed":{"at_least_ms":"#)
             && json.contains(r#""sanitized_over_plain":{"more_than":"#),

@@ -25,9 +25,11 @@
 
 mod diagnostics;
 mod json;
+mod runtime_checks;
 mod toolchain;
 
 use json::ptx_filenames;
+pub use runtime_checks::KeptChecks;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -106,6 +108,17 @@ pub enum BuildError {
         /// The kernel crate's directory.
         krate: String,
     },
+    /// A `#[kernel(no_runtime_checks)]` kernel's plain entry keeps checks
+    /// (bounds checks, panics) the compiler could not remove: prove the
+    /// indices it uses (the guide's chapter on fast safe kernels) or drop
+    /// the attribute.
+    #[error("the PTX of {krate}: {}", kept_list(.kept))]
+    RuntimeChecksLeft {
+        /// The kernel crate's directory.
+        krate: String,
+        /// Each kernel that keeps checks.
+        kept: Vec<KeptChecks>,
+    },
     /// Reading or writing a file failed.
     #[error("{what} {path}: {source}")]
     Io {
@@ -116,6 +129,11 @@ pub enum BuildError {
         /// The underlying error.
         source: std::io::Error,
     },
+}
+
+fn kept_list(kept: &[KeptChecks]) -> String {
+    let lines: Vec<String> = kept.iter().map(|k| k.to_string()).collect();
+    lines.join("; ")
 }
 
 /// What a successful build produced.
@@ -390,6 +408,16 @@ impl PtxBuilder {
             path: dest.clone(),
             source,
         })?;
+
+        let text = std::fs::read_to_string(&dest).map_err(|source| BuildError::Io {
+            what: "reading the PTX",
+            path: dest.clone(),
+            source,
+        })?;
+        let kept = runtime_checks::kept_checks(&text);
+        if !kept.is_empty() {
+            return Err(BuildError::RuntimeChecksLeft { krate, kept });
+        }
 
         // Rerun when any source file the kernel crate was built from changes.
         let dep_info = ptx.with_extension("d");

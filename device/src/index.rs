@@ -94,3 +94,33 @@ pub fn global_index_x() -> usize {
 pub fn grid_stride_x() -> usize {
     imp::grid_dim_x() as usize * imp::block_dim_x() as usize
 }
+
+/// What a `#[kernel(block = (x, y, z))]` entry tells the compiler before
+/// its body runs: the block is `x` x `y` x `z` threads, so
+/// `thread_idx().x < x` and so on (a shared array indexed by a thread's
+/// coordinates then needs no check, and loops over `block_dim()` have a
+/// known count). A typed launch refuses any other block
+/// (`LaunchConfigError::BlockShape`); on the CPU backend a launch that
+/// bypassed that check stops here with a panic.
+#[doc(hidden)]
+#[inline(always)]
+pub fn __assume_block_shape(x: u32, y: u32, z: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the host launched this entry with exactly this block
+    // (a typed launch checks it; an unchecked one promises it).
+    unsafe {
+        use core::hint::assert_unchecked;
+        assert_unchecked(imp::block_dim_x() == x);
+        assert_unchecked(imp::block_dim_y() == y);
+        assert_unchecked(imp::block_dim_z() == z);
+        assert_unchecked(imp::thread_idx_x() < x);
+        assert_unchecked(imp::thread_idx_y() < y);
+        assert_unchecked(imp::thread_idx_z() < z);
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    assert_eq!(
+        block_dim(),
+        Dim3::new(x, y, z),
+        "vigil: a kernel declared for this block shape was launched with another"
+    );
+}

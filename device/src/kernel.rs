@@ -13,10 +13,16 @@
 //!   per-thread entry the CPU backend runs.
 
 use crate::global::{GlobalPtr, GlobalPtrMut, GlobalSlice, GlobalSliceMut};
+use crate::matrix::GlobalMatrix;
+use crate::partition::{
+    BlockChunks, BlockChunksMut, BlockTiles, BlockTilesMut, GridStrideMut, ThreadCellsMut,
+    ThreadElemsMut,
+};
 use crate::peers::{Peers, MAX_RANKS};
 #[cfg(not(target_arch = "nvptx64"))]
 use vigil_shared::params::ParamCursor;
 use vigil_shared::params::{ParamDesc, PtxType};
+use vigil_shared::proofs::ParamLayout;
 
 /// A kernel compiled by `#[kernel]`, as the host sees it.
 pub trait Kernel: 'static {
@@ -32,6 +38,15 @@ pub trait Kernel: 'static {
     /// without one). A typed launch gives the kernel at least this much,
     /// or fails with an error naming it when the device cannot.
     const DYNAMIC_SHARED_BYTES: usize = 0;
+    /// The layouts the kernel's view parameters declare (`#[same_len]`,
+    /// `#[shape]`, partitions): a typed launch proves each before it runs
+    /// ([`vigil_shared::proofs::check`]), and the body indexes those views
+    /// without checks that the proof makes redundant.
+    const LAYOUTS: &'static [ParamLayout] = &[];
+    /// The block shape the kernel is written for
+    /// (`#[kernel(block = (x, y))]`): a typed launch with another block is
+    /// refused, and the body may rely on `block_dim()` being it.
+    const BLOCK_SHAPE: Option<[u32; 3]> = None;
 
     /// Runs the body as the calling CPU thread, reading the arguments from a
     /// packed parameter buffer laid out by [`ParamCursor`]. The CPU backend
@@ -45,21 +60,33 @@ pub trait Kernel: 'static {
 }
 
 /// A type that can be a kernel parameter: how it lowers to PTX `.param`
-/// scalars and (in host builds) how it is read back from a packed buffer.
+/// scalars. The `#[kernel]` entry (and, in host builds, the CPU backend's
+/// entry, which reads the same scalars back with [`HostPart`]) builds the
+/// parameter from those scalars.
 ///
 /// # Safety
-/// `PARTS` must describe exactly the scalars `read` consumes and the PTX
-/// entry point declares for this type.
+/// `PARTS` must describe exactly the scalars the `#[kernel]` entry
+/// declares for this type, in order.
 pub unsafe trait KernelParam: Copy {
     /// The PTX scalars this parameter lowers to, in order.
     const PARTS: &'static [PtxType];
+}
 
-    /// Reads the parameter from a packed buffer at `cursor`.
+/// One scalar of a kernel entry's parameter list, read back from a packed
+/// buffer by the CPU backend's entry (what `#[kernel]`'s `run_host` reads
+/// its parameters with).
+///
+/// # Safety
+/// `read` must consume exactly one scalar of the PTX type this Rust type
+/// is declared as in a `#[kernel]` entry.
+#[doc(hidden)]
+#[cfg(not(target_arch = "nvptx64"))]
+pub unsafe trait HostPart: Sized {
+    /// Reads the scalar at the cursor's next offset.
     ///
     /// # Safety
-    /// The buffer must hold this parameter's scalars at the cursor's next
-    /// offsets, and pointers in it must be valid as the handle requires.
-    #[cfg(not(target_arch = "nvptx64"))]
+    /// The buffer must hold this scalar there (a pointer must be valid as
+    /// the handle built from it requires).
     unsafe fn read(buf: &[u8], cursor: &mut ParamCursor) -> Self;
 }
 
@@ -79,10 +106,13 @@ fn read_scalar<const N: usize>(buf: &[u8], cursor: &mut ParamCursor, ty: PtxType
 
 macro_rules! scalar_param {
     ($($t:ty => $ptx:ident),* $(,)?) => {$(
-        // SAFETY: one scalar of the matching PTX type, read at its offset.
+        // SAFETY: one scalar of the matching PTX type.
         unsafe impl KernelParam for $t {
             const PARTS: &'static [PtxType] = &[PtxType::$ptx];
-            #[cfg(not(target_arch = "nvptx64"))]
+        }
+        // SAFETY: one scalar of the matching PTX type, read at its offset.
+        #[cfg(not(target_arch = "nvptx64"))]
+        unsafe impl HostPart for $t {
             unsafe fn read(buf: &[u8], cursor: &mut ParamCursor) -> Self {
                 <$t>::from_ne_bytes(read_scalar(buf, cursor, PtxType::$ptx))
             }
@@ -94,72 +124,46 @@ scalar_param! {
     u64 => B64, i64 => B64, usize => B64, isize => B64, f32 => F32, f64 => F64,
 }
 
-#[cfg(not(target_arch = "nvptx64"))]
-fn read_ptr(buf: &[u8], cursor: &mut ParamCursor) -> usize {
-    u64::from_ne_bytes(read_scalar(buf, cursor, PtxType::Ptr)) as usize
+macro_rules! pointer_part {
+    ($($ptr:ty),*) => {$(
+        // SAFETY: one pointer, read as one pointer.
+        #[cfg(not(target_arch = "nvptx64"))]
+        unsafe impl<T> HostPart for $ptr {
+            unsafe fn read(buf: &[u8], cursor: &mut ParamCursor) -> Self {
+                u64::from_ne_bytes(read_scalar(buf, cursor, PtxType::Ptr)) as usize as $ptr
+            }
+        }
+    )*};
 }
+pointer_part!(*const T, *mut T);
 
-#[cfg(not(target_arch = "nvptx64"))]
-fn read_len(buf: &[u8], cursor: &mut ParamCursor) -> usize {
-    u64::from_ne_bytes(read_scalar(buf, cursor, PtxType::B64)) as usize
+/// `KernelParam` for handles: each lowers to `$parts`.
+macro_rules! handle_param {
+    ($parts:expr => $($handle:ident),* $(,)?) => {$(
+        // SAFETY: the `#[kernel]` entry declares a handle's pointer (and
+        // the length of the ones that have one) in this order.
+        unsafe impl<T: bytemuck::Pod, S: crate::Sanitizer> KernelParam for $handle<T, S> {
+            const PARTS: &'static [PtxType] = $parts;
+        }
+    )*};
 }
-
-// SAFETY: one pointer, read as one pointer.
-unsafe impl<T: bytemuck::Pod, S: crate::Sanitizer> KernelParam for GlobalPtr<T, S> {
-    const PARTS: &'static [PtxType] = &[PtxType::Ptr];
-    #[cfg(not(target_arch = "nvptx64"))]
-    unsafe fn read(buf: &[u8], cursor: &mut ParamCursor) -> Self {
-        // SAFETY: the caller guarantees the pointer is valid.
-        unsafe { GlobalPtr::from_raw(read_ptr(buf, cursor) as *const T) }
-    }
-}
-
-// SAFETY: one pointer, read as one pointer.
-unsafe impl<T: bytemuck::Pod, S: crate::Sanitizer> KernelParam for GlobalPtrMut<T, S> {
-    const PARTS: &'static [PtxType] = &[PtxType::Ptr];
-    #[cfg(not(target_arch = "nvptx64"))]
-    unsafe fn read(buf: &[u8], cursor: &mut ParamCursor) -> Self {
-        // SAFETY: the caller guarantees the pointer is valid.
-        unsafe { GlobalPtrMut::from_raw(read_ptr(buf, cursor) as *mut T) }
-    }
-}
-
-// SAFETY: pointer then length, read in that order.
-unsafe impl<T: bytemuck::Pod, S: crate::Sanitizer> KernelParam for GlobalSlice<T, S> {
-    const PARTS: &'static [PtxType] = &[PtxType::Ptr, PtxType::B64];
-    #[cfg(not(target_arch = "nvptx64"))]
-    unsafe fn read(buf: &[u8], cursor: &mut ParamCursor) -> Self {
-        let p = read_ptr(buf, cursor);
-        // SAFETY: the caller guarantees the pointer is valid for the length.
-        unsafe { GlobalSlice::from_raw_parts(p as *const T, read_len(buf, cursor)) }
-    }
-}
-
-// SAFETY: pointer then length, read in that order.
-unsafe impl<T: bytemuck::Pod, S: crate::Sanitizer> KernelParam for GlobalSliceMut<T, S> {
-    const PARTS: &'static [PtxType] = &[PtxType::Ptr, PtxType::B64];
-    #[cfg(not(target_arch = "nvptx64"))]
-    unsafe fn read(buf: &[u8], cursor: &mut ParamCursor) -> Self {
-        let p = read_ptr(buf, cursor);
-        // SAFETY: the caller guarantees the pointer is valid for the length.
-        unsafe { GlobalSliceMut::from_raw_parts(p as *mut T, read_len(buf, cursor)) }
-    }
-}
+handle_param!(&[PtxType::Ptr] => GlobalPtr, GlobalPtrMut);
+// Every view with a length lowers as a slice does, whatever its layout:
+// the layout's sizes come from other parameters or constants.
+handle_param!(&[PtxType::Ptr, PtxType::B64] =>
+    GlobalSlice, GlobalSliceMut, GlobalMatrix, ThreadElemsMut, ThreadCellsMut, GridStrideMut,
+    BlockChunks, BlockChunksMut, BlockTiles, BlockTilesMut,
+);
 
 /// Tensor-map parameters: the map's address, then its box's element count.
 macro_rules! tensor_map_param {
     ($($map:ident),*) => {$(
-        // SAFETY: pointer then length, read in that order.
+        // SAFETY: the `#[kernel]` entry declares the map's pointer, then
+        // the box's element count.
         unsafe impl<T: bytemuck::Pod, const D: usize, S: crate::Sanitizer> KernelParam
             for crate::async_copy::$map<T, D, S>
         {
             const PARTS: &'static [PtxType] = &[PtxType::Ptr, PtxType::B64];
-            #[cfg(not(target_arch = "nvptx64"))]
-            unsafe fn read(buf: &[u8], cursor: &mut ParamCursor) -> Self {
-                let p = read_ptr(buf, cursor);
-                // SAFETY: the caller guarantees the map and its box size.
-                unsafe { Self::from_raw_parts(p as *const u8, read_len(buf, cursor)) }
-            }
         }
     )*};
 }
@@ -176,17 +180,23 @@ const PEERS_PARTS: [PtxType; MAX_RANKS + 3] = {
 };
 
 // SAFETY: `MAX_RANKS` pointers, the length, the rank and the world size,
-// read in that order (the order `#[kernel]`'s entry declares them).
+// in the order `#[kernel]`'s entry declares them.
 unsafe impl<T: bytemuck::Pod, S: crate::Sanitizer> KernelParam for Peers<T, S> {
     const PARTS: &'static [PtxType] = &PEERS_PARTS;
-    #[cfg(not(target_arch = "nvptx64"))]
-    unsafe fn read(buf: &[u8], cursor: &mut ParamCursor) -> Self {
-        let ptrs = core::array::from_fn(|_| read_ptr(buf, cursor) as *mut T);
-        let len = read_len(buf, cursor);
-        let rank = u32::from_ne_bytes(read_scalar(buf, cursor, PtxType::B32));
-        let world = u32::from_ne_bytes(read_scalar(buf, cursor, PtxType::B32));
-        // SAFETY: the caller guarantees the pointers are valid; the host
-        // packs `rank < world <= MAX_RANKS`.
-        unsafe { Peers::from_raw_parts(ptrs, len, rank, world) }
+}
+
+/// Marks the plain entry of a `#[kernel(no_runtime_checks)]`: a PTX comment
+/// the build helper finds (`vigil_build`), which then fails the build if
+/// the entry keeps a `trap` (a check the compiler could not remove).
+#[doc(hidden)]
+#[inline(always)]
+pub fn __no_runtime_checks_marker() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a comment: no instruction, no effect.
+    unsafe {
+        core::arch::asm!(
+            "// vigil:no_runtime_checks",
+            options(nomem, nostack, preserves_flags)
+        )
     }
 }

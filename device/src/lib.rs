@@ -3,7 +3,9 @@
 //! A kernel is a Rust function marked [`kernel`](macro@kernel). It reads its coordinates
 //! from [`thread_idx`], [`block_idx`] and friends, touches global memory only
 //! through the typed handles in [`global`] (`load`, `store`, volatile
-//! accesses, and atomics with an explicit [`Ordering`] and [`Scope`]), and
+//! accesses, and atomics with an explicit [`Ordering`] and [`Scope`]), the
+//! matrices of [`matrix`] and the partitions of [`partition`] (indexed by
+//! the proven indices of [`bounded`], which need no check per access), and
 //! may use block-shared memory ([`shared_array!`],
 //! [`dynamic_shared_array!`], [`dynamic_shared`], and the scoped tiles of a
 //! [`shared_stack!`]), barriers ([`sync_threads`]),
@@ -23,19 +25,28 @@
 #![cfg_attr(target_arch = "nvptx64", no_std)]
 #![cfg_attr(
     target_arch = "nvptx64",
-    feature(abi_ptx, asm_experimental_arch, stdarch_nvptx, link_llvm_intrinsics)
+    feature(
+        abi_ptx,
+        asm_experimental_arch,
+        stdarch_nvptx,
+        link_llvm_intrinsics,
+        allow_internal_unstable
+    )
 )]
 #![warn(missing_docs)]
 
 mod arch;
 pub mod async_copy;
 pub mod atomic;
+pub mod bounded;
 pub mod global;
 pub mod gpu_sanitizer;
 pub mod grid_dependency;
 pub mod index;
 pub mod kernel;
 pub mod math;
+pub mod matrix;
+pub mod partition;
 pub mod peers;
 pub mod sanitizer;
 pub mod shared_mem;
@@ -59,9 +70,15 @@ pub mod host_runtime {
 }
 
 pub use atomic::{Atomic, AtomicArith, AtomicBits, AtomicMinMax};
+pub use bounded::{Idx, Indices, Point};
 pub use global::{GlobalPtr, GlobalPtrMut, GlobalSlice, GlobalSliceMut, Vec4};
 pub use index::{block_dim, block_idx, grid_dim, sm_id, thread_idx, Dim3};
 pub use kernel::{Kernel, KernelParam};
+pub use matrix::{GlobalMatrix, GlobalMatrixMut};
+pub use partition::{
+    BlockChunks, BlockChunksMut, BlockTiles, BlockTilesMut, GridStrideMut, ThreadCellsMut,
+    ThreadElemsMut,
+};
 pub use peers::{group_barrier, group_barrier_at, Peers, MAX_RANKS};
 pub use sanitizer::{Plain, Sanitizer};
 pub use shared_mem::dynamic_shared;
@@ -76,9 +93,15 @@ pub use vigil_shared as __shared;
 /// Everything a kernel usually needs, for `use vigil_device::prelude::*;`.
 pub mod prelude {
     pub use crate::async_copy::{Mbarrier, TensorMap, TensorMapMut};
+    pub use crate::bounded::{Idx, Point};
     pub use crate::global::{GlobalPtr, GlobalPtrMut, GlobalSlice, GlobalSliceMut, Vec4};
     pub use crate::index::{
         block_dim, block_idx, global_index_x, grid_dim, grid_stride_x, sm_id, thread_idx, Dim3,
+    };
+    pub use crate::matrix::{GlobalMatrix, GlobalMatrixMut};
+    pub use crate::partition::{
+        BlockChunks, BlockChunksMut, BlockTiles, BlockTilesMut, GridStrideMut, ThreadCellsMut,
+        ThreadElemsMut,
     };
     pub use crate::peers::{group_barrier, group_barrier_at, Peers};
     pub use crate::sanitizer::{Plain, Sanitizer};

@@ -219,12 +219,34 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
         const ALIGN: usize,
         const SHADOW: usize,
     >() -> Self {
+        // SAFETY: forwarded; `__storage` is this expansion's storage.
+        unsafe { Self::__declare_in::<K, BYTES, ALIGN, SHADOW>(__storage::<K, BYTES, ALIGN>) }
+    }
+
+    #[doc(hidden)]
+    /// [`__declare`](Self::__declare) with the plain storage from
+    /// `plain` (a `#[kernel]` body's array: its module-scope `.shared`
+    /// symbol, whose address needs no call).
+    ///
+    /// # Safety
+    /// As `__declare`; `plain` returns `BYTES` bytes of block-shared
+    /// storage aligned to `ALIGN`, this expansion's own.
+    #[inline(always)]
+    #[track_caller]
+    pub unsafe fn __declare_in<
+        K: 'static,
+        const BYTES: usize,
+        const ALIGN: usize,
+        const SHADOW: usize,
+    >(
+        plain: impl FnOnce() -> *mut u8,
+    ) -> Self {
         let (ptr, shadow) = if S::ENABLED && SHADOW > 0 {
             __storage_checked::<K, BYTES, ALIGN, SHADOW>()
         } else if S::ENABLED {
             (__storage_window::<K, BYTES, ALIGN>(), core::ptr::null_mut())
         } else {
-            (__storage::<K, BYTES, ALIGN>(), core::ptr::null_mut())
+            (plain(), core::ptr::null_mut())
         };
         let array = SharedArray {
             ptr: imp::assume_shared(ptr as *mut T),
@@ -557,6 +579,32 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
 /// sanitizer `S` (on the GPU, the sanitized entry's array has a shadow).
 #[macro_export]
 macro_rules! shared_array {
+    (@sanitizer $s:ty; @symbol $sym:literal; $t:ty; $n:expr; align $a:expr) => {{
+        // A `#[kernel]` body's array: the plain entry's storage is the
+        // module-scope `.shared` array `$sym` the attribute declared for
+        // this expansion (`__shared_symbol!`), whose address is a
+        // constant: an out-of-line storage function costs a call per
+        // thread.
+        struct __VigilSharedKey;
+        // SAFETY: the sizes are the ones `__declare_in` asks for, and the
+        // symbol is this expansion's own storage of that size.
+        unsafe {
+            $crate::shared_mem::SharedArray::<$t, { $n }, $s>::__declare_in::<
+                __VigilSharedKey,
+                { $crate::shared_mem::__bytes::<$t, { $n }>() },
+                { $crate::shared_mem::__align_at_least::<$t>($a) },
+                { $crate::shared_mem::__shadow_bytes::<$t, { $n }>() },
+            >(|| $crate::__shared_symbol_address!(
+                $sym,
+                __VigilSharedKey,
+                { $crate::shared_mem::__bytes::<$t, { $n }>() },
+                { $crate::shared_mem::__align_at_least::<$t>($a) }
+            ))
+        }
+    }};
+    (@sanitizer $s:ty; @symbol $sym:literal; $t:ty; $n:expr) => {
+        $crate::shared_array!(@sanitizer $s; @symbol $sym; $t; $n; align 0)
+    };
     (@sanitizer $s:ty; $t:ty; $n:expr; align $a:expr) => {{
         // A type of its own per expansion: the storage function is
         // monomorphised once per key, so each expansion is one array, and
@@ -600,6 +648,57 @@ macro_rules! dynamic_shared_array {
     ($t:ty) => {
         $crate::dynamic_shared_array!(@sanitizer $crate::Plain; $t)
     };
+}
+
+/// Declares the module-scope `.shared` array `$sym` of `$bytes` bytes
+/// aligned to `$align` (in a kernel crate, which need not enable inline
+/// assembly itself). Host builds declare nothing.
+#[doc(hidden)]
+#[macro_export]
+#[cfg_attr(
+    target_arch = "nvptx64",
+    allow_internal_unstable(asm_experimental_arch)
+)]
+macro_rules! __shared_symbol {
+    ($sym:literal, $align:expr, $bytes:expr) => {
+        #[cfg(target_arch = "nvptx64")]
+        ::core::arch::global_asm!(
+            concat!(".shared .align {a} .b8 ", $sym, "[{n}];"),
+            a = const $align,
+            n = const $bytes,
+        );
+    };
+}
+
+/// The generic address of the module-scope `.shared` array `$sym`
+/// ([`__shared_symbol!`](crate::__shared_symbol!)); on the host, the
+/// storage of key `$key` (the CPU backend's block-shared memory).
+#[doc(hidden)]
+#[macro_export]
+#[cfg_attr(
+    target_arch = "nvptx64",
+    allow_internal_unstable(asm_experimental_arch)
+)]
+macro_rules! __shared_symbol_address {
+    ($sym:literal, $key:ty, $bytes:expr, $align:expr) => {{
+        #[cfg(target_arch = "nvptx64")]
+        let p = {
+            let p: u64;
+            // SAFETY: takes the address of a module-scope shared array: no
+            // memory access, no precondition.
+            unsafe {
+                ::core::arch::asm!(
+                    concat!("cvta.shared.u64 {p}, ", $sym, ";"),
+                    p = out(reg64) p,
+                    options(pure, nomem, nostack),
+                )
+            };
+            p as *mut u8
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        let p = $crate::shared_mem::__storage::<$key, { $bytes }, { $align }>();
+        p
+    }};
 }
 
 /// A function that declares one `.shared` array named `$symbol` per

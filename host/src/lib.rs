@@ -48,7 +48,8 @@
 //! | hold device memory | [`DeviceBuffer`], [`DeviceSlice`], [`DeviceSliceMut`], [`AsDeviceSlice`], [`AsDeviceSliceMut`] |
 //! | load and launch kernels | [`Module`], [`KernelFn`], [`Kernel`], [`LaunchConfig`], [`Dim3`], [`Stream::launch`] |
 //! | launch without a Rust signature | [`Function`], [`KernelArgValue`] with [`Stream::launch_dynamic`], [`ParamBuffer`] with [`Stream::launch_packed`] |
-//! | read races | [`RaceReports`], [`RaceReport`], [`Error::Races`]; settings: [`VmmConfig`] |
+//! | read races | [`RaceReports`], [`RaceReport`], [`Error::Races`]; settings: [`SanitizerConfig`] |
+//! | control the sanitizer | report files ([`ReportFormat`], [`ReportDocument`]), [`Suppressions`], [`LaunchFilter`], [`ContextBuilder::exit_code`] |
 //! | plug in another CPU sanitizer | [`CpuSanitizer`] (with [`ContextBuilder::cpu_sanitizer`]), [`HostBufferAllocator`] |
 //! | handle errors | [`Error`], [`Result`], [`ArgProblem`], [`LaunchConfigError`]; [`ErrorReport`] prints one with its causes |
 //! | test kernels on every backend | [`macro@test`] (`#[vigil::test]`), [`test_main!`], [`testing`] |
@@ -62,21 +63,23 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 // Layers, bottom up (ARCHITECTURE.md; `tests/layers.rs` checks that a
-// layer imports only from layers below it): `types` (leaf types);
-// `sanitizer` (the sanitizers' shared host side); `error`; `abi` (the
-// launch ABI); `backend` (the CUDA and CPU backends, then the dispatch
-// point); `api` (the front end); `testing` (the harness) and `unstable`.
-mod abi;
+// layer imports only from layers below it): `types`, `ipc` and
+// `buddy_allocator` (leaves); `sanitizer` (the sanitizers' shared host
+// side); `error`; `launch_abi` (how a launch's arguments are packed and
+// checked); `backend` (the launch and transfer descriptions, the CUDA and
+// CPU backends, then the dispatch point); `api` (the front end);
+// `testing` (the harness) and `unstable`.
 mod api;
 mod backend;
+mod buddy_allocator;
 mod error;
 pub mod ipc;
+mod launch_abi;
 mod sanitizer;
 pub mod testing;
 mod types;
 pub mod unstable;
 
-pub use abi::params::{ParamBuffer, ParamScalar};
 pub use api::args::{pack_args, pack_values, ErasedView, KernelArg, KernelArgValue, KernelArgs};
 pub use api::builder::{
     ContextBuilder, DeviceChoice, ENV_DEVICE, ENV_LAUNCH_TIMEOUT, ENV_SANITIZE,
@@ -86,6 +89,7 @@ pub use api::event::Event;
 pub use api::memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceBuffer, DeviceSlice, DeviceSliceMut};
 pub use api::module::{Function, KernelFn, Module};
 pub use api::process_group::{ProcessGroup, ProcessSymmetric};
+pub use api::proofs::{pack_proven_args, LayoutParam, ReadLayoutParam};
 pub use api::stream::Stream;
 pub use api::symmetric::{
     PeerSlice, PeersArg, Symmetric, SymmetricGroup, DEFAULT_GROUP_LAUNCH_TIMEOUT,
@@ -96,16 +100,26 @@ pub use backend::cpu::hooks::{
     TransferInfo,
 };
 pub use backend::cpu::memory::HOST_ALIGN;
-pub use backend::cuda::driver::{device_count, driver_version, gpu_available};
+pub use backend::cuda::device::{device_count, driver_version, gpu_available};
 pub use backend::transfer::TransferKind;
 pub use error::{
     ArgProblem, DivergentBarrier, Error, ErrorReport, GroupProblem, Result, TensorMapProblem,
 };
-pub use sanitizer::config::{ConfigError, ProcessRank, VmmConfig, VmmConfigBuilder};
+pub use launch_abi::params::{PackedView, ParamBuffer, ParamScalar, ProvenView};
+pub use sanitizer::config::{ConfigError, ProcessRank, SanitizerConfig, SanitizerConfigBuilder};
+#[allow(deprecated)]
+pub use sanitizer::config::{VmmConfig, VmmConfigBuilder};
+pub use sanitizer::launch_filter::{KernelPattern, LaunchFilter};
 pub use sanitizer::report::{
     kind_name, MemorySpace, PriorAccess, RaceAccess, RaceAllocation, RaceReport, RaceReports,
     SourceLocation,
 };
+pub use sanitizer::report_json::{
+    ReportDocument, ReportReadError, REPORT_FORMAT, REPORT_FORMAT_VERSION,
+};
+pub use sanitizer::sarif::SARIF_SCHEMA;
+pub use sanitizer::sink::ReportFormat;
+pub use sanitizer::suppressions::{SuppressionError, Suppressions};
 pub use types::{
     DeviceId, DeviceLimits, DeviceProps, Dim3, EventId, FunctionAttrs, LaunchConfig,
     LaunchConfigError, LaunchVariant, StreamId, TensorElement, TensorElementType,

@@ -6,8 +6,10 @@
 //!   sanitizer, for driving them without a [`Context`](crate::Context);
 //! - [`vmm`]: the sanitizer's shadow-memory allocator on CUDA virtual
 //!   memory, and the CUDA handles it takes;
-//! - [`ptx`], [`abi`]: the PTX `.entry` signature parser and the checks of
-//!   packed arguments and Rust signatures against it;
+//! - [`buddy_allocator`]: the buddy allocator both shadow allocators hand
+//!   ranges out with, and its reference model;
+//! - [`ptx`], [`launch_abi`]: the PTX `.entry` signature parser and the
+//!   checks of packed arguments and Rust signatures against it;
 //! - [`ptx_cut`]: the cut of a module to the entries one context launches;
 //! - [`decode`]: the decoder from the engine's raw report records to
 //!   [`RaceReport`](crate::RaceReport)s, for a sanitizer plugged in with
@@ -19,15 +21,27 @@
 //! - [`sys`]: the raw CUDA driver API (cudarc's `driver::sys`), for calls
 //!   Vigil does not wrap; every handle type exposes its raw value (`raw()`).
 
-pub use crate::abi::{ptx, ptx_cut};
+pub use crate::launch_abi::{ptx, ptx_cut};
 
-pub mod abi {
+pub mod launch_abi {
     //! The launch ABI's checks and the parameter buffer's slot records:
     //! what the launch path runs before any driver call, callable alone.
-    pub use crate::abi::check::{check_params, check_params_on, check_signature};
-    pub use crate::abi::params::{KernelParams, ParamSlot, SlotOrigin};
+    pub use crate::launch_abi::check::{check_params, check_params_on, check_signature};
+    pub use crate::launch_abi::params::{KernelParams, ParamSlot, SlotOrigin};
+}
+
+/// The old name of [`launch_abi`](mod@launch_abi).
+#[deprecated(note = "renamed `vigil::unstable::launch_abi`")]
+pub mod abi {
+    pub use super::launch_abi::*;
 }
 pub use crate::sanitizer::{decode, env};
+
+pub mod buddy_allocator {
+    //! The buddy allocator both shadow allocators hand ranges out with
+    //! (`host/src/buddy_allocator.rs`), and its reference model.
+    pub use crate::buddy_allocator::*;
+}
 pub mod testing;
 /// The raw CUDA driver API (cudarc's `driver::sys`).
 pub use cudarc::driver::sys;

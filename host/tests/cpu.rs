@@ -4,7 +4,7 @@
 
 use vigil::device::global::{GlobalPtr, GlobalSlice, GlobalSliceMut};
 use vigil::device::Sanitizer;
-use vigil::unstable::abi::{check_params, check_signature, SlotOrigin};
+use vigil::unstable::launch_abi::{check_params, check_signature, SlotOrigin};
 use vigil::unstable::ptx::{parse_entries, PtxParam};
 use vigil::{
     pack_args, pack_values, ArgProblem, DeviceId, DeviceLimits, Dim3, Error, Kernel, KernelArg,
@@ -945,5 +945,24 @@ fn handles_are_send_and_sync() {
         std::mem::size_of::<Error>() <= 96,
         "{}",
         std::mem::size_of::<Error>()
+    );
+}
+
+/// The sanitizer's settings' old names still compile, for one release, and
+/// name the same types.
+#[test]
+#[allow(deprecated)]
+fn the_old_settings_names_are_the_new_types() {
+    let builder: vigil::VmmConfigBuilder = vigil::VmmConfig::builder();
+    let old: vigil::VmmConfig = builder.seed(7).build().unwrap();
+    let new: vigil::SanitizerConfig = vigil::SanitizerConfig::builder().seed(7).build().unwrap();
+    assert_eq!(old, new);
+    let ctx = vigil::Context::builder().cpu().vmm_config(old);
+    assert_eq!(
+        format!("{ctx:?}"),
+        format!(
+            "{:?}",
+            vigil::Context::builder().cpu().sanitizer_config(new)
+        )
     );
 }

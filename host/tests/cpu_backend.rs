@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering as MemOrder};
 use std::sync::{Arc, Mutex};
 use vigil::device::host_runtime::{AtomicAccess, SanitizerRuntime, ThreadContext};
 use vigil::unstable::cpu::{CpuError, CpuExecutor, LaunchStats};
-use vigil::unstable::vmm::{Vmm, VmmConfig, VmmError};
+use vigil::unstable::vmm::{SanitizerConfig, Vmm, VmmError};
 use vigil::{
     AccessKind, Context, CpuSanitizer, DeviceBuffer, DeviceId, Dim3, Error, Event, HostAllocation,
     HostSync, LaunchConfig, LaunchInfo, LaunchVariant, MemorySpace, Module, PriorAccess,
@@ -19,6 +19,20 @@ use vigil_kernels::examples::axpy;
 
 mod common;
 use common::{axpy_stale, AXPY_PTX};
+
+/// `axpy` with plain checked indices (the PTX's parameters), `x` indexed
+/// with `y`'s bounds: a launch where `x` is the shorter panics.
+mod indexed {
+    use vigil::device::prelude::*;
+
+    #[kernel]
+    pub fn axpy(a: f32, x: GlobalSlice<f32>, y: GlobalSliceMut<f32>) {
+        let i = global_index_x();
+        if i < y.len() {
+            y.store(i, a * x.load(i) + y.load(i));
+        }
+    }
+}
 
 fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
     let map: HashMap<String, String> = vars
@@ -68,7 +82,7 @@ fn a_cpu_context_describes_itself() {
     ctx.synchronize().unwrap();
     assert!(ctx.take_reports().is_empty());
     // The VMM allocator refuses a CPU context with a typed error.
-    let e = Vmm::new(&ctx, VmmConfig::default()).unwrap_err();
+    let e = Vmm::new(&ctx, SanitizerConfig::default()).unwrap_err();
     assert!(
         matches!(&e, VmmError::Host(Error::Unsupported { .. })),
         "{e:?}"
@@ -177,7 +191,7 @@ fn a_panicking_kernel_is_a_typed_error_and_the_context_stays_usable() {
     let ctx = Context::cpu().unwrap();
     let stream = Stream::new(&ctx).unwrap();
     let module = Module::from_ptx(&ctx, AXPY_PTX).unwrap();
-    let k = module.kernel::<axpy>().unwrap();
+    let k = module.kernel::<indexed::axpy>().unwrap();
     // `x` shorter than `y`: thread 10 indexes past the end of `x`.
     let x = DeviceBuffer::from_slice(&stream, &[1.0f32; 10]).unwrap();
     let mut y = DeviceBuffer::<f32>::alloc_zeroed(&stream, 32).unwrap();
@@ -187,7 +201,7 @@ fn a_panicking_kernel_is_a_typed_error_and_the_context_stays_usable() {
     match &e {
         Error::Cpu(CpuError::KernelPanic { location, .. }) => {
             let loc = location.as_deref().unwrap_or("");
-            assert!(loc.contains("examples.rs"), "{e}");
+            assert!(loc.contains("cpu_backend.rs"), "{e}");
         }
         e => panic!("unexpected {e:?}"),
     }
@@ -195,6 +209,12 @@ fn a_panicking_kernel_is_a_typed_error_and_the_context_stays_usable() {
         e.to_string().starts_with("CPU backend: kernel panicked"),
         "{e}"
     );
+    // The `axpy` whose launch proves `x` as long as `y` refuses it first.
+    let proven = module.kernel::<axpy>().unwrap();
+    let e = stream
+        .launch(&proven, LaunchConfig::new(1, 32), (1.0f32, &x, &mut y))
+        .unwrap_err();
+    assert!(matches!(e, Error::Argument { .. }), "{e}");
     // Stale PTX and bad text fail as on a GPU.
     assert!(matches!(
         module.kernel::<axpy_stale>(),
@@ -342,6 +362,7 @@ fn report(file: &str, line: u32, kind: ReportKind) -> RaceReport {
             base: 0x7000_0000_1000,
             size: 64,
             offset: 4,
+            site: None,
         }),
         space: MemorySpace::Global,
         kernel: "racy".to_owned(),
@@ -490,7 +511,10 @@ fn reports_print_and_serialise() {
     assert!(text.contains("[2] atomic scope race"), "{text}");
     let json = r.to_json();
     assert!(
-        json.starts_with("{\"reports\":[{\"kind\":\"write-after-read race\""),
+        json.starts_with(
+            "{\"format\":\"vigil-race-reports\",\"version\":1,\"collected\":true,\
+             \"reports\":[{\"kind\":\"write-after-read race\""
+        ),
         "{json}"
     );
     assert!(
@@ -498,14 +522,16 @@ fn reports_print_and_serialise() {
         "{json}"
     );
     assert!(
-        json.contains("\"allocation\":{\"base\":123145302315008,\"size\":64,\"offset\":4}"),
+        json.contains(
+            "\"allocation\":{\"base\":123145302315008,\"size\":64,\"offset\":4,\"site\":null}"
+        ),
         "{json}"
     );
     assert!(json.contains("\"thread\":null"), "{json}");
     assert!(
         json.ends_with(
-            "],\"divergent_barriers\":[],\"duplicates\":1,\"dropped\":7,\"unchecked_words\":0,\
-             \"unchecked_arrays\":0,\"history_lost\":0}"
+            "],\"divergent_barriers\":[],\"duplicates\":1,\"dropped\":7,\"suppressed\":0,\
+             \"unchecked_words\":0,\"unchecked_arrays\":0,\"history_lost\":0}"
         ),
         "{json}"
     );

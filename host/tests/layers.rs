@@ -1,18 +1,30 @@
-//! The host crate's layering (ARCHITECTURE.md) as a test: every
-//! `crate::<module>` path in `host/src` names a module of its own layer or
-//! of a layer below, and the two backends never name each other. An import
-//! that would close a cycle between layers fails here with the file, the
-//! line and both layers.
+//! The layering of the host, device and shared crates (ARCHITECTURE.md,
+//! "Layers") as a test: every `crate::<module>` path in a crate's `src/`
+//! names a module of its own layer or of a layer below, and modules that
+//! share a rank but not a name (the two backends; the kernel API and the
+//! GPU sanitizer's runtime) never name each other. An import that would
+//! close a cycle between layers fails here with the file, the line and
+//! both layers. Beside the import order, each crate's own rules:
+//!
+//! - host: only the driver's result layer (`backend/cuda/driver/`) calls
+//!   the CUDA driver (`sys::cu*`);
+//! - device: inline PTX (`asm!`) only in the platform layer (`arch/`), the
+//!   math lowering (`math/ptx.rs`) and the shared arrays' `.shared`
+//!   declarations (`shared_mem.rs`, emitted where the macro expands);
+//! - shared: `no_std` without `std` or `alloc` outside its unit tests, so
+//!   that it builds for PTX;
+//! - the crates: `vigil-shared` depends on no other crate of the
+//!   workspace, `vigil-device` only on `vigil-shared` and its macros.
 //!
 //! Doc comments are skipped (an intra-doc link to a public path is no
-//! dependency), and so are paths through the crate root's re-exports
+//! dependency), and so are paths through a crate root's re-exports
 //! (`crate::Error`): those name a leaf's public path, not a module.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 /// A layer: its rank (lower layers are imported by higher ones) and a name
-/// for messages. Two backends share a rank but must not import each other.
+/// for messages. Two layers of one rank must not import each other.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Layer {
     rank: u8,
@@ -23,15 +35,19 @@ const fn layer(rank: u8, name: &'static str) -> Layer {
     Layer { rank, name }
 }
 
-/// The layer of a module path below the crate root (`["backend", "cpu", ..]`).
-fn layer_of(path: &[&str]) -> Option<Layer> {
+/// The host crate's layer of a module path below the crate root
+/// (`["backend", "cpu", ..]`).
+fn host_layer(path: &[&str]) -> Option<Layer> {
     Some(match path {
         ["types", ..] => layer(0, "types/"),
         ["ipc", ..] => layer(0, "ipc/"),
+        ["buddy_allocator", ..] => layer(0, "buddy_allocator.rs"),
         ["sanitizer", ..] => layer(1, "sanitizer/"),
         ["error", ..] => layer(2, "error/"),
-        ["abi", ..] => layer(3, "abi/"),
-        ["backend", "transfer", ..] => layer(4, "backend/transfer.rs"),
+        ["launch_abi", ..] => layer(3, "launch_abi/"),
+        ["backend", "transfer" | "launch", ..] => {
+            layer(4, "backend/transfer.rs, backend/launch.rs")
+        }
         ["backend", "cuda", ..] => layer(5, "backend/cuda/"),
         ["backend", "cpu", ..] => layer(5, "backend/cpu/"),
         ["backend", ..] => layer(6, "backend/mod.rs"),
@@ -39,6 +55,33 @@ fn layer_of(path: &[&str]) -> Option<Layer> {
         ["testing", ..] => layer(8, "testing/"),
         ["unstable", ..] | ["lib"] => layer(9, "lib.rs, unstable"),
         _ => return None,
+    })
+}
+
+/// The device crate's layer of a module path.
+fn device_layer(path: &[&str]) -> Option<Layer> {
+    Some(match path {
+        ["math", ..] => layer(0, "math/"),
+        ["atomic", ..] => layer(0, "atomic.rs"),
+        ["arch" | "index" | "sanitizer", ..] => layer(1, "arch/, index.rs, sanitizer.rs"),
+        ["global" | "shared_mem" | "shared_stack" | "sync" | "warp" | "peers", ..] => {
+            layer(2, "the kernel API")
+        }
+        ["gpu_sanitizer", ..] => layer(2, "gpu_sanitizer/"),
+        ["kernel", ..] | ["lib"] => layer(3, "kernel.rs, lib.rs"),
+        _ => return None,
+    })
+}
+
+/// The shared crate's layer of a module path: the vocabulary host and
+/// device agree on imports nothing of the crate; the engine and the
+/// layouts it works on import from each other and the vocabulary.
+fn shared_layer(path: &[&str]) -> Option<Layer> {
+    Some(match path {
+        ["memory_model" | "params" | "read_only", ..] => layer(0, "the vocabulary"),
+        ["lib"] => layer(2, "lib.rs"),
+        [_, ..] => layer(1, "the engine and its layouts"),
+        [] => return None,
     })
 }
 
@@ -55,7 +98,7 @@ fn module_path(rel: &Path) -> Vec<String> {
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in fs::read_dir(dir).expect("read host/src") {
+    for entry in fs::read_dir(dir).expect("read a crate's src/") {
         let path = entry.expect("directory entry").path();
         if path.is_dir() {
             rust_files(&path, out);
@@ -92,28 +135,67 @@ fn crate_paths(line: &str) -> Vec<Vec<&str>> {
     paths
 }
 
-#[test]
-fn host_layers_import_only_downward() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// One source file of a crate: its path below `src/`, its module path
+/// and its code lines (numbered from 1, doc and other comments left out).
+struct Source {
+    rel: PathBuf,
+    module: Vec<String>,
+    code: Vec<(usize, String)>,
+    /// The code lines before the file's unit tests (a trailing
+    /// `#[cfg(test)] mod tests`).
+    before_tests: usize,
+}
+
+fn sources(crate_dir: &str) -> Vec<Source> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(crate_dir)
+        .join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     files.sort();
+    files
+        .iter()
+        .map(|file| {
+            let rel = file.strip_prefix(&src).expect("under src").to_owned();
+            let text = fs::read_to_string(file).expect("read source");
+            let lines: Vec<&str> = text.lines().collect();
+            let tests_at = lines
+                .windows(2)
+                .position(|w| w[0] == "#[cfg(test)]" && w[1].starts_with("mod tests"))
+                .unwrap_or(lines.len());
+            let code: Vec<(usize, String)> = lines
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| !l.trim_start().starts_with("//"))
+                .map(|(n, l)| (n + 1, l.trim_start().to_owned()))
+                .collect();
+            let before_tests = code.iter().take_while(|(n, _)| *n <= tests_at).count();
+            Source {
+                module: module_path(&rel),
+                rel,
+                code,
+                before_tests,
+            }
+        })
+        .collect()
+}
+
+/// Every import of `files` against the layer order `layer_of`, and the
+/// number of crate paths checked.
+fn layer_violations(
+    files: &[Source],
+    layer_of: fn(&[&str]) -> Option<Layer>,
+) -> (Vec<String>, usize) {
     let mut violations = Vec::new();
     let mut checked = 0;
-    for file in &files {
-        let rel = file.strip_prefix(&src).expect("under src");
-        let module = module_path(rel);
-        let module: Vec<&str> = module.iter().map(String::as_str).collect();
+    for file in files {
+        let module: Vec<&str> = file.module.iter().map(String::as_str).collect();
         let Some(own) = layer_of(&module) else {
-            violations.push(format!("{}: in no layer of this test", rel.display()));
+            violations.push(format!("{}: in no layer of this test", file.rel.display()));
             continue;
         };
-        let text = fs::read_to_string(file).expect("read source");
-        for (n, line) in text.lines().enumerate() {
-            let code = line.trim_start();
-            if code.starts_with("//") {
-                continue;
-            }
+        for (n, code) in &file.code {
             for path in crate_paths(code) {
                 let Some(target) = layer_of(&path) else {
                     continue;
@@ -123,9 +205,8 @@ fn host_layers_import_only_downward() {
                 let sideways = target.rank == own.rank && target.name != own.name;
                 if upward || sideways {
                     violations.push(format!(
-                        "{}:{}: {} imports {} (`crate::{}`)",
-                        rel.display(),
-                        n + 1,
+                        "{}:{n}: {} imports {} (`crate::{}`)",
+                        file.rel.display(),
                         own.name,
                         target.name,
                         path.join("::")
@@ -134,14 +215,138 @@ fn host_layers_import_only_downward() {
             }
         }
     }
+    (violations, checked)
+}
+
+/// The code lines of `files` outside `allowed` that contain `needle`.
+fn lines_with(files: &[Source], needle: &str, allowed: impl Fn(&Path) -> bool) -> Vec<String> {
+    files
+        .iter()
+        .filter(|f| !allowed(&f.rel))
+        .flat_map(|f| {
+            f.code
+                .iter()
+                .filter(|(_, code)| code.contains(needle))
+                .map(move |(n, code)| format!("{}:{n}: {code}", f.rel.display()))
+        })
+        .collect()
+}
+
+fn check_layers(crate_dir: &str, layer_of: fn(&[&str]) -> Option<Layer>, at_least: usize) {
+    let (violations, checked) = layer_violations(&sources(crate_dir), layer_of);
     assert!(
-        checked > 50,
-        "only {checked} crate paths found; is the parser broken?"
+        checked >= at_least,
+        "only {checked} crate paths found in {crate_dir}/src; is the parser broken?"
     );
     assert!(
         violations.is_empty(),
-        "imports against the layer order (ARCHITECTURE.md):\n{}",
+        "imports against the layer order of {crate_dir}/src (ARCHITECTURE.md):\n{}",
         violations.join("\n")
+    );
+}
+
+#[test]
+fn host_layers_import_only_downward() {
+    check_layers("host", host_layer, 50);
+}
+
+#[test]
+fn device_layers_import_only_downward() {
+    check_layers("device", device_layer, 30);
+}
+
+#[test]
+fn shared_layers_import_only_downward() {
+    check_layers("shared", shared_layer, 30);
+}
+
+#[test]
+fn only_the_driver_layer_calls_the_driver() {
+    let calls = lines_with(&sources("host"), "sys::cu", |rel| {
+        rel.starts_with("backend/cuda/driver")
+    });
+    assert!(
+        calls.is_empty(),
+        "driver calls outside backend/cuda/driver/ (call its functions instead):\n{}",
+        calls.join("\n")
+    );
+}
+
+#[test]
+fn only_the_platform_layer_writes_inline_ptx() {
+    let allowed = |rel: &Path| {
+        rel.starts_with("arch")
+            || rel == Path::new("math/ptx.rs")
+            || rel == Path::new("shared_mem.rs")
+    };
+    let asm = lines_with(&sources("device"), "asm!", allowed);
+    assert!(
+        asm.is_empty(),
+        "inline PTX outside the platform layer (add a function to arch/ptx.rs):\n{}",
+        asm.join("\n")
+    );
+}
+
+/// The code lines of `files`, outside their unit tests, that name `std`
+/// or `alloc`.
+fn std_uses(files: &[Source]) -> Vec<String> {
+    let mut uses = Vec::new();
+    for file in files {
+        for (n, code) in &file.code[..file.before_tests] {
+            let words = code.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'));
+            if words
+                .filter(|w| !w.is_empty())
+                .any(|w| w.starts_with("std::") || w.starts_with("alloc::") || w == "std")
+            {
+                uses.push(format!("{}:{n}: {code}", file.rel.display()));
+            }
+        }
+    }
+    uses
+}
+
+#[test]
+fn the_shared_crate_uses_neither_std_nor_alloc() {
+    let uses = std_uses(&sources("shared"));
+    assert!(
+        uses.is_empty(),
+        "vigil-shared builds for PTX: no std or alloc outside its unit tests:\n{}",
+        uses.join("\n")
+    );
+}
+
+/// The workspace crates a crate's manifest depends on (its
+/// `[dependencies]`, not its dev- or build-dependencies).
+fn workspace_deps(crate_dir: &str) -> Vec<String> {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(crate_dir)
+        .join("Cargo.toml");
+    let text = fs::read_to_string(manifest).expect("read Cargo.toml");
+    let mut in_deps = false;
+    let mut deps = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_deps = line == "[dependencies]";
+        } else if in_deps && line.starts_with("vigil") {
+            let name = line.split(|c: char| c == '=' || c.is_whitespace()).next();
+            deps.extend(name.map(str::to_owned));
+        }
+    }
+    deps
+}
+
+#[test]
+fn the_crates_depend_downward() {
+    assert_eq!(workspace_deps("shared"), Vec::<String>::new());
+    let mut device = workspace_deps("device");
+    device.sort();
+    assert_eq!(device, ["vigil-macros", "vigil-shared"]);
+    let host = workspace_deps("host");
+    assert!(
+        host.iter().all(|d| d.starts_with("vigil-")) && host.contains(&"vigil-device".to_owned()),
+        "{host:?}"
     );
 }
 
@@ -162,5 +367,42 @@ fn the_path_parser_reads_use_lines_and_skips_identifiers_ending_in_crate() {
     assert_eq!(
         crate_paths("use my_crate::api::x;"),
         Vec::<Vec<&str>>::new()
+    );
+}
+
+/// The checks can fail: an upward import, a sideways one, `std` in the
+/// shared crate and a driver call in the wrong place are each found.
+#[test]
+fn a_misplaced_import_or_call_is_found() {
+    let file = |rel: &str, code: &str| Source {
+        rel: PathBuf::from(rel),
+        module: module_path(Path::new(rel)),
+        code: vec![(7, code.to_owned())],
+        before_tests: 1,
+    };
+    let upward = [file("error/mod.rs", "use crate::api::context::Context;")];
+    let (v, _) = layer_violations(&upward, host_layer);
+    assert_eq!(
+        v,
+        ["error/mod.rs:7: error/ imports api/ (`crate::api::context`)"]
+    );
+    let sideways = [file(
+        "gpu_sanitizer/hooks.rs",
+        "use crate::global::GlobalSlice;",
+    )];
+    let (v, _) = layer_violations(&sideways, device_layer);
+    assert_eq!(v.len(), 1, "{v:?}");
+    let vocabulary = [file("params.rs", "use crate::engine::Engine;")];
+    let (v, _) = layer_violations(&vocabulary, shared_layer);
+    assert_eq!(v.len(), 1, "{v:?}");
+    let call = [file(
+        "backend/cuda/stream.rs",
+        "unsafe { sys::cuStreamQuery(s) }",
+    )];
+    assert_eq!(
+        lines_with(&call, "sys::cu", |rel| rel
+            .starts_with("backend/cuda/driver"))
+        .len(),
+        1
     );
 }

@@ -3,10 +3,10 @@
 //! and `VIGIL_*` configuration parsing. No GPU needed.
 
 use std::collections::HashMap;
-use vigil::unstable::vmm::buddy::model::ReferenceBuddy;
-use vigil::unstable::vmm::buddy::{BuddyError, BuddyTree};
+use vigil::unstable::buddy_allocator::model::ReferenceBuddy;
+use vigil::unstable::buddy_allocator::{BuddyError, BuddyTree};
 use vigil::unstable::vmm::layout::REAL_CAPACITY;
-use vigil::unstable::vmm::{size_class, VmmConfig, MIN_BLOCK};
+use vigil::unstable::vmm::{size_class, SanitizerConfig, MIN_BLOCK};
 
 /// xorshift64*: deterministic pseudo-random numbers without a dependency.
 struct Rng(u64);
@@ -97,13 +97,13 @@ fn environment_configuration() {
     ]
     .into_iter()
     .collect();
-    let c = VmmConfig::builder()
+    let c = SanitizerConfig::builder()
         .env(|n| env.get(n).map(|v| v.to_string()))
         .build()
         .unwrap();
     assert_eq!((c.clock_buffer_size(), c.seed()), (128, 12345));
     assert_eq!(c.rank_of(0, 2), Some((1, 2)));
-    let e = VmmConfig::builder()
+    let e = SanitizerConfig::builder()
         .env(|n| (n == "VIGIL_CLOCK_BUFFER_SIZE").then(|| "lots".to_owned()))
         .build()
         .unwrap_err();

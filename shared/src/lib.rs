@@ -19,7 +19,8 @@
 //! read-only ranges), [`reclaim`] (a freed buffer's records back to the
 //! pool), [`tensor_map`] (tensor-copy descriptors and swizzles).
 //! [`memory_model`] and [`params`] are the vocabulary and the
-//! kernel parameter ABI every crate shares.
+//! kernel parameter ABI every crate shares; [`proofs`] the layouts a
+//! kernel's views declare and the launch's proof of them.
 //!
 //! How these pieces work together is described in the user guide's design
 //! part: docs/src/design/address-space.md (the reservations and the
@@ -40,6 +41,7 @@
 
 pub mod memory_model;
 pub mod params;
+pub mod proofs;
 
 pub mod abi;
 pub mod address;

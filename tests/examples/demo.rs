@@ -11,7 +11,9 @@
 //! threads and source lines.
 //!
 //! It runs on the GPU sanitizer when a CUDA GPU is present, on the CPU
-//! backend's sanitizer otherwise; both print the same reports.
+//! backend's sanitizer otherwise; both print the same reports. The
+//! sanitizer's variables apply (`VIGIL_REPORT=races.sarif` writes a SARIF
+//! log for a code-scanning service, `VIGIL_SUPPRESSIONS`, ...).
 
 use vigil::Context;
 use vigil_tests::programs::demo;
@@ -19,10 +21,14 @@ use vigil_tests::programs::demo;
 fn main() -> Result<(), vigil::ErrorReport> {
     let ctx = if vigil::gpu_available().is_ok() {
         println!("Running the demo on GPU 0 with the GPU race sanitizer.");
-        Context::builder().gpu(0).sanitize(true).build()?
+        Context::builder()
+            .env_vars()
+            .gpu(0)
+            .sanitize(true)
+            .build()?
     } else {
         println!("No CUDA GPU found: running the demo on the CPU backend.");
-        Context::builder().cpu().sanitize(true).build()?
+        Context::builder().env_vars().cpu().sanitize(true).build()?
     };
     demo::run(&ctx)?;
     Ok(())

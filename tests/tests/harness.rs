@@ -199,7 +199,7 @@ fn a_failing_tests_message_is_its_errors_text_with_its_causes() {
     );
     assert_eq!((&&Returned::new(())).outcome(), Ok(()));
     let vigil_error: vigil::Result<()> = Err(vigil::Error::from(
-        vigil::VmmConfig::builder()
+        vigil::SanitizerConfig::builder()
             .clock_buffer_size(0)
             .build()
             .unwrap_err(),

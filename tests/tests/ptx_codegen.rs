@@ -50,6 +50,24 @@ fn body(ptx: &str, entry: &str) -> Vec<String> {
     lines
 }
 
+/// The plain entry of `entry` as written: comments and labels kept.
+fn entry_text<'a>(ptx: &'a str, entry: &str) -> &'a str {
+    let start = ptx
+        .find(&format!(".entry {entry}("))
+        .unwrap_or_else(|| panic!("no entry {entry}"));
+    let text = &ptx[start..];
+    &text[..text.find("\n}").expect("entry end")]
+}
+
+/// `lines` without register numbers, in order (LLVM numbers registers
+/// and orders independent instructions by where values come from; both
+/// differ between a `#[kernel]` entry and a hand-written one).
+fn sorted_unnumbered(lines: &[String]) -> Vec<String> {
+    let mut v: Vec<String> = lines.iter().map(|l| unnumbered(l)).collect();
+    v.sort();
+    v
+}
+
 #[test]
 fn plain_entry_matches_the_hand_written_kernel() {
     let generated = body(KERNELS_PTX, "axpy");
@@ -58,10 +76,115 @@ fn plain_entry_matches_the_hand_written_kernel() {
         generated.len() > 10,
         "suspiciously short body: {generated:?}"
     );
+    // The same instructions, and the same memory accesses in the same order.
+    let accesses = |lines: &[String]| -> Vec<String> {
+        lines
+            .iter()
+            .filter(|l| l.starts_with("ld.global") || l.starts_with("st.global"))
+            .map(|l| unnumbered(l))
+            .collect()
+    };
     assert_eq!(
-        generated, hand,
+        sorted_unnumbered(&generated),
+        sorted_unnumbered(&hand),
         "the #[kernel] entry costs something a hand-written kernel does not"
     );
+    assert_eq!(accesses(&generated), accesses(&hand));
+}
+
+/// The instructions of the first loop of `lines`: from the first label a
+/// backward branch jumps to, to that branch.
+fn first_loop(lines: &[String]) -> Vec<String> {
+    for (end, line) in lines.iter().enumerate() {
+        let Some(target) = line.strip_prefix("@").and_then(|l| l.split("bra ").nth(1)) else {
+            continue;
+        };
+        let label = format!("{}:", target.trim_end_matches(';'));
+        if let Some(start) = lines[..end].iter().position(|l| *l == label) {
+            return lines[start..=end].iter().map(|l| unnumbered(l)).collect();
+        }
+    }
+    panic!("no loop in {lines:#?}")
+}
+
+/// A loop whose only check is its condition: `scale_rows` (a block's
+/// chunk of each view, indices from `strided`, `#[kernel(no_runtime_checks)]`)
+/// runs the loop the same loop over raw pointers compiles to.
+#[test]
+fn a_proven_loop_is_the_hand_written_loop() {
+    let generated = body(KERNELS_PTX, "scale_rows");
+    let hand = body(KERNELS_PTX, "scale_rows_handwritten");
+    let (generated, hand) = (first_loop(&generated), first_loop(&hand));
+    assert!(
+        generated.len() > 5,
+        "suspiciously short loop: {generated:?}"
+    );
+    let mut sorted = (generated.clone(), hand.clone());
+    sorted.0.sort();
+    sorted.1.sort();
+    assert_eq!(
+        sorted.0, sorted.1,
+        "the proven loop costs something the hand-written one does not:\n{generated:#?}\n{hand:#?}"
+    );
+    assert_eq!(
+        generated.iter().filter(|l| l.starts_with('@')).count(),
+        1,
+        "one conditional branch: the loop's condition"
+    );
+}
+
+/// Every kernel written with proven views keeps no check in its plain
+/// entry: no `trap`, and each loop's only conditional branch its own
+/// condition (the build refuses a `#[kernel(no_runtime_checks)]` kernel
+/// that keeps one; this says the same of the PTX the tests run).
+#[test]
+fn kernels_on_proven_views_keep_no_check() {
+    use vigil_kernels::{examples as e, proofs as p};
+    let names = [
+        e::axpy::NAME,
+        e::reduce_sum::NAME,
+        p::thread_elems_owner::NAME,
+        p::thread_cells_owner::NAME,
+        p::grid_stride_owner::NAME,
+        p::block_chunks_owner::NAME,
+        p::block_tiles_owner::NAME,
+        p::block_tiles_transposed_owner::NAME,
+        p::row_sums::NAME,
+        p::scale_rows::NAME,
+        p::neighbour_sum::NAME,
+        p::copy_elems::NAME,
+        p::transpose_tiles::NAME,
+    ];
+    for name in names {
+        let text = entry_text(KERNELS_PTX, name);
+        assert!(
+            text.contains("vigil:no_runtime_checks"),
+            "{name} is not marked"
+        );
+        assert!(!text.contains("trap;"), "{name} keeps a check: {text}");
+    }
+    // The checked form of `copy_elems` (`x.load(i)` on an index checked
+    // against `y` only) keeps one: the test sees a check where there is one.
+    let checked = entry_text(KERNELS_PTX, "copy_checked");
+    assert!(checked.contains("trap;"), "{checked}");
+}
+
+/// A `shared_array!` in a `#[kernel]` body is a module-scope `.shared`
+/// array in the plain entry: its address is a constant, reached without
+/// the call an out-of-line storage function costs every thread.
+#[test]
+fn a_kernel_s_shared_arrays_cost_no_call() {
+    use vigil_kernels::{examples as e, proofs as p};
+    for name in [e::reduce_sum::NAME, p::transpose_tiles::NAME] {
+        let text = entry_text(KERNELS_PTX, name);
+        assert!(!text.contains("call"), "{name} calls: {text}");
+        let symbol = format!("vigil_array_{name}_0");
+        assert!(text.contains(&symbol), "{name} does not use {symbol}");
+        assert!(
+            KERNELS_PTX.contains(&format!(".shared .align 16 .b8 {symbol}[")),
+            "{symbol} is not declared at module scope"
+        );
+    }
 }
 
 /// `body` without what LLVM may schedule or spell differently for the
@@ -292,7 +415,7 @@ fn every_kernel_entry_matches_its_rust_signature() {
                 .iter()
                 .find(|e| e.name == name)
                 .unwrap_or_else(|| panic!("no PTX entry {name}"));
-            vigil::unstable::abi::check_signature(name, K::PARAMS, hidden, &entry.params)
+            vigil::unstable::launch_abi::check_signature(name, K::PARAMS, hidden, &entry.params)
                 .unwrap_or_else(|e| panic!("{e}"));
         }
     }
@@ -313,6 +436,11 @@ fn every_kernel_entry_matches_its_rust_signature() {
     check::<a::tma_box_3d>(&entries);
     check::<a::codegen_tensor>(&entries);
     check::<a::stack_tile_copies>(&entries);
+    use vigil_kernels::proofs as p;
+    check::<p::thread_cells_owner>(&entries);
+    check::<p::block_tiles_transposed_owner>(&entries);
+    check::<p::transpose_tiles>(&entries);
+    check::<p::copy_elems>(&entries);
     use vigil_kernels::races as r;
     check::<r::write_one>(&entries);
     use vigil_kernels::shared_stack as stack;
@@ -340,7 +468,7 @@ fn every_kernel_entry_matches_its_rust_signature() {
             .iter()
             .find(|e| e.name == name)
             .unwrap_or_else(|| panic!("{name} missing from the kernel crate's PTX"));
-        vigil::unstable::abi::check_signature(name, params, hidden, &entry.params)
+        vigil::unstable::launch_abi::check_signature(name, params, hidden, &entry.params)
             .unwrap_or_else(|e| panic!("{e}"));
     }
 }

@@ -48,7 +48,9 @@ macro_rules! race_scenarios {
                 disjoint_halves_then_a_reader_of_both_unordered,
                 disjoint_halves_then_a_reader_of_both_after_an_event,
                 read_only_reader_then_an_unordered_writer,
-                read_only_reader_then_a_writer_after_an_event);
+                read_only_reader_then_a_writer_after_an_event,
+                partitioned_writers_on_unordered_streams,
+                partitioned_writers_ordered_by_an_event);
         }
     };
 }
@@ -731,5 +733,49 @@ mod scenarios {
             verdict,
             &[],
         );
+    }
+
+    /// Two launches write every element of one buffer through a
+    /// partition (each thread its own element, proven disjoint within
+    /// each launch) on two streams, with `ordered`, the second waiting
+    /// for the first by an event. The partition says nothing about other
+    /// launches: unordered, they race.
+    fn partitioned_writers(make: MakeContext, ordered: bool) -> Option<vigil::Result<()>> {
+        let b = Bench::new(make, 2)?;
+        let other = Stream::new(&b.ctx).expect("stream");
+        let mut data = b.zeros(HALVES_LEN);
+        let fill = b.kernel::<fill_own>();
+        let grid = LaunchConfig::for_num_elems(HALVES_LEN, 128);
+        b.stream
+            .launch(&fill, grid, (&mut data, 1u32))
+            .expect("launch");
+        if ordered {
+            let ev = b.stream.record_event().expect("record");
+            other.wait_event(&ev).expect("wait");
+        }
+        other
+            .launch(&fill, grid, (&mut data, 2u32))
+            .expect("launch");
+        Some(b.sync())
+    }
+
+    /// Unordered: every element is a write-after-write race.
+    pub fn partitioned_writers_on_unordered_streams(make: MakeContext) {
+        let Some(verdict) = partitioned_writers(make, false) else {
+            return;
+        };
+        check(
+            "partitioned writers on unordered streams",
+            verdict,
+            &[race(WAW, "fill-own", "fill-own")],
+        );
+    }
+
+    /// Ordered by an event: no race.
+    pub fn partitioned_writers_ordered_by_an_event(make: MakeContext) {
+        let Some(verdict) = partitioned_writers(make, true) else {
+            return;
+        };
+        check("partitioned writers ordered by an event", verdict, &[]);
     }
 }

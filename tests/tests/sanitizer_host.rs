@@ -99,11 +99,12 @@ fn the_report_file_gets_one_json_line_per_collection_with_races() {
     assert_eq!(written, [races.to_json()]);
     let line = &written[0];
     for needle in [
+        "{\"format\":\"vigil-race-reports\",\"version\":1,\"collected\":true,",
         "\"kind\":\"read-after-write race\"",
         "\"kernel\":\"read_one\"",
         "\"kernel\":\"write_one\"",
         "races.rs",
-        "\"duplicates\":0,\"dropped\":0,\"unchecked_words\":0,\"unchecked_arrays\":0,\"history_lost\":0}",
+        "\"duplicates\":0,\"dropped\":0,\"suppressed\":0,\"unchecked_words\":0,\"unchecked_arrays\":0,\"history_lost\":0}",
     ] {
         assert!(line.contains(needle), "{needle} not in {line}");
     }
@@ -142,7 +143,7 @@ fn a_bounded_collection_without_races_reaches_the_report_file() {
     let written = lines(&path);
     assert_eq!(written.len(), 1, "{written:?}");
     let line = &written[0];
-    assert!(line.starts_with("{\"reports\":[],"), "{line}");
+    assert!(line.contains(",\"reports\":[],"), "{line}");
     let lost: u64 = line
         .split("\"history_lost\":")
         .nth(1)
@@ -209,4 +210,104 @@ fn a_misspelt_variable_is_warned_about_once() {
     let warning =
         "vigil: unknown environment variable VIGIL_SANITISE (ignored); did you mean VIGIL_SANITIZE?";
     assert_eq!(stderr.matches(warning).count(), 1, "{stderr}");
+}
+
+/// The controls' variables: each parsed into the configuration, and a
+/// malformed value refused naming the variable and what it accepts.
+#[test]
+fn the_controls_parse_and_malformed_values_name_the_variable() {
+    let supp = temp_path("controls.supp");
+    std::fs::write(&supp, "# known\nrace:kernel=legacy_*\n").unwrap();
+    let supp_text = supp.display().to_string();
+    let config = |vars: &[(&str, &str)]| {
+        let env: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        vigil::SanitizerConfig::builder()
+            .env(|n| env.get(n).cloned())
+            .build()
+    };
+    let c = config(&[
+        ("VIGIL_REPORT", "out/races.json"),
+        ("VIGIL_REPORT_FORMAT", "SARIF"),
+        ("VIGIL_SUPPRESSIONS", &supp_text),
+        ("VIGIL_SANITIZE_KERNELS", "axpy,/^gemm_/"),
+        ("VIGIL_SANITIZE_KERNELS_EXCLUDE", "gemm_slow"),
+        ("VIGIL_LAUNCH_SKIP", "3"),
+        ("VIGIL_LAUNCH_COUNT", "0x10"),
+        ("VIGIL_EXITCODE", "66"),
+    ])
+    .unwrap();
+    assert_eq!(c.report_format(), vigil::ReportFormat::Sarif);
+    assert_eq!(c.suppressions().map(|s| s.len()), Some(1));
+    let f = c.launch_filter();
+    assert!(f.selects("axpy") && f.selects("gemm_fast"));
+    assert!(!f.selects("gemm_slow") && !f.selects("copy"));
+    assert_eq!((f.skip(), f.count()), (3, Some(16)));
+    assert_eq!(c.exit_code(), Some(66));
+    // Defaults, and the report format by extension.
+    let d = config(&[("VIGIL_REPORT", "r.sarif")]).unwrap();
+    assert_eq!(d.report_format(), vigil::ReportFormat::Sarif);
+    assert!(d.launch_filter().is_everything() && d.exit_code().is_none());
+    for count in ["0", "all"] {
+        let c = config(&[("VIGIL_LAUNCH_COUNT", count)]).unwrap();
+        assert_eq!(c.launch_filter().count(), None, "{count}");
+    }
+    assert_eq!(
+        config(&[("VIGIL_EXITCODE", "off")]).unwrap().exit_code(),
+        None
+    );
+
+    let bad = temp_path("bad.supp");
+    std::fs::write(&bad, "race:kernel=ok\n\nrace:colour=blue\n").unwrap();
+    let bad_text = bad.display().to_string();
+    for (var, value, says) in [
+        ("VIGIL_REPORT_FORMAT", "xml", "`json` or `sarif`"),
+        (
+            "VIGIL_SUPPRESSIONS",
+            "/nonexistent/vigil.supp",
+            "readable suppressions file",
+        ),
+        (
+            "VIGIL_SUPPRESSIONS",
+            bad_text.as_str(),
+            ":3: unknown key `colour`",
+        ),
+        ("VIGIL_SANITIZE_KERNELS", "a,,b", "comma-separated list"),
+        (
+            "VIGIL_SANITIZE_KERNELS_EXCLUDE",
+            "/(/",
+            "no regular expression",
+        ),
+        ("VIGIL_LAUNCH_SKIP", "-1", "an integer"),
+        ("VIGIL_LAUNCH_COUNT", "many", "`0`/`all` for no limit"),
+        ("VIGIL_EXITCODE", "0", "1..=255"),
+        ("VIGIL_EXITCODE", "yes", "1..=255"),
+    ] {
+        let e = config(&[(var, value)]).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with(var) && msg.contains(says),
+            "{var}={value}: {msg}"
+        );
+    }
+    // The builder's options check their values too.
+    let b = vigil::SanitizerConfig::builder;
+    for (e, option) in [
+        (
+            b().sanitize_kernels(Vec::<&str>::new()).build(),
+            "sanitize_kernels",
+        ),
+        (
+            b().exclude_kernels(["two words"]).build(),
+            "exclude_kernels",
+        ),
+        (b().exit_code(Some(0)).build(), "exit_code"),
+        (b().suppressions(&bad).build(), "suppressions"),
+    ] {
+        assert_eq!(e.unwrap_err().source_name, option);
+    }
+    let _ = std::fs::remove_file(&supp);
+    let _ = std::fs::remove_file(&bad);
 }

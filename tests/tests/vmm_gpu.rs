@@ -14,7 +14,7 @@ use vigil::unstable::vmm::layout::{
     global_state_of, round_up, shadow_address, shadow_bytes_for, PER_DEVICE_STATE_STRIDE,
     REAL_CAPACITY, RESERVE_BYTES, THREAD_STATES_OFFSET,
 };
-use vigil::unstable::vmm::{Allocation, CachingPool, Vmm, VmmConfig, VmmError};
+use vigil::unstable::vmm::{Allocation, CachingPool, SanitizerConfig, Vmm, VmmError};
 use vigil::{Context, LaunchConfig, Module, ParamBuffer, Stream};
 use vigil_kernels::tests::{copy_inc, fill_pattern, pattern};
 use vigil_shared::abi::{GlobalState, ThreadStateHeader};
@@ -40,7 +40,7 @@ fn gpu(ctx: &Context) -> Gpu {
     let serial = serial();
     let ctx = ctx.clone();
     let stream = Stream::new(&ctx).expect("stream");
-    let vmm = Vmm::new(&ctx, VmmConfig::default()).expect("Vmm::new");
+    let vmm = Vmm::new(&ctx, SanitizerConfig::default()).expect("Vmm::new");
     let module = Module::from_ptx(&ctx, KERNELS_PTX).expect("load the vigil-kernels PTX");
     Gpu {
         ctx,
@@ -116,7 +116,7 @@ fn test_kernels_accept_their_packed_arguments(_: &Context) {
         ("copy_inc", copy_params(4, 8, 2, 0)),
     ] {
         let e = entries.iter().find(|e| e.name == name).expect(name);
-        vigil::unstable::abi::check_params(name, &buf, &e.params, &[], Some(0)).expect(name);
+        vigil::unstable::launch_abi::check_params(name, &buf, &e.params, &[], Some(0)).expect(name);
     }
 }
 
@@ -285,9 +285,9 @@ fn runtime_state_is_written_at_the_rank_stride(ctx: &Context) {
     assert_eq!(gs.num_threads, gs.num_sms * gs.num_devices);
     assert_eq!(
         gs.clock_buffer_size,
-        VmmConfig::default().clock_buffer_size()
+        SanitizerConfig::default().clock_buffer_size()
     );
-    assert_eq!(gs.rng_seed, VmmConfig::default().seed());
+    assert_eq!(gs.rng_seed, SanitizerConfig::default().seed());
     let raw = read_u32(&g.stream, base, 16);
     let on_device: GlobalState = bytemuck::pod_read_unaligned(bytemuck::cast_slice(&raw));
     assert_eq!(on_device, gs);
@@ -523,7 +523,7 @@ fn export_import_round_trip_in_one_process(ctx: &Context) {
         (a.mapped_bytes, a.shadow_bytes)
     );
     // A second allocator (its own reservation) maps the same memory.
-    let other = Vmm::new(&g.ctx, VmmConfig::default()).unwrap();
+    let other = Vmm::new(&g.ctx, SanitizerConfig::default()).unwrap();
     let b = other.import(&g.ctx, &exported).expect("import");
     assert_ne!(b.ptr, a.ptr);
     let got = read_u32(&g.stream, b.ptr, words);
@@ -558,7 +558,7 @@ fn export_import_round_trip_in_one_process(ctx: &Context) {
         .vmm
         .export_runtime_state(g.ctx.ordinal())
         .expect("export runtime state");
-    let third = Vmm::new(&g.ctx, VmmConfig::default()).unwrap();
+    let third = Vmm::new(&g.ctx, SanitizerConfig::default()).unwrap();
     let imported = third
         .import_runtime_state(&g.ctx, &rt)
         .expect("import runtime state");
@@ -573,7 +573,7 @@ fn export_import_round_trip_in_one_process(ctx: &Context) {
         Err(VmmError::RuntimeStateExists { .. })
     ));
     assert!(matches!(
-        third.set_config(VmmConfig::default()),
+        third.set_config(SanitizerConfig::default()),
         Err(VmmError::ConfigFrozen { .. })
     ));
     g.vmm.free(a.ptr, &g.stream).unwrap();
@@ -584,7 +584,7 @@ fn bad_input_is_a_typed_error(ctx: &Context) {
     let g = gpu(ctx);
     let (vmm, s) = (&g.vmm, &g.stream);
     // Configuration can change before the first allocation, not after.
-    vmm.set_config(VmmConfig::builder().seed(9).build().unwrap())
+    vmm.set_config(SanitizerConfig::builder().seed(9).build().unwrap())
         .unwrap();
     assert!(matches!(vmm.alloc(s, 0), Err(VmmError::ZeroSize)));
     assert!(matches!(
@@ -593,7 +593,7 @@ fn bad_input_is_a_typed_error(ctx: &Context) {
     ));
     let a = vmm.alloc(s, 100).unwrap();
     assert!(matches!(
-        vmm.set_config(VmmConfig::default()),
+        vmm.set_config(SanitizerConfig::default()),
         Err(VmmError::ConfigFrozen { .. })
     ));
     assert!(matches!(
@@ -645,7 +645,7 @@ fn bad_input_is_a_typed_error(ctx: &Context) {
     // A device outside the configured topology.
     let outside = Vmm::new(
         &g.ctx,
-        VmmConfig::builder()
+        SanitizerConfig::builder()
             .device_ranks(vec![g.ctx.ordinal() + 1])
             .build()
             .unwrap(),
@@ -656,7 +656,7 @@ fn bad_input_is_a_typed_error(ctx: &Context) {
         Err(VmmError::NotInTopology { .. })
     ));
     // Runtime state too large for the 1 GiB stride: 32 ranks of this GPU's SMs.
-    let huge = VmmConfig::builder()
+    let huge = SanitizerConfig::builder()
         .device_ranks((0..32).collect())
         .clock_buffer_size(4096)
         .build()

@@ -11,14 +11,15 @@ pub const SCAN_BLOCK: u32 = 1024;
 /// Inclusive prefix sum of `x` within each block of [`SCAN_BLOCK`]
 /// elements (wrapping `u32` addition): `y[i] = x[b] + ... + x[i]` where `b`
 /// is the first index of `i`'s block. Launch with `SCAN_BLOCK` threads per
-/// block and a grid covering `x`.
-#[kernel]
-pub fn scan(x: GlobalSlice<u32>, y: GlobalSliceMut<u32>) {
+/// block (declared) and a grid covering `x` (one element of `y` per
+/// thread, `x` as long as `y`: the launch proves both).
+#[kernel(block = SCAN_BLOCK, no_runtime_checks)]
+pub fn scan(#[same_len(y)] x: GlobalSlice<u32>, y: ThreadElemsMut<u32>) {
     let warp_totals = shared_array!(u32; 32);
-    let i = global_index_x();
+    let mine = y.own();
     let t = thread_idx().x;
     let lane = warp::lane_id();
-    let mut v = if i < x.len() { x.load(i) } else { 0 };
+    let mut v = mine.map_or(0, |(i, _)| x.load_at(i));
     v = warp_inclusive_scan(v, lane);
     if lane == 31 {
         warp_totals.store((t / 32) as usize, v);
@@ -37,8 +38,8 @@ pub fn scan(x: GlobalSlice<u32>, y: GlobalSliceMut<u32>) {
     if t >= 32 {
         v = v.wrapping_add(warp_totals.load((t / 32 - 1) as usize));
     }
-    if i < y.len() {
-        y.store(i, v);
+    if let Some((_, out)) = mine {
+        out.store(v);
     }
 }
 
@@ -60,30 +61,30 @@ pub const SOFTMAX_BLOCK: u32 = 256;
 
 /// Row softmax of a `rows` x `cols` row-major matrix, one block per row:
 /// `y[r][c] = exp(x[r][c] - max_r) / sum_c' exp(x[r][c'] - max_r)`.
-/// Launch with `rows` blocks of [`SOFTMAX_BLOCK`] threads.
-#[kernel]
-pub fn softmax(cols: usize, x: GlobalSlice<f32>, y: GlobalSliceMut<f32>) {
+/// Launch with `rows` blocks of [`SOFTMAX_BLOCK`] threads (declared): each
+/// block reads its row of `x` and owns its row of `y`, which the launch
+/// proves, so the row loops' conditions are their only checks.
+#[kernel(block = SOFTMAX_BLOCK, no_runtime_checks)]
+pub fn softmax(
+    cols: usize,
+    #[chunk(cols)] x: BlockChunks<f32>,
+    #[chunk(cols)] y: BlockChunksMut<f32>,
+) {
     let partials = shared_array!(f32; 32);
-    let base = block_idx().x as usize * cols;
+    let (x, y) = (x.own(), y.own());
     let (t, threads) = (thread_idx().x as usize, block_dim().x as usize);
     let mut m = f32::NEG_INFINITY;
-    let mut c = t;
-    while c < cols {
-        m = math::max(m, x.load(base + c));
-        c += threads;
+    for c in x.strided(t, threads) {
+        m = math::max(m, x.load_at(c));
     }
     let m = block_reduce(m, partials, math::max);
     let mut sum = 0.0f32;
-    c = t;
-    while c < cols {
-        sum += math::exp(x.load(base + c) - m);
-        c += threads;
+    for c in x.strided(t, threads) {
+        sum += math::exp(x.load_at(c) - m);
     }
     let inv = 1.0 / block_reduce(sum, partials, |a, b| a + b);
-    c = t;
-    while c < cols {
-        y.store(base + c, math::exp(x.load(base + c) - m) * inv);
-        c += threads;
+    for c in y.strided(t, threads) {
+        y.store_at(c, math::exp(x.load_at(c) - m) * inv);
     }
 }
 

@@ -3,12 +3,12 @@
 use vigil_device::math;
 use vigil_device::prelude::*;
 
-/// `y[i] = x[i]`, one element per thread.
-#[kernel]
-pub fn copy(x: GlobalSlice<f32>, y: GlobalSliceMut<f32>) {
-    let i = global_index_x();
-    if i < y.len() {
-        y.store(i, x.load(i));
+/// `y[i] = x[i]`, one element per thread: `y` split into one element per
+/// thread, `x` proven as long as `y` by the launch.
+#[kernel(no_runtime_checks)]
+pub fn copy(#[same_len(y)] x: GlobalSlice<f32>, y: ThreadElemsMut<f32>) {
+    if let Some((i, mine)) = y.own() {
+        mine.store(x.load_at(i));
     }
 }
 
@@ -19,26 +19,33 @@ pub const STENCIL_NEIGHBOUR: f32 = 0.125;
 
 /// A 2-D 5-point stencil on a `height` x `width` row-major grid: interior
 /// points get `0.5 * centre + 0.125 * (left + right + up + down)`, border
-/// points are copied. Launch with a 2-D grid covering `width` x `height`.
-#[kernel]
-pub fn stencil5(width: usize, height: usize, x: GlobalSlice<f32>, y: GlobalSliceMut<f32>) {
-    let col = (block_idx().x * block_dim().x + thread_idx().x) as usize;
-    let row = (block_idx().y * block_dim().y + thread_idx().y) as usize;
-    if row < height && col < width {
-        let i = row * width + col;
-        let v = if row == 0 || col == 0 || row + 1 == height || col + 1 == width {
-            x.load(i)
-        } else {
-            let around = x.load(i - 1) + x.load(i + 1) + x.load(i - width) + x.load(i + width);
-            // One fused multiply-add, as nvcc contracts the twin's expression.
-            math::fma(STENCIL_CENTRE, x.load(i), STENCIL_NEIGHBOUR * around)
+/// points are copied. Launch with a 2-D grid covering `width` x `height`
+/// (one thread per cell of `y`, which the launch proves); `x` is the
+/// same matrix, so the cell's point and its neighbours index it unchecked.
+#[kernel(no_runtime_checks)]
+pub fn stencil5(
+    width: usize,
+    height: usize,
+    #[shape(height, width)] x: GlobalMatrix<f32>,
+    #[shape(height, width)] y: ThreadCellsMut<f32>,
+) {
+    if let Some((p, out)) = y.own() {
+        let v = match p.neighbours() {
+            Some([left, right, up, down]) => {
+                let around = x.load_at(left) + x.load_at(right) + x.load_at(up) + x.load_at(down);
+                // One fused multiply-add, as nvcc contracts the twin's expression.
+                math::fma(STENCIL_CENTRE, x.load_at(p), STENCIL_NEIGHBOUR * around)
+            }
+            None => x.load_at(p),
         };
-        y.store(i, v);
+        out.store(v);
     }
 }
 
 /// Every thread below `n` adds 1 to `count[0]` with a relaxed
-/// device-scope atomic: the most contended access pattern there is.
+/// device-scope atomic: the most contended access pattern there is (its
+/// one index check, a constant against the buffer's length, is noise
+/// beside the atomic's contention).
 #[kernel]
 pub fn counter(n: usize, count: GlobalSliceMut<u32>) {
     if global_index_x() < n {

@@ -18,29 +18,38 @@ const S: usize = SGEMM_TILE as usize;
 /// `y = x^T` for a `height` x `width` row-major `x` (so `y` is `width` x
 /// `height`), through a padded shared-memory tile so that both the loads
 /// and the stores are coalesced. Launch with blocks of `TILE` x
-/// `TRANSPOSE_ROWS` threads and a grid of `ceil(width / TILE)` x
-/// `ceil(height / TILE)` blocks.
-#[kernel]
-pub fn transpose(width: usize, height: usize, x: GlobalSlice<f32>, y: GlobalSliceMut<f32>) {
+/// `TRANSPOSE_ROWS` threads (declared, so the shared tile's indices need
+/// no check) and a grid of `ceil(width / TILE)` x `ceil(height / TILE)`
+/// blocks: block `(x, y)` reads tile row `y`, column `x` of `x` and owns
+/// tile row `x`, column `y` of `y`, which the launch proves.
+#[kernel(block = (TILE, TRANSPOSE_ROWS), no_runtime_checks)]
+pub fn transpose(
+    width: usize,
+    height: usize,
+    #[shape(height, width)]
+    #[tile(T, T)]
+    x: BlockTiles<f32>,
+    #[shape(width, height)]
+    #[tile(T, T, transposed)]
+    y: BlockTilesMut<f32>,
+) {
     // One column of padding keeps a warp's column reads off a single bank.
     let tile = shared_array!(f32; T * (T + 1));
     let (tx, ty) = (thread_idx().x as usize, thread_idx().y as usize);
     let rows = block_dim().y as usize;
-    let (bx, by) = (block_idx().x as usize * T, block_idx().y as usize * T);
+    let (input, output) = (x.own(), y.own());
     let mut j = ty;
     while j < T {
-        let (r, c) = (by + j, bx + tx);
-        if r < height && c < width {
-            tile.store(j * (T + 1) + tx, x.load(r * width + c));
+        if let Some(p) = input.point(j, tx) {
+            tile.store(j * (T + 1) + tx, input.load_at(p));
         }
         j += rows;
     }
     sync_threads();
     j = ty;
     while j < T {
-        let (r, c) = (bx + j, by + tx);
-        if r < width && c < height {
-            y.store(r * height + c, tile.load(tx * (T + 1) + j));
+        if let Some(p) = output.point(j, tx) {
+            output.store_at(p, tile.load(tx * (T + 1) + j));
         }
         j += rows;
     }
@@ -48,17 +57,20 @@ pub fn transpose(width: usize, height: usize, x: GlobalSlice<f32>, y: GlobalSlic
 
 /// `c = a * b` for row-major `a` (`m` x `k`), `b` (`k` x `n`) and `c`
 /// (`m` x `n`): each block computes a `SGEMM_TILE` x `SGEMM_TILE` tile of `c`
-/// from `SGEMM_TILE` x `SGEMM_TILE` tiles of `a` and `b` staged in shared memory, one output
-/// per thread. Launch with blocks of `TILE` x `TILE` threads and a grid of
-/// `ceil(n / TILE)` x `ceil(m / TILE)` blocks.
-#[kernel]
+/// (which it owns) from `SGEMM_TILE` x `SGEMM_TILE` tiles of `a` and `b`
+/// staged in shared memory, one output per thread. Launch with blocks of
+/// `SGEMM_TILE` x `SGEMM_TILE` threads and a grid of `ceil(n / SGEMM_TILE)`
+/// x `ceil(m / SGEMM_TILE)` blocks.
+#[kernel(block = (SGEMM_TILE, SGEMM_TILE), no_runtime_checks)]
 pub fn sgemm(
     m: usize,
     n: usize,
     k: usize,
-    a: GlobalSlice<f32>,
-    b: GlobalSlice<f32>,
-    c: GlobalSliceMut<f32>,
+    #[shape(m, k)] a: GlobalMatrix<f32>,
+    #[shape(k, n)] b: GlobalMatrix<f32>,
+    #[shape(m, n)]
+    #[tile(S, S)]
+    c: BlockTilesMut<f32>,
 ) {
     let ta = shared_array!(f32; S * S);
     let tb = shared_array!(f32; S * S);
@@ -68,16 +80,8 @@ pub fn sgemm(
     let mut acc = 0.0f32;
     let mut t = 0;
     while t < k {
-        let av = if row < m && t + tx < k {
-            a.load(row * k + t + tx)
-        } else {
-            0.0
-        };
-        let bv = if t + ty < k && col < n {
-            b.load((t + ty) * n + col)
-        } else {
-            0.0
-        };
+        let av = a.point(row, t + tx).map_or(0.0, |p| a.load_at(p));
+        let bv = b.point(t + ty, col).map_or(0.0, |p| b.load_at(p));
         ta.store(ty * S + tx, av);
         tb.store(ty * S + tx, bv);
         sync_threads();
@@ -90,7 +94,8 @@ pub fn sgemm(
         sync_threads();
         t += S;
     }
-    if row < m && col < n {
-        c.store(row * n + col, acc);
+    let out = c.own();
+    if let Some(p) = out.point(ty, tx) {
+        out.store_at(p, acc);
     }
 }

@@ -3,8 +3,7 @@
 use super::{Case, Class, LaunchFn, Output, Scale, Work};
 use crate::data::{BufferList, Expect, HostData};
 use crate::kernels::{Impl, RawArg, VigilKernels};
-use vigil::device::{GlobalSlice, GlobalSliceMut};
-use vigil::{Kernel, KernelFn, LaunchConfig};
+use vigil::{DeviceBuffer, Kernel, KernelArgs, KernelFn, LaunchConfig};
 use vigil_bench_kernels::tiles::{SGEMM_TILE, TILE, TRANSPOSE_ROWS};
 use vigil_tests::Rng;
 
@@ -120,24 +119,29 @@ pub(super) fn sgemm_case(
     }
 }
 
-/// The parameters of every SGEMM kernel that takes its matrices as slices.
-pub(super) type SgemmParams = (
+/// The arguments of every SGEMM kernel: `(m, n, k, a, b, c)`, whatever
+/// views of the buffers its parameters are.
+pub(super) type SgemmArgs<'a> = (
     usize,
     usize,
     usize,
-    GlobalSlice<f32>,
-    GlobalSlice<f32>,
-    GlobalSliceMut<f32>,
+    &'a DeviceBuffer<f32>,
+    &'a DeviceBuffer<f32>,
+    &'a mut DeviceBuffer<f32>,
 );
 
 /// The launch of an SGEMM kernel that takes `(m, n, k, a, b, c)`: Vigil's
 /// (`kernel` picks it) or the twin called `twin`.
-pub(super) fn sgemm_launch<K: Kernel<Params = SgemmParams>>(
+pub(super) fn sgemm_launch<K>(
     kernel: fn(&VigilKernels) -> &KernelFn<K>,
     twin: &'static str,
     (m, n, k): (usize, usize, usize),
     cfg: LaunchConfig,
-) -> LaunchFn {
+) -> LaunchFn
+where
+    K: Kernel,
+    for<'a> SgemmArgs<'a>: KernelArgs<K::Params>,
+{
     Box::new(move |imp, s, ins, outs| match imp {
         Impl::Vigil(kf) => Ok(s.launch(
             kernel(kf),

@@ -5,7 +5,7 @@
 mod json;
 mod markdown;
 
-pub use json::{to_json, Json};
+pub use json::{bench_report, to_json, BenchReport, BENCH_FORMAT_VERSION};
 pub use markdown::to_markdown;
 
 use crate::cases::{Class, Work};
@@ -359,14 +359,14 @@ mod tests {
         )]);
         let md = to_markdown(&results);
         assert!(md.contains(crate::suite::SANITIZED_NOT_BUILT), "{md}");
-        let json = to_json(&results).to_string();
+        let json = to_json(&results);
         assert!(
             json.contains(
                 r#""vigil_sanitized":{"unavailable":"n/a (sanitized GPU launch not built)"}"#
             ),
             "{json}"
         );
-        assert!(json.contains(r#""vigil_over_nvcc":1"#), "{json}");
+        assert!(json.contains(r#""vigil_over_nvcc":1.0"#), "{json}");
     }
 
     #[test]
@@ -398,19 +398,38 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("20 s per-case limit"), "{md}");
-        let json = to_json(&slow).to_string();
+        let json = to_json(&slow);
         assert!(
             json.contains(
-                r#""vigil_sanitized":{"killed":{"at_least_ms":20000,"limit":{"case_limit_s":20}}}"#
-            ) && json.contains(r#""sanitized_over_plain":{"more_than":2000}"#),
+                r#""vigil_sanitized":{"killed":{"at_least_ms":20000.0,"limit":{"case_limit_s":20.0}}}"#
+            ) && json.contains(r#""sanitized_over_plain":{"more_than":2000.0}"#),
             "{json}"
         );
     }
 
     #[test]
-    fn json_escapes_strings_and_drops_non_finite_numbers() {
-        let j = Json::obj([("a\"b", Json::str("x\ny\\")), ("n", Json::Num(f64::NAN))]);
-        assert_eq!(j.to_string(), r#"{"a\"b":"x\ny\\","n":null}"#);
+    fn the_json_reads_back_and_has_no_non_finite_numbers() {
+        let mut r = case(
+            "copy",
+            Class::Memory {
+                sanitizer_target: true,
+            },
+            1.0,
+            f64::NAN,
+        );
+        r.checks.vigil = Some(Err("a \"quoted\"\nmismatch".to_owned()));
+        let results = suite(vec![r]);
+        let text = to_json(&results);
+        let back: BenchReport = serde_json::from_str(&text).expect("it reads back");
+        assert_eq!(back, bench_report(&results));
+        assert_eq!(back.version, BENCH_FORMAT_VERSION);
+        // The twin's NaN times are `null`, not numbers JSON lacks.
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert!(value["cases"][0]["nvcc"]["repeats"][0]["median_ms"].is_null());
+        assert!(
+            text.contains(r#""mismatch":"a \"quoted\"\nmismatch""#),
+            "{text}"
+        );
     }
 
     #[test]

@@ -3,7 +3,14 @@
 //! entry checks races inside a block (free functions and `shared_array!`
 //! have no `S` of their own):
 //!
-//! - `shared_array!(T; N)` becomes `shared_array!(@sanitizer S; T; N)`,
+//! - `shared_array!(T; N)` becomes
+//!   `shared_array!(@sanitizer S; @symbol "vigil_array_<kernel>_<n>"; T; N)`
+//!   (an `; align A` clause kept at the end)
+//!   and the attribute declares that module-scope `.shared` array beside
+//!   the kernel ([`Found::symbols`]): the plain entry's storage, unique to
+//!   the expansion, whose address needs no call. When `T` or `N` names
+//!   something declared inside the body (which the module cannot see), it
+//!   becomes `shared_array!(@sanitizer S; T; N)`, storage behind a call;
 //!   `dynamic_shared_array!(T)` `dynamic_shared_array!(@sanitizer S; T)`,
 //!   `mbarriers!(N)` `mbarriers!(@sanitizer S; N)`,
 //!   `shared_stack!(BYTES)` `shared_stack!(@sanitizer S; BYTES)` (and the
@@ -44,13 +51,33 @@ pub(crate) struct Found {
     pub stacks: Vec<(Span, TokenStream)>,
     /// Each `dynamic_shared_array!`.
     pub dynamic_views: Vec<Span>,
+    /// Each `shared_array!` given a module-scope symbol.
+    pub symbols: Vec<SharedSymbol>,
 }
 
-/// Rewrites `body` for the sanitizer type `san`.
-pub(crate) fn carry_sanitizer(body: &mut syn::Block, san: &Ident) -> Found {
+/// A `shared_array!`'s module-scope `.shared` array.
+pub(crate) struct SharedSymbol {
+    /// The PTX symbol.
+    pub symbol: String,
+    /// The element type.
+    pub ty: TokenStream,
+    /// The length.
+    pub len: TokenStream,
+    /// The alignment asked for (`0`: the element type's default).
+    pub align: TokenStream,
+}
+
+/// Rewrites the body of kernel `kernel` for the sanitizer type `san`.
+pub(crate) fn carry_sanitizer(body: &mut syn::Block, san: &Ident, kernel: &Ident) -> Found {
+    let kernel = kernel.to_string();
+    let mut locals = LocalItems::default();
+    locals.visit_block_mut(&mut body.clone());
     let mut carry = Carry {
         san,
         found: Found::default(),
+        // A PTX identifier is ASCII: other names keep the storage call.
+        kernel: kernel.is_ascii().then_some(kernel),
+        locals: locals.names,
     };
     carry.visit_block_mut(body);
     carry.found
@@ -59,6 +86,107 @@ pub(crate) fn carry_sanitizer(body: &mut syn::Block, san: &Ident) -> Found {
 struct Carry<'a> {
     san: &'a Ident,
     found: Found,
+    /// The kernel's name, for its arrays' symbols.
+    kernel: Option<String>,
+    /// The names the body declares (items, imports).
+    locals: Vec<String>,
+}
+
+/// The names of the items and imports a block declares, at any depth.
+#[derive(Default)]
+struct LocalItems {
+    names: Vec<String>,
+}
+
+impl VisitMut for LocalItems {
+    fn visit_item_mut(&mut self, item: &mut syn::Item) {
+        use syn::Item;
+        let ident = match item {
+            Item::Const(i) => Some(&i.ident),
+            Item::Static(i) => Some(&i.ident),
+            Item::Struct(i) => Some(&i.ident),
+            Item::Enum(i) => Some(&i.ident),
+            Item::Union(i) => Some(&i.ident),
+            Item::Type(i) => Some(&i.ident),
+            Item::Fn(i) => Some(&i.sig.ident),
+            Item::Trait(i) => Some(&i.ident),
+            Item::Mod(i) => Some(&i.ident),
+            Item::Macro(i) => i.ident.as_ref(),
+            _ => None,
+        };
+        self.names.extend(ident.map(|i| i.to_string()));
+        visit_mut::visit_item_mut(self, item);
+    }
+
+    fn visit_use_name_mut(&mut self, n: &mut syn::UseName) {
+        self.names.push(n.ident.to_string());
+    }
+
+    fn visit_use_rename_mut(&mut self, r: &mut syn::UseRename) {
+        self.names.push(r.rename.to_string());
+    }
+
+    fn visit_use_glob_mut(&mut self, _: &mut syn::UseGlob) {
+        // A glob could bring any name: nothing declared here is safe.
+        self.names.push("*".to_owned());
+    }
+}
+
+/// Every identifier in `tokens`, at any depth.
+fn idents(tokens: &TokenStream, out: &mut Vec<String>) {
+    for t in tokens.clone() {
+        match t {
+            proc_macro2::TokenTree::Ident(i) => out.push(i.to_string()),
+            proc_macro2::TokenTree::Group(g) => idents(&g.stream(), out),
+            _ => {}
+        }
+    }
+}
+
+/// `T; N` or `T; N; align A` split at the top-level `;`s: the type, the
+/// length and the alignment asked for (`0` without one: the default).
+fn type_len_align(tokens: &TokenStream) -> Option<(TokenStream, TokenStream, TokenStream)> {
+    let all: Vec<_> = tokens.clone().into_iter().collect();
+    let mut parts = all
+        .split(|t| matches!(t, proc_macro2::TokenTree::Punct(p) if p.as_char() == ';'))
+        .map(|part| part.iter().cloned().collect::<TokenStream>());
+    let (ty, len) = (parts.next()?, parts.next()?);
+    let align = match parts.next() {
+        None => quote!(0),
+        Some(clause) => {
+            let mut clause = clause.into_iter();
+            match clause.next() {
+                Some(proc_macro2::TokenTree::Ident(i)) if i == "align" => clause.collect(),
+                _ => return None,
+            }
+        }
+    };
+    let valid = !ty.is_empty() && !len.is_empty() && !align.is_empty() && parts.next().is_none();
+    valid.then_some((ty, len, align))
+}
+
+impl Carry<'_> {
+    /// The module-scope symbol of the next `shared_array!` with these
+    /// `T; N` tokens, unless they name something the module cannot see.
+    fn symbol(&mut self, tokens: &TokenStream) -> Option<String> {
+        let kernel = self.kernel.as_ref()?;
+        let (ty, len, align) = type_len_align(tokens)?;
+        let mut names = Vec::new();
+        idents(tokens, &mut names);
+        let san = self.san.to_string();
+        let glob = self.locals.iter().any(|l| l == "*");
+        if glob || names.iter().any(|n| *n == san || self.locals.contains(n)) {
+            return None;
+        }
+        let symbol = format!("vigil_array_{kernel}_{}", self.found.symbols.len());
+        self.found.symbols.push(SharedSymbol {
+            symbol: symbol.clone(),
+            ty,
+            len,
+            align,
+        });
+        Some(symbol)
+    }
 }
 
 /// The last segment of `path` and the one before it (if any), as strings;
@@ -93,8 +221,16 @@ impl VisitMut for Carry<'_> {
             "dynamic_shared_array" => self.found.dynamic_views.push(m.span()),
             _ => {}
         }
+        let symbol = if name == "shared_array" {
+            self.symbol(&m.tokens)
+        } else {
+            None
+        };
         let (s, t) = (self.san, &m.tokens);
-        m.tokens = quote!(@sanitizer #s; #t);
+        m.tokens = match symbol {
+            Some(symbol) => quote!(@sanitizer #s; @symbol #symbol; #t),
+            None => quote!(@sanitizer #s; #t),
+        };
     }
 
     fn visit_expr_mut(&mut self, e: &mut Expr) {

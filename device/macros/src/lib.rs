@@ -7,6 +7,8 @@
 
 mod carry;
 mod include_ptx;
+mod options;
+mod views;
 
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2};
@@ -16,6 +18,7 @@ use syn::{
     parse_macro_input, FnArg, GenericArgument, GenericParam, Ident, ItemFn, Pat, PathArguments,
     ReturnType, Type,
 };
+use views::{Layout, ScalarParam, View, ViewParam};
 
 /// Scalar types a kernel may take by value, and the reason others are refused.
 const SCALARS: &[&str] = &[
@@ -23,7 +26,9 @@ const SCALARS: &[&str] = &[
 ];
 
 const SUPPORTED: &str = "kernel parameters must be scalars (u8, i8, u16, i16, u32, i32, u64, i64, usize, isize, f32, f64) \
-     or global-memory handles (GlobalPtr<T>, GlobalPtrMut<T>, GlobalSlice<T>, GlobalSliceMut<T>, Peers<T> with T: bytemuck::Pod) \
+     or global-memory handles (GlobalPtr<T>, GlobalPtrMut<T>, GlobalSlice<T>, GlobalSliceMut<T>, GlobalMatrix<T>, \
+     ThreadElemsMut<T>, ThreadCellsMut<T>, GridStrideMut<T>, BlockChunks<T>, BlockChunksMut<T>, BlockTiles<T>, \
+     BlockTilesMut<T>, Peers<T> with T: bytemuck::Pod) \
      or tensor maps (TensorMap<T, D>, TensorMapMut<T, D>)";
 
 /// The PTX of a kernel crate that this crate's `build.rs` built with
@@ -58,14 +63,12 @@ pub fn include_ptx(input: TokenStream) -> TokenStream {
 /// `fn k<S: Sanitizer>(flag: GlobalPtrMut<u32, S>)`.
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
-    if !attr.is_empty() {
-        let attr = TokenStream2::from(attr);
-        return syn::Error::new_spanned(attr, "#[kernel] takes no arguments")
-            .to_compile_error()
-            .into();
-    }
+    let options = match options::Options::parse(attr.into()) {
+        Ok(o) => o,
+        Err(e) => return e.to_compile_error().into(),
+    };
     let func = parse_macro_input!(item as ItemFn);
-    match expand(func) {
+    match expand(func, options) {
         Ok(ts) => ts.into(),
         Err(e) => e.to_compile_error().into(),
     }
@@ -74,9 +77,11 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// How one parameter crosses to the device.
 enum ParamKind {
     Scalar,
-    /// A global-memory handle: its type name (`GlobalSlice`, ...) and element type.
+    /// A global-memory handle: its type name (`GlobalSlice`, ...), what it
+    /// is, and its element type.
     Handle {
         handle: Ident,
+        view: View,
         elem: Box<Type>,
     },
     /// Every rank's buffer of a symmetric allocation (`Peers<T>`): its
@@ -102,9 +107,13 @@ struct Param {
     mutability: Option<syn::token::Mut>,
     ty: Type,
     kind: ParamKind,
+    /// The layout attributes it was declared with.
+    layout: Layout,
+    /// Where it was declared (errors about its attributes point here).
+    span: Span,
 }
 
-fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
+fn expand(func: ItemFn, options: options::Options) -> syn::Result<TokenStream2> {
     let sig = &func.sig;
     if let Some(t) = &sig.asyncness {
         return Err(syn::Error::new_spanned(t, "a kernel cannot be async"));
@@ -157,19 +166,40 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
         quote!(+ #b)
     });
 
-    let params = sig
+    let mut params = sig
         .inputs
         .iter()
         .map(parse_param)
         .collect::<syn::Result<Vec<_>>>()?;
+    resolve_layouts(&mut params, sig)?;
 
     let name = &sig.ident;
     let name_str = name.to_string();
     let vis = &func.vis;
     let attrs = &func.attrs;
     let mut body = func.block.clone();
-    let found = carry::carry_sanitizer(&mut body, &san);
+    // A scalar parameter may serve only as a view's size: used, then.
+    for n in params.iter().flat_map(|p| p.layout.scalars()) {
+        body.stmts.insert(0, syn::parse_quote!(let _ = #n;));
+    }
+    let found = carry::carry_sanitizer(&mut body, &san, &sig.ident);
     let dynamic_shared = dynamic_shared_bytes(&found)?;
+    // The plain entry's shared arrays, declared at module scope.
+    let shared_symbols = found.symbols.iter().map(|shared| {
+        let carry::SharedSymbol {
+            symbol,
+            ty,
+            len,
+            align,
+        } = shared;
+        quote! {
+            ::vigil_device::__shared_symbol!(
+                #symbol,
+                { ::vigil_device::shared_mem::__align_at_least::<#ty>(#align) },
+                { ::vigil_device::shared_mem::__bytes::<#ty, { #len }>() }
+            );
+        }
+    });
     let has_inline = attrs.iter().any(|a| a.path().is_ident("inline"));
     let inline = if has_inline {
         quote!()
@@ -185,7 +215,9 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
                     let ty = &p.ty;
                     quote!(#ty)
                 }
-                ParamKind::Handle { handle, elem } => quote!(::vigil_device::#handle<#elem, #s>),
+                ParamKind::Handle { handle, elem, .. } => {
+                    quote!(::vigil_device::#handle<#elem, #s>)
+                }
                 ParamKind::Peers { elem } => quote!(::vigil_device::Peers<#elem, #s>),
                 ParamKind::TensorMap { handle, elem, rank } => {
                     quote!(::vigil_device::async_copy::#handle<#elem, #rank, #s>)
@@ -197,71 +229,83 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
     let muts: Vec<_> = params.iter().map(|p| p.mutability).collect();
     let body_tys = with_san(&quote!(#san));
     let plain_tys = with_san(&quote!(::vigil_device::Plain));
-    let host_tys = with_san(&quote!(__VigilHostSanitizer));
     let ty_strs: Vec<String> = params.iter().map(|p| type_string(&p.ty)).collect();
     let name_strs: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let views = view_params(&params);
+    let layouts: Vec<TokenStream2> = views.iter().filter_map(|v| v.param_layout()).collect();
+    let block_shape = options.block_shape_item();
+    let prologue = options.entry_prologue();
+    let plain_marker = options.plain_marker();
 
-    // PTX entry parameters: scalars as themselves, handles as pointer (+ length).
+    // PTX entry parameters: scalars as themselves, handles as pointer (+
+    // length), each with the name the entry's handle construction reads.
     let mut entry_params = Vec::new();
+    let mut entry_names = Vec::new();
+    let mut entry_tys = Vec::new();
+    let mut part = |name: Ident, ty: TokenStream2| {
+        entry_params.push(quote!(#name: #ty));
+        entry_names.push(name);
+        entry_tys.push(ty);
+    };
     for p in &params {
         let n = &p.name;
         match &p.kind {
             ParamKind::Scalar => {
                 let ty = &p.ty;
-                entry_params.push(quote!(#n: #ty));
+                part(n.clone(), quote!(#ty));
             }
-            ParamKind::Handle { handle, elem } => {
-                let ptr = format_ident!("{}__ptr", n);
-                let len = format_ident!("{}__len", n);
-                let ptr_ty = if handle.to_string().ends_with("Mut") {
+            ParamKind::Handle { view, elem, .. } => {
+                let ptr_ty = if view.writes() {
                     quote!(*mut #elem)
                 } else {
                     quote!(*const #elem)
                 };
-                entry_params.push(quote!(#ptr: #ptr_ty));
-                if handle.to_string().starts_with("GlobalSlice") {
-                    entry_params.push(quote!(#len: usize));
+                part(format_ident!("{}__ptr", n), ptr_ty);
+                if view.has_len() {
+                    part(ViewParam::len_ident(n), quote!(usize));
                 }
             }
             ParamKind::TensorMap { .. } => {
-                let ptr = format_ident!("{}__ptr", n);
-                let len = format_ident!("{}__len", n);
-                entry_params.push(quote!(#ptr: *const u8));
-                entry_params.push(quote!(#len: usize));
+                part(format_ident!("{}__ptr", n), quote!(*const u8));
+                part(format_ident!("{}__len", n), quote!(usize));
             }
             ParamKind::Peers { elem } => {
                 for ptr in peer_pointers(n) {
-                    entry_params.push(quote!(#ptr: *mut #elem));
+                    part(ptr, quote!(*mut #elem));
                 }
                 let (len, rank, world) = peer_scalars(n);
-                entry_params.push(quote!(#len: usize));
-                entry_params.push(quote!(#rank: u32));
-                entry_params.push(quote!(#world: u32));
+                part(len, quote!(usize));
+                part(rank, quote!(u32));
+                part(world, quote!(u32));
             }
         }
     }
-    // Rebuilds the handles from the entry's scalars, with sanitizer `s`.
+    // Rebuilds the handles from the entry's scalars, with sanitizer `s`:
+    // the same code in the PTX entries and in the CPU backend's.
     let entry_build = |s: &TokenStream2| -> Vec<TokenStream2> {
+        let mut views = views.iter();
         params
             .iter()
             .map(|p| {
                 let n = &p.name;
                 match &p.kind {
                     ParamKind::Scalar => quote!(let #n = #n;),
-                    ParamKind::Handle { handle, elem } => {
-                        let ptr = format_ident!("{}__ptr", n);
-                        let len = format_ident!("{}__len", n);
+                    ParamKind::Handle { handle, elem, view } => {
+                        let v = views.next().expect("one view per handle");
+                        let ptr = v.ptr_ident();
+                        let args = v.build_args();
                         let h = quote!(::vigil_device::#handle::<#elem, #s>);
-                        if handle.to_string().starts_with("GlobalSlice") {
-                            quote! {
-                                // SAFETY: the host passed a device allocation of `len` elements.
-                                let #n = unsafe { #h::from_raw_parts(#ptr, #len) };
-                            }
+                        let ctor = if view.has_len() {
+                            quote!(from_raw_parts)
                         } else {
-                            quote! {
-                                // SAFETY: the host passed a device allocation of at least one element.
-                                let #n = unsafe { #h::from_raw(#ptr) };
-                            }
+                            quote!(from_raw)
+                        };
+                        quote! {
+                            // SAFETY: the host passed a device allocation of the
+                            // length it packed (at least one element for a
+                            // pointer), and proved the parameter's layout
+                            // (`Kernel::LAYOUTS`) for this launch's geometry.
+                            let #n = unsafe { #h::#ctor(#ptr #args) };
                         }
                     }
                     ParamKind::TensorMap { handle, elem, rank } => {
@@ -291,6 +335,7 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
             .collect()
     };
     let plain_build = entry_build(&quote!(::vigil_device::Plain));
+    let host_build = entry_build(&quote!(__VigilHostSanitizer));
     let gpu_san = quote!(::vigil_device::gpu_sanitizer::GpuSanitizer);
     let sanitized_build = entry_build(&gpu_san);
     let sanitized_name = format!("{name_str}__vigil");
@@ -303,6 +348,8 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
         #inline
         #[allow(clippy::too_many_arguments)]
         #vis fn #name<#san: ::vigil_device::Sanitizer #san_bounds>(#(#muts #names: #body_tys),*) #body
+
+        #(#shared_symbols)*
 
         #[doc = #marker_doc]
         #[allow(non_camel_case_types)]
@@ -319,14 +366,21 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
             ];
             type Params = (#(#plain_tys,)*);
             #dynamic_shared
+            const LAYOUTS: &'static [::vigil_device::__shared::proofs::ParamLayout] = &[#(#layouts),*];
+            #block_shape
 
             #[cfg(not(target_arch = "nvptx64"))]
+            #[allow(non_snake_case, unused_variables)]
             unsafe fn run_host<__VigilHostSanitizer: ::vigil_device::Sanitizer>(params: &[u8]) {
                 let mut __vigil_cursor = ::vigil_device::__shared::params::ParamCursor::new();
                 #(
                     // SAFETY: the caller packed this kernel's parameters in order.
-                    let #names = unsafe { <#host_tys as ::vigil_device::KernelParam>::read(params, &mut __vigil_cursor) };
+                    let #entry_names: #entry_tys = unsafe {
+                        <#entry_tys as ::vigil_device::kernel::HostPart>::read(params, &mut __vigil_cursor)
+                    };
                 )*
+                #(#host_build)*
+                #prologue
                 #name::<__VigilHostSanitizer>(#(#names),*);
                 // Copies still in flight complete as the thread returns.
                 ::vigil_device::host_runtime::thread_returned();
@@ -336,9 +390,11 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
         #[cfg(target_arch = "nvptx64")]
         #[doc(hidden)]
         #[export_name = #name_str]
-        #[allow(non_snake_case, clippy::too_many_arguments)]
+        #[allow(non_snake_case, clippy::too_many_arguments, unused_variables)]
         pub unsafe extern "ptx-kernel" fn #entry_ident(#(#entry_params),*) {
+            #plain_marker
             #(#plain_build)*
+            #prologue
             #name::<::vigil_device::Plain>(#(#names),*)
         }
 
@@ -348,7 +404,7 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
         #[cfg(target_arch = "nvptx64")]
         #[doc(hidden)]
         #[export_name = #sanitized_name]
-        #[allow(non_snake_case, clippy::too_many_arguments)]
+        #[allow(non_snake_case, clippy::too_many_arguments, unused_variables)]
         pub unsafe extern "ptx-kernel" fn #sanitized_ident(
             #(#entry_params,)*
             __vigil_runtime: u64,
@@ -361,6 +417,7 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
             __vigil_read_only_1_end: u64,
         ) {
             #(#sanitized_build)*
+            #prologue
             // SAFETY: the host's sanitized launch passes a live runtime and
             // stream clocks, and ranges no thread of the launch writes
             // (see `vigil_shared::gpu`).
@@ -383,6 +440,97 @@ fn expand(func: ItemFn) -> syn::Result<TokenStream2> {
             }
         }
     })
+}
+
+/// Reads every parameter's layout attributes, now that the scalar
+/// parameters a size may name are known, and checks them against the
+/// parameter's type and the other parameters.
+fn resolve_layouts(params: &mut [Param], sig: &syn::Signature) -> syn::Result<()> {
+    let scalars: Vec<ScalarParam> = params
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| matches!(p.kind, ParamKind::Scalar))
+        .map(|(index, p)| ScalarParam {
+            index,
+            name: &p.name,
+            ty: type_string(&p.ty),
+        })
+        .collect();
+    let mut layouts = Vec::new();
+    for (arg, p) in sig.inputs.iter().zip(params.iter()) {
+        let FnArg::Typed(pt) = arg else {
+            unreachable!("parse_param refused self")
+        };
+        let layout = Layout::parse(&pt.attrs, &scalars)?;
+        match &p.kind {
+            ParamKind::Handle { view, .. } => {
+                layout.check_for(*view, p.span, &type_string(&p.ty))?
+            }
+            _ if !pt.attrs.is_empty() => {
+                return Err(syn::Error::new_spanned(
+                    &pt.attrs[0],
+                    "layout attributes belong on global-memory views (GlobalSlice<T>, ...)",
+                ))
+            }
+            _ => {}
+        }
+        layouts.push(layout);
+    }
+    for (p, layout) in params.iter_mut().zip(layouts) {
+        p.layout = layout;
+    }
+    // A `#[same_len(y)]` names a view with a length of its own.
+    for p in params.iter() {
+        let Some((other, span)) = p.layout.same_len() else {
+            continue;
+        };
+        let target = params.iter().find(|q| &q.name == other);
+        let ok = match target {
+            Some(q) if q.name == p.name => false,
+            Some(q) => {
+                matches!(&q.kind, ParamKind::Handle { view, .. } if view.has_len())
+                    && q.layout.same_len().is_none()
+            }
+            None => false,
+        };
+        if !ok {
+            return Err(syn::Error::new(
+                *span,
+                format!(
+                    "#[same_len({other})] needs `{other}` to be another view parameter with a \
+                     length of its own (a slice, a partition, not a #[same_len] view)"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The handle parameters, in order, with what their entry needs.
+fn view_params(params: &[Param]) -> Vec<ViewParam<'_>> {
+    params
+        .iter()
+        .enumerate()
+        .filter_map(|(index, p)| {
+            let ParamKind::Handle { view, .. } = &p.kind else {
+                return None;
+            };
+            let same_len_as = p.layout.same_len().map(|(other, _)| {
+                let i = params
+                    .iter()
+                    .position(|q| &q.name == other)
+                    .expect("resolve_layouts found it");
+                (i, ViewParam::len_ident(other))
+            });
+            Some(ViewParam {
+                index,
+                name: &p.name,
+                view: *view,
+                layout: &p.layout,
+                same_len_as,
+            })
+        })
+        .collect()
 }
 
 /// The `Kernel::DYNAMIC_SHARED_BYTES` item of a body that declares a
@@ -449,8 +597,10 @@ fn parse_param(arg: &FnArg) -> syn::Result<Param> {
     Ok(Param {
         name: pi.ident.clone(),
         mutability: pi.mutability,
+        span: pt.span(),
         ty,
         kind,
+        layout: Layout::default(),
     })
 }
 
@@ -466,9 +616,7 @@ fn classify(ty: &Type) -> syn::Result<ParamKind> {
         Type::Path(tp) if tp.qself.is_none() => {
             let last = tp.path.segments.last().expect("a path has a segment");
             let ident = last.ident.to_string();
-            if ["GlobalPtr", "GlobalPtrMut", "GlobalSlice", "GlobalSliceMut"]
-                .contains(&ident.as_str())
-            {
+            if let Some(view) = View::named(&ident) {
                 let PathArguments::AngleBracketed(ab) = &last.arguments else {
                     return unsupported(
                         "a global-memory handle needs its element type, e.g. GlobalSlice<f32>; ",
@@ -490,6 +638,7 @@ fn classify(ty: &Type) -> syn::Result<ParamKind> {
                 }
                 return Ok(ParamKind::Handle {
                     handle: last.ident.clone(),
+                    view,
                     elem: Box::new(tys[0].clone()),
                 });
             }

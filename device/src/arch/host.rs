@@ -342,6 +342,8 @@ macro_rules! coord {
 coord! {
     thread_idx_x => thread_idx.x, block_idx_x => block_idx.x,
     block_dim_x => block_dim.x, grid_dim_x => grid_dim.x,
+    thread_idx_y => thread_idx.y, block_idx_y => block_idx.y,
+    block_dim_y => block_dim.y,
 }
 
 /// Waits between two looks of a race report for a side entry still being

@@ -1,4 +1,5 @@
-//! Races between threads of one CTA on the GPU (issue 12): shared-memory
+//! Races between threads of one CTA on the GPU (docs/src/design/block.md):
+//! shared-memory
 //! accesses, barriers and warp collectives of a sanitized entry. The rules
 //! and layouts are `vigil_shared::block`'s; this file is their PTX half.
 //!

@@ -1,4 +1,5 @@
-//! CTA entry and exit of a sanitized entry point (design 3.2).
+//! CTA entry and exit of a sanitized entry point
+//! (docs/src/design/engine.md).
 //!
 //! Entry: the block's first thread claims a slot of its SM, initialises
 //! the slot's thread state if it was never used and broadcasts the

@@ -1,4 +1,5 @@
-//! The GPU race sanitizer's device runtime (design 3.2, 3.3): what a
+//! The GPU race sanitizer's device runtime (docs/src/design/engine.md,
+//! reports.md): what a
 //! sanitized PTX entry (`name__vigil`) runs around and inside the body.
 //!
 //! - `memory`: the engine's memory over the device's runtime state

@@ -1,4 +1,5 @@
-//! Reports and the side table: the device half of design 3.3.
+//! Reports and the side table: the device half of
+//! docs/src/design/reports.md.
 //!
 //! After every checked access a thread notes who it was in the side table
 //! (per word and sanitizer thread, its last write and its last read). When

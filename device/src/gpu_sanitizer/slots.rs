@@ -1,5 +1,5 @@
 //! Per-SM sanitizer slots: a CTA claims one at entry and gives it back at
-//! exit, so no two live CTAs share a thread state (design 3.2). Pure
+//! exit, so no two live CTAs share a thread state (docs/src/design/engine.md). Pure
 //! atomics on an [`SmSlots`](vigil_shared::gpu::SmSlots) pair of words,
 //! so the host build tests it with real threads.
 

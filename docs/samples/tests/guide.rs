@@ -8,7 +8,7 @@ use vigil::{
     ReportKind, Stream, SymmetricGroup, TiledLayout,
 };
 use vigil_guide::PTX;
-use vigil_guide_kernels::{atomics, memory, races, shared, warp};
+use vigil_guide_kernels::{atomics, fast_safe, memory, races, shared, warp};
 
 // ANCHOR: axpy_test
 use vigil_guide_kernels::first::axpy;
@@ -312,6 +312,91 @@ fn every_rank_receives_from_its_left(_ctx: &Context) -> vigil::Result<()> {
     Ok(())
 }
 // ANCHOR_END: group_test
+
+#[vigil::test]
+fn proven_views_compute_what_checked_ones_do(ctx: &Context) -> vigil::Result<()> {
+    let stream = Stream::new(ctx)?;
+    let module = Module::from_ptx(ctx, PTX)?;
+    let n = 1000;
+    let xs: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let x = DeviceBuffer::from_slice(&stream, &xs)?;
+    let mut y = DeviceBuffer::from_slice(&stream, &vec![1.0f32; n])?;
+    let mut z = DeviceBuffer::from_slice(&stream, &vec![1.0f32; n])?;
+    let config = LaunchConfig::for_num_elems(n, 256);
+    let checked = module.kernel::<fast_safe::axpy_checked>()?;
+    stream.launch(&checked, config, (2.0f32, &x, &mut y))?;
+    let axpy = module.kernel::<fast_safe::axpy_proven>()?;
+    stream.launch(&axpy, config, (2.0f32, &x, &mut z))?;
+    assert_eq!(y.to_vec(&stream)?, z.to_vec(&stream)?);
+
+    let (rows, cols) = (20, 50);
+    let xs: Vec<f32> = (0..rows * cols).map(|i| (i % 7) as f32 + 1.0).collect();
+    let x = DeviceBuffer::from_slice(&stream, &xs)?;
+    let mut out = DeviceBuffer::<f32>::alloc_zeroed(&stream, rows * cols)?;
+    let blur = module.kernel::<fast_safe::blur_rows>()?;
+    let grid = ((cols as u32).div_ceil(16), (rows as u32).div_ceil(16));
+    stream.launch(
+        &blur,
+        LaunchConfig::new(grid, (16, 16)),
+        (rows, cols, &x, &mut out),
+    )?;
+    let blurred = out.to_vec(&stream)?;
+    for (i, v) in blurred.iter().enumerate() {
+        let c = i % cols;
+        let want = if c == 0 || c + 1 == cols {
+            xs[i]
+        } else {
+            (xs[i - 1] + xs[i] + xs[i + 1]) / 3.0
+        };
+        assert_eq!(*v, want, "cell {i}");
+    }
+
+    let normalize = module.kernel::<fast_safe::normalize_rows>()?;
+    stream.launch(
+        &normalize,
+        LaunchConfig::new(rows as u32, 64),
+        (cols, &x, &mut out),
+    )?;
+    let normalized = out.to_vec(&stream)?;
+    for (row, got) in xs.chunks(cols).zip(normalized.chunks(cols)) {
+        let top = row.iter().cloned().fold(f32::MIN, f32::max);
+        assert!(row.iter().zip(got).all(|(x, g)| *g == x / top));
+    }
+
+    let transpose = module.kernel::<fast_safe::transpose>()?;
+    let tile = fast_safe::TILE as u32;
+    let grid = ((cols as u32).div_ceil(tile), (rows as u32).div_ceil(tile));
+    let block = (tile, fast_safe::ROWS as u32);
+    stream.launch(
+        &transpose,
+        LaunchConfig::new(grid, block),
+        (rows, cols, &x, &mut out),
+    )?;
+    let t = out.to_vec(&stream)?;
+    assert!((0..rows * cols).all(|i| t[i] == xs[(i % rows) * cols + i / rows]));
+    Ok(())
+}
+
+#[vigil::test(cpu, plain)]
+fn a_launch_that_cannot_prove_a_layout_is_refused(ctx: &Context) -> vigil::Result<()> {
+    let stream = Stream::new(ctx)?;
+    let module = Module::from_ptx(ctx, PTX)?;
+    let axpy = module.kernel::<fast_safe::axpy_proven>()?;
+    let x = DeviceBuffer::<f32>::alloc_zeroed(&stream, 1000)?;
+    let mut y = DeviceBuffer::<f32>::alloc_zeroed(&stream, 1000)?;
+    // ANCHOR: refused
+    // Three blocks of 256 threads leave 232 elements of `y` to no one.
+    let e = stream
+        .launch(&axpy, LaunchConfig::new(3, 256), (2.0f32, &x, &mut y))
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "kernel `axpy_proven`: argument 2 `y: ThreadElemsMut<f32>`: its parts do not cover it: the \
+         launch reaches 768 of its 1000 elements (launch: grid 3 x 1 x 1, block 256 x 1 x 1)"
+    );
+    // ANCHOR_END: refused
+    Ok(())
+}
 
 // ANCHOR: test_main
 use vigil_guide_kernels::async_copies;

@@ -1,4 +1,4 @@
-//! Fuzzes `vigil::unstable::vmm::buddy::BuddyTree` against its reference model.
+//! Fuzzes `vigil::unstable::buddy_allocator::BuddyTree` against its reference model.
 //!
 //! Input: the first byte picks the capacity (1..=256 minimum blocks of
 //! 4 KiB, so non-power-of-two ranges are covered); then every 3 bytes are
@@ -14,8 +14,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use vigil::unstable::vmm::buddy::model::ReferenceBuddy;
-use vigil::unstable::vmm::buddy::BuddyTree;
+use vigil::unstable::buddy_allocator::model::ReferenceBuddy;
+use vigil::unstable::buddy_allocator::BuddyTree;
 
 const MIN: u64 = 4096;
 

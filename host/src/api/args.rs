@@ -19,8 +19,8 @@
 //! [`Error::Argument`] before any driver call.
 
 use super::memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceSlice, DeviceSliceMut, RawView};
-use crate::abi::params::ParamBuffer;
 use crate::error::{ArgProblem, Error, Result};
+use crate::launch_abi::params::ParamBuffer;
 use crate::types::DeviceId;
 use bytemuck::Pod;
 use std::marker::PhantomData;
@@ -63,7 +63,7 @@ macro_rules! scalar_arg {
 }
 scalar_arg!(u8, i8, u16, i16, u32, i32, u64, i64, usize, isize, f32, f64);
 
-fn pack_slice(v: RawView, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
+pub(crate) fn pack_slice(v: RawView, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
     buf.push_pointer_on(v.ptr, Some(v.device));
     buf.push(v.len as u64);
     Ok(())
@@ -77,27 +77,40 @@ fn pack_ptr(v: RawView, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
     Ok(())
 }
 
-/// A typed view packed for a read-only parameter (`GlobalSlice`,
-/// `GlobalPtr`) by `pack`: its bytes are noted as read-only for the launch
-/// (the view borrows them, so no mutable view of them is among the
-/// launch's arguments).
-fn pack_read_only<T>(
+/// A typed view packed by `pack` for a parameter the kernel writes
+/// through (`writes`) or only reads: its bytes are noted
+/// ([`ParamBuffer::note_view`]), and a read-only view's also as
+/// read-only for the launch (the view borrows them, so no mutable view
+/// of them is among the launch's arguments).
+pub(crate) fn pack_view<T>(
     v: RawView,
     buf: &mut ParamBuffer,
     pack: fn(RawView, &mut ParamBuffer) -> Result<(), ArgProblem>,
+    writes: bool,
 ) -> Result<(), ArgProblem> {
     let (addr, bytes) = (v.ptr, (v.len * std::mem::size_of::<T>()) as u64);
     pack(v, buf)?;
-    buf.note_read_only(addr, bytes);
+    buf.note_view(addr, bytes, writes);
+    if !writes {
+        buf.note_read_only(addr, bytes);
+    }
     Ok(())
 }
 
 fn read_slice<T>(v: RawView, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
-    pack_read_only::<T>(v, buf, pack_slice)
+    pack_view::<T>(v, buf, pack_slice, false)
 }
 
 fn read_ptr<T>(v: RawView, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
-    pack_read_only::<T>(v, buf, pack_ptr)
+    pack_view::<T>(v, buf, pack_ptr, false)
+}
+
+fn write_slice<T>(v: RawView, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
+    pack_view::<T>(v, buf, pack_slice, true)
+}
+
+fn write_ptr<T>(v: RawView, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
+    pack_view::<T>(v, buf, pack_ptr, true)
 }
 
 macro_rules! view_arg_impl {
@@ -124,12 +137,12 @@ view_arg! {
         GlobalSlice via read_slice::<T>, GlobalPtr via read_ptr::<T>;
     ['a, A: AsDeviceSliceMut<T> + ?Sized] &'a mut A =>
         GlobalSlice via read_slice::<T>, GlobalPtr via read_ptr::<T>,
-        GlobalSliceMut via pack_slice, GlobalPtrMut via pack_ptr;
+        GlobalSliceMut via write_slice::<T>, GlobalPtrMut via write_ptr::<T>;
     ['a] DeviceSlice<'a, T> =>
         GlobalSlice via read_slice::<T>, GlobalPtr via read_ptr::<T>;
     ['a] DeviceSliceMut<'a, T> =>
         GlobalSlice via read_slice::<T>, GlobalPtr via read_ptr::<T>,
-        GlobalSliceMut via pack_slice, GlobalPtrMut via pack_ptr;
+        GlobalSliceMut via write_slice::<T>, GlobalPtrMut via write_ptr::<T>;
 }
 
 /// A tuple of host arguments for a kernel whose parameter tuple is `P`.

@@ -5,10 +5,12 @@ use crate::api::context::Context;
 use crate::backend::{self, CpuOptions, CpuSanitizer};
 use crate::error::{Error, Result};
 use crate::sanitizer::config::{
-    parse_bool, parse_duration, parse_int, ConfigError, VmmConfig, VmmConfigBuilder,
+    parse_bool, parse_duration, parse_int, ConfigError, SanitizerConfig, SanitizerConfigBuilder,
 };
 use crate::sanitizer::env::warn_unknown_variables;
-use crate::sanitizer::sink::ReportSink;
+use crate::sanitizer::exit;
+use crate::sanitizer::launch_filter::LaunchSelection;
+use crate::sanitizer::sink::{ReportFormat, ReportSink};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -60,7 +62,7 @@ fn parse_device(text: &str) -> Result<DeviceChoice, ConfigError> {
 pub struct ContextBuilder {
     device: DeviceChoice,
     sanitize: bool,
-    vmm_config: VmmConfig,
+    sanitizer_config: SanitizerConfig,
     cpu_workers: usize,
     cpu_sanitizer: Option<Arc<dyn CpuSanitizer>>,
     launch_timeout: Option<Duration>,
@@ -74,7 +76,7 @@ impl fmt::Debug for ContextBuilder {
         f.debug_struct("ContextBuilder")
             .field("device", &self.device)
             .field("sanitize", &self.sanitize)
-            .field("vmm_config", &self.vmm_config)
+            .field("sanitizer_config", &self.sanitizer_config)
             .field("cpu_workers", &self.cpu_workers)
             .field("cpu_sanitizer", &self.cpu_sanitizer.is_some())
             .field("launch_timeout", &self.launch_timeout)
@@ -88,7 +90,7 @@ impl Default for ContextBuilder {
         ContextBuilder {
             device: DeviceChoice::Auto,
             sanitize: false,
-            vmm_config: VmmConfig::default(),
+            sanitizer_config: SanitizerConfig::default(),
             cpu_workers: 0,
             cpu_sanitizer: None,
             launch_timeout: None,
@@ -129,11 +131,17 @@ impl ContextBuilder {
         self
     }
 
-    /// The sanitizer's settings (default [`VmmConfig::default`], or the
+    /// The sanitizer's settings (default [`SanitizerConfig::default`], or the
     /// `VIGIL_*` variables after [`ContextBuilder::env_vars`]).
-    pub fn vmm_config(mut self, config: VmmConfig) -> Self {
-        self.vmm_config = config;
+    pub fn sanitizer_config(mut self, config: SanitizerConfig) -> Self {
+        self.sanitizer_config = config;
         self
+    }
+
+    /// The old name of [`ContextBuilder::sanitizer_config`].
+    #[deprecated(note = "renamed `ContextBuilder::sanitizer_config`")]
+    pub fn vmm_config(self, config: SanitizerConfig) -> Self {
+        self.sanitizer_config(config)
     }
 
     /// Worker threads (virtual SMs) of a CPU context's own executor; `0`
@@ -173,8 +181,8 @@ impl ContextBuilder {
 
     /// The sanitizer settings so far (what a group's shared CPU sanitizer
     /// is made with).
-    pub(crate) fn config(&self) -> &VmmConfig {
-        &self.vmm_config
+    pub(crate) fn config(&self) -> &SanitizerConfig {
+        &self.sanitizer_config
     }
 
     /// Whether the sanitizer is on.
@@ -193,7 +201,7 @@ impl ContextBuilder {
     }
 
     /// Applies the `VIGIL_*` variables that `lookup` returns: `VIGIL_DEVICE`,
-    /// `VIGIL_SANITIZE`, `VIGIL_LAUNCH_TIMEOUT` and the sanitizer's ([`VmmConfig`]). Absent variables
+    /// `VIGIL_SANITIZE`, `VIGIL_LAUNCH_TIMEOUT` and the sanitizer's ([`SanitizerConfig`]). Absent variables
     /// leave the current value; setters called later override. Tests pass a
     /// map; [`ContextBuilder::env_vars`] reads the process environment.
     pub fn env(mut self, lookup: impl Fn(&str) -> Option<String>) -> Self {
@@ -213,9 +221,12 @@ impl ContextBuilder {
     }
 
     /// Applies `f` to the sanitizer's settings so far, recording its error.
-    fn with_config(mut self, f: impl FnOnce(VmmConfigBuilder) -> VmmConfigBuilder) -> Self {
-        match f(self.vmm_config.clone().into_builder()).build() {
-            Ok(c) => self.vmm_config = c,
+    fn with_config(
+        mut self,
+        f: impl FnOnce(SanitizerConfigBuilder) -> SanitizerConfigBuilder,
+    ) -> Self {
+        match f(self.sanitizer_config.clone().into_builder()).build() {
+            Ok(c) => self.sanitizer_config = c,
             Err(e) => self = self.record(Err(e.into())),
         }
         self
@@ -234,7 +245,7 @@ impl ContextBuilder {
 
     /// Stop a sanitized launch at its first race (`VIGIL_HALT_ON_ERROR`;
     /// what "stop" means on each backend:
-    /// [`VmmConfigBuilder::halt_on_error`]).
+    /// [`SanitizerConfigBuilder::halt_on_error`]).
     pub fn halt_on_error(self, on: bool) -> Self {
         self.with_config(|c| c.halt_on_error(on))
     }
@@ -243,6 +254,60 @@ impl ContextBuilder {
     /// `path` as one line of JSON (`VIGIL_REPORT`).
     pub fn report_path(self, path: impl Into<std::path::PathBuf>) -> Self {
         self.with_config(|c| c.report_path(path))
+    }
+
+    /// The report file's format (`VIGIL_REPORT_FORMAT`; default: by the
+    /// path's extension, `.sarif` SARIF 2.1.0, else JSON Lines).
+    pub fn report_format(self, format: ReportFormat) -> Self {
+        self.with_config(|c| c.report_format(format))
+    }
+
+    /// Leave the races the suppressions file at `path` matches out of the
+    /// reports, counted (`VIGIL_SUPPRESSIONS`; the syntax:
+    /// [`Suppressions`](crate::Suppressions)). The file is read here.
+    ///
+    /// ```no_run
+    /// # fn main() -> vigil::Result<()> {
+    /// let ctx = vigil::Context::builder()
+    ///     .sanitize(true)
+    ///     .suppressions("vigil.supp") // e.g. `race:kernel=legacy_*`
+    ///     .sanitize_kernels(["histogram", "/^scan_/"])
+    ///     .exit_code(Some(66))
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn suppressions(self, path: impl AsRef<std::path::Path>) -> Self {
+        self.with_config(|c| c.suppressions(path))
+    }
+
+    /// Only launches of these kernels run sanitized, each item a kernel
+    /// name or a `/regex/` (`VIGIL_SANITIZE_KERNELS`; see
+    /// [`LaunchFilter`](crate::LaunchFilter)); the others run plain.
+    pub fn sanitize_kernels<S: AsRef<str>>(self, items: impl IntoIterator<Item = S>) -> Self {
+        self.with_config(|c| c.sanitize_kernels(items))
+    }
+
+    /// Launches of these kernels run plain, each item a kernel name or a
+    /// `/regex/` (`VIGIL_SANITIZE_KERNELS_EXCLUDE`).
+    pub fn exclude_kernels<S: AsRef<str>>(self, items: impl IntoIterator<Item = S>) -> Self {
+        self.with_config(|c| c.exclude_kernels(items))
+    }
+
+    /// The first `n` selected launches run plain (`VIGIL_LAUNCH_SKIP`).
+    pub fn launch_skip(self, n: u64) -> Self {
+        self.with_config(|c| c.launch_skip(n))
+    }
+
+    /// At most `n` selected launches run sanitized, after the skipped
+    /// ones (`VIGIL_LAUNCH_COUNT`); `None` or `Some(0)`: no limit.
+    pub fn launch_count(self, n: Option<u64>) -> Self {
+        self.with_config(|c| c.launch_count(n))
+    }
+
+    /// The process exits with `code` (1..=255) when any race was reported
+    /// in it (`VIGIL_EXITCODE`; default: its own status).
+    pub fn exit_code(self, code: Option<i32>) -> Self {
+        self.with_config(|c| c.exit_code(code))
     }
 
     /// [`ContextBuilder::env`] over the process environment. The first
@@ -270,20 +335,33 @@ impl ContextBuilder {
             },
             d => d,
         };
-        let sink = ReportSink::new(&self.vmm_config);
+        // Report file, suppressions, launch filter and exit code are the
+        // front end's, per context.
+        let sink = ReportSink::new(&self.sanitizer_config);
+        let selection = LaunchSelection::new(self.sanitizer_config.launch_filter().clone());
+        let config = self.sanitizer_config.backend_settings();
         let backend = match device {
-            DeviceChoice::Gpu(ordinal) => {
-                backend::open_cuda(ordinal, self.sanitize, self.vmm_config)?
-            }
+            DeviceChoice::Gpu(ordinal) => backend::open_cuda(ordinal, self.sanitize, config)?,
             DeviceChoice::Auto | DeviceChoice::Cpu => backend::open_cpu(CpuOptions {
                 workers: self.cpu_workers,
                 sanitize: self.sanitize,
                 sanitizer: self.cpu_sanitizer,
-                config: self.vmm_config,
+                config,
                 peer_group: self.peer_group,
             })?,
         };
-        Ok(Context::from_backend(backend, sink, self.launch_timeout))
+        if let Some(code) = self.sanitizer_config.exit_code() {
+            exit::set_exit_code(code);
+        }
+        if backend.is_sanitized() {
+            exit::install_hook();
+        }
+        Ok(Context::from_backend(
+            backend,
+            sink,
+            self.launch_timeout,
+            selection,
+        ))
     }
 }
 

@@ -8,12 +8,15 @@
 use crate::api::builder::ContextBuilder;
 use crate::backend::{AsCudaDevice, Backend, CachingPool, CpuExecutor, CudaDevice, LaunchStats};
 use crate::error::{Error, Result};
-use crate::sanitizer::report::RaceReports;
+use crate::sanitizer::launch_filter::LaunchSelection;
+use crate::sanitizer::report::{RaceReports, SourceLocation};
 use crate::sanitizer::sink::ReportSink;
 use crate::types::{DeviceId, DeviceLimits, DeviceProps, LaunchVariant};
 use cudarc::driver::sys;
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::panic::Location;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// A handle to one device: a CUDA GPU (its primary context) or the CPU
@@ -40,7 +43,8 @@ use std::time::Duration;
 /// | `VIGIL_LAUNCH_TIMEOUT` | a duration (`30`, `2.5s`, `500ms`, `10m`) or `off` | off |
 ///
 /// The sanitizer's own variables (`VIGIL_SEED`, `VIGIL_CLOCK_BUFFER_SIZE`,
-/// `VIGIL_HALT_ON_ERROR`, `VIGIL_REPORT`, ...) are [`VmmConfig`](crate::VmmConfig)'s. A malformed value is [`Error::Config`], naming
+/// `VIGIL_HALT_ON_ERROR`, `VIGIL_REPORT`, `VIGIL_SUPPRESSIONS`,
+/// `VIGIL_SANITIZE_KERNELS`, `VIGIL_EXITCODE`, ...) are [`SanitizerConfig`](crate::SanitizerConfig)'s. A malformed value is [`Error::Config`], naming
 /// the variable, the value and what is accepted; an unknown `VIGIL_*`
 /// variable is warned about once on stderr, with the closest known name.
 ///
@@ -56,10 +60,53 @@ pub struct Context {
 /// What the clones of a context share.
 struct ContextInner {
     backend: Backend,
-    /// Where collected race reports go (the `VIGIL_REPORT` file).
+    /// Where collected race reports go (suppressions, the `VIGIL_REPORT`
+    /// file).
     reports: ReportSink,
     /// The longest a launch or a GPU wait may take.
     launch_timeout: Option<Duration>,
+    /// Which launches of a sanitized context run sanitized.
+    selection: LaunchSelection,
+    /// Where each live buffer of a sanitized context was allocated, by
+    /// address (the reports' allocation sites).
+    alloc_sites: Mutex<AllocationSites>,
+}
+
+/// Where each live buffer was allocated, by address.
+type AllocationSites = HashMap<u64, &'static Location<'static>>;
+
+/// The longest a dropped sanitized context without a launch timeout waits
+/// for its kernels before it collects what they reported.
+const DROP_WAIT_LIMIT: Duration = Duration::from_secs(10);
+
+impl Drop for ContextInner {
+    /// Races nobody collected go through the sink (report file,
+    /// suppressions) and to the process's exit summary.
+    fn drop(&mut self) {
+        if !self.backend.is_sanitized() {
+            return;
+        }
+        // Kernels still running may have more to report; a kernel that
+        // never ends must not keep the drop waiting.
+        let limit = self.launch_timeout.unwrap_or(DROP_WAIT_LIMIT);
+        let _ = self.backend.synchronize(Some(limit));
+        let mut reports = self.backend.take_reports();
+        fill_allocation_sites(&self.alloc_sites, &mut reports);
+        self.reports.deliver(reports, false);
+    }
+}
+
+/// Names each report's allocation site from `sites`.
+fn fill_allocation_sites(sites: &Mutex<AllocationSites>, reports: &mut RaceReports) {
+    let sites = sites.lock().unwrap_or_else(|p| p.into_inner());
+    if sites.is_empty() {
+        return;
+    }
+    for r in reports.entries_mut() {
+        if let Some(a) = r.allocation.as_mut().filter(|a| a.site.is_none()) {
+            a.site = sites.get(&a.base).map(|l| SourceLocation::from_std(l));
+        }
+    }
 }
 
 impl Context {
@@ -79,12 +126,15 @@ impl Context {
         backend: Backend,
         reports: ReportSink,
         launch_timeout: Option<Duration>,
+        selection: LaunchSelection,
     ) -> Context {
         Context {
             inner: Arc::new(ContextInner {
                 backend,
                 reports,
                 launch_timeout,
+                selection,
+                alloc_sites: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -147,12 +197,66 @@ impl Context {
     /// that decides it. [`LaunchVariant::Sanitized`] on a sanitized context
     /// (CPU: the checked host entry; GPU: the `name__vigil` entry with the
     /// sanitizer's hidden arguments); [`LaunchVariant::Plain`] otherwise.
+    ///
+    /// On a sanitized context with a launch filter
+    /// ([`SanitizerConfigBuilder::sanitize_kernels`](crate::SanitizerConfigBuilder::sanitize_kernels),
+    /// `VIGIL_SANITIZE_KERNELS`, `VIGIL_LAUNCH_SKIP`, ...; see
+    /// [`LaunchFilter`](crate::LaunchFilter)), this is the variant of the
+    /// launches the filter selects; each launch is decided as it is
+    /// issued, and the others run plain. A plain launch there still sits
+    /// in its stream's order: the sanitizers order work by streams, events
+    /// and host waits, which a launch they do not see does not change, so
+    /// sanitized launches before and after it keep their order (or lack of
+    /// it); only its own accesses go unchecked.
     pub fn launch_variant(&self) -> LaunchVariant {
         if self.is_sanitized() && self.inner.backend.runs_sanitized_launches() {
             LaunchVariant::Sanitized
         } else {
             LaunchVariant::Plain
         }
+    }
+
+    /// The variant one launch of `kernel` runs ([`Context::launch_variant`]
+    /// through the launch filter, which counts the launch).
+    pub(crate) fn decide_launch_variant(&self, kernel: &str) -> LaunchVariant {
+        match self.launch_variant() {
+            LaunchVariant::Sanitized if !self.inner.selection.sanitizes(kernel) => {
+                LaunchVariant::Plain
+            }
+            v => v,
+        }
+    }
+
+    /// Whether launches of a sanitized context may run plain (a launch
+    /// filter is set): its modules keep the plain entries beside the
+    /// sanitized ones.
+    pub(crate) fn launches_may_run_plain(&self) -> bool {
+        self.launch_variant() == LaunchVariant::Sanitized && !self.inner.selection.is_everything()
+    }
+
+    /// Notes where the buffer at `ptr` was allocated (a sanitized
+    /// context's reports name it).
+    pub(crate) fn note_allocation(&self, ptr: u64, site: &'static Location<'static>) {
+        if let Some(mut sites) = self.allocation_sites() {
+            sites.insert(ptr, site);
+        }
+    }
+
+    /// The buffer at `ptr` is freed.
+    pub(crate) fn forget_allocation(&self, ptr: u64) {
+        if let Some(mut sites) = self.allocation_sites() {
+            sites.remove(&ptr);
+        }
+    }
+
+    /// The allocation sites, kept by sanitized contexts only.
+    fn allocation_sites(&self) -> Option<MutexGuard<'_, AllocationSites>> {
+        self.is_sanitized().then(|| {
+            self.inner
+                .alloc_sites
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+        })
     }
 
     /// The shadow allocator's caching pool of a sanitized GPU context.
@@ -249,9 +353,11 @@ impl Context {
     /// Takes the races found since the last collection without
     /// synchronising: de-duplicated, with the count of those the runtime
     /// could not record. Empty when the sanitizer is off (on a GPU, records
-    /// of kernels still running may come at a later call). A report file
-    /// (`VIGIL_REPORT`) receives them as one JSON line, as at a
-    /// synchronisation.
+    /// of kernels still running may come at a later call). Races the
+    /// suppressions match are left out (counted); a report file
+    /// (`VIGIL_REPORT`) receives them, as at a synchronisation. A
+    /// collection dropped without being read is printed when the process
+    /// exits.
     ///
     /// ```no_run
     /// # fn main() -> vigil::Result<()> {
@@ -263,8 +369,10 @@ impl Context {
     /// # Ok(()) }
     /// ```
     pub fn take_reports(&self) -> RaceReports {
-        let reports = self.inner.backend.take_reports();
-        self.inner.reports.deliver(&reports);
+        let mut reports = self.inner.backend.take_reports();
+        fill_allocation_sites(&self.inner.alloc_sites, &mut reports);
+        let mut reports = self.inner.reports.deliver(reports, true);
+        reports.hand_out();
         reports
     }
 
@@ -317,9 +425,9 @@ impl Context {
 /// `Ok` without reports; a collection's first divergent barrier as
 /// [`Error::DivergentBarrier`] (as a CPU launch fails); else [`Error::Races`].
 pub(crate) fn races_to_result(reports: RaceReports) -> Result<()> {
-    if let Some(d) = reports.divergent_barriers().first() {
+    if let Some(d) = reports.divergent_entries().first() {
         Err(Error::DivergentBarrier(d.clone()))
-    } else if reports.is_empty() {
+    } else if !reports.has_findings() {
         Ok(())
     } else {
         Err(Error::Races(reports))

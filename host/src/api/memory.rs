@@ -99,6 +99,7 @@ impl<T: Pod> DeviceBuffer<T> {
     /// pattern is a valid `T`; on the CPU backend they are zero). Use
     /// [`DeviceBuffer::alloc_zeroed`] or [`DeviceBuffer::from_slice`] unless
     /// every element is written first.
+    #[track_caller]
     pub fn alloc(stream: &Stream, len: usize) -> Result<DeviceBuffer<T>> {
         let ctx = stream.context();
         let bytes = byte_len::<T>(len)?;
@@ -460,6 +461,7 @@ impl<T: Pod> Drop for DeviceBuffer<T> {
         if self.ptr == 0 {
             return;
         }
+        self.ctx.forget_allocation(self.ptr);
         // SAFETY: `ptr` came from `allocate` on this context with this size
         // and alignment, and is released exactly once.
         let r = unsafe {
@@ -564,9 +566,15 @@ impl<T> fmt::Debug for DeviceSliceMut<'_, T> {
 
 /// Allocates `bytes > 0` bytes for work on `stream`, as the context's mode
 /// says; returns the device address (a host address on the CPU backend).
+/// Allocates on `stream`'s device, noting the caller as the allocation's
+/// site (a sanitized context's reports name it).
+#[track_caller]
 fn allocate(stream: &Stream, bytes: usize, align: usize) -> Result<u64> {
     let (handle, _) = stream.handle();
-    stream.context().backend().allocate(handle, bytes, align)
+    let ctx = stream.context();
+    let ptr = ctx.backend().allocate(handle, bytes, align)?;
+    ctx.note_allocation(ptr, std::panic::Location::caller());
+    Ok(ptr)
 }
 
 /// Runs a copy or fill on `stream`'s device. The caller has checked

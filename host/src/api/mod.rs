@@ -10,6 +10,7 @@ pub(crate) mod launch;
 pub(crate) mod memory;
 pub(crate) mod module;
 pub(crate) mod process_group;
+pub(crate) mod proofs;
 pub(crate) mod sanitized_group;
 pub(crate) mod stream;
 pub(crate) mod symmetric;

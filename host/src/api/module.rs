@@ -14,11 +14,11 @@
 //! launches run the kernel's Rust body (`K::run_host`) on the
 //! [`CpuExecutor`](crate::unstable::cpu::CpuExecutor).
 
-use crate::abi::check::check_signature;
-use crate::abi::ptx::{check_module, parse_entries, PtxEntry, PtxParam};
 use crate::api::context::Context;
 use crate::backend::{FunctionHandle, HostEntry, ModuleHandle};
 use crate::error::{Error, Result};
+use crate::launch_abi::check::check_signature;
+use crate::launch_abi::ptx::{check_module, parse_entries, PtxEntry, PtxParam};
 use crate::types::FunctionAttrs;
 use cudarc::driver::sys;
 use std::ffi::CString;
@@ -49,8 +49,9 @@ impl Module {
     /// ([`Context::launch_variant`]): a plain context the plain entries, a
     /// sanitized one the `name__vigil` entries, each with the functions
     /// and variables it reaches (the JIT never compiles code the context
-    /// cannot launch). Looking up an entry that was cut away is
-    /// [`Error::EntryNotLoaded`].
+    /// cannot launch). A sanitized context with a launch filter (some
+    /// launches run plain) keeps both. Looking up an entry that was cut
+    /// away is [`Error::EntryNotLoaded`].
     ///
     /// On every backend the text is checked first: no NUL byte, a
     /// `.version` first, a `.target`, at least one `.entry`, balanced
@@ -65,7 +66,9 @@ impl Module {
         }
         check_module(ptx)?;
         let entries = parse_entries(ptx);
-        let handle = ctx.backend().load_module(ptx, ctx.launch_variant())?;
+        let handle =
+            ctx.backend()
+                .load_module(ptx, ctx.launch_variant(), ctx.launches_may_run_plain())?;
         Ok(Module {
             inner: Arc::new(ModuleInner {
                 handle,
@@ -141,8 +144,6 @@ impl Module {
     }
 }
 
-/// JIT-compiles and loads PTX on `ctx`'s GPU (`cuModuleLoadDataEx`),
-/// returning the JIT error log on failure.
 impl fmt::Debug for Module {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let names: Vec<&str> = match &self.inner.entries {
@@ -158,8 +159,13 @@ impl fmt::Debug for Module {
 
 /// A kernel entry point without a Rust signature (checked at launch against
 /// the parsed PTX parameter list).
+///
+/// Looking a function up finds its entries on the backend once: on a GPU
+/// its plain entry and its sanitized entry (`name__vigil`) as far as the
+/// module has them, on the CPU backend its host code. A launch picks the
+/// one its [`LaunchVariant`](crate::LaunchVariant) runs.
 pub struct Function {
-    /// The backend's function (on the CPU backend, the kernel's host code
+    /// The backend's entries (on the CPU backend, the kernel's host code
     /// when it came from a Rust kernel, [`Module::kernel`]).
     handle: FunctionHandle,
     module: Module,
@@ -173,12 +179,10 @@ impl Function {
         let name_c = CString::new(entry.name.as_str()).map_err(|_| Error::PtxText {
             message: format!("entry name `{}` contains NUL", entry.name),
         })?;
+        let ctx = &module.inner.ctx;
         let (handle, attrs) =
-            module
-                .inner
-                .ctx
-                .backend()
-                .function(&module.inner.handle, &name_c, host)?;
+            ctx.backend()
+                .function(&module.inner.handle, &name_c, host, ctx.launch_variant())?;
         Ok(Function {
             handle,
             module: module.clone(),
@@ -189,7 +193,6 @@ impl Function {
     }
 }
 
-/// Looks a function up in a loaded CUDA module, with its attributes.
 impl Function {
     /// The entry point's name.
     pub fn name(&self) -> &str {
@@ -201,7 +204,9 @@ impl Function {
         &self.params
     }
 
-    /// Register and shared-memory attributes.
+    /// Register and shared-memory attributes of the entry this context's
+    /// launches run (on a GPU the sanitized entry in a sanitized context;
+    /// `max_threads_per_block` is the most a launch may ask for).
     pub fn attrs(&self) -> &FunctionAttrs {
         &self.attrs
     }
@@ -211,9 +216,12 @@ impl Function {
         &self.module
     }
 
-    /// The raw `CUfunction`; null on the CPU backend.
+    /// The raw `CUfunction` of the entry this context's launches run;
+    /// null on the CPU backend.
     pub fn raw(&self) -> sys::CUfunction {
-        self.module.inner.ctx.backend().function_raw(&self.handle)
+        let ctx = &self.module.inner.ctx;
+        ctx.backend()
+            .function_raw(&self.handle, ctx.launch_variant())
     }
 
     /// The backend's half of the function.

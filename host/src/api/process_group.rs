@@ -34,7 +34,7 @@ use super::symmetric::PeersArg;
 use crate::backend::{ExportedAllocation, ExportedRuntimeState, Vmm, VmmAllocation};
 use crate::error::{Error, GroupProblem, Result};
 use crate::ipc::{PeerShare, Rendezvous};
-use crate::sanitizer::config::VmmConfig;
+use crate::sanitizer::config::SanitizerConfig;
 use bytemuck::Pod;
 use std::marker::PhantomData;
 use std::os::fd::{AsFd, OwnedFd};
@@ -131,7 +131,7 @@ impl ProcessGroup {
         let vmm = match ctx.backend().sanitizer_pool() {
             Some(pool) => group_sanitizer(&ctx, pool.vmm(), rank, world)?,
             None => {
-                let config = VmmConfig::builder().shareable_handles(true).build()?;
+                let config = SanitizerConfig::builder().shareable_handles(true).build()?;
                 Vmm::new(&ctx, config)?
             }
         };

@@ -25,10 +25,11 @@ use super::context::{races_to_result, Context};
 use super::memory::DeviceBuffer;
 use super::sanitized_group::SanitizedDevices;
 use super::stream::Stream;
-use crate::abi::params::ParamBuffer;
 use crate::api::args::KernelArg;
+use crate::api::proofs::LayoutParam;
 use crate::backend::{group_cpu_sanitizers, CpuSanitizerParams, Vmm};
 use crate::error::{ArgProblem, Error, GroupProblem, Result};
+use crate::launch_abi::params::ParamBuffer;
 use crate::sanitizer::report::RaceReports;
 use crate::types::DeviceId;
 use bytemuck::Pod;
@@ -131,7 +132,7 @@ impl SymmetricGroup {
         let sanitizers = if builder.is_sanitized() {
             let params = CpuSanitizerParams {
                 num_virtual_sms: workers as u32,
-                config: builder.config().clone(),
+                config: builder.config().backend_settings(),
             };
             group_cpu_sanitizers(&params, world as u32)?
                 .into_iter()
@@ -444,9 +445,13 @@ unsafe impl<T: Pod, S: Sanitizer> KernelArg<Peers<T, S>> for PeersArg<'_, T> {
     fn pack(self, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
         // Its own rank's buffer may also be passed as a slice.
         buf.note_aliasing();
+        let bytes = (self.len * std::mem::size_of::<T>()) as u64;
         for (rank, &p) in self.ptrs.iter().enumerate() {
             let device = (rank < self.world as usize).then_some(self.local);
             buf.push_pointer_on(p, device);
+            if device.is_some() {
+                buf.note_view(p, bytes, true);
+            }
         }
         buf.push(self.len as u64);
         buf.push(self.rank);
@@ -471,6 +476,7 @@ impl<T> PeerSlice<'_, T> {
         buf.note_aliasing();
         buf.push_pointer_on(self.ptr, Some(self.local));
         buf.push(self.len as u64);
+        buf.note_view(self.ptr, (self.len * std::mem::size_of::<T>()) as u64, true);
         Ok(())
     }
 }
@@ -485,6 +491,15 @@ unsafe impl<T: Pod, S: Sanitizer> KernelArg<GlobalSlice<T, S>> for PeerSlice<'_,
 
 // SAFETY: as above; shared on purpose, like `PeersArg`.
 unsafe impl<T: Pod, S: Sanitizer> KernelArg<GlobalSliceMut<T, S>> for PeerSlice<'_, T> {
+    fn pack(self, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
+        PeerSlice::pack(self, buf)
+    }
+}
+
+// SAFETY: as above, for a parameter with a declared layout (a partition
+// of a peer's buffer is exclusive only while no other argument of the
+// launch reaches it; other ranks' launches are the sanitizer's).
+unsafe impl<T: Pod, P: LayoutParam<Elem = T>> KernelArg<P> for PeerSlice<'_, T> {
     fn pack(self, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
         PeerSlice::pack(self, buf)
     }

@@ -12,8 +12,8 @@
 use super::args::KernelArg;
 use super::memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceBuffer, RawView};
 use super::stream::Stream;
-use crate::abi::params::ParamBuffer;
 use crate::error::{ArgProblem, Error, Result, TensorMapProblem};
+use crate::launch_abi::params::ParamBuffer;
 use crate::types::TensorElement;
 use std::marker::PhantomData;
 use vigil_device::async_copy::{TensorMap, TensorMapMut};

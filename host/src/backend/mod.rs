@@ -13,6 +13,7 @@
 
 pub(crate) mod cpu;
 pub(crate) mod cuda;
+pub(crate) mod launch;
 pub(crate) mod transfer;
 
 // The backend types the front end names in its public signatures (what a
@@ -22,28 +23,27 @@ pub(crate) use cpu::executor::{CpuExecutor, LaunchStats};
 pub(crate) use cpu::hooks::{group_cpu_sanitizers, CpuSanitizer, CpuSanitizerParams};
 pub(crate) use cpu::launch::HostEntry;
 pub(crate) use cpu::CpuOptions;
-pub(crate) use cuda::driver::{device_count, gpu_available};
+pub(crate) use cuda::device::{device_count, gpu_available};
 pub(crate) use cuda::vmm::group::POOL_RANK;
 pub(crate) use cuda::vmm::{
     Allocation as VmmAllocation, CachingPool, ExportedAllocation, ExportedRuntimeState, Vmm,
 };
 pub(crate) use cuda::{AsCudaDevice, AsCudaStream, CudaDevice, CudaStream};
+pub(crate) use launch::Launch;
 pub(crate) use transfer::Transfer;
 
-use crate::abi::params::ParamBuffer;
-use crate::abi::ptx_cut::cut_for;
 use crate::error::{Error, Result};
-use crate::sanitizer::config::VmmConfig;
+use crate::launch_abi::ptx_cut::cut_for;
+use crate::sanitizer::config::SanitizerConfig;
 use crate::sanitizer::report::RaceReports;
 use crate::types::{
     DeviceId, DeviceProps, EventId, FunctionAttrs, LaunchConfig, LaunchVariant, StreamId,
     TensorElementType,
 };
+use cpu::executor::KernelEntry;
 use cpu::hooks::HostSync;
-use cpu::launch::CpuLaunch;
 use cpu::{CpuBackend, CpuEvent};
-use cuda::launch::CudaLaunch;
-use cuda::module::{CudaFunction, CudaModule};
+use cuda::module::{CudaFunction, CudaKernel, CudaModule};
 use cuda::sanitizer::HostWait;
 use cuda::{CudaBackend, CudaEvent};
 use cudarc::driver::sys;
@@ -81,29 +81,42 @@ pub(crate) enum ModuleHandle {
     Cpu,
 }
 
-/// A function's backend half.
+/// A function's backend half: the kernel's entry points, looked up once
+/// when the front end looks the kernel up.
 pub(crate) enum FunctionHandle {
-    Cuda(CudaFunction),
-    /// The kernel's host code, when the function came from a Rust kernel;
-    /// the CPU backend can only launch those.
+    /// The plain and the sanitized entry, as the module has them.
+    Cuda(CudaKernel),
+    /// The kernel's host code (its plain and checked entries), when the
+    /// function came from a Rust kernel; the CPU backend can only launch
+    /// those.
     Cpu(Option<HostEntry>),
 }
 
-/// One checked launch, as the front end hands it over.
-pub(crate) struct Launch<'a> {
-    pub(crate) kernel: &'a str,
-    pub(crate) func: &'a FunctionHandle,
-    pub(crate) stream: &'a StreamHandle,
-    pub(crate) stream_id: StreamId,
-    pub(crate) config: LaunchConfig,
-    pub(crate) params: &'a ParamBuffer,
-    /// The context's launch timeout (the CPU backend bounds the launch; a
-    /// GPU launch is asynchronous, and its waits are bounded instead).
-    pub(crate) timeout: Option<Duration>,
+/// The entry point one launch runs, picked from its function's entries
+/// ([`Backend::entry`]) before the launch is checked.
+pub(crate) struct LaunchEntry<'f> {
+    run: EntryHandle<'f>,
+    /// The variant the entry is (a sanitized launch of a kernel without a
+    /// sanitized entry runs the plain one).
+    pub(crate) variant: LaunchVariant,
+    /// What the launch's configuration is checked against.
+    pub(crate) attrs: FunctionAttrs,
+}
+
+enum EntryHandle<'f> {
+    Cuda(&'f CudaFunction),
+    /// The host entry of the launch's variant; none for a function looked
+    /// up by name, which has no host code (refused when launched, after
+    /// the launch's checks).
+    Cpu(Option<KernelEntry>),
 }
 
 /// Opens a GPU backend (`sanitize`: buffers from the shadow allocator).
-pub(crate) fn open_cuda(ordinal: usize, sanitize: bool, config: VmmConfig) -> Result<Backend> {
+pub(crate) fn open_cuda(
+    ordinal: usize,
+    sanitize: bool,
+    config: SanitizerConfig,
+) -> Result<Backend> {
     Ok(Backend::Cuda(CudaBackend::open(ordinal, sanitize, config)?))
 }
 
@@ -447,18 +460,26 @@ impl Backend {
 
     /// Loads PTX without NUL bytes for contexts that launch `variant`: the
     /// CUDA backend JIT-compiles only what that variant runs
-    /// ([`cut_for`]); the CPU backend keeps nothing (it runs the kernels'
-    /// Rust bodies).
-    pub(crate) fn load_module(&self, ptx: &str, variant: LaunchVariant) -> Result<ModuleHandle> {
+    /// ([`cut_for`]), or the whole text when a sanitized context's launch
+    /// filter sends some launches to the plain entries (`plain_too`); the
+    /// CPU backend keeps nothing (it runs the kernels' Rust bodies).
+    pub(crate) fn load_module(
+        &self,
+        ptx: &str,
+        variant: LaunchVariant,
+        plain_too: bool,
+    ) -> Result<ModuleHandle> {
         match self {
             Backend::Cuda(c) => {
-                let image = CString::new(cut_for(ptx, variant).into_owned()).map_err(|e| {
-                    Error::PtxText {
-                        message: format!(
-                            "PTX text contains a NUL byte at offset {}",
-                            e.nul_position()
-                        ),
-                    }
+                let text = match (variant, plain_too) {
+                    (LaunchVariant::Sanitized, true) => std::borrow::Cow::Borrowed(ptx),
+                    _ => cut_for(ptx, variant),
+                };
+                let image = CString::new(text.into_owned()).map_err(|e| Error::PtxText {
+                    message: format!(
+                        "PTX text contains a NUL byte at offset {}",
+                        e.nul_position()
+                    ),
                 })?;
                 // Sanitized contexts launch the `__vigil` entries: capped
                 // registers keep them launchable with large blocks.
@@ -473,37 +494,77 @@ impl Backend {
         }
     }
 
-    /// Entry `name` of `module`, with `host` (the kernel's Rust body, when
-    /// known), and its attributes.
+    /// Kernel `name` of `module`, with `host` (the kernel's Rust body, when
+    /// known): its entries, and the attributes a `variant` launch of it is
+    /// held to.
     pub(crate) fn function(
         &self,
         module: &ModuleHandle,
         name: &CStr,
         host: Option<HostEntry>,
+        variant: LaunchVariant,
     ) -> Result<(FunctionHandle, FunctionAttrs)> {
         match module {
             ModuleHandle::Cuda(m) => {
-                let f = m.function(name)?;
-                let attrs = f.launch_attrs(self.props().limits.max_threads_per_block);
-                Ok((FunctionHandle::Cuda(f), attrs))
+                let kernel = m.kernel(name)?;
+                let attrs = kernel.attrs(variant, self.props().limits.max_threads_per_block)?;
+                Ok((FunctionHandle::Cuda(kernel), attrs))
             }
-            // The device's limits, no static shared memory to account for
-            // (the executor gives each block its own).
-            ModuleHandle::Cpu => Ok((
-                FunctionHandle::Cpu(host),
-                FunctionAttrs {
-                    max_threads_per_block: self.props().limits.max_threads_per_block,
-                    static_shared_bytes: 0,
-                    num_regs: 0,
-                },
-            )),
+            ModuleHandle::Cpu => Ok((FunctionHandle::Cpu(host), self.cpu_attrs())),
         }
     }
 
-    pub(crate) fn function_raw(&self, func: &FunctionHandle) -> sys::CUfunction {
+    /// What a CPU launch is held to: the device's limits, no static shared
+    /// memory to account for (the executor gives each block its own).
+    fn cpu_attrs(&self) -> FunctionAttrs {
+        FunctionAttrs {
+            max_threads_per_block: self.props().limits.max_threads_per_block,
+            static_shared_bytes: 0,
+            num_regs: 0,
+        }
+    }
+
+    /// The raw `CUfunction` a `variant` launch of `func` runs; null on the
+    /// CPU backend.
+    pub(crate) fn function_raw(
+        &self,
+        func: &FunctionHandle,
+        variant: LaunchVariant,
+    ) -> sys::CUfunction {
         match func {
-            FunctionHandle::Cuda(f) => f.raw(),
+            FunctionHandle::Cuda(k) => k.raw(variant),
             FunctionHandle::Cpu(_) => std::ptr::null_mut(),
+        }
+    }
+
+    /// The entry a `variant` launch of `func` named `kernel` with `config`
+    /// runs, with the attributes to check the configuration against.
+    pub(crate) fn entry<'f>(
+        &self,
+        func: &'f FunctionHandle,
+        variant: LaunchVariant,
+        config: &LaunchConfig,
+    ) -> Result<LaunchEntry<'f>> {
+        match func {
+            FunctionHandle::Cuda(k) => {
+                let (f, variant) = k.entry(variant, config.block_threads())?;
+                Ok(LaunchEntry {
+                    run: EntryHandle::Cuda(f),
+                    variant,
+                    attrs: f.attrs(),
+                })
+            }
+            FunctionHandle::Cpu(host) => {
+                let run = host.map(|host| match variant {
+                    LaunchVariant::Plain => host.plain,
+                    LaunchVariant::Sanitized => host.checked,
+                });
+                Ok(LaunchEntry {
+                    run: EntryHandle::Cpu(run),
+                    variant,
+                    attrs: self.cpu_attrs(),
+                })
+            }
         }
     }
 
@@ -574,35 +635,26 @@ impl Backend {
         }
     }
 
-    /// Runs a checked launch as `variant`.
-    pub(crate) fn launch(&self, launch: &Launch<'_>, variant: LaunchVariant) -> Result<()> {
-        match (self, launch.func, launch.stream) {
-            (Backend::Cuda(c), FunctionHandle::Cuda(func), StreamHandle::Cuda(stream)) => {
-                let l = CudaLaunch {
-                    kernel: launch.kernel,
-                    func,
-                    stream,
-                    config: launch.config,
-                    params: launch.params,
-                };
-                c.launch(&l, launch.stream_id, variant)
+    /// Runs `launch` (checked by the front end) with `entry` on `stream`.
+    pub(crate) fn launch(
+        &self,
+        entry: &LaunchEntry<'_>,
+        stream: &StreamHandle,
+        launch: &Launch<'_>,
+    ) -> Result<()> {
+        debug_assert_eq!(entry.variant, launch.variant);
+        match (self, &entry.run, stream) {
+            (Backend::Cuda(c), EntryHandle::Cuda(func), StreamHandle::Cuda(stream)) => {
+                c.launch(func, stream, launch)
             }
-            (Backend::Cpu(c), FunctionHandle::Cpu(host), StreamHandle::Cpu) => {
-                let host = host.ok_or(Error::Unsupported {
+            (Backend::Cpu(c), EntryHandle::Cpu(run), StreamHandle::Cpu) => {
+                let run = run.ok_or(Error::Unsupported {
                     op: "an untyped launch",
                     backend: DeviceId::Cpu,
                     reason: "the CPU backend runs a kernel's Rust body, and this function \
                              was looked up by name; use Module::kernel::<K>() and Stream::launch",
                 })?;
-                let l = CpuLaunch {
-                    kernel: launch.kernel,
-                    host,
-                    stream: launch.stream_id,
-                    config: launch.config,
-                    params: launch.params,
-                    timeout: launch.timeout,
-                };
-                c.launch(&l, variant)
+                c.launch(run, launch)
             }
             _ => Err(self.foreign("launch")),
         }

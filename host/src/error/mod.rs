@@ -20,9 +20,10 @@ pub use vmm::{VmmError, VmmResult};
 use crate::ipc::RendezvousError;
 use crate::sanitizer::config::ConfigError;
 use crate::sanitizer::report::RaceReports;
-use crate::types::{DeviceId, LaunchConfigError, PtxParam};
+use crate::types::{DeviceId, Dim3, LaunchConfigError, PtxParam};
 use std::time::Duration;
 use vigil_shared::params::PtxType;
+use vigil_shared::proofs::ProofProblem;
 
 /// `std::result::Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -477,6 +478,44 @@ pub enum ArgProblem {
         /// Its declaration.
         ptx_decl: String,
     },
+    /// The launch cannot prove the layout the parameter declares (its
+    /// `#[shape]`, `#[chunk]`, `#[tile]` or partition) for its grid and
+    /// block: a part would lie outside the buffer, two threads or blocks
+    /// would own the same part, or the parts would leave elements out.
+    #[error("{problem} (launch: grid {}, block {})", dims(*grid), dims(*block))]
+    Layout {
+        /// What fails.
+        problem: ProofProblem,
+        /// The launch's grid.
+        grid: Dim3,
+        /// The launch's block.
+        block: Dim3,
+    },
+    /// A `#[same_len(other)]` view whose length differs from `other`'s.
+    #[error(
+        "has {len} elements, but is declared #[same_len({other})] and `{other}` has {other_len}"
+    )]
+    LengthMismatch {
+        /// The view it must be as long as.
+        other: String,
+        /// Its length.
+        len: u64,
+        /// The other view's length.
+        other_len: u64,
+    },
+    /// The kernel's declared layout names a parameter the launch did not
+    /// pack as a size (a `Kernel` implementation written by hand that
+    /// disagrees with its parameters).
+    #[error("its declared layout reads parameter {param}, which holds no size or length")]
+    LayoutParam {
+        /// The parameter the layout names.
+        param: usize,
+    },
+}
+
+/// `x x y x z`, the way a launch's extents read in messages.
+pub(crate) fn dims(d: Dim3) -> String {
+    format!("{} x {} x {}", d.x, d.y, d.z)
 }
 
 fn types(v: &[PtxType]) -> String {

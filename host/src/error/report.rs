@@ -23,7 +23,7 @@ use std::fmt;
 ///
 /// ```
 /// let e = vigil::Error::from(
-///     vigil::VmmConfig::builder().clock_buffer_size(0).build().unwrap_err(),
+///     vigil::SanitizerConfig::builder().clock_buffer_size(0).build().unwrap_err(),
 /// );
 /// let text = vigil::ErrorReport::from(e).to_string();
 /// assert!(text.starts_with("configuration: "), "{text}");
@@ -108,7 +108,7 @@ mod tests {
     #[test]
     fn a_cause_the_message_already_says_is_not_repeated() {
         let e = crate::Error::from(
-            crate::VmmConfig::builder()
+            crate::SanitizerConfig::builder()
                 .clock_buffer_size(0)
                 .build()
                 .unwrap_err(),

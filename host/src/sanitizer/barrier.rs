@@ -3,7 +3,9 @@
 //! (`vigil_shared::block::DivergenceRecord`) decoded into it.
 
 use super::decode::{unlinear, ReportResolver};
+use super::report_json::names;
 use crate::types::Dim3;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use vigil_shared::block::{DivergenceRecord, ThreadGroup, ThreadSet};
 
@@ -17,9 +19,10 @@ use vigil_shared::block::{DivergenceRecord, ThreadGroup, ThreadSet};
 /// The CPU backend fails the launch with it; a sanitized GPU context
 /// returns it from the next synchronisation (the block runs on, its
 /// barriers paired as the hardware pairs them).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DivergentBarrier {
     /// `blockIdx` of the block.
+    #[serde(with = "names::dim3")]
     pub block: Dim3,
     /// The `sync_threads` call (`file:line:column`) the lowest-numbered
     /// waiting thread waits at.

@@ -1,4 +1,4 @@
-//! [`VmmConfig`]: the sanitizer's settings (both backends), from a builder and from
+//! [`SanitizerConfig`]: the sanitizer's settings (both backends), from a builder and from
 //! `VIGIL_*` environment variables (docs/src/sanitizer/configuration.md). Malformed values are a
 //! [`ConfigError`] naming the variable (or builder option), the value and
 //! what is accepted. The configuration freezes at the first allocation
@@ -16,20 +16,39 @@
 //! | `VIGIL_SHAREABLE_HANDLES`    | `1`/`0`, `on`/`off`, `true`/`false`        | on      |
 //! | `VIGIL_HALT_ON_ERROR`        | `1`/`0`, `on`/`off`, `true`/`false`        | off     |
 //! | `VIGIL_REPORT`               | a file path (not empty)                    | none    |
+//! | `VIGIL_REPORT_FORMAT`        | `json` or `sarif`                          | by the report path: `.sarif` SARIF, else JSON |
+//! | `VIGIL_SUPPRESSIONS`         | a suppressions file ([`Suppressions`])     | none    |
+//! | `VIGIL_SANITIZE_KERNELS`     | comma-separated kernel names or `/regex/`  | every kernel |
+//! | `VIGIL_SANITIZE_KERNELS_EXCLUDE` | comma-separated kernel names or `/regex/` | none |
+//! | `VIGIL_LAUNCH_SKIP`          | integer (selected launches run plain first) | 0      |
+//! | `VIGIL_LAUNCH_COUNT`         | integer (selected launches sanitized at most; `0` or `all`: no limit) | no limit |
+//! | `VIGIL_EXITCODE`             | integer in 1..=255, or `off`               | off     |
 //!
 //! `VIGIL_HALT_ON_ERROR` stops a sanitized launch at its first race (see
-//! [`VmmConfigBuilder::halt_on_error`] for what that means on each
+//! [`SanitizerConfigBuilder::halt_on_error`] for what that means on each
 //! backend). `VIGIL_REPORT=path` appends the races of every collection
 //! (each [`Context::synchronize`](crate::Context::synchronize),
 //! [`Stream::synchronize`](crate::Stream::synchronize) or
 //! [`Context::take_reports`](crate::Context::take_reports) that found
 //! some) to `path` as one line of JSON ([`RaceReports::to_json`](crate::RaceReports::to_json));
 //! the file is never truncated, so earlier runs' lines stay (JSON Lines).
+//! A path ending in `.sarif` (or `VIGIL_REPORT_FORMAT=sarif`) gets one
+//! SARIF 2.1.0 log instead, rewritten with every race of the process so
+//! far ([`ReportFormat`]).
+//!
+//! `VIGIL_SUPPRESSIONS` leaves matching races out of the reports
+//! (counted); the kernel lists and the launch skip and count choose which
+//! launches run sanitized ([`LaunchFilter`]); `VIGIL_EXITCODE` makes the
+//! process exit with that status when any race was reported. The guide's
+//! chapter *Sanitizer controls* shows each with an example.
 //!
 //! Every `VIGIL_*` name the project reads is listed once, in
 //! [`unstable::env`](crate::unstable::env); an unknown one is warned about
 //! on stderr.
 
+use super::launch_filter::{parse_items, parse_list, LaunchFilter};
+use super::sink::ReportFormat;
+use super::suppressions::{suppression_error, Suppressions};
 use std::path::{Path, PathBuf};
 use vigil_shared::address::MAX_DEVICES;
 
@@ -52,7 +71,7 @@ pub const MAX_SANITIZED_REGISTERS: u32 = 255;
 /// softmax 155 / 136 / 101 / 88.6, sgemm 5.17 / 4.42 / 4.00 / 3.87 s.
 pub const DEFAULT_SANITIZED_REGISTERS: u32 = 128;
 /// Register cap of the build sanitized launches of blocks too large for
-/// [`VmmConfig::sanitized_registers`] use: 64 registers fit 1,024
+/// [`SanitizerConfig::sanitized_registers`] use: 64 registers fit 1,024
 /// threads in an SM's 65,536.
 pub const LARGE_BLOCK_SANITIZED_REGISTERS: u32 = 64;
 
@@ -74,6 +93,22 @@ pub const ENV_SHAREABLE_HANDLES: &str = "VIGIL_SHAREABLE_HANDLES";
 pub const ENV_HALT_ON_ERROR: &str = "VIGIL_HALT_ON_ERROR";
 /// Environment variable: file the race reports are appended to as JSON.
 pub const ENV_REPORT: &str = "VIGIL_REPORT";
+/// Environment variable: the report file's format (`json` or `sarif`).
+pub const ENV_REPORT_FORMAT: &str = "VIGIL_REPORT_FORMAT";
+/// Environment variable: a suppressions file ([`Suppressions`]).
+pub const ENV_SUPPRESSIONS: &str = "VIGIL_SUPPRESSIONS";
+/// Environment variable: the kernels whose launches run sanitized.
+pub const ENV_SANITIZE_KERNELS: &str = "VIGIL_SANITIZE_KERNELS";
+/// Environment variable: kernels whose launches run plain.
+pub const ENV_SANITIZE_KERNELS_EXCLUDE: &str = "VIGIL_SANITIZE_KERNELS_EXCLUDE";
+/// Environment variable: selected launches that run plain before the
+/// first sanitized one.
+pub const ENV_LAUNCH_SKIP: &str = "VIGIL_LAUNCH_SKIP";
+/// Environment variable: the most selected launches that run sanitized.
+pub const ENV_LAUNCH_COUNT: &str = "VIGIL_LAUNCH_COUNT";
+/// Environment variable: the process's exit status when races were
+/// reported.
+pub const ENV_EXITCODE: &str = "VIGIL_EXITCODE";
 /// Environment variable: which device [`Context::from_env`](crate::Context::from_env) opens.
 pub const ENV_DEVICE: &str = "VIGIL_DEVICE";
 /// Environment variable: sanitizer on or off.
@@ -96,10 +131,10 @@ pub struct ConfigError {
 }
 
 /// The sanitizer's settings (the shadow allocator's, the engine's, and
-/// what happens to reports). Build one with [`VmmConfig::builder`] or
-/// [`VmmConfig::from_env`]; [`VmmConfig::default`] is the table's defaults.
+/// what happens to reports). Build one with [`SanitizerConfig::builder`] or
+/// [`SanitizerConfig::from_env`]; [`SanitizerConfig::default`] is the table's defaults.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct VmmConfig {
+pub struct SanitizerConfig {
     clock_buffer_size: u32,
     seed: u32,
     device_ranks: Option<Vec<usize>>,
@@ -110,11 +145,15 @@ pub struct VmmConfig {
     shareable_handles: bool,
     halt_on_error: bool,
     report_path: Option<PathBuf>,
+    report_format: Option<ReportFormat>,
+    suppressions: Option<Suppressions>,
+    launch_filter: LaunchFilter,
+    exit_code: Option<i32>,
 }
 
-impl Default for VmmConfig {
+impl Default for SanitizerConfig {
     fn default() -> Self {
-        VmmConfig {
+        SanitizerConfig {
             clock_buffer_size: 32,
             seed: 0x5eed,
             device_ranks: None,
@@ -125,22 +164,26 @@ impl Default for VmmConfig {
             shareable_handles: true,
             halt_on_error: false,
             report_path: None,
+            report_format: None,
+            suppressions: None,
+            launch_filter: LaunchFilter::default(),
+            exit_code: None,
         }
     }
 }
 
-impl VmmConfig {
+impl SanitizerConfig {
     /// A builder starting from the defaults.
-    pub fn builder() -> VmmConfigBuilder {
-        VmmConfigBuilder {
-            config: VmmConfig::default(),
+    pub fn builder() -> SanitizerConfigBuilder {
+        SanitizerConfigBuilder {
+            config: SanitizerConfig::default(),
             error: None,
         }
     }
 
     /// A builder starting from this configuration.
-    pub fn into_builder(self) -> VmmConfigBuilder {
-        VmmConfigBuilder {
+    pub fn into_builder(self) -> SanitizerConfigBuilder {
+        SanitizerConfigBuilder {
             config: self,
             error: None,
         }
@@ -149,9 +192,9 @@ impl VmmConfig {
     /// The defaults overridden by the `VIGIL_*` variables of this process.
     /// Warns once per process about unknown `VIGIL_*` variables
     /// ([`warn_unknown_variables`](crate::unstable::env::warn_unknown_variables)).
-    pub fn from_env() -> Result<VmmConfig, ConfigError> {
+    pub fn from_env() -> Result<SanitizerConfig, ConfigError> {
         super::env::warn_unknown_variables();
-        VmmConfig::builder()
+        SanitizerConfig::builder()
             .env(|name| std::env::var(name).ok())
             .build()
     }
@@ -173,7 +216,7 @@ impl VmmConfig {
     }
 
     /// This process's place in a group of processes, if it is one
-    /// ([`VmmConfigBuilder::process_rank`]).
+    /// ([`SanitizerConfigBuilder::process_rank`]).
     pub fn process_rank(&self) -> Option<ProcessRank> {
         self.process_rank
     }
@@ -211,9 +254,49 @@ impl VmmConfig {
         self.report_path.as_deref()
     }
 
+    /// The report file's format: the one set, else by the path's
+    /// extension ([`ReportFormat::for_path`]).
+    pub fn report_format(&self) -> ReportFormat {
+        match (self.report_format, &self.report_path) {
+            (Some(f), _) => f,
+            (None, Some(p)) => ReportFormat::for_path(p),
+            (None, None) => ReportFormat::Json,
+        }
+    }
+
+    /// The races left out of reports, if any.
+    pub fn suppressions(&self) -> Option<&Suppressions> {
+        self.suppressions.as_ref()
+    }
+
+    /// Which launches run sanitized.
+    pub fn launch_filter(&self) -> &LaunchFilter {
+        &self.launch_filter
+    }
+
+    /// The process's exit status when races were reported, if set.
+    pub fn exit_code(&self) -> Option<i32> {
+        self.exit_code
+    }
+
+    /// The settings the backends use: this configuration without what the
+    /// front end applies per context (report file and format,
+    /// suppressions, launch filter, exit code), so that contexts that
+    /// differ only in those share the process's shadow allocator.
+    pub fn backend_settings(&self) -> SanitizerConfig {
+        SanitizerConfig {
+            report_path: None,
+            report_format: None,
+            suppressions: None,
+            launch_filter: LaunchFilter::default(),
+            exit_code: None,
+            ..self.clone()
+        }
+    }
+
     /// The rank of device `ordinal`, and the number of ranks, given
     /// `device_count` devices when no explicit topology is configured. In
-    /// a group of processes ([`VmmConfig::process_rank`]) only the
+    /// a group of processes ([`SanitizerConfig::process_rank`]) only the
     /// process's device has a rank, the process's.
     pub fn rank_of(&self, ordinal: usize, device_count: usize) -> Option<(u32, u32)> {
         if let Some(p) = self.process_rank {
@@ -243,15 +326,24 @@ pub struct ProcessRank {
     pub world: u32,
 }
 
-/// Builds a [`VmmConfig`]; setters check their value and the first error
-/// is returned by [`VmmConfigBuilder::build`].
+/// The old name of [`SanitizerConfig`], which configures both backends'
+/// sanitizers.
+#[deprecated(note = "renamed `SanitizerConfig` (it configures both backends' sanitizers)")]
+pub type VmmConfig = SanitizerConfig;
+
+/// The old name of [`SanitizerConfigBuilder`].
+#[deprecated(note = "renamed `SanitizerConfigBuilder`")]
+pub type VmmConfigBuilder = SanitizerConfigBuilder;
+
+/// Builds a [`SanitizerConfig`]; setters check their value and the first error
+/// is returned by [`SanitizerConfigBuilder::build`].
 #[derive(Clone, Debug)]
-pub struct VmmConfigBuilder {
-    config: VmmConfig,
+pub struct SanitizerConfigBuilder {
+    config: SanitizerConfig,
     error: Option<ConfigError>,
 }
 
-fn err(source_name: &str, value: impl ToString, accepted: impl ToString) -> ConfigError {
+pub(crate) fn err(source_name: &str, value: impl ToString, accepted: impl ToString) -> ConfigError {
     ConfigError {
         source_name: source_name.to_owned(),
         value: value.to_string(),
@@ -387,7 +479,7 @@ fn parse_ranks(source_name: &str, text: &str) -> Result<Option<Vec<usize>>, Conf
     Ok(Some(ranks))
 }
 
-impl VmmConfigBuilder {
+impl SanitizerConfigBuilder {
     fn record(mut self, r: Result<(), ConfigError>) -> Self {
         if let (Err(e), None) = (r, &self.error) {
             self.error = Some(e);
@@ -422,7 +514,7 @@ impl VmmConfigBuilder {
 
     /// This process's device `ordinal` is rank `rank` of `world`
     /// processes (`rank < world <= 32`; see [`ProcessRank`]); other
-    /// devices have no rank. Overrides [`VmmConfigBuilder::device_ranks`].
+    /// devices have no rank. Overrides [`SanitizerConfigBuilder::device_ranks`].
     /// [`ProcessGroup::join`](crate::ProcessGroup::join) sets it.
     pub fn process_rank(mut self, ordinal: usize, rank: u32, world: u32) -> Self {
         let r = if rank < world && u64::from(world) <= MAX_DEVICES {
@@ -509,12 +601,89 @@ impl VmmConfigBuilder {
         self.record(r)
     }
 
+    /// The report file's format (default: by the path's extension,
+    /// `.sarif` SARIF 2.1.0, anything else JSON Lines).
+    pub fn report_format(mut self, format: ReportFormat) -> Self {
+        self.config.report_format = Some(format);
+        self
+    }
+
+    /// Leaves the races the suppressions file at `path` matches out of
+    /// every collection (counted; see [`Suppressions`]). The file is read
+    /// now; one that cannot be read, or a malformed line, is the error.
+    pub fn suppressions(mut self, path: impl AsRef<Path>) -> Self {
+        let r = Suppressions::from_file(path.as_ref())
+            .map(|s| self.config.suppressions = Some(s))
+            .map_err(|e| suppression_error("suppressions", path.as_ref(), e));
+        self.record(r)
+    }
+
+    /// [`SanitizerConfigBuilder::suppressions`] with suppressions already parsed.
+    pub fn suppression_rules(mut self, suppressions: Suppressions) -> Self {
+        self.config.suppressions = Some(suppressions);
+        self
+    }
+
+    /// Only launches of these kernels run sanitized: each item an exact
+    /// kernel name or a `/regex/` ([`KernelPattern`](super::launch_filter::KernelPattern)).
+    pub fn sanitize_kernels<S: AsRef<str>>(mut self, items: impl IntoIterator<Item = S>) -> Self {
+        let r = parse_items("sanitize_kernels", items).map(|list| {
+            self.config.launch_filter =
+                std::mem::take(&mut self.config.launch_filter).with_kernels(Some(list));
+        });
+        self.record(r)
+    }
+
+    /// Launches of these kernels run plain: each item an exact kernel
+    /// name or a `/regex/`.
+    pub fn exclude_kernels<S: AsRef<str>>(mut self, items: impl IntoIterator<Item = S>) -> Self {
+        let r = parse_items("exclude_kernels", items).map(|list| {
+            self.config.launch_filter =
+                std::mem::take(&mut self.config.launch_filter).with_excluded(list);
+        });
+        self.record(r)
+    }
+
+    /// The first `n` selected launches run plain (compute-sanitizer's
+    /// `--launch-skip`).
+    pub fn launch_skip(mut self, n: u64) -> Self {
+        self.config.launch_filter = std::mem::take(&mut self.config.launch_filter).with_skip(n);
+        self
+    }
+
+    /// At most `n` selected launches run sanitized, after the skipped ones
+    /// (compute-sanitizer's `--launch-count`); `None` or `Some(0)`, as
+    /// there: no limit.
+    pub fn launch_count(mut self, n: Option<u64>) -> Self {
+        let n = n.filter(|&n| n > 0);
+        self.config.launch_filter = std::mem::take(&mut self.config.launch_filter).with_count(n);
+        self
+    }
+
+    /// The process exits with `code` (1..=255) when any race was reported
+    /// in it, collected or not, instead of its own status (at exit, after
+    /// the summary of races nobody collected is printed); `None` (the
+    /// default) leaves the status alone.
+    pub fn exit_code(mut self, code: Option<i32>) -> Self {
+        let r = match code {
+            Some(c) if !(1..=255).contains(&c) => {
+                Err(err("exit_code", c, "an exit status in 1..=255, or none"))
+            }
+            _ => {
+                self.config.exit_code = code;
+                Ok(())
+            }
+        };
+        self.record(r)
+    }
+
     /// Applies the `VIGIL_*` variables that `lookup` returns (pass
     /// `|n| std::env::var(n).ok()` for the process environment; tests pass
     /// a map). Variables that are absent leave the current value.
     pub fn env(mut self, lookup: impl Fn(&str) -> Option<String>) -> Self {
         let mut apply =
-            |name: &str, f: &mut dyn FnMut(&str, &mut VmmConfig) -> Result<(), ConfigError>| {
+            |name: &str,
+             f: &mut dyn FnMut(&str, &mut SanitizerConfig) -> Result<(), ConfigError>| {
                 if let Some(v) = lookup(name) {
                     let r = f(&v, &mut self.config);
                     if let (Err(e), None) = (r, &self.error) {
@@ -571,11 +740,64 @@ impl VmmConfigBuilder {
             c.report_path = Some(path);
             Ok(())
         });
+        apply(ENV_REPORT_FORMAT, &mut |v, c| {
+            c.report_format = Some(ReportFormat::parse(ENV_REPORT_FORMAT, v)?);
+            Ok(())
+        });
+        apply(ENV_SUPPRESSIONS, &mut |v, c| {
+            let path = Path::new(v);
+            let s = Suppressions::from_file(path)
+                .map_err(|e| suppression_error(ENV_SUPPRESSIONS, path, e))?;
+            c.suppressions = Some(s);
+            Ok(())
+        });
+        apply(ENV_SANITIZE_KERNELS, &mut |v, c| {
+            let list = parse_list(ENV_SANITIZE_KERNELS, v)?;
+            c.launch_filter = std::mem::take(&mut c.launch_filter).with_kernels(Some(list));
+            Ok(())
+        });
+        apply(ENV_SANITIZE_KERNELS_EXCLUDE, &mut |v, c| {
+            let list = parse_list(ENV_SANITIZE_KERNELS_EXCLUDE, v)?;
+            c.launch_filter = std::mem::take(&mut c.launch_filter).with_excluded(list);
+            Ok(())
+        });
+        apply(ENV_LAUNCH_SKIP, &mut |v, c| {
+            let n = parse_int(ENV_LAUNCH_SKIP, v, 0, u64::MAX >> 1)?;
+            c.launch_filter = std::mem::take(&mut c.launch_filter).with_skip(n);
+            Ok(())
+        });
+        apply(ENV_LAUNCH_COUNT, &mut |v, c| {
+            let n = match v.trim().to_ascii_lowercase().as_str() {
+                "all" | "0" => None,
+                _ => Some(
+                    parse_int(ENV_LAUNCH_COUNT, v, 1, u64::MAX >> 1).map_err(|_| {
+                        err(
+                            ENV_LAUNCH_COUNT,
+                            v,
+                            "a number of launches (decimal or 0x hex), or `0`/`all` for no limit",
+                        )
+                    })?,
+                ),
+            };
+            c.launch_filter = std::mem::take(&mut c.launch_filter).with_count(n);
+            Ok(())
+        });
+        apply(ENV_EXITCODE, &mut |v, c| {
+            c.exit_code = match v.trim().to_ascii_lowercase().as_str() {
+                "off" | "none" => None,
+                _ => Some(
+                    parse_int(ENV_EXITCODE, v, 1, 255)
+                        .map_err(|_| err(ENV_EXITCODE, v, "an exit status in 1..=255, or `off`"))?
+                        as i32,
+                ),
+            };
+            Ok(())
+        });
         self
     }
 
     /// The configuration, or the first malformed value.
-    pub fn build(self) -> Result<VmmConfig, ConfigError> {
+    pub fn build(self) -> Result<SanitizerConfig, ConfigError> {
         match self.error {
             Some(e) => Err(e),
             None => Ok(self.config),
@@ -588,17 +810,19 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    fn from(vars: &[(&str, &str)]) -> Result<VmmConfig, ConfigError> {
+    fn from(vars: &[(&str, &str)]) -> Result<SanitizerConfig, ConfigError> {
         let map: HashMap<String, String> = vars
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        VmmConfig::builder().env(|n| map.get(n).cloned()).build()
+        SanitizerConfig::builder()
+            .env(|n| map.get(n).cloned())
+            .build()
     }
 
     #[test]
     fn defaults_without_variables() {
-        assert_eq!(from(&[]).unwrap(), VmmConfig::default());
+        assert_eq!(from(&[]).unwrap(), SanitizerConfig::default());
     }
 
     #[test]
@@ -667,7 +891,7 @@ mod tests {
 
     #[test]
     fn builder_checks_values() {
-        let c = VmmConfig::builder()
+        let c = SanitizerConfig::builder()
             .clock_buffer_size(8)
             .seed(3)
             .device_ranks(vec![1, 0])
@@ -682,22 +906,25 @@ mod tests {
         );
         assert!(c.halt_on_error());
         assert_eq!(c.report_path(), Some(Path::new("out/races.jsonl")));
-        let e = VmmConfig::builder().report_path("").build().unwrap_err();
+        let e = SanitizerConfig::builder()
+            .report_path("")
+            .build()
+            .unwrap_err();
         assert_eq!(e.source_name, "report_path");
         assert_eq!(c.rank_of(1, 2), Some((0, 2)));
-        let e = VmmConfig::builder()
+        let e = SanitizerConfig::builder()
             .clock_buffer_size(0)
             .build()
             .unwrap_err();
         assert_eq!(e.source_name, "clock_buffer_size");
         assert!(e.to_string().contains("1..=4096"));
-        let e = VmmConfig::builder()
+        let e = SanitizerConfig::builder()
             .device_ranks(vec![])
             .build()
             .unwrap_err();
         assert_eq!(e.source_name, "device_ranks");
         // The first error wins; later valid setters do not clear it.
-        let e = VmmConfig::builder()
+        let e = SanitizerConfig::builder()
             .shadow_pool_records(u32::MAX)
             .clock_buffer_size(4)
             .build()
@@ -709,7 +936,7 @@ mod tests {
     /// whatever the device topology says; bad ranks are refused.
     #[test]
     fn a_process_rank_names_the_process_device_only() {
-        let c = VmmConfig::builder()
+        let c = SanitizerConfig::builder()
             .device_ranks(vec![0, 1])
             .process_rank(0, 1, 2)
             .build()
@@ -725,7 +952,7 @@ mod tests {
             })
         );
         for (rank, world) in [(2, 2), (0, 0), (0, 33)] {
-            let e = VmmConfig::builder()
+            let e = SanitizerConfig::builder()
                 .process_rank(0, rank, world)
                 .build()
                 .unwrap_err();

@@ -162,6 +162,7 @@ pub fn decode_report(
             base,
             size,
             offset: raw.address - base,
+            site: None,
         }),
         space: match in_block {
             Some(BlockSpace::Shared) => MemorySpace::Shared,
@@ -353,7 +354,8 @@ mod tests {
             Some(RaceAllocation {
                 base: 0x1000,
                 size: 0x1000,
-                offset: 0x10
+                offset: 0x10,
+                site: None,
             })
         );
         let c = &r.current;
@@ -403,7 +405,8 @@ mod tests {
             Some(RaceAllocation {
                 base: 0x7000_0040,
                 size: 256,
-                offset: 8
+                offset: 8,
+                site: None,
             })
         );
         assert!(d.prior.same_block);

@@ -10,9 +10,11 @@
 //! known name when one is near.
 
 use super::config::{
-    ENV_ALLOC_CACHE, ENV_CLOCK_BUFFER_SIZE, ENV_DEVICE, ENV_DEVICE_RANKS, ENV_HALT_ON_ERROR,
-    ENV_LAUNCH_TIMEOUT, ENV_REPORT, ENV_SANITIZE, ENV_SANITIZED_REGISTERS, ENV_SEED,
-    ENV_SHADOW_POOL_RECORDS, ENV_SHAREABLE_HANDLES,
+    ENV_ALLOC_CACHE, ENV_CLOCK_BUFFER_SIZE, ENV_DEVICE, ENV_DEVICE_RANKS, ENV_EXITCODE,
+    ENV_HALT_ON_ERROR, ENV_LAUNCH_COUNT, ENV_LAUNCH_SKIP, ENV_LAUNCH_TIMEOUT, ENV_REPORT,
+    ENV_REPORT_FORMAT, ENV_SANITIZE, ENV_SANITIZED_REGISTERS, ENV_SANITIZE_KERNELS,
+    ENV_SANITIZE_KERNELS_EXCLUDE, ENV_SEED, ENV_SHADOW_POOL_RECORDS, ENV_SHAREABLE_HANDLES,
+    ENV_SUPPRESSIONS,
 };
 use std::sync::Once;
 
@@ -25,7 +27,29 @@ pub const KNOWN_VARIABLES: &[(&str, &str)] = &[
     (ENV_SEED, "seed of the sanitizer's random evictions"),
     (ENV_CLOCK_BUFFER_SIZE, "snapshots per sanitizer thread"),
     (ENV_HALT_ON_ERROR, "stop a launch at its first race"),
-    (ENV_REPORT, "file that race reports are appended to as JSON"),
+    (
+        ENV_REPORT,
+        "file that race reports are written to (JSON Lines or SARIF)",
+    ),
+    (
+        ENV_REPORT_FORMAT,
+        "the report file's format (json or sarif)",
+    ),
+    (ENV_SUPPRESSIONS, "file of races to leave out of reports"),
+    (ENV_SANITIZE_KERNELS, "kernels whose launches run sanitized"),
+    (
+        ENV_SANITIZE_KERNELS_EXCLUDE,
+        "kernels whose launches run plain",
+    ),
+    (ENV_LAUNCH_SKIP, "selected launches that run plain first"),
+    (
+        ENV_LAUNCH_COUNT,
+        "most selected launches that run sanitized",
+    ),
+    (
+        ENV_EXITCODE,
+        "the process's exit status when races were reported",
+    ),
     (ENV_DEVICE_RANKS, "device ordinals in rank order"),
     (
         ENV_SHADOW_POOL_RECORDS,

@@ -1,20 +1,28 @@
 //! Race reports as the host hands them to the user (docs/src/design/reports.md):
 //! [`RaceReport`] (one race or engine error, decoded: kernel, allocation and
 //! offset, both accesses with their source locations) and [`RaceReports`]
-//! (a de-duplicated collection, printed readably or written as JSON, and
-//! carried by [`Error::Races`](crate::Error::Races)).
+//! (a de-duplicated collection, printed readably, and carried by
+//! [`Error::Races`](crate::Error::Races)).
+//!
+//! Every type here is data: `Serialize` and `Deserialize` (serde) in the
+//! report file's JSON format, which [`report_json`](super::report_json)
+//! versions and documents.
 //!
 //! The kind and access vocabulary is `vigil-shared`'s ([`ReportKind`],
 //! [`AccessKind`], [`Scope`]), the same the engine records on both backends.
 
 use super::barrier::DivergentBarrier;
+use super::report_json::names;
 use crate::types::Dim3;
-use std::fmt::{self, Write as _};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use vigil_shared::abi::ReportKind;
 use vigil_shared::{AccessKind, Scope};
 
 /// A source location (`file:line:column`, from `#[track_caller]`).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct SourceLocation {
     /// The file, as the compiler names it.
     pub file: String,
@@ -42,7 +50,7 @@ impl fmt::Display for SourceLocation {
 }
 
 /// The allocation a racing address falls in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct RaceAllocation {
     /// First byte of the allocation (a buffer's `device_ptr`).
     pub base: u64,
@@ -50,10 +58,16 @@ pub struct RaceAllocation {
     pub size: u64,
     /// Offset of the racing address from `base`, in bytes.
     pub offset: u64,
+    /// Where the host code allocated it (the caller of
+    /// [`DeviceBuffer::alloc`](crate::DeviceBuffer::alloc) and its
+    /// siblings), when the buffer was still live at the collection; `None`
+    /// for shared memory and for memory allocated otherwise.
+    pub site: Option<SourceLocation>,
 }
 
-/// The memory a race is in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// The memory a race is in (`"global"` or `"shared"` in JSON).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum MemorySpace {
     /// Global (device) memory: the allocation is a buffer.
     Global,
@@ -74,19 +88,23 @@ impl MemorySpace {
 }
 
 /// The access that detected the race (the later one).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RaceAccess {
     /// What the access did.
+    #[serde(with = "names::access")]
     pub access: AccessKind,
     /// Its scope (meaningful for atomics).
+    #[serde(with = "names::scope")]
     pub scope: Scope,
     /// Device rank of the thread.
     pub device: u32,
     /// (Virtual) SM the block ran on.
     pub smid: u32,
     /// `blockIdx`.
+    #[serde(with = "names::dim3")]
     pub block: Dim3,
     /// `threadIdx`.
+    #[serde(with = "names::dim3")]
     pub thread: Dim3,
     /// Where in the kernel source (or, for a host-issued access, in the
     /// host code that issued it), when known.
@@ -104,11 +122,13 @@ pub struct RaceAccess {
 
 /// The earlier access the race is with. The engine keeps less about it:
 /// its sanitizer thread and epoch always, the rest where it is known.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PriorAccess {
     /// What the access did.
+    #[serde(with = "names::access")]
     pub access: AccessKind,
     /// Its scope (meaningful for atomics).
+    #[serde(with = "names::scope")]
     pub scope: Scope,
     /// Sanitizer thread (on a GPU, one per resident CTA slot of an SM; on
     /// the CPU backend, a clock slot a block held).
@@ -123,8 +143,10 @@ pub struct PriorAccess {
     /// memory), the barrier interval: barriers its thread had arrived at).
     pub epoch: u32,
     /// `blockIdx`, when known.
+    #[serde(with = "names::optional_dim3")]
     pub block: Option<Dim3>,
     /// `threadIdx`, when known.
+    #[serde(with = "names::optional_dim3")]
     pub thread: Option<Dim3>,
     /// The kernel that made it (or the host-issued copy or fill), when
     /// known.
@@ -144,10 +166,11 @@ pub struct PriorAccess {
 }
 
 /// One race (or engine error) found by the sanitizer.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RaceReport {
     /// What kind of race (or, for [`ReportKind::is_error`] kinds, which
     /// engine limit was hit).
+    #[serde(with = "names::kind")]
     pub kind: ReportKind,
     /// Address of the current access.
     pub address: u64,
@@ -182,7 +205,8 @@ pub fn kind_name(kind: ReportKind) -> &'static str {
     }
 }
 
-fn access_name(a: AccessKind) -> &'static str {
+/// A readable name of an access kind (`read`, `atomic write`, ...).
+pub(crate) fn access_name(a: AccessKind) -> &'static str {
     match a {
         AccessKind::Read => "read",
         AccessKind::Write => "write",
@@ -315,6 +339,16 @@ fn write_view(f: &mut fmt::Formatter<'_>, view: &Option<SourceLocation>) -> fmt:
     }
 }
 
+impl RaceReport {
+    /// The report as one JSON object, as a report file's `reports` hold
+    /// it (field names as in the struct; kinds and accesses as their
+    /// readable names, addresses as numbers).
+    pub fn to_json(&self) -> String {
+        // Plain data with string keys: serialising it cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
 /// The de-duplication key of a report: same kind and location pair.
 type DedupKey = (ReportKind, Option<SourceLocation>, Option<SourceLocation>);
 
@@ -325,7 +359,8 @@ fn key_of(r: &RaceReport) -> DedupKey {
 /// A de-duplicated collection of reports: the first report of each
 /// (kind, current location, earlier location) is kept, later ones are
 /// counted in [`RaceReports::duplicates`]; reports the runtime could not
-/// record (a full buffer) are counted in [`RaceReports::dropped`].
+/// record (a full buffer) are counted in [`RaceReports::dropped`], and
+/// those a suppressions file matched in [`RaceReports::suppressed`].
 ///
 /// Beside the races it carries what else a collection found: divergent
 /// barriers of a sanitized GPU context ([`RaceReports::divergent_barriers`];
@@ -334,15 +369,88 @@ fn key_of(r: &RaceReport) -> DedupKey {
 /// and shared arrays it could not check ([`RaceReports::unchecked_arrays`]),
 /// and accesses whose word's history the shadow had to cut
 /// ([`RaceReports::history_lost`]): lost detection, never a race.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+///
+/// A collection a context hands to the program ([`Context::take_reports`](crate::Context::take_reports),
+/// or inside [`Error::Races`](crate::Error::Races)) that is dropped
+/// before anything read its races (its text, its reports, its length or
+/// its JSON: an ignored `synchronize()` error) is printed on stderr when
+/// the process exits.
+#[derive(Clone, Default, Serialize, Deserialize)]
 pub struct RaceReports {
     reports: Vec<RaceReport>,
+    /// Rare, so a boxed slice: a collection (and so an `Error`) stays
+    /// small enough to return by value.
+    #[serde(rename = "divergent_barriers")]
+    divergent: Box<[DivergentBarrier]>,
+    #[serde(flatten)]
+    counts: ReportCounts,
+    /// Set on a collection handed to the program; shared by its clones.
+    #[serde(skip)]
+    read: Option<Arc<ReadMark>>,
+}
+
+/// What a collection counts besides its reports (the report file writes
+/// them as they are).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ReportCounts {
     duplicates: u64,
     dropped: u64,
-    divergent: Vec<DivergentBarrier>,
+    suppressed: u64,
     unchecked_words: u64,
     unchecked_arrays: u64,
     history_lost: u64,
+}
+
+/// Whether the program has read a collection handed to it (see
+/// [`RaceReports`]).
+#[derive(Debug, Default)]
+pub(crate) struct ReadMark(AtomicBool);
+
+impl ReadMark {
+    /// True once any copy of the collection was read.
+    pub(crate) fn is_read(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl PartialEq for RaceReports {
+    /// Equal findings and counts (whether the program read them aside;
+    /// comparing reads both).
+    fn eq(&self, other: &Self) -> bool {
+        self.mark_read();
+        other.mark_read();
+        (&self.reports, &self.divergent, &self.counts)
+            == (&other.reports, &other.divergent, &other.counts)
+    }
+}
+
+impl Eq for RaceReports {}
+
+impl fmt::Debug for RaceReports {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.mark_read();
+        f.debug_struct("RaceReports")
+            .field("reports", &self.reports)
+            .field("divergent_barriers", &self.divergent)
+            .field("duplicates", &self.counts.duplicates)
+            .field("dropped", &self.counts.dropped)
+            .field("suppressed", &self.counts.suppressed)
+            .field("unchecked_words", &self.counts.unchecked_words)
+            .field("unchecked_arrays", &self.counts.unchecked_arrays)
+            .field("history_lost", &self.counts.history_lost)
+            .finish()
+    }
+}
+
+impl Drop for RaceReports {
+    fn drop(&mut self) {
+        let Some(mark) = self.read.take() else {
+            return;
+        };
+        if !mark.is_read() && self.has_findings() {
+            super::exit::note_unread(mark, std::mem::take(self));
+        }
+    }
 }
 
 impl RaceReports {
@@ -357,7 +465,7 @@ impl RaceReports {
     pub fn push(&mut self, report: RaceReport) -> bool {
         let key = key_of(&report);
         if self.reports.iter().any(|r| key_of(r) == key) {
-            self.duplicates += 1;
+            self.counts.duplicates += 1;
             false
         } else {
             self.reports.push(report);
@@ -367,62 +475,79 @@ impl RaceReports {
 
     /// Adds `n` to the count of reports the runtime had to drop.
     pub fn add_dropped(&mut self, n: u64) {
-        self.dropped = self.dropped.saturating_add(n);
+        self.counts.dropped = self.counts.dropped.saturating_add(n);
     }
 
     /// Adds a divergent barrier (a GPU block's).
     pub fn push_divergent_barrier(&mut self, d: DivergentBarrier) {
-        self.divergent.push(d);
+        self.add_divergent(std::iter::once(d));
+    }
+
+    fn add_divergent(&mut self, more: impl IntoIterator<Item = DivergentBarrier>) {
+        let mut all = std::mem::take(&mut self.divergent).into_vec();
+        all.extend(more);
+        self.divergent = all.into_boxed_slice();
     }
 
     /// Adds `n` to the count of same-block global accesses left unchecked.
     pub fn add_unchecked_words(&mut self, n: u64) {
-        self.unchecked_words = self.unchecked_words.saturating_add(n);
+        self.counts.unchecked_words = self.counts.unchecked_words.saturating_add(n);
     }
 
     /// Adds `n` to the count of shared arrays left unchecked.
     pub fn add_unchecked_arrays(&mut self, n: u64) {
-        self.unchecked_arrays = self.unchecked_arrays.saturating_add(n);
+        self.counts.unchecked_arrays = self.counts.unchecked_arrays.saturating_add(n);
     }
 
     /// Adds `n` to the count of accesses whose word's history was cut.
     pub fn add_history_lost(&mut self, n: u64) {
-        self.history_lost = self.history_lost.saturating_add(n);
+        self.counts.history_lost = self.counts.history_lost.saturating_add(n);
     }
 
-    /// Moves every report of `other` in (de-duplicating) and adds its counts.
-    pub fn merge(&mut self, other: RaceReports) {
-        self.duplicates += other.duplicates;
-        self.add_dropped(other.dropped);
-        self.add_unchecked_words(other.unchecked_words);
-        self.add_unchecked_arrays(other.unchecked_arrays);
-        self.add_history_lost(other.history_lost);
-        self.divergent.extend(other.divergent);
-        for r in other.reports {
+    /// Moves every report of `other` in (de-duplicating) and adds its
+    /// counts. Whether the program read `other` carries over: its unread
+    /// races are this collection's from now on.
+    pub fn merge(&mut self, mut other: RaceReports) {
+        match (&self.read, other.read.take()) {
+            (_, None) => {}
+            (None, Some(mark)) => self.read = Some(mark),
+            // Both handed out: the program reads `other` through this one.
+            (Some(_), Some(mark)) => mark.0.store(true, Ordering::Relaxed),
+        }
+        self.counts.duplicates += other.counts.duplicates;
+        self.counts.suppressed += other.counts.suppressed;
+        self.add_dropped(other.counts.dropped);
+        self.add_unchecked_words(other.counts.unchecked_words);
+        self.add_unchecked_arrays(other.counts.unchecked_arrays);
+        self.add_history_lost(other.counts.history_lost);
+        self.add_divergent(std::mem::take(&mut other.divergent));
+        for r in std::mem::take(&mut other.reports) {
             self.push(r);
         }
     }
 
     /// The distinct reports, in the order they were first seen.
     pub fn reports(&self) -> &[RaceReport] {
+        self.mark_read();
         &self.reports
     }
 
     /// An iterator over the distinct reports.
     pub fn iter(&self) -> std::slice::Iter<'_, RaceReport> {
-        self.reports.iter()
+        self.reports().iter()
     }
 
     /// Number of distinct reports.
     pub fn len(&self) -> usize {
-        self.reports.len()
+        self.reports().len()
     }
 
     /// True when there is no report, no divergent barrier and nothing was
     /// dropped (unchecked accesses are no finding: see
-    /// [`RaceReports::unchecked_words`]).
+    /// [`RaceReports::unchecked_words`]; suppressed reports neither).
     pub fn is_empty(&self) -> bool {
-        self.reports.is_empty() && self.dropped == 0 && self.divergent.is_empty()
+        self.mark_read();
+        !self.has_findings()
     }
 
     /// The divergent barriers a sanitized GPU context found (one per
@@ -430,14 +555,23 @@ impl RaceReports {
     /// calls, or returned instead. A synchronisation returns the first as
     /// [`Error::DivergentBarrier`](crate::Error::DivergentBarrier).
     pub fn divergent_barriers(&self) -> &[DivergentBarrier] {
+        self.mark_read();
         &self.divergent
+    }
+
+    /// Reports a suppressions file (`VIGIL_SUPPRESSIONS`,
+    /// [`ContextBuilder::suppressions`](crate::ContextBuilder::suppressions))
+    /// matched: left out of this collection, counted here, in the report
+    /// file, and in the process's summary on stderr at exit.
+    pub fn suppressed(&self) -> u64 {
+        self.counts.suppressed
     }
 
     /// Word accesses the GPU's same-block check of global memory skipped
     /// because its per-slot table was full (races between threads of one
     /// block on those words can be missed; none is invented).
     pub fn unchecked_words(&self) -> u64 {
-        self.unchecked_words
+        self.counts.unchecked_words
     }
 
     /// Shared arrays (and dynamic shared views) a sanitized GPU kernel
@@ -445,7 +579,7 @@ impl RaceReports {
     /// cap), once per array and block: their accesses went unchecked (the
     /// CPU backend checks them).
     pub fn unchecked_arrays(&self) -> u64 {
-        self.unchecked_arrays
+        self.counts.unchecked_arrays
     }
 
     /// Accesses whose word's history the race engine had to cut since the
@@ -470,7 +604,7 @@ impl RaceReports {
     /// # }
     /// ```
     pub fn history_lost(&self) -> u64 {
-        self.history_lost
+        self.counts.history_lost
     }
 
     /// True when this collection's detection was bounded: accesses or
@@ -479,32 +613,34 @@ impl RaceReports {
     /// and [`RaceReports::history_lost`]). Not a finding: races can have
     /// been missed, none was invented.
     pub fn detection_bounded(&self) -> bool {
-        self.unchecked_words > 0 || self.unchecked_arrays > 0 || self.history_lost > 0
+        self.counts.unchecked_words > 0
+            || self.counts.unchecked_arrays > 0
+            || self.counts.history_lost > 0
     }
 
     /// One clause per way this collection's detection was bounded, for
     /// the text forms.
     pub(crate) fn detection_limits(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if self.unchecked_words > 0 {
+        if self.counts.unchecked_words > 0 {
             out.push(format!(
                 "{} word access(es) went unchecked against their block's other threads \
                  (the same-block table was full: races there can be missed, none is invented)",
-                self.unchecked_words
+                self.counts.unchecked_words
             ));
         }
-        if self.unchecked_arrays > 0 {
+        if self.counts.unchecked_arrays > 0 {
             out.push(format!(
                 "{} shared array(s) (per block) past the GPU's shadow went unchecked",
-                self.unchecked_arrays
+                self.counts.unchecked_arrays
             ));
         }
-        if self.history_lost > 0 {
+        if self.counts.history_lost > 0 {
             out.push(format!(
                 "{} access(es) lost part of their word's history (older accesses evicted, \
                  or the shadow's record pool full, each counted up to 65,536: races with \
                  them can be missed, none is invented; VIGIL_SHADOW_POOL_RECORDS sets the pool)",
-                self.history_lost
+                self.counts.history_lost
             ));
         }
         out
@@ -512,63 +648,110 @@ impl RaceReports {
 
     /// Reports that repeated a kept one's kind and locations.
     pub fn duplicates(&self) -> u64 {
-        self.duplicates
+        self.counts.duplicates
     }
 
     /// Reports the runtime could not record (report buffer full).
     pub fn dropped(&self) -> u64 {
-        self.dropped
+        self.counts.dropped
     }
 
-    /// The collection as one JSON object:
-    /// `{"reports": [...], "duplicates": n, "dropped": n}`.
+    /// The file form of the collection: one JSON object, the report
+    /// file's line (a [`ReportDocument`](crate::ReportDocument); the guide's
+    /// *Sanitizer controls* chapter documents the format and its version),
+    /// as a context that collected it writes it.
     pub fn to_json(&self) -> String {
-        let mut s = String::from("{\"reports\":[");
-        for (i, r) in self.reports.iter().enumerate() {
-            if i > 0 {
-                s.push(',');
-            }
-            r.write_json(&mut s);
-        }
-        s.push_str("],\"divergent_barriers\":[");
-        for (i, d) in self.divergent.iter().enumerate() {
-            if i > 0 {
-                s.push(',');
-            }
-            s.push_str("{\"block\":");
-            let b = d.block;
-            let _ = write!(s, "[{},{},{}],\"barrier\":", b.x, b.y, b.z);
-            json_str(&mut s, &d.barrier);
-            s.push_str(",\"detail\":");
-            json_str(&mut s, &d.detail);
-            s.push('}');
-        }
-        let _ = write!(
-            s,
-            "],\"duplicates\":{},\"dropped\":{},\"unchecked_words\":{},\"unchecked_arrays\":{},\"history_lost\":{}}}",
-            self.duplicates,
-            self.dropped,
-            self.unchecked_words,
-            self.unchecked_arrays,
-            self.history_lost
-        );
-        s
+        self.mark_read();
+        super::report_json::document_json(self, true)
     }
 
-    /// Appends [`RaceReports::to_json`] and a newline to the file at
-    /// `path` (created if missing): one line per call, so a file written
-    /// over a run is JSON Lines.
-    pub fn append_json(&self, path: &std::path::Path) -> std::io::Result<()> {
-        use std::io::Write as _;
-        let mut line = self.to_json();
-        line.push('\n');
-        // One write call per line: appends from several contexts or
-        // processes do not interleave within a line.
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)?
-            .write_all(line.as_bytes())
+    /// The collection as a SARIF 2.1.0 log (what a `.sarif` report file
+    /// holds: a result per race, at the access that found it, with the
+    /// earlier access as its related location).
+    pub fn to_sarif(&self) -> String {
+        self.mark_read();
+        super::sarif::to_sarif(self)
+    }
+
+    /// A collection back from one line of a JSON report file (or from
+    /// [`RaceReports::to_json`]); an error when the line is no report
+    /// document, or one of a format version this crate does not read.
+    ///
+    /// ```
+    /// let empty = vigil::RaceReports::new();
+    /// let back = vigil::RaceReports::from_json(&empty.to_json()).unwrap();
+    /// assert_eq!(back, empty);
+    /// ```
+    pub fn from_json(line: &str) -> Result<RaceReports, super::report_json::ReportReadError> {
+        super::report_json::ReportDocument::from_json(line).map(|d| d.reports)
+    }
+
+    /// The counts besides the reports.
+    pub(crate) fn counts(&self) -> &ReportCounts {
+        &self.counts
+    }
+
+    /// The reports without counting as the program's read of them.
+    pub(crate) fn entries(&self) -> &[RaceReport] {
+        &self.reports
+    }
+
+    /// The reports, to complete (allocation sites) before they are handed out.
+    pub(crate) fn entries_mut(&mut self) -> &mut [RaceReport] {
+        &mut self.reports
+    }
+
+    /// A race, an engine error, a divergent barrier or a dropped record:
+    /// [`RaceReports::is_empty`] without counting as the program's read.
+    pub(crate) fn has_findings(&self) -> bool {
+        !self.reports.is_empty() || self.counts.dropped > 0 || !self.divergent.is_empty()
+    }
+
+    /// The divergent barriers, without counting as the program's read.
+    pub(crate) fn divergent_entries(&self) -> &[DivergentBarrier] {
+        &self.divergent
+    }
+
+    /// Races counted as reported in the process (kept reports and those
+    /// the runtime could not record).
+    pub(crate) fn race_count(&self) -> u64 {
+        self.reports.len() as u64 + self.counts.dropped
+    }
+
+    /// Takes the reports `suppressed` returns `true` for out of the
+    /// collection, counted in [`RaceReports::suppressed`].
+    pub(crate) fn suppress(&mut self, mut suppressed: impl FnMut(&RaceReport) -> bool) {
+        let before = self.reports.len();
+        self.reports.retain(|r| !suppressed(r));
+        self.counts.suppressed += (before - self.reports.len()) as u64;
+    }
+
+    /// Hands the collection to the program: dropped unread from now on,
+    /// it is printed at exit.
+    pub(crate) fn hand_out(&mut self) {
+        if self.has_findings() {
+            self.read = Some(Arc::default());
+        }
+    }
+
+    /// A copy of the findings and counts, not handed to the program.
+    pub(crate) fn detached(&self) -> RaceReports {
+        let mut copy = self.clone();
+        copy.read = None;
+        copy
+    }
+
+    /// The mark of a collection handed out.
+    #[cfg(test)]
+    pub(crate) fn read_mark(&self) -> Option<Arc<ReadMark>> {
+        self.read.clone()
+    }
+
+    /// Notes that the program read the collection.
+    fn mark_read(&self) {
+        if let Some(mark) = &self.read {
+            mark.0.store(true, Ordering::Relaxed);
+        }
     }
 }
 
@@ -586,21 +769,22 @@ impl<'a> IntoIterator for &'a RaceReports {
     type Item = &'a RaceReport;
     type IntoIter = std::slice::Iter<'a, RaceReport>;
     fn into_iter(self) -> Self::IntoIter {
-        self.reports.iter()
+        self.iter()
     }
 }
 
 impl fmt::Display for RaceReports {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.mark_read();
         write!(f, "vigil: {} data race report(s)", self.reports.len())?;
-        if self.duplicates > 0 {
-            write!(f, " ({} duplicate(s) not shown)", self.duplicates)?;
+        if self.counts.duplicates > 0 {
+            write!(f, " ({} duplicate(s) not shown)", self.counts.duplicates)?;
         }
-        if self.dropped > 0 {
+        if self.counts.dropped > 0 {
             write!(
                 f,
                 "; {} more could not be recorded (report buffer full)",
-                self.dropped
+                self.counts.dropped
             )?;
         }
         for limit in self.detection_limits() {
@@ -613,122 +797,5 @@ impl fmt::Display for RaceReports {
             write!(f, "\n{d}")?;
         }
         Ok(())
-    }
-}
-
-/// Appends `s` as a JSON string literal.
-fn json_str(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-fn json_dim(out: &mut String, d: Option<Dim3>) {
-    match d {
-        Some(d) => {
-            let _ = write!(out, "[{},{},{}]", d.x, d.y, d.z);
-        }
-        None => out.push_str("null"),
-    }
-}
-
-fn json_loc(out: &mut String, l: &Option<SourceLocation>) {
-    match l {
-        Some(l) => {
-            out.push_str("{\"file\":");
-            json_str(out, &l.file);
-            let _ = write!(out, ",\"line\":{},\"column\":{}}}", l.line, l.column);
-        }
-        None => out.push_str("null"),
-    }
-}
-
-impl RaceReport {
-    /// The report as one JSON object (field names as in the struct; kinds
-    /// and accesses as their readable names, addresses as numbers).
-    pub fn to_json(&self) -> String {
-        let mut s = String::new();
-        self.write_json(&mut s);
-        s
-    }
-
-    fn write_json(&self, s: &mut String) {
-        s.push_str("{\"kind\":");
-        json_str(s, kind_name(self.kind));
-        let _ = write!(
-            s,
-            ",\"address\":{},\"size\":{},\"allocation\":",
-            self.address, self.size
-        );
-        match &self.allocation {
-            Some(a) => {
-                let _ = write!(
-                    s,
-                    "{{\"base\":{},\"size\":{},\"offset\":{}}}",
-                    a.base, a.size, a.offset
-                );
-            }
-            None => s.push_str("null"),
-        }
-        s.push_str(",\"space\":");
-        json_str(s, self.space.name());
-        s.push_str(",\"kernel\":");
-        json_str(s, &self.kernel);
-        let c = &self.current;
-        s.push_str(",\"current\":{\"access\":");
-        json_str(s, access_name(c.access));
-        s.push_str(",\"scope\":");
-        json_str(s, c.scope.ptx());
-        let _ = write!(s, ",\"device\":{},\"smid\":{},\"block\":", c.device, c.smid);
-        json_dim(s, Some(c.block));
-        s.push_str(",\"thread\":");
-        json_dim(s, Some(c.thread));
-        s.push_str(",\"location\":");
-        json_loc(s, &c.location);
-        s.push_str(",\"shared_view\":");
-        json_loc(s, &c.shared_view);
-        let _ = write!(s, ",\"host_issued\":{}", c.host_issued);
-        let p = &self.prior;
-        s.push_str("},\"prior\":{\"access\":");
-        json_str(s, access_name(p.access));
-        s.push_str(",\"scope\":");
-        json_str(s, p.scope.ptx());
-        let _ = write!(s, ",\"tid\":{},\"device\":{},\"smid\":", p.tid, p.device);
-        match p.smid {
-            Some(sm) => {
-                let _ = write!(s, "{sm}");
-            }
-            None => s.push_str("null"),
-        }
-        let _ = write!(s, ",\"epoch\":{},\"block\":", p.epoch);
-        json_dim(s, p.block);
-        s.push_str(",\"thread\":");
-        json_dim(s, p.thread);
-        s.push_str(",\"kernel\":");
-        match &p.kernel {
-            Some(k) => json_str(s, k),
-            None => s.push_str("null"),
-        }
-        s.push_str(",\"location\":");
-        json_loc(s, &p.location);
-        s.push_str(",\"shared_view\":");
-        json_loc(s, &p.shared_view);
-        let _ = write!(
-            s,
-            ",\"host_issued\":{},\"same_block\":{}}}}}",
-            p.host_issued, p.same_block
-        );
     }
 }

@@ -298,6 +298,19 @@ pub enum LaunchConfigError {
         /// The per-block limit (opt-in maximum).
         limit: u32,
     },
+    /// The kernel is written for one block shape
+    /// (`#[kernel(block = (x, y, z))]`) and the launch has another.
+    #[error(
+        "the kernel is declared for blocks of {} x {} x {} threads (#[kernel(block = ..)]), \
+         the launch has {} x {} x {}",
+        declared.x, declared.y, declared.z, given.x, given.y, given.z
+    )]
+    BlockShape {
+        /// The block the kernel declares.
+        declared: Dim3,
+        /// The launch's block.
+        given: Dim3,
+    },
 }
 
 fn for_kernel(per_kernel: bool) -> &'static str {

@@ -2,31 +2,32 @@
 
 use vigil_device::prelude::*;
 
-/// `y = a * x + y`, one element per thread. Threads past the end do nothing,
-/// so any grid that covers `y.len()` works.
-#[kernel]
-pub fn axpy(a: f32, x: GlobalSlice<f32>, y: GlobalSliceMut<f32>) {
-    let i = global_index_x();
-    if i < y.len() {
-        y.store(i, a * x.load(i) + y.load(i));
+/// `y = a * x + y`, one element per thread: `y` is split into one
+/// element per thread, and the launch proves `x` as long as `y`, so the
+/// only check is whether a thread has an element (any 1-D grid that
+/// covers `y` works; threads past the end do nothing).
+#[kernel(no_runtime_checks)]
+pub fn axpy(a: f32, #[same_len(y)] x: GlobalSlice<f32>, y: ThreadElemsMut<f32>) {
+    if let Some((i, mine)) = y.own() {
+        mine.store(a * x.load_at(i) + mine.load());
     }
 }
 
 /// Threads per block `reduce_sum` is written for (one partial per warp fits one shared array).
 pub const REDUCE_BLOCK: u32 = 1024;
 
-/// Sums `x` into one partial per block: `partials[blockIdx.x]`. Each thread
-/// sums a grid-stride share, warps reduce with shuffles, the block's warp
-/// sums meet in shared memory. Run it again on the partials with one block
-/// to get the total. Needs `blockDim.x` a multiple of 32 and at most 1024.
-#[kernel]
-pub fn reduce_sum(x: GlobalSlice<f32>, partials: GlobalSliceMut<f32>) {
+/// Sums `x` into one partial per block: `partials[blockIdx.x]` (one
+/// element per block: the launch proves `partials` has as many as the
+/// grid has blocks). Each thread sums a grid-stride share, warps reduce
+/// with shuffles, the block's warp sums meet in shared memory. Run it
+/// again on the partials with one block to get the total. Needs
+/// `blockDim.x` a multiple of 32 and at most 1024.
+#[kernel(no_runtime_checks)]
+pub fn reduce_sum(x: GlobalSlice<f32>, #[chunk(1)] partials: BlockChunksMut<f32>) {
     let warp_sums = shared_array!(f32; 32);
     let mut acc = 0.0f32;
-    let mut i = global_index_x();
-    while i < x.len() {
-        acc += x.load(i);
-        i += grid_stride_x();
+    for i in x.strided(global_index_x(), grid_stride_x()) {
+        acc += x.load_at(i);
     }
     acc = warp_reduce(acc);
     let t = thread_idx().x;
@@ -44,7 +45,10 @@ pub fn reduce_sum(x: GlobalSlice<f32>, partials: GlobalSliceMut<f32>) {
         };
         let total = warp_reduce(v);
         if t == 0 {
-            partials.store(block_idx().x as usize, total);
+            let mine = partials.own();
+            for i in mine.indices() {
+                mine.store_at(i, total);
+            }
         }
     }
 }
@@ -63,36 +67,32 @@ fn warp_reduce(mut v: f32) -> f32 {
 #[kernel]
 pub fn histogram(data: GlobalSlice<u32>, bins: GlobalSliceMut<u32>) {
     let n = bins.len() as u32;
-    let mut i = global_index_x();
-    while i < data.len() {
-        let b = data.load(i) % n;
+    for i in data.strided(global_index_x(), grid_stride_x()) {
+        let b = data.load_at(i) % n;
         bins.at(b as usize)
             .atomic_add(1, Ordering::Relaxed, Scope::Device);
-        i += grid_stride_x();
     }
 }
 
 /// The hand-written equivalent of `axpy`, for checking that `#[kernel]`'s
-/// plain entry point costs nothing: same parameters, same checks (an index
-/// past `x`'s end traps, as `x.load` does), so their PTX bodies must match.
+/// plain entry point costs nothing: same parameters, the one check a CUDA
+/// C++ programmer writes (`i < y_len`; `x` as long as `y`, which the
+/// typed launch proves), so their PTX bodies must match.
 ///
 /// # Safety
-/// `x` and `y` must be valid device pointers to `x_len` and `y_len` elements.
+/// `x` and `y` must be valid device pointers to `y_len` elements.
 #[cfg(target_arch = "nvptx64")]
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn axpy_handwritten(
     a: f32,
     x: *const f32,
-    x_len: usize,
+    _x_len: usize,
     y: *mut f32,
     y_len: usize,
 ) {
     use core::arch::nvptx::*;
     let i = _block_idx_x() as usize * _block_dim_x() as usize + _thread_idx_x() as usize;
     if i < y_len {
-        if i >= x_len {
-            trap();
-        }
         *y.add(i) = a * *x.add(i) + *y.add(i);
     }
 }

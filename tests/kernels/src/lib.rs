@@ -11,6 +11,7 @@ pub mod block_races;
 pub mod examples;
 pub mod hangs;
 pub mod math;
+pub mod proofs;
 pub mod races;
 pub mod scale_races;
 pub mod shared_stack;

@@ -394,3 +394,13 @@ pub fn volatile_beside(flag: GlobalSliceMut<u32>, out: GlobalSliceMut<u32>, mode
         out.store(0, v);
     }
 }
+
+/// Each thread writes `v` to its own element of `data`, a partition the
+/// launch proves disjoint among the launch's threads. Two launches of it
+/// on unordered streams still race with each other.
+#[kernel]
+pub fn fill_own(data: ThreadElemsMut<u32>, v: u32) {
+    if let Some((_, mine)) = data.own() {
+        mine.store(v); // @fill-own
+    }
+}

@@ -6,6 +6,7 @@
 
 pub mod async_copies;
 pub mod atomics;
+pub mod fast_safe;
 pub mod first;
 pub mod groups;
 pub mod math;

@@ -21,14 +21,14 @@
 //! per-thread hooks of a launch ([`SanitizerRuntime`]) all run between its
 //! [`on_launch_begin`](CpuSanitizer::on_launch_begin) and
 //! [`on_launch_end`](CpuSanitizer::on_launch_end). The happens-before
-//! relation the sanitizer must use is still the stream/event one (design
-//! 3.2), not this execution order: two launches on unordered streams race
+//! relation the sanitizer must use is still the stream/event one
+//! (docs/src/design/ordering.md), not this execution order: two launches on unordered streams race
 //! even though the CPU ran them one after the other.
 
 use super::executor::{CpuError, LaunchStats};
 use crate::backend::transfer::TransferKind;
 use crate::error::{Error, Result};
-use crate::sanitizer::config::VmmConfig;
+use crate::sanitizer::config::SanitizerConfig;
 use crate::sanitizer::report::RaceReports;
 use crate::types::{EventId, LaunchConfig, StreamId};
 use std::panic::Location;
@@ -233,7 +233,7 @@ pub struct CpuSanitizerParams {
     /// Virtual SMs of the context's executor (sanitizer threads).
     pub num_virtual_sms: u32,
     /// The sanitizer settings (seed, clock-buffer size, ...).
-    pub config: VmmConfig,
+    pub config: SanitizerConfig,
 }
 
 /// The CPU sanitizer a context gets when the sanitizer is switched on

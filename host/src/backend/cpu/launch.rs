@@ -1,14 +1,13 @@
 //! Kernel launches on the CPU backend: the kernel's Rust body (its plain or
-//! checked host entry, as the launch variant says) on the executor,
+//! checked host entry, as the launch's variant picked it) on the executor,
 //! synchronously, in issue order.
 
 use super::executor::{checked_entry, plain_entry, KernelEntry};
 use super::hooks::LaunchInfo;
 use super::CpuBackend;
-use crate::abi::params::ParamBuffer;
+use crate::backend::launch::Launch;
 use crate::error::Result;
-use crate::types::{next_id, LaunchConfig, LaunchVariant, StreamId};
-use std::time::Duration;
+use crate::types::{next_id, LaunchVariant};
 use vigil_device::Kernel;
 
 /// The host entry points of a kernel (what the CPU backend runs).
@@ -28,43 +27,28 @@ impl HostEntry {
     }
 }
 
-/// One checked launch, as the front end hands it over.
-pub(crate) struct CpuLaunch<'a> {
-    pub(crate) kernel: &'a str,
-    pub(crate) host: HostEntry,
-    pub(crate) stream: StreamId,
-    pub(crate) config: LaunchConfig,
-    pub(crate) params: &'a ParamBuffer,
-    /// The longest the launch may run.
-    pub(crate) timeout: Option<Duration>,
-}
-
 impl CpuBackend {
-    /// Runs `launch` as `variant` and records its statistics.
-    pub(crate) fn launch(&self, launch: &CpuLaunch<'_>, variant: LaunchVariant) -> Result<()> {
+    /// Runs `launch` with `entry` (the kernel's host entry of the launch's
+    /// variant) and records its statistics.
+    pub(crate) fn launch(&self, entry: KernelEntry, launch: &Launch<'_>) -> Result<()> {
         let _q = self.queue();
         let config = launch.config;
         let params = launch.params.as_bytes();
-        let sanitizer = match variant {
+        let sanitizer = match launch.variant {
             LaunchVariant::Sanitized => self.sanitizer(),
             LaunchVariant::Plain => None,
         };
         let stats = match sanitizer {
             None => {
-                // SAFETY: `host.plain` is the kernel's plain host entry and
+                // SAFETY: `entry` is the kernel's plain host entry and
                 // `params` its arguments, checked against its declaration;
                 // every pointer in it is a live host buffer of this backend
                 // borrowed by the caller for the call (launch_packed and
                 // launch_dynamic put this on their callers), and the launch
                 // is over when `launch` returns.
                 unsafe {
-                    self.executor.launch_with_timeout(
-                        &config,
-                        launch.host.plain,
-                        params,
-                        None,
-                        launch.timeout,
-                    )
+                    self.executor
+                        .launch_with_timeout(&config, entry, params, None, launch.timeout)
                 }
             }
             Some(s) => {
@@ -81,7 +65,7 @@ impl CpuBackend {
                 let r = unsafe {
                     self.executor.launch_with_timeout(
                         &config,
-                        launch.host.checked,
+                        entry,
                         params,
                         Some(runtime),
                         launch.timeout,

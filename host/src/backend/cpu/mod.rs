@@ -23,7 +23,7 @@ pub mod sanitizer;
 pub(crate) use event::CpuEvent;
 
 use crate::error::{Error, Result};
-use crate::sanitizer::config::VmmConfig;
+use crate::sanitizer::config::SanitizerConfig;
 use crate::sanitizer::report::RaceReports;
 use crate::types::{DeviceId, DeviceProps};
 use executor::{CpuExecutor, LaunchStats};
@@ -50,7 +50,7 @@ pub(crate) struct CpuOptions {
     pub(crate) sanitize: bool,
     /// The sanitizer to use; the default CPU race sanitizer when `None`.
     pub(crate) sanitizer: Option<Arc<dyn CpuSanitizer>>,
-    pub(crate) config: VmmConfig,
+    pub(crate) config: SanitizerConfig,
     /// A device of a symmetric group: its own executor, whose kernels may
     /// spin on memory other devices write ([`CpuExecutor::with_peer_writers`]).
     pub(crate) peer_group: bool,

@@ -1,13 +1,41 @@
 //! [`CudaDevice`]: one retained primary context of a CUDA device, and
-//! everything asked of the device itself (attributes, memory, waits).
+//! everything asked of the device itself (attributes, memory, waits), and
+//! the driver's own questions: is there a GPU, how many, which version.
 
-use super::driver::{self, drv};
+use super::driver::{self, context, module, stream, DriverResult};
 use crate::error::{Error, Result};
 use crate::types::{DeviceLimits, DeviceProps};
 use cudarc::driver::sys;
-use std::ffi::CStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// The number of CUDA devices, after loading and initialising the driver.
+///
+/// Returns [`Error::DriverNotFound`] when there is no driver library and
+/// [`Error::NoDevice`] when the driver sees no device.
+pub fn device_count() -> Result<usize> {
+    driver::init()?;
+    Ok(context::device_get_count()?)
+}
+
+/// `Ok(())` when this process can run CUDA kernels (driver loaded, at least
+/// one device), else the reason as an error ([`Error::is_no_gpu`] is true
+/// for "no driver" and "no device"). GPU tests use it to skip.
+pub fn gpu_available() -> Result<()> {
+    match device_count()? {
+        0 => Err(Error::NoDevice {
+            reason: "the driver reports 0 devices".to_owned(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The driver's CUDA version as `(major, minor)`, e.g. `(13, 0)`.
+pub fn driver_version() -> Result<(u32, u32)> {
+    driver::init()?;
+    let v = context::driver_get_version()?;
+    Ok((v / 1000, (v % 1000) / 10))
+}
 
 /// A retained primary context of one CUDA device. Shared (`Arc`) by the
 /// context, its streams, events, modules and the shadow allocator, so the
@@ -40,7 +68,7 @@ impl CudaDevice {
     /// properties. [`Error::DriverNotFound`], [`Error::NoDevice`] or
     /// [`Error::InvalidDevice`] when there is no such device.
     pub(crate) fn open(ordinal: usize) -> Result<Arc<CudaDevice>> {
-        let count = driver::device_count()?;
+        let count = device_count()?;
         if count == 0 {
             return Err(Error::NoDevice {
                 reason: "the driver reports 0 devices".to_owned(),
@@ -49,13 +77,9 @@ impl CudaDevice {
         if ordinal >= count {
             return Err(Error::InvalidDevice { ordinal, count });
         }
-        let mut device: sys::CUdevice = 0;
-        // SAFETY: `device` is a valid out-pointer; the ordinal is in range.
-        drv!(cuDeviceGet(&mut device, ordinal as i32))?;
+        let device = context::device_get(ordinal)?;
         let props = query_props(device)?;
-        let mut raw: sys::CUcontext = std::ptr::null_mut();
-        // SAFETY: `raw` is a valid out-pointer; `device` came from cuDeviceGet.
-        drv!(cuDevicePrimaryCtxRetain(&mut raw, device))?;
+        let raw = context::primary_ctx_retain(device)?;
         let dev = Arc::new(CudaDevice {
             ordinal,
             device,
@@ -78,10 +102,8 @@ impl CudaDevice {
     /// without waiting.
     fn sticky_fault(&self) -> Result<()> {
         // SAFETY: the null stream is the current context's legacy stream.
-        let r = driver::query("cuStreamQuery", || unsafe {
-            sys::cuStreamQuery(std::ptr::null_mut())
-        });
-        match r {
+        let r = unsafe { stream::stream_query(std::ptr::null_mut()) };
+        match r.map_err(Error::from) {
             Err(e @ Error::KernelFault { .. }) => Err(e),
             _ => Ok(()),
         }
@@ -120,43 +142,36 @@ impl CudaDevice {
     /// Makes the primary context current on the calling thread (a no-op
     /// when it already is). Every driver call of the backend does this first.
     pub fn bind(&self) -> Result<()> {
-        let mut cur: sys::CUcontext = std::ptr::null_mut();
-        // SAFETY: `cur` is a valid out-pointer.
-        drv!(cuCtxGetCurrent(&mut cur))?;
-        if cur != self.raw {
+        if context::ctx_get_current()? != self.raw {
             // SAFETY: `raw` is a live primary context retained by `self`.
-            drv!(cuCtxSetCurrent(self.raw))?;
+            unsafe { context::ctx_set_current(self.raw) }?;
         }
         Ok(())
     }
 
     /// Destroys one of the device's objects from a `Drop`: binds, runs
     /// `destroy`, and reports a failure on stderr (a drop cannot return it).
-    pub(crate) fn destroy(&self, what: &str, destroy: impl FnOnce() -> Result<()>) {
-        if let Err(e) = self.bind().and_then(|()| destroy()) {
+    pub(crate) fn destroy(&self, what: &str, destroy: impl FnOnce() -> DriverResult<()>) {
+        if let Err(e) = self.bind().and_then(|()| Ok(destroy()?)) {
             eprintln!("vigil: destroying {what}: {e}");
         }
     }
 
     /// Queries a device attribute.
     pub fn attribute(&self, attr: sys::CUdevice_attribute) -> Result<i32> {
-        get_attr(self.device, attr)
+        Ok(context::device_get_attribute(self.device, attr)?)
     }
 
     /// Free and total device memory in bytes.
     pub fn memory_info(&self) -> Result<(usize, usize)> {
         self.bind()?;
-        let (mut free, mut total) = (0usize, 0usize);
-        // SAFETY: both are valid out-pointers; the context is current.
-        drv!(cuMemGetInfo_v2(&mut free, &mut total))?;
-        Ok((free, total))
+        Ok(context::mem_get_info()?)
     }
 
     /// Waits until all work on the device has finished.
     pub fn synchronize(&self) -> Result<()> {
         self.bind()?;
-        // SAFETY: the context is current on this thread.
-        drv!(cuCtxSynchronize())
+        Ok(context::ctx_synchronize()?)
     }
 }
 
@@ -179,18 +194,14 @@ impl CudaDevice {
         let _one = self.stack_change.lock().unwrap_or_else(|e| e.into_inner());
         self.bind()?;
         let limit = sys::CUlimit::CU_LIMIT_STACK_SIZE;
-        let mut now = 0usize;
-        // SAFETY: valid out-pointer; the context is current.
-        drv!(cuCtxGetLimit(&mut now, limit))?;
+        let mut now = context::ctx_get_limit(limit)?;
         if now < need {
             for bytes in [need.next_multiple_of(step.max(1)), need] {
-                // SAFETY: a plain limit value; the context is current.
-                if drv!(cuCtxSetLimit(limit, bytes)).is_ok() {
+                if context::ctx_set_limit(limit, bytes).is_ok() {
                     break;
                 }
             }
-            // SAFETY: as above.
-            drv!(cuCtxGetLimit(&mut now, limit))?;
+            now = context::ctx_get_limit(limit)?;
         }
         self.stack.fetch_max(now, Ordering::AcqRel);
         Ok(())
@@ -219,10 +230,10 @@ impl Drop for CudaDevice {
         for raw in kept {
             // SAFETY: a module `keep_module` took over from its `CudaModule`,
             // which no longer unloads it; unloaded once, here.
-            self.destroy("a module", || drv!(cuModuleUnload(raw)));
+            self.destroy("a module", || unsafe { module::module_unload(raw) });
         }
         // SAFETY: releases the reference retained in `CudaDevice::open`.
-        if let Err(e) = drv!(cuDevicePrimaryCtxRelease_v2(self.device)) {
+        if let Err(e) = unsafe { context::primary_ctx_release(self.device) } {
             eprintln!(
                 "vigil: releasing the primary context of device {}: {e}",
                 self.ordinal
@@ -231,31 +242,11 @@ impl Drop for CudaDevice {
     }
 }
 
-fn get_attr(device: sys::CUdevice, attr: sys::CUdevice_attribute) -> Result<i32> {
-    let mut v = 0i32;
-    // SAFETY: `v` is a valid out-pointer; `device` came from cuDeviceGet.
-    drv!(cuDeviceGetAttribute(&mut v, attr, device))?;
-    Ok(v)
-}
-
 fn query_props(device: sys::CUdevice) -> Result<DeviceProps> {
     use sys::CUdevice_attribute::*;
-    let attr = |a| get_attr(device, a).map(|v| v.max(0) as u32);
-    let mut name = [0 as std::ffi::c_char; 256];
-    // SAFETY: `name` is a writable buffer of the length passed.
-    drv!(cuDeviceGetName(
-        name.as_mut_ptr(),
-        name.len() as i32,
-        device
-    ))?;
-    // SAFETY: the driver NUL-terminates within the buffer; the last byte is
-    // still 0 from the initialiser in any case.
-    let name = unsafe { CStr::from_ptr(name.as_ptr()) }
-        .to_string_lossy()
-        .into_owned();
-    let mut total_memory = 0usize;
-    // SAFETY: valid out-pointer and device.
-    drv!(cuDeviceTotalMem_v2(&mut total_memory, device))?;
+    let attr = |a| context::device_get_attribute(device, a).map(|v| v.max(0) as u32);
+    let name = context::device_get_name(device)?;
+    let total_memory = context::device_total_mem(device)?;
     let limits = DeviceLimits {
         max_threads_per_block: attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
         max_block_dim: [

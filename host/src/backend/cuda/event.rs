@@ -1,7 +1,7 @@
 //! [`CudaEvent`]: a CUDA event of one device.
 
 use super::device::CudaDevice;
-use super::driver::{drv, query};
+use super::driver::stream as driver;
 use super::stream::CudaStream;
 use crate::error::Result;
 use cudarc::driver::sys;
@@ -29,9 +29,7 @@ impl CudaEvent {
         } else {
             sys::CUevent_flags::CU_EVENT_DISABLE_TIMING
         };
-        let mut raw: sys::CUevent = std::ptr::null_mut();
-        // SAFETY: `raw` is a valid out-pointer; flags are a valid combination.
-        drv!(cuEventCreate(&mut raw, flags as u32))?;
+        let raw = driver::event_create(flags)?;
         Ok(CudaEvent {
             device: device.clone(),
             raw,
@@ -52,30 +50,28 @@ impl CudaEvent {
     pub fn record(&self, stream: &CudaStream) -> Result<()> {
         self.device.bind()?;
         // SAFETY: both handles are live and of the same context.
-        drv!(cuEventRecord(self.raw, stream.raw()))
+        Ok(unsafe { driver::event_record(self.raw, stream.raw()) }?)
     }
 
     /// Blocks until the work before the last record has finished.
     pub fn synchronize(&self) -> Result<()> {
         self.device.bind()?;
         // SAFETY: `raw` is a live event.
-        drv!(cuEventSynchronize(self.raw))
+        Ok(unsafe { driver::event_synchronize(self.raw) }?)
     }
 
     /// True when the work before the last record has finished.
     pub fn is_complete(&self) -> Result<bool> {
         self.device.bind()?;
         // SAFETY: `raw` is live; the context is current.
-        query("cuEventQuery", || unsafe { sys::cuEventQuery(self.raw) })
+        Ok(unsafe { driver::event_query(self.raw) }?)
     }
 
     /// Milliseconds from `self` to `end`.
     pub fn elapsed_ms(&self, end: &CudaEvent) -> Result<f32> {
         self.device.bind()?;
-        let mut ms = 0f32;
-        // SAFETY: `ms` is a valid out-pointer; both events are live.
-        drv!(cuEventElapsedTime(&mut ms, self.raw, end.raw))?;
-        Ok(ms)
+        // SAFETY: both events are live.
+        Ok(unsafe { driver::event_elapsed_time(self.raw, end.raw) }?)
     }
 }
 
@@ -83,7 +79,7 @@ impl Drop for CudaEvent {
     fn drop(&mut self) {
         self.device.destroy("an event", || {
             // SAFETY: `raw` is live and owned by `self`.
-            drv!(cuEventDestroy_v2(self.raw))
+            unsafe { driver::event_destroy(self.raw) }
         });
     }
 }

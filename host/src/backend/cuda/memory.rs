@@ -3,7 +3,7 @@
 //! asynchronous copies and fills (checked first in a sanitized context,
 //! see `transfer_check`).
 
-use super::driver::drv;
+use super::driver::memory as driver;
 use super::sanitizer::GpuSanitizer;
 use super::stream::CudaStream;
 use super::vmm::Allocation;
@@ -11,7 +11,6 @@ use super::CudaBackend;
 use crate::backend::transfer::Transfer;
 use crate::error::Result;
 use crate::types::StreamId;
-use cudarc::driver::sys;
 use std::panic::Location;
 use vigil_shared::gpu::SHADOW_RECLAIM_ENTRY;
 use vigil_shared::line::LINE_BYTES;
@@ -23,10 +22,7 @@ impl CudaBackend {
             Some(pool) => Ok(pool.alloc(stream, bytes as u64)?.ptr),
             None => {
                 self.device().bind()?;
-                let mut ptr: sys::CUdeviceptr = 0;
-                // SAFETY: `ptr` is a valid out-pointer; the context is current.
-                drv!(cuMemAlloc_v2(&mut ptr, bytes))?;
-                Ok(ptr)
+                Ok(driver::mem_alloc(bytes)?)
             }
         }
     }
@@ -54,7 +50,7 @@ impl CudaBackend {
             None => {
                 self.device().bind()?;
                 // SAFETY: `ptr` came from cuMemAlloc and is freed exactly once.
-                drv!(cuMemFree_v2(ptr))
+                Ok(unsafe { driver::mem_free(ptr) }?)
             }
         }
     }
@@ -79,7 +75,7 @@ impl CudaBackend {
         let bytes = a.size.div_ceil(LINE_BYTES) * LINE_BYTES;
         let (config, args) = san.reclaim_launch(a.ptr, bytes.min(a.mapped_bytes));
         san.with_own_stream(|stream| {
-            self.launch_runtime_entry(func, SHADOW_RECLAIM_ENTRY, stream, config, &args)?;
+            self.enqueue(func, stream, SHADOW_RECLAIM_ENTRY, config, &args)?;
             stream.synchronize()
         })
     }
@@ -98,26 +94,26 @@ impl CudaBackend {
         }
         self.device().bind()?;
         let s = stream.raw();
-        match op {
-            // SAFETY: `src` is readable for its length; the device range
-            // is live and writable (caller).
-            Transfer::FromHost { dst, src } => {
-                drv!(cuMemcpyHtoDAsync_v2(dst, src.as_ptr().cast(), src.len(), s))
-            }
-            // SAFETY: `dst` is writable for its length; the device range
-            // is live (caller).
-            Transfer::ToHost { dst, src } => drv!(cuMemcpyDtoHAsync_v2(
-                dst.as_mut_ptr().cast(),
-                src,
-                dst.len(),
-                s
-            )),
+        let enqueued = match op {
+            // SAFETY: `src` is readable for its length until the stream
+            // has run the copy (the front end waits for it); the device
+            // range is live and writable (caller).
+            Transfer::FromHost { dst, src } => unsafe {
+                driver::memcpy_htod_async(dst, src.as_ptr().cast(), src.len(), s)
+            },
+            // SAFETY: `dst` is writable for its length until the stream
+            // has run the copy (the front end waits for it); the device
+            // range is live (caller).
+            Transfer::ToHost { dst, src } => unsafe {
+                driver::memcpy_dtoh_async(dst.as_mut_ptr().cast(), src, dst.len(), s)
+            },
             // SAFETY: both ranges are live device memory (caller).
-            Transfer::DeviceToDevice { dst, src, bytes } => {
-                drv!(cuMemcpyDtoDAsync_v2(dst, src, bytes, s))
-            }
+            Transfer::DeviceToDevice { dst, src, bytes } => unsafe {
+                driver::memcpy_dtod_async(dst, src, bytes, s)
+            },
             // SAFETY: the range is live device memory (caller).
-            Transfer::Zero { dst, bytes } => drv!(cuMemsetD8Async(dst, 0, bytes, s)),
-        }
+            Transfer::Zero { dst, bytes } => unsafe { driver::memset_d8_async(dst, 0, bytes, s) },
+        };
+        Ok(enqueued?)
     }
 }

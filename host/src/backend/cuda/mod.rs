@@ -1,19 +1,27 @@
-//! The CUDA backend: every driver call of the crate lives in this folder.
+//! The CUDA backend. Three layers, as in cudarc: cudarc's raw bindings
+//! (`sys`), [`driver`] (the result layer: one typed function per driver
+//! call, one error type; the only code that calls `sys`), and the handles
+//! here that own driver resources, which call only [`driver`].
 //!
-//! - [`driver`]: loading `libcuda`, `cuInit`, `CUresult` to [`Error`](crate::Error);
-//! - [`device`]: a retained primary context ([`CudaDevice`]) and its queries;
-//! - [`stream`], [`event`], [`module`]: owned driver handles;
+//! - [`driver`]: loading `libcuda`, `cuInit`, every driver call;
+//! - [`device`]: a retained primary context ([`CudaDevice`]) and its
+//!   queries; whether there is a GPU at all;
+//! - [`stream`], [`event`], [`module`]: owned driver handles; [`module`]
+//!   also finds a kernel's plain and sanitized entries;
 //! - [`memory`]: plain (`cuMemAlloc`) or shadow-allocator memory, copies, fills;
 //! - `transfer_check`: a sanitized context's copies and fills as launches
 //!   of the range-access entry;
-//! - [`launch`]: `cuLaunchKernel` of the plain or the sanitized entry;
+//! - [`launch`]: `cuLaunchKernel` of the entry the front end picked, with
+//!   the GPU sanitizer's hidden arguments for a sanitized one;
 //! - [`sanitizer`]: the GPU race sanitizer's host side (runtime memory,
 //!   hidden arguments, stream and event clocks, report collection);
 //! - [`vmm`]: the sanitizer's shadow-memory allocator on CUDA virtual memory;
+//! - [`peer`]: peer access between two devices;
 //! - `wait`: waits bounded by the launch timeout.
 //!
-//! It depends on the shared pieces below it (types, error, ABI, sanitizer
-//! configuration), never on the front end.
+//! It depends on the shared pieces below it (types, error, launch ABI,
+//! sanitizer configuration, the launch description), never on the front
+//! end.
 
 pub(crate) mod device;
 pub(crate) mod driver;
@@ -34,7 +42,7 @@ pub use event::CudaEvent;
 pub use stream::CudaStream;
 
 use crate::error::Result;
-use crate::sanitizer::config::VmmConfig;
+use crate::sanitizer::config::SanitizerConfig;
 use crate::types::DeviceId;
 use std::sync::{Arc, Mutex};
 use vmm::{CachingPool, Vmm};
@@ -52,7 +60,11 @@ pub(crate) struct CudaBackend {
 impl CudaBackend {
     /// Opens device `ordinal`; with `sanitize`, every buffer comes from the
     /// process-wide shadow allocator configured by `config`.
-    pub(crate) fn open(ordinal: usize, sanitize: bool, config: VmmConfig) -> Result<CudaBackend> {
+    pub(crate) fn open(
+        ordinal: usize,
+        sanitize: bool,
+        config: SanitizerConfig,
+    ) -> Result<CudaBackend> {
         let device = CudaDevice::open(ordinal)?;
         let pool = match sanitize {
             true => Some(sanitizer_pool(&device, config)?),
@@ -119,7 +131,7 @@ impl Drop for CudaBackend {
 /// first sanitized context with its configuration; a later context with
 /// another configuration replaces it while nothing has been allocated,
 /// else gets [`VmmError::ConfigFrozen`](vmm::VmmError::ConfigFrozen).
-fn sanitizer_pool(home: &Arc<CudaDevice>, config: VmmConfig) -> Result<Arc<CachingPool>> {
+fn sanitizer_pool(home: &Arc<CudaDevice>, config: SanitizerConfig) -> Result<Arc<CachingPool>> {
     static POOL: Mutex<Option<Arc<CachingPool>>> = Mutex::new(None);
     let mut pool = POOL.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(p) = pool.as_ref() {

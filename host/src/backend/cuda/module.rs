@@ -2,7 +2,7 @@
 //! (one entry point of it, with its attributes).
 
 use super::device::CudaDevice;
-use super::driver::{call_raw, drv};
+use super::driver::{module as driver, DriverError};
 use crate::error::{Error, Result};
 use crate::types::{FunctionAttrs, LaunchVariant};
 use cudarc::driver::sys;
@@ -62,7 +62,8 @@ impl CudaModule {
             LaunchVariant::Plain => jit.load_whole_program(image)?,
             LaunchVariant::Sanitized => jit.link_relocatable(image).map_err(shared_overflow)?,
         };
-        let functions = module_functions(raw)?;
+        // SAFETY: `raw` was just loaded in the current context.
+        let functions = unsafe { driver::module_functions(raw) }?.unwrap_or_default();
         preload_functions(&functions)?;
         // Its launches must never grow the stack (which waits for every
         // kernel then running): reserved now for the neediest function.
@@ -92,64 +93,71 @@ impl CudaModule {
         })
     }
 
-    /// Looks up entry `name` and queries its attributes, with its
-    /// sanitized variant (`name__vigil`) when the module has one. A module
-    /// loaded for a sanitized context holds only the `name__vigil` entries
-    /// (see [`cut_for`](crate::abi::ptx_cut::cut_for)): there the function
-    /// is the sanitized entry itself, the only one such a context launches.
-    /// An entry the module was cut without is [`Error::EntryNotLoaded`].
-    pub(crate) fn function(&self, name: &CStr) -> Result<CudaFunction> {
+    /// Looks up kernel `name`'s entries and queries their attributes: its
+    /// plain entry `name` and its sanitized entry `name__vigil`, each
+    /// where the module has it. A module loaded for a sanitized context
+    /// holds only the `name__vigil` entries and the plain entries without
+    /// one (both, when a launch filter runs some launches plain), a plain
+    /// context's only the plain entries (see
+    /// [`cut_for`](crate::launch_abi::ptx_cut::cut_for)). A kernel the module
+    /// was cut without is [`Error::EntryNotLoaded`].
+    pub(crate) fn kernel(&self, name: &CStr) -> Result<CudaKernel> {
         let mut sanitized = name.to_bytes().to_vec();
         sanitized.extend_from_slice(SANITIZED_SUFFIX.as_bytes());
-        let sanitized = match std::ffi::CString::new(sanitized) {
+        let sanitized = match CString::new(sanitized) {
             Ok(s) => self.lookup(&s)?,
             Err(_) => None,
         };
-        let primary = match (self.lookup(name)?, sanitized) {
-            (Some(raw), _) => raw,
-            (None, Some(raw)) => raw,
-            (None, None) => {
-                return Err(Error::EntryNotLoaded {
-                    kernel: name.to_string_lossy().into_owned(),
-                    variant: self.variant,
-                })
-            }
-        };
-        let mut f = self.with_attrs(primary)?;
-        f.sanitized = sanitized
-            .map(|raw| self.with_attrs(raw).map(Box::new))
-            .transpose()?;
-        if let Some(s) = f.sanitized.as_deref_mut() {
-            s.large_blocks = self.large_blocks.clone().map(|build| LargeBlocks {
-                build,
-                name: name.to_owned(),
-                function: OnceLock::new(),
+        let plain = self.lookup(name)?;
+        if plain.is_none() && sanitized.is_none() {
+            return Err(Error::EntryNotLoaded {
+                kernel: name.to_string_lossy().into_owned(),
+                variant: self.variant,
             });
         }
-        Ok(f)
+        let sanitized = match sanitized {
+            Some(raw) => {
+                let mut f = self.with_attrs(raw)?;
+                f.large_blocks = self.large_blocks.clone().map(|build| LargeBlocks {
+                    build,
+                    name: name.to_owned(),
+                    function: OnceLock::new(),
+                });
+                Some(f)
+            }
+            None => None,
+        };
+        Ok(CudaKernel {
+            name: name.to_string_lossy().into_owned(),
+            plain: plain.map(|raw| self.with_attrs(raw)).transpose()?,
+            sanitized,
+        })
+    }
+
+    /// The function the module runs for entry `name`: its sanitized entry
+    /// `name__vigil` where the module has one, else `name` itself (how the
+    /// GPU sanitizer looks up its own entries).
+    pub(crate) fn function(&self, name: &CStr) -> Result<CudaFunction> {
+        let kernel = self.kernel(name)?;
+        let found = kernel.sanitized.or(kernel.plain);
+        found.ok_or_else(|| Error::EntryNotLoaded {
+            kernel: name.to_string_lossy().into_owned(),
+            variant: self.variant,
+        })
     }
 
     /// The raw function `name`, or `None` when the module has no such entry.
     fn lookup(&self, name: &CStr) -> Result<Option<sys::CUfunction>> {
         self.device.bind()?;
-        let mut raw: sys::CUfunction = std::ptr::null_mut();
-        let r = call_raw("cuModuleGetFunction", || {
-            // SAFETY: valid out-pointer, live module, NUL-terminated name.
-            unsafe { sys::cuModuleGetFunction(&mut raw, self.raw, name.as_ptr()) }
-        })?;
-        match r {
-            sys::CUresult::CUDA_SUCCESS => Ok(Some(raw)),
-            sys::CUresult::CUDA_ERROR_NOT_FOUND => Ok(None),
-            r => Err(super::driver::driver_error("cuModuleGetFunction", r)),
-        }
+        // SAFETY: `raw` is a live module of the (current) context.
+        Ok(unsafe { driver::module_get_function(self.raw, name) }?)
     }
 
     /// A function of this module with its attributes queried.
     fn with_attrs(&self, raw: sys::CUfunction) -> Result<CudaFunction> {
         let attr = |a: sys::CUfunction_attribute| -> Result<u32> {
-            let mut v = 0i32;
-            // SAFETY: valid out-pointer; `raw` is a live function.
-            drv!(cuFuncGetAttribute(&mut v, a, raw))?;
+            // SAFETY: `raw` is a function of this live module.
+            let v = unsafe { driver::func_get_attribute(raw, a) }?;
             Ok(v.max(0) as u32)
         };
         use sys::CUfunction_attribute::*;
@@ -167,7 +175,6 @@ impl CudaModule {
             attrs,
             dyn_smem_optin: AtomicU32::new(0),
             window_arrays: self.window_arrays,
-            sanitized: None,
             large_blocks: None,
         })
     }
@@ -222,7 +229,7 @@ impl Drop for CudaModule {
         self.device.destroy("a module", || {
             // SAFETY: `raw` was loaded in `load` and is unloaded once; every
             // function of it is dropped before (the front end's `Arc`).
-            drv!(cuModuleUnload(self.raw))
+            unsafe { driver::module_unload(self.raw) }
         });
     }
 }
@@ -257,124 +264,59 @@ impl JitOptions {
         }
     }
 
-    /// `Ok(())` on success, else [`Error::PtxLoad`] with the JIT's log.
-    fn check(&mut self, r: sys::CUresult) -> Result<()> {
-        if r == sys::CUresult::CUDA_SUCCESS {
-            return Ok(());
-        }
+    /// A JIT call's failure as [`Error::PtxLoad`], with the JIT's log.
+    fn failed(&self, e: DriverError) -> Error {
+        let Some(r) = e.result() else {
+            return e.into();
+        };
         let end = self
             .log
             .iter()
             .position(|&b| b == 0)
             .unwrap_or(self.log.len());
-        Err(Error::PtxLoad {
+        Error::PtxLoad {
             name: format!("{r:?}"),
             code: r as u32,
             log: String::from_utf8_lossy(&self.log[..end])
                 .trim_end()
                 .to_owned(),
-        })
+        }
     }
 
     /// Whole-program JIT of `image` (the context is current).
     fn load_whole_program(&mut self, image: &CStr) -> Result<sys::CUmodule> {
-        let mut raw: sys::CUmodule = std::ptr::null_mut();
-        let r = call_raw("cuModuleLoadDataEx", || {
-            // SAFETY: `image` is NUL-terminated PTX; `options` and `values`
-            // are arrays of equal length that outlive the call; `log` is
-            // writable for `JIT_LOG_BYTES` bytes; the context is current.
-            unsafe {
-                sys::cuModuleLoadDataEx(
-                    &mut raw,
-                    image.as_ptr().cast(),
-                    self.options.len() as u32,
-                    self.options.as_mut_ptr(),
-                    self.values.as_mut_ptr(),
-                )
-            }
-        })?;
-        self.check(r)?;
-        Ok(raw)
+        // SAFETY: the values are what their options expect: `log` is
+        // writable for the `JIT_LOG_BYTES` the size option gives.
+        unsafe { driver::module_load_data_ex(image, &mut self.options, &mut self.values) }
+            .map_err(|e| self.failed(e))
     }
 
     /// Relocatable JIT of `image` through the driver's linker, then the
     /// linked cubin loaded (the context is current).
     fn link_relocatable(&mut self, image: &CStr) -> Result<sys::CUmodule> {
-        let mut state: sys::CUlinkState = std::ptr::null_mut();
-        let r = call_raw("cuLinkCreate", || {
-            // SAFETY: as in `load_whole_program`; `state` is an out-pointer.
-            unsafe {
-                sys::cuLinkCreate_v2(
-                    self.options.len() as u32,
-                    self.options.as_mut_ptr(),
-                    self.values.as_mut_ptr(),
-                    &mut state,
-                )
-            }
-        })?;
-        self.check(r)?;
+        // SAFETY: as in `load_whole_program`; `self` (the log) outlives the
+        // session, destroyed below.
+        let state = unsafe { driver::link_create(&mut self.options, &mut self.values) }
+            .map_err(|e| self.failed(e))?;
         let linked = self.link_into(state, image);
         // SAFETY: `state` was created above and is destroyed once, after
         // the cubin it owns was loaded (or the link failed).
-        let destroyed = drv!(cuLinkDestroy(state));
+        let destroyed = unsafe { driver::link_destroy(state) };
         let raw = linked?;
         destroyed?;
         Ok(raw)
     }
 
     fn link_into(&mut self, state: sys::CUlinkState, image: &CStr) -> Result<sys::CUmodule> {
-        let bytes = image.to_bytes_with_nul();
-        let r = call_raw("cuLinkAddData", || {
-            // SAFETY: `bytes` is NUL-terminated PTX of the length passed,
-            // live for the call; the name is a NUL-terminated literal; no
-            // per-input options.
-            unsafe {
-                sys::cuLinkAddData_v2(
-                    state,
-                    sys::CUjitInputType::CU_JIT_INPUT_PTX,
-                    bytes.as_ptr() as *mut c_void,
-                    bytes.len(),
-                    c"vigil_module.ptx".as_ptr(),
-                    0,
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                )
-            }
-        })?;
-        self.check(r)?;
-        let (mut cubin, mut size): (*mut c_void, usize) = (std::ptr::null_mut(), 0);
-        let r = call_raw("cuLinkComplete", || {
-            // SAFETY: valid out-pointers; `state` is live.
-            unsafe { sys::cuLinkComplete(state, &mut cubin, &mut size) }
-        })?;
-        self.check(r)?;
-        let mut raw: sys::CUmodule = std::ptr::null_mut();
+        // SAFETY: `state` is live (destroyed by the caller after this).
+        unsafe { driver::link_add_ptx(state, image, c"vigil_module.ptx") }
+            .map_err(|e| self.failed(e))?;
+        // SAFETY: as above.
+        let (cubin, _) = unsafe { driver::link_complete(state) }.map_err(|e| self.failed(e))?;
         // SAFETY: `cubin` is the linked image `state` owns (alive until
         // `cuLinkDestroy`); the context is current.
-        drv!(cuModuleLoadData(&mut raw, cubin.cast_const()))?;
-        Ok(raw)
+        Ok(unsafe { driver::module_load_data(cubin) }?)
     }
-}
-
-/// Every function of `module` (the context is current); none on drivers
-/// before CUDA 12.4, which cannot list them.
-fn module_functions(module: sys::CUmodule) -> Result<Vec<sys::CUfunction>> {
-    let mut count = 0u32;
-    // SAFETY: valid out-pointer, live module (the context is current).
-    let counted = super::driver::newer_call("cuModuleGetFunctionCount", || unsafe {
-        sys::cuModuleGetFunctionCount(&mut count, module)
-    })?;
-    if !counted {
-        return Ok(Vec::new());
-    }
-    let mut functions: Vec<sys::CUfunction> = vec![std::ptr::null_mut(); count as usize];
-    // SAFETY: `functions` has room for `count` handles; live module.
-    drv!(cuModuleEnumerateFunctions(
-        functions.as_mut_ptr(),
-        count,
-        module
-    ))?;
-    Ok(functions)
 }
 
 /// Loads `functions` onto the device now. Under the driver's lazy loading
@@ -388,7 +330,7 @@ fn preload_functions(functions: &[sys::CUfunction]) -> Result<()> {
     // waits for the kernels then running.
     for &f in functions {
         // SAFETY: `f` is a function of a live module.
-        if !super::driver::newer_call("cuFuncLoad", || unsafe { sys::cuFuncLoad(f) })? {
+        if !unsafe { driver::func_load(f) }? {
             break;
         }
     }
@@ -397,13 +339,9 @@ fn preload_functions(functions: &[sys::CUfunction]) -> Result<()> {
 
 /// The local memory (stack) each thread of `function` needs, in bytes.
 fn local_bytes(function: sys::CUfunction) -> Result<usize> {
-    let mut v = 0i32;
-    // SAFETY: valid out-pointer; `function` is a live function.
-    drv!(cuFuncGetAttribute(
-        &mut v,
-        sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
-        function
-    ))?;
+    let local = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES;
+    // SAFETY: `function` is a function of a live module.
+    let v = unsafe { driver::func_get_attribute(function, local) }?;
     Ok(v.max(0) as usize)
 }
 
@@ -454,8 +392,6 @@ pub(crate) struct CudaFunction {
     dyn_smem_optin: AtomicU32,
     /// Whether its module declares arrays the window shadow checks.
     window_arrays: bool,
-    /// The kernel's sanitized entry (`name__vigil`), if the module has it.
-    sanitized: Option<Box<CudaFunction>>,
     /// For a sanitized entry: its twin for blocks it cannot launch.
     large_blocks: Option<LargeBlocks>,
 }
@@ -477,27 +413,6 @@ impl CudaFunction {
         self.attrs
     }
 
-    /// The kernel's sanitized entry, if its module has one.
-    pub(crate) fn sanitized(&self) -> Option<&CudaFunction> {
-        self.sanitized.as_deref()
-    }
-
-    /// What the front end checks a launch against: [`attrs`](Self::attrs),
-    /// except that a kernel whose sanitized entry has a large-block twin
-    /// launches blocks up to `device_max` threads (the twin takes those
-    /// its entry cannot; the backend checks the twin's own limits).
-    pub(crate) fn launch_attrs(&self, device_max: u32) -> FunctionAttrs {
-        let mut a = self.attrs;
-        if self
-            .sanitized
-            .as_ref()
-            .is_some_and(|s| s.large_blocks.is_some())
-        {
-            a.max_threads_per_block = a.max_threads_per_block.max(device_max);
-        }
-        a
-    }
-
     /// This entry, or, when a block of `threads` threads is more than it
     /// can launch and its module has a [`LargeBlockBuild`], its twin
     /// there (built at the first such call). The caller checks the
@@ -513,11 +428,7 @@ impl CudaFunction {
             return Ok(f);
         }
         let module = large.build.module()?;
-        let f = module.function(&large.name)?;
-        let f = match f.sanitized {
-            Some(s) => s,
-            None => Box::new(f),
-        };
+        let f = Box::new(module.function(&large.name)?);
         Ok(&large.function.get_or_init(|| (f, module)).0)
     }
 
@@ -543,15 +454,96 @@ impl CudaFunction {
         {
             return Ok(());
         }
+        let attr = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
         // SAFETY: `raw` is a live function; the value was validated against
         // the device's opt-in limit by the caller.
-        drv!(cuFuncSetAttribute(
-            self.raw,
-            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            bytes as i32
-        ))?;
+        unsafe { driver::func_set_attribute(self.raw, attr, bytes as i32) }?;
         self.dyn_smem_optin.fetch_max(bytes, Ordering::Relaxed);
         Ok(())
+    }
+}
+
+/// A kernel's entry points in a loaded module, looked up together when
+/// the front end looks the kernel up: its plain entry and its sanitized
+/// entry (`name__vigil`), each where the module has it.
+pub(crate) struct CudaKernel {
+    /// The kernel's name (its plain entry's).
+    name: String,
+    plain: Option<CudaFunction>,
+    sanitized: Option<CudaFunction>,
+}
+
+impl CudaKernel {
+    /// The entry a `variant` launch runs, and the variant that entry is: a
+    /// sanitized launch of a kernel without a sanitized entry
+    /// (hand-written PTX) runs its plain entry, unchecked.
+    fn for_variant(&self, variant: LaunchVariant) -> Result<(&CudaFunction, LaunchVariant)> {
+        let found = match (variant, &self.sanitized, &self.plain) {
+            (LaunchVariant::Sanitized, Some(s), _) => Some((s, LaunchVariant::Sanitized)),
+            (_, _, Some(p)) => Some((p, LaunchVariant::Plain)),
+            (LaunchVariant::Plain, _, None) => None,
+            (LaunchVariant::Sanitized, None, None) => None,
+        };
+        found.ok_or_else(|| Error::EntryNotLoaded {
+            kernel: self.name.clone(),
+            variant,
+        })
+    }
+
+    /// What a `variant` launch of the kernel is held to, as the front end
+    /// reports it ([`Function::attrs`](crate::Function::attrs)): its
+    /// entry's attributes, except that a sanitized entry with a
+    /// large-block twin launches blocks of up to `device_max` threads
+    /// (the twin takes those the entry cannot).
+    pub(crate) fn attrs(&self, variant: LaunchVariant, device_max: u32) -> Result<FunctionAttrs> {
+        let (f, _) = self.for_variant(variant)?;
+        let mut a = f.attrs;
+        if f.large_blocks.is_some() {
+            a.max_threads_per_block = a.max_threads_per_block.max(device_max);
+        }
+        Ok(a)
+    }
+
+    /// The raw function a `variant` launch runs (null when the module has
+    /// none for it).
+    pub(crate) fn raw(&self, variant: LaunchVariant) -> sys::CUfunction {
+        self.for_variant(variant)
+            .map_or(std::ptr::null_mut(), |(f, _)| f.raw)
+    }
+
+    /// The entry a `variant` launch of blocks of `threads` threads runs,
+    /// and its variant: [`CudaKernel::for_variant`], then a sanitized
+    /// entry's large-block twin for blocks it cannot launch (built at the
+    /// first such launch). The launch's configuration is checked against
+    /// the attributes of the function returned. A sanitized launch that
+    /// runs a plain entry says so once per kernel on stderr.
+    pub(crate) fn entry(
+        &self,
+        variant: LaunchVariant,
+        threads: u64,
+    ) -> Result<(&CudaFunction, LaunchVariant)> {
+        let (f, runs) = self.for_variant(variant)?;
+        if runs != variant {
+            warn_unchecked_once(&self.name);
+        }
+        Ok((f.for_block(threads)?, runs))
+    }
+}
+
+/// Says once per kernel name that a sanitized context launched `kernel`
+/// without checking it (it has no `name__vigil` entry).
+fn warn_unchecked_once(kernel: &str) {
+    use std::collections::HashSet;
+    static WARNED: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
+    let mut warned = WARNED
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if warned.insert(kernel.to_owned()) {
+        eprintln!(
+            "vigil: kernel `{kernel}` has no sanitized entry (`{kernel}{SANITIZED_SUFFIX}`, emitted by \
+             #[kernel]); it runs unchecked: the race sanitizer does not see its accesses"
+        );
     }
 }
 

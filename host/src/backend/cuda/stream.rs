@@ -1,7 +1,7 @@
 //! [`CudaStream`]: a CUDA stream (non-blocking) of one device.
 
 use super::device::CudaDevice;
-use super::driver::{drv, query};
+use super::driver::stream as driver;
 use super::event::CudaEvent;
 use crate::error::Result;
 use cudarc::driver::sys;
@@ -24,12 +24,7 @@ impl CudaStream {
     /// Creates a stream on `device`.
     pub(crate) fn new(device: &Arc<CudaDevice>) -> Result<CudaStream> {
         device.bind()?;
-        let mut raw: sys::CUstream = std::ptr::null_mut();
-        // SAFETY: `raw` is a valid out-pointer; the context is current.
-        drv!(cuStreamCreate(
-            &mut raw,
-            sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32
-        ))?;
+        let raw = driver::stream_create(sys::CUstream_flags::CU_STREAM_NON_BLOCKING)?;
         Ok(CudaStream {
             device: device.clone(),
             raw,
@@ -50,21 +45,21 @@ impl CudaStream {
     pub fn synchronize(&self) -> Result<()> {
         self.device.bind()?;
         // SAFETY: `raw` is a live stream of the current context.
-        drv!(cuStreamSynchronize(self.raw))
+        Ok(unsafe { driver::stream_synchronize(self.raw) }?)
     }
 
     /// True when all work enqueued so far has finished (does not block).
     pub fn is_idle(&self) -> Result<bool> {
         self.device.bind()?;
         // SAFETY: `raw` is live; the context is current.
-        query("cuStreamQuery", || unsafe { sys::cuStreamQuery(self.raw) })
+        Ok(unsafe { driver::stream_query(self.raw) }?)
     }
 
     /// Makes later work on this stream wait for `event`.
     pub fn wait_event(&self, event: &CudaEvent) -> Result<()> {
         self.device.bind()?;
-        // SAFETY: both handles are live; flags must be 0.
-        drv!(cuStreamWaitEvent(self.raw, event.raw(), 0))
+        // SAFETY: both handles are live handles of the current context.
+        Ok(unsafe { driver::stream_wait_event(self.raw, event.raw()) }?)
     }
 }
 
@@ -73,7 +68,7 @@ impl Drop for CudaStream {
         self.device.destroy("a stream", || {
             // SAFETY: `raw` is live and owned by `self`; pending work still
             // completes after cuStreamDestroy returns.
-            drv!(cuStreamDestroy_v2(self.raw))
+            unsafe { driver::stream_destroy(self.raw) }
         });
     }
 }

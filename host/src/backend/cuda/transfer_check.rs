@@ -1,7 +1,7 @@
 //! A sanitized context's host-issued copies and fills as accesses of
 //! their stream: each is a launch of the range-access entry on the
-//! transfer's stream just before the transfer (design: copies and fills
-//! are accesses), planned by the GPU sanitizer like a kernel launch, so
+//! transfer's stream just before the transfer (copies and fills are
+//! accesses, docs/src/design/ordering.md), planned by the GPU sanitizer like a kernel launch, so
 //! stream order, events and host synchronisations order it exactly as
 //! they order kernels. A plain context never comes here.
 
@@ -32,10 +32,7 @@ impl CudaBackend {
         let planned =
             san.prepare_transfer(self.owner(), stream, id, op.kind(), reads, writes, caller)?;
         match planned {
-            Some((entry, check)) => {
-                let args = san.range_args(&check);
-                self.launch_sanitized(&entry.func, &check.name, stream, check.config, &args)
-            }
+            Some((entry, check)) => self.launch_check(&san, &entry, &check, stream),
             None => Ok(()),
         }
     }
@@ -67,6 +64,20 @@ impl CudaBackend {
         ran
     }
 
+    /// Enqueues `check` on `stream`: the range-access entry with the
+    /// arguments the sanitizer built for it.
+    fn launch_check(
+        &self,
+        san: &GpuSanitizer,
+        entry: &RangeEntry,
+        check: &RangeCheck,
+        stream: &CudaStream,
+    ) -> Result<()> {
+        let args = san.range_args(check);
+        self.note_shadow_writes();
+        self.enqueue(&entry.func, stream, &check.name, check.config, &args)
+    }
+
     /// Runs checks that waited for the entry, one at a time.
     fn run_waiting(
         &self,
@@ -77,8 +88,7 @@ impl CudaBackend {
         san.with_own_stream(|own| {
             for mut check in batch {
                 check.write_header(own)?;
-                let args = san.range_args(&check);
-                self.launch_sanitized(&entry.func, &check.name, own, check.config, &args)?;
+                self.launch_check(san, entry, &check, own)?;
                 // The next check may join this one's exit clock.
                 own.synchronize()?;
             }

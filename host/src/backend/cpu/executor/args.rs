@@ -2,7 +2,7 @@
 //! a host address, so a slice of host memory can be passed where a kernel
 //! takes a `GlobalSlice` / `GlobalSliceMut`.
 
-use crate::abi::params::ParamBuffer;
+use crate::launch_abi::params::ParamBuffer;
 
 /// Packs host slices into a [`ParamBuffer`] for [`CpuExecutor::launch`](super::CpuExecutor::launch).
 ///

@@ -1,7 +1,7 @@
 //! The sanitized CPU device's memory: one virtual reservation holding the
 //! user buffers, their shadow cells and the prior-access side table, so that
 //! finding a word's shadow is pointer arithmetic, as on the GPU
-//! (design 3.1).
+//! (docs/src/design/address-space.md).
 //!
 //! ```text
 //! base                      base + cap            base + 3 cap           base + 11 cap          base + 19 cap
@@ -16,7 +16,7 @@
 //! again), so a new buffer never inherits a freed one's shadow or side
 //! table entries.
 
-use crate::sanitizer::buddy::{BuddyError, BuddyTree};
+use crate::buddy_allocator::{BuddyError, BuddyTree};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering as MemOrder};
 use std::sync::{Mutex, PoisonError, RwLock};

@@ -76,6 +76,7 @@ impl CpuRaceSanitizer {
                 base,
                 size,
                 offset: c.address - base,
+                site: None,
             });
             let report = RaceReport {
                 kind: race_kind(c.prior.kind, a.kind),

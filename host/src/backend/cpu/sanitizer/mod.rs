@@ -380,7 +380,7 @@ impl CpuRaceSanitizer {
     }
 
     /// The sanitizers of `world` simulated devices that share one engine
-    /// (design 3.4): one shadow, so an access by device 0 to device 1's
+    /// (docs/src/design/groups.md): one shadow, so an access by device 0 to device 1's
     /// buffer is checked against device 1's kernels' accesses, and one
     /// thread-id space, where device `r`'s clock slots are
     /// `r * threads .. (r + 1) * threads` (the engine's device of a thread,

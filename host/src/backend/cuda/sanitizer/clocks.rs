@@ -1,5 +1,5 @@
-//! Which clocks a sanitized GPU launch acquires (design 3.2), as host
-//! bookkeeping over device addresses.
+//! Which clocks a sanitized GPU launch acquires
+//! (docs/src/design/ordering.md), as host bookkeeping over device addresses.
 //!
 //! Each stream owns a [`StreamClocks`] block: a ring of three kernel exit
 //! clocks (the device writes them) and a join list its next kernel

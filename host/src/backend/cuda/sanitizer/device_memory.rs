@@ -5,7 +5,7 @@
 use cudarc::driver::sys;
 use std::ffi::c_void;
 
-use crate::backend::cuda::driver::drv;
+use crate::backend::cuda::driver::{memory, stream as streams};
 use crate::error::Result;
 
 /// `bytes` of zeroed device memory of the current context.
@@ -20,12 +20,10 @@ impl DeviceBlock {
     /// zeroes have landed when this returns: the memset runs on the legacy
     /// stream, which Vigil's non-blocking streams do not wait for.
     pub fn zeroed(bytes: usize) -> Result<DeviceBlock> {
-        let mut addr = 0u64;
-        // SAFETY: `addr` is a valid out-pointer; the context is current.
-        drv!(cuMemAlloc_v2(&mut addr, bytes.max(1)))?;
+        let addr = memory::mem_alloc(bytes.max(1))?;
         let block = DeviceBlock { addr, bytes };
         // SAFETY: the range was just allocated.
-        drv!(cuMemsetD8_v2(addr, 0, bytes))?;
+        unsafe { memory::memset_d8(addr, 0, bytes) }?;
         settle()?;
         Ok(block)
     }
@@ -39,13 +37,8 @@ impl DeviceBlock {
     /// returns. Bytes past the block's end are left out.
     pub fn write_at(&self, offset: usize, bytes: &[u8]) -> Result<()> {
         let n = bytes.len().min(self.bytes.saturating_sub(offset));
-        // SAFETY: `bytes` is readable for `n` bytes; the block holds
-        // `offset + n`.
-        drv!(cuMemcpyHtoD_v2(
-            self.addr + offset as u64,
-            bytes.as_ptr().cast(),
-            n
-        ))?;
+        // SAFETY: the block holds `offset + n` bytes.
+        unsafe { memory::memcpy_htod(self.addr + offset as u64, &bytes[..n]) }?;
         settle()
     }
 
@@ -54,12 +47,7 @@ impl DeviceBlock {
     pub fn write_async(dst: u64, bytes: &[u8], stream: sys::CUstream) -> Result<()> {
         // SAFETY: `bytes` is readable for its length; `dst` is device
         // memory of the current context owned by the caller.
-        drv!(cuMemcpyHtoDAsync_v2(
-            dst,
-            bytes.as_ptr().cast(),
-            bytes.len(),
-            stream
-        ))
+        Ok(unsafe { memory::memcpy_htod_async(dst, bytes.as_ptr().cast(), bytes.len(), stream) }?)
     }
 }
 
@@ -67,7 +55,7 @@ impl Drop for DeviceBlock {
     fn drop(&mut self) {
         // SAFETY: allocated in `zeroed`, freed once; cuMemFree waits for
         // work still using it.
-        if let Err(e) = drv!(cuMemFree_v2(self.addr)) {
+        if let Err(e) = unsafe { memory::mem_free(self.addr) } {
             eprintln!("vigil: freeing GPU sanitizer memory: {e}");
         }
     }
@@ -77,14 +65,14 @@ impl Drop for DeviceBlock {
 /// pageable copy may still be in flight when they return.
 fn settle() -> Result<()> {
     // SAFETY: the null stream of the current context.
-    drv!(cuStreamSynchronize(std::ptr::null_mut()))
+    Ok(unsafe { streams::stream_synchronize(std::ptr::null_mut()) }?)
 }
 
 /// Copies `bytes` to device memory at `addr`; landed when this returns.
 pub(crate) fn write_device(addr: u64, bytes: &[u8]) -> Result<()> {
     // SAFETY: `bytes` is readable for its length; `addr` is device memory
     // of the current context that the caller owns.
-    drv!(cuMemcpyHtoD_v2(addr, bytes.as_ptr().cast(), bytes.len()))?;
+    unsafe { memory::memcpy_htod(addr, bytes) }?;
     settle()
 }
 
@@ -93,7 +81,7 @@ pub(crate) fn read_device(addr: u64, len: usize) -> Result<Vec<u8>> {
     let mut out = vec![0u8; len];
     // SAFETY: `out` is writable for `len` bytes; `addr` is device memory
     // of the current context (the caller checked it came from a kernel).
-    drv!(cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), addr, len))?;
+    unsafe { memory::memcpy_dtoh(&mut out, addr) }?;
     Ok(out)
 }
 
@@ -115,13 +103,7 @@ unsafe impl Sync for MappedBlock {}
 impl MappedBlock {
     /// Allocates `bytes` of mapped host memory (the caller bound the context).
     pub fn zeroed(bytes: usize) -> Result<MappedBlock> {
-        let mut host: *mut c_void = std::ptr::null_mut();
-        // SAFETY: `host` is a valid out-pointer; the context is current.
-        drv!(cuMemHostAlloc(
-            &mut host,
-            bytes,
-            sys::CU_MEMHOSTALLOC_DEVICEMAP
-        ))?;
+        let host = memory::mem_host_alloc_mapped(bytes)?;
         // SAFETY: just allocated, `bytes` long.
         unsafe { std::ptr::write_bytes(host.cast::<u8>(), 0, bytes) };
         let mut block = MappedBlock {
@@ -129,8 +111,8 @@ impl MappedBlock {
             device: 0,
             bytes,
         };
-        // SAFETY: `host` is a mapped allocation; flags must be 0.
-        drv!(cuMemHostGetDevicePointer_v2(&mut block.device, host, 0))?;
+        // SAFETY: `host` is a mapped allocation.
+        block.device = unsafe { memory::mem_host_get_device_pointer(host) }?;
         Ok(block)
     }
 
@@ -146,7 +128,7 @@ impl MappedBlock {
 impl Drop for MappedBlock {
     fn drop(&mut self) {
         // SAFETY: allocated in `zeroed`, freed once.
-        if let Err(e) = drv!(cuMemFreeHost(self.host)) {
+        if let Err(e) = unsafe { memory::mem_free_host(self.host) } {
             eprintln!("vigil: freeing the GPU report buffer: {e}");
         }
     }

@@ -1,4 +1,5 @@
-//! The GPU sanitizers of a group of devices of one process (design 3.4):
+//! The GPU sanitizers of a group of devices of one process
+//! (docs/src/design/groups.md):
 //! what each device's sanitizer shares with the others beyond the runtime
 //! state the shadow allocator wires up (`vmm::group`).
 //!

@@ -1,7 +1,7 @@
 //! The CUDA backend's sanitized launch seam: the GPU race sanitizer's
-//! launches, stream and event clocks, and report collection (design 3.2,
-//! 3.3). Decoding records into reports is shared host code
-//! (`crate::sanitizer::gpu_report`).
+//! launches, stream and event clocks, and report collection
+//! (docs/src/design/ordering.md). Decoding records into reports is shared
+//! host code (`crate::sanitizer::decode`).
 //!
 //! One [`GpuSanitizer`] per device (process-wide, like the shadow
 //! allocator it sits on) owns the device's [`GpuRuntime`] descriptor, its
@@ -10,9 +10,9 @@
 //! sanitized context (named by the context's streams' clocks, so that
 //! contexts sharing the device, such as parallel tests, neither fill each
 //! other's buffer nor count each other's dropped reports). A
-//! sanitized launch ([`GpuSanitizer::prepare_launch`]) picks the kernel's
-//! `name__vigil` entry and appends the hidden arguments
-//! ([`HIDDEN_PARAMS`]); events, stream waits and host synchronisations
+//! sanitized launch asks it for its hidden arguments
+//! ([`GpuSanitizer::hidden_args`], [`HIDDEN_PARAMS`]); events, stream
+//! waits and host synchronisations
 //! feed the clock bookkeeping (`clocks`); a synchronisation collects the
 //! records and decodes them into
 //! [`RaceReport`](crate::sanitizer::report::RaceReport)s.
@@ -60,14 +60,16 @@ use vigil_shared::gpu::{
 };
 
 use super::device::CudaDevice;
+use super::launch::SanitizedLaunch;
 use super::stream::CudaStream;
 use super::vmm::CachingPool;
-use crate::abi::params::ParamBuffer;
 use crate::error::{Error, Result};
+use crate::launch_abi::params::{HiddenArgs, ParamBuffer};
 use crate::sanitizer::barrier::decode_divergence;
 use crate::sanitizer::decode::{decode_all, LaunchShape, PriorSite};
 use crate::sanitizer::report::RaceReports;
-use crate::types::{EventId, LaunchConfig, StreamId};
+use crate::types::{EventId, StreamId};
+use vigil_shared::read_only::ReadOnlyRanges;
 
 use clocks::{ClockBook, LaunchPlan};
 use device_memory::{read_device, write_device, DeviceBlock, MappedBlock};
@@ -278,22 +280,21 @@ impl GpuSanitizer {
         })
     }
 
-    /// The arguments of a sanitized launch of `kernel` on `stream`: `buf`
-    /// with the hidden ones appended. Enqueues the stream's join list on
-    /// `stream` when it changed, so it lands before the kernel starts.
-    /// `shared_window` is the shared window (static and dynamic bytes) the
-    /// window shadow must cover for it (0: none).
-    #[allow(clippy::too_many_arguments)] // the launch's parts, as the backend has them
-    pub fn prepare_launch(
+    /// The hidden arguments of `sanitized`, about to be enqueued on
+    /// `stream` (the launch's stream): plans its place in the stream's
+    /// clocks, and enqueues the stream's join list on `stream` when it
+    /// changed, so that it lands before the kernel starts.
+    pub(crate) fn hidden_args(
         &self,
-        owner: u64,
+        sanitized: &SanitizedLaunch<'_>,
         stream: &CudaStream,
-        stream_id: StreamId,
-        kernel: &str,
-        config: &LaunchConfig,
-        shared_window: u64,
-        buf: &ParamBuffer,
-    ) -> Result<ParamBuffer> {
+    ) -> Result<HiddenArgs> {
+        let SanitizedLaunch {
+            owner,
+            launch,
+            shared_window,
+        } = *sanitized;
+        let (stream_id, kernel, config) = (launch.stream, launch.kernel, &launch.config);
         let mut st = lock(&self.state);
         // A kernel without shared memory of its own needs no window shadow.
         if shared_window > SANITIZER_SHARED_BYTES as u64 {
@@ -307,13 +308,13 @@ impl GpuSanitizer {
             block: config.block,
             host_issued: false,
         };
-        let (plan, launch) = self.plan(&mut st, owner, stream_id, shape)?;
+        let (plan, launch_id) = self.plan(&mut st, owner, stream_id, shape)?;
         if let Some(header) = &plan.write {
             self.device.bind()?;
             DeviceBlock::write_async(plan.stream_clocks, as_bytes(header), stream.raw())?;
         }
         drop(st);
-        Ok(self.with_hidden(buf, &plan, launch))
+        Ok(self.hidden(&plan, launch_id, launch.params.read_only_ranges()))
     }
 
     /// Plans a sanitized launch of `shape` on `stream_id` by `owner` (the
@@ -346,16 +347,22 @@ impl GpuSanitizer {
 
     /// `buf` with the hidden arguments of a launch planned as `plan`.
     fn with_hidden(&self, buf: &ParamBuffer, plan: &LaunchPlan, launch: u32) -> ParamBuffer {
+        buf.with_hidden(&self.hidden(plan, launch, buf.read_only_ranges()))
+    }
+
+    /// The hidden arguments ([`HIDDEN_PARAMS`]) of a launch planned as
+    /// `plan`, with launch id `launch` and the read-only ranges `read_only`.
+    fn hidden(&self, plan: &LaunchPlan, launch: u32, read_only: ReadOnlyRanges) -> HiddenArgs {
         let ordinal = Some(self.device.ordinal());
-        let mut args = buf.clone();
-        args.append_hidden_pointer(self.runtime.addr, ordinal);
-        args.append_hidden_pointer(plan.stream_clocks, ordinal);
-        args.append_hidden(plan.kernel);
-        args.append_hidden(launch);
-        for bound in buf.read_only_ranges().words() {
-            args.append_hidden(bound);
+        let mut args = HiddenArgs::new();
+        args.pointer(self.runtime.addr, ordinal)
+            .pointer(plan.stream_clocks, ordinal)
+            .u32(plan.kernel)
+            .u32(launch);
+        for bound in read_only.words() {
+            args.u64(bound);
         }
-        debug_assert_eq!(HIDDEN_PARAMS.len(), 8);
+        debug_assert_eq!(args.len(), HIDDEN_PARAMS.len());
         args
     }
 

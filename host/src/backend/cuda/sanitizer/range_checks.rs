@@ -24,11 +24,11 @@ use vigil_shared::gpu::{
 use super::clocks::LaunchPlan;
 use super::device_memory::DeviceBlock;
 use super::{as_bytes, lock, GpuSanitizer};
-use crate::abi::params::ParamBuffer;
 use crate::backend::cuda::module::{CudaFunction, CudaModule};
 use crate::backend::cuda::stream::CudaStream;
 use crate::backend::transfer::TransferKind;
 use crate::error::{Error, Result};
+use crate::launch_abi::params::ParamBuffer;
 use crate::sanitizer::decode::LaunchShape;
 use crate::types::{LaunchConfig, StreamId};
 

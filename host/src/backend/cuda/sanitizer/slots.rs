@@ -1,5 +1,5 @@
 //! How many sanitizer slots (thread states) each SM of a device gets: as
-//! many as the engine's thread-id space allows (design 3.2), fewer only
+//! many as the engine's thread-id space allows (docs/src/design/engine.md), fewer only
 //! when the device's runtime-state region cannot hold their thread states.
 
 use vigil_shared::gpu::slots_per_sm;

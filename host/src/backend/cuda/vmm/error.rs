@@ -1,9 +1,9 @@
-//! The allocator's driver-facing error helpers: the one function through
-//! which the module calls the driver, and the translation of the buddy
-//! tree's refusals. [`VmmError`] itself is a leaf type of the crate's
-//! error layer.
+//! The allocator's errors: what it says when the device is out of
+//! memory, and the translation of the buddy tree's refusals. [`VmmError`]
+//! itself is a leaf type of the crate's error layer; a failed driver call
+//! becomes one through [`DriverError::during`](super::super::driver::DriverError::during).
 
-use super::buddy::BuddyError;
+use crate::buddy_allocator::BuddyError;
 use cudarc::driver::sys;
 
 pub use crate::error::{VmmError, VmmResult};
@@ -51,25 +51,5 @@ impl VmmError {
                 min_block,
             },
         }
-    }
-}
-
-/// Calls the driver through the host crate's loader guard (a missing
-/// library or symbol becomes [`VmmError::Host`], never a panic) and turns a
-/// failure into [`VmmError::Driver`], describing it with `during` (only
-/// evaluated on failure).
-pub(crate) fn cu(
-    call: &'static str,
-    f: impl FnOnce() -> sys::CUresult,
-    during: impl FnOnce() -> String,
-) -> VmmResult<()> {
-    match super::super::driver::call_raw(call, f)? {
-        sys::CUresult::CUDA_SUCCESS => Ok(()),
-        r => Err(VmmError::Driver {
-            call,
-            result: format!("{r:?}"),
-            code: r as u32,
-            during: during(),
-        }),
     }
 }

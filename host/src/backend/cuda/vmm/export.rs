@@ -1,14 +1,14 @@
-//! Export and import of physical memory as POSIX file descriptors (design
-//! 3.4): an allocation's data and shadow handles, and a device's runtime
+//! Export and import of physical memory as POSIX file descriptors
+//! (docs/src/design/groups.md): an allocation's data and shadow handles, and a device's runtime
 //! state. In one process the importer maps the handles directly; across
 //! processes the descriptors travel over a Unix socket (`SCM_RIGHTS`).
 
+use super::super::driver::virtual_memory as driver;
 use super::super::AsCudaDevice;
 use super::layout::{device_globals, shadow_address};
 use super::physical::{Handle, MappedPair, UndoStack};
 use super::runtime_state::DeviceRuntime;
 use super::{lock, Allocation, BlockGuard, Cuda, Record, Vmm, VmmError, VmmResult};
-use cudarc::driver::sys;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use vigil_shared::abi::GlobalState;
@@ -45,36 +45,22 @@ pub struct ExportedRuntimeState {
     pub fd: OwnedFd,
 }
 
-const FD: sys::CUmemAllocationHandleType =
-    sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-
 fn export_fd(handle: Handle, what: &str) -> VmmResult<OwnedFd> {
-    let mut fd: i32 = -1;
-    super::cu(
-        "cuMemExportToShareableHandle",
-        // SAFETY: for POSIX fds the out-parameter is an `int`; `fd` is one.
-        || unsafe {
-            sys::cuMemExportToShareableHandle((&mut fd as *mut i32).cast(), handle, FD, 0)
-        },
-        || format!("exporting the {what} handle {handle:#x} as a POSIX file descriptor"),
-    )?;
+    // SAFETY: `handle` is live (the caller holds its allocation) and was
+    // created shareable (checked by the caller).
+    let fd = unsafe { driver::export_to_fd(handle) }.map_err(|e| {
+        e.during(|| format!("exporting the {what} handle {handle:#x} as a POSIX file descriptor"))
+    })?;
     // SAFETY: the driver returned a new descriptor that nobody else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 fn import_fd(fd: &OwnedFd, what: &str) -> VmmResult<Handle> {
-    let mut h: Handle = 0;
     let raw = fd.as_raw_fd();
-    super::cu(
-        "cuMemImportFromShareableHandle",
-        // SAFETY: for POSIX fds the OS handle is the descriptor's value cast
-        // to a pointer; the driver does not take ownership of `fd`.
-        || unsafe {
-            sys::cuMemImportFromShareableHandle(&mut h, raw as isize as *mut std::ffi::c_void, FD)
-        },
-        || format!("importing the {what} handle from file descriptor {raw}"),
-    )?;
-    Ok(h)
+    // SAFETY: `fd` is an open descriptor (owned by `fd`) of exported
+    // physical memory; the driver does not take ownership of it.
+    unsafe { driver::import_from_fd(raw) }
+        .map_err(|e| e.during(|| format!("importing the {what} handle from file descriptor {raw}")))
 }
 
 fn not_shareable(ordinal: usize) -> VmmError {

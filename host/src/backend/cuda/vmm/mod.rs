@@ -4,7 +4,7 @@
 //! - [`Vmm`] reserves one 1 TiB range aligned to 1 TiB (user memory in the
 //!   upper half, its shadow in the lower half) and a second range for the
 //!   per-device runtime state, hands out virtual blocks of the real half
-//!   with a [`buddy::BuddyTree`], and backs each allocation with two
+//!   with a [`BuddyTree`](crate::buddy_allocator::BuddyTree), and backs each allocation with two
 //!   physical handles (data and shadow), mapped, accessible, the shadow
 //!   zeroed on the allocation's stream. Every step is undone exactly on
 //!   failure ([`physical`]).
@@ -14,12 +14,11 @@
 //!   has completed; a reused block's shadow is zeroed on its new stream.
 //! - [`export`]: allocations and runtime state as POSIX file descriptors.
 //! - [`group`]: the runtime state wired to a group of processes.
-//! - [`VmmConfig`]: the settings, from a builder and `VIGIL_*` variables.
+//! - [`SanitizerConfig`]: the settings, from a builder and `VIGIL_*` variables.
 //!
 //! Every address constant and formula comes from [`vigil_shared::address`]
 //! through [`layout`], the one place this module names them.
 
-pub use crate::sanitizer::buddy;
 mod error;
 pub mod export;
 pub mod group;
@@ -28,16 +27,18 @@ mod pool;
 pub mod reservation;
 pub mod runtime_state;
 
-pub use crate::sanitizer::config::{self, ConfigError, VmmConfig, VmmConfigBuilder};
+pub use crate::sanitizer::config::{self, ConfigError, SanitizerConfig, SanitizerConfigBuilder};
+#[allow(deprecated)]
+pub use crate::sanitizer::config::{VmmConfig, VmmConfigBuilder};
 pub use error::{VmmError, VmmResult};
 pub use export::{ExportedAllocation, ExportedRuntimeState};
 pub use pool::{size_class, CachingPool, PoolStats};
 
-use super::driver::device_count;
+use super::device::device_count;
+use super::driver::virtual_memory;
 use super::{AsCudaDevice, AsCudaStream, CudaDevice, CudaStream};
-use buddy::BuddyTree;
+use crate::buddy_allocator::BuddyTree;
 use cudarc::driver::sys;
-use error::cu;
 use layout::*;
 use physical::{Cuda, MappedPair, PairPlan};
 use reservation::Reservation;
@@ -121,7 +122,7 @@ pub(crate) struct DeviceEntry {
 }
 
 pub(crate) struct Shared {
-    pub config: Mutex<VmmConfig>,
+    pub config: Mutex<SanitizerConfig>,
     pub frozen: AtomicBool,
     /// Sanitized launches noted so far (see [`Vmm::note_sanitized_launch`]).
     pub launch_epoch: AtomicU64,
@@ -170,7 +171,7 @@ impl Vmm {
     /// Reserves the address space on `ctx`'s device with `config`. Fails
     /// with [`VmmError::NoVmmSupport`] on a device without virtual memory
     /// management. Nothing is mapped until the first allocation.
-    pub fn new(ctx: &impl AsCudaDevice, config: VmmConfig) -> VmmResult<Vmm> {
+    pub fn new(ctx: &impl AsCudaDevice, config: SanitizerConfig) -> VmmResult<Vmm> {
         let ctx = ctx.cuda_device()?;
         ctx.bind()?;
         check_vmm_support(ctx)?;
@@ -203,19 +204,19 @@ impl Vmm {
         })
     }
 
-    /// [`Vmm::new`] with [`VmmConfig::from_env`].
+    /// [`Vmm::new`] with [`SanitizerConfig::from_env`].
     pub fn from_env(ctx: &impl AsCudaDevice) -> VmmResult<Vmm> {
-        Vmm::new(ctx, VmmConfig::from_env()?)
+        Vmm::new(ctx, SanitizerConfig::from_env()?)
     }
 
     /// The configuration in force.
-    pub fn config(&self) -> VmmConfig {
+    pub fn config(&self) -> SanitizerConfig {
         lock(&self.shared.config).clone()
     }
 
     /// Replaces the configuration; [`VmmError::ConfigFrozen`] after the
     /// first allocation (or runtime-state import).
-    pub fn set_config(&self, config: VmmConfig) -> VmmResult<()> {
+    pub fn set_config(&self, config: SanitizerConfig) -> VmmResult<()> {
         let mut c = lock(&self.shared.config);
         if self.shared.frozen.load(Ordering::Acquire) {
             return Err(VmmError::ConfigFrozen {
@@ -226,7 +227,7 @@ impl Vmm {
         Ok(())
     }
 
-    fn freeze(&self) -> VmmConfig {
+    fn freeze(&self) -> SanitizerConfig {
         let c = lock(&self.shared.config);
         self.shared.frozen.store(true, Ordering::Release);
         c.clone()
@@ -669,19 +670,10 @@ fn check_vmm_support(ctx: &CudaDevice) -> VmmResult<()> {
 /// The minimum allocation granularity of device `ordinal`.
 fn granularity(ordinal: usize, shareable: bool) -> VmmResult<u64> {
     let prop = physical::alloc_prop(ordinal, shareable);
-    let mut g = 0usize;
-    cu(
-        "cuMemGetAllocationGranularity",
-        // SAFETY: `g` is a valid out-pointer, `prop` initialised.
-        || unsafe {
-            sys::cuMemGetAllocationGranularity(
-                &mut g,
-                &prop,
-                sys::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_MINIMUM,
-            )
-        },
-        || format!("querying the allocation granularity of device {ordinal}"),
-    )?;
+    let minimum = sys::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_MINIMUM;
+    let g = virtual_memory::allocation_granularity(&prop, minimum).map_err(|e| {
+        e.during(|| format!("querying the allocation granularity of device {ordinal}"))
+    })?;
     Ok(g as u64)
 }
 

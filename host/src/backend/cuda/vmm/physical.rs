@@ -11,7 +11,8 @@
 //! The driver sits behind [`PhysOps`] so the undo logic is tested on the
 //! CPU with a fake that fails at every step in turn.
 
-use super::error::{cu, VmmResult};
+use super::super::driver::{memory, virtual_memory as driver};
+use super::error::VmmResult;
 use cudarc::driver::sys;
 
 /// A physical allocation handle (`CUmemGenericAllocationHandle`).
@@ -208,46 +209,32 @@ pub(crate) fn alloc_prop(ordinal: usize, shareable: bool) -> sys::CUmemAllocatio
 impl PhysOps for Cuda {
     fn create(&self, ordinal: usize, bytes: u64, shareable: bool) -> VmmResult<Handle> {
         let prop = alloc_prop(ordinal, shareable);
-        let mut h: Handle = 0;
-        cu(
-            "cuMemCreate",
-            // SAFETY: `h` is a valid out-pointer and `prop` a fully
-            // initialised property struct, both live for the call.
-            || unsafe { sys::cuMemCreate(&mut h, bytes as usize, &prop, 0) },
-            || {
+        driver::mem_create(bytes as usize, &prop).map_err(|e| {
+            e.during(|| {
                 format!("creating {bytes} bytes of physical memory on device {ordinal} (shareable: {shareable})")
-            },
-        )?;
-        Ok(h)
+            })
+        })
     }
 
     fn release(&self, handle: Handle) -> VmmResult<()> {
-        cu(
-            "cuMemRelease",
-            // SAFETY: `handle` came from cuMemCreate/cuMemImport and this
-            // allocator releases its one reference exactly once.
-            || unsafe { sys::cuMemRelease(handle) },
-            || format!("releasing physical handle {handle:#x}"),
-        )
+        // SAFETY: `handle` came from cuMemCreate/cuMemImport and this
+        // allocator releases its one reference exactly once.
+        unsafe { driver::mem_release(handle) }
+            .map_err(|e| e.during(|| format!("releasing physical handle {handle:#x}")))
     }
 
     fn map(&self, va: u64, bytes: u64, handle: Handle) -> VmmResult<()> {
-        cu(
-            "cuMemMap",
-            // SAFETY: `va..va+bytes` lies in a reservation this allocator
-            // owns and is not mapped (the buddy tree hands it out once).
-            || unsafe { sys::cuMemMap(va, bytes as usize, 0, handle, 0) },
-            || format!("mapping {bytes} bytes of handle {handle:#x} at {va:#x}"),
-        )
+        // SAFETY: `va..va+bytes` lies in a reservation this allocator owns
+        // and is not mapped (the buddy tree hands it out once).
+        unsafe { driver::mem_map(va, bytes as usize, handle) }.map_err(|e| {
+            e.during(|| format!("mapping {bytes} bytes of handle {handle:#x} at {va:#x}"))
+        })
     }
 
     fn unmap(&self, va: u64, bytes: u64) -> VmmResult<()> {
-        cu(
-            "cuMemUnmap",
-            // SAFETY: `va..va+bytes` is exactly one mapping this allocator made.
-            || unsafe { sys::cuMemUnmap(va, bytes as usize) },
-            || format!("unmapping {bytes} bytes at {va:#x}"),
-        )
+        // SAFETY: `va..va+bytes` is exactly one mapping this allocator made.
+        unsafe { driver::mem_unmap(va, bytes as usize) }
+            .map_err(|e| e.during(|| format!("unmapping {bytes} bytes at {va:#x}")))
     }
 
     fn set_access(&self, va: u64, bytes: u64, ordinals: &[usize]) -> VmmResult<()> {
@@ -261,27 +248,21 @@ impl PhysOps for Cuda {
                 flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
             })
             .collect();
-        cu(
-            "cuMemSetAccess",
-            // SAFETY: `desc` holds `desc.len()` initialised descriptors and
-            // the range is mapped.
-            || unsafe { sys::cuMemSetAccess(va, bytes as usize, desc.as_ptr(), desc.len()) },
-            || {
+        // SAFETY: the range is mapped by this allocator.
+        unsafe { driver::mem_set_access(va, bytes as usize, &desc) }.map_err(|e| {
+            e.during(|| {
                 format!(
                     "granting devices {ordinals:?} read/write access to {bytes} bytes at {va:#x}"
                 )
-            },
-        )
+            })
+        })
     }
 
     fn zero_async(&self, va: u64, bytes: u64, stream: sys::CUstream) -> VmmResult<()> {
-        cu(
-            "cuMemsetD8Async",
-            // SAFETY: the range is mapped with read/write access for the
-            // stream's device; the caller made the stream's context current.
-            || unsafe { sys::cuMemsetD8Async(va, 0, bytes as usize, stream) },
-            || format!("zeroing {bytes} bytes of shadow at {va:#x}"),
-        )
+        // SAFETY: the range is mapped with read/write access for the
+        // stream's device; the caller made the stream's context current.
+        unsafe { memory::memset_d8_async(va, 0, bytes as usize, stream) }
+            .map_err(|e| e.during(|| format!("zeroing {bytes} bytes of shadow at {va:#x}")))
     }
 }
 

@@ -118,7 +118,7 @@ fn stream_key(stream: &CudaStream) -> usize {
 
 impl CachingPool {
     /// A pool over `vmm`. With caching off in the configuration
-    /// ([`super::VmmConfig::caching`]) every call goes straight through.
+    /// ([`super::SanitizerConfig::caching`]) every call goes straight through.
     pub fn new(vmm: Vmm) -> CachingPool {
         CachingPool {
             vmm,

@@ -15,11 +15,11 @@
 //! [`super::Vmm::set_report_buffer`] writes its address into the
 //! `GlobalState`.
 
-use super::error::{cu, VmmResult};
+use super::super::driver::memory;
+use super::error::VmmResult;
 use super::layout::{round_up, PER_DEVICE_STATE_STRIDE, THREAD_STATES_OFFSET};
 use super::physical::{Mapping, PhysOps, UndoStack};
 use super::VmmError;
-use cudarc::driver::sys;
 use std::sync::atomic::AtomicU32;
 use vigil_shared::abi::{thread_state_bytes, GlobalState, InflatedRecord, PoolHeader};
 use vigil_shared::address::{device_globals, sanitizer_tid};
@@ -184,18 +184,16 @@ pub(crate) fn create<O: PhysOps>(ops: &O, p: &DeviceParams) -> VmmResult<DeviceR
     let bytes = round_up(layout.used_bytes, p.granularity);
     let mut undo = UndoStack::new(ops);
     let mapping = undo.create_and_map(p.ordinal, base, bytes, p.shareable, &[p.ordinal])?;
-    cu(
-        "cuMemsetD8_v2",
-        // SAFETY: the range was just mapped read/write for this device and
-        // the caller made its context current.
-        || unsafe { sys::cuMemsetD8_v2(base, 0, bytes as usize) },
-        || {
+    // SAFETY: the range was just mapped read/write for this device and the
+    // caller made its context current; nothing else uses it yet.
+    unsafe { memory::memset_d8(base, 0, bytes as usize) }.map_err(|e| {
+        e.during(|| {
             format!(
                 "zeroing the {bytes}-byte runtime state of device {} at {base:#x}",
                 p.ordinal
             )
-        },
-    )?;
+        })
+    })?;
     let image = region_image(&global, &layout, p.rank);
     write(base, &image, p.ordinal)?;
     undo.commit();
@@ -210,30 +208,26 @@ pub(crate) fn create<O: PhysOps>(ops: &O, p: &DeviceParams) -> VmmResult<DeviceR
 /// Synchronous device-to-host copy of `len` bytes from `src`.
 pub(crate) fn read(src: u64, len: usize, ordinal: usize) -> VmmResult<Vec<u8>> {
     let mut out = vec![0u8; len];
-    cu(
-        "cuMemcpyDtoH_v2",
-        // SAFETY: `out` is writable for `len` bytes; `src..src+len` is
-        // mapped for the current device (the caller's context).
-        || unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), src, len) },
-        || format!("reading {len} bytes of runtime state of device {ordinal} at {src:#x}"),
-    )?;
+    // SAFETY: `src..src+len` is mapped for the current device (the
+    // caller's context).
+    unsafe { memory::memcpy_dtoh(&mut out, src) }.map_err(|e| {
+        e.during(|| format!("reading {len} bytes of runtime state of device {ordinal} at {src:#x}"))
+    })?;
     Ok(out)
 }
 
 /// Synchronous host-to-device copy of `bytes` to `dst`.
 pub(crate) fn write(dst: u64, bytes: &[u8], ordinal: usize) -> VmmResult<()> {
-    cu(
-        "cuMemcpyHtoD_v2",
-        // SAFETY: `bytes` is readable for its length; `dst..dst+len` is
-        // mapped for the current device (the caller's context).
-        || unsafe { sys::cuMemcpyHtoD_v2(dst, bytes.as_ptr().cast(), bytes.len()) },
-        || {
+    // SAFETY: `dst..dst+len` is mapped for the current device (the
+    // caller's context), and no kernel of it runs during the setup.
+    unsafe { memory::memcpy_htod(dst, bytes) }.map_err(|e| {
+        e.during(|| {
             format!(
                 "writing {} bytes of runtime state of device {ordinal} at {dst:#x}",
                 bytes.len()
             )
-        },
-    )
+        })
+    })
 }
 
 #[cfg(test)]

@@ -1,5 +1,9 @@
-//! A buddy tree over a range of virtual addresses: pure Rust, no driver
-//! calls, so it is tested (and fuzzed) on the CPU.
+//! A buddy allocator: a tree that hands out power-of-two blocks of a
+//! range of addresses and coalesces them when freed. Pure Rust over
+//! offsets, with no memory of its own and no driver calls, so it is
+//! tested (and fuzzed) on the CPU. Both shadow allocators use it: the
+//! GPU's over its virtual reservation, the CPU sanitizer's over its host
+//! arena.
 //!
 //! The range is split into power-of-two blocks of `min_block << order`
 //! bytes. The tree is a complete binary tree in an array (node 1 is the

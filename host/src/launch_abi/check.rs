@@ -2,9 +2,9 @@
 //! parameter list (count, each scalar's type, each buffer's device). Pure;
 //! both backends' launches run it before any driver call or executor step.
 
-use crate::abi::params::{ParamBuffer, SlotOrigin};
-use crate::abi::ptx::PtxParam;
 use crate::error::{ArgProblem, Error, Result};
+use crate::launch_abi::params::{ParamBuffer, SlotOrigin};
+use crate::launch_abi::ptx::PtxParam;
 use crate::types::DeviceId;
 use vigil_shared::params::ParamDesc;
 

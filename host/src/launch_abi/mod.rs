@@ -1,4 +1,6 @@
-//! The launch ABI, one place for both backends: the aligned parameter
+//! The launch ABI (how a launch's arguments reach a kernel; the record
+//! layouts host and device share are `vigil_shared::abi`'s), one place
+//! for both backends: the aligned parameter
 //! buffer ([`params`]), PTX `.entry` signatures ([`ptx`]) and the checks of
 //! one against the other ([`check`]). A GPU launch hands the buffer to
 //! `cuLaunchKernel`; the CPU backend decodes the same bytes with the same

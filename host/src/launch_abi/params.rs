@@ -12,6 +12,7 @@ use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::mem::size_of;
 use vigil_shared::params::{ParamCursor, PtxType};
+use vigil_shared::proofs::Layout;
 use vigil_shared::read_only::ReadOnlyRanges;
 
 mod sealed {
@@ -60,6 +61,50 @@ pub struct ParamSlot {
     pub device: Option<DeviceId>,
 }
 
+/// A typed view a launch argument packed: its bytes, and whether the
+/// kernel may write through it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PackedView {
+    /// The argument (0-based).
+    pub arg: usize,
+    /// The first byte's device address.
+    pub addr: u64,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// True for a view the kernel may write through.
+    pub writes: bool,
+}
+
+impl PackedView {
+    /// True when the two views share a byte.
+    pub fn overlaps(&self, other: &PackedView) -> bool {
+        self.bytes > 0
+            && other.bytes > 0
+            && self.addr < other.addr.saturating_add(other.bytes)
+            && other.addr < self.addr.saturating_add(self.bytes)
+    }
+}
+
+/// A view argument whose declared layout the launch proved before it ran
+/// (`vigil_shared::proofs::check` for its geometry).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ProvenView {
+    /// The argument (0-based).
+    pub arg: usize,
+    /// The layout, with the sizes the launch resolved.
+    pub layout: Layout<u64>,
+    /// True for a view the kernel writes through.
+    pub writes: bool,
+    /// The view's bytes.
+    pub view: PackedView,
+    /// For a partition the kernel writes through: no other argument of
+    /// the launch reaches its bytes, so each thread's (or block's) part is
+    /// its own. False when another argument aliases them (a peer's slice,
+    /// a `Peers`): then only the bounds are proven, and who writes what
+    /// stays the sanitizer's to check.
+    pub exclusive: bool,
+}
+
 /// A kernel's arguments packed for a launch.
 ///
 /// Storage is a `Vec<u64>`, so the buffer is 8-byte aligned and every
@@ -76,6 +121,10 @@ pub struct ParamBuffer {
     read_only: ReadOnlyRanges,
     /// An argument may alias another's memory: no view is read-only.
     aliasing: bool,
+    /// Every typed view packed, see [`ParamBuffer::note_view`].
+    views: Vec<PackedView>,
+    /// The views whose layout the launch proved.
+    proven: Vec<ProvenView>,
 }
 
 impl ParamBuffer {
@@ -117,6 +166,73 @@ impl ParamBuffer {
             return ReadOnlyRanges::NONE;
         }
         self.read_only
+    }
+
+    /// Notes the bytes of the view the current argument packed (`writes`:
+    /// the kernel may write through it): a launch proves a partition's
+    /// parts its own only when no other argument's view reaches them.
+    pub fn note_view(&mut self, addr: u64, bytes: u64, writes: bool) {
+        if let Some(SlotOrigin::Arg(arg)) = self.origin {
+            self.views.push(PackedView {
+                arg,
+                addr,
+                bytes,
+                writes,
+            });
+        }
+    }
+
+    /// The typed views packed, in order.
+    pub fn views(&self) -> &[PackedView] {
+        &self.views
+    }
+
+    /// Records a view whose layout the launch proved.
+    pub fn note_proven(&mut self, proven: ProvenView) {
+        self.proven.push(proven);
+    }
+
+    /// The views whose declared layout the launch proved (empty for
+    /// untyped launches and kernels that declare none): what a sanitizer
+    /// may trust of this launch's accesses.
+    pub fn proven_views(&self) -> &[ProvenView] {
+        &self.proven
+    }
+
+    /// The value of scalar argument `arg` (unsigned, widened), when it
+    /// packed one integer scalar.
+    pub fn arg_scalar(&self, arg: usize) -> Option<u64> {
+        let mut slots = self.arg_slots(arg);
+        let (i, slot) = slots.next()?;
+        if slots.next().is_some() {
+            return None;
+        }
+        match slot.ty {
+            PtxType::B8 => self.read::<u8>(i).map(u64::from),
+            PtxType::B16 => self.read::<u16>(i).map(u64::from),
+            PtxType::B32 => self.read::<u32>(i).map(u64::from),
+            PtxType::B64 => self.read::<u64>(i),
+            _ => None,
+        }
+    }
+
+    /// The length (in elements) view argument `arg` packed after its
+    /// pointer.
+    pub fn arg_len(&self, arg: usize) -> Option<u64> {
+        let mut slots = self.arg_slots(arg);
+        let (_, ptr) = slots.next()?;
+        let (i, len) = slots.next()?;
+        (ptr.ty == PtxType::Ptr && len.ty == PtxType::B64)
+            .then(|| self.read::<u64>(i))
+            .flatten()
+    }
+
+    /// Argument `arg`'s slots, with their indices.
+    fn arg_slots(&self, arg: usize) -> impl Iterator<Item = (usize, &ParamSlot)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(move |(_, s)| s.origin == SlotOrigin::Arg(arg))
     }
 
     /// Starts user argument `index`: scalars pushed from now on belong to it.
@@ -219,6 +335,20 @@ impl ParamBuffer {
         Some(bytemuck::pod_read_unaligned(bytes))
     }
 
+    /// This buffer with `hidden` appended after its arguments, in order
+    /// (what a sanitized entry takes).
+    pub(crate) fn with_hidden(&self, hidden: &HiddenArgs) -> ParamBuffer {
+        let mut out = self.clone();
+        for &arg in &hidden.args {
+            match arg {
+                HiddenArg::Pointer { addr, device } => out.append_hidden_pointer(addr, device),
+                HiddenArg::B32(v) => out.append_hidden(v),
+                HiddenArg::B64(v) => out.append_hidden(v),
+            };
+        }
+        out
+    }
+
     /// The `void*` array `cuLaunchKernel` takes: one pointer per packed
     /// scalar, each into this buffer. It borrows the buffer, so it cannot
     /// outlive (or see a reallocation of) the values it points to.
@@ -235,6 +365,55 @@ impl ParamBuffer {
             ptrs,
             _buf: PhantomData,
         }
+    }
+}
+
+/// The hidden arguments of one sanitized launch, in the order its entry
+/// declares them after the user's: what a sanitizer hands the launch
+/// ([`ParamBuffer::with_hidden`] appends them).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct HiddenArgs {
+    args: Vec<HiddenArg>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HiddenArg {
+    /// A device pointer (`device`: the CUDA ordinal of its memory).
+    Pointer {
+        addr: u64,
+        device: Option<usize>,
+    },
+    B32(u32),
+    B64(u64),
+}
+
+impl HiddenArgs {
+    /// No hidden arguments yet.
+    pub(crate) fn new() -> HiddenArgs {
+        HiddenArgs::default()
+    }
+
+    /// Appends a device pointer into CUDA device `device`'s memory.
+    pub(crate) fn pointer(&mut self, addr: u64, device: Option<usize>) -> &mut HiddenArgs {
+        self.args.push(HiddenArg::Pointer { addr, device });
+        self
+    }
+
+    /// Appends a `.u32`.
+    pub(crate) fn u32(&mut self, value: u32) -> &mut HiddenArgs {
+        self.args.push(HiddenArg::B32(value));
+        self
+    }
+
+    /// Appends a `.u64`.
+    pub(crate) fn u64(&mut self, value: u64) -> &mut HiddenArgs {
+        self.args.push(HiddenArg::B64(value));
+        self
+    }
+
+    /// How many hidden arguments there are.
+    pub(crate) fn len(&self) -> usize {
+        self.args.len()
     }
 }
 
@@ -316,5 +495,32 @@ mod tests {
                 prop_assert_eq!(got, want & mask);
             }
         }
+    }
+
+    /// A sanitizer's hidden arguments land after the user's exactly as
+    /// appending them one by one puts them: same offsets, same values,
+    /// hidden origins in order, pointers with their device; the user's
+    /// buffer is left as it was.
+    #[test]
+    fn hidden_arguments_append_after_the_users() {
+        let mut user = ParamBuffer::new();
+        user.begin_arg(0);
+        user.push(7u8);
+        user.begin_arg(1);
+        user.push_pointer(0x1000, Some(0));
+        let mut hidden = HiddenArgs::new();
+        hidden.pointer(0x2000, Some(1)).u32(3).u64(u64::MAX).u32(9);
+        let mut by_hand = user.clone();
+        by_hand.append_hidden_pointer(0x2000, Some(1));
+        by_hand.append_hidden(3u32);
+        by_hand.append_hidden(u64::MAX);
+        by_hand.append_hidden(9u32);
+        let appended = user.with_hidden(&hidden);
+        assert_eq!(appended, by_hand);
+        assert_eq!(appended.hidden_count(), hidden.len());
+        assert_eq!(appended.slots()[2].origin, SlotOrigin::Hidden(0));
+        assert_eq!(appended.slots()[2].device, Some(DeviceId::Cuda(1)));
+        assert_eq!(appended.read::<u64>(4), Some(u64::MAX));
+        assert_eq!(user.hidden_count(), 0);
     }
 }
