@@ -191,12 +191,5 @@ unsafe impl<T: bytemuck::Pod, S: crate::Sanitizer> KernelParam for Peers<T, S> {
 #[doc(hidden)]
 #[inline(always)]
 pub fn __no_runtime_checks_marker() {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: a comment: no instruction, no effect.
-    unsafe {
-        core::arch::asm!(
-            "// vigil:no_runtime_checks",
-            options(nomem, nostack, preserves_flags)
-        )
-    }
+    crate::arch::imp::no_runtime_checks_marker();
 }

@@ -754,6 +754,10 @@ host_rmw!(
     i64
 );
 
+/// The host has no PTX to mark (`ptx::no_runtime_checks_marker`).
+#[inline(always)]
+pub fn no_runtime_checks_marker() {}
+
 #[cfg(test)]
 mod tests {
     use super::WarpOp;

@@ -726,3 +726,17 @@ pub fn trap() -> ! {
     // SAFETY: `trap` has no preconditions; it aborts the kernel.
     unsafe { nvptx::trap() }
 }
+
+/// The PTX comment that marks a `#[kernel(no_runtime_checks)]` entry for
+/// the build helper (`vigil_build`), which fails the build if the entry
+/// keeps a `trap`.
+#[inline(always)]
+pub fn no_runtime_checks_marker() {
+    // SAFETY: a comment: no instruction, no effect.
+    unsafe {
+        asm!(
+            "// vigil:no_runtime_checks",
+            options(nomem, nostack, preserves_flags)
+        )
+    }
+}
