@@ -226,6 +226,16 @@ fn memory_and_control(mut lines: Vec<String>) -> Vec<String> {
             Some(_) => "call.uni (retval0), <shared storage>".to_owned(),
             None => l,
         })
+        // So are the module-scope arrays of `#[kernel]` bodies.
+        .map(|l| match l.find("vigil_array_") {
+            Some(at) => {
+                let end = l[at..]
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .map_or(l.len(), |e| at + e);
+                format!("{}<shared array>{}", &l[..at], &l[end..])
+            }
+            None => l,
+        })
         .map(|l| {
             let mut out = String::new();
             let mut chars = l.chars().peekable();

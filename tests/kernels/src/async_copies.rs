@@ -479,6 +479,20 @@ mod handwritten {
 
     use vigil_device::shared_array;
 
+    // The tiles of the twins of `codegen_bulk` and `codegen_tensor` at
+    // module scope, as `#[kernel]` declares a body's arrays of a constant
+    // type and length (their addresses need no call).
+    vigil_device::__shared_symbol!(
+        "vigil_array_codegen_bulk_handwritten_0",
+        { vigil_device::shared_mem::__align_at_least::<f32>(128) },
+        { vigil_device::shared_mem::__bytes::<f32, 256>() }
+    );
+    vigil_device::__shared_symbol!(
+        "vigil_array_codegen_tensor_handwritten_0",
+        { vigil_device::shared_mem::__align_at_least::<f32>(128) },
+        { vigil_device::shared_mem::__bytes::<f32, 1024>() }
+    );
+
     /// `__cvta_generic_to_shared(p)`: the address as an integer, as CUDA
     /// C++ hands pointers to inline PTX.
     #[inline(always)]
@@ -542,7 +556,7 @@ mod handwritten {
         y: *mut f32,
         y_len: usize,
     ) {
-        let tile = shared_array!(f32; 256; align 128).as_ptr();
+        let tile = shared_array!(@sanitizer vigil_device::Plain; @symbol "vigil_array_codegen_bulk_handwritten_0"; f32; 256; align 128).as_ptr();
         let bar = shared_array!(u64; 1).as_ptr();
         if vigil_device::thread_idx().x == 0 {
             asm!("mbarrier.init.shared::cta.b64 [{b}], {c};", b = in(reg32) smem(bar), c = in(reg32) 1, options(nostack));
@@ -575,7 +589,7 @@ mod handwritten {
     ) {
         asm!("fence.proxy.tensormap::generic.acquire.sys [{m}], 128;", m = in(reg64) src, options(nostack));
         asm!("fence.proxy.tensormap::generic.acquire.sys [{m}], 128;", m = in(reg64) dst, options(nostack));
-        let tile = shared_array!(f32; 1024; align 128).as_ptr();
+        let tile = shared_array!(@sanitizer vigil_device::Plain; @symbol "vigil_array_codegen_tensor_handwritten_0"; f32; 1024; align 128).as_ptr();
         let bar = shared_array!(u64; 1).as_ptr();
         let (x, y) = ((32 * vigil_device::block_idx().x) as i32, 0i32);
         if vigil_device::thread_idx().x == 0 {
