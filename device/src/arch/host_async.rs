@@ -28,10 +28,10 @@
 //!
 //! The sanitizer (when one is installed) hears of each copy when it is
 //! performed, as accesses of the thread that issued it
-//! (`async_copy::accesses`).
+//! (`arch::copy_accesses`).
 
+use super::copy_accesses::{copy_accesses, Direction};
 use super::host::{copy_relaxed, poll, with_current, ThreadContext};
-use crate::async_copy::accesses::{copy_accesses, Direction};
 use crate::index::Dim3;
 use crate::sanitizer::SharedAccess;
 use core::panic::Location;

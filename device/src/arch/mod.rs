@@ -8,6 +8,7 @@
 //! (`ptx_async`: one instruction each; `host_async`: the CPU backend's
 //! model), which [`crate::async_copy`] calls through `async_imp`.
 
+pub(crate) mod copy_accesses;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod host;
 #[cfg(not(target_arch = "nvptx64"))]

@@ -11,9 +11,9 @@
 //!
 //! The functions above [`raw`] have the signatures of `host_async`'s:
 //! they take shared ranges as the sanitizer sees them and, in a checking
-//! variant, report a copy where it is issued (`async_copy::accesses`).
+//! variant, report a copy where it is issued (`arch::copy_accesses`).
 
-use crate::async_copy::accesses::{copy_accesses, Direction};
+use super::copy_accesses::{copy_accesses, Direction};
 use crate::sanitizer::{Sanitizer, SharedAccess};
 use core::panic::Location;
 use vigil_shared::tensor_map::MAX_RANK;

@@ -38,7 +38,6 @@
 //! The CPU backend runs all of it: see the guide's chapter on
 //! asynchronous copies for when its copies move their data.
 
-pub(crate) mod accesses;
 mod mbarrier;
 mod tensor;
 
