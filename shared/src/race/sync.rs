@@ -198,6 +198,13 @@ impl<'a, F: AtomicFamily> CtaSync<'a, F> {
         SnapRef(self.get(slot::KNOWN))
     }
 
+    /// Whether it made a release fence: its later atomic writes leave
+    /// heads for it ([`write_heads`]).
+    #[inline(always)]
+    pub fn fenced(&self) -> bool {
+        self.get(slot::FENCE_EPOCH[0]) != 0 || self.get(slot::FENCE_EPOCH[1]) != 0
+    }
+
     /// Epochs that saturated (a CTA that released [`MAX_EPOCH`] times).
     pub fn saturated(&self) -> u32 {
         self.get(slot::SATURATED)
