@@ -166,7 +166,8 @@ fn a_counter_of_thousands_of_ctas_takes_the_shared_path() {
 }
 
 /// A random program of about `len` steps: CTAs of launches of up to
-/// 4,096, resident a few hundred at a time, mostly adding into four hot
+/// 4,096, a window of 32 of them moving through the launch (so that
+/// each adds several times), mostly adding into four hot
 /// words, with atomic loads, failing and succeeding compare-exchanges,
 /// stores, releasing adds, fences, other scopes and sizes mixed in; with
 /// `racy`, plain accesses of the hot words and of data words in the
