@@ -14,9 +14,11 @@
 //! adds to) would change nothing: the word's record already holds this
 //! CTA's very access. Such an operation holds the record *shared*
 //! ([`Record::share`]) instead of locked, any number at once, and does
-//! only its real operation there. It qualifies, checked while it holds
-//! the record shared and before the real operation (so one that does not
-//! still locks the record before it runs), when
+//! only its real operation there (a record being locked, or awaited by
+//! a locker, it waits for a little first: [`SHARE_PATIENCE`]). It
+//! qualifies, checked while it holds the record shared and before the
+//! real operation (so one that does not still locks the record before it
+//! runs), when
 //!
 //! - it is one word's, and releases nothing: not a releasing write, no
 //!   release fence of its CTA pending (its write would leave heads);
@@ -97,6 +99,12 @@ pub struct AtomicOp {
 
 /// Most words one atomic covers (16 bytes).
 pub const MAX_ATOMIC_WORDS: usize = 4;
+
+/// Spins an atomic waits for a record's lockers before it locks the
+/// record itself ([`Record::share_within`]). Bounded: the locker may be
+/// waiting for what this atomic does (a lock's holder giving it back
+/// while the pollers lock the lock word's record, one after another).
+pub const SHARE_PATIENCE: u32 = 32;
 
 /// The byte mask of `[offset, offset + size)` within word `k` of an
 /// access starting at byte `offset` of its first word.
@@ -337,7 +345,7 @@ fn shared_hold<'m, M: RaceMemory + ?Sized, S: AtomicFamily>(
     }
     let pool = mem.pool();
     let rec = pool.record(c as u32)?;
-    if !rec.share(word) {
+    if !rec.share_within(word, SHARE_PATIENCE) {
         return None;
     }
     super::sync::refresh(cta, sync);

@@ -290,6 +290,24 @@ impl<'m, F: AtomicFamily> Record<'m, F> {
         true
     }
 
+    /// [`share`](Self::share), waiting up to `patience` spins while a
+    /// thread holds it locked or waits to (rather than lock it too: its
+    /// critical section is everyone's wait, a spin only the spinner's).
+    pub fn share_within(&self, owner: u64, patience: u32) -> bool {
+        let mut left = patience;
+        loop {
+            if self.share(owner) {
+                return true;
+            }
+            let h = self.words[0].load(MemOrder::Relaxed);
+            if left == 0 || h & LIVE == 0 || h & (LOCK | WAITERS) == 0 {
+                return false;
+            }
+            left -= 1;
+            F::spin();
+        }
+    }
+
     /// Whether someone holds it shared now.
     pub fn is_shared(&self) -> bool {
         self.words[0].load(MemOrder::Relaxed) & READERS != 0
