@@ -165,6 +165,30 @@ fn a_counter_of_thousands_of_ctas_takes_the_shared_path() {
     }
 }
 
+/// Threads of 64 CTAs (several per CTA, sharing its state) adding to one
+/// word at once on real threads, after each CTA's first add: every add
+/// runs once, a CTA that knows none of them races with them and one
+/// after the host waited does not; the record keeps one entry.
+#[test]
+fn threads_adding_at_once_keep_their_verdicts() {
+    let mut h = Harness::new(1, BYTES, 1 << 14, &[0]);
+    h.step(0, &launch(66));
+    for c in 0..64 {
+        h.step(0, &add(0, c, HOT));
+    }
+    let threads: Vec<u32> = (0..64).chain([0, 0, 1, 1, 7, 7, 7]).collect();
+    assert_eq!(h.concurrent_adds(0, &threads, 200, HOT), 200 * 71);
+    // A CTA that adds for the first time, several threads at once.
+    assert_eq!(h.concurrent_adds(0, &[64, 64, 64, 64], 50, HOT), 200);
+    assert!(entries(&h, HOT) <= 2, "{} entries", entries(&h, HOT));
+    let v = h.step(1, &plain(0, 65, HOT, false)).unwrap();
+    assert!(v.race.is_some() && !v.bounded);
+    h.step(2, &Step::SyncAll);
+    h.step(3, &launch(1));
+    let v = h.step(4, &plain(1, 0, HOT, true)).unwrap();
+    assert!(v.race.is_none() && !v.bounded);
+}
+
 /// A random program of about `len` steps: CTAs of launches of up to
 /// 4,096, a window of 32 of them moving through the launch (so that
 /// each adds several times), mostly adding into four hot

@@ -100,6 +100,11 @@ pub struct AtomicOp {
 /// Most words one atomic covers (16 bytes).
 pub const MAX_ATOMIC_WORDS: usize = 4;
 
+/// Spins an atomic whose CTA's access is missing from the record waits
+/// for another thread of its CTA recording it (`CtaSync::claim_recording`)
+/// before it locks the record itself.
+pub const RECORDING_PATIENCE: u32 = 1024;
+
 /// Spins an atomic waits for a record's lockers before it locks the
 /// record itself ([`Record::share_within`]). Bounded: the locker may be
 /// waiting for what this atomic does (a lock's holder giving it back
@@ -147,19 +152,52 @@ pub fn atomic<M: RaceMemory + ?Sized, R, S: AtomicFamily>(
     bounded: &mut bool,
     perform: impl FnOnce() -> (R, bool),
 ) -> (R, Option<RaceFound>) {
+    let mut recording = false;
     if offset + size.max(1) <= 4 {
-        if let Some(rec) = shared_hold(mem, cta, sync, first, offset, size, op, bounded) {
-            // The record already says all this operation would add: it
-            // runs holding the record shared, so no change to the record
-            // falls between what it reads and what the record says.
-            let (result, _) = perform();
-            rec.unshare();
-            return (result, None);
+        // The CTA's tag of this word (collisions only cost waits).
+        let tag = (first as u32).wrapping_add(1).max(1);
+        let mut patience = RECORDING_PATIENCE;
+        loop {
+            match shared_hold(mem, cta, sync, first, offset, size, op, bounded) {
+                Hold::Shared(rec) => {
+                    // The record already says all this operation would
+                    // add: it runs holding the record shared, so no change
+                    // to the record falls between what it reads and what
+                    // the record says.
+                    let (result, _) = perform();
+                    rec.unshare();
+                    return (result, None);
+                }
+                // The CTA's access is missing: one of its threads records
+                // it while the others wait for it.
+                Hold::Missing if sync.claim_recording(tag) => recording = true,
+                Hold::Missing if sync.recording() == tag && patience > 0 => {
+                    patience -= 1;
+                    S::spin();
+                    continue;
+                }
+                Hold::Missing | Hold::No => {}
+            }
+            break;
         }
     }
-    atomic_locked(
+    let out = atomic_locked(
         mem, cta, sync, lanes, first, offset, size, op, site, bounded, perform,
-    )
+    );
+    if recording {
+        sync.end_recording();
+    }
+    out
+}
+
+/// What [`shared_hold`] found (`T`: the record held, or nothing yet).
+enum Hold<T> {
+    /// The record, held shared: the operation changes nothing there.
+    Shared(T),
+    /// The operation would change nothing but add the CTA's access.
+    Missing,
+    /// It takes the locked path.
+    No,
 }
 
 /// [`atomic`] with its words' records locked, whether or not the shared
@@ -306,9 +344,9 @@ pub fn atomic_locked<M: RaceMemory + ?Sized, R, S: AtomicFamily>(
 
 /// Holds the record of word `first` shared when `op` (of `size` bytes
 /// from byte `offset`, within the word) would change nothing there nor
-/// in the CTA's state, and race with nothing; `None` otherwise (nothing
-/// held: the caller locks the record, before the real operation). See
-/// the module docs for why skipping the record's update then is exact.
+/// in the CTA's state, and race with nothing; otherwise nothing is held
+/// (the caller locks the record, before the real operation). See the
+/// module docs for why skipping the record's update then is exact.
 #[allow(clippy::too_many_arguments)]
 #[inline(never)]
 fn shared_hold<'m, M: RaceMemory + ?Sized, S: AtomicFamily>(
@@ -320,48 +358,54 @@ fn shared_hold<'m, M: RaceMemory + ?Sized, S: AtomicFamily>(
     size: u32,
     op: AtomicOp,
     bounded: &mut bool,
-) -> Option<Record<'m, M::Atomics>> {
+) -> Hold<Record<'m, M::Atomics>> {
     let may_write = op.kind != AtomicOpKind::Load;
     let may_read = op.kind != AtomicOpKind::Store;
     // A write that leaves heads changes the record and the CTA's epoch; a
     // read of a word without heads takes the lost releases, if any.
     if may_write && (op.ordering.releases() || sync.fenced()) {
-        return None;
+        return Hold::No;
     }
     if may_read && !mem.arena().lost_releases().is_none() {
-        return None;
+        return Hold::No;
     }
     // A split line's word with a record (no split, no record to make).
-    let c0 = mem.cell(line_start(word))?;
+    let (Some(c0), Some(cell)) = (mem.cell(line_start(word)), mem.cell(word)) else {
+        return Hold::No;
+    };
     if matches!(
         CellTag::of(c0.load(MemOrder::Relaxed)),
         CellTag::Line | CellTag::Locked
     ) {
-        return None;
+        return Hold::No;
     }
-    let c = mem.cell(word)?.load(MemOrder::Acquire);
-    if CellTag::of(c) != CellTag::Record {
-        return None;
-    }
+    let c = cell.load(MemOrder::Acquire);
     let pool = mem.pool();
-    let rec = pool.record(c as u32)?;
+    let rec = match (CellTag::of(c), pool.record(c as u32)) {
+        (CellTag::Record, Some(rec)) => rec,
+        _ => return Hold::No,
+    };
     if !rec.share_within(word, SHARE_PATIENCE) {
-        return None;
+        return Hold::No;
     }
     super::sync::refresh(cta, sync);
-    if changes_nothing(mem, cta, &rec, word, offset, size, op, may_write, bounded) {
-        Some(rec)
-    } else {
-        rec.unshare();
-        None
+    let found = changes_nothing(mem, cta, &rec, word, offset, size, op, may_write, bounded);
+    if matches!(found, Hold::Shared(())) {
+        return Hold::Shared(rec);
+    }
+    rec.unshare();
+    match found {
+        Hold::Missing => Hold::Missing,
+        _ => Hold::No,
     }
 }
 
 /// Whether the record `rec` of `word` (held shared) already says all that
-/// `op` would add: no heads; a write's last write an atomic of the same
-/// bytes, extent and scope on the CTA's device; the CTA's access there
-/// already (same kind, bytes, extent, scope and epoch: an entry or the
-/// last write covering its serial); and no race with anything in it.
+/// `op` would add ([`Hold::Shared`]): no heads; a write's last write an
+/// atomic of the same bytes, extent and scope on the CTA's device; the
+/// CTA's access there already (same kind, bytes, extent, scope and epoch:
+/// an entry or the last write covering its serial, else
+/// [`Hold::Missing`]); and no race with anything in it.
 #[allow(clippy::too_many_arguments)]
 fn changes_nothing<M: RaceMemory + ?Sized>(
     mem: &M,
@@ -373,9 +417,9 @@ fn changes_nothing<M: RaceMemory + ?Sized>(
     op: AtomicOp,
     may_write: bool,
     bounded: &mut bool,
-) -> bool {
+) -> Hold<()> {
     if has_heads(rec) {
-        return false;
+        return Hold::No;
     }
     let (bytes, class) = (word_bytes(offset, size, 0), SizeClass::of(size));
     let write = AccessDesc::atomic(cta.serial, cta.epoch, true, bytes, op.scope, class, 0);
@@ -387,7 +431,7 @@ fn changes_nothing<M: RaceMemory + ?Sized>(
             || last.desc.key() != write.key()
             || cta.devices.of(last.desc.serial()) != cta.device)
     {
-        return false;
+        return Hold::No;
     }
     let mine = |e: Entry| {
         !e.is_empty()
@@ -402,11 +446,15 @@ fn changes_nothing<M: RaceMemory + ?Sized>(
         })
         .is_none()
     {
-        return false;
+        return Hold::Missing;
     }
     // A write conflicts with all that its read would.
     let me = if may_write { write } else { read };
-    check_record(cta, &mem.arena(), &pool, rec, word, me, op.scope, bounded).is_none()
+    if check_record(cta, &mem.arena(), &pool, rec, word, me, op.scope, bounded).is_none() {
+        Hold::Shared(())
+    } else {
+        Hold::No
+    }
 }
 
 /// Locks the record of split word `word`, making one from its inline

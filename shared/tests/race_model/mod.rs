@@ -888,6 +888,75 @@ impl Harness {
         Some(Verdict { race, bounded })
     }
 
+    /// Runs `adds` relaxed device-scope adds to byte `addr` from each of
+    /// `threads` (CTAs of launch `launch`; a CTA named several times runs
+    /// as several threads sharing its synchronisation state), all at once
+    /// on real threads. Returns how many adds ran (each bumps one real
+    /// counter); none may report a race.
+    pub fn concurrent_adds(&mut self, launch: usize, threads: &[u32], adds: u32, addr: u64) -> u64 {
+        let (base, count, _, bounds, global, _) = self.launches[launch];
+        for &c in threads {
+            self.syncs.entry(base + c).or_insert_with(|| {
+                let w = zeroed32(SYNC_WORDS);
+                CtaSync::<CoreAtomics>::new(&w).init();
+                w
+            });
+        }
+        let ran = AtomicU64::new(0);
+        let (mem, syncs, devices) = (self.mem(), &self.syncs, &self.devices);
+        let op = AtomicOp {
+            kind: AtomicOpKind::Rmw,
+            ordering: Ordering::Relaxed,
+            failure_ordering: Ordering::Relaxed,
+            scope: Scope::Device,
+        };
+        std::thread::scope(|s| {
+            for &c in threads {
+                let (mem, ran, serial) = (&mem, &ran, base + c);
+                s.spawn(move || {
+                    let sync = CtaSync::<CoreAtomics>::new(&syncs[&serial]);
+                    let site = Self::site(serial, 0);
+                    for _ in 0..adds {
+                        let mut view = CtaView {
+                            serial,
+                            epoch: sync.epoch(),
+                            device: devices.of(serial),
+                            host: HostOrder {
+                                base,
+                                count,
+                                bounds: &bounds,
+                            },
+                            global: &global,
+                            devices,
+                            known: sync.known(),
+                            launch: launch as u32 + 1,
+                        };
+                        let mut bounded = false;
+                        let lanes = launch as u32 + 1;
+                        let ((), race) = atomic(
+                            mem,
+                            &mut view,
+                            &sync,
+                            lanes,
+                            addr / 4,
+                            0,
+                            4,
+                            op,
+                            site,
+                            &mut bounded,
+                            || {
+                                ran.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                ((), true)
+                            },
+                        );
+                        assert!(race.is_none() && !bounded);
+                    }
+                });
+            }
+        });
+        ran.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Arena merges that found no room.
     pub fn arena_lost(&self) -> u32 {
         self.arena[3].load(std::sync::atomic::Ordering::Relaxed)
