@@ -31,6 +31,12 @@
 //!   entry also stands for a compare-exchange's failed read);
 //! - and it races with nothing the record holds.
 //!
+//! An atomic that qualifies but for its own access missing (the CTA's
+//! first on the word in this epoch) locks the record to add it; the
+//! CTA's other threads that find it missing meanwhile wait for that one
+//! (`CtaSync::claim_recording`, a hint) and then take the shared path,
+//! rather than lock the record one after another to add the same access.
+//!
 //! This is exact: every later verdict is the one the locked path would
 //! have given. The locked path would make three changes. (1) It would
 //! name this access the last write and move the former last write `X`
