@@ -174,3 +174,230 @@ extern "C" __global__ void scan(const unsigned* __restrict__ x, unsigned long lo
     if (t >= 32) v += warp_totals[t / 32 - 1];
     if (i < y_len) y[i] = v;
 }
+
+// ---- Kernels fed by asynchronous copies (sm_90). Inline PTX for the
+// copies and mbarriers, as CUDA C++ without CUTLASS writes them. A tensor
+// map comes in global memory with its box's element count (the Vigil
+// kernels' lowering: rustc cannot pass a 64-byte-aligned
+// __grid_constant__ parameter), acquired through the tensor-map proxy at
+// entry as CUDA requires for a map copied there by the host.
+
+#define SG_BLOCK 64
+#define SG_K 16
+#define SG_STAGES 3
+#define SG_THREADS 16
+#define SG_PER 4
+#define SG_STAGE (SG_BLOCK * SG_K)
+#define TMA_TILE 32
+#define TMA_ROWS 8
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void cp_async16_zfill(void* smem, const void* gmem, unsigned src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_addr(smem)), "l"(gmem),
+                 "r"(src_bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+// All but the newest SG_STAGES - 2 groups.
+__device__ __forceinline__ void cp_async_wait_stage() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(SG_STAGES - 2) : "memory");
+}
+
+__device__ __forceinline__ void tensormap_acquire(const void* map) {
+    asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;" ::"l"(map) : "memory");
+}
+
+__device__ __forceinline__ void fence_proxy_async() {
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+__device__ __forceinline__ void mbar_init(unsigned long long* bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned long long* bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile(
+            "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+            : "=r"(done)
+            : "r"(smem_addr(bar)), "r"(parity)
+            : "memory");
+    } while (!done);
+}
+
+__device__ __forceinline__ void tma_load_2d(void* dst, const void* map, int x, int y, unsigned long long* bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
+            smem_addr(dst)),
+        "l"(map), "r"(x), "r"(y), "r"(smem_addr(bar))
+        : "memory");
+}
+
+__device__ __forceinline__ void tma_store_2d(const void* map, int x, int y, const void* src) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];" ::"l"(map), "r"(x),
+                 "r"(y), "r"(smem_addr(src))
+                 : "memory");
+}
+
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+
+__device__ __forceinline__ void bulk_wait_read0() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+
+// One stage's contribution to a thread's 4 x 4 outputs (rows ty + 16 i,
+// columns tx + 16 j).
+__device__ __forceinline__ void sgemm_stage(const float* as, const float* bs, unsigned tx, unsigned ty,
+                                            float acc[SG_PER][SG_PER]) {
+#pragma unroll
+    for (int kk = 0; kk < SG_K; ++kk) {
+        float av[SG_PER], bv[SG_PER];
+        for (int i = 0; i < SG_PER; ++i) av[i] = as[(ty + SG_THREADS * i) * SG_K + kk];
+        for (int j = 0; j < SG_PER; ++j) bv[j] = bs[kk * SG_BLOCK + tx + SG_THREADS * j];
+        for (int i = 0; i < SG_PER; ++i)
+            for (int j = 0; j < SG_PER; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+    }
+}
+
+__device__ __forceinline__ void sgemm_store(float* c, unsigned long long m, unsigned long long n,
+                                            unsigned long long row0, unsigned long long col0, unsigned tx,
+                                            unsigned ty, float acc[SG_PER][SG_PER]) {
+    for (int i = 0; i < SG_PER; ++i) {
+        unsigned long long r = row0 + ty + SG_THREADS * i;
+        for (int j = 0; j < SG_PER; ++j) {
+            unsigned long long col = col0 + tx + SG_THREADS * j;
+            if (r < m && col < n) c[r * n + col] = acc[i][j];
+        }
+    }
+}
+
+// Thread `l`'s 16-byte pieces of step `step`'s tiles of `a` and `b`
+// (zero-filled past the edges), then a commit.
+__device__ __forceinline__ void sgemm_async_load(float* ta, float* tb, const float* a, const float* b,
+                                                 unsigned long long m, unsigned long long n, unsigned long long k,
+                                                 unsigned long long row0, unsigned long long col0, unsigned l,
+                                                 unsigned long long step, unsigned long long steps) {
+    if (step < steps) {
+        unsigned ar = l / 4, ac = 4 * (l % 4), br = l / 16, bc = 4 * (l % 16);
+        unsigned s = (step % SG_STAGES) * SG_STAGE;
+        unsigned long long k0 = step * SG_K;
+        unsigned long long left = k > k0 + ac ? k - (k0 + ac) : 0;
+        unsigned valid = row0 + ar < m ? (unsigned)(left < 4 ? left : 4) : 0;
+        cp_async16_zfill(&ta[s + ar * SG_K + ac], valid ? a + (row0 + ar) * k + k0 + ac : a, 4 * valid);
+        left = n > col0 + bc ? n - (col0 + bc) : 0;
+        valid = k0 + br < k ? (unsigned)(left < 4 ? left : 4) : 0;
+        cp_async16_zfill(&tb[s + br * SG_BLOCK + bc], valid ? b + (k0 + br) * n + col0 + bc : b, 4 * valid);
+    }
+    cp_async_commit();
+}
+
+extern "C" __global__ void sgemm_async(unsigned long long m, unsigned long long n, unsigned long long k,
+                                       const float* __restrict__ a, unsigned long long a_len,
+                                       const float* __restrict__ b, unsigned long long b_len,
+                                       float* __restrict__ c, unsigned long long c_len) {
+    __shared__ __align__(128) float ta[SG_STAGES * SG_STAGE];
+    __shared__ __align__(128) float tb[SG_STAGES * SG_STAGE];
+    unsigned tx = threadIdx.x % SG_THREADS, ty = threadIdx.y % SG_THREADS;
+    unsigned l = ty * SG_THREADS + tx;
+    unsigned long long row0 = (unsigned long long)blockIdx.y * SG_BLOCK, col0 = (unsigned long long)blockIdx.x * SG_BLOCK;
+    unsigned long long steps = (k + SG_K - 1) / SG_K;
+    for (int step = 0; step < SG_STAGES - 1; ++step)
+        sgemm_async_load(ta, tb, a, b, m, n, k, row0, col0, l, step, steps);
+    float acc[SG_PER][SG_PER] = {};
+    for (unsigned long long step = 0; step < steps; ++step) {
+        cp_async_wait_stage();
+        __syncthreads();
+        sgemm_async_load(ta, tb, a, b, m, n, k, row0, col0, l, step + SG_STAGES - 1, steps);
+        unsigned s = (step % SG_STAGES) * SG_STAGE;
+        sgemm_stage(ta + s, tb + s, tx, ty, acc);
+    }
+    sgemm_store(c, m, n, row0, col0, tx, ty, acc);
+}
+
+// Step `step`'s boxes of `a` and `b` into its stage, on its mbarrier.
+__device__ __forceinline__ void sgemm_tma_load(float* ta, float* tb, unsigned long long* full, const void* a_map,
+                                               const void* b_map, unsigned bytes, unsigned long long row0,
+                                               unsigned long long col0, unsigned long long step,
+                                               unsigned long long steps) {
+    if (step < steps) {
+        unsigned s = step % SG_STAGES;
+        int k0 = (int)(step * SG_K);
+        mbar_arrive_expect_tx(&full[s], bytes);
+        tma_load_2d(&ta[s * SG_STAGE], a_map, k0, (int)row0, &full[s]);
+        tma_load_2d(&tb[s * SG_STAGE], b_map, (int)col0, k0, &full[s]);
+    }
+}
+
+extern "C" __global__ void sgemm_tma(unsigned long long m, unsigned long long n, unsigned long long k,
+                                     const void* a_map, unsigned long long a_box, const void* b_map,
+                                     unsigned long long b_box, float* __restrict__ c, unsigned long long c_len) {
+    tensormap_acquire(a_map);
+    tensormap_acquire(b_map);
+    __shared__ __align__(128) float ta[SG_STAGES * SG_STAGE];
+    __shared__ __align__(128) float tb[SG_STAGES * SG_STAGE];
+    __shared__ __align__(8) unsigned long long full[SG_STAGES];
+    unsigned tx = threadIdx.x % SG_THREADS, ty = threadIdx.y % SG_THREADS;
+    bool producer = tx == 0 && ty == 0;
+    unsigned long long row0 = (unsigned long long)blockIdx.y * SG_BLOCK, col0 = (unsigned long long)blockIdx.x * SG_BLOCK;
+    unsigned long long steps = (k + SG_K - 1) / SG_K;
+    unsigned bytes = (unsigned)((a_box + b_box) * sizeof(float));
+    if (producer) {
+        for (int s = 0; s < SG_STAGES; ++s) mbar_init(&full[s], 1);
+        fence_proxy_async();
+        for (int step = 0; step < SG_STAGES; ++step)
+            sgemm_tma_load(ta, tb, full, a_map, b_map, bytes, row0, col0, step, steps);
+    }
+    __syncthreads();
+    float acc[SG_PER][SG_PER] = {};
+    for (unsigned long long step = 0; step < steps; ++step) {
+        unsigned s = step % SG_STAGES;
+        mbar_wait(&full[s], (unsigned)((step / SG_STAGES) & 1));
+        sgemm_stage(ta + s * SG_STAGE, tb + s * SG_STAGE, tx, ty, acc);
+        __syncthreads();
+        if (producer) sgemm_tma_load(ta, tb, full, a_map, b_map, bytes, row0, col0, step + SG_STAGES, steps);
+    }
+    sgemm_store(c, m, n, row0, col0, tx, ty, acc);
+}
+
+// Where the 4-byte element at unswizzled byte offset `o` of a box lands
+// with the 128-byte swizzle.
+__device__ __forceinline__ unsigned swizzle128(unsigned o) { return o ^ (((o >> 7) & 7) << 4); }
+
+extern "C" __global__ void transpose_tma(const void* x_map, unsigned long long x_box, const void* y_map,
+                                         unsigned long long y_box) {
+    tensormap_acquire(x_map);
+    tensormap_acquire(y_map);
+    __shared__ __align__(1024) float tiles[2 * TMA_TILE * TMA_TILE];
+    float* tile = tiles;
+    float* out = tiles + TMA_TILE * TMA_TILE;
+    __shared__ __align__(8) unsigned long long bar;
+    unsigned tx = threadIdx.x % TMA_TILE, ty = threadIdx.y;
+    bool first = tx == 0 && ty == 0;
+    int bx = (int)(TMA_TILE * blockIdx.x), by = (int)(TMA_TILE * blockIdx.y);
+    if (first) {
+        mbar_init(&bar, 1);
+        fence_proxy_async();
+        mbar_arrive_expect_tx(&bar, (unsigned)(x_box * sizeof(float)));
+        tma_load_2d(tile, x_map, bx, by, &bar);
+    }
+    __syncthreads();
+    mbar_wait(&bar, 0);
+    for (unsigned r = ty; r < TMA_TILE; r += TMA_ROWS)
+        out[swizzle128(4 * (r * TMA_TILE + tx)) / 4] = tile[swizzle128(4 * (tx * TMA_TILE + r)) / 4];
+    fence_proxy_async();
+    __syncthreads();
+    if (first) {
+        tma_store_2d(y_map, by, bx, out);
+        bulk_commit();
+        bulk_wait_read0();
+    }
+}

@@ -11,7 +11,7 @@ use vigil::unstable::launch_abi::check_params;
 use vigil::unstable::ptx::{parse_entries, PtxEntry, PtxParam};
 use vigil::unstable::sys;
 use vigil::{Context, KernelFn, LaunchConfig, Module, ParamBuffer, Stream};
-use vigil_bench_kernels::{block, streaming, tiles};
+use vigil_bench_kernels::{block, pipelined, streaming, tiles};
 use vigil_kernels::examples;
 
 /// The PTX of `vigil-bench-kernels`, built by `vigil-build` in `build.rs`.
@@ -37,6 +37,12 @@ pub struct VigilKernels {
     pub transpose: KernelFn<tiles::transpose>,
     /// `sgemm`.
     pub sgemm: KernelFn<tiles::sgemm>,
+    /// `transpose_tma`.
+    pub transpose_tma: KernelFn<pipelined::transpose_tma>,
+    /// `sgemm_async`.
+    pub sgemm_async: KernelFn<pipelined::sgemm_async>,
+    /// `sgemm_tma`.
+    pub sgemm_tma: KernelFn<pipelined::sgemm_tma>,
     /// `softmax`.
     pub softmax: KernelFn<block::softmax>,
     /// `scan`.
@@ -58,6 +64,9 @@ impl VigilKernels {
             stencil5: bench.kernel()?,
             transpose: bench.kernel()?,
             sgemm: bench.kernel()?,
+            transpose_tma: bench.kernel()?,
+            sgemm_async: bench.kernel()?,
+            sgemm_tma: bench.kernel()?,
             softmax: bench.kernel()?,
             scan: bench.kernel()?,
         })
@@ -158,7 +167,7 @@ pub fn twin_signatures(twins_ptx: &str) -> Result<HashMap<String, Vec<PtxParam>>
 
 impl Twins {
     /// The entry points `twins.cu` defines.
-    pub const NAMES: [&'static str; 10] = [
+    pub const NAMES: [&'static str; 13] = [
         "copy",
         "axpy",
         "reduce_sum",
@@ -167,6 +176,9 @@ impl Twins {
         "stencil5",
         "transpose",
         "sgemm",
+        "transpose_tma",
+        "sgemm_async",
+        "sgemm_tma",
         "softmax",
         "scan",
     ];

@@ -373,7 +373,7 @@ impl PtxBuilder {
 
         let mut cmd = self.nested_cargo(cargo, "build", crate_dir, target_dir);
         cmd.arg("--target").arg(PTX_TARGET).arg("-Zbuild-std=core");
-        cmd.env("CARGO_ENCODED_RUSTFLAGS", format!("-Ctarget-cpu={arch}"));
+        cmd.env("CARGO_ENCODED_RUSTFLAGS", rustflags(&arch));
 
         let output = cmd.output().map_err(|source| BuildError::Spawn {
             cargo: cargo.clone(),
@@ -457,6 +457,29 @@ pub fn validate_arch(arch: &str) -> bool {
     let suffix = &rest[digits.len()..];
     matches!(digits.parse::<u32>(), Ok(n) if n >= 70)
         && (suffix.is_empty() || suffix == "a" || suffix == "f")
+}
+
+/// The PTX ISA version the kernels of an `sm_90`-or-newer build declare:
+/// 8.3, the first with every Hopper instruction `vigil-device` emits
+/// (bulk and tensor copies, `mbarrier` transaction counts, the tensor-map
+/// proxy fence). LLVM's default for `sm_90` is 7.8.
+pub const HOPPER_PTX_VERSION: &str = "ptx83";
+
+/// The rustflags of the nested PTX build for `arch` (a valid one), as
+/// cargo's `CARGO_ENCODED_RUSTFLAGS` (separated by `0x1f`).
+fn rustflags(arch: &str) -> String {
+    let major: u32 = arch
+        .trim_start_matches("sm_")
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap_or(0);
+    if major >= 90 {
+        format!("-Ctarget-cpu={arch}\x1f-Ctarget-feature=+{HOPPER_PTX_VERSION}")
+    } else {
+        format!("-Ctarget-cpu={arch}")
+    }
 }
 
 /// `VIGIL_PTX_` + the library name in upper case.
@@ -574,6 +597,19 @@ mod tests {
         ] {
             assert!(!validate_arch(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn hopper_builds_declare_the_ptx_version_of_the_async_copies() {
+        assert_eq!(
+            rustflags("sm_90a"),
+            "-Ctarget-cpu=sm_90a\x1f-Ctarget-feature=+ptx83"
+        );
+        assert_eq!(
+            rustflags("sm_120f"),
+            "-Ctarget-cpu=sm_120f\x1f-Ctarget-feature=+ptx83"
+        );
+        assert_eq!(rustflags("sm_80"), "-Ctarget-cpu=sm_80");
     }
 
     #[test]

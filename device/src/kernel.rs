@@ -155,6 +155,20 @@ handle_param!(&[PtxType::Ptr, PtxType::B64] =>
     BlockChunks, BlockChunksMut, BlockTiles, BlockTilesMut,
 );
 
+/// Tensor-map parameters: the map's address, then its box's element count.
+macro_rules! tensor_map_param {
+    ($($map:ident),*) => {$(
+        // SAFETY: the `#[kernel]` entry declares the map's pointer, then
+        // the box's element count.
+        unsafe impl<T: bytemuck::Pod, const D: usize, S: crate::Sanitizer> KernelParam
+            for crate::async_copy::$map<T, D, S>
+        {
+            const PARTS: &'static [PtxType] = &[PtxType::Ptr, PtxType::B64];
+        }
+    )*};
+}
+tensor_map_param!(TensorMap, TensorMapMut);
+
 /// The PTX scalars of a [`Peers`] argument: one pointer per possible rank,
 /// the length, the rank and the world size.
 const PEERS_PARTS: [PtxType; MAX_RANKS + 3] = {

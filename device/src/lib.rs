@@ -9,7 +9,9 @@
 //! may use block-shared memory ([`shared_array!`],
 //! [`dynamic_shared_array!`], [`dynamic_shared`], and the scoped tiles of a
 //! [`shared_stack!`]), barriers ([`sync_threads`]),
-//! fences ([`fence`]) and warp collectives ([`warp`]).
+//! fences ([`fence`]) and warp collectives ([`warp`]), asynchronous copies,
+//! mbarriers and tensor copies ([`async_copy`]) and programmatic dependent
+//! launch ([`grid_dependency`]).
 //!
 //! The same source builds for `nvptx64-nvidia-cuda` (the PTX a GPU runs) and
 //! for the host (the CPU backend). Platform specifics live in one small
@@ -34,10 +36,12 @@
 #![warn(missing_docs)]
 
 mod arch;
+pub mod async_copy;
 pub mod atomic;
 pub mod bounded;
 pub mod global;
 pub mod gpu_sanitizer;
+pub mod grid_dependency;
 pub mod index;
 pub mod kernel;
 pub mod math;
@@ -58,8 +62,10 @@ pub mod warp;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod host_runtime {
     pub use crate::arch::host::{
-        enter_thread, set_current, BlockRuntime, SanitizerRuntime, ThreadContext, WarpOp,
+        enter_thread, set_current, AsyncCopies, BlockRuntime, SanitizerRuntime, ThreadContext,
+        WarpOp,
     };
+    pub use crate::arch::host_async::thread_returned;
     pub use crate::sanitizer::{AtomicAccess, Checked, SharedAccess};
 }
 
@@ -86,6 +92,7 @@ pub use vigil_shared as __shared;
 
 /// Everything a kernel usually needs, for `use vigil_device::prelude::*;`.
 pub mod prelude {
+    pub use crate::async_copy::{Mbarrier, TensorMap, TensorMapMut};
     pub use crate::bounded::{Idx, Point};
     pub use crate::global::{GlobalPtr, GlobalPtrMut, GlobalSlice, GlobalSliceMut, Vec4};
     pub use crate::index::{
@@ -102,7 +109,7 @@ pub mod prelude {
     pub use crate::shared_stack::{SharedStack, SharedTile};
     pub use crate::sync::{fence, sync_threads};
     pub use crate::warp;
-    pub use crate::{dynamic_shared_array, kernel, shared_array, shared_stack};
+    pub use crate::{dynamic_shared_array, kernel, mbarriers, shared_array, shared_stack};
     pub use vigil_shared::{Ordering, Scope};
 }
 

@@ -16,6 +16,7 @@
 use crate::arch::imp;
 use crate::atomic::{Atomic, AtomicArith, AtomicBits, AtomicMinMax};
 use crate::sanitizer::{Plain, Sanitizer, SharedAccess};
+use crate::shared_stack::SharedTile;
 use core::marker::PhantomData;
 use core::panic::Location;
 use vigil_shared::AccessKind;
@@ -208,8 +209,8 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
     /// checks such arrays through its window shadow).
     ///
     /// # Safety
-    /// `BYTES` and `ALIGN` must be `__bytes::<T, N>()` and `__align::<T>()`,
-    /// `SHADOW` `__shadow_bytes::<T, N>()`.
+    /// `BYTES` must be `__bytes::<T, N>()`, `ALIGN` a power of two at
+    /// least `__align::<T>()`, `SHADOW` `__shadow_bytes::<T, N>()`.
     #[inline(always)]
     #[track_caller]
     pub unsafe fn __declare<
@@ -261,7 +262,7 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
 
     /// The elements as the checked accessors see them.
     #[inline(always)]
-    fn elements(&self) -> Elements<T, S> {
+    pub(crate) fn elements(&self) -> Elements<T, S> {
         Elements {
             ptr: self.ptr,
             len: N,
@@ -326,7 +327,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> SharedSlice<T, S> {
     /// The elements as the checked accessors see them (no `.shared`
     /// shadow: dynamic shared memory's size is the launch's).
     #[inline(always)]
-    fn elements(&self) -> Elements<T, S> {
+    pub(crate) fn elements(&self) -> Elements<T, S> {
         Elements {
             ptr: self.ptr,
             len: self.len,
@@ -349,6 +350,67 @@ impl<T: bytemuck::Pod, S: Sanitizer> SharedSlice<T, S> {
     checked_accessors!();
 }
 
+/// Block-shared storage that asynchronous copies and tensor copies move
+/// data into or out of: a [`SharedArray`], a [`SharedSlice`] or a shared
+/// stack's [`SharedTile`] (sealed).
+pub trait SharedBuffer<T: bytemuck::Pod, S: Sanitizer>: sealed::SharedParts<T> {}
+
+pub(crate) mod sealed {
+    use core::panic::Location;
+
+    /// A shared buffer's raw parts: element 0, the length in elements, the
+    /// `.shared` shadow (null: none) and the view's allocation site.
+    pub trait SharedParts<T> {
+        #[allow(clippy::type_complexity)]
+        fn shared_parts(&self) -> (*mut T, usize, *mut u8, Option<&'static Location<'static>>);
+    }
+}
+
+/// A shared buffer's [`sealed::SharedParts`], from its elements.
+macro_rules! shared_parts_from_elements {
+    () => {
+        #[inline(always)]
+        fn shared_parts(&self) -> (*mut T, usize, *mut u8, Option<&'static Location<'static>>) {
+            let e = self.elements();
+            (e.ptr, e.len, e.shadow, e.site)
+        }
+    };
+}
+
+impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> sealed::SharedParts<T>
+    for SharedArray<T, N, S>
+{
+    shared_parts_from_elements!();
+}
+impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedBuffer<T, S> for SharedArray<T, N, S> {}
+
+impl<T: bytemuck::Pod, S: Sanitizer> sealed::SharedParts<T> for SharedSlice<T, S> {
+    shared_parts_from_elements!();
+}
+impl<T: bytemuck::Pod, S: Sanitizer> SharedBuffer<T, S> for SharedSlice<T, S> {}
+
+impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> sealed::SharedParts<T>
+    for SharedTile<T, N, S>
+{
+    shared_parts_from_elements!();
+}
+impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedBuffer<T, S> for SharedTile<T, N, S> {}
+
+impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
+    /// The elements of `buffer`.
+    #[inline(always)]
+    pub(crate) fn of(buffer: &impl SharedBuffer<T, S>) -> Self {
+        let (ptr, len, shadow, site) = buffer.shared_parts();
+        Elements {
+            ptr,
+            len,
+            shadow,
+            site,
+            _s: PhantomData,
+        }
+    }
+}
+
 /// `len` elements of block-shared storage, their `.shared` shadow (null:
 /// none) and the view's allocation site, checked by `S`: the one
 /// implementation of the accessors of [`SharedArray`], [`SharedSlice`]
@@ -362,6 +424,22 @@ pub(crate) struct Elements<T, S> {
 }
 
 impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
+    /// Elements `i..i + count` as one access of `kind`, as the sanitizer
+    /// sees it (an asynchronous copy's shared side). Panics (traps on the
+    /// GPU) when the range runs past the end.
+    #[inline(always)]
+    #[track_caller]
+    pub(crate) fn span(&self, i: usize, count: usize, kind: AccessKind) -> SharedAccess {
+        assert!(
+            count <= self.len && i <= self.len - count,
+            "shared array range out of bounds"
+        );
+        SharedAccess {
+            size: core::mem::size_of::<T>() * count,
+            ..self.access(i, kind)
+        }
+    }
+
     /// Element `i`'s access of `kind` as the sanitizer sees it.
     #[inline(always)]
     fn access(&self, i: usize, kind: AccessKind) -> SharedAccess {
@@ -490,13 +568,18 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
 /// Declares a block-shared array and evaluates to its [`SharedArray`] handle:
 /// `let tile = shared_array!(f32; 256);`
 ///
+/// `shared_array!(f32; 1024; align 1024)` aligns the array to 1,024 bytes
+/// (a power of two, at least the default of 16): a tensor copy's
+/// destination needs 128, a swizzled one the swizzle's whole pattern
+/// (see [`Swizzle`](crate::async_copy::Swizzle)).
+///
 /// Each expansion of the macro is one array per block, however often the
 /// line runs. Inside a `#[kernel]` body the attribute makes it
 /// `shared_array!(@sanitizer S; f32; 256)`, the array of the kernel's
 /// sanitizer `S` (on the GPU, the sanitized entry's array has a shadow).
 #[macro_export]
 macro_rules! shared_array {
-    (@sanitizer $s:ty; @symbol $sym:literal; $t:ty; $n:expr) => {{
+    (@sanitizer $s:ty; @symbol $sym:literal; $t:ty; $n:expr; align $a:expr) => {{
         // A `#[kernel]` body's array: the plain entry's storage is the
         // module-scope `.shared` array `$sym` the attribute declared for
         // this expansion (`__shared_symbol!`), whose address is a
@@ -509,17 +592,20 @@ macro_rules! shared_array {
             $crate::shared_mem::SharedArray::<$t, { $n }, $s>::__declare_in::<
                 __VigilSharedKey,
                 { $crate::shared_mem::__bytes::<$t, { $n }>() },
-                { $crate::shared_mem::__align::<$t>() },
+                { $crate::shared_mem::__align_at_least::<$t>($a) },
                 { $crate::shared_mem::__shadow_bytes::<$t, { $n }>() },
             >(|| $crate::__shared_symbol_address!(
                 $sym,
                 __VigilSharedKey,
                 { $crate::shared_mem::__bytes::<$t, { $n }>() },
-                { $crate::shared_mem::__align::<$t>() }
+                { $crate::shared_mem::__align_at_least::<$t>($a) }
             ))
         }
     }};
-    (@sanitizer $s:ty; $t:ty; $n:expr) => {{
+    (@sanitizer $s:ty; @symbol $sym:literal; $t:ty; $n:expr) => {
+        $crate::shared_array!(@sanitizer $s; @symbol $sym; $t; $n; align 0)
+    };
+    (@sanitizer $s:ty; $t:ty; $n:expr; align $a:expr) => {{
         // A type of its own per expansion: the storage function is
         // monomorphised once per key, so each expansion is one array, and
         // the non-inlined function keeps LLVM from splitting it in two.
@@ -529,13 +615,19 @@ macro_rules! shared_array {
             $crate::shared_mem::SharedArray::<$t, { $n }, $s>::__declare::<
                 __VigilSharedKey,
                 { $crate::shared_mem::__bytes::<$t, { $n }>() },
-                { $crate::shared_mem::__align::<$t>() },
+                { $crate::shared_mem::__align_at_least::<$t>($a) },
                 { $crate::shared_mem::__shadow_bytes::<$t, { $n }>() },
             >()
         }
     }};
+    (@sanitizer $s:ty; $t:ty; $n:expr) => {
+        $crate::shared_array!(@sanitizer $s; $t; $n; align 0)
+    };
+    ($t:ty; $n:expr; align $a:expr) => {
+        $crate::shared_array!(@sanitizer $crate::Plain; $t; $n; align $a)
+    };
     ($t:ty; $n:expr) => {
-        $crate::shared_array!(@sanitizer $crate::Plain; $t; $n)
+        $crate::shared_array!(@sanitizer $crate::Plain; $t; $n; align 0)
     };
 }
 
@@ -729,6 +821,22 @@ pub const fn __shadow_bytes<T, const N: usize>() -> usize {
 #[doc(hidden)]
 pub const fn __bytes<T, const N: usize>() -> usize {
     core::mem::size_of::<[T; N]>()
+}
+
+/// The alignment of a `shared_array!(T; N; align a)`: `a` or `T`'s
+/// default, whichever is larger (`a` = 0: the default).
+#[doc(hidden)]
+pub const fn __align_at_least<T>(a: usize) -> usize {
+    assert!(
+        a == 0 || a.is_power_of_two(),
+        "shared_array! alignment must be a power of two"
+    );
+    let d = __align::<T>();
+    if a > d {
+        a
+    } else {
+        d
+    }
 }
 
 #[doc(hidden)]

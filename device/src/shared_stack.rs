@@ -246,8 +246,9 @@ impl<const CAPACITY: usize, S: Sanitizer> SharedStack<CAPACITY, S> {
 
 /// A tile of `N` elements of `T` on a [`SharedStack`], checked by
 /// sanitizer `S`, with the accessors of a
-/// [`SharedArray`](crate::shared_mem::SharedArray): `load`, `store` and
-/// the atomics at block scope (relaxed).
+/// [`SharedArray`](crate::shared_mem::SharedArray): `load`, `store`,
+/// the atomics at block scope (relaxed) and the asynchronous copies
+/// ([`async_copy`](crate::async_copy)).
 ///
 /// Not `Copy`: popping takes the tile, so that it cannot be used after
 /// its bytes went to another tile. A helper borrows it:
@@ -269,7 +270,7 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedTile<T, N, S> {
     /// shadow: on the GPU dynamic shared memory is checked through the
     /// sanitizer's window shadow, keyed by shared address).
     #[inline(always)]
-    fn elements(&self) -> Elements<T, S> {
+    pub(crate) fn elements(&self) -> Elements<T, S> {
         Elements {
             ptr: self.ptr,
             len: N,

@@ -94,6 +94,7 @@ pub use api::stream::Stream;
 pub use api::symmetric::{
     PeerSlice, PeersArg, Symmetric, SymmetricGroup, DEFAULT_GROUP_LAUNCH_TIMEOUT,
 };
+pub use api::tensor_map::{DeviceTensorMap, DeviceTensorMapMut, TiledLayout};
 pub use backend::cpu::hooks::{
     CpuSanitizer, HostAllocation, HostBufferAllocator, HostSync, LaunchInfo, SystemAllocator,
     TransferInfo,
@@ -101,7 +102,9 @@ pub use backend::cpu::hooks::{
 pub use backend::cpu::memory::HOST_ALIGN;
 pub use backend::cuda::device::{device_count, driver_version, gpu_available};
 pub use backend::transfer::TransferKind;
-pub use error::{ArgProblem, DivergentBarrier, Error, ErrorReport, GroupProblem, Result};
+pub use error::{
+    ArgProblem, DivergentBarrier, Error, ErrorReport, GroupProblem, Result, TensorMapProblem,
+};
 pub use launch_abi::params::{PackedView, ParamBuffer, ParamScalar, ProvenView};
 pub use sanitizer::config::{ConfigError, ProcessRank, SanitizerConfig, SanitizerConfigBuilder};
 #[allow(deprecated)]
@@ -119,7 +122,7 @@ pub use sanitizer::sink::ReportFormat;
 pub use sanitizer::suppressions::{SuppressionError, Suppressions};
 pub use types::{
     DeviceId, DeviceLimits, DeviceProps, Dim3, EventId, FunctionAttrs, LaunchConfig,
-    LaunchConfigError, LaunchVariant, StreamId,
+    LaunchConfigError, LaunchVariant, StreamId, TensorElement, TensorElementType,
 };
 
 pub use vigil_test_macros::test;
@@ -131,5 +134,7 @@ pub use vigil_device::Kernel;
 /// The parameter ABI shared with the device side (`#[kernel]` emits
 /// `ParamDesc`s; packed scalars are `PtxType`s).
 pub use vigil_shared::params::{ParamCursor, ParamDesc, PtxType};
+/// How a tensor copy lays a box out in shared memory.
+pub use vigil_shared::tensor_map::Swizzle;
 /// The vocabulary of race reports, shared with the engine.
 pub use vigil_shared::{abi::ReportKind, AccessKind, Scope};

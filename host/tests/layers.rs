@@ -65,7 +65,7 @@ fn device_layer(path: &[&str]) -> Option<Layer> {
         ["atomic", ..] => layer(0, "atomic.rs"),
         ["arch" | "index" | "sanitizer", ..] => layer(1, "arch/, index.rs, sanitizer.rs"),
         ["global" | "bounded" | "matrix" | "partition" | "shared_mem" | "shared_stack" | "sync"
-        | "warp" | "peers", ..] => layer(2, "the kernel API"),
+        | "warp" | "peers" | "async_copy" | "grid_dependency", ..] => layer(2, "the kernel API"),
         ["gpu_sanitizer", ..] => layer(2, "gpu_sanitizer/"),
         ["kernel", ..] | ["lib"] => layer(3, "kernel.rs, lib.rs"),
         _ => return None,

@@ -46,6 +46,8 @@ pub trait AtomicU64Ops {
         success: MemOrder,
         failure: MemOrder,
     ) -> Result<u64, u64>;
+    /// Atomic (wrapping) add, returning the previous value.
+    fn fetch_add(&self, value: u64, order: MemOrder) -> u64;
 }
 
 /// A family of atomic types plus the two primitives the protocols need
@@ -121,6 +123,10 @@ impl AtomicU64Ops for core::sync::atomic::AtomicU64 {
         failure: MemOrder,
     ) -> Result<u64, u64> {
         core::sync::atomic::AtomicU64::compare_exchange(self, current, new, success, failure)
+    }
+    #[inline(always)]
+    fn fetch_add(&self, value: u64, order: MemOrder) -> u64 {
+        core::sync::atomic::AtomicU64::fetch_add(self, value, order)
     }
 }
 

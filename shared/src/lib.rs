@@ -15,7 +15,8 @@
 //! report records), [`read_only`] (a launch's read-only ranges).
 //! [`memory_model`] and [`params`] are the vocabulary and the kernel
 //! parameter ABI every crate shares; [`proofs`] the layouts a kernel's
-//! views declare and the launch's proof of them.
+//! views declare and the launch's proof of them; [`tensor_map`]
+//! tensor-copy descriptors and swizzles.
 //!
 //! How these pieces work together is described in the user guide's design
 //! part: docs/src/design/address-space.md (the reservations and the
@@ -47,5 +48,6 @@ pub mod block;
 pub mod block_line;
 pub mod gpu;
 pub mod read_only;
+pub mod tensor_map;
 
 pub use memory_model::{AccessKind, Ordering, Scope};

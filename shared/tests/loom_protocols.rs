@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering as MemOrder;
 use vigil_shared::atomic::{AtomicFamily, AtomicU32Ops, AtomicU64Ops};
 use vigil_shared::race::atomic::{atomic, AtomicOp, AtomicOpKind};
 use vigil_shared::race::cta::{CtaView, LaneDevices};
+use vigil_shared::race::desc::CellTag;
 use vigil_shared::race::knowledge::{Arena, Interval, SnapRef};
 use vigil_shared::race::line::{access_line, LineAccess, LineOutcome};
 use vigil_shared::race::record::{Pool, RECORD_WORDS};
@@ -66,6 +67,9 @@ impl AtomicU64Ops for A64 {
     }
     fn compare_exchange(&self, c: u64, n: u64, s: MemOrder, f: MemOrder) -> Result<u64, u64> {
         seq_cst(s, || self.0.compare_exchange(c, n, s, f))
+    }
+    fn fetch_add(&self, v: u64, o: MemOrder) -> u64 {
+        seq_cst(o, || self.0.fetch_add(v, o))
     }
 }
 
@@ -225,8 +229,8 @@ impl Mem {
     }
 
     /// CTA `cta`'s atomic `kind` of word 0 at `ordering`, system scope;
-    /// returns what it acquired.
-    fn atomic(&self, cta: u32, kind: AtomicOpKind, ordering: Ordering) -> SnapRef {
+    /// returns what it acquired and whether it ran on the shared path.
+    fn atomic(&self, cta: u32, kind: AtomicOpKind, ordering: Ordering) -> (SnapRef, bool) {
         self.with(cta, &[], |mem, view, sync| {
             let op = AtomicOp {
                 kind,
@@ -236,12 +240,22 @@ impl Mem {
             };
             let mut bounded = false;
             let site = SiteWord::NONE;
-            let ((), race) = atomic(mem, view, sync, 0, 0, 0, 4, op, site, &mut bounded, || {
-                ((), true)
-            });
+            let (shared, race) =
+                atomic(mem, view, sync, 0, 0, 0, 4, op, site, &mut bounded, || {
+                    (self.held_shared(), true)
+                });
             assert!(race.is_none() && !bounded);
-            sync.known()
+            (sync.known(), shared)
         })
+    }
+
+    /// Whether word 0's record is held shared.
+    fn held_shared(&self) -> bool {
+        let c = self.shadow[0].load(MemOrder::Relaxed);
+        CellTag::of(c) == CellTag::Record
+            && Pool::<LoomAtomics>::new(&self.pool)
+                .record(c as u32)
+                .is_some_and(|r| r.is_shared())
     }
 }
 
@@ -349,7 +363,7 @@ fn concurrent_releasers_into_one_word_are_both_acquired() {
         };
         m.atomic(0, AtomicOpKind::Rmw, Ordering::Release);
         other.join().unwrap();
-        let known = m.atomic(2, AtomicOpKind::Load, Ordering::Acquire);
+        let (known, _) = m.atomic(2, AtomicOpKind::Load, Ordering::Acquire);
         let arena = Arena::<LoomAtomics>::new(&m.arena, &[], &[]);
         for releaser in [0, 1] {
             assert!(
@@ -357,6 +371,72 @@ fn concurrent_releasers_into_one_word_are_both_acquired() {
                 "CTA {releaser}'s release was not acquired"
             );
         }
+    });
+}
+
+/// A word's record held shared around one operation on a value while
+/// another thread locks it around another operation and changes the
+/// record: the shared holder sees the record before the change exactly
+/// when its operation came first in the value's order (what an atomic on
+/// the shared path read and what the record said agree), and never half
+/// a change.
+#[test]
+fn a_shared_hold_and_a_lock_of_a_word_record_exclude_each_other() {
+    model(|| {
+        let m = Mem::new(1);
+        let value = Arc::new(LU32::new(0));
+        let pool = Pool::<LoomAtomics>::new(&m.pool);
+        let rec = pool.allocate(0).unwrap();
+        rec.unlock();
+        let writer = {
+            let (m, value) = (m.clone(), value.clone());
+            loom::thread::spawn(move || {
+                let rec = Pool::<LoomAtomics>::new(&m.pool).record(1).unwrap();
+                assert!(rec.lock_word(0));
+                value.fetch_add(1, MemOrder::Relaxed);
+                rec.set_slot(3, 1, 1);
+                rec.unlock();
+            })
+        };
+        if rec.share(0) {
+            let seen = rec.slot(3);
+            let before = value.fetch_add(1, MemOrder::Relaxed);
+            rec.unshare();
+            assert!(seen == (0, 0) || seen == (1, 1), "half a change: {seen:?}");
+            assert_eq!(
+                seen == (1, 1),
+                before == 1,
+                "the record and the value disagree"
+            );
+        }
+        writer.join().unwrap();
+        // Nobody holds it now: it locks at once.
+        assert!(rec.lock_word(0));
+        rec.unlock();
+    });
+}
+
+/// A CTA whose add a word's record already holds adds again (on the
+/// shared path) while another adds for the first time (locking the
+/// record): neither is lost, and a CTA that knows the first races with
+/// the second only.
+#[test]
+fn a_shared_add_beside_a_locked_add_loses_nothing() {
+    long_model(|| {
+        let m = Mem::new(2);
+        m.atomic(0, AtomicOpKind::Rmw, Ordering::Relaxed);
+        m.atomic(1, AtomicOpKind::Rmw, Ordering::Relaxed);
+        assert!(m.atomic(1, AtomicOpKind::Rmw, Ordering::Relaxed).1);
+        let first = {
+            let m = m.clone();
+            loom::thread::spawn(move || m.atomic(2, AtomicOpKind::Rmw, Ordering::Relaxed))
+        };
+        m.atomic(0, AtomicOpKind::Rmw, Ordering::Relaxed);
+        first.join().unwrap();
+        let raced = m
+            .access(3, &[0, 1], 0, false)
+            .expect("the read races with CTA 2's add");
+        assert_eq!(raced.prior.serial(), Mem::serial(2));
     });
 }
 

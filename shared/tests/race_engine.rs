@@ -5,7 +5,7 @@
 
 mod race_model;
 
-use race_model::{compare, compare_with_pool, Harness, Step};
+use race_model::{compare, compare_with_pool, Harness, Rng, Step};
 use vigil_shared::race::atomic::AtomicOpKind;
 use vigil_shared::{Ordering, Scope};
 
@@ -581,22 +581,6 @@ fn freed_lines_give_every_record_back() {
 // ----- random programs ------------------------------------------------------
 
 /// A small deterministic generator (programs must be reproducible).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn pick<T: Copy>(&mut self, v: &[T]) -> T {
-        v[self.below(v.len() as u64) as usize]
-    }
-}
-
 /// A random program of about `len` steps over `streams` streams, with
 /// launches of up to `max_ctas` CTAs; `sync_words` words at the end of
 /// the 1 KiB take the atomics, so that many CTAs release into them.

@@ -187,6 +187,140 @@ fn a_kernel_s_shared_arrays_cost_no_call() {
     }
 }
 
+/// `body` without what LLVM may schedule or spell differently for the
+/// same arithmetic (register declarations, integer address arithmetic,
+/// moves and conversions), registers renamed `%_`: the loads, stores,
+/// checks, branches, barriers and asynchronous operations, in order.
+fn memory_and_control(mut lines: Vec<String>) -> Vec<String> {
+    const ARITHMETIC: [&str; 9] = [
+        ".reg", "add.", "sub.", "shl.", "shr.", "mul.", "mad.", "cvt.", "mov.",
+    ];
+    // One spelling of an unsigned bound check against a constant:
+    // `a > C` branching when false, and `a < C + 1` branching when true,
+    // both become `a <= C` branching when true.
+    for i in 0..lines.len().saturating_sub(1) {
+        let Some((op, rest)) = lines[i].split_once(' ') else {
+            continue;
+        };
+        let (op, rest) = (op.to_owned(), rest.trim_end_matches(';').to_owned());
+        let Some((operands, c)) = rest.rsplit_once(", ") else {
+            continue;
+        };
+        let Ok(c) = c.parse::<u64>() else { continue };
+        if op.starts_with("setp.gt.u") && lines[i + 1].starts_with("@!") {
+            lines[i] = format!("{}, {c};", op.replacen("gt", "le", 1) + " " + operands);
+            lines[i + 1] = lines[i + 1].replacen("@!", "@", 1);
+        } else if op.starts_with("setp.lt.u") && c > 0 {
+            lines[i] = format!(
+                "{}, {};",
+                op.replacen("lt", "le", 1) + " " + operands,
+                c - 1
+            );
+        }
+    }
+    lines
+        .into_iter()
+        .filter(|l| !ARITHMETIC.iter().any(|a| l.starts_with(a)))
+        // Shared storage functions are named after the kernel.
+        .map(|l| match l.find("___storage") {
+            Some(_) => "call.uni (retval0), <shared storage>".to_owned(),
+            None => l,
+        })
+        // So are the module-scope arrays of `#[kernel]` bodies.
+        .map(|l| match l.find("vigil_array_") {
+            Some(at) => {
+                let end = l[at..]
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .map_or(l.len(), |e| at + e);
+                format!("{}<shared array>{}", &l[..at], &l[end..])
+            }
+            None => l,
+        })
+        .map(|l| {
+            let mut out = String::new();
+            let mut chars = l.chars().peekable();
+            while let Some(c) = chars.next() {
+                out.push(c);
+                if c == '%' && chars.peek().is_some_and(|c| c.is_ascii_lowercase()) {
+                    while chars.peek().is_some_and(|c| c.is_ascii_alphanumeric()) {
+                        chars.next();
+                    }
+                    out.push('_');
+                }
+            }
+            out
+        })
+        .collect()
+}
+
+/// The asynchronous copies, mbarriers, tensor copies and dependent-launch
+/// controls of `vigil_device` cost nothing over the instructions CUDA C++
+/// writes for them: each plain entry makes the same loads, stores,
+/// checks and operations as its hand-written twin, in the same order.
+#[test]
+fn async_copy_entries_match_their_hand_written_twins() {
+    for kernel in [
+        "codegen_cp_async",
+        "codegen_bulk",
+        "codegen_tensor",
+        "codegen_grid_dependency",
+    ] {
+        let generated = memory_and_control(body(KERNELS_PTX, kernel));
+        let hand = memory_and_control(body(KERNELS_PTX, &format!("{kernel}_handwritten")));
+        assert!(
+            generated.len() > 5,
+            "{kernel}: suspiciously short body: {generated:?}"
+        );
+        assert_eq!(
+            generated, hand,
+            "{kernel}: the #[kernel] entry differs from the hand-written one"
+        );
+    }
+}
+
+/// The instructions each asynchronous operation compiles to, in the
+/// order the kernel issues them (what nvcc emits for the CUDA C++
+/// spelling: `cp.async.cg` for 16 bytes, 32-bit shared operands).
+#[test]
+fn async_copy_instructions_are_cuda_s() {
+    let ops = |kernel: &str| -> Vec<String> {
+        body(KERNELS_PTX, kernel)
+            .into_iter()
+            .filter(|l| {
+                ["cp.async", "mbarrier.", "fence.proxy", "griddepcontrol"]
+                    .iter()
+                    .any(|op| l.contains(op))
+            })
+            .map(|l| l.split_whitespace().next().unwrap_or("").to_owned())
+            .collect()
+    };
+    assert_eq!(
+        ops("codegen_cp_async"),
+        [
+            "cp.async.cg.shared.global",
+            "cp.async.commit_group;",
+            "cp.async.wait_group"
+        ]
+    );
+    assert_eq!(
+        ops("codegen_bulk"),
+        [
+            "mbarrier.init.shared::cta.b64",
+            "fence.proxy.async.shared::cta;",
+            "mbarrier.arrive.expect_tx.shared::cta.b64",
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
+            "{",
+            "cp.async.bulk.global.shared::cta.bulk_group",
+            "cp.async.bulk.commit_group;",
+            "cp.async.bulk.wait_group",
+        ]
+    );
+    assert_eq!(
+        ops("codegen_grid_dependency"),
+        ["griddepcontrol.wait;", "griddepcontrol.launch_dependents;"]
+    );
+}
+
 /// `line` with its registers' numbers left out (`%rd12` is `%rd`).
 fn unnumbered(line: &str) -> String {
     let mut out = String::with_capacity(line.len());
@@ -306,6 +440,12 @@ fn every_kernel_entry_matches_its_rust_signature() {
     check::<t::warp_ops>(&entries);
     check::<t::index_map>(&entries);
     check::<t::block_ids>(&entries);
+    use vigil_kernels::async_copies as a;
+    check::<a::bulk_pipeline>(&entries);
+    check::<a::tma_tile_roundtrip>(&entries);
+    check::<a::tma_box_3d>(&entries);
+    check::<a::codegen_tensor>(&entries);
+    check::<a::stack_tile_copies>(&entries);
     use vigil_kernels::proofs as p;
     check::<p::thread_cells_owner>(&entries);
     check::<p::block_tiles_transposed_owner>(&entries);
@@ -571,12 +711,13 @@ fn plain_shared_memory_accesses_name_the_shared_space() {
         "shared accesses are not ld/st.shared:\n{}",
         lines.join("\n")
     );
-    // Every other load or store names global memory or a parameter.
+    // Every other load or store names global memory or a parameter
+    // (`ld.param::entry` from PTX 8.3 on).
     let generic: Vec<&String> = lines
         .iter()
         .filter(access)
         .filter(|l| {
-            ![".shared.", ".global.", ".param."]
+            ![".shared.", ".global.", ".param.", ".param::"]
                 .iter()
                 .any(|s| space(l, s))
         })

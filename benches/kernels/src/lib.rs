@@ -7,5 +7,6 @@
 
 pub mod block;
 pub mod cost;
+pub mod pipelined;
 pub mod streaming;
 pub mod tiles;

@@ -3,6 +3,7 @@
 //! implementation ([`Impl`]) on the same buffers.
 
 mod block;
+mod pipelined;
 mod streaming;
 mod tiles;
 
@@ -145,7 +146,7 @@ pub struct Case {
 pub type CaseFn = fn(Scale, u32, &mut Rng) -> Case;
 
 /// Every case of the suite, by name, in table order.
-pub const CASES: [(&str, CaseFn); 11] = [
+pub const CASES: [(&str, CaseFn); 14] = [
     ("copy", streaming::copy),
     ("axpy", streaming::axpy),
     ("reduce_sum", block::reduce_sum),
@@ -154,6 +155,9 @@ pub const CASES: [(&str, CaseFn); 11] = [
     ("stencil5", streaming::stencil5),
     ("transpose", tiles::transpose),
     ("sgemm", tiles::sgemm),
+    ("transpose_tma", pipelined::transpose_tma),
+    ("sgemm_async", pipelined::sgemm_async),
+    ("sgemm_tma", pipelined::sgemm_tma),
     ("softmax", block::softmax),
     ("scan", block::scan),
     ("counter", streaming::counter),

@@ -5,12 +5,14 @@
 //!
 //! - `shared_array!(T; N)` becomes
 //!   `shared_array!(@sanitizer S; @symbol "vigil_array_<kernel>_<n>"; T; N)`
+//!   (an `; align A` clause kept at the end)
 //!   and the attribute declares that module-scope `.shared` array beside
 //!   the kernel ([`Found::symbols`]): the plain entry's storage, unique to
 //!   the expansion, whose address needs no call. When `T` or `N` names
 //!   something declared inside the body (which the module cannot see), it
 //!   becomes `shared_array!(@sanitizer S; T; N)`, storage behind a call;
 //!   `dynamic_shared_array!(T)` `dynamic_shared_array!(@sanitizer S; T)`,
+//!   `mbarriers!(N)` `mbarriers!(@sanitizer S; N)`,
 //!   `shared_stack!(BYTES)` `shared_stack!(@sanitizer S; BYTES)` (and the
 //!   capacities of the stacks it rewrote, and where the body views the
 //!   dynamic shared memory, go back to the attribute: [`Found`]);
@@ -49,9 +51,20 @@ pub(crate) struct Found {
     pub stacks: Vec<(Span, TokenStream)>,
     /// Each `dynamic_shared_array!`.
     pub dynamic_views: Vec<Span>,
-    /// Each `shared_array!` given a module-scope symbol: the symbol, its
-    /// element type and its length.
-    pub symbols: Vec<(String, TokenStream, TokenStream)>,
+    /// Each `shared_array!` given a module-scope symbol.
+    pub symbols: Vec<SharedSymbol>,
+}
+
+/// A `shared_array!`'s module-scope `.shared` array.
+pub(crate) struct SharedSymbol {
+    /// The PTX symbol.
+    pub symbol: String,
+    /// The element type.
+    pub ty: TokenStream,
+    /// The length.
+    pub len: TokenStream,
+    /// The alignment asked for (`0`: the element type's default).
+    pub align: TokenStream,
 }
 
 /// Rewrites the body of kernel `kernel` for the sanitizer type `san`.
@@ -130,15 +143,26 @@ fn idents(tokens: &TokenStream, out: &mut Vec<String>) {
     }
 }
 
-/// `T; N` split at the first top-level `;`.
-fn type_and_len(tokens: &TokenStream) -> Option<(TokenStream, TokenStream)> {
+/// `T; N` or `T; N; align A` split at the top-level `;`s: the type, the
+/// length and the alignment asked for (`0` without one: the default).
+fn type_len_align(tokens: &TokenStream) -> Option<(TokenStream, TokenStream, TokenStream)> {
     let all: Vec<_> = tokens.clone().into_iter().collect();
-    let at = all
-        .iter()
-        .position(|t| matches!(t, proc_macro2::TokenTree::Punct(p) if p.as_char() == ';'))?;
-    let ty: TokenStream = all[..at].iter().cloned().collect();
-    let len: TokenStream = all[at + 1..].iter().cloned().collect();
-    (!ty.is_empty() && !len.is_empty()).then_some((ty, len))
+    let mut parts = all
+        .split(|t| matches!(t, proc_macro2::TokenTree::Punct(p) if p.as_char() == ';'))
+        .map(|part| part.iter().cloned().collect::<TokenStream>());
+    let (ty, len) = (parts.next()?, parts.next()?);
+    let align = match parts.next() {
+        None => quote!(0),
+        Some(clause) => {
+            let mut clause = clause.into_iter();
+            match clause.next() {
+                Some(proc_macro2::TokenTree::Ident(i)) if i == "align" => clause.collect(),
+                _ => return None,
+            }
+        }
+    };
+    let valid = !ty.is_empty() && !len.is_empty() && !align.is_empty() && parts.next().is_none();
+    valid.then_some((ty, len, align))
 }
 
 impl Carry<'_> {
@@ -146,7 +170,7 @@ impl Carry<'_> {
     /// `T; N` tokens, unless they name something the module cannot see.
     fn symbol(&mut self, tokens: &TokenStream) -> Option<String> {
         let kernel = self.kernel.as_ref()?;
-        let (ty, len) = type_and_len(tokens)?;
+        let (ty, len, align) = type_len_align(tokens)?;
         let mut names = Vec::new();
         idents(tokens, &mut names);
         let san = self.san.to_string();
@@ -155,7 +179,12 @@ impl Carry<'_> {
             return None;
         }
         let symbol = format!("vigil_array_{kernel}_{}", self.found.symbols.len());
-        self.found.symbols.push((symbol.clone(), ty, len));
+        self.found.symbols.push(SharedSymbol {
+            symbol: symbol.clone(),
+            ty,
+            len,
+            align,
+        });
         Some(symbol)
     }
 }
@@ -178,9 +207,13 @@ impl VisitMut for Carry<'_> {
         let Some(name) = m.path.segments.last().map(|s| s.ident.to_string()) else {
             return;
         };
-        if !["shared_array", "dynamic_shared_array", "shared_stack"].contains(&name.as_str())
-            || first.as_deref() == Some("@")
-        {
+        let rewritten = [
+            "shared_array",
+            "dynamic_shared_array",
+            "shared_stack",
+            "mbarriers",
+        ];
+        if !rewritten.contains(&name.as_str()) || first.as_deref() == Some("@") {
             return;
         }
         match name.as_str() {

@@ -28,7 +28,8 @@ const SCALARS: &[&str] = &[
 const SUPPORTED: &str = "kernel parameters must be scalars (u8, i8, u16, i16, u32, i32, u64, i64, usize, isize, f32, f64) \
      or global-memory handles (GlobalPtr<T>, GlobalPtrMut<T>, GlobalSlice<T>, GlobalSliceMut<T>, GlobalMatrix<T>, \
      ThreadElemsMut<T>, ThreadCellsMut<T>, GridStrideMut<T>, BlockChunks<T>, BlockChunksMut<T>, BlockTiles<T>, \
-     BlockTilesMut<T>, Peers<T> with T: bytemuck::Pod)";
+     BlockTilesMut<T>, Peers<T> with T: bytemuck::Pod) \
+     or tensor maps (TensorMap<T, D>, TensorMapMut<T, D>)";
 
 /// The PTX of a kernel crate that this crate's `build.rs` built with
 /// `vigil_build::PtxBuilder`, as a `&'static str`: `include_ptx!("kernels")`
@@ -87,6 +88,13 @@ enum ParamKind {
     /// element type.
     Peers {
         elem: Box<Type>,
+    },
+    /// A tensor map (`TensorMap<T, D>`, `TensorMapMut<T, D>`): its type
+    /// name and its element type and rank.
+    TensorMap {
+        handle: Ident,
+        elem: Box<Type>,
+        rank: Box<GenericArgument>,
     },
 }
 
@@ -177,11 +185,17 @@ fn expand(func: ItemFn, options: options::Options) -> syn::Result<TokenStream2> 
     let found = carry::carry_sanitizer(&mut body, &san, &sig.ident);
     let dynamic_shared = dynamic_shared_bytes(&found)?;
     // The plain entry's shared arrays, declared at module scope.
-    let shared_symbols = found.symbols.iter().map(|(symbol, ty, len)| {
+    let shared_symbols = found.symbols.iter().map(|shared| {
+        let carry::SharedSymbol {
+            symbol,
+            ty,
+            len,
+            align,
+        } = shared;
         quote! {
             ::vigil_device::__shared_symbol!(
                 #symbol,
-                { ::vigil_device::shared_mem::__align::<#ty>() },
+                { ::vigil_device::shared_mem::__align_at_least::<#ty>(#align) },
                 { ::vigil_device::shared_mem::__bytes::<#ty, { #len }>() }
             );
         }
@@ -205,6 +219,9 @@ fn expand(func: ItemFn, options: options::Options) -> syn::Result<TokenStream2> 
                     quote!(::vigil_device::#handle<#elem, #s>)
                 }
                 ParamKind::Peers { elem } => quote!(::vigil_device::Peers<#elem, #s>),
+                ParamKind::TensorMap { handle, elem, rank } => {
+                    quote!(::vigil_device::async_copy::#handle<#elem, #rank, #s>)
+                }
             })
             .collect()
     };
@@ -248,6 +265,10 @@ fn expand(func: ItemFn, options: options::Options) -> syn::Result<TokenStream2> 
                     part(ViewParam::len_ident(n), quote!(usize));
                 }
             }
+            ParamKind::TensorMap { .. } => {
+                part(format_ident!("{}__ptr", n), quote!(*const u8));
+                part(format_ident!("{}__len", n), quote!(usize));
+            }
             ParamKind::Peers { elem } => {
                 for ptr in peer_pointers(n) {
                     part(ptr, quote!(*mut #elem));
@@ -285,6 +306,17 @@ fn expand(func: ItemFn, options: options::Options) -> syn::Result<TokenStream2> 
                             // pointer), and proved the parameter's layout
                             // (`Kernel::LAYOUTS`) for this launch's geometry.
                             let #n = unsafe { #h::#ctor(#ptr #args) };
+                        }
+                    }
+                    ParamKind::TensorMap { handle, elem, rank } => {
+                        let ptr = format_ident!("{}__ptr", n);
+                        let len = format_ident!("{}__len", n);
+                        quote! {
+                            // SAFETY: the host passed a tensor map of this rank and
+                            // element type with `len`-element boxes.
+                            let #n = unsafe {
+                                ::vigil_device::async_copy::#handle::<#elem, #rank, #s>::__from_param(#ptr, #len)
+                            };
                         }
                     }
                     ParamKind::Peers { elem } => {
@@ -349,7 +381,9 @@ fn expand(func: ItemFn, options: options::Options) -> syn::Result<TokenStream2> 
                 )*
                 #(#host_build)*
                 #prologue
-                #name::<__VigilHostSanitizer>(#(#names),*)
+                #name::<__VigilHostSanitizer>(#(#names),*);
+                // Copies still in flight complete as the thread returns.
+                ::vigil_device::host_runtime::thread_returned();
             }
         }
 
@@ -606,6 +640,25 @@ fn classify(ty: &Type) -> syn::Result<ParamKind> {
                     handle: last.ident.clone(),
                     view,
                     elem: Box::new(tys[0].clone()),
+                });
+            }
+            if ident == "TensorMap" || ident == "TensorMapMut" {
+                let PathArguments::AngleBracketed(ab) = &last.arguments else {
+                    return unsupported(
+                        "a tensor map needs its element type and rank, e.g. TensorMap<f32, 2>; ",
+                    );
+                };
+                let args: Vec<&GenericArgument> = ab.args.iter().collect();
+                let elem = match args.first() {
+                    Some(GenericArgument::Type(t)) if args.len() == 2 || args.len() == 3 => t,
+                    _ => {
+                        return unsupported("a tensor map takes its element type, its rank and optionally the sanitizer type; ")
+                    }
+                };
+                return Ok(ParamKind::TensorMap {
+                    handle: last.ident.clone(),
+                    elem: Box::new(elem.clone()),
+                    rank: Box::new(args[1].clone()),
                 });
             }
             if ident == "Peers" {

@@ -9,6 +9,7 @@
 //! that racy kernels stay defined behaviour on the host, and scoped atomics
 //! map to `core::sync::atomic` with the same ordering.
 
+pub use super::host_async::AsyncCopies;
 use crate::atomic::sealed::{ArchAdd, ArchAnd, ArchAtomic, ArchMax, ArchMin, ArchOr, ArchXor};
 use crate::index::Dim3;
 use crate::sanitizer::{AtomicAccess, Checked, Sanitizer, SharedAccess};
@@ -59,6 +60,15 @@ pub trait BlockRuntime {
     /// thread spins without a backtrace. Default: nothing.
     fn poll_hint(&self, addr: usize, bytes: usize, loc: &'static Location<'static>) {
         let _ = (addr, bytes, loc);
+    }
+    /// The block's asynchronous copies in flight (`cp.async` groups, bulk
+    /// copies, copies waiting on an mbarrier), which the platform layer
+    /// performs when they complete. A runtime that supports them keeps one
+    /// [`AsyncCopies`] per block and calls its
+    /// [`begin_block`](AsyncCopies::begin_block) before the block's first
+    /// thread runs. Default: `None` (a kernel that issues one panics).
+    fn async_copies(&self) -> Option<&AsyncCopies> {
+        None
     }
 }
 
@@ -253,7 +263,7 @@ pub fn enter_thread<R>(ctx: ThreadContext<'_>, f: impl FnOnce() -> R) -> R {
 /// Calls `f` with the current GPU thread's context.
 #[inline]
 #[track_caller]
-fn with_current<R>(f: impl FnOnce(&ThreadContext<'_>) -> R) -> R {
+pub(crate) fn with_current<R>(f: impl FnOnce(&ThreadContext<'_>) -> R) -> R {
     let p = CURRENT.with(|c| c.get());
     if p.is_null() {
         outside_kernel()
@@ -458,7 +468,7 @@ pub unsafe fn store<T: Copy>(p: *mut T, v: T) {
 
 /// Copies `n` bytes with relaxed atomics on the shared side (`src` when
 /// `shared_is_src`, else `dst`), in the widest units the alignment allows.
-unsafe fn copy_relaxed(src: *const u8, dst: *mut u8, n: usize, shared_is_src: bool) {
+pub(crate) unsafe fn copy_relaxed(src: *const u8, dst: *mut u8, n: usize, shared_is_src: bool) {
     let shared = if shared_is_src {
         src as usize
     } else {

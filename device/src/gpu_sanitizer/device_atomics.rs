@@ -167,6 +167,11 @@ impl AtomicU32Ops for DeviceU32 {
 
 impl AtomicU64Ops for DeviceU64 {
     word_ops!(u64);
+    #[inline(always)]
+    fn fetch_add(&self, value: u64, o: MemOrder) -> u64 {
+        // SAFETY: as in `cas`.
+        unsafe { <u64 as ArchAdd>::arch_add(self.ptr(), value, order(o), Scope::Device) }
+    }
 }
 
 impl AtomicFamily for DeviceAtomics {

@@ -304,7 +304,7 @@ fn engine_op(a: &AtomicAccess) -> AtomicOp {
 }
 
 /// An atomic through the engine; `perform` does the real operation (with
-/// the word's record locked) and says whether it wrote.
+/// the word's record locked, or held shared) and says whether it wrote.
 #[inline(never)]
 fn check_atomic(
     access: AtomicAccess,

@@ -4,8 +4,8 @@
 //! `ANCHOR` comments.
 
 use vigil::{
-    Context, DeviceBuffer, Error, LaunchConfig, MemorySpace, Module, RaceReports, ReportKind,
-    Stream, SymmetricGroup,
+    Context, DeviceBuffer, DeviceTensorMap, Error, LaunchConfig, MemorySpace, Module, RaceReports,
+    ReportKind, Stream, SymmetricGroup, TiledLayout,
 };
 use vigil_guide::PTX;
 use vigil_guide_kernels::{atomics, fast_safe, memory, races, shared, warp};
@@ -399,5 +399,69 @@ fn a_launch_that_cannot_prove_a_layout_is_refused(ctx: &Context) -> vigil::Resul
 }
 
 // ANCHOR: test_main
+use vigil_guide_kernels::async_copies;
+
+#[vigil::test]
+fn staged_scale_matches_the_host(ctx: &Context) -> vigil::Result<()> {
+    let stream = Stream::new(ctx)?;
+    let kernel = Module::from_ptx(ctx, PTX)?.kernel::<async_copies::staged_scale>()?;
+    let xs: Vec<f32> = (0..7 * async_copies::TILE).map(|i| i as f32).collect();
+    let x = DeviceBuffer::from_slice(&stream, &xs)?;
+    let mut y = DeviceBuffer::<f32>::alloc_zeroed(&stream, xs.len())?;
+    stream.launch(&kernel, LaunchConfig::new(3, 256), (0.5f32, &x, &mut y))?;
+    for (got, x) in y.to_vec(&stream)?.iter().zip(&xs) {
+        assert_eq!(*got, 0.5 * x);
+    }
+    Ok(())
+}
+
+#[vigil::test]
+fn tile_sums_match_the_host(ctx: &Context) -> vigil::Result<()> {
+    let stream = Stream::new(ctx)?;
+    let module = Module::from_ptx(ctx, PTX)?;
+    let kernel = module.kernel::<async_copies::tile_sums>()?;
+    // ANCHOR: tensor_map
+    let (width, height) = (96, 64);
+    let xs: Vec<f32> = (0..width * height).map(|i| (i % 7) as f32).collect();
+    let x = DeviceBuffer::from_slice(&stream, &xs)?;
+    // Dimensions and box innermost first: rows of `width` elements.
+    let layout = TiledLayout::new([width as u64, height as u64], [32, 32]);
+    let map = DeviceTensorMap::tiled(&stream, &x, layout)?;
+    let mut sums = DeviceBuffer::<f32>::alloc_zeroed(&stream, 6)?;
+    stream.launch(&kernel, LaunchConfig::new((3, 2), 64), (&map, &mut sums))?;
+    // ANCHOR_END: tensor_map
+    let got = sums.to_vec(&stream)?;
+    for (b, got) in got.iter().enumerate() {
+        let (bx, by) = (b % 3, b / 3);
+        let want: f32 = (0..32)
+            .flat_map(|r| (0..32).map(move |c| (r, c)))
+            .map(|(r, c)| xs[(32 * by + r) * width + 32 * bx + c])
+            .sum();
+        assert_eq!(*got, want, "tile {b}");
+    }
+    Ok(())
+}
+
+#[vigil::test]
+fn a_dependent_launch_sees_its_primary(ctx: &Context) -> vigil::Result<()> {
+    let stream = Stream::new(ctx)?;
+    let module = Module::from_ptx(ctx, PTX)?;
+    let (plus_one, twice) = (
+        module.kernel::<async_copies::plus_one>()?,
+        module.kernel::<async_copies::twice>()?,
+    );
+    let n = 4096;
+    let x = DeviceBuffer::from_slice(&stream, &vec![1.0f32; n])?;
+    let mut y = DeviceBuffer::<f32>::alloc_zeroed(&stream, n)?;
+    let mut z = DeviceBuffer::<f32>::alloc_zeroed(&stream, n)?;
+    // ANCHOR: dependent_launch
+    let config = LaunchConfig::for_num_elems(n, 256).with_programmatic_stream_serialization();
+    stream.launch(&plus_one, config, (&x, &mut y))?;
+    stream.launch(&twice, config, (&y, &mut z))?;
+    // ANCHOR_END: dependent_launch
+    assert!(z.to_vec(&stream)?.iter().all(|&v| v == 4.0));
+    Ok(())
+}
+
 vigil::test_main!();
 // ANCHOR_END: test_main

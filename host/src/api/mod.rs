@@ -14,3 +14,4 @@ pub(crate) mod proofs;
 pub(crate) mod sanitized_group;
 pub(crate) mod stream;
 pub(crate) mod symmetric;
+pub(crate) mod tensor_map;

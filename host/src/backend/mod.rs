@@ -37,6 +37,7 @@ use crate::sanitizer::config::SanitizerConfig;
 use crate::sanitizer::report::RaceReports;
 use crate::types::{
     DeviceId, DeviceProps, EventId, FunctionAttrs, LaunchConfig, LaunchVariant, StreamId,
+    TensorElementType,
 };
 use cpu::executor::KernelEntry;
 use cpu::hooks::HostSync;
@@ -49,6 +50,7 @@ use std::ffi::{CStr, CString};
 use std::panic::Location;
 use std::sync::Arc;
 use std::time::Duration;
+use vigil_shared::tensor_map::{TensorMapBytes, TiledMap};
 
 /// How a context reaches its device.
 pub(crate) enum Backend {
@@ -608,6 +610,21 @@ impl Backend {
             (Backend::Cuda(c), StreamHandle::Cuda(s)) => c.allocate(s, bytes),
             (Backend::Cpu(c), StreamHandle::Cpu) => c.allocate(bytes, align),
             _ => Err(self.foreign("DeviceBuffer::alloc")),
+        }
+    }
+
+    /// The descriptor of the tensor map `map` (validated by the front end)
+    /// over elements of `element`, as this backend's tensor copies read
+    /// it: the driver's on a GPU, the CPU backend's own encoding
+    /// ([`TiledMap::encode`]) on the host.
+    pub(crate) fn encode_tensor_map(
+        &self,
+        map: &TiledMap,
+        element: TensorElementType,
+    ) -> Result<TensorMapBytes> {
+        match self {
+            Backend::Cuda(c) => c.encode_tensor_map(map, element),
+            Backend::Cpu(_) => Ok(map.encode()),
         }
     }
 

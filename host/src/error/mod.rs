@@ -7,12 +7,14 @@
 mod cpu;
 mod group;
 mod report;
+mod tensor_map;
 mod vmm;
 
 pub use crate::sanitizer::barrier::DivergentBarrier;
 pub use cpu::{CpuError, SpinningThread, StalledBlock};
 pub use group::GroupProblem;
 pub use report::ErrorReport;
+pub use tensor_map::TensorMapProblem;
 pub use vmm::{VmmError, VmmResult};
 
 use crate::ipc::RendezvousError;
@@ -66,6 +68,12 @@ pub enum Error {
         /// The numeric `CUresult`.
         code: u32,
     },
+
+    /// A tensor map that cannot describe its buffer (checked before the
+    /// driver sees it; what the driver refuses is [`Error::Driver`] of
+    /// `cuTensorMapEncodeTiled`).
+    #[error("invalid tensor map: {0}")]
+    TensorMap(TensorMapProblem),
 
     /// A kernel trapped or faulted (an out-of-bounds index traps, so does a
     /// sanitized kernel whose sanitizer ran out of room). The driver then

@@ -6,7 +6,8 @@
 /// kernel's `block_dim()` and a launch's `block` are one type.
 pub use vigil_device::Dim3;
 
-/// Grid, block and dynamic shared memory of a launch.
+/// Grid, block and dynamic shared memory of a launch, and whether it may
+/// overlap the launch before it on its stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LaunchConfig {
     /// Blocks in the grid.
@@ -15,6 +16,15 @@ pub struct LaunchConfig {
     pub block: Dim3,
     /// Dynamic shared memory per block, in bytes.
     pub shared_mem_bytes: u32,
+    /// Programmatic dependent launch: the kernel may start before the one
+    /// before it on its stream has finished, once that one's blocks have
+    /// all called `grid_dependency::launch_dependents` (or exited); it
+    /// must call `grid_dependency::wait` before it reads what that kernel
+    /// writes (`CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`).
+    /// A sanitized launch, and every launch on the CPU backend, starts
+    /// after its predecessor has finished instead, which the kernels
+    /// cannot tell apart.
+    pub programmatic_stream_serialization: bool,
 }
 
 impl LaunchConfig {
@@ -24,6 +34,23 @@ impl LaunchConfig {
             grid: grid.into(),
             block: block.into(),
             shared_mem_bytes: 0,
+            programmatic_stream_serialization: false,
+        }
+    }
+
+    /// The same configuration launched with programmatic stream
+    /// serialisation (see
+    /// [`programmatic_stream_serialization`](Self::programmatic_stream_serialization)).
+    ///
+    /// ```
+    /// use vigil::LaunchConfig;
+    /// let c = LaunchConfig::new(132, 256).with_programmatic_stream_serialization();
+    /// assert!(c.programmatic_stream_serialization);
+    /// ```
+    pub fn with_programmatic_stream_serialization(self) -> LaunchConfig {
+        LaunchConfig {
+            programmatic_stream_serialization: true,
+            ..self
         }
     }
 

@@ -7,6 +7,7 @@ mod function_attrs;
 mod ids;
 mod launch_config;
 mod ptx_param;
+mod tensor_element;
 
 pub use device::{DeviceId, DeviceProps, LaunchVariant};
 pub use function_attrs::FunctionAttrs;
@@ -14,3 +15,4 @@ pub(crate) use ids::next_id;
 pub use ids::{EventId, StreamId};
 pub use launch_config::{DeviceLimits, Dim3, LaunchConfig, LaunchConfigError};
 pub use ptx_param::PtxParam;
+pub use tensor_element::{TensorElement, TensorElementType};

@@ -7,6 +7,61 @@
 //! words (an 8- or 16-byte atomic) are locked in address order, the one
 //! lock order of the engine, so two atomics never wait on each other in
 //! a cycle.
+//!
+//! # The shared path
+//!
+//! Most atomics on a hot word (a histogram's bins, a counter every thread
+//! adds to) would change nothing: the word's record already holds this
+//! CTA's very access. Such an operation holds the record *shared*
+//! ([`Record::share`]) instead of locked, any number at once, and does
+//! only its real operation there (a record being locked, or awaited by
+//! a locker, it waits for a little first: [`SHARE_PATIENCE`]). It
+//! qualifies, checked while it holds the record shared and before the
+//! real operation (so one that does not still locks the record before it
+//! runs), when
+//!
+//! - it is one word's, and releases nothing: not a releasing write, no
+//!   release fence of its CTA pending (its write would leave heads);
+//! - the record holds no release heads, and (if it reads) no release has
+//!   lost its heads (it would take those);
+//! - (if it may write) the last write is an atomic on the same bytes,
+//!   extent and scope made on the CTA's device;
+//! - an entry or the last write already covers the CTA's serial with
+//!   this access (same kind, bytes, extent, scope and epoch; a write's
+//!   entry also stands for a compare-exchange's failed read);
+//! - and it races with nothing the record holds.
+//!
+//! An atomic that qualifies but for its own access missing (the CTA's
+//! first on the word in this epoch) locks the record to add it; the
+//! CTA's other threads that find it missing meanwhile wait for that one
+//! (`CtaSync::claim_recording`, a hint) and then take the shared path,
+//! rather than lock the record one after another to add the same access.
+//!
+//! This is exact: every later verdict is the one the locked path would
+//! have given. The locked path would make three changes. (1) It would
+//! name this access the last write and move the former last write `X`
+//! into the entries: both are then remembered either way, only in other
+//! slots. The last write's slot is special in two places only. A later
+//! atomic read follows it to decide whether it continues the release
+//! sequence, which matters only to heads, and heads appear only with a
+//! locked write that then names itself the last write; and a later write
+//! drops it or keeps it by the history rule, which keeps every access
+//! some later access could race with, wherever it sits. `X` and this
+//! access differ only in serial (same bytes, extent and scope, same
+//! device), so whichever is named, the same later accesses are morally
+//! strong with it. (2) It would drop this CTA's own earlier entries that
+//! its access dominates, and (3) it would add its access (or a failed
+//! compare-exchange's read) again: the covering entry is the same access
+//! in the same epoch, so every later access racing with this one races
+//! with that entry, which no later access removes without being
+//! remembered in its place (the history rule is transitive); a write
+//! covering a read conflicts with all the read conflicts with, at the
+//! same serial and epoch. Reads acquire nothing without heads or lost
+//! releases, and no race is skipped: the checks ran against the very
+//! record the locked path would have checked, which no one could change
+//! while it was held shared. What may differ is which of two racing
+//! earlier accesses a report names, and the covering entry's site (an
+//! access of the same serial, kind and word).
 
 use super::check::RaceFound;
 use super::cta::CtaView;
@@ -17,7 +72,7 @@ use super::sync::{
     add_head, clear_heads, has_heads, lose_heads, read_heads, read_lost_heads, released,
     write_heads, CtaSync, Head,
 };
-use super::word::{check_record, record_update, split_cell, LAST_WRITE};
+use super::word::{check_record, line_start, record_update, split_cell, LAST_WRITE};
 use crate::atomic::{AtomicFamily, AtomicU64Ops};
 use crate::memory_model::{Ordering, Scope};
 use core::sync::atomic::Ordering as MemOrder;
@@ -51,6 +106,17 @@ pub struct AtomicOp {
 /// Most words one atomic covers (16 bytes).
 pub const MAX_ATOMIC_WORDS: usize = 4;
 
+/// Spins an atomic whose CTA's access is missing from the record waits
+/// for another thread of its CTA recording it (`CtaSync::claim_recording`)
+/// before it locks the record itself.
+pub const RECORDING_PATIENCE: u32 = 1024;
+
+/// Spins an atomic waits for a record's lockers before it locks the
+/// record itself ([`Record::share_within`]). Bounded: the locker may be
+/// waiting for what this atomic does (a lock's holder giving it back
+/// while the pollers lock the lock word's record, one after another).
+pub const SHARE_PATIENCE: u32 = 32;
+
 /// The byte mask of `[offset, offset + size)` within word `k` of an
 /// access starting at byte `offset` of its first word.
 #[inline(always)]
@@ -76,8 +142,74 @@ pub const fn word_bytes(offset: u32, size: u32, k: u32) -> u8 {
 /// `first` (`perform` does it and says whether it wrote), checking and
 /// recording it for `cta`. Returns the operation's result and the first
 /// race found. `lanes` names the CTA's launch for the heads it leaves.
+/// Takes the shared path when it qualifies (see the module docs), else
+/// [`atomic_locked`].
 #[allow(clippy::too_many_arguments)]
 pub fn atomic<M: RaceMemory + ?Sized, R, S: AtomicFamily>(
+    mem: &M,
+    cta: &mut CtaView<'_>,
+    sync: &CtaSync<'_, S>,
+    lanes: LaneRef,
+    first: u64,
+    offset: u32,
+    size: u32,
+    op: AtomicOp,
+    site: SiteWord,
+    bounded: &mut bool,
+    perform: impl FnOnce() -> (R, bool),
+) -> (R, Option<RaceFound>) {
+    let mut recording = false;
+    if offset + size.max(1) <= 4 {
+        // The CTA's tag of this word (collisions only cost waits).
+        let tag = (first as u32).wrapping_add(1).max(1);
+        let mut patience = RECORDING_PATIENCE;
+        loop {
+            match shared_hold(mem, cta, sync, first, offset, size, op, bounded) {
+                Hold::Shared(rec) => {
+                    // The record already says all this operation would
+                    // add: it runs holding the record shared, so no change
+                    // to the record falls between what it reads and what
+                    // the record says.
+                    let (result, _) = perform();
+                    rec.unshare();
+                    return (result, None);
+                }
+                // The CTA's access is missing: one of its threads records
+                // it while the others wait for it.
+                Hold::Missing if sync.claim_recording(tag) => recording = true,
+                Hold::Missing if sync.recording() == tag && patience > 0 => {
+                    patience -= 1;
+                    S::spin();
+                    continue;
+                }
+                Hold::Missing | Hold::No => {}
+            }
+            break;
+        }
+    }
+    let out = atomic_locked(
+        mem, cta, sync, lanes, first, offset, size, op, site, bounded, perform,
+    );
+    if recording {
+        sync.end_recording();
+    }
+    out
+}
+
+/// What [`shared_hold`] found (`T`: the record held, or nothing yet).
+enum Hold<T> {
+    /// The record, held shared: the operation changes nothing there.
+    Shared(T),
+    /// The operation would change nothing but add the CTA's access.
+    Missing,
+    /// It takes the locked path.
+    No,
+}
+
+/// [`atomic`] with its words' records locked, whether or not the shared
+/// path would do (the reference the shared path is tested against).
+#[allow(clippy::too_many_arguments)]
+pub fn atomic_locked<M: RaceMemory + ?Sized, R, S: AtomicFamily>(
     mem: &M,
     cta: &mut CtaView<'_>,
     sync: &CtaSync<'_, S>,
@@ -216,6 +348,121 @@ pub fn atomic<M: RaceMemory + ?Sized, R, S: AtomicFamily>(
     (result, race)
 }
 
+/// Holds the record of word `first` shared when `op` (of `size` bytes
+/// from byte `offset`, within the word) would change nothing there nor
+/// in the CTA's state, and race with nothing; otherwise nothing is held
+/// (the caller locks the record, before the real operation). See the
+/// module docs for why skipping the record's update then is exact.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn shared_hold<'m, M: RaceMemory + ?Sized, S: AtomicFamily>(
+    mem: &'m M,
+    cta: &mut CtaView<'_>,
+    sync: &CtaSync<'_, S>,
+    word: u64,
+    offset: u32,
+    size: u32,
+    op: AtomicOp,
+    bounded: &mut bool,
+) -> Hold<Record<'m, M::Atomics>> {
+    let may_write = op.kind != AtomicOpKind::Load;
+    let may_read = op.kind != AtomicOpKind::Store;
+    // A write that leaves heads changes the record and the CTA's epoch; a
+    // read of a word without heads takes the lost releases, if any.
+    if may_write && (op.ordering.releases() || sync.fenced()) {
+        return Hold::No;
+    }
+    if may_read && !mem.arena().lost_releases().is_none() {
+        return Hold::No;
+    }
+    // A split line's word with a record (no split, no record to make).
+    let (Some(c0), Some(cell)) = (mem.cell(line_start(word)), mem.cell(word)) else {
+        return Hold::No;
+    };
+    if matches!(
+        CellTag::of(c0.load(MemOrder::Relaxed)),
+        CellTag::Line | CellTag::Locked
+    ) {
+        return Hold::No;
+    }
+    let c = cell.load(MemOrder::Acquire);
+    let pool = mem.pool();
+    let rec = match (CellTag::of(c), pool.record(c as u32)) {
+        (CellTag::Record, Some(rec)) => rec,
+        _ => return Hold::No,
+    };
+    if !rec.share_within(word, SHARE_PATIENCE) {
+        return Hold::No;
+    }
+    super::sync::refresh(cta, sync);
+    let found = changes_nothing(mem, cta, &rec, word, offset, size, op, may_write, bounded);
+    if matches!(found, Hold::Shared(())) {
+        return Hold::Shared(rec);
+    }
+    rec.unshare();
+    match found {
+        Hold::Missing => Hold::Missing,
+        _ => Hold::No,
+    }
+}
+
+/// Whether the record `rec` of `word` (held shared) already says all that
+/// `op` would add ([`Hold::Shared`]): no heads; a write's last write an
+/// atomic of the same bytes, extent and scope on the CTA's device; the
+/// CTA's access there already (same kind, bytes, extent, scope and epoch:
+/// an entry or the last write covering its serial, else
+/// [`Hold::Missing`]); and no race with anything in it.
+#[allow(clippy::too_many_arguments)]
+fn changes_nothing<M: RaceMemory + ?Sized>(
+    mem: &M,
+    cta: &CtaView<'_>,
+    rec: &Record<'_, M::Atomics>,
+    word: u64,
+    offset: u32,
+    size: u32,
+    op: AtomicOp,
+    may_write: bool,
+    bounded: &mut bool,
+) -> Hold<()> {
+    if has_heads(rec) {
+        return Hold::No;
+    }
+    let (bytes, class) = (word_bytes(offset, size, 0), SizeClass::of(size));
+    let write = AccessDesc::atomic(cta.serial, cta.epoch, true, bytes, op.scope, class, 0);
+    let read = AccessDesc::atomic(cta.serial, cta.epoch, false, bytes, op.scope, class, 0);
+    let (a, b) = rec.slot(LAST_WRITE);
+    let last = Entry::from_slot(a, b);
+    if may_write
+        && (last.is_empty()
+            || last.desc.key() != write.key()
+            || cta.devices.of(last.desc.serial()) != cta.device)
+    {
+        return Hold::No;
+    }
+    let mine = |e: Entry| {
+        !e.is_empty()
+            && e.covers(cta.serial)
+            && e.desc.epoch() == cta.epoch
+            && (e.desc.key() == write.key() || (!may_write && e.desc.key() == read.key()))
+    };
+    let pool = mem.pool();
+    if !mine(last)
+        && super::entries::for_each(&pool, rec, WORD_ENTRY_SLOTS.start, |_, _, e| {
+            mine(e).then_some(())
+        })
+        .is_none()
+    {
+        return Hold::Missing;
+    }
+    // A write conflicts with all that its read would.
+    let me = if may_write { write } else { read };
+    if check_record(cta, &mem.arena(), &pool, rec, word, me, op.scope, bounded).is_none() {
+        Hold::Shared(())
+    } else {
+        Hold::No
+    }
+}
+
 /// Locks the record of split word `word`, making one from its inline
 /// access if it has none; `None` when the pool is full (the word then
 /// goes unrecorded for this operation, counted; a release's heads join
@@ -235,7 +482,7 @@ fn lock_record<'m, M: RaceMemory + ?Sized>(
             CellTag::Locked => M::Atomics::spin(),
             CellTag::Record => {
                 let rec = pool.record(c as u32)?;
-                if rec.lock(word) {
+                if rec.lock_word(word) {
                     return Some(rec);
                 }
             }

@@ -143,14 +143,29 @@ pub fn check_all<F: AtomicFamily>(
     })
 }
 
+/// Whether an entry made at `entry_site` stands for the access `me` made
+/// at `site` (same descriptor key): the very same site, or for an atomic
+/// the same source location. Atomics by consecutive serials at one
+/// location so share an entry whichever of their threads made them (a
+/// hot word's atomics by every CTA of a launch are one entry, not one per
+/// CTA); such an entry names its first serial's thread.
+#[inline(always)]
+pub fn same_site(me: AccessDesc, entry_site: u32, site: u32) -> bool {
+    entry_site == site
+        || (me.is_atomic()
+            && SiteWord(u64::from(entry_site)).location_bits()
+                == SiteWord(u64::from(site)).location_bits())
+}
+
 /// Adds `me` (made at `site`) to the chain: drops entries it makes
 /// useless (ordered before the current CTA, whose access `me` is, and
-/// dominated by it), widens a neighbouring
-/// entry of the same access, or takes a free slot, chaining a record
-/// when there is none. False when the pool had no record left (the
-/// access is then not remembered: counted by the caller). With `prune`
-/// off (re-adding an older access on behalf of the current CTA) nothing
-/// is dropped. The caller holds the chain's lock.
+/// dominated by it), widens a neighbouring entry of the same access
+/// (joining the entries on both sides when it closes the gap between
+/// them), or takes a free slot, chaining a record when there is none.
+/// False when the pool had no record left (the access is then not
+/// remembered: counted by the caller). With `prune` off (re-adding an
+/// older access on behalf of the current CTA) nothing is dropped. The
+/// caller holds the chain's lock.
 #[allow(clippy::too_many_arguments)]
 #[inline(never)]
 pub fn insert<'m, F: AtomicFamily>(
@@ -166,6 +181,10 @@ pub fn insert<'m, F: AtomicFamily>(
 ) -> bool {
     let serial = me.serial();
     let mut free: Option<(Record<'m, F>, usize)> = None;
+    // Entries of the same access ending just below `serial` and starting
+    // just above it.
+    let mut below: Option<(Record<'m, F>, usize, Entry)> = None;
+    let mut above: Option<(Record<'m, F>, usize, Entry)> = None;
     let mut done = false;
     let mut last = rec.clone();
     for_each(pool, rec, first, |r, s, e| {
@@ -179,7 +198,7 @@ pub fn insert<'m, F: AtomicFamily>(
         if done {
             return None;
         }
-        let same_access = e.desc.key() == me.key() && e.site == site.site();
+        let same_access = e.desc.key() == me.key() && same_site(me, e.site, site.site());
         if is_launch(me) && is_launch(e.desc) && cta.host.owns(e.desc.serial()) {
             // A launch entry of this launch: its named reader stands for
             // every read of bytes it covers; a read covering its bytes
@@ -215,29 +234,41 @@ pub fn insert<'m, F: AtomicFamily>(
             return None;
         }
         if same_access && !is_launch(me) && e.desc.epoch() == me.epoch() {
-            if e.end() == serial {
-                let grown = Entry {
-                    count: e.count + 1,
-                    ..e
-                };
-                let (a, b) = grown.to_slot();
-                r.set_slot(s, a, b);
-                done = true;
-            } else if serial.wrapping_add(1) == e.desc.serial() {
-                let grown = Entry {
-                    desc: e.desc.with_serial(serial),
-                    count: e.count + 1,
-                    ..e
-                };
-                let (a, b) = grown.to_slot();
-                r.set_slot(s, a, b);
-                done = true;
+            if e.end() == serial && below.is_none() {
+                below = Some((r.clone(), s, e));
+            } else if serial.wrapping_add(1) == e.desc.serial() && above.is_none() {
+                above = Some((r.clone(), s, e));
             }
         }
         None
     });
     if done {
         return true;
+    }
+    match (below, above) {
+        (Some((r, s, lo)), above) => {
+            // Widen the entry below; the one above joins it.
+            let mut count = lo.count + 1;
+            if let Some((ra, sa, hi)) = above {
+                count += hi.count;
+                ra.set_slot(sa, 0, 0);
+            }
+            let (a, b) = Entry { count, ..lo }.to_slot();
+            r.set_slot(s, a, b);
+            return true;
+        }
+        (None, Some((r, s, hi))) => {
+            // It now starts at this serial: its site is this access's.
+            let grown = Entry {
+                desc: hi.desc.with_serial(serial),
+                count: hi.count + 1,
+                site: site.site(),
+            };
+            let (a, b) = grown.to_slot();
+            r.set_slot(s, a, b);
+            return true;
+        }
+        (None, None) => {}
     }
     let entry = Entry {
         desc: me.untagged(),

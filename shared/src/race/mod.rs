@@ -17,7 +17,8 @@
 //! access inline or naming a pool record ([`record`], [`entries`]) with
 //! the word's last write, its release heads and the other accesses still
 //! worth remembering. Atomics lock their words' records around the real
-//! operation ([`atomic`]).
+//! operation, or hold a record shared when the operation would change
+//! nothing in it (a hot word's atomics: [`atomic`]).
 //!
 //! The rules ([`check`]): two accesses to overlapping bytes race when
 //! one writes, they are not morally strong atomics, and the earlier does

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! record: | header | owner | slot 0 | slot 1 | ... | slot 6 |     (16 words)
-//! header: | next record (32) | .. | entries (8) | .. | live | lock |
+//! header: | next record (32) | waiting (14) | readers (16) | live | lock |
 //! slot:   | word a | word b |
 //! ```
 //!
@@ -17,6 +17,19 @@
 //! A record is locked (bit 0 of its header) by whoever changes it; its
 //! `owner` (the shadow cell that points to it) lets a thread that found
 //! the record through a stale cell notice it was freed and reused.
+//!
+//! A word's record is also a reader-writer lock: an atomic that changes
+//! nothing in it (`super::atomic`'s shared path) holds it *shared*
+//! (`readers`) around its real operation, any number at once, and a
+//! thread that changes it waits for them. A thread about to lock a
+//! word's record counts itself in `waiting` first ([`Record::lock_word`])
+//! and new readers stay out while anyone waits, so a stream of shared
+//! holders never starves a writer. Those two counts change by blind
+//! additions, which only a record that cannot be freed under the adder
+//! may take: a word's record lives until its memory is freed, when no
+//! access is in flight ([`super::reclaim`]); a line's reader set (freed
+//! while stale cells may still name it) is locked by compare-exchange
+//! only ([`Record::lock`]).
 
 use core::sync::atomic::Ordering as MemOrder;
 
@@ -35,6 +48,12 @@ pub const POOL_HEADER_WORDS: usize = RECORD_WORDS;
 
 const LOCK: u64 = 1;
 const LIVE: u64 = 2;
+/// One shared holder (16 bits from bit 2).
+const READER: u64 = 1 << 2;
+const READERS: u64 = 0xffff << 2;
+/// One thread waiting to lock a word's record (14 bits from bit 18).
+const WAITER: u64 = 1 << 18;
+const WAITERS: u64 = 0x3fff << 18;
 
 /// Pool header word indices.
 pub mod pool_header {
@@ -197,13 +216,16 @@ impl<F: AtomicFamily> Clone for Record<'_, F> {
 impl<'m, F: AtomicFamily> Record<'m, F> {
     /// Locks the record if it is live and owned by `owner`; false when it
     /// was freed or reused meanwhile (start over from the shadow cell).
+    /// By compare-exchange only: for records that may be freed under the
+    /// caller (a line's reader set); a word's record takes
+    /// [`lock_word`](Self::lock_word).
     pub fn lock(&self, owner: u64) -> bool {
         loop {
             let h = self.words[0].load(MemOrder::Relaxed);
             if h & LIVE == 0 || self.words[1].load(MemOrder::Relaxed) != owner {
                 return false;
             }
-            if h & LOCK == 0
+            if h & (LOCK | READERS) == 0
                 && self.words[0]
                     .compare_exchange(h, h | LOCK, MemOrder::Acquire, MemOrder::Relaxed)
                     .is_ok()
@@ -218,16 +240,93 @@ impl<'m, F: AtomicFamily> Record<'m, F> {
         }
     }
 
+    /// Locks a word's record (live until its memory is freed: see the
+    /// module docs) if it is live and owned by `owner`: counts itself
+    /// waiting, which keeps new shared holders out, then takes the lock
+    /// once the shared holders are gone.
+    pub fn lock_word(&self, owner: u64) -> bool {
+        let h = self.words[0].load(MemOrder::Relaxed);
+        if h & LIVE == 0 || self.words[1].load(MemOrder::Relaxed) != owner {
+            return false;
+        }
+        self.words[0].fetch_add(WAITER, MemOrder::Relaxed);
+        loop {
+            let h = self.words[0].load(MemOrder::Relaxed);
+            if h & LIVE == 0 || self.words[1].load(MemOrder::Relaxed) != owner {
+                self.words[0].fetch_add(WAITER.wrapping_neg(), MemOrder::Relaxed);
+                return false;
+            }
+            if h & (LOCK | READERS) == 0 {
+                if self.words[0]
+                    .compare_exchange(h, (h - WAITER) | LOCK, MemOrder::Acquire, MemOrder::Relaxed)
+                    .is_ok()
+                {
+                    return true;
+                }
+                continue;
+            }
+            F::spin();
+        }
+    }
+
+    /// Holds a word's record shared if it is live, owned by `owner`,
+    /// unlocked and nobody waits to lock it; false otherwise (nothing
+    /// held). A shared holder reads the record and changes nothing in
+    /// it; [`unshare`](Self::unshare) lets it go.
+    #[inline(always)]
+    pub fn share(&self, owner: u64) -> bool {
+        let h = self.words[0].load(MemOrder::Relaxed);
+        if h & (LOCK | WAITERS) != 0 || h & LIVE == 0 {
+            return false;
+        }
+        let h = self.words[0].fetch_add(READER, MemOrder::Acquire);
+        if h & (LOCK | WAITERS) != 0
+            || h & LIVE == 0
+            || self.words[1].load(MemOrder::Relaxed) != owner
+        {
+            self.unshare();
+            return false;
+        }
+        true
+    }
+
+    /// [`share`](Self::share), waiting up to `patience` spins while a
+    /// thread holds it locked or waits to (rather than lock it too: its
+    /// critical section is everyone's wait, a spin only the spinner's).
+    pub fn share_within(&self, owner: u64, patience: u32) -> bool {
+        let mut left = patience;
+        loop {
+            if self.share(owner) {
+                return true;
+            }
+            let h = self.words[0].load(MemOrder::Relaxed);
+            if left == 0 || h & LIVE == 0 || h & (LOCK | WAITERS) == 0 {
+                return false;
+            }
+            left -= 1;
+            F::spin();
+        }
+    }
+
+    /// Whether someone holds it shared now.
+    pub fn is_shared(&self) -> bool {
+        self.words[0].load(MemOrder::Relaxed) & READERS != 0
+    }
+
+    /// Lets a shared hold go.
+    #[inline(always)]
+    pub fn unshare(&self) {
+        self.words[0].fetch_add(READER.wrapping_neg(), MemOrder::Release);
+    }
+
     /// Unlocks it.
     pub fn unlock(&self) {
-        let h = self.words[0].load(MemOrder::Relaxed);
-        self.words[0].store(h & !LOCK, MemOrder::Release);
+        self.words[0].fetch_add(LOCK.wrapping_neg(), MemOrder::Release);
     }
 
     /// Marks it dead (before it is freed; the caller holds the lock).
     pub fn kill(&self) {
-        let h = self.words[0].load(MemOrder::Relaxed);
-        self.words[0].store(h & !LIVE, MemOrder::Relaxed);
+        self.words[0].fetch_add(LIVE.wrapping_neg(), MemOrder::Relaxed);
     }
 
     /// The chained record (0: none).
@@ -235,10 +334,11 @@ impl<'m, F: AtomicFamily> Record<'m, F> {
         (self.words[0].load(MemOrder::Relaxed) >> 32) as u32
     }
 
-    /// Chains record `i` after this one.
+    /// Chains record `i` after this one (the caller holds the lock; the
+    /// low half may change meanwhile: waiting threads count there).
     pub fn set_next(&self, i: u32) {
-        let h = self.words[0].load(MemOrder::Relaxed);
-        self.words[0].store(h & 0xffff_ffff | u64::from(i) << 32, MemOrder::Relaxed);
+        let old = u64::from(self.next()) << 32;
+        self.words[0].fetch_add((u64::from(i) << 32).wrapping_sub(old), MemOrder::Relaxed);
     }
 
     /// Slot `s`'s two words.

@@ -136,6 +136,9 @@ mod slot {
     pub const MEMO: usize = 9;
     /// Epochs that saturated.
     pub const SATURATED: usize = 13;
+    /// The word one of its threads is recording (a hint: see
+    /// `CtaSync::claim_recording`).
+    pub const RECORDING: usize = 14;
 }
 
 /// A CTA's synchronisation state: its epoch, what it acquired, what its
@@ -196,6 +199,37 @@ impl<'a, F: AtomicFamily> CtaSync<'a, F> {
     #[inline(always)]
     pub fn known(&self) -> SnapRef {
         SnapRef(self.get(slot::KNOWN))
+    }
+
+    /// Whether it made a release fence: its later atomic writes leave
+    /// heads for it ([`write_heads`]).
+    #[inline(always)]
+    pub fn fenced(&self) -> bool {
+        self.get(slot::FENCE_EPOCH[0]) != 0 || self.get(slot::FENCE_EPOCH[1]) != 0
+    }
+
+    /// Marks the CTA as recording its access to the word tagged `tag`
+    /// (nonzero) in the word's record, if it is recording none; false
+    /// otherwise. A hint, never needed for exactness: its other threads
+    /// that find that access missing wait for it rather than lock the
+    /// record one after another to record the very same access.
+    #[inline(always)]
+    pub fn claim_recording(&self, tag: u32) -> bool {
+        self.words[slot::RECORDING]
+            .compare_exchange(0, tag, MemOrder::Relaxed, MemOrder::Relaxed)
+            .is_ok()
+    }
+
+    /// The tag of the word the CTA is recording (0: none).
+    #[inline(always)]
+    pub fn recording(&self) -> u32 {
+        self.get(slot::RECORDING)
+    }
+
+    /// Ends [`claim_recording`](Self::claim_recording)'s mark.
+    #[inline(always)]
+    pub fn end_recording(&self) {
+        self.set(slot::RECORDING, 0);
     }
 
     /// Epochs that saturated (a CTA that released [`MAX_EPOCH`] times).

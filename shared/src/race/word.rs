@@ -333,7 +333,7 @@ fn access_word_general<M: RaceMemory + ?Sized>(
             CellTag::Record => {
                 let pool = mem.pool();
                 let rec = pool.record(c as u32)?;
-                if rec.lock(word) {
+                if rec.lock_word(word) {
                     let out = record_step(
                         mem, cta, &arena, &pool, &rec, word, me, scope, site, bounded,
                     );

@@ -13,12 +13,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use vigil_shared::atomic::CoreAtomics;
-use vigil_shared::race::atomic::{atomic, AtomicOp, AtomicOpKind};
+use vigil_shared::race::atomic::{atomic, atomic_locked, AtomicOp, AtomicOpKind};
 use vigil_shared::race::cta::{CtaView, LaneDevices};
-use vigil_shared::race::desc::{SiteLanes, SiteWord};
+use vigil_shared::race::desc::{CellTag, SiteLanes, SiteWord};
 use vigil_shared::race::knowledge::Arena;
 use vigil_shared::race::line::{access_line, LineAccess, LineOutcome};
-use vigil_shared::race::memory::{launch_record, SliceMemory, U64Of};
+use vigil_shared::race::memory::{launch_record, RaceMemory, SliceMemory, U64Of};
 use vigil_shared::race::record::Pool;
 use vigil_shared::race::serial::{lane_start, HostOrder, LaneBounds, Serial, LANES};
 use vigil_shared::race::sync::{fence, CtaSync, SYNC_WORDS};
@@ -533,6 +533,10 @@ pub struct Harness {
     syncs: BTreeMap<Serial, Vec<AtomicU32>>,
     /// Whether a check could not be decided or history was dropped.
     pub bounded: bool,
+    /// Whether every atomic locks its records (no shared path).
+    pub locked_only: bool,
+    /// Atomics that ran their operation holding their record shared.
+    pub shared_hits: usize,
 }
 
 /// What the engine said of one access.
@@ -577,6 +581,8 @@ impl Harness {
             exited: BTreeSet::new(),
             syncs: BTreeMap::new(),
             bounded: false,
+            locked_only: false,
+            shared_hits: 0,
         }
     }
 
@@ -831,29 +837,41 @@ impl Harness {
                 failure,
                 scope,
                 succeeds,
-            } => self.with_cta(launch, cta, |mem, view, sync, lanes, _| {
-                let op = AtomicOp {
-                    kind,
-                    ordering,
-                    failure_ordering: failure,
-                    scope,
-                };
-                let site = Self::site(view.serial, i);
-                let ((), race) = atomic(
-                    mem,
-                    view,
-                    sync,
-                    lanes,
-                    addr / 4,
-                    (addr % 4) as u32,
-                    size,
-                    op,
-                    site,
-                    &mut bounded,
-                    || ((), kind != AtomicOpKind::CompareExchange || succeeds),
-                );
+            } => {
+                let locked_only = self.locked_only;
+                let (race, shared) = self.with_cta(launch, cta, |mem, view, sync, lanes, _| {
+                    let op = AtomicOp {
+                        kind,
+                        ordering,
+                        failure_ordering: failure,
+                        scope,
+                    };
+                    let site = Self::site(view.serial, i);
+                    let (first, offset) = (addr / 4, (addr % 4) as u32);
+                    let perform = || {
+                        // Whether it runs holding its record shared.
+                        let shared = mem.cell(first).is_some_and(|c| {
+                            let c = c.load(std::sync::atomic::Ordering::Relaxed);
+                            CellTag::of(c) == CellTag::Record
+                                && mem.pool().record(c as u32).is_some_and(|r| r.is_shared())
+                        });
+                        (shared, kind != AtomicOpKind::CompareExchange || succeeds)
+                    };
+                    let b = &mut bounded;
+                    let (shared, race) = if locked_only {
+                        atomic_locked(
+                            mem, view, sync, lanes, first, offset, size, op, site, b, perform,
+                        )
+                    } else {
+                        atomic(
+                            mem, view, sync, lanes, first, offset, size, op, site, b, perform,
+                        )
+                    };
+                    (race, shared)
+                });
+                self.shared_hits += usize::from(shared);
                 race
-            }),
+            }
             Step::Fence {
                 launch,
                 cta,
@@ -868,6 +886,75 @@ impl Harness {
         };
         self.bounded |= bounded;
         Some(Verdict { race, bounded })
+    }
+
+    /// Runs `adds` relaxed device-scope adds to byte `addr` from each of
+    /// `threads` (CTAs of launch `launch`; a CTA named several times runs
+    /// as several threads sharing its synchronisation state), all at once
+    /// on real threads. Returns how many adds ran (each bumps one real
+    /// counter); none may report a race.
+    pub fn concurrent_adds(&mut self, launch: usize, threads: &[u32], adds: u32, addr: u64) -> u64 {
+        let (base, count, _, bounds, global, _) = self.launches[launch];
+        for &c in threads {
+            self.syncs.entry(base + c).or_insert_with(|| {
+                let w = zeroed32(SYNC_WORDS);
+                CtaSync::<CoreAtomics>::new(&w).init();
+                w
+            });
+        }
+        let ran = AtomicU64::new(0);
+        let (mem, syncs, devices) = (self.mem(), &self.syncs, &self.devices);
+        let op = AtomicOp {
+            kind: AtomicOpKind::Rmw,
+            ordering: Ordering::Relaxed,
+            failure_ordering: Ordering::Relaxed,
+            scope: Scope::Device,
+        };
+        std::thread::scope(|s| {
+            for &c in threads {
+                let (mem, ran, serial) = (&mem, &ran, base + c);
+                s.spawn(move || {
+                    let sync = CtaSync::<CoreAtomics>::new(&syncs[&serial]);
+                    let site = Self::site(serial, 0);
+                    for _ in 0..adds {
+                        let mut view = CtaView {
+                            serial,
+                            epoch: sync.epoch(),
+                            device: devices.of(serial),
+                            host: HostOrder {
+                                base,
+                                count,
+                                bounds: &bounds,
+                            },
+                            global: &global,
+                            devices,
+                            known: sync.known(),
+                            launch: launch as u32 + 1,
+                        };
+                        let mut bounded = false;
+                        let lanes = launch as u32 + 1;
+                        let ((), race) = atomic(
+                            mem,
+                            &mut view,
+                            &sync,
+                            lanes,
+                            addr / 4,
+                            0,
+                            4,
+                            op,
+                            site,
+                            &mut bounded,
+                            || {
+                                ran.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                ((), true)
+                            },
+                        );
+                        assert!(race.is_none() && !bounded);
+                    }
+                });
+            }
+        });
+        ran.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Arena merges that found no room.
@@ -944,46 +1031,112 @@ pub fn compare_with_pool(
 ) -> usize {
     let mut model = Model::new(streams, bytes, devices);
     let mut engine = Harness::new(streams, bytes, pool_records, devices);
-    let mut raced = 0;
-    let mut made: BTreeMap<(Serial, u64), BTreeSet<usize>> = BTreeMap::new();
+    let mut judge = Judge::default();
     for (i, step) in steps.iter().enumerate() {
         let expected = model.step(step);
         let got = engine.step(i, step);
-        let (Some(expected), Some(got)) = (expected, got) else {
-            continue;
-        };
-        if let Some(r) = &got.race {
-            assert!(
-                expected.contains(&r.prior.serial()),
-                "step {i} {step:?}: engine reports serial {} ({:?}), model races with {expected:?}",
-                r.prior.serial(),
-                r.kind
-            );
-            if r.prior_site.0 != 0 {
-                let at = r.prior_site.location_bits() as usize;
+        judge.check(i, step, &model, &engine, expected, got.as_ref());
+    }
+    judge.raced
+}
+
+/// Checks an engine's verdicts against the model's, step by step.
+#[derive(Default)]
+struct Judge {
+    raced: usize,
+    /// The steps that touched each (serial, word).
+    made: BTreeMap<(Serial, u64), BTreeSet<usize>>,
+}
+
+impl Judge {
+    /// A race reported only where the model has one, naming a serial that
+    /// really races and the step that made it; a race the model has
+    /// reported unless the engine counted a bounded check or lost history
+    /// before.
+    fn check(
+        &mut self,
+        i: usize,
+        step: &Step,
+        model: &Model,
+        engine: &Harness,
+        expected: Option<Vec<Serial>>,
+        got: Option<&Verdict>,
+    ) {
+        if let (Some(expected), Some(got)) = (expected, got) {
+            if let Some(r) = &got.race {
                 assert!(
-                    made.get(&(r.prior.serial(), r.word))
-                        .is_some_and(|s| s.iter().any(|k| k % SITE_CLASSES == at)),
-                    "step {i} {step:?}: the earlier site names steps {at} mod {SITE_CLASSES}, none of which touched word {} by serial {}",
-                    r.word,
-                    r.prior.serial()
+                    expected.contains(&r.prior.serial()),
+                    "step {i} {step:?}: engine reports serial {} ({:?}), model races with {expected:?}",
+                    r.prior.serial(),
+                    r.kind
+                );
+                if r.prior_site.0 != 0 {
+                    let at = r.prior_site.location_bits() as usize;
+                    assert!(
+                        self.made.get(&(r.prior.serial(), r.word))
+                            .is_some_and(|s| s.iter().any(|k| k % SITE_CLASSES == at)),
+                        "step {i} {step:?}: the earlier site names steps {at} mod {SITE_CLASSES}, none of which touched word {} by serial {}",
+                        r.word,
+                        r.prior.serial()
+                    );
+                }
+                self.raced += 1;
+            } else if !expected.is_empty() {
+                assert!(
+                    engine.bounded || engine.arena_lost() > 0,
+                    "step {i} {step:?}: model races with {expected:?}, engine reports nothing and counted nothing"
                 );
             }
-            raced += 1;
-        } else if !expected.is_empty() {
-            assert!(
-                engine.bounded || engine.arena_lost() > 0,
-                "step {i} {step:?}: model races with {expected:?}, engine reports nothing and counted nothing"
-            );
         }
         // Note which words this step touched by which serial.
-        if let Some((serial, lo, hi)) = touched(&model, step) {
+        if let Some((serial, lo, hi)) = touched(model, step) {
             for w in lo..=hi {
-                made.entry((serial, w)).or_default().insert(i);
+                self.made.entry((serial, w)).or_default().insert(i);
             }
         }
     }
-    raced
+}
+
+/// Runs `steps` through the model and through the engine twice, atomics
+/// taking the shared path where they qualify and always locking: the
+/// first engine agrees with the model ([`compare`]'s rules), and both
+/// agree step by step on whether an access races and whether a check was
+/// bounded. Returns how many accesses raced and how many atomics took
+/// the shared path.
+/// With `with_model` off the model is not run (it keeps every access: a
+/// word hammered by thousands of CTAs makes it quadratic) and the
+/// locked path's verdicts are the reference.
+pub fn compare_shared_path(
+    streams: usize,
+    bytes: usize,
+    devices: &[u32],
+    steps: &[Step],
+    with_model: bool,
+) -> (usize, usize) {
+    let mut model = Model::new(streams, bytes, devices);
+    let mut shared = Harness::new(streams, bytes, 1 << 14, devices);
+    let mut locked = Harness::new(streams, bytes, 1 << 14, devices);
+    locked.locked_only = true;
+    let mut judge = Judge::default();
+    let mut raced = 0;
+    for (i, step) in steps.iter().enumerate() {
+        let expected = if with_model { model.step(step) } else { None };
+        let a = shared.step(i, step);
+        let b = locked.step(i, step);
+        raced += usize::from(a.as_ref().is_some_and(|v| v.race.is_some()));
+        if let (Some(a), Some(b)) = (&a, &b) {
+            assert_eq!(
+                (a.race.is_some(), a.bounded),
+                (b.race.is_some(), b.bounded),
+                "step {i} {step:?}: the shared path's verdict {a:?} differs from the locked path's {b:?} (model: {expected:?})"
+            );
+        }
+        if with_model {
+            judge.check(i, step, &model, &shared, expected, a.as_ref());
+        }
+    }
+    assert_eq!(locked.shared_hits, 0);
+    (raced, shared.shared_hits)
 }
 
 fn touched(model: &Model, step: &Step) -> Option<(Serial, u64, u64)> {
@@ -1009,4 +1162,27 @@ fn touched(model: &Model, step: &Step) -> Option<(Serial, u64, u64)> {
     };
     let s = model.launches[launch].base + cta;
     Some((s, addr / 4, (addr + u64::from(size) - 1) / 4))
+}
+
+/// A small xorshift generator for random programs.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    /// [`below`](Self::below) from the high bits (independent of the
+    /// draw before, whose low bits the next draw's follow).
+    pub fn below_high(&mut self, n: u64) -> u64 {
+        (self.next() >> 33) % n.max(1)
+    }
+    pub fn pick<T: Copy>(&mut self, v: &[T]) -> T {
+        v[self.below(v.len() as u64) as usize]
+    }
 }

@@ -1,7 +1,12 @@
 //! Kernels for Vigil's examples and tests, written as a user writes them:
 //! built to PTX by `vigil-build` and, unchanged, for the host (CPU backend).
-#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, stdarch_nvptx))]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    no_std,
+    feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)
+)]
 
+pub mod async_copies;
 pub mod block_races;
 pub mod examples;
 pub mod hangs;

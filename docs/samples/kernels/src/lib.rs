@@ -4,6 +4,7 @@
 //! `ANCHOR` comments.
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
+pub mod async_copies;
 pub mod atomics;
 pub mod fast_safe;
 pub mod first;

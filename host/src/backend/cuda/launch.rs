@@ -54,7 +54,15 @@ impl CudaBackend {
                 Cow::Owned(launch.params.with_hidden(&hidden))
             }
         };
-        self.enqueue(func, stream, launch.kernel, launch.config, &params)
+        // The sanitizer orders a stream's launches by their entry and exit
+        // clocks: a sanitized launch waits for its predecessor (a
+        // dependent's `griddepcontrol.wait` then returns at once).
+        let config = LaunchConfig {
+            programmatic_stream_serialization: launch.config.programmatic_stream_serialization
+                && matches!(launch.variant, LaunchVariant::Plain),
+            ..launch.config
+        };
+        self.enqueue(func, stream, launch.kernel, config, &params)
     }
 
     /// Tells the shadow allocator that a sanitized entry (a kernel's or
@@ -67,7 +75,8 @@ impl CudaBackend {
     }
 
     /// `cuLaunchKernel` of `func` on `stream` with `config` and `params`
-    /// (called `kernel` in errors): a checked launch, or one of the
+    /// (`cuLaunchKernelEx` for a programmatic dependent launch; called
+    /// `kernel` in errors): a checked launch, or one of the
     /// sanitizer's own entries with the arguments it built.
     pub(super) fn enqueue(
         &self,
@@ -91,9 +100,12 @@ impl CudaBackend {
         unsafe {
             driver::launch_kernel(
                 func.raw(),
-                [g.x, g.y, g.z],
-                [b.x, b.y, b.z],
-                config.shared_mem_bytes,
+                driver::LaunchShape {
+                    grid: [g.x, g.y, g.z],
+                    block: [b.x, b.y, b.z],
+                    shared_bytes: config.shared_mem_bytes,
+                    programmatic_stream_serialization: config.programmatic_stream_serialization,
+                },
                 stream.raw(),
                 &mut params,
             )

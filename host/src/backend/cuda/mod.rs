@@ -32,6 +32,7 @@ pub(crate) mod module;
 pub(crate) mod peer;
 pub(crate) mod sanitizer;
 pub(crate) mod stream;
+mod tensor_map;
 mod transfer_check;
 pub mod vmm;
 mod wait;

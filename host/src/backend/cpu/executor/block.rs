@@ -17,7 +17,7 @@ use std::cell::{Cell, RefCell};
 use std::panic::Location;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
-use vigil_device::host_runtime::{BlockRuntime, SanitizerRuntime, WarpOp};
+use vigil_device::host_runtime::{AsyncCopies, BlockRuntime, SanitizerRuntime, WarpOp};
 
 /// Where a GPU thread of the running block stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,6 +121,8 @@ pub(crate) struct BlockState {
     /// coroutine that is running.
     yielder: Cell<*const ThreadYielder>,
     shared: SharedMemory,
+    /// The block's asynchronous copies in flight.
+    copies: AsyncCopies,
     /// Progress events so far (see the module documentation).
     events: Cell<u64>,
     /// The launch's abort flag: once set, a thread that polls steps aside
@@ -198,6 +200,7 @@ impl BlockState {
             resumptions: Cell::new(0),
             yielder: Cell::new(std::ptr::null()),
             shared: SharedMemory::default(),
+            copies: AsyncCopies::default(),
             events: Cell::new(0),
             abort: Cell::new(std::ptr::null()),
             round: Cell::new(0),
@@ -254,6 +257,7 @@ impl BlockState {
             warp.uniform.set(true);
         }
         self.shared.begin_block(dynamic_bytes);
+        self.copies.begin_block();
     }
 
     /// Forgets the launch's abort flag and sanitizer (the block is over).
@@ -558,6 +562,10 @@ impl BlockRuntime for BlockState {
 
     fn dynamic_shared(&self) -> (*mut u8, usize) {
         self.shared.dynamic()
+    }
+
+    fn async_copies(&self) -> Option<&AsyncCopies> {
+        Some(&self.copies)
     }
 
     fn poll_hint(&self, addr: usize, bytes: usize, location: &'static Location<'static>) {

@@ -24,6 +24,11 @@
 //!   `shared_array!`s (keyed by expansion, zeroed on each block's first
 //!   use) and the launch's dynamic shared memory (zeroed per block), so
 //!   blocks that run at the same time never see each other's.
+//! - **Asynchronous copies.** `cp.async` groups, bulk and tensor copies
+//!   and mbarriers run as `vigil_device`'s host model says: a copy moves
+//!   its data when the kernel waits for it (its group, its mbarrier's
+//!   phase) or its thread returns; each worker keeps its block's copies
+//!   in flight.
 //! - **Failures.** A panicking thread (an out-of-bounds index, a failed
 //!   assertion) fails the launch with [`CpuError::KernelPanic`], carrying
 //!   its block, thread, message and `file:line:column`; the rest of its

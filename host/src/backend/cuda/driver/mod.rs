@@ -25,6 +25,7 @@
 //! - [`stream`]: streams and events;
 //! - [`module`]: JIT compilation, modules, functions and launches;
 //! - [`memory`]: device allocations, copies, fills and mapped host memory;
+//! - [`tensor_map`]: tensor-copy descriptors;
 //! - [`virtual_memory`]: reservations, physical memory, mappings and their
 //!   export as file descriptors.
 
@@ -34,6 +35,7 @@ pub(crate) mod context;
 pub(crate) mod memory;
 pub(crate) mod module;
 pub(crate) mod stream;
+pub(crate) mod tensor_map;
 pub(crate) mod virtual_memory;
 
 pub(crate) use error::{DriverError, DriverResult, Failure};

@@ -215,10 +215,24 @@ pub(crate) unsafe fn func_set_attribute(
     })
 }
 
-/// `cuLaunchKernel`: enqueues `function` on `stream` with a `grid` of
-/// blocks of `block` threads, `shared_bytes` of dynamic shared memory and
-/// the arguments `params` points to (the driver copies them before it
-/// returns).
+/// A launch's geometry and the launch attributes it asks for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LaunchShape {
+    /// Blocks in the grid.
+    pub(crate) grid: [u32; 3],
+    /// Threads in a block.
+    pub(crate) block: [u32; 3],
+    /// Dynamic shared memory per block, in bytes.
+    pub(crate) shared_bytes: u32,
+    /// `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`: the kernel
+    /// may start before its stream's previous kernel has finished.
+    pub(crate) programmatic_stream_serialization: bool,
+}
+
+/// `cuLaunchKernel` (`cuLaunchKernelEx` when `shape` asks for a launch
+/// attribute): enqueues `function` on `stream` with `shape`'s grid, blocks
+/// and dynamic shared memory and the arguments `params` points to (the
+/// driver copies them before it returns).
 ///
 /// # Safety
 /// `function` and `stream` are live handles of the current context;
@@ -227,12 +241,40 @@ pub(crate) unsafe fn func_set_attribute(
 /// is valid for what the kernel does with it while it runs.
 pub(crate) unsafe fn launch_kernel(
     function: CUfunction,
-    grid: [u32; 3],
-    block: [u32; 3],
-    shared_bytes: u32,
+    shape: LaunchShape,
     stream: CUstream,
     params: &mut KernelParams<'_>,
 ) -> DriverResult<()> {
+    let LaunchShape {
+        grid,
+        block,
+        shared_bytes,
+        programmatic_stream_serialization,
+    } = shape;
+    if programmatic_stream_serialization {
+        // SAFETY: an all-zero attribute is a valid plain-data value; the
+        // id and the union member it names are set below.
+        let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+        attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmaticStreamSerializationAllowed = 1;
+        let config = sys::CUlaunchConfig {
+            gridDimX: grid[0],
+            gridDimY: grid[1],
+            gridDimZ: grid[2],
+            blockDimX: block[0],
+            blockDimY: block[1],
+            blockDimZ: block[2],
+            sharedMemBytes: shared_bytes,
+            hStream: stream,
+            attrs: &mut attr,
+            numAttrs: 1,
+        };
+        // SAFETY: the caller's contract; `config` and the attribute it
+        // points to outlive the call; no `extra` options.
+        return check("cuLaunchKernelEx", || unsafe {
+            sys::cuLaunchKernelEx(&config, function, params.as_mut_ptr(), std::ptr::null_mut())
+        });
+    }
     // SAFETY: the caller's contract; no `extra` options.
     check("cuLaunchKernel", || unsafe {
         sys::cuLaunchKernel(
