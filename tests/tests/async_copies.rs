@@ -243,14 +243,20 @@ fn check_tma_roundtrip(ctx: &Context) -> vigil::Result<()> {
     Ok(())
 }
 
-fn check_tma_3d(ctx: &Context) -> vigil::Result<()> {
-    let (stream, module) = setup(ctx)?;
-    let kernel = module.kernel::<k::tma_box_3d>()?;
+/// The rank-3 map of `check_tma_3d` over its source, the source's
+/// values and the grid that covers it.
+fn tma_3d_source(stream: &Stream) -> vigil::Result<(DeviceBuffer<u32>, Vec<u32>, [usize; 3])> {
     let dims = [8usize, 5, 3];
     let xs: Vec<u32> = (0..dims.iter().product::<usize>() as u32)
         .map(|v| v + 1)
         .collect();
-    let src = DeviceBuffer::from_slice(&stream, &xs)?;
+    Ok((DeviceBuffer::from_slice(stream, &xs)?, xs, dims))
+}
+
+fn check_tma_3d(ctx: &Context) -> vigil::Result<()> {
+    let (stream, module) = setup(ctx)?;
+    let kernel = module.kernel::<k::tma_box_3d>()?;
+    let (src, xs, dims) = tma_3d_source(&stream)?;
     let [bx, by, bz] = k::BOX_3D.map(|b| b as usize);
     let map = DeviceTensorMap::tiled(
         &stream,
@@ -260,13 +266,15 @@ fn check_tma_3d(ctx: &Context) -> vigil::Result<()> {
     let grid = (3u32, 2u32, 3u32);
     let blocks = (grid.0 * grid.1 * grid.2) as usize;
     let mut out = DeviceBuffer::<u32>::alloc_zeroed(&stream, 24 * blocks)?;
-    stream.launch(&kernel, LaunchConfig::new(grid, 32), (&map, &mut out))?;
+    // The first boxes start 16 bytes before the tensor (a negative
+    // innermost coordinate, aligned as the hardware requires).
+    stream.launch(&kernel, LaunchConfig::new(grid, 32), (&map, &mut out, -4))?;
     let got = out.to_vec(&stream)?;
     for z in 0..grid.2 as i64 {
         for y in 0..grid.1 as i64 {
             for x in 0..grid.0 as i64 {
                 let linear = ((z * grid.1 as i64 + y) * grid.0 as i64 + x) as usize;
-                let at = [4 * x - 2, 3 * y, 2 * z - 1];
+                let at = [4 * x - 4, 3 * y, 2 * z - 1];
                 for e in 0..24 {
                     let (i, j, l) = (
                         at[0] + (e % bx) as i64,
@@ -290,6 +298,36 @@ fn check_tma_3d(ctx: &Context) -> vigil::Result<()> {
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// A box whose innermost coordinate starts 8 bytes into a 16-byte unit
+/// (which faults on the GPU) is refused, naming the rule and the call.
+#[vigil::test(cpu)]
+fn a_misaligned_innermost_coordinate_is_refused(ctx: &Context) -> vigil::Result<()> {
+    let (stream, module) = setup(ctx)?;
+    let kernel = module.kernel::<k::tma_box_3d>()?;
+    let (src, _, dims) = tma_3d_source(&stream)?;
+    let map = DeviceTensorMap::tiled(
+        &stream,
+        &src,
+        TiledLayout::new(dims.map(|d| d as u64), k::BOX_3D),
+    )?;
+    let mut out = DeviceBuffer::<u32>::alloc_zeroed(&stream, 24)?;
+    let err = stream
+        .launch(&kernel, LaunchConfig::new(1, 32), (&map, &mut out, 2))
+        .unwrap_err();
+    match &err {
+        Error::Cpu(CpuError::KernelPanic {
+            message, location, ..
+        }) => {
+            assert!(message.contains("multiple of 16 bytes"), "{err}");
+            assert!(message.contains("coordinate 2 starts 8 bytes"), "{err}");
+            let at = location.as_deref().unwrap_or_default();
+            assert!(at.contains("async_copies.rs"), "{err}");
+        }
+        other => panic!("expected a kernel panic, got: {other}"),
     }
     Ok(())
 }

@@ -42,7 +42,7 @@ mod mbarrier;
 mod tensor;
 
 pub use mbarrier::{Mbarrier, Mbarriers};
-pub use tensor::{TensorMap, TensorMapMut};
+pub use tensor::{TensorMap, TensorMapMut, INNER_COORDINATE_ALIGN};
 pub use vigil_shared::tensor_map::Swizzle;
 
 use crate::arch::async_imp;

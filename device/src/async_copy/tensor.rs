@@ -20,18 +20,40 @@ use core::mem::size_of;
 use vigil_shared::tensor_map::MAX_RANK;
 use vigil_shared::AccessKind;
 
-/// The coordinates of a box, padded to five.
+/// Bytes the innermost coordinate of a box, times the element size, must
+/// be a multiple of: the tensor-copy unit faults otherwise (an illegal
+/// instruction on an H100 or H200, whatever the map's box or swizzle).
+pub const INNER_COORDINATE_ALIGN: usize = 16;
+
+/// The coordinates of a box of `T`s, padded to five. Panics (traps on
+/// the GPU, as the hardware would) when the innermost one does not start
+/// at a multiple of [`INNER_COORDINATE_ALIGN`] bytes.
 #[inline(always)]
-fn padded<const D: usize>(coords: [i32; D]) -> [i32; MAX_RANK] {
+#[track_caller]
+fn box_origin<T, const D: usize>(coords: [i32; D]) -> [i32; MAX_RANK] {
     const {
         assert!(
             D >= 1 && D <= MAX_RANK,
             "a tensor map has 1 to 5 dimensions"
         )
     };
+    let inner = i64::from(coords[0]) * size_of::<T>() as i64;
+    if inner % INNER_COORDINATE_ALIGN as i64 != 0 {
+        inner_coordinate_misaligned(coords[0], size_of::<T>());
+    }
     let mut c = [0; MAX_RANK];
     c[..D].copy_from_slice(&coords);
     c
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn inner_coordinate_misaligned(coord: i32, size: usize) -> ! {
+    panic!(
+        "a tensor copy's innermost coordinate {coord} starts {} bytes in: it must be a multiple of {INNER_COORDINATE_ALIGN} bytes",
+        i64::from(coord) * size as i64
+    )
 }
 
 /// The handle's parts and the operations both kinds of map have.
@@ -112,14 +134,17 @@ macro_rules! map_common {
 
             /// Starts loading the box whose first element is at `coords`
             /// (innermost dimension first; negative or past the end is
-            /// allowed: elements outside the tensor read as zero) into
+            /// allowed: elements outside the tensor read as zero; the
+            /// innermost coordinate times the element size a multiple of
+            /// [`INNER_COORDINATE_ALIGN`] bytes) into
             /// elements `i..i + box_len()` of `dst`, completing on `bar`
             /// with [`box_bytes`](Self::box_bytes) transaction bytes
             /// (`cp.async.bulk.tensor.Dd.shared::cluster.global.tile.mbarrier::complete_tx::bytes`).
             /// The destination must be 128-byte aligned, or aligned to
             /// the map's [`Swizzle`](crate::async_copy::Swizzle) pattern,
             /// which then lays the box out. Panics (traps on the GPU) when
-            /// the box runs past the end of `dst`.
+            /// the box runs past the end of `dst` or the innermost
+            /// coordinate is misaligned.
             #[inline(always)]
             #[track_caller]
             pub fn load_tile(
@@ -137,7 +162,7 @@ macro_rules! map_common {
                     async_imp::tensor_to_shared::<S, D>(
                         shared,
                         self.map,
-                        padded(coords),
+                        box_origin::<T, D>(coords),
                         bar.address(),
                     )
                 }
@@ -199,15 +224,15 @@ impl<T: bytemuck::Pod, const D: usize, S: Sanitizer> TensorMapMut<T, D, S> {
     /// [`copy_bulk_to`](crate::shared_mem::SharedArray::copy_bulk_to).
     /// The block's writes to `src` need
     /// [`fence_proxy_async_shared`](crate::async_copy::fence_proxy_async_shared)
-    /// and a barrier before it. Alignment as for
-    /// [`load_tile`](Self::load_tile).
+    /// and a barrier before it. Alignment, of the destination and of the
+    /// innermost coordinate, as for [`load_tile`](Self::load_tile).
     #[inline(always)]
     #[track_caller]
     pub fn store_tile(&self, src: &impl SharedBuffer<T, S>, i: usize, coords: [i32; D]) {
         let shared = Elements::of(src).span(i, self.box_len, AccessKind::Read);
         // SAFETY: the box lies inside the buffer (checked above); the map
         // is the handle's, over writable memory (its invariant).
-        unsafe { async_imp::tensor_to_global::<S, D>(shared, self.map, padded(coords)) }
+        unsafe { async_imp::tensor_to_global::<S, D>(shared, self.map, box_origin::<T, D>(coords)) }
     }
 
     /// A load-only view of the same map.

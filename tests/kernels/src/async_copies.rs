@@ -262,10 +262,10 @@ pub fn tma_tile_roundtrip(src: TensorMap<f32, 2>, dst: TensorMapMut<f32, 2>, swi
 pub const BOX_3D: [u32; 3] = [4, 3, 2];
 
 /// Block `(bx, by, bz)` loads the box of `src` whose first element is at
-/// `(4 bx - 2, 3 by, 2 bz - 1)` and writes its 24 elements, in box order,
-/// to `out[24 * linear_block..]`. Blocks of 32 threads.
+/// `(4 bx + inner, 3 by, 2 bz - 1)` and writes its 24 elements, in box
+/// order, to `out[24 * linear_block..]`. Blocks of 32 threads.
 #[kernel]
-pub fn tma_box_3d(src: TensorMap<u32, 3>, out: GlobalSliceMut<u32>) {
+pub fn tma_box_3d(src: TensorMap<u32, 3>, out: GlobalSliceMut<u32>, inner: i32) {
     let boxed = shared_array!(u32; 24; align 128);
     let bars = mbarriers!(1);
     let bar = bars.get(0);
@@ -275,7 +275,7 @@ pub fn tma_box_3d(src: TensorMap<u32, 3>, out: GlobalSliceMut<u32>) {
         bar.init(1);
         fence_proxy_async_shared();
         bar.arrive_expect_tx(src.box_bytes());
-        let at = [4 * b.x as i32 - 2, 3 * b.y as i32, 2 * b.z as i32 - 1];
+        let at = [4 * b.x as i32 + inner, 3 * b.y as i32, 2 * b.z as i32 - 1];
         src.load_tile(&boxed, 0, at, bar);
     }
     sync_threads();
