@@ -243,26 +243,34 @@ fn check_tma_roundtrip(ctx: &Context) -> vigil::Result<()> {
     Ok(())
 }
 
-/// The rank-3 map of `check_tma_3d` over its source, the source's
-/// values and the grid that covers it.
-fn tma_3d_source(stream: &Stream) -> vigil::Result<(DeviceBuffer<u32>, Vec<u32>, [usize; 3])> {
-    let dims = [8usize, 5, 3];
-    let xs: Vec<u32> = (0..dims.iter().product::<usize>() as u32)
-        .map(|v| v + 1)
-        .collect();
-    Ok((DeviceBuffer::from_slice(stream, &xs)?, xs, dims))
+/// The dimensions of the rank-3 tensor the `tma_box_3d` tests load from.
+const DIMS_3D: [usize; 3] = [8, 5, 3];
+
+/// That tensor's values (`1, 2, ...`), on the device and on the host.
+fn tma_3d_source(stream: &Stream) -> vigil::Result<(DeviceBuffer<u32>, Vec<u32>)> {
+    let xs: Vec<u32> = (1..=DIMS_3D.iter().product::<usize>() as u32).collect();
+    Ok((DeviceBuffer::from_slice(stream, &xs)?, xs))
+}
+
+/// The map of `k::BOX_3D` boxes over that tensor.
+fn tma_3d_map<'a>(
+    stream: &Stream,
+    src: &'a DeviceBuffer<u32>,
+) -> vigil::Result<DeviceTensorMap<'a, u32, 3>> {
+    DeviceTensorMap::tiled(
+        stream,
+        src,
+        TiledLayout::new(DIMS_3D.map(|d| d as u64), k::BOX_3D),
+    )
 }
 
 fn check_tma_3d(ctx: &Context) -> vigil::Result<()> {
     let (stream, module) = setup(ctx)?;
     let kernel = module.kernel::<k::tma_box_3d>()?;
-    let (src, xs, dims) = tma_3d_source(&stream)?;
+    let (src, xs) = tma_3d_source(&stream)?;
+    let dims = DIMS_3D;
     let [bx, by, bz] = k::BOX_3D.map(|b| b as usize);
-    let map = DeviceTensorMap::tiled(
-        &stream,
-        &src,
-        TiledLayout::new(dims.map(|d| d as u64), k::BOX_3D),
-    )?;
+    let map = tma_3d_map(&stream, &src)?;
     let grid = (3u32, 2u32, 3u32);
     let blocks = (grid.0 * grid.1 * grid.2) as usize;
     let mut out = DeviceBuffer::<u32>::alloc_zeroed(&stream, 24 * blocks)?;
@@ -308,12 +316,8 @@ fn check_tma_3d(ctx: &Context) -> vigil::Result<()> {
 fn a_misaligned_innermost_coordinate_is_refused(ctx: &Context) -> vigil::Result<()> {
     let (stream, module) = setup(ctx)?;
     let kernel = module.kernel::<k::tma_box_3d>()?;
-    let (src, _, dims) = tma_3d_source(&stream)?;
-    let map = DeviceTensorMap::tiled(
-        &stream,
-        &src,
-        TiledLayout::new(dims.map(|d| d as u64), k::BOX_3D),
-    )?;
+    let (src, _) = tma_3d_source(&stream)?;
+    let map = tma_3d_map(&stream, &src)?;
     let mut out = DeviceBuffer::<u32>::alloc_zeroed(&stream, 24)?;
     let err = stream
         .launch(&kernel, LaunchConfig::new(1, 32), (&map, &mut out, 2))
