@@ -440,6 +440,32 @@ fn a_shared_add_beside_a_locked_add_loses_nothing() {
     });
 }
 
+/// Two CTAs adding for the first time at once while the record already
+/// holds an earlier CTA's add as an entry: each widens that entry up to
+/// itself on the shared path, without the lock, and the entry's ends stay
+/// CTAs that added, so a reader that knows all but the last races with
+/// the last, and one that knows them all with none.
+#[test]
+fn two_ctas_widening_one_entry_keep_its_ends_real() {
+    long_model(|| {
+        let m = Mem::new(2);
+        m.atomic(0, AtomicOpKind::Rmw, Ordering::Relaxed);
+        m.atomic(1, AtomicOpKind::Rmw, Ordering::Relaxed);
+        let second = {
+            let m = m.clone();
+            loom::thread::spawn(move || m.atomic(2, AtomicOpKind::Rmw, Ordering::Relaxed).1)
+        };
+        let third = m.atomic(3, AtomicOpKind::Rmw, Ordering::Relaxed).1;
+        let second = second.join().unwrap();
+        assert!(second && third, "a first add locked the record");
+        let raced = m
+            .access(1, &[0, 2], 0, false)
+            .expect("the read races with CTA 3's add");
+        assert_eq!(raced.prior.serial(), Mem::serial(3));
+        assert!(m.access(1, &[0, 2, 3], 0, false).is_none());
+    });
+}
+
 // ----- the same-block table's entry claim (`vigil_shared::block::claim_entry`)
 
 impl vigil_shared::block::TableWord for A64 {

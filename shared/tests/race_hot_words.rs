@@ -6,7 +6,7 @@
 
 mod race_model;
 
-use race_model::{compare_shared_path, Harness, Rng, Step};
+use race_model::{compare, compare_shared_path, Harness, Rng, Step};
 use vigil_shared::race::atomic::AtomicOpKind;
 use vigil_shared::race::desc::CellTag;
 use vigil_shared::{Ordering, Scope};
@@ -353,4 +353,46 @@ fn first_race() {
             return;
         }
     }
+}
+
+/// `ctas` CTAs of launch 0 reading the hot word once each, in no
+/// particular order.
+fn shuffled_reads(rng: &mut Rng, ctas: u32) -> Vec<Step> {
+    let mut order: Vec<u32> = (0..ctas).collect();
+    for i in (1..order.len()).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        order.swap(i, j);
+    }
+    order.into_iter().map(|c| plain(0, c, HOT, false)).collect()
+}
+
+/// A word read by thousands of CTAs of one launch in no particular order:
+/// its record stays a few records long whatever the grid (reads join
+/// sparse entries past the chain's bound), a write by a CTA that knows
+/// none of the readers races with one that really read (the model checks
+/// the name), and a write after the host waited races with none.
+#[test]
+fn a_word_read_by_thousands_of_ctas_keeps_a_bounded_record() {
+    let mut rng = Rng(5);
+    for racy in [true, false] {
+        let mut steps = vec![launch(601)];
+        steps.extend(shuffled_reads(&mut rng, 600));
+        if racy {
+            steps.push(plain(0, 600, HOT, true));
+        } else {
+            steps.push(Step::SyncAll);
+            steps.push(launch(1));
+            steps.push(plain(1, 0, HOT, true));
+        }
+        assert_eq!(compare(1, BYTES, &[0], &steps), usize::from(racy));
+    }
+    let mut h = Harness::new(1, BYTES, 1 << 14, &[0]);
+    h.step(0, &launch(4096));
+    for (i, s) in shuffled_reads(&mut rng, 4096).iter().enumerate() {
+        // One site for every read, as one kernel line's.
+        h.step(3 * i, s);
+    }
+    let n = entries(&h, HOT);
+    let bound = vigil_shared::race::record::MAX_CHAIN_RECORDS * 7;
+    assert!(n <= bound, "the word keeps {n} entries");
 }

@@ -22,13 +22,22 @@
 //!
 //! - it is one word's, and releases nothing: not a releasing write, no
 //!   release fence of its CTA pending (its write would leave heads);
-//! - the record holds no release heads, and (if it reads) no release has
-//!   lost its heads (it would take those);
+//! - the record's release heads, if any, stay: it is not a store, and a
+//!   write continues their release sequence (it is morally strong with
+//!   the last write); a read then takes them while it still holds the
+//!   record (a spin lock's pollers); no release has lost its heads (a
+//!   read would take those);
 //! - (if it may write) the last write is an atomic on the same bytes,
 //!   extent and scope made on the CTA's device;
 //! - an entry or the last write already covers the CTA's serial with
 //!   this access (same kind, bytes, extent, scope and epoch; a write's
-//!   entry also stands for a compare-exchange's failed read);
+//!   entry also stands for a compare-exchange's failed read), or (not
+//!   for a compare-exchange, which does not know yet whether it writes)
+//!   an entry of the same access at the same source location starts
+//!   below the serial, which it then widens up to itself without the lock
+//!   ([`Record::widen_shared`]: a counter's CTAs, arriving in about
+//!   serial order, each widen one entry instead of locking the record in
+//!   turn);
 //! - and it races with nothing the record holds.
 //!
 //! An atomic that qualifies but for its own access missing (the CTA's
@@ -72,7 +81,10 @@ use super::sync::{
     add_head, clear_heads, has_heads, lose_heads, read_heads, read_lost_heads, released,
     write_heads, CtaSync, Head,
 };
-use super::word::{check_record, line_start, record_update, split_cell, LAST_WRITE};
+use super::entries::{check_entry, same_site, EntryVerdict};
+use super::word::{
+    check_last_write, check_record, line_start, record_update, split_cell, LAST_WRITE,
+};
 use crate::atomic::{AtomicFamily, AtomicU64Ops};
 use crate::memory_model::{Ordering, Scope};
 use core::sync::atomic::Ordering as MemOrder;
@@ -164,13 +176,20 @@ pub fn atomic<M: RaceMemory + ?Sized, R, S: AtomicFamily>(
         let tag = (first as u32).wrapping_add(1).max(1);
         let mut patience = RECORDING_PATIENCE;
         loop {
-            match shared_hold(mem, cta, sync, first, offset, size, op, bounded) {
-                Hold::Shared(rec) => {
+            match shared_hold(mem, cta, sync, first, offset, size, op, site, bounded) {
+                Hold::Shared((rec, take_heads)) => {
                     // The record already says all this operation would
                     // add: it runs holding the record shared, so no change
                     // to the record falls between what it reads and what
-                    // the record says.
-                    let (result, _) = perform();
+                    // the record says (the heads it then takes included).
+                    let (result, wrote) = perform();
+                    if take_heads {
+                        let ordering = match op.kind {
+                            AtomicOpKind::CompareExchange if !wrote => op.failure_ordering,
+                            _ => op.ordering,
+                        };
+                        read_heads(mem, cta, sync, &rec, ordering.acquires(), op.scope);
+                    }
                     rec.unshare();
                     return (result, None);
                 }
@@ -363,8 +382,9 @@ fn shared_hold<'m, M: RaceMemory + ?Sized, S: AtomicFamily>(
     offset: u32,
     size: u32,
     op: AtomicOp,
+    site: SiteWord,
     bounded: &mut bool,
-) -> Hold<Record<'m, M::Atomics>> {
+) -> Hold<(Record<'m, M::Atomics>, bool)> {
     let may_write = op.kind != AtomicOpKind::Load;
     let may_read = op.kind != AtomicOpKind::Store;
     // A write that leaves heads changes the record and the CTA's epoch; a
@@ -395,9 +415,9 @@ fn shared_hold<'m, M: RaceMemory + ?Sized, S: AtomicFamily>(
         return Hold::No;
     }
     super::sync::refresh(cta, sync);
-    let found = changes_nothing(mem, cta, &rec, word, offset, size, op, may_write, bounded);
-    if matches!(found, Hold::Shared(())) {
-        return Hold::Shared(rec);
+    let found = changes_nothing(mem, cta, &rec, word, offset, size, op, site, bounded);
+    if let Hold::Shared(take_heads) = found {
+        return Hold::Shared((rec, take_heads));
     }
     rec.unshare();
     match found {
@@ -407,11 +427,15 @@ fn shared_hold<'m, M: RaceMemory + ?Sized, S: AtomicFamily>(
 }
 
 /// Whether the record `rec` of `word` (held shared) already says all that
-/// `op` would add ([`Hold::Shared`]): no heads; a write's last write an
-/// atomic of the same bytes, extent and scope on the CTA's device; the
-/// CTA's access there already (same kind, bytes, extent, scope and epoch:
-/// an entry or the last write covering its serial, else
-/// [`Hold::Missing`]); and no race with anything in it.
+/// `op` would add ([`Hold::Shared`], with whether it reads heads there):
+/// heads only where it continues their release sequence without a store
+/// (a read-modify-write or a read of a last write it is morally strong
+/// with); a write's last write an atomic of the same bytes, extent and
+/// scope on the CTA's device; the CTA's access there already (same kind,
+/// bytes, extent, scope and epoch: an entry or the last write covering
+/// its serial, or an entry of the same access below it that it widens
+/// up to its serial, [`Record::widen_shared`]), else [`Hold::Missing`];
+/// and no race with anything in it.
 #[allow(clippy::too_many_arguments)]
 fn changes_nothing<M: RaceMemory + ?Sized>(
     mem: &M,
@@ -421,17 +445,26 @@ fn changes_nothing<M: RaceMemory + ?Sized>(
     offset: u32,
     size: u32,
     op: AtomicOp,
-    may_write: bool,
+    site: SiteWord,
     bounded: &mut bool,
-) -> Hold<()> {
-    if has_heads(rec) {
-        return Hold::No;
-    }
+) -> Hold<bool> {
+    let may_write = op.kind != AtomicOpKind::Load;
     let (bytes, class) = (word_bytes(offset, size, 0), SizeClass::of(size));
     let write = AccessDesc::atomic(cta.serial, cta.epoch, true, bytes, op.scope, class, 0);
     let read = AccessDesc::atomic(cta.serial, cta.epoch, false, bytes, op.scope, class, 0);
     let (a, b) = rec.slot(LAST_WRITE);
     let last = Entry::from_slot(a, b);
+    let heads = has_heads(rec);
+    // As the locked path decides whether this continues the release
+    // sequence its heads stand for.
+    let chain = !last.is_empty()
+        && last.desc.is_atomic()
+        && last.desc.bytes() == bytes
+        && last.desc.extent() == write.extent()
+        && cta.morally_strong(last.desc, op.scope);
+    if heads && (op.kind == AtomicOpKind::Store || (may_write && !chain)) {
+        return Hold::No;
+    }
     if may_write
         && (last.is_empty()
             || last.desc.key() != write.key()
@@ -439,28 +472,54 @@ fn changes_nothing<M: RaceMemory + ?Sized>(
     {
         return Hold::No;
     }
+    // A write conflicts with all that its read would, and its entry
+    // stands for a compare-exchange's failed read.
+    let me = if may_write { write } else { read };
     let mine = |e: Entry| {
         !e.is_empty()
-            && e.covers(cta.serial)
             && e.desc.epoch() == cta.epoch
             && (e.desc.key() == write.key() || (!may_write && e.desc.key() == read.key()))
     };
+    let arena = mem.arena();
+    if check_last_write(cta, &arena, last, me, op.scope, word).is_some() {
+        return Hold::No;
+    }
+    let mut covered = mine(last) && last.covers(cta.serial);
+    let mut widen = None;
     let pool = mem.pool();
-    if !mine(last)
-        && super::entries::for_each(&pool, rec, WORD_ENTRY_SLOTS.start, |_, _, e| {
-            mine(e).then_some(())
-        })
-        .is_none()
-    {
+    let raced = super::entries::for_each(&pool, rec, WORD_ENTRY_SLOTS.start, |r, s, e| {
+        if !covered && mine(e) {
+            if e.covers(cta.serial) {
+                covered = true;
+            } else if widen.is_none()
+                // A compare-exchange does not know yet whether it writes.
+                && op.kind != AtomicOpKind::CompareExchange
+                && e.desc.key() == me.key()
+                && e.desc.serial() < cta.serial
+                // Entries span one launch's serials (forgetting goes by
+                // launch).
+                && cta.host.owns(e.desc.serial())
+                && same_site(me, e.site, site.site())
+            {
+                widen = Some((r.clone(), s, e));
+            }
+        }
+        match check_entry(cta, &arena, e, me, op.scope, word) {
+            EntryVerdict::Clean => None,
+            EntryVerdict::Race(_) => Some(()),
+            EntryVerdict::Bounded => {
+                *bounded = true;
+                None
+            }
+        }
+    });
+    if raced.is_some() {
+        return Hold::No;
+    }
+    if !covered && !widen.is_some_and(|(r, s, e)| r.widen_shared(s, e, cta.serial)) {
         return Hold::Missing;
     }
-    // A write conflicts with all that its read would.
-    let me = if may_write { write } else { read };
-    if check_record(cta, &mem.arena(), &pool, rec, word, me, op.scope, bounded).is_none() {
-        Hold::Shared(())
-    } else {
-        Hold::No
-    }
+    Hold::Shared(op.kind != AtomicOpKind::Store && heads && chain)
 }
 
 /// Locks the record of split word `word`, making one from its inline

@@ -3,8 +3,11 @@
 //!
 //! ```text
 //! AccessDesc (a word cell's inline access, a record's entry):
-//!  63 62 | 61..58 | 57 56 | 55 54 | 53..50 | 49 48 | 47  | 46  | 45..32 | 31..0
-//!   tag  | spare  | part  | size  | bytes  | scope | atm | wr  | epoch  | serial
+//!  63 62 | 61 60 | 59  | 58  | 57 56 | 55 54 | 53..50 | 49 48 | 47  | 46  | 45..32 | 31..0
+//!   tag  | spare | spr | lch | part  | size  | bytes  | scope | atm | wr  | epoch  | serial
+//!
+//! (`lch`: a launch read, `super::entries::LAUNCH`; `spr`: a sparse
+//! entry, [`SPARSE`]; both only in record entries.)
 //!
 //! LineWrite (cell 0 of a line in line mode; tag 00):
 //!  63 62 | 61..54 | 53..46  | 45..32 | 31..0
@@ -42,6 +45,15 @@ const BYTES_SHIFT: u32 = 50;
 const SIZE_SHIFT: u32 = 54;
 const PART_SHIFT: u32 = 56;
 const TAG_SHIFT: u32 = 62;
+
+/// The descriptor bit of a *sparse* record entry: its first and last
+/// serials made the access, the serials between them may not have. A
+/// word that many CTAs reach in no particular order (a hot atomic's
+/// word, a value every block reads) keeps one entry per access instead of
+/// a chain that grows with the grid; a later access unordered with either
+/// end races with a real access, and one ordered with both ends but not
+/// with a serial between them is undecided (counted, not reported).
+pub const SPARSE: u64 = 1 << 59;
 
 /// What a word cell holds (its top two bits).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -234,11 +246,24 @@ impl AccessDesc {
         )
     }
 
-    /// Everything but serial and epoch: accesses with the same key and
-    /// epoch by adjacent serials share a record entry.
+    /// Everything but serial, epoch and the [`SPARSE`] mark: accesses
+    /// with the same key and epoch by adjacent serials share a record
+    /// entry.
     #[inline(always)]
     pub const fn key(self) -> u64 {
-        self.0 & !(u32::MAX as u64) & !(EPOCH_MASK << EPOCH_SHIFT)
+        self.0 & !(u32::MAX as u64) & !(EPOCH_MASK << EPOCH_SHIFT) & !SPARSE
+    }
+
+    /// Whether it is a sparse entry's first access ([`SPARSE`]).
+    #[inline(always)]
+    pub const fn is_sparse(self) -> bool {
+        self.0 & SPARSE != 0
+    }
+
+    /// The same access, marked [`SPARSE`].
+    #[inline(always)]
+    pub const fn sparse(self) -> AccessDesc {
+        AccessDesc(self.0 | SPARSE)
     }
 
     /// The same access by `serial`.

@@ -9,9 +9,9 @@
 
 use super::check::{conflicts, dominates, found, RaceFound};
 use super::cta::CtaView;
-use super::desc::{AccessDesc, SiteWord};
+use super::desc::{AccessDesc, SiteWord, SPARSE};
 use super::knowledge::Arena;
-use super::record::{Entry, Pool, Record, SLOTS};
+use super::record::{Entry, Pool, Record, MAX_CHAIN_RECORDS, SLOTS};
 use crate::atomic::AtomicFamily;
 use crate::memory_model::Scope;
 
@@ -31,8 +31,9 @@ pub enum EntryVerdict {
     Clean,
     /// A race with a real earlier access.
     Race(RaceFound),
-    /// A launch read that this CTA knows only part of: undecidable here,
-    /// not reported (counted by the caller).
+    /// A launch read that this CTA knows only part of, or a sparse entry
+    /// it is ordered after at both ends but not between: undecidable
+    /// here, not reported (counted by the caller).
     Bounded,
 }
 
@@ -59,15 +60,22 @@ pub fn check_entry<F: AtomicFamily>(
             word,
         );
     }
-    match cta.first_unordered(arena, e.desc.serial(), e.count, e.desc.epoch()) {
-        None => EntryVerdict::Clean,
-        Some(s) => EntryVerdict::Race(found(
-            e.desc.with_serial(s),
-            SiteWord::for_serial(e.site, s),
-            me,
-            word,
-        )),
-    }
+    let (lo, epoch) = (e.desc.serial(), e.desc.epoch());
+    let Some(first) = cta.first_unordered(arena, lo, e.count, epoch) else {
+        return EntryVerdict::Clean;
+    };
+    // A sparse entry's serials between its ends may not have made the
+    // access: only its ends are named.
+    let last = e.end().wrapping_sub(1);
+    let witness = if !e.desc.is_sparse() || first == lo {
+        first
+    } else if !cta.orders(arena, last, epoch) {
+        last
+    } else {
+        return EntryVerdict::Bounded;
+    };
+    let desc = AccessDesc(e.desc.with_serial(witness).0 & !SPARSE);
+    EntryVerdict::Race(found(desc, SiteWord::for_serial(e.site, witness), me, word))
 }
 
 /// The verdict on a launch read named by reader `d` (site `site`).
@@ -185,10 +193,17 @@ pub fn insert<'m, F: AtomicFamily>(
     // just above it.
     let mut below: Option<(Record<'m, F>, usize, Entry)> = None;
     let mut above: Option<(Record<'m, F>, usize, Entry)> = None;
+    // The same access's entry nearest to `serial` (its gap), which it
+    // joins as a sparse entry once the chain is at its bound.
+    let mut nearest: Option<(Record<'m, F>, usize, Entry, u32)> = None;
+    let mut records = 0;
     let mut done = false;
     let mut last = rec.clone();
     for_each(pool, rec, first, |r, s, e| {
         last = r.clone();
+        if s == SLOTS - 1 {
+            records += 1;
+        }
         if e.is_empty() {
             if free.is_none() {
                 free = Some((r.clone(), s));
@@ -239,6 +254,16 @@ pub fn insert<'m, F: AtomicFamily>(
             } else if serial.wrapping_add(1) == e.desc.serial() && above.is_none() {
                 above = Some((r.clone(), s, e));
             }
+            let gap = if serial < e.desc.serial() {
+                e.desc.serial() - serial
+            } else {
+                serial - e.end().wrapping_sub(1)
+            };
+            // Only within the current launch: forgetting goes by launch.
+            let this_launch = cta.host.owns(e.desc.serial()) && cta.host.owns(serial);
+            if this_launch && nearest.as_ref().is_none_or(|n| gap < n.3) {
+                nearest = Some((r.clone(), s, e, gap));
+            }
         }
         None
     });
@@ -247,13 +272,18 @@ pub fn insert<'m, F: AtomicFamily>(
     }
     match (below, above) {
         (Some((r, s, lo)), above) => {
-            // Widen the entry below; the one above joins it.
+            // Widen the entry below; the one above joins it (a sparse one
+            // makes the whole sparse).
             let mut count = lo.count + 1;
+            let mut desc = lo.desc;
             if let Some((ra, sa, hi)) = above {
                 count += hi.count;
+                if hi.desc.is_sparse() {
+                    desc = desc.sparse();
+                }
                 ra.set_slot(sa, 0, 0);
             }
-            let (a, b) = Entry { count, ..lo }.to_slot();
+            let (a, b) = Entry { desc, count, ..lo }.to_slot();
             r.set_slot(s, a, b);
             return true;
         }
@@ -279,6 +309,28 @@ pub fn insert<'m, F: AtomicFamily>(
     if let Some((r, s)) = free {
         r.set_slot(s, a, b);
         return true;
+    }
+    if records >= MAX_CHAIN_RECORDS {
+        if let Some((r, s, e, _)) = nearest {
+            // The chain is at its bound: the nearest entry of the same
+            // access stretches over this serial, sparse.
+            let joined = if serial < e.desc.serial() {
+                Entry {
+                    desc: e.desc.with_serial(serial).sparse(),
+                    count: e.end().wrapping_sub(serial),
+                    site: site.site(),
+                }
+            } else {
+                Entry {
+                    desc: e.desc.sparse(),
+                    count: serial.wrapping_sub(e.desc.serial()).wrapping_add(1),
+                    ..e
+                }
+            };
+            let (a, b) = joined.to_slot();
+            r.set_slot(s, a, b);
+            return true;
+        }
     }
     let Some(next) = pool.allocate(owner) else {
         return false;

@@ -10,9 +10,13 @@
 //! A word's record keeps its last write in slot 0 (descriptor, site), its
 //! release heads in slots 1 and 2 ([`super::sync`]) and other accesses in
 //! slots 3 to 6; a line's reader set keeps accesses in all seven. Entries
-//! past a record's slots go to chained records. An access entry is a
-//! descriptor naming the first of `count` consecutive serials that made
-//! the same access (same kind, bytes, epoch and site), and the site.
+//! past a record's slots go to chained records, up to
+//! [`MAX_CHAIN_RECORDS`]; past that an access joins the nearest entry of
+//! the same access, which becomes sparse ([`SPARSE`](super::desc::SPARSE)).
+//! An access entry is a descriptor naming the first of `count`
+//! consecutive serials that made the same access (same kind, bytes, epoch
+//! and site), and the site; a sparse entry's first and last serials made
+//! it, those between may not have.
 //!
 //! A record is locked (bit 0 of its header) by whoever changes it; its
 //! `owner` (the shadow cell that points to it) lets a thread that found
@@ -43,6 +47,10 @@ pub const RECORD_WORDS: usize = 16;
 pub const SLOTS: usize = 7;
 /// Slots of a word's record that hold access entries (3..7).
 pub const WORD_ENTRY_SLOTS: core::ops::Range<usize> = 3..7;
+/// Records one chain of entries may take before accesses join the nearest
+/// entry of the same access as sparse entries: what a check walks is
+/// bounded whatever the number of CTAs.
+pub const MAX_CHAIN_RECORDS: usize = 3;
 /// Header words of the pool.
 pub const POOL_HEADER_WORDS: usize = RECORD_WORDS;
 
@@ -357,6 +365,55 @@ impl<'m, F: AtomicFamily> Record<'m, F> {
         let at = 2 + 2 * s;
         self.words[at].store(a, MemOrder::Relaxed);
         self.words[at + 1].store(b, MemOrder::Relaxed);
+    }
+
+    /// Widens the entry in slot `s` (read as `seen`) up to `serial`, above
+    /// its end, without the lock: for a holder of the record *shared*, the
+    /// one change shared holders make, each only ever widening an entry up
+    /// to its own serial, so the entry's last serial stays one that made
+    /// the access. A widening that leaves a gap marks the entry sparse
+    /// first, so no reader sees serials claimed that are not. False when
+    /// the slot no longer holds that entry.
+    pub fn widen_shared(&self, s: usize, seen: Entry, serial: Serial) -> bool {
+        let at = 2 + 2 * s;
+        let (wa, wb) = (&self.words[at], &self.words[at + 1]);
+        let mut cur = seen;
+        loop {
+            if cur.desc.key() != seen.desc.key()
+                || cur.desc.serial() != seen.desc.serial()
+                || cur.site != seen.site
+                || cur.count == 0
+            {
+                return false;
+            }
+            if cur.covers(serial) {
+                return true;
+            }
+            let count = serial.wrapping_sub(cur.desc.serial()).wrapping_add(1);
+            if count <= cur.count {
+                // Below its first serial: not this one's to widen.
+                return false;
+            }
+            if cur.end() != serial && !cur.desc.is_sparse() {
+                let a = cur.desc.0;
+                if wa
+                    .compare_exchange(a, cur.desc.sparse().0, MemOrder::Relaxed, MemOrder::Relaxed)
+                    .is_err()
+                {
+                    cur = Entry::from_slot(wa.load(MemOrder::Relaxed), wb.load(MemOrder::Relaxed));
+                    continue;
+                }
+                cur.desc = cur.desc.sparse();
+            }
+            let (_, b) = cur.to_slot();
+            let (_, nb) = Entry { count, ..cur }.to_slot();
+            match wb.compare_exchange(b, nb, MemOrder::Relaxed, MemOrder::Relaxed) {
+                Ok(_) => return true,
+                Err(v) => {
+                    cur = Entry::from_slot(wa.load(MemOrder::Relaxed), v);
+                }
+            }
+        }
     }
 }
 

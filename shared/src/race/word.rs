@@ -530,18 +530,8 @@ pub fn check_record<F: AtomicFamily>(
     bounded: &mut bool,
 ) -> Option<RaceFound> {
     let (a, b) = rec.slot(LAST_WRITE);
-    let w = Entry::from_slot(a, b);
-    if !w.is_empty()
-        && !forgotten(cta, w.desc.serial())
-        && conflicts(cta, w.desc, me, scope)
-        && !cta.orders_desc(arena, w.desc)
-    {
-        return Some(found(
-            w.desc,
-            SiteWord::for_serial(w.site, w.desc.serial()),
-            me,
-            word,
-        ));
+    if let Some(race) = check_last_write(cta, arena, Entry::from_slot(a, b), me, scope, word) {
+        return Some(race);
     }
     check_all(
         cta,
@@ -554,6 +544,30 @@ pub fn check_record<F: AtomicFamily>(
         word,
         bounded,
     )
+}
+
+/// The race of `me` with a record's last write `w`, if they race.
+#[inline(always)]
+pub fn check_last_write<F: AtomicFamily>(
+    cta: &CtaView<'_>,
+    arena: &Arena<'_, F>,
+    w: Entry,
+    me: AccessDesc,
+    scope: Scope,
+    word: u64,
+) -> Option<RaceFound> {
+    (!w.is_empty()
+        && !forgotten(cta, w.desc.serial())
+        && conflicts(cta, w.desc, me, scope)
+        && !cta.orders_desc(arena, w.desc))
+    .then(|| {
+        found(
+            w.desc,
+            SiteWord::for_serial(w.site, w.desc.serial()),
+            me,
+            word,
+        )
+    })
 }
 
 /// Records `me` in the word's record: a write becomes the last write
@@ -591,7 +605,7 @@ pub fn record_update<F: AtomicFamily>(
         // Entries the write makes useless go.
         super::entries::for_each(pool, rec, WORD_ENTRY_SLOTS.start, |r, s, e| {
             if !e.is_empty()
-                && (forgotten(cta, e.desc.serial())
+                && (forgotten(cta, e.end().wrapping_sub(1))
                     || (dominates(me, e.desc)
                         && !is_launch(e.desc)
                         && cta
