@@ -285,6 +285,7 @@ fn atomic_load<T: Atomic, S: Sanitizer>(p: *const T, ordering: Ordering, scope: 
         kind: AccessKind::AtomicRead,
         ordering,
         scope,
+        compare: false,
     };
     // SAFETY: `p` is valid and aligned (handle invariant).
     checked_atomic::<_, S>(access, || {
@@ -304,6 +305,7 @@ fn volatile_access<T>(addr: usize, kind: AccessKind) -> AtomicAccess {
         kind,
         ordering: Ordering::Relaxed,
         scope: Scope::System,
+        compare: false,
     }
 }
 
@@ -367,7 +369,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalPtrMut<T, S> {
     #[track_caller]
     fn rmw(
         &self,
-        kind: AccessKind,
+        compare: bool,
         ordering: Ordering,
         scope: Scope,
         op: impl FnOnce(*mut T) -> (T, bool),
@@ -380,9 +382,10 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalPtrMut<T, S> {
         let access = AtomicAccess {
             addr: self.ptr as usize,
             size: size_of::<T>(),
-            kind,
+            kind: AccessKind::AtomicRmw,
             ordering,
             scope,
+            compare,
         };
         checked_atomic::<_, S>(access, || op(self.ptr))
     }
@@ -398,7 +401,7 @@ macro_rules! rmw_method {
         where
             T: $bound,
         {
-            self.rmw(AccessKind::AtomicRmw, ordering, scope, |$p| {
+            self.rmw(false, ordering, scope, |$p| {
                 let ($v, $o, $s) = (v, normalise_rmw(ordering), scope);
                 // SAFETY: `p` is valid and aligned (handle invariant).
                 (unsafe { $op }, true)
@@ -496,6 +499,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalPtrMut<T, S> {
             kind: AccessKind::AtomicWrite,
             ordering,
             scope,
+            compare: false,
         };
         // SAFETY: valid and aligned (handle invariant).
         checked_atomic::<_, S>(access, || {
@@ -567,7 +571,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalPtrMut<T, S> {
     where
         T: Atomic,
     {
-        let found = self.rmw(AccessKind::AtomicRmw, ordering, scope, |p| {
+        let found = self.rmw(true, ordering, scope, |p| {
             // SAFETY: valid and aligned (handle invariant).
             let found = unsafe { T::arch_cas(p, current, new, normalise_rmw(ordering), scope) };
             (found, found.bit_eq(current))

@@ -25,19 +25,23 @@ pub struct AtomicAccess {
     pub ordering: Ordering,
     /// The scope the operation was issued with.
     pub scope: Scope,
+    /// A compare-exchange: a read-modify-write that may not write.
+    pub compare: bool,
 }
 
 impl AtomicAccess {
-    /// The engine's description of this operation. A read-modify-write is
-    /// the engine's compare-exchange: one that says it did not write (a
-    /// failed compare-exchange) is an atomic read with the failure
-    /// ordering (acquire if the operation acquires), one that wrote is
-    /// the read-modify-write itself.
+    /// The engine's description of this operation. A compare-exchange
+    /// that says it did not write is an atomic read with the failure
+    /// ordering (acquire if the operation acquires), one that wrote is a
+    /// read-modify-write; every other read-modify-write (an add, an
+    /// exchange) always writes.
+    #[inline(always)]
     pub fn engine_op(&self) -> AtomicOp {
         let kind = match self.kind {
             AccessKind::AtomicRead | AccessKind::Read => AtomicOpKind::Load,
             AccessKind::AtomicWrite | AccessKind::Write => AtomicOpKind::Store,
-            AccessKind::AtomicRmw => AtomicOpKind::CompareExchange,
+            AccessKind::AtomicRmw if self.compare => AtomicOpKind::CompareExchange,
+            AccessKind::AtomicRmw => AtomicOpKind::Rmw,
         };
         let failure_ordering = if self.ordering.acquires() {
             Ordering::Acquire

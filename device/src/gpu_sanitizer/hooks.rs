@@ -19,7 +19,7 @@ use vigil_shared::abi::{AccessSite, RaceReport};
 use vigil_shared::gpu::{
     GpuReportRecord, GpuRuntime, PriorRecord, HOST_SITE_TAG, RANGE_UNIT_BYTES,
 };
-use vigil_shared::race::atomic::{atomic, AtomicOp, AtomicOpKind};
+use vigil_shared::race::atomic::atomic;
 use vigil_shared::race::check::RaceFound;
 use vigil_shared::race::desc::{AccessDesc, SiteLanes, SiteWord};
 use vigil_shared::race::line::{access_line, LineAccess, LineOutcome, LINE_BYTES};
@@ -284,25 +284,6 @@ fn check_block(
     }
 }
 
-/// The engine's description of an atomic.
-fn engine_op(a: &AtomicAccess) -> AtomicOp {
-    let kind = match a.kind {
-        AccessKind::AtomicRead | AccessKind::Read => AtomicOpKind::Load,
-        AccessKind::AtomicWrite | AccessKind::Write => AtomicOpKind::Store,
-        AccessKind::AtomicRmw => AtomicOpKind::CompareExchange,
-    };
-    AtomicOp {
-        kind,
-        ordering: a.ordering,
-        failure_ordering: if a.ordering.acquires() {
-            Ordering::Acquire
-        } else {
-            Ordering::Relaxed
-        },
-        scope: a.scope,
-    }
-}
-
 /// An atomic through the engine; `perform` does the real operation (with
 /// the word's record locked, or held shared) and says whether it wrote.
 #[inline(never)]
@@ -341,7 +322,7 @@ fn check_atomic(
         mem.word_of(addr),
         (addr % 4) as u32,
         access.size as u32,
-        engine_op(&access),
+        access.engine_op(),
         site,
         &mut bounded,
         || {

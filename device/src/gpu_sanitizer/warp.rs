@@ -104,6 +104,7 @@ impl Group {
 #[inline(always)]
 pub(super) fn atomic_keys(a: &AtomicAccess) -> [u64; 2] {
     let op = (a.size as u64) << 16
+        | u64::from(a.compare) << 12
         | u64::from(a.kind as u8) << 8
         | u64::from(a.ordering as u8) << 4
         | u64::from(a.scope as u8);

@@ -124,10 +124,11 @@ pub const MAX_ATOMIC_WORDS: usize = 4;
 pub const RECORDING_PATIENCE: u32 = 1024;
 
 /// Spins an atomic waits for a record's lockers before it locks the
-/// record itself ([`Record::share_within`]). Bounded: the locker may be
-/// waiting for what this atomic does (a lock's holder giving it back
-/// while the pollers lock the lock word's record, one after another).
-pub const SHARE_PATIENCE: u32 = 32;
+/// record itself ([`Record::share_within`]). Long: an atomic that gives up
+/// waiting becomes a locker that the next ones wait for, and on a hot
+/// word that feeds itself until every atomic locks the record in turn.
+/// Bounded all the same, so a thread never waits on a record for good.
+pub const SHARE_PATIENCE: u32 = 512;
 
 /// The byte mask of `[offset, offset + size)` within word `k` of an
 /// access starting at byte `offset` of its first word.
