@@ -5,7 +5,8 @@
 //! (`copy`); then `copy` as a grid-stride loop over a few blocks per SM
 //! (the same accesses, fewer blocks), and `copy` once more at the end,
 //! after some 400 sanitized launches (a sanitizer that slows down as a
-//! program runs shows there). Each row: plain and sanitized time
+//! program runs shows there); then a counter every thread adds to, at
+//! three grid sizes (how a hot word's atomics scale). Each row: plain and sanitized time
 //! per launch (device events, medians), their ratio, and the sanitized
 //! time over the rows' units (blocks, or warp-wide 128-byte line
 //! accesses, summed over the GPU).
@@ -37,8 +38,10 @@ struct Side {
     stores_only: KernelFn<cost::stores_only>,
     copy: KernelFn<streaming::copy>,
     copy_grid_stride: KernelFn<cost::copy_grid_stride>,
+    counter: KernelFn<streaming::counter>,
     x: DeviceBuffer<f32>,
     y: DeviceBuffer<f32>,
+    count: DeviceBuffer<u32>,
 }
 
 impl Side {
@@ -54,6 +57,7 @@ impl Side {
         let host: Vec<f32> = (0..N).map(|i| (i % 1000) as f32 * 0.5).collect();
         x.copy_from_host(&stream, &host)?;
         let y = DeviceBuffer::alloc_zeroed(&stream, N)?;
+        let count = DeviceBuffer::alloc_zeroed(&stream, 1)?;
         ctx.synchronize()?;
         Ok(Side {
             blocks_only: module.kernel()?,
@@ -61,10 +65,12 @@ impl Side {
             stores_only: module.kernel()?,
             copy: module.kernel()?,
             copy_grid_stride: module.kernel()?,
+            counter: module.kernel()?,
             ctx,
             stream,
             x,
             y,
+            count,
         })
     }
 
@@ -72,7 +78,11 @@ impl Side {
     fn time(&mut self, variant: Variant, blocks: u32, plan: Plan) -> Result<Timing> {
         let cfg = LaunchConfig::new(blocks, BLOCK);
         let Side {
-            stream: s, x, y, ..
+            stream: s,
+            x,
+            y,
+            count,
+            ..
         } = self;
         let t = match variant {
             Variant::BlocksOnly => measure(s, plan, || {
@@ -88,6 +98,12 @@ impl Side {
             Variant::CopyGridStride => measure(s, plan, || {
                 Ok(s.launch(&self.copy_grid_stride, cfg, (&*x, &mut *y))?)
             }),
+            Variant::Counter => {
+                let n = (blocks * BLOCK) as usize;
+                measure(s, plan, || {
+                    Ok(s.launch(&self.counter, cfg, (n, &mut *count))?)
+                })
+            }
         }?;
         self.ctx.synchronize()?;
         Ok(t)
@@ -101,6 +117,8 @@ enum Variant {
     StoresOnly,
     Copy,
     CopyGridStride,
+    /// Every thread adds one to one word (a hot word's atomics).
+    Counter,
 }
 
 fn main() -> std::result::Result<(), vigil::ErrorReport> {
@@ -120,7 +138,7 @@ fn main() -> std::result::Result<(), vigil::ErrorReport> {
         "{:<28} {:>8} {:>11} {:>13} {:>9}  sanitized per unit",
         "variant", "blocks", "plain ms", "sanitized ms", "ratio"
     );
-    let rows: [(&str, Variant, u32, f64, &str); 8] = [
+    let rows: [(&str, Variant, u32, f64, &str); 11] = [
         (
             "blocks only",
             Variant::BlocksOnly,
@@ -160,6 +178,28 @@ fn main() -> std::result::Result<(), vigil::ErrorReport> {
             full,
             2.0 * lines,
             "line",
+        ),
+        // One hot word: how its atomics' cost grows with the grid.
+        (
+            "counter, 2^16 threads",
+            Variant::Counter,
+            1 << 8,
+            65536.0,
+            "atomic",
+        ),
+        (
+            "counter, 2^20 threads",
+            Variant::Counter,
+            1 << 12,
+            1048576.0,
+            "atomic",
+        ),
+        (
+            "counter, 2^22 threads",
+            Variant::Counter,
+            1 << 14,
+            4194304.0,
+            "atomic",
         ),
     ];
     for (name, variant, blocks, units, unit) in rows {

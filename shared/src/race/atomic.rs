@@ -45,6 +45,10 @@
 //! CTA's other threads that find it missing meanwhile wait for that one
 //! (`CtaSync::claim_recording`, a hint) and then take the shared path,
 //! rather than lock the record one after another to add the same access.
+//! An atomic that must lock a record held or awaited by someone else
+//! does not queue at once: it tries the shared path again, up to
+//! [`LOCK_TRIES`] times, since what the holder changes (an entry it can
+//! widen) often lets it through.
 //!
 //! This is exact: every later verdict is the one the locked path would
 //! have given. The locked path would make three changes. (1) It would
@@ -75,13 +79,13 @@
 use super::check::RaceFound;
 use super::cta::CtaView;
 use super::desc::{AccessDesc, CellTag, SiteWord, SizeClass};
+use super::entries::{check_entry, same_site, EntryVerdict};
 use super::memory::{site_of, LaneRef, RaceMemory};
 use super::record::{Entry, Record, WORD_ENTRY_SLOTS};
 use super::sync::{
     add_head, clear_heads, has_heads, lose_heads, read_heads, read_lost_heads, released,
     write_heads, CtaSync, Head,
 };
-use super::entries::{check_entry, same_site, EntryVerdict};
 use super::word::{
     check_last_write, check_record, line_start, record_update, split_cell, LAST_WRITE,
 };
@@ -122,6 +126,11 @@ pub const MAX_ATOMIC_WORDS: usize = 4;
 /// for another thread of its CTA recording it (`CtaSync::claim_recording`)
 /// before it locks the record itself.
 pub const RECORDING_PATIENCE: u32 = 1024;
+
+/// Times an atomic that would change its word's record tries to lock it
+/// while someone else holds it or waits for it, trying the shared path
+/// again in between, before it queues for the lock.
+pub const LOCK_TRIES: u32 = 64;
 
 /// Spins an atomic waits for a record's lockers before it locks the
 /// record itself ([`Record::share_within`]). Long: an atomic that gives up
@@ -172,10 +181,12 @@ pub fn atomic<M: RaceMemory + ?Sized, R, S: AtomicFamily>(
     perform: impl FnOnce() -> (R, bool),
 ) -> (R, Option<RaceFound>) {
     let mut recording = false;
+    let mut locked = None;
     if offset + size.max(1) <= 4 {
         // The CTA's tag of this word (collisions only cost waits).
         let tag = (first as u32).wrapping_add(1).max(1);
         let mut patience = RECORDING_PATIENCE;
+        let mut tries = LOCK_TRIES;
         loop {
             match shared_hold(mem, cta, sync, first, offset, size, op, site, bounded) {
                 Hold::Shared((rec, take_heads)) => {
@@ -192,23 +203,42 @@ pub fn atomic<M: RaceMemory + ?Sized, R, S: AtomicFamily>(
                         read_heads(mem, cta, sync, &rec, ordering.acquires(), op.scope);
                     }
                     rec.unshare();
+                    if recording {
+                        sync.end_recording();
+                    }
                     return (result, None);
                 }
                 // The CTA's access is missing: one of its threads records
                 // it while the others wait for it.
-                Hold::Missing if sync.claim_recording(tag) => recording = true,
-                Hold::Missing if sync.recording() == tag && patience > 0 => {
+                Hold::Missing if !recording && sync.claim_recording(tag) => recording = true,
+                Hold::Missing if !recording && sync.recording() == tag && patience > 0 => {
                     patience -= 1;
                     S::spin();
                     continue;
                 }
                 Hold::Missing | Hold::No => {}
             }
-            break;
+            // Lock the record only if nobody holds it or waits for it:
+            // while someone does, what they change may let this operation
+            // take the shared path after all (the CTAs of a launch that
+            // all reach a fresh word at once need a lock each only until
+            // an entry they can widen is there).
+            if tries == 0 {
+                break;
+            }
+            tries -= 1;
+            match lock_record(mem, cta, first, bounded, false) {
+                Locking::Locked(rec) => {
+                    locked = Some(rec);
+                    break;
+                }
+                Locking::Busy => S::spin(),
+                Locking::NoRecord => break,
+            }
         }
     }
-    let out = atomic_locked(
-        mem, cta, sync, lanes, first, offset, size, op, site, bounded, perform,
+    let out = atomic_locked_from(
+        mem, cta, sync, lanes, first, offset, size, op, site, bounded, locked, perform,
     );
     if recording {
         sync.end_recording();
@@ -242,10 +272,38 @@ pub fn atomic_locked<M: RaceMemory + ?Sized, R, S: AtomicFamily>(
     bounded: &mut bool,
     perform: impl FnOnce() -> (R, bool),
 ) -> (R, Option<RaceFound>) {
+    atomic_locked_from(
+        mem, cta, sync, lanes, first, offset, size, op, site, bounded, None, perform,
+    )
+}
+
+/// [`atomic_locked`], the first word's record already locked when
+/// `locked` holds it.
+#[allow(clippy::too_many_arguments)]
+fn atomic_locked_from<'m, M: RaceMemory + ?Sized, R, S: AtomicFamily>(
+    mem: &'m M,
+    cta: &mut CtaView<'_>,
+    sync: &CtaSync<'_, S>,
+    lanes: LaneRef,
+    first: u64,
+    offset: u32,
+    size: u32,
+    op: AtomicOp,
+    site: SiteWord,
+    bounded: &mut bool,
+    mut locked: Option<Record<'m, M::Atomics>>,
+    perform: impl FnOnce() -> (R, bool),
+) -> (R, Option<RaceFound>) {
     let n = ((offset + size.max(1)).div_ceil(4) as usize).min(MAX_ATOMIC_WORDS);
     let mut recs: [Option<Record<'_, M::Atomics>>; MAX_ATOMIC_WORDS] = [None, None, None, None];
     for (k, slot) in recs.iter_mut().enumerate().take(n) {
-        *slot = lock_record(mem, cta, first + k as u64, bounded);
+        *slot = match locked.take() {
+            Some(rec) => Some(rec),
+            None => match lock_record(mem, cta, first + k as u64, bounded, true) {
+                Locking::Locked(rec) => Some(rec),
+                Locking::Busy | Locking::NoRecord => None,
+            },
+        };
     }
     if op.kind != AtomicOpKind::Load && recs[..n].iter().any(Option::is_none) {
         // A word without a record cannot keep this write's heads: what
@@ -523,34 +581,57 @@ fn changes_nothing<M: RaceMemory + ?Sized>(
     Hold::Shared(op.kind != AtomicOpKind::Store && heads && chain)
 }
 
+/// What [`lock_record`] got.
+enum Locking<'m, F: AtomicFamily> {
+    /// The record, locked.
+    Locked(Record<'m, F>),
+    /// Someone held it or waited for it (only when not waiting).
+    Busy,
+    /// No record: the pool is full (counted; the word then goes
+    /// unrecorded for this operation, and a release's heads join the lost
+    /// releases, which reads of words without heads take).
+    NoRecord,
+}
+
 /// Locks the record of split word `word`, making one from its inline
-/// access if it has none; `None` when the pool is full (the word then
-/// goes unrecorded for this operation, counted; a release's heads join
-/// the lost releases, which reads of words without heads take).
+/// access if it has none; waits for its holders if `wait`, else gives up
+/// at once when it is held or awaited ([`Record::try_lock_word`]).
 #[inline(never)]
 fn lock_record<'m, M: RaceMemory + ?Sized>(
     mem: &'m M,
     cta: &CtaView<'_>,
     word: u64,
     bounded: &mut bool,
-) -> Option<Record<'m, M::Atomics>> {
-    let cell = split_cell(mem, cta, word, bounded)?;
+    wait: bool,
+) -> Locking<'m, M::Atomics> {
+    let Some(cell) = split_cell(mem, cta, word, bounded) else {
+        return Locking::NoRecord;
+    };
     let pool = mem.pool();
     loop {
         let c = cell.load(MemOrder::Acquire);
         match CellTag::of(c) {
             CellTag::Locked => M::Atomics::spin(),
             CellTag::Record => {
-                let rec = pool.record(c as u32)?;
-                if rec.lock_word(word) {
-                    return Some(rec);
+                let Some(rec) = pool.record(c as u32) else {
+                    return Locking::NoRecord;
+                };
+                let got = if wait {
+                    Some(rec.lock_word(word))
+                } else {
+                    rec.try_lock_word(word)
+                };
+                match got {
+                    Some(true) => return Locking::Locked(rec),
+                    Some(false) if !wait => return Locking::Busy,
+                    _ => {}
                 }
             }
             CellTag::Line | CellTag::Inline => {
                 let d = AccessDesc(c).untagged();
                 let Some(rec) = pool.allocate(word) else {
                     *bounded = true;
-                    return None;
+                    return Locking::NoRecord;
                 };
                 if !d.is_none() {
                     let e = Entry {
@@ -571,7 +652,7 @@ fn lock_record<'m, M: RaceMemory + ?Sized>(
                     .compare_exchange(c, tagged, MemOrder::AcqRel, MemOrder::Relaxed)
                     .is_ok()
                 {
-                    return Some(rec);
+                    return Locking::Locked(rec);
                 }
                 rec.kill();
                 pool.free(rec);

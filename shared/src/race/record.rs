@@ -277,6 +277,24 @@ impl<'m, F: AtomicFamily> Record<'m, F> {
         }
     }
 
+    /// Locks a word's record if it is live, owned by `owner`, and nobody
+    /// holds it, holds it shared or waits for it: `Some(true)`; someone
+    /// does: `Some(false)` (nothing held, nothing counted); freed or reused
+    /// meanwhile: `None`. For a thread that would rather try the shared
+    /// path again than queue ([`lock_word`](Self::lock_word) queues).
+    pub fn try_lock_word(&self, owner: u64) -> Option<bool> {
+        let h = self.words[0].load(MemOrder::Relaxed);
+        if h & LIVE == 0 || self.words[1].load(MemOrder::Relaxed) != owner {
+            return None;
+        }
+        Some(
+            h & (LOCK | READERS | WAITERS) == 0
+                && self.words[0]
+                    .compare_exchange(h, h | LOCK, MemOrder::Acquire, MemOrder::Relaxed)
+                    .is_ok(),
+        )
+    }
+
     /// Holds a word's record shared if it is live, owned by `owner`,
     /// unlocked and nobody waits to lock it; false otherwise (nothing
     /// held). A shared holder reads the record and changes nothing in
