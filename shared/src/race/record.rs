@@ -47,6 +47,25 @@ pub const RECORD_WORDS: usize = 16;
 pub const SLOTS: usize = 7;
 /// Slots of a word's record that hold access entries (3..7).
 pub const WORD_ENTRY_SLOTS: core::ops::Range<usize> = 3..7;
+/// Words of the aligned span within which a record's owner names its
+/// word: the processes of a group map one shadow at different offsets of
+/// their reservations, each a multiple of the allocation granularity (2
+/// MiB or more), so a word's index differs from process to process but
+/// its place in a 2 MiB span does not. An owner is [`owner_key`] of the
+/// caller's: the same in every process.
+pub const OWNER_SPAN_WORDS: u64 = (2 << 20) / 4;
+
+/// What a record keeps of an owner (a word index, or a line's reader set,
+/// bit 63): its flag bit and the word's place in its [`OWNER_SPAN_WORDS`]
+/// span. Two words of one span never share it; a record reused by a word
+/// of another span with the same place passes the owner check, which the
+/// callers that can meet a reused record back with a check of their own
+/// (a reader set is still its line's set of the write it was made for).
+#[inline(always)]
+pub const fn owner_key(owner: u64) -> u64 {
+    owner & (1 << 63 | (OWNER_SPAN_WORDS - 1))
+}
+
 /// Records one chain of entries may take before accesses join the nearest
 /// entry of the same access as sparse entries: what a check walks is
 /// bounded whatever the number of CTAs.
@@ -132,24 +151,27 @@ impl<'m, F: AtomicFamily> Pool<'m, F> {
         for w in &rec.words[2..] {
             w.store(0, MemOrder::Relaxed);
         }
-        rec.words[1].store(owner, MemOrder::Relaxed);
+        rec.words[1].store(owner_key(owner), MemOrder::Relaxed);
         rec.words[0].store(LOCK | LIVE, MemOrder::Relaxed);
         Some(rec)
     }
 
+    /// The next never-used record, by one addition: a compare-exchange
+    /// loop here is retried by every thread that lost, and a launch whose
+    /// threads each make a word's first atomic at once has millions of
+    /// them. Past the capacity the counter only grows (nothing reads it
+    /// as a count of records).
     fn bump(&self) -> Option<u32> {
         let next = self.words.get(pool_header::NEXT)?;
         let cap = self.words[pool_header::CAPACITY].load(MemOrder::Relaxed);
-        let mut cur = next.load(MemOrder::Relaxed);
-        loop {
-            if cur >= cap {
-                return None;
-            }
-            match next.compare_exchange(cur, cur + 1, MemOrder::Relaxed, MemOrder::Relaxed) {
-                Ok(_) => return u32::try_from(cur).ok(),
-                Err(v) => cur = v,
-            }
+        if next.load(MemOrder::Relaxed) >= cap {
+            return None;
         }
+        let cur = next.fetch_add(1, MemOrder::Relaxed);
+        if cur >= cap {
+            return None;
+        }
+        u32::try_from(cur).ok()
     }
 
     fn lock_free_list(&self) -> Option<(&'m F::U64, u64)> {
@@ -204,10 +226,7 @@ impl<'m, F: AtomicFamily> Pool<'m, F> {
 }
 
 fn bump_counter<F: AtomicFamily>(w: &F::U64) {
-    let mut cur = w.load(MemOrder::Relaxed);
-    while let Err(v) = w.compare_exchange(cur, cur + 1, MemOrder::Relaxed, MemOrder::Relaxed) {
-        cur = v;
-    }
+    w.fetch_add(1, MemOrder::Relaxed);
 }
 
 /// One record.
@@ -230,7 +249,7 @@ impl<'m, F: AtomicFamily> Record<'m, F> {
     pub fn lock(&self, owner: u64) -> bool {
         loop {
             let h = self.words[0].load(MemOrder::Relaxed);
-            if h & LIVE == 0 || self.words[1].load(MemOrder::Relaxed) != owner {
+            if h & LIVE == 0 || self.words[1].load(MemOrder::Relaxed) != owner_key(owner) {
                 return false;
             }
             if h & (LOCK | READERS) == 0
@@ -238,7 +257,7 @@ impl<'m, F: AtomicFamily> Record<'m, F> {
                     .compare_exchange(h, h | LOCK, MemOrder::Acquire, MemOrder::Relaxed)
                     .is_ok()
             {
-                if self.words[1].load(MemOrder::Relaxed) == owner {
+                if self.words[1].load(MemOrder::Relaxed) == owner_key(owner) {
                     return true;
                 }
                 self.unlock();
@@ -254,13 +273,13 @@ impl<'m, F: AtomicFamily> Record<'m, F> {
     /// once the shared holders are gone.
     pub fn lock_word(&self, owner: u64) -> bool {
         let h = self.words[0].load(MemOrder::Relaxed);
-        if h & LIVE == 0 || self.words[1].load(MemOrder::Relaxed) != owner {
+        if h & LIVE == 0 || self.words[1].load(MemOrder::Relaxed) != owner_key(owner) {
             return false;
         }
         self.words[0].fetch_add(WAITER, MemOrder::Relaxed);
         loop {
             let h = self.words[0].load(MemOrder::Relaxed);
-            if h & LIVE == 0 || self.words[1].load(MemOrder::Relaxed) != owner {
+            if h & LIVE == 0 || self.words[1].load(MemOrder::Relaxed) != owner_key(owner) {
                 self.words[0].fetch_add(WAITER.wrapping_neg(), MemOrder::Relaxed);
                 return false;
             }
@@ -284,7 +303,7 @@ impl<'m, F: AtomicFamily> Record<'m, F> {
     /// path again than queue ([`lock_word`](Self::lock_word) queues).
     pub fn try_lock_word(&self, owner: u64) -> Option<bool> {
         let h = self.words[0].load(MemOrder::Relaxed);
-        if h & LIVE == 0 || self.words[1].load(MemOrder::Relaxed) != owner {
+        if h & LIVE == 0 || self.words[1].load(MemOrder::Relaxed) != owner_key(owner) {
             return None;
         }
         Some(
@@ -308,7 +327,7 @@ impl<'m, F: AtomicFamily> Record<'m, F> {
         let h = self.words[0].fetch_add(READER, MemOrder::Acquire);
         if h & (LOCK | WAITERS) != 0
             || h & LIVE == 0
-            || self.words[1].load(MemOrder::Relaxed) != owner
+            || self.words[1].load(MemOrder::Relaxed) != owner_key(owner)
         {
             self.unshare();
             return false;
@@ -526,6 +545,24 @@ mod tests {
         e.unlock();
         assert!(!e.lock(300), "a reused record is not its old owner's");
         assert!(a.lock(100));
+    }
+
+    #[test]
+    fn a_word_mapped_at_two_offsets_owns_one_record() {
+        let words: Vec<AtomicU64> = (0..RECORD_WORDS * 2).map(|_| AtomicU64::new(0)).collect();
+        Pool::<CoreAtomics>::init(&words);
+        let pool = Pool::<CoreAtomics>::new(&words);
+        // One process sees the word at index 5 + 3 spans, another at 5 +
+        // 7 spans (their reservations map the buffer at other offsets).
+        let a = pool.allocate(5 + 3 * OWNER_SPAN_WORDS).unwrap();
+        a.unlock();
+        assert!(a.lock_word(5 + 7 * OWNER_SPAN_WORDS));
+        a.unlock();
+        assert!(a.share(5 + 7 * OWNER_SPAN_WORDS));
+        a.unshare();
+        assert_eq!(a.try_lock_word(6), None, "another word of the span");
+        assert_eq!(a.try_lock_word(5), Some(true));
+        a.unlock();
     }
 
     #[test]
