@@ -19,8 +19,9 @@
 //! it, those between may not have.
 //!
 //! A record is locked (bit 0 of its header) by whoever changes it; its
-//! `owner` (the shadow cell that points to it) lets a thread that found
-//! the record through a stale cell notice it was freed and reused.
+//! `owner` (the word whose cell points to it, as [`owner_key`], which
+//! every process of a group computes alike) lets a thread that found the
+//! record through a stale cell notice it was freed and reused.
 //!
 //! A word's record is also a reader-writer lock: an atomic that changes
 //! nothing in it (`super::atomic`'s shared path) holds it *shared*
