@@ -549,6 +549,37 @@ mod tests {
     }
 
     #[test]
+    fn trying_to_lock_a_busy_record_takes_nothing() {
+        let words: Vec<AtomicU64> = (0..RECORD_WORDS * 2).map(|_| AtomicU64::new(0)).collect();
+        Pool::<CoreAtomics>::init(&words);
+        let pool = Pool::<CoreAtomics>::new(&words);
+        let a = pool.allocate(9).unwrap();
+        // Locked (a fresh record is its maker's).
+        assert_eq!(a.try_lock_word(9), Some(false));
+        a.unlock();
+        // Held shared.
+        assert!(a.share(9));
+        assert_eq!(a.try_lock_word(9), Some(false));
+        a.unshare();
+        // Awaited: a thread counted itself waiting (a shared holder keeps
+        // it from locking), and a try does not jump the queue.
+        assert!(a.share(9));
+        let header = &words[RECORD_WORDS];
+        header.fetch_add(WAITER, MemOrder::Relaxed);
+        assert_eq!(a.try_lock_word(9), Some(false));
+        assert!(!a.share(9), "new shared holders stay out while one waits");
+        header.fetch_sub(WAITER, MemOrder::Relaxed);
+        a.unshare();
+        // Free: it locks, and nothing was left counted.
+        assert_eq!(a.try_lock_word(9), Some(true));
+        a.unlock();
+        assert_eq!(
+            header.load(MemOrder::Relaxed) & (LOCK | READERS | WAITERS),
+            0
+        );
+    }
+
+    #[test]
     fn a_word_mapped_at_two_offsets_owns_one_record() {
         let words: Vec<AtomicU64> = (0..RECORD_WORDS * 2).map(|_| AtomicU64::new(0)).collect();
         Pool::<CoreAtomics>::init(&words);
