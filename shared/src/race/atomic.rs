@@ -79,7 +79,7 @@
 use super::check::RaceFound;
 use super::cta::CtaView;
 use super::desc::{AccessDesc, CellTag, SiteWord, SizeClass};
-use super::entries::{check_entry, same_site, EntryVerdict};
+use super::entries::{check_entry, same_site};
 use super::memory::{site_of, LaneRef, RaceMemory};
 use super::record::{Entry, Record, WORD_ENTRY_SLOTS};
 use super::sync::{
@@ -351,13 +351,7 @@ fn atomic_locked_from<'m, M: RaceMemory + ?Sized, R, S: AtomicFamily>(
     for k in 0..n {
         if let Some(rec) = &recs[k] {
             let (a, b) = rec.slot(LAST_WRITE);
-            let last = Entry::from_slot(a, b).desc;
-            let me = desc(k, cta);
-            chain[k] = !last.is_none()
-                && last.is_atomic()
-                && last.bytes() == me.bytes()
-                && last.extent() == me.extent()
-                && cta.morally_strong(last, op.scope);
+            chain[k] = continues_sequence(cta, Entry::from_slot(a, b).desc, desc(k, cta), op.scope);
         }
     }
     if reads {
@@ -514,13 +508,7 @@ fn changes_nothing<M: RaceMemory + ?Sized>(
     let (a, b) = rec.slot(LAST_WRITE);
     let last = Entry::from_slot(a, b);
     let heads = has_heads(rec);
-    // As the locked path decides whether this continues the release
-    // sequence its heads stand for.
-    let chain = !last.is_empty()
-        && last.desc.is_atomic()
-        && last.desc.bytes() == bytes
-        && last.desc.extent() == write.extent()
-        && cta.morally_strong(last.desc, op.scope);
+    let chain = continues_sequence(cta, last.desc, write, op.scope);
     if heads && (op.kind == AtomicOpKind::Store || (may_write && !chain)) {
         return Hold::No;
     }
@@ -563,14 +551,7 @@ fn changes_nothing<M: RaceMemory + ?Sized>(
                 widen = Some((r.clone(), s, e));
             }
         }
-        match check_entry(cta, &arena, e, me, op.scope, word) {
-            EntryVerdict::Clean => None,
-            EntryVerdict::Race(_) => Some(()),
-            EntryVerdict::Bounded => {
-                *bounded = true;
-                None
-            }
-        }
+        check_entry(cta, &arena, e, me, op.scope, word).race(bounded)
     });
     if raced.is_some() {
         return Hold::No;
@@ -578,7 +559,20 @@ fn changes_nothing<M: RaceMemory + ?Sized>(
     if !covered && !widen.is_some_and(|(r, s, e)| r.widen_shared(s, e, cta.serial)) {
         return Hold::Missing;
     }
-    Hold::Shared(op.kind != AtomicOpKind::Store && heads && chain)
+    // (A store with heads went to the locked path above.)
+    Hold::Shared(heads && chain)
+}
+
+/// Whether an atomic `me` of `scope` after the word's last write `last`
+/// continues the release sequence the word's heads stand for: the very
+/// same bytes and extent, morally strong with it.
+#[inline(always)]
+fn continues_sequence(cta: &CtaView<'_>, last: AccessDesc, me: AccessDesc, scope: Scope) -> bool {
+    !last.is_none()
+        && last.is_atomic()
+        && last.bytes() == me.bytes()
+        && last.extent() == me.extent()
+        && cta.morally_strong(last, scope)
 }
 
 /// What [`lock_record`] got.

@@ -37,6 +37,21 @@ pub enum EntryVerdict {
     Bounded,
 }
 
+impl EntryVerdict {
+    /// The race, if any; an undecided check sets `bounded`.
+    #[inline(always)]
+    pub fn race(self, bounded: &mut bool) -> Option<RaceFound> {
+        match self {
+            EntryVerdict::Clean => None,
+            EntryVerdict::Race(r) => Some(r),
+            EntryVerdict::Bounded => {
+                *bounded = true;
+                None
+            }
+        }
+    }
+}
+
 /// Checks entry `e` against the current access `me` (of `scope`) on
 /// `word`.
 pub fn check_entry<F: AtomicFamily>(
@@ -140,14 +155,7 @@ pub fn check_all<F: AtomicFamily>(
     bounded: &mut bool,
 ) -> Option<RaceFound> {
     for_each(pool, rec, first, |_, _, e| {
-        match check_entry(cta, arena, e, me, scope, word) {
-            EntryVerdict::Clean => None,
-            EntryVerdict::Race(r) => Some(r),
-            EntryVerdict::Bounded => {
-                *bounded = true;
-                None
-            }
-        }
+        check_entry(cta, arena, e, me, scope, word).race(bounded)
     })
 }
 

@@ -23,7 +23,7 @@ use core::sync::atomic::Ordering as MemOrder;
 use super::check::{found, settled_site, RaceFound};
 use super::cta::CtaView;
 use super::desc::{AccessDesc, CellTag, LineRead, LineWrite, ReadKind, SiteWord};
-use super::entries::{check_all, insert, launch_verdict, EntryVerdict, LAUNCH};
+use super::entries::{check_all, insert, launch_verdict, LAUNCH};
 use super::knowledge::Arena;
 use super::memory::{RaceMemory, U64Of};
 use super::record::Pool;
@@ -417,14 +417,7 @@ fn check_reads<M: RaceMemory + ?Sized>(
                 return None;
             }
             let site = SiteWord(h.c3.load(MemOrder::Relaxed));
-            match launch_verdict(cta, arena, AccessDesc(d.0 | LAUNCH), site, me, word0) {
-                EntryVerdict::Clean => None,
-                EntryVerdict::Race(f) => Some(f),
-                EntryVerdict::Bounded => {
-                    *bounded = true;
-                    None
-                }
-            }
+            launch_verdict(cta, arena, AccessDesc(d.0 | LAUNCH), site, me, word0).race(bounded)
         }
         ReadKind::Set => {
             let pool = mem.pool();

@@ -242,6 +242,12 @@ impl<F: AtomicFamily> Clone for Record<'_, F> {
 }
 
 impl<'m, F: AtomicFamily> Record<'m, F> {
+    /// Whether the record, its header read as `h`, is live and `owner`'s.
+    #[inline(always)]
+    fn is_for(&self, h: u64, owner: u64) -> bool {
+        h & LIVE != 0 && self.words[1].load(MemOrder::Relaxed) == owner_key(owner)
+    }
+
     /// Locks the record if it is live and owned by `owner`; false when it
     /// was freed or reused meanwhile (start over from the shadow cell).
     /// By compare-exchange only: for records that may be freed under the
@@ -250,7 +256,7 @@ impl<'m, F: AtomicFamily> Record<'m, F> {
     pub fn lock(&self, owner: u64) -> bool {
         loop {
             let h = self.words[0].load(MemOrder::Relaxed);
-            if h & LIVE == 0 || self.words[1].load(MemOrder::Relaxed) != owner_key(owner) {
+            if !self.is_for(h, owner) {
                 return false;
             }
             if h & (LOCK | READERS) == 0
@@ -274,13 +280,13 @@ impl<'m, F: AtomicFamily> Record<'m, F> {
     /// once the shared holders are gone.
     pub fn lock_word(&self, owner: u64) -> bool {
         let h = self.words[0].load(MemOrder::Relaxed);
-        if h & LIVE == 0 || self.words[1].load(MemOrder::Relaxed) != owner_key(owner) {
+        if !self.is_for(h, owner) {
             return false;
         }
         self.words[0].fetch_add(WAITER, MemOrder::Relaxed);
         loop {
             let h = self.words[0].load(MemOrder::Relaxed);
-            if h & LIVE == 0 || self.words[1].load(MemOrder::Relaxed) != owner_key(owner) {
+            if !self.is_for(h, owner) {
                 self.words[0].fetch_add(WAITER.wrapping_neg(), MemOrder::Relaxed);
                 return false;
             }
@@ -304,7 +310,7 @@ impl<'m, F: AtomicFamily> Record<'m, F> {
     /// path again than queue ([`lock_word`](Self::lock_word) queues).
     pub fn try_lock_word(&self, owner: u64) -> Option<bool> {
         let h = self.words[0].load(MemOrder::Relaxed);
-        if h & LIVE == 0 || self.words[1].load(MemOrder::Relaxed) != owner_key(owner) {
+        if !self.is_for(h, owner) {
             return None;
         }
         Some(
@@ -326,10 +332,7 @@ impl<'m, F: AtomicFamily> Record<'m, F> {
             return false;
         }
         let h = self.words[0].fetch_add(READER, MemOrder::Acquire);
-        if h & (LOCK | WAITERS) != 0
-            || h & LIVE == 0
-            || self.words[1].load(MemOrder::Relaxed) != owner_key(owner)
-        {
+        if h & (LOCK | WAITERS) != 0 || !self.is_for(h, owner) {
             self.unshare();
             return false;
         }

@@ -14,7 +14,7 @@ use core::sync::atomic::Ordering as MemOrder;
 use super::check::{conflicts, dominates, found, settled_site, RaceFound};
 use super::cta::CtaView;
 use super::desc::{AccessDesc, CellTag, LineRead, LineWrite, ReadKind, SiteWord, EMPTY_SPLIT};
-use super::entries::{check_all, insert, is_launch, launch_verdict, EntryVerdict, LAUNCH};
+use super::entries::{check_all, insert, is_launch, launch_verdict, LAUNCH};
 use super::knowledge::Arena;
 use super::line::{forgotten, reads_owner, LINE_WORDS};
 use super::memory::{note_site, site_of, RaceMemory, U64Of};
@@ -390,11 +390,8 @@ fn inline_step<M: RaceMemory + ?Sized>(
     let mut race = None;
     if !d.is_none() && conflicts(cta, d, me, scope) {
         if is_launch(d) {
-            match launch_verdict(cta, arena, d, site_of(mem, word, d.serial()), me, word) {
-                EntryVerdict::Clean => {}
-                EntryVerdict::Race(f) => race = Some(f),
-                EntryVerdict::Bounded => *bounded = true,
-            }
+            race = launch_verdict(cta, arena, d, site_of(mem, word, d.serial()), me, word)
+                .race(bounded);
         } else if !cta.orders_desc(arena, d) {
             race = Some(found(
                 d,
