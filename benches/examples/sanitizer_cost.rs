@@ -6,10 +6,10 @@
 //! (the same accesses, fewer blocks), and `copy` once more at the end,
 //! after some 400 sanitized launches (a sanitizer that slows down as a
 //! program runs shows there); then a counter every thread adds to, at
-//! three grid sizes (how a hot word's atomics scale). Each row: plain and sanitized time
-//! per launch (device events, medians), their ratio, and the sanitized
-//! time over the rows' units (blocks, or warp-wide 128-byte line
-//! accesses, summed over the GPU).
+//! three grid sizes (how a hot word's atomics scale). Each row: plain
+//! and sanitized time per launch (device events, medians), their ratio,
+//! and the sanitized time over the rows' units (blocks, warp-wide
+//! 128-byte line accesses or atomics, summed over the GPU).
 //!
 //! ```text
 //! cargo run --release -p vigil-bench --example sanitizer_cost
@@ -184,21 +184,21 @@ fn main() -> std::result::Result<(), vigil::ErrorReport> {
             "counter, 2^16 threads",
             Variant::Counter,
             1 << 8,
-            65536.0,
+            f64::from((1 << 8) * BLOCK),
             "atomic",
         ),
         (
             "counter, 2^20 threads",
             Variant::Counter,
             1 << 12,
-            1048576.0,
+            f64::from((1 << 12) * BLOCK),
             "atomic",
         ),
         (
             "counter, 2^22 threads",
             Variant::Counter,
             1 << 14,
-            4194304.0,
+            f64::from((1 << 14) * BLOCK),
             "atomic",
         ),
     ];
