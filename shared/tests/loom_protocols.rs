@@ -71,12 +71,6 @@ impl AtomicU64Ops for A64 {
     fn fetch_add(&self, v: u64, o: MemOrder) -> u64 {
         seq_cst(o, || self.0.fetch_add(v, o))
     }
-    fn fetch_max(&self, v: u64, o: MemOrder) -> u64 {
-        seq_cst(o, || self.0.fetch_max(v, o))
-    }
-    fn fetch_or(&self, v: u64, o: MemOrder) -> u64 {
-        seq_cst(o, || self.0.fetch_or(v, o))
-    }
 }
 
 struct LoomAtomics;

@@ -22,7 +22,7 @@ use vigil_shared::atomic::{AtomicFamily, AtomicU32Ops, AtomicU64Ops};
 use vigil_shared::{Ordering, Scope};
 
 use crate::arch::imp as arch;
-use crate::atomic::sealed::{ArchAdd, ArchAtomic, ArchMax, ArchOr};
+use crate::atomic::sealed::{ArchAdd, ArchAtomic, ArchMax};
 
 /// The atomics the hooks' engine runs on (see the module docs).
 pub type EngineAtomics = DeviceAtomics;
@@ -171,16 +171,6 @@ impl AtomicU64Ops for DeviceU64 {
     fn fetch_add(&self, value: u64, o: MemOrder) -> u64 {
         // SAFETY: as in `cas`.
         unsafe { <u64 as ArchAdd>::arch_add(self.ptr(), value, order(o), Scope::Device) }
-    }
-    #[inline(always)]
-    fn fetch_max(&self, value: u64, o: MemOrder) -> u64 {
-        // SAFETY: as in `cas`.
-        unsafe { <u64 as ArchMax>::arch_max(self.ptr(), value, order(o), Scope::Device) }
-    }
-    #[inline(always)]
-    fn fetch_or(&self, value: u64, o: MemOrder) -> u64 {
-        // SAFETY: as in `cas`.
-        unsafe { <u64 as ArchOr>::arch_or(self.ptr(), value, order(o), Scope::Device) }
     }
 }
 

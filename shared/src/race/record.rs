@@ -38,7 +38,7 @@
 
 use core::sync::atomic::Ordering as MemOrder;
 
-use super::desc::{AccessDesc, SPARSE};
+use super::desc::AccessDesc;
 use super::serial::Serial;
 use crate::atomic::{AtomicFamily, AtomicU64Ops};
 
@@ -408,37 +408,53 @@ impl<'m, F: AtomicFamily> Record<'m, F> {
         self.words[at + 1].store(b, MemOrder::Relaxed);
     }
 
-    /// Widens the entry in slot `s` (read as `seen` while the record is
-    /// held shared) up to `serial`, above its end, without the lock: the
+    /// Widens the entry in slot `s` (read as `seen`) up to `serial`, above
+    /// its end, without the lock: for a holder of the record *shared*, the
     /// one change shared holders make, each only ever widening an entry up
     /// to its own serial, so the entry's last serial stays one that made
     /// the access. A widening that leaves a gap marks the entry sparse
-    /// first, so no reader sees serials claimed that are not. One atomic
-    /// maximum on the count, never a retried exchange: the CTAs of a
-    /// launch reaching a hot word widen its entry about at once, and an
-    /// exchange loop there lets one through per round trip. (While the
-    /// record is held shared nothing else changes the slot, so its site
-    /// and first serial are `seen`'s and the maximum is the widest
-    /// count.) False when `serial` is below the entry's first serial.
+    /// first, so no reader sees serials claimed that are not. False when
+    /// the slot no longer holds that entry.
     pub fn widen_shared(&self, s: usize, seen: Entry, serial: Serial) -> bool {
-        if seen.count == 0 {
-            return false;
-        }
-        if seen.covers(serial) {
-            return true;
-        }
-        let count = serial.wrapping_sub(seen.desc.serial()).wrapping_add(1);
-        if count <= seen.count {
-            // Below its first serial: not this one's to widen.
-            return false;
-        }
         let at = 2 + 2 * s;
-        if seen.end() != serial && !seen.desc.is_sparse() {
-            self.words[at].fetch_or(SPARSE, MemOrder::Relaxed);
+        let (wa, wb) = (&self.words[at], &self.words[at + 1]);
+        let mut cur = seen;
+        loop {
+            if cur.desc.key() != seen.desc.key()
+                || cur.desc.serial() != seen.desc.serial()
+                || cur.site != seen.site
+                || cur.count == 0
+            {
+                return false;
+            }
+            if cur.covers(serial) {
+                return true;
+            }
+            let count = serial.wrapping_sub(cur.desc.serial()).wrapping_add(1);
+            if count <= cur.count {
+                // Below its first serial: not this one's to widen.
+                return false;
+            }
+            if cur.end() != serial && !cur.desc.is_sparse() {
+                let a = cur.desc.0;
+                if wa
+                    .compare_exchange(a, cur.desc.sparse().0, MemOrder::Relaxed, MemOrder::Relaxed)
+                    .is_err()
+                {
+                    cur = Entry::from_slot(wa.load(MemOrder::Relaxed), wb.load(MemOrder::Relaxed));
+                    continue;
+                }
+                cur.desc = cur.desc.sparse();
+            }
+            let (_, b) = cur.to_slot();
+            let (_, nb) = Entry { count, ..cur }.to_slot();
+            match wb.compare_exchange(b, nb, MemOrder::Relaxed, MemOrder::Relaxed) {
+                Ok(_) => return true,
+                Err(v) => {
+                    cur = Entry::from_slot(wa.load(MemOrder::Relaxed), v);
+                }
+            }
         }
-        let (_, b) = Entry { count, ..seen }.to_slot();
-        self.words[at + 1].fetch_max(b, MemOrder::Relaxed);
-        true
     }
 }
 
