@@ -622,25 +622,8 @@ fn lock_record<'m, M: RaceMemory + ?Sized>(
                 }
             }
             CellTag::Line | CellTag::Inline => {
-                // Claim the cell before making the record: the threads
-                // that reach a fresh word at once then wait for one record
-                // (the claim reads as a locked cell, which every path
-                // waits on) instead of each making one and all but one
-                // giving theirs back through the pool's free list.
-                if cell
-                    .compare_exchange(
-                        c,
-                        CellTag::Locked.with(0),
-                        MemOrder::Acquire,
-                        MemOrder::Relaxed,
-                    )
-                    .is_err()
-                {
-                    continue;
-                }
                 let d = AccessDesc(c).untagged();
                 let Some(rec) = pool.allocate(word) else {
-                    cell.store(c, MemOrder::Release);
                     *bounded = true;
                     return Locking::NoRecord;
                 };
@@ -658,11 +641,15 @@ fn lock_record<'m, M: RaceMemory + ?Sized>(
                     };
                     rec.set_slot(slot, a, b);
                 }
-                cell.store(
-                    CellTag::Record.with(u64::from(pool.index(&rec))),
-                    MemOrder::Release,
-                );
-                return Locking::Locked(rec);
+                let tagged = CellTag::Record.with(u64::from(pool.index(&rec)));
+                if cell
+                    .compare_exchange(c, tagged, MemOrder::AcqRel, MemOrder::Relaxed)
+                    .is_ok()
+                {
+                    return Locking::Locked(rec);
+                }
+                rec.kill();
+                pool.free(rec);
             }
         }
     }
