@@ -48,6 +48,10 @@ pub trait AtomicU64Ops {
     ) -> Result<u64, u64>;
     /// Atomic (wrapping) add, returning the previous value.
     fn fetch_add(&self, value: u64, order: MemOrder) -> u64;
+    /// Atomic bitwise or, returning the previous value.
+    fn fetch_or(&self, value: u64, order: MemOrder) -> u64;
+    /// Atomic bitwise and, returning the previous value.
+    fn fetch_and(&self, value: u64, order: MemOrder) -> u64;
 }
 
 /// A family of atomic types plus the two primitives the protocols need
@@ -127,6 +131,14 @@ impl AtomicU64Ops for core::sync::atomic::AtomicU64 {
     #[inline(always)]
     fn fetch_add(&self, value: u64, order: MemOrder) -> u64 {
         core::sync::atomic::AtomicU64::fetch_add(self, value, order)
+    }
+    #[inline(always)]
+    fn fetch_or(&self, value: u64, order: MemOrder) -> u64 {
+        core::sync::atomic::AtomicU64::fetch_or(self, value, order)
+    }
+    #[inline(always)]
+    fn fetch_and(&self, value: u64, order: MemOrder) -> u64 {
+        core::sync::atomic::AtomicU64::fetch_and(self, value, order)
     }
 }
 

@@ -71,6 +71,12 @@ impl AtomicU64Ops for A64 {
     fn fetch_add(&self, v: u64, o: MemOrder) -> u64 {
         seq_cst(o, || self.0.fetch_add(v, o))
     }
+    fn fetch_or(&self, v: u64, o: MemOrder) -> u64 {
+        seq_cst(o, || self.0.fetch_or(v, o))
+    }
+    fn fetch_and(&self, v: u64, o: MemOrder) -> u64 {
+        seq_cst(o, || self.0.fetch_and(v, o))
+    }
 }
 
 struct LoomAtomics;
@@ -412,6 +418,47 @@ fn a_shared_hold_and_a_lock_of_a_word_record_exclude_each_other() {
         writer.join().unwrap();
         // Nobody holds it now: it locks at once.
         assert!(rec.lock_word(0));
+        rec.unlock();
+    });
+}
+
+/// A thread unlocks a word's record while another waits to lock it, then
+/// tries to hold it shared: the read phase the unlock opens may let it
+/// in ahead of the waiter, and still the two never hold the record at
+/// once (a writer beside anyone, a reader beside a writer).
+#[test]
+fn a_read_phase_keeps_a_waiting_writer_alone() {
+    const WRITER_IN: u32 = 1 << 16;
+    long_model(|| {
+        let m = Mem::new(1);
+        let inside = Arc::new(LU32::new(0));
+        let pool = Pool::<LoomAtomics>::new(&m.pool);
+        // Made locked: this thread is the first writer.
+        let rec = pool.allocate(0).unwrap();
+        let waiter = {
+            let (m, inside) = (m.clone(), inside.clone());
+            loom::thread::spawn(move || {
+                let rec = Pool::<LoomAtomics>::new(&m.pool).record(1).unwrap();
+                // A one-spin window: the model tries every order anyway.
+                assert!(rec.lock_word_after(0, 1));
+                let before = inside.fetch_add(WRITER_IN, MemOrder::Relaxed);
+                assert_eq!(before, 0, "a writer beside another holder");
+                inside.fetch_sub(WRITER_IN, MemOrder::Relaxed);
+                rec.unlock();
+            })
+        };
+        assert_eq!(inside.fetch_add(WRITER_IN, MemOrder::Relaxed), 0);
+        inside.fetch_sub(WRITER_IN, MemOrder::Relaxed);
+        rec.unlock();
+        if rec.share_within(0, 1) {
+            let before = inside.fetch_add(1, MemOrder::Relaxed);
+            assert!(before < WRITER_IN, "a reader beside a writer");
+            inside.fetch_sub(1, MemOrder::Relaxed);
+            rec.unshare();
+        }
+        waiter.join().unwrap();
+        // Nobody holds it or waits for it now: it locks at once.
+        assert_eq!(rec.try_lock_word(0), Some(true));
         rec.unlock();
     });
 }

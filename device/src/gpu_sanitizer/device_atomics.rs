@@ -22,7 +22,7 @@ use vigil_shared::atomic::{AtomicFamily, AtomicU32Ops, AtomicU64Ops};
 use vigil_shared::{Ordering, Scope};
 
 use crate::arch::imp as arch;
-use crate::atomic::sealed::{ArchAdd, ArchAtomic, ArchMax};
+use crate::atomic::sealed::{ArchAdd, ArchAnd, ArchAtomic, ArchMax, ArchOr};
 
 /// The atomics the hooks' engine runs on (see the module docs).
 pub type EngineAtomics = DeviceAtomics;
@@ -171,6 +171,16 @@ impl AtomicU64Ops for DeviceU64 {
     fn fetch_add(&self, value: u64, o: MemOrder) -> u64 {
         // SAFETY: as in `cas`.
         unsafe { <u64 as ArchAdd>::arch_add(self.ptr(), value, order(o), Scope::Device) }
+    }
+    #[inline(always)]
+    fn fetch_or(&self, value: u64, o: MemOrder) -> u64 {
+        // SAFETY: as in `cas`.
+        unsafe { <u64 as ArchOr>::arch_or(self.ptr(), value, order(o), Scope::Device) }
+    }
+    #[inline(always)]
+    fn fetch_and(&self, value: u64, o: MemOrder) -> u64 {
+        // SAFETY: as in `cas`.
+        unsafe { <u64 as ArchAnd>::arch_and(self.ptr(), value, order(o), Scope::Device) }
     }
 }
 

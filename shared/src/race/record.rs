@@ -29,7 +29,14 @@
 //! thread that changes it waits for them. A thread about to lock a
 //! word's record counts itself in `waiting` first ([`Record::lock_word`])
 //! and new readers stay out while anyone waits, so a stream of shared
-//! holders never starves a writer. Those two counts change by blind
+//! holders never starves a writer. Nor does a queue of writers starve
+//! the readers: a writer that unlocks while others wait opens a *read
+//! phase* (a flag beside the owner), in which new readers come in
+//! despite the waiters, until a waiter that has let them in for a while
+//! closes it. Without it a hot word's record can fall into a convoy that
+//! feeds itself: readers kept out by a waiter give up, become waiters in
+//! turn, and every atomic on the word locks the record one after
+//! another for the rest of the launch. Those two counts change by blind
 //! additions, which only a record that cannot be freed under the adder
 //! may take: a word's record lives until its memory is freed, when no
 //! access is in flight ([`super::reclaim`]); a line's reader set (freed
@@ -82,6 +89,11 @@ const READERS: u64 = 0xffff << 2;
 /// One thread waiting to lock a word's record (14 bits from bit 18).
 const WAITER: u64 = 1 << 18;
 const WAITERS: u64 = 0x3fff << 18;
+/// In the owner word, beside its key: new readers may come in although
+/// threads wait to lock (see the module docs).
+const READ_PHASE: u64 = 1 << 62;
+/// Spins a waiter leaves a read phase open before it closes it.
+pub const READ_WINDOW: u32 = 32;
 
 /// Pool header word indices.
 pub mod pool_header {
@@ -245,7 +257,19 @@ impl<'m, F: AtomicFamily> Record<'m, F> {
     /// Whether the record, its header read as `h`, is live and `owner`'s.
     #[inline(always)]
     fn is_for(&self, h: u64, owner: u64) -> bool {
-        h & LIVE != 0 && self.words[1].load(MemOrder::Relaxed) == owner_key(owner)
+        h & LIVE != 0 && self.owned_by(owner)
+    }
+
+    /// Whether the owner word names `owner` (its read phase aside).
+    #[inline(always)]
+    fn owned_by(&self, owner: u64) -> bool {
+        self.words[1].load(MemOrder::Relaxed) & !READ_PHASE == owner_key(owner)
+    }
+
+    /// Whether a read phase is open (see the module docs).
+    #[inline(always)]
+    fn read_phase(&self) -> bool {
+        self.words[1].load(MemOrder::Relaxed) & READ_PHASE != 0
     }
 
     /// Locks the record if it is live and owned by `owner`; false when it
@@ -264,7 +288,7 @@ impl<'m, F: AtomicFamily> Record<'m, F> {
                     .compare_exchange(h, h | LOCK, MemOrder::Acquire, MemOrder::Relaxed)
                     .is_ok()
             {
-                if self.words[1].load(MemOrder::Relaxed) == owner_key(owner) {
+                if self.owned_by(owner) {
                     return true;
                 }
                 self.unlock();
@@ -279,16 +303,33 @@ impl<'m, F: AtomicFamily> Record<'m, F> {
     /// waiting, which keeps new shared holders out, then takes the lock
     /// once the shared holders are gone.
     pub fn lock_word(&self, owner: u64) -> bool {
+        self.lock_word_after(owner, READ_WINDOW)
+    }
+
+    /// [`lock_word`](Self::lock_word), leaving an open read phase to
+    /// readers for `window` spins before it closes it.
+    pub fn lock_word_after(&self, owner: u64, window: u32) -> bool {
         let h = self.words[0].load(MemOrder::Relaxed);
         if !self.is_for(h, owner) {
             return false;
         }
         self.words[0].fetch_add(WAITER, MemOrder::Relaxed);
+        let mut window = window;
         loop {
             let h = self.words[0].load(MemOrder::Relaxed);
             if !self.is_for(h, owner) {
                 self.words[0].fetch_add(WAITER.wrapping_neg(), MemOrder::Relaxed);
                 return false;
+            }
+            if self.read_phase() {
+                // Readers the last writer kept out come in first; then
+                // this waiter closes the phase and waits for them.
+                if window > 0 {
+                    window -= 1;
+                    F::spin();
+                    continue;
+                }
+                self.words[1].fetch_and(!READ_PHASE, MemOrder::Relaxed);
             }
             if h & (LOCK | READERS) == 0 {
                 if self.words[0]
@@ -328,11 +369,11 @@ impl<'m, F: AtomicFamily> Record<'m, F> {
     #[inline(always)]
     pub fn share(&self, owner: u64) -> bool {
         let h = self.words[0].load(MemOrder::Relaxed);
-        if h & (LOCK | WAITERS) != 0 || h & LIVE == 0 {
+        if h & LOCK != 0 || h & LIVE == 0 || (h & WAITERS != 0 && !self.read_phase()) {
             return false;
         }
         let h = self.words[0].fetch_add(READER, MemOrder::Acquire);
-        if h & (LOCK | WAITERS) != 0 || !self.is_for(h, owner) {
+        if h & LOCK != 0 || !self.is_for(h, owner) {
             self.unshare();
             return false;
         }
@@ -368,8 +409,11 @@ impl<'m, F: AtomicFamily> Record<'m, F> {
         self.words[0].fetch_add(READER.wrapping_neg(), MemOrder::Release);
     }
 
-    /// Unlocks it.
+    /// Unlocks it, opening a read phase if threads wait to lock it.
     pub fn unlock(&self) {
+        if self.words[0].load(MemOrder::Relaxed) & WAITERS != 0 {
+            self.words[1].fetch_or(READ_PHASE, MemOrder::Relaxed);
+        }
         self.words[0].fetch_add(LOCK.wrapping_neg(), MemOrder::Release);
     }
 
@@ -576,6 +620,39 @@ mod tests {
         // Free: it locks, and nothing was left counted.
         assert_eq!(a.try_lock_word(9), Some(true));
         a.unlock();
+        assert_eq!(
+            header.load(MemOrder::Relaxed) & (LOCK | READERS | WAITERS),
+            0
+        );
+    }
+
+    #[test]
+    fn a_writer_unlocking_with_others_waiting_lets_readers_in_first() {
+        let words: Vec<AtomicU64> = (0..RECORD_WORDS * 2).map(|_| AtomicU64::new(0)).collect();
+        Pool::<CoreAtomics>::init(&words);
+        let pool = Pool::<CoreAtomics>::new(&words);
+        let a = pool.allocate(9).unwrap();
+        // Another thread waits to lock it while its maker holds it.
+        let header = &words[RECORD_WORDS];
+        header.fetch_add(WAITER, MemOrder::Relaxed);
+        assert!(!a.share(9), "locked");
+        a.unlock();
+        // The unlock opened a read phase: a reader comes in despite the
+        // waiter, and its owner still reads as the record's.
+        assert!(a.share(9), "a read phase lets readers in");
+        assert_eq!(a.try_lock_word(9), Some(false));
+        a.unshare();
+        // A second waiter leaves the phase open for its window, closes
+        // it, and locks; readers stay out again while the first waits.
+        assert!(a.lock_word_after(9, 3));
+        a.unlock();
+        assert!(a.share(9), "the unlock reopened it for the first waiter");
+        a.unshare();
+        header.fetch_sub(WAITER, MemOrder::Relaxed);
+        assert!(a.lock_word_after(9, 0));
+        a.unlock();
+        assert!(a.share(9), "nobody waits");
+        a.unshare();
         assert_eq!(
             header.load(MemOrder::Relaxed) & (LOCK | READERS | WAITERS),
             0
