@@ -92,8 +92,10 @@ const WAITERS: u64 = 0x3fff << 18;
 /// In the owner word, beside its key: new readers may come in although
 /// threads wait to lock (see the module docs).
 const READ_PHASE: u64 = 1 << 62;
-/// Spins a waiter leaves a read phase open before it closes it.
-pub const READ_WINDOW: u32 = 32;
+/// Spins a waiter leaves a read phase open before it closes it: a few of
+/// the readers' own polling intervals (they spin alike while they wait
+/// to come in), no more, since a spin lock's hand-offs pay it each time.
+pub const READ_WINDOW: u32 = 8;
 
 /// Pool header word indices.
 pub mod pool_header {
