@@ -567,10 +567,18 @@ mod tests {
     use core::sync::atomic::AtomicU64;
     use std::vec::Vec;
 
+    /// The words of an empty pool of `records` records (its header one).
+    fn pool_words(records: usize) -> Vec<AtomicU64> {
+        let words: Vec<AtomicU64> = (0..RECORD_WORDS * records)
+            .map(|_| AtomicU64::new(0))
+            .collect();
+        Pool::<CoreAtomics>::init(&words);
+        words
+    }
+
     #[test]
     fn records_are_allocated_locked_owned_and_recycled() {
-        let words: Vec<AtomicU64> = (0..RECORD_WORDS * 4).map(|_| AtomicU64::new(0)).collect();
-        Pool::<CoreAtomics>::init(&words);
+        let words = pool_words(4);
         let pool = Pool::<CoreAtomics>::new(&words);
         let a = pool.allocate(100).unwrap();
         a.set_slot(3, 7, 8);
@@ -599,8 +607,7 @@ mod tests {
 
     #[test]
     fn trying_to_lock_a_busy_record_takes_nothing() {
-        let words: Vec<AtomicU64> = (0..RECORD_WORDS * 2).map(|_| AtomicU64::new(0)).collect();
-        Pool::<CoreAtomics>::init(&words);
+        let words = pool_words(2);
         let pool = Pool::<CoreAtomics>::new(&words);
         let a = pool.allocate(9).unwrap();
         // Locked (a fresh record is its maker's).
@@ -630,8 +637,7 @@ mod tests {
 
     #[test]
     fn a_writer_unlocking_with_others_waiting_lets_readers_in_first() {
-        let words: Vec<AtomicU64> = (0..RECORD_WORDS * 2).map(|_| AtomicU64::new(0)).collect();
-        Pool::<CoreAtomics>::init(&words);
+        let words = pool_words(2);
         let pool = Pool::<CoreAtomics>::new(&words);
         let a = pool.allocate(9).unwrap();
         // Another thread waits to lock it while its maker holds it.
@@ -663,8 +669,7 @@ mod tests {
 
     #[test]
     fn a_word_mapped_at_two_offsets_owns_one_record() {
-        let words: Vec<AtomicU64> = (0..RECORD_WORDS * 2).map(|_| AtomicU64::new(0)).collect();
-        Pool::<CoreAtomics>::init(&words);
+        let words = pool_words(2);
         let pool = Pool::<CoreAtomics>::new(&words);
         // One process sees the word at index 5 + 3 spans, another at 5 +
         // 7 spans (their reservations map the buffer at other offsets).
