@@ -668,6 +668,57 @@ mod tests {
     }
 
     #[test]
+    fn threads_sharing_and_locking_one_record_keep_writers_alone() {
+        // Real threads, each alternating shared holds and locks of one
+        // word's record (waiting, trying, and through read phases): a
+        // writer never overlaps anyone, and every thread finishes.
+        use std::sync::atomic::AtomicU32;
+        const WRITER: u32 = 1 << 16;
+        let words = pool_words(2);
+        let pool = Pool::<CoreAtomics>::new(&words);
+        pool.allocate(5).unwrap().unlock();
+        let inside = AtomicU32::new(0);
+        // Counted, not asserted, inside: a thread that panicked holding
+        // the lock would leave the others waiting for good.
+        let overlaps = AtomicU32::new(0);
+        let (pool, inside, overlaps) = (&pool, &inside, &overlaps);
+        std::thread::scope(|s| {
+            for t in 0..4u32 {
+                s.spawn(move || {
+                    let rec = pool.record(1).unwrap();
+                    for i in 0..5_000u32 {
+                        let locked = match (i + t) % 4 {
+                            0 => rec.lock_word(5),
+                            1 => rec.try_lock_word(5) == Some(true),
+                            _ => false,
+                        };
+                        if locked {
+                            if inside.fetch_add(WRITER, MemOrder::Relaxed) != 0 {
+                                overlaps.fetch_add(1, MemOrder::Relaxed);
+                            }
+                            inside.fetch_sub(WRITER, MemOrder::Relaxed);
+                            rec.unlock();
+                        } else if rec.share_within(5, 64) {
+                            if inside.fetch_add(1, MemOrder::Relaxed) >= WRITER {
+                                overlaps.fetch_add(1, MemOrder::Relaxed);
+                            }
+                            inside.fetch_sub(1, MemOrder::Relaxed);
+                            rec.unshare();
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(
+            overlaps.load(MemOrder::Relaxed),
+            0,
+            "a writer beside another holder"
+        );
+        let header = words[RECORD_WORDS].load(MemOrder::Relaxed);
+        assert_eq!(header & (LOCK | READERS | WAITERS), 0);
+    }
+
+    #[test]
     fn a_word_mapped_at_two_offsets_owns_one_record() {
         let words = pool_words(2);
         let pool = Pool::<CoreAtomics>::new(&words);
