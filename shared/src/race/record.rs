@@ -316,7 +316,7 @@ impl<'m, F: AtomicFamily> Record<'m, F> {
             return false;
         }
         self.words[0].fetch_add(WAITER, MemOrder::Relaxed);
-        let mut window = window;
+        let mut left = window;
         loop {
             let h = self.words[0].load(MemOrder::Relaxed);
             if !self.is_for(h, owner) {
@@ -326,12 +326,17 @@ impl<'m, F: AtomicFamily> Record<'m, F> {
             if self.read_phase() {
                 // Readers the last writer kept out come in first; then
                 // this waiter closes the phase and waits for them.
-                if window > 0 {
-                    window -= 1;
+                if left > 0 {
+                    left -= 1;
                     F::spin();
                     continue;
                 }
                 self.words[1].fetch_and(!READ_PHASE, MemOrder::Relaxed);
+            } else {
+                // Every phase gets its whole window, however many this
+                // waiter sat through (else the second of two waiters
+                // would close each later phase at once).
+                left = window;
             }
             if h & (LOCK | READERS) == 0 {
                 if self.words[0]
