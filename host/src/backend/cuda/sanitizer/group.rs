@@ -35,6 +35,7 @@ use std::sync::{Arc, Weak};
 pub(super) type Peers = Vec<(Weak<GpuSanitizer>, u64)>;
 
 use super::device_memory::read_device;
+use super::resolve::SerialLaunch;
 use super::{as_bytes, lock, GpuSanitizer};
 use crate::backend::cuda::vmm::runtime_state::EngineTables;
 use crate::error::{Error, GroupProblem, Result};
@@ -172,12 +173,12 @@ impl GpuSanitizer {
             .try_for_each(|(p, o)| p.join_host_clock(*o, &clock))
     }
 
-    /// The launches (id, shape, first serial) of the serials among
-    /// `serials` that other members of the group remember.
+    /// The launches (and their shapes) of the serials among `serials`
+    /// that other members of the group remember.
     pub(super) fn peer_launches(
         &self,
         serials: impl Iterator<Item = u32>,
-    ) -> HashMap<u32, (u32, LaunchShape, u32)> {
+    ) -> HashMap<u32, (SerialLaunch, LaunchShape)> {
         let peers = self.peers();
         let mut found = HashMap::new();
         if peers.is_empty() {
@@ -189,7 +190,7 @@ impl GpuSanitizer {
             for &s in &serials {
                 if let Some(l) = st.launches.of_serial(s) {
                     if let Some(shape) = st.launches.shape(l.id) {
-                        found.insert(s, (l.id, shape.clone(), l.base));
+                        found.insert(s, (l, shape.clone()));
                     }
                 }
             }

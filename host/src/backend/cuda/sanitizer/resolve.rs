@@ -124,8 +124,9 @@ pub(crate) struct GpuResolver<'a> {
     /// Launches by id and serial.
     pub launches: &'a LaunchHistory,
     /// Launches of the other devices of this device's group that the
-    /// records name, by serial: (launch id, shape, first serial).
-    pub elsewhere: &'a HashMap<Serial, (u32, LaunchShape, Serial)>,
+    /// records name, by serial (their ring numbers index the group's
+    /// shared launch ring).
+    pub elsewhere: &'a HashMap<Serial, (SerialLaunch, LaunchShape)>,
     /// How a `Location` is laid out (`None`: earlier locations unknown).
     pub layout: Option<LocationLayout>,
     /// Locations and file names read so far.
@@ -155,25 +156,26 @@ impl GpuResolver<'_> {
         if !site.belongs_to(serial) {
             return None;
         }
-        let (launch, base, host_site, ring) = match self.launches.of_serial(serial) {
-            Some(l) => (l.id, l.base, l.host_site, Some(l.ring)),
-            None => {
-                let (id, _, base) = self.elsewhere.get(&serial)?;
-                (*id, *base, None, None)
-            }
+        let (l, own) = match self.launches.of_serial(serial) {
+            Some(l) => (l, true),
+            None => (self.elsewhere.get(&serial)?.0, false),
         };
+        let (launch, base, host_site) = (l.id, l.base, l.host_site);
         let offset = ((prior.word * 4) % 128) as u32
             + u32::from(raw.overlap_mask.trailing_zeros().min(3) as u8);
         let location = match host_site {
             Some(tag) => tag,
             None => {
-                // The earlier launch's own module first (its anchor), then
-                // the current access's (the same kernel, most often).
+                // The earlier launch's own module first (its anchor in the
+                // group's ring), then, for this device's launches, the
+                // current access's (the same kernel, most often). Another
+                // device's module lies elsewhere: the current access's
+                // address would complete the bits into a wrong `Location`.
                 let bits = site.location_bits();
-                ring.and_then(|r| self.anchor(r))
+                self.anchor(l.ring)
                     .and_then(|near| self.complete_location(bits, near))
                     .or_else(|| {
-                        (!HostSites::is_tag(prior.location))
+                        (own && !HostSites::is_tag(prior.location))
                             .then(|| self.complete_location(bits, prior.location))
                             .flatten()
                     })?
@@ -248,8 +250,8 @@ impl ReportResolver for GpuResolver<'_> {
         self.launches.shape(launch).cloned().or_else(|| {
             self.elsewhere
                 .values()
-                .find(|(id, ..)| *id == launch)
-                .map(|(_, s, _)| s.clone())
+                .find(|(l, _)| l.id == launch)
+                .map(|(_, s)| s.clone())
         })
     }
 
