@@ -110,11 +110,27 @@ fn main() -> Result<(), vigil::ErrorReport> {
             plan.threads
         );
         let plain = measure(&SymmetricGroup::new(contexts(false)?)?, &plan)?;
+        // Said before the sanitized run, which can take far longer.
+        println!("{}", describe(&plain));
         let sanitized = measure(&SymmetricGroup::new(contexts(true)?)?, &plan)?;
         (plain, sanitized, first.name().to_owned())
     };
     report(&o.out, &label, &plain, &sanitized)?;
     Ok(())
+}
+
+/// One measurement in a line.
+fn describe(r: &AllReduceResult) -> String {
+    format!(
+        "{:>9}: {:.3} ms per all-reduce (fastest batch {:.3} ms, {} launches), \
+         bus bandwidth {:.2} GB/s, algorithm bandwidth {:.2} GB/s",
+        if r.sanitized { "sanitized" } else { "plain" },
+        r.median_ms,
+        r.min_ms,
+        r.launches,
+        r.bus_gbps(),
+        r.algo_gbps()
+    )
 }
 
 /// Prints both figures and writes `<out>.md` and `<out>.json`.
@@ -125,16 +141,7 @@ fn report(
     sanitized: &AllReduceResult,
 ) -> Result<(), Box<dyn std::error::Error>> {
     for r in [plain, sanitized] {
-        println!(
-            "{:>9}: {:.3} ms per all-reduce (fastest batch {:.3} ms, {} launches), \
-             bus bandwidth {:.2} GB/s, algorithm bandwidth {:.2} GB/s",
-            if r.sanitized { "sanitized" } else { "plain" },
-            r.median_ms,
-            r.min_ms,
-            r.launches,
-            r.bus_gbps(),
-            r.algo_gbps()
-        );
+        println!("{}", describe(r));
     }
     let line = markdown_line(label, plain, sanitized);
     println!("{MARKDOWN_HEADER}\n{line}");

@@ -192,14 +192,12 @@ pub fn measure(group: &SymmetricGroup, plan: &AllReducePlan) -> Result<AllReduce
     batch(1)?;
     let first_ms = wall.elapsed().as_secs_f64() * 1e3;
     check_sums(group, &data, n)?;
-    if plan.warmup > 0 {
-        batch(plan.warmup)?;
+    let (warmup, batches, per_batch) = repetitions(plan, first_ms);
+    if warmup > 0 {
+        batch(warmup)?;
     }
-    let per_batch_budget = plan.budget.as_secs_f64() * 1e3 / f64::from(plan.batches.max(1));
-    let per_batch =
-        ((per_batch_budget / first_ms.max(1e-3)) as u32).clamp(1, plan.per_batch.max(1));
-    let mut times = Vec::with_capacity(plan.batches as usize);
-    for _ in 0..plan.batches.max(1) {
+    let mut times = Vec::with_capacity(batches as usize);
+    for _ in 0..batches {
         times.push(batch(per_batch)? / f64::from(per_batch));
     }
     times.sort_by(f64::total_cmp);
@@ -213,6 +211,25 @@ pub fn measure(group: &SymmetricGroup, plan: &AllReducePlan) -> Result<AllReduce
         min_ms: times[0],
         launches: per_batch * times.len() as u32,
     })
+}
+
+/// How many launches to warm up with and to time, in how many batches,
+/// after a first launch of `first_ms` (wall time, checks included): the
+/// plan's, with batches shortened so that each stays near `budget /
+/// batches`, and, when one launch alone outlasts that, no warm-up and as
+/// many batches of one launch as the budget holds (at least one), so a
+/// slow sanitized launch still gives a figure in about the budget.
+fn repetitions(plan: &AllReducePlan, first_ms: f64) -> (u32, u32, u32) {
+    let budget_ms = plan.budget.as_secs_f64() * 1e3;
+    let batches = plan.batches.max(1);
+    let per_batch_budget = budget_ms / f64::from(batches);
+    let first_ms = first_ms.max(1e-3);
+    if first_ms <= per_batch_budget {
+        let per_batch = ((per_batch_budget / first_ms) as u32).clamp(1, plan.per_batch.max(1));
+        return (plan.warmup, batches, per_batch);
+    }
+    let fit = ((budget_ms / first_ms) as u32).clamp(1, batches);
+    (0, fit, 1)
 }
 
 /// Every rank's buffer after the first all-reduce holds the sums of the
@@ -270,5 +287,19 @@ mod tests {
         assert_eq!(bus_bandwidth_gbps(2, 1_000_000_000, 1000.0), 1.0);
         assert_eq!(bus_bandwidth_gbps(4, 1_000_000_000, 1000.0), 1.5);
         assert_eq!(bus_bandwidth_gbps(1, 1_000_000_000, 1000.0), 0.0);
+    }
+
+    /// A fast launch keeps the plan's warm-up and batches, with batches as
+    /// long as the budget allows; a launch that alone outlasts a batch's
+    /// share drops the warm-up and times single launches, as many as the
+    /// budget holds and at least one.
+    #[test]
+    fn slow_launches_shrink_the_run_to_its_budget() {
+        let plan = AllReducePlan::gpu(132); // 3 warm-ups, 10 batches of 20, 3 s
+        assert_eq!(repetitions(&plan, 1.0), (3, 10, 20));
+        assert_eq!(repetitions(&plan, 30.0), (3, 10, 10));
+        assert_eq!(repetitions(&plan, 300.0), (3, 10, 1));
+        assert_eq!(repetitions(&plan, 1_000.0), (0, 3, 1));
+        assert_eq!(repetitions(&plan, 60_000.0), (0, 1, 1));
     }
 }
