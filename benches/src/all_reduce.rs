@@ -139,33 +139,80 @@ pub fn input(rank: u32, i: usize) -> u32 {
     (i as u32).wrapping_mul(0x9e37_79b9) ^ rank.wrapping_mul(0x85eb_ca6b)
 }
 
+/// What every measurement of the ring needs on a group: each rank's
+/// buffer filled with its inputs, the barrier flags, and the launch shape.
+pub(crate) struct Ring {
+    /// The group's size.
+    pub world: u32,
+    /// Elements per rank (a multiple of `world`).
+    pub n: usize,
+    /// Each rank's buffer.
+    pub data: vigil::Symmetric<u32>,
+    /// The group barriers' flags (`blocks * world`).
+    pub flags: vigil::Symmetric<u32>,
+    /// Blocks and threads (fewer threads where a rank's kernel allows
+    /// fewer).
+    pub config: LaunchConfig,
+}
+
+impl Ring {
+    /// Allocates and fills the buffers of `plan` on `group` for `kernels`
+    /// (one per rank); refuses a group of one device.
+    pub fn new<K: vigil::Kernel>(
+        group: &SymmetricGroup,
+        plan: &AllReducePlan,
+        kernels: &[vigil::KernelFn<K>],
+    ) -> Result<Ring> {
+        let world = group.world();
+        if world < 2 {
+            return Err(BenchError::Usage(format!(
+                "the ring all-reduce needs a group of at least two devices, not {world}"
+            )));
+        }
+        let n = (plan.elements / world as usize).max(1) * world as usize;
+        let mut data = group.alloc::<u32>(n)?;
+        let flags = group.alloc::<u32>((plan.blocks * world) as usize)?;
+        for rank in 0..world {
+            let host: Vec<u32> = (0..n).map(|i| input(rank, i)).collect();
+            data.buffer_mut(rank)?
+                .copy_from_host(group.stream(rank)?, &host)?;
+        }
+        group.synchronize()?;
+        // The sanitized entry may use registers enough to lower the limit.
+        let threads = kernels
+            .iter()
+            .map(|k| k.function().attrs().max_threads_per_block)
+            .filter(|&m| m > 0)
+            .fold(plan.threads, u32::min);
+        Ok(Ring {
+            world,
+            n,
+            data,
+            flags,
+            config: LaunchConfig::new(plan.blocks, threads),
+        })
+    }
+
+    /// The ring's steps per launch: `world - 1` to scatter, as many to
+    /// gather.
+    pub fn steps(&self) -> u32 {
+        2 * (self.world - 1)
+    }
+}
+
 /// Checks, warms up and times the ring all-reduce on `group` as `plan`
 /// says (see the module documentation).
 pub fn measure(group: &SymmetricGroup, plan: &AllReducePlan) -> Result<AllReduceResult> {
-    let world = group.world();
-    if world < 2 {
-        return Err(BenchError::Usage(format!(
-            "the ring all-reduce's bus bandwidth needs a group of at least two devices, not {world}"
-        )));
-    }
-    let n = (plan.elements / world as usize).max(1) * world as usize;
     let kernels =
         group.run(|_, ctx| Module::from_ptx(ctx, KERNELS_PTX)?.kernel::<ring_all_reduce>())?;
-    let mut data = group.alloc::<u32>(n)?;
-    let flags = group.alloc::<u32>((plan.blocks * world) as usize)?;
-    for rank in 0..world {
-        let host: Vec<u32> = (0..n).map(|i| input(rank, i)).collect();
-        data.buffer_mut(rank)?
-            .copy_from_host(group.stream(rank)?, &host)?;
-    }
-    group.synchronize()?;
-    // The sanitized entry may use registers enough to lower the limit.
-    let threads = kernels
-        .iter()
-        .map(|k| k.function().attrs().max_threads_per_block)
-        .filter(|&m| m > 0)
-        .fold(plan.threads, u32::min);
-    let config = LaunchConfig::new(plan.blocks, threads);
+    let Ring {
+        world,
+        n,
+        data,
+        flags,
+        config,
+    } = Ring::new(group, plan, &kernels)?;
+    let threads = config.block.x;
     let steps = 2 * (world - 1);
     let mut launched = 0u32;
     // `count` launches on every rank at once, each rank's between two

@@ -38,6 +38,7 @@ pub mod kernels;
 pub mod overhead;
 pub mod report;
 pub mod results;
+pub mod ring_phases;
 pub mod sanitized;
 pub mod smoke;
 pub mod suite;

@@ -52,6 +52,7 @@ pub mod sanitizer;
 pub mod shared_mem;
 pub mod shared_stack;
 pub mod sync;
+pub mod timer;
 pub mod warp;
 
 /// The interface between kernels and the CPU backend's executor: the

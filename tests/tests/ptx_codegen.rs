@@ -466,6 +466,7 @@ fn every_kernel_entry_matches_its_rust_signature() {
     check::<sym::peer_flag_handoff>(&entries);
     check::<sym::barrier_exchange>(&entries);
     check::<sym::ring_all_reduce>(&entries);
+    check::<sym::ring_all_reduce_timed>(&entries);
     // The runtime's own entries (vigil-device's) take what the host packs:
     // the range-access entry after the hidden parameters, the
     // shadow-reclaim entry with none.

@@ -370,6 +370,17 @@ pub fn smid() -> u32 {
     with_current(|c| c.smid)
 }
 
+/// Nanoseconds of the host's monotonic clock since the first call in
+/// this process (the GPU's `%globaltimer` stands for a device clock).
+pub fn global_timer() -> u64 {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let ns = EPOCH
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_nanos();
+    u64::try_from(ns).unwrap_or(u64::MAX)
+}
+
 /// The lane of this thread within its warp: its linear index in the block mod 32.
 pub fn lane_id() -> u32 {
     with_current(|c| c.linear_thread_index() % 32)

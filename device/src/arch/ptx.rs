@@ -55,6 +55,16 @@ pub fn smid() -> u32 {
     r
 }
 
+/// Nanoseconds of the global timer (`%globaltimer`). Not `pure`: every
+/// call reads the timer again.
+#[inline(always)]
+pub fn global_timer() -> u64 {
+    let r: u64;
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { asm!("mov.u64 {r}, %globaltimer;", r = out(reg64) r, options(nomem, nostack)) };
+    r
+}
+
 /// The warp slot this thread's warp holds on its SM (`%warpid`): distinct
 /// among the SM's resident warps. A hint only: PTX lets it change when a
 /// thread is migrated (as `%smid` may).

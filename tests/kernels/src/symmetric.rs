@@ -6,6 +6,8 @@
 
 use crate::races::scope;
 use vigil_device::prelude::*;
+use vigil_device::sync::sync_threads_in;
+use vigil_device::timer::global_timer;
 
 /// Rank `writer` writes `data` of rank `reader` (one element per thread);
 /// rank `reader` reads its own `data` into `out`, with no synchronisation
@@ -101,6 +103,45 @@ pub fn ring_all_reduce<S: Sanitizer>(
     flags: Peers<u32, S>,
     first_generation: u32,
 ) {
+    ring_steps(&data, &flags, first_generation, |_, _| {});
+}
+
+/// Stamps [`ring_all_reduce_timed`] writes per step and block: the step's
+/// start, the end of its data loop, the end of its group barrier.
+pub const RING_STAMPS_PER_STEP: usize = 3;
+
+/// [`ring_all_reduce`](fn@ring_all_reduce) with thread 0 of each block
+/// stamping the global timer (`vigil_device::timer`) at each step's
+/// start, after its data loop and after its group barrier: block `b`'s
+/// stamps of step `k` are at `stamps[(b * steps + k) * 3 ..][..3]`, `steps`
+/// being `2 * (world - 1)`, so that `stamps.len()` is at least `blocks *
+/// steps * 3`. Where a slow launch's time goes, step by step.
+#[kernel]
+pub fn ring_all_reduce_timed<S: Sanitizer>(
+    data: Peers<u32, S>,
+    flags: Peers<u32, S>,
+    first_generation: u32,
+    stamps: GlobalSliceMut<u64, S>,
+) {
+    let steps = 2 * (data.world() as usize - 1);
+    let first = block_idx().x as usize * steps * RING_STAMPS_PER_STEP;
+    ring_steps(&data, &flags, first_generation, |step, point| {
+        if thread_idx().x == 0 {
+            stamps.store(first + step * RING_STAMPS_PER_STEP + point, global_timer());
+        }
+    });
+}
+
+/// The ring's steps (see [`ring_all_reduce`](fn@ring_all_reduce)), calling
+/// `mark(step, point)` at each step's start (point 0), after its data
+/// loop (1) and after its barrier (2).
+#[inline(always)]
+fn ring_steps<S: Sanitizer>(
+    data: &Peers<u32, S>,
+    flags: &Peers<u32, S>,
+    first_generation: u32,
+    mut mark: impl FnMut(usize, usize),
+) {
     let t = thread_idx().x as usize;
     let threads = block_dim().x as usize;
     let (b, blocks) = (block_idx().x as usize, grid_dim().x as usize);
@@ -111,8 +152,10 @@ pub fn ring_all_reduce<S: Sanitizer>(
     let prev = data.peer((rank + world - 1) % world);
     let mine = data.local();
     let mut generation = first_generation;
+    let mut step = 0;
     for phase in 0..2 {
         for s in 0..world - 1 {
+            mark(step, 0);
             // Reduce-scatter works on chunk r - s - 1, all-gather on r - s.
             let c = ((rank + 2 * world - s - 1 + phase) % world) as usize;
             let mut i = c * chunk + from + t;
@@ -126,11 +169,14 @@ pub fn ring_all_reduce<S: Sanitizer>(
                 i += threads;
             }
             generation += 1;
-            sync_threads();
+            sync_threads_in::<S>();
+            mark(step, 1);
             if t == 0 {
-                group_barrier_at(&flags, b * world as usize, generation);
+                group_barrier_at(flags, b * world as usize, generation);
             }
-            sync_threads();
+            sync_threads_in::<S>();
+            mark(step, 2);
+            step += 1;
         }
     }
 }
