@@ -147,8 +147,10 @@ impl GpuResolver<'_> {
     /// What the record's earlier access was, from its site word: its
     /// launch and block (by serial), its thread, and its `Location` (the
     /// site keeps the low bits of the address over 8: completed from the
-    /// current access's, the same module's in every case the device
-    /// reports, and checked by reading the `Location` back).
+    /// earlier launch's anchor, or for a launch of this device from the
+    /// current access's, and checked by reading the `Location` back; 0
+    /// when neither gives one). `None` when the site word is not the
+    /// access's or its launch is forgotten.
     pub fn prior_site(&self, raw: &RawReport, prior: &PriorRecord) -> Option<PriorSite> {
         let desc = AccessDesc(prior.desc);
         let site = SiteWord(prior.site);
@@ -172,13 +174,16 @@ impl GpuResolver<'_> {
                 // device's module lies elsewhere: the current access's
                 // address would complete the bits into a wrong `Location`.
                 let bits = site.location_bits();
+                // Unknown (0): the report still names the launch, block
+                // and thread.
                 self.anchor(l.ring)
                     .and_then(|near| self.complete_location(bits, near))
                     .or_else(|| {
                         (own && !HostSites::is_tag(prior.location))
                             .then(|| self.complete_location(bits, prior.location))
                             .flatten()
-                    })?
+                    })
+                    .unwrap_or(0)
             }
         };
         Some(PriorSite {
@@ -276,6 +281,8 @@ impl ReportResolver for GpuResolver<'_> {
 mod tests {
     use super::*;
     use crate::types::Dim3;
+    use std::panic::Location;
+    use vigil_shared::race::desc::SiteLanes;
     use vigil_shared::race::serial::lane_start;
 
     #[test]
@@ -298,6 +305,114 @@ mod tests {
         assert_eq!(resolver.place(lane_start(3) + 5).device, 2);
         assert_eq!(resolver.place(lane_start(4)).device, 0);
         assert_eq!(resolver.place(lane_start(3) + 5).sm, None);
+    }
+
+    /// Two GPUs load one module at different addresses: an earlier access
+    /// made on the other GPU is located from that launch's anchor (its
+    /// own module's `Location`, in the group's launch ring), never by
+    /// completing its bits with the current access's module, where they
+    /// name an unrelated `Location`.
+    #[test]
+    fn another_gpus_earlier_access_is_located_in_its_own_module() {
+        let layout = LocationLayout::probe().expect("this compiler's Location is probeable");
+        let (earlier, unrelated) = (Location::caller(), Location::caller());
+        let size = layout.size();
+        let bytes = |l: &Location<'_>| {
+            // SAFETY: the bytes of a live `Location` value.
+            unsafe { std::slice::from_raw_parts((l as *const Location<'_>).cast::<u8>(), size) }
+                .to_vec()
+        };
+        // The same 20 address bits in each GPU's copy of the module.
+        let window = 1u64 << (LOCATION_BITS + 3);
+        let low = 0x1234u64 << 3;
+        let (gpu0, gpu1) = (0x7000_0000_0000u64, 0x9000_0000_0000u64);
+        let (at0, at1) = (gpu0 + 5 * window + low, gpu1 + 9 * window + low);
+        let ring = 0x5000_0000_0000u64;
+        let slot = 7u32;
+        let mut record = vec![0u8; LAUNCH_RECORD_BYTES];
+        let mut put =
+            |word: usize, v: u32| record[4 * word..4 * word + 4].copy_from_slice(&v.to_le_bytes());
+        put(launch_record::TAG, slot);
+        // The anchor: another `Location` of GPU 0's module, in its window.
+        let anchor = gpu0 + 5 * window + 0x40;
+        put(launch_record::ANCHOR, anchor as u32);
+        put(launch_record::ANCHOR + 1, (anchor >> 32) as u32);
+        let file = earlier.file();
+        let memory: HashMap<u64, Vec<u8>> = [
+            (at0, bytes(earlier)),
+            (at1, bytes(unrelated)),
+            (
+                ring + u64::from(slot % LAUNCH_RING_SLOTS) * LAUNCH_RECORD_BYTES as u64,
+                record,
+            ),
+        ]
+        .into();
+        let read = |addr: u64, len: usize| -> Option<Vec<u8>> {
+            if addr == file.as_ptr() as u64 && len == file.len() {
+                return Some(file.as_bytes().to_vec());
+            }
+            memory.get(&addr).map(|b| b[..len.min(b.len())].to_vec())
+        };
+        let shape = LaunchShape {
+            kernel: "k".to_owned(),
+            grid: Dim3::new(4, 1, 1),
+            block: Dim3::new(32, 1, 1),
+            host_issued: false,
+        };
+        let serial = lane_start(2) + 3;
+        let peer = SerialLaunch {
+            id: 11,
+            base: lane_start(2),
+            host_site: None,
+            ring: slot,
+        };
+        let elsewhere: HashMap<Serial, (SerialLaunch, LaunchShape)> =
+            [(serial, (peer, shape))].into();
+        let (launches, host_sites) = (LaunchHistory::default(), HostSites::default());
+        let mut locations = LocationCache::default();
+        let resolver = GpuResolver {
+            launches: &launches,
+            elsewhere: &elsewhere,
+            layout: Some(layout),
+            locations: RefCell::new(&mut locations),
+            host_sites: &host_sites,
+            read: &read,
+            ring,
+            allocation: &|_| None,
+            devices: LaneDevices::default(),
+        };
+        let prior = PriorRecord {
+            desc: AccessDesc::plain(serial, 1, true, 4).0,
+            site: SiteWord::new(serial, at0, 5, SiteLanes::Single).0,
+            word: 0,
+            // The current access, on GPU 1.
+            location: at1 - low + 0x80,
+        };
+        let raw = RawReport {
+            overlap_mask: 0xf,
+            ..Default::default()
+        };
+        let site = resolver
+            .prior_site(&raw, &prior)
+            .expect("the earlier access");
+        assert_eq!(site.location, at0);
+        assert_eq!(
+            resolver.location(site.location),
+            Some(SourceLocation::from_std(earlier))
+        );
+        assert_eq!((site.launch, site.block, site.thread), (11, 3, 5));
+        // Without the anchor (its ring slot reused), no location rather
+        // than the unrelated one; the launch, block and thread stay.
+        let mut locations = LocationCache::default();
+        let resolver = GpuResolver {
+            ring: ring + 0x1000_0000,
+            locations: RefCell::new(&mut locations),
+            ..resolver
+        };
+        let site = resolver
+            .prior_site(&raw, &prior)
+            .expect("the earlier access");
+        assert_eq!((site.location, site.launch, site.block), (0, 11, 3));
     }
 
     #[test]
