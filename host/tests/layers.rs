@@ -63,7 +63,9 @@ fn device_layer(path: &[&str]) -> Option<Layer> {
     Some(match path {
         ["math", ..] => layer(0, "math/"),
         ["atomic", ..] => layer(0, "atomic.rs"),
-        ["arch" | "index" | "sanitizer", ..] => layer(1, "arch/, index.rs, sanitizer.rs"),
+        ["arch" | "index" | "timer" | "sanitizer", ..] => {
+            layer(1, "arch/, index.rs, timer.rs, sanitizer.rs")
+        }
         ["global" | "bounded" | "matrix" | "partition" | "shared_mem" | "shared_stack" | "sync"
         | "warp" | "peers" | "async_copy" | "grid_dependency", ..] => layer(2, "the kernel API"),
         ["gpu_sanitizer", ..] => layer(2, "gpu_sanitizer/"),
