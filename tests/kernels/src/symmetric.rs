@@ -106,8 +106,9 @@ pub fn ring_all_reduce<S: Sanitizer>(
     ring_steps(&data, &flags, first_generation, |_, _| {});
 }
 
-/// Stamps [`ring_all_reduce_timed`] writes per step and block: the step's
-/// start, the end of its data loop, the end of its group barrier.
+/// Stamps [`ring_all_reduce_timed`](fn@ring_all_reduce_timed) writes per
+/// step and block: the step's start, the end of its data loop, the end of
+/// its group barrier.
 pub const RING_STAMPS_PER_STEP: usize = 3;
 
 /// [`ring_all_reduce`](fn@ring_all_reduce) with thread 0 of each block
