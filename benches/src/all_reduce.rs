@@ -205,15 +205,16 @@ impl Ring {
 pub fn measure(group: &SymmetricGroup, plan: &AllReducePlan) -> Result<AllReduceResult> {
     let kernels =
         group.run(|_, ctx| Module::from_ptx(ctx, KERNELS_PTX)?.kernel::<ring_all_reduce>())?;
+    let ring = Ring::new(group, plan, &kernels)?;
+    let steps = ring.steps();
     let Ring {
         world,
         n,
         data,
         flags,
         config,
-    } = Ring::new(group, plan, &kernels)?;
+    } = ring;
     let threads = config.block.x;
-    let steps = 2 * (world - 1);
     let mut launched = 0u32;
     // `count` launches on every rank at once, each rank's between two
     // events on its group stream; the slowest rank's milliseconds.
