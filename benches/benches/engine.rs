@@ -107,6 +107,7 @@ impl Engine {
             devices: &self.devices,
             known: sync.known(),
             launch: 0,
+            own: Default::default(),
         }
     }
 }

@@ -98,8 +98,7 @@ unsafe fn plain_store<T: bytemuck::Pod, S: Sanitizer>(p: *mut T, v: T) {
 
 /// An atomic through the sanitizer (`op` performs it and says whether it
 /// wrote), then, in a checking variant, the block check with what it did
-/// (a compare-exchange that did not write only read) and the block's
-/// acquire if it acquires.
+/// (a compare-exchange that did not write only read).
 ///
 /// Every atomic but a store reads, so a spin-wait may repeat it: the
 /// platform may let the block's other threads run first ([`imp::poll`]),
@@ -126,9 +125,6 @@ fn checked_atomic<R, S: Sanitizer>(access: AtomicAccess, op: impl FnOnce() -> (R
         access.kind
     };
     S::block_global_access(access.addr, access.size, kind, loc);
-    if access.ordering.acquires() {
-        S::block_acquire();
-    }
     r
 }
 

@@ -174,8 +174,12 @@ pub trait Sanitizer: Copy + Default + Send + Sync + 'static {
         let _ = (addr, size, kind, loc);
     }
 
-    /// The calling thread acquired (an acquiring atomic or fence), for the
-    /// checks inside a block. Default: nothing.
+    /// The calling thread acquired what its block's threads released in a
+    /// way the sanitizer does not follow word by word (an mbarrier phase
+    /// completing): for the checks inside the block, every access the
+    /// block made so far is ordered before the thread's later ones.
+    /// Acquiring atomics and fences need no call: their hooks learn which
+    /// of the block's releases they read. Default: nothing.
     #[inline(always)]
     fn block_acquire() {}
 
@@ -268,5 +272,10 @@ impl Sanitizer for Checked {
     #[inline]
     fn barrier(loc: &'static Location<'static>) {
         crate::arch::host::with_sanitizer(|rt, t| rt.barrier(t, loc));
+    }
+
+    #[inline]
+    fn block_acquire() {
+        crate::arch::host::with_sanitizer(|rt, t| rt.acquire_everything(t));
     }
 }

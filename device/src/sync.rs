@@ -60,7 +60,4 @@ pub fn sync_threads_in<S: Sanitizer>() {
 pub fn fence<S: Sanitizer>(ordering: Ordering, scope: Scope) {
     S::fence(ordering, scope, core::panic::Location::caller());
     imp::fence(ordering, scope);
-    if ordering.acquires() {
-        S::block_acquire();
-    }
 }

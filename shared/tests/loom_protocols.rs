@@ -197,6 +197,7 @@ impl Mem {
             devices: &devices,
             known: if known.is_none() { sync.known() } else { known },
             launch: 0,
+            own: Default::default(),
         };
         f(&mem, &mut view, &sync)
     }

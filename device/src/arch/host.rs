@@ -178,6 +178,13 @@ pub trait SanitizerRuntime: Sync {
     ) {
         let _ = (thread, access, loc);
     }
+    /// `thread` acquired everything its block released so far, in a way
+    /// not followed word by word (an mbarrier phase completing): for the
+    /// same-block check, every earlier access of the block is ordered
+    /// before the thread's later ones. Default: nothing.
+    fn acquire_everything(&self, thread: &ThreadContext<'_>) {
+        let _ = thread;
+    }
     /// `thread` arrives at `sync_threads` at `loc` (before it waits).
     /// Default: nothing.
     fn barrier(&self, thread: &ThreadContext<'_>, loc: &'static Location<'static>) {

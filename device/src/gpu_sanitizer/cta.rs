@@ -144,6 +144,7 @@ impl CtaState {
                 words[vigil_shared::race::sync::KNOWN_WORD].load(Ordering::Relaxed),
             ),
             launch: self.launch_ref,
+            own: Default::default(),
         }
     }
 }

@@ -271,6 +271,7 @@ mod tests {
             devices: &devices,
             known: vigil_shared::race::knowledge::SnapRef::NONE,
             launch: 0,
+            own: Default::default(),
         };
         let run = |serial, word, write| {
             let mut bounded = false;

@@ -52,7 +52,7 @@ pub mod sync;
 pub mod word;
 
 pub use check::RaceFound;
-pub use cta::{CtaView, LaneDevices};
+pub use cta::{CtaView, LaneDevices, OwnReleases};
 pub use desc::{AccessDesc, SiteLanes, SiteWord};
 pub use memory::{RaceMemory, SliceMemory};
 pub use serial::{HostOrder, LaneBounds, Serial};

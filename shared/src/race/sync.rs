@@ -139,6 +139,10 @@ mod slot {
     /// The word one of its threads is recording (a hint: see
     /// `CtaSync::claim_recording`).
     pub const RECORDING: usize = 14;
+    /// Its epoch at its latest release fence of any scope (0: none): its
+    /// later relaxed atomic writes release its epochs up to it to its own
+    /// threads ([`write_heads`](super::write_heads)).
+    pub const FENCE_BLOCK: usize = 15;
 }
 
 /// A CTA's synchronisation state: its epoch, what it acquired, what its
@@ -205,7 +209,7 @@ impl<'a, F: AtomicFamily> CtaSync<'a, F> {
     /// heads for it ([`write_heads`]).
     #[inline(always)]
     pub fn fenced(&self) -> bool {
-        self.get(slot::FENCE_EPOCH[0]) != 0 || self.get(slot::FENCE_EPOCH[1]) != 0
+        self.get(slot::FENCE_BLOCK) != 0
     }
 
     /// Marks the CTA as recording its access to the word tagged `tag`
@@ -386,6 +390,16 @@ fn take_head<M: RaceMemory + ?Sized, S: AtomicFamily>(
     acquires: bool,
     scope: Scope,
 ) {
+    // Every scope includes the CTA's own threads, so what a head says of
+    // the CTA's own releases is learned whatever its scope and class.
+    let own = own_epoch(mem, cta, h);
+    if own != 0 {
+        if acquires {
+            cta.own.acquired = cta.own.acquired.max(own);
+        } else {
+            cta.own.observed = cta.own.observed.max(own);
+        }
+    }
     if !h.reaches(cta) {
         return;
     }
@@ -411,6 +425,22 @@ fn take_head<M: RaceMemory + ?Sized, S: AtomicFamily>(
             sync.set(slot::MEMO + i, *m);
         }
     }
+}
+
+/// The latest epoch of `cta`'s own releases that head `h` stands for (0:
+/// none): its own when `cta` made it, else what its snapshot knows of
+/// `cta` (a release that another CTA acquired and passed on).
+#[inline(always)]
+fn own_epoch<M: RaceMemory + ?Sized>(mem: &M, cta: &CtaView<'_>, h: &Head) -> u16 {
+    let mine = if h.serial == cta.serial { h.epoch } else { 0 };
+    let passed = if h.known.is_none() {
+        0
+    } else {
+        mem.arena()
+            .epoch_of(h.known, cta.serial)
+            .min(u32::from(MAX_EPOCH)) as u16
+    };
+    mine.max(passed)
 }
 
 /// An atomic read of the word whose record is `rec` (locked by the
@@ -482,6 +512,10 @@ pub fn lose_heads<M: RaceMemory + ?Sized>(mem: &M, heads: &[Head]) {
 /// The heads an atomic write by `cta` leaves on a word (its release at
 /// `scope` if `releases`, and one per release fence since), in `out`;
 /// returns how many.
+///
+/// A release or release fence at block scope leaves a block-scope head
+/// for the CTA's own threads (the same-block check orders by it), unless
+/// a head of a wider scope already names a later epoch of the CTA.
 #[inline(never)]
 pub fn write_heads<F: AtomicFamily>(
     cta: &CtaView<'_>,
@@ -513,6 +547,23 @@ pub fn write_heads<F: AtomicFamily>(
             scope,
             device: cta.device,
             known: cta.known,
+            lanes,
+        };
+        n += 1;
+    }
+    let wider = out[..n].iter().map(|h| h.epoch).max().unwrap_or(0);
+    let block = if releases && scope == Scope::Block {
+        cta.epoch
+    } else {
+        sync.get(slot::FENCE_BLOCK) as u16
+    };
+    if block > wider {
+        out[n] = Head {
+            serial: cta.serial,
+            epoch: block,
+            scope: Scope::Block,
+            device: cta.device,
+            known: SnapRef::NONE,
             lanes,
         };
         n += 1;
@@ -614,6 +665,20 @@ pub fn released<F: AtomicFamily>(cta: &mut CtaView<'_>, sync: &CtaSync<'_, F>) {
     sync.unlock();
 }
 
+/// An acquire whose releases the engine cannot name (an mbarrier phase,
+/// a fence that may have read a release through shared memory): returns
+/// the CTA's epoch until now, every access of which the acquiring thread's
+/// block check then orders before what follows, and starts the next epoch
+/// so that accesses from here on are not covered.
+pub fn acquire_everything<F: AtomicFamily>(cta: &mut CtaView<'_>, sync: &CtaSync<'_, F>) -> u16 {
+    sync.lock();
+    let e = sync.epoch();
+    sync.bump_epoch();
+    refresh(cta, sync);
+    sync.unlock();
+    e
+}
+
 /// Words per SC-fence accumulator (a lock and a snapshot).
 pub const SC_WORDS: usize = 2;
 
@@ -646,6 +711,7 @@ pub fn fence<M: RaceMemory + ?Sized, S: AtomicFamily>(
                 sync.set(slot::FENCE_KNOWN[level], cta.known.0);
             }
         }
+        sync.set(slot::FENCE_BLOCK, u32::from(cta.epoch));
         sync.bump_epoch();
     }
     refresh(cta, sync);

@@ -647,6 +647,7 @@ impl Harness {
                 devices: &self.devices,
                 known: sync.known(),
                 launch: launch as u32 + 1,
+                own: Default::default(),
             };
             f(&mem, &mut view, &sync, launch as u32 + 1, ro)
         };
@@ -930,6 +931,7 @@ impl Harness {
                             devices,
                             known: sync.known(),
                             launch: launch as u32 + 1,
+                            own: Default::default(),
                         };
                         let mut bounded = false;
                         let lanes = launch as u32 + 1;

@@ -328,6 +328,7 @@ mod shared_engine {
                 devices: &devices,
                 known: SnapRef::NONE,
                 launch: l.ring,
+                own: Default::default(),
             };
             let site = SiteWord::new(l.plan.base, line << 3, 0, SiteLanes::Single);
             let mut bounded = false;

@@ -90,6 +90,7 @@ impl Cta {
             devices: &l.devices,
             known: sync.known(),
             launch: l.lane_ref,
+            own: Default::default(),
         }
     }
 }
