@@ -27,7 +27,7 @@ const LINES: usize = 256;
 
 /// Thread `t`'s plain access record.
 fn record(t: u32) -> BlockRecord {
-    BlockRecord::new(t, false, 0xf, 0, 0x1000)
+    BlockRecord::new(t, false, 0xf, 0, 1, 0x1000)
 }
 
 /// Each warp writes its lines and reads them back, lane by lane: 32
@@ -51,7 +51,7 @@ fn warp_lines_word_by_word(bencher: Bencher) {
                 let (line, lane) = (i / LINE_WORDS as usize, i % LINE_WORDS as usize);
                 let me = record(((line % 32) * 32 + lane) as u32);
                 for kind in [AccessKind::Write, AccessKind::Read] {
-                    r.access(me, kind, || {}, lanes, |_, _, _| panic!("no race here"));
+                    r.access(me, kind, || {}, lanes, |_| false, |_, _, _| panic!("no race here"));
                 }
             }
         });

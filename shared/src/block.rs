@@ -90,11 +90,14 @@ const BYTES_SHIFT: u32 = 12;
 /// updated atomically: the linear thread index plus one (0: empty, 11
 /// bits), whether it was a block-scope atomic (1 bit), the bytes of the
 /// word it touched (4 bits), the thread's warp-collective count at the
-/// access ([`LaneSync::count`], low 16 bits), and the low 32 bits of its `Location`'s address (the high bits
-/// are those of the current access's: a module's locations lie within
-/// 2 GiB of each other). A record of an access through a numbered shared
-/// view ([`BlockRecord::with_view`]) keeps the view's number in the
-/// address's low 3 bits, which a `Location`'s (8-aligned) leaves zero.
+/// access ([`LaneSync::count`], low 16 bits), the CTA's release epoch at
+/// the access (its low [`EPOCH_BITS`] bits: records of one interval lie
+/// in one window of epochs, see [`access_interval`]), and the low 25 bits
+/// of its `Location`'s address (the high bits are those of the current
+/// access's: a module's locations lie within 16 MiB of each other). A
+/// record of an access through a numbered shared view
+/// ([`BlockRecord::with_view`]) keeps the view's number in the address's
+/// low 3 bits, which a `Location`'s (8-aligned) leaves zero.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BlockRecord(pub u64);
 
@@ -103,14 +106,32 @@ impl BlockRecord {
     pub const EMPTY: BlockRecord = BlockRecord(0);
 
     /// Thread `thread`'s access (atomic or not) to the bytes `bytes` of
-    /// the word (bit `i`: byte `i`) with collective count `count`, at the
-    /// location whose address is `location`.
-    pub const fn new(thread: u32, atomic: bool, bytes: u8, count: u32, location: u64) -> Self {
+    /// the word (bit `i`: byte `i`) with collective count `count`, in the
+    /// CTA's release epoch `epoch`, at the location whose address is
+    /// `location`.
+    pub const fn new(
+        thread: u32,
+        atomic: bool,
+        bytes: u8,
+        count: u32,
+        epoch: u16,
+        location: u64,
+    ) -> Self {
         let meta = (thread + 1)
             | (atomic as u32) << THREAD_BITS
             | (bytes as u32 & 0xf) << BYTES_SHIFT
             | (count & COUNT_MASK) << COUNT_SHIFT;
-        BlockRecord(meta as u64 | (location & 0xffff_ffff) << 32)
+        BlockRecord(
+            meta as u64
+                | ((epoch & EPOCH_MASK) as u64) << EPOCH_SHIFT
+                | (location & LOCATION_MASK) << LOCATION_SHIFT,
+        )
+    }
+
+    /// The CTA's release epoch at the access, given the epoch `now` of an
+    /// access of the same interval (the window's high bits are both's).
+    pub const fn epoch(self, now: u16) -> u16 {
+        now & !EPOCH_MASK | ((self.0 >> EPOCH_SHIFT) as u16 & EPOCH_MASK)
     }
 
     /// The bytes of the word it touched (bit `i`: byte `i`).
@@ -146,27 +167,49 @@ impl BlockRecord {
     /// location of the same module (of a record made without a view
     /// number: [`BlockRecord::access_location`] reads one made with it).
     pub const fn location(self, near: u64) -> u64 {
-        near_address((self.0 >> 32) as u32, near)
+        near_bits(self.location_bits(), near)
+    }
+
+    /// The low 25 bits of the location word.
+    const fn location_bits(self) -> u32 {
+        ((self.0 >> LOCATION_SHIFT) & LOCATION_MASK) as u32
     }
 
     /// Its `Location`'s address, given the address `near` of another
     /// location of the same module, for a record that may carry a view
     /// number: [`BlockRecord::location`] without the number's bits.
     pub const fn access_location(self, near: u64) -> u64 {
-        near_address((self.0 >> 32) as u32 & !VIEW_MASK, near)
+        near_bits(self.location_bits() & !VIEW_MASK, near)
     }
 
     /// The same access through shared view number `view` (1 to [`VIEWS`],
     /// from [`view_number`]; 0: none). The record's location must be a
     /// `Location`'s address (8-aligned), whose low 3 bits take the number.
     pub const fn with_view(self, view: u32) -> Self {
-        BlockRecord(self.0 & !((VIEW_MASK as u64) << 32) | ((view & VIEW_MASK) as u64) << 32)
+        let mask = (VIEW_MASK as u64) << LOCATION_SHIFT;
+        BlockRecord(self.0 & !mask | ((view & VIEW_MASK) as u64) << LOCATION_SHIFT)
     }
 
     /// The number of the shared view it went through (0: none or unknown).
     pub const fn view(self) -> u32 {
-        (self.0 >> 32) as u32 & VIEW_MASK
+        self.location_bits() & VIEW_MASK
     }
+}
+
+/// Bits of the release epoch a [`BlockRecord`] keeps.
+pub const EPOCH_BITS: u32 = 7;
+const EPOCH_MASK: u16 = (1 << EPOCH_BITS) - 1;
+const EPOCH_SHIFT: u32 = 32;
+const LOCATION_SHIFT: u32 = EPOCH_SHIFT + EPOCH_BITS;
+const LOCATION_MASK: u64 = (1 << (64 - LOCATION_SHIFT)) - 1;
+const _: () = assert!(64 - LOCATION_SHIFT == 25);
+
+/// The address whose low 25 bits are `low`, given the address `near` of
+/// another static of the same module (within 16 MiB of it).
+const fn near_bits(low: u32, near: u64) -> u64 {
+    let unused = 32 - (64 - LOCATION_SHIFT);
+    let delta = (low.wrapping_sub(near as u32) << unused) as i32 >> unused;
+    near.wrapping_add(delta as i64 as u64)
 }
 
 /// The bits of a record's location word that hold its view number.
@@ -293,13 +336,16 @@ pub fn record_kind(record: BlockRecord, write_record: bool) -> AccessKind {
 /// interval; `write_record` says which slot it came from) and `current`,
 /// thread `current.thread()`'s access of kind `kind`; `prior_lane` gives
 /// the current collective state of the prior's thread (asked only for the
-/// same warp).
+/// same warp), and `released` whether the block acquired a release of its
+/// own made after `prior` ([`BlockAcquired::orders`]; asked only of a
+/// conflicting prior that no collective orders).
 pub fn race_between(
     prior: BlockRecord,
     write_record: bool,
     current: BlockRecord,
     kind: AccessKind,
     prior_lane: impl Fn(u32) -> LaneSync,
+    released: impl Fn(BlockRecord) -> bool,
 ) -> Option<ReportKind> {
     let (p, me) = (prior.thread()?, current.thread()?);
     let prior_kind = record_kind(prior, write_record);
@@ -314,7 +360,7 @@ pub fn race_between(
     } else {
         LaneSync::default()
     };
-    (!ordered(prior, me, lane)).then(|| race_kind(prior_kind, kind))
+    (!ordered(prior, me, lane) && !released(prior)).then(|| race_kind(prior_kind, kind))
 }
 
 /// How a plain read `me` updates a word's reader records `first` and
@@ -371,14 +417,16 @@ impl WordRecords<'_> {
     /// fence after the store it relies on). An atomic replaces only an empty or atomic
     /// write record (a plain write stays for later accesses to race with);
     /// an atomic load is not remembered (a later plain write is not
-    /// checked against it: only detection is lost). `lane` is
-    /// [`race_between`]'s.
+    /// checked against it: only detection is lost). `lane` and `released`
+    /// are [`race_between`]'s.
+    #[allow(clippy::too_many_arguments)]
     pub fn access(
         &self,
         me: BlockRecord,
         kind: AccessKind,
         fence: impl Fn(),
         lane: impl Fn(u32) -> LaneSync,
+        released: impl Fn(BlockRecord) -> bool,
         mut race: impl FnMut(BlockRecord, bool, ReportKind),
     ) {
         if me.thread().is_none() {
@@ -386,7 +434,7 @@ impl WordRecords<'_> {
         }
         let mut check = |prior: u64, write_record: bool| {
             let prior = BlockRecord(prior);
-            if let Some(k) = race_between(prior, write_record, me, kind, &lane) {
+            if let Some(k) = race_between(prior, write_record, me, kind, &lane, &released) {
                 race(prior, write_record, k);
             }
         };
@@ -602,14 +650,44 @@ pub const fn report_key(kind: ReportKind, current_location: u64, prior_location:
 }
 
 /// The interval of a thread's accesses: the barriers it passed
-/// ([`LaneSync::barriers`]) and the acquires of the block so far (an
-/// acquire orders everything the block did before it with everything
-/// after, for every thread: coarser than the memory model, it can hide a
-/// race, never invent one), plus one (0: never touched). Intervals 65,536
-/// barriers or acquires apart could meet; a record that old is long gone
-/// in practice.
-pub const fn access_interval(barriers: u32, acquires: u32) -> u32 {
-    (barriers << 16 | (acquires & 0xffff)).wrapping_add(1)
+/// ([`LaneSync::barriers`]) and the window of the CTA's release epochs
+/// (`epoch >> EPOCH_BITS`) it is in, plus one (0: never touched). A
+/// record keeps its epoch's low [`EPOCH_BITS`] bits, which the window
+/// completes; a new window forgets the records of the last one, which
+/// can hide a race, never invent one. Intervals 65,536 barriers apart
+/// could meet; a record that old is long gone in practice.
+pub const fn access_interval(barriers: u32, epoch: u16) -> u32 {
+    (barriers << 16 | (epoch >> EPOCH_BITS) as u32).wrapping_add(1)
+}
+
+/// What the threads of a block acquired of the block's own releases (its
+/// CTA's release epochs, `vigil_shared::race::sync`), for the same-block
+/// check: an access in epoch `e` happens before every later access of the
+/// block once one of its threads acquired a release of epoch `e` or later.
+///
+/// An acquiring read learns the epochs the engine says it read
+/// ([`OwnReleases`](crate::race::OwnReleases)): a release by a thread of
+/// the block, directly or passed on through other blocks. A relaxed read
+/// only observes them, and a later acquire fence of the block acquires
+/// what was observed. Exact between two threads; with a third thread it
+/// is coarser than the memory model (a release covers every access the
+/// block made before it, not only the releasing thread's), which can hide
+/// a race, never invent one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockAcquired {
+    /// The latest own epoch acquired (0: none).
+    pub known: u16,
+    /// The latest own epoch observed by a relaxed read (0: none).
+    pub observed: u16,
+}
+
+impl BlockAcquired {
+    /// Whether `prior`, a record of the current interval, is ordered
+    /// before later accesses by what the block acquired, `now` being the
+    /// epoch of an access of that interval.
+    pub const fn orders(self, prior: BlockRecord, now: u16) -> bool {
+        prior.epoch(now) <= self.known
+    }
 }
 
 /// The table of global words a block touched in its current interval, in
@@ -1063,11 +1141,61 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_record_keeps_its_epoch_within_the_window_and_its_location() {
+        let loc = 0x7f00_1234_5678_u64 & !7;
+        for epoch in [1u16, 5, 127, 128, 129, 1000, 16383] {
+            let r = BlockRecord::new(700, true, 0b0110, 0xbeef, epoch, loc).with_view(5);
+            // Any access of the same window completes the epoch.
+            let now = epoch | 0x7f;
+            assert_eq!(r.epoch(now), epoch);
+            assert_eq!(r.epoch(epoch & !0x7f), epoch);
+            assert_eq!(r.thread(), Some(700));
+            assert!(r.atomic());
+            assert_eq!(r.bytes(), 0b0110);
+            assert_eq!(r.count(), 0xbeef);
+            assert_eq!(r.view(), 5);
+            assert_eq!(r.access_location(loc + 0x40_0000), loc);
+            assert_eq!(r.access_location(loc - 0x40_0000), loc);
+        }
+    }
+
+    #[test]
+    fn an_acquired_release_orders_the_accesses_of_its_epoch_and_before_only() {
+        let acquired = BlockAcquired {
+            known: 130,
+            observed: 0,
+        };
+        let at = |e| BlockRecord::new(40, false, 0xf, 0, e, 0x1000);
+        assert!(acquired.orders(at(129), 131));
+        assert!(acquired.orders(at(130), 131));
+        assert!(!acquired.orders(at(131), 131));
+        assert!(!BlockAcquired::default().orders(at(1), 1));
+        // Through `race_between`: the same conflict, ordered or not by
+        // what the block acquired.
+        let me = BlockRecord::new(3, false, 0xf, 0, 131, 0x2000);
+        let lane = |_| LaneSync::default();
+        let race = |prior| {
+            race_between(prior, true, me, AccessKind::Read, lane, |p| {
+                acquired.orders(p, 131)
+            })
+        };
+        assert_eq!(race(at(130)), None);
+        assert_eq!(race(at(131)), Some(ReportKind::ReadAfterWrite));
+    }
+
+    #[test]
+    fn a_new_window_of_epochs_is_a_new_interval() {
+        assert_eq!(access_interval(2, 127), access_interval(2, 0));
+        assert_ne!(access_interval(2, 128), access_interval(2, 127));
+        assert_ne!(access_interval(3, 5), access_interval(2, 5));
+    }
+
+    #[test]
     fn records_keep_every_field() {
         for (t, atomic, count) in [(0, false, 0), (1023, true, COUNT_MASK), (31, false, 7)] {
             let near = 0x7f00_1234_0000u64;
             let loc = near + 0x5_4320;
-            let r = BlockRecord::new(t, atomic, 0b1010, count, loc);
+            let r = BlockRecord::new(t, atomic, 0b1010, count, 1, loc);
             assert_eq!(
                 (r.thread(), r.atomic(), r.count()),
                 (Some(t), atomic, count)
@@ -1125,7 +1253,7 @@ mod tests {
             for &second in &masks {
                 for joined in 0..=2usize {
                     let (p, me) = (5u32, 9u32);
-                    let prior = BlockRecord::new(p, false, 0xf, 0, 0);
+                    let prior = BlockRecord::new(p, false, 0xf, 0, 1, 0);
                     let mut lane = LaneSync::default();
                     let seq = [first, second];
                     for m in &seq[..joined] {
@@ -1143,7 +1271,7 @@ mod tests {
             }
         }
         // Other warps are never ordered by collectives; one's own access always is.
-        let prior = BlockRecord::new(3, false, 0xf, 0, 0);
+        let prior = BlockRecord::new(3, false, 0xf, 0, 1, 0);
         assert!(!ordered(prior, 35, LaneSync(0).joined(u32::MAX).joined(1)));
         assert!(ordered(prior, 3, LaneSync::default()));
     }
@@ -1151,10 +1279,10 @@ mod tests {
     #[test]
     fn conflicts_need_a_write_and_a_plain_access() {
         let lane = |_| LaneSync::default();
-        let w = BlockRecord::new(1, false, 0b11, 0, 0);
-        let a = BlockRecord::new(1, true, 0b11, 0, 0);
-        let me = BlockRecord::new(40, false, 0b10, 0, 0);
-        let k = |p, wr, c| race_between(p, wr, me, c, lane);
+        let w = BlockRecord::new(1, false, 0b11, 0, 1, 0);
+        let a = BlockRecord::new(1, true, 0b11, 0, 1, 0);
+        let me = BlockRecord::new(40, false, 0b10, 0, 1, 0);
+        let k = |p, wr, c| race_between(p, wr, me, c, lane, |_| false);
         assert_eq!(
             k(w, true, AccessKind::Read),
             Some(ReportKind::ReadAfterWrite)
@@ -1177,11 +1305,11 @@ mod tests {
             k(w, false, AccessKind::AtomicRmw),
             Some(ReportKind::AtomicNonAtomic)
         );
-        let own = BlockRecord::new(1, false, 0xf, 0, 0);
-        assert_eq!(race_between(w, true, own, AccessKind::Write, lane), None);
-        let other_bytes = BlockRecord::new(40, false, 0b1100, 0, 0);
+        let own = BlockRecord::new(1, false, 0xf, 0, 1, 0);
+        assert_eq!(race_between(w, true, own, AccessKind::Write, lane, |_| false), None);
+        let other_bytes = BlockRecord::new(40, false, 0b1100, 0, 1, 0);
         assert_eq!(
-            race_between(w, true, other_bytes, AccessKind::Write, lane),
+            race_between(w, true, other_bytes, AccessKind::Write, lane, |_| false),
             None
         );
     }
@@ -1193,17 +1321,22 @@ mod tests {
         for readers in [&[1u32, 2][..], &[2, 1, 3], &[1, 1], &[4, 1, 1, 4]] {
             let mut slots = [BlockRecord::EMPTY; RECORDS];
             for &r in readers {
-                let me = BlockRecord::new(r, false, 0xf, 0, 0);
+                let me = BlockRecord::new(r, false, 0xf, 0, 1, 0);
                 if let Some((slot, new)) = reader_update(slots[1], slots[2], me) {
                     slots[slot] = new;
                 }
             }
             for writer in 1..=4 {
                 let races = (1..3).any(|s| {
-                    let w = BlockRecord::new(writer, false, 0xf, 0, 0);
-                    race_between(slots[s], false, w, AccessKind::Write, |_| {
-                        LaneSync::default()
-                    })
+                    let w = BlockRecord::new(writer, false, 0xf, 0, 1, 0);
+                    race_between(
+                        slots[s],
+                        false,
+                        w,
+                        AccessKind::Write,
+                        |_| LaneSync::default(),
+                        |_| false,
+                    )
                     .is_some()
                 });
                 assert_eq!(

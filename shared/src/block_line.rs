@@ -292,7 +292,7 @@ mod tests {
         for write in [false, true] {
             for per in [1, 2, 4] {
                 let run = LineRun {
-                    record: BlockRecord::new(96, false, 0xf, 2, 0x1234),
+                    record: BlockRecord::new(96, false, 0xf, 2, 1, 0x1234),
                     per,
                     write,
                 };
@@ -311,7 +311,7 @@ mod tests {
 
     #[test]
     fn a_snapshot_gives_each_word_its_lanes_records() {
-        let w = BlockRecord::new(64, false, 0xf, 3, 0x1234);
+        let w = BlockRecord::new(64, false, 0xf, 3, 1, 0x1234);
         let s = LineSnapshot {
             write: w,
             first: BlockRecord::EMPTY,

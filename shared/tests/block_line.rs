@@ -150,13 +150,14 @@ fn word_access(
         kind,
         || {},
         |p| lanes[p as usize],
+        |_| false,
         |prior, write_record, k| out.push((j, prior.0, write_record, k as u32)),
     );
 }
 
 /// The records a run's lane `k` (thread `base + k`) makes.
 fn lane_record(base: u32, k: u32, count: u32, location: u64) -> BlockRecord {
-    BlockRecord::new(base + k, false, 0xf, count, location)
+    BlockRecord::new(base + k, false, 0xf, count, 1, location)
 }
 
 fn check(ops: &[Op]) -> Result<(usize, usize), TestCaseError> {
@@ -220,6 +221,7 @@ fn check(ops: &[Op]) -> Result<(usize, usize), TestCaseError> {
                             false,
                             0xf,
                             lanes[(base + k) as usize].count(),
+                            1,
                             location,
                         );
                         for j in k * per..(k + 1) * per {
@@ -258,6 +260,7 @@ fn check(ops: &[Op]) -> Result<(usize, usize), TestCaseError> {
                     kind.is_atomic() && kind != AccessKind::AtomicRead,
                     0xf,
                     lanes[thread as usize].count(),
+                    1,
                     location,
                 );
                 word_access(&reference, word, me, kind, &lanes, &mut want);

@@ -118,6 +118,7 @@ fn run(ops: &[Op]) -> (Vec<Reported>, Vec<(usize, usize)>) {
                     kind.is_atomic() && kind != AccessKind::AtomicRead,
                     0xf,
                     lanes[thread as usize].count(),
+                    1,
                     i as u64,
                 );
                 let (word_interval, r) = &records[word];
@@ -136,6 +137,7 @@ fn run(ops: &[Op]) -> (Vec<Reported>, Vec<(usize, usize)>) {
                     kind,
                     || {},
                     |p| lanes[p as usize],
+                    |_| false,
                     |prior, write_record, k| {
                         let prior_index = prior.location(0) as usize;
                         let prior_kind = match ops[prior_index] {

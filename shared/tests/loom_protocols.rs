@@ -672,6 +672,7 @@ impl LineEntry {
             kind,
             || std::sync::atomic::fence(MemOrder::SeqCst),
             |_| vigil_shared::block::LaneSync::default(),
+            |_| false,
             |prior, _, _| raced.extend(prior.thread()),
         );
         raced
@@ -697,7 +698,7 @@ fn a_line_split_racing_a_run_update_loses_nothing() {
             claimed: (0..LINE_WORDS).map(|_| Default::default()).collect(),
         });
         let run = |location| LineRun {
-            record: BlockRecord::new(0, false, 0xf, 0, location),
+            record: BlockRecord::new(0, false, 0xf, 0, 1, location),
             per: 1,
             write: true,
         };
@@ -709,14 +710,14 @@ fn a_line_split_racing_a_run_update_loses_nothing() {
                 let step = e.line().run_access(run(2), loom::thread::yield_now);
                 if step == LineStep::PerWord {
                     e.claim(3, e.line().split(loom::thread::yield_now));
-                    let me = BlockRecord::new(3, false, 0xf, 0, 2);
+                    let me = BlockRecord::new(3, false, 0xf, 0, 1, 2);
                     return e.word_access(3, me, AccessKind::Write);
                 }
                 Vec::new()
             })
         };
         e.claim(3, e.line().split(loom::thread::yield_now));
-        let reader = BlockRecord::new(40, false, 0xf, 0, 3);
+        let reader = BlockRecord::new(40, false, 0xf, 0, 1, 3);
         let mut raced = e.word_access(3, reader, AccessKind::Read);
         raced.extend(owner.join().unwrap());
         raced.sort_unstable();

@@ -6,8 +6,9 @@
 //! State, all in the CTA's `.shared` memory (only sanitized entries
 //! declare or touch it):
 //!
-//! - the CTA's acquire count, report keys and numbered shared views
-//!   (`arch::block_counters`);
+//! - what the CTA's threads acquired of its own releases
+//!   (`vigil_shared::block::BlockAcquired`), its report keys and numbered
+//!   shared views (`arch::block_counters`);
 //! - the divergent-barrier slot, flag and report (`arch::block_barrier`);
 //! - every thread's synchronisation state (`arch::block_lanes` for
 //!   threads below `SHARED_LANES`, the CTA slot's region of device memory
@@ -54,15 +55,16 @@ use vigil_shared::abi::{AccessSite, RaceReport, ReportKind};
 use vigil_shared::block::{
     access_interval, barrier_site, barrier_slot, barrier_tag, block_stamp, busy, claim_entry,
     divergence_group, pack_array, record_kind, report_key, slot_site, slot_tag, view_number,
-    BarrierCheck, BlockRecord, BlockSpace, DivergenceRecord, GlobalTable, LaneSync, ShadowLayout,
+    BarrierCheck, BlockAcquired, BlockRecord, BlockSpace, DivergenceRecord, GlobalTable, LaneSync, ShadowLayout,
     TableWord, ThreadGroup, WindowShadow, WordRecords, DIVERGENT_BARRIER_KIND, EXIT_SITE,
     GLOBAL_LANES, MAX_BLOCK_THREADS, REPORTED, SHARED_LANES, UNCHECKED_ARRAYS, VIEWS, WORD,
 };
 use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, PriorRecord, REGIONS_PER_SM};
-use vigil_shared::race::desc::{AccessDesc, SiteLanes, SiteWord};
+use vigil_shared::race::desc::{AccessDesc, SiteLanes, SiteWord, MAX_EPOCH};
+use vigil_shared::race::OwnReleases;
 use vigil_shared::{AccessKind, Scope};
 
-use super::cta::{lane, CtaState};
+use super::cta::{cta_epoch, lane, CtaState};
 use super::hooks::linear_block;
 use super::report::Reporter;
 use crate::arch::ptx as arch;
@@ -159,11 +161,14 @@ fn claim(header: &AtomicU32, stamp: u32, clear: &dyn Fn(u32, u32)) {
     }
 }
 
-/// The CTA's block-race counters: its acquires, and the keys of the
-/// same-block global races it reported.
+/// The CTA's block-race counters: what its threads acquired of its own
+/// releases, and the keys of the same-block global races it reported.
 #[derive(Clone, Copy)]
 pub(super) struct Counters {
-    acquires: &'static AtomicU32,
+    /// [`BlockAcquired::known`].
+    known: &'static AtomicU32,
+    /// [`BlockAcquired::observed`] (the pad after the view table).
+    observed: &'static AtomicU32,
     /// Base of the region (the report keys are at [`Counters::KEYS`]).
     pub base: *mut u8,
 }
@@ -188,7 +193,8 @@ impl Counters {
         // count, the window shadow's address, the keys.
         unsafe {
             Counters {
-                acquires: at(base, 4),
+                known: at(base, 4),
+                observed: at(base, Self::VIEWS_AT + 4 * VIEWS),
                 base,
             }
         }
@@ -219,11 +225,30 @@ impl Counters {
             .map_or(0, |v| v.load(Ordering::Relaxed))
     }
 
-    /// The access interval of a thread in state `lane`
-    /// (`vigil_shared::block::access_interval`).
+    /// What the CTA's threads acquired of its own releases.
     #[inline(always)]
-    fn interval(&self, lane: LaneSync) -> u32 {
-        access_interval(lane.barriers(), self.acquires.load(Ordering::Relaxed))
+    pub fn acquired(&self) -> BlockAcquired {
+        BlockAcquired {
+            known: self.known.load(Ordering::Relaxed) as u16,
+            observed: self.observed.load(Ordering::Relaxed) as u16,
+        }
+    }
+
+    /// A thread of the CTA acquired its own epochs up to `epoch`.
+    #[inline(always)]
+    pub fn acquire(&self, epoch: u16) {
+        if epoch != 0 {
+            self.known.fetch_max(u32::from(epoch), Ordering::Relaxed);
+        }
+    }
+
+    /// A thread of the CTA observed (read relaxed) its own epochs up to
+    /// `epoch`.
+    #[inline(always)]
+    pub fn observe(&self, epoch: u16) {
+        if epoch != 0 {
+            self.observed.fetch_max(u32::from(epoch), Ordering::Relaxed);
+        }
     }
 }
 
@@ -335,7 +360,8 @@ pub(super) fn reset_cta(lane: u32, lanes: u32) {
     reset_barrier_check(lane);
     if lane == 0 {
         let c = Counters::get();
-        c.acquires.store(0, Ordering::Relaxed);
+        c.known.store(0, Ordering::Relaxed);
+        c.observed.store(0, Ordering::Relaxed);
         for i in 0..REPORTED {
             // SAFETY: the key slots, inside the region, 8-aligned.
             unsafe { at::<AtomicU64>(c.base, Counters::KEYS + 8 * i) }.store(0, Ordering::Relaxed);
@@ -564,11 +590,31 @@ fn report_divergence(b: Block, first: u32, site: u32, location: u64) {
     }
 }
 
-/// The calling thread acquired (an acquiring atomic or fence): every
-/// access of the block so far is ordered before every later one.
-#[inline(never)]
-pub(super) fn acquire() {
-    Counters::get().acquires.fetch_add(1, Ordering::Release);
+/// The calling thread acquired what the engine says of its CTA's own
+/// releases (an atomic's read: `acquires` when it acquired).
+#[inline(always)]
+pub(super) fn acquired(own: OwnReleases, acquires: bool) {
+    let c = Counters::get();
+    if acquires {
+        c.acquire(own.acquired);
+    }
+    c.observe(own.observed);
+}
+
+/// The calling thread's acquire fence: what the CTA's relaxed reads
+/// observed of its own releases is acquired.
+#[inline(always)]
+pub(super) fn fence_acquired() {
+    let c = Counters::get();
+    c.acquire(c.acquired().observed);
+}
+
+/// The calling thread acquired its CTA's own releases up to `epoch`
+/// (one the engine could not name word by word: see
+/// `vigil_shared::race::sync::acquire_everything`).
+#[inline(always)]
+pub(super) fn acquire_epochs(epoch: u16) {
+    Counters::get().acquire(epoch);
 }
 
 /// The calling lane is about to join a collective over `mask`: its state
@@ -634,6 +680,8 @@ pub(super) struct Checked {
     keys: *mut u8,
     pub interval: u32,
     pub count: u32,
+    /// The CTA's release epoch at the access.
+    pub epoch: u16,
     pub thread: u32,
     /// The number its records carry of the shared view it goes through
     /// (window shadow; 0: none).
@@ -656,14 +704,16 @@ impl Checked {
         let lanes = Lanes::of(b.threads);
         let own_lane = lanes.get(b.thread);
         let own = own_lane.map_or(LaneSync::default(), LaneWord::load);
+        let epoch = cta_epoch();
         Checked {
             known: own_lane.is_some(),
             kind,
             size,
             space,
             keys,
-            interval: Counters::get().interval(own),
+            interval: access_interval(own.barriers(), epoch),
             count: own.count(),
+            epoch,
             thread: b.thread,
             view: 0,
             loc,
@@ -707,6 +757,7 @@ impl Checked {
                 self.kind.is_atomic() && self.kind != AccessKind::AtomicRead,
                 bytes,
                 self.count,
+                self.epoch,
                 self.location(),
             )
             .with_view(self.view);
@@ -715,6 +766,13 @@ impl Checked {
             }
             w += 1;
         }
+    }
+
+    /// Whether the CTA acquired one of its own releases made after `prior`
+    /// (a record of the access's interval).
+    #[inline(always)]
+    pub fn released(&self, prior: BlockRecord) -> bool {
+        Counters::get().acquired().orders(prior, self.epoch)
     }
 
     /// Checks and records `me`'s access to the word at `word_addr`.
@@ -730,6 +788,7 @@ impl Checked {
             self.kind,
             || arch::fence(vigil_shared::Ordering::SeqCst, Scope::Block),
             lane,
+            |prior| self.released(prior),
             |prior, write_record, kind| {
                 self.report(word_addr, me, prior, record_kind(prior, write_record), kind)
             },
@@ -857,6 +916,17 @@ pub(super) fn shared_access(access: SharedAccess, loc: &'static Location<'static
     }
     if access.addr < access.array {
         return;
+    }
+    if matches!(access.kind, AccessKind::AtomicRead | AccessKind::AtomicRmw) {
+        // Shared memory keeps no release heads: a read of a shared flag
+        // may have read any release of the block so far, and those ended
+        // the epochs before the current one (a saturated epoch is shared).
+        let now = cta_epoch();
+        let released = if now >= MAX_EPOCH { now } else { now - 1 };
+        let c = Counters::get();
+        if c.acquired().observed < released {
+            c.observe(released);
+        }
     }
     if access.shadow == 0 {
         return window_access(access, loc);

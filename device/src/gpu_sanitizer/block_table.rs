@@ -117,12 +117,13 @@ impl BlockTable {
 
     /// What the lanes of a warp run must agree on for its leader to
     /// record it as one: the thread has a lane state, and its collective
-    /// count and interval (the record's fields besides the thread).
+    /// count and release epoch (one word) and interval (the record's
+    /// fields besides the thread).
     #[inline(always)]
     pub fn run_fields(&self) -> Option<(u32, u32)> {
-        self.checked
-            .known
-            .then_some((self.checked.count, self.checked.interval))
+        let c = &self.checked;
+        c.known
+            .then_some((c.count | u32::from(c.epoch) << 16, c.interval))
     }
 
     /// Checks the access at `addr` word by word, each of its lines split
@@ -180,7 +181,7 @@ impl BlockTable {
         let line = (addr / WORD) as u64 / u64::from(LINE_WORDS);
         let c = &self.checked;
         let run = LineRun {
-            record: BlockRecord::new(c.thread, false, 0xf, c.count, c.location()),
+            record: BlockRecord::new(c.thread, false, 0xf, c.count, c.epoch, c.location()),
             per,
             write: c.kind.writes(),
         };

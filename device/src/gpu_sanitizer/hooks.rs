@@ -295,8 +295,13 @@ fn check_atomic(
     let st = CtaState::current();
     let mem = memory(&st);
     let addr = access.addr as u64;
+    let acquires = access.ordering.acquires();
     if !mem.manages(addr) {
         perform();
+        // No shadow says which of the block's releases it read.
+        if acquires {
+            acquire_everything(&st, &mem);
+        }
         return;
     }
     // The lanes making this site's atomic on one word together are one
@@ -308,6 +313,11 @@ fn check_atomic(
     if !group.is_leader() {
         group.sync();
         group.any(perform());
+        if acquires {
+            // What the leader learns of the block's own releases orders
+            // this lane's next accesses too: wait until it is noted.
+            group.sync();
+        }
         return;
     }
     let mut view = st.view(&mem);
@@ -340,6 +350,16 @@ fn check_atomic(
     if bounded {
         st.reporter().count_bounded();
     }
+    super::block::acquired(view.own, true);
+    if acquires {
+        if bounded {
+            // A record it lacked may have held a release of the block.
+            acquire_everything(&st, &mem);
+        }
+        if !group.alone() {
+            group.sync();
+        }
+    }
     if let Some(r) = race {
         report(
             location_of(loc),
@@ -352,12 +372,27 @@ fn check_atomic(
     }
 }
 
+/// The calling thread acquires every release of its CTA so far, for the
+/// same-block check (what it read is not followed word by word).
+#[inline(never)]
+fn acquire_everything(st: &CtaState, mem: &GpuMemory<'static>) {
+    let mut view = st.view(mem);
+    let e = vigil_shared::race::sync::acquire_everything(&mut view, &st.sync());
+    super::block::acquire_epochs(e);
+}
+
 #[inline(never)]
 fn check_fence(ordering: Ordering, scope: Scope) {
     let st = CtaState::current();
     let mem = memory(&st);
     let mut view = st.view(&mem);
     vigil_shared::race::sync::fence(&mem, &mut view, &st.sync(), ordering, scope);
+    if ordering == Ordering::SeqCst {
+        // What an SC fence learns is not followed per release.
+        acquire_everything(&st, &mem);
+    } else if ordering.acquires() {
+        super::block::fence_acquired();
+    }
 }
 
 /// Records a race found by the current access (made at `location`, a
@@ -509,7 +544,15 @@ impl Sanitizer for GpuSanitizer {
 
     #[inline(always)]
     fn block_acquire() {
-        super::block::acquire()
+        // One lane of the warp's waiters starts the CTA's next epoch for
+        // all of them (the knowledge is the block's), and the others wait
+        // until it has.
+        let mask = arch::active_mask();
+        if arch::lane_id() == mask.trailing_zeros() {
+            let st = CtaState::current();
+            acquire_everything(&st, &memory(&st));
+        }
+        arch::sync_warp(mask);
     }
 
     #[inline(always)]
