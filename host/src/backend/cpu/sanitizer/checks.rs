@@ -410,7 +410,11 @@ impl SanitizerRuntime for CpuRaceSanitizer {
             // current one, or the current one once it saturated). That
             // can hide a race, never invent one: only a release orders
             // what came before it, and every release ends an epoch.
-            let closed = if saturated { epoch } else { epoch - 1 };
+            let closed = if saturated {
+                epoch
+            } else {
+                epoch.saturating_sub(1)
+            };
             self.block.observed(t.smid, closed);
         }
     }
