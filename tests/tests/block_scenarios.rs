@@ -35,6 +35,15 @@ mod cpu {
         read_only_lines_need_no_table, read_only_beside_a_race, read_only_beside_a_barrier,
         big_tile_reused_without_barrier, big_tile_fixed,
         dynamic_reduce_missing_barrier, dynamic_reduce_fixed,
+        same_block_flag_release_acquire, same_block_flag_relaxed_store,
+        same_block_flag_relaxed_load, same_block_flag_relaxed,
+        same_block_fences_on_both_sides, same_block_fence_on_writer_only,
+        same_block_fence_on_reader_only,
+        same_block_lock_fences, same_block_lock_acq_rel_fences, same_block_lock_acquire_release,
+        same_block_lock_unlock_without_fence, same_block_lock_acquire_then_relaxed_unlock,
+        same_block_unrelated_acquire, same_block_transitive_release_acquire,
+        same_block_lane_handoff, same_block_shared_flag_with_fences,
+        same_block_shared_flag_writer_fence_only,
         near_static_limit_race, near_static_limit_fixed);
 }
 
@@ -58,6 +67,15 @@ mod gpu {
         read_only_lines_need_no_table, read_only_beside_a_race, read_only_beside_a_barrier,
         big_tile_reused_without_barrier, big_tile_fixed,
         dynamic_reduce_missing_barrier, dynamic_reduce_fixed,
+        same_block_flag_release_acquire, same_block_flag_relaxed_store,
+        same_block_flag_relaxed_load, same_block_flag_relaxed,
+        same_block_fences_on_both_sides, same_block_fence_on_writer_only,
+        same_block_fence_on_reader_only,
+        same_block_lock_fences, same_block_lock_acq_rel_fences, same_block_lock_acquire_release,
+        same_block_lock_unlock_without_fence, same_block_lock_acquire_then_relaxed_unlock,
+        same_block_unrelated_acquire, same_block_transitive_release_acquire,
+        same_block_lane_handoff, same_block_shared_flag_with_fences,
+        same_block_shared_flag_writer_fence_only,
         near_static_limit_race, near_static_limit_fixed);
 }
 
@@ -92,7 +110,7 @@ fn expect(what: &str, outcome: Option<vigil::Result<()>>, expected: &[Verdict]) 
 mod scenarios {
     use super::common::codes::*;
     use super::common::{Bench, MakeContext};
-    use super::{check, expect, line_of, race, DivergentBarrier, Error, LaunchConfig};
+    use super::{check, expect, line_of, race, DivergentBarrier, Error, LaunchConfig, Verdict};
     use vigil::{DeviceBuffer, Kernel, KernelArgs};
     use vigil_kernels::block_races::*;
 
@@ -846,5 +864,216 @@ mod scenarios {
         let want: Vec<u32> = (0..128).map(|w| w / 4 + 1).collect();
         assert_eq!(data[..128], want);
         assert_eq!(out, want[..64]);
+    }
+
+    /// The scopes the same-block handoffs run at.
+    const HANDOFF_SCOPES: [(u32, &str); 2] = [(BLOCK, "block"), (DEVICE, "device")];
+
+    /// `same_block_flag` at every scope of [`HANDOFF_SCOPES`], with its
+    /// verdict checked against `expected` and, when race-free, the payload
+    /// the reader saw.
+    fn flag_handoff(make: MakeContext, store: u32, load: u32, fences: u32, expected: &[Verdict]) {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        for (sc, name) in HANDOFF_SCOPES {
+            let (mut data, mut flag, mut out) = (b.zeros(1), b.zeros(1), b.zeros(1));
+            let outcome = run_one_block::<same_block_flag, _>(
+                &b,
+                HANDOFF_THREADS,
+                (&mut data, &mut flag, &mut out, store, load, sc, fences),
+            );
+            let what = format!(
+                "flag between warps: store {store}, load {load}, fences {fences}, {name} scope"
+            );
+            check(&what, outcome, expected);
+            if expected.is_empty() {
+                assert_eq!(download(&b, &out), [FLAG_PAYLOAD], "{what}");
+            }
+        }
+    }
+
+    fn flag_race() -> [Verdict; 1] {
+        [race(RAW, "bflag-read", "bflag-write")]
+    }
+
+    /// A release store read by an acquiring load: race-free.
+    pub fn same_block_flag_release_acquire(make: MakeContext) {
+        flag_handoff(make, RELEASE, ACQUIRE, 0, &[]);
+    }
+
+    /// The writer forgot the release: the acquire reads nothing its block
+    /// released, and the payload races.
+    pub fn same_block_flag_relaxed_store(make: MakeContext) {
+        flag_handoff(make, RELAXED, ACQUIRE, 0, &flag_race());
+    }
+
+    /// The reader forgot the acquire.
+    pub fn same_block_flag_relaxed_load(make: MakeContext) {
+        flag_handoff(make, RELEASE, RELAXED, 0, &flag_race());
+    }
+
+    /// Neither side orders anything.
+    pub fn same_block_flag_relaxed(make: MakeContext) {
+        flag_handoff(make, RELAXED, RELAXED, 0, &flag_race());
+    }
+
+    /// Relaxed flag accesses between a release fence and an acquire
+    /// fence: race-free.
+    pub fn same_block_fences_on_both_sides(make: MakeContext) {
+        flag_handoff(make, RELAXED, RELAXED, 3, &[]);
+    }
+
+    /// A release fence, but the reader has no acquire.
+    pub fn same_block_fence_on_writer_only(make: MakeContext) {
+        flag_handoff(make, RELAXED, RELAXED, 1, &flag_race());
+    }
+
+    /// An acquire fence after reading a flag nothing released.
+    pub fn same_block_fence_on_reader_only(make: MakeContext) {
+        flag_handoff(make, RELAXED, RELAXED, 2, &flag_race());
+    }
+
+    /// `same_block_lock` at every scope of [`HANDOFF_SCOPES`]: its
+    /// verdict, and (when race-free) the counter both holders added to.
+    fn lock_case(make: MakeContext, lock_mode: u32, unlock_mode: u32, expected: &[Verdict]) {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        for (sc, name) in HANDOFF_SCOPES {
+            let (mut data, mut lock) = (b.zeros(1), b.zeros(1));
+            let outcome = run_one_block::<same_block_lock, _>(
+                &b,
+                HANDOFF_THREADS,
+                (&mut data, &mut lock, lock_mode, unlock_mode, sc),
+            );
+            let what = format!(
+                "spin lock between warps: lock {lock_mode}, unlock {unlock_mode}, {name} scope"
+            );
+            check(&what, outcome, expected);
+            if expected.is_empty() {
+                assert_eq!(download(&b, &data), [2], "{what}");
+            }
+        }
+    }
+
+    /// The second holder's critical section against the first's, when
+    /// the unlock released nothing.
+    fn lock_races() -> [Verdict; 2] {
+        [
+            race(RAW, "lock-read", "lock-write"),
+            race(WAW, "lock-write", "lock-write"),
+        ]
+    }
+
+    /// Taken by a relaxed compare-exchange and an acquire-release fence,
+    /// given back by a release fence and a relaxed exchange: race-free.
+    pub fn same_block_lock_fences(make: MakeContext) {
+        lock_case(make, LOCK_CAS_THEN_FENCE, UNLOCK_FENCE_EXCHANGE, &[]);
+    }
+
+    /// Given back by an acquire-release fence and a relaxed store.
+    pub fn same_block_lock_acq_rel_fences(make: MakeContext) {
+        lock_case(make, LOCK_CAS_THEN_FENCE, UNLOCK_ACQ_REL_FENCE_STORE, &[]);
+    }
+
+    /// An acquiring compare-exchange and a release store.
+    pub fn same_block_lock_acquire_release(make: MakeContext) {
+        lock_case(make, LOCK_ACQUIRE_CAS, UNLOCK_RELEASE_STORE, &[]);
+    }
+
+    /// Given back by a relaxed store without a fence: the lock's fence
+    /// acquires, but nothing released the first holder's critical section.
+    pub fn same_block_lock_unlock_without_fence(make: MakeContext) {
+        lock_case(
+            make,
+            LOCK_CAS_THEN_FENCE,
+            UNLOCK_RELAXED_STORE,
+            &lock_races(),
+        );
+    }
+
+    /// An acquiring compare-exchange, and the same unlock.
+    pub fn same_block_lock_acquire_then_relaxed_unlock(make: MakeContext) {
+        lock_case(make, LOCK_ACQUIRE_CAS, UNLOCK_RELAXED_STORE, &lock_races());
+    }
+
+    /// The reader acquired a third warp's release before the writer
+    /// wrote, and nothing releases the write: a race.
+    pub fn same_block_unrelated_acquire(make: MakeContext) {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let (mut data, mut flags, mut out) = (b.zeros(1), b.zeros(3), b.zeros(1));
+        let outcome = run_one_block::<same_block_unrelated_acquire, _>(
+            &b,
+            HANDOFF_THREADS,
+            (&mut data, &mut flags, &mut out),
+        );
+        check(
+            "an acquire of an unrelated release",
+            outcome,
+            &[race(RAW, "unrelated-read", "unrelated-write")],
+        );
+    }
+
+    /// A release acquired and released again by a third warp: race-free.
+    pub fn same_block_transitive_release_acquire(make: MakeContext) {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let (mut data, mut flags, mut out) = (b.zeros(1), b.zeros(2), b.zeros(1));
+        let outcome = run_one_block::<same_block_transitive, _>(
+            &b,
+            HANDOFF_THREADS,
+            (&mut data, &mut flags, &mut out),
+        );
+        check("a release passed on through a third warp", outcome, &[]);
+        assert_eq!(download(&b, &out), [FLAG_PAYLOAD]);
+    }
+
+    /// One lane acquires, `sync_warp` passes it to its warp: race-free.
+    pub fn same_block_lane_handoff(make: MakeContext) {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let (mut data, mut flag, mut out) = (b.zeros(32), b.zeros(1), b.zeros(32));
+        let outcome = run_one_block::<same_block_lane_handoff, _>(
+            &b,
+            HANDOFF_THREADS,
+            (&mut data, &mut flag, &mut out),
+        );
+        check("one lane acquires for its warp", outcome, &[]);
+        assert_eq!(download(&b, &out), (1..=32).collect::<Vec<u32>>());
+    }
+
+    /// `same_block_shared_flag` with `fences`; the payload read when the
+    /// verdict is race-free.
+    fn shared_flag_case(make: MakeContext, fences: u32, expected: &[Verdict]) {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let (mut data, mut out) = (b.zeros(1), b.zeros(1));
+        let outcome = run_one_block::<same_block_shared_flag, _>(
+            &b,
+            HANDOFF_THREADS,
+            (&mut data, &mut out, fences),
+        );
+        let what = format!("a shared volatile flag, fences {fences}");
+        check(&what, outcome, expected);
+        if expected.is_empty() {
+            assert_eq!(download(&b, &out), [FLAG_PAYLOAD], "{what}");
+        }
+    }
+
+    /// A shared volatile flag between block-scope fences orders global
+    /// data: race-free.
+    pub fn same_block_shared_flag_with_fences(make: MakeContext) {
+        shared_flag_case(make, 3, &[]);
+    }
+
+    /// The writer's fence alone: the reader acquires nothing.
+    pub fn same_block_shared_flag_writer_fence_only(make: MakeContext) {
+        shared_flag_case(make, 1, &[race(RAW, "sflag-read", "sflag-write")]);
     }
 }

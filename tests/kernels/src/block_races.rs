@@ -6,6 +6,7 @@
 //! ending in a `// @name` marker. A `u32` switch selects the racy or the
 //! fixed variant, so both run the same code.
 
+use crate::races::{ordering, scope, SPIN_LIMIT};
 use vigil_device::prelude::*;
 use vigil_device::shared_mem::SharedArray;
 use vigil_device::sync::sync_threads_in;
@@ -461,4 +462,257 @@ pub const NEAR_LIMIT_THREADS: usize = 512;
 pub fn near_limit(out: GlobalSliceMut<u32>, barrier: u32) {
     let big = shared_array!(u32; NEAR_LIMIT);
     fill_then_read_neighbour(big, out, barrier);
+}
+
+/// Threads per block of the same-block handoff kernels below: three
+/// warps. The writer is thread 32 (warp 1), the reader thread 0 (warp 0),
+/// a third party thread 64 (warp 2); the others only pass.
+pub const HANDOFF_THREADS: u32 = 96;
+
+/// What [`same_block_flag()`] writes to `data[0]`.
+pub const FLAG_PAYLOAD: u32 = 9;
+
+/// Polls `flag` with `order` at `sc` until it is not zero (or panics
+/// after [`SPIN_LIMIT`] polls).
+#[inline(always)]
+#[track_caller]
+fn wait_for<S: Sanitizer>(flag: GlobalPtrMut<u32, S>, order: Ordering, sc: Scope) {
+    let mut polls = 0u32;
+    while flag.atomic_load(order, sc) == 0 {
+        polls += 1;
+        if polls >= SPIN_LIMIT {
+            panic!("block scenario: the flag was never set");
+        }
+    }
+}
+
+/// A flag between two warps of one block in global memory: thread 32
+/// writes [`FLAG_PAYLOAD`] to `data[0]`, issues a release fence at scope
+/// code `sc` if bit 0 of `fences` is set, and stores 1 to `flag[0]` with
+/// ordering code `store_order`; thread 0 polls the flag with
+/// `load_order`, issues an acquire fence at `sc` if bit 1 of `fences` is
+/// set, and reads `data[0]` into `out[0]`. Ordered only when a release
+/// (the store's or the fence's) meets an acquire (the load's or the
+/// fence's).
+#[kernel]
+pub fn same_block_flag<S: Sanitizer>(
+    data: GlobalSliceMut<u32, S>,
+    flag: GlobalSliceMut<u32, S>,
+    out: GlobalSliceMut<u32, S>,
+    store_order: u32,
+    load_order: u32,
+    sc: u32,
+    fences: u32,
+) {
+    let t = thread_idx().x;
+    if t == 32 {
+        data.store(0, FLAG_PAYLOAD); // @bflag-write
+        if fences & 1 != 0 {
+            fence::<S>(Ordering::Release, scope(sc));
+        }
+        flag.at(0).atomic_store(1, ordering(store_order), scope(sc));
+    } else if t == 0 {
+        wait_for(flag.at(0), ordering(load_order), scope(sc));
+        if fences & 2 != 0 {
+            fence::<S>(Ordering::Acquire, scope(sc));
+        }
+        let v = data.load(0); // @bflag-read
+        out.store(0, v);
+    }
+}
+
+/// How [`same_block_lock()`] takes its lock: a relaxed compare-exchange
+/// followed by an acquire-release fence.
+pub const LOCK_CAS_THEN_FENCE: u32 = 0;
+/// An acquiring compare-exchange.
+pub const LOCK_ACQUIRE_CAS: u32 = 1;
+
+/// How [`same_block_lock()`] releases its lock: a release fence and a
+/// relaxed exchange.
+pub const UNLOCK_FENCE_EXCHANGE: u32 = 0;
+/// An acquire-release fence and a relaxed store.
+pub const UNLOCK_ACQ_REL_FENCE_STORE: u32 = 1;
+/// A release store.
+pub const UNLOCK_RELEASE_STORE: u32 = 2;
+/// A relaxed store and no fence: nothing releases the critical section.
+pub const UNLOCK_RELAXED_STORE: u32 = 3;
+
+/// A spin lock in global memory between two warps of one block: threads
+/// 0 and 32 each take `lock[0]` (`lock_mode`: [`LOCK_CAS_THEN_FENCE`] or
+/// [`LOCK_ACQUIRE_CAS`], at scope code `sc`), add 1 to `data[0]` with a
+/// plain load and store, and release it (`unlock_mode`: one of the
+/// `UNLOCK_` constants). `data[0]` ends at 2; the second holder's critical
+/// section is ordered after the first's unless the unlock releases
+/// nothing.
+#[kernel]
+pub fn same_block_lock<S: Sanitizer>(
+    data: GlobalSliceMut<u32, S>,
+    lock: GlobalSliceMut<u32, S>,
+    lock_mode: u32,
+    unlock_mode: u32,
+    sc: u32,
+) {
+    let t = thread_idx().x;
+    if t != 0 && t != 32 {
+        return;
+    }
+    let (word, sc) = (lock.at(0), scope(sc));
+    let taking = if lock_mode == LOCK_ACQUIRE_CAS {
+        Ordering::Acquire
+    } else {
+        Ordering::Relaxed
+    };
+    let mut polls = 0u32;
+    while word.atomic_compare_exchange(0, 1, taking, sc).is_err() {
+        polls += 1;
+        if polls >= SPIN_LIMIT {
+            panic!("block scenario: the lock was never free");
+        }
+    }
+    if lock_mode == LOCK_CAS_THEN_FENCE {
+        fence::<S>(Ordering::AcqRel, sc);
+    }
+    let c = data.load(0); // @lock-read
+    data.store(0, c + 1); // @lock-write
+    match unlock_mode {
+        UNLOCK_FENCE_EXCHANGE => {
+            fence::<S>(Ordering::Release, sc);
+            word.atomic_exchange(0, Ordering::Relaxed, sc);
+        }
+        UNLOCK_ACQ_REL_FENCE_STORE => {
+            fence::<S>(Ordering::AcqRel, sc);
+            word.atomic_store(0, Ordering::Relaxed, sc);
+        }
+        UNLOCK_RELEASE_STORE => word.atomic_store(0, Ordering::Release, sc),
+        _ => word.atomic_store(0, Ordering::Relaxed, sc),
+    }
+}
+
+/// An acquire that reads another thread's release orders nothing of a
+/// third: thread 64 release-stores `flags[0]`; thread 0 acquires it, then
+/// sets `flags[1]` (relaxed); thread 32 waits for `flags[1]` (relaxed),
+/// writes `data[0]` and sets `flags[2]` (relaxed); thread 0 waits for
+/// `flags[2]` (relaxed) and reads `data[0]` into `out[0]`. Nothing
+/// releases thread 32's write to thread 0: a race.
+#[kernel]
+pub fn same_block_unrelated_acquire(
+    data: GlobalSliceMut<u32>,
+    flags: GlobalSliceMut<u32>,
+    out: GlobalSliceMut<u32>,
+) {
+    let t = thread_idx().x;
+    if t == 64 {
+        flags
+            .at(0)
+            .atomic_store(1, Ordering::Release, Scope::Device);
+    } else if t == 0 {
+        wait_for(flags.at(0), Ordering::Acquire, Scope::Device);
+        flags
+            .at(1)
+            .atomic_store(1, Ordering::Relaxed, Scope::Device);
+        wait_for(flags.at(2), Ordering::Relaxed, Scope::Device);
+        let v = data.load(0); // @unrelated-read
+        out.store(0, v);
+    } else if t == 32 {
+        wait_for(flags.at(1), Ordering::Relaxed, Scope::Device);
+        data.store(0, FLAG_PAYLOAD); // @unrelated-write
+        flags
+            .at(2)
+            .atomic_store(1, Ordering::Relaxed, Scope::Device);
+    }
+}
+
+/// A release passed on: thread 0 writes `data[0]` and release-stores
+/// `flags[0]`; thread 32 acquires it and release-stores `flags[1]`;
+/// thread 64 acquires that and reads `data[0]` into `out[0]`. Race-free.
+#[kernel]
+pub fn same_block_transitive(
+    data: GlobalSliceMut<u32>,
+    flags: GlobalSliceMut<u32>,
+    out: GlobalSliceMut<u32>,
+) {
+    let t = thread_idx().x;
+    if t == 0 {
+        data.store(0, FLAG_PAYLOAD); // @trans-write
+        flags
+            .at(0)
+            .atomic_store(1, Ordering::Release, Scope::Device);
+    } else if t == 32 {
+        wait_for(flags.at(0), Ordering::Acquire, Scope::Device);
+        flags
+            .at(1)
+            .atomic_store(1, Ordering::Release, Scope::Device);
+    } else if t == 64 {
+        wait_for(flags.at(1), Ordering::Acquire, Scope::Device);
+        let v = data.load(0); // @trans-read
+        out.store(0, v);
+    }
+}
+
+/// One lane acquires for its warp: thread 32 writes `data[i] = i + 1`
+/// for the 32 words and release-stores `flag[0]`; lane 0 of warp 0
+/// acquires it, then warp 0 meets at `sync_warp` and each of its lanes
+/// reads `data[lane]` into `out[lane]`. Race-free.
+#[kernel]
+pub fn same_block_lane_handoff(
+    data: GlobalSliceMut<u32>,
+    flag: GlobalSliceMut<u32>,
+    out: GlobalSliceMut<u32>,
+) {
+    let t = thread_idx().x as usize;
+    if t == 32 {
+        let mut i = 0;
+        while i < 32 {
+            data.store(i, i as u32 + 1); // @lane-write
+            i += 1;
+        }
+        flag.at(0).atomic_store(1, Ordering::Release, Scope::Block);
+    } else if t < 32 {
+        if t == 0 {
+            wait_for(flag.at(0), Ordering::Acquire, Scope::Block);
+        }
+        warp::sync_warp(warp::FULL_MASK);
+        let v = data.load(t); // @lane-read
+        out.store(t, v);
+    }
+}
+
+/// A shared flag ordering global data: thread 32 writes `data[0]`,
+/// issues a block-scope release fence if bit 0 of `fences` is set and
+/// stores 1 to a shared flag with a volatile store; thread 0 polls the
+/// flag with volatile loads, issues a block-scope acquire fence if bit 1
+/// of `fences` is set, and reads `data[0]` into `out[0]`. Ordered only
+/// with both fences.
+#[kernel]
+pub fn same_block_shared_flag<S: Sanitizer>(
+    data: GlobalSliceMut<u32, S>,
+    out: GlobalSliceMut<u32, S>,
+    fences: u32,
+) {
+    let flag = shared_array!(u32; 1);
+    let t = thread_idx().x;
+    if t == 0 {
+        flag.store(0, 0);
+    }
+    sync_threads();
+    if t == 32 {
+        data.store(0, FLAG_PAYLOAD); // @sflag-write
+        if fences & 1 != 0 {
+            fence::<S>(Ordering::Release, Scope::Block);
+        }
+        flag.store_volatile(0, 1);
+    } else if t == 0 {
+        let mut polls = 0u32;
+        while flag.load_volatile(0) == 0 {
+            polls += 1;
+            if polls >= SPIN_LIMIT {
+                panic!("block scenario: the shared flag was never set");
+            }
+        }
+        if fences & 2 != 0 {
+            fence::<S>(Ordering::Acquire, Scope::Block);
+        }
+        let v = data.load(0); // @sflag-read
+        out.store(0, v);
+    }
 }

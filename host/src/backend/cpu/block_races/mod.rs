@@ -8,8 +8,12 @@
 //! behind an uncontended lock. It follows the block's barrier intervals
 //! (every thread's `sync_threads` arrivals; the executor releases a barrier
 //! only when every live thread waits at it, or fails the block), the warp
-//! collectives the executor releases, and the threads' acquires; the
-//! per-word rules are in [`shadow`]. Shared memory and global memory use
+//! collectives the executor releases, and which of its own releases the
+//! block acquired (the race engine numbers a block's releases by epochs:
+//! an acquire that reads a release of the block orders every access the
+//! block made up to it before every later access of the block; one that
+//! reads no release of the block orders nothing in it). The per-word
+//! rules are in [`shadow`]. Shared memory and global memory use
 //! the same table, keyed by address: a block's shared arrays live in its
 //! worker's host memory, away from the sanitizer's arena, so their words
 //! never meet. Only words the block touches have an entry, so a kernel
@@ -49,8 +53,9 @@ impl BlockRaces {
 
     /// Thread `thread` (linear index) of the block on `smid` accesses
     /// `size` bytes at `addr` (through the shared view allocated at
-    /// `view`, for shared memory); returns the earlier accesses of its
-    /// barrier interval it races with (none, usually: no allocation then).
+    /// `view`, for shared memory) in the block's release epoch
+    /// `release_epoch`; returns the earlier accesses of its barrier
+    /// interval it races with (none, usually: no allocation then).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn access(
         &self,
@@ -61,10 +66,19 @@ impl BlockRaces {
         kind: AccessKind,
         location: &'static Location<'static>,
         view: Option<&'static Location<'static>>,
+        release_epoch: u16,
     ) -> Vec<Conflict> {
         let mut races = Vec::new();
-        self.sm(smid)
-            .access(thread, addr, size, kind, location, view, |c| races.push(c));
+        self.sm(smid).access(
+            thread,
+            addr,
+            size,
+            kind,
+            location,
+            view,
+            release_epoch,
+            |c| races.push(c),
+        );
         races
     }
 
@@ -73,9 +87,22 @@ impl BlockRaces {
         self.sm(smid).barrier(thread);
     }
 
-    /// Thread `thread` of the block on `smid` acquires.
-    pub(crate) fn acquire(&self, smid: u32, thread: u32) {
-        self.sm(smid).acquire(thread);
+    /// A thread of the block on `smid` acquired the block's releases up
+    /// to epoch `epoch` (0: none).
+    pub(crate) fn acquired(&self, smid: u32, epoch: u16) {
+        self.sm(smid).acquired(epoch);
+    }
+
+    /// A relaxed read of the block on `smid` observed its releases up to
+    /// epoch `epoch` (0: none), for its next acquire fence.
+    pub(crate) fn observed(&self, smid: u32, epoch: u16) {
+        self.sm(smid).observed(epoch);
+    }
+
+    /// An acquire fence of a thread of the block on `smid`: what its
+    /// relaxed reads observed is acquired.
+    pub(crate) fn acquire_observed(&self, smid: u32) {
+        self.sm(smid).acquire_observed();
     }
 
     /// A warp collective of the block on `smid` released `lanes` of warp

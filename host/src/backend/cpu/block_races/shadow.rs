@@ -1,11 +1,32 @@
-//! One block's race state: per-thread clocks and a compact per-word shadow
-//! of the words the block touched in its current barrier interval. Pure
-//! data and rules (no locks, no reports), so it is tested on its own.
+//! One block's race state: per-thread clocks, what the block acquired of
+//! its own releases, and a compact per-word shadow of the words the block
+//! touched in its current barrier interval. Pure data and rules (no
+//! locks, no reports), so it is tested on its own.
 //!
 //! Two accesses by different threads of the block race when they overlap,
 //! at least one writes, they are in the same barrier interval, not both
-//! are atomic, and no warp collective or acquire orders them (see
-//! [`ThreadClock::orders`]).
+//! are atomic, and no warp collective or release the block acquired
+//! orders them (see [`ThreadClock::orders`]).
+//!
+//! # Releases inside the block
+//!
+//! The race engine numbers the releases of a block (its CTA): its *epoch*
+//! counts them, from 1, and every release (a releasing atomic write, a
+//! release fence of any scope) ends the current epoch. Each access here
+//! carries the epoch it was made in. The block keeps `known`, the latest
+//! of its epochs some thread of it acquired: an acquire that reads a
+//! release the block made (directly, or passed on through other blocks)
+//! orders every access the block made up to that release, in the block's
+//! release order, before every later access of the block; an acquire
+//! that reads no such release orders nothing inside the block. `observed`
+//! is the latest such epoch a relaxed read saw, which a later acquire
+//! fence acquires.
+//!
+//! That is exact for two threads. With a third it is coarser: the epochs
+//! order the block's releases, not its threads, so an access a third
+//! thread made before the release counts as released with it, and what
+//! one thread acquired counts for every thread of the block. That can
+//! hide a race, never invent one.
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
@@ -23,15 +44,12 @@ pub(crate) const WAYS: usize = 4;
 pub(crate) const WORD: u64 = 4;
 
 /// What one thread of the block knows: its barrier epoch (barriers it
-/// arrived at), the block's access count at its last acquire, and its
-/// warp clock (one entry per lane of its warp, joined by collectives).
+/// arrived at) and its warp clock (one entry per lane of its warp, joined
+/// by collectives).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ThreadClock {
     /// Barriers the thread arrived at.
     pub(crate) epoch: u32,
-    /// Accesses of the block numbered below this one are ordered before
-    /// the thread's later accesses (it acquired after them).
-    pub(crate) acquired: u64,
     /// Lane clocks of the thread's warp as the thread knows them; its own
     /// entry counts the collectives it joined, from 1.
     pub(crate) warp: [u32; 32],
@@ -42,20 +60,18 @@ impl ThreadClock {
     pub(crate) fn new(thread: u32) -> Self {
         let mut warp = [0; 32];
         warp[(thread % 32) as usize] = 1;
-        ThreadClock {
-            epoch: 0,
-            acquired: 0,
-            warp,
-        }
+        ThreadClock { epoch: 0, warp }
     }
 
-    /// True when `prior` happened before this thread's next access: an
-    /// earlier barrier interval, an acquire after it, or a warp collective
-    /// of its warp that this thread joined after `prior`'s thread did.
-    pub(crate) fn orders(&self, prior: &Access, me: u32) -> bool {
+    /// True when `prior` happened before this thread's next access, with
+    /// `known` the latest of its block's releases the block acquired: the
+    /// same thread, an earlier barrier interval, a warp collective of its
+    /// warp that this thread joined after `prior`'s thread did, or a
+    /// release after it that the block acquired.
+    pub(crate) fn orders(&self, prior: &Access, me: u32, known: u16) -> bool {
         prior.thread == me
             || prior.epoch != self.epoch
-            || prior.seq < self.acquired
+            || prior.release_epoch <= known
             || (prior.thread / 32 == me / 32
                 && self.warp[(prior.thread % 32) as usize] >= prior.clock)
     }
@@ -72,6 +88,8 @@ pub(crate) struct Access {
     pub(crate) clock: u32,
     /// The block's access number.
     pub(crate) seq: u64,
+    /// The block's release epoch at the access (see the module docs).
+    pub(crate) release_epoch: u16,
     /// The bytes of the word it touched (bit `i`: byte `i`).
     pub(crate) bytes: u8,
     /// What it did.
@@ -141,6 +159,13 @@ pub(crate) struct BlockShadow {
     words: HashMap<u64, Word, BuildHasherDefault<WordHasher>>,
     /// Accesses so far in the block.
     seq: u64,
+    /// The latest of the block's release epochs the block acquired (0:
+    /// none): accesses made in it or before are ordered before every
+    /// later access of the block.
+    known: u16,
+    /// The latest of its release epochs a relaxed read of the block
+    /// observed (0: none): what its next acquire fence acquires.
+    observed: u16,
 }
 
 impl BlockShadow {
@@ -149,6 +174,8 @@ impl BlockShadow {
         self.threads.clear();
         self.words.clear();
         self.seq = 0;
+        self.known = 0;
+        self.observed = 0;
     }
 
     /// Thread `t`'s clock, created at its start value on first use.
@@ -166,19 +193,28 @@ impl BlockShadow {
         self.thread(t).epoch += 1;
     }
 
-    /// Thread `t` acquires (an acquiring atomic or fence): every access the
-    /// block made so far is ordered before its later ones. This is coarser
-    /// than the memory model (it does not ask which release it read from),
-    /// so it can hide a race, never invent one.
-    pub(crate) fn acquire(&mut self, t: u32) {
-        let seq = self.seq;
-        self.thread(t).acquired = seq;
+    /// A thread of the block acquired the block's releases up to epoch
+    /// `epoch`: every access the block made in that epoch or before is
+    /// ordered before every later access of the block.
+    pub(crate) fn acquired(&mut self, epoch: u16) {
+        self.known = self.known.max(epoch);
+    }
+
+    /// A relaxed read of the block observed its releases up to `epoch`,
+    /// which its next acquire fence acquires ([`Self::acquire_observed`]).
+    pub(crate) fn observed(&mut self, epoch: u16) {
+        self.observed = self.observed.max(epoch);
+    }
+
+    /// An acquire fence: what the block's relaxed reads observed is
+    /// acquired.
+    pub(crate) fn acquire_observed(&mut self) {
+        self.known = self.known.max(self.observed);
     }
 
     /// A warp collective of warp `warp` released `lanes` after `contributed`
     /// joined it: each released lane's warp clock becomes the join of the
-    /// contributors' and its own entry advances; what a contributor had
-    /// acquired, the released lanes have too.
+    /// contributors' and its own entry advances.
     pub(crate) fn warp_joined(&mut self, warp: u32, lanes: u32, contributed: u32) {
         let base = warp as usize * 32;
         let members = contributed | lanes;
@@ -189,11 +225,8 @@ impl BlockShadow {
         let end = (base + 32).min(self.threads.len());
         let clocks = &mut self.threads[base..end];
         let mut joined = [0u32; 32];
-        let mut acquired = 0;
         for l in bits(members) {
-            let c = &clocks[l as usize];
-            acquired = acquired.max(c.acquired);
-            for (j, v) in joined.iter_mut().zip(&c.warp) {
+            for (j, v) in joined.iter_mut().zip(&clocks[l as usize].warp) {
                 *j = (*j).max(*v);
             }
         }
@@ -201,13 +234,13 @@ impl BlockShadow {
             let c = &mut clocks[l as usize];
             c.warp = joined;
             c.warp[l as usize] += 1;
-            c.acquired = acquired;
         }
     }
 
     /// Thread `t` accesses `size` bytes at `addr` (`kind`, at `location`,
-    /// through the shared view allocated at `view`); calls `race` with
-    /// each earlier access of the interval it races with.
+    /// through the shared view allocated at `view`) in the block's release
+    /// epoch `release_epoch`; calls `race` with each earlier access of the
+    /// interval it races with.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn access(
         &mut self,
@@ -217,6 +250,7 @@ impl BlockShadow {
         kind: AccessKind,
         location: &'static Location<'static>,
         view: Option<&'static Location<'static>>,
+        release_epoch: u16,
         mut race: impl FnMut(Conflict),
     ) {
         if size == 0 {
@@ -226,11 +260,13 @@ impl BlockShadow {
         self.seq += 1;
         self.thread(t);
         let clock = &self.threads[t as usize];
+        let known = self.known;
         let me = Access {
             thread: t,
             epoch: clock.epoch,
             clock: clock.warp[(t % 32) as usize],
             seq,
+            release_epoch,
             bytes: 0,
             kind,
             location,
@@ -257,7 +293,7 @@ impl BlockShadow {
                 continue;
             }
             for p in w.live() {
-                if p.bytes & bytes != 0 && conflicts(p.kind, kind) && !clock.orders(p, t) {
+                if p.bytes & bytes != 0 && conflicts(p.kind, kind) && !clock.orders(p, t, known) {
                     let first = (p.bytes & bytes).trailing_zeros();
                     race(Conflict {
                         prior: *p,
@@ -265,7 +301,7 @@ impl BlockShadow {
                     });
                 }
             }
-            remember(w, cur, |p| clock.orders(p, t));
+            remember(w, cur, |p| clock.orders(p, t, known));
         }
     }
 }
@@ -347,9 +383,20 @@ mod tests {
         Warp {
             lanes: u32,
         },
+        /// The block releases: its epoch advances.
+        Release,
+        /// The block acquires its releases up to `back` epochs before its
+        /// current one.
         Acquire {
-            t: u32,
+            back: u16,
         },
+        /// A relaxed read observes the releases up to `back` epochs before
+        /// the current one.
+        Observe {
+            back: u16,
+        },
+        /// An acquire fence: what was observed is acquired.
+        Fence,
     }
 
     fn step() -> impl Strategy<Value = Step> {
@@ -372,15 +419,23 @@ mod tests {
             8 => access,
             1 => Just(Step::Barrier),
             2 => (1u32..8).prop_map(|lanes| Step::Warp { lanes }),
-            1 => thread.prop_map(|t| Step::Acquire { t }),
+            2 => Just(Step::Release),
+            1 => (0u16..3).prop_map(|back| Step::Acquire { back }),
+            1 => (0u16..3).prop_map(|back| Step::Observe { back }),
+            1 => Just(Step::Fence),
         ]
     }
 
-    /// The reference: every access kept, happens-before as explicit sets
-    /// of earlier accesses each thread is ordered after.
+    /// The reference: every access kept with its release epoch,
+    /// happens-before by barriers and collectives as explicit sets of
+    /// earlier accesses each thread is ordered after, and the block's
+    /// acquired and observed epochs.
     struct Reference {
-        accesses: Vec<(u32, u64, u64, AccessKind)>,
+        accesses: Vec<(u32, u64, u64, AccessKind, u16)>,
         known: Vec<BTreeSet<usize>>,
+        epoch: u16,
+        acquired: u16,
+        observed: u16,
     }
 
     impl Reference {
@@ -395,17 +450,18 @@ mod tests {
                 .accesses
                 .iter()
                 .enumerate()
-                .filter(|(i, &(pt, pa, ps, pk))| {
+                .filter(|(i, &(pt, pa, ps, pk, pe))| {
                     pt != t
                         && pa < addr + size
                         && addr < pa + ps
                         && conflicts(pk, kind)
                         && !self.known[me].contains(i)
+                        && pe > self.acquired
                 })
                 .map(|(i, _)| i)
                 .collect();
             self.known[me].insert(self.accesses.len());
-            self.accesses.push((t, addr, size, kind));
+            self.accesses.push((t, addr, size, kind, self.epoch));
             races
         }
 
@@ -425,13 +481,20 @@ mod tests {
         ) {
             let loc = Location::caller();
             let mut shadow = BlockShadow::default();
-            let mut reference = Reference { accesses: Vec::new(), known: vec![BTreeSet::new(); THREADS.len()] };
+            let mut reference = Reference {
+                accesses: Vec::new(),
+                known: vec![BTreeSet::new(); THREADS.len()],
+                epoch: 1,
+                acquired: 0,
+                observed: 0,
+            };
             for s in steps {
                 match s {
                     Step::Access { t, addr, size, kind } => {
                         let want = reference.access(t, addr, size, kind);
                         let mut got = Vec::new();
-                        shadow.access(t, addr, size, kind, loc, None, |c| got.push(c.prior.seq as usize));
+                        let epoch = reference.epoch;
+                        shadow.access(t, addr, size, kind, loc, None, epoch, |c| got.push(c.prior.seq as usize));
                         prop_assert_eq!(got.is_empty(), want.is_empty(), "got {:?}, want {:?}", got, want);
                         for g in &got {
                             prop_assert!(want.contains(g), "reported {} not in {:?}", g, want);
@@ -455,12 +518,102 @@ mod tests {
                             reference.known[l] = union.clone();
                         }
                     }
-                    Step::Acquire { t } => {
-                        shadow.acquire(t);
-                        reference.known[Reference::slot(t)] = reference.everything();
+                    Step::Release => reference.epoch += 1,
+                    Step::Acquire { back } => {
+                        let e = reference.epoch.saturating_sub(back);
+                        shadow.acquired(e);
+                        reference.acquired = reference.acquired.max(e);
+                    }
+                    Step::Observe { back } => {
+                        let e = reference.epoch.saturating_sub(back);
+                        shadow.observed(e);
+                        reference.observed = reference.observed.max(e);
+                    }
+                    Step::Fence => {
+                        shadow.acquire_observed();
+                        reference.acquired = reference.acquired.max(reference.observed);
                     }
                 }
             }
         }
+    }
+
+    /// The conflicts of thread `t` writing (`write`) or reading the word
+    /// at `addr` in release epoch `epoch`, as the prior accesses' threads.
+    fn touch(shadow: &mut BlockShadow, t: u32, addr: u64, write: bool, epoch: u16) -> Vec<u32> {
+        let kind = if write {
+            AccessKind::Write
+        } else {
+            AccessKind::Read
+        };
+        let mut got = Vec::new();
+        let loc = Location::caller();
+        shadow.access(t, addr, 4, kind, loc, None, epoch, |c| {
+            got.push(c.prior.thread)
+        });
+        got
+    }
+
+    /// What the block acquired orders the accesses of that epoch and
+    /// before, not those of a later epoch.
+    #[test]
+    fn known_covers_its_epoch_and_earlier_ones() {
+        let mut shadow = BlockShadow::default();
+        assert!(touch(&mut shadow, 32, 0, true, 1).is_empty());
+        assert!(touch(&mut shadow, 33, 4, true, 2).is_empty());
+        assert!(touch(&mut shadow, 34, 8, true, 3).is_empty());
+        shadow.acquired(2);
+        assert_eq!(shadow.known, 2);
+        assert!(touch(&mut shadow, 0, 0, false, 4).is_empty());
+        assert!(touch(&mut shadow, 0, 4, false, 4).is_empty());
+        assert_eq!(touch(&mut shadow, 0, 8, false, 4), [34]);
+        // Acquiring an older epoch later keeps the latest.
+        shadow.acquired(1);
+        assert_eq!(shadow.known, 2);
+    }
+
+    /// Nothing acquired (an acquire that read no release of the block):
+    /// another thread's access in the first epoch races.
+    #[test]
+    fn nothing_acquired_orders_nothing() {
+        let mut shadow = BlockShadow::default();
+        assert!(touch(&mut shadow, 32, 0, true, 1).is_empty());
+        shadow.acquired(0);
+        assert_eq!(touch(&mut shadow, 0, 0, false, 1), [32]);
+    }
+
+    /// What a relaxed read observed is acquired by the next acquire fence
+    /// only.
+    #[test]
+    fn observed_waits_for_a_fence() {
+        let mut shadow = BlockShadow::default();
+        assert!(touch(&mut shadow, 32, 0, true, 1).is_empty());
+        assert!(touch(&mut shadow, 32, 4, true, 1).is_empty());
+        shadow.observed(1);
+        assert_eq!(shadow.known, 0);
+        assert_eq!(touch(&mut shadow, 0, 0, false, 2), [32]);
+        shadow.acquire_observed();
+        assert_eq!(shadow.known, 1);
+        assert!(touch(&mut shadow, 0, 4, false, 2).is_empty());
+    }
+
+    /// Barriers and warp collectives order as before, whatever was
+    /// acquired; a new block forgets what the last one acquired.
+    #[test]
+    fn barriers_and_collectives_order_without_releases() {
+        let mut shadow = BlockShadow::default();
+        assert!(touch(&mut shadow, 1, 0, true, 5).is_empty());
+        shadow.warp_joined(0, 0b11, 0b11);
+        assert!(touch(&mut shadow, 0, 0, false, 5).is_empty());
+        assert!(touch(&mut shadow, 32, 4, true, 5).is_empty());
+        for t in [0, 1, 32] {
+            shadow.barrier(t);
+        }
+        assert!(touch(&mut shadow, 0, 4, false, 5).is_empty());
+        shadow.acquired(3);
+        shadow.reset();
+        assert_eq!(shadow.known, 0);
+        assert!(touch(&mut shadow, 32, 0, true, 1).is_empty());
+        assert_eq!(touch(&mut shadow, 0, 0, false, 1), [32]);
     }
 }

@@ -1,5 +1,6 @@
 //! The CPU sanitizer's side of races inside a block: its hooks hand
-//! accesses, barriers, acquires and warp collectives to the per-SM
+//! accesses (each with its block's release epoch), barriers, what the
+//! block acquired of its own releases and warp collectives to the per-SM
 //! [`BlockRaces`](crate::backend::cpu::block_races::BlockRaces) state, and
 //! its conflicts become [`RaceReport`]s in the same buffer as the
 //! engine's (so `synchronize()` returns them as `Error::Races`).
@@ -26,6 +27,8 @@ pub(super) struct BlockAccess {
     pub(super) array: Option<(u64, u64)>,
     /// For shared memory, where the view was allocated.
     pub(super) view: Option<&'static Location<'static>>,
+    /// The block's release epoch at the access.
+    pub(super) release_epoch: u16,
 }
 
 impl CpuRaceSanitizer {
@@ -46,6 +49,7 @@ impl CpuRaceSanitizer {
             a.kind,
             loc,
             a.view,
+            a.release_epoch,
         );
         if !conflicts.is_empty() {
             self.report_in_block(t, &a, loc, &conflicts);

@@ -1,6 +1,16 @@
 //! The CPU sanitizer's hooks: each access, atomic and fence of a running
 //! block through the race engine as its CTA, and the same-block layer
 //! after it; a copy's or fill's ranges as the accesses of its one CTA.
+//!
+//! The same-block layer orders by the CTA's release epochs
+//! ([`crate::backend::cpu::block_races`]): each access carries the CTA's
+//! epoch; an acquiring atomic acquires the latest of the CTA's own
+//! releases the engine found it read (a relaxed one observes it, for a
+//! later acquire fence); an acquire whose releases the engine cannot name
+//! (memory outside the arena, a bounded check, a sequentially consistent
+//! fence, an mbarrier phase) acquires every access of the CTA so far; a
+//! shared-memory atomic read (shared memory holds no release heads)
+//! observes every release of the CTA so far.
 
 use super::block::BlockAccess;
 use super::cta::{linear, Cta, LaunchState};
@@ -14,7 +24,7 @@ use vigil_device::host_runtime::{AtomicAccess, SanitizerRuntime, SharedAccess, T
 use vigil_device::Dim3;
 use vigil_shared::race::atomic::atomic;
 use vigil_shared::race::line::{access_line, LineAccess, LineOutcome, LINE_BYTES};
-use vigil_shared::race::sync::{cta_exit, fence};
+use vigil_shared::race::sync::{acquire_everything, cta_exit, fence};
 use vigil_shared::race::{access, RaceFound, SiteLanes, SiteWord};
 use vigil_shared::{AccessKind, Ordering, Scope};
 
@@ -70,7 +80,9 @@ impl CpuRaceSanitizer {
     }
 
     /// The block-level check of a global access inside the arena (memory
-    /// outside it is not checked, as for the engine).
+    /// outside it is not checked, as for the engine), made in the block's
+    /// release epoch `release_epoch`.
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn check_global_in_block(
         &self,
@@ -80,6 +92,7 @@ impl CpuRaceSanitizer {
         kind: AccessKind,
         scope: Scope,
         loc: &'static Location<'static>,
+        release_epoch: u16,
     ) {
         if self.word_of(addr as u64).is_none() {
             return;
@@ -92,8 +105,23 @@ impl CpuRaceSanitizer {
             space: MemorySpace::Global,
             array: None,
             view: None,
+            release_epoch,
         };
         self.check_in_block(t, a, loc);
+    }
+
+    /// An acquire by a thread of the block on `smid` whose releases the
+    /// engine cannot name: every access of the block so far is ordered
+    /// before the block's later ones, and the block's next accesses start
+    /// a new epoch.
+    fn acquire_everything_in(&self, smid: u32) {
+        let epoch = self.ctas.with(smid, |cta| {
+            let mut view = cta.view(self.rank);
+            acquire_everything(&mut view, &cta.sync())
+        });
+        if let Some(e) = epoch {
+            self.block.acquired(smid, e);
+        }
     }
 
     /// Checks a copy's or fill's device ranges as the accesses of the one
@@ -234,7 +262,7 @@ impl SanitizerRuntime for CpuRaceSanitizer {
         loc: &'static Location<'static>,
     ) {
         if let Some((word, offset)) = self.word_of(addr as u64) {
-            let halt = self.ctas.with(t.smid, |cta| {
+            let checked = self.ctas.with(t.smid, |cta| {
                 let view = cta.view(self.rank);
                 let thread = t.linear_thread_index();
                 let site = self.site(cta.serial, thread, loc);
@@ -252,13 +280,16 @@ impl SanitizerRuntime for CpuRaceSanitizer {
                     &mut bounded,
                 );
                 let current = Current::of_thread(cta, t, loc, kind, Scope::Block, size);
-                self.found(race, bounded, &current)
+                (self.found(race, bounded, &current), view.epoch)
             });
-            if halt == Some(true) {
+            let Some((halt, epoch)) = checked else {
+                return;
+            };
+            if halt {
                 self.halt();
             }
+            self.check_global_in_block(t, addr, size, kind, Scope::Block, loc, epoch);
         }
-        self.check_global_in_block(t, addr, size, kind, Scope::Block, loc);
     }
 
     fn atomic(
@@ -269,9 +300,14 @@ impl SanitizerRuntime for CpuRaceSanitizer {
         op: &mut dyn FnMut() -> bool,
     ) {
         let mut performed = false;
+        // The CTA's epoch before the atomic (its own, if it releases), what
+        // the engine found it read of the CTA's own releases, and whether
+        // its check was bounded.
+        let mut seen = None;
         let halt = self.word_of(a.addr as u64).and_then(|(word, offset)| {
             self.ctas.with(t.smid, |cta| {
                 let mut view = cta.view(self.rank);
+                let epoch = view.epoch;
                 let sync = cta.sync();
                 let thread = t.linear_thread_index();
                 let site = self.site(cta.serial, thread, loc);
@@ -292,6 +328,7 @@ impl SanitizerRuntime for CpuRaceSanitizer {
                         ((), op())
                     },
                 );
+                seen = Some((epoch, view.own, bounded));
                 let current = Current::of_thread(cta, t, loc, a.kind, a.scope, a.size);
                 self.found(race, bounded, &current)
             })
@@ -302,9 +339,22 @@ impl SanitizerRuntime for CpuRaceSanitizer {
         if halt == Some(true) {
             self.halt();
         }
-        self.check_global_in_block(t, a.addr, a.size, a.kind, a.scope, loc);
-        if a.ordering.acquires() {
-            self.block.acquire(t.smid, t.linear_thread_index());
+        let acquires = a.ordering.acquires();
+        match seen {
+            Some((epoch, own, bounded)) => {
+                self.check_global_in_block(t, a.addr, a.size, a.kind, a.scope, loc, epoch);
+                if acquires {
+                    self.block.acquired(t.smid, own.acquired);
+                }
+                self.block.observed(t.smid, own.observed);
+                if acquires && bounded {
+                    self.acquire_everything_in(t.smid);
+                }
+            }
+            // Memory the engine does not follow: which releases it read
+            // is unknown.
+            None if acquires => self.acquire_everything_in(t.smid),
+            None => {}
         }
     }
 
@@ -315,12 +365,18 @@ impl SanitizerRuntime for CpuRaceSanitizer {
         scope: Scope,
         _loc: &'static Location<'static>,
     ) {
-        self.ctas.with(t.smid, |cta| {
+        let everything = self.ctas.with(t.smid, |cta| {
             let mut view = cta.view(self.rank);
-            fence(&self.shared.mem, &mut view, &cta.sync(), ordering, scope);
+            let sync = cta.sync();
+            fence(&self.shared.mem, &mut view, &sync, ordering, scope);
+            // A sequentially consistent fence orders through other CTAs'
+            // fences, whose releases it does not name.
+            (ordering == Ordering::SeqCst).then(|| acquire_everything(&mut view, &sync))
         });
-        if ordering.acquires() {
-            self.block.acquire(t.smid, t.linear_thread_index());
+        match everything {
+            Some(Some(e)) => self.block.acquired(t.smid, e),
+            Some(None) if ordering.acquires() => self.block.acquire_observed(t.smid),
+            _ => {}
         }
     }
 
@@ -330,6 +386,12 @@ impl SanitizerRuntime for CpuRaceSanitizer {
         access: SharedAccess,
         loc: &'static Location<'static>,
     ) {
+        let Some((epoch, saturated)) = self.ctas.with(t.smid, |cta| {
+            let sync = cta.sync();
+            (sync.epoch(), sync.saturated() != 0)
+        }) else {
+            return;
+        };
         let a = BlockAccess {
             addr: access.addr as u64,
             size: access.size as u64,
@@ -338,8 +400,27 @@ impl SanitizerRuntime for CpuRaceSanitizer {
             space: MemorySpace::Shared,
             array: Some((access.array as u64, access.array_bytes as u64)),
             view: access.site,
+            release_epoch: epoch,
         };
         self.check_in_block(t, a, loc);
+        if matches!(access.kind, AccessKind::AtomicRead | AccessKind::AtomicRmw) {
+            // Shared memory holds no release heads: an atomic read of it
+            // may have read a value stored after any release of the CTA
+            // so far, so it observes them all (the epochs before the
+            // current one, or the current one once it saturated). That
+            // can hide a race, never invent one: only a release orders
+            // what came before it, and every release ends an epoch.
+            let closed = if saturated {
+                epoch
+            } else {
+                epoch.saturating_sub(1)
+            };
+            self.block.observed(t.smid, closed);
+        }
+    }
+
+    fn acquire_everything(&self, t: &ThreadContext<'_>) {
+        self.acquire_everything_in(t.smid);
     }
 
     fn barrier(&self, t: &ThreadContext<'_>, _loc: &'static Location<'static>) {
