@@ -544,15 +544,8 @@ impl Sanitizer for GpuSanitizer {
 
     #[inline(always)]
     fn block_acquire() {
-        // One lane of the warp's waiters starts the CTA's next epoch for
-        // all of them (the knowledge is the block's), and the others wait
-        // until it has.
-        let mask = arch::active_mask();
-        if arch::lane_id() == mask.trailing_zeros() {
-            let st = CtaState::current();
-            acquire_everything(&st, &memory(&st));
-        }
-        arch::sync_warp(mask);
+        let st = CtaState::current();
+        acquire_everything(&st, &memory(&st));
     }
 
     #[inline(always)]

@@ -670,13 +670,20 @@ pub fn released<F: AtomicFamily>(cta: &mut CtaView<'_>, sync: &CtaSync<'_, F>) {
 /// the CTA's epoch until now, every access of which the acquiring thread's
 /// block check then orders before what follows, and starts the next epoch
 /// so that accesses from here on are not covered.
+///
+/// It takes no lock (every waiting thread of an mbarrier phase calls it at
+/// once): a compare-exchange moves the epoch past the one it read, unless
+/// another thread already did. A locked bump that overwrites it only
+/// merges two epochs that both begin after `e`, which is all either
+/// needs; a saturated epoch stays (its releases share the last number).
 pub fn acquire_everything<F: AtomicFamily>(cta: &mut CtaView<'_>, sync: &CtaSync<'_, F>) -> u16 {
-    sync.lock();
-    let e = sync.epoch();
-    sync.bump_epoch();
-    refresh(cta, sync);
-    sync.unlock();
-    e
+    let word = &sync.words[slot::EPOCH];
+    let e = word.load(MemOrder::Relaxed);
+    if e < u32::from(MAX_EPOCH) {
+        let _ = word.compare_exchange(e, e + 1, MemOrder::Relaxed, MemOrder::Relaxed);
+    }
+    cta.epoch = sync.epoch();
+    e as u16
 }
 
 /// Words per SC-fence accumulator (a lock and a snapshot).
