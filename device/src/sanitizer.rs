@@ -178,10 +178,16 @@ pub trait Sanitizer: Copy + Default + Send + Sync + 'static {
     /// way the sanitizer does not follow word by word (an mbarrier phase
     /// completing): for the checks inside the block, every access the
     /// block made so far is ordered before the thread's later ones.
-    /// Acquiring atomics and fences need no call: their hooks learn which
-    /// of the block's releases they read. Default: nothing.
+    /// `phase` names what was acquired, the same for every thread that
+    /// acquires it (an mbarrier's address and the phase's parity), so
+    /// that the block's threads waiting for one phase start one new
+    /// epoch, not one each. Acquiring atomics and fences need no call:
+    /// their hooks learn which of the block's releases they read.
+    /// Default: nothing.
     #[inline(always)]
-    fn block_acquire() {}
+    fn block_acquire(phase: u32) {
+        let _ = phase;
+    }
 
     /// The calling thread declared a shared array of `array_bytes` bytes
     /// that `S` cannot check: its accesses go unchecked, and the
@@ -275,7 +281,7 @@ impl Sanitizer for Checked {
     }
 
     #[inline]
-    fn block_acquire() {
+    fn block_acquire(_phase: u32) {
         crate::arch::host::with_sanitizer(|rt, t| rt.acquire_everything(t));
     }
 }

@@ -63,9 +63,11 @@ pub const CTA_STATE_BYTES: usize = 160;
 /// popped one was) names both views' sites.
 pub const VIEWS: usize = 7;
 
-/// Bytes of a sanitized entry's `.shared` block-race counters: a header,
-/// the acquire count, a pad, the [`REPORTED`] report keys, the [`VIEWS`]
-/// view sites (`u32`s) and a pad.
+/// Bytes of a sanitized entry's `.shared` block-race counters: the last
+/// mbarrier phase acquired and the epoch it acquired, the epoch the
+/// block's threads acquired ([`BlockAcquired::known`]), the window
+/// shadow's address, the [`REPORTED`] report keys, the [`VIEWS`] view
+/// sites (`u32`s) and the epoch observed ([`BlockAcquired::observed`]).
 pub const COUNTERS_BYTES: usize = 16 + 8 * REPORTED + 4 * (VIEWS + 1);
 
 /// Bytes of a sanitized entry's `.shared` lane states: a header and

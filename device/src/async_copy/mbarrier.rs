@@ -170,7 +170,7 @@ impl<S: Sanitizer> Mbarrier<S> {
             // thread does next: an acquire for the sanitizer's block checks.
             let loc = Location::caller();
             S::fence(Ordering::Acquire, Scope::Block, loc);
-            S::block_acquire();
+            S::block_acquire(phase_key(self.address(), parity));
         }
         done
     }
@@ -184,6 +184,14 @@ impl<S: Sanitizer> Mbarrier<S> {
     pub fn wait_parity(&self, parity: u32) {
         while !self.try_wait_parity(parity) {}
     }
+}
+
+/// The name of an mbarrier's phase for the sanitizer's block check
+/// ([`Sanitizer::block_acquire`]): the barrier's offset in the shared
+/// window (below 256 KiB, 8-aligned) and the phase's parity: 16 bits.
+#[inline(always)]
+fn phase_key(address: usize, parity: u32) -> u32 {
+    ((address >> 3) & 0x7fff) as u32 | (parity & 1) << 15
 }
 
 /// Declares `N` mbarriers in the block's shared memory and evaluates to

@@ -165,6 +165,9 @@ fn claim(header: &AtomicU32, stamp: u32, clear: &dyn Fn(u32, u32)) {
 /// releases, and the keys of the same-block global races it reported.
 #[derive(Clone, Copy)]
 pub(super) struct Counters {
+    /// The last phase acquired as a whole ([`Counters::acquire_phase`]):
+    /// its key (high 16 bits) and the epoch it acquired (low 16; 0: none).
+    phase: &'static AtomicU32,
     /// [`BlockAcquired::known`].
     known: &'static AtomicU32,
     /// [`BlockAcquired::observed`] (the pad after the view table).
@@ -189,10 +192,12 @@ impl Counters {
     pub fn get() -> Counters {
         let base = arch::block_counters();
         // SAFETY: the region (`arch::block_counters`) is 16 bytes and the
-        // report keys of the CTA's shared memory, 8-aligned: a header, the
-        // count, the window shadow's address, the keys.
+        // report keys of the CTA's shared memory, 8-aligned: the phase
+        // word, the known epoch, the window shadow's address, the keys
+        // (`vigil_shared::block::COUNTERS_BYTES`).
         unsafe {
             Counters {
+                phase: at(base, 0),
                 known: at(base, 4),
                 observed: at(base, Self::VIEWS_AT + 4 * VIEWS),
                 base,
@@ -240,6 +245,28 @@ impl Counters {
         if epoch != 0 {
             self.known.fetch_max(u32::from(epoch), Ordering::Relaxed);
         }
+    }
+
+    /// The epoch a thread acquiring the phase named `key` as a whole
+    /// acquires: the one an earlier thread acquired for the same phase,
+    /// or, for a new phase, what `start` returns (it starts the next
+    /// epoch). Every thread waiting for one mbarrier phase so starts one
+    /// new epoch between them, not one each: epochs are the race
+    /// engine's too, and one per waiting thread would give every CTA a
+    /// different count of them, which keeps the engine from joining the
+    /// CTAs' identical accesses into one entry.
+    #[inline(always)]
+    pub fn acquire_phase(&self, key: u32, start: impl FnOnce() -> u16) -> u16 {
+        let last = self.phase.load(Ordering::Relaxed);
+        let epoch = if last & 0xffff != 0 && last >> 16 == key & 0xffff {
+            last as u16
+        } else {
+            let e = start();
+            self.phase.store((key & 0xffff) << 16 | u32::from(e), Ordering::Relaxed);
+            e
+        };
+        self.acquire(epoch);
+        epoch
     }
 
     /// A thread of the CTA observed (read relaxed) its own epochs up to
@@ -360,6 +387,7 @@ pub(super) fn reset_cta(lane: u32, lanes: u32) {
     reset_barrier_check(lane);
     if lane == 0 {
         let c = Counters::get();
+        c.phase.store(0, Ordering::Relaxed);
         c.known.store(0, Ordering::Relaxed);
         c.observed.store(0, Ordering::Relaxed);
         for i in 0..REPORTED {
@@ -615,6 +643,13 @@ pub(super) fn fence_acquired() {
 #[inline(always)]
 pub(super) fn acquire_epochs(epoch: u16) {
     Counters::get().acquire(epoch);
+}
+
+/// The calling thread acquired the phase named `key` as a whole
+/// ([`Counters::acquire_phase`]; `start` starts the next epoch).
+#[inline(always)]
+pub(super) fn acquire_phase(key: u32, start: impl FnOnce() -> u16) {
+    Counters::get().acquire_phase(key, start);
 }
 
 /// The calling lane is about to join a collective over `mask`: its state

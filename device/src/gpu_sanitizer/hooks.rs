@@ -543,9 +543,12 @@ impl Sanitizer for GpuSanitizer {
     }
 
     #[inline(always)]
-    fn block_acquire() {
-        let st = CtaState::current();
-        acquire_everything(&st, &memory(&st));
+    fn block_acquire(phase: u32) {
+        super::block::acquire_phase(phase, || {
+            let st = CtaState::current();
+            let mut view = st.view(&memory(&st));
+            vigil_shared::race::sync::acquire_everything(&mut view, &st.sync())
+        });
     }
 
     #[inline(always)]
