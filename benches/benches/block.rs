@@ -51,7 +51,14 @@ fn warp_lines_word_by_word(bencher: Bencher) {
                 let (line, lane) = (i / LINE_WORDS as usize, i % LINE_WORDS as usize);
                 let me = record(((line % 32) * 32 + lane) as u32);
                 for kind in [AccessKind::Write, AccessKind::Read] {
-                    r.access(me, kind, || {}, lanes, |_| false, |_, _, _| panic!("no race here"));
+                    r.access(
+                        me,
+                        kind,
+                        || {},
+                        lanes,
+                        |_| false,
+                        |_, _, _| panic!("no race here"),
+                    );
                 }
             }
         });

@@ -1308,7 +1308,10 @@ mod tests {
             Some(ReportKind::AtomicNonAtomic)
         );
         let own = BlockRecord::new(1, false, 0xf, 0, 1, 0);
-        assert_eq!(race_between(w, true, own, AccessKind::Write, lane, |_| false), None);
+        assert_eq!(
+            race_between(w, true, own, AccessKind::Write, lane, |_| false),
+            None
+        );
         let other_bytes = BlockRecord::new(40, false, 0b1100, 0, 1, 0);
         assert_eq!(
             race_between(w, true, other_bytes, AccessKind::Write, lane, |_| false),

@@ -55,9 +55,10 @@ use vigil_shared::abi::{AccessSite, RaceReport, ReportKind};
 use vigil_shared::block::{
     access_interval, barrier_site, barrier_slot, barrier_tag, block_stamp, busy, claim_entry,
     divergence_group, pack_array, record_kind, report_key, slot_site, slot_tag, view_number,
-    BarrierCheck, BlockAcquired, BlockRecord, BlockSpace, DivergenceRecord, GlobalTable, LaneSync, ShadowLayout,
-    TableWord, ThreadGroup, WindowShadow, WordRecords, DIVERGENT_BARRIER_KIND, EXIT_SITE,
-    GLOBAL_LANES, MAX_BLOCK_THREADS, REPORTED, SHARED_LANES, UNCHECKED_ARRAYS, VIEWS, WORD,
+    BarrierCheck, BlockAcquired, BlockRecord, BlockSpace, DivergenceRecord, GlobalTable, LaneSync,
+    ShadowLayout, TableWord, ThreadGroup, WindowShadow, WordRecords, DIVERGENT_BARRIER_KIND,
+    EXIT_SITE, GLOBAL_LANES, MAX_BLOCK_THREADS, REPORTED, SHARED_LANES, UNCHECKED_ARRAYS, VIEWS,
+    WORD,
 };
 use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, PriorRecord, REGIONS_PER_SM};
 use vigil_shared::race::desc::{AccessDesc, SiteLanes, SiteWord, MAX_EPOCH};
@@ -262,7 +263,8 @@ impl Counters {
             last as u16
         } else {
             let e = start();
-            self.phase.store((key & 0xffff) << 16 | u32::from(e), Ordering::Relaxed);
+            self.phase
+                .store((key & 0xffff) << 16 | u32::from(e), Ordering::Relaxed);
             e
         };
         self.acquire(epoch);
