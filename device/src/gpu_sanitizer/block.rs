@@ -253,9 +253,10 @@ impl Counters {
     /// or, for a new phase, what `start` returns (it starts the next
     /// epoch). Every thread waiting for one mbarrier phase so starts one
     /// new epoch between them, not one each: epochs are the race
-    /// engine's too, and one per waiting thread would give every CTA a
-    /// different count of them, which keeps the engine from joining the
-    /// CTAs' identical accesses into one entry.
+    /// engine's too, and one per waiting thread gives every CTA a
+    /// different count of them (the TMA kernels of the benchmark then ran
+    /// 17 to 40 times slower sanitized, the engine no longer joining the
+    /// CTAs' identical accesses into one entry, it seems).
     #[inline(always)]
     pub fn acquire_phase(&self, key: u32, start: impl FnOnce() -> u16) -> u16 {
         let last = self.phase.load(Ordering::Relaxed);
