@@ -854,3 +854,65 @@ fn a_buffer_copied_out_after_every_launch_stays_race_free() {
     }
     assert_eq!(compare(1, 1024, &[0], &steps), 0);
 }
+
+/// An atomic read says which of its own CTA's releases it read, for the
+/// same-block check: a release at block or device scope (or a relaxed
+/// write after a release fence of the CTA) read by an acquire names the
+/// epoch the release ended; a relaxed read only observes it; a relaxed
+/// write with no fence before it releases nothing; a release passed on
+/// through another CTA's release is named too.
+#[test]
+fn an_atomic_read_names_the_releases_of_its_own_cta_it_read() {
+    use vigil_shared::race::OwnReleases;
+    let mut h = Harness::new(1, 1024, 64, &[0]);
+    let store = AtomicOpKind::Store;
+    let load = AtomicOpKind::Load;
+    let own = |h: &mut Harness, step: Step| {
+        h.step(0, &step);
+        h.own
+    };
+    let known = |acquired, observed| OwnReleases { acquired, observed };
+    h.step(0, &launch(0, 2));
+    // CTA 0 starts in epoch 1; a release ends it.
+    own(&mut h, at(0, 0, 0, store, Release, Scope::Block));
+    assert_eq!(
+        own(&mut h, at(0, 0, 0, load, Acquire, Scope::Block)),
+        known(1, 0)
+    );
+    assert_eq!(
+        own(&mut h, at(0, 0, 0, load, Relaxed, Scope::Block)),
+        known(0, 1)
+    );
+    // Epoch 2: a relaxed store with no fence releases nothing.
+    own(&mut h, at(0, 0, 4, store, Relaxed, Scope::Device));
+    assert_eq!(
+        own(&mut h, at(0, 0, 4, load, Acquire, Scope::Device)),
+        known(0, 0)
+    );
+    // A block-scope release fence ends epoch 2; a relaxed store after it
+    // releases up to it.
+    h.step(0, &fence(0, 0, Release, Scope::Block));
+    own(&mut h, at(0, 0, 8, store, Relaxed, Scope::Block));
+    assert_eq!(
+        own(&mut h, at(0, 0, 8, load, Acquire, Scope::Block)),
+        known(2, 0)
+    );
+    // Epoch 3: CTA 0 releases at device scope; CTA 1 acquires it and
+    // releases; CTA 0 reading CTA 1's release learns its own epoch 3.
+    own(&mut h, at(0, 0, 12, store, Release, Scope::Device));
+    assert_eq!(
+        own(&mut h, at(0, 1, 12, load, Acquire, Scope::Device)),
+        known(0, 0)
+    );
+    own(&mut h, at(0, 1, 16, store, Release, Scope::Device));
+    assert_eq!(
+        own(&mut h, at(0, 0, 16, load, Acquire, Scope::Device)),
+        known(3, 0)
+    );
+    // Another CTA's read of CTA 0's block-scope release learns nothing.
+    assert_eq!(
+        own(&mut h, at(0, 1, 0, load, Acquire, Scope::Device)),
+        known(0, 0)
+    );
+    assert!(!h.bounded);
+}

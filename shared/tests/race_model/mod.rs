@@ -537,6 +537,8 @@ pub struct Harness {
     pub locked_only: bool,
     /// Atomics that ran their operation holding their record shared.
     pub shared_hits: usize,
+    /// What the last atomic step read of its own CTA's releases.
+    pub own: vigil_shared::race::OwnReleases,
 }
 
 /// What the engine said of one access.
@@ -583,6 +585,7 @@ impl Harness {
             bounded: false,
             locked_only: false,
             shared_hits: 0,
+            own: Default::default(),
         }
     }
 
@@ -840,37 +843,39 @@ impl Harness {
                 succeeds,
             } => {
                 let locked_only = self.locked_only;
-                let (race, shared) = self.with_cta(launch, cta, |mem, view, sync, lanes, _| {
-                    let op = AtomicOp {
-                        kind,
-                        ordering,
-                        failure_ordering: failure,
-                        scope,
-                    };
-                    let site = Self::site(view.serial, i);
-                    let (first, offset) = (addr / 4, (addr % 4) as u32);
-                    let perform = || {
-                        // Whether it runs holding its record shared.
-                        let shared = mem.cell(first).is_some_and(|c| {
-                            let c = c.load(std::sync::atomic::Ordering::Relaxed);
-                            CellTag::of(c) == CellTag::Record
-                                && mem.pool().record(c as u32).is_some_and(|r| r.is_shared())
-                        });
-                        (shared, kind != AtomicOpKind::CompareExchange || succeeds)
-                    };
-                    let b = &mut bounded;
-                    let (shared, race) = if locked_only {
-                        atomic_locked(
-                            mem, view, sync, lanes, first, offset, size, op, site, b, perform,
-                        )
-                    } else {
-                        atomic(
-                            mem, view, sync, lanes, first, offset, size, op, site, b, perform,
-                        )
-                    };
-                    (race, shared)
-                });
+                let (race, shared, own) =
+                    self.with_cta(launch, cta, |mem, view, sync, lanes, _| {
+                        let op = AtomicOp {
+                            kind,
+                            ordering,
+                            failure_ordering: failure,
+                            scope,
+                        };
+                        let site = Self::site(view.serial, i);
+                        let (first, offset) = (addr / 4, (addr % 4) as u32);
+                        let perform = || {
+                            // Whether it runs holding its record shared.
+                            let shared = mem.cell(first).is_some_and(|c| {
+                                let c = c.load(std::sync::atomic::Ordering::Relaxed);
+                                CellTag::of(c) == CellTag::Record
+                                    && mem.pool().record(c as u32).is_some_and(|r| r.is_shared())
+                            });
+                            (shared, kind != AtomicOpKind::CompareExchange || succeeds)
+                        };
+                        let b = &mut bounded;
+                        let (shared, race) = if locked_only {
+                            atomic_locked(
+                                mem, view, sync, lanes, first, offset, size, op, site, b, perform,
+                            )
+                        } else {
+                            atomic(
+                                mem, view, sync, lanes, first, offset, size, op, site, b, perform,
+                            )
+                        };
+                        (race, shared, view.own)
+                    });
                 self.shared_hits += usize::from(shared);
+                self.own = own;
                 race
             }
             Step::Fence {
