@@ -916,3 +916,48 @@ fn an_atomic_read_names_the_releases_of_its_own_cta_it_read() {
     );
     assert!(!h.bounded);
 }
+
+/// What a read learns of its own CTA's releases follows release
+/// sequences and ignores scope: a read-modify-write by another CTA keeps
+/// the release it continues, a plain atomic store ends it; a block-scope
+/// release is read by a device-scope acquire of its own CTA; a relaxed
+/// read observes what an acquiring one would have acquired.
+#[test]
+fn own_releases_follow_release_sequences_whatever_the_scope() {
+    use vigil_shared::race::OwnReleases;
+    let mut h = Harness::new(1, 1024, 64, &[0]);
+    let (store, load, rmw) = (AtomicOpKind::Store, AtomicOpKind::Load, AtomicOpKind::Rmw);
+    let own = |h: &mut Harness, step: Step| {
+        h.step(0, &step);
+        h.own
+    };
+    let known = |acquired, observed| OwnReleases { acquired, observed };
+    h.step(0, &launch(0, 2));
+    // Epoch 1 ends with a block-scope release; a device-scope acquire of
+    // the same CTA reads it.
+    own(&mut h, at(0, 0, 0, store, Release, Scope::Block));
+    assert_eq!(
+        own(&mut h, at(0, 0, 0, load, Acquire, Scope::Device)),
+        known(1, 0)
+    );
+    // Epoch 2 ends with a device-scope release that CTA 1 continues with
+    // a relaxed add: the sequence still carries CTA 0's release.
+    own(&mut h, at(0, 0, 4, store, Release, Scope::Device));
+    own(&mut h, at(0, 1, 4, rmw, Relaxed, Scope::Device));
+    assert_eq!(
+        own(&mut h, at(0, 0, 4, load, Relaxed, Scope::Device)),
+        known(0, 2)
+    );
+    assert_eq!(
+        own(&mut h, at(0, 0, 4, load, Acquire, Scope::Device)),
+        known(2, 0)
+    );
+    // A relaxed store by CTA 1 ends the sequence: nothing of CTA 0's is
+    // left to read.
+    own(&mut h, at(0, 1, 4, store, Relaxed, Scope::Device));
+    assert_eq!(
+        own(&mut h, at(0, 0, 4, load, Acquire, Scope::Device)),
+        known(0, 0)
+    );
+    assert!(!h.bounded);
+}
