@@ -684,11 +684,33 @@ pub struct BlockAcquired {
 }
 
 impl BlockAcquired {
+    /// Whether an access made in epoch `epoch` is ordered before later
+    /// accesses of the block by what it acquired.
+    pub const fn covers(self, epoch: u16) -> bool {
+        epoch <= self.known
+    }
+
     /// Whether `prior`, a record of the current interval, is ordered
     /// before later accesses by what the block acquired, `now` being the
     /// epoch of an access of that interval.
     pub const fn orders(self, prior: BlockRecord, now: u16) -> bool {
-        prior.epoch(now) <= self.known
+        self.covers(prior.epoch(now))
+    }
+
+    /// A thread of the block acquired the block's releases up to `epoch`.
+    pub fn acquire(&mut self, epoch: u16) {
+        self.known = self.known.max(epoch);
+    }
+
+    /// A relaxed read of the block observed its releases up to `epoch`.
+    pub fn observe(&mut self, epoch: u16) {
+        self.observed = self.observed.max(epoch);
+    }
+
+    /// An acquire fence: what the block's relaxed reads observed is
+    /// acquired.
+    pub fn acquire_observed(&mut self) {
+        self.known = self.known.max(self.observed);
     }
 }
 

@@ -855,6 +855,18 @@ fn a_buffer_copied_out_after_every_launch_stays_race_free() {
     assert_eq!(compare(1, 1024, &[0], &steps), 0);
 }
 
+/// Runs `step` (an atomic) and returns what it read of its own CTA's
+/// releases.
+fn own(h: &mut Harness, step: Step) -> vigil_shared::race::OwnReleases {
+    h.step(0, &step);
+    h.own
+}
+
+/// Own releases acquired up to `acquired` and observed up to `observed`.
+fn known(acquired: u16, observed: u16) -> vigil_shared::race::OwnReleases {
+    vigil_shared::race::OwnReleases { acquired, observed }
+}
+
 /// An atomic read says which of its own CTA's releases it read, for the
 /// same-block check: a release at block or device scope (or a relaxed
 /// write after a release fence of the CTA) read by an acquire names the
@@ -863,15 +875,9 @@ fn a_buffer_copied_out_after_every_launch_stays_race_free() {
 /// through another CTA's release is named too.
 #[test]
 fn an_atomic_read_names_the_releases_of_its_own_cta_it_read() {
-    use vigil_shared::race::OwnReleases;
     let mut h = Harness::new(1, 1024, 64, &[0]);
     let store = AtomicOpKind::Store;
     let load = AtomicOpKind::Load;
-    let own = |h: &mut Harness, step: Step| {
-        h.step(0, &step);
-        h.own
-    };
-    let known = |acquired, observed| OwnReleases { acquired, observed };
     h.step(0, &launch(0, 2));
     // CTA 0 starts in epoch 1; a release ends it.
     own(&mut h, at(0, 0, 0, store, Release, Scope::Block));
@@ -924,14 +930,8 @@ fn an_atomic_read_names_the_releases_of_its_own_cta_it_read() {
 /// read observes what an acquiring one would have acquired.
 #[test]
 fn own_releases_follow_release_sequences_whatever_the_scope() {
-    use vigil_shared::race::OwnReleases;
     let mut h = Harness::new(1, 1024, 64, &[0]);
     let (store, load, rmw) = (AtomicOpKind::Store, AtomicOpKind::Load, AtomicOpKind::Rmw);
-    let own = |h: &mut Harness, step: Step| {
-        h.step(0, &step);
-        h.own
-    };
-    let known = |acquired, observed| OwnReleases { acquired, observed };
     h.step(0, &launch(0, 2));
     // Epoch 1 ends with a block-scope release; a device-scope acquire of
     // the same CTA reads it.

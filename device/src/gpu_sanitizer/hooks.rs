@@ -376,9 +376,15 @@ fn check_atomic(
 /// same-block check (what it read is not followed word by word).
 #[inline(never)]
 fn acquire_everything(st: &CtaState, mem: &GpuMemory<'static>) {
+    super::block::acquire_epochs(next_epoch(st, mem));
+}
+
+/// Starts the CTA's next epoch; returns the one before
+/// (`vigil_shared::race::sync::acquire_everything`).
+#[inline(always)]
+fn next_epoch(st: &CtaState, mem: &GpuMemory<'static>) -> u16 {
     let mut view = st.view(mem);
-    let e = vigil_shared::race::sync::acquire_everything(&mut view, &st.sync());
-    super::block::acquire_epochs(e);
+    vigil_shared::race::sync::acquire_everything(&mut view, &st.sync())
 }
 
 #[inline(never)]
@@ -546,8 +552,7 @@ impl Sanitizer for GpuSanitizer {
     fn block_acquire(phase: u32) {
         super::block::acquire_phase(phase, || {
             let st = CtaState::current();
-            let mut view = st.view(&memory(&st));
-            vigil_shared::race::sync::acquire_everything(&mut view, &st.sync())
+            next_epoch(&st, &memory(&st))
         });
     }
 

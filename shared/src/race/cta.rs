@@ -53,33 +53,22 @@ pub struct CtaView<'a> {
     /// inherited from launches before it is cached under it.
     pub launch: u32,
     /// What the current operation's reads learned of this CTA's own
-    /// releases (for the same-block check, which keeps it per thread).
+    /// releases (for the same-block check, which keeps it per block).
     pub own: OwnReleases,
 }
 
 /// The releases of its own CTA that one atomic read (or a group of one
 /// warp's lanes reading one word together) came to know: the latest own
 /// epoch it acquired and the latest it merely observed (a relaxed read,
-/// which a later acquire fence by the same thread turns into knowledge).
-/// An access in own epoch `e` happens before the reading thread's later
-/// accesses once that thread acquired `e` or later. The engine fills it;
-/// the same-block layer keeps it per thread.
+/// which a later acquire fence turns into knowledge). The engine fills
+/// it; the same-block layer keeps what its block's threads learned
+/// (`crate::block::BlockAcquired`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OwnReleases {
     /// The latest own epoch acquired (0: none).
     pub acquired: u16,
     /// The latest own epoch observed without acquiring (0: none).
     pub observed: u16,
-}
-
-impl OwnReleases {
-    /// Both, joined with `other`'s.
-    pub fn join(self, other: OwnReleases) -> OwnReleases {
-        OwnReleases {
-            acquired: self.acquired.max(other.acquired),
-            observed: self.observed.max(other.observed),
-        }
-    }
 }
 
 impl CtaView<'_> {

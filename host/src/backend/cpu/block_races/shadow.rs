@@ -32,6 +32,7 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::Location;
+use vigil_shared::block::BlockAcquired;
 use vigil_shared::AccessKind;
 
 /// Accesses a word remembers per barrier interval. A write is checked
@@ -64,14 +65,14 @@ impl ThreadClock {
     }
 
     /// True when `prior` happened before this thread's next access, with
-    /// `known` the latest of its block's releases the block acquired: the
+    /// `acquired` what its block acquired of its own releases: the
     /// same thread, an earlier barrier interval, a warp collective of its
     /// warp that this thread joined after `prior`'s thread did, or a
     /// release after it that the block acquired.
-    pub(crate) fn orders(&self, prior: &Access, me: u32, known: u16) -> bool {
+    pub(crate) fn orders(&self, prior: &Access, me: u32, acquired: BlockAcquired) -> bool {
         prior.thread == me
             || prior.epoch != self.epoch
-            || prior.release_epoch <= known
+            || acquired.covers(prior.release_epoch)
             || (prior.thread / 32 == me / 32
                 && self.warp[(prior.thread % 32) as usize] >= prior.clock)
     }
@@ -159,13 +160,9 @@ pub(crate) struct BlockShadow {
     words: HashMap<u64, Word, BuildHasherDefault<WordHasher>>,
     /// Accesses so far in the block.
     seq: u64,
-    /// The latest of the block's release epochs the block acquired (0:
-    /// none): accesses made in it or before are ordered before every
-    /// later access of the block.
-    known: u16,
-    /// The latest of its release epochs a relaxed read of the block
-    /// observed (0: none): what its next acquire fence acquires.
-    observed: u16,
+    /// What the block acquired and observed of its own releases (the
+    /// rule both backends share).
+    acquired: BlockAcquired,
 }
 
 impl BlockShadow {
@@ -174,8 +171,7 @@ impl BlockShadow {
         self.threads.clear();
         self.words.clear();
         self.seq = 0;
-        self.known = 0;
-        self.observed = 0;
+        self.acquired = BlockAcquired::default();
     }
 
     /// Thread `t`'s clock, created at its start value on first use.
@@ -197,19 +193,19 @@ impl BlockShadow {
     /// `epoch`: every access the block made in that epoch or before is
     /// ordered before every later access of the block.
     pub(crate) fn acquired(&mut self, epoch: u16) {
-        self.known = self.known.max(epoch);
+        self.acquired.acquire(epoch);
     }
 
     /// A relaxed read of the block observed its releases up to `epoch`,
     /// which its next acquire fence acquires ([`Self::acquire_observed`]).
     pub(crate) fn observed(&mut self, epoch: u16) {
-        self.observed = self.observed.max(epoch);
+        self.acquired.observe(epoch);
     }
 
     /// An acquire fence: what the block's relaxed reads observed is
     /// acquired.
     pub(crate) fn acquire_observed(&mut self) {
-        self.known = self.known.max(self.observed);
+        self.acquired.acquire_observed();
     }
 
     /// A warp collective of warp `warp` released `lanes` after `contributed`
@@ -260,7 +256,7 @@ impl BlockShadow {
         self.seq += 1;
         self.thread(t);
         let clock = &self.threads[t as usize];
-        let known = self.known;
+        let acquired = self.acquired;
         let me = Access {
             thread: t,
             epoch: clock.epoch,
@@ -293,7 +289,8 @@ impl BlockShadow {
                 continue;
             }
             for p in w.live() {
-                if p.bytes & bytes != 0 && conflicts(p.kind, kind) && !clock.orders(p, t, known) {
+                if p.bytes & bytes != 0 && conflicts(p.kind, kind) && !clock.orders(p, t, acquired)
+                {
                     let first = (p.bytes & bytes).trailing_zeros();
                     race(Conflict {
                         prior: *p,
@@ -301,7 +298,7 @@ impl BlockShadow {
                     });
                 }
             }
-            remember(w, cur, |p| clock.orders(p, t, known));
+            remember(w, cur, |p| clock.orders(p, t, acquired));
         }
     }
 }
@@ -563,13 +560,13 @@ mod tests {
         assert!(touch(&mut shadow, 33, 4, true, 2).is_empty());
         assert!(touch(&mut shadow, 34, 8, true, 3).is_empty());
         shadow.acquired(2);
-        assert_eq!(shadow.known, 2);
+        assert_eq!(shadow.acquired.known, 2);
         assert!(touch(&mut shadow, 0, 0, false, 4).is_empty());
         assert!(touch(&mut shadow, 0, 4, false, 4).is_empty());
         assert_eq!(touch(&mut shadow, 0, 8, false, 4), [34]);
         // Acquiring an older epoch later keeps the latest.
         shadow.acquired(1);
-        assert_eq!(shadow.known, 2);
+        assert_eq!(shadow.acquired.known, 2);
     }
 
     /// Nothing acquired (an acquire that read no release of the block):
@@ -590,10 +587,10 @@ mod tests {
         assert!(touch(&mut shadow, 32, 0, true, 1).is_empty());
         assert!(touch(&mut shadow, 32, 4, true, 1).is_empty());
         shadow.observed(1);
-        assert_eq!(shadow.known, 0);
+        assert_eq!(shadow.acquired.known, 0);
         assert_eq!(touch(&mut shadow, 0, 0, false, 2), [32]);
         shadow.acquire_observed();
-        assert_eq!(shadow.known, 1);
+        assert_eq!(shadow.acquired.known, 1);
         assert!(touch(&mut shadow, 0, 4, false, 2).is_empty());
     }
 
@@ -612,7 +609,7 @@ mod tests {
         assert!(touch(&mut shadow, 0, 4, false, 5).is_empty());
         shadow.acquired(3);
         shadow.reset();
-        assert_eq!(shadow.known, 0);
+        assert_eq!(shadow.acquired.known, 0);
         assert!(touch(&mut shadow, 32, 0, true, 1).is_empty());
         assert_eq!(touch(&mut shadow, 0, 0, false, 1), [32]);
     }
