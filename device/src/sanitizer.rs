@@ -189,6 +189,15 @@ pub trait Sanitizer: Copy + Default + Send + Sync + 'static {
         let _ = phase;
     }
 
+    /// The calling thread is about to arrive on (or initialise) the
+    /// mbarrier whose phases [`block_acquire`](Sanitizer::block_acquire)
+    /// names `barrier | parity << 15`: a later wait for either parity of
+    /// it is for a phase its block has not acquired yet. Default: nothing.
+    #[inline(always)]
+    fn mbarrier_arrival(barrier: u32) {
+        let _ = barrier;
+    }
+
     /// The calling thread declared a shared array of `array_bytes` bytes
     /// that `S` cannot check: its accesses go unchecked, and the
     /// sanitizer says so in its reports. Default: nothing (the CPU

@@ -119,6 +119,7 @@ impl<S: Sanitizer> Mbarrier<S> {
     #[track_caller]
     pub fn init(&self, count: u32) {
         self.seen(AccessKind::Write);
+        S::mbarrier_arrival(phase_key(self.address(), 0));
         // SAFETY: the handle's word is an mbarrier's 8 aligned bytes of
         // the block's shared memory.
         unsafe { async_imp::mbarrier_init(self.address(), count) }
@@ -130,6 +131,7 @@ impl<S: Sanitizer> Mbarrier<S> {
     #[track_caller]
     pub fn arrive(&self) {
         self.seen(AccessKind::AtomicRmw);
+        S::mbarrier_arrival(phase_key(self.address(), 0));
         // SAFETY: as in `init`.
         unsafe { async_imp::mbarrier_arrive(self.address()) }
     }
@@ -142,6 +144,7 @@ impl<S: Sanitizer> Mbarrier<S> {
     #[track_caller]
     pub fn arrive_expect_tx(&self, bytes: u32) {
         self.seen(AccessKind::AtomicRmw);
+        S::mbarrier_arrival(phase_key(self.address(), 0));
         // SAFETY: as in `init`.
         unsafe { async_imp::mbarrier_arrive_expect_tx(self.address(), bytes) }
     }

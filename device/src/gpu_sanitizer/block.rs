@@ -272,6 +272,20 @@ impl Counters {
         epoch
     }
 
+    /// An arrival on the mbarrier whose phase keys are `barrier` with
+    /// either parity: its next phase has begun, so the phase remembered
+    /// for it, if any, is forgotten (a wait two phases later has the same
+    /// key and must not take the older phase's epoch).
+    #[inline(always)]
+    pub fn phase_arrival(&self, barrier: u32) {
+        let last = self.phase.load(Ordering::Relaxed);
+        if last & 0xffff != 0 && (last >> 16) & 0x7fff == barrier & 0x7fff {
+            let _ = self
+                .phase
+                .compare_exchange(last, 0, Ordering::Relaxed, Ordering::Relaxed);
+        }
+    }
+
     /// A thread of the CTA observed (read relaxed) its own epochs up to
     /// `epoch`.
     #[inline(always)]
@@ -646,6 +660,13 @@ pub(super) fn fence_acquired() {
 #[inline(always)]
 pub(super) fn acquire_epochs(epoch: u16) {
     Counters::get().acquire(epoch);
+}
+
+/// The calling thread arrives on the mbarrier whose phase keys are
+/// `barrier` with either parity ([`Counters::acquire_phase`]).
+#[inline(always)]
+pub(super) fn phase_arrival(barrier: u32) {
+    Counters::get().phase_arrival(barrier);
 }
 
 /// The calling thread acquired the phase named `key` as a whole

@@ -549,6 +549,11 @@ impl Sanitizer for GpuSanitizer {
     }
 
     #[inline(always)]
+    fn mbarrier_arrival(barrier: u32) {
+        super::block::phase_arrival(barrier)
+    }
+
+    #[inline(always)]
     fn block_acquire(phase: u32) {
         super::block::acquire_phase(phase, || {
             let st = CtaState::current();
