@@ -9,17 +9,20 @@
 //! three grid sizes (how a hot word's atomics scale). Each row: plain
 //! and sanitized time per launch (device events, medians), their ratio,
 //! and the sanitized time over the rows' units (blocks, warp-wide
-//! 128-byte line accesses or atomics, summed over the GPU).
+//! 128-byte line accesses or atomics, summed over the GPU), and the word
+//! accesses its sanitized launches left unchecked against their own
+//! block (the same-block table was full: 0 when nothing was bounded).
 //!
 //! ```text
 //! cargo run --release -p vigil-bench --example sanitizer_cost
 //! ```
 //!
 //! Without a GPU it prints why and exits 0; with `VIGIL_REQUIRE_GPU=1` it
-//! fails instead. Every sanitized run must end with no race report.
+//! fails instead. Every sanitized run must end with no race report: a
+//! row that reports one fails.
 
 use vigil::{Context, DeviceBuffer, KernelFn, LaunchConfig, Module, Stream};
-use vigil_bench::error::Result;
+use vigil_bench::error::{BenchError, Result};
 use vigil_bench::kernels::BENCH_PTX;
 use vigil_bench::timing::{measure, Plan, Timing};
 use vigil_bench_kernels::{cost, streaming};
@@ -74,8 +77,10 @@ impl Side {
         })
     }
 
-    /// Times `variant` with `plan`, then checks the context has no report.
-    fn time(&mut self, variant: Variant, blocks: u32, plan: Plan) -> Result<Timing> {
+    /// Times `variant` with `plan`, then checks the context has no report;
+    /// the timing and the word accesses left unchecked against their
+    /// block meanwhile.
+    fn time(&mut self, variant: Variant, blocks: u32, plan: Plan) -> Result<(Timing, u64)> {
         let cfg = LaunchConfig::new(blocks, BLOCK);
         let Side {
             stream: s,
@@ -106,7 +111,14 @@ impl Side {
             }
         }?;
         self.ctx.synchronize()?;
-        Ok(t)
+        let reports = self.ctx.take_reports();
+        if !reports.is_empty() {
+            return Err(BenchError::Mismatch {
+                case: format!("{variant:?}, sanitized"),
+                what: format!("{} race(s) reported: {reports}", reports.len()),
+            });
+        }
+        Ok((t, reports.unchecked_words()))
     }
 }
 
@@ -135,8 +147,8 @@ fn main() -> std::result::Result<(), vigil::ErrorReport> {
         plain.ctx.name()
     );
     println!(
-        "{:<28} {:>8} {:>11} {:>13} {:>9}  sanitized per unit",
-        "variant", "blocks", "plain ms", "sanitized ms", "ratio"
+        "{:<28} {:>8} {:>11} {:>13} {:>9} {:>10}  sanitized per unit",
+        "variant", "blocks", "plain ms", "sanitized ms", "ratio", "unchecked"
     );
     let rows: [(&str, Variant, u32, f64, &str); 11] = [
         (
@@ -203,10 +215,10 @@ fn main() -> std::result::Result<(), vigil::ErrorReport> {
         ),
     ];
     for (name, variant, blocks, units, unit) in rows {
-        let p = plain.time(variant, blocks, Plan::GPU)?;
-        let s = sanitized.time(variant, blocks, Plan::SANITIZED)?;
+        let (p, _) = plain.time(variant, blocks, Plan::GPU)?;
+        let (s, unchecked) = sanitized.time(variant, blocks, Plan::SANITIZED)?;
         println!(
-            "{name:<28} {blocks:>8} {:>11.4} {:>13.3} {:>8.1}x  {:.2} ns/{unit} ({:.1} us/{unit} per SM)",
+            "{name:<28} {blocks:>8} {:>11.4} {:>13.3} {:>8.1}x {unchecked:>10}  {:.2} ns/{unit} ({:.1} us/{unit} per SM)",
             p.median_ms,
             s.median_ms,
             s.median_ms / p.median_ms,

@@ -743,6 +743,15 @@ impl GlobalTable {
         Self::HEADER + slots * (1 << self.log2) * Self::ENTRY_U64S * 8
     }
 
+    /// Which of a CTA's `regions` regions (its own, then its extension
+    /// regions) holds the entry named `word`: the high bits of the hash
+    /// whose low bits pick the entry ([`entry`](Self::entry)), so that
+    /// every region is filled alike.
+    pub const fn region(word: u64, regions: u32) -> u32 {
+        let h = word.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+        ((h * regions as u64) >> 32) as u32
+    }
+
     /// Byte offset of probe `i` of `word`'s entry in slot `slot`.
     pub const fn entry(&self, slot: usize, word: u64, i: usize) -> usize {
         let mask = (1u64 << self.log2) - 1;
@@ -1409,6 +1418,31 @@ mod tests {
             }
         }
         assert_eq!(unpack_array(pack_array(1 << 20, 12)), None);
+    }
+
+    /// A CTA's words and lines spread over all of its regions, about
+    /// evenly, whatever their number; one region takes everything.
+    #[test]
+    fn entries_spread_over_a_ctas_regions() {
+        for regions in [1u32, 2, 3, 5, 17, 33] {
+            let mut count = [0u32; 33];
+            let names = 4096u64 * u64::from(regions);
+            for w in 0..names {
+                // Consecutive words and consecutive lines alike.
+                for name in [w, (1 << 62) | w] {
+                    let r = GlobalTable::region(name, regions);
+                    assert!(r < regions);
+                    count[r as usize] += 1;
+                }
+            }
+            let mean = (2 * names / u64::from(regions)) as u32;
+            for &c in &count[..regions as usize] {
+                assert!(
+                    c > mean * 9 / 10 && c < mean * 11 / 10,
+                    "{regions}: {c} of {mean}"
+                );
+            }
+        }
     }
 
     #[test]

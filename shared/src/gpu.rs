@@ -6,7 +6,8 @@
 //! host), the launch's record in the launch ring
 //! ([`crate::race::memory::launch_record`]: its serials, the lane bounds
 //! of its host order and of what may be forgotten), its first serial, its
-//! context-wide launch id and its read-only ranges
+//! context-wide launch id, the extension regions each of its CTAs asks
+//! for (below) and its read-only ranges
 //! ([`crate::read_only::ReadOnlyRanges`], as `u64` bounds).
 //!
 //! Sanitizer threads are CTAs: CTA `b` (linear block index) of a launch
@@ -16,9 +17,13 @@
 //! memory; no slot is claimed and no clock joined.
 //!
 //! The same-block layer keeps per-CTA state in device memory, in one of
-//! [`REGIONS_PER_SM`] regions of the CTA's SM: the region of the CTA's
-//! lowest hardware warp slot (`%warpid`), which no other resident CTA
-//! shares.
+//! [`REGIONS_PER_SM`] regions of the CTA's SM, which no other resident
+//! CTA shares: a CTA claims one at entry (waiting for one if none is
+//! free; an SM holds at most that many CTAs). Its same-block table may
+//! also spread over some of the SM's [`EXTENSIONS_PER_SM`] extension
+//! regions, as many as the launch asks for (`__vigil_extensions`) and
+//! are free at entry, claimed without waiting: a launch with few CTAs
+//! per SM gives each a larger table.
 //!
 //! Reports: the device writes [`GpuReportRecord`]s (the engine's record
 //! plus the earlier access's [`PriorRecord`]) into a host-mapped buffer
@@ -37,6 +42,58 @@ use crate::{AccessKind, Scope};
 /// hold at once (32 from sm_70 on). A CTA claims the lowest free one of
 /// its SM in [`GpuRuntime::regions`] at entry and frees it at exit.
 pub const REGIONS_PER_SM: u32 = 32;
+
+/// Extension regions of the same-block table per SM, beside its
+/// [`REGIONS_PER_SM`] regions: the host asks each CTA of a launch to
+/// claim as many as leave the same share to each of the launch's CTAs an
+/// SM can hold ([`extensions_wanted`]).
+pub const EXTENSIONS_PER_SM: u32 = 32;
+
+/// Extension regions a CTA of a launch asks for when `resident` of its
+/// CTAs fit on one SM: an equal share of [`EXTENSIONS_PER_SM`], a power
+/// of two so that the shares of consecutive CTAs tile the mask
+/// ([`extension_mask`]).
+pub const fn extensions_wanted(resident: u32) -> u32 {
+    let share = EXTENSIONS_PER_SM / if resident == 0 { 1 } else { resident };
+    if share == 0 {
+        0
+    } else {
+        1 << (31 - share.leading_zeros())
+    }
+}
+
+/// The extension regions a CTA asks for: `wanted` of them (a power of
+/// two, at most [`EXTENSIONS_PER_SM`]), aligned, at its `guess`'s share
+/// (the region it tries first), so that CTAs resident together ask for
+/// disjoint shares.
+pub const fn extension_mask(guess: u32, wanted: u32) -> u32 {
+    if wanted == 0 {
+        0
+    } else if wanted >= EXTENSIONS_PER_SM {
+        u32::MAX
+    } else {
+        ((1 << wanted) - 1) << (guess.wrapping_mul(wanted) % EXTENSIONS_PER_SM)
+    }
+}
+
+/// The extension regions a CTA keeps of `got` (those its claim found
+/// free): the lowest run of consecutive ones, as `(first, count)`.
+pub const fn extension_run(got: u32) -> (u32, u32) {
+    if got == 0 {
+        return (0, 0);
+    }
+    let first = got.trailing_zeros();
+    (first, (got >> first).trailing_ones())
+}
+
+/// The mask of regions `first .. first + count`.
+pub const fn run_mask(first: u32, count: u32) -> u32 {
+    if count >= 32 {
+        u32::MAX
+    } else {
+        ((1 << count) - 1) << first
+    }
+}
 
 /// SMs the region masks ([`GpuRuntime::regions`]) cover: more than any
 /// GPU's `%smid` reaches, which may exceed its SM count.
@@ -65,6 +122,11 @@ pub const HIDDEN_PARAMS: &[ParamDesc] = &[
         parts: &[PtxType::B32],
     },
     ParamDesc {
+        name: "__vigil_extensions",
+        rust_type: "u32",
+        parts: &[PtxType::B32],
+    },
+    ParamDesc {
         name: "__vigil_read_only_0_start",
         rust_type: "u64",
         parts: &[PtxType::B64],
@@ -85,7 +147,7 @@ pub const HIDDEN_PARAMS: &[ParamDesc] = &[
         parts: &[PtxType::B64],
     },
 ];
-const _: () = assert!(HIDDEN_PARAMS.len() == 4 + 2 * crate::read_only::READ_ONLY_RANGES);
+const _: () = assert!(HIDDEN_PARAMS.len() == 5 + 2 * crate::read_only::READ_ONLY_RANGES);
 
 /// Suffix of a sanitized entry's name (`axpy` -> `axpy__vigil`).
 pub const SANITIZED_SUFFIX: &str = "__vigil";
@@ -132,7 +194,8 @@ pub struct GpuRuntime {
     /// Records every context's report buffer holds.
     pub report_capacity: u32,
     /// The same-block table of global words: a header then, per region
-    /// ([`REGIONS_PER_SM`] per SM), `2^block_table_log2` entries (see
+    /// ([`REGIONS_PER_SM`] per SM, then [`EXTENSIONS_PER_SM`] extension
+    /// regions per SM), `2^block_table_log2` entries (see
     /// [`crate::block::GlobalTable`]); 0: none, same-block global races
     /// go unchecked.
     pub block_table: u64,
@@ -150,7 +213,8 @@ pub struct GpuRuntime {
     pub block_shadow: u64,
     /// Per SM, the mask of its claimed regions ([`REGION_MASK_SMS`]
     /// `u32`s, SM `s` at `s % REGION_MASK_SMS`; bit `r`: region `r` is
-    /// held by a running CTA).
+    /// held by a running CTA), then as many masks of its claimed
+    /// extension regions.
     pub regions: u64,
 }
 impl GpuRuntime {
@@ -431,5 +495,41 @@ mod tests {
         );
         assert_eq!(range_access_blocks((0, 4096), (0, 0)), 1);
         assert_eq!(range_access_blocks((8, 4096), (0, 0)), 2, "257 units");
+    }
+
+    /// CTAs resident together ask for disjoint, aligned shares that
+    /// cover at most the extension mask; what a claim keeps is a run of
+    /// the regions it found free.
+    #[test]
+    fn extension_shares_are_disjoint_and_runs_are_kept() {
+        assert_eq!(extensions_wanted(0), 32);
+        assert_eq!(extensions_wanted(1), 32);
+        assert_eq!(extensions_wanted(2), 16);
+        assert_eq!(extensions_wanted(3), 8);
+        assert_eq!(extensions_wanted(8), 4);
+        assert_eq!(extensions_wanted(32), 1);
+        assert_eq!(extensions_wanted(33), 0);
+        for resident in 1..=32 {
+            let wanted = extensions_wanted(resident);
+            let mut seen = 0u32;
+            for guess in 0..resident {
+                let m = extension_mask(guess, wanted);
+                assert_eq!(m.count_ones(), wanted, "{resident} resident");
+                if u64::from(guess + 1) * u64::from(wanted) <= 32 {
+                    assert_eq!(seen & m, 0, "{resident} resident: guess {guess}");
+                }
+                seen |= m;
+            }
+        }
+        assert_eq!(extension_mask(5, 0), 0);
+        assert_eq!(extension_run(0), (0, 0));
+        assert_eq!(extension_run(0b1110_1100), (2, 2));
+        assert_eq!(extension_run(u32::MAX), (0, 32));
+        assert_eq!(run_mask(2, 2), 0b1100);
+        assert_eq!(run_mask(0, 32), u32::MAX);
+        for got in [1u32, 0b1011_0110, 0xF000_0000, 0x8000_0001] {
+            let (first, count) = extension_run(got);
+            assert_eq!(run_mask(first, count) & !got, 0, "kept only what it got");
+        }
     }
 }

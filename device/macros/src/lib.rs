@@ -411,6 +411,7 @@ fn expand(func: ItemFn, options: options::Options) -> syn::Result<TokenStream2> 
             __vigil_launch_record: u64,
             __vigil_base: u32,
             __vigil_launch: u32,
+            __vigil_extensions: u32,
             __vigil_read_only_0_start: u64,
             __vigil_read_only_0_end: u64,
             __vigil_read_only_1_start: u64,
@@ -428,6 +429,7 @@ fn expand(func: ItemFn, options: options::Options) -> syn::Result<TokenStream2> 
                         record: __vigil_launch_record,
                         base: __vigil_base,
                         launch: __vigil_launch,
+                        extensions: __vigil_extensions,
                         read_only: [
                             __vigil_read_only_0_start,
                             __vigil_read_only_0_end,

@@ -68,7 +68,12 @@ const LINE_KEY: u64 = 1 << 62;
 /// same-block table.
 pub(super) struct BlockTable {
     base: *mut u8,
+    /// The CTA's own region of the table ...
     slot: usize,
+    /// ... its first extension region ...
+    extension: usize,
+    /// ... and how many regions it holds, its own one included.
+    regions: u32,
     table: GlobalTable,
     /// The owner tag of this block's entries in the thread's interval.
     tag: u64,
@@ -107,6 +112,8 @@ impl BlockTable {
         Some(BlockTable {
             base: rt.block_table as *mut u8,
             slot: slot as usize,
+            extension: cta.extension_slot(rt) as usize,
+            regions: 1 + u32::from(cta.extensions),
             table: GlobalTable {
                 log2: rt.block_table_log2,
             },
@@ -231,9 +238,15 @@ impl BlockTable {
     /// key word.
     #[inline(always)]
     fn probe(&self, name: u64, i: usize) -> (usize, &'static BlockWord, &'static BlockWord) {
-        let e = self.table.entry(self.slot, name, i);
-        // SAFETY: `slot < block_table_slots` and `entry` stays in the
-        // slot's entries: live device memory of the runtime, aligned.
+        let slot = match GlobalTable::region(name, self.regions) {
+            0 => self.slot,
+            r => self.extension + r as usize - 1,
+        };
+        let e = self.table.entry(slot, name, i);
+        // SAFETY: `slot` is the CTA's region (below `block_table_slots`)
+        // or one of the extension regions it holds on its SM (after
+        // them), and `entry` stays in the slot's entries: live device
+        // memory of the runtime, aligned.
         let [t, k] = [0, 1].map(|j| unsafe { BlockWord::at(self.base, e + 8 * j) });
         (e, t, k)
     }

@@ -17,7 +17,10 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use vigil_shared::gpu::{launch_flags, GpuRuntime, REGIONS_PER_SM, REGION_MASK_SMS};
+use vigil_shared::gpu::{
+    extension_mask, extension_run, launch_flags, run_mask, GpuRuntime, EXTENSIONS_PER_SM,
+    REGIONS_PER_SM, REGION_MASK_SMS,
+};
 use vigil_shared::race::cta::CtaView;
 use vigil_shared::race::memory::launch_record;
 use vigil_shared::race::serial::{HostOrder, LaneBounds};
@@ -58,8 +61,11 @@ pub(super) struct CtaState {
     /// Its region of the SM (the same-block layer's per-CTA memory),
     /// held from entry to exit.
     pub slot: u16,
-    /// Unused.
-    pub pad: u16,
+    /// The first of the SM's extension regions it holds, from entry to
+    /// exit, for its same-block table ...
+    pub extension: u8,
+    /// ... and how many.
+    pub extensions: u8,
     /// Ranges no thread of the launch writes: reads inside them are
     /// read-only reads (`vigil_shared::read_only`).
     pub read_only: ReadOnlyRanges,
@@ -99,6 +105,14 @@ impl CtaState {
     #[inline(always)]
     pub fn device_slot(&self, _rt: &GpuRuntime) -> u32 {
         self.smid * REGIONS_PER_SM + u32::from(self.slot)
+    }
+
+    /// Its first extension region, counted as the same-block table
+    /// counts regions (after every SM's own regions; meaningful when it
+    /// holds any).
+    #[inline(always)]
+    pub fn extension_slot(&self, rt: &GpuRuntime) -> u32 {
+        rt.block_table_slots + self.smid * EXTENSIONS_PER_SM + u32::from(self.extension)
     }
 
     /// The launch's lane bounds (its host order).
@@ -223,6 +237,9 @@ pub struct LaunchArgs {
     pub base: u32,
     /// The context-wide launch id.
     pub launch: u32,
+    /// Extension regions each CTA asks for
+    /// ([`vigil_shared::gpu::extensions_wanted`]).
+    pub extensions: u32,
     /// The launch's read-only ranges ([`ReadOnlyRanges::from_words`]).
     pub read_only: [u64; 2 * vigil_shared::read_only::READ_ONLY_RANGES],
 }
@@ -253,6 +270,57 @@ fn region_mask(rt: &GpuRuntime, smid: u32) -> *mut u32 {
     // SAFETY (of the offset): the runtime's REGION_MASK_SMS region masks,
     // live as long as the runtime.
     (rt.regions as *mut u32).wrapping_add((smid % REGION_MASK_SMS) as usize)
+}
+
+/// The mask of `rt`'s extension regions held on SM `smid` (after the
+/// region masks).
+#[inline(always)]
+fn extension_masks(rt: &GpuRuntime, smid: u32) -> *mut u32 {
+    // SAFETY (of the offset): the extension masks follow the region
+    // masks, as many, live as long as the runtime.
+    region_mask(rt, smid).wrapping_add(REGION_MASK_SMS as usize)
+}
+
+/// Claims the extension regions of SM `smid` a CTA trying region `guess`
+/// first asks for (`wanted`, [`extension_mask`]), without waiting: it
+/// keeps the lowest run of those that were free and gives the others
+/// back at once. `(first, count)`; none when the SM has none free.
+#[inline(always)]
+fn claim_extensions(rt: &GpuRuntime, smid: u32, guess: u32, wanted: u32) -> (u32, u32) {
+    let mask = extension_mask(guess % REGIONS_PER_SM, wanted.min(EXTENSIONS_PER_SM));
+    if mask == 0 || smid >= rt.block_table_slots / REGIONS_PER_SM {
+        return (0, 0);
+    }
+    let at = extension_masks(rt, smid);
+    // Acquire: the regions' previous holders finished with them.
+    // SAFETY: an extension mask of the live runtime, 4-aligned.
+    let held = unsafe { u32::arch_or(at, mask, MemoryOrder::Acquire, Scope::Device) };
+    let got = mask & !held;
+    let (first, count) = extension_run(got);
+    let rest = got & !run_mask(first, count);
+    if rest != 0 {
+        // SAFETY: as above; nothing was done in them.
+        unsafe { u32::arch_and(at, !rest, MemoryOrder::Relaxed, Scope::Device) };
+    }
+    (first, count)
+}
+
+/// Gives back `count` extension regions of SM `smid` from `first` (a
+/// run [`claim_extensions`] kept); everything done in them is done.
+#[inline(always)]
+fn release_extensions(rt: &GpuRuntime, smid: u32, first: u32, count: u32) {
+    if count == 0 {
+        return;
+    }
+    // SAFETY: an extension mask of the live runtime, 4-aligned.
+    unsafe {
+        u32::arch_and(
+            extension_masks(rt, smid),
+            !run_mask(first, count),
+            MemoryOrder::Release,
+            Scope::Device,
+        )
+    };
 }
 
 /// Claims a free region of SM `smid` (its same-block memory, which no
@@ -325,6 +393,7 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
         record,
         base,
         launch,
+        extensions,
         read_only,
     } = args;
     // SAFETY: the caller passes a live runtime.
@@ -346,7 +415,9 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
         let launch_ref = rec[launch_record::TAG];
         let device = rec[launch_record::DEVICE];
         let smid = arch::smid();
-        let slot = claim_region(rt, smid, region_guess(lanes)) as u16;
+        let guess = region_guess(lanes);
+        let (extension, extensions) = claim_extensions(rt, smid, guess, extensions);
+        let slot = claim_region(rt, smid, guess) as u16;
         let block = super::hooks::linear_block();
         if block == 0 {
             note_anchor(record, anchor);
@@ -369,7 +440,8 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
             device,
             smid,
             slot,
-            pad: 0,
+            extension: extension as u8,
+            extensions: extensions as u8,
             read_only: ReadOnlyRanges::from_words(read_only),
         };
         // SAFETY: the CTA's shared block holds a `CtaState`, 16-aligned.
@@ -399,7 +471,13 @@ fn exit() {
             let view = st.view(&mem);
             vigil_shared::race::sync::cta_exit(&mem, &view, &sync);
         }
-        // Every thread passed the exit barrier: the region is unused.
+        // Every thread passed the exit barrier: the regions are unused.
+        release_extensions(
+            st.runtime(),
+            st.smid,
+            u32::from(st.extension),
+            u32::from(st.extensions),
+        );
         release_region(st.runtime(), st.smid, u32::from(st.slot));
     }
 }

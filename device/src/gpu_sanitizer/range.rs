@@ -40,7 +40,7 @@ const _: () = assert!(same(RANGE_ACCESS_ENTRY, "vigil_range_access__vigil"));
 
 /// Checks `[read_addr, +read_bytes)` as reads and `[write_addr,
 /// +write_bytes)` as writes made at host call site `site` (a tag the host
-/// resolves), `line`, `column`; the last eight parameters are the hidden
+/// resolves), `line`, `column`; the last nine parameters are the hidden
 /// ones of every sanitized entry (the host passes no read-only range, and
 /// a launch record whose every CTA is the transfer's one serial).
 ///
@@ -61,6 +61,7 @@ pub unsafe extern "ptx-kernel" fn range_access(
     record: u64,
     base: u32,
     launch: u32,
+    extensions: u32,
     read_only_0_start: u64,
     read_only_0_end: u64,
     read_only_1_start: u64,
@@ -71,6 +72,7 @@ pub unsafe extern "ptx-kernel" fn range_access(
         record,
         base,
         launch,
+        extensions,
         read_only: [
             read_only_0_start,
             read_only_0_end,

@@ -29,6 +29,8 @@ pub(crate) struct SanitizedLaunch<'a> {
     /// The shared-memory window the window shadow must cover for it
     /// (static and dynamic bytes; 0: none).
     pub(crate) shared_window: u64,
+    /// How many of its blocks one SM holds at once.
+    pub(crate) resident: u32,
 }
 
 impl CudaBackend {
@@ -44,10 +46,15 @@ impl CudaBackend {
         let params = match launch.variant {
             LaunchVariant::Plain => Cow::Borrowed(launch.params),
             LaunchVariant::Sanitized => {
+                self.device().bind()?;
                 let sanitized = SanitizedLaunch {
                     owner: self.owner(),
                     launch,
                     shared_window: func.shared_window(launch.config.shared_mem_bytes),
+                    resident: func.resident_blocks(
+                        launch.config.block.x * launch.config.block.y * launch.config.block.z,
+                        launch.config.shared_mem_bytes,
+                    )?,
                 };
                 let hidden = self.gpu_sanitizer()?.hidden_args(&sanitized, stream)?;
                 self.note_shadow_writes();

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::types::{FunctionAttrs, LaunchVariant};
 use cudarc::driver::sys;
 use std::ffi::{c_void, CStr, CString};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use vigil_shared::block::WINDOW_ARRAY_SYMBOL;
 use vigil_shared::gpu::SANITIZED_SUFFIX;
@@ -174,6 +174,7 @@ impl CudaModule {
             raw,
             attrs,
             dyn_smem_optin: AtomicU32::new(0),
+            resident: AtomicU64::new(0),
             window_arrays: self.window_arrays,
             large_blocks: None,
         })
@@ -390,6 +391,10 @@ pub(crate) struct CudaFunction {
     attrs: FunctionAttrs,
     /// The dynamic shared memory this function has been opted in to.
     dyn_smem_optin: AtomicU32,
+    /// The last [`resident_blocks`](Self::resident_blocks) answer: the
+    /// block's threads, its dynamic shared memory and the blocks an SM
+    /// holds, packed by [`ResidentBlocks`]; 0 when none yet.
+    resident: AtomicU64,
     /// Whether its module declares arrays the window shadow checks.
     window_arrays: bool,
     /// For a sanitized entry: its twin for blocks it cannot launch.
@@ -430,6 +435,24 @@ impl CudaFunction {
         let module = large.build.module()?;
         let f = Box::new(module.function(&large.name)?);
         Ok(&large.function.get_or_init(|| (f, module)).0)
+    }
+
+    /// How many blocks of `threads` threads with `dynamic` bytes of
+    /// dynamic shared memory one SM holds at once (the context is
+    /// current): the driver's occupancy, remembered for the last shape
+    /// asked (a kernel is launched with one shape, mostly).
+    pub(crate) fn resident_blocks(&self, threads: u32, dynamic: u32) -> Result<u32> {
+        let last = ResidentBlocks(self.resident.load(Ordering::Relaxed));
+        if let Some(blocks) = last.answer(threads, dynamic) {
+            return Ok(blocks);
+        }
+        // SAFETY: `raw` is a live function of the current context.
+        let blocks = unsafe { driver::max_active_blocks(self.raw, threads, dynamic) }?;
+        self.resident.store(
+            ResidentBlocks::of(threads, dynamic, blocks).0,
+            Ordering::Relaxed,
+        );
+        Ok(blocks)
     }
 
     /// The shared window a sanitized launch of this entry with `dynamic`
@@ -573,5 +596,45 @@ mod tests {
             log: "ptxas error: syntax".into(),
         });
         assert!(matches!(other, Error::PtxLoad { .. }));
+    }
+
+    #[test]
+    fn a_remembered_occupancy_answers_its_own_shape_only() {
+        let r = super::ResidentBlocks::of(256, 4096, 2);
+        assert_eq!(r.answer(256, 4096), Some(2));
+        assert_eq!(r.answer(512, 4096), None);
+        assert_eq!(r.answer(256, 0), None);
+        assert_eq!(
+            super::ResidentBlocks(0).answer(0, 0),
+            None,
+            "nothing remembered yet"
+        );
+        assert_eq!(
+            super::ResidentBlocks::of(1024, 0, 0).answer(1024, 0),
+            Some(0)
+        );
+    }
+}
+
+/// One remembered occupancy answer: threads (bits 0-15), dynamic shared
+/// bytes (16-47) and blocks (48-63), or 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ResidentBlocks(u64);
+
+impl ResidentBlocks {
+    /// The answer `blocks` for a block of `threads` with `dynamic` bytes.
+    fn of(threads: u32, dynamic: u32, blocks: u32) -> ResidentBlocks {
+        ResidentBlocks(
+            u64::from(threads.min(0xffff))
+                | u64::from(dynamic) << 16
+                | u64::from(blocks.min(0xffff)) << 48,
+        )
+    }
+
+    /// The blocks it remembers for `threads` and `dynamic`, if it is
+    /// their answer.
+    fn answer(self, threads: u32, dynamic: u32) -> Option<u32> {
+        (self.0 != 0 && ResidentBlocks::of(threads, dynamic, 0).0 == self.0 & ((1 << 48) - 1))
+            .then_some((self.0 >> 48) as u32)
     }
 }

@@ -200,6 +200,30 @@ pub(crate) unsafe fn func_get_attribute(
     Ok(v)
 }
 
+/// `cuOccupancyMaxActiveBlocksPerMultiprocessor`: how many blocks of
+/// `block_threads` threads and `dynamic_shared` bytes of dynamic shared
+/// memory of `function` one SM holds at once.
+///
+/// # Safety
+/// `function` is a function of a live module.
+pub(crate) unsafe fn max_active_blocks(
+    function: CUfunction,
+    block_threads: u32,
+    dynamic_shared: u32,
+) -> DriverResult<u32> {
+    let mut blocks = 0i32;
+    // SAFETY: valid out-pointer; the caller's contract.
+    check("cuOccupancyMaxActiveBlocksPerMultiprocessor", || unsafe {
+        sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+            &mut blocks,
+            function,
+            block_threads as i32,
+            dynamic_shared as usize,
+        )
+    })?;
+    Ok(blocks.max(0) as u32)
+}
+
 /// `cuFuncSetAttribute`: sets one attribute of `function`.
 ///
 /// # Safety

@@ -60,8 +60,8 @@ use vigil_shared::block::{
     UNCHECKED_ARRAYS,
 };
 use vigil_shared::gpu::{
-    launch_flags, GpuReportRecord, GpuRuntime, HIDDEN_PARAMS, LAUNCH_RECORD_BYTES,
-    LAUNCH_RING_SLOTS, REGIONS_PER_SM, REGION_MASK_SMS,
+    extensions_wanted, launch_flags, GpuReportRecord, GpuRuntime, EXTENSIONS_PER_SM, HIDDEN_PARAMS,
+    LAUNCH_RECORD_BYTES, LAUNCH_RING_SLOTS, REGIONS_PER_SM, REGION_MASK_SMS,
 };
 use vigil_shared::race::cta::LaneDevices;
 use vigil_shared::race::knowledge::header as arena_header;
@@ -193,14 +193,16 @@ impl GpuSanitizer {
         let num_sms = device.sm_count().max(1);
         device.bind()?;
         let regions = num_sms * REGIONS_PER_SM;
+        // Every SM's regions, then its extension regions.
         let block_table = DeviceBlock::zeroed(
             GlobalTable {
                 log2: BLOCK_TABLE_LOG2,
             }
-            .bytes(regions as usize),
+            .bytes((regions + num_sms * EXTENSIONS_PER_SM) as usize),
         )?;
         let block_lanes = DeviceBlock::zeroed(regions as usize * GLOBAL_LANES * 8)?;
-        let region_masks = DeviceBlock::zeroed(REGION_MASK_SMS as usize * 4)?;
+        // The region masks, then the extension masks.
+        let region_masks = DeviceBlock::zeroed(2 * REGION_MASK_SMS as usize * 4)?;
         // The device's own region's, or a group of processes' first rank's.
         let tables = vmm.engine_tables(ordinal)?;
         let mut desc = GpuRuntime {
@@ -266,6 +268,7 @@ impl GpuSanitizer {
             owner,
             launch,
             shared_window,
+            ..
         } = *sanitized;
         let (stream_id, kernel, config) = (launch.stream, launch.kernel, &launch.config);
         let mut st = lock(&self.state);
@@ -282,7 +285,8 @@ impl GpuSanitizer {
             host_issued: false,
         };
         let blocks = u64::from(config.grid.x) * u64::from(config.grid.y) * u64::from(config.grid.z);
-        let planned = self.plan(&mut st, owner, stream_id, shape, blocks, 0, None)?;
+        let mut planned = self.plan(&mut st, owner, stream_id, shape, blocks, 0, None)?;
+        planned.extensions = extensions_wanted(sanitized.resident);
         self.device.bind()?;
         self.enqueue_record(&mut st, &planned, Some(stream))?;
         drop(st);
@@ -336,6 +340,7 @@ impl GpuSanitizer {
             lane_ref: r,
             flags,
             reports,
+            extensions: 0,
         })
     }
 
@@ -399,7 +404,8 @@ impl GpuSanitizer {
         args.pointer(self.runtime.addr, ordinal)
             .pointer(self.ring_slot(plan.lane_ref), ordinal)
             .u32(plan.planned.base)
-            .u32(plan.launch);
+            .u32(plan.launch)
+            .u32(plan.extensions);
         for bound in read_only.words() {
             args.u64(bound);
         }
@@ -576,6 +582,9 @@ pub(crate) struct RecordPlan {
     lane_ref: u32,
     flags: u32,
     reports: u64,
+    /// Extension regions of the same-block table each CTA asks for
+    /// (`vigil_shared::gpu::extensions_wanted`).
+    extensions: u32,
 }
 
 impl RecordPlan {
@@ -593,6 +602,7 @@ impl RecordPlan {
             lane_ref: 1,
             flags: 0,
             reports: 0,
+            extensions: 0,
         }
     }
 
@@ -795,6 +805,7 @@ mod tests {
             lane_ref: 9,
             flags: launch_flags::ONE_SERIAL,
             reports: 0x1234_5678_9abc,
+            extensions: 4,
         };
         let w = plan.record(2);
         assert_eq!(w.len() * 4, LAUNCH_RECORD_BYTES);
