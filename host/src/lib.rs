@@ -111,8 +111,8 @@ pub use sanitizer::config::{ConfigError, ProcessRank, SanitizerConfig, Sanitizer
 pub use sanitizer::config::{VmmConfig, VmmConfigBuilder};
 pub use sanitizer::launch_filter::{KernelPattern, LaunchFilter};
 pub use sanitizer::report::{
-    kind_name, MemorySpace, PriorAccess, RaceAccess, RaceAllocation, RaceReport, RaceReports,
-    SourceLocation,
+    kind_name, DetectionBounds, MemorySpace, PriorAccess, RaceAccess, RaceAllocation, RaceReport,
+    RaceReports, SourceLocation,
 };
 pub use sanitizer::report_json::{
     ReportDocument, ReportReadError, REPORT_FORMAT, REPORT_FORMAT_VERSION,

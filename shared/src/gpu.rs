@@ -76,6 +76,24 @@ pub const fn extension_mask(guess: u32, wanted: u32) -> u32 {
     }
 }
 
+/// An aligned share of `wanted` extension regions (a power of two) that
+/// lies wholly in `free`, the lowest; 0 when there is none: where a CTA
+/// whose own share was taken tries next.
+pub const fn free_share(free: u32, wanted: u32) -> u32 {
+    if wanted == 0 || wanted > EXTENSIONS_PER_SM {
+        return 0;
+    }
+    let mut at = 0;
+    while at < EXTENSIONS_PER_SM {
+        let m = run_mask(at, wanted);
+        if free & m == m {
+            return m;
+        }
+        at += wanted;
+    }
+    0
+}
+
 /// The extension regions a CTA keeps of `got` (those its claim found
 /// free): the lowest run of consecutive ones, as `(first, count)`.
 pub const fn extension_run(got: u32) -> (u32, u32) {
@@ -527,6 +545,11 @@ mod tests {
         assert_eq!(extension_run(u32::MAX), (0, 32));
         assert_eq!(run_mask(2, 2), 0b1100);
         assert_eq!(run_mask(0, 32), u32::MAX);
+        assert_eq!(free_share(0xFFFF_0000, 16), 0xFFFF_0000);
+        assert_eq!(free_share(0x0FFF_FFF0, 16), 0, "no aligned share is free");
+        assert_eq!(free_share(0x0FFF_FFF0, 8), 0x0000_FF00);
+        assert_eq!(free_share(u32::MAX, 32), u32::MAX);
+        assert_eq!(free_share(u32::MAX, 0), 0);
         for got in [1u32, 0b1011_0110, 0xF000_0000, 0x8000_0001] {
             let (first, count) = extension_run(got);
             assert_eq!(run_mask(first, count) & !got, 0, "kept only what it got");

@@ -18,8 +18,8 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use vigil_shared::gpu::{
-    extension_mask, extension_run, launch_flags, run_mask, GpuRuntime, EXTENSIONS_PER_SM,
-    REGIONS_PER_SM, REGION_MASK_SMS,
+    extension_mask, extension_run, free_share, launch_flags, run_mask, GpuRuntime,
+    EXTENSIONS_PER_SM, REGIONS_PER_SM, REGION_MASK_SMS,
 };
 use vigil_shared::race::cta::CtaView;
 use vigil_shared::race::memory::launch_record;
@@ -281,50 +281,83 @@ fn extension_masks(rt: &GpuRuntime, smid: u32) -> *mut u32 {
     region_mask(rt, smid).wrapping_add(REGION_MASK_SMS as usize)
 }
 
-/// Claims the extension regions of SM `smid` a CTA trying region `guess`
-/// first asks for (`wanted`, [`extension_mask`]), without waiting: it
-/// keeps the lowest run of those that were free and gives the others
-/// back at once. `(first, count)`; none when the SM has none free.
-#[inline(always)]
-fn claim_extensions(rt: &GpuRuntime, smid: u32, guess: u32, wanted: u32) -> (u32, u32) {
-    let mask = extension_mask(guess % REGIONS_PER_SM, wanted.min(EXTENSIONS_PER_SM));
-    if mask == 0 || smid >= rt.block_table_slots / REGIONS_PER_SM {
-        return (0, 0);
-    }
-    let at = extension_masks(rt, smid);
-    // Acquire: the regions' previous holders finished with them.
-    // SAFETY: an extension mask of the live runtime, 4-aligned.
-    let held = unsafe { u32::arch_or(at, mask, MemoryOrder::Acquire, Scope::Device) };
-    let got = mask & !held;
-    let (first, count) = extension_run(got);
-    let rest = got & !run_mask(first, count);
-    if rest != 0 {
-        // SAFETY: as above; nothing was done in them.
-        unsafe { u32::arch_and(at, !rest, MemoryOrder::Relaxed, Scope::Device) };
-    }
-    (first, count)
+/// A claim of extension regions of an SM (see [`ExtensionClaim::issue`]).
+struct ExtensionClaim {
+    /// The SM's extension mask.
+    at: *mut u32,
+    /// The share asked for ...
+    mask: u32,
+    /// ... how many that is ...
+    wanted: u32,
+    /// ... and the mask as the claim found it.
+    before: u32,
 }
 
-/// Gives back `count` extension regions of SM `smid` from `first` (a
-/// run [`claim_extensions`] kept); everything done in them is done.
-#[inline(always)]
-fn release_extensions(rt: &GpuRuntime, smid: u32, first: u32, count: u32) {
-    if count == 0 {
-        return;
+impl ExtensionClaim {
+    /// Sets the bits of the extension regions of SM `smid` a CTA trying
+    /// region `guess` first asks for (`wanted`, [`extension_mask`]);
+    /// `None` when it asks for none. The caller issues the region's claim
+    /// before it [`finish`](Self::finish)es this one, so that both round
+    /// trips overlap.
+    ///
+    /// Relaxed, so that the region's acquire does not hold it back: the
+    /// regions' previous holders ran on the same SM and released them
+    /// after a fence (`release_regions`), and this CTA touches them only
+    /// once the result is back and past the region's acquire and the
+    /// entry's barrier.
+    #[inline(always)]
+    fn issue(rt: &GpuRuntime, smid: u32, guess: u32, wanted: u32) -> Option<ExtensionClaim> {
+        let wanted = wanted.min(EXTENSIONS_PER_SM);
+        let mask = extension_mask(guess % REGIONS_PER_SM, wanted);
+        if mask == 0 || smid >= rt.block_table_slots / REGIONS_PER_SM {
+            return None;
+        }
+        let at = extension_masks(rt, smid);
+        Some(ExtensionClaim {
+            at,
+            mask,
+            wanted,
+            before: Self::set(at, mask),
+        })
     }
-    // SAFETY: an extension mask of the live runtime, 4-aligned.
-    unsafe {
-        u32::arch_and(
-            extension_masks(rt, smid),
-            !run_mask(first, count),
-            MemoryOrder::Release,
-            Scope::Device,
-        )
-    };
+
+    /// Sets `m`'s bits in the mask at `at`: what it held before.
+    #[inline(always)]
+    fn set(at: *mut u32, m: u32) -> u32 {
+        // SAFETY: an extension mask of the live runtime, 4-aligned.
+        unsafe { u32::arch_or(at, m, MemoryOrder::Relaxed, Scope::Device) }
+    }
+
+    /// The regions the claim keeps, `(first, count)`: when its share was
+    /// taken in part, it tries once more at a share it saw wholly free
+    /// ([`free_share`]), keeps the lowest run of the larger catch and
+    /// gives the rest back at once.
+    #[inline(always)]
+    fn finish(self) -> (u32, u32) {
+        let got = self.mask & !self.before;
+        let (mut kept, mut taken) = (got, got);
+        if got != self.mask {
+            let other = free_share(!(self.before | self.mask), self.wanted);
+            if other != 0 {
+                let more = other & !Self::set(self.at, other);
+                taken |= more;
+                if more.count_ones() > got.count_ones() {
+                    kept = more;
+                }
+            }
+        }
+        let (first, count) = extension_run(kept);
+        let rest = taken & !run_mask(first, count);
+        if rest != 0 {
+            // SAFETY: as in `set`; nothing was done in them.
+            unsafe { u32::arch_and(self.at, !rest, MemoryOrder::Relaxed, Scope::Device) };
+        }
+        (first, count)
+    }
 }
 
 /// Claims a free region of SM `smid` (its same-block memory, which no
-/// other running CTA holds until `release_region`), trying region `guess`
+/// other running CTA holds until `release_regions`), trying region `guess`
 /// first: one round trip when it is free. A region taken already makes
 /// the returned mask name a free one to try next; an SM holds at most
 /// [`REGIONS_PER_SM`] CTAs, so one frees up. Setting a bit another CTA
@@ -357,16 +390,29 @@ fn region_guess(lanes: u32) -> u32 {
     arch::warp_slot() / lanes.div_ceil(32).max(1)
 }
 
-/// Gives the CTA's region back; everything it did in the region's
-/// memory is done (release).
+/// Gives the CTA's region and its `count` extension regions from `first`
+/// back: everything it did in their memory is done (one release fence
+/// for both).
 #[inline(always)]
-fn release_region(rt: &GpuRuntime, smid: u32, region: u32) {
+fn release_regions(rt: &GpuRuntime, smid: u32, region: u32, first: u32, count: u32) {
+    arch::fence(MemoryOrder::Release, Scope::Device);
+    if count != 0 {
+        // SAFETY: an extension mask of the live runtime, 4-aligned.
+        unsafe {
+            u32::arch_and(
+                extension_masks(rt, smid),
+                !run_mask(first, count),
+                MemoryOrder::Relaxed,
+                Scope::Device,
+            )
+        };
+    }
     // SAFETY: a region mask of the live runtime, 4-aligned.
     unsafe {
         u32::arch_and(
             region_mask(rt, smid),
             !(1 << region),
-            MemoryOrder::Release,
+            MemoryOrder::Relaxed,
             Scope::Device,
         )
     };
@@ -416,8 +462,9 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
         let device = rec[launch_record::DEVICE];
         let smid = arch::smid();
         let guess = region_guess(lanes);
-        let (extension, extensions) = claim_extensions(rt, smid, guess, extensions);
+        let extension_claim = ExtensionClaim::issue(rt, smid, guess, extensions);
         let slot = claim_region(rt, smid, guess) as u16;
+        let (extension, extensions) = extension_claim.map_or((0, 0), ExtensionClaim::finish);
         let block = super::hooks::linear_block();
         if block == 0 {
             note_anchor(record, anchor);
@@ -472,12 +519,12 @@ fn exit() {
             vigil_shared::race::sync::cta_exit(&mem, &view, &sync);
         }
         // Every thread passed the exit barrier: the regions are unused.
-        release_extensions(
+        release_regions(
             st.runtime(),
             st.smid,
+            u32::from(st.slot),
             u32::from(st.extension),
             u32::from(st.extensions),
         );
-        release_region(st.runtime(), st.smid, u32::from(st.slot));
     }
 }

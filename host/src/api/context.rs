@@ -9,7 +9,7 @@ use crate::api::builder::ContextBuilder;
 use crate::backend::{AsCudaDevice, Backend, CachingPool, CpuExecutor, CudaDevice, LaunchStats};
 use crate::error::{Error, Result};
 use crate::sanitizer::launch_filter::LaunchSelection;
-use crate::sanitizer::report::{RaceReports, SourceLocation};
+use crate::sanitizer::report::{DetectionBounds, RaceReports, SourceLocation};
 use crate::sanitizer::sink::ReportSink;
 use crate::types::{DeviceId, DeviceLimits, DeviceProps, LaunchVariant};
 use cudarc::driver::sys;
@@ -374,6 +374,24 @@ impl Context {
         let mut reports = self.inner.reports.deliver(reports, true);
         reports.hand_out();
         reports
+    }
+
+    /// How far this context's race detection was bounded, summed over
+    /// every collection so far (synchronisations and
+    /// [`Context::take_reports`]): what [`RaceReports::bounds`] says of
+    /// each. A test that must check everything can assert it is zero.
+    ///
+    /// ```no_run
+    /// # fn main() -> vigil::Result<()> {
+    /// let ctx = vigil::Context::builder().sanitize(true).build()?;
+    /// // ... launches ...
+    /// ctx.synchronize()?;
+    /// let bounds = ctx.detection_bounds();
+    /// assert!(!bounds.any(), "detection was bounded: {bounds:?}");
+    /// # Ok(()) }
+    /// ```
+    pub fn detection_bounds(&self) -> DetectionBounds {
+        self.inner.reports.bounds()
     }
 
     /// The old name of [`Context::take_reports`].

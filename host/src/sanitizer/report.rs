@@ -389,6 +389,44 @@ pub struct RaceReports {
     read: Option<Arc<ReadMark>>,
 }
 
+/// How far a sanitizer's detection was bounded: the counts of
+/// [`RaceReports::unchecked_words`], [`RaceReports::unchecked_arrays`] and
+/// [`RaceReports::history_lost`], of one collection
+/// ([`RaceReports::bounds`]) or summed over every collection of a context
+/// ([`Context::detection_bounds`](crate::Context::detection_bounds)).
+/// Lost detection, never a race: all zero when every access was checked
+/// against everything it could race with.
+///
+/// ```
+/// let b = vigil::DetectionBounds::default();
+/// assert!(!b.any());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct DetectionBounds {
+    /// Word accesses left unchecked against their block's other threads.
+    pub unchecked_words: u64,
+    /// Shared arrays (per block) left unchecked.
+    pub unchecked_arrays: u64,
+    /// Accesses that lost part of their word's history.
+    pub history_lost: u64,
+}
+
+impl DetectionBounds {
+    /// True when any count is not zero.
+    pub fn any(&self) -> bool {
+        *self != DetectionBounds::default()
+    }
+
+    /// The counts of `self` and `other` summed (saturating).
+    pub fn plus(self, other: DetectionBounds) -> DetectionBounds {
+        DetectionBounds {
+            unchecked_words: self.unchecked_words.saturating_add(other.unchecked_words),
+            unchecked_arrays: self.unchecked_arrays.saturating_add(other.unchecked_arrays),
+            history_lost: self.history_lost.saturating_add(other.history_lost),
+        }
+    }
+}
+
 /// What a collection counts besides its reports (the report file writes
 /// them as they are).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -605,15 +643,23 @@ impl RaceReports {
         self.counts.history_lost
     }
 
+    /// How this collection's detection was bounded (all zero when it was
+    /// not).
+    pub fn bounds(&self) -> DetectionBounds {
+        DetectionBounds {
+            unchecked_words: self.counts.unchecked_words,
+            unchecked_arrays: self.counts.unchecked_arrays,
+            history_lost: self.counts.history_lost,
+        }
+    }
+
     /// True when this collection's detection was bounded: accesses or
     /// arrays left unchecked, or history lost (see
     /// [`RaceReports::unchecked_words`], [`RaceReports::unchecked_arrays`]
     /// and [`RaceReports::history_lost`]). Not a finding: races can have
     /// been missed, none was invented.
     pub fn detection_bounded(&self) -> bool {
-        self.counts.unchecked_words > 0
-            || self.counts.unchecked_arrays > 0
-            || self.counts.history_lost > 0
+        self.bounds().any()
     }
 
     /// One clause per way this collection's detection was bounded, for

@@ -25,11 +25,12 @@
 
 use super::config::{err, ConfigError, SanitizerConfig};
 use super::exit;
-use super::report::RaceReports;
+use super::report::{DetectionBounds, RaceReports};
 use super::report_json::document_json;
 use super::suppressions::Suppressions;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 /// The format of the report file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -78,6 +79,8 @@ pub struct ReportSink {
     said_failure: AtomicBool,
     /// A bounded detection was said on stderr (once per context).
     said_bounded: AtomicBool,
+    /// Every delivered collection's bounds, summed.
+    bounds: Mutex<DetectionBounds>,
 }
 
 impl ReportSink {
@@ -90,7 +93,13 @@ impl ReportSink {
             suppressions: config.suppressions().cloned(),
             said_failure: AtomicBool::new(false),
             said_bounded: AtomicBool::new(false),
+            bounds: Mutex::new(DetectionBounds::default()),
         }
+    }
+
+    /// The bounds of every collection delivered so far, summed.
+    pub fn bounds(&self) -> DetectionBounds {
+        *self.bounds.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Delivers one collection's reports (see the [module docs](self));
@@ -110,6 +119,10 @@ impl ReportSink {
         }
         exit::note_reported(reports.race_count());
         let bounded = reports.detection_bounded();
+        if bounded {
+            let mut total = self.bounds.lock().unwrap_or_else(|e| e.into_inner());
+            *total = total.plus(reports.bounds());
+        }
         // With races the caller gets the counts in their text already.
         if bounded && !reports.has_findings() && !self.said_bounded.swap(true, Ordering::Relaxed) {
             eprintln!(
@@ -154,4 +167,39 @@ fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
         .append(true)
         .open(path)?
         .write_all(line.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A context's bounds are every collection's, summed; a collection
+    /// that was not bounded adds nothing.
+    #[test]
+    fn bounds_sum_every_delivered_collection() {
+        let sink = ReportSink::default();
+        assert!(!sink.bounds().any());
+        let mut a = RaceReports::default();
+        a.add_unchecked_words(3);
+        a.add_history_lost(1);
+        let mut b = RaceReports::default();
+        b.add_unchecked_words(4);
+        b.add_unchecked_arrays(2);
+        for r in [a, RaceReports::default(), b] {
+            let back = sink.deliver(r.clone(), true);
+            assert_eq!(
+                back.bounds(),
+                r.bounds(),
+                "the collection keeps its own counts"
+            );
+        }
+        assert_eq!(
+            sink.bounds(),
+            DetectionBounds {
+                unchecked_words: 7,
+                unchecked_arrays: 2,
+                history_lost: 1,
+            }
+        );
+    }
 }
