@@ -32,7 +32,7 @@ mod cpu {
         line_runs_own_words, line_runs_other_warp, line_runs_after_barrier, line_runs_wide_then_narrow,
         line_runs_quad_then_narrow, line_runs_quad_after_barrier,
         large_array_race, large_array_fixed, same_block_table_full, same_block_table_full_of_lines,
-        read_only_lines_need_no_table, read_only_beside_a_race, read_only_beside_a_barrier,
+        lines_fit_the_table, read_only_lines_need_no_table, read_only_beside_a_race, read_only_beside_a_barrier,
         big_tile_reused_without_barrier, big_tile_fixed,
         dynamic_reduce_missing_barrier, dynamic_reduce_fixed,
         same_block_flag_release_acquire, same_block_flag_relaxed_store,
@@ -64,7 +64,7 @@ mod gpu {
         line_runs_own_words, line_runs_other_warp, line_runs_after_barrier, line_runs_wide_then_narrow,
         line_runs_quad_then_narrow, line_runs_quad_after_barrier,
         large_array_race, large_array_fixed, same_block_table_full, same_block_table_full_of_lines,
-        read_only_lines_need_no_table, read_only_beside_a_race, read_only_beside_a_barrier,
+        lines_fit_the_table, read_only_lines_need_no_table, read_only_beside_a_race, read_only_beside_a_barrier,
         big_tile_reused_without_barrier, big_tile_fixed,
         dynamic_reduce_missing_barrier, dynamic_reduce_fixed,
         same_block_flag_release_acquire, same_block_flag_relaxed_store,
@@ -592,43 +592,84 @@ mod scenarios {
         large_case(make, 1, &[]);
     }
 
-    /// One block of 1,024 threads writes 16,384 distinct words in one
+    /// Words or lines of [`many_words`] or [`many_lines`] (per thread or
+    /// per warp) that more than fill the GPU's same-block table of a
+    /// block of 1,024 threads, its extension regions included (33 regions
+    /// of 1,024 entries at most): 65,536 entries.
+    const OVER_THE_TABLE: usize = 64;
+    /// Lines per warp the same block touches in [`lines_fit_the_table`]:
+    /// 2,048 lines, more than one region holds, fewer than the block's
+    /// extension regions add.
+    const WITHIN_THE_TABLE: usize = 64;
+
+    /// `per` on the GPU, and what the CPU backend runs instead (its table
+    /// grows, and it needs no more to show it).
+    fn on_the_gpu(b: &Bench, per: usize, cpu: usize) -> (usize, bool) {
+        match b.ctx.device() {
+            vigil::DeviceId::Cuda(_) => (per, true),
+            _ => (cpu, false),
+        }
+    }
+
+    /// One block of 1,024 threads writes 64 distinct words each in one
     /// interval: no race on either backend; the GPU's same-block table
-    /// (1,024 entries a slot) runs out and counts the words it skipped,
-    /// the CPU backend's table grows and skips none.
+    /// runs out and counts the words it skipped, the CPU backend's table
+    /// grows and skips none.
     pub fn same_block_table_full(make: MakeContext) {
-        let want: Vec<u32> = (0..1024 * WORDS_PER_THREAD)
-            .map(|i| (i % WORDS_PER_THREAD) as u32)
-            .collect();
-        table_full_case::<many_words>(make, &want);
+        table_case::<many_words>(make, OVER_THE_TABLE, |per, i| (i % per) as u32, true);
     }
 
-    /// The same with whole-line accesses: 2,048 lines, one line entry
-    /// each on the GPU, still more than a slot's table holds.
+    /// The same with whole-line accesses: 65,536 lines (2,048 a warp), one
+    /// line entry each on the GPU, still more than a block's table holds.
     pub fn same_block_table_full_of_lines(make: MakeContext) {
-        let want: Vec<u32> = (0..32 * LINES_PER_WARP * 32)
-            .map(|i| (i / 32 % LINES_PER_WARP) as u32)
-            .collect();
-        table_full_case::<many_lines>(make, &want);
+        table_case::<many_lines>(
+            make,
+            OVER_THE_TABLE * 32,
+            |per, i| (i / 32 % per) as u32,
+            true,
+        );
     }
 
-    /// Launches `K` as one block of 1,024 threads over a buffer of
-    /// `want.len()` zeros: no race, every word as `want` says, and on
-    /// the GPU (only) words counted unchecked.
-    fn table_full_case<K: Kernel>(make: MakeContext, want: &[u32])
-    where
-        for<'a> (&'a mut DeviceBuffer<u32>,): KernelArgs<K::Params>,
+    /// 2,048 lines, twice what a block's own region of the GPU's table
+    /// holds: the block's extension regions take the rest, and no word
+    /// goes unchecked on either backend.
+    pub fn lines_fit_the_table(make: MakeContext) {
+        table_case::<many_lines>(
+            make,
+            WITHIN_THE_TABLE,
+            |per, i| (i / 32 % per) as u32,
+            false,
+        );
+    }
+
+    /// Launches `K` as one block of 1,024 threads, `per` words a thread or
+    /// lines a warp (on the GPU; 16 on the CPU), over a buffer of zeros:
+    /// no race, word `i` ends as `want(per, i)`, and words counted
+    /// unchecked on the GPU when `over` (only).
+    fn table_case<K: Kernel>(
+        make: MakeContext,
+        per: usize,
+        want: impl Fn(usize, usize) -> u32,
+        over: bool,
+    ) where
+        for<'a> (usize, &'a mut DeviceBuffer<u32>): KernelArgs<K::Params>,
     {
         let Some(b) = Bench::new(make, 1) else {
             return;
         };
+        let (per, gpu) = on_the_gpu(&b, per, 16);
+        let want: Vec<u32> = (0..1024 * per).map(|i| want(per, i)).collect();
         let mut out = b.zeros(want.len());
         b.stream
-            .launch(&b.kernel::<K>(), LaunchConfig::new(1, 1024), (&mut out,))
+            .launch(
+                &b.kernel::<K>(),
+                LaunchConfig::new(1, 1024),
+                (per, &mut out),
+            )
             .expect("launch");
         let reports = b.wait_and_take_reports();
         assert_eq!(reports.len(), 0, "{reports}");
-        if let vigil::DeviceId::Cuda(_) = b.ctx.device() {
+        if gpu && over {
             assert!(reports.unchecked_words() > 0, "{reports}");
             assert!(reports.to_string().contains("went unchecked"), "{reports}");
         } else {
@@ -637,36 +678,36 @@ mod scenarios {
         assert_eq!(download(&b, &out), want);
     }
 
-    /// One block of 1,024 threads reads 2,048 whole lines, as many as
-    /// `same_block_table_full_of_lines` writes. Passed read-only
-    /// (`&DeviceBuffer` for a `GlobalSlice`), nothing of the launch can
-    /// write them, and the GPU's same-block table is left out: no word
-    /// goes unchecked. The same reads through a writable view fill the
-    /// table and count words unchecked on the GPU. No race either way,
+    /// One block of 1,024 threads reads 65,536 whole lines (on the GPU),
+    /// as many as `same_block_table_full_of_lines` writes. Passed
+    /// read-only (`&DeviceBuffer` for a `GlobalSlice`), nothing of the
+    /// launch can write them, and the GPU's same-block table is left out:
+    /// no word goes unchecked. The same reads through a writable view fill
+    /// the table and count words unchecked on the GPU. No race either way,
     /// on either backend, and every sum right.
     pub fn read_only_lines_need_no_table(make: MakeContext) {
         let Some(b) = Bench::new(make, 1) else {
             return;
         };
-        let words = 32 * LINES_PER_WARP * 32;
+        let (per, gpu) = on_the_gpu(&b, OVER_THE_TABLE * 32, 64);
+        let words = 32 * per * 32;
         let values: Vec<u32> = (0..words as u32).collect();
         let mut data = DeviceBuffer::from_slice(&b.stream, &values).expect("upload");
         let want: Vec<u32> = (0..1024usize)
             .map(|t| {
                 let (warp, lane) = (t / 32, t % 32);
-                (0..LINES_PER_WARP)
-                    .map(|k| values[(warp * LINES_PER_WARP + k) * 32 + lane])
+                (0..per)
+                    .map(|k| values[(warp * per + k) * 32 + lane])
                     .fold(0u32, u32::wrapping_add)
             })
             .collect();
-        let gpu = matches!(b.ctx.device(), vigil::DeviceId::Cuda(_));
 
         let mut out = b.zeros(1024);
         b.stream
             .launch(
                 &b.kernel::<read_many_lines>(),
                 LaunchConfig::new(1, 1024),
-                (&data, &mut out),
+                (per, &data, &mut out),
             )
             .expect("launch");
         let reports = b.wait_and_take_reports();
@@ -679,7 +720,7 @@ mod scenarios {
             .launch(
                 &b.kernel::<read_many_lines_of_writable>(),
                 LaunchConfig::new(1, 1024),
-                (&mut data, &mut out),
+                (per, &mut data, &mut out),
             )
             .expect("launch");
         let reports = b.wait_and_take_reports();

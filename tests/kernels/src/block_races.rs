@@ -351,70 +351,73 @@ fn fill_then_read_neighbour<S: Sanitizer, const N: usize>(
     out.store(t, tile.load(N - threads + (t + 1) % threads)); // @stride-read
 }
 
-/// Words each thread of `many_words` writes.
-pub const WORDS_PER_THREAD: usize = 16;
-
-/// Each thread writes its own `WORDS_PER_THREAD` words of `out` (no two
-/// threads share one): with 1,024 threads, one barrier interval touches
-/// 16,384 words, more than the GPU's same-block table of a slot holds.
+/// Each thread writes its own `per` words of `out` (no two threads share
+/// one): with 1,024 threads, one barrier interval touches `1024 * per`
+/// words, one same-block table entry each on the GPU.
 #[kernel]
-pub fn many_words(out: GlobalSliceMut<u32>) {
+pub fn many_words(per: usize, out: GlobalSliceMut<u32>) {
     let t = thread_idx().x as usize;
     let mut k = 0;
-    while k < WORDS_PER_THREAD {
-        out.store(t * WORDS_PER_THREAD + k, k as u32);
+    while k < per {
+        out.store(t * per + k, k as u32);
         k += 1;
     }
 }
 
-/// Lines of `out` each warp of `many_lines` writes.
-pub const LINES_PER_WARP: usize = 64;
-
-/// Each warp of the block writes its own `LINES_PER_WARP` 128-byte lines
-/// of `out`, each line whole in one access of its lanes (lane `l` word
-/// `l`): with 1,024 threads, one barrier interval touches 2,048 lines,
-/// more than the GPU's same-block table of a slot holds even as one line
-/// entry each.
+/// Each warp of the block writes its own `per` 128-byte lines of `out`,
+/// each line whole in one access of its lanes (lane `l` word `l`): with
+/// 1,024 threads, one barrier interval touches `32 * per` lines, one
+/// same-block table entry each on the GPU.
 #[kernel]
-pub fn many_lines(out: GlobalSliceMut<u32>) {
+pub fn many_lines(per: usize, out: GlobalSliceMut<u32>) {
     let t = thread_idx().x as usize;
     let (warp, lane) = (t / 32, t % 32);
     let mut k = 0;
-    while k < LINES_PER_WARP {
-        out.store((warp * LINES_PER_WARP + k) * 32 + lane, k as u32);
+    while k < per {
+        out.store((warp * per + k) * 32 + lane, k as u32);
         k += 1;
     }
 }
 
-/// The sum of the `LINES_PER_WARP` lines of `many_lines`'s layout the
-/// calling thread's warp reads (lane `l` word `l` of each), through `load`.
+/// The sum of the `per` lines of `many_lines`'s layout the calling
+/// thread's warp reads (lane `l` word `l` of each), through `load`.
 #[inline(always)]
-fn sum_own_lines(load: impl Fn(usize) -> u32) -> u32 {
+fn sum_own_lines(per: usize, load: impl Fn(usize) -> u32) -> u32 {
     let t = thread_idx().x as usize;
     let (warp, lane) = (t / 32, t % 32);
     let mut sum = 0u32;
     let mut k = 0;
-    while k < LINES_PER_WARP {
-        sum = sum.wrapping_add(load((warp * LINES_PER_WARP + k) * 32 + lane));
+    while k < per {
+        sum = sum.wrapping_add(load((warp * per + k) * 32 + lane));
         k += 1;
     }
     sum
 }
 
-/// Each warp reads its own `LINES_PER_WARP` whole lines of `data` (the
-/// layout of [`many_lines()`]), and each thread stores its sum in
-/// `out[thread]`. `data` is read-only for the launch: the GPU
-/// sanitizer's same-block table is not needed for it.
+/// Each warp reads its own `per` whole lines of `data` (the layout of
+/// [`many_lines()`]), and each thread stores its sum in `out[thread]`.
+/// `data` is read-only for the launch: the GPU sanitizer's same-block
+/// table is not needed for it.
 #[kernel]
-pub fn read_many_lines(data: GlobalSlice<u32>, out: GlobalSliceMut<u32>) {
-    out.store(thread_idx().x as usize, sum_own_lines(|i| data.load(i)));
+pub fn read_many_lines(per: usize, data: GlobalSlice<u32>, out: GlobalSliceMut<u32>) {
+    out.store(
+        thread_idx().x as usize,
+        sum_own_lines(per, |i| data.load(i)),
+    );
 }
 
 /// [`read_many_lines()`] through a writable view of `data`: the same
 /// reads, which the same-block table must then follow.
 #[kernel]
-pub fn read_many_lines_of_writable(data: GlobalSliceMut<u32>, out: GlobalSliceMut<u32>) {
-    out.store(thread_idx().x as usize, sum_own_lines(|i| data.load(i)));
+pub fn read_many_lines_of_writable(
+    per: usize,
+    data: GlobalSliceMut<u32>,
+    out: GlobalSliceMut<u32>,
+) {
+    out.store(
+        thread_idx().x as usize,
+        sum_own_lines(per, |i| data.load(i)),
+    );
 }
 
 /// Threads per block of [`dynamic_reduce()`].
