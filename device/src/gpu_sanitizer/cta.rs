@@ -163,14 +163,14 @@ impl CtaState {
     }
 }
 
-/// The CTA's synchronisation words, in its `.shared` block.
-#[inline(always)]
 /// The CTA's current release epoch (relaxed: as [`CtaState::view`]).
 #[inline(always)]
 pub(super) fn cta_epoch() -> u16 {
     sync_words()[vigil_shared::race::sync::EPOCH_WORD].load(Ordering::Relaxed) as u16
 }
 
+/// The CTA's synchronisation words, in its `.shared` block.
+#[inline(always)]
 fn sync_words() -> &'static [AtomicU32] {
     // SAFETY: the `.shared` block holds SYNC_WORDS words at SYNC_OFFSET,
     // 4-aligned, for the CTA's life.
