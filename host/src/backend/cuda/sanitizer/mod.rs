@@ -805,7 +805,7 @@ mod tests {
             lane_ref: 9,
             flags: launch_flags::ONE_SERIAL,
             reports: 0x1234_5678_9abc,
-            extensions: 4,
+            extensions: 0,
         };
         let w = plan.record(2);
         assert_eq!(w.len() * 4, LAUNCH_RECORD_BYTES);
