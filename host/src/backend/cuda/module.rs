@@ -570,6 +570,29 @@ fn warn_unchecked_once(kernel: &str) {
     }
 }
 
+/// One remembered occupancy answer: threads (bits 0-15), dynamic shared
+/// bytes (16-47) and blocks (48-63), or 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ResidentBlocks(u64);
+
+impl ResidentBlocks {
+    /// The answer `blocks` for a block of `threads` with `dynamic` bytes.
+    fn of(threads: u32, dynamic: u32, blocks: u32) -> ResidentBlocks {
+        ResidentBlocks(
+            u64::from(threads.min(0xffff))
+                | u64::from(dynamic) << 16
+                | u64::from(blocks.min(0xffff)) << 48,
+        )
+    }
+
+    /// The blocks it remembers for `threads` and `dynamic`, if it is
+    /// their answer.
+    fn answer(self, threads: u32, dynamic: u32) -> Option<u32> {
+        (self.0 != 0 && ResidentBlocks::of(threads, dynamic, 0).0 == self.0 & ((1 << 48) - 1))
+            .then_some((self.0 >> 48) as u32)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -613,28 +636,5 @@ mod tests {
             super::ResidentBlocks::of(1024, 0, 0).answer(1024, 0),
             Some(0)
         );
-    }
-}
-
-/// One remembered occupancy answer: threads (bits 0-15), dynamic shared
-/// bytes (16-47) and blocks (48-63), or 0.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct ResidentBlocks(u64);
-
-impl ResidentBlocks {
-    /// The answer `blocks` for a block of `threads` with `dynamic` bytes.
-    fn of(threads: u32, dynamic: u32, blocks: u32) -> ResidentBlocks {
-        ResidentBlocks(
-            u64::from(threads.min(0xffff))
-                | u64::from(dynamic) << 16
-                | u64::from(blocks.min(0xffff)) << 48,
-        )
-    }
-
-    /// The blocks it remembers for `threads` and `dynamic`, if it is
-    /// their answer.
-    fn answer(self, threads: u32, dynamic: u32) -> Option<u32> {
-        (self.0 != 0 && ResidentBlocks::of(threads, dynamic, 0).0 == self.0 & ((1 << 48) - 1))
-            .then_some((self.0 >> 48) as u32)
     }
 }
