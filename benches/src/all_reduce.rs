@@ -241,6 +241,14 @@ pub fn measure(group: &SymmetricGroup, plan: &AllReducePlan) -> Result<AllReduce
     let first_ms = wall.elapsed().as_secs_f64() * 1e3;
     check_sums(group, &data, n)?;
     let (warmup, batches, per_batch) = repetitions(plan, first_ms);
+    let sanitized = group.context(0)?.is_sanitized();
+    // Said before the timing: a sanitized run cut short still tells how
+    // long one launch takes.
+    eprintln!(
+        "all_reduce: the first {} all-reduce and its check took {first_ms:.1} ms; \
+         timing {batches} batch(es) of {per_batch} after {warmup} warm-up launch(es)",
+        if sanitized { "sanitized" } else { "plain" },
+    );
     if warmup > 0 {
         batch(warmup)?;
     }
@@ -251,7 +259,7 @@ pub fn measure(group: &SymmetricGroup, plan: &AllReducePlan) -> Result<AllReduce
     times.sort_by(f64::total_cmp);
     Ok(AllReduceResult {
         world,
-        sanitized: group.context(0)?.is_sanitized(),
+        sanitized,
         bytes: (n * size_of::<u32>()) as u64,
         blocks: plan.blocks,
         threads,
