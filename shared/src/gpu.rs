@@ -67,13 +67,12 @@ pub const fn extensions_wanted(resident: u32) -> u32 {
 /// (the region it tries first), so that CTAs resident together ask for
 /// disjoint shares.
 pub const fn extension_mask(guess: u32, wanted: u32) -> u32 {
-    if wanted == 0 {
-        0
-    } else if wanted >= EXTENSIONS_PER_SM {
-        u32::MAX
+    let wanted = if wanted < EXTENSIONS_PER_SM {
+        wanted
     } else {
-        ((1 << wanted) - 1) << (guess.wrapping_mul(wanted) % EXTENSIONS_PER_SM)
-    }
+        EXTENSIONS_PER_SM
+    };
+    run_mask(guess.wrapping_mul(wanted) % EXTENSIONS_PER_SM, wanted)
 }
 
 /// An aligned share of `wanted` extension regions (a power of two) that

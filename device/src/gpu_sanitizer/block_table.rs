@@ -222,8 +222,9 @@ impl BlockTable {
     #[inline(always)]
     fn existing(&self, word: u64) -> Probe {
         let key = self.key(word);
+        let slot = self.region(word);
         for i in 0..GlobalTable::PROBES {
-            let (e, t, k) = self.probe(word, i);
+            let (e, t, k) = self.probe(slot, word, i);
             if t.load_acquire() != self.tag {
                 return Probe::Free;
             }
@@ -234,14 +235,25 @@ impl BlockTable {
         Probe::Full
     }
 
-    /// Probe `i` of the entry named `name`: its byte offset, tag word and
-    /// key word.
+    /// The region of the table that keeps the entry named `name`: the
+    /// CTA's own, or one of the extension regions it holds.
     #[inline(always)]
-    fn probe(&self, name: u64, i: usize) -> (usize, &'static BlockWord, &'static BlockWord) {
-        let slot = match GlobalTable::region(name, self.regions) {
+    fn region(&self, name: u64) -> usize {
+        match GlobalTable::region(name, self.regions) {
             0 => self.slot,
             r => self.extension + r as usize - 1,
-        };
+        }
+    }
+
+    /// Probe `i` of the entry named `name` in region `slot`
+    /// ([`region`](Self::region)): its byte offset, tag word and key word.
+    #[inline(always)]
+    fn probe(
+        &self,
+        slot: usize,
+        name: u64,
+        i: usize,
+    ) -> (usize, &'static BlockWord, &'static BlockWord) {
         let e = self.table.entry(slot, name, i);
         // SAFETY: `slot` is the CTA's region (below `block_table_slots`)
         // or one of the extension regions it holds on its SM (after
@@ -299,8 +311,9 @@ impl BlockTable {
     /// unchecked).
     fn entry(&self, name: u64, fresh: [u64; 3]) -> Option<(usize, bool)> {
         let key = self.key(name);
+        let slot = self.region(name);
         for i in 0..GlobalTable::PROBES {
-            let (e, t, k) = self.probe(name, i);
+            let (e, t, k) = self.probe(slot, name, i);
             let r = self.records(e);
             let claimed = Cell::new(false);
             // Word by word: an array's by-value iterator would live in
