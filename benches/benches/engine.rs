@@ -98,11 +98,7 @@ impl Engine {
             serial: self.base + cta,
             epoch: sync.epoch(),
             device: 0,
-            host: HostOrder {
-                base: self.base,
-                count: CTAS,
-                bounds: &self.bounds,
-            },
+            host: HostOrder::new(self.base, CTAS, &self.bounds),
             global: &self.bounds,
             devices: &self.devices,
             known: sync.known(),

@@ -63,8 +63,8 @@ pub mod warp;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod host_runtime {
     pub use crate::arch::host::{
-        enter_thread, set_current, AsyncCopies, BlockRuntime, SanitizerRuntime, ThreadContext,
-        WarpOp,
+        enter_thread, set_current, AsyncCopies, BlockRuntime, CopyAccess, SanitizerRuntime,
+        ThreadContext, WarpOp,
     };
     pub use crate::arch::host_async::thread_returned;
     pub use crate::sanitizer::{AtomicAccess, Checked, SharedAccess};

@@ -8,9 +8,21 @@
 //! perform a tensor copy, element by element, as the hardware would:
 //! the box at the given coordinates, row-major with the first dimension
 //! innermost, elements outside the tensor read as zero and not written.
+//!
+//! On both backends the host writes the [`TiledMap`] once more right after
+//! the descriptor ([`DESCRIPTION_OFFSET`]): there a sanitized GPU kernel
+//! reads which global memory a tensor copy touches, which the driver's
+//! descriptor does not say.
 
 /// Bytes of a tensor map.
 pub const TENSOR_MAP_BYTES: usize = 128;
+
+/// Where Vigil's description of a map ([`TiledMap::encode`]) sits, from
+/// the map's first byte: right after the descriptor.
+pub const DESCRIPTION_OFFSET: usize = TENSOR_MAP_BYTES;
+
+/// Bytes the host allocates per map: the descriptor, then its description.
+pub const TENSOR_MAP_WITH_DESCRIPTION: usize = DESCRIPTION_OFFSET + TENSOR_MAP_BYTES;
 
 /// The alignment a tensor map needs in memory.
 pub const TENSOR_MAP_ALIGN: usize = 64;

@@ -188,11 +188,7 @@ impl Mem {
             serial: Self::serial(cta),
             epoch: sync.epoch(),
             device: 0,
-            host: HostOrder {
-                base: lane_start(1),
-                count: CTAS,
-                bounds: &bounds,
-            },
+            host: HostOrder::new(lane_start(1), CTAS, &bounds),
             global: &bounds,
             devices: &devices,
             known: if known.is_none() { sync.known() } else { known },

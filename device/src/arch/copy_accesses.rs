@@ -1,23 +1,82 @@
 //! What the race sanitizer is told about an asynchronous copy: the one
 //! place that turns a copy into sanitizer accesses.
 //!
-//! For now a copy is a set of plain accesses made by the thread that
-//! issued it: its source reads, then its destination writes, in units of
-//! [`REPORT_UNIT`] bytes (the access sizes the GPU sanitizer's lean paths
-//! take). The callers decide when: the CPU backend reports a copy when it
-//! performs it, at its completion (a group wait, an mbarrier phase, the
-//! thread's exit), in the name of the issuing thread; the GPU reports it
-//! where the issuing thread issues it, since no thread runs at the
-//! completion of a copy the hardware makes. An mbarrier wait is an
-//! acquire for the block's checks, so either way the copy's shared writes
-//! are ordered before the waiting threads' reads, and a copy's accesses
-//! race only where plain accesses would.
-//!
-//! A model of the copy as an access in flight between its issue and its
-//! completion replaces this module; nothing else needs to change.
+//! A copy is a set of accesses ([`CopyAccess`]): its source reads, then
+//! its destination writes, in units of [`REPORT_UNIT`] bytes (the access
+//! sizes the GPU sanitizer's lean paths take). The callers decide when
+//! and as what: the CPU backend tells its runtime of each access twice,
+//! at the issue (checked as the issuing thread's, then in flight) and at
+//! the completion a thread waits for (from then on that thread's); the
+//! GPU reports them where the issuing thread issues it, as that thread's
+//! plain accesses, since no thread runs at the completion of a copy the
+//! hardware makes.
 
 use crate::sanitizer::SharedAccess;
+use vigil_shared::tensor_map::{TiledMap, MAX_RANK};
 use vigil_shared::AccessKind;
+
+/// Where a copy's global side is.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum GlobalSide {
+    /// `bytes` contiguous bytes at `addr` (for a load, the rest of the
+    /// shared range is zero-filled).
+    Linear {
+        /// First byte.
+        addr: usize,
+        /// Bytes read or written.
+        bytes: usize,
+    },
+    /// The box of a tensor map at `coords`.
+    Tensor {
+        /// The map, as Vigil describes it.
+        map: TiledMap,
+        /// The box's first element, innermost first.
+        coords: [i32; MAX_RANK],
+    },
+}
+
+impl GlobalSide {
+    /// Calls `f` with each contiguous range the copy reads or writes, as
+    /// (address, bytes), in the order it moves them (a tensor copy's rows
+    /// inside the tensor).
+    #[inline]
+    pub(crate) fn for_each_range(&self, mut f: impl FnMut(usize, usize)) {
+        match *self {
+            GlobalSide::Linear { addr, bytes } => {
+                if bytes > 0 {
+                    f(addr, bytes)
+                }
+            }
+            GlobalSide::Tensor { map, coords } => {
+                let eb = map.elem_bytes as usize;
+                map.for_each_row(coords, |row| {
+                    if row.end > row.first {
+                        let start = (row.global as usize).wrapping_add(row.first * eb);
+                        f(start, (row.end - row.first) * eb)
+                    }
+                })
+            }
+        }
+    }
+}
+
+/// One access of an asynchronous copy, as the sanitizer hears of it (at
+/// most [`REPORT_UNIT`] bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyAccess {
+    /// `size` bytes of global memory at `addr`: read by a load into
+    /// shared memory, written by a store out of it.
+    Global {
+        /// First byte.
+        addr: usize,
+        /// Bytes.
+        size: usize,
+        /// [`AccessKind::Read`] or [`AccessKind::Write`].
+        kind: AccessKind,
+    },
+    /// Its shared side (written by a load, read by a store).
+    Shared(SharedAccess),
+}
 
 /// Which way a copy moves data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,46 +90,50 @@ pub(crate) enum Direction {
 /// Bytes per reported access: the widest access a thread makes.
 pub(crate) const REPORT_UNIT: usize = 16;
 
-/// Calls `global` with each global access and `shared` with each shared
-/// access a copy in `direction` made, when its global side was the
-/// `(address, bytes)` ranges of `global_ranges` and its shared side the
-/// range `shared_range` describes (its `size` bytes from `addr`, in its
-/// array): first the source, then the destination.
+/// Calls `each` with every access a copy in `direction` made, when its
+/// global side was `global` and its shared side the range `shared_range`
+/// describes (its `size` bytes from `addr`, in its array): first the
+/// source, then the destination.
 #[inline]
 pub(crate) fn copy_accesses(
     direction: Direction,
-    global_ranges: &[(usize, usize)],
+    global: &GlobalSide,
     shared_range: SharedAccess,
-    mut global: impl FnMut(usize, usize, AccessKind),
-    mut shared: impl FnMut(SharedAccess),
+    mut each: impl FnMut(CopyAccess),
 ) {
     let (global_kind, shared_kind) = match direction {
         Direction::ToShared => (AccessKind::Read, AccessKind::Write),
         Direction::ToGlobal => (AccessKind::Write, AccessKind::Read),
     };
-    let mut globals = || {
-        for &(addr, bytes) in global_ranges {
-            units(addr, bytes, |a, n| global(a, n, global_kind));
-        }
+    let globals = |each: &mut dyn FnMut(CopyAccess)| {
+        global.for_each_range(|addr, bytes| {
+            units(addr, bytes, |addr, size| {
+                each(CopyAccess::Global {
+                    addr,
+                    size,
+                    kind: global_kind,
+                })
+            })
+        });
     };
-    let mut shareds = || {
-        units(shared_range.addr, shared_range.size, |a, n| {
-            shared(SharedAccess {
-                addr: a,
-                size: n,
+    let shareds = |each: &mut dyn FnMut(CopyAccess)| {
+        units(shared_range.addr, shared_range.size, |addr, size| {
+            each(CopyAccess::Shared(SharedAccess {
+                addr,
+                size,
                 kind: shared_kind,
                 ..shared_range
-            })
+            }))
         });
     };
     match direction {
         Direction::ToShared => {
-            globals();
-            shareds();
+            globals(&mut each);
+            shareds(&mut each);
         }
         Direction::ToGlobal => {
-            shareds();
-            globals();
+            shareds(&mut each);
+            globals(&mut each);
         }
     }
 }
@@ -110,10 +173,17 @@ mod tests {
         let log = std::cell::RefCell::new(&mut seen);
         copy_accesses(
             Direction::ToShared,
-            &[(0x2008, 24)],
+            &GlobalSide::Linear {
+                addr: 0x2008,
+                bytes: 24,
+            },
             range(0x1010, 24),
-            |a, n, k| log.borrow_mut().push(("global", a, n, k)),
-            |s| log.borrow_mut().push(("shared", s.addr, s.size, s.kind)),
+            |access| match access {
+                CopyAccess::Global { addr, size, kind } => {
+                    log.borrow_mut().push(("global", addr, size, kind))
+                }
+                CopyAccess::Shared(s) => log.borrow_mut().push(("shared", s.addr, s.size, s.kind)),
+            },
         );
         assert_eq!(
             seen,
@@ -126,16 +196,35 @@ mod tests {
         );
     }
 
+    /// A 4 x 2 tensor of `u32` at 0x3000 whose rows are 4,096 bytes
+    /// apart, its one box the whole tensor.
+    fn two_rows_4096_apart() -> TiledMap {
+        TiledMap {
+            base: 0x3000,
+            rank: 2,
+            elem_bytes: 4,
+            dims: [4, 2, 1, 1, 1],
+            strides: [4, 0x1000, 0, 0, 0],
+            box_dims: [4, 2, 1, 1, 1],
+            swizzle: vigil_shared::tensor_map::Swizzle::None,
+        }
+    }
+
     #[test]
     fn a_store_reads_shared_first_and_keeps_the_array() {
         let mut seen = Vec::new();
         let log = std::cell::RefCell::new(&mut seen);
         copy_accesses(
             Direction::ToGlobal,
-            &[(0x3000, 16), (0x4000, 16)],
+            &GlobalSide::Tensor {
+                map: two_rows_4096_apart(),
+                coords: [0; MAX_RANK],
+            },
             range(0x1000, 32),
-            |a, _, k| log.borrow_mut().push((a, k, 0)),
-            |s| log.borrow_mut().push((s.addr, s.kind, s.array)),
+            |access| match access {
+                CopyAccess::Global { addr, kind, .. } => log.borrow_mut().push((addr, kind, 0)),
+                CopyAccess::Shared(s) => log.borrow_mut().push((s.addr, s.kind, s.array)),
+            },
         );
         assert_eq!(
             seen,

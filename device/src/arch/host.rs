@@ -9,6 +9,7 @@
 //! that racy kernels stay defined behaviour on the host, and scoped atomics
 //! map to `core::sync::atomic` with the same ordering.
 
+pub use super::copy_accesses::CopyAccess;
 pub use super::host_async::AsyncCopies;
 use crate::atomic::sealed::{ArchAdd, ArchAnd, ArchAtomic, ArchMax, ArchMin, ArchOr, ArchXor};
 use crate::index::Dim3;
@@ -177,6 +178,45 @@ pub trait SanitizerRuntime: Sync {
         loc: &'static Location<'static>,
     ) {
         let _ = (thread, access, loc);
+    }
+    /// `issuer` issued the block's asynchronous copy number `copy` (from
+    /// 1, counted per block), one of whose accesses is `access`: the copy
+    /// makes it some time between now and its completion
+    /// ([`copy_completed`](SanitizerRuntime::copy_completed)), ordered
+    /// after what `issuer` did before. Default: nothing.
+    fn copy_issued(
+        &self,
+        issuer: &ThreadContext<'_>,
+        copy: u32,
+        access: CopyAccess,
+        loc: &'static Location<'static>,
+    ) {
+        let _ = (issuer, copy, access, loc);
+    }
+    /// Copy `copy`, issued by `issuer` at `loc`, has completed and
+    /// `waiter` (the issuer, or a thread of its block waiting on the
+    /// copy's mbarrier) is the first to see it; `access` is one of its
+    /// accesses, as [`copy_issued`](SanitizerRuntime::copy_issued) gave
+    /// it. Default: the access as `issuer`'s, made now.
+    fn copy_completed(
+        &self,
+        waiter: &ThreadContext<'_>,
+        issuer: &ThreadContext<'_>,
+        copy: u32,
+        access: CopyAccess,
+        loc: &'static Location<'static>,
+    ) {
+        let _ = (waiter, copy);
+        match access {
+            CopyAccess::Global { addr, size, kind } => self.access(issuer, addr, size, kind, loc),
+            CopyAccess::Shared(shared) => self.shared_access(issuer, shared, loc),
+        }
+    }
+    /// `thread` waited for the grids its launch depends on
+    /// (`griddepcontrol.wait` in a programmatic dependent launch): its
+    /// block's later accesses are ordered after them. Default: nothing.
+    fn grid_dependency_waited(&self, thread: &ThreadContext<'_>) {
+        let _ = thread;
     }
     /// `thread` acquired everything its block released so far, in a way
     /// not followed word by word (an mbarrier phase completing): for the

@@ -26,12 +26,14 @@
 //! executor's livelock detector sees, so it ends the launch instead of
 //! hanging.
 //!
-//! The sanitizer (when one is installed) hears of each copy when it is
-//! performed, as accesses of the thread that issued it
-//! (`arch::copy_accesses`).
+//! The sanitizer (when one is installed) hears of each copy's accesses
+//! (`arch::copy_accesses`) twice: at its issue, as the issuing thread's,
+//! in flight from then on; and when it is performed, as completed by the
+//! thread that performs it (the issuer at a group wait or its return, a
+//! waiter at an mbarrier phase).
 
-use super::copy_accesses::{copy_accesses, Direction};
-use super::host::{copy_relaxed, poll, with_current, ThreadContext};
+use super::copy_accesses::{copy_accesses, Direction, GlobalSide};
+use super::host::{copy_relaxed, poll, with_current, CopyAccess, SanitizerRuntime, ThreadContext};
 use crate::index::Dim3;
 use crate::sanitizer::SharedAccess;
 use core::panic::Location;
@@ -40,29 +42,11 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering as MemOrder};
 use vigil_shared::tensor_map::{TensorMapBytes, TiledMap, MAX_RANK};
 
-/// Where a copy's global side is.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum GlobalSide {
-    /// `bytes` contiguous bytes at `addr` (for a load, the rest of the
-    /// shared range is zero-filled).
-    Linear {
-        /// First byte.
-        addr: usize,
-        /// Bytes read or written.
-        bytes: usize,
-    },
-    /// The box of a CPU-encoded tensor map at `coords`.
-    Tensor {
-        /// The decoded map.
-        map: TiledMap,
-        /// The box's first element, innermost first.
-        coords: [i32; MAX_RANK],
-    },
-}
-
 /// A copy issued and not performed yet.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PendingCopy {
+    /// Its number in its block, from 1 (the sanitizer's name for it).
+    pub(crate) id: u32,
     /// Which way it moves data.
     pub(crate) direction: Direction,
     /// Its shared side: `size` bytes at `addr`, in its array.
@@ -139,6 +123,8 @@ pub struct AsyncCopies {
     threads: RefCell<Vec<ThreadCopies>>,
     /// Copies completing on an mbarrier, with its address, in issue order.
     on_barriers: RefCell<Vec<(usize, PendingCopy)>>,
+    /// Copies the block issued.
+    issued: std::cell::Cell<u32>,
 }
 
 impl std::fmt::Debug for AsyncCopies {
@@ -157,6 +143,14 @@ impl AsyncCopies {
             *t = ThreadCopies::default();
         }
         self.on_barriers.borrow_mut().clear();
+        self.issued.set(0);
+    }
+
+    /// The number of the block's next copy.
+    fn next_id(&self) -> u32 {
+        let id = self.issued.get().wrapping_add(1).max(1);
+        self.issued.set(id);
+        id
     }
 
     /// Runs `f` on thread `t`'s copies.
@@ -189,12 +183,28 @@ fn with_copies<R>(f: impl FnOnce(&ThreadContext<'_>, &AsyncCopies) -> R) -> R {
     })
 }
 
+/// Calls `each` with every access of `copy` (its source, then its
+/// destination), when a sanitizer is installed.
+fn tell_sanitizer(
+    ctx: &ThreadContext<'_>,
+    copy: &PendingCopy,
+    each: impl Fn(&dyn SanitizerRuntime, CopyAccess),
+) {
+    if let Some(rt) = ctx.sanitizer {
+        copy_accesses(copy.direction, &copy.global, copy.shared, |a| each(rt, a));
+    }
+}
+
+/// Tells the sanitizer that the calling thread (`ctx`) issued `copy`.
+fn announce(ctx: &ThreadContext<'_>, copy: &PendingCopy) {
+    tell_sanitizer(ctx, copy, |rt, a| rt.copy_issued(ctx, copy.id, a, copy.loc));
+}
+
 /// Performs `copy` now, on behalf of the thread that issued it, and tells
-/// the sanitizer (if one is installed) in that thread's name. `ctx` is
-/// the calling thread's context (the issuer's, or a waiter's of the same
-/// block).
+/// the sanitizer (if one is installed) that the calling thread saw it
+/// complete. `ctx` is the calling thread's context (the issuer's, or a
+/// waiter's of the same block).
 fn perform(ctx: &ThreadContext<'_>, copy: &PendingCopy) {
-    let mut ranges: Vec<(usize, usize)> = Vec::new();
     let shared = copy.shared.addr as *mut u8;
     match copy.global {
         GlobalSide::Linear { addr, bytes } => {
@@ -209,9 +219,6 @@ fn perform(ctx: &ThreadContext<'_>, copy: &PendingCopy) {
                     }
                     Direction::ToGlobal => copy_relaxed(shared, addr as *mut u8, bytes, false),
                 }
-            }
-            if bytes > 0 {
-                ranges.push((addr, bytes));
             }
         }
         GlobalSide::Tensor { map, coords } => {
@@ -237,26 +244,16 @@ fn perform(ctx: &ThreadContext<'_>, copy: &PendingCopy) {
                         }
                     }
                 }
-                if row.end > row.first {
-                    let start = (row.global as usize).wrapping_add(row.first * eb);
-                    ranges.push((start, (row.end - row.first) * eb));
-                }
             });
         }
     }
-    if let Some(rt) = ctx.sanitizer {
-        let issuer = ThreadContext {
-            thread_idx: copy.issuer,
-            ..*ctx
-        };
-        copy_accesses(
-            copy.direction,
-            &ranges,
-            copy.shared,
-            |addr, size, kind| rt.access(&issuer, addr, size, kind, copy.loc),
-            |access| rt.shared_access(&issuer, access, copy.loc),
-        );
-    }
+    let issuer = ThreadContext {
+        thread_idx: copy.issuer,
+        ..*ctx
+    };
+    tell_sanitizer(ctx, copy, |rt, a| {
+        rt.copy_completed(ctx, &issuer, copy.id, a, copy.loc)
+    });
 }
 
 /// Performs `copies` in order.
@@ -276,21 +273,26 @@ fn check_aligned(addr: usize, align: usize, what: &str) {
     );
 }
 
-/// A new copy by the calling thread.
-#[track_caller]
+/// A new copy by the calling thread, of its block's `copies`, issued at
+/// `loc`: numbered, and announced to the sanitizer.
 fn pending(
     ctx: &ThreadContext<'_>,
+    copies: &AsyncCopies,
     direction: Direction,
     shared: SharedAccess,
     global: GlobalSide,
+    loc: &'static Location<'static>,
 ) -> PendingCopy {
-    PendingCopy {
+    let copy = PendingCopy {
+        id: copies.next_id(),
         direction,
         shared,
         global,
         issuer: ctx.thread_idx,
-        loc: Location::caller(),
-    }
+        loc,
+    };
+    announce(ctx, &copy);
+    copy
 }
 
 /// `cp.async` of `BYTES` (`shared.size`) bytes from `global` into `shared`.
@@ -329,8 +331,9 @@ pub(crate) unsafe fn cp_async_zfill<S, const BYTES: usize>(
 /// A copy by the calling thread into its queue `queue`'s open group.
 #[track_caller]
 fn issue(queue: Queue, direction: Direction, shared: SharedAccess, global: GlobalSide) {
+    let loc = Location::caller();
     with_copies(|ctx, copies| {
-        let c = pending(ctx, direction, shared, global);
+        let c = pending(ctx, copies, direction, shared, global, loc);
         copies.thread(ctx.linear_thread_index(), |t| queue(t).open.push(c));
     })
 }
@@ -526,8 +529,9 @@ pub(crate) unsafe fn tensor_to_shared<S, const D: usize>(
 /// A load completing on the mbarrier at `bar`.
 #[track_caller]
 fn on_barrier(shared: SharedAccess, global: GlobalSide, bar: usize) {
+    let loc = Location::caller();
     with_copies(|ctx, copies| {
-        let c = pending(ctx, Direction::ToShared, shared, global);
+        let c = pending(ctx, copies, Direction::ToShared, shared, global, loc);
         copies.on_barriers.borrow_mut().push((bar, c));
     })
 }
@@ -547,8 +551,15 @@ pub(crate) unsafe fn fence_tensormap_acquire(_map: *const u8) {}
 pub(crate) fn launch_dependents() {}
 
 /// `griddepcontrol.wait`: the launches before this one on its stream
-/// have finished already on the host.
-pub(crate) fn wait_for_prerequisite_grids() {}
+/// have finished already on the host; the sanitizer (if installed) orders
+/// the calling block after them from now on.
+pub(crate) fn wait_for_prerequisite_grids() {
+    with_current(|ctx| {
+        if let Some(rt) = ctx.sanitizer {
+            rt.grid_dependency_waited(ctx)
+        }
+    })
+}
 
 /// An mbarrier's state as the CPU backend keeps it in its 8 bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

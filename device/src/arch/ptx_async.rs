@@ -13,29 +13,45 @@
 //! they take shared ranges as the sanitizer sees them and, in a checking
 //! variant, report a copy where it is issued (`arch::copy_accesses`).
 
-use super::copy_accesses::{copy_accesses, Direction};
+use super::copy_accesses::{copy_accesses, CopyAccess, Direction, GlobalSide};
 use crate::sanitizer::{Sanitizer, SharedAccess};
 use core::panic::Location;
-use vigil_shared::tensor_map::MAX_RANK;
+use vigil_shared::tensor_map::{TensorMapBytes, TiledMap, DESCRIPTION_OFFSET, MAX_RANK};
 
 /// Tells `S` of a copy's accesses where the calling thread issues it: no
 /// thread runs where the hardware completes it.
 #[inline(always)]
 #[track_caller]
-fn report_at_issue<S: Sanitizer>(
-    direction: Direction,
-    global: &[(usize, usize)],
-    shared: SharedAccess,
-) {
+fn report_at_issue<S: Sanitizer>(direction: Direction, global: GlobalSide, shared: SharedAccess) {
     if S::ENABLED {
         let loc = Location::caller();
-        copy_accesses(
-            direction,
-            global,
-            shared,
-            |addr, size, kind| S::access(addr, size, kind, loc),
-            |access| S::shared_access(access, loc),
-        );
+        copy_accesses(direction, &global, shared, |access| match access {
+            CopyAccess::Global { addr, size, kind } => S::access(addr, size, kind, loc),
+            CopyAccess::Shared(access) => S::shared_access(access, loc),
+        });
+    }
+}
+
+/// `bytes` bytes at `addr`.
+#[inline(always)]
+fn linear(addr: usize, bytes: usize) -> GlobalSide {
+    GlobalSide::Linear { addr, bytes }
+}
+
+/// The global side of a tensor copy of the box at `coords` through the
+/// map at `map`: the description the host wrote after the descriptor
+/// (nothing, for memory that holds none).
+///
+/// # Safety
+/// `map` points to a tensor map the host built, with its description.
+#[inline(always)]
+unsafe fn tensor_side(map: *const u8, coords: [i32; MAX_RANK]) -> GlobalSide {
+    // SAFETY: the host allocates the description right after the
+    // descriptor (the caller's contract), aligned like it.
+    let bytes = unsafe { (map.add(DESCRIPTION_OFFSET) as *const TensorMapBytes).read_volatile() };
+    match TiledMap::decode(&bytes) {
+        Some(map) => GlobalSide::Tensor { map, coords },
+        None => linear(0, 0),
     }
 }
 
@@ -48,7 +64,7 @@ fn report_at_issue<S: Sanitizer>(
 #[inline(always)]
 #[track_caller]
 pub unsafe fn cp_async<S: Sanitizer, const BYTES: usize>(shared: SharedAccess, global: usize) {
-    report_at_issue::<S>(Direction::ToShared, &[(global, BYTES)], shared);
+    report_at_issue::<S>(Direction::ToShared, linear(global, BYTES), shared);
     // SAFETY: the caller's contract.
     unsafe { raw::cp_async_full::<BYTES>(shared_address(shared.addr), global as *const u8) }
 }
@@ -65,7 +81,7 @@ pub unsafe fn cp_async_zfill<S: Sanitizer, const BYTES: usize>(
     global: usize,
     global_bytes: usize,
 ) {
-    report_at_issue::<S>(Direction::ToShared, &[(global, global_bytes)], shared);
+    report_at_issue::<S>(Direction::ToShared, linear(global, global_bytes), shared);
     // SAFETY: the caller's contract.
     unsafe {
         raw::cp_async::<BYTES>(
@@ -89,7 +105,7 @@ pub use raw::{
 #[inline(always)]
 #[track_caller]
 pub unsafe fn bulk_to_shared<S: Sanitizer>(shared: SharedAccess, global: usize, bar: usize) {
-    report_at_issue::<S>(Direction::ToShared, &[(global, shared.size)], shared);
+    report_at_issue::<S>(Direction::ToShared, linear(global, shared.size), shared);
     // SAFETY: the caller's contract.
     unsafe {
         raw::bulk_to_shared(
@@ -108,7 +124,7 @@ pub unsafe fn bulk_to_shared<S: Sanitizer>(shared: SharedAccess, global: usize, 
 #[inline(always)]
 #[track_caller]
 pub unsafe fn bulk_to_global<S: Sanitizer>(shared: SharedAccess, global: usize) {
-    report_at_issue::<S>(Direction::ToGlobal, &[(global, shared.size)], shared);
+    report_at_issue::<S>(Direction::ToGlobal, linear(global, shared.size), shared);
     // SAFETY: the caller's contract.
     unsafe {
         raw::bulk_to_global(
@@ -121,7 +137,7 @@ pub unsafe fn bulk_to_global<S: Sanitizer>(shared: SharedAccess, global: usize) 
 
 /// A tensor load of the box at `coords` into `shared` (`shared.size` is
 /// the box's bytes), completing on the mbarrier at `bar`. The sanitizer
-/// hears of its shared side only: the driver's map is opaque.
+/// hears of its global side from the map's description.
 ///
 /// # Safety
 /// As [`raw::tensor_to_shared`].
@@ -133,7 +149,14 @@ pub unsafe fn tensor_to_shared<S: Sanitizer, const D: usize>(
     coords: [i32; MAX_RANK],
     bar: usize,
 ) {
-    report_at_issue::<S>(Direction::ToShared, &[], shared);
+    if S::ENABLED {
+        // SAFETY: the caller's contract.
+        report_at_issue::<S>(
+            Direction::ToShared,
+            unsafe { tensor_side(map, coords) },
+            shared,
+        );
+    }
     // SAFETY: the caller's contract.
     unsafe {
         raw::tensor_to_shared::<D>(
@@ -146,7 +169,7 @@ pub unsafe fn tensor_to_shared<S: Sanitizer, const D: usize>(
 }
 
 /// A tensor store of the box at `coords` from `shared` in the open bulk
-/// group (the sanitizer hears of its shared side only).
+/// group.
 ///
 /// # Safety
 /// As [`raw::tensor_to_global`].
@@ -157,7 +180,14 @@ pub unsafe fn tensor_to_global<S: Sanitizer, const D: usize>(
     map: *const u8,
     coords: [i32; MAX_RANK],
 ) {
-    report_at_issue::<S>(Direction::ToGlobal, &[], shared);
+    if S::ENABLED {
+        // SAFETY: the caller's contract.
+        report_at_issue::<S>(
+            Direction::ToGlobal,
+            unsafe { tensor_side(map, coords) },
+            shared,
+        );
+    }
     // SAFETY: the caller's contract.
     unsafe { raw::tensor_to_global::<D>(map, coords, shared_address(shared.addr)) }
 }

@@ -147,11 +147,7 @@ impl CtaState {
             // sanitizer thread).
             epoch: words[vigil_shared::race::sync::EPOCH_WORD].load(Ordering::Relaxed) as u16,
             device: self.device,
-            host: HostOrder {
-                base: self.base,
-                count: self.count,
-                bounds: self.bounds(),
-            },
+            host: HostOrder::new(self.base, self.count, self.bounds()),
             global: self.global(),
             devices: mem.lane_devices(),
             known: vigil_shared::race::knowledge::SnapRef(

@@ -262,11 +262,7 @@ mod tests {
             serial,
             epoch: 1,
             device: 0,
-            host: HostOrder {
-                base,
-                count: 2,
-                bounds: &bounds,
-            },
+            host: HostOrder::new(base, 2, &bounds),
             global: &bounds,
             devices: &devices,
             known: vigil_shared::race::knowledge::SnapRef::NONE,

@@ -19,7 +19,8 @@ use std::marker::PhantomData;
 use vigil_device::async_copy::{TensorMap, TensorMapMut};
 use vigil_device::Sanitizer;
 use vigil_shared::tensor_map::{
-    Swizzle, TiledMap, MAX_BOX_DIM, MAX_RANK, TENSOR_MAP_ALIGN, TENSOR_MAP_BYTES,
+    Swizzle, TiledMap, DESCRIPTION_OFFSET, MAX_BOX_DIM, MAX_RANK, TENSOR_MAP_ALIGN,
+    TENSOR_MAP_WITH_DESCRIPTION,
 };
 
 /// The shape a tensor map gives a buffer and the box a copy moves:
@@ -182,8 +183,13 @@ impl Descriptor {
             .check(view.ptr, view.len as u64 * elem, elem)
             .map_err(Error::TensorMap)?;
         let bytes = ctx.backend().encode_tensor_map(&map, T::TYPE)?;
-        let buffer = DeviceBuffer::from_slice(stream, &bytes.0)?;
-        debug_assert_eq!(buffer.size_bytes(), TENSOR_MAP_BYTES);
+        // The descriptor, then the description a sanitized kernel reads.
+        let mut words = [0u64; TENSOR_MAP_WITH_DESCRIPTION / 8];
+        let (descriptor, description) = words.split_at_mut(DESCRIPTION_OFFSET / 8);
+        descriptor.copy_from_slice(&bytes.0);
+        description.copy_from_slice(&map.encode().0);
+        let buffer = DeviceBuffer::from_slice(stream, &words)?;
+        debug_assert_eq!(buffer.size_bytes(), TENSOR_MAP_WITH_DESCRIPTION);
         if buffer.device_ptr() % TENSOR_MAP_ALIGN as u64 != 0 {
             return Err(Error::TensorMap(TensorMapProblem::Misaligned {
                 addr: buffer.device_ptr(),

@@ -106,11 +106,7 @@ impl CtaView<'_> {
         while p < hi {
             // Host order: a prefix of each lane.
             let lane = lane_of(p);
-            let bound = if lane == lane_of(self.host.base) {
-                self.host.base
-            } else {
-                self.host.bounds.0[lane]
-            };
+            let bound = self.host.bound(lane);
             let lane_hi = lane_end(lane).min(hi);
             if p < bound {
                 p = bound.min(lane_hi);
@@ -211,11 +207,7 @@ mod tests {
             serial: base + 5,
             epoch: 1,
             device: 0,
-            host: HostOrder {
-                base,
-                count: 100,
-                bounds: &bounds,
-            },
+            host: HostOrder::new(base, 100, &bounds),
             global: &bounds,
             devices: &devices,
             known,

@@ -76,20 +76,42 @@ pub struct HostOrder<'t> {
     pub count: u32,
     /// Per-lane bounds.
     pub bounds: &'t LaneBounds,
+    /// The bound of the launch's own lane: its base, or, for a CTA of a
+    /// launch that may start before the launch before it on its stream
+    /// has finished (programmatic dependent launch) and that has not
+    /// waited for it yet, that launch's own bound.
+    pub own_bound: Serial,
 }
 
-impl HostOrder<'_> {
+impl<'t> HostOrder<'t> {
+    /// The host order of the launch of `count` serials from `base` with
+    /// per-lane bounds `bounds`, ordered after all of its own lane below
+    /// `base`.
+    #[inline(always)]
+    pub fn new(base: Serial, count: u32, bounds: &'t LaneBounds) -> Self {
+        HostOrder {
+            base,
+            count,
+            bounds,
+            own_bound: base,
+        }
+    }
+
+    /// The bound in lane `lane`: serials below it happen before this launch.
+    #[inline(always)]
+    pub fn bound(&self, lane: usize) -> Serial {
+        if lane == lane_of(self.base) {
+            self.own_bound
+        } else {
+            self.bounds.0[lane]
+        }
+    }
+
     /// Whether an access by `s` happens before every access of this
     /// launch by host ordering (stream order, events, host waits).
     #[inline(always)]
     pub fn orders(&self, s: Serial) -> bool {
-        let lane = lane_of(s);
-        let bound = if lane == lane_of(self.base) {
-            self.base
-        } else {
-            self.bounds.0[lane]
-        };
-        s < bound
+        s < self.bound(lane_of(s))
     }
 
     /// Whether `s` is a CTA of this launch.
@@ -157,11 +179,7 @@ mod tests {
         let mut bounds = LaneBounds::NONE;
         bounds.0[3] = lane_start(3) + 10;
         let own = lane_start(1) + 100;
-        let order = HostOrder {
-            base: own,
-            count: 4,
-            bounds: &bounds,
-        };
+        let order = HostOrder::new(own, 4, &bounds);
         assert!(order.orders(own - 1));
         assert!(!order.orders(own));
         assert!(!order.orders(own + 3));

@@ -7,6 +7,7 @@
 )]
 
 pub mod async_copies;
+pub mod async_races;
 pub mod block_races;
 pub mod examples;
 pub mod hangs;

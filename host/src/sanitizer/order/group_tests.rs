@@ -319,11 +319,7 @@ mod shared_engine {
                 serial: l.plan.base,
                 epoch: sync.epoch(),
                 device: l.rank,
-                host: HostOrder {
-                    base: l.plan.base,
-                    count: l.plan.count,
-                    bounds: &l.plan.bounds,
-                },
+                host: HostOrder::new(l.plan.base, l.plan.count, &l.plan.bounds),
                 global: &l.plan.global,
                 devices: &devices,
                 known: SnapRef::NONE,

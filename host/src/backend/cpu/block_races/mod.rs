@@ -22,10 +22,8 @@
 mod shadow;
 
 use shadow::BlockShadow;
-pub(crate) use shadow::Conflict;
-use std::panic::Location;
+pub(crate) use shadow::{Conflict, Made};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use vigil_shared::AccessKind;
 
 /// The block-level race state of every virtual SM.
 pub(crate) struct BlockRaces {
@@ -52,34 +50,57 @@ impl BlockRaces {
     }
 
     /// Thread `thread` (linear index) of the block on `smid` accesses
-    /// `size` bytes at `addr` (through the shared view allocated at
-    /// `view`, for shared memory) in the block's release epoch
-    /// `release_epoch`; returns the earlier accesses of its barrier
-    /// interval it races with (none, usually: no allocation then).
-    #[allow(clippy::too_many_arguments)]
+    /// `size` bytes at `addr` (as `made` says); returns the earlier
+    /// accesses of its barrier interval, and the copies in flight, it
+    /// races with (none, usually: no allocation then).
     pub(crate) fn access(
         &self,
         smid: u32,
         thread: u32,
         addr: u64,
         size: u64,
-        kind: AccessKind,
-        location: &'static Location<'static>,
-        view: Option<&'static Location<'static>>,
-        release_epoch: u16,
+        made: Made,
     ) -> Vec<Conflict> {
         let mut races = Vec::new();
-        self.sm(smid).access(
-            thread,
-            addr,
-            size,
-            kind,
-            location,
-            view,
-            release_epoch,
-            |c| races.push(c),
-        );
+        self.sm(smid)
+            .access(thread, addr, size, made, |c| races.push(c));
         races
+    }
+
+    /// Thread `thread` of the block on `smid` issues the block's
+    /// asynchronous copy number `copy`, which accesses `size` bytes at
+    /// `addr` (as `made` says) some time before it completes: checked
+    /// now as the thread's access, then in flight. Returns what it races
+    /// with.
+    pub(crate) fn copy_issued(
+        &self,
+        smid: u32,
+        thread: u32,
+        copy: u32,
+        addr: u64,
+        size: u64,
+        made: Made,
+    ) -> Vec<Conflict> {
+        let mut races = Vec::new();
+        self.sm(smid)
+            .copy_issued(thread, copy, addr, size, made, |c| races.push(c));
+        races
+    }
+
+    /// Thread `thread` of the block on `smid` saw copy `copy` complete in
+    /// the block's release epoch `release_epoch`: its accesses to the
+    /// `size` bytes at `addr` are the thread's from now on.
+    pub(crate) fn copy_completed(
+        &self,
+        smid: u32,
+        thread: u32,
+        copy: u32,
+        addr: u64,
+        size: u64,
+        release_epoch: u16,
+    ) {
+        self.sm(smid)
+            .copy_completed(thread, copy, addr, size, release_epoch);
     }
 
     /// Thread `thread` of the block on `smid` arrives at a barrier.

@@ -27,6 +27,18 @@
 //! thread made before the release counts as released with it, and what
 //! one thread acquired counts for every thread of the block. That can
 //! hide a race, never invent one.
+//!
+//! # Asynchronous copies
+//!
+//! A copy's accesses take place somewhere between its issue and the
+//! completion a thread waits for. At the issue they are checked as the
+//! issuing thread's (ordered after what it did before) and kept as
+//! accesses *in flight* ([`Access::copy`]): until the completion they
+//! are ordered before nothing, not even the issuer's own later accesses,
+//! and no barrier or acquire forgets them. The completion
+//! ([`BlockShadow::copy_completed`]) turns them into accesses of the
+//! thread that saw it complete, made at that moment: from then on they
+//! order like that thread's own.
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
@@ -68,8 +80,15 @@ impl ThreadClock {
     /// `acquired` what its block acquired of its own releases: the
     /// same thread, an earlier barrier interval, a warp collective of its
     /// warp that this thread joined after `prior`'s thread did, or a
-    /// release after it that the block acquired.
+    /// release after it that the block acquired. A copy in flight is
+    /// ordered before nothing.
     pub(crate) fn orders(&self, prior: &Access, me: u32, acquired: BlockAcquired) -> bool {
+        prior.copy == 0 && self.orders_made(prior, me, acquired)
+    }
+
+    /// [`orders`](Self::orders) as if `prior` had been made by its thread
+    /// at the moment it was recorded (for an access in flight: its issue).
+    fn orders_made(&self, prior: &Access, me: u32, acquired: BlockAcquired) -> bool {
         prior.thread == me
             || prior.epoch != self.epoch
             || acquired.covers(prior.release_epoch)
@@ -100,6 +119,16 @@ pub(crate) struct Access {
     /// For a shared-memory access, where the shared view it went through
     /// was allocated (views over the same bytes share the word).
     pub(crate) view: Option<&'static Location<'static>>,
+    /// For an access of an asynchronous copy in flight, the block's
+    /// number of the copy (from 1); 0 for every other access.
+    pub(crate) copy: u32,
+}
+
+impl Access {
+    /// True for an access of an asynchronous copy not completed yet.
+    fn in_flight(&self) -> bool {
+        self.copy != 0
+    }
 }
 
 /// A word's accesses of the current barrier interval: the first `len` of
@@ -124,6 +153,34 @@ impl Word {
     fn live(&self) -> &[Access] {
         &self.accesses[..self.len as usize]
     }
+
+    /// Starts the interval `epoch`: forgets every access but the copies
+    /// still in flight.
+    fn keep_in_flight(&mut self, epoch: u32) {
+        let mut n = 0;
+        for i in 0..self.len as usize {
+            if self.accesses[i].in_flight() {
+                self.accesses[n] = self.accesses[i];
+                n += 1;
+            }
+        }
+        self.len = n as u8;
+        self.epoch = epoch;
+    }
+}
+
+/// What an access is, beside its thread and bytes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Made {
+    /// What it does.
+    pub(crate) kind: AccessKind,
+    /// Where in the kernel.
+    pub(crate) location: &'static Location<'static>,
+    /// For shared memory, where the shared view it goes through was
+    /// allocated.
+    pub(crate) view: Option<&'static Location<'static>>,
+    /// The block's release epoch at the access.
+    pub(crate) release_epoch: u16,
 }
 
 /// A race between `prior` and the access being made.
@@ -233,20 +290,85 @@ impl BlockShadow {
         }
     }
 
-    /// Thread `t` accesses `size` bytes at `addr` (`kind`, at `location`,
-    /// through the shared view allocated at `view`) in the block's release
-    /// epoch `release_epoch`; calls `race` with each earlier access of the
-    /// interval it races with.
-    #[allow(clippy::too_many_arguments)]
+    /// Thread `t` accesses `size` bytes at `addr` (as `made` says); calls
+    /// `race` with each earlier access of the interval (or copy in
+    /// flight) it races with.
     pub(crate) fn access(
         &mut self,
         t: u32,
         addr: u64,
         size: u64,
-        kind: AccessKind,
-        location: &'static Location<'static>,
-        view: Option<&'static Location<'static>>,
+        made: Made,
+        race: impl FnMut(Conflict),
+    ) {
+        self.record(t, addr, size, made, 0, race)
+    }
+
+    /// Thread `t` issues an asynchronous copy that accesses `size` bytes
+    /// at `addr` (as `made` says), the block's copy number `copy` (not
+    /// 0): checked as `t`'s access, and kept in flight until
+    /// [`copy_completed`](Self::copy_completed) names it.
+    pub(crate) fn copy_issued(
+        &mut self,
+        t: u32,
+        copy: u32,
+        addr: u64,
+        size: u64,
+        made: Made,
+        race: impl FnMut(Conflict),
+    ) {
+        debug_assert_ne!(copy, 0, "copy numbers start at 1");
+        self.record(t, addr, size, made, copy, race)
+    }
+
+    /// Thread `t` saw copy `copy` complete, in the block's release epoch
+    /// `release_epoch`: its accesses in flight to the `size` bytes at
+    /// `addr` become `t`'s, made now. Nothing is checked: every access
+    /// that could race with the copy met it in flight.
+    pub(crate) fn copy_completed(
+        &mut self,
+        t: u32,
+        copy: u32,
+        addr: u64,
+        size: u64,
         release_epoch: u16,
+    ) {
+        self.thread(t);
+        let clock = &self.threads[t as usize];
+        let acquired = self.acquired;
+        for (word, _) in word_bytes(addr, size) {
+            let Some(w) = self.words.get_mut(&word) else {
+                continue;
+            };
+            if w.epoch != clock.epoch {
+                w.keep_in_flight(clock.epoch);
+            }
+            while let Some(i) = w.live().iter().position(|p| p.copy == copy) {
+                let p = w.accesses[i];
+                w.accesses.copy_within(i + 1..w.len as usize, i);
+                w.len -= 1;
+                let done = Access {
+                    thread: t,
+                    epoch: clock.epoch,
+                    clock: clock.warp[(t % 32) as usize],
+                    release_epoch,
+                    copy: 0,
+                    ..p
+                };
+                remember(w, done, |q| clock.orders(q, t, acquired));
+            }
+        }
+    }
+
+    /// Records thread `t`'s access (of copy `copy` in flight, or a plain
+    /// one with 0) and calls `race` with what it races with.
+    fn record(
+        &mut self,
+        t: u32,
+        addr: u64,
+        size: u64,
+        made: Made,
+        copy: u32,
         mut race: impl FnMut(Conflict),
     ) {
         if size == 0 {
@@ -262,21 +384,16 @@ impl BlockShadow {
             epoch: clock.epoch,
             clock: clock.warp[(t % 32) as usize],
             seq,
-            release_epoch,
+            release_epoch: made.release_epoch,
             bytes: 0,
-            kind,
-            location,
-            view,
+            kind: made.kind,
+            location: made.location,
+            view: made.view,
+            copy,
         };
-        let end = addr + size;
-        let mut word = addr / WORD;
-        while word * WORD < end {
-            let lo = (word * WORD).max(addr);
-            let hi = (word * WORD + WORD).min(end);
-            let bytes = (((1u32 << (hi - lo)) - 1) << (lo - word * WORD)) as u8;
+        for (word, bytes) in word_bytes(addr, size) {
             let cur = Access { bytes, ..me };
-            word += 1;
-            let w = match self.words.entry(word - 1) {
+            let w = match self.words.entry(word) {
                 Entry::Vacant(v) => {
                     v.insert(Word::new(cur));
                     continue;
@@ -284,23 +401,41 @@ impl BlockShadow {
                 Entry::Occupied(o) => o.into_mut(),
             };
             if w.epoch != clock.epoch {
-                // An earlier interval: a barrier orders all of it.
-                *w = Word::new(cur);
-                continue;
+                // An earlier interval: a barrier orders all of it but the
+                // copies still in flight.
+                w.keep_in_flight(clock.epoch);
+                if w.len == 0 {
+                    *w = Word::new(cur);
+                    continue;
+                }
             }
             for p in w.live() {
-                if p.bytes & bytes != 0 && conflicts(p.kind, kind) && !clock.orders(p, t, acquired)
+                if p.bytes & bytes != 0
+                    && conflicts(p.kind, made.kind)
+                    && !clock.orders(p, t, acquired)
                 {
                     let first = (p.bytes & bytes).trailing_zeros();
                     race(Conflict {
                         prior: *p,
-                        address: (word - 1) * WORD + u64::from(first),
+                        address: word * WORD + u64::from(first),
                     });
                 }
             }
             remember(w, cur, |p| clock.orders(p, t, acquired));
         }
     }
+}
+
+/// The words `size` bytes at `addr` touch, each with the bytes of it
+/// they touch (bit `i`: byte `i`).
+fn word_bytes(addr: u64, size: u64) -> impl Iterator<Item = (u64, u8)> {
+    let end = addr + size;
+    (addr / WORD..end.div_ceil(WORD)).map(move |word| {
+        let lo = (word * WORD).max(addr);
+        let hi = (word * WORD + WORD).min(end);
+        let bytes = (((1u32 << (hi - lo)) - 1) << (lo - word * WORD)) as u8;
+        (word, bytes)
+    })
 }
 
 /// True when an access of kind `a` and one of kind `b` to the same bytes
@@ -394,6 +529,19 @@ mod tests {
         },
         /// An acquire fence: what was observed is acquired.
         Fence,
+        /// Thread `t` issues a copy that reads or writes the bytes.
+        CopyIssue {
+            t: u32,
+            addr: u64,
+            size: u64,
+            kind: AccessKind,
+        },
+        /// Thread `waiter` sees the `pick`-th copy in flight (modulo their
+        /// number) complete.
+        CopyComplete {
+            pick: usize,
+            waiter: u32,
+        },
     }
 
     fn step() -> impl Strategy<Value = Step> {
@@ -412,8 +560,19 @@ mod tests {
                 kind,
             }
         });
+        let copy_kind = proptest::sample::select(vec![AccessKind::Read, AccessKind::Write]);
+        let issue = (thread.clone(), 0u64..3, copy_kind).prop_map(|(t, a, kind)| Step::CopyIssue {
+            t,
+            addr: 4 * a,
+            size: 4,
+            kind,
+        });
+        let complete =
+            (0usize..4, thread).prop_map(|(pick, waiter)| Step::CopyComplete { pick, waiter });
         prop_oneof![
             8 => access,
+            2 => issue,
+            2 => complete,
             1 => Just(Step::Barrier),
             2 => (1u32..8).prop_map(|lanes| Step::Warp { lanes }),
             2 => Just(Step::Release),
@@ -428,7 +587,9 @@ mod tests {
     /// earlier accesses each thread is ordered after, and the block's
     /// acquired and observed epochs.
     struct Reference {
-        accesses: Vec<(u32, u64, u64, AccessKind, u16)>,
+        /// Thread, address, size, kind, release epoch, and the copy number
+        /// while in flight (0: none).
+        accesses: Vec<(u32, u64, u64, AccessKind, u16, u32)>,
         known: Vec<BTreeSet<usize>>,
         epoch: u16,
         acquired: u16,
@@ -440,30 +601,56 @@ mod tests {
             THREADS.iter().position(|&x| x == t).unwrap()
         }
 
-        /// The earlier accesses the access races with (by index).
-        fn access(&mut self, t: u32, addr: u64, size: u64, kind: AccessKind) -> BTreeSet<usize> {
+        /// The earlier accesses an access by `t` races with (by index);
+        /// records it, in flight as copy `copy` unless that is 0 (known
+        /// to nobody until it completes).
+        fn access(
+            &mut self,
+            t: u32,
+            addr: u64,
+            size: u64,
+            kind: AccessKind,
+            copy: u32,
+        ) -> BTreeSet<usize> {
             let me = Self::slot(t);
             let races = self
                 .accesses
                 .iter()
                 .enumerate()
-                .filter(|(i, &(pt, pa, ps, pk, pe))| {
-                    pt != t
+                .filter(|(i, &(pt, pa, ps, pk, pe, pc))| {
+                    (pc != 0 || pt != t)
                         && pa < addr + size
                         && addr < pa + ps
                         && conflicts(pk, kind)
                         && !self.known[me].contains(i)
-                        && pe > self.acquired
+                        && (pc != 0 || pe > self.acquired)
                 })
                 .map(|(i, _)| i)
                 .collect();
-            self.known[me].insert(self.accesses.len());
-            self.accesses.push((t, addr, size, kind, self.epoch));
+            if copy == 0 {
+                self.known[me].insert(self.accesses.len());
+            }
+            self.accesses.push((t, addr, size, kind, self.epoch, copy));
             races
         }
 
+        /// Copy `copy` completes, seen by `waiter`: its accesses become
+        /// the waiter's, made now.
+        fn complete(&mut self, copy: u32, waiter: u32) {
+            let epoch = self.epoch;
+            for (i, a) in self.accesses.iter_mut().enumerate() {
+                if a.5 == copy {
+                    *a = (waiter, a.1, a.2, a.3, epoch, 0);
+                    self.known[Self::slot(waiter)].insert(i);
+                }
+            }
+        }
+
+        /// Every access but the copies in flight.
         fn everything(&self) -> BTreeSet<usize> {
-            (0..self.accesses.len()).collect()
+            (0..self.accesses.len())
+                .filter(|&i| self.accesses[i].5 == 0)
+                .collect()
         }
     }
 
@@ -485,19 +672,45 @@ mod tests {
                 acquired: 0,
                 observed: 0,
             };
+            let mut in_flight: Vec<u32> = Vec::new();
+            let mut copies = 0;
             for s in steps {
                 match s {
-                    Step::Access { t, addr, size, kind } => {
-                        let want = reference.access(t, addr, size, kind);
+                    Step::Access { t, addr, size, kind } | Step::CopyIssue { t, addr, size, kind } => {
+                        let copy = if matches!(s, Step::CopyIssue { .. }) {
+                            copies += 1;
+                            in_flight.push(copies);
+                            copies
+                        } else {
+                            0
+                        };
+                        let want = reference.access(t, addr, size, kind, copy);
                         let mut got = Vec::new();
-                        let epoch = reference.epoch;
-                        shadow.access(t, addr, size, kind, loc, None, epoch, |c| got.push(c.prior.seq as usize));
+                        let made = Made { kind, location: loc, view: None, release_epoch: reference.epoch };
+                        let report = |c: Conflict| got.push(c.prior.seq as usize);
+                        match copy {
+                            0 => shadow.access(t, addr, size, made, report),
+                            c => shadow.copy_issued(t, c, addr, size, made, report),
+                        }
                         prop_assert_eq!(got.is_empty(), want.is_empty(), "got {:?}, want {:?}", got, want);
                         for g in &got {
                             prop_assert!(want.contains(g), "reported {} not in {:?}", g, want);
                         }
-                        if shadow.words.values().any(|w| w.len as usize == WAYS) {
-                            break;
+                    }
+                    Step::CopyComplete { pick, waiter } => {
+                        if in_flight.is_empty() {
+                            continue;
+                        }
+                        let copy = in_flight.remove(pick % in_flight.len());
+                        let ranges: Vec<(u64, u64)> = reference
+                            .accesses
+                            .iter()
+                            .filter(|a| a.5 == copy)
+                            .map(|a| (a.1, a.2))
+                            .collect();
+                        reference.complete(copy, waiter);
+                        for (addr, size) in ranges {
+                            shadow.copy_completed(waiter, copy, addr, size, reference.epoch);
                         }
                     }
                     Step::Barrier => {
@@ -531,6 +744,9 @@ mod tests {
                         reference.acquired = reference.acquired.max(reference.observed);
                     }
                 }
+                if shadow.words.values().any(|w| w.len as usize == WAYS) {
+                    break;
+                }
             }
         }
     }
@@ -545,9 +761,13 @@ mod tests {
         };
         let mut got = Vec::new();
         let loc = Location::caller();
-        shadow.access(t, addr, 4, kind, loc, None, epoch, |c| {
-            got.push(c.prior.thread)
-        });
+        let made = Made {
+            kind,
+            location: loc,
+            view: None,
+            release_epoch: epoch,
+        };
+        shadow.access(t, addr, 4, made, |c| got.push(c.prior.thread));
         got
     }
 
@@ -612,5 +832,64 @@ mod tests {
         assert_eq!(shadow.acquired.known, 0);
         assert!(touch(&mut shadow, 32, 0, true, 1).is_empty());
         assert_eq!(touch(&mut shadow, 0, 0, false, 1), [32]);
+    }
+
+    /// Thread `t` issues copy `copy` writing the word at `addr`: the
+    /// threads of the accesses it races with.
+    fn issue(shadow: &mut BlockShadow, t: u32, copy: u32, addr: u64) -> Vec<u32> {
+        let made = Made {
+            kind: AccessKind::Write,
+            location: Location::caller(),
+            view: None,
+            release_epoch: 1,
+        };
+        let mut got = Vec::new();
+        shadow.copy_issued(t, copy, addr, 4, made, |c| got.push(c.prior.thread));
+        got
+    }
+
+    /// The issuer's own read of a copy's destination races with the copy
+    /// until the copy completes, and not after.
+    #[test]
+    fn a_copy_in_flight_races_with_its_own_issuer() {
+        let mut shadow = BlockShadow::default();
+        assert!(touch(&mut shadow, 0, 0, false, 1).is_empty());
+        // The issuer's earlier read is ordered before its copy.
+        assert!(issue(&mut shadow, 0, 1, 0).is_empty());
+        assert_eq!(touch(&mut shadow, 0, 0, false, 1), [0]);
+        shadow.copy_completed(0, 1, 0, 4, 1);
+        assert!(touch(&mut shadow, 0, 0, false, 1).is_empty());
+        // Another thread, with no barrier since the completion, races.
+        assert_eq!(touch(&mut shadow, 1, 0, false, 1), [0]);
+    }
+
+    /// A barrier orders neither way across a copy in flight; after its
+    /// completion, one does.
+    #[test]
+    fn a_copy_in_flight_outlives_barriers() {
+        let mut shadow = BlockShadow::default();
+        assert!(issue(&mut shadow, 0, 1, 0).is_empty());
+        for t in [0, 1] {
+            shadow.barrier(t);
+        }
+        shadow.acquired(5);
+        assert_eq!(touch(&mut shadow, 1, 0, false, 1), [0]);
+        shadow.copy_completed(0, 1, 0, 4, 1);
+        for t in [0, 1] {
+            shadow.barrier(t);
+        }
+        assert!(touch(&mut shadow, 1, 0, false, 6).is_empty());
+        // A second copy to the same word meets that read (made after the
+        // release the block acquired).
+        assert_eq!(issue(&mut shadow, 0, 2, 0), [1]);
+    }
+
+    /// Two copies in flight to the same bytes race with each other, even
+    /// from one thread.
+    #[test]
+    fn two_copies_in_flight_race() {
+        let mut shadow = BlockShadow::default();
+        assert!(issue(&mut shadow, 0, 1, 0).is_empty());
+        assert_eq!(issue(&mut shadow, 0, 2, 0), [0]);
     }
 }

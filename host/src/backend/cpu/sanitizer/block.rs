@@ -6,14 +6,14 @@
 //! engine's (so `synchronize()` returns them as `Error::Races`).
 
 use super::{lock, CpuRaceSanitizer};
-use crate::backend::cpu::block_races::{race_kind, Conflict};
+use crate::backend::cpu::block_races::{race_kind, Conflict, Made};
 use crate::sanitizer::decode::unlinear;
 use crate::sanitizer::report::{
     MemorySpace, PriorAccess, RaceAccess, RaceAllocation, RaceReport, SourceLocation,
 };
 use std::panic::Location;
 use std::sync::atomic::Ordering as MemOrder;
-use vigil_device::host_runtime::ThreadContext;
+use vigil_device::host_runtime::{SharedAccess, ThreadContext};
 use vigil_shared::{AccessKind, Scope};
 
 /// One access as the block-level check sees it.
@@ -31,9 +31,36 @@ pub(super) struct BlockAccess {
     pub(super) release_epoch: u16,
 }
 
+impl BlockAccess {
+    /// A shared-memory access made in the block's release epoch `epoch`.
+    pub(super) fn shared(access: SharedAccess, epoch: u16) -> BlockAccess {
+        BlockAccess {
+            addr: access.addr as u64,
+            size: access.size as u64,
+            kind: access.kind,
+            scope: Scope::Block,
+            space: MemorySpace::Shared,
+            array: Some((access.array as u64, access.array_bytes as u64)),
+            view: access.site,
+            release_epoch: epoch,
+        }
+    }
+
+    /// What the per-word check keeps of it, made at `location`.
+    pub(super) fn made(&self, location: &'static Location<'static>) -> Made {
+        Made {
+            kind: self.kind,
+            location,
+            view: self.view,
+            release_epoch: self.release_epoch,
+        }
+    }
+}
+
 impl CpuRaceSanitizer {
     /// Checks `a` by thread `t` against the other threads of its block's
-    /// barrier interval, and reports what it races with.
+    /// barrier interval (and the copies in flight), and reports what it
+    /// races with.
     #[inline]
     pub(super) fn check_in_block(
         &self,
@@ -41,16 +68,9 @@ impl CpuRaceSanitizer {
         a: BlockAccess,
         loc: &'static Location<'static>,
     ) {
-        let conflicts = self.block.access(
-            t.smid,
-            t.linear_thread_index(),
-            a.addr,
-            a.size,
-            a.kind,
-            loc,
-            a.view,
-            a.release_epoch,
-        );
+        let conflicts =
+            self.block
+                .access(t.smid, t.linear_thread_index(), a.addr, a.size, a.made(loc));
         if !conflicts.is_empty() {
             self.report_in_block(t, &a, loc, &conflicts);
         }
@@ -60,7 +80,7 @@ impl CpuRaceSanitizer {
     /// full), then halts if configured to.
     #[cold]
     #[inline(never)]
-    fn report_in_block(
+    pub(super) fn report_in_block(
         &self,
         t: &ThreadContext<'_>,
         a: &BlockAccess,

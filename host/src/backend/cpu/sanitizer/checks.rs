@@ -20,7 +20,9 @@ use crate::sanitizer::report::MemorySpace;
 use std::panic::Location;
 use std::sync::atomic::Ordering as MemOrder;
 use std::sync::Arc;
-use vigil_device::host_runtime::{AtomicAccess, SanitizerRuntime, SharedAccess, ThreadContext};
+use vigil_device::host_runtime::{
+    AtomicAccess, CopyAccess, SanitizerRuntime, SharedAccess, ThreadContext,
+};
 use vigil_device::Dim3;
 use vigil_shared::race::atomic::atomic;
 use vigil_shared::race::line::{access_line, LineAccess, LineOutcome, LINE_BYTES};
@@ -121,6 +123,68 @@ impl CpuRaceSanitizer {
         });
         if let Some(e) = epoch {
             self.block.acquired(smid, e);
+        }
+    }
+
+    /// The engine's check of a plain global access by thread `t` (against
+    /// other CTAs); halts if configured to and it raced. The CTA's
+    /// release epoch at the access, or `None` when the engine does not
+    /// follow the memory.
+    fn check_in_engine(
+        &self,
+        t: &ThreadContext<'_>,
+        addr: usize,
+        size: usize,
+        kind: AccessKind,
+        loc: &'static Location<'static>,
+    ) -> Option<u16> {
+        let (word, offset) = self.word_of(addr as u64)?;
+        let (halt, epoch) = self.ctas.with(t.smid, |cta| {
+            let view = cta.view(self.rank);
+            let thread = t.linear_thread_index();
+            let site = self.site(cta.serial, thread, loc);
+            let mut bounded = false;
+            let mem = &self.shared.mem;
+            let race = access(
+                mem,
+                &view,
+                word,
+                offset,
+                size as u32,
+                kind.writes(),
+                false,
+                site,
+                &mut bounded,
+            );
+            let current = Current::of_thread(cta, t, loc, kind, Scope::Block, size);
+            (self.found(race, bounded, &current), view.epoch)
+        })?;
+        if halt {
+            self.halt();
+        }
+        Some(epoch)
+    }
+
+    /// A copy's access as the block-level check sees it (made by thread
+    /// `t`'s block now): `None` for global memory the engine does not
+    /// follow, or outside a block.
+    fn copy_block_access(&self, t: &ThreadContext<'_>, access: CopyAccess) -> Option<BlockAccess> {
+        let epoch = self.ctas.with(t.smid, |cta| cta.sync().epoch())?;
+        match access {
+            CopyAccess::Global { addr, size, kind } => {
+                self.word_of(addr as u64)?;
+                Some(BlockAccess {
+                    addr: addr as u64,
+                    size: size as u64,
+                    kind,
+                    scope: Scope::Block,
+                    space: MemorySpace::Global,
+                    array: None,
+                    view: None,
+                    release_epoch: epoch,
+                })
+            }
+            CopyAccess::Shared(shared) => Some(BlockAccess::shared(shared, epoch)),
         }
     }
 
@@ -261,33 +325,7 @@ impl SanitizerRuntime for CpuRaceSanitizer {
         kind: AccessKind,
         loc: &'static Location<'static>,
     ) {
-        if let Some((word, offset)) = self.word_of(addr as u64) {
-            let checked = self.ctas.with(t.smid, |cta| {
-                let view = cta.view(self.rank);
-                let thread = t.linear_thread_index();
-                let site = self.site(cta.serial, thread, loc);
-                let mut bounded = false;
-                let mem = &self.shared.mem;
-                let race = access(
-                    mem,
-                    &view,
-                    word,
-                    offset,
-                    size as u32,
-                    kind.writes(),
-                    false,
-                    site,
-                    &mut bounded,
-                );
-                let current = Current::of_thread(cta, t, loc, kind, Scope::Block, size);
-                (self.found(race, bounded, &current), view.epoch)
-            });
-            let Some((halt, epoch)) = checked else {
-                return;
-            };
-            if halt {
-                self.halt();
-            }
+        if let Some(epoch) = self.check_in_engine(t, addr, size, kind, loc) {
             self.check_global_in_block(t, addr, size, kind, Scope::Block, loc, epoch);
         }
     }
@@ -392,17 +430,7 @@ impl SanitizerRuntime for CpuRaceSanitizer {
         }) else {
             return;
         };
-        let a = BlockAccess {
-            addr: access.addr as u64,
-            size: access.size as u64,
-            kind: access.kind,
-            scope: Scope::Block,
-            space: MemorySpace::Shared,
-            array: Some((access.array as u64, access.array_bytes as u64)),
-            view: access.site,
-            release_epoch: epoch,
-        };
-        self.check_in_block(t, a, loc);
+        self.check_in_block(t, BlockAccess::shared(access, epoch), loc);
         if matches!(access.kind, AccessKind::AtomicRead | AccessKind::AtomicRmw) {
             // Shared memory holds no release heads: an atomic read of it
             // may have read a value stored after any release of the CTA
@@ -417,6 +445,50 @@ impl SanitizerRuntime for CpuRaceSanitizer {
             };
             self.block.observed(t.smid, closed);
         }
+    }
+
+    fn copy_issued(
+        &self,
+        t: &ThreadContext<'_>,
+        copy: u32,
+        access: CopyAccess,
+        loc: &'static Location<'static>,
+    ) {
+        // Other CTAs meet the copy where it completes; the issuing thread's
+        // own block meets it in flight from now on.
+        if let Some(a) = self.copy_block_access(t, access) {
+            let thread = t.linear_thread_index();
+            let conflicts =
+                self.block
+                    .copy_issued(t.smid, thread, copy, a.addr, a.size, a.made(loc));
+            if !conflicts.is_empty() {
+                self.report_in_block(t, &a, loc, &conflicts);
+            }
+        }
+    }
+
+    fn copy_completed(
+        &self,
+        waiter: &ThreadContext<'_>,
+        issuer: &ThreadContext<'_>,
+        copy: u32,
+        access: CopyAccess,
+        loc: &'static Location<'static>,
+    ) {
+        // Against other CTAs, the copy is an access of its block made
+        // now (its block's later releases order it, earlier ones do not).
+        if let CopyAccess::Global { addr, size, kind } = access {
+            self.check_in_engine(issuer, addr, size, kind, loc);
+        }
+        if let Some(a) = self.copy_block_access(waiter, access) {
+            let thread = waiter.linear_thread_index();
+            self.block
+                .copy_completed(waiter.smid, thread, copy, a.addr, a.size, a.release_epoch);
+        }
+    }
+
+    fn grid_dependency_waited(&self, t: &ThreadContext<'_>) {
+        self.ctas.with(t.smid, |cta| cta.waited_for_prerequisites());
     }
 
     fn acquire_everything(&self, t: &ThreadContext<'_>) {

@@ -6,7 +6,7 @@
 //! is per SM, behind an uncontended lock.
 
 use crate::sanitizer::decode::LaunchShape;
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering as MemOrder};
 use std::sync::{Arc, Mutex};
 use vigil_device::Dim3;
 use vigil_shared::atomic::CoreAtomics;
@@ -29,6 +29,10 @@ pub(super) struct LaunchState {
     pub(super) count: u32,
     /// What the host ordered before it.
     pub(super) bounds: LaneBounds,
+    /// For a programmatic dependent launch, the bound of its own lane
+    /// until a CTA waits for the launch before it
+    /// ([`HostOrder::own_bound`]); `None` for every other launch.
+    pub(super) before_wait: Option<Serial>,
     /// What every launch running or to come orders (forgotten).
     pub(super) global: LaneBounds,
     /// The device of each lane when it was planned.
@@ -46,6 +50,9 @@ pub(super) struct Cta {
     /// Its launch.
     pub(super) launch: Arc<LaunchState>,
     sync: [AtomicU32; SYNC_WORDS],
+    /// Whether a thread of it waited for the launch before it
+    /// (`griddepcontrol.wait`).
+    waited: AtomicBool,
 }
 
 /// Linear index of `i` in `extent`, x fastest.
@@ -61,9 +68,17 @@ impl Cta {
             block,
             launch,
             sync: std::array::from_fn(|_| AtomicU32::new(0)),
+            waited: AtomicBool::new(false),
         };
         cta.sync().init();
         cta
+    }
+
+    /// A thread of it waited for the launch before it: from now on the
+    /// CTA is ordered after that launch (the whole CTA: the engine sees a
+    /// block as one thread, which may hide a race, never invent one).
+    pub(super) fn waited_for_prerequisites(&self) {
+        self.waited.store(true, MemOrder::Relaxed);
     }
 
     /// Its synchronisation state.
@@ -82,9 +97,11 @@ impl Cta {
             epoch: sync.epoch(),
             device,
             host: HostOrder {
-                base: l.base,
-                count: l.count,
-                bounds: &l.bounds,
+                own_bound: match l.before_wait {
+                    Some(b) if !self.waited.load(MemOrder::Relaxed) => b,
+                    _ => l.base,
+                },
+                ..HostOrder::new(l.base, l.count, &l.bounds)
             },
             global: &l.global,
             devices: &l.devices,

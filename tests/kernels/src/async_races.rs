@@ -1,0 +1,266 @@
+//! Races through asynchronous copies, each kernel in a racy form and its
+//! fixed twin (picked by `mode`): a copy's accesses take place somewhere
+//! between its issue and the completion a thread waits for, so an access
+//! to its destination (or a write to its source) before that completion
+//! races with it, even by the thread that issued it, and a barrier does
+//! not order it. The `// @marker` comments name the lines the reports
+//! must point at.
+
+use vigil_device::async_copy::{
+    bulk_commit_group, bulk_wait_group, commit_group, fence_proxy_async_shared, wait_all,
+    wait_group,
+};
+use vigil_device::grid_dependency;
+use vigil_device::prelude::*;
+
+/// Threads per block of these kernels.
+pub const ASYNC_RACE_THREADS: u32 = 64;
+/// Elements of a tile: 16 bytes per thread.
+pub const ASYNC_RACE_TILE: usize = 4 * ASYNC_RACE_THREADS as usize;
+const TILE: usize = ASYNC_RACE_TILE;
+
+/// Each thread copies its 16 bytes of `x` into a tile with `cp.async`,
+/// and `y[t]` gets one element of the tile. `mode` 0: a neighbour's
+/// chunk after the wait and a barrier; 1: its own chunk before its wait
+/// (a race with its own copy); 2: a neighbour's chunk after a barrier but
+/// before the neighbour waited (a race); 3: its own chunk after its own
+/// wait, no barrier (race-free: a wait covers the thread's own copies).
+#[kernel]
+pub fn cp_async_early_read(x: GlobalSlice<u32>, y: GlobalSliceMut<u32>, mode: u32) {
+    let tile = shared_array!(u32; TILE);
+    let t = thread_idx().x as usize;
+    let next = (4 * t + 4) % TILE;
+    tile.copy_async::<16>(4 * t, x, 4 * t); // @cp-issue
+    commit_group();
+    let v = match mode {
+        1 => {
+            let v = tile.load(4 * t); // @cp-own-early
+            wait_group::<0>();
+            v
+        }
+        2 => {
+            sync_threads();
+            let v = tile.load(next); // @cp-other-early
+            wait_group::<0>();
+            v
+        }
+        3 => {
+            wait_group::<0>();
+            tile.load(4 * t)
+        }
+        _ => {
+            wait_group::<0>();
+            sync_threads();
+            tile.load(next)
+        }
+    };
+    y.store(t, v);
+}
+
+/// Two `cp.async` groups per thread (the first and second tile of `x`),
+/// then a wait and a barrier, and `y[t]` gets an element of a neighbour's
+/// chunk. `mode` 0: of the first tile after `wait_group::<1>` (race-free:
+/// only the newer group may still be in flight); 1: of the second tile
+/// after `wait_group::<1>` (a race: the wrong group count); 2: of the
+/// second tile after `wait_group::<0>` (race-free).
+#[kernel]
+pub fn cp_async_group_count(x: GlobalSlice<u32>, y: GlobalSliceMut<u32>, mode: u32) {
+    let tiles = shared_array!(u32; 2 * TILE);
+    let t = thread_idx().x as usize;
+    tiles.copy_async::<16>(4 * t, x, 4 * t); // @group-first
+    commit_group();
+    tiles.copy_async::<16>(TILE + 4 * t, x, TILE + 4 * t); // @group-second
+    commit_group();
+    if mode == 2 {
+        wait_group::<0>();
+    } else {
+        wait_group::<1>();
+    }
+    sync_threads();
+    let at = if mode == 0 { 0 } else { TILE };
+    let v = tiles.load(at + (4 * t + 4) % TILE); // @group-read
+    wait_all();
+    y.store(t, v);
+}
+
+/// Each thread copies its 16 bytes of `x` into a tile with `cp.async` and
+/// then overwrites the first of them in `x`: before its wait (`mode` 1, a
+/// race with the copy's read) or after it (0, race-free). `y[t]` gets the
+/// copied value.
+#[kernel]
+pub fn cp_async_source_overwrite(x: GlobalSliceMut<u32>, y: GlobalSliceMut<u32>, mode: u32) {
+    let tile = shared_array!(u32; TILE);
+    let t = thread_idx().x as usize;
+    tile.copy_async::<16>(4 * t, x.as_const(), 4 * t); // @src-issue
+    commit_group();
+    if mode == 1 {
+        x.store(4 * t, 7); // @src-overwrite
+    }
+    wait_group::<0>();
+    if mode == 0 {
+        x.store(4 * t, 7);
+    }
+    y.store(t, tile.load(4 * t));
+}
+
+/// Thread 0 loads the first tile of `x` with a bulk copy completing on an
+/// mbarrier; after a barrier, thread 1 overwrites `x[0]`: before anyone
+/// waits on the barrier's phase (`mode` 1, a barrier between the write
+/// and the waits: a race with the copy's read) or after its own wait (0,
+/// race-free). `y[t]` gets element `t` of the tile.
+#[kernel]
+pub fn bulk_source_overwrite(x: GlobalSliceMut<u32>, y: GlobalSliceMut<u32>, mode: u32) {
+    let tile = shared_array!(u32; TILE; align 128);
+    let bars = mbarriers!(1);
+    let bar = bars.get(0);
+    let t = thread_idx().x as usize;
+    if t == 0 {
+        bar.init(1);
+        fence_proxy_async_shared();
+        bar.arrive_expect_tx((4 * TILE) as u32);
+        tile.copy_bulk_from(0, x.as_const(), 0, TILE, bar); // @bulk-issue
+    }
+    sync_threads();
+    if mode == 1 {
+        if t == 1 {
+            x.store(0, 7); // @bulk-overwrite
+        }
+        sync_threads();
+    }
+    bar.wait_parity(0);
+    if mode == 0 && t == 1 {
+        x.store(0, 7);
+    }
+    y.store(t, tile.load(t));
+}
+
+/// Two rounds of a bulk load of a tile of `x` by thread 0 on one
+/// mbarrier; each round every thread waits on the round's phase and adds
+/// element `t` of the tile to `y[t]`. `mode` 0 waits on the round's
+/// parity (race-free); 1 waits on parity 0 both times, so the second wait
+/// returns at once, for the phase already over (a race with the second
+/// load; the load is waited for properly after the rounds).
+#[kernel]
+pub fn mbarrier_wrong_phase(x: GlobalSlice<u32>, y: GlobalSliceMut<u32>, mode: u32) {
+    let tile = shared_array!(u32; TILE; align 128);
+    let bars = mbarriers!(1);
+    let bar = bars.get(0);
+    let t = thread_idx().x as usize;
+    if t == 0 {
+        bar.init(1);
+        fence_proxy_async_shared();
+    }
+    sync_threads();
+    let mut sum = 0u32;
+    for round in 0..2usize {
+        if t == 0 {
+            bar.arrive_expect_tx((4 * TILE) as u32);
+            tile.copy_bulk_from(0, x, round * TILE, TILE, bar); // @phase-issue
+        }
+        let parity = if mode == 1 { 0 } else { round & 1 };
+        bar.wait_parity(parity as u32);
+        sum = sum.wrapping_add(tile.load(t)); // @phase-read
+        sync_threads();
+    }
+    if mode == 1 {
+        bar.wait_parity(1);
+    }
+    y.store(t, sum);
+}
+
+/// Block 0 fills a tile with `1 + i`, and its thread 0 stores it to
+/// `y[0..TILE]` with a bulk copy and raises `flag` with a release; block
+/// 1 waits for the flag with an acquire, and `out[t] = y[4 t]`. `mode` 0
+/// waits for the bulk group before the release (race-free); 1 releases
+/// first and waits after (a race: the release does not cover a copy still
+/// in flight). Two blocks.
+#[kernel]
+pub fn bulk_store_read_back(
+    y: GlobalSliceMut<u32>,
+    flag: GlobalSliceMut<u32>,
+    out: GlobalSliceMut<u32>,
+    mode: u32,
+) {
+    let tile = shared_array!(u32; TILE; align 128);
+    let t = thread_idx().x as usize;
+    if block_idx().x == 0 {
+        for k in 0..4 {
+            tile.store(4 * t + k, (4 * t + k) as u32 + 1);
+        }
+        fence_proxy_async_shared();
+        sync_threads();
+        if t == 0 {
+            tile.copy_bulk_to(0, y, 0, TILE); // @store-issue
+            bulk_commit_group();
+            if mode == 0 {
+                bulk_wait_group::<0>();
+            }
+            flag.at(0).atomic_store(1, Ordering::Release, Scope::Device);
+            bulk_wait_group::<0>();
+        }
+    } else {
+        if t == 0 {
+            while flag.at(0).atomic_load(Ordering::Acquire, Scope::Device) == 0 {}
+        }
+        sync_threads();
+        out.store(t, y.load(4 * t)); // @store-read-back
+    }
+}
+
+/// Loads the `TILE`-element box at element 0 of the 1-dimensional
+/// tensor `src` with a tensor copy and writes it to `y`, one block.
+#[kernel]
+pub fn tensor_load_tile(src: TensorMap<u32, 1>, y: GlobalSliceMut<u32>) {
+    let tile = shared_array!(u32; TILE; align 128);
+    let bars = mbarriers!(1);
+    let bar = bars.get(0);
+    let t = thread_idx().x as usize;
+    if t == 0 {
+        bar.init(1);
+        fence_proxy_async_shared();
+        bar.arrive_expect_tx(src.box_bytes());
+        src.load_tile(&tile, 0, [0], bar); // @tensor-load
+    }
+    sync_threads();
+    bar.wait_parity(0);
+    for k in 0..4 {
+        y.store(4 * t + k, tile.load(4 * t + k));
+    }
+}
+
+/// `data[at] = 9`, one thread.
+#[kernel]
+pub fn plain_store_at(data: GlobalSliceMut<u32>, at: u32) {
+    if thread_idx().x == 0 {
+        data.store(at as usize, 9); // @tensor-plain-store
+    }
+}
+
+/// `y[i] = i + 1`, letting a dependent launch start early.
+#[kernel]
+pub fn pdl_writer(y: GlobalSliceMut<u32>) {
+    grid_dependency::launch_dependents();
+    let i = global_index_x();
+    if i < y.len() {
+        y.store(i, i as u32 + 1); // @pdl-write
+    }
+}
+
+/// `z[i] = y[i]`, `y` being the launch before's output: read before
+/// `grid_dependency::wait()` (`mode` 1: in a programmatic dependent
+/// launch, a race with that launch's write) or after it (0).
+#[kernel]
+pub fn pdl_reader(y: GlobalSlice<u32>, z: GlobalSliceMut<u32>, mode: u32) {
+    let i = global_index_x();
+    let inside = i < y.len() && i < z.len();
+    let early = if mode == 1 && inside {
+        y.load(i) // @pdl-early-read
+    } else {
+        0
+    };
+    grid_dependency::wait();
+    if inside {
+        let v = if mode == 1 { early } else { y.load(i) };
+        z.store(i, v);
+    }
+}

@@ -1,0 +1,389 @@
+//! Races through asynchronous copies: each kernel of
+//! `vigil_kernels::async_races` in a racy form and its fixed twin,
+//! launched sanitized with its verdict asserted (the exact set of
+//! distinct reports, each by kind and both source lines, one of them the
+//! copy's issuing line), plus the kernel's result where the form is
+//! race-free.
+//!
+//! The CPU backend models a copy as an access in flight between its issue
+//! and its completion, so it runs every form. The GPU sanitizer checks a
+//! copy where it is issued, as the issuing thread's accesses
+//! (docs/src/sanitizer/bounds.md): it runs the race-free forms, which it
+//! must pass without a report, and the race between a tensor copy and
+//! another launch, which the issue-time check sees. A sanitized GPU
+//! launch with programmatic stream serialisation starts after the launch
+//! before it has finished, and the GPU sanitizer orders it so: the race
+//! of a dependent's read before its wait is the CPU backend's to find.
+
+use vigil::{DeviceBuffer, DeviceTensorMap, LaunchConfig, ReportKind, TiledLayout};
+
+#[macro_use]
+mod common;
+
+mod cpu {
+    scenario_tests!(super::common::cpu_context;
+        cp_async_waited_then_barrier, cp_async_own_read_after_wait,
+        cp_async_own_read_before_wait, cp_async_read_after_barrier_before_wait,
+        cp_async_older_group_waited, cp_async_newer_group_waited, cp_async_wrong_group_count,
+        cp_async_source_overwritten_after_wait, cp_async_source_overwritten_before_wait,
+        bulk_source_overwritten_after_wait, bulk_source_overwritten_before_wait,
+        mbarrier_right_phase, mbarrier_wrong_phase,
+        bulk_store_waited_before_release, bulk_store_released_before_wait,
+        tensor_load_beside_an_ordered_store, tensor_load_and_an_unordered_store,
+        dependent_reads_after_its_wait, dependent_reads_before_its_wait,
+        serialized_launch_reads_before_its_wait);
+}
+
+mod gpu {
+    scenario_tests!(super::common::gpu_context, super::common::gpu_turn;
+        cp_async_waited_then_barrier, cp_async_own_read_after_wait,
+        cp_async_older_group_waited, cp_async_newer_group_waited,
+        cp_async_source_overwritten_after_wait, bulk_source_overwritten_after_wait,
+        mbarrier_right_phase, bulk_store_waited_before_release,
+        tensor_load_beside_an_ordered_store, tensor_load_and_an_unordered_store,
+        dependent_reads_after_its_wait, serialized_launch_reads_before_its_wait);
+}
+
+/// A distinct report: kind, line of the current access, line of the prior one.
+type Verdict = (ReportKind, u32, u32);
+
+/// The line of `async_races.rs` that carries `// @marker`.
+fn line_of(marker: &str) -> u32 {
+    common::marker_line(
+        include_str!("../kernels/src/async_races.rs"),
+        "async_races.rs",
+        marker,
+    )
+}
+
+fn race(kind: ReportKind, current: &str, prior: &str) -> Verdict {
+    (kind, line_of(current), line_of(prior))
+}
+
+fn check(what: &str, outcome: vigil::Result<()>, expected: &[Verdict]) {
+    common::check_reports(what, "src/async_races.rs", outcome, expected);
+}
+
+mod scenarios {
+    use super::common::codes::*;
+    use super::common::{Bench, MakeContext, TwoStreams};
+    use super::{check, race, DeviceBuffer, DeviceTensorMap, LaunchConfig, TiledLayout, Verdict};
+    use vigil::{Kernel, KernelArgs};
+    use vigil_kernels::async_races::*;
+
+    const TILE: usize = ASYNC_RACE_TILE;
+
+    /// `0, 1, 2, ...`: `n` distinct values.
+    fn counting(n: usize) -> Vec<u32> {
+        (0..n as u32).map(|i| 1000 + i).collect()
+    }
+
+    /// Launches `K` as `blocks` blocks of [`ASYNC_RACE_THREADS`] and
+    /// synchronises.
+    fn run<K: Kernel, A: KernelArgs<K::Params>>(
+        b: &Bench,
+        blocks: u32,
+        args: A,
+    ) -> vigil::Result<()> {
+        b.stream
+            .launch(
+                &b.kernel::<K>(),
+                LaunchConfig::new(blocks, ASYNC_RACE_THREADS),
+                args,
+            )
+            .and_then(|()| b.sync())
+    }
+
+    /// `cp_async_early_read` in `mode`: the verdict, and `y` when race-free.
+    fn early_read(
+        make: MakeContext,
+        mode: u32,
+        expected: &[Verdict],
+        want: impl Fn(&[u32], usize) -> u32,
+    ) {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let xs = counting(TILE);
+        let x = DeviceBuffer::from_slice(&b.stream, &xs).expect("x");
+        let mut y = b.zeros(ASYNC_RACE_THREADS as usize);
+        let outcome = run::<cp_async_early_read, _>(&b, 1, (&x, &mut y, mode));
+        let what = format!("cp_async_early_read, mode {mode}");
+        check(&what, outcome, expected);
+        if expected.is_empty() {
+            let got = y.to_vec(&b.stream).expect("y");
+            for (t, g) in got.iter().enumerate() {
+                assert_eq!(*g, want(&xs, t), "{what}: thread {t}");
+            }
+        }
+    }
+
+    /// Waited for, then a barrier: every thread reads its neighbour's chunk.
+    pub fn cp_async_waited_then_barrier(make: MakeContext) {
+        early_read(make, 0, &[], |xs, t| xs[(4 * t + 4) % TILE]);
+    }
+
+    /// A thread's own chunk after its own wait needs no barrier.
+    pub fn cp_async_own_read_after_wait(make: MakeContext) {
+        early_read(make, 3, &[], |xs, t| xs[4 * t]);
+    }
+
+    /// The issuer reads its own destination before its wait.
+    pub fn cp_async_own_read_before_wait(make: MakeContext) {
+        early_read(make, 1, &[race(RAW, "cp-own-early", "cp-issue")], |_, _| 0);
+    }
+
+    /// A barrier after the issue does not complete the copy: a
+    /// neighbour's chunk read before the neighbour waited races.
+    pub fn cp_async_read_after_barrier_before_wait(make: MakeContext) {
+        early_read(
+            make,
+            2,
+            &[race(RAW, "cp-other-early", "cp-issue")],
+            |_, _| 0,
+        );
+    }
+
+    /// `cp_async_group_count` in `mode`, reading tile `tile` when race-free.
+    fn group_count(make: MakeContext, mode: u32, expected: &[Verdict]) {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let xs = counting(2 * TILE);
+        let x = DeviceBuffer::from_slice(&b.stream, &xs).expect("x");
+        let mut y = b.zeros(ASYNC_RACE_THREADS as usize);
+        let outcome = run::<cp_async_group_count, _>(&b, 1, (&x, &mut y, mode));
+        let what = format!("cp_async_group_count, mode {mode}");
+        check(&what, outcome, expected);
+        if expected.is_empty() {
+            let tile = if mode == 0 { 0 } else { TILE };
+            let got = y.to_vec(&b.stream).expect("y");
+            for (t, g) in got.iter().enumerate() {
+                assert_eq!(*g, xs[tile + (4 * t + 4) % TILE], "{what}: thread {t}");
+            }
+        }
+    }
+
+    /// `wait_group::<1>` completes the older of two groups.
+    pub fn cp_async_older_group_waited(make: MakeContext) {
+        group_count(make, 0, &[]);
+    }
+
+    /// `wait_group::<0>` completes both.
+    pub fn cp_async_newer_group_waited(make: MakeContext) {
+        group_count(make, 2, &[]);
+    }
+
+    /// `wait_group::<1>` leaves the newer group in flight: reading it is
+    /// a race with its copies.
+    pub fn cp_async_wrong_group_count(make: MakeContext) {
+        group_count(make, 1, &[race(RAW, "group-read", "group-second")]);
+    }
+
+    /// `cp_async_source_overwrite` or `bulk_source_overwrite` in `mode`:
+    /// `y` holds the source's original values when race-free.
+    fn overwrite<K: Kernel>(make: MakeContext, mode: u32, expected: &[Verdict])
+    where
+        for<'a> (&'a mut DeviceBuffer<u32>, &'a mut DeviceBuffer<u32>, u32): KernelArgs<K::Params>,
+    {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let xs = counting(TILE);
+        let mut x = DeviceBuffer::from_slice(&b.stream, &xs).expect("x");
+        let mut y = b.zeros(ASYNC_RACE_THREADS as usize);
+        let outcome = run::<K, _>(&b, 1, (&mut x, &mut y, mode));
+        let what = format!("{}, mode {mode}", std::any::type_name::<K>());
+        check(&what, outcome, expected);
+        if expected.is_empty() {
+            let got = y.to_vec(&b.stream).expect("y");
+            let bulk = std::any::type_name::<K>().contains("bulk");
+            for (t, g) in got.iter().enumerate() {
+                let want = if bulk { xs[t] } else { xs[4 * t] };
+                assert_eq!(*g, want, "{what}: thread {t}");
+            }
+        }
+    }
+
+    /// The source overwritten after the wait: race-free.
+    pub fn cp_async_source_overwritten_after_wait(make: MakeContext) {
+        overwrite::<cp_async_source_overwrite>(make, 0, &[]);
+    }
+
+    /// The source overwritten by the issuer before its wait.
+    pub fn cp_async_source_overwritten_before_wait(make: MakeContext) {
+        overwrite::<cp_async_source_overwrite>(make, 1, &[race(WAR, "src-overwrite", "src-issue")]);
+    }
+
+    /// A bulk load's source overwritten after the mbarrier wait: race-free.
+    pub fn bulk_source_overwritten_after_wait(make: MakeContext) {
+        overwrite::<bulk_source_overwrite>(make, 0, &[]);
+    }
+
+    /// A bulk load's source overwritten by another thread before the wait
+    /// (after a barrier, which does not complete the copy).
+    pub fn bulk_source_overwritten_before_wait(make: MakeContext) {
+        overwrite::<bulk_source_overwrite>(make, 1, &[race(WAR, "bulk-overwrite", "bulk-issue")]);
+    }
+
+    /// `mbarrier_wrong_phase` in `mode`.
+    fn phases(make: MakeContext, mode: u32, expected: &[Verdict]) {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let xs = counting(2 * TILE);
+        let x = DeviceBuffer::from_slice(&b.stream, &xs).expect("x");
+        let mut y = b.zeros(ASYNC_RACE_THREADS as usize);
+        let outcome = run::<mbarrier_wrong_phase, _>(&b, 1, (&x, &mut y, mode));
+        let what = format!("mbarrier_wrong_phase, mode {mode}");
+        check(&what, outcome, expected);
+        if expected.is_empty() {
+            let got = y.to_vec(&b.stream).expect("y");
+            for (t, g) in got.iter().enumerate() {
+                assert_eq!(*g, xs[t] + xs[TILE + t], "{what}: thread {t}");
+            }
+        }
+    }
+
+    /// Each round waits on its own phase: race-free.
+    pub fn mbarrier_right_phase(make: MakeContext) {
+        phases(make, 0, &[]);
+    }
+
+    /// The second round waits on the first round's parity, which returns
+    /// at once: its read races with the second load.
+    pub fn mbarrier_wrong_phase(make: MakeContext) {
+        phases(make, 1, &[race(RAW, "phase-read", "phase-issue")]);
+    }
+
+    /// `bulk_store_read_back` in `mode` (two blocks, which must run at once).
+    fn read_back(make: MakeContext, mode: u32, expected: &[Verdict]) {
+        let Some(b) = Bench::new(make, 2) else {
+            return;
+        };
+        let (mut y, mut flag) = (b.zeros(TILE), b.zeros(1));
+        let mut out = b.zeros(ASYNC_RACE_THREADS as usize);
+        let outcome = run::<bulk_store_read_back, _>(&b, 2, (&mut y, &mut flag, &mut out, mode));
+        let what = format!("bulk_store_read_back, mode {mode}");
+        check(&what, outcome, expected);
+        if expected.is_empty() {
+            let got = out.to_vec(&b.stream).expect("out");
+            for (t, g) in got.iter().enumerate() {
+                assert_eq!(*g, 4 * t as u32 + 1, "{what}: thread {t}");
+            }
+        }
+    }
+
+    /// The bulk group waited for before the release: race-free.
+    pub fn bulk_store_waited_before_release(make: MakeContext) {
+        read_back(make, 0, &[]);
+    }
+
+    /// The release before the wait does not cover the store in flight.
+    pub fn bulk_store_released_before_wait(make: MakeContext) {
+        read_back(make, 1, &[race(RAW, "store-read-back", "store-issue")]);
+    }
+
+    /// A tensor load of the first `TILE` elements of a buffer on one
+    /// stream and a plain store to element `at` of it on another, the
+    /// streams ordered by an event when `ordered`.
+    fn tensor_case(make: MakeContext, at: u32, ordered: bool, expected: &[Verdict]) {
+        let Some(ctx) = make(2) else {
+            return;
+        };
+        let s = TwoStreams::new(ctx);
+        let mut src = s.zeros(2 * TILE);
+        let mut y = s.zeros(TILE);
+        {
+            let map = DeviceTensorMap::tiled(
+                &s.a,
+                &src,
+                TiledLayout::new([2 * TILE as u64], [TILE as u32]),
+            )
+            .expect("tensor map");
+            s.a.launch(
+                &s.kernel::<tensor_load_tile>(),
+                LaunchConfig::new(1, ASYNC_RACE_THREADS),
+                (&map, &mut y),
+            )
+            .expect("tensor_load_tile");
+        }
+        if ordered {
+            let done = vigil::Event::new(&s.ctx).expect("event");
+            done.record(&s.a).expect("record");
+            s.b.wait_event(&done).expect("wait");
+        }
+        s.b.launch(
+            &s.kernel::<plain_store_at>(),
+            LaunchConfig::new(1, 32),
+            (&mut src, at),
+        )
+        .expect("plain_store_at");
+        let what = format!("a tensor load and a store at {at}, ordered: {ordered}");
+        let outcome = match s.races() {
+            r if r.is_empty() => Ok(()),
+            r => Err(vigil::Error::Races(r)),
+        };
+        check(&what, outcome, expected);
+    }
+
+    /// The store waits for the tensor load's launch through an event.
+    pub fn tensor_load_beside_an_ordered_store(make: MakeContext) {
+        tensor_case(make, 3, true, &[]);
+    }
+
+    /// The store on an unordered stream writes inside the loaded box.
+    pub fn tensor_load_and_an_unordered_store(make: MakeContext) {
+        tensor_case(
+            make,
+            3,
+            false,
+            &[race(WAR, "tensor-plain-store", "tensor-load")],
+        );
+    }
+
+    /// `pdl_writer` then `pdl_reader` in `mode` on one stream, the second
+    /// with programmatic stream serialisation when `programmatic`.
+    fn dependent_case(make: MakeContext, mode: u32, programmatic: bool, expected: &[Verdict]) {
+        let Some(b) = Bench::new(make, 2) else {
+            return;
+        };
+        let n = 2 * ASYNC_RACE_THREADS as usize;
+        let (mut y, mut z) = (b.zeros(n), b.zeros(n));
+        let config = LaunchConfig::new(2, ASYNC_RACE_THREADS);
+        b.stream
+            .launch(&b.kernel::<pdl_writer>(), config, (&mut y,))
+            .expect("pdl_writer");
+        let dependent = if programmatic {
+            config.with_programmatic_stream_serialization()
+        } else {
+            config
+        };
+        let outcome = b
+            .stream
+            .launch(&b.kernel::<pdl_reader>(), dependent, (&y, &mut z, mode))
+            .and_then(|()| b.sync());
+        let what = format!("pdl_reader, mode {mode}, programmatic: {programmatic}");
+        check(&what, outcome, expected);
+        if expected.is_empty() {
+            let got = z.to_vec(&b.stream).expect("z");
+            assert_eq!(got, (1..=n as u32).collect::<Vec<_>>(), "{what}");
+        }
+    }
+
+    /// A dependent reads its primary's output after `grid_dependency::wait()`.
+    pub fn dependent_reads_after_its_wait(make: MakeContext) {
+        dependent_case(make, 0, true, &[]);
+    }
+
+    /// A dependent reads its primary's output before waiting for it.
+    pub fn dependent_reads_before_its_wait(make: MakeContext) {
+        dependent_case(make, 1, true, &[race(RAW, "pdl-early-read", "pdl-write")]);
+    }
+
+    /// Without programmatic stream serialisation the launch starts after
+    /// the one before it has finished: an early read is ordered.
+    pub fn serialized_launch_reads_before_its_wait(make: MakeContext) {
+        dependent_case(make, 1, false, &[]);
+    }
+}
