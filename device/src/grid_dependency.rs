@@ -28,6 +28,7 @@
 //! ```
 
 use crate::arch::async_imp;
+use crate::sanitizer::{Plain, Sanitizer};
 
 /// Lets the dependent kernels of this launch start as soon as every
 /// block of it has called this or exited (`griddepcontrol.launch_dependents`).
@@ -41,7 +42,24 @@ pub fn launch_dependents() {
 /// Waits until the kernels this launch depends on have completed and
 /// their memory operations are visible (`griddepcontrol.wait`); returns
 /// at once in a launch without programmatic stream serialisation.
+///
+/// With the sanitizer, a dependent block's accesses before its wait are
+/// unordered with the kernel before it, after the wait ordered. Inside a
+/// `#[kernel]` body a call is [`wait_in`] with the kernel's sanitizer; a
+/// helper outside one calls [`wait_in`] with its own `S` (on the GPU, a
+/// plain `wait()` there leaves the sanitizer treating the block as not
+/// waiting yet, which may report a race that is not one).
 #[inline(always)]
+#[track_caller]
 pub fn wait() {
-    async_imp::wait_for_prerequisite_grids()
+    wait_in::<Plain>()
+}
+
+/// [`wait`], told to the sanitizer `S` (the GPU's: the calling block is
+/// ordered after the kernels this launch depends on from now on).
+#[inline(always)]
+#[track_caller]
+pub fn wait_in<S: Sanitizer>() {
+    async_imp::wait_for_prerequisite_grids();
+    S::grid_dependency_wait();
 }

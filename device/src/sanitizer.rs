@@ -198,6 +198,13 @@ pub trait Sanitizer: Copy + Default + Send + Sync + 'static {
         let _ = barrier;
     }
 
+    /// The calling thread waited for the kernels its launch depends on
+    /// (`griddepcontrol.wait`): its block is ordered after them from now
+    /// on. Default: nothing (the CPU backend's runtime hears of every
+    /// wait from its platform layer, in every function).
+    #[inline(always)]
+    fn grid_dependency_wait() {}
+
     /// The calling thread declared a shared array of `array_bytes` bytes
     /// that `S` cannot check: its accesses go unchecked, and the
     /// sanitizer says so in its reports. Default: nothing (the CPU

@@ -9,11 +9,10 @@
 //! and its completion, so it runs every form. The GPU sanitizer checks a
 //! copy where it is issued, as the issuing thread's accesses
 //! (docs/src/sanitizer/bounds.md): it runs the race-free forms, which it
-//! must pass without a report, and the race between a tensor copy and
-//! another launch, which the issue-time check sees. A sanitized GPU
-//! launch with programmatic stream serialisation starts after the launch
-//! before it has finished, and the GPU sanitizer orders it so: the race
-//! of a dependent's read before its wait is the CPU backend's to find.
+//! must pass without a report, the race between a tensor copy and
+//! another launch, which the issue-time check sees, and the dependent
+//! launches (both backends order a dependent block after the kernel
+//! before it only from its `grid_dependency::wait()`).
 
 use vigil::{DeviceBuffer, DeviceTensorMap, LaunchConfig, ReportKind, TiledLayout};
 
@@ -41,7 +40,8 @@ mod gpu {
         cp_async_source_overwritten_after_wait, bulk_source_overwritten_after_wait,
         mbarrier_right_phase, bulk_store_waited_before_release,
         tensor_load_beside_an_ordered_store, tensor_load_and_an_unordered_store,
-        dependent_reads_after_its_wait, serialized_launch_reads_before_its_wait);
+        dependent_reads_after_its_wait, dependent_reads_before_its_wait,
+        serialized_launch_reads_before_its_wait);
 }
 
 /// A distinct report: kind, line of the current access, line of the prior one.

@@ -16,7 +16,9 @@
 //!   `shared_stack!(BYTES)` `shared_stack!(@sanitizer S; BYTES)` (and the
 //!   capacities of the stacks it rewrote, and where the body views the
 //!   dynamic shared memory, go back to the attribute: [`Found`]);
-//! - `sync_threads()` becomes `::vigil_device::sync::sync_threads_in::<S>()`;
+//! - `sync_threads()` becomes `::vigil_device::sync::sync_threads_in::<S>()`,
+//!   and `grid_dependency::wait()`
+//!   `::vigil_device::grid_dependency::wait_in::<S>()`;
 //! - `warp::f(mask, ..)` for a collective `f` becomes
 //!   `warp::f(::vigil_device::warp::__joining::<S>(mask), ..)`.
 //!
@@ -258,6 +260,14 @@ impl VisitMut for Carry<'_> {
         {
             *e = syn::parse2(quote_spanned!(span=> ::vigil_device::sync::sync_threads_in::<#s>()))
                 .expect("a call expression");
+        } else if last == "wait"
+            && call.args.is_empty()
+            && prev.as_deref() == Some("grid_dependency")
+        {
+            *e = syn::parse2(
+                quote_spanned!(span=> ::vigil_device::grid_dependency::wait_in::<#s>()),
+            )
+            .expect("a call expression");
         } else if prev.as_deref() == Some("warp") && COLLECTIVES.contains(&last.as_str()) {
             if let Some(mask) = call.args.first_mut() {
                 let m = mask.clone();

@@ -23,7 +23,7 @@ use vigil_shared::gpu::{
 };
 use vigil_shared::race::cta::CtaView;
 use vigil_shared::race::memory::launch_record;
-use vigil_shared::race::serial::{HostOrder, LaneBounds};
+use vigil_shared::race::serial::{lane_of, HostOrder, LaneBounds};
 use vigil_shared::race::sync::{CtaSync, SYNC_WORDS};
 use vigil_shared::read_only::ReadOnlyRanges;
 
@@ -58,6 +58,10 @@ pub(super) struct CtaState {
     pub device: u32,
     /// SM the CTA runs on.
     pub smid: u32,
+    /// The bound of its own lane ([`HostOrder::own_bound`]): its base,
+    /// or in a programmatic dependent launch, until a thread waits for the
+    /// kernel before it, that kernel's.
+    pub own_bound: u32,
     /// Its region of the SM (the same-block layer's per-CTA memory),
     /// held from entry to exit.
     pub slot: u16,
@@ -147,7 +151,10 @@ impl CtaState {
             // sanitizer thread).
             epoch: words[vigil_shared::race::sync::EPOCH_WORD].load(Ordering::Relaxed) as u16,
             device: self.device,
-            host: HostOrder::new(self.base, self.count, self.bounds()),
+            host: HostOrder {
+                own_bound: self.own_bound,
+                ..HostOrder::new(self.base, self.count, self.bounds())
+            },
             global: self.global(),
             devices: mem.lane_devices(),
             known: vigil_shared::race::knowledge::SnapRef(
@@ -156,6 +163,24 @@ impl CtaState {
             launch: self.launch_ref,
             own: Default::default(),
         }
+    }
+}
+
+/// A thread of the CTA waited for the kernels its launch depends on
+/// (`griddepcontrol.wait`): the CTA's own lane is bounded by its base
+/// from now on. The waiting thread's later checks read its own store;
+/// another thread's may read the old bound a little longer, which can
+/// only report more.
+#[inline(always)]
+pub(super) fn prerequisites_waited() {
+    let at = core::mem::offset_of!(CtaState, own_bound);
+    // SAFETY: the CTA's `.shared` block holds its `CtaState` (written at
+    // entry, before the barrier every thread passed); `own_bound` is a
+    // 4-aligned `u32` of it.
+    unsafe {
+        let state = arch::cta_state();
+        let base = (state.add(core::mem::offset_of!(CtaState, base)) as *const u32).read_volatile();
+        (state.add(at) as *mut u32).write_volatile(base)
     }
 }
 
@@ -455,6 +480,7 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
         let reports = u64::from(rec[launch_record::REPORTS])
             | u64::from(rec[launch_record::REPORTS + 1]) << 32;
         let launch_ref = rec[launch_record::TAG];
+        let own_bound = rec[launch_record::BOUNDS + lane_of(base)];
         let device = rec[launch_record::DEVICE];
         let smid = arch::smid();
         let guess = region_guess(lanes);
@@ -482,6 +508,7 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
             launch_ref,
             device,
             smid,
+            own_bound,
             slot,
             extension: extension as u8,
             extensions: extensions as u8,

@@ -565,4 +565,9 @@ impl Sanitizer for GpuSanitizer {
     fn shared_unchecked(_array_bytes: usize) {
         super::block::shared_unchecked()
     }
+
+    #[inline(always)]
+    fn grid_dependency_wait() {
+        super::cta::prerequisites_waited()
+    }
 }

@@ -36,9 +36,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Mutex, OnceLock};
 
-#[cfg(test)]
-use vigil_shared::race::serial::lane_of;
-use vigil_shared::race::serial::{lane_end, lane_start, LaneBounds, Serial, LANES};
+use vigil_shared::race::serial::{lane_end, lane_of, lane_start, LaneBounds, Serial, LANES};
 use vigil_shared::race::LaneDevices;
 
 use crate::types::{EventId, StreamId};
@@ -126,6 +124,26 @@ struct StreamState {
     owner: Owner,
     lane: Option<usize>,
     clock: LaneBounds,
+    /// When the stream's last work was a kernel, the bound of its own lane
+    /// a programmatic dependent launched next has until its blocks wait
+    /// for it: that kernel's own.
+    dependable: Option<Serial>,
+}
+
+/// What a launch is, for the order of the work after it on its stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Work {
+    /// A kernel that starts once the work before it on its stream has
+    /// finished.
+    Kernel,
+    /// A kernel launched with programmatic stream serialisation: it may
+    /// start while the kernel before it on its stream still runs, and is
+    /// ordered after that kernel where its blocks wait for it
+    /// (`grid_dependency::wait()`). Until then its own lane's bound
+    /// ([`PlannedLaunch::bounds`]) is that kernel's.
+    DependentKernel,
+    /// A host-issued copy or fill.
+    Transfer,
 }
 
 /// The host's record of launch ordering for one process (or one group of
@@ -288,6 +306,7 @@ impl LaunchOrder {
             owner,
             lane: None,
             clock: LaneBounds::NONE,
+            dependable: None,
         })
     }
 
@@ -332,14 +351,19 @@ impl LaunchOrder {
         None
     }
 
-    /// Plans a launch of `count` serials on `stream` of context `owner`
-    /// on device `device`.
+    /// Plans a launch of `count` serials of `work` on `stream` of context
+    /// `owner` on device `device`. Its bounds' own lane is its base, but
+    /// for a dependent kernel right after a kernel on the same lane, whose
+    /// blocks are ordered after that kernel only once they wait for it:
+    /// there it is that kernel's bound (or what the host waited for, if
+    /// more).
     pub fn launch(
         &mut self,
         stream: StreamId,
         owner: Owner,
         device: u32,
         count: u32,
+        work: Work,
     ) -> Result<PlannedLaunch, OrderError> {
         if u64::from(count) > u64::from(lane_end(1) - lane_start(1)) {
             return Err(OrderError::TooManyCtas(u64::from(count)));
@@ -374,6 +398,13 @@ impl LaunchOrder {
         bounds.0[lane] = base;
         state.clock = bounds;
         state.clock.0[lane] = base + count;
+        if work == Work::DependentKernel {
+            if let Some(d) = state.dependable.filter(|&d| lane_of(d) == lane) {
+                let waited = host.0[lane].max(self.floor.0[lane]);
+                bounds.0[lane] = d.max(waited).min(base);
+            }
+        }
+        state.dependable = (work != Work::Transfer).then_some(bounds.0[lane]);
         self.pending.push((bounds, lane, base + count));
         let mut global = self.global();
         global.join(&self.floor);
@@ -430,7 +461,10 @@ impl LaunchOrder {
     /// what the event captured.
     pub fn wait(&mut self, stream: StreamId, event: EventId, owner: Owner) {
         let ev = self.events.get(&event).copied().unwrap_or(LaneBounds::NONE);
-        self.stream(stream, owner).clock.join(&ev);
+        let state = self.stream(stream, owner);
+        state.clock.join(&ev);
+        // A dependent launched next waits for the event like any launch.
+        state.dependable = None;
     }
 
     /// Context `owner`'s host waited for `stream`.
@@ -539,13 +573,43 @@ pub fn ring_ref(n: u64, rank: u32, world: u32, slots: u32) -> u32 {
 mod tests {
     use super::*;
 
+    /// A dependent kernel right after a kernel of its stream is not
+    /// ordered after that kernel until it waits; after a transfer, an
+    /// event wait or a host wait for that kernel it is.
+    #[test]
+    fn a_dependent_kernel_is_bound_by_the_kernel_before_it() {
+        let mut o = LaunchOrder::new();
+        let a = StreamId(1);
+        let k1 = o.launch(a, 1, 0, 4, Work::Kernel).unwrap();
+        let k2 = o.launch(a, 1, 0, 2, Work::DependentKernel).unwrap();
+        assert_eq!(k2.bounds.0[lane_of(k2.base)], k1.base);
+        // A dependent of a dependent is bound by the first kernel.
+        let k3 = o.launch(a, 1, 0, 2, Work::DependentKernel).unwrap();
+        assert_eq!(k3.bounds.0[lane_of(k3.base)], k1.base);
+        let k4 = o.launch(a, 1, 0, 2, Work::Kernel).unwrap();
+        assert_eq!(k4.bounds.0[lane_of(k4.base)], k4.base);
+        o.launch(a, 1, 0, 1, Work::Transfer).unwrap();
+        let k5 = o.launch(a, 1, 0, 2, Work::DependentKernel).unwrap();
+        assert_eq!(k5.bounds.0[lane_of(k5.base)], k5.base);
+        let k6 = o.launch(a, 1, 0, 2, Work::Kernel).unwrap();
+        o.sync_stream(1, a);
+        let k7 = o.launch(a, 1, 0, 2, Work::DependentKernel).unwrap();
+        assert_eq!(k7.bounds.0[lane_of(k7.base)], k7.base);
+        assert!(k6.base < k7.base);
+        let e = EventId(9);
+        o.record(e, a);
+        o.wait(a, e, 1);
+        let k8 = o.launch(a, 1, 0, 2, Work::DependentKernel).unwrap();
+        assert_eq!(k8.bounds.0[lane_of(k8.base)], k8.base);
+    }
+
     #[test]
     fn one_stream_orders_its_launches_and_two_do_not() {
         let mut o = LaunchOrder::new();
         let (a, b) = (StreamId(1), StreamId(2));
-        let l1 = o.launch(a, 7, 0, 4).unwrap();
-        let l2 = o.launch(a, 7, 0, 2).unwrap();
-        let l3 = o.launch(b, 7, 0, 1).unwrap();
+        let l1 = o.launch(a, 7, 0, 4, Work::Kernel).unwrap();
+        let l2 = o.launch(a, 7, 0, 2, Work::Kernel).unwrap();
+        let l3 = o.launch(b, 7, 0, 1, Work::Kernel).unwrap();
         let host = |l: &PlannedLaunch, s: Serial| s < l.bounds.0[lane_of(s)];
         assert!(host(&l2, l1.base + 3) && !host(&l2, l2.base));
         assert!(!host(&l3, l1.base) && !host(&l3, l2.base));
@@ -557,18 +621,18 @@ mod tests {
     fn events_and_host_waits_carry_order_to_other_streams() {
         let mut o = LaunchOrder::new();
         let (a, b, c) = (StreamId(1), StreamId(2), StreamId(3));
-        let l1 = o.launch(a, 1, 0, 8).unwrap();
+        let l1 = o.launch(a, 1, 0, 8, Work::Kernel).unwrap();
         o.record(EventId(9), a);
         o.wait(b, EventId(9), 1);
-        let l2 = o.launch(b, 1, 0, 1).unwrap();
+        let l2 = o.launch(b, 1, 0, 1, Work::Kernel).unwrap();
         assert!(l1.base + 7 < l2.bounds.0[lane_of(l1.base)]);
-        let l3 = o.launch(a, 1, 0, 1).unwrap();
+        let l3 = o.launch(a, 1, 0, 1, Work::Kernel).unwrap();
         o.sync_stream(1, a);
-        let l4 = o.launch(c, 1, 0, 1).unwrap();
+        let l4 = o.launch(c, 1, 0, 1, Work::Kernel).unwrap();
         assert!(l3.base < l4.bounds.0[lane_of(l3.base)]);
         // Another context's wait orders nothing of this one.
         o.sync_owner(2);
-        let l5 = o.launch(StreamId(4), 2, 0, 1).unwrap();
+        let l5 = o.launch(StreamId(4), 2, 0, 1, Work::Kernel).unwrap();
         assert!(l2.base >= l5.bounds.0[lane_of(l2.base)]);
     }
 
@@ -576,20 +640,20 @@ mod tests {
     fn nothing_is_forgotten_while_a_launch_it_may_race_with_runs() {
         let mut o = LaunchOrder::new();
         let (a, b) = (StreamId(1), StreamId(2));
-        let old = o.launch(b, 1, 0, 1).unwrap();
-        let l1 = o.launch(a, 1, 0, 1).unwrap();
+        let old = o.launch(b, 1, 0, 1, Work::Kernel).unwrap();
+        let l1 = o.launch(a, 1, 0, 1, Work::Kernel).unwrap();
         o.sync_stream(1, a);
-        let l2 = o.launch(a, 1, 0, 1).unwrap();
+        let l2 = o.launch(a, 1, 0, 1, Work::Kernel).unwrap();
         // `old` may still run and is not ordered after l1: l1 is not forgotten.
         assert!(l1.base >= l2.global.0[lane_of(l1.base)]);
         o.sync_stream(1, b);
         // `l2` may still run, unordered with `old`: `old` stays, while
         // `l1`, before `l2` and waited for, may go.
-        let l3 = o.launch(a, 1, 0, 1).unwrap();
+        let l3 = o.launch(a, 1, 0, 1, Work::Kernel).unwrap();
         assert!(l1.base < l3.global.0[lane_of(l1.base)]);
         assert!(old.base >= l3.global.0[lane_of(old.base)]);
         o.sync_stream(1, a);
-        let l4 = o.launch(a, 1, 0, 1).unwrap();
+        let l4 = o.launch(a, 1, 0, 1, Work::Kernel).unwrap();
         assert!(l1.base < l4.global.0[lane_of(l1.base)]);
         assert!(old.base < l4.global.0[lane_of(old.base)]);
         assert!(l3.base < l4.global.0[lane_of(l3.base)]);
@@ -600,18 +664,18 @@ mod tests {
         let mut o = LaunchOrder::new();
         for i in 0..200u64 {
             let s = StreamId(100 + i);
-            o.launch(s, 1, 0, 3).unwrap();
+            o.launch(s, 1, 0, 3, Work::Kernel).unwrap();
             o.sync_stream(1, s);
             o.drop_stream(s);
         }
         let mut held = Vec::new();
         for i in 0..(LANES as u64 - 1) {
             let s = StreamId(1000 + i);
-            o.launch(s, 1, 0, 1).unwrap();
+            o.launch(s, 1, 0, 1, Work::Kernel).unwrap();
             held.push(s);
         }
         assert_eq!(
-            o.launch(StreamId(5000), 1, 0, 1),
+            o.launch(StreamId(5000), 1, 0, 1, Work::Kernel),
             Err(OrderError::LanesExhausted)
         );
         assert!(OrderError::LanesExhausted.to_string().contains("streams"));
@@ -624,7 +688,7 @@ mod tests {
         o.drop_owner(1);
         for i in 0..500u64 {
             let (s, owner) = (StreamId(10_000 + i), 100 + i);
-            let l = o.launch(s, owner, 0, 2).unwrap();
+            let l = o.launch(s, owner, 0, 2, Work::Kernel).unwrap();
             // The renter is ordered after the lane's earlier work.
             assert!(
                 l.base - 1 < l.bounds.0[lane_of(l.base)] || l.base == lane_start(lane_of(l.base))
@@ -639,8 +703,8 @@ mod tests {
     fn a_renewal_orders_all_ended_work_before_every_later_launch() {
         let mut o = LaunchOrder::new();
         let (a, b) = (StreamId(1), StreamId(2));
-        let l1 = o.launch(a, 1, 0, 4).unwrap();
-        let l2 = o.launch(b, 2, 0, 3).unwrap();
+        let l1 = o.launch(a, 1, 0, 4, Work::Kernel).unwrap();
+        let l2 = o.launch(b, 2, 0, 3, Work::Kernel).unwrap();
         // `l2` may still run: nothing is renewed.
         o.sync_owner(1);
         assert_eq!(o.renew(), None);
@@ -649,7 +713,7 @@ mod tests {
         assert_eq!(o.renew(), Some(first), "nothing new: the same renewal");
         // A context that waited for none of it is ordered after all of it,
         // and every later launch may forget it.
-        let l3 = o.launch(StreamId(3), 3, 0, 1).unwrap();
+        let l3 = o.launch(StreamId(3), 3, 0, 1, Work::Kernel).unwrap();
         for s in [l1.base + 3, l2.base + 2] {
             assert!(s < l3.bounds.0[lane_of(s)] && s < l3.global.0[lane_of(s)]);
         }
@@ -660,7 +724,7 @@ mod tests {
         assert_eq!(o.renew(), Some(first + 1));
         // A process of a group never renews (its peers' work is not here).
         let mut g = LaunchOrder::for_rank(0, 2);
-        g.launch(a, 1, 0, 1).unwrap();
+        g.launch(a, 1, 0, 1, Work::Kernel).unwrap();
         g.sync_owner(1);
         assert_eq!(g.renew(), None);
     }
@@ -668,14 +732,14 @@ mod tests {
     #[test]
     fn a_wait_for_a_whole_context_covers_its_dropped_streams() {
         let mut o = LaunchOrder::new();
-        let l1 = o.launch(StreamId(1), 1, 0, 3).unwrap();
+        let l1 = o.launch(StreamId(1), 1, 0, 3, Work::Kernel).unwrap();
         o.drop_stream(StreamId(1));
         o.sync_owner(1);
-        let l2 = o.launch(StreamId(2), 1, 0, 1).unwrap();
+        let l2 = o.launch(StreamId(2), 1, 0, 1, Work::Kernel).unwrap();
         assert!(l1.base + 2 < l2.bounds.0[lane_of(l1.base)]);
         // Another context's wait does not.
         o.sync_owner(2);
-        let l3 = o.launch(StreamId(3), 2, 0, 1).unwrap();
+        let l3 = o.launch(StreamId(3), 2, 0, 1, Work::Kernel).unwrap();
         assert!(l1.base >= l3.bounds.0[lane_of(l1.base)]);
     }
 
@@ -684,13 +748,13 @@ mod tests {
         let mut o = LaunchOrder::new();
         // Contexts, one after the other, each with streams it never waits
         // for, while another context that waited once stays alive.
-        o.launch(StreamId(1), 1, 0, 1).unwrap();
+        o.launch(StreamId(1), 1, 0, 1, Work::Kernel).unwrap();
         o.sync_owner(1);
         let mut last = None;
         for ctx in 2..300u64 {
             for i in 0..2 {
                 let s = StreamId(ctx * 10 + i);
-                last = Some(o.launch(s, ctx, 0, 5).unwrap());
+                last = Some(o.launch(s, ctx, 0, 5, Work::Kernel).unwrap());
                 o.drop_stream(s);
             }
             o.drop_owner(ctx);
@@ -701,7 +765,7 @@ mod tests {
         assert!(l.base > lane_start(lane_of(l.base)) + 5);
         assert!(lane_start(lane_of(l.base)) < l.bounds.0[lane_of(l.base)]);
         // Nothing of a context gone holds back what may be forgotten.
-        o.launch(StreamId(7), 1, 0, 1).unwrap();
+        o.launch(StreamId(7), 1, 0, 1, Work::Kernel).unwrap();
         assert!(o.pending.len() <= 2, "{} launches pending", o.pending.len());
     }
 }

@@ -79,7 +79,7 @@ impl CtaView<'_> {
             || self.host.orders(s)
             || (!self.known.is_none() && arena.epoch_of(self.known, s) >= u32::from(e))
             || {
-                let inherited = arena.inherited(self.launch, |x| self.host.orders(x));
+                let inherited = arena.inherited(self.launch, |x| self.host.orders_once_waited(x));
                 !inherited.is_none() && arena.epoch_of(inherited, s) >= u32::from(e)
             }
     }
@@ -127,7 +127,7 @@ impl CtaView<'_> {
                 continue;
             }
             let inh = *inherited
-                .get_or_insert_with(|| arena.inherited(self.launch, |x| self.host.orders(x)));
+                .get_or_insert_with(|| arena.inherited(self.launch, |x| self.host.orders_once_waited(x)));
             let q = if inh.is_none() {
                 p
             } else {

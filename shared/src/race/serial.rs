@@ -114,6 +114,21 @@ impl<'t> HostOrder<'t> {
         s < self.bound(lane_of(s))
     }
 
+    /// Whether `s` happens before the launch once its CTAs waited for
+    /// the launch before it ([`HostOrder::own_bound`] aside): what the
+    /// launch inherits from the CTAs that exited before it is decided
+    /// once, by this order, so a CTA that has not waited may count as
+    /// knowing what they knew (which can hide a race, never invent one).
+    #[inline(always)]
+    pub fn orders_once_waited(&self, s: Serial) -> bool {
+        let lane = lane_of(s);
+        s < if lane == lane_of(self.base) {
+            self.base
+        } else {
+            self.bounds.0[lane]
+        }
+    }
+
     /// Whether `s` is a CTA of this launch.
     #[inline(always)]
     pub fn owns(&self, s: Serial) -> bool {

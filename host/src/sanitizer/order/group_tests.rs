@@ -90,13 +90,13 @@ proptest! {
                     let rank = rank % world;
                     let o = &mut ranks[rank];
                     let owner = owner_of(stream);
-                    let plan = match o.launch(StreamId(stream), owner, rank as u32, count) {
+                    let plan = match o.launch(StreamId(stream), owner, rank as u32, count, Work::Kernel) {
                         Ok(p) => p,
                         Err(OrderError::LanesExhausted) => {
                             // Dropped streams' lanes come back once waited for.
                             o.sync_owner(GROUP);
                             o.sync_owner(OTHER);
-                            o.launch(StreamId(stream), owner, rank as u32, count).unwrap()
+                            o.launch(StreamId(stream), owner, rank as u32, count, Work::Kernel).unwrap()
                         }
                         Err(e) => panic!("{e}"),
                     };
@@ -166,7 +166,7 @@ fn a_process_joins_its_group_before_planning_anything() {
     let mut o = LaunchOrder::new();
     o.join_processes(1, 4).unwrap();
     o.join_processes(1, 4).unwrap();
-    let l = o.launch(StreamId(1), 1, 1, 8).unwrap();
+    let l = o.launch(StreamId(1), 1, 1, 8, Work::Kernel).unwrap();
     assert_eq!(lane_of(l.base) % 4, 1);
     assert_eq!(o.join_processes(2, 4), Err(OrderError::Started));
     assert!(OrderError::Started.to_string().contains("before its first"));
@@ -289,7 +289,7 @@ mod shared_engine {
         /// rank `rank` and writes its record into its ring slot.
         fn launch_on(&mut self, rank: u32, owner: Owner, stream: StreamId) -> Planned {
             let o = &mut self.ranks[rank as usize];
-            let plan = o.launch(stream, owner, rank, 1).unwrap();
+            let plan = o.launch(stream, owner, rank, 1, Work::Kernel).unwrap();
             let ring = o.next_ring(RING);
             let at = (ring % RING) as usize * launch_record::WORDS;
             let rec = &self.ring[at..at + launch_record::WORDS];

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use vigil_device::Dim3;
 use vigil_shared::atomic::CoreAtomics;
 use vigil_shared::race::memory::LaneRef;
-use vigil_shared::race::serial::{HostOrder, LaneBounds, Serial};
+use vigil_shared::race::serial::{lane_of, HostOrder, LaneBounds, Serial};
 use vigil_shared::race::sync::{CtaSync, SYNC_WORDS};
 use vigil_shared::race::{CtaView, LaneDevices};
 
@@ -27,12 +27,10 @@ pub(super) struct LaunchState {
     /// Its first serial, and how many it owns.
     pub(super) base: Serial,
     pub(super) count: u32,
-    /// What the host ordered before it.
+    /// What the host ordered before it (its own lane's bound: what a CTA
+    /// is ordered after until it waits for the launch before it, in a
+    /// programmatic dependent launch; its base otherwise).
     pub(super) bounds: LaneBounds,
-    /// For a programmatic dependent launch, the bound of its own lane
-    /// until a CTA waits for the launch before it
-    /// ([`HostOrder::own_bound`]); `None` for every other launch.
-    pub(super) before_wait: Option<Serial>,
     /// What every launch running or to come orders (forgotten).
     pub(super) global: LaneBounds,
     /// The device of each lane when it was planned.
@@ -97,9 +95,10 @@ impl Cta {
             epoch: sync.epoch(),
             device,
             host: HostOrder {
-                own_bound: match l.before_wait {
-                    Some(b) if !self.waited.load(MemOrder::Relaxed) => b,
-                    _ => l.base,
+                own_bound: if self.waited.load(MemOrder::Relaxed) {
+                    l.base
+                } else {
+                    l.bounds.0[lane_of(l.base)]
                 },
                 ..HostOrder::new(l.base, l.count, &l.bounds)
             },

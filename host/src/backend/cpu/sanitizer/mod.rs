@@ -80,19 +80,17 @@ use super::hooks::{
 use crate::backend::transfer::TransferKind;
 use crate::sanitizer::decode::LaunchShape;
 use crate::sanitizer::launches::{LaunchHistory, Remembered};
-use crate::sanitizer::order::{LaunchOrder, OrderError, Owner};
+use crate::sanitizer::order::{LaunchOrder, OrderError, Owner, Work};
 use crate::sanitizer::report::{RaceReport, RaceReports};
 use crate::types::{EventId, StreamId};
 use arena::Arena;
 use cta::{CtaSlots, LaunchState};
 use locations::Locations;
 use memory::{EngineMemory, RingRecord};
-use std::collections::HashMap;
 use std::panic::Location;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering as MemOrder};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use vigil_shared::race::memory::MAX_SC_DEVICES;
-use vigil_shared::race::serial::{lane_of, Serial};
 
 /// Launches whose shapes and names the sanitizer remembers (for naming
 /// the kernel and block of an earlier access).
@@ -217,10 +215,6 @@ pub struct CpuRaceSanitizer {
     halted: AtomicBool,
     /// Races between threads of one block, per virtual SM.
     block: BlockRaces,
-    /// Per stream whose last work was a kernel, the bound of its lane a
-    /// programmatic dependent launched next would have until it waits
-    /// (the kernel's first serial, or its own such bound if it was one).
-    dependable: Mutex<HashMap<StreamId, Serial>>,
 }
 
 impl std::fmt::Debug for CpuRaceSanitizer {
@@ -315,7 +309,6 @@ impl CpuRaceSanitizer {
                 halt_on_error: c.halt_on_error,
                 halted: AtomicBool::new(false),
                 block: BlockRaces::new(c.virtual_sms as usize),
-                dependable: Mutex::new(HashMap::new()),
             })
             .collect())
     }
@@ -366,28 +359,12 @@ impl CpuRaceSanitizer {
         stream: StreamId,
         shape: LaunchShape,
         count: u32,
-        programmatic: bool,
+        work: Work,
     ) -> Result<LaunchState, CpuSanitizerError> {
         let (planned, devices) = {
             let mut order = lock(&self.shared.order);
-            let planned = order.launch(stream, self.owner, self.rank, count)?;
+            let planned = order.launch(stream, self.owner, self.rank, count, work)?;
             (planned, *order.devices())
-        };
-        let before_wait = {
-            let mut dependable = lock(&self.dependable);
-            // A dependent of the kernel before it on its lane: until it
-            // waits, it is not ordered after that kernel (a lane change
-            // leaves it ordered, as the other lanes' bounds say).
-            let before = dependable
-                .get(&stream)
-                .copied()
-                .filter(|&b| programmatic && lane_of(b) == lane_of(planned.base));
-            if shape.host_issued {
-                dependable.remove(&stream);
-            } else {
-                dependable.insert(stream, before.unwrap_or(planned.base));
-            }
-            before
         };
         let id = self.shared.next_launch.fetch_add(1, MemOrder::Relaxed);
         let lane_ref = self.shared.next_ring.fetch_add(1, MemOrder::Relaxed).max(1);
@@ -415,7 +392,6 @@ impl CpuRaceSanitizer {
             base: planned.base,
             count: planned.count,
             bounds: planned.bounds,
-            before_wait,
             global: planned.global,
             devices,
             shape,
@@ -456,7 +432,12 @@ impl CpuRaceSanitizer {
             host_issued: false,
         };
         let count = u32::try_from(blocks).map_err(|_| OrderError::TooManyCtas(blocks))?;
-        let launch = self.plan(stream, shape, count, programmatic)?;
+        let work = if programmatic {
+            Work::DependentKernel
+        } else {
+            Work::Kernel
+        };
+        let launch = self.plan(stream, shape, count, work)?;
         *lock(&self.current) = Some(Arc::new(launch));
         Ok(())
     }
@@ -473,16 +454,12 @@ impl CpuRaceSanitizer {
 
     /// Orders `stream`'s later launches after `event`'s last record.
     pub fn wait_event(&self, stream: StreamId, event: EventId) {
-        lock(&self.dependable).remove(&stream);
         lock(&self.shared.order).wait(stream, event, self.owner);
     }
 
     /// The host waited for `sync`: every later launch of every device of
     /// the group is ordered after what it waited for.
     pub fn host_sync(&self, sync: HostSync) {
-        // What the host waited for has finished: its dependents are
-        // ordered after it like any later work.
-        lock(&self.dependable).clear();
         let mut order = lock(&self.shared.order);
         match sync {
             HostSync::Context => order.sync_owner(self.owner),
@@ -544,7 +521,7 @@ impl CpuRaceSanitizer {
             block: one,
             host_issued: true,
         };
-        let launch = self.plan(stream, shape, 1, false)?;
+        let launch = self.plan(stream, shape, 1, Work::Transfer)?;
         self.check_transfer(launch, reads, writes, caller);
         Ok(())
     }

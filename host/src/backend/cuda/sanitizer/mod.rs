@@ -77,7 +77,7 @@ use crate::error::{Error, Result};
 use crate::launch_abi::params::{HiddenArgs, ParamBuffer};
 use crate::sanitizer::barrier::decode_divergence;
 use crate::sanitizer::decode::{decode_all, LaunchShape, PriorSite};
-use crate::sanitizer::order::{launch_order, PlannedLaunch};
+use crate::sanitizer::order::{launch_order, PlannedLaunch, Work};
 use crate::sanitizer::report::RaceReports;
 use crate::types::{EventId, StreamId};
 use vigil_shared::read_only::ReadOnlyRanges;
@@ -285,7 +285,12 @@ impl GpuSanitizer {
             host_issued: false,
         };
         let blocks = u64::from(config.grid.x) * u64::from(config.grid.y) * u64::from(config.grid.z);
-        let mut planned = self.plan(&mut st, owner, stream_id, shape, blocks, 0, None)?;
+        let work = if config.programmatic_stream_serialization {
+            Work::DependentKernel
+        } else {
+            Work::Kernel
+        };
+        let mut planned = self.plan(&mut st, owner, stream_id, shape, blocks, work, None)?;
         planned.extensions = extensions_wanted(sanitized.resident);
         self.device.bind()?;
         self.enqueue_record(&mut st, &planned, Some(stream))?;
@@ -294,7 +299,7 @@ impl GpuSanitizer {
     }
 
     /// Plans a sanitized launch of `shape` (`blocks` CTAs, or one serial
-    /// for a transfer: `flags`) on `stream_id` by `owner`: its serials,
+    /// for a transfer) of `work` on `stream_id` by `owner`: its serials,
     /// lane bounds, ring record and launch id.
     #[allow(clippy::too_many_arguments)]
     fn plan(
@@ -304,19 +309,19 @@ impl GpuSanitizer {
         stream_id: StreamId,
         shape: LaunchShape,
         blocks: u64,
-        flags: u32,
+        work: Work,
         host_site: Option<u64>,
     ) -> Result<RecordPlan> {
         let reports = report_buffer(st, owner)?;
-        let count = if flags & launch_flags::ONE_SERIAL != 0 {
-            1
+        let (flags, count) = if work == Work::Transfer {
+            (launch_flags::ONE_SERIAL, 1)
         } else {
-            u32::try_from(blocks).unwrap_or(u32::MAX)
+            (0, u32::try_from(blocks).unwrap_or(u32::MAX))
         };
         let (planned, r) = {
             let mut order = lock(launch_order());
             let planned = order
-                .launch(stream_id, owner, self.rank, count)
+                .launch(stream_id, owner, self.rank, count, work)
                 .map_err(|e| Error::Sanitizer {
                     message: e.to_string(),
                 })?;

@@ -20,6 +20,7 @@ use vigil_shared::gpu::{
     SHADOW_RECLAIM_PARAMS,
 };
 
+use crate::sanitizer::order::Work;
 use super::{lock, GpuSanitizer, RecordPlan};
 use crate::backend::cuda::module::{CudaFunction, CudaModule};
 use crate::backend::cuda::stream::CudaStream;
@@ -127,7 +128,7 @@ impl GpuSanitizer {
             stream_id,
             shape,
             1,
-            vigil_shared::gpu::launch_flags::ONE_SERIAL,
+            Work::Transfer,
             Some(site),
         )?;
         self.device.bind()?;
