@@ -14,7 +14,9 @@
 //! launches (both backends order a dependent block after the kernel
 //! before it only from its `grid_dependency::wait()`).
 
-use vigil::{DeviceBuffer, DeviceTensorMap, LaunchConfig, ReportKind, TiledLayout};
+use vigil::{
+    DeviceBuffer, DeviceTensorMap, DeviceTensorMapMut, LaunchConfig, ReportKind, TiledLayout,
+};
 
 #[macro_use]
 mod common;
@@ -30,7 +32,9 @@ mod cpu {
         bulk_store_waited_before_release, bulk_store_released_before_wait,
         tensor_load_beside_an_ordered_store, tensor_load_and_an_unordered_store,
         dependent_reads_after_its_wait, dependent_reads_before_its_wait,
-        serialized_launch_reads_before_its_wait);
+        serialized_launch_reads_before_its_wait,
+        bulk_store_source_overwritten_after_read_wait, bulk_store_source_overwritten_in_flight,
+        tensor_store_beside_an_ordered_load, tensor_store_and_an_unordered_load);
 }
 
 mod gpu {
@@ -41,7 +45,8 @@ mod gpu {
         mbarrier_right_phase, bulk_store_waited_before_release,
         tensor_load_beside_an_ordered_store, tensor_load_and_an_unordered_store,
         dependent_reads_after_its_wait, dependent_reads_before_its_wait,
-        serialized_launch_reads_before_its_wait);
+        serialized_launch_reads_before_its_wait, bulk_store_source_overwritten_after_read_wait,
+        tensor_store_beside_an_ordered_load, tensor_store_and_an_unordered_load);
 }
 
 /// A distinct report: kind, line of the current access, line of the prior one.
@@ -67,7 +72,10 @@ fn check(what: &str, outcome: vigil::Result<()>, expected: &[Verdict]) {
 mod scenarios {
     use super::common::codes::*;
     use super::common::{Bench, MakeContext, TwoStreams};
-    use super::{check, race, DeviceBuffer, DeviceTensorMap, LaunchConfig, TiledLayout, Verdict};
+    use super::{
+        check, race, DeviceBuffer, DeviceTensorMap, DeviceTensorMapMut, LaunchConfig, TiledLayout,
+        Verdict,
+    };
     use vigil::{Kernel, KernelArgs};
     use vigil_kernels::async_races::*;
 
@@ -385,5 +393,96 @@ mod scenarios {
     /// the one before it has finished: an early read is ordered.
     pub fn serialized_launch_reads_before_its_wait(make: MakeContext) {
         dependent_case(make, 1, false, &[]);
+    }
+
+    /// `bulk_store_source_overwrite` in `mode`: `y` holds the tile when
+    /// race-free.
+    fn store_source(make: MakeContext, mode: u32, expected: &[Verdict]) {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let mut y = b.zeros(TILE);
+        let outcome = run::<bulk_store_source_overwrite, _>(&b, 1, (&mut y, mode));
+        let what = format!("bulk_store_source_overwrite, mode {mode}");
+        check(&what, outcome, expected);
+        if expected.is_empty() {
+            let got = y.to_vec(&b.stream).expect("y");
+            assert_eq!(got, (1..=TILE as u32).collect::<Vec<_>>(), "{what}");
+        }
+    }
+
+    /// The tile is overwritten once the store has read it.
+    pub fn bulk_store_source_overwritten_after_read_wait(make: MakeContext) {
+        store_source(make, 0, &[]);
+    }
+
+    /// The tile is overwritten while the store may still read it.
+    pub fn bulk_store_source_overwritten_in_flight(make: MakeContext) {
+        store_source(
+            make,
+            1,
+            &[race(WAR, "bulk-store-overwrite", "bulk-store-issue")],
+        );
+    }
+
+    /// A tensor store of the first `TILE` elements of a buffer on one
+    /// stream and a plain load of element `at` on another, the streams
+    /// ordered by an event when `ordered`.
+    fn tensor_store_case(make: MakeContext, at: u32, ordered: bool, expected: &[Verdict]) {
+        let Some(ctx) = make(2) else {
+            return;
+        };
+        let s = TwoStreams::new(ctx);
+        let mut dst = s.zeros(2 * TILE);
+        let mut out = s.zeros(1);
+        {
+            let mut map = DeviceTensorMapMut::tiled(
+                &s.a,
+                &mut dst,
+                TiledLayout::new([2 * TILE as u64], [TILE as u32]),
+            )
+            .expect("tensor map");
+            s.a.launch(
+                &s.kernel::<tensor_store_tile>(),
+                LaunchConfig::new(1, ASYNC_RACE_THREADS),
+                (&mut map,),
+            )
+            .expect("tensor_store_tile");
+        }
+        if ordered {
+            let done = vigil::Event::new(&s.ctx).expect("event");
+            done.record(&s.a).expect("record");
+            s.b.wait_event(&done).expect("wait");
+        }
+        s.b.launch(
+            &s.kernel::<plain_load_at>(),
+            LaunchConfig::new(1, 32),
+            (&dst, &mut out, at),
+        )
+        .expect("plain_load_at");
+        let what = format!("a tensor store and a load at {at}, ordered: {ordered}");
+        let outcome = match s.races() {
+            r if r.is_empty() => Ok(()),
+            r => Err(vigil::Error::Races(r)),
+        };
+        check(&what, outcome, expected);
+        if expected.is_empty() {
+            assert_eq!(out.to_vec(&s.a).expect("out"), [at + 1], "{what}");
+        }
+    }
+
+    /// The load waits for the tensor store's launch through an event.
+    pub fn tensor_store_beside_an_ordered_load(make: MakeContext) {
+        tensor_store_case(make, 5, true, &[]);
+    }
+
+    /// The load on an unordered stream reads inside the stored box.
+    pub fn tensor_store_and_an_unordered_load(make: MakeContext) {
+        tensor_store_case(
+            make,
+            5,
+            false,
+            &[race(RAW, "tensor-plain-load", "tensor-store")],
+        );
     }
 }

@@ -126,8 +126,9 @@ impl CtaView<'_> {
                 p = q;
                 continue;
             }
-            let inh = *inherited
-                .get_or_insert_with(|| arena.inherited(self.launch, |x| self.host.orders_once_waited(x)));
+            let inh = *inherited.get_or_insert_with(|| {
+                arena.inherited(self.launch, |x| self.host.orders_once_waited(x))
+            });
             let q = if inh.is_none() {
                 p
             } else {

@@ -7,8 +7,8 @@
 //! must point at.
 
 use vigil_device::async_copy::{
-    bulk_commit_group, bulk_wait_group, commit_group, fence_proxy_async_shared, wait_all,
-    wait_group,
+    bulk_commit_group, bulk_wait_group, bulk_wait_group_read, commit_group,
+    fence_proxy_async_shared, wait_all, wait_group,
 };
 use vigil_device::grid_dependency;
 use vigil_device::prelude::*;
@@ -204,6 +204,63 @@ pub fn bulk_store_read_back(
         }
         sync_threads();
         out.store(t, y.load(4 * t)); // @store-read-back
+    }
+}
+
+/// Every thread fills its 16 bytes of a tile with `1 + i`, thread 0
+/// stores the tile to `y` with a bulk copy, and every thread then zeroes
+/// the first of its elements: after `bulk_wait_group_read` and a barrier
+/// (`mode` 0, race-free) or with the store still reading the tile (1, a
+/// race).
+#[kernel]
+pub fn bulk_store_source_overwrite(y: GlobalSliceMut<u32>, mode: u32) {
+    let tile = shared_array!(u32; TILE; align 128);
+    let t = thread_idx().x as usize;
+    for k in 0..4 {
+        tile.store(4 * t + k, (4 * t + k) as u32 + 1);
+    }
+    fence_proxy_async_shared();
+    sync_threads();
+    if t == 0 {
+        tile.copy_bulk_to(0, y, 0, TILE); // @bulk-store-issue
+        bulk_commit_group();
+    }
+    if mode == 0 {
+        if t == 0 {
+            bulk_wait_group_read::<0>();
+        }
+        sync_threads();
+    }
+    tile.store(4 * t, 0); // @bulk-store-overwrite
+    sync_threads();
+    if t == 0 {
+        bulk_wait_group::<0>();
+    }
+}
+
+/// Stores a tile of `1 + i` to the `TILE`-element box at element 0 of the
+/// 1-dimensional tensor `dst` with a tensor copy, one block.
+#[kernel]
+pub fn tensor_store_tile(dst: TensorMapMut<u32, 1>) {
+    let tile = shared_array!(u32; TILE; align 128);
+    let t = thread_idx().x as usize;
+    for k in 0..4 {
+        tile.store(4 * t + k, (4 * t + k) as u32 + 1);
+    }
+    fence_proxy_async_shared();
+    sync_threads();
+    if t == 0 {
+        dst.store_tile(&tile, 0, [0]); // @tensor-store
+        bulk_commit_group();
+        bulk_wait_group::<0>();
+    }
+}
+
+/// `out[0] = data[at]`, one thread.
+#[kernel]
+pub fn plain_load_at(data: GlobalSlice<u32>, out: GlobalSliceMut<u32>, at: u32) {
+    if thread_idx().x == 0 {
+        out.store(0, data.load(at as usize)); // @tensor-plain-load
     }
 }
 

@@ -20,7 +20,6 @@ use vigil_shared::gpu::{
     SHADOW_RECLAIM_PARAMS,
 };
 
-use crate::sanitizer::order::Work;
 use super::{lock, GpuSanitizer, RecordPlan};
 use crate::backend::cuda::module::{CudaFunction, CudaModule};
 use crate::backend::cuda::stream::CudaStream;
@@ -28,6 +27,7 @@ use crate::backend::transfer::TransferKind;
 use crate::error::{Error, Result};
 use crate::launch_abi::params::ParamBuffer;
 use crate::sanitizer::decode::LaunchShape;
+use crate::sanitizer::order::Work;
 use crate::types::{LaunchConfig, StreamId};
 
 /// The range-access entry as a module looks it up: by its plain name,
