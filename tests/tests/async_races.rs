@@ -25,6 +25,8 @@ mod cpu {
     scenario_tests!(super::common::cpu_context;
         cp_async_waited_then_barrier, cp_async_own_read_after_wait,
         cp_async_own_read_before_wait, cp_async_read_after_barrier_before_wait,
+        cp_async_destination_stored_after_wait, cp_async_destination_stored_in_flight,
+        cp_async_destination_copied_twice,
         cp_async_older_group_waited, cp_async_newer_group_waited, cp_async_wrong_group_count,
         cp_async_source_overwritten_after_wait, cp_async_source_overwritten_before_wait,
         bulk_source_overwritten_after_wait, bulk_source_overwritten_before_wait,
@@ -40,6 +42,7 @@ mod cpu {
 mod gpu {
     scenario_tests!(super::common::gpu_context, super::common::gpu_turn;
         cp_async_waited_then_barrier, cp_async_own_read_after_wait,
+        cp_async_destination_stored_after_wait,
         cp_async_older_group_waited, cp_async_newer_group_waited,
         cp_async_source_overwritten_after_wait, bulk_source_overwritten_after_wait,
         mbarrier_right_phase, bulk_store_waited_before_release,
@@ -150,6 +153,38 @@ mod scenarios {
             &[race(RAW, "cp-other-early", "cp-issue")],
             |_, _| 0,
         );
+    }
+
+    /// `cp_async_destination_written` in `mode`: `y[t]` is 7 when the
+    /// store came after the wait.
+    fn destination_written(make: MakeContext, mode: u32, expected: &[Verdict]) {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let x = DeviceBuffer::from_slice(&b.stream, &counting(TILE)).expect("x");
+        let mut y = b.zeros(ASYNC_RACE_THREADS as usize);
+        let outcome = run::<cp_async_destination_written, _>(&b, 1, (&x, &mut y, mode));
+        let what = format!("cp_async_destination_written, mode {mode}");
+        check(&what, outcome, expected);
+        if expected.is_empty() {
+            let got = y.to_vec(&b.stream).expect("y");
+            assert!(got.iter().all(|&v| v == 7), "{what}: {got:?}");
+        }
+    }
+
+    /// The destination stored to after the wait: race-free.
+    pub fn cp_async_destination_stored_after_wait(make: MakeContext) {
+        destination_written(make, 2, &[]);
+    }
+
+    /// The issuer stores to its copy's destination before its wait.
+    pub fn cp_async_destination_stored_in_flight(make: MakeContext) {
+        destination_written(make, 0, &[race(WAW, "cp-early-store", "cp-first-copy")]);
+    }
+
+    /// A second copy into bytes the first is still writing.
+    pub fn cp_async_destination_copied_twice(make: MakeContext) {
+        destination_written(make, 1, &[race(WAW, "cp-second-copy", "cp-first-copy")]);
     }
 
     /// `cp_async_group_count` in `mode`, reading tile `tile` when race-free.

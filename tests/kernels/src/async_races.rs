@@ -57,6 +57,29 @@ pub fn cp_async_early_read(x: GlobalSlice<u32>, y: GlobalSliceMut<u32>, mode: u3
     y.store(t, v);
 }
 
+/// Each thread copies its 16 bytes of `x` into a tile with `cp.async`
+/// and writes the tile's first element of its chunk again before its
+/// wait: `mode` 0 with a plain store of 7 (a race with its own copy's
+/// write), 1 with a second `cp.async` of the chunk (two copies in flight
+/// to the same bytes), 2 with the plain store after the wait (race-free).
+/// `y[t]` gets that element.
+#[kernel]
+pub fn cp_async_destination_written(x: GlobalSlice<u32>, y: GlobalSliceMut<u32>, mode: u32) {
+    let tile = shared_array!(u32; TILE);
+    let t = thread_idx().x as usize;
+    tile.copy_async::<16>(4 * t, x, 4 * t); // @cp-first-copy
+    match mode {
+        0 => tile.store(4 * t, 7),                   // @cp-early-store
+        1 => tile.copy_async::<16>(4 * t, x, 4 * t), // @cp-second-copy
+        _ => {}
+    }
+    wait_all();
+    if mode == 2 {
+        tile.store(4 * t, 7);
+    }
+    y.store(t, tile.load(4 * t));
+}
+
 /// Two `cp.async` groups per thread (the first and second tile of `x`),
 /// then a wait and a barrier, and `y[t]` gets an element of a neighbour's
 /// chunk. `mode` 0: of the first tile after `wait_group::<1>` (race-free:
