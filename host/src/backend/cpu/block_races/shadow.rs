@@ -421,7 +421,10 @@ impl BlockShadow {
                     });
                 }
             }
-            remember(w, cur, |p| clock.orders(p, t, acquired));
+            // An access in flight stands for nothing before it: its
+            // completion hands it to a thread that need not be ordered
+            // after what its issuer was.
+            remember(w, cur, |p| copy == 0 && clock.orders(p, t, acquired));
         }
     }
 }
