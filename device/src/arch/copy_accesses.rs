@@ -61,7 +61,7 @@ impl GlobalSide {
 }
 
 /// One access of an asynchronous copy, as the sanitizer hears of it (at
-/// most [`REPORT_UNIT`] bytes).
+/// most 16 bytes, the widest access a thread makes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CopyAccess {
     /// `size` bytes of global memory at `addr`: read by a load into
