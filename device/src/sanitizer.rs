@@ -198,6 +198,22 @@ pub trait Sanitizer: Copy + Default + Send + Sync + 'static {
         let _ = barrier;
     }
 
+    /// `bytes` bytes of global memory at `addr` that the calling thread
+    /// alone reads or writes (`kind`) at once: a tensor copy's row.
+    /// Checked against other blocks, launches and the host; the GPU
+    /// checks each whole 128-byte line as one access (not against the
+    /// calling thread's own block). Default: plain accesses of at most 16
+    /// bytes, as the copy's other accesses.
+    #[inline(always)]
+    fn copy_range_alone(
+        addr: usize,
+        bytes: usize,
+        kind: AccessKind,
+        loc: &'static Location<'static>,
+    ) {
+        crate::arch::copy_accesses::units(addr, bytes, |at, n| Self::access(at, n, kind, loc));
+    }
+
     /// The calling thread waited for the kernels its launch depends on
     /// (`griddepcontrol.wait`): its block is ordered after them from now
     /// on. Default: nothing (the CPU backend's runtime hears of every

@@ -141,7 +141,7 @@ pub(crate) fn copy_accesses(
 /// Splits `bytes` bytes at `addr` into pieces of at most [`REPORT_UNIT`]
 /// bytes that do not cross a unit boundary.
 #[inline]
-fn units(addr: usize, bytes: usize, mut f: impl FnMut(usize, usize)) {
+pub(crate) fn units(addr: usize, bytes: usize, mut f: impl FnMut(usize, usize)) {
     let (mut at, end) = (addr, addr + bytes);
     while at < end {
         let next = ((at / REPORT_UNIT) + 1) * REPORT_UNIT;

@@ -17,18 +17,46 @@ use super::copy_accesses::{copy_accesses, CopyAccess, Direction, GlobalSide};
 use crate::sanitizer::{Sanitizer, SharedAccess};
 use core::panic::Location;
 use vigil_shared::tensor_map::{TensorMapBytes, TiledMap, DESCRIPTION_OFFSET, MAX_RANK};
+use vigil_shared::AccessKind;
 
 /// Tells `S` of a copy's accesses where the calling thread issues it: no
 /// thread runs where the hardware completes it.
 #[inline(always)]
 #[track_caller]
 fn report_at_issue<S: Sanitizer>(direction: Direction, global: GlobalSide, shared: SharedAccess) {
-    if S::ENABLED {
-        let loc = Location::caller();
+    if !S::ENABLED {
+        return;
+    }
+    let loc = Location::caller();
+    let GlobalSide::Tensor { .. } = global else {
         copy_accesses(direction, &global, shared, |access| match access {
             CopyAccess::Global { addr, size, kind } => S::access(addr, size, kind, loc),
             CopyAccess::Shared(access) => S::shared_access(access, loc),
         });
+        return;
+    };
+    // A tensor copy's rows: whole ranges the issuing thread moves alone.
+    let shared_side = || {
+        copy_accesses(direction, &linear(0, 0), shared, |access| {
+            if let CopyAccess::Shared(access) = access {
+                S::shared_access(access, loc)
+            }
+        })
+    };
+    let kind = match direction {
+        Direction::ToShared => AccessKind::Read,
+        Direction::ToGlobal => AccessKind::Write,
+    };
+    let rows = || global.for_each_range(|addr, bytes| S::copy_range_alone(addr, bytes, kind, loc));
+    match direction {
+        Direction::ToShared => {
+            rows();
+            shared_side();
+        }
+        Direction::ToGlobal => {
+            shared_side();
+            rows();
+        }
     }
 }
 

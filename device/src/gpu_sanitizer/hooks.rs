@@ -205,6 +205,66 @@ fn check_words(addr: u64, size: u32, write: bool, location: u64, host_at: (u32, 
     }
 }
 
+/// `bytes` bytes at `addr` that the calling thread alone moves (a tensor
+/// copy's row), checked against other CTAs: each whole line through its
+/// header as one access, the rest in 16-byte units.
+#[inline(never)]
+pub(super) fn check_range_alone(
+    addr: u64,
+    bytes: u64,
+    write: bool,
+    loc: &'static Location<'static>,
+) {
+    let st = CtaState::current();
+    let mem = memory(&st);
+    if !mem.manages(addr) {
+        return;
+    }
+    let location = location_of(loc);
+    let unit = 16;
+    let units = |from: u64, to: u64, quiet: bool| {
+        let mut at = from;
+        while at < to {
+            let n = (at / unit + 1) * unit - at;
+            check_words(at, n.min(to - at) as u32, write, location, (0, 0), quiet);
+            at += n.min(to - at);
+        }
+    };
+    let end = addr.saturating_add(bytes);
+    let mut at = addr;
+    while at < end {
+        let line_end = (at / LINE_BYTES + 1) * LINE_BYTES;
+        if at % LINE_BYTES != 0 || line_end > end {
+            units(at, line_end.min(end), false);
+            at = line_end.min(end);
+            continue;
+        }
+        let acc = LineAccess {
+            write,
+            read_only: read_only(&st, at, LINE_BYTES as u32, write),
+            site: site_word(&st, location, lane().0, SiteLanes::Single),
+        };
+        let mut bounded = false;
+        let outcome = access_line(&mem, &st.view(&mem), mem.word_of(at), acc, &mut bounded);
+        if bounded {
+            st.reporter().count_bounded();
+        }
+        let bytes = LINE_BYTES as u32;
+        match outcome {
+            LineOutcome::Clean => {}
+            LineOutcome::Raced(r) => {
+                report(location, (0, 0), r, kind_of(write), Scope::Block, bytes)
+            }
+            LineOutcome::Split => units(at, line_end, false),
+            LineOutcome::RacedSplit(r) => {
+                report(location, (0, 0), r, kind_of(write), Scope::Block, bytes);
+                units(at, line_end, true);
+            }
+        }
+        at = line_end;
+    }
+}
+
 /// A plain access of `size` bytes at `addr` by a host-issued copy or fill
 /// (the range-access entry): its site carries `site`, a tag the host
 /// resolves to the call site (no `Location` in device memory). A warp's
@@ -569,5 +629,15 @@ impl Sanitizer for GpuSanitizer {
     #[inline(always)]
     fn grid_dependency_wait() {
         super::cta::prerequisites_waited()
+    }
+
+    #[inline(always)]
+    fn copy_range_alone(
+        addr: usize,
+        bytes: usize,
+        kind: AccessKind,
+        loc: &'static Location<'static>,
+    ) {
+        check_range_alone(addr as u64, bytes as u64, kind.writes(), loc)
     }
 }
