@@ -146,6 +146,18 @@ pub enum Work {
     Transfer,
 }
 
+impl Work {
+    /// A kernel, launched with programmatic stream serialisation when
+    /// `programmatic`.
+    pub fn kernel(programmatic: bool) -> Work {
+        if programmatic {
+            Work::DependentKernel
+        } else {
+            Work::Kernel
+        }
+    }
+}
+
 /// The host's record of launch ordering for one process (or one group of
 /// devices that share memory).
 #[derive(Debug)]

@@ -432,12 +432,7 @@ impl CpuRaceSanitizer {
             host_issued: false,
         };
         let count = u32::try_from(blocks).map_err(|_| OrderError::TooManyCtas(blocks))?;
-        let work = if programmatic {
-            Work::DependentKernel
-        } else {
-            Work::Kernel
-        };
-        let launch = self.plan(stream, shape, count, work)?;
+        let launch = self.plan(stream, shape, count, Work::kernel(programmatic))?;
         *lock(&self.current) = Some(Arc::new(launch));
         Ok(())
     }

@@ -285,11 +285,7 @@ impl GpuSanitizer {
             host_issued: false,
         };
         let blocks = u64::from(config.grid.x) * u64::from(config.grid.y) * u64::from(config.grid.z);
-        let work = if config.programmatic_stream_serialization {
-            Work::DependentKernel
-        } else {
-            Work::Kernel
-        };
+        let work = Work::kernel(config.programmatic_stream_serialization);
         let mut planned = self.plan(&mut st, owner, stream_id, shape, blocks, work, None)?;
         planned.extensions = extensions_wanted(sanitized.resident);
         self.device.bind()?;
