@@ -159,6 +159,8 @@ fn raw_view(stream: &Stream, ptr: u64, len: usize) -> RawView {
 struct Descriptor {
     buffer: DeviceBuffer<u64>,
     box_len: usize,
+    /// The tensor's memory: (first byte, bytes).
+    data: (u64, u64),
 }
 
 impl Descriptor {
@@ -198,6 +200,7 @@ impl Descriptor {
         Ok(Descriptor {
             buffer,
             box_len: layout.box_len(),
+            data: (view.ptr, view.len as u64 * elem),
         })
     }
 
@@ -290,11 +293,16 @@ macro_rules! map_queries {
         // SAFETY: packs the descriptor's address and the box's element
         // count, as `TensorMap`'s `PARTS` say; the map borrows its data
         // for its lifetime, so both stay valid while it can be passed.
+        // Passed by shared borrow, the map keeps every mutable view of its
+        // data out of the launch: the data is read-only for it.
         unsafe impl<T: bytemuck::Pod, const D: usize, S: Sanitizer> KernelArg<TensorMap<T, D, S>>
             for &$name<'_, T, D>
         {
             fn pack(self, buf: &mut ParamBuffer) -> Result<(), ArgProblem> {
-                self.descriptor.pack(buf)
+                self.descriptor.pack(buf)?;
+                let (addr, bytes) = self.descriptor.data;
+                buf.note_read_only(addr, bytes);
+                Ok(())
             }
         }
     };
@@ -394,6 +402,27 @@ unsafe impl<T: bytemuck::Pod, const D: usize, S: Sanitizer> KernelArg<TensorMapM
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A map passed for a load-only parameter makes its tensor read-only
+    /// for the launch; one passed for a writable parameter does not.
+    #[test]
+    fn a_map_loaded_from_is_read_only_for_its_launch() {
+        use vigil_device::sanitizer::Plain;
+        let ctx = crate::Context::builder().cpu().build().unwrap();
+        let s = Stream::new(&ctx).unwrap();
+        let mut x = DeviceBuffer::<f32>::alloc_zeroed(&s, 64 * 32).unwrap();
+        let xp = x.device_ptr();
+        let layout = TiledLayout::new([64, 32], [32, 8]);
+        let mut buf = ParamBuffer::default();
+        let map = DeviceTensorMap::tiled(&s, &x, layout).unwrap();
+        KernelArg::<TensorMap<f32, 2, Plain>>::pack(&map, &mut buf).unwrap();
+        assert!(buf.read_only_ranges().covers(xp, 4 * 64 * 32));
+        drop(map);
+        let mut buf = ParamBuffer::default();
+        let mut map = DeviceTensorMapMut::tiled(&s, &mut x, layout).unwrap();
+        KernelArg::<TensorMapMut<f32, 2, Plain>>::pack(&mut map, &mut buf).unwrap();
+        assert!(!buf.read_only_ranges().covers(xp, 4));
+    }
 
     fn problem<const D: usize>(l: TiledLayout<D>, bytes: u64) -> Option<TensorMapProblem> {
         l.check(0x1000, bytes, 4).err()
