@@ -25,8 +25,8 @@ mod cpu {
     scenario_tests!(super::common::cpu_context;
         cp_async_waited_then_barrier, cp_async_own_read_after_wait,
         cp_async_own_read_before_wait, cp_async_read_after_barrier_before_wait,
-        cp_async_destination_stored_after_wait, cp_async_destination_stored_in_flight,
-        cp_async_destination_copied_twice,
+        cp_async_read_by_another_thread_unsynced, cp_async_destination_stored_after_wait,
+        cp_async_destination_stored_in_flight, cp_async_destination_copied_twice,
         cp_async_older_group_waited, cp_async_newer_group_waited, cp_async_wrong_group_count,
         cp_async_source_overwritten_after_wait, cp_async_source_overwritten_before_wait,
         bulk_source_overwritten_after_wait, bulk_source_overwritten_before_wait,
@@ -42,7 +42,7 @@ mod cpu {
 mod gpu {
     scenario_tests!(super::common::gpu_context, super::common::gpu_turn;
         cp_async_waited_then_barrier, cp_async_own_read_after_wait,
-        cp_async_destination_stored_after_wait,
+        cp_async_read_by_another_thread_unsynced, cp_async_destination_stored_after_wait,
         cp_async_older_group_waited, cp_async_newer_group_waited,
         cp_async_source_overwritten_after_wait, bulk_source_overwritten_after_wait,
         mbarrier_right_phase, bulk_store_waited_before_release,
@@ -151,6 +151,17 @@ mod scenarios {
             make,
             2,
             &[race(RAW, "cp-other-early", "cp-issue")],
+            |_, _| 0,
+        );
+    }
+
+    /// A neighbour's chunk read with neither its wait nor a barrier: a
+    /// race the GPU's check at the issue sees too.
+    pub fn cp_async_read_by_another_thread_unsynced(make: MakeContext) {
+        early_read(
+            make,
+            4,
+            &[race(RAW, "cp-other-unsynced", "cp-issue")],
             |_, _| 0,
         );
     }

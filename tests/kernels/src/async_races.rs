@@ -24,7 +24,8 @@ const TILE: usize = ASYNC_RACE_TILE;
 /// chunk after the wait and a barrier; 1: its own chunk before its wait
 /// (a race with its own copy); 2: a neighbour's chunk after a barrier but
 /// before the neighbour waited (a race); 3: its own chunk after its own
-/// wait, no barrier (race-free: a wait covers the thread's own copies).
+/// wait, no barrier (race-free: a wait covers the thread's own copies);
+/// 4: a neighbour's chunk with neither a wait nor a barrier (a race).
 #[kernel]
 pub fn cp_async_early_read(x: GlobalSlice<u32>, y: GlobalSliceMut<u32>, mode: u32) {
     let tile = shared_array!(u32; TILE);
@@ -47,6 +48,11 @@ pub fn cp_async_early_read(x: GlobalSlice<u32>, y: GlobalSliceMut<u32>, mode: u3
         3 => {
             wait_group::<0>();
             tile.load(4 * t)
+        }
+        4 => {
+            let v = tile.load(next); // @cp-other-unsynced
+            wait_group::<0>();
+            v
         }
         _ => {
             wait_group::<0>();
