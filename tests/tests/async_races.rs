@@ -30,6 +30,7 @@ mod cpu {
         cp_async_older_group_waited, cp_async_newer_group_waited, cp_async_wrong_group_count,
         cp_async_source_overwritten_after_wait, cp_async_source_overwritten_before_wait,
         bulk_source_overwritten_after_wait, bulk_source_overwritten_before_wait,
+        bulk_load_read_after_the_wait, bulk_load_read_before_the_wait,
         mbarrier_right_phase, mbarrier_wrong_phase,
         bulk_store_waited_before_release, bulk_store_released_before_wait,
         tensor_load_beside_an_ordered_store, tensor_load_and_an_unordered_store,
@@ -45,6 +46,7 @@ mod gpu {
         cp_async_read_by_another_thread_unsynced, cp_async_destination_stored_after_wait,
         cp_async_older_group_waited, cp_async_newer_group_waited,
         cp_async_source_overwritten_after_wait, bulk_source_overwritten_after_wait,
+        bulk_load_read_after_the_wait, bulk_load_read_before_the_wait,
         mbarrier_right_phase, bulk_store_waited_before_release,
         tensor_load_beside_an_ordered_store, tensor_load_and_an_unordered_store,
         dependent_reads_after_its_wait, dependent_reads_before_its_wait,
@@ -278,6 +280,38 @@ mod scenarios {
     /// (after a barrier, which does not complete the copy).
     pub fn bulk_source_overwritten_before_wait(make: MakeContext) {
         overwrite::<bulk_source_overwrite>(make, 1, &[race(WAR, "bulk-overwrite", "bulk-issue")]);
+    }
+
+    /// `bulk_load_read` in `mode`: `y` holds the tile when race-free.
+    fn bulk_read(make: MakeContext, mode: u32, expected: &[Verdict]) {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let xs = counting(TILE);
+        let x = DeviceBuffer::from_slice(&b.stream, &xs).expect("x");
+        let mut y = b.zeros(ASYNC_RACE_THREADS as usize);
+        let outcome = run::<bulk_load_read, _>(&b, 1, (&x, &mut y, mode));
+        let what = format!("bulk_load_read, mode {mode}");
+        check(&what, outcome, expected);
+        if expected.is_empty() {
+            let got = y.to_vec(&b.stream).expect("y");
+            assert_eq!(got, xs[..ASYNC_RACE_THREADS as usize], "{what}");
+        }
+    }
+
+    /// The tile read after the phase's wait: race-free.
+    pub fn bulk_load_read_after_the_wait(make: MakeContext) {
+        bulk_read(make, 0, &[]);
+    }
+
+    /// The tile read with neither the wait nor a barrier after the issue:
+    /// a race the GPU's check at the issue sees too.
+    pub fn bulk_load_read_before_the_wait(make: MakeContext) {
+        bulk_read(
+            make,
+            1,
+            &[race(RAW, "bulk-load-early-read", "bulk-load-issue")],
+        );
     }
 
     /// `mbarrier_wrong_phase` in `mode`.

@@ -163,6 +163,34 @@ pub fn bulk_source_overwrite(x: GlobalSliceMut<u32>, y: GlobalSliceMut<u32>, mod
     y.store(t, tile.load(t));
 }
 
+/// Thread 0 loads the first tile of `x` with a bulk copy completing on an
+/// mbarrier, and every thread reads element `t` of the tile into `y[t]`:
+/// after waiting on the barrier's phase (`mode` 0, race-free) or before
+/// (1, a race with the copy's write: no wait and no barrier between).
+#[kernel]
+pub fn bulk_load_read(x: GlobalSlice<u32>, y: GlobalSliceMut<u32>, mode: u32) {
+    let tile = shared_array!(u32; TILE; align 128);
+    let bars = mbarriers!(1);
+    let bar = bars.get(0);
+    let t = thread_idx().x as usize;
+    if t == 0 {
+        bar.init(1);
+        fence_proxy_async_shared();
+    }
+    sync_threads();
+    if t == 0 {
+        bar.arrive_expect_tx((4 * TILE) as u32);
+        tile.copy_bulk_from(0, x, 0, TILE, bar); // @bulk-load-issue
+    }
+    let early = if mode == 1 {
+        tile.load(t) // @bulk-load-early-read
+    } else {
+        0
+    };
+    bar.wait_parity(0);
+    y.store(t, if mode == 1 { early } else { tile.load(t) });
+}
+
 /// Two rounds of a bulk load of a tile of `x` by thread 0 on one
 /// mbarrier; each round every thread waits on the round's phase and adds
 /// element `t` of the tile to `y[t]`. `mode` 0 waits on the round's
