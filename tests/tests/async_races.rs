@@ -107,21 +107,26 @@ mod scenarios {
             .and_then(|()| b.sync())
     }
 
-    /// `cp_async_early_read` in `mode`: the verdict, and `y` when race-free.
-    fn early_read(
+    /// One block of kernel `K` over `inputs` distinct values `xs` and a
+    /// `y` of one element per thread, in `mode`: its verdict, and when
+    /// race-free `y[t] == want(xs, t)` for every thread `t`.
+    fn tile_case<K: Kernel>(
         make: MakeContext,
+        inputs: usize,
         mode: u32,
         expected: &[Verdict],
         want: impl Fn(&[u32], usize) -> u32,
-    ) {
+    ) where
+        for<'a> (&'a DeviceBuffer<u32>, &'a mut DeviceBuffer<u32>, u32): KernelArgs<K::Params>,
+    {
         let Some(b) = Bench::new(make, 1) else {
             return;
         };
-        let xs = counting(TILE);
+        let xs = counting(inputs);
         let x = DeviceBuffer::from_slice(&b.stream, &xs).expect("x");
         let mut y = b.zeros(ASYNC_RACE_THREADS as usize);
-        let outcome = run::<cp_async_early_read, _>(&b, 1, (&x, &mut y, mode));
-        let what = format!("cp_async_early_read, mode {mode}");
+        let outcome = run::<K, _>(&b, 1, (&x, &mut y, mode));
+        let what = format!("{}, mode {mode}", K::NAME);
         check(&what, outcome, expected);
         if expected.is_empty() {
             let got = y.to_vec(&b.stream).expect("y");
@@ -129,6 +134,37 @@ mod scenarios {
                 assert_eq!(*g, want(&xs, t), "{what}: thread {t}");
             }
         }
+    }
+
+    /// [`tile_case`] of `cp_async_early_read` over one tile.
+    fn early_read(
+        make: MakeContext,
+        mode: u32,
+        expected: &[Verdict],
+        want: impl Fn(&[u32], usize) -> u32,
+    ) {
+        tile_case::<cp_async_early_read>(make, TILE, mode, expected, want)
+    }
+
+    /// [`tile_case`] of `cp_async_group_count`: a neighbour's chunk of the
+    /// tile `mode` reads.
+    fn group_count(make: MakeContext, mode: u32, expected: &[Verdict]) {
+        let tile = if mode == 0 { 0 } else { TILE };
+        tile_case::<cp_async_group_count>(make, 2 * TILE, mode, expected, |xs, t| {
+            xs[tile + (4 * t + 4) % TILE]
+        })
+    }
+
+    /// [`tile_case`] of `bulk_load_read`: element `t` of the tile.
+    fn bulk_read(make: MakeContext, mode: u32, expected: &[Verdict]) {
+        tile_case::<bulk_load_read>(make, TILE, mode, expected, |xs, t| xs[t])
+    }
+
+    /// [`tile_case`] of `mbarrier_wrong_phase`: element `t` of both tiles.
+    fn phases(make: MakeContext, mode: u32, expected: &[Verdict]) {
+        tile_case::<mbarrier_wrong_phase>(make, 2 * TILE, mode, expected, |xs, t| {
+            xs[t] + xs[TILE + t]
+        })
     }
 
     /// Waited for, then a barrier: every thread reads its neighbour's chunk.
@@ -168,56 +204,31 @@ mod scenarios {
         );
     }
 
-    /// `cp_async_destination_written` in `mode`: `y[t]` is 7 when the
-    /// store came after the wait.
-    fn destination_written(make: MakeContext, mode: u32, expected: &[Verdict]) {
-        let Some(b) = Bench::new(make, 1) else {
-            return;
-        };
-        let x = DeviceBuffer::from_slice(&b.stream, &counting(TILE)).expect("x");
-        let mut y = b.zeros(ASYNC_RACE_THREADS as usize);
-        let outcome = run::<cp_async_destination_written, _>(&b, 1, (&x, &mut y, mode));
-        let what = format!("cp_async_destination_written, mode {mode}");
-        check(&what, outcome, expected);
-        if expected.is_empty() {
-            let got = y.to_vec(&b.stream).expect("y");
-            assert!(got.iter().all(|&v| v == 7), "{what}: {got:?}");
-        }
-    }
-
     /// The destination stored to after the wait: race-free.
     pub fn cp_async_destination_stored_after_wait(make: MakeContext) {
-        destination_written(make, 2, &[]);
+        tile_case::<cp_async_destination_written>(make, TILE, 2, &[], |_, _| 7);
     }
 
     /// The issuer stores to its copy's destination before its wait.
     pub fn cp_async_destination_stored_in_flight(make: MakeContext) {
-        destination_written(make, 0, &[race(WAW, "cp-early-store", "cp-first-copy")]);
+        tile_case::<cp_async_destination_written>(
+            make,
+            TILE,
+            0,
+            &[race(WAW, "cp-early-store", "cp-first-copy")],
+            |_, _| 7,
+        );
     }
 
     /// A second copy into bytes the first is still writing.
     pub fn cp_async_destination_copied_twice(make: MakeContext) {
-        destination_written(make, 1, &[race(WAW, "cp-second-copy", "cp-first-copy")]);
-    }
-
-    /// `cp_async_group_count` in `mode`, reading tile `tile` when race-free.
-    fn group_count(make: MakeContext, mode: u32, expected: &[Verdict]) {
-        let Some(b) = Bench::new(make, 1) else {
-            return;
-        };
-        let xs = counting(2 * TILE);
-        let x = DeviceBuffer::from_slice(&b.stream, &xs).expect("x");
-        let mut y = b.zeros(ASYNC_RACE_THREADS as usize);
-        let outcome = run::<cp_async_group_count, _>(&b, 1, (&x, &mut y, mode));
-        let what = format!("cp_async_group_count, mode {mode}");
-        check(&what, outcome, expected);
-        if expected.is_empty() {
-            let tile = if mode == 0 { 0 } else { TILE };
-            let got = y.to_vec(&b.stream).expect("y");
-            for (t, g) in got.iter().enumerate() {
-                assert_eq!(*g, xs[tile + (4 * t + 4) % TILE], "{what}: thread {t}");
-            }
-        }
+        tile_case::<cp_async_destination_written>(
+            make,
+            TILE,
+            1,
+            &[race(WAW, "cp-second-copy", "cp-first-copy")],
+            |_, _| 7,
+        );
     }
 
     /// `wait_group::<1>` completes the older of two groups.
@@ -282,23 +293,6 @@ mod scenarios {
         overwrite::<bulk_source_overwrite>(make, 1, &[race(WAR, "bulk-overwrite", "bulk-issue")]);
     }
 
-    /// `bulk_load_read` in `mode`: `y` holds the tile when race-free.
-    fn bulk_read(make: MakeContext, mode: u32, expected: &[Verdict]) {
-        let Some(b) = Bench::new(make, 1) else {
-            return;
-        };
-        let xs = counting(TILE);
-        let x = DeviceBuffer::from_slice(&b.stream, &xs).expect("x");
-        let mut y = b.zeros(ASYNC_RACE_THREADS as usize);
-        let outcome = run::<bulk_load_read, _>(&b, 1, (&x, &mut y, mode));
-        let what = format!("bulk_load_read, mode {mode}");
-        check(&what, outcome, expected);
-        if expected.is_empty() {
-            let got = y.to_vec(&b.stream).expect("y");
-            assert_eq!(got, xs[..ASYNC_RACE_THREADS as usize], "{what}");
-        }
-    }
-
     /// The tile read after the phase's wait: race-free.
     pub fn bulk_load_read_after_the_wait(make: MakeContext) {
         bulk_read(make, 0, &[]);
@@ -312,25 +306,6 @@ mod scenarios {
             1,
             &[race(RAW, "bulk-load-early-read", "bulk-load-issue")],
         );
-    }
-
-    /// `mbarrier_wrong_phase` in `mode`.
-    fn phases(make: MakeContext, mode: u32, expected: &[Verdict]) {
-        let Some(b) = Bench::new(make, 1) else {
-            return;
-        };
-        let xs = counting(2 * TILE);
-        let x = DeviceBuffer::from_slice(&b.stream, &xs).expect("x");
-        let mut y = b.zeros(ASYNC_RACE_THREADS as usize);
-        let outcome = run::<mbarrier_wrong_phase, _>(&b, 1, (&x, &mut y, mode));
-        let what = format!("mbarrier_wrong_phase, mode {mode}");
-        check(&what, outcome, expected);
-        if expected.is_empty() {
-            let got = y.to_vec(&b.stream).expect("y");
-            for (t, g) in got.iter().enumerate() {
-                assert_eq!(*g, xs[t] + xs[TILE + t], "{what}: thread {t}");
-            }
-        }
     }
 
     /// Each round waits on its own phase: race-free.
@@ -372,6 +347,27 @@ mod scenarios {
         read_back(make, 1, &[race(RAW, "store-read-back", "store-issue")]);
     }
 
+    /// A 1-dimensional tensor of two tiles in boxes of one.
+    fn tile_layout() -> TiledLayout<1> {
+        TiledLayout::new([2 * TILE as u64], [TILE as u32])
+    }
+
+    /// Orders the work issued on `s.b` from now on after `s.a`'s so far,
+    /// through an event.
+    fn order_b_after_a(s: &TwoStreams) {
+        let done = vigil::Event::new(&s.ctx).expect("event");
+        done.record(&s.a).expect("record");
+        s.b.wait_event(&done).expect("wait");
+    }
+
+    /// The next synchronisation of `s` as its outcome (its races, if any).
+    fn races_of(s: &TwoStreams) -> vigil::Result<()> {
+        match s.races() {
+            r if r.is_empty() => Ok(()),
+            r => Err(vigil::Error::Races(r)),
+        }
+    }
+
     /// A tensor load of the first `TILE` elements of a buffer on one
     /// stream and a plain store to element `at` of it on another, the
     /// streams ordered by an event when `ordered`.
@@ -383,12 +379,7 @@ mod scenarios {
         let mut src = s.zeros(2 * TILE);
         let mut y = s.zeros(TILE);
         {
-            let map = DeviceTensorMap::tiled(
-                &s.a,
-                &src,
-                TiledLayout::new([2 * TILE as u64], [TILE as u32]),
-            )
-            .expect("tensor map");
+            let map = DeviceTensorMap::tiled(&s.a, &src, tile_layout()).expect("tensor map");
             s.a.launch(
                 &s.kernel::<tensor_load_tile>(),
                 LaunchConfig::new(1, ASYNC_RACE_THREADS),
@@ -397,9 +388,7 @@ mod scenarios {
             .expect("tensor_load_tile");
         }
         if ordered {
-            let done = vigil::Event::new(&s.ctx).expect("event");
-            done.record(&s.a).expect("record");
-            s.b.wait_event(&done).expect("wait");
+            order_b_after_a(&s);
         }
         s.b.launch(
             &s.kernel::<plain_store_at>(),
@@ -408,11 +397,7 @@ mod scenarios {
         )
         .expect("plain_store_at");
         let what = format!("a tensor load and a store at {at}, ordered: {ordered}");
-        let outcome = match s.races() {
-            r if r.is_empty() => Ok(()),
-            r => Err(vigil::Error::Races(r)),
-        };
-        check(&what, outcome, expected);
+        check(&what, races_of(&s), expected);
     }
 
     /// The store waits for the tensor load's launch through an event.
@@ -516,12 +501,8 @@ mod scenarios {
         let mut dst = s.zeros(2 * TILE);
         let mut out = s.zeros(1);
         {
-            let mut map = DeviceTensorMapMut::tiled(
-                &s.a,
-                &mut dst,
-                TiledLayout::new([2 * TILE as u64], [TILE as u32]),
-            )
-            .expect("tensor map");
+            let mut map =
+                DeviceTensorMapMut::tiled(&s.a, &mut dst, tile_layout()).expect("tensor map");
             s.a.launch(
                 &s.kernel::<tensor_store_tile>(),
                 LaunchConfig::new(1, ASYNC_RACE_THREADS),
@@ -530,9 +511,7 @@ mod scenarios {
             .expect("tensor_store_tile");
         }
         if ordered {
-            let done = vigil::Event::new(&s.ctx).expect("event");
-            done.record(&s.a).expect("record");
-            s.b.wait_event(&done).expect("wait");
+            order_b_after_a(&s);
         }
         s.b.launch(
             &s.kernel::<plain_load_at>(),
@@ -541,11 +520,7 @@ mod scenarios {
         )
         .expect("plain_load_at");
         let what = format!("a tensor store and a load at {at}, ordered: {ordered}");
-        let outcome = match s.races() {
-            r if r.is_empty() => Ok(()),
-            r => Err(vigil::Error::Races(r)),
-        };
-        check(&what, outcome, expected);
+        check(&what, races_of(&s), expected);
         if expected.is_empty() {
             assert_eq!(out.to_vec(&s.a).expect("out"), [at + 1], "{what}");
         }

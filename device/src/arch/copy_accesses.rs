@@ -87,6 +87,38 @@ pub(crate) enum Direction {
     ToGlobal,
 }
 
+impl Direction {
+    /// What a copy this way does to global memory and to shared memory.
+    #[inline]
+    pub(crate) fn kinds(self) -> (AccessKind, AccessKind) {
+        match self {
+            Direction::ToShared => (AccessKind::Read, AccessKind::Write),
+            Direction::ToGlobal => (AccessKind::Write, AccessKind::Read),
+        }
+    }
+
+    /// Calls `global` and `shared` (each given `with`) source first: the
+    /// global side first for a load, the shared side first for a store.
+    #[inline]
+    pub(crate) fn in_order<W: ?Sized>(
+        self,
+        with: &mut W,
+        global: impl FnOnce(&mut W),
+        shared: impl FnOnce(&mut W),
+    ) {
+        match self {
+            Direction::ToShared => {
+                global(with);
+                shared(with);
+            }
+            Direction::ToGlobal => {
+                shared(with);
+                global(with);
+            }
+        }
+    }
+}
+
 /// Bytes per reported access: the widest access a thread makes.
 pub(crate) const REPORT_UNIT: usize = 16;
 
@@ -101,41 +133,40 @@ pub(crate) fn copy_accesses(
     shared_range: SharedAccess,
     mut each: impl FnMut(CopyAccess),
 ) {
-    let (global_kind, shared_kind) = match direction {
-        Direction::ToShared => (AccessKind::Read, AccessKind::Write),
-        Direction::ToGlobal => (AccessKind::Write, AccessKind::Read),
-    };
-    let globals = |each: &mut dyn FnMut(CopyAccess)| {
-        global.for_each_range(|addr, bytes| {
-            units(addr, bytes, |addr, size| {
-                each(CopyAccess::Global {
-                    addr,
-                    size,
-                    kind: global_kind,
+    let (global_kind, shared_kind) = direction.kinds();
+    direction.in_order(
+        &mut each,
+        |each| {
+            global.for_each_range(|addr, bytes| {
+                units(addr, bytes, |addr, size| {
+                    each(CopyAccess::Global {
+                        addr,
+                        size,
+                        kind: global_kind,
+                    })
                 })
             })
-        });
-    };
-    let shareds = |each: &mut dyn FnMut(CopyAccess)| {
-        units(shared_range.addr, shared_range.size, |addr, size| {
-            each(CopyAccess::Shared(SharedAccess {
-                addr,
-                size,
-                kind: shared_kind,
-                ..shared_range
-            }))
-        });
-    };
-    match direction {
-        Direction::ToShared => {
-            globals(&mut each);
-            shareds(&mut each);
-        }
-        Direction::ToGlobal => {
-            shareds(&mut each);
-            globals(&mut each);
-        }
-    }
+        },
+        |each| shared_units(shared_range, shared_kind, |a| each(CopyAccess::Shared(a))),
+    );
+}
+
+/// Calls `each` with the accesses of kind `kind` a copy's shared side
+/// `range` makes, in units of at most [`REPORT_UNIT`] bytes.
+#[inline]
+pub(crate) fn shared_units(
+    range: SharedAccess,
+    kind: AccessKind,
+    mut each: impl FnMut(SharedAccess),
+) {
+    units(range.addr, range.size, |addr, size| {
+        each(SharedAccess {
+            addr,
+            size,
+            kind,
+            ..range
+        })
+    });
 }
 
 /// Splits `bytes` bytes at `addr` into pieces of at most [`REPORT_UNIT`]

@@ -37,7 +37,7 @@ use super::host::{copy_relaxed, poll, with_current, CopyAccess, SanitizerRuntime
 use crate::index::Dim3;
 use crate::sanitizer::SharedAccess;
 use core::panic::Location;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering as MemOrder};
 use vigil_shared::tensor_map::{TensorMapBytes, TiledMap, MAX_RANK};
@@ -124,7 +124,7 @@ pub struct AsyncCopies {
     /// Copies completing on an mbarrier, with its address, in issue order.
     on_barriers: RefCell<Vec<(usize, PendingCopy)>>,
     /// Copies the block issued.
-    issued: std::cell::Cell<u32>,
+    issued: Cell<u32>,
 }
 
 impl std::fmt::Debug for AsyncCopies {

@@ -13,7 +13,7 @@
 //! they take shared ranges as the sanitizer sees them and, in a checking
 //! variant, report a copy where it is issued (`arch::copy_accesses`).
 
-use super::copy_accesses::{copy_accesses, CopyAccess, Direction, GlobalSide};
+use super::copy_accesses::{copy_accesses, shared_units, CopyAccess, Direction, GlobalSide};
 use crate::sanitizer::{Sanitizer, SharedAccess};
 use core::panic::Location;
 use vigil_shared::tensor_map::{TensorMapBytes, TiledMap, DESCRIPTION_OFFSET, MAX_RANK};
@@ -36,28 +36,12 @@ fn report_at_issue<S: Sanitizer>(direction: Direction, global: GlobalSide, share
         return;
     };
     // A tensor copy's rows: whole ranges the issuing thread moves alone.
-    let shared_side = || {
-        copy_accesses(direction, &linear(0, 0), shared, |access| {
-            if let CopyAccess::Shared(access) = access {
-                S::shared_access(access, loc)
-            }
-        })
-    };
-    let kind = match direction {
-        Direction::ToShared => AccessKind::Read,
-        Direction::ToGlobal => AccessKind::Write,
-    };
-    let rows = || global.for_each_range(|addr, bytes| S::copy_range_alone(addr, bytes, kind, loc));
-    match direction {
-        Direction::ToShared => {
-            rows();
-            shared_side();
-        }
-        Direction::ToGlobal => {
-            shared_side();
-            rows();
-        }
-    }
+    let (global_kind, shared_kind) = direction.kinds();
+    direction.in_order(
+        &mut (),
+        |_| global.for_each_range(|addr, bytes| S::copy_range_alone(addr, bytes, global_kind, loc)),
+        |_| shared_units(shared, shared_kind, |a| S::shared_access(a, loc)),
+    );
 }
 
 /// `bytes` bytes at `addr`.

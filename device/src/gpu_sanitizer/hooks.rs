@@ -221,14 +221,10 @@ pub(super) fn check_range_alone(
         return;
     }
     let location = location_of(loc);
-    let unit = 16;
     let units = |from: u64, to: u64, quiet: bool| {
-        let mut at = from;
-        while at < to {
-            let n = (at / unit + 1) * unit - at;
-            check_words(at, n.min(to - at) as u32, write, location, (0, 0), quiet);
-            at += n.min(to - at);
-        }
+        crate::arch::copy_accesses::units(from as usize, (to - from) as usize, |at, n| {
+            check_words(at as u64, n as u32, write, location, (0, 0), quiet)
+        })
     };
     let end = addr.saturating_add(bytes);
     let mut at = addr;

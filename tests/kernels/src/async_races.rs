@@ -6,18 +6,59 @@
 //! not order it. The `// @marker` comments name the lines the reports
 //! must point at.
 
+use vigil_device::async_copy::Mbarrier;
 use vigil_device::async_copy::{
     bulk_commit_group, bulk_wait_group, bulk_wait_group_read, commit_group,
     fence_proxy_async_shared, wait_all, wait_group,
 };
 use vigil_device::grid_dependency;
 use vigil_device::prelude::*;
+use vigil_device::shared_mem::SharedArray;
+use vigil_device::sync::sync_threads_in;
 
 /// Threads per block of these kernels.
 pub const ASYNC_RACE_THREADS: u32 = 64;
 /// Elements of a tile: 16 bytes per thread.
 pub const ASYNC_RACE_TILE: usize = 4 * ASYNC_RACE_THREADS as usize;
 const TILE: usize = ASYNC_RACE_TILE;
+
+/// Thread 0 initialises `bar` for one arrival a phase and shows it to the
+/// copy unit; a barrier shows it to the block (a helper, so it names the
+/// kernel's sanitizer `S` for its barrier).
+fn ready_for_one_arrival<S: Sanitizer>(bar: Mbarrier<S>) {
+    if thread_idx().x == 0 {
+        bar.init(1);
+        fence_proxy_async_shared();
+    }
+    sync_threads_in::<S>();
+}
+
+/// Thread 0 loads `x[from..][..TILE]` into `tile` with a bulk copy that
+/// completes on `bar`, its arrival expecting the copy's bytes (reports
+/// name the caller's line).
+#[track_caller]
+fn thread_0_loads<S: Sanitizer>(
+    tile: &SharedArray<u32, TILE, S>,
+    x: GlobalSlice<u32, S>,
+    from: usize,
+    bar: Mbarrier<S>,
+) {
+    if thread_idx().x == 0 {
+        bar.arrive_expect_tx((4 * TILE) as u32);
+        tile.copy_bulk_from(0, x, from, TILE, bar);
+    }
+}
+
+/// Every thread writes `1 + i` to its 16 bytes of `tile`, which a fence
+/// and a barrier then show to the copy unit (for a bulk or tensor store).
+fn fill_for_a_store<S: Sanitizer>(tile: &SharedArray<u32, TILE, S>) {
+    let t = thread_idx().x as usize;
+    for k in 0..4 {
+        tile.store(4 * t + k, (4 * t + k) as u32 + 1);
+    }
+    fence_proxy_async_shared();
+    sync_threads_in::<S>();
+}
 
 /// Each thread copies its 16 bytes of `x` into a tile with `cp.async`,
 /// and `y[t]` gets one element of the tile. `mode` 0: a neighbour's
@@ -143,12 +184,8 @@ pub fn bulk_source_overwrite(x: GlobalSliceMut<u32>, y: GlobalSliceMut<u32>, mod
     let bars = mbarriers!(1);
     let bar = bars.get(0);
     let t = thread_idx().x as usize;
-    if t == 0 {
-        bar.init(1);
-        fence_proxy_async_shared();
-        bar.arrive_expect_tx((4 * TILE) as u32);
-        tile.copy_bulk_from(0, x.as_const(), 0, TILE, bar); // @bulk-issue
-    }
+    ready_for_one_arrival(bar);
+    thread_0_loads(&tile, x.as_const(), 0, bar); // @bulk-issue
     sync_threads();
     if mode == 1 {
         if t == 1 {
@@ -173,15 +210,8 @@ pub fn bulk_load_read(x: GlobalSlice<u32>, y: GlobalSliceMut<u32>, mode: u32) {
     let bars = mbarriers!(1);
     let bar = bars.get(0);
     let t = thread_idx().x as usize;
-    if t == 0 {
-        bar.init(1);
-        fence_proxy_async_shared();
-    }
-    sync_threads();
-    if t == 0 {
-        bar.arrive_expect_tx((4 * TILE) as u32);
-        tile.copy_bulk_from(0, x, 0, TILE, bar); // @bulk-load-issue
-    }
+    ready_for_one_arrival(bar);
+    thread_0_loads(&tile, x, 0, bar); // @bulk-load-issue
     let early = if mode == 1 {
         tile.load(t) // @bulk-load-early-read
     } else {
@@ -203,17 +233,10 @@ pub fn mbarrier_wrong_phase(x: GlobalSlice<u32>, y: GlobalSliceMut<u32>, mode: u
     let bars = mbarriers!(1);
     let bar = bars.get(0);
     let t = thread_idx().x as usize;
-    if t == 0 {
-        bar.init(1);
-        fence_proxy_async_shared();
-    }
-    sync_threads();
+    ready_for_one_arrival(bar);
     let mut sum = 0u32;
     for round in 0..2usize {
-        if t == 0 {
-            bar.arrive_expect_tx((4 * TILE) as u32);
-            tile.copy_bulk_from(0, x, round * TILE, TILE, bar); // @phase-issue
-        }
+        thread_0_loads(&tile, x, round * TILE, bar); // @phase-issue
         let parity = if mode == 1 { 0 } else { round & 1 };
         bar.wait_parity(parity as u32);
         sum = sum.wrapping_add(tile.load(t)); // @phase-read
@@ -241,11 +264,7 @@ pub fn bulk_store_read_back(
     let tile = shared_array!(u32; TILE; align 128);
     let t = thread_idx().x as usize;
     if block_idx().x == 0 {
-        for k in 0..4 {
-            tile.store(4 * t + k, (4 * t + k) as u32 + 1);
-        }
-        fence_proxy_async_shared();
-        sync_threads();
+        fill_for_a_store(&tile);
         if t == 0 {
             tile.copy_bulk_to(0, y, 0, TILE); // @store-issue
             bulk_commit_group();
@@ -273,11 +292,7 @@ pub fn bulk_store_read_back(
 pub fn bulk_store_source_overwrite(y: GlobalSliceMut<u32>, mode: u32) {
     let tile = shared_array!(u32; TILE; align 128);
     let t = thread_idx().x as usize;
-    for k in 0..4 {
-        tile.store(4 * t + k, (4 * t + k) as u32 + 1);
-    }
-    fence_proxy_async_shared();
-    sync_threads();
+    fill_for_a_store(&tile);
     if t == 0 {
         tile.copy_bulk_to(0, y, 0, TILE); // @bulk-store-issue
         bulk_commit_group();
@@ -301,11 +316,7 @@ pub fn bulk_store_source_overwrite(y: GlobalSliceMut<u32>, mode: u32) {
 pub fn tensor_store_tile(dst: TensorMapMut<u32, 1>) {
     let tile = shared_array!(u32; TILE; align 128);
     let t = thread_idx().x as usize;
-    for k in 0..4 {
-        tile.store(4 * t + k, (4 * t + k) as u32 + 1);
-    }
-    fence_proxy_async_shared();
-    sync_threads();
+    fill_for_a_store(&tile);
     if t == 0 {
         dst.store_tile(&tile, 0, [0]); // @tensor-store
         bulk_commit_group();
@@ -329,9 +340,8 @@ pub fn tensor_load_tile(src: TensorMap<u32, 1>, y: GlobalSliceMut<u32>) {
     let bars = mbarriers!(1);
     let bar = bars.get(0);
     let t = thread_idx().x as usize;
+    ready_for_one_arrival(bar);
     if t == 0 {
-        bar.init(1);
-        fence_proxy_async_shared();
         bar.arrive_expect_tx(src.box_bytes());
         src.load_tile(&tile, 0, [0], bar); // @tensor-load
     }
