@@ -268,10 +268,6 @@ pub const LAUNCH_RING_SLOTS: u32 = 1 << 16;
 pub mod launch_flags {
     /// Every CTA of the launch is its one serial (a copy or fill).
     pub const ONE_SERIAL: u32 = 1;
-    /// A programmatic dependent launch: until a thread waits for the
-    /// kernel before it, its CTAs take their own lane's bound from the
-    /// record's bounds (every other launch's is its base).
-    pub const DEPENDENT: u32 = 2;
 }
 
 /// The earlier access of a race, as the device saw it: its descriptor

@@ -480,12 +480,7 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
         let reports = u64::from(rec[launch_record::REPORTS])
             | u64::from(rec[launch_record::REPORTS + 1]) << 32;
         let launch_ref = rec[launch_record::TAG];
-        // Only a dependent launch's own bound differs from its base.
-        let own_bound = if flags & launch_flags::DEPENDENT != 0 {
-            rec[launch_record::BOUNDS + lane_of(base)]
-        } else {
-            base
-        };
+        let own_bound = rec[launch_record::BOUNDS + lane_of(base)];
         let device = rec[launch_record::DEVICE];
         let smid = arch::smid();
         let guess = region_guess(lanes);

@@ -309,11 +309,10 @@ impl GpuSanitizer {
         host_site: Option<u64>,
     ) -> Result<RecordPlan> {
         let reports = report_buffer(st, owner)?;
-        let count = u32::try_from(blocks).unwrap_or(u32::MAX);
-        let (flags, count) = match work {
-            Work::Transfer => (launch_flags::ONE_SERIAL, 1),
-            Work::DependentKernel => (launch_flags::DEPENDENT, count),
-            Work::Kernel => (0, count),
+        let (flags, count) = if work == Work::Transfer {
+            (launch_flags::ONE_SERIAL, 1)
+        } else {
+            (0, u32::try_from(blocks).unwrap_or(u32::MAX))
         };
         let (planned, r) = {
             let mut order = lock(launch_order());
