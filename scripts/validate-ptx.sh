@@ -9,6 +9,8 @@ cd "$root"
 arch=${VIGIL_CUDA_ARCH:-sm_90}
 ptxas=$("$root/scripts/ptxas.sh")
 ptx_dir="$root/target/vigil-ptx/nvptx64-nvidia-cuda/release"
+# vigil-build's second, sanitized build of each kernel crate.
+sanitized_dir="$root/target/vigil-ptx/sanitized/nvptx64-nvidia-cuda/release"
 
 # Kernel crates built by a build.rs (vigil-build) land in target/vigil-ptx.
 cargo build -p vigil-tests -p vigil-bench -p vigil-guide --quiet
@@ -35,7 +37,7 @@ shopt -s nullglob
 # compiles it: a sanitized cut as relocatable code (`-c`, the JIT linker's
 # mode; whole-program it takes ptxas minutes), everything else whole-program.
 files=("$cut_dir"/*.ptx)
-for f in "$ptx_dir"/*.ptx; do
+for f in "$ptx_dir"/*.ptx "$sanitized_dir"/*.ptx; do
   stem=$(basename "$f" .ptx)
   cuts=("$cut_dir/$stem".*.ptx)
   [ ${#cuts[@]} -gt 0 ] || files+=("$f")
@@ -46,7 +48,7 @@ if [ ${#files[@]} -eq 0 ]; then
 fi
 for f in "${files[@]}"; do
   mode=()
-  case "$f" in *.sanitized.ptx) mode=(-c) ;; esac
+  case "$f" in *.sanitized.ptx | "$sanitized_dir"/*) mode=(-c) ;; esac
   echo "== ptxas -arch=$arch ${mode[*]} -v $(basename "$f")"
   if ! log=$("$ptxas" -arch="$arch" "${mode[@]}" -v "$f" -o /dev/null 2>&1); then
     echo "$log" >&2

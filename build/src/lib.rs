@@ -18,9 +18,15 @@
 //!
 //! The helper runs a nested `cargo build --release --target
 //! nvptx64-nvidia-cuda -Zbuild-std=core` with its own target directory
-//! (beside the outer build's, so `core` is compiled once and reused), copies
-//! the PTX into `OUT_DIR`, and tells cargo to rerun when any source the
-//! kernel crate was built from changes. Users never run a second command.
+//! (beside the outer build's, so `core` is compiled once and reused), twice:
+//! the plain build, and the sanitized build (`--cfg vigil_sanitized`, in the
+//! target directory's `sanitized` folder), in which every access, atomic,
+//! fence, barrier and warp collective the kernel crate compiles, helpers
+//! included, calls the GPU sanitizer. It writes both modules into one PTX
+//! file in `OUT_DIR`, the sanitized one after [`SANITIZED_BUILD_LINE`]
+//! (the host loads the part a context needs), and tells cargo to rerun
+//! when any source the kernel crate was built from changes. Users never
+//! run a second command.
 #![warn(missing_docs)]
 
 mod diagnostics;
@@ -34,6 +40,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 pub use toolchain::{toolchain_file, ToolchainProblem, PINNED_TOOLCHAIN};
+pub use vigil_shared::gpu::SANITIZED_BUILD_LINE;
 
 /// The GPU architecture used when neither the builder nor `VIGIL_CUDA_ARCH` names one.
 pub const DEFAULT_ARCH: &str = "sm_90";
@@ -145,6 +152,14 @@ pub struct PtxArtifact {
     pub env_var: String,
     /// The kernel crate's library name.
     pub lib_name: String,
+}
+
+/// The PTX one nested build wrote.
+struct BuiltPtx {
+    /// The file.
+    path: PathBuf,
+    /// Its text.
+    text: String,
 }
 
 /// Builds one kernel crate to PTX. See the crate docs.
@@ -355,8 +370,12 @@ impl PtxBuilder {
     }
 
     /// The build without the build-script plumbing: compiles the crate in
-    /// `crate_dir` with `cargo`, using `target_dir`, and copies the PTX into
-    /// `out_dir`. Prints `cargo:rerun-if-changed` lines for its sources.
+    /// `crate_dir` with `cargo` twice, using `target_dir` (the plain build)
+    /// and its `sanitized` folder (the sanitized build, with `--cfg
+    /// vigil_sanitized`), and writes both PTX modules into one file in
+    /// `out_dir`, the plain one first, separated by
+    /// [`SANITIZED_BUILD_LINE`]. Prints `cargo:rerun-if-changed` lines for
+    /// its sources.
     pub fn build_into(
         &self,
         cargo: &OsString,
@@ -370,10 +389,67 @@ impl PtxBuilder {
         }
         let arch = self.resolve_arch()?;
         let krate = crate_dir.display().to_string();
+        let plain = self.compile(cargo, crate_dir, target_dir, &rustflags(&arch))?;
+        let kept = runtime_checks::kept_checks(&plain.text);
+        if !kept.is_empty() {
+            return Err(BuildError::RuntimeChecksLeft { krate, kept });
+        }
+        let sanitized = self.compile(
+            cargo,
+            crate_dir,
+            &target_dir.join("sanitized"),
+            &format!("{}\x1f--cfg\x1fvigil_sanitized", rustflags(&arch)),
+        )?;
 
+        let lib_name = plain
+            .path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let dest = out_dir.join(format!("{lib_name}.ptx"));
+        let text = format!(
+            "{}\n{SANITIZED_BUILD_LINE}\n{}",
+            plain.text.trim_end(),
+            sanitized.text
+        );
+        std::fs::write(&dest, text).map_err(|source| BuildError::Io {
+            what: "writing the PTX to",
+            path: dest.clone(),
+            source,
+        })?;
+
+        // Rerun when any source file the kernel crate was built from changes.
+        for ptx in [&plain.path, &sanitized.path] {
+            if let Ok(deps) = std::fs::read_to_string(ptx.with_extension("d")) {
+                for path in dep_info_sources(&deps) {
+                    if !path.contains("/rustlib/src/") {
+                        println!("cargo:rerun-if-changed={path}");
+                    }
+                }
+            }
+        }
+        println!("cargo:rerun-if-changed={}", crate_dir.display());
+        Ok(PtxArtifact {
+            path: dest,
+            env_var: env_var_for(&lib_name),
+            lib_name,
+        })
+    }
+
+    /// One nested build of the crate in `crate_dir` for the PTX target
+    /// with `rustflags` (`CARGO_ENCODED_RUSTFLAGS`) in `target_dir`: the
+    /// PTX it wrote.
+    fn compile(
+        &self,
+        cargo: &OsString,
+        crate_dir: &Path,
+        target_dir: &Path,
+        rustflags: &str,
+    ) -> Result<BuiltPtx, BuildError> {
+        let krate = crate_dir.display().to_string();
         let mut cmd = self.nested_cargo(cargo, "build", crate_dir, target_dir);
         cmd.arg("--target").arg(PTX_TARGET).arg("-Zbuild-std=core");
-        cmd.env("CARGO_ENCODED_RUSTFLAGS", rustflags(&arch));
+        cmd.env("CARGO_ENCODED_RUSTFLAGS", rustflags);
 
         let output = cmd.output().map_err(|source| BuildError::Spawn {
             cargo: cargo.clone(),
@@ -389,51 +465,19 @@ impl PtxBuilder {
                 left_to_host_build: 0,
             });
         }
-        let ptx = stdout
+        let path = stdout
             .lines()
             .filter(|l| l.contains("\"reason\":\"compiler-artifact\""))
             .flat_map(ptx_filenames)
             .last()
-            .ok_or_else(|| BuildError::NoPtx {
-                krate: krate.clone(),
-            })?;
-        let ptx = PathBuf::from(ptx);
-        let lib_name = ptx
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let dest = out_dir.join(format!("{lib_name}.ptx"));
-        std::fs::copy(&ptx, &dest).map_err(|source| BuildError::Io {
-            what: "copying the PTX to",
-            path: dest.clone(),
-            source,
-        })?;
-
-        let text = std::fs::read_to_string(&dest).map_err(|source| BuildError::Io {
+            .map(PathBuf::from)
+            .ok_or(BuildError::NoPtx { krate })?;
+        let text = std::fs::read_to_string(&path).map_err(|source| BuildError::Io {
             what: "reading the PTX",
-            path: dest.clone(),
+            path: path.clone(),
             source,
         })?;
-        let kept = runtime_checks::kept_checks(&text);
-        if !kept.is_empty() {
-            return Err(BuildError::RuntimeChecksLeft { krate, kept });
-        }
-
-        // Rerun when any source file the kernel crate was built from changes.
-        let dep_info = ptx.with_extension("d");
-        if let Ok(deps) = std::fs::read_to_string(&dep_info) {
-            for path in dep_info_sources(&deps) {
-                if !path.contains("/rustlib/src/") {
-                    println!("cargo:rerun-if-changed={path}");
-                }
-            }
-        }
-        println!("cargo:rerun-if-changed={}", crate_dir.display());
-        Ok(PtxArtifact {
-            path: dest,
-            env_var: env_var_for(&lib_name),
-            lib_name,
-        })
+        Ok(BuiltPtx { path, text })
     }
 
     fn resolve_arch(&self) -> Result<String, BuildError> {

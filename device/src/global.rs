@@ -14,6 +14,7 @@
 
 use crate::arch::imp;
 use crate::atomic::{Atomic, AtomicArith, AtomicBits, AtomicMinMax};
+use crate::hooks::Active;
 use crate::sanitizer::{AtomicAccess, Plain, Sanitizer};
 use core::marker::PhantomData;
 use core::mem::size_of;
@@ -74,10 +75,10 @@ pub(crate) fn check_index(index: usize, len: usize) {
 /// platform may let the block's other threads run first ([`imp::poll`]).
 #[inline(always)]
 #[track_caller]
-unsafe fn plain_load<T: bytemuck::Pod, S: Sanitizer>(p: *const T) -> T {
+unsafe fn plain_load<T: bytemuck::Pod>(p: *const T) -> T {
     let loc = Location::caller();
     imp::poll(p as usize, size_of::<T>(), loc);
-    S::access(p as usize, size_of::<T>(), AccessKind::Read, loc);
+    Active::access(p as usize, size_of::<T>(), AccessKind::Read, loc);
     // SAFETY: the caller guarantees `p` is in bounds and aligned.
     unsafe { imp::load(p) }
 }
@@ -85,8 +86,8 @@ unsafe fn plain_load<T: bytemuck::Pod, S: Sanitizer>(p: *const T) -> T {
 /// A plain store through the sanitizer.
 #[inline(always)]
 #[track_caller]
-unsafe fn plain_store<T: bytemuck::Pod, S: Sanitizer>(p: *mut T, v: T) {
-    S::access(
+unsafe fn plain_store<T: bytemuck::Pod>(p: *mut T, v: T) {
+    Active::access(
         p as usize,
         size_of::<T>(),
         AccessKind::Write,
@@ -105,16 +106,16 @@ unsafe fn plain_store<T: bytemuck::Pod, S: Sanitizer>(p: *mut T, v: T) {
 /// in plain and checking variants alike, before the sanitizer's hook.
 #[inline(always)]
 #[track_caller]
-fn checked_atomic<R, S: Sanitizer>(access: AtomicAccess, op: impl FnOnce() -> (R, bool)) -> R {
+fn checked_atomic<R>(access: AtomicAccess, op: impl FnOnce() -> (R, bool)) -> R {
     let loc = Location::caller();
     if access.kind != AccessKind::AtomicWrite {
         imp::poll(access.addr, access.size, loc);
     }
-    if !S::ENABLED {
-        return S::atomic(access, loc, op);
+    if !Active::ENABLED {
+        return Active::atomic(access, loc, op);
     }
     let mut wrote = false;
-    let r = S::atomic(access, loc, || {
+    let r = Active::atomic(access, loc, || {
         let (r, w) = op();
         wrote = w;
         (r, w)
@@ -124,7 +125,7 @@ fn checked_atomic<R, S: Sanitizer>(access: AtomicAccess, op: impl FnOnce() -> (R
     } else {
         access.kind
     };
-    S::block_global_access(access.addr, access.size, kind, loc);
+    Active::block_global_access(access.addr, access.size, kind, loc);
     r
 }
 
@@ -240,7 +241,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalPtr<T, S> {
     #[track_caller]
     pub fn load(&self) -> T {
         // SAFETY: valid for one `T` (constructor's contract).
-        unsafe { plain_load::<T, S>(self.ptr) }
+        unsafe { plain_load::<T>(self.ptr) }
     }
 
     /// Reads the element atomically with the given ordering (relaxed or
@@ -251,7 +252,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalPtr<T, S> {
     where
         T: Atomic,
     {
-        atomic_load::<T, S>(self.ptr, ordering, scope)
+        atomic_load::<T>(self.ptr, ordering, scope)
     }
 
     /// Reads the element with a volatile load (`ld.volatile.global`, CUDA's
@@ -263,13 +264,13 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalPtr<T, S> {
     where
         T: Atomic,
     {
-        volatile_load::<T, S>(self.ptr)
+        volatile_load::<T>(self.ptr)
     }
 }
 
 #[inline(always)]
 #[track_caller]
-fn atomic_load<T: Atomic, S: Sanitizer>(p: *const T, ordering: Ordering, scope: Scope) -> T {
+fn atomic_load<T: Atomic>(p: *const T, ordering: Ordering, scope: Scope) -> T {
     let ordering = if ordering.acquires() {
         Ordering::Acquire
     } else {
@@ -284,7 +285,7 @@ fn atomic_load<T: Atomic, S: Sanitizer>(p: *const T, ordering: Ordering, scope: 
         compare: false,
     };
     // SAFETY: `p` is valid and aligned (handle invariant).
-    checked_atomic::<_, S>(access, || {
+    checked_atomic(access, || {
         (unsafe { T::arch_load(p, ordering, scope) }, false)
     })
 }
@@ -308,19 +309,19 @@ fn volatile_access<T>(addr: usize, kind: AccessKind) -> AtomicAccess {
 /// A volatile load (`ld.volatile.global`) through the sanitizer.
 #[inline(always)]
 #[track_caller]
-fn volatile_load<T: Atomic, S: Sanitizer>(p: *const T) -> T {
+fn volatile_load<T: Atomic>(p: *const T) -> T {
     let access = volatile_access::<T>(p as usize, AccessKind::AtomicRead);
     // SAFETY: `p` is valid and aligned (handle invariant).
-    checked_atomic::<_, S>(access, || (unsafe { T::arch_load_volatile(p) }, false))
+    checked_atomic(access, || (unsafe { T::arch_load_volatile(p) }, false))
 }
 
 /// A volatile store (`st.volatile.global`) through the sanitizer.
 #[inline(always)]
 #[track_caller]
-fn volatile_store<T: Atomic, S: Sanitizer>(p: *mut T, v: T) {
+fn volatile_store<T: Atomic>(p: *mut T, v: T) {
     let access = volatile_access::<T>(p as usize, AccessKind::AtomicWrite);
     // SAFETY: `p` is valid and aligned (handle invariant).
-    checked_atomic::<_, S>(access, || (unsafe { T::arch_store_volatile(p, v) }, true))
+    checked_atomic(access, || (unsafe { T::arch_store_volatile(p, v) }, true))
 }
 
 impl<T: bytemuck::Pod, S: Sanitizer> GlobalPtrMut<T, S> {
@@ -341,7 +342,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalPtrMut<T, S> {
     #[track_caller]
     pub fn load(&self) -> T {
         // SAFETY: valid for one `T` (constructor's contract).
-        unsafe { plain_load::<T, S>(self.ptr) }
+        unsafe { plain_load::<T>(self.ptr) }
     }
 
     /// Writes the element.
@@ -349,7 +350,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalPtrMut<T, S> {
     #[track_caller]
     pub fn store(&self, v: T) {
         // SAFETY: valid for one `T` (constructor's contract).
-        unsafe { plain_store::<T, S>(self.ptr, v) }
+        unsafe { plain_store::<T>(self.ptr, v) }
     }
 
     /// A read-only view of the same element.
@@ -383,7 +384,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalPtrMut<T, S> {
             scope,
             compare,
         };
-        checked_atomic::<_, S>(access, || op(self.ptr))
+        checked_atomic(access, || op(self.ptr))
     }
 }
 
@@ -423,7 +424,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalPtrMut<T, S> {
     where
         T: Atomic,
     {
-        atomic_load::<T, S>(self.ptr, ordering, scope)
+        atomic_load::<T>(self.ptr, ordering, scope)
     }
 
     /// Reads the element with a volatile load (`ld.volatile.global`, CUDA's
@@ -462,7 +463,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalPtrMut<T, S> {
     where
         T: Atomic,
     {
-        volatile_load::<T, S>(self.ptr)
+        volatile_load::<T>(self.ptr)
     }
 
     /// Writes the element with a volatile store (`st.volatile.global`): for
@@ -474,7 +475,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalPtrMut<T, S> {
     where
         T: Atomic,
     {
-        volatile_store::<T, S>(self.ptr, v)
+        volatile_store::<T>(self.ptr, v)
     }
 
     /// Writes the element atomically (relaxed or release; an acquire part is ignored).
@@ -498,7 +499,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalPtrMut<T, S> {
             compare: false,
         };
         // SAFETY: valid and aligned (handle invariant).
-        checked_atomic::<_, S>(access, || {
+        checked_atomic(access, || {
             (unsafe { T::arch_store(self.ptr, v, ordering, scope) }, true)
         })
     }
@@ -587,7 +588,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalSlice<T, S> {
     pub fn load(&self, i: usize) -> T {
         check_index(i, self.len);
         // SAFETY: in bounds (checked above).
-        unsafe { plain_load::<T, S>(self.ptr.add(i)) }
+        unsafe { plain_load::<T>(self.ptr.add(i)) }
     }
 
     /// Reads element `i` without a bounds check.
@@ -598,7 +599,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalSlice<T, S> {
     #[track_caller]
     pub unsafe fn load_unchecked(&self, i: usize) -> T {
         // SAFETY: forwarded from the caller.
-        unsafe { plain_load::<T, S>(self.ptr.add(i)) }
+        unsafe { plain_load::<T>(self.ptr.add(i)) }
     }
 
     /// Reads element `i` with a volatile load (`ld.volatile.global`): a
@@ -663,7 +664,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalSliceMut<T, S> {
     pub fn store(&self, i: usize, v: T) {
         check_index(i, self.len);
         // SAFETY: in bounds (checked above).
-        unsafe { plain_store::<T, S>(self.ptr.add(i), v) }
+        unsafe { plain_store::<T>(self.ptr.add(i), v) }
     }
 
     /// Writes element `i` without a bounds check.
@@ -674,7 +675,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> GlobalSliceMut<T, S> {
     #[track_caller]
     pub unsafe fn store_unchecked(&self, i: usize, v: T) {
         // SAFETY: forwarded from the caller.
-        unsafe { plain_store::<T, S>(self.ptr.add(i), v) }
+        unsafe { plain_store::<T>(self.ptr.add(i), v) }
     }
 
     /// Reads element `i` with a volatile load; see

@@ -28,7 +28,8 @@
 //! ```
 
 use crate::arch::async_imp;
-use crate::sanitizer::{Plain, Sanitizer};
+use crate::hooks::Active;
+use crate::sanitizer::Sanitizer;
 
 /// Lets the dependent kernels of this launch start as soon as every
 /// block of it has called this or exited (`griddepcontrol.launch_dependents`).
@@ -44,22 +45,20 @@ pub fn launch_dependents() {
 /// at once in a launch without programmatic stream serialisation.
 ///
 /// With the sanitizer, a dependent block's accesses before its wait are
-/// unordered with the kernel before it, after the wait ordered. Inside a
-/// `#[kernel]` body a call is [`wait_in`] with the kernel's sanitizer; a
-/// helper outside one calls [`wait_in`] with its own `S` (on the GPU, a
-/// plain `wait()` there leaves the sanitizer treating the block as not
-/// waiting yet, which may report a race that is not one).
+/// unordered with the kernel before it, after the wait ordered, wherever
+/// the wait is called.
 #[inline(always)]
 #[track_caller]
 pub fn wait() {
-    wait_in::<Plain>()
+    async_imp::wait_for_prerequisite_grids();
+    Active::grid_dependency_wait();
 }
 
-/// [`wait`], told to the sanitizer `S` (the GPU's: the calling block is
-/// ordered after the kernels this launch depends on from now on).
+/// [`wait`]: the sanitizer type plays no part any more (the build decides
+/// what is checked: [`crate::sanitizer`]).
+#[deprecated(note = "call `wait()`: the sanitizer sees it wherever it is called")]
 #[inline(always)]
 #[track_caller]
 pub fn wait_in<S: Sanitizer>() {
-    async_imp::wait_for_prerequisite_grids();
-    S::grid_dependency_wait();
+    wait()
 }

@@ -9,7 +9,7 @@
 //! may use block-shared memory ([`shared_array!`],
 //! [`dynamic_shared_array!`], [`dynamic_shared`], and the scoped tiles of a
 //! [`shared_stack!`]), barriers ([`sync_threads`]),
-//! fences ([`fence`]) and warp collectives ([`warp`]), asynchronous copies,
+//! fences ([`thread_fence`]) and warp collectives ([`warp`]), asynchronous copies,
 //! mbarriers and tensor copies ([`async_copy`]) and programmatic dependent
 //! launch ([`grid_dependency`]).
 //!
@@ -42,6 +42,7 @@ pub mod bounded;
 pub mod global;
 pub mod gpu_sanitizer;
 pub mod grid_dependency;
+pub mod hooks;
 pub mod index;
 pub mod kernel;
 pub mod math;
@@ -84,12 +85,48 @@ pub use peers::{group_barrier, group_barrier_at, Peers, MAX_RANKS};
 pub use sanitizer::{Plain, Sanitizer};
 pub use shared_mem::dynamic_shared;
 pub use shared_stack::{SharedStack, SharedTile};
-pub use sync::{fence, sync_threads};
+#[allow(deprecated)]
+pub use sync::fence;
+pub use sync::{sync_threads, thread_fence};
 pub use vigil_macros::{include_ptx, kernel};
 pub use vigil_shared::{AccessKind, Ordering, Scope};
 
 #[doc(hidden)]
 pub use vigil_shared as __shared;
+
+/// The items given, in the plain PTX build and on the host (a `#[kernel]`'s
+/// plain entry); nothing in the sanitized PTX build
+/// ([`sanitizer::Active`]).
+#[cfg(not(vigil_sanitized))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __in_plain_build {
+    ($($item:item)*) => { $($item)* };
+}
+
+#[cfg(vigil_sanitized)]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __in_plain_build {
+    ($($item:item)*) => {};
+}
+
+/// The items given, in the sanitized PTX build and on the host (a
+/// `#[kernel]`'s sanitized entry); nothing in the plain PTX build
+/// ([`sanitizer::Active`]).
+#[cfg(any(vigil_sanitized, not(target_arch = "nvptx64")))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __in_sanitized_build {
+    ($($item:item)*) => { $($item)* };
+}
+
+#[cfg(not(any(vigil_sanitized, not(target_arch = "nvptx64"))))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __in_sanitized_build {
+    ($($item:item)*) => {};
+}
 
 /// Everything a kernel usually needs, for `use vigil_device::prelude::*;`.
 pub mod prelude {
@@ -108,7 +145,9 @@ pub mod prelude {
     pub use crate::sanitizer::{Plain, Sanitizer};
     pub use crate::shared_mem::dynamic_shared;
     pub use crate::shared_stack::{SharedStack, SharedTile};
-    pub use crate::sync::{fence, sync_threads};
+    #[allow(deprecated)]
+    pub use crate::sync::fence;
+    pub use crate::sync::{sync_threads, thread_fence};
     pub use crate::warp;
     pub use crate::{dynamic_shared_array, kernel, mbarriers, shared_array, shared_stack};
     pub use vigil_shared::{Ordering, Scope};

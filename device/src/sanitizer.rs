@@ -1,11 +1,24 @@
-//! The hooks between a kernel body and the race sanitizer.
+//! The hooks between kernel code and the race sanitizer.
 //!
-//! A `#[kernel]` body is generic over `S: Sanitizer`. Every global access
-//! calls `S`'s hooks with the caller's source location; [`Plain`]'s hooks
-//! are empty and inline away, so the plain entry point compiles to the PTX a
-//! hand-written kernel would. The checked implementations live with each
-//! platform's runtime (the CPU backend installs one through
-//! `host_runtime`; the GPU runtime arrives with the sanitized PTX entry).
+//! Kernel code names no sanitizer: every global and shared access,
+//! atomic, fence, barrier and warp collective of the kernel API calls the
+//! hooks of [`Active`](crate::hooks::Active), which the build decides, the way compiler-based
+//! sanitizers instrument everything they compile:
+//!
+//! - the plain PTX build: [`Plain`], whose hooks are empty and inline
+//!   away, so a plain entry compiles to the PTX a hand-written kernel
+//!   would;
+//! - the sanitized PTX build (`vigil_build` compiles each kernel crate a
+//!   second time with `--cfg vigil_sanitized`, for the `name__vigil`
+//!   entries): the GPU sanitizer's hooks, in a kernel's body and in every
+//!   helper it calls, generic or not;
+//! - the host (the CPU backend): [`Checked`], which checks exactly when
+//!   the executor installed a sanitizer runtime for the calling thread.
+//!
+//! Each hook takes the caller's source location (`#[track_caller]`). The
+//! sanitizer type parameter that handles and the `_in` forms still carry
+//! (`GlobalSlice<T, S>`, `sync_threads_in::<S>()`) plays no part: it is
+//! kept so that kernels written with it compile.
 
 use core::panic::Location;
 use vigil_shared::race::atomic::{AtomicOp, AtomicOpKind};

@@ -15,6 +15,7 @@
 
 use crate::arch::imp;
 use crate::atomic::{Atomic, AtomicArith, AtomicBits, AtomicMinMax};
+use crate::hooks::Active;
 use crate::sanitizer::{Plain, Sanitizer, SharedAccess};
 use crate::shared_stack::SharedTile;
 use core::marker::PhantomData;
@@ -241,9 +242,9 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
     >(
         plain: impl FnOnce() -> *mut u8,
     ) -> Self {
-        let (ptr, shadow) = if S::ENABLED && SHADOW > 0 {
+        let (ptr, shadow) = if Active::ENABLED && SHADOW > 0 {
             __storage_checked::<K, BYTES, ALIGN, SHADOW>()
-        } else if S::ENABLED {
+        } else if Active::ENABLED {
             (__storage_window::<K, BYTES, ALIGN>(), core::ptr::null_mut())
         } else {
             (plain(), core::ptr::null_mut())
@@ -254,8 +255,8 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedArray<T, N, S> {
             site: Some(Location::caller()),
             _t: PhantomData,
         };
-        if S::ENABLED && shadow.is_null() && BYTES > 0 {
-            imp::shared_declared::<S>(|| array.elements().declaration());
+        if Active::ENABLED && shadow.is_null() && BYTES > 0 {
+            imp::shared_declared::<Active>(|| array.elements().declaration());
         }
         array
     }
@@ -318,8 +319,8 @@ impl<T: bytemuck::Pod, S: Sanitizer> SharedSlice<T, S> {
             site: Some(Location::caller()),
             _t: PhantomData,
         };
-        if S::ENABLED && slice.len > 0 {
-            imp::shared_declared::<S>(|| slice.elements().declaration());
+        if Active::ENABLED && slice.len > 0 {
+            imp::shared_declared::<Active>(|| slice.elements().declaration());
         }
         slice
     }
@@ -467,7 +468,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
     #[track_caller]
     pub(crate) fn load(&self, i: usize) -> T {
         check_shared_index(i, self.len);
-        imp::shared_access::<S>(|| self.access(i, AccessKind::Read));
+        imp::shared_access::<Active>(|| self.access(i, AccessKind::Read));
         // Not volatile: barriers and warp collectives are compiler fences
         // (neither is `nomem`), so plain accesses keep CUDA's ordering
         // while the compiler may batch and schedule them (sgemm's tile
@@ -480,7 +481,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
     #[track_caller]
     pub(crate) fn store(&self, i: usize, v: T) {
         check_shared_index(i, self.len);
-        imp::shared_access::<S>(|| self.access(i, AccessKind::Write));
+        imp::shared_access::<Active>(|| self.access(i, AccessKind::Write));
         // SAFETY: in bounds of the block's storage (checked above).
         unsafe { self.ptr.add(i).write(v) }
     }
@@ -506,7 +507,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
     {
         check_shared_index(i, self.len);
         self.poll(i);
-        imp::shared_access::<S>(|| self.access(i, AccessKind::AtomicRead));
+        imp::shared_access::<Active>(|| self.access(i, AccessKind::AtomicRead));
         // SAFETY: in bounds of the block's storage (checked above) and
         // aligned (the storage is aligned for `T`).
         unsafe { T::arch_shared_load_volatile(self.ptr.add(i)) }
@@ -519,7 +520,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
         T: Atomic,
     {
         check_shared_index(i, self.len);
-        imp::shared_access::<S>(|| self.access(i, AccessKind::AtomicWrite));
+        imp::shared_access::<Active>(|| self.access(i, AccessKind::AtomicWrite));
         // SAFETY: as in `load_volatile`.
         unsafe { T::arch_shared_store_volatile(self.ptr.add(i), v) }
     }
@@ -532,7 +533,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
     pub(crate) fn rmw(&self, i: usize, op: impl FnOnce(*mut T) -> T) -> T {
         check_shared_index(i, self.len);
         self.poll(i);
-        imp::shared_access::<S>(|| self.access(i, AccessKind::AtomicRmw));
+        imp::shared_access::<Active>(|| self.access(i, AccessKind::AtomicRmw));
         // In bounds of the block's storage (checked above) and aligned
         // (the storage is aligned for `T`).
         op(self.ptr.wrapping_add(i))
@@ -556,7 +557,7 @@ impl<T: bytemuck::Pod, S: Sanitizer> Elements<T, S> {
         } else {
             AccessKind::AtomicRead
         };
-        imp::shared_access::<S>(|| self.access(i, kind));
+        imp::shared_access::<Active>(|| self.access(i, kind));
         if swapped {
             Ok(found)
         } else {

@@ -64,6 +64,7 @@
 use crate::arch::imp;
 // The tiles' accessors (`checked_accessors!`) name these bounds.
 use crate::atomic::{Atomic, AtomicArith, AtomicBits, AtomicMinMax};
+use crate::hooks::Active;
 use crate::sanitizer::{Plain, Sanitizer};
 use crate::shared_mem::{checked_accessors, Elements};
 use core::marker::PhantomData;
@@ -200,8 +201,8 @@ impl<const CAPACITY: usize, S: Sanitizer> SharedStack<CAPACITY, S> {
             site: Location::caller(),
             _t: PhantomData,
         };
-        if S::ENABLED {
-            imp::shared_declared::<S>(|| tile.elements().declaration());
+        if Active::ENABLED {
+            imp::shared_declared::<Active>(|| tile.elements().declaration());
         }
         tile
     }
@@ -216,7 +217,7 @@ impl<const CAPACITY: usize, S: Sanitizer> SharedStack<CAPACITY, S> {
     #[inline(always)]
     #[track_caller]
     pub fn pop_synced(&mut self, tiles: impl Tiles<S>) {
-        crate::sync::sync_threads_in::<S>();
+        crate::sync::sync_threads();
         self.release(tiles);
     }
 

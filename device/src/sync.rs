@@ -1,6 +1,7 @@
 //! Barriers and fences.
 
 use crate::arch::imp;
+use crate::hooks::Active;
 use crate::sanitizer::Sanitizer;
 use vigil_shared::{Ordering, Scope};
 
@@ -15,49 +16,70 @@ use vigil_shared::{Ordering, Scope};
 /// backend always, on the GPU in a sanitized context (the sanitized
 /// barrier is `barrier.sync`, which tolerates a diverged warp).
 ///
-/// Inside a `#[kernel]` body this call is
-/// [`sync_threads_in::<S>()`](sync_threads_in) with the kernel's sanitizer,
-/// which the GPU sanitizer sees; a helper function outside a kernel body
-/// that waits at a barrier calls that with its kernel's `S`.
-#[inline(always)]
-#[track_caller]
-pub fn sync_threads() {
-    imp::sync_threads_at(core::panic::Location::caller())
-}
-
-/// [`sync_threads`] in a kernel checked by `S`: the sanitizer sees the
-/// arrival (on the GPU, the block's barrier count that orders its
-/// threads' accesses) before the thread waits.
+/// The sanitizer sees every call, in a kernel's body or in a helper it
+/// calls:
 ///
 /// ```no_run
 /// use vigil_device::prelude::*;
 /// use vigil_device::shared_mem::SharedArray;
 ///
 /// /// Thread `t` stores `v`, then reads its neighbour's value.
-/// fn exchange<S: Sanitizer>(a: SharedArray<u32, 64, S>, t: usize, v: u32) -> u32 {
+/// fn exchange(a: SharedArray<u32, 64>, t: usize, v: u32) -> u32 {
 ///     a.store(t, v);
-///     vigil_device::sync::sync_threads_in::<S>();
+///     sync_threads();
 ///     a.load((t + 1) % 64)
 /// }
 /// ```
 #[inline(always)]
 #[track_caller]
-pub fn sync_threads_in<S: Sanitizer>() {
-    imp::sync_threads_for::<S>(core::panic::Location::caller())
+pub fn sync_threads() {
+    imp::sync_threads_for::<Active>(core::panic::Location::caller())
 }
 
-/// A memory fence of the given ordering and scope (`fence.acq_rel.gpu`,
+/// [`sync_threads`]: the sanitizer type plays no part any more (the build
+/// decides what is checked: [`crate::sanitizer`]).
+#[deprecated(note = "call `sync_threads()`: the sanitizer sees it wherever it is called")]
+#[inline(always)]
+#[track_caller]
+pub fn sync_threads_in<S: Sanitizer>() {
+    sync_threads()
+}
+
+/// A memory fence of the given ordering and scope, as CUDA C++'s
+/// `cuda::atomic_thread_fence(order, scope)` (`fence.acq_rel.gpu`,
 /// `fence.sc.sys`, ...). `Relaxed` is a no-op; `Acquire`, `Release` and
 /// `AcqRel` emit `fence.acq_rel`; `SeqCst` emits `fence.sc`.
 ///
-/// The fence is generic over the kernel's sanitizer so that the sanitized
-/// variant sees it: a release fence followed by a relaxed atomic store
-/// publishes like a release store, as the PTX memory model says. Inside a
-/// `#[kernel]`, name the sanitizer parameter (`fn k<S: Sanitizer>(...)`) and
-/// call `fence::<S>(...)`.
+/// The sanitizer follows it as the PTX memory model says: a release
+/// fence followed by a relaxed atomic store publishes like a release
+/// store, and relaxed reads followed by an acquire fence acquire what
+/// they read.
+///
+/// ```no_run
+/// use vigil_device::prelude::*;
+/// use vigil_device::sync::thread_fence;
+///
+/// /// Publishes `v` in `data`, then raises `flag`.
+/// fn publish(data: GlobalPtrMut<u32>, flag: GlobalPtrMut<u32>, v: u32) {
+///     data.store(v);
+///     thread_fence(Ordering::Release, Scope::Device);
+///     flag.atomic_store(1, Ordering::Relaxed, Scope::Device);
+/// }
+/// ```
+#[inline(always)]
+#[track_caller]
+pub fn thread_fence(ordering: Ordering, scope: Scope) {
+    Active::fence(ordering, scope, core::panic::Location::caller());
+    imp::fence(ordering, scope);
+}
+
+/// [`thread_fence`]: the sanitizer type plays no part any more (the build
+/// decides what is checked: [`crate::sanitizer`]).
+#[deprecated(
+    note = "call `thread_fence(ordering, scope)`: the sanitizer sees it wherever it is called"
+)]
 #[inline(always)]
 #[track_caller]
 pub fn fence<S: Sanitizer>(ordering: Ordering, scope: Scope) {
-    S::fence(ordering, scope, core::panic::Location::caller());
-    imp::fence(ordering, scope);
+    thread_fence(ordering, scope)
 }

@@ -4,6 +4,7 @@
 //! rule). Shuffles move 32-bit values; 64-bit values move as two halves.
 
 use crate::arch::imp;
+use crate::hooks::Active;
 
 /// Lanes per warp.
 pub const WARP_SIZE: u32 = 32;
@@ -41,37 +42,41 @@ fn shuffle<T: ShuffleValue>(v: T, f: impl Fn(u32) -> u32) -> T {
 /// The value `v` of lane `src_lane` (`__shfl_sync`).
 #[inline(always)]
 pub fn shfl<T: ShuffleValue>(mask: u32, v: T, src_lane: u32) -> T {
+    let mask = joining(mask);
     shuffle(v, |x| imp::shfl_idx(mask, x, src_lane, 31))
 }
 
 /// The value of lane `lane_id() - delta`, or the caller's own below lane 0 (`__shfl_up_sync`).
 #[inline(always)]
 pub fn shfl_up<T: ShuffleValue>(mask: u32, v: T, delta: u32) -> T {
+    let mask = joining(mask);
     shuffle(v, |x| imp::shfl_up(mask, x, delta, 0))
 }
 
 /// The value of lane `lane_id() + delta`, or the caller's own past lane 31 (`__shfl_down_sync`).
 #[inline(always)]
 pub fn shfl_down<T: ShuffleValue>(mask: u32, v: T, delta: u32) -> T {
+    let mask = joining(mask);
     shuffle(v, |x| imp::shfl_down(mask, x, delta, 31))
 }
 
 /// The value of lane `lane_id() ^ lane_mask` (`__shfl_xor_sync`).
 #[inline(always)]
 pub fn shfl_xor<T: ShuffleValue>(mask: u32, v: T, lane_mask: u32) -> T {
+    let mask = joining(mask);
     shuffle(v, |x| imp::shfl_xor(mask, x, lane_mask, 31))
 }
 
 /// A bit per lane of `mask`, set where `pred` is true (`__ballot_sync`).
 #[inline(always)]
 pub fn ballot(mask: u32, pred: bool) -> u32 {
-    imp::vote_ballot(mask, pred)
+    imp::vote_ballot(joining(mask), pred)
 }
 
 /// True when `pred` holds on any lane of `mask` (`__any_sync`).
 #[inline(always)]
 pub fn any(mask: u32, pred: bool) -> bool {
-    imp::vote_any(mask, pred)
+    imp::vote_any(joining(mask), pred)
 }
 
 /// Waits until every lane of `mask` has reached it, and orders the memory
@@ -94,22 +99,20 @@ pub fn any(mask: u32, pred: bool) -> bool {
 /// ```
 #[inline(always)]
 pub fn sync_warp(mask: u32) {
-    imp::sync_warp(mask)
+    imp::sync_warp(joining(mask))
 }
 
 /// True when `pred` holds on every lane of `mask` (`__all_sync`).
 #[inline(always)]
 pub fn all(mask: u32, pred: bool) -> bool {
-    imp::vote_all(mask, pred)
+    imp::vote_all(joining(mask), pred)
 }
 
-/// Tells the sanitizer `S` that the calling lane is about to join a warp
-/// collective over `mask` (a `#[kernel]` body's collectives call it just
-/// before the collective; nothing on the CPU backend, whose executor sees
-/// collectives itself).
-#[doc(hidden)]
+/// Tells the sanitizer that the calling lane is about to join a warp
+/// collective over `mask` (nothing on the CPU backend, whose executor sees
+/// collectives itself): `mask`, for the collective.
 #[inline(always)]
-pub fn __joining<S: crate::Sanitizer>(mask: u32) -> u32 {
-    imp::warp_joining::<S>(mask);
+fn joining(mask: u32) -> u32 {
+    imp::warp_joining::<Active>(mask);
     mask
 }

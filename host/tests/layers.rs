@@ -66,10 +66,11 @@ fn device_layer(path: &[&str]) -> Option<Layer> {
         ["arch" | "index" | "timer" | "sanitizer", ..] => {
             layer(1, "arch/, index.rs, timer.rs, sanitizer.rs")
         }
-        ["global" | "bounded" | "matrix" | "partition" | "shared_mem" | "shared_stack" | "sync"
-        | "warp" | "peers" | "async_copy" | "grid_dependency", ..] => layer(2, "the kernel API"),
         ["gpu_sanitizer", ..] => layer(2, "gpu_sanitizer/"),
-        ["kernel", ..] | ["lib"] => layer(3, "kernel.rs, lib.rs"),
+        ["hooks", ..] => layer(3, "hooks.rs"),
+        ["global" | "bounded" | "matrix" | "partition" | "shared_mem" | "shared_stack" | "sync"
+        | "warp" | "peers" | "async_copy" | "grid_dependency", ..] => layer(4, "the kernel API"),
+        ["kernel", ..] | ["lib"] => layer(5, "kernel.rs, lib.rs"),
         _ => return None,
     })
 }

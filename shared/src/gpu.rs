@@ -169,6 +169,20 @@ const _: () = assert!(HIDDEN_PARAMS.len() == 5 + 2 * crate::read_only::READ_ONLY
 /// Suffix of a sanitized entry's name (`axpy` -> `axpy__vigil`).
 pub const SANITIZED_SUFFIX: &str = "__vigil";
 
+/// The line between the two builds of a kernel crate in the PTX that
+/// `vigil_build` writes: above it the plain build (the plain entries),
+/// below it the sanitized build (`--cfg vigil_sanitized`: the
+/// `name__vigil` entries and the sanitizer's own). Each part is a whole
+/// PTX module; a text without the line is one module serving both.
+pub const SANITIZED_BUILD_LINE: &str = "// vigil: the sanitized build of this kernel crate follows";
+
+/// The plain and the sanitized part of `ptx` (see
+/// [`SANITIZED_BUILD_LINE`]); `None` for a text of one part.
+pub fn split_builds(ptx: &str) -> Option<(&str, &str)> {
+    let at = ptx.find(SANITIZED_BUILD_LINE)?;
+    Some((&ptx[..at], &ptx[at + SANITIZED_BUILD_LINE.len()..]))
+}
+
 /// Per-device sanitizer runtime, in device memory, written once by the
 /// host. Every pointer is a device address; a length of 0 turns its part
 /// off (counted where that hides races).

@@ -7,7 +7,7 @@
 use vigil::unstable::ptx::parse_entries;
 use vigil::unstable::ptx_cut::cut_for;
 use vigil::LaunchVariant;
-use vigil_shared::gpu::SANITIZED_SUFFIX;
+use vigil_shared::gpu::{split_builds, SANITIZED_SUFFIX};
 use vigil_tests::KERNELS_PTX;
 
 /// The text of `.entry name` (from its directive to its closing brace).
@@ -50,15 +50,29 @@ fn write_cut(name: &str, text: &str) {
 
 #[test]
 fn each_context_loads_only_the_entries_it_launches() {
+    // The plain build's module, then the sanitized build's.
+    let (plain_part, sanitized_part) =
+        split_builds(KERNELS_PTX).expect("vigil-build writes both builds");
     let all = entry_names(KERNELS_PTX);
-    let (sanitized_names, plain_names): (Vec<_>, Vec<_>) = all
-        .iter()
-        .cloned()
-        .partition(|n| n.ends_with(SANITIZED_SUFFIX));
+    let plain_names = entry_names(plain_part);
+    assert!(
+        plain_names.iter().all(|n| !n.ends_with(SANITIZED_SUFFIX)),
+        "{plain_names:?}"
+    );
+    let sanitized_names: Vec<_> = entry_names(sanitized_part)
+        .into_iter()
+        .filter(|n| n.ends_with(SANITIZED_SUFFIX))
+        .collect();
     assert!(
         sanitized_names.len() >= 10 && plain_names.len() >= 10,
         "{all:?}"
     );
+    // Every kernel has both entries, one in each build.
+    for name in &plain_names {
+        let twin = format!("{name}{SANITIZED_SUFFIX}");
+        let handwritten = name.ends_with("_handwritten");
+        assert_eq!(sanitized_names.contains(&twin), !handwritten, "{name}");
+    }
 
     let plain = cut_for(KERNELS_PTX, LaunchVariant::Plain);
     let sanitized = cut_for(KERNELS_PTX, LaunchVariant::Sanitized);

@@ -3,7 +3,6 @@
 use vigil_device::math;
 use vigil_device::prelude::*;
 use vigil_device::shared_mem::SharedArray;
-use vigil_device::sync::sync_threads_in;
 
 /// Threads per block of [`scan()`]: each block scans its own 1,024 elements.
 pub const SCAN_BLOCK: u32 = 1024;
@@ -111,7 +110,7 @@ fn block_reduce<S: Sanitizer>(
     if warp::lane_id() == 0 {
         partials.store((t / 32) as usize, v);
     }
-    sync_threads_in::<S>();
+    sync_threads();
     let warps = block_dim().x.div_ceil(32);
     // Every warp folds the warps' partials itself: no second barrier round.
     let mut all = partials.load(0);
@@ -120,6 +119,6 @@ fn block_reduce<S: Sanitizer>(
         all = op(all, partials.load(w as usize));
         w += 1;
     }
-    sync_threads_in::<S>();
+    sync_threads();
     all
 }

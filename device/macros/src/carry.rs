@@ -1,7 +1,5 @@
-//! The rewrite that hands a kernel's sanitizer type to its body's shared
-//! arrays, barriers and warp collectives, so that the GPU's sanitized
-//! entry checks races inside a block (free functions and `shared_array!`
-//! have no `S` of their own):
+//! The rewrite that hands a kernel's sanitizer type to the shared-memory
+//! macros of its body, and gives its shared arrays module-scope storage:
 //!
 //! - `shared_array!(T; N)` becomes
 //!   `shared_array!(@sanitizer S; @symbol "vigil_array_<kernel>_<n>"; T; N)`
@@ -15,36 +13,19 @@
 //!   `mbarriers!(N)` `mbarriers!(@sanitizer S; N)`,
 //!   `shared_stack!(BYTES)` `shared_stack!(@sanitizer S; BYTES)` (and the
 //!   capacities of the stacks it rewrote, and where the body views the
-//!   dynamic shared memory, go back to the attribute: [`Found`]);
-//! - `sync_threads()` becomes `::vigil_device::sync::sync_threads_in::<S>()`,
-//!   and `grid_dependency::wait()`
-//!   `::vigil_device::grid_dependency::wait_in::<S>()`;
-//! - `warp::f(mask, ..)` for a collective `f` becomes
-//!   `warp::f(::vigil_device::warp::__joining::<S>(mask), ..)`.
+//!   dynamic shared memory, go back to the attribute: [`Found`]).
 //!
-//! The new tokens carry the original call's span, so `#[track_caller]`
-//! locations are the user's. With `S = Plain` every rewritten call is the
-//! call it replaces. Calls in helper functions outside the body, in other
-//! macros' arguments, or through other paths (`use warp::ballot`) are
-//! left as written: a helper takes `S` and calls the `_in`/`S`-typed forms.
+//! `S` is the body's sanitizer type parameter when the kernel declares
+//! one (so that its arrays' types match the helpers it hands them to),
+//! `Plain` otherwise. Barriers, fences and warp collectives need no
+//! rewrite: the kernel API's hooks are the build's
+//! (`vigil_device::sanitizer::Active`), wherever they are called.
 
 use proc_macro2::{Ident, Span, TokenStream};
-use quote::{quote, quote_spanned};
+use quote::quote;
 use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
-use syn::{Expr, ExprPath, Macro, Path};
-
-/// The warp collectives whose lanes the sanitizer orders.
-const COLLECTIVES: &[&str] = &[
-    "shfl",
-    "shfl_up",
-    "shfl_down",
-    "shfl_xor",
-    "ballot",
-    "any",
-    "all",
-    "sync_warp",
-];
+use syn::Macro;
 
 /// What the rewrite saw of the body's use of dynamic shared memory.
 #[derive(Default)]
@@ -69,8 +50,9 @@ pub(crate) struct SharedSymbol {
     pub align: TokenStream,
 }
 
-/// Rewrites the body of kernel `kernel` for the sanitizer type `san`.
-pub(crate) fn carry_sanitizer(body: &mut syn::Block, san: &Ident, kernel: &Ident) -> Found {
+/// Rewrites the body of kernel `kernel` for the sanitizer type `san` (a
+/// type parameter of the body, or a path).
+pub(crate) fn carry_sanitizer(body: &mut syn::Block, san: &TokenStream, kernel: &Ident) -> Found {
     let kernel = kernel.to_string();
     let mut locals = LocalItems::default();
     locals.visit_block_mut(&mut body.clone());
@@ -86,7 +68,7 @@ pub(crate) fn carry_sanitizer(body: &mut syn::Block, san: &Ident, kernel: &Ident
 }
 
 struct Carry<'a> {
-    san: &'a Ident,
+    san: &'a TokenStream,
     found: Found,
     /// The kernel's name, for its arrays' symbols.
     kernel: Option<String>,
@@ -175,9 +157,15 @@ impl Carry<'_> {
         let (ty, len, align) = type_len_align(tokens)?;
         let mut names = Vec::new();
         idents(tokens, &mut names);
-        let san = self.san.to_string();
+        let mut san = Vec::new();
+        idents(self.san, &mut san);
         let glob = self.locals.iter().any(|l| l == "*");
-        if glob || names.iter().any(|n| *n == san || self.locals.contains(n)) {
+        let generic = san.len() == 1;
+        if glob
+            || names
+                .iter()
+                .any(|n| (generic && *n == san[0]) || self.locals.contains(n))
+        {
             return None;
         }
         let symbol = format!("vigil_array_{kernel}_{}", self.found.symbols.len());
@@ -189,18 +177,6 @@ impl Carry<'_> {
         });
         Some(symbol)
     }
-}
-
-/// The last segment of `path` and the one before it (if any), as strings;
-/// `None` when a segment has generic arguments.
-fn tail(path: &Path) -> Option<(String, Option<String>)> {
-    let segs: Vec<_> = path.segments.iter().collect();
-    if segs.iter().any(|s| !s.arguments.is_none()) {
-        return None;
-    }
-    let last = segs.last()?.ident.to_string();
-    let prev = segs.len().checked_sub(2).map(|i| segs[i].ident.to_string());
-    Some((last, prev))
 }
 
 impl VisitMut for Carry<'_> {
@@ -233,49 +209,5 @@ impl VisitMut for Carry<'_> {
             Some(symbol) => quote!(@sanitizer #s; @symbol #symbol; #t),
             None => quote!(@sanitizer #s; #t),
         };
-    }
-
-    fn visit_expr_mut(&mut self, e: &mut Expr) {
-        visit_mut::visit_expr_mut(self, e);
-        let Expr::Call(call) = e else {
-            return;
-        };
-        let Expr::Path(ExprPath {
-            qself: None, path, ..
-        }) = &*call.func
-        else {
-            return;
-        };
-        let Some((last, prev)) = tail(path) else {
-            return;
-        };
-        let s = self.san;
-        let span: Span = call.span();
-        if last == "sync_threads"
-            && call.args.is_empty()
-            && matches!(
-                prev.as_deref(),
-                None | Some("sync" | "prelude" | "vigil_device")
-            )
-        {
-            *e = syn::parse2(quote_spanned!(span=> ::vigil_device::sync::sync_threads_in::<#s>()))
-                .expect("a call expression");
-        } else if last == "wait"
-            && call.args.is_empty()
-            && prev.as_deref() == Some("grid_dependency")
-        {
-            *e = syn::parse2(
-                quote_spanned!(span=> ::vigil_device::grid_dependency::wait_in::<#s>()),
-            )
-            .expect("a call expression");
-        } else if prev.as_deref() == Some("warp") && COLLECTIVES.contains(&last.as_str()) {
-            if let Some(mask) = call.args.first_mut() {
-                let m = mask.clone();
-                *mask = syn::parse2(
-                    quote_spanned!(m.span()=> ::vigil_device::warp::__joining::<#s>(#m)),
-                )
-                .expect("a call expression");
-            }
-        }
     }
 }

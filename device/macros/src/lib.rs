@@ -12,7 +12,7 @@ mod views;
 
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::{
     parse_macro_input, FnArg, GenericArgument, GenericParam, Ident, ItemFn, Pat, PathArguments,
@@ -157,14 +157,23 @@ fn expand(func: ItemFn, options: options::Options) -> syn::Result<TokenStream2> 
             }
         }
     }
-    let san = user_san
-        .as_ref()
-        .map(|t| t.ident.clone())
-        .unwrap_or_else(|| Ident::new("__VigilSanitizer", Span::call_site()));
-    let san_bounds = user_san.as_ref().map(|t| {
-        let b = &t.bounds;
-        quote!(+ #b)
+    // A kernel that declares no sanitizer parameter has a plain
+    // (non-generic) body whose handles are the default ones, so that
+    // helpers written without a sanitizer type take them.
+    let san: TokenStream2 = match &user_san {
+        Some(t) => t.ident.to_token_stream(),
+        None => quote!(::vigil_device::Plain),
+    };
+    let generics = user_san.as_ref().map(|t| {
+        let (ident, bounds) = (&t.ident, &t.bounds);
+        quote!(<#ident: ::vigil_device::Sanitizer + #bounds>)
     });
+    // The body's instance with sanitizer `s` (the build decides the hooks:
+    // `vigil_device::sanitizer::Active`; `s` only types the handles).
+    let call_with = |s: &TokenStream2| match &user_san {
+        Some(_) => quote!(::<#s>),
+        None => quote!(),
+    };
 
     let mut params = sig
         .inputs
@@ -227,7 +236,7 @@ fn expand(func: ItemFn, options: options::Options) -> syn::Result<TokenStream2> 
     };
     let names: Vec<&Ident> = params.iter().map(|p| &p.name).collect();
     let muts: Vec<_> = params.iter().map(|p| p.mutability).collect();
-    let body_tys = with_san(&quote!(#san));
+    let body_tys = with_san(&san);
     let plain_tys = with_san(&quote!(::vigil_device::Plain));
     let ty_strs: Vec<String> = params.iter().map(|p| type_string(&p.ty)).collect();
     let name_strs: Vec<String> = names.iter().map(|n| n.to_string()).collect();
@@ -334,10 +343,21 @@ fn expand(func: ItemFn, options: options::Options) -> syn::Result<TokenStream2> 
             })
             .collect()
     };
-    let plain_build = entry_build(&quote!(::vigil_device::Plain));
-    let host_build = entry_build(&quote!(__VigilHostSanitizer));
-    let gpu_san = quote!(::vigil_device::gpu_sanitizer::GpuSanitizer);
+    let plain_san = quote!(::vigil_device::Plain);
+    let plain_build = entry_build(&plain_san);
+    let plain_call = call_with(&plain_san);
+    let host_san = match &user_san {
+        Some(_) => quote!(__VigilHostSanitizer),
+        None => plain_san.clone(),
+    };
+    let host_build = entry_build(&host_san);
+    let host_call = call_with(&host_san);
+    let gpu_san = match &user_san {
+        Some(_) => quote!(::vigil_device::gpu_sanitizer::GpuSanitizer),
+        None => plain_san.clone(),
+    };
     let sanitized_build = entry_build(&gpu_san);
+    let sanitized_call = call_with(&gpu_san);
     let sanitized_name = format!("{name_str}__vigil");
     let sanitized_ident = format_ident!("__vigil_ptx_sanitized_entry_{}", name);
     let entry_ident = format_ident!("__vigil_ptx_entry_{}", name);
@@ -347,7 +367,7 @@ fn expand(func: ItemFn, options: options::Options) -> syn::Result<TokenStream2> 
         #(#attrs)*
         #inline
         #[allow(clippy::too_many_arguments)]
-        #vis fn #name<#san: ::vigil_device::Sanitizer #san_bounds>(#(#muts #names: #body_tys),*) #body
+        #vis fn #name #generics(#(#muts #names: #body_tys),*) #body
 
         #(#shared_symbols)*
 
@@ -381,12 +401,15 @@ fn expand(func: ItemFn, options: options::Options) -> syn::Result<TokenStream2> 
                 )*
                 #(#host_build)*
                 #prologue
-                #name::<__VigilHostSanitizer>(#(#names),*);
+                #name #host_call(#(#names),*);
                 // Copies still in flight complete as the thread returns.
                 ::vigil_device::host_runtime::thread_returned();
             }
         }
 
+        // The plain PTX build has the plain entry, the sanitized build
+        // (`vigil_device::sanitizer::Active`) the sanitized one.
+        ::vigil_device::__in_plain_build! {
         #[cfg(target_arch = "nvptx64")]
         #[doc(hidden)]
         #[export_name = #name_str]
@@ -395,9 +418,11 @@ fn expand(func: ItemFn, options: options::Options) -> syn::Result<TokenStream2> 
             #plain_marker
             #(#plain_build)*
             #prologue
-            #name::<::vigil_device::Plain>(#(#names),*)
+            #name #plain_call(#(#names),*)
+        }
         }
 
+        ::vigil_device::__in_sanitized_build! {
         /// The sanitized variant: the same body with the GPU sanitizer,
         /// taking the hidden parameters (`vigil_shared::gpu::HIDDEN_PARAMS`)
         /// after the user's.
@@ -437,9 +462,10 @@ fn expand(func: ItemFn, options: options::Options) -> syn::Result<TokenStream2> 
                             __vigil_read_only_1_end,
                         ],
                     },
-                    || #name::<#gpu_san>(#(#names),*),
+                    || #name #sanitized_call(#(#names),*),
                 )
             }
+        }
         }
     })
 }

@@ -17,7 +17,6 @@ use super::copy_accesses::{copy_accesses, shared_units, CopyAccess, Direction, G
 use crate::sanitizer::{Sanitizer, SharedAccess};
 use core::panic::Location;
 use vigil_shared::tensor_map::{TensorMapBytes, TiledMap, DESCRIPTION_OFFSET, MAX_RANK};
-use vigil_shared::AccessKind;
 
 /// Tells `S` of a copy's accesses where the calling thread issues it: no
 /// thread runs where the hardware completes it.

@@ -2,6 +2,7 @@
 //! of the asynchronous copies that complete on them, phase by phase.
 
 use crate::arch::{async_imp, imp};
+use crate::hooks::Active;
 use crate::sanitizer::{Plain, Sanitizer, SharedAccess};
 use crate::shared_mem::SharedArray;
 use core::marker::PhantomData;
@@ -106,7 +107,7 @@ impl<S: Sanitizer> Mbarrier<S> {
     #[inline(always)]
     #[track_caller]
     fn seen(&self, kind: AccessKind) {
-        imp::shared_access::<S>(|| SharedAccess { kind, ..self.word })
+        imp::shared_access::<Active>(|| SharedAccess { kind, ..self.word })
     }
 
     /// Initialises the barrier for `count` arrivals per phase (1 to
@@ -119,7 +120,7 @@ impl<S: Sanitizer> Mbarrier<S> {
     #[track_caller]
     pub fn init(&self, count: u32) {
         self.seen(AccessKind::Write);
-        S::mbarrier_arrival(phase_key(self.address(), 0));
+        Active::mbarrier_arrival(phase_key(self.address(), 0));
         // SAFETY: the handle's word is an mbarrier's 8 aligned bytes of
         // the block's shared memory.
         unsafe { async_imp::mbarrier_init(self.address(), count) }
@@ -131,7 +132,7 @@ impl<S: Sanitizer> Mbarrier<S> {
     #[track_caller]
     pub fn arrive(&self) {
         self.seen(AccessKind::AtomicRmw);
-        S::mbarrier_arrival(phase_key(self.address(), 0));
+        Active::mbarrier_arrival(phase_key(self.address(), 0));
         // SAFETY: as in `init`.
         unsafe { async_imp::mbarrier_arrive(self.address()) }
     }
@@ -144,7 +145,7 @@ impl<S: Sanitizer> Mbarrier<S> {
     #[track_caller]
     pub fn arrive_expect_tx(&self, bytes: u32) {
         self.seen(AccessKind::AtomicRmw);
-        S::mbarrier_arrival(phase_key(self.address(), 0));
+        Active::mbarrier_arrival(phase_key(self.address(), 0));
         // SAFETY: as in `init`.
         unsafe { async_imp::mbarrier_arrive_expect_tx(self.address(), bytes) }
     }
@@ -172,8 +173,8 @@ impl<S: Sanitizer> Mbarrier<S> {
             // The copies and arrivals of the phase happened before what the
             // thread does next: an acquire for the sanitizer's block checks.
             let loc = Location::caller();
-            S::fence(Ordering::Acquire, Scope::Block, loc);
-            S::block_acquire(phase_key(self.address(), parity));
+            Active::fence(Ordering::Acquire, Scope::Block, loc);
+            Active::block_acquire(phase_key(self.address(), parity));
         }
         done
     }

@@ -47,6 +47,7 @@ pub use vigil_shared::tensor_map::Swizzle;
 
 use crate::arch::async_imp;
 use crate::global::{out_of_bounds, GlobalSlice, GlobalSliceMut};
+use crate::hooks::Active;
 use crate::sanitizer::Sanitizer;
 use crate::shared_mem::{Elements, SharedArray, SharedSlice};
 use crate::shared_stack::SharedTile;
@@ -95,7 +96,7 @@ fn copy_async<T: bytemuck::Pod, S: Sanitizer, const BYTES: usize>(
             let global = src.as_ptr().wrapping_add(j) as usize;
             // SAFETY: both ranges are in bounds (checked above); the
             // alignment is the caller's (a misaligned copy faults).
-            unsafe { async_imp::cp_async::<S, BYTES>(shared, global) }
+            unsafe { async_imp::cp_async::<Active, BYTES>(shared, global) }
         }
         Some(valid) => {
             let valid = valid.min(n);
@@ -105,7 +106,7 @@ fn copy_async<T: bytemuck::Pod, S: Sanitizer, const BYTES: usize>(
             let global = src.as_ptr().wrapping_add(at) as usize;
             let bytes = valid * size_of::<T>();
             // SAFETY: as above, for the `valid` elements read.
-            unsafe { async_imp::cp_async_zfill::<S, BYTES>(shared, global, bytes) }
+            unsafe { async_imp::cp_async_zfill::<Active, BYTES>(shared, global, bytes) }
         }
     }
 }
@@ -205,7 +206,7 @@ macro_rules! copy_methods {
             debug_assert_eq!(shared.size, bytes);
             // SAFETY: both ranges are in bounds (checked above); `bar` is
             // an mbarrier of the block (its handle's invariant).
-            unsafe { async_imp::bulk_to_shared::<S>(shared, global, bar.address()) }
+            unsafe { async_imp::bulk_to_shared::<Active>(shared, global, bar.address()) }
         }
 
         /// Starts a bulk copy of elements `i..i + count` of this buffer to
@@ -228,7 +229,7 @@ macro_rules! copy_methods {
             check_global_range(j, count, dst.len());
             let global = dst.as_ptr().wrapping_add(j) as usize;
             // SAFETY: both ranges are in bounds (checked above).
-            unsafe { async_imp::bulk_to_global::<S>(shared, global) }
+            unsafe { async_imp::bulk_to_global::<Active>(shared, global) }
         }
     };
 }

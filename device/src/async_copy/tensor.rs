@@ -13,6 +13,7 @@
 
 use super::mbarrier::Mbarrier;
 use crate::arch::async_imp;
+use crate::hooks::Active;
 use crate::sanitizer::{Plain, Sanitizer};
 use crate::shared_mem::{Elements, SharedBuffer};
 use core::marker::PhantomData;
@@ -159,7 +160,7 @@ macro_rules! map_common {
                 // is the handle's (its invariant); `bar` is an mbarrier of
                 // the block.
                 unsafe {
-                    async_imp::tensor_to_shared::<S, D>(
+                    async_imp::tensor_to_shared::<Active, D>(
                         shared,
                         self.map,
                         box_origin::<T, D>(coords),
@@ -232,7 +233,9 @@ impl<T: bytemuck::Pod, const D: usize, S: Sanitizer> TensorMapMut<T, D, S> {
         let shared = Elements::of(src).span(i, self.box_len, AccessKind::Read);
         // SAFETY: the box lies inside the buffer (checked above); the map
         // is the handle's, over writable memory (its invariant).
-        unsafe { async_imp::tensor_to_global::<S, D>(shared, self.map, box_origin::<T, D>(coords)) }
+        unsafe {
+            async_imp::tensor_to_global::<Active, D>(shared, self.map, box_origin::<T, D>(coords))
+        }
     }
 
     /// A load-only view of the same map.

@@ -53,12 +53,11 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use vigil_shared::abi::{AccessSite, RaceReport, ReportKind};
 use vigil_shared::block::{
-    access_interval, barrier_site, barrier_slot, barrier_tag, block_stamp, busy, claim_entry,
-    divergence_group, pack_array, record_kind, report_key, slot_site, slot_tag, view_number,
-    BarrierCheck, BlockAcquired, BlockRecord, BlockSpace, DivergenceRecord, GlobalTable, LaneSync,
-    ShadowLayout, TableWord, ThreadGroup, WindowShadow, WordRecords, DIVERGENT_BARRIER_KIND,
-    EXIT_SITE, GLOBAL_LANES, MAX_BLOCK_THREADS, REPORTED, SHARED_LANES, UNCHECKED_ARRAYS, VIEWS,
-    WORD,
+    access_interval, barrier_site, barrier_slot, barrier_tag, block_stamp, busy, divergence_group,
+    pack_array, record_kind, report_key, slot_site, slot_tag, view_number, BarrierCheck,
+    BlockAcquired, BlockRecord, BlockSpace, DivergenceRecord, LaneSync, ShadowLayout, TableWord,
+    ThreadGroup, WindowShadow, WordRecords, DIVERGENT_BARRIER_KIND, EXIT_SITE, GLOBAL_LANES,
+    MAX_BLOCK_THREADS, REPORTED, SHARED_LANES, UNCHECKED_ARRAYS, VIEWS, WORD,
 };
 use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, PriorRecord, REGIONS_PER_SM};
 use vigil_shared::race::desc::{AccessDesc, SiteLanes, SiteWord, MAX_EPOCH};

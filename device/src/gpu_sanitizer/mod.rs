@@ -39,9 +39,10 @@ mod block_table;
 mod cta;
 #[cfg(target_arch = "nvptx64")]
 mod hooks;
-#[cfg(target_arch = "nvptx64")]
+// The runtime's own entries: in the sanitized PTX build only.
+#[cfg(all(target_arch = "nvptx64", vigil_sanitized))]
 mod range;
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", vigil_sanitized))]
 mod reclaim;
 #[cfg(target_arch = "nvptx64")]
 mod warp;
@@ -50,7 +51,7 @@ mod warp;
 pub use cta::{run_cta, LaunchArgs};
 #[cfg(target_arch = "nvptx64")]
 pub use hooks::GpuSanitizer;
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", vigil_sanitized))]
 pub use range::range_access;
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", vigil_sanitized))]
 pub use reclaim::shadow_reclaim;

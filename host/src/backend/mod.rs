@@ -502,20 +502,23 @@ impl Backend {
     ) -> Result<ModuleHandle> {
         match self {
             Backend::Cuda(c) => {
-                let text = match (variant, plain_too) {
-                    (LaunchVariant::Sanitized, true) => std::borrow::Cow::Borrowed(ptx),
+                let builds = vigil_shared::gpu::split_builds(ptx);
+                let text = match (variant, plain_too, builds) {
+                    (LaunchVariant::Sanitized, true, None) => std::borrow::Cow::Borrowed(ptx),
                     _ => cut_for(ptx, variant),
                 };
-                let image = CString::new(text.into_owned()).map_err(|e| Error::PtxText {
-                    message: format!(
-                        "PTX text contains a NUL byte at offset {}",
-                        e.nul_position()
-                    ),
-                })?;
+                let image = nul_free(text.into_owned())?;
                 // Sanitized contexts launch the `__vigil` entries: capped
                 // registers keep them launchable with large blocks.
                 let cap = c.pool().map(|p| p.vmm().config().sanitized_registers());
-                let module = Arc::new(CudaModule::load(c.device(), &image, variant, cap)?);
+                let mut module = CudaModule::load(c.device(), &image, variant, cap)?;
+                if let (LaunchVariant::Sanitized, true, Some(_)) = (variant, plain_too, builds) {
+                    // The plain entries come from the plain build's module.
+                    let plain = nul_free(cut_for(ptx, LaunchVariant::Plain).into_owned())?;
+                    let twin = CudaModule::load(c.device(), &plain, LaunchVariant::Plain, None)?;
+                    module = module.with_plain_twin(twin);
+                }
+                let module = Arc::new(module);
                 // A sanitized context checks copies with the module's
                 // range-access entry, if the device has none yet.
                 c.offer_module(&module)?;
@@ -690,4 +693,15 @@ impl Backend {
             _ => Err(self.foreign("launch")),
         }
     }
+}
+
+/// `text` as the driver reads PTX, or [`Error::PtxText`] at its first NUL
+/// byte.
+fn nul_free(text: String) -> Result<CString> {
+    CString::new(text).map_err(|e| Error::PtxText {
+        message: format!(
+            "PTX text contains a NUL byte at offset {}",
+            e.nul_position()
+        ),
+    })
 }

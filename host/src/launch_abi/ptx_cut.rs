@@ -14,7 +14,7 @@ use super::ptx::strip_comments;
 use crate::types::LaunchVariant;
 use std::borrow::Cow;
 use std::collections::HashMap;
-use vigil_shared::gpu::SANITIZED_SUFFIX;
+use vigil_shared::gpu::{split_builds, SANITIZED_SUFFIX};
 
 /// Header directives: one line each, kept in every cut.
 const LINE_DIRECTIVES: &[&str] = &[".version", ".target", ".address_size", ".file"];
@@ -35,11 +35,21 @@ struct Item<'a> {
 /// `name__vigil` entries plus every plain entry that has no sanitized twin
 /// (hand-written PTX, which such a context launches unchecked), each with
 /// what it reaches. See [`cut`].
+///
+/// A text of two builds (`vigil_build`'s, split by
+/// [`SANITIZED_BUILD_LINE`](vigil_shared::gpu::SANITIZED_BUILD_LINE)) is
+/// cut from its plain part for a plain context and from its sanitized
+/// part (where hand-written entries are too) for a sanitized one.
 pub fn cut_for(ptx: &str, variant: LaunchVariant) -> Cow<'_, str> {
+    let part = match (split_builds(ptx), variant) {
+        (Some((plain, _)), LaunchVariant::Plain) => plain,
+        (Some((_, sanitized)), LaunchVariant::Sanitized) => sanitized,
+        (None, _) => ptx,
+    };
     match variant {
-        LaunchVariant::Plain => cut(ptx, |name| !name.ends_with(SANITIZED_SUFFIX)),
-        LaunchVariant::Sanitized => cut(ptx, |name| {
-            name.ends_with(SANITIZED_SUFFIX) || !has_sanitized_twin(ptx, name)
+        LaunchVariant::Plain => cut(part, |name| !name.ends_with(SANITIZED_SUFFIX)),
+        LaunchVariant::Sanitized => cut(part, |name| {
+            name.ends_with(SANITIZED_SUFFIX) || !has_sanitized_twin(part, name)
         }),
     }
 }

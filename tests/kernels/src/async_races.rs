@@ -14,7 +14,6 @@ use vigil_device::async_copy::{
 use vigil_device::grid_dependency;
 use vigil_device::prelude::*;
 use vigil_device::shared_mem::SharedArray;
-use vigil_device::sync::sync_threads_in;
 
 /// Threads per block of these kernels.
 pub const ASYNC_RACE_THREADS: u32 = 64;
@@ -30,7 +29,7 @@ fn ready_for_one_arrival<S: Sanitizer>(bar: Mbarrier<S>) {
         bar.init(1);
         fence_proxy_async_shared();
     }
-    sync_threads_in::<S>();
+    sync_threads();
 }
 
 /// Thread 0 loads `x[from..][..TILE]` into `tile` with a bulk copy that
@@ -57,7 +56,7 @@ fn fill_for_a_store<S: Sanitizer>(tile: &SharedArray<u32, TILE, S>) {
         tile.store(4 * t + k, (4 * t + k) as u32 + 1);
     }
     fence_proxy_async_shared();
-    sync_threads_in::<S>();
+    sync_threads();
 }
 
 /// Each thread copies its 16 bytes of `x` into a tile with `cp.async`,

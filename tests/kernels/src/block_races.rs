@@ -9,7 +9,6 @@
 use crate::races::{ordering, scope, SPIN_LIMIT};
 use vigil_device::prelude::*;
 use vigil_device::shared_mem::SharedArray;
-use vigil_device::sync::sync_threads_in;
 
 /// Threads per block of the shared-memory tree reduction.
 pub const TREE_THREADS: u32 = 64;
@@ -107,13 +106,13 @@ fn transpose_twice<S: Sanitizer, T: bytemuck::Pod, const N: usize>(
         }
     };
     fill(from[0]);
-    sync_threads_in::<S>();
+    sync_threads();
     drain(to[0]);
     if reuse_barrier == 1 {
-        sync_threads_in::<S>();
+        sync_threads();
     }
     fill(from[1]);
-    sync_threads_in::<S>();
+    sync_threads();
     drain(to[1]);
 }
 
@@ -346,7 +345,7 @@ fn fill_then_read_neighbour<S: Sanitizer, const N: usize>(
         k += threads;
     }
     if barrier == 1 {
-        sync_threads_in::<S>();
+        sync_threads();
     }
     out.store(t, tile.load(N - threads + (t + 1) % threads)); // @stride-read
 }
@@ -511,13 +510,13 @@ pub fn same_block_flag<S: Sanitizer>(
     if t == 32 {
         data.store(0, FLAG_PAYLOAD); // @bflag-write
         if fences & 1 != 0 {
-            fence::<S>(Ordering::Release, scope(sc));
+            thread_fence(Ordering::Release, scope(sc));
         }
         flag.at(0).atomic_store(1, ordering(store_order), scope(sc));
     } else if t == 0 {
         wait_for(flag.at(0), ordering(load_order), scope(sc));
         if fences & 2 != 0 {
-            fence::<S>(Ordering::Acquire, scope(sc));
+            thread_fence(Ordering::Acquire, scope(sc));
         }
         let v = data.load(0); // @bflag-read
         out.store(0, v);
@@ -573,17 +572,17 @@ pub fn same_block_lock<S: Sanitizer>(
         }
     }
     if lock_mode == LOCK_CAS_THEN_FENCE {
-        fence::<S>(Ordering::AcqRel, sc);
+        thread_fence(Ordering::AcqRel, sc);
     }
     let c = data.load(0); // @lock-read
     data.store(0, c + 1); // @lock-write
     match unlock_mode {
         UNLOCK_FENCE_EXCHANGE => {
-            fence::<S>(Ordering::Release, sc);
+            thread_fence(Ordering::Release, sc);
             word.atomic_exchange(0, Ordering::Relaxed, sc);
         }
         UNLOCK_ACQ_REL_FENCE_STORE => {
-            fence::<S>(Ordering::AcqRel, sc);
+            thread_fence(Ordering::AcqRel, sc);
             word.atomic_store(0, Ordering::Relaxed, sc);
         }
         UNLOCK_RELEASE_STORE => word.atomic_store(0, Ordering::Release, sc),
@@ -701,7 +700,7 @@ pub fn same_block_shared_flag<S: Sanitizer>(
     if t == 32 {
         data.store(0, FLAG_PAYLOAD); // @sflag-write
         if fences & 1 != 0 {
-            fence::<S>(Ordering::Release, Scope::Block);
+            thread_fence(Ordering::Release, Scope::Block);
         }
         flag.store_volatile(0, 1);
     } else if t == 0 {
@@ -713,7 +712,7 @@ pub fn same_block_shared_flag<S: Sanitizer>(
             }
         }
         if fences & 2 != 0 {
-            fence::<S>(Ordering::Acquire, Scope::Block);
+            thread_fence(Ordering::Acquire, Scope::Block);
         }
         let v = data.load(0); // @sflag-read
         out.store(0, v);

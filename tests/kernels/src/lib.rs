@@ -11,6 +11,7 @@ pub mod async_races;
 pub mod block_races;
 pub mod examples;
 pub mod hangs;
+pub mod helpers;
 pub mod math;
 pub mod proofs;
 pub mod races;

@@ -209,13 +209,13 @@ pub fn fenced_relaxed<S: Sanitizer>(
     if block_idx().x == 0 {
         data.store(0, 9); // @fence-write
         if fences != 0 {
-            fence::<S>(Ordering::Release, Scope::Device);
+            thread_fence(Ordering::Release, Scope::Device);
         }
         flag.at(0).atomic_store(1, Ordering::Relaxed, Scope::Device);
     } else {
         spin_until_set(flag.at(0), 0, 1);
         if fences != 0 {
-            fence::<S>(Ordering::Acquire, Scope::Device);
+            thread_fence(Ordering::Acquire, Scope::Device);
         }
         let v = data.load(0); // @fence-read
         out.store(0, v);
@@ -356,7 +356,7 @@ pub fn volatile_flag<S: Sanitizer>(
     if writer {
         data.store(0, 9); // @volatile-payload-write
         if fences != 0 {
-            fence::<S>(Ordering::Release, Scope::Device);
+            thread_fence(Ordering::Release, Scope::Device);
         }
         flag.store_volatile(0, 1);
     } else if reader {
@@ -368,7 +368,7 @@ pub fn volatile_flag<S: Sanitizer>(
             }
         }
         if fences != 0 {
-            fence::<S>(Ordering::Acquire, Scope::Device);
+            thread_fence(Ordering::Acquire, Scope::Device);
         }
         let v = data.load(0); // @volatile-payload-read
         out.store(0, v);

@@ -48,14 +48,14 @@ pub fn last_block_reduction<S: Sanitizer>(
     let ticket = if fence_code == 0 {
         counter.at(0).atomic_add(1, Ordering::AcqRel, Scope::Device)
     } else {
-        fence::<S>(ordering(fence_code), Scope::Device);
+        thread_fence(ordering(fence_code), Scope::Device);
         counter
             .at(0)
             .atomic_add(1, Ordering::Relaxed, Scope::Device)
     };
     if ticket == n - 1 {
         if fence_code != 0 {
-            fence::<S>(Ordering::Acquire, Scope::Device);
+            thread_fence(Ordering::Acquire, Scope::Device);
         }
         let mut sum = 0u32;
         for i in 0..n as usize {
@@ -81,12 +81,12 @@ pub fn fence_grid_barrier<S: Sanitizer>(
     let b = block_idx().x as usize;
     let n = grid_dim().x;
     data.store(b, b as u32 + 1); // @barrier-write
-    fence::<S>(ordering(fence_code), Scope::Device);
+    thread_fence(ordering(fence_code), Scope::Device);
     counter
         .at(0)
         .atomic_add(1, Ordering::Relaxed, Scope::Device);
     spin_relaxed(counter.at(0), |v| v >= n);
-    fence::<S>(Ordering::Acquire, Scope::Device);
+    thread_fence(Ordering::Acquire, Scope::Device);
     let v = data.load((b + 1) % n as usize); // @barrier-read
     out.store(b, v);
 }
@@ -312,7 +312,7 @@ pub fn locked_update<S: Sanitizer>(
             }
         }
         if fences != 0 {
-            fence::<S>(Ordering::AcqRel, Scope::Device);
+            thread_fence(Ordering::AcqRel, Scope::Device);
         }
     }
     sync_threads();
@@ -321,7 +321,7 @@ pub fn locked_update<S: Sanitizer>(
     sync_threads();
     if t == 0 {
         if fences != 0 {
-            fence::<S>(Ordering::AcqRel, Scope::Device);
+            thread_fence(Ordering::AcqRel, Scope::Device);
         }
         lock.atomic_store(0, ordering(give), Scope::Device);
     }

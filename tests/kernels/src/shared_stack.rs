@@ -8,7 +8,6 @@ use vigil_device::math;
 use vigil_device::prelude::*;
 use vigil_device::shared_mem::SharedArray;
 use vigil_device::shared_stack::tile_bytes;
-use vigil_device::sync::sync_threads_in;
 
 /// Rows of `a` (and of the output) per block of [`gemm_softmax()`].
 pub const BM: usize = 128;
@@ -107,7 +106,7 @@ fn gemm_softmax_tile<S: Sanitizer, const SYNCED: bool>(
     let mut k0 = 0;
     while k0 < k {
         if k0 > 0 {
-            sync_threads_in::<S>(); // the last step's reads before this step's stores
+            sync_threads(); // the last step's reads before this step's stores
         }
         let mut e = t;
         while e < BM * BK {
@@ -119,7 +118,7 @@ fn gemm_softmax_tile<S: Sanitizer, const SYNCED: bool>(
             b_tile.store(e, b.load((k0 + e / BN) * BN + e % BN));
             e += threads;
         }
-        sync_threads_in::<S>();
+        sync_threads();
         for kk in 0..BK {
             let mut av = [0f32; TM];
             for (i, v) in av.iter_mut().enumerate() {
@@ -153,7 +152,7 @@ fn gemm_softmax_tile<S: Sanitizer, const SYNCED: bool>(
             c_tile.store((ty * TM + i) * BN + tx + 32 * j, *v); // @write-c
         }
     }
-    sync_threads_in::<S>();
+    sync_threads();
     let (warp, lane) = (t / 32, t % 32);
     let mut r = warp;
     while r < BM {
@@ -181,7 +180,7 @@ fn gemm_softmax_tile<S: Sanitizer, const SYNCED: bool>(
         }
         r += threads / 32;
     }
-    sync_threads_in::<S>();
+    sync_threads();
     let mut e = t;
     while e < BM * BN {
         let q = e / BN;

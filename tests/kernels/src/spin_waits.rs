@@ -64,11 +64,11 @@ pub fn spin_handoff<S: Sanitizer>(
         data.store(0, PAYLOAD);
         match pattern {
             VOLATILE => {
-                fence::<S>(Ordering::Release, Scope::Device);
+                thread_fence(Ordering::Release, Scope::Device);
                 flag.store_volatile(1);
             }
             RELAXED_THEN_FENCE => {
-                fence::<S>(Ordering::Release, Scope::Device);
+                thread_fence(Ordering::Release, Scope::Device);
                 flag.atomic_store(1, Ordering::Relaxed, Scope::Device);
             }
             _ => flag.atomic_store(1, Ordering::Release, Scope::Device),
@@ -103,7 +103,7 @@ fn wait_for<S: Sanitizer>(flag: GlobalPtrMut<u32, S>, pattern: u32) {
         }
     }
     if pattern == VOLATILE || pattern == RELAXED_THEN_FENCE {
-        fence::<S>(Ordering::Acquire, Scope::Device);
+        thread_fence(Ordering::Acquire, Scope::Device);
     }
 }
 
@@ -127,7 +127,7 @@ pub fn shared_volatile_handoff<S: Sanitizer>(
     sync_threads();
     if t == setter && t != 0 {
         data.store(0, PAYLOAD);
-        fence::<S>(Ordering::Release, Scope::Block);
+        thread_fence(Ordering::Release, Scope::Block);
         flag.store_volatile(0, 1);
     } else if t == 0 {
         let mut polls = 0u32;
@@ -137,7 +137,7 @@ pub fn shared_volatile_handoff<S: Sanitizer>(
                 panic!("spin-wait: the shared flag was never set");
             }
         }
-        fence::<S>(Ordering::Acquire, Scope::Block);
+        thread_fence(Ordering::Acquire, Scope::Block);
         out.store(0, data.load(0));
     }
 }

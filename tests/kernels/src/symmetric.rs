@@ -6,7 +6,6 @@
 
 use crate::races::scope;
 use vigil_device::prelude::*;
-use vigil_device::sync::sync_threads_in;
 use vigil_device::timer::global_timer;
 
 /// Rank `writer` writes `data` of rank `reader` (one element per thread);
@@ -170,12 +169,12 @@ fn ring_steps<S: Sanitizer>(
                 i += threads;
             }
             generation += 1;
-            sync_threads_in::<S>();
+            sync_threads();
             mark(step, 1);
             if t == 0 {
                 group_barrier_at(flags, b * world as usize, generation);
             }
-            sync_threads_in::<S>();
+            sync_threads();
             mark(step, 2);
             step += 1;
         }

@@ -52,11 +52,11 @@ pub fn fenced_handoff<S: Sanitizer>(
 ) {
     if block_idx().x == 0 {
         data.store(0, 42);
-        fence::<S>(Ordering::Release, Scope::Device);
+        thread_fence(Ordering::Release, Scope::Device);
         flag.atomic_store(1, Ordering::Relaxed, Scope::Device);
     } else {
         while flag.atomic_load(Ordering::Relaxed, Scope::Device) == 0 {}
-        fence::<S>(Ordering::Acquire, Scope::Device);
+        thread_fence(Ordering::Acquire, Scope::Device);
         out.store(0, data.load(0));
     }
 }

@@ -47,14 +47,12 @@ pub fn reverse_blocks(data: GlobalSliceMut<u32>) {
 
 // ANCHOR: helper
 use vigil_device::shared_mem::SharedArray;
-use vigil_device::sync::sync_threads_in;
 
-/// Thread `t` stores `v`, then reads its right neighbour's value. A helper
-/// that takes shared memory or waits at a barrier names the kernel's
-/// sanitizer type `S`, so that the sanitizer sees both.
-fn exchange<S: Sanitizer>(tile: SharedArray<u32, 64, S>, t: usize, v: u32) -> u32 {
+/// Thread `t` stores `v`, then reads its right neighbour's value: an
+/// ordinary function, which the sanitizer checks as the kernel's body.
+fn exchange(tile: SharedArray<u32, 64>, t: usize, v: u32) -> u32 {
     tile.store(t, v);
-    sync_threads_in::<S>();
+    sync_threads();
     tile.load((t + 1) % 64)
 }
 

@@ -30,6 +30,10 @@ pub(crate) struct CudaModule {
     /// A sanitized module's build for blocks its register cap does not
     /// fit, made at the first launch of such a block.
     large_blocks: Option<Arc<LargeBlockBuild>>,
+    /// The plain build's module beside a sanitized one whose plain
+    /// entries it lacks, for a context that runs some launches plain
+    /// ([`with_plain_twin`](Self::with_plain_twin)).
+    plain_twin: Option<Box<CudaModule>>,
 }
 
 // SAFETY: a CUmodule may be used from any thread (the driver API is
@@ -90,7 +94,15 @@ impl CudaModule {
             variant,
             window_arrays,
             large_blocks,
+            plain_twin: None,
         })
+    }
+
+    /// This sanitized module with `plain`, loaded from the plain build of
+    /// the same kernel crate, serving the plain entries it lacks.
+    pub(crate) fn with_plain_twin(mut self, plain: CudaModule) -> CudaModule {
+        self.plain_twin = Some(Box::new(plain));
+        self
     }
 
     /// Looks up kernel `name`'s entries and queries their attributes: its
@@ -108,7 +120,14 @@ impl CudaModule {
             Ok(s) => self.lookup(&s)?,
             Err(_) => None,
         };
-        let plain = self.lookup(name)?;
+        let plain = match (self.lookup(name)?, &self.plain_twin) {
+            (Some(raw), _) => Some(self.with_attrs(raw)?),
+            (None, Some(twin)) => twin
+                .lookup(name)?
+                .map(|raw| twin.with_attrs(raw))
+                .transpose()?,
+            (None, None) => None,
+        };
         if plain.is_none() && sanitized.is_none() {
             return Err(Error::EntryNotLoaded {
                 kernel: name.to_string_lossy().into_owned(),
@@ -129,7 +148,7 @@ impl CudaModule {
         };
         Ok(CudaKernel {
             name: name.to_string_lossy().into_owned(),
-            plain: plain.map(|raw| self.with_attrs(raw)).transpose()?,
+            plain,
             sanitized,
         })
     }

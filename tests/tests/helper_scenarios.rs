@@ -1,0 +1,194 @@
+//! The helper-scenario suite: kernels whose barriers, fences, warp
+//! collectives and shared arrays sit in helper functions that name no
+//! sanitizer type (`vigil_kernels::helpers`). Each is checked exactly as
+//! the same code inside a kernel's body: the same set of distinct
+//! reports, by kind and both source lines (`// @marker` comments), on
+//! the CPU backend and on the GPU, for the racy and the fixed variant;
+//! and the kernel's result where it has one. One kernel keeps the old,
+//! generic form (`sync_threads_in::<S>()` in a helper generic over `S`),
+//! which still compiles and is checked the same way.
+
+use vigil::{LaunchConfig, ReportKind};
+
+#[macro_use]
+mod common;
+
+mod cpu {
+    scenario_tests!(super::common::cpu_context;
+        tree_in_helpers_missing_barrier, tree_in_helpers_fixed,
+        legacy_helper_missing_barrier, legacy_helper_fixed,
+        neighbours_in_a_helper_without_sync, neighbours_in_a_helper_with_sync_warp,
+        fences_in_helpers, fence_in_the_writer_helper_only, fence_in_the_reader_helper_only);
+}
+
+mod gpu {
+    scenario_tests!(super::common::gpu_context, super::common::gpu_turn;
+        tree_in_helpers_missing_barrier, tree_in_helpers_fixed,
+        legacy_helper_missing_barrier, legacy_helper_fixed,
+        neighbours_in_a_helper_without_sync, neighbours_in_a_helper_with_sync_warp,
+        fences_in_helpers, fence_in_the_writer_helper_only, fence_in_the_reader_helper_only);
+}
+
+/// A distinct report: kind, line of the current access, line of the prior one.
+type Verdict = (ReportKind, u32, u32);
+
+fn race(kind: ReportKind, current: &str, prior: &str) -> Verdict {
+    let line = |marker| {
+        common::marker_line(
+            include_str!("../kernels/src/helpers.rs"),
+            "helpers.rs",
+            marker,
+        )
+    };
+    (kind, line(current), line(prior))
+}
+
+fn check(what: &str, outcome: vigil::Result<()>, expected: &[Verdict]) {
+    common::check_reports(what, "src/helpers.rs", outcome, expected);
+}
+
+mod scenarios {
+    use super::common::codes::*;
+    use super::common::{Bench, MakeContext};
+    use super::{check, race, LaunchConfig, Verdict};
+    use vigil::{DeviceBuffer, Kernel, KernelArgs};
+    use vigil_kernels::helpers::*;
+
+    /// Runs tree-reduction kernel `K` (one block of 64 threads) on
+    /// `1..=64` with `skip_barrier`, checks its verdict, and its sum when
+    /// race-free.
+    fn tree_case<K: Kernel>(make: MakeContext, skip_barrier: u32, expected: &[Verdict])
+    where
+        for<'a> (&'a DeviceBuffer<u32>, &'a mut DeviceBuffer<u32>, u32): KernelArgs<K::Params>,
+    {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let input: Vec<u32> = (1..=64).collect();
+        let x = DeviceBuffer::from_slice(&b.stream, &input).expect("buffer");
+        let mut out = b.zeros(1);
+        let outcome = b
+            .stream
+            .launch(
+                &b.kernel::<K>(),
+                LaunchConfig::new(1, HELPER_TREE_THREADS),
+                (&x, &mut out, skip_barrier),
+            )
+            .and_then(|()| b.sync());
+        let what = format!("{}, skip_barrier {skip_barrier}", K::NAME);
+        check(&what, outcome, expected);
+        if expected.is_empty() {
+            assert_eq!(
+                out.to_vec(&b.stream).unwrap(),
+                [(1..=64).sum::<u32>()],
+                "{what}"
+            );
+        }
+    }
+
+    /// A barrier left out inside a helper: the stride-8 round's reads race
+    /// with the stride-16 round's writes.
+    pub fn tree_in_helpers_missing_barrier(make: MakeContext) {
+        tree_case::<helper_tree_reduce>(
+            make,
+            1,
+            &[race(WAR, "helper-tree-write", "helper-tree-read")],
+        );
+    }
+
+    /// Every barrier in a helper, none missing: race-free (a barrier the
+    /// sanitizer did not see would make every round race).
+    pub fn tree_in_helpers_fixed(make: MakeContext) {
+        tree_case::<helper_tree_reduce>(make, 0, &[]);
+    }
+
+    /// The old generic helper with a barrier left out.
+    pub fn legacy_helper_missing_barrier(make: MakeContext) {
+        tree_case::<legacy_tree_reduce>(
+            make,
+            1,
+            &[race(WAR, "legacy-tree-write", "legacy-tree-read")],
+        );
+    }
+
+    /// The old generic helper, race-free.
+    pub fn legacy_helper_fixed(make: MakeContext) {
+        tree_case::<legacy_tree_reduce>(make, 0, &[]);
+    }
+
+    /// One warp exchanging through a helper's own shared array with
+    /// `sync`; the exchanged values checked when race-free.
+    fn neighbours_case(make: MakeContext, sync: u32, expected: &[Verdict]) {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let input: Vec<u32> = (100..132).collect();
+        let x = DeviceBuffer::from_slice(&b.stream, &input).expect("buffer");
+        let mut out = b.zeros(32);
+        let outcome = b
+            .stream
+            .launch(
+                &b.kernel::<helper_neighbours>(),
+                LaunchConfig::new(1, 32),
+                (&x, &mut out, sync),
+            )
+            .and_then(|()| b.sync());
+        let what = format!("neighbour exchange in a helper, sync {sync}");
+        check(&what, outcome, expected);
+        if expected.is_empty() {
+            let want: Vec<u32> = (0..32).map(|l| input[(l + 1) % 32]).collect();
+            assert_eq!(out.to_vec(&b.stream).unwrap(), want, "{what}");
+        }
+    }
+
+    /// No collective between a lane's store and its neighbour's load.
+    pub fn neighbours_in_a_helper_without_sync(make: MakeContext) {
+        neighbours_case(
+            make,
+            0,
+            &[race(RAW, "helper-neighbour-read", "helper-neighbour-write")],
+        );
+    }
+
+    /// `sync_warp` in the helper orders them.
+    pub fn neighbours_in_a_helper_with_sync_warp(make: MakeContext) {
+        neighbours_case(make, 1, &[]);
+    }
+
+    /// Two one-thread blocks hand `data[0]` over through a relaxed flag,
+    /// with the fences of `fences` (bit 0 the writer's, bit 1 the
+    /// reader's), all in helpers.
+    fn fenced_case(make: MakeContext, fences: u32, expected: &[Verdict]) {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let (mut data, mut flag, mut out) = (b.zeros(1), b.zeros(1), b.zeros(1));
+        let outcome = b
+            .stream
+            .launch(
+                &b.kernel::<helper_fenced_flag>(),
+                LaunchConfig::new(2, 1),
+                (&mut data, &mut flag, &mut out, fences),
+            )
+            .and_then(|()| b.sync());
+        let what = format!("a flag between blocks through helpers, fences {fences}");
+        check(&what, outcome, expected);
+        assert_eq!(out.to_vec(&b.stream).unwrap(), [9], "{what}");
+    }
+
+    /// A release fence in the writer's helper, an acquire fence in the
+    /// reader's: race-free.
+    pub fn fences_in_helpers(make: MakeContext) {
+        fenced_case(make, 3, &[]);
+    }
+
+    /// The reader's helper has no acquire fence.
+    pub fn fence_in_the_writer_helper_only(make: MakeContext) {
+        fenced_case(make, 1, &[race(RAW, "helper-consume", "helper-publish")]);
+    }
+
+    /// The writer's helper has no release fence.
+    pub fn fence_in_the_reader_helper_only(make: MakeContext) {
+        fenced_case(make, 2, &[race(RAW, "helper-consume", "helper-publish")]);
+    }
+}
