@@ -39,6 +39,7 @@ mod arch;
 pub mod async_copy;
 pub mod atomic;
 pub mod bounded;
+pub mod device_global;
 pub mod global;
 pub mod gpu_sanitizer;
 pub mod grid_dependency;
@@ -73,6 +74,7 @@ pub mod host_runtime {
 
 pub use atomic::{Atomic, AtomicArith, AtomicBits, AtomicMinMax};
 pub use bounded::{Idx, Indices, Point};
+pub use device_global::DeviceGlobal;
 pub use global::{GlobalPtr, GlobalPtrMut, GlobalSlice, GlobalSliceMut, Vec4};
 pub use index::{block_dim, block_idx, grid_dim, sm_id, thread_idx, Dim3};
 pub use kernel::{Kernel, KernelParam};
@@ -93,6 +95,10 @@ pub use vigil_shared::{AccessKind, Ordering, Scope};
 
 #[doc(hidden)]
 pub use vigil_shared as __shared;
+
+#[cfg(not(target_arch = "nvptx64"))]
+#[doc(hidden)]
+pub use inventory as __inventory;
 
 /// The items given, in the plain PTX build and on the host (a `#[kernel]`'s
 /// plain entry); nothing in the sanitized PTX build
@@ -132,6 +138,7 @@ macro_rules! __in_sanitized_build {
 pub mod prelude {
     pub use crate::async_copy::{Mbarrier, TensorMap, TensorMapMut};
     pub use crate::bounded::{Idx, Point};
+    pub use crate::device_global::DeviceGlobal;
     pub use crate::global::{GlobalPtr, GlobalPtrMut, GlobalSlice, GlobalSliceMut, Vec4};
     pub use crate::index::{
         block_dim, block_idx, global_index_x, grid_dim, grid_stride_x, sm_id, thread_idx, Dim3,
@@ -149,7 +156,9 @@ pub mod prelude {
     pub use crate::sync::fence;
     pub use crate::sync::{sync_threads, thread_fence};
     pub use crate::warp;
-    pub use crate::{dynamic_shared_array, kernel, mbarriers, shared_array, shared_stack};
+    pub use crate::{
+        device_global, dynamic_shared_array, kernel, mbarriers, shared_array, shared_stack,
+    };
     pub use vigil_shared::{Ordering, Scope};
 }
 

@@ -86,6 +86,7 @@ pub use api::builder::{
 };
 pub use api::context::Context;
 pub use api::event::Event;
+pub use api::globals::DeviceGlobalRef;
 pub use api::memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceBuffer, DeviceSlice, DeviceSliceMut};
 pub use api::module::{Function, KernelFn, Module};
 pub use api::process_group::{ProcessGroup, ProcessSymmetric};

@@ -68,8 +68,10 @@ fn device_layer(path: &[&str]) -> Option<Layer> {
         }
         ["gpu_sanitizer", ..] => layer(2, "gpu_sanitizer/"),
         ["hooks", ..] => layer(3, "hooks.rs"),
-        ["global" | "bounded" | "matrix" | "partition" | "shared_mem" | "shared_stack" | "sync"
-        | "warp" | "peers" | "async_copy" | "grid_dependency", ..] => layer(4, "the kernel API"),
+        ["global" | "device_global" | "bounded" | "matrix" | "partition" | "shared_mem"
+        | "shared_stack" | "sync" | "warp" | "peers" | "async_copy" | "grid_dependency", ..] => {
+            layer(4, "the kernel API")
+        }
         ["kernel", ..] | ["lib"] => layer(5, "kernel.rs, lib.rs"),
         _ => return None,
     })

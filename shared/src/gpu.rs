@@ -169,6 +169,16 @@ const _: () = assert!(HIDDEN_PARAMS.len() == 5 + 2 * crate::read_only::READ_ONLY
 /// Suffix of a sanitized entry's name (`axpy` -> `axpy__vigil`).
 pub const SANITIZED_SUFFIX: &str = "__vigil";
 
+/// The prefix of a device global's PTX symbol (`vigil_global_NAME`, for
+/// a `device_global!` named `NAME`).
+pub const GLOBAL_SYMBOL_PREFIX: &str = "vigil_global_";
+
+/// Bytes before a device global's value in its symbol: a `u64` slot that
+/// holds where the loading context put the value (0: in place), then the
+/// value's size in bytes as a `u64` (the symbol's own size counts the
+/// value's padding).
+pub const GLOBAL_VALUE_OFFSET: usize = 16;
+
 /// The line between the two builds of a kernel crate in the PTX that
 /// `vigil_build` writes: above it the plain build (the plain entries),
 /// below it the sanitized build (`--cfg vigil_sanitized`: the

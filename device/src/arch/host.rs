@@ -258,6 +258,10 @@ pub struct ThreadContext<'a> {
     pub block: &'a dyn BlockRuntime,
     /// The sanitizer runtime, when the sanitized variant runs.
     pub sanitizer: Option<&'a dyn SanitizerRuntime>,
+    /// Where the launch's module put its device globals: (the address of a
+    /// global's value in its host static, the address of the loading
+    /// context's copy).
+    pub globals: &'a [(usize, usize)],
 }
 
 impl ThreadContext<'_> {
@@ -452,6 +456,19 @@ pub fn sync_threads_at(loc: &'static Location<'static>) {
 #[allow(clippy::extra_unused_type_parameters)] // one signature with `arch::ptx`, which uses `S`
 pub fn shared_access<S>(access: impl FnOnce() -> SharedAccess) {
     Checked::shared_access(access(), Location::caller())
+}
+
+/// Where the running launch's module put the device global whose value
+/// is at `p` in its host static (each module load has its own copy, in
+/// its context's memory); `p` itself for a module that has none.
+#[inline]
+pub fn relocated<T>(p: *mut T) -> *mut T {
+    with_current(|c| {
+        c.globals
+            .iter()
+            .find(|(at, _)| *at == p as usize)
+            .map_or(p, |&(_, to)| to as *mut T)
+    })
 }
 
 /// `p` itself: the host has one address space.

@@ -126,6 +126,13 @@ pub fn assume_shared<T>(p: *mut T) -> *mut T {
     p
 }
 
+/// `p` itself: a device global the loading context moved is found
+/// through its slot (`device_global`), not here.
+#[inline(always)]
+pub fn relocated<T>(p: *mut T) -> *mut T {
+    p
+}
+
 /// The kernel API's `sync_threads` at the kernel's `loc` with no
 /// sanitizer type (the CPU backend's barrier checks use `loc`).
 #[inline(always)]

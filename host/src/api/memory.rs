@@ -456,6 +456,22 @@ fn check_len(op: &'static str, dst: usize, src: usize) -> Result<()> {
     }
 }
 
+impl<'a, T: Pod> DeviceSliceMut<'a, T> {
+    /// A view of `len` elements at `ptr` of `ctx`'s memory.
+    ///
+    /// # Safety
+    /// `ptr..ptr + len * size_of::<T>()` lies inside a live allocation of
+    /// `ctx` for `'a`, aligned for `T`.
+    pub(crate) unsafe fn from_raw(ctx: &'a Context, ptr: u64, len: usize) -> Self {
+        DeviceSliceMut {
+            ctx,
+            ptr,
+            len,
+            _elem: PhantomData,
+        }
+    }
+}
+
 impl<T: Pod> Drop for DeviceBuffer<T> {
     fn drop(&mut self) {
         if self.ptr == 0 {

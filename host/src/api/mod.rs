@@ -6,6 +6,7 @@ pub(crate) mod args;
 pub(crate) mod builder;
 pub(crate) mod context;
 pub(crate) mod event;
+pub(crate) mod globals;
 pub(crate) mod launch;
 pub(crate) mod memory;
 pub(crate) mod module;

@@ -15,6 +15,7 @@
 //! [`CpuExecutor`](crate::unstable::cpu::CpuExecutor).
 
 use crate::api::context::Context;
+use crate::api::globals::{DeviceGlobalRef, ModuleGlobals};
 use crate::backend::{FunctionHandle, HostEntry, ModuleHandle};
 use crate::error::{Error, Result};
 use crate::launch_abi::check::check_signature;
@@ -36,6 +37,9 @@ pub struct Module {
 }
 
 struct ModuleInner {
+    /// The copies of its device globals (dropped before the module's
+    /// handle).
+    globals: ModuleGlobals,
     /// The backend's module (dropped before the context).
     handle: ModuleHandle,
     ctx: Context,
@@ -69,8 +73,10 @@ impl Module {
         let handle =
             ctx.backend()
                 .load_module(ptx, ctx.launch_variant(), ctx.launches_may_run_plain())?;
+        let globals = ModuleGlobals::relocate(ctx, &handle, ptx)?;
         Ok(Module {
             inner: Arc::new(ModuleInner {
+                globals,
                 handle,
                 ctx: ctx.clone(),
                 entries,
@@ -86,6 +92,31 @@ impl Module {
     /// The entry points and their parameter lists, as parsed from the PTX.
     pub fn entries(&self) -> Result<&[PtxEntry]> {
         self.inner.entries.as_deref().map_err(Clone::clone)
+    }
+
+    /// The module's device global `name` (a `device_global!` of the
+    /// kernel crate) as elements of `T`, to read and write from the host.
+    /// The module's kernels use the same copy; another load of the PTX
+    /// (in this context or another) has its own.
+    ///
+    /// ```no_run
+    /// # fn main() -> vigil::Result<()> {
+    /// # let ctx = vigil::Context::builder().cpu().build()?;
+    /// # let stream = vigil::Stream::new(&ctx)?;
+    /// # let module = vigil::Module::from_ptx(&ctx, "")?;
+    /// let done = module.global::<u32>("DONE")?;
+    /// done.write(&stream, &[0])?;
+    /// // ... launch kernels that set it ...
+    /// assert_eq!(done.read(&stream)?, [1]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::GlobalNotFound`] when the module declares no such global,
+    /// [`Error::GlobalType`] when its size is not a whole number of `T`.
+    pub fn global<T: bytemuck::Pod>(&self, name: &str) -> Result<DeviceGlobalRef<'_, T>> {
+        self.inner.globals.get(&self.inner.ctx, name)
     }
 
     /// Looks up a kernel by name without a Rust signature; launch it with

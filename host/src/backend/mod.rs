@@ -40,6 +40,7 @@ use crate::types::{
     TensorElementType,
 };
 use cpu::executor::KernelEntry;
+use cpu::globals::CpuModule;
 use cpu::hooks::HostSync;
 use cpu::{CpuBackend, CpuEvent};
 use cuda::module::{CudaFunction, CudaKernel, CudaModule};
@@ -50,6 +51,7 @@ use std::ffi::{CStr, CString};
 use std::panic::Location;
 use std::sync::Arc;
 use std::time::Duration;
+use vigil_shared::gpu::GLOBAL_SYMBOL_PREFIX;
 use vigil_shared::tensor_map::{TensorMapBytes, TiledMap};
 
 /// How a context reaches its device.
@@ -76,8 +78,9 @@ pub(crate) enum ModuleHandle {
     /// Shared with the device's GPU sanitizer when it keeps the module's
     /// range-access entry.
     Cuda(Arc<CudaModule>),
-    /// The CPU backend does not compile PTX (it runs the Rust body).
-    Cpu,
+    /// The CPU backend does not compile PTX (it runs the Rust body); it
+    /// keeps where the module's device globals are.
+    Cpu(Arc<CpuModule>),
 }
 
 /// A function's backend half: the kernel's entry points, looked up once
@@ -87,8 +90,8 @@ pub(crate) enum FunctionHandle {
     Cuda(CudaKernel),
     /// The kernel's host code (its plain and checked entries), when the
     /// function came from a Rust kernel; the CPU backend can only launch
-    /// those.
-    Cpu(Option<HostEntry>),
+    /// those), and its module.
+    Cpu(Option<HostEntry>, Arc<CpuModule>),
 }
 
 /// The entry point one launch runs, picked from its function's entries
@@ -106,8 +109,8 @@ enum EntryHandle<'f> {
     Cuda(&'f CudaFunction),
     /// The host entry of the launch's variant; none for a function looked
     /// up by name, which has no host code (refused when launched, after
-    /// the launch's checks).
-    Cpu(Option<KernelEntry>),
+    /// the launch's checks); and the function's module.
+    Cpu(Option<KernelEntry>, &'f CpuModule),
 }
 
 /// Opens a GPU backend (`sanitize`: buffers from the shadow allocator).
@@ -524,7 +527,33 @@ impl Backend {
                 c.offer_module(&module)?;
                 Ok(ModuleHandle::Cuda(module))
             }
-            Backend::Cpu(_) => Ok(ModuleHandle::Cpu),
+            Backend::Cpu(_) => Ok(ModuleHandle::Cpu(Arc::default())),
+        }
+    }
+
+    /// Gives each device global of `names` (declared by `module`'s PTX) a
+    /// copy where `place` puts it, given its name and initial value, and
+    /// points the module's launches there.
+    pub(crate) fn relocate_globals(
+        &self,
+        module: &ModuleHandle,
+        names: &[String],
+        place: &mut dyn FnMut(&str, &[u8]) -> Result<u64>,
+    ) -> Result<()> {
+        match module {
+            ModuleHandle::Cuda(m) => {
+                for name in names {
+                    let symbol =
+                        CString::new(format!("{GLOBAL_SYMBOL_PREFIX}{name}")).map_err(|_| {
+                            Error::PtxText {
+                                message: format!("device global name `{name}` contains NUL"),
+                            }
+                        })?;
+                    m.relocate_global(&symbol, &mut |value| place(name, value))?;
+                }
+                Ok(())
+            }
+            ModuleHandle::Cpu(m) => m.relocate(names, place),
         }
     }
 
@@ -544,7 +573,7 @@ impl Backend {
                 let attrs = kernel.attrs(variant, self.props().limits.max_threads_per_block)?;
                 Ok((FunctionHandle::Cuda(kernel), attrs))
             }
-            ModuleHandle::Cpu => Ok((FunctionHandle::Cpu(host), self.cpu_attrs())),
+            ModuleHandle::Cpu(m) => Ok((FunctionHandle::Cpu(host, m.clone()), self.cpu_attrs())),
         }
     }
 
@@ -567,7 +596,7 @@ impl Backend {
     ) -> sys::CUfunction {
         match func {
             FunctionHandle::Cuda(k) => k.raw(variant),
-            FunctionHandle::Cpu(_) => std::ptr::null_mut(),
+            FunctionHandle::Cpu(..) => std::ptr::null_mut(),
         }
     }
 
@@ -588,13 +617,13 @@ impl Backend {
                     attrs: f.attrs(),
                 })
             }
-            FunctionHandle::Cpu(host) => {
+            FunctionHandle::Cpu(host, module) => {
                 let run = host.map(|host| match variant {
                     LaunchVariant::Plain => host.plain,
                     LaunchVariant::Sanitized => host.checked,
                 });
                 Ok(LaunchEntry {
-                    run: EntryHandle::Cpu(run),
+                    run: EntryHandle::Cpu(run, module),
                     variant,
                     attrs: self.cpu_attrs(),
                 })
@@ -681,14 +710,14 @@ impl Backend {
             (Backend::Cuda(c), EntryHandle::Cuda(func), StreamHandle::Cuda(stream)) => {
                 c.launch(func, stream, launch)
             }
-            (Backend::Cpu(c), EntryHandle::Cpu(run), StreamHandle::Cpu) => {
+            (Backend::Cpu(c), EntryHandle::Cpu(run, module), StreamHandle::Cpu) => {
                 let run = run.ok_or(Error::Unsupported {
                     op: "an untyped launch",
                     backend: DeviceId::Cpu,
                     reason: "the CPU backend runs a kernel's Rust body, and this function \
                              was looked up by name; use Module::kernel::<K>() and Stream::launch",
                 })?;
-                c.launch(run, launch)
+                c.launch(run, module.globals(), launch)
             }
             _ => Err(self.foreign("launch")),
         }

@@ -162,6 +162,32 @@ pub enum Error {
         available: Vec<String>,
     },
 
+    /// The module declares no device global of this name.
+    #[error(
+        "device global `{name}` not found in the module (device globals: {})",
+        list(available)
+    )]
+    GlobalNotFound {
+        /// The name looked up.
+        name: String,
+        /// The device globals the module declares.
+        available: Vec<String>,
+    },
+
+    /// A device global looked up as elements of a type whose size does
+    /// not divide the global's.
+    #[error(
+        "device global `{name}` is {bytes} bytes, not a whole number of {elem_size}-byte elements"
+    )]
+    GlobalType {
+        /// The global.
+        name: String,
+        /// Its size in bytes.
+        bytes: usize,
+        /// The size of the element type asked for.
+        elem_size: usize,
+    },
+
     /// The PTX declares the entry, but this GPU context did not load it:
     /// a context loads only the entries its launch variant runs (plain
     /// entries in a plain context, `name__vigil` entries in a sanitized one).

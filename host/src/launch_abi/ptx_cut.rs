@@ -14,7 +14,7 @@ use super::ptx::strip_comments;
 use crate::types::LaunchVariant;
 use std::borrow::Cow;
 use std::collections::HashMap;
-use vigil_shared::gpu::{split_builds, SANITIZED_SUFFIX};
+use vigil_shared::gpu::{split_builds, GLOBAL_SYMBOL_PREFIX, SANITIZED_SUFFIX};
 
 /// Header directives: one line each, kept in every cut.
 const LINE_DIRECTIVES: &[&str] = &[".version", ".target", ".address_size", ".file"];
@@ -60,7 +60,8 @@ fn has_sanitized_twin(ptx: &str, name: &str) -> bool {
     ptx.contains(&twin)
 }
 
-/// `ptx` with only the entries `keep_entry` accepts and what they reach;
+/// `ptx` with only the entries `keep_entry` accepts, the device globals
+/// (`vigil_global_` variables), and what they reach;
 /// the whole text when it has a top-level item the cut does not
 /// understand, or when the cut would keep everything anyway.
 ///
@@ -107,6 +108,9 @@ fn reachable(items: &[Item<'_>], keep_entry: impl Fn(&str) -> bool) -> Vec<bool>
         .enumerate()
         .filter(|(_, it)| match it.name {
             None => true,
+            // Device globals stay whether or not a kept entry uses them:
+            // the host reads and writes them by name.
+            Some(name) if name.starts_with(GLOBAL_SYMBOL_PREFIX) => !it.is_entry,
             Some(name) => it.is_entry && keep_entry(name),
         })
         .map(|(i, _)| i)

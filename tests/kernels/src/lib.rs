@@ -10,6 +10,7 @@ pub mod async_copies;
 pub mod async_races;
 pub mod block_races;
 pub mod examples;
+pub mod globals;
 pub mod hangs;
 pub mod helpers;
 pub mod math;

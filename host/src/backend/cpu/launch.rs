@@ -29,8 +29,14 @@ impl HostEntry {
 
 impl CpuBackend {
     /// Runs `launch` with `entry` (the kernel's host entry of the launch's
-    /// variant) and records its statistics.
-    pub(crate) fn launch(&self, entry: KernelEntry, launch: &Launch<'_>) -> Result<()> {
+    /// variant), its module's device globals at `globals`, and records its
+    /// statistics.
+    pub(crate) fn launch(
+        &self,
+        entry: KernelEntry,
+        globals: &[(usize, usize)],
+        launch: &Launch<'_>,
+    ) -> Result<()> {
         let _q = self.queue();
         let config = launch.config;
         let params = launch.params.as_bytes();
@@ -45,10 +51,17 @@ impl CpuBackend {
                 // every pointer in it is a live host buffer of this backend
                 // borrowed by the caller for the call (launch_packed and
                 // launch_dynamic put this on their callers), and the launch
-                // is over when `launch` returns.
+                // is over when `launch` returns; the module (whose copies
+                // `globals` names) outlives it.
                 unsafe {
-                    self.executor
-                        .launch_with_timeout(&config, entry, params, None, launch.timeout)
+                    self.executor.launch_in_module(
+                        &config,
+                        entry,
+                        params,
+                        None,
+                        launch.timeout,
+                        globals,
+                    )
                 }
             }
             Some(s) => {
@@ -63,12 +76,13 @@ impl CpuBackend {
                 let runtime = s.runtime_for_launch(&info);
                 // SAFETY: as above, with the checked entry of the same kernel.
                 let r = unsafe {
-                    self.executor.launch_with_timeout(
+                    self.executor.launch_in_module(
                         &config,
                         entry,
                         params,
                         Some(runtime),
                         launch.timeout,
+                        globals,
                     )
                 };
                 s.on_launch_end(&info, r.as_ref());

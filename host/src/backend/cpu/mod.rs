@@ -15,6 +15,7 @@
 pub(crate) mod block_races;
 pub(crate) mod event;
 pub mod executor;
+pub(crate) mod globals;
 pub mod hooks;
 pub(crate) mod launch;
 pub(crate) mod memory;

@@ -2,6 +2,7 @@
 //! (one entry point of it, with its attributes).
 
 use super::device::CudaDevice;
+use super::driver::memory as driver_memory;
 use super::driver::{module as driver, DriverError};
 use crate::error::{Error, Result};
 use crate::types::{FunctionAttrs, LaunchVariant};
@@ -10,7 +11,7 @@ use std::ffi::{c_void, CStr, CString};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use vigil_shared::block::WINDOW_ARRAY_SYMBOL;
-use vigil_shared::gpu::SANITIZED_SUFFIX;
+use vigil_shared::gpu::{GLOBAL_VALUE_OFFSET, SANITIZED_SUFFIX};
 
 use crate::sanitizer::config::LARGE_BLOCK_SANITIZED_REGISTERS;
 
@@ -163,6 +164,56 @@ impl CudaModule {
             kernel: name.to_string_lossy().into_owned(),
             variant: self.variant,
         })
+    }
+
+    /// Moves device global `symbol` (a `vigil_global_` variable: a slot,
+    /// the value's size, then the value, `GLOBAL_VALUE_OFFSET` bytes in) to where `place`
+    /// puts it, given its value as loaded, and points this module's slot
+    /// and its plain twin's there. `None` when the module has no such
+    /// variable.
+    pub(crate) fn relocate_global(
+        &self,
+        symbol: &CStr,
+        place: &mut dyn FnMut(&[u8]) -> Result<u64>,
+    ) -> Result<Option<u64>> {
+        let Some((at, bytes)) = self.global_symbol(symbol)? else {
+            return Ok(None);
+        };
+        if bytes < GLOBAL_VALUE_OFFSET {
+            return Ok(None);
+        }
+        let mut header = [0u8; GLOBAL_VALUE_OFFSET];
+        // SAFETY: the symbol's first bytes (slot and size), in this live
+        // module of the (current) context; no kernel of it has run yet.
+        unsafe { driver_memory::memcpy_dtoh(&mut header, at) }?;
+        let size = u64::from_ne_bytes(header[8..16].try_into().expect("8 bytes"));
+        let size = usize::try_from(size).map_or(0, |s| s.min(bytes - GLOBAL_VALUE_OFFSET));
+        let mut value = vec![0u8; size];
+        // SAFETY: as above: the value, past the header.
+        unsafe { driver_memory::memcpy_dtoh(&mut value, at + GLOBAL_VALUE_OFFSET as u64) }?;
+        let to = place(&value)?;
+        self.point_global(symbol, to)?;
+        if let Some(twin) = &self.plain_twin {
+            twin.point_global(symbol, to)?;
+        }
+        Ok(Some(to))
+    }
+
+    /// The address and size of module-scope variable `symbol`.
+    fn global_symbol(&self, symbol: &CStr) -> Result<Option<(u64, usize)>> {
+        self.device.bind()?;
+        // SAFETY: `raw` is a live module of the (current) context.
+        Ok(unsafe { driver::module_get_global(self.raw, symbol) }?)
+    }
+
+    /// Writes `to` into device global `symbol`'s slot.
+    fn point_global(&self, symbol: &CStr, to: u64) -> Result<()> {
+        if let Some((at, _)) = self.global_symbol(symbol)? {
+            // SAFETY: the symbol's first 8 bytes, its slot, in this live
+            // module; no kernel of it has run yet.
+            unsafe { driver_memory::memcpy_htod(at, &to.to_ne_bytes()) }?;
+        }
+        Ok(())
     }
 
     /// The raw function `name`, or `None` when the module has no such entry.

@@ -55,6 +55,17 @@ fn a_sanitized_cut_keeps_recursion_and_function_pointers() {
 }
 
 #[test]
+fn device_globals_stay_in_every_cut_used_or_not() {
+    let global =
+        "\n.visible .global .align 8 .b8 vigil_global_FLAG[24] = {0, 0, 0, 0, 0, 0, 0, 0, 4};";
+    let ptx = format!("{}{global}{}", pieces(&[0, 1, 2]), pieces(&[8]));
+    for keep_k in [true, false] {
+        let text = cut(&ptx, |n| keep_k && n == "k");
+        assert!(text.contains("vigil_global_FLAG[24]"), "{text}");
+    }
+}
+
+#[test]
 fn keeping_every_entry_drops_only_unreachable_functions() {
     let ptx = module();
     let all: Vec<usize> = (0..PIECES.len() - 1).filter(|&i| i != 13).collect();

@@ -204,6 +204,7 @@ impl Worker {
             smid: self.smid,
             block: block as &dyn BlockRuntime,
             sanitizer: job.sanitizer(),
+            globals: job.globals(),
         };
         let (entry, params) = (job.entry(), job.params());
         let body = move |y: &ThreadYielder, ()| {

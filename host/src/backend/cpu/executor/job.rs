@@ -19,6 +19,8 @@ pub(crate) struct Job<'a> {
     entry: KernelEntry,
     params: &'a [u8],
     sanitizer: Option<&'a dyn SanitizerRuntime>,
+    /// Where the kernel's module put its device globals.
+    globals: &'a [(usize, usize)],
     /// The next linear block index to claim.
     next: AtomicU64,
     total: u64,
@@ -35,17 +37,30 @@ pub(crate) struct Job<'a> {
     resumes: AtomicU64,
 }
 
+/// What a job runs: a kernel's host entry, its packed parameters, and
+/// where its module put its device globals (the address of each value in
+/// its host static, the module's copy).
+pub(crate) struct JobCode<'a> {
+    pub(crate) entry: KernelEntry,
+    pub(crate) params: &'a [u8],
+    pub(crate) globals: &'a [(usize, usize)],
+}
+
 impl<'a> Job<'a> {
-    /// A job for a validated configuration.
+    /// A job for a validated configuration, running `code`.
     pub(crate) fn new(
         grid: Dim3,
         block: Dim3,
         dynamic_shared_bytes: usize,
-        entry: KernelEntry,
-        params: &'a [u8],
+        code: JobCode<'a>,
         sanitizer: Option<&'a dyn SanitizerRuntime>,
         peer_writers: bool,
     ) -> Self {
+        let JobCode {
+            entry,
+            params,
+            globals,
+        } = code;
         Job {
             grid,
             block,
@@ -54,6 +69,7 @@ impl<'a> Job<'a> {
             entry,
             params,
             sanitizer,
+            globals,
             next: AtomicU64::new(0),
             total: grid.volume(),
             stop: AtomicBool::new(false),
@@ -185,6 +201,11 @@ impl<'a> Job<'a> {
     /// The sanitizer runtime, if any.
     pub(crate) fn sanitizer(&self) -> Option<&'a dyn SanitizerRuntime> {
         self.sanitizer
+    }
+
+    /// Where the kernel's module put its device globals.
+    pub(crate) fn globals(&self) -> &'a [(usize, usize)] {
+        self.globals
     }
 }
 

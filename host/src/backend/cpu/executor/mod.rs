@@ -74,7 +74,7 @@ pub use crate::error::{CpuError, SpinningThread, StalledBlock};
 pub use args::HostArgs;
 
 use crate::types::{DeviceLimits, LaunchConfig};
-use job::Job;
+use job::{Job, JobCode};
 use pool::Pool;
 use std::time::{Duration, Instant};
 use vigil_device::host_runtime::{Checked, SanitizerRuntime};
@@ -261,6 +261,29 @@ impl CpuExecutor {
         sanitizer: Option<&dyn SanitizerRuntime>,
         timeout: Option<Duration>,
     ) -> Result<LaunchStats, CpuError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch_in_module(config, entry, params, sanitizer, timeout, &[]) }
+    }
+
+    /// [`CpuExecutor::launch_with_timeout`] of a kernel whose module put
+    /// its device globals at `globals` (the address of each value in its
+    /// host static, the address of the module's copy).
+    ///
+    /// # Errors
+    /// As [`CpuExecutor::launch_with_timeout`].
+    ///
+    /// # Safety
+    /// As [`CpuExecutor::launch`], and every copy in `globals` is live,
+    /// as large as its static's value, for the whole launch.
+    pub(crate) unsafe fn launch_in_module(
+        &self,
+        config: &LaunchConfig,
+        entry: KernelEntry,
+        params: &[u8],
+        sanitizer: Option<&dyn SanitizerRuntime>,
+        timeout: Option<Duration>,
+        globals: &[(usize, usize)],
+    ) -> Result<LaunchStats, CpuError> {
         config.validate(&Self::LIMITS)?;
         let start = Instant::now();
         let (g, b) = (config.grid, config.block);
@@ -268,8 +291,11 @@ impl CpuExecutor {
             Dim3::new(g.x, g.y, g.z),
             Dim3::new(b.x, b.y, b.z),
             config.shared_mem_bytes as usize,
-            entry,
-            params,
+            JobCode {
+                entry,
+                params,
+                globals,
+            },
             sanitizer,
             self.peer_writers,
         );

@@ -151,6 +151,27 @@ pub(crate) unsafe fn module_get_function(
     }
 }
 
+/// `cuModuleGetGlobal`: the address and size of module-scope variable
+/// `name` of `module`, `None` when the module has no such variable.
+///
+/// # Safety
+/// `module` is a live module of the current context.
+pub(crate) unsafe fn module_get_global(
+    module: CUmodule,
+    name: &CStr,
+) -> DriverResult<Option<(sys::CUdeviceptr, usize)>> {
+    let call_name = "cuModuleGetGlobal_v2";
+    let (mut ptr, mut bytes): (sys::CUdeviceptr, usize) = (0, 0);
+    // SAFETY: valid out-pointers, NUL-terminated name; the caller's contract.
+    match call(call_name, || unsafe {
+        sys::cuModuleGetGlobal_v2(&mut ptr, &mut bytes, module, name.as_ptr())
+    })? {
+        CUresult::CUDA_SUCCESS => Ok(Some((ptr, bytes))),
+        CUresult::CUDA_ERROR_NOT_FOUND => Ok(None),
+        r => Err(DriverError::new(call_name, r)),
+    }
+}
+
 /// Every function of `module` (`cuModuleGetFunctionCount`, then
 /// `cuModuleEnumerateFunctions`); `None` on drivers before CUDA 12.4,
 /// which cannot list them.
