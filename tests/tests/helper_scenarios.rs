@@ -18,7 +18,8 @@ mod cpu {
         tree_in_helpers_missing_barrier, tree_in_helpers_fixed,
         legacy_helper_missing_barrier, legacy_helper_fixed,
         neighbours_in_a_helper_without_sync, neighbours_in_a_helper_with_sync_warp,
-        fences_in_helpers, fence_in_the_writer_helper_only, fence_in_the_reader_helper_only);
+        fences_in_helpers, fence_in_the_writer_helper_only, fence_in_the_reader_helper_only,
+        dependent_waits_in_a_helper, dependent_reads_early_in_a_helper);
 }
 
 mod gpu {
@@ -26,21 +27,24 @@ mod gpu {
         tree_in_helpers_missing_barrier, tree_in_helpers_fixed,
         legacy_helper_missing_barrier, legacy_helper_fixed,
         neighbours_in_a_helper_without_sync, neighbours_in_a_helper_with_sync_warp,
-        fences_in_helpers, fence_in_the_writer_helper_only, fence_in_the_reader_helper_only);
+        fences_in_helpers, fence_in_the_writer_helper_only, fence_in_the_reader_helper_only,
+        dependent_waits_in_a_helper, dependent_reads_early_in_a_helper);
 }
 
 /// A distinct report: kind, line of the current access, line of the prior one.
 type Verdict = (ReportKind, u32, u32);
 
+/// The line of `helpers.rs` that carries `// @marker`.
+fn line_of(marker: &str) -> u32 {
+    common::marker_line(
+        include_str!("../kernels/src/helpers.rs"),
+        "helpers.rs",
+        marker,
+    )
+}
+
 fn race(kind: ReportKind, current: &str, prior: &str) -> Verdict {
-    let line = |marker| {
-        common::marker_line(
-            include_str!("../kernels/src/helpers.rs"),
-            "helpers.rs",
-            marker,
-        )
-    };
-    (kind, line(current), line(prior))
+    (kind, line_of(current), line_of(prior))
 }
 
 fn check(what: &str, outcome: vigil::Result<()>, expected: &[Verdict]) {
@@ -190,5 +194,61 @@ mod scenarios {
     /// The writer's helper has no release fence.
     pub fn fence_in_the_reader_helper_only(make: MakeContext) {
         fenced_case(make, 2, &[race(RAW, "helper-consume", "helper-publish")]);
+    }
+
+    /// The async-races suite's `pdl_writer`, then [`helper_pdl_reader()`]
+    /// in `mode` as a programmatic dependent launch on the same stream:
+    /// race-free for mode 0; for mode 1, races each naming the early read.
+    fn dependent_case(make: MakeContext, mode: u32) {
+        use vigil_kernels::async_races::{pdl_writer, ASYNC_RACE_THREADS};
+        let Some(b) = Bench::new(make, 2) else {
+            return;
+        };
+        let n = 2 * ASYNC_RACE_THREADS as usize;
+        let (mut y, mut z) = (b.zeros(n), b.zeros(n));
+        let config = LaunchConfig::new(2, ASYNC_RACE_THREADS);
+        b.stream
+            .launch(&b.kernel::<pdl_writer>(), config, (&mut y,))
+            .expect("pdl_writer");
+        let outcome = b
+            .stream
+            .launch(
+                &b.kernel::<helper_pdl_reader>(),
+                config.with_programmatic_stream_serialization(),
+                (&y, &mut z, mode),
+            )
+            .and_then(|()| b.sync());
+        let what = format!("a dependent launch waiting in a helper, mode {mode}");
+        if mode == 0 {
+            check(&what, outcome, &[]);
+            let got = z.to_vec(&b.stream).expect("z");
+            assert_eq!(got, (1..=n as u32).collect::<Vec<_>>(), "{what}");
+        } else {
+            // The write is the other file's (`async_races.rs`): checked by line.
+            let reports = match outcome {
+                Err(vigil::Error::Races(r)) => r,
+                other => panic!("{what}: expected races, got {other:?}"),
+            };
+            let early = super::line_of("helper-pdl-early-read");
+            assert!(
+                reports.iter().all(|r| {
+                    r.current.location.as_ref().is_some_and(|l| l.line == early)
+                        || r.prior.location.as_ref().is_some_and(|l| l.line == early)
+                }),
+                "{what}: {reports}"
+            );
+            assert!(!reports.is_empty(), "{what}");
+        }
+    }
+
+    /// The wait in a helper orders the reads after it: race-free (a wait
+    /// the sanitizer did not see would leave every read racing).
+    pub fn dependent_waits_in_a_helper(make: MakeContext) {
+        dependent_case(make, 0);
+    }
+
+    /// A helper reads before the wait: a race with the primary's write.
+    pub fn dependent_reads_early_in_a_helper(make: MakeContext) {
+        dependent_case(make, 1);
     }
 }

@@ -9,6 +9,7 @@
 //! ending in a `// @name` marker.
 
 use crate::races::SPIN_LIMIT;
+use vigil_device::grid_dependency;
 use vigil_device::prelude::*;
 use vigil_device::shared_mem::SharedArray;
 
@@ -145,5 +146,37 @@ pub fn helper_fenced_flag(
         publish(data.at(0), flag.at(0), 9, fences & 1 != 0);
     } else {
         out.store(0, consume(data.at(0), flag.at(0), fences & 2 != 0));
+    }
+}
+
+/// Waits for the kernels this launch depends on, then reads `y[i]`.
+fn wait_then_load(y: GlobalSlice<u32>, i: usize) -> u32 {
+    grid_dependency::wait();
+    y.load(i)
+}
+
+/// `y[i]`, read without waiting for the launch before.
+fn load_early(y: GlobalSlice<u32>, i: usize) -> u32 {
+    y.load(i) // @helper-pdl-early-read
+}
+
+/// `z[i] = y[i]`, `y` being the launch before's output (the async-races
+/// suite's `pdl_writer`), every read and the wait in helpers: read after
+/// the wait (`mode` 0) or before it (1: in a programmatic dependent
+/// launch, a race with that launch's write).
+#[kernel]
+pub fn helper_pdl_reader(y: GlobalSlice<u32>, z: GlobalSliceMut<u32>, mode: u32) {
+    let i = global_index_x();
+    if i < y.len() && i < z.len() {
+        let v = if mode == 1 {
+            let v = load_early(y, i);
+            grid_dependency::wait();
+            v
+        } else {
+            wait_then_load(y, i)
+        };
+        z.store(i, v);
+    } else {
+        grid_dependency::wait();
     }
 }
