@@ -39,7 +39,7 @@ const _: () = assert!(core::mem::offset_of!(DeviceGlobal<u8>, bytes) == 8);
 // SAFETY: the cells are only read and written through global handles,
 // whose accesses are the kernel's (and the sanitizer's) business, as for
 // any buffer; the slot is written by the host before any launch.
-unsafe impl<T> Sync for DeviceGlobal<T> {}
+unsafe impl<T: Send> Sync for DeviceGlobal<T> {}
 
 impl<T> DeviceGlobal<T> {
     #[doc(hidden)]

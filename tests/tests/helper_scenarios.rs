@@ -19,7 +19,8 @@ mod cpu {
         legacy_helper_missing_barrier, legacy_helper_fixed,
         neighbours_in_a_helper_without_sync, neighbours_in_a_helper_with_sync_warp,
         fences_in_helpers, fence_in_the_writer_helper_only, fence_in_the_reader_helper_only,
-        dependent_waits_in_a_helper, dependent_reads_early_in_a_helper);
+        dependent_waits_in_a_helper, dependent_reads_early_in_a_helper,
+        dynamic_shared_in_a_helper_missing_barrier, dynamic_shared_in_a_helper_fixed);
 }
 
 mod gpu {
@@ -28,7 +29,8 @@ mod gpu {
         legacy_helper_missing_barrier, legacy_helper_fixed,
         neighbours_in_a_helper_without_sync, neighbours_in_a_helper_with_sync_warp,
         fences_in_helpers, fence_in_the_writer_helper_only, fence_in_the_reader_helper_only,
-        dependent_waits_in_a_helper, dependent_reads_early_in_a_helper);
+        dependent_waits_in_a_helper, dependent_reads_early_in_a_helper,
+        dynamic_shared_in_a_helper_missing_barrier, dynamic_shared_in_a_helper_fixed);
 }
 
 /// A distinct report: kind, line of the current access, line of the prior one.
@@ -250,5 +252,55 @@ mod scenarios {
     /// A helper reads before the wait: a race with the primary's write.
     pub fn dependent_reads_early_in_a_helper(make: MakeContext) {
         dependent_case(make, 1);
+    }
+
+    /// [`helper_dynamic_reduce()`] over 4 blocks with `skip_barrier`: its
+    /// verdict (every shared array checked), and the sums when race-free.
+    fn dynamic_case(make: MakeContext, skip_barrier: u32, expected: &[Verdict]) {
+        use vigil_kernels::block_races::REDUCE_THREADS;
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let blocks = 4;
+        let input: Vec<u32> = (0..blocks * REDUCE_THREADS).map(|i| i * 3 + 1).collect();
+        let x = DeviceBuffer::from_slice(&b.stream, &input).expect("buffer");
+        let mut out = b.zeros(blocks as usize);
+        let config = LaunchConfig::new(blocks, REDUCE_THREADS).with_shared_mem(REDUCE_THREADS * 4);
+        b.stream
+            .launch(
+                &b.kernel::<helper_dynamic_reduce>(),
+                config,
+                (&x, &mut out, skip_barrier),
+            )
+            .expect("launch");
+        let done = vigil::Event::new(&b.ctx).expect("event");
+        done.record(&b.stream).expect("record");
+        done.synchronize().expect("wait");
+        let reports = b.ctx.take_reports();
+        assert_eq!(reports.unchecked_arrays(), 0, "{reports}");
+        let outcome = if reports.is_empty() {
+            Ok(())
+        } else {
+            Err(vigil::Error::Races(reports))
+        };
+        let what = format!("a helper's dynamic shared memory, skip_barrier {skip_barrier}");
+        check(&what, outcome, expected);
+        if expected.is_empty() {
+            let want: Vec<u32> = input
+                .chunks(REDUCE_THREADS as usize)
+                .map(|c| c.iter().sum())
+                .collect();
+            assert_eq!(out.to_vec(&b.stream).unwrap(), want, "{what}");
+        }
+    }
+
+    /// A barrier left out in the helper's reduction.
+    pub fn dynamic_shared_in_a_helper_missing_barrier(make: MakeContext) {
+        dynamic_case(make, 1, &[race(WAR, "helper-dyn-write", "helper-dyn-read")]);
+    }
+
+    /// The helper's reduction with every barrier: race-free.
+    pub fn dynamic_shared_in_a_helper_fixed(make: MakeContext) {
+        dynamic_case(make, 0, &[]);
     }
 }

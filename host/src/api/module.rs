@@ -57,6 +57,10 @@ impl Module {
     /// launches run plain) keeps both. Looking up an entry that was cut
     /// away is [`Error::EntryNotLoaded`].
     ///
+    /// Every device global the PTX declares (`device_global!`) gets its
+    /// own copy in the context's memory, which this module's kernels use
+    /// ([`Module::global`]).
+    ///
     /// On every backend the text is checked first: no NUL byte, a
     /// `.version` first, a `.target`, at least one `.entry`, balanced
     /// braces ([`Error::PtxText`] says what is wrong). A driver rejection

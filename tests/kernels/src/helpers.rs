@@ -180,3 +180,38 @@ pub fn helper_pdl_reader(y: GlobalSlice<u32>, z: GlobalSliceMut<u32>, mode: u32)
         grid_dependency::wait();
     }
 }
+
+/// The sum of every thread's `v` over the block (blocks of a power-of-two
+/// size), through the launch's dynamic shared memory, viewed and reduced
+/// in a helper; the barrier after the stride-64 round is left out when
+/// `skip` is set.
+fn block_sum(t: usize, v: u32, skip: bool) -> u32 {
+    let sums = dynamic_shared_array!(u32);
+    sums.store(t, v);
+    sync_threads();
+    let mut stride = block_dim().x as usize / 2;
+    while stride > 0 {
+        if t < stride {
+            let v = sums.load(t).wrapping_add(sums.load(t + stride)); // @helper-dyn-read
+            sums.store(t, v); // @helper-dyn-write
+        }
+        if !(skip && stride == 64) {
+            sync_threads();
+        }
+        stride /= 2;
+    }
+    sums.load(0)
+}
+
+/// `out[b]` = the sum of block `b`'s elements of `x`, through
+/// [`block_sum`]; racy with `skip_barrier == 1`.
+#[kernel]
+pub fn helper_dynamic_reduce(x: GlobalSlice<u32>, out: GlobalSliceMut<u32>, skip_barrier: u32) {
+    let t = thread_idx().x as usize;
+    let i = block_idx().x as usize * block_dim().x as usize + t;
+    let v = if i < x.len() { x.load(i) } else { 0 };
+    let sum = block_sum(t, v, skip_barrier == 1);
+    if t == 0 {
+        out.store(block_idx().x as usize, sum);
+    }
+}
