@@ -167,7 +167,7 @@ impl Rendezvous {
         (hello.rank, hello.world, hello.size, hello.fds) =
             (self.rank, self.world, size, fds.len() as u32);
         conn.send(&hello, fds)
-            .map_err(|e| self.lost_leader(&e, "sendmsg"))?;
+            .map_err(|e| self.leader_gone(&conn, &e, "sendmsg", start))?;
         let mut peers: Vec<PeerShare> = Vec::new();
         loop {
             let now = Instant::now();
@@ -183,7 +183,9 @@ impl Rendezvous {
             if !ready[0] {
                 continue;
             }
-            let Some((bytes, got)) = conn.recv().map_err(|e| self.lost_leader(&e, "recvmsg"))?
+            let Some((bytes, got)) = conn
+                .recv()
+                .map_err(|e| self.leader_gone(&conn, &e, "recvmsg", start))?
             else {
                 return Err(RendezvousError::MemberLost { rank: Some(0) });
             };
@@ -249,6 +251,34 @@ impl Rendezvous {
                 });
             }
             std::thread::sleep(CONNECT_RETRY.min(deadline - now));
+        }
+    }
+
+    /// What `op` failing with `e` on the connection to the leader means.
+    /// A leader that failed the group before reading this follower's
+    /// hello sent its verdict and closed the connection with the hello
+    /// unread, which the kernel reports to this end as a reset (on the
+    /// hello's send, or on the next receive, before the queued verdict):
+    /// the verdict, read then, is the error; without one, the leader is
+    /// lost.
+    fn leader_gone(
+        &self,
+        conn: &Conn,
+        e: &std::io::Error,
+        op: &'static str,
+        start: Instant,
+    ) -> RendezvousError {
+        let lost = self.lost_leader(e, op);
+        if !matches!(lost, RendezvousError::MemberLost { .. }) {
+            return lost;
+        }
+        // The leader is gone: the read does not wait.
+        match conn.recv() {
+            Ok(Some((bytes, _))) => match Frame::decode(&bytes) {
+                Ok(f) if f.kind == FrameKind::Abort => f.abort_error(&self.path, start.elapsed()),
+                _ => lost,
+            },
+            _ => lost,
         }
     }
 
@@ -622,6 +652,38 @@ mod tests {
                 Err(RendezvousError::InvalidRequest { .. })
             ));
         }
+    }
+
+    /// A leader that fails the group while a follower's hello sits unread
+    /// sends its verdict and closes; the kernel then reports a reset to
+    /// the follower before the verdict. The follower still returns the
+    /// verdict, not a lost leader.
+    #[test]
+    fn a_verdict_behind_a_reset_is_still_the_follower_s_error() {
+        let path = std::env::temp_dir().join(format!("vigil-rv-reset-{}.sock", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let listener = Listener::bind(&path, 4).expect("bind");
+        let verdict = RendezvousError::SizeMismatch {
+            rank: 2,
+            size: 4096,
+            expected: 8192,
+        };
+        let leader = {
+            let abort = Frame::abort(&verdict);
+            std::thread::spawn(move || {
+                let conn = listener.accept().expect("accept");
+                // Wait for the hello, leave it unread, answer and close.
+                let ready = poll_readable(&[conn.as_fd()], Duration::from_secs(10)).expect("poll");
+                assert!(ready[0], "the follower's hello arrives");
+                conn.send(&abort, &[]).expect("send the verdict");
+            })
+        };
+        let got = Rendezvous::new(&path, 1, 3)
+            .timeout(Duration::from_secs(10))
+            .exchange(8192, &[]);
+        leader.join().expect("leader thread");
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(got.unwrap_err(), verdict);
     }
 
     #[test]
