@@ -5,7 +5,8 @@
 //! through the typed handles in [`global`] (`load`, `store`, volatile
 //! accesses, and atomics with an explicit [`Ordering`] and [`Scope`]), the
 //! matrices of [`matrix`] and the partitions of [`partition`] (indexed by
-//! the proven indices of [`bounded`], which need no check per access), and
+//! the proven indices of [`bounded`], which need no check per access) and
+//! the module-level variables of [`device_global!`], and
 //! may use block-shared memory ([`shared_array!`],
 //! [`dynamic_shared_array!`], [`dynamic_shared`], and the scoped tiles of a
 //! [`shared_stack!`]), barriers ([`sync_threads`]),
