@@ -14,9 +14,7 @@
 //! launches (both backends order a dependent block after the kernel
 //! before it only from its `grid_dependency::wait()`).
 
-use vigil::{
-    DeviceBuffer, DeviceTensorMap, DeviceTensorMapMut, LaunchConfig, ReportKind, TiledLayout,
-};
+use vigil::{DeviceBuffer, DeviceTensorMap, DeviceTensorMapMut, LaunchConfig, TiledLayout};
 
 #[macro_use]
 mod common;
@@ -54,25 +52,10 @@ mod gpu {
         tensor_store_beside_an_ordered_load, tensor_store_and_an_unordered_load);
 }
 
-/// A distinct report: kind, line of the current access, line of the prior one.
-type Verdict = (ReportKind, u32, u32);
-
-/// The line of `async_races.rs` that carries `// @marker`.
-fn line_of(marker: &str) -> u32 {
-    common::marker_line(
-        include_str!("../kernels/src/async_races.rs"),
-        "async_races.rs",
-        marker,
-    )
-}
-
-fn race(kind: ReportKind, current: &str, prior: &str) -> Verdict {
-    (kind, line_of(current), line_of(prior))
-}
-
-fn check(what: &str, outcome: vigil::Result<()>, expected: &[Verdict]) {
-    common::check_reports(what, "src/async_races.rs", outcome, expected);
-}
+kernel_file_verdicts!(
+    "async_races.rs",
+    include_str!("../kernels/src/async_races.rs")
+);
 
 mod scenarios {
     use super::common::codes::*;

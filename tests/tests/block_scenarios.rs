@@ -13,7 +13,7 @@
 //! the launch, the GPU's sanitized barriers note each thread's call and
 //! the next synchronisation returns it (docs/src/design/block.md).
 
-use vigil::{DivergentBarrier, Error, LaunchConfig, ReportKind};
+use vigil::{DivergentBarrier, Error, LaunchConfig};
 
 #[macro_use]
 mod common;
@@ -79,25 +79,10 @@ mod gpu {
         near_static_limit_race, near_static_limit_fixed);
 }
 
-/// A distinct report: kind, line of the current access, line of the prior one.
-type Verdict = (ReportKind, u32, u32);
-
-/// The line of `block_races.rs` that carries `// @marker`.
-fn line_of(marker: &str) -> u32 {
-    common::marker_line(
-        include_str!("../kernels/src/block_races.rs"),
-        "block_races.rs",
-        marker,
-    )
-}
-
-fn race(kind: ReportKind, current: &str, prior: &str) -> Verdict {
-    (kind, line_of(current), line_of(prior))
-}
-
-fn check(what: &str, outcome: vigil::Result<()>, expected: &[Verdict]) {
-    common::check_reports(what, "src/block_races.rs", outcome, expected);
-}
+kernel_file_verdicts!(
+    "block_races.rs",
+    include_str!("../kernels/src/block_races.rs")
+);
 
 /// [`check`]s a scenario's outcome, if its backend ran it (`None`: the
 /// backend is not on this machine, and the skip was already reported).

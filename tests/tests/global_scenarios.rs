@@ -7,7 +7,7 @@
 //! host reads and writes a global by name, each module load with its own
 //! copy.
 
-use vigil::{Context, LaunchConfig, ReportKind};
+use vigil::{Context, LaunchConfig};
 
 #[macro_use]
 mod common;
@@ -56,23 +56,7 @@ fn plain_gpu_context(_workers: usize) -> Option<Context> {
     )
 }
 
-/// A distinct report: kind, line of the current access, line of the prior one.
-type Verdict = (ReportKind, u32, u32);
-
-fn race(kind: ReportKind, current: &str, prior: &str) -> Verdict {
-    let line = |marker| {
-        common::marker_line(
-            include_str!("../kernels/src/globals.rs"),
-            "globals.rs",
-            marker,
-        )
-    };
-    (kind, line(current), line(prior))
-}
-
-fn check(what: &str, outcome: vigil::Result<()>, expected: &[Verdict]) {
-    common::check_reports(what, "src/globals.rs", outcome, expected);
-}
+kernel_file_verdicts!("globals.rs", include_str!("../kernels/src/globals.rs"));
 
 mod scenarios {
     use super::common::codes::*;

@@ -8,7 +8,7 @@
 //! generic form (`sync_threads_in::<S>()` in a helper generic over `S`),
 //! which still compiles and is checked the same way.
 
-use vigil::{LaunchConfig, ReportKind};
+use vigil::LaunchConfig;
 
 #[macro_use]
 mod common;
@@ -33,25 +33,7 @@ mod gpu {
         dynamic_shared_in_a_helper_missing_barrier, dynamic_shared_in_a_helper_fixed);
 }
 
-/// A distinct report: kind, line of the current access, line of the prior one.
-type Verdict = (ReportKind, u32, u32);
-
-/// The line of `helpers.rs` that carries `// @marker`.
-fn line_of(marker: &str) -> u32 {
-    common::marker_line(
-        include_str!("../kernels/src/helpers.rs"),
-        "helpers.rs",
-        marker,
-    )
-}
-
-fn race(kind: ReportKind, current: &str, prior: &str) -> Verdict {
-    (kind, line_of(current), line_of(prior))
-}
-
-fn check(what: &str, outcome: vigil::Result<()>, expected: &[Verdict]) {
-    common::check_reports(what, "src/helpers.rs", outcome, expected);
-}
+kernel_file_verdicts!("helpers.rs", include_str!("../kernels/src/helpers.rs"));
 
 mod scenarios {
     use super::common::codes::*;

@@ -14,8 +14,6 @@
 //! persistent-kernel cases use two workers, so the spinning block really
 //! waits for a block running beside it.
 
-use vigil::ReportKind;
-
 #[macro_use]
 mod common;
 
@@ -58,26 +56,7 @@ macro_rules! race_scenarios {
 race_scenarios!(cpu, super::common::cpu_context);
 race_scenarios!(gpu, super::common::gpu_context);
 
-/// A distinct report as the suite compares them: kind, line of the
-/// current access, line of the prior access.
-type Verdict = (ReportKind, u32, u32);
-
-/// The line of `races.rs` that carries `// @marker`.
-fn line_of(marker: &str) -> u32 {
-    common::marker_line(include_str!("../kernels/src/races.rs"), "races.rs", marker)
-}
-
-/// The expected report: `kind`, the current access at `current`'s marker,
-/// the prior one at `prior`'s.
-fn race(kind: ReportKind, current: &str, prior: &str) -> Verdict {
-    (kind, line_of(current), line_of(prior))
-}
-
-/// Checks the outcome of a synchronisation against the expected distinct
-/// reports (none: `Ok`).
-fn check(what: &str, outcome: vigil::Result<()>, expected: &[Verdict]) {
-    common::check_reports(what, "src/races.rs", outcome, expected);
-}
+kernel_file_verdicts!("races.rs", include_str!("../kernels/src/races.rs"));
 
 mod scenarios {
     use super::common::codes::*;

@@ -31,6 +31,40 @@ macro_rules! scenario_tests {
     )*};
 }
 
+/// The verdict helpers of a suite over one kernel file of
+/// `tests/kernels/src/` (`$file`, its text `$source`, an `include_str!`
+/// written in the suite so that its path is the suite's):
+/// `type Verdict` (kind, line of the current access, line of the prior
+/// one), `line_of(marker)` (the line carrying `// @marker`),
+/// `race(kind, current, prior)` (the expected report at two markers) and
+/// `check(what, outcome, expected)` (the distinct reports against the
+/// expected ones; none: `Ok`).
+#[allow(unused_macros)] // used by the suites over one kernel file
+macro_rules! kernel_file_verdicts {
+    ($file:literal, $source:expr) => {
+        /// A distinct report: kind, line of the current access, line of
+        /// the prior one.
+        type Verdict = (vigil::ReportKind, u32, u32);
+
+        /// The line of the kernel file that carries `// @marker`.
+        fn line_of(marker: &str) -> u32 {
+            common::marker_line($source, $file, marker)
+        }
+
+        /// The expected report: `kind`, the current access at `current`'s
+        /// marker, the prior one at `prior`'s.
+        fn race(kind: vigil::ReportKind, current: &str, prior: &str) -> Verdict {
+            (kind, line_of(current), line_of(prior))
+        }
+
+        /// Checks a synchronisation's outcome against the expected
+        /// distinct reports (none: `Ok`).
+        fn check(what: &str, outcome: vigil::Result<()>, expected: &[Verdict]) {
+            common::check_reports(what, concat!("src/", $file), outcome, expected);
+        }
+    };
+}
+
 /// Makes a sanitized context with `workers` CPU workers (ignored on a GPU),
 /// or `None` when the backend is not available here (the case is skipped).
 pub type MakeContext = fn(usize) -> Option<Context>;
