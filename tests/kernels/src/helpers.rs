@@ -204,7 +204,7 @@ fn block_sum(t: usize, v: u32, skip: bool) -> u32 {
 }
 
 /// `out[b]` = the sum of block `b`'s elements of `x`, through
-/// [`block_sum`]; racy with `skip_barrier == 1`.
+/// `block_sum`; racy with `skip_barrier == 1`.
 #[kernel]
 pub fn helper_dynamic_reduce(x: GlobalSlice<u32>, out: GlobalSliceMut<u32>, skip_barrier: u32) {
     let t = thread_idx().x as usize;
