@@ -20,7 +20,8 @@ mod cpu {
         neighbours_in_a_helper_without_sync, neighbours_in_a_helper_with_sync_warp,
         fences_in_helpers, fence_in_the_writer_helper_only, fence_in_the_reader_helper_only,
         dependent_waits_in_a_helper, dependent_reads_early_in_a_helper,
-        dynamic_shared_in_a_helper_missing_barrier, dynamic_shared_in_a_helper_fixed);
+        dynamic_shared_in_a_helper_missing_barrier, dynamic_shared_in_a_helper_fixed,
+        stack_phases_in_helpers_unsynced, stack_phases_in_helpers);
 }
 
 mod gpu {
@@ -30,7 +31,8 @@ mod gpu {
         neighbours_in_a_helper_without_sync, neighbours_in_a_helper_with_sync_warp,
         fences_in_helpers, fence_in_the_writer_helper_only, fence_in_the_reader_helper_only,
         dependent_waits_in_a_helper, dependent_reads_early_in_a_helper,
-        dynamic_shared_in_a_helper_missing_barrier, dynamic_shared_in_a_helper_fixed);
+        dynamic_shared_in_a_helper_missing_barrier, dynamic_shared_in_a_helper_fixed,
+        stack_phases_in_helpers_unsynced, stack_phases_in_helpers);
 }
 
 kernel_file_verdicts!("helpers.rs", include_str!("../kernels/src/helpers.rs"));
@@ -284,5 +286,45 @@ mod scenarios {
     /// The helper's reduction with every barrier: race-free.
     pub fn dynamic_shared_in_a_helper_fixed(make: MakeContext) {
         dynamic_case(make, 0, &[]);
+    }
+
+    /// [`helper_stack_phases()`] (one block of 256 threads) with
+    /// `unsynced`: its verdict, and its result when race-free.
+    fn stack_case(make: MakeContext, unsynced: u32, expected: &[Verdict]) {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let input: Vec<f32> = (0..256).map(|i| (i * 7 % 31) as f32).collect();
+        let x = DeviceBuffer::from_slice(&b.stream, &input).expect("buffer");
+        let mut out = b.zeros_of::<f32>(256);
+        let outcome = b
+            .stream
+            .launch(
+                &b.kernel::<helper_stack_phases>(),
+                LaunchConfig::new(1, 256),
+                (&x, &mut out, unsynced),
+            )
+            .and_then(|()| b.sync());
+        let what = format!("stack phases in helpers, unsynced {unsynced}");
+        check(&what, outcome, expected);
+        if expected.is_empty() {
+            let want: Vec<f32> = (0..256).map(|t| input[t] + t as f32).collect();
+            assert_eq!(out.to_vec(&b.stream).unwrap(), want, "{what}");
+        }
+    }
+
+    /// The first phase's tiles popped without a barrier: the second
+    /// phase's stores race with the first's reads.
+    pub fn stack_phases_in_helpers_unsynced(make: MakeContext) {
+        stack_case(
+            make,
+            1,
+            &[race(WAR, "helper-spread-write", "helper-phase-read")],
+        );
+    }
+
+    /// Popped with `pop_synced`: race-free.
+    pub fn stack_phases_in_helpers(make: MakeContext) {
+        stack_case(make, 0, &[]);
     }
 }

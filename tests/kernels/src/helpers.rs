@@ -215,3 +215,50 @@ pub fn helper_dynamic_reduce(x: GlobalSlice<u32>, out: GlobalSliceMut<u32>, skip
         out.store(block_idx().x as usize, sum);
     }
 }
+
+/// Bytes of [`helper_stack_phases()`]'s stack: two 1 KiB tiles.
+pub const HELPER_STACK: usize = 2048;
+
+/// The first phase on `smem`: each thread stages `x[t]` and `t`, then
+/// reads its mirror's pair and pops both tiles (waiting for every
+/// thread when `synced`, not otherwise): `x[255 - t] + (255 - t)`.
+fn first_phase(
+    smem: &mut SharedStack<HELPER_STACK>,
+    x: GlobalSlice<f32>,
+    t: usize,
+    synced: bool,
+) -> f32 {
+    let sums = smem.push::<f32, 256>();
+    let counts = smem.push::<u32, 256>();
+    sums.store(t, x.load(t));
+    counts.store(t, t as u32);
+    sync_threads();
+    let (s, c) = (sums.load(255 - t), counts.load(255 - t)); // @helper-phase-read
+    if synced {
+        smem.pop_synced((counts, sums));
+    } else {
+        smem.pop_unsynced((counts, sums));
+    }
+    s + c as f32
+}
+
+/// The second phase: a tile on the first phase's bytes, each thread's
+/// `v` read back by its mirror.
+fn second_phase(smem: &mut SharedStack<HELPER_STACK>, v: f32, t: usize) -> f32 {
+    let spread = smem.push::<f32, 256>();
+    spread.store(t, v); // @helper-spread-write
+    sync_threads();
+    spread.load(255 - t)
+}
+
+/// `out[t] = x[t] + t` (one block of 256 threads) through two phases of
+/// a shared-memory stack, each in a helper that takes the stack by its
+/// plain type; the first pops its tiles without waiting when
+/// `unsynced == 1`, so the second's stores race with its reads.
+#[kernel]
+pub fn helper_stack_phases(x: GlobalSlice<f32>, out: GlobalSliceMut<f32>, unsynced: u32) {
+    let mut smem = shared_stack!(HELPER_STACK);
+    let t = thread_idx().x as usize;
+    let v = first_phase(&mut smem, x, t, unsynced != 1);
+    out.store(t, second_phase(&mut smem, v, t));
+}
