@@ -7,9 +7,10 @@ use crate::api::memory::{DeviceBuffer, DeviceSliceMut};
 use crate::api::stream::Stream;
 use crate::backend::ModuleHandle;
 use crate::error::{Error, Result};
+use crate::launch_abi::ptx_cut::variables_named;
 use bytemuck::Pod;
 use std::marker::PhantomData;
-use vigil_shared::gpu::GLOBAL_SYMBOL_PREFIX;
+use vigil_shared::gpu::{split_builds, GLOBAL_SYMBOL_PREFIX};
 
 /// The device globals of one loaded module: each one's copy in the
 /// context's memory, which the module's kernels use (a GPU module's
@@ -72,30 +73,15 @@ impl ModuleGlobals {
     }
 }
 
-/// The names of the device globals `ptx` declares (each once: a text of
-/// two builds declares them in both).
+/// The names of the device globals `ptx` declares, each once. A text of
+/// two builds declares them in both: its plain part, a fraction of the
+/// text, is read.
 pub(crate) fn global_names(ptx: &str) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    for line in ptx.lines() {
-        let line = line.trim_start();
-        let declares = line.starts_with(".global")
-            || line.starts_with(".visible .global")
-            || line.starts_with(".weak .global");
-        if !declares {
-            continue;
-        }
-        let Some(at) = line.find(GLOBAL_SYMBOL_PREFIX) else {
-            continue;
-        };
-        let name: String = line[at + GLOBAL_SYMBOL_PREFIX.len()..]
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$')
-            .collect();
-        if !name.is_empty() && !names.contains(&name) {
-            names.push(name);
-        }
-    }
-    names
+    let declared = split_builds(ptx).map_or(ptx, |(plain, _)| plain);
+    variables_named(declared, GLOBAL_SYMBOL_PREFIX)
+        .into_iter()
+        .map(|symbol| symbol[GLOBAL_SYMBOL_PREFIX.len()..].to_owned())
+        .collect()
 }
 
 /// A device global of a loaded module, as `len()` elements of `T`, for
@@ -155,8 +141,13 @@ mod tests {
 .visible .global .align 8 .b8 vigil_global_FLAG[24] = {0};
 .global .align 4 .u32 counter;
 .visible .global .align 8 .b8 vigil_global_BINS[48];
+.visible .entry k()
+{
 \tld.global.u32 %r1, [vigil_global_FLAG+16];
+\tret;
+}
 // vigil: the sanitized build of this kernel crate follows
+.version 8.3
 .visible .global .align 8 .b8 vigil_global_FLAG[24] = {0};
 ";
         assert_eq!(global_names(ptx), ["FLAG", "BINS"]);

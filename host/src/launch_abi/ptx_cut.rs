@@ -130,6 +130,24 @@ fn reachable(items: &[Item<'_>], keep_entry: impl Fn(&str) -> bool) -> Vec<bool>
     keep
 }
 
+/// The module-scope variables `ptx` defines or declares whose names start
+/// with `prefix`, each once, in order (none when the text has an item the
+/// cut does not understand).
+pub(crate) fn variables_named<'a>(ptx: &'a str, prefix: &str) -> Vec<&'a str> {
+    let mut names: Vec<&str> = Vec::new();
+    let items = split(ptx).unwrap_or_default();
+    for name in items
+        .iter()
+        .filter(|it| !it.is_entry)
+        .filter_map(|it| it.name)
+    {
+        if name.starts_with(prefix) && !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
 /// Splits `ptx` into top-level items, or `None` when one is not a header
 /// directive, a function (`.entry`/`.func`, defined or declared) or a
 /// module-scope variable with a name.

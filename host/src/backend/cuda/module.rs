@@ -192,7 +192,9 @@ impl CudaModule {
         // SAFETY: as above: the value, past the header.
         unsafe { driver_memory::memcpy_dtoh(&mut value, at + GLOBAL_VALUE_OFFSET as u64) }?;
         let to = place(&value)?;
-        self.point_global(symbol, to)?;
+        // SAFETY: the symbol's first 8 bytes, its slot, in this live
+        // module; no kernel of it has run yet.
+        unsafe { driver_memory::memcpy_htod(at, &to.to_ne_bytes()) }?;
         if let Some(twin) = &self.plain_twin {
             twin.point_global(symbol, to)?;
         }
@@ -206,7 +208,8 @@ impl CudaModule {
         Ok(unsafe { driver::module_get_global(self.raw, symbol) }?)
     }
 
-    /// Writes `to` into device global `symbol`'s slot.
+    /// Writes `to` into device global `symbol`'s slot, if this module has
+    /// the global.
     fn point_global(&self, symbol: &CStr, to: u64) -> Result<()> {
         if let Some((at, _)) = self.global_symbol(symbol)? {
             // SAFETY: the symbol's first 8 bytes, its slot, in this live
