@@ -81,13 +81,7 @@ mod scenarios {
         blocks: u32,
         args: A,
     ) -> vigil::Result<()> {
-        b.stream
-            .launch(
-                &b.kernel::<K>(),
-                LaunchConfig::new(blocks, ASYNC_RACE_THREADS),
-                args,
-            )
-            .and_then(|()| b.sync())
+        b.run::<K, A>(LaunchConfig::new(blocks, ASYNC_RACE_THREADS), args)
     }
 
     /// One block of kernel `K` over `inputs` distinct values `xs` and a
@@ -415,10 +409,7 @@ mod scenarios {
         } else {
             config
         };
-        let outcome = b
-            .stream
-            .launch(&b.kernel::<pdl_reader>(), dependent, (&y, &mut z, mode))
-            .and_then(|()| b.sync());
+        let outcome = b.run::<pdl_reader, _>(dependent, (&y, &mut z, mode));
         let what = format!("pdl_reader, mode {mode}, programmatic: {programmatic}");
         check(&what, outcome, expected);
         if expected.is_empty() {

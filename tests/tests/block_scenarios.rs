@@ -105,32 +105,7 @@ mod scenarios {
         threads: u32,
         args: A,
     ) -> vigil::Result<()> {
-        b.stream
-            .launch(&b.kernel::<K>(), LaunchConfig::new(1, threads), args)
-            .and_then(|()| b.sync())
-    }
-
-    /// Launches `K` with `config`, waits for it through an event (which,
-    /// unlike a synchronisation, leaves the reports to collect) and
-    /// returns its races as a synchronisation would, asserting that every
-    /// shared array was checked (none counted unchecked: on the GPU the
-    /// large and dynamic ones go through the window shadow).
-    fn run_all_checked<K: Kernel, A: KernelArgs<K::Params>>(
-        b: &Bench,
-        config: LaunchConfig,
-        args: A,
-    ) -> vigil::Result<()> {
-        b.stream.launch(&b.kernel::<K>(), config, args)?;
-        let done = vigil::Event::new(&b.ctx)?;
-        done.record(&b.stream)?;
-        done.synchronize()?;
-        let reports = b.ctx.take_reports();
-        assert_eq!(reports.unchecked_arrays(), 0, "{reports}");
-        if reports.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::Races(reports))
-        }
+        b.run::<K, A>(LaunchConfig::new(1, threads), args)
     }
 
     /// `data` on the device.
@@ -200,8 +175,7 @@ mod scenarios {
         let zeros = || DeviceBuffer::from_slice(&b.stream, &vec![T::from(0); n]).expect("buffer");
         let (da, db) = (up(&a), up(&bm));
         let (mut at, mut bt) = (zeros(), zeros());
-        let outcome = run_all_checked::<K, _>(
-            &b,
+        let outcome = b.run_all_checked::<K, _>(
             LaunchConfig::new(1, threads),
             (&da, &db, &mut at, &mut bt, reuse_barrier),
         );
@@ -273,8 +247,7 @@ mod scenarios {
         let x = upload(&b, &input);
         let mut out = b.zeros(blocks as usize);
         let config = LaunchConfig::new(blocks, REDUCE_THREADS).with_shared_mem(REDUCE_THREADS * 4);
-        let outcome =
-            run_all_checked::<dynamic_reduce, _>(&b, config, (&x, &mut out, skip_barrier));
+        let outcome = b.run_all_checked::<dynamic_reduce, _>(config, (&x, &mut out, skip_barrier));
         Some((outcome, download(&b, &out)))
     }
 
@@ -321,7 +294,7 @@ mod scenarios {
         };
         let mut out = b.zeros(threads);
         let config = LaunchConfig::new(1, threads as u32);
-        let outcome = run_all_checked::<K, _>(&b, config, (&mut out, barrier));
+        let outcome = b.run_all_checked::<K, _>(config, (&mut out, barrier));
         check(what, outcome, expected);
         if barrier == 1 {
             let want: Vec<u32> = (0..threads)

@@ -76,14 +76,7 @@ mod scenarios {
             return;
         };
         let mut out = b.zeros(1);
-        let outcome = b
-            .stream
-            .launch(
-                &b.kernel::<global_flag>(),
-                LaunchConfig::new(2, 1),
-                (&mut out, fences),
-            )
-            .and_then(|()| b.sync());
+        let outcome = b.run::<global_flag, _>(LaunchConfig::new(2, 1), (&mut out, fences));
         let what = format!("a flag in a device global, fences {fences}");
         check(&what, outcome, expected);
         assert_eq!(out.to_vec(&b.stream).unwrap(), [42], "{what}");
@@ -118,14 +111,7 @@ mod scenarios {
         let Some(b) = Bench::new(make, 1) else {
             return;
         };
-        let outcome = b
-            .stream
-            .launch(
-                &b.kernel::<global_lock>(),
-                LaunchConfig::new(LOCK_BLOCKS, 32),
-                (release,),
-            )
-            .and_then(|()| b.sync());
+        let outcome = b.run::<global_lock, _>(LaunchConfig::new(LOCK_BLOCKS, 32), (release,));
         let what = format!("a lock in a device global, release {release}");
         check(&what, outcome, expected);
         let total = b.module.global::<u32>("TOTAL").expect("TOTAL");
@@ -161,14 +147,7 @@ mod scenarios {
             .map(|i| i.wrapping_mul(2_654_435_761) >> 7)
             .collect();
         let x = DeviceBuffer::from_slice(&b.stream, &input).expect("buffer");
-        let outcome = b
-            .stream
-            .launch(
-                &b.kernel::<global_histogram>(),
-                LaunchConfig::new(16, 256),
-                (&x,),
-            )
-            .and_then(|()| b.sync());
+        let outcome = b.run::<global_histogram, _>(LaunchConfig::new(16, 256), (&x,));
         check("a histogram in a device global", outcome, &[]);
         let mut want = [0u32; 8];
         for v in &input {

@@ -57,14 +57,10 @@ mod scenarios {
         let input: Vec<u32> = (1..=64).collect();
         let x = DeviceBuffer::from_slice(&b.stream, &input).expect("buffer");
         let mut out = b.zeros(1);
-        let outcome = b
-            .stream
-            .launch(
-                &b.kernel::<K>(),
-                LaunchConfig::new(1, HELPER_TREE_THREADS),
-                (&x, &mut out, skip_barrier),
-            )
-            .and_then(|()| b.sync());
+        let outcome = b.run::<K, _>(
+            LaunchConfig::new(1, HELPER_TREE_THREADS),
+            (&x, &mut out, skip_barrier),
+        );
         let what = format!("{}, skip_barrier {skip_barrier}", K::NAME);
         check(&what, outcome, expected);
         if expected.is_empty() {
@@ -115,14 +111,7 @@ mod scenarios {
         let input: Vec<u32> = (100..132).collect();
         let x = DeviceBuffer::from_slice(&b.stream, &input).expect("buffer");
         let mut out = b.zeros(32);
-        let outcome = b
-            .stream
-            .launch(
-                &b.kernel::<helper_neighbours>(),
-                LaunchConfig::new(1, 32),
-                (&x, &mut out, sync),
-            )
-            .and_then(|()| b.sync());
+        let outcome = b.run::<helper_neighbours, _>(LaunchConfig::new(1, 32), (&x, &mut out, sync));
         let what = format!("neighbour exchange in a helper, sync {sync}");
         check(&what, outcome, expected);
         if expected.is_empty() {
@@ -153,14 +142,10 @@ mod scenarios {
             return;
         };
         let (mut data, mut flag, mut out) = (b.zeros(1), b.zeros(1), b.zeros(1));
-        let outcome = b
-            .stream
-            .launch(
-                &b.kernel::<helper_fenced_flag>(),
-                LaunchConfig::new(2, 1),
-                (&mut data, &mut flag, &mut out, fences),
-            )
-            .and_then(|()| b.sync());
+        let outcome = b.run::<helper_fenced_flag, _>(
+            LaunchConfig::new(2, 1),
+            (&mut data, &mut flag, &mut out, fences),
+        );
         let what = format!("a flag between blocks through helpers, fences {fences}");
         check(&what, outcome, expected);
         assert_eq!(out.to_vec(&b.stream).unwrap(), [9], "{what}");
@@ -196,14 +181,10 @@ mod scenarios {
         b.stream
             .launch(&b.kernel::<pdl_writer>(), config, (&mut y,))
             .expect("pdl_writer");
-        let outcome = b
-            .stream
-            .launch(
-                &b.kernel::<helper_pdl_reader>(),
-                config.with_programmatic_stream_serialization(),
-                (&y, &mut z, mode),
-            )
-            .and_then(|()| b.sync());
+        let outcome = b.run::<helper_pdl_reader, _>(
+            config.with_programmatic_stream_serialization(),
+            (&y, &mut z, mode),
+        );
         let what = format!("a dependent launch waiting in a helper, mode {mode}");
         if mode == 0 {
             check(&what, outcome, &[]);
@@ -250,23 +231,8 @@ mod scenarios {
         let x = DeviceBuffer::from_slice(&b.stream, &input).expect("buffer");
         let mut out = b.zeros(blocks as usize);
         let config = LaunchConfig::new(blocks, REDUCE_THREADS).with_shared_mem(REDUCE_THREADS * 4);
-        b.stream
-            .launch(
-                &b.kernel::<helper_dynamic_reduce>(),
-                config,
-                (&x, &mut out, skip_barrier),
-            )
-            .expect("launch");
-        let done = vigil::Event::new(&b.ctx).expect("event");
-        done.record(&b.stream).expect("record");
-        done.synchronize().expect("wait");
-        let reports = b.ctx.take_reports();
-        assert_eq!(reports.unchecked_arrays(), 0, "{reports}");
-        let outcome = if reports.is_empty() {
-            Ok(())
-        } else {
-            Err(vigil::Error::Races(reports))
-        };
+        let outcome =
+            b.run_all_checked::<helper_dynamic_reduce, _>(config, (&x, &mut out, skip_barrier));
         let what = format!("a helper's dynamic shared memory, skip_barrier {skip_barrier}");
         check(&what, outcome, expected);
         if expected.is_empty() {
@@ -297,14 +263,8 @@ mod scenarios {
         let input: Vec<f32> = (0..256).map(|i| (i * 7 % 31) as f32).collect();
         let x = DeviceBuffer::from_slice(&b.stream, &input).expect("buffer");
         let mut out = b.zeros_of::<f32>(256);
-        let outcome = b
-            .stream
-            .launch(
-                &b.kernel::<helper_stack_phases>(),
-                LaunchConfig::new(1, 256),
-                (&x, &mut out, unsynced),
-            )
-            .and_then(|()| b.sync());
+        let outcome =
+            b.run::<helper_stack_phases, _>(LaunchConfig::new(1, 256), (&x, &mut out, unsynced));
         let what = format!("stack phases in helpers, unsynced {unsynced}");
         check(&what, outcome, expected);
         if expected.is_empty() {

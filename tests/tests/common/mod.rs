@@ -4,7 +4,8 @@
 #![allow(dead_code)] // each suite uses its part
 
 use vigil::{
-    Context, DeviceBuffer, Kernel, KernelFn, LaunchConfig, Module, RaceReports, ReportKind, Stream,
+    Context, DeviceBuffer, Kernel, KernelArgs, KernelFn, LaunchConfig, Module, RaceReports,
+    ReportKind, Stream,
 };
 use vigil_tests::KERNELS_PTX;
 
@@ -222,6 +223,41 @@ impl Bench {
 
     pub fn kernel<K: Kernel>(&self) -> KernelFn<K> {
         self.module.kernel::<K>().expect("kernel in the module")
+    }
+
+    /// Launches `K` with `config` on the bench's stream and synchronises:
+    /// the launch's races, as the synchronisation returns them.
+    pub fn run<K: Kernel, A: KernelArgs<K::Params>>(
+        &self,
+        config: LaunchConfig,
+        args: A,
+    ) -> vigil::Result<()> {
+        self.stream
+            .launch(&self.kernel::<K>(), config, args)
+            .and_then(|()| self.sync())
+    }
+
+    /// Launches `K` with `config`, waits for it through an event (which,
+    /// unlike a synchronisation, leaves the reports to collect) and
+    /// returns its races as a synchronisation would, asserting that every
+    /// shared array was checked (none counted unchecked: on the GPU the
+    /// large and dynamic ones go through the window shadow).
+    pub fn run_all_checked<K: Kernel, A: KernelArgs<K::Params>>(
+        &self,
+        config: LaunchConfig,
+        args: A,
+    ) -> vigil::Result<()> {
+        self.stream.launch(&self.kernel::<K>(), config, args)?;
+        let done = vigil::Event::new(&self.ctx)?;
+        done.record(&self.stream)?;
+        done.synchronize()?;
+        let reports = self.ctx.take_reports();
+        assert_eq!(reports.unchecked_arrays(), 0, "{reports}");
+        if reports.is_empty() {
+            Ok(())
+        } else {
+            Err(vigil::Error::Races(reports))
+        }
     }
 
     /// `n` zeroed `u32`s, ready for every stream.
