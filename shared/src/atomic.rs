@@ -65,6 +65,24 @@ pub trait AtomicFamily {
     fn fence(order: MemOrder);
     /// Called in every spin loop (loom needs a yield here to terminate).
     fn spin();
+    /// The cell at `first` and the one right after it, each read relaxed:
+    /// two single-copy-atomic loads, not one snapshot of both. A platform
+    /// with a paired load issues them as one access (one round trip where
+    /// two dependent loads would take two).
+    ///
+    /// # Safety
+    /// `first` and `first + 1` must be live cells of one allocation, and
+    /// `first` 16-aligned.
+    #[inline(always)]
+    unsafe fn load_pair_relaxed(first: *const Self::U64) -> [u64; 2] {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            [
+                (*first).load(MemOrder::Relaxed),
+                (*first.add(1)).load(MemOrder::Relaxed),
+            ]
+        }
+    }
 }
 
 /// `core::sync::atomic`: what the PTX build and the CPU backend use.

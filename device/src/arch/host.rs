@@ -417,6 +417,17 @@ pub fn backoff() {
     std::thread::yield_now()
 }
 
+/// The two `u64`s at `p`, each read relaxed (the GPU's paired load).
+///
+/// # Safety
+/// `p` must be 16-aligned, valid for reads of 16 bytes, and accessed only
+/// atomically.
+pub unsafe fn load_relaxed_pair(p: *const u64) -> [u64; 2] {
+    use vigil_shared::atomic::{AtomicFamily, CoreAtomics};
+    // SAFETY: forwarded from the caller; `AtomicU64` has `u64`'s layout.
+    unsafe { CoreAtomics::load_pair_relaxed(p as *const std::sync::atomic::AtomicU64) }
+}
+
 pub fn smid() -> u32 {
     with_current(|c| c.smid)
 }

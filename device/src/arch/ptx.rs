@@ -739,6 +739,27 @@ pub fn backoff() {
     unsafe { asm!("nanosleep.u32 100;", options(nomem, nostack)) }
 }
 
+/// The two `u64`s at `p`, each read relaxed at device scope, in one
+/// paired load (`ld.relaxed.gpu.global.v2.u64`).
+///
+/// # Safety
+/// `p` must be 16-aligned global memory, valid for reads of 16 bytes.
+#[inline(always)]
+pub unsafe fn load_relaxed_pair(p: *const u64) -> [u64; 2] {
+    let (a, b): (u64, u64);
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        asm!(
+            "ld.relaxed.gpu.global.v2.u64 {{{a}, {b}}}, [{p}];",
+            a = out(reg64) a,
+            b = out(reg64) b,
+            p = in(reg64) p,
+            options(nostack, readonly)
+        )
+    };
+    [a, b]
+}
+
 /// Aborts the kernel (`trap`): the host sees a launch failure.
 #[inline(always)]
 pub fn trap() -> ! {

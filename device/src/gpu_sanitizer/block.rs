@@ -67,6 +67,7 @@ use vigil_shared::{AccessKind, Scope};
 use super::cta::{cta_epoch, lane, CtaState};
 use super::hooks::linear_block;
 use super::report::Reporter;
+use super::warp::Group;
 use crate::arch::ptx as arch;
 use crate::sanitizer::SharedAccess;
 
@@ -505,13 +506,21 @@ fn checked_barrier(site: u32, location: u64) {
     let (slot, flag) = barrier_words();
     let mine = barrier_slot(tag, site);
     let divergent = barrier_slot(tag, EXIT_SITE);
-    let mut seen = slot.load(Ordering::Relaxed);
-    while slot_tag(seen) != tag {
-        match slot.compare_exchange(seen, mine, Ordering::Relaxed, Ordering::Relaxed) {
-            Ok(_) => seen = mine,
-            Err(now) => seen = now,
+    // The lanes of a warp arriving together from one site settle the
+    // slot once: one shared-memory exchange a warp, not one a thread on
+    // the same word.
+    let group = Group::of([mine]);
+    let mut seen = 0;
+    if group.is_leader() {
+        seen = slot.load(Ordering::Relaxed);
+        while slot_tag(seen) != tag {
+            match slot.compare_exchange(seen, mine, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => seen = mine,
+                Err(now) => seen = now,
+            }
         }
     }
+    let seen = group.leader_value(seen);
     if seen != mine {
         flag.store(divergent, Ordering::Relaxed);
     }

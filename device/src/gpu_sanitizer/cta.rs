@@ -42,8 +42,9 @@ pub(super) struct CtaState {
     pub runtime: u64,
     /// The launch's record in the launch ring.
     pub record: u64,
-    /// The launching context's report buffer.
-    pub reports: u64,
+    /// The region mask of its SM (`region_mask`), kept so that exit gives
+    /// the region back without reading the runtime again.
+    pub region_mask: u64,
     /// The CTA's serial (the same-block layer's "thread id").
     pub tid: u32,
     /// The launch's first serial.
@@ -101,7 +102,18 @@ impl CtaState {
     pub fn reporter(&self) -> Reporter<'static> {
         // SAFETY: the host passes a live runtime and a report buffer that
         // lives as long as its context.
-        unsafe { Reporter::new(self.runtime(), self.reports) }
+        unsafe { Reporter::new(self.runtime(), self.reports()) }
+    }
+
+    /// The launching context's report buffer, from the launch's record
+    /// (read where a report or a count is written, not at entry).
+    #[inline(always)]
+    pub fn reports(&self) -> u64 {
+        // SAFETY: the launch's record, live for the launch: words the host
+        // wrote before it.
+        let rec =
+            unsafe { core::slice::from_raw_parts(self.record as *const u32, launch_record::WORDS) };
+        u64::from(rec[launch_record::REPORTS]) | u64::from(rec[launch_record::REPORTS + 1]) << 32
     }
 
     /// Its region, counted over the device's SMs (the same-block layer's
@@ -297,9 +309,15 @@ fn region_mask(rt: &GpuRuntime, smid: u32) -> *mut u32 {
 /// region masks).
 #[inline(always)]
 fn extension_masks(rt: &GpuRuntime, smid: u32) -> *mut u32 {
+    extension_masks_after(region_mask(rt, smid))
+}
+
+/// The extension mask of the SM whose region mask is `region_mask`.
+#[inline(always)]
+fn extension_masks_after(region_mask: *mut u32) -> *mut u32 {
     // SAFETY (of the offset): the extension masks follow the region
     // masks, as many, live as long as the runtime.
-    region_mask(rt, smid).wrapping_add(REGION_MASK_SMS as usize)
+    region_mask.wrapping_add(REGION_MASK_SMS as usize)
 }
 
 /// A claim of extension regions of an SM (see [`ExtensionClaim::issue`]).
@@ -412,31 +430,29 @@ fn region_guess(lanes: u32) -> u32 {
 }
 
 /// Gives the CTA's region and its `count` extension regions from `first`
-/// back: everything it did in their memory is done (one release fence
-/// for both).
+/// back: everything it did in their memory is done. The region's bit is
+/// cleared by a release reduction: a release fence would also invalidate
+/// the SM's L1 (its acquire half), which the CTAs still running there
+/// pay for; with extensions to give back too, one fence serves both.
 #[inline(always)]
-fn release_regions(rt: &GpuRuntime, smid: u32, region: u32, first: u32, count: u32) {
-    arch::fence(MemoryOrder::Release, Scope::Device);
-    if count != 0 {
+fn release_regions(region_mask: *mut u32, region: u32, first: u32, count: u32) {
+    let region_order = if count != 0 {
+        arch::fence(MemoryOrder::Release, Scope::Device);
         // SAFETY: an extension mask of the live runtime, 4-aligned.
         unsafe {
             u32::arch_and(
-                extension_masks(rt, smid),
+                extension_masks_after(region_mask),
                 !run_mask(first, count),
                 MemoryOrder::Relaxed,
                 Scope::Device,
             )
         };
-    }
-    // SAFETY: a region mask of the live runtime, 4-aligned.
-    unsafe {
-        u32::arch_and(
-            region_mask(rt, smid),
-            !(1 << region),
-            MemoryOrder::Relaxed,
-            Scope::Device,
-        )
+        MemoryOrder::Relaxed
+    } else {
+        MemoryOrder::Release
     };
+    // SAFETY: a region mask of the live runtime, 4-aligned.
+    unsafe { u32::arch_and(region_mask, !(1 << region), region_order, Scope::Device) };
 }
 
 /// Notes `anchor` in the launch's record (`launch_record::ANCHOR`) for
@@ -477,8 +493,6 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
             unsafe { core::slice::from_raw_parts(record as *const u32, launch_record::WORDS) };
         let count = rec[launch_record::COUNT];
         let flags = rec[launch_record::FLAGS];
-        let reports = u64::from(rec[launch_record::REPORTS])
-            | u64::from(rec[launch_record::REPORTS + 1]) << 32;
         let launch_ref = rec[launch_record::TAG];
         let own_bound = rec[launch_record::BOUNDS + lane_of(base)];
         let device = rec[launch_record::DEVICE];
@@ -500,7 +514,7 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
         let state = CtaState {
             runtime,
             record,
-            reports,
+            region_mask: region_mask(rt, smid) as u64,
             tid: serial,
             base,
             count,
@@ -543,8 +557,7 @@ fn exit() {
         }
         // Every thread passed the exit barrier: the regions are unused.
         release_regions(
-            st.runtime(),
-            st.smid,
+            st.region_mask as *mut u32,
             u32::from(st.slot),
             u32::from(st.extension),
             u32::from(st.extensions),

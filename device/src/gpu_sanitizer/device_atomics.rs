@@ -195,12 +195,41 @@ impl AtomicFamily for DeviceAtomics {
     fn spin() {
         arch::backoff()
     }
+    #[inline(always)]
+    unsafe fn load_pair_relaxed(first: *const DeviceU64) -> [u64; 2] {
+        // SAFETY: forwarded from the caller; `DeviceU64` is an 8-aligned
+        // `u64` cell.
+        unsafe { arch::load_relaxed_pair(first as *const u64) }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use vigil_shared::atomic::SpinLock;
+
+    #[test]
+    fn a_paired_load_reads_both_cells_as_they_are() {
+        #[repr(C, align(16))]
+        struct Pair([DeviceU64; 2]);
+        let p = Pair([DeviceU64::new(7), DeviceU64::new(9)]);
+        p.0[1].store(11, MemOrder::Relaxed);
+        // SAFETY: two consecutive live cells, the first 16-aligned.
+        let [a, b] = unsafe { DeviceAtomics::load_pair_relaxed(p.0.as_ptr()) };
+        assert_eq!([a, b], [7, 11]);
+        // The default of the trait (what the CPU backend runs) agrees.
+        let q = Pair([DeviceU64::new(3), DeviceU64::new(4)]);
+        #[repr(C, align(16))]
+        struct CorePair([core::sync::atomic::AtomicU64; 2]);
+        let cells = CorePair([3.into(), 4.into()]);
+        // SAFETY: as above; two consecutive `core` atomics.
+        let core_pair = unsafe {
+            <vigil_shared::atomic::CoreAtomics as AtomicFamily>::load_pair_relaxed(cells.0.as_ptr())
+        };
+        // SAFETY: as above.
+        let device_pair = unsafe { DeviceAtomics::load_pair_relaxed(q.0.as_ptr()) };
+        assert_eq!(core_pair, device_pair);
+    }
 
     #[test]
     fn words_behave_as_atomics() {

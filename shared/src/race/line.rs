@@ -74,6 +74,33 @@ struct Header<'m, M: RaceMemory + ?Sized> {
     c3: &'m U64Of<M>,
 }
 
+impl<M: RaceMemory + ?Sized> Header<'_, M> {
+    /// The four cells, each read relaxed, all issued before any is used:
+    /// as two paired loads where the cells are consecutive in memory (as
+    /// every [`RaceMemory`] lays them out), so that the fast paths start
+    /// with one round trip.
+    #[inline(always)]
+    fn snapshot(&self) -> [u64; 4] {
+        let first = self.c0 as *const U64Of<M>;
+        let consecutive = core::ptr::eq(self.c1, first.wrapping_add(1))
+            && core::ptr::eq(self.c2, first.wrapping_add(2))
+            && core::ptr::eq(self.c3, first.wrapping_add(3));
+        if consecutive && first as usize % 16 == 0 {
+            // SAFETY: four consecutive live cells of the memory's shadow,
+            // the first 16-aligned.
+            let ([a, b], [c, d]) = unsafe {
+                (
+                    M::Atomics::load_pair_relaxed(first),
+                    M::Atomics::load_pair_relaxed(first.add(2)),
+                )
+            };
+            [a, b, c, d]
+        } else {
+            [self.c0, self.c1, self.c2, self.c3].map(|c| c.load(MemOrder::Relaxed))
+        }
+    }
+}
+
 /// Notes `site` in header cell `cell` (2: the write's, 3: the reads'),
 /// where it read `old` before the change it describes. A compare-exchange,
 /// not a store: a split that took the line after that change turns the
@@ -124,7 +151,7 @@ fn access_line_fast<M: RaceMemory + ?Sized>(
     acc: LineAccess,
     bounded: &mut bool,
 ) -> Option<LineOutcome> {
-    let v0 = h.c0.load(MemOrder::Relaxed);
+    let [v0, v1, s2, s3] = h.snapshot();
     if CellTag::of(v0) != CellTag::Line {
         return None;
     }
@@ -133,7 +160,6 @@ fn access_line_fast<M: RaceMemory + ?Sized>(
     if !(ws == 0 || ws == cta.serial || cta.host.orders(ws)) {
         return None;
     }
-    let v1 = h.c1.load(MemOrder::Relaxed);
     let r = current_reads(w, LineRead(v1));
     let reader_ordered = |s: u32| s == cta.serial || cta.host.orders(s);
     if acc.write {
@@ -147,7 +173,6 @@ fn access_line_fast<M: RaceMemory + ?Sized>(
             _ => return None,
         }
         let new = LineWrite::new(cta.serial, cta.epoch, w.version().wrapping_add(1));
-        let s2 = h.c2.load(MemOrder::Relaxed);
         h.c0.compare_exchange(v0, new.0, MEET, MemOrder::Relaxed)
             .ok()?;
         note_site::<M>(h.c2, s2, acc.site);
@@ -178,7 +203,6 @@ fn access_line_fast<M: RaceMemory + ?Sized>(
         _ => return None,
     }
     let mine = LineRead::new(kind, cta.serial, cta.epoch, w.version());
-    let s3 = h.c3.load(MemOrder::Relaxed);
     h.c1.compare_exchange(v1, mine.0, MEET, MemOrder::Relaxed)
         .ok()?;
     note_site::<M>(h.c3, s3, acc.site);
