@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Usage: scripts/sass-stats.sh [CRATE] [REGEX]
+#
+# What the GPU will run, measured without a GPU: compiles a kernel crate's
+# sanitized PTX (default vigil_bench_kernels, as `vigil-build` left it in
+# target/vigil-ptx/sanitized) with ptxas for $VIGIL_CUDA_ARCH (default
+# sm_90) at the default register cap of sanitized entries, disassembles
+# it with nvdisasm, and prints for each function whose name matches REGEX
+# (default: every function) its SASS instruction count, stack frame and
+# the bytes it saves and restores around its calls (ptxas's "spill"
+# figures, which for a called function are mostly the registers the call
+# ABI makes it keep). Static counts: what a change does to the size of the
+# hooks and the registers they hold, before a device run measures time.
+#
+# ptxas comes from scripts/ptxas.sh; nvdisasm from PyPI's
+# nvidia-cuda-nvdisasm wheel, installed into target/tools on first use.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+crate=${1:-vigil_bench_kernels}
+filter=${2:-.}
+arch=${VIGIL_CUDA_ARCH:-sm_90}
+ptx="$root/target/vigil-ptx/sanitized/nvptx64-nvidia-cuda/release/$crate.ptx"
+if [ ! -f "$ptx" ]; then
+  echo "no sanitized PTX at $ptx: build the crate first (cargo build -p <its package>)" >&2
+  exit 1
+fi
+cap=$(sed -n 's/^pub const DEFAULT_SANITIZED_REGISTERS: u32 = \([0-9]*\);/\1/p' \
+  "$root/host/src/sanitizer/config.rs")
+ptxas=$("$root/scripts/ptxas.sh")
+tools="$root/target/tools/disasm"
+nvdisasm=$(find "$tools" -name nvdisasm -type f 2>/dev/null | head -n 1)
+if [ -z "$nvdisasm" ]; then
+  python3 -m pip install --quiet --disable-pip-version-check --no-deps \
+    --target "$tools" nvidia-cuda-nvdisasm==13.5.37 >&2
+  nvdisasm=$(find "$tools" -name nvdisasm -type f | head -n 1)
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# Relocatable, as the driver's JIT linker compiles a sanitized module.
+"$ptxas" -arch="$arch" -c -v -maxrregcount "$cap" -o "$work/m.cubin" "$ptx" >"$work/ptxas.txt" 2>&1
+"$nvdisasm" "$work/m.cubin" >"$work/m.sass" 2>"$work/nvdisasm.txt"
+python3 - "$work/ptxas.txt" "$work/m.sass" "$filter" <<'EOF'
+import re, sys
+stats_path, sass_path, pattern = sys.argv[1:4]
+want = re.compile(pattern)
+props, current = {}, None
+for line in open(stats_path):
+    m = re.search(r"Function properties for (\S+)", line)
+    if m:
+        current = m.group(1)
+        continue
+    m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+    if m and current:
+        props[current] = tuple(int(x) for x in m.groups())
+        current = None
+counts, function = {}, None
+for line in open(sass_path):
+    m = re.match(r"^\s*\.text\.(\S+):\s*$", line) or re.match(r"^(\S+):\s*$", line.strip())
+    if m and not line.strip().startswith(".L"):
+        function = m.group(1)
+        continue
+    # An instruction, not a constant table's data (`.word`).
+    if function and re.match(r"\s*/\*[0-9a-f]{4,}\*/\s*[^.\s]", line):
+        counts[function] = counts.get(function, 0) + 1
+rows = sorted(((n, f) for f, n in counts.items() if want.search(f)), reverse=True)
+print(f"{'instructions':>12} {'stack':>6} {'saved':>6}  function")
+for n, f in rows:
+    stack, saved, _ = props.get(f, (0, 0, 0))
+    print(f"{n:>12} {stack:>6} {saved:>6}  {f}")
+print(f"{sum(n for n, _ in rows):>12} in {len(rows)} functions")
+EOF
