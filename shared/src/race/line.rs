@@ -75,28 +75,22 @@ struct Header<'m, M: RaceMemory + ?Sized> {
 }
 
 impl<M: RaceMemory + ?Sized> Header<'_, M> {
-    /// The four cells, each read relaxed, all issued before any is used:
-    /// as two paired loads where the cells are consecutive in memory (as
-    /// every [`RaceMemory`] lays them out), so that the fast paths start
-    /// with one round trip.
+    /// Cells 0 and 1 (the write and the reads), each read relaxed, both
+    /// issued before either is used: one paired load where they are
+    /// consecutive in memory (as every [`RaceMemory`] lays them out), so
+    /// that the fast paths start with one round trip. The site cells are
+    /// read right before the change they go with, as late as can be: a
+    /// site noted late by the access before is then seen, and this one's
+    /// note does not fail over it.
     #[inline(always)]
-    fn snapshot(&self) -> [u64; 4] {
+    fn access_cells(&self) -> [u64; 2] {
         let first = self.c0 as *const U64Of<M>;
-        let consecutive = core::ptr::eq(self.c1, first.wrapping_add(1))
-            && core::ptr::eq(self.c2, first.wrapping_add(2))
-            && core::ptr::eq(self.c3, first.wrapping_add(3));
-        if consecutive && first as usize % 16 == 0 {
-            // SAFETY: four consecutive live cells of the memory's shadow,
+        if core::ptr::eq(self.c1, first.wrapping_add(1)) && first as usize % 16 == 0 {
+            // SAFETY: two consecutive live cells of the memory's shadow,
             // the first 16-aligned.
-            let ([a, b], [c, d]) = unsafe {
-                (
-                    M::Atomics::load_pair_relaxed(first),
-                    M::Atomics::load_pair_relaxed(first.add(2)),
-                )
-            };
-            [a, b, c, d]
+            unsafe { M::Atomics::load_pair_relaxed(first) }
         } else {
-            [self.c0, self.c1, self.c2, self.c3].map(|c| c.load(MemOrder::Relaxed))
+            [self.c0, self.c1].map(|c| c.load(MemOrder::Relaxed))
         }
     }
 }
@@ -151,7 +145,7 @@ fn access_line_fast<M: RaceMemory + ?Sized>(
     acc: LineAccess,
     bounded: &mut bool,
 ) -> Option<LineOutcome> {
-    let [v0, v1, s2, s3] = h.snapshot();
+    let [v0, v1] = h.access_cells();
     if CellTag::of(v0) != CellTag::Line {
         return None;
     }
@@ -173,6 +167,7 @@ fn access_line_fast<M: RaceMemory + ?Sized>(
             _ => return None,
         }
         let new = LineWrite::new(cta.serial, cta.epoch, w.version().wrapping_add(1));
+        let s2 = h.c2.load(MemOrder::Relaxed);
         h.c0.compare_exchange(v0, new.0, MEET, MemOrder::Relaxed)
             .ok()?;
         note_site::<M>(h.c2, s2, acc.site);
@@ -203,6 +198,7 @@ fn access_line_fast<M: RaceMemory + ?Sized>(
         _ => return None,
     }
     let mine = LineRead::new(kind, cta.serial, cta.epoch, w.version());
+    let s3 = h.c3.load(MemOrder::Relaxed);
     h.c1.compare_exchange(v1, mine.0, MEET, MemOrder::Relaxed)
         .ok()?;
     note_site::<M>(h.c3, s3, acc.site);
