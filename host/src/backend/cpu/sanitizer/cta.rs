@@ -5,11 +5,11 @@
 //! all of whose threads are coroutines on the SM's worker, so the state
 //! is per SM, behind an uncontended lock.
 
+use super::atomics::HostAtomics;
 use crate::sanitizer::decode::LaunchShape;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering as MemOrder};
 use std::sync::{Arc, Mutex};
 use vigil_device::Dim3;
-use vigil_shared::atomic::CoreAtomics;
 use vigil_shared::race::memory::LaneRef;
 use vigil_shared::race::serial::{lane_of, HostOrder, LaneBounds, Serial};
 use vigil_shared::race::sync::{CtaSync, SYNC_WORDS};
@@ -81,7 +81,7 @@ impl Cta {
 
     /// Its synchronisation state.
     #[inline(always)]
-    pub(super) fn sync(&self) -> CtaSync<'_, CoreAtomics> {
+    pub(super) fn sync(&self) -> CtaSync<'_, HostAtomics> {
         CtaSync::new(&self.sync)
     }
 

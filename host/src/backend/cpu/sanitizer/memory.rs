@@ -7,11 +7,11 @@
 //! checked word by word, instead of the GPU's hashed table.
 
 use super::arena::{Arena, ArenaError, Zeroed};
+use super::atomics::HostAtomics;
 use super::lock;
 use crate::sanitizer::order::LaunchOrder;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering as MemOrder};
 use std::sync::Mutex;
-use vigil_shared::atomic::CoreAtomics;
 use vigil_shared::gpu::LAUNCH_RING_SLOTS;
 use vigil_shared::race::knowledge::{
     header as arena_header, Arena as Snapshots, EXIT_HEADER_WORDS,
@@ -62,11 +62,11 @@ impl EngineMemory {
     /// records.
     pub(super) fn new(arena: Arena, pool_records: usize) -> Result<EngineMemory, ArenaError> {
         let pool = Zeroed::new((pool_records + 1) * RECORD_WORDS)?;
-        Pool::<CoreAtomics>::init(&pool);
+        Pool::<HostAtomics>::init(&pool);
         let snapshots = Zeroed::new(ARENA_WORDS)?;
-        Snapshots::<CoreAtomics>::init(&snapshots, 1);
+        Snapshots::<HostAtomics>::init(&snapshots, 1);
         let exits = Zeroed::new(EXIT_HEADER_WORDS + 2 * EXIT_ENTRIES)?;
-        Snapshots::<CoreAtomics>::init_exits(&exits);
+        Snapshots::<HostAtomics>::init_exits(&exits);
         Ok(EngineMemory {
             arena,
             pool,
@@ -89,7 +89,7 @@ impl EngineMemory {
         let mut order = lock(order);
         if let Some(renewal) = order.renew() {
             if self.renewed.swap(renewal, MemOrder::Relaxed) != renewal {
-                Snapshots::<CoreAtomics>::renew(&self.snapshots, &self.exits, &self.sc);
+                Snapshots::<HostAtomics>::renew(&self.snapshots, &self.exits, &self.sc);
             }
         }
     }
@@ -139,7 +139,7 @@ impl EngineMemory {
 }
 
 impl RaceMemory for EngineMemory {
-    type Atomics = CoreAtomics;
+    type Atomics = HostAtomics;
 
     #[inline(always)]
     fn cell(&self, word: u64) -> Option<&AtomicU64> {

@@ -62,6 +62,7 @@
 //!   [`RaceReports::history_lost`].
 
 mod arena;
+mod atomics;
 mod block;
 mod checks;
 mod cta;
