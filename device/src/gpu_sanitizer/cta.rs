@@ -45,6 +45,9 @@ pub(super) struct CtaState {
     /// The region mask of its SM (`region_mask`), kept so that exit gives
     /// the region back without reading the runtime again.
     pub region_mask: u64,
+    /// The runtime's `real_base`, kept so that an access finds its shadow
+    /// without reading the runtime.
+    pub real_base: u64,
     /// The CTA's serial (the same-block layer's "thread id").
     pub tid: u32,
     /// The launch's first serial.
@@ -95,6 +98,14 @@ impl CtaState {
     pub fn runtime(&self) -> &'static GpuRuntime {
         // SAFETY: the host passes a live runtime for the whole launch.
         unsafe { &*(self.runtime as *const GpuRuntime) }
+    }
+
+    /// The race engine's memory.
+    #[inline(always)]
+    pub fn memory(&self) -> GpuMemory<'static> {
+        // SAFETY: the host passes a live runtime for the whole launch;
+        // `real_base` is its own, read at entry.
+        unsafe { GpuMemory::with_real_base(self.runtime(), self.real_base) }
     }
 
     /// The report buffer.
@@ -515,6 +526,7 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
             runtime,
             record,
             region_mask: region_mask(rt, smid) as u64,
+            real_base: rt.real_base,
             tid: serial,
             base,
             count,
@@ -550,8 +562,7 @@ fn exit() {
         let st = CtaState::current();
         let sync = st.sync();
         if !sync.known().is_none() {
-            // SAFETY: the CTA's runtime is live for the launch.
-            let mem = unsafe { GpuMemory::new(st.runtime()) };
+            let mem = st.memory();
             let view = st.view(&mem);
             vigil_shared::race::sync::cta_exit(&mem, &view, &sync);
         }
