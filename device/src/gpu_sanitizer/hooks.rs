@@ -108,33 +108,21 @@ fn read_only(st: &CtaState, addr: u64, size: u32, write: bool) -> bool {
 /// CTA's table (a kernel's access; a host copy's has no block). One copy
 /// per access size, so that the lanes' layout is constant in each.
 ///
-/// Inlined at the site: a call would make every lane of the warp save
+/// Inlined at the site, so that the lanes that only wait for their
+/// leader make no call: a call the whole warp makes has every lane save
 /// the registers the call ABI keeps (about 150 bytes each, to local
-/// memory) on every access. Only the engine's common cases
-/// ([`line_fast`]) run here, in registers; the rest is [`line_slow`],
-/// called by the leaders that need it, and the same-block half
-/// ([`check_block`]) is a call the whole warp makes, skipped for a read
-/// of the launch's read-only memory (which no thread of it writes): what
-/// is inlined at every site stays small, since the driver compiles it
-/// into every sanitized entry at the entry's first launch.
+/// memory) on every access. The leader's work is a call it makes alone
+/// ([`line_leader`]); the same-block half ([`check_block`]) is a call
+/// the whole warp makes, skipped for a read of the launch's read-only
+/// memory (which no thread of it writes). What is inlined at every site
+/// stays small, since the driver compiles it into every sanitized entry.
 #[inline(always)]
 fn check_line<const SIZE: u32>(addr: u64, write: bool, location: u64, host_at: (u32, u32)) {
     let per = SIZE / 4;
     let group = Group::line_lanes(32 / per);
     let mut outcome = LineSlow::CLEAN;
     if group.is_leader() {
-        let st = CtaState::current();
-        if read_only(&st, addr, LINE_BYTES as u32, write) {
-            outcome = LineSlow::READ_ONLY;
-        }
-        let mem = st.memory();
-        if mem.manages(addr) {
-            let acc = line_access::<SIZE>(&st, addr, write, location);
-            let fast = line_fast(&mem, &st.view(&mem), mem.word_of(addr), acc);
-            if fast != LineFast::Clean {
-                outcome |= line_slow::<SIZE>(addr, write, location, host_at, fast);
-            }
-        }
+        outcome = line_leader::<SIZE>(addr, write, location, host_at);
     }
     let outcome = group.leader_bits(outcome);
     if location & HOST_SITE_TAG == 0 && outcome & LineSlow::READ_ONLY == 0 {
@@ -169,6 +157,28 @@ impl LineSlow {
     /// A read of the launch's read-only memory: nothing to check within
     /// the block.
     const READ_ONLY: u32 = 4;
+}
+
+/// The leader's half of [`check_line`]: the engine's common cases
+/// ([`line_fast`]) in registers, the rest in [`line_slow`]. A call made
+/// by the leader lane alone, so that the registers the call ABI keeps
+/// are saved for one lane, not for the whole warp.
+#[inline(never)]
+fn line_leader<const SIZE: u32>(addr: u64, write: bool, location: u64, host_at: (u32, u32)) -> u32 {
+    let st = CtaState::current();
+    let mut outcome = LineSlow::CLEAN;
+    if read_only(&st, addr, LINE_BYTES as u32, write) {
+        outcome = LineSlow::READ_ONLY;
+    }
+    let mem = st.memory();
+    if mem.manages(addr) {
+        let acc = line_access::<SIZE>(&st, addr, write, location);
+        let fast = line_fast(&mem, &st.view(&mem), mem.word_of(addr), acc);
+        if fast != LineFast::Clean {
+            outcome |= line_slow::<SIZE>(addr, write, location, host_at, fast);
+        }
+    }
+    outcome
 }
 
 /// The line access of the calling leader, `SIZE` bytes a lane.
