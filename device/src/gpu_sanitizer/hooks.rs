@@ -114,8 +114,10 @@ fn read_only(st: &CtaState, addr: u64, size: u32, write: bool) -> bool {
 /// memory) on every access. The leader's work is a call it makes alone
 /// ([`line_leader`]); the same-block half ([`check_block`]) is a call
 /// the whole warp makes, skipped for a read of the launch's read-only
-/// memory (which no thread of it writes). What is inlined at every site
-/// stays small, since the driver compiles it into every sanitized entry.
+/// memory (which no thread of it writes) and an access to a thread-owned
+/// partition (which only its owner touches, `vigil_shared::read_only`).
+/// What is inlined at every site stays small, since the driver compiles
+/// it into every sanitized entry.
 #[inline(always)]
 fn check_line<const SIZE: u32>(addr: u64, write: bool, location: u64, host_at: (u32, u32)) {
     let per = SIZE / 4;
@@ -125,7 +127,7 @@ fn check_line<const SIZE: u32>(addr: u64, write: bool, location: u64, host_at: (
         outcome = line_leader::<SIZE>(addr, write, location, host_at);
     }
     let outcome = group.leader_bits(outcome);
-    if location & HOST_SITE_TAG == 0 && outcome & LineSlow::READ_ONLY == 0 {
+    if location & HOST_SITE_TAG == 0 && outcome & LineSlow::NO_BLOCK == 0 {
         // SAFETY: a kernel access's location is the address of its
         // `#[track_caller]` `Location` (`location_of`), static data.
         let loc = unsafe { &*(location as *const Location<'static>) };
@@ -144,7 +146,7 @@ fn check_line<const SIZE: u32>(addr: u64, write: bool, location: u64, host_at: (
 }
 
 /// What the leader of a line access found, as bits ([`line_slow`]'s and
-/// [`LineSlow::READ_ONLY`]).
+/// [`LineSlow::NO_BLOCK`]).
 struct LineSlow;
 
 impl LineSlow {
@@ -154,9 +156,9 @@ impl LineSlow {
     const SPLIT: u32 = 1;
     /// A race was reported for the line already.
     const RACED: u32 = 2;
-    /// A read of the launch's read-only memory: nothing to check within
-    /// the block.
-    const READ_ONLY: u32 = 4;
+    /// Nothing to check within the block: a read of the launch's
+    /// read-only memory, or an access to a thread-owned partition.
+    const NO_BLOCK: u32 = 4;
 }
 
 /// The leader's half of [`check_line`]: the engine's common cases
@@ -167,8 +169,9 @@ impl LineSlow {
 fn line_leader<const SIZE: u32>(addr: u64, write: bool, location: u64, host_at: (u32, u32)) -> u32 {
     let st = CtaState::current();
     let mut outcome = LineSlow::CLEAN;
-    if read_only(&st, addr, LINE_BYTES as u32, write) {
-        outcome = LineSlow::READ_ONLY;
+    let bytes = u64::from(LINE_BYTES as u32);
+    if read_only(&st, addr, LINE_BYTES as u32, write) || st.read_only.owned_covers(addr, bytes) {
+        outcome = LineSlow::NO_BLOCK;
     }
     let mem = st.memory();
     if mem.manages(addr) {
