@@ -122,34 +122,34 @@ fn read_only(st: &CtaState, addr: u64, size: u32, write: bool) -> bool {
 fn check_line<const SIZE: u32>(addr: u64, write: bool, location: u64, host_at: (u32, u32)) {
     let per = SIZE / 4;
     let group = Group::line_lanes(32 / per);
-    let mut outcome = LineSlow::CLEAN;
+    let mut outcome = LeaderBits::CLEAN;
     if group.is_leader() {
         outcome = line_leader::<SIZE>(addr, write, location, host_at);
     }
     let outcome = group.leader_bits(outcome);
-    if location & HOST_SITE_TAG == 0 && outcome & LineSlow::NO_BLOCK == 0 {
+    if location & HOST_SITE_TAG == 0 && outcome & LeaderBits::NO_BLOCK == 0 {
         // SAFETY: a kernel access's location is the address of its
         // `#[track_caller]` `Location` (`location_of`), static data.
         let loc = unsafe { &*(location as *const Location<'static>) };
         check_block(addr, SIZE, write, loc, group, per);
     }
-    if outcome & LineSlow::SPLIT != 0 {
+    if outcome & LeaderBits::SPLIT != 0 {
         check_words(
             addr,
             SIZE,
             write,
             location,
             host_at,
-            outcome & LineSlow::RACED != 0,
+            outcome & LeaderBits::RACED != 0,
         );
     }
 }
 
 /// What the leader of a line access found, as bits ([`line_slow`]'s and
-/// [`LineSlow::NO_BLOCK`]).
-struct LineSlow;
+/// [`LeaderBits::NO_BLOCK`]).
+struct LeaderBits;
 
-impl LineSlow {
+impl LeaderBits {
     /// Nothing: checked and recorded.
     const CLEAN: u32 = 0;
     /// The line is split: its lanes check their words.
@@ -168,10 +168,10 @@ impl LineSlow {
 #[inline(never)]
 fn line_leader<const SIZE: u32>(addr: u64, write: bool, location: u64, host_at: (u32, u32)) -> u32 {
     let st = CtaState::current();
-    let mut outcome = LineSlow::CLEAN;
-    let bytes = u64::from(LINE_BYTES as u32);
-    if read_only(&st, addr, LINE_BYTES as u32, write) || st.read_only.owned_covers(addr, bytes) {
-        outcome = LineSlow::NO_BLOCK;
+    let mut outcome = LeaderBits::CLEAN;
+    if read_only(&st, addr, LINE_BYTES as u32, write) || st.read_only.owned_covers(addr, LINE_BYTES)
+    {
+        outcome = LeaderBits::NO_BLOCK;
     }
     let mem = st.memory();
     if mem.manages(addr) {
@@ -236,15 +236,15 @@ fn line_slow<const SIZE: u32>(
         report(location, host_at, r, kind_of(write), Scope::Block, bytes)
     };
     match outcome {
-        LineOutcome::Clean => LineSlow::CLEAN,
+        LineOutcome::Clean => LeaderBits::CLEAN,
         LineOutcome::Raced(r) => {
             race(r);
-            LineSlow::CLEAN
+            LeaderBits::CLEAN
         }
-        LineOutcome::Split => LineSlow::SPLIT,
+        LineOutcome::Split => LeaderBits::SPLIT,
         LineOutcome::RacedSplit(r) => {
             race(r);
-            LineSlow::SPLIT | LineSlow::RACED
+            LeaderBits::SPLIT | LeaderBits::RACED
         }
     }
 }
