@@ -169,16 +169,15 @@ impl LeaderBits {
 fn line_leader<const SIZE: u32>(addr: u64, write: bool, location: u64, host_at: (u32, u32)) -> u32 {
     let st = CtaState::current();
     let mut outcome = LeaderBits::CLEAN;
-    if read_only(&st, addr, LINE_BYTES as u32, write) || st.read_only.owned_covers(addr, LINE_BYTES)
-    {
+    let acc = line_access::<SIZE>(&st, addr, write, location);
+    if acc.read_only || st.read_only.owned_covers(addr, LINE_BYTES) {
         outcome = LeaderBits::NO_BLOCK;
     }
     let mem = st.memory();
     if mem.manages(addr) {
-        let acc = line_access::<SIZE>(&st, addr, write, location);
         let fast = line_fast(&mem, &st.view(&mem), mem.word_of(addr), acc);
         if fast != LineFast::Clean {
-            outcome |= line_slow::<SIZE>(addr, write, location, host_at, fast);
+            outcome |= line_slow(addr, location, host_at, acc, fast);
         }
     }
     outcome
@@ -209,16 +208,16 @@ fn line_access<const SIZE: u32>(
 /// reports what races. Out of line and called by the leaders that need
 /// it, so that the hook's common path keeps few registers.
 #[inline(never)]
-fn line_slow<const SIZE: u32>(
+fn line_slow(
     addr: u64,
-    write: bool,
     location: u64,
     host_at: (u32, u32),
+    acc: LineAccess,
     fast: LineFast,
 ) -> u32 {
     let st = CtaState::current();
     let mem = st.memory();
-    let acc = line_access::<SIZE>(&st, addr, write, location);
+    let write = acc.write;
     let mut bounded = false;
     let outcome = line_rest(
         &mem,
