@@ -182,6 +182,9 @@ pub struct CaseResult {
     pub twin: Cell,
     /// Vigil, sanitized context.
     pub sanitized: Cell,
+    /// Vigil, sanitized context that trusts no type (`VIGIL_TRUST_TYPES=0`):
+    /// every access checked within its block too.
+    pub sanitized_all_checked: Cell,
     /// The twin under `compute-sanitizer --tool memcheck` (host wall time).
     pub memcheck: Cell,
     /// The twin under `compute-sanitizer --tool racecheck` (host wall time).
@@ -202,6 +205,7 @@ impl CaseResult {
             vigil: not_run.clone(),
             twin: not_run.clone(),
             sanitized: not_run.clone(),
+            sanitized_all_checked: not_run.clone(),
             memcheck: not_run.clone(),
             racecheck: not_run,
             checks: Checks::default(),

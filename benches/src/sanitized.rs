@@ -24,6 +24,9 @@ pub struct SanitizedOptions {
     pub seed: u64,
     /// Timed repeats per case.
     pub repeats: usize,
+    /// Whether the child's sanitizer trusts what the launches' types
+    /// prove (`VIGIL_TRUST_TYPES`): off, every access is checked.
+    pub trust_types: bool,
 }
 
 /// Runs `cases` sanitized within `limits`, one child per case: each case
@@ -47,9 +50,17 @@ pub fn run_sanitized(
         cmd.args(["--seed", &opts.seed.to_string()])
             .args(["--repeats", &opts.repeats.to_string()])
             .args(["--only", left.first().copied().unwrap_or_default()]);
+        if !opts.trust_types {
+            cmd.env("VIGIL_TRUST_TYPES", "0");
+        }
         cmd
     };
-    run_cases("sanitized", &command, cases, limits, notes, on_case);
+    let name = if opts.trust_types {
+        "sanitized"
+    } else {
+        "sanitized, all checked"
+    };
+    run_cases(name, &command, cases, limits, notes, on_case);
 }
 
 /// The child: a sanitized context on `device`, then for every selected

@@ -81,6 +81,8 @@ struct Sanitized {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     Sanitized,
+    /// Sanitized trusting no type (`VIGIL_TRUST_TYPES=0`).
+    AllChecked,
     Tool(Tool),
 }
 
@@ -88,6 +90,7 @@ impl Phase {
     fn name(self) -> &'static str {
         match self {
             Phase::Sanitized => "sanitized",
+            Phase::AllChecked => "sanitized, all checked",
             Phase::Tool(t) => t.name(),
         }
     }
@@ -97,13 +100,14 @@ impl Phase {
     fn weight(self) -> u32 {
         match self {
             Phase::Sanitized => 2,
-            Phase::Tool(_) => 1,
+            Phase::AllChecked | Phase::Tool(_) => 1,
         }
     }
 
     fn cell(self, r: &mut CaseResult) -> &mut Cell {
         match self {
             Phase::Sanitized => &mut r.sanitized,
+            Phase::AllChecked => &mut r.sanitized_all_checked,
             Phase::Tool(Tool::Memcheck) => &mut r.memcheck,
             Phase::Tool(Tool::Racecheck) => &mut r.racecheck,
         }
@@ -222,6 +226,19 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&SuiteResults)) -> Result<Su
         None => phases.push(Phase::Sanitized),
         Some(why) => set_column(&mut results, Phase::Sanitized, &why),
     }
+    // The CPU backend checks every access whatever the types prove.
+    if ctx.is_cpu() {
+        let why = "the CPU backend checks every access either way";
+        set_column(&mut results, Phase::AllChecked, why);
+    } else if phases.contains(&Phase::Sanitized) {
+        phases.push(Phase::AllChecked);
+    } else {
+        set_column(
+            &mut results,
+            Phase::AllChecked,
+            "not run: no sanitized launch",
+        );
+    }
     match (&skip_tools, &opts.compute_sanitizer, &opts.twins) {
         (None, Some(cs), Some(twins)) => {
             let tool_opts = ToolOptions {
@@ -296,12 +313,13 @@ fn run_phases(
             progress(results);
         };
         match (phase, tool_opts) {
-            (Phase::Sanitized, _) => run_sanitized(
+            (Phase::Sanitized | Phase::AllChecked, _) => run_sanitized(
                 &SanitizedOptions {
                     exe: opts.exe.clone(),
                     device: opts.device,
                     seed: opts.seed,
                     repeats: opts.repeats.max(1),
+                    trust_types: phase == Phase::Sanitized,
                 },
                 &cases,
                 limits,

@@ -55,7 +55,7 @@ pub const GLOBAL_LANES: usize = MAX_BLOCK_THREADS - SHARED_LANES;
 
 /// Bytes of a sanitized entry's `.shared` CTA state (its sanitizer
 /// thread, launch, slot and read-only ranges).
-pub const CTA_STATE_BYTES: usize = 160;
+pub const CTA_STATE_BYTES: usize = 176;
 
 /// Shared views (by allocation site) a CTA numbers for its window-shadow
 /// records ([`BlockRecord::view`], [`view_number`]), so that a race
@@ -75,11 +75,11 @@ pub const COUNTERS_BYTES: usize = 16 + 8 * REPORTED + 4 * (VIEWS + 1);
 pub const LANES_BYTES: usize = 8 + 8 * SHARED_LANES;
 
 /// The static shared memory a sanitized entry adds to its kernel's,
-/// besides the shadows of its small arrays (2,448 bytes; 8,592 with all
+/// besides the shadows of its small arrays (2,464 bytes; 8,608 with all
 /// 1,024 lane states in `.shared`).
 pub const SANITIZER_SHARED_BYTES: usize =
     CTA_STATE_BYTES + COUNTERS_BYTES + LANES_BYTES + BarrierCheck::BYTES;
-const _: () = assert!(SANITIZER_SHARED_BYTES == 2448);
+const _: () = assert!(SANITIZER_SHARED_BYTES == 2464);
 
 /// Bits of a record's warp-collective count.
 const COUNT_BITS: u32 = 16;

@@ -18,12 +18,25 @@
 //! `unsafe` (`from_raw_parts`) are trusted like the host's borrows: a
 //! write through such a view to a launch-read-only buffer races with the
 //! block's reads of it unchecked.
+//!
+//! The same slots also carry **thread-owned** ranges: a per-thread
+//! partition the launch proved (`ThreadElemsMut`, `ThreadCellsMut`,
+//! `GridStrideMut`: each element to one thread) and that no other argument
+//! of the launch reaches. Only its owner touches an element there, so no
+//! two threads of a block can race on it, reading or writing: the
+//! same-block check skips every access inside. An owned range is marked
+//! by [`OWNED`] in its start and end, so that [`ReadOnlyRanges::covers`] (what the
+//! engine takes for a read of read-only memory) never matches it.
 
 use bytemuck::{Pod, Zeroable};
 use core::mem::{offset_of, size_of};
 
 /// Read-only ranges a launch passes to its sanitized entry.
 pub const READ_ONLY_RANGES: usize = 2;
+
+/// The bit of a range's start that marks it thread-owned (device
+/// addresses stay far below it).
+pub const OWNED: u64 = 1 << 63;
 
 /// Up to [`READ_ONLY_RANGES`] byte ranges `[start, end)` a launch only
 /// reads; an empty range (`start == end`, the zero value) covers nothing.
@@ -63,11 +76,21 @@ impl ReadOnlyRanges {
         kept
     }
 
-    /// Adds the view of `bytes` at `addr` if it is larger than one kept,
-    /// dropping the smallest (an empty view changes nothing).
+    /// Adds the read-only view of `bytes` at `addr` if it is larger than
+    /// one kept, dropping the smallest (an empty view changes nothing).
     pub fn insert(&mut self, addr: u64, bytes: u64) {
+        self.keep([addr, addr.saturating_add(bytes)]);
+    }
+
+    /// Adds the thread-owned view of `bytes` at `addr` as
+    /// [`insert`](Self::insert) adds a read-only one.
+    pub fn insert_owned(&mut self, addr: u64, bytes: u64) {
+        self.keep([addr | OWNED, addr.saturating_add(bytes) | OWNED]);
+    }
+
+    /// Keeps `new` if it is larger than a range kept.
+    fn keep(&mut self, mut new: [u64; 2]) {
         // Insertion into the short array kept largest first.
-        let mut new = [addr, addr.saturating_add(bytes)];
         for slot in &mut self.ranges {
             if new[1] - new[0] > slot[1] - slot[0] {
                 core::mem::swap(slot, &mut new);
@@ -85,7 +108,16 @@ impl ReadOnlyRanges {
         bytemuck::cast(words)
     }
 
-    /// Whether the `size` bytes at `addr` lie inside one of the ranges.
+    /// Whether the `size` bytes at `addr` lie inside one of the
+    /// thread-owned ranges.
+    #[inline(always)]
+    pub fn owned_covers(&self, addr: u64, size: u64) -> bool {
+        // An access with the bit set is no device address: covered by none.
+        addr & OWNED == 0 && self.covers(addr | OWNED, size)
+    }
+
+    /// Whether the `size` bytes at `addr` lie inside one of the read-only
+    /// ranges.
     #[inline(always)]
     pub fn covers(&self, addr: u64, size: u64) -> bool {
         let end = addr.wrapping_add(size);
@@ -168,6 +200,22 @@ mod tests {
                 proptest::prop_assert_eq!(kept.covers(addr, size), want, "{}+{}", addr, size);
             }
         }
+    }
+
+    #[test]
+    fn owned_ranges_are_apart_from_read_only_ones() {
+        let mut r = ReadOnlyRanges::NONE;
+        r.insert(0x1000, 0x100);
+        r.insert_owned(0x8000, 0x40);
+        assert!(r.covers(0x1000, 4) && !r.owned_covers(0x1000, 4));
+        assert!(r.owned_covers(0x8000, 4) && r.owned_covers(0x803c, 4));
+        assert!(!r.covers(0x8000, 4), "an owned range is not read-only");
+        assert!(!r.owned_covers(0x803e, 4), "straddles the end");
+        assert!(!r.owned_covers(0x8000 | OWNED, 4), "no device address");
+        // The largest two views are kept, of either kind.
+        r.insert_owned(0x20000, 0x200);
+        assert!(r.covers(0x1000, 4) && r.owned_covers(0x201fc, 4));
+        assert!(!r.owned_covers(0x8000, 4), "the smallest view was dropped");
     }
 
     #[test]

@@ -33,6 +33,7 @@ mod cpu {
         line_runs_quad_then_narrow, line_runs_quad_after_barrier,
         large_array_race, large_array_fixed, same_block_table_full, same_block_table_full_of_lines,
         lines_fit_the_table, read_only_lines_need_no_table, read_only_beside_a_race, read_only_beside_a_barrier,
+        owned_lines_need_no_table,
         big_tile_reused_without_barrier, big_tile_fixed,
         dynamic_reduce_missing_barrier, dynamic_reduce_fixed,
         same_block_flag_release_acquire, same_block_flag_relaxed_store,
@@ -65,6 +66,7 @@ mod gpu {
         line_runs_quad_then_narrow, line_runs_quad_after_barrier,
         large_array_race, large_array_fixed, same_block_table_full, same_block_table_full_of_lines,
         lines_fit_the_table, read_only_lines_need_no_table, read_only_beside_a_race, read_only_beside_a_barrier,
+        owned_lines_need_no_table,
         big_tile_reused_without_barrier, big_tile_fixed,
         dynamic_reduce_missing_barrier, dynamic_reduce_fixed,
         same_block_flag_release_acquire, same_block_flag_relaxed_store,
@@ -689,6 +691,51 @@ mod scenarios {
             assert_eq!(reports.unchecked_words(), 0, "writable: {reports}");
         }
         assert_eq!(download(&b, &out), want);
+    }
+
+    /// One block of 1,024 threads writes 65,536 whole lines (on the GPU)
+    /// through a grid-stride partition the launch proves: each element
+    /// has one owner, so no two threads of the block can race there. The
+    /// GPU sanitizer trusts it and leaves the same-block table out (no
+    /// word unchecked); with `trust_types(false)` the same writes fill the
+    /// table and count words unchecked. No race either way, on either
+    /// backend, and every element right.
+    pub fn owned_lines_need_no_table(make: MakeContext) {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let (per, gpu) = on_the_gpu(&b, OVER_THE_TABLE * 32, 64);
+        let want: Vec<u32> = (0..(32 * per * 32) as u32).collect();
+        let owned = |b: &Bench| {
+            let mut out = b.zeros(want.len());
+            b.stream
+                .launch(
+                    &b.kernel::<many_owned_lines>(),
+                    LaunchConfig::new(1, 1024),
+                    (&mut out,),
+                )
+                .expect("launch");
+            let reports = b.wait_and_take_reports();
+            assert_eq!(reports.len(), 0, "{reports}");
+            assert_eq!(download(b, &out), want);
+            reports.unchecked_words()
+        };
+        assert_eq!(owned(&b), 0, "trusted: nothing goes to the table");
+        let untrusted = vigil::SanitizerConfig::builder()
+            .trust_types(false)
+            .build()
+            .expect("config");
+        let builder = vigil::Context::builder()
+            .sanitize(true)
+            .sanitizer_config(untrusted);
+        let builder = if gpu { builder.gpu(0) } else { builder.cpu() };
+        drop(b);
+        let checked = owned(&Bench::on(builder.build().expect("context")));
+        if gpu {
+            assert!(checked > 0, "untrusted: the table overflows");
+        } else {
+            assert_eq!(checked, 0, "the CPU backend's table grows");
+        }
     }
 
     fn global_case(make: MakeContext, barrier: u32) -> Option<vigil::Result<()>> {

@@ -196,6 +196,9 @@ pub struct RatiosJson {
     pub vigil_over_nvcc: Option<FigureJson>,
     /// Vigil sanitized over plain.
     pub sanitized_over_plain: Option<FigureJson>,
+    /// Vigil sanitized with every access checked over plain.
+    #[serde(default)]
+    pub all_checked_over_plain: Option<FigureJson>,
     /// Vigil sanitized over the twin under memcheck.
     pub sanitized_over_memcheck: Option<FigureJson>,
 }
@@ -243,6 +246,9 @@ pub struct CaseJson {
     pub nvcc: CellJson,
     /// Vigil sanitized.
     pub vigil_sanitized: CellJson,
+    /// Vigil sanitized trusting no type (`VIGIL_TRUST_TYPES=0`).
+    #[serde(default)]
+    pub vigil_sanitized_all_checked: Option<CellJson>,
     /// The twin under memcheck.
     pub nvcc_memcheck: CellJson,
     /// The twin under racecheck.
@@ -413,11 +419,13 @@ pub fn bench_report(results: &SuiteResults) -> BenchReport {
                 vigil: cell(&r.vigil),
                 nvcc: cell(&r.twin),
                 vigil_sanitized: cell(&r.sanitized),
+                vigil_sanitized_all_checked: Some(cell(&r.sanitized_all_checked)),
                 nvcc_memcheck: cell(&r.memcheck),
                 nvcc_racecheck: cell(&r.racecheck),
                 ratios: RatiosJson {
                     vigil_over_nvcc: figure(x.vigil_over_nvcc),
                     sanitized_over_plain: figure(x.sanitized_over_plain),
+                    all_checked_over_plain: figure(x.all_checked_over_plain),
                     sanitized_over_memcheck: figure(x.sanitized_over_memcheck),
                 },
                 rates: RatesJson {

@@ -76,7 +76,7 @@ fn fmt_opt(v: Option<f64>, suffix: &str) -> String {
 }
 
 /// Columns of the table.
-const COLUMNS: usize = 14;
+const COLUMNS: usize = 16;
 
 /// The whole run as Markdown.
 pub fn to_markdown(results: &SuiteResults) -> String {
@@ -94,8 +94,8 @@ pub fn to_markdown(results: &SuiteResults) -> String {
         "CUDA driver {}; device-to-device copy {bw:.0} GB/s (read + write, measured in this run); input seed {}.\n",
         d.driver, results.seed
     );
-    s.push_str("| kernel | class | size | Vigil ms | nvcc ms | Vigil/nvcc | Vigil rate (of copy bw) | nvcc rate | sanitized ms | sanitized/plain | memcheck ms | racecheck ms | sanitized/memcheck | results |\n");
-    s.push_str("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
+    s.push_str("| kernel | class | size | Vigil ms | nvcc ms | Vigil/nvcc | Vigil rate (of copy bw) | nvcc rate | sanitized ms | sanitized/plain | all checked ms | all checked/plain | memcheck ms | racecheck ms | sanitized/memcheck | results |\n");
+    s.push_str("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
     for r in &results.cases {
         let x = Ratios::of(r, bw);
         let unit = rate_unit(r.work);
@@ -110,7 +110,7 @@ pub fn to_markdown(results: &SuiteResults) -> String {
         };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {}{of_copy} | {} | {} | {} | {} | {} | {} | {checks} |",
+            "| {} | {} | {} | {} | {} | {} | {}{of_copy} | {} | {} | {} | {} | {} | {} | {} | {} | {checks} |",
             r.name,
             r.class.label(),
             r.size,
@@ -121,6 +121,8 @@ pub fn to_markdown(results: &SuiteResults) -> String {
             fmt_opt(x.twin_rate, &format!(" {unit}")),
             notes.cell(&r.sanitized, false),
             fmt_figure(x.sanitized_over_plain, 2, "x"),
+            notes.cell(&r.sanitized_all_checked, false),
+            fmt_figure(x.all_checked_over_plain, 2, "x"),
             notes.cell(&r.memcheck, true),
             notes.cell(&r.racecheck, true),
             fmt_figure(x.sanitized_over_memcheck, 2, ""),

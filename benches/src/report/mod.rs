@@ -19,6 +19,8 @@ pub struct Ratios {
     pub vigil_over_nvcc: Option<Figure>,
     /// Vigil sanitized over Vigil plain (device time).
     pub sanitized_over_plain: Option<Figure>,
+    /// Vigil sanitized with every access checked over Vigil plain.
+    pub all_checked_over_plain: Option<Figure>,
     /// Vigil sanitized over the twin under memcheck (host wall time per launch).
     pub sanitized_over_memcheck: Option<Figure>,
     /// Vigil plain's rate: GB/s, GFLOP/s or G atomics/s, as the work says.
@@ -60,6 +62,10 @@ impl Ratios {
         Ratios {
             vigil_over_nvcc: ratio(r.vigil.device_figure(), r.twin.device_figure()),
             sanitized_over_plain: ratio(r.sanitized.device_figure(), r.vigil.device_figure()),
+            all_checked_over_plain: ratio(
+                r.sanitized_all_checked.device_figure(),
+                r.vigil.device_figure(),
+            ),
             sanitized_over_memcheck: ratio(r.sanitized.wall_figure(), r.memcheck.wall_figure()),
             vigil_rate,
             twin_rate: rate(r.work, r.twin.device_ms()),
@@ -288,6 +294,7 @@ mod tests {
             vigil: timed(vigil),
             twin: timed(twin),
             sanitized: Cell::Unavailable(crate::suite::SANITIZED_NOT_BUILT.to_owned()),
+            sanitized_all_checked: Cell::Unavailable(crate::suite::SANITIZED_NOT_BUILT.to_owned()),
             memcheck: timed(40.0),
             racecheck: timed(2.0),
             checks: Default::default(),

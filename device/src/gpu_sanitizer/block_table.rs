@@ -84,7 +84,8 @@ impl BlockTable {
     /// The calling thread's access of `kind`, `size` bytes at `addr`, at
     /// `loc`; `None` when nothing is to be checked (no table, the slot
     /// past it, a one-thread block, an empty access, a read of the
-    /// launch's read-only memory, which no thread of it writes).
+    /// launch's read-only memory, which no thread of it writes, an access
+    /// to a thread-owned partition, which only its owner touches).
     #[inline(always)]
     pub fn current(
         addr: usize,
@@ -98,7 +99,10 @@ impl BlockTable {
         if rt.block_table == 0 || size == 0 || slot >= rt.block_table_slots {
             return None;
         }
-        if !kind.writes() && cta.read_only.covers(addr as u64, size as u64) {
+        let (at, bytes) = (addr as u64, size as u64);
+        if (!kind.writes() && cta.read_only.covers(at, bytes))
+            || cta.read_only.owned_covers(at, bytes)
+        {
             return None;
         }
         let b = Block::current();

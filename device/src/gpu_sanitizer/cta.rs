@@ -45,6 +45,9 @@ pub(super) struct CtaState {
     /// The region mask of its SM (`region_mask`), kept so that exit gives
     /// the region back without reading the runtime again.
     pub region_mask: u64,
+    /// The runtime's `real_base`, kept so that an access finds its shadow
+    /// without reading the runtime.
+    pub real_base: u64,
     /// The CTA's serial (the same-block layer's "thread id").
     pub tid: u32,
     /// The launch's first serial.
@@ -97,6 +100,14 @@ impl CtaState {
         unsafe { &*(self.runtime as *const GpuRuntime) }
     }
 
+    /// The race engine's memory.
+    #[inline(always)]
+    pub fn memory(&self) -> GpuMemory<'static> {
+        // SAFETY: the host passes a live runtime for the whole launch;
+        // `real_base` is its own, read at entry.
+        unsafe { GpuMemory::with_real_base(self.runtime(), self.real_base) }
+    }
+
     /// The report buffer.
     #[inline(always)]
     pub fn reporter(&self) -> Reporter<'static> {
@@ -109,10 +120,7 @@ impl CtaState {
     /// (read where a report or a count is written, not at entry).
     #[inline(always)]
     pub fn reports(&self) -> u64 {
-        // SAFETY: the launch's record, live for the launch: words the host
-        // wrote before it.
-        let rec =
-            unsafe { core::slice::from_raw_parts(self.record as *const u32, launch_record::WORDS) };
+        let rec = record_words(self.record);
         u64::from(rec[launch_record::REPORTS]) | u64::from(rec[launch_record::REPORTS + 1]) << 32
     }
 
@@ -176,6 +184,14 @@ impl CtaState {
             own: Default::default(),
         }
     }
+}
+
+/// The words of the launch record at `record`.
+#[inline(always)]
+fn record_words(record: u64) -> &'static [u32] {
+    // SAFETY: the host passes the launch's record in its launch ring, live
+    // for the launch, its words written before the launch.
+    unsafe { core::slice::from_raw_parts(record as *const u32, launch_record::WORDS) }
 }
 
 /// A thread of the CTA waited for the kernels its launch depends on
@@ -305,13 +321,6 @@ fn region_mask(rt: &GpuRuntime, smid: u32) -> *mut u32 {
     (rt.regions as *mut u32).wrapping_add((smid % REGION_MASK_SMS) as usize)
 }
 
-/// The mask of `rt`'s extension regions held on SM `smid` (after the
-/// region masks).
-#[inline(always)]
-fn extension_masks(rt: &GpuRuntime, smid: u32) -> *mut u32 {
-    extension_masks_after(region_mask(rt, smid))
-}
-
 /// The extension mask of the SM whose region mask is `region_mask`.
 #[inline(always)]
 fn extension_masks_after(region_mask: *mut u32) -> *mut u32 {
@@ -333,7 +342,8 @@ struct ExtensionClaim {
 }
 
 impl ExtensionClaim {
-    /// Sets the bits of the extension regions of SM `smid` a CTA trying
+    /// Sets the bits of the extension regions of SM `smid` (region mask
+    /// `region_mask`) a CTA trying
     /// region `guess` first asks for (`wanted`, [`extension_mask`]);
     /// `None` when it asks for none. The caller issues the region's claim
     /// before it [`finish`](Self::finish)es this one, so that both round
@@ -345,13 +355,19 @@ impl ExtensionClaim {
     /// once the result is back and past the region's acquire and the
     /// entry's barrier.
     #[inline(always)]
-    fn issue(rt: &GpuRuntime, smid: u32, guess: u32, wanted: u32) -> Option<ExtensionClaim> {
+    fn issue(
+        rt: &GpuRuntime,
+        smid: u32,
+        region_mask: *mut u32,
+        guess: u32,
+        wanted: u32,
+    ) -> Option<ExtensionClaim> {
         let wanted = wanted.min(EXTENSIONS_PER_SM);
         let mask = extension_mask(guess % REGIONS_PER_SM, wanted);
         if mask == 0 || smid >= rt.block_table_slots / REGIONS_PER_SM {
             return None;
         }
-        let at = extension_masks(rt, smid);
+        let at = extension_masks_after(region_mask);
         Some(ExtensionClaim {
             at,
             mask,
@@ -395,15 +411,15 @@ impl ExtensionClaim {
     }
 }
 
-/// Claims a free region of SM `smid` (its same-block memory, which no
+/// Claims a free region of the SM whose region mask is `mask` (its
+/// same-block memory, which no
 /// other running CTA holds until `release_regions`), trying region `guess`
 /// first: one round trip when it is free. A region taken already makes
 /// the returned mask name a free one to try next; an SM holds at most
 /// [`REGIONS_PER_SM`] CTAs, so one frees up. Setting a bit another CTA
 /// holds changes nothing.
 #[inline(always)]
-fn claim_region(rt: &GpuRuntime, smid: u32, guess: u32) -> u32 {
-    let mask = region_mask(rt, smid);
+fn claim_region(mask: *mut u32, guess: u32) -> u32 {
     let mut bit = guess % REGIONS_PER_SM;
     loop {
         // Acquire: the region's previous holder finished with it.
@@ -487,10 +503,7 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
         // Every load and the region's claim are issued before any of
         // their results is used: the entry waits for one round trip.
         let window = super::block::current_window(rt);
-        // SAFETY: the launch's record, live for the launch: words the host
-        // wrote before it.
-        let rec =
-            unsafe { core::slice::from_raw_parts(record as *const u32, launch_record::WORDS) };
+        let rec = record_words(record);
         let count = rec[launch_record::COUNT];
         let flags = rec[launch_record::FLAGS];
         let launch_ref = rec[launch_record::TAG];
@@ -498,8 +511,9 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
         let device = rec[launch_record::DEVICE];
         let smid = arch::smid();
         let guess = region_guess(lanes);
-        let extension_claim = ExtensionClaim::issue(rt, smid, guess, extensions);
-        let slot = claim_region(rt, smid, guess) as u16;
+        let mask = region_mask(rt, smid);
+        let extension_claim = ExtensionClaim::issue(rt, smid, mask, guess, extensions);
+        let slot = claim_region(mask, guess) as u16;
         let (extension, extensions) = extension_claim.map_or((0, 0), ExtensionClaim::finish);
         let block = super::hooks::linear_block();
         if block == 0 {
@@ -514,7 +528,8 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
         let state = CtaState {
             runtime,
             record,
-            region_mask: region_mask(rt, smid) as u64,
+            region_mask: mask as u64,
+            real_base: rt.real_base,
             tid: serial,
             base,
             count,
@@ -550,8 +565,7 @@ fn exit() {
         let st = CtaState::current();
         let sync = st.sync();
         if !sync.known().is_none() {
-            // SAFETY: the CTA's runtime is live for the launch.
-            let mem = unsafe { GpuMemory::new(st.runtime()) };
+            let mem = st.memory();
             let view = st.view(&mem);
             vigil_shared::race::sync::cta_exit(&mem, &view, &sync);
         }

@@ -22,7 +22,9 @@ use vigil_shared::gpu::{
 use vigil_shared::race::atomic::atomic;
 use vigil_shared::race::check::RaceFound;
 use vigil_shared::race::desc::{AccessDesc, SiteLanes, SiteWord};
-use vigil_shared::race::line::{access_line, LineAccess, LineOutcome, LINE_BYTES};
+use vigil_shared::race::line::{
+    access_line, line_fast, line_rest, LineAccess, LineFast, LineOutcome, LINE_BYTES,
+};
 use vigil_shared::{AccessKind, Ordering, Scope};
 
 use super::block_table::BlockTable;
@@ -49,13 +51,6 @@ pub(super) fn linear_block() -> u32 {
 #[inline(always)]
 fn location_of(loc: &'static Location<'static>) -> u64 {
     loc as *const Location<'static> as u64
-}
-
-/// The memory of the CTA's runtime.
-#[inline(always)]
-fn memory(st: &CtaState) -> GpuMemory<'static> {
-    // SAFETY: the host passes a live runtime for the whole launch.
-    unsafe { GpuMemory::new(st.runtime()) }
 }
 
 /// The site word of an access by `thread` at `location` covering `lanes`.
@@ -112,67 +107,144 @@ fn read_only(st: &CtaState, addr: u64, size: u32, write: bool) -> bool {
 /// checked lane by lane. The same-block half records the line in the
 /// CTA's table (a kernel's access; a host copy's has no block). One copy
 /// per access size, so that the lanes' layout is constant in each.
-#[inline(never)]
+///
+/// Inlined at the site, so that the lanes that only wait for their
+/// leader make no call: a call the whole warp makes has every lane save
+/// the registers the call ABI keeps (about 150 bytes each, to local
+/// memory) on every access. The leader's work is a call it makes alone
+/// ([`line_leader`]); the same-block half ([`check_block`]) is a call
+/// the whole warp makes, skipped for a read of the launch's read-only
+/// memory (which no thread of it writes) and an access to a thread-owned
+/// partition (which only its owner touches, `vigil_shared::read_only`).
+/// What is inlined at every site stays small, since the driver compiles
+/// it into every sanitized entry.
+#[inline(always)]
 fn check_line<const SIZE: u32>(addr: u64, write: bool, location: u64, host_at: (u32, u32)) {
     let per = SIZE / 4;
     let group = Group::line_lanes(32 / per);
-    let mut split = false;
-    let mut raced = false;
+    let mut outcome = LeaderBits::CLEAN;
     if group.is_leader() {
-        let st = CtaState::current();
-        let mem = memory(&st);
-        if mem.manages(addr) {
-            let view = st.view(&mem);
-            let lanes = match SIZE {
-                4 => SiteLanes::Four,
-                8 => SiteLanes::Eight,
-                _ => SiteLanes::Sixteen,
-            };
-            let acc = LineAccess {
-                write,
-                read_only: read_only(&st, addr, LINE_BYTES as u32, write),
-                site: site_word(&st, location, lane().0, lanes),
-            };
-            let mut bounded = false;
-            match access_line(&mem, &view, mem.word_of(addr), acc, &mut bounded) {
-                LineOutcome::Clean => {}
-                LineOutcome::Raced(r) => report(
-                    location,
-                    host_at,
-                    r,
-                    kind_of(write),
-                    Scope::Block,
-                    LINE_BYTES as u32,
-                ),
-                LineOutcome::Split => split = true,
-                LineOutcome::RacedSplit(r) => {
-                    report(
-                        location,
-                        host_at,
-                        r,
-                        kind_of(write),
-                        Scope::Block,
-                        LINE_BYTES as u32,
-                    );
-                    split = true;
-                    raced = true;
-                }
-            }
-            if bounded {
-                st.reporter().count_bounded();
-            }
-        }
+        outcome = line_leader::<SIZE>(addr, write, location, host_at);
     }
-    let split = group.leader_says(split);
-    let raced = group.leader_says(raced);
-    if location & HOST_SITE_TAG == 0 {
+    let outcome = group.leader_bits(outcome);
+    if location & HOST_SITE_TAG == 0 && outcome & LeaderBits::NO_BLOCK == 0 {
         // SAFETY: a kernel access's location is the address of its
         // `#[track_caller]` `Location` (`location_of`), static data.
         let loc = unsafe { &*(location as *const Location<'static>) };
         check_block(addr, SIZE, write, loc, group, per);
     }
-    if split {
-        check_words(addr, SIZE, write, location, host_at, raced);
+    if outcome & LeaderBits::SPLIT != 0 {
+        check_words(
+            addr,
+            SIZE,
+            write,
+            location,
+            host_at,
+            outcome & LeaderBits::RACED != 0,
+        );
+    }
+}
+
+/// What the leader of a line access found, as bits ([`line_slow`]'s and
+/// [`LeaderBits::NO_BLOCK`]).
+struct LeaderBits;
+
+impl LeaderBits {
+    /// Nothing: checked and recorded.
+    const CLEAN: u32 = 0;
+    /// The line is split: its lanes check their words.
+    const SPLIT: u32 = 1;
+    /// A race was reported for the line already.
+    const RACED: u32 = 2;
+    /// Nothing to check within the block: a read of the launch's
+    /// read-only memory, or an access to a thread-owned partition.
+    const NO_BLOCK: u32 = 4;
+}
+
+/// The leader's half of [`check_line`]: the engine's common cases
+/// ([`line_fast`]) in registers, the rest in [`line_slow`]. A call made
+/// by the leader lane alone, so that the registers the call ABI keeps
+/// are saved for one lane, not for the whole warp.
+#[inline(never)]
+fn line_leader<const SIZE: u32>(addr: u64, write: bool, location: u64, host_at: (u32, u32)) -> u32 {
+    let st = CtaState::current();
+    let mut outcome = LeaderBits::CLEAN;
+    let acc = line_access::<SIZE>(&st, addr, write, location);
+    if acc.read_only || st.read_only.owned_covers(addr, LINE_BYTES) {
+        outcome = LeaderBits::NO_BLOCK;
+    }
+    let mem = st.memory();
+    if mem.manages(addr) {
+        let fast = line_fast(&mem, &st.view(&mem), mem.word_of(addr), acc);
+        if fast != LineFast::Clean {
+            outcome |= line_slow(addr, location, host_at, acc, fast);
+        }
+    }
+    outcome
+}
+
+/// The line access of the calling leader, `SIZE` bytes a lane.
+#[inline(always)]
+fn line_access<const SIZE: u32>(
+    st: &CtaState,
+    addr: u64,
+    write: bool,
+    location: u64,
+) -> LineAccess {
+    let lanes = match SIZE {
+        4 => SiteLanes::Four,
+        8 => SiteLanes::Eight,
+        _ => SiteLanes::Sixteen,
+    };
+    LineAccess {
+        write,
+        read_only: read_only(st, addr, LINE_BYTES as u32, write),
+        site: site_word(st, location, lane().0, lanes),
+    }
+}
+
+/// The line access [`check_line`]'s fast path did not settle (`fast`):
+/// the engine's general path, or the reads that came late to its write;
+/// reports what races. Out of line and called by the leaders that need
+/// it, so that the hook's common path keeps few registers.
+#[inline(never)]
+fn line_slow(
+    addr: u64,
+    location: u64,
+    host_at: (u32, u32),
+    acc: LineAccess,
+    fast: LineFast,
+) -> u32 {
+    let st = CtaState::current();
+    let mem = st.memory();
+    let write = acc.write;
+    let mut bounded = false;
+    let outcome = line_rest(
+        &mem,
+        &st.view(&mem),
+        mem.word_of(addr),
+        acc,
+        fast,
+        &mut bounded,
+    );
+    if bounded {
+        st.reporter().count_bounded();
+    }
+    let race = |r| {
+        let bytes = LINE_BYTES as u32;
+        report(location, host_at, r, kind_of(write), Scope::Block, bytes)
+    };
+    match outcome {
+        LineOutcome::Clean => LeaderBits::CLEAN,
+        LineOutcome::Raced(r) => {
+            race(r);
+            LeaderBits::CLEAN
+        }
+        LineOutcome::Split => LeaderBits::SPLIT,
+        LineOutcome::RacedSplit(r) => {
+            race(r);
+            LeaderBits::SPLIT | LeaderBits::RACED
+        }
     }
 }
 
@@ -182,7 +254,7 @@ fn check_line<const SIZE: u32>(addr: u64, write: bool, location: u64, host_at: (
 #[inline(never)]
 fn check_words(addr: u64, size: u32, write: bool, location: u64, host_at: (u32, u32), quiet: bool) {
     let st = CtaState::current();
-    let mem = memory(&st);
+    let mem = st.memory();
     let view = st.view(&mem);
     let site = site_word(&st, location, lane().0, SiteLanes::Single);
     let mut bounded = false;
@@ -216,7 +288,7 @@ pub(super) fn check_range_alone(
     loc: &'static Location<'static>,
 ) {
     let st = CtaState::current();
-    let mem = memory(&st);
+    let mem = st.memory();
     if !mem.manages(addr) {
         return;
     }
@@ -283,7 +355,7 @@ pub(super) fn check_host_access(addr: u64, size: u32, write: bool, site: u64, at
 #[inline(never)]
 fn check_plain(addr: u64, size: u32, write: bool, location: u64, host_at: (u32, u32)) {
     let st = CtaState::current();
-    let mem = memory(&st);
+    let mem = st.memory();
     if mem.manages(addr) {
         let same = Group::of([location | u64::from(write), addr, u64::from(size)]);
         if same.is_leader() {
@@ -310,8 +382,9 @@ fn kind_of(write: bool) -> AccessKind {
 /// The same-block half of a warp's whole-line access (`group`'s lanes,
 /// `per` words a lane): recorded by its leader in the line's entry when
 /// its lanes agree on everything but the thread; otherwise each lane's
-/// words are checked one by one.
-#[inline(always)]
+/// words are checked one by one. Out of line: inlined, it tripled the
+/// time the driver takes to compile a sanitized entry.
+#[inline(never)]
 fn check_block(
     addr: u64,
     size: u32,
@@ -349,7 +422,7 @@ fn check_atomic(
     perform: &mut dyn FnMut() -> bool,
 ) {
     let st = CtaState::current();
-    let mem = memory(&st);
+    let mem = st.memory();
     let addr = access.addr as u64;
     let acquires = access.ordering.acquires();
     if !mem.manages(addr) {
@@ -446,7 +519,7 @@ fn next_epoch(st: &CtaState, mem: &GpuMemory<'static>) -> u16 {
 #[inline(never)]
 fn check_fence(ordering: Ordering, scope: Scope) {
     let st = CtaState::current();
-    let mem = memory(&st);
+    let mem = st.memory();
     let mut view = st.view(&mem);
     vigil_shared::race::sync::fence(&mem, &mut view, &st.sync(), ordering, scope);
     if ordering == Ordering::SeqCst {
@@ -507,7 +580,7 @@ fn report(
             tid: st.tid,
             device: st.device,
             sm: st.smid,
-            epoch: u32::from(st.view(&memory(&st)).epoch),
+            epoch: u32::from(st.view(&st.memory()).epoch),
             access: RaceReport::pack_access(kind, scope),
             prior_tid: r.prior.serial(),
             prior_epoch: u32::from(r.prior.epoch()),
@@ -613,7 +686,7 @@ impl Sanitizer for GpuSanitizer {
     fn block_acquire(phase: u32) {
         super::block::acquire_phase(phase, || {
             let st = CtaState::current();
-            next_epoch(&st, &memory(&st))
+            next_epoch(&st, &st.memory())
         });
     }
 

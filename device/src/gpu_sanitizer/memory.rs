@@ -31,6 +31,10 @@ unsafe impl WordAtomics for vigil_shared::atomic::CoreAtomics {}
 /// the engine accesses with the atomics `F`.
 pub struct GpuMemory<'r, F = DeviceAtomics> {
     runtime: &'r GpuRuntime,
+    /// The runtime's `real_base`, kept apart so that a CTA that keeps it
+    /// ([`GpuMemory::with_real_base`]) finds a shadow cell with no load
+    /// of the runtime.
+    real_base: u64,
     atomics: PhantomData<F>,
 }
 
@@ -55,8 +59,19 @@ impl<'r, F: WordAtomics> GpuMemory<'r, F> {
     /// out as `vigil_shared::gpu` says, for `'r`.
     #[inline(always)]
     pub unsafe fn new(runtime: &'r GpuRuntime) -> Self {
+        // SAFETY: forwarded from the caller.
+        unsafe { Self::with_real_base(runtime, runtime.real_base) }
+    }
+
+    /// [`GpuMemory::new`] with the runtime's `real_base` as read before.
+    ///
+    /// # Safety
+    /// As [`GpuMemory::new`], and `real_base` must be `runtime.real_base`.
+    #[inline(always)]
+    pub unsafe fn with_real_base(runtime: &'r GpuRuntime, real_base: u64) -> Self {
         GpuMemory {
             runtime,
+            real_base,
             atomics: PhantomData,
         }
     }
@@ -71,13 +86,13 @@ impl<'r, F: WordAtomics> GpuMemory<'r, F> {
     /// address (local, shared, another allocator's) is skipped.
     #[inline(always)]
     pub fn manages(&self, addr: u64) -> bool {
-        is_managed(addr, self.runtime.real_base.wrapping_sub(REAL_OFFSET))
+        is_managed(addr, self.real_base.wrapping_sub(REAL_OFFSET))
     }
 
     /// The index of the word holding managed address `addr`.
     #[inline(always)]
     pub fn word_of(&self, addr: u64) -> u64 {
-        (addr - self.runtime.real_base) / 4
+        (addr - self.real_base) / 4
     }
 
     /// Which device each lane runs on.
@@ -97,7 +112,7 @@ impl<F: WordAtomics> RaceMemory for GpuMemory<'_, F> {
         if word >= REAL_CAPACITY / 4 {
             return None;
         }
-        let reserve = self.runtime.real_base.wrapping_sub(REAL_OFFSET);
+        let reserve = self.real_base.wrapping_sub(REAL_OFFSET);
         // SAFETY: the shadow half maps one 8-byte cell per word of every
         // live allocation (the caller only asks for managed words).
         Some(unsafe { &*((reserve + 8 * word) as *const F::U64) })

@@ -92,6 +92,12 @@ impl Group {
         self.leaders(u32::from(flag)) != 0
     }
 
+    /// The leader's `bits`, on every lane.
+    #[inline(always)]
+    pub fn leader_bits(&self, bits: u32) -> u32 {
+        self.leaders(bits)
+    }
+
     /// The leader's `v`, on every lane.
     #[inline(always)]
     pub fn leader_value(&self, v: u64) -> u64 {

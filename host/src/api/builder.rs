@@ -361,6 +361,7 @@ impl ContextBuilder {
             sink,
             self.launch_timeout,
             selection,
+            self.sanitizer_config.trust_types(),
         ))
     }
 }

@@ -67,6 +67,9 @@ struct ContextInner {
     launch_timeout: Option<Duration>,
     /// Which launches of a sanitized context run sanitized.
     selection: LaunchSelection,
+    /// Whether its sanitizer skips what a launch's proven views rule out
+    /// (`SanitizerConfigBuilder::trust_types`).
+    trust_types: bool,
     /// Where each live buffer of a sanitized context was allocated, by
     /// address (the reports' allocation sites).
     alloc_sites: Mutex<AllocationSites>,
@@ -127,6 +130,7 @@ impl Context {
         reports: ReportSink,
         launch_timeout: Option<Duration>,
         selection: LaunchSelection,
+        trust_types: bool,
     ) -> Context {
         Context {
             inner: Arc::new(ContextInner {
@@ -134,9 +138,17 @@ impl Context {
                 reports,
                 launch_timeout,
                 selection,
+                trust_types,
                 alloc_sites: Mutex::new(HashMap::new()),
             }),
         }
+    }
+
+    /// Whether the sanitizer skips the checks a launch's proven views rule
+    /// out ([`SanitizerConfigBuilder::trust_types`](crate::SanitizerConfigBuilder::trust_types),
+    /// `VIGIL_TRUST_TYPES`).
+    pub fn trusts_types(&self) -> bool {
+        self.inner.trust_types
     }
 
     /// The longest a launch may run, or a GPU wait may block

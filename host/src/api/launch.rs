@@ -56,7 +56,8 @@ impl Stream {
         // error, whatever its layouts; the layouts are proven for the
         // configuration that runs.
         let (entry, config) = self.checked_entry(func, config, K::DYNAMIC_SHARED_BYTES)?;
-        let buf = pack_proven_args::<K, A>(&config, args)?;
+        let mut buf = pack_proven_args::<K, A>(&config, args)?;
+        buf.trust_partitions(self.context().trusts_types());
         self.launch_entry(func, &entry, config, &buf, K::PARAMS)
     }
 

@@ -319,4 +319,90 @@ mod tests {
             }
         ));
     }
+
+    /// `fn owners(x: GlobalSlice<f32>, y: ThreadElemsMut<f32>,
+    /// z: BlockChunksMut<f32>)`, `z` in chunks of 64.
+    #[allow(non_camel_case_types)]
+    struct owners {}
+    impl Kernel for owners {
+        const NAME: &'static str = "owners";
+        const PARAMS: &'static [ParamDesc] = &[
+            ParamDesc {
+                name: "x",
+                rust_type: "GlobalSlice<f32>",
+                parts: &[PtxType::Ptr, PtxType::B64],
+            },
+            ParamDesc {
+                name: "y",
+                rust_type: "ThreadElemsMut<f32>",
+                parts: &[PtxType::Ptr, PtxType::B64],
+            },
+            ParamDesc {
+                name: "z",
+                rust_type: "BlockChunksMut<f32>",
+                parts: &[PtxType::Ptr, PtxType::B64],
+            },
+        ];
+        type Params = (
+            vigil_device::GlobalSlice<f32>,
+            ThreadElemsMut<f32>,
+            BlockChunksMut<f32>,
+        );
+        const LAYOUTS: &'static [ParamLayout] = &[
+            ParamLayout {
+                param: 1,
+                layout: Layout::ThreadElems,
+                writes: true,
+            },
+            ParamLayout {
+                param: 2,
+                layout: Layout::BlockChunks {
+                    chunk: Extent::Const(64),
+                },
+                writes: true,
+            },
+        ];
+        unsafe fn run_host<S: Sanitizer>(_: &[u8]) {}
+    }
+
+    #[test]
+    fn a_proven_per_thread_partition_is_owned_once_trusted() {
+        let ctx = Context::builder().cpu().build().unwrap();
+        let s = Stream::new(&ctx).unwrap();
+        let x = DeviceBuffer::<f32>::alloc_zeroed(&s, 256).unwrap();
+        let mut y = DeviceBuffer::<f32>::alloc_zeroed(&s, 256).unwrap();
+        let mut z = DeviceBuffer::<f32>::alloc_zeroed(&s, 256).unwrap();
+        let (xp, yp, zp) = (x.device_ptr(), y.device_ptr(), z.device_ptr());
+        let config = LaunchConfig::new(4, 64);
+        let mut buf = pack_proven_args::<owners, _>(&config, (&x, &mut y, &mut z)).unwrap();
+        // Not trusted: only the read view is named, as read-only.
+        let r = buf.read_only_ranges();
+        assert!(r.covers(xp, 1024) && !r.owned_covers(yp, 4));
+        buf.trust_partitions(true);
+        let r = buf.read_only_ranges();
+        // Each of `y`'s elements has one owning thread; `z`'s chunks are
+        // shared by their block's threads, so they are not owned.
+        assert!(r.owned_covers(yp, 1024) && !r.covers(yp, 4));
+        assert!(!r.owned_covers(zp, 4) && !r.covers(zp, 4));
+        assert!(r.covers(xp, 1024) && !r.owned_covers(xp, 4));
+    }
+
+    #[test]
+    fn a_launch_whose_arguments_may_alias_owns_nothing() {
+        use crate::api::symmetric::SymmetricGroup;
+        let group = SymmetricGroup::cpu(1, Context::builder()).unwrap();
+        let sym = group.alloc::<f32>(256).unwrap();
+        let ctx = group.context(0).unwrap();
+        let s = Stream::new(ctx).unwrap();
+        let mut y = DeviceBuffer::<f32>::alloc_zeroed(&s, 256).unwrap();
+        let mut z = DeviceBuffer::<f32>::alloc_zeroed(&s, 256).unwrap();
+        let yp = y.device_ptr();
+        // A peer's slice may view any buffer of the launch, `y` included:
+        // `y`'s partition is then not the launch's only way to its bytes.
+        let config = LaunchConfig::new(4, 64);
+        let x = sym.peer(0, 0).unwrap();
+        let mut buf = pack_proven_args::<owners, _>(&config, (x, &mut y, &mut z)).unwrap();
+        buf.trust_partitions(true);
+        assert!(!buf.read_only_ranges().owned_covers(yp, 4));
+    }
 }

@@ -125,6 +125,9 @@ pub struct ParamBuffer {
     views: Vec<PackedView>,
     /// The views whose layout the launch proved.
     proven: Vec<ProvenView>,
+    /// Whether the sanitizer may skip what the proven views rule out
+    /// ([`ParamBuffer::trust_partitions`]).
+    trust_partitions: bool,
 }
 
 impl ParamBuffer {
@@ -160,12 +163,33 @@ impl ParamBuffer {
     }
 
     /// The launch's read-only ranges: the largest views noted with
-    /// [`ParamBuffer::note_read_only`], none when an argument may alias.
+    /// [`ParamBuffer::note_read_only`], and, once
+    /// [`trust_partitions`](Self::trust_partitions) is on, the
+    /// thread-owned ones (`vigil_shared::read_only`): each per-thread
+    /// partition whose layout the launch proved and that no other
+    /// argument reaches. None when an argument may alias.
     pub fn read_only_ranges(&self) -> ReadOnlyRanges {
         if self.aliasing {
             return ReadOnlyRanges::NONE;
         }
-        self.read_only
+        let mut ranges = self.read_only;
+        if self.trust_partitions {
+            for p in self
+                .proven
+                .iter()
+                .filter(|p| p.exclusive && p.layout.has_parts() && !p.layout.parts_per_block())
+            {
+                ranges.insert_owned(p.view.addr, p.view.bytes);
+            }
+        }
+        ranges
+    }
+
+    /// Lets the sanitizer skip what the proven views rule out (the
+    /// context's `trust_types`): [`read_only_ranges`](Self::read_only_ranges)
+    /// then carries the thread-owned partitions too.
+    pub fn trust_partitions(&mut self, on: bool) {
+        self.trust_partitions = on;
     }
 
     /// Notes the bytes of the view the current argument packed (`writes`:

@@ -15,6 +15,7 @@
 //! | `VIGIL_ALLOC_CACHE`          | `1`/`0`, `on`/`off`, `true`/`false`        | on      |
 //! | `VIGIL_SHAREABLE_HANDLES`    | `1`/`0`, `on`/`off`, `true`/`false`        | on      |
 //! | `VIGIL_HALT_ON_ERROR`        | `1`/`0`, `on`/`off`, `true`/`false`        | off     |
+//! | `VIGIL_TRUST_TYPES`          | `1`/`0`, `on`/`off`, `true`/`false` (skip what a launch's proven views rule out) | on |
 //! | `VIGIL_REPORT`               | a file path (not empty)                    | none    |
 //! | `VIGIL_REPORT_FORMAT`        | `json` or `sarif`                          | by the report path: `.sarif` SARIF, else JSON |
 //! | `VIGIL_SUPPRESSIONS`         | a suppressions file ([`Suppressions`])     | none    |
@@ -91,6 +92,8 @@ pub const ENV_ALLOC_CACHE: &str = "VIGIL_ALLOC_CACHE";
 pub const ENV_SHAREABLE_HANDLES: &str = "VIGIL_SHAREABLE_HANDLES";
 /// Environment variable: stop a sanitized launch at its first race.
 pub const ENV_HALT_ON_ERROR: &str = "VIGIL_HALT_ON_ERROR";
+/// Whether the sanitizer skips the checks a launch's proven views rule out.
+pub const ENV_TRUST_TYPES: &str = "VIGIL_TRUST_TYPES";
 /// Environment variable: file the race reports are appended to as JSON.
 pub const ENV_REPORT: &str = "VIGIL_REPORT";
 /// Environment variable: the report file's format (`json` or `sarif`).
@@ -144,6 +147,7 @@ pub struct SanitizerConfig {
     caching: bool,
     shareable_handles: bool,
     halt_on_error: bool,
+    trust_types: bool,
     report_path: Option<PathBuf>,
     report_format: Option<ReportFormat>,
     suppressions: Option<Suppressions>,
@@ -163,6 +167,7 @@ impl Default for SanitizerConfig {
             caching: true,
             shareable_handles: true,
             halt_on_error: false,
+            trust_types: true,
             report_path: None,
             report_format: None,
             suppressions: None,
@@ -247,6 +252,12 @@ impl SanitizerConfig {
     /// Whether a sanitized launch stops at its first race.
     pub fn halt_on_error(&self) -> bool {
         self.halt_on_error
+    }
+
+    /// Whether the sanitizer skips the checks a launch's proven views rule
+    /// out ([`SanitizerConfigBuilder::trust_types`]).
+    pub fn trust_types(&self) -> bool {
+        self.trust_types
     }
 
     /// Whether `other` asks for the same device-wide state as `self`: the
@@ -587,6 +598,19 @@ impl SanitizerConfigBuilder {
         self
     }
 
+    /// Whether the sanitizer skips the checks a launch's proven views
+    /// rule out (default on; `VIGIL_TRUST_TYPES`): a per-thread partition
+    /// the launch proved, which no other argument of it reaches, is
+    /// touched by each element's owner alone, so its accesses skip the
+    /// check against the other threads of their block. Off, every access
+    /// is checked, so that the engine can be measured and cross-checked
+    /// alone. Checks against other blocks, launches, streams, copies and
+    /// devices stay either way.
+    pub fn trust_types(mut self, on: bool) -> Self {
+        self.config.trust_types = on;
+        self
+    }
+
     /// Whether physical handles are created POSIX-fd shareable (needed for
     /// export/import).
     pub fn shareable_handles(mut self, on: bool) -> Self {
@@ -751,6 +775,10 @@ impl SanitizerConfigBuilder {
             c.halt_on_error = parse_bool(ENV_HALT_ON_ERROR, v)?;
             Ok(())
         });
+        apply(ENV_TRUST_TYPES, &mut |v, c| {
+            c.trust_types = parse_bool(ENV_TRUST_TYPES, v)?;
+            Ok(())
+        });
         apply(ENV_REPORT, &mut |v, c| {
             let path = PathBuf::from(v);
             check_path(ENV_REPORT, &path)?;
@@ -870,6 +898,7 @@ mod tests {
             ("VIGIL_ALLOC_CACHE", "off"),
             ("VIGIL_SHAREABLE_HANDLES", "FALSE"),
             ("VIGIL_HALT_ON_ERROR", "yes"),
+            ("VIGIL_TRUST_TYPES", "0"),
             ("VIGIL_REPORT", "races.jsonl"),
             ("VIGIL_UNRELATED", "whatever"),
         ])
@@ -884,6 +913,7 @@ mod tests {
         assert!(!c.caching());
         assert!(!c.shareable_handles());
         assert!(c.halt_on_error());
+        assert!(!c.trust_types() && SanitizerConfig::default().trust_types());
         assert_eq!(c.report_path(), Some(Path::new("races.jsonl")));
         let all = from(&[("VIGIL_DEVICE_RANKS", "all")]).unwrap();
         assert_eq!(all.device_ranks(), None);
@@ -910,6 +940,7 @@ mod tests {
             ("VIGIL_ALLOC_CACHE", "maybe", "on/off"),
             ("VIGIL_SHAREABLE_HANDLES", "2", "on/off"),
             ("VIGIL_HALT_ON_ERROR", "sometimes", "on/off"),
+            ("VIGIL_TRUST_TYPES", "partly", "on/off"),
             ("VIGIL_REPORT", "", "a path to a file"),
             ("VIGIL_REPORT", "/", "a path to a file"),
         ];

@@ -14,7 +14,7 @@ use super::config::{
     ENV_HALT_ON_ERROR, ENV_LAUNCH_COUNT, ENV_LAUNCH_SKIP, ENV_LAUNCH_TIMEOUT, ENV_REPORT,
     ENV_REPORT_FORMAT, ENV_SANITIZE, ENV_SANITIZED_REGISTERS, ENV_SANITIZE_KERNELS,
     ENV_SANITIZE_KERNELS_EXCLUDE, ENV_SEED, ENV_SHADOW_POOL_RECORDS, ENV_SHAREABLE_HANDLES,
-    ENV_SUPPRESSIONS,
+    ENV_SUPPRESSIONS, ENV_TRUST_TYPES,
 };
 use std::sync::Once;
 
@@ -27,6 +27,10 @@ pub const KNOWN_VARIABLES: &[(&str, &str)] = &[
     (ENV_SEED, "seed of the sanitizer's random evictions"),
     (ENV_CLOCK_BUFFER_SIZE, "snapshots per sanitizer thread"),
     (ENV_HALT_ON_ERROR, "stop a launch at its first race"),
+    (
+        ENV_TRUST_TYPES,
+        "skip the checks a launch's proven views rule out",
+    ),
     (
         ENV_REPORT,
         "file that race reports are written to (JSON Lines or SARIF)",

@@ -138,13 +138,10 @@ pub fn forgotten(cta: &CtaView<'_>, s: u32) -> bool {
 /// earlier location.
 #[inline(always)]
 fn access_line_fast<M: RaceMemory + ?Sized>(
-    mem: &M,
     h: &Header<'_, M>,
     cta: &CtaView<'_>,
-    word0: u64,
     acc: LineAccess,
-    bounded: &mut bool,
-) -> Option<LineOutcome> {
+) -> Option<LineFast> {
     let [v0, v1] = h.access_cells();
     if CellTag::of(v0) != CellTag::Line {
         return None;
@@ -160,7 +157,7 @@ fn access_line_fast<M: RaceMemory + ?Sized>(
         match r.kind() {
             ReadKind::Empty => {
                 if ws == cta.serial && w.epoch() == cta.epoch {
-                    return Some(LineOutcome::Clean);
+                    return Some(LineFast::Clean);
                 }
             }
             ReadKind::Single | ReadKind::Launch if reader_ordered(r.payload()) => {}
@@ -172,10 +169,12 @@ fn access_line_fast<M: RaceMemory + ?Sized>(
             .ok()?;
         note_site::<M>(h.c2, s2, acc.site);
         if h.c1.load(MEET) != v1 {
-            let race = late_reads(mem, cta, &mem.arena(), h, w, v1, word0, bounded);
-            return Some(done(race));
+            return Some(LineFast::LateReads {
+                before: w,
+                reads: v1,
+            });
         }
-        return Some(LineOutcome::Clean);
+        return Some(LineFast::Clean);
     }
     let kind = if acc.read_only {
         ReadKind::Launch
@@ -186,12 +185,12 @@ fn access_line_fast<M: RaceMemory + ?Sized>(
         ReadKind::Launch
             if acc.read_only && cta.host.owns(r.payload()) && cta.epoch <= r.epoch() =>
         {
-            return Some(LineOutcome::Clean)
+            return Some(LineFast::Clean)
         }
         ReadKind::Single
             if !acc.read_only && r.payload() == cta.serial && cta.epoch <= r.epoch() =>
         {
-            return Some(LineOutcome::Clean)
+            return Some(LineFast::Clean)
         }
         ReadKind::Empty => {}
         ReadKind::Single | ReadKind::Launch if reader_ordered(r.payload()) => {}
@@ -206,7 +205,36 @@ fn access_line_fast<M: RaceMemory + ?Sized>(
     // the read: the general path checks its write. (Sequentially
     // consistent with the writer's change of cell 0 and its look at cell
     // 1 after it: of a read and a write at once, one sees the other.)
-    (h.c0.load(MEET) == v0).then_some(LineOutcome::Clean)
+    (h.c0.load(MEET) == v0).then_some(LineFast::Clean)
+}
+
+/// What the common cases of a line access decided ([`line_fast`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineFast {
+    /// Checked and recorded; no race.
+    Clean,
+    /// Not a common case: [`line_rest`] decides.
+    General,
+    /// The write was recorded, replacing `before`, but the reads changed
+    /// from `reads` since it checked them: [`line_rest`] checks the late
+    /// ones.
+    LateReads {
+        /// The write it replaced.
+        before: LineWrite,
+        /// Cell 1 as it checked it.
+        reads: u64,
+    },
+}
+
+/// The four header cells of the line at `word0`, `None` past the shadow.
+#[inline(always)]
+fn header<M: RaceMemory + ?Sized>(mem: &M, word0: u64) -> Option<Header<'_, M>> {
+    Some(Header::<M> {
+        c0: mem.cell(word0)?,
+        c1: mem.cell(word0 + 1)?,
+        c2: mem.cell(word0 + 2)?,
+        c3: mem.cell(word0 + 3)?,
+    })
 }
 
 /// Checks and records `acc` of the whole line starting at word `word0`
@@ -219,19 +247,55 @@ pub fn access_line<M: RaceMemory + ?Sized>(
     acc: LineAccess,
     bounded: &mut bool,
 ) -> LineOutcome {
-    let (Some(c0), Some(c1), Some(c2), Some(c3)) = (
-        mem.cell(word0),
-        mem.cell(word0 + 1),
-        mem.cell(word0 + 2),
-        mem.cell(word0 + 3),
-    ) else {
+    let fast = line_fast(mem, cta, word0, acc);
+    line_rest(mem, cta, word0, acc, fast, bounded)
+}
+
+/// The common cases of [`access_line`], decided in registers with the
+/// header's cells and at most one compare-exchange: nothing it takes
+/// leaves the caller's registers, so that a hook inlined at the access
+/// site keeps them there (the rest, [`line_rest`], goes out of line).
+#[inline(always)]
+pub fn line_fast<M: RaceMemory + ?Sized>(
+    mem: &M,
+    cta: &CtaView<'_>,
+    word0: u64,
+    acc: LineAccess,
+) -> LineFast {
+    match header(mem, word0) {
+        Some(h) => access_line_fast(&h, cta, acc).unwrap_or(LineFast::General),
+        None => LineFast::Clean,
+    }
+}
+
+/// What [`line_fast`] left of [`access_line`]: the general path, or the
+/// check of reads that came late to a recorded write.
+#[inline(always)]
+pub fn line_rest<M: RaceMemory + ?Sized>(
+    mem: &M,
+    cta: &CtaView<'_>,
+    word0: u64,
+    acc: LineAccess,
+    fast: LineFast,
+    bounded: &mut bool,
+) -> LineOutcome {
+    let Some(h) = header(mem, word0) else {
         return LineOutcome::Clean;
     };
-    let h = Header::<M> { c0, c1, c2, c3 };
-    if let Some(out) = access_line_fast(mem, &h, cta, word0, acc, bounded) {
-        return out;
+    match fast {
+        LineFast::Clean => LineOutcome::Clean,
+        LineFast::General => access_line_general(mem, cta, &h, word0, acc, bounded),
+        LineFast::LateReads { before, reads } => done(late_reads(
+            mem,
+            cta,
+            &mem.arena(),
+            &h,
+            before,
+            reads,
+            word0,
+            bounded,
+        )),
     }
-    access_line_general(mem, cta, &h, word0, acc, bounded)
 }
 
 /// [`access_line`] beyond its common cases: out of line, so that the

@@ -30,7 +30,7 @@
 //!
 //! Code size is a cost of its own on the GPU: the driver compiles a
 //! kernel's sanitized entry with everything it calls at the kernel's
-//! first sanitized launch. Only the common cases (`access_line_fast`,
+//! first sanitized launch. Only the common cases (`line::line_fast`,
 //! `access_word_fast`) are inlined into the hooks; the general paths and
 //! what they share (a record's steps, entry lists, head reads and joins,
 //! snapshot merges, record locks) are `#[inline(never)]`, one copy each

@@ -211,14 +211,18 @@ pub struct Bench {
 
 impl Bench {
     pub fn new(make: MakeContext, workers: usize) -> Option<Bench> {
-        let ctx = make(workers)?;
+        Some(Bench::on(make(workers)?))
+    }
+
+    /// The bench on `ctx`.
+    pub fn on(ctx: Context) -> Bench {
         let stream = Stream::new(&ctx).expect("stream");
         let module = Module::from_ptx(&ctx, KERNELS_PTX).expect("kernels module");
-        Some(Bench {
+        Bench {
             ctx,
             stream,
             module,
-        })
+        }
     }
 
     pub fn kernel<K: Kernel>(&self) -> KernelFn<K> {
