@@ -6,7 +6,9 @@
 //! layout (parts that overlap, leave elements out or reach past the
 //! buffer, a length or block shape other than declared) is refused before
 //! it runs, naming the argument and the geometry; a partition another
-//! argument aliases is proven in bounds but not exclusive.
+//! argument aliases is proven in bounds but not exclusive; a per-thread
+//! partition proven exclusive is what the sanitizer skips once it trusts
+//! the types.
 
 use vigil::{
     pack_proven_args, ArgProblem, Context, DeviceBuffer, Error, Kernel, LaunchConfig,
@@ -437,6 +439,42 @@ fn a_partition_another_argument_aliases_is_proven_but_not_exclusive(ctx: &Contex
         .unwrap();
     s.launch(&copy, config, (peer, peer)).unwrap();
     group.synchronize().unwrap();
+}
+
+/// What the sanitizer may skip once it trusts the types
+/// (`trust_partitions`, the context's `trust_types`): every per-thread
+/// partition a launch proves exclusive is owned, whatever its layout
+/// (each element, each matrix cell, each grid-stride element has one
+/// owning thread); a per-block part is not (its block's threads share
+/// it); nothing is owned before the launch trusts the proof.
+#[vigil::test(cpu, plain)]
+fn every_proven_per_thread_partition_is_owned_once_trusted(ctx: &Context) {
+    let (stream, _module) = setup(ctx);
+    let (rows, cols) = (8usize, 64usize);
+    let mut y = DeviceBuffer::<u32>::alloc_zeroed(&stream, rows * cols).unwrap();
+    let (at, bytes) = (y.device_ptr(), 4 * (rows * cols) as u64);
+    let owned = |mut buf: vigil::ParamBuffer| {
+        let before = buf.read_only_ranges().owned_covers(at, bytes);
+        buf.trust_partitions(true);
+        let r = buf.read_only_ranges();
+        assert!(!before, "owned before the launch trusts its proofs");
+        // Owned is not read-only: the owner writes there.
+        assert!(!r.covers(at, 4));
+        r.owned_covers(at, bytes)
+    };
+    let elems = LaunchConfig::for_num_elems(rows * cols, 128);
+    let buf = pack_proven_args::<k::thread_elems_owner, _>(&elems, (&mut y,)).unwrap();
+    assert!(owned(buf), "ThreadElemsMut");
+    let cells = LaunchConfig::new((2, 2), (32, 4));
+    let buf = pack_proven_args::<k::thread_cells_owner, _>(&cells, (rows, cols, &mut y)).unwrap();
+    assert!(owned(buf), "ThreadCellsMut");
+    let stride = LaunchConfig::new(3, 32);
+    let buf = pack_proven_args::<k::grid_stride_owner, _>(&stride, (&mut y,)).unwrap();
+    assert!(owned(buf), "GridStrideMut");
+    let chunks = LaunchConfig::new(4, 32);
+    let n = rows * cols / 4;
+    let buf = pack_proven_args::<k::block_chunks_owner, _>(&chunks, (n, &mut y)).unwrap();
+    assert!(!owned(buf), "BlockChunksMut is its block's, not a thread's");
 }
 
 #[vigil::test]
