@@ -116,6 +116,14 @@ impl ReadOnlyRanges {
         addr & OWNED == 0 && self.covers(addr | OWNED, size)
     }
 
+    /// Whether the same-block check skips an access of `size` bytes at
+    /// `addr` (`writes`: a write): a read of read-only memory, or any
+    /// access to a thread-owned range.
+    #[inline(always)]
+    pub fn skips_block_check(&self, addr: u64, size: u64, writes: bool) -> bool {
+        (!writes && self.covers(addr, size)) || self.owned_covers(addr, size)
+    }
+
     /// Whether the `size` bytes at `addr` lie inside one of the read-only
     /// ranges.
     #[inline(always)]
@@ -212,6 +220,11 @@ mod tests {
         assert!(!r.covers(0x8000, 4), "an owned range is not read-only");
         assert!(!r.owned_covers(0x803e, 4), "straddles the end");
         assert!(!r.owned_covers(0x8000 | OWNED, 4), "no device address");
+        // The same-block check skips reads of read-only memory and every
+        // access to owned memory.
+        assert!(r.skips_block_check(0x1000, 4, false) && !r.skips_block_check(0x1000, 4, true));
+        assert!(r.skips_block_check(0x8000, 4, true) && r.skips_block_check(0x8000, 4, false));
+        assert!(!r.skips_block_check(0x4000, 4, false));
         // The largest two views are kept, of either kind.
         r.insert_owned(0x20000, 0x200);
         assert!(r.covers(0x1000, 4) && r.owned_covers(0x201fc, 4));

@@ -99,9 +99,9 @@ impl BlockTable {
         if rt.block_table == 0 || size == 0 || slot >= rt.block_table_slots {
             return None;
         }
-        let (at, bytes) = (addr as u64, size as u64);
-        if (!kind.writes() && cta.read_only.covers(at, bytes))
-            || cta.read_only.owned_covers(at, bytes)
+        if cta
+            .read_only
+            .skips_block_check(addr as u64, size as u64, kind.writes())
         {
             return None;
         }

@@ -170,6 +170,8 @@ fn line_leader<const SIZE: u32>(addr: u64, write: bool, location: u64, host_at: 
     let st = CtaState::current();
     let mut outcome = LeaderBits::CLEAN;
     let acc = line_access::<SIZE>(&st, addr, write, location);
+    // `ReadOnlyRanges::skips_block_check`, with the access's read-only
+    // test made once.
     if acc.read_only || st.read_only.owned_covers(addr, LINE_BYTES) {
         outcome = LeaderBits::NO_BLOCK;
     }
