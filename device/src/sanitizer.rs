@@ -234,6 +234,37 @@ pub trait Sanitizer: Copy + Default + Send + Sync + 'static {
     #[inline(always)]
     fn grid_dependency_wait() {}
 
+    /// The calling thread issued a `cp.async` of `shared.size` bytes into
+    /// `shared` from `global_bytes` bytes at `global` (its accesses
+    /// already told through [`access`](Sanitizer::access) and
+    /// [`shared_access`](Sanitizer::shared_access)): the copy is in
+    /// flight until a wait of the thread completes its group. Default:
+    /// nothing (the CPU backend's runtime hears of every copy from its
+    /// platform layer).
+    #[inline(always)]
+    fn copy_in_flight(
+        shared: SharedAccess,
+        global: usize,
+        global_bytes: usize,
+        loc: &'static Location<'static>,
+    ) {
+        let _ = (shared, global, global_bytes, loc);
+    }
+
+    /// The calling thread committed its open `cp.async` copies into a
+    /// group (`cp.async.commit_group`). Default: nothing.
+    #[inline(always)]
+    fn copy_group_committed() {}
+
+    /// The calling thread waited for all but its newest `newest`
+    /// committed `cp.async` groups (`cp.async.wait_group`; `wait_all` is
+    /// a commit and a wait for all): their copies completed. Default:
+    /// nothing.
+    #[inline(always)]
+    fn copy_groups_waited(newest: u32) {
+        let _ = newest;
+    }
+
     /// The calling thread declared a shared array of `array_bytes` bytes
     /// that `S` cannot check: its accesses go unchecked, and the
     /// sanitizer says so in its reports. Default: nothing (the CPU

@@ -644,11 +644,21 @@ pub const fn busy(stamp: u32) -> u32 {
     stamp & !1
 }
 
-/// The key under which an array's shadow remembers a reported race (never 0).
+/// The key under which an array's shadow remembers a reported race (never
+/// 0): the same for the race seen from either of its accesses (a write
+/// after a read is the read after that write; two writes in either order
+/// are one race), so that a race reported where its second access was
+/// made and again where it was checked once more (a copy completing) is
+/// one report.
 pub const fn report_key(kind: ReportKind, current_location: u64, prior_location: u64) -> u64 {
-    ((current_location as u32 as u64) << 32 | prior_location as u32 as u64)
-        ^ (kind as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        | 1
+    let (current, prior) = (current_location as u32 as u64, prior_location as u32 as u64);
+    let (kind, first, second) = match kind {
+        ReportKind::WriteAfterRead => (ReportKind::ReadAfterWrite, prior, current),
+        ReportKind::ReadAfterWrite => (kind, current, prior),
+        _ if current <= prior => (kind, current, prior),
+        _ => (kind, prior, current),
+    };
+    (first << 32 | second) ^ (kind as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1
 }
 
 /// The interval of a thread's accesses: the barriers it passed
@@ -1405,6 +1415,19 @@ mod tests {
         let wrapped = LaneSync(0xffff_ffff).joined(1).passed_barrier();
         assert_eq!((wrapped.count(), wrapped.barriers()), (0, 0));
         assert_ne!(report_key(ReportKind::WriteAfterRead, 0, 0), 0);
+        // A race is one key from either side.
+        assert_eq!(
+            report_key(ReportKind::WriteAfterRead, 0x10, 0x20),
+            report_key(ReportKind::ReadAfterWrite, 0x20, 0x10)
+        );
+        assert_eq!(
+            report_key(ReportKind::WriteAfterWrite, 0x10, 0x20),
+            report_key(ReportKind::WriteAfterWrite, 0x20, 0x10)
+        );
+        assert_ne!(
+            report_key(ReportKind::ReadAfterWrite, 0x10, 0x20),
+            report_key(ReportKind::ReadAfterWrite, 0x20, 0x10)
+        );
         assert_eq!(unpack_array(pack_array(4096, 12)), Some((4096, 12)));
         assert_ne!(access_interval(0, 0), 0);
         assert_ne!(access_interval(1, 0), access_interval(0, 1));

@@ -8,7 +8,8 @@
 //! accessed what and whether two accesses race, between CTAs, launches
 //! and devices), [`block`] and [`block_line`] (races between the threads
 //! of one block on the GPU; a 128-byte line one warp accesses whole keeps
-//! one table entry), [`abi`] (the layouts host and device share: reports,
+//! one table entry), [`copies_in_flight`] (a thread's `cp.async` copies
+//! between their issue and their completion, on the GPU), [`abi`] (the layouts host and device share: reports,
 //! the per-device runtime region), [`address`] (reservations and shadow
 //! addresses), [`atomic`] (abstract atomics), [`gpu`] (the GPU
 //! sanitizer's launch ABI: hidden parameters, the runtime descriptor,
@@ -46,6 +47,7 @@ pub mod address;
 pub mod atomic;
 pub mod block;
 pub mod block_line;
+pub mod copies_in_flight;
 pub mod gpu;
 pub mod read_only;
 pub mod tensor_map;

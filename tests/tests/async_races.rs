@@ -6,13 +6,17 @@
 //! race-free.
 //!
 //! The CPU backend models a copy as an access in flight between its issue
-//! and its completion, so it runs every form. The GPU sanitizer checks a
-//! copy where it is issued, as the issuing thread's accesses
-//! (docs/src/sanitizer/bounds.md): it runs the race-free forms, which it
-//! must pass without a report, the race between a tensor copy and
-//! another launch, which the issue-time check sees, and the dependent
-//! launches (both backends order a dependent block after the kernel
-//! before it only from its `grid_dependency::wait()`).
+//! and its completion, so it runs every form. The GPU sanitizer does the
+//! same for `cp.async` (each thread's copies in flight, checked against
+//! its own accesses and again at their completion): it runs every
+//! `cp.async` form but one whose copy its queue completed early (a
+//! thread with more than 8 in flight). It checks a bulk or tensor copy
+//! where it is issued, as the issuing thread's accesses
+//! (docs/src/sanitizer/bounds.md): of those it runs the race-free forms,
+//! which it must pass without a report, the races its issue-time check
+//! sees, and the dependent launches (both backends order a dependent
+//! block after the kernel before it only from its
+//! `grid_dependency::wait()`).
 
 use vigil::{DeviceBuffer, DeviceTensorMap, DeviceTensorMapMut, LaunchConfig, TiledLayout};
 
@@ -35,15 +39,25 @@ mod cpu {
         dependent_reads_after_its_wait, dependent_reads_before_its_wait,
         serialized_launch_reads_before_its_wait,
         bulk_store_source_overwritten_after_read_wait, bulk_store_source_overwritten_in_flight,
-        tensor_store_beside_an_ordered_load, tensor_store_and_an_unordered_load);
+        tensor_store_beside_an_ordered_load, tensor_store_and_an_unordered_load,
+        cp_async_source_written_after_its_wait, cp_async_source_written_before_its_wait,
+        cp_async_waited_before_return, cp_async_completed_by_return,
+        cp_async_many_in_flight_waited, cp_async_many_in_flight_newest_read,
+        cp_async_many_in_flight_oldest_read);
 }
 
 mod gpu {
     scenario_tests!(super::common::gpu_context, super::common::gpu_turn;
         cp_async_waited_then_barrier, cp_async_own_read_after_wait,
+        cp_async_own_read_before_wait, cp_async_read_after_barrier_before_wait,
         cp_async_read_by_another_thread_unsynced, cp_async_destination_stored_after_wait,
-        cp_async_older_group_waited, cp_async_newer_group_waited,
-        cp_async_source_overwritten_after_wait, bulk_source_overwritten_after_wait,
+        cp_async_destination_stored_in_flight, cp_async_destination_copied_twice,
+        cp_async_older_group_waited, cp_async_newer_group_waited, cp_async_wrong_group_count,
+        cp_async_source_overwritten_after_wait, cp_async_source_overwritten_before_wait,
+        cp_async_source_written_after_its_wait, cp_async_source_written_before_its_wait,
+        cp_async_waited_before_return, cp_async_completed_by_return,
+        cp_async_many_in_flight_waited, cp_async_many_in_flight_newest_read,
+        bulk_source_overwritten_after_wait,
         bulk_load_read_after_the_wait, bulk_load_read_before_the_wait,
         mbarrier_right_phase, bulk_store_waited_before_release,
         tensor_load_beside_an_ordered_store, tensor_load_and_an_unordered_store,
@@ -257,6 +271,62 @@ mod scenarios {
     /// The source overwritten by the issuer before its wait.
     pub fn cp_async_source_overwritten_before_wait(make: MakeContext) {
         overwrite::<cp_async_source_overwrite>(make, 1, &[race(WAR, "src-overwrite", "src-issue")]);
+    }
+
+    /// A neighbour's source chunk written after its wait and a barrier.
+    pub fn cp_async_source_written_after_its_wait(make: MakeContext) {
+        overwrite::<cp_async_source_written_by_another>(make, 0, &[]);
+    }
+
+    /// A neighbour's source chunk written after a barrier but before the
+    /// neighbour's wait: its copy may not have read it yet.
+    pub fn cp_async_source_written_before_its_wait(make: MakeContext) {
+        overwrite::<cp_async_source_written_by_another>(
+            make,
+            1,
+            &[race(WAR, "src-other-write", "src-other-issue")],
+        );
+    }
+
+    /// Copies waited for before the barrier: the neighbour's chunk reads.
+    pub fn cp_async_waited_before_return(make: MakeContext) {
+        tile_case::<cp_async_never_waited>(make, TILE, 0, &[], |xs, t| xs[(4 * t + 4) % TILE]);
+    }
+
+    /// Copies never waited for complete when their threads return: a
+    /// read of one after a barrier races with it.
+    pub fn cp_async_completed_by_return(make: MakeContext) {
+        tile_case::<cp_async_never_waited>(
+            make,
+            TILE,
+            1,
+            &[race(RAW, "unwaited-read", "unwaited-issue")],
+            |_, _| 0,
+        );
+    }
+
+    /// [`tile_case`] of `cp_async_many_in_flight`.
+    fn many(make: MakeContext, mode: u32, expected: &[Verdict]) {
+        let words = MANY_IN_FLIGHT * ASYNC_RACE_THREADS as usize;
+        tile_case::<cp_async_many_in_flight>(make, words, mode, expected, |xs, t| {
+            xs[(MANY_IN_FLIGHT * (t + 1)) % words + MANY_IN_FLIGHT - 1]
+        })
+    }
+
+    /// More copies in flight than the GPU keeps, all waited for: no race.
+    pub fn cp_async_many_in_flight_waited(make: MakeContext) {
+        many(make, 0, &[]);
+    }
+
+    /// The newest of many copies in flight read by its issuer early.
+    pub fn cp_async_many_in_flight_newest_read(make: MakeContext) {
+        many(make, 1, &[race(RAW, "many-newest-early", "many-issue")]);
+    }
+
+    /// The oldest of many copies in flight read by its issuer early (the
+    /// GPU completed it when its queue overflowed: CPU only).
+    pub fn cp_async_many_in_flight_oldest_read(make: MakeContext) {
+        many(make, 2, &[race(RAW, "many-oldest-early", "many-issue")]);
     }
 
     /// A bulk load's source overwritten after the mbarrier wait: race-free.

@@ -76,6 +76,7 @@ unsafe fn tensor_side(map: *const u8, coords: [i32; MAX_RANK]) -> GlobalSide {
 #[track_caller]
 pub unsafe fn cp_async<S: Sanitizer, const BYTES: usize>(shared: SharedAccess, global: usize) {
     report_at_issue::<S>(Direction::ToShared, linear(global, BYTES), shared);
+    S::copy_in_flight(shared, global, BYTES, Location::caller());
     // SAFETY: the caller's contract.
     unsafe { raw::cp_async_full::<BYTES>(shared_address(shared.addr), global as *const u8) }
 }
@@ -93,6 +94,7 @@ pub unsafe fn cp_async_zfill<S: Sanitizer, const BYTES: usize>(
     global_bytes: usize,
 ) {
     report_at_issue::<S>(Direction::ToShared, linear(global, global_bytes), shared);
+    S::copy_in_flight(shared, global, global_bytes, Location::caller());
     // SAFETY: the caller's contract.
     unsafe {
         raw::cp_async::<BYTES>(

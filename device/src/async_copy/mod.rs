@@ -252,7 +252,8 @@ impl<T: bytemuck::Pod, const N: usize, S: Sanitizer> SharedTile<T, N, S> {
 #[inline(always)]
 #[track_caller]
 pub fn commit_group() {
-    async_imp::commit_group()
+    async_imp::commit_group();
+    Active::copy_group_committed()
 }
 
 /// Waits until all but the newest `N` of the calling thread's committed
@@ -263,7 +264,8 @@ pub fn commit_group() {
 #[inline(always)]
 #[track_caller]
 pub fn wait_group<const N: u32>() {
-    async_imp::wait_group::<N>()
+    async_imp::wait_group::<N>();
+    Active::copy_groups_waited(N)
 }
 
 /// Commits the calling thread's open `cp.async` copies and waits for all
@@ -271,7 +273,9 @@ pub fn wait_group<const N: u32>() {
 #[inline(always)]
 #[track_caller]
 pub fn wait_all() {
-    async_imp::wait_all()
+    async_imp::wait_all();
+    Active::copy_group_committed();
+    Active::copy_groups_waited(0)
 }
 
 /// Closes the calling thread's bulk and tensor stores issued since its

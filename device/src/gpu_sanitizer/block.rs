@@ -54,7 +54,7 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use vigil_shared::abi::{AccessSite, RaceReport, ReportKind};
 use vigil_shared::block::{
     access_interval, barrier_site, barrier_slot, barrier_tag, block_stamp, busy, divergence_group,
-    pack_array, record_kind, report_key, slot_site, slot_tag, view_number, BarrierCheck,
+    pack_array, race_kind, record_kind, report_key, slot_site, slot_tag, view_number, BarrierCheck,
     BlockAcquired, BlockRecord, BlockSpace, DivergenceRecord, LaneSync, ShadowLayout, TableWord,
     ThreadGroup, WindowShadow, WordRecords, DIVERGENT_BARRIER_KIND, EXIT_SITE, GLOBAL_LANES,
     MAX_BLOCK_THREADS, REPORTED, SHARED_LANES, UNCHECKED_ARRAYS, VIEWS, WORD,
@@ -813,6 +813,7 @@ impl Checked {
         if !self.known {
             return;
         }
+        self.check_in_flight(addr);
         let end = start + self.size;
         let mut w = start / WORD;
         while w * WORD < end {
@@ -833,6 +834,82 @@ impl Checked {
             }
             w += 1;
         }
+    }
+
+    /// This access at `addr` against the calling thread's own `cp.async`
+    /// copies in flight (`super::in_flight`): a destination read or
+    /// written, or a source written, before the wait that completes the
+    /// copy races with it, although the thread issued the copy first.
+    #[inline(always)]
+    pub fn check_in_flight(&self, addr: usize) {
+        let in_flight = CtaState::current()
+            .copy_queue()
+            .is_some_and(|q| !q.is_empty());
+        if in_flight {
+            self.race_in_flight(addr);
+        }
+    }
+
+    /// [`check_in_flight`](Self::check_in_flight)'s report, if any: the
+    /// oldest copy the access overlaps is the earlier side.
+    #[cold]
+    #[inline(never)]
+    fn race_in_flight(&self, addr: usize) {
+        let shared = matches!(self.space, Space::Shared { .. });
+        // A copy reads its global source: only a write races with that.
+        if !shared && !self.kind.writes() {
+            return;
+        }
+        let Some(q) = CtaState::current().copy_queue() else {
+            return;
+        };
+        let (lo, hi) = (addr as u64, (addr + self.size) as u64);
+        let Some((copy, at)) = q.overlapping(shared, lo, hi) else {
+            return;
+        };
+        let word_addr = at as usize & !(WORD - 1);
+        let (start, bytes) = if shared {
+            (copy.shared, copy.shared_bytes)
+        } else {
+            (copy.global, copy.global_bytes)
+        };
+        let in_word = |lo: u64, hi: u64| {
+            let w = word_addr as u64;
+            let (a, b) = (lo.max(w), hi.min(w + WORD as u64));
+            (((1u32 << (b - a)) - 1) << (a - w)) as u8
+        };
+        let mine = in_word(lo, hi);
+        let theirs = in_word(start, start + u64::from(bytes));
+        let atomic = self.kind.is_atomic() && self.kind != AccessKind::AtomicRead;
+        let me = BlockRecord::new(
+            self.thread,
+            atomic,
+            mine,
+            self.count,
+            self.epoch,
+            self.location(),
+        )
+        .with_view(self.view);
+        let prior = BlockRecord::new(
+            self.thread,
+            false,
+            theirs,
+            self.count,
+            self.epoch,
+            copy.location,
+        );
+        let prior_kind = if shared {
+            AccessKind::Write
+        } else {
+            AccessKind::Read
+        };
+        self.report(
+            word_addr,
+            me,
+            prior,
+            prior_kind,
+            race_kind(prior_kind, self.kind),
+        );
     }
 
     /// Whether the CTA acquired one of its own releases made after `prior`

@@ -137,6 +137,13 @@ impl BlockTable {
             .then_some((c.count | u32::from(c.epoch) << 16, c.interval))
     }
 
+    /// The access at `addr` against the calling thread's copies in flight
+    /// (a line run its leader recorded checks no word of this lane).
+    #[inline(always)]
+    pub fn check_in_flight(&self, addr: usize) {
+        self.checked.check_in_flight(addr);
+    }
+
     /// Checks the access at `addr` word by word, each of its lines split
     /// first (a word entry claimed on a line a run kept takes the run's
     /// records for its word).

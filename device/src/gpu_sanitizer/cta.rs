@@ -17,6 +17,7 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
+use vigil_shared::copies_in_flight::{CopyQueue, QUEUE_WORDS};
 use vigil_shared::gpu::{
     extension_mask, extension_run, free_share, launch_flags, run_mask, GpuRuntime,
     EXTENSIONS_PER_SM, REGIONS_PER_SM, REGION_MASK_SMS,
@@ -77,6 +78,10 @@ pub(super) struct CtaState {
     /// Ranges no thread of the launch writes: reads inside them are
     /// read-only reads (`vigil_shared::read_only`).
     pub read_only: ReadOnlyRanges,
+    /// The generic address of every thread's queue of `cp.async` copies
+    /// in flight (`super::in_flight`), the same in each thread's local
+    /// memory; 0 when the launch's module issues none.
+    pub copies: u64,
 }
 
 /// Bytes of the `.shared` block: the state, then the synchronisation
@@ -106,6 +111,18 @@ impl CtaState {
         // SAFETY: the host passes a live runtime for the whole launch;
         // `real_base` is its own, read at entry.
         unsafe { GpuMemory::with_real_base(self.runtime(), self.real_base) }
+    }
+
+    /// The calling thread's queue of `cp.async` copies in flight, when the
+    /// launch keeps them.
+    #[inline(always)]
+    pub fn copy_queue(&self) -> Option<CopyQueue<'static>> {
+        // SAFETY: a non-zero `copies` is the generic address of the
+        // calling thread's own queue words in its local memory, in the
+        // entry's frame (`run_cta`), which outlives every hook; only this
+        // thread reaches them, and no caller keeps two queues at once.
+        (self.copies != 0)
+            .then(|| CopyQueue::new(unsafe { &mut *(self.copies as *mut [u64; QUEUE_WORDS]) }))
     }
 
     /// The report buffer.
@@ -305,8 +322,13 @@ pub struct LaunchArgs {
 pub unsafe fn run_cta(args: LaunchArgs, body: impl FnOnce()) {
     // The entry's call site: a `Location` of the kernel's module.
     let anchor = core::panic::Location::caller() as *const _ as u64;
-    // SAFETY: forwarded from the caller.
-    unsafe { enter(args, anchor) };
+    // The thread's queue of copies in flight: in the entry's frame, so
+    // that it lives as long as the body; written only when the launch
+    // keeps one (its header at entry).
+    let mut copies = core::mem::MaybeUninit::<[u64; QUEUE_WORDS]>::uninit();
+    // SAFETY: forwarded from the caller; `copies` outlives the body and
+    // the exit, the only code that reaches it.
+    unsafe { enter(args, anchor, copies.as_mut_ptr() as u64) };
     body();
     exit();
 }
@@ -486,7 +508,7 @@ fn note_anchor(record: u64, anchor: u64) {
 }
 
 #[inline(never)]
-unsafe fn enter(args: LaunchArgs, anchor: u64) {
+unsafe fn enter(args: LaunchArgs, anchor: u64, copies: u64) {
     let LaunchArgs {
         runtime,
         record,
@@ -542,6 +564,11 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
             extension: extension as u8,
             extensions: extensions as u8,
             read_only: ReadOnlyRanges::from_words(read_only),
+            copies: if flags & launch_flags::COPIES_IN_FLIGHT != 0 {
+                copies
+            } else {
+                0
+            },
         };
         // SAFETY: the CTA's shared block holds a `CtaState`, 16-aligned.
         unsafe { (arch::cta_state() as *mut CtaState).write(state) };
@@ -549,11 +576,18 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
     }
     arch::sync_threads();
     super::block::reset_slot_lane(lane, lanes);
+    if let Some(mut q) = CtaState::current().copy_queue() {
+        q.clear();
+    }
     arch::sync_threads();
 }
 
 #[inline(never)]
 fn exit() {
+    // The thread's copies still in flight complete as it returns.
+    if CtaState::current().copies != 0 {
+        super::hooks::copies_returned();
+    }
     // Every thread's accesses are done. A barrier site like any other, so
     // that threads that returned early are seen by a divergent
     // `sync_threads` the hardware completes with this barrier.

@@ -34,6 +34,7 @@ use super::warp::{atomic_keys, Group};
 use crate::arch::ptx as arch;
 use crate::sanitizer::{AtomicAccess, Sanitizer};
 use vigil_shared::block_line::LineStep;
+use vigil_shared::copies_in_flight::InFlightCopy;
 
 /// The GPU race sanitizer: the type sanitized entry points run their body
 /// with (`name::<GpuSanitizer>`). Zero-sized; its state is the CTA's.
@@ -407,6 +408,9 @@ fn check_block(
             }
         }
         if group.leader_says(recorded) {
+            if let Some(t) = &table {
+                t.check_in_flight(addr as usize);
+            }
             return;
         }
     }
@@ -606,6 +610,28 @@ fn report(
     }
 }
 
+/// A `cp.async` copy completing now: its source read and its destination
+/// written again, as the calling thread's accesses made now, against the
+/// block's other threads (what they did since its issue is in the
+/// records of the interval) and against other blocks. Out of line: a
+/// wait's or a return's work, not an access's.
+#[inline(never)]
+fn recheck_copy(c: &InFlightCopy) {
+    let loc = super::in_flight::location(c);
+    if c.global_bytes > 0 {
+        check_access(c.global, c.global_bytes, false, loc);
+    }
+    super::block::shared_access(super::in_flight::destination(c), loc);
+}
+
+/// The calling thread returns: its `cp.async` copies still in flight
+/// complete. Out of line, so that the exit of a launch that keeps no
+/// copies in flight stays as small as before.
+#[inline(never)]
+pub(super) fn copies_returned() {
+    super::in_flight::returned(recheck_copy)
+}
+
 /// The memory-model kind of an earlier access.
 fn prior_kind(d: AccessDesc) -> AccessKind {
     match (d.is_atomic(), d.is_write()) {
@@ -700,6 +726,27 @@ impl Sanitizer for GpuSanitizer {
     #[inline(always)]
     fn grid_dependency_wait() {
         super::cta::prerequisites_waited()
+    }
+
+    #[inline(always)]
+    fn copy_in_flight(
+        shared: crate::sanitizer::SharedAccess,
+        global: usize,
+        global_bytes: usize,
+        loc: &'static Location<'static>,
+    ) {
+        let copy = super::in_flight::copy_of(shared, global, global_bytes, loc);
+        super::in_flight::issued(copy, recheck_copy);
+    }
+
+    #[inline(always)]
+    fn copy_group_committed() {
+        super::in_flight::committed()
+    }
+
+    #[inline(always)]
+    fn copy_groups_waited(newest: u32) {
+        super::in_flight::waited(newest, recheck_copy)
     }
 
     #[inline(always)]

@@ -13,6 +13,8 @@
 //!   memory, through the CTA slot's same-block table (a warp's
 //!   whole-line run keeps one line entry).
 //! - `hooks` (PTX): `GpuSanitizer`, the hooks every global access calls.
+//! - `in_flight` (PTX): a thread's `cp.async` copies between their issue
+//!   and their completion.
 //! - `warp` (PTX): lanes of a warp making one access together check it
 //!   once, and an atomic on one word once.
 //! - `range` (PTX): the range-access entry, which checks a host-issued
@@ -39,6 +41,8 @@ mod block_table;
 mod cta;
 #[cfg(target_arch = "nvptx64")]
 mod hooks;
+#[cfg(target_arch = "nvptx64")]
+mod in_flight;
 // The runtime's own entries: in the sanitized PTX build only.
 #[cfg(all(target_arch = "nvptx64", vigil_sanitized))]
 mod range;

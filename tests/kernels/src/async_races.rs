@@ -172,6 +172,89 @@ pub fn cp_async_source_overwrite(x: GlobalSliceMut<u32>, y: GlobalSliceMut<u32>,
     y.store(t, tile.load(4 * t));
 }
 
+/// Each thread copies its 16 bytes of `x` into a tile with `cp.async`
+/// and, after a barrier, writes the first element of its neighbour's
+/// source chunk in `x`: before the neighbour's wait (`mode` 1, a race
+/// with the neighbour's copy, which may not have read it yet) or after a
+/// wait and the barrier (0, race-free). `y[t]` gets the thread's own
+/// copied value.
+#[kernel]
+pub fn cp_async_source_written_by_another(
+    x: GlobalSliceMut<u32>,
+    y: GlobalSliceMut<u32>,
+    mode: u32,
+) {
+    let tile = shared_array!(u32; TILE);
+    let t = thread_idx().x as usize;
+    let next = (4 * t + 4) % TILE;
+    tile.copy_async::<16>(4 * t, x.as_const(), 4 * t); // @src-other-issue
+    commit_group();
+    if mode == 0 {
+        wait_group::<0>();
+    }
+    sync_threads();
+    x.store(next, 7); // @src-other-write
+    wait_group::<0>();
+    y.store(t, tile.load(4 * t));
+}
+
+/// Each thread copies its 16 bytes of `x` into a tile with `cp.async` and,
+/// after a barrier, reads its neighbour's chunk into `y[t]`: `mode` 0 with
+/// a `wait_all` before the barrier (race-free), 1 with no wait at all (a
+/// copy not waited for completes when its thread returns: the read races
+/// with the neighbour's copy).
+#[kernel]
+pub fn cp_async_never_waited(x: GlobalSlice<u32>, y: GlobalSliceMut<u32>, mode: u32) {
+    let tile = shared_array!(u32; TILE);
+    let t = thread_idx().x as usize;
+    tile.copy_async::<16>(4 * t, x, 4 * t); // @unwaited-issue
+    commit_group();
+    if mode == 0 {
+        wait_all();
+    }
+    sync_threads();
+    y.store(t, tile.load((4 * t + 4) % TILE)); // @unwaited-read
+}
+
+/// Copies of 4 bytes each thread issues in `cp_async_many_in_flight`,
+/// more than the GPU sanitizer keeps in flight for a thread (8).
+pub const MANY_IN_FLIGHT: usize = 12;
+
+/// Each thread copies its [`MANY_IN_FLIGHT`] words of `x` into a tile,
+/// one `cp.async` each, in one group. `mode` 0: a `wait_all` and a
+/// barrier, then `y[t]` gets the neighbour's last word (race-free); 1:
+/// the thread reads its own last word before its wait (a race with its
+/// newest copy); 2: its own first word before the wait (a race with its
+/// oldest copy, which the GPU sanitizer completed early when its queue
+/// overflowed: a race it does not report).
+#[kernel]
+pub fn cp_async_many_in_flight(x: GlobalSlice<u32>, y: GlobalSliceMut<u32>, mode: u32) {
+    const WORDS: usize = MANY_IN_FLIGHT * ASYNC_RACE_THREADS as usize;
+    let tile = shared_array!(u32; WORDS);
+    let t = thread_idx().x as usize;
+    let mine = MANY_IN_FLIGHT * t;
+    for k in 0..MANY_IN_FLIGHT {
+        tile.copy_async::<4>(mine + k, x, mine + k); // @many-issue
+    }
+    commit_group();
+    let v = match mode {
+        1 => tile.load(mine + MANY_IN_FLIGHT - 1), // @many-newest-early
+        2 => tile.load(mine),                      // @many-oldest-early
+        _ => 0,
+    };
+    wait_all();
+    sync_threads();
+    let next = (mine + MANY_IN_FLIGHT) % WORDS;
+    y.store(
+        t,
+        if mode == 0 {
+            tile.load(next + MANY_IN_FLIGHT - 1)
+        } else {
+            v
+        },
+    );
+}
+
 /// Thread 0 loads the first tile of `x` with a bulk copy completing on an
 /// mbarrier; after a barrier, thread 1 overwrites `x[0]`: before anyone
 /// waits on the barrier's phase (`mode` 1, a barrier between the write

@@ -31,6 +31,8 @@ pub(crate) struct SanitizedLaunch<'a> {
     pub(crate) shared_window: u64,
     /// How many of its blocks one SM holds at once.
     pub(crate) resident: u32,
+    /// Whether its threads keep their `cp.async` copies in flight.
+    pub(crate) copies_in_flight: bool,
 }
 
 impl CudaBackend {
@@ -55,6 +57,7 @@ impl CudaBackend {
                         launch.config.block.x * launch.config.block.y * launch.config.block.z,
                         launch.config.shared_mem_bytes,
                     )?,
+                    copies_in_flight: func.copies_in_flight(),
                 };
                 let hidden = self.gpu_sanitizer()?.hidden_args(&sanitized, stream)?;
                 self.note_shadow_writes();

@@ -11,6 +11,9 @@ use std::ffi::{c_void, CStr, CString};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use vigil_shared::block::WINDOW_ARRAY_SYMBOL;
+
+/// The PTX every asynchronous copy instruction starts with.
+const ASYNC_COPY_INSTRUCTION: &str = "cp.async.";
 use vigil_shared::gpu::{GLOBAL_VALUE_OFFSET, SANITIZED_SUFFIX};
 
 use crate::sanitizer::config::LARGE_BLOCK_SANITIZED_REGISTERS;
@@ -28,6 +31,10 @@ pub(crate) struct CudaModule {
     /// through the GPU sanitizer's window shadow
     /// ([`WINDOW_ARRAY_SYMBOL`]).
     window_arrays: bool,
+    /// A sanitized module that issues `cp.async` copies: its launches
+    /// keep each thread's copies in flight
+    /// (`vigil_shared::gpu::launch_flags::COPIES_IN_FLIGHT`).
+    copies_in_flight: bool,
     /// A sanitized module's build for blocks its register cap does not
     /// fit, made at the first launch of such a block.
     large_blocks: Option<Arc<LargeBlockBuild>>,
@@ -77,8 +84,10 @@ impl CudaModule {
             .map(|&f| local_bytes(f))
             .try_fold(0, |most, bytes| bytes.map(|b| most.max(b)))?;
         device.reserve_stack(need, stack_step(variant))?;
-        let window_arrays = variant == LaunchVariant::Sanitized
-            && image.to_string_lossy().contains(WINDOW_ARRAY_SYMBOL);
+        let text = image.to_string_lossy();
+        let sanitized = variant == LaunchVariant::Sanitized;
+        let window_arrays = sanitized && text.contains(WINDOW_ARRAY_SYMBOL);
+        let copies_in_flight = sanitized && text.contains(ASYNC_COPY_INSTRUCTION);
         let large_blocks = match (variant, max_registers) {
             (LaunchVariant::Sanitized, Some(n)) if n > LARGE_BLOCK_SANITIZED_REGISTERS => {
                 Some(Arc::new(LargeBlockBuild {
@@ -94,6 +103,7 @@ impl CudaModule {
             raw,
             variant,
             window_arrays,
+            copies_in_flight,
             large_blocks,
             plain_twin: None,
         })
@@ -249,6 +259,7 @@ impl CudaModule {
             dyn_smem_optin: AtomicU32::new(0),
             resident: AtomicU64::new(0),
             window_arrays: self.window_arrays,
+            copies_in_flight: self.copies_in_flight,
             large_blocks: None,
         })
     }
@@ -470,6 +481,8 @@ pub(crate) struct CudaFunction {
     resident: AtomicU64,
     /// Whether its module declares arrays the window shadow checks.
     window_arrays: bool,
+    /// Whether its module issues `cp.async` copies.
+    copies_in_flight: bool,
     /// For a sanitized entry: its twin for blocks it cannot launch.
     large_blocks: Option<LargeBlocks>,
 }
@@ -539,6 +552,12 @@ impl CudaFunction {
         } else {
             0
         }
+    }
+
+    /// Whether a sanitized launch of this entry keeps its threads'
+    /// `cp.async` copies in flight (its module issues some).
+    pub(crate) fn copies_in_flight(&self) -> bool {
+        self.copies_in_flight
     }
 
     /// Opts the function in to `bytes` of dynamic shared memory when that

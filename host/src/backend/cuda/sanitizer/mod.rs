@@ -288,6 +288,9 @@ impl GpuSanitizer {
         let work = Work::kernel(config.programmatic_stream_serialization);
         let mut planned = self.plan(&mut st, owner, stream_id, shape, blocks, work, None)?;
         planned.extensions = extensions_wanted(sanitized.resident);
+        if sanitized.copies_in_flight {
+            planned.flags |= launch_flags::COPIES_IN_FLIGHT;
+        }
         self.device.bind()?;
         self.enqueue_record(&mut st, &planned, Some(stream))?;
         drop(st);

@@ -1,0 +1,407 @@
+//! A thread's `cp.async` copies in flight on the GPU: the queue the GPU
+//! sanitizer keeps in the thread's local memory, so that a copy is
+//! checked where the memory model lets it happen, anywhere between its
+//! issue and the wait that completes it.
+//!
+//! A copy is checked three times. At its issue, as the issuing thread's
+//! accesses (which catches another thread's unordered access made before
+//! the issue, and leaves records for those made after it). While it is in
+//! flight, every checked access of the issuing thread is compared with the
+//! queue: a read or write of a destination in flight, or a write of a
+//! source in flight, races with the copy although the thread's program
+//! order puts it after the issue. At its completion (the thread's
+//! `wait_group` or `wait_all` that covers its group, its return, or the
+//! queue overflowing), as the completing thread's accesses made then:
+//! another thread's access recorded in the same barrier interval is
+//! unordered with the copy, whichever side of the issue it came on.
+//!
+//! Completing a copy early (the queue is full: its oldest copy completes
+//! at the issue of the next) is sound: an access unordered with the
+//! thread at any point between the issue and the real completion is
+//! unordered with the copy. What the queue cannot see, an access by
+//! another thread made in a barrier interval after the issue's and
+//! before the completion's, goes unreported; nothing is reported that
+//! cannot happen.
+//!
+//! Groups follow PTX: `commit_group` closes the copies issued since the
+//! last one into a group; `wait_group N` completes every committed group
+//! but the newest `N` (copies not committed yet stay in flight);
+//! `wait_all` is a commit and `wait_group 0`.
+
+/// Copies a thread keeps in flight at most; one more completes its
+/// oldest at once (a pipeline of `S` stages keeps `S - 1` groups of a
+/// few copies each in flight).
+pub const IN_FLIGHT: usize = 8;
+
+/// `u64`s one copy takes in the queue.
+pub const COPY_WORDS: usize = 7;
+
+/// `u64`s of a thread's queue: a header (the copies' count and the open
+/// group's number) and [`IN_FLIGHT`] copies, oldest first.
+pub const QUEUE_WORDS: usize = 1 + IN_FLIGHT * COPY_WORDS;
+
+/// One `cp.async` copy in flight: its shared destination (and the shared
+/// array it falls in, as the same-block check names it), its global
+/// source and where it was issued.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InFlightCopy {
+    /// Generic address of the destination's first byte.
+    pub shared: u64,
+    /// Bytes written there (4, 8 or 16).
+    pub shared_bytes: u32,
+    /// Generic address of the shared array's first byte.
+    pub array: u64,
+    /// The array's size in bytes.
+    pub array_bytes: u32,
+    /// The array's `.shared` shadow (0: checked through the window shadow).
+    pub shadow: u64,
+    /// The address of the `Location` the array's view was allocated at (0:
+    /// unknown).
+    pub site: u64,
+    /// Generic address of the source's first byte.
+    pub global: u64,
+    /// Bytes read there (at most `shared_bytes`; 0 for a zero fill).
+    pub global_bytes: u32,
+    /// The address of the issuing site's `Location`.
+    pub location: u64,
+}
+
+/// The largest size a queued copy's sides may have (one byte each in its
+/// packed word).
+const MAX_BYTES: u32 = 0xff;
+
+impl InFlightCopy {
+    /// The copy as `COPY_WORDS` words, in group `group`.
+    fn pack(&self, group: u16) -> [u64; COPY_WORDS] {
+        let sizes = u64::from(self.shared_bytes.min(MAX_BYTES))
+            | u64::from(self.global_bytes.min(MAX_BYTES)) << 8
+            | u64::from(group) << 16
+            | u64::from(self.array_bytes) << 32;
+        [
+            self.shared,
+            self.array,
+            self.shadow,
+            self.site,
+            self.global,
+            self.location,
+            sizes,
+        ]
+    }
+
+    /// The copy and its group from its words.
+    fn unpack(w: &[u64]) -> (InFlightCopy, u16) {
+        let sizes = w[6];
+        let copy = InFlightCopy {
+            shared: w[0],
+            shared_bytes: (sizes & 0xff) as u32,
+            array: w[1],
+            array_bytes: (sizes >> 32) as u32,
+            shadow: w[2],
+            site: w[3],
+            global: w[4],
+            global_bytes: (sizes >> 8 & 0xff) as u32,
+            location: w[5],
+        };
+        (copy, (sizes >> 16) as u16)
+    }
+
+    /// The first byte of `lo..hi` this copy's destination (`shared`) or
+    /// source (otherwise) covers, if any.
+    pub fn overlap(&self, shared: bool, lo: u64, hi: u64) -> Option<u64> {
+        let (start, bytes) = if shared {
+            (self.shared, self.shared_bytes)
+        } else {
+            (self.global, self.global_bytes)
+        };
+        let end = start.saturating_add(u64::from(bytes));
+        let first = lo.max(start);
+        (first < hi.min(end)).then_some(first)
+    }
+}
+
+/// A thread's queue of copies in flight, over its [`QUEUE_WORDS`] words
+/// (the GPU sanitizer's are in the thread's local memory; see the module
+/// docs for what the queue does).
+pub struct CopyQueue<'a> {
+    words: &'a mut [u64; QUEUE_WORDS],
+}
+
+impl<'a> CopyQueue<'a> {
+    /// The queue the words hold (written by [`CopyQueue::clear`] or by
+    /// this type's methods only).
+    pub fn new(words: &'a mut [u64; QUEUE_WORDS]) -> CopyQueue<'a> {
+        CopyQueue { words }
+    }
+
+    /// Empties the queue and numbers its open group 0 (a thread's queue
+    /// at its start: only the header is written).
+    pub fn clear(&mut self) {
+        self.words[0] = 0;
+    }
+
+    /// Copies in flight.
+    pub fn len(&self) -> usize {
+        (self.words[0] & 0xff) as usize
+    }
+
+    /// True when no copy is in flight.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The open group's number (the groups committed so far, modulo 2^16).
+    fn open(&self) -> u16 {
+        (self.words[0] >> 16) as u16
+    }
+
+    fn set_header(&mut self, len: usize, open: u16) {
+        self.words[0] = len as u64 | u64::from(open) << 16;
+    }
+
+    /// Copy `i` (0: the oldest) and its group.
+    fn entry(&self, i: usize) -> (InFlightCopy, u16) {
+        let at = 1 + i * COPY_WORDS;
+        InFlightCopy::unpack(&self.words[at..at + COPY_WORDS])
+    }
+
+    /// Copy `i` in flight, 0 the oldest.
+    pub fn get(&self, i: usize) -> Option<InFlightCopy> {
+        (i < self.len()).then(|| self.entry(i).0)
+    }
+
+    /// Adds `copy` to the open group; when the queue was full, its oldest
+    /// copy leaves it first and is returned, for the caller to complete.
+    pub fn push(&mut self, copy: InFlightCopy) -> Option<InFlightCopy> {
+        let evicted = if self.len() == IN_FLIGHT {
+            self.pop_front()
+        } else {
+            None
+        };
+        let (len, open) = (self.len(), self.open());
+        let at = 1 + len * COPY_WORDS;
+        self.words[at..at + COPY_WORDS].copy_from_slice(&copy.pack(open));
+        self.set_header(len + 1, open);
+        evicted
+    }
+
+    /// `commit_group`: the open group's copies form a committed group.
+    pub fn commit(&mut self) {
+        self.set_header(self.len(), self.open().wrapping_add(1));
+    }
+
+    /// The oldest copy that `wait_group newest` completes (every
+    /// committed group but the newest `newest`), taken out of the queue;
+    /// `None` once there is none. Called until `None`.
+    pub fn complete_next(&mut self, newest: u32) -> Option<InFlightCopy> {
+        // Groups grow in issue order: if the oldest copy stays, all stay.
+        let (_, group) = self.get(0).map(|_| self.entry(0))?;
+        let age = u32::from(self.open().wrapping_sub(group));
+        if age > newest {
+            self.pop_front()
+        } else {
+            None
+        }
+    }
+
+    /// The oldest copy, committed or not, taken out of the queue (the
+    /// thread returns: its copies complete).
+    pub fn pop_front(&mut self) -> Option<InFlightCopy> {
+        let len = self.len();
+        if len == 0 {
+            return None;
+        }
+        let (first, _) = self.entry(0);
+        self.words
+            .copy_within(1 + COPY_WORDS..1 + len * COPY_WORDS, 1);
+        self.set_header(len - 1, self.open());
+        Some(first)
+    }
+
+    /// The oldest copy in flight whose destination (`shared`) or source
+    /// (otherwise) overlaps `lo..hi`, and the first byte they share.
+    pub fn overlapping(&self, shared: bool, lo: u64, hi: u64) -> Option<(InFlightCopy, u64)> {
+        (0..self.len()).find_map(|i| {
+            let (c, _) = self.entry(i);
+            c.overlap(shared, lo, hi).map(|at| (c, at))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::collections::VecDeque;
+    use std::vec::Vec;
+
+    fn copy(n: u64) -> InFlightCopy {
+        InFlightCopy {
+            shared: 0x1000 + 16 * n,
+            shared_bytes: 16,
+            array: 0x1000,
+            array_bytes: 4096,
+            shadow: 0x9000,
+            site: 0x7700,
+            global: 0x10_0000 + 16 * n,
+            global_bytes: (n % 17) as u32,
+            location: 0x5500 + 8 * n,
+        }
+    }
+
+    #[test]
+    fn a_copy_round_trips_through_its_words() {
+        let c = copy(9);
+        let (back, group) = InFlightCopy::unpack(&c.pack(0xbeef));
+        assert_eq!((back, group), (c, 0xbeef));
+    }
+
+    #[test]
+    fn overlap_is_the_first_shared_byte() {
+        let c = copy(0);
+        assert_eq!(c.overlap(true, 0x1008, 0x1020), Some(0x1008));
+        assert_eq!(c.overlap(true, 0x0ff0, 0x1001), Some(0x1000));
+        assert_eq!(c.overlap(true, 0x1010, 0x1020), None);
+        assert_eq!(
+            c.overlap(false, 0x10_0000, 0x10_0004),
+            None,
+            "no source bytes"
+        );
+        let c = copy(1);
+        assert_eq!(c.overlap(false, 0x10_0000, 0x10_0014), Some(0x10_0010));
+    }
+
+    #[test]
+    fn a_wait_leaves_the_open_and_newest_groups_in_flight() {
+        let mut w = [0u64; QUEUE_WORDS];
+        let mut q = CopyQueue::new(&mut w);
+        q.clear();
+        q.push(copy(0));
+        q.commit();
+        q.push(copy(1));
+        q.commit();
+        q.push(copy(2));
+        assert_eq!(q.complete_next(1), Some(copy(0)));
+        assert_eq!(q.complete_next(1), None, "the newest group stays");
+        assert_eq!(q.complete_next(0), Some(copy(1)));
+        assert_eq!(q.complete_next(0), None, "the open group stays");
+        assert_eq!(q.len(), 1);
+        assert_eq!(q.pop_front(), Some(copy(2)));
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn a_full_queue_completes_its_oldest_copy() {
+        let mut w = [0u64; QUEUE_WORDS];
+        let mut q = CopyQueue::new(&mut w);
+        q.clear();
+        for n in 0..IN_FLIGHT as u64 {
+            assert_eq!(q.push(copy(n)), None);
+        }
+        assert_eq!(q.push(copy(99)), Some(copy(0)));
+        assert_eq!(q.len(), IN_FLIGHT);
+        assert_eq!(q.overlapping(true, 0x1000, 0x1010), None);
+        assert_eq!(q.overlapping(true, 0x1014, 0x1018), Some((copy(1), 0x1014)));
+    }
+
+    /// The PTX model of one thread's `cp.async` groups, as the CPU
+    /// backend keeps it: an open list and committed groups, oldest first.
+    #[derive(Default)]
+    struct Reference {
+        open: Vec<u64>,
+        groups: VecDeque<Vec<u64>>,
+    }
+
+    /// Every sequence of issues, commits, waits and returns completes
+    /// each copy exactly once, no earlier than the reference model (only
+    /// an overflow completes one earlier, and only the oldest), and the
+    /// queue's overlaps are the reference's copies in flight.
+    #[test]
+    fn the_queue_completes_what_the_ptx_model_completes() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        };
+        for _case in 0..2_000 {
+            let mut w = [u64::MAX; QUEUE_WORDS];
+            let mut q = CopyQueue::new(&mut w);
+            q.clear();
+            let mut r = Reference::default();
+            let mut issued = 0u64;
+            let mut done: Vec<u64> = Vec::new();
+            let steps = 1 + next(60);
+            for _ in 0..steps {
+                match next(10) {
+                    0..=4 => {
+                        let n = issued;
+                        issued += 1;
+                        if let Some(old) = q.push(copy(n)) {
+                            // An overflow completes the oldest copy in
+                            // flight, whatever its group.
+                            let oldest = r
+                                .groups
+                                .iter()
+                                .flatten()
+                                .chain(r.open.iter())
+                                .copied()
+                                .min()
+                                .expect("a copy in flight");
+                            assert_eq!(old, copy(oldest));
+                            for g in r.groups.iter_mut() {
+                                g.retain(|&c| c != oldest);
+                            }
+                            r.open.retain(|&c| c != oldest);
+                            done.push(oldest);
+                        }
+                        r.open.push(n);
+                    }
+                    5 | 6 => {
+                        q.commit();
+                        r.groups.push_back(core::mem::take(&mut r.open));
+                    }
+                    7 | 8 => {
+                        let newest = next(3) as u32;
+                        let mut got = Vec::new();
+                        while let Some(c) = q.complete_next(newest) {
+                            got.push(c);
+                        }
+                        let older = r.groups.len().saturating_sub(newest as usize);
+                        let want: Vec<u64> = r.groups.drain(..older).flatten().collect();
+                        assert_eq!(got, want.iter().map(|&n| copy(n)).collect::<Vec<_>>());
+                        done.extend(want);
+                    }
+                    _ => {
+                        let mut got = Vec::new();
+                        while let Some(c) = q.pop_front() {
+                            got.push(c);
+                        }
+                        let want: Vec<u64> = core::mem::take(&mut r.groups)
+                            .into_iter()
+                            .flatten()
+                            .chain(core::mem::take(&mut r.open))
+                            .collect();
+                        assert_eq!(got, want.iter().map(|&n| copy(n)).collect::<Vec<_>>());
+                        done.extend(want);
+                    }
+                }
+                let in_flight: Vec<u64> = r
+                    .groups
+                    .iter()
+                    .flatten()
+                    .chain(r.open.iter())
+                    .copied()
+                    .collect();
+                assert_eq!(q.len(), in_flight.len());
+                for (i, &n) in in_flight.iter().enumerate() {
+                    assert_eq!(q.get(i), Some(copy(n)));
+                }
+            }
+            let mut seen = done.clone();
+            seen.sort_unstable();
+            seen.dedup();
+            assert_eq!(seen.len(), done.len(), "a copy completed twice");
+        }
+    }
+}
