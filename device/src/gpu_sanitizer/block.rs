@@ -842,10 +842,7 @@ impl Checked {
     /// copy races with it, although the thread issued the copy first.
     #[inline(always)]
     pub fn check_in_flight(&self, addr: usize) {
-        let in_flight = CtaState::current()
-            .copy_queue()
-            .is_some_and(|q| !q.is_empty());
-        if in_flight {
+        if super::in_flight::any() {
             self.race_in_flight(addr);
         }
     }

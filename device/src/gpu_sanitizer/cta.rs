@@ -329,7 +329,20 @@ pub unsafe fn run_cta(args: LaunchArgs, body: impl FnOnce()) {
     // SAFETY: forwarded from the caller; `copies` outlives the body and
     // the exit, the only code that reaches it.
     unsafe { enter(args, anchor, copies.as_mut_ptr() as u64) };
+    // Here, not in `enter` and `exit`: their calls stay as small as they
+    // are for a launch that keeps no copies.
+    let keeps_copies = match CtaState::current().copy_queue() {
+        Some(mut q) => {
+            q.clear();
+            true
+        }
+        None => false,
+    };
     body();
+    if keeps_copies {
+        // The thread's copies still in flight complete as it returns.
+        super::hooks::copies_returned();
+    }
     exit();
 }
 
@@ -576,18 +589,11 @@ unsafe fn enter(args: LaunchArgs, anchor: u64, copies: u64) {
     }
     arch::sync_threads();
     super::block::reset_slot_lane(lane, lanes);
-    if let Some(mut q) = CtaState::current().copy_queue() {
-        q.clear();
-    }
     arch::sync_threads();
 }
 
 #[inline(never)]
 fn exit() {
-    // The thread's copies still in flight complete as it returns.
-    if CtaState::current().copies != 0 {
-        super::hooks::copies_returned();
-    }
     // Every thread's accesses are done. A barrier site like any other, so
     // that threads that returned early are seen by a divergent
     // `sync_threads` the hardware completes with this barrier.

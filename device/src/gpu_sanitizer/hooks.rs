@@ -408,14 +408,27 @@ fn check_block(
             }
         }
         if group.leader_says(recorded) {
-            if let Some(t) = &table {
-                t.check_in_flight(addr as usize);
+            // The leader recorded the line for every lane: a lane's own
+            // copies in flight are still to compare with.
+            if super::in_flight::any() {
+                line_in_flight(addr, size, write, loc);
             }
             return;
         }
     }
     if table.is_some() {
         super::block_table::global_access(addr as usize, size as usize, kind, loc);
+    }
+}
+
+/// The calling lane's part of a whole-line access its leader recorded,
+/// against the lane's own copies in flight. Out of line, so that
+/// `check_block` keeps its frame.
+#[cold]
+#[inline(never)]
+fn line_in_flight(addr: u64, size: u32, write: bool, loc: &'static Location<'static>) {
+    if let Some(t) = BlockTable::current(addr as usize, kind_of(write), size as usize, loc) {
+        t.check_in_flight(addr as usize);
     }
 }
 

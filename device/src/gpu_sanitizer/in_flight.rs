@@ -35,6 +35,14 @@ pub(super) fn issued(copy: InFlightCopy, recheck: Recheck) {
     }
 }
 
+/// True when the calling thread has copies in flight.
+#[inline(always)]
+pub(super) fn any() -> bool {
+    CtaState::current()
+        .copy_queue()
+        .is_some_and(|q| !q.is_empty())
+}
+
 /// `cp.async.commit_group` by the calling thread.
 #[inline(always)]
 pub(super) fn committed() {
