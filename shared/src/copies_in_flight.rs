@@ -23,6 +23,12 @@
 //! before the completion's, goes unreported; nothing is reported that
 //! cannot happen.
 //!
+//! The queues live in device memory the host allocates when a launch of
+//! a module that issues `cp.async` comes ([`QueueArea`]): a queue per
+//! thread of each CTA region of each SM, so that a kernel without copies
+//! pays nothing (a queue in every sanitized entry's local frame made
+//! every CTA slower, with or without copies).
+//!
 //! Groups follow PTX: `commit_group` closes the copies issued since the
 //! last one into a group; `wait_group N` completes every committed group
 //! but the newest `N` (copies not committed yet stay in flight);
@@ -39,6 +45,78 @@ pub const COPY_WORDS: usize = 7;
 /// `u64`s of a thread's queue: a header (the copies' count and the open
 /// group's number) and [`IN_FLIGHT`] copies, oldest first.
 pub const QUEUE_WORDS: usize = 1 + IN_FLIGHT * COPY_WORDS;
+
+/// Bytes of a thread's queue.
+pub const QUEUE_BYTES: usize = 8 * QUEUE_WORDS;
+
+/// Threads an SM holds at most (sm_90): the CTAs of `t` threads an SM
+/// holds at once are at most this over `t`.
+const SM_THREADS: u64 = 2048;
+
+/// The layout of the device memory holding the threads' queues: a
+/// header (threads per region, regions per SM, then reserved words),
+/// then per SM and per CTA region ([`crate::gpu::REGIONS_PER_SM`] at
+/// most) a queue for each thread. A region past `regions` (an SM holds
+/// fewer CTAs of many threads than of few) and a CTA of more threads than
+/// `threads` keep no queue: their copies are checked at their issue only.
+/// Like the window shadow, the host replaces the area with a larger one
+/// when a launch needs it, keeping the old one for kernels still running,
+/// and the device reads the layout from the area it reads the address of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueArea {
+    /// Queues per region: the most threads of a CTA the area serves.
+    pub threads: u64,
+    /// Regions per SM.
+    pub regions: u64,
+}
+
+impl QueueArea {
+    /// Bytes of the header.
+    pub const HEADER: usize = 64;
+    /// Byte offset of the header's threads per region.
+    pub const THREADS_AT: usize = 0;
+    /// Byte offset of the header's regions per SM.
+    pub const REGIONS_AT: usize = 8;
+
+    /// The area for CTAs of `threads` threads: a region for each CTA an
+    /// SM can hold, at most [`crate::gpu::REGIONS_PER_SM`].
+    pub const fn for_threads(threads: u64) -> QueueArea {
+        let threads = if threads == 0 { 1 } else { threads };
+        let regions = SM_THREADS / threads;
+        let most = crate::gpu::REGIONS_PER_SM as u64;
+        QueueArea {
+            threads,
+            regions: if regions == 0 {
+                1
+            } else if regions > most {
+                most
+            } else {
+                regions
+            },
+        }
+    }
+
+    /// True when the area serves every CTA `other` does.
+    pub const fn covers(&self, other: &QueueArea) -> bool {
+        self.threads >= other.threads && self.regions >= other.regions
+    }
+
+    /// Bytes of the area for `sms` SMs.
+    pub const fn bytes(&self, sms: u64) -> u64 {
+        Self::HEADER as u64 + sms * self.regions * self.threads * QUEUE_BYTES as u64
+    }
+
+    /// Byte offset of the first queue of the CTA of `threads` threads in
+    /// region `region` of SM `sm`, when the area has queues for it.
+    pub const fn cta_queues(&self, sm: u32, region: u32, threads: u32) -> Option<u64> {
+        if (region as u64) < self.regions && threads as u64 <= self.threads {
+            let slot = sm as u64 * self.regions + region as u64;
+            Some(Self::HEADER as u64 + slot * self.threads * QUEUE_BYTES as u64)
+        } else {
+            None
+        }
+    }
+}
 
 /// One `cp.async` copy in flight: its shared destination (and the shared
 /// array it falls in, as the same-block check names it), its global
@@ -246,6 +324,37 @@ mod tests {
             global_bytes: (n % 17) as u32,
             location: 0x5500 + 8 * n,
         }
+    }
+
+    #[test]
+    fn an_area_holds_a_queue_for_every_thread_an_sm_holds() {
+        let a = QueueArea::for_threads(256);
+        assert_eq!((a.threads, a.regions), (256, 8));
+        assert_eq!(a.bytes(132), 64 + 132 * 2048 * QUEUE_BYTES as u64);
+        assert_eq!(
+            QueueArea::for_threads(32).regions,
+            32,
+            "at most one per region"
+        );
+        assert_eq!(QueueArea::for_threads(1024).regions, 2);
+        assert_eq!(QueueArea::for_threads(1000).regions, 2);
+        // Regions of one SM, then the next SM's, without overlap.
+        let q = |sm, r| a.cta_queues(sm, r, 256).unwrap();
+        assert_eq!(q(0, 1) - q(0, 0), 256 * QUEUE_BYTES as u64);
+        assert_eq!(q(1, 0), q(0, 7) + 256 * QUEUE_BYTES as u64);
+        assert_eq!(q(131, 7) + 256 * QUEUE_BYTES as u64, a.bytes(132));
+        assert_eq!(a.cta_queues(0, 8, 256), None, "a region past the area");
+        assert_eq!(
+            a.cta_queues(0, 0, 257),
+            None,
+            "a CTA larger than its queues"
+        );
+        assert!(QueueArea::for_threads(128).covers(&QueueArea::for_threads(256)) == false);
+        let both = QueueArea {
+            threads: 256,
+            regions: 16,
+        };
+        assert!(both.covers(&QueueArea::for_threads(128)) && both.covers(&a));
     }
 
     #[test]

@@ -257,6 +257,10 @@ pub struct GpuRuntime {
     /// held by a running CTA), then as many masks of its claimed
     /// extension regions.
     pub regions: u64,
+    /// The threads' queues of `cp.async` copies in flight
+    /// ([`crate::copies_in_flight::QueueArea`]), per region; 0: none yet.
+    /// The host replaces it with a larger one when a launch needs it.
+    pub copy_queues: u64,
 }
 impl GpuRuntime {
     /// Trap the kernel after the first race or error it records.
@@ -266,7 +270,7 @@ impl GpuRuntime {
         REGIONS_PER_SM
     }
 }
-const _: () = assert!(size_of::<GpuRuntime>() == 144);
+const _: () = assert!(size_of::<GpuRuntime>() == 152);
 const _: () = assert!(offset_of!(GpuRuntime, real_base) == 0);
 const _: () = assert!(offset_of!(GpuRuntime, pool) == 8);
 const _: () = assert!(offset_of!(GpuRuntime, lane_devices) == 64);
@@ -275,6 +279,7 @@ const _: () = assert!(offset_of!(GpuRuntime, report_capacity) == 100);
 const _: () = assert!(offset_of!(GpuRuntime, block_table) == 104);
 const _: () = assert!(offset_of!(GpuRuntime, block_lanes) == 120);
 const _: () = assert!(offset_of!(GpuRuntime, regions) == 136);
+const _: () = assert!(offset_of!(GpuRuntime, copy_queues) == 144);
 
 /// Bytes of a launch's record ([`crate::race::memory::launch_record`]).
 pub const LAUNCH_RECORD_BYTES: usize = 4 * crate::race::memory::launch_record::WORDS;

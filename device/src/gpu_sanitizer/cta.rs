@@ -17,7 +17,7 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use vigil_shared::copies_in_flight::{CopyQueue, QUEUE_WORDS};
+use vigil_shared::copies_in_flight::{CopyQueue, QueueArea, QUEUE_BYTES, QUEUE_WORDS};
 use vigil_shared::gpu::{
     extension_mask, extension_run, free_share, launch_flags, run_mask, GpuRuntime,
     EXTENSIONS_PER_SM, REGIONS_PER_SM, REGION_MASK_SMS,
@@ -78,9 +78,10 @@ pub(super) struct CtaState {
     /// Ranges no thread of the launch writes: reads inside them are
     /// read-only reads (`vigil_shared::read_only`).
     pub read_only: ReadOnlyRanges,
-    /// The generic address of every thread's queue of `cp.async` copies
-    /// in flight (`super::in_flight`), the same in each thread's local
-    /// memory; 0 when the launch's module issues none.
+    /// The address of its first thread's queue of `cp.async` copies in
+    /// flight (`super::in_flight`; thread `t`'s follows at `t` queues);
+    /// 0 when the launch keeps none, or the runtime's queues have no room
+    /// for the CTA.
     pub copies: u64,
 }
 
@@ -117,12 +118,17 @@ impl CtaState {
     /// launch keeps them.
     #[inline(always)]
     pub fn copy_queue(&self) -> Option<CopyQueue<'static>> {
-        // SAFETY: a non-zero `copies` is the generic address of the
-        // calling thread's own queue words in its local memory, in the
-        // entry's frame (`run_cta`), which outlives every hook; only this
-        // thread reaches them, and no caller keeps two queues at once.
-        (self.copies != 0)
-            .then(|| CopyQueue::new(unsafe { &mut *(self.copies as *mut [u64; QUEUE_WORDS]) }))
+        if self.copies == 0 {
+            return None;
+        }
+        let at = self.copies + u64::from(lane().0) * QUEUE_BYTES as u64;
+        // SAFETY: a non-zero `copies` starts the queues of the CTA's
+        // threads in the runtime's live queue area, one per thread
+        // (`queues_of`); only the calling thread reaches its own while
+        // the CTA holds its region, and no caller keeps two at once.
+        Some(CopyQueue::new(unsafe {
+            &mut *(at as *mut [u64; QUEUE_WORDS])
+        }))
     }
 
     /// The report buffer.
@@ -322,13 +328,8 @@ pub struct LaunchArgs {
 pub unsafe fn run_cta(args: LaunchArgs, body: impl FnOnce()) {
     // The entry's call site: a `Location` of the kernel's module.
     let anchor = core::panic::Location::caller() as *const _ as u64;
-    // The thread's queue of copies in flight: in the entry's frame, so
-    // that it lives as long as the body; written only when the launch
-    // keeps one (its header at entry).
-    let mut copies = core::mem::MaybeUninit::<[u64; QUEUE_WORDS]>::uninit();
-    // SAFETY: forwarded from the caller; `copies` outlives the body and
-    // the exit, the only code that reaches it.
-    unsafe { enter(args, anchor, copies.as_mut_ptr() as u64) };
+    // SAFETY: forwarded from the caller.
+    unsafe { enter(args, anchor) };
     // Here, not in `enter` and `exit`: their calls stay as small as they
     // are for a launch that keeps no copies.
     let keeps_copies = match CtaState::current().copy_queue() {
@@ -506,6 +507,29 @@ fn release_regions(region_mask: *mut u32, region: u32, first: u32, count: u32) {
     unsafe { u32::arch_and(region_mask, !(1 << region), region_order, Scope::Device) };
 }
 
+/// The address of the first of the queues of copies in flight of a CTA
+/// of `lanes` threads in region `slot` of SM `smid`, in the area `rt`
+/// holds now (its layout at its start); 0 when there is none or it has no
+/// room for the CTA. Two more round trips at entry (the address, then the
+/// layout), for launches that keep copies in flight only.
+#[inline(always)]
+fn queues_of(rt: &GpuRuntime, smid: u32, slot: u32, lanes: u32) -> u64 {
+    // SAFETY: a field of the live runtime, which the host replaces while
+    // kernels run (the old area stays alive).
+    let base = unsafe { core::ptr::read_volatile(&rt.copy_queues) };
+    if base == 0 || smid >= rt.block_table_slots / REGIONS_PER_SM {
+        return 0;
+    }
+    // SAFETY: the area starts with its header, live device memory of the
+    // runtime.
+    let header = |at: usize| unsafe { core::ptr::read_volatile((base + at as u64) as *const u64) };
+    let area = QueueArea {
+        threads: header(QueueArea::THREADS_AT),
+        regions: header(QueueArea::REGIONS_AT),
+    };
+    area.cta_queues(smid, slot, lanes).map_or(0, |at| base + at)
+}
+
 /// Notes `anchor` in the launch's record (`launch_record::ANCHOR`) for
 /// the host, which completes the launch's site locations from it after
 /// the launch: the first block writes it (every block would write the
@@ -521,7 +545,7 @@ fn note_anchor(record: u64, anchor: u64) {
 }
 
 #[inline(never)]
-unsafe fn enter(args: LaunchArgs, anchor: u64, copies: u64) {
+unsafe fn enter(args: LaunchArgs, anchor: u64) {
     let LaunchArgs {
         runtime,
         record,
@@ -578,7 +602,7 @@ unsafe fn enter(args: LaunchArgs, anchor: u64, copies: u64) {
             extensions: extensions as u8,
             read_only: ReadOnlyRanges::from_words(read_only),
             copies: if flags & launch_flags::COPIES_IN_FLIGHT != 0 {
-                copies
+                queues_of(rt, smid, u32::from(slot), lanes)
             } else {
                 0
             },

@@ -1,11 +1,11 @@
 //! A thread's `cp.async` copies between their issue and their completion
 //! (`vigil_shared::copies_in_flight`, which says how each is checked).
 //!
-//! The queue lives in the thread's local memory, in the sanitized entry's
-//! frame (`cta::run_cta`): every thread of a kernel sees its own at the
-//! same generic address, which the CTA's state keeps. A launch of a
-//! module without asynchronous copies keeps none (`CtaState::copies` is
-//! 0) and pays nothing but that test.
+//! The queues live in device memory the host allocates for launches of
+//! modules that issue asynchronous copies (`QueueArea`): the CTA's state
+//! keeps its first thread's (`CtaState::copies`, found at entry from the
+//! CTA's region). A launch of a module without asynchronous copies keeps
+//! none (`copies` is 0) and pays nothing but that test.
 //!
 //! Completing a copy checks it again as the completing thread's accesses:
 //! the check is the caller's (`hooks`), passed in, so that this file

@@ -35,9 +35,13 @@
 //! - `range_checks`: copies and fills as launches of the range-access entry.
 //! - `resolve`: what the records' numbers mean, for the shared decoder.
 //! - `window`: the window shadow of large and dynamic shared arrays.
+//! - `copy_queues`: the threads' queues of `cp.async` copies in flight.
+//! - `growing`: a device region the runtime points to, grown by launches.
 
+mod copy_queues;
 mod device_memory;
 mod group;
+mod growing;
 mod host_sites;
 mod location;
 mod locks;
@@ -82,6 +86,7 @@ use crate::sanitizer::report::RaceReports;
 use crate::types::{EventId, StreamId};
 use vigil_shared::read_only::ReadOnlyRanges;
 
+use copy_queues::CopyQueues;
 use device_memory::{read_device, write_device, DeviceBlock, MappedBlock};
 use host_sites::HostSites;
 use location::{LocationCache, LocationLayout};
@@ -112,6 +117,8 @@ struct State {
     unchecked_seen: [u64; 2],
     /// The window shadow's device memory.
     window: WindowRegions,
+    /// The threads' queues of copies in flight.
+    copy_queues: CopyQueues,
     /// The lane-to-device table as the device has it.
     lane_devices: LaneDevices,
     /// The launch order's renewal the engine's memory was last emptied
@@ -221,6 +228,8 @@ impl GpuSanitizer {
             block_lanes: block_lanes.addr,
             // Made by the first launch that needs it (`window`).
             block_shadow: 0,
+            // Made by the first launch that keeps copies in flight.
+            copy_queues: 0,
             regions: region_masks.addr,
             ..GpuRuntime::default()
         };
@@ -249,6 +258,7 @@ impl GpuSanitizer {
                 range: RangeState::Waiting(Vec::new()),
                 unchecked_seen: [0; 2],
                 window: WindowRegions::default(),
+                copy_queues: CopyQueues::default(),
                 lane_devices: LaneDevices::default(),
                 renewed: 0,
             }),
@@ -277,6 +287,12 @@ impl GpuSanitizer {
             self.device.bind()?;
             st.window
                 .ensure(&self.runtime, u64::from(self.num_sms), shared_window)?;
+        }
+        if sanitized.copies_in_flight {
+            let threads = config.block.x * config.block.y * config.block.z;
+            self.device.bind()?;
+            st.copy_queues
+                .ensure(&self.runtime, u64::from(self.num_sms), u64::from(threads))?;
         }
         let shape = LaunchShape {
             kernel: kernel.to_owned(),

@@ -20,6 +20,7 @@ use vigil_shared::block::WindowShadow;
 use vigil_shared::gpu::{GpuRuntime, REGIONS_PER_SM};
 
 use super::device_memory::DeviceBlock;
+use super::growing::{GrowingRegion, RegionLayout};
 use crate::error::Result;
 
 /// The most device memory the window shadow takes (1 GiB).
@@ -40,14 +41,20 @@ const SM_SHARED: u64 = 228 * 1024;
 /// The window shadow's regions: the current one (what the runtime holds)
 /// and the ones it replaced.
 #[derive(Debug, Default)]
-pub(crate) struct WindowRegions {
-    /// The current region's layout (0 words: none yet).
-    layout: Option<WindowShadow>,
-    /// A layout that could not be allocated: not tried again unless a
-    /// launch needs less.
-    refused: Option<WindowShadow>,
-    current: Option<DeviceBlock>,
-    retired: Vec<DeviceBlock>,
+pub(crate) struct WindowRegions(GrowingRegion<WindowShadow>);
+
+impl RegionLayout for WindowShadow {
+    fn covers(&self, other: &Self) -> bool {
+        self.words >= other.words && self.regions >= other.regions
+    }
+
+    fn bytes(&self, sms: u64) -> u64 {
+        WindowShadow::bytes(self, sms)
+    }
+
+    fn header(&self) -> [u64; 2] {
+        [self.words, self.regions]
+    }
 }
 
 impl WindowRegions {
@@ -91,30 +98,9 @@ impl WindowRegions {
     /// an error: the launch runs with the region it has, and the arrays
     /// past it are counted unchecked.
     pub(crate) fn ensure(&mut self, runtime: &DeviceBlock, sms: u64, window: u64) -> Result<()> {
-        let layout = Self::layout_for(window, sms, self.layout);
-        let covered = |by: Option<WindowShadow>| {
-            by.is_some_and(|l| l.words >= layout.words && l.regions >= layout.regions)
-        };
-        if covered(self.layout) || covered(self.refused) {
-            return Ok(());
-        }
-        let Ok(block) = DeviceBlock::zeroed(layout.bytes(sms) as usize) else {
-            self.refused = Some(layout);
-            return Ok(());
-        };
-        let mut header = [0u8; 16];
-        header[..8].copy_from_slice(&layout.words.to_le_bytes());
-        header[8..].copy_from_slice(&layout.regions.to_le_bytes());
-        block.write(&header)?;
-        runtime.write_at(
-            offset_of!(GpuRuntime, block_shadow),
-            &block.addr.to_le_bytes(),
-        )?;
-        if let Some(old) = self.current.replace(block) {
-            self.retired.push(old);
-        }
-        self.layout = Some(layout);
-        Ok(())
+        let layout = Self::layout_for(window, sms, self.0.layout());
+        self.0
+            .ensure(runtime, offset_of!(GpuRuntime, block_shadow), sms, layout)
     }
 }
 
