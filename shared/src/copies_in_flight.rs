@@ -24,7 +24,7 @@
 //! cannot happen.
 //!
 //! The queues live in device memory the host allocates when a launch of
-//! a module that issues `cp.async` comes ([`QueueArea`]): a queue per
+//! a kernel that issues `cp.async` comes ([`QueueArea`]): a queue per
 //! thread of each CTA region of each SM, so that a kernel without copies
 //! pays nothing (a queue in every sanitized entry's local frame made
 //! every CTA slower, with or without copies).
@@ -198,8 +198,8 @@ impl InFlightCopy {
 }
 
 /// A thread's queue of copies in flight, over its [`QUEUE_WORDS`] words
-/// (the GPU sanitizer's are in the thread's local memory; see the module
-/// docs for what the queue does).
+/// (the GPU sanitizer's in the [`QueueArea`]; see the module docs for
+/// what the queue does).
 pub struct CopyQueue<'a> {
     words: &'a mut [u64; QUEUE_WORDS],
 }

@@ -297,8 +297,8 @@ pub const LAUNCH_RING_SLOTS: u32 = 1 << 16;
 pub mod launch_flags {
     /// Every CTA of the launch is its one serial (a copy or fill).
     pub const ONE_SERIAL: u32 = 1;
-    /// The launch's module issues `cp.async` copies: each thread keeps
-    /// its copies in flight (`crate::copies_in_flight`).
+    /// The launch's kernel issues asynchronous copies: each thread keeps
+    /// its `cp.async` copies in flight (`crate::copies_in_flight`).
     pub const COPIES_IN_FLIGHT: u32 = 2;
 }
 

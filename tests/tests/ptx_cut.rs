@@ -139,6 +139,39 @@ fn each_context_loads_only_the_entries_it_launches() {
 /// `#[kernel]`; a plain context asked for a sanitized entry gets a typed
 /// error that says why, and a sanitized context still loads a hand-written
 /// entry (it has no instrumented twin and runs unchecked).
+/// The sanitized entries that issue asynchronous copies, in their own
+/// code or in a function they call, are the ones whose launches keep
+/// copies in flight: the async-copy kernels, not the module's others.
+#[test]
+fn the_entries_that_issue_asynchronous_copies_are_found() {
+    use vigil::unstable::ptx_cut::entries_reaching;
+    let (_, sanitized) = split_builds(KERNELS_PTX).expect("vigil-build writes both builds");
+    let cut = cut_for(KERNELS_PTX, LaunchVariant::Sanitized);
+    for text in [sanitized, &*cut] {
+        let found = entries_reaching(text, "cp.async.").expect("the module parses");
+        for name in [
+            "cp_async_early_read__vigil",
+            "cp_async_many_in_flight__vigil",
+            "cp_async_source_written_by_another__vigil",
+            "bulk_load_read__vigil",
+            "tensor_load_tile__vigil",
+        ] {
+            assert!(found.contains(name), "{name} not found in {found:?}");
+        }
+        for name in [
+            "atomic_ops_u32__vigil",
+            "plain_load_at__vigil",
+            "pdl_reader__vigil",
+        ] {
+            assert!(
+                entry_names(text).iter().any(|n| n == name),
+                "{name} missing"
+            );
+            assert!(!found.contains(name), "{name} issues no copy");
+        }
+    }
+}
+
 #[test]
 fn an_entry_cut_away_is_a_typed_error_on_a_gpu() {
     use vigil::{Context, Error, Module};

@@ -2,10 +2,10 @@
 //! (`vigil_shared::copies_in_flight`, which says how each is checked).
 //!
 //! The queues live in device memory the host allocates for launches of
-//! modules that issue asynchronous copies (`QueueArea`): the CTA's state
+//! kernels that issue asynchronous copies (`QueueArea`): the CTA's state
 //! keeps its first thread's (`CtaState::copies`, found at entry from the
-//! CTA's region). A launch of a module without asynchronous copies keeps
-//! none (`copies` is 0) and pays nothing but that test.
+//! CTA's region). A launch of any other kernel keeps none (`copies` is 0)
+//! and pays nothing but that test.
 //!
 //! Completing a copy checks it again as the completing thread's accesses:
 //! the check is the caller's (`hooks`), passed in, so that this file

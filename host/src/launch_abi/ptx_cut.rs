@@ -13,7 +13,7 @@
 use super::ptx::strip_comments;
 use crate::types::LaunchVariant;
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use vigil_shared::gpu::{split_builds, GLOBAL_SYMBOL_PREFIX, SANITIZED_SUFFIX};
 
 /// Header directives: one line each, kept in every cut.
@@ -128,6 +128,63 @@ fn reachable(items: &[Item<'_>], keep_entry: impl Fn(&str) -> bool) -> Vec<bool>
         }
     }
     keep
+}
+
+/// The entries of `ptx` whose code, or a function they reach, holds an
+/// instruction starting with `instruction` (say `"cp.async."`), by name;
+/// `None` when the text has a top-level item the cut does not understand
+/// (the caller then counts every entry in).
+///
+/// ```
+/// use vigil::unstable::ptx_cut::entries_reaching;
+/// let ptx = ".version 7.8\n.target sm_90\n.address_size 64\n\
+///            .func load()\n{\n\tcp.async.wait_all;\n\tret;\n}\n\
+///            .visible .entry a()\n{\n\tcall.uni load, ();\n\tret;\n}\n\
+///            .visible .entry b()\n{\n\tret;\n}\n";
+/// let reach = entries_reaching(ptx, "cp.async.").unwrap();
+/// assert!(reach.contains("a") && !reach.contains("b"));
+/// ```
+pub fn entries_reaching(ptx: &str, instruction: &str) -> Option<HashSet<String>> {
+    let items = split(ptx)?;
+    let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, item) in items.iter().enumerate() {
+        if let Some(name) = item.name {
+            by_name.entry(name).or_default().push(i);
+        }
+    }
+    let code: Vec<String> = items.iter().map(|i| strip_comments(i.text)).collect();
+    // What each item refers to, and whether it holds the instruction
+    // itself; then every item that refers to one that does, until none
+    // changes (a call graph has no more steps than items).
+    let refs: Vec<Vec<usize>> = code
+        .iter()
+        .map(|c| {
+            identifiers(c)
+                .flat_map(|ident| by_name.get(ident).into_iter().flatten().copied())
+                .collect()
+        })
+        .collect();
+    let mut reaches: Vec<bool> = code.iter().map(|c| c.contains(instruction)).collect();
+    loop {
+        let mut changed = false;
+        for i in 0..items.len() {
+            if !reaches[i] && refs[i].iter().any(|&j| reaches[j]) {
+                reaches[i] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    Some(
+        items
+            .iter()
+            .zip(&reaches)
+            .filter(|(item, &r)| item.is_entry && r)
+            .filter_map(|(item, _)| item.name.map(str::to_owned))
+            .collect(),
+    )
 }
 
 /// The module-scope variables `ptx` defines or declares whose names start

@@ -5,8 +5,10 @@ use super::device::CudaDevice;
 use super::driver::memory as driver_memory;
 use super::driver::{module as driver, DriverError};
 use crate::error::{Error, Result};
+use crate::launch_abi::ptx_cut::entries_reaching;
 use crate::types::{FunctionAttrs, LaunchVariant};
 use cudarc::driver::sys;
+use std::collections::HashSet;
 use std::ffi::{c_void, CStr, CString};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -14,6 +16,26 @@ use vigil_shared::block::WINDOW_ARRAY_SYMBOL;
 
 /// The PTX every asynchronous copy instruction starts with.
 const ASYNC_COPY_INSTRUCTION: &str = "cp.async.";
+
+/// Which entries of a sanitized module issue asynchronous copies, in
+/// their code or in a function they call: only their launches keep
+/// copies in flight, so that the module's other kernels pay nothing.
+enum CopyEntries {
+    /// Every entry (the PTX holds an item the cut does not understand).
+    All,
+    /// These entries, by name.
+    These(HashSet<String>),
+}
+
+impl CopyEntries {
+    /// Whether entry `name` issues asynchronous copies.
+    fn holds(&self, name: &CStr) -> bool {
+        match self {
+            CopyEntries::All => true,
+            CopyEntries::These(names) => name.to_str().is_ok_and(|n| names.contains(n)),
+        }
+    }
+}
 use vigil_shared::gpu::{GLOBAL_VALUE_OFFSET, SANITIZED_SUFFIX};
 
 use crate::sanitizer::config::LARGE_BLOCK_SANITIZED_REGISTERS;
@@ -31,10 +53,10 @@ pub(crate) struct CudaModule {
     /// through the GPU sanitizer's window shadow
     /// ([`WINDOW_ARRAY_SYMBOL`]).
     window_arrays: bool,
-    /// A sanitized module that issues `cp.async` copies: its launches
-    /// keep each thread's copies in flight
+    /// The sanitized entries that issue asynchronous copies: their
+    /// launches keep each thread's `cp.async` copies in flight
     /// (`vigil_shared::gpu::launch_flags::COPIES_IN_FLIGHT`).
-    copies_in_flight: bool,
+    copy_entries: CopyEntries,
     /// A sanitized module's build for blocks its register cap does not
     /// fit, made at the first launch of such a block.
     large_blocks: Option<Arc<LargeBlockBuild>>,
@@ -87,7 +109,12 @@ impl CudaModule {
         let text = image.to_string_lossy();
         let sanitized = variant == LaunchVariant::Sanitized;
         let window_arrays = sanitized && text.contains(WINDOW_ARRAY_SYMBOL);
-        let copies_in_flight = sanitized && text.contains(ASYNC_COPY_INSTRUCTION);
+        let copy_entries = if sanitized && text.contains(ASYNC_COPY_INSTRUCTION) {
+            entries_reaching(&text, ASYNC_COPY_INSTRUCTION)
+                .map_or(CopyEntries::All, CopyEntries::These)
+        } else {
+            CopyEntries::These(HashSet::new())
+        };
         let large_blocks = match (variant, max_registers) {
             (LaunchVariant::Sanitized, Some(n)) if n > LARGE_BLOCK_SANITIZED_REGISTERS => {
                 Some(Arc::new(LargeBlockBuild {
@@ -103,7 +130,7 @@ impl CudaModule {
             raw,
             variant,
             window_arrays,
-            copies_in_flight,
+            copy_entries,
             large_blocks,
             plain_twin: None,
         })
@@ -127,9 +154,9 @@ impl CudaModule {
     pub(crate) fn kernel(&self, name: &CStr) -> Result<CudaKernel> {
         let mut sanitized = name.to_bytes().to_vec();
         sanitized.extend_from_slice(SANITIZED_SUFFIX.as_bytes());
-        let sanitized = match CString::new(sanitized) {
-            Ok(s) => self.lookup(&s)?,
-            Err(_) => None,
+        let (sanitized, copies_in_flight) = match CString::new(sanitized) {
+            Ok(s) => (self.lookup(&s)?, self.copy_entries.holds(&s)),
+            Err(_) => (None, false),
         };
         let plain = match (self.lookup(name)?, &self.plain_twin) {
             (Some(raw), _) => Some(self.with_attrs(raw)?),
@@ -148,6 +175,7 @@ impl CudaModule {
         let sanitized = match sanitized {
             Some(raw) => {
                 let mut f = self.with_attrs(raw)?;
+                f.copies_in_flight = copies_in_flight;
                 f.large_blocks = self.large_blocks.clone().map(|build| LargeBlocks {
                     build,
                     name: name.to_owned(),
@@ -259,7 +287,7 @@ impl CudaModule {
             dyn_smem_optin: AtomicU32::new(0),
             resident: AtomicU64::new(0),
             window_arrays: self.window_arrays,
-            copies_in_flight: self.copies_in_flight,
+            copies_in_flight: false,
             large_blocks: None,
         })
     }
@@ -481,7 +509,7 @@ pub(crate) struct CudaFunction {
     resident: AtomicU64,
     /// Whether its module declares arrays the window shadow checks.
     window_arrays: bool,
-    /// Whether its module issues `cp.async` copies.
+    /// Whether it issues asynchronous copies (a sanitized entry).
     copies_in_flight: bool,
     /// For a sanitized entry: its twin for blocks it cannot launch.
     large_blocks: Option<LargeBlocks>,

@@ -1,6 +1,6 @@
 //! The device memory of the threads' queues of `cp.async` copies in
 //! flight (`vigil_shared::copies_in_flight::QueueArea`): made by the
-//! first sanitized launch of a module that issues asynchronous copies,
+//! first sanitized launch of a kernel that issues asynchronous copies,
 //! grown when a launch of larger CTAs comes (`growing.rs`). A kernel of
 //! `T`-thread CTAs needs a queue for each thread of as many CTAs as an SM
 //! holds (2,048 threads an SM: 456 bytes x 2,048 a SM, 123 MB on 132 SMs).
