@@ -349,7 +349,7 @@ mod tests {
             None,
             "a CTA larger than its queues"
         );
-        assert!(QueueArea::for_threads(128).covers(&QueueArea::for_threads(256)) == false);
+        assert!(!QueueArea::for_threads(128).covers(&QueueArea::for_threads(256)));
         let both = QueueArea {
             threads: 256,
             regions: 16,
