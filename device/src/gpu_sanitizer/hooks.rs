@@ -638,8 +638,9 @@ fn recheck_copy(c: &InFlightCopy) {
 }
 
 /// The calling thread returns: its `cp.async` copies still in flight
-/// complete. Out of line, so that the exit of a launch that keeps no
-/// copies in flight stays as small as before.
+/// complete. Called by the entry after the body when the launch keeps
+/// copies in flight; out of line, so that the entries of the others stay
+/// as small as before.
 #[inline(never)]
 pub(super) fn copies_returned() {
     super::in_flight::returned(recheck_copy)
