@@ -23,6 +23,15 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 /// Bytes per shadow word.
 pub const WORD: usize = 4;
 
+/// The bytes of the [`WORD`]-byte word at `word` that `lo..hi` covers (bit
+/// `i`: byte `i`; the range must meet the word).
+pub const fn word_mask(word: u64, lo: u64, hi: u64) -> u8 {
+    let end = word + WORD as u64;
+    let lo = if lo > word { lo } else { word };
+    let hi = if hi < end { hi } else { end };
+    (((1u32 << (hi - lo)) - 1) << (lo - word)) as u8
+}
+
 /// Records per shadow word: the interval's last write (or block-scope
 /// atomic), its first reader, and a reader other than the first.
 pub const RECORDS: usize = 3;
@@ -1415,6 +1424,9 @@ mod tests {
         let wrapped = LaneSync(0xffff_ffff).joined(1).passed_barrier();
         assert_eq!((wrapped.count(), wrapped.barriers()), (0, 0));
         assert_ne!(report_key(ReportKind::WriteAfterRead, 0, 0), 0);
+        assert_eq!(word_mask(8, 6, 10), 0b0011);
+        assert_eq!(word_mask(8, 9, 11), 0b0110);
+        assert_eq!(word_mask(8, 0, 100), 0b1111);
         // A race is one key from either side.
         assert_eq!(
             report_key(ReportKind::WriteAfterRead, 0x10, 0x20),

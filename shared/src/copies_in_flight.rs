@@ -272,7 +272,10 @@ impl<'a> CopyQueue<'a> {
     /// `None` once there is none. Called until `None`.
     pub fn complete_next(&mut self, newest: u32) -> Option<InFlightCopy> {
         // Groups grow in issue order: if the oldest copy stays, all stay.
-        let (_, group) = self.get(0).map(|_| self.entry(0))?;
+        if self.is_empty() {
+            return None;
+        }
+        let (_, group) = self.entry(0);
         let age = u32::from(self.open().wrapping_sub(group));
         if age > newest {
             self.pop_front()

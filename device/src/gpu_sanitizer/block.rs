@@ -54,10 +54,10 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use vigil_shared::abi::{AccessSite, RaceReport, ReportKind};
 use vigil_shared::block::{
     access_interval, barrier_site, barrier_slot, barrier_tag, block_stamp, busy, divergence_group,
-    pack_array, race_kind, record_kind, report_key, slot_site, slot_tag, view_number, BarrierCheck,
-    BlockAcquired, BlockRecord, BlockSpace, DivergenceRecord, LaneSync, ShadowLayout, TableWord,
-    ThreadGroup, WindowShadow, WordRecords, DIVERGENT_BARRIER_KIND, EXIT_SITE, GLOBAL_LANES,
-    MAX_BLOCK_THREADS, REPORTED, SHARED_LANES, UNCHECKED_ARRAYS, VIEWS, WORD,
+    pack_array, race_kind, record_kind, report_key, slot_site, slot_tag, view_number, word_mask,
+    BarrierCheck, BlockAcquired, BlockRecord, BlockSpace, DivergenceRecord, LaneSync, ShadowLayout,
+    TableWord, ThreadGroup, WindowShadow, WordRecords, DIVERGENT_BARRIER_KIND, EXIT_SITE,
+    GLOBAL_LANES, MAX_BLOCK_THREADS, REPORTED, SHARED_LANES, UNCHECKED_ARRAYS, VIEWS, WORD,
 };
 use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, PriorRecord, REGIONS_PER_SM};
 use vigil_shared::race::desc::{AccessDesc, SiteLanes, SiteWord, MAX_EPOCH};
@@ -817,23 +817,27 @@ impl Checked {
         let end = start + self.size;
         let mut w = start / WORD;
         while w * WORD < end {
-            let lo = (w * WORD).max(start);
-            let hi = (w * WORD + WORD).min(end);
-            let bytes = (((1u32 << (hi - lo)) - 1) << (lo - w * WORD)) as u8;
-            let me = BlockRecord::new(
-                self.thread,
-                self.kind.is_atomic() && self.kind != AccessKind::AtomicRead,
-                bytes,
-                self.count,
-                self.epoch,
-                self.location(),
-            )
-            .with_view(self.view);
+            let me = self.record(word_mask((w * WORD) as u64, start as u64, end as u64));
             if let Some(r) = records(w) {
                 self.word(r, addr - start + w * WORD, me);
             }
             w += 1;
         }
+    }
+
+    /// The record of this access's bytes `bytes` (bit `i`: byte `i`) of a
+    /// word.
+    #[inline(always)]
+    fn record(&self, bytes: u8) -> BlockRecord {
+        BlockRecord::new(
+            self.thread,
+            self.kind.is_atomic() && self.kind != AccessKind::AtomicRead,
+            bytes,
+            self.count,
+            self.epoch,
+            self.location(),
+        )
+        .with_view(self.view)
     }
 
     /// This access at `addr` against the calling thread's own `cp.async`
@@ -864,29 +868,14 @@ impl Checked {
         let Some((copy, at)) = q.overlapping(shared, lo, hi) else {
             return;
         };
-        let word_addr = at as usize & !(WORD - 1);
+        let word = at & !(WORD as u64 - 1);
         let (start, bytes) = if shared {
             (copy.shared, copy.shared_bytes)
         } else {
             (copy.global, copy.global_bytes)
         };
-        let in_word = |lo: u64, hi: u64| {
-            let w = word_addr as u64;
-            let (a, b) = (lo.max(w), hi.min(w + WORD as u64));
-            (((1u32 << (b - a)) - 1) << (a - w)) as u8
-        };
-        let mine = in_word(lo, hi);
-        let theirs = in_word(start, start + u64::from(bytes));
-        let atomic = self.kind.is_atomic() && self.kind != AccessKind::AtomicRead;
-        let me = BlockRecord::new(
-            self.thread,
-            atomic,
-            mine,
-            self.count,
-            self.epoch,
-            self.location(),
-        )
-        .with_view(self.view);
+        let me = self.record(word_mask(word, lo, hi));
+        let theirs = word_mask(word, start, start + u64::from(bytes));
         let prior = BlockRecord::new(
             self.thread,
             false,
@@ -895,6 +884,7 @@ impl Checked {
             self.epoch,
             copy.location,
         );
+        let word_addr = word as usize;
         let prior_kind = if shared {
             AccessKind::Write
         } else {

@@ -74,11 +74,7 @@ pub(super) fn returned(recheck: Recheck) {
 fn next(
     take: impl FnOnce(&mut vigil_shared::copies_in_flight::CopyQueue<'static>) -> Option<InFlightCopy>,
 ) -> Option<InFlightCopy> {
-    let mut q = CtaState::current().copy_queue()?;
-    if q.is_empty() {
-        return None;
-    }
-    take(&mut q)
+    take(&mut CtaState::current().copy_queue()?)
 }
 
 /// The copy of `BYTES` bytes into `shared` from `global_bytes` bytes at

@@ -93,15 +93,21 @@ pub fn cut(ptx: &str, keep_entry: impl Fn(&str) -> bool) -> Cow<'_, str> {
     }
 }
 
-/// Which items to keep: header directives, the entries `keep_entry`
-/// accepts, and every named item their text refers to, transitively.
-fn reachable(items: &[Item<'_>], keep_entry: impl Fn(&str) -> bool) -> Vec<bool> {
+/// The items of each name (a function declared, then defined, is two).
+fn by_name<'a>(items: &[Item<'a>]) -> HashMap<&'a str, Vec<usize>> {
     let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, item) in items.iter().enumerate() {
         if let Some(name) = item.name {
             by_name.entry(name).or_default().push(i);
         }
     }
+    by_name
+}
+
+/// Which items to keep: header directives, the entries `keep_entry`
+/// accepts, and every named item their text refers to, transitively.
+fn reachable(items: &[Item<'_>], keep_entry: impl Fn(&str) -> bool) -> Vec<bool> {
+    let by_name = by_name(items);
     let mut keep = vec![false; items.len()];
     let mut work: Vec<usize> = items
         .iter()
@@ -146,12 +152,7 @@ fn reachable(items: &[Item<'_>], keep_entry: impl Fn(&str) -> bool) -> Vec<bool>
 /// ```
 pub fn entries_reaching(ptx: &str, instruction: &str) -> Option<HashSet<String>> {
     let items = split(ptx)?;
-    let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
-    for (i, item) in items.iter().enumerate() {
-        if let Some(name) = item.name {
-            by_name.entry(name).or_default().push(i);
-        }
-    }
+    let by_name = by_name(&items);
     let code: Vec<String> = items.iter().map(|i| strip_comments(i.text)).collect();
     // What each item refers to, and whether it holds the instruction
     // itself; then every item that refers to one that does, until none

@@ -44,7 +44,7 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::Location;
-use vigil_shared::block::BlockAcquired;
+use vigil_shared::block::{word_mask, BlockAcquired};
 use vigil_shared::AccessKind;
 
 /// Accesses a word remembers per barrier interval. A write is checked
@@ -433,12 +433,7 @@ impl BlockShadow {
 /// they touch (bit `i`: byte `i`).
 fn word_bytes(addr: u64, size: u64) -> impl Iterator<Item = (u64, u8)> {
     let end = addr + size;
-    (addr / WORD..end.div_ceil(WORD)).map(move |word| {
-        let lo = (word * WORD).max(addr);
-        let hi = (word * WORD + WORD).min(end);
-        let bytes = (((1u32 << (hi - lo)) - 1) << (lo - word * WORD)) as u8;
-        (word, bytes)
-    })
+    (addr / WORD..end.div_ceil(WORD)).map(move |word| (word, word_mask(word * WORD, addr, end)))
 }
 
 /// True when an access of kind `a` and one of kind `b` to the same bytes
