@@ -265,6 +265,42 @@ pub trait Sanitizer: Copy + Default + Send + Sync + 'static {
         let _ = newest;
     }
 
+    /// The calling thread issued a bulk or tensor copy between `shared`
+    /// and `global_bytes` bytes at `global` (0 bytes: a tensor copy,
+    /// whose global side is the map's box), its accesses already told
+    /// where it was issued: it is in flight until its completion. A copy
+    /// into shared memory (`shared.kind` a write) completes on the
+    /// mbarrier phase `phase` names (as
+    /// [`block_acquire`](Sanitizer::block_acquire) does): a wait that
+    /// returns for that phase completes it. A copy out of shared memory
+    /// joins the calling thread's open bulk group. Default: nothing (the
+    /// CPU backend's runtime hears of every copy from its platform
+    /// layer).
+    #[inline(always)]
+    fn bulk_in_flight(
+        shared: SharedAccess,
+        global: usize,
+        global_bytes: usize,
+        phase: u32,
+        loc: &'static Location<'static>,
+    ) {
+        let _ = (shared, global, global_bytes, phase, loc);
+    }
+
+    /// The calling thread committed its open bulk stores into a bulk
+    /// group (`cp.async.bulk.commit_group`). Default: nothing.
+    #[inline(always)]
+    fn bulk_group_committed() {}
+
+    /// The calling thread waited for all but its newest `newest` bulk
+    /// groups (`cp.async.bulk.wait_group`): their stores completed; with
+    /// `read` (`.read`), only their reads of shared memory did. Default:
+    /// nothing.
+    #[inline(always)]
+    fn bulk_groups_waited(newest: u32, read: bool) {
+        let _ = (newest, read);
+    }
+
     /// The calling thread declared a shared array of `array_bytes` bytes
     /// that `S` cannot check: its accesses go unchecked, and the
     /// sanitizer says so in its reports. Default: nothing (the CPU

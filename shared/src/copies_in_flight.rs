@@ -49,6 +49,9 @@ pub const QUEUE_WORDS: usize = 1 + IN_FLIGHT * COPY_WORDS;
 /// Bytes of a thread's queue.
 pub const QUEUE_BYTES: usize = 8 * QUEUE_WORDS;
 
+/// The header's bits of the thread's open bulk group number.
+const BULK_OPEN: u64 = 0xffff << 32;
+
 /// Threads an SM holds at most (sm_90): the CTAs of `t` threads an SM
 /// holds at once are at most this over `t`.
 const SM_THREADS: u64 = 2048;
@@ -56,7 +59,8 @@ const SM_THREADS: u64 = 2048;
 /// The layout of the device memory holding the threads' queues: a
 /// header (threads per region, regions per SM, then reserved words),
 /// then per SM and per CTA region ([`crate::gpu::REGIONS_PER_SM`] at
-/// most) a queue for each thread. A region past `regions` (an SM holds
+/// most) the CTA's list of bulk copies in flight and a queue for each
+/// thread. A region past `regions` (an SM holds
 /// fewer CTAs of many threads than of few) and a CTA of more threads than
 /// `threads` keep no queue: their copies are checked at their issue only.
 /// Like the window shadow, the host replaces the area with a larger one
@@ -101,17 +105,28 @@ impl QueueArea {
         self.threads >= other.threads && self.regions >= other.regions
     }
 
-    /// Bytes of the area for `sms` SMs.
-    pub const fn bytes(&self, sms: u64) -> u64 {
-        Self::HEADER as u64 + sms * self.regions * self.threads * QUEUE_BYTES as u64
+    /// Byte offset of a CTA's first queue in its part of the area: the
+    /// part starts with the CTA's list of bulk copies in flight
+    /// ([`crate::bulk_copies`]).
+    pub const QUEUES_AT: usize = crate::bulk_copies::LIST_BYTES;
+
+    /// Bytes of one CTA's part: its bulk-copy list and its queues.
+    const fn part_bytes(&self) -> u64 {
+        Self::QUEUES_AT as u64 + self.threads * QUEUE_BYTES as u64
     }
 
-    /// Byte offset of the first queue of the CTA of `threads` threads in
-    /// region `region` of SM `sm`, when the area has queues for it.
-    pub const fn cta_queues(&self, sm: u32, region: u32, threads: u32) -> Option<u64> {
+    /// Bytes of the area for `sms` SMs.
+    pub const fn bytes(&self, sms: u64) -> u64 {
+        Self::HEADER as u64 + sms * self.regions * self.part_bytes()
+    }
+
+    /// Byte offset of the part of the CTA of `threads` threads in region
+    /// `region` of SM `sm` (its bulk-copy list, then its first queue at
+    /// [`QueueArea::QUEUES_AT`]), when the area has one for it.
+    pub const fn cta_part(&self, sm: u32, region: u32, threads: u32) -> Option<u64> {
         if (region as u64) < self.regions && threads as u64 <= self.threads {
             let slot = sm as u64 * self.regions + region as u64;
-            Some(Self::HEADER as u64 + slot * self.threads * QUEUE_BYTES as u64)
+            Some(Self::HEADER as u64 + slot * self.part_bytes())
         } else {
             None
         }
@@ -211,8 +226,8 @@ impl<'a> CopyQueue<'a> {
         CopyQueue { words }
     }
 
-    /// Empties the queue and numbers its open group 0 (a thread's queue
-    /// at its start: only the header is written).
+    /// Empties the queue and numbers its open group and open bulk group 0
+    /// (a thread's queue at its start: only the header is written).
     pub fn clear(&mut self) {
         self.words[0] = 0;
     }
@@ -232,8 +247,25 @@ impl<'a> CopyQueue<'a> {
         (self.words[0] >> 16) as u16
     }
 
+    /// Writes the count and the open group, keeping the bulk group's
+    /// number.
     fn set_header(&mut self, len: usize, open: u16) {
-        self.words[0] = len as u64 | u64::from(open) << 16;
+        let bulk = self.words[0] & BULK_OPEN;
+        self.words[0] = len as u64 | u64::from(open) << 16 | bulk;
+    }
+
+    /// The thread's open bulk group's number (its bulk groups committed
+    /// so far, modulo 2^16), which numbers its bulk and tensor stores in
+    /// flight (`crate::bulk_copies`); kept in the queue's header, which
+    /// only the thread reaches.
+    pub fn bulk_open(&self) -> u16 {
+        ((self.words[0] & BULK_OPEN) >> 32) as u16
+    }
+
+    /// `cp.async.bulk.commit_group`: the next bulk group is open.
+    pub fn bulk_commit(&mut self) {
+        let next = u64::from(self.bulk_open().wrapping_add(1)) << 32;
+        self.words[0] = self.words[0] & !BULK_OPEN | next;
     }
 
     /// Copy `i` (0: the oldest) and its group.
@@ -333,7 +365,8 @@ mod tests {
     fn an_area_holds_a_queue_for_every_thread_an_sm_holds() {
         let a = QueueArea::for_threads(256);
         assert_eq!((a.threads, a.regions), (256, 8));
-        assert_eq!(a.bytes(132), 64 + 132 * 2048 * QUEUE_BYTES as u64);
+        let part = (QueueArea::QUEUES_AT + 256 * QUEUE_BYTES) as u64;
+        assert_eq!(a.bytes(132), 64 + 132 * 8 * part);
         assert_eq!(
             QueueArea::for_threads(32).regions,
             32,
@@ -341,17 +374,15 @@ mod tests {
         );
         assert_eq!(QueueArea::for_threads(1024).regions, 2);
         assert_eq!(QueueArea::for_threads(1000).regions, 2);
-        // Regions of one SM, then the next SM's, without overlap.
-        let q = |sm, r| a.cta_queues(sm, r, 256).unwrap();
-        assert_eq!(q(0, 1) - q(0, 0), 256 * QUEUE_BYTES as u64);
-        assert_eq!(q(1, 0), q(0, 7) + 256 * QUEUE_BYTES as u64);
-        assert_eq!(q(131, 7) + 256 * QUEUE_BYTES as u64, a.bytes(132));
-        assert_eq!(a.cta_queues(0, 8, 256), None, "a region past the area");
-        assert_eq!(
-            a.cta_queues(0, 0, 257),
-            None,
-            "a CTA larger than its queues"
-        );
+        // Regions of one SM, then the next SM's, without overlap: each a
+        // list of bulk copies, then the queues.
+        let q = |sm, r| a.cta_part(sm, r, 256).unwrap();
+        assert_eq!(q(0, 0) % 16, 0);
+        assert_eq!(q(0, 1) - q(0, 0), part);
+        assert_eq!(q(1, 0), q(0, 7) + part);
+        assert_eq!(q(131, 7) + part, a.bytes(132));
+        assert_eq!(a.cta_part(0, 8, 256), None, "a region past the area");
+        assert_eq!(a.cta_part(0, 0, 257), None, "a CTA larger than its queues");
         assert!(!QueueArea::for_threads(128).covers(&QueueArea::for_threads(256)));
         let both = QueueArea {
             threads: 256,

@@ -9,7 +9,8 @@
 //! and devices), [`block`] and [`block_line`] (races between the threads
 //! of one block on the GPU; a 128-byte line one warp accesses whole keeps
 //! one table entry), [`copies_in_flight`] (a thread's `cp.async` copies
-//! between their issue and their completion, on the GPU), [`abi`] (the layouts host and device share: reports,
+//! between their issue and their completion, on the GPU), [`bulk_copies`]
+//! (a CTA's bulk and tensor copies in flight, on the GPU), [`abi`] (the layouts host and device share: reports,
 //! the per-device runtime region), [`address`] (reservations and shadow
 //! addresses), [`atomic`] (abstract atomics), [`gpu`] (the GPU
 //! sanitizer's launch ABI: hidden parameters, the runtime descriptor,
@@ -47,6 +48,7 @@ pub mod address;
 pub mod atomic;
 pub mod block;
 pub mod block_line;
+pub mod bulk_copies;
 pub mod copies_in_flight;
 pub mod gpu;
 pub mod read_only;

@@ -726,3 +726,84 @@ fn a_line_split_racing_a_run_update_loses_nothing() {
         assert_eq!(kept.thread(), Some(3), "lane 3's write is kept");
     });
 }
+
+// ----- a CTA's bulk copies in flight (`vigil_shared::bulk_copies`) --------
+
+mod bulk {
+    use super::*;
+    use vigil_shared::bulk_copies::{BulkCopy, BulkList, Completion, LIST_WORDS};
+
+    fn list_words() -> Arc<Vec<A64>> {
+        Arc::new((0..LIST_WORDS).map(|_| A64(LU64::new(0))).collect())
+    }
+
+    /// A copy of 64 bytes at `n * 64` into shared memory, completing on
+    /// phase `key`; every field says `n`, so a torn read shows.
+    fn copy(n: u64, key: u16) -> BulkCopy {
+        BulkCopy {
+            completion: Completion::Phase(key),
+            thread: n as u32,
+            shared: 64 * n,
+            shared_bytes: 64,
+            global: 0x1000 * n,
+            global_bytes: 64 * n as u32,
+            location: 8 * n,
+        }
+    }
+
+    /// Two waiters of one phase: its copy is checked again exactly once,
+    /// and neither waiter goes on before that check is done.
+    #[test]
+    fn two_waiters_of_a_phase_check_its_copy_once_and_after_it() {
+        model(|| {
+            let w = list_words();
+            let checks = Arc::new(LU32::new(0));
+            BulkList::<LoomAtomics>::new(&w).issue(&copy(1, 4));
+            let waiter = {
+                let (w, checks) = (w.clone(), checks.clone());
+                loom::thread::spawn(move || {
+                    BulkList::<LoomAtomics>::new(&w).complete_phase(4, |_| {
+                        checks.fetch_add(1, MemOrder::Relaxed);
+                    });
+                    checks.load(MemOrder::Relaxed)
+                })
+            };
+            let list = BulkList::<LoomAtomics>::new(&w);
+            list.complete_phase(4, |_| {
+                checks.fetch_add(1, MemOrder::Relaxed);
+            });
+            let mine = checks.load(MemOrder::Relaxed);
+            let theirs = waiter.join().unwrap();
+            assert_eq!((mine, theirs), (1, 1), "one check, before both go on");
+            assert!(!list.any(), "the copy left the list");
+        });
+    }
+
+    /// A reader never sees a copy made of two copies' words while an
+    /// entry is completed and claimed again.
+    #[test]
+    fn a_reader_never_sees_a_torn_copy() {
+        model(|| {
+            let w = list_words();
+            BulkList::<LoomAtomics>::new(&w).issue(&copy(1, 4));
+            let writer = {
+                let w = w.clone();
+                loom::thread::spawn(move || {
+                    let list = BulkList::<LoomAtomics>::new(&w);
+                    list.complete_phase(4, |_| {});
+                    list.issue(&copy(2, 5));
+                })
+            };
+            let list = BulkList::<LoomAtomics>::new(&w);
+            // Bytes 64..192 cover both copies' shared sides.
+            if let Some((c, _)) = list.overlapping(true, false, 64, 192) {
+                assert!(c == copy(1, 4) || c == copy(2, 5), "torn: {c:?}");
+            }
+            writer.join().unwrap();
+            assert_eq!(
+                list.overlapping(true, false, 64, 192).map(|(c, _)| c),
+                Some(copy(2, 5))
+            );
+        });
+    }
+}

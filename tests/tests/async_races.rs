@@ -43,7 +43,12 @@ mod cpu {
         cp_async_source_written_after_its_wait, cp_async_source_written_before_its_wait,
         cp_async_waited_before_return, cp_async_completed_by_return,
         cp_async_many_in_flight_waited, cp_async_many_in_flight_newest_read,
-        cp_async_many_in_flight_oldest_read);
+        cp_async_many_in_flight_oldest_read,
+        bulk_load_waited_by_one_then_barrier, bulk_load_read_after_barrier_before_wait,
+        bulk_load_destination_stored_in_flight, bulk_load_waited_by_every_thread,
+        bulk_store_waited_then_barrier, bulk_store_read_after_its_read_wait,
+        bulk_store_read_never_waited, bulk_store_older_group_waited,
+        bulk_store_newer_group_in_flight);
 }
 
 mod gpu {
@@ -57,13 +62,20 @@ mod gpu {
         cp_async_source_written_after_its_wait, cp_async_source_written_before_its_wait,
         cp_async_waited_before_return, cp_async_completed_by_return,
         cp_async_many_in_flight_waited, cp_async_many_in_flight_newest_read,
-        bulk_source_overwritten_after_wait,
+        bulk_source_overwritten_after_wait, bulk_source_overwritten_before_wait,
         bulk_load_read_after_the_wait, bulk_load_read_before_the_wait,
-        mbarrier_right_phase, bulk_store_waited_before_release,
+        mbarrier_right_phase, mbarrier_wrong_phase,
+        bulk_store_waited_before_release, bulk_store_released_before_wait,
         tensor_load_beside_an_ordered_store, tensor_load_and_an_unordered_store,
         dependent_reads_after_its_wait, dependent_reads_before_its_wait,
-        serialized_launch_reads_before_its_wait, bulk_store_source_overwritten_after_read_wait,
-        tensor_store_beside_an_ordered_load, tensor_store_and_an_unordered_load);
+        serialized_launch_reads_before_its_wait,
+        bulk_store_source_overwritten_after_read_wait, bulk_store_source_overwritten_in_flight,
+        tensor_store_beside_an_ordered_load, tensor_store_and_an_unordered_load,
+        bulk_load_waited_by_one_then_barrier, bulk_load_read_after_barrier_before_wait,
+        bulk_load_destination_stored_in_flight, bulk_load_waited_by_every_thread,
+        bulk_store_waited_then_barrier, bulk_store_read_after_its_read_wait,
+        bulk_store_read_never_waited, bulk_store_older_group_waited,
+        bulk_store_newer_group_in_flight);
 }
 
 kernel_file_verdicts!(
@@ -364,6 +376,120 @@ mod scenarios {
     /// at once: its read races with the second load.
     pub fn mbarrier_wrong_phase(make: MakeContext) {
         phases(make, 1, &[race(RAW, "phase-read", "phase-issue")]);
+    }
+
+    /// [`tile_case`] of `bulk_load_by_the_block`: element `t` of the tile.
+    fn block_load(make: MakeContext, mode: u32, expected: &[Verdict]) {
+        tile_case::<bulk_load_by_the_block>(make, TILE, mode, expected, |xs, t| xs[t])
+    }
+
+    /// One thread waits for the phase, a barrier shows the tile to the
+    /// rest: race-free.
+    pub fn bulk_load_waited_by_one_then_barrier(make: MakeContext) {
+        block_load(make, 0, &[]);
+    }
+
+    /// A barrier after the issue does not complete the copy: the tile
+    /// read before the wait races with it.
+    pub fn bulk_load_read_after_barrier_before_wait(make: MakeContext) {
+        block_load(
+            make,
+            1,
+            &[race(RAW, "block-load-early-read", "block-load-issue")],
+        );
+    }
+
+    /// Another thread stores to the tile while the copy writes it.
+    pub fn bulk_load_destination_stored_in_flight(make: MakeContext) {
+        block_load(
+            make,
+            2,
+            &[race(WAW, "block-load-early-store", "block-load-issue")],
+        );
+    }
+
+    /// Every thread waits for the phase itself: race-free.
+    pub fn bulk_load_waited_by_every_thread(make: MakeContext) {
+        block_load(make, 3, &[]);
+    }
+
+    /// `bulk_store_read_by_the_block` in `mode`: `out[t] = 4 t + 1` when
+    /// race-free.
+    fn block_store(make: MakeContext, mode: u32, expected: &[Verdict]) {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let mut y = b.zeros(TILE);
+        let mut out = b.zeros(ASYNC_RACE_THREADS as usize);
+        let outcome = run::<bulk_store_read_by_the_block, _>(&b, 1, (&mut y, &mut out, mode));
+        let what = format!("bulk_store_read_by_the_block, mode {mode}");
+        check(&what, outcome, expected);
+        if expected.is_empty() {
+            let got = out.to_vec(&b.stream).expect("out");
+            for (t, g) in got.iter().enumerate() {
+                assert_eq!(*g, 4 * t as u32 + 1, "{what}: thread {t}");
+            }
+        }
+    }
+
+    /// The bulk group waited for, then a barrier: the block reads the
+    /// stored data race-free.
+    pub fn bulk_store_waited_then_barrier(make: MakeContext) {
+        block_store(make, 0, &[]);
+    }
+
+    /// `wait_group_read` ends the copy's read of the tile, not its write:
+    /// the block's read of the destination races with it.
+    pub fn bulk_store_read_after_its_read_wait(make: MakeContext) {
+        block_store(
+            make,
+            1,
+            &[race(RAW, "block-store-read", "block-store-issue")],
+        );
+    }
+
+    /// The destination read with the store never waited for.
+    pub fn bulk_store_read_never_waited(make: MakeContext) {
+        block_store(
+            make,
+            2,
+            &[race(RAW, "block-store-read", "block-store-issue")],
+        );
+    }
+
+    /// `bulk_store_group_count` in `mode` (two blocks, which must run at
+    /// once): `out[t] = 2 t + 1` when race-free.
+    fn group_store(make: MakeContext, mode: u32, expected: &[Verdict]) {
+        let Some(b) = Bench::new(make, 2) else {
+            return;
+        };
+        let (mut y, mut flag) = (b.zeros(TILE), b.zeros(1));
+        let mut out = b.zeros(ASYNC_RACE_THREADS as usize);
+        let outcome = run::<bulk_store_group_count, _>(&b, 2, (&mut y, &mut flag, &mut out, mode));
+        let what = format!("bulk_store_group_count, mode {mode}");
+        check(&what, outcome, expected);
+        if expected.is_empty() {
+            let got = out.to_vec(&b.stream).expect("out");
+            for (t, g) in got.iter().enumerate() {
+                assert_eq!(*g, 2 * t as u32 + 1, "{what}: thread {t}");
+            }
+        }
+    }
+
+    /// `bulk_wait_group::<1>` completes the older of two bulk groups: its
+    /// data read by another block after the release is race-free.
+    pub fn bulk_store_older_group_waited(make: MakeContext) {
+        group_store(make, 0, &[]);
+    }
+
+    /// The newer group is still in flight at the release: another block's
+    /// read of its data races with it.
+    pub fn bulk_store_newer_group_in_flight(make: MakeContext) {
+        group_store(
+            make,
+            1,
+            &[race(RAW, "group-read-back", "group-store-second")],
+        );
     }
 
     /// `bulk_store_read_back` in `mode` (two blocks, which must run at once).

@@ -57,6 +57,10 @@ pub(crate) struct PendingCopy {
     pub(crate) issuer: Dim3,
     /// Where it was issued.
     pub(crate) loc: &'static Location<'static>,
+    /// A store whose read of shared memory completed
+    /// (`cp.async.bulk.wait_group.read`): its data has moved, its write
+    /// of global memory is still in flight for the sanitizer.
+    pub(crate) source_read: bool,
 }
 
 /// Copies of one kind that a thread commits into groups and waits for
@@ -80,6 +84,12 @@ impl GroupQueue {
     fn older_than(&mut self, n: usize) -> Vec<PendingCopy> {
         let older = self.groups.len().saturating_sub(n);
         self.groups.drain(..older).flatten().collect()
+    }
+
+    /// Every group but the newest `n`, oldest first, left in the queue.
+    fn older_than_mut(&mut self, n: usize) -> impl Iterator<Item = &mut PendingCopy> {
+        let older = self.groups.len().saturating_sub(n);
+        self.groups.range_mut(..older).flatten()
     }
 
     /// Takes everything, committed groups first.
@@ -195,6 +205,42 @@ fn tell_sanitizer(
     }
 }
 
+/// Which of a copy's accesses complete.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sides {
+    /// Both.
+    Both,
+    /// Its shared side (a store's read, at `.read`).
+    Shared,
+    /// Its global side (a store whose read completed earlier).
+    Global,
+}
+
+impl Sides {
+    fn covers(self, a: &CopyAccess) -> bool {
+        match (self, a) {
+            (Sides::Both, _) => true,
+            (Sides::Shared, CopyAccess::Shared(_)) => true,
+            (Sides::Global, CopyAccess::Global { .. }) => true,
+            _ => false,
+        }
+    }
+}
+
+/// Tells the sanitizer (if one is installed) that the calling thread
+/// (`ctx`) saw `sides` of `copy` complete.
+fn tell_completed(ctx: &ThreadContext<'_>, copy: &PendingCopy, sides: Sides) {
+    let issuer = ThreadContext {
+        thread_idx: copy.issuer,
+        ..*ctx
+    };
+    tell_sanitizer(ctx, copy, |rt, a| {
+        if sides.covers(&a) {
+            rt.copy_completed(ctx, &issuer, copy.id, a, copy.loc)
+        }
+    });
+}
+
 /// Tells the sanitizer that the calling thread (`ctx`) issued `copy`.
 fn announce(ctx: &ThreadContext<'_>, copy: &PendingCopy) {
     tell_sanitizer(ctx, copy, |rt, a| rt.copy_issued(ctx, copy.id, a, copy.loc));
@@ -203,8 +249,18 @@ fn announce(ctx: &ThreadContext<'_>, copy: &PendingCopy) {
 /// Performs `copy` now, on behalf of the thread that issued it, and tells
 /// the sanitizer (if one is installed) that the calling thread saw it
 /// complete. `ctx` is the calling thread's context (the issuer's, or a
-/// waiter's of the same block).
+/// waiter's of the same block). A store whose read completed at a
+/// `.read` wait moved its data then: its write completes now.
 fn perform(ctx: &ThreadContext<'_>, copy: &PendingCopy) {
+    if copy.source_read {
+        return tell_completed(ctx, copy, Sides::Global);
+    }
+    move_data(copy);
+    tell_completed(ctx, copy, Sides::Both);
+}
+
+/// Moves `copy`'s data.
+fn move_data(copy: &PendingCopy) {
     let shared = copy.shared.addr as *mut u8;
     match copy.global {
         GlobalSide::Linear { addr, bytes } => {
@@ -247,13 +303,6 @@ fn perform(ctx: &ThreadContext<'_>, copy: &PendingCopy) {
             });
         }
     }
-    let issuer = ThreadContext {
-        thread_idx: copy.issuer,
-        ..*ctx
-    };
-    tell_sanitizer(ctx, copy, |rt, a| {
-        rt.copy_completed(ctx, &issuer, copy.id, a, copy.loc)
-    });
 }
 
 /// Performs `copies` in order.
@@ -290,6 +339,7 @@ fn pending(
         global,
         issuer: ctx.thread_idx,
         loc,
+        source_read: false,
     };
     announce(ctx, &copy);
     copy
@@ -410,11 +460,23 @@ pub(crate) fn bulk_wait_group<const N: u32>() {
     wait_for(bulk_queue, N as usize)
 }
 
-/// `cp.async.bulk.wait_group.read N`: as [`bulk_wait_group`] (a copy may
-/// finish its writes as soon as its reads).
+/// `cp.async.bulk.wait_group.read N`: every bulk group but the newest
+/// `N` moves its data (a copy may finish its writes as soon as its
+/// reads) and completes its reads of shared memory; its writes of global
+/// memory stay in flight for the sanitizer until a wait without `.read`.
 #[track_caller]
 pub(crate) fn bulk_wait_group_read<const N: u32>() {
-    wait_for(bulk_queue, N as usize)
+    with_copies(|ctx, copies| {
+        copies.thread(ctx.linear_thread_index(), |t| {
+            for c in t.bulk.older_than_mut(N as usize) {
+                if !c.source_read {
+                    move_data(c);
+                    tell_completed(ctx, c, Sides::Shared);
+                    c.source_read = true;
+                }
+            }
+        })
+    })
 }
 
 /// The calling thread's kernel body returned: its copies still in flight

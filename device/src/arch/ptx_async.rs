@@ -119,6 +119,11 @@ pub use raw::{
 #[track_caller]
 pub unsafe fn bulk_to_shared<S: Sanitizer>(shared: SharedAccess, global: usize, bar: usize) {
     report_at_issue::<S>(Direction::ToShared, linear(global, shared.size), shared);
+    if S::ENABLED {
+        // SAFETY: `bar` is an initialised mbarrier (the caller's contract).
+        let phase = unsafe { current_phase(bar) };
+        S::bulk_in_flight(shared, global, shared.size, phase, Location::caller());
+    }
     // SAFETY: the caller's contract.
     unsafe {
         raw::bulk_to_shared(
@@ -138,6 +143,7 @@ pub unsafe fn bulk_to_shared<S: Sanitizer>(shared: SharedAccess, global: usize, 
 #[track_caller]
 pub unsafe fn bulk_to_global<S: Sanitizer>(shared: SharedAccess, global: usize) {
     report_at_issue::<S>(Direction::ToGlobal, linear(global, shared.size), shared);
+    S::bulk_in_flight(shared, global, shared.size, 0, Location::caller());
     // SAFETY: the caller's contract.
     unsafe {
         raw::bulk_to_global(
@@ -169,6 +175,9 @@ pub unsafe fn tensor_to_shared<S: Sanitizer, const D: usize>(
             unsafe { tensor_side(map, coords) },
             shared,
         );
+        // SAFETY: `bar` is an initialised mbarrier (the caller's contract).
+        let phase = unsafe { current_phase(bar) };
+        S::bulk_in_flight(shared, 0, 0, phase, Location::caller());
     }
     // SAFETY: the caller's contract.
     unsafe {
@@ -200,9 +209,26 @@ pub unsafe fn tensor_to_global<S: Sanitizer, const D: usize>(
             unsafe { tensor_side(map, coords) },
             shared,
         );
+        S::bulk_in_flight(shared, 0, 0, 0, Location::caller());
     }
     // SAFETY: the caller's contract.
     unsafe { raw::tensor_to_global::<D>(map, coords, shared_address(shared.addr)) }
+}
+
+/// The sanitizer's name of the phase of the mbarrier at generic address
+/// `bar` that a copy issued now completes on: the current one, whose
+/// parity is odd when a wait for parity 0 would return at once.
+///
+/// # Safety
+/// `bar` is an initialised mbarrier.
+#[inline(always)]
+unsafe fn current_phase(bar: usize) -> u32 {
+    // SAFETY: the caller's contract.
+    let odd = unsafe { raw::mbarrier_test_wait_parity(shared_address(bar), 0) };
+    u32::from(vigil_shared::bulk_copies::phase_key(
+        bar as u64,
+        u32::from(odd),
+    ))
 }
 
 /// The tensor-map proxy's acquire of the map at `map`.
@@ -410,6 +436,24 @@ mod raw {
         unsafe {
             asm!(
                 "{{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [{b}], {q}; selp.u32 {r}, 1, 0, p; }}",
+                r = out(reg32) done, b = in(reg32) bar, q = in(reg32) parity, options(nostack)
+            )
+        };
+        done != 0
+    }
+
+    /// `mbarrier.test_wait.parity.shared::cta.b64`, which does not wait:
+    /// true when the phase of parity `parity` has completed.
+    ///
+    /// # Safety
+    /// `bar` is the shared address of an initialised mbarrier.
+    #[inline(always)]
+    pub unsafe fn mbarrier_test_wait_parity(bar: u32, parity: u32) -> bool {
+        let done: u32;
+        // SAFETY: the caller's contract.
+        unsafe {
+            asm!(
+                "{{ .reg .pred p; mbarrier.test_wait.parity.shared::cta.b64 p, [{b}], {q}; selp.u32 {r}, 1, 0, p; }}",
                 r = out(reg32) done, b = in(reg32) bar, q = in(reg32) parity, options(nostack)
             )
         };

@@ -190,12 +190,11 @@ impl<S: Sanitizer> Mbarrier<S> {
     }
 }
 
-/// The name of an mbarrier's phase for the sanitizer's block check
-/// ([`Sanitizer::block_acquire`]): the barrier's offset in the shared
-/// window (below 256 KiB, 8-aligned) and the phase's parity: 16 bits.
+/// The name of an mbarrier's phase for the sanitizer
+/// ([`Sanitizer::block_acquire`], `vigil_shared::bulk_copies::phase_key`).
 #[inline(always)]
 fn phase_key(address: usize, parity: u32) -> u32 {
-    ((address >> 3) & 0x7fff) as u32 | (parity & 1) << 15
+    u32::from(vigil_shared::bulk_copies::phase_key(address as u64, parity))
 }
 
 /// Declares `N` mbarriers in the block's shared memory and evaluates to

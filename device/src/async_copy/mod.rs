@@ -283,7 +283,8 @@ pub fn wait_all() {
 #[inline(always)]
 #[track_caller]
 pub fn bulk_commit_group() {
-    async_imp::bulk_commit_group()
+    async_imp::bulk_commit_group();
+    Active::bulk_group_committed()
 }
 
 /// Waits until all but the newest `N` of the calling thread's bulk
@@ -292,7 +293,8 @@ pub fn bulk_commit_group() {
 #[inline(always)]
 #[track_caller]
 pub fn bulk_wait_group<const N: u32>() {
-    async_imp::bulk_wait_group::<N>()
+    async_imp::bulk_wait_group::<N>();
+    Active::bulk_groups_waited(N, false)
 }
 
 /// Waits until all but the newest `N` of the calling thread's bulk
@@ -301,7 +303,8 @@ pub fn bulk_wait_group<const N: u32>() {
 #[inline(always)]
 #[track_caller]
 pub fn bulk_wait_group_read<const N: u32>() {
-    async_imp::bulk_wait_group_read::<N>()
+    async_imp::bulk_wait_group_read::<N>();
+    Active::bulk_groups_waited(N, true)
 }
 
 /// Orders the calling thread's earlier shared-memory accesses before the

@@ -734,6 +734,20 @@ pub(super) enum Space {
     Global,
 }
 
+/// The side of a copy in flight that an access races with.
+struct CopySide {
+    /// The first byte they share.
+    at: u64,
+    /// The side's first byte and size.
+    start: u64,
+    bytes: u32,
+    /// The copy's issuing site (a `Location`'s address) and thread.
+    location: u64,
+    thread: u32,
+    /// Whether the copy writes this side (else it reads it).
+    writes: bool,
+}
+
 /// One checked access of the calling thread: what checking a word and
 /// reporting a race need.
 pub(super) struct Checked {
@@ -841,62 +855,87 @@ impl Checked {
     }
 
     /// This access at `addr` against the calling thread's own `cp.async`
-    /// copies in flight (`super::in_flight`): a destination read or
-    /// written, or a source written, before the wait that completes the
-    /// copy races with it, although the thread issued the copy first.
+    /// copies in flight (`super::in_flight`) and the CTA's bulk copies in
+    /// flight (`super::bulk`): a destination read or written, or a source
+    /// written, before the completion of the copy races with it, although
+    /// the copy was issued first.
     #[inline(always)]
     pub fn check_in_flight(&self, addr: usize) {
-        if super::in_flight::any() {
+        if super::in_flight::any() || super::bulk::any() {
             self.race_in_flight(addr);
         }
     }
 
     /// [`check_in_flight`](Self::check_in_flight)'s report, if any: the
-    /// oldest copy the access overlaps is the earlier side.
+    /// oldest of the thread's copies the access races with, else a bulk
+    /// copy, is the earlier side.
     #[cold]
     #[inline(never)]
     fn race_in_flight(&self, addr: usize) {
         let shared = matches!(self.space, Space::Shared { .. });
-        // A copy reads its global source: only a write races with that.
-        if !shared && !self.kind.writes() {
-            return;
-        }
-        let Some(q) = CtaState::current().copy_queue() else {
-            return;
-        };
+        let write = self.kind.writes();
         let (lo, hi) = (addr as u64, (addr + self.size) as u64);
-        let Some((copy, at)) = q.overlapping(shared, lo, hi) else {
+        let Some(side) = self.own_copy_in_flight(shared, write, lo, hi).or_else(|| {
+            let (c, at) = super::bulk::overlapping(shared, write, lo, hi)?;
+            let (start, bytes) = if shared {
+                (c.shared, c.shared_bytes)
+            } else {
+                (c.global, c.global_bytes)
+            };
+            Some(CopySide {
+                at,
+                start,
+                bytes,
+                location: c.location,
+                thread: c.thread,
+                writes: c.writes(shared),
+            })
+        }) else {
             return;
         };
-        let word = at & !(WORD as u64 - 1);
+        let word = side.at & !(WORD as u64 - 1);
+        let me = self.record(word_mask(word, lo, hi));
+        let theirs = word_mask(word, side.start, side.start + u64::from(side.bytes));
+        let prior = BlockRecord::new(
+            side.thread,
+            false,
+            theirs,
+            self.count,
+            self.epoch,
+            side.location,
+        );
+        let prior_kind = if side.writes {
+            AccessKind::Write
+        } else {
+            AccessKind::Read
+        };
+        let kind = race_kind(prior_kind, self.kind);
+        self.report(word as usize, me, prior, prior_kind, kind);
+    }
+
+    /// The oldest of the calling thread's `cp.async` copies in flight an
+    /// access of `lo..hi` races with (a copy writes its shared destination
+    /// and reads its global source).
+    #[inline(always)]
+    fn own_copy_in_flight(&self, shared: bool, write: bool, lo: u64, hi: u64) -> Option<CopySide> {
+        if !shared && !write {
+            return None;
+        }
+        let q = CtaState::current().copy_queue()?;
+        let (copy, at) = q.overlapping(shared, lo, hi)?;
         let (start, bytes) = if shared {
             (copy.shared, copy.shared_bytes)
         } else {
             (copy.global, copy.global_bytes)
         };
-        let me = self.record(word_mask(word, lo, hi));
-        let theirs = word_mask(word, start, start + u64::from(bytes));
-        let prior = BlockRecord::new(
-            self.thread,
-            false,
-            theirs,
-            self.count,
-            self.epoch,
-            copy.location,
-        );
-        let word_addr = word as usize;
-        let prior_kind = if shared {
-            AccessKind::Write
-        } else {
-            AccessKind::Read
-        };
-        self.report(
-            word_addr,
-            me,
-            prior,
-            prior_kind,
-            race_kind(prior_kind, self.kind),
-        );
+        Some(CopySide {
+            at,
+            start,
+            bytes,
+            location: copy.location,
+            thread: self.thread,
+            writes: shared,
+        })
     }
 
     /// Whether the CTA acquired one of its own releases made after `prior`

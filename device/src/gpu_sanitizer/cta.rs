@@ -78,10 +78,11 @@ pub(super) struct CtaState {
     /// Ranges no thread of the launch writes: reads inside them are
     /// read-only reads (`vigil_shared::read_only`).
     pub read_only: ReadOnlyRanges,
-    /// The address of its first thread's queue of `cp.async` copies in
-    /// flight (`super::in_flight`; thread `t`'s follows at `t` queues);
-    /// 0 when the launch keeps none, or the runtime's queues have no room
-    /// for the CTA.
+    /// The address of its part of the queue area: its list of bulk copies
+    /// in flight (`super::bulk`), then its first thread's queue of
+    /// `cp.async` copies in flight (`super::in_flight`; thread `t`'s
+    /// follows at `t` queues); 0 when the launch keeps none, or the
+    /// runtime's area has no room for the CTA.
     pub copies: u64,
 }
 
@@ -121,7 +122,8 @@ impl CtaState {
         if self.copies == 0 {
             return None;
         }
-        let at = self.copies + u64::from(lane().0) * QUEUE_BYTES as u64;
+        let at =
+            self.copies + QueueArea::QUEUES_AT as u64 + u64::from(lane().0) * QUEUE_BYTES as u64;
         // SAFETY: a non-zero `copies` starts the queues of the CTA's
         // threads in the runtime's live queue area, one per thread
         // (`queues_of`); only the calling thread reaches its own while
@@ -507,9 +509,9 @@ fn release_regions(region_mask: *mut u32, region: u32, first: u32, count: u32) {
     unsafe { u32::arch_and(region_mask, !(1 << region), region_order, Scope::Device) };
 }
 
-/// The address of the first of the queues of copies in flight of a CTA
-/// of `lanes` threads in region `slot` of SM `smid`, in the area `rt`
-/// holds now (its layout at its start); 0 when there is none or it has no
+/// The address of the part of the queue area of a CTA of `lanes` threads
+/// in region `slot` of SM `smid` (its bulk copies and its threads'
+/// queues of copies in flight), in the area `rt` holds now (its layout at its start); 0 when there is none or it has no
 /// room for the CTA. Two more round trips at entry (the address, then the
 /// layout), for launches that keep copies in flight only.
 #[inline(always)]
@@ -527,7 +529,7 @@ fn queues_of(rt: &GpuRuntime, smid: u32, slot: u32, lanes: u32) -> u64 {
         threads: header(QueueArea::THREADS_AT),
         regions: header(QueueArea::REGIONS_AT),
     };
-    area.cta_queues(smid, slot, lanes).map_or(0, |at| base + at)
+    area.cta_part(smid, slot, lanes).map_or(0, |at| base + at)
 }
 
 /// Notes `anchor` in the launch's record (`launch_record::ANCHOR`) for
@@ -632,6 +634,11 @@ fn exit() {
             let mem = st.memory();
             let view = st.view(&mem);
             vigil_shared::race::sync::cta_exit(&mem, &view, &sync);
+        }
+        if st.copies != 0 {
+            // Bulk copies nobody waited for complete with the CTA, which
+            // leaves its list empty for the next CTA in its region.
+            super::hooks::bulk_copies_exited();
         }
         // Every thread passed the exit barrier: the regions are unused.
         release_regions(

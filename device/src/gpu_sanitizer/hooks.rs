@@ -409,8 +409,9 @@ fn check_block(
         }
         if group.leader_says(recorded) {
             // The leader recorded the line for every lane: a lane's own
-            // copies in flight are still to compare with.
-            if super::in_flight::any() {
+            // copies in flight and the CTA's bulk copies are still to
+            // compare with.
+            if super::in_flight::any() || super::bulk::any() {
                 line_in_flight(addr, size, write, loc);
             }
             return;
@@ -422,7 +423,7 @@ fn check_block(
 }
 
 /// The calling lane's part of a whole-line access its leader recorded,
-/// against the lane's own copies in flight. Out of line, so that
+/// against the lane's own copies in flight and the CTA's bulk copies. Out of line, so that
 /// `check_block` keeps its frame.
 #[cold]
 #[inline(never)]
@@ -637,13 +638,33 @@ fn recheck_copy(c: &InFlightCopy) {
     super::block::shared_access(super::in_flight::destination(c), loc);
 }
 
-/// The calling thread returns: its `cp.async` copies still in flight
-/// complete. Called by the entry after the body when the launch keeps
-/// copies in flight; out of line, so that the entries of the others stay
-/// as small as before.
+/// The calling thread returns: its `cp.async` copies and its bulk stores
+/// still in flight complete. Called by the entry after the body when the
+/// launch keeps copies in flight; out of line, so that the entries of the
+/// others stay as small as before.
 #[inline(never)]
 pub(super) fn copies_returned() {
-    super::in_flight::returned(recheck_copy)
+    super::in_flight::returned(recheck_copy);
+    super::bulk::returned(recheck_bulk);
+}
+
+/// A bulk or tensor copy completing now: its global side again, as the
+/// calling thread's access made now, against other blocks (the CTA's own
+/// threads were compared with it while it was in flight). A tensor
+/// copy's rows were checked at its issue only.
+#[inline(never)]
+fn recheck_bulk(c: &vigil_shared::bulk_copies::BulkCopy) {
+    if c.global_bytes > 0 {
+        let loc = super::bulk::location(c);
+        check_range_alone(c.global, u64::from(c.global_bytes), c.writes(false), loc);
+    }
+}
+
+/// The CTA exits (its first thread, past the exit barrier): the bulk
+/// copies still in flight complete.
+#[inline(never)]
+pub(super) fn bulk_copies_exited() {
+    super::bulk::exited(recheck_bulk)
 }
 
 /// The memory-model kind of an earlier access.
@@ -726,6 +747,8 @@ impl Sanitizer for GpuSanitizer {
 
     #[inline(always)]
     fn block_acquire(phase: u32) {
+        // The phase's bulk copies complete before the waiter goes on.
+        super::bulk::phase_completed(phase, recheck_bulk);
         super::block::acquire_phase(phase, || {
             let st = CtaState::current();
             next_epoch(&st, &st.memory())
@@ -756,6 +779,27 @@ impl Sanitizer for GpuSanitizer {
     #[inline(always)]
     fn copy_group_committed() {
         super::in_flight::committed()
+    }
+
+    #[inline(always)]
+    fn bulk_in_flight(
+        shared: crate::sanitizer::SharedAccess,
+        global: usize,
+        global_bytes: usize,
+        phase: u32,
+        loc: &'static Location<'static>,
+    ) {
+        super::bulk::issued(shared, global, global_bytes, phase, loc)
+    }
+
+    #[inline(always)]
+    fn bulk_group_committed() {
+        super::bulk::committed()
+    }
+
+    #[inline(always)]
+    fn bulk_groups_waited(newest: u32, read: bool) {
+        super::bulk::waited(newest, read, recheck_bulk)
     }
 
     #[inline(always)]

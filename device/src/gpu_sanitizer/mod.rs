@@ -15,6 +15,8 @@
 //! - `hooks` (PTX): `GpuSanitizer`, the hooks every global access calls.
 //! - `in_flight` (PTX): a thread's `cp.async` copies between their issue
 //!   and their completion.
+//! - `bulk` (PTX): a CTA's bulk and tensor copies between their issue and
+//!   their completion.
 //! - `warp` (PTX): lanes of a warp making one access together check it
 //!   once, and an atomic on one word once.
 //! - `range` (PTX): the range-access entry, which checks a host-issued
@@ -37,6 +39,8 @@ mod report;
 mod block;
 #[cfg(target_arch = "nvptx64")]
 mod block_table;
+#[cfg(target_arch = "nvptx64")]
+mod bulk;
 #[cfg(target_arch = "nvptx64")]
 mod cta;
 #[cfg(target_arch = "nvptx64")]

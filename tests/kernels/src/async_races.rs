@@ -392,6 +392,115 @@ pub fn bulk_store_source_overwrite(y: GlobalSliceMut<u32>, mode: u32) {
     }
 }
 
+/// Thread 0 loads the first tile of `x` with a bulk copy completing on an
+/// mbarrier, then a barrier; the block's threads use the tile, and `y[t]`
+/// gets element `t` of it. `mode` 0: thread 0 alone waits, then a barrier
+/// shows the tile to the rest (race-free); 1: every thread reads its
+/// element before waiting (a race: the barrier does not complete the
+/// copy); 2: thread 1 stores to the tile, a barrier before anyone waits
+/// (a race with the copy's write); 3: every thread waits, then reads
+/// (race-free).
+#[kernel]
+pub fn bulk_load_by_the_block(x: GlobalSlice<u32>, y: GlobalSliceMut<u32>, mode: u32) {
+    let tile = shared_array!(u32; TILE; align 128);
+    let bars = mbarriers!(1);
+    let bar = bars.get(0);
+    let t = thread_idx().x as usize;
+    ready_for_one_arrival(bar);
+    thread_0_loads(&tile, x, 0, bar); // @block-load-issue
+    sync_threads();
+    match mode {
+        0 => {
+            if t == 0 {
+                bar.wait_parity(0);
+            }
+            sync_threads();
+        }
+        1 => {
+            let early = tile.load(t); // @block-load-early-read
+            bar.wait_parity(0);
+            y.store(t, early);
+            return;
+        }
+        2 => {
+            if t == 1 {
+                tile.store(0, 7); // @block-load-early-store
+            }
+            sync_threads();
+            bar.wait_parity(0);
+            sync_threads();
+        }
+        _ => bar.wait_parity(0),
+    }
+    y.store(t, tile.load(t));
+}
+
+/// Every thread fills its 16 bytes of a tile with `1 + i`, thread 0
+/// stores the tile to `y` with a bulk copy, and after a barrier every
+/// thread reads `out[t] = y[4 t]`. `mode` 0: thread 0 waits for the bulk
+/// group before the barrier (race-free); 1: it waits only for the copy's
+/// read of the tile (`.read`: a race, the write to `y` may be in flight);
+/// 2: it does not wait (a race).
+#[kernel]
+pub fn bulk_store_read_by_the_block(y: GlobalSliceMut<u32>, out: GlobalSliceMut<u32>, mode: u32) {
+    let tile = shared_array!(u32; TILE; align 128);
+    let t = thread_idx().x as usize;
+    fill_for_a_store(&tile);
+    if t == 0 {
+        tile.copy_bulk_to(0, y, 0, TILE); // @block-store-issue
+        bulk_commit_group();
+        match mode {
+            0 => bulk_wait_group::<0>(),
+            1 => bulk_wait_group_read::<0>(),
+            _ => {}
+        }
+    }
+    sync_threads();
+    out.store(t, y.load(4 * t)); // @block-store-read
+    sync_threads();
+    if t == 0 {
+        bulk_wait_group::<0>();
+    }
+}
+
+/// Block 0 fills a tile with `1 + i`, and its thread 0 stores the two
+/// halves to `y` with two bulk copies in two bulk groups, waits for all
+/// but the newest group and raises `flag` with a release; block 1 waits
+/// for the flag with an acquire, and `out[t]` gets every other element of
+/// the first half of `y` (`mode` 0: race-free, that group was waited for)
+/// or of the second half (1: a race with the store still in flight). Two
+/// blocks.
+#[kernel]
+pub fn bulk_store_group_count(
+    y: GlobalSliceMut<u32>,
+    flag: GlobalSliceMut<u32>,
+    out: GlobalSliceMut<u32>,
+    mode: u32,
+) {
+    let tile = shared_array!(u32; TILE; align 128);
+    let t = thread_idx().x as usize;
+    const HALF: usize = TILE / 2;
+    if block_idx().x == 0 {
+        fill_for_a_store(&tile);
+        if t == 0 {
+            tile.copy_bulk_to(0, y, 0, HALF); // @group-store-first
+            bulk_commit_group();
+            tile.copy_bulk_to(HALF, y, HALF, HALF); // @group-store-second
+            bulk_commit_group();
+            bulk_wait_group::<1>();
+            flag.at(0).atomic_store(1, Ordering::Release, Scope::Device);
+            bulk_wait_group::<0>();
+        }
+    } else {
+        if t == 0 {
+            while flag.at(0).atomic_load(Ordering::Acquire, Scope::Device) == 0 {}
+        }
+        sync_threads();
+        let half = if mode == 0 { 0 } else { HALF };
+        out.store(t, y.load(half + 2 * t)); // @group-read-back
+    }
+}
+
 /// Stores a tile of `1 + i` to the `TILE`-element box at element 0 of the
 /// 1-dimensional tensor `dst` with a tensor copy, one block.
 #[kernel]
