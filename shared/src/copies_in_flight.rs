@@ -34,6 +34,8 @@
 //! but the newest `N` (copies not committed yet stay in flight);
 //! `wait_all` is a commit and `wait_group 0`.
 
+use core::marker::PhantomData;
+
 /// Copies a thread keeps in flight at most; one more completes its
 /// oldest at once (a pipeline of `S` stages keeps `S - 1` groups of a
 /// few copies each in flight).
@@ -60,7 +62,9 @@ const SM_THREADS: u64 = 2048;
 /// header (threads per region, regions per SM, then reserved words),
 /// then per SM and per CTA region ([`crate::gpu::REGIONS_PER_SM`] at
 /// most) the CTA's list of bulk copies in flight and a queue for each
-/// thread. A region past `regions` (an SM holds
+/// thread, interleaved by warp ([`QueueArea::thread_queue`]): the lanes
+/// of a warp reading one word of their queues read 32 consecutive words,
+/// as a thread's local memory is laid out. A region past `regions` (an SM holds
 /// fewer CTAs of many threads than of few) and a CTA of more threads than
 /// `threads` keep no queue: their copies are checked at their issue only.
 /// Like the window shadow, the host replaces the area with a larger one
@@ -82,10 +86,24 @@ impl QueueArea {
     /// Byte offset of the header's regions per SM.
     pub const REGIONS_AT: usize = 8;
 
-    /// The area for CTAs of `threads` threads: a region for each CTA an
-    /// SM can hold, at most [`crate::gpu::REGIONS_PER_SM`].
+    /// Where thread `t`'s queue lies among its CTA's queues: the byte
+    /// offset of its first word, and the `u64`s from each of its words to
+    /// the next (word `w` of lane `l` of warp `k` is word
+    /// `(k * QUEUE_WORDS + w) * 32 + l`).
+    pub const fn thread_queue(t: u32) -> (u64, usize) {
+        let (warp, lane) = (t as u64 / 32, t as u64 % 32);
+        (8 * (warp * 32 * QUEUE_WORDS as u64 + lane), 32)
+    }
+
+    /// The area for CTAs of `threads` threads (queues for whole warps): a
+    /// region for each CTA an SM can hold, at most
+    /// [`crate::gpu::REGIONS_PER_SM`].
     pub const fn for_threads(threads: u64) -> QueueArea {
-        let threads = if threads == 0 { 1 } else { threads };
+        let threads = if threads == 0 {
+            32
+        } else {
+            threads.div_ceil(32) * 32
+        };
         let regions = SM_THREADS / threads;
         let most = crate::gpu::REGIONS_PER_SM as u64;
         QueueArea {
@@ -213,28 +231,64 @@ impl InFlightCopy {
 }
 
 /// A thread's queue of copies in flight, over its [`QUEUE_WORDS`] words
-/// (the GPU sanitizer's in the [`QueueArea`]; see the module docs for
-/// what the queue does).
+/// (the GPU sanitizer's in the [`QueueArea`], interleaved with the other
+/// threads' of its CTA; see the module docs for what the queue does).
 pub struct CopyQueue<'a> {
-    words: &'a mut [u64; QUEUE_WORDS],
+    /// The queue's first word ...
+    base: *mut u64,
+    /// ... and how many words on its next one is.
+    stride: usize,
+    words: PhantomData<&'a mut u64>,
 }
 
 impl<'a> CopyQueue<'a> {
     /// The queue the words hold (written by [`CopyQueue::clear`] or by
     /// this type's methods only).
     pub fn new(words: &'a mut [u64; QUEUE_WORDS]) -> CopyQueue<'a> {
-        CopyQueue { words }
+        CopyQueue {
+            base: words.as_mut_ptr(),
+            stride: 1,
+            words: PhantomData,
+        }
+    }
+
+    /// The queue whose word `i` is at `base + i * stride`.
+    ///
+    /// # Safety
+    /// Those [`QUEUE_WORDS`] words must be valid, aligned `u64`s that
+    /// nothing else reads or writes while the queue lives.
+    pub unsafe fn strided(base: *mut u64, stride: usize) -> CopyQueue<'a> {
+        CopyQueue {
+            base,
+            stride,
+            words: PhantomData,
+        }
+    }
+
+    /// Word `i` (`i < QUEUE_WORDS`).
+    fn word(&self, i: usize) -> u64 {
+        debug_assert!(i < QUEUE_WORDS);
+        // SAFETY: one of the queue's words (`new`, `strided`).
+        unsafe { self.base.add(i * self.stride).read() }
+    }
+
+    /// Writes word `i` (`i < QUEUE_WORDS`).
+    fn set(&mut self, i: usize, v: u64) {
+        debug_assert!(i < QUEUE_WORDS);
+        // SAFETY: one of the queue's words (`new`, `strided`), which only
+        // this queue reaches.
+        unsafe { self.base.add(i * self.stride).write(v) }
     }
 
     /// Empties the queue and numbers its open group and open bulk group 0
     /// (a thread's queue at its start: only the header is written).
     pub fn clear(&mut self) {
-        self.words[0] = 0;
+        self.set(0, 0);
     }
 
     /// Copies in flight.
     pub fn len(&self) -> usize {
-        (self.words[0] & 0xff) as usize
+        (self.word(0) & 0xff) as usize
     }
 
     /// True when no copy is in flight.
@@ -244,14 +298,14 @@ impl<'a> CopyQueue<'a> {
 
     /// The open group's number (the groups committed so far, modulo 2^16).
     fn open(&self) -> u16 {
-        (self.words[0] >> 16) as u16
+        (self.word(0) >> 16) as u16
     }
 
     /// Writes the count and the open group, keeping the bulk group's
     /// number.
     fn set_header(&mut self, len: usize, open: u16) {
-        let bulk = self.words[0] & BULK_OPEN;
-        self.words[0] = len as u64 | u64::from(open) << 16 | bulk;
+        let bulk = self.word(0) & BULK_OPEN;
+        self.set(0, len as u64 | u64::from(open) << 16 | bulk);
     }
 
     /// The thread's open bulk group's number (its bulk groups committed
@@ -259,19 +313,24 @@ impl<'a> CopyQueue<'a> {
     /// flight (`crate::bulk_copies`); kept in the queue's header, which
     /// only the thread reaches.
     pub fn bulk_open(&self) -> u16 {
-        ((self.words[0] & BULK_OPEN) >> 32) as u16
+        ((self.word(0) & BULK_OPEN) >> 32) as u16
     }
 
     /// `cp.async.bulk.commit_group`: the next bulk group is open.
     pub fn bulk_commit(&mut self) {
         let next = u64::from(self.bulk_open().wrapping_add(1)) << 32;
-        self.words[0] = self.words[0] & !BULK_OPEN | next;
+        let header = self.word(0) & !BULK_OPEN | next;
+        self.set(0, header);
     }
 
     /// Copy `i` (0: the oldest) and its group.
     fn entry(&self, i: usize) -> (InFlightCopy, u16) {
         let at = 1 + i * COPY_WORDS;
-        InFlightCopy::unpack(&self.words[at..at + COPY_WORDS])
+        let mut w = [0u64; COPY_WORDS];
+        for (k, x) in w.iter_mut().enumerate() {
+            *x = self.word(at + k);
+        }
+        InFlightCopy::unpack(&w)
     }
 
     /// Copy `i` in flight, 0 the oldest.
@@ -289,7 +348,9 @@ impl<'a> CopyQueue<'a> {
         };
         let (len, open) = (self.len(), self.open());
         let at = 1 + len * COPY_WORDS;
-        self.words[at..at + COPY_WORDS].copy_from_slice(&copy.pack(open));
+        for (k, w) in copy.pack(open).into_iter().enumerate() {
+            self.set(at + k, w);
+        }
         self.set_header(len + 1, open);
         evicted
     }
@@ -324,8 +385,10 @@ impl<'a> CopyQueue<'a> {
             return None;
         }
         let (first, _) = self.entry(0);
-        self.words
-            .copy_within(1 + COPY_WORDS..1 + len * COPY_WORDS, 1);
+        for k in 1 + COPY_WORDS..1 + len * COPY_WORDS {
+            let w = self.word(k);
+            self.set(k - COPY_WORDS, w);
+        }
         self.set_header(len - 1, self.open());
         Some(first)
     }
@@ -374,6 +437,7 @@ mod tests {
         );
         assert_eq!(QueueArea::for_threads(1024).regions, 2);
         assert_eq!(QueueArea::for_threads(1000).regions, 2);
+        assert_eq!(QueueArea::for_threads(48).threads, 64, "whole warps");
         // Regions of one SM, then the next SM's, without overlap: each a
         // list of bulk copies, then the queues.
         let q = |sm, r| a.cta_part(sm, r, 256).unwrap();
@@ -383,6 +447,17 @@ mod tests {
         assert_eq!(q(131, 7) + part, a.bytes(132));
         assert_eq!(a.cta_part(0, 8, 256), None, "a region past the area");
         assert_eq!(a.cta_part(0, 0, 257), None, "a CTA larger than its queues");
+        // The queues of a CTA's threads tile its part of the area after
+        // the list: each word of each thread once.
+        let mut seen = std::vec![false; 64 * QUEUE_WORDS];
+        for t in 0..64 {
+            let (at, stride) = QueueArea::thread_queue(t);
+            for w in 0..QUEUE_WORDS {
+                let word = at as usize / 8 + w * stride;
+                assert!(!std::mem::replace(&mut seen[word], true), "{t} {w}");
+            }
+        }
+        assert!(seen.iter().all(|&s| s));
         assert!(!QueueArea::for_threads(128).covers(&QueueArea::for_threads(256)));
         let both = QueueArea {
             threads: 256,
@@ -433,6 +508,27 @@ mod tests {
     }
 
     #[test]
+    fn the_bulk_group_number_is_kept_beside_the_copies() {
+        let mut w = [0u64; QUEUE_WORDS];
+        let mut q = CopyQueue::new(&mut w);
+        q.clear();
+        q.bulk_commit();
+        q.bulk_commit();
+        q.push(copy(1));
+        q.commit();
+        q.push(copy(2));
+        assert_eq!(q.complete_next(0), Some(copy(1)));
+        assert_eq!(q.pop_front(), Some(copy(2)));
+        assert_eq!(q.bulk_open(), 2, "copies and groups leave it as it was");
+        for _ in 0..0xffff {
+            q.bulk_commit();
+        }
+        assert_eq!((q.bulk_open(), q.len()), (1, 0), "it wraps alone");
+        q.clear();
+        assert_eq!(q.bulk_open(), 0);
+    }
+
+    #[test]
     fn a_full_queue_completes_its_oldest_copy() {
         let mut w = [0u64; QUEUE_WORDS];
         let mut q = CopyQueue::new(&mut w);
@@ -467,9 +563,14 @@ mod tests {
             seed ^= seed << 17;
             seed % m
         };
-        for _case in 0..2_000 {
-            let mut w = [u64::MAX; QUEUE_WORDS];
-            let mut q = CopyQueue::new(&mut w);
+        for case in 0..2_000 {
+            // Every other case a queue interleaved with 4 others' (a
+            // thread's in the GPU's area), whose words must stay apart.
+            let stride = if case % 2 == 0 { 1 } else { 5 };
+            let mut w = std::vec![u64::MAX; QUEUE_WORDS * stride];
+            // SAFETY: `QUEUE_WORDS` words `stride` apart inside `w`, which
+            // only the queue reaches while it lives.
+            let mut q = unsafe { CopyQueue::strided(w.as_mut_ptr().add(stride / 2), stride) };
             q.clear();
             let mut r = Reference::default();
             let mut issued = 0u64;
@@ -545,6 +646,12 @@ mod tests {
             seen.sort_unstable();
             seen.dedup();
             assert_eq!(seen.len(), done.len(), "a copy completed twice");
+            // The queue is done with: the words around it are as they were.
+            for (i, &x) in w.iter().enumerate() {
+                if i % stride != stride / 2 {
+                    assert_eq!(x, u64::MAX, "word {i} is another queue's");
+                }
+            }
         }
     }
 }

@@ -17,7 +17,7 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use vigil_shared::copies_in_flight::{CopyQueue, QueueArea, QUEUE_BYTES, QUEUE_WORDS};
+use vigil_shared::copies_in_flight::{CopyQueue, QueueArea};
 use vigil_shared::gpu::{
     extension_mask, extension_run, free_share, launch_flags, run_mask, GpuRuntime,
     EXTENSIONS_PER_SM, REGIONS_PER_SM, REGION_MASK_SMS,
@@ -79,10 +79,10 @@ pub(super) struct CtaState {
     /// read-only reads (`vigil_shared::read_only`).
     pub read_only: ReadOnlyRanges,
     /// The address of its part of the queue area: its list of bulk copies
-    /// in flight (`super::bulk`), then its first thread's queue of
-    /// `cp.async` copies in flight (`super::in_flight`; thread `t`'s
-    /// follows at `t` queues); 0 when the launch keeps none, or the
-    /// runtime's area has no room for the CTA.
+    /// in flight (`super::bulk`), then its threads' queues of `cp.async`
+    /// copies in flight at `QueueArea::QUEUES_AT` (`super::in_flight`,
+    /// interleaved by warp: `QueueArea::thread_queue`); 0 when the launch
+    /// keeps none, or the runtime's area has no room for the CTA.
     pub copies: u64,
 }
 
@@ -122,15 +122,13 @@ impl CtaState {
         if self.copies == 0 {
             return None;
         }
-        let at =
-            self.copies + QueueArea::QUEUES_AT as u64 + u64::from(lane().0) * QUEUE_BYTES as u64;
+        let (at, stride) = QueueArea::thread_queue(lane().0);
+        let at = self.copies + QueueArea::QUEUES_AT as u64 + at;
         // SAFETY: a non-zero `copies` starts the queues of the CTA's
-        // threads in the runtime's live queue area, one per thread
-        // (`queues_of`); only the calling thread reaches its own while
-        // the CTA holds its region, and no caller keeps two at once.
-        Some(CopyQueue::new(unsafe {
-            &mut *(at as *mut [u64; QUEUE_WORDS])
-        }))
+        // threads in the runtime's live queue area (`queues_of`); only the
+        // calling thread reaches its own words while the CTA holds its
+        // region, and no caller keeps two queues at once.
+        Some(unsafe { CopyQueue::strided((self.copies + at) as *mut u64, stride) })
     }
 
     /// The report buffer.
@@ -580,6 +578,11 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
         if block == 0 {
             note_anchor(record, anchor);
         }
+        let copies = if flags & launch_flags::COPIES_IN_FLIGHT != 0 {
+            queues_of(rt, smid, u32::from(slot), lanes)
+        } else {
+            0
+        };
         let serial = if flags & launch_flags::ONE_SERIAL != 0 {
             base
         } else {
@@ -603,11 +606,7 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
             extension: extension as u8,
             extensions: extensions as u8,
             read_only: ReadOnlyRanges::from_words(read_only),
-            copies: if flags & launch_flags::COPIES_IN_FLIGHT != 0 {
-                queues_of(rt, smid, u32::from(slot), lanes)
-            } else {
-                0
-            },
+            copies,
         };
         // SAFETY: the CTA's shared block holds a `CtaState`, 16-aligned.
         unsafe { (arch::cta_state() as *mut CtaState).write(state) };
