@@ -105,6 +105,27 @@ pub struct SharedAccess {
 // a `Location`'s address (`vigil_shared::block::BlockRecord::with_view`).
 const _: () = assert!(core::mem::align_of::<Location<'static>>() >= 8);
 
+/// The global side of a bulk or tensor copy, as
+/// [`Sanitizer::bulk_in_flight`] hears of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BulkGlobal {
+    /// `bytes` bytes at `addr` (a bulk copy).
+    Range {
+        /// First byte.
+        addr: usize,
+        /// Bytes read or written.
+        bytes: usize,
+    },
+    /// The box at `coords` (innermost first) of the tensor the map at
+    /// `map` describes, its description beside it (a tensor copy).
+    Tensor {
+        /// The tensor map's address.
+        map: usize,
+        /// The box's coordinates.
+        coords: [i32; vigil_shared::tensor_map::MAX_RANK],
+    },
+}
+
 /// The race sanitizer's view of a kernel's memory operations.
 ///
 /// Implementations are zero-sized markers whose state, if any, is found from
@@ -266,25 +287,22 @@ pub trait Sanitizer: Copy + Default + Send + Sync + 'static {
     }
 
     /// The calling thread issued a bulk or tensor copy between `shared`
-    /// and `global_bytes` bytes at `global` (0 bytes: a tensor copy,
-    /// whose global side is the map's box), its accesses already told
-    /// where it was issued: it is in flight until its completion. A copy
-    /// into shared memory (`shared.kind` a write) completes on the
-    /// mbarrier phase `phase` names (as
-    /// [`block_acquire`](Sanitizer::block_acquire) does): a wait that
-    /// returns for that phase completes it. A copy out of shared memory
-    /// joins the calling thread's open bulk group. Default: nothing (the
-    /// CPU backend's runtime hears of every copy from its platform
-    /// layer).
+    /// and `global`, its accesses already told where it was issued: it
+    /// is in flight until its completion. A copy into shared memory
+    /// (`shared.kind` a write) completes on the mbarrier phase `phase`
+    /// names (as [`block_acquire`](Sanitizer::block_acquire) does): a
+    /// wait that returns for that phase completes it. A copy out of
+    /// shared memory joins the calling thread's open bulk group. Default:
+    /// nothing (the CPU backend's runtime hears of every copy from its
+    /// platform layer).
     #[inline(always)]
     fn bulk_in_flight(
         shared: SharedAccess,
-        global: usize,
-        global_bytes: usize,
+        global: BulkGlobal,
         phase: u32,
         loc: &'static Location<'static>,
     ) {
-        let _ = (shared, global, global_bytes, phase, loc);
+        let _ = (shared, global, phase, loc);
     }
 
     /// The calling thread committed its open bulk stores into a bulk

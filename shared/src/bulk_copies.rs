@@ -35,6 +35,7 @@
 //! cannot happen.
 
 use crate::atomic::{AtomicFamily, AtomicU64Ops};
+use crate::tensor_map::MAX_RANK;
 use core::sync::atomic::Ordering as MemOrder;
 
 /// Copies a CTA keeps in flight at most (a pipeline of 4 stages that
@@ -42,7 +43,7 @@ use core::sync::atomic::Ordering as MemOrder;
 pub const BULK_IN_FLIGHT: usize = 16;
 
 /// `u64`s one copy takes in the list.
-pub const ENTRY_WORDS: usize = 6;
+pub const ENTRY_WORDS: usize = 9;
 
 /// `u64`s of a CTA's list: the mask of the entries in use, a reserved
 /// word (so that what follows stays 16-aligned), and the entries.
@@ -50,6 +51,10 @@ pub const LIST_WORDS: usize = 2 + BULK_IN_FLIGHT * ENTRY_WORDS;
 
 /// Bytes of a CTA's list.
 pub const LIST_BYTES: usize = 8 * LIST_WORDS;
+
+// The queues that follow a CTA's list start 16-aligned, and the mask has
+// a bit for each entry.
+const _: () = assert!(LIST_BYTES.is_multiple_of(16) && BULK_IN_FLIGHT <= 64);
 
 /// The name of an mbarrier's phase, as the sanitizer's block check and
 /// this list know it: the barrier's offset in the shared window (below
@@ -84,13 +89,18 @@ pub struct BulkCopy {
     pub shared: u64,
     /// Bytes of the shared side.
     pub shared_bytes: u32,
-    /// Generic address of the global side's first byte (0 bytes: a
-    /// tensor copy, whose global side is not one range).
+    /// Generic address of the global side's first byte; for a tensor
+    /// copy, whose global side is not one range, its tensor map's.
     pub global: u64,
-    /// Bytes of the global side.
+    /// Bytes of the global side (0 for a tensor copy: its rows are not
+    /// compared with accesses in flight, only checked again at the
+    /// completion).
     pub global_bytes: u32,
     /// The address of the issuing site's `Location`.
     pub location: u64,
+    /// A tensor copy's box coordinates (innermost first), `None` for a
+    /// bulk copy.
+    pub tensor: Option<[i32; MAX_RANK]>,
 }
 
 /// An entry's state, in the low bits of its status word.
@@ -108,6 +118,8 @@ const GENERATION: u64 = 1 << 32;
 
 /// The kind bit of the completion word: a store.
 const STORE: u64 = 1 << 63;
+/// The completion word's bit of a tensor copy.
+const TENSOR: u64 = 1 << 62;
 
 impl BulkCopy {
     /// True for a copy into shared memory.
@@ -151,12 +163,17 @@ impl BulkCopy {
             Completion::Phase(k) => (0, k),
             Completion::Group(g) => (STORE, g),
         };
+        let tensor = if self.tensor.is_some() { TENSOR } else { 0 };
+        let c = self.tensor.unwrap_or_default().map(|x| u64::from(x as u32));
         [
-            store | u64::from(self.thread) << 16 | u64::from(key),
+            store | tensor | u64::from(self.thread) << 16 | u64::from(key),
             self.shared,
             self.global,
             u64::from(self.shared_bytes) | u64::from(self.global_bytes) << 32,
             self.location,
+            c[0] | c[1] << 32,
+            c[2] | c[3] << 32,
+            c[4],
         ]
     }
 
@@ -174,6 +191,8 @@ impl BulkCopy {
             global: w[2],
             global_bytes: (w[3] >> 32) as u32,
             location: w[4],
+            tensor: (w[0] & TENSOR != 0)
+                .then(|| [w[5], w[5] >> 32, w[6], w[6] >> 32, w[7]].map(|x| x as u32 as i32)),
         }
     }
 }
@@ -449,6 +468,7 @@ mod tests {
             global: 0x10_0000 + 0x400 * n,
             global_bytes: 0x400,
             location: 0x5500 + 8 * n,
+            tensor: None,
         }
     }
 
@@ -462,7 +482,13 @@ mod tests {
 
     #[test]
     fn a_copy_packs_into_its_words_and_back() {
-        for c in [load(3, 0x8123), store(5, 1023, 0xffff)] {
+        let tensor = BulkCopy {
+            global: 0x7000,
+            global_bytes: 0,
+            tensor: Some([-3, 0, i32::MAX, i32::MIN, 17]),
+            ..load(2, 5)
+        };
+        for c in [load(3, 0x8123), store(5, 1023, 0xffff), tensor] {
             assert_eq!(BulkCopy::unpack(c.pack()), c);
         }
     }
@@ -539,6 +565,143 @@ mod tests {
         list.complete_all(|c| done.push(*c));
         assert_eq!(done.len(), 3);
         assert!(!list.any());
+    }
+
+    /// The list against a plain model of the same copies (each a copy
+    /// and whether its source was read), over random sequences of issues,
+    /// phase waits, bulk group commits and waits (`.read` or not), returns
+    /// and accesses, by four threads of a CTA of 1,024, with many copies
+    /// on few phases and bytes.
+    #[test]
+    fn the_list_keeps_what_a_model_of_the_copies_keeps() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        };
+        for _case in 0..1_000 {
+            let w = words();
+            let list = BulkList::<CoreAtomics>::new(&w);
+            let mut model: Vec<(BulkCopy, bool)> = Vec::new();
+            // Each thread's open bulk group.
+            let mut open = [0u16; 4];
+            for _ in 0..1 + next(80) {
+                // Four threads of a CTA of 1,024.
+                let who = next(4) as usize;
+                let thread = [0, 1, 767, 1023][who];
+                let range = |n: u64| (0x1000 + 0x40 * (n % 12), 0x10_0000 + 0x40 * (n % 9));
+                match next(12) {
+                    0..=3 => {
+                        let (shared, global) = range(next(64));
+                        let store = next(2) == 0;
+                        let c = BulkCopy {
+                            completion: if store {
+                                Completion::Group(open[who])
+                            } else {
+                                Completion::Phase(next(3) as u16)
+                            },
+                            thread,
+                            shared,
+                            shared_bytes: 0x40 * (1 + next(2) as u32),
+                            global,
+                            global_bytes: 0x40,
+                            location: 8 * next(100),
+                            tensor: None,
+                        };
+                        let c = if next(4) == 0 {
+                            BulkCopy {
+                                global_bytes: 0,
+                                tensor: Some([next(9) as i32 - 4, 0, 0, 0, 1]),
+                                ..c
+                            }
+                        } else {
+                            c
+                        };
+                        let kept = list.issue(&c);
+                        assert_eq!(kept, model.len() < BULK_IN_FLIGHT);
+                        if kept {
+                            model.push((c, false));
+                        }
+                    }
+                    4 | 5 => {
+                        let key = next(3) as u16;
+                        let mut done = Vec::new();
+                        list.complete_phase(key, |c| done.push(*c));
+                        let mut want: Vec<BulkCopy> = model
+                            .iter()
+                            .filter(|(c, _)| c.completion == Completion::Phase(key))
+                            .map(|(c, _)| *c)
+                            .collect();
+                        model.retain(|(c, _)| c.completion != Completion::Phase(key));
+                        done.sort_by_key(|c| (c.location, c.shared, c.global));
+                        want.sort_by_key(|c| (c.location, c.shared, c.global));
+                        assert_eq!(done, want);
+                    }
+                    6 => open[who] = open[who].wrapping_add(1),
+                    7 | 8 => {
+                        let (newest, read) = (next(3) as u32, next(2) == 0);
+                        let mut done = Vec::new();
+                        let now = open[who];
+                        list.complete_groups(thread, now, newest, read, |c| done.push(*c));
+                        let ends = |c: &BulkCopy| match c.completion {
+                            Completion::Group(g) => {
+                                c.thread == thread && u32::from(now.wrapping_sub(g)) > newest
+                            }
+                            Completion::Phase(_) => false,
+                        };
+                        let mut want = Vec::new();
+                        for (c, source_read) in model.iter_mut() {
+                            if ends(c) {
+                                *source_read = true;
+                                if !read {
+                                    want.push(*c);
+                                }
+                            }
+                        }
+                        if !read {
+                            model.retain(|(c, _)| !ends(c));
+                        }
+                        done.sort_by_key(|c| (c.location, c.shared, c.global));
+                        want.sort_by_key(|c| (c.location, c.shared, c.global));
+                        assert_eq!(done, want);
+                    }
+                    9 => {
+                        let mut done = 0;
+                        list.complete_thread(thread, |c| {
+                            assert_eq!((c.thread, c.into_shared()), (thread, false));
+                            done += 1;
+                        });
+                        let before = model.len();
+                        model.retain(|(c, _)| c.thread != thread || c.into_shared());
+                        assert_eq!(done, before - model.len());
+                    }
+                    _ => {
+                        let (shared, write) = (next(2) == 0, next(2) == 0);
+                        let (s, g) = range(next(64));
+                        let lo = if shared { s } else { g } + 4 * next(24);
+                        let hi = lo + 4 * (1 + next(4));
+                        let got = list.overlapping(shared, write, lo, hi);
+                        let races = |(c, read): &(BulkCopy, bool)| {
+                            c.races_with(*read, shared, write, lo, hi)
+                                .map(|at| (*c, at))
+                        };
+                        match got {
+                            Some(hit) => assert!(
+                                model.iter().filter_map(races).any(|m| m == hit),
+                                "{hit:?} is no copy in flight that races"
+                            ),
+                            None => assert!(model.iter().all(|m| races(m).is_none())),
+                        }
+                    }
+                }
+                assert_eq!(list.any(), !model.is_empty());
+            }
+            let mut left = 0;
+            list.complete_all(|_| left += 1);
+            assert_eq!((left, list.any()), (model.len(), false));
+        }
     }
 
     #[test]

@@ -748,6 +748,7 @@ mod bulk {
             global: 0x1000 * n,
             global_bytes: 64 * n as u32,
             location: 8 * n,
+            tensor: None,
         }
     }
 

@@ -7,15 +7,11 @@
 //!
 //! The CPU backend models a copy as an access in flight between its issue
 //! and its completion, so it runs every form. The GPU sanitizer does the
-//! same for `cp.async` (each thread's copies in flight, checked against
-//! its own accesses and again at their completion): it runs every
-//! `cp.async` form but one whose copy its queue completed early (a
-//! thread with more than 8 in flight). It checks a bulk or tensor copy
-//! where it is issued, as the issuing thread's accesses
-//! (docs/src/sanitizer/bounds.md): of those it runs the race-free forms,
-//! which it must pass without a report, the races its issue-time check
-//! sees, and the dependent launches (both backends order a dependent
-//! block after the kernel before it only from its
+//! same (each thread's `cp.async` copies in flight, each block's bulk and
+//! tensor copies; docs/src/sanitizer/bounds.md): it runs every form but
+//! one whose copy its queue completed early (a thread with more than 8
+//! `cp.async` copies in flight). Dependent launches run on both (a
+//! dependent block is ordered after the kernel before it only from its
 //! `grid_dependency::wait()`).
 
 use vigil::{DeviceBuffer, DeviceTensorMap, DeviceTensorMapMut, LaunchConfig, TiledLayout};

@@ -218,12 +218,12 @@ enum Sides {
 
 impl Sides {
     fn covers(self, a: &CopyAccess) -> bool {
-        match (self, a) {
-            (Sides::Both, _) => true,
-            (Sides::Shared, CopyAccess::Shared(_)) => true,
-            (Sides::Global, CopyAccess::Global { .. }) => true,
-            _ => false,
-        }
+        matches!(
+            (self, a),
+            (Sides::Both, _)
+                | (Sides::Shared, CopyAccess::Shared(_))
+                | (Sides::Global, CopyAccess::Global { .. })
+        )
     }
 }
 

@@ -14,7 +14,7 @@
 //! variant, report a copy where it is issued (`arch::copy_accesses`).
 
 use super::copy_accesses::{copy_accesses, shared_units, CopyAccess, Direction, GlobalSide};
-use crate::sanitizer::{Sanitizer, SharedAccess};
+use crate::sanitizer::{BulkGlobal, Sanitizer, SharedAccess};
 use core::panic::Location;
 use vigil_shared::tensor_map::{TensorMapBytes, TiledMap, DESCRIPTION_OFFSET, MAX_RANK};
 
@@ -56,7 +56,7 @@ fn linear(addr: usize, bytes: usize) -> GlobalSide {
 /// # Safety
 /// `map` points to a tensor map the host built, with its description.
 #[inline(always)]
-unsafe fn tensor_side(map: *const u8, coords: [i32; MAX_RANK]) -> GlobalSide {
+pub(crate) unsafe fn tensor_side(map: *const u8, coords: [i32; MAX_RANK]) -> GlobalSide {
     // SAFETY: the host allocates the description right after the
     // descriptor (the caller's contract), aligned like it.
     let bytes = unsafe { (map.add(DESCRIPTION_OFFSET) as *const TensorMapBytes).read_volatile() };
@@ -122,7 +122,11 @@ pub unsafe fn bulk_to_shared<S: Sanitizer>(shared: SharedAccess, global: usize, 
     if S::ENABLED {
         // SAFETY: `bar` is an initialised mbarrier (the caller's contract).
         let phase = unsafe { current_phase(bar) };
-        S::bulk_in_flight(shared, global, shared.size, phase, Location::caller());
+        let global = BulkGlobal::Range {
+            addr: global,
+            bytes: shared.size,
+        };
+        S::bulk_in_flight(shared, global, phase, Location::caller());
     }
     // SAFETY: the caller's contract.
     unsafe {
@@ -143,7 +147,11 @@ pub unsafe fn bulk_to_shared<S: Sanitizer>(shared: SharedAccess, global: usize, 
 #[track_caller]
 pub unsafe fn bulk_to_global<S: Sanitizer>(shared: SharedAccess, global: usize) {
     report_at_issue::<S>(Direction::ToGlobal, linear(global, shared.size), shared);
-    S::bulk_in_flight(shared, global, shared.size, 0, Location::caller());
+    let side = BulkGlobal::Range {
+        addr: global,
+        bytes: shared.size,
+    };
+    S::bulk_in_flight(shared, side, 0, Location::caller());
     // SAFETY: the caller's contract.
     unsafe {
         raw::bulk_to_global(
@@ -177,7 +185,11 @@ pub unsafe fn tensor_to_shared<S: Sanitizer, const D: usize>(
         );
         // SAFETY: `bar` is an initialised mbarrier (the caller's contract).
         let phase = unsafe { current_phase(bar) };
-        S::bulk_in_flight(shared, 0, 0, phase, Location::caller());
+        let global = BulkGlobal::Tensor {
+            map: map as usize,
+            coords,
+        };
+        S::bulk_in_flight(shared, global, phase, Location::caller());
     }
     // SAFETY: the caller's contract.
     unsafe {
@@ -209,7 +221,11 @@ pub unsafe fn tensor_to_global<S: Sanitizer, const D: usize>(
             unsafe { tensor_side(map, coords) },
             shared,
         );
-        S::bulk_in_flight(shared, 0, 0, 0, Location::caller());
+        let global = BulkGlobal::Tensor {
+            map: map as usize,
+            coords,
+        };
+        S::bulk_in_flight(shared, global, 0, Location::caller());
     }
     // SAFETY: the caller's contract.
     unsafe { raw::tensor_to_global::<D>(map, coords, shared_address(shared.addr)) }

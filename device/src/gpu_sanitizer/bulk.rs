@@ -18,7 +18,7 @@ use vigil_shared::bulk_copies::{BulkCopy, BulkList, Completion, LIST_WORDS};
 
 use super::cta::{lane, CtaState};
 use super::device_atomics::{DeviceAtomics, DeviceU64};
-use crate::sanitizer::SharedAccess;
+use crate::sanitizer::{BulkGlobal, SharedAccess};
 
 /// How a completed copy is checked again: its global side, by the
 /// calling thread, now.
@@ -59,8 +59,7 @@ pub(super) fn overlapping(shared: bool, write: bool, lo: u64, hi: u64) -> Option
 #[inline(never)]
 pub(super) fn issued(
     shared: SharedAccess,
-    global: usize,
-    global_bytes: usize,
+    global: BulkGlobal,
     phase: u32,
     loc: &'static Location<'static>,
 ) {
@@ -73,6 +72,10 @@ pub(super) fn issued(
     } else {
         Completion::Group(st.copy_queue().map_or(0, |q| q.bulk_open()))
     };
+    let (global, global_bytes, tensor) = match global {
+        BulkGlobal::Range { addr, bytes } => (addr, bytes, None),
+        BulkGlobal::Tensor { map, coords } => (map, 0, Some(coords)),
+    };
     let copy = BulkCopy {
         completion,
         thread: lane().0,
@@ -81,6 +84,7 @@ pub(super) fn issued(
         global: global as u64,
         global_bytes: global_bytes as u32,
         location: loc as *const Location<'static> as u64,
+        tensor,
     };
     if !l.issue(&copy) {
         // Checked at its issue only.

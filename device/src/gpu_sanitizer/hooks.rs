@@ -648,15 +648,28 @@ pub(super) fn copies_returned() {
     super::bulk::returned(recheck_bulk);
 }
 
-/// A bulk or tensor copy completing now: its global side again, as the
-/// calling thread's access made now, against other blocks (the CTA's own
-/// threads were compared with it while it was in flight). A tensor
-/// copy's rows were checked at its issue only.
+/// A bulk or tensor copy completing now: its global side again (a
+/// tensor copy's rows, from its map's description), as the calling
+/// thread's access made now, against other blocks (the CTA's own threads
+/// were compared with it while it was in flight).
 #[inline(never)]
 fn recheck_bulk(c: &vigil_shared::bulk_copies::BulkCopy) {
-    if c.global_bytes > 0 {
-        let loc = super::bulk::location(c);
-        check_range_alone(c.global, u64::from(c.global_bytes), c.writes(false), loc);
+    let loc = super::bulk::location(c);
+    let write = c.writes(false);
+    let check =
+        |addr: usize, bytes: usize| check_range_alone(addr as u64, bytes as u64, write, loc);
+    match c.tensor {
+        None => {
+            if c.global_bytes > 0 {
+                check(c.global as usize, c.global_bytes as usize);
+            }
+        }
+        // SAFETY: the map the copy was issued with, which the host keeps
+        // alive with its description for the launch.
+        Some(coords) => {
+            unsafe { crate::arch::ptx_async::tensor_side(c.global as *const u8, coords) }
+                .for_each_range(check)
+        }
     }
 }
 
@@ -784,12 +797,11 @@ impl Sanitizer for GpuSanitizer {
     #[inline(always)]
     fn bulk_in_flight(
         shared: crate::sanitizer::SharedAccess,
-        global: usize,
-        global_bytes: usize,
+        global: crate::sanitizer::BulkGlobal,
         phase: u32,
         loc: &'static Location<'static>,
     ) {
-        super::bulk::issued(shared, global, global_bytes, phase, loc)
+        super::bulk::issued(shared, global, phase, loc)
     }
 
     #[inline(always)]

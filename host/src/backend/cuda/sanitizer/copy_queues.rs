@@ -3,7 +3,8 @@
 //! first sanitized launch of a kernel that issues asynchronous copies,
 //! grown when a launch of larger CTAs comes (`growing.rs`). A kernel of
 //! `T`-thread CTAs needs a queue for each thread of as many CTAs as an SM
-//! holds (2,048 threads an SM: 456 bytes x 2,048 a SM, 123 MB on 132 SMs).
+//! holds (2,048 threads an SM: 456 bytes x 2,048 a SM, plus each CTA's
+//! list of bulk copies, 126 MB on 132 SMs).
 
 use std::mem::offset_of;
 
