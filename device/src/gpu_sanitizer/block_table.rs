@@ -138,7 +138,8 @@ impl BlockTable {
     }
 
     /// The access at `addr` against the calling thread's copies in flight
-    /// (a line run its leader recorded checks no word of this lane).
+    /// and its CTA's bulk copies (a line run its leader recorded checks no
+    /// word of this lane).
     #[inline(always)]
     pub fn check_in_flight(&self, addr: usize) {
         self.checked.check_in_flight(addr);

@@ -124,11 +124,11 @@ impl CtaState {
         }
         let (at, stride) = QueueArea::thread_queue(lane().0);
         let at = self.copies + QueueArea::QUEUES_AT as u64 + at;
-        // SAFETY: a non-zero `copies` starts the queues of the CTA's
-        // threads in the runtime's live queue area (`queues_of`); only the
-        // calling thread reaches its own words while the CTA holds its
-        // region, and no caller keeps two queues at once.
-        Some(unsafe { CopyQueue::strided((self.copies + at) as *mut u64, stride) })
+        // SAFETY: a non-zero `copies` is the CTA's part of the runtime's
+        // live queue area (`queues_of`), its threads' queues from
+        // `QUEUES_AT`; only the calling thread reaches its own words while
+        // the CTA holds its region, and no caller keeps two queues at once.
+        Some(unsafe { CopyQueue::strided(at as *mut u64, stride) })
     }
 
     /// The report buffer.
