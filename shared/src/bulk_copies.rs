@@ -29,9 +29,9 @@
 //! completed, since the phase the copy was issued in is the current one
 //! or an earlier one. What is not kept is not checked in flight: a copy
 //! that finds the list full (counted by the caller), a tensor copy's
-//! global side (its rows are checked at the issue only), and a copy whose
-//! issuing thread returned (its stores) or whose CTA exited (everything)
-//! complete there. Each of these can hide a race, never report one that
+//! global side (compared with no access in flight, only checked again at
+//! its completion), and a copy whose issuing thread returned, which
+//! completes there. Each of these can hide a race, never report one that
 //! cannot happen.
 
 use crate::atomic::{AtomicFamily, AtomicU64Ops};
@@ -330,6 +330,17 @@ impl<'a, F: AtomicFamily> BulkList<'a, F> {
         self.mask().fetch_and(!(1 << i), MemOrder::Release);
     }
 
+    /// Takes entry `i`, in flight with `status`, to complete it: its
+    /// status while this thread completes it, or `None` when another
+    /// thread took it first.
+    fn take(&self, i: usize, status: u64) -> Option<u64> {
+        let mine = status & !STATE | COMPLETING;
+        self.status(i)
+            .compare_exchange(status, mine, MemOrder::Acquire, MemOrder::Relaxed)
+            .ok()
+            .map(|_| mine)
+    }
+
     /// A wait returned for the mbarrier phase `key`: each copy into
     /// shared memory that completes on it is checked again (`recheck`)
     /// by the one waiter that takes it, then leaves the list; a waiter
@@ -346,20 +357,13 @@ impl<'a, F: AtomicFamily> BulkList<'a, F> {
                 continue;
             }
             if status & STATE == IN_FLIGHT {
-                let mine = status & !STATE | COMPLETING;
-                let took = self.status(i).compare_exchange(
-                    status,
-                    mine,
-                    MemOrder::Acquire,
-                    MemOrder::Relaxed,
-                );
-                if took.is_ok() {
+                if let Some(mine) = self.take(i, status) {
                     recheck(&c);
                     self.free(i, mine);
                     continue;
                 }
             }
-            // Another waiter is checking it: what this one does next
+            // Another thread is checking it: what this one does next
             // comes after that check.
             let busy = status & !STATE | COMPLETING;
             while self.status(i).load(MemOrder::Acquire) == busy {
@@ -381,26 +385,32 @@ impl<'a, F: AtomicFamily> BulkList<'a, F> {
         read: bool,
         recheck: impl FnMut(&BulkCopy),
     ) {
-        self.complete_stores(thread, recheck, |group| {
-            (u32::from(open.wrapping_sub(group)) > newest).then_some(read)
+        self.complete_issued(thread, recheck, |c| match c.completion {
+            Completion::Group(group) => {
+                (u32::from(open.wrapping_sub(group)) > newest).then_some(read)
+            }
+            Completion::Phase(_) => None,
         })
     }
 
-    /// Thread `thread` returns: its stores in flight complete
-    /// (`recheck`) and leave the list.
+    /// Thread `thread` returns: the copies it issued that are still in
+    /// flight complete (`recheck`) and leave the list, so that the list is
+    /// empty once the CTA's threads have all returned. A load nobody
+    /// waited for completes there too (any time between its issue and
+    /// the end of the CTA is a time it may take place at).
     pub fn complete_thread(&self, thread: u32, recheck: impl FnMut(&BulkCopy)) {
-        self.complete_stores(thread, recheck, |_| Some(false))
+        self.complete_issued(thread, recheck, |_| Some(false))
     }
 
-    /// Thread `thread`'s stores: `ends(group)` says whether one ends
-    /// (`Some`) and whether only its read of shared memory (`true`).
-    /// Only the issuing thread completes its stores: no other thread
-    /// changes their entries.
-    fn complete_stores(
+    /// The copies thread `thread` issued: `ends(copy)` says whether one
+    /// ends (`Some`) and whether only its read of shared memory (`true`,
+    /// a store's). A store's entry changes only by its issuing thread; a
+    /// load's, taken here, may be taken by a waiter of its phase first.
+    fn complete_issued(
         &self,
         thread: u32,
         mut recheck: impl FnMut(&BulkCopy),
-        ends: impl Fn(u16) -> Option<bool>,
+        ends: impl Fn(&BulkCopy) -> Option<bool>,
     ) {
         let mut used = self.used();
         while used != 0 {
@@ -409,39 +419,20 @@ impl<'a, F: AtomicFamily> BulkList<'a, F> {
             let Some((status, c)) = self.read(i, 1 << IN_FLIGHT) else {
                 continue;
             };
-            let Completion::Group(group) = c.completion else {
-                continue;
-            };
             if c.thread != thread {
                 continue;
             }
-            match ends(group) {
+            match ends(&c) {
                 Some(true) => {
                     self.status(i).fetch_or(SOURCE_READ, MemOrder::Release);
                 }
                 Some(false) => {
-                    recheck(&c);
-                    self.free(i, status);
+                    if let Some(mine) = self.take(i, status) {
+                        recheck(&c);
+                        self.free(i, mine);
+                    }
                 }
                 None => {}
-            }
-        }
-    }
-
-    /// The CTA exits, every thread past its last access: every copy
-    /// still in flight completes (`recheck`), and the list is empty for
-    /// the next CTA.
-    pub fn complete_all(&self, mut recheck: impl FnMut(&BulkCopy)) {
-        let mut used = self.used();
-        while used != 0 {
-            let i = used.trailing_zeros() as usize;
-            used &= used - 1;
-            match self.read(i, 1 << IN_FLIGHT) {
-                Some((status, c)) => {
-                    recheck(&c);
-                    self.free(i, status);
-                }
-                None => self.free(i, self.status(i).load(MemOrder::Acquire)),
             }
         }
     }
@@ -559,12 +550,16 @@ mod tests {
         assert_eq!(done, [store(0, 7, 0)]);
         list.complete_thread(7, |c| done.push(*c));
         assert_eq!(done, [store(0, 7, 0), store(1, 7, 1)]);
-        // Thread 8's store is its own.
+        // Thread 8's store is its own, and so is a load it issued.
         let s2 = store(2, 8, 0).shared;
         assert!(list.overlapping(true, true, s2, s2 + 4).is_some());
-        list.complete_all(|c| done.push(*c));
-        assert_eq!(done.len(), 3);
-        assert!(!list.any());
+        list.issue(&BulkCopy {
+            thread: 8,
+            ..load(3, 1)
+        });
+        list.complete_thread(8, |c| done.push(*c));
+        assert_eq!(done.len(), 4);
+        assert!(!list.any(), "every thread returned: the list is empty");
     }
 
     /// The list against a plain model of the same copies (each a copy
@@ -670,11 +665,11 @@ mod tests {
                     9 => {
                         let mut done = 0;
                         list.complete_thread(thread, |c| {
-                            assert_eq!((c.thread, c.into_shared()), (thread, false));
+                            assert_eq!(c.thread, thread);
                             done += 1;
                         });
                         let before = model.len();
-                        model.retain(|(c, _)| c.thread != thread || c.into_shared());
+                        model.retain(|(c, _)| c.thread != thread);
                         assert_eq!(done, before - model.len());
                     }
                     _ => {
@@ -698,8 +693,11 @@ mod tests {
                 }
                 assert_eq!(list.any(), !model.is_empty());
             }
+            // The CTA's threads return: every copy completes, once.
             let mut left = 0;
-            list.complete_all(|_| left += 1);
+            for thread in [0, 1, 767, 1023] {
+                list.complete_thread(thread, |_| left += 1);
+            }
             assert_eq!((left, list.any()), (model.len(), false));
         }
     }

@@ -34,7 +34,8 @@ fn list() -> Option<BulkList<'static, DeviceAtomics>> {
     // SAFETY: a non-zero `copies` is the CTA's part of the runtime's live
     // queue area, whose first `LIST_WORDS` words are the CTA's list
     // (`QueueArea::cta_part`), zeroed when allocated and left empty by
-    // the CTA before (`exited`); every access to them is atomic.
+    // the CTA before (each thread completes its copies as it returns:
+    // `returned`); every access to them is atomic.
     let words = unsafe { core::slice::from_raw_parts(at as *const DeviceU64, LIST_WORDS) };
     Some(BulkList::new(words))
 }
@@ -125,22 +126,14 @@ pub(super) fn waited(newest: u32, read: bool, recheck: Recheck) {
     }
 }
 
-/// The calling thread returns: its stores in flight complete.
+/// The calling thread returns: the copies it issued still in flight
+/// complete (so the list is empty when the CTA's threads have returned).
 #[inline(always)]
 pub(super) fn returned(recheck: Recheck) {
     if let Some(l) = list() {
         if l.any() {
             l.complete_thread(lane().0, recheck);
         }
-    }
-}
-
-/// The CTA exits, every thread past the exit barrier: what is still in
-/// flight completes, and the list is left empty for the CTA after it.
-#[inline(never)]
-pub(super) fn exited(recheck: Recheck) {
-    if let Some(l) = list() {
-        l.complete_all(recheck);
     }
 }
 

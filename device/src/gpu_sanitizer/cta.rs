@@ -634,11 +634,6 @@ fn exit() {
             let view = st.view(&mem);
             vigil_shared::race::sync::cta_exit(&mem, &view, &sync);
         }
-        if st.copies != 0 {
-            // Bulk copies nobody waited for complete with the CTA, which
-            // leaves its list empty for the next CTA in its region.
-            super::hooks::bulk_copies_exited();
-        }
         // Every thread passed the exit barrier: the regions are unused.
         release_regions(
             st.region_mask as *mut u32,

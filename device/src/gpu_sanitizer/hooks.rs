@@ -638,8 +638,8 @@ fn recheck_copy(c: &InFlightCopy) {
     super::block::shared_access(super::in_flight::destination(c), loc);
 }
 
-/// The calling thread returns: its `cp.async` copies and its bulk stores
-/// still in flight complete. Called by the entry after the body when the
+/// The calling thread returns: its `cp.async` copies and the bulk and
+/// tensor copies it issued still in flight complete. Called by the entry after the body when the
 /// launch keeps copies in flight; out of line, so that the entries of the
 /// others stay as small as before.
 #[inline(never)]
@@ -671,13 +671,6 @@ fn recheck_bulk(c: &vigil_shared::bulk_copies::BulkCopy) {
                 .for_each_range(check)
         }
     }
-}
-
-/// The CTA exits (its first thread, past the exit barrier): the bulk
-/// copies still in flight complete.
-#[inline(never)]
-pub(super) fn bulk_copies_exited() {
-    super::bulk::exited(recheck_bulk)
 }
 
 /// The memory-model kind of an earlier access.
