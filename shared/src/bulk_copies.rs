@@ -312,6 +312,9 @@ impl<'a, F: AtomicFamily> BulkList<'a, F> {
         while used != 0 {
             let i = used.trailing_zeros() as usize;
             used &= used - 1;
+            if !self.may_race(i, shared, write, lo, hi) {
+                continue;
+            }
             if let Some((status, c)) = self.read(i, 1 << IN_FLIGHT) {
                 let source_read = status & SOURCE_READ != 0;
                 if let Some(at) = c.races_with(source_read, shared, write, lo, hi) {
@@ -320,6 +323,25 @@ impl<'a, F: AtomicFamily> BulkList<'a, F> {
             }
         }
         None
+    }
+
+    /// Whether entry `i` may be a copy in flight that the access races
+    /// with, from the five words that say so (read relaxed: a filter in
+    /// front of [`BulkList::read`], which most accesses of a kernel with
+    /// copies in flight elsewhere never reach).
+    fn may_race(&self, i: usize, shared: bool, write: bool, lo: u64, hi: u64) -> bool {
+        let status = self.status(i).load(MemOrder::Relaxed);
+        if status & STATE != IN_FLIGHT {
+            return false;
+        }
+        let mut w = [0; ENTRY_WORDS - 1];
+        for (k, v) in w.iter_mut().take(4).enumerate() {
+            *v = self.words[3 + i * ENTRY_WORDS + k].load(MemOrder::Relaxed);
+        }
+        let source_read = status & SOURCE_READ != 0;
+        BulkCopy::unpack(w)
+            .races_with(source_read, shared, write, lo, hi)
+            .is_some()
     }
 
     /// Frees entry `i` (its completer's or its issuer's), whose status is
