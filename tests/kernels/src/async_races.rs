@@ -304,25 +304,41 @@ pub fn bulk_load_read(x: GlobalSlice<u32>, y: GlobalSliceMut<u32>, mode: u32) {
 }
 
 /// Two rounds of a bulk load of a tile of `x` by thread 0 on one
-/// mbarrier; each round every thread waits on the round's phase and adds
-/// element `t` of the tile to `y[t]`. `mode` 0 waits on the round's
-/// parity (race-free); 1 waits on parity 0 both times, so the second wait
-/// returns at once, for the phase already over (a race with the second
-/// load; the load is waited for properly after the rounds).
+/// mbarrier of two arrivals a phase (thread 0's, expecting the copy's
+/// bytes, and thread 1's); each round every thread waits on the round's
+/// phase and adds element `t` of the tile to `y[t]`. `mode` 0 waits on
+/// the round's parity (race-free); 1 waits on parity 0 both times, so the
+/// second wait returns at once, for the phase already over (a race with
+/// the second load, waited for properly after the rounds). In the racy
+/// form thread 1 makes the second round's arrival only after its reads:
+/// had the phase completed first, the next one (of parity 0 again) would
+/// be current and the wrong wait would wait for it for ever, as it may on
+/// a GPU.
 #[kernel]
 pub fn mbarrier_wrong_phase(x: GlobalSlice<u32>, y: GlobalSliceMut<u32>, mode: u32) {
     let tile = shared_array!(u32; TILE; align 128);
     let bars = mbarriers!(1);
     let bar = bars.get(0);
     let t = thread_idx().x as usize;
-    ready_for_one_arrival(bar);
+    if t == 0 {
+        bar.init(2);
+        fence_proxy_async_shared();
+    }
+    sync_threads();
     let mut sum = 0u32;
     for round in 0..2usize {
         thread_0_loads(&tile, x, round * TILE, bar); // @phase-issue
+        let late = mode == 1 && round == 1;
+        if t == 1 && !late {
+            bar.arrive();
+        }
         let parity = if mode == 1 { 0 } else { round & 1 };
         bar.wait_parity(parity as u32);
         sum = sum.wrapping_add(tile.load(t)); // @phase-read
         sync_threads();
+        if t == 1 && late {
+            bar.arrive();
+        }
     }
     if mode == 1 {
         bar.wait_parity(1);
