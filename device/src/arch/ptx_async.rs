@@ -440,6 +440,19 @@ mod raw {
         }
     }
 
+    /// `mbarrier.{$op}.parity.shared::cta.b64 p, [bar], parity` as a
+    /// `bool` (`try_wait` or `test_wait`).
+    macro_rules! parity_wait {
+        ($op:literal, $bar:expr, $parity:expr) => {{
+            let done: u32;
+            asm!(
+                concat!("{{ .reg .pred p; mbarrier.", $op, ".parity.shared::cta.b64 p, [{b}], {q}; selp.u32 {r}, 1, 0, p; }}"),
+                r = out(reg32) done, b = in(reg32) $bar, q = in(reg32) $parity, options(nostack)
+            );
+            done != 0
+        }};
+    }
+
     /// `mbarrier.try_wait.parity.shared::cta.b64` (acquire at CTA scope): true
     /// once the phase of parity `parity` has completed.
     ///
@@ -447,15 +460,8 @@ mod raw {
     /// `bar` is the shared address of an initialised mbarrier.
     #[inline(always)]
     pub unsafe fn mbarrier_try_wait_parity(bar: u32, parity: u32) -> bool {
-        let done: u32;
         // SAFETY: the caller's contract.
-        unsafe {
-            asm!(
-                "{{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [{b}], {q}; selp.u32 {r}, 1, 0, p; }}",
-                r = out(reg32) done, b = in(reg32) bar, q = in(reg32) parity, options(nostack)
-            )
-        };
-        done != 0
+        unsafe { parity_wait!("try_wait", bar, parity) }
     }
 
     /// `mbarrier.test_wait.parity.shared::cta.b64`, which does not wait:
@@ -465,15 +471,8 @@ mod raw {
     /// `bar` is the shared address of an initialised mbarrier.
     #[inline(always)]
     pub unsafe fn mbarrier_test_wait_parity(bar: u32, parity: u32) -> bool {
-        let done: u32;
         // SAFETY: the caller's contract.
-        unsafe {
-            asm!(
-                "{{ .reg .pred p; mbarrier.test_wait.parity.shared::cta.b64 p, [{b}], {q}; selp.u32 {r}, 1, 0, p; }}",
-                r = out(reg32) done, b = in(reg32) bar, q = in(reg32) parity, options(nostack)
-            )
-        };
-        done != 0
+        unsafe { parity_wait!("test_wait", bar, parity) }
     }
 
     /// `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes`.

@@ -48,6 +48,20 @@ fn thread_0_loads<S: Sanitizer>(
     }
 }
 
+/// Raises `flag` with a release at device scope.
+fn raise<S: Sanitizer>(flag: GlobalSliceMut<u32, S>) {
+    flag.at(0).atomic_store(1, Ordering::Release, Scope::Device);
+}
+
+/// Thread 0 waits for `flag` with an acquire at device scope, and a
+/// barrier shows what it acquired to the block.
+fn wait_for<S: Sanitizer>(flag: GlobalSliceMut<u32, S>) {
+    if thread_idx().x == 0 {
+        while flag.at(0).atomic_load(Ordering::Acquire, Scope::Device) == 0 {}
+    }
+    sync_threads();
+}
+
 /// Every thread writes `1 + i` to its 16 bytes of `tile`, which a fence
 /// and a barrier then show to the copy unit (for a bulk or tensor store).
 fn fill_for_a_store<S: Sanitizer>(tile: &SharedArray<u32, TILE, S>) {
@@ -369,14 +383,11 @@ pub fn bulk_store_read_back(
             if mode == 0 {
                 bulk_wait_group::<0>();
             }
-            flag.at(0).atomic_store(1, Ordering::Release, Scope::Device);
+            raise(flag);
             bulk_wait_group::<0>();
         }
     } else {
-        if t == 0 {
-            while flag.at(0).atomic_load(Ordering::Acquire, Scope::Device) == 0 {}
-        }
-        sync_threads();
+        wait_for(flag);
         out.store(t, y.load(4 * t)); // @store-read-back
     }
 }
@@ -504,14 +515,11 @@ pub fn bulk_store_group_count(
             tile.copy_bulk_to(HALF, y, HALF, HALF); // @group-store-second
             bulk_commit_group();
             bulk_wait_group::<1>();
-            flag.at(0).atomic_store(1, Ordering::Release, Scope::Device);
+            raise(flag);
             bulk_wait_group::<0>();
         }
     } else {
-        if t == 0 {
-            while flag.at(0).atomic_load(Ordering::Acquire, Scope::Device) == 0 {}
-        }
-        sync_threads();
+        wait_for(flag);
         let half = if mode == 0 { 0 } else { HALF };
         out.store(t, y.load(half + 2 * t)); // @group-read-back
     }
