@@ -44,7 +44,11 @@ mod cpu {
         bulk_load_destination_stored_in_flight, bulk_load_waited_by_every_thread,
         bulk_store_waited_then_barrier, bulk_store_read_after_its_read_wait,
         bulk_store_read_never_waited, bulk_store_older_group_waited,
-        bulk_store_newer_group_in_flight);
+        bulk_store_newer_group_in_flight,
+        tensor_load_read_after_the_wait, tensor_load_read_before_the_wait,
+        tensor_store_source_overwritten_after_read_wait,
+        tensor_store_source_overwritten_in_flight,
+        pipeline_stage_waited, pipeline_stage_read_before_its_wait);
 }
 
 mod gpu {
@@ -71,7 +75,11 @@ mod gpu {
         bulk_load_destination_stored_in_flight, bulk_load_waited_by_every_thread,
         bulk_store_waited_then_barrier, bulk_store_read_after_its_read_wait,
         bulk_store_read_never_waited, bulk_store_older_group_waited,
-        bulk_store_newer_group_in_flight);
+        bulk_store_newer_group_in_flight,
+        tensor_load_read_after_the_wait, tensor_load_read_before_the_wait,
+        tensor_store_source_overwritten_after_read_wait,
+        tensor_store_source_overwritten_in_flight,
+        pipeline_stage_waited, pipeline_stage_read_before_its_wait);
 }
 
 kernel_file_verdicts!(
@@ -582,6 +590,97 @@ mod scenarios {
             false,
             &[race(WAR, "tensor-plain-store", "tensor-load")],
         );
+    }
+
+    /// `tensor_load_read` in `mode`, one block over a tensor of two
+    /// tiles: `y[t]` is element `t` when race-free.
+    fn tensor_read(make: MakeContext, mode: u32, expected: &[Verdict]) {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let xs = counting(2 * TILE);
+        let src = DeviceBuffer::from_slice(&b.stream, &xs).expect("src");
+        let mut y = b.zeros(ASYNC_RACE_THREADS as usize);
+        let outcome = {
+            let map = DeviceTensorMap::tiled(&b.stream, &src, tile_layout()).expect("tensor map");
+            run::<tensor_load_read, _>(&b, 1, (&map, &mut y, mode))
+        };
+        let what = format!("tensor_load_read, mode {mode}");
+        check(&what, outcome, expected);
+        if expected.is_empty() {
+            let got = y.to_vec(&b.stream).expect("y");
+            for (t, g) in got.iter().enumerate() {
+                assert_eq!(*g, xs[t], "{what}: thread {t}");
+            }
+        }
+    }
+
+    /// The tensor load's tile read after the phase's wait: race-free.
+    pub fn tensor_load_read_after_the_wait(make: MakeContext) {
+        tensor_read(make, 0, &[]);
+    }
+
+    /// A barrier after a tensor load does not complete it: the tile read
+    /// before the wait races with it.
+    pub fn tensor_load_read_before_the_wait(make: MakeContext) {
+        tensor_read(
+            make,
+            1,
+            &[race(RAW, "tensor-early-read", "tensor-read-issue")],
+        );
+    }
+
+    /// `tensor_store_source_overwrite` in `mode`, one block: the stored
+    /// box holds `1 + i` when race-free.
+    fn tensor_source(make: MakeContext, mode: u32, expected: &[Verdict]) {
+        let Some(b) = Bench::new(make, 1) else {
+            return;
+        };
+        let mut dst = b.zeros(2 * TILE);
+        let outcome = {
+            let mut map =
+                DeviceTensorMapMut::tiled(&b.stream, &mut dst, tile_layout()).expect("tensor map");
+            run::<tensor_store_source_overwrite, _>(&b, 1, (&mut map, mode))
+        };
+        let what = format!("tensor_store_source_overwrite, mode {mode}");
+        check(&what, outcome, expected);
+        if expected.is_empty() {
+            let got = dst.to_vec(&b.stream).expect("dst");
+            for (i, g) in got.iter().take(TILE).enumerate() {
+                assert_eq!(*g, i as u32 + 1, "{what}: element {i}");
+            }
+        }
+    }
+
+    /// The tile overwritten after the tensor store's read completed.
+    pub fn tensor_store_source_overwritten_after_read_wait(make: MakeContext) {
+        tensor_source(make, 0, &[]);
+    }
+
+    /// The tile overwritten while the tensor store may still read it.
+    pub fn tensor_store_source_overwritten_in_flight(make: MakeContext) {
+        tensor_source(
+            make,
+            1,
+            &[race(WAR, "tensor-store-overwrite", "tensor-store-issue")],
+        );
+    }
+
+    /// [`tile_case`] of `pipeline_stage_read`: element `t` of both tiles.
+    fn stages(make: MakeContext, mode: u32, expected: &[Verdict]) {
+        tile_case::<pipeline_stage_read>(make, 2 * TILE, mode, expected, |xs, t| {
+            xs[t].wrapping_add(xs[TILE + t])
+        })
+    }
+
+    /// Both stages waited for before they are read: race-free.
+    pub fn pipeline_stage_waited(make: MakeContext) {
+        stages(make, 0, &[]);
+    }
+
+    /// The second stage read after only the first stage's wait.
+    pub fn pipeline_stage_read_before_its_wait(make: MakeContext) {
+        stages(make, 1, &[race(RAW, "stage-read", "stage-issue")]);
     }
 
     /// `pdl_writer` then `pdl_reader` in `mode` on one stream, the second

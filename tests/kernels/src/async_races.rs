@@ -567,6 +567,88 @@ pub fn tensor_load_tile(src: TensorMap<u32, 1>, y: GlobalSliceMut<u32>) {
     }
 }
 
+/// Thread 0 loads the `TILE`-element box at element 0 of the
+/// 1-dimensional tensor `src` with a tensor copy, then a barrier, and
+/// `y[t]` gets element `t` of the tile: read after the phase's wait
+/// (`mode` 0, race-free) or before it (1: a race, the barrier does not
+/// complete the copy).
+#[kernel]
+pub fn tensor_load_read(src: TensorMap<u32, 1>, y: GlobalSliceMut<u32>, mode: u32) {
+    let tile = shared_array!(u32; TILE; align 128);
+    let bars = mbarriers!(1);
+    let bar = bars.get(0);
+    let t = thread_idx().x as usize;
+    ready_for_one_arrival(bar);
+    if t == 0 {
+        bar.arrive_expect_tx(src.box_bytes());
+        src.load_tile(&tile, 0, [0], bar); // @tensor-read-issue
+    }
+    sync_threads();
+    let early = if mode == 1 {
+        tile.load(t) // @tensor-early-read
+    } else {
+        0
+    };
+    bar.wait_parity(0);
+    y.store(t, if mode == 1 { early } else { tile.load(t) });
+}
+
+/// Every thread fills its 16 bytes of a tile with `1 + i`, thread 0
+/// stores the tile to the box at element 0 of `dst` with a tensor copy,
+/// and after a barrier every thread zeroes the first of its elements:
+/// after thread 0's `bulk_wait_group_read` (`mode` 0, race-free) or with
+/// the store still reading the tile (1, a race).
+#[kernel]
+pub fn tensor_store_source_overwrite(dst: TensorMapMut<u32, 1>, mode: u32) {
+    let tile = shared_array!(u32; TILE; align 128);
+    let t = thread_idx().x as usize;
+    fill_for_a_store(&tile);
+    if t == 0 {
+        dst.store_tile(&tile, 0, [0]); // @tensor-store-issue
+        bulk_commit_group();
+        if mode == 0 {
+            bulk_wait_group_read::<0>();
+        }
+    }
+    sync_threads();
+    tile.store(4 * t, 0); // @tensor-store-overwrite
+    sync_threads();
+    if t == 0 {
+        bulk_wait_group::<0>();
+    }
+}
+
+/// A two-stage pipeline: thread 0 loads the first two tiles of `x` into
+/// two stages, each completing on its own mbarrier; every thread waits
+/// for stage 0 and reads element `t` of both stages into `y[t]` (their
+/// sum): after waiting for stage 1 too (`mode` 0, race-free) or without
+/// (1: a race with the second load).
+#[kernel]
+pub fn pipeline_stage_read(x: GlobalSlice<u32>, y: GlobalSliceMut<u32>, mode: u32) {
+    let first = shared_array!(u32; TILE; align 128);
+    let second = shared_array!(u32; TILE; align 128);
+    let bars = mbarriers!(2);
+    let t = thread_idx().x as usize;
+    if t == 0 {
+        bars.get(0).init(1);
+        bars.get(1).init(1);
+        fence_proxy_async_shared();
+    }
+    sync_threads();
+    thread_0_loads(&first, x, 0, bars.get(0));
+    thread_0_loads(&second, x, TILE, bars.get(1)); // @stage-issue
+    bars.get(0).wait_parity(0);
+    if mode == 0 {
+        bars.get(1).wait_parity(0);
+    }
+    let v = first.load(t).wrapping_add(second.load(t)); // @stage-read
+    sync_threads();
+    if mode == 1 {
+        bars.get(1).wait_parity(0);
+    }
+    y.store(t, v);
+}
+
 /// `data[at] = 9`, one thread.
 #[kernel]
 pub fn plain_store_at(data: GlobalSliceMut<u32>, at: u32) {
