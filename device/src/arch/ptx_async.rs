@@ -105,6 +105,7 @@ pub unsafe fn cp_async_zfill<S: Sanitizer, const BYTES: usize>(
     }
 }
 
+pub(crate) use raw::fence_proxy_async_global;
 pub use raw::{bulk_commit_group, bulk_wait_group, bulk_wait_group_read, commit_group};
 pub use raw::{
     fence_proxy_async_shared, launch_dependents, wait_all, wait_for_prerequisite_grids, wait_group,
@@ -527,6 +528,13 @@ mod raw {
     pub fn bulk_wait_group_read<const N: u32>() {
         // SAFETY: waits for the source reads of the calling thread's bulk groups.
         unsafe { asm!("cp.async.bulk.wait_group.read {n};", n = const N, options(nostack)) }
+    }
+
+    /// `fence.proxy.async.global`.
+    #[inline(always)]
+    pub fn fence_proxy_async_global() {
+        // SAFETY: a fence; no operands.
+        unsafe { asm!("fence.proxy.async.global;", options(nostack)) }
     }
 
     /// `fence.proxy.async.shared::cta`.

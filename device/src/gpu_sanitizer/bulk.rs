@@ -87,7 +87,12 @@ pub(super) fn issued(
         location: loc as *const Location<'static> as u64,
         tensor,
     };
-    if !l.issue(&copy) {
+    if l.issue(&copy) {
+        // The copy, in the async proxy, after the entry: its completion
+        // on the mbarrier releases it to the waiters, who then find the
+        // entry to complete.
+        crate::arch::ptx_async::fence_proxy_async_global();
+    } else {
         // Checked at its issue only.
         st.reporter().count_bounded();
     }
