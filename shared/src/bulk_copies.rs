@@ -8,7 +8,8 @@
 //! waits for that phase sees its data, so the copy stays in a list the
 //! whole CTA reads. A copy is checked
 //!
-//! - at its issue, as the issuing thread's accesses (as before);
+//! - at its issue, as the issuing thread's accesses (which finds an
+//!   access made before the issue that it races with);
 //! - while it is in flight, against every checked access of every thread
 //!   of the CTA ([`BulkList::overlapping`]): a read or a write of bytes
 //!   the copy writes, or a write of bytes it reads, races with it whatever
