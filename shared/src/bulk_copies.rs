@@ -202,11 +202,12 @@ impl BulkCopy {
 /// (zero: empty), shared by the CTA's threads.
 ///
 /// Word 0 is the mask of the entries in use; entry `i` is a status word
-/// (state, [`SOURCE_READ`], generation) and the copy's words. A thread
-/// claims an entry by its mask bit, writes the copy and publishes it with
-/// a release of the status; a reader reads the status, the copy and the
-/// status again, and keeps the copy only if the status did not change (a
-/// completed entry claimed again in between is skipped, as if completed).
+/// (state, whether a store has read its source, generation) and the
+/// copy's words. A thread claims an entry by its mask bit, writes the
+/// copy and publishes it with a release of the status; a reader reads the
+/// status, the copy and the status again, and keeps the copy only if the
+/// status did not change (a completed entry claimed again in between is
+/// skipped, as if completed).
 pub struct BulkList<'a, F: AtomicFamily> {
     words: &'a [F::U64],
 }
