@@ -593,13 +593,8 @@ mod tests {
     /// on few phases and bytes.
     #[test]
     fn the_list_keeps_what_a_model_of_the_copies_keeps() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |m: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % m
-        };
+        let mut rng = crate::test_rng::XorShift::new(0x2545_f491_4f6c_dd1du64);
+        let mut next = |m: u64| rng.below(m);
         for _case in 0..1_000 {
             let w = words();
             let list = BulkList::<CoreAtomics>::new(&w);

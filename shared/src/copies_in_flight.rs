@@ -556,13 +556,8 @@ mod tests {
     /// queue's overlaps are the reference's copies in flight.
     #[test]
     fn the_queue_completes_what_the_ptx_model_completes() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |m: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % m
-        };
+        let mut rng = crate::test_rng::XorShift::new(0x9e37_79b9_7f4a_7c15u64);
+        let mut next = |m: u64| rng.below(m);
         for case in 0..2_000 {
             // Every other case a queue interleaved with 4 others' (a
             // thread's in the GPU's area), whose words must stay apart.

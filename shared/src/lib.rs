@@ -53,5 +53,7 @@ pub mod copies_in_flight;
 pub mod gpu;
 pub mod read_only;
 pub mod tensor_map;
+#[cfg(test)]
+mod test_rng;
 
 pub use memory_model::{AccessKind, Ordering, Scope};

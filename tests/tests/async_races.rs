@@ -114,6 +114,25 @@ mod scenarios {
         b.run::<K, A>(LaunchConfig::new(blocks, ASYNC_RACE_THREADS), args)
     }
 
+    /// Checks `what`'s outcome against the `expected` reports and, when
+    /// race-free, the first `n` values of `out` against `want(i)`.
+    fn check_values(
+        b: &Bench,
+        what: &str,
+        outcome: vigil::Result<()>,
+        expected: &[Verdict],
+        (out, n): (&DeviceBuffer<u32>, usize),
+        want: impl Fn(usize) -> u32,
+    ) {
+        check(what, outcome, expected);
+        if expected.is_empty() {
+            let got = out.to_vec(&b.stream).expect("values");
+            for (i, g) in got.iter().take(n).enumerate() {
+                assert_eq!(*g, want(i), "{what}: value {i}");
+            }
+        }
+    }
+
     /// One block of kernel `K` over `inputs` distinct values `xs` and a
     /// `y` of one element per thread, in `mode`: its verdict, and when
     /// race-free `y[t] == want(xs, t)` for every thread `t`.
@@ -134,13 +153,10 @@ mod scenarios {
         let mut y = b.zeros(ASYNC_RACE_THREADS as usize);
         let outcome = run::<K, _>(&b, 1, (&x, &mut y, mode));
         let what = format!("{}, mode {mode}", K::NAME);
-        check(&what, outcome, expected);
-        if expected.is_empty() {
-            let got = y.to_vec(&b.stream).expect("y");
-            for (t, g) in got.iter().enumerate() {
-                assert_eq!(*g, want(&xs, t), "{what}: thread {t}");
-            }
-        }
+        let threads = ASYNC_RACE_THREADS as usize;
+        check_values(&b, &what, outcome, expected, (&y, threads), |t| {
+            want(&xs, t)
+        });
     }
 
     /// [`tile_case`] of `cp_async_early_read` over one tile.
@@ -255,9 +271,14 @@ mod scenarios {
     }
 
     /// `cp_async_source_overwrite` or `bulk_source_overwrite` in `mode`:
-    /// `y` holds the source's original values when race-free.
-    fn overwrite<K: Kernel>(make: MakeContext, mode: u32, expected: &[Verdict])
-    where
+    /// when race-free, `y[t] == want(xs, t)`, `xs` the source's original
+    /// values.
+    fn overwrite<K: Kernel>(
+        make: MakeContext,
+        mode: u32,
+        expected: &[Verdict],
+        want: impl Fn(&[u32], usize) -> u32,
+    ) where
         for<'a> (&'a mut DeviceBuffer<u32>, &'a mut DeviceBuffer<u32>, u32): KernelArgs<K::Params>,
     {
         let Some(b) = Bench::new(make, 1) else {
@@ -267,31 +288,42 @@ mod scenarios {
         let mut x = DeviceBuffer::from_slice(&b.stream, &xs).expect("x");
         let mut y = b.zeros(ASYNC_RACE_THREADS as usize);
         let outcome = run::<K, _>(&b, 1, (&mut x, &mut y, mode));
-        let what = format!("{}, mode {mode}", std::any::type_name::<K>());
-        check(&what, outcome, expected);
-        if expected.is_empty() {
-            let got = y.to_vec(&b.stream).expect("y");
-            let bulk = std::any::type_name::<K>().contains("bulk");
-            for (t, g) in got.iter().enumerate() {
-                let want = if bulk { xs[t] } else { xs[4 * t] };
-                assert_eq!(*g, want, "{what}: thread {t}");
-            }
-        }
+        let what = format!("{}, mode {mode}", K::NAME);
+        let threads = ASYNC_RACE_THREADS as usize;
+        check_values(&b, &what, outcome, expected, (&y, threads), |t| {
+            want(&xs, t)
+        });
+    }
+
+    /// What a `cp.async` source case leaves in `y[t]`: its chunk's first
+    /// element.
+    fn chunk_start(xs: &[u32], t: usize) -> u32 {
+        xs[4 * t]
+    }
+
+    /// What a bulk source case leaves in `y[t]`: element `t`.
+    fn element(xs: &[u32], t: usize) -> u32 {
+        xs[t]
     }
 
     /// The source overwritten after the wait: race-free.
     pub fn cp_async_source_overwritten_after_wait(make: MakeContext) {
-        overwrite::<cp_async_source_overwrite>(make, 0, &[]);
+        overwrite::<cp_async_source_overwrite>(make, 0, &[], chunk_start);
     }
 
     /// The source overwritten by the issuer before its wait.
     pub fn cp_async_source_overwritten_before_wait(make: MakeContext) {
-        overwrite::<cp_async_source_overwrite>(make, 1, &[race(WAR, "src-overwrite", "src-issue")]);
+        overwrite::<cp_async_source_overwrite>(
+            make,
+            1,
+            &[race(WAR, "src-overwrite", "src-issue")],
+            chunk_start,
+        );
     }
 
     /// A neighbour's source chunk written after its wait and a barrier.
     pub fn cp_async_source_written_after_its_wait(make: MakeContext) {
-        overwrite::<cp_async_source_written_by_another>(make, 0, &[]);
+        overwrite::<cp_async_source_written_by_another>(make, 0, &[], chunk_start);
     }
 
     /// A neighbour's source chunk written after a barrier but before the
@@ -301,6 +333,7 @@ mod scenarios {
             make,
             1,
             &[race(WAR, "src-other-write", "src-other-issue")],
+            chunk_start,
         );
     }
 
@@ -347,13 +380,18 @@ mod scenarios {
 
     /// A bulk load's source overwritten after the mbarrier wait: race-free.
     pub fn bulk_source_overwritten_after_wait(make: MakeContext) {
-        overwrite::<bulk_source_overwrite>(make, 0, &[]);
+        overwrite::<bulk_source_overwrite>(make, 0, &[], element);
     }
 
     /// A bulk load's source overwritten by another thread before the wait
     /// (after a barrier, which does not complete the copy).
     pub fn bulk_source_overwritten_before_wait(make: MakeContext) {
-        overwrite::<bulk_source_overwrite>(make, 1, &[race(WAR, "bulk-overwrite", "bulk-issue")]);
+        overwrite::<bulk_source_overwrite>(
+            make,
+            1,
+            &[race(WAR, "bulk-overwrite", "bulk-issue")],
+            element,
+        );
     }
 
     /// The tile read after the phase's wait: race-free.
@@ -427,13 +465,10 @@ mod scenarios {
         let mut out = b.zeros(ASYNC_RACE_THREADS as usize);
         let outcome = run::<bulk_store_read_by_the_block, _>(&b, 1, (&mut y, &mut out, mode));
         let what = format!("bulk_store_read_by_the_block, mode {mode}");
-        check(&what, outcome, expected);
-        if expected.is_empty() {
-            let got = out.to_vec(&b.stream).expect("out");
-            for (t, g) in got.iter().enumerate() {
-                assert_eq!(*g, 4 * t as u32 + 1, "{what}: thread {t}");
-            }
-        }
+        let threads = ASYNC_RACE_THREADS as usize;
+        check_values(&b, &what, outcome, expected, (&out, threads), |t| {
+            4 * t as u32 + 1
+        });
     }
 
     /// The bulk group waited for, then a barrier: the block reads the
@@ -461,23 +496,37 @@ mod scenarios {
         );
     }
 
-    /// `bulk_store_group_count` in `mode` (two blocks, which must run at
-    /// once): `out[t] = 2 t + 1` when race-free.
-    fn group_store(make: MakeContext, mode: u32, expected: &[Verdict]) {
+    /// Kernel `K` over `(y, flag, out, mode)` as two blocks, which must
+    /// run at once (block 0 stores a tile of `1 + i` to `y` and raises
+    /// `flag`; block 1 reads `y` back into `out` after it): when
+    /// race-free, `out[t] == want(t)`.
+    fn flag_store<K: Kernel>(
+        make: MakeContext,
+        mode: u32,
+        expected: &[Verdict],
+        want: impl Fn(usize) -> u32,
+    ) where
+        for<'a> (
+            &'a mut DeviceBuffer<u32>,
+            &'a mut DeviceBuffer<u32>,
+            &'a mut DeviceBuffer<u32>,
+            u32,
+        ): KernelArgs<K::Params>,
+    {
         let Some(b) = Bench::new(make, 2) else {
             return;
         };
         let (mut y, mut flag) = (b.zeros(TILE), b.zeros(1));
         let mut out = b.zeros(ASYNC_RACE_THREADS as usize);
-        let outcome = run::<bulk_store_group_count, _>(&b, 2, (&mut y, &mut flag, &mut out, mode));
-        let what = format!("bulk_store_group_count, mode {mode}");
-        check(&what, outcome, expected);
-        if expected.is_empty() {
-            let got = out.to_vec(&b.stream).expect("out");
-            for (t, g) in got.iter().enumerate() {
-                assert_eq!(*g, 2 * t as u32 + 1, "{what}: thread {t}");
-            }
-        }
+        let outcome = run::<K, _>(&b, 2, (&mut y, &mut flag, &mut out, mode));
+        let what = format!("{}, mode {mode}", K::NAME);
+        let threads = ASYNC_RACE_THREADS as usize;
+        check_values(&b, &what, outcome, expected, (&out, threads), want);
+    }
+
+    /// `bulk_store_group_count` in `mode`: every other element of a half.
+    fn group_store(make: MakeContext, mode: u32, expected: &[Verdict]) {
+        flag_store::<bulk_store_group_count>(make, mode, expected, |t| 2 * t as u32 + 1)
     }
 
     /// `bulk_wait_group::<1>` completes the older of two bulk groups: its
@@ -496,22 +545,9 @@ mod scenarios {
         );
     }
 
-    /// `bulk_store_read_back` in `mode` (two blocks, which must run at once).
+    /// `bulk_store_read_back` in `mode`: every fourth element.
     fn read_back(make: MakeContext, mode: u32, expected: &[Verdict]) {
-        let Some(b) = Bench::new(make, 2) else {
-            return;
-        };
-        let (mut y, mut flag) = (b.zeros(TILE), b.zeros(1));
-        let mut out = b.zeros(ASYNC_RACE_THREADS as usize);
-        let outcome = run::<bulk_store_read_back, _>(&b, 2, (&mut y, &mut flag, &mut out, mode));
-        let what = format!("bulk_store_read_back, mode {mode}");
-        check(&what, outcome, expected);
-        if expected.is_empty() {
-            let got = out.to_vec(&b.stream).expect("out");
-            for (t, g) in got.iter().enumerate() {
-                assert_eq!(*g, 4 * t as u32 + 1, "{what}: thread {t}");
-            }
-        }
+        flag_store::<bulk_store_read_back>(make, mode, expected, |t| 4 * t as u32 + 1)
     }
 
     /// The bulk group waited for before the release: race-free.
@@ -606,13 +642,8 @@ mod scenarios {
             run::<tensor_load_read, _>(&b, 1, (&map, &mut y, mode))
         };
         let what = format!("tensor_load_read, mode {mode}");
-        check(&what, outcome, expected);
-        if expected.is_empty() {
-            let got = y.to_vec(&b.stream).expect("y");
-            for (t, g) in got.iter().enumerate() {
-                assert_eq!(*g, xs[t], "{what}: thread {t}");
-            }
-        }
+        let threads = ASYNC_RACE_THREADS as usize;
+        check_values(&b, &what, outcome, expected, (&y, threads), |t| xs[t]);
     }
 
     /// The tensor load's tile read after the phase's wait: race-free.
@@ -643,13 +674,7 @@ mod scenarios {
             run::<tensor_store_source_overwrite, _>(&b, 1, (&mut map, mode))
         };
         let what = format!("tensor_store_source_overwrite, mode {mode}");
-        check(&what, outcome, expected);
-        if expected.is_empty() {
-            let got = dst.to_vec(&b.stream).expect("dst");
-            for (i, g) in got.iter().take(TILE).enumerate() {
-                assert_eq!(*g, i as u32 + 1, "{what}: element {i}");
-            }
-        }
+        check_values(&b, &what, outcome, expected, (&dst, TILE), |i| i as u32 + 1);
     }
 
     /// The tile overwritten after the tensor store's read completed.

@@ -861,7 +861,7 @@ impl Checked {
     /// the copy was issued first.
     #[inline(always)]
     pub fn check_in_flight(&self, addr: usize) {
-        if super::in_flight::any() || super::bulk::any() {
+        if super::in_flight::any() {
             self.race_in_flight(addr);
         }
     }

@@ -27,7 +27,12 @@ pub(super) type Recheck = fn(&BulkCopy);
 /// The CTA's list, when its launch keeps copies in flight.
 #[inline(always)]
 fn list() -> Option<BulkList<'static, DeviceAtomics>> {
-    let at = CtaState::current().copies;
+    list_at(CtaState::current().copies)
+}
+
+/// The list at `at`, the CTA's `copies` (0: none).
+#[inline(always)]
+fn list_at(at: u64) -> Option<BulkList<'static, DeviceAtomics>> {
     if at == 0 {
         return None;
     }
@@ -40,10 +45,11 @@ fn list() -> Option<BulkList<'static, DeviceAtomics>> {
     Some(BulkList::new(words))
 }
 
-/// True when the CTA may have a bulk copy in flight.
+/// True when the CTA whose `copies` is `at` may have a bulk copy in
+/// flight.
 #[inline(always)]
-pub(super) fn any() -> bool {
-    list().is_some_and(|l| l.any())
+pub(super) fn any_at(at: u64) -> bool {
+    list_at(at).is_some_and(|l| l.any())
 }
 
 /// The bulk copy in flight that an access of `lo..hi` (shared memory

@@ -125,7 +125,7 @@ impl CtaState {
         let (at, stride) = QueueArea::thread_queue(lane().0);
         let at = self.copies + QueueArea::QUEUES_AT as u64 + at;
         // SAFETY: a non-zero `copies` is the CTA's part of the runtime's
-        // live queue area (`queues_of`), its threads' queues from
+        // live queue area (`copies_part_of`), its threads' queues from
         // `QUEUES_AT`; only the calling thread reaches its own words while
         // the CTA holds its region, and no caller keeps two queues at once.
         Some(unsafe { CopyQueue::strided(at as *mut u64, stride) })
@@ -509,11 +509,12 @@ fn release_regions(region_mask: *mut u32, region: u32, first: u32, count: u32) {
 
 /// The address of the part of the queue area of a CTA of `lanes` threads
 /// in region `slot` of SM `smid` (its bulk copies and its threads'
-/// queues of copies in flight), in the area `rt` holds now (its layout at its start); 0 when there is none or it has no
-/// room for the CTA. Two more round trips at entry (the address, then the
-/// layout), for launches that keep copies in flight only.
+/// queues of copies in flight), in the area `rt` holds now (its layout
+/// at its start); 0 when there is none or it has no room for the CTA.
+/// Two more round trips at entry (the address, then the layout), for
+/// launches that keep copies in flight only.
 #[inline(always)]
-fn queues_of(rt: &GpuRuntime, smid: u32, slot: u32, lanes: u32) -> u64 {
+fn copies_part_of(rt: &GpuRuntime, smid: u32, slot: u32, lanes: u32) -> u64 {
     // SAFETY: a field of the live runtime, which the host replaces while
     // kernels run (the old area stays alive).
     let base = unsafe { core::ptr::read_volatile(&rt.copy_queues) };
@@ -579,7 +580,7 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
             note_anchor(record, anchor);
         }
         let copies = if flags & launch_flags::COPIES_IN_FLIGHT != 0 {
-            queues_of(rt, smid, u32::from(slot), lanes)
+            copies_part_of(rt, smid, u32::from(slot), lanes)
         } else {
             0
         };

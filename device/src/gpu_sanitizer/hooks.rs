@@ -411,7 +411,7 @@ fn check_block(
             // The leader recorded the line for every lane: a lane's own
             // copies in flight and the CTA's bulk copies are still to
             // compare with.
-            if super::in_flight::any() || super::bulk::any() {
+            if super::in_flight::any() {
                 line_in_flight(addr, size, write, loc);
             }
             return;

@@ -35,12 +35,14 @@ pub(super) fn issued(copy: InFlightCopy, recheck: Recheck) {
     }
 }
 
-/// True when the calling thread has copies in flight.
+/// True when the calling thread has `cp.async` copies in flight or its
+/// CTA may have bulk copies in flight (`super::bulk`): one look at the
+/// CTA's state, and for a launch that keeps no copies nothing more.
 #[inline(always)]
 pub(super) fn any() -> bool {
-    CtaState::current()
-        .copy_queue()
-        .is_some_and(|q| !q.is_empty())
+    let st = CtaState::current();
+    st.copies != 0
+        && (st.copy_queue().is_some_and(|q| !q.is_empty()) || super::bulk::any_at(st.copies))
 }
 
 /// `cp.async.commit_group` by the calling thread.
