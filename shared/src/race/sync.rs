@@ -405,18 +405,19 @@ fn take_head<M: RaceMemory + ?Sized, S: AtomicFamily>(
     }
     let (a, b) = h.to_slot();
     let memo = [a as u32, (a >> 32) as u32, b as u32, (b >> 32) as u32];
-    let seen_before = (0..4).all(|i| sync.get(slot::MEMO + i) == memo[i]);
-    if seen_before && !acquires {
+    // The memo is the last head the CTA acquired: what it knows and what
+    // it observed hold that head already, and both only grow. A poll
+    // that fails over and over (a contended lock) reads the same head
+    // each time and learns nothing new.
+    if (0..4).all(|i| sync.get(slot::MEMO + i) == memo[i]) {
         return;
     }
     let other = usize::from(h.device != cta.device && h.device != ANY_DEVICE);
-    if !seen_before {
-        let obs = SnapRef(sync.get(slot::OBSERVED[other]));
-        sync.set(
-            slot::OBSERVED[other],
-            merge_head(mem, obs, h, cta.host.bounds).0,
-        );
-    }
+    let obs = SnapRef(sync.get(slot::OBSERVED[other]));
+    sync.set(
+        slot::OBSERVED[other],
+        merge_head(mem, obs, h, cta.host.bounds).0,
+    );
     if acquires && h.included_by(cta, scope) {
         let known = merge_head(mem, cta.known, h, cta.host.bounds);
         sync.set(slot::KNOWN, known.0);
