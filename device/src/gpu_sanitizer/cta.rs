@@ -614,8 +614,11 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
         CtaSync::<vigil_shared::atomic::CoreAtomics>::new(sync_words()).init();
     }
     arch::sync_threads();
-    super::block::reset_slot_lane(lane, lanes);
-    arch::sync_threads();
+    // `lanes` is the same for every thread: all of them or none take it.
+    if super::block::needs_slot_lanes(lanes) {
+        super::block::reset_slot_lane(lane, lanes);
+        arch::sync_threads();
+    }
 }
 
 #[inline(never)]
