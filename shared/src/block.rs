@@ -405,17 +405,29 @@ pub fn reader_update(
 /// One shadow word's [`RECORDS`] records of the current interval (its
 /// last write or block-scope atomic, its first reader, a reader other than
 /// the first), and the protocol every access follows on them.
-#[derive(Clone, Copy, Debug)]
-pub struct WordRecords<'a> {
+///
+/// `W` is the records' word: on the GPU one at the CTA's scope (only the
+/// CTA that holds the shadow touches it while it runs, so a record that
+/// did not change is read from the SM's L1), `core`'s atomic on the host.
+#[derive(Debug)]
+pub struct WordRecords<'a, W: TableWord = AtomicU64> {
     /// The interval's last write (or atomic standing for earlier atomics).
-    pub write: &'a AtomicU64,
+    pub write: &'a W,
     /// Its first reader.
-    pub first: &'a AtomicU64,
+    pub first: &'a W,
     /// A reader other than the first.
-    pub second: &'a AtomicU64,
+    pub second: &'a W,
 }
 
-impl WordRecords<'_> {
+impl<W: TableWord> Clone for WordRecords<'_, W> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<W: TableWord> Copy for WordRecords<'_, W> {}
+
+impl<W: TableWord> WordRecords<'_, W> {
     /// Thread `me.thread()`'s access of kind `kind` (`me` its record for
     /// this word): records it and calls `race` with each record it races
     /// with (the record, whether it is the write record, the kind).
@@ -455,10 +467,7 @@ impl WordRecords<'_> {
                 // first: decide again (a few times; then give up, which
                 // only loses detection).
                 for _ in 0..4 {
-                    let (f, s) = (
-                        self.first.load(Ordering::Relaxed),
-                        self.second.load(Ordering::Relaxed),
-                    );
+                    let (f, s) = (self.first.load_relaxed(), self.second.load_relaxed());
                     let Some((slot, new)) = reader_update(BlockRecord(f), BlockRecord(s), me)
                     else {
                         break;
@@ -468,19 +477,16 @@ impl WordRecords<'_> {
                     } else {
                         (self.second, s)
                     };
-                    if rec
-                        .compare_exchange(old, new.0, Ordering::Relaxed, Ordering::Relaxed)
-                        .is_ok()
-                    {
+                    if rec.cas_relaxed(old, new.0) {
                         fence();
                         break;
                     }
                 }
-                check(self.write.load(Ordering::Relaxed), true);
+                check(self.write.load_relaxed(), true);
             }
-            AccessKind::AtomicRead => check(self.write.load(Ordering::Relaxed), true),
+            AccessKind::AtomicRead => check(self.write.load_relaxed(), true),
             _ => {
-                let p = self.write.load(Ordering::Relaxed);
+                let p = self.write.load_relaxed();
                 // The same access again (a thread's loop on one word):
                 // its record, and the fence after it, are there already.
                 let prior = if p == me.0 {
@@ -488,23 +494,18 @@ impl WordRecords<'_> {
                 } else if kind.is_atomic() {
                     let q = BlockRecord(p);
                     if q.thread().is_none() || q.atomic() {
-                        let _ = self.write.compare_exchange(
-                            p,
-                            me.0,
-                            Ordering::Relaxed,
-                            Ordering::Relaxed,
-                        );
+                        self.write.cas_relaxed(p, me.0);
                     }
                     fence();
                     p
                 } else {
-                    let prior = self.write.swap(me.0, Ordering::Relaxed);
+                    let prior = self.write.swap_relaxed(me.0);
                     fence();
                     prior
                 };
                 check(prior, true);
-                check(self.first.load(Ordering::Relaxed), false);
-                check(self.second.load(Ordering::Relaxed), false);
+                check(self.first.load_relaxed(), false);
+                check(self.second.load_relaxed(), false);
             }
         }
     }
@@ -512,7 +513,7 @@ impl WordRecords<'_> {
     /// Forgets every record (a new interval).
     pub fn clear(&self) {
         for r in [self.write, self.first, self.second] {
-            r.store(0, Ordering::Relaxed);
+            r.store_relaxed(0);
         }
     }
 }
@@ -813,6 +814,11 @@ pub trait TableWord {
     /// An acquiring compare-and-swap from `current` to `new`; true when
     /// it swapped.
     fn cas_acquire(&self, current: u64, new: u64) -> bool;
+    /// A relaxed compare-and-swap from `current` to `new`; true when it
+    /// swapped.
+    fn cas_relaxed(&self, current: u64, new: u64) -> bool;
+    /// A relaxed swap: the value it replaced.
+    fn swap_relaxed(&self, value: u64) -> u64;
 }
 
 /// `core`'s atomic at the orders the methods name (system scope on the
@@ -834,6 +840,13 @@ impl TableWord for AtomicU64 {
     fn cas_acquire(&self, current: u64, new: u64) -> bool {
         self.compare_exchange(current, new, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
+    }
+    fn cas_relaxed(&self, current: u64, new: u64) -> bool {
+        self.compare_exchange(current, new, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    }
+    fn swap_relaxed(&self, value: u64) -> u64 {
+        self.swap(value, Ordering::Relaxed)
     }
 }
 

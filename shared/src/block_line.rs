@@ -31,7 +31,7 @@
 //! that reads its line whole and then shifted by a word pays for the
 //! words it touches, not for all 32.
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::AtomicU64;
 
 use crate::block::{reader_update, BlockRecord, TableWord};
 
@@ -175,16 +175,19 @@ pub enum LineStep {
 
 /// A line entry: its mode word and the first lane's write and reader
 /// records.
-pub struct LineRecords<'a, W: TableWord> {
+///
+/// `W` is the mode's word and `R` the records' (see
+/// [`WordRecords`](crate::block::WordRecords)).
+pub struct LineRecords<'a, W: TableWord, R: TableWord = AtomicU64> {
     /// The mode ([`LineMode`]).
     pub mode: &'a W,
     /// The run's write record (its first lane's).
-    pub write: &'a AtomicU64,
+    pub write: &'a R,
     /// The run's reader record (its first lane's).
-    pub first: &'a AtomicU64,
+    pub first: &'a R,
 }
 
-impl<W: TableWord> LineRecords<'_, W> {
+impl<W: TableWord, R: TableWord> LineRecords<'_, W, R> {
     /// A warp's whole-line access `run`: recorded in the entry when the
     /// line is empty or in this run's mode, else the line is split and
     /// the lanes go word by word. `pause` waits a moment.
@@ -217,9 +220,9 @@ impl<W: TableWord> LineRecords<'_, W> {
             }
             // This run's mode: the per-word protocol changes a record only
             // when it is not this access's already.
-            let first = BlockRecord(self.first.load(Ordering::Relaxed));
+            let first = BlockRecord(self.first.load_relaxed());
             let unchanged = if run.write {
-                self.write.load(Ordering::Relaxed) == me.0
+                self.write.load_relaxed() == me.0
             } else {
                 reader_update(first, BlockRecord::EMPTY, me).is_none()
             };
@@ -264,9 +267,9 @@ impl<W: TableWord> LineRecords<'_, W> {
     /// `run` (the lanes are the records' threads: no race).
     fn record(&self, run: LineRun, first: BlockRecord) {
         if run.write {
-            self.write.store(run.record.0, Ordering::Relaxed);
+            self.write.store_relaxed(run.record.0);
         } else if let Some((_, new)) = reader_update(first, BlockRecord::EMPTY, run.record) {
-            self.first.store(new.0, Ordering::Relaxed);
+            self.first.store_relaxed(new.0);
         }
     }
 
@@ -274,8 +277,8 @@ impl<W: TableWord> LineRecords<'_, W> {
     /// came first (they never change once split).
     fn snapshot(&self, m: LineMode) -> Option<LineSnapshot> {
         (m != LineMode::SPLIT).then(|| LineSnapshot {
-            write: BlockRecord(self.write.load(Ordering::Relaxed)),
-            first: BlockRecord(self.first.load(Ordering::Relaxed)),
+            write: BlockRecord(self.write.load_relaxed()),
+            first: BlockRecord(self.first.load_relaxed()),
             per: m.per(),
         })
     }

@@ -530,6 +530,14 @@ impl vigil_shared::block::TableWord for A64 {
             .compare_exchange(c, n, MemOrder::Acquire, MemOrder::Relaxed)
             .is_ok()
     }
+    fn cas_relaxed(&self, c: u64, n: u64) -> bool {
+        self.0
+            .compare_exchange(c, n, MemOrder::Relaxed, MemOrder::Relaxed)
+            .is_ok()
+    }
+    fn swap_relaxed(&self, v: u64) -> u64 {
+        self.0.swap(v, MemOrder::Relaxed)
+    }
 }
 
 /// One table entry (tag, key, one record word) holding an earlier

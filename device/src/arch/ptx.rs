@@ -654,6 +654,36 @@ pub fn compare_exchange_acquire_block(
     }
 }
 
+/// `atom.relaxed.cta.cas.b64` through a generic address (shared or
+/// global): a compare-exchange ordered for the calling CTA only (a record
+/// of `gpu_sanitizer::block`'s shadows, which only the CTA's threads
+/// touch); the value found.
+#[inline(always)]
+pub fn compare_exchange_relaxed_cta(
+    p: &core::sync::atomic::AtomicU64,
+    current: u64,
+    new: u64,
+) -> u64 {
+    let r: u64;
+    // SAFETY: `p` is a live, aligned 8-byte atomic.
+    unsafe {
+        asm!("atom.relaxed.cta.cas.b64 {r}, [{p}], {c}, {n};", r = out(reg64) r, p = in(reg64) p.as_ptr(), c = in(reg64) current, n = in(reg64) new, options(nostack))
+    };
+    r
+}
+
+/// `atom.relaxed.cta.exch.b64` through a generic address (see
+/// [`compare_exchange_relaxed_cta`]): the value replaced.
+#[inline(always)]
+pub fn exchange_relaxed_cta(p: &core::sync::atomic::AtomicU64, v: u64) -> u64 {
+    let r: u64;
+    // SAFETY: `p` is a live, aligned 8-byte atomic.
+    unsafe {
+        asm!("atom.relaxed.cta.exch.b64 {r}, [{p}], {v};", r = out(reg64) r, p = in(reg64) p.as_ptr(), v = in(reg64) v, options(nostack))
+    };
+    r
+}
+
 cta_load!(
     /// `ld.relaxed.cta.b64` through a generic address (shared or global):
     /// a lane state of `gpu_sanitizer::block`, which only the CTA's

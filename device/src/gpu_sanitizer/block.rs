@@ -56,20 +56,24 @@ use vigil_shared::block::{
     access_interval, barrier_site, barrier_slot, barrier_tag, block_stamp, busy, divergence_group,
     pack_array, race_kind, record_kind, report_key, slot_site, slot_tag, view_number, word_mask,
     BarrierCheck, BlockAcquired, BlockRecord, BlockSpace, DivergenceRecord, LaneSync, ShadowLayout,
-    TableWord, ThreadGroup, WindowShadow, WordRecords, DIVERGENT_BARRIER_KIND, EXIT_SITE,
-    GLOBAL_LANES, MAX_BLOCK_THREADS, REPORTED, SHARED_LANES, UNCHECKED_ARRAYS, VIEWS, WORD,
+    ThreadGroup, WindowShadow, WordRecords, DIVERGENT_BARRIER_KIND, EXIT_SITE, GLOBAL_LANES,
+    MAX_BLOCK_THREADS, REPORTED, SHARED_LANES, UNCHECKED_ARRAYS, VIEWS, WORD,
 };
 use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, PriorRecord, REGIONS_PER_SM};
 use vigil_shared::race::desc::{AccessDesc, SiteLanes, SiteWord, MAX_EPOCH};
 use vigil_shared::race::OwnReleases;
 use vigil_shared::{AccessKind, Scope};
 
+use super::block_word::BlockWord;
 use super::cta::{cta_epoch, lane, CtaState};
 use super::hooks::linear_block;
 use super::report::Reporter;
 use super::warp::Group;
 use crate::arch::ptx as arch;
 use crate::sanitizer::SharedAccess;
+
+/// A shadow word's records, at the CTA's scope.
+pub(super) type Records = WordRecords<'static, BlockWord>;
 
 /// The calling thread's block: its stamp, the thread and the block size.
 #[derive(Clone, Copy)]
@@ -437,14 +441,13 @@ pub(super) fn set_window(window: u64) {
 
 /// Thread `lane` of `lanes`' share of clearing what an earlier CTA of the
 /// slot left in its lane state in device memory (threads past
-/// [`SHARED_LANES`]), once the CTA holds its slot; a barrier must follow
-/// before the body (`cta::enter`'s, when [`needs_slot_lanes`]).
+/// [`SHARED_LANES`]), once the CTA holds its slot, when
+/// [`needs_slot_lanes`]; a barrier must follow before the body
+/// (`cta::enter`'s second).
 #[inline(always)]
 pub(super) fn reset_slot_lane(lane: u32, lanes: u32) {
-    if needs_slot_lanes(lanes) {
-        if let Some(l) = Lanes::of(lanes).get(lane) {
-            l.store(LaneSync::default());
-        }
+    if let Some(l) = Lanes::of(lanes).get(lane) {
+        l.store(LaneSync::default());
     }
 }
 
@@ -818,12 +821,7 @@ impl Checked {
     /// the space's numbering), `records(w)` giving word `w`'s records of
     /// the current interval (`None`: unchecked).
     #[inline(always)]
-    pub fn words(
-        &self,
-        addr: usize,
-        start: usize,
-        records: impl Fn(usize) -> Option<WordRecords<'static>>,
-    ) {
+    pub fn words(&self, addr: usize, start: usize, records: impl Fn(usize) -> Option<Records>) {
         if !self.known {
             return;
         }
@@ -947,7 +945,7 @@ impl Checked {
 
     /// Checks and records `me`'s access to the word at `word_addr`.
     #[inline(always)]
-    fn word(&self, records: WordRecords<'static>, word_addr: usize, me: BlockRecord) {
+    fn word(&self, records: Records, word_addr: usize, me: BlockRecord) {
         let lane = |p: u32| {
             self.lanes
                 .get(p)
@@ -1168,11 +1166,7 @@ fn site_bits(access: &SharedAccess) -> u32 {
 /// notes the current interval. (A thread still in the earlier interval
 /// may wipe newer records again: that only loses detection.)
 #[inline(always)]
-fn renewed(
-    records: WordRecords<'static>,
-    current: bool,
-    mark: impl FnOnce(),
-) -> WordRecords<'static> {
+fn renewed(records: Records, current: bool, mark: impl FnOnce()) -> Records {
     if !current {
         records.clear();
         mark();
@@ -1256,8 +1250,12 @@ fn window_access(access: SharedAccess, loc: &'static Location<'static>) {
         let e = window.layout.entry(window.slot, w as u64) as usize;
         // SAFETY: `w < words`: the slot's entry `w`, live device memory
         // of the runtime, 32-aligned.
-        let [t, r0, r1, r2] =
-            [0, 1, 2, 3].map(|j| unsafe { at::<AtomicU64>(window.base, e + 8 * j) });
+        let (t, [r0, r1, r2]) = unsafe {
+            (
+                at::<AtomicU64>(window.base, e),
+                [1, 2, 3].map(|j| BlockWord::at(window.base, e + 8 * j)),
+            )
+        };
         // Only this CTA touches its slot's entries while it runs: CTA
         // scope suffices.
         let current = arch::load_acquire_block(t) == tag;

@@ -17,48 +17,10 @@ use vigil_shared::block::{claim_entry, BlockRecord, GlobalTable, TableWord, Word
 use vigil_shared::block_line::{LineRecords, LineRun, LineSnapshot, LineStep, LINE_WORDS};
 use vigil_shared::AccessKind;
 
-use super::block::{at, Block, Checked, Counters, Space};
+use super::block::{at, Block, Checked, Counters, Records, Space};
+use super::block_word::BlockWord;
 use super::cta::CtaState;
 use crate::arch::ptx as arch;
-
-/// A same-block table word, at the CTA's scope (only the CTA holding the
-/// slot touches its entries; `core`'s acquire is system-scoped, and an
-/// `ld.acquire.sys` invalidates the whole L1).
-#[repr(transparent)]
-pub(super) struct BlockWord(AtomicU64);
-
-impl BlockWord {
-    /// # Safety
-    /// As [`at`]: an aligned `u64` of the runtime's table, live.
-    #[inline(always)]
-    unsafe fn at(base: *mut u8, offset: usize) -> &'static BlockWord {
-        // SAFETY: forwarded; `BlockWord` is a transparent `AtomicU64`.
-        unsafe { &*(base.add(offset) as *const BlockWord) }
-    }
-}
-
-impl TableWord for BlockWord {
-    #[inline(always)]
-    fn load_acquire(&self) -> u64 {
-        arch::load_acquire_block(&self.0)
-    }
-    #[inline(always)]
-    fn load_relaxed(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
-    }
-    #[inline(always)]
-    fn store_relaxed(&self, value: u64) {
-        self.0.store(value, Ordering::Relaxed)
-    }
-    #[inline(always)]
-    fn store_release(&self, value: u64) {
-        arch::store_release_block(&self.0, value)
-    }
-    #[inline(always)]
-    fn cas_acquire(&self, current: u64, new: u64) -> bool {
-        arch::compare_exchange_acquire_block(&self.0, current, new).is_ok()
-    }
-}
 
 /// The bit that sets a line's table key and hash apart from every word's
 /// (word indices are byte addresses over 4, below 2^62).
@@ -217,10 +179,10 @@ impl BlockTable {
     /// The records of the entry at byte offset `e` (from [`Self::entry`]
     /// or [`Self::existing`]).
     #[inline(always)]
-    fn records(&self, e: usize) -> WordRecords<'static> {
+    fn records(&self, e: usize) -> Records {
         // SAFETY: `e` is an entry of the slot: live device memory of the
         // runtime, aligned.
-        let [r0, r1, r2] = [2, 3, 4].map(|j| unsafe { at::<AtomicU64>(self.base, e + 8 * j) });
+        let [r0, r1, r2] = [2, 3, 4].map(|j| unsafe { BlockWord::at(self.base, e + 8 * j) });
         WordRecords {
             write: r0,
             first: r1,
@@ -292,7 +254,7 @@ impl BlockTable {
     /// The entry of `line` in the current interval (claimed empty if it
     /// had none).
     #[inline(always)]
-    fn line(&self, line: u64) -> Option<LineRecords<'static, BlockWord>> {
+    fn line(&self, line: u64) -> Option<LineRecords<'static, BlockWord, BlockWord>> {
         self.line_entry(line, [0; 3]).map(|(l, _)| l)
     }
 
@@ -303,13 +265,13 @@ impl BlockTable {
         &self,
         line: u64,
         fresh: [u64; 3],
-    ) -> Option<(LineRecords<'static, BlockWord>, bool)> {
+    ) -> Option<(LineRecords<'static, BlockWord, BlockWord>, bool)> {
         let (e, claimed) = self.entry(LINE_KEY | line, fresh)?;
         // SAFETY: as in `records`.
         let records = unsafe {
             LineRecords {
-                write: at(self.base, e + 16),
-                first: at(self.base, e + 24),
+                write: BlockWord::at(self.base, e + 16),
+                first: BlockWord::at(self.base, e + 24),
                 mode: BlockWord::at(self.base, e + 32),
             }
         };
@@ -332,9 +294,9 @@ impl BlockTable {
             // local memory.
             let clear = || {
                 claimed.set(true);
-                r.write.store(fresh[0], Ordering::Relaxed);
-                r.first.store(fresh[1], Ordering::Relaxed);
-                r.second.store(fresh[2], Ordering::Relaxed);
+                r.write.store_relaxed(fresh[0]);
+                r.first.store_relaxed(fresh[1]);
+                r.second.store_relaxed(fresh[2]);
             };
             // Only this CTA touches its slot's entries while it runs (the
             // slot's hand-over orders an earlier CTA's), so CTA-scope

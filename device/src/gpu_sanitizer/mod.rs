@@ -12,6 +12,8 @@
 //! - `block_table` (PTX): races between threads of one CTA in global
 //!   memory, through the CTA slot's same-block table (a warp's
 //!   whole-line run keeps one line entry).
+//! - `block_word` (PTX): the words of those same-block shadows, at the
+//!   CTA's scope.
 //! - `hooks` (PTX): `GpuSanitizer`, the hooks every global access calls.
 //! - `in_flight` (PTX): a thread's `cp.async` copies between their issue
 //!   and their completion.
@@ -39,6 +41,8 @@ mod report;
 mod block;
 #[cfg(target_arch = "nvptx64")]
 mod block_table;
+#[cfg(target_arch = "nvptx64")]
+mod block_word;
 #[cfg(target_arch = "nvptx64")]
 mod bulk;
 #[cfg(target_arch = "nvptx64")]

@@ -1,0 +1,69 @@
+//! [`BlockWord`]: a word of the CTA's same-block shadows (the same-block
+//! table's entries, the window shadow, shared arrays' shadows), accessed
+//! at the CTA's scope.
+//!
+//! Only the CTA that holds a slot touches its words while it runs, and
+//! the next holder acquires the slot from the last one's release
+//! (`cta::claim_region`), so the CTA's scope orders every access that
+//! must be ordered. It is also what makes these words cheap: `core`'s
+//! atomics are system-scoped (an `ld.relaxed.sys` goes to the L2 every
+//! time, an `ld.acquire.sys` invalidates the whole L1), while a
+//! CTA-scoped load of a record that did not change is served by the SM's
+//! L1.
+
+use core::sync::atomic::AtomicU64;
+
+use vigil_shared::block::TableWord;
+
+use crate::arch::ptx as arch;
+
+/// A same-block shadow word, at the CTA's scope (see the module docs).
+/// Its relaxed operations take a generic address (shared or global
+/// memory); its acquire and release ones, global memory only (the
+/// table's tags and line modes).
+#[repr(transparent)]
+pub(super) struct BlockWord(AtomicU64);
+
+impl BlockWord {
+    /// The word at byte `offset` of `base`.
+    ///
+    /// # Safety
+    /// As `block::at`: an aligned `u64` of the runtime's table or of a
+    /// shadow, live while the CTA runs.
+    #[inline(always)]
+    pub(super) unsafe fn at(base: *mut u8, offset: usize) -> &'static BlockWord {
+        // SAFETY: forwarded; `BlockWord` is a transparent `AtomicU64`.
+        unsafe { &*(base.add(offset) as *const BlockWord) }
+    }
+}
+
+impl TableWord for BlockWord {
+    #[inline(always)]
+    fn load_acquire(&self) -> u64 {
+        arch::load_acquire_block(&self.0)
+    }
+    #[inline(always)]
+    fn load_relaxed(&self) -> u64 {
+        arch::load_relaxed_cta(&self.0)
+    }
+    #[inline(always)]
+    fn store_relaxed(&self, value: u64) {
+        arch::store_relaxed_cta(&self.0, value)
+    }
+    #[inline(always)]
+    fn store_release(&self, value: u64) {
+        arch::store_release_block(&self.0, value)
+    }
+    #[inline(always)]
+    fn cas_acquire(&self, current: u64, new: u64) -> bool {
+        arch::compare_exchange_acquire_block(&self.0, current, new).is_ok()
+    }
+    #[inline(always)]
+    fn cas_relaxed(&self, current: u64, new: u64) -> bool {
+        arch::compare_exchange_relaxed_cta(&self.0, current, new) == current
+    }
+    #[inline(always)]
+    fn swap_relaxed(&self, value: u64) -> u64 {
+        arch::exchange_relaxed_cta(&self.0, value)
+    }
+}
