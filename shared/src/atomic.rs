@@ -65,6 +65,13 @@ pub trait AtomicFamily {
     fn fence(order: MemOrder);
     /// Called in every spin loop (loom needs a yield here to terminate).
     fn spin();
+    /// Spins a wait for another thread's very next step lasts before it
+    /// gives up (a site noted right after the access it names: see
+    /// `race::check::settled_site`). A GPU thread takes that step within
+    /// a few hundred cycles; a host thread can lose its processor between
+    /// the two steps for a whole time slice, so a family whose threads
+    /// can be descheduled waits longer.
+    const NEXT_STEP_SPINS: u32 = 4096;
     /// The cell at `first` and the one right after it, each read relaxed:
     /// two single-copy-atomic loads, not one snapshot of both. A platform
     /// with a paired load issues them as one access (one round trip where

@@ -81,17 +81,14 @@ pub fn classify(prior: AccessDesc, current: AccessDesc) -> ReportKind {
     }
 }
 
-/// Reads of a site that [`settled_site`] makes before giving up.
-const SITE_WAIT: u32 = 4096;
-
 /// The site of `prior`, read by `load`. The access that installed `prior`
 /// writes its site just after installing it, so a race found in between
 /// (two CTAs racing at that very moment) waits for the site, a bounded
-/// number of reads: a report is rare, its earlier access's place is what
-/// the user needs.
+/// number of reads ([`AtomicFamily::NEXT_STEP_SPINS`]): a report is
+/// rare, its earlier access's place is what the user needs.
 #[cold]
 pub fn settled_site<F: AtomicFamily>(prior: AccessDesc, load: impl Fn() -> SiteWord) -> SiteWord {
-    for _ in 0..SITE_WAIT {
+    for _ in 0..F::NEXT_STEP_SPINS {
         let site = load();
         if site.belongs_to(prior.serial()) {
             return site;

@@ -87,8 +87,6 @@ pub fn split_line<M: RaceMemory + ?Sized>(
             LineRead::empty(w.version())
         };
         let write = (w.serial() != 0 && !forgotten(cta, w.serial())).then(|| w.desc());
-        let wsite = SiteWord(c2.load(MemOrder::Relaxed));
-        let rsite = SiteWord(c3.load(MemOrder::Relaxed));
         let read = match r.kind() {
             ReadKind::Single if !forgotten(cta, r.payload()) => Some(r.reader()),
             ReadKind::Launch if !forgotten(cta, r.payload()) => {
@@ -96,6 +94,16 @@ pub fn split_line<M: RaceMemory + ?Sized>(
             }
             _ => None,
         };
+        // The write and the read note their sites right after changing
+        // cells 0 and 1, and their notes still land while the line is
+        // locked (cells 2 and 3 change only below): wait for them, or the
+        // words would keep the accesses without their places.
+        let site_of_cell = |d: Option<AccessDesc>, cell: &U64Of<M>| {
+            let load = || SiteWord(cell.load(MemOrder::Relaxed));
+            d.map_or_else(load, |d| settled_site::<M::Atomics>(d, load))
+        };
+        let wsite = site_of_cell(write, c2);
+        let rsite = site_of_cell(read, c3);
         let set = (r.kind() == ReadKind::Set)
             .then(|| mem.pool().record(r.payload()))
             .flatten()

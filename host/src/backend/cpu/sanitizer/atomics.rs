@@ -28,6 +28,12 @@ thread_local! {
 impl AtomicFamily for HostAtomics {
     type U32 = AtomicU32;
     type U64 = AtomicU64;
+    /// 4,096 yields: a time slice of the thread it waits for, and more
+    /// (with 4,096 spins, a worker descheduled between installing its
+    /// access and noting its site left a report without its earlier
+    /// location about once in 30 runs of the scale suite's tile
+    /// scenarios on two cores).
+    const NEXT_STEP_SPINS: u32 = 1 << 18;
 
     #[inline(always)]
     fn fence(order: MemOrder) {
