@@ -5,11 +5,10 @@
 //! Only the CTA that holds a slot touches its words while it runs, and
 //! the next holder acquires the slot from the last one's release
 //! (`cta::claim_region`), so the CTA's scope orders every access that
-//! must be ordered. It is also what makes these words cheap: `core`'s
-//! atomics are system-scoped (an `ld.relaxed.sys` goes to the L2 every
-//! time, an `ld.acquire.sys` invalidates the whole L1), while a
-//! CTA-scoped load of a record that did not change is served by the SM's
-//! L1.
+//! must be ordered. It is also cheaper: `core`'s atomics are
+//! system-scoped (an `ld.relaxed.sys` goes to the L2 every time, an
+//! `ld.acquire.sys` invalidates the whole L1), which a CTA-scoped access
+//! need not do.
 
 use core::sync::atomic::AtomicU64;
 
