@@ -407,8 +407,8 @@ pub fn reader_update(
 /// the first), and the protocol every access follows on them.
 ///
 /// `W` is the records' word: on the GPU one at the CTA's scope (only the
-/// CTA that holds the shadow touches it while it runs, so a record that
-/// did not change is read from the SM's L1), `core`'s atomic on the host.
+/// CTA that holds the shadow touches it while it runs, and `core`'s
+/// atomics are system-scoped there), `core`'s atomic on the host.
 #[derive(Debug)]
 pub struct WordRecords<'a, W: TableWord = AtomicU64> {
     /// The interval's last write (or atomic standing for earlier atomics).
