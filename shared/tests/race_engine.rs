@@ -212,6 +212,44 @@ fn a_spin_lock_orders_its_critical_sections() {
     }
 }
 
+/// A contended lock: while one CTA holds it, the others poll it with
+/// failing compare-exchanges that acquire on failure, reading the same
+/// release head again and again (the engine merges it once); when the
+/// holder gives the lock back, the next poll reads a new head and learns
+/// it. With a release, no critical section races with the next; with a
+/// relaxed give, the next holder's polls learn nothing of the last one.
+#[test]
+fn a_contended_lock_learns_each_holder_once_and_misses_none() {
+    let poll = |cta: u32| Step::Atomic {
+        launch: 0,
+        cta,
+        addr: 0,
+        size: 4,
+        kind: AtomicOpKind::CompareExchange,
+        ordering: Acquire,
+        failure: Acquire,
+        scope: Scope::Device,
+        succeeds: false,
+    };
+    for (give, racy) in [(Release, false), (Relaxed, true)] {
+        let holders = [3u32, 0, 5, 1, 4, 2];
+        let mut steps = vec![launch(0, 6)];
+        for (i, &c) in holders.iter().enumerate() {
+            steps.push(at(0, c, 0, AtomicOpKind::Rmw, Acquire, Scope::Device));
+            // Every CTA still waiting polls three times during the
+            // critical section.
+            for _ in 0..3 {
+                steps.extend(holders[i + 1..].iter().map(|&w| poll(w)));
+            }
+            steps.push(plain(0, c, 64, 4, false));
+            steps.push(plain(0, c, 64, 4, true));
+            steps.push(at(0, c, 0, AtomicOpKind::Store, give, Scope::Device));
+        }
+        let raced = compare(1, 1024, &[0], &steps);
+        assert_eq!(raced > 0, racy, "give {give:?}: {raced} races");
+    }
+}
+
 #[test]
 fn a_grid_barrier_of_fences_and_a_relaxed_counter() {
     let n = 64u32;
