@@ -36,6 +36,7 @@
 //! cannot happen.
 
 use crate::atomic::{AtomicFamily, AtomicU64Ops};
+use crate::copies_in_flight::first_byte_within;
 use crate::tensor_map::MAX_RANK;
 use core::sync::atomic::Ordering as MemOrder;
 
@@ -149,14 +150,16 @@ impl BulkCopy {
         if !copy_writes && (!write || (shared && source_read)) {
             return None;
         }
-        let (start, bytes) = if shared {
+        first_byte_within(self.side(shared), lo, hi)
+    }
+
+    /// Its shared side's (`shared`) or global side's first byte and size.
+    pub fn side(&self, shared: bool) -> (u64, u32) {
+        if shared {
             (self.shared, self.shared_bytes)
         } else {
             (self.global, self.global_bytes)
-        };
-        let end = start.saturating_add(u64::from(bytes));
-        let first = lo.max(start);
-        (first < hi.min(end)).then_some(first)
+        }
     }
 
     fn pack(&self) -> [u64; ENTRY_WORDS - 1] {

@@ -216,18 +216,28 @@ impl InFlightCopy {
         (copy, (sizes >> 16) as u16)
     }
 
-    /// The first byte of `lo..hi` this copy's destination (`shared`) or
-    /// source (otherwise) covers, if any.
-    pub fn overlap(&self, shared: bool, lo: u64, hi: u64) -> Option<u64> {
-        let (start, bytes) = if shared {
+    /// Its destination's (`shared`) or source's first byte and size.
+    pub fn side(&self, shared: bool) -> (u64, u32) {
+        if shared {
             (self.shared, self.shared_bytes)
         } else {
             (self.global, self.global_bytes)
-        };
-        let end = start.saturating_add(u64::from(bytes));
-        let first = lo.max(start);
-        (first < hi.min(end)).then_some(first)
+        }
     }
+
+    /// The first byte of `lo..hi` this copy's destination (`shared`) or
+    /// source (otherwise) covers, if any.
+    pub fn overlap(&self, shared: bool, lo: u64, hi: u64) -> Option<u64> {
+        first_byte_within(self.side(shared), lo, hi)
+    }
+}
+
+/// The first byte of `lo..hi` inside the `bytes` bytes from `start` (a
+/// copy's side), if any.
+pub fn first_byte_within((start, bytes): (u64, u32), lo: u64, hi: u64) -> Option<u64> {
+    let end = start.saturating_add(u64::from(bytes));
+    let first = lo.max(start);
+    (first < hi.min(end)).then_some(first)
 }
 
 /// A thread's queue of copies in flight, over its [`QUEUE_WORDS`] words

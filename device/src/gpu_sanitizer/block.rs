@@ -99,7 +99,8 @@ impl Block {
 /// The atomic of type `A` at byte `offset` of the region at `base`.
 ///
 /// # Safety
-/// `base + offset` must be aligned shared memory of the CTA, live for the CTA.
+/// `base + offset` must be an aligned `A` of the CTA's (its shared memory,
+/// or its slot's part of the runtime's device memory), live for the CTA.
 #[inline(always)]
 pub(super) unsafe fn at<A>(base: *mut u8, offset: usize) -> &'static A {
     // SAFETY: forwarded from the caller.
@@ -875,11 +876,7 @@ impl Checked {
         let (lo, hi) = (addr as u64, (addr + self.size) as u64);
         let Some(side) = self.own_copy_in_flight(shared, write, lo, hi).or_else(|| {
             let (c, at) = super::bulk::overlapping(shared, write, lo, hi)?;
-            let (start, bytes) = if shared {
-                (c.shared, c.shared_bytes)
-            } else {
-                (c.global, c.global_bytes)
-            };
+            let (start, bytes) = c.side(shared);
             Some(CopySide {
                 at,
                 start,
@@ -921,11 +918,7 @@ impl Checked {
         }
         let q = CtaState::current().copy_queue()?;
         let (copy, at) = q.overlapping(shared, lo, hi)?;
-        let (start, bytes) = if shared {
-            (copy.shared, copy.shared_bytes)
-        } else {
-            (copy.global, copy.global_bytes)
-        };
+        let (start, bytes) = copy.side(shared);
         Some(CopySide {
             at,
             start,
@@ -1253,7 +1246,7 @@ fn window_access(access: SharedAccess, loc: &'static Location<'static>) {
         let (t, [r0, r1, r2]) = unsafe {
             (
                 at::<AtomicU64>(window.base, e),
-                [1, 2, 3].map(|j| BlockWord::at(window.base, e + 8 * j)),
+                [1, 2, 3].map(|j| at::<BlockWord>(window.base, e + 8 * j)),
             )
         };
         // Only this CTA touches its slot's entries while it runs: CTA

@@ -182,7 +182,7 @@ impl BlockTable {
     fn records(&self, e: usize) -> Records {
         // SAFETY: `e` is an entry of the slot: live device memory of the
         // runtime, aligned.
-        let [r0, r1, r2] = [2, 3, 4].map(|j| unsafe { BlockWord::at(self.base, e + 8 * j) });
+        let [r0, r1, r2] = [2, 3, 4].map(|j| unsafe { at::<BlockWord>(self.base, e + 8 * j) });
         WordRecords {
             write: r0,
             first: r1,
@@ -233,7 +233,7 @@ impl BlockTable {
         // or one of the extension regions it holds on its SM (after
         // them), and `entry` stays in the slot's entries: live device
         // memory of the runtime, aligned.
-        let [t, k] = [0, 1].map(|j| unsafe { BlockWord::at(self.base, e + 8 * j) });
+        let [t, k] = [0, 1].map(|j| unsafe { at::<BlockWord>(self.base, e + 8 * j) });
         (e, t, k)
     }
 
@@ -270,9 +270,9 @@ impl BlockTable {
         // SAFETY: as in `records`.
         let records = unsafe {
             LineRecords {
-                write: BlockWord::at(self.base, e + 16),
-                first: BlockWord::at(self.base, e + 24),
-                mode: BlockWord::at(self.base, e + 32),
+                write: at(self.base, e + 16),
+                first: at(self.base, e + 24),
+                mode: at(self.base, e + 32),
             }
         };
         Some((records, claimed))

@@ -23,19 +23,6 @@ use crate::arch::ptx as arch;
 #[repr(transparent)]
 pub(super) struct BlockWord(AtomicU64);
 
-impl BlockWord {
-    /// The word at byte `offset` of `base`.
-    ///
-    /// # Safety
-    /// As `block::at`: an aligned `u64` of the runtime's table or of a
-    /// shadow, live while the CTA runs.
-    #[inline(always)]
-    pub(super) unsafe fn at(base: *mut u8, offset: usize) -> &'static BlockWord {
-        // SAFETY: forwarded; `BlockWord` is a transparent `AtomicU64`.
-        unsafe { &*(base.add(offset) as *const BlockWord) }
-    }
-}
-
 impl TableWord for BlockWord {
     #[inline(always)]
     fn load_acquire(&self) -> u64 {
