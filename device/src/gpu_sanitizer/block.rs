@@ -54,10 +54,11 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use vigil_shared::abi::{AccessSite, RaceReport, ReportKind};
 use vigil_shared::block::{
     access_interval, barrier_site, barrier_slot, barrier_tag, block_stamp, busy, divergence_group,
-    pack_array, race_kind, record_kind, report_key, slot_site, slot_tag, view_number, word_mask,
-    BarrierCheck, BlockAcquired, BlockRecord, BlockSpace, DivergenceRecord, LaneSync, ShadowLayout,
-    ThreadGroup, WindowShadow, WordRecords, DIVERGENT_BARRIER_KIND, EXIT_SITE, GLOBAL_LANES,
-    MAX_BLOCK_THREADS, REPORTED, SHARED_LANES, UNCHECKED_ARRAYS, VIEWS, WORD,
+    pack_array, race_kind, reader_update, record_kind, report_key, slot_site, slot_tag,
+    view_number, word_mask, BarrierCheck, BlockAcquired, BlockRecord, BlockSpace, DivergenceRecord,
+    LaneSync, ShadowLayout, TableWord, ThreadGroup, WindowShadow, WordRecords,
+    DIVERGENT_BARRIER_KIND, EXIT_SITE, GLOBAL_LANES, MAX_BLOCK_THREADS, REPORTED, SHARED_LANES,
+    UNCHECKED_ARRAYS, VIEWS, WORD,
 };
 use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, PriorRecord, REGIONS_PER_SM};
 use vigil_shared::race::desc::{AccessDesc, SiteLanes, SiteWord, MAX_EPOCH};
@@ -1067,8 +1068,74 @@ impl Checked {
 /// through the array's `.shared` shadow when it has one, else through the
 /// slot's window shadow. An access of size 0 declares an array without a
 /// `.shared` shadow ([`shared_declared`]).
-#[inline(never)]
+///
+/// The common case of a tiled kernel, a read that changes nothing, is
+/// decided here at the access ([`read_changes_nothing`]); the rest is a
+/// call.
+#[inline(always)]
 pub(super) fn shared_access(access: SharedAccess, loc: &'static Location<'static>) {
+    if !read_changes_nothing(&access) {
+        shared_access_checked(access, loc);
+    }
+}
+
+/// Whether `access` is a plain read of one word of an array with a
+/// `.shared` shadow that [`shared_access_checked`] would leave as it is,
+/// having found no race: the shadow and the word's records are the
+/// block's and the current interval's, the word's write record is empty
+/// or the reading thread's own (a thread never races with itself), its
+/// reader records already hold this read ([`reader_update`]: the thread
+/// read these bytes already, or two other threads read the word), and the
+/// thread has no copy in flight. Loads of the CTA's shared memory only.
+#[inline(always)]
+fn read_changes_nothing(access: &SharedAccess) -> bool {
+    if access.kind != AccessKind::Read || access.shadow == 0 || access.addr < access.array {
+        return false;
+    }
+    let start = access.addr - access.array;
+    let end = start + access.size;
+    let w = start / WORD;
+    let layout = ShadowLayout::of(access.array_bytes);
+    if access.size == 0 || (end - 1) / WORD != w || w >= layout.words {
+        return false;
+    }
+    let b = Block::current();
+    let shadow = access.shadow as *mut u8;
+    // SAFETY: the shadow's header, its first word (as in
+    // `shared_access_checked`).
+    if arch::load_acquire_cta_u32(unsafe { at::<AtomicU32>(shadow, 0) }) != b.stamp {
+        return false;
+    }
+    let Some(own) = Lanes::of(b.threads).get(b.thread) else {
+        return false;
+    };
+    let interval = access_interval(own.load().barriers(), cta_epoch());
+    // SAFETY: `w < layout.words`: inside the shadow, aligned.
+    let (current, [write, first, second]) = unsafe {
+        (
+            at::<AtomicU32>(shadow, layout.interval(w)),
+            [0, 1, 2].map(|j| BlockWord::at(shadow, layout.record(w, j)).load_relaxed()),
+        )
+    };
+    if arch::load_acquire_cta_u32(current) != interval {
+        return false;
+    }
+    let me = BlockRecord::new(
+        b.thread,
+        false,
+        word_mask((w * WORD) as u64, start as u64, end as u64),
+        0,
+        0,
+        0,
+    );
+    BlockRecord(write).thread().is_none_or(|t| t == b.thread)
+        && reader_update(BlockRecord(first), BlockRecord(second), me).is_none()
+        && !super::in_flight::any()
+}
+
+/// [`shared_access`] checked and recorded in full.
+#[inline(never)]
+fn shared_access_checked(access: SharedAccess, loc: &'static Location<'static>) {
     if access.size == 0 {
         if access.shadow == 0 {
             shared_declared(access.array, access.array_bytes);
