@@ -402,6 +402,23 @@ pub fn reader_update(
     }
 }
 
+/// Whether a plain read `me` of a word whose records of the current
+/// interval are `write`, `first` and `second` is one that
+/// [`WordRecords::access`] would neither record nor report: the write
+/// record is empty or `me`'s thread's own (a thread never races with
+/// itself) and the reader records hold the read already
+/// ([`reader_update`]). A caller that sees this can skip the protocol
+/// (the GPU's common read of a tile).
+pub fn read_changes_nothing(
+    write: BlockRecord,
+    first: BlockRecord,
+    second: BlockRecord,
+    me: BlockRecord,
+) -> bool {
+    write.thread().is_none_or(|t| Some(t) == me.thread())
+        && reader_update(first, second, me).is_none()
+}
+
 /// One shadow word's [`RECORDS`] records of the current interval (its
 /// last write or block-scope atomic, its first reader, a reader other than
 /// the first), and the protocol every access follows on them.

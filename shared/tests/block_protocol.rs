@@ -18,7 +18,8 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use proptest::prelude::*;
 use vigil_shared::block::{
     access_interval, barrier_site, barrier_slot, barrier_tag, block_stamp, divergence_group,
-    race_kind, slot_site, slot_tag, BlockRecord, LaneSync, ThreadGroup, WordRecords, EXIT_SITE,
+    race_kind, read_changes_nothing, slot_site, slot_tag, BlockRecord, LaneSync, ThreadGroup,
+    WordRecords, EXIT_SITE,
 };
 use vigil_shared::AccessKind;
 
@@ -132,6 +133,10 @@ fn run(ops: &[Op]) -> (Vec<Reported>, Vec<(usize, usize)>) {
                     recs.clear();
                     word_interval.store(now, Ordering::Relaxed);
                 }
+                let before = r.each_ref().map(|c| c.load(Ordering::Relaxed));
+                let [w, f, s] = before.map(BlockRecord);
+                let skippable = kind == AccessKind::Read && read_changes_nothing(w, f, s, me);
+                let reports_before = reported.len();
                 recs.access(
                     me,
                     kind,
@@ -149,6 +154,12 @@ fn run(ops: &[Op]) -> (Vec<Reported>, Vec<(usize, usize)>) {
                         reported.push((prior_index, i, ok));
                     },
                 );
+                if skippable {
+                    // What the GPU skips at the access must be what the
+                    // protocol would have left alone.
+                    assert_eq!(r.each_ref().map(|c| c.load(Ordering::Relaxed)), before);
+                    assert_eq!(reported.len(), reports_before, "a skipped read reported");
+                }
                 for s in interval.iter().filter(|s| s.word == word) {
                     let conflict = (s.kind.writes() || kind.writes())
                         && !(s.kind.is_atomic() && kind.is_atomic());

@@ -54,7 +54,7 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use vigil_shared::abi::{AccessSite, RaceReport, ReportKind};
 use vigil_shared::block::{
     access_interval, barrier_site, barrier_slot, barrier_tag, block_stamp, busy, divergence_group,
-    pack_array, race_kind, reader_update, record_kind, report_key, slot_site, slot_tag,
+    pack_array, race_kind, read_changes_nothing, record_kind, report_key, slot_site, slot_tag,
     view_number, word_mask, BarrierCheck, BlockAcquired, BlockRecord, BlockSpace, DivergenceRecord,
     LaneSync, ShadowLayout, TableWord, ThreadGroup, WindowShadow, WordRecords,
     DIVERGENT_BARRIER_KIND, EXIT_SITE, GLOBAL_LANES, MAX_BLOCK_THREADS, REPORTED, SHARED_LANES,
@@ -1070,11 +1070,11 @@ impl Checked {
 /// `.shared` shadow ([`shared_declared`]).
 ///
 /// The common case of a tiled kernel, a read that changes nothing, is
-/// decided here at the access ([`read_changes_nothing`]); the rest is a
+/// decided here at the access ([`unchanged_by_read`]); the rest is a
 /// call.
 #[inline(always)]
 pub(super) fn shared_access(access: SharedAccess, loc: &'static Location<'static>) {
-    if !read_changes_nothing(&access) {
+    if !unchanged_by_read(&access) {
         shared_access_checked(access, loc);
     }
 }
@@ -1082,13 +1082,11 @@ pub(super) fn shared_access(access: SharedAccess, loc: &'static Location<'static
 /// Whether `access` is a plain read of one word of an array with a
 /// `.shared` shadow that [`shared_access_checked`] would leave as it is,
 /// having found no race: the shadow and the word's records are the
-/// block's and the current interval's, the word's write record is empty
-/// or the reading thread's own (a thread never races with itself), its
-/// reader records already hold this read ([`reader_update`]: the thread
-/// read these bytes already, or two other threads read the word), and the
-/// thread has no copy in flight. Loads of the CTA's shared memory only.
+/// block's and the current interval's, the word's records say the read
+/// changes nothing there ([`read_changes_nothing`]), and the thread has
+/// no copy in flight. Loads of the CTA's shared memory only.
 #[inline(always)]
-fn read_changes_nothing(access: &SharedAccess) -> bool {
+fn unchanged_by_read(access: &SharedAccess) -> bool {
     if access.kind != AccessKind::Read || access.shadow == 0 || access.addr < access.array {
         return false;
     }
@@ -1128,9 +1126,12 @@ fn read_changes_nothing(access: &SharedAccess) -> bool {
         0,
         0,
     );
-    BlockRecord(write).thread().is_none_or(|t| t == b.thread)
-        && reader_update(BlockRecord(first), BlockRecord(second), me).is_none()
-        && !super::in_flight::any()
+    read_changes_nothing(
+        BlockRecord(write),
+        BlockRecord(first),
+        BlockRecord(second),
+        me,
+    ) && !super::in_flight::any()
 }
 
 /// [`shared_access`] checked and recorded in full.
