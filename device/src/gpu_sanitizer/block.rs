@@ -1112,7 +1112,7 @@ fn unchanged_by_read(access: &SharedAccess) -> bool {
     let (current, [write, first, second]) = unsafe {
         (
             at::<AtomicU32>(shadow, layout.interval(w)),
-            [0, 1, 2].map(|j| BlockWord::at(shadow, layout.record(w, j)).load_relaxed()),
+            [0, 1, 2].map(|j| at::<BlockWord>(shadow, layout.record(w, j)).load_relaxed()),
         )
     };
     if arch::load_acquire_cta_u32(current) != interval {
