@@ -40,7 +40,8 @@ use crate::{AccessKind, Scope};
 
 /// Regions of per-CTA same-block state per SM: one per CTA an SM can
 /// hold at once (32 from sm_70 on). A CTA claims the lowest free one of
-/// its SM in [`GpuRuntime::regions`] at entry and frees it at exit.
+/// its SM in the region masks ([`GpuRuntime::REGION_MASKS_AT`]) at entry
+/// and frees it at exit.
 pub const REGIONS_PER_SM: u32 = 32;
 
 /// Extension regions of the same-block table per SM, beside its
@@ -112,7 +113,7 @@ pub const fn run_mask(first: u32, count: u32) -> u32 {
     }
 }
 
-/// SMs the region masks ([`GpuRuntime::regions`]) cover: more than any
+/// SMs the region masks ([`GpuRuntime::REGION_MASKS_AT`]) cover: more than any
 /// GPU's `%smid` reaches, which may exceed its SM count.
 pub const REGION_MASK_SMS: u32 = 1024;
 
@@ -252,11 +253,6 @@ pub struct GpuRuntime {
     /// memory `.shared` shadows do not cover, per region; 0: none yet.
     /// The host replaces it with a larger one when a launch needs it.
     pub block_shadow: u64,
-    /// Per SM, the mask of its claimed regions ([`REGION_MASK_SMS`]
-    /// `u32`s, SM `s` at `s % REGION_MASK_SMS`; bit `r`: region `r` is
-    /// held by a running CTA), then as many masks of its claimed
-    /// extension regions.
-    pub regions: u64,
     /// The threads' queues of `cp.async` copies in flight
     /// ([`crate::copies_in_flight::QueueArea`]), per region; 0: none yet.
     /// The host replaces it with a larger one when a launch needs it.
@@ -265,12 +261,24 @@ pub struct GpuRuntime {
 impl GpuRuntime {
     /// Trap the kernel after the first race or error it records.
     pub const HALT_ON_RACE: u32 = 1;
+    /// Where the region masks start, in bytes from the runtime's own
+    /// address: they follow the descriptor in its allocation, so that a
+    /// CTA's entry addresses its SM's mask from its parameters alone and
+    /// issues its claim without loading the runtime first. Per SM, the
+    /// mask of its claimed regions ([`REGION_MASK_SMS`] `u32`s, SM `s` at
+    /// `s % REGION_MASK_SMS`; bit `r`: region `r` is held by a running
+    /// CTA), then as many masks of its claimed extension regions.
+    pub const REGION_MASKS_AT: usize = 256;
+    /// Bytes of the runtime's allocation: the descriptor, then the
+    /// region masks.
+    pub const ALLOCATION_BYTES: usize = Self::REGION_MASKS_AT + 2 * REGION_MASK_SMS as usize * 4;
     /// Regions per SM (what the same-block layer indexes by).
     pub const fn regions_per_sm(&self) -> u32 {
         REGIONS_PER_SM
     }
 }
-const _: () = assert!(size_of::<GpuRuntime>() == 152);
+const _: () = assert!(size_of::<GpuRuntime>() == 144);
+const _: () = assert!(size_of::<GpuRuntime>() <= GpuRuntime::REGION_MASKS_AT);
 const _: () = assert!(offset_of!(GpuRuntime, real_base) == 0);
 const _: () = assert!(offset_of!(GpuRuntime, pool) == 8);
 const _: () = assert!(offset_of!(GpuRuntime, lane_devices) == 64);
@@ -278,8 +286,7 @@ const _: () = assert!(offset_of!(GpuRuntime, arena_words) == 72);
 const _: () = assert!(offset_of!(GpuRuntime, report_capacity) == 100);
 const _: () = assert!(offset_of!(GpuRuntime, block_table) == 104);
 const _: () = assert!(offset_of!(GpuRuntime, block_lanes) == 120);
-const _: () = assert!(offset_of!(GpuRuntime, regions) == 136);
-const _: () = assert!(offset_of!(GpuRuntime, copy_queues) == 144);
+const _: () = assert!(offset_of!(GpuRuntime, copy_queues) == 136);
 
 /// Bytes of a launch's record ([`crate::race::memory::launch_record`]).
 pub const LAUNCH_RECORD_BYTES: usize = 4 * crate::race::memory::launch_record::WORDS;

@@ -515,24 +515,27 @@ fn checked_barrier(site: u32, location: u64) {
     // slot once: one shared-memory exchange a warp, not one a thread on
     // the same word.
     let group = Group::of([mine]);
-    let mut seen = 0;
+    let mut first = 0;
     if group.is_leader() {
-        seen = slot.load(Ordering::Relaxed);
+        let mut seen = slot.load(Ordering::Relaxed);
         while slot_tag(seen) != tag {
             match slot.compare_exchange(seen, mine, Ordering::Relaxed, Ordering::Relaxed) {
                 Ok(_) => seen = mine,
                 Err(now) => seen = now,
             }
         }
+        first = slot_site(seen);
     }
-    let seen = group.leader_value(seen);
-    if seen != mine {
+    // The slot now holds this instance's first arrival: its site alone
+    // says whether the group's differs (one shuffle, not two).
+    let first = group.leader_bits(first);
+    if first != slot_site(mine) {
         flag.store(divergent, Ordering::Relaxed);
     }
     l.store(state.passed_barrier());
     arch::barrier_sync();
     if flag.load(Ordering::Relaxed) == divergent {
-        report_divergence(b, slot_site(seen), site, location);
+        report_divergence(b, first, site, location);
     }
 }
 

@@ -347,14 +347,17 @@ pub unsafe fn run_cta(args: LaunchArgs, body: impl FnOnce()) {
     exit();
 }
 
-/// The mask of `rt`'s regions held on SM `smid`. Device-scoped atomics
-/// on it: only the device's CTAs claim its regions, and a `core` atomic
+/// The mask of the regions held on SM `smid` of the runtime at
+/// `runtime`: an address computed from the entry's parameters, so that
+/// the claim goes out without a load before it. Device-scoped atomics on
+/// it: only the device's CTAs claim its regions, and a `core` atomic
 /// would be system-scoped (a release of one a `MEMBAR.SYS`).
 #[inline(always)]
-fn region_mask(rt: &GpuRuntime, smid: u32) -> *mut u32 {
-    // SAFETY (of the offset): the runtime's REGION_MASK_SMS region masks,
-    // live as long as the runtime.
-    (rt.regions as *mut u32).wrapping_add((smid % REGION_MASK_SMS) as usize)
+fn region_mask(runtime: u64, smid: u32) -> *mut u32 {
+    // SAFETY (of the offset): the runtime's REGION_MASK_SMS region masks
+    // follow its descriptor, live as long as the runtime.
+    ((runtime + GpuRuntime::REGION_MASKS_AT as u64) as *mut u32)
+        .wrapping_add((smid % REGION_MASK_SMS) as usize)
 }
 
 /// The extension mask of the SM whose region mask is `region_mask`.
@@ -378,12 +381,13 @@ struct ExtensionClaim {
 }
 
 impl ExtensionClaim {
-    /// Sets the bits of the extension regions of SM `smid` (region mask
-    /// `region_mask`) a CTA trying
-    /// region `guess` first asks for (`wanted`, [`extension_mask`]);
-    /// `None` when it asks for none. The caller issues the region's claim
-    /// before it [`finish`](Self::finish)es this one, so that both round
-    /// trips overlap.
+    /// Sets the bits of the extension regions of the SM whose region mask
+    /// is `region_mask` that a CTA trying region `guess` first asks for
+    /// (`wanted`, [`extension_mask`]); `None` when it asks for none. The
+    /// caller issues the region's claim before it
+    /// [`finish`](Self::finish)es this one, so that both round trips
+    /// overlap; it learns only then whether the SM has extension regions
+    /// at all (every SM has a mask).
     ///
     /// Relaxed, so that the region's acquire does not hold it back: the
     /// regions' previous holders ran on the same SM and released them
@@ -391,16 +395,10 @@ impl ExtensionClaim {
     /// once the result is back and past the region's acquire and the
     /// entry's barrier.
     #[inline(always)]
-    fn issue(
-        rt: &GpuRuntime,
-        smid: u32,
-        region_mask: *mut u32,
-        guess: u32,
-        wanted: u32,
-    ) -> Option<ExtensionClaim> {
+    fn issue(region_mask: *mut u32, guess: u32, wanted: u32) -> Option<ExtensionClaim> {
         let wanted = wanted.min(EXTENSIONS_PER_SM);
         let mask = extension_mask(guess % REGIONS_PER_SM, wanted);
-        if mask == 0 || smid >= rt.block_table_slots / REGIONS_PER_SM {
+        if mask == 0 {
             return None;
         }
         let at = extension_masks_after(region_mask);
@@ -419,13 +417,21 @@ impl ExtensionClaim {
         unsafe { u32::arch_or(at, m, MemoryOrder::Relaxed, Scope::Device) }
     }
 
-    /// The regions the claim keeps, `(first, count)`: when its share was
-    /// taken in part, it tries once more at a share it saw wholly free
-    /// ([`free_share`]), keeps the lowest run of the larger catch and
-    /// gives the rest back at once.
+    /// The regions the claim keeps, `(first, count)`: none on an SM
+    /// without extension regions (`usable` false: all it took goes back);
+    /// when its share was taken in part, it tries once more at a share it
+    /// saw wholly free ([`free_share`]), keeps the lowest run of the
+    /// larger catch and gives the rest back at once.
     #[inline(always)]
-    fn finish(self) -> (u32, u32) {
+    fn finish(self, usable: bool) -> (u32, u32) {
         let got = self.mask & !self.before;
+        if !usable {
+            if got != 0 {
+                // SAFETY: as in `set`; nothing was done in them.
+                unsafe { u32::arch_and(self.at, !got, MemoryOrder::Relaxed, Scope::Device) };
+            }
+            return (0, 0);
+        }
         let (mut kept, mut taken) = (got, got);
         if got != self.mask {
             let other = free_share(!(self.before | self.mask), self.wanted);
@@ -571,10 +577,12 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
         let device = rec[launch_record::DEVICE];
         let smid = arch::smid();
         let guess = region_guess(lanes);
-        let mask = region_mask(rt, smid);
-        let extension_claim = ExtensionClaim::issue(rt, smid, mask, guess, extensions);
+        let mask = region_mask(runtime, smid);
+        let extension_claim = ExtensionClaim::issue(mask, guess, extensions);
         let slot = claim_region(mask, guess) as u16;
-        let (extension, extensions) = extension_claim.map_or((0, 0), ExtensionClaim::finish);
+        let table_sm = smid < rt.block_table_slots / REGIONS_PER_SM;
+        let (extension, extensions) =
+            extension_claim.map_or((0, 0), |claim| claim.finish(table_sm));
         let block = super::hooks::linear_block();
         if block == 0 {
             note_anchor(record, anchor);

@@ -65,7 +65,7 @@ use vigil_shared::block::{
 };
 use vigil_shared::gpu::{
     extensions_wanted, launch_flags, GpuReportRecord, GpuRuntime, EXTENSIONS_PER_SM, HIDDEN_PARAMS,
-    LAUNCH_RECORD_BYTES, LAUNCH_RING_SLOTS, REGIONS_PER_SM, REGION_MASK_SMS,
+    LAUNCH_RECORD_BYTES, LAUNCH_RING_SLOTS, REGIONS_PER_SM,
 };
 use vigil_shared::race::cta::LaneDevices;
 use vigil_shared::race::knowledge::header as arena_header;
@@ -142,7 +142,6 @@ pub(crate) struct GpuSanitizer {
     group: Mutex<HashMap<u64, group::Peers>>,
     block_table: DeviceBlock,
     _block_lanes: DeviceBlock,
-    _region_masks: DeviceBlock,
     layout: Option<LocationLayout>,
     state: Mutex<State>,
     /// The stream the runtime's own launches run on outside every user
@@ -208,8 +207,6 @@ impl GpuSanitizer {
             .bytes((regions + num_sms * EXTENSIONS_PER_SM) as usize),
         )?;
         let block_lanes = DeviceBlock::zeroed(regions as usize * GLOBAL_LANES * 8)?;
-        // The region masks, then the extension masks.
-        let region_masks = DeviceBlock::zeroed(2 * REGION_MASK_SMS as usize * 4)?;
         // The device's own region's, or a group of processes' first rank's.
         let tables = vmm.engine_tables(ordinal)?;
         let mut desc = GpuRuntime {
@@ -230,11 +227,12 @@ impl GpuSanitizer {
             block_shadow: 0,
             // Made by the first launch that keeps copies in flight.
             copy_queues: 0,
-            regions: region_masks.addr,
             ..GpuRuntime::default()
         };
         tables.name_in(&mut desc);
-        let runtime = DeviceBlock::zeroed(std::mem::size_of::<GpuRuntime>())?;
+        // The descriptor, then the region masks and the extension masks
+        // (`GpuRuntime::REGION_MASKS_AT`), zeroed: no region held.
+        let runtime = DeviceBlock::zeroed(GpuRuntime::ALLOCATION_BYTES)?;
         runtime.write(as_bytes(&desc))?;
         Ok(GpuSanitizer {
             device: device.clone(),
@@ -246,7 +244,6 @@ impl GpuSanitizer {
             group: Mutex::new(HashMap::new()),
             block_table,
             _block_lanes: block_lanes,
-            _region_masks: region_masks,
             layout: LocationLayout::probe(),
             own_stream: Mutex::new(None),
             state: Mutex::new(State {
