@@ -98,12 +98,6 @@ impl Group {
         self.leaders(bits)
     }
 
-    /// The leader's `v`, on every lane.
-    #[inline(always)]
-    pub fn leader_value(&self, v: u64) -> u64 {
-        u64::from(self.leaders(v as u32)) | u64::from(self.leaders((v >> 32) as u32)) << 32
-    }
-
     #[inline(always)]
     fn leaders(&self, v: u32) -> u32 {
         arch::shfl_idx(self.mask, v, self.leader, 31)
