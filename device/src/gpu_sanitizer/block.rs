@@ -1169,12 +1169,19 @@ fn shared_access_checked(access: SharedAccess, loc: &'static Location<'static>) 
     // SAFETY: the shadow is `layout.bytes()` of the CTA's shared memory,
     // 8-aligned (`__storage_checked`); the header is its first word.
     let header = unsafe { at::<AtomicU32>(shadow, 0) };
-    fresh(header, b.stamp, &|part, parts| {
+    let bytes = layout.bytes();
+    fresh(header, b.stamp, &move |part, parts| {
+        // The bounds in registers and the stores at the CTA's scope: with
+        // a system-scoped store per word, each followed by reloads of the
+        // closure's captures from the stack, the other warps of a
+        // sanitized transpose's blocks polled the stamp about 180 times
+        // each while one warp cleared.
+        let (shadow, bytes, stride) = (shadow, bytes, 8 * parts as usize);
         let mut o = 8 + 8 * part as usize;
-        while o < layout.bytes() {
+        while o < bytes {
             // SAFETY: inside the shadow, 8-aligned.
-            unsafe { at::<AtomicU64>(shadow, o) }.store(0, Ordering::Relaxed);
-            o += 8 * parts as usize;
+            unsafe { at::<BlockWord>(shadow, o) }.store_relaxed(0);
+            o += stride;
         }
     });
     // SAFETY: the header's key slots follow its first 8 bytes.
