@@ -633,44 +633,35 @@ cta_store!(
     store_release_block => "st.release.cta.global.b64"
 );
 
-/// `atom.acquire.cta.cas.b64`: a compare-exchange ordered for the calling
-/// CTA only (see [`load_acquire_block`]); `Ok` with the old value when it
-/// swapped, else `Err` with the value found.
-#[inline(always)]
-pub fn compare_exchange_acquire_block(
-    p: &core::sync::atomic::AtomicU64,
-    current: u64,
-    new: u64,
-) -> Result<u64, u64> {
-    let r: u64;
-    // SAFETY: `p` is a live, aligned 8-byte atomic in global memory.
-    unsafe {
-        asm!("atom.acquire.cta.global.cas.b64 {r}, [{p}], {c}, {n};", r = out(reg64) r, p = in(reg64) p.as_ptr(), c = in(reg64) current, n = in(reg64) new, options(nostack))
+macro_rules! cta_cas {
+    ($(#[$doc:meta])* $name:ident => $insn:literal) => {
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $name(p: &core::sync::atomic::AtomicU64, current: u64, new: u64) -> u64 {
+            let r: u64;
+            // SAFETY: `p` is a live, aligned 8-byte atomic in the
+            // instruction's state space.
+            unsafe {
+                asm!(concat!($insn, " {r}, [{p}], {c}, {n};"), r = out(reg64) r, p = in(reg64) p.as_ptr(), c = in(reg64) current, n = in(reg64) new, options(nostack))
+            };
+            r
+        }
     };
-    if r == current {
-        Ok(r)
-    } else {
-        Err(r)
-    }
 }
 
-/// `atom.relaxed.cta.cas.b64` through a generic address (shared or
-/// global): a compare-exchange ordered for the calling CTA only (a record
-/// of `gpu_sanitizer::block`'s shadows, which only the CTA's threads
-/// touch); the value found.
-#[inline(always)]
-pub fn compare_exchange_relaxed_cta(
-    p: &core::sync::atomic::AtomicU64,
-    current: u64,
-    new: u64,
-) -> u64 {
-    let r: u64;
-    // SAFETY: `p` is a live, aligned 8-byte atomic.
-    unsafe {
-        asm!("atom.relaxed.cta.cas.b64 {r}, [{p}], {c}, {n};", r = out(reg64) r, p = in(reg64) p.as_ptr(), c = in(reg64) current, n = in(reg64) new, options(nostack))
-    };
-    r
-}
+cta_cas!(
+    /// `atom.acquire.cta.global.cas.b64`: a compare-exchange ordered for
+    /// the calling CTA only (see [`load_acquire_block`]); the value found
+    /// (it swapped when that is `current`).
+    compare_exchange_acquire_block => "atom.acquire.cta.global.cas.b64"
+);
+cta_cas!(
+    /// `atom.relaxed.cta.cas.b64` through a generic address (shared or
+    /// global): a compare-exchange ordered for the calling CTA only (a
+    /// record of `gpu_sanitizer::block`'s shadows, which only the CTA's
+    /// threads touch); the value found.
+    compare_exchange_relaxed_cta => "atom.relaxed.cta.cas.b64"
+);
 
 /// `atom.relaxed.cta.exch.b64` through a generic address (see
 /// [`compare_exchange_relaxed_cta`]): the value replaced.

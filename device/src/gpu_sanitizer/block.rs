@@ -1121,6 +1121,9 @@ fn unchanged_by_read(access: &SharedAccess) -> bool {
     if arch::load_acquire_cta_u32(current) != interval {
         return false;
     }
+    // Only the thread and the bytes: `read_changes_nothing` looks at no
+    // other field (the collectives and the epoch matter only to a record
+    // that is stored, and a skipped read stores none).
     let me = BlockRecord::new(
         b.thread,
         false,

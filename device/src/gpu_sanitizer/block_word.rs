@@ -42,7 +42,7 @@ impl TableWord for BlockWord {
     }
     #[inline(always)]
     fn cas_acquire(&self, current: u64, new: u64) -> bool {
-        arch::compare_exchange_acquire_block(&self.0, current, new).is_ok()
+        arch::compare_exchange_acquire_block(&self.0, current, new) == current
     }
     #[inline(always)]
     fn cas_relaxed(&self, current: u64, new: u64) -> bool {

@@ -43,9 +43,6 @@ pub(super) struct CtaState {
     pub runtime: u64,
     /// The launch's record in the launch ring.
     pub record: u64,
-    /// The region mask of its SM (`region_mask`), kept so that exit gives
-    /// the region back without reading the runtime again.
-    pub region_mask: u64,
     /// The runtime's `real_base`, kept so that an access finds its shadow
     /// without reading the runtime.
     pub real_base: u64,
@@ -601,7 +598,6 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
         let state = CtaState {
             runtime,
             record,
-            region_mask: mask as u64,
             real_base: rt.real_base,
             tid: serial,
             base,
@@ -648,7 +644,7 @@ fn exit() {
         }
         // Every thread passed the exit barrier: the regions are unused.
         release_regions(
-            st.region_mask as *mut u32,
+            region_mask(st.runtime, st.smid),
             u32::from(st.slot),
             u32::from(st.extension),
             u32::from(st.extensions),
