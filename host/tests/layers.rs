@@ -10,7 +10,9 @@
 //!   the CUDA driver (`sys::cu*`);
 //! - device: inline PTX (`asm!`) only in the platform layer (`arch/`), the
 //!   math lowering (`math/ptx.rs`) and the shared arrays' `.shared`
-//!   declarations (`shared_mem.rs`, emitted where the macro expands);
+//!   declarations (`shared_mem.rs`, emitted where the macro expands); and
+//!   inside the GPU sanitizer's runtime (`gpu_sanitizer/`), whose files
+//!   name each other as `super::<file>`, the same order between its files;
 //! - shared: `no_std` without `std` or `alloc` outside its unit tests, so
 //!   that it builds for PTX;
 //! - the crates: `vigil-shared` depends on no other crate of the
@@ -77,6 +79,27 @@ fn device_layer(path: &[&str]) -> Option<Layer> {
     })
 }
 
+/// The layer of a file of the GPU sanitizer's runtime (`gpu_sanitizer/`,
+/// ARCHITECTURE.md): the leaves, the CTA's state, the copies in flight,
+/// the same-block check, the hooks, CTA entry and exit, the runtime's own
+/// entries.
+fn gpu_sanitizer_layer(path: &[&str]) -> Option<Layer> {
+    Some(match path {
+        ["device_atomics" | "report" | "warp" | "block_word", ..] => layer(0, "the leaves"),
+        ["memory", ..] => layer(1, "memory.rs"),
+        ["cta", ..] => layer(2, "cta.rs"),
+        ["bulk", ..] => layer(3, "bulk.rs"),
+        ["in_flight", ..] => layer(4, "in_flight.rs"),
+        ["block", ..] => layer(5, "block.rs"),
+        ["block_table", ..] => layer(6, "block_table.rs"),
+        ["hooks", ..] => layer(7, "hooks.rs"),
+        ["entry", ..] => layer(8, "entry.rs"),
+        ["range", ..] => layer(9, "range.rs"),
+        ["reclaim", ..] => layer(10, "reclaim.rs"),
+        _ => return None,
+    })
+}
+
 /// The shared crate's layer of a module path: the vocabulary host and
 /// device agree on imports nothing of the crate; the engine and the
 /// layouts it works on import from each other and the vocabulary.
@@ -114,11 +137,17 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// The module segments of each `crate::a::b` path on a code line.
 fn crate_paths(line: &str) -> Vec<Vec<&str>> {
+    rooted_paths(line, "crate::")
+}
+
+/// The module paths after each `root` (`crate::`, `super::`) in `line`,
+/// as [`crate_paths`] reads them.
+fn rooted_paths<'a>(line: &'a str, root: &str) -> Vec<Vec<&'a str>> {
     let mut paths = Vec::new();
     let mut rest = line;
-    while let Some(at) = rest.find("crate::") {
+    while let Some(at) = rest.find(root) {
         let before = &rest[..at];
-        rest = &rest[at + "crate::".len()..];
+        rest = &rest[at + root.len()..];
         if before.ends_with(|c: char| c.is_alphanumeric() || c == '_') {
             continue;
         }
@@ -222,6 +251,44 @@ fn layer_violations(
     (violations, checked)
 }
 
+/// Every `super::<file>` path of the GPU sanitizer runtime's files (their
+/// code before their unit tests) against [`gpu_sanitizer_layer`], and
+/// the number checked.
+fn gpu_sanitizer_violations(files: &[Source]) -> (Vec<String>, usize) {
+    let mut violations = Vec::new();
+    let mut checked = 0;
+    for file in files {
+        let [dir, name] = file.module.as_slice() else {
+            continue;
+        };
+        if dir != "gpu_sanitizer" || name == "gpu_sanitizer" {
+            continue;
+        }
+        let Some(own) = gpu_sanitizer_layer(&[name.as_str()]) else {
+            violations.push(format!("{}: in no layer of this test", file.rel.display()));
+            continue;
+        };
+        for (n, code) in &file.code[..file.before_tests] {
+            for path in rooted_paths(code, "super::") {
+                let Some(target) = gpu_sanitizer_layer(&path) else {
+                    continue;
+                };
+                checked += 1;
+                if target.rank > own.rank || (target.rank == own.rank && target.name != own.name) {
+                    violations.push(format!(
+                        "{}:{n}: {} imports {} (`super::{}`)",
+                        file.rel.display(),
+                        own.name,
+                        target.name,
+                        path.join("::")
+                    ));
+                }
+            }
+        }
+    }
+    (violations, checked)
+}
+
 /// The code lines of `files` outside `allowed` that contain `needle`.
 fn lines_with(files: &[Source], needle: &str, allowed: impl Fn(&Path) -> bool) -> Vec<String> {
     files
@@ -257,6 +324,20 @@ fn host_layers_import_only_downward() {
 #[test]
 fn device_layers_import_only_downward() {
     check_layers("device", device_layer, 30);
+}
+
+#[test]
+fn the_gpu_sanitizer_runtime_imports_only_downward() {
+    let (violations, checked) = gpu_sanitizer_violations(&sources("device"));
+    assert!(
+        checked >= 30,
+        "only {checked} `super::` paths found in gpu_sanitizer/"
+    );
+    assert!(
+        violations.is_empty(),
+        "imports against the order of gpu_sanitizer/'s files (ARCHITECTURE.md):\n{}",
+        violations.join("\n")
+    );
 }
 
 #[test]
@@ -374,7 +455,8 @@ fn the_path_parser_reads_use_lines_and_skips_identifiers_ending_in_crate() {
     );
 }
 
-/// The checks can fail: an upward import, a sideways one, `std` in the
+/// The checks can fail: an upward import, a sideways one, an import
+/// between the GPU runtime's files against their order, `std` in the
 /// shared crate and a driver call in the wrong place are each found.
 #[test]
 fn a_misplaced_import_or_call_is_found() {
@@ -396,6 +478,12 @@ fn a_misplaced_import_or_call_is_found() {
     )];
     let (v, _) = layer_violations(&sideways, device_layer);
     assert_eq!(v.len(), 1, "{v:?}");
+    let cycle = [file("gpu_sanitizer/cta.rs", "super::hooks::linear_block()")];
+    let (v, _) = gpu_sanitizer_violations(&cycle);
+    assert_eq!(
+        v,
+        ["gpu_sanitizer/cta.rs:7: cta.rs imports hooks.rs (`super::hooks::linear_block`)"]
+    );
     let vocabulary = [file("params.rs", "use crate::engine::Engine;")];
     let (v, _) = layer_violations(&vocabulary, shared_layer);
     assert_eq!(v.len(), 1, "{v:?}");

@@ -66,8 +66,7 @@ use vigil_shared::race::OwnReleases;
 use vigil_shared::{AccessKind, Scope};
 
 use super::block_word::BlockWord;
-use super::cta::{cta_epoch, lane, CtaState};
-use super::hooks::linear_block;
+use super::cta::{cta_epoch, lane, linear_block, CtaState};
 use super::report::Reporter;
 use super::warp::Group;
 use crate::arch::ptx as arch;
@@ -445,7 +444,7 @@ pub(super) fn set_window(window: u64) {
 /// slot left in its lane state in device memory (threads past
 /// [`SHARED_LANES`]), once the CTA holds its slot, when
 /// [`needs_slot_lanes`]; a barrier must follow before the body
-/// (`cta::enter`'s second).
+/// (`entry::enter`'s second).
 #[inline(always)]
 pub(super) fn reset_slot_lane(lane: u32, lanes: u32) {
     if let Some(l) = Lanes::of(lanes).get(lane) {
@@ -468,7 +467,7 @@ pub(super) fn barrier(loc: &'static Location<'static>) {
     checked_barrier(barrier_site(location_address(loc)), location_address(loc));
 }
 
-/// The CTA's exit barrier (the first one of `cta::exit`, before the
+/// The CTA's exit barrier (the first one of `entry::exit`, before the
 /// block's clock is published): a barrier site like any other, so that a
 /// `sync_threads` the hardware completes with threads that returned early
 /// is seen as divergent.

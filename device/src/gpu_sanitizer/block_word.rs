@@ -4,7 +4,7 @@
 //!
 //! Only the CTA that holds a slot touches its words while it runs, and
 //! the next holder acquires the slot from the last one's release
-//! (`cta::claim_region`), so the CTA's scope orders every access that
+//! (`entry::claim_region`), so the CTA's scope orders every access that
 //! must be ordered. It is also cheaper: `core`'s atomics are
 //! system-scoped (an `ld.relaxed.sys` goes to the L2 every time, an
 //! `ld.acquire.sys` invalidates the whole L1), which a CTA-scoped access

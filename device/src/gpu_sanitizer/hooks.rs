@@ -28,7 +28,7 @@ use vigil_shared::race::line::{
 use vigil_shared::{AccessKind, Ordering, Scope};
 
 use super::block_table::BlockTable;
-use super::cta::{lane, CtaState};
+use super::cta::{lane, linear_block, CtaState};
 use super::memory::GpuMemory;
 use super::warp::{atomic_keys, Group};
 use crate::arch::ptx as arch;
@@ -40,13 +40,6 @@ use vigil_shared::copies_in_flight::InFlightCopy;
 /// with (`name::<GpuSanitizer>`). Zero-sized; its state is the CTA's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GpuSanitizer;
-
-/// The calling thread's block, as a linear index in the grid.
-#[inline(always)]
-pub(super) fn linear_block() -> u32 {
-    let (b, g) = (arch::block_idx(), arch::grid_dim());
-    (b.z * g.y + b.y) * g.x + b.x
-}
 
 /// The side-table and grouping name of a kernel access site.
 #[inline(always)]

@@ -6,7 +6,7 @@
 //!   (one file, so changes to the engine's memory interface land here).
 //! - `device_atomics`: the device-scoped atomics the hooks' engine runs on.
 //! - `report`: the report buffer.
-//! - `cta` (PTX): CTA entry and exit around the body.
+//! - `cta` (PTX): a CTA's sanitizer state and geometry.
 //! - `block` (PTX): races between threads of one CTA in shared memory,
 //!   with the CTA's barrier intervals and warp collectives.
 //! - `block_table` (PTX): races between threads of one CTA in global
@@ -21,6 +21,7 @@
 //!   their completion.
 //! - `warp` (PTX): lanes of a warp making one access together check it
 //!   once, and an atomic on one word once.
+//! - `entry` (PTX): CTA entry and exit around the body.
 //! - `range` (PTX): the range-access entry, which checks a host-issued
 //!   copy or fill as accesses of its stream.
 //! - `reclaim` (PTX): the shadow-reclaim entry, which gives a freed
@@ -29,6 +30,11 @@
 //! The first three are plain atomics over memory and are unit-tested in
 //! the host build; the PTX-only parts use `arch::ptx` for `%smid`,
 //! barriers, the CTA's shared state and `trap`.
+//!
+//! Layers, lowest first; a module imports only from those below it:
+//! `memory`, `device_atomics`, `report`, `warp`, `block_word`; `cta`;
+//! `bulk`, `in_flight`; `block`; `block_table`; `hooks`; `entry`;
+//! `range`, `reclaim`.
 
 #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
 mod device_atomics;
@@ -48,6 +54,8 @@ mod bulk;
 #[cfg(target_arch = "nvptx64")]
 mod cta;
 #[cfg(target_arch = "nvptx64")]
+mod entry;
+#[cfg(target_arch = "nvptx64")]
 mod hooks;
 #[cfg(target_arch = "nvptx64")]
 mod in_flight;
@@ -60,7 +68,7 @@ mod reclaim;
 mod warp;
 
 #[cfg(target_arch = "nvptx64")]
-pub use cta::{run_cta, LaunchArgs};
+pub use entry::{run_cta, LaunchArgs};
 #[cfg(target_arch = "nvptx64")]
 pub use hooks::GpuSanitizer;
 #[cfg(all(target_arch = "nvptx64", vigil_sanitized))]

@@ -16,7 +16,8 @@
 use vigil_shared::gpu::RANGE_UNIT_BYTES;
 use vigil_shared::gpu::{range_unit, range_units, RANGE_ACCESS_ENTRY};
 
-use super::cta::{grid_stride, run_cta, LaunchArgs};
+use super::cta::grid_stride;
+use super::entry::{run_cta, LaunchArgs};
 use super::hooks::check_host_access;
 
 /// True when `a` and `b` are the same string (in a constant).
