@@ -228,27 +228,43 @@ fn layer_violations(
             violations.push(format!("{}: in no layer of this test", file.rel.display()));
             continue;
         };
-        for (n, code) in &file.code {
-            for path in crate_paths(code) {
-                let Some(target) = layer_of(&path) else {
-                    continue;
-                };
-                checked += 1;
-                let upward = target.rank > own.rank;
-                let sideways = target.rank == own.rank && target.name != own.name;
-                if upward || sideways {
-                    violations.push(format!(
-                        "{}:{n}: {} imports {} (`crate::{}`)",
-                        file.rel.display(),
-                        own.name,
-                        target.name,
-                        path.join("::")
-                    ));
-                }
+        checked += imports_against(file, &file.code, own, "crate::", layer_of, &mut violations);
+    }
+    (violations, checked)
+}
+
+/// The paths after `root` in `code` (lines of `file`, whose layer is
+/// `own`) that name a layer above `own` or another of its rank, pushed
+/// to `violations`; the number of paths checked.
+fn imports_against(
+    file: &Source,
+    code: &[(usize, String)],
+    own: Layer,
+    root: &str,
+    layer_of: fn(&[&str]) -> Option<Layer>,
+    violations: &mut Vec<String>,
+) -> usize {
+    let mut checked = 0;
+    for (n, line) in code {
+        for path in rooted_paths(line, root) {
+            let Some(target) = layer_of(&path) else {
+                continue;
+            };
+            checked += 1;
+            let upward = target.rank > own.rank;
+            let sideways = target.rank == own.rank && target.name != own.name;
+            if upward || sideways {
+                violations.push(format!(
+                    "{}:{n}: {} imports {} (`{root}{}`)",
+                    file.rel.display(),
+                    own.name,
+                    target.name,
+                    path.join("::")
+                ));
             }
         }
     }
-    (violations, checked)
+    checked
 }
 
 /// Every `super::<file>` path of the GPU sanitizer runtime's files (their
@@ -261,30 +277,22 @@ fn gpu_sanitizer_violations(files: &[Source]) -> (Vec<String>, usize) {
         let [dir, name] = file.module.as_slice() else {
             continue;
         };
-        if dir != "gpu_sanitizer" || name == "gpu_sanitizer" {
+        if dir != "gpu_sanitizer" {
             continue;
         }
         let Some(own) = gpu_sanitizer_layer(&[name.as_str()]) else {
             violations.push(format!("{}: in no layer of this test", file.rel.display()));
             continue;
         };
-        for (n, code) in &file.code[..file.before_tests] {
-            for path in rooted_paths(code, "super::") {
-                let Some(target) = gpu_sanitizer_layer(&path) else {
-                    continue;
-                };
-                checked += 1;
-                if target.rank > own.rank || (target.rank == own.rank && target.name != own.name) {
-                    violations.push(format!(
-                        "{}:{n}: {} imports {} (`super::{}`)",
-                        file.rel.display(),
-                        own.name,
-                        target.name,
-                        path.join("::")
-                    ));
-                }
-            }
-        }
+        let code = &file.code[..file.before_tests];
+        checked += imports_against(
+            file,
+            code,
+            own,
+            "super::",
+            gpu_sanitizer_layer,
+            &mut violations,
+        );
     }
     (violations, checked)
 }
