@@ -1173,11 +1173,8 @@ fn shared_access_checked(access: SharedAccess, loc: &'static Location<'static>) 
     let header = unsafe { at::<AtomicU32>(shadow, 0) };
     let bytes = layout.bytes();
     fresh(header, b.stamp, &move |part, parts| {
-        // The bounds in registers and the stores at the CTA's scope: with
-        // a system-scoped store per word, each followed by reloads of the
-        // closure's captures from the stack, the other warps of a
-        // sanitized transpose's blocks polled the stamp about 180 times
-        // each while one warp cleared.
+        // The bounds in registers and the stores at the CTA's scope: the
+        // block's other warps wait for this loop.
         let (shadow, bytes, stride) = (shadow, bytes, 8 * parts as usize);
         let mut o = 8 + 8 * part as usize;
         while o < bytes {

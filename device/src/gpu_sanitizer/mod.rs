@@ -31,10 +31,10 @@
 //! the host build; the PTX-only parts use `arch::ptx` for `%smid`,
 //! barriers, the CTA's shared state and `trap`.
 //!
-//! Layers, lowest first; a module imports only from those below it:
-//! `memory`, `device_atomics`, `report`, `warp`, `block_word`; `cta`;
-//! `bulk`, `in_flight`; `block`; `block_table`; `hooks`; `entry`;
-//! `range`, `reclaim`.
+//! Layers, lowest first; a module imports only from those below it
+//! (`host/tests/layers.rs` checks it): `device_atomics`, `report`,
+//! `warp`, `block_word`; `memory`; `cta`; `bulk`; `in_flight`; `block`;
+//! `block_table`; `hooks`; `entry`; `range`; `reclaim`.
 
 #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
 mod device_atomics;
