@@ -946,14 +946,19 @@ pub const fn unpack_array(detail: u32) -> Option<(u64, u64)> {
     }
 }
 
-/// Divergent barriers (synccheck's job) on the GPU: every thread notes,
-/// before it arrives at a barrier of its CTA, which call it arrives at (its
-/// *site*: the low 32 bits of the call's `Location` address, or
-/// [`EXIT_SITE`] for the CTA's exit, so a thread that returned early is
-/// seen too). The first arrival of each barrier instance claims the CTA's
-/// barrier slot with [`barrier_slot`]; a later arrival that finds another
-/// site there raises the CTA's flag for the instance before it arrives, so
-/// every thread sees the flag once past the barrier.
+/// Divergent barriers (synccheck's job) on the GPU: every thread at a
+/// `sync_threads` notes, before it arrives, which call it arrives at (its
+/// *site*: the low 32 bits of the call's `Location` address). The first
+/// arrival of each barrier instance claims the CTA's barrier slot with
+/// [`barrier_slot`]; a later arrival that finds another site there raises
+/// the CTA's flag for the instance before it arrives, so every thread
+/// sees the flag once past the barrier. The CTA's exit is a barrier site
+/// too, so that a thread that returned early is seen: its threads arrive
+/// with the barrier's reduction predicate set and touch nothing else, and
+/// the threads at a `sync_threads` learn from the reduction that the
+/// instance was divergent. [`EXIT_SITE`] names the exit in a report's
+/// groups ([`divergence_group`]) and, with an instance's tag, is the
+/// flag's value.
 pub const EXIT_SITE: u32 = 1;
 
 /// Bits of a site in the barrier slot.
@@ -993,10 +998,10 @@ pub const fn slot_site(slot: u64) -> u32 {
 }
 
 /// Which group of a divergence report a thread at `site` belongs to, when
-/// the instance's first arrival was at `first`: [`DivergenceRecord::FIRST`]
-/// (the same call), [`DivergenceRecord::OTHER`] (another `sync_threads`
-/// call; also every thread not at the exit when `first` is the exit) or
-/// [`DivergenceRecord::RETURNED`] (the CTA's exit).
+/// the instance's first arrival at a `sync_threads` was at `first`:
+/// [`DivergenceRecord::FIRST`] (the same call), [`DivergenceRecord::OTHER`]
+/// (another `sync_threads` call) or [`DivergenceRecord::RETURNED`] (the
+/// CTA's exit).
 pub const fn divergence_group(first: u32, site: u32) -> usize {
     if site == first {
         DivergenceRecord::FIRST
@@ -1145,8 +1150,9 @@ pub struct DivergenceRecord {
     /// 1 when the [`OTHER`](Self::OTHER) group's threads waited at more
     /// than one call ([`other`](Self::other) names one of them).
     pub mixed: u32,
-    /// `Location` address of the first arrival's `sync_threads` (0: the
-    /// CTA's exit).
+    /// `Location` address of the first arrival's `sync_threads` (threads
+    /// that returned arrive at the CTA's exit, which is never the first:
+    /// they are the [`RETURNED`](Self::RETURNED) group).
     pub first: u64,
     /// `Location` address of a call the [`OTHER`](Self::OTHER) group waited
     /// at (0: none).

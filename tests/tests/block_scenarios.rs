@@ -28,6 +28,8 @@ mod cpu {
         shared_atomics, shared_atomics_and_a_plain_store,
         shared_failed_exchanges_and_a_load, shared_exchange_and_a_load,
         divergent_barrier_returned_threads, divergent_barrier_two_calls,
+        early_exit_of_whole_warps, early_exit_of_odd_threads, early_exit_of_one_thread,
+        early_exit_after_the_barrier,
         global_same_block_race, global_same_block_fixed,
         line_runs_own_words, line_runs_other_warp, line_runs_after_barrier, line_runs_wide_then_narrow,
         line_runs_quad_then_narrow, line_runs_quad_after_barrier,
@@ -61,6 +63,8 @@ mod gpu {
         shared_atomics, shared_atomics_and_a_plain_store,
         shared_failed_exchanges_and_a_load, shared_exchange_and_a_load,
         divergent_barrier_returned_threads, divergent_barrier_two_calls,
+        early_exit_of_whole_warps, early_exit_of_odd_threads, early_exit_of_one_thread,
+        early_exit_after_the_barrier,
         global_same_block_race, global_same_block_fixed,
         line_runs_own_words, line_runs_other_warp, line_runs_after_barrier, line_runs_wide_then_narrow,
         line_runs_quad_then_narrow, line_runs_quad_after_barrier,
@@ -529,6 +533,70 @@ mod scenarios {
                 &other,
             ],
         );
+    }
+
+    /// Threads of one block of 256 ([`early_exits`]).
+    const EXIT_THREADS: u32 = 256;
+
+    /// Launches `early_exits` in `mode` on one block; its outcome and
+    /// what the threads that got to its end set.
+    fn early_exit_case(make: MakeContext, mode: u32) -> Option<(vigil::Result<()>, Vec<u32>)> {
+        let b = Bench::new(make, 1)?;
+        let mut out = b.zeros(EXIT_THREADS as usize);
+        let outcome = run_one_block::<early_exits, _>(&b, EXIT_THREADS, (&mut out, mode));
+        Some((outcome, download(&b, &out)))
+    }
+
+    /// The divergence `early_exits` in `mode` fails with, at `marker`,
+    /// its text naming `returned` as the threads that returned.
+    fn early_exit_divergence(make: MakeContext, mode: u32, marker: &str, returned: &str) {
+        let Some((outcome, _)) = early_exit_case(make, mode) else {
+            return;
+        };
+        let Err(Error::DivergentBarrier(d)) = outcome else {
+            panic!("a divergent barrier must be reported, got {outcome:?}");
+        };
+        let returned = format!("thread(s) {returned}");
+        assert_divergent(&d, marker, &["wait here", &returned]);
+        assert!(d.detail.ends_with(" returned without reaching it"), "{d}");
+    }
+
+    /// Whole warps return while the others wait: both groups by name.
+    pub fn early_exit_of_whole_warps(make: MakeContext) {
+        early_exit_divergence(
+            make,
+            0,
+            "exit-upper-warps",
+            "128..=255 returned without reaching it",
+        );
+    }
+
+    /// Every other thread returns after a barrier all of them passed:
+    /// the second barrier is divergent (the GPU names a scattered group of
+    /// 128 by its ends and count, the CPU backend thread by thread).
+    pub fn early_exit_of_odd_threads(make: MakeContext) {
+        early_exit_divergence(make, 1, "exit-odd-threads", "1, ");
+    }
+
+    /// One thread in the middle of a warp returns.
+    pub fn early_exit_of_one_thread(make: MakeContext) {
+        early_exit_divergence(
+            make,
+            3,
+            "exit-one-thread",
+            "200 returned without reaching it",
+        );
+    }
+
+    /// Threads that return after the block's only barrier diverge from
+    /// nothing: no report, and the others finish.
+    pub fn early_exit_after_the_barrier(make: MakeContext) {
+        let Some((outcome, out)) = early_exit_case(make, 2) else {
+            return;
+        };
+        outcome.expect("returning after the last barrier is not divergent");
+        let expected: Vec<u32> = (0..EXIT_THREADS).map(|t| u32::from(t < 128)).collect();
+        assert_eq!(out, expected);
     }
 
     /// `large_tile` (an 8 KiB array: past a `.shared` shadow, so the GPU

@@ -91,13 +91,25 @@ pub fn sync_threads() {
     unsafe { nvptx::_syncthreads() }
 }
 
-/// `barrier.sync 0`: [`sync_threads`] without `.aligned`, so that threads
-/// of one warp may reach it from different places (the GPU sanitizer's
-/// barriers: a divergent `sync_threads` must be seen, not be undefined).
+/// `barrier.red.popc.u32 0`: [`sync_threads`] without `.aligned`, so
+/// that threads of one warp may reach it from different places, which
+/// also returns how many of the threads that arrived passed `pred` true
+/// (the GPU sanitizer's barriers: a divergent `sync_threads` must be
+/// seen, not be undefined, and the CTA's exit arrives with `pred` set).
+///
+/// Every instance of barrier 0 after the CTA's entry must be this one:
+/// PTX leaves a barrier instance that mixes `barrier.red` with
+/// `barrier.sync` undefined.
 #[inline(always)]
-pub fn barrier_sync() {
-    // SAFETY: a block-wide barrier that tolerates a diverged warp.
-    unsafe { asm!("barrier.sync 0;", options(nostack)) }
+pub fn barrier_red_popc(pred: bool) -> u32 {
+    let r: u32;
+    // SAFETY: a block-wide barrier that tolerates a diverged warp; its
+    // reduction only counts the predicate.
+    unsafe {
+        asm!("{{ .reg .pred p; setp.ne.u32 p, {x}, 0; barrier.red.popc.u32 {r}, 0, p; }}",
+            r = out(reg32) r, x = in(reg32) u32::from(pred), options(nostack))
+    };
+    r
 }
 
 unsafe extern "C" {

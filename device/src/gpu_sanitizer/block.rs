@@ -467,13 +467,15 @@ pub(super) fn barrier(loc: &'static Location<'static>) {
     checked_barrier(barrier_site(location_address(loc)), location_address(loc));
 }
 
-/// The CTA's exit barrier (the first one of `entry::exit`, before the
-/// block's clock is published): a barrier site like any other, so that a
-/// `sync_threads` the hardware completes with threads that returned early
-/// is seen as divergent.
+/// The CTA's exit barrier: every thread arrives once its accesses are
+/// done, as at a barrier site of its own, so that a `sync_threads` the
+/// hardware completes with threads that returned early is seen as
+/// divergent. The exit does nothing else: the threads at a `sync_threads`
+/// of the same instance learn from the barrier's count of exit arrivals
+/// that it was divergent, and report it ([`checked_barrier`]).
 #[inline(never)]
 pub(super) fn exit_barrier() {
-    checked_barrier(EXIT_SITE, 0);
+    arch::barrier_red_popc(true);
 }
 
 /// The address of a `Location` (what records and reports carry).
@@ -483,26 +485,30 @@ fn location_address(loc: &'static Location<'static>) -> u64 {
 }
 
 /// Arrives at barrier 0 from `site` (`location`: its `Location`'s
-/// address, 0 for the exit) and waits, checking that the barrier instance
-/// is reached from one call by every thread (synccheck's check).
+/// address) and waits, checking that the barrier instance is reached from
+/// one call by every thread (synccheck's check).
 ///
 /// Before arriving, a thread counts the barrier in its lane state and
 /// compares its site with the instance's first arrival's (the barrier
 /// slot, claimed by the first; `vigil_shared::block::barrier_slot`); a
 /// different one raises the CTA's flag with the instance's tag. The
-/// barrier (`barrier.sync`, not `.aligned`: a diverged warp is allowed
+/// barrier (`barrier.red.popc`, not `.aligned`: a diverged warp is allowed
 /// and seen) orders that before every thread's return, so all of them
-/// see the flag: then each counts itself into the report's groups and the
-/// last one writes it ([`report_divergence`]). Nothing waits beyond the
-/// barrier itself, so the check adds no way to hang; the hardware
-/// completes a barrier with whatever barrier the other threads reach, so
-/// the block runs on (its barrier intervals stay per thread, as before),
-/// and the divergence is reported once per CTA.
+/// see the flag, and it counts the threads that arrived from the CTA's
+/// exit ([`exit_barrier`]), which touch neither slot nor flag: an
+/// instance with a flag or with exit arrivals is divergent, and each
+/// thread at a `sync_threads` counts itself into the report's groups, the
+/// last one finding the exit's threads and writing it
+/// ([`report_divergence`]). Nothing waits beyond the barrier itself, so
+/// the check adds no way to hang; the hardware completes a barrier with
+/// whatever barrier the other threads reach, so the block runs on (its
+/// barrier intervals stay per thread, as before), and the divergence is
+/// reported once per CTA.
 #[inline(always)]
 fn checked_barrier(site: u32, location: u64) {
     let b = Block::current();
     let Some(l) = Lanes::of(b.threads).get(b.thread) else {
-        arch::barrier_sync();
+        arch::barrier_red_popc(false);
         return;
     };
     let state = l.load();
@@ -532,10 +538,27 @@ fn checked_barrier(site: u32, location: u64) {
         flag.store(divergent, Ordering::Relaxed);
     }
     l.store(state.passed_barrier());
-    arch::barrier_sync();
-    if flag.load(Ordering::Relaxed) == divergent {
-        report_divergence(b, first, site, location);
+    let exits = arch::barrier_red_popc(false);
+    if exits != 0 || flag.load(Ordering::Relaxed) == divergent {
+        let instance = Instance {
+            first,
+            barriers: state.barriers(),
+            exits,
+        };
+        report_divergence(b, instance, site, location);
     }
+}
+
+/// A divergent barrier instance as its threads at a `sync_threads` see
+/// it.
+#[derive(Clone, Copy)]
+struct Instance {
+    /// The site of its first arrival at a `sync_threads`.
+    first: u32,
+    /// Barriers the block passed before it (the exit's threads' count).
+    barriers: u32,
+    /// Threads that arrived from the CTA's exit.
+    exits: u32,
 }
 
 /// The CTA's barrier slot and divergence flag.
@@ -565,13 +588,13 @@ fn reset_barrier_check(lane: u32) {
     }
 }
 
-/// After a divergent barrier instance (its first arrival at `first`): the
-/// calling thread, at `site` (`location`), counts itself into its group;
-/// the last thread of the block to do so writes the report (once per CTA:
-/// later divergences of the same CTA count past the block's size).
+/// After a divergent barrier instance: the calling thread, at `site`
+/// (`location`), counts itself into its group; the last thread at a
+/// `sync_threads` to do so adds the threads that arrived from the exit
+/// ([`returned_threads`]) and writes the report (once per CTA).
 #[cold]
 #[inline(never)]
-fn report_divergence(b: Block, first: u32, site: u32, location: u64) {
+fn report_divergence(b: Block, divergent: Instance, site: u32, location: u64) {
     let region = arch::block_barrier();
     // SAFETY: offsets of `BarrierCheck` inside the CTA's barrier state,
     // aligned for their types.
@@ -596,7 +619,7 @@ fn report_divergence(b: Block, first: u32, site: u32, location: u64) {
             long(BarrierCheck::group(g, 16)).store(e.low, Ordering::Relaxed);
         }
     });
-    let g = divergence_group(first, site);
+    let g = divergence_group(divergent.first, site);
     let t = b.thread;
     word(BarrierCheck::group(g, 0)).fetch_add(1, Ordering::Relaxed);
     word(BarrierCheck::group(g, 4)).fetch_min(t, Ordering::Relaxed);
@@ -618,15 +641,27 @@ fn report_divergence(b: Block, first: u32, site: u32, location: u64) {
         }
         _ => {}
     }
-    if word(BarrierCheck::DONE).fetch_add(1, Ordering::AcqRel) + 1 != b.threads {
+    // Every thread of the CTA arrived at the block's first divergent
+    // instance (no thread returned before it: an exit is a barrier
+    // site), so those at a `sync_threads` are the block less the exit's.
+    let waiting = b.threads.saturating_sub(divergent.exits);
+    if word(BarrierCheck::DONE).fetch_add(1, Ordering::AcqRel) + 1 != waiting {
         return;
     }
+    // Past any block's size: a later divergence of the CTA, which may
+    // have fewer threads waiting, never completes a second report.
+    word(BarrierCheck::DONE).store(u32::MAX / 2, Ordering::Relaxed);
     let group = |g: usize| ThreadGroup {
         count: word(BarrierCheck::group(g, 0)).load(Ordering::Relaxed),
         first: word(BarrierCheck::group(g, 4)).load(Ordering::Relaxed),
         last: word(BarrierCheck::group(g, 8)).load(Ordering::Relaxed),
         reserved: 0,
         low: long(BarrierCheck::group(g, 16)).load(Ordering::Relaxed),
+    };
+    let returned = if divergent.exits == 0 {
+        ThreadGroup::EMPTY
+    } else {
+        returned_threads(b.threads, divergent)
     };
     let cta = CtaState::current();
     let rt = cta.runtime();
@@ -641,12 +676,36 @@ fn report_divergence(b: Block, first: u32, site: u32, location: u64) {
         sm: cta.smid,
         kernel_id: cta.launch,
         reserved: 0,
-        groups: [group(0), group(1), group(2)],
+        groups: [group(0), group(1), returned],
         tail: [0; 2],
     };
     cta.reporter().push(bytemuck::cast_ref(&record));
     if rt.flags & GpuRuntime::HALT_ON_RACE != 0 {
         arch::trap();
+    }
+}
+
+/// The threads of a block of `threads` that arrived at divergent
+/// instance `divergent` from the CTA's exit: those whose lane state still counts
+/// the barriers before it (a thread at a `sync_threads` counted the
+/// instance before arriving, and cannot pass another barrier while the
+/// reporting thread has not arrived at it). A thread without a lane state
+/// is not found by name: the group then counts `divergent.exits` threads but
+/// names only those found.
+#[inline(never)]
+fn returned_threads(threads: u32, divergent: Instance) -> ThreadGroup {
+    let lanes = Lanes::of(threads);
+    let mut group = ThreadGroup::EMPTY;
+    for t in 0..threads {
+        if let Some(l) = lanes.get(t) {
+            if l.load().barriers() == divergent.barriers {
+                group = group.with(t);
+            }
+        }
+    }
+    ThreadGroup {
+        count: divergent.exits,
+        ..group
     }
 }
 

@@ -94,13 +94,9 @@ pub(crate) fn decode_divergence(
             |l| l.to_string(),
         )
     };
-    let [first, other, exit] = rec.groups;
-    // Groups at a `sync_threads` call, with the call; and those at the exit.
-    let (mut waiting, returned) = if rec.first == 0 {
-        (vec![(other, rec.other)], first)
-    } else {
-        (vec![(first, rec.first), (other, rec.other)], exit)
-    };
+    let [first, other, returned] = rec.groups;
+    // Groups at a `sync_threads` call, with the call; then those at the exit.
+    let mut waiting = vec![(first, rec.first), (other, rec.other)];
     waiting.retain(|(g, _)| g.count > 0);
     waiting.sort_by_key(|(g, _)| g.first);
     let mixed = rec.mixed != 0;
@@ -191,26 +187,19 @@ mod tests {
     #[test]
     fn records_read_like_the_cpu_backend() {
         let (low, high) = (group(0..16), group(16..32));
-        let returned = |first_exit: bool| DivergenceRecord {
-            first: if first_exit { 0 } else { 0x100 },
+        let returned = DivergenceRecord {
+            first: 0x100,
             block: 2,
-            groups: if first_exit {
-                [high, low, ThreadGroup::EMPTY]
-            } else {
-                [low, ThreadGroup::EMPTY, high]
-            },
-            other: if first_exit { 0x100 } else { 0 },
+            groups: [low, ThreadGroup::EMPTY, high],
             ..DivergenceRecord::default()
         };
-        for first_exit in [false, true] {
-            let d = decode_divergence(&returned(first_exit), &Sites);
-            assert_eq!(d.block, Dim3::new(2, 0, 0));
-            assert_eq!(d.barrier, "k.rs:16:9");
-            assert_eq!(
-                d.detail,
-                "thread(s) 0..=15 wait here; thread(s) 16..=31 returned without reaching it"
-            );
-        }
+        let d = decode_divergence(&returned, &Sites);
+        assert_eq!(d.block, Dim3::new(2, 0, 0));
+        assert_eq!(d.barrier, "k.rs:16:9");
+        assert_eq!(
+            d.detail,
+            "thread(s) 0..=15 wait here; thread(s) 16..=31 returned without reaching it"
+        );
         for high_first in [false, true] {
             let (first, other, groups) = if high_first {
                 (0x200, 0x100, [high, low, ThreadGroup::EMPTY])

@@ -221,6 +221,47 @@ pub fn divergent_barrier(out: GlobalSliceMut<u32>, mode: u32) {
     out.store(t, 1);
 }
 
+/// Threads of a block (of 256) that return early, before a
+/// `sync_threads` the others wait at or after every barrier: with `mode`
+/// 0 the upper four warps return before the barrier the lower four wait
+/// at; with 1 every odd thread returns between two barriers (the first
+/// one passed by all); with 3 one thread (200) returns before the
+/// barrier; with any other the upper warps return after the one barrier
+/// every thread reaches, which is not divergent. Each thread that gets
+/// to the end sets `out[t]`.
+#[kernel]
+pub fn early_exits(out: GlobalSliceMut<u32>, mode: u32) {
+    let t = thread_idx().x as usize;
+    match mode {
+        0 => {
+            if t >= 128 {
+                return;
+            }
+            sync_threads(); // @exit-upper-warps
+        }
+        1 => {
+            sync_threads();
+            if t % 2 == 1 {
+                return;
+            }
+            sync_threads(); // @exit-odd-threads
+        }
+        3 => {
+            if t == 200 {
+                return;
+            }
+            sync_threads(); // @exit-one-thread
+        }
+        _ => {
+            sync_threads();
+            if t >= 128 {
+                return;
+            }
+        }
+    }
+    out.store(t, 1);
+}
+
 /// Each thread of one block writes `data[t]`, then reads its neighbour's
 /// element `data[(t + 1) % n]` into `out[t]`. With `barrier == 0` nothing
 /// orders the neighbour's write before the read.
