@@ -953,12 +953,13 @@ pub const fn unpack_array(detail: u32) -> Option<(u64, u64)> {
 /// [`barrier_slot`]; a later arrival that finds another site there raises
 /// the CTA's flag for the instance before it arrives, so every thread
 /// sees the flag once past the barrier. The CTA's exit is a barrier site
-/// too, so that a thread that returned early is seen: its threads arrive
-/// with the barrier's reduction predicate set and touch nothing else, and
-/// the threads at a `sync_threads` learn from the reduction that the
-/// instance was divergent. [`EXIT_SITE`] names the exit in a report's
-/// groups ([`divergence_group`]) and, with an instance's tag, is the
-/// flag's value.
+/// too ([`EXIT_SITE`]), so that a thread that returned early is seen: a
+/// warp whose threads all arrive there together sets the barrier's
+/// reduction predicate and touches nothing else, and the threads at a
+/// `sync_threads` learn from the reduction that the instance was
+/// divergent; a warp that arrives in parts claims and compares like a
+/// `sync_threads` (a diverged warp's reduction is not reliable).
+/// With an instance's tag, [`EXIT_SITE`] is also the flag's value.
 pub const EXIT_SITE: u32 = 1;
 
 /// Bits of a site in the barrier slot.
@@ -998,15 +999,15 @@ pub const fn slot_site(slot: u64) -> u32 {
 }
 
 /// Which group of a divergence report a thread at `site` belongs to, when
-/// the instance's first arrival at a `sync_threads` was at `first`:
-/// [`DivergenceRecord::FIRST`] (the same call), [`DivergenceRecord::OTHER`]
-/// (another `sync_threads` call) or [`DivergenceRecord::RETURNED`] (the
-/// CTA's exit).
+/// the instance's first arrival was at `first`: [`DivergenceRecord::RETURNED`]
+/// (the CTA's exit), [`DivergenceRecord::FIRST`] (the same `sync_threads`
+/// call) or [`DivergenceRecord::OTHER`] (another one; every
+/// `sync_threads` when the first arrival was at the exit).
 pub const fn divergence_group(first: u32, site: u32) -> usize {
-    if site == first {
-        DivergenceRecord::FIRST
-    } else if site == EXIT_SITE {
+    if site == EXIT_SITE {
         DivergenceRecord::RETURNED
+    } else if site == first {
+        DivergenceRecord::FIRST
     } else {
         DivergenceRecord::OTHER
     }
@@ -1150,9 +1151,9 @@ pub struct DivergenceRecord {
     /// 1 when the [`OTHER`](Self::OTHER) group's threads waited at more
     /// than one call ([`other`](Self::other) names one of them).
     pub mixed: u32,
-    /// `Location` address of the first arrival's `sync_threads` (threads
-    /// that returned arrive at the CTA's exit, which is never the first:
-    /// they are the [`RETURNED`](Self::RETURNED) group).
+    /// `Location` address of the first arrival's `sync_threads` (0: the
+    /// first arrival was at the CTA's exit; its threads are always the
+    /// [`RETURNED`](Self::RETURNED) group).
     pub first: u64,
     /// `Location` address of a call the [`OTHER`](Self::OTHER) group waited
     /// at (0: none).

@@ -29,7 +29,7 @@ mod cpu {
         shared_failed_exchanges_and_a_load, shared_exchange_and_a_load,
         divergent_barrier_returned_threads, divergent_barrier_two_calls,
         early_exit_of_whole_warps, early_exit_of_odd_threads, early_exit_of_one_thread,
-        early_exit_after_the_barrier,
+        early_exit_mid_warp, early_exit_after_the_barrier,
         global_same_block_race, global_same_block_fixed,
         line_runs_own_words, line_runs_other_warp, line_runs_after_barrier, line_runs_wide_then_narrow,
         line_runs_quad_then_narrow, line_runs_quad_after_barrier,
@@ -64,7 +64,7 @@ mod gpu {
         shared_failed_exchanges_and_a_load, shared_exchange_and_a_load,
         divergent_barrier_returned_threads, divergent_barrier_two_calls,
         early_exit_of_whole_warps, early_exit_of_odd_threads, early_exit_of_one_thread,
-        early_exit_after_the_barrier,
+        early_exit_mid_warp, early_exit_after_the_barrier,
         global_same_block_race, global_same_block_fixed,
         line_runs_own_words, line_runs_other_warp, line_runs_after_barrier, line_runs_wide_then_narrow,
         line_runs_quad_then_narrow, line_runs_quad_after_barrier,
@@ -585,6 +585,17 @@ mod scenarios {
             3,
             "exit-one-thread",
             "200 returned without reaching it",
+        );
+    }
+
+    /// The threads of a warp's upper part and of the warps after it
+    /// return: one group, however they arrived at the exit.
+    pub fn early_exit_mid_warp(make: MakeContext) {
+        early_exit_divergence(
+            make,
+            4,
+            "exit-mid-warp",
+            "100..=255 returned without reaching it",
         );
     }
 

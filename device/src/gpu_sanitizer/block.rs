@@ -470,12 +470,30 @@ pub(super) fn barrier(loc: &'static Location<'static>) {
 /// The CTA's exit barrier: every thread arrives once its accesses are
 /// done, as at a barrier site of its own, so that a `sync_threads` the
 /// hardware completes with threads that returned early is seen as
-/// divergent. The exit does nothing else: the threads at a `sync_threads`
-/// of the same instance learn from the barrier's count of exit arrivals
-/// that it was divergent, and report it ([`checked_barrier`]).
+/// divergent.
+///
+/// A warp whose threads all arrive together does nothing else: the
+/// barrier counts them for the threads at a `sync_threads` of the same
+/// instance, which learn from the count that it was divergent and report
+/// it ([`checked_barrier`]). A warp that arrives in parts (some of its
+/// threads returned, or are at a `sync_threads`) goes through the
+/// barrier's check like any other site: the barrier's count is not
+/// reliable inside a diverged warp (the H200 counts one part of it).
 #[inline(never)]
 pub(super) fn exit_barrier() {
-    arch::barrier_red_popc(true);
+    let (thread, threads) = lane();
+    if arch::active_mask() == warp_members(thread, threads) {
+        arch::barrier_red_popc(true);
+    } else {
+        checked_barrier(EXIT_SITE, 0);
+    }
+}
+
+/// The lanes of thread `thread`'s warp in a block of `threads`.
+#[inline(always)]
+fn warp_members(thread: u32, threads: u32) -> u32 {
+    let here = threads.saturating_sub(thread & !31).min(32);
+    u32::MAX >> (32 - here.max(1))
 }
 
 /// The address of a `Location` (what records and reports carry).
@@ -494,12 +512,12 @@ fn location_address(loc: &'static Location<'static>) -> u64 {
 /// different one raises the CTA's flag with the instance's tag. The
 /// barrier (`barrier.red.popc`, not `.aligned`: a diverged warp is allowed
 /// and seen) orders that before every thread's return, so all of them
-/// see the flag, and it counts the threads that arrived from the CTA's
-/// exit ([`exit_barrier`]), which touch neither slot nor flag: an
-/// instance with a flag or with exit arrivals is divergent, and each
-/// thread at a `sync_threads` counts itself into the report's groups, the
-/// last one finding the exit's threads and writing it
-/// ([`report_divergence`]). Nothing waits beyond the barrier itself, so
+/// see the flag, and it counts the threads of whole warps that arrived
+/// from the CTA's exit ([`exit_barrier`]), which touch neither slot nor
+/// flag: an instance with a flag, or with such arrivals seen from a
+/// `sync_threads`, is divergent, and each thread of the slot's sites
+/// counts itself into the report's groups, the last one finding the
+/// uncounted exit threads and writing it ([`report_divergence`]). Nothing waits beyond the barrier itself, so
 /// the check adds no way to hang; the hardware completes a barrier with
 /// whatever barrier the other threads reach, so the block runs on (its
 /// barrier intervals stay per thread, as before), and the divergence is
@@ -538,8 +556,10 @@ fn checked_barrier(site: u32, location: u64) {
         flag.store(divergent, Ordering::Relaxed);
     }
     l.store(state.passed_barrier());
+    // Whole warps at the exit, which only the barrier's count sees.
     let exits = arch::barrier_red_popc(false);
-    if exits != 0 || flag.load(Ordering::Relaxed) == divergent {
+    let flagged = flag.load(Ordering::Relaxed) == divergent;
+    if flagged || (exits != 0 && site != EXIT_SITE) {
         let instance = Instance {
             first,
             barriers: state.barriers(),
@@ -557,7 +577,8 @@ struct Instance {
     first: u32,
     /// Barriers the block passed before it (the exit's threads' count).
     barriers: u32,
-    /// Threads that arrived from the CTA's exit.
+    /// Threads of whole warps that arrived from the CTA's exit (they do
+    /// not count themselves into the report).
     exits: u32,
 }
 
@@ -589,8 +610,8 @@ fn reset_barrier_check(lane: u32) {
 }
 
 /// After a divergent barrier instance: the calling thread, at `site`
-/// (`location`), counts itself into its group; the last thread at a
-/// `sync_threads` to do so adds the threads that arrived from the exit
+/// (`location`), counts itself into its group; the last thread to do so
+/// adds the whole warps that arrived from the exit
 /// ([`returned_threads`]) and writes the report (once per CTA).
 #[cold]
 #[inline(never)]
@@ -643,7 +664,8 @@ fn report_divergence(b: Block, divergent: Instance, site: u32, location: u64) {
     }
     // Every thread of the CTA arrived at the block's first divergent
     // instance (no thread returned before it: an exit is a barrier
-    // site), so those at a `sync_threads` are the block less the exit's.
+    // site), so those that count themselves are the block less the
+    // exit's whole warps.
     let waiting = b.threads.saturating_sub(divergent.exits);
     if word(BarrierCheck::DONE).fetch_add(1, Ordering::AcqRel) + 1 != waiting {
         return;
@@ -658,10 +680,11 @@ fn report_divergence(b: Block, divergent: Instance, site: u32, location: u64) {
         reserved: 0,
         low: long(BarrierCheck::group(g, 16)).load(Ordering::Relaxed),
     };
+    let counted = group(DivergenceRecord::RETURNED);
     let returned = if divergent.exits == 0 {
-        ThreadGroup::EMPTY
+        counted
     } else {
-        returned_threads(b.threads, divergent)
+        returned_threads(b.threads, divergent, counted)
     };
     let cta = CtaState::current();
     let rt = cta.runtime();
@@ -685,17 +708,18 @@ fn report_divergence(b: Block, divergent: Instance, site: u32, location: u64) {
     }
 }
 
-/// The threads of a block of `threads` that arrived at divergent
-/// instance `divergent` from the CTA's exit: those whose lane state still counts
-/// the barriers before it (a thread at a `sync_threads` counted the
-/// instance before arriving, and cannot pass another barrier while the
-/// reporting thread has not arrived at it). A thread without a lane state
-/// is not found by name: the group then counts `divergent.exits` threads but
-/// names only those found.
+/// `counted` (the exit's threads that counted themselves) with the
+/// threads of whole warps that arrived at divergent instance `divergent`
+/// from the CTA's exit, of a block of `threads`: those whose lane state
+/// still counts the barriers before it (every other thread counted the
+/// instance before arriving, and none can pass another barrier while the
+/// reporting thread has not arrived at it). A thread without a lane
+/// state is not found by name: the group then counts it but names only
+/// those found.
 #[inline(never)]
-fn returned_threads(threads: u32, divergent: Instance) -> ThreadGroup {
+fn returned_threads(threads: u32, divergent: Instance, counted: ThreadGroup) -> ThreadGroup {
     let lanes = Lanes::of(threads);
-    let mut group = ThreadGroup::EMPTY;
+    let mut group = counted;
     for t in 0..threads {
         if let Some(l) = lanes.get(t) {
             if l.load().barriers() == divergent.barriers {
@@ -704,7 +728,7 @@ fn returned_threads(threads: u32, divergent: Instance) -> ThreadGroup {
         }
     }
     ThreadGroup {
-        count: divergent.exits,
+        count: counted.count + divergent.exits,
         ..group
     }
 }

@@ -226,7 +226,8 @@ pub fn divergent_barrier(out: GlobalSliceMut<u32>, mode: u32) {
 /// 0 the upper four warps return before the barrier the lower four wait
 /// at; with 1 every odd thread returns between two barriers (the first
 /// one passed by all); with 3 one thread (200) returns before the
-/// barrier; with any other the upper warps return after the one barrier
+/// barrier, with 4 the threads from 100 on (part of a warp and the
+/// warps after it); with any other the upper warps return after the one barrier
 /// every thread reaches, which is not divergent. Each thread that gets
 /// to the end sets `out[t]`.
 #[kernel]
@@ -251,6 +252,12 @@ pub fn early_exits(out: GlobalSliceMut<u32>, mode: u32) {
                 return;
             }
             sync_threads(); // @exit-one-thread
+        }
+        4 => {
+            if t >= 100 {
+                return;
+            }
+            sync_threads(); // @exit-mid-warp
         }
         _ => {
             sync_threads();
