@@ -84,11 +84,11 @@ pub const COUNTERS_BYTES: usize = 16 + 8 * REPORTED + 4 * (VIEWS + 1);
 pub const LANES_BYTES: usize = 8 + 8 * SHARED_LANES;
 
 /// The static shared memory a sanitized entry adds to its kernel's,
-/// besides the shadows of its small arrays (2,464 bytes; 8,608 with all
+/// besides the shadows of its small arrays (2,472 bytes; 8,616 with all
 /// 1,024 lane states in `.shared`).
 pub const SANITIZER_SHARED_BYTES: usize =
     CTA_STATE_BYTES + COUNTERS_BYTES + LANES_BYTES + BarrierCheck::BYTES;
-const _: () = assert!(SANITIZER_SHARED_BYTES == 2464);
+const _: () = assert!(SANITIZER_SHARED_BYTES == 2472);
 
 /// Bits of a record's warp-collective count.
 const COUNT_BITS: u32 = 16;
@@ -951,15 +951,15 @@ pub const fn unpack_array(detail: u32) -> Option<(u64, u64)> {
 /// *site*: the low 32 bits of the call's `Location` address). The first
 /// arrival of each barrier instance claims the CTA's barrier slot with
 /// [`barrier_slot`]; a later arrival that finds another site there raises
-/// the CTA's flag for the instance before it arrives, so every thread
-/// sees the flag once past the barrier. The CTA's exit is a barrier site
+/// the instance's divergence mark ([`instance_marks`]) before it
+/// arrives, so every thread sees it once past the barrier. The CTA's exit is a barrier site
 /// too ([`EXIT_SITE`]), so that a thread that returned early is seen: a
 /// warp whose threads all arrive there together sets the barrier's
-/// reduction predicate and touches nothing else, and the threads at a
-/// `sync_threads` learn from the reduction that the instance was
-/// divergent; a warp that arrives in parts claims and compares like a
-/// `sync_threads` (a diverged warp's reduction is not reliable).
-/// With an instance's tag, [`EXIT_SITE`] is also the flag's value.
+/// reduction predicate and touches nothing else; a warp that arrives in
+/// parts counts its threads into the instance's marks
+/// ([`instance_marks`]) instead (a diverged warp's reduction is not
+/// reliable). The threads at a `sync_threads` learn from both that the
+/// instance was divergent. The exit's threads never claim the slot.
 pub const EXIT_SITE: u32 = 1;
 
 /// Bits of a site in the barrier slot.
@@ -973,7 +973,7 @@ pub const fn barrier_site(location: u64) -> u32 {
 }
 
 /// The tag of barrier instance `barriers` (barriers passed before it) of
-/// the block stamped `stamp`: 40 bits, never 0, so that slot and flag
+/// the block stamped `stamp`: 40 bits, never 0, so that slot and mark
 /// values of earlier instances, or what an earlier CTA left in shared
 /// memory, practically never match it.
 pub const fn barrier_tag(stamp: u32, barriers: u32) -> u64 {
@@ -982,8 +982,7 @@ pub const fn barrier_tag(stamp: u32, barriers: u32) -> u64 {
 }
 
 /// The barrier slot's value for the first arrival at site `site` of the
-/// instance tagged `tag` (also the flag's value, with [`EXIT_SITE`]: the
-/// instance was divergent).
+/// instance tagged `tag`.
 pub const fn barrier_slot(tag: u64, site: u32) -> u64 {
     tag << SITE_BITS | (site & ((1 << SITE_BITS) - 1)) as u64
 }
@@ -998,11 +997,54 @@ pub const fn slot_site(slot: u64) -> u32 {
     (slot & ((1 << SITE_BITS) - 1)) as u32
 }
 
+/// Bits of an instance's marks that count the threads of diverged warps
+/// that arrived from the CTA's exit (the bit below them: a thread found
+/// another `sync_threads` call in the barrier slot).
+const EXIT_COUNT_BITS: u32 = SITE_BITS - 1;
+
+/// An instance's marks: what the threads of the barrier instance tagged
+/// `tag` left for one another before arriving, `exits` threads of warps
+/// that reached the CTA's exit in parts (the barrier's own count is not
+/// reliable inside a diverged warp), and whether a thread found the
+/// barrier slot holding another `sync_threads` call (`divergent`). The
+/// tag makes an earlier instance's marks read as none.
+pub const fn instance_marks(tag: u64, exits: u32, divergent: bool) -> u64 {
+    let exits = exits & ((1 << EXIT_COUNT_BITS) - 1);
+    tag << SITE_BITS | (exits << 1 | divergent as u32) as u64
+}
+
+/// `seen` (a marks word) with `exits` more exit arrivals and, if
+/// `divergent`, the divergence mark, for the instance tagged `tag`: an
+/// earlier instance's marks are replaced, not added to.
+pub const fn add_marks(seen: u64, tag: u64, exits: u32, divergent: bool) -> u64 {
+    instance_marks(
+        tag,
+        marked_exits(seen, tag) + exits,
+        marked_divergent(seen, tag) || divergent,
+    )
+}
+
+/// The exit arrivals the marks `marks` count for the instance tagged
+/// `tag` (0 when they are another instance's).
+pub const fn marked_exits(marks: u64, tag: u64) -> u32 {
+    if slot_tag(marks) == tag {
+        (marks as u32 & ((1 << SITE_BITS) - 1)) >> 1
+    } else {
+        0
+    }
+}
+
+/// True when the marks `marks` say the instance tagged `tag` had threads
+/// at two `sync_threads` calls.
+pub const fn marked_divergent(marks: u64, tag: u64) -> bool {
+    slot_tag(marks) == tag && marks & 1 == 1
+}
+
 /// Which group of a divergence report a thread at `site` belongs to, when
-/// the instance's first arrival was at `first`: [`DivergenceRecord::RETURNED`]
-/// (the CTA's exit), [`DivergenceRecord::FIRST`] (the same `sync_threads`
-/// call) or [`DivergenceRecord::OTHER`] (another one; every
-/// `sync_threads` when the first arrival was at the exit).
+/// the instance's first arrival at a `sync_threads` was at `first`:
+/// [`DivergenceRecord::RETURNED`] (the CTA's exit),
+/// [`DivergenceRecord::FIRST`] (the same call) or
+/// [`DivergenceRecord::OTHER`] (another one).
 pub const fn divergence_group(first: u32, site: u32) -> usize {
     if site == EXIT_SITE {
         DivergenceRecord::RETURNED
@@ -1096,20 +1138,20 @@ impl ThreadSet {
 
 /// Byte offsets of a CTA's divergent-barrier state in its `.shared`
 /// memory (only sanitized entries have it): the barrier slot
-/// ([`barrier_slot`] of the instance's first arrival), the flag (the tag
-/// of an instance found divergent), and, once one is, the groups of its
-/// report: the header (the block's stamp, so that an earlier CTA's
-/// leftovers are cleared once), the threads counted so far, the
-/// [`DivergenceRecord`] fields `mixed`, `first`, `other` and `groups`.
+/// ([`barrier_slot`] of the instance's first arrival), two instance
+/// marks (of even and odd instances: [`instance_marks`]), and, once an
+/// instance is divergent, the groups of its report: the header (the
+/// block's stamp, so that an earlier CTA's leftovers are cleared once),
+/// the threads counted so far, the [`DivergenceRecord`] fields `mixed`,
+/// `first`, `other` and `groups`.
 #[derive(Clone, Copy, Debug)]
 pub struct BarrierCheck;
 
 impl BarrierCheck {
     /// The barrier slot (`u64`).
     pub const SLOT: usize = 0;
-    /// The divergence flag (`u64`: [`barrier_slot`] of the instance's tag
-    /// and [`EXIT_SITE`]).
-    pub const FLAG: usize = 8;
+    /// The marks of even instances (`u64`: [`instance_marks`]).
+    pub const MARKS: usize = 8;
     /// The report's header (`u32`: the block's stamp).
     pub const HEADER: usize = 16;
     /// Threads that counted themselves into the report (`u32`).
@@ -1122,16 +1164,33 @@ impl BarrierCheck {
     pub const OTHER: usize = 40;
     /// The three [`ThreadGroup`]s.
     pub const GROUPS: usize = 48;
+    /// The marks of odd instances (`u64`).
+    pub const ODD_MARKS: usize = Self::GROUPS + 3 * core::mem::size_of::<ThreadGroup>();
     /// Bytes of the whole state.
-    pub const BYTES: usize = Self::GROUPS + 3 * core::mem::size_of::<ThreadGroup>();
+    pub const BYTES: usize = Self::ODD_MARKS + 8;
 
     /// Byte offset of group `g`'s field at `field` (an offset in
     /// [`ThreadGroup`]).
     pub const fn group(g: usize, field: usize) -> usize {
         Self::GROUPS + g * core::mem::size_of::<ThreadGroup>() + field
     }
+
+    /// Byte offset of the marks of the instance that follows `barriers`
+    /// barriers. Two words, so that an instance's marks stay until every
+    /// thread of it has read them: the next instance's are written by
+    /// threads that passed it, and the one after needs every reader of
+    /// it to arrive first.
+    pub const fn marks(barriers: u32) -> usize {
+        if barriers % 2 == 0 {
+            Self::MARKS
+        } else {
+            Self::ODD_MARKS
+        }
+    }
 }
-const _: () = assert!(BarrierCheck::GROUPS % 8 == 0 && BarrierCheck::BYTES == 120);
+const _: () = assert!(
+    BarrierCheck::GROUPS % 8 == 0 && BarrierCheck::ODD_MARKS % 8 == 0 && BarrierCheck::BYTES == 128
+);
 
 /// The [`RaceReport::kind`](crate::abi::RaceReport::kind) of a
 /// [`DivergenceRecord`] (outside [`ReportKind`]'s values).
@@ -1151,8 +1210,8 @@ pub struct DivergenceRecord {
     /// 1 when the [`OTHER`](Self::OTHER) group's threads waited at more
     /// than one call ([`other`](Self::other) names one of them).
     pub mixed: u32,
-    /// `Location` address of the first arrival's `sync_threads` (0: the
-    /// first arrival was at the CTA's exit; its threads are always the
+    /// `Location` address of the first arrival's `sync_threads` (the
+    /// CTA's exit claims no slot: its threads are the
     /// [`RETURNED`](Self::RETURNED) group).
     pub first: u64,
     /// `Location` address of a call the [`OTHER`](Self::OTHER) group waited
@@ -1543,6 +1602,43 @@ mod tests {
         assert_ne!(WindowShadow::tag(a, 1), WindowShadow::tag(b, 1));
         assert_ne!(WindowShadow::tag(a, 1), WindowShadow::tag(a, 2));
         assert_ne!(WindowShadow::tag(a, 0), 0);
+    }
+
+    /// Marks added in any order by the threads of one instance give the
+    /// sum of their exits and whether any saw a divergence; an earlier
+    /// instance's marks, or what an earlier CTA left, count for nothing.
+    #[test]
+    fn instance_marks_add_up_within_their_instance() {
+        let stamp = block_stamp(7, 3);
+        for barriers in [0u32, 1, 2, 65_535] {
+            let tag = barrier_tag(stamp, barriers);
+            let earlier = barrier_tag(stamp, barriers.wrapping_sub(2));
+            for (stale, parts) in [
+                (0u64, &[(3u32, false), (0, true), (1_024, false)][..]),
+                (instance_marks(earlier, 7, true), &[(0, false)][..]),
+                (
+                    instance_marks(earlier, 5, false),
+                    &[(32, false), (31, false)][..],
+                ),
+            ] {
+                assert_eq!(marked_exits(stale, tag), 0);
+                assert!(!marked_divergent(stale, tag));
+                let marks = parts.iter().fold(stale, |m, &(exits, divergent)| {
+                    add_marks(m, tag, exits, divergent)
+                });
+                let exits: u32 = parts.iter().map(|p| p.0).sum();
+                let divergent = parts.iter().any(|p| p.1);
+                assert_eq!(marked_exits(marks, tag), exits);
+                assert_eq!(marked_divergent(marks, tag), divergent);
+                assert_eq!(slot_tag(marks), tag);
+            }
+        }
+        // A block's every thread fits the count.
+        let tag = barrier_tag(stamp, 9);
+        let all = instance_marks(tag, MAX_BLOCK_THREADS as u32, true);
+        assert_eq!(marked_exits(all, tag), MAX_BLOCK_THREADS as u32);
+        assert_ne!(BarrierCheck::marks(4), BarrierCheck::marks(5));
+        assert_eq!(BarrierCheck::marks(4), BarrierCheck::marks(6));
     }
 
     #[test]

@@ -53,12 +53,12 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use vigil_shared::abi::{AccessSite, RaceReport, ReportKind};
 use vigil_shared::block::{
-    access_interval, barrier_site, barrier_slot, barrier_tag, block_stamp, busy, divergence_group,
-    pack_array, race_kind, read_changes_nothing, record_kind, report_key, slot_site, slot_tag,
-    view_number, word_mask, BarrierCheck, BlockAcquired, BlockRecord, BlockSpace, DivergenceRecord,
-    LaneSync, ShadowLayout, TableWord, ThreadGroup, WindowShadow, WordRecords,
-    DIVERGENT_BARRIER_KIND, EXIT_SITE, GLOBAL_LANES, MAX_BLOCK_THREADS, REPORTED, SHARED_LANES,
-    UNCHECKED_ARRAYS, VIEWS, WORD,
+    access_interval, add_marks, barrier_site, barrier_slot, barrier_tag, block_stamp, busy,
+    divergence_group, marked_divergent, marked_exits, pack_array, race_kind, read_changes_nothing,
+    record_kind, report_key, slot_site, slot_tag, view_number, word_mask, BarrierCheck,
+    BlockAcquired, BlockRecord, BlockSpace, DivergenceRecord, LaneSync, ShadowLayout, TableWord,
+    ThreadGroup, WindowShadow, WordRecords, DIVERGENT_BARRIER_KIND, GLOBAL_LANES,
+    MAX_BLOCK_THREADS, REPORTED, SHARED_LANES, UNCHECKED_ARRAYS, VIEWS, WORD,
 };
 use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, PriorRecord, REGIONS_PER_SM};
 use vigil_shared::race::desc::{AccessDesc, SiteLanes, SiteWord, MAX_EPOCH};
@@ -476,16 +476,18 @@ pub(super) fn barrier(loc: &'static Location<'static>) {
 /// barrier counts them for the threads at a `sync_threads` of the same
 /// instance, which learn from the count that it was divergent and report
 /// it ([`checked_barrier`]). A warp that arrives in parts (some of its
-/// threads returned, or are at a `sync_threads`) goes through the
-/// barrier's check like any other site: the barrier's count is not
-/// reliable inside a diverged warp (the H200 counts one part of it).
-#[inline(never)]
+/// threads returned, or are at a `sync_threads`) counts its part into the
+/// instance's marks first ([`partial_exit`]): the barrier's count is not
+/// reliable inside a diverged warp (on an H200, a block of one warp whose
+/// upper half returned while its lower half waited at a `sync_threads`
+/// counted no exit arrival).
+#[inline(always)]
 pub(super) fn exit_barrier() {
     let (thread, threads) = lane();
     if arch::active_mask() == warp_members(thread, threads) {
         arch::barrier_red_popc(true);
     } else {
-        checked_barrier(EXIT_SITE, 0);
+        partial_exit();
     }
 }
 
@@ -494,6 +496,42 @@ pub(super) fn exit_barrier() {
 fn warp_members(thread: u32, threads: u32) -> u32 {
     let here = threads.saturating_sub(thread & !31).min(32);
     u32::MAX >> (32 - here.max(1))
+}
+
+/// [`exit_barrier`] for the part of a warp that arrives at the exit
+/// together: its first thread counts the part's threads into the marks
+/// of the instance they arrive at, then they arrive without the
+/// reduction's predicate. Their lane states keep the barriers they
+/// passed (the instance's reporter finds them by it).
+#[cold]
+#[inline(never)]
+fn partial_exit() {
+    let b = Block::current();
+    if let Some(l) = Lanes::of(b.threads).get(b.thread) {
+        let barriers = l.load().barriers();
+        let tag = barrier_tag(b.stamp, barriers);
+        let group = Group::of([tag]);
+        if group.is_leader() {
+            mark_instance(barriers, tag, group.size(), false);
+        }
+    }
+    arch::barrier_red_popc(false);
+}
+
+/// Adds `exits` exit arrivals and, if `divergent`, the divergence mark to
+/// the marks of the instance tagged `tag` that follows `barriers`
+/// barriers (`vigil_shared::block::add_marks`).
+#[inline(always)]
+fn mark_instance(barriers: u32, tag: u64, exits: u32, divergent: bool) {
+    let marks = instance_marks_word(barriers);
+    let mut seen = marks.load(Ordering::Relaxed);
+    loop {
+        let next = add_marks(seen, tag, exits, divergent);
+        match marks.compare_exchange(seen, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return,
+            Err(now) => seen = now,
+        }
+    }
 }
 
 /// The address of a `Location` (what records and reports carry).
@@ -509,18 +547,20 @@ fn location_address(loc: &'static Location<'static>) -> u64 {
 /// Before arriving, a thread counts the barrier in its lane state and
 /// compares its site with the instance's first arrival's (the barrier
 /// slot, claimed by the first; `vigil_shared::block::barrier_slot`); a
-/// different one raises the CTA's flag with the instance's tag. The
-/// barrier (`barrier.red.popc`, not `.aligned`: a diverged warp is allowed
-/// and seen) orders that before every thread's return, so all of them
-/// see the flag, and it counts the threads of whole warps that arrived
-/// from the CTA's exit ([`exit_barrier`]), which touch neither slot nor
-/// flag: an instance with a flag, or with such arrivals seen from a
-/// `sync_threads`, is divergent, and each thread of the slot's sites
-/// counts itself into the report's groups, the last one finding the
-/// uncounted exit threads and writing it ([`report_divergence`]). Nothing waits beyond the barrier itself, so
-/// the check adds no way to hang; the hardware completes a barrier with
-/// whatever barrier the other threads reach, so the block runs on (its
-/// barrier intervals stay per thread, as before), and the divergence is
+/// different one sets the divergence mark of the instance's marks
+/// (`vigil_shared::block::instance_marks`). The barrier
+/// (`barrier.red.popc`, not `.aligned`: a diverged warp is allowed and
+/// seen) orders that before every thread's return, so all of them see
+/// the marks, and it counts the threads of whole warps that arrived from
+/// the CTA's exit ([`exit_barrier`]; the parts of diverged warps count
+/// themselves into the marks): an instance with the divergence mark or
+/// with exit arrivals is divergent, and each thread at a `sync_threads`
+/// counts itself into the report's groups, the last one finding the exit
+/// threads and writing it ([`report_divergence`]). Nothing waits beyond
+/// the barrier itself, so the check adds no way to hang; the hardware
+/// completes a barrier with whatever barrier the other threads reach, so
+/// the block runs on (its barrier intervals stay per thread, as before),
+/// and the divergence is
 /// reported once per CTA.
 #[inline(always)]
 fn checked_barrier(site: u32, location: u64) {
@@ -530,10 +570,10 @@ fn checked_barrier(site: u32, location: u64) {
         return;
     };
     let state = l.load();
-    let tag = barrier_tag(b.stamp, state.barriers());
-    let (slot, flag) = barrier_words();
+    let barriers = state.barriers();
+    let tag = barrier_tag(b.stamp, barriers);
+    let slot = barrier_slot_word();
     let mine = barrier_slot(tag, site);
-    let divergent = barrier_slot(tag, EXIT_SITE);
     // The lanes of a warp arriving together from one site settle the
     // slot once: one shared-memory exchange a warp, not one a thread on
     // the same word.
@@ -548,21 +588,23 @@ fn checked_barrier(site: u32, location: u64) {
             }
         }
         first = slot_site(seen);
+        if first != site {
+            mark_instance(barriers, tag, 0, true);
+        }
     }
     // The slot now holds this instance's first arrival: its site alone
-    // says whether the group's differs (one shuffle, not two).
+    // says which group the thread reports in (one shuffle, not two).
     let first = group.leader_bits(first);
-    if first != slot_site(mine) {
-        flag.store(divergent, Ordering::Relaxed);
-    }
     l.store(state.passed_barrier());
-    // Whole warps at the exit, which only the barrier's count sees.
-    let exits = arch::barrier_red_popc(false);
-    let flagged = flag.load(Ordering::Relaxed) == divergent;
-    if flagged || (exits != 0 && site != EXIT_SITE) {
+    // Whole warps at the exit, which only the barrier's count sees; the
+    // marks hold the rest.
+    let whole = arch::barrier_red_popc(false);
+    let marks = instance_marks_word(barriers).load(Ordering::Relaxed);
+    let exits = whole + marked_exits(marks, tag);
+    if exits != 0 || marked_divergent(marks, tag) {
         let instance = Instance {
             first,
-            barriers: state.barriers(),
+            barriers,
             exits,
         };
         report_divergence(b, instance, site, location);
@@ -577,23 +619,25 @@ struct Instance {
     first: u32,
     /// Barriers the block passed before it (the exit's threads' count).
     barriers: u32,
-    /// Threads of whole warps that arrived from the CTA's exit (they do
-    /// not count themselves into the report).
+    /// Threads that arrived from the CTA's exit (they do not count
+    /// themselves into the report).
     exits: u32,
 }
 
-/// The CTA's barrier slot and divergence flag.
+/// The CTA's barrier slot.
 #[inline(always)]
-fn barrier_words() -> (&'static AtomicU64, &'static AtomicU64) {
-    let region = arch::block_barrier();
+fn barrier_slot_word() -> &'static AtomicU64 {
     // SAFETY: the barrier state is `BarrierCheck::BYTES` of the CTA's
     // shared memory, 8-aligned (`arch::block_barrier`).
-    unsafe {
-        (
-            at(region, BarrierCheck::SLOT),
-            at(region, BarrierCheck::FLAG),
-        )
-    }
+    unsafe { at(arch::block_barrier(), BarrierCheck::SLOT) }
+}
+
+/// The marks of the CTA's barrier instance that follows `barriers`
+/// barriers (`BarrierCheck::marks`).
+#[inline(always)]
+fn instance_marks_word(barriers: u32) -> &'static AtomicU64 {
+    // SAFETY: as in `barrier_slot_word`.
+    unsafe { at(arch::block_barrier(), BarrierCheck::marks(barriers)) }
 }
 
 /// Thread `lane`'s share of clearing the divergent-barrier state an
@@ -603,16 +647,17 @@ fn barrier_words() -> (&'static AtomicU64, &'static AtomicU64) {
 #[inline(always)]
 fn reset_barrier_check(lane: u32) {
     if lane == 0 {
-        let (slot, flag) = barrier_words();
-        slot.store(0, Ordering::Relaxed);
-        flag.store(0, Ordering::Relaxed);
+        barrier_slot_word().store(0, Ordering::Relaxed);
+        for barriers in [0, 1] {
+            instance_marks_word(barriers).store(0, Ordering::Relaxed);
+        }
     }
 }
 
 /// After a divergent barrier instance: the calling thread, at `site`
 /// (`location`), counts itself into its group; the last thread to do so
-/// adds the whole warps that arrived from the exit
-/// ([`returned_threads`]) and writes the report (once per CTA).
+/// adds the threads that arrived from the exit ([`returned_threads`])
+/// and writes the report (once per CTA).
 #[cold]
 #[inline(never)]
 fn report_divergence(b: Block, divergent: Instance, site: u32, location: u64) {
@@ -665,7 +710,7 @@ fn report_divergence(b: Block, divergent: Instance, site: u32, location: u64) {
     // Every thread of the CTA arrived at the block's first divergent
     // instance (no thread returned before it: an exit is a barrier
     // site), so those that count themselves are the block less the
-    // exit's whole warps.
+    // exit's.
     let waiting = b.threads.saturating_sub(divergent.exits);
     if word(BarrierCheck::DONE).fetch_add(1, Ordering::AcqRel) + 1 != waiting {
         return;
@@ -680,11 +725,10 @@ fn report_divergence(b: Block, divergent: Instance, site: u32, location: u64) {
         reserved: 0,
         low: long(BarrierCheck::group(g, 16)).load(Ordering::Relaxed),
     };
-    let counted = group(DivergenceRecord::RETURNED);
     let returned = if divergent.exits == 0 {
-        counted
+        ThreadGroup::EMPTY
     } else {
-        returned_threads(b.threads, divergent, counted)
+        returned_threads(b.threads, divergent)
     };
     let cta = CtaState::current();
     let rt = cta.runtime();
@@ -708,18 +752,17 @@ fn report_divergence(b: Block, divergent: Instance, site: u32, location: u64) {
     }
 }
 
-/// `counted` (the exit's threads that counted themselves) with the
-/// threads of whole warps that arrived at divergent instance `divergent`
-/// from the CTA's exit, of a block of `threads`: those whose lane state
-/// still counts the barriers before it (every other thread counted the
+/// The threads of a block of `threads` that arrived at divergent
+/// instance `divergent` from the CTA's exit: those whose lane state still
+/// counts the barriers before it (every other thread counted the
 /// instance before arriving, and none can pass another barrier while the
-/// reporting thread has not arrived at it). A thread without a lane
-/// state is not found by name: the group then counts it but names only
-/// those found.
+/// reporting thread has not arrived at it). A thread without a lane state
+/// is not found by name: the group then counts it but names only those
+/// found.
 #[inline(never)]
-fn returned_threads(threads: u32, divergent: Instance, counted: ThreadGroup) -> ThreadGroup {
+fn returned_threads(threads: u32, divergent: Instance) -> ThreadGroup {
     let lanes = Lanes::of(threads);
-    let mut group = counted;
+    let mut group = ThreadGroup::EMPTY;
     for t in 0..threads {
         if let Some(l) = lanes.get(t) {
             if l.load().barriers() == divergent.barriers {
@@ -728,7 +771,7 @@ fn returned_threads(threads: u32, divergent: Instance, counted: ThreadGroup) -> 
         }
     }
     ThreadGroup {
-        count: counted.count + divergent.exits,
+        count: divergent.exits,
         ..group
     }
 }

@@ -50,6 +50,12 @@ impl Group {
         }
     }
 
+    /// How many lanes the group has.
+    #[inline(always)]
+    pub fn size(&self) -> u32 {
+        self.mask.count_ones()
+    }
+
     /// This lane is the group's only one.
     #[inline(always)]
     pub fn alone(&self) -> bool {

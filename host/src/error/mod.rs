@@ -116,7 +116,7 @@ pub enum Error {
     /// memory is over the device's limit: its kernel's own, the GPU
     /// sanitizer's state
     /// ([`SANITIZER_SHARED_BYTES`](vigil_shared::block::SANITIZER_SHARED_BYTES),
-    /// 2,464 bytes) and the shadows of its shared arrays of up to 4,668
+    /// 2,472 bytes) and the shadows of its shared arrays of up to 4,668
     /// bytes (7 bytes of shadow per byte; larger arrays are shadowed in
     /// device memory). The plain module loads; `log` is the JIT's.
     #[error(

@@ -512,7 +512,7 @@ pub fn dynamic_reduce(x: GlobalSlice<u32>, out: GlobalSliceMut<u32>, skip_barrie
 }
 
 /// `u32`s of [`near_limit()`]'s shared array: 45,056 bytes, 4 KiB below
-/// the 48 KiB static limit, within which the 2,464 bytes a sanitized
+/// the 48 KiB static limit, within which the 2,472 bytes a sanitized
 /// entry adds keep it.
 pub const NEAR_LIMIT: usize = 11_264;
 

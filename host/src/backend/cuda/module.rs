@@ -728,7 +728,7 @@ mod tests {
         });
         match &e {
             Error::SanitizedSharedMemory { entry, added, .. } => {
-                assert_eq!((entry.as_str(), *added), ("near__vigil", 2464));
+                assert_eq!((entry.as_str(), *added), ("near__vigil", 2472));
             }
             other => panic!("not a shared-memory error: {other:?}"),
         }
