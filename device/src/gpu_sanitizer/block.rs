@@ -9,7 +9,8 @@
 //! - what the CTA's threads acquired of its own releases
 //!   (`vigil_shared::block::BlockAcquired`), its report keys and numbered
 //!   shared views (`arch::block_counters`);
-//! - the divergent-barrier slot, flag and report (`arch::block_barrier`);
+//! - the divergent-barrier slot, instance marks and report
+//!   (`arch::block_barrier`);
 //! - every thread's synchronisation state (`arch::block_lanes` for
 //!   threads below `SHARED_LANES`, the CTA slot's region of device memory
 //!   for the others): the barriers it passed (its barrier interval: a
@@ -34,9 +35,10 @@
 //! wait.
 //!
 //! Barriers are checked too (synccheck's job): every `sync_threads` of a
-//! sanitized body, and the CTA's exit barrier, note which call each thread
-//! arrives from; a barrier instance reached from different calls (or by
-//! threads that returned) is reported once per CTA as a
+//! sanitized body notes which call each thread arrives from, and the
+//! CTA's exit barrier counts the threads that returned
+//! ([`exit_barrier`]); a barrier instance reached from different calls
+//! (or by threads that returned) is reported once per CTA as a
 //! `DivergenceRecord` ([`checked_barrier`]).
 //!
 //! A write swaps itself into the word's write record and then reads the
@@ -560,8 +562,7 @@ fn location_address(loc: &'static Location<'static>) -> u64 {
 /// the barrier itself, so the check adds no way to hang; the hardware
 /// completes a barrier with whatever barrier the other threads reach, so
 /// the block runs on (its barrier intervals stay per thread, as before),
-/// and the divergence is
-/// reported once per CTA.
+/// and the divergence is reported once per CTA.
 #[inline(always)]
 fn checked_barrier(site: u32, location: u64) {
     let b = Block::current();
