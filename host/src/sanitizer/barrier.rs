@@ -187,28 +187,19 @@ mod tests {
     #[test]
     fn records_read_like_the_cpu_backend() {
         let (low, high) = (group(0..16), group(16..32));
-        // The returned threads are always the last group; when one of
-        // them arrived first, the waiting threads are the other call's.
-        let returned = |first_exit: bool| DivergenceRecord {
-            first: if first_exit { 0 } else { 0x100 },
-            other: if first_exit { 0x100 } else { 0 },
+        let returned = DivergenceRecord {
+            first: 0x100,
             block: 2,
-            groups: if first_exit {
-                [ThreadGroup::EMPTY, low, high]
-            } else {
-                [low, ThreadGroup::EMPTY, high]
-            },
+            groups: [low, ThreadGroup::EMPTY, high],
             ..DivergenceRecord::default()
         };
-        for first_exit in [false, true] {
-            let d = decode_divergence(&returned(first_exit), &Sites);
-            assert_eq!(d.block, Dim3::new(2, 0, 0));
-            assert_eq!(d.barrier, "k.rs:16:9");
-            assert_eq!(
-                d.detail,
-                "thread(s) 0..=15 wait here; thread(s) 16..=31 returned without reaching it"
-            );
-        }
+        let d = decode_divergence(&returned, &Sites);
+        assert_eq!(d.block, Dim3::new(2, 0, 0));
+        assert_eq!(d.barrier, "k.rs:16:9");
+        assert_eq!(
+            d.detail,
+            "thread(s) 0..=15 wait here; thread(s) 16..=31 returned without reaching it"
+        );
         for high_first in [false, true] {
             let (first, other, groups) = if high_first {
                 (0x200, 0x100, [high, low, ThreadGroup::EMPTY])
