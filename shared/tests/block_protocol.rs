@@ -9,17 +9,20 @@
 //! plain accesses with no collectives: a word with a race in an interval
 //! gets at least one report there.
 //!
-//! Divergent barriers: one barrier instance's slot-and-flag protocol, with
-//! the threads arriving in any order from the exit or one of two calls,
-//! flags exactly the instances whose threads came from different places,
-//! and its report's groups hold each thread once, by its place.
+//! Divergent barriers: one barrier instance's slot, marks and exit count,
+//! with up to 700 threads arriving in any order from the exit or one of
+//! two calls (whole warps at the exit and warps shared with a call), lets
+//! the threads at a call find exactly the instances whose threads came
+//! from different places and count every exit arrival, and its report's
+//! groups hold each thread once, by its place.
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use proptest::prelude::*;
 use vigil_shared::block::{
-    access_interval, barrier_site, barrier_slot, barrier_tag, block_stamp, divergence_group,
-    race_kind, read_changes_nothing, slot_site, slot_tag, BlockRecord, LaneSync, ThreadGroup,
-    WordRecords, EXIT_SITE,
+    access_interval, add_marks, barrier_site, barrier_slot, barrier_tag, block_stamp,
+    divergence_group, instance_marks, marked_divergent, marked_exits, race_kind,
+    read_changes_nothing, slot_site, slot_tag, BlockRecord, LaneSync, ThreadGroup, WordRecords,
+    EXIT_SITE,
 };
 use vigil_shared::AccessKind;
 
@@ -220,57 +223,111 @@ proptest! {
     }
 }
 
+/// What the threads of one barrier instance leave for one another and
+/// what the report then holds ([`barrier_instance`]).
+struct InstanceSeen {
+    /// What the threads at a `sync_threads` call decide after the
+    /// barrier: divergent or not (`None`: no thread was at a call).
+    divergent: Option<bool>,
+    /// The exit arrivals they count (whole warps by the barrier's
+    /// reduction, the rest by the instance's marks).
+    exits: u32,
+    /// The report's groups.
+    groups: [ThreadGroup; 3],
+}
+
 /// One barrier instance of a block whose thread `t` arrives from
-/// `sites[t]` (0: the exit, else a call), in the order `order`, through the
-/// slot-and-flag protocol of the GPU's checked barrier: returns whether
-/// the flag was raised and the report's groups.
-fn barrier_instance(sites: &[u8], order: &[usize]) -> (bool, [ThreadGroup; 3]) {
-    let site = |s: u8| {
-        if s == 0 {
-            EXIT_SITE
-        } else {
-            barrier_site(0x7f00_0000_1000 + 0x18 * u64::from(s))
-        }
+/// `sites[t]` (0: the exit, else a call), in the order `order`, through
+/// the GPU's checked barrier: a thread at a call claims or compares the
+/// barrier slot and marks the instance divergent on another site; a warp
+/// whose threads all come from the exit is counted by the barrier's
+/// reduction, and the exit's threads of other warps count themselves into
+/// the instance's marks. The marks and the slot start with what an
+/// earlier instance of the same parity left.
+fn barrier_instance(sites: &[u8], order: &[usize]) -> InstanceSeen {
+    let site = |s: u8| barrier_site(0x7f00_0000_1000 + 0x18 * u64::from(s));
+    let stamp = block_stamp(7, 3);
+    let tag = barrier_tag(stamp, 5);
+    let mut slot = barrier_slot(barrier_tag(stamp, 4), site(1));
+    let mut marks = instance_marks(barrier_tag(stamp, 3), 9, true);
+    let whole_warp_at_exit = |t: usize| {
+        let w = t / 32 * 32;
+        sites[w..(w + 32).min(sites.len())].iter().all(|&s| s == 0)
     };
-    let tag = barrier_tag(block_stamp(7, 3), 5);
-    // A slot left by an earlier instance.
-    let mut slot = barrier_slot(barrier_tag(block_stamp(7, 3), 4), site(1));
-    let mut flag = false;
+    let mut whole = 0;
     for &t in order {
+        if sites[t] == 0 {
+            if whole_warp_at_exit(t) {
+                whole += 1;
+            } else {
+                marks = add_marks(marks, tag, 1, false);
+            }
+            continue;
+        }
         let mine = barrier_slot(tag, site(sites[t]));
         if slot_tag(slot) != tag {
             slot = mine;
         }
-        flag |= slot != mine;
+        if slot != mine {
+            marks = add_marks(marks, tag, 0, true);
+        }
     }
+    let exits = whole + marked_exits(marks, tag);
+    let divergent = sites
+        .iter()
+        .any(|&s| s != 0)
+        .then(|| exits != 0 || marked_divergent(marks, tag));
     let first = slot_site(slot);
     let mut groups = [ThreadGroup::EMPTY; 3];
     for (t, &s) in sites.iter().enumerate() {
-        let g = divergence_group(first, site(s));
+        let g = if s == 0 {
+            divergence_group(first, EXIT_SITE)
+        } else {
+            divergence_group(first, site(s))
+        };
         groups[g] = groups[g].with(t as u32);
     }
-    (flag, groups)
+    InstanceSeen {
+        divergent,
+        exits,
+        groups,
+    }
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
-    /// The flag is raised exactly when the threads came from different
-    /// places, and the groups hold every thread once: by its site, and
-    /// exactly where the record can name its threads.
+    /// The threads at a call find the instance divergent exactly when the
+    /// threads came from different places, whichever arrived first and
+    /// however the exit's threads fill their warps; they count every exit
+    /// arrival (so the report waits for exactly the threads at calls), and
+    /// the groups hold every thread once: by its site, and exactly where
+    /// the record can name its threads.
     #[test]
-    fn a_barrier_instance_flags_exactly_divergence(
-        (sites, order) in (1usize..200).prop_flat_map(|n| (
-            prop::collection::vec(0u8..3, n),
+    fn a_barrier_instance_finds_exactly_divergence(
+        (sites, order) in (1usize..700).prop_flat_map(|n| (
+            prop_oneof![
+                prop::collection::vec(0u8..3, n),
+                // Long runs of one site: whole warps at the exit, and
+                // warps the exit and a call share.
+                prop::collection::vec((0u8..3, 1usize..80), 1..20).prop_map(move |runs| {
+                    runs.iter().flat_map(|&(s, k)| std::iter::repeat_n(s, k)).cycle().take(n).collect()
+                }),
+            ],
             Just((0..n).collect::<Vec<_>>()).prop_shuffle(),
         ))
     ) {
-        let (flag, groups) = barrier_instance(&sites, &order);
-        prop_assert_eq!(flag, sites.iter().any(|&s| s != sites[0]));
-        let first = sites[order[0]];
+        let seen = barrier_instance(&sites, &order);
+        let at_calls: Vec<u8> = sites.iter().copied().filter(|&s| s != 0).collect();
+        let expected = (!at_calls.is_empty()).then(|| sites.iter().any(|&s| s != sites[0]));
+        prop_assert_eq!(seen.divergent, expected);
+        let returned = sites.iter().filter(|&&s| s == 0).count();
+        prop_assert_eq!(seen.exits as usize, returned);
+        let groups = seen.groups;
         prop_assert_eq!(groups.iter().map(|g| g.count as usize).sum::<usize>(), sites.len());
+        let first = order.iter().map(|&t| sites[t]).find(|&s| s != 0);
         for (t, &s) in sites.iter().enumerate() {
-            let want = if s == first { 0 } else if s == 0 { 2 } else { 1 };
+            let want = if s == 0 { 2 } else if Some(s) == first { 0 } else { 1 };
             for (g, group) in groups.iter().enumerate() {
                 if let Some(set) = group.exact() {
                     prop_assert_eq!(set.contains(t as u32), g == want, "thread {} group {}", t, g);
