@@ -946,28 +946,30 @@ pub const fn unpack_array(detail: u32) -> Option<(u64, u64)> {
     }
 }
 
-/// Divergent barriers (synccheck's job) on the GPU: every thread at a
-/// `sync_threads` notes, before it arrives, which call it arrives at (its
-/// *site*: the low 32 bits of the call's `Location` address). The first
-/// arrival of each barrier instance claims the CTA's barrier slot with
-/// [`barrier_slot`]; a later arrival that finds another site there raises
-/// the instance's divergence mark ([`instance_marks`]) before it
-/// arrives, so every thread sees it once past the barrier. The CTA's exit is a barrier site
-/// too ([`EXIT_SITE`]), so that a thread that returned early is seen: a
-/// warp whose threads all arrive there together sets the barrier's
-/// reduction predicate and touches nothing else; a warp that arrives in
-/// parts counts its threads into the instance's marks
-/// ([`instance_marks`]) instead (a diverged warp's reduction is not
-/// reliable). The threads at a `sync_threads` learn from both that the
-/// instance was divergent. The exit's threads never claim the slot.
-pub const EXIT_SITE: u32 = 1;
+// Divergent barriers (synccheck's job) on the GPU: every thread at a
+// `sync_threads` notes, before it arrives, which call it arrives at (its
+// *site*: the low 24 bits of the call's `Location` address,
+// `barrier_site`). The first arrival of each barrier instance claims
+// the CTA's barrier slot with `barrier_slot`; a later arrival that
+// finds another site there sets the instance's divergence mark
+// (`instance_marks`) before it arrives, so every thread sees it once
+// past the barrier. The CTA's exit is a barrier too, so that a thread
+// that returned early is seen: a warp whose threads all arrive there
+// together sets the barrier's reduction predicate and touches nothing
+// else; a warp that arrives in parts counts its threads into the
+// instance's marks instead (a diverged warp's reduction is not
+// reliable). The threads at a `sync_threads` learn from both that the
+// instance was divergent. The exit's threads never claim the slot: the
+// reporting thread finds them by their lane states
+// (`DivergenceRecord::RETURNED`).
 
 /// Bits of a site in the barrier slot.
 const SITE_BITS: u32 = 24;
 
 /// A barrier call's site: the low 24 bits of its `Location`'s address
-/// (8-aligned, so never [`EXIT_SITE`]; a module's locations lie within
-/// 16 MiB of each other, so two calls never share a site).
+/// (8-aligned, so bit 0, which the mask clears, is 0 anyway; a module's
+/// locations lie within 16 MiB of each other, so two calls never share a
+/// site).
 pub const fn barrier_site(location: u64) -> u32 {
     location as u32 & ((1 << SITE_BITS) - 2)
 }
@@ -1040,15 +1042,13 @@ pub const fn marked_divergent(marks: u64, tag: u64) -> bool {
     slot_tag(marks) == tag && marks & 1 == 1
 }
 
-/// Which group of a divergence report a thread at `site` belongs to, when
-/// the instance's first arrival at a `sync_threads` was at `first`:
-/// [`DivergenceRecord::RETURNED`] (the CTA's exit),
+/// Which group of a divergence report a thread at the `sync_threads` at
+/// `site` belongs to, when the instance's first arrival was at `first`:
 /// [`DivergenceRecord::FIRST`] (the same call) or
-/// [`DivergenceRecord::OTHER`] (another one).
+/// [`DivergenceRecord::OTHER`] (another one). The threads that returned
+/// are [`DivergenceRecord::RETURNED`], found by the reporting thread.
 pub const fn divergence_group(first: u32, site: u32) -> usize {
-    if site == EXIT_SITE {
-        DivergenceRecord::RETURNED
-    } else if site == first {
+    if site == first {
         DivergenceRecord::FIRST
     } else {
         DivergenceRecord::OTHER
@@ -1645,11 +1645,9 @@ mod tests {
     fn barrier_slots_keep_tag_and_site() {
         for loc in [0x7f00_0000_0008u64, 0x7f00_00ff_fff8, 0x1_0000_0000] {
             let site = barrier_site(loc);
-            assert_ne!(site, EXIT_SITE);
             let tag = barrier_tag(block_stamp(3, 9), 17);
             let slot = barrier_slot(tag, site);
             assert_eq!((slot_tag(slot), slot_site(slot)), (tag, site));
-            assert_eq!(slot_site(barrier_slot(tag, EXIT_SITE)), EXIT_SITE);
         }
         // Two calls less than 16 MiB apart have different sites.
         assert_ne!(

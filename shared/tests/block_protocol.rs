@@ -21,8 +21,8 @@ use proptest::prelude::*;
 use vigil_shared::block::{
     access_interval, add_marks, barrier_site, barrier_slot, barrier_tag, block_stamp,
     divergence_group, instance_marks, marked_divergent, marked_exits, race_kind,
-    read_changes_nothing, slot_site, slot_tag, BlockRecord, LaneSync, ThreadGroup, WordRecords,
-    EXIT_SITE,
+    read_changes_nothing, slot_site, slot_tag, BlockRecord, DivergenceRecord, LaneSync,
+    ThreadGroup, WordRecords,
 };
 use vigil_shared::AccessKind;
 
@@ -281,7 +281,7 @@ fn barrier_instance(sites: &[u8], order: &[usize]) -> InstanceSeen {
     let mut groups = [ThreadGroup::EMPTY; 3];
     for (t, &s) in sites.iter().enumerate() {
         let g = if s == 0 {
-            divergence_group(first, EXIT_SITE)
+            DivergenceRecord::RETURNED
         } else {
             divergence_group(first, site(s))
         };

@@ -678,7 +678,8 @@ fn report_divergence(b: Block, divergent: Instance, site: u32, location: u64) {
         for o in [BarrierCheck::FIRST, BarrierCheck::OTHER] {
             long(o).store(0, Ordering::Relaxed);
         }
-        for g in 0..3 {
+        // The returned threads' group is built by the reporter alone.
+        for g in [DivergenceRecord::FIRST, DivergenceRecord::OTHER] {
             let e = ThreadGroup::EMPTY;
             word(BarrierCheck::group(g, 0)).store(e.count, Ordering::Relaxed);
             word(BarrierCheck::group(g, 4)).store(e.first, Ordering::Relaxed);
@@ -694,19 +695,15 @@ fn report_divergence(b: Block, divergent: Instance, site: u32, location: u64) {
     if t < 64 {
         long(BarrierCheck::group(g, 16)).fetch_or(1 << t, Ordering::Relaxed);
     }
-    match g {
-        DivergenceRecord::FIRST => long(BarrierCheck::FIRST).store(location, Ordering::Relaxed),
-        DivergenceRecord::OTHER => {
-            let other = long(BarrierCheck::OTHER);
-            if let Err(o) =
-                other.compare_exchange(0, location, Ordering::Relaxed, Ordering::Relaxed)
-            {
-                if o != location {
-                    word(BarrierCheck::MIXED).store(1, Ordering::Relaxed);
-                }
+    if g == DivergenceRecord::FIRST {
+        long(BarrierCheck::FIRST).store(location, Ordering::Relaxed);
+    } else {
+        let other = long(BarrierCheck::OTHER);
+        if let Err(o) = other.compare_exchange(0, location, Ordering::Relaxed, Ordering::Relaxed) {
+            if o != location {
+                word(BarrierCheck::MIXED).store(1, Ordering::Relaxed);
             }
         }
-        _ => {}
     }
     // Every thread of the CTA arrived at the block's first divergent
     // instance (no thread returned before it: an exit is a barrier

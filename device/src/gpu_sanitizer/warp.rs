@@ -59,7 +59,7 @@ impl Group {
     /// This lane is the group's only one.
     #[inline(always)]
     pub fn alone(&self) -> bool {
-        self.mask.count_ones() == 1
+        self.size() == 1
     }
 
     /// This lane acts for the group (its lowest lane).
