@@ -58,6 +58,7 @@ pub struct ReadOnlyRanges {
     pub ranges: [[u64; 2]; READ_ONLY_RANGES],
 }
 const _: () = assert!(size_of::<ReadOnlyRanges>() == 32);
+const _: () = assert!(size_of::<ReadOnlyRanges>() == 8 * ReadOnlyRanges::WORDS);
 const _: () = assert!(offset_of!(ReadOnlyRanges, ranges) == 0);
 
 impl ReadOnlyRanges {
@@ -99,13 +100,49 @@ impl ReadOnlyRanges {
     }
 
     /// The ranges as the hidden parameters' `u64`s, in order.
-    pub fn words(&self) -> [u64; 2 * READ_ONLY_RANGES] {
+    pub fn words(&self) -> [u64; Self::WORDS] {
         bytemuck::cast(*self)
     }
 
     /// The ranges from the hidden parameters' `u64`s.
-    pub fn from_words(words: [u64; 2 * READ_ONLY_RANGES]) -> ReadOnlyRanges {
+    pub fn from_words(words: [u64; Self::WORDS]) -> ReadOnlyRanges {
         bytemuck::cast(words)
+    }
+
+    /// The hidden parameters' `u64`s of the ranges ([`words`](Self::words)).
+    pub const WORDS: usize = 2 * READ_ONLY_RANGES;
+
+    /// The word of the ranges that thread `lane` of a CTA of `lanes`
+    /// threads stores in its CTA's state at a sanitized entry, if any: one
+    /// each for the first threads of the second warp when there is one,
+    /// so that the first thread, which waits for the entry's round trip,
+    /// does not also carry them, or else for the first warp's threads
+    /// after the first. In a CTA of at most [`WORDS`](Self::WORDS) threads
+    /// none does: its first thread stores them all.
+    ///
+    /// ```
+    /// use vigil_shared::read_only::ReadOnlyRanges;
+    ///
+    /// assert_eq!(ReadOnlyRanges::word_stored_by(33, 256), Some(1));
+    /// assert_eq!(ReadOnlyRanges::word_stored_by(0, 256), None);
+    /// assert_eq!(ReadOnlyRanges::word_stored_by(1, 8), Some(0));
+    /// assert_eq!(ReadOnlyRanges::word_stored_by(0, 2), None);
+    /// ```
+    #[inline(always)]
+    pub const fn word_stored_by(lane: u32, lanes: u32) -> Option<usize> {
+        let words = Self::WORDS as u32;
+        let first = if lanes >= 32 + words {
+            32
+        } else if lanes > words {
+            1
+        } else {
+            return None;
+        };
+        if lane >= first && lane - first < words {
+            Some((lane - first) as usize)
+        } else {
+            None
+        }
     }
 
     /// Whether the `size` bytes at `addr` lie inside one of the
@@ -142,6 +179,21 @@ mod tests {
     extern crate std;
     use super::*;
     use std::vec::Vec;
+
+    #[test]
+    fn every_word_is_stored_once_at_entry() {
+        for lanes in 1..=1024u32 {
+            let mut stores = [0u32; ReadOnlyRanges::WORDS];
+            for lane in 0..lanes {
+                if let Some(w) = ReadOnlyRanges::word_stored_by(lane, lanes) {
+                    assert_ne!(lane, 0, "the first thread stores no single word");
+                    stores[w] += 1;
+                }
+            }
+            let expected = u32::from(lanes > ReadOnlyRanges::WORDS as u32);
+            assert_eq!(stores, [expected; ReadOnlyRanges::WORDS], "{lanes} threads");
+        }
+    }
 
     #[test]
     fn none_covers_nothing() {

@@ -1395,6 +1395,7 @@ impl Window {
         let regions = header(WindowShadow::REGIONS_AT);
         let layout = WindowShadow { words, regions };
         let slot = layout.slot(cta.smid, u32::from(cta.slot))?;
+        super::cta::mark_region_used();
         Some(Window { base, layout, slot })
     }
 }

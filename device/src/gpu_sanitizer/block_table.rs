@@ -75,6 +75,7 @@ impl BlockTable {
         // SAFETY: the counters' key slots.
         let keys = unsafe { counters.base.add(Counters::KEYS) };
         let checked = Checked::new(b, kind, size, Space::Global, keys, loc);
+        super::cta::mark_region_used();
         Some(BlockTable {
             base: rt.block_table as *mut u8,
             slot: slot as usize,

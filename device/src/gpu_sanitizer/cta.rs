@@ -59,6 +59,10 @@ pub(super) struct CtaState {
     pub extension: u8,
     /// ... and how many.
     pub extensions: u8,
+    /// Non-zero once a thread may have written the CTA's regions (its
+    /// same-block table, window shadow, lane states or copies): an exit
+    /// that finds it 0 gives them back without a release fence.
+    pub region_used: u32,
     /// Ranges no thread of the launch writes: reads inside them are
     /// read-only reads (`vigil_shared::read_only`).
     pub read_only: ReadOnlyRanges,
@@ -236,6 +240,23 @@ pub(super) fn sync_words() -> &'static [AtomicU32] {
             SYNC_WORDS,
         )
     }
+}
+
+/// Notes in the CTA's state that the calling thread is about to write
+/// the CTA's regions (`CtaState::region_used`): the exit then gives them
+/// back with a release.
+#[inline(always)]
+pub(super) fn mark_region_used() {
+    // SAFETY: the CTA's shared block holds its `CtaState`, written by the
+    // entry before the barrier every thread passed; every writer stores
+    // the same value, read by the exit's first thread after the exit
+    // barrier.
+    unsafe {
+        core::ptr::write_volatile(
+            &raw mut (*(arch::cta_state() as *mut CtaState)).region_used,
+            1,
+        )
+    };
 }
 
 /// This thread's linear index in the block and the block's size.

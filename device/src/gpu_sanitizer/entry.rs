@@ -47,7 +47,7 @@ pub struct LaunchArgs {
     /// ([`vigil_shared::gpu::extensions_wanted`]).
     pub extensions: u32,
     /// The launch's read-only ranges ([`ReadOnlyRanges::from_words`]).
-    pub read_only: [u64; 2 * vigil_shared::read_only::READ_ONLY_RANGES],
+    pub read_only: [u64; ReadOnlyRanges::WORDS],
 }
 
 /// Runs `body` as one CTA of a sanitized launch.
@@ -222,14 +222,22 @@ fn region_guess(lanes: u32) -> u32 {
 }
 
 /// Gives the CTA's region and its `count` extension regions from `first`
-/// back: everything it did in their memory is done. The region's bit is
-/// cleared by a release reduction: a release fence would also invalidate
-/// the SM's L1 (its acquire half), which the CTAs still running there
-/// pay for; with extensions to give back too, one fence serves both.
+/// back: everything it did in their memory is done. When it wrote there
+/// (`used`), the region's bit is cleared by a release reduction: a release
+/// fence would also invalidate the SM's L1 (its acquire half), which the
+/// CTAs still running there pay for; with extensions to give back too,
+/// one fence serves both. A CTA that wrote nothing there has nothing to
+/// order before the next holder's claim and gives them back relaxed: no
+/// fence waits for its other stores (a streaming kernel's output) to
+/// reach the device's memory. The next holder still synchronises with
+/// the last holder that wrote: relaxed read-modify-writes continue that
+/// holder's release sequence.
 #[inline(always)]
-fn release_regions(region_mask: *mut u32, region: u32, first: u32, count: u32) {
+fn release_regions(region_mask: *mut u32, region: u32, first: u32, count: u32, used: bool) {
     let region_order = if count != 0 {
-        arch::fence(MemoryOrder::Release, Scope::Device);
+        if used {
+            arch::fence(MemoryOrder::Release, Scope::Device);
+        }
         // SAFETY: an extension mask of the live runtime, 4-aligned.
         unsafe {
             u32::arch_and(
@@ -240,8 +248,10 @@ fn release_regions(region_mask: *mut u32, region: u32, first: u32, count: u32) {
             )
         };
         MemoryOrder::Relaxed
-    } else {
+    } else if used {
         MemoryOrder::Release
+    } else {
+        MemoryOrder::Relaxed
     };
     // SAFETY: a region mask of the live runtime, 4-aligned.
     unsafe { u32::arch_and(region_mask, !(1 << region), region_order, Scope::Device) };
@@ -250,15 +260,17 @@ fn release_regions(region_mask: *mut u32, region: u32, first: u32, count: u32) {
 /// The address of the part of the queue area of a CTA of `lanes` threads
 /// in region `slot` of SM `smid` (its bulk copies and its threads'
 /// queues of copies in flight), in the area `rt` holds now (its layout
-/// at its start); 0 when there is none or it has no room for the CTA.
+/// at its start); 0 when there is none, the SM has no region in the
+/// same-block table (`table_sm` false), or the area has no room for the
+/// CTA.
 /// Two more round trips at entry (the address, then the layout), for
 /// launches that keep copies in flight only.
 #[inline(always)]
-fn copies_part_of(rt: &GpuRuntime, smid: u32, slot: u32, lanes: u32) -> u64 {
+fn copies_part_of(rt: &GpuRuntime, table_sm: bool, smid: u32, slot: u32, lanes: u32) -> u64 {
     // SAFETY: a field of the live runtime, which the host replaces while
     // kernels run (the old area stays alive).
     let base = unsafe { core::ptr::read_volatile(&rt.copy_queues) };
-    if base == 0 || smid >= rt.block_table_slots / REGIONS_PER_SM {
+    if base == 0 || !table_sm {
         return 0;
     }
     // SAFETY: the area starts with its header, live device memory of the
@@ -299,9 +311,24 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
     let rt = unsafe { &*(runtime as *const GpuRuntime) };
     let (lane, lanes) = lane();
     super::block::reset_cta(lane, lanes);
+    let state = arch::cta_state() as *mut CtaState;
+    if let Some(word) = ReadOnlyRanges::word_stored_by(lane, lanes) {
+        // SAFETY: the CTA's shared block holds a `CtaState`, 16-aligned,
+        // whose read-only ranges are `ReadOnlyRanges::WORDS` `u64`s
+        // (`ReadOnlyRanges::from_words`); no other thread writes this one
+        // before the barrier.
+        unsafe {
+            (&raw mut (*state).read_only)
+                .cast::<u64>()
+                .add(word)
+                .write(read_only[word])
+        };
+    }
     if lane == 0 {
-        // Every load and the region's claim are issued before any of
-        // their results is used: the entry waits for one round trip.
+        // Every load the entry needs is issued before the region's claim,
+        // whose acquire would hold back (and refetch past an invalidated
+        // L1) whatever is loaded after it: the entry waits for one round
+        // trip.
         let window = super::block::current_window(rt);
         let rec = record_words(record);
         let count = rec[launch_record::COUNT];
@@ -309,12 +336,14 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
         let launch_ref = rec[launch_record::TAG];
         let own_bound = rec[launch_record::BOUNDS + lane_of(base)];
         let device = rec[launch_record::DEVICE];
+        let real_base = rt.real_base;
+        let table_slots = rt.block_table_slots;
         let smid = arch::smid();
         let guess = region_guess(lanes);
         let mask = region_mask(runtime, smid);
         let extension_claim = ExtensionClaim::issue(mask, guess, extensions);
         let slot = claim_region(mask, guess) as u16;
-        let table_sm = smid < rt.block_table_slots / REGIONS_PER_SM;
+        let table_sm = smid < table_slots / REGIONS_PER_SM;
         let (extension, extensions) =
             extension_claim.map_or((0, 0), |claim| claim.finish(table_sm));
         let block = linear_block();
@@ -322,7 +351,7 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
             note_anchor(record, anchor);
         }
         let copies = if flags & launch_flags::COPIES_IN_FLIGHT != 0 {
-            copies_part_of(rt, smid, u32::from(slot), lanes)
+            copies_part_of(rt, table_sm, smid, u32::from(slot), lanes)
         } else {
             0
         };
@@ -332,26 +361,30 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
             base + block
         };
         super::block::set_window(window);
-        let state = CtaState {
-            runtime,
-            record,
-            real_base: rt.real_base,
-            tid: serial,
-            base,
-            count,
-            launch,
-            launch_ref,
-            device,
-            smid,
-            own_bound,
-            slot,
-            extension: extension as u8,
-            extensions: extensions as u8,
-            read_only: ReadOnlyRanges::from_words(read_only),
-            copies,
-        };
-        // SAFETY: the CTA's shared block holds a `CtaState`, 16-aligned.
-        unsafe { (arch::cta_state() as *mut CtaState).write(state) };
+        // Field by field: the read-only ranges are other threads' to write.
+        // SAFETY: as above; only this thread writes these fields before
+        // the barrier.
+        unsafe {
+            (*state).runtime = runtime;
+            (*state).record = record;
+            (*state).real_base = real_base;
+            (*state).tid = serial;
+            (*state).base = base;
+            (*state).count = count;
+            (*state).launch = launch;
+            (*state).launch_ref = launch_ref;
+            (*state).device = device;
+            (*state).smid = smid;
+            (*state).own_bound = own_bound;
+            (*state).slot = slot;
+            (*state).extension = extension as u8;
+            (*state).extensions = extensions as u8;
+            (*state).region_used = u32::from(copies != 0 || super::block::needs_slot_lanes(lanes));
+            (*state).copies = copies;
+            if lanes <= ReadOnlyRanges::WORDS as u32 {
+                (*state).read_only = ReadOnlyRanges::from_words(read_only);
+            }
+        }
         CtaSync::<vigil_shared::atomic::CoreAtomics>::new(sync_words()).init();
     }
     arch::sync_threads();
@@ -385,6 +418,7 @@ fn exit() {
             u32::from(st.slot),
             u32::from(st.extension),
             u32::from(st.extensions),
+            st.region_used != 0,
         );
     }
 }
