@@ -69,7 +69,6 @@ use vigil_shared::{AccessKind, Scope};
 
 use super::block_word::BlockWord;
 use super::cta::{cta_epoch, lane, linear_block, CtaState};
-use super::report::Reporter;
 use super::warp::Group;
 use crate::arch::ptx as arch;
 use crate::sanitizer::SharedAccess;
