@@ -1011,8 +1011,10 @@ const EXIT_COUNT_BITS: u32 = SITE_BITS - 1;
 /// barrier slot holding another `sync_threads` call (`divergent`). The
 /// tag makes an earlier instance's marks read as none.
 pub const fn instance_marks(tag: u64, exits: u32, divergent: bool) -> u64 {
+    // The barrier slot's packing, with the marks where the slot keeps a
+    // site.
     let exits = exits & ((1 << EXIT_COUNT_BITS) - 1);
-    tag << SITE_BITS | (exits << 1 | divergent as u32) as u64
+    barrier_slot(tag, exits << 1 | divergent as u32)
 }
 
 /// `seen` (a marks word) with `exits` more exit arrivals and, if
@@ -1030,7 +1032,7 @@ pub const fn add_marks(seen: u64, tag: u64, exits: u32, divergent: bool) -> u64 
 /// `tag` (0 when they are another instance's).
 pub const fn marked_exits(marks: u64, tag: u64) -> u32 {
     if slot_tag(marks) == tag {
-        (marks as u32 & ((1 << SITE_BITS) - 1)) >> 1
+        slot_site(marks) >> 1
     } else {
         0
     }
@@ -1039,7 +1041,7 @@ pub const fn marked_exits(marks: u64, tag: u64) -> u32 {
 /// True when the marks `marks` say the instance tagged `tag` had threads
 /// at two `sync_threads` calls.
 pub const fn marked_divergent(marks: u64, tag: u64) -> bool {
-    slot_tag(marks) == tag && marks & 1 == 1
+    slot_tag(marks) == tag && slot_site(marks) & 1 == 1
 }
 
 /// Which group of a divergence report a thread at the `sync_threads` at
