@@ -1394,7 +1394,6 @@ impl Window {
         let regions = header(WindowShadow::REGIONS_AT);
         let layout = WindowShadow { words, regions };
         let slot = layout.slot(cta.smid, u32::from(cta.slot))?;
-        super::cta::mark_region_used();
         Some(Window { base, layout, slot })
     }
 }
@@ -1459,6 +1458,9 @@ fn window_access(access: SharedAccess, loc: &'static Location<'static>) {
             second: r2,
         };
         Some(renewed(records, current, || {
+            // The CTA writes its regions from here on: every later write
+            // is to an entry it renewed in its interval.
+            super::cta::mark_region_used();
             arch::store_release_block(t, tag)
         }))
     });

@@ -75,7 +75,6 @@ impl BlockTable {
         // SAFETY: the counters' key slots.
         let keys = unsafe { counters.base.add(Counters::KEYS) };
         let checked = Checked::new(b, kind, size, Space::Global, keys, loc);
-        super::cta::mark_region_used();
         Some(BlockTable {
             base: rt.block_table as *mut u8,
             slot: slot as usize,
@@ -295,6 +294,9 @@ impl BlockTable {
             // local memory.
             let clear = || {
                 claimed.set(true);
+                // The CTA writes its regions from here on: every later
+                // write is to an entry it claimed in its interval.
+                super::cta::mark_region_used();
                 r.write.store_relaxed(fresh[0]);
                 r.first.store_relaxed(fresh[1]);
                 r.second.store_relaxed(fresh[2]);
