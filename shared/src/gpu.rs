@@ -263,15 +263,15 @@ impl GpuRuntime {
     pub const HALT_ON_RACE: u32 = 1;
     /// Where the region masks start, in bytes from the runtime's own
     /// address: they follow the descriptor in its allocation, so that a
-    /// CTA's entry addresses its SM's mask from its parameters alone and
-    /// issues its claim without loading the runtime first. Per SM, the
-    /// mask of its claimed regions ([`REGION_MASK_SMS`] `u32`s, SM `s` at
-    /// `s % REGION_MASK_SMS`; bit `r`: region `r` is held by a running
-    /// CTA), then as many masks of its claimed extension regions.
+    /// CTA's entry addresses its SM's masks from its parameters alone and
+    /// issues its claim without loading the runtime first. One `u64` per
+    /// SM ([`REGION_MASK_SMS`] of them, SM `s` at `s % REGION_MASK_SMS`):
+    /// its held regions and held extension regions
+    /// ([`crate::regions::masks_bits`]).
     pub const REGION_MASKS_AT: usize = 256;
     /// Bytes of the runtime's allocation: the descriptor, then the
     /// region masks.
-    pub const ALLOCATION_BYTES: usize = Self::REGION_MASKS_AT + 2 * REGION_MASK_SMS as usize * 4;
+    pub const ALLOCATION_BYTES: usize = Self::REGION_MASKS_AT + REGION_MASK_SMS as usize * 8;
     /// Regions per SM (what the same-block layer indexes by).
     pub const fn regions_per_sm(&self) -> u32 {
         REGIONS_PER_SM
@@ -279,6 +279,7 @@ impl GpuRuntime {
 }
 const _: () = assert!(size_of::<GpuRuntime>() == 144);
 const _: () = assert!(size_of::<GpuRuntime>() <= GpuRuntime::REGION_MASKS_AT);
+const _: () = assert!(GpuRuntime::REGION_MASKS_AT % 8 == 0);
 const _: () = assert!(offset_of!(GpuRuntime, real_base) == 0);
 const _: () = assert!(offset_of!(GpuRuntime, pool) == 8);
 const _: () = assert!(offset_of!(GpuRuntime, lane_devices) == 64);

@@ -14,7 +14,9 @@
 //! the per-device runtime region), [`address`] (reservations and shadow
 //! addresses), [`atomic`] (abstract atomics), [`gpu`] (the GPU
 //! sanitizer's launch ABI: hidden parameters, the runtime descriptor,
-//! report records), [`read_only`] (a launch's read-only ranges).
+//! report records), [`read_only`] (a launch's read-only ranges),
+//! [`regions`] (the orderings by which CTAs hand an SM's same-block
+//! regions on).
 //! [`memory_model`] and [`params`] are the vocabulary and the kernel
 //! parameter ABI every crate shares; [`proofs`] the layouts a kernel's
 //! views declare and the launch's proof of them; [`tensor_map`]
@@ -52,6 +54,7 @@ pub mod bulk_copies;
 pub mod copies_in_flight;
 pub mod gpu;
 pub mod read_only;
+pub mod regions;
 pub mod tensor_map;
 #[cfg(test)]
 mod test_rng;

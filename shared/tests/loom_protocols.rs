@@ -816,3 +816,155 @@ mod bulk {
         });
     }
 }
+
+// ----- the hand-over of an SM's same-block regions (`vigil_shared::regions`)
+
+mod regions {
+    use super::*;
+    use loom::cell::UnsafeCell;
+    use vigil_shared::regions::{held_extensions, held_regions, masks_bits, release, CLAIM};
+
+    fn order(o: Ordering) -> MemOrder {
+        match o {
+            Ordering::Relaxed => MemOrder::Relaxed,
+            Ordering::Acquire => MemOrder::Acquire,
+            Ordering::Release => MemOrder::Release,
+            Ordering::AcqRel => MemOrder::AcqRel,
+            Ordering::SeqCst => MemOrder::SeqCst,
+        }
+    }
+
+    /// One SM's masks word and the memory of its one extension region, as
+    /// a CTA's entry claims them and its exit gives them back (the
+    /// device's `entry::claim_region`, `ExtensionShare::keep` and
+    /// `release_regions`).
+    struct Sm {
+        masks: LU64,
+        memory: UnsafeCell<u64>,
+    }
+
+    impl Sm {
+        /// An SM whose CTA in region 0 holds the extension.
+        fn held() -> Arc<Sm> {
+            Arc::new(Sm {
+                masks: LU64::new(masks_bits(Some(0), 1)),
+                memory: UnsafeCell::new(0),
+            })
+        }
+
+        /// A CTA's entry in region `r`, asking for the extension, its claim
+        /// ordered by `claim`: whether it kept the extension.
+        fn enter(&self, r: u32, claim: Ordering) -> bool {
+            let before = self.masks.fetch_or(masks_bits(Some(r), 1), order(claim));
+            assert_eq!(
+                held_regions(before) & 1 << r,
+                0,
+                "region {r} is this CTA's alone"
+            );
+            held_extensions(before) & 1 == 0
+        }
+
+        /// A CTA's exit from region `r`, having written in its regions
+        /// when `used`.
+        fn exit(&self, r: u32, kept: bool, used: bool) {
+            let bits = masks_bits(Some(r), u32::from(kept));
+            self.masks.fetch_and(!bits, order(release(used)));
+        }
+
+        /// A CTA in region `r` that reads the extension if it gets it, and
+        /// then writes `value` there (if any): what it read.
+        fn cta(&self, r: u32, value: Option<u64>, claim: Ordering) -> Option<u64> {
+            let kept = self.enter(r, claim);
+            // SAFETY: loom checks that no other thread accesses the cell
+            // at once (the claim is the mutual exclusion under test).
+            let seen = kept.then(|| self.memory.with(|m| unsafe { *m }));
+            if let (true, Some(v)) = (kept, value) {
+                // SAFETY: as above.
+                self.memory.with_mut(|m| unsafe { *m = v });
+            }
+            self.exit(r, kept, kept && value.is_some());
+            seen
+        }
+
+        /// The extension's holder (region 0) writes 7 there and exits.
+        fn last_writer(sm: &Arc<Sm>) -> loom::thread::JoinHandle<()> {
+            let sm = sm.clone();
+            loom::thread::spawn(move || {
+                // SAFETY: the extension is this thread's (`held`).
+                sm.memory.with_mut(|m| unsafe { *m = 7 });
+                sm.exit(0, true, true);
+            })
+        }
+    }
+
+    /// The extension's holder writes and exits while another CTA of the SM
+    /// enters in another region: when the newcomer gets the extension, it
+    /// sees the write.
+    #[test]
+    fn an_extensions_next_holder_sees_its_last_holders_writes() {
+        model(|| {
+            let sm = Sm::held();
+            let holder = Sm::last_writer(&sm);
+            if let Some(seen) = sm.cta(1, None, CLAIM) {
+                assert_eq!(seen, 7);
+            }
+            holder.join().unwrap();
+        });
+    }
+
+    /// Through a holder that wrote nothing (and so gave the extension back
+    /// relaxed), the next holder still sees the last write.
+    #[test]
+    fn a_holder_that_wrote_nothing_passes_the_last_write_on() {
+        model(|| {
+            let sm = Sm::held();
+            let holder = Sm::last_writer(&sm);
+            let reader = {
+                let sm = sm.clone();
+                loom::thread::spawn(move || sm.cta(1, None, CLAIM))
+            };
+            if let Some(seen) = sm.cta(2, None, CLAIM) {
+                assert_eq!(seen, 7);
+            }
+            if let Some(seen) = reader.join().unwrap() {
+                assert_eq!(seen, 7);
+            }
+            holder.join().unwrap();
+        });
+    }
+
+    /// Two CTAs that write in the extension in turn never touch it at once,
+    /// and the second sees the first's write.
+    #[test]
+    fn two_writers_of_an_extension_follow_each_other() {
+        model(|| {
+            let sm = Arc::new(Sm {
+                masks: LU64::new(0),
+                memory: UnsafeCell::new(0),
+            });
+            let first = {
+                let sm = sm.clone();
+                loom::thread::spawn(move || sm.cta(0, Some(1), CLAIM))
+            };
+            let second = sm.cta(1, Some(2), CLAIM);
+            match (first.join().unwrap(), second) {
+                (Some(a), Some(b)) => assert!(a == 2 || b == 1, "neither saw the other"),
+                (Some(_), None) | (None, Some(_)) => {}
+                (None, None) => panic!("one of them gets the free extension"),
+            }
+        });
+    }
+
+    /// The claim's acquire is what orders the last holder's writes: a
+    /// relaxed claim leaves the newcomer's read racing with them.
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn a_relaxed_claim_is_not_handed_the_region() {
+        model(|| {
+            let sm = Sm::held();
+            let holder = Sm::last_writer(&sm);
+            let _ = sm.cta(1, None, Ordering::Relaxed);
+            holder.join().unwrap();
+        });
+    }
+}

@@ -7,7 +7,8 @@
 //! claimed, no clock joined: what the host ordered before the launch is
 //! in its record, read where a check needs it. The same-block layer's
 //! per-CTA device memory is a region of the CTA's SM that the CTA claims
-//! in the SM's region mask at entry and frees at exit.
+//! in the SM's masks word at entry and frees at exit
+//! ([`vigil_shared::regions`]).
 //!
 //! Exit: after the same-block layer's exit barrier (it sees threads that
 //! returned early), the first thread logs what the CTA acquired of other
@@ -23,6 +24,7 @@ use vigil_shared::race::memory::launch_record;
 use vigil_shared::race::serial::lane_of;
 use vigil_shared::race::sync::CtaSync;
 use vigil_shared::read_only::ReadOnlyRanges;
+use vigil_shared::regions::{held_extensions, held_regions, masks_bits, release, CLAIM};
 
 use core::sync::atomic::Ordering;
 
@@ -81,96 +83,79 @@ pub unsafe fn run_cta(args: LaunchArgs, body: impl FnOnce()) {
     exit();
 }
 
-/// The mask of the regions held on SM `smid` of the runtime at
-/// `runtime`: an address computed from the entry's parameters, so that
-/// the claim goes out without a load before it. Device-scoped atomics on
-/// it: only the device's CTAs claim its regions, and a `core` atomic
-/// would be system-scoped (a release of one a `MEMBAR.SYS`).
+/// The masks word of SM `smid` of the runtime at `runtime`
+/// ([`vigil_shared::regions`]: its held regions and extension regions):
+/// an address computed from the entry's parameters, so that the claim
+/// goes out without a load before it. Device-scoped atomics on it: only
+/// the device's CTAs claim its regions, and a `core` atomic would be
+/// system-scoped (a release of one a `MEMBAR.SYS`).
 #[inline(always)]
-fn region_mask(runtime: u64, smid: u32) -> *mut u32 {
-    // SAFETY (of the offset): the runtime's REGION_MASK_SMS region masks
+fn sm_masks(runtime: u64, smid: u32) -> *mut u64 {
+    // SAFETY (of the offset): the runtime's REGION_MASK_SMS masks words
     // follow its descriptor, live as long as the runtime.
-    ((runtime + GpuRuntime::REGION_MASKS_AT as u64) as *mut u32)
+    ((runtime + GpuRuntime::REGION_MASKS_AT as u64) as *mut u64)
         .wrapping_add((smid % REGION_MASK_SMS) as usize)
 }
 
-/// The extension mask of the SM whose region mask is `region_mask`.
+/// Sets `bits` in the masks word at `masks` with the claims' ordering
+/// ([`CLAIM`]): what it held before.
 #[inline(always)]
-fn extension_masks_after(region_mask: *mut u32) -> *mut u32 {
-    // SAFETY (of the offset): the extension masks follow the region
-    // masks, as many, live as long as the runtime.
-    region_mask.wrapping_add(REGION_MASK_SMS as usize)
+fn claim_bits(masks: *mut u64, bits: u64) -> u64 {
+    // SAFETY: a masks word of the live runtime, 8-aligned.
+    unsafe { u64::arch_or(masks, bits, CLAIM, Scope::Device) }
 }
 
-/// A claim of extension regions of an SM (see [`ExtensionClaim::issue`]).
-struct ExtensionClaim {
-    /// The SM's extension mask.
-    at: *mut u32,
+/// Clears `bits` in the masks word at `masks`, relaxed: regions the CTA
+/// claimed and did nothing in.
+#[inline(always)]
+fn drop_bits(masks: *mut u64, bits: u64) {
+    // SAFETY: as in `claim_bits`.
+    unsafe { u64::arch_and(masks, !bits, MemoryOrder::Relaxed, Scope::Device) };
+}
+
+/// The extension regions a CTA asks for beside its region: the share of
+/// `wanted` of them ([`extension_mask`]) at its first guess's, claimed in
+/// the same read-modify-write as the region.
+#[derive(Clone, Copy)]
+struct ExtensionShare {
     /// The share asked for ...
     mask: u32,
-    /// ... how many that is ...
+    /// ... and how many that is.
     wanted: u32,
-    /// ... and the mask as the claim found it.
-    before: u32,
 }
 
-impl ExtensionClaim {
-    /// Sets the bits of the extension regions of the SM whose region mask
-    /// is `region_mask` that a CTA trying region `guess` first asks for
-    /// (`wanted`, [`extension_mask`]); `None` when it asks for none. The
-    /// caller issues the region's claim before it
-    /// [`finish`](Self::finish)es this one, so that both round trips
-    /// overlap; it learns only then whether the SM has extension regions
-    /// at all (every SM has a mask).
-    ///
-    /// Relaxed, so that the region's acquire does not hold it back: the
-    /// regions' previous holders ran on the same SM and released them
-    /// after a fence (`release_regions`), and this CTA touches them only
-    /// once the result is back and past the region's acquire and the
-    /// entry's barrier.
+impl ExtensionShare {
+    /// The share of a CTA trying region `guess` first (empty when it asks
+    /// for none).
     #[inline(always)]
-    fn issue(region_mask: *mut u32, guess: u32, wanted: u32) -> Option<ExtensionClaim> {
+    fn of(guess: u32, wanted: u32) -> ExtensionShare {
         let wanted = wanted.min(EXTENSIONS_PER_SM);
-        let mask = extension_mask(guess % REGIONS_PER_SM, wanted);
-        if mask == 0 {
-            return None;
-        }
-        let at = extension_masks_after(region_mask);
-        Some(ExtensionClaim {
-            at,
-            mask,
+        ExtensionShare {
+            mask: extension_mask(guess % REGIONS_PER_SM, wanted),
             wanted,
-            before: Self::set(at, mask),
-        })
+        }
     }
 
-    /// Sets `m`'s bits in the mask at `at`: what it held before.
-    #[inline(always)]
-    fn set(at: *mut u32, m: u32) -> u32 {
-        // SAFETY: an extension mask of the live runtime, 4-aligned.
-        unsafe { u32::arch_or(at, m, MemoryOrder::Relaxed, Scope::Device) }
-    }
-
-    /// The regions the claim keeps, `(first, count)`: none on an SM
+    /// The extension regions the CTA keeps, `(first, count)`, of the
+    /// share its claim found the extension bits `before`: none on an SM
     /// without extension regions (`usable` false: all it took goes back);
     /// when its share was taken in part, it tries once more at a share it
     /// saw wholly free ([`free_share`]), keeps the lowest run of the
     /// larger catch and gives the rest back at once.
     #[inline(always)]
-    fn finish(self, usable: bool) -> (u32, u32) {
-        let got = self.mask & !self.before;
+    fn keep(self, masks: *mut u64, before: u32, usable: bool) -> (u32, u32) {
+        let got = self.mask & !before;
         if !usable {
             if got != 0 {
-                // SAFETY: as in `set`; nothing was done in them.
-                unsafe { u32::arch_and(self.at, !got, MemoryOrder::Relaxed, Scope::Device) };
+                drop_bits(masks, masks_bits(None, got));
             }
             return (0, 0);
         }
         let (mut kept, mut taken) = (got, got);
         if got != self.mask {
-            let other = free_share(!(self.before | self.mask), self.wanted);
+            let other = free_share(!(before | self.mask), self.wanted);
             if other != 0 {
-                let more = other & !Self::set(self.at, other);
+                let more = other & !held_extensions(claim_bits(masks, masks_bits(None, other)));
                 taken |= more;
                 if more.count_ones() > got.count_ones() {
                     kept = more;
@@ -180,37 +165,37 @@ impl ExtensionClaim {
         let (first, count) = extension_run(kept);
         let rest = taken & !run_mask(first, count);
         if rest != 0 {
-            // SAFETY: as in `set`; nothing was done in them.
-            unsafe { u32::arch_and(self.at, !rest, MemoryOrder::Relaxed, Scope::Device) };
+            drop_bits(masks, masks_bits(None, rest));
         }
         (first, count)
     }
 }
 
-/// Claims a free region of the SM whose region mask is `mask` (its
-/// same-block memory, which no
-/// other running CTA holds until `release_regions`), trying region `guess`
-/// first: one round trip when it is free. A region taken already makes
-/// the returned mask name a free one to try next; an SM holds at most
-/// [`REGIONS_PER_SM`] CTAs, so one frees up. Setting a bit another CTA
-/// holds changes nothing.
+/// Claims a free region of the SM whose masks word is `masks` (its
+/// same-block memory, which no other running CTA holds until
+/// `release_regions`), trying region `guess` first, together with the
+/// extension regions of `share`: the region, and the extension bits as
+/// the first claim found them. One round trip when the region is free. A
+/// region taken already makes the returned mask name a free one to try
+/// next; an SM holds at most [`REGIONS_PER_SM`] CTAs, so one frees up.
+/// Setting a bit another CTA holds changes nothing.
 #[inline(always)]
-fn claim_region(mask: *mut u32, guess: u32) -> u32 {
+fn claim_region(masks: *mut u64, guess: u32, share: ExtensionShare) -> (u32, u32) {
     let mut bit = guess % REGIONS_PER_SM;
-    loop {
-        // Acquire: the region's previous holder finished with it.
-        // SAFETY: a region mask of the live runtime, 4-aligned.
-        let held = unsafe { u32::arch_or(mask, 1 << bit, MemoryOrder::Acquire, Scope::Device) };
-        if held & (1 << bit) == 0 {
-            return bit;
-        }
+    // Acquire: the regions' previous holders finished with them.
+    let first = claim_bits(masks, masks_bits(Some(bit), share.mask));
+    let extensions = held_extensions(first);
+    let mut held = held_regions(first);
+    while held & (1 << bit) != 0 {
         let free = !(held | 1 << bit);
         if free == 0 {
             core::hint::spin_loop();
         } else {
             bit = free.trailing_zeros() % REGIONS_PER_SM;
         }
+        held = held_regions(claim_bits(masks, masks_bits(Some(bit), 0)));
     }
+    (bit, extensions)
 }
 
 /// The region a CTA tries first: its first warp's slot on the SM over the
@@ -222,39 +207,18 @@ fn region_guess(lanes: u32) -> u32 {
 }
 
 /// Gives the CTA's region and its `count` extension regions from `first`
-/// back: everything it did in their memory is done. When it wrote there
-/// (`used`), the region's bit is cleared by a release reduction: a release
-/// fence would also invalidate the SM's L1 (its acquire half), which the
-/// CTAs still running there pay for; with extensions to give back too,
-/// one fence serves both. A CTA that wrote nothing there has nothing to
-/// order before the next holder's claim and gives them back relaxed: no
-/// fence waits for its other stores (a streaming kernel's output) to
-/// reach the device's memory. The next holder still synchronises with
-/// the last holder that wrote: relaxed read-modify-writes continue that
-/// holder's release sequence.
+/// back, in one read-modify-write of the SM's masks word: everything it
+/// did in their memory is done. When it wrote there (`used`), a release
+/// ([`release`]): a release fence would also invalidate the SM's L1 (its
+/// acquire half), which the CTAs still running there pay for. A CTA that
+/// wrote nothing there has nothing to order before the next holder's
+/// claim and gives them back relaxed: no fence waits for its other stores
+/// (a streaming kernel's output) to reach the device's memory.
 #[inline(always)]
-fn release_regions(region_mask: *mut u32, region: u32, first: u32, count: u32, used: bool) {
-    let region_order = if count != 0 {
-        if used {
-            arch::fence(MemoryOrder::Release, Scope::Device);
-        }
-        // SAFETY: an extension mask of the live runtime, 4-aligned.
-        unsafe {
-            u32::arch_and(
-                extension_masks_after(region_mask),
-                !run_mask(first, count),
-                MemoryOrder::Relaxed,
-                Scope::Device,
-            )
-        };
-        MemoryOrder::Relaxed
-    } else if used {
-        MemoryOrder::Release
-    } else {
-        MemoryOrder::Relaxed
-    };
-    // SAFETY: a region mask of the live runtime, 4-aligned.
-    unsafe { u32::arch_and(region_mask, !(1 << region), region_order, Scope::Device) };
+fn release_regions(masks: *mut u64, region: u32, first: u32, count: u32, used: bool) {
+    let bits = masks_bits(Some(region), run_mask(first, count));
+    // SAFETY: a masks word of the live runtime, 8-aligned.
+    unsafe { u64::arch_and(masks, !bits, release(used), Scope::Device) };
 }
 
 /// The address of the part of the queue area of a CTA of `lanes` threads
@@ -340,12 +304,16 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
         let table_slots = rt.block_table_slots;
         let smid = arch::smid();
         let guess = region_guess(lanes);
-        let mask = region_mask(runtime, smid);
-        let extension_claim = ExtensionClaim::issue(mask, guess, extensions);
-        let slot = claim_region(mask, guess) as u16;
+        let masks = sm_masks(runtime, smid);
+        let share = ExtensionShare::of(guess, extensions);
+        let (slot, before) = claim_region(masks, guess, share);
+        let slot = slot as u16;
         let table_sm = smid < table_slots / REGIONS_PER_SM;
-        let (extension, extensions) =
-            extension_claim.map_or((0, 0), |claim| claim.finish(table_sm));
+        let (extension, extensions) = if share.mask == 0 {
+            (0, 0)
+        } else {
+            share.keep(masks, before, table_sm)
+        };
         let block = linear_block();
         if block == 0 {
             note_anchor(record, anchor);
@@ -414,7 +382,7 @@ fn exit() {
         }
         // Every thread passed the exit barrier: the regions are unused.
         release_regions(
-            region_mask(st.runtime, st.smid),
+            sm_masks(st.runtime, st.smid),
             u32::from(st.slot),
             u32::from(st.extension),
             u32::from(st.extensions),
