@@ -15,8 +15,8 @@
 //! addresses), [`atomic`] (abstract atomics), [`gpu`] (the GPU
 //! sanitizer's launch ABI: hidden parameters, the runtime descriptor,
 //! report records), [`read_only`] (a launch's read-only ranges),
-//! [`regions`] (the orderings by which CTAs hand an SM's same-block
-//! regions on).
+//! [`regions`] (the word of an SM's held same-block regions and how
+//! CTAs hand them on).
 //! [`memory_model`] and [`params`] are the vocabulary and the kernel
 //! parameter ABI every crate shares; [`proofs`] the layouts a kernel's
 //! views declare and the launch's proof of them; [`tensor_map`]
