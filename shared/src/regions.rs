@@ -1,8 +1,7 @@
 //! How the CTAs of one SM hand its same-block regions
-//! ([`crate::gpu::REGIONS_PER_SM`] regions and
-//! [`crate::gpu::EXTENSIONS_PER_SM`] extension regions) on to each other:
-//! the word that says which are held, and the orderings a CTA's entry
-//! claims them with and its exit gives them back with.
+//! ([`REGIONS_PER_SM`] regions and [`EXTENSIONS_PER_SM`] extension
+//! regions) on to each other: the word that says which are held, the
+//! claim a CTA's entry makes and the give-back its exit makes.
 //!
 //! A region's next holder must see everything its last holder that wrote
 //! there wrote. An SM's held regions and held extension regions share one
@@ -11,20 +10,28 @@
 //! one read-modify-write claims both and one gives both back, and the
 //! claim's acquire reads the very word the last holder released:
 //!
-//! - **Claim**: an acquiring read-modify-write that sets the bits of the
-//!   region a CTA tries and of the extension share it asks for
-//!   ([`CLAIM`]). A second try (its region or its share was taken) is
-//!   another one, for what it tries then.
-//! - **Release** ([`release`]): one read-modify-write that clears all of
-//!   a CTA's bits, a release when one of its threads wrote in its
+//! - **Claim** ([`claim_region`], then [`ExtensionShare::keep`]): an
+//!   acquiring read-modify-write that sets the bits of the region a CTA
+//!   tries and of the extension share it asks for ([`CLAIM`]). A second
+//!   try (its region or part of its share was taken) is another one, for
+//!   what it tries then. Extensions never wait: a CTA that waited for
+//!   them could wait for CTAs that wait for it.
+//! - **Give-back** ([`give_back`]): one read-modify-write that clears all
+//!   of a CTA's bits, a release when one of its threads wrote in its
 //!   regions, relaxed when none did. The next holder still synchronises
 //!   with the last holder that wrote, whose release sequence every later
 //!   read-modify-write of the word continues.
 //!
-//! The device's entry and exit follow these; `shared/tests/loom_protocols.rs`
-//! model-checks the hand-over with them.
+//! Generic over the atomics ([`AtomicFamily`]): the device's entry and
+//! exit run it on the GPU's device-scoped atomics, and
+//! `shared/tests/loom_protocols.rs` model-checks the hand-over with loom's.
 
-use crate::Ordering;
+use core::sync::atomic::Ordering as MemOrder;
+
+use crate::atomic::{AtomicFamily, AtomicU64Ops};
+use crate::gpu::{
+    extension_mask, extension_run, free_share, run_mask, EXTENSIONS_PER_SM, REGIONS_PER_SM,
+};
 
 /// Where an SM's extension-region bits start in its masks word (its
 /// region bits are the low 32).
@@ -52,24 +59,148 @@ pub const fn held_extensions(masks: u64) -> u32 {
 }
 
 /// The ordering of a CTA's claims in its SM's masks word.
-pub const CLAIM: Ordering = Ordering::Acquire;
+pub const CLAIM: MemOrder = MemOrder::Acquire;
 
 /// The ordering of the read-modify-write that gives a CTA's regions back:
 /// a release when one of its threads wrote in them (`used`), relaxed
 /// otherwise, so that a CTA that needed no same-block record waits for no
 /// fence as it exits.
-pub const fn release(used: bool) -> Ordering {
+pub const fn release(used: bool) -> MemOrder {
     if used {
-        Ordering::Release
+        MemOrder::Release
     } else {
-        Ordering::Relaxed
+        MemOrder::Relaxed
     }
+}
+
+/// Sets `bits` in the masks word with the claims' ordering: what it held
+/// before.
+#[inline(always)]
+fn claim_bits<F: AtomicFamily>(word: &F::U64, bits: u64) -> u64 {
+    word.fetch_or(bits, CLAIM)
+}
+
+/// Clears `bits` in the masks word, relaxed: regions the CTA claimed and
+/// did nothing in.
+#[inline(always)]
+fn drop_bits<F: AtomicFamily>(word: &F::U64, bits: u64) {
+    word.fetch_and(!bits, MemOrder::Relaxed);
+}
+
+/// The extension regions a CTA asks for beside its region, claimed in the
+/// same read-modify-write as the region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExtensionShare {
+    /// The share asked for (bit `e`: extension region `e`; 0: none) ...
+    pub mask: u32,
+    /// ... and how many regions a share is.
+    pub wanted: u32,
+}
+
+impl ExtensionShare {
+    /// The share of `wanted` extension regions (at most
+    /// [`EXTENSIONS_PER_SM`]) of a CTA trying region `guess` first: the
+    /// aligned share at its guess's ([`extension_mask`]), so that CTAs
+    /// resident together ask for disjoint shares.
+    #[inline(always)]
+    pub const fn of(guess: u32, wanted: u32) -> ExtensionShare {
+        let wanted = if wanted < EXTENSIONS_PER_SM {
+            wanted
+        } else {
+            EXTENSIONS_PER_SM
+        };
+        ExtensionShare {
+            mask: extension_mask(guess % REGIONS_PER_SM, wanted),
+            wanted,
+        }
+    }
+
+    /// The extension regions the CTA keeps, `(first, count)`, of this
+    /// share, whose claim ([`claim_region`]) found the extension bits
+    /// `before`: none on an SM without extension regions (`usable` false:
+    /// all it took goes back); when its share was taken in part, it tries
+    /// once more at a share it saw wholly free ([`free_share`]), keeps
+    /// the lowest run of the larger catch and gives the rest back at
+    /// once.
+    #[inline(always)]
+    pub fn keep<F: AtomicFamily>(self, word: &F::U64, before: u32, usable: bool) -> (u32, u32) {
+        let got = self.mask & !before;
+        if !usable {
+            if got != 0 {
+                drop_bits::<F>(word, masks_bits(None, got));
+            }
+            return (0, 0);
+        }
+        let (mut kept, mut taken) = (got, got);
+        if got != self.mask {
+            let other = free_share(!(before | self.mask), self.wanted);
+            if other != 0 {
+                let more = other & !held_extensions(claim_bits::<F>(word, masks_bits(None, other)));
+                taken |= more;
+                if more.count_ones() > got.count_ones() {
+                    kept = more;
+                }
+            }
+        }
+        let (first, count) = extension_run(kept);
+        let rest = taken & !run_mask(first, count);
+        if rest != 0 {
+            drop_bits::<F>(word, masks_bits(None, rest));
+        }
+        (first, count)
+    }
+}
+
+/// Claims a free region of the SM whose masks word is `word` (its
+/// same-block memory, which no other running CTA holds until
+/// [`give_back`]), trying region `guess` first, together with the
+/// extension regions of `share`: the region, and the extension bits as
+/// the first claim found them (for [`ExtensionShare::keep`]). One round
+/// trip when the region is free. A region taken already makes the
+/// returned mask name a free one to try next; an SM holds at most
+/// [`REGIONS_PER_SM`] CTAs, so one frees up. Setting a bit another CTA
+/// holds changes nothing.
+#[inline(always)]
+pub fn claim_region<F: AtomicFamily>(
+    word: &F::U64,
+    guess: u32,
+    share: ExtensionShare,
+) -> (u32, u32) {
+    let mut bit = guess % REGIONS_PER_SM;
+    // Acquire: the regions' previous holders finished with them.
+    let first = claim_bits::<F>(word, masks_bits(Some(bit), share.mask));
+    let extensions = held_extensions(first);
+    let mut held = held_regions(first);
+    while held & (1 << bit) != 0 {
+        let free = !(held | 1 << bit);
+        if free == 0 {
+            // A plain spin (no back-off): every region is held only while
+            // one is being given back, as an SM holds at most
+            // REGIONS_PER_SM CTAs.
+            core::hint::spin_loop();
+        } else {
+            bit = free.trailing_zeros() % REGIONS_PER_SM;
+        }
+        held = held_regions(claim_bits::<F>(word, masks_bits(Some(bit), 0)));
+    }
+    (bit, extensions)
+}
+
+/// Gives region `region` and the `count` extension regions from `first`
+/// back, in one read-modify-write of the SM's masks word `word`:
+/// everything the CTA did in their memory is done; `used` when one of its
+/// threads wrote there ([`release`]).
+#[inline(always)]
+pub fn give_back<F: AtomicFamily>(word: &F::U64, region: u32, first: u32, count: u32, used: bool) {
+    word.fetch_and(
+        !masks_bits(Some(region), run_mask(first, count)),
+        release(used),
+    );
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::{EXTENSIONS_PER_SM, REGIONS_PER_SM};
 
     #[test]
     fn regions_and_extensions_never_share_a_bit() {

@@ -822,24 +822,15 @@ mod bulk {
 mod regions {
     use super::*;
     use loom::cell::UnsafeCell;
-    use vigil_shared::regions::{held_extensions, held_regions, masks_bits, release, CLAIM};
+    use vigil_shared::regions::{claim_region, give_back, ExtensionShare};
 
-    fn order(o: Ordering) -> MemOrder {
-        match o {
-            Ordering::Relaxed => MemOrder::Relaxed,
-            Ordering::Acquire => MemOrder::Acquire,
-            Ordering::Release => MemOrder::Release,
-            Ordering::AcqRel => MemOrder::AcqRel,
-            Ordering::SeqCst => MemOrder::SeqCst,
-        }
-    }
+    /// The extension region every CTA of the model asks for first (a CTA
+    /// that finds it taken tries the others).
+    const SHARE: ExtensionShare = ExtensionShare { mask: 1, wanted: 1 };
 
-    /// One SM's masks word and the memory of its one extension region, as
-    /// a CTA's entry claims them and its exit gives them back (the
-    /// device's `entry::claim_region`, `ExtensionShare::keep` and
-    /// `release_regions`).
+    /// One SM's masks word and the memory of its extension region 0.
     struct Sm {
-        masks: LU64,
+        word: A64,
         memory: UnsafeCell<u64>,
     }
 
@@ -847,34 +838,20 @@ mod regions {
         /// An SM whose CTA in region 0 holds the extension.
         fn held() -> Arc<Sm> {
             Arc::new(Sm {
-                masks: LU64::new(masks_bits(Some(0), 1)),
+                word: A64(LU64::new(vigil_shared::regions::masks_bits(Some(0), 1))),
                 memory: UnsafeCell::new(0),
             })
         }
 
-        /// A CTA's entry in region `r`, asking for the extension, its claim
-        /// ordered by `claim`: whether it kept the extension.
-        fn enter(&self, r: u32, claim: Ordering) -> bool {
-            let before = self.masks.fetch_or(masks_bits(Some(r), 1), order(claim));
-            assert_eq!(
-                held_regions(before) & 1 << r,
-                0,
-                "region {r} is this CTA's alone"
-            );
-            held_extensions(before) & 1 == 0
-        }
-
-        /// A CTA's exit from region `r`, having written in its regions
-        /// when `used`.
-        fn exit(&self, r: u32, kept: bool, used: bool) {
-            let bits = masks_bits(Some(r), u32::from(kept));
-            self.masks.fetch_and(!bits, order(release(used)));
-        }
-
-        /// A CTA in region `r` that reads the extension if it gets it, and
-        /// then writes `value` there (if any): what it read.
-        fn cta(&self, r: u32, value: Option<u64>, claim: Ordering) -> Option<u64> {
-            let kept = self.enter(r, claim);
+        /// A CTA trying region `r` that reads the extension if it gets it,
+        /// and then writes `value` there (if any): what it read.
+        fn cta(&self, r: u32, value: Option<u64>) -> Option<u64> {
+            let (region, before) = claim_region::<LoomAtomics>(&self.word, r, SHARE);
+            assert_eq!(region, r, "region {r} is free");
+            let (first, count) = SHARE.keep::<LoomAtomics>(&self.word, before, true);
+            // A CTA that found extension 0 taken keeps another one (its
+            // second try), whose memory is not the one modelled here.
+            let kept = count != 0 && first == 0;
             // SAFETY: loom checks that no other thread accesses the cell
             // at once (the claim is the mutual exclusion under test).
             let seen = kept.then(|| self.memory.with(|m| unsafe { *m }));
@@ -882,7 +859,7 @@ mod regions {
                 // SAFETY: as above.
                 self.memory.with_mut(|m| unsafe { *m = v });
             }
-            self.exit(r, kept, kept && value.is_some());
+            give_back::<LoomAtomics>(&self.word, region, first, count, value.is_some());
             seen
         }
 
@@ -892,7 +869,7 @@ mod regions {
             loom::thread::spawn(move || {
                 // SAFETY: the extension is this thread's (`held`).
                 sm.memory.with_mut(|m| unsafe { *m = 7 });
-                sm.exit(0, true, true);
+                give_back::<LoomAtomics>(&sm.word, 0, 0, 1, true);
             })
         }
     }
@@ -905,7 +882,7 @@ mod regions {
         model(|| {
             let sm = Sm::held();
             let holder = Sm::last_writer(&sm);
-            if let Some(seen) = sm.cta(1, None, CLAIM) {
+            if let Some(seen) = sm.cta(1, None) {
                 assert_eq!(seen, 7);
             }
             holder.join().unwrap();
@@ -921,9 +898,9 @@ mod regions {
             let holder = Sm::last_writer(&sm);
             let reader = {
                 let sm = sm.clone();
-                loom::thread::spawn(move || sm.cta(1, None, CLAIM))
+                loom::thread::spawn(move || sm.cta(1, None))
             };
-            if let Some(seen) = sm.cta(2, None, CLAIM) {
+            if let Some(seen) = sm.cta(2, None) {
                 assert_eq!(seen, 7);
             }
             if let Some(seen) = reader.join().unwrap() {
@@ -939,14 +916,14 @@ mod regions {
     fn two_writers_of_an_extension_follow_each_other() {
         model(|| {
             let sm = Arc::new(Sm {
-                masks: LU64::new(0),
+                word: A64(LU64::new(0)),
                 memory: UnsafeCell::new(0),
             });
             let first = {
                 let sm = sm.clone();
-                loom::thread::spawn(move || sm.cta(0, Some(1), CLAIM))
+                loom::thread::spawn(move || sm.cta(0, Some(1)))
             };
-            let second = sm.cta(1, Some(2), CLAIM);
+            let second = sm.cta(1, Some(2));
             match (first.join().unwrap(), second) {
                 (Some(a), Some(b)) => assert!(a == 2 || b == 1, "neither saw the other"),
                 (Some(_), None) | (None, Some(_)) => {}
@@ -955,15 +932,23 @@ mod regions {
         });
     }
 
-    /// The claim's acquire is what orders the last holder's writes: a
-    /// relaxed claim leaves the newcomer's read racing with them.
+    /// Why the claim is an acquire: a newcomer that set its bits with a
+    /// relaxed read-modify-write would read the extension racing with its
+    /// last holder's write, which loom reports.
     #[test]
     #[should_panic(expected = "Causality violation")]
-    fn a_relaxed_claim_is_not_handed_the_region() {
+    fn a_relaxed_claim_is_not_handed_the_extension() {
         model(|| {
             let sm = Sm::held();
             let holder = Sm::last_writer(&sm);
-            let _ = sm.cta(1, None, Ordering::Relaxed);
+            let before = sm.word.0.fetch_or(
+                vigil_shared::regions::masks_bits(Some(1), 1),
+                MemOrder::Relaxed,
+            );
+            if vigil_shared::regions::held_extensions(before) & 1 == 0 {
+                // SAFETY: loom checks the access (the race under test).
+                let _ = sm.memory.with(|m| unsafe { *m });
+            }
             holder.join().unwrap();
         });
     }

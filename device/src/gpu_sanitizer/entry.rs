@@ -16,22 +16,18 @@
 //! launches ordered after this one.
 
 use vigil_shared::copies_in_flight::QueueArea;
-use vigil_shared::gpu::{
-    extension_mask, extension_run, free_share, launch_flags, run_mask, GpuRuntime,
-    EXTENSIONS_PER_SM, REGIONS_PER_SM, REGION_MASK_SMS,
-};
+use vigil_shared::gpu::{launch_flags, GpuRuntime, REGIONS_PER_SM, REGION_MASK_SMS};
 use vigil_shared::race::memory::launch_record;
 use vigil_shared::race::serial::lane_of;
 use vigil_shared::race::sync::CtaSync;
 use vigil_shared::read_only::ReadOnlyRanges;
-use vigil_shared::regions::{held_extensions, held_regions, masks_bits, release, CLAIM};
+use vigil_shared::regions::{claim_region, give_back, ExtensionShare};
 
 use core::sync::atomic::Ordering;
 
 use super::cta::{lane, linear_block, record_words, sync_words, CtaState};
+use super::device_atomics::{DeviceAtomics, DeviceU64};
 use crate::arch::ptx as arch;
-use crate::atomic::sealed::{ArchAnd, ArchOr};
-use vigil_shared::{Ordering as MemoryOrder, Scope};
 
 /// What the host passes a sanitized entry after the user's parameters
 /// ([`vigil_shared::gpu::HIDDEN_PARAMS`], in order).
@@ -90,112 +86,14 @@ pub unsafe fn run_cta(args: LaunchArgs, body: impl FnOnce()) {
 /// the device's CTAs claim its regions, and a `core` atomic would be
 /// system-scoped (a release of one a `MEMBAR.SYS`).
 #[inline(always)]
-fn sm_masks(runtime: u64, smid: u32) -> *mut u64 {
-    // SAFETY (of the offset): the runtime's REGION_MASK_SMS masks words
-    // follow its descriptor, live as long as the runtime.
-    ((runtime + GpuRuntime::REGION_MASKS_AT as u64) as *mut u64)
-        .wrapping_add((smid % REGION_MASK_SMS) as usize)
-}
-
-/// Sets `bits` in the masks word at `masks` with the claims' ordering
-/// ([`CLAIM`]): what it held before.
-#[inline(always)]
-fn claim_bits(masks: *mut u64, bits: u64) -> u64 {
-    // SAFETY: a masks word of the live runtime, 8-aligned.
-    unsafe { u64::arch_or(masks, bits, CLAIM, Scope::Device) }
-}
-
-/// Clears `bits` in the masks word at `masks`, relaxed: regions the CTA
-/// claimed and did nothing in.
-#[inline(always)]
-fn drop_bits(masks: *mut u64, bits: u64) {
-    // SAFETY: as in `claim_bits`.
-    unsafe { u64::arch_and(masks, !bits, MemoryOrder::Relaxed, Scope::Device) };
-}
-
-/// The extension regions a CTA asks for beside its region: the share of
-/// `wanted` of them ([`extension_mask`]) at its first guess's, claimed in
-/// the same read-modify-write as the region.
-#[derive(Clone, Copy)]
-struct ExtensionShare {
-    /// The share asked for ...
-    mask: u32,
-    /// ... and how many that is.
-    wanted: u32,
-}
-
-impl ExtensionShare {
-    /// The share of a CTA trying region `guess` first (empty when it asks
-    /// for none).
-    #[inline(always)]
-    fn of(guess: u32, wanted: u32) -> ExtensionShare {
-        let wanted = wanted.min(EXTENSIONS_PER_SM);
-        ExtensionShare {
-            mask: extension_mask(guess % REGIONS_PER_SM, wanted),
-            wanted,
-        }
+fn sm_masks(runtime: u64, smid: u32) -> &'static DeviceU64 {
+    // SAFETY: the runtime's REGION_MASK_SMS masks words follow its
+    // descriptor, 8-aligned, live as long as the runtime; every access
+    // to them is atomic.
+    unsafe {
+        &*((runtime + GpuRuntime::REGION_MASKS_AT as u64) as *const DeviceU64)
+            .wrapping_add((smid % REGION_MASK_SMS) as usize)
     }
-
-    /// The extension regions the CTA keeps, `(first, count)`, of the
-    /// share its claim found the extension bits `before`: none on an SM
-    /// without extension regions (`usable` false: all it took goes back);
-    /// when its share was taken in part, it tries once more at a share it
-    /// saw wholly free ([`free_share`]), keeps the lowest run of the
-    /// larger catch and gives the rest back at once.
-    #[inline(always)]
-    fn keep(self, masks: *mut u64, before: u32, usable: bool) -> (u32, u32) {
-        let got = self.mask & !before;
-        if !usable {
-            if got != 0 {
-                drop_bits(masks, masks_bits(None, got));
-            }
-            return (0, 0);
-        }
-        let (mut kept, mut taken) = (got, got);
-        if got != self.mask {
-            let other = free_share(!(before | self.mask), self.wanted);
-            if other != 0 {
-                let more = other & !held_extensions(claim_bits(masks, masks_bits(None, other)));
-                taken |= more;
-                if more.count_ones() > got.count_ones() {
-                    kept = more;
-                }
-            }
-        }
-        let (first, count) = extension_run(kept);
-        let rest = taken & !run_mask(first, count);
-        if rest != 0 {
-            drop_bits(masks, masks_bits(None, rest));
-        }
-        (first, count)
-    }
-}
-
-/// Claims a free region of the SM whose masks word is `masks` (its
-/// same-block memory, which no other running CTA holds until
-/// `release_regions`), trying region `guess` first, together with the
-/// extension regions of `share`: the region, and the extension bits as
-/// the first claim found them. One round trip when the region is free. A
-/// region taken already makes the returned mask name a free one to try
-/// next; an SM holds at most [`REGIONS_PER_SM`] CTAs, so one frees up.
-/// Setting a bit another CTA holds changes nothing.
-#[inline(always)]
-fn claim_region(masks: *mut u64, guess: u32, share: ExtensionShare) -> (u32, u32) {
-    let mut bit = guess % REGIONS_PER_SM;
-    // Acquire: the regions' previous holders finished with them.
-    let first = claim_bits(masks, masks_bits(Some(bit), share.mask));
-    let extensions = held_extensions(first);
-    let mut held = held_regions(first);
-    while held & (1 << bit) != 0 {
-        let free = !(held | 1 << bit);
-        if free == 0 {
-            core::hint::spin_loop();
-        } else {
-            bit = free.trailing_zeros() % REGIONS_PER_SM;
-        }
-        held = held_regions(claim_bits(masks, masks_bits(Some(bit), 0)));
-    }
-    (bit, extensions)
 }
 
 /// The region a CTA tries first: its first warp's slot on the SM over the
@@ -204,21 +102,6 @@ fn claim_region(masks: *mut u64, guess: u32, share: ExtensionShare) -> (u32, u32
 #[inline(always)]
 fn region_guess(lanes: u32) -> u32 {
     arch::warp_slot() / lanes.div_ceil(32).max(1)
-}
-
-/// Gives the CTA's region and its `count` extension regions from `first`
-/// back, in one read-modify-write of the SM's masks word: everything it
-/// did in their memory is done. When it wrote there (`used`), a release
-/// ([`release`]): a release fence would also invalidate the SM's L1 (its
-/// acquire half), which the CTAs still running there pay for. A CTA that
-/// wrote nothing there has nothing to order before the next holder's
-/// claim and gives them back relaxed: no fence waits for its other stores
-/// (a streaming kernel's output) to reach the device's memory.
-#[inline(always)]
-fn release_regions(masks: *mut u64, region: u32, first: u32, count: u32, used: bool) {
-    let bits = masks_bits(Some(region), run_mask(first, count));
-    // SAFETY: a masks word of the live runtime, 8-aligned.
-    unsafe { u64::arch_and(masks, !bits, release(used), Scope::Device) };
 }
 
 /// The address of the part of the queue area of a CTA of `lanes` threads
@@ -306,13 +189,13 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
         let guess = region_guess(lanes);
         let masks = sm_masks(runtime, smid);
         let share = ExtensionShare::of(guess, extensions);
-        let (slot, before) = claim_region(masks, guess, share);
+        let (slot, before) = claim_region::<DeviceAtomics>(masks, guess, share);
         let slot = slot as u16;
         let table_sm = smid < table_slots / REGIONS_PER_SM;
         let (extension, extensions) = if share.mask == 0 {
             (0, 0)
         } else {
-            share.keep(masks, before, table_sm)
+            share.keep::<DeviceAtomics>(masks, before, table_sm)
         };
         let block = linear_block();
         if block == 0 {
@@ -381,7 +264,12 @@ fn exit() {
             vigil_shared::race::sync::cta_exit(&mem, &view, &sync);
         }
         // Every thread passed the exit barrier: the regions are unused.
-        release_regions(
+        // A release when a thread wrote in them: a release fence would
+        // also invalidate the SM's L1 (its acquire half), which the CTAs
+        // still running there pay for, and one that wrote nothing there
+        // waits for no fence (for a streaming kernel's output to reach
+        // the device's memory).
+        give_back::<DeviceAtomics>(
             sm_masks(st.runtime, st.smid),
             u32::from(st.slot),
             u32::from(st.extension),
