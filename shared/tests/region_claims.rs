@@ -5,6 +5,9 @@
 //! once, a CTA keeps a run no longer than its share, and once every CTA
 //! has exited the word is empty again (nothing a CTA took is lost).
 
+mod race_model;
+
+use race_model::Rng;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -31,19 +34,13 @@ fn free(cell: &AtomicU32, cta: u32) {
     assert_eq!(cell.swap(0, Ordering::Relaxed), cta);
 }
 
-/// A small xorshift generator per thread, seeded from `VIGIL_SEED`.
-fn rng(thread: u64) -> impl FnMut() -> u32 {
+/// Thread `thread`'s generator, seeded from `VIGIL_SEED` (default 1).
+fn rng(thread: u64) -> Rng {
     let seed: u64 = std::env::var("VIGIL_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1);
-    let mut s = (seed ^ 0x9E37_79B9_7F4A_7C15).wrapping_mul(thread + 1) | 1;
-    move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 32) as u32
-    }
+    Rng((seed ^ 0x9E37_79B9_7F4A_7C15).wrapping_mul(thread + 1) | 1)
 }
 
 #[test]
@@ -61,12 +58,12 @@ fn ctas_claiming_an_sms_regions_never_share_one_and_give_all_back() {
         .map(|t| {
             let sm = sm.clone();
             std::thread::spawn(move || {
-                let mut next = rng(t);
+                let mut rng = rng(t);
                 for round in 0..ROUNDS {
                     let cta = (t as u32 + 1) | (round + 1) << 8;
-                    let guess = next() % REGIONS_PER_SM;
-                    let share = ExtensionShare::of(guess, 1 << (next() % 6));
-                    let usable = next() % 8 != 0;
+                    let guess = rng.below_high(u64::from(REGIONS_PER_SM)) as u32;
+                    let share = ExtensionShare::of(guess, 1 << rng.below_high(6));
+                    let usable = rng.below_high(8) != 0;
                     let (region, before) = claim_region::<CoreAtomics>(&sm.word, guess, share);
                     let (first, count) = if share.mask == 0 {
                         (0, 0)
@@ -91,7 +88,13 @@ fn ctas_claiming_an_sms_regions_never_share_one_and_give_all_back() {
                     for e in first..first + count {
                         free(&sm.extensions[e as usize], cta);
                     }
-                    give_back::<CoreAtomics>(&sm.word, region, first, count, next() % 2 == 0);
+                    give_back::<CoreAtomics>(
+                        &sm.word,
+                        region,
+                        first,
+                        count,
+                        rng.below_high(2) == 0,
+                    );
                 }
             })
         })
