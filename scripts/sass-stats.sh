@@ -28,7 +28,7 @@ cap=$(sed -n 's/^pub const DEFAULT_SANITIZED_REGISTERS: u32 = \([0-9]*\);/\1/p' 
   "$root/host/src/sanitizer/config.rs")
 ptxas=$("$root/scripts/ptxas.sh")
 tools="$root/target/tools/disasm"
-nvdisasm=$(find "$tools" -name nvdisasm -type f 2>/dev/null | head -n 1)
+nvdisasm=$(find "$tools" -name nvdisasm -type f 2>/dev/null | head -n 1 || true)
 if [ -z "$nvdisasm" ]; then
   python3 -m pip install --quiet --disable-pip-version-check --no-deps \
     --target "$tools" nvidia-cuda-nvdisasm==13.5.37 >&2
