@@ -133,7 +133,7 @@ impl ReadOnlyRanges {
         let words = Self::WORDS as u32;
         let first = if lanes >= 32 + words {
             32
-        } else if lanes > words {
+        } else if !Self::stored_by_first_thread(lanes) {
             1
         } else {
             return None;
@@ -143,6 +143,21 @@ impl ReadOnlyRanges {
         } else {
             None
         }
+    }
+
+    /// Whether a CTA of `lanes` threads is too small to share the
+    /// ranges' words out ([`word_stored_by`](Self::word_stored_by)): its
+    /// first thread stores them all at entry.
+    ///
+    /// ```
+    /// use vigil_shared::read_only::ReadOnlyRanges;
+    ///
+    /// assert!(ReadOnlyRanges::stored_by_first_thread(ReadOnlyRanges::WORDS as u32));
+    /// assert!(!ReadOnlyRanges::stored_by_first_thread(32));
+    /// ```
+    #[inline(always)]
+    pub const fn stored_by_first_thread(lanes: u32) -> bool {
+        lanes <= Self::WORDS as u32
     }
 
     /// Whether the `size` bytes at `addr` lie inside one of the
@@ -190,7 +205,7 @@ mod tests {
                     stores[w] += 1;
                 }
             }
-            let expected = u32::from(lanes > ReadOnlyRanges::WORDS as u32);
+            let expected = u32::from(!ReadOnlyRanges::stored_by_first_thread(lanes));
             assert_eq!(stores, [expected; ReadOnlyRanges::WORDS], "{lanes} threads");
         }
     }

@@ -232,7 +232,7 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
             (*state).extensions = extensions as u8;
             (*state).region_used = u32::from(copies != 0 || super::block::needs_slot_lanes(lanes));
             (*state).copies = copies;
-            if lanes <= ReadOnlyRanges::WORDS as u32 {
+            if ReadOnlyRanges::stored_by_first_thread(lanes) {
                 (*state).read_only = ReadOnlyRanges::from_words(read_only);
             }
         }
