@@ -9,6 +9,7 @@
 
 use vigil::unstable::testing::require_gpu;
 use vigil::{Context, DeviceBuffer, LaunchConfig, Module, ReportKind, Stream};
+use vigil_kernels::proofs::copy_elems;
 use vigil_kernels::races::{
     disjoint_writes, many_races, race_waw, read_one, same_sm_writes, write_one,
 };
@@ -370,6 +371,73 @@ fn blocks_too_large_for_the_register_cap_launch_from_a_second_build() {
             .iter()
             .any(|r| r.kind == ReportKind::WriteAfterWrite)),
         other => panic!("expected the write-after-write, got {other:?}"),
+    }
+}
+
+/// Sanitized entries start on their module's lean build (64 registers a
+/// thread, so that four 256-thread blocks share an SM) and keep it while
+/// their launches take only the race engine's whole-line paths; an entry
+/// one of whose launches takes a general path (accesses of single words,
+/// which race here) runs its later launches at the register cap. Both
+/// builds check alike: the racy kernel is reported from each.
+#[test]
+fn entries_run_lean_until_a_launch_takes_a_general_path() {
+    let _turn = gpu_turn();
+    let Some((ctx, stream, module)) = sanitized() else {
+        return;
+    };
+    let copy = module.kernel::<copy_elems>().unwrap();
+    let lean = copy
+        .function()
+        .attrs_for_block(256)
+        .expect("the lean build");
+    let capped = copy.function().attrs();
+    println!(
+        "figure: copy_elems__vigil: {} registers lean, {} at the cap",
+        lean.num_regs, capped.num_regs
+    );
+    assert!(lean.num_regs <= 64, "{} registers", lean.num_regs);
+    let n = 1u32 << 20;
+    let x = DeviceBuffer::from_slice(&stream, &(0..n).collect::<Vec<_>>()).expect("x");
+    let mut y = DeviceBuffer::<u32>::alloc_zeroed(&stream, n as usize).expect("y");
+    for round in 0..2 {
+        stream
+            .launch(&copy, LaunchConfig::new(n / 256, 256), (&x, &mut y))
+            .expect("launch");
+        ctx.synchronize().expect("a copy has no race");
+        assert_eq!(
+            copy.function().attrs_for_block(256).unwrap().num_regs,
+            lean.num_regs,
+            "launch {round}: whole lines keep the lean build"
+        );
+    }
+    let got = y.to_vec(&stream).unwrap();
+    assert!(got.iter().enumerate().all(|(i, &v)| v == i as u32));
+
+    let racy = module.kernel::<race_waw>().unwrap();
+    let capped = racy.function().attrs().num_regs;
+    let first = racy.function().attrs_for_block(1).unwrap().num_regs;
+    println!("figure: race_waw__vigil: {first} registers lean, {capped} at the cap");
+    assert!(first <= 64 && capped > 64, "{first} and {capped} registers");
+    let mut one = DeviceBuffer::<u32>::alloc_zeroed(&stream, 1).expect("buffer");
+    for build in ["lean", "capped"] {
+        stream
+            .launch(&racy, LaunchConfig::new(64, 1), (&mut one,))
+            .expect("launch");
+        match ctx.synchronize() {
+            Err(vigil::Error::Races(r)) => assert!(
+                r.reports()
+                    .iter()
+                    .any(|r| r.kind == ReportKind::WriteAfterWrite),
+                "{build}: {r:?}"
+            ),
+            other => panic!("{build}: expected the write-after-write, got {other:?}"),
+        }
+        assert_eq!(
+            racy.function().attrs_for_block(1).unwrap().num_regs,
+            capped,
+            "after the {build} launch, the entry runs at the cap"
+        );
     }
 }
 

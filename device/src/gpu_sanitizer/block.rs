@@ -1265,6 +1265,7 @@ fn unchanged_by_read(access: &SharedAccess) -> bool {
 /// [`shared_access`] checked and recorded in full.
 #[inline(never)]
 fn shared_access_checked(access: SharedAccess, loc: &'static Location<'static>) {
+    super::cta::note_general_path();
     if access.size == 0 {
         if access.shadow == 0 {
             shared_declared(access.array, access.array_bytes);
@@ -1415,6 +1416,7 @@ fn shared_declared(array: usize, bytes: usize) {
 /// tag is the block's stamp and the thread's interval.
 #[inline(never)]
 fn window_access(access: SharedAccess, loc: &'static Location<'static>) {
+    super::cta::note_general_path();
     let Some(window) = Window::current() else {
         return;
     };

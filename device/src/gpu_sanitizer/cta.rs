@@ -62,7 +62,10 @@ pub(super) struct CtaState {
     /// Non-zero once a thread may have written the CTA's regions (its
     /// same-block table, window shadow, lane states or copies): an exit
     /// that finds it 0 gives them back without a release fence.
-    pub region_used: u32,
+    pub region_used: u16,
+    /// Non-zero once a thread took a general path of the race engine
+    /// ([`note_general_path`]).
+    pub general_path: u16,
     /// Ranges no thread of the launch writes: reads inside them are
     /// read-only reads (`vigil_shared::read_only`).
     pub read_only: ReadOnlyRanges,
@@ -72,6 +75,8 @@ pub(super) struct CtaState {
     /// interleaved by warp: `QueueArea::thread_queue`); 0 when the launch
     /// keeps none, or the runtime's area has no room for the CTA.
     pub copies: u64,
+    /// The launch's path word (`launch_record::PATH_WORD`; 0: none).
+    pub path_word: u64,
 }
 
 /// Bytes of the `.shared` block: the state, then the synchronisation
@@ -257,6 +262,36 @@ pub(super) fn mark_region_used() {
             1,
         )
     };
+}
+
+/// Notes in the CTA's state that the calling thread took a general path
+/// of the race engine (`CtaState::general_path`): one whose registers a
+/// lean build spills. The exit then tells the host, where the launch
+/// asks ([`tell_general_path`]).
+#[inline(always)]
+pub(super) fn note_general_path() {
+    // SAFETY: as in `mark_region_used`: every writer stores the same
+    // value, read by the exit's first thread after the exit barrier.
+    unsafe {
+        core::ptr::write_volatile(
+            &raw mut (*(arch::cta_state() as *mut CtaState)).general_path,
+            1,
+        )
+    };
+}
+
+/// Sets the launch's path word when a thread of the CTA took a general
+/// path (the exit's first thread, after the exit barrier): a store to
+/// host memory, made by the CTAs that took one only.
+#[inline(always)]
+pub(super) fn tell_general_path(st: &CtaState) {
+    if st.general_path != 0 && st.path_word != 0 {
+        // SAFETY: the host passes the device address of a live word of
+        // mapped host memory, 4-aligned, that every writer sets to the
+        // same value and the host only reads.
+        let word = unsafe { &*(st.path_word as *const AtomicU32) };
+        word.store(1, Ordering::Relaxed);
+    }
 }
 
 /// This thread's linear index in the block and the block's size.

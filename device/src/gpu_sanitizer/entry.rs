@@ -183,6 +183,8 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
         let launch_ref = rec[launch_record::TAG];
         let own_bound = rec[launch_record::BOUNDS + lane_of(base)];
         let device = rec[launch_record::DEVICE];
+        let path_word = u64::from(rec[launch_record::PATH_WORD])
+            | u64::from(rec[launch_record::PATH_WORD + 1]) << 32;
         let real_base = rt.real_base;
         let table_slots = rt.block_table_slots;
         let smid = arch::smid();
@@ -230,8 +232,10 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
             (*state).slot = slot;
             (*state).extension = extension as u8;
             (*state).extensions = extensions as u8;
-            (*state).region_used = u32::from(copies != 0 || super::block::needs_slot_lanes(lanes));
+            (*state).region_used = u16::from(copies != 0 || super::block::needs_slot_lanes(lanes));
+            (*state).general_path = 0;
             (*state).copies = copies;
+            (*state).path_word = path_word;
             if ReadOnlyRanges::stored_by_first_thread(lanes) {
                 (*state).read_only = ReadOnlyRanges::from_words(read_only);
             }
@@ -257,6 +261,7 @@ fn exit() {
         // What the CTA acquired of other launches, if anything, goes to
         // the exit log for the launches ordered after this one.
         let st = CtaState::current();
+        super::cta::tell_general_path(&st);
         let sync = st.sync();
         if !sync.known().is_none() {
             let mem = st.memory();

@@ -28,7 +28,7 @@ use vigil_shared::race::line::{
 use vigil_shared::{AccessKind, Ordering, Scope};
 
 use super::block_table::BlockTable;
-use super::cta::{lane, linear_block, CtaState};
+use super::cta::{lane, linear_block, note_general_path, CtaState};
 use super::memory::GpuMemory;
 use super::warp::{atomic_keys, Group};
 use crate::arch::ptx as arch;
@@ -211,6 +211,7 @@ fn line_slow(
     acc: LineAccess,
     fast: LineFast,
 ) -> u32 {
+    note_general_path();
     let st = CtaState::current();
     let mem = st.memory();
     let write = acc.write;
@@ -249,6 +250,7 @@ fn line_slow(
 /// line's leader reported already).
 #[inline(never)]
 fn check_words(addr: u64, size: u32, write: bool, location: u64, host_at: (u32, u32), quiet: bool) {
+    note_general_path();
     let st = CtaState::current();
     let mem = st.memory();
     let view = st.view(&mem);
@@ -283,6 +285,7 @@ pub(super) fn check_range_alone(
     write: bool,
     loc: &'static Location<'static>,
 ) {
+    note_general_path();
     let st = CtaState::current();
     let mem = st.memory();
     if !mem.manages(addr) {
@@ -350,6 +353,7 @@ pub(super) fn check_host_access(addr: u64, size: u32, write: bool, site: u64, at
 /// Then, for a kernel's access, against the other threads of its block.
 #[inline(never)]
 fn check_plain(addr: u64, size: u32, write: bool, location: u64, host_at: (u32, u32)) {
+    note_general_path();
     let st = CtaState::current();
     let mem = st.memory();
     if mem.manages(addr) {
@@ -389,6 +393,7 @@ fn check_block(
     group: Group,
     per: u32,
 ) {
+    note_general_path();
     let kind = kind_of(write);
     let table = BlockTable::current(addr as usize, kind, size as usize, loc);
     let fields = table.as_ref().and_then(BlockTable::run_fields);
@@ -434,6 +439,7 @@ fn check_atomic(
     loc: &'static Location<'static>,
     perform: &mut dyn FnMut() -> bool,
 ) {
+    note_general_path();
     let st = CtaState::current();
     let mem = st.memory();
     let addr = access.addr as u64;
@@ -531,6 +537,7 @@ fn next_epoch(st: &CtaState, mem: &GpuMemory<'static>) -> u16 {
 
 #[inline(never)]
 fn check_fence(ordering: Ordering, scope: Scope) {
+    note_general_path();
     let st = CtaState::current();
     let mem = st.memory();
     let mut view = st.view(&mem);
@@ -556,6 +563,7 @@ fn report(
     scope: Scope,
     size: u32,
 ) {
+    note_general_path();
     let st = CtaState::current();
     let rt: &GpuRuntime = st.runtime();
     let reporter = st.reporter();
@@ -637,6 +645,7 @@ fn recheck_copy(c: &InFlightCopy) {
 /// others stay as small as before.
 #[inline(never)]
 pub(super) fn copies_returned() {
+    note_general_path();
     super::in_flight::returned(recheck_copy);
     super::bulk::returned(recheck_bulk);
 }

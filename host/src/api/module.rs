@@ -246,12 +246,40 @@ impl Function {
         &self.attrs
     }
 
+    /// The attributes of the entry a launch with blocks of `threads`
+    /// threads runs now: [`attrs`](Self::attrs)' entry, or, for a
+    /// sanitized GPU entry, its module's lean build where the launch runs
+    /// from that (blocks the capped build cannot launch; and, with
+    /// [`SanitizerConfigBuilder::lean_entries`](crate::SanitizerConfigBuilder::lean_entries),
+    /// until one of the entry's launches takes a general path of the race
+    /// engine). A lean build made only for large blocks is compiled here
+    /// if this is its first use.
+    ///
+    /// ```no_run
+    /// # fn main() -> vigil::Result<()> {
+    /// # let ctx = vigil::Context::new(0)?;
+    /// # let module = vigil::Module::from_ptx(&ctx, "")?;
+    /// let f = module.function("copy")?;
+    /// let regs = f.attrs_for_block(256)?.num_regs;
+    /// println!("a launch of 256-thread blocks runs with {regs} registers a thread");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn attrs_for_block(&self, threads: u32) -> Result<FunctionAttrs> {
+        let ctx = &self.module.inner.ctx;
+        ctx.backend()
+            .entry_attrs(&self.handle, ctx.launch_variant(), u64::from(threads))
+    }
+
     /// The module the function lives in.
     pub fn module(&self) -> &Module {
         &self.module
     }
 
-    /// The raw `CUfunction` of the entry this context's launches run;
+    /// The raw `CUfunction` of the entry this context's launches run
+    /// (for a sanitized entry, its build at the context's register cap;
+    /// a sanitized launch may run the entry's lean build instead:
+    /// [`SanitizerConfigBuilder::lean_entries`](crate::SanitizerConfigBuilder::lean_entries));
     /// null on the CPU backend.
     pub fn raw(&self) -> sys::CUfunction {
         let ctx = &self.module.inner.ctx;

@@ -513,12 +513,15 @@ impl Backend {
                 let image = nul_free(text.into_owned())?;
                 // Sanitized contexts launch the `__vigil` entries: capped
                 // registers keep them launchable with large blocks.
-                let cap = c.pool().map(|p| p.vmm().config().sanitized_registers());
-                let mut module = CudaModule::load(c.device(), &image, variant, cap)?;
+                let config = c.pool().map(|p| p.vmm().config());
+                let cap = config.as_ref().map(|c| c.sanitized_registers());
+                let lean_first = config.is_some_and(|c| c.lean_entries());
+                let mut module = CudaModule::load(c.device(), &image, variant, cap, lean_first)?;
                 if let (LaunchVariant::Sanitized, true, Some(_)) = (variant, plain_too, builds) {
                     // The plain entries come from the plain build's module.
                     let plain = nul_free(cut_for(ptx, LaunchVariant::Plain).into_owned())?;
-                    let twin = CudaModule::load(c.device(), &plain, LaunchVariant::Plain, None)?;
+                    let twin =
+                        CudaModule::load(c.device(), &plain, LaunchVariant::Plain, None, false)?;
                     module = module.with_plain_twin(twin);
                 }
                 let module = Arc::new(module);
@@ -597,6 +600,20 @@ impl Backend {
         match func {
             FunctionHandle::Cuda(k) => k.raw(variant),
             FunctionHandle::Cpu(..) => std::ptr::null_mut(),
+        }
+    }
+
+    /// The attributes of the entry a `variant` launch of `func` with
+    /// blocks of `threads` threads runs now ([`Backend::entry`]'s).
+    pub(crate) fn entry_attrs(
+        &self,
+        func: &FunctionHandle,
+        variant: LaunchVariant,
+        threads: u64,
+    ) -> Result<FunctionAttrs> {
+        match func {
+            FunctionHandle::Cuda(k) => Ok(k.entry(variant, threads)?.0.attrs()),
+            FunctionHandle::Cpu(..) => Ok(self.cpu_attrs()),
         }
     }
 

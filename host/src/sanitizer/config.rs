@@ -12,6 +12,7 @@
 //! | `VIGIL_DEVICE_RANKS`         | comma-separated distinct device ordinals (0..32), rank order, or `all` | `all` |
 //! | `VIGIL_SHADOW_POOL_RECORDS`  | integer in 0..=4194304 (inflated records per device) | 65536 |
 //! | `VIGIL_SANITIZED_REGISTERS`  | integer in 24..=255 (registers per thread of sanitized GPU entries) | 128 (blocks over 512 threads: a second build at 64) |
+//! | `VIGIL_LEAN_ENTRIES`         | `1`/`0`, `on`/`off`, `true`/`false` (sanitized entries start on the build at 64 registers) | on |
 //! | `VIGIL_ALLOC_CACHE`          | `1`/`0`, `on`/`off`, `true`/`false`        | on      |
 //! | `VIGIL_SHAREABLE_HANDLES`    | `1`/`0`, `on`/`off`, `true`/`false`        | on      |
 //! | `VIGIL_HALT_ON_ERROR`        | `1`/`0`, `on`/`off`, `true`/`false`        | off     |
@@ -65,16 +66,17 @@ pub const MAX_SANITIZED_REGISTERS: u32 = 255;
 /// (`CU_JIT_MAX_REGISTERS`): the race detector's calls otherwise take 167
 /// to 255 on sm_90, one 256-thread CTA per SM. At 128 a block holds at
 /// most 512 threads; a launch of larger blocks runs a second build of the
-/// module at [`LARGE_BLOCK_SANITIZED_REGISTERS`]. 128 keeps two 256-thread
+/// module at [`LEAN_SANITIZED_REGISTERS`]. 128 keeps two 256-thread
 /// CTAs per SM, as 96 does, with fewer spills. Measured on an H100 (the
 /// bench's sanitized kernels, 256-thread blocks, at 64 / 80 / 96 / 128):
 /// copy 61.5 / 53.8 / 43.4 / 37.8 ms, transpose 82.5 / 70.9 / 58.3 / 52.1,
 /// softmax 155 / 136 / 101 / 88.6, sgemm 5.17 / 4.42 / 4.00 / 3.87 s.
 pub const DEFAULT_SANITIZED_REGISTERS: u32 = 128;
-/// Register cap of the build sanitized launches of blocks too large for
-/// [`SanitizerConfig::sanitized_registers`] use: 64 registers fit 1,024
-/// threads in an SM's 65,536.
-pub const LARGE_BLOCK_SANITIZED_REGISTERS: u32 = 64;
+/// Register cap of a sanitized module's lean build: the build launches
+/// of blocks too large for [`SanitizerConfig::sanitized_registers`] use
+/// (64 registers fit 1,024 threads in an SM's 65,536), and the one
+/// sanitized entries start on ([`SanitizerConfigBuilder::lean_entries`]).
+pub const LEAN_SANITIZED_REGISTERS: u32 = 64;
 
 /// Environment variable: snapshots in each sanitizer thread's clock buffer.
 pub const ENV_CLOCK_BUFFER_SIZE: &str = "VIGIL_CLOCK_BUFFER_SIZE";
@@ -94,6 +96,10 @@ pub const ENV_SHAREABLE_HANDLES: &str = "VIGIL_SHAREABLE_HANDLES";
 pub const ENV_HALT_ON_ERROR: &str = "VIGIL_HALT_ON_ERROR";
 /// Whether the sanitizer skips the checks a launch's proven views rule out.
 pub const ENV_TRUST_TYPES: &str = "VIGIL_TRUST_TYPES";
+/// Environment variable: `1`/`0` (`on`/`off`, `true`/`false`), whether
+/// sanitized GPU entries start on the lean build
+/// ([`SanitizerConfigBuilder::lean_entries`]).
+pub const ENV_LEAN_ENTRIES: &str = "VIGIL_LEAN_ENTRIES";
 /// Environment variable: file the race reports are appended to as JSON.
 pub const ENV_REPORT: &str = "VIGIL_REPORT";
 /// Environment variable: the report file's format (`json` or `sarif`).
@@ -148,6 +154,7 @@ pub struct SanitizerConfig {
     shareable_handles: bool,
     halt_on_error: bool,
     trust_types: bool,
+    lean_entries: bool,
     report_path: Option<PathBuf>,
     report_format: Option<ReportFormat>,
     suppressions: Option<Suppressions>,
@@ -168,6 +175,7 @@ impl Default for SanitizerConfig {
             shareable_handles: true,
             halt_on_error: false,
             trust_types: true,
+            lean_entries: true,
             report_path: None,
             report_format: None,
             suppressions: None,
@@ -234,7 +242,7 @@ impl SanitizerConfig {
     /// Registers per thread sanitized GPU entries are compiled with
     /// (fewer: more resident CTAs, more spills). Launches of blocks too
     /// large for it use a second build at
-    /// [`LARGE_BLOCK_SANITIZED_REGISTERS`] when this cap is above that.
+    /// [`LEAN_SANITIZED_REGISTERS`] when this cap is above that.
     pub fn sanitized_registers(&self) -> u32 {
         self.sanitized_registers
     }
@@ -260,6 +268,12 @@ impl SanitizerConfig {
         self.trust_types
     }
 
+    /// Whether sanitized GPU entries start on their module's build at 64
+    /// registers ([`SanitizerConfigBuilder::lean_entries`]).
+    pub fn lean_entries(&self) -> bool {
+        self.lean_entries
+    }
+
     /// Whether `other` asks for the same device-wide state as `self`: the
     /// settings of the process's one shadow allocator and of each device's
     /// sanitizer, which the first sanitized context makes. The rest may
@@ -272,6 +286,7 @@ impl SanitizerConfig {
             && self.process_rank == other.process_rank
             && self.shadow_pool_records == other.shadow_pool_records
             && self.sanitized_registers == other.sanitized_registers
+            && self.lean_entries == other.lean_entries
             && self.caching == other.caching
             && self.shareable_handles == other.shareable_handles
             && self.halt_on_error == other.halt_on_error
@@ -611,6 +626,31 @@ impl SanitizerConfigBuilder {
         self
     }
 
+    /// Whether sanitized GPU entries start on a build of their module at
+    /// 64 registers (default on; `VIGIL_LEAN_ENTRIES`).
+    /// The race engine's general paths (a line split into word records,
+    /// the same-block table, shared-memory and atomic checks) spill below
+    /// the [`sanitized_registers`](Self::sanitized_registers) cap, but a
+    /// kernel whose accesses stay on its line paths (a streaming kernel)
+    /// fits in 64 registers, where twice as many of its blocks share an
+    /// SM. On, each entry runs lean until one of its launches has a block
+    /// take a general path, and from its next launch on at the cap; the
+    /// lean build is compiled with the module. Off, every
+    /// launch whose blocks the cap fits runs at the cap. The checks are
+    /// the same either way.
+    ///
+    /// ```
+    /// use vigil::SanitizerConfig;
+    ///
+    /// let config = SanitizerConfig::builder().lean_entries(false).build()?;
+    /// assert!(!config.lean_entries());
+    /// # Ok::<(), vigil::ConfigError>(())
+    /// ```
+    pub fn lean_entries(mut self, on: bool) -> Self {
+        self.config.lean_entries = on;
+        self
+    }
+
     /// Whether physical handles are created POSIX-fd shareable (needed for
     /// export/import).
     pub fn shareable_handles(mut self, on: bool) -> Self {
@@ -779,6 +819,10 @@ impl SanitizerConfigBuilder {
             c.trust_types = parse_bool(ENV_TRUST_TYPES, v)?;
             Ok(())
         });
+        apply(ENV_LEAN_ENTRIES, &mut |v, c| {
+            c.lean_entries = parse_bool(ENV_LEAN_ENTRIES, v)?;
+            Ok(())
+        });
         apply(ENV_REPORT, &mut |v, c| {
             let path = PathBuf::from(v);
             check_path(ENV_REPORT, &path)?;
@@ -880,6 +924,8 @@ mod tests {
         assert!(!first.same_device_state(&halts));
         let pool = from(&[("VIGIL_SHADOW_POOL_RECORDS", "4096")]).unwrap();
         assert!(!first.same_device_state(&pool));
+        let capped = from(&[("VIGIL_LEAN_ENTRIES", "0")]).unwrap();
+        assert!(!first.same_device_state(&capped));
     }
 
     #[test]
@@ -899,6 +945,7 @@ mod tests {
             ("VIGIL_SHAREABLE_HANDLES", "FALSE"),
             ("VIGIL_HALT_ON_ERROR", "yes"),
             ("VIGIL_TRUST_TYPES", "0"),
+            ("VIGIL_LEAN_ENTRIES", "off"),
             ("VIGIL_REPORT", "races.jsonl"),
             ("VIGIL_UNRELATED", "whatever"),
         ])
@@ -914,6 +961,7 @@ mod tests {
         assert!(!c.shareable_handles());
         assert!(c.halt_on_error());
         assert!(!c.trust_types() && SanitizerConfig::default().trust_types());
+        assert!(!c.lean_entries() && SanitizerConfig::default().lean_entries());
         assert_eq!(c.report_path(), Some(Path::new("races.jsonl")));
         let all = from(&[("VIGIL_DEVICE_RANKS", "all")]).unwrap();
         assert_eq!(all.device_ranks(), None);

@@ -106,7 +106,7 @@ pub type LaneRef = u32;
 ///
 /// ```text
 /// | tag (LaneRef) | inherited: state, snapshot | base | count | device | launch id | flags |
-/// | reports (u64) | anchor (u64) | pad (4 words) | bounds: LANES words | global: LANES words |
+/// | reports (u64) | anchor (u64) | path word (u64) | pad (2 words) | bounds: LANES words | global: LANES words |
 /// ```
 pub mod launch_record {
     use super::LANES;
@@ -134,6 +134,11 @@ pub mod launch_record {
     /// words, low first; its CTAs write it, 0 until one does): what
     /// completes the low address bits of its sites' locations.
     pub const ANCHOR: usize = 10;
+    /// The device address of a word of host memory its CTAs set when one
+    /// of them takes a general path of the race engine (two words, low
+    /// first; 0: the host does not ask), so that the host knows whether
+    /// the kernel's entry fits a lower register cap.
+    pub const PATH_WORD: usize = 12;
     /// Lane bounds of its host order.
     pub const BOUNDS: usize = 16;
     /// Lane bounds of what may be forgotten.

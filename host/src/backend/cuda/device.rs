@@ -48,6 +48,10 @@ pub struct CudaDevice {
     /// Sanitized modules dropped by the front end, unloaded with the
     /// device ([`CudaDevice::keep_module`]).
     kept_modules: Mutex<Vec<sys::CUmodule>>,
+    /// Memory the device may still write after its owner dropped it
+    /// (a kernel of a dropped module still running), freed with the
+    /// device ([`CudaDevice::keep_until_drop`]).
+    kept_memory: Mutex<Vec<Box<dyn Send>>>,
     /// The per-thread stack (`CU_LIMIT_STACK_SIZE`) the context was last
     /// seen to have, in bytes ([`CudaDevice::reserve_stack`]); 0 before.
     stack: AtomicUsize,
@@ -86,6 +90,7 @@ impl CudaDevice {
             raw,
             props,
             kept_modules: Mutex::new(Vec::new()),
+            kept_memory: Mutex::new(Vec::new()),
             stack: AtomicUsize::new(0),
             stack_change: Mutex::new(()),
         });
@@ -218,10 +223,31 @@ impl CudaDevice {
             .unwrap_or_else(|e| e.into_inner())
             .push(raw);
     }
+
+    /// Keeps `memory` until the device drops: host memory its kernels
+    /// write, which a launch still running may write after its owner
+    /// (a module) is gone.
+    pub(crate) fn keep_until_drop(&self, memory: Box<dyn Send>) {
+        self.kept_memory
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(memory);
+    }
 }
 
 impl Drop for CudaDevice {
     fn drop(&mut self) {
+        let memory = std::mem::take(
+            self.kept_memory
+                .get_mut()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        if !memory.is_empty() {
+            self.destroy("kept memory", || {
+                drop(memory);
+                Ok(())
+            });
+        }
         let kept = std::mem::take(
             self.kept_modules
                 .get_mut()

@@ -33,6 +33,10 @@ pub(crate) struct SanitizedLaunch<'a> {
     pub(crate) resident: u32,
     /// Whether its threads keep their `cp.async` copies in flight.
     pub(crate) copies_in_flight: bool,
+    /// The device address of the word its CTAs set when one takes a
+    /// general path of the race engine (0: none; a lean build's entry,
+    /// `super::lean_build`).
+    pub(crate) path_word: u64,
 }
 
 impl CudaBackend {
@@ -58,6 +62,7 @@ impl CudaBackend {
                         launch.config.shared_mem_bytes,
                     )?,
                     copies_in_flight: func.copies_in_flight(),
+                    path_word: func.path_word(),
                 };
                 let hidden = self.gpu_sanitizer()?.hidden_args(&sanitized, stream)?;
                 self.note_shadow_writes();

@@ -27,6 +27,8 @@ pub(crate) mod device;
 pub(crate) mod driver;
 pub(crate) mod event;
 pub(crate) mod launch;
+mod lean_build;
+pub(crate) mod mapped;
 mod memory;
 pub(crate) mod module;
 pub(crate) mod peer;

@@ -38,7 +38,8 @@ impl CopyEntries {
 }
 use vigil_shared::gpu::{GLOBAL_VALUE_OFFSET, SANITIZED_SUFFIX};
 
-use crate::sanitizer::config::LARGE_BLOCK_SANITIZED_REGISTERS;
+use super::lean_build::{LeanBuild, LeanTwin};
+use crate::sanitizer::config::LEAN_SANITIZED_REGISTERS;
 
 const JIT_LOG_BYTES: usize = 16 * 1024;
 
@@ -57,9 +58,10 @@ pub(crate) struct CudaModule {
     /// launches keep each thread's `cp.async` copies in flight
     /// (`vigil_shared::gpu::launch_flags::COPIES_IN_FLIGHT`).
     copy_entries: CopyEntries,
-    /// A sanitized module's build for blocks its register cap does not
-    /// fit, made at the first launch of such a block.
-    large_blocks: Option<Arc<LargeBlockBuild>>,
+    /// A sanitized module's lean build, made at its first launch: for
+    /// entries that take the race engine's line paths only, and for
+    /// blocks its register cap does not fit.
+    lean: Option<Arc<LeanBuild>>,
     /// The plain build's module beside a sanitized one whose plain
     /// entries it lacks, for a context that runs some launches plain
     /// ([`with_plain_twin`](Self::with_plain_twin)).
@@ -75,7 +77,10 @@ unsafe impl Sync for CudaModule {}
 impl CudaModule {
     /// JIT-compiles NUL-terminated PTX (cut for `variant`) on `device`,
     /// with at most `max_registers` registers per thread when given; a
-    /// compile failure is [`Error::PtxLoad`] with the JIT's log.
+    /// compile failure is [`Error::PtxLoad`] with the JIT's log. A
+    /// sanitized module capped above [`LEAN_SANITIZED_REGISTERS`] gets a
+    /// lean build beside it (`super::lean_build`), on which its entries
+    /// start when `lean_first`.
     ///
     /// A plain module is compiled whole-program (`cuModuleLoadDataEx`),
     /// exactly as nvcc would, so plain kernels keep their speed. A
@@ -89,6 +94,7 @@ impl CudaModule {
         image: &CStr,
         variant: LaunchVariant,
         max_registers: Option<u32>,
+        lean_first: bool,
     ) -> Result<CudaModule> {
         device.bind()?;
         let mut jit = JitOptions::new(max_registers);
@@ -115,13 +121,9 @@ impl CudaModule {
         } else {
             CopyEntries::These(HashSet::new())
         };
-        let large_blocks = match (variant, max_registers) {
-            (LaunchVariant::Sanitized, Some(n)) if n > LARGE_BLOCK_SANITIZED_REGISTERS => {
-                Some(Arc::new(LargeBlockBuild {
-                    device: device.clone(),
-                    image: image.to_owned(),
-                    module: Mutex::new(None),
-                }))
+        let lean = match (variant, max_registers) {
+            (LaunchVariant::Sanitized, Some(n)) if n > LEAN_SANITIZED_REGISTERS => {
+                Some(Arc::new(LeanBuild::new(device, image, lean_first)?))
             }
             _ => None,
         };
@@ -131,7 +133,7 @@ impl CudaModule {
             variant,
             window_arrays,
             copy_entries,
-            large_blocks,
+            lean,
             plain_twin: None,
         })
     }
@@ -176,11 +178,7 @@ impl CudaModule {
             Some(raw) => {
                 let mut f = self.with_attrs(raw)?;
                 f.copies_in_flight = copies_in_flight;
-                f.large_blocks = self.large_blocks.clone().map(|build| LargeBlocks {
-                    build,
-                    name: name.to_owned(),
-                    function: OnceLock::new(),
-                });
+                f.lean = self.lean.clone().map(|build| LeanTwin::new(build, name));
                 Some(f)
             }
             None => None,
@@ -236,6 +234,9 @@ impl CudaModule {
         if let Some(twin) = &self.plain_twin {
             twin.point_global(symbol, to)?;
         }
+        if let Some(lean) = &self.lean {
+            lean.point_global(symbol, to)?;
+        }
         Ok(Some(to))
     }
 
@@ -248,7 +249,7 @@ impl CudaModule {
 
     /// Writes `to` into device global `symbol`'s slot, if this module has
     /// the global.
-    fn point_global(&self, symbol: &CStr, to: u64) -> Result<()> {
+    pub(super) fn point_global(&self, symbol: &CStr, to: u64) -> Result<()> {
         if let Some((at, _)) = self.global_symbol(symbol)? {
             // SAFETY: the symbol's first 8 bytes, its slot, in this live
             // module; no kernel of it has run yet.
@@ -288,48 +289,10 @@ impl CudaModule {
             resident: AtomicU64::new(0),
             window_arrays: self.window_arrays,
             copies_in_flight: false,
-            large_blocks: None,
+            lean: None,
+            path_word: 0,
         })
     }
-}
-
-/// A sanitized module's second build, at [`LARGE_BLOCK_SANITIZED_REGISTERS`]:
-/// the first build's register cap trades the largest blocks for fewer
-/// spills, and a launch of such a block runs its entry from this one. The
-/// PTX is kept to JIT-compile it at the first such launch (and never,
-/// for a program whose blocks all fit).
-pub(crate) struct LargeBlockBuild {
-    device: Arc<CudaDevice>,
-    image: CString,
-    module: Mutex<Option<Arc<CudaModule>>>,
-}
-
-impl LargeBlockBuild {
-    /// The module, JIT-compiled now if this is its first use.
-    fn module(&self) -> Result<Arc<CudaModule>> {
-        let mut m = self.module.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(m) = &*m {
-            return Ok(m.clone());
-        }
-        let built = Arc::new(CudaModule::load(
-            &self.device,
-            &self.image,
-            LaunchVariant::Sanitized,
-            Some(LARGE_BLOCK_SANITIZED_REGISTERS),
-        )?);
-        *m = Some(built.clone());
-        Ok(built)
-    }
-}
-
-/// A sanitized entry's twin in the [`LargeBlockBuild`].
-struct LargeBlocks {
-    build: Arc<LargeBlockBuild>,
-    /// The kernel's name (its entry is `name__vigil`).
-    name: CString,
-    /// The twin, looked up at its first launch, with the build's module
-    /// (dropped after the function).
-    function: OnceLock<(Box<CudaFunction>, Arc<CudaModule>)>,
 }
 
 impl Drop for CudaModule {
@@ -460,7 +423,7 @@ fn local_bytes(function: sys::CUfunction) -> Result<usize> {
 
 /// A sanitized module reserves its stack in steps of this many bytes:
 /// every sanitized entry calls the same engine, so the next module's
-/// entries (and a large-block build's) usually fit what one reserved,
+/// entries (and a lean build's) usually fit what one reserved,
 /// and their loads do not grow it again.
 const SANITIZED_STACK_STEP: usize = 1024;
 
@@ -511,8 +474,11 @@ pub(crate) struct CudaFunction {
     window_arrays: bool,
     /// Whether it issues asynchronous copies (a sanitized entry).
     copies_in_flight: bool,
-    /// For a sanitized entry: its twin for blocks it cannot launch.
-    large_blocks: Option<LargeBlocks>,
+    /// For a sanitized entry: its twin in the module's lean build.
+    lean: Option<LeanTwin>,
+    /// For a lean twin that tells the host what its launches took: the
+    /// device address of its path word (0: none).
+    path_word: u64,
 }
 
 // SAFETY: a CUfunction may be used from any thread (the driver API is
@@ -532,23 +498,29 @@ impl CudaFunction {
         self.attrs
     }
 
-    /// This entry, or, when a block of `threads` threads is more than it
-    /// can launch and its module has a [`LargeBlockBuild`], its twin
-    /// there (built at the first such call). The caller checks the
-    /// configuration against the function returned.
+    /// The function a launch of this entry with blocks of `threads`
+    /// threads runs: this one, or its twin in the module's lean build
+    /// (built at the first call that picks it; `super::lean_build` says
+    /// when). The caller checks the configuration against the function
+    /// returned.
     pub(crate) fn for_block(&self, threads: u64) -> Result<&CudaFunction> {
-        let Some(large) = &self.large_blocks else {
-            return Ok(self);
-        };
-        if threads <= u64::from(self.attrs.max_threads_per_block) {
-            return Ok(self);
+        match &self.lean {
+            Some(twin) => twin.pick(self, threads),
+            None => Ok(self),
         }
-        if let Some((f, _)) = large.function.get() {
-            return Ok(f);
-        }
-        let module = large.build.module()?;
-        let f = Box::new(module.function(&large.name)?);
-        Ok(&large.function.get_or_init(|| (f, module)).0)
+    }
+
+    /// The device address of the path word a sanitized launch of this
+    /// function sets when one of its blocks takes a general path of the
+    /// race engine (`launch_record::PATH_WORD`); 0 when it has none.
+    pub(crate) fn path_word(&self) -> u64 {
+        self.path_word
+    }
+
+    /// Makes this lean twin tell the host what its launches took, in the
+    /// word at device address `at`.
+    pub(super) fn set_path_word(&mut self, at: u64) {
+        self.path_word = at;
     }
 
     /// How many blocks of `threads` threads with `dynamic` bytes of
@@ -635,13 +607,13 @@ impl CudaKernel {
 
     /// What a `variant` launch of the kernel is held to, as the front end
     /// reports it ([`Function::attrs`](crate::Function::attrs)): its
-    /// entry's attributes, except that a sanitized entry with a
-    /// large-block twin launches blocks of up to `device_max` threads
-    /// (the twin takes those the entry cannot).
+    /// entry's attributes, except that a sanitized entry with a lean
+    /// twin launches blocks of up to `device_max` threads (the twin takes
+    /// those the entry cannot).
     pub(crate) fn attrs(&self, variant: LaunchVariant, device_max: u32) -> Result<FunctionAttrs> {
         let (f, _) = self.for_variant(variant)?;
         let mut a = f.attrs;
-        if f.large_blocks.is_some() {
+        if f.lean.is_some() {
             a.max_threads_per_block = a.max_threads_per_block.max(device_max);
         }
         Ok(a)
@@ -655,9 +627,11 @@ impl CudaKernel {
     }
 
     /// The entry a `variant` launch of blocks of `threads` threads runs,
-    /// and its variant: [`CudaKernel::for_variant`], then a sanitized
-    /// entry's large-block twin for blocks it cannot launch (built at the
-    /// first such launch). The launch's configuration is checked against
+    /// and its variant: [`CudaKernel::for_variant`], then the build a
+    /// sanitized entry runs the launch from ([`CudaFunction::for_block`]:
+    /// its lean twin, built at the first launch that picks it, for blocks
+    /// it cannot launch and while its launches stay on the race engine's
+    /// line paths). The launch's configuration is checked against
     /// the attributes of the function returned. A sanitized launch that
     /// runs a plain entry says so once per kernel on stderr.
     pub(crate) fn entry(

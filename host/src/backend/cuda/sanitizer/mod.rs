@@ -86,8 +86,9 @@ use crate::sanitizer::report::RaceReports;
 use crate::types::{EventId, StreamId};
 use vigil_shared::read_only::ReadOnlyRanges;
 
+use super::mapped::MappedBlock;
 use copy_queues::CopyQueues;
-use device_memory::{read_device, write_device, DeviceBlock, MappedBlock};
+use device_memory::{read_device, write_device, DeviceBlock};
 use host_sites::HostSites;
 use location::{LocationCache, LocationLayout};
 use resolve::{GpuResolver, LaunchHistory};
@@ -304,6 +305,7 @@ impl GpuSanitizer {
         if sanitized.copies_in_flight {
             planned.flags |= launch_flags::COPIES_IN_FLIGHT;
         }
+        planned.path_word = sanitized.path_word;
         self.device.bind()?;
         self.enqueue_record(&mut st, &planned, Some(stream))?;
         drop(st);
@@ -358,6 +360,7 @@ impl GpuSanitizer {
             flags,
             reports,
             extensions: 0,
+            path_word: 0,
         })
     }
 
@@ -602,6 +605,9 @@ pub(crate) struct RecordPlan {
     /// Extension regions of the same-block table each CTA asks for
     /// (`vigil_shared::gpu::extensions_wanted`).
     extensions: u32,
+    /// The word its CTAs set when one takes a general path of the race
+    /// engine (`launch_record::PATH_WORD`; 0: none).
+    path_word: u64,
 }
 
 impl RecordPlan {
@@ -620,6 +626,7 @@ impl RecordPlan {
             flags: 0,
             reports: 0,
             extensions: 0,
+            path_word: 0,
         }
     }
 
@@ -634,6 +641,8 @@ impl RecordPlan {
         w[launch_record::FLAGS] = self.flags;
         w[launch_record::REPORTS] = self.reports as u32;
         w[launch_record::REPORTS + 1] = (self.reports >> 32) as u32;
+        w[launch_record::PATH_WORD] = self.path_word as u32;
+        w[launch_record::PATH_WORD + 1] = (self.path_word >> 32) as u32;
         w[launch_record::BOUNDS..launch_record::BOUNDS + LANES]
             .copy_from_slice(&self.planned.bounds.0);
         w[launch_record::GLOBAL..launch_record::GLOBAL + LANES]
@@ -823,6 +832,7 @@ mod tests {
             flags: launch_flags::ONE_SERIAL,
             reports: 0x1234_5678_9abc,
             extensions: 0,
+            path_word: 0x7f00_0000_1004,
         };
         let w = plan.record(2);
         assert_eq!(w.len() * 4, LAUNCH_RECORD_BYTES);
@@ -837,5 +847,8 @@ mod tests {
             u64::from(w[launch_record::REPORTS]) | u64::from(w[launch_record::REPORTS + 1]) << 32,
             0x1234_5678_9abc
         );
+        let word = |at: usize| u64::from(w[at]) | u64::from(w[at + 1]) << 32;
+        assert_eq!(word(launch_record::PATH_WORD), 0x7f00_0000_1004);
+        assert_eq!(word(launch_record::ANCHOR), 0, "the CTAs write the anchor");
     }
 }
