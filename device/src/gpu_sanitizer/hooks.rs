@@ -353,7 +353,6 @@ pub(super) fn check_host_access(addr: u64, size: u32, write: bool, site: u64, at
 /// Then, for a kernel's access, against the other threads of its block.
 #[inline(never)]
 fn check_plain(addr: u64, size: u32, write: bool, location: u64, host_at: (u32, u32)) {
-    note_general_path();
     let st = CtaState::current();
     let mem = st.memory();
     if mem.manages(addr) {
@@ -393,7 +392,6 @@ fn check_block(
     group: Group,
     per: u32,
 ) {
-    note_general_path();
     let kind = kind_of(write);
     let table = BlockTable::current(addr as usize, kind, size as usize, loc);
     let fields = table.as_ref().and_then(BlockTable::run_fields);

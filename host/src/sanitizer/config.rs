@@ -629,11 +629,11 @@ impl SanitizerConfigBuilder {
     /// Whether sanitized GPU entries start on a build of their module at
     /// 64 registers (default on; `VIGIL_LEAN_ENTRIES`).
     /// The race engine's general paths (a line split into word records,
-    /// the same-block table, shared-memory and atomic checks) spill below
-    /// the [`sanitized_registers`](Self::sanitized_registers) cap, but a
+    /// shared-memory, atomic and fence checks) spill below the
+    /// [`sanitized_registers`](Self::sanitized_registers) cap, but a
     /// kernel whose accesses stay on its line paths (a streaming kernel)
-    /// fits in 64 registers, where twice as many of its blocks share an
-    /// SM. On, each entry runs lean until one of its launches has a block
+    /// runs faster in 64 registers, where twice as many of its blocks
+    /// share an SM. On, each entry runs lean until one of its launches has a block
     /// take a general path, and from its next launch on at the cap; the
     /// lean build is compiled with the module. Off, every
     /// launch whose blocks the cap fits runs at the cap. The checks are

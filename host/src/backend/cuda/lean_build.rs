@@ -3,11 +3,12 @@
 //! ([`SanitizerConfig::sanitized_registers`](crate::sanitizer::config::SanitizerConfig::sanitized_registers)).
 //!
 //! The cap is a trade the kernel's own paths decide. The race engine's
-//! general paths (a line split into word records, the same-block table,
-//! shared-memory and atomic checks) take up to 253 registers and spill
-//! below 128; the whole-line paths of a streaming kernel fit in 64, and
-//! at 64 an SM holds four 256-thread blocks instead of two, which runs a
-//! latency-bound sanitized kernel up to 1.5 times faster. Which paths a
+//! general paths (a line split into word records, shared-memory, atomic
+//! and fence checks) take up to 253 registers and run slower at 64 than
+//! at 128 for all the blocks 64 adds; its whole-line paths, with the
+//! same-block table's, spill little, and at 64 an SM holds four
+//! 256-thread blocks instead of two, which runs a latency-bound
+//! sanitized kernel up to 1.5 times faster. Which paths a
 //! kernel takes shows only when it runs, so each sanitized entry starts
 //! on its lean twin, and its launches say, in a word of host memory the
 //! device writes in place ([`PathWords`]), when one of their blocks took
