@@ -178,7 +178,10 @@ impl CudaModule {
             Some(raw) => {
                 let mut f = self.with_attrs(raw)?;
                 f.copies_in_flight = copies_in_flight;
-                f.lean = self.lean.clone().map(|build| LeanTwin::new(build, name));
+                f.lean = self
+                    .lean
+                    .clone()
+                    .map(|build| Box::new(LeanTwin::new(build, name)));
                 Some(f)
             }
             None => None,
@@ -475,7 +478,7 @@ pub(crate) struct CudaFunction {
     /// Whether it issues asynchronous copies (a sanitized entry).
     copies_in_flight: bool,
     /// For a sanitized entry: its twin in the module's lean build.
-    lean: Option<LeanTwin>,
+    lean: Option<Box<LeanTwin>>,
     /// For a lean twin that tells the host what its launches took: the
     /// device address of its path word (0: none).
     path_word: u64,
