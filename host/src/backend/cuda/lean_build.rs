@@ -68,25 +68,42 @@ impl Build {
 /// a block take a general path. Read by the host at each launch, with no
 /// copy and no wait.
 struct PathWords {
+    /// The words (taken by `LeanBuild`'s drop only).
     block: Option<MappedBlock>,
-    /// The word of each entry that asked for one, by kernel name.
-    index: Mutex<HashMap<CString, usize>>,
+    index: WordIndex,
 }
 
 impl PathWords {
+    fn block(&self) -> &MappedBlock {
+        self.block.as_ref().expect("held until drop")
+    }
+}
+
+/// Which word of [`PathWords`] each kernel has, by name: every lookup of
+/// one kernel (a `Function` made again for each launch, say) reads and
+/// sets the same word.
+struct WordIndex {
+    words: usize,
+    names: Mutex<HashMap<CString, usize>>,
+}
+
+impl WordIndex {
+    fn new(words: usize) -> WordIndex {
+        WordIndex {
+            words,
+            names: Mutex::new(HashMap::new()),
+        }
+    }
+
     /// The word of kernel `name` (given out at its first call), `None`
     /// when every word is taken.
     fn word_of(&self, name: &CStr) -> Option<usize> {
-        let mut index = lock(&self.index);
-        if let Some(&i) = index.get(name) {
+        let mut names = lock(&self.names);
+        if let Some(&i) = names.get(name) {
             return Some(i);
         }
-        let i = index.len();
-        (i < PATH_WORDS).then(|| *index.entry(name.to_owned()).or_insert(i))
-    }
-
-    fn block(&self) -> &MappedBlock {
-        self.block.as_ref().expect("held until drop")
+        let i = names.len();
+        (i < self.words).then(|| *names.entry(name.to_owned()).or_insert(i))
     }
 }
 
@@ -125,7 +142,7 @@ impl LeanBuild {
         let words = if lean_first {
             Some(PathWords {
                 block: Some(MappedBlock::zeroed(4 * PATH_WORDS)?),
-                index: Mutex::new(HashMap::new()),
+                index: WordIndex::new(PATH_WORDS),
             })
         } else {
             None
@@ -209,7 +226,7 @@ pub(crate) struct LeanTwin {
 impl LeanTwin {
     /// The twin of kernel `name`'s sanitized entry in `build`.
     pub(crate) fn new(build: Arc<LeanBuild>, name: &CStr) -> LeanTwin {
-        let word = build.words.as_ref().and_then(|w| w.word_of(name));
+        let word = build.words.as_ref().and_then(|w| w.index.word_of(name));
         LeanTwin {
             build,
             name: name.to_owned(),
@@ -264,7 +281,18 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 #[cfg(test)]
 mod tests {
-    use super::Build;
+    use super::{Build, WordIndex};
+
+    #[test]
+    fn every_lookup_of_a_kernel_shares_its_word_until_the_words_run_out() {
+        let index = WordIndex::new(2);
+        let (copy, axpy, scan) = (c"copy", c"axpy", c"scan");
+        assert_eq!(index.word_of(copy), Some(0));
+        assert_eq!(index.word_of(axpy), Some(1));
+        assert_eq!(index.word_of(copy), Some(0), "a second lookup of copy");
+        assert_eq!(index.word_of(scan), None, "no word left: it runs capped");
+        assert_eq!(index.word_of(axpy), Some(1));
+    }
 
     #[test]
     fn an_entry_runs_lean_until_a_launch_takes_a_general_path() {
