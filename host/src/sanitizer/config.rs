@@ -633,10 +633,12 @@ impl SanitizerConfigBuilder {
     /// [`sanitized_registers`](Self::sanitized_registers) cap, but a
     /// kernel whose accesses stay on its line paths (a streaming kernel)
     /// runs faster in 64 registers, where twice as many of its blocks
-    /// share an SM. On, each entry runs lean until one of its launches has a block
-    /// take a general path, and from its next launch on at the cap; the
-    /// lean build is compiled with the module. Off, every
-    /// launch whose blocks the cap fits runs at the cap. The checks are
+    /// share an SM. On, each entry runs lean until one of its launches
+    /// has a block take a general path, and from its next launch on at
+    /// the cap; the lean build is compiled with the module (a second JIT
+    /// compile when a sanitized module loads). Off, every launch whose
+    /// blocks the cap fits runs at the cap, and the second build is made
+    /// only for a launch of blocks too large for the cap. The checks are
     /// the same either way.
     ///
     /// ```
