@@ -11,7 +11,7 @@
 //! sanitized kernel up to 1.5 times faster. Which paths a
 //! kernel takes shows only when it runs, so each sanitized entry starts
 //! on its lean twin, and its launches say, in a word of host memory the
-//! device writes in place ([`PathWords`]), when one of their blocks took
+//! device writes in place (`LeanBuild::words`), when one of their blocks took
 //! a general path (`vigil_shared::race::memory::launch_record::PATH_WORD`);
 //! its later launches then run the capped build. A kernel whose launches
 //! stay on the line paths keeps the lean build.
@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::device::CudaDevice;
@@ -31,7 +31,7 @@ use crate::error::Result;
 use crate::sanitizer::config::LEAN_SANITIZED_REGISTERS;
 use crate::types::LaunchVariant;
 
-/// Entries of one module that can have a path word (one page of words).
+/// Kernels of one module that can have a path word (one page of words).
 const PATH_WORDS: usize = 1024;
 
 /// Which build a sanitized launch runs.
@@ -63,47 +63,48 @@ impl Build {
     }
 }
 
-/// One word per sanitized entry of a module, in host memory the device
-/// writes in place: non-zero once a launch of the entry's lean twin had
-/// a block take a general path. Read by the host at each launch, with no
-/// copy and no wait.
-struct PathWords {
-    /// The words (taken by `LeanBuild`'s drop only).
-    block: Option<MappedBlock>,
-    index: WordIndex,
+/// What a module's lean build keeps for one kernel, shared by every
+/// lookup of it (a `Function` made again for each launch, say): its word
+/// of the build's path words, if it has one, and its entry in the build,
+/// looked up at its first launch from the build.
+struct TwinEntry {
+    /// The kernel's name (its entry is `name__vigil`).
+    name: CString,
+    /// Its path word, when it starts lean.
+    word: Option<usize>,
+    function: OnceLock<Box<CudaFunction>>,
 }
 
-impl PathWords {
-    fn block(&self) -> &MappedBlock {
-        self.block.as_ref().expect("held until drop")
-    }
-}
-
-/// Which word of [`PathWords`] each kernel has, by name: every lookup of
-/// one kernel (a `Function` made again for each launch, say) reads and
-/// sets the same word.
-struct WordIndex {
+/// Each kernel's [`TwinEntry`], by name, with the first `words` kernels
+/// given a path word each.
+struct TwinIndex {
     words: usize,
-    names: Mutex<HashMap<CString, usize>>,
+    entries: Mutex<HashMap<CString, Arc<TwinEntry>>>,
 }
 
-impl WordIndex {
-    fn new(words: usize) -> WordIndex {
-        WordIndex {
+impl TwinIndex {
+    fn new(words: usize) -> TwinIndex {
+        TwinIndex {
             words,
-            names: Mutex::new(HashMap::new()),
+            entries: Mutex::new(HashMap::new()),
         }
     }
 
-    /// The word of kernel `name` (given out at its first call), `None`
-    /// when every word is taken.
-    fn word_of(&self, name: &CStr) -> Option<usize> {
-        let mut names = lock(&self.names);
-        if let Some(&i) = names.get(name) {
-            return Some(i);
+    /// Kernel `name`'s entry, made (and given a word while there is one
+    /// left) at its first call.
+    fn entry(&self, name: &CStr) -> Arc<TwinEntry> {
+        let mut entries = lock(&self.entries);
+        if let Some(e) = entries.get(name) {
+            return e.clone();
         }
-        let i = names.len();
-        (i < self.words).then(|| *names.entry(name.to_owned()).or_insert(i))
+        let n = entries.len();
+        let e = Arc::new(TwinEntry {
+            name: name.to_owned(),
+            word: (n < self.words).then_some(n),
+            function: OnceLock::new(),
+        });
+        entries.insert(name.to_owned(), e.clone());
+        e
     }
 }
 
@@ -120,11 +121,13 @@ pub(crate) struct LeanBuild {
     /// the lean build's slots point there too, so that both builds share
     /// each global.
     globals: Mutex<Vec<(CString, u64)>>,
-    /// The entries' path words; `None` when entries do not start lean
-    /// (the lean build then runs the large blocks only).
-    words: Option<PathWords>,
-    /// Whether entries start on it: asked for, and it compiled.
-    lean_first: AtomicBool,
+    /// The path words, one per kernel, in host memory the device writes
+    /// in place: non-zero once a launch of the kernel's lean twin had a
+    /// block take a general path; read by the host at each launch, with
+    /// no copy and no wait. `None` when entries do not start lean (the
+    /// lean build then runs the large blocks only); taken by the drop.
+    words: Option<MappedBlock>,
+    twins: TwinIndex,
 }
 
 impl LeanBuild {
@@ -139,29 +142,24 @@ impl LeanBuild {
         image: &CStr,
         lean_first: bool,
     ) -> Result<LeanBuild> {
-        let words = if lean_first {
-            Some(PathWords {
-                block: Some(MappedBlock::zeroed(4 * PATH_WORDS)?),
-                index: WordIndex::new(PATH_WORDS),
-            })
-        } else {
-            None
-        };
-        let build = LeanBuild {
+        let mut build = LeanBuild {
             device: device.clone(),
             image: image.to_owned(),
             module: Mutex::new(None),
             globals: Mutex::new(Vec::new()),
-            words,
-            lean_first: AtomicBool::new(lean_first),
+            words: None,
+            twins: TwinIndex::new(0),
         };
         if lean_first {
-            if let Err(e) = build.module() {
-                build.lean_first.store(false, Ordering::Relaxed);
-                eprintln!(
+            match build.module() {
+                Ok(_) => {
+                    build.words = Some(MappedBlock::zeroed(4 * PATH_WORDS)?);
+                    build.twins = TwinIndex::new(PATH_WORDS);
+                }
+                Err(e) => eprintln!(
                     "vigil: the {LEAN_SANITIZED_REGISTERS}-register build of a sanitized module \
                      did not compile, so its entries run at the register cap: {e}"
-                );
+                ),
             }
         }
         Ok(build)
@@ -199,13 +197,32 @@ impl LeanBuild {
             None => Ok(()),
         }
     }
+
+    /// `entry`'s path word (host side) and its device address.
+    fn word(&self, entry: &TwinEntry) -> Option<(&AtomicU32, u64)> {
+        let (block, i) = (self.words.as_ref()?, entry.word?);
+        Some((&block.words()[i], block.device + 4 * i as u64))
+    }
+
+    /// `entry`'s function in the build, looked up (and the build
+    /// compiled, for large blocks) at the first call.
+    fn function<'e>(&self, entry: &'e TwinEntry) -> Result<&'e CudaFunction> {
+        if let Some(f) = entry.function.get() {
+            return Ok(f);
+        }
+        let mut f = Box::new(self.module()?.function(&entry.name)?);
+        if let Some((_, at)) = self.word(entry) {
+            f.set_path_word(at);
+        }
+        Ok(entry.function.get_or_init(|| f))
+    }
 }
 
 impl Drop for LeanBuild {
     fn drop(&mut self) {
         // A launch of a dropped module may still be running and write its
         // entry's word: the words live as long as the device.
-        if let Some(block) = self.words.as_mut().and_then(|w| w.block.take()) {
+        if let Some(block) = self.words.take() {
             self.device.keep_until_drop(Box::new(block));
         }
     }
@@ -214,25 +231,14 @@ impl Drop for LeanBuild {
 /// A sanitized entry's twin in its module's [`LeanBuild`].
 pub(crate) struct LeanTwin {
     build: Arc<LeanBuild>,
-    /// The kernel's name (its entry is `name__vigil`).
-    name: CString,
-    /// Its path word, when it starts lean.
-    word: Option<usize>,
-    /// The twin, looked up at its first launch, with the build's module
-    /// (dropped after the function).
-    function: OnceLock<(Box<CudaFunction>, Arc<CudaModule>)>,
+    entry: Arc<TwinEntry>,
 }
 
 impl LeanTwin {
     /// The twin of kernel `name`'s sanitized entry in `build`.
     pub(crate) fn new(build: Arc<LeanBuild>, name: &CStr) -> LeanTwin {
-        let word = build.words.as_ref().and_then(|w| w.index.word_of(name));
-        LeanTwin {
-            build,
-            name: name.to_owned(),
-            word,
-            function: OnceLock::new(),
-        }
+        let entry = build.twins.entry(name);
+        LeanTwin { build, entry }
     }
 
     /// The function a sanitized launch of blocks of `threads` threads
@@ -243,34 +249,13 @@ impl LeanTwin {
         capped: &'f CudaFunction,
         threads: u64,
     ) -> Result<&'f CudaFunction> {
+        let word = self.build.word(&self.entry);
+        let took_general = word.is_some_and(|(w, _)| w.load(Ordering::Relaxed) != 0);
         let capped_max = capped.attrs().max_threads_per_block;
-        let lean_first = self.word.is_some() && self.build.lean_first.load(Ordering::Relaxed);
-        match Build::for_launch(threads, capped_max, lean_first, self.took_general()) {
+        match Build::for_launch(threads, capped_max, word.is_some(), took_general) {
             Build::Capped => Ok(capped),
-            Build::Lean => self.function(),
+            Build::Lean => self.build.function(&self.entry),
         }
-    }
-
-    /// Whether a launch of the twin had a block take a general path.
-    fn took_general(&self) -> bool {
-        match (&self.build.words, self.word) {
-            (Some(w), Some(i)) => w.block().words()[i].load(Ordering::Relaxed) != 0,
-            _ => false,
-        }
-    }
-
-    /// The twin's function, looked up (and the build compiled) at the
-    /// first call.
-    fn function(&self) -> Result<&CudaFunction> {
-        if let Some((f, _)) = self.function.get() {
-            return Ok(f);
-        }
-        let module = self.build.module()?;
-        let mut f = Box::new(module.function(&self.name)?);
-        if let (Some(w), Some(i)) = (&self.build.words, self.word) {
-            f.set_path_word(w.block().device + 4 * i as u64);
-        }
-        Ok(&self.function.get_or_init(|| (f, module)).0)
     }
 }
 
@@ -281,17 +266,18 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Build, WordIndex};
+    use super::{Build, TwinIndex};
 
     #[test]
     fn every_lookup_of_a_kernel_shares_its_word_until_the_words_run_out() {
-        let index = WordIndex::new(2);
+        let index = TwinIndex::new(2);
+        let word_of = |name| index.entry(name).word;
         let (copy, axpy, scan) = (c"copy", c"axpy", c"scan");
-        assert_eq!(index.word_of(copy), Some(0));
-        assert_eq!(index.word_of(axpy), Some(1));
-        assert_eq!(index.word_of(copy), Some(0), "a second lookup of copy");
-        assert_eq!(index.word_of(scan), None, "no word left: it runs capped");
-        assert_eq!(index.word_of(axpy), Some(1));
+        assert_eq!(word_of(copy), Some(0));
+        assert_eq!(word_of(axpy), Some(1));
+        assert_eq!(word_of(copy), Some(0), "a second lookup of copy");
+        assert_eq!(word_of(scan), None, "no word left: it runs capped");
+        assert_eq!(word_of(axpy), Some(1));
     }
 
     #[test]

@@ -58,9 +58,9 @@ pub(crate) struct CudaModule {
     /// launches keep each thread's `cp.async` copies in flight
     /// (`vigil_shared::gpu::launch_flags::COPIES_IN_FLIGHT`).
     copy_entries: CopyEntries,
-    /// A sanitized module's lean build, made at its first launch: for
-    /// entries that take the race engine's line paths only, and for
-    /// blocks its register cap does not fit.
+    /// A sanitized module's lean build (`super::lean_build`): for entries
+    /// that take the race engine's line paths only, and for blocks its
+    /// register cap does not fit.
     lean: Option<Arc<LeanBuild>>,
     /// The plain build's module beside a sanitized one whose plain
     /// entries it lacks, for a context that runs some launches plain
@@ -503,9 +503,8 @@ impl CudaFunction {
 
     /// The function a launch of this entry with blocks of `threads`
     /// threads runs: this one, or its twin in the module's lean build
-    /// (built at the first call that picks it; `super::lean_build` says
-    /// when). The caller checks the configuration against the function
-    /// returned.
+    /// (`super::lean_build` says when). The caller checks the
+    /// configuration against the function returned.
     pub(crate) fn for_block(&self, threads: u64) -> Result<&CudaFunction> {
         match &self.lean {
             Some(twin) => twin.pick(self, threads),
@@ -632,9 +631,8 @@ impl CudaKernel {
     /// The entry a `variant` launch of blocks of `threads` threads runs,
     /// and its variant: [`CudaKernel::for_variant`], then the build a
     /// sanitized entry runs the launch from ([`CudaFunction::for_block`]:
-    /// its lean twin, built at the first launch that picks it, for blocks
-    /// it cannot launch and while its launches stay on the race engine's
-    /// line paths). The launch's configuration is checked against
+    /// its lean twin for blocks it cannot launch and while its launches
+    /// stay on the race engine's line paths). The launch's configuration is checked against
     /// the attributes of the function returned. A sanitized launch that
     /// runs a plain entry says so once per kernel on stderr.
     pub(crate) fn entry(
