@@ -8,7 +8,8 @@ use vigil_shared::address::{is_managed, REAL_CAPACITY, REAL_OFFSET};
 use vigil_shared::atomic::AtomicFamily;
 use vigil_shared::gpu::GpuRuntime;
 use vigil_shared::race::cta::LaneDevices;
-use vigil_shared::race::memory::{RaceMemory, U32Of, U64Of};
+use vigil_shared::race::line::LINE_WORDS;
+use vigil_shared::race::memory::{HeaderCells, RaceMemory, U32Of, U64Of};
 
 use super::device_atomics::DeviceAtomics;
 
@@ -116,6 +117,22 @@ impl<F: WordAtomics> RaceMemory for GpuMemory<'_, F> {
         // SAFETY: the shadow half maps one 8-byte cell per word of every
         // live allocation (the caller only asks for managed words).
         Some(unsafe { &*((reserve + 8 * word) as *const F::U64) })
+    }
+
+    /// One check for the line: its cells are consecutive, its first
+    /// 256-aligned (the reservation is 16-aligned), and a line inside the
+    /// shadow has all of them in it (the capacity is whole lines).
+    #[inline(always)]
+    fn header_cells(&self, word: u64) -> Option<HeaderCells<'_, F::U64>> {
+        const _: () = assert!((REAL_CAPACITY / 4).is_multiple_of(LINE_WORDS));
+        let first: *const F::U64 = self.cell(word & !(LINE_WORDS - 1))?;
+        // SAFETY: the line's first word is inside the shadow, and so are
+        // all its words' cells (above).
+        let cells = core::array::from_fn(|i| unsafe { &*first.add(i) });
+        Some(HeaderCells {
+            cells,
+            paired: true,
+        })
     }
 
     #[inline(always)]

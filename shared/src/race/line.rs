@@ -25,13 +25,13 @@ use super::cta::CtaView;
 use super::desc::{AccessDesc, CellTag, LineRead, LineWrite, ReadKind, SiteWord};
 use super::entries::{check_all, insert, launch_verdict, LAUNCH};
 use super::knowledge::Arena;
-use super::memory::{RaceMemory, U64Of};
+use super::memory::{HeaderCells, RaceMemory, U64Of};
 use super::record::Pool;
 use crate::atomic::{AtomicFamily, AtomicU64Ops};
 use crate::memory_model::Scope;
 
 /// Words per line.
-pub const LINE_WORDS: u64 = 32;
+pub const LINE_WORDS: u64 = super::memory::LINE_WORDS;
 /// Bytes per line.
 pub const LINE_BYTES: u64 = 128;
 
@@ -72,23 +72,24 @@ struct Header<'m, M: RaceMemory + ?Sized> {
     c1: &'m U64Of<M>,
     c2: &'m U64Of<M>,
     c3: &'m U64Of<M>,
+    /// Cells 0 and 1 load as one pair ([`HeaderCells::paired`]).
+    paired: bool,
 }
 
 impl<M: RaceMemory + ?Sized> Header<'_, M> {
     /// Cells 0 and 1 (the write and the reads), each read relaxed, both
-    /// issued before either is used: one paired load where they are
-    /// consecutive in memory (as every [`RaceMemory`] lays them out), so
-    /// that the fast paths start with one round trip. The site cells are
-    /// read right before the change they go with, as late as can be: a
-    /// site noted late by the access before is then seen, and this one's
-    /// note does not fail over it.
+    /// issued before either is used: one paired load where the memory
+    /// lays them out for it (as every [`RaceMemory`] does), so that the
+    /// fast paths start with one round trip. The site cells are read
+    /// right before the change they go with, as late as can be: a site
+    /// noted late by the access before is then seen, and this one's note
+    /// does not fail over it.
     #[inline(always)]
     fn access_cells(&self) -> [u64; 2] {
-        let first = self.c0 as *const U64Of<M>;
-        if core::ptr::eq(self.c1, first.wrapping_add(1)) && first as usize % 16 == 0 {
+        if self.paired {
             // SAFETY: two consecutive live cells of the memory's shadow,
-            // the first 16-aligned.
-            unsafe { M::Atomics::load_pair_relaxed(first) }
+            // the first 16-aligned (`HeaderCells::paired`).
+            unsafe { M::Atomics::load_pair_relaxed(self.c0) }
         } else {
             [self.c0, self.c1].map(|c| c.load(MemOrder::Relaxed))
         }
@@ -229,11 +230,16 @@ pub enum LineFast {
 /// The four header cells of the line at `word0`, `None` past the shadow.
 #[inline(always)]
 fn header<M: RaceMemory + ?Sized>(mem: &M, word0: u64) -> Option<Header<'_, M>> {
+    let HeaderCells {
+        cells: [c0, c1, c2, c3],
+        paired,
+    } = mem.header_cells(word0)?;
     Some(Header::<M> {
-        c0: mem.cell(word0)?,
-        c1: mem.cell(word0 + 1)?,
-        c2: mem.cell(word0 + 2)?,
-        c3: mem.cell(word0 + 3)?,
+        c0,
+        c1,
+        c2,
+        c3,
+        paired,
     })
 }
 

@@ -22,6 +22,21 @@ pub type U32Of<M> = <<M as RaceMemory>::Atomics as AtomicFamily>::U32;
 /// The 64-bit atomic of a memory.
 pub type U64Of<M> = <<M as RaceMemory>::Atomics as AtomicFamily>::U64;
 
+/// Words per line (the line path's, [`super::line::LINE_WORDS`]).
+pub(super) const LINE_WORDS: u64 = 32;
+
+/// Cells of a line's header ([`RaceMemory::header_cells`]).
+pub const HEADER_CELLS: usize = 4;
+
+/// The header cells of one line, in order.
+pub struct HeaderCells<'m, U> {
+    /// Cells 0 to 3: the write, the reads, the write's site, the reads'.
+    pub cells: [&'m U; HEADER_CELLS],
+    /// Whether cells 0 and 1 are consecutive in memory, the first
+    /// 16-aligned: then they load as one pair.
+    pub paired: bool,
+}
+
 /// The engine's memory.
 pub trait RaceMemory {
     /// The atomics it is made of.
@@ -30,6 +45,25 @@ pub trait RaceMemory {
     /// The shadow cell of word `word` (counted from the real base), or
     /// `None` for memory the sanitizer does not manage.
     fn cell(&self, word: u64) -> Option<&U64Of<Self>>;
+
+    /// The first [`HEADER_CELLS`] shadow cells of the line of word
+    /// `word` (lines are 32 words from word 0), `None` past the shadow.
+    /// Default: cell by cell, each checked, paired when they happen to be
+    /// consecutive; a memory that lays every line's cells out
+    /// consecutively answers with one check.
+    #[inline(always)]
+    fn header_cells(&self, word: u64) -> Option<HeaderCells<'_, U64Of<Self>>> {
+        let word0 = word & !(LINE_WORDS - 1);
+        let cells = [
+            self.cell(word0)?,
+            self.cell(word0 + 1)?,
+            self.cell(word0 + 2)?,
+            self.cell(word0 + 3)?,
+        ];
+        let first: *const U64Of<Self> = cells[0];
+        let paired = core::ptr::eq(cells[1], first.wrapping_add(1)) && first as usize % 16 == 0;
+        Some(HeaderCells { cells, paired })
+    }
 
     /// The record pool's words.
     fn pool_words(&self) -> &[U64Of<Self>];
