@@ -574,6 +574,38 @@ core::arch::global_asm!(
     n = const vigil_shared::block::CTA_STATE_BYTES
 );
 
+/// The 16 bytes at byte `OFF` of the CTA's sanitizer state
+/// (`ld.shared.v2.b64` at the block's symbol): a load ptxas issues with no
+/// generic address to resolve and no register for the address. Weak, and
+/// dropped when its value is unused.
+#[inline(always)]
+pub fn cta_state_chunk<const OFF: usize>() -> [u64; 2] {
+    const { assert!(OFF % 16 == 0 && OFF + 16 <= vigil_shared::block::CTA_STATE_BYTES) };
+    let (a, b): (u64, u64);
+    // SAFETY: 16 bytes inside the 16-aligned block (checked above).
+    unsafe {
+        asm!("ld.shared.v2.b64 {{{a}, {b}}}, [__vigil_cta_state+{off}];",
+            a = out(reg64) a, b = out(reg64) b, off = const OFF, options(pure, readonly, nostack))
+    };
+    [a, b]
+}
+
+/// The 4-byte word at byte `OFF` of the CTA's sanitizer state, read as a
+/// relaxed atomic at the CTA's scope (`ld.relaxed.cta.shared.b32` at the
+/// block's symbol): a word other threads of the CTA change while it runs.
+#[inline(always)]
+pub fn cta_state_word<const OFF: usize>() -> u32 {
+    const { assert!(OFF % 4 == 0 && OFF + 4 <= vigil_shared::block::CTA_STATE_BYTES) };
+    let r: u32;
+    // SAFETY: 4 aligned bytes inside the block (checked above), accessed
+    // atomically by every thread.
+    unsafe {
+        asm!("ld.relaxed.cta.shared.b32 {r}, [__vigil_cta_state+{off}];",
+            r = out(reg32) r, off = const OFF, options(readonly, nostack))
+    };
+    r
+}
+
 /// A function returning the generic address of a module-wide `.shared` block.
 macro_rules! shared_block_address {
     ($(#[$doc:meta])* $name:ident => $symbol:literal) => {

@@ -82,15 +82,25 @@ pub(super) struct CtaState {
 /// Bytes of the `.shared` block: the state, then the synchronisation
 /// words (`CtaSync`).
 const STATE_BYTES: usize = core::mem::size_of::<CtaState>();
+// `CtaState::current` loads it in 16-byte pieces.
+const _: () = assert!(STATE_BYTES == 7 * 16 && core::mem::align_of::<CtaState>() <= 16);
 const SYNC_OFFSET: usize = STATE_BYTES.next_multiple_of(4);
 const _: () = assert!(SYNC_OFFSET + 4 * SYNC_WORDS <= vigil_shared::block::CTA_STATE_BYTES);
 
 impl CtaState {
-    /// The state the entry hook stored for this CTA.
+    /// The state the entry hook stored for this CTA, loaded from `.shared`
+    /// directly, 16 bytes a load (the fields a caller does not use are
+    /// not loaded).
     #[inline(always)]
     pub fn current() -> CtaState {
-        // SAFETY: written by `enter` before the barrier every thread passed.
-        unsafe { (arch::cta_state() as *const CtaState).read() }
+        macro_rules! chunks {
+            ($($off:literal)*) => { [$(arch::cta_state_chunk::<$off>()),*] };
+        }
+        let chunks: [[u64; 2]; STATE_BYTES / 16] = chunks!(0 16 32 48 64 80 96);
+        // SAFETY: the state's bytes, written by `enter` before the barrier
+        // every thread passed; every field is an integer, valid for any
+        // bits.
+        unsafe { core::mem::transmute::<[[u64; 2]; STATE_BYTES / 16], CtaState>(chunks) }
     }
 
     /// The runtime it points to.
@@ -179,13 +189,13 @@ impl CtaState {
     /// The engine's view of this CTA, as of its synchronisation state.
     #[inline(always)]
     pub fn view<'a>(&'a self, mem: &GpuMemory<'static>) -> CtaView<'a> {
-        let words = sync_words();
+        const KNOWN_AT: usize = SYNC_OFFSET + 4 * vigil_shared::race::sync::KNOWN_WORD;
         CtaView {
             serial: self.tid,
             // Relaxed: what another thread of the CTA acquired reaches
             // this one's checks when it reaches them (a CTA is one
             // sanitizer thread).
-            epoch: words[vigil_shared::race::sync::EPOCH_WORD].load(Ordering::Relaxed) as u16,
+            epoch: cta_epoch(),
             device: self.device,
             host: HostOrder {
                 own_bound: self.own_bound,
@@ -193,9 +203,7 @@ impl CtaState {
             },
             global: self.global(),
             devices: mem.lane_devices(),
-            known: vigil_shared::race::knowledge::SnapRef(
-                words[vigil_shared::race::sync::KNOWN_WORD].load(Ordering::Relaxed),
-            ),
+            known: vigil_shared::race::knowledge::SnapRef(arch::cta_state_word::<KNOWN_AT>()),
             launch: self.launch_ref,
             own: Default::default(),
         }
@@ -231,7 +239,8 @@ pub(super) fn prerequisites_waited() {
 /// The CTA's current release epoch (relaxed: as [`CtaState::view`]).
 #[inline(always)]
 pub(super) fn cta_epoch() -> u16 {
-    sync_words()[vigil_shared::race::sync::EPOCH_WORD].load(Ordering::Relaxed) as u16
+    const AT: usize = SYNC_OFFSET + 4 * vigil_shared::race::sync::EPOCH_WORD;
+    arch::cta_state_word::<AT>() as u16
 }
 
 /// The CTA's synchronisation words, in its `.shared` block.
