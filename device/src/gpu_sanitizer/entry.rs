@@ -144,22 +144,22 @@ fn note_anchor(record: u64, anchor: u64) {
     at.store(anchor, Ordering::Relaxed);
 }
 
-#[inline(never)]
+/// The entry of every thread: the part each thread does is inlined into
+/// the entry point, so that the threads other than the first make no call
+/// (a call saves the registers the call ABI keeps, to local memory, and
+/// passes the launch's arguments through it); the first thread's work is
+/// a call it makes alone ([`enter_first`]).
+#[inline(always)]
 unsafe fn enter(args: LaunchArgs, anchor: u64) {
-    let LaunchArgs {
-        runtime,
-        record,
-        base,
-        launch,
-        extensions,
-        read_only,
-    } = args;
-    // SAFETY: the caller passes a live runtime.
-    let rt = unsafe { &*(runtime as *const GpuRuntime) };
     let (lane, lanes) = lane();
     super::block::reset_cta(lane, lanes);
-    let state = arch::cta_state() as *mut CtaState;
     if let Some(word) = ReadOnlyRanges::word_stored_by(lane, lanes) {
+        // Selected, not indexed: an indexed array of the entry's
+        // parameters would be built in local memory by every thread.
+        let value =
+            (0..ReadOnlyRanges::WORDS)
+                .fold(0, |v, i| if i == word { args.read_only[i] } else { v });
+        let state = arch::cta_state() as *mut CtaState;
         // SAFETY: the CTA's shared block holds a `CtaState`, 16-aligned,
         // whose read-only ranges are `ReadOnlyRanges::WORDS` `u64`s
         // (`ReadOnlyRanges::from_words`); no other thread writes this one
@@ -168,79 +168,26 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
             (&raw mut (*state).read_only)
                 .cast::<u64>()
                 .add(word)
-                .write(read_only[word])
+                .write(value)
         };
     }
     if lane == 0 {
-        // Every load the entry needs is issued before the region's claim,
-        // whose acquire would hold back (and refetch past an invalidated
-        // L1) whatever is loaded after it: the entry waits for one round
-        // trip.
-        let window = super::block::current_window(rt);
-        let rec = record_words(record);
-        let count = rec[launch_record::COUNT];
-        let flags = rec[launch_record::FLAGS];
-        let launch_ref = rec[launch_record::TAG];
-        let own_bound = rec[launch_record::BOUNDS + lane_of(base)];
-        let device = rec[launch_record::DEVICE];
-        let path_word = u64::from(rec[launch_record::PATH_WORD])
-            | u64::from(rec[launch_record::PATH_WORD + 1]) << 32;
-        let real_base = rt.real_base;
-        let table_slots = rt.block_table_slots;
-        let smid = arch::smid();
-        let guess = region_guess(lanes);
-        let masks = sm_masks(runtime, smid);
-        let share = ExtensionShare::of(guess, extensions);
-        let (slot, before) = claim_region::<DeviceAtomics>(masks, guess, share);
-        let slot = slot as u16;
-        let table_sm = smid < table_slots / REGIONS_PER_SM;
-        let (extension, extensions) = if share.mask == 0 {
-            (0, 0)
-        } else {
-            share.keep::<DeviceAtomics>(masks, before, table_sm)
-        };
-        let block = linear_block();
-        if block == 0 {
-            note_anchor(record, anchor);
+        if ReadOnlyRanges::stored_by_first_thread(lanes) {
+            let state = arch::cta_state() as *mut CtaState;
+            // SAFETY: as above; only this thread writes them.
+            unsafe { (*state).read_only = ReadOnlyRanges::from_words(args.read_only) };
         }
-        let copies = if flags & launch_flags::COPIES_IN_FLIGHT != 0 {
-            copies_part_of(rt, table_sm, smid, u32::from(slot), lanes)
-        } else {
-            0
-        };
-        let serial = if flags & launch_flags::ONE_SERIAL != 0 {
-            base
-        } else {
-            base + block
-        };
-        super::block::set_window(window);
-        // Field by field: the read-only ranges are other threads' to write.
-        // SAFETY: as above; only this thread writes these fields before
-        // the barrier.
+        // Field by field: a struct argument would be built in local
+        // memory by every thread.
+        // SAFETY: forwarded from the caller.
         unsafe {
-            (*state).runtime = runtime;
-            (*state).record = record;
-            (*state).real_base = real_base;
-            (*state).tid = serial;
-            (*state).base = base;
-            (*state).count = count;
-            (*state).launch = launch;
-            (*state).launch_ref = launch_ref;
-            (*state).device = device;
-            (*state).smid = smid;
-            (*state).own_bound = own_bound;
-            (*state).slot = slot;
-            (*state).extension = extension as u8;
-            (*state).extensions = extensions as u8;
-            (*state).region_used = u16::from(copies != 0 || super::block::needs_slot_lanes(lanes));
-            (*state).general_path = 0;
-            (*state).copies = copies;
-            (*state).path_word = path_word;
-            if ReadOnlyRanges::stored_by_first_thread(lanes) {
-                (*state).read_only = ReadOnlyRanges::from_words(read_only);
-            }
-        }
-        CtaSync::<vigil_shared::atomic::CoreAtomics>::new(sync_words()).init();
+            enter_first(
+                (args.runtime, args.record),
+                (args.base, args.launch, args.extensions),
+                anchor,
+                lanes,
+            )
+        };
     }
     arch::sync_threads();
     // `lanes` is the same for every thread: all of them or none take it.
@@ -250,36 +197,130 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
     }
 }
 
+/// The first thread's part of [`enter`]: the launch's record and the
+/// runtime's fields into the CTA's state, the claim of its region, its
+/// synchronisation state.
+///
+/// # Safety
+/// As [`run_cta`]'s: `runtime` and `record` from its [`LaunchArgs`],
+/// with `base`, `launch` and `extensions`.
 #[inline(never)]
+unsafe fn enter_first(
+    (runtime, record): (u64, u64),
+    (base, launch, extensions): (u32, u32, u32),
+    anchor: u64,
+    lanes: u32,
+) {
+    // SAFETY: the caller passes a live runtime.
+    let rt = unsafe { &*(runtime as *const GpuRuntime) };
+    let state = arch::cta_state() as *mut CtaState;
+    // Every load the entry needs is issued before the region's claim,
+    // whose acquire would hold back (and refetch past an invalidated
+    // L1) whatever is loaded after it: the entry waits for one round
+    // trip.
+    let window = super::block::current_window(rt);
+    let rec = record_words(record);
+    let count = rec[launch_record::COUNT];
+    let flags = rec[launch_record::FLAGS];
+    let launch_ref = rec[launch_record::TAG];
+    let own_bound = rec[launch_record::BOUNDS + lane_of(base)];
+    let device = rec[launch_record::DEVICE];
+    let path_word = u64::from(rec[launch_record::PATH_WORD])
+        | u64::from(rec[launch_record::PATH_WORD + 1]) << 32;
+    let real_base = rt.real_base;
+    let table_slots = rt.block_table_slots;
+    let smid = arch::smid();
+    let guess = region_guess(lanes);
+    let masks = sm_masks(runtime, smid);
+    let share = ExtensionShare::of(guess, extensions);
+    let (slot, before) = claim_region::<DeviceAtomics>(masks, guess, share);
+    let slot = slot as u16;
+    let table_sm = smid < table_slots / REGIONS_PER_SM;
+    let (extension, extensions) = if share.mask == 0 {
+        (0, 0)
+    } else {
+        share.keep::<DeviceAtomics>(masks, before, table_sm)
+    };
+    let block = linear_block();
+    if block == 0 {
+        note_anchor(record, anchor);
+    }
+    let copies = if flags & launch_flags::COPIES_IN_FLIGHT != 0 {
+        copies_part_of(rt, table_sm, smid, u32::from(slot), lanes)
+    } else {
+        0
+    };
+    let serial = if flags & launch_flags::ONE_SERIAL != 0 {
+        base
+    } else {
+        base + block
+    };
+    super::block::set_window(window);
+    // Field by field: the read-only ranges are other threads' to write.
+    // SAFETY: the CTA's shared block holds a `CtaState`, 16-aligned; only
+    // this thread writes these fields before the barrier.
+    unsafe {
+        (*state).runtime = runtime;
+        (*state).record = record;
+        (*state).real_base = real_base;
+        (*state).tid = serial;
+        (*state).base = base;
+        (*state).count = count;
+        (*state).launch = launch;
+        (*state).launch_ref = launch_ref;
+        (*state).device = device;
+        (*state).smid = smid;
+        (*state).own_bound = own_bound;
+        (*state).slot = slot;
+        (*state).extension = extension as u8;
+        (*state).extensions = extensions as u8;
+        (*state).region_used = u16::from(copies != 0 || super::block::needs_slot_lanes(lanes));
+        (*state).general_path = 0;
+        (*state).copies = copies;
+        (*state).path_word = path_word;
+    }
+    CtaSync::<vigil_shared::atomic::CoreAtomics>::new(sync_words()).init();
+}
+
+/// The exit of every thread, inlined into the entry point as [`enter`]
+/// is; the first thread's work is a call it makes alone
+/// ([`exit_first`]).
+#[inline(always)]
 fn exit() {
     // Every thread's accesses are done. A barrier site like any other, so
     // that threads that returned early are seen by a divergent
     // `sync_threads` the hardware completes with this barrier.
     super::block::exit_barrier();
-    let (lane, _) = lane();
-    if lane == 0 {
-        // What the CTA acquired of other launches, if anything, goes to
-        // the exit log for the launches ordered after this one.
-        let st = CtaState::current();
-        super::cta::tell_general_path(&st);
-        let sync = st.sync();
-        if !sync.known().is_none() {
-            let mem = st.memory();
-            let view = st.view(&mem);
-            vigil_shared::race::sync::cta_exit(&mem, &view, &sync);
-        }
-        // Every thread passed the exit barrier: the regions are unused.
-        // A release when a thread wrote in them: a release fence would
-        // also invalidate the SM's L1 (its acquire half), which the CTAs
-        // still running there pay for, and one that wrote nothing there
-        // waits for no fence (for a streaming kernel's output to reach
-        // the device's memory).
-        give_back::<DeviceAtomics>(
-            sm_masks(st.runtime, st.smid),
-            u32::from(st.slot),
-            u32::from(st.extension),
-            u32::from(st.extensions),
-            st.region_used != 0,
-        );
+    if lane().0 == 0 {
+        exit_first();
     }
+}
+
+/// The first thread's part of [`exit`], once every thread passed the exit
+/// barrier.
+#[inline(never)]
+fn exit_first() {
+    // What the CTA acquired of other launches, if anything, goes to the
+    // exit log for the launches ordered after this one.
+    let st = CtaState::current();
+    super::cta::tell_general_path(&st);
+    let sync = st.sync();
+    if !sync.known().is_none() {
+        let mem = st.memory();
+        let view = st.view(&mem);
+        vigil_shared::race::sync::cta_exit(&mem, &view, &sync);
+    }
+    // Every thread passed the exit barrier: the regions are unused. A
+    // release when a thread wrote in them: a release fence would also
+    // invalidate the SM's L1 (its acquire half), which the CTAs still
+    // running there pay for, and one that wrote nothing there waits for
+    // no fence (for a streaming kernel's output to reach the device's
+    // memory).
+    give_back::<DeviceAtomics>(
+        sm_masks(st.runtime, st.smid),
+        u32::from(st.slot),
+        u32::from(st.extension),
+        u32::from(st.extensions),
+        st.region_used != 0,
+    );
 }

@@ -173,7 +173,12 @@ fn line_leader<const SIZE: u32>(addr: u64, write: bool, location: u64, host_at: 
     if mem.manages(addr) {
         let fast = line_fast(&mem, &st.view(&mem), mem.word_of(addr), acc);
         if fast != LineFast::Clean {
-            outcome |= line_slow(addr, location, host_at, acc, fast);
+            let LineAccess {
+                write,
+                read_only,
+                site,
+            } = acc;
+            outcome |= line_slow(addr, location, host_at, (write, read_only, site.0), fast);
         }
     }
     outcome
@@ -203,18 +208,26 @@ fn line_access<const SIZE: u32>(
 /// the engine's general path, or the reads that came late to its write;
 /// reports what races. Out of line and called by the leaders that need
 /// it, so that the hook's common path keeps few registers.
+///
+/// The access comes as its fields (`write`, `read_only`, the site's
+/// bits): a struct argument would be built in local memory by every
+/// leader, on the common path too.
 #[inline(never)]
 fn line_slow(
     addr: u64,
     location: u64,
     host_at: (u32, u32),
-    acc: LineAccess,
+    (write, read_only, site): (bool, bool, u64),
     fast: LineFast,
 ) -> u32 {
     note_general_path();
+    let acc = LineAccess {
+        write,
+        read_only,
+        site: SiteWord(site),
+    };
     let st = CtaState::current();
     let mem = st.memory();
-    let write = acc.write;
     let mut bounded = false;
     let outcome = line_rest(
         &mem,
