@@ -51,40 +51,38 @@ pub const REGIONS_PER_SM: u32 = 32;
 pub const EXTENSIONS_PER_SM: u32 = 32;
 
 /// Extension regions a CTA of a launch asks for when `resident` of its
-/// CTAs fit on one SM: an equal share of [`EXTENSIONS_PER_SM`], a power
-/// of two so that the shares of consecutive CTAs tile the mask
-/// ([`extension_mask`]).
+/// CTAs fit on one SM: an equal share of [`EXTENSIONS_PER_SM`] (whole
+/// shares tile the mask from its first region: [`extension_mask`]).
 pub const fn extensions_wanted(resident: u32) -> u32 {
-    let share = EXTENSIONS_PER_SM / if resident == 0 { 1 } else { resident };
-    if share == 0 {
-        0
-    } else {
-        1 << (31 - share.leading_zeros())
-    }
+    EXTENSIONS_PER_SM / if resident == 0 { 1 } else { resident }
 }
 
-/// The extension regions a CTA asks for: `wanted` of them (a power of
-/// two, at most [`EXTENSIONS_PER_SM`]), aligned, at its `guess`'s share
-/// (the region it tries first), so that CTAs resident together ask for
-/// disjoint shares.
+/// The extension regions a CTA asks for: `wanted` of them (at most
+/// [`EXTENSIONS_PER_SM`]), the share of its `guess` (the region it tries
+/// first) among the whole shares of `wanted` that tile the mask from its
+/// first region, so that CTAs resident together ask for disjoint shares.
 pub const fn extension_mask(guess: u32, wanted: u32) -> u32 {
     let wanted = if wanted < EXTENSIONS_PER_SM {
         wanted
     } else {
         EXTENSIONS_PER_SM
     };
-    run_mask(guess.wrapping_mul(wanted) % EXTENSIONS_PER_SM, wanted)
+    if wanted == 0 {
+        return 0;
+    }
+    run_mask(guess % (EXTENSIONS_PER_SM / wanted) * wanted, wanted)
 }
 
-/// An aligned share of `wanted` extension regions (a power of two) that
-/// lies wholly in `free`, the lowest; 0 when there is none: where a CTA
-/// whose own share was taken tries next.
+/// A share of `wanted` extension regions (one of the whole shares that
+/// tile the mask, as [`extension_mask`]'s) that lies wholly in `free`,
+/// the lowest; 0 when there is none: where a CTA whose own share was
+/// taken tries next.
 pub const fn free_share(free: u32, wanted: u32) -> u32 {
     if wanted == 0 || wanted > EXTENSIONS_PER_SM {
         return 0;
     }
     let mut at = 0;
-    while at < EXTENSIONS_PER_SM {
+    while at + wanted <= EXTENSIONS_PER_SM {
         let m = run_mask(at, wanted);
         if free & m == m {
             return m;
@@ -554,29 +552,33 @@ mod tests {
         assert_eq!(range_access_blocks((8, 4096), (0, 0)), 2, "257 units");
     }
 
-    /// CTAs resident together ask for disjoint, aligned shares that
-    /// cover at most the extension mask; what a claim keeps is a run of
-    /// the regions it found free.
+    /// CTAs resident together ask for disjoint shares, as large as an
+    /// equal split allows, that cover at most the extension mask; what a
+    /// claim keeps is a run of the regions it found free.
     #[test]
     fn extension_shares_are_disjoint_and_runs_are_kept() {
         assert_eq!(extensions_wanted(0), 32);
         assert_eq!(extensions_wanted(1), 32);
         assert_eq!(extensions_wanted(2), 16);
-        assert_eq!(extensions_wanted(3), 8);
+        assert_eq!(extensions_wanted(3), 10);
+        assert_eq!(extensions_wanted(5), 6);
         assert_eq!(extensions_wanted(8), 4);
         assert_eq!(extensions_wanted(32), 1);
         assert_eq!(extensions_wanted(33), 0);
         for resident in 1..=32 {
             let wanted = extensions_wanted(resident);
             let mut seen = 0u32;
-            for guess in 0..resident {
+            // Any guesses, as long as they are distinct among the whole
+            // shares: the SM's warp slots over the CTA's warps.
+            for guess in 0..2 * resident {
                 let m = extension_mask(guess, wanted);
                 assert_eq!(m.count_ones(), wanted, "{resident} resident");
-                if u64::from(guess + 1) * u64::from(wanted) <= 32 {
+                if guess < 32 / wanted {
                     assert_eq!(seen & m, 0, "{resident} resident: guess {guess}");
                 }
                 seen |= m;
             }
+            assert!(wanted * resident <= 32 && (wanted + 1) * resident > 32);
         }
         assert_eq!(extension_mask(5, 0), 0);
         assert_eq!(extension_run(0), (0, 0));
@@ -587,6 +589,8 @@ mod tests {
         assert_eq!(free_share(0xFFFF_0000, 16), 0xFFFF_0000);
         assert_eq!(free_share(0x0FFF_FFF0, 16), 0, "no aligned share is free");
         assert_eq!(free_share(0x0FFF_FFF0, 8), 0x0000_FF00);
+        assert_eq!(free_share(0x3FFF_FFC0, 6), 0x0000_0FC0);
+        assert_eq!(free_share(0xC000_0000, 6), 0, "no whole share is free");
         assert_eq!(free_share(u32::MAX, 32), u32::MAX);
         assert_eq!(free_share(u32::MAX, 0), 0);
         for got in [1u32, 0b1011_0110, 0xF000_0000, 0x8000_0001] {

@@ -62,7 +62,8 @@ fn ctas_claiming_an_sms_regions_never_share_one_and_give_all_back() {
                 for round in 0..ROUNDS {
                     let cta = (t as u32 + 1) | (round + 1) << 8;
                     let guess = rng.below_high(u64::from(REGIONS_PER_SM)) as u32;
-                    let share = ExtensionShare::of(guess, 1 << rng.below_high(6));
+                    // Every share size, whole-mask divisors or not.
+                    let share = ExtensionShare::of(guess, rng.below_high(33) as u32);
                     let usable = rng.below_high(8) != 0;
                     let (region, before) = claim_region::<CoreAtomics>(&sm.word, guess, share);
                     let (first, count) = if share.mask == 0 {
