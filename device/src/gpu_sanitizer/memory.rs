@@ -195,4 +195,35 @@ mod tests {
         assert_eq!(mem.word_of(real_base + 17), 4);
         assert!(mem.pool_words().is_empty() && mem.arena_words().is_empty());
     }
+
+    /// A line's header is the first four cells of its words, found from
+    /// any of its words, paired (the layout a paired load needs), and
+    /// none past the shadow.
+    #[test]
+    fn a_lines_header_is_its_first_four_cells_from_any_of_its_words() {
+        // Two lines of cells, the first 256-aligned as the reservation's
+        // are.
+        let backing: Vec<u64> = std::vec![0; 2 * LINE_WORDS as usize + 32];
+        let skip = backing.as_ptr().align_offset(256);
+        let shadow = &backing[skip..];
+        let real_base = shadow.as_ptr() as u64 + REAL_OFFSET;
+        let rt = GpuRuntime {
+            real_base,
+            ..GpuRuntime::default()
+        };
+        // SAFETY: only the cells of words 0..64 are touched, inside
+        // `shadow`.
+        let mem = unsafe { GpuMemory::<CoreAtomics>::new(&rt) };
+        for word in [0, 1, 31, 32, 45, 63] {
+            let h = mem.header_cells(word).unwrap();
+            let first = word / LINE_WORDS * LINE_WORDS;
+            for (i, c) in h.cells.iter().enumerate() {
+                let want: *const _ = mem.cell(first + i as u64).unwrap();
+                assert!(core::ptr::eq(*c, want), "word {word}, cell {i}");
+            }
+            assert!(h.paired);
+            assert_eq!(h.cells[0] as *const _ as usize % 16, 0);
+        }
+        assert!(mem.header_cells(REAL_CAPACITY / 4).is_none());
+    }
 }

@@ -284,3 +284,43 @@ impl<F: AtomicFamily> RaceMemory for SliceMemory<'_, F> {
         self.sc
     }
 }
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use crate::atomic::CoreAtomics;
+    use core::sync::atomic::AtomicU64;
+    use std::vec::Vec;
+
+    /// The default finds a line's header cell by cell from any of its
+    /// words, pairs cells 0 and 1 where they lie consecutively from a
+    /// 16-aligned cell, and finds none where a cell is past the shadow.
+    #[test]
+    fn the_default_header_is_the_lines_first_four_cells() {
+        let cells: Vec<AtomicU64> = (0..2 * LINE_WORDS + 2).map(AtomicU64::new).collect();
+        // A shadow whose first cell is 16-aligned, and one that is not.
+        let aligned = cells.as_ptr() as usize % 16 / 8;
+        for (skip, paired) in [(aligned, true), (aligned + 1, false)] {
+            let mem = SliceMemory::<CoreAtomics> {
+                shadow: &cells[skip..skip + 2 * LINE_WORDS as usize],
+                pool: &[],
+                arena: &[],
+                exits: &[],
+                sites: &[],
+                launches: &[],
+                sc: &[],
+            };
+            for word in [0, 3, 31, 32, 63] {
+                let h = mem.header_cells(word).unwrap();
+                let first = word / LINE_WORDS * LINE_WORDS;
+                let values = h.cells.map(|c| c.load(MemOrder::Relaxed));
+                let want: [u64; HEADER_CELLS] =
+                    core::array::from_fn(|i| (skip as u64) + first + i as u64);
+                assert_eq!(values, want, "word {word}");
+                assert_eq!(h.paired, paired, "skip {skip}");
+            }
+            assert!(mem.header_cells(2 * LINE_WORDS).is_none());
+        }
+    }
+}
