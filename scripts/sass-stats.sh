@@ -4,10 +4,13 @@
 # What the GPU will run, measured without a GPU: compiles a kernel crate's
 # sanitized PTX (default vigil_bench_kernels, as `vigil-build` left it in
 # target/vigil-ptx/sanitized) with ptxas for $VIGIL_CUDA_ARCH (default
-# sm_90) at the default register cap of sanitized entries, disassembles
-# it with nvdisasm, and prints for each function whose name matches REGEX
-# (default: every function) its SASS instruction count, stack frame and
-# the bytes it saves and restores around its calls (ptxas's "spill"
+# sm_90) at the default register cap of sanitized entries (with
+# VIGIL_SASS_LEAN=1, the lean entries' cap, at which every sanitized
+# entry starts), disassembles it with nvdisasm, and prints for each
+# function whose name matches REGEX (default: every function) its SASS
+# instruction count, the registers an entry point launches with (from a
+# second, whole-program ptxas run: the most its callees need), its stack frame
+# and the bytes it saves and restores around its calls (ptxas's "spill"
 # figures, which for a called function are mostly the registers the call
 # ABI makes it keep). Static counts: what a change does to the size of the
 # hooks and the registers they hold, before a device run measures time.
@@ -24,8 +27,11 @@ if [ ! -f "$ptx" ]; then
   echo "no sanitized PTX at $ptx: build the crate first (cargo build -p <its package>)" >&2
   exit 1
 fi
-cap=$(sed -n 's/^pub const DEFAULT_SANITIZED_REGISTERS: u32 = \([0-9]*\);/\1/p' \
+cap_name=DEFAULT_SANITIZED_REGISTERS
+[ "${VIGIL_SASS_LEAN:-0}" = 1 ] && cap_name=LEAN_SANITIZED_REGISTERS
+cap=$(sed -n "s/^pub const $cap_name: u32 = \([0-9]*\);/\1/p" \
   "$root/host/src/sanitizer/config.rs")
+echo "ptxas -arch=$arch -maxrregcount $cap ($cap_name)"
 ptxas=$("$root/scripts/ptxas.sh")
 tools="$root/target/tools/disasm"
 nvdisasm=$(find "$tools" -name nvdisasm -type f 2>/dev/null | head -n 1 || true)
@@ -38,10 +44,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # Relocatable, as the driver's JIT linker compiles a sanitized module.
 "$ptxas" -arch="$arch" -c -v -maxrregcount "$cap" -o "$work/m.cubin" "$ptx" >"$work/ptxas.txt" 2>&1
+# Whole-program, for the registers each entry point launches with.
+"$ptxas" -arch="$arch" -v -maxrregcount "$cap" -o "$work/w.cubin" "$ptx" >"$work/whole.txt" 2>&1
 "$nvdisasm" "$work/m.cubin" >"$work/m.sass" 2>"$work/nvdisasm.txt"
-python3 - "$work/ptxas.txt" "$work/m.sass" "$filter" <<'EOF'
+python3 - "$work/ptxas.txt" "$work/m.sass" "$filter" "$work/whole.txt" <<'EOF'
 import re, sys
-stats_path, sass_path, pattern = sys.argv[1:4]
+stats_path, sass_path, pattern, whole_path = sys.argv[1:5]
 want = re.compile(pattern)
 props, current = {}, None
 for line in open(stats_path):
@@ -53,6 +61,16 @@ for line in open(stats_path):
     if m and current:
         props[current] = tuple(int(x) for x in m.groups())
         current = None
+registers, entry = {}, None
+for line in open(whole_path):
+    m = re.search(r"Compiling entry function '(\S+)'", line)
+    if m:
+        entry = m.group(1)
+        continue
+    m = re.search(r"Used (\d+) registers", line)
+    if m and entry:
+        registers[entry] = int(m.group(1))
+        entry = None
 counts, function = {}, None
 for line in open(sass_path):
     m = re.match(r"^\s*\.text\.(\S+):\s*$", line) or re.match(r"^(\S+):\s*$", line.strip())
@@ -63,9 +81,10 @@ for line in open(sass_path):
     if function and re.match(r"\s*/\*[0-9a-f]{4,}\*/\s*[^.\s]", line):
         counts[function] = counts.get(function, 0) + 1
 rows = sorted(((n, f) for f, n in counts.items() if want.search(f)), reverse=True)
-print(f"{'instructions':>12} {'stack':>6} {'saved':>6}  function")
+print(f"{'instructions':>12} {'regs':>5} {'stack':>6} {'saved':>6}  function")
 for n, f in rows:
     stack, saved, _ = props.get(f, (0, 0, 0))
-    print(f"{n:>12} {stack:>6} {saved:>6}  {f}")
+    regs = registers.get(f, "-")
+    print(f"{n:>12} {regs:>5} {stack:>6} {saved:>6}  {f}")
 print(f"{sum(n for n, _ in rows):>12} in {len(rows)} functions")
 EOF

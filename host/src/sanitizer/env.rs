@@ -102,6 +102,10 @@ pub const KNOWN_VARIABLES: &[(&str, &str)] = &[
         "VIGIL_GPU_RUN_TIMEOUT",
         "per-binary time limit of the GPU run script",
     ),
+    (
+        "VIGIL_SASS_LEAN",
+        "sass-stats.sh at the lean entries' register cap",
+    ),
 ];
 
 /// Prefixes of variable families: `VIGIL_PTX_<LIB>` (the PTX path a
