@@ -51,26 +51,22 @@ python3 - "$work/ptxas.txt" "$work/m.sass" "$filter" "$work/whole.txt" <<'EOF'
 import re, sys
 stats_path, sass_path, pattern, whole_path = sys.argv[1:5]
 want = re.compile(pattern)
-props, current = {}, None
-for line in open(stats_path):
-    m = re.search(r"Function properties for (\S+)", line)
-    if m:
-        current = m.group(1)
-        continue
-    m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
-    if m and current:
-        props[current] = tuple(int(x) for x in m.groups())
-        current = None
-registers, entry = {}, None
-for line in open(whole_path):
-    m = re.search(r"Compiling entry function '(\S+)'", line)
-    if m:
-        entry = m.group(1)
-        continue
-    m = re.search(r"Used (\d+) registers", line)
-    if m and entry:
-        registers[entry] = int(m.group(1))
-        entry = None
+def per_function(path, name_re, value_re):
+    """What `value_re` matched, by the function `name_re` named on the line before."""
+    found, current = {}, None
+    for line in open(path):
+        m = re.search(name_re, line)
+        if m:
+            current = m.group(1)
+            continue
+        m = re.search(value_re, line)
+        if m and current:
+            found[current] = tuple(int(x) for x in m.groups())
+            current = None
+    return found
+props = per_function(stats_path, r"Function properties for (\S+)",
+                     r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+registers = per_function(whole_path, r"Compiling entry function '(\S+)'", r"Used (\d+) registers")
 counts, function = {}, None
 for line in open(sass_path):
     m = re.match(r"^\s*\.text\.(\S+):\s*$", line) or re.match(r"^(\S+):\s*$", line.strip())
@@ -84,7 +80,7 @@ rows = sorted(((n, f) for f, n in counts.items() if want.search(f)), reverse=Tru
 print(f"{'instructions':>12} {'regs':>5} {'stack':>6} {'saved':>6}  function")
 for n, f in rows:
     stack, saved, _ = props.get(f, (0, 0, 0))
-    regs = registers.get(f, "-")
+    regs = registers.get(f, ("-",))[0]
     print(f"{n:>12} {regs:>5} {stack:>6} {saved:>6}  {f}")
 print(f"{sum(n for n, _ in rows):>12} in {len(rows)} functions")
 EOF
