@@ -80,7 +80,7 @@ fn device_layer(path: &[&str]) -> Option<Layer> {
 }
 
 /// The layer of a file of the GPU sanitizer's runtime (`gpu_sanitizer/`,
-/// ARCHITECTURE.md): the leaves, the CTA's state, the copies in flight,
+/// ARCHITECTURE.md): the leaves, the CTA's state and regions, the copies in flight,
 /// the same-block check, the hooks, CTA entry and exit, the runtime's own
 /// entries.
 fn gpu_sanitizer_layer(path: &[&str]) -> Option<Layer> {
@@ -88,14 +88,15 @@ fn gpu_sanitizer_layer(path: &[&str]) -> Option<Layer> {
         ["device_atomics" | "report" | "warp" | "block_word", ..] => layer(0, "the leaves"),
         ["memory", ..] => layer(1, "memory.rs"),
         ["cta", ..] => layer(2, "cta.rs"),
-        ["bulk", ..] => layer(3, "bulk.rs"),
-        ["in_flight", ..] => layer(4, "in_flight.rs"),
-        ["block", ..] => layer(5, "block.rs"),
-        ["block_table", ..] => layer(6, "block_table.rs"),
-        ["hooks", ..] => layer(7, "hooks.rs"),
-        ["entry", ..] => layer(8, "entry.rs"),
-        ["range", ..] => layer(9, "range.rs"),
-        ["reclaim", ..] => layer(10, "reclaim.rs"),
+        ["regions", ..] => layer(3, "regions.rs"),
+        ["bulk", ..] => layer(4, "bulk.rs"),
+        ["in_flight", ..] => layer(5, "in_flight.rs"),
+        ["block", ..] => layer(6, "block.rs"),
+        ["block_table", ..] => layer(7, "block_table.rs"),
+        ["hooks", ..] => layer(8, "hooks.rs"),
+        ["entry", ..] => layer(9, "entry.rs"),
+        ["range", ..] => layer(10, "range.rs"),
+        ["reclaim", ..] => layer(11, "reclaim.rs"),
         _ => return None,
     })
 }

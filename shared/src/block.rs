@@ -79,6 +79,12 @@ pub const VIEWS: usize = 7;
 /// sites (`u32`s) and the epoch observed ([`BlockAcquired::observed`]).
 pub const COUNTERS_BYTES: usize = 16 + 8 * REPORTED + 4 * (VIEWS + 1);
 
+/// Byte offset in the block-race counters of the window shadow's address
+/// (a `u64`) as the CTA read it when it claimed its regions: one region
+/// for the whole CTA, even when the host replaces the runtime's while it
+/// runs.
+pub const WINDOW_AT: usize = 8;
+
 /// Bytes of a sanitized entry's `.shared` lane states: a header and
 /// [`SHARED_LANES`] `u64`s.
 pub const LANES_BYTES: usize = 8 + 8 * SHARED_LANES;

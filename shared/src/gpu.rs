@@ -18,12 +18,13 @@
 //!
 //! The same-block layer keeps per-CTA state in device memory, in one of
 //! [`REGIONS_PER_SM`] regions of the CTA's SM, which no other resident
-//! CTA shares: a CTA claims one at entry (waiting for one if none is
-//! free; an SM holds at most that many CTAs). Its same-block table may
-//! also spread over some of the SM's [`EXTENSIONS_PER_SM`] extension
-//! regions, as many as the launch asks for (`__vigil_extensions`) and
-//! are free at entry, claimed without waiting: a launch with few CTAs
-//! per SM gives each a larger table.
+//! CTA shares: a CTA claims one when one of its threads first needs it
+//! (at entry when its threads keep state there from the start; waiting
+//! for one if none is free: an SM holds at most that many CTAs). Its
+//! same-block table may also spread over some of the SM's
+//! [`EXTENSIONS_PER_SM`] extension regions, as many as the launch asks
+//! for (`__vigil_extensions`) and are free at the claim, claimed without
+//! waiting: a launch with few CTAs per SM gives each a larger table.
 //!
 //! Reports: the device writes [`GpuReportRecord`]s (the engine's record
 //! plus the earlier access's [`PriorRecord`]) into a host-mapped buffer
@@ -39,9 +40,9 @@ use crate::params::{ParamDesc, PtxType};
 use crate::{AccessKind, Scope};
 
 /// Regions of per-CTA same-block state per SM: one per CTA an SM can
-/// hold at once (32 from sm_70 on). A CTA claims the lowest free one of
-/// its SM in the region masks ([`GpuRuntime::REGION_MASKS_AT`]) at entry
-/// and frees it at exit.
+/// hold at once (32 from sm_70 on). A CTA claims a free one of its SM in
+/// the region masks ([`GpuRuntime::REGION_MASKS_AT`]) when it first needs
+/// it and frees it at exit.
 pub const REGIONS_PER_SM: u32 = 32;
 
 /// Extension regions of the same-block table per SM, beside its

@@ -16,15 +16,21 @@
 //!   try (its region or part of its share was taken) is another one, for
 //!   what it tries then. Extensions never wait: a CTA that waited for
 //!   them could wait for CTAs that wait for it.
+//! - **First need** ([`claim_once`]): a CTA claims when one of its
+//!   threads first needs its regions, not at entry (a CTA that needs
+//!   none makes no claim); the first thread to get there claims for the
+//!   whole CTA and publishes what it holds in a word of the CTA's, and the
+//!   others wait for it.
 //! - **Give-back** ([`give_back`]): one read-modify-write that clears all
 //!   of a CTA's bits, a release when one of its threads wrote in its
 //!   regions, relaxed when none did. The next holder still synchronises
 //!   with the last holder that wrote, whose release sequence every later
 //!   read-modify-write of the word continues.
 //!
-//! Generic over the atomics ([`AtomicFamily`]): the device's entry and
-//! exit run it on the GPU's device-scoped atomics, and
-//! `shared/tests/loom_protocols.rs` model-checks the hand-over with loom's.
+//! Generic over the atomics ([`AtomicFamily`], [`ClaimWord`]): the device
+//! runs it on the GPU's device-scoped atomics and a CTA-scoped word of
+//! its `.shared` state, and `shared/tests/loom_protocols.rs` model-checks
+//! the hand-over and the first need with loom's.
 
 use core::sync::atomic::Ordering as MemOrder;
 
@@ -196,6 +202,54 @@ pub fn give_back<F: AtomicFamily>(word: &F::U64, region: u32, first: u32, count:
         !masks_bits(Some(region), run_mask(first, count)),
         release(used),
     );
+}
+
+/// A CTA's word of the regions it holds ([`claim_once`]), shared by its
+/// threads: atomic at the CTA's scope.
+pub trait ClaimWord {
+    /// The word, read with acquire semantics.
+    fn load_acquire(&self) -> u32;
+    /// Swaps `current` for `new`, relaxed; whether it did.
+    fn cas_relaxed(&self, current: u32, new: u32) -> bool;
+    /// Stores `value` with release semantics.
+    fn store_release(&self, value: u32);
+    /// Waits a little before the word is read again.
+    fn wait(&self);
+}
+
+/// A [`ClaimWord`] before any thread of its CTA claimed.
+pub const UNCLAIMED: u32 = u32::MAX;
+
+/// A [`ClaimWord`] while one thread of its CTA claims.
+pub const CLAIMING: u32 = u32::MAX - 1;
+
+/// The regions the CTA whose word is `word` holds, as `claim` names them
+/// (any value below [`CLAIMING`]), claimed once per CTA: by the first
+/// thread that gets here, which publishes them with a release; a thread
+/// that comes meanwhile waits for that, and every caller acquires what
+/// the claimer did before it (the regions' last holder's writes, which
+/// the claim acquired, among them).
+#[inline(always)]
+pub fn claim_once<W: ClaimWord>(word: &W, claim: impl FnOnce() -> u32) -> u32 {
+    let mut claim = Some(claim);
+    loop {
+        let w = word.load_acquire();
+        if w < CLAIMING {
+            return w;
+        }
+        if w == UNCLAIMED && word.cas_relaxed(UNCLAIMED, CLAIMING) {
+            if let Some(claim) = claim.take() {
+                let held = claim();
+                debug_assert!(
+                    held < CLAIMING,
+                    "a claim names its regions below the markers"
+                );
+                word.store_release(held);
+                return held;
+            }
+        }
+        word.wait();
+    }
 }
 
 #[cfg(test)]

@@ -822,7 +822,9 @@ mod bulk {
 mod regions {
     use super::*;
     use loom::cell::UnsafeCell;
-    use vigil_shared::regions::{claim_region, give_back, ExtensionShare};
+    use vigil_shared::regions::{
+        claim_once, claim_region, give_back, ClaimWord, ExtensionShare, UNCLAIMED,
+    };
 
     /// The extension region every CTA of the model asks for first (a CTA
     /// that finds it taken tries the others).
@@ -950,6 +952,95 @@ mod regions {
                 let _ = sm.memory.with(|m| unsafe { *m });
             }
             holder.join().unwrap();
+        });
+    }
+
+    /// A CTA's word of the regions it holds, published with a release
+    /// (or, to show why, relaxed).
+    struct Word {
+        word: LU32,
+        release: bool,
+    }
+
+    impl ClaimWord for Word {
+        fn load_acquire(&self) -> u32 {
+            self.word.load(MemOrder::Acquire)
+        }
+        fn cas_relaxed(&self, current: u32, new: u32) -> bool {
+            self.word
+                .compare_exchange(current, new, MemOrder::Relaxed, MemOrder::Relaxed)
+                .is_ok()
+        }
+        fn store_release(&self, value: u32) {
+            let order = if self.release {
+                MemOrder::Release
+            } else {
+                MemOrder::Relaxed
+            };
+            self.word.store(value, order)
+        }
+        fn wait(&self) {
+            loom::thread::yield_now()
+        }
+    }
+
+    /// Two threads of one CTA in region 1 need its regions at once, while
+    /// the extension's last holder writes and exits: what both hold, how
+    /// many claims were made, and what each read of the extension.
+    fn two_threads_at_first_need(release: bool) -> ([u32; 2], u32, [Option<u64>; 2]) {
+        let sm = Sm::held();
+        let holder = Sm::last_writer(&sm);
+        let word = Arc::new(Word {
+            word: LU32::new(UNCLAIMED),
+            release,
+        });
+        let claims = Arc::new(LU32::new(0));
+        let thread = {
+            let (sm, word, claims) = (sm.clone(), word.clone(), claims.clone());
+            move || {
+                let held = claim_once(&*word, || {
+                    claims.fetch_add(1, MemOrder::Relaxed);
+                    let (region, before) = claim_region::<LoomAtomics>(&sm.word, 1, SHARE);
+                    let (first, count) = SHARE.keep::<LoomAtomics>(&sm.word, before, true);
+                    region | first << 8 | count << 16
+                });
+                let kept = held >> 16 != 0 && (held >> 8) & 0xff == 0;
+                // SAFETY: loom checks the access: the extension is the
+                // CTA's once claimed, and its last holder's write is
+                // ordered before the claim.
+                let seen = kept.then(|| sm.memory.with(|m| unsafe { *m }));
+                (held, seen)
+            }
+        };
+        let other = loom::thread::spawn(thread.clone());
+        let (a, seen_a) = thread();
+        let (b, seen_b) = other.join().unwrap();
+        holder.join().unwrap();
+        ([a, b], claims.load(MemOrder::Relaxed), [seen_a, seen_b])
+    }
+
+    /// Threads of one CTA that need its regions at once: one claim, the
+    /// same regions for both, and both see the extension's last write.
+    #[test]
+    fn threads_needing_their_regions_at_once_claim_once_and_see_the_last_write() {
+        model(|| {
+            let ([a, b], claims, seen) = two_threads_at_first_need(true);
+            assert_eq!(a, b, "both threads hold the regions of the one claim");
+            assert_eq!(claims, 1, "the CTA claims once");
+            for s in seen.into_iter().flatten() {
+                assert_eq!(s, 7);
+            }
+        });
+    }
+
+    /// Why the claimer publishes with a release: a thread that read the
+    /// regions from a relaxed store would read the extension racing with
+    /// its last holder's write, which loom reports.
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn a_relaxed_publication_does_not_hand_the_regions_on() {
+        model(|| {
+            let _ = two_threads_at_first_need(false);
         });
     }
 }

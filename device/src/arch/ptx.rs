@@ -590,18 +590,66 @@ pub fn cta_state_chunk<const OFF: usize>() -> [u64; 2] {
     [a, b]
 }
 
-/// The 4-byte word at byte `OFF` of the CTA's sanitizer state, read as a
-/// relaxed atomic at the CTA's scope (`ld.relaxed.cta.shared.b32` at the
-/// block's symbol): a word other threads of the CTA change while it runs.
+/// A load of the 4-byte word at byte `OFF` of the CTA's sanitizer state,
+/// atomic at the CTA's scope, at the block's symbol: one function per
+/// semantics (the instruction names them; a relaxed load is `readonly`,
+/// an acquire orders what follows it).
+macro_rules! cta_state_load {
+    ($(#[$doc:meta])* $name:ident => $insn:literal, $($option:ident),*) => {
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $name<const OFF: usize>() -> u32 {
+            const { assert!(OFF % 4 == 0 && OFF + 4 <= vigil_shared::block::CTA_STATE_BYTES) };
+            let r: u32;
+            // SAFETY: 4 aligned bytes inside the block (checked above),
+            // accessed atomically by every thread.
+            unsafe {
+                asm!(concat!($insn, " {r}, [__vigil_cta_state+{off}];"),
+                    r = out(reg32) r, off = const OFF, options($($option),*))
+            };
+            r
+        }
+    };
+}
+
+cta_state_load!(
+    /// `ld.relaxed.cta.shared.b32`: a word other threads of the CTA
+    /// change while it runs.
+    cta_state_word => "ld.relaxed.cta.shared.b32", readonly, nostack
+);
+cta_state_load!(
+    /// `ld.acquire.cta.shared.b32`: a word another thread of the CTA
+    /// publishes with [`cta_state_word_release`], the fields it guards
+    /// written before.
+    cta_state_word_acquire => "ld.acquire.cta.shared.b32", nostack
+);
+
+/// Stores `v` to the 4-byte word at byte `OFF` of the CTA's sanitizer
+/// state with release semantics at the CTA's scope
+/// (`st.release.cta.shared.b32`; see [`cta_state_word_acquire`]).
 #[inline(always)]
-pub fn cta_state_word<const OFF: usize>() -> u32 {
+pub fn cta_state_word_release<const OFF: usize>(v: u32) {
+    const { assert!(OFF % 4 == 0 && OFF + 4 <= vigil_shared::block::CTA_STATE_BYTES) };
+    // SAFETY: as in `cta_state_word_acquire`.
+    unsafe {
+        asm!("st.release.cta.shared.b32 [__vigil_cta_state+{off}], {v};",
+            v = in(reg32) v, off = const OFF, options(nostack))
+    };
+}
+
+/// Compare-exchange of the 4-byte word at byte `OFF` of the CTA's
+/// sanitizer state, relaxed at the CTA's scope
+/// (`atom.relaxed.cta.shared.cas.b32`): the value found (it swapped when
+/// that is `current`).
+#[inline(always)]
+pub fn cta_state_word_cas<const OFF: usize>(current: u32, new: u32) -> u32 {
     const { assert!(OFF % 4 == 0 && OFF + 4 <= vigil_shared::block::CTA_STATE_BYTES) };
     let r: u32;
-    // SAFETY: 4 aligned bytes inside the block (checked above), accessed
-    // atomically by every thread.
+    // SAFETY: as in `cta_state_word_acquire`.
     unsafe {
-        asm!("ld.relaxed.cta.shared.b32 {r}, [__vigil_cta_state+{off}];",
-            r = out(reg32) r, off = const OFF, options(readonly, nostack))
+        asm!("atom.relaxed.cta.shared.cas.b32 {r}, [__vigil_cta_state+{off}], {c}, {n};",
+            r = out(reg32) r, c = in(reg32) current, n = in(reg32) new, off = const OFF,
+            options(nostack))
     };
     r
 }

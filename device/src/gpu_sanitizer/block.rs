@@ -184,10 +184,9 @@ pub(super) struct Counters {
 }
 
 impl Counters {
-    /// Byte offset of the window shadow's address as the CTA's entry read
-    /// it (`u64`): one region for the whole CTA, even when the host
-    /// replaces the runtime's while it runs.
-    const WINDOW: usize = 8;
+    /// Byte offset of the window shadow's address
+    /// ([`vigil_shared::block::WINDOW_AT`]).
+    const WINDOW: usize = vigil_shared::block::WINDOW_AT;
     /// Byte offset of the report keys.
     pub const KEYS: usize = 16;
     /// Byte offset of the view table: [`VIEWS`] `u32`s, each the low 32
@@ -370,7 +369,11 @@ impl Lanes {
     fn slot_lanes(n: usize) -> &'static [LaneWord] {
         let cta = CtaState::current();
         let rt = cta.runtime();
-        let slot = cta.device_slot(rt);
+        // Claimed at entry by a CTA with lane states in its region.
+        let Some(held) = super::regions::held_if_claimed() else {
+            return &[];
+        };
+        let slot = held.device_slot(cta.smid);
         if rt.block_lanes == 0 || slot >= rt.block_table_slots {
             return &[];
         }
@@ -421,24 +424,6 @@ pub(super) fn reset_cta(lane: u32, lanes: u32) {
             v.store(0, Ordering::Relaxed);
         }
     }
-}
-
-/// The address of the window shadow `rt` holds now. The host replaces the
-/// region while kernels run (a larger one): a CTA reads its address once,
-/// at entry ([`set_window`]); the region's header says its size.
-#[inline(always)]
-pub(super) fn current_window(rt: &GpuRuntime) -> u64 {
-    // SAFETY: a field of the live runtime.
-    unsafe { core::ptr::read_volatile(&rt.block_shadow) }
-}
-
-/// Keeps `window` ([`current_window`] at entry) as the CTA's window shadow
-/// (the entry's first thread, before its barrier).
-#[inline(always)]
-pub(super) fn set_window(window: u64) {
-    // SAFETY: the window word of the counters, 8-aligned.
-    unsafe { at::<AtomicU64>(Counters::get().base, Counters::WINDOW) }
-        .store(window, Ordering::Relaxed);
 }
 
 /// Thread `lane` of `lanes`' share of clearing what an earlier CTA of the
@@ -1384,8 +1369,13 @@ impl Window {
     fn current() -> Option<Window> {
         let cta = CtaState::current();
         let rt = cta.runtime();
+        if cta.smid >= rt.block_table_slots / REGIONS_PER_SM {
+            return None;
+        }
+        // The claim keeps the window shadow the CTA uses.
+        let held = super::regions::held();
         let base = Counters::get().window() as *mut u8;
-        if base.is_null() || cta.smid >= rt.block_table_slots / REGIONS_PER_SM {
+        if base.is_null() {
             return None;
         }
         // SAFETY: the region starts with its header (words per slot, slots
@@ -1394,7 +1384,7 @@ impl Window {
         let words = header(WindowShadow::WORDS_AT);
         let regions = header(WindowShadow::REGIONS_AT);
         let layout = WindowShadow { words, regions };
-        let slot = layout.slot(cta.smid, u32::from(cta.slot))?;
+        let slot = layout.slot(cta.smid, held.slot)?;
         Some(Window { base, layout, slot })
     }
 }

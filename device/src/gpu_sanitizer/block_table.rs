@@ -15,6 +15,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use vigil_shared::block::{claim_entry, BlockRecord, GlobalTable, TableWord, WordRecords, WORD};
 use vigil_shared::block_line::{LineRecords, LineRun, LineSnapshot, LineStep, LINE_WORDS};
+use vigil_shared::gpu::REGIONS_PER_SM;
 use vigil_shared::AccessKind;
 
 use super::block::{at, Block, Checked, Counters, Records, Space};
@@ -57,8 +58,7 @@ impl BlockTable {
     ) -> Option<Self> {
         let cta = CtaState::current();
         let rt = cta.runtime();
-        let slot = cta.device_slot(rt);
-        if rt.block_table == 0 || size == 0 || slot >= rt.block_table_slots {
+        if rt.block_table == 0 || size == 0 || cta.smid >= rt.block_table_slots / REGIONS_PER_SM {
             return None;
         }
         if cta
@@ -71,15 +71,17 @@ impl BlockTable {
         if b.threads < 2 {
             return None;
         }
+        // Claimed by the caller ([`super::regions::claim_if_unclaimed`]).
+        let held = super::regions::held_if_claimed()?;
         let counters = Counters::get();
         // SAFETY: the counters' key slots.
         let keys = unsafe { counters.base.add(Counters::KEYS) };
         let checked = Checked::new(b, kind, size, Space::Global, keys, loc);
         Some(BlockTable {
             base: rt.block_table as *mut u8,
-            slot: slot as usize,
-            extension: cta.extension_slot(rt) as usize,
-            regions: 1 + u32::from(cta.extensions),
+            slot: held.device_slot(cta.smid) as usize,
+            extension: held.extension_slot(rt, cta.smid) as usize,
+            regions: 1 + held.extensions,
             table: GlobalTable {
                 log2: rt.block_table_log2,
             },
@@ -333,6 +335,7 @@ pub(super) fn global_access(
     kind: AccessKind,
     loc: &'static Location<'static>,
 ) {
+    super::regions::claim_if_unclaimed();
     if let Some(t) = BlockTable::current(addr, kind, size, loc) {
         t.words(addr);
     }

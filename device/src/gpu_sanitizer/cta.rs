@@ -10,7 +10,7 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use vigil_shared::copies_in_flight::{CopyQueue, QueueArea};
-use vigil_shared::gpu::{GpuRuntime, EXTENSIONS_PER_SM, REGIONS_PER_SM};
+use vigil_shared::gpu::GpuRuntime;
 use vigil_shared::race::cta::CtaView;
 use vigil_shared::race::memory::launch_record;
 use vigil_shared::race::serial::{HostOrder, LaneBounds};
@@ -51,21 +51,24 @@ pub(super) struct CtaState {
     /// or in a programmatic dependent launch, until a thread waits for the
     /// kernel before it, that kernel's.
     pub own_bound: u32,
-    /// Its region of the SM (the same-block layer's per-CTA memory),
-    /// held from entry to exit.
-    pub slot: u16,
-    /// The first of the SM's extension regions it holds, from entry to
-    /// exit, for its same-block table ...
-    pub extension: u8,
-    /// ... and how many.
-    pub extensions: u8,
+    /// The regions of its SM it holds (the same-block layer's per-CTA
+    /// memory), packed (`super::regions::HeldRegions`): none until a
+    /// thread of the CTA needs them and claims them for the rest of the
+    /// CTA's life. Other threads change it while the CTA runs: read it
+    /// through `super::regions::held`, never from a copy of the state.
+    pub regions: u32,
     /// Non-zero once a thread may have written the CTA's regions (its
     /// same-block table, window shadow, lane states or copies): an exit
     /// that finds it 0 gives them back without a release fence.
-    pub region_used: u16,
+    pub region_used: u8,
     /// Non-zero once a thread took a general path of the race engine
     /// ([`note_general_path`]).
-    pub general_path: u16,
+    pub general_path: u8,
+    /// The region of its SM it tries first when it claims.
+    pub region_guess: u8,
+    /// How many extension regions it asks for when it claims
+    /// ([`vigil_shared::gpu::extensions_wanted`]).
+    pub extensions_wanted: u8,
     /// Ranges no thread of the launch writes: reads inside them are
     /// read-only reads (`vigil_shared::read_only`).
     pub read_only: ReadOnlyRanges,
@@ -148,21 +151,6 @@ impl CtaState {
     pub fn reports(&self) -> u64 {
         let rec = record_words(self.record);
         u64::from(rec[launch_record::REPORTS]) | u64::from(rec[launch_record::REPORTS + 1]) << 32
-    }
-
-    /// Its region, counted over the device's SMs (the same-block layer's
-    /// index of its per-CTA memory).
-    #[inline(always)]
-    pub fn device_slot(&self, _rt: &GpuRuntime) -> u32 {
-        self.smid * REGIONS_PER_SM + u32::from(self.slot)
-    }
-
-    /// Its first extension region, counted as the same-block table
-    /// counts regions (after every SM's own regions; meaningful when it
-    /// holds any).
-    #[inline(always)]
-    pub fn extension_slot(&self, rt: &GpuRuntime) -> u32 {
-        rt.block_table_slots + self.smid * EXTENSIONS_PER_SM + u32::from(self.extension)
     }
 
     /// The launch's lane bounds (its host order).

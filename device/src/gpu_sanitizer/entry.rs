@@ -7,8 +7,8 @@
 //! claimed, no clock joined: what the host ordered before the launch is
 //! in its record, read where a check needs it. The same-block layer's
 //! per-CTA device memory is a region of the CTA's SM that the CTA claims
-//! in the SM's masks word at entry and frees at exit
-//! ([`vigil_shared::regions`]).
+//! when it first needs it ([`super::regions`]: at entry only for a CTA
+//! that keeps lane states or copies in flight there) and frees at exit.
 //!
 //! Exit: after the same-block layer's exit barrier (it sees threads that
 //! returned early), the first thread logs what the CTA acquired of other
@@ -16,17 +16,16 @@
 //! launches ordered after this one.
 
 use vigil_shared::copies_in_flight::QueueArea;
-use vigil_shared::gpu::{launch_flags, GpuRuntime, REGIONS_PER_SM, REGION_MASK_SMS};
+use vigil_shared::gpu::{launch_flags, GpuRuntime, REGIONS_PER_SM};
 use vigil_shared::race::memory::launch_record;
 use vigil_shared::race::serial::lane_of;
 use vigil_shared::race::sync::CtaSync;
 use vigil_shared::read_only::ReadOnlyRanges;
-use vigil_shared::regions::{claim_region, give_back, ExtensionShare};
 
 use core::sync::atomic::Ordering;
 
 use super::cta::{lane, linear_block, record_words, sync_words, CtaState};
-use super::device_atomics::{DeviceAtomics, DeviceU64};
+use super::regions::{self, region_guess};
 use crate::arch::ptx as arch;
 
 /// What the host passes a sanitized entry after the user's parameters
@@ -77,31 +76,6 @@ pub unsafe fn run_cta(args: LaunchArgs, body: impl FnOnce()) {
         super::hooks::copies_returned();
     }
     exit();
-}
-
-/// The masks word of SM `smid` of the runtime at `runtime`
-/// ([`vigil_shared::regions`]: its held regions and extension regions):
-/// an address computed from the entry's parameters, so that the claim
-/// goes out without a load before it. Device-scoped atomics on it: only
-/// the device's CTAs claim its regions, and a `core` atomic would be
-/// system-scoped (a release of one a `MEMBAR.SYS`).
-#[inline(always)]
-fn sm_masks(runtime: u64, smid: u32) -> &'static DeviceU64 {
-    // SAFETY: the runtime's REGION_MASK_SMS masks words follow its
-    // descriptor, 8-aligned, live as long as the runtime; every access
-    // to them is atomic.
-    unsafe {
-        &*((runtime + GpuRuntime::REGION_MASKS_AT as u64) as *const DeviceU64)
-            .wrapping_add((smid % REGION_MASK_SMS) as usize)
-    }
-}
-
-/// The region a CTA tries first: its first warp's slot on the SM over the
-/// CTA's warps, distinct among the SM's resident CTAs when the SM gives
-/// each CTA consecutive slots, as it does.
-#[inline(always)]
-fn region_guess(lanes: u32) -> u32 {
-    arch::warp_slot() / lanes.div_ceil(32).max(1)
 }
 
 /// The address of the part of the queue area of a CTA of `lanes` threads
@@ -198,8 +172,8 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
 }
 
 /// The first thread's part of [`enter`]: the launch's record and the
-/// runtime's fields into the CTA's state, the claim of its region, its
-/// synchronisation state.
+/// runtime's fields into the CTA's state, the claim of its region when
+/// it needs one from the start, its synchronisation state.
 ///
 /// # Safety
 /// As [`run_cta`]'s: `runtime` and `record` from its [`LaunchArgs`],
@@ -214,11 +188,6 @@ unsafe fn enter_first(
     // SAFETY: the caller passes a live runtime.
     let rt = unsafe { &*(runtime as *const GpuRuntime) };
     let state = arch::cta_state() as *mut CtaState;
-    // Every load the entry needs is issued before the region's claim,
-    // whose acquire would hold back (and refetch past an invalidated
-    // L1) whatever is loaded after it: the entry waits for one round
-    // trip.
-    let window = super::block::current_window(rt);
     let rec = record_words(record);
     let count = rec[launch_record::COUNT];
     let flags = rec[launch_record::FLAGS];
@@ -228,34 +197,16 @@ unsafe fn enter_first(
     let path_word = u64::from(rec[launch_record::PATH_WORD])
         | u64::from(rec[launch_record::PATH_WORD + 1]) << 32;
     let real_base = rt.real_base;
-    let table_slots = rt.block_table_slots;
     let smid = arch::smid();
-    let guess = region_guess(lanes);
-    let masks = sm_masks(runtime, smid);
-    let share = ExtensionShare::of(guess, extensions);
-    let (slot, before) = claim_region::<DeviceAtomics>(masks, guess, share);
-    let slot = slot as u16;
-    let table_sm = smid < table_slots / REGIONS_PER_SM;
-    let (extension, extensions) = if share.mask == 0 {
-        (0, 0)
-    } else {
-        share.keep::<DeviceAtomics>(masks, before, table_sm)
-    };
     let block = linear_block();
     if block == 0 {
         note_anchor(record, anchor);
     }
-    let copies = if flags & launch_flags::COPIES_IN_FLIGHT != 0 {
-        copies_part_of(rt, table_sm, smid, u32::from(slot), lanes)
-    } else {
-        0
-    };
     let serial = if flags & launch_flags::ONE_SERIAL != 0 {
         base
     } else {
         base + block
     };
-    super::block::set_window(window);
     // Field by field: the read-only ranges are other threads' to write.
     // SAFETY: the CTA's shared block holds a `CtaState`, 16-aligned; only
     // this thread writes these fields before the barrier.
@@ -271,13 +222,29 @@ unsafe fn enter_first(
         (*state).device = device;
         (*state).smid = smid;
         (*state).own_bound = own_bound;
-        (*state).slot = slot;
-        (*state).extension = extension as u8;
-        (*state).extensions = extensions as u8;
-        (*state).region_used = u16::from(copies != 0 || super::block::needs_slot_lanes(lanes));
+        (*state).region_guess = region_guess(lanes) as u8;
+        (*state).extensions_wanted = extensions.min(u32::from(u8::MAX)) as u8;
         (*state).general_path = 0;
-        (*state).copies = copies;
         (*state).path_word = path_word;
+    }
+    // A CTA whose threads keep lane states or copies in flight in its
+    // region needs it from the start: it claims now; any other claims
+    // when a thread first needs it, if ever.
+    let keeps_copies = flags & launch_flags::COPIES_IN_FLIGHT != 0;
+    let eager = keeps_copies || super::block::needs_slot_lanes(lanes);
+    let held = eager.then(|| regions::claim(&CtaState::current()));
+    let copies = match held {
+        Some(h) if keeps_copies => {
+            let table_sm = smid < rt.block_table_slots / REGIONS_PER_SM;
+            copies_part_of(rt, table_sm, smid, h.slot, lanes)
+        }
+        _ => 0,
+    };
+    regions::publish_at_entry(held);
+    // SAFETY: as above.
+    unsafe {
+        (*state).region_used = u8::from(eager);
+        (*state).copies = copies;
     }
     CtaSync::<vigil_shared::atomic::CoreAtomics>::new(sync_words()).init();
 }
@@ -316,11 +283,5 @@ fn exit_first() {
     // running there pay for, and one that wrote nothing there waits for
     // no fence (for a streaming kernel's output to reach the device's
     // memory).
-    give_back::<DeviceAtomics>(
-        sm_masks(st.runtime, st.smid),
-        u32::from(st.slot),
-        u32::from(st.extension),
-        u32::from(st.extensions),
-        st.region_used != 0,
-    );
+    regions::give_back_held(&st);
 }

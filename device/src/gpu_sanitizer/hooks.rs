@@ -125,6 +125,9 @@ fn check_line<const SIZE: u32>(addr: u64, write: bool, location: u64, host_at: (
         // SAFETY: a kernel access's location is the address of its
         // `#[track_caller]` `Location` (`location_of`), static data.
         let loc = unsafe { &*(location as *const Location<'static>) };
+        // Here, at the site: a claim inside `check_block` had every lane
+        // of the warp save more registers on every access.
+        super::regions::claim_if_unclaimed();
         check_block(addr, SIZE, write, loc, group, per);
     }
     if outcome & LeaderBits::SPLIT != 0 {

@@ -7,6 +7,8 @@
 //! - `device_atomics`: the device-scoped atomics the hooks' engine runs on.
 //! - `report`: the report buffer.
 //! - `cta` (PTX): a CTA's sanitizer state and geometry.
+//! - `regions` (PTX): the regions of its SM a CTA holds, claimed when it
+//!   first needs them.
 //! - `block` (PTX): races between threads of one CTA in shared memory,
 //!   with the CTA's barrier intervals and warp collectives.
 //! - `block_table` (PTX): races between threads of one CTA in global
@@ -33,7 +35,7 @@
 //!
 //! Layers, lowest first; a module imports only from those below it
 //! (`host/tests/layers.rs` checks it): `device_atomics`, `report`,
-//! `warp`, `block_word`; `memory`; `cta`; `bulk`; `in_flight`; `block`;
+//! `warp`, `block_word`; `memory`; `cta`; `regions`; `bulk`; `in_flight`; `block`;
 //! `block_table`; `hooks`; `entry`; `range`; `reclaim`.
 
 #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
@@ -64,6 +66,8 @@ mod in_flight;
 mod range;
 #[cfg(all(target_arch = "nvptx64", vigil_sanitized))]
 mod reclaim;
+#[cfg(target_arch = "nvptx64")]
+mod regions;
 #[cfg(target_arch = "nvptx64")]
 mod warp;
 
