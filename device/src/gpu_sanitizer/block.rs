@@ -62,7 +62,7 @@ use vigil_shared::block::{
     ThreadGroup, WindowShadow, WordRecords, DIVERGENT_BARRIER_KIND, GLOBAL_LANES,
     MAX_BLOCK_THREADS, REPORTED, SHARED_LANES, UNCHECKED_ARRAYS, VIEWS, WORD,
 };
-use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, PriorRecord, REGIONS_PER_SM};
+use vigil_shared::gpu::{GpuReportRecord, GpuRuntime, PriorRecord};
 use vigil_shared::race::desc::{AccessDesc, SiteLanes, SiteWord, MAX_EPOCH};
 use vigil_shared::race::OwnReleases;
 use vigil_shared::{AccessKind, Scope};
@@ -1369,7 +1369,7 @@ impl Window {
     fn current() -> Option<Window> {
         let cta = CtaState::current();
         let rt = cta.runtime();
-        if cta.smid >= rt.block_table_slots / REGIONS_PER_SM {
+        if !super::regions::sm_has_regions(rt, cta.smid) {
             return None;
         }
         // The claim keeps the window shadow the CTA uses.

@@ -15,7 +15,6 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use vigil_shared::block::{claim_entry, BlockRecord, GlobalTable, TableWord, WordRecords, WORD};
 use vigil_shared::block_line::{LineRecords, LineRun, LineSnapshot, LineStep, LINE_WORDS};
-use vigil_shared::gpu::REGIONS_PER_SM;
 use vigil_shared::AccessKind;
 
 use super::block::{at, Block, Checked, Counters, Records, Space};
@@ -58,7 +57,7 @@ impl BlockTable {
     ) -> Option<Self> {
         let cta = CtaState::current();
         let rt = cta.runtime();
-        if rt.block_table == 0 || size == 0 || cta.smid >= rt.block_table_slots / REGIONS_PER_SM {
+        if rt.block_table == 0 || size == 0 || !super::regions::sm_has_regions(rt, cta.smid) {
             return None;
         }
         if cta

@@ -16,7 +16,7 @@
 //! launches ordered after this one.
 
 use vigil_shared::copies_in_flight::QueueArea;
-use vigil_shared::gpu::{launch_flags, GpuRuntime, REGIONS_PER_SM};
+use vigil_shared::gpu::{launch_flags, GpuRuntime};
 use vigil_shared::race::memory::launch_record;
 use vigil_shared::race::serial::lane_of;
 use vigil_shared::race::sync::CtaSync;
@@ -235,8 +235,7 @@ unsafe fn enter_first(
     let held = eager.then(|| regions::claim(&CtaState::current()));
     let copies = match held {
         Some(h) if keeps_copies => {
-            let table_sm = smid < rt.block_table_slots / REGIONS_PER_SM;
-            copies_part_of(rt, table_sm, smid, h.slot, lanes)
+            copies_part_of(rt, regions::sm_has_regions(rt, smid), smid, h.slot, lanes)
         }
         _ => 0,
     };

@@ -116,10 +116,7 @@ impl HeldRegions {
 /// from `.shared` once they are.
 #[inline(always)]
 pub(super) fn held() -> HeldRegions {
-    match HeldRegions::unpacked(StateWord.load_acquire()) {
-        Some(h) => h,
-        None => claim_at_first_need(),
-    }
+    held_if_claimed().unwrap_or_else(claim_at_first_need)
 }
 
 /// The CTA's regions if a thread of it claimed them (none is claimed
@@ -161,7 +158,7 @@ pub(super) fn claim(st: &CtaState) -> HeldRegions {
     let rt = st.runtime();
     // Loaded before the claim, whose acquire would hold them back.
     let window = current_window(rt);
-    let table_sm = st.smid < rt.block_table_slots / REGIONS_PER_SM;
+    let table_sm = sm_has_regions(rt, st.smid);
     let masks = sm_masks(st.runtime, st.smid);
     let guess = u32::from(st.region_guess);
     let share = ExtensionShare::of(guess, u32::from(st.extensions_wanted));
@@ -205,6 +202,14 @@ pub(super) fn give_back_held(st: &CtaState) {
             st.region_used != 0,
         );
     }
+}
+
+/// Whether SM `smid` has regions in the same-block memory of runtime
+/// `rt` (the runtime sizes it for its device's SMs; a CTA on an SM past
+/// them checks nothing against its block).
+#[inline(always)]
+pub(super) fn sm_has_regions(rt: &GpuRuntime, smid: u32) -> bool {
+    smid < rt.block_table_slots / REGIONS_PER_SM
 }
 
 /// The region a CTA of `lanes` threads tries first: its first warp's
