@@ -307,6 +307,12 @@ pub mod launch_flags {
     /// The launch's kernel issues asynchronous copies: each thread keeps
     /// its `cp.async` copies in flight (`crate::copies_in_flight`).
     pub const COPIES_IN_FLIGHT: u32 = 2;
+    /// Each CTA claims its same-block regions at entry, not when a thread
+    /// first needs them: CTAs of an earlier launch of the entry claimed
+    /// them in their body (`crate::race::memory::launch_record::path_word`),
+    /// where a claim costs more (the CTA's warps wait for it one by one,
+    /// not at the entry's barrier).
+    pub const CLAIM_AT_ENTRY: u32 = 4;
 }
 
 /// The earlier access of a race, as the device saw it: its descriptor

@@ -9,6 +9,7 @@
 
 use vigil::unstable::testing::require_gpu;
 use vigil::{Context, DeviceBuffer, LaunchConfig, Module, ReportKind, Stream};
+use vigil_kernels::block_races::global_neighbours;
 use vigil_kernels::proofs::copy_elems;
 use vigil_kernels::races::{
     disjoint_writes, many_races, race_waw, read_one, same_sm_writes, write_one,
@@ -438,6 +439,51 @@ fn entries_run_lean_until_a_launch_takes_a_general_path() {
             capped,
             "after the {build} launch, the entry runs at the cap"
         );
+    }
+}
+
+/// A block claims its regions of the SM (its same-block table) when a
+/// thread first checks an access against its block; once blocks of a
+/// launch did, the entry's later launches claim them at entry instead.
+/// Either way, launch after launch, threads of one block that race on
+/// global memory are reported as the same block's, and the same accesses
+/// ordered by a barrier are clean and right.
+#[test]
+fn same_block_races_are_found_whether_regions_are_claimed_in_the_body_or_at_entry() {
+    let _turn = gpu_turn();
+    let Some((ctx, stream, module)) = sanitized() else {
+        return;
+    };
+    let neighbours = module.kernel::<global_neighbours>().unwrap();
+    let mut data = DeviceBuffer::<u32>::alloc_zeroed(&stream, 64).expect("data");
+    let mut out = DeviceBuffer::<u32>::alloc_zeroed(&stream, 64).expect("out");
+    let want: Vec<u32> = (0..64).map(|t| (t + 1) % 64 + 1).collect();
+    for round in 0..4 {
+        for barrier in [1u32, 0] {
+            stream
+                .launch(
+                    &neighbours,
+                    LaunchConfig::new(1, 64),
+                    (&mut data, &mut out, barrier),
+                )
+                .expect("launch");
+            let outcome = ctx.synchronize();
+            if barrier == 1 {
+                outcome.unwrap_or_else(|e| panic!("launch {round}: the barrier orders it: {e}"));
+                assert_eq!(out.to_vec(&stream).unwrap(), want, "launch {round}");
+                continue;
+            }
+            match outcome {
+                Err(vigil::Error::Races(r)) => {
+                    assert!(!r.reports().is_empty(), "launch {round}");
+                    assert!(
+                        r.reports().iter().all(|r| r.prior.same_block),
+                        "launch {round}: {r:?}"
+                    );
+                }
+                other => panic!("launch {round}: expected the same-block race, got {other:?}"),
+            }
+        }
     }
 }
 

@@ -7,12 +7,12 @@
 //! A CTA is one sanitizer thread, named by its serial (the launch's base
 //! plus its linear block index; see `vigil_shared::race::serial`).
 
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::AtomicU32;
 
 use vigil_shared::copies_in_flight::{CopyQueue, QueueArea};
 use vigil_shared::gpu::GpuRuntime;
 use vigil_shared::race::cta::CtaView;
-use vigil_shared::race::memory::launch_record;
+use vigil_shared::race::memory::launch_record::{self, path_word};
 use vigil_shared::race::serial::{HostOrder, LaneBounds};
 use vigil_shared::race::sync::{CtaSync, SYNC_WORDS};
 use vigil_shared::read_only::ReadOnlyRanges;
@@ -78,7 +78,8 @@ pub(super) struct CtaState {
     /// interleaved by warp: `QueueArea::thread_queue`); 0 when the launch
     /// keeps none, or the runtime's area has no room for the CTA.
     pub copies: u64,
-    /// The launch's path word (`launch_record::PATH_WORD`; 0: none).
+    /// The launch's path word and what the host asks to be told there
+    /// (`launch_record::PATH_WORD`; 0: nothing).
     pub path_word: u64,
 }
 
@@ -264,7 +265,7 @@ pub(super) fn mark_region_used() {
 /// Notes in the CTA's state that the calling thread took a general path
 /// of the race engine (`CtaState::general_path`): one whose registers a
 /// lean build spills. The exit then tells the host, where the launch
-/// asks ([`tell_general_path`]).
+/// asks ([`tell_paths`]).
 #[inline(always)]
 pub(super) fn note_general_path() {
     // SAFETY: as in `mark_region_used`: every writer stores the same
@@ -277,18 +278,32 @@ pub(super) fn note_general_path() {
     };
 }
 
-/// Sets the launch's path word when a thread of the CTA took a general
-/// path (the exit's first thread, after the exit barrier): a store to
-/// host memory, made by the CTAs that took one only.
+/// Tells the host, in the launch's path word, what the CTA took that
+/// the host asked about (`launch_record::path_word`): a general path of
+/// the race engine, and a claim of its same-block regions (`claimed`).
+/// The exit's first thread, after the exit barrier: a store to host
+/// memory, made only by the CTAs that have something to tell.
 #[inline(always)]
-pub(super) fn tell_general_path(st: &CtaState) {
-    if st.general_path != 0 && st.path_word != 0 {
-        // SAFETY: the host passes the device address of a live word of
-        // mapped host memory, 4-aligned, that every writer sets to the
-        // same value and the host only reads.
-        let word = unsafe { &*(st.path_word as *const AtomicU32) };
-        word.store(1, Ordering::Relaxed);
-    }
+pub(super) fn tell_paths(st: &CtaState, claimed: bool) {
+    let at = st.path_word & path_word::ADDRESS;
+    let tell = |asked: u64, took: bool, byte: u64| {
+        if st.path_word & asked != 0 && took {
+            // SAFETY: the host passes the device address of a live word
+            // of mapped host memory, 4-aligned; every writer of one of
+            // its bytes stores the same value, and the host only reads.
+            unsafe { core::ptr::write_volatile((at + byte) as *mut u8, 1) };
+        }
+    };
+    tell(
+        path_word::TELL_GENERAL_PATH,
+        st.general_path != 0,
+        path_word::GENERAL_PATH_BYTE,
+    );
+    tell(
+        path_word::TELL_CLAIMED_REGIONS,
+        claimed,
+        path_word::CLAIMED_REGIONS_BYTE,
+    );
 }
 
 /// This thread's linear index in the block and the block's size.

@@ -228,10 +228,14 @@ unsafe fn enter_first(
         (*state).path_word = path_word;
     }
     // A CTA whose threads keep lane states or copies in flight in its
-    // region needs it from the start: it claims now; any other claims
-    // when a thread first needs it, if ever.
+    // region needs it from the start, and one of an entry whose CTAs
+    // claimed theirs in an earlier launch will likely need it: it claims
+    // now, while the other threads wait at the entry's barrier anyway;
+    // any other claims when a thread first needs it, if ever.
     let keeps_copies = flags & launch_flags::COPIES_IN_FLIGHT != 0;
-    let eager = keeps_copies || super::block::needs_slot_lanes(lanes);
+    let eager = keeps_copies
+        || flags & launch_flags::CLAIM_AT_ENTRY != 0
+        || super::block::needs_slot_lanes(lanes);
     let held = eager.then(|| regions::claim(&CtaState::current()));
     let copies = match held {
         Some(h) if keeps_copies => {
@@ -269,7 +273,7 @@ fn exit_first() {
     // What the CTA acquired of other launches, if anything, goes to the
     // exit log for the launches ordered after this one.
     let st = CtaState::current();
-    super::cta::tell_general_path(&st);
+    super::cta::tell_paths(&st, regions::claimed(&st));
     let sync = st.sync();
     if !sync.known().is_none() {
         let mem = st.memory();

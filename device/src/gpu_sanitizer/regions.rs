@@ -204,6 +204,13 @@ pub(super) fn give_back_held(st: &CtaState) {
     }
 }
 
+/// Whether the CTA whose state is `st` holds regions: the exit's first
+/// thread, once every thread passed the exit barrier.
+#[inline(always)]
+pub(super) fn claimed(st: &CtaState) -> bool {
+    HeldRegions::unpacked(st.regions).is_some()
+}
+
 /// Whether SM `smid` has regions in the same-block memory of runtime
 /// `rt` (the runtime sizes it for its device's SMs; a CTA on an SM past
 /// them checks nothing against its block).

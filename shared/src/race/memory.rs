@@ -168,10 +168,13 @@ pub mod launch_record {
     /// words, low first; its CTAs write it, 0 until one does): what
     /// completes the low address bits of its sites' locations.
     pub const ANCHOR: usize = 10;
-    /// The device address of a word of host memory its CTAs set when one
-    /// of them takes a general path of the race engine (two words, low
-    /// first; 0: the host does not ask), so that the host knows whether
-    /// the kernel's entry fits a lower register cap.
+    /// The device address of its entry's path word, a word of host
+    /// memory its CTAs set to tell the host what they took (two words,
+    /// low first; 0: the host does not ask): whether one took a general
+    /// path of the race engine, so that the host knows whether the
+    /// entry fits a lower register cap, and whether one claimed its
+    /// same-block regions in its body, so that the entry's later
+    /// launches claim them at entry ([`path_word`]).
     pub const PATH_WORD: usize = 12;
     /// Lane bounds of its host order.
     pub const BOUNDS: usize = 16;
@@ -179,6 +182,34 @@ pub mod launch_record {
     pub const GLOBAL: usize = BOUNDS + LANES;
     /// Words per record.
     pub const WORDS: usize = GLOBAL + LANES;
+
+    /// What an entry's path word ([`PATH_WORD`]) says, and what the host
+    /// asks its launch to tell there. Each answer is a byte of the word,
+    /// set by a plain store of 1 by any CTA that has it to tell, so that
+    /// CTAs telling different answers never overwrite each other; what
+    /// the host asks rides in the low bits of the word's address (a
+    /// word's address is 4-aligned), so that a launch tells only what
+    /// the host does not know yet, and a kernel's launches stop writing
+    /// host memory once it knows everything.
+    pub mod path_word {
+        /// The byte a CTA sets when it took a general path of the race
+        /// engine.
+        pub const GENERAL_PATH_BYTE: u64 = 0;
+        /// The byte a CTA sets when it claimed its same-block regions.
+        pub const CLAIMED_REGIONS_BYTE: u64 = 1;
+        /// In the word: a CTA took a general path.
+        pub const GENERAL_PATH: u32 = 1 << (8 * GENERAL_PATH_BYTE);
+        /// In the word: a CTA claimed its same-block regions.
+        pub const CLAIMED_REGIONS: u32 = 1 << (8 * CLAIMED_REGIONS_BYTE);
+        /// In the record's address: tell whether a CTA took a general
+        /// path.
+        pub const TELL_GENERAL_PATH: u64 = 1;
+        /// In the record's address: tell whether a CTA claimed its
+        /// same-block regions.
+        pub const TELL_CLAIMED_REGIONS: u64 = 2;
+        /// The bits of the record's value that are the word's address.
+        pub const ADDRESS: u64 = !3;
+    }
 
     use crate::atomic::AtomicFamily;
     /// The record of launch `r` in `ring`, if its slot still holds it.

@@ -6,6 +6,7 @@
 //! sanitizer.
 
 use super::driver::module as driver;
+use super::lean_build::PathRequest;
 use super::module::CudaFunction;
 use super::stream::CudaStream;
 use super::CudaBackend;
@@ -33,10 +34,8 @@ pub(crate) struct SanitizedLaunch<'a> {
     pub(crate) resident: u32,
     /// Whether its threads keep their `cp.async` copies in flight.
     pub(crate) copies_in_flight: bool,
-    /// The device address of the word its CTAs set when one takes a
-    /// general path of the race engine (0: none; a lean build's entry,
-    /// `super::lean_build`).
-    pub(crate) path_word: u64,
+    /// What it asks of its entry's path word (`super::lean_build`).
+    pub(crate) path: PathRequest,
 }
 
 impl CudaBackend {
@@ -62,7 +61,7 @@ impl CudaBackend {
                         launch.config.shared_mem_bytes,
                     )?,
                     copies_in_flight: func.copies_in_flight(),
-                    path_word: func.path_word(),
+                    path: func.path_request(),
                 };
                 let hidden = self.gpu_sanitizer()?.hidden_args(&sanitized, stream)?;
                 self.note_shadow_writes();

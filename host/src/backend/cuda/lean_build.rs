@@ -12,9 +12,16 @@
 //! kernel takes shows only when it runs, so each sanitized entry starts
 //! on its lean twin, and its launches say, in a word of host memory the
 //! device writes in place (`LeanBuild::words`), when one of their blocks took
-//! a general path (`vigil_shared::race::memory::launch_record::PATH_WORD`);
+//! a general path (`vigil_shared::race::memory::launch_record::path_word`);
 //! its later launches then run the capped build. A kernel whose launches
 //! stay on the line paths keeps the lean build.
+//!
+//! The same word says whether a block of the entry claimed its same-block
+//! regions in its body (a check against its block): the entry's later
+//! launches, on either build, then claim them at entry
+//! (`vigil_shared::gpu::launch_flags::CLAIM_AT_ENTRY`), where the block's
+//! other warps wait at the entry's barrier anyway, rather than one warp
+//! at a time in the body.
 //!
 //! The lean build also runs the launches whose blocks are too large for
 //! the capped build, whatever paths they take.
@@ -30,6 +37,7 @@ use super::module::{CudaFunction, CudaModule};
 use crate::error::Result;
 use crate::sanitizer::config::LEAN_SANITIZED_REGISTERS;
 use crate::types::LaunchVariant;
+use vigil_shared::race::memory::launch_record::path_word;
 
 /// Kernels of one module that can have a path word (one page of words).
 const PATH_WORDS: usize = 1024;
@@ -59,6 +67,77 @@ impl Build {
             Build::Lean
         } else {
             Build::Capped
+        }
+    }
+}
+
+/// An entry's path word (`launch_record::path_word`), where its launches
+/// tell the host what their blocks took; the entry's build at the cap
+/// and its lean twin share it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PathWord {
+    /// The word, in mapped host memory the device keeps until its drop
+    /// ([`LeanBuild`]'s `Drop`).
+    host: *const AtomicU32,
+    /// Its device address.
+    device: u64,
+    /// Whether the build that holds it asks whether a block took a
+    /// general path (the lean twin does; the capped build runs the
+    /// general paths as they are).
+    asks_general: bool,
+}
+
+// SAFETY: the word is an atomic in memory that outlives every function of
+// its device (a function keeps its module, which keeps the device).
+unsafe impl Send for PathWord {}
+// SAFETY: as above.
+unsafe impl Sync for PathWord {}
+
+/// What a sanitized launch asks of its entry's path word.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PathRequest {
+    /// The record's `PATH_WORD`: the word's device address with what the
+    /// launch is to tell there (`path_word::TELL_*`); 0: nothing.
+    pub(crate) record: u64,
+    /// Whether its blocks claim their same-block regions at entry: a
+    /// block of an earlier launch claimed them.
+    pub(crate) claim_at_entry: bool,
+}
+
+impl PathWord {
+    /// What the word says now: read in place, without a wait, so that
+    /// a launch still running may set it after (a later launch reads it).
+    pub(crate) fn value(&self) -> u32 {
+        // SAFETY: `host` is a word of the device's mapped block of path
+        // words, live while any function of the device is (above).
+        unsafe { &*self.host }.load(Ordering::Relaxed)
+    }
+
+    /// What a launch of the build holding this word asks, given what it
+    /// says now.
+    pub(crate) fn request(&self) -> PathRequest {
+        PathRequest::given(self.value(), self.device, self.asks_general)
+    }
+}
+
+impl PathRequest {
+    /// The request of a launch whose entry's word (at device address
+    /// `device`) says `value`: it asks what the word does not say yet
+    /// (whether a block took a general path only when `asks_general`),
+    /// and has its blocks claim at entry once the word says a block
+    /// claimed.
+    pub(crate) fn given(value: u32, device: u64, asks_general: bool) -> PathRequest {
+        let claimed = value & path_word::CLAIMED_REGIONS != 0;
+        let mut tell = 0;
+        if asks_general && value & path_word::GENERAL_PATH == 0 {
+            tell |= path_word::TELL_GENERAL_PATH;
+        }
+        if !claimed {
+            tell |= path_word::TELL_CLAIMED_REGIONS;
+        }
+        PathRequest {
+            record: if tell == 0 { 0 } else { device | tell },
+            claim_at_entry: claimed,
         }
     }
 }
@@ -198,10 +277,15 @@ impl LeanBuild {
         }
     }
 
-    /// `entry`'s path word (host side) and its device address.
-    fn word(&self, entry: &TwinEntry) -> Option<(&AtomicU32, u64)> {
+    /// `entry`'s path word, for the build that asks whether a block took
+    /// a general path (`asks_general`: the lean twin) or not.
+    fn word(&self, entry: &TwinEntry, asks_general: bool) -> Option<PathWord> {
         let (block, i) = (self.words.as_ref()?, entry.word?);
-        Some((&block.words()[i], block.device + 4 * i as u64))
+        Some(PathWord {
+            host: &block.words()[i],
+            device: block.device + 4 * i as u64,
+            asks_general,
+        })
     }
 
     /// `entry`'s function in the build, looked up (and the build
@@ -211,9 +295,7 @@ impl LeanBuild {
             return Ok(f);
         }
         let mut f = Box::new(self.module()?.function(&entry.name)?);
-        if let Some((_, at)) = self.word(entry) {
-            f.set_path_word(at);
-        }
+        f.set_path_word(self.word(entry, true));
         Ok(entry.function.get_or_init(|| f))
     }
 }
@@ -241,6 +323,11 @@ impl LeanTwin {
         LeanTwin { build, entry }
     }
 
+    /// The entry's path word, as its build at the cap holds it.
+    pub(crate) fn path_word(&self) -> Option<PathWord> {
+        self.build.word(&self.entry, false)
+    }
+
     /// The function a sanitized launch of blocks of `threads` threads
     /// runs: `capped` (the entry at the context's cap) or this twin
     /// ([`Build::for_launch`]).
@@ -249,8 +336,8 @@ impl LeanTwin {
         capped: &'f CudaFunction,
         threads: u64,
     ) -> Result<&'f CudaFunction> {
-        let word = self.build.word(&self.entry);
-        let took_general = word.is_some_and(|(w, _)| w.load(Ordering::Relaxed) != 0);
+        let word = self.path_word();
+        let took_general = word.is_some_and(|w| w.value() & path_word::GENERAL_PATH != 0);
         let capped_max = capped.attrs().max_threads_per_block;
         match Build::for_launch(threads, capped_max, word.is_some(), took_general) {
             Build::Capped => Ok(capped),
@@ -266,7 +353,49 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Build, TwinIndex};
+    use super::{path_word, Build, PathRequest, TwinIndex};
+
+    /// A launch asks only what its entry's word does not say yet, and its
+    /// blocks claim their regions at entry once a block of an earlier
+    /// launch claimed them in its body; a word that says everything is
+    /// not passed at all, so that no block writes host memory.
+    #[test]
+    fn a_launch_asks_what_the_word_does_not_say_yet() {
+        const AT: u64 = 0x7f00_0000_1000;
+        let (general, claimed) = (path_word::GENERAL_PATH, path_word::CLAIMED_REGIONS);
+        let tell_general = path_word::TELL_GENERAL_PATH;
+        let tell_claims = path_word::TELL_CLAIMED_REGIONS;
+        let request = |record, claim_at_entry| PathRequest {
+            record,
+            claim_at_entry,
+        };
+        // The lean twin asks both until the word says them.
+        assert_eq!(
+            PathRequest::given(0, AT, true),
+            request(AT | tell_general | tell_claims, false)
+        );
+        assert_eq!(
+            PathRequest::given(general, AT, true),
+            request(AT | tell_claims, false)
+        );
+        assert_eq!(
+            PathRequest::given(claimed, AT, true),
+            request(AT | tell_general, true)
+        );
+        assert_eq!(
+            PathRequest::given(general | claimed, AT, true),
+            request(0, true)
+        );
+        // The capped build never asks about general paths.
+        assert_eq!(
+            PathRequest::given(0, AT, false),
+            request(AT | tell_claims, false)
+        );
+        assert_eq!(PathRequest::given(claimed, AT, false), request(0, true));
+        // The tells fit in the low bits of a word's address.
+        assert_eq!(AT & !path_word::ADDRESS, 0);
+        assert_eq!((tell_general | tell_claims) & path_word::ADDRESS, 0);
+    }
 
     #[test]
     fn every_lookup_of_a_kernel_shares_its_word_until_the_words_run_out() {

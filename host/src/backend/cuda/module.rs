@@ -38,7 +38,7 @@ impl CopyEntries {
 }
 use vigil_shared::gpu::{GLOBAL_VALUE_OFFSET, SANITIZED_SUFFIX};
 
-use super::lean_build::{LeanBuild, LeanTwin};
+use super::lean_build::{LeanBuild, LeanTwin, PathRequest, PathWord};
 use crate::sanitizer::config::LEAN_SANITIZED_REGISTERS;
 
 const JIT_LOG_BYTES: usize = 16 * 1024;
@@ -182,6 +182,7 @@ impl CudaModule {
                     .lean
                     .clone()
                     .map(|build| Box::new(LeanTwin::new(build, name)));
+                f.path_word = f.lean.as_ref().and_then(|twin| twin.path_word());
                 Some(f)
             }
             None => None,
@@ -293,7 +294,7 @@ impl CudaModule {
             window_arrays: self.window_arrays,
             copies_in_flight: false,
             lean: None,
-            path_word: 0,
+            path_word: None,
         })
     }
 }
@@ -479,9 +480,9 @@ pub(crate) struct CudaFunction {
     copies_in_flight: bool,
     /// For a sanitized entry: its twin in the module's lean build.
     lean: Option<Box<LeanTwin>>,
-    /// For a lean twin that tells the host what its launches took: the
-    /// device address of its path word (0: none).
-    path_word: u64,
+    /// For a sanitized entry (either build) whose launches tell the host
+    /// what they took: its path word.
+    path_word: Option<PathWord>,
 }
 
 // SAFETY: a CUfunction may be used from any thread (the driver API is
@@ -512,17 +513,17 @@ impl CudaFunction {
         }
     }
 
-    /// The device address of the path word a sanitized launch of this
-    /// function sets when one of its blocks takes a general path of the
-    /// race engine (`launch_record::PATH_WORD`); 0 when it has none.
-    pub(crate) fn path_word(&self) -> u64 {
+    /// What a sanitized launch of this function asks of its entry's path
+    /// word (`launch_record::path_word`): nothing when it has none.
+    pub(crate) fn path_request(&self) -> PathRequest {
         self.path_word
+            .map_or(PathRequest::default(), |w| w.request())
     }
 
-    /// Makes this lean twin tell the host what its launches took, in the
-    /// word at device address `at`.
-    pub(super) fn set_path_word(&mut self, at: u64) {
-        self.path_word = at;
+    /// Makes this function's launches tell the host what they took, in
+    /// `word`.
+    pub(super) fn set_path_word(&mut self, word: Option<PathWord>) {
+        self.path_word = word;
     }
 
     /// How many blocks of `threads` threads with `dynamic` bytes of

@@ -305,7 +305,10 @@ impl GpuSanitizer {
         if sanitized.copies_in_flight {
             planned.flags |= launch_flags::COPIES_IN_FLIGHT;
         }
-        planned.path_word = sanitized.path_word;
+        if sanitized.path.claim_at_entry {
+            planned.flags |= launch_flags::CLAIM_AT_ENTRY;
+        }
+        planned.path_word = sanitized.path.record;
         self.device.bind()?;
         self.enqueue_record(&mut st, &planned, Some(stream))?;
         drop(st);
@@ -605,8 +608,8 @@ pub(crate) struct RecordPlan {
     /// Extension regions of the same-block table each CTA asks for
     /// (`vigil_shared::gpu::extensions_wanted`).
     extensions: u32,
-    /// The word its CTAs set when one takes a general path of the race
-    /// engine (`launch_record::PATH_WORD`; 0: none).
+    /// Its entry's path word with what its CTAs are to tell there
+    /// (`launch_record::PATH_WORD`; 0: nothing).
     path_word: u64,
 }
 
