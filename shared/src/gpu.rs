@@ -19,8 +19,11 @@
 //! The same-block layer keeps per-CTA state in device memory, in one of
 //! [`REGIONS_PER_SM`] regions of the CTA's SM, which no other resident
 //! CTA shares: a CTA claims one when one of its threads first needs it
-//! (at entry when its threads keep state there from the start; waiting
-//! for one if none is free: an SM holds at most that many CTAs). Its
+//! (at entry when its threads keep state there from the start, when it
+//! checks its shared memory through the window shadow, or when CTAs of
+//! an earlier launch of its kernel claimed theirs:
+//! [`launch_flags::CLAIM_AT_ENTRY`]; waiting for one if none is free: an
+//! SM holds at most that many CTAs). Its
 //! same-block table may also spread over some of the SM's
 //! [`EXTENSIONS_PER_SM`] extension regions, as many as the launch asks
 //! for (`__vigil_extensions`) and are free at the claim, claimed without
@@ -308,10 +311,12 @@ pub mod launch_flags {
     /// its `cp.async` copies in flight (`crate::copies_in_flight`).
     pub const COPIES_IN_FLIGHT: u32 = 2;
     /// Each CTA claims its same-block regions at entry, not when a thread
-    /// first needs them: CTAs of an earlier launch of the entry claimed
-    /// them in their body (`crate::race::memory::launch_record::path_word`),
-    /// where a claim costs more (the CTA's warps wait for it one by one,
-    /// not at the entry's barrier).
+    /// first needs them: the kernel checks its shared memory through the
+    /// window shadow (whose slot is the CTA's region), or CTAs of an
+    /// earlier launch of the entry claimed them in their body
+    /// (`crate::race::memory::launch_record::path_word`), where a claim
+    /// costs more (the CTA's warps wait for it one by one, not at the
+    /// entry's barrier).
     pub const CLAIM_AT_ENTRY: u32 = 4;
 }
 

@@ -172,6 +172,32 @@ fn the_entries_that_issue_asynchronous_copies_are_found() {
     }
 }
 
+/// The sanitized entries that use a shared array checked through the
+/// window shadow, in their own code or in a function they call, are the
+/// ones whose launches get the window shadow and claim their regions at
+/// entry: the kernels with large tiles, not those whose arrays have a
+/// `.shared` shadow nor those with no shared array at all.
+#[test]
+fn the_entries_that_use_the_window_shadow_are_found() {
+    use vigil::unstable::ptx_cut::entries_reaching;
+    use vigil_shared::block::WINDOW_ARRAY_SYMBOL;
+    let (_, sanitized) = split_builds(KERNELS_PTX).expect("vigil-build writes both builds");
+    let found = entries_reaching(sanitized, WINDOW_ARRAY_SYMBOL).expect("the module parses");
+    for (kernel, window) in [
+        ("large_tile", true),
+        ("big_tile_transpose_twice", true),
+        ("near_limit", true),
+        ("tree_reduce", false),
+        ("dynamic_reduce", false),
+        ("global_neighbours", false),
+        ("race_waw", false),
+    ] {
+        let name = format!("{kernel}__vigil");
+        assert!(entry_names(sanitized).contains(&name), "{name} missing");
+        assert_eq!(found.contains(&name), window, "{name}");
+    }
+}
+
 #[test]
 fn an_entry_cut_away_is_a_typed_error_on_a_gpu() {
     use vigil::{Context, Error, Module};

@@ -9,7 +9,10 @@
 //! thread-owned partitions) claims nothing: its entry waits for no
 //! claim, whose acquire is a round trip that also invalidates the SM's
 //! L1 for every CTA on it, and its exit gives nothing back. A CTA that
-//! keeps lane states or copies in flight in its region claims at entry.
+//! keeps lane states or copies in flight in its region claims at entry,
+//! as does one whose launch asks it to (`launch_flags::CLAIM_AT_ENTRY`:
+//! it checks shared memory through the window shadow, or CTAs of an
+//! earlier launch of its kernel claimed in their body).
 //!
 //! The claim is made once a CTA (`vigil_shared::regions::claim_once`,
 //! on a word of the CTA's `.shared` state at the CTA's scope): the first

@@ -34,7 +34,8 @@ pub(crate) struct SanitizedLaunch<'a> {
     pub(crate) resident: u32,
     /// Whether its threads keep their `cp.async` copies in flight.
     pub(crate) copies_in_flight: bool,
-    /// What it asks of its entry's path word (`super::lean_build`).
+    /// What it asks of its entry's path word and whether its blocks
+    /// claim their regions at entry ([`CudaFunction::path_request`]).
     pub(crate) path: PathRequest,
 }
 
@@ -61,7 +62,7 @@ impl CudaBackend {
                         launch.config.shared_mem_bytes,
                     )?,
                     copies_in_flight: func.copies_in_flight(),
-                    path: func.path_request(),
+                    path: func.path_request(launch.config.shared_mem_bytes),
                 };
                 let hidden = self.gpu_sanitizer()?.hidden_args(&sanitized, stream)?;
                 self.note_shadow_writes();

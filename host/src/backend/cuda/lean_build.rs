@@ -140,6 +140,21 @@ impl PathRequest {
             claim_at_entry: claimed,
         }
     }
+
+    /// This request for a launch whose blocks claim at entry whatever
+    /// the word says (they use the window shadow from their first
+    /// access): it no longer asks whether a block claimed.
+    pub(crate) fn claiming_at_entry(self) -> PathRequest {
+        let tell = self.record & !path_word::ADDRESS & !path_word::TELL_CLAIMED_REGIONS;
+        PathRequest {
+            record: if tell == 0 {
+                0
+            } else {
+                self.record & path_word::ADDRESS | tell
+            },
+            claim_at_entry: true,
+        }
+    }
 }
 
 /// What a module's lean build keeps for one kernel, shared by every
@@ -392,6 +407,18 @@ mod tests {
             request(AT | tell_claims, false)
         );
         assert_eq!(PathRequest::given(claimed, AT, false), request(0, true));
+        // A launch that claims at entry anyway asks only the rest.
+        let claiming = |r: PathRequest| r.claiming_at_entry();
+        assert_eq!(
+            claiming(PathRequest::given(0, AT, true)),
+            request(AT | tell_general, true)
+        );
+        assert_eq!(
+            claiming(PathRequest::given(general, AT, true)),
+            request(0, true)
+        );
+        assert_eq!(claiming(PathRequest::given(0, AT, false)), request(0, true));
+        assert_eq!(claiming(PathRequest::default()), request(0, true));
         // The tells fit in the low bits of a word's address.
         assert_eq!(AT & !path_word::ADDRESS, 0);
         assert_eq!((tell_general | tell_claims) & path_word::ADDRESS, 0);

@@ -17,22 +17,34 @@ use vigil_shared::block::WINDOW_ARRAY_SYMBOL;
 /// The PTX every asynchronous copy instruction starts with.
 const ASYNC_COPY_INSTRUCTION: &str = "cp.async.";
 
-/// Which entries of a sanitized module issue asynchronous copies, in
-/// their code or in a function they call: only their launches keep
-/// copies in flight, so that the module's other kernels pay nothing.
-enum CopyEntries {
+/// Which entries of a sanitized module hold a piece of PTX (an
+/// instruction, a symbol) in their code or in a function they call: what
+/// it asks of a launch (copies kept in flight, the window shadow) is
+/// asked of their launches only, so that the module's other kernels pay
+/// nothing for it.
+enum EntrySet {
     /// Every entry (the PTX holds an item the cut does not understand).
     All,
     /// These entries, by name.
     These(HashSet<String>),
 }
 
-impl CopyEntries {
-    /// Whether entry `name` issues asynchronous copies.
+impl EntrySet {
+    /// The entries of the sanitized module `text` (none when not
+    /// `sanitized`) that reach `needle`.
+    fn reaching(text: &str, sanitized: bool, needle: &str) -> EntrySet {
+        if sanitized && text.contains(needle) {
+            entries_reaching(text, needle).map_or(EntrySet::All, EntrySet::These)
+        } else {
+            EntrySet::These(HashSet::new())
+        }
+    }
+
+    /// Whether entry `name` is one of them.
     fn holds(&self, name: &CStr) -> bool {
         match self {
-            CopyEntries::All => true,
-            CopyEntries::These(names) => name.to_str().is_ok_and(|n| names.contains(n)),
+            EntrySet::All => true,
+            EntrySet::These(names) => name.to_str().is_ok_and(|n| names.contains(n)),
         }
     }
 }
@@ -54,10 +66,12 @@ pub(crate) struct CudaModule {
     /// through the GPU sanitizer's window shadow
     /// ([`WINDOW_ARRAY_SYMBOL`]).
     window_arrays: bool,
+    /// The sanitized entries that use such an array.
+    window_entries: EntrySet,
     /// The sanitized entries that issue asynchronous copies: their
     /// launches keep each thread's `cp.async` copies in flight
     /// (`vigil_shared::gpu::launch_flags::COPIES_IN_FLIGHT`).
-    copy_entries: CopyEntries,
+    copy_entries: EntrySet,
     /// A sanitized module's lean build (`super::lean_build`): for entries
     /// that take the race engine's line paths only, and for blocks its
     /// register cap does not fit.
@@ -115,12 +129,8 @@ impl CudaModule {
         let text = image.to_string_lossy();
         let sanitized = variant == LaunchVariant::Sanitized;
         let window_arrays = sanitized && text.contains(WINDOW_ARRAY_SYMBOL);
-        let copy_entries = if sanitized && text.contains(ASYNC_COPY_INSTRUCTION) {
-            entries_reaching(&text, ASYNC_COPY_INSTRUCTION)
-                .map_or(CopyEntries::All, CopyEntries::These)
-        } else {
-            CopyEntries::These(HashSet::new())
-        };
+        let window_entries = EntrySet::reaching(&text, sanitized, WINDOW_ARRAY_SYMBOL);
+        let copy_entries = EntrySet::reaching(&text, sanitized, ASYNC_COPY_INSTRUCTION);
         let lean = match (variant, max_registers) {
             (LaunchVariant::Sanitized, Some(n)) if n > LEAN_SANITIZED_REGISTERS => {
                 Some(Arc::new(LeanBuild::new(device, image, lean_first)?))
@@ -132,6 +142,7 @@ impl CudaModule {
             raw,
             variant,
             window_arrays,
+            window_entries,
             copy_entries,
             lean,
             plain_twin: None,
@@ -156,9 +167,13 @@ impl CudaModule {
     pub(crate) fn kernel(&self, name: &CStr) -> Result<CudaKernel> {
         let mut sanitized = name.to_bytes().to_vec();
         sanitized.extend_from_slice(SANITIZED_SUFFIX.as_bytes());
-        let (sanitized, copies_in_flight) = match CString::new(sanitized) {
-            Ok(s) => (self.lookup(&s)?, self.copy_entries.holds(&s)),
-            Err(_) => (None, false),
+        let (sanitized, copies_in_flight, uses_window_arrays) = match CString::new(sanitized) {
+            Ok(s) => (
+                self.lookup(&s)?,
+                self.copy_entries.holds(&s),
+                self.window_entries.holds(&s),
+            ),
+            Err(_) => (None, false, false),
         };
         let plain = match (self.lookup(name)?, &self.plain_twin) {
             (Some(raw), _) => Some(self.with_attrs(raw)?),
@@ -178,6 +193,7 @@ impl CudaModule {
             Some(raw) => {
                 let mut f = self.with_attrs(raw)?;
                 f.copies_in_flight = copies_in_flight;
+                f.uses_window_arrays = uses_window_arrays;
                 f.lean = self
                     .lean
                     .clone()
@@ -292,6 +308,7 @@ impl CudaModule {
             dyn_smem_optin: AtomicU32::new(0),
             resident: AtomicU64::new(0),
             window_arrays: self.window_arrays,
+            uses_window_arrays: false,
             copies_in_flight: false,
             lean: None,
             path_word: None,
@@ -476,6 +493,8 @@ pub(crate) struct CudaFunction {
     resident: AtomicU64,
     /// Whether its module declares arrays the window shadow checks.
     window_arrays: bool,
+    /// Whether it (a sanitized entry) uses such an array.
+    uses_window_arrays: bool,
     /// Whether it issues asynchronous copies (a sanitized entry).
     copies_in_flight: bool,
     /// For a sanitized entry: its twin in the module's lean build.
@@ -513,11 +532,22 @@ impl CudaFunction {
         }
     }
 
-    /// What a sanitized launch of this function asks of its entry's path
-    /// word (`launch_record::path_word`): nothing when it has none.
-    pub(crate) fn path_request(&self) -> PathRequest {
-        self.path_word
-            .map_or(PathRequest::default(), |w| w.request())
+    /// What a sanitized launch of this function with `dynamic` bytes of
+    /// dynamic shared memory asks of its entry's path word
+    /// (`launch_record::path_word`: nothing when it has none), and
+    /// whether its blocks claim their regions at entry: a block of an
+    /// earlier launch claimed them, or it checks shared memory through
+    /// the window shadow from its first access (it has dynamic shared
+    /// memory, or uses an array declared without a `.shared` shadow).
+    pub(crate) fn path_request(&self, dynamic: u32) -> PathRequest {
+        let asked = self
+            .path_word
+            .map_or(PathRequest::default(), |w| w.request());
+        if self.uses_window_arrays || dynamic > 0 {
+            asked.claiming_at_entry()
+        } else {
+            asked
+        }
     }
 
     /// Makes this function's launches tell the host what they took, in

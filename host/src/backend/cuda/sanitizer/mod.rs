@@ -305,6 +305,12 @@ impl GpuSanitizer {
         if sanitized.copies_in_flight {
             planned.flags |= launch_flags::COPIES_IN_FLIGHT;
         }
+        // A block that checks its shared memory through the window shadow
+        // needs its regions (the shadow's slot is its region's) from its
+        // first shared access, as does one of an entry whose blocks
+        // claimed theirs before: it claims them at entry, while its other
+        // warps wait at the entry's barrier, not in a hook that warps of
+        // the block enter one at a time.
         if sanitized.path.claim_at_entry {
             planned.flags |= launch_flags::CLAIM_AT_ENTRY;
         }
