@@ -21,7 +21,9 @@
 //! launches, on either build, then claim them at entry
 //! (`vigil_shared::gpu::launch_flags::CLAIM_AT_ENTRY`), where the block's
 //! other warps wait at the entry's barrier anyway, rather than one warp
-//! at a time in the body.
+//! at a time in the body. Entries that do not start lean
+//! (`VIGIL_LEAN_ENTRIES=0`) have no word: a block of theirs that claims
+//! in its body does so at every launch.
 //!
 //! The lean build also runs the launches whose blocks are too large for
 //! the capped build, whatever paths they take.
