@@ -116,20 +116,28 @@ impl PathWord {
     }
 
     /// What a launch of the build holding this word asks, given what it
-    /// says now.
-    pub(crate) fn request(&self) -> PathRequest {
-        PathRequest::given(self.value(), self.device, self.asks_general)
+    /// says now (`claims_anyway`: its blocks claim at entry whatever it
+    /// says).
+    pub(crate) fn request(&self, claims_anyway: bool) -> PathRequest {
+        PathRequest::given(self.value(), self.device, self.asks_general, claims_anyway)
     }
 }
 
 impl PathRequest {
     /// The request of a launch whose entry's word (at device address
     /// `device`) says `value`: it asks what the word does not say yet
-    /// (whether a block took a general path only when `asks_general`),
-    /// and has its blocks claim at entry once the word says a block
-    /// claimed.
-    pub(crate) fn given(value: u32, device: u64, asks_general: bool) -> PathRequest {
-        let claimed = value & path_word::CLAIMED_REGIONS != 0;
+    /// (whether a block took a general path only when `asks_general`;
+    /// whether a block claimed only when its blocks do not claim at entry
+    /// anyway, `claims_anyway`: they use the window shadow from their
+    /// first access), and has its blocks claim at entry once the word
+    /// says a block claimed.
+    pub(crate) fn given(
+        value: u32,
+        device: u64,
+        asks_general: bool,
+        claims_anyway: bool,
+    ) -> PathRequest {
+        let claimed = claims_anyway || value & path_word::CLAIMED_REGIONS != 0;
         let mut tell = 0;
         if asks_general && value & path_word::GENERAL_PATH == 0 {
             tell |= path_word::TELL_GENERAL_PATH;
@@ -143,18 +151,12 @@ impl PathRequest {
         }
     }
 
-    /// This request for a launch whose blocks claim at entry whatever
-    /// the word says (they use the window shadow from their first
-    /// access): it no longer asks whether a block claimed.
-    pub(crate) fn claiming_at_entry(self) -> PathRequest {
-        let tell = self.record & !path_word::ADDRESS & !path_word::TELL_CLAIMED_REGIONS;
+    /// The request of a launch whose entry has no path word: it asks
+    /// nothing, and its blocks claim at entry only when they do anyway.
+    pub(crate) fn without_word(claims_anyway: bool) -> PathRequest {
         PathRequest {
-            record: if tell == 0 {
-                0
-            } else {
-                self.record & path_word::ADDRESS | tell
-            },
-            claim_at_entry: true,
+            record: 0,
+            claim_at_entry: claims_anyway,
         }
     }
 }
@@ -388,39 +390,41 @@ mod tests {
         };
         // The lean twin asks both until the word says them.
         assert_eq!(
-            PathRequest::given(0, AT, true),
+            PathRequest::given(0, AT, true, false),
             request(AT | tell_general | tell_claims, false)
         );
         assert_eq!(
-            PathRequest::given(general, AT, true),
+            PathRequest::given(general, AT, true, false),
             request(AT | tell_claims, false)
         );
         assert_eq!(
-            PathRequest::given(claimed, AT, true),
+            PathRequest::given(claimed, AT, true, false),
             request(AT | tell_general, true)
         );
         assert_eq!(
-            PathRequest::given(general | claimed, AT, true),
+            PathRequest::given(general | claimed, AT, true, false),
             request(0, true)
         );
         // The capped build never asks about general paths.
         assert_eq!(
-            PathRequest::given(0, AT, false),
+            PathRequest::given(0, AT, false, false),
             request(AT | tell_claims, false)
         );
-        assert_eq!(PathRequest::given(claimed, AT, false), request(0, true));
-        // A launch that claims at entry anyway asks only the rest.
-        let claiming = |r: PathRequest| r.claiming_at_entry();
         assert_eq!(
-            claiming(PathRequest::given(0, AT, true)),
+            PathRequest::given(claimed, AT, false, false),
+            request(0, true)
+        );
+        // A launch that claims at entry anyway asks only the rest.
+        assert_eq!(
+            PathRequest::given(0, AT, true, true),
             request(AT | tell_general, true)
         );
         assert_eq!(
-            claiming(PathRequest::given(general, AT, true)),
+            PathRequest::given(general, AT, true, true),
             request(0, true)
         );
-        assert_eq!(claiming(PathRequest::given(0, AT, false)), request(0, true));
-        assert_eq!(claiming(PathRequest::default()), request(0, true));
+        assert_eq!(PathRequest::given(0, AT, false, true), request(0, true));
+        assert_eq!(PathRequest::without_word(true), request(0, true));
         // The tells fit in the low bits of a word's address.
         assert_eq!(AT & !path_word::ADDRESS, 0);
         assert_eq!((tell_general | tell_claims) & path_word::ADDRESS, 0);

@@ -540,14 +540,9 @@ impl CudaFunction {
     /// the window shadow from its first access (it has dynamic shared
     /// memory, or uses an array declared without a `.shared` shadow).
     pub(crate) fn path_request(&self, dynamic: u32) -> PathRequest {
-        let asked = self
-            .path_word
-            .map_or(PathRequest::default(), |w| w.request());
-        if self.uses_window_arrays || dynamic > 0 {
-            asked.claiming_at_entry()
-        } else {
-            asked
-        }
+        let window = self.uses_window_arrays || dynamic > 0;
+        self.path_word
+            .map_or(PathRequest::without_word(window), |w| w.request(window))
     }
 
     /// Makes this function's launches tell the host what they took, in
