@@ -388,42 +388,27 @@ mod tests {
             record,
             claim_at_entry,
         };
-        // The lean twin asks both until the word says them.
-        assert_eq!(
-            PathRequest::given(0, AT, true, false),
-            request(AT | tell_general | tell_claims, false)
-        );
-        assert_eq!(
-            PathRequest::given(general, AT, true, false),
-            request(AT | tell_claims, false)
-        );
-        assert_eq!(
-            PathRequest::given(claimed, AT, true, false),
-            request(AT | tell_general, true)
-        );
-        assert_eq!(
-            PathRequest::given(general | claimed, AT, true, false),
-            request(0, true)
-        );
-        // The capped build never asks about general paths.
-        assert_eq!(
-            PathRequest::given(0, AT, false, false),
-            request(AT | tell_claims, false)
-        );
-        assert_eq!(
-            PathRequest::given(claimed, AT, false, false),
-            request(0, true)
-        );
-        // A launch that claims at entry anyway asks only the rest.
-        assert_eq!(
-            PathRequest::given(0, AT, true, true),
-            request(AT | tell_general, true)
-        );
-        assert_eq!(
-            PathRequest::given(general, AT, true, true),
-            request(0, true)
-        );
-        assert_eq!(PathRequest::given(0, AT, false, true), request(0, true));
+        // (word says, lean twin, claims anyway) -> (record, claims at entry)
+        for (value, lean, anyway, record, at_entry) in [
+            // The lean twin asks both until the word says them.
+            (0, true, false, AT | tell_general | tell_claims, false),
+            (general, true, false, AT | tell_claims, false),
+            (claimed, true, false, AT | tell_general, true),
+            (general | claimed, true, false, 0, true),
+            // The capped build never asks about general paths.
+            (0, false, false, AT | tell_claims, false),
+            (claimed, false, false, 0, true),
+            // A launch that claims at entry anyway asks only the rest.
+            (0, true, true, AT | tell_general, true),
+            (general, true, true, 0, true),
+            (0, false, true, 0, true),
+        ] {
+            assert_eq!(
+                PathRequest::given(value, AT, lean, anyway),
+                request(record, at_entry),
+                "word {value:#x}, lean {lean}, claims anyway {anyway}"
+            );
+        }
         assert_eq!(PathRequest::without_word(true), request(0, true));
         // The tells fit in the low bits of a word's address.
         assert_eq!(AT & !path_word::ADDRESS, 0);
