@@ -7,7 +7,11 @@
 //! ([`crate::race::memory::launch_record`]: its serials, the lane bounds
 //! of its host order and of what may be forgotten), its first serial, its
 //! context-wide launch id, the extension regions each of its CTAs asks
-//! for (below) and its read-only ranges
+//! for (below), the record's fields a CTA's entry keeps (the launch's
+//! serial count, flags, lane reference, device rank, the bound of its
+//! own lane and its entry's path word) and the runtime's `real_base`,
+//! so that a CTA's entry reads them from the constant bank instead of
+//! waiting for device memory, and its read-only ranges
 //! ([`crate::read_only::ReadOnlyRanges`], as `u64` bounds).
 //!
 //! Sanitizer threads are CTAs: CTA `b` (linear block index) of a launch
@@ -147,6 +151,41 @@ pub const HIDDEN_PARAMS: &[ParamDesc] = &[
         parts: &[PtxType::B32],
     },
     ParamDesc {
+        name: "__vigil_count",
+        rust_type: "u32",
+        parts: &[PtxType::B32],
+    },
+    ParamDesc {
+        name: "__vigil_flags",
+        rust_type: "u32",
+        parts: &[PtxType::B32],
+    },
+    ParamDesc {
+        name: "__vigil_tag",
+        rust_type: "u32",
+        parts: &[PtxType::B32],
+    },
+    ParamDesc {
+        name: "__vigil_device",
+        rust_type: "u32",
+        parts: &[PtxType::B32],
+    },
+    ParamDesc {
+        name: "__vigil_own_bound",
+        rust_type: "u32",
+        parts: &[PtxType::B32],
+    },
+    ParamDesc {
+        name: "__vigil_path_word",
+        rust_type: "u64",
+        parts: &[PtxType::B64],
+    },
+    ParamDesc {
+        name: "__vigil_real_base",
+        rust_type: "u64",
+        parts: &[PtxType::B64],
+    },
+    ParamDesc {
         name: "__vigil_read_only_0_start",
         rust_type: "u64",
         parts: &[PtxType::B64],
@@ -167,7 +206,7 @@ pub const HIDDEN_PARAMS: &[ParamDesc] = &[
         parts: &[PtxType::B64],
     },
 ];
-const _: () = assert!(HIDDEN_PARAMS.len() == 5 + 2 * crate::read_only::READ_ONLY_RANGES);
+const _: () = assert!(HIDDEN_PARAMS.len() == 12 + 2 * crate::read_only::READ_ONLY_RANGES);
 
 /// Suffix of a sanitized entry's name (`axpy` -> `axpy__vigil`).
 pub const SANITIZED_SUFFIX: &str = "__vigil";

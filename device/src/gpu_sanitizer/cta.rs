@@ -64,8 +64,6 @@ pub(super) struct CtaState {
     /// Non-zero once a thread took a general path of the race engine
     /// ([`note_general_path`]).
     pub general_path: u8,
-    /// The region of its SM it tries first when it claims.
-    pub region_guess: u8,
     /// How many extension regions it asks for when it claims
     /// ([`vigil_shared::gpu::extensions_wanted`]).
     pub extensions_wanted: u8,

@@ -18,14 +18,13 @@
 use vigil_shared::copies_in_flight::QueueArea;
 use vigil_shared::gpu::{launch_flags, GpuRuntime};
 use vigil_shared::race::memory::launch_record;
-use vigil_shared::race::serial::lane_of;
 use vigil_shared::race::sync::CtaSync;
 use vigil_shared::read_only::ReadOnlyRanges;
 
 use core::sync::atomic::Ordering;
 
-use super::cta::{lane, linear_block, record_words, sync_words, CtaState};
-use super::regions::{self, region_guess};
+use super::cta::{lane, linear_block, sync_words, CtaState};
+use super::regions;
 use crate::arch::ptx as arch;
 
 /// What the host passes a sanitized entry after the user's parameters
@@ -43,6 +42,22 @@ pub struct LaunchArgs {
     /// Extension regions each CTA asks for
     /// ([`vigil_shared::gpu::extensions_wanted`]).
     pub extensions: u32,
+    /// The launch's serials (its record's `launch_record::COUNT`).
+    pub count: u32,
+    /// Its [`launch_flags`] (`launch_record::FLAGS`).
+    pub flags: u32,
+    /// Its lane reference (`launch_record::TAG`).
+    pub tag: u32,
+    /// Its device rank (`launch_record::DEVICE`).
+    pub device: u32,
+    /// The bound of its own lane in its host order (the record's
+    /// `launch_record::BOUNDS` word of the lane of `base`).
+    pub own_bound: u32,
+    /// Its entry's path word with what to tell there
+    /// (`launch_record::PATH_WORD`).
+    pub path_word: u64,
+    /// The runtime's `real_base`.
+    pub real_base: u64,
     /// The launch's read-only ranges ([`ReadOnlyRanges::from_words`]).
     pub read_only: [u64; ReadOnlyRanges::WORDS],
 }
@@ -118,11 +133,11 @@ fn note_anchor(record: u64, anchor: u64) {
     at.store(anchor, Ordering::Relaxed);
 }
 
-/// The entry of every thread: the part each thread does is inlined into
-/// the entry point, so that the threads other than the first make no call
-/// (a call saves the registers the call ABI keeps, to local memory, and
-/// passes the launch's arguments through it); the first thread's work is
-/// a call it makes alone ([`enter_first`]).
+/// The entry of every thread, inlined into the entry point. The first
+/// thread's part ([`enter_first`]) is inlined too: what it writes comes
+/// from the entry's parameters (the constant bank, no round trip), and a
+/// call would save the registers the call ABI keeps, to local memory, on
+/// the path every other thread of the CTA waits for at the barrier.
 #[inline(always)]
 unsafe fn enter(args: LaunchArgs, anchor: u64) {
     let (lane, lanes) = lane();
@@ -151,17 +166,8 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
             // SAFETY: as above; only this thread writes them.
             unsafe { (*state).read_only = ReadOnlyRanges::from_words(args.read_only) };
         }
-        // Field by field: a struct argument would be built in local
-        // memory by every thread.
         // SAFETY: forwarded from the caller.
-        unsafe {
-            enter_first(
-                (args.runtime, args.record),
-                (args.base, args.launch, args.extensions),
-                anchor,
-                lanes,
-            )
-        };
+        unsafe { enter_first(&args, anchor, lanes) };
     }
     arch::sync_threads();
     // `lanes` is the same for every thread: all of them or none take it.
@@ -171,85 +177,88 @@ unsafe fn enter(args: LaunchArgs, anchor: u64) {
     }
 }
 
-/// The first thread's part of [`enter`]: the launch's record and the
-/// runtime's fields into the CTA's state, the claim of its region when
-/// it needs one from the start, its synchronisation state.
+/// The first thread's part of [`enter`]: the launch's parameters into the
+/// CTA's state, the claim of its region when it needs one from the start,
+/// its synchronisation state.
 ///
 /// # Safety
-/// As [`run_cta`]'s: `runtime` and `record` from its [`LaunchArgs`],
-/// with `base`, `launch` and `extensions`.
-#[inline(never)]
-unsafe fn enter_first(
-    (runtime, record): (u64, u64),
-    (base, launch, extensions): (u32, u32, u32),
-    anchor: u64,
-    lanes: u32,
-) {
-    // SAFETY: the caller passes a live runtime.
-    let rt = unsafe { &*(runtime as *const GpuRuntime) };
+/// As [`run_cta`]'s.
+#[inline(always)]
+unsafe fn enter_first(args: &LaunchArgs, anchor: u64, lanes: u32) {
     let state = arch::cta_state() as *mut CtaState;
-    let rec = record_words(record);
-    let count = rec[launch_record::COUNT];
-    let flags = rec[launch_record::FLAGS];
-    let launch_ref = rec[launch_record::TAG];
-    let own_bound = rec[launch_record::BOUNDS + lane_of(base)];
-    let device = rec[launch_record::DEVICE];
-    let path_word = u64::from(rec[launch_record::PATH_WORD])
-        | u64::from(rec[launch_record::PATH_WORD + 1]) << 32;
-    let real_base = rt.real_base;
     let smid = arch::smid();
     let block = linear_block();
     if block == 0 {
-        note_anchor(record, anchor);
+        note_anchor(args.record, anchor);
     }
-    let serial = if flags & launch_flags::ONE_SERIAL != 0 {
-        base
+    let serial = if args.flags & launch_flags::ONE_SERIAL != 0 {
+        args.base
     } else {
-        base + block
+        args.base + block
     };
     // Field by field: the read-only ranges are other threads' to write.
     // SAFETY: the CTA's shared block holds a `CtaState`, 16-aligned; only
     // this thread writes these fields before the barrier.
     unsafe {
-        (*state).runtime = runtime;
-        (*state).record = record;
-        (*state).real_base = real_base;
+        (*state).runtime = args.runtime;
+        (*state).record = args.record;
+        (*state).real_base = args.real_base;
         (*state).tid = serial;
-        (*state).base = base;
-        (*state).count = count;
-        (*state).launch = launch;
-        (*state).launch_ref = launch_ref;
-        (*state).device = device;
+        (*state).base = args.base;
+        (*state).count = args.count;
+        (*state).launch = args.launch;
+        (*state).launch_ref = args.tag;
+        (*state).device = args.device;
         (*state).smid = smid;
-        (*state).own_bound = own_bound;
-        (*state).region_guess = region_guess(lanes) as u8;
-        (*state).extensions_wanted = extensions.min(u32::from(u8::MAX)) as u8;
+        (*state).own_bound = args.own_bound;
+        (*state).extensions_wanted = args.extensions.min(u32::from(u8::MAX)) as u8;
         (*state).general_path = 0;
-        (*state).path_word = path_word;
+        (*state).path_word = args.path_word;
     }
     // A CTA whose threads keep lane states or copies in flight in its
     // region needs it from the start, and one of an entry whose CTAs
     // claimed theirs in an earlier launch will likely need it: it claims
     // now, while the other threads wait at the entry's barrier anyway;
     // any other claims when a thread first needs it, if ever.
-    let keeps_copies = flags & launch_flags::COPIES_IN_FLIGHT != 0;
+    let keeps_copies = args.flags & launch_flags::COPIES_IN_FLIGHT != 0;
     let eager = keeps_copies
-        || flags & launch_flags::CLAIM_AT_ENTRY != 0
+        || args.flags & launch_flags::CLAIM_AT_ENTRY != 0
         || super::block::needs_slot_lanes(lanes);
-    let held = eager.then(|| regions::claim(&CtaState::current()));
-    let copies = match held {
-        Some(h) if keeps_copies => {
-            copies_part_of(rt, regions::sm_has_regions(rt, smid), smid, h.slot, lanes)
-        }
-        _ => 0,
+    let copies = if eager {
+        claim_at_entry(args.runtime, smid, lanes, keeps_copies)
+    } else {
+        regions::publish_at_entry(None);
+        0
     };
-    regions::publish_at_entry(held);
     // SAFETY: as above.
     unsafe {
         (*state).region_used = u8::from(eager);
         (*state).copies = copies;
     }
     CtaSync::<vigil_shared::atomic::CoreAtomics>::new(sync_words()).init();
+}
+
+/// The claim of the CTA's region at entry, and the address of its part
+/// of the queue area of copies in flight when it keeps them (else 0): a
+/// call, made by the first thread of the CTAs that claim at entry only.
+#[inline(never)]
+fn claim_at_entry(runtime: u64, smid: u32, lanes: u32, keeps_copies: bool) -> u64 {
+    let held = regions::claim(&CtaState::current());
+    let copies = if keeps_copies {
+        // SAFETY: the host passes a live runtime.
+        let rt = unsafe { &*(runtime as *const GpuRuntime) };
+        copies_part_of(
+            rt,
+            regions::sm_has_regions(rt, smid),
+            smid,
+            held.slot,
+            lanes,
+        )
+    } else {
+        0
+    };
+    regions::publish_at_entry(Some(held));
+    copies
 }
 
 /// The exit of every thread, inlined into the entry point as [`enter`]

@@ -41,7 +41,7 @@ const _: () = assert!(same(RANGE_ACCESS_ENTRY, "vigil_range_access__vigil"));
 
 /// Checks `[read_addr, +read_bytes)` as reads and `[write_addr,
 /// +write_bytes)` as writes made at host call site `site` (a tag the host
-/// resolves), `line`, `column`; the last nine parameters are the hidden
+/// resolves), `line`, `column`; the parameters after these are the hidden
 /// ones of every sanitized entry (the host passes no read-only range, and
 /// a launch record whose every CTA is the transfer's one serial).
 ///
@@ -63,6 +63,13 @@ pub unsafe extern "ptx-kernel" fn range_access(
     base: u32,
     launch: u32,
     extensions: u32,
+    count: u32,
+    flags: u32,
+    tag: u32,
+    device: u32,
+    own_bound: u32,
+    path_word: u64,
+    real_base: u64,
     read_only_0_start: u64,
     read_only_0_end: u64,
     read_only_1_start: u64,
@@ -74,6 +81,13 @@ pub unsafe extern "ptx-kernel" fn range_access(
         base,
         launch,
         extensions,
+        count,
+        flags,
+        tag,
+        device,
+        own_bound,
+        path_word,
+        real_base,
         read_only: [
             read_only_0_start,
             read_only_0_end,

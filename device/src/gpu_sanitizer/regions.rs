@@ -28,7 +28,7 @@ use vigil_shared::regions::{
     claim_once, claim_region, give_back, ClaimWord, ExtensionShare, CLAIMING, UNCLAIMED,
 };
 
-use super::cta::CtaState;
+use super::cta::{lane, CtaState};
 use super::device_atomics::{DeviceAtomics, DeviceU64};
 use crate::arch::ptx as arch;
 
@@ -163,7 +163,7 @@ pub(super) fn claim(st: &CtaState) -> HeldRegions {
     let window = current_window(rt);
     let table_sm = sm_has_regions(rt, st.smid);
     let masks = sm_masks(st.runtime, st.smid);
-    let guess = u32::from(st.region_guess);
+    let guess = region_guess(lane().1);
     let share = ExtensionShare::of(guess, u32::from(st.extensions_wanted));
     let (slot, before) = claim_region::<DeviceAtomics>(masks, guess, share);
     let (extension, extensions) = if share.mask == 0 {
@@ -222,12 +222,13 @@ pub(super) fn sm_has_regions(rt: &GpuRuntime, smid: u32) -> bool {
     smid < rt.block_table_slots / REGIONS_PER_SM
 }
 
-/// The region a CTA of `lanes` threads tries first: its first warp's
+/// The region a CTA of `lanes` threads tries first: the claiming warp's
 /// slot on the SM over the CTA's warps, distinct among the SM's resident
-/// CTAs when the SM gives each CTA consecutive slots, as it does (read by
-/// the entry's first thread, of the first warp).
+/// CTAs when the SM gives each CTA consecutive slots, as it does. Worked
+/// out at the claim, not at entry: a division on the path of every CTA's
+/// entry, for a guess most CTAs never need.
 #[inline(always)]
-pub(super) fn region_guess(lanes: u32) -> u32 {
+fn region_guess(lanes: u32) -> u32 {
     (arch::warp_slot() / lanes.div_ceil(32).max(1)) % REGIONS_PER_SM
 }
 

@@ -71,7 +71,7 @@ use vigil_shared::race::cta::LaneDevices;
 use vigil_shared::race::knowledge::header as arena_header;
 use vigil_shared::race::memory::launch_record;
 use vigil_shared::race::record::pool_header;
-use vigil_shared::race::serial::LANES;
+use vigil_shared::race::serial::{lane_of, LANES};
 
 use super::device::CudaDevice;
 use super::launch::SanitizedLaunch;
@@ -429,12 +429,14 @@ impl GpuSanitizer {
     /// `plan`, with the read-only ranges `read_only`.
     fn hidden(&self, plan: &RecordPlan, read_only: ReadOnlyRanges) -> HiddenArgs {
         let ordinal = Some(self.device.ordinal());
+        let planned = &plan.planned;
         let mut args = HiddenArgs::new();
         args.pointer(self.runtime.addr, ordinal)
             .pointer(self.ring_slot(plan.lane_ref), ordinal)
-            .u32(plan.planned.base)
+            .u32(planned.base)
             .u32(plan.launch)
             .u32(plan.extensions);
+        plan.push_entry_fields(&mut args, self.rank, self.desc().real_base);
         for bound in read_only.words() {
             args.u64(bound);
         }
@@ -639,6 +641,21 @@ impl RecordPlan {
         }
     }
 
+    /// Appends to `args` what a CTA's entry keeps of the launch's record
+    /// for device `rank`, in [`HIDDEN_PARAMS`]' order (its serials, flags,
+    /// lane reference, rank, the bound of its own lane, its path word),
+    /// and the runtime's `real_base`: the entry reads them as parameters
+    /// instead of loading the record.
+    fn push_entry_fields(&self, args: &mut HiddenArgs, rank: u32, real_base: u64) {
+        args.u32(self.planned.count)
+            .u32(self.flags)
+            .u32(self.lane_ref)
+            .u32(rank)
+            .u32(self.planned.bounds.0[lane_of(self.planned.base)])
+            .u64(self.path_word)
+            .u64(real_base);
+    }
+
     /// The launch's record ([`launch_record`]) for device `rank`.
     fn record(&self, rank: u32) -> Vec<u32> {
         let mut w = vec![0u32; launch_record::WORDS];
@@ -794,6 +811,65 @@ impl GpuSanitizer {
 mod tests {
     use super::*;
     use crate::types::Dim3;
+
+    /// A CTA's entry reads the record's fields it keeps from the hidden
+    /// parameters, not from the ring: they say what the record says.
+    #[test]
+    fn the_entry_fields_say_what_the_record_says() {
+        let base = (3 << vigil_shared::race::serial::LANE_SHIFT) + 17;
+        let mut bounds = vigil_shared::race::serial::LaneBounds::NONE;
+        for (i, b) in bounds.0.iter_mut().enumerate() {
+            *b = 1000 + i as u32;
+        }
+        let plan = RecordPlan {
+            planned: PlannedLaunch {
+                base,
+                count: 40,
+                bounds,
+                global: vigil_shared::race::serial::LaneBounds::NONE,
+            },
+            launch: 5,
+            lane_ref: 77,
+            flags: launch_flags::COPIES_IN_FLIGHT | launch_flags::CLAIM_AT_ENTRY,
+            reports: 0xdead_0000,
+            extensions: 2,
+            path_word: 0x7f00_1234_5678_0002,
+        };
+        let (rank, real_base) = (2, 0x7000_0000_0000);
+        let mut fields = HiddenArgs::new();
+        plan.push_entry_fields(&mut fields, rank, real_base);
+        let rec = plan.record(rank);
+        let word = |at: usize| u64::from(rec[at]) | u64::from(rec[at + 1]) << 32;
+        let mut expected = HiddenArgs::new();
+        expected
+            .u32(rec[launch_record::COUNT])
+            .u32(rec[launch_record::FLAGS])
+            .u32(rec[launch_record::TAG])
+            .u32(rec[launch_record::DEVICE])
+            .u32(rec[launch_record::BOUNDS + 3])
+            .u64(word(launch_record::PATH_WORD))
+            .u64(real_base);
+        assert_eq!(fields, expected);
+        assert_eq!(rec[launch_record::BOUNDS + 3], 1003);
+        // In the entry's order: after the runtime, the record, the base,
+        // the launch id and the extensions; before the read-only ranges.
+        let names: Vec<&str> = HIDDEN_PARAMS[5..5 + fields.len()]
+            .iter()
+            .map(|p| p.name)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "__vigil_count",
+                "__vigil_flags",
+                "__vigil_tag",
+                "__vigil_device",
+                "__vigil_own_bound",
+                "__vigil_path_word",
+                "__vigil_real_base"
+            ]
+        );
+    }
 
     /// A context's buffer holds its own launches' records, and those of a
     /// straggler kernel of the context gone that had the buffer before: a
