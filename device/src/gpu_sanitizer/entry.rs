@@ -225,7 +225,7 @@ unsafe fn enter_first(args: &LaunchArgs, anchor: u64, lanes: u32) {
         || args.flags & launch_flags::CLAIM_AT_ENTRY != 0
         || super::block::needs_slot_lanes(lanes);
     let copies = if eager {
-        claim_at_entry(args.runtime, smid, lanes, keeps_copies)
+        claim_at_entry(lanes, keeps_copies)
     } else {
         regions::publish_at_entry(None);
         0
@@ -240,17 +240,18 @@ unsafe fn enter_first(args: &LaunchArgs, anchor: u64, lanes: u32) {
 
 /// The claim of the CTA's region at entry, and the address of its part
 /// of the queue area of copies in flight when it keeps them (else 0): a
-/// call, made by the first thread of the CTAs that claim at entry only.
+/// call, made by the first thread of the CTAs that claim at entry only,
+/// once it wrote the CTA's state.
 #[inline(never)]
-fn claim_at_entry(runtime: u64, smid: u32, lanes: u32, keeps_copies: bool) -> u64 {
-    let held = regions::claim(&CtaState::current());
+fn claim_at_entry(lanes: u32, keeps_copies: bool) -> u64 {
+    let st = CtaState::current();
+    let held = regions::claim(&st);
     let copies = if keeps_copies {
-        // SAFETY: the host passes a live runtime.
-        let rt = unsafe { &*(runtime as *const GpuRuntime) };
+        let rt = st.runtime();
         copies_part_of(
             rt,
-            regions::sm_has_regions(rt, smid),
-            smid,
+            regions::sm_has_regions(rt, st.smid),
+            st.smid,
             held.slot,
             lanes,
         )

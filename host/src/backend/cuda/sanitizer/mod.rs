@@ -429,11 +429,10 @@ impl GpuSanitizer {
     /// `plan`, with the read-only ranges `read_only`.
     fn hidden(&self, plan: &RecordPlan, read_only: ReadOnlyRanges) -> HiddenArgs {
         let ordinal = Some(self.device.ordinal());
-        let planned = &plan.planned;
         let mut args = HiddenArgs::new();
         args.pointer(self.runtime.addr, ordinal)
             .pointer(self.ring_slot(plan.lane_ref), ordinal)
-            .u32(planned.base)
+            .u32(plan.planned.base)
             .u32(plan.launch)
             .u32(plan.extensions);
         plan.push_entry_fields(&mut args, self.rank, self.desc().real_base);
